@@ -1,0 +1,47 @@
+# hetdb: two commands a new user needs — `make demo` and `make test`. Everything else is set up here.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+DEMO_DB ?= demo-db
+DEMO_SF ?= 1
+NVCC   ?= nvcc
+CU_SOURCES := $(shell find src/hetdb -name '*.cu' 2>/dev/null)
+
+.PHONY: venv demo test test-fast lint cuda-check gpu-check clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/hetdb generate ssb --sf $(DEMO_SF) $(DEMO_DB)
+	$(VENV)/bin/hetdb demo $(DEMO_DB)
+
+# Compile-check every CUDA source for Hopper when nvcc is present (CI has it, no GPU needed).
+cuda-check:
+	@if command -v $(NVCC) >/dev/null 2>&1; then \
+	  for f in $(CU_SOURCES); do \
+	    echo "nvcc -arch=sm_90 $$f"; \
+	    $(NVCC) -std=c++17 -arch=sm_90 -Isrc/hetdb/backend/gpu/kernels -c $$f -o /dev/null || exit 1; \
+	  done; \
+	else echo "nvcc not found: skipping CUDA compile check"; fi
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+
+test: $(STAMP) cuda-check lint
+	$(PY) -m pytest -q tests
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -x -m "not slow" tests
+
+gpu-check:
+	bash scripts/gpu-check.sh
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

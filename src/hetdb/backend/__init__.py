@@ -1,0 +1,1 @@
+"""Backends: one kernel protocol (base.py), CPU and GPU implementations."""

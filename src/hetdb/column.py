@@ -1,0 +1,189 @@
+"""Column and Batch: the unit of data every layer passes around.
+
+A Column is one typed array of values on one device (NumPy on the host, CuPy on a GPU):
+  - ``data``: fixed-width values (see hetdb.types for the physical dtype). For a dictionary-encoded
+    string column, ``data`` holds int32 codes into ``dictionary``; for a plain string column it is None.
+  - ``validity``: None when every value is valid, else a bool array (True = valid). In memory it is one
+    byte per value (cheap to combine with NumPy/CuPy); on disk it is bit-packed.
+  - ``dictionary``: for dictionary strings, a plain string Column without NULLs holding the values.
+  - ``offsets`` (int64, length n+1) and ``chars`` (uint8): for plain strings.
+Values under a NULL are unspecified but always in range (codes of NULLs are valid codes, e.g. 0, as long
+as the dictionary is non-empty; for an empty dictionary every row is NULL and codes are 0).
+
+A Batch is equal-length named columns on one device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hetdb import types as T
+from hetdb.types import DataType
+
+
+@dataclass
+class Column:
+    dtype: DataType
+    data: Any = None
+    validity: Any = None
+    dictionary: Column | None = None
+    offsets: Any = None
+    chars: Any = None
+
+    def __len__(self) -> int:
+        if self.data is not None:
+            return int(self.data.shape[0])
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def is_dict(self) -> bool:
+        return self.dictionary is not None
+
+    @property
+    def is_plain_string(self) -> bool:
+        return self.dtype.kind == "string" and self.dictionary is None
+
+    def null_count(self) -> int:
+        return 0 if self.validity is None else int(len(self) - self.validity.sum())
+
+    # ---- conversions (host only) -------------------------------------------------------------
+    @staticmethod
+    def from_arrow(arr: pa.Array | pa.ChunkedArray, dtype: DataType | None = None) -> Column:
+        """Convert an Arrow array (any chunking, dictionary or plain) to a host Column of ``dtype``."""
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        if dtype is None:
+            dtype = T.from_arrow(arr.type)
+        validity = None
+        if arr.null_count:
+            validity = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if dtype.kind == "string":
+            if pa.types.is_dictionary(arr.type):
+                values = arr.dictionary
+                codes = arr.indices.fill_null(0).cast(pa.int32()).to_numpy(zero_copy_only=False)
+                dictionary = Column.from_arrow(values.cast(pa.large_string()), T.STRING)
+                if dictionary.validity is not None:  # a NULL inside the dictionary: make those rows NULL
+                    bad = ~dictionary.validity[codes]
+                    validity = ~bad if validity is None else validity & ~bad
+                    dictionary.validity = None
+                return Column(dtype, data=np.ascontiguousarray(codes, dtype=np.int32), validity=validity,
+                              dictionary=dictionary)
+            large = arr.cast(pa.large_string())
+            bufs = large.buffers()
+            offsets = np.frombuffer(bufs[1], dtype=np.int64, count=len(large) + 1, offset=large.offset * 8)
+            start, end = int(offsets[0]), int(offsets[-1])
+            chars = (np.frombuffer(bufs[2], dtype=np.uint8)[start:end].copy() if bufs[2] is not None
+                     else np.zeros(0, np.uint8))
+            return Column(dtype, offsets=offsets - start, validity=validity, chars=chars)
+        if dtype.kind == "decimal":
+            data = _decimal_to_scaled(arr, dtype)
+        elif dtype.kind == "date":
+            data = arr.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
+        elif dtype.kind == "timestamp":
+            ts = arr.cast(pa.timestamp("us", tz=arr.type.tz)) if arr.type.tz else arr.cast(pa.timestamp("us"))
+            data = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        elif dtype.kind == "bool":
+            data = arr.fill_null(False).to_numpy(zero_copy_only=False)
+        else:
+            filled = arr.fill_null(0) if arr.null_count else arr
+            data = filled.cast(dtype.to_arrow()).to_numpy(zero_copy_only=False)
+        return Column(dtype, data=np.ascontiguousarray(data, dtype=dtype.numpy_dtype), validity=validity)
+
+    def to_arrow(self) -> pa.Array:
+        """Convert a host Column to an Arrow array of ``dtype.to_arrow()`` (strings as pa.string())."""
+        mask = None if self.validity is None else ~np.asarray(self.validity, dtype=bool)
+        kind = self.dtype.kind
+        if kind == "string":
+            if self.dictionary is not None:
+                values = self.dictionary.to_arrow()
+                codes = pa.array(np.asarray(self.data, dtype=np.int32), mask=mask)
+                return pa.DictionaryArray.from_arrays(codes, values).cast(pa.string())
+            n = len(self)
+            valid_buf = None if mask is None else pa.array(~mask).buffers()[1]
+            arr = pa.LargeStringArray.from_buffers(
+                n, pa.py_buffer(np.ascontiguousarray(self.offsets, dtype=np.int64)),
+                pa.py_buffer(np.ascontiguousarray(self.chars, dtype=np.uint8)), valid_buf,
+                null_count=-1 if mask is not None else 0)
+            return arr.cast(pa.string())
+        data = np.asarray(self.data)
+        if kind == "decimal":
+            scaled = pa.array(data.astype(np.int64), mask=mask)
+            return _scaled_to_decimal(scaled, self.dtype)
+        if kind == "date":
+            return pa.array(data.astype(np.int32), mask=mask).cast(pa.date32())
+        if kind == "timestamp":
+            return pa.array(data.astype(np.int64), mask=mask).cast(pa.timestamp("us"))
+        return pa.array(data, type=self.dtype.to_arrow(), mask=mask)
+
+    def to_pylist(self) -> list:
+        return self.to_arrow().to_pylist()
+
+
+def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
+    """decimal128 (any precision/scale) -> int64 scaled by 10**dtype.scale, checking every value fits."""
+    from hetdb.errors import InputError
+
+    src_scale = arr.type.scale if pa.types.is_decimal(arr.type) else 0
+    if pa.types.is_decimal(arr.type) and arr.type.precision <= T.MAX_DECIMAL_PRECISION \
+            and src_scale == dtype.scale:
+        # decimal128 little-endian 16-byte values; the low 8 bytes are the int64 when it fits
+        arr = arr.fill_null(pa.scalar(0, arr.type)) if arr.null_count else arr
+        if pa.types.is_decimal128(arr.type):
+            raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset * 2:(arr.offset + len(arr)) * 2]
+            return raw[0::2].copy()
+    target = pa.decimal128(38, dtype.scale)
+    try:
+        as38 = arr.cast(target)
+        limit = pa.scalar(10 ** T.MAX_DECIMAL_PRECISION, pa.decimal128(38, 0)).cast(target)
+        too_big = pc.greater_equal(pc.abs(as38), limit)
+        if pc.any(too_big).as_py():
+            raise InputError(f"a decimal value does not fit in {T.MAX_DECIMAL_PRECISION} digits")
+        filled = as38.fill_null(pa.scalar(0, target)) if as38.null_count else as38
+        raw = np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset * 2:(filled.offset + len(filled)) * 2]
+        return raw[0::2].copy()
+    except pa.ArrowInvalid as e:
+        raise InputError(f"cannot convert decimal values to scale {dtype.scale}: {e}") from e
+
+
+def _scaled_to_decimal(scaled: pa.Array, dtype: DataType) -> pa.Array:
+    t = pa.decimal128(dtype.precision, dtype.scale)
+    lo = np.asarray(scaled.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    words = np.empty(len(lo) * 2, dtype=np.int64)
+    words[0::2] = lo
+    words[1::2] = lo >> 63  # sign extension into the high 64 bits
+    valid = scaled.buffers()[0]
+    return pa.Array.from_buffers(t, len(lo), [valid, pa.py_buffer(words)], null_count=scaled.null_count)
+
+
+@dataclass
+class Batch:
+    """Equal-length named columns on one device."""
+
+    columns: dict[str, Column] = field(default_factory=dict)
+    num_rows: int = 0
+
+    def __post_init__(self) -> None:
+        for name, col in self.columns.items():
+            if len(col) != self.num_rows:
+                raise ValueError(f"column {name} has {len(col)} rows, batch has {self.num_rows}")
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.columns)
+
+    def __getitem__(self, name: str) -> Column:
+        return self.columns[name]
+
+    @staticmethod
+    def from_arrow(table: pa.Table | pa.RecordBatch, dtypes: dict[str, DataType] | None = None) -> Batch:
+        cols = {name: Column.from_arrow(table.column(i), (dtypes or {}).get(name))
+                for i, name in enumerate(table.schema.names)}
+        return Batch(cols, table.num_rows)
+
+    def to_arrow(self) -> pa.Table:
+        return pa.table({name: col.to_arrow() for name, col in self.columns.items()})

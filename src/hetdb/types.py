@@ -1,0 +1,125 @@
+"""Logical data types of hetdb and their physical (NumPy) and Arrow representations.
+
+Physical layout per type (in memory and on disk):
+  int32, date (days since 1970-01-01)      -> int32
+  int64, timestamp (microseconds, UTC-naive) -> int64
+  decimal(p, s)                              -> int64 holding value * 10**s (p <= 18)
+  float64                                    -> float64
+  bool                                       -> bool (1 byte per value in memory)
+  string                                     -> dictionary codes (int32) + dictionary, or offsets (int64) + bytes
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from hetdb.errors import UnsupportedError
+
+KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp")
+
+
+@dataclass(frozen=True)
+class DataType:
+    kind: str
+    precision: int = 0
+    scale: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown type kind {self.kind!r}")
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        """dtype of the data array (codes for dictionary strings are int32; plain strings have none)."""
+        return np.dtype(_NUMPY[self.kind])
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind in ("int32", "int64", "float64", "decimal")
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int32", "int64")
+
+    def to_arrow(self) -> pa.DataType:
+        if self.kind == "decimal":
+            return pa.decimal128(self.precision, self.scale)
+        return _ARROW[self.kind]
+
+    def sql_name(self) -> str:
+        if self.kind == "decimal":
+            return f"DECIMAL({self.precision},{self.scale})"
+        return _SQL[self.kind]
+
+    def __str__(self) -> str:
+        return self.sql_name()
+
+    @staticmethod
+    def parse(text: str) -> DataType:
+        """Inverse of str(): 'INTEGER', 'DECIMAL(15,2)', ... (used by manifests)."""
+        t = text.strip().upper()
+        if t.startswith("DECIMAL"):
+            p, s = t[t.index("(") + 1 : t.index(")")].split(",")
+            return decimal(int(p), int(s))
+        for kind, name in _SQL.items():
+            if name == t:
+                return DataType(kind)
+        raise ValueError(f"unknown type {text!r}")
+
+
+INT32 = DataType("int32")
+INT64 = DataType("int64")
+FLOAT64 = DataType("float64")
+DATE = DataType("date")
+BOOL = DataType("bool")
+STRING = DataType("string")
+TIMESTAMP = DataType("timestamp")
+
+MAX_DECIMAL_PRECISION = 18
+
+
+def decimal(precision: int, scale: int) -> DataType:
+    if not 0 < precision <= MAX_DECIMAL_PRECISION or not 0 <= scale <= precision:
+        raise UnsupportedError(
+            f"DECIMAL({precision},{scale}) is not supported: hetdb stores decimals as scaled 64-bit "
+            f"integers, precision 1..{MAX_DECIMAL_PRECISION}, 0 <= scale <= precision")
+    return DataType("decimal", precision, scale)
+
+
+_NUMPY = {"int32": "int32", "int64": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
+          "bool": "bool", "string": "int32", "timestamp": "int64"}
+_ARROW = {"int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "date": pa.date32(),
+          "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us")}
+_SQL = {"int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE", "date": "DATE", "bool": "BOOLEAN",
+        "string": "VARCHAR", "timestamp": "TIMESTAMP"}
+
+
+def from_arrow(t: pa.DataType, where: str = "") -> DataType:
+    """Map an Arrow type (as found in real Parquet/CSV/IPC files) to a hetdb type."""
+    if pa.types.is_dictionary(t):
+        return from_arrow(t.value_type, where)
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) \
+            or pa.types.is_uint8(t) or pa.types.is_uint16(t):
+        return INT32
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return INT64
+    if pa.types.is_floating(t):
+        return FLOAT64
+    if pa.types.is_decimal(t):
+        # Wider decimals (decimal(38, s) is common in real files) are stored in 18 digits; ingest
+        # checks every value fits and names the column if one does not.
+        return decimal(min(t.precision, MAX_DECIMAL_PRECISION), min(t.scale, MAX_DECIMAL_PRECISION))
+    if pa.types.is_date(t):
+        return DATE
+    if pa.types.is_timestamp(t):
+        return TIMESTAMP
+    if pa.types.is_boolean(t):
+        return BOOL
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return STRING
+    raise UnsupportedError(f"column {where or '?'} has Arrow type {t}, which hetdb cannot store "
+                           "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string)")
+
