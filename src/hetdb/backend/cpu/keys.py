@@ -1,0 +1,119 @@
+"""Key normalization and hashing shared by the CPU join, group-by and distinct kernels.
+
+Every key column is widened to the int64 "bits" that ``Backend.hash_keys`` defines (bool -> 0/1, ints
+sign-extended, float64 -> IEEE bits with -0.0 -> 0.0 and every NaN -> the canonical quiet NaN). Equal
+bits <=> equal SQL keys, so the kernels compare and hash one int64 matrix and compile once, whatever
+the mix of key dtypes.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from hetdb.backend.base import HASH_SEED
+from hetdb.errors import UnsupportedError
+
+CANONICAL_NAN_BITS = np.int64(0x7FF8000000000000)
+_SEED = np.uint64(HASH_SEED)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+# Rows per parallel chunk: large enough that scheduling is noise, small enough to balance 16 cores.
+MIN_CHUNK_ROWS = 1 << 16
+
+
+def num_chunks(n: int, min_rows: int = MIN_CHUNK_ROWS) -> int:
+    """How many chunks to split ``n`` rows into for a prange over chunks."""
+    threads = numba.get_num_threads()
+    return max(1, min(4 * threads, (n + min_rows - 1) // min_rows))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _float_bits(x: np.ndarray) -> np.ndarray:
+    out = np.empty(x.shape[0], np.int64)
+    bits = x.view(np.int64)
+    for i in prange(x.shape[0]):
+        v = x[i]
+        if v != v:
+            out[i] = CANONICAL_NAN_BITS
+        elif v == 0.0:
+            out[i] = 0  # -0.0 and 0.0 are one key
+        else:
+            out[i] = bits[i]
+    return out
+
+
+def key_bits(column: np.ndarray) -> np.ndarray:
+    """The int64 key bits of one column (a view when it already is int64)."""
+    a = np.ascontiguousarray(column)
+    kind = a.dtype.kind
+    if kind == "f":
+        return _float_bits(a.astype(np.float64, copy=False))
+    if kind in "iub":
+        return a.astype(np.int64, copy=False)
+    raise UnsupportedError(f"key columns must be int32, int64, float64 or bool, not {a.dtype}")
+
+
+def key_matrix(keys: list[np.ndarray]) -> np.ndarray:
+    """A (num_keys, num_rows) C-contiguous int64 matrix of key bits."""
+    if not keys:
+        raise UnsupportedError("a hash kernel needs at least one key column")
+    n = int(np.asarray(keys[0]).shape[0])
+    for k in keys:
+        if np.asarray(k).shape[0] != n:
+            raise ValueError("key columns have different lengths")
+    if len(keys) == 1:
+        return key_bits(keys[0]).reshape(1, n)
+    out = np.empty((len(keys), n), np.int64)
+    for j, k in enumerate(keys):
+        out[j] = key_bits(k)
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def splitmix64(z: np.uint64) -> np.uint64:
+    z = z + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_hash(keys: np.ndarray, i: int) -> np.uint64:
+    h = _SEED
+    for j in range(keys.shape[0]):
+        h = splitmix64(h ^ np.uint64(keys[j, i]))
+    return h
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def hash_rows(keys: np.ndarray) -> np.ndarray:
+    """uint64 composite hash per row of a key matrix (the documented splitmix64 chain)."""
+    n = keys.shape[1]
+    out = np.empty(n, np.uint64)
+    for i in prange(n):
+        out[i] = row_hash(keys, i)
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def rows_equal(a: np.ndarray, i: int, b: np.ndarray, j: int) -> bool:
+    for c in range(a.shape[0]):
+        if a[c, i] != b[c, j]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def slot_of(h: np.uint64, shift: np.uint64) -> int:
+    # Fibonacci hashing on top of the key hash: shuffles partition hash bits (taken from h by the
+    # operators) so that rows of one partition still spread over the whole table.
+    return np.int64((h * _GOLDEN) >> shift)
+
+
+def table_capacity(n: int) -> tuple[int, np.uint64]:
+    """Power-of-two slot count (load <= 0.5) and the shift that maps a hash to a slot."""
+    bits = max(4, int(2 * max(n, 1) - 1).bit_length())
+    return 1 << bits, np.uint64(64 - bits)

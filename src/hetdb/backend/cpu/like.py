@@ -1,0 +1,132 @@
+"""SQL LIKE on offsets + UTF-8 chars (Numba).
+
+A pattern is split on '%' into segments; '_' inside a segment matches exactly one code point and every
+other byte matches itself (there is no escape character). The first segment is anchored at the start,
+the last at the end (matched backwards, so its position is unique), and each middle segment takes its
+leftmost match in between — leftmost is always safe because what follows a '%' may start anywhere.
+Pure prefix, suffix, contains and equality patterns are the one- and two-segment cases of this loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit, prange
+
+_UNDERSCORE = np.uint8(ord("_"))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_continuation(b) -> bool:
+    return (b & 0xC0) == 0x80
+
+
+@njit(cache=True, nogil=True)
+def _match_forward(s, pos, end, pat, ps, pe):
+    """End of the segment pat[ps:pe] matched at s[pos:], or -1."""
+    for j in range(ps, pe):
+        if pos >= end:
+            return -1
+        b = pat[j]
+        if b == _UNDERSCORE:
+            pos += 1
+            while pos < end and _is_continuation(s[pos]):
+                pos += 1
+        elif s[pos] != b:
+            return -1
+        else:
+            pos += 1
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _match_backward(s, lo, pos, pat, ps, pe):
+    """Start of the segment pat[ps:pe] matched so that it ends at ``pos`` (not before ``lo``), or -1."""
+    for j in range(pe - 1, ps - 1, -1):
+        if pos <= lo:
+            return -1
+        b = pat[j]
+        if b == _UNDERSCORE:
+            pos -= 1
+            while pos > lo and _is_continuation(s[pos]):
+                pos -= 1
+        elif s[pos - 1] != b:
+            return -1
+        else:
+            pos -= 1
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _match_one(s, a, b, pat, seg_start, seg_end):
+    nseg = seg_start.shape[0]
+    if nseg == 1:
+        return _match_forward(s, a, b, pat, seg_start[0], seg_end[0]) == b
+    pos = _match_forward(s, a, b, pat, seg_start[0], seg_end[0])
+    if pos < 0:
+        return False
+    tail = _match_backward(s, pos, b, pat, seg_start[nseg - 1], seg_end[nseg - 1])
+    if tail < 0:
+        return False
+    for k in range(1, nseg - 1):
+        ps = seg_start[k]
+        pe = seg_end[k]
+        if ps == pe:
+            continue
+        first = pat[ps]
+        found = -1
+        p = pos
+        while p < tail:
+            c = s[p]
+            if (first == _UNDERSCORE and not _is_continuation(c)) or c == first:
+                r = _match_forward(s, p, tail, pat, ps, pe)
+                if r >= 0:
+                    found = r
+                    break
+            p += 1
+        if found < 0:
+            return False
+        pos = found
+    return True
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _like(offsets, chars, pat, seg_start, seg_end):
+    n = offsets.shape[0] - 1
+    out = np.empty(n, np.bool_)
+    for i in prange(n):
+        out[i] = _match_one(chars, offsets[i], offsets[i + 1], pat, seg_start, seg_end)
+    return out
+
+
+def _lower(offsets: np.ndarray, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower-cased strings (ASCII in place by NumPy; other text through Arrow's Unicode lower)."""
+    if chars.shape[0] == 0 or int(chars.max()) < 0x80:
+        upper = (chars >= ord("A")) & (chars <= ord("Z"))
+        return offsets, np.where(upper, chars + np.uint8(32), chars).astype(np.uint8)
+    n = offsets.shape[0] - 1
+    arr = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars))
+    low = pc.utf8_lower(arr)
+    bufs = low.buffers()
+    new_off = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=low.offset * 8).copy()
+    new_chars = np.frombuffer(bufs[2], np.uint8).copy() if bufs[2] is not None else np.zeros(0, np.uint8)
+    return new_off, new_chars
+
+
+def like(offsets: np.ndarray, chars: np.ndarray, pattern: str, case_insensitive: bool = False) -> np.ndarray:
+    """Bool mask of strings matching the SQL LIKE ``pattern``; see ``Backend.like``."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    chars = np.ascontiguousarray(chars, dtype=np.uint8)
+    if case_insensitive:
+        offsets, chars = _lower(offsets, chars)
+        pattern = pattern.lower()
+    parts = pattern.split("%")
+    pat = np.frombuffer("".join(parts).encode("utf-8"), np.uint8).copy()
+    starts, ends, at = [], [], 0
+    for part in parts:
+        size = len(part.encode("utf-8"))
+        starts.append(at)
+        ends.append(at + size)
+        at += size
+    return _like(offsets, chars, pat, np.array(starts, np.int64), np.array(ends, np.int64))

@@ -1,0 +1,53 @@
+// Shared device helpers for hetdb kernels: integer types, the splitmix64 hash of base.py, key
+// normalisation (SQL equality on 64-bit bit patterns) and order-preserving integer images of values.
+// Compiles under NVRTC (no standard headers) and under nvcc.
+#pragma once
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define HETDB_HASH_SEED 0x9E3779B97F4A7C15ULL
+#define HETDB_CANONICAL_NAN 0x7FF8000000000000LL
+#define HETDB_I64_MAX 0x7FFFFFFFFFFFFFFFLL
+#define HETDB_I64_MIN (-HETDB_I64_MAX - 1LL)
+
+__device__ __forceinline__ u64 splitmix64(u64 z) {
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// bits(): the value widened to int64 such that equal SQL keys have equal bits (-0.0 == 0.0, NaN == NaN).
+__device__ __forceinline__ i64 key_bits(int v) { return (i64)v; }
+__device__ __forceinline__ i64 key_bits(i64 v) { return v; }
+__device__ __forceinline__ i64 key_bits(bool v) { return v ? 1 : 0; }
+__device__ __forceinline__ i64 key_bits(double v) {
+  if (v != v) return HETDB_CANONICAL_NAN;
+  if (v == 0.0) return 0;
+  return __double_as_longlong(v);
+}
+
+// Order-preserving signed image: a < b  <=>  order_bits(a) < order_bits(b). For doubles every NaN is
+// canonicalised first, so NaN sorts above +inf (DuckDB's ordering); -0.0 sorts just below 0.0.
+__device__ __forceinline__ i64 order_bits(int v) { return (i64)v; }
+__device__ __forceinline__ i64 order_bits(i64 v) { return v; }
+__device__ __forceinline__ i64 order_bits(bool v) { return v ? 1 : 0; }
+__device__ __forceinline__ i64 order_bits(double v) {
+  i64 b = (v != v) ? HETDB_CANONICAL_NAN : __double_as_longlong(v);
+  return b >= 0 ? b : (b ^ HETDB_I64_MAX);
+}
+// Inverse of order_bits(double) (the mapping is an involution on its image).
+__device__ __forceinline__ double order_bits_to_double(i64 b) {
+  return __longlong_as_double(b >= 0 ? b : (b ^ HETDB_I64_MAX));
+}
+
+// Compare the normalised composite keys of row a (table a) and row b (table b); keys are column-major.
+__device__ __forceinline__ bool keys_equal(const i64* __restrict__ keys_a, i64 n_a, i64 row_a,
+                                           const i64* __restrict__ keys_b, i64 n_b, i64 row_b,
+                                           int num_keys) {
+  for (int c = 0; c < num_keys; ++c) {
+    if (keys_a[(i64)c * n_a + row_a] != keys_b[(i64)c * n_b + row_b]) return false;
+  }
+  return true;
+}

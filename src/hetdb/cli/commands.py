@@ -1,0 +1,202 @@
+"""One function per CLI command: parse-free, print-only wrappers around the Python API."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def cmd_generate(args) -> int:
+    from hetdb.storage import Database
+
+    db = Database.open(args.db, create=True)
+    t0 = time.perf_counter()
+    kw = dict(workers=args.workers, progress=True, rows_per_page=args.rows_per_page)
+    if args.suite == "ssb":
+        from hetdb.datagen import ssb as gen
+    elif args.suite == "tpch":
+        from hetdb.datagen import tpch as gen
+    else:
+        from hetdb.datagen import scan as gen
+    counts = gen.generate(db, args.sf, **kw)
+    dt = time.perf_counter() - t0
+    for name, rows in counts.items():
+        console.print(f"  {name:<12} {rows:>14,} rows")
+    console.print(f"generated {args.suite} SF {args.sf:g} into {args.db} in {dt:.1f} s")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from hetdb.storage import Database
+    from hetdb.storage.ingest import import_files
+
+    db = Database.open(args.db, create=True)
+    csv_options = {}
+    if args.delimiter:
+        csv_options["delimiter"] = args.delimiter
+    if args.no_header:
+        csv_options["header"] = False
+    t0 = time.perf_counter()
+    reader = import_files(db, args.table, args.files, format=args.format, replace=args.replace,
+                          progress=True, rows_per_page=args.rows_per_page, csv_options=csv_options or None)
+    console.print(f"imported {reader.num_rows:,} rows into {args.table} (version {reader.version}) "
+                  f"in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def cmd_tables(args) -> int:
+    from hetdb.storage import Database
+
+    db = Database.open(args.db)
+    tab = Table("table", "rows", "columns", "bytes")
+    for name in db.tables():
+        r = db.table(name)
+        tab.add_row(name, f"{r.num_rows:,}", str(len(r.schema)), _fmt_bytes(r.bytes_on_disk()))
+    console.print(tab)
+    return 0
+
+
+def cmd_describe(args) -> int:
+    from hetdb.storage import Database
+
+    db = Database.open(args.db)
+    r = db.table(args.table)
+    console.print(f"[bold]{r.name}[/]  version {r.version}  {r.num_rows:,} rows  "
+                  f"{r.num_row_groups} pages per column  {_fmt_bytes(r.bytes_on_disk())}")
+    tab = Table("column", "type", "nullable", "nulls", "bytes", "min", "max")
+    for spec in r.schema:
+        lo = hi = None
+        nulls = 0
+        for rg in range(r.num_row_groups):
+            zm = r.zone_map(spec.name, rg)
+            nulls += zm.null_count
+            if zm.min is not None:
+                lo = zm.min if lo is None else min(lo, zm.min)
+            if zm.max is not None:
+                hi = zm.max if hi is None else max(hi, zm.max)
+        tab.add_row(spec.name, str(spec.dtype), "yes" if spec.nullable else "no", f"{nulls:,}",
+                    _fmt_bytes(r.bytes_on_disk(spec.name)), _fmt_value(spec.dtype, lo),
+                    _fmt_value(spec.dtype, hi))
+    console.print(tab)
+    return 0
+
+
+def cmd_query(args) -> int:
+    con = _connect(args)
+    if args.explain or args.analyze:
+        console.print(con.explain(args.sql, analyze=args.analyze), highlight=False, markup=False)
+        return 0
+    t0 = time.perf_counter()
+    res = con.sql(args.sql)
+    dt = time.perf_counter() - t0
+    _print_result(res.arrow(), args.format, args.max_rows)
+    if args.format == "table":
+        console.print(f"{res.num_rows:,} rows in {dt * 1000:.1f} ms on {con.device}", style="dim")
+    return 0
+
+
+def cmd_shell(args) -> int:
+    from hetdb.cli.shell import run_shell
+
+    return run_shell(_connect(args))
+
+
+def cmd_demo(args) -> int:
+    from hetdb.bench.queries import load_suite
+
+    con = _connect(args)
+    total = 0.0
+    for name, sql in load_suite("ssb"):
+        t0 = time.perf_counter()
+        res = con.sql(sql)
+        dt = time.perf_counter() - t0
+        total += dt
+        console.rule(f"SSB {name}: {res.num_rows} rows in {dt * 1000:.1f} ms on {con.device}")
+        _print_result(res.arrow(), "table", 10)
+    console.print(f"13 SSB queries in {total:.2f} s on {con.device}")
+    return 0
+
+
+def cmd_info(args) -> int:
+    import hetdb
+
+    console.print(f"hetdb {hetdb.__version__}")
+    console.print(f"Python {platform.python_version()} ({sys.executable})")
+    console.print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
+    try:
+        import numba
+        import numpy
+        import pyarrow
+
+        console.print(f"NumPy {numpy.__version__}, Numba {numba.__version__}, pyarrow {pyarrow.__version__}")
+    except ImportError as e:
+        console.print(f"missing dependency: {e}")
+    from hetdb.backend.gpu.device import device_info, gpu_available, measure_bandwidth
+
+    if not gpu_available():
+        console.print("GPU: none visible (CuPy not installed or no NVIDIA device); queries run on the CPU")
+        return 0
+    info = device_info()
+    console.print(f"GPU: {json.dumps(info)}")
+    console.print("measuring bandwidths ...")
+    for k, v in measure_bandwidth().items():
+        console.print(f"  {k}: {v:.1f} GB/s" if isinstance(v, float) else f"  {k}: {v}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from hetdb.bench.cli import run
+
+    return run(args)
+
+
+def _connect(args):
+    from hetdb.cli.main import _connect as connect
+
+    return connect(args)
+
+
+def _print_result(table, fmt: str, max_rows: int) -> None:
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, sys.stdout.buffer)
+        return
+    if fmt == "json":
+        for row in table.to_pylist():
+            print(json.dumps(row, default=str))
+        return
+    tab = Table(*table.column_names)
+    for row in table.slice(0, max_rows).to_pylist():
+        tab.add_row(*["NULL" if v is None else str(v) for v in row.values()])
+    console.print(tab)
+    if table.num_rows > max_rows:
+        console.print(f"... {table.num_rows - max_rows:,} more rows", style="dim")
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _fmt_value(dtype, v) -> str:
+    if v is None:
+        return ""
+    if dtype.kind == "date":
+        import datetime
+
+        return str(datetime.date(1970, 1, 1) + datetime.timedelta(days=int(v)))
+    if dtype.kind == "decimal":
+        return f"{v / 10 ** dtype.scale:.{dtype.scale}f}"
+    return str(v)

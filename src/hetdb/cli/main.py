@@ -1,0 +1,124 @@
+"""The `hetdb` command. Engine logic lives elsewhere; this module parses arguments, calls the API and
+prints. User errors (HetdbError) are printed in a line or two, never as a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hetdb.errors import HetdbError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hetdb",
+        description="hetdb: an embedded analytical SQL engine for data larger than GPU and host memory. "
+                    "A database is a directory.")
+    p.add_argument("--version", action="store_true", help="print the hetdb version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    g = sub.add_parser("generate", help="generate a benchmark data set (ssb, tpch, scan) into a database",
+                       description="Generate a benchmark data set straight into the table store, in "
+                                   "chunks, in parallel across cores.")
+    g.add_argument("suite", choices=["ssb", "tpch", "scan"], help="which data set")
+    g.add_argument("db", help="database directory (created if missing)")
+    g.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    g.add_argument("--workers", type=int, default=None, help="generator processes (default: all cores)")
+    g.add_argument("--rows-per-page", type=int, default=1 << 20, help="rows per page/row group")
+
+    im = sub.add_parser("import", help="import Parquet, CSV or Arrow IPC files into a table",
+                        description="Import one or more files (same schema) into TABLE, streaming in "
+                                    "bounded memory. The format is taken from the file extension.")
+    im.add_argument("db", help="database directory (created if missing)")
+    im.add_argument("table", help="table name")
+    im.add_argument("files", nargs="+", help="input files (.parquet, .csv, .tsv, .arrow, .feather, .ipc)")
+    im.add_argument("--format", choices=["parquet", "csv", "ipc"], default=None,
+                    help="input format (default: from the extension)")
+    im.add_argument("--replace", action="store_true", help="replace the table if it exists")
+    im.add_argument("--rows-per-page", type=int, default=1 << 20, help="rows per page/row group")
+    im.add_argument("--delimiter", default=None, help="CSV field delimiter")
+    im.add_argument("--no-header", action="store_true", help="CSV files have no header row")
+
+    t = sub.add_parser("tables", help="list the tables of a database")
+    t.add_argument("db", help="database directory")
+
+    d = sub.add_parser("describe", help="columns, types, rows, pages, bytes and zone-map ranges of a table")
+    d.add_argument("db", help="database directory")
+    d.add_argument("table", help="table name")
+
+    q = sub.add_parser("query", help="run one SQL query and print the result")
+    q.add_argument("db", help="database directory")
+    q.add_argument("sql", help="the SQL text (DuckDB dialect)")
+    _add_engine_options(q)
+    q.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
+    q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
+    q.add_argument("--analyze", action="store_true", help="run and print the plan with per-operator stats")
+    q.add_argument("--max-rows", type=int, default=50, help="rows printed in table format (default 50)")
+
+    s = sub.add_parser("shell", help="interactive SQL prompt with history")
+    s.add_argument("db", help="database directory")
+    _add_engine_options(s)
+
+    sub.add_parser("info", help="Python and hetdb versions, devices seen, measured bandwidths")
+
+    dm = sub.add_parser("demo", help="run the 13 SSB queries on a database made by `hetdb generate ssb`")
+    dm.add_argument("db", help="database directory")
+    _add_engine_options(dm)
+
+    try:
+        from hetdb.bench.cli import add_parser as add_bench
+    except ImportError:
+        add_bench = None
+    if add_bench is not None:
+        add_bench(sub)
+    return p
+
+
+def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
+                   help="where to run (default: GPU when one is visible)")
+    p.add_argument("--gpu-memory-limit", default=None, help="bytes hetdb may use on the GPU, e.g. 8GB")
+    p.add_argument("--host-memory-limit", default=None, help="bytes for operator state on the host, e.g. 4GB")
+
+
+def _connect(args, create: bool = False):
+    from hetdb.connection import Connection
+
+    opts = {}
+    if getattr(args, "gpu_memory_limit", None):
+        opts["gpu_memory_limit"] = args.gpu_memory_limit
+    if getattr(args, "host_memory_limit", None):
+        opts["host_memory_limit"] = args.host_memory_limit
+    return Connection(args.db, device=getattr(args, "device", "cpu"), create=create, **opts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from hetdb import __version__
+
+        print(f"hetdb {__version__}")
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 0
+    from hetdb.cli import commands
+
+    handler = getattr(commands, "cmd_" + args.command)
+    try:
+        return handler(args) or 0
+    except HetdbError as e:
+        from rich.console import Console
+        from rich.text import Text
+
+        Console(stderr=True, soft_wrap=True).print(
+            Text.assemble(("error: ", "bold red"), f"{type(e).__name__}: {e}"), highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

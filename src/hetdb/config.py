@@ -1,0 +1,37 @@
+"""Per-connection settings shared by the planner and the executor."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from hetdb.errors import HetdbError
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str = "auto"                 # "auto" | "cpu" | "gpu" (resolved by the Connection)
+    gpu_memory_limit: int | None = None  # bytes hetdb may allocate on the GPU (None: 80% of free)
+    host_memory_limit: int | None = None  # bytes for operator state on the host (None: 60% of RAM)
+    batch_rows: int | None = None        # rows per batch pushed through pipelines (None: page size)
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    zone_maps: bool = True               # page pruning by zone maps
+    disabled_passes: frozenset[str] = frozenset()  # optimizer passes switched off by name
+    spill_dir: str | None = None         # where host spills go (None: <db>/.spill)
+
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
+          "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40,
+          "TIB": 1 << 40}
+
+
+def parse_bytes(value: str | int | None) -> int | None:
+    """'64MB', '1.5GiB', 1000000 -> bytes. Raises HetdbError with the accepted forms."""
+    if value is None or isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise HetdbError(f"cannot read memory size {value!r}: write a number with an optional unit, "
+                         "e.g. 64MB, 1.5GB, 512MiB")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])

@@ -1,0 +1,90 @@
+"""One aligned read: O_DIRECT into a 4096-aligned buffer, buffered read where O_DIRECT is refused.
+
+O_DIRECT bypasses the kernel page cache, so a scan larger than memory does not evict everything else
+and the bytes land once, in the buffer we chose (later a pinned buffer the GPU can DMA from). It needs
+the file offset, the length and the buffer address aligned (4096 covers every common block size).
+tmpfs and some network file systems refuse O_DIRECT with EINVAL; then we read through the page cache.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hetdb.errors import CorruptDataError
+
+ALIGN = 4096
+
+Alloc = Callable[[int], Any]
+
+_HAS_O_DIRECT = hasattr(os, "O_DIRECT")
+
+
+def aligned_empty(nbytes: int) -> np.ndarray:
+    """A writable uint8 array of ``nbytes`` whose address is a multiple of ALIGN."""
+    raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % ALIGN
+    return raw[start:start + nbytes]
+
+
+def _as_uint8(buf: Any, nbytes: int) -> np.ndarray:
+    arr = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+    if arr.shape[0] < nbytes:
+        raise ValueError(f"alloc returned {arr.shape[0]} bytes, {nbytes} needed")
+    return arr[:nbytes]
+
+
+def _is_aligned(arr: np.ndarray, offset: int, length: int) -> bool:
+    return arr.ctypes.data % ALIGN == 0 and offset % ALIGN == 0 and length % ALIGN == 0
+
+
+def _pread_all(fd: int, out: np.ndarray, offset: int) -> int:
+    """Fill ``out`` from ``offset``; returns the bytes read (less than len(out) only at end of file)."""
+    view = memoryview(out)
+    done = 0
+    total = out.shape[0]
+    while done < total:
+        n = os.preadv(fd, [view[done:]], offset + done)
+        if n == 0:
+            break
+        done += n
+    return done
+
+
+def read_range(path: str, offset: int, length: int, out: Any | None = None,
+               alloc: Alloc | None = None) -> np.ndarray:
+    """Read bytes [offset, offset+length) of ``path`` into a uint8 array (``out``, else from ``alloc``,
+    else a fresh aligned array). Raises CorruptDataError naming the file if it ends early."""
+    if out is None:
+        out = alloc(length) if alloc is not None else aligned_empty(length)
+    buf = _as_uint8(out, length)
+    got = -1
+    if _HAS_O_DIRECT and _is_aligned(buf, offset, length):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        except OSError as e:
+            if e.errno != errno.EINVAL:
+                raise
+        else:
+            try:
+                got = _pread_all(fd, buf, offset)
+            except OSError as e:
+                if e.errno != errno.EINVAL:
+                    raise
+                got = -1  # this file system accepts the flag at open but not the read
+            finally:
+                os.close(fd)
+    if got < 0:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            got = _pread_all(fd, buf, offset)
+        finally:
+            os.close(fd)
+    if got < length:
+        raise CorruptDataError(f"file {path} is truncated: needed {length} bytes at offset {offset}, "
+                               f"found {got}")
+    return buf

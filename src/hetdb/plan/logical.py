@@ -1,0 +1,231 @@
+"""Logical plan nodes: immutable, each with an output schema (tuple of Field) and a stable id
+derived from its canonical text (so several processes agree on it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hetdb.plan.expr import AggCall, Expr, Field, SortKey, stable_id
+
+
+@dataclass(frozen=True)
+class Node:
+    def inputs(self) -> tuple[Node, ...]:
+        return ()
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        raise NotImplementedError
+
+    def label(self) -> str:
+        """One line describing this node alone (used by EXPLAIN and for the stable id)."""
+        raise NotImplementedError
+
+    def canonical(self) -> str:
+        kids = ",".join(k.canonical() for k in self.inputs())
+        return f"{self.label()}[{kids}]"
+
+    @property
+    def node_id(self) -> str:
+        return stable_id(self.canonical())
+
+
+@dataclass(frozen=True)
+class Scan(Node):
+    """Read ``fields`` (columns of a stored table, or of a Parquet file when ``source`` is a path)."""
+
+    table: str
+    fields: tuple[Field, ...]
+    column_names: tuple[str, ...]  # stored column name per field
+    filters: tuple[Expr, ...] = ()  # conjuncts pushed into the scan (zone-map pruning + early filter)
+    source: str = "table"           # "table" or "parquet"
+    path: str = ""                  # file path for source == "parquet"
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.fields
+
+    def label(self) -> str:
+        cols = ", ".join(self.column_names)
+        f = f" filters=[{' AND '.join(map(str, self.filters))}]" if self.filters else ""
+        return f"Scan {self.table} [{cols}]{f}"
+
+
+@dataclass(frozen=True)
+class Filter(Node):
+    input: Node
+    predicate: Expr
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.input.schema
+
+    def label(self) -> str:
+        return f"Filter {self.predicate}"
+
+
+@dataclass(frozen=True)
+class Project(Node):
+    input: Node
+    exprs: tuple[tuple[Field, Expr], ...]
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return tuple(f for f, _ in self.exprs)
+
+    def label(self) -> str:
+        return "Project " + ", ".join(f"{f.cid}={e}" for f, e in self.exprs)
+
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "mark", "single", "cross")
+
+
+@dataclass(frozen=True)
+class Join(Node):
+    """Equi-join on key pairs plus an optional residual predicate over both sides.
+
+    kinds: inner/left/right/full/cross as in SQL; semi/anti keep left rows with/without a match
+    (output = left schema); mark appends ``mark`` (BOOL, three-valued like SQL IN: NULL when no match
+    but a NULL was involved) to the left schema; single = left join that fails with an error when a
+    left row matches more than one right row (scalar subqueries)."""
+
+    left: Node
+    right: Node
+    kind: str
+    left_keys: tuple[Expr, ...] = ()
+    right_keys: tuple[Expr, ...] = ()
+    residual: Expr | None = None
+    mark: Field | None = None
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        if self.kind in ("semi", "anti"):
+            return self.left.schema
+        if self.kind == "mark":
+            return self.left.schema + (self.mark,)
+        return self.left.schema + self.right.schema
+
+    def label(self) -> str:
+        keys = ", ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
+        res = f" residual={self.residual}" if self.residual is not None else ""
+        mark = f" mark={self.mark.cid}" if self.mark is not None else ""
+        return f"Join {self.kind} [{keys}]{res}{mark}"
+
+
+@dataclass(frozen=True)
+class Aggregate(Node):
+    """GROUP BY ``keys`` computing ``aggs``; no keys = one output row (even for empty input)."""
+
+    input: Node
+    keys: tuple[tuple[Field, Expr], ...]
+    aggs: tuple[tuple[Field, AggCall], ...]
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return tuple(f for f, _ in self.keys) + tuple(f for f, _ in self.aggs)
+
+    def label(self) -> str:
+        k = ", ".join(f"{f.cid}={e}" for f, e in self.keys)
+        a = ", ".join(f"{f.cid}={e}" for f, e in self.aggs)
+        return f"Aggregate keys=[{k}] aggs=[{a}]"
+
+
+@dataclass(frozen=True)
+class Sort(Node):
+    input: Node
+    keys: tuple[SortKey, ...]
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.input.schema
+
+    def label(self) -> str:
+        return "Sort " + ", ".join(
+            f"{k.expr} {'DESC' if k.descending else 'ASC'} NULLS {'FIRST' if k.nulls_first else 'LAST'}"
+            for k in self.keys)
+
+
+@dataclass(frozen=True)
+class Limit(Node):
+    input: Node
+    limit: int | None
+    offset: int = 0
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.input.schema
+
+    def label(self) -> str:
+        return f"Limit {self.limit} offset {self.offset}"
+
+
+@dataclass(frozen=True)
+class TopN(Node):
+    """Sort + Limit fused by the optimizer (limit pushdown into top-k)."""
+
+    input: Node
+    keys: tuple[SortKey, ...]
+    limit: int
+    offset: int = 0
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.input.schema
+
+    def label(self) -> str:
+        keys = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'}" for k in self.keys)
+        return f"TopN {self.limit} offset {self.offset} by {keys}"
+
+
+@dataclass(frozen=True)
+class Values(Node):
+    """Literal rows (SELECT without FROM): ``rows`` of physical values matching ``fields``."""
+
+    fields: tuple[Field, ...]
+    rows: tuple[tuple[object, ...], ...]
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.fields
+
+    def label(self) -> str:
+        return f"Values {len(self.rows)} rows"
+
+
+@dataclass(frozen=True)
+class Output(Node):
+    """The root: final column order and user-facing names."""
+
+    input: Node
+    fields: tuple[Field, ...]  # cids of input to output, in order (names = output headers)
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.fields
+
+    def label(self) -> str:
+        return "Output " + ", ".join(f"{f.name}:={f.cid}" for f in self.fields)

@@ -1,0 +1,99 @@
+"""Page encoding: one column's values for one row group, laid out so fixed-width pages need no decoding.
+
+Layout (offsets within the page; every section starts 8-byte aligned):
+  data      at 0: the value array (int32/int64/float64/1-byte bool; int32 codes for dict strings;
+            empty for plain strings) -- so a GPU can view a raw fixed-width page as its value array
+  validity  bit-packed, LSB first, 1 = valid; present only when the page has NULLs
+  offsets   plain strings: int64, n+1 entries starting at 0
+  chars     plain strings: the UTF-8 bytes
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hetdb.column import Column
+from hetdb.errors import CorruptDataError
+from hetdb.storage.format import align_up
+from hetdb.types import DataType
+
+PLAIN = "plain"
+DICT = "dict"
+
+
+def pack_validity(validity: np.ndarray) -> np.ndarray:
+    return np.packbits(np.asarray(validity, dtype=bool), bitorder="little")
+
+
+def unpack_validity(bits: np.ndarray, n: int) -> np.ndarray:
+    return np.unpackbits(bits, count=n, bitorder="little").view(bool)
+
+
+def encode_page(col: Column) -> tuple[np.ndarray, dict[str, list[int]], int]:
+    """Lay out ``col`` as page bytes. Returns (zero-padded buffer of the page's padded length,
+    sections {name: [offset, length]}, unpadded length)."""
+    parts: list[tuple[str, np.ndarray]] = []
+    n = len(col)
+    if col.is_plain_string:
+        parts.append(("data", np.zeros(0, np.uint8)))
+    else:
+        parts.append(("data", np.ascontiguousarray(col.data).view(np.uint8)))
+    if col.validity is not None and not np.all(col.validity):
+        parts.append(("validity", pack_validity(col.validity)))
+    if col.is_plain_string:
+        offsets = np.ascontiguousarray(col.offsets, dtype=np.int64)
+        if offsets.shape[0] != n + 1:
+            raise ValueError("offsets must have n+1 entries")
+        if offsets[0] != 0:
+            offsets = offsets - offsets[0]
+        start = int(col.offsets[0])
+        parts.append(("offsets", offsets.view(np.uint8)))
+        parts.append(("chars", np.ascontiguousarray(col.chars[start:start + int(offsets[-1])], dtype=np.uint8)))
+    sections: dict[str, list[int]] = {}
+    pos = 0
+    for name, arr in parts:
+        pos = align_up(pos, 8)
+        sections[name] = [pos, int(arr.shape[0])]
+        pos += int(arr.shape[0])
+    length = pos
+    page = np.zeros(align_up(max(length, 1)), dtype=np.uint8)
+    for name, arr in parts:
+        off, ln = sections[name]
+        page[off:off + ln] = arr
+    return page, sections, length
+
+
+def decode_page(raw: np.ndarray, dtype: DataType, num_rows: int, encoding: str,
+                sections: dict[str, list[int]], dictionary: Column | None, where: str) -> Column:
+    """Build a Column viewing ``raw`` (already checksum-verified). Arrays are views into ``raw``."""
+    def section(name: str) -> np.ndarray | None:
+        s = sections.get(name)
+        if s is None:
+            return None
+        off, ln = s
+        if off + ln > raw.shape[0]:
+            raise CorruptDataError(f"{where}: section {name} lies outside the page")
+        return raw[off:off + ln]
+
+    bits = section("validity")
+    validity = None if bits is None else unpack_validity(bits, num_rows)
+    if dtype.kind == "string" and encoding == PLAIN:
+        offsets = _view(section("offsets"), np.int64, num_rows + 1, where)
+        chars = section("chars")
+        if int(offsets[-1]) != chars.shape[0] or int(offsets[0]) != 0:
+            raise CorruptDataError(f"{where}: string offsets do not match the character section")
+        return Column(dtype, validity=validity, offsets=offsets, chars=chars)
+    data = _view(section("data"), dtype.numpy_dtype, num_rows, where)
+    if encoding == DICT:
+        if dictionary is None:
+            raise CorruptDataError(f"{where}: dictionary page but the column has no dictionary")
+        return Column(dtype, data=data, validity=validity, dictionary=dictionary)
+    return Column(dtype, data=data, validity=validity)
+
+
+def _view(buf: Any, dtype: np.dtype, count: int, where: str) -> np.ndarray:
+    if buf is None or buf.shape[0] != count * np.dtype(dtype).itemsize:
+        raise CorruptDataError(f"{where}: section size does not match {count} values of {np.dtype(dtype)}")
+    return buf.view(dtype)

@@ -1,0 +1,90 @@
+"""Table versions on disk: reading CURRENT, numbering new versions, and removing what is no longer needed.
+
+A version directory ``v<N>`` is immutable once renamed into place; ``v<N>.tmp-<pid>`` is a writer's
+work in progress. Only the version CURRENT names is visible to readers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+from hetdb.errors import CorruptDataError
+from hetdb.storage.format import CURRENT, decode_current
+
+_VERSION_RE = re.compile(r"^v(\d+)$")
+_TMP_RE = re.compile(r"^v(\d+)\.tmp-(\d+)$")
+_CURRENT_TMP_RE = re.compile(r"^CURRENT\.tmp-(\d+)$")
+
+# tmp directories being written by live writers of this process (never cleaned up under them)
+ACTIVE_TMP_DIRS: set[str] = set()
+
+
+def read_current(table_dir: str, table: str) -> int | None:
+    """The committed version of the table in ``table_dir``; None when nothing was ever committed."""
+    path = os.path.join(table_dir, CURRENT)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    return decode_current(data, f"table '{table}' ({path})")
+
+
+def committed_version(table_dir: str, table: str) -> int:
+    """Like read_current but the version directory must exist."""
+    version = read_current(table_dir, table)
+    if version is None:
+        raise CorruptDataError(f"table '{table}': {os.path.join(table_dir, CURRENT)} is missing")
+    if not os.path.isdir(os.path.join(table_dir, f"v{version}")):
+        raise CorruptDataError(f"table '{table}': CURRENT names version {version} but "
+                               f"{os.path.join(table_dir, f'v{version}')} does not exist")
+    return version
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def next_version(table_dir: str, current: int | None) -> int:
+    """A version number above every committed, orphaned or in-progress version directory."""
+    top = current or 0
+    for entry in os.listdir(table_dir):
+        m = _VERSION_RE.match(entry) or _TMP_RE.match(entry)
+        if m:
+            top = max(top, int(m.group(1)))
+    return top + 1
+
+
+def remove_stale(table_dir: str, keep: set[int] | None) -> None:
+    """Remove tmp directories and CURRENT.tmp files of dead writers and, when ``keep`` is given,
+    every version directory not in it (old versions and orphans of writers killed after the rename)."""
+    try:
+        entries = os.listdir(table_dir)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        path = os.path.join(table_dir, entry)
+        m = _VERSION_RE.match(entry)
+        if m:
+            if keep is not None and int(m.group(1)) not in keep:
+                shutil.rmtree(path, ignore_errors=True)
+            continue
+        t = _TMP_RE.match(entry) or _CURRENT_TMP_RE.match(entry)
+        if t and path not in ACTIVE_TMP_DIRS:
+            pid = int(t.group(t.lastindex))
+            if pid == os.getpid() or not _pid_alive(pid):
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(path)
+                    except FileNotFoundError:
+                        pass

@@ -1,0 +1,262 @@
+"""TableWriter: streams batches into a new table version and publishes it atomically.
+
+Everything goes into ``v<N>.tmp-<pid>/``; commit fsyncs the files and the directory, renames it to
+``v<N>/``, then replaces CURRENT through a fsynced temporary file and a rename. A crash at any point
+leaves the previous version as the one CURRENT names; leftovers are removed by the next writer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import pyarrow as pa
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.errors import CatalogError, HetdbError, InputError
+from hetdb.storage import versions
+from hetdb.storage.dictionary import DictionaryBuilder
+from hetdb.storage.format import (
+    CURRENT,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MANIFEST,
+    ColumnSpec,
+    checksum,
+    encode_current,
+    encode_manifest,
+    fsync_dir,
+    write_file_durably,
+)
+from hetdb.storage.pages import DICT, PLAIN, encode_page
+from hetdb.storage.zonemap import compute_zone, strings_as_arrow
+
+KILL_ENV = "HETDB_TEST_KILL_AT"
+
+
+def _kill_point(step: str) -> None:
+    # Crash-consistency tests make a writer die at a named step (os._exit: no cleanup runs).
+    if os.environ.get(KILL_ENV) == step:
+        os._exit(137)
+
+
+def column_file(i: int) -> str:
+    return f"c{i:04d}.col"
+
+
+def dictionary_file(i: int) -> str:
+    return f"c{i:04d}.dict"
+
+
+class TableWriter:
+    """Writes one new version of a table. Use as a context manager: commit on success, abort on error."""
+
+    def __init__(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
+                 created_dir: bool) -> None:
+        if rows_per_page < 1:
+            raise InputError(f"rows_per_page must be >= 1, got {rows_per_page}")
+        self.table = table
+        self.schema = list(schema)
+        self.rows_per_page = int(rows_per_page)
+        self.rows_written = 0
+        self._table_dir = table_dir
+        self._created_dir = created_dir
+        self._names = [c.name for c in self.schema]
+        self._previous = versions.read_current(table_dir, table) if os.path.exists(
+            os.path.join(table_dir, CURRENT)) else None
+        versions.remove_stale(table_dir, keep=None)
+        self.version = versions.next_version(table_dir, self._previous)
+        self._tmp = os.path.join(table_dir, f"v{self.version}.tmp-{os.getpid()}")
+        os.mkdir(self._tmp)
+        versions.ACTIVE_TMP_DIRS.add(self._tmp)
+        self._files = [open(os.path.join(self._tmp, column_file(i)), "wb") for i in range(len(schema))]
+        self._offsets = [0] * len(schema)
+        self._pages: list[list[dict]] = [[] for _ in schema]
+        self._dicts = [DictionaryBuilder() if c.dtype.kind == "string" else None for c in schema]
+        self._rg_rows: list[int] = []
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._done = False
+
+    # ---- context manager -----------------------------------------------------------------------
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self._done:
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    # ---- appending -----------------------------------------------------------------------------
+    def append(self, batch: Batch) -> None:
+        """Append a host Batch whose column names are the schema's (any order, any length)."""
+        self._check_names(batch.names)
+        arrays = {name: batch[name].to_arrow() for name in self._names}
+        self._append_arrays(arrays, batch.num_rows)
+
+    def append_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Append an Arrow table or record batch (columns converted as Column.from_arrow does)."""
+        self._check_names(data.schema.names)
+        arrays = {name: data.column(name) for name in self._names}
+        self._append_arrays(arrays, data.num_rows)
+
+    def _check_names(self, names: list[str]) -> None:
+        if self._done:
+            raise HetdbError(f"table '{self.table}': writer already committed or aborted")
+        if sorted(names) != sorted(self._names):
+            missing = [n for n in self._names if n not in names]
+            extra = [n for n in names if n not in self._names]
+            raise InputError(f"table '{self.table}': appended columns do not match the schema "
+                             f"(missing {missing}, unexpected {extra})")
+
+    def _append_arrays(self, arrays: dict[str, Any], num_rows: int) -> None:
+        if num_rows == 0:
+            return
+        canon = [self._canonical(spec, arrays[spec.name]) for spec in self.schema]
+        self._pending.append(pa.RecordBatch.from_arrays(canon, names=self._names))
+        self._pending_rows += num_rows
+        while self._pending_rows >= self.rows_per_page:
+            self._flush(self.rows_per_page)
+
+    def _canonical(self, spec: ColumnSpec, arr: Any) -> pa.Array:
+        """Convert to the one Arrow type pages are cut from, checking values fit the column type."""
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        if not spec.nullable and arr.null_count:
+            raise InputError(f"table '{self.table}' column '{spec.name}' is NOT NULL but "
+                             f"{arr.null_count} appended values are NULL")
+        try:
+            if spec.dtype.kind == "string":
+                if pa.types.is_dictionary(arr.type):
+                    arr = arr.dictionary_decode()
+                return arr if arr.type == pa.large_string() else arr.cast(pa.large_string())
+            return Column.from_arrow(arr, spec.dtype).to_arrow()
+        except InputError as e:
+            raise InputError(f"table '{self.table}' column '{spec.name}': {e}") from None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise InputError(f"table '{self.table}' column '{spec.name}': cannot store values of "
+                             f"type {arr.type} as {spec.dtype}: {e}") from None
+
+    def _flush(self, nrows: int) -> None:
+        table = pa.Table.from_batches(self._pending)
+        page = table.slice(0, nrows)
+        rest = table.slice(nrows)
+        self._pending = rest.combine_chunks().to_batches() if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        for i, spec in enumerate(self.schema):
+            arr = page.column(i).combine_chunks()
+            self._write_page(i, spec, arr)
+        self._rg_rows.append(nrows)
+        self.rows_written += nrows
+        _kill_point("after_page")
+
+    def _write_page(self, i: int, spec: ColumnSpec, arr: pa.Array) -> None:
+        encoding = PLAIN
+        strings = None
+        if spec.dtype.kind == "string":
+            strings = arr
+            codes = self._dicts[i].try_encode(arr)
+            plain = Column.from_arrow(arr, T.STRING)
+            if codes is not None:
+                col = Column(spec.dtype, data=codes, validity=plain.validity)
+                encoding = DICT
+            else:
+                col = plain
+        else:
+            col = Column.from_arrow(arr, spec.dtype)
+        buf, sections, length = encode_page(col)
+        zone = compute_zone(col, strings)
+        self._files[i].write(memoryview(buf))
+        self._pages[i].append({"offset": self._offsets[i], "length": length, "padded": int(buf.shape[0]),
+                               "crc": checksum(memoryview(buf)[:length]), "enc": encoding,
+                               "sections": sections, "zone": zone})
+        self._offsets[i] += int(buf.shape[0])
+
+    # ---- commit / abort ------------------------------------------------------------------------
+    def commit(self) -> int:
+        """Write the remaining rows, publish the version atomically, and return its number."""
+        if self._done:
+            raise HetdbError(f"table '{self.table}': writer already committed or aborted")
+        try:
+            if self._pending_rows:
+                self._flush(self._pending_rows)
+            columns = []
+            for i, spec in enumerate(self.schema):
+                f = self._files[i]
+                f.flush()
+                os.fsync(f.fileno())
+                f.close()
+                entry: dict[str, Any] = {"name": spec.name, "type": str(spec.dtype), "nullable": spec.nullable,
+                                         "file": column_file(i), "pages": self._pages[i]}
+                d = self._dicts[i]
+                if d is not None and d.used:
+                    entry["dictionary"] = self._write_dictionary(i, d)
+                columns.append(entry)
+            starts, pos = [], 0
+            for n in self._rg_rows:
+                starts.append(pos)
+                pos += n
+            manifest = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "table": self.table,
+                        "version": self.version, "num_rows": self.rows_written,
+                        "row_group_starts": starts, "row_group_rows": self._rg_rows, "columns": columns}
+            _kill_point("before_manifest")
+            write_file_durably(os.path.join(self._tmp, MANIFEST), encode_manifest(manifest))
+            fsync_dir(self._tmp)
+            _kill_point("before_rename")
+            final = os.path.join(self._table_dir, f"v{self.version}")
+            try:
+                os.rename(self._tmp, final)
+            except OSError as e:
+                raise CatalogError(f"table '{self.table}': another writer committed version "
+                                   f"{self.version} concurrently ({e})") from None
+            versions.ACTIVE_TMP_DIRS.discard(self._tmp)
+            self._tmp = final
+            fsync_dir(self._table_dir)
+            _kill_point("before_current")
+            self._publish()
+        except BaseException:
+            if not self._done:
+                self.abort()
+            raise
+        self._done = True
+        # Readers of the previous version may still be running; older ones go.
+        versions.remove_stale(self._table_dir, keep={self.version} | (
+            {self._previous} if self._previous is not None else set()))
+        return self.version
+
+    def _publish(self) -> None:
+        tmp = os.path.join(self._table_dir, f"{CURRENT}.tmp-{os.getpid()}")
+        write_file_durably(tmp, encode_current(self.version))
+        _kill_point("before_current_rename")
+        os.replace(tmp, os.path.join(self._table_dir, CURRENT))
+        fsync_dir(self._table_dir)
+
+    def _write_dictionary(self, i: int, d: DictionaryBuilder) -> dict:
+        col = d.column()
+        offsets = col.offsets.astype("<i8", copy=False)
+        data = offsets.tobytes() + col.chars.tobytes()
+        name = dictionary_file(i)
+        write_file_durably(os.path.join(self._tmp, name), data)
+        return {"file": name, "count": len(d.values), "length": len(data), "crc": checksum(data),
+                "chars_offset": int(offsets.nbytes)}
+
+    def abort(self) -> None:
+        """Remove everything this writer wrote; the table's committed version is untouched."""
+        if self._done:
+            return
+        self._done = True
+        for f in self._files:
+            f.close()
+        if self._tmp.endswith(f".tmp-{os.getpid()}"):
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        versions.ACTIVE_TMP_DIRS.discard(self._tmp)
+        if self._created_dir:
+            try:
+                os.rmdir(self._table_dir)
+            except OSError:
+                pass  # something else lives there (another writer): leave it
