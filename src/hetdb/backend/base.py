@@ -69,10 +69,10 @@ class Backend(Protocol):
                          (for right/full outer joins and build-side semi joins)."""
 
     # ---- grouping and aggregation ---------------------------------------------------------------
-    def group_ids(self, keys: list[Any]) -> tuple[Any, int, Any]:
+    def group_ids(self, keys: list[Any], num_rows: int | None = None) -> tuple[Any, int, Any]:
         """Dense group numbering: (group_id per row int64, number of groups, index of the first row
         of each group int64). Groups are numbered in order of first appearance. No keys -> one group
-        (when there is at least one row)."""
+        of ``num_rows`` rows (when num_rows >= 1)."""
 
     def aggregate(self, op: str, values: Any | None, group_ids: Any, num_groups: int,
                   valid: Any | None = None) -> tuple[Any, Any]:

@@ -192,6 +192,8 @@ def _first_difference(kind: str, a: pa.Array, e: pa.Array, rel_tol: float, abs_t
         ev = np.asarray(e.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             close = np.abs(av - ev) <= rel_tol * np.maximum(np.abs(av), np.abs(ev)) + abs_tol
+        # inf - (-inf) is within an infinite tolerance, so infinities must match exactly.
+        close &= np.isfinite(av) & np.isfinite(ev)
         same_special = (np.isnan(av) & np.isnan(ev)) | (np.isinf(av) & (av == ev))
         bad |= both & ~(close | same_special)
     else:

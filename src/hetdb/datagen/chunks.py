@@ -54,13 +54,14 @@ def resolve_workers(workers: int | None) -> int:
 
 def ordered_map(fn: Callable[..., Any], tasks: Iterable[tuple], workers: int,
                 pool: ProcessPoolExecutor | None = None) -> Iterator[Any]:
-    """Yield ``fn(*task)`` for each task, in task order; with a pool at most 2*workers run at once."""
+    """Yield ``fn(*task)`` for each task, in task order; with a pool at most workers + 2 tasks are in
+    flight (running or finished but not yet consumed), which bounds memory."""
     if pool is None or workers <= 1:
         for task in tasks:
             yield fn(*task)
         return
     pending: deque[Future] = deque()
-    limit = 2 * workers
+    limit = workers + 2  # every worker busy while the caller writes the oldest result
     try:
         for task in tasks:
             pending.append(pool.submit(fn, *task))
@@ -79,8 +80,11 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
     if workers <= 1:
         yield None
         return
-    # forkserver: forking a process that may already run threads (Numba, Arrow, storage I/O) is unsafe.
-    ctx = multiprocessing.get_context("forkserver")
+    # fork, not spawn/forkserver: those re-import the caller's __main__, which breaks every script and
+    # notebook without an `if __name__ == "__main__"` guard. Forked workers only run NumPy/Numba chunk
+    # functions (never Arrow or storage code), so locks held by the parent's threads are not touched.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
     try:
         yield pool

@@ -168,7 +168,8 @@ def _tasks(sf: float, table: str) -> list[tuple[Any, tuple]]:
     if table == "date":
         return [(_date_task, ())]
     if table == "lineorder":
-        return [(lineorder_batch, (sf, k, s, e)) for k, (s, e) in enumerate(chunk_ranges(sz.orders, ORDERS_PER_CHUNK))]
+        ranges = chunk_ranges(sz.orders, ORDERS_PER_CHUNK)
+        return [(lineorder_batch, (sf, k, s, e)) for k, (s, e) in enumerate(ranges)]
     fn, count = {"part": (D.part_batch, sz.part), "supplier": (D.supplier_batch, sz.supplier),
                  "customer": (D.customer_batch, sz.customer)}[table]
     return [(fn, (SEED, k, s, e)) for k, (s, e) in enumerate(chunk_ranges(count, DIM_ROWS_PER_CHUNK))]
@@ -182,7 +183,7 @@ def batches(sf: float, table: str, workers: int | None = 1, pool: Any = None) ->
     """The batches of one SSB table at ``sf``, in key order (same data for any ``workers``)."""
     if table not in SCHEMAS:
         raise InputError(f"unknown SSB table {table!r}; the tables are {', '.join(TABLES)}")
-    tasks = [(fn, args) for fn, args in _tasks(sf, table)]
+    tasks = _tasks(sf, table)
     nworkers = resolve_workers(workers)
     if pool is None and nworkers > 1:
         with worker_pool(nworkers) as own:
@@ -196,7 +197,8 @@ def generate(db: Any, sf: float, workers: int | None = None, progress: bool = Fa
     """Generate every SSB table at scale factor ``sf`` into ``db`` (replacing existing ones).
 
     Tables: lineorder, part, supplier, customer, date. Returns rows written per table. Each table is
-    published atomically when complete.
+    published atomically when complete; if generation fails, the failing table keeps its old version
+    and tables finished before it hold the new data.
     """
     sizes(sf)  # validate before touching the database
     nworkers = resolve_workers(workers)

@@ -15,7 +15,8 @@ import numpy as np
 from hetdb import types as T
 from hetdb.column import Column
 
-ALPHANUMERIC = np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+ALPHANUMERIC = np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                             dtype=np.uint8)
 
 
 def plain_strings(values: Sequence[str]) -> Column:

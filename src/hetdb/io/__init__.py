@@ -7,6 +7,6 @@ where the file system allows it; ``read_pages`` reads many ranges concurrently o
 from __future__ import annotations
 
 from hetdb.io.direct import ALIGN, aligned_empty, read_range
-from hetdb.io.pool import PageRange, read_pages
+from hetdb.io.pool import PageRange, read_pages, submit_pages
 
-__all__ = ["ALIGN", "aligned_empty", "read_range", "read_pages", "PageRange"]
+__all__ = ["ALIGN", "aligned_empty", "read_range", "read_pages", "PageRange", "submit_pages"]

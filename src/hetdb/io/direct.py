@@ -32,7 +32,12 @@ def aligned_empty(nbytes: int) -> np.ndarray:
 
 
 def _as_uint8(buf: Any, nbytes: int) -> np.ndarray:
-    arr = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+    if isinstance(buf, np.ndarray):
+        if not buf.flags.c_contiguous:
+            raise ValueError("read buffers must be contiguous")
+        arr = buf.reshape(-1).view(np.uint8)
+    else:
+        arr = np.frombuffer(buf, dtype=np.uint8)
     if arr.shape[0] < nbytes:
         raise ValueError(f"alloc returned {arr.shape[0]} bytes, {nbytes} needed")
     return arr[:nbytes]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
@@ -55,3 +55,10 @@ def read_pages(locations: list[PageRange], max_workers: int = 8, alloc: Alloc | 
     if error is not None:
         raise error
     return results
+
+
+def submit_pages(locations: list[PageRange], max_workers: int = 8, alloc: Alloc | None = None) -> list[Future]:
+    """Start reading every location on the shared pool (for prefetching); one Future per location,
+    each resolving to what ``read_pages`` would return for it."""
+    pool = _pool(max(1, max_workers))
+    return [pool.submit(read_range, loc.path, loc.offset, loc.padded_length, None, alloc) for loc in locations]

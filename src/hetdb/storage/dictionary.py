@@ -2,7 +2,7 @@
 
 Codes are stable as the dictionary grows (values get codes in first-appearance order), so pages written
 earlier stay valid. A column stays dictionary-encoded while it has at most ``max_values`` distinct
-values and fewer distinct values than half the rows seen; once it exceeds either, that page and every
+values and (from the second page on) fewer distinct values than half the rows seen; once it exceeds either, that page and every
 later page are written plain (a dictionary would cost more than it saves).
 """
 
@@ -19,8 +19,8 @@ MAX_DICT_VALUES = 1 << 16
 
 
 class DictionaryBuilder:
-    def __init__(self, max_values: int = MAX_DICT_VALUES) -> None:
-        self.max_values = max_values
+    def __init__(self, max_values: int | None = None) -> None:
+        self.max_values = MAX_DICT_VALUES if max_values is None else max_values
         self.index: dict[str, int] = {}
         self.values: list[str] = []
         self.active = True
@@ -34,17 +34,21 @@ class DictionaryBuilder:
         self.rows_seen = rows
         if not self.active:
             return None
+        # A prefix with too many distinct values proves the page has too many: this spares hashing
+        # a whole page of unique strings (comments, names) only to write it plain.
+        prefix = 2 * self.max_values + 1
+        if len(arr) > prefix and len(pc.dictionary_encode(arr.slice(0, prefix)).dictionary) > self.max_values:
+            self.active = False
+            return None
         local = pc.dictionary_encode(arr)
-        if isinstance(local, pa.ChunkedArray):
-            local = local.combine_chunks()
-        # Cheap upper-bound test first: avoid turning a page of a million unique strings into Python.
         if len(local.dictionary) > self.max_values:
             self.active = False
             return None
         local_values = local.dictionary.to_pylist()
         new = [v for v in local_values if v not in self.index]
         distinct = len(self.values) + len(new)
-        if distinct > self.max_values or 2 * distinct > rows:
+        first_page = not self.used
+        if distinct > self.max_values or (not first_page and 2 * distinct > rows):
             self.active = False
             return None
         for v in new:

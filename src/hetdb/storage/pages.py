@@ -31,18 +31,19 @@ def unpack_validity(bits: np.ndarray, n: int) -> np.ndarray:
     return np.unpackbits(bits, count=n, bitorder="little").view(bool)
 
 
-def encode_page(col: Column) -> tuple[np.ndarray, dict[str, list[int]], int]:
-    """Lay out ``col`` as page bytes. Returns (zero-padded buffer of the page's padded length,
+def encode_page(col: Column, encoding: str) -> tuple[np.ndarray, dict[str, list[int]], int]:
+    """Lay out ``col`` as page bytes (``encoding`` DICT: ``col.data`` holds the codes). Returns (zero-padded buffer of the page's padded length,
     sections {name: [offset, length]}, unpadded length)."""
     parts: list[tuple[str, np.ndarray]] = []
     n = len(col)
-    if col.is_plain_string:
+    plain_string = col.dtype.kind == "string" and encoding == PLAIN
+    if plain_string:
         parts.append(("data", np.zeros(0, np.uint8)))
     else:
         parts.append(("data", np.ascontiguousarray(col.data).view(np.uint8)))
     if col.validity is not None and not np.all(col.validity):
         parts.append(("validity", pack_validity(col.validity)))
-    if col.is_plain_string:
+    if plain_string:
         offsets = np.ascontiguousarray(col.offsets, dtype=np.int64)
         if offsets.shape[0] != n + 1:
             raise ValueError("offsets must have n+1 entries")

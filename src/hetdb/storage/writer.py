@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.errors import CatalogError, HetdbError, InputError
+from hetdb.errors import CatalogError, CorruptDataError, HetdbError, InputError
 from hetdb.storage import versions
 from hetdb.storage.dictionary import DictionaryBuilder
 from hetdb.storage.format import (
@@ -31,7 +31,7 @@ from hetdb.storage.format import (
     write_file_durably,
 )
 from hetdb.storage.pages import DICT, PLAIN, encode_page
-from hetdb.storage.zonemap import compute_zone, strings_as_arrow
+from hetdb.storage.zonemap import compute_zone
 
 KILL_ENV = "HETDB_TEST_KILL_AT"
 
@@ -64,8 +64,10 @@ class TableWriter:
         self._table_dir = table_dir
         self._created_dir = created_dir
         self._names = [c.name for c in self.schema]
-        self._previous = versions.read_current(table_dir, table) if os.path.exists(
-            os.path.join(table_dir, CURRENT)) else None
+        try:
+            self._previous = versions.read_current(table_dir, table)
+        except CorruptDataError:
+            self._previous = None  # replacing a damaged table: nothing of it is worth keeping
         versions.remove_stale(table_dir, keep=None)
         self.version = versions.next_version(table_dir, self._previous)
         self._tmp = os.path.join(table_dir, f"v{self.version}.tmp-{os.getpid()}")
@@ -131,9 +133,9 @@ class TableWriter:
             raise InputError(f"table '{self.table}' column '{spec.name}' is NOT NULL but "
                              f"{arr.null_count} appended values are NULL")
         try:
+            if pa.types.is_dictionary(arr.type):
+                arr = arr.dictionary_decode()
             if spec.dtype.kind == "string":
-                if pa.types.is_dictionary(arr.type):
-                    arr = arr.dictionary_decode()
                 return arr if arr.type == pa.large_string() else arr.cast(pa.large_string())
             return Column.from_arrow(arr, spec.dtype).to_arrow()
         except InputError as e:
@@ -146,7 +148,7 @@ class TableWriter:
         table = pa.Table.from_batches(self._pending)
         page = table.slice(0, nrows)
         rest = table.slice(nrows)
-        self._pending = rest.combine_chunks().to_batches() if rest.num_rows else []
+        self._pending = rest.to_batches() if rest.num_rows else []  # zero-copy slices
         self._pending_rows = rest.num_rows
         for i, spec in enumerate(self.schema):
             arr = page.column(i).combine_chunks()
@@ -169,7 +171,7 @@ class TableWriter:
                 col = plain
         else:
             col = Column.from_arrow(arr, spec.dtype)
-        buf, sections, length = encode_page(col)
+        buf, sections, length = encode_page(col, encoding)
         zone = compute_zone(col, strings)
         self._files[i].write(memoryview(buf))
         self._pages[i].append({"offset": self._offsets[i], "length": length, "padded": int(buf.shape[0]),

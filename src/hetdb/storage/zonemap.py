@@ -39,12 +39,3 @@ def _short(s: str | None) -> str | None:
         return None
     return s
 
-
-def strings_as_arrow(col: Column) -> pa.Array:
-    """A plain string Column as an Arrow large_string array (no copy)."""
-    n = len(col)
-    valid = None if col.validity is None else pa.array(np.asarray(col.validity, dtype=bool)).buffers()[1]
-    return pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(np.ascontiguousarray(col.offsets, dtype=np.int64)),
-        pa.py_buffer(np.ascontiguousarray(col.chars, dtype=np.uint8)), valid,
-        null_count=-1 if valid is not None else 0)

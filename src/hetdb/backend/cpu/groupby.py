@@ -4,8 +4,9 @@ Two strategies:
   * small key range: integer/bool keys whose combined range is small are packed into one dense code
     (mixed radix), and groups are found by direct indexing; chunks run in parallel and each records
     the first row of every code it sees, so first-appearance order falls out of a min over chunks.
-  * otherwise: an open-addressing hash table over the int64 key bits (full key compare on every hit)
-    that grows as groups appear.
+  * otherwise: the parallel open-addressing hash table of ``hashtable.py`` over the int64 key bits
+    (rows visited in ascending order per range, so a key's representative is its first row), whose
+    sparse key ids are then renumbered by first row.
 """
 
 from __future__ import annotations
@@ -13,14 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from hetdb.backend.cpu.keys import (
-    hash_rows,
-    key_bits,
-    key_matrix,
-    num_chunks,
-    rows_equal,
-    slot_of,
-)
+from hetdb.backend.cpu.hashtable import build
+from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, num_chunks
 
 # Direct indexing pays while the code space is about the size of the input (or cache-sized).
 _DENSE_MIN_RANGE = 1 << 16
@@ -89,7 +84,7 @@ def dense_codes(keys: list[np.ndarray], ranges: list[tuple[int, int]]) -> tuple[
         acc *= sizes[j]
     mins = np.array([lo for lo, _ in ranges], np.int64)
     if len(keys) == 1 and mins[0] == 0 and np.asarray(keys[0]).dtype == np.int64:
-        return np.asarray(keys[0]), acc
+        return np.ascontiguousarray(keys[0]), acc
     return _dense_codes(key_matrix(keys), mins, strides), acc
 
 
@@ -124,48 +119,21 @@ def _dense_group_ids(codes, size, nchunks):
     return gid, firsts
 
 
-@njit(cache=True, nogil=True)
-def _hash_group_ids(keys, hashes):
-    n = keys.shape[1]
-    bits = 10
-    while (1 << bits) < 2 * min(n, 1 << 16):
-        bits += 1
-    cap = 1 << bits
-    slots = np.full(cap, -1, np.int64)
-    shift = np.uint64(64 - bits)
-    rep = np.empty(n, np.int64)       # first row of each group
-    ghash = np.empty(n, np.uint64)
-    gid = np.empty(n, np.int64)
-    ng = 0
-    for i in range(n):
-        h = hashes[i]
-        mask = cap - 1
-        s = slot_of(h, shift)
-        while True:
-            g = slots[s]
-            if g == -1:
-                slots[s] = ng
-                rep[ng] = i
-                ghash[ng] = h
-                gid[i] = ng
-                ng += 1
-                break
-            if ghash[g] == h and rows_equal(keys, rep[g], keys, i):
-                gid[i] = g
-                break
-            s = (s + 1) & mask
-        if 2 * ng > cap:
-            # Grow before the table gets crowded: re-insert every group by its stored hash.
-            bits += 1
-            cap = 1 << bits
-            shift = np.uint64(64 - bits)
-            slots = np.full(cap, -1, np.int64)
-            for g in range(ng):
-                s = slot_of(ghash[g], shift)
-                while slots[s] != -1:
-                    s = (s + 1) & (cap - 1)
-                slots[s] = g
-    return gid, rep[:ng].copy()
+@njit(cache=True, nogil=True, parallel=True)
+def _dense_ids(key_rep, key_count, row_key):
+    """Renumber the table's sparse key ids densely in order of each key's first row."""
+    used = np.flatnonzero(key_count > 0)
+    firsts = key_rep[used]
+    order = np.argsort(firsts)
+    remap = np.empty(key_rep.shape[0], np.int64)
+    out_firsts = np.empty(used.shape[0], np.int64)
+    for g in prange(used.shape[0]):
+        remap[used[order[g]]] = g
+        out_firsts[g] = firsts[order[g]]
+    gid = np.empty(row_key.shape[0], np.int64)
+    for i in prange(row_key.shape[0]):
+        gid[i] = remap[row_key[i]]
+    return gid, out_firsts
 
 
 def group_ids(keys: list[np.ndarray], num_rows: int | None = None) -> tuple[np.ndarray, int, np.ndarray]:
@@ -189,7 +157,8 @@ def group_ids(keys: list[np.ndarray], num_rows: int | None = None) -> tuple[np.n
             gid, firsts = _dense_group_ids(codes, size, chunks)
             return gid, int(firsts.shape[0]), firsts
     km = key_matrix(keys)
-    gid, firsts = _hash_group_ids(km, hash_rows(km))
+    table = build(km, hash_rows(km), descending=False, chain=False)
+    gid, firsts = _dense_ids(table.key_rep, table.key_count, table.row_key)
     return gid, int(firsts.shape[0]), firsts
 
 
@@ -204,6 +173,13 @@ def count_distinct(values: np.ndarray, gids: np.ndarray, num_groups: int,
         gids = gids[sel]
     if values.shape[0] == 0:
         return np.zeros(num_groups, np.int64)
-    pair_gid, _, firsts = group_ids([gids, key_bits(values)])
-    del pair_gid
+    pair_keys = [gids, key_bits(values)]
+    ranges = int_ranges(pair_keys)
+    if ranges is not None and (ranges[1][1] - ranges[1][0] + 1) * num_groups <= _DENSE_MAX_RANGE:
+        _, _, firsts = group_ids(pair_keys)
+    else:
+        # Distinct (group, value) pairs need no first-appearance numbering: count the table's keys.
+        km = key_matrix(pair_keys)
+        table = build(km, hash_rows(km), descending=False, chain=False)
+        firsts = table.key_rep[table.key_count > 0]
     return np.bincount(gids[firsts], minlength=num_groups).astype(np.int64, copy=False)

@@ -1,10 +1,9 @@
 """Hash join build and probe on the CPU (Numba).
 
-The table is open addressing with linear probing over *distinct* build keys. A slot holds a key id
-(-1 = empty, so no key value is reserved); each key id knows its first build row, its row count and
-its hash; build rows with the same key are chained through ``next_row`` in ascending row order, which
-gives the promised output order without sorting. Every lookup compares the full hash and then every
-key column, so hash collisions never produce false matches.
+The table (``hashtable.py``) holds one entry per *distinct* build key; each key id knows its lowest
+build row and its row count, and build rows with the same key are chained through ``next_row`` in
+ascending row order, which gives the promised output order without sorting. Probing is two passes:
+find each probe row's key id (parallel), then size the output from the counts and fill it (parallel).
 """
 
 from __future__ import annotations
@@ -14,9 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from hetdb.backend.cpu.keys import hash_rows, key_matrix, rows_equal, slot_of, table_capacity
+from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.hashtable import HashTable, build, lookup
+from hetdb.backend.cpu.keys import hash_rows, key_matrix
 from hetdb.errors import UnsupportedError
 
+# Direct indexing pays while the key range is about the build size (or cache-sized).
+_DIRECT_MIN_RANGE = 1 << 16
+_DIRECT_MAX_RANGE = 1 << 25
 JOIN_KINDS = ("inner", "semi", "anti", "mark", "left", "build_matched")
 
 
@@ -25,14 +29,11 @@ class CpuJoinTable:
     """Opaque build-side state for ``join_probe``."""
 
     keys: np.ndarray        # (num_keys, num_rows) int64 key bits
-    slots: np.ndarray       # int64 key id per slot, -1 = empty
-    shift: np.uint64        # hash -> slot
-    key_head: np.ndarray    # first (lowest) build row of each key id
-    key_count: np.ndarray   # build rows per key id
-    key_hash: np.ndarray    # uint64 hash per key id
-    next_row: np.ndarray    # next build row with the same key, -1 at the end
-    row_key: np.ndarray     # key id of each build row
+    table: HashTable        # key ids are sparse; key_rep of an id is its lowest build row
     num_rows: int
+    # Direct-indexed ("perfect hash") variant for one small-range integer key: key id = direct[key - lo].
+    direct: np.ndarray | None = None
+    direct_lo: int = 0
 
     @property
     def num_keys(self) -> int:
@@ -40,76 +41,66 @@ class CpuJoinTable:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.keys, self.slots, self.key_head, self.key_count,
-                                      self.key_hash, self.next_row, self.row_key))
+        t = self.table
+        extra = 0 if self.direct is None else self.direct.nbytes
+        return extra + sum(a.nbytes for a in (self.keys, t.slots, t.key_rep, t.key_count, t.next_row,
+                                              t.row_key))
 
 
 @njit(cache=True, nogil=True)
-def _build(keys, hashes, slots, shift, next_row, row_key):
-    n = keys.shape[1]
-    mask = slots.shape[0] - 1
-    key_head = np.empty(n, np.int64)
+def _direct_build(key, lo, size):
+    n = key.shape[0]
+    direct = np.full(size, -1, np.int64)
+    key_rep = np.empty(n, np.int64)
     key_count = np.zeros(n, np.int64)
-    key_hash = np.empty(n, np.uint64)
-    nk = 0
-    # Descending insertion + prepending keeps every chain in ascending row order.
-    for i in range(n - 1, -1, -1):
-        h = hashes[i]
-        s = slot_of(h, shift)
-        while True:
-            k = slots[s]
-            if k == -1:
-                slots[s] = nk
-                key_head[nk] = i
-                key_count[nk] = 1
-                key_hash[nk] = h
-                next_row[i] = -1
-                row_key[i] = nk
-                nk += 1
-                break
-            if key_hash[k] == h and rows_equal(keys, key_head[k], keys, i):
-                next_row[i] = key_head[k]
-                key_head[k] = i
-                key_count[k] += 1
-                row_key[i] = k
-                break
-            s = (s + 1) & mask
-    return key_head[:nk].copy(), key_count[:nk].copy(), key_hash[:nk].copy()
-
-
-def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
-    """Hash table over the build keys (see module docstring)."""
-    km = key_matrix(keys)
-    n = km.shape[1]
-    cap, shift = table_capacity(n)
-    slots = np.full(cap, -1, np.int64)
     next_row = np.empty(n, np.int64)
     row_key = np.empty(n, np.int64)
-    hashes = hash_rows(km)
-    head, count, khash = _build(km, hashes, slots, shift, next_row, row_key)
-    return CpuJoinTable(km, slots, shift, head, count, khash, next_row, row_key, n)
+    nid = 0
+    # Descending + prepend keeps chains ascending, as in the hash build.
+    for i in range(n - 1, -1, -1):
+        c = key[i] - lo
+        k = direct[c]
+        if k == -1:
+            direct[c] = nid
+            key_rep[nid] = i
+            key_count[nid] = 1
+            next_row[i] = -1
+            row_key[i] = nid
+            nid += 1
+        else:
+            next_row[i] = key_rep[k]
+            key_rep[k] = i
+            key_count[k] += 1
+            row_key[i] = k
+    return direct, key_rep, key_count, next_row, row_key
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _lookup(bkeys, slots, shift, key_head, key_hash, pkeys, phashes):
-    """Key id of each probe row's match, -1 when none."""
-    n = pkeys.shape[1]
+def _direct_lookup(direct, lo, key):
+    n = key.shape[0]
     out = np.empty(n, np.int64)
-    mask = slots.shape[0] - 1
+    size = direct.shape[0]
     for i in prange(n):
-        h = phashes[i]
-        s = slot_of(h, shift)
-        found = -1
-        while True:
-            k = slots[s]
-            if k == -1:
-                break
-            if key_hash[k] == h and rows_equal(bkeys, key_head[k], pkeys, i):
-                found = k
-                break
-            s = (s + 1) & mask
-        out[i] = found
+        c = key[i] - lo
+        out[i] = direct[c] if 0 <= c < size else -1
     return out
+
+
+def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
+    """Hash table over the build keys (see module docstring); one integer key whose range is about
+    the build size gets a direct-indexed table instead (no hashing, one memory access per probe)."""
+    km = key_matrix(keys)
+    n = int(km.shape[1])
+    ranges = int_ranges(keys) if len(keys) == 1 else None
+    if ranges is not None:
+        lo, hi = ranges[0]
+        size = hi - lo + 1
+        if size <= max(_DIRECT_MIN_RANGE, min(2 * n, _DIRECT_MAX_RANGE)):
+            direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
+            table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
+            return CpuJoinTable(km, table, n, direct, lo)
+    table = build(km, hash_rows(km), descending=True, chain=True)
+    return CpuJoinTable(km, table, n)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -163,14 +154,19 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
     if len(keys) != table.num_keys:
         raise ValueError(f"probe has {len(keys)} key columns, build has {table.num_keys}")
     pk = key_matrix(keys)
-    match = _lookup(table.keys, table.slots, table.shift, table.key_head, table.key_hash,
-                    pk, hash_rows(pk))
+    t = table.table
+    if table.direct is not None:
+        if np.asarray(keys[0]).dtype.kind == "f":
+            raise ValueError("probe key is float64 but the build key is an integer")
+        match = _direct_lookup(table.direct, np.int64(table.direct_lo), pk[0])
+    else:
+        match = lookup(table.keys, t.slots, t.shift, t.key_rep, pk, hash_rows(pk))
     if kind == "inner" or kind == "left":
-        return _expand(match, table.key_head, table.key_count, table.next_row, kind == "left")
+        return _expand(match, t.key_rep, t.key_count, t.next_row, kind == "left")
     if kind == "mark":
         return match >= 0
     if kind == "semi":
         return np.flatnonzero(match >= 0).astype(np.int64, copy=False)
     if kind == "anti":
         return np.flatnonzero(match < 0).astype(np.int64, copy=False)
-    return _build_matched(match, table.row_key, table.key_head.shape[0])
+    return _build_matched(match, t.row_key, t.key_rep.shape[0])

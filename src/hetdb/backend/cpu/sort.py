@@ -86,6 +86,8 @@ def _sorted_positions(okeys: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     order = _packed_order(okeys, rows)
     if order is not None:
         return order
+    if len(okeys) == 1:
+        return np.argsort(okeys[0][rows], kind="stable").astype(np.int64, copy=False)
     # np.lexsort sorts by the last key first.
     return np.lexsort([k[rows] for k in reversed(okeys)]).astype(np.int64, copy=False)
 

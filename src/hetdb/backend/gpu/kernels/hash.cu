@@ -18,11 +18,15 @@ extern "C" __global__ void hash_rows(const i64* __restrict__ keys, int num_keys,
   }
 }
 
+template <typename T> __device__ __forceinline__ T zero_as_positive(T v) { return v; }
+template <> __device__ __forceinline__ double zero_as_positive(double v) { return v == 0.0 ? 0.0 : v; }
+
 // Signed order-preserving sort key; descending flips it (~x reverses two's-complement order exactly).
+// -0.0 and 0.0 tie (they are equal values), so the stable sort keeps their input order.
 template <typename T>
 __global__ void sort_key(const T* __restrict__ in, i64* __restrict__ out, i64 n, int descending) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
-    i64 k = order_bits(in[i]);
+    i64 k = order_bits(zero_as_positive(in[i]));
     out[i] = descending ? ~k : k;
   }
 }

@@ -1,0 +1,187 @@
+"""Open-addressing hash table over int64 key matrices, built in parallel (Numba).
+
+Slots are (hash, key id) pairs in one (capacity, 2) int64 array, so a probe that misses touches one
+cache line; key id -1 marks an empty slot (no key value is reserved). Every hit is confirmed on the
+full hash and then on every key column.
+
+Parallel build: the slot array is cut into P equal ranges and every row goes to the range of its home
+slot (a stable counting sort), so P threads insert without sharing a slot. A row whose linear probe
+would run past the end of its range is deferred; all rows of one key follow the same probe path, so a
+key is either wholly inserted by its range's thread or wholly deferred, and a short sequential pass
+inserts the deferred rows with wrap-around afterwards. Key ids of range p are allocated from p's
+segment of the sorted rows, so they are unique without coordination (ids are sparse; arrays indexed by
+id have one entry per row).
+
+Rows of a range are visited in ascending row order (``descending=False``: a key's representative is its
+first row, as group numbering needs) or descending (joins: prepending to the chain of equal keys leaves
+the chain ascending).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from hetdb.backend.cpu.keys import rows_equal, slot_of, table_capacity
+
+# Below this many rows one thread builds faster than partitioning costs.
+_PARALLEL_BUILD_ROWS = 1 << 17
+
+
+@dataclass
+class HashTable:
+    slots: np.ndarray      # (capacity, 2) int64: hash bits, key id (-1 = empty)
+    shift: np.uint64
+    key_rep: np.ndarray    # per key id: first row visited (lowest row when ascending)
+    key_count: np.ndarray  # per key id: rows with that key (0 = unused id)
+    next_row: np.ndarray   # per row: next row with the same key in ascending order, -1 at the end
+    row_key: np.ndarray    # per row: key id
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(keys, hashes, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
+            key_rep, key_count, next_row, row_key, chain):
+    """Insert row i; returns the id counter after it, or -1 when the probe left [lo_slot, hi_slot)."""
+    h = hashes[i]
+    hb = np.int64(h)
+    s = slot_of(h, shift)
+    mask = slots.shape[0] - 1
+    while True:
+        k = slots[s, 1]
+        if k == -1:
+            slots[s, 0] = hb
+            slots[s, 1] = next_id
+            key_rep[next_id] = i
+            key_count[next_id] = 1
+            row_key[i] = next_id
+            if chain:
+                next_row[i] = -1
+            return next_id + 1
+        if slots[s, 0] == hb and rows_equal(keys, key_rep[k], keys, i):
+            if chain:
+                next_row[i] = key_rep[k]
+                key_rep[k] = i
+            key_count[k] += 1
+            row_key[i] = k
+            return next_id
+        s += 1
+        if wrap:
+            s &= mask
+        elif s >= hi_slot:
+            return -1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _partition_rows(hashes, shift, part_shift, nparts, nchunks):
+    """Row numbers grouped by range of their home slot (stable), and the range start offsets."""
+    n = hashes.shape[0]
+    hist = np.zeros((nchunks, nparts), np.int64)
+    for c in prange(nchunks):
+        for i in range(c * n // nchunks, (c + 1) * n // nchunks):
+            hist[c, slot_of(hashes[i], shift) >> part_shift] += 1
+    starts = np.empty(nparts + 1, np.int64)
+    pos = np.empty((nchunks, nparts), np.int64)
+    total = 0
+    for p in range(nparts):
+        starts[p] = total
+        for c in range(nchunks):
+            pos[c, p] = total
+            total += hist[c, p]
+    starts[nparts] = total
+    rows = np.empty(n, np.int64)
+    for c in prange(nchunks):
+        for i in range(c * n // nchunks, (c + 1) * n // nchunks):
+            p = slot_of(hashes[i], shift) >> part_shift
+            rows[pos[c, p]] = i
+            pos[c, p] += 1
+    return rows, starts
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
+                    key_rep, key_count, next_row, row_key):
+    nparts = starts.shape[0] - 1
+    span = slots.shape[0] // nparts
+    deferred = np.zeros(rows.shape[0], np.bool_)
+    next_ids = np.empty(nparts, np.int64)
+    for p in prange(nparts):
+        lo = starts[p]
+        hi = starts[p + 1]
+        nid = lo
+        for t in range(hi - lo):
+            j = hi - 1 - t if descending else lo + t
+            r = _insert(keys, hashes, slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
+                        key_rep, key_count, next_row, row_key, chain)
+            if r < 0:
+                deferred[j] = True
+            else:
+                nid = r
+        next_ids[p] = nid
+    for p in range(nparts):
+        lo = starts[p]
+        hi = starts[p + 1]
+        nid = next_ids[p]
+        for t in range(hi - lo):
+            j = hi - 1 - t if descending else lo + t
+            if deferred[j]:
+                nid = _insert(keys, hashes, slots, shift, 0, 0, True, rows[j], nid,
+                              key_rep, key_count, next_row, row_key, chain)
+
+
+@njit(cache=True, nogil=True)
+def _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key):
+    n = hashes.shape[0]
+    nid = 0
+    for t in range(n):
+        i = n - 1 - t if descending else t
+        nid = _insert(keys, hashes, slots, shift, 0, 0, True, i, nid,
+                      key_rep, key_count, next_row, row_key, chain)
+
+
+def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -> HashTable:
+    """Hash table over the rows of a key matrix (see module docstring)."""
+    n = int(hashes.shape[0])
+    cap, shift = table_capacity(n)
+    slots = np.empty((cap, 2), np.int64)
+    slots[:, 1] = -1
+    key_rep = np.empty(n, np.int64)
+    key_count = np.zeros(n, np.int64)
+    next_row = np.empty(n if chain else 0, np.int64)
+    row_key = np.empty(n, np.int64)
+    threads = numba.get_num_threads()
+    if n < _PARALLEL_BUILD_ROWS or threads == 1:
+        _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key)
+    else:
+        part_bits = min(int(4 * threads - 1).bit_length(), 10, int(np.log2(cap)) - 4)
+        nparts = 1 << part_bits
+        part_shift = int(np.log2(cap)) - part_bits
+        rows, starts = _partition_rows(hashes, shift, part_shift, nparts, nparts)
+        _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
+                        key_rep, key_count, next_row, row_key)
+    return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def lookup(table_keys, slots, shift, key_rep, probe_keys, probe_hashes):
+    """Key id matching each probe row, -1 when none."""
+    n = probe_keys.shape[1]
+    out = np.empty(n, np.int64)
+    mask = slots.shape[0] - 1
+    for i in prange(n):
+        h = probe_hashes[i]
+        hb = np.int64(h)
+        s = slot_of(h, shift)
+        found = -1
+        while True:
+            k = slots[s, 1]
+            if k == -1:
+                break
+            if slots[s, 0] == hb and rows_equal(table_keys, key_rep[k], probe_keys, i):
+                found = k
+                break
+            s = (s + 1) & mask
+        out[i] = found
+    return out

@@ -1,0 +1,180 @@
+"""String kernels on offsets (int64, n+1) + chars (uint8 UTF-8): comparison with a literal,
+factorization to sorted codes, SUBSTRING in code points and gather.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit, prange
+
+from hetdb.errors import UnsupportedError
+
+_COMPARE_OPS = {"=": 0, "<>": 1, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+_INT64_MAX = (1 << 63) - 1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _compare(offsets, chars, lit, op):
+    n = offsets.shape[0] - 1
+    out = np.empty(n, np.bool_)
+    m = lit.shape[0]
+    for i in prange(n):
+        a = offsets[i]
+        size = offsets[i + 1] - a
+        common = min(size, m)
+        c = 0
+        for j in range(common):
+            x = chars[a + j]
+            y = lit[j]
+            if x != y:
+                c = -1 if x < y else 1
+                break
+        if c == 0 and size != m:
+            c = -1 if size < m else 1
+        if op == 0:
+            out[i] = c == 0
+        elif op == 1:
+            out[i] = c != 0
+        elif op == 2:
+            out[i] = c < 0
+        elif op == 3:
+            out[i] = c <= 0
+        elif op == 4:
+            out[i] = c > 0
+        else:
+            out[i] = c >= 0
+    return out
+
+
+def compare_string_scalar(offsets: np.ndarray, chars: np.ndarray, literal: str, op: str) -> np.ndarray:
+    """Byte-wise (UTF-8) comparison of each string with ``literal``; see ``Backend``."""
+    if op not in _COMPARE_OPS:
+        raise UnsupportedError(f"string comparison {op!r} is not supported (one of = <> < <= > >=)")
+    lit = np.frombuffer(literal.encode("utf-8"), np.uint8).copy()
+    return _compare(np.ascontiguousarray(offsets, dtype=np.int64),
+                    np.ascontiguousarray(chars, dtype=np.uint8), lit, _COMPARE_OPS[op])
+
+
+def _arrow_strings(offsets: np.ndarray, chars: np.ndarray) -> pa.LargeStringArray:
+    n = offsets.shape[0] - 1
+    return pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(np.ascontiguousarray(offsets, dtype=np.int64)),
+        pa.py_buffer(np.ascontiguousarray(chars, dtype=np.uint8)))
+
+
+def _arrow_to_offsets_chars(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    arr = arr.cast(pa.large_string()) if arr.type != pa.large_string() else arr
+    bufs = arr.buffers()
+    off = np.frombuffer(bufs[1], np.int64, count=len(arr) + 1, offset=arr.offset * 8)
+    start, end = int(off[0]), int(off[-1])
+    chars = (np.frombuffer(bufs[2], np.uint8)[start:end].copy() if bufs[2] is not None
+             else np.zeros(0, np.uint8))
+    return off - start, chars
+
+
+def factorize_strings(offsets: np.ndarray, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(int32 code per string, uniques offsets, uniques chars) with uniques sorted byte-wise."""
+    arr = _arrow_strings(offsets, chars)
+    encoded = arr.dictionary_encode()
+    dictionary = encoded.dictionary
+    # Arrow orders strings by their bytes (memcmp, then length), the order the contract asks for.
+    order = pc.sort_indices(dictionary).to_numpy()
+    rank = np.empty(order.shape[0], np.int32)
+    rank[order] = np.arange(order.shape[0], dtype=np.int32)
+    first_codes = encoded.indices.to_numpy(zero_copy_only=False)
+    codes = rank[first_codes] if first_codes.shape[0] else np.zeros(0, np.int32)
+    u_off, u_chars = _arrow_to_offsets_chars(dictionary.take(pa.array(order)))
+    return np.ascontiguousarray(codes, dtype=np.int32), u_off, u_chars
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _byte_of_codepoint(chars, a, b, cp):
+    """Byte offset of code point ``cp`` (0-based) of the string chars[a:b]; b when past the end."""
+    seen = -1
+    for p in range(a, b):
+        if (chars[p] & 0xC0) != 0x80:
+            seen += 1
+            if seen == cp:
+                return p
+    return b
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _substring_bounds(offsets, chars, start, length, has_length):
+    n = offsets.shape[0] - 1
+    lo = np.empty(n, np.int64)
+    hi = np.empty(n, np.int64)
+    for i in prange(n):
+        a = offsets[i]
+        b = offsets[i + 1]
+        size = 0
+        for p in range(a, b):
+            if (chars[p] & 0xC0) != 0x80:
+                size += 1
+        # DuckDB's rules: start > 0 counts from 1, start < 0 from the end, start == 0 is one
+        # character before the first; a negative length extends to the left of start.
+        cnt = length
+        if start > 0:
+            cs = start - 1
+        elif start < 0:
+            cs = size + start
+        else:
+            cs = 0
+            if has_length:
+                cnt = length - 1
+        if not has_length:
+            ce = size
+        elif cnt >= 0:
+            ce = cs + cnt if cs <= size else size
+        else:
+            ce = cs
+            cs = cs + cnt
+        cs = min(max(cs, 0), size)
+        ce = min(max(ce, 0), size)
+        if has_length and length == 0 or ce <= cs:
+            lo[i] = a
+            hi[i] = a
+        else:
+            lo[i] = _byte_of_codepoint(chars, a, b, cs)
+            hi[i] = _byte_of_codepoint(chars, lo[i], b, ce - cs)
+    return lo, hi
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _copy_ranges(chars, lo, hi):
+    n = lo.shape[0]
+    out_off = np.empty(n + 1, np.int64)
+    out_off[0] = 0
+    total = 0
+    for i in range(n):
+        total += hi[i] - lo[i]
+        out_off[i + 1] = total
+    out = np.empty(total, np.uint8)
+    for i in prange(n):
+        d = out_off[i]
+        for p in range(lo[i], hi[i]):
+            out[d] = chars[p]
+            d += 1
+    return out_off, out
+
+
+def substring(offsets: np.ndarray, chars: np.ndarray, start: int, length: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """SUBSTRING(s, start[, length]) in code points with DuckDB's rules for start <= 0 and negative
+    length (start < 0 counts from the end; length < 0 takes characters before start)."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    chars = np.ascontiguousarray(chars, dtype=np.uint8)
+    clamp = _INT64_MAX // 2  # keeps start + length inside int64
+    s = max(-clamp, min(clamp, int(start)))
+    has_length = length is not None
+    ln = max(-clamp, min(clamp, int(length))) if has_length else 0
+    lo, hi = _substring_bounds(offsets, chars, np.int64(s), np.int64(ln), has_length)
+    return _copy_ranges(chars, lo, hi)
+
+
+def gather_strings(offsets: np.ndarray, chars: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Strings at ``indices`` as a new (offsets starting at 0, chars)."""
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    idx = np.ascontiguousarray(indices, dtype=np.int64)
+    return _copy_ranges(np.ascontiguousarray(chars, dtype=np.uint8), offsets[idx], offsets[idx + 1])

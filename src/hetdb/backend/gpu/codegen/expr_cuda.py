@@ -1,0 +1,215 @@
+"""Expression IR (hetdb.plan.expr) -> a CUDA C++ expression over per-item register values.
+
+The fused path sees no NULLs (it runs only on NULL-free batches), so SQL's three-valued logic reduces
+to C++ booleans and IS NULL is a constant. Values use their physical representation (hetdb.types):
+decimals are scaled int64, dates int32 days, dictionary strings int32 codes. Anything whose result
+could differ from the operator-at-a-time kernels (a division that may hit zero, a decimal rescale that
+would round, a string compared by value) raises ExprError, and the pipeline is not fused.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+
+from hetdb import types as T
+from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
+from hetdb.types import DataType
+
+CTYPES = {"int32": "int", "date": "int", "string": "int", "bool": "bool", "int64": "long long",
+          "decimal": "long long", "timestamp": "long long", "float64": "double"}
+INTEGER_LIKE = ("int32", "int64", "date", "string", "bool")
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class ExprError(ValueError):
+    """An expression the fused kernel generator does not translate (the message says which part)."""
+
+
+@dataclass(frozen=True)
+class Code:
+    """A C++ expression and the SQL type of its value."""
+
+    text: str
+    dtype: DataType
+
+    @property
+    def is_integer_like(self) -> bool:
+        return self.dtype.kind in INTEGER_LIKE
+
+
+def ctype(dtype: DataType) -> str:
+    try:
+        return CTYPES[dtype.kind]
+    except KeyError:
+        raise ExprError(f"type {dtype} has no fused representation") from None
+
+
+def check_expr(expr: Expr, available: dict[str, DataType]) -> Code:
+    """Translate with placeholder operands, only to find out whether (and as what type) it translates."""
+    return translate(expr, {cid: Code(f"c_{i}", t) for i, (cid, t) in enumerate(available.items())})
+
+
+def translate(expr: Expr, env: dict[str, Code]) -> Code:
+    """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code."""
+    if isinstance(expr, ColumnRef):
+        code = env.get(expr.cid)
+        if code is None:
+            raise ExprError(f"column {expr.cid} is not available at this point of the pipeline")
+        return code
+    if isinstance(expr, Literal):
+        return Code(literal(expr.value, expr.dtype), expr.dtype)
+    if isinstance(expr, Cast):
+        arg = translate(expr.arg, env)
+        return Code(convert(arg, expr.dtype), expr.dtype)
+    if isinstance(expr, Case):
+        return _case(expr, env)
+    if isinstance(expr, Call):
+        return _call(expr, env)
+    raise ExprError(f"expression {expr} ({type(expr).__name__}) is not fused")
+
+
+def literal(value: object, dtype: DataType) -> str:
+    if value is None:
+        raise ExprError("NULL literal is not fused")
+    kind = dtype.kind
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "float64":
+        v = float(value)
+        if math.isfinite(v):
+            return f"({v!r})"
+        bits = struct.unpack("<q", struct.pack("<d", v))[0]
+        return f"__longlong_as_double({_int_literal(bits, 'long long')})"
+    if kind == "string" and not isinstance(value, int):
+        raise ExprError(f"string literal {value!r} is not fused (compare dictionary codes instead)")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ExprError(f"literal {value!r} of type {dtype} is not fused")
+    return _int_literal(value, ctype(dtype))
+
+
+def _int_literal(v: int, c: str) -> str:
+    if c == "int":
+        if not -(1 << 31) <= v < (1 << 31):
+            raise ExprError(f"literal {v} does not fit its int32 type")
+        return f"({v})" if v != -(1 << 31) else "(-2147483647 - 1)"
+    if not -(1 << 63) <= v < (1 << 63):
+        raise ExprError(f"literal {v} does not fit in 64 bits")
+    return f"({v}LL)" if v != -(1 << 63) else "(-9223372036854775807LL - 1LL)"
+
+
+def _scale(dtype: DataType) -> int:
+    return dtype.scale if dtype.kind == "decimal" else 0
+
+
+def convert(code: Code, dst: DataType) -> str:
+    """``code`` as a value of ``dst`` (exact conversions only)."""
+    src = code.dtype
+    if src == dst:
+        return code.text
+    sk, dk = src.kind, dst.kind
+    if dk == "float64":
+        if sk == "decimal":
+            return f"((double)({code.text}) / {float(10 ** src.scale)!r})"
+        if sk in ("int32", "int64", "bool", "float64"):
+            return f"((double)({code.text}))"
+    if dk == "decimal" and sk in ("int32", "int64", "bool", "decimal"):
+        up = dst.scale - _scale(src)
+        if up < 0:
+            raise ExprError(f"cast {src} -> {dst} rounds, which the fused path does not do")
+        base = f"((long long)({code.text}))"
+        return base if up == 0 else f"({base} * {10 ** up}LL)"
+    if dk in ("int64", "int32") and sk in ("int32", "int64", "bool"):
+        return f"(({ctype(dst)})({code.text}))"
+    if dk == "bool" and sk in ("int32", "int64"):
+        return f"(({code.text}) != 0)"
+    if sk == "string" and dk == "int32":
+        return code.text  # dictionary codes, compared for equality only
+    if sk == "date" and dk == "int32":
+        return code.text
+    raise ExprError(f"cast {src} -> {dst} is not fused")
+
+
+def _common(a: Code, b: Code) -> DataType:
+    """The type both operands of a comparison are converted to."""
+    kinds = {a.dtype.kind, b.dtype.kind}
+    if "string" in kinds:
+        if kinds != {"string"} and not kinds <= {"string", "int32"}:
+            raise ExprError("a string is compared with a non-string")
+        return T.INT32
+    if "float64" in kinds:
+        return T.FLOAT64
+    if "decimal" in kinds:
+        return T.decimal(18, max(_scale(a.dtype), _scale(b.dtype)))
+    if kinds <= {"date"}:
+        return T.DATE
+    if kinds <= {"timestamp"}:
+        return T.TIMESTAMP
+    if kinds <= {"int32", "int64", "bool"}:
+        return T.INT64
+    raise ExprError(f"cannot compare {a.dtype} with {b.dtype}")
+
+
+def _call(expr: Call, env: dict[str, Code]) -> Code:
+    op = expr.op
+    args = [translate(a, env) for a in expr.args]
+    r = expr.dtype
+    if op in ("and", "or"):
+        joiner = " && " if op == "and" else " || "
+        return Code("(" + joiner.join(f"({a.text})" for a in args) + ")", T.BOOL)
+    if op == "not":
+        return Code(f"(!({args[0].text}))", T.BOOL)
+    if op == "is_null":
+        return Code("false", T.BOOL)
+    if op == "is_not_null":
+        return Code("true", T.BOOL)
+    if op in _CMP:
+        a, b = args
+        if "string" in (a.dtype.kind, b.dtype.kind) and op not in ("eq", "ne"):
+            raise ExprError("ordering of dictionary codes is not string order: not fused")
+        t = _common(a, b)
+        return Code(f"({_operand(a, t)} {_CMP[op]} {_operand(b, t)})", T.BOOL)
+    if op == "in_list":
+        probe, items = args[0], args[1:]
+        if not items:
+            return Code("false", T.BOOL)
+        terms = []
+        for item in items:
+            t = _common(probe, item)
+            terms.append(f"({_operand(probe, t)} == {_operand(item, t)})")
+        return Code("(" + " || ".join(terms) + ")", T.BOOL)
+    if op in _ARITH:
+        a, b = args
+        if r.kind == "decimal" and op == "mul":
+            if _scale(a.dtype) + _scale(b.dtype) != r.scale:
+                raise ExprError(f"decimal product {expr} changes scale: not fused")
+            return Code(f"(((long long)({a.text})) * ((long long)({b.text})))", r)
+        return Code(f"({_operand(a, r)} {_ARITH[op]} {_operand(b, r)})", r)
+    if op == "div":
+        a, b = args
+        divisor = expr.args[1]
+        if r.kind != "float64" or not isinstance(divisor, Literal) or not divisor.value:
+            raise ExprError("division is fused only as float division by a non-zero literal")
+        return Code(f"({convert(a, T.FLOAT64)} / {convert(b, T.FLOAT64)})", r)
+    if op == "neg":
+        return Code(f"(-{_operand(args[0], r)})", r)
+    if op == "abs":
+        x = _operand(args[0], r)
+        return Code(f"({x} < 0 ? -{x} : {x})", r)
+    raise ExprError(f"function {op} is not fused")
+
+
+def _operand(code: Code, dtype: DataType) -> str:
+    return f"({convert(code, dtype)})"
+
+
+def _case(expr: Case, env: dict[str, Code]) -> Code:
+    if expr.otherwise is None:
+        raise ExprError("CASE without ELSE yields NULL: not fused")
+    text = _operand(translate(expr.otherwise, env), expr.dtype)
+    for cond, value in reversed(expr.whens):
+        c = translate(cond, env)
+        text = f"(({c.text}) ? {_operand(translate(value, env), expr.dtype)} : {text})"
+    return Code(text, expr.dtype)

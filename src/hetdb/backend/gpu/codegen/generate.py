@@ -1,0 +1,243 @@
+"""Generated CUDA source of a fused pipeline kernel (pure Python: no CuPy, no GPU needed).
+
+One kernel per spec, tile-based in Crystal's style: a block owns a tile of FP_BLOCK * FP_ITEMS rows,
+each thread keeps FP_ITEMS items in registers, selection flags travel through every stage, and each
+column is read from device memory once, and only for rows still selected when it is first needed
+(fused::BlockLoadSel). Stages, in order: filters on scanned columns; per probe: the dense-array lookup,
+payload loads, then the filters that needed that payload; finally aggregation (block pre-aggregation in
+shared memory when the groups fit, then one global atomic per touched group and block) or compaction
+(block-scan positions, one global atomicAdd per tile).
+
+The kernel's name is ``fused_`` + a hash of its generated text, so equal pipelines share one compiled
+binary (compile.py's disk cache keys the full source, options, architecture and versions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from hetdb import types as T
+from hetdb.backend.gpu.codegen.expr_cuda import Code, ExprError, convert, ctype, translate
+from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
+from hetdb.errors import UnsupportedError
+
+FP_BLOCK = 128
+FP_ITEMS = 4
+FP_TILE = FP_BLOCK * FP_ITEMS
+HEADER = "fused_pipeline.cuh"
+_NAME_PLACEHOLDER = "@KERNEL_NAME@"
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    """One 8-byte accumulator per group: ``acc`` is the fused:: struct; ``kind`` how to read it back
+    ("i64", "f64" for double sums, "order_f64" for the order_bits image of a double min/max)."""
+
+    acc: str
+    kind: str
+    value: str  # C++ expression added per selected item
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    body: str                        # the generated kernel (without the header)
+    accumulators: tuple[Accumulator, ...]  # accumulator 0 counts rows per group (non-empty groups)
+
+    def full_source(self) -> str:
+        """Header (with its includes inlined) + kernel: what NVRTC compiles."""
+        from hetdb.backend.gpu.compile import load_source
+
+        return load_source(HEADER) + "\n" + self.body
+
+
+def generate(spec: FusedPipelineSpec) -> KernelSource:
+    """The kernel of ``spec``; UnsupportedError when the spec is not fusable."""
+    reason = spec.unfusable_reason()
+    if reason is not None:
+        raise UnsupportedError(f"pipeline is not fusable: {reason}")
+    try:
+        return _Generator(spec).run()
+    except ExprError as e:
+        raise UnsupportedError(f"pipeline is not fusable: {e}") from None
+
+
+class _Generator:
+    def __init__(self, spec: FusedPipelineSpec) -> None:
+        self.spec = spec
+        self.lines: list[str] = []
+        self.env: dict[str, Code] = {}
+        self.input_index = {cid: k for k, (cid, _) in enumerate(spec.inputs)}
+        self.input_types = dict(spec.inputs)
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def emit(self, line: str, indent: int = 2) -> None:
+        self.lines.append("  " * indent + line)
+
+    def per_item(self, statements: list[str]) -> None:
+        self.emit("#pragma unroll", 0)
+        self.emit("for (int i = 0; i < FP_ITEMS; ++i) {")
+        for s in statements:
+            self.emit(s, 3)
+        self.emit("}")
+
+    def load(self, cids: frozenset[str]) -> None:
+        """Load (once) every scanned column in ``cids`` that is not in registers yet."""
+        for cid, dtype in self.spec.inputs:
+            if cid in cids and cid not in self.env:
+                k = self.input_index[cid]
+                self.emit(f"{ctype(dtype)} v{k}[FP_ITEMS];")
+                self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS>(in{k} + off, v{k}, flags);")
+                self.env[cid] = Code(f"v{k}[i]", dtype)
+
+    def filters(self, exprs: list) -> None:
+        for f in exprs:
+            self.load(f.columns())
+            code = translate(f, self.env)
+            self.emit(f"// filter: {_comment(f)}")
+            self.per_item([f"flags[i] = flags[i] && ({code.text});"])
+
+    # ---- stages ----------------------------------------------------------------------------------
+    def run(self) -> KernelSource:
+        spec = self.spec
+        provided: dict[str, int] = {}  # payload cid -> probe index
+        for p, probe in enumerate(spec.probes):
+            for cid, _ in probe.payload:
+                provided[cid] = p
+        stage_filters: dict[int, list] = {}
+        for f in spec.filters:
+            stage = max((provided[c] for c in f.columns() if c in provided), default=-1)
+            stage_filters.setdefault(stage, []).append(f)
+        later_uses: set[str] = set()
+        for e in [*spec.filters, *spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+            later_uses |= e.columns()
+
+        self.filters(stage_filters.get(-1, []))
+        for p, probe in enumerate(spec.probes):
+            self.load(probe.key.columns())
+            key = translate(probe.key, self.env)
+            self.emit(f"// probe {p}: {_comment(probe.key)}")
+            self.emit(f"int r{p}[FP_ITEMS];")
+            self.per_item([
+                f"r{p}[i] = -1;",
+                "if (flags[i]) {",
+                f"  const long long k = (long long)({key.text}) - p{p}_lo;",
+                f"  r{p}[i] = (k >= 0 && k < p{p}_size) ? p{p}_rows[k] : -1;",
+                f"  flags[i] = r{p}[i] >= 0;",
+                "}",
+            ])
+            for j, (cid, dtype) in enumerate(probe.payload):
+                if cid not in later_uses:
+                    continue
+                self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
+                self.per_item([f"if (flags[i]) q{p}_{j}[i] = p{p}_pay{j}[r{p}[i]];"])
+                self.env[cid] = Code(f"q{p}_{j}[i]", dtype)
+            self.filters(stage_filters.get(p, []))
+
+        accumulators: tuple[Accumulator, ...] = ()
+        if spec.output == AGGREGATE:
+            accumulators = self.aggregate()
+        else:
+            self.select()
+        return self.finish(accumulators)
+
+    def aggregate(self) -> tuple[Accumulator, ...]:
+        spec = self.spec
+        needed: frozenset[str] = frozenset()
+        for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+            needed |= e.columns()
+        self.load(needed)
+        accs = [Accumulator("fused::AccSumI64", "i64", "1LL")]
+        for a in spec.aggregates:
+            accs.append(_accumulator(a.op, None if a.arg is None else translate(a.arg, self.env)))
+        body = ["if (!flags[i]) continue;", "long long g = 0;"]
+        for k, key in enumerate(spec.group_keys):
+            code = translate(key, self.env)
+            body += [f"const long long k{k} = (long long)({code.text}) - g{k}_lo;",
+                     f"if (k{k} < 0 || k{k} >= g{k}_size) {{ atomicAdd(domain_errors, 1ULL); continue; }}",
+                     f"g += k{k} * g{k}_stride;"]
+        for a, acc in enumerate(accs):
+            body.append(f"{acc.acc}::add(tgt{a} + g, {acc.value});")
+        self.emit("// aggregate")
+        self.per_item(body)
+        return tuple(accs)
+
+    def select(self) -> None:
+        self.emit("// compaction")
+        self.emit("int pos[FP_ITEMS];")
+        self.emit("const long long base = fused::BlockSelectPositions<FP_BLOCK, FP_ITEMS>(flags, pos, out_count);")
+        stmts = ["if (!flags[i]) continue;", "const long long o = base + pos[i];",
+                 "out_rows[o] = off + threadIdx.x + i * FP_BLOCK;"]
+        stmts += [f"out_build{p}[o] = r{p}[i];" for p in range(len(self.spec.probes))]
+        self.per_item(stmts)
+
+    # ---- assembly --------------------------------------------------------------------------------
+    def finish(self, accs: tuple[Accumulator, ...]) -> KernelSource:
+        spec = self.spec
+        params = [f"const {ctype(t)}* __restrict__ in{k}" for k, (_, t) in enumerate(spec.inputs)]
+        params.append("long long n")
+        for p, probe in enumerate(spec.probes):
+            params += [f"const int* __restrict__ p{p}_rows", f"long long p{p}_lo", f"long long p{p}_size"]
+            params += [f"const {ctype(t)}* __restrict__ p{p}_pay{j}" for j, (_, t) in enumerate(probe.payload)]
+        head: list[str] = []
+        tail: list[str] = []
+        if spec.output == AGGREGATE:
+            for k in range(len(spec.group_keys)):
+                params += [f"long long g{k}_lo", f"long long g{k}_size", f"long long g{k}_stride"]
+            params += ["long long num_groups", "int use_shared"]
+            params += [f"long long* __restrict__ acc{a}" for a in range(len(accs))]
+            params.append("unsigned long long* __restrict__ domain_errors")
+            head.append("extern __shared__ long long fp_smem[];")
+            head += [f"long long* const tgt{a} = use_shared ? fp_smem + {a} * num_groups : acc{a};"
+                     for a in range(len(accs))]
+            head.append("if (use_shared) {")
+            head += [f"  fused::SharedInit<{acc.acc}>(tgt{a}, num_groups);" for a, acc in enumerate(accs)]
+            head += ["  __syncthreads();", "}"]
+            tail.append("if (use_shared) {")
+            tail.append("  __syncthreads();")
+            tail += [f"  fused::SharedFlush<{acc.acc}>(tgt{a}, acc{a}, num_groups);" for a, acc in enumerate(accs)]
+            tail.append("}")
+        else:
+            params.append("long long* __restrict__ out_rows")
+            params += [f"int* __restrict__ out_build{p}" for p in range(len(spec.probes))]
+            params.append("unsigned long long* __restrict__ out_count")
+        out = ["// fused pipeline"] + [f"// {line}" for line in spec.describe().splitlines()]
+        out += [f"#define FP_BLOCK {FP_BLOCK}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {FP_TILE}",
+                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK) {_NAME_PLACEHOLDER}(',
+                "    " + ",\n    ".join(params) + ") {"]
+        out += ["  " + h for h in head]
+        out += ["  for (long long off = (long long)blockIdx.x * FP_TILE; off < n; "
+                "off += (long long)gridDim.x * FP_TILE) {",
+                "    const int num = tile::tile_size(n, off, FP_TILE);",
+                "    int flags[FP_ITEMS];",
+                "    tile::BlockInitFlags<FP_BLOCK, FP_ITEMS>(nullptr, flags, num);"]
+        out += ["  " + line for line in self.lines]
+        out.append("  }")
+        out += ["  " + t for t in tail]
+        out.append("}")
+        body = "\n".join(out) + "\n"
+        name = "fused_" + hashlib.sha256(body.encode()).hexdigest()[:16]
+        return KernelSource(name, body.replace(_NAME_PLACEHOLDER, name), accs)
+
+
+def _accumulator(op: str, arg: Code | None) -> Accumulator:
+    if op in ("count", "count_star"):
+        return Accumulator("fused::AccSumI64", "i64", "1LL")
+    assert arg is not None
+    is_float = arg.dtype.kind == "float64"
+    if op == "sum":
+        if is_float:
+            return Accumulator("fused::AccSumF64", "f64", f"({arg.text})")
+        return Accumulator("fused::AccSumI64", "i64", f"(long long)({arg.text})")
+    if op in ("min", "max"):
+        name = "Min" if op == "min" else "Max"
+        if is_float:
+            return Accumulator(f"fused::Acc{name}F64", "order_f64", f"({convert(arg, T.FLOAT64)})")
+        return Accumulator(f"fused::Acc{name}I64", "i64", f"(long long)({arg.text})")
+    raise ExprError(f"aggregate {op} is not fused")
+
+
+def _comment(expr: object) -> str:
+    # Generated comments must not end the comment or the line early.
+    return str(expr).replace("*/", "* /").replace("\n", " ")

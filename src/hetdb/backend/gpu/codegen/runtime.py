@@ -1,0 +1,290 @@
+"""Running fused pipelines: dense-key build tables, NVRTC compilation of generated source (cached on
+disk by a hash of the source), launches, and turning accumulators back into per-group results.
+
+Aggregation state lives across batches, so a pipeline can consume a table row group by row group as
+PageStreamer delivers it (``new_state`` / ``consume`` / ``finish``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.gpu.codegen.generate import FP_BLOCK, FP_TILE, KernelSource, generate
+from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
+from hetdb.column import Column
+from hetdb.errors import UnsupportedError
+
+DENSE_MAX_SLOTS = 1 << 27     # 512 MiB of int32 row slots: beyond this a hash join is the better build
+MAX_GROUPS = 1 << 24
+SHARED_BYTES = 48 * 1024      # static limit for dynamic shared memory without an opt-in attribute
+I64_MAX = np.iinfo(np.int64).max
+I64_MIN = np.iinfo(np.int64).min
+_IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I64_MAX,
+             "fused::AccMaxI64": I64_MIN, "fused::AccMinF64": I64_MAX, "fused::AccMaxF64": I64_MIN}
+
+
+# ---- compilation ----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def compile_source(source: str, filename: str = "fused.cu") -> Any:
+    """A CompiledModule of ``source`` for the current device, from the disk cache when present."""
+    import cupy
+
+    from hetdb.backend.gpu import compile as C
+
+    cc = cupy.cuda.Device().compute_capability
+    nvrtc = C._nvrtc()
+    key = C.cache_key(source, C.DEFAULT_OPTIONS, (), cc, tuple(nvrtc.getVersion()))
+    cubin_path = C.cache_dir() / f"{Path(filename).stem}-{key[:32]}.cubin"
+    if cubin_path.is_file():
+        return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
+    try:
+        cubin, _ = C._compile_cubin(nvrtc, source, filename, C.DEFAULT_OPTIONS, (), cc)
+    except (AttributeError, RuntimeError):
+        return C.CompiledModule(cupy.RawModule(code=source, options=C.DEFAULT_OPTIONS), {}, None)
+    C._write_atomically(cubin_path, cubin)
+    C._write_atomically(cubin_path.with_suffix(".json"), json.dumps({}).encode())
+    return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
+
+
+# ---- dense-key build tables -----------------------------------------------------------------------
+@dataclass
+class DenseJoinTable:
+    """Build side of a dense-key join: ``rows[key - lo]`` is the build row holding ``key`` or -1.
+    ``payload`` arrays are indexed by build row (the original build columns)."""
+
+    rows: Any
+    lo: int
+    size: int
+    payload: list[Any] = field(default_factory=list)
+    num_rows: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes)
+
+
+def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
+                max_slots: int = DENSE_MAX_SLOTS) -> DenseJoinTable:
+    """Build over the rows of ``keys`` (int32/int64 device array) where ``mask`` (build-side filter).
+    UnsupportedError when the key range exceeds ``max_slots`` or a selected key repeats (the executor
+    then uses the hash join)."""
+    import cupy
+
+    keys = cupy.asarray(keys)
+    if keys.dtype.kind not in "iu":
+        raise UnsupportedError(f"dense join keys must be integers, got {keys.dtype}")
+    sel = cupy.flatnonzero(mask) if mask is not None else cupy.arange(keys.shape[0], dtype=cupy.int64)
+    payload = [cupy.ascontiguousarray(p) for p in (payload or [])]
+    if sel.shape[0] == 0:
+        return DenseJoinTable(cupy.full(1, -1, dtype=cupy.int32), 0, 0, payload, 0)
+    k = keys[sel].astype(cupy.int64)
+    lo, hi = int(k.min()), int(k.max())
+    size = hi - lo + 1
+    if size > max_slots:
+        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
+    if keys.shape[0] >= 1 << 31:
+        raise UnsupportedError("dense join build side has more than 2**31 rows")
+    rows = cupy.full(size, -1, dtype=cupy.int32)
+    rows[k - lo] = sel.astype(cupy.int32)
+    if bool((rows[k - lo] != sel.astype(cupy.int32)).any()):
+        raise UnsupportedError("dense join build keys are not unique")
+    return DenseJoinTable(rows, lo, size, payload, int(sel.shape[0]))
+
+
+def domain_of(values: Any) -> tuple[int, int]:
+    """(min, max) of an integer device array: a dense group-key domain (empty -> (0, 0))."""
+    if values.shape[0] == 0:
+        return 0, 0
+    return int(values.min()), int(values.max())
+
+
+# ---- results --------------------------------------------------------------------------------------
+@dataclass
+class AggregateResult:
+    """Non-empty groups in group-index order (lexicographic by key): key values per group key,
+    one array per aggregate, rows per group."""
+
+    keys: list[Any]
+    values: list[Any]
+    counts: Any
+
+    @property
+    def num_groups(self) -> int:
+        return int(self.counts.shape[0])
+
+
+@dataclass
+class Selection:
+    """Rows (ascending int64) that passed every filter and probe, and per probe the matched build row."""
+
+    rows: Any
+    build_rows: list[Any]
+
+
+@dataclass
+class AggregateState:
+    domains: list[tuple[int, int]]
+    sizes: list[int]
+    strides: list[int]
+    num_groups: int
+    accumulators: list[Any]
+    domain_errors: Any
+
+
+# ---- pipelines ------------------------------------------------------------------------------------
+class FusedPipeline:
+    """A compiled fused pipeline (the module compiles on first launch)."""
+
+    def __init__(self, spec: FusedPipelineSpec, kernel: KernelSource) -> None:
+        self.spec = spec
+        self.kernel = kernel
+
+    @property
+    def source(self) -> str:
+        return self.kernel.full_source()
+
+    def function(self) -> Any:
+        return compile_source(self.source).function(self.kernel.name)
+
+    # ---- inputs ----------------------------------------------------------------------------------
+    def batch_unfusable_reason(self, columns: dict[str, Any]) -> str | None:
+        """None if this batch can run fused: every input present, of its dtype, without NULLs."""
+        for cid, dtype in self.spec.inputs:
+            col = columns.get(cid)
+            if col is None:
+                return f"input column {cid} is missing"
+            if isinstance(col, Column):
+                if col.validity is not None:
+                    return f"column {cid} has NULLs"
+                col = col.data
+            if col is None or np.dtype(col.dtype) != dtype.numpy_dtype:
+                return f"column {cid} is not a {dtype.numpy_dtype} array"
+        return None
+
+    def _args(self, columns: dict[str, Any], tables: list[DenseJoinTable]) -> tuple[list[Any], int]:
+        import cupy
+
+        reason = self.batch_unfusable_reason(columns)
+        if reason is not None:
+            raise UnsupportedError(f"batch cannot run fused: {reason}")
+        if len(tables) != len(self.spec.probes):
+            raise ValueError(f"pipeline has {len(self.spec.probes)} probes, got {len(tables)} build tables")
+        arrays = []
+        for cid, _ in self.spec.inputs:
+            col = columns[cid]
+            arrays.append(cupy.ascontiguousarray(col.data if isinstance(col, Column) else col))
+        n = int(arrays[0].shape[0]) if arrays else 0
+        if any(int(a.shape[0]) != n for a in arrays):
+            raise ValueError("input columns differ in length")
+        args: list[Any] = [*arrays, np.int64(n)]
+        for probe, table in zip(self.spec.probes, tables):
+            if len(table.payload) != len(probe.payload):
+                raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
+                                 f"declares {len(probe.payload)}")
+            args += [table.rows, np.int64(table.lo), np.int64(table.size)]
+            for arr, (cid, dtype) in zip(table.payload, probe.payload):
+                if np.dtype(arr.dtype) != dtype.numpy_dtype:
+                    raise ValueError(f"payload {cid} is {arr.dtype}, declared {dtype.numpy_dtype}")
+                args.append(arr)
+        return args, n
+
+    # ---- aggregation -----------------------------------------------------------------------------
+    def new_state(self, domains: list[tuple[int, int]] | None = None) -> AggregateState:
+        """Accumulators for groups over ``domains`` ((lo, hi) inclusive, one per group key)."""
+        import cupy
+
+        if self.spec.output != AGGREGATE:
+            raise ValueError("new_state is for aggregate pipelines")
+        domains = list(domains or [])
+        if len(domains) != len(self.spec.group_keys):
+            raise ValueError(f"{len(self.spec.group_keys)} group keys need as many domains, got {len(domains)}")
+        sizes = [max(0, hi - lo + 1) for lo, hi in domains]
+        num_groups = int(np.prod(sizes, dtype=object)) if sizes else 1
+        if num_groups > MAX_GROUPS:
+            raise UnsupportedError(f"{num_groups} dense groups exceed the fused limit of {MAX_GROUPS}")
+        strides = [int(np.prod(sizes[k + 1:], dtype=object)) if k + 1 < len(sizes) else 1
+                   for k in range(len(sizes))]
+        accs = [cupy.full(max(num_groups, 1), _IDENTITY[a.acc], dtype=cupy.int64)
+                for a in self.kernel.accumulators]
+        return AggregateState(domains, sizes, strides, num_groups, accs, cupy.zeros(1, dtype=cupy.uint64))
+
+    def consume(self, state: AggregateState, columns: dict[str, Any], tables: list[DenseJoinTable]) -> None:
+        """Add one batch's rows to ``state`` (asynchronously, on the current stream)."""
+        from hetdb.backend.gpu.compile import launch
+
+        args, n = self._args(columns, tables)
+        if n == 0 or state.num_groups == 0:
+            return
+        for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides):
+            args += [np.int64(lo), np.int64(size), np.int64(stride)]
+        shared = len(state.accumulators) * state.num_groups * 8
+        use_shared = shared <= SHARED_BYTES
+        args += [np.int64(state.num_groups), np.int32(1 if use_shared else 0), *state.accumulators,
+                 state.domain_errors]
+        tiles = -(-n // FP_TILE)
+        blocks = min(tiles, 1024 if use_shared else 65536)
+        launch(self.function(), blocks, FP_BLOCK, tuple(args), shared_mem=shared if use_shared else 0)
+
+    def finish(self, state: AggregateState) -> AggregateResult:
+        """Per-group results of the non-empty groups."""
+        import cupy
+
+        if int(state.domain_errors[0]):
+            raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
+                             f"{state.domains}")
+        counts = state.accumulators[0][:state.num_groups]
+        groups = cupy.flatnonzero(counts > 0)
+        keys = [(groups // stride) % size + lo
+                for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)]
+        values = []
+        for acc, spec, arr in zip(self.kernel.accumulators[1:], self.spec.aggregates, state.accumulators[1:]):
+            v = arr[groups]
+            if acc.kind == "f64":
+                v = v.view(cupy.float64)
+            elif acc.kind == "order_f64":
+                v = cupy.where(v >= 0, v, v ^ I64_MAX).view(cupy.float64)
+            elif spec.op in ("min", "max"):
+                v = v.astype(spec.arg.dtype.numpy_dtype)
+            values.append(v)
+        return AggregateResult(keys, values, counts[groups])
+
+    def aggregate(self, columns: dict[str, Any], tables: list[DenseJoinTable],
+                  domains: list[tuple[int, int]] | None = None) -> AggregateResult:
+        """One batch, start to finish."""
+        state = self.new_state(domains)
+        self.consume(state, columns, tables)
+        return self.finish(state)
+
+    # ---- selection -------------------------------------------------------------------------------
+    def select(self, columns: dict[str, Any], tables: list[DenseJoinTable]) -> Selection:
+        """Indices of the rows that pass (ascending) and their matched build rows per probe."""
+        import cupy
+
+        from hetdb.backend.gpu.compile import launch
+
+        if self.spec.output == AGGREGATE:
+            raise ValueError("select is for selection pipelines")
+        args, n = self._args(columns, tables)
+        out_rows = cupy.empty(max(n, 1), dtype=cupy.int64)
+        out_build = [cupy.empty(max(n, 1), dtype=cupy.int32) for _ in self.spec.probes]
+        count = cupy.zeros(1, dtype=cupy.uint64)
+        if n:
+            launch(self.function(), min(-(-n // FP_TILE), 65536), FP_BLOCK,
+                   (*args, out_rows, *out_build, count))
+        total = int(count[0])
+        rows = out_rows[:total]
+        # Blocks claim output ranges in whatever order they finish: restore row order.
+        order = cupy.argsort(rows)
+        return Selection(rows[order], [b[:total][order] for b in out_build])
+
+
+def compile_fused_pipeline(spec: FusedPipelineSpec) -> FusedPipeline:
+    """Generate the kernel of ``spec`` (UnsupportedError with the reason when it is not fusable);
+    the CUDA module is compiled, or loaded from the disk cache, at the first launch."""
+    return FusedPipeline(spec, generate(spec))

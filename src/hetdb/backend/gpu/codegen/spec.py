@@ -1,0 +1,111 @@
+"""What a fused pipeline computes: scan -> filter (conjuncts) -> dense-key probes -> aggregate or
+selection, described with the expression IR (hetdb.plan.expr).
+
+The spec is an immutable value (its ``describe()`` text feeds the generated kernel's name), built by
+the executor from a physical pipeline. ``unfusable_reason()`` says why a spec cannot be fused (the
+executor then runs the operators one at a time); ``batch_unfusable_reason()`` does the same for one
+batch, because NULLs are only known per page: the fused path takes NULL-free inputs only.
+
+Probes are *dense-array* joins (see runtime.DenseJoinTable): the build side's unique integer keys in a
+small range [lo, lo + size) index an array of build rows, the shape of star-schema dimension keys
+(SSB: d_datekey, p_partkey, s_suppkey, c_custkey). A probe is one bounds check and one load, with no
+hashing or key comparison; build-side filters are applied at build time. Payload columns of a probe are
+the build attributes later stages use (group keys such as d_year or p_brand1 codes, post-probe filters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hetdb.plan.expr import Expr
+from hetdb.types import DataType
+
+AGGREGATE = "aggregate"
+SELECTION = "selection"
+AGG_OPS = ("sum", "count", "count_star", "min", "max")
+
+
+@dataclass(frozen=True)
+class DenseProbe:
+    """Inner join of the pipeline's rows with a dense-key build table on ``key`` (an integer
+    expression over the pipeline's columns); ``payload`` names (cid, dtype) of build attributes that
+    become columns of the pipeline after the probe."""
+
+    key: Expr
+    payload: tuple[tuple[str, DataType], ...] = ()
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """One output aggregate: op in sum, count, count_star, min, max (``arg`` None for count_star)."""
+
+    op: str
+    arg: Expr | None = None
+
+
+@dataclass(frozen=True)
+class FusedPipelineSpec:
+    """inputs: (cid, dtype) of the scanned columns, in kernel-argument order; filters: conjuncts
+    (each a bool expression, evaluated as soon as its columns are available); probes: in order;
+    group_keys: integer expressions with small dense domains (given at run time); aggregates; output:
+    AGGREGATE or SELECTION (row indices that pass every filter and probe, plus matched build rows)."""
+
+    inputs: tuple[tuple[str, DataType], ...]
+    filters: tuple[Expr, ...] = ()
+    probes: tuple[DenseProbe, ...] = ()
+    group_keys: tuple[Expr, ...] = ()
+    aggregates: tuple[AggregateSpec, ...] = ()
+    output: str = AGGREGATE
+
+    def describe(self) -> str:
+        """Canonical text of the spec (deterministic: same spec, same text, in every process)."""
+        parts = ["inputs " + ", ".join(f"{c}:{t}" for c, t in self.inputs),
+                 "filters " + "; ".join(map(str, self.filters))]
+        for p in self.probes:
+            parts.append(f"probe {p.key} -> " + ", ".join(f"{c}:{t}" for c, t in p.payload))
+        parts.append("group " + ", ".join(map(str, self.group_keys)))
+        parts.append("aggs " + ", ".join(f"{a.op}({a.arg if a.arg is not None else '*'})"
+                                         for a in self.aggregates))
+        parts.append(f"output {self.output}")
+        return "\n".join(parts)
+
+    def unfusable_reason(self) -> str | None:
+        """None when the spec can run as one generated kernel, else why not."""
+        from hetdb.backend.gpu.codegen.expr_cuda import ExprError, check_expr
+
+        if self.output not in (AGGREGATE, SELECTION):
+            return f"unknown output kind {self.output!r}"
+        if self.output == SELECTION and (self.group_keys or self.aggregates):
+            return "a selection pipeline has no group keys or aggregates"
+        if self.output == AGGREGATE and not self.aggregates:
+            return "an aggregate pipeline needs at least one aggregate"
+        available = {c: t for c, t in self.inputs}
+        if len(available) != len(self.inputs):
+            return "duplicate input column"
+        try:
+            for p in self.probes:
+                if not check_expr(p.key, available).is_integer_like:
+                    return f"probe key {p.key} is not an integer"
+                for cid, dtype in p.payload:
+                    if cid in available:
+                        return f"payload column {cid} shadows another column"
+                    available[cid] = dtype
+            for f in self.filters:
+                if check_expr(f, available).dtype.kind != "bool":
+                    return f"filter {f} is not boolean"
+            for g in self.group_keys:
+                if not check_expr(g, available).is_integer_like:
+                    return f"group key {g} is not an integer (dense domains need integer keys or codes)"
+            for a in self.aggregates:
+                if a.op not in AGG_OPS:
+                    return f"aggregate {a.op} is not fused"
+                if (a.arg is None) != (a.op == "count_star"):
+                    return f"aggregate {a.op} has the wrong number of arguments"
+                if a.arg is not None:
+                    t = check_expr(a.arg, available).dtype
+                    if a.op != "count" and t.kind not in ("int32", "int64", "decimal", "float64", "date",
+                                                          "timestamp"):
+                        return f"{a.op} of {t} is not fused"
+        except ExprError as e:
+            return str(e)
+        return None

@@ -1,0 +1,116 @@
+// Building blocks of generated fused pipeline kernels (hetdb/backend/gpu/codegen): selective tile
+// loads, block-level compaction positions and aggregate accumulators that pre-aggregate in shared
+// memory. The generated kernel strings these together; everything with loops or shared memory lives
+// here so generated code stays flat. Compiles under NVRTC and nvcc.
+#pragma once
+#include "common.cuh"
+#include "tile.cuh"
+
+namespace fused {
+
+// items[i] = in[row] only for flagged items: rows already filtered out are never read, so a column
+// used after a selective predicate costs only the memory sectors that still hold selected rows.
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void BlockLoadSel(const T* __restrict__ in, T (&items)[ITEMS_PER_THREAD],
+                                             const int (&flags)[ITEMS_PER_THREAD]) {
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    if (flags[i]) items[i] = in[threadIdx.x + i * BLOCK_THREADS];
+  }
+}
+
+// Position of every flagged item among the block's flagged items (thread-major order) and the global
+// offset of the block's run, taken with one atomicAdd per block and tile. Every thread must call it.
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
+__device__ __forceinline__ long long BlockSelectPositions(const int (&flags)[ITEMS_PER_THREAD],
+                                                          int (&pos)[ITEMS_PER_THREAD],
+                                                          unsigned long long* counter) {
+  static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS <= 1024, "block must be whole warps");
+  __shared__ int warp_prefix[BLOCK_THREADS / 32];
+  __shared__ long long block_base;
+  int count = 0;
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) count += flags[i] ? 1 : 0;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  int incl = count;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += v;
+  }
+  if (lane == 31) warp_prefix[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const int w = lane < BLOCK_THREADS / 32 ? warp_prefix[lane] : 0;
+    int wincl = w;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, wincl, d);
+      if (lane >= d) wincl += v;
+    }
+    if (lane < BLOCK_THREADS / 32) warp_prefix[lane] = wincl - w;
+    if (lane == BLOCK_THREADS / 32 - 1)
+      block_base = (long long)atomicAdd(counter, (unsigned long long)wincl);
+  }
+  __syncthreads();
+  int run = warp_prefix[warp] + incl - count;
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    pos[i] = run;
+    if (flags[i]) ++run;
+  }
+  const long long base = block_base;
+  __syncthreads();  // the next tile reuses warp_prefix and block_base
+  return base;
+}
+
+// Accumulators are 8-byte slots holding i64 (integer sums, counts, min/max of integers and the
+// order_bits image of doubles) or a double (double sums, whose identity 0.0 is also all-zero bits).
+struct AccSumI64 {
+  __device__ static i64 identity() { return 0; }
+  __device__ static void add(i64* slot, i64 v) { atomicAdd((u64*)slot, (u64)v); }
+  __device__ static void merge(i64* slot, i64 v) { add(slot, v); }
+};
+struct AccSumF64 {
+  __device__ static i64 identity() { return 0; }
+  __device__ static void add(i64* slot, double v) { atomicAdd((double*)slot, v); }
+  __device__ static void merge(i64* slot, i64 v) { atomicAdd((double*)slot, __longlong_as_double(v)); }
+};
+struct AccMinI64 {
+  __device__ static i64 identity() { return HETDB_I64_MAX; }
+  __device__ static void add(i64* slot, i64 v) { atomicMin(slot, v); }
+  __device__ static void merge(i64* slot, i64 v) { add(slot, v); }
+};
+struct AccMaxI64 {
+  __device__ static i64 identity() { return HETDB_I64_MIN; }
+  __device__ static void add(i64* slot, i64 v) { atomicMax(slot, v); }
+  __device__ static void merge(i64* slot, i64 v) { add(slot, v); }
+};
+struct AccMinF64 {
+  __device__ static i64 identity() { return HETDB_I64_MAX; }
+  __device__ static void add(i64* slot, double v) { atomicMin(slot, order_bits(v)); }
+  __device__ static void merge(i64* slot, i64 v) { atomicMin(slot, v); }
+};
+struct AccMaxF64 {
+  __device__ static i64 identity() { return HETDB_I64_MIN; }
+  __device__ static void add(i64* slot, double v) { atomicMax(slot, order_bits(v)); }
+  __device__ static void merge(i64* slot, i64 v) { atomicMax(slot, v); }
+};
+
+// Shared-memory pre-aggregation: a block's accumulators for every group live in shared memory, and
+// each touched group costs one global atomic per block at the end instead of one per row.
+template <typename Acc>
+__device__ __forceinline__ void SharedInit(i64* smem, i64 num_groups) {
+  for (i64 g = threadIdx.x; g < num_groups; g += blockDim.x) smem[g] = Acc::identity();
+}
+
+template <typename Acc>
+__device__ __forceinline__ void SharedFlush(const i64* smem, i64* out, i64 num_groups) {
+  for (i64 g = threadIdx.x; g < num_groups; g += blockDim.x) {
+    const i64 v = smem[g];
+    if (v != Acc::identity()) Acc::merge(&out[g], v);
+  }
+}
+
+}  // namespace fused

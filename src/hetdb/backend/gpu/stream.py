@@ -1,0 +1,433 @@
+"""PageStreamer: table pages from disk (or the device page cache) into GPU memory, overlapped.
+
+Pipeline per row group (``depth`` row groups in flight, triple-buffered by default):
+
+    I/O threads   O_DIRECT preadv of each page into a slot of a ring of pinned host buffers, CRC check
+    copy stream   one async H2D copy per page (pinned, so truly asynchronous), then on-device decoding:
+                  fixed-width pages are *viewed* as value arrays, validity bits are unpacked on the GPU,
+                  dict-string codes are viewed and the column's dictionary is moved once per scan,
+                  plain strings become device offsets + chars
+    consumer      computes on row group i (on its own stream, which waits on an event of the copy
+                  stream) while row groups i+1 .. i+depth-1 are read and copied
+
+Pinned slot reuse is ordered by events: the reads of row group i+depth wait (in the I/O thread) for the
+copies out of that slot to finish. Device memory is ordered the same way: before a row group's arrays
+are released (or unpinned in the cache, hence evictable), the copy stream waits on an event recorded on
+the consumer's stream, so a reallocation can never overwrite data a queued kernel still reads.
+
+Every device byte is a reservation against the ``DeviceMemoryBudget``: cached pages through the
+``DevicePageCache`` (which evicts least-recently-used unpinned pages to make room), pages that do not
+fit in the cache as transient reservations released when the consumer moves on. Only the columns and
+row groups asked for are read (the caller passes the row groups that survive zone-map pruning).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hetdb.cache.base import PageCache, PageKey
+from hetdb.column import Batch, Column
+from hetdb.errors import CorruptDataError
+from hetdb.io import ALIGN, read_range
+from hetdb.storage.format import PageLocation
+
+
+@dataclass
+class StreamStats:
+    """What one scan moved: pages read from storage vs served from the device cache."""
+
+    row_groups: int = 0
+    rows: int = 0
+    pages_read: int = 0
+    bytes_read: int = 0        # padded bytes read from storage
+    pages_cached: int = 0
+    bytes_cached: int = 0      # device bytes served from the cache
+    bytes_h2d: int = 0         # bytes copied host -> device
+    seconds: float = 0.0       # wall time from the first request to the last row group handed out
+
+    @property
+    def bytes_delivered(self) -> int:
+        return self.bytes_h2d + self.bytes_cached
+
+    def as_dict(self) -> dict[str, float]:
+        return {"row_groups": self.row_groups, "rows": self.rows, "pages_read": self.pages_read,
+                "bytes_read": self.bytes_read, "pages_cached": self.pages_cached,
+                "bytes_cached": self.bytes_cached, "bytes_h2d": self.bytes_h2d, "seconds": self.seconds}
+
+
+@dataclass
+class _Page:
+    """One (column, row group) page in flight."""
+
+    column: str
+    row_group: int
+    key: PageKey
+    location: PageLocation
+    encoding: str
+    sections: dict[str, list[int]]
+    num_rows: int
+    value: Column | None = None          # cache hit (pinned) or finished device Column
+    slot_offset: int = 0                 # where its bytes go in the slot's pinned buffer
+    future: Future | None = None
+    cached: bool = False                 # value is a pinned cache entry
+    transient_bytes: int = 0             # reserved against the budget outside the cache
+
+
+@dataclass
+class _RowGroup:
+    index: int
+    slot: int
+    pages: list[_Page] = field(default_factory=list)
+
+
+def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[int]]]:
+    """(encoding, sections) of a page, as recorded in the manifest (see storage/pages.py)."""
+    # TableReader exposes the encoding but not the section table; the manifest entry is the one
+    # source of both (storage owns the format, so read it rather than re-deriving the layout).
+    entry = reader._page(column, rg)
+    return entry["enc"], {k: list(v) for k, v in entry["sections"].items()}
+
+
+class PageStreamer:
+    """Iterate ``(row_group, Batch of device Columns)`` over ``row_groups`` of ``columns``.
+
+    The yielded arrays stay valid until the next iteration step (or ``close``); a consumer that keeps
+    results longer copies them. Use as a context manager or exhaust the iterator, so pins and
+    reservations are returned.
+    """
+
+    def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
+                 budget: Any, cache: PageCache | None = None, depth: int = 3, io_workers: int = 8,
+                 consumer_stream: Any = None) -> None:
+        import cupy
+
+        from hetdb.backend.gpu.memory import new_stream
+
+        if depth < 1:
+            raise ValueError("depth must be >= 1")
+        for c in columns:
+            reader.column(c)  # CatalogError naming the column if it does not exist
+        self.reader = reader
+        self.columns = list(columns)
+        self.row_groups = list(range(reader.num_row_groups) if row_groups is None else row_groups)
+        self.budget = budget
+        self.cache = cache
+        self.depth = depth
+        self.stats = StreamStats()
+        self._cupy = cupy
+        self._copy_stream = new_stream()
+        self._consumer = consumer_stream
+        self._pool = ThreadPoolExecutor(max_workers=max(1, io_workers), thread_name_prefix="hetdb-stream")
+        self._slots: list[np.ndarray | None] = [None] * depth
+        self._slot_events: list[Any] = [None] * depth
+        self._dictionaries: dict[str, Column] = {}
+        self._dict_pins: list[PageKey] = []
+        self._dict_transient = 0
+        self._closed = False
+        self._started = 0.0
+        self._gen: Iterator[tuple[int, Batch]] | None = None
+        self._device_id = cupy.cuda.Device().id
+        # Every slot is sized for the largest row group (all pages missing the cache), so a slot is
+        # allocated once and never reallocated while a copy may read it.
+        self._slot_bytes = max((sum(reader.page_location(c, rg).padded_length for c in self.columns)
+                                for rg in self.row_groups), default=0)
+
+    # ---- public ----------------------------------------------------------------------------------
+    def __enter__(self) -> PageStreamer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[tuple[int, Batch]]:
+        if self._gen is not None or self._closed:
+            raise RuntimeError("a PageStreamer streams once; make a new one for another scan")
+        self._gen = self._iterate()
+        return self._gen
+
+    def _iterate(self) -> Iterator[tuple[int, Batch]]:
+        self._started = time.perf_counter()
+        pending: list[_RowGroup] = []
+        current: _RowGroup | None = None
+        try:
+            for i in range(min(self.depth, len(self.row_groups))):
+                pending.append(self._schedule(i))
+            next_index = len(pending)
+            while pending:
+                rg = pending[0]
+                batch = self._deliver(rg)
+                pending.pop(0)
+                if current is not None:
+                    self._retire(current)
+                current = rg
+                if next_index < len(self.row_groups):
+                    pending.append(self._schedule(next_index))
+                    next_index += 1
+                self.stats.seconds = time.perf_counter() - self._started
+                yield self.row_groups[rg.index], batch
+            if current is not None:
+                self._retire(current)
+                current = None
+        finally:
+            for rg in ([current] if current is not None else []) + pending:
+                self._abandon(rg)
+            self._release_scan()
+
+    def close(self) -> None:
+        """Return every pin and reservation this scan holds; idempotent."""
+        if self._gen is not None:
+            self._gen.close()  # runs the generator's cleanup if it stopped at a yield
+        self._release_scan()
+
+    def _release_scan(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=True)
+        self._copy_stream.synchronize()
+        for key in self._dict_pins:
+            self.cache.unpin(key)
+        self._dict_pins.clear()
+        self._dictionaries.clear()
+        if self._dict_transient:
+            self.budget.release(self._dict_transient)
+            self._dict_transient = 0
+
+    # ---- scheduling ------------------------------------------------------------------------------
+    def _schedule(self, i: int) -> _RowGroup:
+        """Pin cached pages of the i-th row group and start reading the others into its slot."""
+        rg_id = self.row_groups[i]
+        rg = _RowGroup(i, i % self.depth)
+        offset = 0
+        table, version = self.reader.name, self.reader.version
+        for column in self.columns:
+            enc, sections = page_layout(self.reader, column, rg_id)
+            page = _Page(column, rg_id, PageKey(table, version, column, rg_id),
+                         self.reader.page_location(column, rg_id), enc, sections,
+                         self.reader.row_group_rows(rg_id))
+            if self.cache is not None:
+                hit = self.cache.get(page.key, pin=True)
+                if hit is not None:
+                    page.value, page.cached = hit, True
+            if page.value is None:
+                page.slot_offset = offset
+                offset += page.location.padded_length
+            rg.pages.append(page)
+        misses = [p for p in rg.pages if p.value is None]
+        if misses:
+            buf = self._slot(rg.slot, offset)
+            wait_for = self._slot_events[rg.slot]
+            for p in misses:
+                dest = buf[p.slot_offset:p.slot_offset + p.location.padded_length]
+                p.future = self._pool.submit(self._read_page, p, dest, wait_for)
+        return rg
+
+    def _slot(self, slot: int, nbytes: int) -> np.ndarray:
+        from hetdb.backend.gpu.memory import pinned_empty
+
+        buf = self._slots[slot]
+        if buf is None:
+            size = max(self._slot_bytes, nbytes)
+            # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
+            raw = pinned_empty(size + ALIGN, np.uint8)
+            start = (-raw.ctypes.data) % ALIGN
+            buf = raw[start:start + size]
+            self._slots[slot] = buf
+        return buf
+
+    def _read_page(self, page: _Page, dest: np.ndarray, wait_for: Any) -> np.ndarray:
+        """I/O thread: wait until the slot's previous copies are done, read, verify the checksum."""
+        if wait_for is not None:
+            with self._cupy.cuda.Device(self._device_id):
+                wait_for.synchronize()
+        loc = page.location
+        where = (f"table '{self.reader.name}' column '{page.column}' file {loc.path} "
+                 f"page {page.row_group} (row group {page.row_group})")
+        try:
+            read_range(loc.path, loc.offset, loc.padded_length, out=dest)
+        except CorruptDataError as e:
+            raise CorruptDataError(f"{where}: {e}") from None
+        except FileNotFoundError:
+            raise CorruptDataError(f"{where}: column file is missing (was this version removed by a "
+                                   "later commit? reopen the table)") from None
+        if zlib.crc32(memoryview(dest[:loc.length])) & 0xFFFFFFFF != loc.checksum:
+            raise CorruptDataError(f"{where}: checksum mismatch (data is damaged)")
+        return dest
+
+    # ---- delivery --------------------------------------------------------------------------------
+    def _deliver(self, rg: _RowGroup) -> Batch:
+        cp = self._cupy
+        stream = self._copy_stream
+        with stream:
+            for page in rg.pages:
+                if page.cached:
+                    self.stats.pages_cached += 1
+                    self.stats.bytes_cached += _column_nbytes(page.value)
+                    continue
+                host = page.future.result()
+                page.future = None
+                nbytes = page.location.length + (page.num_rows if "validity" in page.sections else 0)
+                page.cached = self.cache is not None and self.cache.reserve(nbytes)
+                if not page.cached:
+                    self._reserve_transient(nbytes, page)
+                try:
+                    raw = cp.empty(page.location.length, dtype=cp.uint8)
+                    raw.set(host[:page.location.length], stream=stream)
+                    page.value = self._decode(page, raw)
+                except BaseException:
+                    if page.cached:  # the reservation never became an entry
+                        self.cache.release(nbytes)
+                        page.cached = False
+                    raise
+                if page.cached:
+                    self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True)
+                self.stats.pages_read += 1
+                self.stats.bytes_read += page.location.padded_length
+                self.stats.bytes_h2d += page.location.length
+            event = cp.cuda.Event(disable_timing=True)
+            event.record(stream)
+        self._slot_events[rg.slot] = event
+        consumer = self._consumer or cp.cuda.get_current_stream()
+        consumer.wait_event(event)
+        num_rows = self.reader.row_group_rows(self.row_groups[rg.index])
+        self.stats.row_groups += 1
+        self.stats.rows += num_rows
+        return Batch({p.column: p.value for p in rg.pages}, num_rows)
+
+    def _reserve_transient(self, nbytes: int, page: _Page) -> None:
+        if not self.budget.try_reserve(nbytes):
+            if self.cache is not None:
+                self.cache.evict(nbytes)
+            self.budget.reserve(nbytes, f"streaming page {page.row_group} of column '{page.column}' "
+                                        f"of table '{self.reader.name}'")
+        page.transient_bytes = nbytes
+
+    def _decode(self, page: _Page, raw: Any) -> Column:
+        """A device Column viewing ``raw`` (validity unpacked on the device)."""
+        cp = self._cupy
+        spec = self.reader.column(page.column)
+        n = page.num_rows
+
+        def section(name: str) -> Any:
+            s = page.sections.get(name)
+            if s is None:
+                return None
+            off, ln = s
+            if off + ln > raw.shape[0]:
+                raise CorruptDataError(f"table '{self.reader.name}' column '{page.column}' page "
+                                       f"{page.row_group}: section {name} lies outside the page")
+            return raw[off:off + ln]
+
+        bits = section("validity")
+        validity = None
+        if bits is not None:
+            idx = cp.arange(n, dtype=cp.int64)
+            validity = ((bits[idx >> 3] >> (idx & 7).astype(cp.uint8)) & 1).astype(cp.bool_)
+        if spec.dtype.kind == "string" and page.encoding == "plain":
+            offsets = _view(section("offsets"), np.int64, n + 1, page)
+            return Column(spec.dtype, validity=validity, offsets=offsets, chars=section("chars"))
+        data = _view(section("data"), spec.dtype.numpy_dtype, n, page)
+        if page.encoding == "dict":
+            return Column(spec.dtype, data=data, validity=validity, dictionary=self._dictionary(page.column))
+        return Column(spec.dtype, data=data, validity=validity)
+
+    def _dictionary(self, column: str) -> Column:
+        """The column's dictionary on the device: from the cache, else moved once for this scan."""
+        d = self._dictionaries.get(column)
+        if d is not None:
+            return d
+        key = PageKey.dictionary(self.reader.name, self.reader.version, column)
+        if self.cache is not None:
+            d = self.cache.get(key, pin=True)
+            if d is not None:
+                self._dict_pins.append(key)
+        if d is None:
+            host = self.reader.dictionary(column)
+            nbytes = int(host.offsets.nbytes + host.chars.nbytes)
+            cached = self.cache is not None and self.cache.reserve(nbytes)
+            if not cached:
+                if not self.budget.try_reserve(nbytes):
+                    if self.cache is not None:
+                        self.cache.evict(nbytes)
+                    self.budget.reserve(nbytes, f"dictionary of column '{column}' of table '{self.reader.name}'")
+                self._dict_transient += nbytes
+            cp = self._cupy
+            d = Column(host.dtype, offsets=cp.asarray(host.offsets), chars=cp.asarray(host.chars))
+            self.stats.bytes_h2d += nbytes
+            if cached:
+                self.cache.put(key, d, nbytes, pin=True, reserved=True)
+                self._dict_pins.append(key)
+        self._dictionaries[column] = d
+        return d
+
+    # ---- release ---------------------------------------------------------------------------------
+    def _retire(self, rg: _RowGroup) -> None:
+        """The consumer moved past ``rg``: once its queued work is done, the memory may be reused."""
+        cp = self._cupy
+        consumer = self._consumer or cp.cuda.get_current_stream()
+        done = cp.cuda.Event(disable_timing=True)
+        done.record(consumer)
+        self._copy_stream.wait_event(done)
+        for page in rg.pages:
+            if page.cached:
+                self.cache.unpin(page.key)
+            if page.transient_bytes:
+                self.budget.release(page.transient_bytes)
+                page.transient_bytes = 0
+            page.value = None
+
+    def _abandon(self, rg: _RowGroup) -> None:
+        """The scan stopped early (error or the consumer broke off): return what ``rg`` holds."""
+        for page in rg.pages:
+            if page.future is not None:
+                try:
+                    page.future.result()
+                except BaseException:  # noqa: BLE001 - the scan is being torn down anyway
+                    pass
+                page.future = None
+        self._copy_stream.synchronize()
+        self._retire(rg)
+
+
+def _view(buf: Any, dtype: Any, count: int, page: _Page) -> Any:
+    dtype = np.dtype(dtype)
+    if buf is None or int(buf.shape[0]) != count * dtype.itemsize:
+        raise CorruptDataError(f"column '{page.column}' page {page.row_group}: section size does not "
+                               f"match {count} values of {dtype}")
+    return buf.view(dtype)
+
+
+def _column_nbytes(col: Column) -> int:
+    total = 0
+    for arr in (col.data, col.validity, col.offsets, col.chars):
+        if arr is not None:
+            total += int(arr.nbytes)
+    return total
+
+
+def stream_throughput(reader: Any, columns: list[str], budget: Any, cache: PageCache | None = None,
+                      depth: int = 3, io_workers: int = 8) -> dict[str, float]:
+    """Stream ``columns`` of the whole table into device memory once (the consumer only waits for
+    the data) and report effective GB/s: bytes delivered to the device / wall time."""
+    import cupy
+
+    start = time.perf_counter()
+    with PageStreamer(reader, columns, budget=budget, cache=cache, depth=depth,
+                      io_workers=io_workers) as streamer:
+        for _rg, _batch in streamer:
+            pass
+        cupy.cuda.get_current_stream().synchronize()
+        seconds = time.perf_counter() - start
+        stats = streamer.stats
+    out = stats.as_dict()
+    out["seconds"] = seconds
+    out["gbps"] = stats.bytes_delivered / seconds / 1e9 if seconds > 0 else 0.0
+    return out
+

@@ -1,0 +1,117 @@
+"""The `hetdb bench` subcommand: `hetdb bench ssb|tpch|scan ...` runs a suite, `hetdb bench compare A B`
+prints what changed between two results.json files. The lead's CLI calls ``add_parser(subparsers)``;
+the parsed arguments go to ``run(args)``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from hetdb.bench.ceilings import MiB
+from hetdb.bench.runner import MODES
+from hetdb.bench.suites import SUITES
+from hetdb.errors import HetdbError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `bench` (with its sub-subcommands) to the `hetdb` parser's subparsers."""
+    bench = subparsers.add_parser(
+        "bench", help="benchmark hetdb against DuckDB on ssb, tpch or scan and report against the "
+                      "machine's ceilings",
+        description="Generate (or reuse) a data set, load it into DuckDB, measure the machine's ceilings, "
+                    "run every query (warm-up + K timed runs, median), check each answer against DuckDB, "
+                    "and write results.json, report.md and plots.")
+    bench.set_defaults(func=run, bench_command=None)
+    sub = bench.add_subparsers(dest="bench_command", metavar="SUITE|compare")
+    for name, suite in SUITES.items():
+        p = sub.add_parser(name, help=suite.description, description=suite.description)
+        _suite_options(p)
+        p.set_defaults(func=run)
+    c = sub.add_parser("compare", help="what changed between two results.json files (per-query ratio)",
+                       description="Per query and mode: hetdb median time in A and B and the ratio B/A "
+                                   "(< 1: B is faster), answer status, and the ceilings.")
+    c.add_argument("a", help="results.json (or its directory) of the baseline")
+    c.add_argument("b", help="results.json (or its directory) to compare with it")
+    c.set_defaults(func=run)
+    return bench
+
+
+def _suite_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
+    p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
+                   help="where hetdb runs (default: GPU when one is visible)")
+    p.add_argument("--vs", choices=["duckdb", "none"], default="duckdb",
+                   help="time DuckDB too (default); answers are checked against DuckDB either way")
+    p.add_argument("--mode", default="hot",
+                   help="hot (data in GPU/host memory), warm (in host memory), cold (disk in the path); "
+                        "a comma-separated list or 'all' runs several (default hot)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per query after one warm-up (default 3)")
+    p.add_argument("--gpu-memory-limit", default=None, help="bytes hetdb may use on the GPU, e.g. 8GB")
+    p.add_argument("--out", default=None, help="output directory (default bench-out/<suite>-sf<N>-"
+                                               "<device>-<time>)")
+    p.add_argument("--db", default=None, help="database directory (default ~/.cache/hetdb/bench/<suite>-sf<N>)")
+    p.add_argument("--queries", default=None, help="comma-separated subset, e.g. q1.1,q3.2")
+    p.add_argument("--disk-test-mb", type=int, default=256,
+                   help="size of the temporary file the disk ceiling is measured on (default 256)")
+    p.add_argument("--workers", type=int, default=None, help="data generator processes (default: all cores)")
+
+
+def parse_modes(text: str) -> list[str]:
+    """'hot', 'hot,cold' or 'all' -> list of modes; HetdbError naming the valid ones otherwise."""
+    modes = list(MODES) if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise HetdbError(f"unknown --mode {', '.join(bad) or text!r}: use hot, warm, cold, a comma-separated "
+                         "list of them, or all")
+    return list(dict.fromkeys(modes))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle `hetdb bench ...`; 0 when every answer was correct, 1 otherwise."""
+    command = getattr(args, "bench_command", None)
+    if command is None:
+        print("usage: hetdb bench {ssb,tpch,scan} [options] | hetdb bench compare A B", file=sys.stderr)
+        return 2
+    if command == "compare":
+        from hetdb.bench.diff import diff_results, render_diff
+        from hetdb.bench.report import load_results
+
+        print(render_diff(diff_results(load_results(args.a), load_results(args.b)), args.a, args.b))
+        return 0
+
+    from hetdb.bench.harness import BenchConfig, run_benchmark
+
+    cfg = BenchConfig(
+        suite=command, sf=args.sf, device=args.device, modes=parse_modes(args.mode), repeat=args.repeat,
+        vs=args.vs, gpu_memory_limit=args.gpu_memory_limit, db=args.db, out=args.out,
+        queries=[q.strip() for q in args.queries.split(",")] if args.queries else None,
+        disk_test_bytes=args.disk_test_mb * MiB, workers=args.workers,
+        command_line=command_line(args))
+    results = run_benchmark(cfg, say=_say)
+    ok = True
+    for r in results["runs"]:
+        s = r["summary"]
+        ok = ok and s["correct"] == s["queries"]
+        gm = s.get("geomean_speedup")
+        _say(f"mode {r['mode']}: {s['correct']}/{s['queries']} correct"
+             + (f", geomean speed-up over DuckDB {gm:.2f}x" if gm else ""))
+    _say(f"wrote {results['out_dir']}/results.json, report.md and plots")
+    return 0 if ok else 1
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The invocation with every option spelled out (defaults included), so a run can be repeated."""
+    words = ["hetdb", "bench", args.bench_command]
+    for name in ("sf", "device", "vs", "mode", "repeat", "gpu_memory_limit", "db", "out", "queries",
+                 "disk_test_mb", "workers"):
+        value = getattr(args, name, None)
+        if value is not None:
+            words += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    return shlex.join(words)
+
+
+def _say(text: str) -> None:
+    from rich.console import Console
+
+    Console(highlight=False).print(text, markup=False, soft_wrap=True)

@@ -1,0 +1,117 @@
+"""The page-cache interface every tier implements (GPU now; pinned host and disk routing later).
+
+A page is identified by *what* it is, never by where it lives: (table, table version, column, row group,
+part). Versions are immutable, so a key's bytes never change and a cached copy is never stale; a new
+commit simply produces new keys and old ones age out. ``part`` separates objects derived from one
+column that are cached on their own (the page itself, a column's shared string dictionary).
+
+A later tiered cache (HetCache-style: route each page by where copies of it already live) implements
+the same interface per tier and adds a router on top; scans only ever talk to a ``PageCache``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+PAGE = "page"
+DICTIONARY = "dictionary"
+NO_ROW_GROUP = -1  # for objects shared by every row group of a column (dictionaries)
+
+
+@dataclass(frozen=True)
+class PageKey:
+    """Identity of one cached object: a column page of a committed table version (or a column's
+    dictionary, with ``part == DICTIONARY`` and ``row_group == NO_ROW_GROUP``)."""
+
+    table: str
+    version: int
+    column: str
+    row_group: int
+    part: str = PAGE
+
+    @staticmethod
+    def dictionary(table: str, version: int, column: str) -> PageKey:
+        return PageKey(table, version, column, NO_ROW_GROUP, DICTIONARY)
+
+
+@dataclass
+class CacheStats:
+    """Counters since creation (or the last ``reset``); bytes are the cached objects' sizes."""
+
+    hits: int = 0
+    misses: int = 0
+    hit_bytes: int = 0
+    inserted_bytes: int = 0
+    evictions: int = 0
+    evicted_bytes: int = 0
+    rejected: int = 0  # puts that did not fit (everything else pinned or the budget exhausted)
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"hits": self.hits, "misses": self.misses, "hit_bytes": self.hit_bytes,
+                "inserted_bytes": self.inserted_bytes, "evictions": self.evictions,
+                "evicted_bytes": self.evicted_bytes, "rejected": self.rejected,
+                "hit_rate": self.hit_rate}
+
+
+class PageCache(ABC):
+    """A bounded cache of page objects in one memory tier.
+
+    Pinning: a pinned entry is in use (a kernel may be reading it) and is never evicted; every
+    ``get(..., pin=True)`` / ``put(..., pin=True)`` must be matched by one ``unpin``.
+    """
+
+    tier: str  # "gpu", "host", ...
+
+    @abstractmethod
+    def get(self, key: PageKey, pin: bool = False) -> Any | None:
+        """The cached object or None (a miss); a hit makes the entry most recently used."""
+
+    @abstractmethod
+    def put(self, key: PageKey, value: Any, nbytes: int, pin: bool = False, reserved: bool = False) -> bool:
+        """Cache ``value`` (``nbytes`` of this tier's memory), evicting unpinned entries as needed.
+        With ``reserved`` the caller already holds a ``reserve(nbytes)`` that the entry takes over.
+        False when it cannot fit (then nothing is kept and a ``reserved`` reservation is returned);
+        putting an existing key keeps the existing entry and returns True."""
+
+    @abstractmethod
+    def reserve(self, nbytes: int) -> bool:
+        """Reserve room for an object about to be allocated (evicting unpinned entries); False if it
+        cannot fit. Hand the reservation to ``put(reserved=True)`` or give it back with ``release``."""
+
+    @abstractmethod
+    def release(self, nbytes: int) -> None:
+        """Give back a ``reserve`` that did not become an entry."""
+
+    @abstractmethod
+    def unpin(self, key: PageKey) -> None:
+        """Undo one pin of ``key``."""
+
+    @abstractmethod
+    def evict(self, nbytes: int) -> int:
+        """Evict unpinned entries, least recently used first, until ``nbytes`` are freed (or nothing
+        unpinned is left); returns the bytes freed."""
+
+    @abstractmethod
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is cached (does not count as a hit or change recency)."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Drop every unpinned entry and return its memory (pinned entries stay until unpinned)."""
+
+    @property
+    @abstractmethod
+    def used_bytes(self) -> int:
+        """Bytes held by cached entries."""
+
+    @property
+    @abstractmethod
+    def stats(self) -> CacheStats:
+        """Hit/miss/eviction counters."""

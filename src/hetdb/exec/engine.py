@@ -1,0 +1,113 @@
+"""QueryEngine: SQL text -> bound plan -> optimized plan -> pipelines -> Arrow table with stats."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from hetdb.exec.columns import concat_batches
+from hetdb.exec.hostutil import to_arrow_table
+from hetdb.exec.memory import MemoryManager
+from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
+from hetdb.exec.pipeline import run_pipeline
+from hetdb.plan import logical as L
+
+
+class QueryEngine:
+    """Runs queries of one connection: a worker pool and a host memory budget shared by its queries."""
+
+    def __init__(self, db, backend, options):
+        self.db = db
+        self.backend = backend
+        self.options = options
+        self.memory = MemoryManager(options.host_memory_limit)
+        self.threads = max(1, int(options.threads or 1))
+        self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
+            if self.threads > 1 else None
+
+    # ---- planning ---------------------------------------------------------------------------------
+    def logical_plan(self, sql: str) -> L.Output:
+        from hetdb.sql import bind
+
+        plan = bind(sql, self.db)
+        try:
+            from hetdb.plan.optimizer import optimize
+        except ImportError:  # the optimizer is optional for correctness: run the bound plan as it is
+            return plan
+        out = optimize(plan, self.db, self.options)
+        return out if isinstance(out, L.Output) else L.Output(out, plan.fields)
+
+    def physical_plan(self, plan: L.Output) -> PhysicalPlan:
+        return PhysicalPlanner().plan(plan)
+
+    # ---- running ------------------------------------------------------------------------------------
+    def execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
+        t0 = time.perf_counter()
+        plan = self.logical_plan(sql)
+        plan_seconds = time.perf_counter() - t0
+        table, stats, _ = self.run_plan(plan)
+        stats["plan_seconds"] = plan_seconds
+        return table, stats
+
+    def run_plan(self, plan: L.Output) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+        """Run a logical plan (bound and optimized); returns (result, stats, physical plan with
+        per-operator statistics in ``stats['operators']``)."""
+        t0 = time.perf_counter()
+        physical = self.physical_plan(plan)
+        spill_root = self.options.spill_dir or os.path.join(
+            getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
+        spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
+        ctx = ExecContext(self.db, self.backend, self.options, self.memory, spill_dir)
+        peak_before = self.memory.peak
+        self.memory._peak = self.memory.used
+        try:
+            for pipe in physical.pipelines:
+                run_pipeline(ctx, pipe, self._pool, self.threads)
+            batches = ctx.results[physical.result_pipeline]
+            batch = concat_batches(self.backend, batches) if batches else None
+            table = to_arrow_table(self.backend, batch, plan.fields)
+        finally:
+            for fn in reversed(ctx.cleanup):
+                fn()
+            ctx.results.clear()
+            shutil.rmtree(spill_dir, ignore_errors=True)
+        peak = self.memory.peak
+        self.memory._peak = max(peak_before, peak)
+        ops = ctx.stats
+        stats = {
+            "plan_seconds": 0.0,
+            "exec_seconds": time.perf_counter() - t0,
+            "rows": table.num_rows,
+            "bytes_read": sum(s.bytes_read for s in ops.values()),
+            "pages_read": sum(s.pages_read for s in ops.values()),
+            "pages_skipped": sum(s.pages_skipped for s in ops.values()),
+            "peak_host_bytes": peak,
+            "bytes_host_to_device": 0,
+            "peak_gpu_bytes": None,
+            "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
+            "operators": ops,
+        }
+        return table, stats, physical
+
+    def explain(self, sql: str, analyze: bool = False) -> str:
+        plan = self.logical_plan(sql)
+        if not analyze:
+            return self.physical_plan(plan).format()
+        table, stats, physical = self.run_plan(plan)
+        text = physical.format(stats["operators"])
+        return (f"{text}\nTotal: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
+                f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
+                f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

@@ -1,0 +1,415 @@
+"""Expression evaluator over Batches: SQL three-valued logic, NULL propagation, DuckDB's numeric
+semantics on physical representations (decimals as scaled int64, dates as int32 days).
+
+``ExprEvaluator(backend).evaluate(expr, batch) -> Column``; ``predicate(expr, batch) -> bool mask``
+(True where the expression is TRUE; NULL counts as not true). Elementwise work uses ``backend.xp``;
+string work uses backend string kernels. Predicates on dictionary strings run once per dictionary
+(cached per dictionary object) and are gathered by codes. Functions on strings and dates live in
+``expr_functions``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.errors import HetdbError, UnsupportedError
+from hetdb.exec.columns import and_valid, concat_columns, full_column, take, to_plain
+from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
+from hetdb.types import DataType
+
+_FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_SQL_OP = {"eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def quiet(xp):
+    """Silence floating-point warnings (x/0 is inf/NaN as in DuckDB) where the array module can."""
+    errstate = getattr(xp, "errstate", None)
+    return errstate(all="ignore") if errstate is not None else contextlib.nullcontext()
+
+
+class ExprEvaluator:
+    """Evaluates expression IR over batches on one backend; safe to share between worker threads."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.xp = backend.xp
+        self._dict_cache: dict[tuple, tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    # ---- entry points ---------------------------------------------------------------------------
+    def evaluate(self, expr: Expr, batch: Batch) -> Column:
+        if isinstance(expr, ColumnRef):
+            return batch.columns[expr.cid]
+        if isinstance(expr, Literal):
+            return full_column(self.backend, expr.value, expr.dtype, batch.num_rows)
+        if isinstance(expr, Cast):
+            return self.cast(self.evaluate(expr.arg, batch), expr.dtype)
+        if isinstance(expr, Case):
+            return self._case(expr, batch)
+        if isinstance(expr, Call):
+            from hetdb.exec import expr_functions as F
+
+            fn = _CALLS.get(expr.op) or F.FUNCTIONS.get(expr.op)
+            if fn is None:
+                raise UnsupportedError(f"the executor does not implement the function {expr.op!r}")
+            return fn(self, expr, batch)
+        raise UnsupportedError(f"the executor cannot evaluate {type(expr).__name__} expressions here")
+
+    def predicate(self, expr: Expr, batch: Batch) -> Any:
+        """Bool mask: rows where ``expr`` is TRUE."""
+        col = self.evaluate(expr, batch)
+        data = col.data
+        if data.dtype != bool:
+            data = data != 0
+        return data if col.validity is None else self.xp.logical_and(data, col.validity)
+
+    # ---- helpers shared with expr_functions ----------------------------------------------------
+    def dict_cached(self, dictionary: Column, key: tuple, compute) -> Any:
+        """Result of ``compute()`` over ``dictionary`` cached per dictionary object and ``key``."""
+        k = (id(dictionary),) + key
+        hit = self._dict_cache.get(k)
+        if hit is not None and hit[0] is dictionary:
+            return hit[1]
+        value = compute()
+        with self._lock:
+            if len(self._dict_cache) > 256:
+                self._dict_cache.clear()
+            self._dict_cache[k] = (dictionary, value)  # holding the dictionary keeps id() unique
+        return value
+
+    def string_mask(self, col: Column, key: tuple, fn) -> Column:
+        """Bool column from ``fn(offsets, chars)`` evaluated on the dictionary (once) or the strings."""
+        if col.dictionary is not None:
+            d = col.dictionary
+            per_value = self.dict_cached(d, key, lambda: fn(d.offsets, d.chars))
+            data = (self.backend.gather(per_value, col.data.astype(self.xp.int64)) if len(d)
+                    else self.xp.zeros(len(col), dtype=bool))
+        else:
+            data = fn(col.offsets, col.chars)
+        return Column(T.BOOL, data=data, validity=col.validity)
+
+    def numeric(self, col: Column, dtype: DataType) -> Any:
+        """Physical data of ``col`` converted to ``dtype``'s representation (validity unchanged)."""
+        return _convert(self.xp, col.data, col.dtype, dtype)
+
+    def select(self, mask: Any, a: Column, b: Column, dtype: DataType) -> Column:
+        """Row-wise ``mask ? a : b`` for columns of one type (strings included)."""
+        xp = self.xp
+        va = a.validity if a.validity is not None else None
+        vb = b.validity if b.validity is not None else None
+        if va is None and vb is None:
+            validity = None
+        else:
+            va = va if va is not None else xp.ones(mask.shape[0], dtype=bool)
+            vb = vb if vb is not None else xp.ones(mask.shape[0], dtype=bool)
+            validity = xp.where(mask, va, vb)
+        if dtype.kind == "string":
+            if a.dictionary is not None and a.dictionary is b.dictionary:
+                return Column(dtype, data=xp.where(mask, a.data, b.data), validity=validity,
+                              dictionary=a.dictionary)
+            n = mask.shape[0]
+            both = concat_columns(self.backend, [to_plain(self.backend, a), to_plain(self.backend, b)])
+            idx = xp.where(mask, xp.arange(n, dtype=xp.int64), xp.arange(n, dtype=xp.int64) + n)
+            out = take(self.backend, both, idx)
+            out.validity = validity
+            return out
+        return Column(dtype, data=xp.where(mask, self.numeric(a, dtype), self.numeric(b, dtype)),
+                      validity=validity)
+
+    # ---- casts ----------------------------------------------------------------------------------
+    def cast(self, col: Column, dtype: DataType) -> Column:
+        if col.dtype == dtype:
+            return col
+        if dtype.kind == "string" or col.dtype.kind == "string":
+            from hetdb.exec.expr_functions import arrow_cast
+
+            return arrow_cast(self, col, dtype)
+        return Column(dtype, data=self.numeric(col, dtype), validity=col.validity)
+
+    # ---- CASE -----------------------------------------------------------------------------------
+    def _case(self, expr: Case, batch: Batch) -> Column:
+        n = batch.num_rows
+        result = (self.evaluate(expr.otherwise, batch) if expr.otherwise is not None
+                  else full_column(self.backend, None, expr.dtype, n))
+        result = self.cast(result, expr.dtype)
+        for cond, value in reversed(expr.whens):
+            mask = self.predicate(cond, batch)
+            result = self.select(mask, self.cast(self.evaluate(value, batch), expr.dtype), result, expr.dtype)
+        return result
+
+
+# ---- numeric conversion --------------------------------------------------------------------------
+def _pow10(k: int) -> int:
+    return 10 ** k
+
+
+def _round_div(xp, x: Any, d: int) -> Any:
+    """x / d rounded half away from zero (x int64, d > 0 int)."""
+    q = xp.floor_divide(xp.abs(x) + d // 2, d)
+    return xp.where(x < 0, -q, q)
+
+
+def _convert(xp, data: Any, src: DataType, dst: DataType) -> Any:
+    sk, dk = src.kind, dst.kind
+    ndt = dst.numpy_dtype
+    if sk == dk and src.scale == dst.scale:
+        return data if data.dtype == ndt else data.astype(ndt)
+    if dk == "float64":
+        out = data.astype(xp.float64)
+        return out / float(_pow10(src.scale)) if sk == "decimal" else out
+    if dk == "bool":
+        return data != 0
+    if sk == "float64":
+        if dk == "decimal":
+            scaled = data * float(_pow10(dst.scale))
+            return (xp.sign(scaled) * xp.floor(xp.abs(scaled) + 0.5)).astype(xp.int64)
+        return xp.rint(data).astype(ndt)  # DuckDB casts DOUBLE -> INTEGER rounding half to even
+    if sk == "date" and dk == "timestamp":
+        return data.astype(xp.int64) * 86_400_000_000
+    if sk == "timestamp" and dk == "date":
+        return xp.floor_divide(data, 86_400_000_000).astype(xp.int32)
+    src_scale = src.scale if sk == "decimal" else 0
+    dst_scale = dst.scale if dk == "decimal" else 0
+    x = data.astype(xp.int64)
+    if dst_scale > src_scale:
+        x = x * _pow10(dst_scale - src_scale)
+    elif dst_scale < src_scale:
+        x = _round_div(xp, x, _pow10(src_scale - dst_scale))
+    return x.astype(ndt)
+
+
+def common_type(a: DataType, b: DataType) -> DataType:
+    """The type both sides of a comparison are compared in (the binder usually made them equal)."""
+    if a == b:
+        return a
+    if "float64" in (a.kind, b.kind):
+        return T.FLOAT64
+    if "timestamp" in (a.kind, b.kind):
+        return T.TIMESTAMP
+    if a.kind == "decimal" or b.kind == "decimal":
+        s = max(a.scale if a.kind == "decimal" else 0, b.scale if b.kind == "decimal" else 0)
+        return DataType("decimal", 18, s)
+    if "int64" in (a.kind, b.kind):
+        return T.INT64
+    return a
+
+
+# ---- calls -----------------------------------------------------------------------------------------
+def _compare(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    op = expr.op
+    left, right = expr.args
+    xp = ev.xp
+    if left.dtype.kind == "string" or right.dtype.kind == "string":
+        if isinstance(left, Literal) and not isinstance(right, Literal):
+            left, right, op = right, left, _FLIP[op]
+        if isinstance(right, Literal):
+            col = ev.evaluate(left, batch)
+            if right.value is None:
+                return full_column(ev.backend, None, T.BOOL, batch.num_rows)
+            lit, sop = str(right.value), _SQL_OP[op]
+            return ev.string_mask(col, ("cmp", sop, lit),
+                                  lambda o, c: ev.backend.compare_string_scalar(o, c, lit, sop))
+        a, b = ev.evaluate(left, batch), ev.evaluate(right, batch)
+        validity = and_valid(xp, a.validity, b.validity)
+        if a.dictionary is not None and a.dictionary is b.dictionary and op in ("eq", "ne"):
+            x, y = a.data, b.data
+        else:
+            # factorized codes order like the strings, so every comparison works on codes
+            both = concat_columns(ev.backend, [to_plain(ev.backend, a), to_plain(ev.backend, b)])
+            codes, _, _ = ev.backend.factorize_strings(both.offsets, both.chars)
+            n = batch.num_rows
+            x, y = codes[:n], codes[n:]
+        return Column(T.BOOL, data=_CMP[op](x, y), validity=validity)
+    a, b = ev.evaluate(left, batch), ev.evaluate(right, batch)
+    t = common_type(a.dtype, b.dtype)
+    x, y = ev.numeric(a, t), ev.numeric(b, t)
+    return Column(T.BOOL, data=_CMP[op](x, y), validity=and_valid(xp, a.validity, b.validity))
+
+
+_CMP = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+        "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
+
+
+def _bool_parts(ev: ExprEvaluator, col: Column) -> tuple[Any, Any]:
+    data = col.data if col.data.dtype == bool else col.data != 0
+    valid = col.validity if col.validity is not None else ev.xp.ones(data.shape[0], dtype=bool)
+    return data, valid
+
+
+def _and(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    xp = ev.xp
+    cols = [ev.evaluate(a, batch) for a in expr.args]
+    if all(c.validity is None for c in cols):
+        data = cols[0].data
+        for c in cols[1:]:
+            data = xp.logical_and(data, c.data)
+        return Column(T.BOOL, data=data)
+    value, valid = _bool_parts(ev, cols[0])
+    for c in cols[1:]:
+        v2, ok2 = _bool_parts(ev, c)
+        false1 = xp.logical_and(valid, xp.logical_not(value))
+        false2 = xp.logical_and(ok2, xp.logical_not(v2))
+        valid = xp.logical_or(xp.logical_and(valid, ok2), xp.logical_or(false1, false2))
+        value = xp.logical_and(value, v2)
+    return Column(T.BOOL, data=value, validity=valid)
+
+
+def _or(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    xp = ev.xp
+    cols = [ev.evaluate(a, batch) for a in expr.args]
+    if all(c.validity is None for c in cols):
+        data = cols[0].data
+        for c in cols[1:]:
+            data = xp.logical_or(data, c.data)
+        return Column(T.BOOL, data=data)
+    value, valid = _bool_parts(ev, cols[0])
+    value = xp.logical_and(value, valid)
+    for c in cols[1:]:
+        v2, ok2 = _bool_parts(ev, c)
+        true2 = xp.logical_and(v2, ok2)
+        valid = xp.logical_or(xp.logical_and(valid, ok2), xp.logical_or(value, true2))
+        value = xp.logical_or(value, true2)
+    return Column(T.BOOL, data=value, validity=valid)
+
+
+def _not(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    c = ev.evaluate(expr.args[0], batch)
+    data = c.data if c.data.dtype == bool else c.data != 0
+    return Column(T.BOOL, data=ev.xp.logical_not(data), validity=c.validity)
+
+
+def _is_null(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    c = ev.evaluate(expr.args[0], batch)
+    valid = c.validity if c.validity is not None else ev.xp.ones(batch.num_rows, dtype=bool)
+    return Column(T.BOOL, data=ev.xp.logical_not(valid) if expr.op == "is_null" else valid.copy())
+
+
+def _arith(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    xp = ev.xp
+    op, rt = expr.op, expr.dtype
+    a, b = (ev.evaluate(x, batch) for x in expr.args)
+    validity = and_valid(xp, a.validity, b.validity)
+    if rt.kind == "decimal" and op == "mul":
+        sa = a.dtype.scale if a.dtype.kind == "decimal" else 0
+        sb = b.dtype.scale if b.dtype.kind == "decimal" else 0
+        raw = ev.numeric(a, DataType("decimal", 18, sa)) * ev.numeric(b, DataType("decimal", 18, sb))
+        data = _convert(xp, raw, DataType("decimal", 18, sa + sb), rt)
+        return Column(rt, data=data, validity=validity)
+    if op == "div" and rt.kind != "float64" and rt.is_numeric:
+        op = "intdiv"
+    if op == "div" or rt.kind == "float64":
+        x, y = ev.numeric(a, T.FLOAT64), ev.numeric(b, T.FLOAT64)
+        with quiet(xp):
+            if op in ("div", "intdiv"):
+                data = x / y
+            elif op == "mod":
+                _check_zero(ev, y, validity, expr)
+                data = xp.fmod(x, y)
+            else:
+                data = _BASIC[op](x, y)
+        return Column(T.FLOAT64, data=data, validity=validity) if rt.kind == "float64" else \
+            Column(rt, data=_convert(xp, data, T.FLOAT64, rt), validity=validity)
+    if rt.kind in ("date", "timestamp"):
+        # date +/- integer days (the binder lowers intervals to date_add_* where it can)
+        x = ev.numeric(a, rt) if a.dtype.kind in ("date", "timestamp") else a.data
+        y = ev.numeric(b, rt) if b.dtype.kind in ("date", "timestamp") else b.data
+        return Column(rt, data=_BASIC[op](x.astype(xp.int64), y.astype(xp.int64)).astype(rt.numpy_dtype),
+                      validity=validity)
+    x, y = ev.numeric(a, rt), ev.numeric(b, rt)
+    if op in ("intdiv", "mod"):
+        _check_zero(ev, y, validity, expr)
+        safe = xp.where(y == 0, 1, y)
+        rem = xp.fmod(x, safe)
+        if op == "mod":
+            data = rem
+        else:
+            # DuckDB's // on integers truncates toward zero
+            data = (x - rem) // safe
+        return Column(rt, data=data.astype(rt.numpy_dtype), validity=validity)
+    return Column(rt, data=_BASIC[op](x, y).astype(rt.numpy_dtype, copy=False), validity=validity)
+
+
+def _check_zero(ev: ExprEvaluator, y: Any, validity: Any, expr: Call) -> None:
+    zero = y == 0
+    if validity is not None:
+        zero = ev.xp.logical_and(zero, validity)
+    if bool(zero.any()):
+        raise HetdbError(f"division by zero in {expr} (DuckDB raises this error too)")
+
+
+_BASIC = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
+          "power": lambda x, y: x ** y}
+
+
+def _neg_abs(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    c = ev.evaluate(expr.args[0], batch)
+    x = ev.numeric(c, expr.dtype)
+    data = -x if expr.op == "neg" else ev.xp.abs(x)
+    return Column(expr.dtype, data=data, validity=c.validity)
+
+
+def _in_list(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    xp = ev.xp
+    probe = expr.args[0]
+    lits = [a for a in expr.args[1:]]
+    if not all(isinstance(x, Literal) for x in lits):
+        # general form: OR of equalities keeps the three-valued semantics
+        eqs = tuple(Call(T.BOOL, "eq", (probe, x)) for x in lits)
+        return _or(ev, Call(T.BOOL, "or", eqs), batch) if len(eqs) > 1 else _compare(ev, eqs[0], batch)
+    col = ev.evaluate(probe, batch)
+    values = [x.value for x in lits if x.value is not None]
+    has_null = len(values) < len(lits)
+    if probe.dtype.kind == "string":
+        strs = tuple(sorted({str(v) for v in values}))
+
+        def member(o, c):
+            m = xp.zeros(int(o.shape[0]) - 1, dtype=bool)
+            for s in strs:
+                m = xp.logical_or(m, ev.backend.compare_string_scalar(o, c, s, "="))
+            return m
+
+        res = ev.string_mask(col, ("in", strs), member)
+        match = res.data
+    else:
+        match = xp.zeros(batch.num_rows, dtype=bool)
+        for lit in lits:
+            if lit.value is None:
+                continue
+            t = common_type(col.dtype, lit.dtype)
+            x = ev.numeric(col, t)
+            y = _convert(xp, xp.asarray([lit.value], dtype=lit.dtype.numpy_dtype), lit.dtype, t)
+            match = xp.logical_or(match, x == y[0])
+    validity = col.validity
+    if has_null:
+        validity = and_valid(xp, validity, match)
+    return Column(T.BOOL, data=match, validity=validity)
+
+
+def _coalesce(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    result = ev.cast(ev.evaluate(expr.args[0], batch), expr.dtype)
+    for arg in expr.args[1:]:
+        if result.validity is None:
+            break
+        nxt = ev.cast(ev.evaluate(arg, batch), expr.dtype)
+        result = ev.select(result.validity, result, nxt, expr.dtype)
+    return result
+
+
+def _nullif(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    a = ev.cast(ev.evaluate(expr.args[0], batch), expr.dtype)
+    same = ev.predicate(Call(T.BOOL, "eq", expr.args), batch)
+    validity = and_valid(ev.xp, a.validity, ev.xp.logical_not(same))
+    return Column(a.dtype, data=a.data, validity=validity, dictionary=a.dictionary, offsets=a.offsets,
+                  chars=a.chars)
+
+
+_CALLS = {
+    **{op: _compare for op in _CMP},
+    "and": _and, "or": _or, "not": _not, "is_null": _is_null, "is_not_null": _is_null,
+    **{op: _arith for op in ("add", "sub", "mul", "div", "intdiv", "mod", "power")},
+    "neg": _neg_abs, "abs": _neg_abs, "in_list": _in_list, "coalesce": _coalesce, "nullif": _nullif,
+}

@@ -1,0 +1,160 @@
+"""Host-only helpers: moving Columns between host and device, building columns from Python values,
+Arrow conversion of results and spill files. The only executor module that imports NumPy/pyarrow
+directly; operators call these helpers and stay backend-neutral."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from hetdb.column import Batch, Column
+from hetdb.types import DataType
+
+
+def _map_arrays(col: Column, fn, dict_cache: dict | None) -> Column:
+    dictionary = None
+    if col.dictionary is not None:
+        key = id(col.dictionary)
+        if dict_cache is not None and key in dict_cache:
+            dictionary = dict_cache[key][1]
+        else:
+            dictionary = _map_arrays(col.dictionary, fn, None)
+            if dict_cache is not None:
+                # keep the source alive so its id() is never reused while cached
+                dict_cache[key] = (col.dictionary, dictionary)
+    return Column(col.dtype,
+                  data=None if col.data is None else fn(col.data),
+                  validity=None if col.validity is None else fn(col.validity),
+                  dictionary=dictionary,
+                  offsets=None if col.offsets is None else fn(col.offsets),
+                  chars=None if col.chars is None else fn(col.chars))
+
+
+def column_to_device(backend, col: Column, dict_cache: dict | None = None) -> Column:
+    """Copy a host Column to the backend's device; the same host dictionary maps to the same device
+    dictionary object (via ``dict_cache``) so dictionary identity survives the move."""
+    if backend.name == "cpu":
+        return col
+    return _map_arrays(col, backend.asarray, dict_cache)
+
+
+def column_to_host(backend, col: Column) -> Column:
+    if backend.name == "cpu":
+        return col
+    return _map_arrays(col, backend.to_host, None)
+
+
+def batch_to_host(backend, batch: Batch) -> Batch:
+    return Batch({k: column_to_host(backend, c) for k, c in batch.columns.items()}, batch.num_rows)
+
+
+def batch_to_device(backend, batch: Batch, dict_cache: dict | None = None) -> Batch:
+    return Batch({k: column_to_device(backend, c, dict_cache) for k, c in batch.columns.items()},
+                 batch.num_rows)
+
+
+def column_from_pylist(backend, values: list, dtype: DataType) -> Column:
+    """A device Column from Python values in physical representation (None = NULL)."""
+    if dtype.kind == "string":
+        arr = pa.array(values, type=pa.string())
+        col = Column.from_arrow(arr, dtype)
+    else:
+        mask = np.array([v is None for v in values], dtype=bool)
+        filled = [0 if v is None else v for v in values]
+        data = np.array(filled, dtype=dtype.numpy_dtype) if filled else np.zeros(0, dtype.numpy_dtype)
+        col = Column(dtype, data=data, validity=~mask if mask.any() else None)
+    return column_to_device(backend, col)
+
+
+def strings_to_pylist(backend, offsets: Any, chars: Any) -> list[str]:
+    """Decode offsets+chars (any device) into Python strings."""
+    off = np.asarray(backend.to_host(offsets), dtype=np.int64)
+    buf = bytes(np.asarray(backend.to_host(chars), dtype=np.uint8))
+    return [buf[off[i]:off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
+
+
+def int64_array(values: list[int]) -> np.ndarray:
+    """A host int64 array from Python ints (small id tables, moved to the device by the caller)."""
+    return np.asarray(values, dtype=np.int64)
+
+
+def host_scalar(backend, x: Any) -> Any:
+    """A Python number from a 0-d/1-element device array."""
+    return np.asarray(backend.to_host(x)).item()
+
+
+def to_arrow_table(backend, batch: Batch | None, fields) -> pa.Table:
+    """Arrow table named by ``fields`` (Field objects: cid -> name, dtype); empty -> right schema."""
+    names = [f.name for f in fields]
+    if batch is None or batch.num_rows == 0:
+        arrays = [pa.array([], type=f.dtype.to_arrow()) for f in fields]
+        return pa.Table.from_arrays(arrays, names=names)
+    host = batch_to_host(backend, batch)
+    arrays = []
+    for f in fields:
+        arr = host.columns[f.cid].to_arrow()
+        if arr.type != f.dtype.to_arrow():
+            arr = arr.cast(f.dtype.to_arrow())
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def arrow_string_transform(backend, col: Column, fn) -> Column:
+    """Apply a pyarrow.compute function to a plain or dictionary string column (rare functions that
+    have no backend kernel: upper, lower, trim, ...). Returns a plain string column."""
+    host = column_to_host(backend, col)
+    out = fn(host.to_arrow())
+    res = Column.from_arrow(out, col.dtype if pa.types.is_string(out.type) or pa.types.is_large_string(out.type)
+                            else None)
+    return column_to_device(backend, res)
+
+
+class SpillFile:
+    """One Arrow IPC stream file on disk holding batches of one partition."""
+
+    def __init__(self, directory: str, dtypes: dict[str, DataType]):
+        os.makedirs(directory, exist_ok=True)
+        self.path = os.path.join(directory, f"spill-{uuid.uuid4().hex}.arrow")
+        self.dtypes = dtypes
+        self._writer = None
+        self._sink = None
+        self.num_rows = 0
+        self.nbytes = 0
+
+    def write(self, backend, batch: Batch) -> None:
+        if batch.num_rows == 0:
+            return
+        table = batch_to_host(backend, batch).to_arrow()
+        if self._writer is None:
+            self._sink = pa.OSFile(self.path, "wb")
+            self._writer = ipc.new_stream(self._sink, table.schema)
+        self._writer.write_table(table)
+        self.num_rows += batch.num_rows
+        self.nbytes += table.nbytes
+
+    def close_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._sink.close()
+            self._writer = None
+
+    def read_all(self, backend) -> list[Batch]:
+        self.close_writer()
+        if self.num_rows == 0:
+            return []
+        with pa.OSFile(self.path, "rb") as f:
+            table = ipc.open_stream(f).read_all()
+        batch = Batch.from_arrow(table, self.dtypes)
+        return [batch_to_device(backend, batch)]
+
+    def remove(self) -> None:
+        self.close_writer()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,110 @@
+"""Key preparation for hash joins and GROUP BY.
+
+Kernels take key columns of int32/int64/float64/bool and never see NULLs or strings. Strings become
+int64 ids from a ``StringKeyEncoder`` that one operator shares between its inputs: a dictionary
+column maps its dictionary once (the first dictionary seen maps to its own codes, so the common case
+of one shared dictionary costs no gather), plain strings are factorized per batch and their distinct
+values mapped. Equal strings always get equal ids, whatever their encoding.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Column
+from hetdb.exec.hostutil import column_from_pylist, int64_array, strings_to_pylist
+
+
+class StringKeyEncoder:
+    """Stable string -> id mapping for one operator (thread-safe)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.values: list[str] = []
+        self.index: dict[str, int] = {}
+        self._maps: dict[int, tuple[Column, Any]] = {}  # id(dictionary) -> (dictionary, ids | None)
+        self._identity: Column | None = None             # dictionary whose codes are the ids
+        self._decoded: tuple[int, Column] | None = None
+        self._lock = threading.Lock()
+
+    def _ids_of(self, strings: list[str], add: bool) -> list[int]:
+        out = []
+        for s in strings:
+            i = self.index.get(s)
+            if i is None:
+                if add:
+                    i = self.index[s] = len(self.values)
+                    self.values.append(s)
+                else:
+                    i = -1
+            out.append(i)
+        return out
+
+    def encode(self, col: Column, add: bool = True) -> Any:
+        """int64 id per row (rows under NULL get an arbitrary id; -1 = unseen when ``add`` is off)."""
+        xp = self.backend.xp
+        if col.dictionary is not None:
+            d = col.dictionary
+            with self._lock:
+                hit = self._maps.get(id(d))
+                if hit is None or hit[0] is not d:
+                    strings = strings_to_pylist(self.backend, d.offsets, d.chars)
+                    first = not self.values
+                    ids = self._ids_of(strings, add)
+                    identity = first and add and ids == list(range(len(ids)))
+                    if identity:
+                        self._identity = d
+                    hit = (d, None if identity else self.backend.asarray(int64_array(ids)))
+                    self._maps[id(d)] = hit
+            codes = col.data.astype(xp.int64)
+            if hit[1] is None or len(d) == 0:
+                return codes
+            return self.backend.gather(hit[1], codes)
+        codes, uoff, uchars = self.backend.factorize_strings(col.offsets, col.chars)
+        strings = strings_to_pylist(self.backend, uoff, uchars)
+        with self._lock:
+            ids = self._ids_of(strings, add)
+        if not ids:
+            return xp.zeros(len(col), dtype=xp.int64)
+        return self.backend.gather(self.backend.asarray(int64_array(ids)), codes.astype(xp.int64))
+
+    def decode(self, ids: Any, validity: Any) -> Column:
+        """A dictionary string column for ``ids`` (the original dictionary when only it was seen)."""
+        with self._lock:
+            if self._identity is not None and len(self.values) == len(self._identity):
+                dictionary = self._identity
+            else:
+                if self._decoded is None or self._decoded[0] != len(self.values):
+                    self._decoded = (len(self.values),
+                                     column_from_pylist(self.backend, list(self.values), T.STRING))
+                dictionary = self._decoded[1]
+                if dictionary.dictionary is not None:  # column_from_pylist may dictionary-encode
+                    dictionary = dictionary.dictionary
+        if len(dictionary) == 0:
+            from hetdb.exec.columns import full_column
+
+            return full_column(self.backend, None, T.STRING, int(ids.shape[0]))
+        return Column(T.STRING, data=ids.astype(self.backend.xp.int32), validity=validity,
+                      dictionary=dictionary)
+
+
+def key_arrays(backend, cols: list[Column], encoders: list[StringKeyEncoder | None],
+               add: bool = True) -> tuple[list[Any], Any]:
+    """(kernel-ready key arrays, validity of the whole key: None = no NULL anywhere)."""
+    xp = backend.xp
+    arrays = []
+    valid = None
+    for col, enc in zip(cols, encoders):
+        if col.dtype.kind == "string":
+            arrays.append(enc.encode(col, add))
+        else:
+            arrays.append(col.data)
+        if col.validity is not None:
+            valid = col.validity if valid is None else xp.logical_and(valid, col.validity)
+    return arrays, valid
+
+
+def encoders_for(backend, dtypes: list[T.DataType]) -> list[StringKeyEncoder | None]:
+    return [StringKeyEncoder(backend) if t.kind == "string" else None for t in dtypes]

@@ -1,0 +1,2 @@
+"""Physical operators: immutable descriptions (sources, streaming operators, sinks) whose run-time
+state lives in separate global (per pipeline) and local (per worker) state objects."""

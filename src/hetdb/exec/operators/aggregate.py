@@ -1,0 +1,344 @@
+"""Hash aggregation: partial aggregation per batch, merge of the partial states, final values.
+
+Group keys may be NULL (a NULL key is its own group: each key adds its validity as an extra kernel
+key). State per aggregate: sum -> (sum, has value), count -> count, avg -> (sum, count), min/max/any ->
+the value itself (strings too). Aggregates with DISTINCT make the operator keep the raw rows and
+aggregate them at the end. When the state's memory reservation is refused, partial states (or raw
+rows) are hash-partitioned by group key into spill files and each partition is merged on its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, take, to_plain
+from hetdb.exec.expressions import _convert
+from hetdb.exec.hostutil import SpillFile
+from hetdb.exec.keys import encoders_for
+from hetdb.exec.memory import Reservation
+from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.plan.expr import AggCall, Expr, Field
+
+MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this many groups
+
+
+def _g(i: int) -> str:
+    return f"__g{i}"
+
+
+def _s(j: int, part: str) -> str:
+    return f"__a{j}_{part}"
+
+
+def _sum_type(t: T.DataType) -> T.DataType:
+    if t.kind == "float64":
+        return T.FLOAT64
+    if t.kind == "decimal":
+        return T.decimal(18, t.scale)
+    return T.INT64
+
+
+class _AggState:
+    def __init__(self, ctx: ExecContext, key_dtypes: list[T.DataType]) -> None:
+        self.lock = threading.Lock()
+        self.batches: list[Batch] = []
+        self.reservation = Reservation(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+        self.encoders = encoders_for(ctx.backend, key_dtypes)
+        self.value_encoders: dict[int, Any] = {}
+        self.parts: list[SpillFile] | None = None
+
+
+class _AggLocal:
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+        self.rows = 0
+        self.nbytes = 0
+
+
+@dataclass(frozen=True)
+class HashAggregate(Sink):
+    keys: tuple[tuple[Field, Expr], ...] = ()
+    aggs: tuple[tuple[Field, AggCall], ...] = ()
+
+    def describe(self) -> str:
+        k = ", ".join(f"{f.cid}={e}" for f, e in self.keys)
+        a = ", ".join(f"{f.cid}={e}" for f, e in self.aggs)
+        return f"HashAggregate keys=[{k}] aggs=[{a}]"
+
+    @property
+    def raw_mode(self) -> bool:
+        return any(a.distinct for _, a in self.aggs)
+
+    # ---- state layout ---------------------------------------------------------------------------------
+    def _state_dtypes(self) -> dict[str, T.DataType]:
+        d = {_g(i): e.dtype for i, (_, e) in enumerate(self.keys)}
+        for j, (_, a) in enumerate(self.aggs):
+            if self.raw_mode:
+                if a.arg is not None:
+                    d[_s(j, "raw")] = a.arg.dtype
+                continue
+            if a.op in ("sum", "avg"):
+                d[_s(j, "sum")] = _sum_type(a.arg.dtype)
+            if a.op in ("count", "count_star", "avg"):
+                d[_s(j, "cnt")] = T.INT64
+            if a.op in ("min", "max", "any"):
+                d[_s(j, "val")] = a.arg.dtype
+        return d
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _AggState(ctx, [e.dtype for _, e in self.keys])
+
+    def init_local(self, ctx: ExecContext, g: Any) -> Any:
+        return _AggLocal()
+
+    # ---- grouping ----------------------------------------------------------------------------------------
+    def _group(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int):
+        if not keycols:
+            # without keys the kernel cannot know the row count: one group when there are rows
+            xp = ctx.backend.xp
+            return xp.zeros(n, dtype=xp.int64), (1 if n else 0), xp.zeros(1 if n else 0, dtype=xp.int64)
+        return ctx.backend.group_ids(self._key_arrays(ctx, g, keycols, n))
+
+    def _key_arrays(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int) -> list[Any]:
+        xp = ctx.backend.xp
+        arrays = []
+        for col, enc in zip(keycols, g.encoders):
+            data = enc.encode(col) if col.dtype.kind == "string" else col.data
+            if data.dtype == bool:
+                data = data.astype(xp.int32)
+            if col.validity is not None:
+                arrays.append(xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype)))
+                arrays.append(col.validity)
+            else:
+                arrays.append(data)
+                arrays.append(xp.ones(n, dtype=bool))
+        return arrays
+
+    # ---- partial / merge ----------------------------------------------------------------------------------
+    def _partial(self, ctx: ExecContext, g: _AggState, batch: Batch) -> Batch:
+        ev = ctx.evaluator
+        keycols = [ev.cast(ev.evaluate(e, batch), e.dtype) for _, e in self.keys]
+        if self.raw_mode:
+            cols = {_g(i): c for i, c in enumerate(keycols)}
+            for j, (_, a) in enumerate(self.aggs):
+                if a.arg is not None:
+                    cols[_s(j, "raw")] = ev.cast(ev.evaluate(a.arg, batch), a.arg.dtype)
+            return Batch(cols, batch.num_rows)
+        gid, ng, first = self._group(ctx, g, keycols, batch.num_rows)
+        cols = {_g(i): take(ctx.backend, c, first) for i, c in enumerate(keycols)}
+        for j, (_, a) in enumerate(self.aggs):
+            arg = None if a.arg is None else ev.cast(ev.evaluate(a.arg, batch), a.arg.dtype)
+            cols.update(self._agg_states(ctx, j, a, arg, gid, ng, merge=False))
+        return Batch(cols, ng)
+
+    def _merge(self, ctx: ExecContext, g: _AggState, state: Batch) -> Batch:
+        keycols = [state.columns[_g(i)] for i in range(len(self.keys))]
+        gid, ng, first = self._group(ctx, g, keycols, state.num_rows)
+        cols = {_g(i): take(ctx.backend, c, first) for i, c in enumerate(keycols)}
+        for j, (_, a) in enumerate(self.aggs):
+            cols.update(self._merge_states(ctx, j, a, state, gid, ng))
+        return Batch(cols, ng)
+
+    def _agg_states(self, ctx: ExecContext, j: int, a: AggCall, arg: Column | None, gid, ng, merge: bool):
+        be = ctx.backend
+        out = {}
+        if a.op in ("sum", "avg"):
+            st = _sum_type(a.arg.dtype)
+            data = arg.data if arg.dtype == st else _convert(be.xp, arg.data, arg.dtype, st)
+            res, has = be.aggregate("sum", data, gid, ng, arg.validity)
+            out[_s(j, "sum")] = Column(st, data=res.astype(st.numpy_dtype), validity=has)
+        if a.op in ("count", "avg"):
+            res, _ = be.aggregate("count", arg.data if arg.data is not None else None, gid, ng, arg.validity)
+            out[_s(j, "cnt")] = Column(T.INT64, data=res)
+        if a.op == "count_star":
+            res, _ = be.aggregate("count_star", None, gid, ng)
+            out[_s(j, "cnt")] = Column(T.INT64, data=res)
+        if a.op in ("min", "max", "any"):
+            out[_s(j, "val")] = self._pick(ctx, a.op, arg, gid, ng)
+        return out
+
+    def _merge_states(self, ctx: ExecContext, j: int, a: AggCall, state: Batch, gid, ng):
+        be = ctx.backend
+        out = {}
+        if a.op in ("sum", "avg"):
+            s = state.columns[_s(j, "sum")]
+            res, has = be.aggregate("sum", s.data, gid, ng, s.validity)
+            out[_s(j, "sum")] = Column(s.dtype, data=res.astype(s.dtype.numpy_dtype), validity=has)
+        if a.op in ("count", "count_star", "avg"):
+            c = state.columns[_s(j, "cnt")]
+            res, _ = be.aggregate("sum", c.data, gid, ng)
+            out[_s(j, "cnt")] = Column(T.INT64, data=res.astype(be.xp.int64))
+        if a.op in ("min", "max", "any"):
+            out[_s(j, "val")] = self._pick(ctx, a.op, state.columns[_s(j, "val")], gid, ng)
+        return out
+
+    def _pick(self, ctx: ExecContext, op: str, col: Column, gid, ng) -> Column:
+        """min/max/any per group as a column of the argument's type (strings included)."""
+        be, xp = ctx.backend, ctx.backend.xp
+        n = len(col)
+        if op == "any" or col.dtype.kind == "string" or col.dtype.kind == "bool":
+            if op == "any":
+                order = xp.arange(n, dtype=xp.int64)
+                pool = col
+            else:
+                # rank values (factorized strings order like the strings), pick the row with the best rank
+                plain = to_plain(be, col) if col.dtype.kind == "string" else col
+                if col.dtype.kind == "string":
+                    codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
+                    order = codes.astype(xp.int64)
+                else:
+                    order = col.data.astype(xp.int64)
+                order = order * (n + 1) + xp.arange(n, dtype=xp.int64)  # ties -> first row
+                pool = plain
+            best, has = be.aggregate("max" if op == "max" else "min", order, gid, ng, col.validity)
+            idx = best if op == "any" else best % (n + 1)
+            idx = xp.where(has, idx, -1)
+            return take(be, pool, idx.astype(xp.int64), missing=True)
+        res, has = be.aggregate(op, col.data, gid, ng, col.validity)
+        return Column(col.dtype, data=res.astype(col.dtype.numpy_dtype), validity=has)
+
+    # ---- sink protocol --------------------------------------------------------------------------------------
+    def sink(self, ctx: ExecContext, batch: Batch, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
+        with Timer(ctx, self.op_id):
+            ctx.add(self.op_id, rows_in=batch.num_rows)
+            part = self._partial(ctx, g, batch)
+            if g.parts is not None:
+                self._spill(ctx, g, [part])
+                return
+            size = batch_nbytes(part)
+            if not g.reservation.try_grow(size):
+                self._start_spilling(ctx, g, l)
+                self._spill(ctx, g, [part])
+                return
+            l.batches.append(part)
+            l.rows += part.num_rows
+            l.nbytes += size
+            if not self.raw_mode and l.rows >= MERGE_ROWS and len(l.batches) > 1:
+                merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+                new = batch_nbytes(merged)
+                g.reservation.force_grow(new)
+                g.reservation.shrink(l.nbytes)
+                l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
+
+    def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
+        with g.lock:
+            if g.parts is None:
+                g.parts = [SpillFile(ctx.spill_dir, self._state_dtypes()) for _ in range(NUM_PARTITIONS)]
+                for f in g.parts:
+                    ctx.cleanup.append(f.remove)
+                ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
+        self._spill(ctx, g, local.batches)
+        g.reservation.shrink(local.nbytes)
+        local.batches, local.rows, local.nbytes = [], 0, 0
+
+    def _spill(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> None:
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            keycols = [b.columns[_g(i)] for i in range(len(self.keys))]
+            if keycols:
+                part = partition_ids(ctx, self._key_arrays(ctx, g, keycols, b.num_rows), None)
+            else:
+                part = ctx.backend.xp.zeros(b.num_rows, dtype=ctx.backend.xp.int64)
+            with g.lock:
+                spill_partitioned(ctx, b, part, g.parts)
+
+    def combine(self, ctx: ExecContext, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
+        if g.parts is not None:
+            self._spill(ctx, g, l.batches)
+            g.reservation.shrink(l.nbytes)
+            return
+        with g.lock:
+            g.batches.extend(l.batches)
+
+    def finalize(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
+        with Timer(ctx, self.op_id):
+            if g.parts is None:
+                out = [self._final(ctx, g, g.batches)]
+            else:
+                out = []
+                for f in g.parts:
+                    batches = f.read_all(ctx.backend)
+                    if not batches:
+                        continue
+                    res = Reservation(ctx.memory)
+                    try:
+                        res.force_grow(sum(batch_nbytes(b) for b in batches))
+                        out.append(self._final(ctx, g, batches))
+                    finally:
+                        res.close()
+                        f.remove()
+                if not self.keys and not out:
+                    out = [self._final(ctx, g, [])]
+            out = [b for b in out if b.num_rows] or out[:1]
+            ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
+            return out
+
+    # ---- final values ----------------------------------------------------------------------------------------
+    def _final(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> Batch:
+        be = ctx.backend
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return self._empty_result(ctx)
+        state = concat_batches(be, batches, list(self._state_dtypes()))
+        if self.raw_mode:
+            return self._final_raw(ctx, g, state)
+        return self._outputs(ctx, self._merge(ctx, g, state))
+
+    def _outputs(self, ctx: ExecContext, merged: Batch) -> Batch:
+        xp = ctx.backend.xp
+        cols = {f.cid: ctx.evaluator.cast(merged.columns[_g(i)], f.dtype) for i, (f, _) in enumerate(self.keys)}
+        for j, (f, a) in enumerate(self.aggs):
+            if a.op == "sum":
+                s = merged.columns[_s(j, "sum")]
+                cols[f.cid] = Column(f.dtype, data=_convert(xp, s.data, s.dtype, f.dtype), validity=s.validity)
+            elif a.op in ("count", "count_star"):
+                c = merged.columns[_s(j, "cnt")]
+                cols[f.cid] = Column(f.dtype, data=c.data.astype(f.dtype.numpy_dtype))
+            elif a.op == "avg":
+                s, c = merged.columns[_s(j, "sum")], merged.columns[_s(j, "cnt")]
+                total = _convert(xp, s.data, s.dtype, T.FLOAT64)
+                cnt = c.data
+                data = total / xp.where(cnt == 0, 1, cnt)
+                cols[f.cid] = Column(f.dtype, data=_convert(xp, data, T.FLOAT64, f.dtype), validity=cnt > 0)
+            else:
+                cols[f.cid] = ctx.evaluator.cast(merged.columns[_s(j, "val")], f.dtype)
+        return Batch(cols, merged.num_rows)
+
+    def _final_raw(self, ctx: ExecContext, g: _AggState, raw: Batch) -> Batch:
+        """Aggregates over the raw rows; DISTINCT ones first reduce to distinct (group, value) rows."""
+        be, xp = ctx.backend, ctx.backend.xp
+        keycols = [raw.columns[_g(i)] for i in range(len(self.keys))]
+        gid, ng, first = self._group(ctx, g, keycols, raw.num_rows)
+        merged = {_g(i): take(be, c, first) for i, c in enumerate(keycols)}
+        for j, (_, a) in enumerate(self.aggs):
+            arg = raw.columns.get(_s(j, "raw"))
+            sub_gid = gid
+            if a.distinct and arg is not None:
+                enc = g.value_encoders.setdefault(j, encoders_for(be, [arg.dtype])[0])
+                vals = enc.encode(arg) if arg.dtype.kind == "string" else arg.data
+                if vals.dtype == bool:
+                    vals = vals.astype(xp.int32)
+                valid = arg.validity if arg.validity is not None else xp.ones(len(arg), dtype=bool)
+                vals = xp.where(valid, vals, xp.zeros(1, dtype=vals.dtype))
+                _, _, pair_first = be.group_ids([gid, vals, valid])
+                arg = take(be, arg, pair_first)
+                sub_gid = be.gather(gid, pair_first)
+            merged.update(self._agg_states(ctx, j, a, arg, sub_gid, ng, merge=False))
+        return self._outputs(ctx, Batch(merged, ng))
+
+    def _empty_result(self, ctx: ExecContext) -> Batch:
+        """No input rows: no groups, except the one row of an aggregate without GROUP BY."""
+        be = ctx.backend
+        n = 0 if self.keys else 1
+        cols = {f.cid: full_column(be, None, f.dtype, n) for f, _ in self.keys}
+        for f, a in self.aggs:
+            zero = 0 if a.op in ("count", "count_star") else None
+            cols[f.cid] = full_column(be, zero if n else None, f.dtype, n)
+        return Batch(cols, n)

@@ -1,0 +1,138 @@
+"""Operator protocols, the execution context and per-operator statistics.
+
+A pipeline is ``source -> operators... -> sink``. Sources split their input into morsels (a row group,
+a slice of a previous result); workers pull morsels, push the batches through the streaming
+operators and into the sink. Operator objects never change while a query runs: everything mutable is
+in the state objects returned by ``init_global`` (one per pipeline) and ``init_local`` (one per
+worker).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hetdb.column import Batch
+from hetdb.exec.memory import MemoryManager
+
+
+@dataclass
+class OpStats:
+    """What EXPLAIN ANALYZE shows for one operator."""
+
+    rows_in: int = 0
+    rows_out: int = 0
+    seconds: float = 0.0
+    bytes_read: int = 0
+    pages_read: int = 0
+    pages_skipped: int = 0
+    spilled_partitions: int = 0
+
+
+class ExecContext:
+    """Everything a running query shares: backend, options, memory, statistics, results of finished
+    pipelines, and the evaluator cache."""
+
+    def __init__(self, db, backend, options, memory: MemoryManager, spill_dir: str):
+        from hetdb.exec.expressions import ExprEvaluator
+
+        self.db = db
+        self.backend = backend
+        self.options = options
+        self.memory = memory
+        self.spill_dir = spill_dir
+        self.evaluator = ExprEvaluator(backend)
+        self.stats: dict[int, OpStats] = {}
+        self.results: dict[int, Any] = {}   # pipeline id -> sink result
+        self.dict_cache: dict = {}          # host dictionary -> device dictionary
+        self.cleanup: list = []             # callables run when the query ends
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def set_morsel(self, index: int) -> None:
+        """Called by the driver before a morsel's batches are pushed (orders collected results)."""
+        self._local.morsel = index
+        self._local.sub = 0
+
+    def current_morsel_key(self) -> tuple[int, int]:
+        sub = getattr(self._local, "sub", 0)
+        self._local.sub = sub + 1
+        return (getattr(self._local, "morsel", 0), sub)
+
+    def stat(self, op_id: int) -> OpStats:
+        s = self.stats.get(op_id)
+        if s is None:
+            with self._lock:
+                s = self.stats.setdefault(op_id, OpStats())
+        return s
+
+    def add(self, op_id: int, **deltas: float) -> None:
+        s = self.stat(op_id)
+        with self._lock:
+            for k, v in deltas.items():
+                setattr(s, k, getattr(s, k) + v)
+
+    @property
+    def batch_rows(self) -> int | None:
+        return self.options.batch_rows
+
+
+class Timer:
+    def __init__(self, ctx: ExecContext, op_id: int):
+        self.ctx, self.op_id = ctx, op_id
+
+    def __enter__(self) -> Timer:
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.ctx.add(self.op_id, seconds=time.perf_counter() - self.t0)
+
+
+@dataclass(frozen=True)
+class PhysicalOp:
+    """Common base: ``op_id`` is the operator's position in the physical plan (stable per plan)."""
+
+    op_id: int = field(default=0, kw_only=True)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return None
+
+    def init_local(self, ctx: ExecContext, gstate: Any) -> Any:
+        return None
+
+
+class Source(PhysicalOp):
+    ordered = False  # morsels must be processed in order by one worker (sorted inputs)
+
+    def morsels(self, ctx: ExecContext, gstate: Any) -> list:
+        raise NotImplementedError
+
+    def read(self, ctx: ExecContext, morsel: Any, gstate: Any) -> list[Batch]:
+        raise NotImplementedError
+
+
+class Operator(PhysicalOp):
+    def execute(self, ctx: ExecContext, batch: Batch, gstate: Any, lstate: Any) -> list[Batch]:
+        raise NotImplementedError
+
+    def finalize(self, ctx: ExecContext, gstate: Any) -> list[Batch]:
+        """Batches this operator emits after every worker finished (e.g. unmatched build rows)."""
+        return []
+
+
+class Sink(PhysicalOp):
+    def sink(self, ctx: ExecContext, batch: Batch, gstate: Any, lstate: Any) -> None:
+        raise NotImplementedError
+
+    def combine(self, ctx: ExecContext, gstate: Any, lstate: Any) -> None:
+        """Fold one worker's local state into the global state (called once per worker)."""
+
+    def finalize(self, ctx: ExecContext, gstate: Any) -> Any:
+        """The pipeline's result (kept in ``ctx.results``)."""
+        raise NotImplementedError

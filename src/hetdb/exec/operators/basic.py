@@ -1,0 +1,175 @@
+"""Streaming operators (filter, project, limit) and simple sources/sinks (values, a previous
+pipeline's result, the query result)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb.column import Batch
+from hetdb.exec.columns import batch_nbytes, filter_batch, slice_batch
+from hetdb.exec.hostutil import column_from_pylist
+from hetdb.exec.memory import Reservation
+from hetdb.exec.operators.base import ExecContext, Operator, Sink, Source, Timer
+from hetdb.plan.expr import Expr, Field
+
+
+@dataclass(frozen=True)
+class FilterOp(Operator):
+    predicate: Expr = None
+
+    def describe(self) -> str:
+        return f"Filter {self.predicate}"
+
+    def execute(self, ctx: ExecContext, batch: Batch, g: Any, l: Any) -> list[Batch]:  # noqa: E741
+        with Timer(ctx, self.op_id):
+            out = filter_batch(ctx.backend, batch, ctx.evaluator.predicate(self.predicate, batch))
+        ctx.add(self.op_id, rows_in=batch.num_rows, rows_out=out.num_rows)
+        return [out] if out.num_rows else []
+
+
+@dataclass(frozen=True)
+class ProjectOp(Operator):
+    exprs: tuple[tuple[Field, Expr], ...] = ()
+
+    def describe(self) -> str:
+        return "Project " + ", ".join(f"{f.cid}={e}" for f, e in self.exprs)
+
+    def execute(self, ctx: ExecContext, batch: Batch, g: Any, l: Any) -> list[Batch]:  # noqa: E741
+        with Timer(ctx, self.op_id):
+            ev = ctx.evaluator
+            cols = {f.cid: ev.cast(ev.evaluate(e, batch), f.dtype) for f, e in self.exprs}
+        ctx.add(self.op_id, rows_in=batch.num_rows, rows_out=batch.num_rows)
+        return [Batch(cols, batch.num_rows)]
+
+
+class _LimitState:
+    def __init__(self) -> None:
+        self.seen = 0
+        self.done = False
+        self.lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LimitOp(Operator):
+    """LIMIT/OFFSET over a stream; stops the pipeline's source once enough rows went through."""
+
+    limit: int | None = None
+    offset: int = 0
+
+    def describe(self) -> str:
+        return f"Limit {self.limit} offset {self.offset}"
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _LimitState()
+
+    def execute(self, ctx: ExecContext, batch: Batch, g: _LimitState, l: Any) -> list[Batch]:  # noqa: E741
+        end = None if self.limit is None else self.offset + self.limit
+        with g.lock:
+            start = g.seen
+            g.seen += batch.num_rows
+            if end is not None and g.seen >= end:
+                g.done = True
+        lo = max(0, self.offset - start)
+        hi = batch.num_rows if end is None else max(0, min(batch.num_rows, end - start))
+        ctx.add(self.op_id, rows_in=batch.num_rows, rows_out=max(0, hi - lo))
+        if hi <= lo:
+            return []
+        if lo == 0 and hi == batch.num_rows:
+            return [batch]
+        return [slice_batch(ctx.backend, batch, lo, hi)]
+
+
+@dataclass(frozen=True)
+class ValuesSource(Source):
+    fields: tuple[Field, ...] = ()
+    rows: tuple[tuple[object, ...], ...] = ()
+
+    def describe(self) -> str:
+        return f"Values {len(self.rows)} rows"
+
+    def morsels(self, ctx: ExecContext, g: Any) -> list:
+        return [0]
+
+    def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:
+        cols = {f.cid: column_from_pylist(ctx.backend, [r[i] for r in self.rows], f.dtype)
+                for i, f in enumerate(self.fields)}
+        ctx.add(self.op_id, rows_out=len(self.rows))
+        return [Batch(cols, len(self.rows))]
+
+
+@dataclass(frozen=True)
+class ResultSource(Source):
+    """The batches a previous pipeline produced (a sort, an aggregation...), sliced to batch_rows."""
+
+    pipeline_id: int = 0
+    label: str = ""
+    is_ordered: bool = False
+
+    @property
+    def ordered(self) -> bool:  # type: ignore[override]
+        return self.is_ordered
+
+    def describe(self) -> str:
+        return f"ResultScan {self.label} (pipeline {self.pipeline_id})"
+
+    def morsels(self, ctx: ExecContext, g: Any) -> list:
+        out = []
+        step = ctx.batch_rows
+        for i, b in enumerate(ctx.results[self.pipeline_id]):
+            if not step or b.num_rows <= step:
+                out.append((i, 0, b.num_rows))
+            else:
+                out.extend((i, s, s + step) for s in range(0, b.num_rows, step))
+        return out
+
+    def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:
+        i, lo, hi = morsel
+        b = ctx.results[self.pipeline_id][i]
+        out = b if lo == 0 and hi == b.num_rows else slice_batch(ctx.backend, b, lo, hi)
+        ctx.add(self.op_id, rows_out=out.num_rows)
+        return [out] if out.num_rows else []
+
+
+class _CollectState:
+    def __init__(self, ctx: ExecContext) -> None:
+        self.batches: list[tuple[Any, Batch]] = []
+        self.lock = threading.Lock()
+        self.reservation = Reservation(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+
+
+class _CollectLocal:
+    def __init__(self) -> None:
+        self.batches: list[tuple[Any, Batch]] = []
+
+
+@dataclass(frozen=True)
+class CollectSink(Sink):
+    """Keeps every batch (the query result, or the input of the next pipeline). Results are held
+    whatever the limit (there is nothing to spill them to), so the bytes are force-reserved."""
+
+    label: str = "Result"
+
+    def describe(self) -> str:
+        return f"Collect {self.label}"
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _CollectState(ctx)
+
+    def init_local(self, ctx: ExecContext, g: Any) -> Any:
+        return _CollectLocal()
+
+    def sink(self, ctx: ExecContext, batch: Batch, g: _CollectState, l: _CollectLocal) -> None:  # noqa: E741
+        g.reservation.force_grow(batch_nbytes(batch))
+        l.batches.append((ctx.current_morsel_key(), batch))
+        ctx.add(self.op_id, rows_in=batch.num_rows, rows_out=batch.num_rows)
+
+    def combine(self, ctx: ExecContext, g: _CollectState, l: _CollectLocal) -> None:  # noqa: E741
+        with g.lock:
+            g.batches.extend(l.batches)
+
+    def finalize(self, ctx: ExecContext, g: _CollectState) -> list[Batch]:
+        g.batches.sort(key=lambda kb: kb[0])
+        return [b for _, b in g.batches]

@@ -1,0 +1,387 @@
+"""Hash join: a build sink (right input) and a probe operator (left input).
+
+Kinds: inner, left, right, full, semi, anti, mark, single, cross; several keys; a residual predicate
+over both sides; NULL keys never match; mark is three-valued like SQL IN. When the build side's
+memory reservation is refused, the build switches to partitioned mode: rows are hash-partitioned by
+key (``backend.hash_keys``) into spill files, the probe side is partitioned the same way, and the
+pairs of partitions are joined one after the other when the probe input is exhausted.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.errors import HetdbError
+from hetdb.exec.columns import (
+    batch_nbytes,
+    concat_batches,
+    empty_batch,
+    full_column,
+    slice_batch,
+    take,
+    take_batch,
+)
+from hetdb.exec.hostutil import SpillFile
+from hetdb.exec.keys import encoders_for, key_arrays
+from hetdb.exec.memory import Reservation
+from hetdb.exec.operators.base import ExecContext, Operator, Sink, Timer
+from hetdb.plan.expr import Expr, Field
+
+NUM_PARTITIONS = 16
+CROSS_CHUNK_PAIRS = 1 << 21
+
+
+def _key_name(i: int) -> str:
+    return f"__key{i}"
+
+
+def partition_ids(ctx: ExecContext, arrays: list[Any], valid: Any) -> Any:
+    """Partition (0..NUM_PARTITIONS-1) of each row from the top bits of its key hash; NULL-key rows
+    go to partition 0 (they match nothing)."""
+    xp = ctx.backend.xp
+    h = ctx.backend.hash_keys(arrays)
+    part = (h >> xp.uint64(60)).astype(xp.int64)
+    if valid is not None:
+        part = xp.where(valid, part, 0)
+    return part
+
+
+def spill_partitioned(ctx: ExecContext, batch: Batch, part: Any, files: list[SpillFile]) -> None:
+    for p in range(len(files)):
+        idx = ctx.backend.nonzero(part == p)
+        if int(idx.shape[0]):
+            files[p].write(ctx.backend, take_batch(ctx.backend, batch, idx))
+
+
+@dataclass
+class BuildSide:
+    """The finished build: rows (right fields + evaluated key columns) and the hash table."""
+
+    batch: Batch
+    table: Any
+    valid_idx: Any            # table row -> batch row (None: identity)
+    encoders: list
+    has_null_key: bool        # over the whole build input (for mark semantics)
+    nonempty: bool            # the whole build input has rows
+    partitions: list[SpillFile] | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.batch.num_rows
+
+
+class _BuildState:
+    def __init__(self, ctx: ExecContext, encoders: list) -> None:
+        self.lock = threading.Lock()
+        self.batches: list[Batch] = []
+        self.reservation = Reservation(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+        self.encoders = encoders
+        self.parts: list[SpillFile] | None = None
+        self.has_null_key = False
+        self.rows = 0
+
+
+@dataclass(frozen=True)
+class HashBuild(Sink):
+    fields: tuple[Field, ...] = ()
+    keys: tuple[Expr, ...] = ()
+
+    def describe(self) -> str:
+        return f"HashBuild keys=[{', '.join(map(str, self.keys))}]"
+
+    def _dtypes(self) -> dict[str, T.DataType]:
+        d = {f.cid: f.dtype for f in self.fields}
+        d.update({_key_name(i): k.dtype for i, k in enumerate(self.keys)})
+        return d
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _BuildState(ctx, encoders_for(ctx.backend, [k.dtype for k in self.keys]))
+
+    def sink(self, ctx: ExecContext, batch: Batch, g: _BuildState, l: Any) -> None:  # noqa: E741
+        with Timer(ctx, self.op_id):
+            cols = {f.cid: batch.columns[f.cid] for f in self.fields}
+            keycols = [ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype) for k in self.keys]
+            for i, c in enumerate(keycols):
+                cols[_key_name(i)] = c
+            b = Batch(cols, batch.num_rows)
+            arrays, valid = key_arrays(ctx.backend, keycols, g.encoders)
+            with g.lock:
+                g.rows += b.num_rows
+                if valid is not None and not bool(valid.all()):
+                    g.has_null_key = True
+                if g.parts is None:
+                    if g.reservation.try_grow(batch_nbytes(b)):
+                        g.batches.append(b)
+                        ctx.add(self.op_id, rows_in=b.num_rows)
+                        return
+                    if not self.keys:
+                        # a cross product has no key to partition by: it stays in memory, accounted
+                        g.reservation.force_grow(batch_nbytes(b))
+                        g.batches.append(b)
+                        ctx.add(self.op_id, rows_in=b.num_rows)
+                        return
+                    self._start_spilling(ctx, g)
+                if self.keys:
+                    spill_partitioned(ctx, b, partition_ids(ctx, arrays, valid), g.parts)
+            ctx.add(self.op_id, rows_in=b.num_rows)
+
+    def _start_spilling(self, ctx: ExecContext, g: _BuildState) -> None:
+        """Switch to partitioned mode (lock held): every row buffered so far goes to disk."""
+        g.parts = [SpillFile(ctx.spill_dir, self._dtypes()) for _ in range(NUM_PARTITIONS)]
+        for f in g.parts:
+            ctx.cleanup.append(f.remove)
+        ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
+        for b in g.batches:
+            keycols = [b.columns[_key_name(i)] for i in range(len(self.keys))]
+            arrays, valid = key_arrays(ctx.backend, keycols, g.encoders)
+            spill_partitioned(ctx, b, partition_ids(ctx, arrays, valid), g.parts)
+        g.batches = []
+        g.reservation.close()
+
+    def finalize(self, ctx: ExecContext, g: _BuildState) -> BuildSide:
+        with Timer(ctx, self.op_id):
+            if g.parts is not None:
+                for f in g.parts:
+                    f.close_writer()
+                side = BuildSide(empty_batch(ctx.backend, self.fields), None, None, g.encoders,
+                                 g.has_null_key, g.rows > 0, partitions=g.parts)
+            else:
+                side = self.build(ctx, g.batches, g.encoders, g.reservation, g.has_null_key, g.rows > 0)
+            ctx.add(self.op_id, rows_out=g.rows)
+            return side
+
+    def build(self, ctx: ExecContext, batches: list[Batch], encoders: list, reservation: Reservation,
+              has_null_key: bool, nonempty: bool) -> BuildSide:
+        """Concatenate the build rows and hash the ones whose key has no NULL."""
+        names = [f.cid for f in self.fields] + [_key_name(i) for i in range(len(self.keys))]
+        if batches:
+            batch = concat_batches(ctx.backend, batches, names)
+        else:
+            batch = empty_batch(ctx.backend, self.fields)
+            for i, k in enumerate(self.keys):
+                batch.columns[_key_name(i)] = full_column(ctx.backend, None, k.dtype, 0)
+        table, valid_idx = None, None
+        if self.keys and batch.num_rows:
+            keycols = [batch.columns[_key_name(i)] for i in range(len(self.keys))]
+            arrays, valid = key_arrays(ctx.backend, keycols, encoders)
+            if valid is not None:
+                valid_idx = ctx.backend.nonzero(valid)
+                arrays = [ctx.backend.gather(a, valid_idx) for a in arrays]
+            if int(arrays[0].shape[0]):
+                table = ctx.backend.join_build(arrays)
+                reservation.force_grow(int(getattr(table, "nbytes", 48 * int(arrays[0].shape[0]))))
+        return BuildSide(batch, table, valid_idx, encoders, has_null_key, nonempty)
+
+
+class _ProbeState:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.matched: dict[int, Any] = {}   # id(BuildSide) -> bool per build row (right/full joins)
+        self.parts: list[SpillFile] | None = None
+
+
+@dataclass(frozen=True)
+class HashProbe(Operator):
+    kind: str = "inner"
+    left_fields: tuple[Field, ...] = ()
+    right_fields: tuple[Field, ...] = ()
+    left_keys: tuple[Expr, ...] = ()
+    residual: Expr | None = None
+    mark: Field | None = None
+    build: HashBuild = None
+    build_pipeline: int = 0
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.build.keys))
+        res = f" residual={self.residual}" if self.residual is not None else ""
+        mark = f" mark={self.mark.cid}" if self.mark is not None else ""
+        return f"HashProbe {self.kind} [{keys}]{res}{mark} (build: pipeline {self.build_pipeline})"
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _ProbeState()
+
+    def _side(self, ctx: ExecContext) -> BuildSide:
+        return ctx.results[self.build_pipeline]
+
+    def execute(self, ctx: ExecContext, batch: Batch, g: _ProbeState, l: Any) -> list[Batch]:  # noqa: E741
+        side = self._side(ctx)
+        with Timer(ctx, self.op_id):
+            ctx.add(self.op_id, rows_in=batch.num_rows)
+            if side.partitions is not None:
+                self._spill_probe(ctx, side, batch, g)
+                return []
+            out = self._join(ctx, side, batch, g)
+        ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
+        return out
+
+    def _spill_probe(self, ctx: ExecContext, side: BuildSide, batch: Batch, g: _ProbeState) -> None:
+        keycols = [ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype) for k in self.left_keys]
+        arrays, valid = key_arrays(ctx.backend, keycols, side.encoders)
+        part = partition_ids(ctx, arrays, valid)
+        with g.lock:
+            if g.parts is None:
+                g.parts = [SpillFile(ctx.spill_dir, {f.cid: f.dtype for f in self.left_fields})
+                           for _ in range(NUM_PARTITIONS)]
+                for f in g.parts:
+                    ctx.cleanup.append(f.remove)
+            spill_partitioned(ctx, Batch({f.cid: batch.columns[f.cid] for f in self.left_fields},
+                                         batch.num_rows), part, g.parts)
+
+    def finalize(self, ctx: ExecContext, g: _ProbeState) -> list[Batch]:
+        side = self._side(ctx)
+        out: list[Batch] = []
+        if side.partitions is None:
+            if self.kind in ("right", "full"):
+                out.extend(self._unmatched_build(ctx, side, g))
+            return out
+        for p, build_file in enumerate(side.partitions):
+            reservation = Reservation(ctx.memory)
+            try:
+                batches = build_file.read_all(ctx.backend)
+                reservation.force_grow(sum(batch_nbytes(b) for b in batches))
+                part_side = self.build.build(ctx, batches, side.encoders, reservation,
+                                             side.has_null_key, side.nonempty)
+                probe_batches = g.parts[p].read_all(ctx.backend) if g.parts is not None else []
+                for b in probe_batches:
+                    out.extend(self._join(ctx, part_side, b, g))
+                if self.kind in ("right", "full"):
+                    out.extend(self._unmatched_build(ctx, part_side, g))
+            finally:
+                reservation.close()
+        ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
+        return out
+
+    # ---- the join of one probe batch with one build side ------------------------------------------
+    def _join(self, ctx: ExecContext, side: BuildSide, batch: Batch, g: _ProbeState) -> list[Batch]:
+        be, xp = ctx.backend, ctx.backend.xp
+        n, m = batch.num_rows, side.num_rows
+        if not self.left_keys and n * m > CROSS_CHUNK_PAIRS and n > 1:
+            step = max(1, CROSS_CHUNK_PAIRS // max(m, 1))
+            out = []
+            for s in range(0, n, step):
+                out.extend(self._join(ctx, side, slice_batch(be, batch, s, s + step), g))
+            return out
+        kind = self.kind
+        pvalid = None
+        if self.left_keys:
+            keycols = [ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype) for k in self.left_keys]
+            arrays, pvalid = key_arrays(be, keycols, side.encoders, add=False)
+            pidx = None
+            if pvalid is not None:
+                pidx = be.nonzero(pvalid)
+                arrays = [be.gather(a, pidx) for a in arrays]
+            if self.residual is None and kind in ("semi", "anti", "mark"):
+                hit = xp.zeros(n, dtype=bool)
+                if side.table is not None and int(arrays[0].shape[0]):
+                    found = be.join_probe(side.table, arrays, "mark")
+                    if pidx is None:
+                        hit = found
+                    else:
+                        hit[pidx] = found
+                return [self._finish_filtering(ctx, side, batch, hit, pvalid, None)]
+            if side.table is None or int(arrays[0].shape[0]) == 0:
+                pi = xp.zeros(0, dtype=xp.int64)
+                bi = xp.zeros(0, dtype=xp.int64)
+            else:
+                pi, bi = be.join_probe(side.table, arrays, "inner")
+                if pidx is not None:
+                    pi = be.gather(pidx, pi)
+                if side.valid_idx is not None:
+                    bi = be.gather(side.valid_idx, bi)
+        else:
+            pi = xp.repeat(xp.arange(n, dtype=xp.int64), m)
+            bi = xp.tile(xp.arange(m, dtype=xp.int64), n)
+        res_null = None
+        if self.residual is not None and int(pi.shape[0]):
+            pairs = self._pairs(ctx, batch, side, pi, bi)
+            col = ctx.evaluator.evaluate(self.residual, pairs)
+            keep = col.data if col.validity is None else xp.logical_and(col.data, col.validity)
+            if kind == "mark" and col.validity is not None:
+                bad = be.nonzero(xp.logical_not(col.validity))
+                res_null = xp.zeros(n, dtype=bool)
+                res_null[be.gather(pi, bad)] = True
+            sel = be.nonzero(keep)
+            pi, bi = be.gather(pi, sel), be.gather(bi, sel)
+        if kind in ("inner", "cross"):
+            return [self._pairs(ctx, batch, side, pi, bi)] if int(pi.shape[0]) else []
+        hit = xp.zeros(n, dtype=bool)
+        hit[pi] = True
+        if kind in ("semi", "anti", "mark"):
+            return [self._finish_filtering(ctx, side, batch, hit, pvalid, res_null)]
+        if kind in ("right", "full"):
+            matched = self._matched(ctx, side, g)
+            with g.lock:
+                matched[bi] = True
+        if kind == "single" and int(pi.shape[0]) > 1:
+            counts = xp.bincount(pi, minlength=n)
+            if bool((counts > 1).any()):
+                raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                                 "(DuckDB reports: More than one row returned by a subquery used as an "
+                                 "expression); add LIMIT 1 or an aggregate")
+        out = [self._pairs(ctx, batch, side, pi, bi)] if int(pi.shape[0]) else []
+        if kind in ("left", "full", "single"):
+            miss = be.nonzero(xp.logical_not(hit))
+            if int(miss.shape[0]):
+                none = xp.full(int(miss.shape[0]), -1, dtype=xp.int64)
+                out.append(self._pairs(ctx, batch, side, miss, none, right_missing=True))
+        return out
+
+    def _matched(self, ctx: ExecContext, side: BuildSide, g: _ProbeState) -> Any:
+        """The bool array of build rows matched so far (shared by every worker)."""
+        with g.lock:
+            m = g.matched.get(id(side))
+            if m is None or m[0] is not side:
+                m = g.matched[id(side)] = (side, ctx.backend.xp.zeros(side.num_rows, dtype=bool))
+            return m[1]
+
+    def _pairs(self, ctx: ExecContext, batch: Batch, side: BuildSide, pi: Any, bi: Any,
+               left_missing: bool = False, right_missing: bool = False) -> Batch:
+        be = ctx.backend
+        cols = {}
+        for f in self.left_fields:
+            cols[f.cid] = take(be, batch.columns[f.cid], pi, missing=left_missing)
+        for f in self.right_fields:
+            cols[f.cid] = take(be, side.batch.columns[f.cid], bi, missing=right_missing)
+        return Batch(cols, int(pi.shape[0]))
+
+    def _finish_filtering(self, ctx: ExecContext, side: BuildSide, batch: Batch, hit: Any, pvalid: Any,
+                          res_null: Any) -> Batch:
+        be, xp = ctx.backend, ctx.backend.xp
+        if self.kind == "semi":
+            return take_batch(be, batch, be.nonzero(hit))
+        if self.kind == "anti":
+            return take_batch(be, batch, be.nonzero(xp.logical_not(hit)))
+        # mark: TRUE on a match; else NULL when a NULL took part (and the build side is not empty)
+        validity = None
+        if side.nonempty:
+            unknown = None
+            if side.has_null_key:
+                unknown = xp.ones(batch.num_rows, dtype=bool)
+            elif pvalid is not None:
+                unknown = xp.logical_not(pvalid)
+            if res_null is not None:
+                unknown = res_null if unknown is None else xp.logical_or(unknown, res_null)
+            if unknown is not None:
+                validity = xp.logical_or(hit, xp.logical_not(unknown))
+        cols = {f.cid: batch.columns[f.cid] for f in self.left_fields}
+        cols[self.mark.cid] = Column(T.BOOL, data=hit, validity=validity)
+        return Batch(cols, batch.num_rows)
+
+    def _unmatched_build(self, ctx: ExecContext, side: BuildSide, g: _ProbeState) -> list[Batch]:
+        be, xp = ctx.backend, ctx.backend.xp
+        if side.num_rows == 0:
+            return []
+        matched = self._matched(ctx, side, g)
+        idx = be.nonzero(xp.logical_not(matched))
+        k = int(idx.shape[0])
+        if k == 0:
+            return []
+        cols = {f.cid: full_column(be, None, f.dtype, k) for f in self.left_fields}
+        for f in self.right_fields:
+            cols[f.cid] = take(be, side.batch.columns[f.cid], idx)
+        return [Batch(cols, k)]

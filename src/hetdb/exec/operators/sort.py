@@ -1,0 +1,138 @@
+"""ORDER BY (a sink that sorts everything it received) and top-N (a sink that keeps the best
+limit+offset rows per batch and merges them).
+
+NULL placement: a nullable key is preceded by a bool key (NULL last: "is null"; NULL first: "is
+valid"), so the kernel never sees NULLs. Strings sort by factorized codes, which order like the
+strings byte-wise (DuckDB's default collation).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb.column import Batch
+from hetdb.exec.columns import batch_nbytes, concat_batches, slice_batch, take_batch, to_plain
+from hetdb.exec.memory import Reservation
+from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.plan.expr import Field, SortKey
+
+
+def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tuple[list[Any], list[bool]]:
+    """Kernel keys and directions for ``keys`` over ``batch``."""
+    be, xp = ctx.backend, ctx.backend.xp
+    arrays, desc = [], []
+    for k in keys:
+        col = ctx.evaluator.evaluate(k.expr, batch)
+        if col.validity is not None:
+            arrays.append(col.validity if k.nulls_first else xp.logical_not(col.validity))
+            desc.append(False)
+        if col.dtype.kind == "string":
+            plain = to_plain(be, col)
+            codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
+            data = codes
+        else:
+            data = col.data
+        if data.dtype == bool:
+            data = data.astype(xp.int32)
+        arrays.append(data)
+        desc.append(k.descending)
+    return arrays, desc
+
+
+class _SortState:
+    def __init__(self, ctx: ExecContext) -> None:
+        self.lock = threading.Lock()
+        self.batches: list[Batch] = []
+        self.reservation = Reservation(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+
+
+@dataclass(frozen=True)
+class SortSink(Sink):
+    """Buffers its input and sorts it at the end. Sort buffers have no spill path yet: their bytes
+    are accounted (force-reserved) but never refused."""
+
+    fields: tuple[Field, ...] = ()
+    keys: tuple[SortKey, ...] = ()
+
+    def describe(self) -> str:
+        return "Sort " + ", ".join(
+            f"{k.expr} {'DESC' if k.descending else 'ASC'} NULLS {'FIRST' if k.nulls_first else 'LAST'}"
+            for k in self.keys)
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _SortState(ctx)
+
+    def sink(self, ctx: ExecContext, batch: Batch, g: _SortState, local: Any) -> None:
+        g.reservation.force_grow(batch_nbytes(batch))
+        with g.lock:
+            g.batches.append((ctx.current_morsel_key(), batch))
+        ctx.add(self.op_id, rows_in=batch.num_rows)
+
+    def finalize(self, ctx: ExecContext, g: _SortState) -> list[Batch]:
+        with Timer(ctx, self.op_id):
+            g.batches.sort(key=lambda kb: kb[0])  # deterministic tie order whatever the thread timing
+            batches = [b for _, b in g.batches]
+            if not batches:
+                return []
+            batch = concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
+            arrays, desc = sort_keys(ctx, self.keys, batch)
+            perm = ctx.backend.sort_indices(arrays, desc)
+            out = take_batch(ctx.backend, batch, perm)
+            ctx.add(self.op_id, rows_out=out.num_rows)
+            return [out]
+
+
+@dataclass(frozen=True)
+class TopNSink(Sink):
+    """The first ``limit`` rows after ``offset`` in sort order, keeping at most limit+offset rows."""
+
+    fields: tuple[Field, ...] = ()
+    keys: tuple[SortKey, ...] = ()
+    limit: int = 0
+    offset: int = 0
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'}" for k in self.keys)
+        return f"TopN {self.limit} offset {self.offset} by {keys}"
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _SortState(ctx)
+
+    def init_local(self, ctx: ExecContext, g: Any) -> Any:
+        return {"best": None}
+
+    def _best(self, ctx: ExecContext, batch: Batch) -> Batch:
+        k = self.limit + self.offset
+        if batch.num_rows <= k:
+            return batch  # nothing to drop yet; finalize sorts
+        arrays, desc = sort_keys(ctx, self.keys, batch)
+        idx = ctx.backend.topk_indices(arrays, desc, min(k, batch.num_rows))
+        return take_batch(ctx.backend, batch, idx)
+
+    def sink(self, ctx: ExecContext, batch: Batch, g: _SortState, local: dict) -> None:
+        with Timer(ctx, self.op_id):
+            ctx.add(self.op_id, rows_in=batch.num_rows)
+            names = [f.cid for f in self.fields]
+            both = batch if local["best"] is None else concat_batches(ctx.backend, [local["best"], batch], names)
+            local["best"] = self._best(ctx, both)
+
+    def combine(self, ctx: ExecContext, g: _SortState, local: dict) -> None:
+        if local["best"] is not None:
+            g.reservation.force_grow(batch_nbytes(local["best"]))
+            with g.lock:
+                g.batches.append(local["best"])
+
+    def finalize(self, ctx: ExecContext, g: _SortState) -> list[Batch]:
+        with Timer(ctx, self.op_id):
+            if not g.batches:
+                return []
+            batch = concat_batches(ctx.backend, g.batches, [f.cid for f in self.fields])
+            arrays, desc = sort_keys(ctx, self.keys, batch)
+            k = min(self.limit + self.offset, batch.num_rows)
+            best = take_batch(ctx.backend, batch, ctx.backend.topk_indices(arrays, desc, k))
+            out = slice_batch(ctx.backend, best, self.offset, self.offset + self.limit)
+            ctx.add(self.op_id, rows_out=out.num_rows)
+            return [out] if out.num_rows else []

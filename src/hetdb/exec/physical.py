@@ -1,0 +1,138 @@
+"""Physical planning: the logical plan becomes pipelines split at pipeline breakers (hash build,
+aggregation, sort, top-N). Pipelines are listed in an order where every pipeline comes after the
+ones it depends on, so the driver can run them one after the other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hetdb.errors import UnsupportedError
+from hetdb.exec.operators.aggregate import HashAggregate
+from hetdb.exec.operators.base import Operator, PhysicalOp, Sink, Source
+from hetdb.exec.operators.basic import CollectSink, FilterOp, LimitOp, ProjectOp, ResultSource, ValuesSource
+from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.scan import ParquetScan, TableScan
+from hetdb.exec.operators.sort import SortSink, TopNSink
+from hetdb.plan import logical as L
+
+
+@dataclass
+class Pipeline:
+    pid: int
+    source: Source
+    ops: list[Operator]
+    sink: Sink
+    deps: list[int] = field(default_factory=list)
+
+    def operators(self) -> list[PhysicalOp]:
+        return [self.source, *self.ops, self.sink]
+
+
+@dataclass
+class _Open:
+    source: Source
+    ops: list[Operator] = field(default_factory=list)
+    deps: list[int] = field(default_factory=list)
+
+
+@dataclass
+class PhysicalPlan:
+    pipelines: list[Pipeline]
+    output: L.Output
+    result_pipeline: int
+
+    def format(self, stats: dict | None = None) -> str:
+        """Deterministic text; with ``stats`` (op_id -> OpStats) each operator shows its counters."""
+        lines = []
+        for p in self.pipelines:
+            deps = f" (after {', '.join(map(str, p.deps))})" if p.deps else ""
+            lines.append(f"Pipeline {p.pid}{deps}")
+            ops = p.operators()
+            for i, op in enumerate(ops):
+                arrow = "  " if i == 0 else ("  => " if i == len(ops) - 1 else "  -> ")
+                text = f"{arrow}{op.describe()}"
+                if stats is not None:
+                    text += "  " + _format_stats(stats.get(op.op_id))
+                lines.append(text)
+        out = ", ".join(f"{f.name}:={f.cid}" for f in self.output.fields)
+        lines.append(f"Output {out}")
+        return "\n".join(lines)
+
+
+def _format_stats(s) -> str:
+    if s is None:
+        return "[not run]"
+    parts = [f"rows in={s.rows_in:,} out={s.rows_out:,}", f"time={s.seconds * 1000:.1f} ms"]
+    if s.pages_read or s.pages_skipped or s.bytes_read:
+        parts.append(f"bytes read={s.bytes_read:,} pages read={s.pages_read:,} "
+                     f"pages skipped={s.pages_skipped:,}")
+    if s.spilled_partitions:
+        parts.append(f"spilled partitions={s.spilled_partitions}")
+    return "[" + "; ".join(parts) + "]"
+
+
+class PhysicalPlanner:
+    def __init__(self) -> None:
+        self.pipelines: list[Pipeline] = []
+        self._next_op = 0
+
+    def _id(self) -> int:
+        self._next_op += 1
+        return self._next_op - 1
+
+    def plan(self, root: L.Output) -> PhysicalPlan:
+        if not isinstance(root, L.Output):
+            raise UnsupportedError("the physical planner needs an Output node at the root")
+        open_ = self._build(root.input)
+        pid = self._close(open_, CollectSink(label="result", op_id=self._id()))
+        return PhysicalPlan(self.pipelines, root, pid)
+
+    def _close(self, open_: _Open, sink: Sink) -> int:
+        pid = len(self.pipelines)
+        self.pipelines.append(Pipeline(pid, open_.source, open_.ops, sink, sorted(set(open_.deps))))
+        return pid
+
+    def _build(self, node: L.Node) -> _Open:
+        if isinstance(node, L.Scan):
+            cls = ParquetScan if node.source == "parquet" else TableScan
+            return _Open(cls(scan=node, op_id=self._id()))
+        if isinstance(node, L.Values):
+            return _Open(ValuesSource(fields=node.fields, rows=node.rows, op_id=self._id()))
+        if isinstance(node, L.Filter):
+            o = self._build(node.input)
+            o.ops.append(FilterOp(predicate=node.predicate, op_id=self._id()))
+            return o
+        if isinstance(node, L.Project):
+            o = self._build(node.input)
+            o.ops.append(ProjectOp(exprs=node.exprs, op_id=self._id()))
+            return o
+        if isinstance(node, L.Limit):
+            o = self._build(node.input)
+            o.ops.append(LimitOp(limit=node.limit, offset=node.offset, op_id=self._id()))
+            return o
+        if isinstance(node, L.Join):
+            right = self._build(node.right)
+            build = HashBuild(fields=node.right.schema, keys=node.right_keys, op_id=self._id())
+            bpid = self._close(right, build)
+            o = self._build(node.left)
+            o.ops.append(HashProbe(kind=node.kind, left_fields=node.left.schema, right_fields=node.right.schema,
+                                   left_keys=node.left_keys, residual=node.residual, mark=node.mark,
+                                   build=build, build_pipeline=bpid, op_id=self._id()))
+            o.deps.append(bpid)
+            return o
+        if isinstance(node, L.Aggregate):
+            o = self._build(node.input)
+            pid = self._close(o, HashAggregate(keys=node.keys, aggs=node.aggs, op_id=self._id()))
+            return _Open(ResultSource(pipeline_id=pid, label="aggregate", op_id=self._id()), deps=[pid])
+        if isinstance(node, L.Sort):
+            o = self._build(node.input)
+            pid = self._close(o, SortSink(fields=node.input.schema, keys=node.keys, op_id=self._id()))
+            return _Open(ResultSource(pipeline_id=pid, label="sort", is_ordered=True, op_id=self._id()),
+                         deps=[pid])
+        if isinstance(node, L.TopN):
+            o = self._build(node.input)
+            pid = self._close(o, TopNSink(fields=node.input.schema, keys=node.keys, limit=node.limit,
+                                          offset=node.offset, op_id=self._id()))
+            return _Open(ResultSource(pipeline_id=pid, label="top-n", is_ordered=True, op_id=self._id()),
+                         deps=[pid])
+        raise UnsupportedError(f"the executor has no physical operator for {type(node).__name__}")

@@ -1,0 +1,97 @@
+"""The pipeline driver: workers pull morsels from the source, push batches through the operators
+into the sink; operators' ``finalize`` batches are pushed after the workers are done; the sink's
+result is stored for the pipelines that depend on it."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from hetdb.column import Batch
+from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.physical import Pipeline
+
+
+class _Run:
+    def __init__(self, ctx: ExecContext, pipe: Pipeline):
+        self.ctx, self.pipe = ctx, pipe
+        self.gsrc = pipe.source.init_global(ctx)
+        self.gops = [op.init_global(ctx) for op in pipe.ops]
+        self.gsink = pipe.sink.init_global(ctx)
+        self.morsels = list(enumerate(pipe.source.morsels(ctx, self.gsrc)))
+        self._next = 0
+        self._lock = threading.Lock()
+        self.stop = False
+
+    def next_morsel(self) -> tuple[int, Any] | None:
+        with self._lock:
+            if self.stop or self._next >= len(self.morsels):
+                return None
+            m = self.morsels[self._next]
+            self._next += 1
+            return m
+
+    def push(self, batch: Batch, k: int, lops: list, lsink: Any) -> None:
+        pipe = self.pipe
+        if k == len(pipe.ops):
+            pipe.sink.sink(self.ctx, batch, self.gsink, lsink)
+            return
+        for out in pipe.ops[k].execute(self.ctx, batch, self.gops[k], lops[k]):
+            if out.num_rows:
+                self.push(out, k + 1, lops, lsink)
+
+    def _limit_reached(self) -> bool:
+        return any(getattr(g, "done", False) for g in self.gops)
+
+    def work(self) -> None:
+        ctx, pipe = self.ctx, self.pipe
+        lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
+        lsink = pipe.sink.init_local(ctx, self.gsink)
+        try:
+            while True:
+                item = self.next_morsel()
+                if item is None:
+                    break
+                index, morsel = item
+                ctx.set_morsel(index)
+                for batch in pipe.source.read(ctx, morsel, self.gsrc):
+                    if batch.num_rows:
+                        self.push(batch, 0, lops, lsink)
+                if self._limit_reached():
+                    self.stop = True
+        except BaseException:
+            self.stop = True
+            raise
+        pipe.sink.combine(ctx, self.gsink, lsink)
+
+    def flush(self) -> None:
+        """Push what operators emit at the end (unmatched build rows, spilled partitions)."""
+        ctx, pipe = self.ctx, self.pipe
+        lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
+        lsink = pipe.sink.init_local(ctx, self.gsink)
+        ctx.set_morsel(len(self.morsels))
+        for k, op in enumerate(pipe.ops):
+            for batch in op.finalize(ctx, self.gops[k]):
+                if batch.num_rows:
+                    self.push(batch, k + 1, lops, lsink)
+        pipe.sink.combine(ctx, self.gsink, lsink)
+
+
+def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | None, threads: int) -> None:
+    run = _Run(ctx, pipe)
+    workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
+    if workers == 1 or pool is None:
+        run.work()
+    else:
+        futures = [pool.submit(run.work) for _ in range(workers)]
+        errors = []
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as e:  # noqa: BLE001 - re-raised below after every worker stopped
+                errors.append(e)
+        if errors:
+            raise errors[0]
+    run.flush()
+    ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)

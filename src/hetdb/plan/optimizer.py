@@ -1,0 +1,63 @@
+"""The optimizer: an ordered list of small named passes, each switchable off by name
+(``Options.disabled_passes``) and each verified to keep the plan's output schema and structure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hetdb.errors import HetdbError
+from hetdb.plan.cardinality import Estimator
+from hetdb.plan.logical import Node
+from hetdb.plan.passes import (
+    build_side,
+    constant_folding,
+    join_order,
+    limit_pushdown,
+    predicate_pushdown,
+    projection_pruning,
+)
+from hetdb.plan.validate import validate
+
+
+class PassContext:
+    """What passes may use: the database (statistics, samples) and the connection's options."""
+
+    def __init__(self, db, options) -> None:
+        self.db = db
+        self.options = options
+
+    def estimator(self) -> Estimator:
+        # Fresh per pass: estimates are cached by node identity, and passes build new nodes.
+        return Estimator(self.db)
+
+
+PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
+    (constant_folding.NAME, constant_folding.run),
+    (predicate_pushdown.NAME, predicate_pushdown.run),
+    (projection_pruning.NAME, projection_pruning.run),
+    (join_order.NAME, join_order.run),
+    (build_side.NAME, build_side.run),
+    (limit_pushdown.NAME, limit_pushdown.run),
+]
+PASS_NAMES = tuple(name for name, _ in PASSES)
+
+
+def optimize(plan: Node, db, options=None) -> Node:
+    """Apply PASSES in order minus ``options.disabled_passes``; raise HetdbError for an unknown pass
+    name or if a pass changed the output schema or broke the plan (an internal error)."""
+    disabled = frozenset(getattr(options, "disabled_passes", frozenset()) or ())
+    unknown = sorted(disabled - set(PASS_NAMES))
+    if unknown:
+        raise HetdbError(f"unknown optimizer pass(es) {', '.join(unknown)}; "
+                         f"passes are: {', '.join(PASS_NAMES)}")
+    ctx = PassContext(db, options)
+    schema = plan.schema
+    for name, fn in PASSES:
+        if name in disabled:
+            continue
+        new = fn(plan, ctx)
+        if new.schema != schema:
+            raise HetdbError(f"internal error: optimizer pass {name} changed the output schema")
+        validate(new, f"optimizer pass {name}")
+        plan = new
+    return plan

@@ -1,0 +1,80 @@
+"""join_order: reorder each tree of inner/cross joins greedily on cardinality estimates.
+
+Start from the relation with the fewest (estimated, filtered) rows — the most selective — then
+repeatedly join the connected relation that gives the smallest intermediate result; a relation with
+no join condition to what is joined so far comes only when nothing connected is left (cross join).
+"""
+
+from __future__ import annotations
+
+from hetdb import types as T
+from hetdb.plan.expr import Call, Expr
+from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, split_join_condition
+from hetdb.plan.logical import Filter, Join, Node
+from hetdb.plan.rewrite import with_inputs
+
+NAME = "join_order"
+
+
+def _is_region(node: Node) -> bool:
+    return isinstance(node, Join) and node.kind in ("inner", "cross")
+
+
+def _flatten(node: Node, leaves: list[Node], preds: list[Expr]) -> None:
+    if _is_region(node):
+        _flatten(node.left, leaves, preds)
+        _flatten(node.right, leaves, preds)
+        preds.extend(Call(T.BOOL, "eq", (a, b)) for a, b in zip(node.left_keys, node.right_keys))
+        preds.extend(conjuncts(node.residual))
+    else:
+        leaves.append(node)
+
+
+def _cids(node: Node) -> frozenset[str]:
+    return frozenset(f.cid for f in node.schema)
+
+
+def _reorder(node: Node, est) -> Node:
+    if not _is_region(node):
+        return with_inputs(node, tuple(_reorder(k, est) for k in node.inputs()))
+    leaves: list[Node] = []
+    preds: list[Expr] = []
+    _flatten(node, leaves, preds)
+    leaves = [_reorder(leaf, est) for leaf in leaves]
+    # Conditions over one relation only (rare after pushdown) filter that relation first.
+    single: list[Expr] = []
+    for i, leaf in enumerate(leaves):
+        mine = [p for p in preds if p.columns() and p.columns() <= _cids(leaf)]
+        if mine:
+            leaves[i] = Filter(leaf, and_all(mine))
+            single.extend(mine)
+    pending = [p for p in preds if not any(p is s for s in single)]
+    todo = sorted(range(len(leaves)), key=lambda i: (est.rows(leaves[i]), i))
+    cur = leaves[todo.pop(0)]
+    while todo:
+        cc = _cids(cur)
+        best, best_rows = None, None
+        for i in todo:
+            lc = _cids(leaves[i])
+            keys = [p for p in pending if eq_sides(p, cc, lc) is not None]
+            if not keys:
+                continue
+            lk, rk, _, _ = split_join_condition(keys, cc, lc)
+            rows = est.rows(Join(cur, leaves[i], "inner", tuple(lk), tuple(rk)))
+            if best_rows is None or rows < best_rows:
+                best, best_rows = i, rows
+        if best is None:
+            best = todo[0]
+        todo.remove(best)
+        nxt = leaves[best]
+        nc = _cids(nxt)
+        spanning = [p for p in pending if p.columns() <= (cc | nc) and p.columns() & cc and p.columns() & nc]
+        pending = [p for p in pending if not any(p is s for s in spanning)]
+        lk, rk, residual, _ = split_join_condition(spanning, cc, nc)
+        kind = "inner" if (lk or residual) else "cross"
+        cur = Join(cur, nxt, kind, tuple(lk), tuple(rk), and_all(residual))
+    return Filter(cur, and_all(pending)) if pending else cur
+
+
+def run(plan: Node, ctx) -> Node:
+    return _reorder(plan, ctx.estimator())

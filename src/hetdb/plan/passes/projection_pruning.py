@@ -1,0 +1,66 @@
+"""projection_pruning: every node produces only columns something above it reads; a Scan reads only
+the stored columns the query uses (plus those its pushed filters need)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hetdb.plan.logical import Aggregate, Filter, Join, Limit, Node, Output, Project, Scan, Sort, TopN
+
+NAME = "projection_pruning"
+
+
+def _prune(node: Node, need: set[str]) -> Node:
+    if isinstance(node, Output):
+        return dataclasses.replace(node, input=_prune(node.input, {f.cid for f in node.fields}))
+    if isinstance(node, Scan):
+        keep = set(need)
+        for e in node.filters:
+            keep |= e.columns()
+        pairs = [(f, c) for f, c in zip(node.fields, node.column_names) if f.cid in keep]
+        if not pairs:  # row count only (COUNT(*)): read the first column
+            pairs = [(node.fields[0], node.column_names[0])]
+        return dataclasses.replace(node, fields=tuple(f for f, _ in pairs),
+                                   column_names=tuple(c for _, c in pairs))
+    if isinstance(node, Project):
+        exprs = [(f, e) for f, e in node.exprs if f.cid in need] or list(node.exprs[:1])
+        below: set[str] = set()
+        for _, e in exprs:
+            below |= e.columns()
+        return dataclasses.replace(node, input=_prune(node.input, below), exprs=tuple(exprs))
+    if isinstance(node, Filter):
+        return dataclasses.replace(node, input=_prune(node.input, need | node.predicate.columns()))
+    if isinstance(node, Aggregate):
+        aggs = [(f, a) for f, a in node.aggs if f.cid in need]
+        if not aggs and not node.keys and node.aggs:
+            aggs = list(node.aggs[:1])  # a global aggregate still returns its one row
+        below: set[str] = set()
+        for _, e in node.keys:
+            below |= e.columns()
+        for _, a in aggs:
+            below |= a.columns()
+        return dataclasses.replace(node, input=_prune(node.input, below), aggs=tuple(aggs))
+    if isinstance(node, (Sort, TopN)):
+        below = set(need)
+        for k in node.keys:
+            below |= k.expr.columns()
+        return dataclasses.replace(node, input=_prune(node.input, below))
+    if isinstance(node, Limit):
+        return dataclasses.replace(node, input=_prune(node.input, need))
+    if isinstance(node, Join):
+        lc = {f.cid for f in node.left.schema}
+        rc = {f.cid for f in node.right.schema}
+        extra: set[str] = set()
+        for e in node.left_keys + node.right_keys:
+            extra |= e.columns()
+        if node.residual is not None:
+            extra |= node.residual.columns()
+        want = need | extra
+        right_need = want & rc if node.kind not in ("semi", "anti", "mark") else extra & rc
+        return dataclasses.replace(node, left=_prune(node.left, want & lc),
+                                   right=_prune(node.right, right_need))
+    return node
+
+
+def run(plan: Node, ctx) -> Node:
+    return _prune(plan, {f.cid for f in plan.schema})

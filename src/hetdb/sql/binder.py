@@ -1,0 +1,421 @@
+"""Bind a parsed SELECT (sqlglot tree) into hetdb's logical plan.
+
+Plan shape of one SELECT: FROM items joined (fromclause.combine) -> Filter(WHERE) -> subquery joins ->
+[Aggregate -> Filter(HAVING)] -> Project(select list + hidden ORDER BY / correlation columns) ->
+[DISTINCT as Aggregate] -> Sort -> Limit; the statement's root is an Output naming the visible columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from hetdb.errors import SqlError, UnsupportedError
+from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, SortKey
+from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substitute
+from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
+from hetdb.sql import fromclause as FC
+from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
+from hetdb.sql.scope import Rel, Scope
+
+
+@dataclass
+class BoundQuery:
+    """A bound SELECT: its plan, visible output fields and (for a correlated subquery) the
+    correlation pulled out of its WHERE clause, rewritten over ``plan``'s output columns."""
+
+    plan: Node
+    fields: list[Field]
+    exprs: list[Expr]  # bound select expressions (over the pre-projection plan), one per field
+    aggs: list[tuple[Field, AggCall]] = field(default_factory=list)
+    corr_keys: list[tuple[Expr, Expr]] = field(default_factory=list)  # (outer expr, inner expr)
+    corr_residual: list[Expr] = field(default_factory=list)
+    grouped: bool = False  # has GROUP BY (not just aggregates)
+    limited: bool = False  # has LIMIT/OFFSET
+
+
+class Holder(PlanHolder):
+    """Collects joins that subqueries add, applied to the base plan once it exists."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.pending: list[Callable[[Node], Node]] = []
+        self.added_cids: set[str] = set()  # columns the joins add (mark flags, scalar results)
+
+    def add(self, fn: Callable[[Node], Node]) -> None:
+        self.pending.append(fn)
+
+    def build(self, base: Node) -> Node:
+        for fn in self.pending:
+            base = fn(base)
+        self.pending = []
+        return base
+
+
+def _contains_agg(node: exp.Expression | None) -> bool:
+    """Aggregate calls in ``node``, not counting those inside subqueries."""
+    if node is None:
+        return False
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
+        return True
+    if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
+        return False
+    return any(_contains_agg(c) for c in node.iter_expressions())
+
+
+def _output_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Alias):
+        return node.alias
+    if isinstance(node, exp.Column):
+        return node.name
+    return node.sql(dialect="duckdb")
+
+
+def _int_clause(node: exp.Expression | None, what: str) -> int | None:
+    if node is None:
+        return None
+    e = node.expression if isinstance(node, (exp.Limit, exp.Offset)) else node
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
+        return int(e.this)
+    raise UnsupportedError(f"{what} that is not a non-negative integer constant")
+
+
+class Binder:
+    """Binds statements against one database's catalog; cids are numbered per statement."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+        self._n = 0
+        self.ctes: dict[str, tuple[exp.Expression, dict, list[str]]] = {}
+        from hetdb.sql.subquery import SubqueryBinder
+
+        self.subq = SubqueryBinder(self)
+
+    def new_cid(self, name: str) -> str:
+        self._n += 1
+        return f"{name}#{self._n}"
+
+    def subquery_expr(self, node: exp.Expression, ctx: ExprContext) -> Expr:
+        return self.subq.subquery_expr(node, ctx)
+
+    # ---- statement -------------------------------------------------------------------------------
+    def bind_statement(self, tree: exp.Expression) -> Output:
+        bq = self.bind_query(tree, None)
+        return Output(bq.plan, tuple(bq.fields))
+
+    def bind_query(self, node: exp.Expression, outer: Scope | None) -> BoundQuery:
+        while isinstance(node, (exp.Subquery, exp.Paren)):
+            node = node.this
+        if not isinstance(node, exp.Select):
+            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT is supported)")
+        saved = self.ctes
+        try:
+            with_ = node.args.get("with_") or node.args.get("with")
+            if with_ is not None:
+                self.ctes = dict(self.ctes)
+                for cte in with_.expressions:
+                    cols = [c.name.lower() for c in (cte.args["alias"].columns or [])]
+                    self.ctes[cte.alias.lower()] = (cte.this, self.ctes, cols)
+            return self._bind_select(node, outer)
+        finally:
+            self.ctes = saved
+
+    # ---- FROM --------------------------------------------------------------------------------------
+    def _from_item(self, node: exp.Expression) -> tuple[Node, Rel]:
+        if isinstance(node, exp.Table):
+            if node.args.get("joins") or node.args.get("pivots"):
+                raise UnsupportedError("PIVOT / nested joins in FROM")
+            name = node.name
+            alias = (node.alias or name).lower()
+            if node.args.get("db") is None and name.lower() in self.ctes:
+                query, env, cols = self.ctes[name.lower()]
+                saved = self.ctes
+                self.ctes = env  # a CTE sees only the CTEs defined before it
+                try:
+                    bq = self.bind_query(query, None)
+                finally:
+                    self.ctes = saved
+                return self._derived(bq, alias, cols or self._alias_columns(node))
+            if node.this is not None and getattr(node.this, "quoted", False) and FC.is_file_path(name):
+                return FC.parquet_scan(name, (node.alias or name).lower(), self.new_cid)
+            return FC.table_scan(self.db, name, alias, self.new_cid)
+        if isinstance(node, exp.Subquery):
+            if node.args.get("lateral"):
+                raise UnsupportedError("LATERAL subqueries")
+            bq = self.bind_query(node.this, None)
+            return self._derived(bq, (node.alias or f"subquery{self._n}").lower(),
+                                 self._alias_columns(node))
+        raise UnsupportedError(f"FROM item {node.sql(dialect='duckdb')!r}")
+
+    @staticmethod
+    def _alias_columns(node: exp.Expression) -> list[str]:
+        alias = node.args.get("alias")
+        return [c.name.lower() for c in alias.columns] if alias is not None and alias.columns else []
+
+    def _derived(self, bq: BoundQuery, alias: str, cols: list[str]) -> tuple[Node, Rel]:
+        if len(cols) > len(bq.fields):
+            raise SqlError(f"'{alias}' names {len(cols)} columns but its query returns {len(bq.fields)}")
+        names = cols + [f.name.lower() for f in bq.fields[len(cols):]]
+        return bq.plan, Rel(alias, list(zip(names, bq.fields)))
+
+    def _bind_from(self, sel: exp.Select, scope: Scope) -> tuple[list[FC.Item], list[Expr]]:
+        """FROM items (LEFT JOINs already applied) and the inner-join conditions to place."""
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is None:
+            if sel.args.get("joins"):
+                raise SqlError("JOIN without FROM")
+            return [FC.item_of(Values((), ((),)))], []
+        plan, rel = self._from_item(from_.this)
+        self._add_rel(scope, rel)
+        items, preds = [FC.item_of(plan)], []
+        for j in sel.args.get("joins") or []:
+            plan, rel = self._from_item(j.this)
+            right = FC.item_of(plan)
+            self._add_rel(scope, rel)
+            ctx = ExprContext(scope, self, "JOIN ... ON")
+            on = conjuncts(as_condition(bind_expr(j.args["on"], ctx), "JOIN ... ON")) if j.args.get("on") is not None else []
+            for ident in j.args.get("using") or []:
+                name = ident.name.lower()
+                prev = Scope(scope.rels[:-1]).resolve(None, name)
+                on.append(compare("eq", prev, scope.resolve(rel.alias, name)))
+                rel.hidden.add(name)
+            if (j.side or "").upper() == "LEFT":
+                left, rest = FC.combine(items, preds)
+                if rest:
+                    left = FC.Item(Filter(left.plan, and_all(rest)), left.cids)
+                items, preds = [FC.left_join(left, right, on)], []
+            else:
+                items.append(right)
+                preds.extend(on)
+        return items, preds
+
+    @staticmethod
+    def _add_rel(scope: Scope, rel: Rel) -> None:
+        if any(r.alias == rel.alias for r in scope.rels):
+            raise SqlError(f"table name or alias '{rel.alias}' is used twice in FROM; give one an alias")
+        scope.rels.append(rel)
+
+    # ---- SELECT ------------------------------------------------------------------------------------
+    def _select_items(self, sel: exp.Select, scope: Scope) -> list[tuple[str, exp.Expression | Expr]]:
+        """(output name, sqlglot node or already-bound column) per select item, stars expanded."""
+        out: list[tuple[str, exp.Expression | Expr]] = []
+        for node in sel.expressions:
+            if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
+                if node.args.get("except") or node.args.get("replace"):
+                    raise UnsupportedError("* EXCLUDE / REPLACE")
+                table = node.table.lower() if isinstance(node, exp.Column) else None
+                rels = [r for r in scope.rels if table is None or r.alias == table]
+                if table is not None and not rels:
+                    raise scope._unknown(table, "*")
+                for r in rels:
+                    for n, f in r.columns:
+                        if table is None and n in r.hidden:
+                            continue
+                        out.append((n, ColumnRef(f.dtype, f.cid, f.nullable)))
+                continue
+            out.append((_output_name(node), node))
+        if not out:
+            raise SqlError("the SELECT list is empty")
+        return out
+
+    def _bind_select(self, sel: exp.Select, outer: Scope | None) -> BoundQuery:  # noqa: C901
+        scope = Scope([], parent=outer)
+        items, join_preds = self._bind_from(sel, scope)
+        local = set().union(*(it.cids for it in items))
+
+        # WHERE: plain conjuncts place joins; subquery conjuncts become joins on the holder.
+        where_holder = Holder()
+        plain, post, corr = [], [], []
+        where = sel.args.get("where")
+        for c in _split_and(where.this) if where is not None else []:
+            ctx = ExprContext(scope, self, "WHERE", holder=where_holder)
+            n_pending = len(where_holder.pending)
+            handled = self.subq.where_conjunct(c, ctx)
+            if handled is not None:
+                post.extend(handled)
+                continue
+            bound = as_condition(bind_expr(c, ctx), "WHERE")
+            for e in conjuncts(factor_or(bound)):
+                if e.columns() - local - where_holder.added_cids:
+                    corr.append(e)
+                elif len(where_holder.pending) > n_pending:
+                    post.append(e)
+                else:
+                    plain.append(e)
+        joined, rest = FC.combine(items, join_preds + plain)
+        plan = joined.plan
+        if rest:
+            plan = Filter(plan, and_all(rest))
+        plan = where_holder.build(plan)
+        if post:
+            plan = Filter(plan, and_all(post))
+        n_corr = len(scope.correlated)
+
+        sel_items = self._select_items(sel, scope)
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        order = sel.args.get("order")
+        grouped = group is not None and bool(group.expressions)
+        has_agg = grouped or having is not None or any(
+            isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items) or (
+            order is not None and any(_contains_agg(o) for o in order.expressions))
+        holder = Holder()
+        agg_state: AggState | None = None
+        corr_eq: list[tuple[Expr, Expr]] = []
+        if has_agg:
+            keys = self._group_keys(group, sel_items, scope) if grouped else []
+            if corr:
+                for p in corr:
+                    sides = eq_sides(p, scope.correlated, local)
+                    if sides is None:
+                        raise UnsupportedError(
+                            f"a correlated condition other than an equality ({p}) in a subquery "
+                            "with aggregates")
+                    corr_eq.append(sides)
+                for _, inner in corr_eq:
+                    if not any(k == inner for k, _ in keys):
+                        keys.append((inner, Field(self.new_cid("corr"), "corr", inner.dtype)))
+            agg_state = AggState(scope, keys)
+        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state)
+        exprs: list[Expr] = []
+        for _, n in sel_items:
+            exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
+        having_e = None
+        if having is not None:
+            having_e = as_condition(bind_expr(having.this, ExprContext(
+                scope, self, "HAVING", holder=holder, agg=agg_state)), "HAVING")
+        names = [n for n, _ in sel_items]
+        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state)
+        if len(scope.correlated) != n_corr:
+            raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
+
+        if agg_state is not None:
+            plan = Aggregate(plan, tuple((f, e) for e, f in agg_state.keys), tuple(agg_state.aggs))
+        plan = holder.build(plan)
+        if having_e is not None:
+            plan = Filter(plan, having_e)
+
+        # Project: visible columns, then hidden ones (ORDER BY expressions, correlation columns).
+        proj: list[tuple[Field, Expr]] = []
+        for name, e in zip(names, exprs):
+            proj.append((Field(self.new_cid(_cid_name(name)), name, e.dtype, _nullable(e)), e))
+        visible = [f for f, _ in proj]
+        hidden_map: dict[str, Expr] = {}
+
+        def hide(e: Expr) -> ColumnRef:
+            for f, pe in proj:
+                if pe == e:
+                    return ColumnRef(f.dtype, f.cid, f.nullable)
+            f = Field(self.new_cid("hidden"), "hidden", e.dtype, _nullable(e))
+            proj.append((f, e))
+            return ColumnRef(f.dtype, f.cid, f.nullable)
+
+        sort_keys = [SortKey(hide(e), desc, nf) for e, desc, nf in order_keys]
+        corr_keys: list[tuple[Expr, Expr]] = []
+        corr_residual: list[Expr] = []
+        if agg_state is not None:
+            for outer_e, inner in corr_eq:
+                kf = next(f for k, f in agg_state.keys if k == inner)
+                corr_keys.append((outer_e, hide(ColumnRef(kf.dtype, kf.cid, kf.nullable))))
+        elif corr:
+            for cid in sorted(set().union(*(p.columns() for p in corr)) - scope.correlated):
+                f = next(x for x in plan.schema if x.cid == cid)
+                hidden_map[cid] = hide(ColumnRef(f.dtype, f.cid, f.nullable))
+            for p in corr:
+                q = substitute(p, hidden_map)
+                sides = eq_sides(q, scope.correlated, {f.cid for f, _ in proj})
+                if sides is not None:
+                    corr_keys.append(sides)
+                else:
+                    corr_residual.append(q)
+        plan = Project(plan, tuple(proj))
+
+        if sel.args.get("distinct") is not None and not corr_keys and not corr_residual:
+            if len(proj) > len(visible):
+                raise SqlError("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
+            new = [Field(self.new_cid(_cid_name(f.name)), f.name, f.dtype, f.nullable) for f in visible]
+            plan = Aggregate(plan, tuple((nf, ColumnRef(f.dtype, f.cid, f.nullable))
+                                         for nf, f in zip(new, visible)), ())
+            remap = {f.cid: ColumnRef(nf.dtype, nf.cid, nf.nullable) for f, nf in zip(visible, new)}
+            sort_keys = [SortKey(substitute(k.expr, remap), k.descending, k.nulls_first) for k in sort_keys]
+            visible = new
+        if sort_keys:
+            plan = Sort(plan, tuple(sort_keys))
+        limit = _int_clause(sel.args.get("limit"), "LIMIT")
+        offset = _int_clause(sel.args.get("offset"), "OFFSET")
+        if limit is not None or offset:
+            if corr_keys or corr_residual:
+                raise UnsupportedError("LIMIT/OFFSET in a correlated subquery")
+            plan = Limit(plan, limit, offset or 0)
+        return BoundQuery(plan, visible, exprs, list(agg_state.aggs) if agg_state else [],
+                          corr_keys, corr_residual, grouped, limit is not None or bool(offset))
+
+    def _group_keys(self, group: exp.Group, sel_items, scope: Scope) -> list[tuple[Expr, Field]]:
+        keys: list[tuple[Expr, Field]] = []
+        ctx = ExprContext(scope, self, "GROUP BY")
+        for g in group.expressions:
+            node = self._select_ref(g, sel_items, scope)
+            e = node if isinstance(node, Expr) else bind_expr(node, ctx)
+            if any(k == e for k, _ in keys):
+                continue
+            name = _output_name(g) if isinstance(g, exp.Column) else "group"
+            keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, _nullable(e))))
+        return keys
+
+    @staticmethod
+    def _select_ref(node: exp.Expression, sel_items, scope: Scope):
+        """GROUP BY / ORDER BY by ordinal or by select alias -> that select item."""
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            i = int(node.this)
+            if not 1 <= i <= len(sel_items):
+                raise SqlError(f"position {i} is not in the select list (1..{len(sel_items)})")
+            item = sel_items[i - 1][1]
+            return item.this if isinstance(item, exp.Alias) else item
+        if isinstance(node, exp.Column) and not node.table:
+            try:
+                scope.resolve(None, node.name)
+            except Exception:  # noqa: BLE001 - not a column: maybe an alias of the select list
+                for name, item in sel_items:
+                    if isinstance(item, exp.Alias) and name.lower() == node.name.lower():
+                        return item.this
+        return node
+
+    def _order_exprs(self, order, names, exprs, scope, holder, agg_state):
+        out: list[tuple[Expr, bool, bool]] = []
+        if order is None:
+            return out
+        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state)
+        lower = [n.lower() for n in names]
+        for o in order.expressions:
+            node = o.this
+            desc = bool(o.args.get("desc"))
+            nf = bool(o.args.get("nulls_first"))
+            if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+                i = int(node.this)
+                if not 1 <= i <= len(exprs):
+                    raise SqlError(f"ORDER BY position {i} is not in the select list (1..{len(exprs)})")
+                out.append((exprs[i - 1], desc, nf))
+            elif isinstance(node, exp.Column) and not node.table and node.name.lower() in lower:
+                out.append((exprs[lower.index(node.name.lower())], desc, nf))
+            else:
+                out.append((bind_expr(node, ctx), desc, nf))
+        return out
+
+
+def _split_and(node: exp.Expression) -> list[exp.Expression]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _split_and(node.this) + _split_and(node.expression)
+    return [node]
+
+
+def _cid_name(name: str) -> str:
+    s = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name.lower()).strip("_")
+    return s[:24] or "col"
+
+
+def _nullable(e: Expr) -> bool:
+    return getattr(e, "nullable", True) if isinstance(e, ColumnRef) else True

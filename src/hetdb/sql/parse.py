@@ -1,0 +1,71 @@
+"""SQL text -> one sqlglot tree (DuckDB dialect), with parse errors turned into SqlError(line, column)."""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from hetdb.errors import SqlError
+
+
+def _position(sql: str, offset: int) -> tuple[int, int]:
+    before = sql[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _unterminated_quote(sql: str) -> int | None:
+    """Offset of a quote that is never closed (the usual cause of a tokenizer error)."""
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if c in ("'", '"'):
+            j = i + 1
+            while j < n:
+                if sql[j] == c:
+                    if j + 1 < n and sql[j + 1] == c:  # doubled quote inside a string
+                        j += 2
+                        continue
+                    break
+                j += 1
+            if j >= n:
+                return i
+            i = j + 1
+            continue
+        i += 1
+    return None
+
+
+def parse(sql: str) -> exp.Expression:
+    """Parse exactly one statement; raise SqlError naming line, column and the offending text."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise SqlError("empty query: write a SELECT statement")
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+    except ParseError as e:
+        err = e.errors[0] if e.errors else {}
+        desc = err.get("description") or str(e)
+        text = err.get("highlight") or None
+        raise SqlError(f"syntax error: {desc}", err.get("line"), err.get("col"), text) from None
+    except TokenError:
+        off = _unterminated_quote(sql)
+        if off is not None:
+            line, col = _position(sql, off)
+            raise SqlError("syntax error: unterminated quoted string", line, col,
+                           sql[off:off + 20]) from None
+        raise SqlError("syntax error: the query text could not be tokenized") from None
+    except (ValueError, TypeError, RecursionError) as e:  # sqlglot raises these on some garbage input
+        raise SqlError(f"syntax error: {e}") from None
+    if not trees:
+        raise SqlError("empty query: write a SELECT statement")
+    if len(trees) > 1:
+        raise SqlError(f"expected one statement, got {len(trees)}: run them one at a time")
+    tree = trees[0]
+    if isinstance(tree, exp.Command):
+        raise SqlError(f"syntax error: cannot read statement starting with {tree.name!r}", 1, 1,
+                       sql.strip().split()[0])
+    return tree

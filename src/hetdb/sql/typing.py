@@ -1,0 +1,257 @@
+"""DuckDB's type rules, as hetdb applies them at bind time.
+
+Checked against DuckDB with ``typeof()``: integer arithmetic keeps the widest integer (int32 + int32 is
+int32), ``/`` is DOUBLE, decimal + decimal -> DECIMAL(max integer digits + max scale + 1, max scale),
+decimal * decimal -> DECIMAL(p1 + p2, s1 + s2), precisions capped at 18 (DuckDB does the same while the
+inputs fit 18 digits), an integer literal takes the fewest decimal digits it needs, anything with a
+DOUBLE is DOUBLE.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from decimal import Decimal, InvalidOperation
+
+from hetdb import types as T
+from hetdb.errors import SqlError, UnsupportedError
+from hetdb.plan.expr import Cast, ColumnRef, Expr, Literal
+from hetdb.types import DataType
+
+_EPOCH = _dt.date(1970, 1, 1)
+MAXP = T.MAX_DECIMAL_PRECISION
+
+
+def is_null_literal(e: Expr) -> bool:
+    return isinstance(e, Literal) and e.value is None
+
+
+def int_literal_type(v: int) -> DataType:
+    return T.INT32 if -(2**31) <= v < 2**31 else T.INT64
+
+
+def as_decimal_type(e: Expr) -> DataType:
+    """The decimal type an integer operand takes inside decimal arithmetic (literals: minimal digits)."""
+    t = e.dtype
+    if t.kind == "decimal":
+        return t
+    if isinstance(e, Literal) and isinstance(e.value, int) and t.is_integer:
+        return T.decimal(max(1, len(str(abs(e.value)))), 0)
+    return T.decimal(10, 0) if t.kind == "int32" else T.decimal(18, 0)
+
+
+def _dec(p: int, s: int) -> DataType:
+    if s > MAXP:
+        raise UnsupportedError(f"a decimal result with scale {s} (> {MAXP}) is not supported; "
+                               "CAST an operand to DOUBLE")
+    return T.decimal(max(min(p, MAXP), s, 1), s)
+
+
+def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
+    """The type both sides of a comparison / CASE / COALESCE are cast to."""
+    ta, tb = a.dtype, b.dtype
+    if is_null_literal(a):
+        return tb
+    if is_null_literal(b):
+        return ta
+    if ta == tb:
+        return ta
+    if ta.is_numeric and tb.is_numeric:
+        if "float64" in (ta.kind, tb.kind):
+            return T.FLOAT64
+        if ta.is_integer and tb.is_integer:
+            return T.INT64
+        da, db = as_decimal_type(a), as_decimal_type(b)
+        s = max(da.scale, db.scale)
+        return _dec(max(da.precision - da.scale, db.precision - db.scale) + s, s)
+    kinds = {ta.kind, tb.kind}
+    if kinds == {"date", "timestamp"}:
+        return T.TIMESTAMP
+    # A string literal next to a date/number is read as that type (DuckDB does the same for literals).
+    if ta.kind == "string" and isinstance(a, Literal):
+        return tb
+    if tb.kind == "string" and isinstance(b, Literal):
+        return ta
+    raise SqlError(f"cannot compare or combine {ta} and {tb}{' in ' + what if what else ''}; "
+                   "add an explicit CAST")
+
+
+def common_of(exprs: list[Expr], what: str) -> DataType:
+    """Common type of several expressions (CASE branches, COALESCE args, IN items); NULLs adapt."""
+    rep: Expr | None = None
+    for e in exprs:
+        if is_null_literal(e):
+            continue
+        if rep is None:
+            rep = e
+            continue
+        t = common_type(rep, e, what)
+        if rep.dtype != t:
+            # A typed stand-in: later operands combine with the type, not with a literal's value.
+            rep = e if e.dtype == t and not isinstance(e, Literal) else ColumnRef(t, "")
+    return rep.dtype if rep is not None else T.INT32
+
+
+def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]:
+    """(type to cast a to, type to cast b to, result type) for add/sub/mul/div/intdiv/mod."""
+    ta, tb = a.dtype, b.dtype
+    if is_null_literal(a):
+        ta = tb
+    if is_null_literal(b):
+        tb = ta
+    if not (ta.is_numeric and tb.is_numeric):
+        raise SqlError(f"operator {op} needs numbers, got {ta} and {tb}")
+    if op == "div":
+        return T.FLOAT64, T.FLOAT64, T.FLOAT64
+    if "float64" in (ta.kind, tb.kind):
+        return T.FLOAT64, T.FLOAT64, T.FLOAT64
+    if ta.is_integer and tb.is_integer:
+        w = T.INT64 if "int64" in (ta.kind, tb.kind) else T.INT32
+        return w, w, w
+    if op == "intdiv":
+        raise UnsupportedError("integer division (//) of decimals is not supported; CAST to an integer")
+    da = as_decimal_type(a) if not is_null_literal(a) else as_decimal_type(b)
+    db = as_decimal_type(b) if not is_null_literal(b) else da
+    if op == "mul":
+        return da, db, _dec(da.precision + db.precision, da.scale + db.scale)
+    s = max(da.scale, db.scale)
+    res = _dec(max(da.precision - da.scale, db.precision - db.scale) + s + 1, s)
+    return res, res, res
+
+
+# ---- literals and casts ---------------------------------------------------------------------------
+def parse_date(text: str) -> int:
+    try:
+        return (_dt.date.fromisoformat(text.strip()) - _EPOCH).days
+    except ValueError:
+        raise SqlError(f"invalid date literal '{text}': write DATE 'YYYY-MM-DD'") from None
+
+
+def days_to_date(days: int) -> _dt.date:
+    return _EPOCH + _dt.timedelta(days=days)
+
+
+def add_months(days: int, months: int) -> int:
+    """DuckDB's date + INTERVAL n MONTH: same day of month, clamped to the month's last day."""
+    d = days_to_date(days)
+    m = d.year * 12 + (d.month - 1) + months
+    y, mo = divmod(m, 12)
+    mo += 1
+    nxt = _dt.date(y + (mo == 12), mo % 12 + 1, 1)
+    last = (nxt - _dt.timedelta(days=1)).day
+    return (_dt.date(y, mo, min(d.day, last)) - _EPOCH).days
+
+
+def number_literal(text: str) -> Literal:
+    """A numeric literal as DuckDB types it: INTEGER/BIGINT, DECIMAL(p,s) for 1.50, DOUBLE for 1e3."""
+    t = text.strip()
+    if "e" in t.lower():
+        return Literal(T.FLOAT64, float(t))
+    if "." not in t:
+        v = int(t)
+        if abs(v) >= 2**63:
+            return Literal(T.FLOAT64, float(v))
+        return Literal(int_literal_type(v), v)
+    intpart, frac = t.split(".", 1)
+    intdigits = len(intpart.lstrip("+-")) or 1
+    scale = len(frac)
+    if intdigits + scale > MAXP:
+        return Literal(T.FLOAT64, float(t))
+    return Literal(T.decimal(max(intdigits + scale, 1), scale), int(Decimal(t).scaleb(scale)))
+
+
+def cast_literal(lit: Literal, to: DataType) -> Literal:
+    """Fold CAST(literal AS to) to a literal of ``to`` (physical value)."""
+    v, fr = lit.value, lit.dtype
+    if v is None or fr == to:
+        return Literal(to, v)
+    try:
+        if to.kind == "string":
+            return Literal(to, str(_py_value(lit)))
+        if to.kind == "date":
+            if fr.kind == "string":
+                return Literal(to, parse_date(v))
+            if fr.kind == "timestamp":
+                return Literal(to, v // 86_400_000_000)
+        if to.kind == "timestamp":
+            if fr.kind == "date":
+                return Literal(to, v * 86_400_000_000)
+            if fr.kind == "string":
+                ts = _dt.datetime.fromisoformat(v.strip())
+                return Literal(to, int((ts - _dt.datetime(1970, 1, 1)).total_seconds() * 1_000_000))
+        if to.kind == "bool":
+            if fr.kind == "string":
+                s = v.strip().lower()
+                if s in ("true", "t", "1", "yes"):
+                    return Literal(to, True)
+                if s in ("false", "f", "0", "no"):
+                    return Literal(to, False)
+                raise ValueError(v)
+            return Literal(to, bool(v))
+        num = Decimal(v) if fr.kind == "string" else _exact(lit)
+        if to.kind in ("int32", "int64"):
+            # DuckDB rounds half away from zero when casting decimals/doubles to integers.
+            r = int(num.to_integral_value(rounding="ROUND_HALF_UP"))
+            lo, hi = (-(2**31), 2**31) if to.kind == "int32" else (-(2**63), 2**63)
+            if not lo <= r < hi:
+                raise SqlError(f"value {num} is out of range for {to}")
+            return Literal(to, r)
+        if to.kind == "float64":
+            return Literal(to, float(num))
+        if to.kind == "decimal":
+            r = int(num.scaleb(to.scale).to_integral_value(rounding="ROUND_HALF_UP"))
+            if abs(r) >= 10**to.precision:
+                raise SqlError(f"value {num} does not fit {to}")
+            return Literal(to, r)
+    except (ValueError, InvalidOperation):
+        raise SqlError(f"cannot cast {lit.value!r} to {to}") from None
+    raise SqlError(f"cannot cast {fr} to {to}")
+
+
+def _exact(lit: Literal) -> Decimal:
+    if lit.dtype.kind == "decimal":
+        return Decimal(lit.value).scaleb(-lit.dtype.scale)
+    if lit.dtype.kind == "float64":
+        return Decimal(repr(lit.value))
+    return Decimal(int(lit.value))
+
+
+def _py_value(lit: Literal) -> object:
+    k = lit.dtype.kind
+    if k == "decimal":
+        return _exact(lit)
+    if k == "date":
+        return days_to_date(lit.value).isoformat()
+    if k == "bool":
+        return "true" if lit.value else "false"
+    return lit.value
+
+
+def cast_to(e: Expr, to: DataType) -> Expr:
+    """``e`` as type ``to``: unchanged when it already is, folded for literals, else a Cast node."""
+    if e.dtype == to and not is_null_literal(e):
+        return e
+    if isinstance(e, Literal):
+        return cast_literal(e, to)
+    return Cast(to, e)
+
+
+_CAST_NAMES = {
+    "INT": T.INT32, "INTEGER": T.INT32, "SMALLINT": T.INT32, "TINYINT": T.INT32, "INT4": T.INT32,
+    "BIGINT": T.INT64, "INT8": T.INT64, "LONG": T.INT64,
+    "DOUBLE": T.FLOAT64, "FLOAT": T.FLOAT64, "REAL": T.FLOAT64, "DOUBLE PRECISION": T.FLOAT64,
+    "DATE": T.DATE, "BOOLEAN": T.BOOL, "BOOL": T.BOOL, "TIMESTAMP": T.TIMESTAMP,
+    "VARCHAR": T.STRING, "TEXT": T.STRING, "STRING": T.STRING, "CHAR": T.STRING, "NVARCHAR": T.STRING,
+}
+
+
+def sql_type(name: str, params: list[int]) -> DataType:
+    """A SQL type name (as sqlglot spells it) to a hetdb type."""
+    n = name.upper()
+    if n in ("DECIMAL", "NUMERIC"):
+        p = params[0] if params else 18
+        s = params[1] if len(params) > 1 else (0 if params else 3)
+        return T.decimal(p, s)
+    if n in _CAST_NAMES:
+        return _CAST_NAMES[n]
+    raise UnsupportedError(f"type {name} is not supported (supported: INTEGER, BIGINT, DOUBLE, "
+                           "DECIMAL(p<=18,s), DATE, TIMESTAMP, BOOLEAN, VARCHAR)")

@@ -1,0 +1,122 @@
+"""Database: a directory of tables (the catalog)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from hetdb.errors import CatalogError, CorruptDataError
+from hetdb.storage import versions
+from hetdb.storage.format import (
+    CURRENT,
+    DB_MARKER,
+    DEFAULT_ROWS_PER_PAGE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    TABLES_DIR,
+    ColumnSpec,
+    fsync_dir,
+    write_file_durably,
+)
+from hetdb.storage.reader import TableReader, did_you_mean
+from hetdb.storage.writer import TableWriter
+
+
+def _check_table_name(name: str) -> None:
+    # Table names become directory names: refuse anything that could escape or hide.
+    if not isinstance(name, str) or not name or name.startswith(".") or any(c in name for c in "/\\\0") \
+            or name != name.strip():
+        raise CatalogError(f"invalid table name {name!r}: use a non-empty name without '/', '\\\\', "
+                           "leading '.' or surrounding spaces")
+
+
+class Database:
+    """A hetdb database directory. Cheap to open; every ``table()`` call reads the latest commit."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._tables_dir = os.path.join(path, TABLES_DIR)
+
+    @staticmethod
+    def open(path: str, create: bool = False) -> Database:
+        """Open the database at ``path`` (creating it when ``create``); CatalogError if it is missing or
+        the directory is not a hetdb database."""
+        path = os.path.abspath(os.fspath(path))
+        marker = os.path.join(path, DB_MARKER)
+        if not os.path.exists(marker):
+            if not create:
+                what = "does not exist" if not os.path.exists(path) else "is not a hetdb database"
+                raise CatalogError(f"database {path} {what} (open it with create=True to make one)")
+            if os.path.isdir(path) and os.listdir(path):
+                raise CatalogError(f"cannot create a database in {path}: the directory is not empty "
+                                   "and is not a hetdb database")
+            os.makedirs(os.path.join(path, TABLES_DIR), exist_ok=True)
+            write_file_durably(marker, json.dumps({"format": FORMAT_NAME,
+                                                   "format_version": FORMAT_VERSION}).encode())
+            fsync_dir(path)
+        try:
+            with open(marker, "rb") as f:
+                info = json.loads(f.read())
+        except ValueError:
+            raise CorruptDataError(f"database {path}: {DB_MARKER} is damaged") from None
+        if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
+            raise CorruptDataError(f"database {path}: {DB_MARKER} does not describe a hetdb database")
+        if info.get("format_version") != FORMAT_VERSION:
+            raise CatalogError(f"database {path} has format version {info.get('format_version')}; "
+                               f"this hetdb reads version {FORMAT_VERSION}")
+        os.makedirs(os.path.join(path, TABLES_DIR), exist_ok=True)
+        return Database(path)
+
+    def _table_dir(self, name: str) -> str:
+        return os.path.join(self._tables_dir, name)
+
+    def tables(self) -> list[str]:
+        """Names of committed tables, sorted."""
+        try:
+            entries = os.listdir(self._tables_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(e for e in entries if not e.startswith(".")
+                      and os.path.exists(os.path.join(self._tables_dir, e, CURRENT)))
+
+    def has_table(self, name: str) -> bool:
+        return isinstance(name, str) and bool(name) and not name.startswith(".") and "/" not in name \
+            and os.path.exists(os.path.join(self._table_dir(name), CURRENT))
+
+    def table(self, name: str) -> TableReader:
+        """A snapshot reader of the table's committed version."""
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        tdir = self._table_dir(name)
+        version = versions.committed_version(tdir, name)
+        return TableReader(os.path.join(tdir, f"v{version}"), name, version)
+
+    def create_table(self, name: str, schema: list[ColumnSpec], rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
+                     replace: bool = False) -> TableWriter:
+        """A writer of a new table (or, with ``replace``, of a new version replacing the old one)."""
+        _check_table_name(name)
+        if not schema:
+            raise CatalogError(f"table '{name}' needs at least one column")
+        seen: set[str] = set()
+        for c in schema:
+            if c.name in seen:
+                raise CatalogError(f"table '{name}': duplicate column name '{c.name}'")
+            seen.add(c.name)
+        if self.has_table(name) and not replace:
+            raise CatalogError(f"table '{name}' already exists (use replace=True to overwrite it)")
+        tdir = self._table_dir(name)
+        created = not os.path.isdir(tdir)
+        os.makedirs(tdir, exist_ok=True)
+        return TableWriter(tdir, name, schema, rows_per_page, created_dir=created)
+
+    def drop_table(self, name: str) -> None:
+        """Remove a table; CatalogError if there is none."""
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        # Renaming first makes the drop atomic: the table vanishes at once, then the files go.
+        grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
+        shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
+        os.rename(self._table_dir(name), grave)
+        fsync_dir(self._tables_dir)
+        shutil.rmtree(grave, ignore_errors=True)

@@ -1,0 +1,140 @@
+"""Import Parquet, CSV and Arrow IPC files into a table, streaming in bounded memory.
+
+Several files make one table; their schemas must agree. The import is one commit: if any file fails to
+read or convert, nothing is published and no files are left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from hetdb import types as T
+from hetdb.errors import CatalogError, HetdbError, InputError, UnsupportedError
+from hetdb.storage.database import Database
+from hetdb.storage.format import DEFAULT_ROWS_PER_PAGE, ColumnSpec
+from hetdb.storage.reader import TableReader
+from hetdb.storage.sources import Source, detect_format
+
+
+def import_files(db: Database, table: str, files: list[str], format: str | None = None,
+                 replace: bool = False, progress: bool = False, rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
+                 csv_options: dict | None = None) -> TableReader:
+    """Load ``files`` into table ``table`` as one new version and return a reader of it.
+
+    InputError (naming the file, and the line for CSV) if a file cannot be read, converted, or its
+    schema differs from the first file's; CatalogError if the table exists and not ``replace``."""
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    files = [os.fspath(f) for f in files]
+    if not files:
+        raise InputError(f"import into '{table}': no input files given")
+    if db.has_table(table) and not replace:
+        raise CatalogError(f"table '{table}' already exists (use replace=True to overwrite it)")
+    sources = [_open(path, format, csv_options) for path in files]
+    schema = _resolve_schema(sources)
+    arrow_types = {f.name: f.type for f in sources[0].schema}
+    for src in sources:
+        if src.format == "csv":
+            # Later CSV files are parsed with the first file's types, so they cannot infer differently.
+            src.column_types = {name: (t if not pa.types.is_null(t) else pa.string())
+                                for name, t in arrow_types.items()}
+    targets = {c.name: c.dtype for c in schema}
+    with _progress_bar(progress, sum(s.size for s in sources), table) as advance:
+        with db.create_table(table, schema, rows_per_page=rows_per_page, replace=replace) as writer:
+            done = 0
+            for src in sources:
+                for batch in _batches(src):
+                    try:
+                        writer.append_arrow(_conform(batch, targets))
+                    except HetdbError as e:
+                        raise type(e)(f"{src.path}: {e}") from None
+                    advance(done + src.position())
+                done += src.size
+                advance(done)
+    return db.table(table)
+
+
+def _open(path: str, format: str | None, csv_options: dict | None) -> Source:
+    return Source(path, detect_format(path, format), csv_options)
+
+
+def _batches(src: Source) -> Iterator[pa.RecordBatch]:
+    it = src.batches()
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
+            raise InputError(src.describe_error(e)) from None
+        yield batch
+
+
+def _field_type(src: Source, field: pa.Field) -> T.DataType | None:
+    if pa.types.is_null(field.type):
+        return None  # an all-NULL column says nothing about its type
+    try:
+        return T.from_arrow(field.type, f"'{field.name}'")
+    except UnsupportedError as e:
+        raise UnsupportedError(f"{src.path}: {e}") from None
+
+
+def _resolve_schema(sources: list[Source]) -> list[ColumnSpec]:
+    first = sources[0]
+    names = first.schema.names
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"{first.path}: duplicate column names {dup}")
+    types: dict[str, T.DataType | None] = {}
+    nullable: dict[str, bool] = {}
+    for f in first.schema:
+        types[f.name] = _field_type(first, f)
+        nullable[f.name] = f.nullable
+    for src in sources[1:]:
+        if src.schema.names != names:
+            raise InputError(f"{src.path}: columns {src.schema.names} differ from {first.path}'s {names}")
+        for f in src.schema:
+            t = _field_type(src, f)
+            if src.format == "csv" and first.format == "csv":
+                continue  # parsed with the first file's types (checked per value while reading)
+            if t is not None and types[f.name] is not None and t != types[f.name]:
+                raise InputError(f"{src.path}: column '{f.name}' has type {t}, but {first.path} has "
+                                 f"{types[f.name]}; all files of one table must agree")
+            types[f.name] = types[f.name] or t
+            nullable[f.name] = nullable[f.name] or f.nullable
+    # A column NULL everywhere is stored as VARCHAR.
+    return [ColumnSpec(n, types[n] or T.STRING, nullable[n]) for n in names]
+
+
+def _conform(batch: pa.RecordBatch, targets: dict[str, T.DataType]) -> pa.RecordBatch:
+    """Replace all-NULL (null-typed) columns by NULL columns of the table's type."""
+    if not any(pa.types.is_null(f.type) for f in batch.schema):
+        return batch
+    arrays = [pa.nulls(batch.num_rows, targets[f.name].to_arrow()) if pa.types.is_null(f.type)
+              else batch.column(i) for i, f in enumerate(batch.schema)]
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, total: int, table: str) -> Iterator[Any]:
+    if not enabled:
+        yield lambda done: None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), TimeRemainingColumn(), transient=False) as bar:
+        task = bar.add_task(f"import {table}", total=total)
+        yield lambda done: bar.update(task, completed=min(done, total))

@@ -1,0 +1,56 @@
+"""Data sets in a real hetdb database, reused when complete, loaded into DuckDB from the stored rows."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hetdb.bench import datasets
+from hetdb.bench.compare import compare_tables
+from hetdb.bench.suites import get_suite, load_queries, referenced_columns
+from hetdb.errors import InputError
+
+pytest.importorskip("hetdb.storage.database")
+pytest.importorskip("hetdb.datagen.scan")
+
+
+def test_generate_reuse_and_load_into_duckdb(tmp_path):
+    from hetdb.storage import Database
+
+    suite = get_suite("scan")
+    path = str(tmp_path / "scan")
+    info = datasets.ensure_dataset(suite, 0.001, path, owned=True, workers=1)
+    assert info["generated"] and info["tables"]["t"]["rows"] > 0
+    assert os.path.exists(os.path.join(path, datasets.COMPLETE_MARKER))
+    again = datasets.ensure_dataset(suite, 0.001, path, owned=True, workers=1)
+    assert not again["generated"] and again["tables"] == info["tables"]
+
+    db = Database.open(path)
+    schema = datasets.table_columns(db, suite.tables)
+    assert schema["t"] == ["id", "x", "y", "z", "memo"]
+    refs = referenced_columns(load_queries("scan", ["s3"])[0].sql, schema)
+    assert 0 < datasets.column_bytes(db, refs) <= db.table("t").bytes_on_disk()
+
+    con, seconds = datasets.load_into_duckdb(db, suite.tables, threads=1)
+    stored = db.table("t").arrow()
+    loaded = con.sql("select * from t").to_arrow_table()
+    assert loaded.num_rows == info["tables"]["t"]["rows"] == stored.num_rows
+    assert compare_tables(loaded, stored, ordered=False) is None
+    assert seconds >= 0
+
+
+def test_user_paths_are_never_deleted(tmp_path):
+    suite = get_suite("scan")
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "keep.txt").write_text("data")
+    with pytest.raises(InputError, match="not a hetdb database"):
+        datasets.ensure_dataset(suite, 0.001, str(other), owned=False)
+    assert (other / "keep.txt").exists()
+
+
+def test_default_path(monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", "/cache")
+    assert datasets.default_db_path("ssb", 1.0) == "/cache/hetdb/bench/ssb-sf1"
+    assert datasets.default_db_path("tpch", 0.01) == "/cache/hetdb/bench/tpch-sf0.01"

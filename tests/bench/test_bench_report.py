@@ -1,0 +1,112 @@
+"""report.md, plots and `bench compare` on results constructed here (no engine needed)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+
+from hetdb.bench.cli import add_parser, parse_modes
+from hetdb.bench.diff import diff_results, render_diff
+from hetdb.bench.plots import write_plots
+from hetdb.bench.report import RESULTS_FORMAT, load_results, render_markdown, write_report, write_results
+from hetdb.bench.runner import geomean, jsonable, summarize
+from hetdb.errors import HetdbError, InputError
+
+
+def _query(name, status, hetdb_s, duck_s, refs=10_000_000):
+    h = None if status == "error" else {
+        "median_s": hetdb_s, "exec_median_s": hetdb_s * 0.8, "seconds": [hetdb_s], "bytes_read": refs,
+        "bytes_host_to_device": refs, "peak_gpu_bytes": 1 << 20, "peak_host_bytes": 2 << 20}
+    return {"name": name, "status": status, "correct": status == "ok",
+            "check": "row 0, column 0 (x): 1 vs 2 expected" if status == "wrong" else None,
+            "error": "UnsupportedError: LIKE" if status == "error" else None, "rows": 1,
+            "hetdb": h, "duckdb": {"median_s": duck_s, "seconds": [duck_s]},
+            "speedup": duck_s / hetdb_s if h else None, "referenced_bytes": refs,
+            "throughput_bytes_per_s": refs / hetdb_s if h else None,
+            "duckdb_throughput_bytes_per_s": refs / duck_s, "ceiling": "host memcpy",
+            "fraction_of_ceiling": refs / hetdb_s / 1e10 if h else None}
+
+
+def _results():
+    queries = [_query("q1.1", "ok", 0.01, 0.04), _query("q1.2", "ok", 0.02, 0.02),
+               _query("q2.1", "wrong", 0.5, 0.1), _query("q3.1", "error", 0, 0.1)]
+    return {"format": RESULTS_FORMAT, "suite": "tpch", "sf": 0.01, "device": "cpu", "repeat": 1,
+            "command_line": "hetdb bench tpch --sf 0.01", "created": "now",
+            "versions": {"hetdb": "0.1.0"}, "machine": {"cpu": "test", "cpu_count": 2, "gpus": []},
+            "dataset": {"path": "/db", "generated": True, "duckdb_load_seconds": 0.1},
+            "ceilings": {"disk_read": {"bytes_per_s": 1e9}, "host_memcpy": {"bytes_per_s": 1e10},
+                         "gpu": {"available": False}},
+            "runs": [{"mode": "hot", "device": "cpu", "ceiling": "host memcpy", "ceiling_bytes_per_s": 1e10,
+                      "queries": queries, "summary": summarize(queries)}]}
+
+
+def test_summary_and_geomean():
+    s = _results()["runs"][0]["summary"]
+    assert (s["queries"], s["correct"], s["wrong"], s["errors"]) == (4, 2, 1, 1)
+    assert s["geomean_speedup"] == pytest.approx(2.0)  # sqrt(4 * 1); wrong/failed queries excluded
+    assert geomean([]) is None
+
+
+def test_report_and_plots(tmp_path):
+    results = _results()
+    write_results(results, str(tmp_path))
+    assert load_results(str(tmp_path)) == results
+    text = render_markdown(results)
+    assert "not comparable to published TPC-H results" in text
+    assert "**2.00×**" in text and "2/4 answers correct" in text
+    assert "| q2.1 | ✗ wrong |" in text and "q3.1: UnsupportedError: LIKE" in text
+    assert len(re.findall(r"\n\| q\d", text)) == 4
+    write_report(results, str(tmp_path))
+    paths = write_plots(results, str(tmp_path))
+    assert sorted(p.split("/")[-1] for p in paths) == ["throughput_hot.png", "times_hot.png"]
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_load_results_rejects_other_files(tmp_path):
+    (tmp_path / "x.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(InputError, match="not a hetdb bench"):
+        load_results(str(tmp_path / "x.json"))
+    with pytest.raises(InputError, match="no benchmark results"):
+        load_results(str(tmp_path / "missing.json"))
+
+
+def test_compare_per_query_ratio(tmp_path, capsys):
+    a = _results()
+    b = copy.deepcopy(a)
+    qb = b["runs"][0]["queries"]
+    qb[0]["hetdb"]["median_s"] = 0.005          # q1.1 twice as fast
+    qb[2]["status"] = "ok"                       # q2.1 fixed
+    del qb[3]                                    # q3.1 no longer run
+    d = diff_results(a, b)
+    rows = {r["query"]: r for r in d["rows"]}
+    assert len(rows) == 4
+    assert rows["q1.1"]["ratio"] == pytest.approx(0.5) and rows["q1.2"]["ratio"] == pytest.approx(1.0)
+    assert rows["q3.1"]["status_b"] == "absent" and rows["q3.1"]["ratio"] is None
+    text = render_diff(d, "A.json", "B.json")
+    assert "faster" in text and "wrong -> ok" in text and "geometric mean of B/A over 3 queries" in text
+
+    write_results(a, str(tmp_path / "a"))
+    write_results(b, str(tmp_path / "b"))
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "compare", str(tmp_path / "a"), str(tmp_path / "b" / "results.json")])
+    assert args.func(args) == 0
+    assert "q1.1" in capsys.readouterr().out
+
+
+def test_modes_and_jsonable():
+    import numpy as np
+
+    assert parse_modes("all") == ["hot", "warm", "cold"]
+    assert parse_modes("cold,hot,cold") == ["cold", "hot"]
+    with pytest.raises(HetdbError, match="lukewarm"):
+        parse_modes("lukewarm")
+    assert jsonable({"a": np.int64(3), "b": (np.float32(1.5), float("nan")), 4: {1, 2}}) == \
+        {"a": 3, "b": [1.5, None], "4": [1, 2]}

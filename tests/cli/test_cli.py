@@ -1,0 +1,122 @@
+"""The `hetdb` command as a user meets it: help for every command, clean one-line errors, real files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+COMMANDS = ["generate", "import", "tables", "describe", "query", "shell", "info", "demo"]
+
+
+def hetdb(*args: str, cwd=None, input_text: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="200", NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "hetdb.cli.main", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, input=input_text, timeout=300)
+
+
+def test_help_lists_and_explains_every_command():
+    out = hetdb("--help")
+    assert out.returncode == 0
+    for cmd in COMMANDS:
+        assert cmd in out.stdout
+        sub = hetdb(cmd, "--help")
+        assert sub.returncode == 0, sub.stderr
+        assert "usage: hetdb " + cmd in sub.stdout
+
+
+def _assert_clean_error(res: subprocess.CompletedProcess, *needles: str) -> None:
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr + res.stdout
+    lines = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+    assert 1 <= len(lines) <= 2, res.stderr
+    for n in needles:
+        assert n in res.stderr, res.stderr
+
+
+def test_missing_database_is_a_clean_error(tmp_path):
+    _assert_clean_error(hetdb("tables", str(tmp_path / "nope")), "CatalogError")
+
+
+def test_import_describe_tables_roundtrip(tmp_path):
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": pa.array([1, 2, None], pa.int32()), "s": ["x", None, "é"]}), src)
+    db = str(tmp_path / "db")
+    res = hetdb("import", db, "t", str(src))
+    assert res.returncode == 0, res.stderr
+    assert "3 rows" in res.stdout
+    res = hetdb("tables", db)
+    assert res.returncode == 0 and "t" in res.stdout
+    res = hetdb("describe", db, "t")
+    assert res.returncode == 0, res.stderr
+    assert "INTEGER" in res.stdout and "VARCHAR" in res.stdout
+    _assert_clean_error(hetdb("describe", db, "tt"), "CatalogError", "tt")
+
+
+def test_bad_csv_names_file_and_line_and_changes_nothing(tmp_path):
+    good = tmp_path / "good.csv"
+    good.write_text("a,b\n1,2\n3,4\n")
+    db = str(tmp_path / "db")
+    assert hetdb("import", db, "t", str(good)).returncode == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3,4,5\n")
+    res = hetdb("import", db, "t", str(bad), "--replace")
+    _assert_clean_error(res, "bad.csv")
+    import hetdb as api
+
+    assert api.connect(db, device="cpu").table("t").arrow().num_rows == 2
+
+
+def test_query_errors_are_clean(tmp_path):
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), src)
+    db = str(tmp_path / "db")
+    assert hetdb("import", db, "t", str(src)).returncode == 0
+    _assert_clean_error(hetdb("query", db, "SELEC a FROM t", "--device", "cpu"), "SqlError")
+    _assert_clean_error(hetdb("query", db, "SELECT b FROM t", "--device", "cpu"), "CatalogError")
+    _assert_clean_error(hetdb("query", db, "SELECT a FROM t", "--gpu-memory-limit", "lots"))
+
+
+def test_query_prints_result_in_each_format(tmp_path):
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3], "s": ["x", "y", "z"]}), src)
+    db = str(tmp_path / "db")
+    assert hetdb("import", db, "t", str(src)).returncode == 0
+    sql = "SELECT s, a * 2 AS b FROM t WHERE a >= 2 ORDER BY a"
+    res = hetdb("query", db, sql, "--device", "cpu", "--format", "csv")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.replace('"', "").split() == ["s,b", "y,4", "z,6"]
+    res = hetdb("query", db, sql, "--device", "cpu", "--format", "json")
+    assert res.stdout.split("\n")[0] == '{"s": "y", "b": 4}'
+    res = hetdb("query", db, sql, "--device", "cpu", "--analyze")
+    assert res.returncode == 0, res.stderr
+    assert "rows" in res.stdout
+
+
+def test_shell_runs_statements_and_survives_errors(tmp_path):
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), src)
+    db = str(tmp_path / "db")
+    assert hetdb("import", db, "t", str(src)).returncode == 0
+    env_home = tmp_path / "home"
+    env_home.mkdir()
+    res = subprocess.run([sys.executable, "-m", "hetdb.cli.main", "shell", db, "--device", "cpu"],
+                         input="SELECT count(*) AS n\nFROM t;\nSELECT nope FROM t;\n.tables\nSELECT 1+1 AS two;\n",
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, HOME=str(env_home), COLUMNS="200"))
+    assert res.returncode == 0, res.stderr
+    assert "3" in res.stdout and "CatalogError" in res.stdout and "2" in res.stdout
+    assert "Traceback" not in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("bad", ["0x", "-", "1.2.3GB"])
+def test_bad_memory_sizes_are_refused(tmp_path, bad):
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1]}), src)
+    db = str(tmp_path / "db")
+    assert hetdb("import", db, "t", str(src)).returncode == 0
+    _assert_clean_error(hetdb("query", db, "SELECT 1", "--host-memory-limit", bad), "memory size")
