@@ -123,7 +123,7 @@ def _run_table(run: dict[str, Any]) -> list[str]:
                  fmt_bytes(h.get("bytes_read")), fmt_bytes(h.get("bytes_host_to_device")),
                  fmt_bytes(h.get("peak_gpu_bytes")), fmt_bytes(h.get("peak_host_bytes")),
                  fmt_bytes(q.get("referenced_bytes")), fmt_rate(q.get("throughput_bytes_per_s")),
-                 "–" if frac is None else f"{frac:.1%}"]
+                 "–" if frac is None else f"{frac * 100:.3g}%"]
         lines.append("| " + " | ".join(cells) + " |")
     problems = [q for q in run["queries"] if q["status"] != "ok"]
     if problems:

@@ -110,13 +110,14 @@ def cmd_shell(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from hetdb.bench.queries import load_suite
+    from hetdb.bench.suites import load_queries
 
     con = _connect(args)
     total = 0.0
-    for name, sql in load_suite("ssb"):
+    for query in load_queries("ssb"):
+        name = query.name
         t0 = time.perf_counter()
-        res = con.sql(sql)
+        res = con.sql(query.sql)
         dt = time.perf_counter() - t0
         total += dt
         console.rule(f"SSB {name}: {res.num_rows} rows in {dt * 1000:.1f} ms on {con.device}")

@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import time
+import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -29,6 +30,13 @@ class QueryEngine:
         self.backend = backend
         self.options = options
         self.memory = MemoryManager(options.host_memory_limit)
+        self.device = None
+        self.last_gpu_leak = 0  # device bytes the last query left allocated (checked after errors too)
+        if backend.name == "gpu":
+            from hetdb.exec.device import DeviceResources
+
+            # one budget and page cache per connection: pages stay on the GPU between its queries
+            self.device = DeviceResources(options.gpu_memory_limit)
         self.threads = max(1, int(options.threads or 1))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
             if self.threads > 1 else None
@@ -60,25 +68,70 @@ class QueryEngine:
     def run_plan(self, plan: L.Output) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a logical plan (bound and optimized); returns (result, stats, physical plan with
         per-operator statistics in ``stats['operators']``)."""
+        if self.device is None:
+            return self._run(plan)
+        from hetdb.exec.device import is_device_oom, oom_error
+
+        try:
+            return self._run(plan)
+        except Exception as e:
+            if not is_device_oom(e):
+                raise
+        # CUDA itself ran out (memory outside hetdb's accounting): drop cached pages and run again
+        # with operators allowed a quarter of their share, so joins and aggregations partition early.
+        memory = self.device.memory
+        limit = memory.limit
+        self.device.cache.clear()
+        self.device.pool.free_all_blocks()
+        memory.limit = limit // 4
+        try:
+            table, stats, physical = self._run(plan)
+        except Exception as e:
+            if is_device_oom(e):
+                raise oom_error(e, self.device.budget.limit_bytes) from None
+            raise
+        finally:
+            memory.limit = limit
+        stats["gpu_oom_retried"] = True
+        return table, stats, physical
+
+    def _run(self, plan: L.Output) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         t0 = time.perf_counter()
         physical = self.physical_plan(plan)
         spill_root = self.options.spill_dir or os.path.join(
             getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
         spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
-        ctx = ExecContext(self.db, self.backend, self.options, self.memory, spill_dir)
+        device = self.device
+        memory = device.memory if device is not None else self.memory
+        ctx = ExecContext(self.db, self.backend, self.options, memory, spill_dir, device=device,
+                          host_memory=self.memory)
         peak_before = self.memory.peak
         self.memory._peak = self.memory.used
+        # GPU pipelines run with one worker: kernels of one device serialise anyway, and the page
+        # streamer delivers row groups in order
+        threads = 1 if device is not None else self.threads
+        snapshot = device.snapshot() if device is not None else None
+        leaked = 0
         try:
             for pipe in physical.pipelines:
-                run_pipeline(ctx, pipe, self._pool, self.threads)
+                run_pipeline(ctx, pipe, self._pool, threads)
             batches = ctx.results[physical.result_pipeline]
             batch = concat_batches(self.backend, batches) if batches else None
             table = to_arrow_table(self.backend, batch, plan.fields)
+            batches = batch = None
+        except BaseException as e:
+            # frames of the traceback would keep device arrays alive past the leak check below
+            traceback.clear_frames(e.__traceback__)
+            raise
         finally:
             for fn in reversed(ctx.cleanup):
                 fn()
             ctx.results.clear()
             shutil.rmtree(spill_dir, ignore_errors=True)
+            if device is not None:
+                ctx.evaluator = None
+                ctx.dict_cache.clear()
+                leaked = self.last_gpu_leak = device.leaked_bytes(snapshot)
         peak = self.memory.peak
         self.memory._peak = max(peak_before, peak)
         ops = ctx.stats
@@ -90,11 +143,25 @@ class QueryEngine:
             "pages_read": sum(s.pages_read for s in ops.values()),
             "pages_skipped": sum(s.pages_skipped for s in ops.values()),
             "peak_host_bytes": peak,
-            "bytes_host_to_device": 0,
+            "bytes_host_to_device": sum(s.bytes_host_to_device for s in ops.values()),
             "peak_gpu_bytes": None,
             "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
             "operators": ops,
         }
+        if device is not None:
+            fallbacks: dict[str, int] = {}
+            for s in ops.values():
+                for what, n in s.fallbacks.items():
+                    fallbacks[what] = fallbacks.get(what, 0) + n
+            stats.update({
+                "peak_gpu_bytes": device.budget.peak_bytes,
+                "pages_cached": sum(s.pages_cached for s in ops.values()),
+                "gpu_cache_bytes": device.cache.used_bytes,
+                "gpu_leaked_bytes": leaked,
+                "gpu_reserved_after": device.memory.used,
+                "gpu_over_budget_bytes": device.memory.peak_over,
+                "cpu_fallbacks": fallbacks,
+            })
         return table, stats, physical
 
     def explain(self, sql: str, analyze: bool = False) -> str:
@@ -103,11 +170,21 @@ class QueryEngine:
             return self.physical_plan(plan).format()
         table, stats, physical = self.run_plan(plan)
         text = physical.format(stats["operators"])
-        return (f"{text}\nTotal: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
-                f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
-                f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+        total = (f"{text}\nTotal: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
+                 f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
+                 f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+        if self.device is not None:
+            total += (f"\nGPU: pages from device cache={stats['pages_cached']:,} "
+                      f"bytes host->device={stats['bytes_host_to_device']:,} "
+                      f"peak device memory={stats['peak_gpu_bytes']:,} "
+                      f"spilled partitions={stats['spilled_partitions']:,}")
+            if stats["cpu_fallbacks"]:
+                total += "\nCPU fallbacks: " + ", ".join(f"{w} x{n}" for w, n in sorted(stats["cpu_fallbacks"].items()))
+        return total
 
     def close(self) -> None:
+        if self.device is not None:
+            self.device.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

@@ -17,7 +17,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expressions import ExprEvaluator, _convert, quiet
-from hetdb.exec.hostutil import arrow_string_transform, column_to_device, column_to_host
+from hetdb.exec.hostutil import arrow_string_transform, column_to_device, column_to_host, note_host_step
 from hetdb.plan.expr import Call, Literal
 from hetdb.types import DataType
 
@@ -110,6 +110,7 @@ def _affix(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
         if lit is None:
             return Column(T.BOOL, data=ev.xp.zeros(batch.num_rows, dtype=bool),
                           validity=ev.xp.zeros(batch.num_rows, dtype=bool))
+        note_host_step(ev.backend, f"{expr.op} with a wildcard character (pyarrow)")
         out = column_to_host(ev.backend, col).to_arrow()
         mask = fn(out, pattern=lit)
         return column_to_device(ev.backend, Column.from_arrow(mask, T.BOOL))
@@ -179,6 +180,7 @@ def _transform_dictionary(ev: ExprEvaluator, d: Column, fn) -> Column:
 
 def _concat(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     cols = [ev.cast(ev.evaluate(a, batch), T.STRING) for a in expr.args]
+    note_host_step(ev.backend, "string concatenation (pyarrow)")
     arrays = [column_to_host(ev.backend, c).to_arrow() for c in cols]
     out = pc.binary_join_element_wise(*arrays, "")  # NULL in, NULL out (the || operator)
     return column_to_device(ev.backend, Column.from_arrow(out, T.STRING))
@@ -186,6 +188,7 @@ def _concat(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
 
 def arrow_cast(ev: ExprEvaluator, col: Column, dtype: DataType) -> Column:
     """Casts to or from text, through Arrow on the host (DuckDB's formats for dates and numbers)."""
+    note_host_step(ev.backend, f"cast {col.dtype} -> {dtype} (pyarrow)")
     host = column_to_host(ev.backend, col).to_arrow()
     try:
         if dtype.kind == "string":

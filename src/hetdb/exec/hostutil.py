@@ -5,6 +5,7 @@ directly; operators call these helpers and stay backend-neutral."""
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from typing import Any
 
@@ -14,6 +15,23 @@ import pyarrow.ipc as ipc
 
 from hetdb.column import Batch, Column
 from hetdb.types import DataType
+
+_active = threading.local()
+
+
+def activate(ctx: Any) -> None:
+    """Make ``ctx`` (an ExecContext) the query whose host steps this thread records."""
+    _active.ctx = ctx
+
+
+def note_host_step(backend, what: str) -> None:
+    """Record that a step ran on the host while the backend is the GPU (a per-operator CPU fallback,
+    shown by EXPLAIN ANALYZE). Nothing to record on the CPU."""
+    if backend.name == "cpu":
+        return
+    ctx = getattr(_active, "ctx", None)
+    if ctx is not None:
+        ctx.note_fallback(what)
 
 
 def _map_arrays(col: Column, fn, dict_cache: dict | None) -> Column:
@@ -107,6 +125,7 @@ def to_arrow_table(backend, batch: Batch | None, fields) -> pa.Table:
 def arrow_string_transform(backend, col: Column, fn) -> Column:
     """Apply a pyarrow.compute function to a plain or dictionary string column (rare functions that
     have no backend kernel: upper, lower, trim, ...). Returns a plain string column."""
+    note_host_step(backend, "string function (pyarrow)")
     host = column_to_host(backend, col)
     out = fn(host.to_arrow())
     res = Column.from_arrow(out, col.dtype if pa.types.is_string(out.type) or pa.types.is_large_string(out.type)

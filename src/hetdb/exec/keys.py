@@ -14,7 +14,7 @@ from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Column
-from hetdb.exec.hostutil import column_from_pylist, int64_array, strings_to_pylist
+from hetdb.exec.hostutil import column_from_pylist, int64_array, note_host_step, strings_to_pylist
 
 
 class StringKeyEncoder:
@@ -50,6 +50,7 @@ class StringKeyEncoder:
             with self._lock:
                 hit = self._maps.get(id(d))
                 if hit is None or hit[0] is not d:
+                    note_host_step(self.backend, "string key dictionary mapped on the host")
                     strings = strings_to_pylist(self.backend, d.offsets, d.chars)
                     first = not self.values
                     ids = self._ids_of(strings, add)
@@ -63,6 +64,7 @@ class StringKeyEncoder:
                 return codes
             return self.backend.gather(hit[1], codes)
         codes, uoff, uchars = self.backend.factorize_strings(col.offsets, col.chars)
+        note_host_step(self.backend, "distinct string keys mapped on the host")
         strings = strings_to_pylist(self.backend, uoff, uchars)
         with self._lock:
             ids = self._ids_of(strings, add)

@@ -66,8 +66,12 @@ def _format_stats(s) -> str:
     if s.pages_read or s.pages_skipped or s.bytes_read:
         parts.append(f"bytes read={s.bytes_read:,} pages read={s.pages_read:,} "
                      f"pages skipped={s.pages_skipped:,}")
+    if s.pages_cached or s.bytes_host_to_device:
+        parts.append(f"pages from device cache={s.pages_cached:,} bytes host->device={s.bytes_host_to_device:,}")
     if s.spilled_partitions:
         parts.append(f"spilled partitions={s.spilled_partitions}")
+    if s.fallbacks:
+        parts.append("CPU fallback: " + ", ".join(f"{w} x{n}" for w, n in sorted(s.fallbacks.items())))
     return "[" + "; ".join(parts) + "]"
 
 

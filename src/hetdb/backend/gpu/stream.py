@@ -23,6 +23,7 @@ row groups asked for are read (the caller passes the row groups that survive zon
 
 from __future__ import annotations
 
+import os
 import time
 import zlib
 from collections.abc import Iterator
@@ -105,7 +106,7 @@ class PageStreamer:
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, depth: int = 3, io_workers: int = 8,
-                 consumer_stream: Any = None) -> None:
+                 consumer_stream: Any = None, direct: bool = True) -> None:
         import cupy
 
         from hetdb.backend.gpu.memory import new_stream
@@ -120,6 +121,9 @@ class PageStreamer:
         self.budget = budget
         self.cache = cache
         self.depth = depth
+        # direct=False reads through the OS page cache (files known to be hot there); O_DIRECT is the
+        # default so a scan larger than memory neither pollutes nor depends on the page cache.
+        self.direct = direct
         self.stats = StreamStats()
         self._cupy = cupy
         self._copy_stream = new_stream()
@@ -251,7 +255,10 @@ class PageStreamer:
         where = (f"table '{self.reader.name}' column '{page.column}' file {loc.path} "
                  f"page {page.row_group} (row group {page.row_group})")
         try:
-            read_range(loc.path, loc.offset, loc.padded_length, out=dest)
+            if self.direct:
+                read_range(loc.path, loc.offset, loc.padded_length, out=dest)
+            else:
+                _read_buffered(loc.path, loc.offset, dest)
         except CorruptDataError as e:
             raise CorruptDataError(f"{where}: {e}") from None
         except FileNotFoundError:
@@ -396,6 +403,19 @@ class PageStreamer:
         self._retire(rg)
 
 
+def _read_buffered(path: str, offset: int, dest: np.ndarray) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        view, done = memoryview(dest), 0
+        while done < dest.shape[0]:
+            got = os.preadv(fd, [view[done:]], offset + done)
+            if got == 0:
+                raise CorruptDataError(f"file {path} is truncated at offset {offset + done}")
+            done += got
+    finally:
+        os.close(fd)
+
+
 def _view(buf: Any, dtype: Any, count: int, page: _Page) -> Any:
     dtype = np.dtype(dtype)
     if buf is None or int(buf.shape[0]) != count * dtype.itemsize:
@@ -413,14 +433,14 @@ def _column_nbytes(col: Column) -> int:
 
 
 def stream_throughput(reader: Any, columns: list[str], budget: Any, cache: PageCache | None = None,
-                      depth: int = 3, io_workers: int = 8) -> dict[str, float]:
+                      depth: int = 3, io_workers: int = 8, direct: bool = True) -> dict[str, float]:
     """Stream ``columns`` of the whole table into device memory once (the consumer only waits for
     the data) and report effective GB/s: bytes delivered to the device / wall time."""
     import cupy
 
     start = time.perf_counter()
     with PageStreamer(reader, columns, budget=budget, cache=cache, depth=depth,
-                      io_workers=io_workers) as streamer:
+                      io_workers=io_workers, direct=direct) as streamer:
         for _rg, _batch in streamer:
             pass
         cupy.cuda.get_current_stream().synchronize()

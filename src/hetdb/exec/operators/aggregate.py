@@ -229,7 +229,7 @@ class HashAggregate(Sink):
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
         with g.lock:
             if g.parts is None:
-                g.parts = [SpillFile(ctx.spill_dir, self._state_dtypes()) for _ in range(NUM_PARTITIONS)]
+                g.parts = [ctx.spill_file(self._state_dtypes()) for _ in range(NUM_PARTITIONS)]
                 for f in g.parts:
                     ctx.cleanup.append(f.remove)
                 ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)

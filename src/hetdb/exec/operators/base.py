@@ -29,20 +29,27 @@ class OpStats:
     pages_read: int = 0
     pages_skipped: int = 0
     spilled_partitions: int = 0
+    pages_cached: int = 0          # pages served from the device page cache (GPU scans)
+    bytes_host_to_device: int = 0
+    fallbacks: dict[str, int] = field(default_factory=dict)  # host (CPU) steps on the GPU -> count
+    fused: str = ""                # GPU: "fused" or why the pipeline ran operator at a time
 
 
 class ExecContext:
     """Everything a running query shares: backend, options, memory, statistics, results of finished
     pipelines, and the evaluator cache."""
 
-    def __init__(self, db, backend, options, memory: MemoryManager, spill_dir: str):
+    def __init__(self, db, backend, options, memory: MemoryManager, spill_dir: str,
+                 device: Any = None, host_memory: MemoryManager | None = None):
         from hetdb.exec.expressions import ExprEvaluator
 
         self.db = db
         self.backend = backend
         self.options = options
-        self.memory = memory
+        self.memory = memory                 # operator state: host memory, or device memory on the GPU
+        self.host_memory = host_memory if host_memory is not None else memory
         self.spill_dir = spill_dir
+        self.device = device                 # exec.device.DeviceResources on the GPU, else None
         self.evaluator = ExprEvaluator(backend)
         self.stats: dict[int, OpStats] = {}
         self.results: dict[int, Any] = {}   # pipeline id -> sink result
@@ -78,6 +85,38 @@ class ExecContext:
     def batch_rows(self) -> int | None:
         return self.options.batch_rows
 
+    def spill_file(self, dtypes: dict) -> Any:
+        """A new spill partition: a file under ``spill_dir`` on the CPU, pinned host memory on the GPU
+        (partitions come back to the device at PCIe speed, not disk speed)."""
+        if self.device is not None:
+            from hetdb.exec.device import PinnedSpill
+
+            return PinnedSpill(self.host_memory, dtypes)
+        from hetdb.exec.hostutil import SpillFile
+
+        return SpillFile(self.spill_dir, dtypes)
+
+    def note_fallback(self, what: str) -> None:
+        """Record that a step of the running operator ran on the host (GPU only; shown by EXPLAIN
+        ANALYZE, so a CPU fallback is never silent)."""
+        if self.device is None:
+            return
+        op = getattr(self._local, "op", None)
+        s = self.stat(-1 if op is None else op)
+        with self._lock:
+            s.fallbacks[what] = s.fallbacks.get(what, 0) + 1
+
+    def enter_op(self, op_id: int) -> Any:
+        from hetdb.exec.hostutil import activate
+
+        activate(self)
+        prev = getattr(self._local, "op", None)
+        self._local.op = op_id
+        return prev
+
+    def exit_op(self, prev: Any) -> None:
+        self._local.op = prev
+
 
 class Timer:
     def __init__(self, ctx: ExecContext, op_id: int):
@@ -85,9 +124,11 @@ class Timer:
 
     def __enter__(self) -> Timer:
         self.t0 = time.perf_counter()
+        self._prev = self.ctx.enter_op(self.op_id)  # host fallbacks inside are charged to this operator
         return self
 
     def __exit__(self, *exc) -> None:
+        self.ctx.exit_op(self._prev)
         self.ctx.add(self.op_id, seconds=time.perf_counter() - self.t0)
 
 

@@ -132,7 +132,7 @@ class HashBuild(Sink):
 
     def _start_spilling(self, ctx: ExecContext, g: _BuildState) -> None:
         """Switch to partitioned mode (lock held): every row buffered so far goes to disk."""
-        g.parts = [SpillFile(ctx.spill_dir, self._dtypes()) for _ in range(NUM_PARTITIONS)]
+        g.parts = [ctx.spill_file(self._dtypes()) for _ in range(NUM_PARTITIONS)]
         for f in g.parts:
             ctx.cleanup.append(f.remove)
         ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
@@ -225,7 +225,7 @@ class HashProbe(Operator):
         part = partition_ids(ctx, arrays, valid)
         with g.lock:
             if g.parts is None:
-                g.parts = [SpillFile(ctx.spill_dir, {f.cid: f.dtype for f in self.left_fields})
+                g.parts = [ctx.spill_file({f.cid: f.dtype for f in self.left_fields})
                            for _ in range(NUM_PARTITIONS)]
                 for f in g.parts:
                     ctx.cleanup.append(f.remove)

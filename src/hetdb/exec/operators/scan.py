@@ -9,7 +9,7 @@ from typing import Any
 from hetdb.column import Batch
 from hetdb.errors import InputError
 from hetdb.exec.columns import column_nbytes, filter_batch, slice_batch, take
-from hetdb.exec.hostutil import batch_to_device, column_to_device
+from hetdb.exec.hostutil import batch_to_device, column_to_device, note_host_step
 from hetdb.exec.operators.base import ExecContext, Source, Timer
 from hetdb.plan.expr import Call, Expr
 from hetdb.plan.logical import Scan
@@ -58,26 +58,48 @@ class TableScan(Source):
         return f"TableScan {self.scan.table} [{cols}]{f}"
 
     def init_global(self, ctx: ExecContext) -> Any:
-        return ctx.db.table(self.scan.table)
+        reader = ctx.db.table(self.scan.table)
+        if ctx.device is not None:
+            from hetdb.exec.operators.scan_device import DeviceScanState
+
+            state = DeviceScanState(reader)
+            ctx.cleanup.append(state.close)
+            return state
+        return reader
 
     def morsels(self, ctx: ExecContext, reader: Any) -> list:
+        if ctx.device is not None:
+            from hetdb.exec.operators.scan_device import plan_device_scan
+
+            return plan_device_scan(self, ctx, reader)
         return list(range(reader.num_row_groups))
 
     def read(self, ctx: ExecContext, rg: int, reader: Any) -> list[Batch]:
         with Timer(ctx, self.op_id):
+            if ctx.device is not None:
+                from hetdb.exec.operators.scan_device import read_device_scan
+
+                return read_device_scan(self, ctx, rg, reader)
             return self._read(ctx, rg, reader)
+
+    def verdict(self, ctx: ExecContext, reader: Any, rg: int) -> str:
+        """Zone-map verdict of row group ``rg`` for the pushed filters: skip, all or unknown."""
+        scan = self.scan
+        if not scan.filters or not ctx.options.zone_maps:
+            return "unknown"
+        prune = _prune_fn()
+        if prune is None:
+            return "unknown"
+        name_of = dict(zip((f.cid for f in scan.fields), scan.column_names))
+        used = set().union(*(f.columns() for f in scan.filters))
+        zms = {cid: reader.zone_map(name_of[cid], rg) for cid in used if cid in name_of}
+        return prune(scan.filters, zms)
 
     def _read(self, ctx: ExecContext, rg: int, reader: Any) -> list[Batch]:
         scan = self.scan
         name_of = dict(zip((f.cid for f in scan.fields), scan.column_names))
         pred = conjunction(scan.filters)
-        verdict = "unknown"
-        if pred is not None and ctx.options.zone_maps:
-            prune = _prune_fn()
-            if prune is not None:
-                used = set().union(*(f.columns() for f in scan.filters))
-                zms = {cid: reader.zone_map(name_of[cid], rg) for cid in used if cid in name_of}
-                verdict = prune(scan.filters, zms)
+        verdict = self.verdict(ctx, reader, rg)
         if verdict == "skip":
             ctx.add(self.op_id, pages_skipped=len(scan.fields))
             return []
@@ -152,6 +174,7 @@ class ParquetScan(Source):
             import pyarrow as pa
 
             host = Batch.from_arrow(pa.table(renamed), dtypes)
+            note_host_step(ctx.backend, "Parquet decoding (pyarrow)")
             batch = batch_to_device(ctx.backend, host)
             n = batch.num_rows
             pred = conjunction(scan.filters)

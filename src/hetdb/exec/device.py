@@ -1,0 +1,281 @@
+"""GPU execution support: the device memory a connection owns, operator reservations against it,
+spill partitions in pinned host memory, and the after-query check that no device memory is left.
+
+Imported only when the backend is the GPU (it imports CuPy lazily through ``backend/gpu``).
+
+One ``DeviceResources`` lives on a QueryEngine (so on a connection): a ``DeviceMemoryBudget`` of
+``gpu_memory_limit`` (default 80% of the free device memory), the ``DevicePageCache`` that keeps
+pages on the device between queries, and the accounting of operator state. Operators keep calling
+the ``MemoryManager`` interface (``exec/memory.py``); on the GPU it is a ``DeviceMemoryManager`` whose
+refusals make joins and aggregations partition and spill, here into pinned host memory.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from typing import Any
+
+import numpy as np
+
+from hetdb.column import Batch, Column
+from hetdb.errors import OutOfMemoryError
+from hetdb.types import DataType
+
+# Operator state may hold at most this share of gpu_memory_limit: the rest stays for pages in flight
+# (the streamer's ring) and the page cache, so a large hash table never starves the scans feeding it.
+OPERATOR_SHARE = 0.5
+CACHE_SHARE = 0.5
+DEFAULT_LIMIT_FRACTION = 0.8
+
+
+def _budget_class():
+    from hetdb.backend.gpu.memory import DeviceMemoryBudget
+
+    class QueryBudget(DeviceMemoryBudget):
+        """The connection's budget; its watermark restarts per query (``peak_gpu_bytes``)."""
+
+        def reset_peak(self) -> None:
+            with self._lock:
+                self._peak = self._used
+
+    return QueryBudget
+
+
+class DeviceMemoryManager:
+    """The ``MemoryManager`` interface (try_reserve / reserve / force_reserve / release) over the
+    connection's device budget. A refused reservation first evicts cached pages (re-reading a page is
+    cheaper than spilling state); forced reservations that the budget cannot grant are counted as
+    over the limit (``over_bytes``) instead of failing, since their owners have no spill path."""
+
+    def __init__(self, budget: Any, cache: Any, share: float = OPERATOR_SHARE):
+        self.budget = budget
+        self.cache = cache
+        self.limit = int(budget.limit_bytes * share)
+        self._used = 0
+        self._peak = 0
+        self._over = 0
+        self._peak_over = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return self._used
+
+    @property
+    def peak(self) -> int:
+        return self._peak
+
+    @property
+    def over_bytes(self) -> int:
+        return self._over
+
+    @property
+    def peak_over(self) -> int:
+        """Most bytes held over the operators' share at once (forced state without a spill path)."""
+        return self._peak_over
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self._peak, self._peak_over = self._used, self._over
+
+    def _take(self, nbytes: int) -> bool:
+        if self.budget.try_reserve(nbytes):
+            return True
+        if self.cache is not None:
+            self.cache.evict(nbytes)
+        return self.budget.try_reserve(nbytes)
+
+    def try_reserve(self, nbytes: int) -> bool:
+        nbytes = int(nbytes)
+        with self._lock:
+            if self._used + nbytes > self.limit or not self._take(nbytes):
+                return False
+            self._used += nbytes
+            self._peak = max(self._peak, self._used)
+            return True
+
+    def reserve(self, nbytes: int, what: str) -> None:
+        if not self.try_reserve(nbytes):
+            raise OutOfMemoryError(
+                f"{what} needs {int(nbytes):,} bytes of GPU memory but only {self.limit - self._used:,} of the "
+                f"{self.limit:,} bytes operators may use under gpu_memory_limit={self.budget.limit_bytes:,} are "
+                "free; raise gpu_memory_limit or run on the CPU (device='cpu')")
+
+    def force_reserve(self, nbytes: int) -> None:
+        nbytes = int(nbytes)
+        with self._lock:
+            # within the operators' share only: state beyond it must not take the room that pages in
+            # flight need, so it is counted as over the limit instead
+            if self._used + nbytes > self.limit or not self._take(nbytes):
+                self._over += nbytes
+                self._peak_over = max(self._peak_over, self._over)
+            self._used += nbytes
+            self._peak = max(self._peak, self._used)
+
+    def release(self, nbytes: int) -> None:
+        nbytes = int(nbytes)
+        with self._lock:
+            if nbytes > self._used:
+                raise AssertionError(f"device memory accounting went negative ({self._used - nbytes})")
+            from_over = min(self._over, nbytes)
+            self._over -= from_over
+            if nbytes - from_over:
+                self.budget.release(nbytes - from_over)
+            self._used -= nbytes
+
+
+class DeviceResources:
+    """Device memory of one connection: budget, page cache, operator accounting, H2D counters."""
+
+    def __init__(self, limit_bytes: int | None):
+        import cupy
+
+        if limit_bytes is None:
+            free, _total = cupy.cuda.runtime.memGetInfo()
+            limit_bytes = int(free * DEFAULT_LIMIT_FRACTION)
+        from hetdb.cache import DevicePageCache
+
+        self.budget = _budget_class()(int(limit_bytes))
+        self.cache = DevicePageCache(self.budget, share=CACHE_SHARE)
+        self.memory = DeviceMemoryManager(self.budget, self.cache)
+        self.pool = cupy.get_default_memory_pool()
+        self._cupy = cupy
+
+    def cache_device_bytes(self) -> int:
+        """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries."""
+        cache = self.cache
+        seen: dict[int, int] = {}
+        with cache._lock:  # read-only walk; the cache exposes no iterator over values
+            values = [e.value for e in cache._entries.values()]
+        for v in values:
+            for arr in _arrays(v):
+                mem = getattr(getattr(arr, "data", None), "mem", None)
+                if mem is not None:
+                    seen[id(mem)] = int(mem.size)
+        return sum(seen.values())
+
+    def snapshot(self) -> tuple[int, int]:
+        """(pool bytes in use, of which page cache) at the start of a query."""
+        self._cupy.cuda.get_current_stream().synchronize()
+        self.budget.reset_peak()
+        self.memory.reset_peak()
+        return int(self.pool.used_bytes()), self.cache_device_bytes()
+
+    def leaked_bytes(self, before: tuple[int, int]) -> int:
+        """Device bytes the query left allocated, beyond what the page cache now keeps."""
+        self._cupy.cuda.get_current_stream().synchronize()
+        used0, cache0 = before
+        leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
+        if leak > 0:
+            gc.collect()  # arrays kept alive only by reference cycles are not leaks
+            leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
+        self.pool.free_all_blocks()  # return unused pool blocks to the device
+        return max(0, leak)
+
+    def close(self) -> None:
+        self.cache.clear()
+        self.pool.free_all_blocks()
+
+
+def _arrays(value: Any):
+    if isinstance(value, Column):
+        for a in (value.data, value.validity, value.offsets, value.chars):
+            if a is not None:
+                yield a
+        if value.dictionary is not None:
+            yield from _arrays(value.dictionary)
+    elif value is not None and hasattr(value, "data"):
+        yield value
+
+
+def is_device_oom(exc: BaseException) -> bool:
+    """Whether ``exc`` is CUDA/CuPy running out of device memory."""
+    try:
+        import cupy
+    except ImportError:
+        return False
+    if isinstance(exc, cupy.cuda.memory.OutOfMemoryError):
+        return True
+    return "cudaErrorMemoryAllocation" in str(exc) or "out of memory" in str(exc).lower()
+
+
+def oom_error(exc: BaseException, limit: int) -> OutOfMemoryError:
+    return OutOfMemoryError(
+        f"the GPU ran out of memory during the query ({exc}); hetdb's gpu_memory_limit is {limit:,} "
+        "bytes: lower it so operators partition and spill earlier, free memory held by other processes, "
+        "or run on the CPU (device='cpu')")
+
+
+class PinnedSpill:
+    """One spill partition kept in pinned host memory (the GPU counterpart of ``SpillFile``): batches
+    are copied device -> pinned host when written and back when read; host bytes are accounted
+    against host_memory_limit."""
+
+    def __init__(self, host_memory: Any, dtypes: dict[str, DataType]):
+        from hetdb.exec.memory import Reservation
+
+        self.dtypes = dtypes
+        self.batches: list[Batch] = []
+        self.num_rows = 0
+        self.nbytes = 0
+        self._reservation = Reservation(host_memory)
+
+    def write(self, backend, batch: Batch) -> None:
+        if batch.num_rows == 0:
+            return
+        cols = {k: _column_to_pinned(backend, c) for k, c in batch.columns.items()}
+        nbytes = sum(_host_nbytes(c) for c in cols.values())
+        self._reservation.force_grow(nbytes)
+        self.batches.append(Batch(cols, batch.num_rows))
+        self.num_rows += batch.num_rows
+        self.nbytes += nbytes
+
+    def close_writer(self) -> None:
+        """Nothing to flush (kept for the SpillFile interface)."""
+
+    def read_all(self, backend) -> list[Batch]:
+        from hetdb.exec.columns import concat_batches
+
+        if not self.batches:
+            return []
+        device = [Batch({k: _column_to_device(backend, c) for k, c in b.columns.items()}, b.num_rows)
+                  for b in self.batches]
+        return [concat_batches(backend, device)]
+
+    def remove(self) -> None:
+        self.batches = []
+        self._reservation.close()
+
+
+def _to_pinned(arr: Any) -> Any:
+    from hetdb.backend.gpu.memory import pinned_empty
+
+    out = pinned_empty(arr.shape, arr.dtype)
+    arr.get(out=out)
+    return out
+
+
+def _column_to_pinned(backend, col: Column) -> Column:
+    # a dictionary is the table's (or an encoder's) shared object: it stays on the device, so spilled
+    # codes keep pointing at the same dictionary and partitions concatenate without decoding
+    return Column(col.dtype,
+                  data=None if col.data is None else _to_pinned(col.data),
+                  validity=None if col.validity is None else _to_pinned(col.validity),
+                  dictionary=col.dictionary,
+                  offsets=None if col.offsets is None else _to_pinned(col.offsets),
+                  chars=None if col.chars is None else _to_pinned(col.chars))
+
+
+def _column_to_device(backend, col: Column) -> Column:
+    return Column(col.dtype,
+                  data=None if col.data is None else backend.asarray(col.data),
+                  validity=None if col.validity is None else backend.asarray(col.validity),
+                  dictionary=col.dictionary,
+                  offsets=None if col.offsets is None else backend.asarray(col.offsets),
+                  chars=None if col.chars is None else backend.asarray(col.chars))
+
+
+def _host_nbytes(col: Column) -> int:
+    return sum(int(np.asarray(a).nbytes) for a in (col.data, col.validity, col.offsets, col.chars)
+               if a is not None)
