@@ -90,10 +90,8 @@ class _RowGroup:
 
 def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[int]]]:
     """(encoding, sections) of a page, as recorded in the manifest (see storage/pages.py)."""
-    # TableReader exposes the encoding but not the section table; the manifest entry is the one
-    # source of both (storage owns the format, so read it rather than re-deriving the layout).
-    entry = reader._page(column, rg)
-    return entry["enc"], {k: list(v) for k, v in entry["sections"].items()}
+    sections = reader.page_sections(column, rg)
+    return reader.page_encoding(column, rg), {k: list(v) for k, v in sections.items()}
 
 
 class PageStreamer:
