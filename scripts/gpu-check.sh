@@ -8,6 +8,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --target .site .whl/*.whl || exit 1
 fi
 export PYTHONPATH="$PWD/.site:$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+export PATH="$PWD/.site/bin:$PATH"
 export NCCL_NVLS_ENABLE=0
 export PYTHONUNBUFFERED=1
 nvidia-smi || echo "nvidia-smi failed"

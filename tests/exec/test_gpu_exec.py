@@ -157,3 +157,41 @@ def test_no_device_memory_left_after_errors(tpch_db) -> None:
             con.sql("select sum(l_extendedprice) from lineitem")
         assert con._get_engine().last_gpu_leak == 0
         assert con._get_engine().device.budget.used_bytes == con._get_engine().device.cache.used_bytes
+
+
+def test_fused_pipelines_match_and_are_shown(ssb_db, tpch_db) -> None:
+    cases = [(ssb_db, load_queries("ssb")["q1.1"]), (ssb_db, load_queries("ssb")["q1.3"]),
+             (tpch_db, load_queries("tpch")["q06"])]
+    for data, sql in cases:
+        with hetdb.connect(data.path, device="gpu") as con:
+            res = con.sql(sql)
+            text = con.explain(sql, analyze=True)
+            assert res.stats["gpu_leaked_bytes"] == 0
+        assert "fused into one generated kernel" in text, text
+        diff = compare_tables(res.arrow(), data.reference(sql), ordered=False, float_rel_tol=1e-9)
+        assert diff is None, f"{diff}\n{sql}"
+        assert res.num_rows == 1
+
+
+def test_fused_pipeline_runs_pages_with_nulls_operator_at_a_time(tmp_path) -> None:
+    import duckdb
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.storage import ColumnSpec, Database
+
+    v = [None if i % 7 == 0 and i < 300 else (i * 37) % 1000 - 300 for i in range(1000)]
+    table = pa.table({"k": pa.array(range(1000), pa.int64()), "v": pa.array(v, pa.int32())})
+    db = Database.open(str(tmp_path / "db"), create=True)
+    with db.create_table("t", [ColumnSpec("k", T.INT64), ColumnSpec("v", T.INT32)], rows_per_page=250) as w:
+        w.append_arrow(table)
+    sql = "select sum(v), count(v), count(*), min(v), max(v), avg(v) from t where k > 10"
+    with hetdb.connect(str(tmp_path / "db"), device="gpu") as con:
+        res = con.sql(sql)
+        text = con.explain(sql, analyze=True)
+    assert "batches with NULLs ran operator at a time" in text, text
+    duck = duckdb.connect()
+    duck.register("t", table)
+    expected = duck.sql(sql).to_arrow_table()
+    assert compare_tables(res.arrow(), expected, ordered=False, float_rel_tol=1e-9) is None
+    assert res.num_rows == 1

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from hetdb.exec.columns import concat_batches
+from hetdb.exec.host_cache import HostPageCache
 from hetdb.exec.hostutil import to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
@@ -37,6 +38,8 @@ class QueryEngine:
 
             # one budget and page cache per connection: pages stay on the GPU between its queries
             self.device = DeviceResources(options.gpu_memory_limit)
+        # CPU: pages stay decoded in host memory between queries (a quarter of the host budget)
+        self.host_cache = HostPageCache(self.memory.limit // 4) if backend.name == "cpu" else None
         self.threads = max(1, int(options.threads or 1))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
             if self.threads > 1 else None
@@ -105,6 +108,7 @@ class QueryEngine:
         memory = device.memory if device is not None else self.memory
         ctx = ExecContext(self.db, self.backend, self.options, memory, spill_dir, device=device,
                           host_memory=self.memory)
+        ctx.host_cache = self.host_cache
         peak_before = self.memory.peak
         self.memory._peak = self.memory.used
         # GPU pipelines run with one worker: kernels of one device serialise anyway, and the page

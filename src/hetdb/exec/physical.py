@@ -70,6 +70,8 @@ def _format_stats(s) -> str:
         parts.append(f"pages from device cache={s.pages_cached:,} bytes host->device={s.bytes_host_to_device:,}")
     if s.spilled_partitions:
         parts.append(f"spilled partitions={s.spilled_partitions}")
+    if s.fused:
+        parts.append(s.fused)
     if s.fallbacks:
         parts.append("CPU fallback: " + ", ".join(f"{w} x{n}" for w, n in sorted(s.fallbacks.items())))
     return "[" + "; ".join(parts) + "]"

@@ -23,6 +23,7 @@ class _Run:
         self._next = 0
         self._lock = threading.Lock()
         self.stop = False
+        self.parallel = False  # several workers: each runs its kernels single-threaded
 
     def next_morsel(self) -> tuple[int, Any] | None:
         with self._lock:
@@ -46,6 +47,9 @@ class _Run:
 
     def work(self) -> None:
         ctx, pipe = self.ctx, self.pipe
+        set_threads = getattr(ctx.backend, "set_kernel_threads", None)
+        if set_threads is not None:
+            set_threads(1 if self.parallel else None)
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
         lsink = pipe.sink.init_local(ctx, self.gsink)
         try:
@@ -80,10 +84,21 @@ class _Run:
 
 def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | None, threads: int) -> None:
     run = _Run(ctx, pipe)
+    if ctx.device is not None:
+        from hetdb.exec.fusion import plan_fusion, run_fused
+
+        fused, why = plan_fusion(ctx, pipe)
+        if why:
+            ctx.stat(pipe.sink.op_id).fused = why if fused is not None else f"operator at a time: {why}"
+        if fused is not None:
+            run_fused(ctx, pipe, fused, run)
+            ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+            return
     workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
     if workers == 1 or pool is None:
         run.work()
     else:
+        run.parallel = True
         futures = [pool.submit(run.work) for _ in range(workers)]
         errors = []
         for f in futures:

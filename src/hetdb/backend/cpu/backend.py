@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -34,6 +35,12 @@ class CpuBackend:
 
     name = "cpu"
     xp = np
+
+    def set_kernel_threads(self, n: int | None) -> None:
+        """Threads the calling thread's Numba kernels may use (None: all). Pipeline workers run
+        morsels in parallel already; a parallel kernel inside each would oversubscribe the cores and
+        every OpenMP barrier would then wait for a descheduled thread."""
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if n is None else max(1, int(n)))
 
     # ---- movement -------------------------------------------------------------------------------
     def asarray(self, host_array: Any) -> np.ndarray:

@@ -15,7 +15,7 @@ from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.hashtable import HashTable, build, lookup
-from hetdb.backend.cpu.keys import hash_rows, key_matrix
+from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, rows_equal, slot_of
 from hetdb.errors import UnsupportedError
 
 # Direct indexing pays while the key range is about the build size (or cache-sized).
@@ -34,6 +34,8 @@ class CpuJoinTable:
     # Direct-indexed ("perfect hash") variant for one small-range integer key: key id = direct[key - lo].
     direct: np.ndarray | None = None
     direct_lo: int = 0
+    # Every build key occurs once (a primary key): inner/semi probes need no chain walk.
+    unique: bool = False
 
     @property
     def num_keys(self) -> int:
@@ -86,6 +88,63 @@ def _direct_lookup(direct, lo, key):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _direct_probe_unique(direct, lo, key, key_rep, want_pairs):
+    """Inner/semi probe of a direct table whose keys are unique, in one pass: (probe rows with a
+    match, their build rows); build rows are only written when ``want_pairs``."""
+    n = key.shape[0]
+    size = direct.shape[0]
+    pidx = np.empty(n, np.int64)
+    bidx = np.empty(n if want_pairs else 0, np.int64)
+    cnt = 0
+    for i in range(n):
+        c = np.int64(key[i]) - lo
+        if 0 <= c < size:
+            k = direct[c]
+            if k >= 0:
+                pidx[cnt] = i
+                if want_pairs:
+                    bidx[cnt] = key_rep[k]
+                cnt += 1
+    return pidx[:cnt], bidx[:cnt]
+
+
+@njit(cache=True, nogil=True)
+def _hash_probe_unique(table_keys, slots, shift, key_rep, probe_keys, want_pairs):
+    """``_direct_probe_unique`` for a hash table: hashing, lookup and output in one pass."""
+    n = probe_keys.shape[1]
+    mask = slots.shape[0] - 1
+    pidx = np.empty(n, np.int64)
+    bidx = np.empty(n if want_pairs else 0, np.int64)
+    cnt = 0
+    for i in range(n):
+        h = row_hash(probe_keys, i)
+        hb = np.int64(h)
+        s = slot_of(h, shift)
+        while True:
+            k = slots[s, 1]
+            if k == -1:
+                break
+            if slots[s, 0] == hb and rows_equal(table_keys, key_rep[k], probe_keys, i):
+                pidx[cnt] = i
+                if want_pairs:
+                    bidx[cnt] = key_rep[k]
+                cnt += 1
+                break
+            s = (s + 1) & mask
+    return pidx[:cnt], bidx[:cnt]
+
+
+def _probe_unique(table: CpuJoinTable, keys: list[np.ndarray], want_pairs: bool):
+    t = table.table
+    if table.direct is not None:
+        key = np.ascontiguousarray(keys[0])
+        if key.dtype.kind not in "iu":
+            key = key_bits(key)
+        return _direct_probe_unique(table.direct, np.int64(table.direct_lo), key, t.key_rep, want_pairs)
+    return _hash_probe_unique(table.keys, t.slots, t.shift, t.key_rep, key_matrix(keys), want_pairs)
+
+
 def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
     """Hash table over the build keys (see module docstring); one integer key whose range is about
     the build size gets a direct-indexed table instead (no hashing, one memory access per probe)."""
@@ -98,9 +157,14 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
         if size <= max(_DIRECT_MIN_RANGE, min(2 * n, _DIRECT_MAX_RANGE)):
             direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
-            return CpuJoinTable(km, table, n, direct, lo)
+            return CpuJoinTable(km, table, n, direct, lo, unique=_all_unique(count, n))
     table = build(km, hash_rows(km), descending=True, chain=True)
-    return CpuJoinTable(km, table, n)
+    return CpuJoinTable(km, table, n, unique=_all_unique(table.key_count, n))
+
+
+def _all_unique(key_count: np.ndarray, n: int) -> bool:
+    """Every row has its own key: as many used key ids as rows."""
+    return int(np.count_nonzero(key_count)) == n
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -153,6 +217,11 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
         raise UnsupportedError(f"join kind {kind!r} is not supported (one of {', '.join(JOIN_KINDS)})")
     if len(keys) != table.num_keys:
         raise ValueError(f"probe has {len(keys)} key columns, build has {table.num_keys}")
+    if table.unique and kind in ("inner", "semi"):
+        if table.direct is not None and np.asarray(keys[0]).dtype.kind == "f":
+            raise ValueError("probe key is float64 but the build key is an integer")
+        pidx, bidx = _probe_unique(table, keys, kind == "inner")
+        return (pidx, bidx) if kind == "inner" else pidx
     pk = key_matrix(keys)
     t = table.table
     if table.direct is not None:

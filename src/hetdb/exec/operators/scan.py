@@ -133,7 +133,14 @@ class TableScan(Source):
         return split_batches(ctx, batch)
 
     def _read_column(self, ctx: ExecContext, reader: Any, name: str, rg: int):
-        col = reader.read(name, rg)
+        cache = getattr(ctx, "host_cache", None)
+        if cache is not None:
+            col, hit = cache.read(reader, name, rg)
+            if hit:
+                ctx.add(self.op_id, pages_cached=1)
+                return column_to_device(ctx.backend, col, ctx.dict_cache)
+        else:
+            col = reader.read(name, rg)
         nbytes = None
         if hasattr(reader, "page_location"):
             try:

@@ -58,7 +58,9 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
     state.iterator = iter(state.streamer)
 
 
-def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState) -> list[Batch]:
+def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
+                     apply_filters: bool = True) -> list[Batch]:
+    """Row group ``rg`` on the device; pushed filters applied unless a fused kernel evaluates them."""
     from hetdb.exec.operators.scan import conjunction, split_batches
 
     if state.iterator is None:
@@ -71,7 +73,7 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState)
     cols = {f.cid: batch.columns[name] for f, name in zip(scan.fields, scan.column_names)}
     out = Batch(cols, batch.num_rows)
     pred = conjunction(scan.filters)
-    if pred is not None and state.verdicts.get(rg) != "all":
+    if apply_filters and pred is not None and state.verdicts.get(rg) != "all":
         out = filter_batch(ctx.backend, out, ctx.evaluator.predicate(pred, out))
     ctx.add(op.op_id, rows_in=batch.num_rows, rows_out=out.num_rows)
     return split_batches(ctx, out) if out.num_rows else []
