@@ -84,7 +84,7 @@ class Connection:
         from hetdb.storage import Database
 
         self.db = Database.open(str(path), create=create)
-        for key in ("gpu_memory_limit", "host_memory_limit"):
+        for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit"):
             if key in options:
                 options[key] = parse_bytes(options[key])
         if "disabled_passes" in options:

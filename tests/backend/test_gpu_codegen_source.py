@@ -128,3 +128,16 @@ def test_generated_kernels_compile_with_nvcc(tmp_path):
         assert result.returncode == 0, f"{name}:\n{result.stderr}\n{pipeline.kernel.body}"
         compiled += 1
     assert compiled == len(all_specs())
+
+
+def test_probe_keyed_on_a_payload_loads_it_first():
+    # a dictionary lookup on a build-side string: the lookup probe's key is the first probe's payload
+    spec = FusedPipelineSpec(
+        inputs=(("k", T.INT32), ("v", T.INT32)),
+        probes=(DenseProbe(col("k"), (("city", T.STRING), ("g", T.INT32))),
+                DenseProbe(col("city", T.STRING))),
+        group_keys=(col("g"),),
+        aggregates=(AggregateSpec("sum", i64(col("v"))),))
+    src = generate(spec).body
+    assert src.index("q0_0[i] = p0_pay0[r0[i]]") < src.index("// probe 1: city")
+    assert "(long long)(q0_0[i]) - p1_lo" in src

@@ -2,7 +2,8 @@
 
 At least 500 queries per run (derandomized, so CI runs the same ones every time). A failure prints
 the SQL, what differs, and the first rows of both answers; hypothesis then shrinks it to a small query.
-Set HETDB_RANDOM_EXAMPLES to scale the number of queries per schema (e.g. 2000 for a long soak).
+Set HETDB_RANDOM_EXAMPLES to scale the number of queries per schema (e.g. 10 for a long soak) and
+HETDB_RANDOM_SHRINK=1 to have hypothesis shrink a failing query to a minimal one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from diff_querygen import (
     QueryGen,
     build_schema,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 SCALE = float(os.environ.get("HETDB_RANDOM_EXAMPLES", "1"))
@@ -29,7 +30,11 @@ EXAMPLES = {"ssb": int(170 * SCALE), "tpch": int(170 * SCALE), "nulls": int(200 
 MIN_TOTAL = 500
 assert sum(EXAMPLES.values()) >= MIN_TOTAL or SCALE < 1
 
-_SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=False,
+# Shrinking a failure can take minutes (hypothesis allows itself 5); CI reports the failing query as
+# drawn. HETDB_RANDOM_SHRINK=1 shrinks it to a minimal query when debugging.
+_PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + (
+    [Phase.shrink] if os.environ.get("HETDB_RANDOM_SHRINK") else [])
+_SETTINGS = dict(derandomize=True, deadline=None, database=None, print_blob=False, phases=_PHASES,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                         HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 

@@ -3,10 +3,11 @@
 Modes (what is cached before each timed run):
   hot  - one connection for the whole run; the warm-up leaves the data in the engine's caches
          (GPU memory on the GPU, host memory on the CPU).
-  warm - a fresh connection per run (engine caches empty) with the files in the OS page cache, so the
-         data comes from host memory.
-  cold - a fresh connection per run after the OS page cache is dropped (or the files evicted), so the
-         disk is in the path.
+  warm - a fresh connection per run (its GPU page cache empty) while the process-wide pinned host page
+         tier and the OS page cache keep the data the warm-up loaded, so on the GPU the data is
+         streamed from pinned host memory (at PCIe speed) and on the CPU it comes from host memory.
+  cold - a fresh connection per run after the OS page cache is dropped (or the files evicted) and the
+         pinned host page tier is emptied, so the disk is in the path.
 Each query runs once to warm up and then ``repeat`` times; the median is reported. DuckDB runs on its
 in-memory tables (all cores) and gives the reference answer.
 """
@@ -60,6 +61,9 @@ class HetdbSide:
             return
         self.close()
         if self.mode == "cold":
+            from hetdb.cache.host_cache import clear_shared_host_cache
+
+            clear_shared_host_cache()
             self.cache_drops.append(self._drop_cache())
         self._con = self._connect()
 
@@ -101,7 +105,19 @@ def run_mode(prepared: list[PreparedQuery], hetdb_side: HetdbSide, duck: Any, *,
            "summary": summarize(results)}
     if hetdb_side.cache_drops:
         run["cache_drop"] = hetdb_side.cache_drops[0]
+    run["host_tier"] = host_tier_state()
     return run
+
+
+def host_tier_state() -> dict[str, Any] | None:
+    """Size and counters of the process-wide pinned host page tier (None if no GPU scan made one)."""
+    from hetdb.cache.host_cache import existing_shared_host_cache
+
+    tier = existing_shared_host_cache()
+    if tier is None:
+        return None
+    return {"capacity_bytes": tier.capacity_bytes, "allocated_bytes": tier.allocated_bytes,
+            "used_bytes": tier.used_bytes, **tier.stats.as_dict()}
 
 
 def run_query(pq: PreparedQuery, side: HetdbSide, duck: Any, *, repeat: int, time_duckdb: bool,

@@ -1,12 +1,14 @@
-"""The page-cache interface every tier implements (GPU now; pinned host and disk routing later).
+"""The page-cache interface every tier implements (GPU memory, pinned host memory).
 
 A page is identified by *what* it is, never by where it lives: (table, table version, column, row group,
 part). Versions are immutable, so a key's bytes never change and a cached copy is never stale; a new
 commit simply produces new keys and old ones age out. ``part`` separates objects derived from one
 column that are cached on their own (the page itself, a column's shared string dictionary).
 
-A later tiered cache (HetCache-style: route each page by where copies of it already live) implements
-the same interface per tier and adds a router on top; scans only ever talk to a ``PageCache``.
+Each tier implements the same interface; the router (HetCache-style: route each page by where copies
+of it already live) is the GPU ``PageStreamer``, which asks the device tier, then the host tier, then
+storage. The host tier adds a load protocol (acquire / commit / abort) so pages are read straight into
+its memory.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Imported only when the backend is the GPU (it imports CuPy lazily through ``back
 
 One ``DeviceResources`` lives on a QueryEngine (so on a connection): a ``DeviceMemoryBudget`` of
 ``gpu_memory_limit`` (default 80% of the free device memory), the ``DevicePageCache`` that keeps
-pages on the device between queries, and the accounting of operator state. Operators keep calling
+pages on the device between queries, the accounting of operator state, and the connection's use of
+the process-wide pinned host page tier (``cache/host_cache.py``), which outlives connections. Operators keep calling
 the ``MemoryManager`` interface (``exec/memory.py``); on the GPU it is a ``DeviceMemoryManager`` whose
 refusals make joins and aggregations partition and spill, here into pinned host memory.
 """
@@ -131,16 +132,36 @@ class DeviceResources:
     def __init__(self, limit_bytes: int | None):
         import cupy
 
+        self.pool = cupy.get_default_memory_pool()
         if limit_bytes is None:
             free, _total = cupy.cuda.runtime.memGetInfo()
-            limit_bytes = int(free * DEFAULT_LIMIT_FRACTION)
+            # blocks CuPy's pool keeps from earlier queries or connections are free to this one too
+            limit_bytes = int((free + self.pool.free_bytes()) * DEFAULT_LIMIT_FRACTION)
         from hetdb.cache import DevicePageCache
 
         self.budget = _budget_class()(int(limit_bytes))
         self.cache = DevicePageCache(self.budget, share=CACHE_SHARE)
         self.memory = DeviceMemoryManager(self.budget, self.cache)
-        self.pool = cupy.get_default_memory_pool()
         self._cupy = cupy
+        self._host_tier: Any = None
+        self._host_tier_resolved = False
+        self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
+        self.host_tier_bytes = 0
+
+    def host_tier(self, options: Any) -> Any:
+        """The process-wide pinned host page tier for this connection's scans, or None when the
+        ``host_cache_limit`` connection option is 0. The option (bytes; default half the RAM) sets the
+        shared tier's limit."""
+        if not self._host_tier_resolved:
+            from hetdb.cache.host_cache import shared_host_cache
+
+            self._host_tier = shared_host_cache(getattr(options, "host_cache_limit", None))
+            self._host_tier_resolved = True
+        return self._host_tier
+
+    def count_host_tier(self, pages: int, nbytes: int) -> None:
+        self.host_tier_pages += pages
+        self.host_tier_bytes += nbytes
 
     def cache_device_bytes(self) -> int:
         """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries."""
@@ -170,11 +191,18 @@ class DeviceResources:
         if leak > 0:
             gc.collect()  # arrays kept alive only by reference cycles are not leaks
             leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
-        self.pool.free_all_blocks()  # return unused pool blocks to the device
+        # Freed blocks stay in CuPy's pool for the next query (a page stream allocates one block per
+        # page: cudaMalloc/cudaFree per page would cost a good part of the PCIe time). The pool gives
+        # them back itself when an allocation would otherwise fail.
         return max(0, leak)
 
     def close(self) -> None:
+        """Drop this connection's cached pages; their blocks stay in CuPy's pool, for the next
+        connection of the process (``free_pool_blocks`` returns them to the device)."""
         self.cache.clear()
+
+    def free_pool_blocks(self) -> None:
+        """Return every unused block of CuPy's pool to the device."""
         self.pool.free_all_blocks()
 
 

@@ -1,62 +1,352 @@
-"""Fused GPU pipelines: a pipeline ``TableScan -> (Filter | inner HashProbe)* -> HashAggregate`` whose
-expressions the code generator translates runs as one generated kernel per row group (scan filters,
-dense-key probes and aggregation in registers, no intermediate batches), through
-``backend/gpu/codegen``. Everything else, and every batch the kernel cannot take (a page with NULLs),
-runs operator at a time; the sink's statistics say which way the pipeline ran (EXPLAIN ANALYZE).
+"""Fused GPU pipelines: ``TableScan -> (Filter | inner HashProbe)* -> HashAggregate`` runs as one
+generated kernel per row group (scan filters, dense-key probes, grouping and aggregation in registers
+and shared memory, no intermediate batches), through ``backend/gpu/codegen``. Everything else, and
+every batch the kernel cannot take (a page with NULLs, a plain-string page), runs operator at a time;
+the sink's statistics say which way a pipeline ran and why (EXPLAIN ANALYZE).
 
-Scope now: aggregates without GROUP BY (sum, count, count(*), min, max, avg) over numeric columns,
-probes into build sides whose integer keys are unique and dense (star-schema dimensions). Grouped
-aggregation needs dense group-key domains and is left to the operators.
+What fuses:
+- aggregates sum, count, count(*), min, max, avg over numeric columns, with or without GROUP BY;
+- group keys that are columns with a small dense domain (codegen/groups.py): dictionary codes and
+  zone-map-bounded integers of the scanned table, build-side payloads (compacted to the ranks of
+  their values among the build rows); the combined domain is bounded (MAX_FUSED_GROUPS);
+- inner joins on one integer key that is unique on the build side (dense-array probes carrying the
+  build columns later stages need); build-side filters ran when the build was made;
+- filters on dictionary strings: the predicate is evaluated once over the dictionary and the kernel
+  probes a code -> keep lookup (a dense probe with no payload);
+- swapped star joins: when the optimizer made the big (fact) side the *build* side of the last join
+  (``fact scan -> probes -> HashBuild`` consumed by ``dimension scan -> HashProbe -> HashAggregate``),
+  the fact pipeline is deferred and runs inside the consumer's kernel with the dimension as a dense
+  probe (an inner join is symmetric; the dimension key must be unique).
+
+Grouped results go into the aggregation's partial states exactly like an operator-at-a-time batch
+(same key and state columns, dictionary strings keep their dictionary), so whatever follows the
+aggregation cannot tell which way it ran.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.errors import UnsupportedError
-from hetdb.exec.operators.aggregate import HashAggregate, _s, _sum_type
+from hetdb.errors import HetdbError, UnsupportedError
+from hetdb.exec.columns import concat_batches
+from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp
-from hetdb.exec.operators.join import HashProbe, _key_name
+from hetdb.exec.operators.join import HashBuild, HashProbe, _key_name
 from hetdb.exec.operators.scan import TableScan, conjunction
-from hetdb.plan.expr import Expr
+from hetdb.plan.expr import ColumnRef, Expr, Field
+from hetdb.plan.exprutil import conjuncts
+from hetdb.types import DataType
 
 _NUMERIC = ("int32", "int64", "decimal", "date", "float64")
+_INT_KEYS = ("int32", "int64", "date")
+_GROUP_KINDS = ("int32", "int64", "date", "string")
+DEFER_MIN_ROWS = 1 << 20  # a probe-free build pipeline over fewer rows is a dimension, not a fact side
+FUSED = "fused into one generated kernel"
+
+
+class _NotFused(Exception):
+    """Why a pipeline does not fuse (shown by EXPLAIN ANALYZE)."""
+
+
+@dataclass
+class GroupKey:
+    """How the kernel's key ``index`` decodes into the aggregation's key column ``dtype``."""
+
+    domain: Any                  # codegen.groups.KeyDomain (kernel key range, rank -> value)
+    dtype: DataType
+    dictionary: Column | None    # dictionary strings: the dictionary the codes index
 
 
 @dataclass
 class FusionPlan:
-    pipeline: Any                  # codegen FusedPipeline
-    tables: list                   # DenseJoinTable per probe
-    slots: list[tuple[int, str, int]]  # (aggregate index j, state part, index into the kernel's values)
+    pipeline: Any = None                     # codegen FusedPipeline
+    tables: list = field(default_factory=list)   # DenseJoinTable per probe
+    slots: list[tuple[int, str, int]] = field(default_factory=list)  # (agg j, state part, kernel value)
+    group_keys: list[GroupKey] = field(default_factory=list)
+    scan: TableScan | None = None            # the scanned (fact) table
+    fact: Any = None                         # the deferred fact pipeline of a swapped join
+    deferred: bool = False                   # this pipeline runs inside its consumer's kernel
 
 
-def _columns(exprs: list[Expr]) -> set[str]:
-    out: set[str] = set()
-    for e in exprs:
-        out |= set(e.columns())
-    return out
+class _Deferrals:
+    def __init__(self) -> None:
+        self.pending: dict[int, Any] = {}    # pid -> deferred pipeline (HashBuild sink)
+        self.no_defer: set[int] = set()
 
 
+_DEFERRALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _deferrals(ctx: ExecContext) -> _Deferrals:
+    d = _DEFERRALS.get(ctx)
+    if d is None:
+        d = _DEFERRALS[ctx] = _Deferrals()
+    return d
+
+
+# ---- planning ---------------------------------------------------------------------------------------
 def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
-    """(plan, "fused into one generated kernel") when the pipeline runs fused, else (None, why not;
-    empty when the pipeline does not end in an aggregation, the only fused shape)."""
-    src, sink = pipe.source, pipe.sink
+    """(plan, how it fuses) when the pipeline runs fused, else (None, why not; empty when the pipeline
+    is no candidate). Deferred fact pipelines this pipeline needs run first unless it takes them in."""
+    d = _deferrals(ctx)
+    swap = _swap_candidate(ctx, pipe, d)
+    for op in pipe.ops:
+        if isinstance(op, HashProbe) and op.build_pipeline in d.pending and op.build_pipeline != swap:
+            _materialize(ctx, d, op.build_pipeline, None)
+    sink = pipe.sink
+    if isinstance(sink, HashBuild):
+        if _deferrable(ctx, pipe, d):
+            d.pending[pipe.pid] = pipe
+            return FusionPlan(deferred=True), ("deferred: this fact-side build runs inside the fused "
+                                               "kernel of the pipeline that probes it")
+        return None, ""
     if not isinstance(sink, HashAggregate):
         return None, ""  # not a candidate: nothing to report
-    if not isinstance(src, TableScan):
-        return None, f"source {type(src).__name__} is not a stored-table scan"
-    if sink.keys:
-        return None, "grouped aggregation is not fused yet"
+    if swap is not None:
+        fact = d.pending[swap]
+        try:
+            plan = _plan(ctx, pipe, fact)
+        except _NotFused as e:
+            _materialize(ctx, d, swap, f"swapped into pipeline {pipe.pid}: {e}")
+        else:
+            del d.pending[swap]
+            ctx.stat(fact.sink.op_id).fused = (f"runs inside pipeline {pipe.pid}'s fused kernel "
+                                               "(join sides swapped)")
+            return plan, (f"{FUSED} (scans {plan.scan.scan.table}, join sides swapped: pipeline "
+                          f"{fact.pid} runs inside it; {_groups_text(plan)})")
+    try:
+        plan = _plan(ctx, pipe, None)
+    except _NotFused as e:
+        return None, str(e)
+    return plan, f"{FUSED} ({_groups_text(plan)})"
+
+
+def _groups_text(plan: FusionPlan) -> str:
+    from hetdb.backend.gpu.codegen.groups import combined_groups
+
+    if not plan.group_keys:
+        return "no GROUP BY"
+    return f"{combined_groups(k.domain for k in plan.group_keys)} dense groups"
+
+
+def _table_rows(ctx: ExecContext, scan: TableScan) -> int:
+    return int(ctx.db.table(scan.scan.table).num_rows)
+
+
+def _single_key_inner(op: HashProbe) -> bool:
+    return op.kind == "inner" and len(op.left_keys) == 1 and op.residual is None
+
+
+def _deferrable(ctx: ExecContext, pipe: Any, d: _Deferrals) -> bool:
+    """A fact-side build: table scan, filters and single-key inner probes, one integer build key."""
+    if pipe.pid in d.no_defer or not isinstance(pipe.source, TableScan):
+        return False
+    if len(pipe.sink.keys) != 1 or pipe.sink.keys[0].dtype.kind not in _INT_KEYS:
+        return False
+    probes = 0
+    for op in pipe.ops:
+        if isinstance(op, HashProbe) and _single_key_inner(op):
+            probes += 1
+        elif not isinstance(op, FilterOp):
+            return False
+    return probes > 0 or _table_rows(ctx, pipe.source) >= DEFER_MIN_ROWS
+
+
+def _swap_candidate(ctx: ExecContext, pipe: Any, d: _Deferrals) -> int | None:
+    """pid of the deferred fact pipeline ``pipe`` can take into its kernel, else None."""
+    if not d.pending or not pipe.ops or not isinstance(pipe.source, TableScan):
+        return None
+    op = pipe.ops[0]
+    if not isinstance(op, HashProbe) or op.build_pipeline not in d.pending or not _single_key_inner(op):
+        return None
+    if not isinstance(pipe.sink, HashAggregate):
+        return None
+    fact = d.pending[op.build_pipeline]
+    if _table_rows(ctx, fact.source) <= _table_rows(ctx, pipe.source):
+        return None  # the build side is the smaller table after all: nothing to gain from swapping
+    return op.build_pipeline
+
+
+def _materialize(ctx: ExecContext, d: _Deferrals, pid: int, why: str | None) -> None:
+    """Run a deferred pipeline now, operator at a time: its consumer did not take it in (``why``
+    says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    from hetdb.exec.pipeline import run_pipeline
+
+    pipe = d.pending.pop(pid)
+    d.no_defer.add(pid)
+    run_pipeline(ctx, pipe, None, 1)
+    ctx.stat(pipe.sink.op_id).fused = "" if why is None else f"operator at a time: {why}"
+
+
+@dataclass
+class _Join:
+    """A join the kernel does as a dense probe: ``left_key`` over the pipeline's columns, ``key``
+    per build row, ``batch`` the build rows whose ``fields`` become pipeline columns."""
+
+    left_key: Expr
+    key: Column
+    batch: Batch
+    fields: tuple[Field, ...]
+
+
+def _join_of_probe(ctx: ExecContext, op: HashProbe) -> _Join:
+    if not _single_key_inner(op):
+        raise _NotFused(f"{op.kind} join with {len(op.left_keys)} keys"
+                        f"{' and a residual' if op.residual is not None else ''} is not fused")
+    side = ctx.results[op.build_pipeline]
+    if side.partitions is not None:
+        raise _NotFused("the join's build side was partitioned (spilled)")
+    return _Join(op.left_keys[0], side.batch.columns[_key_name(0)], side.batch, op.right_fields)
+
+
+def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any) -> _Join:
+    """The swapped join: the consumer's (dimension) scan, filtered, becomes the dense build."""
+    src, op = pipe.source, pipe.ops[0]
+    gsrc = src.init_global(ctx)
+    batches = []
+    for index, rg in enumerate(src.morsels(ctx, gsrc)):
+        ctx.set_morsel(index)
+        batches.extend(src.read(ctx, rg, gsrc))
+    names = [f.cid for f in src.scan.fields]
+    if batches:
+        batch = concat_batches(ctx.backend, batches, names)
+    else:
+        from hetdb.exec.columns import empty_batch
+
+        batch = empty_batch(ctx.backend, src.scan.fields)
+    k = op.left_keys[0]
+    key = ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype)
+    return _Join(fact.sink.keys[0], key, batch, op.left_fields)
+
+
+def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
+    """The fused plan of ``pipe`` (with the deferred ``fact`` pipeline swapped in), or _NotFused."""
+    sink: HashAggregate = pipe.sink
     if sink.raw_mode:
-        return None, "DISTINCT aggregates are not fused"
-    from hetdb.backend.gpu.codegen import AGGREGATE, AggregateSpec, DenseProbe, FusedPipelineSpec
+        raise _NotFused("DISTINCT aggregates are not fused")
+    src = pipe.source if fact is None else fact.source
+    if not isinstance(src, TableScan):
+        raise _NotFused(f"source {type(src).__name__} is not a stored-table scan")
+    ops = list(pipe.ops) if fact is None else [*fact.ops, None, *pipe.ops[1:]]  # None: the swapped join
+    aggs, slots = _aggregates(sink)
+
+    conj: list[Expr] = [c for f in src.scan.filters for c in conjuncts(f)]
+    joins: list[_Join] = []
+    for op in ops:
+        if op is None:
+            joins.append(_join_of_dimension(ctx, pipe, fact))
+        elif isinstance(op, FilterOp):
+            conj += conjuncts(op.predicate)
+        elif isinstance(op, HashProbe):
+            joins.append(_join_of_probe(ctx, op))
+        else:
+            raise _NotFused(f"{type(op).__name__} is not fused")
+
+    types = {f.cid: f.dtype for f in src.scan.fields}
+    for j in joins:
+        types.update({f.cid: f.dtype for f in j.fields})
+    group_cids = []
+    for _, e in sink.keys:
+        if not isinstance(e, ColumnRef):
+            raise _NotFused(f"group key {e} is not a column (dense domains need columns)")
+        if e.dtype.kind not in _GROUP_KINDS:
+            raise _NotFused(f"group key {e} of type {e.dtype} has no dense domain")
+        group_cids.append(e.cid)
+    lookups = [c for c in conj if _is_lookup(c, types)]
+    filters = [c for c in conj if not _is_lookup(c, types)]
+    needed: set[str] = set()
+    for e in [*filters, *lookups, *(j.left_key for j in joins), *(a.arg for _, a in sink.aggs if a.arg)]:
+        needed |= e.columns()
+
+    reader = ctx.db.table(src.scan.table)
+    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
+    inputs = tuple(dict.fromkeys((f.cid, f.dtype) for f in src.scan.fields
+                                 if f.cid in needed or f.cid in group_cids))
+    for cid, dtype in inputs:
+        if dtype.kind not in _NUMERIC and dtype.kind != "string":
+            raise _NotFused(f"column {cid} of type {dtype} is not fused")
+        if dtype.kind == "string" and reader.dictionary(name_of[cid]) is None:
+            raise _NotFused(f"column {cid} is a plain (not dictionary-encoded) string")
+    if fact is not None:
+        _check_pages(reader, [name_of[c] for c, _ in inputs])
+
+    from hetdb.backend.gpu.codegen import DenseProbe
+
+    probes, tables = [], []
+    scan_dicts: dict[str, Column] = {}
+
+    def scan_dictionary(cid: str) -> Column:
+        if cid not in scan_dicts:
+            from hetdb.exec.hostutil import column_to_device
+
+            scan_dicts[cid] = column_to_device(ctx.backend, reader.dictionary(name_of[cid]), ctx.dict_cache)
+        return scan_dicts[cid]
+
+    def add_lookups(cids: set[str], dictionary_of) -> None:
+        for c in lookups:
+            (cid,) = c.columns()
+            if cid in cids:
+                probes.append(DenseProbe(ColumnRef(types[cid], cid, nullable=False)))
+                tables.append(_lookup_table(ctx, c, cid, types[cid], dictionary_of(cid)))
+
+    add_lookups({c for c, _ in inputs}, scan_dictionary)
+    groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
+    for j in joins:
+        probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups)
+        probes.append(probe)
+        tables.append(table)
+        add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
+
+    from hetdb.backend.gpu.codegen.groups import KeyDomain, domain_refusal, zone_map_domain
+
+    group_exprs, group_keys = [], []
+    for (_, e), cid in zip(sink.keys, group_cids):
+        if cid in groups:
+            kcid, domain, dictionary = groups[cid]
+            group_exprs.append(ColumnRef(T.INT32, kcid, nullable=False))
+        elif cid in name_of:
+            name = name_of[cid]
+            group_exprs.append(e)
+            if e.dtype.kind == "string":
+                dictionary = scan_dictionary(cid)
+                domain = KeyDomain(0, len(dictionary) - 1)
+            else:
+                dictionary = None
+                domain = zone_map_domain(reader.zone_map(name, rg) for rg in range(reader.num_row_groups))
+                if domain is None:
+                    raise _NotFused(f"group key {e} has no zone-map bounds")
+        else:
+            raise _NotFused(f"group key {e} is not available to the kernel")
+        group_keys.append(GroupKey(domain, e.dtype, dictionary))
+    refusal = domain_refusal([k.domain for k in group_keys])
+    if refusal is not None:
+        raise _NotFused(refusal)
+
+    from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, compile_fused_pipeline
     from hetdb.backend.gpu.codegen.expr_cuda import ExprError
 
-    aggs, slots = [], []
+    spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
+                             AGGREGATE)
+    reason = spec.unfusable_reason()
+    if reason is not None:
+        raise _NotFused(reason)
+    try:
+        fp = compile_fused_pipeline(spec)
+    except (UnsupportedError, ExprError) as e:
+        raise _NotFused(str(e)) from None
+    return FusionPlan(fp, tables, slots, group_keys, src, fact)
+
+
+def _aggregates(sink: HashAggregate) -> tuple[list, list[tuple[int, str, int]]]:
+    from hetdb.backend.gpu.codegen import AggregateSpec
+
+    aggs: list = []
+    slots: list[tuple[int, str, int]] = []
     for j, (_, a) in enumerate(sink.aggs):
         if a.op == "avg":
             aggs += [AggregateSpec("sum", a.arg), AggregateSpec("count_star")]
@@ -65,84 +355,113 @@ def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
             aggs.append(AggregateSpec(a.op, a.arg))
             slots.append((j, {"sum": "sum", "min": "val", "max": "val"}.get(a.op, "cnt"), len(aggs) - 1))
         else:
-            return None, f"aggregate {a.op} is not fused"
-    filters = list(src.scan.filters)
-    exprs = filters + [a.arg for _, a in sink.aggs if a.arg is not None]
-    for op in pipe.ops:
-        if isinstance(op, FilterOp):
-            exprs.append(op.predicate)
-        elif isinstance(op, HashProbe):
-            exprs += list(op.left_keys)
-    used = _columns(exprs)
-    inputs = tuple(dict.fromkeys((f.cid, f.dtype) for f in src.scan.fields if f.cid in used))
-    for cid, dtype in inputs:
-        if dtype.kind not in _NUMERIC:
-            return None, f"column {cid} of type {dtype} is not fused"
-    probes, tables = [], []
-    for op in pipe.ops:
-        if isinstance(op, FilterOp):
-            filters.append(op.predicate)
+            raise _NotFused(f"aggregate {a.op} is not fused")
+    return aggs, slots
+
+
+def _is_lookup(c: Expr, types: dict[str, DataType]) -> bool:
+    cols = c.columns()
+    return len(cols) == 1 and getattr(types.get(next(iter(cols))), "kind", None) == "string"
+
+
+def _lookup_table(ctx: ExecContext, pred: Expr, cid: str, dtype: DataType, dictionary: Column | None) -> Any:
+    """Dense table over the codes of ``dictionary``: code -> itself where ``pred`` holds, else -1."""
+    from hetdb.backend.gpu.codegen import DenseJoinTable
+    from hetdb.backend.gpu.codegen.groups import lookup_rows
+
+    if dictionary is None:
+        raise _NotFused(f"filter {pred} is on a plain (not dictionary-encoded) string")
+    xp = ctx.backend.xp
+    n = len(dictionary)
+    codes = Column(dtype, data=xp.arange(n, dtype=xp.int32), dictionary=dictionary)
+    mask = ctx.evaluator.predicate(pred, Batch({cid: codes}, n))
+    return DenseJoinTable(lookup_rows(xp, mask), 0, n, [], n)
+
+
+def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[str],
+                 groups: dict) -> tuple[Any, Any, set[str]]:
+    """(DenseProbe, DenseJoinTable, payload cids) of one join; group keys among the build columns
+    get a compacted rank payload (recorded in ``groups``)."""
+    from hetdb.backend.gpu.codegen import DenseProbe, dense_build
+    from hetdb.backend.gpu.codegen.groups import compact
+
+    xp = ctx.backend.xp
+    if j.key.dtype.kind not in _INT_KEYS or j.key.data is None:
+        raise _NotFused(f"the join key {j.left_key} is not an integer")
+    payload, arrays, provided = [], [], set()
+    for f in j.fields:
+        if f.cid not in needed and f.cid not in group_cids:
             continue
-        if not isinstance(op, HashProbe):
-            return None, f"{type(op).__name__} is not fused"
-        if op.kind != "inner" or len(op.left_keys) != 1 or op.residual is not None:
-            return None, f"{op.kind} join with {len(op.left_keys)} keys is not fused"
-        side = ctx.results[op.build_pipeline]
-        if side.partitions is not None:
-            return None, "the join's build side was partitioned (spilled)"
-        key = side.batch.columns.get(_key_name(0))
-        if key is None or key.dtype.kind not in ("int32", "int64", "date"):
-            return None, "the join key is not an integer"
-        payload, arrays = [], []
-        for f in op.right_fields:
-            if f.cid not in used:
-                continue
-            col = side.batch.columns[f.cid]
-            if f.dtype.kind not in _NUMERIC or col.validity is not None:
-                return None, f"build column {f.cid} ({f.dtype}, nullable) is not fused"
+        col = j.batch.columns[f.cid]
+        if col.validity is not None and not bool(col.validity.all()):
+            raise _NotFused(f"build column {f.cid} has NULLs")
+        if f.dtype.kind == "string":
+            if col.dictionary is None or col.data is None:
+                raise _NotFused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
+        elif f.dtype.kind not in _NUMERIC:
+            raise _NotFused(f"build column {f.cid} of type {f.dtype} is not fused")
+        if f.cid in needed:
             payload.append((f.cid, f.dtype))
             arrays.append(col.data)
-        from hetdb.backend.gpu.codegen import dense_build
-
-        try:
-            tables.append(dense_build(key.data, arrays, mask=key.validity))
-        except UnsupportedError as e:
-            return None, str(e)
-        probes.append(DenseProbe(op.left_keys[0], tuple(payload)))
-    spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), (), tuple(aggs), AGGREGATE)
-    reason = spec.unfusable_reason()
-    if reason is not None:
-        return None, reason
-    from hetdb.backend.gpu.codegen import compile_fused_pipeline
-
+            provided.add(f.cid)
+        if f.cid in group_cids:
+            domain, ranks = compact(xp, col.data)
+            kcid = f"{f.cid}@rank"
+            payload.append((kcid, T.INT32))
+            arrays.append(ranks)
+            groups[f.cid] = (kcid, domain, col.dictionary)
     try:
-        fp = compile_fused_pipeline(spec)
-    except (UnsupportedError, ExprError) as e:
-        return None, str(e)
-    return FusionPlan(fp, tables, slots), "fused into one generated kernel"
+        table = dense_build(j.key.data, arrays, mask=j.key.validity)
+    except UnsupportedError as e:
+        raise _NotFused(str(e)) from None
+    return DenseProbe(j.left_key, tuple(payload)), table, provided
 
 
+def _check_pages(reader: Any, names: list[str]) -> None:
+    """A swapped fact scan has no operator-at-a-time fallback: every page must suit the kernel."""
+    for name in names:
+        for rg in range(reader.num_row_groups):
+            if reader.zone_map(name, rg).null_count:
+                raise _NotFused(f"column {name} has NULLs (swapped joins run fused only)")
+            if reader.dictionary(name) is not None and reader.page_encoding(name, rg) != "dict":
+                raise _NotFused(f"column {name} has plain-string pages (swapped joins run fused only)")
+
+
+# ---- running ----------------------------------------------------------------------------------------
 def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     """Drive ``pipe`` through the fused kernel; batches it cannot take go through the operators of
-    ``run`` (the pipeline driver). The kernel's totals join the aggregation's partial states."""
+    ``run`` (the pipeline driver). The kernel's groups join the aggregation's partial states."""
+    if plan.deferred:
+        return  # the consumer's kernel scans this pipeline's table
     from hetdb.exec.operators.scan_device import read_device_scan
 
-    src, sink = pipe.source, pipe.sink
+    sink = pipe.sink
+    src = plan.scan
     fp = plan.pipeline
-    state = fp.new_state([])
+    state = fp.new_state([(k.domain.lo, k.domain.hi) for k in plan.group_keys])
+    if plan.fact is None:
+        gsrc, morsels = run.gsrc, run.morsels
+    else:
+        gsrc = src.init_global(ctx)
+        morsels = list(enumerate(src.morsels(ctx, gsrc)))
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     pred = conjunction(src.scan.filters)
     fused_rows = unfused = 0
-    for index, rg in run.morsels:
+    for index, rg in morsels:
         ctx.set_morsel(index)
         with Timer(ctx, src.op_id):
-            batches = read_device_scan(src, ctx, rg, run.gsrc, apply_filters=False)
+            batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
         for b in batches:
-            if fp.batch_unfusable_reason(b.columns) is None:
-                fp.consume(state, b.columns, plan.tables)
+            why = fp.batch_unfusable_reason(b.columns)
+            if why is None:
+                with Timer(ctx, sink.op_id):
+                    fp.consume(state, b.columns, plan.tables)
                 fused_rows += b.num_rows
                 continue
+            if plan.fact is not None:
+                raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
+                                 "although its zone maps said it could")
             unfused += 1
             if pred is not None:
                 from hetdb.exec.columns import filter_batch
@@ -152,14 +471,15 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
                 run.push(b, 0, lops, lsink)
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
-    result = fp.finish(state)
+    with Timer(ctx, sink.op_id):
+        result = fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
     if unfused:
-        ctx.stat(sink.op_id).fused = f"fused ({unfused} batches with NULLs ran operator at a time)"
+        ctx.stat(sink.op_id).fused += f" ({unfused} batches with NULLs ran operator at a time)"
     if result.num_groups:
         part = _partial_state(ctx, sink, plan, result)
         g = run.gsink
-        if g.parts is not None:  # the aggregation spilled: the kernel's group joins its partitions
+        if g.parts is not None:  # the aggregation spilled: the kernel's groups join its partitions
             sink._spill(ctx, g, [part])
         else:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
@@ -167,18 +487,25 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any) -> Batch:
-    """The kernel's one group as a partial-state batch of the aggregation (see HashAggregate)."""
+    """The kernel's non-empty groups as a partial-state batch of the aggregation (see HashAggregate)."""
     xp = ctx.backend.xp
+    n = result.num_groups
     cols: dict[str, Column] = {}
+    for i, key in enumerate(plan.group_keys):
+        values = key.domain.decode(xp, result.keys[i])
+        if key.dtype.kind == "string":
+            cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
+        else:
+            cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
     for j, part, k in plan.slots:
         a = sink.aggs[j][1]
         v = result.values[k]
         if part == "sum":
             st = _sum_type(a.arg.dtype)
-            cols[_s(j, part)] = Column(st, data=v.astype(st.numpy_dtype), validity=xp.ones(1, dtype=bool))
+            cols[_s(j, part)] = Column(st, data=v.astype(st.numpy_dtype), validity=xp.ones(n, dtype=bool))
         elif part == "cnt":
             cols[_s(j, part)] = Column(T.INT64, data=v.astype(xp.int64))
         else:
             cols[_s(j, part)] = Column(a.arg.dtype, data=v.astype(a.arg.dtype.numpy_dtype),
-                                       validity=xp.ones(1, dtype=bool))
-    return Batch(cols, 1)
+                                       validity=xp.ones(n, dtype=bool))
+    return Batch(cols, n)

@@ -15,6 +15,7 @@ from hetdb.plan.passes import (
     limit_pushdown,
     predicate_pushdown,
     projection_pruning,
+    semi_join_pushdown,
 )
 from hetdb.plan.validate import validate
 
@@ -35,6 +36,7 @@ PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (constant_folding.NAME, constant_folding.run),
     (predicate_pushdown.NAME, predicate_pushdown.run),
     (projection_pruning.NAME, projection_pruning.run),
+    (semi_join_pushdown.NAME, semi_join_pushdown.run),
     (join_order.NAME, join_order.run),
     (build_side.NAME, build_side.run),
     (limit_pushdown.NAME, limit_pushdown.run),

@@ -14,6 +14,7 @@ from hetdb.storage.format import (
     DEFAULT_ROWS_PER_PAGE,
     FORMAT_NAME,
     FORMAT_VERSION,
+    MANIFEST,
     TABLES_DIR,
     ColumnSpec,
     fsync_dir,
@@ -37,6 +38,9 @@ class Database:
     def __init__(self, path: str) -> None:
         self.path = path
         self._tables_dir = os.path.join(path, TABLES_DIR)
+        # Readers are immutable snapshots, so one per committed version is reused: queries look a
+        # table up many times (binding, estimates, scans) and a manifest parse costs milliseconds.
+        self._readers: dict[str, tuple[tuple[int, int, int, int], TableReader]] = {}
 
     @staticmethod
     def open(path: str, create: bool = False) -> Database:
@@ -90,7 +94,20 @@ class Database:
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
         tdir = self._table_dir(name)
         version = versions.committed_version(tdir, name)
-        return TableReader(os.path.join(tdir, f"v{version}"), name, version)
+        vdir = os.path.join(tdir, f"v{version}")
+        try:
+            # The manifest's identity: a re-created table or a rewritten (damaged) manifest differs.
+            st = os.stat(os.path.join(vdir, MANIFEST))
+            identity = (version, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            identity = None
+        cached = self._readers.get(name)
+        if identity is not None and cached is not None and cached[0] == identity:
+            return cached[1]
+        reader = TableReader(vdir, name, version)
+        if identity is not None:
+            self._readers[name] = (identity, reader)
+        return reader
 
     def create_table(self, name: str, schema: list[ColumnSpec], rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
                      replace: bool = False) -> TableWriter:

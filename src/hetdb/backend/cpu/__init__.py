@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
-from hetdb.backend.cpu.backend import CpuBackend
+import os
+
+# Numba's OpenMP threads otherwise spin after every parallel kernel, taking the cores that the
+# pipeline workers need (measured on 2 shared cores: 2-4x slower queries). Read by libgomp when it
+# loads, i.e. at the first parallel kernel; a value the user set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from hetdb.backend.cpu.backend import CpuBackend  # noqa: E402
 
 __all__ = ["CpuBackend"]

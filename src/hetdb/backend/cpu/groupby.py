@@ -1,12 +1,11 @@
 """Dense group numbering (first-appearance order) and COUNT(DISTINCT) on the CPU (Numba).
 
-Two strategies:
+Two strategies, both one serial pass over the rows (pipeline workers already run morsels in
+parallel, and a pass that numbers groups as it meets them needs no renumbering afterwards):
   * small key range: integer/bool keys whose combined range is small are packed into one dense code
-    (mixed radix), and groups are found by direct indexing; chunks run in parallel and each records
-    the first row of every code it sees, so first-appearance order falls out of a min over chunks.
-  * otherwise: the parallel open-addressing hash table of ``hashtable.py`` over the int64 key bits
-    (rows visited in ascending order per range, so a key's representative is its first row), whose
-    sparse key ids are then renumbered by first row.
+    (mixed radix), and a code's group is found by direct indexing;
+  * otherwise: an open-addressing table over the int64 key bits that starts small and doubles, so a
+    few groups stay in cache however many rows there are.
 """
 
 from __future__ import annotations
@@ -15,13 +14,12 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.hashtable import build
-from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, num_chunks
+from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, rows_equal, slot_of
 
 # Direct indexing pays while the code space is about the size of the input (or cache-sized).
 _DENSE_MIN_RANGE = 1 << 16
 _DENSE_MAX_RANGE = 1 << 26
-# Per-chunk first-row tables are (chunks x range) int64; keep them under ~256 MiB.
-_DENSE_MAX_CELLS = 1 << 25
+_FIB = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -85,55 +83,177 @@ def dense_codes(keys: list[np.ndarray], ranges: list[tuple[int, int]]) -> tuple[
     mins = np.array([lo for lo, _ in ranges], np.int64)
     if len(keys) == 1 and mins[0] == 0 and np.asarray(keys[0]).dtype == np.int64:
         return np.ascontiguousarray(keys[0]), acc
+    # one or two keys (the common case) are packed from their own dtypes, without a key matrix copy
+    if len(keys) == 1:
+        return _dense1(_int_view(keys[0]), mins[0]), acc
+    if len(keys) == 2:
+        return _dense2(_int_view(keys[0]), _int_view(keys[1]), mins[0], mins[1], strides[0]), acc
     return _dense_codes(key_matrix(keys), mins, strides), acc
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _dense_group_ids(codes, size, nchunks):
+def _int_view(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint8) if a.dtype == np.bool_ else a
+
+
+@njit(cache=True, nogil=True)
+def _dense1(a, lo):
+    out = np.empty(a.shape[0], np.int64)
+    for i in range(a.shape[0]):
+        out[i] = np.int64(a[i]) - lo
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _dense2(a, b, lo_a, lo_b, stride_a):
+    out = np.empty(a.shape[0], np.int64)
+    for i in range(a.shape[0]):
+        out[i] = (np.int64(a[i]) - lo_a) * stride_a + (np.int64(b[i]) - lo_b)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _dense_group_ids(codes, size):
+    """One pass: a code's group is numbered when the code is first seen (first-appearance order)."""
     n = codes.shape[0]
-    first = np.full((nchunks, size), -1, np.int64)
-    for c in prange(nchunks):
-        lo = c * n // nchunks
-        hi = (c + 1) * n // nchunks
-        for i in range(lo, hi):
-            v = codes[i]
-            if first[c, v] == -1:
-                first[c, v] = i
-    first_row = np.full(size, -1, np.int64)
-    for v in prange(size):
-        for c in range(nchunks):
-            if first[c, v] != -1:
-                first_row[v] = first[c, v]
-                break
-    present = np.flatnonzero(first_row != -1)
-    rows = first_row[present]
-    order = np.argsort(rows)
     code_to_group = np.full(size, -1, np.int64)
-    firsts = np.empty(order.shape[0], np.int64)
-    for g in range(order.shape[0]):
-        code_to_group[present[order[g]]] = g
-        firsts[g] = rows[order[g]]
     gid = np.empty(n, np.int64)
-    for i in prange(n):
-        gid[i] = code_to_group[codes[i]]
-    return gid, firsts
+    firsts = np.empty(min(n, size), np.int64)
+    ng = 0
+    for i in range(n):
+        c = codes[i]
+        g = code_to_group[c]
+        if g == -1:
+            g = ng
+            code_to_group[c] = g
+            firsts[g] = i
+            ng += 1
+        gid[i] = g
+    return gid, firsts[:ng].copy()
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _dense_ids(key_rep, key_count, row_key):
-    """Renumber the table's sparse key ids densely in order of each key's first row."""
-    used = np.flatnonzero(key_count > 0)
-    firsts = key_rep[used]
-    order = np.argsort(firsts)
-    remap = np.empty(key_rep.shape[0], np.int64)
-    out_firsts = np.empty(used.shape[0], np.int64)
-    for g in prange(used.shape[0]):
-        remap[used[order[g]]] = g
-        out_firsts[g] = firsts[order[g]]
-    gid = np.empty(row_key.shape[0], np.int64)
-    for i in prange(row_key.shape[0]):
-        gid[i] = remap[row_key[i]]
-    return gid, out_firsts
+@njit(cache=True, nogil=True, inline="always")
+def int_slot(x, shift):
+    """Fibonacci hashing of one int64 key (its high product bits mix every key bit)."""
+    return np.int64((np.uint64(x) * _FIB) >> shift)
+
+
+@njit(cache=True, nogil=True)
+def _hash_group_ids_1(key, bits):
+    """Group numbering of one int64 key, keys stored in the slots (one cache miss per row at most).
+    Returns ng = -1 - i when more than half of the 2**bits slots fill at row i: retry with more bits."""
+    n = key.shape[0]
+    cap = 1 << bits
+    shift = np.uint64(64 - bits)
+    mask = cap - 1
+    slots = np.empty((cap, 2), np.int64)   # key, group (-1 = empty)
+    for s in range(cap):
+        slots[s, 1] = -1
+    gid = np.empty(n, np.int64)
+    firsts = np.empty(min(n, cap // 2), np.int64)
+    ng = 0
+    for i in range(n):
+        x = key[i]
+        s = int_slot(x, shift)
+        while True:
+            g = slots[s, 1]
+            if g == -1:
+                if 2 * (ng + 1) > cap:
+                    return gid, firsts, -1 - i
+                g = ng
+                slots[s, 0] = x
+                slots[s, 1] = g
+                firsts[g] = i
+                ng += 1
+                break
+            if slots[s, 0] == x:
+                break
+            s = (s + 1) & mask
+        gid[i] = g
+    return gid, firsts[:ng].copy(), ng
+
+
+@njit(cache=True, nogil=True)
+def _hash_group_ids(km, bits):
+    """``_hash_group_ids_1`` for several key columns: slots hold (hash, group), keys are compared
+    against the group's first row."""
+    n = km.shape[1]
+    cap = 1 << bits
+    shift = np.uint64(64 - bits)
+    mask = cap - 1
+    slots = np.empty((cap, 2), np.int64)   # hash bits, group (-1 = empty)
+    for s in range(cap):
+        slots[s, 1] = -1
+    gid = np.empty(n, np.int64)
+    firsts = np.empty(min(n, cap // 2), np.int64)
+    ng = 0
+    for i in range(n):
+        h = row_hash(km, i)
+        hb = np.int64(h)
+        s = slot_of(h, shift)
+        while True:
+            g = slots[s, 1]
+            if g == -1:
+                if 2 * (ng + 1) > cap:
+                    return gid, firsts, -1 - i
+                g = ng
+                slots[s, 0] = hb
+                slots[s, 1] = g
+                firsts[g] = i
+                ng += 1
+                break
+            if slots[s, 0] == hb and rows_equal(km, firsts[g], km, i):
+                break
+            s = (s + 1) & mask
+        gid[i] = g
+    return gid, firsts[:ng].copy(), ng
+
+
+def hash_group_ids(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(group id per row, first row per group) through a hash table sized by trial: it starts at
+    4096 slots and, when half of them fill, is redone at the size the rows seen so far suggest, so
+    few groups stay in cache."""
+    km = key_matrix(keys)
+    n = int(km.shape[1])
+    bits = 12
+    while True:
+        if km.shape[0] == 1:
+            gid, firsts, ng = _hash_group_ids_1(km[0], bits)
+        else:
+            gid, firsts, ng = _hash_group_ids(km, bits)
+        if ng >= 0:
+            return gid, firsts
+        # groups seen so far (half the slots) extrapolated over the rows, with room to spare
+        seen = -1 - ng
+        estimate = (1 << (bits - 1)) * n // max(seen, 1)
+        bits = max(bits + 1, min(int(4 * estimate).bit_length(), int(2 * n).bit_length()))
+
+
+def _varying(keys: list[np.ndarray]) -> tuple[list[np.ndarray], list[tuple[int, int]] | None]:
+    """The keys that take more than one value (a constant key, such as the all-true validity the
+    aggregation adds per key, splits no group but would double the code space or force hashing),
+    and their (min, max) when every one is an integer or bool key."""
+    out: list[np.ndarray] = []
+    ranges: list[tuple[int, int]] | None = []
+    for k in keys:
+        a = np.asarray(k)
+        if a.dtype.kind == "b":
+            if bool(a.all()) or not bool(a.any()):
+                continue
+            rng = (0, 1)
+        elif a.dtype.kind in "iu":
+            mn, mx = _min_max(a.astype(np.int64, copy=False))
+            if mn == mx:
+                continue
+            rng = (int(mn), int(mx))
+        else:
+            rng = None
+        out.append(k)
+        if rng is None or ranges is None:
+            ranges = None
+        else:
+            ranges.append(rng)
+    return out, ranges
 
 
 def group_ids(keys: list[np.ndarray], num_rows: int | None = None) -> tuple[np.ndarray, int, np.ndarray]:
@@ -146,19 +266,18 @@ def group_ids(keys: list[np.ndarray], num_rows: int | None = None) -> tuple[np.n
     n = int(np.asarray(keys[0]).shape[0])
     if n == 0:
         return np.zeros(0, np.int64), 0, np.zeros(0, np.int64)
-    ranges = int_ranges(keys)
+    keys, ranges = _varying(keys)
+    if not keys:
+        return np.zeros(n, np.int64), 1, np.zeros(1, np.int64)
     if ranges is not None:
         size = 1
         for lo, hi in ranges:
             size *= hi - lo + 1
         if size <= max(_DENSE_MIN_RANGE, min(2 * n, _DENSE_MAX_RANGE)):
             codes, size = dense_codes(keys, ranges)
-            chunks = max(1, min(num_chunks(n), _DENSE_MAX_CELLS // size))
-            gid, firsts = _dense_group_ids(codes, size, chunks)
+            gid, firsts = _dense_group_ids(codes, size)
             return gid, int(firsts.shape[0]), firsts
-    km = key_matrix(keys)
-    table = build(km, hash_rows(km), descending=False, chain=False)
-    gid, firsts = _dense_ids(table.key_rep, table.key_count, table.row_key)
+    gid, firsts = hash_group_ids(keys)
     return gid, int(firsts.shape[0]), firsts
 
 

@@ -20,7 +20,9 @@ from hetdb.errors import UnsupportedError
 
 # Direct indexing pays while the key range is about the build size (or cache-sized).
 _DIRECT_MIN_RANGE = 1 << 16
-_DIRECT_MAX_RANGE = 1 << 25
+_DIRECT_MAX_RANGE = 1 << 27
+# Several integer keys whose ranges multiply to less than this are packed into one int64 key.
+_PACK_MAX_CODES = 1 << 62
 JOIN_KINDS = ("inner", "semi", "anti", "mark", "left", "build_matched")
 
 
@@ -34,12 +36,14 @@ class CpuJoinTable:
     # Direct-indexed ("perfect hash") variant for one small-range integer key: key id = direct[key - lo].
     direct: np.ndarray | None = None
     direct_lo: int = 0
+    # Several integer keys packed into one (``keys`` then holds the code): (mins, sizes, strides).
+    pack: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     # Every build key occurs once (a primary key): inner/semi probes need no chain walk.
     unique: bool = False
 
     @property
     def num_keys(self) -> int:
-        return int(self.keys.shape[0])
+        return int(self.pack[0].shape[0]) if self.pack is not None else int(self.keys.shape[0])
 
     @property
     def nbytes(self) -> int:
@@ -52,7 +56,7 @@ class CpuJoinTable:
 @njit(cache=True, nogil=True)
 def _direct_build(key, lo, size):
     n = key.shape[0]
-    direct = np.full(size, -1, np.int64)
+    direct = np.full(size, -1, np.int32)  # key ids < n < 2**31: half the memory of int64
     key_rep = np.empty(n, np.int64)
     key_count = np.zeros(n, np.int64)
     next_row = np.empty(n, np.int64)
@@ -145,21 +149,61 @@ def _probe_unique(table: CpuJoinTable, keys: list[np.ndarray], want_pairs: bool)
     return _hash_probe_unique(table.keys, t.slots, t.shift, t.key_rep, key_matrix(keys), want_pairs)
 
 
+@njit(cache=True, nogil=True)
+def _pack_probe(km, mins, sizes, strides):
+    """Probe keys packed like the build keys; -1 (matches nothing) where a key is out of range."""
+    n = km.shape[1]
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        c = np.int64(0)
+        for j in range(km.shape[0]):
+            v = km[j, i] - mins[j]
+            if v < 0 or v >= sizes[j]:
+                c = -1
+                break
+            c += v * strides[j]
+        out[i] = c
+    return out
+
+
+def _pack_plan(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(mins, sizes, strides) packing several integer keys into one int64, or None."""
+    ranges = int_ranges(keys)
+    if ranges is None:
+        return None
+    sizes = [hi - lo + 1 for lo, hi in ranges]
+    total = 1
+    for z in sizes:
+        total *= z
+    if total >= _PACK_MAX_CODES:
+        return None
+    strides = np.empty(len(keys), np.int64)
+    acc = 1
+    for j in range(len(keys) - 1, -1, -1):
+        strides[j] = acc
+        acc *= sizes[j]
+    return np.array([lo for lo, _ in ranges], np.int64), np.array(sizes, np.int64), strides
+
+
 def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
-    """Hash table over the build keys (see module docstring); one integer key whose range is about
-    the build size gets a direct-indexed table instead (no hashing, one memory access per probe)."""
+    """Hash table over the build keys (see module docstring); one integer key whose range is a few
+    times the build size gets a direct-indexed table instead (no hashing, one memory access per
+    probe). Several integer keys are packed into one first when their ranges allow."""
+    pack = _pack_plan(keys) if len(keys) > 1 else None
+    if pack is not None:
+        keys = [_pack_probe(key_matrix(keys), *pack)]
     km = key_matrix(keys)
     n = int(km.shape[1])
     ranges = int_ranges(keys) if len(keys) == 1 else None
     if ranges is not None:
         lo, hi = ranges[0]
         size = hi - lo + 1
-        if size <= max(_DIRECT_MIN_RANGE, min(2 * n, _DIRECT_MAX_RANGE)):
+        if size <= max(_DIRECT_MIN_RANGE, min(8 * n, _DIRECT_MAX_RANGE)):
             direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
-            return CpuJoinTable(km, table, n, direct, lo, unique=_all_unique(count, n))
+            return CpuJoinTable(km, table, n, direct, lo, pack=pack, unique=_all_unique(count, n))
     table = build(km, hash_rows(km), descending=True, chain=True)
-    return CpuJoinTable(km, table, n, unique=_all_unique(table.key_count, n))
+    return CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n))
 
 
 def _all_unique(key_count: np.ndarray, n: int) -> bool:
@@ -217,9 +261,11 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
         raise UnsupportedError(f"join kind {kind!r} is not supported (one of {', '.join(JOIN_KINDS)})")
     if len(keys) != table.num_keys:
         raise ValueError(f"probe has {len(keys)} key columns, build has {table.num_keys}")
+    if table.direct is not None and table.pack is None and np.asarray(keys[0]).dtype.kind == "f":
+        raise ValueError("probe key is float64 but the build key is an integer")
+    if table.pack is not None:
+        keys = [_pack_probe(key_matrix(keys), *table.pack)]
     if table.unique and kind in ("inner", "semi"):
-        if table.direct is not None and np.asarray(keys[0]).dtype.kind == "f":
-            raise ValueError("probe key is float64 but the build key is an integer")
         pidx, bidx = _probe_unique(table, keys, kind == "inner")
         return (pidx, bidx) if kind == "inner" else pidx
     pk = key_matrix(keys)

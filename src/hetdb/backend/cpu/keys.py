@@ -27,6 +27,8 @@ MIN_CHUNK_ROWS = 1 << 16
 def num_chunks(n: int, min_rows: int = MIN_CHUNK_ROWS) -> int:
     """How many chunks to split ``n`` rows into for a prange over chunks."""
     threads = numba.get_num_threads()
+    if threads == 1:
+        return 1  # one thread gains nothing from chunks, and per-chunk accumulators cost memory
     return max(1, min(4 * threads, (n + min_rows - 1) // min_rows))
 
 

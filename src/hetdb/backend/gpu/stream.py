@@ -1,19 +1,30 @@
-"""PageStreamer: table pages from disk (or the device page cache) into GPU memory, overlapped.
+"""PageStreamer: table pages into GPU memory, each routed by where copies of it already live.
 
-Pipeline per row group (``depth`` row groups in flight, triple-buffered by default):
+Per page (HetCache-style routing):
 
-    I/O threads   O_DIRECT preadv of each page into a slot of a ring of pinned host buffers, CRC check
-    copy stream   one async H2D copy per page (pinned, so truly asynchronous), then on-device decoding:
-                  fixed-width pages are *viewed* as value arrays, validity bits are unpacked on the GPU,
-                  dict-string codes are viewed and the column's dictionary is moved once per scan,
-                  plain strings become device offsets + chars
+    device cache hit   nothing moves: the cached device Column is used (pinned while in use)
+    host tier hit      one async H2D copy per contiguous run straight out of the pinned block(s) of the
+                       ``HostPageCache`` (no CPU copy, no checksum: it was verified when loaded)
+    miss               an I/O thread reads the page (O_DIRECT) into pinned blocks of the host tier when it
+                       has room, else into a slot of a ring of pinned buffers; the CRC is checked once
+                       there; then the H2D copy as above
+
+Pipeline per row group (``depth`` row groups scheduled ahead, triple-buffered by default):
+
+    I/O threads   reads + CRC of the missing pages
+    copy stream   the H2D copies, then on-device decoding: fixed-width pages are *viewed* as value arrays,
+                  validity bits are unpacked on the GPU, dict-string codes are viewed and the column's
+                  dictionary is moved once per scan, plain strings become device offsets + chars
     consumer      computes on row group i (on its own stream, which waits on an event of the copy
-                  stream) while row groups i+1 .. i+depth-1 are read and copied
+                  stream) while later row groups are read and copied
 
-Pinned slot reuse is ordered by events: the reads of row group i+depth wait (in the I/O thread) for the
-copies out of that slot to finish. Device memory is ordered the same way: before a row group's arrays
-are released (or unpinned in the cache, hence evictable), the copy stream waits on an event recorded on
-the consumer's stream, so a reallocation can never overwrite data a queued kernel still reads.
+Host memory is ordered by events: the reads of row group i+depth into a ring slot wait (in the I/O
+thread) for the copies out of that slot to finish, and a host-tier page stays pinned (never evicted or
+reused) until the copies out of it have completed. Device memory is ordered the same way: before a row
+group's arrays are released (or unpinned in the cache, hence evictable), the copy stream waits on an
+event recorded on the consumer's stream, so a reallocation can never overwrite data a queued kernel
+still reads. The copy stream is one per device and process: CuPy's pool reuses a freed block only on the
+stream that allocated it, so one stream lets every scan (and every connection) reuse the same blocks.
 
 Every device byte is a reservation against the ``DeviceMemoryBudget``: cached pages through the
 ``DevicePageCache`` (which evicts least-recently-used unpinned pages to make room), pages that do not
@@ -24,6 +35,7 @@ row groups asked for are read (the caller passes the row groups that survive zon
 from __future__ import annotations
 
 import os
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -34,22 +46,28 @@ from typing import Any
 import numpy as np
 
 from hetdb.cache.base import PageCache, PageKey
+from hetdb.cache.host_cache import HostPage, HostPageCache
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError
 from hetdb.io import ALIGN, read_range
 from hetdb.storage.format import PageLocation
 
+_H2D = 1  # cudaMemcpyHostToDevice
+
 
 @dataclass
 class StreamStats:
-    """What one scan moved: pages read from storage vs served from the device cache."""
+    """What one scan moved, by where each page came from."""
 
     row_groups: int = 0
     rows: int = 0
     pages_read: int = 0
     bytes_read: int = 0        # padded bytes read from storage
     pages_cached: int = 0
-    bytes_cached: int = 0      # device bytes served from the cache
+    bytes_cached: int = 0      # device bytes served from the device cache
+    pages_host: int = 0        # pages served from the pinned host tier (no storage read)
+    bytes_host: int = 0        # bytes copied to the device out of the host tier (hits)
+    pages_loaded: int = 0      # of pages_read: read into the host tier (the others went through the ring)
     bytes_h2d: int = 0         # bytes copied host -> device
     seconds: float = 0.0       # wall time from the first request to the last row group handed out
 
@@ -60,7 +78,9 @@ class StreamStats:
     def as_dict(self) -> dict[str, float]:
         return {"row_groups": self.row_groups, "rows": self.rows, "pages_read": self.pages_read,
                 "bytes_read": self.bytes_read, "pages_cached": self.pages_cached,
-                "bytes_cached": self.bytes_cached, "bytes_h2d": self.bytes_h2d, "seconds": self.seconds}
+                "bytes_cached": self.bytes_cached, "pages_host": self.pages_host,
+                "bytes_host": self.bytes_host, "pages_loaded": self.pages_loaded,
+                "bytes_h2d": self.bytes_h2d, "seconds": self.seconds}
 
 
 @dataclass
@@ -79,6 +99,8 @@ class _Page:
     future: Future | None = None
     cached: bool = False                 # value is a pinned cache entry
     transient_bytes: int = 0             # reserved against the budget outside the cache
+    host: HostPage | None = None         # pinned host-tier page the bytes are copied from
+    loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
 
 
 @dataclass
@@ -103,11 +125,10 @@ class PageStreamer:
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
-                 budget: Any, cache: PageCache | None = None, depth: int = 3, io_workers: int = 8,
-                 consumer_stream: Any = None, direct: bool = True) -> None:
+                 budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
+                 depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
+                 direct: bool = True) -> None:
         import cupy
-
-        from hetdb.backend.gpu.memory import new_stream
 
         if depth < 1:
             raise ValueError("depth must be >= 1")
@@ -118,13 +139,15 @@ class PageStreamer:
         self.row_groups = list(range(reader.num_row_groups) if row_groups is None else row_groups)
         self.budget = budget
         self.cache = cache
+        self.host_cache = host_cache
         self.depth = depth
         # direct=False reads through the OS page cache (files known to be hot there); O_DIRECT is the
         # default so a scan larger than memory neither pollutes nor depends on the page cache.
         self.direct = direct
         self.stats = StreamStats()
         self._cupy = cupy
-        self._copy_stream = new_stream()
+        self._device_id = cupy.cuda.Device().id
+        self._copy_stream = copy_stream(self._device_id)
         self._consumer = consumer_stream
         self._pool = ThreadPoolExecutor(max_workers=max(1, io_workers), thread_name_prefix="hetdb-stream")
         self._slots: list[np.ndarray | None] = [None] * depth
@@ -135,7 +158,8 @@ class PageStreamer:
         self._closed = False
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
-        self._device_id = cupy.cuda.Device().id
+        self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
+        self._host_mark = host_cache.begin_scan() if host_cache is not None else None
         # Every slot is sized for the largest row group (all pages missing the cache), so a slot is
         # allocated once and never reallocated while a copy may read it.
         self._slot_bytes = max((sum(reader.page_location(c, rg).padded_length for c in self.columns)
@@ -194,6 +218,7 @@ class PageStreamer:
         self._closed = True
         self._pool.shutdown(wait=True)
         self._copy_stream.synchronize()
+        self._unpin_host(wait=True)
         for key in self._dict_pins:
             self.cache.unpin(key)
         self._dict_pins.clear()
@@ -204,7 +229,8 @@ class PageStreamer:
 
     # ---- scheduling ------------------------------------------------------------------------------
     def _schedule(self, i: int) -> _RowGroup:
-        """Pin cached pages of the i-th row group and start reading the others into its slot."""
+        """Route each page of the i-th row group: pin device-cache or host-tier hits, start loading
+        the others (into the host tier when it has room, else into the row group's ring slot)."""
         rg_id = self.row_groups[i]
         rg = _RowGroup(i, i % self.depth)
         offset = 0
@@ -218,18 +244,36 @@ class PageStreamer:
                 hit = self.cache.get(page.key, pin=True)
                 if hit is not None:
                     page.value, page.cached = hit, True
-            if page.value is None:
+            if page.value is None and self.host_cache is not None:
+                self._route_host(page)
+            if page.value is None and page.host is None and page.future is None:
                 page.slot_offset = offset
                 offset += page.location.padded_length
             rg.pages.append(page)
-        misses = [p for p in rg.pages if p.value is None]
-        if misses:
+        ring = [p for p in rg.pages if p.value is None and p.host is None and p.future is None]
+        if ring:
             buf = self._slot(rg.slot, offset)
             wait_for = self._slot_events[rg.slot]
-            for p in misses:
+            for p in ring:
                 dest = buf[p.slot_offset:p.slot_offset + p.location.padded_length]
                 p.future = self._pool.submit(self._read_page, p, dest, wait_for)
         return rg
+
+    def _route_host(self, page: _Page) -> None:
+        """A host-tier hit pins the page; a miss takes blocks for it there and starts the load."""
+        loc = page.location
+        # The host tier is process-wide: a table *path* (version directory) names the page, not the
+        # table name, which another database may share.
+        key = PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
+        hit = self.host_cache.lookup(key, loc, pin=True)
+        if hit is not None:
+            page.host = hit
+            return
+        blocks = self.host_cache.acquire(key, loc.length, loc.padded_length, loc.checksum,
+                                         evict_before=self._host_mark)
+        if blocks is not None:
+            page.loading = True
+            page.future = self._pool.submit(self._load_host, page, blocks)
 
     def _slot(self, slot: int, nbytes: int) -> np.ndarray:
         from hetdb.backend.gpu.memory import pinned_empty
@@ -249,42 +293,74 @@ class PageStreamer:
         if wait_for is not None:
             with self._cupy.cuda.Device(self._device_id):
                 wait_for.synchronize()
-        loc = page.location
-        where = (f"table '{self.reader.name}' column '{page.column}' file {loc.path} "
-                 f"page {page.row_group} (row group {page.row_group})")
-        try:
-            if self.direct:
-                read_range(loc.path, loc.offset, loc.padded_length, out=dest)
-            else:
-                _read_buffered(loc.path, loc.offset, dest)
-        except CorruptDataError as e:
-            raise CorruptDataError(f"{where}: {e}") from None
-        except FileNotFoundError:
-            raise CorruptDataError(f"{where}: column file is missing (was this version removed by a "
-                                   "later commit? reopen the table)") from None
-        if zlib.crc32(memoryview(dest[:loc.length])) & 0xFFFFFFFF != loc.checksum:
-            raise CorruptDataError(f"{where}: checksum mismatch (data is damaged)")
+        self._read_verified(page, [dest])
         return dest
+
+    def _load_host(self, page: _Page, blocks: HostPage) -> HostPage:
+        """I/O thread: read a page into its host-tier blocks, verify it once, publish it."""
+        try:
+            self._read_verified(page, blocks.runs)
+        except BaseException:
+            self.host_cache.abort(blocks)
+            raise
+        return self.host_cache.commit(blocks)
+
+    def _where(self, page: _Page) -> str:
+        return (f"table '{self.reader.name}' column '{page.column}' file {page.location.path} "
+                f"page {page.row_group} (row group {page.row_group})")
+
+    def _read_verified(self, page: _Page, runs: list[np.ndarray]) -> None:
+        """Read the page's padded bytes into ``runs`` (in order) and check its CRC."""
+        loc = page.location
+        try:
+            done = 0
+            for run in runs:
+                if self.direct:
+                    read_range(loc.path, loc.offset + done, run.shape[0], out=run)
+                else:
+                    _read_buffered(loc.path, loc.offset + done, run)
+                done += run.shape[0]
+        except CorruptDataError as e:
+            raise CorruptDataError(f"{self._where(page)}: {e}") from None
+        except FileNotFoundError:
+            raise CorruptDataError(f"{self._where(page)}: column file is missing (was this version removed "
+                                   "by a later commit? reopen the table)") from None
+        crc, left = 0, loc.length
+        for run in runs:
+            if left <= 0:
+                break
+            n = min(left, run.shape[0])
+            crc = zlib.crc32(memoryview(run[:n]), crc)
+            left -= n
+        if crc & 0xFFFFFFFF != loc.checksum:
+            raise CorruptDataError(f"{self._where(page)}: checksum mismatch (data is damaged)")
 
     # ---- delivery --------------------------------------------------------------------------------
     def _deliver(self, rg: _RowGroup) -> Batch:
         cp = self._cupy
         stream = self._copy_stream
+        self._unpin_host(wait=False)
         with stream:
             for page in rg.pages:
                 if page.cached:
                     self.stats.pages_cached += 1
                     self.stats.bytes_cached += _column_nbytes(page.value)
                     continue
-                host = page.future.result()
+                from_storage = page.future is not None
+                host = page.future.result() if from_storage else None
                 page.future = None
+                if page.loading:
+                    page.host, page.loading = host, False
                 nbytes = page.location.length + (page.num_rows if "validity" in page.sections else 0)
                 page.cached = self.cache is not None and self.cache.reserve(nbytes)
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
                 try:
                     raw = cp.empty(page.location.length, dtype=cp.uint8)
-                    raw.set(host[:page.location.length], stream=stream)
+                    if page.host is not None:
+                        _copy_runs(raw, page.host.runs, page.location.length, stream)
+                    else:
+                        raw.set(host[:page.location.length], stream=stream)
                     page.value = self._decode(page, raw)
                 except BaseException:
                     if page.cached:  # the reservation never became an entry
@@ -293,11 +369,21 @@ class PageStreamer:
                     raise
                 if page.cached:
                     self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True)
-                self.stats.pages_read += 1
-                self.stats.bytes_read += page.location.padded_length
+                if from_storage:
+                    self.stats.pages_read += 1
+                    self.stats.bytes_read += page.location.padded_length
+                    self.stats.pages_loaded += page.host is not None
+                else:
+                    self.stats.pages_host += 1
+                    self.stats.bytes_host += page.location.length
                 self.stats.bytes_h2d += page.location.length
             event = cp.cuda.Event(disable_timing=True)
             event.record(stream)
+        hosts = [p.host for p in rg.pages if p.host is not None]
+        for p in rg.pages:
+            p.host = None
+        if hosts:
+            self._host_pins.append((event, hosts))
         self._slot_events[rg.slot] = event
         consumer = self._consumer or cp.cuda.get_current_stream()
         consumer.wait_event(event)
@@ -305,6 +391,18 @@ class PageStreamer:
         self.stats.row_groups += 1
         self.stats.rows += num_rows
         return Batch({p.column: p.value for p in rg.pages}, num_rows)
+
+    def _unpin_host(self, wait: bool) -> None:
+        """Unpin host-tier pages whose copies have completed (all of them with ``wait``)."""
+        while self._host_pins:
+            event, pages = self._host_pins[0]
+            if not wait and not event.done:
+                break  # copies complete in stream order: later events are not done either
+            if wait:
+                event.synchronize()
+            self._host_pins.pop(0)
+            for hp in pages:
+                self.host_cache.unpin_page(hp)
 
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
@@ -393,12 +491,49 @@ class PageStreamer:
         for page in rg.pages:
             if page.future is not None:
                 try:
-                    page.future.result()
+                    got = page.future.result()
+                    if page.loading:
+                        page.host = got
                 except BaseException:  # noqa: BLE001 - the scan is being torn down anyway
                     pass
                 page.future = None
         self._copy_stream.synchronize()
+        for page in rg.pages:
+            if page.host is not None:
+                self.host_cache.unpin_page(page.host)
+                page.host = None
         self._retire(rg)
+
+
+_copy_streams: dict[int, Any] = {}
+_copy_streams_lock = threading.Lock()
+
+
+def copy_stream(device_id: int) -> Any:
+    """The process's host-to-device copy stream of a device (non-blocking; created on first use)."""
+    with _copy_streams_lock:
+        stream = _copy_streams.get(device_id)
+        if stream is None:
+            import cupy
+
+            from hetdb.backend.gpu.memory import new_stream
+
+            with cupy.cuda.Device(device_id):
+                stream = _copy_streams[device_id] = new_stream()
+        return stream
+
+
+def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> None:
+    """Queue async copies of the first ``length`` bytes of the pinned ``runs`` into device ``raw``."""
+    import cupy
+
+    dst, done = int(raw.data.ptr), 0
+    for run in runs:
+        n = min(int(run.shape[0]), length - done)
+        if n <= 0:
+            break
+        cupy.cuda.runtime.memcpyAsync(dst + done, run.ctypes.data, n, _H2D, stream.ptr)
+        done += n
 
 
 def _read_buffered(path: str, offset: int, dest: np.ndarray) -> None:
@@ -431,21 +566,24 @@ def _column_nbytes(col: Column) -> int:
 
 
 def stream_throughput(reader: Any, columns: list[str], budget: Any, cache: PageCache | None = None,
-                      depth: int = 3, io_workers: int = 8, direct: bool = True) -> dict[str, float]:
+                      depth: int = 3, io_workers: int = 8, direct: bool = True,
+                      host_cache: HostPageCache | None = None) -> dict[str, float]:
     """Stream ``columns`` of the whole table into device memory once (the consumer only waits for
     the data) and report effective GB/s: bytes delivered to the device / wall time."""
     import cupy
 
     start = time.perf_counter()
-    with PageStreamer(reader, columns, budget=budget, cache=cache, depth=depth,
+    with PageStreamer(reader, columns, budget=budget, cache=cache, host_cache=host_cache, depth=depth,
                       io_workers=io_workers, direct=direct) as streamer:
         for _rg, _batch in streamer:
             pass
+        enqueued = time.perf_counter() - start  # the host side is done: the rest is the GPU catching up
         cupy.cuda.get_current_stream().synchronize()
         seconds = time.perf_counter() - start
         stats = streamer.stats
     out = stats.as_dict()
     out["seconds"] = seconds
+    out["enqueue_seconds"] = enqueued
     out["gbps"] = stats.bytes_delivered / seconds / 1e9 if seconds > 0 else 0.0
     return out
 

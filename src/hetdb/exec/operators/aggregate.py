@@ -59,6 +59,7 @@ class _AggLocal:
         self.batches: list[Batch] = []
         self.rows = 0
         self.nbytes = 0
+        self.merge_at = MERGE_ROWS  # doubles past what a merge leaves, so merges stay linear overall
 
 
 @dataclass(frozen=True)
@@ -219,12 +220,13 @@ class HashAggregate(Sink):
             l.batches.append(part)
             l.rows += part.num_rows
             l.nbytes += size
-            if not self.raw_mode and l.rows >= MERGE_ROWS and len(l.batches) > 1:
+            if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
                 merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
                 new = batch_nbytes(merged)
                 g.reservation.force_grow(new)
                 g.reservation.shrink(l.nbytes)
                 l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
+                l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
 
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
         with g.lock:

@@ -1,7 +1,8 @@
 """Stored-table scans on the GPU: zone maps decide which row groups are read at all (before any I/O),
-then one ``PageStreamer`` per scan reads the surviving row groups of the needed columns with O_DIRECT
-into pinned ring buffers and copies them to the device asynchronously, serving pages the
-connection's ``DevicePageCache`` already holds from GPU memory. Pushed filters run on the device.
+then one ``PageStreamer`` per scan delivers the surviving row groups of the needed columns: pages the
+connection's ``DevicePageCache`` holds stay in GPU memory, pages in the process-wide pinned host tier
+(``HostPageCache``) are copied straight out of it, the rest are read with O_DIRECT (into the host tier
+when it has room) and copied asynchronously. Pushed filters run on the device.
 
 The driver runs GPU pipelines with one worker, so morsels (row groups) arrive in the order the
 streamer delivers them.
@@ -24,7 +25,7 @@ class DeviceScanState:
         self.verdicts: dict[int, str] = {}
         self.streamer = None
         self.iterator = None
-        self.seen = (0, 0, 0, 0)  # pages_read, bytes_read, pages_cached, bytes_h2d already counted
+        self.seen = (0,) * 6  # streamer counters already added to the statistics (see _account)
 
     def close(self) -> None:
         if self.streamer is not None:
@@ -54,7 +55,7 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
 
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
-                                  cache=ctx.device.cache)
+                                  cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options))
     state.iterator = iter(state.streamer)
 
 
@@ -81,7 +82,11 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
 
 def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:
     st = state.streamer.stats
-    now = (st.pages_read, st.bytes_read, st.pages_cached, st.bytes_h2d)
+    now = (st.pages_read, st.bytes_read, st.pages_cached, st.bytes_h2d, st.pages_host, st.bytes_host)
     d = [a - b for a, b in zip(now, state.seen)]
     state.seen = now
-    ctx.add(op.op_id, pages_read=d[0], bytes_read=d[1], pages_cached=d[2], bytes_host_to_device=d[3])
+    # On the GPU a page is "read" when it is brought to the device, from storage or from the pinned
+    # host tier; bytes_read counts storage bytes only, so a page served by the host tier shows as a
+    # page read without bytes read (the connection's DeviceResources counts them apart too).
+    ctx.add(op.op_id, pages_read=d[0] + d[4], bytes_read=d[1], pages_cached=d[2], bytes_host_to_device=d[3])
+    ctx.device.count_host_tier(pages=d[4], nbytes=d[5])

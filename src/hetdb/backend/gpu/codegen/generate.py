@@ -110,8 +110,9 @@ class _Generator:
             stage = max((provided[c] for c in f.columns() if c in provided), default=-1)
             stage_filters.setdefault(stage, []).append(f)
         later_uses: set[str] = set()
-        for e in [*spec.filters, *spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
-            later_uses |= e.columns()
+        for e in [*spec.filters, *spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None),
+                  *(p.key for p in spec.probes)]:
+            later_uses |= e.columns()  # a later probe may be keyed on a payload (dictionary lookups)
 
         self.filters(stage_filters.get(-1, []))
         for p, probe in enumerate(spec.probes):

@@ -71,30 +71,37 @@ class DenseJoinTable:
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
                 max_slots: int = DENSE_MAX_SLOTS) -> DenseJoinTable:
-    """Build over the rows of ``keys`` (int32/int64 device array) where ``mask`` (build-side filter).
-    UnsupportedError when the key range exceeds ``max_slots`` or a selected key repeats (the executor
-    then uses the hash join)."""
-    import cupy
-
-    keys = cupy.asarray(keys)
+    """Build over the rows of ``keys`` (int32/int64 array: CuPy, or NumPy for host-side planning
+    tests) where ``mask`` (build-side filter). UnsupportedError when the key range exceeds
+    ``max_slots`` or a selected key repeats (the executor then uses the hash join)."""
+    xp = _array_module(keys)
+    keys = xp.asarray(keys)
     if keys.dtype.kind not in "iu":
         raise UnsupportedError(f"dense join keys must be integers, got {keys.dtype}")
-    sel = cupy.flatnonzero(mask) if mask is not None else cupy.arange(keys.shape[0], dtype=cupy.int64)
-    payload = [cupy.ascontiguousarray(p) for p in (payload or [])]
+    sel = xp.flatnonzero(mask) if mask is not None else xp.arange(keys.shape[0], dtype=xp.int64)
+    payload = [xp.ascontiguousarray(p) for p in (payload or [])]
     if sel.shape[0] == 0:
-        return DenseJoinTable(cupy.full(1, -1, dtype=cupy.int32), 0, 0, payload, 0)
-    k = keys[sel].astype(cupy.int64)
+        return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
+    k = keys[sel].astype(xp.int64)
     lo, hi = int(k.min()), int(k.max())
     size = hi - lo + 1
     if size > max_slots:
         raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
     if keys.shape[0] >= 1 << 31:
         raise UnsupportedError("dense join build side has more than 2**31 rows")
-    rows = cupy.full(size, -1, dtype=cupy.int32)
-    rows[k - lo] = sel.astype(cupy.int32)
-    if bool((rows[k - lo] != sel.astype(cupy.int32)).any()):
+    rows = xp.full(size, -1, dtype=xp.int32)
+    rows[k - lo] = sel.astype(xp.int32)
+    if bool((rows[k - lo] != sel.astype(xp.int32)).any()):
         raise UnsupportedError("dense join build keys are not unique")
     return DenseJoinTable(rows, lo, size, payload, int(sel.shape[0]))
+
+
+def _array_module(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
 
 
 def domain_of(values: Any) -> tuple[int, int]:

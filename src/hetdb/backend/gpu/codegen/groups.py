@@ -1,0 +1,92 @@
+"""Dense group-key domains of fused grouped aggregation (pure Python + an array module: no GPU needed).
+
+A fused kernel aggregates into one accumulator slot per possible group, so every group key must map
+to a small integer range known before the first row: dictionary codes, integer columns whose zone
+maps bound them, or build-side payloads whose values are known once the build has run. The combined
+domain is the product of the key ranges (row-major, the last key varies fastest), so the slot of a
+row is ``sum((key_k - lo_k) * stride_k)`` and a slot decodes back to its key values.
+
+Build-side payload keys are *compacted* first: the distinct values of the (filtered) build rows get
+ranks 0..d-1 and the kernel groups by rank, so a key whose few surviving values are scattered over a
+large code range (SSB: 40 brands of one category among 1000 brand codes) still yields a domain small
+enough for shared-memory pre-aggregation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+MAX_FUSED_GROUPS = 1 << 20
+
+
+@dataclass(frozen=True)
+class KeyDomain:
+    """Inclusive range [lo, hi] of one group key as the kernel sees it (an empty key range is
+    [0, -1]); ``values`` (an array, or None) maps rank -> value for compacted keys."""
+
+    lo: int
+    hi: int
+    values: Any = None
+
+    @property
+    def size(self) -> int:
+        return max(0, self.hi - self.lo + 1)
+
+    def decode(self, xp: Any, slots: Any) -> Any:
+        """Key values (int64, or the compacted values' dtype) of kernel key values ``slots``."""
+        if self.values is None:
+            return slots
+        return self.values[slots.astype(xp.int64)]
+
+
+def combined_groups(domains: Iterable[KeyDomain]) -> int:
+    """Number of accumulator slots of the combined domain (1 without keys)."""
+    total = 1
+    for d in domains:
+        total *= d.size
+    return total
+
+
+def domain_refusal(domains: list[KeyDomain], limit: int = MAX_FUSED_GROUPS) -> str | None:
+    """None when the combined domain is small enough to aggregate densely, else why not."""
+    total = combined_groups(domains)
+    if total > limit:
+        sizes = " x ".join(str(d.size) for d in domains)
+        return f"group-key domain {sizes} = {total} groups exceeds the fused limit of {limit}"
+    return None
+
+
+def zone_map_domain(zone_maps: Iterable[Any]) -> KeyDomain | None:
+    """[min, max] of an integer column over pages' zone maps (objects with ``min``, ``max``,
+    ``null_count``, ``num_rows``); None when a page holding values has no bounds."""
+    lo = hi = None
+    for z in zone_maps:
+        if z.null_count >= z.num_rows:
+            continue  # only NULLs: no value to place (such pages run operator at a time)
+        if z.min is None or z.max is None or not isinstance(z.min, int) or not isinstance(z.max, int):
+            return None
+        lo = z.min if lo is None else min(lo, z.min)
+        hi = z.max if hi is None else max(hi, z.max)
+    if lo is None:
+        return KeyDomain(0, -1)
+    return KeyDomain(int(lo), int(hi))
+
+
+def compact(xp: Any, values: Any) -> tuple[KeyDomain, Any]:
+    """Ranks of ``values`` among their distinct values: (domain whose ``values`` decodes a rank,
+    int32 rank per element)."""
+    if int(values.shape[0]) == 0:
+        return KeyDomain(0, -1, values[:0]), xp.zeros(0, dtype=xp.int32)
+    uniq, inverse = xp.unique(values, return_inverse=True)
+    return KeyDomain(0, int(uniq.shape[0]) - 1, uniq), inverse.reshape(-1).astype(xp.int32)
+
+
+def lookup_rows(xp: Any, mask: Any) -> Any:
+    """Dense-table rows of a dictionary lookup: code c maps to itself where ``mask[c]``, else -1
+    (a probe into it keeps exactly the rows whose code satisfies the predicate)."""
+    n = int(mask.shape[0])
+    rows = xp.full(n, -1, dtype=xp.int32)
+    rows[mask] = xp.arange(n, dtype=xp.int32)[mask]
+    return rows
