@@ -99,6 +99,10 @@ def null_column(backend, like: Column, n: int) -> Column:
 
 
 def slice_column(backend, col: Column, start: int, stop: int) -> Column:
+    """Rows [start, stop) of ``col``, bounds clamped like a Python slice (an OFFSET past the end is empty)."""
+    n = len(col)
+    start = max(0, min(start, n))
+    stop = max(start, min(stop, n))
     validity = None if col.validity is None else col.validity[start:stop]
     if col.is_plain_string:
         lo = host_scalar(backend, col.offsets[start])
