@@ -122,3 +122,22 @@ def test_null_group_keys_run_operator_at_a_time_per_batch(tmp_path) -> None:
     expected = duck.sql(sql).to_arrow_table()
     assert compare_tables(res.arrow(), expected, ordered=False, float_rel_tol=1e-9) is None
     assert res.num_rows == expected.num_rows > 10
+
+
+def test_chained_swapped_joins_fuse_on_the_gpu(tmp_path) -> None:
+    import duckdb
+    from test_gpu_fusion_planning import CHAIN_SQL, build_chain_db
+
+    from hetdb.bench.compare import compare_tables
+
+    tables = build_chain_db(str(tmp_path / "db"))
+    with hetdb.connect(str(tmp_path / "db"), device="gpu") as con:
+        res = con.sql(CHAIN_SQL)
+        text = con.explain(CHAIN_SQL, analyze=True)
+        assert res.stats["gpu_leaked_bytes"] == 0
+    assert "join sides swapped: pipeline 1, 2 runs inside it" in text, text
+    duck = duckdb.connect()
+    for name, tab in tables.items():
+        duck.register(name, tab)
+    assert compare_tables(res.arrow(), duck.sql(CHAIN_SQL).to_arrow_table(), ordered=False) is None
+    assert res.num_rows == 35

@@ -16,7 +16,9 @@ What fuses:
 - swapped star joins: when the optimizer made the big (fact) side the *build* side of the last join
   (``fact scan -> probes -> HashBuild`` consumed by ``dimension scan -> HashProbe -> HashAggregate``),
   the fact pipeline is deferred and runs inside the consumer's kernel with the dimension as a dense
-  probe (an inner join is symmetric; the dimension key must be unique).
+  probe (an inner join is symmetric; the dimension key must be unique). Swaps chain: a deferred
+  ``dimension scan -> HashProbe(fact build) -> HashBuild`` is deferred in turn, and the final
+  consumer's kernel probes every dimension of the chain.
 
 Grouped results go into the aggregation's partial states exactly like an operator-at-a-time batch
 (same key and state columns, dictionary strings keep their dictionary), so whatever follows the
@@ -35,11 +37,11 @@ from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
-from hetdb.exec.operators.basic import FilterOp
+from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashBuild, HashProbe, _key_name
 from hetdb.exec.operators.scan import TableScan, conjunction
-from hetdb.plan.expr import ColumnRef, Expr, Field
-from hetdb.plan.exprutil import conjuncts
+from hetdb.plan.expr import Cast, ColumnRef, Expr, Field
+from hetdb.plan.exprutil import conjuncts, substitute
 from hetdb.types import DataType
 
 _NUMERIC = ("int32", "int64", "decimal", "date", "float64")
@@ -69,13 +71,14 @@ class FusionPlan:
     slots: list[tuple[int, str, int]] = field(default_factory=list)  # (agg j, state part, kernel value)
     group_keys: list[GroupKey] = field(default_factory=list)
     scan: TableScan | None = None            # the scanned (fact) table
-    fact: Any = None                         # the deferred fact pipeline of a swapped join
+    chain: list | None = None                # swapped joins: deferred pipelines, fact side first
     deferred: bool = False                   # this pipeline runs inside its consumer's kernel
 
 
 class _Deferrals:
     def __init__(self) -> None:
         self.pending: dict[int, Any] = {}    # pid -> deferred pipeline (HashBuild sink)
+        self.inner: dict[int, int] = {}      # deferred pid -> the deferred pid it swaps in (chains)
         self.no_defer: set[int] = set()
 
 
@@ -102,23 +105,33 @@ def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
     if isinstance(sink, HashBuild):
         if _deferrable(ctx, pipe, d):
             d.pending[pipe.pid] = pipe
+            if swap is not None:
+                d.inner[pipe.pid] = swap
             return FusionPlan(deferred=True), ("deferred: this fact-side build runs inside the fused "
                                                "kernel of the pipeline that probes it")
+        if swap is not None:
+            _materialize(ctx, d, swap, None)
         return None, ""
     if not isinstance(sink, HashAggregate):
+        if swap is not None:
+            _materialize(ctx, d, swap, None)
         return None, ""  # not a candidate: nothing to report
     if swap is not None:
-        fact = d.pending[swap]
+        chain = [d.pending[swap]]
+        while chain[0].pid in d.inner:
+            chain.insert(0, d.pending[d.inner[chain[0].pid]])
         try:
-            plan = _plan(ctx, pipe, fact)
+            plan = _plan(ctx, pipe, chain)
         except _NotFused as e:
             _materialize(ctx, d, swap, f"swapped into pipeline {pipe.pid}: {e}")
         else:
-            del d.pending[swap]
-            ctx.stat(fact.sink.op_id).fused = (f"runs inside pipeline {pipe.pid}'s fused kernel "
-                                               "(join sides swapped)")
+            for p in chain:
+                del d.pending[p.pid]
+                ctx.stat(p.sink.op_id).fused = (f"runs inside pipeline {pipe.pid}'s fused kernel "
+                                                "(join sides swapped)")
+            inside = ", ".join(str(p.pid) for p in chain)
             return plan, (f"{FUSED} (scans {plan.scan.scan.table}, join sides swapped: pipeline "
-                          f"{fact.pid} runs inside it; {_groups_text(plan)})")
+                          f"{inside} runs inside it; {_groups_text(plan)})")
     try:
         plan = _plan(ctx, pipe, None)
     except _NotFused as e:
@@ -152,24 +165,52 @@ def _deferrable(ctx: ExecContext, pipe: Any, d: _Deferrals) -> bool:
     for op in pipe.ops:
         if isinstance(op, HashProbe) and _single_key_inner(op):
             probes += 1
-        elif not isinstance(op, FilterOp):
+        elif not isinstance(op, (FilterOp, ProjectOp)):
             return False
     return probes > 0 or _table_rows(ctx, pipe.source) >= DEFER_MIN_ROWS
 
 
 def _swap_candidate(ctx: ExecContext, pipe: Any, d: _Deferrals) -> int | None:
-    """pid of the deferred fact pipeline ``pipe`` can take into its kernel, else None."""
-    if not d.pending or not pipe.ops or not isinstance(pipe.source, TableScan):
+    """pid of the deferred fact pipeline ``pipe`` can take into its kernel (or, deferred itself,
+    into the kernel of its consumer), else None."""
+    if not d.pending or not pipe.ops or not isinstance(pipe.source, TableScan) or pipe.pid in d.no_defer:
         return None
-    op = pipe.ops[0]
-    if not isinstance(op, HashProbe) or op.build_pipeline not in d.pending or not _single_key_inner(op):
+    op = _first_probe(pipe)
+    if op is None or op.build_pipeline not in d.pending or not _single_key_inner(op):
         return None
-    if not isinstance(pipe.sink, HashAggregate):
+    if not isinstance(pipe.sink, (HashAggregate, HashBuild)):
         return None
     fact = d.pending[op.build_pipeline]
+    while fact.pid in d.inner:  # a chain of swaps: compare with the table its kernel would scan
+        fact = d.pending[d.inner[fact.pid]]
     if _table_rows(ctx, fact.source) <= _table_rows(ctx, pipe.source):
         return None  # the build side is the smaller table after all: nothing to gain from swapping
     return op.build_pipeline
+
+
+def _first_probe(pipe: Any) -> HashProbe | None:
+    """The pipeline's first operator after leading projections, when it is a hash probe."""
+    for op in pipe.ops:
+        if not isinstance(op, ProjectOp):
+            return op if isinstance(op, HashProbe) else None
+    return None
+
+
+def _after_first_probe(pipe: Any) -> list:
+    k = next(i for i, op in enumerate(pipe.ops) if isinstance(op, HashProbe))
+    return list(pipe.ops[k + 1:])
+
+
+def _project(alias: dict[str, Expr], op: ProjectOp) -> None:
+    """Record ``op``'s outputs as expressions over the kernel's base columns."""
+    new = {}
+    for f, e in op.exprs:
+        e = substitute(e, alias)
+        if e.dtype != f.dtype:
+            e = Cast(f.dtype, e)
+        if not (isinstance(e, ColumnRef) and e.cid == f.cid):
+            new[f.cid] = e
+    alias.update(new)
 
 
 def _materialize(ctx: ExecContext, d: _Deferrals, pid: int, why: str | None) -> None:
@@ -194,19 +235,21 @@ class _Join:
     fields: tuple[Field, ...]
 
 
-def _join_of_probe(ctx: ExecContext, op: HashProbe) -> _Join:
+def _join_of_probe(ctx: ExecContext, op: HashProbe, alias: dict[str, Expr]) -> _Join:
     if not _single_key_inner(op):
         raise _NotFused(f"{op.kind} join with {len(op.left_keys)} keys"
                         f"{' and a residual' if op.residual is not None else ''} is not fused")
     side = ctx.results[op.build_pipeline]
     if side.partitions is not None:
         raise _NotFused("the join's build side was partitioned (spilled)")
-    return _Join(op.left_keys[0], side.batch.columns[_key_name(0)], side.batch, op.right_fields)
+    return _Join(substitute(op.left_keys[0], alias), side.batch.columns[_key_name(0)], side.batch,
+                 op.right_fields)
 
 
-def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any) -> _Join:
-    """The swapped join: the consumer's (dimension) scan, filtered, becomes the dense build."""
-    src, op = pipe.source, pipe.ops[0]
+def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, Expr]) -> _Join:
+    """The swapped join of ``pipe`` with the deferred ``fact`` pipeline it probes: ``pipe``'s
+    (dimension) scan, filtered, becomes the dense build keyed like ``fact``'s hash build."""
+    src, op = pipe.source, _first_probe(pipe)
     gsrc = src.init_global(ctx)
     batches = []
     for index, rg in enumerate(src.morsels(ctx, gsrc)):
@@ -219,31 +262,42 @@ def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any) -> _Join:
         from hetdb.exec.columns import empty_batch
 
         batch = empty_batch(ctx.backend, src.scan.fields)
+    for proj in pipe.ops:
+        if proj is op:
+            break
+        (batch,) = proj.execute(ctx, batch, None, None)  # leading projections of the dimension rows
     k = op.left_keys[0]
     key = ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype)
-    return _Join(fact.sink.keys[0], key, batch, op.left_fields)
+    return _Join(substitute(fact.sink.keys[0], alias), key, batch, op.left_fields)
 
 
-def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
-    """The fused plan of ``pipe`` (with the deferred ``fact`` pipeline swapped in), or _NotFused."""
+def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
+    """The fused plan of ``pipe`` (with the deferred pipelines of ``chain`` swapped in, the fact
+    side first), or _NotFused."""
     sink: HashAggregate = pipe.sink
     if sink.raw_mode:
         raise _NotFused("DISTINCT aggregates are not fused")
-    src = pipe.source if fact is None else fact.source
+    src = pipe.source if chain is None else chain[0].source
     if not isinstance(src, TableScan):
         raise _NotFused(f"source {type(src).__name__} is not a stored-table scan")
-    ops = list(pipe.ops) if fact is None else [*fact.ops, None, *pipe.ops[1:]]  # None: the swapped join
-    aggs, slots = _aggregates(sink)
+    ops: list = list(pipe.ops)
+    if chain is not None:  # (consumer, fact) pairs: the consumer's scan joins the fact rows
+        ops = list(chain[0].ops)
+        for fact, consumer in zip(chain, [*chain[1:], pipe]):
+            ops += [(consumer, fact), *_after_first_probe(consumer)]
 
     conj: list[Expr] = [c for f in src.scan.filters for c in conjuncts(f)]
     joins: list[_Join] = []
+    alias: dict[str, Expr] = {}  # projected cid -> expression over scanned and build columns
     for op in ops:
-        if op is None:
-            joins.append(_join_of_dimension(ctx, pipe, fact))
+        if isinstance(op, tuple):
+            joins.append(_join_of_dimension(ctx, *op, alias))
         elif isinstance(op, FilterOp):
-            conj += conjuncts(op.predicate)
+            conj += conjuncts(substitute(op.predicate, alias))
+        elif isinstance(op, ProjectOp):
+            _project(alias, op)
         elif isinstance(op, HashProbe):
-            joins.append(_join_of_probe(ctx, op))
+            joins.append(_join_of_probe(ctx, op, alias))
         else:
             raise _NotFused(f"{type(op).__name__} is not fused")
 
@@ -251,7 +305,9 @@ def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
     for j in joins:
         types.update({f.cid: f.dtype for f in j.fields})
     group_cids = []
-    for _, e in sink.keys:
+    aggs, slots = _aggregates(sink, alias)
+    keys = [(f, substitute(e, alias)) for f, e in sink.keys]
+    for _, e in keys:
         if not isinstance(e, ColumnRef):
             raise _NotFused(f"group key {e} is not a column (dense domains need columns)")
         if e.dtype.kind not in _GROUP_KINDS:
@@ -260,7 +316,7 @@ def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
     lookups = [c for c in conj if _is_lookup(c, types)]
     filters = [c for c in conj if not _is_lookup(c, types)]
     needed: set[str] = set()
-    for e in [*filters, *lookups, *(j.left_key for j in joins), *(a.arg for _, a in sink.aggs if a.arg)]:
+    for e in [*filters, *lookups, *(j.left_key for j in joins), *(a.arg for a in aggs if a.arg is not None)]:
         needed |= e.columns()
 
     reader = ctx.db.table(src.scan.table)
@@ -272,7 +328,7 @@ def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
             raise _NotFused(f"column {cid} of type {dtype} is not fused")
         if dtype.kind == "string" and reader.dictionary(name_of[cid]) is None:
             raise _NotFused(f"column {cid} is a plain (not dictionary-encoded) string")
-    if fact is not None:
+    if chain is not None:
         _check_pages(reader, [name_of[c] for c, _ in inputs])
 
     from hetdb.backend.gpu.codegen import DenseProbe
@@ -305,7 +361,7 @@ def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
     from hetdb.backend.gpu.codegen.groups import KeyDomain, domain_refusal, zone_map_domain
 
     group_exprs, group_keys = [], []
-    for (_, e), cid in zip(sink.keys, group_cids):
+    for (_, e), cid in zip(keys, group_cids):
         if cid in groups:
             kcid, domain, dictionary = groups[cid]
             group_exprs.append(ColumnRef(T.INT32, kcid, nullable=False))
@@ -339,20 +395,21 @@ def _plan(ctx: ExecContext, pipe: Any, fact: Any) -> FusionPlan:
         fp = compile_fused_pipeline(spec)
     except (UnsupportedError, ExprError) as e:
         raise _NotFused(str(e)) from None
-    return FusionPlan(fp, tables, slots, group_keys, src, fact)
+    return FusionPlan(fp, tables, slots, group_keys, src, chain)
 
 
-def _aggregates(sink: HashAggregate) -> tuple[list, list[tuple[int, str, int]]]:
+def _aggregates(sink: HashAggregate, alias: dict[str, Expr]) -> tuple[list, list[tuple[int, str, int]]]:
     from hetdb.backend.gpu.codegen import AggregateSpec
 
     aggs: list = []
     slots: list[tuple[int, str, int]] = []
     for j, (_, a) in enumerate(sink.aggs):
+        arg = None if a.arg is None else substitute(a.arg, alias)
         if a.op == "avg":
-            aggs += [AggregateSpec("sum", a.arg), AggregateSpec("count_star")]
+            aggs += [AggregateSpec("sum", arg), AggregateSpec("count_star")]
             slots += [(j, "sum", len(aggs) - 2), (j, "cnt", len(aggs) - 1)]
         elif a.op in ("sum", "count", "count_star", "min", "max"):
-            aggs.append(AggregateSpec(a.op, a.arg))
+            aggs.append(AggregateSpec(a.op, arg))
             slots.append((j, {"sum": "sum", "min": "val", "max": "val"}.get(a.op, "cnt"), len(aggs) - 1))
         else:
             raise _NotFused(f"aggregate {a.op} is not fused")
@@ -439,7 +496,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     src = plan.scan
     fp = plan.pipeline
     state = fp.new_state([(k.domain.lo, k.domain.hi) for k in plan.group_keys])
-    if plan.fact is None:
+    if plan.chain is None:
         gsrc, morsels = run.gsrc, run.morsels
     else:
         gsrc = src.init_global(ctx)
@@ -459,7 +516,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
                     fp.consume(state, b.columns, plan.tables)
                 fused_rows += b.num_rows
                 continue
-            if plan.fact is not None:
+            if plan.chain is not None:
                 raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
                                  "although its zone maps said it could")
             unfused += 1

@@ -4,6 +4,7 @@ ones it depends on, so the driver can run them one after the other."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from hetdb.errors import UnsupportedError
@@ -110,6 +111,11 @@ class PhysicalPlanner:
             return o
         if isinstance(node, L.Project):
             o = self._build(node.input)
+            if isinstance(o.source, TableScan) and not o.ops and isinstance(node.input, L.Scan):
+                used = frozenset().union(*(e.columns() for _, e in node.exprs))
+                skip = frozenset(f.cid for f in node.input.fields if f.cid not in used)
+                if skip:
+                    o.source = dataclasses.replace(o.source, skip=skip)
             o.ops.append(ProjectOp(exprs=node.exprs, op_id=self._id()))
             return o
         if isinstance(node, L.Limit):

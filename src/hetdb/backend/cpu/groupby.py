@@ -20,6 +20,7 @@ from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, ro
 _DENSE_MIN_RANGE = 1 << 16
 _DENSE_MAX_RANGE = 1 << 26
 _FIB = np.uint64(0x9E3779B97F4A7C15)
+_PACK_MAX_CODES = 1 << 62
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -277,6 +278,9 @@ def group_ids(keys: list[np.ndarray], num_rows: int | None = None) -> tuple[np.n
             codes, size = dense_codes(keys, ranges)
             gid, firsts = _dense_group_ids(codes, size)
             return gid, int(firsts.shape[0]), firsts
+        if len(keys) > 1 and size < _PACK_MAX_CODES:
+            # several integer keys packed into one int64: the single-key table, no key matrix
+            keys = [dense_codes(keys, ranges)[0]]
     gid, firsts = hash_group_ids(keys)
     return gid, int(firsts.shape[0]), firsts
 

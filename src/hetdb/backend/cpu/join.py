@@ -40,6 +40,10 @@ class CpuJoinTable:
     pack: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     # Every build key occurs once (a primary key): inner/semi probes need no chain walk.
     unique: bool = False
+    # Otherwise build rows grouped by key id, ascending within a key (CSR): the rows of key id k
+    # are order[start[k]:start[k] + key_count[k]], read sequentially instead of chained.
+    start: np.ndarray | None = None
+    order: np.ndarray | None = None
 
     @property
     def num_keys(self) -> int:
@@ -49,6 +53,8 @@ class CpuJoinTable:
     def nbytes(self) -> int:
         t = self.table
         extra = 0 if self.direct is None else self.direct.nbytes
+        if self.order is not None:
+            extra += self.start.nbytes + self.order.nbytes
         return extra + sum(a.nbytes for a in (self.keys, t.slots, t.key_rep, t.key_count, t.next_row,
                                               t.row_key))
 
@@ -201,9 +207,62 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
         if size <= max(_DIRECT_MIN_RANGE, min(8 * n, _DIRECT_MAX_RANGE)):
             direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
-            return CpuJoinTable(km, table, n, direct, lo, pack=pack, unique=_all_unique(count, n))
+            return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,
+                                             unique=_all_unique(count, n)))
     table = build(km, hash_rows(km), descending=True, chain=True)
-    return CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n))
+    return _with_layout(CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n)))
+
+
+@njit(cache=True, nogil=True)
+def _csr(row_key, key_count):
+    start = np.empty(key_count.shape[0] + 1, np.int64)
+    total = 0
+    for k in range(key_count.shape[0]):
+        start[k] = total
+        total += key_count[k]
+    start[key_count.shape[0]] = total
+    pos = start[:-1].copy()
+    order = np.empty(row_key.shape[0], np.int64)
+    for i in range(row_key.shape[0]):
+        k = row_key[i]
+        order[pos[k]] = i
+        pos[k] += 1
+    return start, order
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _expand_csr(match, key_count, start, order, left):
+    """``_expand`` over the CSR layout: each probe row's build rows are one contiguous run."""
+    n = match.shape[0]
+    starts = np.empty(n + 1, np.int64)
+    starts[0] = 0
+    total = 0
+    for i in range(n):
+        k = match[i]
+        c = key_count[k] if k >= 0 else (1 if left else 0)
+        total += c
+        starts[i + 1] = total
+    pidx = np.empty(total, np.int64)
+    bidx = np.empty(total, np.int64)
+    for i in prange(n):
+        pos = starts[i]
+        k = match[i]
+        if k < 0:
+            if left:
+                pidx[pos] = i
+                bidx[pos] = -1
+            continue
+        s = start[k]
+        for j in range(key_count[k]):
+            pidx[pos + j] = i
+            bidx[pos + j] = order[s + j]
+    return pidx, bidx
+
+
+def _with_layout(table: CpuJoinTable) -> CpuJoinTable:
+    if not table.unique:
+        table.start, table.order = _csr(table.table.row_key, table.table.key_count)
+    return table
 
 
 def _all_unique(key_count: np.ndarray, n: int) -> bool:
@@ -277,6 +336,8 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
     else:
         match = lookup(table.keys, t.slots, t.shift, t.key_rep, pk, hash_rows(pk))
     if kind == "inner" or kind == "left":
+        if table.order is not None:
+            return _expand_csr(match, t.key_count, table.start, table.order, kind == "left")
         return _expand(match, t.key_rep, t.key_count, t.next_row, kind == "left")
     if kind == "mark":
         return match >= 0

@@ -51,6 +51,8 @@ def _location_bytes(loc: Any) -> int | None:
 @dataclass(frozen=True)
 class TableScan(Source):
     scan: Scan = None
+    # columns only the pushed filters read (a projection right above drops them): not gathered
+    skip: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         cols = ", ".join(self.scan.column_names)
@@ -125,10 +127,12 @@ class TableScan(Source):
             if f.cid not in cols:
                 cols[f.cid] = self._read_column(ctx, reader, cname, rg)
         out_rows = num_rows
+        if self.skip:
+            cols = {k: c for k, c in cols.items() if k not in self.skip}
         if idx is not None:
             cols = {k: take(ctx.backend, c, idx) for k, c in cols.items()}
             out_rows = int(idx.shape[0])
-        batch = Batch({f.cid: cols[f.cid] for f in scan.fields}, out_rows)
+        batch = Batch({f.cid: cols[f.cid] for f in scan.fields if f.cid in cols}, out_rows)
         ctx.add(self.op_id, rows_in=nread or num_rows, rows_out=out_rows)
         return split_batches(ctx, batch)
 

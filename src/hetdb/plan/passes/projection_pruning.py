@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from hetdb.plan.expr import ColumnRef
 from hetdb.plan.logical import Aggregate, Filter, Join, Limit, Node, Output, Project, Scan, Sort, TopN
 
 NAME = "projection_pruning"
@@ -20,8 +21,15 @@ def _prune(node: Node, need: set[str]) -> Node:
         pairs = [(f, c) for f, c in zip(node.fields, node.column_names) if f.cid in keep]
         if not pairs:  # row count only (COUNT(*)): read the first column
             pairs = [(node.fields[0], node.column_names[0])]
-        return dataclasses.replace(node, fields=tuple(f for f, _ in pairs),
+        scan = dataclasses.replace(node, fields=tuple(f for f, _ in pairs),
                                    column_names=tuple(c for _, c in pairs))
+        out = [f for f, _ in pairs if f.cid in need]
+        if out and len(out) < len(pairs):
+            # columns only the pushed filters read stop at the scan: joins above neither store nor
+            # gather them (the scan skips them once the filter ran)
+            return Project(scan, tuple((f, ColumnRef(f.dtype, cid=f.cid, nullable=f.nullable))
+                                       for f in out))
+        return scan
     if isinstance(node, Project):
         exprs = [(f, e) for f, e in node.exprs if f.cid in need] or list(node.exprs[:1])
         below: set[str] = set()

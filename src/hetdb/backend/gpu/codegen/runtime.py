@@ -151,13 +151,17 @@ class FusedPipeline:
     def __init__(self, spec: FusedPipelineSpec, kernel: KernelSource) -> None:
         self.spec = spec
         self.kernel = kernel
+        self._function: Any = None
 
     @property
     def source(self) -> str:
         return self.kernel.full_source()
 
     def function(self) -> Any:
-        return compile_source(self.source).function(self.kernel.name)
+        # kept: a pipeline launches once per row group, and the lookup hashes the whole source
+        if self._function is None:
+            self._function = compile_source(self.source).function(self.kernel.name)
+        return self._function
 
     # ---- inputs ----------------------------------------------------------------------------------
     def batch_unfusable_reason(self, columns: dict[str, Any]) -> str | None:
