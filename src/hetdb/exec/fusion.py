@@ -121,7 +121,7 @@ def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
         while chain[0].pid in d.inner:
             chain.insert(0, d.pending[d.inner[chain[0].pid]])
         try:
-            plan = _plan(ctx, pipe, chain)
+            plan = _plan_checked(ctx, pipe, chain)
         except _NotFused as e:
             _materialize(ctx, d, swap, f"swapped into pipeline {pipe.pid}: {e}")
         else:
@@ -133,7 +133,7 @@ def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
             return plan, (f"{FUSED} (scans {plan.scan.scan.table}, join sides swapped: pipeline "
                           f"{inside} runs inside it; {_groups_text(plan)})")
     try:
-        plan = _plan(ctx, pipe, None)
+        plan = _plan_checked(ctx, pipe, None)
     except _NotFused as e:
         return None, str(e)
     return plan, f"{FUSED} ({_groups_text(plan)})"
@@ -255,9 +255,8 @@ def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, 
     for index, rg in enumerate(src.morsels(ctx, gsrc)):
         ctx.set_morsel(index)
         batches.extend(src.read(ctx, rg, gsrc))
-    names = [f.cid for f in src.scan.fields]
     if batches:
-        batch = concat_batches(ctx.backend, batches, names)
+        batch = concat_batches(ctx.backend, batches)
     else:
         from hetdb.exec.columns import empty_batch
 
@@ -269,6 +268,15 @@ def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, 
     k = op.left_keys[0]
     key = ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype)
     return _Join(substitute(fact.sink.keys[0], alias), key, batch, op.left_fields)
+
+
+def _plan_checked(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
+    """_plan, with a column the planner cannot find (an operator shape it does not know) turned
+    into a refusal: the pipeline then runs operator at a time instead of failing the query."""
+    try:
+        return _plan(ctx, pipe, chain)
+    except KeyError as e:
+        raise _NotFused(f"unsupported pipeline shape (column {e} not found)") from None
 
 
 def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:

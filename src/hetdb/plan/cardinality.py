@@ -45,8 +45,10 @@ def _sample(db, scan: Scan) -> tuple[object, int, int] | None:
                 n += b.num_rows
             if n == 0:
                 return None
-            hit = ({c: _concat_head(cols[c], SAMPLE_ROWS) for c in scan.column_names},
-                   min(n, SAMPLE_ROWS), reader.num_rows)
+            heads = {c: _concat_head(cols[c], SAMPLE_ROWS) for c in scan.column_names}
+            # Every column of the sample must have the same rows (a head may be shorter).
+            m = min(len(h) for h in heads.values())
+            hit = ({c: _concat_head([h], m) for c, h in heads.items()}, m, reader.num_rows)
         except Exception:  # noqa: BLE001
             return None
         with _cache_lock:
@@ -73,8 +75,10 @@ def _concat_head(parts: list, limit: int):
             valid = np.concatenate([p.validity if p.validity is not None else np.ones(len(p), bool)
                                     for p in parts])
         col = Column(first.dtype, np.concatenate([p.data for p in parts]), valid, first.dictionary)
+    elif first.data is None and first.offsets is not None:
+        col = _concat_plain_strings(parts)
     else:
-        col = first  # plain strings across pages: the first page is sample enough
+        col = first  # differing dictionaries: the first page is sample enough (_sample trims)
     if len(col) <= limit:
         return col
     if col.data is None:
@@ -82,6 +86,22 @@ def _concat_head(parts: list, limit: int):
                       None, col.offsets[:limit + 1], col.chars)
     return Column(col.dtype, col.data[:limit], None if col.validity is None else col.validity[:limit],
                   col.dictionary)
+
+
+def _concat_plain_strings(parts: list):
+    import numpy as np
+
+    from hetdb.column import Column
+
+    offs, chars, valid, base = [np.zeros(1, np.int64)], [], [], 0
+    for p in parts:
+        o = np.asarray(p.offsets, dtype=np.int64)
+        offs.append(o[1:] - o[0] + base)
+        chars.append(np.asarray(p.chars)[o[0]:o[-1]])
+        base += int(o[-1] - o[0])
+        valid.append(p.validity if p.validity is not None else np.ones(len(p), bool))
+    validity = np.concatenate(valid) if any(p.validity is not None for p in parts) else None
+    return Column(parts[0].dtype, None, validity, None, np.concatenate(offs), np.concatenate(chars))
 
 
 class Estimator:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.plan.logical import Output
 
 
@@ -15,7 +16,15 @@ def bind(sql: str, db) -> Output:
 
     tree = parse(sql)
     check_supported(tree)
-    return Binder(db).bind_statement(tree)
+    try:
+        return Binder(db).bind_statement(tree)
+    except HetdbError:
+        raise
+    except RecursionError:
+        raise UnsupportedError("the query is nested too deeply for hetdb to bind") from None
+    except Exception as e:  # noqa: BLE001 - a binder bug must reach the user as a typed error
+        raise UnsupportedError(f"hetdb could not bind this query ({type(e).__name__}: {e}); "
+                               "please report it with the query text") from e
 
 
 __all__ = ["bind"]

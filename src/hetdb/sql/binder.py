@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from hetdb.errors import SqlError, UnsupportedError
+from hetdb.errors import CatalogError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, SortKey
 from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substitute
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
@@ -203,21 +203,43 @@ class Binder:
         out: list[tuple[str, exp.Expression | Expr]] = []
         for node in sel.expressions:
             if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
-                if node.args.get("except") or node.args.get("replace"):
-                    raise UnsupportedError("* EXCLUDE / REPLACE")
-                table = node.table.lower() if isinstance(node, exp.Column) else None
-                rels = [r for r in scope.rels if table is None or r.alias == table]
-                if table is not None and not rels:
-                    raise scope._unknown(table, "*")
-                for r in rels:
-                    for n, f in r.columns:
-                        if table is None and n in r.hidden:
-                            continue
-                        out.append((n, ColumnRef(f.dtype, f.cid, f.nullable)))
+                out.extend(self._expand_star(node, scope))
                 continue
             out.append((_output_name(node), node))
         if not out:
             raise SqlError("the SELECT list is empty")
+        return out
+
+    @staticmethod
+    def _expand_star(node: exp.Expression, scope: Scope) -> list[tuple[str, exp.Expression | Expr]]:
+        """``*`` / ``t.*`` with DuckDB's ``EXCLUDE (cols)`` and ``REPLACE (expr AS col)``."""
+        star = node.this if isinstance(node, exp.Column) else node
+        args = {**star.args, **node.args}
+        if args.get("rename"):
+            raise UnsupportedError("* RENAME")
+        excluded = [c.name.lower() for c in args.get("except_") or args.get("except") or []]
+        replaced = {a.alias.lower(): a.this for a in args.get("replace") or []}
+        table = node.table.lower() if isinstance(node, exp.Column) else None
+        rels = [r for r in scope.rels if table is None or r.alias == table]
+        if table is not None and not rels:
+            raise scope._unknown(table, "*")
+        out: list[tuple[str, exp.Expression | Expr]] = []
+        seen: set[str] = set()
+        for r in rels:
+            for n, f in r.columns:
+                if table is None and n in r.hidden:
+                    continue
+                seen.add(n)
+                if n in excluded:
+                    continue
+                out.append((n, replaced[n] if n in replaced else ColumnRef(f.dtype, f.cid, f.nullable)))
+        for what, names in (("EXCLUDE", excluded), ("REPLACE", list(replaced))):
+            missing = [n for n in names if n not in seen]
+            if missing:
+                raise CatalogError(f"column '{missing[0]}' in the * {what} list is not a column of "
+                                   "the FROM clause")
+        if not out:
+            raise SqlError("* EXCLUDE removes every column: the SELECT list is empty")
         return out
 
     def _bind_select(self, sel: exp.Select, outer: Scope | None) -> BoundQuery:  # noqa: C901
@@ -257,7 +279,7 @@ class Binder:
         group = sel.args.get("group")
         having = sel.args.get("having")
         order = sel.args.get("order")
-        grouped = group is not None and bool(group.expressions)
+        grouped = group is not None and (bool(group.expressions) or bool(group.args.get("all")))
         has_agg = grouped or having is not None or any(
             isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items) or (
             order is not None and any(_contains_agg(o) for o in order.expressions))
@@ -355,7 +377,12 @@ class Binder:
     def _group_keys(self, group: exp.Group, sel_items, scope: Scope) -> list[tuple[Expr, Field]]:
         keys: list[tuple[Expr, Field]] = []
         ctx = ExprContext(scope, self, "GROUP BY")
-        for g in group.expressions:
+        exprs = list(group.expressions)
+        if group.args.get("all"):
+            # GROUP BY ALL: every select item that contains no aggregate (DuckDB's rule).
+            exprs = [exp.Literal.number(i + 1) for i, (_, n) in enumerate(sel_items)
+                     if not (isinstance(n, exp.Expression) and _contains_agg(n))]
+        for g in exprs:
             node = self._select_ref(g, sel_items, scope)
             e = node if isinstance(node, Expr) else bind_expr(node, ctx)
             if any(k == e for k, _ in keys):

@@ -14,7 +14,7 @@ from typing import Protocol
 from sqlglot import exp
 
 from hetdb import types as T
-from hetdb.errors import SqlError, UnsupportedError
+from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
 from hetdb.sql import typing as TY
 from hetdb.sql.scope import Scope
@@ -62,13 +62,29 @@ def _has(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
 
 def bind_expr(node: exp.Expression, ctx: ExprContext) -> Expr:
     """Bind one sqlglot expression in ``ctx``; raises SqlError/CatalogError/UnsupportedError."""
-    if ctx.agg is not None:
-        r = _agg_hook(node, ctx)
-        if r is not None:
-            return r
-    elif isinstance(node, _AGGS):
-        raise SqlError(f"aggregate {node.sql(dialect='duckdb')} is not allowed in {ctx.clause}")
-    return _bind(node, ctx)
+    try:
+        if ctx.agg is not None:
+            r = _agg_hook(node, ctx)
+            if r is not None:
+                return r
+        elif isinstance(node, _AGGS):
+            raise SqlError(f"aggregate {node.sql(dialect='duckdb')} is not allowed in {ctx.clause}")
+        return _bind(node, ctx)
+    except HetdbError:
+        raise
+    except RecursionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a binder gap must name the construct, not crash
+        raise UnsupportedError(f"hetdb cannot bind {_snippet(node)} in {ctx.clause} "
+                               f"({type(e).__name__}: {e})") from e
+
+
+def _snippet(node: exp.Expression) -> str:
+    try:
+        text = node.sql(dialect="duckdb")
+    except Exception:  # noqa: BLE001 - the node may be malformed: name its type then
+        return type(node).__name__
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
@@ -304,6 +320,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         s = b(node.this)
         if s.dtype.kind != "string":
             raise SqlError(f"SUBSTRING needs a string, got {s.dtype}")
+        if node.args.get("start") is None:
+            raise SqlError("SUBSTRING needs a start position: substring(s, start[, length])")
         args = [s, TY.cast_to(_int_arg(b(node.args["start"]), "SUBSTRING start"), T.INT64)]
         if node.args.get("length") is not None:
             args.append(TY.cast_to(_int_arg(b(node.args["length"]), "SUBSTRING length"), T.INT64))

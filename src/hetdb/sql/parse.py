@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from hetdb.errors import SqlError
+from hetdb.sql.strict import StrictDuckDB, check_tokens, check_tree
+
+_DIALECT = StrictDuckDB()
 
 
 def _position(sql: str, offset: int) -> tuple[int, int]:
@@ -45,7 +47,11 @@ def parse(sql: str) -> exp.Expression:
     if not isinstance(sql, str) or not sql.strip():
         raise SqlError("empty query: write a SELECT statement")
     try:
-        trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+        tokens = _DIALECT.tokenize(sql)
+        check_tokens(tokens, sql)
+        trees = [t for t in _DIALECT.parser().parse(tokens, sql) if t is not None]
+        for t in trees:
+            check_tree(t, tokens, sql)
     except ParseError as e:
         err = e.errors[0] if e.errors else {}
         desc = err.get("description") or str(e)

@@ -45,41 +45,22 @@ years precision
 BARE_COLUMN_ALIAS_REFUSED = RESERVED | _TYPE_FUNC | _NO_BARE_COLUMN_ALIAS
 TABLE_ALIAS_REFUSED = RESERVED | _TYPE_FUNC | frozenset({"isnull", "notnull"})
 
-# Tokens after which an expression (never AS) must come.
-_EXPRESSION_START = {TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN, TokenType.DISTINCT}
+# Tokens after which an item (never AS, never a comma) must come. DuckDB allows a trailing comma
+# (``a, b,``) but no empty item between two commas or before the first item.
+_ITEM_START = {TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN, TokenType.DISTINCT,
+               TokenType.FROM}
 
 
 class StrictDuckDB(DuckDB):
-    """sqlglot's DuckDB dialect with DuckDB's stricter list and JOIN grammar."""
+    """sqlglot's DuckDB dialect with DuckDB's stricter JOIN grammar."""
 
     class Parser(DuckDB.Parser):
-        def _parse_csv(self, parse_method, sep: TokenType = TokenType.COMMA):
-            # sqlglot skips empty items; DuckDB allows only a trailing separator (``a, b,``).
-            start = self._curr
-            items = super()._parse_csv(parse_method, sep)
-            if sep == TokenType.COMMA and start is not None:
-                self._check_no_empty_items(start)
-            return items
-
-        def _check_no_empty_items(self, start: Token) -> None:
-            tokens = self._tokens
-            i = self._index - 1  # last consumed token
-            j = tokens.index(start) if start in tokens else i
-            for k in range(max(j, 0), min(i, len(tokens) - 1)):
-                a, b = tokens[k], tokens[k + 1]
-                if a.token_type == TokenType.COMMA and b.token_type == TokenType.COMMA:
-                    self.raise_error("empty item in a comma-separated list", b)
-            if j < len(tokens) and tokens[j].token_type == TokenType.COMMA and j <= i:
-                self.raise_error("a list cannot start with a comma", tokens[j])
-
         def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
                         alias_tokens=None):
             comma = self._curr is not None and self._curr.token_type == TokenType.COMMA
             start = self._curr
             join = super()._parse_join(skip_join_token=skip_join_token, parse_bracket=parse_bracket,
                                        alias_tokens=alias_tokens)
-            if comma and join is None and start is not None:
-                self.raise_error("expected a table after ',' in FROM", start)
             if join is None or comma or skip_join_token:
                 return join
             kind = (join.args.get("kind") or "").upper()
@@ -91,13 +72,16 @@ class StrictDuckDB(DuckDB):
 
 
 def check_tokens(tokens: list[Token], sql: str) -> None:
-    """Token-level rules DuckDB enforces: numbers are numbers; AS follows an expression."""
+    """Token-level rules DuckDB enforces: numbers are numbers; AS and ',' follow an item."""
     prev: Token | None = None
     for tok in tokens:
         if tok.token_type == TokenType.NUMBER and not _is_number(tok.text):
             _raise(f"invalid number '{tok.text}'", tok, sql)
-        if tok.token_type == TokenType.ALIAS and (prev is None or prev.token_type in _EXPRESSION_START):
+        after_start = prev is None or prev.token_type in _ITEM_START
+        if tok.token_type == TokenType.ALIAS and after_start:
             _raise("AS must follow an expression", tok, sql)
+        if tok.token_type == TokenType.COMMA and after_start:
+            _raise("empty item in a comma-separated list", tok, sql)
         prev = tok
 
 

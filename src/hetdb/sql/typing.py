@@ -143,7 +143,13 @@ def add_months(days: int, months: int) -> int:
 
 def number_literal(text: str) -> Literal:
     """A numeric literal as DuckDB types it: INTEGER/BIGINT, DECIMAL(p,s) for 1.50, DOUBLE for 1e3."""
-    t = text.strip()
+    try:
+        return _number_literal(text.strip().replace("_", ""))
+    except (ValueError, InvalidOperation):
+        raise SqlError(f"invalid number '{text}'") from None
+
+
+def _number_literal(t: str) -> Literal:
     if "e" in t.lower():
         return Literal(T.FLOAT64, float(t))
     if "." not in t:

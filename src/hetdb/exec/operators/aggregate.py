@@ -104,13 +104,21 @@ class HashAggregate(Sink):
             # without keys the kernel cannot know the row count: one group when there are rows
             xp = ctx.backend.xp
             return xp.zeros(n, dtype=xp.int64), (1 if n else 0), xp.zeros(1 if n else 0, dtype=xp.int64)
-        return ctx.backend.group_ids(self._key_arrays(ctx, g, keycols, n))
+        return ctx.backend.group_ids(self._key_arrays(ctx, g, keycols, n, local=True))
 
-    def _key_arrays(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int) -> list[Any]:
+    def _key_arrays(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int,
+                    local: bool = False) -> list[Any]:
+        """Kernel keys; ``local``: ids need only agree within this call (grouping one batch), so
+        strings are numbered by their own dictionary codes or factorized, never mapped through the
+        operator's shared (Python) encoder, which spilling's partitioning needs."""
         xp = ctx.backend.xp
         arrays = []
         for col, enc in zip(keycols, g.encoders):
-            data = enc.encode(col) if col.dtype.kind == "string" else col.data
+            if col.dtype.kind == "string" and local:
+                data = col.data if col.dictionary is not None else \
+                    ctx.backend.factorize_strings(col.offsets, col.chars)[0]
+            else:
+                data = enc.encode(col) if col.dtype.kind == "string" else col.data
             if data.dtype == bool:
                 data = data.astype(xp.int32)
             if col.validity is not None:

@@ -34,6 +34,19 @@ def _cids(node: Node) -> frozenset[str]:
     return frozenset(f.cid for f in node.schema)
 
 
+def _implied(pred: Expr, cids: frozenset[str]) -> Expr | None:
+    """The condition on ``cids`` alone that ``pred`` (an OR spanning relations) implies, or None."""
+    if not (isinstance(pred, Call) and pred.op == "or") or pred.columns() <= cids:
+        return None
+    parts = []
+    for d in pred.args:
+        mine = [c for c in conjuncts(d) if c.columns() and c.columns() <= cids]
+        if not mine:
+            return None
+        parts.append(and_all(mine))
+    return Call(T.BOOL, "or", tuple(parts))
+
+
 def _reorder(node: Node, est) -> Node:
     if not _is_region(node):
         return with_inputs(node, tuple(_reorder(k, est) for k in node.inputs()))
@@ -49,6 +62,14 @@ def _reorder(node: Node, est) -> Node:
             leaves[i] = Filter(leaf, and_all(mine))
             single.extend(mine)
     pending = [p for p in preds if not any(p is s for s in single)]
+    # An OR over several relations implies, per relation, the OR of each disjunct's conditions on
+    # that relation alone (when every disjunct has some): filtering by it first keeps every row the
+    # OR could accept (TPC-H Q7: n1.name = 'FRANCE' AND n2.name = 'GERMANY' OR ... ).
+    for p in pending:
+        for i, leaf in enumerate(leaves):
+            implied = _implied(p, _cids(leaf))
+            if implied is not None:
+                leaves[i] = Filter(leaves[i], implied)
     todo = sorted(range(len(leaves)), key=lambda i: (est.rows(leaves[i]), i))
     cur = leaves[todo.pop(0)]
     while todo:
