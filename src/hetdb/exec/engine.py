@@ -8,11 +8,14 @@ import tempfile
 import time
 import traceback
 import uuid
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from hetdb.errors import HetdbError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import HostPageCache
 from hetdb.exec.hostutil import to_arrow_table
@@ -21,6 +24,33 @@ from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.plan import logical as L
+
+PLAN_CACHE_ENTRIES = 256
+
+
+@dataclass(frozen=True)
+class CachedPlan:
+    """A planned query: the optimized logical plan, its physical plan (immutable operator
+    descriptions, reusable by any number of runs) and the table readers it was planned against."""
+
+    plan: L.Output
+    physical: PhysicalPlan
+    readers: tuple[tuple[str, Any], ...]  # (table name, TableReader snapshot)
+
+
+def plan_tables(*plans: L.Node) -> set[str] | None:
+    """Stored tables the plans scan; None when one reads something a table version does not
+    describe (a Parquet file), which must not be cached."""
+    names: set[str] = set()
+    stack = list(plans)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, L.Scan):
+            if node.source != "table":
+                return None
+            names.add(node.table)
+        stack.extend(node.inputs())
+    return names
 
 
 class QueryEngine:
@@ -43,12 +73,17 @@ class QueryEngine:
         self.threads = max(1, int(options.threads or 1))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
             if self.threads > 1 else None
+        # SQL text -> CachedPlan. Options are fixed per connection, so the text and the committed
+        # version of every table read (checked per lookup) decide the plan, cardinality samples included.
+        self._plans: OrderedDict[str, CachedPlan] = OrderedDict()
+        self.plan_cache_hits = 0
 
     # ---- planning ---------------------------------------------------------------------------------
     def logical_plan(self, sql: str) -> L.Output:
-        from hetdb.sql import bind
+        """The optimized logical plan of ``sql`` (from the plan cache when current)."""
+        return self.planned(sql)[0].plan
 
-        plan = bind(sql, self.db)
+    def _optimize(self, plan: L.Output) -> L.Output:
         try:
             from hetdb.plan.optimizer import optimize
         except ImportError:  # the optimizer is optional for correctness: run the bound plan as it is
@@ -59,24 +94,64 @@ class QueryEngine:
     def physical_plan(self, plan: L.Output) -> PhysicalPlan:
         return PhysicalPlanner().plan(plan)
 
+    def planned(self, sql: str) -> tuple[CachedPlan, bool]:
+        """(plan of ``sql``, whether it came from the plan cache). A cached plan is used only while
+        every table it reads is still at the version it was planned against."""
+        entry = self._plans.get(sql)
+        if entry is not None:
+            if self._current(entry):
+                self._plans.move_to_end(sql)
+                self.plan_cache_hits += 1
+                return entry, True
+            del self._plans[sql]
+        from hetdb.sql import bind
+
+        bound = bind(sql, self.db)
+        plan = self._optimize(bound)
+        entry = CachedPlan(plan, self.physical_plan(plan), ())
+        names = plan_tables(bound, plan)
+        if names is not None:
+            try:
+                readers = tuple((n, self.db.table(n)) for n in sorted(names))
+            except HetdbError:
+                return entry, False
+            entry = CachedPlan(plan, entry.physical, readers)
+            self._plans[sql] = entry
+            while len(self._plans) > PLAN_CACHE_ENTRIES:
+                self._plans.popitem(last=False)
+        return entry, False
+
+    def _current(self, entry: CachedPlan) -> bool:
+        try:
+            # db.table returns the same reader object while the committed version is unchanged
+            return all(self.db.table(name) is reader for name, reader in entry.readers)
+        except HetdbError:  # a table was dropped: plan again, which reports it
+            return False
+
+    def clear_plan_cache(self) -> None:
+        self._plans.clear()
+
     # ---- running ------------------------------------------------------------------------------------
     def execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
-        plan = self.logical_plan(sql)
+        entry, cached = self.planned(sql)
         plan_seconds = time.perf_counter() - t0
-        table, stats, _ = self.run_plan(plan)
+        table, stats, _ = self.run_plan(entry.plan, entry.physical)
         stats["plan_seconds"] = plan_seconds
+        stats["plan_cached"] = cached
         return table, stats
 
-    def run_plan(self, plan: L.Output) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
-        """Run a logical plan (bound and optimized); returns (result, stats, physical plan with
-        per-operator statistics in ``stats['operators']``)."""
+    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None
+                 ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+        """Run a logical plan (bound and optimized; ``physical`` is its physical plan when already
+        made); returns (result, stats, physical plan with per-operator statistics in
+        ``stats['operators']``)."""
         if self.device is None:
-            return self._run(plan)
+            return self._run(plan, physical)
         from hetdb.exec.device import is_device_oom, oom_error
 
         try:
-            return self._run(plan)
+            return self._run(plan, physical)
         except Exception as e:
             if not is_device_oom(e):
                 raise
@@ -88,7 +163,7 @@ class QueryEngine:
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
-            table, stats, physical = self._run(plan)
+            table, stats, physical = self._run(plan, physical)
         except Exception as e:
             if is_device_oom(e):
                 raise oom_error(e, self.device.budget.limit_bytes) from None
@@ -98,9 +173,11 @@ class QueryEngine:
         stats["gpu_oom_retried"] = True
         return table, stats, physical
 
-    def _run(self, plan: L.Output) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+    def _run(self, plan: L.Output, physical: PhysicalPlan | None
+             ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         t0 = time.perf_counter()
-        physical = self.physical_plan(plan)
+        if physical is None:
+            physical = self.physical_plan(plan)
         spill_root = self.options.spill_dir or os.path.join(
             getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
         spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
@@ -169,12 +246,16 @@ class QueryEngine:
         return table, stats, physical
 
     def explain(self, sql: str, analyze: bool = False) -> str:
-        plan = self.logical_plan(sql)
+        t0 = time.perf_counter()
+        entry, cached = self.planned(sql)
+        plan_ms = (time.perf_counter() - t0) * 1000
         if not analyze:
-            return self.physical_plan(plan).format()
-        table, stats, physical = self.run_plan(plan)
+            return entry.physical.format()
+        table, stats, physical = self.run_plan(entry.plan, entry.physical)
         text = physical.format(stats["operators"])
-        total = (f"{text}\nTotal: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
+        planning = "plan from the plan cache" if cached else "planned"
+        total = (f"{text}\nPlanning: {planning} in {plan_ms:.1f} ms\n"
+                 f"Total: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
                  f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
                  f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
         if self.device is not None:

@@ -16,7 +16,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import and_valid
-from hetdb.exec.expressions import ExprEvaluator, _convert, quiet
+from hetdb.exec.expressions import ExprEvaluator, _convert, _round_div, quiet
 from hetdb.exec.hostutil import arrow_string_transform, column_to_device, column_to_host, note_host_step
 from hetdb.plan.expr import Call, Literal
 from hetdb.types import DataType
@@ -48,6 +48,11 @@ def _round(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     c = ev.evaluate(expr.args[0], batch)
     digits = _literal_int(expr, 1, 0)
     rt = expr.dtype
+    if c.dtype.kind == "decimal" and rt.kind == "decimal" and digits < 0:
+        # round to 10**-digits (half away from zero); the result has scale 0
+        step = 10 ** (c.dtype.scale - digits)
+        q = _round_div(xp, c.data.astype(xp.int64), step) * (10 ** -digits)
+        return Column(rt, data=_convert(xp, q, DataType("decimal", 18, 0), rt), validity=c.validity)
     if c.dtype.kind == "decimal" and rt.kind == "decimal":
         # rescale to ``digits`` (half away from zero), then to the declared result scale
         mid = DataType("decimal", 18, max(0, min(digits, c.dtype.scale)))
@@ -78,6 +83,27 @@ def _floor_ceil(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
 def _sign(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     c = ev.evaluate(expr.args[0], batch)
     return Column(expr.dtype, data=ev.xp.sign(c.data).astype(expr.dtype.numpy_dtype), validity=c.validity)
+
+
+def _greatest_least(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    """SQL GREATEST/LEAST as DuckDB computes them: NULL arguments are skipped; NULL only when all
+    arguments are NULL."""
+    xp = ev.xp
+    pick = xp.maximum if expr.op == "greatest" else xp.minimum
+    rt = expr.dtype
+    data, valid = None, None
+    for arg in expr.args:
+        c = ev.evaluate(arg, batch)
+        x = ev.numeric(c, rt)
+        v = c.validity if c.validity is not None else xp.ones(batch.num_rows, dtype=bool)
+        if data is None:
+            data, valid = x, v
+            continue
+        both = xp.logical_and(valid, v)
+        data = xp.where(both, pick(data, x), xp.where(valid, data, x))
+        valid = xp.logical_or(valid, v)
+    return Column(rt, data=data.astype(rt.numpy_dtype, copy=False),
+                  validity=None if bool(valid.all()) else valid)
 
 
 # ---- strings ------------------------------------------------------------------------------------------
@@ -299,6 +325,7 @@ def _date_trunc(part: str):
 
 FUNCTIONS = {
     "round": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "sign": _sign,
+    "greatest": _greatest_least, "least": _greatest_least,
     "sqrt": _unary_float("sqrt"), "ln": _unary_float("log"), "exp": _unary_float("exp"),
     "like": _like, "not_like": _like, "ilike": _like,
     "starts_with": _affix, "ends_with": _affix, "contains": _affix,

@@ -10,11 +10,20 @@ from dataclasses import dataclass, field
 from hetdb.errors import UnsupportedError
 from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.base import Operator, PhysicalOp, Sink, Source
-from hetdb.exec.operators.basic import CollectSink, FilterOp, LimitOp, ProjectOp, ResultSource, ValuesSource
+from hetdb.exec.operators.basic import (
+    CollectSink,
+    FilterOp,
+    LimitOp,
+    ProjectOp,
+    ResultSource,
+    UnionSource,
+    ValuesSource,
+)
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import ParquetScan, TableScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
 from hetdb.plan import logical as L
+from hetdb.plan.expr import ColumnRef
 
 
 @dataclass
@@ -147,4 +156,14 @@ class PhysicalPlanner:
                                           offset=node.offset, op_id=self._id()))
             return _Open(ResultSource(pipeline_id=pid, label="top-n", is_ordered=True, op_id=self._id()),
                          deps=[pid])
+        if isinstance(node, L.Union):
+            pids = []
+            for child in node.children:
+                o = self._build(child)
+                # Rename the input's columns to the union's (same types, by position).
+                o.ops.append(ProjectOp(exprs=tuple(
+                    (uf, ColumnRef(f.dtype, f.cid, f.nullable)) for uf, f in zip(node.fields, child.schema)),
+                    op_id=self._id()))
+                pids.append(self._close(o, CollectSink(label="union input", op_id=self._id())))
+            return _Open(UnionSource(pipeline_ids=tuple(pids), op_id=self._id()), deps=pids)
         raise UnsupportedError(f"the executor has no physical operator for {type(node).__name__}")

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 
 from hetdb.plan.expr import ColumnRef, Expr
-from hetdb.plan.logical import Aggregate, Filter, Join, Limit, Node, Project, Scan, TopN, Values
+from hetdb.plan.logical import Aggregate, Filter, Join, Limit, Node, Project, Scan, TopN, Union, Values
 
 SAMPLE_ROWS = 10_000
 DEFAULT_SELECTIVITY = 0.25
@@ -196,7 +196,8 @@ class Estimator:
                 div = max(max(self.ndv(a, lr), self.ndv(b, rr))
                           for a, b in zip(node.left_keys, node.right_keys))
                 inner = lr * rr / div
-            return max(inner, lr) if node.kind == "left" else inner
+            preserved = {"left": lr, "right": rr, "full": lr + rr}.get(node.kind, 0.0)
+            return max(inner, preserved)
         if isinstance(node, Aggregate):
             r = self.rows(node.input)
             if not node.keys:
@@ -210,6 +211,8 @@ class Estimator:
             return min(r, node.limit) if node.limit is not None else r
         if isinstance(node, Values):
             return float(len(node.rows))
+        if isinstance(node, Union):
+            return sum(self.rows(k) for k in node.children)
         ins = node.inputs()
         return self.rows(ins[0]) if ins else 1.0
 

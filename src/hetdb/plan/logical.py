@@ -199,6 +199,25 @@ class TopN(Node):
 
 
 @dataclass(frozen=True)
+class Union(Node):
+    """UNION ALL: the rows of every input, in input order. Input i's schema maps position by position
+    onto ``fields`` (the binder made the types equal); UNION (distinct) is an Aggregate above."""
+
+    children: tuple[Node, ...]
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Node, ...]:
+        return self.children
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.fields
+
+    def label(self) -> str:
+        return "Union all " + ", ".join(f.cid for f in self.fields)
+
+
+@dataclass(frozen=True)
 class Values(Node):
     """Literal rows (SELECT without FROM): ``rows`` of physical values matching ``fields``."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from hetdb.plan.logical import Join, Node
+from hetdb.plan.logical import Join, Node, Union
 
 
 def with_inputs(node: Node, inputs: tuple[Node, ...]) -> Node:
@@ -14,6 +14,8 @@ def with_inputs(node: Node, inputs: tuple[Node, ...]) -> Node:
         return node
     if isinstance(node, Join):
         return dataclasses.replace(node, left=inputs[0], right=inputs[1])
+    if isinstance(node, Union):
+        return dataclasses.replace(node, children=tuple(inputs))
     if not inputs:
         return node
     return dataclasses.replace(node, input=inputs[0])

@@ -4,7 +4,7 @@ the node's inputs, and cids are unique within each schema."""
 from __future__ import annotations
 
 from hetdb.errors import HetdbError
-from hetdb.plan.logical import Aggregate, Filter, Join, Node, Output, Project, Scan, Sort, TopN
+from hetdb.plan.logical import Aggregate, Filter, Join, Node, Output, Project, Scan, Sort, TopN, Union
 
 
 def _need(node: Node) -> set[str]:
@@ -54,6 +54,11 @@ def validate(node: Node, where: str = "plan") -> None:
                                  f"{node.label()}")
             if a.dtype != b.dtype:
                 raise HetdbError(f"internal error after {where}: join key types differ in {node.label()}")
+    if isinstance(node, Union):
+        for k in node.inputs():
+            if [f.dtype for f in k.schema] != [f.dtype for f in node.fields]:
+                raise HetdbError(f"internal error after {where}: UNION input types differ in "
+                                 f"{node.label()}")
     missing = _need(node) - avail
     if missing:
         raise HetdbError(f"internal error after {where}: {node.label()} reads unknown columns "

@@ -108,8 +108,8 @@ class Binder:
     def bind_query(self, node: exp.Expression, outer: Scope | None) -> BoundQuery:
         while isinstance(node, (exp.Subquery, exp.Paren)):
             node = node.this
-        if not isinstance(node, exp.Select):
-            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT is supported)")
+        if not isinstance(node, (exp.Select, exp.Union)) or isinstance(node, (exp.Intersect, exp.Except)):
+            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT and UNION are supported)")
         saved = self.ctes
         try:
             with_ = node.args.get("with_") or node.args.get("with")
@@ -118,6 +118,10 @@ class Binder:
                 for cte in with_.expressions:
                     cols = [c.name.lower() for c in (cte.args["alias"].columns or [])]
                     self.ctes[cte.alias.lower()] = (cte.this, self.ctes, cols)
+            if isinstance(node, exp.Union):
+                from hetdb.sql.setops import bind_union
+
+                return bind_union(self, node, outer)
             return self._bind_select(node, outer)
         finally:
             self.ctes = saved
@@ -181,11 +185,20 @@ class Binder:
                 prev = Scope(scope.rels[:-1]).resolve(None, name)
                 on.append(compare("eq", prev, scope.resolve(rel.alias, name)))
                 rel.hidden.add(name)
-            if (j.side or "").upper() == "LEFT":
+            side = (j.side or "").upper()
+            if side in ("LEFT", "RIGHT", "FULL"):
                 left, rest = FC.combine(items, preds)
                 if rest:
                     left = FC.Item(Filter(left.plan, and_all(rest)), left.cids)
-                items, preds = [FC.left_join(left, right, on)], []
+                if side == "LEFT":
+                    items = [FC.left_join(left, right, on)]
+                else:
+                    items = [FC.outer_join(left, right, on, side.lower())]
+                preds = []
+                # Columns of a side that is NULL-extended can be NULL from here on.
+                for r in (scope.rels[-1:] if side == "LEFT" else
+                          scope.rels[:-1] if side == "RIGHT" else scope.rels):
+                    _make_nullable(r)
             else:
                 items.append(right)
                 preds.extend(on)
@@ -429,6 +442,10 @@ class Binder:
             else:
                 out.append((bind_expr(node, ctx), desc, nf))
         return out
+
+
+def _make_nullable(rel: Rel) -> None:
+    rel.columns = [(n, f if f.nullable else Field(f.cid, f.name, f.dtype, True)) for n, f in rel.columns]
 
 
 def _split_and(node: exp.Expression) -> list[exp.Expression]:

@@ -17,6 +17,7 @@ from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
 from hetdb.sql import typing as TY
+from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
@@ -331,11 +332,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return _extract(part, b(node.expression))
     if isinstance(node, exp.Year | exp.Month | exp.Day):
         return _extract(type(node).__name__.upper(), b(node.this))
-    if isinstance(node, exp.Abs):
-        x = b(node.this)
-        if not x.dtype.is_numeric:
-            raise SqlError(f"ABS needs a number, got {x.dtype}")
-        return Call(x.dtype, "abs", (x,))
+    if isinstance(node, MATH_NODES):
+        return bind_math(node, b)
     if isinstance(node, exp.Upper | exp.Lower):
         x = b(node.this)
         if x.dtype.kind != "string":

@@ -93,6 +93,18 @@ def combine(items: list[Item], preds: list[Expr]) -> tuple[Item, list[Expr]]:
     return cur, pending
 
 
+def outer_join(left: Item, right: Item, on: list[Expr], kind: str) -> Item:
+    """``left RIGHT|FULL JOIN right ON on``. For RIGHT, conditions on the left side alone filter the
+    left input (the mirror image of left_join); for FULL every non-key condition stays a residual,
+    since it decides matches for both sides."""
+    pushed = [p for p in on if kind == "right" and p.columns() and p.columns() <= left.cids]
+    rest = [p for p in on if not any(p is q for q in pushed)]
+    lk, rk, residual, other = split_join_condition(rest, left.cids, right.cids)
+    lplan = left.plan if not pushed else Filter(left.plan, and_all(pushed))
+    plan = Join(lplan, right.plan, kind, tuple(lk), tuple(rk), and_all(residual + other))
+    return Item(plan, left.cids | right.cids)
+
+
 def left_join(left: Item, right: Item, on: list[Expr]) -> Item:
     """``left LEFT JOIN right ON on``: equalities become keys, conditions on the right side alone
     filter the right input, the rest stays a residual (it decides matches, never drops left rows)."""

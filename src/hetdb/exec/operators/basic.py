@@ -132,6 +132,35 @@ class ResultSource(Source):
         return [out] if out.num_rows else []
 
 
+@dataclass(frozen=True)
+class UnionSource(Source):
+    """UNION ALL: the batches several previous pipelines collected (already renamed to the union's
+    columns), one input after the other, sliced to batch_rows."""
+
+    pipeline_ids: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        return f"UnionScan (pipelines {', '.join(map(str, self.pipeline_ids))})"
+
+    def morsels(self, ctx: ExecContext, g: Any) -> list:
+        out = []
+        step = ctx.batch_rows
+        for pid in self.pipeline_ids:
+            for i, b in enumerate(ctx.results[pid]):
+                if not step or b.num_rows <= step:
+                    out.append((pid, i, 0, b.num_rows))
+                else:
+                    out.extend((pid, i, s, min(s + step, b.num_rows)) for s in range(0, b.num_rows, step))
+        return out
+
+    def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:
+        pid, i, lo, hi = morsel
+        b = ctx.results[pid][i]
+        out = b if lo == 0 and hi == b.num_rows else slice_batch(ctx.backend, b, lo, hi)
+        ctx.add(self.op_id, rows_out=out.num_rows)
+        return [out] if out.num_rows else []
+
+
 class _CollectState:
     def __init__(self, ctx: ExecContext) -> None:
         self.batches: list[tuple[Any, Batch]] = []

@@ -3,7 +3,7 @@
 Through Project (substituting the projected expressions), Sort, and Aggregate (conjuncts over group
 keys only); into both sides of inner joins, where an equality between the sides becomes a join key
 (a cross join with such a predicate becomes an inner join) and other two-sided conjuncts the residual;
-into the preserved side of left/semi/anti/mark/single joins; finally into ``Scan.filters`` where
+into the preserved side of left/right/semi/anti/mark/single joins (none of a full join); finally into ``Scan.filters`` where
 zone maps prune pages. Never below a Limit/TopN (that would change which rows are kept).
 """
 
@@ -80,15 +80,26 @@ def _push_join(node: Join, preds: list[Expr]) -> Node:
                                   kind=kind, left_keys=tuple(lk), right_keys=tuple(rk),
                                   residual=and_all(residual))
         return _wrap(new, up)
-    # Outer-ish joins: only the preserved (left) side takes filters from above.
+    # Outer-ish joins: only a preserved side takes filters from above (a full join has none: its
+    # NULL-extended rows of either side must meet the filter too); a residual conjunct over the
+    # non-preserved side alone filters that side's input.
     for p in preds:
         cols = p.columns()
-        (left_p if cols and cols <= lc else up).append(p)
+        if node.kind == "right":
+            (right_p if cols and cols <= rc else up).append(p)
+        elif node.kind == "full":
+            up.append(p)
+        else:
+            (left_p if cols and cols <= lc else up).append(p)
     residual = []
     if node.kind in ("left", "semi", "anti", "mark", "single"):
         for p in conjuncts(node.residual):
             cols = p.columns()
             (right_p if cols and cols <= rc else residual).append(p)
+    elif node.kind == "right":
+        for p in conjuncts(node.residual):
+            cols = p.columns()
+            (left_p if cols and cols <= lc else residual).append(p)
     else:
         residual = conjuncts(node.residual)
     new = dataclasses.replace(node, left=_push(node.left, left_p), right=_push(node.right, right_p),

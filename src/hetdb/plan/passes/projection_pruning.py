@@ -6,7 +6,19 @@ from __future__ import annotations
 import dataclasses
 
 from hetdb.plan.expr import ColumnRef
-from hetdb.plan.logical import Aggregate, Filter, Join, Limit, Node, Output, Project, Scan, Sort, TopN
+from hetdb.plan.logical import (
+    Aggregate,
+    Filter,
+    Join,
+    Limit,
+    Node,
+    Output,
+    Project,
+    Scan,
+    Sort,
+    TopN,
+    Union,
+)
 
 NAME = "projection_pruning"
 
@@ -67,6 +79,10 @@ def _prune(node: Node, need: set[str]) -> Node:
         right_need = want & rc if node.kind not in ("semi", "anti", "mark") else extra & rc
         return dataclasses.replace(node, left=_prune(node.left, want & lc),
                                    right=_prune(node.right, right_need))
+    if isinstance(node, Union):
+        # Inputs map onto the union's columns by position: each keeps its whole schema.
+        return dataclasses.replace(node, children=tuple(_prune(k, {f.cid for f in k.schema})
+                                                        for k in node.children))
     return node
 
 

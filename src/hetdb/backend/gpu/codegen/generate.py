@@ -8,6 +8,11 @@ payload loads, then the filters that needed that payload; finally aggregation (b
 shared memory when the groups fit, then one global atomic per touched group and block) or compaction
 (block-scan positions, one global atomicAdd per tile).
 
+A kernel runs over one flat batch (``in{k}`` arrays of ``n`` rows) or, with a *page table*, over many
+row groups whose pages lie anywhere in device memory: the table lists per page its first tile, first
+row, row count and one pointer per input column, and each tile looks its page up (a binary search over
+the tiles' starts), so one launch covers every resident row group of a table (see PAGE_TABLE_*).
+
 The kernel's name is ``fused_`` + a hash of its generated text, so equal pipelines share one compiled
 binary (compile.py's disk cache keys the full source, options, architecture and versions).
 """
@@ -26,6 +31,8 @@ FP_BLOCK = 128
 FP_ITEMS = 4
 FP_TILE = FP_BLOCK * FP_ITEMS
 HEADER = "fused_pipeline.cuh"
+# Page table (int64): [tile start per page + total tiles][first row per page][rows per page]
+# [pointer per page and input column, page-major]; see page_table_layout().
 _NAME_PLACEHOLDER = "@KERNEL_NAME@"
 
 
@@ -169,15 +176,16 @@ class _Generator:
         self.emit("int pos[FP_ITEMS];")
         self.emit("const long long base = fused::BlockSelectPositions<FP_BLOCK, FP_ITEMS>(flags, pos, out_count);")
         stmts = ["if (!flags[i]) continue;", "const long long o = base + pos[i];",
-                 "out_rows[o] = off + threadIdx.x + i * FP_BLOCK;"]
+                 "out_rows[o] = row_base + off + threadIdx.x + i * FP_BLOCK;"]
         stmts += [f"out_build{p}[o] = r{p}[i];" for p in range(len(self.spec.probes))]
         self.per_item(stmts)
 
     # ---- assembly --------------------------------------------------------------------------------
     def finish(self, accs: tuple[Accumulator, ...]) -> KernelSource:
         spec = self.spec
-        params = [f"const {ctype(t)}* __restrict__ in{k}" for k, (_, t) in enumerate(spec.inputs)]
-        params.append("long long n")
+        params = [f"const {ctype(t)}* __restrict__ col{k}" for k, (_, t) in enumerate(spec.inputs)]
+        params += ["long long n", "const long long* __restrict__ page_table", "long long num_pages",
+                   "long long num_tiles"]
         for p, probe in enumerate(spec.probes):
             params += [f"const int* __restrict__ p{p}_rows", f"long long p{p}_lo", f"long long p{p}_size"]
             params += [f"const {ctype(t)}* __restrict__ p{p}_pay{j}" for j, (_, t) in enumerate(probe.payload)]
@@ -208,9 +216,19 @@ class _Generator:
                 f'extern "C" __global__ void __launch_bounds__(FP_BLOCK) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]
-        out += ["  for (long long off = (long long)blockIdx.x * FP_TILE; off < n; "
-                "off += (long long)gridDim.x * FP_TILE) {",
-                "    const int num = tile::tile_size(n, off, FP_TILE);",
+        k_in = len(spec.inputs)
+        out += ["  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
+                "    long long off = t * FP_TILE, rows = n, row_base = 0;"]
+        out += [f"    const {ctype(dt)}* __restrict__ in{k} = col{k};" for k, (_, dt) in enumerate(spec.inputs)]
+        out += ["    if (num_pages > 0) {",
+                "      const long long p = fused::FindPage(page_table, num_pages, t);",
+                "      off = (t - page_table[p]) * FP_TILE;",
+                "      row_base = page_table[num_pages + 1 + p];",
+                "      rows = page_table[2 * num_pages + 1 + p];"]
+        out += [f"      in{k} = (const {ctype(dt)}*)page_table[3 * num_pages + 1 + p * {k_in} + {k}];"
+                for k, (_, dt) in enumerate(spec.inputs)]
+        out += ["    }",
+                "    const int num = tile::tile_size(rows, off, FP_TILE);",
                 "    int flags[FP_ITEMS];",
                 "    tile::BlockInitFlags<FP_BLOCK, FP_ITEMS>(nullptr, flags, num);"]
         out += ["  " + line for line in self.lines]

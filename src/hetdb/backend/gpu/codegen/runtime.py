@@ -135,6 +135,18 @@ class Selection:
 
 
 @dataclass
+class PageTable:
+    """Row groups of a table for one launch (generate.py's page-table layout), on the device;
+    ``keep`` holds the arrays its pointers point into."""
+
+    array: Any
+    num_pages: int
+    num_tiles: int
+    num_rows: int
+    keep: list[Any] = field(default_factory=list, repr=False)
+
+
+@dataclass
 class AggregateState:
     domains: list[tuple[int, int]]
     sizes: list[int]
@@ -184,8 +196,6 @@ class FusedPipeline:
         reason = self.batch_unfusable_reason(columns)
         if reason is not None:
             raise UnsupportedError(f"batch cannot run fused: {reason}")
-        if len(tables) != len(self.spec.probes):
-            raise ValueError(f"pipeline has {len(self.spec.probes)} probes, got {len(tables)} build tables")
         arrays = []
         for cid, _ in self.spec.inputs:
             col = columns[cid]
@@ -193,7 +203,13 @@ class FusedPipeline:
         n = int(arrays[0].shape[0]) if arrays else 0
         if any(int(a.shape[0]) != n for a in arrays):
             raise ValueError("input columns differ in length")
-        args: list[Any] = [*arrays, np.int64(n)]
+        # a flat batch: no page table (a null pointer), one tile per FP_TILE rows
+        args: list[Any] = [*arrays, np.int64(n), np.uint64(0), np.int64(0), np.int64(-(-n // FP_TILE))]
+        return self._probe_args(args, tables), n
+
+    def _probe_args(self, args: list[Any], tables: list[DenseJoinTable]) -> list[Any]:
+        if len(tables) != len(self.spec.probes):
+            raise ValueError(f"pipeline has {len(self.spec.probes)} probes, got {len(tables)} build tables")
         for probe, table in zip(self.spec.probes, tables):
             if len(table.payload) != len(probe.payload):
                 raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
@@ -203,7 +219,43 @@ class FusedPipeline:
                 if np.dtype(arr.dtype) != dtype.numpy_dtype:
                     raise ValueError(f"payload {cid} is {arr.dtype}, declared {dtype.numpy_dtype}")
                 args.append(arr)
-        return args, n
+        return args
+
+    def page_table(self, pages: list[tuple[int, dict[str, Any]]]) -> PageTable:
+        """The page table of ``pages`` ((rows, {cid: device array or Column}) per row group), for
+        ``consume_pages``; UnsupportedError when a page cannot run fused (NULLs, another dtype)."""
+        import cupy
+
+        cids = [cid for cid, _ in self.spec.inputs]
+        pages = [(int(rows), cols) for rows, cols in pages if int(rows) > 0]
+        num = len(pages)
+        table = np.zeros(3 * num + 1 + num * len(cids), dtype=np.int64)
+        keep: list[Any] = []
+        tile = row = 0
+        for p, (rows, cols) in enumerate(pages):
+            reason = self.batch_unfusable_reason(cols)
+            if reason is not None:
+                raise UnsupportedError(f"page cannot run fused: {reason}")
+            table[p], table[num + 1 + p], table[2 * num + 1 + p] = tile, row, rows
+            for k, cid in enumerate(cids):
+                col = cols[cid]
+                arr = col.data if isinstance(col, Column) else col
+                if int(arr.shape[0]) != rows or not arr.flags.c_contiguous:
+                    raise UnsupportedError(f"page of column {cid} is not a contiguous array of {rows} rows")
+                keep.append(arr)
+                table[3 * num + 1 + p * len(cids) + k] = int(arr.data.ptr)
+            tile += -(-rows // FP_TILE)
+            row += rows
+        table[num] = tile
+        return PageTable(cupy.asarray(table), num, tile, row, keep)
+
+    def consume_pages(self, state: AggregateState, pages: PageTable, tables: list[DenseJoinTable]) -> None:
+        """Add every row of a page table to ``state`` with one launch (asynchronously)."""
+        if pages.num_tiles == 0 or state.num_groups == 0:
+            return
+        args = [np.uint64(0)] * len(self.spec.inputs)
+        args += [np.int64(0), pages.array, np.int64(pages.num_pages), np.int64(pages.num_tiles)]
+        self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
 
     # ---- aggregation -----------------------------------------------------------------------------
     def new_state(self, domains: list[tuple[int, int]] | None = None) -> AggregateState:
@@ -227,20 +279,25 @@ class FusedPipeline:
 
     def consume(self, state: AggregateState, columns: dict[str, Any], tables: list[DenseJoinTable]) -> None:
         """Add one batch's rows to ``state`` (asynchronously, on the current stream)."""
-        from hetdb.backend.gpu.compile import launch
 
         args, n = self._args(columns, tables)
         if n == 0 or state.num_groups == 0:
             return
+        self._launch_aggregate(state, args, -(-n // FP_TILE))
+
+    def _launch_aggregate(self, state: AggregateState, args: list[Any], tiles: int) -> None:
+        from hetdb.backend.gpu.compile import launch
+
         for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides):
             args += [np.int64(lo), np.int64(size), np.int64(stride)]
         shared = len(state.accumulators) * state.num_groups * 8
         use_shared = shared <= SHARED_BYTES
         args += [np.int64(state.num_groups), np.int32(1 if use_shared else 0), *state.accumulators,
                  state.domain_errors]
-        tiles = -(-n // FP_TILE)
-        blocks = min(tiles, 1024 if use_shared else 65536)
-        launch(self.function(), blocks, FP_BLOCK, tuple(args), shared_mem=shared if use_shared else 0)
+        # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
+        # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
+        blocks = min(tiles, _resident_blocks(shared, _device_id()) if use_shared else 65536)
+        launch(self.function(), max(1, blocks), FP_BLOCK, tuple(args), shared_mem=shared if use_shared else 0)
 
     def finish(self, state: AggregateState) -> AggregateResult:
         """Per-group results of the non-empty groups."""
@@ -295,7 +352,43 @@ class FusedPipeline:
         return Selection(rows[order], [b[:total][order] for b in out_build])
 
 
+_PIPELINES: dict[FusedPipelineSpec, FusedPipeline] = {}
+_PIPELINE_CACHE_ENTRIES = 512
+
+
 def compile_fused_pipeline(spec: FusedPipelineSpec) -> FusedPipeline:
     """Generate the kernel of ``spec`` (UnsupportedError with the reason when it is not fusable);
-    the CUDA module is compiled, or loaded from the disk cache, at the first launch."""
-    return FusedPipeline(spec, generate(spec))
+    the CUDA module is compiled, or loaded from the disk cache, at the first launch. Pipelines are
+    kept per spec (a spec is a value: equal specs generate the same kernel), so a repeated query
+    reuses the loaded kernel without generating or hashing source again."""
+    try:
+        hit = _PIPELINES.get(spec)
+    except TypeError:  # a spec holding an unhashable literal: generate it every time
+        return FusedPipeline(spec, generate(spec))
+    if hit is not None:
+        return hit
+    pipeline = FusedPipeline(spec, generate(spec))
+    if len(_PIPELINES) >= _PIPELINE_CACHE_ENTRIES:
+        _PIPELINES.pop(next(iter(_PIPELINES)))
+    _PIPELINES[spec] = pipeline
+    return pipeline
+
+
+def _device_id() -> int:
+    import cupy
+
+    return int(cupy.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=64)
+def _resident_blocks(shared_bytes: int, device_id: int) -> int:
+    """Blocks of FP_BLOCK threads using ``shared_bytes`` of shared memory that device ``device_id``
+    runs at once."""
+    import cupy
+
+    attrs = cupy.cuda.Device(device_id).attributes
+    sms = int(attrs.get("MultiProcessorCount", 132))
+    per_sm_threads = int(attrs.get("MaxThreadsPerMultiProcessor", 2048)) // FP_BLOCK
+    smem = int(attrs.get("MaxSharedMemoryPerMultiprocessor", 228 * 1024)) - 1024
+    per_sm = max(1, min(per_sm_threads, smem // max(shared_bytes + 1024, 1)))
+    return sms * per_sm

@@ -8,6 +8,18 @@
 
 namespace fused {
 
+// The page of tile t in a page table whose first num_pages + 1 entries are ascending tile starts
+// (the last one the total): the last page starting at or before t, so pages without rows are skipped.
+__device__ __forceinline__ long long FindPage(const long long* __restrict__ tile_start, long long num_pages,
+                                              long long t) {
+  long long lo = 0, hi = num_pages - 1;
+  while (lo < hi) {
+    const long long mid = (lo + hi + 1) >> 1;
+    if (tile_start[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 // items[i] = in[row] only for flagged items: rows already filtered out are never read, so a column
 // used after a selective predicate costs only the memory sectors that still hold selected rows.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
