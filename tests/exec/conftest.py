@@ -14,15 +14,11 @@ import pyarrow as pa
 import pytest
 
 from hetdb import types as T
-from hetdb.bench.compare import compare_tables
-from hetdb.config import Options
-from hetdb.exec.engine import QueryEngine
-from hetdb.plan import logical as L
-from hetdb.plan.expr import ColumnRef, Field
 from hetdb.storage import Database
 from hetdb.storage.format import ColumnSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
+from exec_plan_helpers import check, col, output, run, scan  # noqa: E402,F401
 from reference_backend import ReferenceBackend  # noqa: E402
 
 N_FACT = 3000
@@ -82,44 +78,3 @@ def backend(request):
 
         return CpuBackend()
     return ReferenceBackend()
-
-
-def scan(db, table: str, columns: list[str], filters=(), alias: str | None = None) -> L.Scan:
-    reader = db.table(table)
-    types = {c.name: c.dtype for c in reader.schema}
-    tag = alias or table
-    fields = tuple(Field(f"{c}#{tag}", c, types[c]) for c in columns)
-    return L.Scan(table, fields, tuple(columns), tuple(filters))
-
-
-def col(node: L.Node, name: str) -> ColumnRef:
-    for f in node.schema:
-        if f.name == name or f.cid == name:
-            return ColumnRef(f.dtype, f.cid)
-    raise KeyError(name)
-
-
-def output(node: L.Node, names: list[str] | None = None) -> L.Output:
-    fields = node.schema
-    if names is not None:
-        fields = tuple(f for n in names for f in node.schema if f.cid == n or f.name == n)
-    return L.Output(node, tuple(fields))
-
-
-def run(plan: L.Output, db, backend, **opts) -> pa.Table:
-    engine = QueryEngine(db, backend, Options(**opts))
-    try:
-        table, stats, _ = engine.run_plan(plan)
-    finally:
-        engine.close()
-    assert engine.memory.used == 0, f"reservations left after the query: {engine.memory.used}"
-    return table
-
-
-def check(actual: pa.Table, duck, sql: str, ordered: bool = False, min_rows: int = 1) -> None:
-    expected = duck.sql(sql).arrow()
-    if hasattr(expected, "read_all"):
-        expected = expected.read_all()
-    diff = compare_tables(actual, expected, ordered=ordered, float_rel_tol=1e-9)
-    assert diff is None, f"{diff}\nSQL: {sql}"
-    assert expected.num_rows >= min_rows, "the comparison compared too few rows"

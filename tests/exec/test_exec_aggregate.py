@@ -4,7 +4,7 @@ sizes give identical results."""
 from __future__ import annotations
 
 import pytest
-from conftest import check, col, output, run, scan
+from exec_plan_helpers import check, col, output, run, scan
 
 from hetdb import types as T
 from hetdb.config import Options

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import check, col, output, run, scan
+from exec_plan_helpers import check, col, output, run, scan
 
 from hetdb import types as T
 from hetdb.plan import logical as L

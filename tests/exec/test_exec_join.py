@@ -4,7 +4,7 @@ plans with a tiny host_memory_limit (partitioned, spilled) give identical result
 from __future__ import annotations
 
 import pytest
-from conftest import check, col, output, run, scan
+from exec_plan_helpers import check, col, output, run, scan
 
 from hetdb import types as T
 from hetdb.errors import HetdbError

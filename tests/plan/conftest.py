@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-import glob
-import os
-
 import pytest
 
 from hetdb.storage import Database
-
-QUERIES = os.path.join(os.path.dirname(__file__), "..", "..", "src", "hetdb", "bench", "queries")
-
-
-def query_files(bench: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(QUERIES, bench, "*.sql")))
 
 
 @pytest.fixture(scope="session")

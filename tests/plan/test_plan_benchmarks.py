@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import query_files
+from plan_query_files import query_files
 
 from hetdb.config import Options
 from hetdb.plan.explain import format_plan

@@ -6,6 +6,12 @@ so cached pages and query work share one limit: when a query needs memory, it as
 ``evict`` first. Eviction is least-recently-used among unpinned entries (a pinned page is being read
 by a kernel). The cache never holds more than ``capacity_bytes`` (its share of the budget).
 
+Hot scans avoid per-page work: ``generation`` changes whenever an entry leaves the cache, so an object
+derived from a set of entries (``set_derived``: a fused kernel's page table over a scan's cached pages)
+stays valid, without looking the pages up again, for as long as the generation is unchanged; derived
+objects are dropped at the first eviction (they may hold entries' arrays). ``touch_many`` marks such
+a set of pages used (and counts them as hits) in one call.
+
 Nothing here imports CuPy: the cache stores any object, so it is testable (and usable for host tiers)
 without a GPU.
 """
@@ -47,6 +53,9 @@ class DevicePageCache(PageCache):
         self._reserved = 0    # reservations not yet turned into entries
         self._stats = CacheStats()
         self._lock = threading.RLock()
+        self.generation = 0   # bumped whenever an entry leaves the cache
+        self.mutations = 0    # bumped whenever an entry enters or leaves the cache
+        self._derived: dict[Any, Any] = {}
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get(self, key: PageKey, pin: bool = False) -> Any | None:
@@ -61,6 +70,50 @@ class DevicePageCache(PageCache):
             if pin:
                 entry.pins += 1
             return entry.value
+
+    def peek_many(self, keys: list[PageKey]) -> list[Any] | None:
+        """The values of ``keys`` when every one is cached, else None (no statistics, no LRU change)."""
+        with self._lock:
+            entries = self._entries
+            out = []
+            for key in keys:
+                entry = entries.get(key)
+                if entry is None:
+                    return None
+                out.append(entry.value)
+            return out
+
+    def touch_many(self, keys: list[PageKey], nbytes: int, touched_at: int | None) -> int:
+        """Count ``keys`` (all cached: see ``derived``) as hits of ``nbytes`` and mark them recently
+        used; returns the ``mutations`` stamp to pass next time. When no entry came or went since
+        ``touched_at`` nothing could have been inserted after them, so the LRU walk is skipped (a hot
+        query then costs O(1) here)."""
+        with self._lock:
+            if touched_at != self.mutations:
+                entries = self._entries
+                for key in keys:
+                    entries.move_to_end(key)
+            self._stats.hits += len(keys)
+            self._stats.hit_bytes += nbytes
+            return self.mutations
+
+    def derived(self, key: Any) -> Any | None:
+        """An object stored with ``set_derived`` while no entry has left the cache since, else None."""
+        with self._lock:
+            got = self._derived.get(key)
+            if got is None or got[0] != self.generation:
+                return None
+            return got[1]
+
+    def set_derived(self, key: Any, value: Any) -> None:
+        """Keep ``value`` (built from entries cached now) until the next eviction."""
+        with self._lock:
+            self._derived[key] = (self.generation, value)
+
+    def _removed(self) -> None:
+        self.generation += 1
+        self.mutations += 1
+        self._derived.clear()
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
@@ -110,6 +163,7 @@ class DevicePageCache(PageCache):
                 self._stats.rejected += 1
                 return False
             self._entries[key] = _Entry(value, int(nbytes), 1 if pin else 0)
+            self.mutations += 1
             self._used += nbytes
             self._stats.inserted_bytes += nbytes
             return True
@@ -156,6 +210,7 @@ class DevicePageCache(PageCache):
             if entry.pins:
                 continue
             del self._entries[key]
+            self._removed()
             self._used -= entry.nbytes
             self.budget.release(entry.nbytes)
             self._stats.evictions += 1
@@ -165,6 +220,7 @@ class DevicePageCache(PageCache):
 
     def clear(self) -> None:
         with self._lock:
+            self._removed()
             for key in [k for k, e in self._entries.items() if not e.pins]:
                 entry = self._entries.pop(key)
                 self._used -= entry.nbytes

@@ -145,6 +145,7 @@ class DeviceResources:
         self._cupy = cupy
         self._host_tier: Any = None
         self._host_tier_resolved = False
+        self._cache_bytes_at: tuple[int | None, int] = (None, 0)  # (cache mutations, bytes) memo
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
         self.host_tier_bytes = 0
 
@@ -166,6 +167,9 @@ class DeviceResources:
     def cache_device_bytes(self) -> int:
         """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries."""
         cache = self.cache
+        mutations = getattr(cache, "mutations", None)
+        if mutations is not None and self._cache_bytes_at[0] == mutations:
+            return self._cache_bytes_at[1]  # no entry came or went: a hot query walks no pages
         seen: dict[int, int] = {}
         with cache._lock:  # read-only walk; the cache exposes no iterator over values
             values = [e.value for e in cache._entries.values()]
@@ -174,7 +178,9 @@ class DeviceResources:
                 mem = getattr(getattr(arr, "data", None), "mem", None)
                 if mem is not None:
                     seen[id(mem)] = int(mem.size)
-        return sum(seen.values())
+        total = sum(seen.values())
+        self._cache_bytes_at = (mutations, total)
+        return total
 
     def snapshot(self) -> tuple[int, int]:
         """(pool bytes in use, of which page cache) at the start of a query."""

@@ -23,7 +23,7 @@ from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import ParquetScan, TableScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
 from hetdb.plan import logical as L
-from hetdb.plan.expr import ColumnRef
+from hetdb.plan.expr import Cast, ColumnRef, Expr
 
 
 @dataclass
@@ -87,6 +87,37 @@ def _format_stats(s) -> str:
     return "[" + "; ".join(parts) + "]"
 
 
+def _scan_key(e: Expr, mapping: dict[str, Expr]) -> Expr | None:
+    """A join key as an expression over scanned columns, when it is columns and numeric casts
+    only (evaluated on rows a filter would have dropped, it must not be able to fail)."""
+    if isinstance(e, ColumnRef):
+        return mapping.get(e.cid)
+    if isinstance(e, Cast) and e.dtype.kind != "string" and e.arg.dtype.kind != "string":
+        arg = _scan_key(e.arg, mapping)
+        return None if arg is None else dataclasses.replace(e, arg=arg)
+    return None
+
+
+def _add_runtime_filter(o: _Open, kind: str, probe_keys: tuple[Expr, ...], build_pipeline: int) -> None:
+    """Let the scan of a join's probe pipeline drop rows whose key cannot match before it gathers
+    its columns, where a probe row without a match yields nothing (inner, semi, right semi/anti).
+    Between the scan and the join only operators that drop rows or pass columns on may run
+    (filters, projections, inner/semi probes), so an early drop changes nothing."""
+    if kind not in ("inner", "semi", "right_semi", "right_anti") or not probe_keys \
+            or not isinstance(o.source, TableScan):
+        return
+    mapping: dict[str, Expr] = {f.cid: ColumnRef(f.dtype, f.cid, f.nullable) for f in o.source.scan.fields}
+    for op in o.ops:
+        if isinstance(op, ProjectOp):
+            mapping = {f.cid: m for f, e in op.exprs if (m := _scan_key(e, mapping)) is not None}
+        elif not isinstance(op, FilterOp) and not (isinstance(op, HashProbe) and op.kind in ("inner", "semi")):
+            return
+    keys = tuple(_scan_key(k, mapping) for k in probe_keys)
+    if any(k is None for k in keys):
+        return
+    o.source = dataclasses.replace(o.source, runtime_filters=o.source.runtime_filters + ((keys, build_pipeline),))
+
+
 class PhysicalPlanner:
     def __init__(self) -> None:
         self.pipelines: list[Pipeline] = []
@@ -108,6 +139,40 @@ class PhysicalPlanner:
         self.pipelines.append(Pipeline(pid, open_.source, open_.ops, sink, sorted(set(open_.deps))))
         return pid
 
+    def _build_join(self, node: L.Join, emit: frozenset[str] | None) -> _Open:
+        """Build pipeline + probe; with ``emit`` the probe outputs only those columns and the build
+        stores only the ones it outputs or its residual reads."""
+        res_cols = node.residual.columns() if node.residual is not None else frozenset()
+
+        def stored(fields: tuple) -> tuple:
+            return fields if emit is None else tuple(f for f in fields if f.cid in emit or f.cid in res_cols)
+
+        if node.build_left and node.kind in ("semi", "anti"):
+            # hash the left rows, stream the right ones through, emit the (un)matched left rows
+            left = self._build(node.left)
+            build = HashBuild(fields=stored(node.left.schema), keys=node.left_keys, op_id=self._id())
+            bpid = self._close(left, build)
+            o = self._build(node.right)
+            kind = "right_" + node.kind
+            _add_runtime_filter(o, kind, node.right_keys, bpid)
+            o.ops.append(HashProbe(kind=kind, left_fields=node.right.schema, right_fields=build.fields,
+                                   left_keys=node.right_keys, residual=node.residual, build=build,
+                                   build_pipeline=bpid, emit=emit, op_id=self._id()))
+            o.deps.append(bpid)
+            return o
+        right = self._build(node.right)
+        right_fields = stored(node.right.schema) if node.kind not in ("semi", "anti", "mark") \
+            else tuple(f for f in node.right.schema if f.cid in res_cols)
+        build = HashBuild(fields=right_fields, keys=node.right_keys, op_id=self._id())
+        bpid = self._close(right, build)
+        o = self._build(node.left)
+        _add_runtime_filter(o, node.kind, node.left_keys, bpid)
+        o.ops.append(HashProbe(kind=node.kind, left_fields=node.left.schema, right_fields=right_fields,
+                               left_keys=node.left_keys, residual=node.residual, mark=node.mark,
+                               build=build, build_pipeline=bpid, emit=emit, op_id=self._id()))
+        o.deps.append(bpid)
+        return o
+
     def _build(self, node: L.Node) -> _Open:
         if isinstance(node, L.Scan):
             cls = ParquetScan if node.source == "parquet" else TableScan
@@ -119,7 +184,11 @@ class PhysicalPlanner:
             o.ops.append(FilterOp(predicate=node.predicate, op_id=self._id()))
             return o
         if isinstance(node, L.Project):
-            o = self._build(node.input)
+            if isinstance(node.input, L.Join):
+                # the join gathers (and its build stores) only the columns the projection reads
+                o = self._build_join(node.input, frozenset().union(*(e.columns() for _, e in node.exprs)))
+            else:
+                o = self._build(node.input)
             if isinstance(o.source, TableScan) and not o.ops and isinstance(node.input, L.Scan):
                 used = frozenset().union(*(e.columns() for _, e in node.exprs))
                 skip = frozenset(f.cid for f in node.input.fields if f.cid not in used)
@@ -132,15 +201,7 @@ class PhysicalPlanner:
             o.ops.append(LimitOp(limit=node.limit, offset=node.offset, op_id=self._id()))
             return o
         if isinstance(node, L.Join):
-            right = self._build(node.right)
-            build = HashBuild(fields=node.right.schema, keys=node.right_keys, op_id=self._id())
-            bpid = self._close(right, build)
-            o = self._build(node.left)
-            o.ops.append(HashProbe(kind=node.kind, left_fields=node.left.schema, right_fields=node.right.schema,
-                                   left_keys=node.left_keys, residual=node.residual, mark=node.mark,
-                                   build=build, build_pipeline=bpid, op_id=self._id()))
-            o.deps.append(bpid)
-            return o
+            return self._build_join(node, None)
         if isinstance(node, L.Aggregate):
             o = self._build(node.input)
             pid = self._close(o, HashAggregate(keys=node.keys, aggs=node.aggs, op_id=self._id()))

@@ -102,6 +102,9 @@ class Join(Node):
     right_keys: tuple[Expr, ...] = ()
     residual: Expr | None = None
     mark: Field | None = None
+    # semi/anti only: hash the (smaller) left input and stream the right one through it, marking the
+    # left rows that found a match (the output is still the left rows with / without a match)
+    build_left: bool = False
 
     def inputs(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -118,7 +121,8 @@ class Join(Node):
         keys = ", ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.right_keys))
         res = f" residual={self.residual}" if self.residual is not None else ""
         mark = f" mark={self.mark.cid}" if self.mark is not None else ""
-        return f"Join {self.kind} [{keys}]{res}{mark}"
+        build = " build=left" if self.build_left else ""
+        return f"Join {self.kind} [{keys}]{res}{mark}{build}"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ from hetdb.plan.passes import (
     limit_pushdown,
     predicate_pushdown,
     projection_pruning,
+    semi_build_side,
     semi_join_pushdown,
+    semi_join_reduction,
 )
 from hetdb.plan.validate import validate
 
@@ -39,6 +41,9 @@ PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (semi_join_pushdown.NAME, semi_join_pushdown.run),
     (join_order.NAME, join_order.run),
     (build_side.NAME, build_side.run),
+    (semi_join_reduction.NAME, semi_join_reduction.run),
+    (semi_build_side.NAME, semi_build_side.run),
+    ("late_projection_pruning", projection_pruning.run_late),
     (limit_pushdown.NAME, limit_pushdown.run),
 ]
 PASS_NAMES = tuple(name for name, _ in PASSES)

@@ -67,7 +67,7 @@ class StrictDuckDB(DuckDB):
             if join.args.get("on") is None and not join.args.get("using") \
                     and not join.args.get("method") and kind not in ("CROSS", "SEMI", "ANTI") \
                     and not isinstance(join.this, exp.Unnest):
-                self.raise_error("JOIN needs an ON or USING condition (or write CROSS JOIN)", start)
+                raise _error("JOIN needs an ON or USING condition (or write CROSS JOIN)", start, self.sql)
             return join
 
 
@@ -132,8 +132,11 @@ def _is_number(text: str) -> bool:
 def _error(message: str, tok: Token | None, sql: str) -> ParseError:
     if tok is None:
         return ParseError.new(message, description=message)
-    return ParseError.new(f"{message}. Line {tok.line}, Col: {tok.col}.", description=message,
-                          line=tok.line, col=tok.col, highlight=sql[tok.start:tok.end + 1])
+    # sqlglot's Token.col is the token's last column: report where the token starts instead.
+    before = sql[:tok.start]
+    line, col = before.count("\n") + 1, tok.start - (before.rfind("\n") + 1) + 1
+    return ParseError.new(f"{message}. Line {line}, Col: {col}.", description=message,
+                          line=line, col=col, highlight=sql[tok.start:tok.end + 1])
 
 
 def _raise(message: str, tok: Token, sql: str) -> None:

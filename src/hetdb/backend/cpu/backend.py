@@ -73,6 +73,10 @@ class CpuBackend:
     def join_probe(self, table: _join.CpuJoinTable, keys: list[Any], kind: str) -> Any:
         return _join.join_probe(table, keys, kind)
 
+    def join_might_match(self, table: _join.CpuJoinTable, keys: list[Any]) -> np.ndarray:
+        """Bool per probe row: False only where no build row can have the key (no false negatives)."""
+        return _join.join_might_match(table, keys)
+
     # ---- grouping and aggregation ---------------------------------------------------------------
     def group_ids(self, keys: list[Any], num_rows: int | None = None) -> tuple[np.ndarray, int, np.ndarray]:
         """See ``Backend.group_ids``; with no keys, ``num_rows`` gives the row count."""

@@ -15,6 +15,7 @@ from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.hashtable import HashTable, build, lookup
+from hetdb.backend.cpu.join_filter import KeyFilter, filter_of, might_match
 from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, rows_equal, slot_of
 from hetdb.errors import UnsupportedError
 
@@ -44,6 +45,8 @@ class CpuJoinTable:
     # are order[start[k]:start[k] + key_count[k]], read sequentially instead of chained.
     start: np.ndarray | None = None
     order: np.ndarray | None = None
+    # Runtime join filter (``join_filter.py``), built on the first ``join_might_match``.
+    key_filter: KeyFilter | None = None
 
     @property
     def num_keys(self) -> int:
@@ -346,3 +349,11 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
     if kind == "anti":
         return np.flatnonzero(match < 0).astype(np.int64, copy=False)
     return _build_matched(match, t.row_key, t.key_rep.shape[0])
+
+
+def join_might_match(table: CpuJoinTable, keys: list[np.ndarray]) -> np.ndarray:
+    """Bool per probe row, False only where the key certainly has no build row (a runtime filter
+    a scan applies before it gathers its other columns)."""
+    if table.pack is not None:
+        keys = [_pack_probe(key_matrix(keys), *table.pack)]
+    return might_match(filter_of(table), keys)

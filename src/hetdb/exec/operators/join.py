@@ -1,6 +1,8 @@
 """Hash join: a build sink (right input) and a probe operator (left input).
 
-Kinds: inner, left, right, full, semi, anti, mark, single, cross; several keys; a residual predicate
+Kinds: inner, left, right, full, semi, anti, mark, single, cross, and right_semi / right_anti (a
+semi/anti join hashed on its left input: the probe marks build rows, ``finalize`` emits the build
+rows with / without a match); several keys; a residual predicate
 over both sides; NULL keys never match; mark is three-valued like SQL IN. When the build side's
 memory reservation is refused, the build switches to partitioned mode: rows are hash-partitioned by
 key (``backend.hash_keys``) into spill files, the probe side is partitioned the same way, and the
@@ -68,6 +70,10 @@ class BuildSide:
     has_null_key: bool        # over the whole build input (for mark semantics)
     nonempty: bool            # the whole build input has rows
     partitions: list[SpillFile] | None = None
+    # rows a scan's runtime filter tested against this build, and how many passed (racy counts:
+    # they only decide whether filtering pays)
+    filter_rows: int = 0
+    filter_hits: int = 0
 
     @property
     def num_rows(self) -> int:
@@ -195,6 +201,11 @@ class HashProbe(Operator):
     mark: Field | None = None
     build: HashBuild = None
     build_pipeline: int = 0
+    # columns the output keeps (None: every input and build column); the rest are never gathered
+    emit: frozenset[str] | None = None
+
+    def _out(self, fields: tuple[Field, ...]) -> list[Field]:
+        return list(fields) if self.emit is None else [f for f in fields if f.cid in self.emit]
 
     def describe(self) -> str:
         keys = ", ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.build.keys))
@@ -238,6 +249,9 @@ class HashProbe(Operator):
         if side.partitions is None:
             if self.kind in ("right", "full"):
                 out.extend(self._unmatched_build(ctx, side, g))
+            elif self.kind in ("right_semi", "right_anti"):
+                out.extend(self._marked_build(ctx, side, g))
+            ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
             return out
         for p, build_file in enumerate(side.partitions):
             reservation = Reservation(ctx.memory)
@@ -251,6 +265,8 @@ class HashProbe(Operator):
                     out.extend(self._join(ctx, part_side, b, g))
                 if self.kind in ("right", "full"):
                     out.extend(self._unmatched_build(ctx, part_side, g))
+                elif self.kind in ("right_semi", "right_anti"):
+                    out.extend(self._marked_build(ctx, part_side, g))
             finally:
                 reservation.close()
         ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
@@ -298,7 +314,7 @@ class HashProbe(Operator):
             bi = xp.tile(xp.arange(m, dtype=xp.int64), n)
         res_null = None
         if self.residual is not None and int(pi.shape[0]):
-            pairs = self._pairs(ctx, batch, side, pi, bi)
+            pairs = self._pairs(ctx, batch, side, pi, bi, only=self.residual.columns())
             col = ctx.evaluator.evaluate(self.residual, pairs)
             keep = col.data if col.validity is None else xp.logical_and(col.data, col.validity)
             if kind == "mark" and col.validity is not None:
@@ -309,6 +325,12 @@ class HashProbe(Operator):
             pi, bi = be.gather(pi, sel), be.gather(bi, sel)
         if kind in ("inner", "cross"):
             return [self._pairs(ctx, batch, side, pi, bi)] if int(pi.shape[0]) else []
+        if kind in ("right_semi", "right_anti"):
+            if int(bi.shape[0]):
+                matched = self._matched(ctx, side, g)
+                with g.lock:
+                    matched[bi] = True
+            return []
         hit = xp.zeros(n, dtype=bool)
         hit[pi] = True
         if kind in ("semi", "anti", "mark"):
@@ -340,22 +362,34 @@ class HashProbe(Operator):
             return m[1]
 
     def _pairs(self, ctx: ExecContext, batch: Batch, side: BuildSide, pi: Any, bi: Any,
-               left_missing: bool = False, right_missing: bool = False) -> Batch:
+               left_missing: bool = False, right_missing: bool = False,
+               only: frozenset[str] | None = None) -> Batch:
+        """The joined rows (probe row pi[i], build row bi[i]): the output columns, or ``only``."""
         be = ctx.backend
+        n = int(pi.shape[0])
+        if only is None:
+            left, right = self._out(self.left_fields), self._out(self.right_fields)
+        else:
+            left = [f for f in self.left_fields if f.cid in only]
+            right = [f for f in self.right_fields if f.cid in only]
+        # a unique-key probe where every row matched once pairs row i with row i: no gather
+        same = not left_missing and n == batch.num_rows and n > 0 and getattr(side.table, "unique", False) \
+            and int(pi[0]) == 0 and int(pi[n - 1]) == n - 1
         cols = {}
-        for f in self.left_fields:
-            cols[f.cid] = take(be, batch.columns[f.cid], pi, missing=left_missing)
-        for f in self.right_fields:
+        for f in left:
+            c = batch.columns[f.cid]
+            cols[f.cid] = c if same else take(be, c, pi, missing=left_missing)
+        for f in right:
             cols[f.cid] = take(be, side.batch.columns[f.cid], bi, missing=right_missing)
-        return Batch(cols, int(pi.shape[0]))
+        return Batch(cols, n)
 
     def _finish_filtering(self, ctx: ExecContext, side: BuildSide, batch: Batch, hit: Any, pvalid: Any,
                           res_null: Any) -> Batch:
         be, xp = ctx.backend, ctx.backend.xp
-        if self.kind == "semi":
-            return take_batch(be, batch, be.nonzero(hit))
-        if self.kind == "anti":
-            return take_batch(be, batch, be.nonzero(xp.logical_not(hit)))
+        if self.kind in ("semi", "anti"):
+            keep = be.nonzero(hit if self.kind == "semi" else xp.logical_not(hit))
+            out = Batch({f.cid: batch.columns[f.cid] for f in self._out(self.left_fields)}, batch.num_rows)
+            return out if int(keep.shape[0]) == batch.num_rows else take_batch(be, out, keep)
         # mark: TRUE on a match; else NULL when a NULL took part (and the build side is not empty)
         validity = None
         if side.nonempty:
@@ -368,9 +402,24 @@ class HashProbe(Operator):
                 unknown = res_null if unknown is None else xp.logical_or(unknown, res_null)
             if unknown is not None:
                 validity = xp.logical_or(hit, xp.logical_not(unknown))
-        cols = {f.cid: batch.columns[f.cid] for f in self.left_fields}
+        cols = {f.cid: batch.columns[f.cid] for f in self._out(self.left_fields)}
         cols[self.mark.cid] = Column(T.BOOL, data=hit, validity=validity)
         return Batch(cols, batch.num_rows)
+
+    def _marked_build(self, ctx: ExecContext, side: BuildSide, g: _ProbeState) -> list[Batch]:
+        """right_semi: the build rows some probe row matched; right_anti: the others."""
+        be, xp = ctx.backend, ctx.backend.xp
+        if side.num_rows == 0:
+            return []
+        matched = self._matched(ctx, side, g)
+        idx = be.nonzero(matched if self.kind == "right_semi" else xp.logical_not(matched))
+        k = int(idx.shape[0])
+        if k == 0:
+            return []
+        fields = self._out(self.right_fields)
+        if k == side.num_rows:
+            return [Batch({f.cid: side.batch.columns[f.cid] for f in fields}, k)]
+        return [Batch({f.cid: take(be, side.batch.columns[f.cid], idx) for f in fields}, k)]
 
     def _unmatched_build(self, ctx: ExecContext, side: BuildSide, g: _ProbeState) -> list[Batch]:
         be, xp = ctx.backend, ctx.backend.xp
@@ -381,7 +430,7 @@ class HashProbe(Operator):
         k = int(idx.shape[0])
         if k == 0:
             return []
-        cols = {f.cid: full_column(be, None, f.dtype, k) for f in self.left_fields}
-        for f in self.right_fields:
+        cols = {f.cid: full_column(be, None, f.dtype, k) for f in self._out(self.left_fields)}
+        for f in self._out(self.right_fields):
             cols[f.cid] = take(be, side.batch.columns[f.cid], idx)
         return [Batch(cols, k)]

@@ -15,6 +15,10 @@ from hetdb.plan.expr import Call, Expr
 from hetdb.plan.logical import Scan
 from hetdb.types import BOOL
 
+# After this many rows, a runtime join filter that passed more than this share of them is dropped.
+_RUNTIME_FILTER_TRIAL_ROWS = 1 << 20
+_RUNTIME_FILTER_MAX_PASS = 0.8
+
 
 def conjunction(filters: tuple[Expr, ...]) -> Expr | None:
     if not filters:
@@ -53,11 +57,17 @@ class TableScan(Source):
     scan: Scan = None
     # columns only the pushed filters read (a projection right above drops them): not gathered
     skip: frozenset[str] = frozenset()
+    # CPU runtime join filters: (key expressions over scanned columns, pipeline id of the hash build
+    # of an inner/semi join above). Rows whose key the build cannot hold are dropped before the
+    # other columns are gathered; the join itself still decides.
+    runtime_filters: tuple[tuple[tuple[Expr, ...], int], ...] = ()
 
     def describe(self) -> str:
         cols = ", ".join(self.scan.column_names)
         f = f" filters=[{' AND '.join(map(str, self.scan.filters))}]" if self.scan.filters else ""
-        return f"TableScan {self.scan.table} [{cols}]{f}"
+        rf = "".join(f" runtime_filter=[{', '.join(map(str, keys))} in pipeline {pid}]"
+                     for keys, pid in self.runtime_filters)
+        return f"TableScan {self.scan.table} [{cols}]{f}{rf}"
 
     def init_global(self, ctx: ExecContext) -> Any:
         reader = ctx.db.table(self.scan.table)
@@ -107,15 +117,23 @@ class TableScan(Source):
             return []
         # Filter columns first: when no row passes, the other columns are never read.
         filter_cids = [] if pred is None or verdict == "all" else sorted(pred.columns())
+        runtime = self._runtime_sides(ctx)
         cols: dict = {}
         nread = 0
         for cid in filter_cids:
             cols[cid] = self._read_column(ctx, reader, name_of[cid], rg)
         num_rows = reader.row_group_rows(rg)
         idx = None
-        if filter_cids:
-            probe = Batch(dict(cols), num_rows)
-            mask = ctx.evaluator.predicate(pred, probe)
+        if filter_cids or runtime:
+            mask = None
+            if filter_cids:
+                mask = ctx.evaluator.predicate(pred, Batch(dict(cols), num_rows))
+            for keys, side in runtime:
+                for cid in sorted(set().union(*(k.columns() for k in keys)) - cols.keys()):
+                    filter_cids.append(cid)
+                    cols[cid] = self._read_column(ctx, reader, name_of[cid], rg)
+                hit = self._runtime_mask(ctx, keys, side, Batch(dict(cols), num_rows))
+                mask = hit if mask is None else ctx.backend.xp.logical_and(mask, hit)
             idx = ctx.backend.nonzero(mask)
             nread = num_rows
             if int(idx.shape[0]) == num_rows:
@@ -135,6 +153,41 @@ class TableScan(Source):
         batch = Batch({f.cid: cols[f.cid] for f in scan.fields if f.cid in cols}, out_rows)
         ctx.add(self.op_id, rows_in=nread or num_rows, rows_out=out_rows)
         return split_batches(ctx, batch)
+
+    def _runtime_sides(self, ctx: ExecContext) -> list:
+        """(key expressions, finished build side) of each runtime filter the backend can test: not
+        on the GPU path, not for a build that spilled to partitions."""
+        if not self.runtime_filters or ctx.device is not None \
+                or getattr(ctx.backend, "join_might_match", None) is None:
+            return []
+        out = []
+        for keys, pid in self.runtime_filters:
+            side = ctx.results.get(pid)
+            if side is None or getattr(side, "partitions", True) is not None:
+                continue
+            # a filter that keeps nearly every row costs a pass and saves nothing: stop using it
+            if side.filter_rows >= _RUNTIME_FILTER_TRIAL_ROWS \
+                    and side.filter_hits > _RUNTIME_FILTER_MAX_PASS * side.filter_rows:
+                continue
+            out.append((keys, side))
+        return out
+
+    def _runtime_mask(self, ctx: ExecContext, keys: tuple[Expr, ...], side: Any, batch: Batch) -> Any:
+        """False for rows whose join key no build row can have (NULL keys never match)."""
+        from hetdb.exec.keys import key_arrays
+
+        xp = ctx.backend.xp
+        if side.table is None:  # no build row has a non-NULL key: an inner/semi join keeps nothing
+            return xp.zeros(batch.num_rows, dtype=bool)
+        ev = ctx.evaluator
+        keycols = [ev.cast(ev.evaluate(k, batch), k.dtype) for k in keys]
+        arrays, valid = key_arrays(ctx.backend, keycols, side.encoders, add=False)
+        hit = ctx.backend.join_might_match(side.table, arrays)
+        if valid is not None:
+            hit = xp.logical_and(hit, valid)
+        side.filter_rows += batch.num_rows
+        side.filter_hits += int(xp.count_nonzero(hit))
+        return hit
 
     def _read_column(self, ctx: ExecContext, reader: Any, name: str, rg: int):
         cache = getattr(ctx, "host_cache", None)

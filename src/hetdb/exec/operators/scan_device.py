@@ -6,10 +6,16 @@ when it has room) and copied asynchronously. Pushed filters run on the device.
 
 The driver runs GPU pipelines with one worker, so morsels (row groups) arrive in the order the
 streamer delivers them.
+
+Hot scans skip per-row-group work: zone-map verdicts are computed once per (table version, pushed
+filters), and ``resident_pages`` hands a fused kernel every cached page of a scan at once (one launch
+over the whole table) while the device cache still holds them all.
 """
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from hetdb.column import Batch
@@ -26,6 +32,7 @@ class DeviceScanState:
         self.streamer = None
         self.iterator = None
         self.seen = (0,) * 6  # streamer counters already added to the statistics (see _account)
+        self.resident_bytes = 0  # device-cache bytes a fused kernel read without streaming
 
     def close(self) -> None:
         if self.streamer is not None:
@@ -34,20 +41,89 @@ class DeviceScanState:
             self.iterator = None
 
 
+# reader (one committed table version) -> {(filters, columns, zone maps on): (verdicts, row groups skipped)}
+_VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def plan_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState) -> list[int]:
     """The row groups to stream: those zone maps cannot rule out (pruned pages are never read)."""
-    keep = []
-    skipped = 0
-    for rg in range(state.reader.num_row_groups):
-        v = op.verdict(ctx, state.reader, rg)
-        if v == "skip":
-            skipped += len(op.scan.fields)
-            continue
-        state.verdicts[rg] = v
-        keep.append(rg)
+    scan = op.scan
+    key = (scan.filters, tuple(f.cid for f in scan.fields), scan.column_names, bool(ctx.options.zone_maps))
+    try:
+        per_reader = _VERDICTS.setdefault(state.reader, {})
+        got = per_reader.get(key)
+    except TypeError:  # an unhashable literal among the filters (or a reader without weak references)
+        per_reader, got = None, None
+    if got is None:
+        verdicts: dict[int, str] = {}
+        skipped = 0
+        for rg in range(state.reader.num_row_groups):
+            v = op.verdict(ctx, state.reader, rg)
+            if v == "skip":
+                skipped += 1
+            else:
+                verdicts[rg] = v
+        got = (verdicts, skipped)
+        if per_reader is not None:
+            per_reader[key] = got
+    verdicts, skipped = got
+    state.verdicts = dict(verdicts)
     if skipped:
-        ctx.add(op.op_id, pages_skipped=skipped)
-    return keep
+        ctx.add(op.op_id, pages_skipped=skipped * len(scan.fields))
+    return list(verdicts)
+
+
+@dataclass
+class ResidentPages:
+    """Every page a fused kernel reads of a scan, in the device cache: ``pages`` is
+    (rows, {column name: device Column}) per row group."""
+
+    keys: list
+    pages: list[tuple[int, dict[str, Any]]]
+    num_rows: int
+    nbytes: int
+    derived_key: tuple
+    touched_at: int | None = None  # the cache's mutation stamp when the pages were last marked used
+
+    def release(self) -> None:
+        """Call after the kernel reading the pages was queued on the current stream: an evicted
+        page's block goes back to the copy stream that allocated it, and the copy stream now waits
+        for the kernel before it reuses anything (as PageStreamer._retire does). Eviction needs no
+        pin meanwhile: nothing evicts between the lookup and the launch, which run on this thread."""
+        import cupy
+
+        from hetdb.backend.gpu.stream import copy_stream
+
+        done = cupy.cuda.Event(disable_timing=True)
+        done.record(cupy.cuda.get_current_stream())
+        copy_stream(cupy.cuda.Device().id).wait_event(done)
+
+
+def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
+                   names: list[str]) -> ResidentPages | None:
+    """Columns ``names`` of ``row_groups`` when the device cache holds every one of them, else None
+    (stream them). After the first time, a hit costs no per-page work while no page has left the
+    cache (and no per-page LRU update while none has entered it)."""
+    cache = ctx.device.cache
+    reader = state.reader
+    dkey = ("resident", reader.name, reader.version, tuple(names), tuple(row_groups))
+    got = cache.derived(dkey)
+    if got is None:
+        from hetdb.backend.gpu.stream import _column_nbytes
+        from hetdb.cache.base import PageKey
+
+        keys = [PageKey(reader.name, reader.version, name, rg) for rg in row_groups for name in names]
+        values = cache.peek_many(keys)
+        if values is None:
+            return None
+        it = iter(values)
+        pages = [(reader.row_group_rows(rg), {name: next(it) for name in names}) for rg in row_groups]
+        got = ResidentPages(keys, pages, sum(r for r, _ in pages), sum(_column_nbytes(v) for v in values), dkey)
+        cache.set_derived(dkey, got)
+    got.touched_at = cache.touch_many(got.keys, got.nbytes, got.touched_at)
+    ctx.add(op.op_id, rows_in=got.num_rows, rows_out=got.num_rows, pages_cached=len(got.keys))
+    state.resident_bytes = got.nbytes
+    return got
 
 
 def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int]) -> None:

@@ -36,6 +36,9 @@ def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tupl
             data = col.data
         if data.dtype == bool:
             data = data.astype(xp.int32)
+        if col.validity is not None:
+            # Values under NULL are arbitrary: make all NULLs equal so later keys order them.
+            data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
         arrays.append(data)
         desc.append(k.descending)
     return arrays, desc

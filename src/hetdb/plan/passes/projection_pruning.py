@@ -23,9 +23,12 @@ from hetdb.plan.logical import (
 NAME = "projection_pruning"
 
 
-def _prune(node: Node, need: set[str]) -> Node:
+def _prune(node: Node, need: set[str], wrap: bool = False) -> Node:
+    """``node`` producing (at least) the columns ``need``. With ``wrap`` a join whose output has
+    columns nothing above reads (keys only the join itself compared) gets a projection above it, so
+    the executor never gathers them."""
     if isinstance(node, Output):
-        return dataclasses.replace(node, input=_prune(node.input, {f.cid for f in node.fields}))
+        return dataclasses.replace(node, input=_prune(node.input, {f.cid for f in node.fields}, wrap))
     if isinstance(node, Scan):
         keep = set(need)
         for e in node.filters:
@@ -47,9 +50,9 @@ def _prune(node: Node, need: set[str]) -> Node:
         below: set[str] = set()
         for _, e in exprs:
             below |= e.columns()
-        return dataclasses.replace(node, input=_prune(node.input, below), exprs=tuple(exprs))
+        return dataclasses.replace(node, input=_prune(node.input, below, wrap), exprs=tuple(exprs))
     if isinstance(node, Filter):
-        return dataclasses.replace(node, input=_prune(node.input, need | node.predicate.columns()))
+        return dataclasses.replace(node, input=_prune(node.input, need | node.predicate.columns(), wrap))
     if isinstance(node, Aggregate):
         aggs = [(f, a) for f, a in node.aggs if f.cid in need]
         if not aggs and not node.keys and node.aggs:
@@ -59,14 +62,14 @@ def _prune(node: Node, need: set[str]) -> Node:
             below |= e.columns()
         for _, a in aggs:
             below |= a.columns()
-        return dataclasses.replace(node, input=_prune(node.input, below), aggs=tuple(aggs))
+        return dataclasses.replace(node, input=_prune(node.input, below, wrap), aggs=tuple(aggs))
     if isinstance(node, (Sort, TopN)):
         below = set(need)
         for k in node.keys:
             below |= k.expr.columns()
-        return dataclasses.replace(node, input=_prune(node.input, below))
+        return dataclasses.replace(node, input=_prune(node.input, below, wrap))
     if isinstance(node, Limit):
-        return dataclasses.replace(node, input=_prune(node.input, need))
+        return dataclasses.replace(node, input=_prune(node.input, need, wrap))
     if isinstance(node, Join):
         lc = {f.cid for f in node.left.schema}
         rc = {f.cid for f in node.right.schema}
@@ -77,14 +80,25 @@ def _prune(node: Node, need: set[str]) -> Node:
             extra |= node.residual.columns()
         want = need | extra
         right_need = want & rc if node.kind not in ("semi", "anti", "mark") else extra & rc
-        return dataclasses.replace(node, left=_prune(node.left, want & lc),
-                                   right=_prune(node.right, right_need))
+        joined = dataclasses.replace(node, left=_prune(node.left, want & lc, wrap),
+                                     right=_prune(node.right, right_need, wrap))
+        if wrap:
+            keep = [f for f in joined.schema if f.cid in need] or list(joined.schema[:1])
+            if len(keep) < len(joined.schema):
+                return Project(joined, tuple((f, ColumnRef(f.dtype, cid=f.cid, nullable=f.nullable))
+                                             for f in keep))
+        return joined
     if isinstance(node, Union):
         # Inputs map onto the union's columns by position: each keeps its whole schema.
-        return dataclasses.replace(node, children=tuple(_prune(k, {f.cid for f in k.schema})
+        return dataclasses.replace(node, children=tuple(_prune(k, {f.cid for f in k.schema}, wrap)
                                                         for k in node.children))
     return node
 
 
 def run(plan: Node, ctx) -> Node:
     return _prune(plan, {f.cid for f in plan.schema})
+
+
+def run_late(plan: Node, ctx) -> Node:
+    """After join ordering: prune again (the join tree changed) and drop join-only key columns."""
+    return _prune(plan, {f.cid for f in plan.schema}, wrap=True)

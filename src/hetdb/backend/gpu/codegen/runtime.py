@@ -73,27 +73,48 @@ def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = 
                 max_slots: int = DENSE_MAX_SLOTS) -> DenseJoinTable:
     """Build over the rows of ``keys`` (int32/int64 array: CuPy, or NumPy for host-side planning
     tests) where ``mask`` (build-side filter). UnsupportedError when the key range exceeds
-    ``max_slots`` or a selected key repeats (the executor then uses the hash join)."""
+    ``max_slots`` or a selected key repeats (the executor then uses the hash join). Two waits for
+    the device: the key range (with the row count) and the uniqueness verdict."""
     xp = _array_module(keys)
     keys = xp.asarray(keys)
     if keys.dtype.kind not in "iu":
         raise UnsupportedError(f"dense join keys must be integers, got {keys.dtype}")
-    sel = xp.flatnonzero(mask) if mask is not None else xp.arange(keys.shape[0], dtype=xp.int64)
     payload = [xp.ascontiguousarray(p) for p in (payload or [])]
-    if sel.shape[0] == 0:
+    n = int(keys.shape[0])
+    if n >= 1 << 31:
+        raise UnsupportedError("dense join build side has more than 2**31 rows")
+    k = keys.astype(xp.int64)
+    if n and mask is not None:
+        mask = xp.asarray(mask, dtype=bool)
+        lo_hi = xp.stack([xp.where(mask, k, I64_MAX).min(), xp.where(mask, k, I64_MIN).max(),
+                          mask.sum(dtype=xp.int64)])
+    elif n:
+        lo_hi = xp.stack([k.min(), k.max(), xp.asarray(n, dtype=xp.int64)])
+    else:
         return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
-    k = keys[sel].astype(xp.int64)
-    lo, hi = int(k.min()), int(k.max())
+    lo, hi, count = (int(v) for v in _host(lo_hi))
+    if count == 0:
+        return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
     size = hi - lo + 1
     if size > max_slots:
         raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
-    if keys.shape[0] >= 1 << 31:
-        raise UnsupportedError("dense join build side has more than 2**31 rows")
-    rows = xp.full(size, -1, dtype=xp.int32)
-    rows[k - lo] = sel.astype(xp.int32)
-    if bool((rows[k - lo] != sel.astype(xp.int32)).any()):
+    # rows left out by the mask write to one extra slot past the table, so no compaction is needed
+    target = k - lo
+    if mask is not None:
+        target = xp.where(mask, target, size)
+    rows = xp.full(size + 1, -1, dtype=xp.int32)
+    idx = xp.arange(n, dtype=xp.int32)
+    rows[target] = idx
+    lost = rows[target] != idx  # a key that repeats: only one of its rows won the slot
+    if mask is not None:
+        lost &= mask
+    if bool(lost.any()):
         raise UnsupportedError("dense join build keys are not unique")
-    return DenseJoinTable(rows, lo, size, payload, int(sel.shape[0]))
+    return DenseJoinTable(rows[:size], lo, size, payload, count)
+
+
+def _host(a: Any) -> Any:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def _array_module(a: Any) -> Any:
@@ -136,10 +157,10 @@ class Selection:
 
 @dataclass
 class PageTable:
-    """Row groups of a table for one launch (generate.py's page-table layout), on the device;
+    """Row groups of a table for one launch (generate.py's page-table layout) in host memory;
     ``keep`` holds the arrays its pointers point into."""
 
-    array: Any
+    host: Any
     num_pages: int
     num_tiles: int
     num_rows: int
@@ -154,6 +175,7 @@ class AggregateState:
     num_groups: int
     accumulators: list[Any]
     domain_errors: Any
+    page_tables: list[Any] = field(default_factory=list)  # device copies of launched page tables
 
 
 # ---- pipelines ------------------------------------------------------------------------------------
@@ -223,9 +245,8 @@ class FusedPipeline:
 
     def page_table(self, pages: list[tuple[int, dict[str, Any]]]) -> PageTable:
         """The page table of ``pages`` ((rows, {cid: device array or Column}) per row group), for
-        ``consume_pages``; UnsupportedError when a page cannot run fused (NULLs, another dtype)."""
-        import cupy
-
+        ``consume_pages``; UnsupportedError when a page cannot run fused (NULLs, another dtype). It
+        is host memory only, so it may be kept as long as the arrays it points into live."""
         cids = [cid for cid, _ in self.spec.inputs]
         pages = [(int(rows), cols) for rows, cols in pages if int(rows) > 0]
         num = len(pages)
@@ -247,14 +268,18 @@ class FusedPipeline:
             tile += -(-rows // FP_TILE)
             row += rows
         table[num] = tile
-        return PageTable(cupy.asarray(table), num, tile, row, keep)
+        return PageTable(table, num, tile, row, keep)
 
     def consume_pages(self, state: AggregateState, pages: PageTable, tables: list[DenseJoinTable]) -> None:
-        """Add every row of a page table to ``state`` with one launch (asynchronously)."""
+        """Add every row of a page table to ``state`` with one launch (asynchronously; the table's few
+        bytes are copied to the device first)."""
+        import cupy
+
         if pages.num_tiles == 0 or state.num_groups == 0:
             return
+        state.page_tables.append(cupy.asarray(pages.host))  # lives until the launch has run
         args = [np.uint64(0)] * len(self.spec.inputs)
-        args += [np.int64(0), pages.array, np.int64(pages.num_pages), np.int64(pages.num_tiles)]
+        args += [np.int64(0), state.page_tables[-1], np.int64(pages.num_pages), np.int64(pages.num_tiles)]
         self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
 
     # ---- aggregation -----------------------------------------------------------------------------
