@@ -58,8 +58,27 @@ def _match_backward(s, lo, pos, pat, ps, pe):
     return pos
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _find_horspool(s, lo, hi, pat, ps, pe, skip):
+    """End of the leftmost occurrence of the '_'-free segment pat[ps:pe] in s[lo:hi], or -1.
+    Byte-exact search is safe on UTF-8: a valid sequence only matches at a character boundary."""
+    m = pe - ps
+    last = pat[pe - 1]
+    p = lo
+    while p + m <= hi:
+        c = s[p + m - 1]
+        if c == last:
+            j = 0
+            while j < m - 1 and s[p + j] == pat[ps + j]:
+                j += 1
+            if j == m - 1:
+                return p + m
+        p += skip[c]
+    return -1
+
+
 @njit(cache=True, nogil=True)
-def _match_one(s, a, b, pat, seg_start, seg_end):
+def _match_one(s, a, b, pat, seg_start, seg_end, skips, plain):
     nseg = seg_start.shape[0]
     if nseg == 1:
         return _match_forward(s, a, b, pat, seg_start[0], seg_end[0]) == b
@@ -73,6 +92,12 @@ def _match_one(s, a, b, pat, seg_start, seg_end):
         ps = seg_start[k]
         pe = seg_end[k]
         if ps == pe:
+            continue
+        if plain[k]:
+            found = _find_horspool(s, pos, tail, pat, ps, pe, skips[k])
+            if found < 0:
+                return False
+            pos = found
             continue
         first = pat[ps]
         found = -1
@@ -92,12 +117,29 @@ def _match_one(s, a, b, pat, seg_start, seg_end):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _like(offsets, chars, pat, seg_start, seg_end):
+def _like(offsets, chars, pat, seg_start, seg_end, skips, plain):
     n = offsets.shape[0] - 1
     out = np.empty(n, np.bool_)
     for i in prange(n):
-        out[i] = _match_one(chars, offsets[i], offsets[i + 1], pat, seg_start, seg_end)
+        out[i] = _match_one(chars, offsets[i], offsets[i + 1], pat, seg_start, seg_end, skips, plain)
     return out
+
+
+def _skip_tables(pat: np.ndarray, starts: list[int], ends: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Horspool shift per byte value for each segment, and whether the segment has no '_' (only
+    those are searched with it; the others keep the byte-by-byte scan)."""
+    skips = np.ones((len(starts), 256), np.int64)
+    plain = np.zeros(len(starts), np.bool_)
+    for k, (ps, pe) in enumerate(zip(starts, ends)):
+        seg = pat[ps:pe]
+        if pe == ps or (seg == _UNDERSCORE).any():
+            continue
+        m = pe - ps
+        skips[k, :] = m
+        for j in range(m - 1):
+            skips[k, seg[j]] = m - 1 - j
+        plain[k] = True
+    return skips, plain
 
 
 def _lower(offsets: np.ndarray, chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,4 +171,5 @@ def like(offsets: np.ndarray, chars: np.ndarray, pattern: str, case_insensitive:
         starts.append(at)
         ends.append(at + size)
         at += size
-    return _like(offsets, chars, pat, np.array(starts, np.int64), np.array(ends, np.int64))
+    skips, plain = _skip_tables(pat, starts, ends)
+    return _like(offsets, chars, pat, np.array(starts, np.int64), np.array(ends, np.int64), skips, plain)
