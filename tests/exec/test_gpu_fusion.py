@@ -43,23 +43,34 @@ def _aggregate_line(text: str) -> str:
 
 
 def test_every_ssb_query_fuses_on_the_gpu(ssb_db) -> None:
+    from hetdb.exec.fusion import REUSED
+
     queries = load_queries("ssb")
-    compared = swapped = 0
+    compared = swapped = reused = 0
     with hetdb.connect(ssb_db.path, device="gpu") as con:
         for name, sql in queries.items():
             res = con.sql(sql)
-            text = con.explain(sql, analyze=True)
+            text = con.explain(sql, analyze=True)  # a second run: the fused state is reused
+            again = con.sql(sql)
             assert FUSED in _aggregate_line(text), f"{name}:\n{text}"
             swapped += "join sides swapped" in text
-            diff = mismatch(res.arrow(), ssb_db.reference(sql), SSB_ORDERING[name])
-            assert diff is None, f"{name}: {diff}\n{text}"
-            assert res.stats["gpu_leaked_bytes"] == 0
+            reused += REUSED in _aggregate_line(text)
+            for got in (res, again):
+                diff = mismatch(got.arrow(), ssb_db.reference(sql), SSB_ORDERING[name])
+                assert diff is None, f"{name}: {diff}\n{text}"
+                assert got.stats["gpu_leaked_bytes"] == 0
+            assert again.stats["host_pipelines"] > 0  # the sorted/collected few rows: on the host
             compared += 1
+        assert con._get_engine().device.memory.used == 0
     assert compared == len(queries) == 13
     assert swapped > 0
+    assert reused == 13
 
 
 def test_tpch_group_bys_fuse_on_the_gpu(tpch_db) -> None:
+    # q21's EXISTS / NOT EXISTS with a "different supplier" condition plan as semi/anti joins with a
+    # residual (not as a join and a count): right, and not fused (only unique-key inner joins are),
+    # so its aggregation says why it runs operator at a time
     queries = load_queries("tpch")
     compared = 0
     with hetdb.connect(tpch_db.path, device="gpu") as con:
@@ -67,7 +78,10 @@ def test_tpch_group_bys_fuse_on_the_gpu(tpch_db) -> None:
             sql = queries[name]
             res = con.sql(sql)
             text = con.explain(sql, analyze=True)
-            assert FUSED in text, f"{name}:\n{text}"
+            if name == "q21":
+                assert "residual is not fused" in text, f"{name}:\n{text}"
+            else:
+                assert FUSED in text, f"{name}:\n{text}"
             diff = mismatch(res.arrow(), tpch_db.reference(sql), TPCH_ORDERING[name],
                             TPCH_TOLERANCE.get(name, 1e-9))
             assert diff is None, f"{name}: {diff}\n{text}"

@@ -1,4 +1,4 @@
-"""semi_join_reduction and semi_build_side: the plans take the new shape where they should, and the
+"""semi_join_reduction, semi_build_side and count_pushdown: the plans take the new shape where they should, and the
 answers equal DuckDB's with the passes on and off."""
 
 from __future__ import annotations
@@ -54,13 +54,16 @@ EXISTS = """select o_day % 10, count(*) from orders where o_day < 30
   and exists (select 1 from fact where f_order = o_order and f_flag = 1) group by 1"""
 NOT_EXISTS = """select count(*) from orders where o_day < 30
   and not exists (select 1 from fact where f_order = o_order and f_qty > 10)"""
+COUNTS = """select c, count(*) from (select p_part, count(f_qty) c from dim left join fact
+  on f_part = p_part and f_qty > 30 group by p_part) group by c"""
 
 CASES = [(CORRELATED, "semi_join_reduction", "HashProbe semi"), (GROUPED, "semi_join_reduction", "HashProbe semi"),
          (EXISTS, "semi_build_side", "HashProbe right_semi"),
-         (NOT_EXISTS, "semi_build_side", "HashProbe right_anti")]
+         (NOT_EXISTS, "semi_build_side", "HashProbe right_anti"),
+         (COUNTS, "count_pushdown", "coalesce(")]
 
 
-@pytest.mark.parametrize("sql,pass_name,marker", CASES, ids=["correlated", "grouped", "exists", "not_exists"])
+@pytest.mark.parametrize("sql,pass_name,marker", CASES, ids=["correlated", "grouped", "exists", "not_exists", "counts"])
 def test_shape_and_answers(dbs, sql, pass_name, marker):
     path, duck = dbs
     want = duck.sql(sql).arrow()

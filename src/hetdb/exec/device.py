@@ -219,6 +219,9 @@ def _arrays(value: Any):
                 yield a
         if value.dictionary is not None:
             yield from _arrays(value.dictionary)
+    elif hasattr(value, "device_arrays"):  # a composite entry (cache/fused_state.py)
+        for a in value.device_arrays():
+            yield from _arrays(a)
     elif value is not None and hasattr(value, "data"):
         yield value
 

@@ -15,17 +15,46 @@ from typing import Any
 
 import pyarrow as pa
 
+from hetdb.cache.fused_state import FusedStateStore
+from hetdb.column import Batch
 from hetdb.errors import HetdbError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import HostPageCache
-from hetdb.exec.hostutil import to_arrow_table
+from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.basic import ResultSource, UnionSource
+from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.plan import logical as L
 
 PLAN_CACHE_ENTRIES = 256
+# A pipeline that only reads earlier results (sort, top-n, projections of an aggregate, the final
+# collect) runs on the host when they hold at most this many rows: a few hundred rows are copied to
+# the host faster than the GPU launches the kernels sorting them (a placement, not a fallback).
+HOST_RESULT_ROWS = 1 << 16
+
+
+def host_tail(physical: PhysicalPlan) -> set[int]:
+    """Pipelines that may run on the host: they read only earlier pipelines' results (no table scan,
+    no probe into a device hash table) and feed only pipelines of the same kind."""
+    consumers: dict[int, list[int]] = {p.pid: [] for p in physical.pipelines}
+    for p in physical.pipelines:
+        for d in p.deps:
+            consumers[d].append(p.pid)
+    tail: set[int] = set()
+    for p in reversed(physical.pipelines):
+        if isinstance(p.source, (ResultSource, UnionSource)) and not isinstance(p.sink, HashBuild) \
+                and not any(isinstance(op, HashProbe) for op in p.ops) \
+                and all(c in tail for c in consumers[p.pid]):
+            tail.add(p.pid)
+    return tail
+
+
+def _source_results(pipe: Any) -> list[int]:
+    src = pipe.source
+    return [src.pipeline_id] if isinstance(src, ResultSource) else list(src.pipeline_ids)
 
 
 @dataclass(frozen=True)
@@ -77,6 +106,13 @@ class QueryEngine:
         # version of every table read (checked per lookup) decide the plan, cardinality samples included.
         self._plans: OrderedDict[str, CachedPlan] = OrderedDict()
         self.plan_cache_hits = 0
+        # fused pipelines' dense tables per cached physical plan (device cache entries on the GPU)
+        self.fused_states = FusedStateStore(self.device.cache if self.device is not None else None)
+        self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
+        if self.device is not None:
+            from hetdb.backend.cpu import CpuBackend
+
+            self.tail_backend = CpuBackend()
 
     # ---- planning ---------------------------------------------------------------------------------
     def logical_plan(self, sql: str) -> L.Output:
@@ -136,22 +172,23 @@ class QueryEngine:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_seconds = time.perf_counter() - t0
-        table, stats, _ = self.run_plan(entry.plan, entry.physical)
+        table, stats, _ = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry)
         stats["plan_seconds"] = plan_seconds
         stats["plan_cached"] = cached
         return table, stats
 
-    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None
+    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None, reuse: bool = False
                  ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a logical plan (bound and optimized; ``physical`` is its physical plan when already
         made); returns (result, stats, physical plan with per-operator statistics in
-        ``stats['operators']``)."""
+        ``stats['operators']``). ``reuse``: ``physical`` comes from the plan cache, so state derived
+        from it (fused pipelines' dense tables) may be kept for its next runs."""
         if self.device is None:
-            return self._run(plan, physical)
+            return self._run(plan, physical, reuse)
         from hetdb.exec.device import is_device_oom, oom_error
 
         try:
-            return self._run(plan, physical)
+            return self._run(plan, physical, reuse)
         except Exception as e:
             if not is_device_oom(e):
                 raise
@@ -163,7 +200,7 @@ class QueryEngine:
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
-            table, stats, physical = self._run(plan, physical)
+            table, stats, physical = self._run(plan, physical, reuse)
         except Exception as e:
             if is_device_oom(e):
                 raise oom_error(e, self.device.budget.limit_bytes) from None
@@ -173,7 +210,7 @@ class QueryEngine:
         stats["gpu_oom_retried"] = True
         return table, stats, physical
 
-    def _run(self, plan: L.Output, physical: PhysicalPlan | None
+    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False
              ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         t0 = time.perf_counter()
         if physical is None:
@@ -193,12 +230,30 @@ class QueryEngine:
         threads = 1 if device is not None else self.threads
         snapshot = device.snapshot() if device is not None else None
         leaked = 0
+        reusing = reuse
+        on_host: set[int] = set()
         try:
+            skipped: set[int] = set()
+            if reusing:
+                from hetdb.exec.fusion import prepare_reuse
+
+                skipped = prepare_reuse(ctx, self.fused_states, physical)
+            tail = host_tail(physical) if self.tail_backend is not None else set()
+            host_ctx = None
             for pipe in physical.pipelines:
+                if pipe.pid in skipped:
+                    continue
+                if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
+                    if host_ctx is None:
+                        host_ctx = self._host_context(ctx, spill_dir)
+                    run_pipeline(host_ctx, pipe, None, 1)
+                    on_host.add(pipe.pid)
+                    continue
                 run_pipeline(ctx, pipe, self._pool, threads)
+            backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
             batches = ctx.results[physical.result_pipeline]
-            batch = concat_batches(self.backend, batches) if batches else None
-            table = to_arrow_table(self.backend, batch, plan.fields)
+            batch = concat_batches(backend, batches) if batches else None
+            table = to_arrow_table(backend, batch, plan.fields)
             batches = batch = None
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below
@@ -208,6 +263,10 @@ class QueryEngine:
             for fn in reversed(ctx.cleanup):
                 fn()
             ctx.results.clear()
+            if reusing:
+                from hetdb.exec.fusion import release_reuse
+
+                release_reuse(ctx)
             shutil.rmtree(spill_dir, ignore_errors=True)
             if device is not None:
                 ctx.evaluator = None
@@ -227,6 +286,7 @@ class QueryEngine:
             "bytes_host_to_device": sum(s.bytes_host_to_device for s in ops.values()),
             "peak_gpu_bytes": None,
             "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
+            "host_pipelines": len(on_host),
             "operators": ops,
         }
         if device is not None:
@@ -245,19 +305,51 @@ class QueryEngine:
             })
         return table, stats, physical
 
+    def _place_on_host(self, ctx: ExecContext, pipe: Any, on_host: set[int]) -> bool:
+        """Whether ``pipe`` (of the host tail) runs on the host, its inputs moved to where it runs:
+        it does when its inputs are small or already there."""
+        inputs = _source_results(pipe)
+        rows = sum(b.num_rows for pid in inputs for b in ctx.results[pid])
+        if rows > HOST_RESULT_ROWS and not all(pid in on_host for pid in inputs):
+            for pid in inputs:  # a large input: back to the device with the others
+                if pid in on_host:
+                    ctx.results[pid] = [batch_to_device(self.backend, b, ctx.dict_cache)
+                                        for b in ctx.results[pid]]
+                    on_host.discard(pid)
+            return False
+        for pid in inputs:
+            if pid not in on_host:
+                cache: dict = {}  # one host copy per device dictionary
+                ctx.results[pid] = [Batch({k: _map_arrays(c, self.backend.to_host, cache)
+                                           for k, c in b.columns.items()}, b.num_rows)
+                                    for b in ctx.results[pid]]
+                on_host.add(pid)
+        ctx.stat(pipe.sink.op_id).fused = (f"on the host: {rows:,} rows in (a small result is placed "
+                                           "there; not a fallback)")
+        return True
+
+    def _host_context(self, ctx: ExecContext, spill_dir: str) -> ExecContext:
+        """A context running pipelines on the host backend, sharing the query's results and stats."""
+        host = ExecContext(self.db, self.tail_backend, self.options, self.memory, spill_dir,
+                           device=None, host_memory=self.memory)
+        host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
+        return host
+
     def explain(self, sql: str, analyze: bool = False) -> str:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_ms = (time.perf_counter() - t0) * 1000
         if not analyze:
             return entry.physical.format()
-        table, stats, physical = self.run_plan(entry.plan, entry.physical)
+        table, stats, physical = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry)
         text = physical.format(stats["operators"])
         planning = "plan from the plan cache" if cached else "planned"
         total = (f"{text}\nPlanning: {planning} in {plan_ms:.1f} ms\n"
                  f"Total: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
                  f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
                  f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+        if stats["host_pipelines"]:
+            total += f"\nHost: {stats['host_pipelines']} small-result pipeline(s) placed on the host"
         if self.device is not None:
             total += (f"\nGPU: pages from device cache={stats['pages_cached']:,} "
                       f"bytes host->device={stats['bytes_host_to_device']:,} "

@@ -27,6 +27,7 @@ aggregation cannot tell which way it ran.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +97,10 @@ def _deferrals(ctx: ExecContext) -> _Deferrals:
 def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
     """(plan, how it fuses) when the pipeline runs fused, else (None, why not; empty when the pipeline
     is no candidate). Deferred fact pipelines this pipeline needs run first unless it takes them in."""
+    reuse = _REUSE.get(ctx)
+    if reuse is not None and pipe.pid in reuse.presets:
+        entry = reuse.presets[pipe.pid]
+        return entry.plan, f"{entry.why} ({REUSED})"
     d = _deferrals(ctx)
     swap = _swap_candidate(ctx, pipe, d)
     for op in pipe.ops:
@@ -130,13 +135,17 @@ def plan_fusion(ctx: ExecContext, pipe: Any) -> tuple[FusionPlan | None, str]:
                 ctx.stat(p.sink.op_id).fused = (f"runs inside pipeline {pipe.pid}'s fused kernel "
                                                 "(join sides swapped)")
             inside = ", ".join(str(p.pid) for p in chain)
-            return plan, (f"{FUSED} (scans {plan.scan.scan.table}, join sides swapped: pipeline "
-                          f"{inside} runs inside it; {_groups_text(plan)})")
+            why = (f"{FUSED} (scans {plan.scan.scan.table}, join sides swapped: pipeline "
+                   f"{inside} runs inside it; {_groups_text(plan)})")
+            _remember(ctx, pipe, plan, why)
+            return plan, why
     try:
         plan = _plan_checked(ctx, pipe, None)
     except _NotFused as e:
         return None, str(e)
-    return plan, f"{FUSED} ({_groups_text(plan)})"
+    why = f"{FUSED} ({_groups_text(plan)})"
+    _remember(ctx, pipe, plan, why)
+    return plan, why
 
 
 def _groups_text(plan: FusionPlan) -> str:
@@ -250,6 +259,10 @@ def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, 
     """The swapped join of ``pipe`` with the deferred ``fact`` pipeline it probes: ``pipe``'s
     (dimension) scan, filtered, becomes the dense build keyed like ``fact``'s hash build."""
     src, op = pipe.source, _first_probe(pipe)
+    if src.runtime_filters:
+        # runtime join filters test rows against finished builds; the build this scan would test
+        # against is the deferred fact pipeline, which has no rows yet (it runs inside the kernel)
+        src = dataclasses.replace(src, runtime_filters=())
     gsrc = src.init_global(ctx)
     batches = []
     for index, rg in enumerate(src.morsels(ctx, gsrc)):
@@ -531,6 +544,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             if plan.chain is not None:
                 raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
                                  "although its zone maps said it could")
+            if not unfused and _skipped_inputs(ctx, pipe):
+                _run_skipped_inputs(ctx, pipe)  # the operators below probe the builds' hash tables
+                ctx.set_morsel(index)
             unfused += 1
             if pred is not None:
                 from hetdb.exec.columns import filter_batch
@@ -539,7 +555,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             if b.num_rows:
                 run.push(b, 0, lops, lsink)
     sink.combine(ctx, run.gsink, lsink)
-    run.flush()
+    if unfused or not _skipped_inputs(ctx, pipe):
+        run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
     with Timer(ctx, sink.op_id):
         result = fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
@@ -552,6 +569,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             sink._spill(ctx, g, [part])
         else:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
+            g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
 
 
@@ -616,3 +634,117 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
             cols[_s(j, part)] = Column(a.arg.dtype, data=v.astype(a.arg.dtype.numpy_dtype),
                                        validity=xp.ones(n, dtype=bool))
     return Batch(cols, n)
+
+
+# ---- reuse between queries (cache/fused_state.py) ---------------------------------------------------
+REUSED = "dense tables reused from an earlier run of this plan"
+
+
+class _Reuse:
+    """A query's view of the fused-state store: stored pipelines of its physical plan and the
+    pipelines they make unnecessary."""
+
+    def __init__(self, store: Any, physical: Any) -> None:
+        self.store = store
+        self.physical = physical
+        self.presets: dict[int, Any] = {}   # pid -> FusedState
+        self.pins: list = []
+        self.skipped: set[int] = set()
+
+
+_REUSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prepare_reuse(ctx: ExecContext, store: Any, physical: Any) -> set[int]:
+    """Before ``physical`` runs: take the fused pipelines an earlier run of it stored (dense tables
+    and all) and return the ids of the pipelines nothing needs any more, which the driver then
+    skips (the dimension scans and builds whose results those tables hold). A plan is stored only
+    when its kernel takes every page of its fact table (no NULLs, no plain-string pages), so a
+    skipped build is never needed by an operator-at-a-time fallback; should one be, it runs then."""
+    from hetdb.exec.operators.aggregate import HashAggregate as _Agg
+
+    reuse = _REUSE[ctx] = _Reuse(store, physical)
+    for p in physical.pipelines:
+        if isinstance(p.sink, _Agg):
+            got = store.get(physical, p.pid)
+            if got is not None:
+                reuse.presets[p.pid] = got[0]
+                reuse.pins.append(got[1])
+    if not reuse.presets:
+        return set()
+    running = {physical.result_pipeline}
+    for p in reversed(physical.pipelines):  # consumers come after what they depend on
+        if p.pid in running and p.pid not in reuse.presets:
+            running.update(p.deps)
+    reuse.skipped = {p.pid for p in physical.pipelines} - running
+    for pid, entry in reuse.presets.items():
+        for q in sorted(entry.inputs & reuse.skipped):
+            what = ("runs inside" if q in entry.swapped else "not run: its result is built into") + \
+                f" pipeline {pid}'s fused kernel"
+            ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{what} ({REUSED})"
+    return reuse.skipped
+
+
+def release_reuse(ctx: ExecContext) -> None:
+    """After the query: unpin the stored entries it used and drop its references to them."""
+    reuse = _REUSE.pop(ctx, None)
+    if reuse is not None:
+        for pin in reuse.pins:
+            reuse.store.release(pin)
+
+
+def _closure(physical: Any, deps: list[int]) -> set[int]:
+    out: set[int] = set()
+    stack = list(deps)
+    while stack:
+        pid = stack.pop()
+        if pid not in out:
+            out.add(pid)
+            stack.extend(physical.pipelines[pid].deps)
+    return out
+
+
+def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
+    """Store a fused pipeline's plan for later runs of the same physical plan when it is
+    self-contained: every page of its fact table runs fused (see prepare_reuse)."""
+    reuse = _REUSE.get(ctx)
+    if reuse is None or reuse.physical is None:
+        return
+    if plan.chain is None:
+        name_of = dict(zip((f.cid for f in plan.scan.scan.fields), plan.scan.scan.column_names))
+        try:
+            _check_pages(ctx.db.table(plan.scan.scan.table),
+                         list(dict.fromkeys(name_of[c] for c, _ in plan.pipeline.spec.inputs)))
+        except _NotFused:
+            return  # pages with NULLs run through the operators, which need the builds
+    from hetdb.cache.fused_state import FusedState
+
+    arrays: list = []
+    for t in plan.tables:
+        arrays += [t.rows, *t.payload]
+    for k in plan.group_keys:
+        arrays += [a for a in (k.domain.values, k.dictionary) if a is not None]
+    swapped = frozenset(p.pid for p in plan.chain) if plan.chain is not None else frozenset()
+    reuse.store.put(FusedState(reuse.physical, pipe.pid, plan, why,
+                               frozenset(_closure(reuse.physical, pipe.deps)), swapped, arrays))
+
+
+def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
+    reuse = _REUSE.get(ctx)
+    if reuse is None or pipe.pid not in reuse.presets:
+        return []
+    return sorted(_closure(reuse.physical, pipe.deps) & reuse.skipped)
+
+
+def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:
+    """Run the pipelines ``pipe`` depends on that were skipped (a batch must go through its
+    operators after all)."""
+    from hetdb.exec.pipeline import run_pipeline
+
+    reuse = _REUSE.get(ctx)
+    for pid in _skipped_inputs(ctx, pipe):
+        if pid not in ctx.results:
+            _deferrals(ctx).no_defer.add(pid)
+            p = reuse.physical.pipelines[pid]
+            run_pipeline(ctx, p, None, 1)
+            ctx.stat(p.sink.op_id).fused = ""

@@ -11,6 +11,7 @@ from hetdb.plan.logical import Node
 from hetdb.plan.passes import (
     build_side,
     constant_folding,
+    count_pushdown,
     join_order,
     limit_pushdown,
     predicate_pushdown,
@@ -41,6 +42,7 @@ PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (semi_join_pushdown.NAME, semi_join_pushdown.run),
     (join_order.NAME, join_order.run),
     (build_side.NAME, build_side.run),
+    (count_pushdown.NAME, count_pushdown.run),
     (semi_join_reduction.NAME, semi_join_reduction.run),
     (semi_build_side.NAME, semi_build_side.run),
     ("late_projection_pruning", projection_pruning.run_late),

@@ -52,6 +52,8 @@ class _AggState:
         self.encoders = encoders_for(ctx.backend, key_dtypes)
         self.value_encoders: dict[int, Any] = {}
         self.parts: list[SpillFile] | None = None
+        # set by a fused GPU kernel whose one partial-state batch already holds each group once
+        self.groups_unique = False
 
 
 class _AggLocal:
@@ -296,6 +298,8 @@ class HashAggregate(Sink):
         batches = [b for b in batches if b.num_rows]
         if not batches:
             return self._empty_result(ctx)
+        if len(batches) == 1 and g.groups_unique and not self.raw_mode:
+            return self._outputs(ctx, batches[0])  # nothing to merge
         state = concat_batches(be, batches, list(self._state_dtypes()))
         if self.raw_mode:
             return self._final_raw(ctx, g, state)

@@ -61,11 +61,14 @@ def spill_partitioned(ctx: ExecContext, batch: Batch, part: Any, files: list[Spi
 
 @dataclass
 class BuildSide:
-    """The finished build: rows (right fields + evaluated key columns) and the hash table."""
+    """The finished build: rows (right fields + evaluated key columns) and the hash table.
+
+    On the GPU the hash table is made at its first use (``table`` / ``valid_idx``): a fused kernel
+    probes the build rows through its own dense table, so the hash table is often never needed."""
 
     batch: Batch
-    table: Any
-    valid_idx: Any            # table row -> batch row (None: identity)
+    hash_table: Any           # the table, or a _LazyTable making (table, valid_idx) on first use
+    row_index: Any            # table row -> batch row (None: identity)
     encoders: list
     has_null_key: bool        # over the whole build input (for mark semantics)
     nonempty: bool            # the whole build input has rows
@@ -78,6 +81,31 @@ class BuildSide:
     @property
     def num_rows(self) -> int:
         return self.batch.num_rows
+
+    def _resolve(self) -> None:
+        lazy = self.hash_table
+        if isinstance(lazy, _LazyTable):
+            with lazy.lock:
+                if self.hash_table is lazy:
+                    self.hash_table, self.row_index = lazy.make()
+
+    @property
+    def table(self) -> Any:
+        self._resolve()
+        return self.hash_table
+
+    @property
+    def valid_idx(self) -> Any:
+        self._resolve()
+        return self.row_index
+
+
+class _LazyTable:
+    """A hash table to build when a probe first needs it: ``make()`` -> (table, valid_idx)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+        self.lock = threading.Lock()
 
 
 class _BuildState:
@@ -171,8 +199,11 @@ class HashBuild(Sink):
             batch = empty_batch(ctx.backend, self.fields)
             for i, k in enumerate(self.keys):
                 batch.columns[_key_name(i)] = full_column(ctx.backend, None, k.dtype, 0)
-        table, valid_idx = None, None
-        if self.keys and batch.num_rows:
+        if not (self.keys and batch.num_rows):
+            return BuildSide(batch, None, None, encoders, has_null_key, nonempty)
+
+        def make() -> tuple[Any, Any]:
+            table, valid_idx = None, None
             keycols = [batch.columns[_key_name(i)] for i in range(len(self.keys))]
             arrays, valid = key_arrays(ctx.backend, keycols, encoders)
             if valid is not None:
@@ -181,7 +212,11 @@ class HashBuild(Sink):
             if int(arrays[0].shape[0]):
                 table = ctx.backend.join_build(arrays)
                 reservation.force_grow(int(getattr(table, "nbytes", 48 * int(arrays[0].shape[0]))))
-        return BuildSide(batch, table, valid_idx, encoders, has_null_key, nonempty)
+            return table, valid_idx
+
+        if ctx.device is not None:
+            return BuildSide(batch, _LazyTable(make), None, encoders, has_null_key, nonempty)
+        return BuildSide(batch, *make(), encoders, has_null_key, nonempty)
 
 
 class _ProbeState:
