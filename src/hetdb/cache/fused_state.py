@@ -49,12 +49,17 @@ class FusedState:
 
     @property
     def nbytes(self) -> int:
-        seen: dict[int, int] = {}
+        seen: dict[int, int] = {}  # allocation -> bytes (views share their allocation's bytes)
         for a in self.arrays:
             for arr in _leaves(a):
-                mem = getattr(getattr(arr, "data", None), "mem", None)
-                key = id(mem) if mem is not None else id(arr)
-                seen[key] = int(getattr(mem, "size", 0) or arr.nbytes)
+                mem = getattr(getattr(arr, "data", None), "mem", None)  # a CuPy allocation
+                if mem is not None:
+                    seen[id(mem)] = int(mem.size)
+                    continue
+                root = arr
+                while hasattr(getattr(root, "base", None), "nbytes"):
+                    root = root.base
+                seen[id(root)] = int(root.nbytes)
         return sum(seen.values())
 
 
