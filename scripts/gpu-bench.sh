@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks on the GPU machine, from the repository root: `bash scripts/gpu-bench.sh STEP...`
-# Steps: ssb-gpu SF | ssb-gpu-limit SF LIMIT | tpch-gpu SF | ssb-cpu SF | tpch-cpu SF
+# Steps: gen-ssb SF | gen-tpch SF | ssb-gpu SF | ssb-gpu-noreuse SF | ssb-gpu-limit SF FRACTION |
+#        tpch-gpu SF | ssb-cpu SF | tpch-cpu SF    (FRACTION: gpu_memory_limit as a share of the data, e.g. 0.1)
 # Data sets are generated once into /tmp/hetdb-bench (kept while the machine stays up); reports go to
 # /tmp/hetdb-bench-out/<step>, and as one archive $OUT/bench.tgz when $OUT is set.
 set -uo pipefail
@@ -19,7 +20,15 @@ while [ $# -gt 0 ]; do
   case $step in
     ssb-gpu)  bench ssb --sf "$sf" --db "$data/ssb-sf$sf" --device gpu --mode hot,warm --repeat 3 \
                 --vs duckdb --out "$out/ssb-gpu-sf$sf" ;;
-    ssb-gpu-limit) limit=$1; shift
+    gen-ssb)  python3 -m hetdb.cli.main generate ssb --sf "$sf" "$data/ssb-sf$sf" ;;
+    gen-tpch) python3 -m hetdb.cli.main generate tpch --sf "$sf" "$data/tpch-sf$sf" ;;
+    ssb-gpu-noreuse)
+              bench ssb --sf "$sf" --db "$data/ssb-sf$sf" --device gpu --mode hot --repeat 3 --no-reuse \
+                --vs none --out "$out/ssb-gpu-sf$sf-noreuse" ;;
+    ssb-gpu-limit) fraction=$1; shift
+              limit=$(python3 -c "import sys; print(int(int(sys.argv[1]) * float(sys.argv[2])))" \
+                      "$(du -sb "$data/ssb-sf$sf" | cut -f1)" "$fraction")
+              echo "gpu_memory_limit = $limit bytes ($fraction of the data)"
               bench ssb --sf "$sf" --db "$data/ssb-sf$sf" --device gpu --mode hot,warm --repeat 3 \
                 --vs none --gpu-memory-limit "$limit" --out "$out/ssb-gpu-sf$sf-limit" ;;
     tpch-gpu) bench tpch --sf "$sf" --db "$data/tpch-sf$sf" --device gpu --mode hot,warm --repeat 3 \

@@ -20,6 +20,9 @@ class Options:
     disabled_passes: frozenset[str] = frozenset()  # optimizer passes switched off by name
     spill_dir: str | None = None         # where host spills go (None: <db>/.spill)
     host_cache_limit: int | None = None  # pinned host page tier (GPU path); None: half of RAM, 0: off
+    # A repeated plan may reuse the dense dimension tables its fused GPU kernel built last time
+    # (derived data kept in the device cache, invalidated with the table versions).
+    reuse_fused_state: bool = True
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,

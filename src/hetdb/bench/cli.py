@@ -48,6 +48,9 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
                         "a comma-separated list or 'all' runs several (default hot)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs per query after one warm-up (default 3)")
     p.add_argument("--gpu-memory-limit", default=None, help="bytes hetdb may use on the GPU, e.g. 8GB")
+    p.add_argument("--no-reuse", action="store_true",
+                   help="rebuild every derived structure per run: a repeated query may not reuse the "
+                        "dense dimension tables its fused GPU kernel built before")
     p.add_argument("--out", default=None, help="output directory (default bench-out/<suite>-sf<N>-"
                                                "<device>-<time>)")
     p.add_argument("--db", default=None, help="database directory (default ~/.cache/hetdb/bench/<suite>-sf<N>)")
@@ -84,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = BenchConfig(
         suite=command, sf=args.sf, device=args.device, modes=parse_modes(args.mode), repeat=args.repeat,
-        vs=args.vs, gpu_memory_limit=args.gpu_memory_limit, db=args.db, out=args.out,
+        vs=args.vs, gpu_memory_limit=args.gpu_memory_limit, reuse_fused_state=not args.no_reuse,
+        db=args.db, out=args.out,
         queries=[q.strip() for q in args.queries.split(",")] if args.queries else None,
         disk_test_bytes=args.disk_test_mb * MiB, workers=args.workers,
         command_line=command_line(args))
@@ -108,6 +112,8 @@ def command_line(args: argparse.Namespace) -> str:
         value = getattr(args, name, None)
         if value is not None:
             words += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
+    if getattr(args, "no_reuse", False):
+        words.append("--no-reuse")
     return shlex.join(words)
 
 

@@ -27,6 +27,7 @@ class BenchConfig:
     repeat: int = 3
     vs: str = "duckdb"
     gpu_memory_limit: str | None = None
+    reuse_fused_state: bool = True
     db: str | None = None
     out: str | None = None
     queries: list[str] | None = None
@@ -73,6 +74,8 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
     options: dict[str, Any] = {}
     if cfg.gpu_memory_limit:
         options["gpu_memory_limit"] = cfg.gpu_memory_limit
+    if not cfg.reuse_fused_state:
+        options["reuse_fused_state"] = False
     _check_connects(db_path, cfg.device, options)
 
     results: dict[str, Any] = {

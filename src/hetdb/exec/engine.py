@@ -182,7 +182,7 @@ class QueryEngine:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_seconds = time.perf_counter() - t0
-        table, stats, _ = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry)
+        table, stats, _ = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry and self.options.reuse_fused_state)
         stats["plan_seconds"] = plan_seconds
         stats["plan_cached"] = cached
         return table, stats
@@ -351,7 +351,7 @@ class QueryEngine:
         plan_ms = (time.perf_counter() - t0) * 1000
         if not analyze:
             return entry.physical.format()
-        table, stats, physical = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry)
+        table, stats, physical = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry and self.options.reuse_fused_state)
         text = physical.format(stats["operators"])
         planning = "plan from the plan cache" if cached else "planned"
         total = (f"{text}\nPlanning: {planning} in {plan_ms:.1f} ms\n"
