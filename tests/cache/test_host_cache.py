@@ -295,3 +295,21 @@ def test_scan_does_not_evict_its_own_pages():
     assert cache.get(key(0)) is not None  # the next scan's hits are its own too
     assert cache.acquire(key(9), BLOCK, BLOCK, 0, evict_before=mark) is not None  # evicts page 1
     assert key(1) not in cache and key(0) in cache
+
+
+def test_lookup_many_pins_all_or_nothing():
+    cache = tier(limit_blocks=16)
+    datas = [payload(5000, s) for s in range(3)]
+    for i, d in enumerate(datas):
+        load(cache, key(i), d)
+    locs = [loc_of(d) for d in datas]
+    got = cache.lookup_many([key(i) for i in range(3)], locs)
+    assert got is not None and [p.tobytes() for p in got] == [d.tobytes() for d in datas]
+    assert all(p.pins == 1 for p in got) and cache.stats.hits == 3
+    for p in got:
+        cache.unpin_page(p)
+    # one missing (or stale) page: nothing pinned, nothing counted
+    assert cache.lookup_many([key(0), key(9)], [locs[0], locs[0]]) is None
+    assert cache.lookup_many([key(0), key(1)], [locs[0], locs[0]]) is None  # key(1) has other bytes
+    assert cache.pinned_bytes() == 0 and cache.stats.hits == 3
+    assert cache.keys()[-1] == key(2)

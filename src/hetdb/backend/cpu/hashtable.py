@@ -2,7 +2,8 @@
 
 Slots are (hash, key id) pairs in one (capacity, 2) int64 array, so a probe that misses touches one
 cache line; key id -1 marks an empty slot (no key value is reserved). Every hit is confirmed on the
-full hash and then on every key column.
+full hash and then on every key column, except with one key column: its ``row_hash`` is a bijection,
+so the hash match is the key match (hashes must come from ``keys.hash_rows``).
 
 Parallel build: the slot array is cut into P equal ranges and every row goes to the range of its home
 slot (a stable counting sort), so P threads insert without sharing a slot. A row whose linear probe
@@ -25,7 +26,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from hetdb.backend.cpu.keys import rows_equal, slot_of, table_capacity
+from hetdb.backend.cpu.keys import same_key, slot_of, table_capacity
 
 # Below this many rows one thread builds faster than partitioning costs.
 _PARALLEL_BUILD_ROWS = 1 << 17
@@ -60,7 +61,7 @@ def _insert(keys, hashes, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
             if chain:
                 next_row[i] = -1
             return next_id + 1
-        if slots[s, 0] == hb and rows_equal(keys, key_rep[k], keys, i):
+        if slots[s, 0] == hb and same_key(keys, key_rep[k], keys, i):
             if chain:
                 next_row[i] = key_rep[k]
                 key_rep[k] = i
@@ -179,7 +180,7 @@ def lookup(table_keys, slots, shift, key_rep, probe_keys, probe_hashes):
             k = slots[s, 1]
             if k == -1:
                 break
-            if slots[s, 0] == hb and rows_equal(table_keys, key_rep[k], probe_keys, i):
+            if slots[s, 0] == hb and same_key(table_keys, key_rep[k], probe_keys, i):
                 found = k
                 break
             s = (s + 1) & mask

@@ -16,7 +16,7 @@ from numba import njit, prange
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.hashtable import HashTable, build, lookup
 from hetdb.backend.cpu.join_filter import KeyFilter, filter_of, might_match
-from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, rows_equal, slot_of
+from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, same_key, slot_of
 from hetdb.errors import UnsupportedError
 
 # Direct indexing pays while the key range is about the build size (or cache-sized).
@@ -138,7 +138,7 @@ def _hash_probe_unique(table_keys, slots, shift, key_rep, probe_keys, want_pairs
             k = slots[s, 1]
             if k == -1:
                 break
-            if slots[s, 0] == hb and rows_equal(table_keys, key_rep[k], probe_keys, i):
+            if slots[s, 0] == hb and same_key(table_keys, key_rep[k], probe_keys, i):
                 pidx[cnt] = i
                 if want_pairs:
                     bidx[cnt] = key_rep[k]

@@ -109,6 +109,15 @@ def rows_equal(a: np.ndarray, i: int, b: np.ndarray, j: int) -> bool:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def same_key(a: np.ndarray, i: int, b: np.ndarray, j: int) -> bool:
+    """Row i of ``a`` and row j of ``b`` hold equal keys, GIVEN that their ``row_hash`` values are
+    equal. One key column needs no comparison: its hash is splitmix64 of (seed ^ key), a bijection
+    of int64, so equal hashes are equal keys; skipping the look-up of the stored row saves two
+    cache misses per probe hit on large tables."""
+    return a.shape[0] == 1 or rows_equal(a, i, b, j)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def slot_of(h: np.uint64, shift: np.uint64) -> int:
     # Fibonacci hashing on top of the key hash: shuffles partition hash bits (taken from h by the
     # operators) so that rows of one partition still spread over the whole table.

@@ -53,6 +53,7 @@ from hetdb.io import ALIGN, read_range
 from hetdb.storage.format import PageLocation
 
 _H2D = 1  # cudaMemcpyHostToDevice
+_FILL_CHUNK = 32  # pages looked up in the host tier at once by fill_cache
 
 
 @dataclass
@@ -160,10 +161,7 @@ class PageStreamer:
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
         self._host_mark = host_cache.begin_scan() if host_cache is not None else None
-        # Every slot is sized for the largest row group (all pages missing the cache), so a slot is
-        # allocated once and never reallocated while a copy may read it.
-        self._slot_bytes = max((sum(reader.page_location(c, rg).padded_length for c in self.columns)
-                                for rg in self.row_groups), default=0)
+        self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
 
     # ---- public ----------------------------------------------------------------------------------
     def __enter__(self) -> PageStreamer:
@@ -205,6 +203,104 @@ class PageStreamer:
             for rg in ([current] if current is not None else []) + pending:
                 self._abandon(rg)
             self._release_scan()
+
+    def fill_cache(self) -> bool:
+        """Warm path, instead of iterating: when every page of the scan that the device cache lacks
+        is in the pinned host tier and they all fit in the cache together, queue their copies back to
+        back on the copy stream (one look-up of the host tier for the whole scan, one async copy per
+        contiguous run, no per-row-group step, no host wait), put the pages in the device cache and
+        make the consumer's stream wait for the copies; True. False when some page is not in the host
+        tier, the cache has no room for the scan, or the budget ran out midway (then iterate: what was
+        filled is a device-cache hit, the rest streams). Host-tier pins are held until ``close`` (which waits for the copies): call it after
+        the work reading the pages has been queued."""
+        if self._gen is not None or self._closed or self.cache is None or self.host_cache is None:
+            return False
+        cp, cache, reader = self._cupy, self.cache, self.reader
+        table, version = reader.name, reader.version
+        # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
+        # in what the cache may hold next to its pinned entries: bounded from the manifest without a
+        # walk over the pages (every page of the columns, unpacked validity for nullable ones).
+        bound = sum(reader.bytes_on_disk(c) + (reader.num_rows if reader.column(c).nullable else 0)
+                    for c in self.columns)
+        if bound > cache.capacity_bytes - cache.pinned_bytes():
+            return False
+        stream = self._copy_stream
+        pages = [(c, rg) for rg in self.row_groups for c in self.columns]
+        complete = True
+        # In chunks: the first copies start after one chunk's look-ups, not the whole scan's.
+        for start in range(0, len(pages), _FILL_CHUNK):
+            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK], table, version)
+            if not complete:
+                break
+        event = cp.cuda.Event(disable_timing=True)
+        event.record(stream)
+        # host-tier pins of the last chunks are returned at close, after this event (all copies)
+        self._host_pins.append((event, []))
+        (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
+        return complete
+
+    def _fill_chunk(self, pages: list[tuple[str, int]], table: str, version: int) -> bool:
+        """fill_cache for some pages: False when one is not in the host tier or the cache is full."""
+        cp, cache, reader = self._cupy, self.cache, self.reader
+        todo = []
+        for column, rg in pages:
+            key = PageKey(table, version, column, rg)
+            if key not in cache:
+                todo.append((key, column, rg, reader.page_location(column, rg)))
+        if not todo:
+            return True
+        hosts = self.host_cache.lookup_many([PageKey(reader.path, version, t[1], t[2]) for t in todo],
+                                            [t[3] for t in todo])
+        if hosts is None:
+            return False
+        stream = self._copy_stream
+        complete = True
+        try:
+            with stream:
+                for (key, column, rg, loc), host in zip(todo, hosts):
+                    enc, sections = page_layout(reader, column, rg)
+                    n = reader.row_group_rows(rg)
+                    nbytes = loc.length + (n if "validity" in sections else 0)
+                    if not cache.reserve(nbytes):
+                        complete = False  # the budget is taken by query work: stream the rest
+                        break
+                    try:
+                        value = self._fill_page(column, rg, loc, host, enc, sections, n)
+                    except BaseException:
+                        cache.release(nbytes)
+                        raise
+                    cache.put(key, value, nbytes, reserved=True)
+                    self.stats.pages_host += 1
+                    self.stats.bytes_host += loc.length
+                    self.stats.bytes_h2d += loc.length
+                event = cp.cuda.Event(disable_timing=True)
+                event.record(stream)
+        except BaseException:
+            stream.synchronize()
+            for hp in hosts:
+                self.host_cache.unpin_page(hp)
+            raise
+        self._host_pins.append((event, hosts))
+        self._unpin_host(wait=False)  # earlier chunks' copies that are done
+        return complete
+
+    def _fill_page(self, column: str, rg: int, loc: PageLocation, host: HostPage, enc: str,
+                   sections: dict[str, list[int]], n: int) -> Column:
+        """Queue the copy of one host-tier page into new device memory; its device Column."""
+        cp = self._cupy
+        spec = self.reader.column(column)
+        data = sections.get("data")
+        if (enc == "plain" and spec.dtype.kind != "string" and len(sections) == 1 and data is not None
+                and data[0] == 0 and data[1] == loc.length == n * np.dtype(spec.dtype.numpy_dtype).itemsize):
+            # the common page: values only, copied straight into a typed array (no byte view to decode)
+            arr = cp.empty(n, dtype=spec.dtype.numpy_dtype)
+            _copy_runs(arr, host.runs, loc.length, self._copy_stream)
+            return Column(spec.dtype, data=arr)
+        raw = cp.empty(loc.length, dtype=cp.uint8)
+        _copy_runs(raw, host.runs, loc.length, self._copy_stream)
+        page = _Page(column, rg, PageKey(self.reader.name, self.reader.version, column, rg), loc, enc,
+                     sections, n)
+        return self._decode(page, raw)
 
     def close(self) -> None:
         """Return every pin and reservation this scan holds; idempotent."""
@@ -280,6 +376,11 @@ class PageStreamer:
 
         buf = self._slots[slot]
         if buf is None:
+            if self._slot_bytes is None:
+                # Every slot is sized for the largest row group (all pages missing the cache), so a
+                # slot is allocated once and never reallocated while a copy may read it.
+                self._slot_bytes = max((sum(self.reader.page_location(c, rg).padded_length
+                                            for c in self.columns) for rg in self.row_groups), default=0)
             size = max(self._slot_bytes, nbytes)
             # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
             raw = pinned_empty(size + ALIGN, np.uint8)
@@ -587,3 +688,32 @@ def stream_throughput(reader: Any, columns: list[str], budget: Any, cache: PageC
     out["gbps"] = stats.bytes_delivered / seconds / 1e9 if seconds > 0 else 0.0
     return out
 
+
+
+def fill_throughput(reader: Any, columns: list[str], budget: Any, host_cache: HostPageCache,
+                    cache: PageCache | None = None) -> dict[str, float]:
+    """The warm path's copy rate: ``fill_cache`` of every page of ``columns`` (all in ``host_cache``)
+    into a device cache (a new one over ``budget`` unless given), timed to the end of the copies;
+    effective GB/s = bytes copied / wall time. The filled pages are dropped again unless ``cache``
+    was given."""
+    import cupy
+
+    from hetdb.cache.device_cache import DevicePageCache
+
+    own = cache is None
+    cache = DevicePageCache(budget, share=1.0) if own else cache
+    start = time.perf_counter()
+    streamer = PageStreamer(reader, columns, budget=budget, cache=cache, host_cache=host_cache)
+    try:
+        filled = streamer.fill_cache()
+        enqueued = time.perf_counter() - start
+        cupy.cuda.get_current_stream().synchronize()
+        seconds = time.perf_counter() - start
+    finally:
+        streamer.close()
+    out = streamer.stats.as_dict()
+    out.update(filled=filled, seconds=seconds, enqueue_seconds=enqueued,
+               gbps=streamer.stats.bytes_h2d / seconds / 1e9 if seconds > 0 else 0.0)
+    if own:
+        cache.clear()
+    return out

@@ -25,6 +25,7 @@ from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_parti
 from hetdb.plan.expr import AggCall, Expr, Field
 
 MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this many groups
+MERGE_KEEP = 0.8  # a local merge that keeps more of its groups than this stops the worker merging
 
 
 def _g(i: int) -> str:
@@ -231,12 +232,18 @@ class HashAggregate(Sink):
             l.rows += part.num_rows
             l.nbytes += size
             if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
+                before = l.rows
                 merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
                 new = batch_nbytes(merged)
                 g.reservation.force_grow(new)
                 g.reservation.shrink(l.nbytes)
                 l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
                 l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
+                if merged.num_rows > MERGE_KEEP * before:
+                    # Batches share few groups (q18: l_orderkey over lineitem in key order): local
+                    # merges would re-hash every group again at each doubling for no reduction;
+                    # leave them all to the one final merge, which runs on every kernel thread.
+                    l.merge_at = float("inf")
 
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
         with g.lock:

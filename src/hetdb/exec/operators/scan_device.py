@@ -126,6 +126,35 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
     return got
 
 
+def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
+              names: list[str]) -> Any | None:
+    """Warm scans: copy columns ``names`` of ``row_groups`` from the pinned host tier into the device
+    cache in one go (``PageStreamer.fill_cache``), so ``resident_pages`` then finds them all and a
+    fused kernel runs one launch over them. Returns the filling streamer, to ``close`` once the
+    kernel reading the pages has been queued (it holds the host-tier pins until the copies are
+    done); None when the pages are not all in the host tier or do not fit in the device cache."""
+    from hetdb.backend.gpu.stream import PageStreamer
+
+    host = ctx.device.host_tier(ctx.options)
+    if host is None or not row_groups:
+        return None
+    streamer = PageStreamer(state.reader, names, row_groups, budget=ctx.device.budget,
+                            cache=ctx.device.cache, host_cache=host)
+    try:
+        filled = streamer.fill_cache()
+    except BaseException:
+        streamer.close()
+        raise
+    st = streamer.stats
+    if st.pages_host:
+        ctx.add(op.op_id, pages_read=st.pages_host, bytes_host_to_device=st.bytes_h2d)
+        ctx.device.count_host_tier(pages=st.pages_host, nbytes=st.bytes_host)
+    if not filled:
+        streamer.close()
+        return None
+    return streamer
+
+
 def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int]) -> None:
     from hetdb.backend.gpu.stream import PageStreamer
 
