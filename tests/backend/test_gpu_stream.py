@@ -215,7 +215,7 @@ def test_measure_streaming_throughput(tmp_path):
     """Effective GB/s of streaming a larger table cold (storage) and hot (device cache) against the
     pinned H2D ceiling; written to $OUT/stream_throughput.json when OUT is set."""
     from hetdb.backend.gpu import measure_bandwidth
-    from hetdb.backend.gpu.stream import stream_throughput
+    from hetdb.backend.gpu.throughput import stream_throughput
     from hetdb.cache import DevicePageCache
 
     rows = int(os.environ.get("HETDB_STREAM_ROWS", 1 << 22))

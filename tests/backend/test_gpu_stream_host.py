@@ -270,7 +270,7 @@ def test_measure_host_tier_throughput(tmp_path):
     import cupy
 
     from hetdb.backend.gpu import measure_bandwidth
-    from hetdb.backend.gpu.stream import stream_throughput
+    from hetdb.backend.gpu.throughput import stream_throughput
 
     rows = int(os.environ.get("HETDB_STREAM_ROWS", 1 << 22))
     rows_per_page = 1 << 20
@@ -294,7 +294,7 @@ def test_measure_host_tier_throughput(tmp_path):
     report["host_tier_fill"]["pinned_alloc_included"] = True
     report["host_tier"] = [stream_throughput(reader, cols, b, host_cache=host) for _ in range(3)]
     report["host_tier_seconds_total"] = time.perf_counter() - start
-    from hetdb.backend.gpu.stream import fill_throughput
+    from hetdb.backend.gpu.throughput import fill_throughput
 
     report["host_tier_fill_cache"] = [fill_throughput(reader, cols, b, host) for _ in range(3)]
     ceiling = measure_bandwidth(64 << 20)
