@@ -14,13 +14,13 @@ refusals make joins and aggregations partition and spill, here into pinned host 
 from __future__ import annotations
 
 import gc
-import threading
 from typing import Any
 
 import numpy as np
 
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
+from hetdb.exec.memory import MemoryManager
 from hetdb.types import DataType
 
 # Operator state may hold at most this share of gpu_memory_limit: the rest stays for pages in flight
@@ -43,29 +43,18 @@ def _budget_class():
     return QueryBudget
 
 
-class DeviceMemoryManager:
-    """The ``MemoryManager`` interface (try_reserve / reserve / force_reserve / release) over the
-    connection's device budget. A refused reservation first evicts cached pages (re-reading a page is
-    cheaper than spilling state); forced reservations that the budget cannot grant are counted as
-    over the limit (``over_bytes``) instead of failing, since their owners have no spill path."""
+class DeviceMemoryManager(MemoryManager):
+    """The ``MemoryManager`` over the connection's device budget. A refused reservation first evicts
+    cached pages (re-reading a page is cheaper than spilling state); forced reservations that the
+    budget cannot grant are counted as over the limit (``over_bytes``) instead of failing, since their
+    owners have no spill path."""
 
     def __init__(self, budget: Any, cache: Any, share: float = OPERATOR_SHARE):
+        super().__init__(int(budget.limit_bytes * share))
         self.budget = budget
         self.cache = cache
-        self.limit = int(budget.limit_bytes * share)
-        self._used = 0
-        self._peak = 0
         self._over = 0
         self._peak_over = 0
-        self._lock = threading.Lock()
-
-    @property
-    def used(self) -> int:
-        return self._used
-
-    @property
-    def peak(self) -> int:
-        return self._peak
 
     @property
     def over_bytes(self) -> int:
@@ -80,50 +69,30 @@ class DeviceMemoryManager:
         with self._lock:
             self._peak, self._peak_over = self._used, self._over
 
-    def _take(self, nbytes: int) -> bool:
+    def _acquire(self, nbytes: int) -> bool:
         if self.budget.try_reserve(nbytes):
             return True
         if self.cache is not None:
             self.cache.evict(nbytes)
         return self.budget.try_reserve(nbytes)
 
-    def try_reserve(self, nbytes: int) -> bool:
-        nbytes = int(nbytes)
-        with self._lock:
-            if self._used + nbytes > self.limit or not self._take(nbytes):
-                return False
-            self._used += nbytes
-            self._peak = max(self._peak, self._used)
-            return True
+    def _force(self, nbytes: int) -> None:
+        # within the operators' share only: state beyond it must not take the room that pages in
+        # flight need, so it is counted as over the limit instead
+        if self._used + nbytes > self.limit or not self._acquire(nbytes):
+            self._over += nbytes
+            self._peak_over = max(self._peak_over, self._over)
 
-    def reserve(self, nbytes: int, what: str) -> None:
-        if not self.try_reserve(nbytes):
-            raise OutOfMemoryError(
-                f"{what} needs {int(nbytes):,} bytes of GPU memory but only {self.limit - self._used:,} of the "
-                f"{self.limit:,} bytes operators may use under gpu_memory_limit={self.budget.limit_bytes:,} are "
-                "free; raise gpu_memory_limit or run on the CPU (device='cpu')")
+    def _give_back(self, nbytes: int) -> None:
+        from_over = min(self._over, nbytes)
+        self._over -= from_over
+        if nbytes - from_over:
+            self.budget.release(nbytes - from_over)
 
-    def force_reserve(self, nbytes: int) -> None:
-        nbytes = int(nbytes)
-        with self._lock:
-            # within the operators' share only: state beyond it must not take the room that pages in
-            # flight need, so it is counted as over the limit instead
-            if self._used + nbytes > self.limit or not self._take(nbytes):
-                self._over += nbytes
-                self._peak_over = max(self._peak_over, self._over)
-            self._used += nbytes
-            self._peak = max(self._peak, self._used)
-
-    def release(self, nbytes: int) -> None:
-        nbytes = int(nbytes)
-        with self._lock:
-            if nbytes > self._used:
-                raise AssertionError(f"device memory accounting went negative ({self._used - nbytes})")
-            from_over = min(self._over, nbytes)
-            self._over -= from_over
-            if nbytes - from_over:
-                self.budget.release(nbytes - from_over)
-            self._used -= nbytes
+    def _refusal(self, nbytes: int, what: str) -> str:
+        return (f"{what} needs {nbytes:,} bytes of GPU memory but only {self.limit - self._used:,} of the "
+                f"{self.limit:,} bytes operators may use under gpu_memory_limit={self.budget.limit_bytes:,} "
+                "are free; raise gpu_memory_limit or run on the CPU (device='cpu')")
 
 
 class DeviceResources:

@@ -24,7 +24,9 @@ def default_host_limit() -> int:
 
 
 class MemoryManager:
-    """Thread-safe byte accounting with a hard limit and a peak watermark."""
+    """Thread-safe byte accounting with a hard limit and a peak watermark (host memory). Subclasses
+    (the GPU's, in exec/device.py) change where granted bytes come from through ``_acquire`` /
+    ``_force`` / ``_give_back`` and the refusal message; the bookkeeping stays here."""
 
     def __init__(self, limit: int | None):
         self.limit = default_host_limit() if limit is None else int(limit)
@@ -40,11 +42,29 @@ class MemoryManager:
     def peak(self) -> int:
         return self._peak
 
+    def reset_peak(self) -> None:
+        with self._lock:
+            self._peak = self._used
+
+    def _acquire(self, nbytes: int) -> bool:
+        """Take ``nbytes`` from whatever backs this manager (called under the lock, within limit)."""
+        return True
+
+    def _force(self, nbytes: int) -> None:
+        """Account ``nbytes`` that must be held whatever the limit (called under the lock)."""
+
+    def _give_back(self, nbytes: int) -> None:
+        """Return ``nbytes`` to whatever backs this manager (called under the lock)."""
+
+    def _refusal(self, nbytes: int, what: str) -> str:
+        return (f"{what} needs {nbytes:,} bytes but only {self.limit - self._used:,} of "
+                f"host_memory_limit={self.limit:,} are free; raise host_memory_limit")
+
     def try_reserve(self, nbytes: int) -> bool:
         """Reserve ``nbytes`` if it fits under the limit; False (nothing reserved) if not."""
         nbytes = int(nbytes)
         with self._lock:
-            if self._used + nbytes > self.limit:
+            if self._used + nbytes > self.limit or not self._acquire(nbytes):
                 return False
             self._used += nbytes
             self._peak = max(self._peak, self._used)
@@ -53,21 +73,23 @@ class MemoryManager:
     def reserve(self, nbytes: int, what: str) -> None:
         """Reserve or raise OutOfMemoryError naming ``what`` (for state that cannot spill)."""
         if not self.try_reserve(nbytes):
-            raise OutOfMemoryError(
-                f"{what} needs {nbytes:,} bytes but only {self.limit - self._used:,} of "
-                f"host_memory_limit={self.limit:,} are free; raise host_memory_limit")
+            raise OutOfMemoryError(self._refusal(int(nbytes), what))
 
     def force_reserve(self, nbytes: int) -> None:
         """Account for bytes that must be held whatever the limit (results that have no spill path)."""
+        nbytes = int(nbytes)
         with self._lock:
-            self._used += int(nbytes)
+            self._force(nbytes)
+            self._used += nbytes
             self._peak = max(self._peak, self._used)
 
     def release(self, nbytes: int) -> None:
+        nbytes = int(nbytes)
         with self._lock:
-            self._used -= int(nbytes)
-            if self._used < 0:
-                raise AssertionError(f"memory accounting went negative ({self._used})")
+            if nbytes > self._used:
+                raise AssertionError(f"memory accounting went negative ({self._used - nbytes})")
+            self._give_back(nbytes)
+            self._used -= nbytes
 
 
 class Reservation:
