@@ -8,7 +8,7 @@ from typing import Any
 
 from hetdb.column import Batch
 from hetdb.errors import InputError
-from hetdb.exec.columns import column_nbytes, filter_batch, slice_batch, take
+from hetdb.exec.columns import column_nbytes, filter_batch, slice_batch, slice_column, take
 from hetdb.exec.hostutil import batch_to_device, column_to_device, note_host_step
 from hetdb.exec.operators.base import ExecContext, Source, Timer
 from hetdb.plan.expr import Call, Expr
@@ -32,6 +32,33 @@ def split_batches(ctx: ExecContext, batch: Batch) -> list[Batch]:
     if not n or batch.num_rows <= n:
         return [batch]
     return [slice_batch(ctx.backend, batch, i, i + n) for i in range(0, batch.num_rows, n)]
+
+
+# Host scans cut row groups into row ranges until there are this many morsels per worker thread
+# (a 1M-row row group is one morsel: a 1.5M-row table would keep 2 of 16 workers busy), but never
+# into ranges under MIN_MORSEL_ROWS, where per-batch overhead would dominate.
+MORSELS_PER_THREAD = 4
+MIN_MORSEL_ROWS = 1 << 17
+
+
+def host_morsels(reader: Any, threads: int) -> list:
+    """Morsels of a host table scan: row group numbers, or (row group, start, stop) row ranges when
+    the table has too few row groups to keep ``threads`` workers busy."""
+    n = reader.num_row_groups
+    target = MORSELS_PER_THREAD * threads
+    if threads <= 1 or n >= target:
+        return list(range(n))
+    per_rg = -(-target // max(n, 1))
+    out: list = []
+    for rg in range(n):
+        rows = reader.row_group_rows(rg)
+        parts = max(1, min(per_rg, rows // MIN_MORSEL_ROWS))
+        if parts == 1:
+            out.append(rg)
+            continue
+        cuts = [rows * i // parts for i in range(parts + 1)]
+        out.extend((rg, cuts[i], cuts[i + 1]) for i in range(parts))
+    return out
 
 
 def _prune_fn():
@@ -84,7 +111,9 @@ class TableScan(Source):
             from hetdb.exec.operators.scan_device import plan_device_scan
 
             return plan_device_scan(self, ctx, reader)
-        return list(range(reader.num_row_groups))
+        # without the host page cache every range would decode its whole page again: no splitting
+        threads = int(getattr(ctx.options, "threads", 1) or 1)
+        return host_morsels(reader, threads if getattr(ctx, "host_cache", None) is not None else 1)
 
     def read(self, ctx: ExecContext, rg: int, reader: Any) -> list[Batch]:
         with Timer(ctx, self.op_id):
@@ -107,8 +136,9 @@ class TableScan(Source):
         zms = {cid: reader.zone_map(name_of[cid], rg) for cid in used if cid in name_of}
         return prune(scan.filters, zms)
 
-    def _read(self, ctx: ExecContext, rg: int, reader: Any) -> list[Batch]:
+    def _read(self, ctx: ExecContext, morsel: int | tuple[int, int, int], reader: Any) -> list[Batch]:
         scan = self.scan
+        rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
         name_of = dict(zip((f.cid for f in scan.fields), scan.column_names))
         pred = conjunction(scan.filters)
         verdict = self.verdict(ctx, reader, rg)
@@ -121,8 +151,8 @@ class TableScan(Source):
         cols: dict = {}
         nread = 0
         for cid in filter_cids:
-            cols[cid] = self._read_column(ctx, reader, name_of[cid], rg)
-        num_rows = reader.row_group_rows(rg)
+            cols[cid] = self._read_column(ctx, reader, name_of[cid], rg, rows)
+        num_rows = reader.row_group_rows(rg) if rows is None else rows[1] - rows[0]
         idx = None
         if filter_cids or runtime:
             mask = None
@@ -131,7 +161,7 @@ class TableScan(Source):
             for keys, side in runtime:
                 for cid in sorted(set().union(*(k.columns() for k in keys)) - cols.keys()):
                     filter_cids.append(cid)
-                    cols[cid] = self._read_column(ctx, reader, name_of[cid], rg)
+                    cols[cid] = self._read_column(ctx, reader, name_of[cid], rg, rows)
                 hit = self._runtime_mask(ctx, keys, side, Batch(dict(cols), num_rows))
                 mask = hit if mask is None else ctx.backend.xp.logical_and(mask, hit)
             idx = ctx.backend.nonzero(mask)
@@ -143,7 +173,7 @@ class TableScan(Source):
                 return []
         for f, cname in zip(scan.fields, scan.column_names):
             if f.cid not in cols:
-                cols[f.cid] = self._read_column(ctx, reader, cname, rg)
+                cols[f.cid] = self._read_column(ctx, reader, cname, rg, rows)
         out_rows = num_rows
         if self.skip:
             cols = {k: c for k, c in cols.items() if k not in self.skip}
@@ -189,7 +219,14 @@ class TableScan(Source):
         side.filter_hits += int(xp.count_nonzero(hit))
         return hit
 
-    def _read_column(self, ctx: ExecContext, reader: Any, name: str, rg: int):
+    def _read_column(self, ctx: ExecContext, reader: Any, name: str, rg: int,
+                     rows: tuple[int, int] | None = None):
+        """Column ``name`` of row group ``rg`` on the backend; ``rows``: only that (start, stop) slice
+        of it (a morsel smaller than a row group: the page is decoded or cached whole)."""
+        col = self._read_column_whole(ctx, reader, name, rg)
+        return col if rows is None else slice_column(ctx.backend, col, rows[0], rows[1])
+
+    def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int):
         cache = getattr(ctx, "host_cache", None)
         if cache is not None:
             col, hit = cache.read(reader, name, rg)
