@@ -34,10 +34,11 @@ def split_batches(ctx: ExecContext, batch: Batch) -> list[Batch]:
     return [slice_batch(ctx.backend, batch, i, i + n) for i in range(0, batch.num_rows, n)]
 
 
-# Host scans cut row groups into row ranges until there are this many morsels per worker thread
+# Host scans cut row groups into row ranges when a table has fewer row groups than worker threads
 # (a 1M-row row group is one morsel: a 1.5M-row table would keep 2 of 16 workers busy), but never
-# into ranges under MIN_MORSEL_ROWS, where per-batch overhead would dominate.
-MORSELS_PER_THREAD = 4
+# into ranges under MIN_MORSEL_ROWS, where per-batch overhead would dominate. Splitting tables that
+# already have a row group per worker only adds per-morsel overhead.
+MORSELS_PER_THREAD = 1
 MIN_MORSEL_ROWS = 1 << 17
 
 
