@@ -252,7 +252,8 @@ def test_fill_cache_from_the_host_tier(reader):
     assert compared == ROWS * len(COLUMNS)
     assert hot.pages_cached == n_pages(reader) and hot.pages_host == 0
     with PageStreamer(reader, COLUMNS, budget=b, cache=device, host_cache=host) as s:
-        assert not s.fill_cache()  # all resident: nothing to do
+        assert s.fill_cache()  # all resident already: complete, and nothing is copied
+        assert s.stats.bytes_h2d == 0
     small = DevicePageCache(b, capacity_bytes=1024)
     with PageStreamer(reader, COLUMNS, budget=b, cache=small, host_cache=host) as s:
         assert not s.fill_cache() and len(small) == 0  # does not fit: stream instead
