@@ -19,7 +19,7 @@ from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
 from hetdb.errors import HetdbError
 from hetdb.exec.columns import concat_batches
-from hetdb.exec.host_cache import HostPageCache
+from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
@@ -110,7 +110,7 @@ class QueryEngine:
             # one budget and page cache per connection: pages stay on the GPU between its queries
             self.device = DeviceResources(options.gpu_memory_limit)
         # CPU: pages stay decoded in host memory between queries (a quarter of the host budget)
-        self.host_cache = HostPageCache(self.memory.limit // 4) if backend.name == "cpu" else None
+        self.host_cache = DecodedPageCache(self.memory.limit // 4) if backend.name == "cpu" else None
         self.threads = max(1, int(options.threads or 1))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
             if self.threads > 1 else None

@@ -25,7 +25,7 @@ def _dictionary_nbytes(d: Column) -> int:
     return int(d.offsets.nbytes) + int(d.chars.nbytes) if d.offsets is not None else column_nbytes(d)
 
 
-class HostPageCache:
+class DecodedPageCache:
     """LRU of decoded host pages under a byte budget; safe to share between worker threads."""
 
     def __init__(self, limit_bytes: int) -> None:
