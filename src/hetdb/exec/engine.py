@@ -245,7 +245,7 @@ class QueryEngine:
         try:
             skipped: set[int] = set()
             if reusing:
-                from hetdb.exec.fusion import prepare_reuse
+                from hetdb.exec.fusion_reuse import prepare_reuse
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical)
             tail = host_tail(physical) if self.tail_backend is not None else set()
@@ -274,7 +274,7 @@ class QueryEngine:
                 fn()
             ctx.results.clear()
             if reusing:
-                from hetdb.exec.fusion import release_reuse
+                from hetdb.exec.fusion_reuse import release_reuse
 
                 release_reuse(ctx)
             shutil.rmtree(spill_dir, ignore_errors=True)

@@ -1,0 +1,128 @@
+"""Reuse of fused GPU pipelines between runs of one physical plan (the store is
+cache/fused_state.py): a repeated query takes the dense tables its fused kernel built last time and
+skips the dimension pipelines that made them. Switched off by the ``reuse_fused_state`` option."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from hetdb.exec.operators.base import ExecContext
+
+if TYPE_CHECKING:
+    from hetdb.exec.fusion import FusionPlan
+
+REUSED = "dense tables reused from an earlier run of this plan"
+
+
+class _Reuse:
+    """A query's view of the fused-state store: stored pipelines of its physical plan and the
+    pipelines they make unnecessary."""
+
+    def __init__(self, store: Any, physical: Any) -> None:
+        self.store = store
+        self.physical = physical
+        self.presets: dict[int, Any] = {}   # pid -> FusedState
+        self.pins: list = []
+        self.skipped: set[int] = set()
+
+
+_REUSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prepare_reuse(ctx: ExecContext, store: Any, physical: Any) -> set[int]:
+    """Before ``physical`` runs: take the fused pipelines an earlier run of it stored (dense tables
+    and all) and return the ids of the pipelines nothing needs any more, which the driver then
+    skips (the dimension scans and builds whose results those tables hold). A plan is stored only
+    when its kernel takes every page of its fact table (no NULLs, no plain-string pages), so a
+    skipped build is never needed by an operator-at-a-time fallback; should one be, it runs then."""
+    from hetdb.exec.operators.aggregate import HashAggregate as _Agg
+
+    reuse = _REUSE[ctx] = _Reuse(store, physical)
+    for p in physical.pipelines:
+        if isinstance(p.sink, _Agg):
+            got = store.get(physical, p.pid)
+            if got is not None:
+                reuse.presets[p.pid] = got[0]
+                reuse.pins.append(got[1])
+    if not reuse.presets:
+        return set()
+    running = {physical.result_pipeline}
+    for p in reversed(physical.pipelines):  # consumers come after what they depend on
+        if p.pid in running and p.pid not in reuse.presets:
+            running.update(p.deps)
+    reuse.skipped = {p.pid for p in physical.pipelines} - running
+    for pid, entry in reuse.presets.items():
+        for q in sorted(entry.inputs & reuse.skipped):
+            what = ("runs inside" if q in entry.swapped else "not run: its result is built into") + \
+                f" pipeline {pid}'s fused kernel"
+            ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{what} ({REUSED})"
+    return reuse.skipped
+
+
+def release_reuse(ctx: ExecContext) -> None:
+    """After the query: unpin the stored entries it used and drop its references to them."""
+    reuse = _REUSE.pop(ctx, None)
+    if reuse is not None:
+        for pin in reuse.pins:
+            reuse.store.release(pin)
+
+
+def _closure(physical: Any, deps: list[int]) -> set[int]:
+    out: set[int] = set()
+    stack = list(deps)
+    while stack:
+        pid = stack.pop()
+        if pid not in out:
+            out.add(pid)
+            stack.extend(physical.pipelines[pid].deps)
+    return out
+
+
+def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
+    """Store a fused pipeline's plan for later runs of the same physical plan when it is
+    self-contained: every page of its fact table runs fused (see prepare_reuse)."""
+    reuse = _REUSE.get(ctx)
+    if reuse is None or reuse.physical is None:
+        return
+    from hetdb.exec.fusion import _check_pages, _NotFused
+
+    if plan.chain is None:
+        name_of = dict(zip((f.cid for f in plan.scan.scan.fields), plan.scan.scan.column_names))
+        try:
+            _check_pages(ctx.db.table(plan.scan.scan.table),
+                         list(dict.fromkeys(name_of[c] for c, _ in plan.pipeline.spec.inputs)))
+        except _NotFused:
+            return  # pages with NULLs run through the operators, which need the builds
+    from hetdb.cache.fused_state import FusedState
+
+    arrays: list = []
+    for t in plan.tables:
+        arrays += [t.rows, *t.payload]
+    for k in plan.group_keys:
+        arrays += [a for a in (k.domain.values, k.dictionary) if a is not None]
+    swapped = frozenset(p.pid for p in plan.chain) if plan.chain is not None else frozenset()
+    reuse.store.put(FusedState(reuse.physical, pipe.pid, plan, why,
+                               frozenset(_closure(reuse.physical, pipe.deps)), swapped, arrays))
+
+
+def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
+    reuse = _REUSE.get(ctx)
+    if reuse is None or pipe.pid not in reuse.presets:
+        return []
+    return sorted(_closure(reuse.physical, pipe.deps) & reuse.skipped)
+
+
+def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:
+    """Run the pipelines ``pipe`` depends on that were skipped (a batch must go through its
+    operators after all)."""
+    from hetdb.exec.fusion import _deferrals
+    from hetdb.exec.pipeline import run_pipeline
+
+    reuse = _REUSE.get(ctx)
+    for pid in _skipped_inputs(ctx, pipe):
+        if pid not in ctx.results:
+            _deferrals(ctx).no_defer.add(pid)
+            p = reuse.physical.pipelines[pid]
+            run_pipeline(ctx, p, None, 1)
+            ctx.stat(p.sink.op_id).fused = ""
