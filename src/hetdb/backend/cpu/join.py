@@ -233,20 +233,28 @@ def _csr(row_key, key_count):
     return start, order
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _expand_csr(match, key_count, start, order, left):
-    """``_expand`` over the CSR layout: each probe row's build rows are one contiguous run."""
+@njit(cache=True, nogil=True)
+def _pair_starts(match, key_count, left):
+    """Where each probe row's output pairs start (prefix sum of its match count; an unmatched row
+    of a left join gets one pair)."""
     n = match.shape[0]
     starts = np.empty(n + 1, np.int64)
     starts[0] = 0
     total = 0
     for i in range(n):
         k = match[i]
-        c = key_count[k] if k >= 0 else (1 if left else 0)
-        total += c
+        total += key_count[k] if k >= 0 else (1 if left else 0)
         starts[i + 1] = total
-    pidx = np.empty(total, np.int64)
-    bidx = np.empty(total, np.int64)
+    return starts
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _expand_csr(match, key_count, start, order, left):
+    """``_expand`` over the CSR layout: each probe row's build rows are one contiguous run."""
+    n = match.shape[0]
+    starts = _pair_starts(match, key_count, left)
+    pidx = np.empty(starts[n], np.int64)
+    bidx = np.empty(starts[n], np.int64)
     for i in prange(n):
         pos = starts[i]
         k = match[i]
@@ -277,16 +285,9 @@ def _all_unique(key_count: np.ndarray, n: int) -> bool:
 def _expand(match, key_head, key_count, next_row, left):
     """(probe_idx, build_idx) pairs for inner (left=False) or left joins, written in one allocation."""
     n = match.shape[0]
-    starts = np.empty(n + 1, np.int64)
-    starts[0] = 0
-    total = 0
-    for i in range(n):
-        k = match[i]
-        c = key_count[k] if k >= 0 else (1 if left else 0)
-        total += c
-        starts[i + 1] = total
-    pidx = np.empty(total, np.int64)
-    bidx = np.empty(total, np.int64)
+    starts = _pair_starts(match, key_count, left)
+    pidx = np.empty(starts[n], np.int64)
+    bidx = np.empty(starts[n], np.int64)
     for i in prange(n):
         pos = starts[i]
         k = match[i]
