@@ -64,7 +64,7 @@ def parse(sql: str) -> exp.Expression:
             raise SqlError("syntax error: unterminated quoted string", line, col,
                            sql[off:off + 20]) from None
         raise SqlError("syntax error: the query text could not be tokenized") from None
-    except (ValueError, TypeError, RecursionError) as e:  # sqlglot raises these on some garbage input
+    except (ValueError, TypeError) as e:  # sqlglot raises these on some garbage input
         raise SqlError(f"syntax error: {e}") from None
     if not trees:
         raise SqlError("empty query: write a SELECT statement")
