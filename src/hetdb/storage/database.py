@@ -20,6 +20,7 @@ from hetdb.storage.format import (
     fsync_dir,
     write_file_durably,
 )
+from hetdb.storage.locking import TableLock
 from hetdb.storage.reader import TableReader, did_you_mean
 from hetdb.storage.writer import TableWriter
 
@@ -123,17 +124,29 @@ class Database:
         if self.has_table(name) and not replace:
             raise CatalogError(f"table '{name}' already exists (use replace=True to overwrite it)")
         tdir = self._table_dir(name)
-        created = not os.path.isdir(tdir)
-        os.makedirs(tdir, exist_ok=True)
-        return TableWriter(tdir, name, schema, rows_per_page, created_dir=created)
+        # Writers of one table take turns (storage.locking); the check above is repeated under the
+        # lock, so of two writers creating one new table the second is refused once the first commits.
+        lock = TableLock(tdir, name)
+        if self.has_table(name) and not replace:
+            lock.release()
+            raise CatalogError(f"table '{name}' already exists: another writer created it while this "
+                               "one waited (use replace=True to overwrite it)")
+        return TableWriter(tdir, name, schema, rows_per_page, lock=lock)
 
     def drop_table(self, name: str) -> None:
         """Remove a table; CatalogError if there is none."""
         if not self.has_table(name):
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
-        # Renaming first makes the drop atomic: the table vanishes at once, then the files go.
-        grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
-        shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
-        os.rename(self._table_dir(name), grave)
-        fsync_dir(self._tables_dir)
+        # Renaming first makes the drop atomic: the table vanishes at once, then the files go. A
+        # writer of the table finishes first (the lock); one waiting for it then makes a new table.
+        lock = TableLock(self._table_dir(name), name)
+        try:
+            if not self.has_table(name):
+                raise CatalogError(f"unknown table '{name}': another process dropped it")
+            grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
+            shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
+            os.rename(self._table_dir(name), grave)
+            fsync_dir(self._tables_dir)
+        finally:
+            lock.release()
         shutil.rmtree(grave, ignore_errors=True)

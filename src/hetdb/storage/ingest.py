@@ -56,7 +56,8 @@ def import_files(db: Database, table: str, files: list[str], format: str | None 
                     advance(done + src.position())
                 done += src.size
                 advance(done)
-    return db.table(table)
+    # this writer's own version (another writer may have committed a newer one since)
+    return writer.reader
 
 
 def _open(path: str, format: str | None, csv_options: dict | None) -> Source:

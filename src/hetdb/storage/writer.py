@@ -3,6 +3,8 @@
 Everything goes into ``v<N>.tmp-<pid>/``; commit fsyncs the files and the directory, renames it to
 ``v<N>/``, then replaces CURRENT through a fsynced temporary file and a rename. A crash at any point
 leaves the previous version as the one CURRENT names; leftovers are removed by the next writer.
+A writer holds the table's lock (storage.locking) from before it numbers its version until its commit
+or abort is complete, so the writers of a table run one after another and versions only grow.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from hetdb.storage.format import (
     fsync_dir,
     write_file_durably,
 )
+from hetdb.storage.locking import TableLock
 from hetdb.storage.pages import DICT, PLAIN, encode_page
+from hetdb.storage.reader import TableReader
 from hetdb.storage.zonemap import compute_zone
 
 KILL_ENV = "HETDB_TEST_KILL_AT"
@@ -54,7 +58,21 @@ class TableWriter:
     """Writes one new version of a table. Use as a context manager: commit on success, abort on error."""
 
     def __init__(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
-                 created_dir: bool) -> None:
+                 lock: TableLock) -> None:
+        """``lock``: the table's writer lock, held by the caller; the writer releases it when it
+        commits or aborts (also when this constructor fails)."""
+        self._lock = lock
+        self._done = True  # until the version directory exists: abort has nothing to remove
+        try:
+            self._start(table_dir, table, schema, rows_per_page)
+        except BaseException:
+            if self._done:
+                self._release()
+            else:
+                self.abort()
+            raise
+
+    def _start(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int) -> None:
         if rows_per_page < 1:
             raise InputError(f"rows_per_page must be >= 1, got {rows_per_page}")
         self.table = table
@@ -62,7 +80,7 @@ class TableWriter:
         self.rows_per_page = int(rows_per_page)
         self.rows_written = 0
         self._table_dir = table_dir
-        self._created_dir = created_dir
+        self.reader: TableReader | None = None  # the committed version, opened before the lock is released
         self._names = [c.name for c in self.schema]
         try:
             self._previous = versions.read_current(table_dir, table)
@@ -73,14 +91,15 @@ class TableWriter:
         self._tmp = os.path.join(table_dir, f"v{self.version}.tmp-{os.getpid()}")
         os.mkdir(self._tmp)
         versions.ACTIVE_TMP_DIRS.add(self._tmp)
-        self._files = [open(os.path.join(self._tmp, column_file(i)), "wb") for i in range(len(schema))]
+        self._done = False
+        self._files: list[Any] = []
+        self._files.extend(open(os.path.join(self._tmp, column_file(i)), "wb") for i in range(len(schema)))
         self._offsets = [0] * len(schema)
         self._pages: list[list[dict]] = [[] for _ in schema]
         self._dicts = [DictionaryBuilder() if c.dtype.kind == "string" else None for c in schema]
         self._rg_rows: list[int] = []
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
-        self._done = False
 
     # ---- context manager -----------------------------------------------------------------------
     def __enter__(self) -> TableWriter:
@@ -226,9 +245,13 @@ class TableWriter:
                 self.abort()
             raise
         self._done = True
-        # Readers of the previous version may still be running; older ones go.
-        versions.remove_stale(self._table_dir, keep={self.version} | (
-            {self._previous} if self._previous is not None else set()))
+        try:
+            # Readers of the previous version may still be running; older ones go.
+            versions.remove_stale(self._table_dir, keep={self.version} | (
+                {self._previous} if self._previous is not None else set()))
+            self.reader = TableReader(self._tmp, self.table, self.version)
+        finally:
+            self._release()
         return self.version
 
     def _publish(self) -> None:
@@ -257,8 +280,15 @@ class TableWriter:
         if self._tmp.endswith(f".tmp-{os.getpid()}"):
             shutil.rmtree(self._tmp, ignore_errors=True)
         versions.ACTIVE_TMP_DIRS.discard(self._tmp)
-        if self._created_dir:
+        self._release()
+
+    def _release(self) -> None:
+        """Release the lock; a table that never had a committed version leaves no directory behind
+        (a writer waiting for the lock sees the lock file vanish and takes the lock again)."""
+        if not os.path.exists(os.path.join(self._table_dir, CURRENT)):
             try:
+                os.unlink(self._lock.path)
                 os.rmdir(self._table_dir)
             except OSError:
-                pass  # something else lives there (another writer): leave it
+                pass  # versions of a damaged table, or the lock file is already gone
+        self._lock.release()
