@@ -24,6 +24,10 @@ from hetdb.storage.locking import TableLock
 from hetdb.storage.reader import TableReader, did_you_mean
 from hetdb.storage.writer import TableWriter
 
+# Table names become directory names (file systems allow 255 bytes), with room for the name a drop
+# renames the directory to (".dropped-<name>-<pid>").
+MAX_TABLE_NAME_BYTES = 200
+
 
 def _check_table_name(name: str) -> None:
     # Table names become directory names: refuse anything that could escape or hide.
@@ -31,6 +35,10 @@ def _check_table_name(name: str) -> None:
             or name != name.strip():
         raise CatalogError(f"invalid table name {name!r}: use a non-empty name without '/', '\\\\', "
                            "leading '.' or surrounding spaces")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_TABLE_NAME_BYTES:
+        raise CatalogError(f"table name {name[:40]!r}... is {size} bytes long; hetdb allows at most "
+                           f"{MAX_TABLE_NAME_BYTES} bytes (UTF-8)")
 
 
 class Database:
@@ -116,11 +124,16 @@ class Database:
         _check_table_name(name)
         if not schema:
             raise CatalogError(f"table '{name}' needs at least one column")
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for c in schema:
-            if c.name in seen:
-                raise CatalogError(f"table '{name}': duplicate column name '{c.name}'")
-            seen.add(c.name)
+            # SQL resolves names case-insensitively (as DuckDB does), so 'a' and 'A' would collide
+            other = seen.get(c.name.lower())
+            if other is not None:
+                what = "duplicate column name" if other == c.name else \
+                    f"column names '{other}' and '{c.name}' differ only in case (SQL names are case-insensitive):"
+                raise CatalogError(f"table '{name}': {what} '{c.name}'; rename one of the columns")
+            seen[c.name.lower()] = c.name
+        self._check_case_clash(name)
         if self.has_table(name) and not replace:
             raise CatalogError(f"table '{name}' already exists (use replace=True to overwrite it)")
         tdir = self._table_dir(name)
@@ -132,6 +145,14 @@ class Database:
             raise CatalogError(f"table '{name}' already exists: another writer created it while this "
                                "one waited (use replace=True to overwrite it)")
         return TableWriter(tdir, name, schema, rows_per_page, lock=lock)
+
+    def _check_case_clash(self, name: str) -> None:
+        """CatalogError if another table's name differs from ``name`` only in case: SQL resolves table
+        names case-insensitively (as DuckDB does), so only one of them could be queried."""
+        for other in self.tables():
+            if other != name and other.lower() == name.lower():
+                raise CatalogError(f"table '{other}' already exists and table names are case-insensitive "
+                                   f"in SQL: choose another name than '{name}' (or replace/drop '{other}')")
 
     def drop_table(self, name: str) -> None:
         """Remove a table; CatalogError if there is none."""

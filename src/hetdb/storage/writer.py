@@ -54,6 +54,28 @@ def dictionary_file(i: int) -> str:
     return f"c{i:04d}.dict"
 
 
+def _check_utf8(arr: pa.Array) -> None:
+    """InputError (with ``row``: the first bad value's index in ``arr``) if a string is not UTF-8;
+    Parquet and IPC readers hand such bytes over as strings unchecked."""
+    try:
+        arr.validate(full=True)
+        return
+    except pa.ArrowInvalid:
+        pass
+    for row, value in enumerate(arr.cast(pa.large_binary())):
+        raw = value.as_py()
+        if raw is None:
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            err = InputError(f"invalid UTF-8 in a string value ({raw[max(e.start - 10, 0):e.end + 10]!r}); "
+                             "hetdb stores UTF-8 text only")
+            err.row = row
+            raise err from None
+    raise InputError("the string values are malformed")
+
+
 class TableWriter:
     """Writes one new version of a table. Use as a context manager: commit on success, abort on error."""
 
@@ -155,10 +177,14 @@ class TableWriter:
             if pa.types.is_dictionary(arr.type):
                 arr = arr.dictionary_decode()
             if spec.dtype.kind == "string":
-                return arr if arr.type == pa.large_string() else arr.cast(pa.large_string())
+                arr = arr if arr.type == pa.large_string() else arr.cast(pa.large_string())
+                _check_utf8(arr)
+                return arr
             return Column.from_arrow(arr, spec.dtype).to_arrow()
         except InputError as e:
-            raise InputError(f"table '{self.table}' column '{spec.name}': {e}") from None
+            err = InputError(f"table '{self.table}' column '{spec.name}': {e}")
+            err.row = getattr(e, "row", None)  # where in ``arr`` (ingest names the row of the file)
+            raise err from None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise InputError(f"table '{self.table}' column '{spec.name}': cannot store values of "
                              f"type {arr.type} as {spec.dtype}: {e}") from None
