@@ -169,7 +169,7 @@ class PhysicalPlanner:
         _add_runtime_filter(o, node.kind, node.left_keys, bpid)
         o.ops.append(HashProbe(kind=node.kind, left_fields=node.left.schema, right_fields=right_fields,
                                left_keys=node.left_keys, residual=node.residual, mark=node.mark,
-                               build=build, build_pipeline=bpid, emit=emit, op_id=self._id()))
+                               mark_by_residual=node.mark_by_residual, build=build, build_pipeline=bpid, emit=emit, op_id=self._id()))
         o.deps.append(bpid)
         return o
 

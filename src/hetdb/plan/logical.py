@@ -105,6 +105,10 @@ class Join(Node):
     # semi/anti only: hash the (smaller) left input and stream the right one through it, marking the
     # left rows that found a match (the output is still the left rows with / without a match)
     build_left: bool = False
+    # mark only: the keys are plain equalities (a NULL key matches nothing) and the mark is NULL only
+    # where the residual was NULL for some pair; a correlated IN puts its correlation equalities in the
+    # keys and "group condition IS TRUE AND probe = value" in the residual, so an empty group is FALSE
+    mark_by_residual: bool = False
 
     def inputs(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -122,7 +126,8 @@ class Join(Node):
         res = f" residual={self.residual}" if self.residual is not None else ""
         mark = f" mark={self.mark.cid}" if self.mark is not None else ""
         build = " build=left" if self.build_left else ""
-        return f"Join {self.kind} [{keys}]{res}{mark}{build}"
+        by_res = " mark_by_residual" if self.mark_by_residual else ""
+        return f"Join {self.kind} [{keys}]{res}{mark}{build}{by_res}"
 
 
 @dataclass(frozen=True)

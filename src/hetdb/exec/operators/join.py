@@ -234,6 +234,7 @@ class HashProbe(Operator):
     left_keys: tuple[Expr, ...] = ()
     residual: Expr | None = None
     mark: Field | None = None
+    mark_by_residual: bool = False   # see plan.logical.Join
     build: HashBuild = None
     build_pipeline: int = 0
     # columns the output keeps (None: every input and build column); the rest are never gathered
@@ -246,6 +247,7 @@ class HashProbe(Operator):
         keys = ", ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.build.keys))
         res = f" residual={self.residual}" if self.residual is not None else ""
         mark = f" mark={self.mark.cid}" if self.mark is not None else ""
+        mark += " by residual" if self.mark_by_residual else ""
         return f"HashProbe {self.kind} [{keys}]{res}{mark} (build: pipeline {self.build_pipeline})"
 
     def init_global(self, ctx: ExecContext) -> Any:
@@ -427,7 +429,10 @@ class HashProbe(Operator):
             return out if int(keep.shape[0]) == batch.num_rows else take_batch(be, out, keep)
         # mark: TRUE on a match; else NULL when a NULL took part (and the build side is not empty)
         validity = None
-        if side.nonempty:
+        if self.mark_by_residual:
+            if res_null is not None:
+                validity = xp.logical_or(hit, xp.logical_not(res_null))
+        elif side.nonempty:
             unknown = None
             if side.has_null_key:
                 unknown = xp.ones(batch.num_rows, dtype=bool)
