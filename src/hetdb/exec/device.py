@@ -249,6 +249,16 @@ class PinnedSpill:
                   for b in self.batches]
         return [concat_batches(backend, device)]
 
+    def iter_batches(self, backend, max_rows: int | None = None):
+        """The partition's batches back on the device one at a time (at most ``max_rows`` rows)."""
+        from hetdb.exec.columns import slice_batch
+
+        for b in self.batches:
+            device = Batch({k: _column_to_device(backend, c) for k, c in b.columns.items()}, b.num_rows)
+            step = max_rows or b.num_rows
+            for lo in range(0, b.num_rows, step):
+                yield device if step >= b.num_rows else slice_batch(backend, device, lo, lo + step)
+
     def remove(self) -> None:
         self.batches = []
         self._reservation.close()

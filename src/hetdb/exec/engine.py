@@ -27,6 +27,7 @@ from hetdb.exec.operators.basic import ResultSource, UnionSource
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
+from hetdb.exec.results import loaded
 from hetdb.plan import logical as L
 
 PLAN_CACHE_ENTRIES = 256
@@ -261,7 +262,7 @@ class QueryEngine:
                     continue
                 run_pipeline(ctx, pipe, self._pool, threads)
             backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
-            batches = ctx.results[physical.result_pipeline]
+            batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
             batch = concat_batches(backend, batches) if batches else None
             table = to_arrow_table(backend, batch, plan.fields)
             batches = batch = None
@@ -323,7 +324,7 @@ class QueryEngine:
         if rows > HOST_RESULT_ROWS and not all(pid in on_host for pid in inputs):
             for pid in inputs:  # a large input: back to the device with the others
                 if pid in on_host:
-                    ctx.results[pid] = [batch_to_device(self.backend, b, ctx.dict_cache)
+                    ctx.results[pid] = [batch_to_device(self.backend, loaded(self.tail_backend, b), ctx.dict_cache)
                                         for b in ctx.results[pid]]
                     on_host.discard(pid)
             return False
@@ -332,7 +333,7 @@ class QueryEngine:
                 cache: dict = {}  # one host copy per device dictionary
                 ctx.results[pid] = [Batch({k: _map_arrays(c, self.backend.to_host, cache)
                                            for k, c in b.columns.items()}, b.num_rows)
-                                    for b in ctx.results[pid]]
+                                    for b in (loaded(self.backend, r) for r in ctx.results[pid])]
                 on_host.add(pid)
         ctx.stat(pipe.sink.op_id).fused = (f"on the host: {rows:,} rows in (a small result is placed "
                                            "there; not a fallback)")

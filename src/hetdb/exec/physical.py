@@ -118,6 +118,17 @@ def _add_runtime_filter(o: _Open, kind: str, probe_keys: tuple[Expr, ...], build
     o.source = dataclasses.replace(o.source, runtime_filters=o.source.runtime_filters + ((keys, build_pipeline),))
 
 
+def _only_used(node: L.Aggregate) -> L.Node:
+    """The aggregate's input without projected columns the aggregate never reads: count(*) over a
+    join then has no column to gather, and the join only counts its output rows."""
+    proj = node.input
+    if not isinstance(proj, L.Project):
+        return proj
+    used = frozenset().union(*(e.columns() for _, e in node.keys), *(a.columns() for _, a in node.aggs))
+    exprs = tuple((f, e) for f, e in proj.exprs if f.cid in used)
+    return proj if len(exprs) == len(proj.exprs) else dataclasses.replace(proj, exprs=exprs)
+
+
 class PhysicalPlanner:
     def __init__(self) -> None:
         self.pipelines: list[Pipeline] = []
@@ -203,7 +214,7 @@ class PhysicalPlanner:
         if isinstance(node, L.Join):
             return self._build_join(node, None)
         if isinstance(node, L.Aggregate):
-            o = self._build(node.input)
+            o = self._build(_only_used(node))
             pid = self._close(o, HashAggregate(keys=node.keys, aggs=node.aggs, op_id=self._id()))
             return _Open(ResultSource(pipeline_id=pid, label="aggregate", op_id=self._id()), deps=[pid])
         if isinstance(node, L.Sort):

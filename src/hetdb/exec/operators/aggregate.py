@@ -22,6 +22,7 @@ from hetdb.exec.keys import encoders_for
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.results import hold
 from hetdb.plan.expr import AggCall, Expr, Field
 
 MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this many groups
@@ -142,6 +143,11 @@ class HashAggregate(Sink):
                 if a.arg is not None:
                     cols[_s(j, "raw")] = ev.cast(ev.evaluate(a.arg, batch), a.arg.dtype)
             return Batch(cols, batch.num_rows)
+        if not keycols and all(a.op == "count_star" for _, a in self.aggs):
+            # count(*) alone: the row count, without a group id per row (the batch may be a join's
+            # row count with no column at all)
+            cnt = Column(T.INT64, data=ctx.backend.xp.full(1, batch.num_rows, dtype=ctx.backend.xp.int64))
+            return Batch({_s(j, "cnt"): cnt for j in range(len(self.aggs))}, 1)
         gid, ng, first = self._group(ctx, g, keycols, batch.num_rows)
         cols = {_g(i): take(ctx.backend, c, first) for i, c in enumerate(keycols)}
         for j, (_, a) in enumerate(self.aggs):
@@ -281,23 +287,19 @@ class HashAggregate(Sink):
             if g.parts is None:
                 out = [self._final(ctx, g, g.batches)]
             else:
+                from hetdb.exec.operators.aggregate_spill import finish_partition
+
                 out = []
                 for f in g.parts:
-                    batches = f.read_all(ctx.backend)
-                    if not batches:
-                        continue
-                    res = Reservation(ctx.memory)
-                    try:
-                        res.force_grow(sum(batch_nbytes(b) for b in batches))
-                        out.append(self._final(ctx, g, batches))
-                    finally:
-                        res.close()
-                        f.remove()
+                    out.extend(finish_partition(self, ctx, g, f, 1))
                 if not self.keys and not out:
                     out = [self._final(ctx, g, [])]
             out = [b for b in out if b.num_rows] or out[:1]
             ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
-            return out
+            # the partial states are done with: the result takes their place in the reservation
+            g.batches = []
+            g.reservation.close()
+            return [item for b in out for item in hold(ctx, g.reservation, b)]
 
     # ---- final values ----------------------------------------------------------------------------------------
     def _final(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> Batch:
