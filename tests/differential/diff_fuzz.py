@@ -51,29 +51,32 @@ class FuzzStats:
     cases: int = 0
     differential: int = 0        # hetdb answers compared with DuckDB's (agreed errors included)
     oracle_checks: int = 0       # TLP/NoREC checks whose parts all answered and were compared
+    oracle_queries: int = 0      # hetdb statements (partitions, NoREC references) of those checks
     hetdb_queries: int = 0       # statements hetdb ran
     errors_agreed: int = 0       # both engines raised errors of the same kind
     skipped: int = 0             # DuckDB refused the query (a generator slip)
     nonempty: int = 0            # differential answers with at least one row
     by_oracle: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def compared(self) -> int:
-        """Queries whose hetdb answer was checked (vs DuckDB, or within a metamorphic oracle)."""
-        return self.differential + self.oracle_checks
+        """hetdb answers that were checked: against DuckDB's, or as parts of a metamorphic oracle."""
+        return self.differential + self.oracle_queries
 
     def add(self, other: FuzzStats) -> None:
-        for name in ("cases", "differential", "oracle_checks", "hetdb_queries", "errors_agreed",
-                     "skipped", "nonempty"):
+        for name in ("cases", "differential", "oracle_checks", "oracle_queries", "hetdb_queries",
+                     "errors_agreed", "skipped", "nonempty"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.by_oracle.items():
             self.by_oracle[k] = self.by_oracle.get(k, 0) + v
         self.failures += other.failures
 
     def summary(self) -> str:
-        return (f"{self.cases} cases: {self.differential} compared with DuckDB ({self.nonempty} non-empty, "
-                f"{self.errors_agreed} agreed errors), {self.oracle_checks} oracle checks {self.by_oracle}, "
+        return (f"{self.cases} cases, {self.compared} answers checked: {self.differential} compared with "
+                f"DuckDB ({self.nonempty} non-empty, {self.errors_agreed} agreed errors), "
+                f"{self.oracle_queries} in {self.oracle_checks} oracle checks {self.by_oracle}, "
                 f"{self.hetdb_queries} hetdb statements, {self.skipped} skipped, "
                 f"{len(self.failures)} failures")
 
@@ -154,7 +157,8 @@ class FuzzRunner:
     def judge(self, where: str, query: Query, got: Answer, truth: Answer) -> str | None:
         if got.error is not None and not isinstance(got.error, HetdbError):
             tb = "".join(traceback.format_exception(got.error)[-6:])
-            return describe(where, query.sql, f"hetdb crashed with {type(got.error).__name__}: {got.error}\n{tb}")
+            crash = f"hetdb crashed with {type(got.error).__name__}: {got.error}\n{tb}"
+            return describe(where, query.sql, crash)
         if truth.error is not None or got.error is not None:
             if got.kind == truth.kind:
                 return None
@@ -189,5 +193,6 @@ class FuzzRunner:
             return describe(f"{where} [{oracle.kind}] hetdb disagrees with itself", text,
                             f"partitions combined vs whole: {diff}", parts, whole)
         stats.oracle_checks += 1
+        stats.oracle_queries += len(oracle.parts)
         stats.by_oracle[oracle.kind] = stats.by_oracle.get(oracle.kind, 0) + 1
         return None

@@ -18,6 +18,7 @@ entry of ``KNOWN_ISSUES``; ``HETDB_FUZZ_ALLOW=name,...`` (or ``allow=``) draws t
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -36,11 +37,10 @@ KNOWN_ISSUES: dict[str, str] = {
     "bigint_decimal_compare": "issue 15 item 2 (rel-sem): BIGINT near 2^63 compared with a DECIMAL overflows "
                               "when rescaled (SELECT count(*) FROM fa WHERE big < 0.5: hetdb 79, DuckDB 67)",
     "correlated_in_nulls": "issue 15 item 1 (rel-sem): correlated IN / NOT IN over nullable columns",
-    "nullif_types": "issue 15 item 5 (rel-sem): NULLIF keeps its first argument's type",
 }
 
-INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL = "int", "bigint", "decimal", "double", "string", "date", "timestamp", "bool"
-NUM = (INT, BIG, DEC, DBL)
+INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL = (
+    "int", "bigint", "decimal", "double", "string", "date", "timestamp", "bool")
 CLASS = {INT: "num", BIG: "num", DEC: "num", DBL: "num", STR: STR, DATE: DATE, TSTAMP: TSTAMP, BOOL: BOOL}
 
 
@@ -55,7 +55,8 @@ TABLES: dict[str, list[Col]] = {
     "fa": [Col("id", INT), Col("k", INT), Col("i", INT), Col("big", BIG, "big"), Col("f", DBL),
            Col("fn", DBL, "nan"), Col("dc", DEC), Col("dw", DEC, "wide"), Col("dn", DEC), Col("d", DATE),
            Col("ts", TSTAMP), Col("s", STR), Col("sl", STR), Col("b", BOOL)],
-    "fb": [Col("id", INT), Col("k", INT), Col("v", INT), Col("f", DBL), Col("dc", DEC), Col("s", STR), Col("d", DATE)],
+    "fb": [Col("id", INT), Col("k", INT), Col("v", INT), Col("f", DBL), Col("dc", DEC), Col("s", STR),
+           Col("d", DATE)],
     "fc": [Col("k", INT), Col("x", INT), Col("s", STR)],
 }
 TABLES["fe"] = TABLES["fb"]
@@ -126,7 +127,7 @@ def sample_values(duck) -> dict[tuple[str, str], tuple]:
         for c in cols:
             rows = duck.sql(f'SELECT DISTINCT "{c.name}" FROM {table} WHERE "{c.name}" IS NOT NULL '
                             f'ORDER BY 1').fetchall()
-            values = [r[0] for r in rows if not (c.kind == DBL and (r[0] != r[0] or abs(r[0]) == float("inf")))]
+            values = [r[0] for r in rows if not (c.kind == DBL and not math.isfinite(r[0]))]
             out[(table, c.name)] = tuple(values)
     return out
 
@@ -174,7 +175,8 @@ class FuzzGen:
         return literal(kind, self.pick(values))
 
     # ---- scalar expressions -------------------------------------------------------------------------
-    def expr(self, scope: Scope, kinds=(INT, DEC, DBL, STR, DATE, TSTAMP, BOOL), purpose: str = "proj", depth: int = 0) -> E | None:
+    def expr(self, scope: Scope, kinds=(INT, DEC, DBL, STR, DATE, TSTAMP, BOOL), purpose: str = "proj",
+             depth: int = 0) -> E | None:
         refs = self.cols(scope, kinds, purpose)
         if not refs:
             return None
@@ -407,7 +409,8 @@ class FuzzGen:
                     items.append(self.expr(scope, purpose="key" if self.chance(0.5) else "proj"))
             if self.chance(0.25):
                 distinct = "DISTINCT "
-                items = [e for e in items if "nan" not in e.tags] or [E("t0." + TABLES[scope.tables[0][1]][0].name, INT)]
+                first = TABLES[scope.tables[0][1]][0].name
+                items = [e for e in items if "nan" not in e.tags] or [E(f"t0.{first}", INT)]
         select = ", ".join(f"{e.sql} AS c{i}" for i, e in enumerate(items))
         return f"SELECT {distinct}{select} FROM {from_sql}{where}{tail}", items, scope
 

@@ -1,8 +1,8 @@
 """Seeded random queries over the NULL-heavy fuzz tables under every executor configuration.
 
 Each configuration checks at least ``MIN_COMPARED`` hetdb answers: queries compared with DuckDB plus
-TLP/NoREC metamorphic checks of hetdb against itself (``diff_fuzz``). Every configuration runs the same
-cases (DuckDB's answers are computed once). ``make fuzz`` runs the long campaign
+the partition queries of TLP/NoREC metamorphic checks of hetdb against itself (``diff_fuzz``). Every
+configuration runs the same cases (DuckDB's answers are computed once). ``make fuzz`` runs the long campaign
 (``fuzz_main.py``); ``HETDB_FUZZ_SEED`` changes the seed here, ``HETDB_FUZZ_ALLOW`` draws known-issue
 shapes (``diff_fuzzgen.KNOWN_ISSUES``).
 """
@@ -14,32 +14,16 @@ import os
 import duckdb
 import pyarrow as pa
 import pytest
-from diff_data import Dataset, dataset
 from diff_fuzz import FuzzRunner, FuzzStats, error_kind
 from diff_fuzzconfig import FUZZ_CONFIGURATIONS
-from diff_fuzzdata import LONG_STRING_PAGES_PLAIN, build_fuzz
-from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env, sample_values
+from diff_fuzzdata import LONG_STRING_PAGES_PLAIN
+from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env
 
 from hetdb.errors import HetdbError
 
 SEED = int(os.environ.get("HETDB_FUZZ_SEED", "15"))
 MIN_COMPARED = 2000
 CHUNK = 50
-
-
-@pytest.fixture(scope="session")
-def fuzz_db(tmp_path_factory) -> Dataset:
-    return dataset(tmp_path_factory.mktemp("diff-fuzz"), "fuzz", build_fuzz)
-
-
-@pytest.fixture(scope="session")
-def fuzz_samples(fuzz_db) -> dict:
-    return sample_values(fuzz_db.duck)
-
-
-@pytest.fixture(scope="session")
-def fuzz_reference_cache() -> dict:
-    return {}
 
 
 def _campaign(runner: FuzzRunner, minimum: int) -> FuzzStats:
@@ -62,7 +46,8 @@ def test_fuzz_queries_under_configuration(label, options, device, fuzz_db, fuzz_
         pytest.fail(f"[{label}] seed={SEED}: {stats.summary()}\n\n" + "\n\n".join(stats.failures),
                     pytrace=False)
     assert stats.compared >= MIN_COMPARED, stats.summary()
-    assert stats.differential >= MIN_COMPARED // 3 and stats.oracle_checks >= MIN_COMPARED // 10, stats.summary()
+    assert stats.differential >= MIN_COMPARED // 3, stats.summary()
+    assert stats.oracle_queries >= MIN_COMPARED // 5, stats.summary()
     assert all(stats.by_oracle.get(k, 0) > 0 for k in ("tlp-where", "tlp-distinct", "tlp-aggregate", "norec"))
     assert stats.skipped <= stats.cases // 50, f"DuckDB refused too many generated queries: {stats.summary()}"
     assert stats.nonempty >= stats.differential // 2, stats.summary()
