@@ -226,7 +226,16 @@ class FuzzGen:
         if form == 7 and k in (DATE, TSTAMP):
             return E(f"EXTRACT({self.pick(['year', 'month', 'day'])} FROM {base.sql})", INT, base.tags)
         if form == 7 and k == STR:
-            return E(f"length({base.sql})", INT, base.tags)
+            other = self.expr(scope, [STR], purpose, depth + 1)
+            return self.pick([E(f"length({base.sql})", INT, base.tags),
+                              E(f"({base.sql} || {other.sql if other else repr('x')})", STR, base.tags)])
+        if form == 7 and k in (INT, DEC) and c.tag == "":
+            div = self.pick(self.cols(scope, [INT], "arith")) if self.chance(0.2) else None
+            return E(f"({base.sql} / {f'{div[0]}.{div[2].name}' if div else self.pick(['4', '2.5'])})",
+                     DBL, base.tags | {"avg"})
+        if form == 7 and k == INT:
+            whens = " ".join(f"WHEN {self.lit(t, c)} THEN {self.r.randint(0, 9)}" for _ in range(self.r.randint(1, 3)))
+            return E(f"CASE {base.sql} {whens} ELSE {self.pick(['NULL', '-1'])} END", INT, base.tags)
         return base
 
     # ---- predicates -----------------------------------------------------------------------------------
@@ -241,6 +250,8 @@ class FuzzGen:
         if form == 1:
             lo, hi = sorted([self.lit_value(t, c), self.lit_value(t, c)], key=lambda v: (v is None, v))
             neg = "NOT " if self.chance(0.2) else ""
+            if self.chance(0.1):
+                lo, hi = self.pick([(None, hi), (lo, None)])
             return f"{name} {neg}BETWEEN {literal(c.kind, lo)} AND {literal(c.kind, hi)}"
         if form == 2:
             values = [self.lit(t, c) for _ in range(self.r.randint(1, 4))]
@@ -354,6 +365,9 @@ class FuzzGen:
                 key = self.pick(keys)
                 prev = self.pick([a for a, t in scope.tables if t in JOIN_KEYS[key]])
                 on = f"{prev}.{key} = {alias}.{key}"
+                if key == "k" and self.chance(0.2):  # an expression key, or an inequality join
+                    on = self.pick([f"{prev}.k + 1 = {alias}.k", f"{prev}.k = {alias}.k * 2",
+                                    f"{prev}.k < {alias}.k", f"{prev}.k <> {alias}.k AND {prev}.k > 5"])
                 if self.chance(0.25):
                     on += f" AND {self.pred(new, 2, subqueries=False)}"
                 sql += f" {kind} {table} {alias} ON {on}"
@@ -414,8 +428,22 @@ class FuzzGen:
         select = ", ".join(f"{e.sql} AS c{i}" for i, e in enumerate(items))
         return f"SELECT {distinct}{select} FROM {from_sql}{where}{tail}", items, scope
 
+    def wrap(self, inner: str, items: list[E]) -> tuple[str, list[E]]:
+        """The block as a derived table or CTE, filtered or grouped again."""
+        source = self.pick([(f"({inner}) AS w", ""), ("w", f"WITH w AS ({inner}) ")])
+        keys = [i for i, e in enumerate(items) if "nan" not in e.tags and "avg" not in e.tags]
+        if keys and self.chance(0.5):
+            key = self.pick(keys)
+            return (f"{source[1]}SELECT w.c{key} AS c0, count(*) AS c1 FROM {source[0]} GROUP BY w.c{key}",
+                    [items[key], E("count(*)", INT)])
+        cond = f" WHERE w.c0 IS {self.pick(['NULL', 'NOT NULL'])}" if self.chance(0.5) else ""
+        select = ", ".join(f"w.c{i} AS c{i}" for i in range(len(items)))
+        return f"{source[1]}SELECT {select} FROM {source[0]}{cond}", items
+
     def query(self) -> Query:
         sql, items, _ = self.select()
+        if self.chance(0.1):
+            sql, items = self.wrap(sql, items)
         tols = [1e-6 if "avg" in e.tags or e.kind == DBL else 1e-9 for e in items]
         ordering: Ordering = None
         if self.chance(0.45) and not any("nan" in e.tags for e in items):

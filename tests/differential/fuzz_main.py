@@ -47,11 +47,14 @@ def run_configuration(name: str, options: dict, seed: int, start: int, count: in
         stats, t0 = FuzzStats(), time.time()
         for chunk in range(start, start + count, 1000):
             runner.cache.clear()  # DuckDB's answers are not reused across cases here
-            stats.add(runner.run(seed, min(1000, start + count - chunk), chunk, stop_at_first=not keep_going))
+            part = runner.run(seed, min(1000, start + count - chunk), chunk, stop_at_first=not keep_going)
+            stats.add(part)
+            for failure in part.failures:
+                print(f"fuzz: FAILED {failure.splitlines()[0]}", flush=True)
             if stats.failures and not keep_going:
                 break
-            print(f"fuzz: [{name}] {chunk + 1000 - start} of {count} cases, {len(stats.failures)} failures, "
-                  f"{time.time() - t0:.0f} s", flush=True)
+            print(f"fuzz: [{name}] {min(chunk + 1000, start + count) - start} of {count} cases, "
+                  f"{len(stats.failures)} failures, {time.time() - t0:.0f} s", flush=True)
         con.close()
         stats.seconds = time.time() - t0
         return stats
