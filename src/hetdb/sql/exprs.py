@@ -116,10 +116,11 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
         if len(items) != 1:
             raise UnsupportedError("DISTINCT over several arguments in an aggregate")
         arg_node, distinct = items[0], True
-    if arg_node is not None and _has(arg_node, _AGGS):
-        raise SqlError(f"aggregate calls cannot be nested: {node.sql(dialect='duckdb')}")
+    # subqueries first: an aggregate inside a subquery is not a nested aggregate
     if arg_node is not None and _has(arg_node, (exp.Subquery, exp.Exists)):
         raise UnsupportedError("subqueries inside aggregate arguments")
+    if arg_node is not None and _has(arg_node, _AGGS):
+        raise SqlError(f"aggregate calls cannot be nested: {node.sql(dialect='duckdb')}")
     if isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, exp.Star)):
         call = AggCall(T.INT64, "count_star")
     else:
