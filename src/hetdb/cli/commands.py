@@ -19,7 +19,8 @@ def cmd_generate(args) -> int:
 
     db = Database.open(args.db, create=True)
     t0 = time.perf_counter()
-    kw = dict(workers=args.workers, progress=True, rows_per_page=args.rows_per_page)
+    kw = dict(workers=args.workers, progress=True, rows_per_page=args.rows_per_page,
+              compression=args.compression)
     if args.suite == "ssb":
         from hetdb.datagen import ssb as gen
     elif args.suite == "tpch":
@@ -46,7 +47,8 @@ def cmd_import(args) -> int:
         csv_options["header"] = False
     t0 = time.perf_counter()
     reader = import_files(db, args.table, args.files, format=args.format, replace=args.replace,
-                          progress=True, rows_per_page=args.rows_per_page, csv_options=csv_options or None)
+                          progress=True, rows_per_page=args.rows_per_page, csv_options=csv_options or None,
+                          compression=args.compression)
     console.print(f"imported {reader.num_rows:,} rows into {args.table} (version {reader.version}) "
                   f"in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -71,19 +73,27 @@ def cmd_describe(args) -> int:
     r = db.table(args.table)
     console.print(f"[bold]{r.name}[/]  version {r.version}  {r.num_rows:,} rows  "
                   f"{r.num_row_groups} pages per column  {_fmt_bytes(r.bytes_on_disk())}")
-    tab = Table("column", "type", "nullable", "nulls", "bytes", "min", "max")
+    tab = Table("column", "type", "nullable", "nulls", "bytes", "ratio", "encodings", "min", "max")
     for spec in r.schema:
         lo = hi = None
         nulls = 0
+        codecs: dict[str, int] = {}
+        stored = decoded = 0
         for rg in range(r.num_row_groups):
+            c = r.page_codec(spec.name, rg)
+            codecs[c] = codecs.get(c, 0) + 1
+            stored += r.page_location(spec.name, rg).length
+            decoded += r.decoded_bytes(spec.name, rg)
             zm = r.zone_map(spec.name, rg)
             nulls += zm.null_count
             if zm.min is not None:
                 lo = zm.min if lo is None else min(lo, zm.min)
             if zm.max is not None:
                 hi = zm.max if hi is None else max(hi, zm.max)
+        ratio = f"{decoded / stored:.2f}x" if stored else "-"
+        encodings = " ".join(f"{c}:{k}" for c, k in sorted(codecs.items(), key=lambda e: -e[1]))
         tab.add_row(spec.name, str(spec.dtype), "yes" if spec.nullable else "no", f"{nulls:,}",
-                    _fmt_bytes(r.bytes_on_disk(spec.name)), _fmt_value(spec.dtype, lo),
+                    _fmt_bytes(r.bytes_on_disk(spec.name)), ratio, encodings, _fmt_value(spec.dtype, lo),
                     _fmt_value(spec.dtype, hi))
     console.print(tab)
     return 0

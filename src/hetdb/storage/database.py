@@ -15,13 +15,14 @@ from hetdb.storage.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST,
+    READABLE_FORMAT_VERSIONS,
     TABLES_DIR,
     ColumnSpec,
     fsync_dir,
     write_file_durably,
 )
 from hetdb.storage.reader import TableReader, did_you_mean
-from hetdb.storage.writer import TableWriter
+from hetdb.storage.writer import DEFAULT_COMPRESSION, TableWriter, check_compression
 
 
 def _check_table_name(name: str) -> None:
@@ -41,6 +42,7 @@ class Database:
         # Readers are immutable snapshots, so one per committed version is reused: queries look a
         # table up many times (binding, estimates, scans) and a manifest parse costs milliseconds.
         self._readers: dict[str, tuple[tuple[int, int, int, int], TableReader]] = {}
+        self.format_version = FORMAT_VERSION
 
     @staticmethod
     def open(path: str, create: bool = False) -> Database:
@@ -66,11 +68,15 @@ class Database:
             raise CorruptDataError(f"database {path}: {DB_MARKER} is damaged") from None
         if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
             raise CorruptDataError(f"database {path}: {DB_MARKER} does not describe a hetdb database")
-        if info.get("format_version") != FORMAT_VERSION:
+        if info.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise CatalogError(f"database {path} has format version {info.get('format_version')}; "
-                               f"this hetdb reads version {FORMAT_VERSION}")
+                               f"this hetdb reads versions {', '.join(map(str, READABLE_FORMAT_VERSIONS))} "
+                               "(export its tables with the hetdb that wrote it, e.g. COPY ... TO "
+                               "'x.parquet', and `hetdb import` them into a new database)")
         os.makedirs(os.path.join(path, TABLES_DIR), exist_ok=True)
-        return Database(path)
+        db = Database(path)
+        db.format_version = int(info["format_version"])
+        return db
 
     def _table_dir(self, name: str) -> str:
         return os.path.join(self._tables_dir, name)
@@ -110,9 +116,11 @@ class Database:
         return reader
 
     def create_table(self, name: str, schema: list[ColumnSpec], rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
-                     replace: bool = False) -> TableWriter:
-        """A writer of a new table (or, with ``replace``, of a new version replacing the old one)."""
+                     replace: bool = False, compression: str = DEFAULT_COMPRESSION) -> TableWriter:
+        """A writer of a new table (or, with ``replace``, of a new version replacing the old one).
+        ``compression``: "auto" (each page in its smallest encoding) or "none" (plain pages)."""
         _check_table_name(name)
+        check_compression(compression)
         if not schema:
             raise CatalogError(f"table '{name}' needs at least one column")
         seen: set[str] = set()
@@ -125,7 +133,17 @@ class Database:
         tdir = self._table_dir(name)
         created = not os.path.isdir(tdir)
         os.makedirs(tdir, exist_ok=True)
-        return TableWriter(tdir, name, schema, rows_per_page, created_dir=created)
+        self._upgrade_marker()
+        return TableWriter(tdir, name, schema, rows_per_page, created_dir=created, compression=compression)
+
+    def _upgrade_marker(self) -> None:
+        # A version-1 database is read as it is; its first new table version is written in the current
+        # format, so the marker says so (a hetdb that reads only version 1 then refuses it cleanly).
+        if self.format_version != FORMAT_VERSION:
+            write_file_durably(os.path.join(self.path, DB_MARKER),
+                               json.dumps({"format": FORMAT_NAME, "format_version": FORMAT_VERSION}).encode())
+            fsync_dir(self.path)
+            self.format_version = FORMAT_VERSION
 
     def drop_table(self, name: str) -> None:
         """Remove a table; CatalogError if there is none."""
