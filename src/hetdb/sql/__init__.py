@@ -12,9 +12,10 @@ def bind(sql: str, db) -> Output:
     and column for syntax errors), CatalogError (with a suggestion) or UnsupportedError."""
     from hetdb.sql.binder import Binder
     from hetdb.sql.check import check_supported
+    from hetdb.sql.external import rewrite_table_functions
     from hetdb.sql.parse import parse
 
-    tree = parse(sql)
+    tree = rewrite_table_functions(parse(sql))
     check_supported(tree)
     try:
         return Binder(db).bind_statement(tree)
