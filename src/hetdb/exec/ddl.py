@@ -208,7 +208,7 @@ class StatementRunner:
         kind = (tree.args.get("kind") or "").upper()
         if tree.args.get("cascade"):
             raise UnsupportedError("DROP ... CASCADE")
-        for t in tree.expressions if tree.expressions else [tree.this]:
+        for t in tree.args.get("tables") or [tree.this]:
             name = _table_name(t)
             if kind == "VIEW":
                 if not drop_view(self.db, name) and not tree.args.get("exists"):
