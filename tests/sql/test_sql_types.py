@@ -71,7 +71,7 @@ def test_parquet_scan_source(typed_file, sql_db):
     scan = plan.input.input
     while not isinstance(scan, Scan):
         scan = scan.inputs()[0]
-    assert scan.source == "parquet" and scan.path == typed_file
+    assert scan.source == "external" and typed_file in scan.table
     assert [f.name for f in plan.fields] == ["i", "b", "d", "e", "f", "dt", "s"]
 
 

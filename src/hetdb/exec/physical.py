@@ -20,7 +20,8 @@ from hetdb.exec.operators.basic import (
     ValuesSource,
 )
 from hetdb.exec.operators.join import HashBuild, HashProbe
-from hetdb.exec.operators.scan import ParquetScan, TableScan
+from hetdb.exec.operators.scan import TableScan
+from hetdb.exec.operators.scan_external import ExternalScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
 from hetdb.plan import logical as L
 from hetdb.plan.expr import Cast, ColumnRef, Expr
@@ -76,6 +77,9 @@ def _format_stats(s) -> str:
     if s.pages_read or s.pages_skipped or s.bytes_read:
         parts.append(f"bytes read={s.bytes_read:,} pages read={s.pages_read:,} "
                      f"pages skipped={s.pages_skipped:,}")
+    if s.files_read or s.files_skipped or s.row_groups_read or s.row_groups_skipped:
+        parts.append(f"files read={s.files_read:,} skipped={s.files_skipped:,} "
+                     f"row groups read={s.row_groups_read:,} skipped={s.row_groups_skipped:,}")
     if s.pages_cached or s.bytes_host_to_device:
         parts.append(f"pages from device cache={s.pages_cached:,} bytes host->device={s.bytes_host_to_device:,}")
     if s.spilled_partitions:
@@ -186,7 +190,7 @@ class PhysicalPlanner:
 
     def _build(self, node: L.Node) -> _Open:
         if isinstance(node, L.Scan):
-            cls = ParquetScan if node.source == "parquet" else TableScan
+            cls = ExternalScan if node.source == "external" else TableScan
             return _Open(cls(scan=node, op_id=self._id()))
         if isinstance(node, L.Values):
             return _Open(ValuesSource(fields=node.fields, rows=node.rows, op_id=self._id()))

@@ -32,14 +32,15 @@ class Node:
 
 @dataclass(frozen=True)
 class Scan(Node):
-    """Read ``fields`` (columns of a stored table, or of a Parquet file when ``source`` is a path)."""
+    """Read ``fields``: columns of a stored table, or (``source`` "external") of data read in place,
+    registered in storage.external under the key ``path``."""
 
     table: str
     fields: tuple[Field, ...]
     column_names: tuple[str, ...]  # stored column name per field
     filters: tuple[Expr, ...] = ()  # conjuncts pushed into the scan (zone-map pruning + early filter)
-    source: str = "table"           # "table" or "parquet"
-    path: str = ""                  # file path for source == "parquet"
+    source: str = "table"           # "table" or "external"
+    path: str = ""                  # storage.external key for source == "external"
 
     @property
     def schema(self) -> tuple[Field, ...]:

@@ -18,6 +18,7 @@ from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substit
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
+from hetdb.sql.external import resolve_from
 from hetdb.sql.scope import Rel, Scope
 
 
@@ -142,8 +143,9 @@ class Binder:
                 finally:
                     self.ctes = saved
                 return self._derived(bq, alias, cols or self._alias_columns(node))
-            if node.this is not None and getattr(node.this, "quoted", False) and FC.is_file_path(name):
-                return FC.parquet_scan(name, (node.alias or name).lower(), self.new_cid)
+            found = resolve_from(self, node, name, alias)
+            if found is not None:
+                return found
             return FC.table_scan(self.db, name, alias, self.new_cid)
         if isinstance(node, exp.Subquery):
             if node.args.get("lateral"):
