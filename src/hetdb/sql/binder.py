@@ -19,6 +19,7 @@ from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, 
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.scope import Rel, Scope
+from hetdb.sql.window import WindowState
 
 
 @dataclass
@@ -58,6 +59,11 @@ def _contains_agg(node: exp.Expression | None) -> bool:
     """Aggregate calls in ``node``, not counting those inside subqueries."""
     if node is None:
         return False
+    if isinstance(node, exp.Window):  # only aggregates inside the window call's arguments count
+        func = node.this.this if isinstance(node.this, (exp.IgnoreNulls, exp.RespectNulls)) else node.this
+        return any(_contains_agg(c) for c in func.iter_expressions()) or any(
+            _contains_agg(c) for k, c in node.args.items() if k in ("partition_by", "order")
+            for c in (c if isinstance(c, list) else [c]))
     if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
@@ -313,7 +319,8 @@ class Binder:
                     if not any(k == inner for k, _ in keys):
                         keys.append((inner, Field(self.new_cid("corr"), "corr", inner.dtype)))
             agg_state = AggState(scope, keys)
-        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state)
+        windows = WindowState()
+        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
         exprs: list[Expr] = []
         for _, n in sel_items:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
@@ -321,8 +328,15 @@ class Binder:
         if having is not None:
             having_e = as_condition(bind_expr(having.this, ExprContext(
                 scope, self, "HAVING", holder=holder, agg=agg_state)), "HAVING")
+        qualify = sel.args.get("qualify")
+        qualify_e = None
+        if qualify is not None:
+            q = qualify.this.transform(lambda n: self._select_ref(n, sel_items, scope)
+                                       if isinstance(n, exp.Column) else n)
+            qualify_e = as_condition(bind_expr(q, ExprContext(
+                scope, self, "QUALIFY", holder=holder, agg=agg_state, window=windows)), "QUALIFY")
         names = [n for n, _ in sel_items]
-        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state)
+        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state, windows)
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
@@ -331,6 +345,9 @@ class Binder:
         plan = holder.build(plan)
         if having_e is not None:
             plan = Filter(plan, having_e)
+        plan = windows.apply(plan)
+        if qualify_e is not None:
+            plan = Filter(plan, qualify_e)
 
         # Project: visible columns, then hidden ones (ORDER BY expressions, correlation columns).
         proj: list[tuple[Field, Expr]] = []
@@ -422,11 +439,11 @@ class Binder:
                         return item.this
         return node
 
-    def _order_exprs(self, order, names, exprs, scope, holder, agg_state):
+    def _order_exprs(self, order, names, exprs, scope, holder, agg_state, windows=None):
         out: list[tuple[Expr, bool, bool]] = []
         if order is None:
             return out
-        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state)
+        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state, window=windows)
         lower = [n.lower() for n in names]
         for o in order.expressions:
             node = o.this

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from hetdb.errors import UnsupportedError
+from hetdb.sql.window import WINDOW_FUNCS
 
 _SUPPORTED: tuple[type, ...] = (
     exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Order, exp.Ordered,
@@ -20,13 +21,14 @@ _SUPPORTED: tuple[type, ...] = (
     exp.Extract, exp.Var, exp.Year, exp.Month, exp.Day, exp.Interval, exp.Sum, exp.Count, exp.Avg,
     exp.Min, exp.Max, exp.Distinct, exp.Exists, exp.Abs, exp.Upper, exp.Lower, exp.Length,
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
-    exp.Greatest, exp.Least, exp.Union,
+    exp.Greatest, exp.Least, exp.Union, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
+    *WINDOW_FUNCS,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
-    exp.Window: "window functions (OVER)", exp.Union: "UNION", exp.Intersect: "INTERSECT",
-    exp.Except: "EXCEPT", exp.Lateral: "LATERAL", exp.Qualify: "QUALIFY", exp.Rollup: "ROLLUP",
+    exp.Union: "UNION", exp.Intersect: "INTERSECT",
+    exp.Except: "EXCEPT", exp.Lateral: "LATERAL", exp.Rollup: "ROLLUP",
     exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS", exp.TableSample: "TABLESAMPLE",
     exp.Unnest: "UNNEST", exp.Filter: "aggregate FILTER", exp.NullSafeEQ: "IS NOT DISTINCT FROM",
     exp.NullSafeNEQ: "IS DISTINCT FROM", exp.Array: "array literals", exp.Struct: "struct literals",
@@ -58,12 +60,8 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
     if not isinstance(tree, (exp.Select, exp.Subquery, exp.Union)):
         add(f"{_describe(tree)} statements (only SELECT queries are supported)")
     for node in tree.walk():
-        if isinstance(node, exp.Window):
-            add(_describe(node))
-            continue
         if not isinstance(node, _SUPPORTED):
-            if node.find_ancestor(exp.Window) is None:  # the window itself was named already
-                add(_describe(node))
+            add(_describe(node))
             continue
         if isinstance(node, exp.With) and node.args.get("recursive"):
             add("recursive CTEs (WITH RECURSIVE)")

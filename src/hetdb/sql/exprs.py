@@ -55,6 +55,7 @@ class ExprContext:
     clause: str
     holder: PlanHolder | None = None
     agg: AggState | None = None
+    window: object = None  # sql.window.WindowState where window functions are allowed
 
 
 def _has(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
@@ -92,7 +93,7 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
     agg = ctx.agg
     if isinstance(node, _AGGS):
         return _bind_aggregate(node, ctx)
-    if _has(node, _AGGS + (exp.Subquery, exp.Exists)) or isinstance(node, exp.Star):
+    if _has(node, _AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:
@@ -227,6 +228,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     b = lambda n: bind_expr(n, ctx)  # noqa: E731
     if isinstance(node, exp.Paren):
         return b(node.this)
+    if isinstance(node, exp.Window):
+        from hetdb.sql.window import bind_window
+
+        return bind_window(node, ctx, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
     if isinstance(node, exp.Column):
