@@ -19,7 +19,7 @@ from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, 
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.scope import Rel, Scope
-from hetdb.sql.window import WindowState
+from hetdb.sql.window import WindowState, window_operands
 
 
 @dataclass
@@ -59,11 +59,8 @@ def _contains_agg(node: exp.Expression | None) -> bool:
     """Aggregate calls in ``node``, not counting those inside subqueries."""
     if node is None:
         return False
-    if isinstance(node, exp.Window):  # only aggregates inside the window call's arguments count
-        func = node.this.this if isinstance(node.this, (exp.IgnoreNulls, exp.RespectNulls)) else node.this
-        return any(_contains_agg(c) for c in func.iter_expressions()) or any(
-            _contains_agg(c) for k, c in node.args.items() if k in ("partition_by", "order")
-            for c in (c if isinstance(c, list) else [c]))
+    if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
+        return any(_contains_agg(c) for c in window_operands(node))
     if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
@@ -114,8 +111,13 @@ class Binder:
     def bind_query(self, node: exp.Expression, outer: Scope | None) -> BoundQuery:
         while isinstance(node, (exp.Subquery, exp.Paren)):
             node = node.this
-        if not isinstance(node, (exp.Select, exp.Union)) or isinstance(node, (exp.Intersect, exp.Except)):
-            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT and UNION are supported)")
+        if isinstance(node, exp.Values):
+            from hetdb.sql.values import bind_values
+
+            return bind_values(self, node)
+        if not isinstance(node, (exp.Select, exp.SetOperation)):
+            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT, VALUES and set "
+                                   "operations are supported)")
         saved = self.ctes
         try:
             with_ = node.args.get("with_") or node.args.get("with")
@@ -124,7 +126,7 @@ class Binder:
                 for cte in with_.expressions:
                     cols = [c.name.lower() for c in (cte.args["alias"].columns or [])]
                     self.ctes[cte.alias.lower()] = (cte.this, self.ctes, cols)
-            if isinstance(node, exp.Union):
+            if isinstance(node, exp.SetOperation):
                 from hetdb.sql.setops import bind_union
 
                 return bind_union(self, node, outer)
@@ -151,6 +153,11 @@ class Binder:
             if node.this is not None and getattr(node.this, "quoted", False) and FC.is_file_path(name):
                 return FC.parquet_scan(name, (node.alias or name).lower(), self.new_cid)
             return FC.table_scan(self.db, name, alias, self.new_cid)
+        if isinstance(node, exp.Values):
+            from hetdb.sql.values import bind_values
+
+            return self._derived(bind_values(self, node), (node.alias or "valueslist").lower(),
+                                 self._alias_columns(node))
         if isinstance(node, exp.Subquery):
             if node.args.get("lateral"):
                 raise UnsupportedError("LATERAL subqueries")
@@ -348,6 +355,17 @@ class Binder:
         plan = windows.apply(plan)
         if qualify_e is not None:
             plan = Filter(plan, qualify_e)
+        distinct = sel.args.get("distinct")
+        on = distinct.args.get("on") if distinct is not None else None
+        if on is not None:
+            from hetdb.sql.rewrites import distinct_on
+
+            on_ctx = ExprContext(scope, self, "DISTINCT ON", holder=holder, agg=agg_state)
+            on_exprs = []
+            for n in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+                item = self._select_ref(n, sel_items, scope)
+                on_exprs.append(item if isinstance(item, Expr) else bind_expr(item, on_ctx))
+            plan = distinct_on(self.new_cid, plan, on_exprs, order_keys)
 
         # Project: visible columns, then hidden ones (ORDER BY expressions, correlation columns).
         proj: list[tuple[Field, Expr]] = []
@@ -384,7 +402,7 @@ class Binder:
                     corr_residual.append(q)
         plan = Project(plan, tuple(proj))
 
-        if sel.args.get("distinct") is not None and not corr_keys and not corr_residual:
+        if distinct is not None and on is None and not corr_keys and not corr_residual:
             if len(proj) > len(visible):
                 raise SqlError("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
             new = [Field(self.new_cid(_cid_name(f.name)), f.name, f.dtype, f.nullable) for f in visible]
@@ -445,6 +463,10 @@ class Binder:
             return out
         ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state, window=windows)
         lower = [n.lower() for n in names]
+        first = order.expressions[0].this if order.expressions else None
+        if len(order.expressions) == 1 and isinstance(first, exp.Var) and first.name.upper() == "ALL":
+            o = order.expressions[0]
+            return [(e, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for e in exprs]
         for o in order.expressions:
             node = o.this
             desc = bool(o.args.get("desc"))

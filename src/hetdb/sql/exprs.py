@@ -93,6 +93,10 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
     agg = ctx.agg
     if isinstance(node, _AGGS):
         return _bind_aggregate(node, ctx)
+    if isinstance(node, exp.Filter) and isinstance(node.this, _AGGS):
+        from hetdb.sql.rewrites import filter_as_case
+
+        return _bind_aggregate(filter_as_case(node), ctx)
     if _has(node, _AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
@@ -252,6 +256,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return TY.cast_to(b(node.this), TY.sql_type(to.this.value, params))
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))
+    if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+        from hetdb.sql.rewrites import null_safe_equal
+
+        return null_safe_equal(b(node.this), b(node.expression), isinstance(node, exp.NullSafeNEQ))
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         if op in ("add", "sub") and isinstance(node.expression, exp.Interval):

@@ -50,6 +50,22 @@ class WindowState:
         return plan
 
 
+def window_operands(node: exp.Window) -> list[exp.Expression]:
+    """What a window call evaluates per row: its function's arguments, a FILTER condition, the
+    PARTITION BY and ORDER BY expressions (not the window function itself)."""
+    func = node.this
+    out: list[exp.Expression] = []
+    while isinstance(func, (exp.IgnoreNulls, exp.RespectNulls, exp.Filter)):
+        if isinstance(func, exp.Filter):
+            out.append(func.expression)
+        func = func.this
+    out.extend(func.iter_expressions())
+    out.extend(node.args.get("partition_by") or [])
+    if node.args.get("order") is not None:
+        out.append(node.args["order"])
+    return out
+
+
 def contains_window(node: exp.Expression | None) -> bool:
     return node is not None and node.find(exp.Window) is not None
 
@@ -68,6 +84,10 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
         func = func.this
     if contains_window(func):
         raise SqlError("window functions cannot be nested")
+    if isinstance(func, exp.Filter):
+        from hetdb.sql.rewrites import filter_as_case
+
+        func = filter_as_case(func)
     partition = tuple(bind(p) for p in node.args.get("partition_by") or [])
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
