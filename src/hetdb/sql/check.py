@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from hetdb.errors import UnsupportedError
+from hetdb.sql import functions_ext as FX
 from hetdb.sql.window import WINDOW_FUNCS
 
 _SUPPORTED: tuple[type, ...] = (
@@ -23,7 +24,7 @@ _SUPPORTED: tuple[type, ...] = (
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    *WINDOW_FUNCS,
+    *WINDOW_FUNCS, *FX.NODES, exp.TryCast,
 )
 
 # Friendly names for constructs users write often.
@@ -59,6 +60,8 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
     if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
         add(f"{_describe(tree)} statements (only SELECT queries are supported)")
     for node in tree.walk():
+        if isinstance(node, exp.Anonymous) and FX.handles(node):
+            continue
         if not isinstance(node, _SUPPORTED):
             add(_describe(node))
             continue

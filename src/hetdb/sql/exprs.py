@@ -16,6 +16,7 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
+from hetdb.sql import functions_ext as FX
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.scope import Scope
@@ -236,6 +237,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         from hetdb.sql.window import bind_window
 
         return bind_window(node, ctx, b)
+    if FX.handles(node):
+        return FX.bind_ext(node, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
     if isinstance(node, exp.Column):
@@ -263,13 +266,21 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         if op in ("add", "sub") and isinstance(node.expression, exp.Interval):
-            months, days = _interval(node.expression)
+            from hetdb.sql.functions_ext import interval_arith
+
             sign = 1 if op == "add" else -1
-            return _date_plus_interval(b(node.this), sign * months, sign * days)
+            x = b(node.this)
+            ts = interval_arith(x, node.expression, sign)
+            if ts is not None:
+                return ts
+            months, days = _interval(node.expression)
+            return _date_plus_interval(x, sign * months, sign * days)
         if op == "add" and isinstance(node.this, exp.Interval):
             months, days = _interval(node.this)
             return _date_plus_interval(b(node.expression), months, days)
         left, right = b(node.this), b(node.expression)
+        if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
+            return Call(T.INT64, "date_minus_date", (left, right))
         if op in ("add", "sub") and left.dtype.kind == "date" and right.dtype.is_integer:
             n = right if op == "add" else _negate(right)
             if isinstance(left, Literal) and isinstance(n, Literal):
