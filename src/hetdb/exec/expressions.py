@@ -11,6 +11,7 @@ string work uses backend string kernels. Predicates on dictionary strings run on
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import Any
 
@@ -53,7 +54,7 @@ class ExprEvaluator:
         if isinstance(expr, Call):
             from hetdb.exec import expr_functions as F
 
-            fn = _CALLS.get(expr.op) or F.FUNCTIONS.get(expr.op)
+            fn = _CALLS.get(expr.op) or F.FUNCTIONS.get(expr.op) or _more_functions().get(expr.op)
             if fn is None:
                 raise UnsupportedError(f"the executor does not implement the function {expr.op!r}")
             return fn(self, expr, batch)
@@ -413,3 +414,12 @@ _CALLS = {
     **{op: _arith for op in ("add", "sub", "mul", "div", "intdiv", "mod", "power")},
     "neg": _neg_abs, "abs": _neg_abs, "in_list": _in_list, "coalesce": _coalesce, "nullif": _nullif,
 }
+
+
+@functools.cache
+def _more_functions() -> dict:
+    """The string/regex/date functions of exec/functions_text.py and exec/functions_datetime.py."""
+    from hetdb.exec.functions_datetime import FUNCTIONS as DATETIME
+    from hetdb.exec.functions_text import FUNCTIONS as TEXT
+
+    return {**TEXT, **DATETIME}

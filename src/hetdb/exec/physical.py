@@ -23,8 +23,10 @@ from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.operators.scan_external import ExternalScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
+from hetdb.exec.operators.window import WindowSink
 from hetdb.plan import logical as L
 from hetdb.plan.expr import Cast, ColumnRef, Expr
+from hetdb.plan.window import Window
 
 
 @dataclass
@@ -232,6 +234,11 @@ class PhysicalPlanner:
                                           offset=node.offset, op_id=self._id()))
             return _Open(ResultSource(pipeline_id=pid, label="top-n", is_ordered=True, op_id=self._id()),
                          deps=[pid])
+        if isinstance(node, Window):
+            o = self._build(node.input)
+            pid = self._close(o, WindowSink(fields=node.input.schema, partition=node.partition,
+                                            order=node.order, funcs=node.funcs, op_id=self._id()))
+            return _Open(ResultSource(pipeline_id=pid, label="window", op_id=self._id()), deps=[pid])
         if isinstance(node, L.Union):
             pids = []
             for child in node.children:

@@ -20,6 +20,7 @@ from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.external import resolve_from
 from hetdb.sql.scope import Rel, Scope
+from hetdb.sql.window import WindowState, window_operands
 
 
 @dataclass
@@ -59,6 +60,8 @@ def _contains_agg(node: exp.Expression | None) -> bool:
     """Aggregate calls in ``node``, not counting those inside subqueries."""
     if node is None:
         return False
+    if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
+        return any(_contains_agg(c) for c in window_operands(node))
     if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
@@ -109,8 +112,13 @@ class Binder:
     def bind_query(self, node: exp.Expression, outer: Scope | None) -> BoundQuery:
         while isinstance(node, (exp.Subquery, exp.Paren)):
             node = node.this
-        if not isinstance(node, (exp.Select, exp.Union)) or isinstance(node, (exp.Intersect, exp.Except)):
-            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT and UNION are supported)")
+        if isinstance(node, exp.Values):
+            from hetdb.sql.values import bind_values
+
+            return bind_values(self, node)
+        if not isinstance(node, (exp.Select, exp.SetOperation)):
+            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT, VALUES and set "
+                                   "operations are supported)")
         saved = self.ctes
         try:
             with_ = node.args.get("with_") or node.args.get("with")
@@ -119,7 +127,7 @@ class Binder:
                 for cte in with_.expressions:
                     cols = [c.name.lower() for c in (cte.args["alias"].columns or [])]
                     self.ctes[cte.alias.lower()] = (cte.this, self.ctes, cols)
-            if isinstance(node, exp.Union):
+            if isinstance(node, exp.SetOperation):
                 from hetdb.sql.setops import bind_union
 
                 return bind_union(self, node, outer)
@@ -147,6 +155,11 @@ class Binder:
             if found is not None:
                 return found
             return FC.table_scan(self.db, name, alias, self.new_cid)
+        if isinstance(node, exp.Values):
+            from hetdb.sql.values import bind_values
+
+            return self._derived(bind_values(self, node), (node.alias or "valueslist").lower(),
+                                 self._alias_columns(node))
         if isinstance(node, exp.Subquery):
             if node.args.get("lateral"):
                 raise UnsupportedError("LATERAL subqueries")
@@ -315,7 +328,8 @@ class Binder:
                     if not any(k == inner for k, _ in keys):
                         keys.append((inner, Field(self.new_cid("corr"), "corr", inner.dtype)))
             agg_state = AggState(scope, keys)
-        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state)
+        windows = WindowState()
+        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
         exprs: list[Expr] = []
         for _, n in sel_items:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
@@ -323,8 +337,15 @@ class Binder:
         if having is not None:
             having_e = as_condition(bind_expr(having.this, ExprContext(
                 scope, self, "HAVING", holder=holder, agg=agg_state)), "HAVING")
+        qualify = sel.args.get("qualify")
+        qualify_e = None
+        if qualify is not None:
+            q = qualify.this.transform(lambda n: self._select_ref(n, sel_items, scope)
+                                       if isinstance(n, exp.Column) else n)
+            qualify_e = as_condition(bind_expr(q, ExprContext(
+                scope, self, "QUALIFY", holder=holder, agg=agg_state, window=windows)), "QUALIFY")
         names = [n for n, _ in sel_items]
-        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state)
+        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state, windows)
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
@@ -333,6 +354,20 @@ class Binder:
         plan = holder.build(plan)
         if having_e is not None:
             plan = Filter(plan, having_e)
+        plan = windows.apply(plan)
+        if qualify_e is not None:
+            plan = Filter(plan, qualify_e)
+        distinct = sel.args.get("distinct")
+        on = distinct.args.get("on") if distinct is not None else None
+        if on is not None:
+            from hetdb.sql.rewrites import distinct_on
+
+            on_ctx = ExprContext(scope, self, "DISTINCT ON", holder=holder, agg=agg_state)
+            on_exprs = []
+            for n in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+                item = self._select_ref(n, sel_items, scope)
+                on_exprs.append(item if isinstance(item, Expr) else bind_expr(item, on_ctx))
+            plan = distinct_on(self.new_cid, plan, on_exprs, order_keys)
 
         # Project: visible columns, then hidden ones (ORDER BY expressions, correlation columns).
         proj: list[tuple[Field, Expr]] = []
@@ -369,7 +404,7 @@ class Binder:
                     corr_residual.append(q)
         plan = Project(plan, tuple(proj))
 
-        if sel.args.get("distinct") is not None and not corr_keys and not corr_residual:
+        if distinct is not None and on is None and not corr_keys and not corr_residual:
             if len(proj) > len(visible):
                 raise SqlError("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
             new = [Field(self.new_cid(_cid_name(f.name)), f.name, f.dtype, f.nullable) for f in visible]
@@ -424,12 +459,16 @@ class Binder:
                         return item.this
         return node
 
-    def _order_exprs(self, order, names, exprs, scope, holder, agg_state):
+    def _order_exprs(self, order, names, exprs, scope, holder, agg_state, windows=None):
         out: list[tuple[Expr, bool, bool]] = []
         if order is None:
             return out
-        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state)
+        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state, window=windows)
         lower = [n.lower() for n in names]
+        first = order.expressions[0].this if order.expressions else None
+        if len(order.expressions) == 1 and isinstance(first, exp.Var) and first.name.upper() == "ALL":
+            o = order.expressions[0]
+            return [(e, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for e in exprs]
         for o in order.expressions:
             node = o.this
             desc = bool(o.args.get("desc"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from hetdb.errors import UnsupportedError
+from hetdb.sql import functions_ext as FX
+from hetdb.sql.window import WINDOW_FUNCS
 
 _SUPPORTED: tuple[type, ...] = (
     exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Order, exp.Ordered,
@@ -20,17 +22,17 @@ _SUPPORTED: tuple[type, ...] = (
     exp.Extract, exp.Var, exp.Year, exp.Month, exp.Day, exp.Interval, exp.Sum, exp.Count, exp.Avg,
     exp.Min, exp.Max, exp.Distinct, exp.Exists, exp.Abs, exp.Upper, exp.Lower, exp.Length,
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
-    exp.Greatest, exp.Least, exp.Union,
+    exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
+    exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
+    *WINDOW_FUNCS, *FX.NODES, exp.TryCast,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
-    exp.Window: "window functions (OVER)", exp.Union: "UNION", exp.Intersect: "INTERSECT",
-    exp.Except: "EXCEPT", exp.Lateral: "LATERAL", exp.Qualify: "QUALIFY", exp.Rollup: "ROLLUP",
+    exp.Lateral: "LATERAL", exp.Rollup: "ROLLUP",
     exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS", exp.TableSample: "TABLESAMPLE",
-    exp.Unnest: "UNNEST", exp.Filter: "aggregate FILTER", exp.NullSafeEQ: "IS NOT DISTINCT FROM",
-    exp.NullSafeNEQ: "IS DISTINCT FROM", exp.Array: "array literals", exp.Struct: "struct literals",
-    exp.Pivot: "PIVOT", exp.Values: "VALUES lists", exp.Tuple: "row values (tuples)",
+    exp.Unnest: "UNNEST", exp.Array: "array literals", exp.Struct: "struct literals",
+    exp.Pivot: "PIVOT",
     exp.Insert: "INSERT", exp.Create: "CREATE", exp.Delete: "DELETE", exp.Update: "UPDATE",
     exp.Drop: "DROP", exp.RegexpLike: "regular expressions", exp.SimilarTo: "SIMILAR TO",
 }
@@ -55,15 +57,13 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
         if what not in found:
             found.append(what)
 
-    if not isinstance(tree, (exp.Select, exp.Subquery, exp.Union)):
+    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
         add(f"{_describe(tree)} statements (only SELECT queries are supported)")
     for node in tree.walk():
-        if isinstance(node, exp.Window):
-            add(_describe(node))
+        if isinstance(node, exp.Anonymous) and FX.handles(node):
             continue
         if not isinstance(node, _SUPPORTED):
-            if node.find_ancestor(exp.Window) is None:  # the window itself was named already
-                add(_describe(node))
+            add(_describe(node))
             continue
         if isinstance(node, exp.With) and node.args.get("recursive"):
             add("recursive CTEs (WITH RECURSIVE)")
@@ -77,14 +77,8 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
                 add(f"{side} JOIN ... USING")
             if node.args.get("method"):
                 add(f"{node.args['method']} JOIN")
-        elif isinstance(node, exp.Select):
-            d = node.args.get("distinct")
-            if d is not None and d.args.get("on") is not None:
-                add("DISTINCT ON")
         elif isinstance(node, exp.Like | exp.ILike) and node.args.get("escape") is not None:
             add("LIKE ... ESCAPE")
-        elif isinstance(node, exp.Union) and node.args.get("by_name"):
-            add("UNION BY NAME")
         elif isinstance(node, exp.Between) and node.args.get("symmetric"):
             add("BETWEEN SYMMETRIC")
     return found

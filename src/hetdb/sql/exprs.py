@@ -16,6 +16,7 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
+from hetdb.sql import functions_ext as FX
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.scope import Scope
@@ -55,6 +56,7 @@ class ExprContext:
     clause: str
     holder: PlanHolder | None = None
     agg: AggState | None = None
+    window: object = None  # sql.window.WindowState where window functions are allowed
 
 
 def _has(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
@@ -92,7 +94,11 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
     agg = ctx.agg
     if isinstance(node, _AGGS):
         return _bind_aggregate(node, ctx)
-    if _has(node, _AGGS + (exp.Subquery, exp.Exists)) or isinstance(node, exp.Star):
+    if isinstance(node, exp.Filter) and isinstance(node.this, _AGGS):
+        from hetdb.sql.rewrites import filter_as_case
+
+        return _bind_aggregate(filter_as_case(node), ctx)
+    if _has(node, _AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:
@@ -228,6 +234,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     b = lambda n: bind_expr(n, ctx)  # noqa: E731
     if isinstance(node, exp.Paren):
         return b(node.this)
+    if isinstance(node, exp.Window):
+        from hetdb.sql.window import bind_window
+
+        return bind_window(node, ctx, b)
+    if FX.handles(node):
+        return FX.bind_ext(node, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
     if isinstance(node, exp.Column):
@@ -248,16 +260,28 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return TY.cast_to(b(node.this), TY.sql_type(to.this.value, params))
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))
+    if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+        from hetdb.sql.rewrites import null_safe_equal
+
+        return null_safe_equal(b(node.this), b(node.expression), isinstance(node, exp.NullSafeNEQ))
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         if op in ("add", "sub") and isinstance(node.expression, exp.Interval):
-            months, days = _interval(node.expression)
+            from hetdb.sql.functions_ext import interval_arith
+
             sign = 1 if op == "add" else -1
-            return _date_plus_interval(b(node.this), sign * months, sign * days)
+            x = b(node.this)
+            ts = interval_arith(x, node.expression, sign)
+            if ts is not None:
+                return ts
+            months, days = _interval(node.expression)
+            return _date_plus_interval(x, sign * months, sign * days)
         if op == "add" and isinstance(node.this, exp.Interval):
             months, days = _interval(node.this)
             return _date_plus_interval(b(node.expression), months, days)
         left, right = b(node.this), b(node.expression)
+        if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
+            return Call(T.INT64, "date_minus_date", (left, right))
         if op in ("add", "sub") and left.dtype.kind == "date" and right.dtype.is_integer:
             n = right if op == "add" else _negate(right)
             if isinstance(left, Literal) and isinstance(n, Literal):
