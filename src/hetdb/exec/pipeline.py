@@ -102,7 +102,7 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
             ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
             return
         if refused:
-            ctx.stat(pipe.sink.op_id).fused = f"operator at a time: {refused}"
+            ctx.stat(pipe.sink.op_id).fused = "operator at a time: " + "; ".join(w for w in (why, refused) if w)
     workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
     if workers == 1 or pool is None:
         run.work()
