@@ -24,7 +24,7 @@ from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashProbe
 from hetdb.exec.operators.scan import TableScan, conjunction
-from hetdb.plan.expr import Expr
+from hetdb.plan.expr import ColumnRef, Expr
 from hetdb.plan.exprutil import conjuncts
 
 COMPILED = "compiled into one generated kernel"
@@ -107,7 +107,8 @@ def _plan(ctx: ExecContext, pipe: Any, sink: HashAggregate) -> CompiledPlan:
             later |= _refs(x)
         elif kind == "project":
             for f, e in x.exprs:
-                if f.cid in later:
+                if f.cid in later and not (isinstance(e, ColumnRef) and e.cid == f.cid):
+                    later.discard(f.cid)
                     later |= _refs(e)
                     produced.add(f.cid)
         else:

@@ -34,6 +34,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
 )
 from hetdb.errors import UnsupportedError
 from hetdb.plan.expr import Cast, ColumnRef
+from hetdb.plan.exprutil import substitute
 
 PL_BLOCK = 128
 PL_ITEMS = 4
@@ -92,7 +93,7 @@ class _Gen:
     def __init__(self, spec: PipelineSpec) -> None:
         self.spec = spec
         self.inputs = {i.cid: (k, i) for k, i in enumerate(spec.inputs)}
-        self.projected: dict[str, object] = {}
+        self.alias: dict[str, object] = {}  # projected cid -> expression over inputs and payload
         self.payload: dict[str, tuple[int, int, Input]] = {}
         self.probe_rows: dict[int, str] = {}
         dict_cids = {i.cid for i in spec.inputs if i.dictionary}
@@ -117,8 +118,6 @@ class _Gen:
             value = f"({brow} >= 0 ? b{p}_pay{j}[{brow}] : ({ctype(inp.dtype)})0)"
             valid = f"{brow} >= 0" + (f" && pipe::is_valid(b{p}_payv{j}, {brow})" if inp.nullable else "")
             return em.temp(inp.dtype, value, valid)
-        if cid in self.projected:
-            return em.value(self.projected[cid])
         return None
 
     @staticmethod
@@ -132,17 +131,20 @@ class _Gen:
         em = self.em
         for p, stage in enumerate(self.spec.stages):
             if isinstance(stage, FilterStage):
-                v = em.value(stage.predicate)
+                v = em.value(self.sub(stage.predicate))
                 em.emit(f"if (!(({v.valid}) && {v.value})) continue;  // filter")
             elif isinstance(stage, ProjectStage):
-                for cid, e in stage.outputs:
-                    if not (isinstance(e, ColumnRef) and e.cid == cid):
-                        self.projected[cid] = e
-                        em.env.pop(cid, None)
+                new = {cid: self.sub(e) for cid, e in stage.outputs
+                       if not (isinstance(e, ColumnRef) and e.cid == cid)}
+                self.alias.update(new)
             else:
                 self.probe(p, stage)
         accs, keys = self.aggregate()
         return self.finish(accs, keys)
+
+    def sub(self, e):
+        """``e`` over the kernel's inputs and payload columns (projections inlined)."""
+        return substitute(e, self.alias) if self.alias and e is not None else e
 
     def probe(self, p: int, s: ProbeStage) -> None:
         em = self.em
@@ -159,6 +161,7 @@ class _Gen:
         for c, (k, t) in enumerate(zip(s.keys, s.key_types)):
             if t.kind not in _KEY_KINDS:
                 raise ExprError(f"join key {k} of type {t} is not compiled")
+            k = self.sub(k)
             v = em.value(Cast(t, k) if k.dtype != t else k)
             em.emit(f"pb{p}[{c}] = key_bits(({ctype(t)}){v.value});")
             if v.valid != "true":
@@ -179,7 +182,7 @@ class _Gen:
                     f"m{p} < b{p}_start[ps{p}] + b{p}_count[ps{p}]; ++m{p}) {{")
             saved = dict(em.env)
             em.emit(f"const i64 {brow} = b{p}_vidx == nullptr ? b{p}_rows[m{p}] : b{p}_vidx[b{p}_rows[m{p}]];")
-            r = em.value(s.residual)
+            r = em.value(self.sub(s.residual))
             em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
             em.close()
             em.env = saved
@@ -201,7 +204,7 @@ class _Gen:
         em.emit(f"const i64 {brow} = ps{p} < 0 ? -1 : (b{p}_vidx == nullptr ? "
                 f"b{p}_rows[b{p}_start[ps{p}] + m{p}] : b{p}_vidx[b{p}_rows[b{p}_start[ps{p}] + m{p}]]);")
         if s.residual is not None:
-            r = em.value(s.residual)
+            r = em.value(self.sub(s.residual))
             em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
 
     def aggregate(self) -> tuple[list[Accumulator], list[GroupKeyOut]]:
@@ -215,6 +218,7 @@ class _Gen:
         em.emit("u64 h = HETDB_HASH_SEED;")
         keys = []
         for k, e in enumerate(sink.keys):
+            e = self.sub(e)
             dict_cid = None
             if e.dtype.kind == "string":
                 if not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
@@ -251,6 +255,7 @@ class _Gen:
                 continue
             if arg is None:
                 raise ExprError(f"aggregate {op} needs an argument")
+            arg = self.sub(arg)
             v = em.value(arg)
             kind = arg.dtype.kind
             if op == "count":
