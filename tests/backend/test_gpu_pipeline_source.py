@@ -65,6 +65,9 @@ def specs() -> dict[str, PipelineSpec]:
                           ("c", call("coalesce", T.INT64, col("w", T.INT64), col("b", T.INT64)))))),
             AggregateSink((col("c", T.INT64), call("add", T.INT64, col("a"), lit(1, T.INT64))),
                           (("sum", col("p", T.INT64)), ("max", col("q", T.FLOAT64)), ("count", col("w", T.INT64))))),
+        "dates": PipelineSpec(BASE + (Input("dt", T.DATE),), (),
+                              AggregateSink((call("extract_year", T.INT64, col("dt", T.DATE)),),
+                                            (("max", call("extract_day", T.INT64, col("dt", T.DATE))),))),
         "global": PipelineSpec(BASE, (FilterStage(call("in_list", T.BOOL, col("a"), lit(1), lit(None))),),
                                AggregateSink((), (("count_star", None),))),
     }
@@ -100,6 +103,11 @@ def test_probe_kinds_and_expansion():
     assert "probe_slot<2>" in inner and "for (i64 m0 = 0; m0 < pc0; ++m0)" in inner
     left = generate_pipeline(specs()["left_single_case"]).body
     assert "(ps0 >= 0 ? b0_count[ps0] : 1)" in left and "atomicAdd(errors, 1ULL)" in left
+
+
+def test_date_parts_use_civil_arithmetic():
+    body = generate_pipeline(specs()["dates"]).body
+    assert "pipe::civil_part((long long)" in body and ", 0)" in body and ", 2)" in body
 
 
 def test_accumulators_carry_non_null_counts():
@@ -148,10 +156,25 @@ def _nvcc(tmp_path, names: list[str]) -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_representative_kernels_compile_with_nvcc(tmp_path):
-    _nvcc(tmp_path, ["semi_anti_mark", "left_single_case"])
+    _nvcc(tmp_path, ["semi_anti_mark", "left_single_case", "dates"])
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_every_generated_kernel_compiles_with_nvcc(tmp_path):
     _nvcc(tmp_path, list(specs()))
+
+
+def test_pipeline_modes_count_how_each_pipeline_ran():
+    from types import SimpleNamespace as NS
+
+    from hetdb.exec.engine import pipeline_modes
+    from hetdb.exec.operators.base import OpStats
+
+    notes = ["compiled into one generated kernel (hash probes and hash aggregation; 3 batches)",
+             "fused into one generated kernel (6 dense groups)", "on the host: 4 rows in",
+             "operator at a time: right_semi join is not compiled", ""]
+    physical = NS(pipelines=[NS(sink=NS(op_id=i)) for i in range(len(notes) + 1)])
+    ops = {i: OpStats(fused=n) for i, n in enumerate(notes)}
+    assert pipeline_modes(physical, ops) == {"compiled": 1, "dense_fused": 1, "host": 1,
+                                             "operator_at_a_time": 2, "not_run": 1}

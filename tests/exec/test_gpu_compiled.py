@@ -32,6 +32,8 @@ QUERIES = {
     "like_lookup": "SELECT e, count(*) FROM fact WHERE b LIKE '%an%' GROUP BY e",
     "case_coalesce": "SELECT coalesce(a, -1) AS g, sum(CASE WHEN d > 0 THEN c END), count(*) FROM fact "
                      "GROUP BY 1",
+    "extract_year": "SELECT extract(year FROM e) AS y, count(*), sum(a) FROM fact WHERE a IS NULL OR a > 20 "
+                    "GROUP BY 1",
     "two_keys": "SELECT d.b, count(*) FROM fact f JOIN dim d ON f.a = d.a AND f.a + 1 = d.a + 1 "
                 "WHERE f.d IS NULL OR f.d > -10 GROUP BY d.b",
 }

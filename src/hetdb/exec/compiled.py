@@ -240,6 +240,48 @@ def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dic
     return Batch(cols, n)
 
 
+def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
+             build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
+    """One batch through its kernel; the groups join the aggregation as a partial-state batch."""
+    sink = plan.sink
+    with Timer(ctx, sink.op_id):
+        dicts = dict(build_dicts)
+        dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+        groups = kernel.aggregate({c: b.columns[c] for c in cids}, b.num_rows,
+                                  _lookups(ctx, plan, kernel, dicts), probes)
+        ctx.add(sink.op_id, rows_in=b.num_rows)
+        sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, dicts), gsink, lsink)
+
+
+class BatchCompiler:
+    """Compiled kernels for the batches a dense fused pipeline cannot take (pages with NULLs): planned
+    at the first such batch (the builds the pipeline probes must have run by then)."""
+
+    def __init__(self, ctx: ExecContext, pipe: Any, gsink: Any, lsink: Any) -> None:
+        self.ctx, self.pipe, self.gsink, self.lsink = ctx, pipe, gsink, lsink
+        self.plan: CompiledPlan | None = None
+        self.tried = False
+        self.probes: list = []
+        self.build_dicts: dict[str, Column] = {}
+
+    def consume(self, b: Batch) -> bool:
+        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it."""
+        if not self.tried:
+            self.tried = True
+            if self.ctx.device is None:  # a CPU emulation of fused kernels: no device to compile for
+                return False
+            self.plan, _ = plan_compiled(self.ctx, self.pipe)
+            if self.plan is not None:
+                self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
+        if self.plan is None:
+            return False
+        kernel, cids = _kernel(self.ctx, self.plan, b)
+        if isinstance(kernel, str):
+            return False
+        _consume(self.ctx, self.plan, kernel, cids, b, self.probes, self.build_dicts, self.gsink, self.lsink)
+        return True
+
+
 def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> None:
     """Drive ``pipe`` batch by batch through its compiled kernels (operators for refused batches)."""
     from hetdb.exec.operators.scan_device import read_device_scan
@@ -272,13 +314,7 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 if b.num_rows:
                     run.push(b, 0, lops, lsink)
                 continue
-            with Timer(ctx, sink.op_id):
-                dicts = dict(build_dicts)
-                dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-                groups = kernel.aggregate({c: b.columns[c] for c in cids}, b.num_rows,
-                                          _lookups(ctx, plan, kernel, dicts), probes)
-                ctx.add(sink.op_id, rows_in=b.num_rows)
-                sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, dicts), run.gsink, lsink)
+            _consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
     sink.combine(ctx, run.gsink, lsink)
     run.flush()

@@ -25,6 +25,7 @@ from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
 
 # NULL in, NULL out does not hold for these (they may turn NULL operands into values)
+_EXTRACT = {"extract_year": 0, "extract_month": 1, "extract_day": 2}
 NON_STRICT = ("and", "or", "is_null", "is_not_null", "coalesce", "nullif", "concat")
 
 
@@ -170,6 +171,15 @@ class Emitter:
             raise ExprError(f"function {op} is not compiled")
         if op == "in_list":
             return self._in_list(expr)
+        if op in _EXTRACT:
+            a = self.value(expr.args[0])
+            if a.dtype.kind == "date":
+                days = f"(long long){a.value}"
+            elif a.dtype.kind == "timestamp":
+                days = f"pipe::floor_div({a.value}, 86400000000LL)"
+            else:
+                raise ExprError(f"{op} of {a.dtype} is not compiled")
+            return self.temp(expr.dtype, f"({ctype(expr.dtype)})pipe::civil_part({days}, {_EXTRACT[op]})", a.valid)
         args = [self.value(a) for a in expr.args]
         # literals stay literals (expr_cuda checks e.g. that a divisor is a non-zero literal)
         refs = tuple(a if isinstance(a, Literal) and a.value is not None else self._ref(v)

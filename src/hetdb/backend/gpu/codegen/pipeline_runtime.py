@@ -131,7 +131,8 @@ class CompiledPipeline:
             if slots >= MAX_SLOTS:
                 raise HetdbError(f"a compiled aggregation has more than {int(MAX_SLOTS * LOAD)} groups in one "
                                  "batch; use a smaller batch_rows")
-            slots *= 2
+            # one rerun at most when no probe expands rows: a batch of n rows has at most n groups
+            slots = min(MAX_SLOTS, max(slots * 2, 1 << max(0, int(n / LOAD)).bit_length()))
             self.slots_hint = max(self.slots_hint, slots)
         occupied = cupy.flatnonzero(state == 2)
         g = int(occupied.shape[0])

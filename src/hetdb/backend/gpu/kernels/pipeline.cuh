@@ -91,4 +91,23 @@ __device__ __forceinline__ i64 group_slot(int* __restrict__ state, i64* __restri
   return -1;
 }
 
+// Floor division (Python's //) for a positive divisor.
+__device__ __forceinline__ i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Proleptic Gregorian (year, month, day) of days since 1970-01-01; part 0 year, 1 month, 2 day
+// (the same arithmetic as exec/expr_functions.civil_from_days).
+__device__ __forceinline__ i64 civil_part(i64 days, int part) {
+  const i64 z = days + 719468;
+  const i64 era = floor_div(z, 146097);
+  const i64 doe = z - era * 146097;
+  const i64 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const i64 doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const i64 mp = (5 * doy + 2) / 153;
+  const i64 d = doy - (153 * mp + 2) / 5 + 1;
+  const i64 m = mp < 10 ? mp + 3 : mp - 9;
+  if (part == 2) return d;
+  if (part == 1) return m;
+  return yoe + era * 400 + (m <= 2 ? 1 : 0);
+}
+
 }  // namespace pipe
