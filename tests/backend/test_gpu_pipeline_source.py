@@ -16,6 +16,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     AggregateSink,
     FilterStage,
     Input,
+    MaterializeSink,
     PipelineSpec,
     ProbeStage,
     ProjectStage,
@@ -68,6 +69,11 @@ def specs() -> dict[str, PipelineSpec]:
         "dates": PipelineSpec(BASE + (Input("dt", T.DATE),), (),
                               AggregateSink((call("extract_year", T.INT64, col("dt", T.DATE)),),
                                             (("max", call("extract_day", T.INT64, col("dt", T.DATE))),))),
+        "materialize": PipelineSpec(BASE, (
+            ProbeStage("inner", (col("b", T.INT64),), (T.INT64,), (Input("y", T.INT32),)),
+            ProbeStage("mark", (col("y"),), (T.INT32,), mark="mk"),
+            FilterStage(call("or", T.BOOL, col("mk", T.BOOL), call("lt", T.BOOL, col("a"), lit(0))))),
+            MaterializeSink()),
         "global": PipelineSpec(BASE, (FilterStage(call("in_list", T.BOOL, col("a"), lit(1), lit(None))),),
                                AggregateSink((), (("count_star", None),))),
     }
@@ -108,6 +114,14 @@ def test_probe_kinds_and_expansion():
 def test_date_parts_use_civil_arithmetic():
     body = generate_pipeline(specs()["dates"]).body
     assert "pipe::civil_part((long long)" in body and ", 0)" in body and ", 2)" in body
+
+
+def test_materialize_writes_rows_build_rows_and_marks():
+    k = generate_pipeline(specs()["materialize"])
+    assert k.row_outputs == (0,) and k.mark_outputs == (1,) and not k.accumulators
+    body = k.body
+    assert "pipe::claim(out_count)" in body and "out_b0[o] = br0;" in body and "out_m1[o] =" in body
+    assert body.index("// filter") < body.index("pipe::claim")
 
 
 def test_accumulators_carry_non_null_counts():
@@ -156,7 +170,7 @@ def _nvcc(tmp_path, names: list[str]) -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_representative_kernels_compile_with_nvcc(tmp_path):
-    _nvcc(tmp_path, ["semi_anti_mark", "left_single_case", "dates"])
+    _nvcc(tmp_path, ["semi_anti_mark", "left_single_case", "dates", "materialize"])
 
 
 @pytest.mark.slow

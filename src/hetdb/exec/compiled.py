@@ -22,10 +22,10 @@ from hetdb.errors import UnsupportedError
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan, conjunction
-from hetdb.plan.expr import ColumnRef, Expr
-from hetdb.plan.exprutil import conjuncts
+from hetdb.plan.expr import Cast, ColumnRef, Expr
+from hetdb.plan.exprutil import conjuncts, substitute
 
 COMPILED = "compiled into one generated kernel"
 _KINDS = ("inner", "left", "single", "semi", "anti", "mark")
@@ -46,6 +46,9 @@ class CompiledPlan:
     kernels: dict[tuple, Any] = field(default_factory=dict)   # signature -> CompiledPipeline | reason
     luts: dict[tuple, tuple] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
+    materialize: bool = False              # sink is a hash build fed with gathered rows
+    outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
+    alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
 
 
 def _refs(e: Expr | None) -> set[str]:
@@ -55,7 +58,8 @@ def _refs(e: Expr | None) -> set[str]:
 def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str]:
     """(plan, "") when the pipeline can run compiled, else (None, why not)."""
     sink = pipe.sink
-    if not isinstance(sink, HashAggregate):
+    materialize = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    if not isinstance(sink, HashAggregate) and not materialize:
         return None, ""
     try:
         return _plan(ctx, pipe, sink), ""
@@ -63,12 +67,14 @@ def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str
         return None, str(e)
 
 
-def _plan(ctx: ExecContext, pipe: Any, sink: HashAggregate) -> CompiledPlan:
-    if sink.raw_mode:
-        raise _Refused("DISTINCT aggregates are not compiled")
-    for _, a in sink.aggs:
-        if a.op not in _AGGS:
-            raise _Refused(f"aggregate {a.op} is not compiled")
+def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
+    materialize = isinstance(sink, HashBuild)
+    if not materialize:
+        if sink.raw_mode:
+            raise _Refused("DISTINCT aggregates are not compiled")
+        for _, a in sink.aggs:
+            if a.op not in _AGGS:
+                raise _Refused(f"aggregate {a.op} is not compiled")
     stages: list[Any] = []
     if isinstance(pipe.source, TableScan):
         stages += [("filter", c) for f in pipe.source.scan.filters for c in conjuncts(f)]
@@ -92,38 +98,60 @@ def _plan(ctx: ExecContext, pipe: Any, sink: HashAggregate) -> CompiledPlan:
             stages.append(("probe", op))
         else:
             raise _Refused(f"{type(op).__name__} is not compiled")
+    # backwards: ``later`` = columns needed after a stage (by the sink or kernel), ``kneed`` = the
+    # ones the kernel itself reads (a materializing sink's other columns are gathered afterwards)
     later: set[str] = set()
-    for _, a in sink.aggs:
-        later |= _refs(a.arg)
-    for _, e in sink.keys:
-        later |= _refs(e)
+    kneed: set[str] = set()
+    if materialize:
+        later |= {f.cid for f in sink.fields}
+        for e in sink.keys:
+            later |= _refs(e)
+    else:
+        for _, a in sink.aggs:
+            kneed |= _refs(a.arg)
+        for _, e in sink.keys:
+            kneed |= _refs(e)
+        later |= kneed
     produced: set[str] = set()
-    referenced = set(later)
-    plan = CompiledPlan(stages, sink, produced, referenced)
+    referenced = set(kneed)
+    plan = CompiledPlan(stages, sink, produced, referenced, materialize=materialize, outputs=sorted(later))
+    for kind, x in stages:
+        if kind == "project":
+            for f, e in x.exprs:
+                if not (isinstance(e, ColumnRef) and e.cid == f.cid):
+                    e = substitute(e, plan.alias)
+                    plan.alias[f.cid] = e if e.dtype == f.dtype else Cast(f.dtype, e)
     payloads: dict[int, list[Any]] = {}
     for i in range(len(stages) - 1, -1, -1):
         kind, x = stages[i]
         if kind == "filter":
             later |= _refs(x)
+            kneed |= _refs(x)
         elif kind == "project":
             for f, e in x.exprs:
-                if f.cid in later and not (isinstance(e, ColumnRef) and e.cid == f.cid):
-                    later.discard(f.cid)
-                    later |= _refs(e)
-                    produced.add(f.cid)
+                if not (isinstance(e, ColumnRef) and e.cid == f.cid):
+                    if f.cid in later:
+                        later.discard(f.cid)
+                        later |= _refs(e)
+                        produced.add(f.cid)
+                    if f.cid in kneed:
+                        kneed.discard(f.cid)
+                        kneed |= _refs(e)
         else:
-            need = later | _refs(x.residual)
+            need = kneed | _refs(x.residual)
             pay = [f for f in x.right_fields if f.cid in need]
             for f in pay:
                 col = ctx.results[x.build_pipeline].batch.columns[f.cid]
                 if f.dtype.kind == "string" and col.dictionary is None:
                     raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
             payloads[i] = pay
-            produced |= {f.cid for f in pay}
+            produced |= {f.cid for f in x.right_fields if f.cid in later or f.cid in need}
             if x.mark is not None:
                 produced.add(x.mark.cid)
-            later |= {c for k in x.left_keys for c in k.columns()} | _refs(x.residual)
-        referenced |= later
+            keys = {c for k in x.left_keys for c in k.columns()} | _refs(x.residual)
+            later |= keys
+            kneed |= keys
+        referenced |= kneed
     plan.probes = [(x, payloads[i]) for i, (kind, x) in enumerate(stages) if kind == "probe"]
     return plan
 
@@ -135,6 +163,7 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         AggregateSink,
         FilterStage,
         Input,
+        MaterializeSink,
         PipelineSpec,
         ProbeStage,
         ProjectStage,
@@ -172,8 +201,11 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
                 payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None))
             stages.append(ProbeStage(x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
                                      tuple(payload), x.residual, x.mark.cid if x.mark is not None else None))
-    spec = PipelineSpec(inputs, tuple(stages), AggregateSink(tuple(e for _, e in plan.sink.keys),
-                                                             tuple((a.op, a.arg) for _, a in plan.sink.aggs)))
+    if plan.materialize:
+        sink: Any = MaterializeSink()
+    else:
+        sink = AggregateSink(tuple(e for _, e in plan.sink.keys), tuple((a.op, a.arg) for _, a in plan.sink.aggs))
+    spec = PipelineSpec(inputs, tuple(stages), sink)
     try:
         compiled: Any = CompiledPipeline(spec)
     except UnsupportedError as e:
@@ -253,6 +285,53 @@ def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str],
         sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, dicts), gsink, lsink)
 
 
+def _gather(ctx: ExecContext, plan: CompiledPlan, b: Batch, sel: Any) -> Batch:
+    """The columns the hash build reads, for the rows (and matches) the kernel selected."""
+    from hetdb.exec.columns import take
+
+    be = ctx.backend
+    n = int(sel.rows.shape[0])
+    stage_of = {}
+    for i, (kind, x) in enumerate(plan.stages):
+        if kind == "probe":
+            for f in x.right_fields:
+                stage_of[f.cid] = (i, x)
+            if x.mark is not None:
+                stage_of[x.mark.cid] = (i, x)
+    exprs = {c: plan.alias.get(c) for c in plan.outputs}
+    base: set[str] = set()
+    for c, e in exprs.items():
+        base |= {c} if e is None else set(e.columns())
+    cols: dict[str, Column] = {}
+    for c in base:
+        if c in b.columns and c not in stage_of:
+            cols[c] = take(be, b.columns[c], sel.rows)
+            continue
+        i, op = stage_of[c]
+        if op.mark is not None and c == op.mark.cid:
+            m = sel.marks[i]
+            cols[c] = Column(T.BOOL, data=m == 1, validity=None if not bool((m == 2).any()) else m != 2)
+        else:
+            side = ctx.results[op.build_pipeline]
+            cols[c] = take(be, side.batch.columns[c], sel.build_rows[i], missing=op.kind != "inner")
+    base_batch = Batch(cols, n)
+    out = {}
+    for c, e in exprs.items():
+        out[c] = cols[c] if e is None else ctx.evaluator.cast(ctx.evaluator.evaluate(e, base_batch), e.dtype)
+    return Batch(out, n)
+
+
+def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
+                  build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
+    from hetdb.backend.gpu.codegen.pipeline_runtime import select
+
+    dicts = dict(build_dicts)
+    dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+    if int(sel.rows.shape[0]):
+        plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
+
+
 class BatchCompiler:
     """Compiled kernels for the batches a dense fused pipeline cannot take (pages with NULLs): planned
     at the first such batch (the builds the pipeline probes must have run by then)."""
@@ -314,13 +393,15 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 if b.num_rows:
                     run.push(b, 0, lops, lsink)
                 continue
-            _consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
+            consume = _consume_rows if plan.materialize else _consume
+            consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
     st = ctx.stat(sink.op_id)
     if compiled:
-        st.fused = f"{COMPILED} (hash probes and hash aggregation; {compiled} batches)"
+        what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
+        st.fused = f"{COMPILED} ({what}; {compiled} batches)"
         if fallback:
             st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
     else:

@@ -28,6 +28,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     PROBE_KINDS,
     FilterStage,
     Input,
+    MaterializeSink,
     PipelineSpec,
     ProbeStage,
     ProjectStage,
@@ -74,6 +75,8 @@ class PipelineKernel:
     accumulators: tuple[Accumulator, ...]
     group_keys: tuple[GroupKeyOut, ...]
     probe_payloads: tuple[tuple[Input, ...], ...]   # per probe, the payload columns passed in order
+    row_outputs: tuple[int, ...] = ()    # materialize: stage indexes whose build row is written
+    mark_outputs: tuple[int, ...] = ()   # materialize: stage indexes whose mark is written
 
     def full_source(self) -> str:
         from hetdb.backend.gpu.compile import load_source
@@ -101,6 +104,7 @@ class _Gen:
             if isinstance(s, ProbeStage):
                 dict_cids |= {p.cid for p in s.payload if p.dictionary}
         self.em = Emitter(self._load, frozenset(dict_cids))
+        self.marks: dict[int, Val] = {}
 
     # ---- loads ------------------------------------------------------------------------------------
     def _load(self, cid: str) -> Val | None:
@@ -139,6 +143,8 @@ class _Gen:
                 self.alias.update(new)
             else:
                 self.probe(p, stage)
+        if isinstance(self.spec.sink, MaterializeSink):
+            return self.finish([], [])
         accs, keys = self.aggregate()
         return self.finish(accs, keys)
 
@@ -192,8 +198,8 @@ class _Gen:
             return
         if s.kind == "mark":
             assert s.mark is not None
-            em.env[s.mark] = em.temp(T.BOOL, f"ps{p} >= 0",
-                                     f"ps{p} >= 0 || !(b{p}_nonempty && (b{p}_has_null || pn{p}))")
+            em.env[s.mark] = self.marks[p] = em.temp(
+                T.BOOL, f"ps{p} >= 0", f"ps{p} >= 0 || !(b{p}_nonempty && (b{p}_has_null || pn{p}))")
             return
         outer = s.kind in ("left", "single")
         count = f"(ps{p} >= 0 ? b{p}_count[ps{p}] : {1 if outer else 0})"
@@ -305,9 +311,27 @@ class _Gen:
                 if inp.nullable:
                     params.append(f"const bool* __restrict__ b{p}_payv{j}")
             payloads.append(s.payload)
-        params += ["int* __restrict__ g_state", "i64* __restrict__ g_keys", "u64 g_mask",
-                   "unsigned long long* __restrict__ g_used", "u64 g_max",
-                   "unsigned long long* __restrict__ g_overflow"]
+        rows_out = tuple(p for p in self.probe_rows if spec.stages[p].kind in ("inner", "left", "single"))
+        marks_out = tuple(sorted(self.marks))
+        if isinstance(spec.sink, MaterializeSink):
+            params += ["long long* __restrict__ out_rows", "unsigned long long out_cap",
+                       "unsigned long long* __restrict__ out_count"]
+            params += [f"long long* __restrict__ out_b{p}" for p in rows_out]
+            params += [f"signed char* __restrict__ out_m{p}" for p in marks_out]
+            em.emit("// materialize: a warp-aggregated output position")
+            em.emit("const unsigned long long o = pipe::claim(out_count);")
+            em.open("if (o < out_cap) {")
+            em.emit("out_rows[o] = row;")
+            for p in rows_out:
+                em.emit(f"out_b{p}[o] = br{p};")
+            for p in marks_out:
+                m = self.marks[p]
+                em.emit(f"out_m{p}[o] = ({m.valid}) ? ({m.value} ? 1 : 0) : 2;")
+            em.close()
+        else:
+            params += ["int* __restrict__ g_state", "i64* __restrict__ g_keys", "u64 g_mask",
+                       "unsigned long long* __restrict__ g_used", "u64 g_max",
+                       "unsigned long long* __restrict__ g_overflow"]
         params += [f"i64* __restrict__ acc{a}" for a in range(len(accs))]
         params.append("unsigned long long* __restrict__ errors")
         out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
@@ -329,7 +353,7 @@ class _Gen:
         body = "\n".join(out) + "\n"
         name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
-                              tuple(payloads))
+                              tuple(payloads), rows_out, marks_out)
 
 
 def _comment(text: str) -> str:

@@ -162,3 +162,55 @@ def _decode_bits(xp: Any, bits: Any, dtype: Any) -> Any:
     if kind == "string":
         return bits.astype(xp.int32)  # dictionary codes
     return bits.astype(dtype.numpy_dtype)
+
+
+@dataclass
+class Selected:
+    """Rows that came out of a materializing pipeline, in (row, build rows) order: the input row,
+    the build row per expanding probe (-1: no match of a left join) and per mark 0/1/2 (NULL)."""
+
+    rows: Any
+    build_rows: dict[int, Any]
+    marks: dict[int, Any]
+
+
+def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+           probes: list[ProbeInput]) -> Selected:
+    """Run a materializing pipeline over ``n`` rows (one launch; once more with the exact output size
+    when matches expanded past the first guess)."""
+    import cupy
+
+    from hetdb.backend.gpu.compile import launch
+
+    k = pipeline.kernel
+    base = pipeline._args(columns, n, lookups, probes)
+    cap = max(n, 1)
+    while True:
+        rows = cupy.empty(cap, dtype=cupy.int64)
+        brows = {p: cupy.empty(cap, dtype=cupy.int64) for p in k.row_outputs}
+        marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
+        count = cupy.zeros(1, dtype=cupy.uint64)
+        errors = cupy.zeros(1, dtype=cupy.uint64)
+        tiles = -(-n // PL_TILE)
+        if tiles:
+            launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
+                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors))
+        if int(errors[0]):
+            raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                             "(DuckDB reports: More than one row returned by a subquery used as an "
+                             "expression); add LIMIT 1 or an aggregate")
+        total = int(count[0])
+        if total <= cap:
+            break
+        cap = total
+    rows = rows[:total]
+    brows = {p: b[:total] for p, b in brows.items()}
+    marks = {p: m[:total] for p, m in marks.items()}
+    # warps claim output positions in whatever order they run: restore the operators' row order
+    # (input row, then build row of each probe, ascending)
+    if total > 1:
+        order = cupy.lexsort(cupy.stack([*reversed(list(brows.values())), rows])) if brows else cupy.argsort(rows)
+        rows = rows[order]
+        brows = {p: b[order] for p, b in brows.items()}
+        marks = {p: m[order] for p, m in marks.items()}
+    return Selected(rows, brows, marks)

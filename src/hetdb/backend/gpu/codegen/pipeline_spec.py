@@ -67,10 +67,17 @@ class AggregateSink:
 
 
 @dataclass(frozen=True)
+class MaterializeSink:
+    """Compaction: the kernel writes, per surviving row (and match), the input row, the build row
+    of every probe that can expand or fill in NULLs (inner, left, single) and every mark (0 false,
+    1 true, 2 NULL); the executor gathers the columns the next sink needs from them."""
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     inputs: tuple[Input, ...]
     stages: tuple[FilterStage | ProjectStage | ProbeStage, ...]
-    sink: AggregateSink
+    sink: AggregateSink | MaterializeSink
 
     def describe(self) -> str:
         """Canonical text (deterministic in every process)."""
@@ -88,6 +95,9 @@ class PipelineSpec:
                              f"{' residual ' + str(s.residual) if s.residual is not None else ''}"
                              f"{' mark ' + s.mark if s.mark else ''}")
         k = self.sink
+        if isinstance(k, MaterializeSink):
+            lines.append("materialize")
+            return "\n".join(lines)
         lines.append("aggregate by [" + ", ".join(map(str, k.keys)) + "] "
                      + ", ".join(f"{op}({a if a is not None else '*'})" for op, a in k.aggs))
         return "\n".join(lines)

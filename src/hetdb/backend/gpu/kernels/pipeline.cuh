@@ -110,4 +110,16 @@ __device__ __forceinline__ i64 civil_part(i64 days, int part) {
   return yoe + era * 400 + (m <= 2 ? 1 : 0);
 }
 
+// Output position of the calling thread among the threads of its warp that call it together:
+// one atomicAdd per warp (warp-aggregated), positions in lane order.
+__device__ __forceinline__ unsigned long long claim(unsigned long long* __restrict__ counter) {
+  const unsigned mask = __activemask();
+  const int lane = threadIdx.x & 31;
+  const int leader = __ffs(mask) - 1;
+  unsigned long long base = 0;
+  if (lane == leader) base = atomicAdd(counter, (unsigned long long)__popc(mask));
+  base = __shfl_sync(mask, base, leader);
+  return base + (unsigned long long)__popc(mask & ((1u << lane) - 1u));
+}
+
 }  // namespace pipe
