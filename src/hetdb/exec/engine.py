@@ -37,6 +37,28 @@ PLAN_CACHE_ENTRIES = 256
 HOST_RESULT_ROWS = 1 << 16
 
 
+def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
+    """How the pipelines of a GPU query ran, from their sinks' notes: compiled by the pipeline
+    compiler, dense-fused, on the host, or operator at a time (not run: skipped, e.g. reused)."""
+    from hetdb.exec.compiled import COMPILED
+
+    modes = {"compiled": 0, "dense_fused": 0, "host": 0, "operator_at_a_time": 0, "not_run": 0}
+    for p in physical.pipelines:
+        s = ops.get(p.sink.op_id)
+        note = s.fused if s is not None else ""
+        if s is None:
+            modes["not_run"] += 1
+        elif note.startswith(COMPILED):
+            modes["compiled"] += 1
+        elif note.startswith(("fused into", "runs inside", "deferred", "not run")):
+            modes["dense_fused"] += 1
+        elif note.startswith("on the host"):
+            modes["host"] += 1
+        else:
+            modes["operator_at_a_time"] += 1
+    return modes
+
+
 def host_tail(physical: PhysicalPlan) -> set[int]:
     """Pipelines that may run on the host: they read only earlier pipelines' results (no table scan,
     no probe into a device hash table) and feed only pipelines of the same kind."""
@@ -313,6 +335,7 @@ class QueryEngine:
                 "gpu_reserved_after": device.memory.used,
                 "gpu_over_budget_bytes": device.memory.peak_over,
                 "cpu_fallbacks": fallbacks,
+                "gpu_pipelines": pipeline_modes(physical, ops),
             })
         return table, stats, physical
 

@@ -526,7 +526,11 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     pred = conjunction(src.scan.filters)
-    fused_rows = unfused = 0
+    fused_rows = unfused = recompiled = 0
+    inputs_ready = False
+    from hetdb.exec.compiled import BatchCompiler
+
+    compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
     hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
     if hot is not None:
         fused_rows, morsels = hot, []
@@ -545,9 +549,13 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             if plan.chain is not None:
                 raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
                                  "although its zone maps said it could")
-            if not unfused and _skipped_inputs(ctx, pipe):
+            if not inputs_ready and _skipped_inputs(ctx, pipe):
                 _run_skipped_inputs(ctx, pipe)  # the operators below probe the builds' hash tables
                 ctx.set_morsel(index)
+            inputs_ready = True
+            if compiler.consume(b):
+                recompiled += 1
+                continue
             unfused += 1
             if pred is not None:
                 from hetdb.exec.columns import filter_batch
@@ -561,6 +569,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     with Timer(ctx, sink.op_id):
         result = fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
+    if recompiled:
+        ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
     if unfused:
         ctx.stat(sink.op_id).fused += f" ({unfused} batches with NULLs ran operator at a time)"
     if result.num_groups:

@@ -225,31 +225,34 @@ class HashAggregate(Sink):
     def sink(self, ctx: ExecContext, batch: Batch, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
         with Timer(ctx, self.op_id):
             ctx.add(self.op_id, rows_in=batch.num_rows)
-            part = self._partial(ctx, g, batch)
-            if g.parts is not None:
-                self._spill(ctx, g, [part])
-                return
-            size = batch_nbytes(part)
-            if not g.reservation.try_grow(size):
-                self._start_spilling(ctx, g, l)
-                self._spill(ctx, g, [part])
-                return
-            l.batches.append(part)
-            l.rows += part.num_rows
-            l.nbytes += size
-            if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
-                before = l.rows
-                merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
-                new = batch_nbytes(merged)
-                g.reservation.force_grow(new)
-                g.reservation.shrink(l.nbytes)
-                l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
-                l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
-                if merged.num_rows > MERGE_KEEP * before:
-                    # Batches share few groups (q18: l_orderkey over lineitem in key order): local
-                    # merges would re-hash every group again at each doubling for no reduction;
-                    # leave them all to the one final merge, which runs on every kernel thread.
-                    l.merge_at = float("inf")
+            self.add_partial(ctx, self._partial(ctx, g, batch), g, l)
+
+    def add_partial(self, ctx: ExecContext, part: Batch, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
+        """Take a batch of partial states (a compiled GPU pipeline's groups, or ``_partial``'s)."""
+        if g.parts is not None:
+            self._spill(ctx, g, [part])
+            return
+        size = batch_nbytes(part)
+        if not g.reservation.try_grow(size):
+            self._start_spilling(ctx, g, l)
+            self._spill(ctx, g, [part])
+            return
+        l.batches.append(part)
+        l.rows += part.num_rows
+        l.nbytes += size
+        if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
+            before = l.rows
+            merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+            new = batch_nbytes(merged)
+            g.reservation.force_grow(new)
+            g.reservation.shrink(l.nbytes)
+            l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
+            l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
+            if merged.num_rows > MERGE_KEEP * before:
+                # Batches share few groups (q18: l_orderkey over lineitem in key order): local
+                # merges would re-hash every group again at each doubling for no reduction;
+                # leave them all to the one final merge, which runs on every kernel thread.
+                l.merge_at = float("inf")
 
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
         with g.lock:
