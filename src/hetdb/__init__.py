@@ -8,6 +8,7 @@ from hetdb.errors import (
     HetdbError,
     InputError,
     OutOfMemoryError,
+    OutOfRangeError,
     SqlError,
     UnsupportedError,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "CatalogError",
     "CorruptDataError",
     "OutOfMemoryError",
+    "OutOfRangeError",
     "UnsupportedError",
     "InputError",
     "__version__",
