@@ -139,15 +139,23 @@ def checked(xp, op: str, x: Any, y: Any, rt: DataType, valid: Any, describe) -> 
 
 
 def _exact(xp, op: str, x: Any, y: Any, rt: DataType, valid: Any, describe) -> Any:
-    res = _back(xp, _OPS[op](as_object(xp, x), as_object(xp, y)), valid)
+    """The batch redone on Python ints (on the host): an error for a value past a narrow ``rt``,
+    the exact values otherwise (back on the device when they fit 64 bits)."""
+    hx, hy, hv = _host(x), _host(y), None if valid is None else _host(valid)
+    res = _back(np, _OPS[op](hx.astype(object), hy.astype(object)), hv)
     lo, hi = bounds(rt)
     bad = np.array([not (lo <= v <= hi) for v in res.tolist()], dtype=bool)
     if bool(bad.any()):
         i = int(np.flatnonzero(bad)[0])
         tail = ". You might want to add an explicit cast to a bigger decimal." if rt.kind == "decimal" else "!"
         raise OutOfRangeError(f"Out of Range Error: Overflow in {_WORD[op]} of {duck_name(rt)} "
-                              f"({describe(_py(x[i]), _py(y[i]))}){tail}")
-    return narrow(res) if rt.is_wide else res.astype(rt.numpy_dtype)
+                              f"({describe(_py(hx[i]), _py(hy[i]))}){tail}")
+    out = narrow(res) if rt.is_wide else res.astype(rt.numpy_dtype)
+    return as_object(xp, out) if is_object(out) else xp.asarray(out)
+
+
+def _host(a: Any) -> Any:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def _back(xp, res: Any, valid: Any) -> Any:
@@ -279,6 +287,22 @@ def group_sum(be, data: Any, gid: Any, ng: int, valid: Any) -> tuple[Any, Any]:
     if is_object(out):
         return as_object(xp, out), has
     return be.asarray(out), has
+
+
+def wide_sum(xp, wrapped: Any, approx: Any) -> Any:
+    """Exact sums from int64 sums that may have wrapped (exact modulo 2^64) and DOUBLE sums of the
+    same values: the true sum is wrapped + k * 2^64 with k = round((approx - wrapped) / 2^64), exact
+    while the DOUBLE sum's rounding error stays below 2^63 (n * 2^-53 * sum|x| < 2^63: any realistic
+    input). Where every |approx| < 2^62 nothing wrapped and ``wrapped`` is returned as it is."""
+    if int(wrapped.shape[0]) == 0 or not bool((xp.abs(approx) >= 2.0**62).any()):
+        return wrapped
+    w = [int(v) for v in np.asarray(wrapped.get() if hasattr(wrapped, "get") else wrapped).tolist()]
+    f = np.asarray(approx.get() if hasattr(approx, "get") else approx).tolist()
+    exact = np.array([v + round((a - v) / 2.0**64) * 2**64 for v, a in zip(w, f)], dtype=object)
+    out = narrow(exact)
+    if is_object(out):
+        return as_object(xp, out)
+    return xp.asarray(out)
 
 
 def sort_key(xp, data: Any) -> Any:

@@ -54,6 +54,9 @@ def check_expr(expr: Expr, available: dict[str, DataType]) -> Code:
 
 def translate(expr: Expr, env: dict[str, Code]) -> Code:
     """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code."""
+    if expr.dtype.is_wide:
+        raise ExprError(f"{expr} is {expr.dtype}: HUGEINT / DECIMAL(>18) is checked operator at a time, "
+                        "not fused")
     if isinstance(expr, ColumnRef):
         code = env.get(expr.cid)
         if code is None:
@@ -107,6 +110,9 @@ def _scale(dtype: DataType) -> int:
 def convert(code: Code, dst: DataType) -> str:
     """``code`` as a value of ``dst`` (exact conversions only)."""
     src = code.dtype
+    if dst.is_wide or src.is_wide:
+        raise ExprError(f"{src} -> {dst}: HUGEINT / DECIMAL(>18) arithmetic is checked operator at a time, "
+                        "not fused")
     if src == dst:
         return code.text
     sk, dk = src.kind, dst.kind
