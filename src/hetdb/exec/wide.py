@@ -113,27 +113,27 @@ def checked(xp, op: str, x: Any, y: Any, rt: DataType, valid: Any, describe) -> 
     """x op y (op: add, sub, mul) on exact physical values of result type ``rt``; ``describe(a, b)``
     renders the failing operands for the message.
 
-    int64 arithmetic wraps; a wrapped row is detected (sign rules for add/sub, a float estimate for
-    mul, then exactly) and the batch is redone on Python ints: kept as objects for a wide ``rt``,
-    otherwise raised as DuckDB's "Overflow in <op> of <type> (x <op> y)!"."""
+    Fast path: the operands' min/max bound the result, and when the bound fits int64 and ``rt``
+    (the usual case) the plain int64 result is returned after a few reductions. Otherwise the rows
+    are checked one by one and the batch is redone exactly on Python ints (``_exact``): kept for a
+    wide ``rt``, else raised as DuckDB's "Overflow in <op> of <type> (x <op> y)!"."""
     if is_object(x) or is_object(y):
         return _exact(xp, op, x, y, rt, valid, describe)
+    if int(x.shape[0]) == 0:
+        return _OPS[op](x, y).astype(rt.numpy_dtype, copy=False)
+    ax = max(-int(x.min()), int(x.max()))  # NULL slots only make the bounds larger
+    ay = max(-int(y.min()), int(y.max()))
+    bound = ax * ay if op == "mul" else ax + ay
+    lo, hi = bounds(rt)
+    if bound <= min(-lo, hi, I64_MAX):
+        # no row can leave the result type: compute in it directly
+        nd = rt.numpy_dtype
+        return _OPS[op](x.astype(nd, copy=False), y.astype(nd, copy=False))
     x64 = x.astype(xp.int64, copy=False)
     y64 = y.astype(xp.int64, copy=False)
     with np.errstate(over="ignore"):
         r = _OPS[op](x64, y64)
-    if op == "add":
-        over = ((x64 ^ r) & (y64 ^ r)) < 0
-    elif op == "sub":
-        over = ((x64 ^ y64) & (x64 ^ r)) < 0
-    else:
-        over = xp.abs(x64.astype(xp.float64) * y64.astype(xp.float64)) >= 9.2e18
-    lo, hi = bounds(rt)
-    if lo > I64_MIN or hi < I64_MAX:
-        over = over | (r < lo) | (r > hi)
-    if valid is not None:
-        over = over & valid
-    if not bool(over.any()):
+    if bound <= I64_MAX and int(r.min()) >= lo and int(r.max()) <= hi:
         return r.astype(rt.numpy_dtype, copy=False)
     return _exact(xp, op, x64, y64, rt, valid, describe)
 
@@ -275,10 +275,10 @@ def group_sum(be, data: Any, gid: Any, ng: int, valid: Any) -> tuple[Any, Any]:
     if n == 0 or data.dtype.itemsize <= 4:
         return res, has
     x = data.astype(xp.int64, copy=False)
-    vals = x if valid is None else xp.where(valid, x, 0)
-    bound = max(-int(vals.min()), int(vals.max()))
+    bound = max(-int(x.min()), int(x.max()))  # NULL slots only make the bound larger
     if bound * n < 2**63:
         return res, has
+    vals = x if valid is None else xp.where(valid, x, 0)
     hi, _ = be.aggregate("sum", vals >> 32, gid, ng, valid)
     lo, _ = be.aggregate("sum", vals & 0xFFFF_FFFF, gid, ng, valid)
     exact = np.array([h * 2**32 + q for h, q in zip(be.to_host(hi).tolist(), be.to_host(lo).tolist())],
