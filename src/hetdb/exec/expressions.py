@@ -225,13 +225,13 @@ def _convert(xp, data: Any, src: DataType, dst: DataType, valid: Any = None) -> 
         return data.astype(ndt)
     src_scale = src.scale if sk == "decimal" else 0
     dst_scale = dst.scale if dk == "decimal" else 0
-    x = data if W.is_object(data) else data.astype(xp.int64)
+    x = data if W.is_object(data) else data.astype(xp.int64, copy=False)
     if dst_scale > src_scale:
         x = W.scale_up(xp, x, dst_scale - src_scale, dst, valid)
     elif dst_scale < src_scale:
         x = _round_div(xp, x, _pow10(src_scale - dst_scale))
     if _within(src, dst) and not W.is_object(x):
-        return x.astype(ndt)
+        return x.astype(ndt, copy=False)
     return W.check_range(xp, x, dst, valid, W.cast_message(src, dst))
 
 

@@ -54,15 +54,19 @@ def on_host(xp) -> bool:
     return xp is np
 
 
-def as_object(xp, a: Any) -> Any:
+def _require_host(xp) -> None:
     if not on_host(xp):
         raise OutOfRangeError("a HUGEINT / DECIMAL(38) value needs more than 64 bits, which the GPU "
                               "path does not hold; run this query with device='cpu'")
+
+
+def as_object(xp, a: Any) -> Any:
+    _require_host(xp)
     return a if is_object(a) else np.asarray(a).astype(object)
 
 
 def object_full(xp, value: int, n: int) -> Any:
-    as_object(xp, np.zeros(0, np.int64))  # refuses on the GPU
+    _require_host(xp)
     out = np.empty(n, dtype=object)
     out[:] = value
     return out
