@@ -18,7 +18,7 @@ import numpy as np
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.errors import HetdbError, OutOfRangeError, UnsupportedError
+from hetdb.errors import HetdbError, OutOfMemoryError, OutOfRangeError, UnsupportedError
 from hetdb.exec import wide as W
 from hetdb.exec.columns import and_valid, concat_columns, full_column, take, take_batch, to_plain
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
@@ -137,6 +137,8 @@ class ExprEvaluator:
     def _case(self, expr: Case, batch: Batch) -> Column:
         try:
             return self._case_eager(expr, batch)
+        except OutOfMemoryError:
+            raise
         except HetdbError:
             # a branch raised: evaluate each branch only on the rows that take it (as DuckDB does),
             # so an error in a branch no row takes is never seen
@@ -333,6 +335,8 @@ def _guarded(fn):
     def run(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
         try:
             return fn(ev, expr, batch)
+        except OutOfMemoryError:
+            raise
         except HetdbError:
             return _lazy_logic(ev, expr, batch)
     return run
