@@ -11,6 +11,7 @@ from hetdb.errors import (
     HetdbError,
     InputError,
     OutOfMemoryError,
+    OutOfRangeError,
     SqlError,
     UnsupportedError,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "CatalogError",
     "CorruptDataError",
     "OutOfMemoryError",
+    "OutOfRangeError",
     "UnsupportedError",
     "InputError",
     "__version__",

@@ -33,6 +33,11 @@ class OutOfMemoryError(HetdbError):
     """A memory reservation was refused and nothing could spill."""
 
 
+class OutOfRangeError(HetdbError):
+    """A value does not fit its type (integer/decimal overflow, a cast out of range), as DuckDB's
+    "Out of Range" / "Conversion" errors."""
+
+
 class UnsupportedError(HetdbError):
     """hetdb does not support a construct (named in the message); refused before execution."""
 
@@ -47,6 +52,7 @@ __all__ = [
     "CatalogError",
     "CorruptDataError",
     "OutOfMemoryError",
+    "OutOfRangeError",
     "UnsupportedError",
     "InputError",
 ]

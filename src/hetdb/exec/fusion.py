@@ -42,6 +42,7 @@ from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashBuild, HashProbe, _key_name
 from hetdb.exec.operators.scan import TableScan, conjunction
+from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import Cast, ColumnRef, Expr, Field
 from hetdb.plan.exprutil import conjuncts, substitute
 from hetdb.types import DataType
@@ -435,6 +436,11 @@ def _aggregates(sink: HashAggregate, alias: dict[str, Expr]) -> tuple[list, list
             slots.append((j, {"sum": "sum", "min": "val", "max": "val"}.get(a.op, "cnt"), len(aggs) - 1))
         else:
             raise _NotFused(f"aggregate {a.op} is not fused")
+        if a.op in ("sum", "avg") and a.arg.dtype.kind not in ("float64", "int32"):
+            # the int64 sum of BIGINT/DECIMAL values is exact modulo 2^64 (INTEGER sums cannot wrap);
+            # a DOUBLE sum of the same values tells which multiple of 2^64 it is off by (wide_sum)
+            aggs.append(AggregateSpec("sum", Cast(T.FLOAT64, arg)))
+            slots.append((j, "fsum", len(aggs) - 1))
     return aggs, slots
 
 
@@ -644,12 +650,19 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
             cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
         else:
             cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
+    fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
     for j, part, k in plan.slots:
         a = sink.aggs[j][1]
         v = result.values[k]
+        if part == "fsum":
+            continue
         if part == "sum":
             st = _sum_type(a.arg.dtype)
-            cols[_s(j, part)] = Column(st, data=v.astype(st.numpy_dtype), validity=xp.ones(n, dtype=bool))
+            data = v.astype(st.numpy_dtype)
+            if j in fsums:
+                scale = a.arg.dtype.scale if a.arg.dtype.kind == "decimal" else 0
+                data = wide_sum(xp, data, fsums[j] * float(10 ** scale))
+            cols[_s(j, part)] = Column(st, data=data, validity=xp.ones(n, dtype=bool))
         elif part == "cnt":
             cols[_s(j, part)] = Column(T.INT64, data=v.astype(xp.int64))
         else:

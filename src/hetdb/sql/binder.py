@@ -429,9 +429,12 @@ class Binder:
         ctx = ExprContext(scope, self, "GROUP BY")
         exprs = list(group.expressions)
         if group.args.get("all"):
-            # GROUP BY ALL: every select item that contains no aggregate (DuckDB's rule).
+            # GROUP BY ALL: every select item that contains no aggregate (DuckDB's rule); next to an
+            # aggregate, constant items are no keys (so over no rows the aggregate's one row remains)
+            aggs = any(isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items)
             exprs = [exp.Literal.number(i + 1) for i, (_, n) in enumerate(sel_items)
-                     if not (isinstance(n, exp.Expression) and _contains_agg(n))]
+                     if not (isinstance(n, exp.Expression) and _contains_agg(n))
+                     and not (aggs and isinstance(n, exp.Expression) and n.find(exp.Column) is None)]
         for g in exprs:
             node = self._select_ref(g, sel_items, scope)
             e = node if isinstance(node, Expr) else bind_expr(node, ctx)

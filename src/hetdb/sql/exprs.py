@@ -142,9 +142,9 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
             if isinstance(node, exp.Avg):
                 call = AggCall(T.FLOAT64, "avg", arg, distinct)
             else:
-                rt = {"int32": T.INT64, "int64": T.INT64, "float64": T.FLOAT64}.get(t.kind)
-                if rt is None:
-                    rt = T.decimal(T.MAX_DECIMAL_PRECISION, t.scale)
+                # DuckDB: SUM of integers is HUGEINT, of DECIMAL(p, s) is DECIMAL(38, s)
+                rt = T.FLOAT64 if t.kind == "float64" else T.INT128 if t.is_integer \
+                    else T.wide_decimal(T.MAX_WIDE_PRECISION, t.scale)
                 call = AggCall(rt, "sum", arg, distinct)
     for f, existing in agg.aggs:
         if existing == call:
@@ -341,7 +341,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.Nullif):
         x, y = b(node.this), b(node.expression)
         t = TY.common_type(x, y, "NULLIF")
-        return Call(t, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
+        # compared in the common type; the result keeps the first argument's type (DuckDB)
+        return Call(t if TY.is_null_literal(x) else x.dtype, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
     if isinstance(node, exp.Substring):
         s = b(node.this)
         if s.dtype.kind != "string":
@@ -371,7 +372,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return Call(T.INT64, "length", (x,))
     if isinstance(node, exp.DPipe | exp.Concat):
         parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else node.expressions
-        return Call(T.STRING, "concat", tuple(TY.cast_to(b(p), T.STRING) for p in parts))
+        op = "concat" if isinstance(node, exp.DPipe) else "concat_skip"  # concat() skips NULLs
+        return Call(T.STRING, op, tuple(TY.cast_to(b(p), T.STRING) for p in parts))
     if isinstance(node, exp.Interval):
         raise UnsupportedError("INTERVAL outside DATE ± INTERVAL")
     if isinstance(node, exp.Star):

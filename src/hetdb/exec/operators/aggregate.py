@@ -23,6 +23,7 @@ from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
+from hetdb.exec.wide import group_sum, is_object, key_value, sort_key
 from hetdb.plan.expr import AggCall, Expr, Field
 
 MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this many groups
@@ -38,11 +39,12 @@ def _s(j: int, part: str) -> str:
 
 
 def _sum_type(t: T.DataType) -> T.DataType:
+    """The state type of SUM/AVG: DOUBLE, else exact and 128 bits wide like DuckDB's SUM result."""
     if t.kind == "float64":
         return T.FLOAT64
     if t.kind == "decimal":
-        return T.decimal(18, t.scale)
-    return T.INT64
+        return T.wide_decimal(T.MAX_WIDE_PRECISION, t.scale)
+    return T.INT128
 
 
 class _AggState:
@@ -122,7 +124,7 @@ class HashAggregate(Sink):
                 data = col.data if col.dictionary is not None else \
                     ctx.backend.factorize_strings(col.offsets, col.chars)[0]
             else:
-                data = enc.encode(col) if col.dtype.kind == "string" else col.data
+                data = enc.encode(col) if col.dtype.kind == "string" else key_value(xp, col.data)
             if data.dtype == bool:
                 data = data.astype(xp.int32)
             if col.validity is not None:
@@ -169,8 +171,7 @@ class HashAggregate(Sink):
         if a.op in ("sum", "avg"):
             st = _sum_type(a.arg.dtype)
             data = arg.data if arg.dtype == st else _convert(be.xp, arg.data, arg.dtype, st)
-            res, has = be.aggregate("sum", data, gid, ng, arg.validity)
-            out[_s(j, "sum")] = Column(st, data=res.astype(st.numpy_dtype), validity=has)
+            out[_s(j, "sum")] = self._sum_column(ctx, st, data, gid, ng, arg.validity)
         if a.op in ("count", "avg"):
             res, _ = be.aggregate("count", arg.data if arg.data is not None else None, gid, ng, arg.validity)
             out[_s(j, "cnt")] = Column(T.INT64, data=res)
@@ -186,8 +187,7 @@ class HashAggregate(Sink):
         out = {}
         if a.op in ("sum", "avg"):
             s = state.columns[_s(j, "sum")]
-            res, has = be.aggregate("sum", s.data, gid, ng, s.validity)
-            out[_s(j, "sum")] = Column(s.dtype, data=res.astype(s.dtype.numpy_dtype), validity=has)
+            out[_s(j, "sum")] = self._sum_column(ctx, s.dtype, s.data, gid, ng, s.validity)
         if a.op in ("count", "count_star", "avg"):
             c = state.columns[_s(j, "cnt")]
             res, _ = be.aggregate("sum", c.data, gid, ng)
@@ -196,11 +196,20 @@ class HashAggregate(Sink):
             out[_s(j, "val")] = self._pick(ctx, a.op, state.columns[_s(j, "val")], gid, ng)
         return out
 
+    @staticmethod
+    def _sum_column(ctx: ExecContext, st: T.DataType, data, gid, ng: int, validity) -> Column:
+        be = ctx.backend
+        if st.kind == "float64":
+            res, has = be.aggregate("sum", data, gid, ng, validity)
+            return Column(st, data=res.astype(st.numpy_dtype), validity=has)
+        res, has = group_sum(be, data, gid, ng, validity)
+        return Column(st, data=res, validity=has)
+
     def _pick(self, ctx: ExecContext, op: str, col: Column, gid, ng) -> Column:
         """min/max/any per group as a column of the argument's type (strings included)."""
         be, xp = ctx.backend, ctx.backend.xp
         n = len(col)
-        if op == "any" or col.dtype.kind == "string" or col.dtype.kind == "bool":
+        if op == "any" or col.dtype.kind == "string" or col.dtype.kind == "bool" or is_object(col.data):
             if op == "any":
                 order = xp.arange(n, dtype=xp.int64)
                 pool = col
@@ -211,7 +220,7 @@ class HashAggregate(Sink):
                     codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
                     order = codes.astype(xp.int64)
                 else:
-                    order = col.data.astype(xp.int64)
+                    order = sort_key(xp, col.data).astype(xp.int64)
                 order = order * (n + 1) + xp.arange(n, dtype=xp.int64)  # ties -> first row
                 pool = plain
             best, has = be.aggregate("max" if op == "max" else "min", order, gid, ng, col.validity)
@@ -348,7 +357,7 @@ class HashAggregate(Sink):
             sub_gid = gid
             if a.distinct and arg is not None:
                 enc = g.value_encoders.setdefault(j, encoders_for(be, [arg.dtype])[0])
-                vals = enc.encode(arg) if arg.dtype.kind == "string" else arg.data
+                vals = enc.encode(arg) if arg.dtype.kind == "string" else sort_key(xp, arg.data)
                 if vals.dtype == bool:
                     vals = vals.astype(xp.int32)
                 valid = arg.validity if arg.validity is not None else xp.ones(len(arg), dtype=bool)

@@ -17,6 +17,7 @@ from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, slice_batch, take_batch, to_plain
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.exec.wide import sort_key
 from hetdb.plan.expr import Field, SortKey
 
 # A sort of at most this many rows runs whatever the limit (the least it needs to make progress).
@@ -43,7 +44,7 @@ def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tupl
         if col.validity is not None:
             # Values under NULL are arbitrary: make all NULLs equal so later keys order them.
             data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
-        arrays.append(data)
+        arrays.append(sort_key(xp, data))
         desc.append(k.descending)
     return arrays, desc
 
