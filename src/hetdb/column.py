@@ -141,10 +141,13 @@ def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
     target = pa.decimal128(38, dtype.scale)
     try:
         as38 = arr.cast(target)
-        limit = pa.scalar(10 ** T.MAX_DECIMAL_PRECISION, pa.decimal128(38, 0)).cast(target)
+        # DECIMAL(p, s) holds |value| < 10**(p - s): compare values, not the unscaled integers
+        limit = pa.scalar(10 ** (dtype.precision - dtype.scale), pa.decimal128(38, 0)).cast(target)
         too_big = pc.greater_equal(pc.abs(as38), limit)
         if pc.any(too_big).as_py():
-            raise InputError(f"a decimal value does not fit in {T.MAX_DECIMAL_PRECISION} digits")
+            first = as38.filter(too_big)[0]
+            raise InputError(f"decimal value {first} does not fit in DECIMAL({dtype.precision},{dtype.scale}) "
+                             f"(hetdb stores at most {T.MAX_DECIMAL_PRECISION} digits)")
         filled = as38.fill_null(pa.scalar(0, target)) if as38.null_count else as38
         raw = np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset * 2:(filled.offset + len(filled)) * 2]
         return raw[0::2].copy()

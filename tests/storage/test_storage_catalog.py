@@ -88,7 +88,7 @@ def test_abort_leaves_nothing(db: Database) -> None:
     w.append_arrow(t.slice(0, 5))
     w.abort()
     assert db.table("t").num_rows == 100 and db.table("t").version == 1
-    assert sorted(os.listdir(os.path.join(db.path, "tables", "t"))) == ["CURRENT", "v1"]
+    assert sorted(os.listdir(os.path.join(db.path, "tables", "t"))) == ["CURRENT", "LOCK", "v1"]  # LOCK: the writers' lock file
 
 
 def test_drop_table(db: Database) -> None:

@@ -113,15 +113,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args) or 0
     except HetdbError as e:
-        from rich.console import Console
-        from rich.text import Text
-
-        Console(stderr=True, soft_wrap=True).print(
-            Text.assemble(("error: ", "bold red"), f"{type(e).__name__}: {e}"), highlight=False)
-        return 1
+        return _print_error(type(e).__name__, str(e))
+    except MemoryError as e:
+        # a stray MemoryError (outside hetdb's reservations) is still a user-facing condition
+        return _print_error("OutOfMemoryError", f"out of host memory{f' ({e})' if str(e) else ''}: set "
+                            "--host-memory-limit lower so operators spill, or use a machine with more memory")
+    except OSError as e:  # the file system refused something (disk full, permissions, ...)
+        return _print_error(type(e).__name__, str(e))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _print_error(kind: str, message: str) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
+    # bytes of a binary input quoted in the message must not break the line or drive the terminal
+    shown = "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in message)
+    Console(stderr=True, soft_wrap=True).print(
+        Text.assemble(("error: ", "bold red"), f"{kind}: {shown}"), highlight=False)
+    return 1
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
+from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
 from hetdb.errors import HetdbError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
@@ -202,6 +203,9 @@ class QueryEngine:
 
     # ---- running ------------------------------------------------------------------------------------
     def execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
+        return run_guarded("query", lambda: self._execute(sql), deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
+
+    def _execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_seconds = time.perf_counter() - t0
@@ -370,6 +374,9 @@ class QueryEngine:
         return host
 
     def explain(self, sql: str, analyze: bool = False) -> str:
+        return run_guarded("query", lambda: self._explain(sql, analyze), deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
+
+    def _explain(self, sql: str, analyze: bool) -> str:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_ms = (time.perf_counter() - t0) * 1000

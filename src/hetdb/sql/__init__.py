@@ -25,7 +25,7 @@ def bind(sql: str, db) -> Output:
     except HetdbError:
         raise
     except RecursionError:
-        raise UnsupportedError("the query is nested too deeply for hetdb to bind") from None
+        raise  # hetdb.deepstack retries on a deeper stack
     except Exception as e:  # noqa: BLE001 - a binder bug must reach the user as a typed error
         raise UnsupportedError(f"hetdb could not bind this query ({type(e).__name__}: {e}); "
                                "please report it with the query text") from e
