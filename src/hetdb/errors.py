@@ -33,6 +33,11 @@ class OutOfMemoryError(HetdbError):
     """A memory reservation was refused and nothing could spill."""
 
 
+class GpuOutOfMemoryError(OutOfMemoryError):
+    """The GPU memory budget (gpu_memory_limit) refused a reservation; the engine retries the query
+    with the device page cache emptied, then on the CPU, before it reports this."""
+
+
 class UnsupportedError(HetdbError):
     """hetdb does not support a construct (named in the message); refused before execution."""
 
@@ -47,6 +52,7 @@ __all__ = [
     "CatalogError",
     "CorruptDataError",
     "OutOfMemoryError",
+    "GpuOutOfMemoryError",
     "UnsupportedError",
     "InputError",
 ]
