@@ -245,9 +245,12 @@ class HashAggregate(Sink):
                 before = l.rows
                 merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
                 new = batch_nbytes(merged)
-                g.reservation.force_grow(new)
                 g.reservation.shrink(l.nbytes)
-                l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
+                l.batches, l.rows, l.nbytes = [merged], merged.num_rows, 0
+                if not g.reservation.try_grow(new):
+                    self._start_spilling(ctx, g, l)
+                    return
+                l.nbytes = new
                 l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
                 if merged.num_rows > MERGE_KEEP * before:
                     # Batches share few groups (q18: l_orderkey over lineitem in key order): local
