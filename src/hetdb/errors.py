@@ -38,6 +38,11 @@ class OutOfRangeError(HetdbError):
     "Out of Range" / "Conversion" errors."""
 
 
+class GpuOutOfMemoryError(OutOfMemoryError):
+    """The GPU memory budget (gpu_memory_limit) refused a reservation; the engine retries the query
+    with the device page cache emptied, then on the CPU, before it reports this."""
+
+
 class UnsupportedError(HetdbError):
     """hetdb does not support a construct (named in the message); refused before execution."""
 
@@ -53,6 +58,7 @@ __all__ = [
     "CorruptDataError",
     "OutOfMemoryError",
     "OutOfRangeError",
+    "GpuOutOfMemoryError",
     "UnsupportedError",
     "InputError",
 ]

@@ -145,6 +145,7 @@ class QueryEngine:
         # fused pipelines' dense tables per cached physical plan (device cache entries on the GPU)
         self.fused_states = FusedStateStore(self.device.cache if self.device is not None else None)
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
+        self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         if self.device is not None:
             self.tail_backend = _tail_backend()
 
@@ -222,15 +223,16 @@ class QueryEngine:
         from it (fused pipelines' dense tables) may be kept for its next runs."""
         if self.device is None:
             return self._run(plan, physical, reuse)
-        from hetdb.exec.device import is_device_oom, oom_error
+        from hetdb.exec.device import is_device_oom
 
         try:
             return self._run(plan, physical, reuse)
         except Exception as e:
             if not is_device_oom(e):
                 raise
-        # CUDA itself ran out (memory outside hetdb's accounting): drop cached pages and run again
-        # with operators allowed a quarter of their share, so joins and aggregations partition early.
+        # Out of device memory (hetdb's budget refused what nothing could spill, or CUDA itself ran
+        # out): drop cached pages and run again with operators allowed a quarter of their share, so
+        # joins and aggregations partition early and pages in flight find room.
         memory = self.device.memory
         limit = memory.limit
         self.device.cache.clear()
@@ -239,12 +241,27 @@ class QueryEngine:
         try:
             table, stats, physical = self._run(plan, physical, reuse)
         except Exception as e:
-            if is_device_oom(e):
-                raise oom_error(e, self.device.budget.limit_bytes) from None
-            raise
+            if not is_device_oom(e):
+                raise
+            # still too little: the query runs on the CPU, said in its statistics and EXPLAIN ANALYZE
+            return self._run_on_cpu(plan, physical, str(e))
         finally:
             memory.limit = limit
         stats["gpu_oom_retried"] = True
+        return table, stats, physical
+
+    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str
+                    ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+        """Run a query the GPU budget could not hold on the CPU backend (same physical plan)."""
+        if self._cpu_engine is None:
+            from hetdb.backend.cpu import CpuBackend
+
+            self._cpu_engine = QueryEngine(self.db, CpuBackend(), self.options)
+        table, stats, physical = self._cpu_engine._run(plan, physical)
+        stats.update({"peak_gpu_bytes": 0, "pages_cached": 0, "gpu_cache_bytes": self.device.cache.used_bytes,
+                      "gpu_leaked_bytes": 0, "gpu_reserved_after": self.device.memory.used,
+                      "gpu_over_budget_bytes": 0, "gpu_oom_retried": True,
+                      "cpu_fallbacks": {f"query on the CPU: gpu_memory_limit too small ({reason})": 1}})
         return table, stats, physical
 
     def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False
@@ -396,11 +413,17 @@ class QueryEngine:
                       f"bytes host->device={stats['bytes_host_to_device']:,} "
                       f"peak device memory={stats['peak_gpu_bytes']:,} "
                       f"spilled partitions={stats['spilled_partitions']:,}")
+            if stats.get("gpu_oom_retried"):
+                total += ("\nGPU memory: gpu_memory_limit refused what nothing could spill; the query ran again "
+                          "with the device page cache emptied and operators at a quarter of their share")
             if stats["cpu_fallbacks"]:
                 total += "\nCPU fallbacks: " + ", ".join(f"{w} x{n}" for w, n in sorted(stats["cpu_fallbacks"].items()))
         return total
 
     def close(self) -> None:
+        if self._cpu_engine is not None:
+            self._cpu_engine.close()
+            self._cpu_engine = None
         if self.device is not None:
             self.device.close()
         if self._pool is not None:

@@ -27,6 +27,10 @@ from hetdb.exec.wide import group_sum, is_object, key_value, sort_key
 from hetdb.plan.expr import AggCall, Expr, Field
 
 MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this many groups
+# Bytes per partial-state row a merge's hash table and key matrix take (beside the states).
+GROUP_BYTES_PER_ROW = 96
+# Final merges of at most this many state rows run whatever the limit (the least needed to progress).
+MIN_FINAL_ROWS = 1 << 10
 MERGE_KEEP = 0.8  # a local merge that keeps more of its groups than this stops the worker merging
 
 
@@ -253,9 +257,12 @@ class HashAggregate(Sink):
             before = l.rows
             merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
             new = batch_nbytes(merged)
-            g.reservation.force_grow(new)
             g.reservation.shrink(l.nbytes)
-            l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
+            l.batches, l.rows, l.nbytes = [merged], merged.num_rows, 0
+            if not g.reservation.try_grow(new):
+                self._start_spilling(ctx, g, l)
+                return
+            l.nbytes = new
             l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
             if merged.num_rows > MERGE_KEEP * before:
                 # Batches share few groups (q18: l_orderkey over lineitem in key order): local
@@ -296,8 +303,22 @@ class HashAggregate(Sink):
 
     def finalize(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
         with Timer(ctx, self.op_id):
+            work = 0
+            if g.parts is None and self.keys and len(g.batches) > 1:
+                # the final merge concatenates the states and hashes them: reserve that first, and
+                # finish partition by partition when it does not fit
+                rows = sum(b.num_rows for b in g.batches)
+                work = g.reservation.nbytes + self.merge_bytes(rows)
+                if not g.reservation.try_grow(work):
+                    work = 0
+                    if rows > MIN_FINAL_ROWS:
+                        local = _AggLocal()
+                        local.batches, local.nbytes = g.batches, g.reservation.nbytes
+                        g.batches = []
+                        self._start_spilling(ctx, g, local)
             if g.parts is None:
                 out = [self._final(ctx, g, g.batches)]
+                g.reservation.shrink(work)
             else:
                 from hetdb.exec.operators.aggregate_spill import finish_partition
 
@@ -314,6 +335,11 @@ class HashAggregate(Sink):
             return [item for b in out for item in hold(ctx, g.reservation, b)]
 
     # ---- final values ----------------------------------------------------------------------------------------
+    def merge_bytes(self, rows: int) -> int:
+        """Working memory of merging ``rows`` partial states: key columns with their validity as a
+        key matrix, hashes, the hash table's slots and ids, the group ids."""
+        return rows * (GROUP_BYTES_PER_ROW + 16 * len(self.keys))
+
     def _final(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> Batch:
         be = ctx.backend
         batches = [b for b in batches if b.num_rows]

@@ -34,9 +34,10 @@ def finish_partition(op: Any, ctx: ExecContext, g: Any, f: Any, level: int) -> l
         res = Reservation(ctx.memory)
         try:
             # the states and their merge (concatenated, then grouped)
-            if res.try_grow(2 * f.nbytes) or f.num_rows <= MIN_ROWS:
+            need = 2 * f.nbytes + op.merge_bytes(f.num_rows)
+            if res.try_grow(need) or f.num_rows <= MIN_ROWS:
                 if not res.nbytes:
-                    res.force_grow(2 * f.nbytes)
+                    res.force_grow(need)
                 return [op._final(ctx, g, f.read_all(ctx.backend))]
         finally:
             res.close()

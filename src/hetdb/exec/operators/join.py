@@ -75,9 +75,15 @@ def check_single(counts: Any) -> None:
 
 
 def _counts(be: Any, table: Any, arrays: list[Any]) -> Any:
-    if not int(arrays[0].shape[0]):
+    """Build rows matching each probe row: sized without pairs where the backend can (CPU), else
+    counted from the pairs (the GPU's probe makes them on the device)."""
+    n = int(arrays[0].shape[0])
+    if not n:
         return be.xp.zeros(0, dtype=be.xp.int64)
-    return be.join_match_counts(table, arrays)
+    if hasattr(be, "join_match_counts"):
+        return be.join_match_counts(table, arrays)
+    pi, _ = be.join_probe(table, arrays, "inner")
+    return be.xp.bincount(pi, minlength=n).astype(be.xp.int64)
 
 
 @dataclass
