@@ -16,6 +16,11 @@ CASES: list[tuple[str, object, dict, int]] = [
     ("SELECT sl, count(*) FROM fa GROUP BY sl", None, {"host_memory_limit": "16KB", "threads": 4}, 8),
     ("SELECT s, sl, count(*), min(id) FROM fa GROUP BY s, sl", None,
      {"host_memory_limit": "16KB", "threads": 4}, 8),
+    # a CASE/COALESCE branch raised division by zero for rows that do not take it
+    ("SELECT k, x, CASE WHEN k <> 0 THEN x // k END, CASE WHEN k = 0 THEN -1 WHEN x % k = 0 THEN 1 "
+     "ELSE x % k END FROM fc", None, {}, 1),
+    ("SELECT k, COALESCE(k, x // k) FROM fc", None, {"batch_rows": 3}, 1),
+    ("SELECT count(*) FROM fc WHERE CASE WHEN k = 0 THEN FALSE ELSE x // k > 5 END", None, {}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct
