@@ -37,6 +37,14 @@ def error_kind(e: BaseException) -> str:
     return "other"
 
 
+def use_reference_without_statistics_propagation(duck) -> None:
+    """DuckDB 2.0's statistics propagation answers wrongly on fuzz queries: in
+    ``SELECT k, sum(v) FROM fb WHERE (id > (SELECT max(k) FROM fc WHERE k >= 300)) IS NULL GROUP BY k
+    HAVING sum(v) < 20`` it drops the HAVING filter (14 groups instead of 6, sums of 973 kept) and with
+    an ORDER BY fails to cast the sum to INT8. The reference runs without that pass."""
+    duck.execute("SET disabled_optimizers = 'statistics_propagation'")
+
+
 @dataclass
 class Answer:
     table: pa.Table | None = None
@@ -93,6 +101,7 @@ class FuzzRunner:
         self.samples = samples
         self.allow = allow
         self.cache = reference_cache if reference_cache is not None else {}
+        use_reference_without_statistics_propagation(duck)
 
     # ---- the engines ---------------------------------------------------------------------------------
     def reference(self, sql: str) -> Answer:

@@ -42,6 +42,7 @@ def test_fuzz_queries_under_configuration(label, options, device, fuzz_db, fuzz_
     runner = FuzzRunner(f"{device} {label}", run, fuzz_db.duck, fuzz_samples, allowed_from_env(),
                         fuzz_reference_cache)
     stats = _campaign(runner, MIN_COMPARED)
+    print(f"[{device} {label}] seed={SEED}: {stats.summary()}")  # shown with pytest -rP
     if stats.failures:
         pytest.fail(f"[{label}] seed={SEED}: {stats.summary()}\n\n" + "\n\n".join(stats.failures),
                     pytrace=False)

@@ -43,6 +43,23 @@ class ExprEvaluator:
         self.xp = backend.xp
         self._dict_cache: dict[tuple, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
+        self._rows = threading.local()  # per thread: the rows a CASE/COALESCE branch is used for
+
+    @property
+    def active_rows(self) -> Any:
+        """Bool mask of the rows whose values are used (None: all): errors that depend on a row's
+        values (division by zero) are raised only for these, as DuckDB does not evaluate a
+        CASE/COALESCE branch for rows that do not take it (``CASE WHEN k <> 0 THEN x // k END``)."""
+        return getattr(self._rows, "mask", None)
+
+    @contextlib.contextmanager
+    def only_rows(self, mask: Any):
+        outer = self.active_rows
+        self._rows.mask = mask if outer is None else self.xp.logical_and(outer, mask)
+        try:
+            yield
+        finally:
+            self._rows.mask = outer
 
     # ---- entry points ---------------------------------------------------------------------------
     def evaluate(self, expr: Expr, batch: Batch) -> Column:
@@ -172,13 +189,22 @@ class ExprEvaluator:
         return take(be, concat_columns(be, parts), inverse)
 
     def _case_eager(self, expr: Case, batch: Batch) -> Column:
+        xp = self.xp
         n = batch.num_rows
-        result = (self.evaluate(expr.otherwise, batch) if expr.otherwise is not None
-                  else full_column(self.backend, None, expr.dtype, n))
+        undecided = xp.ones(n, dtype=bool)  # rows no earlier WHEN took
+        branches = []
+        for cond, value in expr.whens:
+            with self.only_rows(undecided):
+                mask = xp.logical_and(self.predicate(cond, batch), undecided)
+            with self.only_rows(mask):
+                branches.append((mask, self.cast(self.evaluate(value, batch), expr.dtype)))
+            undecided = xp.logical_and(undecided, xp.logical_not(mask))
+        with self.only_rows(undecided):
+            result = (self.evaluate(expr.otherwise, batch) if expr.otherwise is not None
+                      else full_column(self.backend, None, expr.dtype, n))
         result = self.cast(result, expr.dtype)
-        for cond, value in reversed(expr.whens):
-            mask = self.predicate(cond, batch)
-            result = self.select(mask, self.cast(self.evaluate(value, batch), expr.dtype), result, expr.dtype)
+        for mask, value in branches:  # the masks are disjoint
+            result = self.select(mask, value, result, expr.dtype)
         return result
 
 
@@ -474,6 +500,9 @@ def _check_zero(ev: ExprEvaluator, y: Any, validity: Any, expr: Call) -> None:
     zero = y == 0
     if validity is not None:
         zero = ev.xp.logical_and(zero, validity)
+    active = ev.active_rows
+    if active is not None and active.shape == zero.shape:
+        zero = ev.xp.logical_and(zero, active)
     if bool(zero.any()):
         raise HetdbError(f"Invalid Input Error: Division by zero in expression {expr} (DuckDB raises this "
                          "error too)")
@@ -542,7 +571,8 @@ def _coalesce(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     for arg in expr.args[1:]:
         if result.validity is None:
             break
-        nxt = ev.cast(ev.evaluate(arg, batch), expr.dtype)
+        with ev.only_rows(ev.xp.logical_not(result.validity)):
+            nxt = ev.cast(ev.evaluate(arg, batch), expr.dtype)
         result = ev.select(result.validity, result, nxt, expr.dtype)
     return result
 

@@ -271,14 +271,18 @@ class HashAggregate(Sink):
                 l.merge_at = float("inf")
 
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
+        combined: list[Batch] = []
         with g.lock:
             if g.parts is None:
                 g.parts = [ctx.spill_file(self._state_dtypes()) for _ in range(NUM_PARTITIONS)]
                 for f in g.parts:
                     ctx.cleanup.append(f.remove)
                 ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
-        self._spill(ctx, g, local.batches)
-        g.reservation.shrink(local.nbytes)
+                # workers that finished before spilling began left their states here: finalize
+                # reads only the partitions from now on
+                combined, g.batches = g.batches, []
+        self._spill(ctx, g, combined + local.batches)
+        g.reservation.shrink(local.nbytes + sum(batch_nbytes(b) for b in combined))
         local.batches, local.rows, local.nbytes = [], 0, 0
 
     def _spill(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> None:
@@ -294,12 +298,12 @@ class HashAggregate(Sink):
                 spill_partitioned(ctx, b, part, g.parts)
 
     def combine(self, ctx: ExecContext, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
-        if g.parts is not None:
-            self._spill(ctx, g, l.batches)
-            g.reservation.shrink(l.nbytes)
-            return
-        with g.lock:
-            g.batches.extend(l.batches)
+        with g.lock:  # decided under the lock: spilling may begin in another worker meanwhile
+            if g.parts is None:
+                g.batches.extend(l.batches)
+                return
+        self._spill(ctx, g, l.batches)
+        g.reservation.shrink(l.nbytes)
 
     def finalize(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
         with Timer(ctx, self.op_id):
