@@ -112,7 +112,8 @@ def test_version_1_database_is_read_as_it_is(tmp_path) -> None:
     assert Database.open(db.path).table("t").arrow().equals(expected)
 
 
-def test_describe_shows_encodings_and_ratio(tmp_path, capsys) -> None:
+def test_describe_shows_encodings_and_ratio(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # one table row per line
     db = _write(tmp_path, "auto")
     from hetdb.cli.main import main
 
