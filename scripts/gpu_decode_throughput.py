@@ -53,7 +53,7 @@ def main() -> None:
         dev = cupy.asarray(buf)
         out = decode_device(dev, codec, n, values.dtype)
         assert np.array_equal(cupy.asnumpy(out), values), name
-        ms = best_ms(lambda: decode_device(dev, codec, n, values.dtype))
+        ms = best_ms(lambda d=dev, c=codec, t=values.dtype: decode_device(d, c, n, t))
         gbs = values.nbytes / ms / 1e6
         print(f"{name:<30} {codec:<6} {values.nbytes / buf.nbytes:>6.2f} {ms:>8.3f} {gbs:>13.0f} "
               f"{(values.nbytes + buf.nbytes) / ms / 1e6:>18.0f}")
