@@ -26,6 +26,8 @@
 #define HETDB_CODEC_DELTA 3
 #define HETDB_CODEC_RLE 4
 #define HETDB_CODEC_DICT 5
+// Random-access helpers are host+device so a host program can check them against the CPU encoder.
+#define HETDB_DECODE_HD __host__ __device__ __forceinline__
 // shared memory of load_tile_encoded / load_tile_delta: one block of values + 32 chunk prefixes
 #define HETDB_DECODE_SMEM_I64 (HETDB_BP_BLOCK + 32)
 
@@ -41,9 +43,9 @@ struct EncodedPage {
   const unsigned char* body;
 };
 
-__device__ __forceinline__ i64 bp_blocks(i64 n) { return (n + HETDB_BP_BLOCK - 1) / HETDB_BP_BLOCK; }
+HETDB_DECODE_HD i64 bp_blocks(i64 n) { return (n + HETDB_BP_BLOCK - 1) / HETDB_BP_BLOCK; }
 
-__device__ __forceinline__ BpStream bp_stream(const unsigned char* p, i64 n) {
+HETDB_DECODE_HD BpStream bp_stream(const unsigned char* p, i64 n) {
   BpStream s;
   s.dir = (const unsigned int*)p;
   s.words = (const unsigned int*)(p + 16 * bp_blocks(n));
@@ -51,14 +53,14 @@ __device__ __forceinline__ BpStream bp_stream(const unsigned char* p, i64 n) {
 }
 
 // Bytes of the bit-packed stream of n values at p (to find the stream that follows it).
-__device__ __forceinline__ i64 bp_stream_bytes(const unsigned char* p, i64 n) {
+HETDB_DECODE_HD i64 bp_stream_bytes(const unsigned char* p, i64 n) {
   i64 nb = bp_blocks(n);
   if (nb == 0) return 0;
   const unsigned int* last = (const unsigned int*)p + 4 * (nb - 1);
   return 16 * nb + 4 * ((i64)last[2] + 32 * (i64)last[3]);
 }
 
-__device__ __forceinline__ i64 bp_get(BpStream s, i64 i) {
+HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
   const unsigned int* d = s.dir + 4 * (i >> 10);
   u64 ref = ((u64)d[1] << 32) | (u64)d[0];
   int w = (int)d[3];
@@ -75,7 +77,7 @@ __device__ __forceinline__ i64 bp_get(BpStream s, i64 i) {
   return (i64)(ref + x);
 }
 
-__device__ __forceinline__ EncodedPage encoded_page(const unsigned char* data) {
+HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
   EncodedPage p;
   p.codec = data[0];
   p.n = (i64)(*(const unsigned int*)(data + 4));
@@ -85,7 +87,7 @@ __device__ __forceinline__ EncodedPage encoded_page(const unsigned char* data) {
 }
 
 // First run whose (exclusive) end is > i, by binary search over the bit-packed run ends.
-__device__ __forceinline__ i64 rle_run_of(BpStream ends, i64 runs, i64 i) {
+HETDB_DECODE_HD i64 rle_run_of(BpStream ends, i64 runs, i64 i) {
   i64 lo = 0, hi = runs - 1;
   while (lo < hi) {
     i64 mid = (lo + hi) >> 1;
@@ -95,7 +97,7 @@ __device__ __forceinline__ i64 rle_run_of(BpStream ends, i64 runs, i64 i) {
 }
 
 // Value i of a const, for, dict or rle page (delta pages need their block: use a tile loader).
-__device__ __forceinline__ i64 decode_value(const EncodedPage& p, i64 i) {
+HETDB_DECODE_HD i64 decode_value(const EncodedPage& p, i64 i) {
   switch (p.codec) {
     case HETDB_CODEC_CONST:
       return p.param;
