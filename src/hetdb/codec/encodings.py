@@ -137,15 +137,22 @@ def _candidates(v: np.ndarray, itemsize: int, codecs: tuple[str, ...], force: bo
             out[RLE] = (HEADER + bitpack.stream_size(rv_p[1]) + bitpack.stream_size(re_p[1]),
                         lambda: np.concatenate([_header(RLE, itemsize, n, runs), bitpack.pack(rv, *rv_p),
                                                 bitpack.pack(re, *re_p)]))
-    if DICT in codecs and (force or len(np.unique(v[:: max(1, n // DICT_SAMPLE)])) <= DICT_SAMPLE_MAX_DISTINCT):
-        uniq, codes = np.unique(v, return_inverse=True)
+    if DICT in codecs and (force or _dict_may_win(v, widths)):
+        uniq = np.unique(v)
         if uniq.shape[0] <= MAX_DICT_VALUES:
-            codes = codes.astype(np.int64).reshape(-1)
+            codes = np.searchsorted(uniq, v).astype(np.int64)
             c_p = bitpack.block_params(codes)
             out[DICT] = (HEADER + 8 * int(uniq.shape[0]) + bitpack.stream_size(c_p[1]),
                          lambda: np.concatenate([_header(DICT, itemsize, n, int(uniq.shape[0])),
                                                  uniq.view(np.uint8), bitpack.pack(codes, *c_p)]))
     return out
+
+
+def _dict_may_win(v: np.ndarray, widths: np.ndarray) -> bool:
+    """A sample has few distinct values, and fewer bits would number them than FOR spends per value
+    (else a dictionary cannot be smaller): keeps the sort of a whole page for the pages it may pay on."""
+    k = len(np.unique(v[:: max(1, v.shape[0] // DICT_SAMPLE)]))
+    return k <= DICT_SAMPLE_MAX_DISTINCT and (k - 1).bit_length() < int(widths.max())
 
 
 def _encodable(values: np.ndarray) -> bool:
