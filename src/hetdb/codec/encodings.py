@@ -10,7 +10,9 @@ followed by the codec's body (every part 8-byte aligned; BP = ``bitpack`` stream
     for     BP(n values)
     delta   int64 base[nb], BP(n deltas)    delta j = v[j] - v[j-1] inside a block, 0 at a block's
                                             first value; base[b] = the block's first value
-    rle     BP(R run values), BP(R run ends)  parameter = R; ends are exclusive and cumulative
+    rle     BP(R run values), int64 start[nbR], BP(R run lengths)   parameter = R; nbR = blocks of
+                                            R runs; start[b] = first row of run-block b's first run, so
+                                            a run's end = start of its block + lengths up to it
     dict    int64 values[K] (sorted), BP(n codes)  parameter = K
 
 Values are integers of the physical width: int32 (INTEGER, DATE, dictionary string codes) and
@@ -133,10 +135,14 @@ def _candidates(v: np.ndarray, itemsize: int, codecs: tuple[str, ...], force: bo
         runs = _runs(v)
         if force or runs * 4 <= n:
             rv, re = _run_values_ends(v, runs)
-            rv_p, re_p = bitpack.block_params(rv), bitpack.block_params(re)
-            out[RLE] = (HEADER + bitpack.stream_size(rv_p[1]) + bitpack.stream_size(re_p[1]),
+            starts = np.concatenate(([0], re[:-1]))
+            lengths = re - starts
+            rv_p, rl_p = bitpack.block_params(rv), bitpack.block_params(lengths)
+            out[RLE] = (HEADER + bitpack.stream_size(rv_p[1]) + 8 * int(rv_p[0].shape[0])
+                        + bitpack.stream_size(rl_p[1]),
                         lambda: np.concatenate([_header(RLE, itemsize, n, runs), bitpack.pack(rv, *rv_p),
-                                                bitpack.pack(re, *re_p)]))
+                                                starts[::BLOCK].copy().view(np.uint8),
+                                                bitpack.pack(lengths, *rl_p)]))
     if DICT in codecs and (force or _dict_may_win(v, widths)):
         uniq = np.unique(v)
         if uniq.shape[0] <= MAX_DICT_VALUES:
@@ -290,8 +296,11 @@ def decode_into(buf: np.ndarray, codec: str, n: int, out: np.ndarray) -> None:
             ends = np.empty(param, np.int64)
             d1, w1, size = bitpack.split(body, param)
             bitpack.unpack_into(d1, w1, param, values)
-            d2, w2, _ = bitpack.split(body[size:], param)
-            bitpack.unpack_into(d2, w2, param, ends)
+            nb = bitpack.num_blocks(param)
+            if body.shape[0] < size + 8 * nb:
+                raise CodecError("run-block starts are truncated")
+            d2, w2, _ = bitpack.split(body[size + 8 * nb:], param)
+            _delta_serial(body[size:size + 8 * nb].view(np.int64), d2, w2, param, ends)
             if not _rle_serial(values, ends, out):
                 raise CodecError("run ends are inconsistent")
         else:

@@ -15,7 +15,7 @@ from hetdb.backend.gpu.compile import get_module, launch
 from hetdb.codec import PLAIN
 
 _CTYPES = {1: "unsigned char", 4: "int", 8: "long long"}
-DECODE_NAMES = tuple(f"decode_page_{kind}<{t}>" for kind in ("values", "delta") for t in _CTYPES.values())
+DECODE_NAMES = tuple(f"decode_page<{t}>" for t in _CTYPES.values())
 _THREADS = 256
 _TILE = 256 * 4  # DECODE_THREADS * DECODE_ITEMS in decode.cu
 _MAX_GRID = 1 << 16
@@ -34,12 +34,6 @@ def decode_device(data: Any, codec: str, n: int, dtype: Any) -> Any:
         return out
     target = out.view(np.int64) if dtype == np.float64 else out.view(np.uint8) if dtype == np.bool_ else out
     ctype = _CTYPES[dtype.itemsize]
-    module = get_module("decode.cu", DECODE_NAMES)
-    if codec == "delta":
-        fn = module.function(f"decode_page_delta<{ctype}>")
-        grid = min(-(-n // 1024), _MAX_GRID)
-    else:
-        fn = module.function(f"decode_page_values<{ctype}>")
-        grid = min(-(-n // _TILE), _MAX_GRID)
-    launch(fn, grid, _THREADS, (cupy.ascontiguousarray(data), target, np.int64(n)))
+    fn = get_module("decode.cu", DECODE_NAMES).function(f"decode_page<{ctype}>")
+    launch(fn, min(-(-n // _TILE), _MAX_GRID), _THREADS, (cupy.ascontiguousarray(data), target, np.int64(n)))
     return out

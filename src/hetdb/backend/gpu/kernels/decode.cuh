@@ -8,12 +8,14 @@
 // API (stable; documented in docs/gpu.md):
 //   EncodedPage encoded_page(data)                      header fields + body pointer
 //   i64  bp_get(BpStream, i)                            value i of a bit-packed stream (random access)
-//   i64  decode_value(page, i)                          value i of a const/for/dict/rle page
+//   i64  decode_value(page, i)                          value i of a const/for/dict/rle page (rle: O(its
+//                                                       block of 1024 runs); tile loaders are O(1) per value)
 //   load_tile_encoded<BLOCK_THREADS, ITEMS_PER_THREAD>(page, tile_start, items, n, smem)
 //        Crystal-style striped tile load: items[k] = value tile_start + k*BLOCK_THREADS + threadIdx.x
-//        for k*BLOCK_THREADS + threadIdx.x < n. Every thread of the block must call it (delta pages
-//        decode each 1024-value block cooperatively in `smem`, HETDB_DECODE_SMEM_I64 int64 slots).
-//   load_tile_for / load_tile_delta                     the same for a known codec (no switch)
+//        for k*BLOCK_THREADS + threadIdx.x < n. Every thread of the block must call it with the same
+//        tile (delta pages decode each 1024-value block, rle pages each block of 1024 run ends,
+//        cooperatively in `smem`, HETDB_DECODE_SMEM_I64 int64 slots).
+//   load_tile_for / load_tile_delta / load_tile_rle     the same for a known codec (no switch)
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
@@ -86,14 +88,46 @@ HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
   return p;
 }
 
-// First run whose (exclusive) end is > i, by binary search over the bit-packed run ends.
-HETDB_DECODE_HD i64 rle_run_of(BpStream ends, i64 runs, i64 i) {
-  i64 lo = 0, hi = runs - 1;
+// An rle page: run values, the first row of each block of 1024 runs, run lengths.
+struct RlePage {
+  BpStream values;
+  const i64* starts;
+  BpStream lengths;
+  i64 runs;
+};
+
+HETDB_DECODE_HD RlePage rle_page(const EncodedPage& p) {
+  RlePage r;
+  r.runs = p.param;
+  r.values = bp_stream(p.body, p.param);
+  const unsigned char* q = p.body + bp_stream_bytes(p.body, p.param);
+  r.starts = (const i64*)q;
+  r.lengths = bp_stream(q + 8 * bp_blocks(p.param), p.param);
+  return r;
+}
+
+// The block of runs holding row i: the last b with starts[b] <= i (binary search).
+HETDB_DECODE_HD i64 rle_block_of(const RlePage& r, i64 i) {
+  i64 lo = 0, hi = bp_blocks(r.runs) - 1;
   while (lo < hi) {
-    i64 mid = (lo + hi) >> 1;
-    if (bp_get(ends, mid) > i) hi = mid; else lo = mid + 1;
+    i64 mid = (lo + hi + 1) >> 1;
+    if (r.starts[mid] <= i) lo = mid; else hi = mid - 1;
   }
   return lo;
+}
+
+// Value at row i of an rle page by random access: O(runs in its block); tile loaders decode a block's
+// run ends once, cooperatively (load_tile_rle).
+HETDB_DECODE_HD i64 rle_value(const RlePage& r, i64 i) {
+  i64 b = rle_block_of(r, i);
+  i64 first = b * HETDB_BP_BLOCK;
+  i64 last = first + HETDB_BP_BLOCK < r.runs ? first + HETDB_BP_BLOCK : r.runs;
+  u64 end = (u64)r.starts[b];
+  for (i64 k = first; k < last; ++k) {
+    end += (u64)bp_get(r.lengths, k);
+    if ((i64)end > i) return bp_get(r.values, k);
+  }
+  return bp_get(r.values, last - 1);
 }
 
 // Value i of a const, for, dict or rle page (delta pages need their block: use a tile loader).
@@ -107,11 +141,8 @@ HETDB_DECODE_HD i64 decode_value(const EncodedPage& p, i64 i) {
       const i64* values = (const i64*)p.body;
       return values[bp_get(bp_stream(p.body + 8 * p.param, p.n), i)];
     }
-    default: {  // HETDB_CODEC_RLE
-      BpStream values = bp_stream(p.body, p.param);
-      BpStream ends = bp_stream(p.body + bp_stream_bytes(p.body, p.param), p.param);
-      return bp_get(values, rle_run_of(ends, p.param, i));
-    }
+    default:  // HETDB_CODEC_RLE
+      return rle_value(rle_page(p), i);
   }
 }
 
@@ -119,13 +150,12 @@ template <typename T> __device__ __forceinline__ T decoded_as(i64 v) { return (T
 template <> __device__ __forceinline__ double decoded_as<double>(i64 v) { return __longlong_as_double(v); }
 template <> __device__ __forceinline__ bool decoded_as<bool>(i64 v) { return v != 0; }
 
-// Cooperative decode of block b (count values) of a delta page into smem[0..count): deltas are
-// unpacked by all threads, 32 chunks of 32 values are summed by warp 0 (sequential sum per lane,
-// shuffle scan across lanes), then every value adds its chunk's prefix and the block's base.
+// Cooperative prefix decode of block b (count values) of a delta-coded stream into smem[0..count):
+// smem[j] = bases[b] + deltas[b*1024 .. b*1024 + j] (delta pages: values; rle pages: run ends).
+// Deltas are unpacked by all threads, 32 chunks of 32 values are summed by warp 0 (sequential sum
+// per lane, shuffle scan across lanes), then every value adds its chunk's prefix and the base.
 template <int BLOCK_THREADS>
-__device__ __forceinline__ void delta_block_to_shared(const EncodedPage& p, i64 b, int count, i64* smem) {
-  const i64* bases = (const i64*)p.body;
-  BpStream deltas = bp_stream(p.body + 8 * bp_blocks(p.n), p.n);
+__device__ __forceinline__ void prefix_block_to_shared(const i64* bases, BpStream deltas, i64 b, int count, i64* smem) {
   u64* v = (u64*)smem;
   u64* prefix = (u64*)(smem + HETDB_BP_BLOCK);
   for (int j = threadIdx.x; j < count; j += BLOCK_THREADS) v[j] = (u64)bp_get(deltas, b * HETDB_BP_BLOCK + j);
@@ -168,7 +198,8 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
     i64 block_start = b * HETDB_BP_BLOCK;
     i64 remaining = p.n - block_start;
     int count = remaining < HETDB_BP_BLOCK ? (int)remaining : HETDB_BP_BLOCK;
-    delta_block_to_shared<BLOCK_THREADS>(p, b, count, smem);
+    prefix_block_to_shared<BLOCK_THREADS>((const i64*)p.body, bp_stream(p.body + 8 * bp_blocks(p.n), p.n), b, count,
+                                          smem);
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
       int idx = k * BLOCK_THREADS + threadIdx.x;
@@ -180,11 +211,41 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
 }
 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
+                                              i64* smem) {
+  if (n <= 0) return;
+  RlePage r = rle_page(p);
+  i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
+  for (i64 b = rle_block_of(r, tile_start); b < blocks && r.starts[b] < tile_end; ++b) {
+    i64 first = b * HETDB_BP_BLOCK;
+    int count = r.runs - first < HETDB_BP_BLOCK ? (int)(r.runs - first) : HETDB_BP_BLOCK;
+    prefix_block_to_shared<BLOCK_THREADS>(r.starts, r.lengths, b, count, smem);  // smem[k]: end of run first+k
+    i64 lo_row = r.starts[b], hi_row = smem[count - 1];
+#pragma unroll
+    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+      int idx = k * BLOCK_THREADS + threadIdx.x;
+      i64 row = tile_start + idx;
+      if (idx < n && row >= lo_row && row < hi_row) {
+        int lo = 0, hi = count - 1;
+        while (lo < hi) {
+          int mid = (lo + hi) >> 1;
+          if (smem[mid] > row) hi = mid; else lo = mid + 1;
+        }
+        items[k] = decoded_as<T>(bp_get(r.values, first + lo));
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_encoded(const unsigned char* data, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
                                                   int n, i64* smem) {
   EncodedPage p = encoded_page(data);
   if (p.codec == HETDB_CODEC_DELTA) {
     load_tile_delta<BLOCK_THREADS, ITEMS_PER_THREAD>(p, tile_start, items, n, smem);
+  } else if (p.codec == HETDB_CODEC_RLE) {
+    load_tile_rle<BLOCK_THREADS, ITEMS_PER_THREAD>(p, tile_start, items, n, smem);
   } else if (p.codec == HETDB_CODEC_FOR) {
     load_tile_for<BLOCK_THREADS, ITEMS_PER_THREAD>(p, tile_start, items, n);
   } else {
