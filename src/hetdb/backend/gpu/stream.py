@@ -138,9 +138,12 @@ def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sect
 
 def _decoded_column_bound(reader: Any, column: str) -> int:
     """Upper bound of the device bytes of every page of a column, from the manifest."""
+    on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
     if not hasattr(reader, "decoded_bytes"):
-        return reader.bytes_on_disk(column)
-    return sum(reader.decoded_bytes(column, rg) for rg in range(reader.num_row_groups))
+        return on_disk
+    rgs = range(reader.num_row_groups)
+    return (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
+            + sum(reader.decoded_bytes(column, rg) for rg in rgs))
 
 
 class PageStreamer:
