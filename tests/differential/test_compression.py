@@ -4,7 +4,6 @@ compressed pages of the other suites: both must give DuckDB's answers, on every 
 from __future__ import annotations
 
 import pytest
-from conftest import SMALL_ROWS_PER_PAGE, SMALL_SF
 from diff_data import Dataset, dataset
 from diff_queries import SSB_ORDERING, TPCH_ORDERING, TPCH_TOLERANCE, load_queries
 from diff_suite import run_suite
@@ -12,6 +11,9 @@ from diff_suite import run_suite
 from hetdb.storage import Database
 
 SUITE_SIZE = 13 + 22
+# the small data of conftest.py (not imported: several test folders have a conftest module)
+SMALL_SF = 0.002
+SMALL_ROWS_PER_PAGE = 1000
 
 
 def _generate(suite: str, path: str) -> None:

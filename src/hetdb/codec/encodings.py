@@ -133,7 +133,7 @@ def _candidates(v: np.ndarray, itemsize: int, codecs: tuple[str, ...], force: bo
                                               bitpack.pack(d, d_refs, d_widths)]))
     if RLE in codecs:
         runs = _runs(v)
-        if force or runs * 4 <= n:
+        if force or runs * 2 <= n:
             rv, re = _run_values_ends(v, runs)
             starts = np.concatenate(([0], re[:-1]))
             lengths = re - starts
