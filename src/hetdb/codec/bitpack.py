@@ -19,7 +19,7 @@ past ``n`` in the last block are packed as 0 (the reference). A value is ``refer
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 BLOCK = 1024
 LANES = 32
@@ -39,24 +39,33 @@ def _bit_width(x: np.uint64) -> int:
     return w
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, inline="always")
+def _block_params_one(v: np.ndarray, b: int, refs: np.ndarray, widths: np.ndarray) -> None:
+    n = v.shape[0]
+    lo = v[b * BLOCK]
+    hi = lo
+    for j in range(b * BLOCK + 1, min(n, (b + 1) * BLOCK)):
+        x = v[j]
+        if x < lo:
+            lo = x
+        if x > hi:
+            hi = x
+    refs[b] = lo
+    widths[b] = _bit_width(np.uint64(hi) - np.uint64(lo))
+
+
+@njit(cache=True, nogil=True)
+def _block_params_serial(v: np.ndarray, refs: np.ndarray, widths: np.ndarray) -> None:
+    for b in range(refs.shape[0]):
+        _block_params_one(v, b, refs, widths)
+
+
 def block_params(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per block of ``v`` (int64): the reference (minimum) and the bit width of max - min."""
-    n = v.shape[0]
-    nb = (n + BLOCK - 1) // BLOCK
+    nb = num_blocks(int(v.shape[0]))
     refs = np.empty(nb, np.int64)
     widths = np.empty(nb, np.int64)
-    for b in prange(nb):
-        lo = v[b * BLOCK]
-        hi = lo
-        for j in range(b * BLOCK + 1, min(n, (b + 1) * BLOCK)):
-            x = v[j]
-            if x < lo:
-                lo = x
-            if x > hi:
-                hi = x
-        refs[b] = lo
-        widths[b] = _bit_width(np.uint64(hi) - np.uint64(lo))
+    _block_params_serial(v, refs, widths)
     return refs, widths
 
 
@@ -65,35 +74,40 @@ def stream_size(widths: np.ndarray) -> int:
     return DIR_ENTRY * int(widths.shape[0]) + 4 * LANES * int(widths.sum())
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _pack(v: np.ndarray, refs: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
-          words: np.ndarray) -> None:
+@njit(cache=True, nogil=True, inline="always")
+def _pack_one(v: np.ndarray, b: int, refs: np.ndarray, widths: np.ndarray, offsets: np.ndarray,
+              words: np.ndarray) -> None:
     n = v.shape[0]
-    for b in prange(refs.shape[0]):
-        w = widths[b]
-        if w == 0:
-            continue
-        ref = np.uint64(refs[b])
-        base = offsets[b]
-        start = b * BLOCK
-        for r in range(LANES):
-            pos0 = r * w
-            for lane in range(LANES):
-                j = start + r * LANES + lane
-                if j >= n:
-                    break
-                x = np.uint64(v[j]) - ref
-                pos = pos0
-                left = w
-                while left > 0:
-                    k = pos >> 5
-                    s = pos & 31
-                    take = min(32 - s, left)
-                    part = (x & ((np.uint64(1) << np.uint64(take)) - np.uint64(1))) << np.uint64(s)
-                    words[base + k * LANES + lane] |= np.uint32(part)
-                    x = x >> np.uint64(take)
-                    pos += take
-                    left -= take
+    w = widths[b]
+    if w == 0:
+        return
+    ref = np.uint64(refs[b])
+    base = offsets[b]
+    start = b * BLOCK
+    for r in range(LANES):
+        pos0 = r * w
+        for lane in range(LANES):
+            j = start + r * LANES + lane
+            if j >= n:
+                break
+            x = np.uint64(v[j]) - ref
+            pos = pos0
+            left = w
+            while left > 0:
+                k = pos >> 5
+                s = pos & 31
+                take = min(32 - s, left)
+                part = (x & ((np.uint64(1) << np.uint64(take)) - np.uint64(1))) << np.uint64(s)
+                words[base + k * LANES + lane] |= np.uint32(part)
+                x = x >> np.uint64(take)
+                pos += take
+                left -= take
+
+
+@njit(cache=True, nogil=True)
+def _pack_serial(v, refs, widths, offsets, words) -> None:
+    for b in range(refs.shape[0]):
+        _pack_one(v, b, refs, widths, offsets, words)
 
 
 def pack(v: np.ndarray, refs: np.ndarray, widths: np.ndarray) -> np.ndarray:
@@ -110,7 +124,7 @@ def pack(v: np.ndarray, refs: np.ndarray, widths: np.ndarray) -> np.ndarray:
     meta[2::4] = offsets
     meta[3::4] = widths
     if nb:
-        _pack(v, refs, widths, offsets, buf[DIR_ENTRY * nb:].view(np.uint32))
+        _pack_serial(v, refs, widths, offsets, buf[DIR_ENTRY * nb:].view(np.uint32))
     return buf
 
 
@@ -148,12 +162,15 @@ def unpack_block(directory: np.ndarray, words: np.ndarray, b: int, count: int, o
                 out[o + lane] = ref + np.int64(((lo >> s) | hi) & mask)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
+def _unpack_serial(directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray) -> None:
+    for b in range((n + BLOCK - 1) // BLOCK):
+        unpack_block(directory, words, b, min(BLOCK, n - b * BLOCK), out, b * BLOCK)
+
+
 def unpack_into(directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray) -> None:
     """Decode a BP stream of ``n`` values into ``out`` (any integer dtype; values are cast on store)."""
-    nb = (n + BLOCK - 1) // BLOCK
-    for b in prange(nb):
-        unpack_block(directory, words, b, min(BLOCK, n - b * BLOCK), out, b * BLOCK)
+    _unpack_serial(directory, words, n, out)
 
 
 def split(buf: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:

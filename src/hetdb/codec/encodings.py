@@ -10,7 +10,9 @@ followed by the codec's body (every part 8-byte aligned; BP = ``bitpack`` stream
     for     BP(n values)
     delta   int64 base[nb], BP(n deltas)    delta j = v[j] - v[j-1] inside a block, 0 at a block's
                                             first value; base[b] = the block's first value
-    rle     BP(R run values), BP(R run ends)  parameter = R; ends are exclusive and cumulative
+    rle     BP(R run values), int64 start[nbR], BP(R run lengths)   parameter = R; nbR = blocks of
+                                            R runs; start[b] = first row of run-block b's first run, so
+                                            a run's end = start of its block + lengths up to it
     dict    int64 values[K] (sorted), BP(n codes)  parameter = K
 
 Values are integers of the physical width: int32 (INTEGER, DATE, dictionary string codes) and
@@ -24,7 +26,7 @@ infinities). Arithmetic wraps at 64 bits, so int64 extremes round-trip.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from hetdb.codec import bitpack
 from hetdb.codec.bitpack import BLOCK
@@ -83,15 +85,23 @@ def _run_values_ends(v: np.ndarray, runs: int) -> tuple[np.ndarray, np.ndarray]:
     return values, ends
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True, inline="always")
+def _block_deltas_one(v: np.ndarray, b: int, d: np.ndarray) -> None:
+    start = b * BLOCK
+    d[start] = 0
+    for j in range(start + 1, min(v.shape[0], start + BLOCK)):
+        d[j] = v[j] - v[j - 1]
+
+
+@njit(cache=True, nogil=True)
+def _block_deltas_serial(v: np.ndarray, d: np.ndarray) -> None:
+    for b in range((v.shape[0] + BLOCK - 1) // BLOCK):
+        _block_deltas_one(v, b, d)
+
+
 def _block_deltas(v: np.ndarray) -> np.ndarray:
-    n = v.shape[0]
-    d = np.empty(n, np.int64)
-    for b in prange((n + BLOCK - 1) // BLOCK):
-        start = b * BLOCK
-        d[start] = 0
-        for j in range(start + 1, min(n, start + BLOCK)):
-            d[j] = v[j] - v[j - 1]
+    d = np.empty(v.shape[0], np.int64)
+    _block_deltas_serial(v, d)
     return d
 
 
@@ -123,21 +133,32 @@ def _candidates(v: np.ndarray, itemsize: int, codecs: tuple[str, ...], force: bo
                                               bitpack.pack(d, d_refs, d_widths)]))
     if RLE in codecs:
         runs = _runs(v)
-        if force or runs * 4 <= n:
+        if force or runs * 2 <= n:
             rv, re = _run_values_ends(v, runs)
-            rv_p, re_p = bitpack.block_params(rv), bitpack.block_params(re)
-            out[RLE] = (HEADER + bitpack.stream_size(rv_p[1]) + bitpack.stream_size(re_p[1]),
+            starts = np.concatenate(([0], re[:-1]))
+            lengths = re - starts
+            rv_p, rl_p = bitpack.block_params(rv), bitpack.block_params(lengths)
+            out[RLE] = (HEADER + bitpack.stream_size(rv_p[1]) + 8 * int(rv_p[0].shape[0])
+                        + bitpack.stream_size(rl_p[1]),
                         lambda: np.concatenate([_header(RLE, itemsize, n, runs), bitpack.pack(rv, *rv_p),
-                                                bitpack.pack(re, *re_p)]))
-    if DICT in codecs and (force or len(np.unique(v[:: max(1, n // DICT_SAMPLE)])) <= DICT_SAMPLE_MAX_DISTINCT):
-        uniq, codes = np.unique(v, return_inverse=True)
+                                                starts[::BLOCK].copy().view(np.uint8),
+                                                bitpack.pack(lengths, *rl_p)]))
+    if DICT in codecs and (force or _dict_may_win(v, widths)):
+        uniq = np.unique(v)
         if uniq.shape[0] <= MAX_DICT_VALUES:
-            codes = codes.astype(np.int64).reshape(-1)
+            codes = np.searchsorted(uniq, v).astype(np.int64)
             c_p = bitpack.block_params(codes)
             out[DICT] = (HEADER + 8 * int(uniq.shape[0]) + bitpack.stream_size(c_p[1]),
                          lambda: np.concatenate([_header(DICT, itemsize, n, int(uniq.shape[0])),
                                                  uniq.view(np.uint8), bitpack.pack(codes, *c_p)]))
     return out
+
+
+def _dict_may_win(v: np.ndarray, widths: np.ndarray) -> bool:
+    """A sample has few distinct values, and fewer bits would number them than FOR spends per value
+    (else a dictionary cannot be smaller): keeps the sort of a whole page for the pages it may pay on."""
+    k = len(np.unique(v[:: max(1, v.shape[0] // DICT_SAMPLE)]))
+    return k <= DICT_SAMPLE_MAX_DISTINCT and (k - 1).bit_length() < int(widths.max())
 
 
 def _encodable(values: np.ndarray) -> bool:
@@ -176,52 +197,68 @@ def encode_as(values: np.ndarray, codec: str) -> np.ndarray:
 
 # ---- decoding ----------------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True, parallel=True)
-def _delta_into(bases: np.ndarray, directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray) -> None:
-    nb = (n + BLOCK - 1) // BLOCK
-    for b in prange(nb):
-        count = min(BLOCK, n - b * BLOCK)
-        d = np.empty(BLOCK, np.int64)
-        bitpack.unpack_block(directory, words, b, count, d, 0)
-        acc = bases[b]
-        start = b * BLOCK
-        for j in range(count):
-            acc += d[j]
-            out[start + j] = acc
+@njit(cache=True, nogil=True, inline="always")
+def _delta_block(bases: np.ndarray, directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray,
+                 b: int) -> None:
+    count = min(BLOCK, n - b * BLOCK)
+    d = np.empty(BLOCK, np.int64)
+    bitpack.unpack_block(directory, words, b, count, d, 0)
+    acc = bases[b]
+    start = b * BLOCK
+    for j in range(count):
+        acc += d[j]
+        out[start + j] = acc
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _rle_into(values: np.ndarray, ends: np.ndarray, out: np.ndarray) -> bool:
-    runs = values.shape[0]
+@njit(cache=True, nogil=True)
+def _delta_serial(bases, directory, words, n, out) -> None:
+    for b in range((n + BLOCK - 1) // BLOCK):
+        _delta_block(bases, directory, words, n, out, b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rle_run(values: np.ndarray, ends: np.ndarray, out: np.ndarray, r: int) -> bool:
+    start = 0 if r == 0 else ends[r - 1]
+    end = ends[r]
+    if start > end or end > out.shape[0] or (r == values.shape[0] - 1 and end != out.shape[0]):
+        return False
+    v = values[r]
+    for j in range(start, end):
+        out[j] = v
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _rle_serial(values, ends, out) -> bool:
     ok = True
-    for r in prange(runs):
-        start = 0 if r == 0 else ends[r - 1]
-        end = ends[r]
-        if start > end or end > out.shape[0] or (r == runs - 1 and end != out.shape[0]):
-            ok = False
-            continue
-        v = values[r]
-        for j in range(start, end):
-            out[j] = v
+    for r in range(values.shape[0]):
+        ok &= _rle_run(values, ends, out, r)
     return ok
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _dict_into(values: np.ndarray, directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray) -> bool:
-    nb = (n + BLOCK - 1) // BLOCK
+@njit(cache=True, nogil=True, inline="always")
+def _dict_block(values: np.ndarray, directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray,
+                b: int) -> bool:
+    count = min(BLOCK, n - b * BLOCK)
+    c = np.empty(BLOCK, np.int64)
+    bitpack.unpack_block(directory, words, b, count, c, 0)
+    start = b * BLOCK
     k = values.shape[0]
     ok = True
-    for b in prange(nb):
-        count = min(BLOCK, n - b * BLOCK)
-        c = np.empty(BLOCK, np.int64)
-        bitpack.unpack_block(directory, words, b, count, c, 0)
-        start = b * BLOCK
-        for j in range(count):
-            code = c[j]
-            if code < 0 or code >= k:
-                ok = False
-                code = 0
-            out[start + j] = values[code]
+    for j in range(count):
+        code = c[j]
+        if code < 0 or code >= k:
+            ok = False
+            code = 0
+        out[start + j] = values[code]
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def _dict_serial(values, directory, words, n, out) -> bool:
+    ok = True
+    for b in range((n + BLOCK - 1) // BLOCK):
+        ok &= _dict_block(values, directory, words, n, out, b)
     return ok
 
 
@@ -251,7 +288,7 @@ def decode_into(buf: np.ndarray, codec: str, n: int, out: np.ndarray) -> None:
             if body.shape[0] < 8 * nb:
                 raise CodecError("delta block bases are truncated")
             directory, words, _ = bitpack.split(body[8 * nb:], n)
-            _delta_into(body[:8 * nb].view(np.int64), directory, words, n, out)
+            _delta_serial(body[:8 * nb].view(np.int64), directory, words, n, out)
         elif codec == RLE:
             if not 0 < param <= n:
                 raise CodecError("run count out of range")
@@ -259,16 +296,19 @@ def decode_into(buf: np.ndarray, codec: str, n: int, out: np.ndarray) -> None:
             ends = np.empty(param, np.int64)
             d1, w1, size = bitpack.split(body, param)
             bitpack.unpack_into(d1, w1, param, values)
-            d2, w2, _ = bitpack.split(body[size:], param)
-            bitpack.unpack_into(d2, w2, param, ends)
-            if not _rle_into(values, ends, out):
+            nb = bitpack.num_blocks(param)
+            if body.shape[0] < size + 8 * nb:
+                raise CodecError("run-block starts are truncated")
+            d2, w2, _ = bitpack.split(body[size + 8 * nb:], param)
+            _delta_serial(body[size:size + 8 * nb].view(np.int64), d2, w2, param, ends)
+            if not _rle_serial(values, ends, out):
                 raise CodecError("run ends are inconsistent")
         else:
             if not 0 < param <= MAX_DICT_VALUES or body.shape[0] < 8 * param:
                 raise CodecError("dictionary size out of range")
             values = body[:8 * param].view(np.int64)
             directory, words, _ = bitpack.split(body[8 * param:], n)
-            if not _dict_into(values, directory, words, n, out):
+            if not _dict_serial(values, directory, words, n, out):
                 raise CodecError("dictionary code out of range")
     except ValueError as e:
         if isinstance(e, CodecError):
