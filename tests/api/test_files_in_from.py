@@ -167,3 +167,20 @@ def test_four_threads_query_one_parquet_file(tmp_path):
 def test_unknown_table_function_is_refused(con):
     with pytest.raises(HetdbError, match="table function"):
         con.sql("select * from read_xlsx('a.xlsx')")
+
+
+def test_import_keeps_hive_columns_and_expands_globs(con, hive, tmp_path):
+    from hetdb.storage.import_paths import import_paths
+
+    reader = import_paths(con.db, "h", [f"{hive}/**/*.parquet"])
+    assert [c.name for c in reader.schema] == ["id", "v", "s", "month", "year"]
+    q = "SELECT year, month, count(*) AS n, sum(v) AS sv FROM {} GROUP BY year, month"
+    got = sorted(con.sql(q.format("h")).fetchall())
+    want = sorted(duckdb.sql(q.format(f"read_parquet('{hive}/**/*.parquet')")).fetchall())
+    assert got == want and len(got) == 12
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"x": [i, i + 10]}), flat / f"p{i}.parquet")
+    reader = import_paths(con.db, "f", [f"{flat}/*.parquet"])
+    assert reader.num_rows == 6

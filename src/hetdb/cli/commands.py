@@ -36,7 +36,7 @@ def cmd_generate(args) -> int:
 
 def cmd_import(args) -> int:
     from hetdb.storage import Database
-    from hetdb.storage.ingest import import_files
+    from hetdb.storage.import_paths import import_paths
 
     db = Database.open(args.db, create=True)
     csv_options = {}
@@ -45,7 +45,7 @@ def cmd_import(args) -> int:
     if args.no_header:
         csv_options["header"] = False
     t0 = time.perf_counter()
-    reader = import_files(db, args.table, args.files, format=args.format, replace=args.replace,
+    reader = import_paths(db, args.table, args.files, format=args.format, replace=args.replace,
                           progress=True, rows_per_page=args.rows_per_page, csv_options=csv_options or None)
     console.print(f"imported {reader.num_rows:,} rows into {args.table} (version {reader.version}) "
                   f"in {time.perf_counter() - t0:.1f} s")

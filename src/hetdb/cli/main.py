@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "bounded memory. The format is taken from the file extension.")
     im.add_argument("db", help="database directory (created if missing)")
     im.add_argument("table", help="table name")
-    im.add_argument("files", nargs="+", help="input files (.parquet, .csv, .tsv, .arrow, .feather, .ipc)")
+    im.add_argument("files", nargs="+", help="input files or globs (.parquet, .csv, .tsv, .arrow, .feather, "
+                                             ".ipc); key=value directories become columns")
     im.add_argument("--format", choices=["parquet", "csv", "ipc"], default=None,
                     help="input format (default: from the extension)")
     im.add_argument("--replace", action="store_true", help="replace the table if it exists")
