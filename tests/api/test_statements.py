@@ -139,7 +139,8 @@ def test_update_and_delete_match_duckdb(con):
     assert con.sql("SELECT count(*) AS n FROM t").fetchall() == [(0,)]
 
 
-@pytest.mark.parametrize("step", ["before_manifest", "before_rename", "before_current", "before_current_rename"])
+@pytest.mark.parametrize("step", ["before_manifest", pytest.param("before_rename", marks=pytest.mark.slow),
+                                  "before_current", pytest.param("before_current_rename", marks=pytest.mark.slow)])
 def test_insert_killed_at_each_step_leaves_old_or_new(tmp_path, step):
     db = str(tmp_path / "db")
     with hetdb.connect(db, device="cpu") as c:

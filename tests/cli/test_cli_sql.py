@@ -3,24 +3,49 @@ CLI-syntax hints, and `hetdb shell` dot commands (piped and through a pty)."""
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
+
+import hetdb as hetdb_api
 
 ENV = dict(os.environ, COLUMNS="200", NO_COLOR="1")
 
 
-def hetdb(*args: str, input_text: str | None = None, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hetdb.cli.main", *args], capture_output=True, text=True,
-                          env=env or ENV, input=input_text, timeout=300)
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_sql_from_argument_c_file_and_stdin(tmp_path):
+@pytest.fixture
+def hetdb(capsys, monkeypatch):
+    """Run the CLI in this process (a subprocess per call costs seconds of imports)."""
+    from hetdb.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    def run(*args: str, input_text: str | None = None, columns: int = 200) -> Ran:
+        monkeypatch.setenv("COLUMNS", str(columns))
+        monkeypatch.setattr(sys, "stdin", io.StringIO(input_text or ""))
+        capsys.readouterr()
+        code = main(list(args))
+        out = capsys.readouterr()
+        return Ran(code, out.out, out.err)
+
+    return run
+
+
+def test_sql_from_argument_c_file_and_stdin(hetdb, tmp_path):
     db = str(tmp_path / "db")
     res = hetdb("query", db, "-c", "CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) AS s FROM t",
                 "--device", "cpu", "--format", "csv")
@@ -36,7 +61,7 @@ def test_sql_from_argument_c_file_and_stdin(tmp_path):
     assert res.returncode == 1 and "once" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_every_engine_flag_is_accepted(tmp_path):
+def test_every_engine_flag_is_accepted(hetdb, tmp_path):
     db = str(tmp_path / "db")
     res = hetdb("query", db, "SELECT 1 + 1 AS two", "--device", "cpu", "--threads", "1", "--batch-rows", "7",
                 "--host-memory-limit", "64MB", "--gpu-memory-limit", "1GB", "--host-cache-limit", "0",
@@ -46,7 +71,7 @@ def test_every_engine_flag_is_accepted(tmp_path):
     assert res.stdout.split() == ["two", "2"]
 
 
-def test_repeated_column_names_in_every_format(tmp_path):
+def test_repeated_column_names_in_every_format(hetdb, tmp_path):
     db = str(tmp_path / "db")
     sql = "SELECT 1 AS a, 22 AS a, 'x' AS b"
     table = hetdb("query", db, sql, "--device", "cpu")
@@ -64,17 +89,17 @@ def test_repeated_column_names_in_every_format(tmp_path):
     assert js.stdout.strip() == '{"a": 1, "a_1": 22, "b": "x"}'
 
 
-def test_wide_results_hide_middle_columns(tmp_path):
+def test_wide_results_hide_middle_columns(hetdb, tmp_path):
     db = str(tmp_path / "db")
     sql = "SELECT " + ", ".join(f"{i} AS column_number_{i}" for i in range(30))
-    res = hetdb("query", db, sql, "--device", "cpu", env=dict(ENV, COLUMNS="100"))
+    res = hetdb("query", db, sql, "--device", "cpu", columns=100)
     assert res.returncode == 0, res.stderr
     assert "column_number_0" in res.stdout and "column_number_29" in res.stdout
     assert "column_number_15" not in res.stdout and "columns hidden" in res.stdout
     assert max(len(ln) for ln in res.stdout.splitlines()) <= 100
 
 
-def test_hints_use_cli_syntax(tmp_path):
+def test_hints_use_cli_syntax(hetdb, tmp_path):
     src = tmp_path / "t.csv"
     src.write_text("a\n1\n")
     db = str(tmp_path / "db")
@@ -107,10 +132,12 @@ def _read_until(fd: int, needle: bytes, timeout: float = 60.0) -> bytes:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pty")
 def test_shell_through_a_pty_completes_table_names(tmp_path):
     db = str(tmp_path / "db")
-    assert hetdb("query", db, "CREATE TABLE lineitem_sample AS SELECT 1 AS qty", "--device", "cpu").returncode == 0
+    with hetdb_api.connect(db, device="cpu") as con:
+        con.execute("CREATE TABLE lineitem_sample AS SELECT 1 AS qty")
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "hetdb.cli.main", "shell", db, "--device", "cpu"],
                             stdin=slave, stdout=slave, stderr=slave, env=dict(ENV, HOME=str(tmp_path), TERM="xterm"))
