@@ -147,6 +147,7 @@ class Connection:
         key = X.register_source(src, key=f"reg-{id(self)}-{name.lower()}")
         self._registered[name.lower()] = key
         self._registered_names[name.lower()] = name
+        self._tables_changed()  # a cached plan of a stored table of this name no longer applies
         return self
 
     def unregister(self, name: str) -> Connection:
@@ -157,6 +158,7 @@ class Connection:
         self._registered_names.pop(name.lower(), None)
         if key is not None:
             X.unregister_source(key)
+            self._tables_changed()
         return self
 
     # ---- running statements ------------------------------------------------------------------------
