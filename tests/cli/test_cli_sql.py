@@ -161,3 +161,32 @@ def test_shell_through_a_pty_completes_table_names(tmp_path):
         if proc.poll() is None:
             proc.kill()
         os.close(master)
+
+
+def test_progress_line_shows_stage_rows_and_pages(tmp_path):
+    from hetdb.cli import progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    con = hetdb_api.connect(device="cpu")
+    try:
+        con.execute("CREATE TABLE t AS SELECT 1 AS a")
+        seen = []
+        status = progress.engine_status(con)
+        real_delay = progress.DELAY_S
+        progress.DELAY_S = 0.0
+        try:
+            with progress.progress_line(stream=out, status=status):
+                time.sleep(0.3)
+                seen.append(status())
+        finally:
+            progress.DELAY_S = real_delay
+        assert "… " in out.getvalue() and out.getvalue().endswith("\r\x1b[2K")
+        con._engine.live = {"stage": "running", "pipeline": 1, "pipelines": 2, "ctx": None}
+        assert status() == "pipeline 1/2"
+        assert seen == ["running"]
+    finally:
+        con.close()

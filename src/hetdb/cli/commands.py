@@ -110,18 +110,18 @@ def read_sql(args) -> str:
 
 
 def cmd_query(args) -> int:
-    from hetdb.cli.progress import progress_line
+    from hetdb.cli.progress import engine_status, progress_line
 
     sql = read_sql(args)
     con = _connect(args)
     try:
         if args.explain or args.analyze:
-            with progress_line(enabled=not args.no_progress):
+            with progress_line(enabled=not args.no_progress, status=engine_status(con)):
                 text = con.explain(sql.strip().rstrip(";"), analyze=args.analyze)
             console.print(text, highlight=False, markup=False)
             return 0
         t0 = time.perf_counter()
-        with progress_line(enabled=not args.no_progress):
+        with progress_line(enabled=not args.no_progress, status=engine_status(con)):
             res = con.sql(sql)
         dt = time.perf_counter() - t0
         print_result(res.arrow(), args.format, args.max_rows)

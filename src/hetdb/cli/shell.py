@@ -86,10 +86,10 @@ class Shell:
 
     def run_sql(self, text: str) -> None:
         from hetdb.cli.commands import print_result
-        from hetdb.cli.progress import progress_line
+        from hetdb.cli.progress import engine_status, progress_line
 
         t0 = time.perf_counter()
-        with progress_line():
+        with progress_line(status=engine_status(self.con)):
             res = self.con.sql(text)
         dt = time.perf_counter() - t0
         if res.arrow().num_columns:
