@@ -530,6 +530,8 @@ def _zone_map(rgm: Any, j: int, col: ExtColumn) -> ZoneMap | None:
     mx = _physical(st.max, col.dtype, col.arrow_type)
     if mn is None or mx is None:
         return None
+    if col.dtype.kind == "timestamp":  # nanosecond statistics truncate; values round to microseconds
+        mn, mx = mn - 1, mx + 1
     # Parquet min/max leave NaN out and do not count it: a float row group may hold NaN
     nans = 1 if col.dtype.kind == "float64" and n - nulls > 1 else 0
     return ZoneMap(mn, mx, nulls, nans, n)
