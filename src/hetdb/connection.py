@@ -141,8 +141,9 @@ class Connection:
         """Make ``obj`` (pandas or Polars DataFrame, Arrow table, record batch reader or dataset)
         queryable as ``name``; Arrow data is scanned in place, not copied."""
         from hetdb.storage import external as X
+        from hetdb.storage.registered import ArrowSource
 
-        src = X.ArrowSource(name, obj)
+        src = ArrowSource(name, obj)
         self.unregister(name)
         key = X.register_source(src, key=f"reg-{id(self)}-{name.lower()}")
         self._registered[name.lower()] = key
