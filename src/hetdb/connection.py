@@ -141,12 +141,14 @@ class Connection:
         """Make ``obj`` (pandas or Polars DataFrame, Arrow table, record batch reader or dataset)
         queryable as ``name``; Arrow data is scanned in place, not copied."""
         from hetdb.storage import external as X
+        from hetdb.storage.registered import ArrowSource
 
-        src = X.ArrowSource(name, obj)
+        src = ArrowSource(name, obj)
         self.unregister(name)
         key = X.register_source(src, key=f"reg-{id(self)}-{name.lower()}")
         self._registered[name.lower()] = key
         self._registered_names[name.lower()] = name
+        self._tables_changed()  # a cached plan of a stored table of this name no longer applies
         return self
 
     def unregister(self, name: str) -> Connection:
@@ -157,6 +159,7 @@ class Connection:
         self._registered_names.pop(name.lower(), None)
         if key is not None:
             X.unregister_source(key)
+            self._tables_changed()
         return self
 
     # ---- running statements ------------------------------------------------------------------------

@@ -167,3 +167,46 @@ def test_four_threads_query_one_parquet_file(tmp_path):
 def test_unknown_table_function_is_refused(con):
     with pytest.raises(HetdbError, match="table function"):
         con.sql("select * from read_xlsx('a.xlsx')")
+
+
+def test_import_keeps_hive_columns_and_expands_globs(con, hive, tmp_path):
+    from hetdb.storage.import_paths import import_paths
+
+    reader = import_paths(con.db, "h", [f"{hive}/**/*.parquet"])
+    assert [c.name for c in reader.schema] == ["id", "v", "s", "month", "year"]
+    q = "SELECT year, month, count(*) AS n, sum(v) AS sv FROM {} GROUP BY year, month"
+    got = sorted(con.sql(q.format("h")).fetchall())
+    want = sorted(duckdb.sql(q.format(f"read_parquet('{hive}/**/*.parquet')")).fetchall())
+    assert got == want and len(got) == 12
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"x": [i, i + 10]}), flat / f"p{i}.parquet")
+    reader = import_paths(con.db, "f", [f"{flat}/*.parquet"])
+    assert reader.num_rows == 6
+
+
+def test_statistics_pruning_of_every_type_matches_duckdb(con, tmp_path):
+    import decimal as D
+
+    n = 4000
+    p = tmp_path / "typed.parquet"
+    pq.write_table(pa.table({
+        "d": pa.array([datetime.date(2020, 1, 1) + datetime.timedelta(days=i // 10) for i in range(n)]),
+        "ts": pa.array([datetime.datetime(2021, 1, 1) + datetime.timedelta(minutes=i) for i in range(n)],
+                       pa.timestamp("ns")),
+        "m": pa.array([D.Decimal(i) / 100 for i in range(n)], pa.decimal128(12, 2)),
+        "s": [f"k{i:05d}" for i in range(n)],
+        "f": [float("nan") if i % 500 == 0 else i / 3 for i in range(n)],
+        "i": pa.array(range(n), pa.int32()),
+    }), p, row_group_size=500)
+    filters = ["d >= DATE '2020-12-01'", "d = DATE '2020-02-05'", "m < 5.00", "m BETWEEN 12.34 AND 13.00",
+               "s > 'k03500'", "s IN ('k00007', 'k03999')", "f < 10", "f BETWEEN 100 AND 120",
+               "i BETWEEN 1000 AND 1100", "ts >= '2021-01-03 00:00:00'"]
+    skipped = 0
+    for f in filters:
+        sql = f"SELECT count(*) AS n FROM '{p}' WHERE {f}"
+        assert con.sql(sql).fetchall() == duckdb.sql(sql).fetchall(), f
+        line = next(x for x in con.explain(sql, analyze=True).splitlines() if "ExternalScan" in x)
+        skipped += int(line.split("row groups read=")[1].split("skipped=")[1].rstrip("]"))
+    assert skipped > len(filters) * 2  # most filters skip row groups

@@ -88,6 +88,15 @@ def test_register_and_replacement_scan_match_duckdb(con, kind):
         con.sql("SELECT * FROM data")
 
 
+def test_registered_name_shadows_a_cached_table_plan(con):
+    con.execute("CREATE TABLE t AS SELECT 1 AS a")
+    assert con.sql("SELECT a FROM t").fetchall() == [(1,)]
+    con.register("t", pa.table({"a": [7, 8]}))
+    assert sorted(con.sql("SELECT a FROM t").fetchall()) == [(7,), (8,)]
+    con.unregister("t")
+    assert con.sql("SELECT a FROM t").fetchall() == [(1,)]
+
+
 def test_arrow_reader_and_dataset(con, tmp_path):
     t = pa.table({"x": list(range(10)), "y": [str(i % 3) for i in range(10)]})
     reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=3))

@@ -1,5 +1,5 @@
 """Statements other than queries: CREATE TABLE [AS], INSERT, DROP, CREATE VIEW, COPY, DESCRIBE,
-SHOW TABLES, SUMMARIZE, EXPLAIN [ANALYZE], SET/RESET, DELETE/UPDATE (both refused). Each returns an
+SHOW TABLES, SUMMARIZE, EXPLAIN [ANALYZE], SET/RESET, UPDATE and DELETE (each rewrites the table as one new version). Each returns an
 Arrow table (DuckDB's result columns where it has one).
 
 Every change to a table is one new table version written by the storage writer and published by
@@ -118,7 +118,7 @@ class StatementRunner:
                 raise CatalogError("CREATE TABLE AS: the query returns several columns with one name; "
                                    "give them distinct aliases")
             schema = [ColumnSpec(f.name, T.from_arrow(f.type, f.name), True) for f in data.schema]
-            self._write(name, schema, None, data)
+            self._write(name, schema, False, data)
             return EMPTY
         if not isinstance(tree.this, exp.Schema):
             raise SqlError("CREATE TABLE needs a column list or AS SELECT")
@@ -131,15 +131,21 @@ class StatementRunner:
             nullable = not any(isinstance(c.kind, exp.NotNullColumnConstraint)
                                for c in col.args.get("constraints") or [])
             specs.append(ColumnSpec(col.name, sql_type(col.args["kind"]), nullable))
-        self._write(name, specs, None, None)
+        self._write(name, specs, False, None)
         return EMPTY
 
-    def _write(self, name: str, schema: list[ColumnSpec], old, new: pa.Table | None) -> int:
-        """Write a new version of ``name``: the rows of reader ``old`` (if any) then ``new``."""
+    def _write(self, name: str, schema: list[ColumnSpec], keep_old: bool, new: pa.Table | None) -> int:
+        """Write a new version of ``name``: the rows of its current version (``keep_old``), then
+        ``new``. The current version is read once the writer exists, so a writer lock taken by
+        ``create_table`` covers the read as well as the commit (no lost appends)."""
         with self.db.create_table(name, schema, replace=True) as w:
-            if old is not None and old.num_rows:
-                for batch in old.scan([s.name for s in schema]):
-                    w.append(batch)
+            if keep_old:
+                old = self.db.table(name)
+                if [c.name for c in old.schema] != [c.name for c in schema]:
+                    raise CatalogError(f"table '{name}' changed while this statement ran; run it again")
+                if old.num_rows:
+                    for batch in old.scan([s.name for s in schema]):
+                        w.append(batch)
             if new is not None and new.num_rows:
                 w.append_arrow(_conform(new, schema))
         self.con._tables_changed()
@@ -182,7 +188,7 @@ class StatementRunner:
         for c in schema:
             if not c.nullable and new.column(c.name).null_count:
                 raise InputError(f"INSERT into '{stored}': column '{c.name}' is NOT NULL but a row gives NULL")
-        n = self._write(stored, schema, reader, new)
+        n = self._write(stored, schema, True, new)
         return count_result(n)
 
     def _values(self, values: exp.Values, types: list[T.DataType]) -> pa.Table:
@@ -355,13 +361,63 @@ class StatementRunner:
         self.con.reset_option(parts[1].lower())
         return EMPTY
 
+    def _rewrite(self, name: str, query: str, count_query: str | None) -> int:
+        """Replace table ``name`` by the rows of ``query`` (over its current version, read while the
+        writer exists); returns the rows ``count_query`` counts, else the rows that went away."""
+        schema = list(self.db.table(name).schema)
+        with self.db.create_table(name, schema, replace=True) as w:
+            before = self.db.table(name).num_rows
+            counted = self.con._query_arrow(count_query).column(0)[0].as_py() if count_query else None
+            data = self.con._query_arrow(query)
+            data = pa.table(dict(zip([c.name for c in schema], data.columns)))
+            if data.num_rows:
+                w.append_arrow(_conform(data, schema))
+        self.con._tables_changed()
+        return counted if counted is not None else before - data.num_rows
+
+    def _target(self, tree: exp.Expression, what: str) -> str:
+        if tree.args.get("using") or tree.args.get("from") or tree.args.get("from_") or tree.args.get("returning"):
+            raise UnsupportedError(f"{what} with USING / FROM / RETURNING")
+        name = _table_name(tree.this)
+        stored = _stored_name(self.db, name)
+        if stored is None:
+            from hetdb.storage.reader import did_you_mean
+
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.db.tables())}")
+        return stored
+
     def _update(self, st: Statement) -> pa.Table:
-        raise UnsupportedError("UPDATE: hetdb tables change only by whole new versions (CREATE OR REPLACE "
-                               "TABLE t AS SELECT CASE WHEN <cond> THEN <new> ELSE col END AS col, ... FROM t)")
+        """UPDATE as a new version: every row, with the SET columns recomputed where WHERE holds."""
+        tree = st.tree
+        name = self._target(tree, "UPDATE")
+        schema = {c.name.lower(): c for c in self.db.table(name).schema}
+        where = tree.args.get("where")
+        cond = f"coalesce(({where.this.sql(dialect='duckdb')}), false)" if where is not None else None
+        sets: dict[str, str] = {}
+        for eq in tree.expressions:
+            col = eq.this.name.lower() if isinstance(eq, exp.EQ) and isinstance(eq.this, exp.Column) else None
+            if col not in schema:
+                raise CatalogError(f"UPDATE {name}: no column {eq.this.sql(dialect='duckdb') if isinstance(eq, exp.EQ) else eq}")
+            sets[col] = f"CAST(({eq.expression.sql(dialect='duckdb')}) AS {schema[col].dtype})"
+        items = []
+        for key, spec in schema.items():
+            ref = f'"{spec.name}"'
+            if key in sets:
+                value = f"CASE WHEN {cond} THEN {sets[key]} ELSE {ref} END" if cond else sets[key]
+                items.append(f'{value} AS "{spec.name}"')
+            else:
+                items.append(ref)
+        query = f'SELECT {", ".join(items)} FROM "{name}"'
+        count = f'SELECT count(*) FROM "{name}"' + (f" WHERE {cond}" if cond else "")
+        return count_result(self._rewrite(name, query, count))
 
     def _delete(self, st: Statement) -> pa.Table:
-        raise UnsupportedError("DELETE: hetdb tables change only by whole new versions (CREATE OR REPLACE "
-                               "TABLE t AS SELECT * FROM t WHERE NOT coalesce(<cond>, false))")
+        """DELETE as a new version holding the rows WHERE does not select (NULL keeps a row)."""
+        tree = st.tree
+        name = self._target(tree, "DELETE")
+        where = tree.args.get("where")
+        keep = f" WHERE NOT coalesce(({where.this.sql(dialect='duckdb')}), false)" if where is not None else " WHERE false"
+        return count_result(self._rewrite(name, f'SELECT * FROM "{name}"{keep}', None))
 
     def _pragma(self, st: Statement) -> pa.Table:
         raise UnsupportedError("PRAGMA (use SET for connection options, SHOW TABLES, DESCRIBE)")

@@ -144,6 +144,8 @@ class QueryEngine:
         self.plan_cache_hits = 0
         # fused pipelines' dense tables per cached physical plan (device cache entries on the GPU)
         self.fused_states = FusedStateStore(self.device.cache if self.device is not None else None)
+        # what the running statement is doing, for progress lines: stage, pipeline i of n, context
+        self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         if self.device is not None:
@@ -177,6 +179,7 @@ class QueryEngine:
             del self._plans[sql]
         from hetdb.sql import bind
 
+        self.live = {"stage": "planning"}
         bound = bind(sql, self.db)
         plan = self._optimize(bound)
         entry = CachedPlan(plan, self.physical_plan(plan), ())
@@ -294,7 +297,9 @@ class QueryEngine:
                 skipped = prepare_reuse(ctx, self.fused_states, physical)
             tail = host_tail(physical) if self.tail_backend is not None else set()
             host_ctx = None
-            for pipe in physical.pipelines:
+            for i, pipe in enumerate(physical.pipelines):
+                self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
+                             "ctx": ctx}
                 if pipe.pid in skipped:
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
@@ -314,6 +319,7 @@ class QueryEngine:
             traceback.clear_frames(e.__traceback__)
             raise
         finally:
+            self.live = {}
             for fn in reversed(ctx.cleanup):
                 fn()
             ctx.results.clear()

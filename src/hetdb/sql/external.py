@@ -175,7 +175,9 @@ def resolve_from(binder, node: exp.Table, name: str, alias: str):
     if session is not None:
         obj = _python_object(name, session)
         if obj is not None and _scannable(obj):
-            key = X.register_source(X.ArrowSource(name, obj))
+            from hetdb.storage.registered import ArrowSource
+
+            key = X.register_source(ArrowSource(name, obj))
             session.replaced.append(key)
             return external_scan(X.lookup_source(key), key, alias, binder.new_cid)
     return None
