@@ -18,6 +18,7 @@ from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substit
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
+from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
 from hetdb.sql.window import WindowState, window_operands
 
@@ -71,9 +72,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
 def _output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Alias):
         return node.alias
-    if isinstance(node, exp.Column):
-        return node.name
-    return node.sql(dialect="duckdb")
+    return name_of(node)
 
 
 def _int_clause(node: exp.Expression | None, what: str) -> int | None:
@@ -277,7 +276,8 @@ class Binder:
         where_holder = Holder()
         plain, post, corr = [], [], []
         where = sel.args.get("where")
-        for c in _split_and(where.this) if where is not None else []:
+        alias_items = self._select_items(sel, scope)
+        for c in _split_and(self._with_aliases(where.this, alias_items, scope)) if where is not None else []:
             ctx = ExprContext(scope, self, "WHERE", holder=where_holder)
             n_pending = len(where_holder.pending)
             handled = self.subq.where_conjunct(c, ctx)
@@ -333,13 +333,12 @@ class Binder:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
         having_e = None
         if having is not None:
-            having_e = as_condition(bind_expr(having.this, ExprContext(
+            having_e = as_condition(bind_expr(self._with_aliases(having.this, sel_items, scope), ExprContext(
                 scope, self, "HAVING", holder=holder, agg=agg_state)), "HAVING")
         qualify = sel.args.get("qualify")
         qualify_e = None
         if qualify is not None:
-            q = qualify.this.transform(lambda n: self._select_ref(n, sel_items, scope)
-                                       if isinstance(n, exp.Column) else n)
+            q = self._with_aliases(qualify.this, sel_items, scope)
             qualify_e = as_condition(bind_expr(q, ExprContext(
                 scope, self, "QUALIFY", holder=holder, agg=agg_state, window=windows)), "QUALIFY")
         names = [n for n, _ in sel_items]
@@ -438,6 +437,15 @@ class Binder:
             name = _output_name(g) if isinstance(g, exp.Column) else "group"
             keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, _nullable(e))))
         return keys
+
+    def _with_aliases(self, node: exp.Expression, sel_items, scope: Scope) -> exp.Expression:
+        """``node`` with names that are no column but a select-list alias replaced by the aliased
+        expression (DuckDB allows aliases in WHERE, HAVING and QUALIFY); subqueries are left alone."""
+        def sub(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Column) and n.find_ancestor(exp.Subquery, exp.Select, exp.Exists) is None:
+                return self._select_ref(n, sel_items, scope)
+            return n
+        return node.transform(sub)
 
     @staticmethod
     def _select_ref(node: exp.Expression, sel_items, scope: Scope):

@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from hetdb.errors import UnsupportedError
 from hetdb.sql import functions_ext as FX
+from hetdb.sql.names import function_name
 from hetdb.sql.window import WINDOW_FUNCS
 
 _SUPPORTED: tuple[type, ...] = (
@@ -42,10 +43,8 @@ def _describe(node: exp.Expression) -> str:
     for cls, name in _NAMES.items():
         if isinstance(node, cls):
             return name
-    if isinstance(node, exp.Anonymous):
-        return f"function {str(node.this).lower()}()"
     if isinstance(node, exp.Func):
-        return f"function {node.sql_name().lower()}()"
+        return f"function {function_name(node)}()"
     return type(node).__name__
 
 
