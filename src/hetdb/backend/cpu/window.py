@@ -265,3 +265,38 @@ def frame_extreme(key, valid, ps, fs, fe, is_max):
             head += 1
         out[i] = dq[head] if tail > head else -1
     return out
+
+
+_RADIX_BITS = 16
+
+
+@njit(cache=True)
+def radix_refine(code, bits, order):
+    """``order`` stably re-sorted by ``code[order]`` (non-negative int64 codes below ``2**bits``):
+    LSD radix sort with 16-bit digits. Sorting by the last key first and refining by each earlier
+    key gives a lexicographic stable sort."""
+    n = order.shape[0]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = code[order[i]]
+    idx = order.copy()
+    tmp_k = np.empty_like(keys)
+    tmp_i = np.empty_like(idx)
+    mask = (1 << _RADIX_BITS) - 1
+    shift = 0
+    while shift < bits:
+        counts = np.zeros((1 << _RADIX_BITS) + 1, np.int64)
+        for i in range(n):
+            counts[((keys[i] >> shift) & mask) + 1] += 1
+        for j in range(1 << _RADIX_BITS):
+            counts[j + 1] += counts[j]
+        for i in range(n):
+            d = (keys[i] >> shift) & mask
+            p = counts[d]
+            counts[d] = p + 1
+            tmp_k[p] = keys[i]
+            tmp_i[p] = idx[i]
+        keys, tmp_k = tmp_k, keys
+        idx, tmp_i = tmp_i, idx
+        shift += _RADIX_BITS
+    return idx

@@ -17,6 +17,8 @@ import numpy as np
 
 from hetdb.backend.cpu import window as K
 from hetdb.backend.cpu.backend import CpuBackend
+from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
@@ -64,6 +66,36 @@ def _sort_arrays(cols: list[Column], desc: list[bool], nulls_first: list[bool]):
         arrays.append(_key(col))
         d.append(de)
     return arrays, d
+
+
+def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.ndarray:
+    """Stable sort order of the rows by ``arrays`` (LSD radix sorts): one pass set over a packed
+    int64 code when the keys' combined range fits 63 bits, else key by key from the last."""
+    order = np.arange(n, dtype=np.int64)
+    if not arrays or n == 0:
+        return order
+    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    ranges = int_ranges(okeys)
+    if ranges is None:
+        return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
+    if _bits(ranges) <= 63:
+        code = np.zeros(n, dtype=np.int64)
+        for k, (lo, hi) in zip(okeys, ranges):
+            code *= hi - lo + 1
+            code += k - lo
+        return K.radix_refine(code, _bits(ranges), order)
+    for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
+        if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
+            code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
+            order = K.radix_refine(code, _bits([(lo, hi)]), order)
+    return order
+
+
+def _bits(ranges: list[tuple[int, int]]) -> int:
+    total = 1
+    for lo, hi in ranges:
+        total *= hi - lo + 1
+    return (total - 1).bit_length()
 
 
 def _starts(arrays: list[np.ndarray], n: int) -> np.ndarray:
@@ -131,18 +163,22 @@ class WindowSink(Sink):
         p_arrays, p_desc = _sort_arrays(part, [False] * len(part), [False] * len(part))
         o_arrays, o_desc = _sort_arrays(order, [k.descending for k in self.order],
                                         [k.nulls_first for k in self.order])
-        if p_arrays or o_arrays:
-            perm = np.asarray(_HOST.sort_indices(p_arrays + o_arrays, p_desc + o_desc), dtype=np.int64)
-        else:
-            perm = np.arange(n, dtype=np.int64)
+        perm = _sort_permutation(p_arrays + o_arrays, p_desc + o_desc, n)
         part_start = _starts([a[perm] for a in p_arrays], n)
         peer_start = part_start | _starts([a[perm] for a in o_arrays], n)
         ps, pe, gs, ge = K.boundaries(part_start, peer_start)
         out = take_batch(_HOST, batch, perm)
-        sorted_order = [take(_HOST, c, perm) for c in order]
+        # expressions that are input columns reuse the permuted input instead of a second gather
+        permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
+
+        def sort_col(c: Column) -> Column:
+            hit = permuted.get(id(c))
+            return hit if hit is not None else take(_HOST, c, perm)
+
+        sorted_order = [sort_col(c) for c in order]
         cols = dict(out.columns)
         for (f, call), a in zip(self.funcs, args):
-            sa = [take(_HOST, c, perm) for c in a]
+            sa = [sort_col(c) for c in a]
             cols[f.cid] = _function(call, sa, sorted_order, self.order, part_start, peer_start,
                                     ps, pe, gs, ge)
         return Batch(cols, n)
