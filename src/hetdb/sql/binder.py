@@ -18,6 +18,7 @@ from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substit
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
+from hetdb.sql.grouping import grouping_plan, grouping_sets
 from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
 from hetdb.sql.window import WindowState, window_operands
@@ -310,10 +311,15 @@ class Binder:
             isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items) or (
             order is not None and any(_contains_agg(o) for o in order.expressions))
         holder = Holder()
+        sets = None
         agg_state: AggState | None = None
         corr_eq: list[tuple[Expr, Expr]] = []
         if has_agg:
-            keys = self._group_keys(group, sel_items, scope) if grouped else []
+            sets = grouping_sets(group)
+            if sets is not None:
+                keys, set_idx = self._grouping_keys(sets, sel_items, scope)
+            else:
+                keys = self._group_keys(group, sel_items, scope) if grouped else []
             if corr:
                 for p in corr:
                     sides = eq_sides(p, scope.correlated, local)
@@ -346,7 +352,12 @@ class Binder:
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
-        if agg_state is not None:
+        if agg_state is not None and (sets is not None or agg_state.grouping):
+            if corr_eq:
+                raise UnsupportedError("grouping sets in a correlated subquery")
+            plan = grouping_plan(self.new_cid, plan, agg_state,
+                                 set_idx if sets is not None else [tuple(range(len(agg_state.keys)))])
+        elif agg_state is not None:
             plan = Aggregate(plan, tuple((f, e) for e, f in agg_state.keys), tuple(agg_state.aggs))
         plan = holder.build(plan)
         if having_e is not None:
@@ -446,6 +457,26 @@ class Binder:
                 return self._select_ref(n, sel_items, scope)
             return n
         return node.transform(sub)
+
+    def _grouping_keys(self, sets, sel_items, scope: Scope):
+        """Bound keys of every grouping set (each distinct once) and each set as key positions."""
+        keys: list[tuple[Expr, Field]] = []
+        ctx = ExprContext(scope, self, "GROUP BY")
+        set_idx = []
+        for s in sets:
+            idx = []
+            for g in s:
+                node = self._select_ref(g, sel_items, scope)
+                e = node if isinstance(node, Expr) else bind_expr(node, ctx)
+                hit = [i for i, (k, _) in enumerate(keys) if k == e]
+                if not hit:
+                    name = _output_name(g) if isinstance(g, exp.Column) else "group"
+                    keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, True)))
+                    hit = [len(keys) - 1]
+                if hit[0] not in idx:
+                    idx.append(hit[0])
+            set_idx.append(tuple(idx))
+        return keys, set_idx
 
     @staticmethod
     def _select_ref(node: exp.Expression, sel_items, scope: Scope):

@@ -40,6 +40,7 @@ class AggState:
     pre_scope: Scope
     keys: list[tuple[Expr, Field]]
     aggs: list[tuple[Field, AggCall]] = field(default_factory=list)
+    grouping: list[tuple[Field, tuple[int, ...]]] = field(default_factory=list)  # GROUPING() calls
 
 
 @dataclass
@@ -94,6 +95,10 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
     agg = ctx.agg
     if isinstance(node, _AGGS):
         return _bind_aggregate(node, ctx)
+    if isinstance(node, exp.Grouping):
+        from hetdb.sql.grouping import bind_grouping
+
+        return bind_grouping(node, ctx)
     if isinstance(node, exp.Filter) and isinstance(node.this, _AGGS):
         from hetdb.sql.rewrites import filter_as_case
 
