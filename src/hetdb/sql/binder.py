@@ -16,9 +16,11 @@ from hetdb.errors import CatalogError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, SortKey
 from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substitute
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
+from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.grouping import grouping_plan, grouping_sets
+from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
 from hetdb.sql.window import WindowState, window_operands
@@ -63,7 +65,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
         return False
     if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
         return any(_contains_agg(c) for c in window_operands(node))
-    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
         return False
@@ -352,6 +354,10 @@ class Binder:
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
+        if agg_state is not None and agg_state.pre_windows:
+            if sets is not None:
+                raise UnsupportedError("median/quantile/stddev/var/arg_max with ROLLUP, CUBE or GROUPING SETS")
+            plan = Window(plan, tuple(e for e, _ in agg_state.keys), (), tuple(agg_state.pre_windows))
         if agg_state is not None and (sets is not None or agg_state.grouping):
             if corr_eq:
                 raise UnsupportedError("grouping sets in a correlated subquery")

@@ -300,3 +300,61 @@ def radix_refine(code, bits, order):
         idx, tmp_i = tmp_i, idx
         shift += _RADIX_BITS
     return idx
+
+
+@njit(cache=True)
+def partition_variance(x, valid, ps, pe, ddof):
+    """Per row: the variance of its partition's valid values (two passes: mean, then squared
+    deviations); ``ok`` False where the partition has no more than ``ddof`` values."""
+    n = x.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        c = 0
+        mean = 0.0
+        for j in range(s, e):
+            if valid[j]:
+                c += 1
+                mean += x[j]
+        if c > ddof:
+            mean /= c
+            m2 = 0.0
+            for j in range(s, e):
+                if valid[j]:
+                    d = x[j] - mean
+                    m2 += d * d
+            v = m2 / (c - ddof)
+            for j in range(s, e):
+                out[j] = v
+                ok[j] = True
+        i = e
+    return out, ok
+
+
+@njit(cache=True)
+def partition_quantile(xs, valid, ps, pe, q):
+    """Per row: the interpolated ``q`` quantile of its partition, whose valid values come first and
+    ascending in ``xs``."""
+    n = xs.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        c = 0
+        while s + c < e and valid[s + c]:
+            c += 1
+        if c > 0:
+            pos = q * (c - 1)
+            lo = int(np.floor(pos))
+            hi = int(np.ceil(pos))
+            v = xs[s + lo] + (xs[s + hi] - xs[s + lo]) * (pos - lo)
+            for j in range(s, e):
+                out[j] = v
+                ok[j] = True
+        i = e
+    return out, ok

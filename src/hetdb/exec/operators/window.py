@@ -215,6 +215,8 @@ def _function(call: WindowCall, args, order, order_keys, part_start, peer_start,
             return take(_HOST, args[0], idx, missing=True)
         both = concat_columns(_HOST, [args[0], args[2]])
         return take(_HOST, both, np.where(idx < 0, rows + n, idx))
+    if op in _GROUP_STATS:
+        return _group_statistic(call, args, ps, pe)
     fs, fe = _frame(call, order, order_keys, ps, pe, gs, ge)
     if op == "first_value":
         return take(_HOST, args[0], np.where(fe > fs, fs, -1), missing=True)
@@ -243,6 +245,29 @@ def _function(call: WindowCall, args, order, order_keys, part_start, peer_start,
         return _int_column(call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
     return _int_column(call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
+
+
+_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min")
+
+
+def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
+    """Aggregates over the whole partition that need all its values (sql/holistic.py)."""
+    op = call.op
+    x = args[0]
+    valid = _valid(x)
+    if op in ("arg_max", "arg_min"):
+        both = valid & _valid(args[1])
+        return take(_HOST, x, K.frame_extreme(_key(args[1]), both, ps, ps, pe, op == "arg_max"), missing=True)
+    data = np.asarray(x.data, dtype=np.float64)
+    if op == "quantile_cont":
+        n = ps.shape[0]
+        order = _sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+    else:
+        out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
+        if op.startswith("stddev"):
+            out = np.sqrt(out)
+    return _int_column(call.dtype, out, ok)
 
 
 def _frame(call: WindowCall, order, order_keys, ps, pe, gs, ge):
