@@ -23,9 +23,7 @@ from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
-_ALL_AGGS = _AGGS + (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.Stddev, exp.StddevSamp,
-                     exp.StddevPop, exp.Variance, exp.VariancePop, exp.LogicalAnd, exp.LogicalOr,
-                     exp.ApproxDistinct)
+_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN
 _CMP = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.IntDiv: "intdiv",
           exp.Mod: "mod"}
@@ -108,10 +106,10 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         from hetdb.sql.grouping import bind_grouping
 
         return bind_grouping(node, ctx)
-    if isinstance(node, exp.Filter) and isinstance(node.this, _AGGS):
+    if isinstance(node, exp.Filter) and isinstance(node.this, _ALL_AGGS):
         from hetdb.sql.rewrites import filter_as_case
 
-        return _bind_aggregate(filter_as_case(node), ctx)
+        return bind_expr(filter_as_case(node), ctx)
     if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))

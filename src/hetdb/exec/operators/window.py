@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
 from hetdb.backend.cpu.backend import CpuBackend
@@ -247,7 +248,8 @@ def _function(call: WindowCall, args, order, order_keys, part_start, peer_start,
     return _int_column(call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
 
 
-_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min")
+_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
+                "string_agg")
 
 
 def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -258,6 +260,8 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
     if op in ("arg_max", "arg_min"):
         both = valid & _valid(args[1])
         return take(_HOST, x, K.frame_extreme(_key(args[1]), both, ps, ps, pe, op == "arg_max"), missing=True)
+    if op == "string_agg":
+        return _string_agg(call, args, ps, pe)
     data = np.asarray(x.data, dtype=np.float64)
     if op == "quantile_cont":
         n = ps.shape[0]
@@ -268,6 +272,26 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
         if op.startswith("stddev"):
             out = np.sqrt(out)
     return _int_column(call.dtype, out, ok)
+
+
+def _string_agg(call: WindowCall, args, ps, pe) -> Column:
+    """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
+    n = ps.shape[0]
+    flags = call.args[2].value
+    keys = args[3:]
+    k_arrays, k_desc = _sort_arrays(keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
+    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], n)
+    values = take(_HOST, args[0], order).to_arrow().to_pylist()
+    sep = call.args[1].value
+    out: list[str | None] = [None] * n
+    start = 0
+    while start < n:
+        end = int(pe[start])
+        parts = [v for v in values[start:end] if v is not None]
+        joined = sep.join(parts) if parts else None
+        out[start:end] = [joined] * (end - start)
+        start = end
+    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
 
 
 def _frame(call: WindowCall, order, order_keys, ps, pe, gs, ge):
