@@ -53,7 +53,7 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
     def b(n: exp.Expression) -> Expr:
         return bind_expr(n, inner)
 
-    call = _string_agg(node, b) if isinstance(node, exp.GroupConcat) else _statistic(node, name, b)
+    call = string_agg_call(node, b) if isinstance(node, exp.GroupConcat) else statistic_call(node, name, b)
     for f, existing in agg.pre_windows:
         if existing == call:
             wf = f
@@ -70,7 +70,7 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
     return ColumnRef(f.dtype, f.cid, True)
 
 
-def _statistic(node: exp.Expression, name: str, b) -> WindowCall:
+def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
     x = b(node.this)
     if isinstance(node, exp.Median | exp.PercentileCont):
         q = 0.5
@@ -91,7 +91,7 @@ def _statistic(node: exp.Expression, name: str, b) -> WindowCall:
                       WHOLE_PARTITION)
 
 
-def _string_agg(node: exp.GroupConcat, b) -> WindowCall:
+def string_agg_call(node: exp.GroupConcat, b) -> WindowCall:
     """string_agg(x[, sep] [ORDER BY ...]): args (x, sep, key flags, *keys); flags holds 'd'/'a' and
     'f'/'l' (NULLS FIRST/LAST) per ORDER BY key."""
     arg = node.this
