@@ -1,5 +1,5 @@
 """Aggregates the hash aggregation has no state for — median, quantile_cont, stddev/var (sample and
-population), arg_max/arg_min, string_agg — computed per group by the window operator (PARTITION BY the GROUP BY
+population), arg_max/arg_min, string_agg, mode — computed per group by the window operator (PARTITION BY the GROUP BY
 keys, the whole group as frame) before the aggregation, which then takes the group's (single) value.
 bool_and/bool_or become min/max of a 0/1 CASE; approx_count_distinct is the exact count(DISTINCT).
 """
@@ -16,7 +16,7 @@ from hetdb.sql import typing as TY
 
 _STATS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
           exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
-HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, *_STATS)
+HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS)
 REWRITTEN = (exp.LogicalAnd, exp.LogicalOr, exp.ApproxDistinct)
 
 
@@ -82,6 +82,10 @@ def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
             if not 0 <= q <= 1:
                 raise SqlError(f"{name}: the quantile must be between 0 and 1, got {q}")
         return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q)), WHOLE_PARTITION)
+    if isinstance(node, exp.Mode):
+        if x.dtype.kind == "bool" or TY.is_null_literal(x):
+            raise UnsupportedError(f"{name} of BOOLEAN or NULL values")
+        return WindowCall(x.dtype, "mode", (x,), WHOLE_PARTITION)
     if type(node) in _STATS:
         return WindowCall(T.FLOAT64, _STATS[type(node)], (_numeric(x, name),), WHOLE_PARTITION)
     by = b(node.expression)

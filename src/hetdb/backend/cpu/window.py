@@ -358,3 +358,31 @@ def partition_quantile(xs, valid, ps, pe, q):
                 ok[j] = True
         i = e
     return out, ok
+
+
+@njit(cache=True)
+def partition_mode(order, key, valid, ps, pe):
+    """Per row: a row holding its partition's most frequent valid key (ties: the value that appears
+    first), -1 for none. ``order`` sorts each partition's rows by (valid first, key, row)."""
+    n = order.shape[0]
+    out = np.full(n, -1, np.int64)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        best = -1
+        best_count = 0
+        j = s
+        while j < e and valid[order[j]]:
+            r = j
+            while r < e and valid[order[r]] and key[order[r]] == key[order[j]]:
+                r += 1
+            first = order[j]
+            if r - j > best_count or (r - j == best_count and first < best):
+                best = first
+                best_count = r - j
+            j = r
+        for t in range(s, e):
+            out[t] = best
+        i = e
+    return out

@@ -249,7 +249,7 @@ def _function(call: WindowCall, args, order, order_keys, part_start, peer_start,
 
 
 _GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-                "string_agg")
+                "string_agg", "mode")
 
 
 def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -262,6 +262,10 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
         return take(_HOST, x, K.frame_extreme(_key(args[1]), both, ps, ps, pe, op == "arg_max"), missing=True)
     if op == "string_agg":
         return _string_agg(call, args, ps, pe)
+    if op == "mode":
+        key = _key(x)
+        order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
+        return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
     data = np.asarray(x.data, dtype=np.float64)
     if op == "quantile_cont":
         n = ps.shape[0]
