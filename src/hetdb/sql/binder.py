@@ -16,9 +16,13 @@ from hetdb.errors import CatalogError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, SortKey
 from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substitute
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
+from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.external import resolve_from
+from hetdb.sql.grouping import grouping_plan, grouping_sets
+from hetdb.sql.holistic import HOLISTIC, REWRITTEN
+from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
 from hetdb.sql.window import WindowState, window_operands
 
@@ -62,7 +66,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
         return False
     if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
         return any(_contains_agg(c) for c in window_operands(node))
-    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
         return False
@@ -72,9 +76,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
 def _output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Alias):
         return node.alias
-    if isinstance(node, exp.Column):
-        return node.name
-    return node.sql(dialect="duckdb")
+    return name_of(node)
 
 
 def _int_clause(node: exp.Expression | None, what: str) -> int | None:
@@ -279,7 +281,8 @@ class Binder:
         where_holder = Holder()
         plain, post, corr = [], [], []
         where = sel.args.get("where")
-        for c in _split_and(where.this) if where is not None else []:
+        alias_items = self._select_items(sel, scope)
+        for c in _split_and(self._with_aliases(where.this, alias_items, scope)) if where is not None else []:
             ctx = ExprContext(scope, self, "WHERE", holder=where_holder)
             n_pending = len(where_holder.pending)
             handled = self.subq.where_conjunct(c, ctx)
@@ -312,10 +315,15 @@ class Binder:
             isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items) or (
             order is not None and any(_contains_agg(o) for o in order.expressions))
         holder = Holder()
+        sets = None
         agg_state: AggState | None = None
         corr_eq: list[tuple[Expr, Expr]] = []
         if has_agg:
-            keys = self._group_keys(group, sel_items, scope) if grouped else []
+            sets = grouping_sets(group)
+            if sets is not None:
+                keys, set_idx = self._grouping_keys(sets, sel_items, scope)
+            else:
+                keys = self._group_keys(group, sel_items, scope) if grouped else []
             if corr:
                 for p in corr:
                     sides = eq_sides(p, scope.correlated, local)
@@ -335,13 +343,12 @@ class Binder:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
         having_e = None
         if having is not None:
-            having_e = as_condition(bind_expr(having.this, ExprContext(
+            having_e = as_condition(bind_expr(self._with_aliases(having.this, sel_items, scope), ExprContext(
                 scope, self, "HAVING", holder=holder, agg=agg_state)), "HAVING")
         qualify = sel.args.get("qualify")
         qualify_e = None
         if qualify is not None:
-            q = qualify.this.transform(lambda n: self._select_ref(n, sel_items, scope)
-                                       if isinstance(n, exp.Column) else n)
+            q = self._with_aliases(qualify.this, sel_items, scope)
             qualify_e = as_condition(bind_expr(q, ExprContext(
                 scope, self, "QUALIFY", holder=holder, agg=agg_state, window=windows)), "QUALIFY")
         names = [n for n, _ in sel_items]
@@ -349,7 +356,16 @@ class Binder:
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
-        if agg_state is not None:
+        if agg_state is not None and agg_state.pre_windows:
+            if sets is not None:
+                raise UnsupportedError("median/quantile/stddev/var/arg_max with ROLLUP, CUBE or GROUPING SETS")
+            plan = Window(plan, tuple(e for e, _ in agg_state.keys), (), tuple(agg_state.pre_windows))
+        if agg_state is not None and (sets is not None or agg_state.grouping):
+            if corr_eq:
+                raise UnsupportedError("grouping sets in a correlated subquery")
+            plan = grouping_plan(self.new_cid, plan, agg_state,
+                                 set_idx if sets is not None else [tuple(range(len(agg_state.keys)))])
+        elif agg_state is not None:
             plan = Aggregate(plan, tuple((f, e) for e, f in agg_state.keys), tuple(agg_state.aggs))
         plan = holder.build(plan)
         if having_e is not None:
@@ -443,6 +459,35 @@ class Binder:
             name = _output_name(g) if isinstance(g, exp.Column) else "group"
             keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, _nullable(e))))
         return keys
+
+    def _with_aliases(self, node: exp.Expression, sel_items, scope: Scope) -> exp.Expression:
+        """``node`` with names that are no column but a select-list alias replaced by the aliased
+        expression (DuckDB allows aliases in WHERE, HAVING and QUALIFY); subqueries are left alone."""
+        def sub(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Column) and n.find_ancestor(exp.Subquery, exp.Select, exp.Exists) is None:
+                return self._select_ref(n, sel_items, scope)
+            return n
+        return node.transform(sub)
+
+    def _grouping_keys(self, sets, sel_items, scope: Scope):
+        """Bound keys of every grouping set (each distinct once) and each set as key positions."""
+        keys: list[tuple[Expr, Field]] = []
+        ctx = ExprContext(scope, self, "GROUP BY")
+        set_idx = []
+        for s in sets:
+            idx = []
+            for g in s:
+                node = self._select_ref(g, sel_items, scope)
+                e = node if isinstance(node, Expr) else bind_expr(node, ctx)
+                hit = [i for i, (k, _) in enumerate(keys) if k == e]
+                if not hit:
+                    name = _output_name(g) if isinstance(g, exp.Column) else "group"
+                    keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, True)))
+                    hit = [len(keys) - 1]
+                if hit[0] not in idx:
+                    idx.append(hit[0])
+            set_idx.append(tuple(idx))
+        return keys, set_idx
 
     @staticmethod
     def _select_ref(node: exp.Expression, sel_items, scope: Scope):

@@ -10,6 +10,8 @@ from sqlglot import exp
 
 from hetdb.errors import UnsupportedError
 from hetdb.sql import functions_ext as FX
+from hetdb.sql.holistic import HOLISTIC, REWRITTEN
+from hetdb.sql.names import function_name
 from hetdb.sql.window import WINDOW_FUNCS
 
 _SUPPORTED: tuple[type, ...] = (
@@ -24,13 +26,12 @@ _SUPPORTED: tuple[type, ...] = (
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    *WINDOW_FUNCS, *FX.NODES, exp.TryCast,
+    *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *REWRITTEN, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
-    exp.Lateral: "LATERAL", exp.Rollup: "ROLLUP",
-    exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS", exp.TableSample: "TABLESAMPLE",
+    exp.Lateral: "LATERAL", exp.TableSample: "TABLESAMPLE",
     exp.Unnest: "UNNEST", exp.Array: "array literals", exp.Struct: "struct literals",
     exp.Pivot: "PIVOT",
     exp.Insert: "INSERT", exp.Create: "CREATE", exp.Delete: "DELETE", exp.Update: "UPDATE",
@@ -42,11 +43,18 @@ def _describe(node: exp.Expression) -> str:
     for cls, name in _NAMES.items():
         if isinstance(node, cls):
             return name
-    if isinstance(node, exp.Anonymous):
-        return f"function {str(node.this).lower()}()"
     if isinstance(node, exp.Func):
-        return f"function {node.sql_name().lower()}()"
+        return f"function {function_name(node)}()"
     return type(node).__name__
+
+
+def _inside(node: exp.Expression, refused: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if id(parent) in refused:
+            return True
+        parent = parent.parent
+    return False
 
 
 def unsupported_constructs(tree: exp.Expression) -> list[str]:
@@ -59,11 +67,14 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
 
     if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
         add(f"{_describe(tree)} statements (only SELECT queries are supported)")
+    refused: set[int] = set()
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and FX.handles(node):
             continue
         if not isinstance(node, _SUPPORTED):
-            add(_describe(node))
+            if not _inside(node, refused):  # the parts of a refused construct are not named again
+                add(_describe(node))
+            refused.add(id(node))
             continue
         if isinstance(node, exp.With) and node.args.get("recursive"):
             add("recursive CTEs (WITH RECURSIVE)")

@@ -17,11 +17,13 @@ from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
 from hetdb.sql import functions_ext as FX
+from hetdb.sql import holistic as HL
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
+_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN
 _CMP = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.IntDiv: "intdiv",
           exp.Mod: "mod"}
@@ -40,6 +42,8 @@ class AggState:
     pre_scope: Scope
     keys: list[tuple[Expr, Field]]
     aggs: list[tuple[Field, AggCall]] = field(default_factory=list)
+    grouping: list[tuple[Field, tuple[int, ...]]] = field(default_factory=list)  # GROUPING() calls
+    pre_windows: list = field(default_factory=list)  # (Field, WindowCall) of sql/holistic.py aggregates
 
 
 @dataclass
@@ -94,11 +98,19 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
     agg = ctx.agg
     if isinstance(node, _AGGS):
         return _bind_aggregate(node, ctx)
-    if isinstance(node, exp.Filter) and isinstance(node.this, _AGGS):
+    if isinstance(node, HL.HOLISTIC):
+        return HL.bind_holistic(node, ctx)
+    if isinstance(node, HL.REWRITTEN):
+        return bind_expr(HL.rewrite(node), ctx)
+    if isinstance(node, exp.Grouping):
+        from hetdb.sql.grouping import bind_grouping
+
+        return bind_grouping(node, ctx)
+    if isinstance(node, exp.Filter) and isinstance(node.this, _ALL_AGGS):
         from hetdb.sql.rewrites import filter_as_case
 
-        return _bind_aggregate(filter_as_case(node), ctx)
-    if _has(node, _AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
+        return bind_expr(filter_as_case(node), ctx)
+    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:

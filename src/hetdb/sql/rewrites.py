@@ -29,6 +29,8 @@ def filter_as_case(node: exp.Filter) -> exp.Expression:
     arg = agg.this
     if isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         agg.set("this", when(exp.Literal.number(1)))
+    elif isinstance(arg, exp.Order):
+        arg.set("this", when(arg.this))
     elif isinstance(arg, exp.Distinct):
         arg.set("expressions", [when(e) for e in arg.expressions])
     else:

@@ -23,7 +23,7 @@ _RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense
 _VALUES = {exp.FirstValue: "first_value", exp.LastValue: "last_value"}
 _AGGS = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 WINDOW_FUNCS: tuple[type, ...] = (*_RANKING, *_VALUES, *_AGGS, exp.Ntile, exp.Lag, exp.Lead,
-                                  exp.NthValue)
+                                  exp.NthValue)  # plus sql/holistic.py's HOLISTIC over whole partitions
 
 
 @dataclass
@@ -137,6 +137,16 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
         return WindowCall(x.dtype, "nth_value", (x, Literal(T.INT64, n)), frame)
     if type(func) in _AGGS:
         return _aggregate(func, frame, bind)
+    from hetdb.sql import holistic as HL
+
+    if isinstance(func, HL.HOLISTIC):
+        if order:
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY (only whole partitions)")
+        if isinstance(func.this, exp.Distinct):
+            raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
+        if isinstance(func, exp.GroupConcat):
+            return HL.string_agg_call(func, bind)
+        return HL.statistic_call(func, name, bind)
     raise UnsupportedError(f"{name} as a window function")
 
 

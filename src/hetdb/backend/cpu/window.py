@@ -265,3 +265,124 @@ def frame_extreme(key, valid, ps, fs, fe, is_max):
             head += 1
         out[i] = dq[head] if tail > head else -1
     return out
+
+
+_RADIX_BITS = 16
+
+
+@njit(cache=True)
+def radix_refine(code, bits, order):
+    """``order`` stably re-sorted by ``code[order]`` (non-negative int64 codes below ``2**bits``):
+    LSD radix sort with 16-bit digits. Sorting by the last key first and refining by each earlier
+    key gives a lexicographic stable sort."""
+    n = order.shape[0]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = code[order[i]]
+    idx = order.copy()
+    tmp_k = np.empty_like(keys)
+    tmp_i = np.empty_like(idx)
+    mask = (1 << _RADIX_BITS) - 1
+    shift = 0
+    while shift < bits:
+        counts = np.zeros((1 << _RADIX_BITS) + 1, np.int64)
+        for i in range(n):
+            counts[((keys[i] >> shift) & mask) + 1] += 1
+        for j in range(1 << _RADIX_BITS):
+            counts[j + 1] += counts[j]
+        for i in range(n):
+            d = (keys[i] >> shift) & mask
+            p = counts[d]
+            counts[d] = p + 1
+            tmp_k[p] = keys[i]
+            tmp_i[p] = idx[i]
+        keys, tmp_k = tmp_k, keys
+        idx, tmp_i = tmp_i, idx
+        shift += _RADIX_BITS
+    return idx
+
+
+@njit(cache=True)
+def partition_variance(x, valid, ps, pe, ddof):
+    """Per row: the variance of its partition's valid values (two passes: mean, then squared
+    deviations); ``ok`` False where the partition has no more than ``ddof`` values."""
+    n = x.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        c = 0
+        mean = 0.0
+        for j in range(s, e):
+            if valid[j]:
+                c += 1
+                mean += x[j]
+        if c > ddof:
+            mean /= c
+            m2 = 0.0
+            for j in range(s, e):
+                if valid[j]:
+                    d = x[j] - mean
+                    m2 += d * d
+            v = m2 / (c - ddof)
+            for j in range(s, e):
+                out[j] = v
+                ok[j] = True
+        i = e
+    return out, ok
+
+
+@njit(cache=True)
+def partition_quantile(xs, valid, ps, pe, q):
+    """Per row: the interpolated ``q`` quantile of its partition, whose valid values come first and
+    ascending in ``xs``."""
+    n = xs.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        c = 0
+        while s + c < e and valid[s + c]:
+            c += 1
+        if c > 0:
+            pos = q * (c - 1)
+            lo = int(np.floor(pos))
+            hi = int(np.ceil(pos))
+            v = xs[s + lo] + (xs[s + hi] - xs[s + lo]) * (pos - lo)
+            for j in range(s, e):
+                out[j] = v
+                ok[j] = True
+        i = e
+    return out, ok
+
+
+@njit(cache=True)
+def partition_mode(order, key, valid, ps, pe):
+    """Per row: a row holding its partition's most frequent valid key (ties: the value that appears
+    first), -1 for none. ``order`` sorts each partition's rows by (valid first, key, row)."""
+    n = order.shape[0]
+    out = np.full(n, -1, np.int64)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        best = -1
+        best_count = 0
+        j = s
+        while j < e and valid[order[j]]:
+            r = j
+            while r < e and valid[order[r]] and key[order[r]] == key[order[j]]:
+                r += 1
+            first = order[j]
+            if r - j > best_count or (r - j == best_count and first < best):
+                best = first
+                best_count = r - j
+            j = r
+        for t in range(s, e):
+            out[t] = best
+        i = e
+    return out

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
 from hetdb.backend.cpu.backend import CpuBackend
+from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
@@ -64,6 +67,36 @@ def _sort_arrays(cols: list[Column], desc: list[bool], nulls_first: list[bool]):
         arrays.append(_key(col))
         d.append(de)
     return arrays, d
+
+
+def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.ndarray:
+    """Stable sort order of the rows by ``arrays`` (LSD radix sorts): one pass set over a packed
+    int64 code when the keys' combined range fits 63 bits, else key by key from the last."""
+    order = np.arange(n, dtype=np.int64)
+    if not arrays or n == 0:
+        return order
+    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    ranges = int_ranges(okeys)
+    if ranges is None:
+        return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
+    if _bits(ranges) <= 63:
+        code = np.zeros(n, dtype=np.int64)
+        for k, (lo, hi) in zip(okeys, ranges):
+            code *= hi - lo + 1
+            code += k - lo
+        return K.radix_refine(code, _bits(ranges), order)
+    for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
+        if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
+            code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
+            order = K.radix_refine(code, _bits([(lo, hi)]), order)
+    return order
+
+
+def _bits(ranges: list[tuple[int, int]]) -> int:
+    total = 1
+    for lo, hi in ranges:
+        total *= hi - lo + 1
+    return (total - 1).bit_length()
 
 
 def _starts(arrays: list[np.ndarray], n: int) -> np.ndarray:
@@ -131,18 +164,22 @@ class WindowSink(Sink):
         p_arrays, p_desc = _sort_arrays(part, [False] * len(part), [False] * len(part))
         o_arrays, o_desc = _sort_arrays(order, [k.descending for k in self.order],
                                         [k.nulls_first for k in self.order])
-        if p_arrays or o_arrays:
-            perm = np.asarray(_HOST.sort_indices(p_arrays + o_arrays, p_desc + o_desc), dtype=np.int64)
-        else:
-            perm = np.arange(n, dtype=np.int64)
+        perm = _sort_permutation(p_arrays + o_arrays, p_desc + o_desc, n)
         part_start = _starts([a[perm] for a in p_arrays], n)
         peer_start = part_start | _starts([a[perm] for a in o_arrays], n)
         ps, pe, gs, ge = K.boundaries(part_start, peer_start)
         out = take_batch(_HOST, batch, perm)
-        sorted_order = [take(_HOST, c, perm) for c in order]
+        # expressions that are input columns reuse the permuted input instead of a second gather
+        permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
+
+        def sort_col(c: Column) -> Column:
+            hit = permuted.get(id(c))
+            return hit if hit is not None else take(_HOST, c, perm)
+
+        sorted_order = [sort_col(c) for c in order]
         cols = dict(out.columns)
         for (f, call), a in zip(self.funcs, args):
-            sa = [take(_HOST, c, perm) for c in a]
+            sa = [sort_col(c) for c in a]
             cols[f.cid] = _function(call, sa, sorted_order, self.order, part_start, peer_start,
                                     ps, pe, gs, ge)
         return Batch(cols, n)
@@ -179,6 +216,8 @@ def _function(call: WindowCall, args, order, order_keys, part_start, peer_start,
             return take(_HOST, args[0], idx, missing=True)
         both = concat_columns(_HOST, [args[0], args[2]])
         return take(_HOST, both, np.where(idx < 0, rows + n, idx))
+    if op in _GROUP_STATS:
+        return _group_statistic(call, args, ps, pe)
     fs, fe = _frame(call, order, order_keys, ps, pe, gs, ge)
     if op == "first_value":
         return take(_HOST, args[0], np.where(fe > fs, fs, -1), missing=True)
@@ -207,6 +246,56 @@ def _function(call: WindowCall, args, order, order_keys, part_start, peer_start,
         return _int_column(call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
     return _int_column(call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
+
+
+_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
+                "string_agg", "mode")
+
+
+def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
+    """Aggregates over the whole partition that need all its values (sql/holistic.py)."""
+    op = call.op
+    x = args[0]
+    valid = _valid(x)
+    if op in ("arg_max", "arg_min"):
+        both = valid & _valid(args[1])
+        return take(_HOST, x, K.frame_extreme(_key(args[1]), both, ps, ps, pe, op == "arg_max"), missing=True)
+    if op == "string_agg":
+        return _string_agg(call, args, ps, pe)
+    if op == "mode":
+        key = _key(x)
+        order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
+        return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
+    data = np.asarray(x.data, dtype=np.float64)
+    if op == "quantile_cont":
+        n = ps.shape[0]
+        order = _sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+    else:
+        out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
+        if op.startswith("stddev"):
+            out = np.sqrt(out)
+    return _int_column(call.dtype, out, ok)
+
+
+def _string_agg(call: WindowCall, args, ps, pe) -> Column:
+    """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
+    n = ps.shape[0]
+    flags = call.args[2].value
+    keys = args[3:]
+    k_arrays, k_desc = _sort_arrays(keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
+    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], n)
+    values = take(_HOST, args[0], order).to_arrow().to_pylist()
+    sep = call.args[1].value
+    out: list[str | None] = [None] * n
+    start = 0
+    while start < n:
+        end = int(pe[start])
+        parts = [v for v in values[start:end] if v is not None]
+        joined = sep.join(parts) if parts else None
+        out[start:end] = [joined] * (end - start)
+        start = end
+    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
 
 
 def _frame(call: WindowCall, order, order_keys, ps, pe, gs, ge):
