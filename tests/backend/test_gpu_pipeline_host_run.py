@@ -297,3 +297,21 @@ def test_multi_key_probe_and_filter(tmp_path):
                 if bb == (x, y):
                     ref[(x, y)][0] += 1
     assert got == dict(ref) and len(ref) > 3
+
+
+def test_many_groups_and_overflow_detection(tmp_path):
+    rng = random.Random(3)
+    n = 3000
+    k1 = [rng.randint(0, 2000) for _ in range(n)]
+    k2 = [None if i % 11 == 0 else i % 3 for i in range(n)]
+    v = [rng.randint(-50, 50) for _ in range(n)]
+    spec = PipelineSpec((Input("k1", T.INT64, False), Input("k2", T.INT64), Input("v", T.INT64, False)), (),
+                        AggregateSink((col("k1"), col("k2")), (("min", col("v")), ("max", col("v")))))
+    got = by_key(run_kernel(spec, {"k1": k1, "k2": k2, "v": v}, [], tmp_path, slots=8192))
+    ref: dict = {}
+    for a, b, x in zip(k1, k2, v):
+        lo, hi = ref.get((a, b), (x, x))
+        ref[(a, b)] = (min(lo, x), max(hi, x))
+    assert {k: (acc[0], acc[2]) for k, acc in got.items()} == ref and len(ref) > 2000
+    with pytest.raises(AssertionError, match="FAIL"):  # a table too small reports overflow (the host reruns)
+        run_kernel(spec, {"k1": k1, "k2": k2, "v": v}, [], tmp_path, slots=1024)
