@@ -192,3 +192,23 @@ def test_pipeline_modes_count_how_each_pipeline_ran():
     ops = {i: OpStats(fused=n) for i, n in enumerate(notes)}
     assert pipeline_modes(physical, ops) == {"compiled": 1, "dense_fused": 1, "host": 1,
                                              "operator_at_a_time": 2, "not_run": 1}
+
+
+def test_refused_operator_carries_the_reason():
+    from types import SimpleNamespace as NS
+
+    from hetdb.exec.compiled import plan_compiled
+    from hetdb.exec.operators.aggregate import HashAggregate
+    from hetdb.exec.operators.base import OpStats
+    from hetdb.exec.operators.basic import LimitOp
+    from hetdb.plan.expr import AggCall
+
+    stats: dict[int, OpStats] = {}
+    ctx = NS(stat=lambda op_id: stats.setdefault(op_id, OpStats()))
+    sink = HashAggregate(keys=(), aggs=(), op_id=3)
+    plan, why = plan_compiled(ctx, NS(source=NS(), ops=[LimitOp(limit=5, op_id=2)], sink=sink))
+    assert plan is None and why == "LimitOp is not compiled"
+    assert stats[2].fused == "not compiled: LimitOp is not compiled"
+    distinct = HashAggregate(keys=(), aggs=((None, AggCall(T.INT64, "count", col("a"), distinct=True)),), op_id=4)
+    plan, why = plan_compiled(ctx, NS(source=NS(), ops=[], sink=distinct))
+    assert plan is None and "DISTINCT" in why and 4 not in stats

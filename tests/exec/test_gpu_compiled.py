@@ -1,7 +1,9 @@
 """Compiled GPU pipelines (exec/compiled.py) on NULL-rich data against DuckDB: non-unique inner joins,
 LEFT / semi / anti / mark (NOT IN with NULLs) probes, dictionary-string lookups and group keys,
 CASE/COALESCE, hash aggregation with more groups than the first table size (overflow rerun),
-a tiny gpu_memory_limit (the aggregation spills its partitions), and no device memory left behind."""
+a tiny gpu_memory_limit (the aggregation spills its partitions), edge cases (empty build or probe
+side, all keys equal, skewed builds, a build pipeline with its own probe), and no device memory left
+behind. (test_compiled_edge_cases_match_duckdb was added after the last GPU run of this session.)"""
 
 from __future__ import annotations
 
@@ -87,3 +89,31 @@ def test_tpch_pipelines_compile_and_match_duckdb(tmp_path_factory) -> None:
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "tpch-compiled.txt").write_text("\n".join(report) + "\n")
     assert compiled > 0, "\n".join(report)
+
+
+EDGE_QUERIES = {
+    "empty_build": "SELECT f.b, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a WHERE d.a > 1000 GROUP BY f.b",
+    "empty_probe": "SELECT f.b, count(*) FROM fact f JOIN dim d ON f.a = d.a WHERE f.k < 0 GROUP BY f.b",
+    "all_keys_equal": "SELECT d.s, count(*), sum(f.d) FROM fact f JOIN (SELECT s, 7 AS seven FROM dim) d "
+                      "ON f.a - f.a + 7 = d.seven GROUP BY d.s",
+    "skewed_build": "SELECT f.e, count(*) FROM fact f JOIN (SELECT CASE WHEN a < 40 THEN 3 ELSE a END AS a "
+                    "FROM dim) d ON f.a = d.a GROUP BY f.e",
+    "left_empty_build": "SELECT d.s, count(*) FROM fact f LEFT JOIN dim d ON f.a = d.a AND d.a > 1000 GROUP BY d.s",
+    "build_with_probe": "SELECT f.b, count(*) FROM fact f JOIN (SELECT d.a, d2.s FROM dim d JOIN dim d2 "
+                        "ON d.a = d2.a) x ON f.a = x.a GROUP BY f.b",
+}
+
+
+def test_compiled_edge_cases_match_duckdb(db, duck) -> None:
+    compared = 0
+    with hetdb.connect(db.path, device="gpu") as con:
+        for name, sql in EDGE_QUERIES.items():
+            res = con.sql(sql)
+            expected = duck.sql(sql).arrow()
+            expected = expected.read_all() if hasattr(expected, "read_all") else expected
+            diff = mismatch(res.arrow(), expected, ())
+            assert diff is None, f"{name}: {diff}\n{con.explain(sql, analyze=True)}"
+            assert res.stats["gpu_leaked_bytes"] == 0
+            compared += 1
+        assert con._get_engine().device.memory.used == 0
+    assert compared == len(EDGE_QUERIES)

@@ -33,7 +33,12 @@ _AGGS = ("sum", "count", "count_star", "min", "max", "avg")
 
 
 class _Refused(Exception):
-    pass
+    """Why a pipeline is not compiled; ``op_id`` names the operator the compiler refuses (its line
+    in EXPLAIN ANALYZE says so), None when it is the sink."""
+
+    def __init__(self, message: str, op_id: int | None = None) -> None:
+        super().__init__(message)
+        self.op_id = op_id
 
 
 @dataclass
@@ -64,6 +69,8 @@ def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str
     try:
         return _plan(ctx, pipe, sink), ""
     except _Refused as e:
+        if e.op_id is not None:
+            ctx.stat(e.op_id).fused = f"not compiled: {e}"
         return None, str(e)
 
 
@@ -85,19 +92,19 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
             stages.append(("project", op))
         elif isinstance(op, HashProbe):
             if op.kind not in _KINDS:
-                raise _Refused(f"{op.kind} join is not compiled")
+                raise _Refused(f"{op.kind} join is not compiled", op.op_id)
             if op.residual is not None and op.kind not in ("inner", "semi", "anti"):
-                raise _Refused(f"{op.kind} join with a residual condition is not compiled")
+                raise _Refused(f"{op.kind} join with a residual condition is not compiled", op.op_id)
             if not op.left_keys:
-                raise _Refused("a join without keys is not compiled")
+                raise _Refused("a join without keys is not compiled", op.op_id)
             if any(k.dtype.kind == "string" for k in op.left_keys):
-                raise _Refused("string join keys are not compiled")
+                raise _Refused("string join keys are not compiled", op.op_id)
             side = ctx.results[op.build_pipeline]
             if side.partitions is not None:
-                raise _Refused("the join's build side was partitioned (spilled)")
+                raise _Refused("the join's build side was partitioned (spilled)", op.op_id)
             stages.append(("probe", op))
         else:
-            raise _Refused(f"{type(op).__name__} is not compiled")
+            raise _Refused(f"{type(op).__name__} is not compiled", op.op_id)
     # backwards: ``later`` = columns needed after a stage (by the sink or kernel), ``kneed`` = the
     # ones the kernel itself reads (a materializing sink's other columns are gathered afterwards)
     later: set[str] = set()
@@ -143,7 +150,7 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
             for f in pay:
                 col = ctx.results[x.build_pipeline].batch.columns[f.cid]
                 if f.dtype.kind == "string" and col.dictionary is None:
-                    raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
+                    raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string", x.op_id)
             payloads[i] = pay
             produced |= {f.cid for f in x.right_fields if f.cid in later or f.cid in need}
             if x.mark is not None:
