@@ -41,11 +41,11 @@ def import_files(db: Database, table: str, files: list[str], format: str | None 
     if db.has_table(table) and not replace:
         raise CatalogError(f"table '{table}' already exists (use replace=True to overwrite it)")
     with _quiet_csv_row_handler():
-        return _import(db, table, files, format, replace, progress, rows_per_page, csv_options)
+        return _import(db, table, files, format, replace, progress, rows_per_page, csv_options, compression)
 
 
 def _import(db: Database, table: str, files: list[str], format: str | None, replace: bool, progress: bool,
-            rows_per_page: int, csv_options: dict | None) -> TableReader:
+            rows_per_page: int, csv_options: dict | None, compression: str) -> TableReader:
     sources = [_open(path, format, csv_options) for path in files]
     schema = _resolve_schema(sources)
     arrow_types = {f.name: f.type for f in sources[0].schema}
