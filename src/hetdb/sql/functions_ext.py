@@ -41,10 +41,6 @@ NODES: tuple[type, ...] = (
     exp.CurrentTimestamp, exp.DateAdd, *_PART_NODES,
 )
 
-_DUCK_TYPE = {"int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE", "date": "DATE",
-              "timestamp": "TIMESTAMP", "bool": "BOOLEAN", "string": "VARCHAR"}
-
-
 def handles(node: exp.Expression) -> bool:
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
@@ -108,9 +104,7 @@ def date_part(part: str, x: Expr, what: str) -> Expr:
 def _type_name(e: Expr) -> str:
     if TY.is_null_literal(e):
         return '"NULL"'
-    if e.dtype.kind == "decimal":
-        return f"DECIMAL({e.dtype.precision},{e.dtype.scale})"
-    return _DUCK_TYPE[e.dtype.kind]
+    return str(e.dtype)  # DataType prints DuckDB's type names (HUGEINT, DECIMAL(p,s), VARCHAR, ...)
 
 
 def _now() -> int:
