@@ -111,6 +111,8 @@ class Column:
                 null_count=-1 if mask is not None else 0)
             return arr.cast(pa.string())
         data = np.asarray(self.data)
+        if data.dtype == object or kind == "int128":
+            return _wide_to_decimal(data, mask, self.dtype.to_arrow())
         if kind == "decimal":
             scaled = pa.array(data.astype(np.int64), mask=mask)
             return _scaled_to_decimal(scaled, self.dtype)
@@ -151,6 +153,22 @@ def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
         return raw[0::2].copy()
     except pa.ArrowInvalid as e:
         raise InputError(f"cannot convert decimal values to scale {dtype.scale}: {e}") from e
+
+
+def _wide_to_decimal(data: np.ndarray, mask: np.ndarray | None, t: pa.DataType) -> pa.Array:
+    """HUGEINT / DECIMAL(38) physical values (int64, or Python ints) -> decimal128 (16-byte words)."""
+    words = np.empty(len(data) * 2, dtype=np.int64)
+    if data.dtype == object:
+        vals = [0 if mask is not None and mask[i] else int(v) for i, v in enumerate(data.tolist())]
+        words[0::2] = np.array([v & 0xFFFF_FFFF_FFFF_FFFF for v in vals], dtype=np.uint64).view(np.int64)
+        words[1::2] = np.array([v >> 64 for v in vals], dtype=np.int64)
+    else:
+        lo = data.astype(np.int64)
+        words[0::2] = lo
+        words[1::2] = lo >> 63
+    valid = None if mask is None else pa.array(~mask).buffers()[1]
+    return pa.Array.from_buffers(t, len(data), [valid, pa.py_buffer(words)],
+                                 null_count=-1 if mask is not None else 0)
 
 
 def _scaled_to_decimal(scaled: pa.Array, dtype: DataType) -> pa.Array:

@@ -15,6 +15,7 @@ from hetdb.storage.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST,
+    READABLE_FORMAT_VERSIONS,
     TABLES_DIR,
     ColumnSpec,
     fsync_dir,
@@ -22,7 +23,7 @@ from hetdb.storage.format import (
 )
 from hetdb.storage.locking import TableLock
 from hetdb.storage.reader import TableReader, did_you_mean
-from hetdb.storage.writer import TableWriter
+from hetdb.storage.writer import DEFAULT_COMPRESSION, TableWriter, check_compression
 
 # Table names become directory names (file systems allow 255 bytes), with room for the name a drop
 # renames the directory to (".dropped-<name>-<pid>").
@@ -50,6 +51,7 @@ class Database:
         # Readers are immutable snapshots, so one per committed version is reused: queries look a
         # table up many times (binding, estimates, scans) and a manifest parse costs milliseconds.
         self._readers: dict[str, tuple[tuple[int, int, int, int], TableReader]] = {}
+        self.format_version = FORMAT_VERSION
 
     @staticmethod
     def open(path: str, create: bool = False) -> Database:
@@ -75,11 +77,15 @@ class Database:
             raise CorruptDataError(f"database {path}: {DB_MARKER} is damaged") from None
         if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
             raise CorruptDataError(f"database {path}: {DB_MARKER} does not describe a hetdb database")
-        if info.get("format_version") != FORMAT_VERSION:
+        if info.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise CatalogError(f"database {path} has format version {info.get('format_version')}; "
-                               f"this hetdb reads version {FORMAT_VERSION}")
+                               f"this hetdb reads versions {', '.join(map(str, READABLE_FORMAT_VERSIONS))} "
+                               "(export its tables with the hetdb that wrote it, e.g. COPY ... TO "
+                               "'x.parquet', and `hetdb import` them into a new database)")
         os.makedirs(os.path.join(path, TABLES_DIR), exist_ok=True)
-        return Database(path)
+        db = Database(path)
+        db.format_version = int(info["format_version"])
+        return db
 
     def _table_dir(self, name: str) -> str:
         return os.path.join(self._tables_dir, name)
@@ -119,9 +125,11 @@ class Database:
         return reader
 
     def create_table(self, name: str, schema: list[ColumnSpec], rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
-                     replace: bool = False) -> TableWriter:
-        """A writer of a new table (or, with ``replace``, of a new version replacing the old one)."""
+                     replace: bool = False, compression: str = DEFAULT_COMPRESSION) -> TableWriter:
+        """A writer of a new table (or, with ``replace``, of a new version replacing the old one).
+        ``compression``: "auto" (each page in its smallest encoding) or "none" (plain pages)."""
         _check_table_name(name)
+        check_compression(compression)
         if not schema:
             raise CatalogError(f"table '{name}' needs at least one column")
         seen: dict[str, str] = {}
@@ -137,6 +145,7 @@ class Database:
         if self.has_table(name) and not replace:
             raise CatalogError(f"table '{name}' already exists (use replace=True to overwrite it)")
         tdir = self._table_dir(name)
+        os.makedirs(tdir, exist_ok=True)
         # Writers of one table take turns (storage.locking); the check above is repeated under the
         # lock, so of two writers creating one new table the second is refused once the first commits.
         lock = TableLock(tdir, name)
@@ -144,7 +153,21 @@ class Database:
             lock.release()
             raise CatalogError(f"table '{name}' already exists: another writer created it while this "
                                "one waited (use replace=True to overwrite it)")
-        return TableWriter(tdir, name, schema, rows_per_page, lock=lock)
+        try:
+            self._upgrade_marker()
+        except BaseException:
+            lock.release()
+            raise
+        return TableWriter(tdir, name, schema, rows_per_page, lock=lock, compression=compression)
+
+    def _upgrade_marker(self) -> None:
+        # A version-1 database is read as it is; its first new table version is written in the current
+        # format, so the marker says so (a hetdb that reads only version 1 then refuses it cleanly).
+        if self.format_version != FORMAT_VERSION:
+            write_file_durably(os.path.join(self.path, DB_MARKER),
+                               json.dumps({"format": FORMAT_NAME, "format_version": FORMAT_VERSION}).encode())
+            fsync_dir(self.path)
+            self.format_version = FORMAT_VERSION
 
     def _check_case_clash(self, name: str) -> None:
         """CatalogError if another table's name differs from ``name`` only in case: SQL resolves table

@@ -21,12 +21,14 @@ from hetdb.storage.database import Database
 from hetdb.storage.format import DEFAULT_ROWS_PER_PAGE, ColumnSpec
 from hetdb.storage.reader import TableReader
 from hetdb.storage.sources import Source, detect_format
+from hetdb.storage.writer import DEFAULT_COMPRESSION, check_compression
 
 
 def import_files(db: Database, table: str, files: list[str], format: str | None = None,
                  replace: bool = False, progress: bool = False, rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
-                 csv_options: dict | None = None) -> TableReader:
+                 csv_options: dict | None = None, compression: str = DEFAULT_COMPRESSION) -> TableReader:
     """Load ``files`` into table ``table`` as one new version and return a reader of it.
+    ``compression``: "auto" (compressed pages, the default) or "none" (plain pages).
 
     InputError (naming the file, and the line for CSV) if a file cannot be read, converted, or its
     schema differs from the first file's; CatalogError if the table exists and not ``replace``."""
@@ -35,14 +37,15 @@ def import_files(db: Database, table: str, files: list[str], format: str | None 
     files = [os.fspath(f) for f in files]
     if not files:
         raise InputError(f"import into '{table}': no input files given")
+    check_compression(compression)
     if db.has_table(table) and not replace:
         raise CatalogError(f"table '{table}' already exists (use replace=True to overwrite it)")
     with _quiet_csv_row_handler():
-        return _import(db, table, files, format, replace, progress, rows_per_page, csv_options)
+        return _import(db, table, files, format, replace, progress, rows_per_page, csv_options, compression)
 
 
 def _import(db: Database, table: str, files: list[str], format: str | None, replace: bool, progress: bool,
-            rows_per_page: int, csv_options: dict | None) -> TableReader:
+            rows_per_page: int, csv_options: dict | None, compression: str) -> TableReader:
     sources = [_open(path, format, csv_options) for path in files]
     schema = _resolve_schema(sources)
     arrow_types = {f.name: f.type for f in sources[0].schema}
@@ -53,7 +56,8 @@ def _import(db: Database, table: str, files: list[str], format: str | None, repl
                                 for name, t in arrow_types.items()}
     targets = {c.name: c.dtype for c in schema}
     with _progress_bar(progress, sum(s.size for s in sources), table) as advance:
-        with db.create_table(table, schema, rows_per_page=rows_per_page, replace=replace) as writer:
+        with db.create_table(table, schema, rows_per_page=rows_per_page, replace=replace,
+                             compression=compression) as writer:
             done = 0
             for src in sources:
                 row = 0

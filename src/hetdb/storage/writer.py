@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from hetdb import types as T
+from hetdb.codec import CODECS
 from hetdb.column import Batch, Column
 from hetdb.errors import CatalogError, CorruptDataError, HetdbError, InputError
 from hetdb.storage import versions
@@ -38,6 +39,16 @@ from hetdb.storage.reader import TableReader
 from hetdb.storage.zonemap import compute_zone
 
 KILL_ENV = "HETDB_TEST_KILL_AT"
+# "auto": every fixed-width page in the smallest of the codec's encodings; "none": plain pages.
+COMPRESSIONS = {"auto": CODECS, "none": ()}
+DEFAULT_COMPRESSION = "auto"
+
+
+def check_compression(compression: str) -> tuple[str, ...]:
+    """The codecs a ``compression`` setting allows; InputError naming the choices otherwise."""
+    if compression not in COMPRESSIONS:
+        raise InputError(f"unknown compression {compression!r}: use one of {', '.join(COMPRESSIONS)}")
+    return COMPRESSIONS[compression]
 
 
 def _kill_point(step: str) -> None:
@@ -80,13 +91,13 @@ class TableWriter:
     """Writes one new version of a table. Use as a context manager: commit on success, abort on error."""
 
     def __init__(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
-                 lock: TableLock) -> None:
+                 lock: TableLock, compression: str = DEFAULT_COMPRESSION) -> None:
         """``lock``: the table's writer lock, held by the caller; the writer releases it when it
         commits or aborts (also when this constructor fails)."""
         self._lock = lock
         self._done = True  # until the version directory exists: abort has nothing to remove
         try:
-            self._start(table_dir, table, schema, rows_per_page)
+            self._start(table_dir, table, schema, rows_per_page, compression)
         except BaseException:
             if self._done:
                 self._release()
@@ -94,9 +105,11 @@ class TableWriter:
                 self.abort()
             raise
 
-    def _start(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int) -> None:
+    def _start(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
+               compression: str) -> None:
         if rows_per_page < 1:
             raise InputError(f"rows_per_page must be >= 1, got {rows_per_page}")
+        self._codecs = check_compression(compression)
         self.table = table
         self.schema = list(schema)
         self.rows_per_page = int(rows_per_page)
@@ -216,11 +229,13 @@ class TableWriter:
                 col = plain
         else:
             col = Column.from_arrow(arr, spec.dtype)
-        buf, sections, length = encode_page(col, encoding)
+        buf, sections, length, data_codec, decoded = encode_page(col, encoding, self._codecs)
         zone = compute_zone(col, strings)
         self._files[i].write(memoryview(buf))
+        # "decoded": bytes of the page with a plain data section (the other sections are never encoded)
         self._pages[i].append({"offset": self._offsets[i], "length": length, "padded": int(buf.shape[0]),
                                "crc": checksum(memoryview(buf)[:length]), "enc": encoding,
+                               "codec": data_codec, "decoded": length - sections["data"][1] + decoded,
                                "sections": sections, "zone": zone})
         self._offsets[i] += int(buf.shape[0])
 
