@@ -139,6 +139,8 @@ def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
             raw = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset * 2:(arr.offset + len(arr)) * 2]
             return raw[0::2].copy()
     target = pa.decimal128(38, dtype.scale)
+    if dtype.precision > T.MAX_DECIMAL_PRECISION and pa.types.is_decimal(arr.type):
+        return _decimal_to_wide(arr, target)
     try:
         as38 = arr.cast(target)
         # DECIMAL(p, s) holds |value| < 10**(p - s): compare values, not the unscaled integers
@@ -153,6 +155,23 @@ def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
         return raw[0::2].copy()
     except pa.ArrowInvalid as e:
         raise InputError(f"cannot convert decimal values to scale {dtype.scale}: {e}") from e
+
+
+def _decimal_to_wide(arr: pa.Array, target: pa.DataType) -> np.ndarray:
+    """decimal128 -> DECIMAL(38) physical values: int64 when every value fits, else Python ints (any
+    decimal128 with the target's scale fits DECIMAL(38); e.g. a spilled SUM state read back)."""
+    from hetdb.errors import InputError
+
+    try:
+        as38 = arr.cast(target)
+    except pa.ArrowInvalid as e:
+        raise InputError(f"cannot convert decimal values to scale {target.scale}: {e}") from e
+    filled = as38.fill_null(pa.scalar(0, target)) if as38.null_count else as38
+    words = np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset * 2:(filled.offset + len(filled)) * 2]
+    lo, hi = words[0::2], words[1::2]
+    if np.array_equal(hi, lo >> 63):
+        return lo.copy()
+    return np.array([(int(h) << 64) | (int(v) & 0xFFFFFFFFFFFFFFFF) for v, h in zip(lo, hi)], dtype=object)
 
 
 def _wide_to_decimal(data: np.ndarray, mask: np.ndarray | None, t: pa.DataType) -> pa.Array:
