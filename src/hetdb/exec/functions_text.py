@@ -1,6 +1,6 @@
 """String, regular-expression, formatting and miscellaneous scalar functions with DuckDB's semantics.
-They run on the host through pyarrow.compute (RE2 regular expressions, as DuckDB) or Python, shown
-as a host step in EXPLAIN ANALYZE on the GPU. Ops (args positional, see sql/functions_ext.py):
+They run on the host through pyarrow.compute or Python (regular expressions through Python's ``re``;
+DuckDB uses RE2, so RE2-only syntax can differ), shown as a host step in EXPLAIN ANALYZE on the GPU. Ops (args positional, see sql/functions_ext.py):
 
   ltrim rtrim trim_chars(s, chars) ltrim_chars rtrim_chars replace split_part regexp_matches
   regexp_replace(s, p, r, global) regexp_extract(s, p, group) lpad rpad left right reverse repeat
