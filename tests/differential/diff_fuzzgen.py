@@ -31,12 +31,16 @@ KNOWN_ISSUES: dict[str, str] = {
     "nan": "issue 15 item 4 (rel-sem): NaN ordering/equality - comparisons, IN, join keys, GROUP BY, "
            "DISTINCT, ORDER BY, MIN/MAX over fa.fn (e.g. SELECT count(*) FROM fa WHERE fn > 0)",
     "bigint_overflow": "issue 15 item 2 (rel-sem): SUM/AVG of BIGINT near 2^63 must widen to HUGEINT and "
-                       "+ - * / abs must raise Out of Range (e.g. SELECT sum(big) FROM fa wraps)",
+                       "+ - * / abs must raise Out of Range, only for rows a CASE/COALESCE branch is "
+                       "used for (SELECT COALESCE(big, big * 3) FROM fa raises; DuckDB answers)",
     "decimal_overflow": "issue 15 item 2 (rel-sem): DECIMAL x DECIMAL past 18 digits, SUM of DECIMAL "
                         "past 18 digits (fa.dw)",
     "bigint_decimal_compare": "issue 15 item 2 (rel-sem): BIGINT near 2^63 compared with a DECIMAL overflows "
                               "when rescaled (SELECT count(*) FROM fa WHERE big < 0.5: hetdb 79, DuckDB 67)",
     "correlated_in_nulls": "issue 15 item 1 (rel-sem): correlated IN / NOT IN over nullable columns",
+    "decimal_sum_spill": "issue 15 items 2 + Memory (rel-sem/rel-mem): SUM/AVG of DECIMAL whose states spill "
+                         "(host_memory_limit=16KB, 4 threads) raise 'cannot convert decimal values to scale "
+                         "4: Decimal value does not fit in precision 38'",
 }
 
 INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL = (
@@ -65,12 +69,24 @@ JOIN_KEYS = {"k": ("fa", "fb", "fc", "fe"), "s": ("fa", "fb", "fc", "fe"), "d": 
              "dc": ("fa", "fb", "fe"), "f": ("fa", "fb", "fe")}
 
 
-def allowed_from_env() -> frozenset[str]:
-    names = {n.strip() for n in os.environ.get("HETDB_FUZZ_ALLOW", "").split(",") if n.strip()}
+# Shapes of KNOWN_ISSUES that rel-sem has fixed on main: drawn by default again.
+# HETDB_FUZZ_DENY=name,... leaves them out (to tell a regression of one of them from a new bug).
+# (bigint_overflow stays out: hetdb raises the BIGINT overflow of a COALESCE branch no row takes,
+# SELECT COALESCE(big, big * 3) FROM fa)
+FIXED_ISSUES = frozenset({"nan", "decimal_overflow", "bigint_decimal_compare", "correlated_in_nulls"})
+
+
+def _names(variable: str) -> set[str]:
+    names = {n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()}
     unknown = names - set(KNOWN_ISSUES)
     if unknown:
-        raise ValueError(f"HETDB_FUZZ_ALLOW: unknown names {sorted(unknown)} (known: {sorted(KNOWN_ISSUES)})")
-    return frozenset(names)
+        raise ValueError(f"{variable}: unknown names {sorted(unknown)} (known: {sorted(KNOWN_ISSUES)})")
+    return names
+
+
+def allowed_from_env() -> frozenset[str]:
+    """The KNOWN_ISSUES shapes to draw: the fixed ones and HETDB_FUZZ_ALLOW, less HETDB_FUZZ_DENY."""
+    return frozenset((FIXED_ISSUES | _names("HETDB_FUZZ_ALLOW")) - _names("HETDB_FUZZ_DENY"))
 
 
 def case_seed(seed: int, index: int) -> int:
@@ -390,7 +406,8 @@ class FuzzGen:
             e = self.expr(scope, purpose="key")
             return E(f"count({'DISTINCT ' if self.chance(0.4) else ''}{e.sql})", INT)
         if form in (2, 3):
-            e = self.expr(scope, (INT, BIG, DEC, DBL), "sum")
+            e = self.expr(scope, (INT, BIG, DEC, DBL) if "decimal_sum_spill" in self.allow else (INT, BIG, DBL),
+                          "sum")
             if e is None:
                 return E("count(*)", INT)
             # a double sum meets +inf and -inf in some groups: NaN, whose ordering is a known issue

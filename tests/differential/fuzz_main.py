@@ -3,7 +3,7 @@
     python tests/differential/fuzz_main.py [--queries 100000] [--seed N] [--device cpu|gpu] [--jobs J]
                                            [--config NAME ...] [--case I] [--keep-going]
 
-(environment defaults: FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS; HETDB_FUZZ_ALLOW as in the tests)
+(environment defaults: FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS; HETDB_FUZZ_ALLOW/DENY as in the tests)
 
 The cases are split evenly over the configurations (``FUZZ_CONFIGURATIONS``); each configuration runs
 its own slice of case indices, so every case number of the campaign is drawn once. Prints the seed,
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     allow = allowed_from_env()
     print(f"fuzz: seed={seed} device={args.device} cases={args.queries} jobs={args.jobs} "
           f"configurations={[n for n, _ in configs]}", flush=True)
-    print(f"fuzz: known issues left out: {sorted(set(KNOWN_ISSUES) - allow)} (HETDB_FUZZ_ALLOW draws them)",
+    print(f"fuzz: known issues left out: {sorted(set(KNOWN_ISSUES) - allow)} (HETDB_FUZZ_ALLOW draws, HETDB_FUZZ_DENY leaves out)",
           flush=True)
     per = -(-args.queries // len(configs))
     tasks = [(name, options, seed, *((args.case, 1) if args.case is not None else (i * per, per)),

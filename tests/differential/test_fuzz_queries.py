@@ -3,8 +3,8 @@
 Each configuration checks at least ``MIN_COMPARED`` hetdb answers: queries compared with DuckDB plus
 the partition queries of TLP/NoREC metamorphic checks of hetdb against itself (``diff_fuzz``). Every
 configuration runs the same cases (DuckDB's answers are computed once). ``make fuzz`` runs the long campaign
-(``fuzz_main.py``); ``HETDB_FUZZ_SEED`` changes the seed here, ``HETDB_FUZZ_ALLOW`` draws known-issue
-shapes (``diff_fuzzgen.KNOWN_ISSUES``).
+(``fuzz_main.py``); ``HETDB_FUZZ_SEED`` changes the seed here, ``HETDB_FUZZ_ALLOW``/``_DENY`` draw or leave out
+known-issue shapes (``diff_fuzzgen.KNOWN_ISSUES``).
 """
 
 from __future__ import annotations
