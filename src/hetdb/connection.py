@@ -80,7 +80,8 @@ def resolve_backend(device: str):
 
 
 class Connection:
-    def __init__(self, path: str, device: str = "auto", *, create: bool = True, **options: Any):
+    def __init__(self, path: str, device: str = "auto", *, create: bool = True, workers: int | None = None,
+                 cluster: str | None = None, **options: Any):
         from hetdb.storage import Database
 
         self.db = Database.open(str(path), create=create)
@@ -95,6 +96,11 @@ class Connection:
             raise HetdbError(f"unknown connection option: {e}") from None
         self.backend = resolve_backend(device)
         self._engine = None
+        self._dist = None
+        if workers is not None or cluster is not None:  # distributed queries on Ray (hetdb.dist)
+            from hetdb.dist.runtime import DistRuntime
+
+            self._dist = DistRuntime(str(path), 1 if workers is None else workers, cluster, options)
 
     @property
     def device(self) -> str:
@@ -114,13 +120,20 @@ class Connection:
         return self._engine
 
     def sql(self, query: str) -> Result:
+        if self._dist is not None:
+            return Result(*self._dist.sql(self._get_engine(), query))
         table, stats = self._get_engine().execute(query)
         return Result(table, stats)
 
     def explain(self, query: str, analyze: bool = False) -> str:
+        if self._dist is not None:
+            return self._dist.explain(self._get_engine(), query, analyze=analyze)
         return self._get_engine().explain(query, analyze=analyze)
 
     def close(self) -> None:
+        if self._dist is not None:
+            self._dist.close()
+            self._dist = None
         if self._engine is not None:
             self._engine.close()
             self._engine = None
