@@ -31,8 +31,11 @@ def hash_column(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     width, so both sides of a join agree. NULLs hash to 0 (they match nothing; any one partition)."""
     arr = _plain(arr)
     t = arr.type
-    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date(t) \
-            or pa.types.is_timestamp(t) or pa.types.is_time(t):
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        arr, t = arr.view(pa.int32()), pa.int32()
+    elif pa.types.is_date64(t) or pa.types.is_time64(t) or pa.types.is_timestamp(t):
+        arr, t = arr.view(pa.int64()), pa.int64()
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
         vals = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
     elif pa.types.is_floating(t):
         # -0.0 and 0.0 are equal keys: adding 0.0 makes both +0.0

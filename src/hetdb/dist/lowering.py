@@ -181,7 +181,8 @@ class Lowering:
         if not node.build_left and node.kind in _BROADCAST_KINDS and \
                 (probe_only or _estimate(node.right, self.row_counts) <= self.broadcast_rows):
             note = "small build side" if not probe_only else f"{node.kind} join needs the whole build side"
-            return dataclasses.replace(node, right=self._close(right, rdist, "broadcast", note=note)), "part"
+            return dataclasses.replace(node, left=left,
+                                       right=self._close(right, rdist, "broadcast", note=note)), "part"
         if not node.left_keys or node.kind in ("semi", "anti", "mark"):
             # build-left semi/anti and key-less joins that emit unmatched build rows: one worker
             return dataclasses.replace(node, left=self._gathered(left, ldist),

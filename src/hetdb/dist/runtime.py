@@ -73,14 +73,17 @@ class DistRuntime:
                 refs = self.actors[w].run.options(num_returns=n + 1).remote(stage, inputs, analyze)
                 outs[stage.sid][w] = refs[:n]
                 infos.append((w, stage.sid, refs[n]))
-        try:
-            stats = [ray.get(ref) for _, _, ref in infos]
-            table = ray.get(outs[dplan.result.sid][0][0])
-        except ray.exceptions.RayError as e:
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, HetdbError):
-                raise cause from None
-            raise DistributedError(f"a worker failed: {e}") from None
+        stats = []
+        for w, sid, ref in infos:
+            try:
+                stats.append(ray.get(ref))
+            except ray.exceptions.RayError as e:
+                cause = getattr(e, "cause", None)
+                if isinstance(cause, HetdbError):
+                    raise cause from None
+                raise DistributedError(f"worker {w} failed in stage {sid}: "
+                                       f"{type(cause or e).__name__}: {cause or e}") from None
+        table = ray.get(outs[dplan.result.sid][0][0])
         fields = dplan.output.fields
         table = pa.Table.from_arrays([table.column(f.cid) for f in fields], names=[f.name for f in fields])
         return table, {"exec_seconds": time.perf_counter() - t0, "rows": table.num_rows,
