@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from hetdb.dist.lowering import DistPlan, lower
+from hetdb.dist.lowering import BROADCAST_ROWS, DistPlan, lower
 from hetdb.dist.worker import Worker, plan_stage
 from hetdb.errors import HetdbError
 from hetdb.exec.engine import plan_tables
@@ -37,6 +37,7 @@ class DistRuntime:
             raise HetdbError(f"workers must be a positive integer, not {workers!r}")
         ray = _ray()
         self.workers = workers
+        self.broadcast_rows = BROADCAST_ROWS  # build sides estimated at most this many rows are broadcast
         self._owns_ray = False
         if not ray.is_initialized():
             if cluster:
@@ -57,7 +58,7 @@ class DistRuntime:
         counts = {}
         for name in plan_tables(plan) or ():
             counts[name] = engine.db.table(name).num_rows
-        return lower(plan, self.workers, row_counts=counts)
+        return lower(plan, self.workers, self.broadcast_rows, counts)
 
     def run(self, dplan: DistPlan, analyze: bool = False) -> tuple[pa.Table, dict[str, Any]]:
         ray = _ray()
