@@ -29,7 +29,7 @@ def _suite(data, queries, orderings, con, tolerances=None) -> int:
     return compared
 
 
-@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("workers", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_ssb_matches_duckdb_and_one_worker(ssb_dist, workers) -> None:
     queries = load_queries("ssb")
     assert len(queries) == 13
@@ -40,6 +40,7 @@ def test_ssb_matches_duckdb_and_one_worker(ssb_dist, workers) -> None:
             assert con.sql(sql).arrow().equals(one.sql(sql).arrow())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 def test_tpch_subset_matches_duckdb(tpch_dist, workers) -> None:
     queries = {k: v for k, v in load_queries("tpch").items() if k in TPCH_SUBSET}
