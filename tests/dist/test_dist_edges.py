@@ -152,3 +152,9 @@ def test_explain_analyze_shows_exchange_bytes(edge_db) -> None:
     assert "hash exchange on [k#" in plain and "(join key)" in plain and "bytes sent" not in plain
     assert "worker 1: rows out=" in text and "exchange bytes received: worker 0=" in text
     assert "share 0/2" in text and "Total:" in text
+
+
+@pytest.mark.parametrize("workers", [0, -1, "2"])
+def test_bad_worker_count_is_a_typed_error(edge_db, workers) -> None:
+    with pytest.raises(hetdb.HetdbError, match="workers must be a positive integer"):
+        hetdb.connect(edge_db.path, device="cpu", workers=workers)

@@ -203,7 +203,7 @@ def _estimate(node: L.Node, counts: dict[str, int]) -> float:
     if isinstance(node, (L.Filter, L.Project, L.Sort)):
         return _estimate(node.input, counts)
     if isinstance(node, L.Aggregate):
-        return 1.0 if not node.keys else _estimate(node.input)
+        return 1.0 if not node.keys else _estimate(node.input, counts)
     if isinstance(node, (L.Limit, L.TopN)) and node.limit is not None:
         return float(node.limit + node.offset)
     if isinstance(node, L.Values):
