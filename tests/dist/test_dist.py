@@ -11,9 +11,7 @@ import hetdb
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
-# TPC-H queries run distributed here: joins + aggregations (the others are covered by the
-# differential suite on one worker; the lowering handles or falls back on them the same way)
-TPCH_SUBSET = ("q01", "q03", "q05", "q06", "q10", "q12", "q14", "q18")
+TPCH_QUERIES = 22
 
 
 def _suite(data, queries, orderings, con, tolerances=None) -> int:
@@ -42,8 +40,10 @@ def test_ssb_matches_duckdb_and_one_worker(ssb_dist, workers) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
-def test_tpch_subset_matches_duckdb(tpch_dist, workers) -> None:
-    queries = {k: v for k, v in load_queries("tpch").items() if k in TPCH_SUBSET}
-    assert len(queries) == len(TPCH_SUBSET)
+def test_tpch_matches_duckdb(tpch_dist, workers) -> None:
+    queries = load_queries("tpch")
+    assert len(queries) == TPCH_QUERIES
     with hetdb.connect(tpch_dist.path, device="cpu", workers=workers) as con:
-        assert _suite(tpch_dist, queries, TPCH_ORDERING, con, TPCH_TOLERANCE) == len(TPCH_SUBSET)
+        assert _suite(tpch_dist, queries, TPCH_ORDERING, con, TPCH_TOLERANCE) == TPCH_QUERIES
+        # every query is lowered (none falls back to one worker)
+        assert not [q for q in queries.values() if con.sql(q).stats["dist_fallback"]]
