@@ -13,7 +13,7 @@ import pytest
 
 import hetdb
 from hetdb import types as T
-from hetdb.dist.lowering import lower
+from hetdb.dist.lowering import DistPlan, Stage, lower
 from hetdb.plan import logical as L
 from hetdb.storage import ColumnSpec, Database
 
@@ -104,6 +104,12 @@ def test_edges_match_duckdb_one_worker_and_explain(edge_db, workers, broadcast_r
         stats = con.sql(sql).stats
         kinds = {s["stage"] for s in stats["stages"]}
         assert len(kinds) >= 4 and stats["bytes_shuffled"] > 0 and not stats["dist_fallback"]
+        # a plan that falls back to one worker reads whole tables there
+        plan = con._get_engine().logical_plan(QUERIES["global_avg"])
+        table, fb_stats = con._dist.run(DistPlan([Stage(0, plan.input, "result", single=True)], plan, workers,
+                                                 fallback="forced"))
+        assert _rows(table) == _rows(edge_db.duck.sql(QUERIES["global_avg"]).to_arrow_table())
+        assert fb_stats["dist_fallback"] == "forced" and fb_stats["bytes_shuffled"] == 0
         text = con.explain(sql, analyze=True)
         plain = con.explain(sql)
     assert "exchange on [" in plain and "bytes sent" not in plain

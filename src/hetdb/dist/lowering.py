@@ -98,18 +98,17 @@ class Lowering:
         if self.workers <= 1:
             return DistPlan([Stage(0, root.input, "result", single=True)], root, 1)
         node, dist = self._lower(root.input)
-        top = self._close(node, dist, "result", single=True) if dist != "single" else node
+        top = self._close(node, dist, "gather") if dist != "single" else node
         self.stages.append(Stage(len(self.stages), top, "result", single=True, inputs=_inputs_of(top)))
         return DistPlan(self.stages, root, self.workers)
 
     def _close(self, node: L.Node, dist: str, exchange: str, keys: tuple[Expr, ...] = (),
-               note: str = "", single: bool = False) -> ExchangeInput:
+               note: str = "") -> ExchangeInput:
         """End the open stage with ``exchange``; the returned leaf reads its output."""
-        kind = "gather" if exchange == "result" else exchange
         sid = len(self.stages)
-        self.stages.append(Stage(sid, node, kind, keys, single=dist == "single", inputs=_inputs_of(node),
+        self.stages.append(Stage(sid, node, exchange, keys, single=dist == "single", inputs=_inputs_of(node),
                                  note=note))
-        return ExchangeInput(sid, node.schema, kind)
+        return ExchangeInput(sid, node.schema, exchange)
 
     def _gathered(self, node: L.Node, dist: str) -> L.Node:
         return node if dist == "single" else self._close(node, dist, "gather")

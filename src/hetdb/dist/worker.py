@@ -46,6 +46,10 @@ def stage_output(stage: Stage) -> L.Output:
 
 
 def plan_stage(stage: Stage, share: int, shares: int, inputs: dict[int, list[pa.Table]]) -> PhysicalPlan:
+    """The physical plan of ``stage`` on worker ``share``; a single-worker stage reads whole tables
+    (a query that falls back to one worker runs as such a stage)."""
+    if stage.single:
+        share, shares = 0, 1
     return StagePlanner(share, shares, inputs).plan(stage_output(stage))
 
 
