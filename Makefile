@@ -8,7 +8,7 @@ DEMO_SF ?= 1
 NVCC   ?= nvcc
 CU_SOURCES := $(shell find src/hetdb -name '*.cu' 2>/dev/null)
 
-.PHONY: venv demo test test-fast lint cuda-check gpu-check clean
+.PHONY: venv demo test test-fast lint cuda-check gpu-check fuzz clean
 
 venv: $(STAMP)
 
@@ -39,6 +39,11 @@ test: $(STAMP) cuda-check lint
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x -m "not slow" tests
+
+# Long seeded fuzz campaign (random queries vs DuckDB + TLP/NoREC) over every executor configuration:
+# FUZZ_QUERIES cases (default 100000), FUZZ_SEED (default: time), FUZZ_DEVICE=cpu|gpu, FUZZ_JOBS.
+fuzz: $(STAMP)
+	$(PY) tests/differential/fuzz_main.py
 
 gpu-check:
 	bash scripts/gpu-check.sh

@@ -111,6 +111,8 @@ class Column:
                 null_count=-1 if mask is not None else 0)
             return arr.cast(pa.string())
         data = np.asarray(self.data)
+        if data.dtype == object or kind == "int128":
+            return _wide_to_decimal(data, mask, self.dtype.to_arrow())
         if kind == "decimal":
             scaled = pa.array(data.astype(np.int64), mask=mask)
             return _scaled_to_decimal(scaled, self.dtype)
@@ -139,15 +141,34 @@ def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
     target = pa.decimal128(38, dtype.scale)
     try:
         as38 = arr.cast(target)
-        limit = pa.scalar(10 ** T.MAX_DECIMAL_PRECISION, pa.decimal128(38, 0)).cast(target)
+        # DECIMAL(p, s) holds |value| < 10**(p - s): compare values, not the unscaled integers
+        limit = pa.scalar(10 ** (dtype.precision - dtype.scale), pa.decimal128(38, 0)).cast(target)
         too_big = pc.greater_equal(pc.abs(as38), limit)
         if pc.any(too_big).as_py():
-            raise InputError(f"a decimal value does not fit in {T.MAX_DECIMAL_PRECISION} digits")
+            first = as38.filter(too_big)[0]
+            raise InputError(f"decimal value {first} does not fit in DECIMAL({dtype.precision},{dtype.scale}) "
+                             f"(hetdb stores at most {T.MAX_DECIMAL_PRECISION} digits)")
         filled = as38.fill_null(pa.scalar(0, target)) if as38.null_count else as38
         raw = np.frombuffer(filled.buffers()[1], dtype=np.int64)[filled.offset * 2:(filled.offset + len(filled)) * 2]
         return raw[0::2].copy()
     except pa.ArrowInvalid as e:
         raise InputError(f"cannot convert decimal values to scale {dtype.scale}: {e}") from e
+
+
+def _wide_to_decimal(data: np.ndarray, mask: np.ndarray | None, t: pa.DataType) -> pa.Array:
+    """HUGEINT / DECIMAL(38) physical values (int64, or Python ints) -> decimal128 (16-byte words)."""
+    words = np.empty(len(data) * 2, dtype=np.int64)
+    if data.dtype == object:
+        vals = [0 if mask is not None and mask[i] else int(v) for i, v in enumerate(data.tolist())]
+        words[0::2] = np.array([v & 0xFFFF_FFFF_FFFF_FFFF for v in vals], dtype=np.uint64).view(np.int64)
+        words[1::2] = np.array([v >> 64 for v in vals], dtype=np.int64)
+    else:
+        lo = data.astype(np.int64)
+        words[0::2] = lo
+        words[1::2] = lo >> 63
+    valid = None if mask is None else pa.array(~mask).buffers()[1]
+    return pa.Array.from_buffers(t, len(data), [valid, pa.py_buffer(words)],
+                                 null_count=-1 if mask is not None else 0)
 
 
 def _scaled_to_decimal(scaled: pa.Array, dtype: DataType) -> pa.Array:

@@ -33,6 +33,16 @@ class OutOfMemoryError(HetdbError):
     """A memory reservation was refused and nothing could spill."""
 
 
+class OutOfRangeError(HetdbError):
+    """A value does not fit its type (integer/decimal overflow, a cast out of range), as DuckDB's
+    "Out of Range" / "Conversion" errors."""
+
+
+class GpuOutOfMemoryError(OutOfMemoryError):
+    """The GPU memory budget (gpu_memory_limit) refused a reservation; the engine retries the query
+    with the device page cache emptied, then on the CPU, before it reports this."""
+
+
 class UnsupportedError(HetdbError):
     """hetdb does not support a construct (named in the message); refused before execution."""
 
@@ -47,6 +57,8 @@ __all__ = [
     "CatalogError",
     "CorruptDataError",
     "OutOfMemoryError",
+    "OutOfRangeError",
+    "GpuOutOfMemoryError",
     "UnsupportedError",
     "InputError",
 ]

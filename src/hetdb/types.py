@@ -4,6 +4,9 @@ Physical layout per type (in memory and on disk):
   int32, date (days since 1970-01-01)      -> int32
   int64, timestamp (microseconds, UTC-naive) -> int64
   decimal(p, s)                              -> int64 holding value * 10**s (p <= 18)
+  int128 (HUGEINT), decimal(19..38, s)       -> results only (SUM, wide arithmetic), never stored: int64
+                                                while every value fits, else an object array of
+                                                Python ints (exact; see docs/query-engine.md)
   float64                                    -> float64
   bool                                       -> bool (1 byte per value in memory)
   string                                     -> dictionary codes (int32) + dictionary, or offsets (int64) + bytes
@@ -18,7 +21,7 @@ import pyarrow as pa
 
 from hetdb.errors import UnsupportedError
 
-KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp")
+KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128")
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,16 @@ class DataType:
 
     @property
     def is_numeric(self) -> bool:
-        return self.kind in ("int32", "int64", "float64", "decimal")
+        return self.kind in ("int32", "int64", "float64", "decimal", "int128")
 
     @property
     def is_integer(self) -> bool:
-        return self.kind in ("int32", "int64")
+        return self.kind in ("int32", "int64", "int128")
+
+    @property
+    def is_wide(self) -> bool:
+        """HUGEINT or DECIMAL(19..38): data may be an object array of Python ints (see module doc)."""
+        return self.kind == "int128" or (self.kind == "decimal" and self.precision > MAX_DECIMAL_PRECISION)
 
     def to_arrow(self) -> pa.DataType:
         if self.kind == "decimal":
@@ -63,7 +71,7 @@ class DataType:
         t = text.strip().upper()
         if t.startswith("DECIMAL"):
             p, s = t[t.index("(") + 1 : t.index(")")].split(",")
-            return decimal(int(p), int(s))
+            return decimal(int(p), int(s)) if int(p) <= MAX_DECIMAL_PRECISION else wide_decimal(int(p), int(s))
         for kind, name in _SQL.items():
             if name == t:
                 return DataType(kind)
@@ -77,8 +85,19 @@ DATE = DataType("date")
 BOOL = DataType("bool")
 STRING = DataType("string")
 TIMESTAMP = DataType("timestamp")
+INT128 = DataType("int128")
 
 MAX_DECIMAL_PRECISION = 18
+MAX_WIDE_PRECISION = 38
+INT128_MAX = 2**127 - 1
+INT128_MIN = -(2**127)
+
+
+def wide_decimal(precision: int, scale: int) -> DataType:
+    """A DECIMAL of up to 38 digits: the type of SUM(DECIMAL) and of wide decimal arithmetic."""
+    if not 0 < precision <= MAX_WIDE_PRECISION or not 0 <= scale <= precision:
+        raise UnsupportedError(f"DECIMAL({precision},{scale}) is not supported (precision 1..38)")
+    return DataType("decimal", precision, scale)
 
 
 def decimal(precision: int, scale: int) -> DataType:
@@ -89,11 +108,11 @@ def decimal(precision: int, scale: int) -> DataType:
     return DataType("decimal", precision, scale)
 
 
-_NUMPY = {"int32": "int32", "int64": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
+_NUMPY = {"int32": "int32", "int64": "int64", "int128": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
           "bool": "bool", "string": "int32", "timestamp": "int64"}
-_ARROW = {"int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "date": pa.date32(),
+_ARROW = {"int32": pa.int32(), "int64": pa.int64(), "int128": pa.decimal128(38, 0), "float64": pa.float64(), "date": pa.date32(),
           "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us")}
-_SQL = {"int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE", "date": "DATE", "bool": "BOOLEAN",
+_SQL = {"int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT", "float64": "DOUBLE", "date": "DATE", "bool": "BOOLEAN",
         "string": "VARCHAR", "timestamp": "TIMESTAMP"}
 
 

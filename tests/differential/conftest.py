@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 import pytest
 from diff_data import Dataset, build_nulls, build_ssb, build_tpch, dataset, load_duckdb
+from diff_fuzzdata import build_fuzz
+from diff_fuzzgen import sample_values
 
 import hetdb
 
@@ -54,6 +56,24 @@ def tpch_small(tmp_path_factory) -> Dataset:
 def nulls_db(tmp_path_factory) -> Dataset:
     root = tmp_path_factory.mktemp("diff-nulls")
     return dataset(root, "nulls", build_nulls)
+
+
+@pytest.fixture(scope="session")
+def fuzz_db(tmp_path_factory) -> Dataset:
+    """The tiny edge-value tables of the fuzz suites (diff_fuzzdata)."""
+    return dataset(tmp_path_factory.mktemp("diff-fuzz"), "fuzz", build_fuzz)
+
+
+@pytest.fixture(scope="session")
+def fuzz_samples(fuzz_db) -> dict:
+    """Literal values the fuzz generator draws from (values occurring in the data)."""
+    return sample_values(fuzz_db.duck)
+
+
+@pytest.fixture(scope="session")
+def fuzz_reference_cache() -> dict:
+    """DuckDB's answers to fuzz queries, shared by every configuration (same cases in each)."""
+    return {}
 
 
 def gpu_available() -> bool:

@@ -159,3 +159,12 @@ def test_unsupported_node_runs_on_one_worker_with_reason(edge_db) -> None:
 def test_bad_worker_count_is_a_typed_error(edge_db, workers) -> None:
     with pytest.raises(hetdb.HetdbError, match="workers must be a positive integer"):
         hetdb.connect(edge_db.path, device="cpu", workers=workers)
+
+
+def test_registered_frame_runs_in_process_with_reason(edge_db) -> None:
+    frame = pa.table({"k": pa.array([1, 2, 3], pa.int64())})
+    with hetdb.connect(edge_db.path, device="cpu", workers=2) as con:
+        con.register("frame_src", frame)
+        res = con.sql("select count(*) c from fact f join frame_src s on f.k = s.k")
+        truth = edge_db.duck.sql("select count(*) c from fact where k in (1, 2, 3)").fetchall()
+    assert res.fetchall() == truth and "runs in this process" in res.stats["dist_fallback"]

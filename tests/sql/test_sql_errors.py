@@ -41,12 +41,12 @@ def test_ambiguous_column(sql_db):
 
 
 def test_all_unsupported_named_at_once(sql_db):
-    q = ("select row_number() over (order by lo_revenue), foo(lo_tax) from lineorder "
-         "full join part using (lo_partkey) intersect select 1, 2")
+    q = ("select {'a': lo_revenue}, foo(lo_tax) from lineorder "
+         "full join part using (lo_partkey) union select 1, 2 from lineorder using sample 5 rows")
     with pytest.raises(UnsupportedError) as ei:
         bind(q, sql_db)
     msg = str(ei.value)
-    for what in ("window functions", "function foo()", "FULL JOIN ... USING", "INTERSECT"):
+    for what in ("struct literals", "function foo()", "FULL JOIN ... USING", "TABLESAMPLE"):
         assert what in msg, msg
 
 
@@ -69,7 +69,7 @@ MALFORMED = [
     "select cast(lo_tax as blob) from lineorder", "select lo_tax from lineorder order by 5",
     "select sum(sum(lo_tax)) from lineorder", "select * from lineorder where lo_tax like lo_tax",
     "select lo_shipmode + 1 from lineorder", "select * from lineorder where lo_tax",
-    "select extract(hour from d_date) from date", "select date '1995-13-45'",
+    "select extract(hour from d_date) from date",
     "select * from lineorder a, lineorder a", "select x.* from lineorder",
     "select (select lo_tax, lo_tax from lineorder)", "select lo_tax from lineorder where lo_tax in (select 1, 2)",
     "with recursive r as (select 1) select * from r", "select 1 from lineorder natural join part",

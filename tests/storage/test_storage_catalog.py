@@ -88,7 +88,7 @@ def test_abort_leaves_nothing(db: Database) -> None:
     w.append_arrow(t.slice(0, 5))
     w.abort()
     assert db.table("t").num_rows == 100 and db.table("t").version == 1
-    assert sorted(os.listdir(os.path.join(db.path, "tables", "t"))) == ["CURRENT", "v1"]
+    assert sorted(os.listdir(os.path.join(db.path, "tables", "t"))) == ["CURRENT", "LOCK", "v1"]  # LOCK: the writers' lock file
 
 
 def test_drop_table(db: Database) -> None:
@@ -125,7 +125,8 @@ def test_bytes_on_disk_and_page_alignment(db: Database) -> None:
     for rg in range(r.num_row_groups):
         loc = r.page_location("x", rg)
         assert loc.offset % 4096 == 0 and loc.padded_length % 4096 == 0 and loc.length <= loc.padded_length
-        assert loc.length == r.row_group_rows(rg) * 8  # no NULLs: the page is the value array
+        # no NULLs: the page is the (encoded) value array
+        assert r.decoded_bytes("x", rg) == r.row_group_rows(rg) * 8 and r.page_codec("x", rg) == "delta"
         total += loc.padded_length
     assert r.bytes_on_disk("x") == total == os.path.getsize(r.page_location("x", 0).path)
     assert r.bytes_on_disk() > r.bytes_on_disk("x") + r.bytes_on_disk("s")

@@ -83,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
         print(render_diff(diff_results(load_results(args.a), load_results(args.b)), args.a, args.b))
         return 0
 
+    from hetdb.bench.datasets import require_duckdb
     from hetdb.bench.harness import BenchConfig, run_benchmark
+
+    require_duckdb()  # before generating data: every run is checked against DuckDB
 
     cfg = BenchConfig(
         suite=command, sf=args.sf, device=args.device, modes=parse_modes(args.mode), repeat=args.repeat,

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from hetdb.bench.suites import Suite
-from hetdb.errors import CatalogError, HetdbError, InputError
+from hetdb.errors import CatalogError, HetdbError, InputError, UnsupportedError
 
 COMPLETE_MARKER = ".hetdb-bench.json"
 
@@ -106,11 +106,15 @@ def _describe(db: Any, suite: Suite) -> dict[str, Any]:
 
 
 def column_bytes(db: Any, referenced: dict[str, list[str]]) -> int:
-    """Sum of bytes on disk of the referenced columns ({table: [columns]})."""
+    """Uncompressed bytes of the referenced columns ({table: [columns]}): pages as they decode, plus
+    string dictionaries, so throughputs compare across compression settings (effective throughput)."""
     total = 0
     for table, columns in referenced.items():
         reader = db.table(table)
-        total += sum(int(reader.bytes_on_disk(c)) for c in columns)
+        for c in columns:
+            pages = sum(reader.decoded_bytes(c, rg) for rg in range(reader.num_row_groups))
+            stored = sum(reader.page_location(c, rg).padded_length for rg in range(reader.num_row_groups))
+            total += pages + int(reader.bytes_on_disk(c)) - stored  # + the dictionary, if any
     return total
 
 
@@ -126,10 +130,21 @@ def arrow_schema(reader: Any) -> pa.Schema:
     return pa.schema([pa.field(s.name, s.dtype.to_arrow(), s.nullable) for s in reader.schema])
 
 
+def require_duckdb() -> Any:
+    """The duckdb module; UnsupportedError saying how to install it when it cannot be imported."""
+    try:
+        import duckdb
+    except ImportError as e:
+        raise UnsupportedError(f"hetdb bench checks every answer against DuckDB, which is not installed "
+                               f"({e}): install it with `pip install 'duckdb>=1.1'` (or the dev extra: "
+                               "`pip install 'hetdb[dev]'`)") from None
+    return duckdb
+
+
 def load_into_duckdb(db: Any, tables: tuple[str, ...], threads: int | None = None) -> tuple[Any, float]:
     """A DuckDB in-memory connection (all cores) holding ``tables`` read from the hetdb database,
     streamed batch by batch. Returns (connection, seconds spent loading)."""
-    import duckdb
+    duckdb = require_duckdb()
 
     con = duckdb.connect(config={"threads": threads or os.cpu_count() or 1})
     start = time.perf_counter()

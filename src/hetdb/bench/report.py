@@ -101,6 +101,16 @@ def render_markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pipelines(h: dict[str, Any]) -> str:
+    """GPU pipelines of the query: compiled / dense-fused / operator at a time (host and skipped
+    pipelines apart), from the engine's ``gpu_pipelines`` statistics."""
+    m = (h.get("stats") or {}).get("gpu_pipelines")
+    if not m:
+        return "–"
+    return (f"{m.get('compiled', 0)} compiled, {m.get('dense_fused', 0)} fused, "
+            f"{m.get('operator_at_a_time', 0)} op-at-a-time")
+
+
 def _run_table(run: dict[str, Any]) -> list[str]:
     s = run["summary"]
     lines = [f"## Run: mode {run['mode']} on {run.get('device')}", "",
@@ -112,8 +122,8 @@ def _run_table(run: dict[str, Any]) -> list[str]:
     if run.get("cache_drop"):
         lines += [f"Cache dropping: {run['cache_drop'].get('method')}.", ""]
     lines += ["| query | answer | hetdb | hetdb exec | DuckDB | speed-up | rows | disk read | H→D | "
-              "peak GPU | peak host | referenced | throughput | of ceiling |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "peak GPU | peak host | referenced | throughput | of ceiling | GPU pipelines |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for q in run["queries"]:
         h = q.get("hetdb") or {}
         d = q.get("duckdb") or {}
@@ -123,7 +133,7 @@ def _run_table(run: dict[str, Any]) -> list[str]:
                  fmt_bytes(h.get("bytes_read")), fmt_bytes(h.get("bytes_host_to_device")),
                  fmt_bytes(h.get("peak_gpu_bytes")), fmt_bytes(h.get("peak_host_bytes")),
                  fmt_bytes(q.get("referenced_bytes")), fmt_rate(q.get("throughput_bytes_per_s")),
-                 "–" if frac is None else f"{frac * 100:.3g}%"]
+                 "–" if frac is None else f"{frac * 100:.3g}%", _pipelines(h)]
         lines.append("| " + " | ".join(cells) + " |")
     problems = [q for q in run["queries"] if q["status"] != "ok"]
     if problems:

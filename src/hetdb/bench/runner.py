@@ -34,7 +34,7 @@ STAT_KEYS = ("bytes_read", "bytes_host_to_device", "peak_gpu_bytes", "peak_host_
 class PreparedQuery:
     query: Query
     referenced: dict[str, list[str]]   # {table: [columns]}
-    referenced_bytes: int              # bytes on disk of those columns
+    referenced_bytes: int              # uncompressed bytes of those columns
 
 
 class HetdbSide:

@@ -19,7 +19,8 @@ def cmd_generate(args) -> int:
 
     db = Database.open(args.db, create=True)
     t0 = time.perf_counter()
-    kw = dict(workers=args.workers, progress=True, rows_per_page=args.rows_per_page)
+    kw = dict(workers=args.workers, progress=True, rows_per_page=args.rows_per_page,
+              compression=args.compression)
     if args.suite == "ssb":
         from hetdb.datagen import ssb as gen
     elif args.suite == "tpch":
@@ -36,7 +37,7 @@ def cmd_generate(args) -> int:
 
 def cmd_import(args) -> int:
     from hetdb.storage import Database
-    from hetdb.storage.ingest import import_files
+    from hetdb.storage.import_paths import import_paths
 
     db = Database.open(args.db, create=True)
     csv_options = {}
@@ -45,8 +46,9 @@ def cmd_import(args) -> int:
     if args.no_header:
         csv_options["header"] = False
     t0 = time.perf_counter()
-    reader = import_files(db, args.table, args.files, format=args.format, replace=args.replace,
-                          progress=True, rows_per_page=args.rows_per_page, csv_options=csv_options or None)
+    reader = import_paths(db, args.table, args.files, format=args.format, replace=args.replace,
+                          progress=True, rows_per_page=args.rows_per_page, csv_options=csv_options or None,
+                          compression=args.compression)
     console.print(f"imported {reader.num_rows:,} rows into {args.table} (version {reader.version}) "
                   f"in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -71,35 +73,72 @@ def cmd_describe(args) -> int:
     r = db.table(args.table)
     console.print(f"[bold]{r.name}[/]  version {r.version}  {r.num_rows:,} rows  "
                   f"{r.num_row_groups} pages per column  {_fmt_bytes(r.bytes_on_disk())}")
-    tab = Table("column", "type", "nullable", "nulls", "bytes", "min", "max")
+    tab = Table("column", "type", "nullable", "nulls", "bytes", "ratio", "encodings", "min", "max")
     for spec in r.schema:
         lo = hi = None
         nulls = 0
+        codecs: dict[str, int] = {}
+        stored = decoded = 0
         for rg in range(r.num_row_groups):
+            c = r.page_codec(spec.name, rg)
+            codecs[c] = codecs.get(c, 0) + 1
+            stored += r.page_location(spec.name, rg).length
+            decoded += r.decoded_bytes(spec.name, rg)
             zm = r.zone_map(spec.name, rg)
             nulls += zm.null_count
             if zm.min is not None:
                 lo = zm.min if lo is None else min(lo, zm.min)
             if zm.max is not None:
                 hi = zm.max if hi is None else max(hi, zm.max)
+        ratio = f"{decoded / stored:.2f}x" if stored else "-"
+        encodings = " ".join(f"{c}:{k}" for c, k in sorted(codecs.items(), key=lambda e: -e[1]))
         tab.add_row(spec.name, str(spec.dtype), "yes" if spec.nullable else "no", f"{nulls:,}",
-                    _fmt_bytes(r.bytes_on_disk(spec.name)), _fmt_value(spec.dtype, lo),
+                    _fmt_bytes(r.bytes_on_disk(spec.name)), ratio, encodings, _fmt_value(spec.dtype, lo),
                     _fmt_value(spec.dtype, hi))
     console.print(tab)
     return 0
 
 
+def read_sql(args) -> str:
+    """The SQL of ``hetdb query``: the argument, -c, -f FILE or standard input (exactly one)."""
+    from hetdb.errors import HetdbError
+
+    given = [x for x in (args.sql, args.command_sql) if x is not None]
+    if args.sql_file is not None:
+        try:
+            with open(args.sql_file, encoding="utf-8") as f:
+                given.append(f.read())
+        except OSError as e:
+            raise HetdbError(f"cannot read SQL file {args.sql_file}: {e.strerror}") from None
+    if len(given) > 1:
+        raise HetdbError("give the SQL once: as an argument, with -c, or with -f FILE")
+    if given:
+        return given[0]
+    if sys.stdin.isatty():
+        raise HetdbError("no SQL given: hetdb query DB \"SELECT ...\", -c SQL, -f FILE, or pipe it in")
+    return sys.stdin.read()
+
+
 def cmd_query(args) -> int:
+    from hetdb.cli.progress import engine_status, progress_line
+
+    sql = read_sql(args)
     con = _connect(args)
-    if args.explain or args.analyze:
-        console.print(con.explain(args.sql, analyze=args.analyze), highlight=False, markup=False)
-        return 0
-    t0 = time.perf_counter()
-    res = con.sql(args.sql)
-    dt = time.perf_counter() - t0
-    _print_result(res.arrow(), args.format, args.max_rows)
-    if args.format == "table":
-        console.print(f"{res.num_rows:,} rows in {dt * 1000:.1f} ms on {con.device}", style="dim")
+    try:
+        if args.explain or args.analyze:
+            with progress_line(enabled=not args.no_progress, status=engine_status(con)):
+                text = con.explain(sql.strip().rstrip(";"), analyze=args.analyze)
+            console.print(text, highlight=False, markup=False)
+            return 0
+        t0 = time.perf_counter()
+        with progress_line(enabled=not args.no_progress, status=engine_status(con)):
+            res = con.sql(sql)
+        dt = time.perf_counter() - t0
+        print_result(res.arrow(), args.format, args.max_rows)
+        if args.format == "table":
+            console.print(f"{res.num_rows:,} rows in {dt * 1000:.1f} ms on {con.device}", style="dim")
+    finally:
+        con.close()
     return 0
 
 
@@ -112,7 +151,7 @@ def cmd_shell(args) -> int:
 def cmd_demo(args) -> int:
     from hetdb.bench.suites import load_queries
 
-    con = _connect(args)
+    con = _connect(args, create=False)
     total = 0.0
     for query in load_queries("ssb"):
         name = query.name
@@ -121,7 +160,7 @@ def cmd_demo(args) -> int:
         dt = time.perf_counter() - t0
         total += dt
         console.rule(f"SSB {name}: {res.num_rows} rows in {dt * 1000:.1f} ms on {con.device}")
-        _print_result(res.arrow(), "table", 10)
+        print_result(res.arrow(), "table", 10)
     console.print(f"13 SSB queries in {total:.2f} s on {con.device}")
     return 0
 
@@ -159,28 +198,23 @@ def cmd_bench(args) -> int:
     return run(args)
 
 
-def _connect(args):
+def _connect(args, create: bool = True):
     from hetdb.cli.main import _connect as connect
 
-    return connect(args)
+    return connect(args, create=create)
 
 
-def _print_result(table, fmt: str, max_rows: int) -> None:
+def print_result(table, fmt: str, max_rows: int) -> None:
+    """Print a result; column names may repeat (columns are taken by position)."""
+    from hetdb.cli.render import render_csv, render_json, render_text
+
     if fmt == "csv":
-        import pyarrow.csv as pacsv
-
-        pacsv.write_csv(table, sys.stdout.buffer)
-        return
-    if fmt == "json":
-        for row in table.to_pylist():
-            print(json.dumps(row, default=str))
-        return
-    tab = Table(*table.column_names)
-    for row in table.slice(0, max_rows).to_pylist():
-        tab.add_row(*["NULL" if v is None else str(v) for v in row.values()])
-    console.print(tab)
-    if table.num_rows > max_rows:
-        console.print(f"... {table.num_rows - max_rows:,} more rows", style="dim")
+        sys.stdout.write(render_csv(table))
+    elif fmt == "json":
+        sys.stdout.write(render_json(table))
+    else:
+        print(render_text(table, max_rows=max_rows))
+    sys.stdout.flush()
 
 
 def _fmt_bytes(n: int) -> str:

@@ -25,17 +25,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     g.add_argument("--workers", type=int, default=None, help="generator processes (default: all cores)")
     g.add_argument("--rows-per-page", type=int, default=1 << 20, help="rows per page/row group")
+    g.add_argument("--compression", choices=["auto", "none"], default="auto",
+                   help="page encoding: auto = smallest lightweight encoding per page (default), none = plain")
 
     im = sub.add_parser("import", help="import Parquet, CSV or Arrow IPC files into a table",
                         description="Import one or more files (same schema) into TABLE, streaming in "
                                     "bounded memory. The format is taken from the file extension.")
     im.add_argument("db", help="database directory (created if missing)")
     im.add_argument("table", help="table name")
-    im.add_argument("files", nargs="+", help="input files (.parquet, .csv, .tsv, .arrow, .feather, .ipc)")
+    im.add_argument("files", nargs="+", help="input files or globs (.parquet, .csv, .tsv, .arrow, .feather, "
+                                             ".ipc); key=value directories become columns")
     im.add_argument("--format", choices=["parquet", "csv", "ipc"], default=None,
                     help="input format (default: from the extension)")
     im.add_argument("--replace", action="store_true", help="replace the table if it exists")
     im.add_argument("--rows-per-page", type=int, default=1 << 20, help="rows per page/row group")
+    im.add_argument("--compression", choices=["auto", "none"], default="auto",
+                    help="page encoding: auto = smallest lightweight encoding per page (default), none = plain")
     im.add_argument("--delimiter", default=None, help="CSV field delimiter")
     im.add_argument("--no-header", action="store_true", help="CSV files have no header row")
 
@@ -46,17 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("db", help="database directory")
     d.add_argument("table", help="table name")
 
-    q = sub.add_parser("query", help="run one SQL query and print the result")
-    q.add_argument("db", help="database directory")
-    q.add_argument("sql", help="the SQL text (DuckDB dialect)")
+    q = sub.add_parser("query", help="run SQL statements and print the last result",
+                       description="Run SQL (DuckDB dialect; several statements separated by ';') from "
+                                   "the argument, -c, -f FILE or standard input, and print the last result.")
+    q.add_argument("db", help="database directory (created if missing; ':memory:' for a temporary one)")
+    q.add_argument("sql", nargs="?", default=None, help="the SQL text (or use -c, -f, or standard input)")
+    q.add_argument("-c", "--command", dest="command_sql", default=None, help="the SQL text")
+    q.add_argument("-f", "--file", dest="sql_file", default=None, help="read the SQL from this file")
     _add_engine_options(q)
     q.add_argument("--format", choices=["table", "csv", "json"], default="table", help="output format")
     q.add_argument("--explain", action="store_true", help="print the physical plan instead of running")
     q.add_argument("--analyze", action="store_true", help="run and print the plan with per-operator stats")
     q.add_argument("--max-rows", type=int, default=50, help="rows printed in table format (default 50)")
+    q.add_argument("--no-progress", action="store_true", help="no progress line for queries over a second")
 
-    s = sub.add_parser("shell", help="interactive SQL prompt with history")
-    s.add_argument("db", help="database directory")
+    s = sub.add_parser("shell", help="interactive SQL prompt (completion, history, dot commands)",
+                       description="Interactive SQL prompt: statements end with ';', .help lists the dot "
+                                   "commands (.tables, .schema, .timer, .mode, .maxrows, .explain, .quit).")
+    s.add_argument("db", help="database directory (created if missing; ':memory:' for a temporary one)")
     _add_engine_options(s)
 
     sub.add_parser("info", help="Python and hetdb versions, devices seen, measured bandwidths")
@@ -75,21 +87,57 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_engine_options(p: argparse.ArgumentParser) -> None:
+    """One flag per connection option (hetdb.connect keyword arguments)."""
     p.add_argument("--device", choices=["auto", "cpu", "gpu"], default="auto",
                    help="where to run (default: GPU when one is visible)")
     p.add_argument("--gpu-memory-limit", default=None, help="bytes hetdb may use on the GPU, e.g. 8GB")
     p.add_argument("--host-memory-limit", default=None, help="bytes for operator state on the host, e.g. 4GB")
+    p.add_argument("--host-cache-limit", default=None,
+                   help="pinned host page tier of the GPU path, e.g. 16GB (0: off)")
+    p.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    p.add_argument("--batch-rows", type=int, default=None, help="rows per batch in pipelines")
+    p.add_argument("--no-zone-maps", action="store_true", help="switch page pruning by zone maps off")
+    p.add_argument("--spill-dir", default=None, help="directory for spilled partitions (default: <db>/.spill)")
+    p.add_argument("--disable-pass", action="append", default=None, metavar="PASS",
+                   help="switch an optimizer pass off by name (repeatable)")
+    p.add_argument("--no-reuse-fused-state", action="store_true",
+                   help="GPU: do not keep fused kernels' dense tables between runs of a plan")
 
 
-def _connect(args, create: bool = False):
+def engine_options(args) -> dict:
+    """Connection keyword arguments from the engine flags that were given."""
+    opts: dict = {}
+    for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
+                "spill_dir"):
+        v = getattr(args, key, None)
+        if v is not None:
+            opts[key] = v
+    if getattr(args, "no_zone_maps", False):
+        opts["zone_maps"] = False
+    if getattr(args, "disable_pass", None):
+        opts["disabled_passes"] = args.disable_pass
+    if getattr(args, "no_reuse_fused_state", False):
+        opts["reuse_fused_state"] = False
+    return opts
+
+
+def _connect(args, create: bool = True):
     from hetdb.connection import Connection
 
-    opts = {}
-    if getattr(args, "gpu_memory_limit", None):
-        opts["gpu_memory_limit"] = args.gpu_memory_limit
-    if getattr(args, "host_memory_limit", None):
-        opts["host_memory_limit"] = args.host_memory_limit
-    return Connection(args.db, device=getattr(args, "device", "cpu"), create=create, **opts)
+    return Connection(args.db, device=getattr(args, "device", "cpu"), create=create, **engine_options(args))
+
+
+# Hints written for Python callers, said the way a CLI user does it.
+_CLI_HINTS = [("use replace=True to overwrite it", "pass --replace to overwrite it"),
+              ("open it with create=True to make one", "hetdb import or hetdb query creates one"),
+              ("device='cpu'", "--device cpu"), ("device='gpu'", "--device gpu")]
+
+
+def cli_message(e: Exception) -> str:
+    text = str(e)
+    for py, cli in _CLI_HINTS:
+        text = text.replace(py, cli)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,15 +157,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args) or 0
     except HetdbError as e:
-        from rich.console import Console
-        from rich.text import Text
-
-        Console(stderr=True, soft_wrap=True).print(
-            Text.assemble(("error: ", "bold red"), f"{type(e).__name__}: {e}"), highlight=False)
-        return 1
+        return _print_error(type(e).__name__, cli_message(e))
+    except MemoryError as e:
+        # a stray MemoryError (outside hetdb's reservations) is still a user-facing condition
+        return _print_error("OutOfMemoryError", f"out of host memory{f' ({e})' if str(e) else ''}: set "
+                            "--host-memory-limit lower so operators spill, or use a machine with more memory")
+    except OSError as e:  # the file system refused something (disk full, permissions, ...)
+        return _print_error(type(e).__name__, str(e))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _print_error(kind: str, message: str) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
+    # bytes of a binary input quoted in the message must not break the line or drive the terminal
+    shown = "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in message)
+    Console(stderr=True, soft_wrap=True).print(
+        Text.assemble(("error: ", "bold red"), f"{kind}: {shown}"), highlight=False)
+    return 1
 
 
 if __name__ == "__main__":

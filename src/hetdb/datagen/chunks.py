@@ -124,7 +124,8 @@ class Progress:
 
 
 def write_table(db: Any, name: str, schema: Sequence[Field], batches: Iterable[Batch],
-                rows_per_page: int, on_batch: Callable[[], None] | None = None) -> int:
+                rows_per_page: int, on_batch: Callable[[], None] | None = None,
+                compression: str = "auto") -> int:
     """Write ``batches`` as table ``name`` (replacing it) and publish it atomically; return its rows.
 
     On any failure the partly written version is aborted, so readers keep seeing the old table.
@@ -132,7 +133,7 @@ def write_table(db: Any, name: str, schema: Sequence[Field], batches: Iterable[B
     from hetdb.storage import ColumnSpec
 
     specs = [ColumnSpec(f.name, f.dtype, nullable=f.nullable) for f in schema]
-    writer = db.create_table(name, specs, rows_per_page=rows_per_page, replace=True)
+    writer = db.create_table(name, specs, rows_per_page=rows_per_page, replace=True, compression=compression)
     rows = 0
     try:
         for batch in batches:

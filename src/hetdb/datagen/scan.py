@@ -77,7 +77,7 @@ def batches(sf: float, workers: int | None = 1, pool: Any = None) -> Iterator[Ba
 
 
 def generate(db: Any, sf: float, workers: int | None = None, progress: bool = False,
-             rows_per_page: int = 1 << 20, table: str = "t") -> dict[str, int]:
+             rows_per_page: int = 1 << 20, table: str = "t", compression: str = "auto") -> dict[str, int]:
     """Generate the scan table at ``sf`` (SF 1 = 10M rows) into ``db`` as ``table``, replacing it.
 
     Returns {table: rows}. The table is published atomically when complete.
@@ -87,5 +87,5 @@ def generate(db: Any, sf: float, workers: int | None = None, progress: bool = Fa
     with Progress(progress) as bars, worker_pool(nworkers) as pool:
         bars.add(table, len(chunk_ranges(n, ROWS_PER_CHUNK)))
         rows = write_table(db, table, SCHEMA, batches(sf, nworkers, pool), rows_per_page,
-                           on_batch=lambda: bars.advance(table))
+                           on_batch=lambda: bars.advance(table), compression=compression)
     return {table: rows}

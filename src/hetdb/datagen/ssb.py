@@ -193,7 +193,7 @@ def batches(sf: float, table: str, workers: int | None = 1, pool: Any = None) ->
 
 
 def generate(db: Any, sf: float, workers: int | None = None, progress: bool = False,
-             rows_per_page: int = 1 << 20) -> dict[str, int]:
+             rows_per_page: int = 1 << 20, compression: str = "auto") -> dict[str, int]:
     """Generate every SSB table at scale factor ``sf`` into ``db`` (replacing existing ones).
 
     Tables: lineorder, part, supplier, customer, date. Returns rows written per table. Each table is
@@ -208,5 +208,6 @@ def generate(db: Any, sf: float, workers: int | None = None, progress: bool = Fa
             bars.add(table, len(_tasks(sf, table)))
         for table in TABLES:
             rows[table] = write_table(db, table, SCHEMAS[table], batches(sf, table, nworkers, pool),
-                                      rows_per_page, on_batch=lambda t=table: bars.advance(t))
+                                      rows_per_page, on_batch=lambda t=table: bars.advance(t),
+                                      compression=compression)
     return rows

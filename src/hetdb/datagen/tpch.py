@@ -60,7 +60,8 @@ def _generate_files(exe: str, table: str, sf: float, out_dir: Path, threads: int
 
 
 def generate(db: Any, sf: float, workers: int | None = None, progress: bool = False,
-             rows_per_page: int | None = None, tmp_dir: str | None = None) -> dict[str, int]:
+             rows_per_page: int | None = None, tmp_dir: str | None = None,
+             compression: str = "auto") -> dict[str, int]:
     """Generate all 8 TPC-H tables at ``sf`` into ``db`` (replacing existing ones); rows per table.
 
     ``tmp_dir``: where the intermediate Parquet files of one table at a time go (default: a hidden
@@ -73,7 +74,9 @@ def generate(db: Any, sf: float, workers: int | None = None, progress: bool = Fa
     from hetdb.storage.ingest import import_files
 
     threads = resolve_workers(workers)
-    page_args = {} if rows_per_page is None else {"rows_per_page": rows_per_page}
+    page_args: dict = {"compression": compression}
+    if rows_per_page is not None:
+        page_args["rows_per_page"] = rows_per_page
     rows: dict[str, int] = {}
     with Progress(progress) as bars:
         bars.add("tpch", len(TABLES))

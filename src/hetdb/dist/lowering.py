@@ -115,7 +115,9 @@ class Lowering:
 
     def _lower(self, node: L.Node) -> tuple[L.Node, str]:
         if isinstance(node, L.Scan):
-            return node, ("part" if node.source == "table" else "single")
+            if node.source != "table":
+                raise DistUnsupportedError(f"the workers cannot read the {node.source} source {node.path!r}")
+            return node, "part"
         if isinstance(node, L.Values):
             return node, "single"
         if isinstance(node, (L.Filter, L.Project)):

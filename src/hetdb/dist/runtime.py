@@ -94,6 +94,12 @@ class DistRuntime:
 
     def sql(self, engine, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
+        if plan_tables(engine.logical_plan(sql)) is None:
+            # files and registered frames in FROM live in this process: the workers cannot read them
+            table, stats = engine.execute(sql)
+            stats.update(workers=1, stages=[], bytes_shuffled=0,
+                         dist_fallback="reads a file or registered frame: runs in this process")
+            return table, stats
         dplan = self.plan(engine, sql)
         plan_seconds = time.perf_counter() - t0
         table, stats = self.run(dplan)

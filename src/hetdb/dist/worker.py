@@ -58,13 +58,13 @@ class Worker:
 
     def __init__(self, path: str, index: int, workers: int, options: dict[str, Any]):
         from hetdb.backend.cpu import CpuBackend
-        from hetdb.config import Options
+        from hetdb.connection import _make_options
         from hetdb.exec.engine import QueryEngine
         from hetdb.storage import Database
 
         self.index, self.workers = index, workers
         self.db = Database.open(path, create=False)
-        self.engine = QueryEngine(self.db, CpuBackend(), Options(device="cpu", **options))
+        self.engine = QueryEngine(self.db, CpuBackend(), _make_options("cpu", options))
 
     def run(self, stage: Stage, inputs: dict[int, list[Any]], analyze: bool = False) -> tuple:
         """Runs ``stage`` on the exchange data of ``inputs`` (stage id -> one object reference per

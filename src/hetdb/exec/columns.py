@@ -45,6 +45,10 @@ def full_column(backend, value: object, dtype: DataType, n: int) -> Column:
         return Column(dtype, data=xp.zeros(n, dtype=xp.int32), validity=validity, dictionary=dictionary)
     if value is None:
         return Column(dtype, data=xp.zeros(n, dtype=dtype.numpy_dtype), validity=xp.zeros(n, dtype=bool))
+    if dtype.is_wide and not -(2**63) <= value < 2**63:
+        from hetdb.exec.wide import object_full
+
+        return Column(dtype, data=object_full(xp, value, n))
     return Column(dtype, data=xp.full(n, value, dtype=dtype.numpy_dtype))
 
 

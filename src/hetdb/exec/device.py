@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.column import Batch, Column
-from hetdb.errors import OutOfMemoryError
+from hetdb.errors import GpuOutOfMemoryError
 from hetdb.exec.memory import MemoryManager
 from hetdb.types import DataType
 
@@ -88,6 +88,11 @@ class DeviceMemoryManager(MemoryManager):
         self._over -= from_over
         if nbytes - from_over:
             self.budget.release(nbytes - from_over)
+
+    def reserve(self, nbytes: int, what: str) -> None:
+        """Reserve or raise GpuOutOfMemoryError (which the engine answers by retrying the query)."""
+        if not self.try_reserve(nbytes):
+            raise GpuOutOfMemoryError(self._refusal(int(nbytes), what))
 
     def _refusal(self, nbytes: int, what: str) -> str:
         return (f"{what} needs {nbytes:,} bytes of GPU memory but only {self.limit - self._used:,} of the "
@@ -196,7 +201,10 @@ def _arrays(value: Any):
 
 
 def is_device_oom(exc: BaseException) -> bool:
-    """Whether ``exc`` is CUDA/CuPy running out of device memory."""
+    """Whether ``exc`` is CUDA/CuPy running out of device memory, or hetdb's GPU budget refusing a
+    reservation that nothing could spill (both answered by a retry with less device memory held)."""
+    if isinstance(exc, GpuOutOfMemoryError):
+        return True
     try:
         import cupy
     except ImportError:
@@ -204,13 +212,6 @@ def is_device_oom(exc: BaseException) -> bool:
     if isinstance(exc, cupy.cuda.memory.OutOfMemoryError):
         return True
     return "cudaErrorMemoryAllocation" in str(exc) or "out of memory" in str(exc).lower()
-
-
-def oom_error(exc: BaseException, limit: int) -> OutOfMemoryError:
-    return OutOfMemoryError(
-        f"the GPU ran out of memory during the query ({exc}); hetdb's gpu_memory_limit is {limit:,} "
-        "bytes: lower it so operators partition and spill earlier, free memory held by other processes, "
-        "or run on the CPU (device='cpu')")
 
 
 class PinnedSpill:
@@ -248,6 +249,16 @@ class PinnedSpill:
         device = [Batch({k: _column_to_device(backend, c) for k, c in b.columns.items()}, b.num_rows)
                   for b in self.batches]
         return [concat_batches(backend, device)]
+
+    def iter_batches(self, backend, max_rows: int | None = None):
+        """The partition's batches back on the device one at a time (at most ``max_rows`` rows)."""
+        from hetdb.exec.columns import slice_batch
+
+        for b in self.batches:
+            device = Batch({k: _column_to_device(backend, c) for k, c in b.columns.items()}, b.num_rows)
+            step = max_rows or b.num_rows
+            for lo in range(0, b.num_rows, step):
+                yield device if step >= b.num_rows else slice_batch(backend, device, lo, lo + step)
 
     def remove(self) -> None:
         self.batches = []

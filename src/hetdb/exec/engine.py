@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
+from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
 from hetdb.errors import HetdbError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
@@ -27,6 +28,7 @@ from hetdb.exec.operators.basic import ResultSource, UnionSource
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
+from hetdb.exec.results import loaded
 from hetdb.plan import logical as L
 
 PLAN_CACHE_ENTRIES = 256
@@ -34,6 +36,28 @@ PLAN_CACHE_ENTRIES = 256
 # collect) runs on the host when they hold at most this many rows: a few hundred rows are copied to
 # the host faster than the GPU launches the kernels sorting them (a placement, not a fallback).
 HOST_RESULT_ROWS = 1 << 16
+
+
+def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
+    """How the pipelines of a GPU query ran, from their sinks' notes: compiled by the pipeline
+    compiler, dense-fused, on the host, or operator at a time (not run: skipped, e.g. reused)."""
+    from hetdb.exec.compiled import COMPILED
+
+    modes = {"compiled": 0, "dense_fused": 0, "host": 0, "operator_at_a_time": 0, "not_run": 0}
+    for p in physical.pipelines:
+        s = ops.get(p.sink.op_id)
+        note = s.fused if s is not None else ""
+        if s is None:
+            modes["not_run"] += 1
+        elif note.startswith(COMPILED):
+            modes["compiled"] += 1
+        elif note.startswith(("fused into", "runs inside", "deferred", "not run")):
+            modes["dense_fused"] += 1
+        elif note.startswith("on the host"):
+            modes["host"] += 1
+        else:
+            modes["operator_at_a_time"] += 1
+    return modes
 
 
 def host_tail(physical: PhysicalPlan) -> set[int]:
@@ -120,7 +144,10 @@ class QueryEngine:
         self.plan_cache_hits = 0
         # fused pipelines' dense tables per cached physical plan (device cache entries on the GPU)
         self.fused_states = FusedStateStore(self.device.cache if self.device is not None else None)
+        # what the running statement is doing, for progress lines: stage, pipeline i of n, context
+        self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
+        self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         if self.device is not None:
             self.tail_backend = _tail_backend()
 
@@ -152,6 +179,7 @@ class QueryEngine:
             del self._plans[sql]
         from hetdb.sql import bind
 
+        self.live = {"stage": "planning"}
         bound = bind(sql, self.db)
         plan = self._optimize(bound)
         entry = CachedPlan(plan, self.physical_plan(plan), ())
@@ -179,6 +207,9 @@ class QueryEngine:
 
     # ---- running ------------------------------------------------------------------------------------
     def execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
+        return run_guarded("query", lambda: self._execute(sql), deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
+
+    def _execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_seconds = time.perf_counter() - t0
@@ -195,15 +226,16 @@ class QueryEngine:
         from it (fused pipelines' dense tables) may be kept for its next runs."""
         if self.device is None:
             return self._run(plan, physical, reuse)
-        from hetdb.exec.device import is_device_oom, oom_error
+        from hetdb.exec.device import is_device_oom
 
         try:
             return self._run(plan, physical, reuse)
         except Exception as e:
             if not is_device_oom(e):
                 raise
-        # CUDA itself ran out (memory outside hetdb's accounting): drop cached pages and run again
-        # with operators allowed a quarter of their share, so joins and aggregations partition early.
+        # Out of device memory (hetdb's budget refused what nothing could spill, or CUDA itself ran
+        # out): drop cached pages and run again with operators allowed a quarter of their share, so
+        # joins and aggregations partition early and pages in flight find room.
         memory = self.device.memory
         limit = memory.limit
         self.device.cache.clear()
@@ -212,12 +244,27 @@ class QueryEngine:
         try:
             table, stats, physical = self._run(plan, physical, reuse)
         except Exception as e:
-            if is_device_oom(e):
-                raise oom_error(e, self.device.budget.limit_bytes) from None
-            raise
+            if not is_device_oom(e):
+                raise
+            # still too little: the query runs on the CPU, said in its statistics and EXPLAIN ANALYZE
+            return self._run_on_cpu(plan, physical, str(e))
         finally:
             memory.limit = limit
         stats["gpu_oom_retried"] = True
+        return table, stats, physical
+
+    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str
+                    ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+        """Run a query the GPU budget could not hold on the CPU backend (same physical plan)."""
+        if self._cpu_engine is None:
+            from hetdb.backend.cpu import CpuBackend
+
+            self._cpu_engine = QueryEngine(self.db, CpuBackend(), self.options)
+        table, stats, physical = self._cpu_engine._run(plan, physical)
+        stats.update({"peak_gpu_bytes": 0, "pages_cached": 0, "gpu_cache_bytes": self.device.cache.used_bytes,
+                      "gpu_leaked_bytes": 0, "gpu_reserved_after": self.device.memory.used,
+                      "gpu_over_budget_bytes": 0, "gpu_oom_retried": True,
+                      "cpu_fallbacks": {f"query on the CPU: gpu_memory_limit too small ({reason})": 1}})
         return table, stats, physical
 
     def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False
@@ -250,7 +297,9 @@ class QueryEngine:
                 skipped = prepare_reuse(ctx, self.fused_states, physical)
             tail = host_tail(physical) if self.tail_backend is not None else set()
             host_ctx = None
-            for pipe in physical.pipelines:
+            for i, pipe in enumerate(physical.pipelines):
+                self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
+                             "ctx": ctx}
                 if pipe.pid in skipped:
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
@@ -261,7 +310,7 @@ class QueryEngine:
                     continue
                 run_pipeline(ctx, pipe, self._pool, threads)
             backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
-            batches = ctx.results[physical.result_pipeline]
+            batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
             batch = concat_batches(backend, batches) if batches else None
             table = to_arrow_table(backend, batch, plan.fields)
             batches = batch = None
@@ -270,6 +319,7 @@ class QueryEngine:
             traceback.clear_frames(e.__traceback__)
             raise
         finally:
+            self.live = {}
             for fn in reversed(ctx.cleanup):
                 fn()
             ctx.results.clear()
@@ -312,6 +362,7 @@ class QueryEngine:
                 "gpu_reserved_after": device.memory.used,
                 "gpu_over_budget_bytes": device.memory.peak_over,
                 "cpu_fallbacks": fallbacks,
+                "gpu_pipelines": pipeline_modes(physical, ops),
             })
         return table, stats, physical
 
@@ -323,7 +374,7 @@ class QueryEngine:
         if rows > HOST_RESULT_ROWS and not all(pid in on_host for pid in inputs):
             for pid in inputs:  # a large input: back to the device with the others
                 if pid in on_host:
-                    ctx.results[pid] = [batch_to_device(self.backend, b, ctx.dict_cache)
+                    ctx.results[pid] = [batch_to_device(self.backend, loaded(self.tail_backend, b), ctx.dict_cache)
                                         for b in ctx.results[pid]]
                     on_host.discard(pid)
             return False
@@ -332,7 +383,7 @@ class QueryEngine:
                 cache: dict = {}  # one host copy per device dictionary
                 ctx.results[pid] = [Batch({k: _map_arrays(c, self.backend.to_host, cache)
                                            for k, c in b.columns.items()}, b.num_rows)
-                                    for b in ctx.results[pid]]
+                                    for b in (loaded(self.backend, r) for r in ctx.results[pid])]
                 on_host.add(pid)
         ctx.stat(pipe.sink.op_id).fused = (f"on the host: {rows:,} rows in (a small result is placed "
                                            "there; not a fallback)")
@@ -346,6 +397,9 @@ class QueryEngine:
         return host
 
     def explain(self, sql: str, analyze: bool = False) -> str:
+        return run_guarded("query", lambda: self._explain(sql, analyze), deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
+
+    def _explain(self, sql: str, analyze: bool) -> str:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_ms = (time.perf_counter() - t0) * 1000
@@ -365,11 +419,17 @@ class QueryEngine:
                       f"bytes host->device={stats['bytes_host_to_device']:,} "
                       f"peak device memory={stats['peak_gpu_bytes']:,} "
                       f"spilled partitions={stats['spilled_partitions']:,}")
+            if stats.get("gpu_oom_retried"):
+                total += ("\nGPU memory: gpu_memory_limit refused what nothing could spill; the query ran again "
+                          "with the device page cache emptied and operators at a quarter of their share")
             if stats["cpu_fallbacks"]:
                 total += "\nCPU fallbacks: " + ", ".join(f"{w} x{n}" for w, n in sorted(stats["cpu_fallbacks"].items()))
         return total
 
     def close(self) -> None:
+        if self._cpu_engine is not None:
+            self._cpu_engine.close()
+            self._cpu_engine = None
         if self.device is not None:
             self.device.close()
         if self._pool is not None:

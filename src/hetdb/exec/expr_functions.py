@@ -63,6 +63,8 @@ def _round(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     f = 10.0 ** digits
     with quiet(xp):
         data = xp.sign(x) * xp.floor(xp.abs(x) * f + 0.5) / f
+        # a value too large to scale has no digits to round away (DuckDB returns it unchanged)
+        data = xp.where(xp.isfinite(data) | ~xp.isfinite(x), data, x)
     return Column(rt, data=_convert(xp, data, T.FLOAT64, rt), validity=c.validity)
 
 
@@ -208,7 +210,9 @@ def _concat(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     cols = [ev.cast(ev.evaluate(a, batch), T.STRING) for a in expr.args]
     note_host_step(ev.backend, "string concatenation (pyarrow)")
     arrays = [column_to_host(ev.backend, c).to_arrow() for c in cols]
-    out = pc.binary_join_element_wise(*arrays, "")  # NULL in, NULL out (the || operator)
+    if expr.op == "concat_skip":  # concat() skips NULL arguments (DuckDB); || is NULL in, NULL out
+        arrays = [a.fill_null("") for a in arrays]
+    out = pc.binary_join_element_wise(*arrays, "")
     return column_to_device(ev.backend, Column.from_arrow(out, T.STRING))
 
 
@@ -217,7 +221,13 @@ def arrow_cast(ev: ExprEvaluator, col: Column, dtype: DataType) -> Column:
     note_host_step(ev.backend, f"cast {col.dtype} -> {dtype} (pyarrow)")
     host = column_to_host(ev.backend, col).to_arrow()
     try:
-        if dtype.kind == "string":
+        if dtype.kind == "string" and col.dtype.kind == "float64":
+            out = pa.array([None if v is None else repr(v) for v in host.to_pylist()], pa.string())
+        elif dtype.kind == "string" and col.dtype.kind == "timestamp":
+            # DuckDB prints fractional seconds without trailing zeros (and none when zero)
+            text = pc.replace_substring_regex(host.cast(pa.string()), r"(\.\d*[1-9])0+$", r"\1")
+            out = pc.replace_substring_regex(text, r"\.0+$", "")
+        elif dtype.kind == "string":
             out = host.cast(pa.string())
         elif dtype.kind == "date":
             out = host.cast(pa.date32())
@@ -332,7 +342,7 @@ FUNCTIONS = {
     "substring": _substring, "length": _length,
     "upper": _arrow_unary(pc.utf8_upper), "lower": _arrow_unary(pc.utf8_lower),
     "trim": _arrow_unary(lambda a: pc.utf8_trim(a, characters=" ")),
-    "concat": _concat,
+    "concat": _concat, "concat_skip": _concat,
     "extract_year": _extract("year"), "extract_month": _extract("month"), "extract_day": _extract("day"),
     "date_add_days": _date_add_days, "date_add_months": _date_add_months,
     "date_trunc_year": _date_trunc("year"), "date_trunc_quarter": _date_trunc("quarter"),

@@ -11,13 +11,17 @@ string work uses backend string kernels. Predicates on dictionary strings run on
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import Any
 
+import numpy as np
+
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.errors import HetdbError, UnsupportedError
-from hetdb.exec.columns import and_valid, concat_columns, full_column, take, to_plain
+from hetdb.errors import HetdbError, OutOfMemoryError, OutOfRangeError, UnsupportedError
+from hetdb.exec import wide as W
+from hetdb.exec.columns import and_valid, concat_columns, full_column, take, take_batch, to_plain
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
 
@@ -39,6 +43,23 @@ class ExprEvaluator:
         self.xp = backend.xp
         self._dict_cache: dict[tuple, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
+        self._rows = threading.local()  # per thread: the rows a CASE/COALESCE branch is used for
+
+    @property
+    def active_rows(self) -> Any:
+        """Bool mask of the rows whose values are used (None: all): errors that depend on a row's
+        values (division by zero) are raised only for these, as DuckDB does not evaluate a
+        CASE/COALESCE branch for rows that do not take it (``CASE WHEN k <> 0 THEN x // k END``)."""
+        return getattr(self._rows, "mask", None)
+
+    @contextlib.contextmanager
+    def only_rows(self, mask: Any):
+        outer = self.active_rows
+        self._rows.mask = mask if outer is None else self.xp.logical_and(outer, mask)
+        try:
+            yield
+        finally:
+            self._rows.mask = outer
 
     # ---- entry points ---------------------------------------------------------------------------
     def evaluate(self, expr: Expr, batch: Batch) -> Column:
@@ -53,7 +74,7 @@ class ExprEvaluator:
         if isinstance(expr, Call):
             from hetdb.exec import expr_functions as F
 
-            fn = _CALLS.get(expr.op) or F.FUNCTIONS.get(expr.op)
+            fn = _CALLS.get(expr.op) or F.FUNCTIONS.get(expr.op) or _more_functions().get(expr.op)
             if fn is None:
                 raise UnsupportedError(f"the executor does not implement the function {expr.op!r}")
             return fn(self, expr, batch)
@@ -94,7 +115,7 @@ class ExprEvaluator:
 
     def numeric(self, col: Column, dtype: DataType) -> Any:
         """Physical data of ``col`` converted to ``dtype``'s representation (validity unchanged)."""
-        return _convert(self.xp, col.data, col.dtype, dtype)
+        return _convert(self.xp, col.data, col.dtype, dtype, col.validity)
 
     def select(self, mask: Any, a: Column, b: Column, dtype: DataType) -> Column:
         """Row-wise ``mask ? a : b`` for columns of one type (strings included)."""
@@ -132,13 +153,58 @@ class ExprEvaluator:
 
     # ---- CASE -----------------------------------------------------------------------------------
     def _case(self, expr: Case, batch: Batch) -> Column:
+        try:
+            return self._case_eager(expr, batch)
+        except OutOfMemoryError:
+            raise
+        except HetdbError:
+            # a branch raised: evaluate each branch only on the rows that take it (as DuckDB does),
+            # so an error in a branch no row takes is never seen
+            return self._case_lazy(expr, batch)
+
+    def _case_lazy(self, expr: Case, batch: Batch) -> Column:
+        xp, be = self.xp, self.backend
         n = batch.num_rows
-        result = (self.evaluate(expr.otherwise, batch) if expr.otherwise is not None
-                  else full_column(self.backend, None, expr.dtype, n))
+        todo = xp.ones(n, dtype=bool)
+        parts, rows = [], []
+        branches = list(expr.whens) + [(None, expr.otherwise)]
+        for cond, value in branches:
+            if cond is None:
+                take_rows = todo
+            else:
+                idx = be.nonzero(todo)
+                hit = xp.zeros(n, dtype=bool)
+                hit[idx] = self.predicate(cond, take_batch(be, batch, idx))
+                take_rows = hit
+            idx = be.nonzero(take_rows)
+            todo = xp.logical_and(todo, xp.logical_not(take_rows))
+            sub = take_batch(be, batch, idx)
+            col = (self.evaluate(value, sub) if value is not None
+                   else full_column(be, None, expr.dtype, int(idx.shape[0])))
+            parts.append(self.cast(col, expr.dtype))
+            rows.append(idx)
+        order = xp.concatenate(rows)
+        inverse = xp.empty(n, dtype=xp.int64)
+        inverse[order] = xp.arange(n, dtype=xp.int64)
+        return take(be, concat_columns(be, parts), inverse)
+
+    def _case_eager(self, expr: Case, batch: Batch) -> Column:
+        xp = self.xp
+        n = batch.num_rows
+        undecided = xp.ones(n, dtype=bool)  # rows no earlier WHEN took
+        branches = []
+        for cond, value in expr.whens:
+            with self.only_rows(undecided):
+                mask = xp.logical_and(self.predicate(cond, batch), undecided)
+            with self.only_rows(mask):
+                branches.append((mask, self.cast(self.evaluate(value, batch), expr.dtype)))
+            undecided = xp.logical_and(undecided, xp.logical_not(mask))
+        with self.only_rows(undecided):
+            result = (self.evaluate(expr.otherwise, batch) if expr.otherwise is not None
+                      else full_column(self.backend, None, expr.dtype, n))
         result = self.cast(result, expr.dtype)
-        for cond, value in reversed(expr.whens):
-            mask = self.predicate(cond, batch)
-            result = self.select(mask, self.cast(self.evaluate(value, batch), expr.dtype), result, expr.dtype)
+        for mask, value in branches:  # the masks are disjoint
+            result = self.select(mask, value, result, expr.dtype)
         return result
 
 
@@ -148,38 +214,54 @@ def _pow10(k: int) -> int:
 
 
 def _round_div(xp, x: Any, d: int) -> Any:
-    """x / d rounded half away from zero (x int64, d > 0 int)."""
+    """x / d rounded half away from zero (x int64 or Python ints, d > 0 int)."""
+    if W.is_object(x):
+        q = (np.abs(x) + d // 2) // d
+        return np.where(x < 0, -q, q).astype(object)
     q = xp.floor_divide(xp.abs(x) + d // 2, d)
     return xp.where(x < 0, -q, q)
 
 
-def _convert(xp, data: Any, src: DataType, dst: DataType) -> Any:
+def _within(src: DataType, dst: DataType) -> bool:
+    """Every value of exact type ``src`` fits ``dst`` (after rescaling)."""
+    lo, hi = W.bounds(src)
+    f = _pow10(max(0, (dst.scale if dst.kind == "decimal" else 0) - (src.scale if src.kind == "decimal" else 0)))
+    dlo, dhi = W.bounds(dst)
+    return dlo <= lo * f and hi * f <= dhi
+
+
+def _convert(xp, data: Any, src: DataType, dst: DataType, valid: Any = None) -> Any:
+    """Physical data of type ``src`` as type ``dst``; exact numeric casts raise OutOfRangeError for a
+    value that does not fit (never wrap)."""
     sk, dk = src.kind, dst.kind
     ndt = dst.numpy_dtype
-    if sk == dk and src.scale == dst.scale:
-        return data if data.dtype == ndt else data.astype(ndt)
+    if sk == dk and src.scale == dst.scale and (not dst.is_numeric or dk == "float64" or _within(src, dst)):
+        return data if data.dtype == ndt or W.is_object(data) else data.astype(ndt)
     if dk == "float64":
-        out = data.astype(xp.float64)
+        out = W.to_float(xp, data)
         return out / float(_pow10(src.scale)) if sk == "decimal" else out
     if dk == "bool":
         return data != 0
     if sk == "float64":
         if dk == "decimal":
-            scaled = data * float(_pow10(dst.scale))
-            return (xp.sign(scaled) * xp.floor(xp.abs(scaled) + 0.5)).astype(xp.int64)
-        return xp.rint(data).astype(ndt)  # DuckDB casts DOUBLE -> INTEGER rounding half to even
+            return W.float_to_decimal(xp, data, dst, valid)
+        return W.float_to_int(xp, data, dst, valid)
     if sk == "date" and dk == "timestamp":
         return data.astype(xp.int64) * 86_400_000_000
     if sk == "timestamp" and dk == "date":
         return xp.floor_divide(data, 86_400_000_000).astype(xp.int32)
+    if sk == "bool":
+        return data.astype(ndt)
     src_scale = src.scale if sk == "decimal" else 0
     dst_scale = dst.scale if dk == "decimal" else 0
-    x = data.astype(xp.int64)
+    x = data if W.is_object(data) else data.astype(xp.int64, copy=False)
     if dst_scale > src_scale:
-        x = x * _pow10(dst_scale - src_scale)
+        x = W.scale_up(xp, x, dst_scale - src_scale, dst, valid)
     elif dst_scale < src_scale:
         x = _round_div(xp, x, _pow10(src_scale - dst_scale))
-    return x.astype(ndt)
+    if _within(src, dst) and not W.is_object(x):
+        return x.astype(ndt, copy=False)
+    return W.check_range(xp, x, dst, valid, W.cast_message(src, dst))
 
 
 def common_type(a: DataType, b: DataType) -> DataType:
@@ -192,7 +274,11 @@ def common_type(a: DataType, b: DataType) -> DataType:
         return T.TIMESTAMP
     if a.kind == "decimal" or b.kind == "decimal":
         s = max(a.scale if a.kind == "decimal" else 0, b.scale if b.kind == "decimal" else 0)
+        if a.is_wide or b.is_wide or "int64" in (a.kind, b.kind):
+            return T.wide_decimal(T.MAX_WIDE_PRECISION, s)
         return DataType("decimal", 18, s)
+    if "int128" in (a.kind, b.kind):
+        return T.INT128
     if "int64" in (a.kind, b.kind):
         return T.INT64
     return a
@@ -227,8 +313,21 @@ def _compare(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     a, b = ev.evaluate(left, batch), ev.evaluate(right, batch)
     t = common_type(a.dtype, b.dtype)
     x, y = ev.numeric(a, t), ev.numeric(b, t)
-    return Column(T.BOOL, data=_CMP[op](x, y), validity=and_valid(xp, a.validity, b.validity))
+    cmp = _FLOAT_CMP[op] if t.kind == "float64" else _CMP[op]
+    return Column(T.BOOL, data=cmp(xp, x, y) if t.kind == "float64" else cmp(x, y),
+                  validity=and_valid(xp, a.validity, b.validity))
 
+
+# DuckDB compares doubles in a total order: NaN equals NaN and is above every number (+inf
+# included); -0.0 equals 0.0 (IEEE already has that).
+_FLOAT_CMP = {
+    "eq": lambda xp, x, y: (x == y) | (xp.isnan(x) & xp.isnan(y)),
+    "ne": lambda xp, x, y: (x != y) & ~(xp.isnan(x) & xp.isnan(y)),
+    "lt": lambda xp, x, y: (x < y) | (~xp.isnan(x) & xp.isnan(y)),
+    "le": lambda xp, x, y: (x <= y) | xp.isnan(y),
+    "gt": lambda xp, x, y: (x > y) | (xp.isnan(x) & ~xp.isnan(y)),
+    "ge": lambda xp, x, y: (x >= y) | xp.isnan(x),
+}
 
 _CMP = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
         "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
@@ -238,6 +337,36 @@ def _bool_parts(ev: ExprEvaluator, col: Column) -> tuple[Any, Any]:
     data = col.data if col.data.dtype == bool else col.data != 0
     valid = col.validity if col.validity is not None else ev.xp.ones(data.shape[0], dtype=bool)
     return data, valid
+
+
+def _lazy_logic(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    """AND / OR evaluating each argument only on the rows the earlier ones left undecided (an
+    argument that raises on rows already decided is never evaluated there, as in DuckDB)."""
+    xp, be = ev.xp, ev.backend
+    n = batch.num_rows
+    stop_on = expr.op == "or"  # OR is decided by a TRUE, AND by a FALSE
+    decided = xp.zeros(n, dtype=bool)
+    unknown = xp.zeros(n, dtype=bool)
+    for a in expr.args:
+        idx = be.nonzero(xp.logical_not(decided))
+        if int(idx.shape[0]) == 0:
+            break
+        value, valid = _bool_parts(ev, ev.evaluate(a, take_batch(be, batch, idx)))
+        decided[idx] = xp.logical_and(valid, value == stop_on)
+        unknown[idx] = xp.logical_or(unknown[idx], xp.logical_not(valid))
+    data = decided if stop_on else xp.logical_not(xp.logical_or(decided, unknown))
+    return Column(T.BOOL, data=data, validity=xp.logical_or(decided, xp.logical_not(unknown)))
+
+
+def _guarded(fn):
+    def run(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+        try:
+            return fn(ev, expr, batch)
+        except OutOfMemoryError:
+            raise
+        except HetdbError:
+            return _lazy_logic(ev, expr, batch)
+    return run
 
 
 def _and(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
@@ -296,23 +425,27 @@ def _arith(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     if rt.kind == "decimal" and op == "mul":
         sa = a.dtype.scale if a.dtype.kind == "decimal" else 0
         sb = b.dtype.scale if b.dtype.kind == "decimal" else 0
-        raw = ev.numeric(a, DataType("decimal", 18, sa)) * ev.numeric(b, DataType("decimal", 18, sb))
-        data = _convert(xp, raw, DataType("decimal", 18, sa + sb), rt)
-        return Column(rt, data=data, validity=validity)
+        x = ev.numeric(a, _exact_operand(a.dtype, sa))
+        y = ev.numeric(b, _exact_operand(b.dtype, sb))
+        raw_t = T.wide_decimal(T.MAX_WIDE_PRECISION, sa + sb) if rt.is_wide else DataType("decimal", 18, sa + sb)
+        raw = W.checked(xp, "mul", x, y, raw_t, validity, lambda p, q: f"{p} * {q}")
+        return Column(rt, data=_convert(xp, raw, raw_t, rt, validity), validity=validity)
     if op == "div" and rt.kind != "float64" and rt.is_numeric:
         op = "intdiv"
     if op == "div" or rt.kind == "float64":
         x, y = ev.numeric(a, T.FLOAT64), ev.numeric(b, T.FLOAT64)
         with quiet(xp):
+            # DuckDB on doubles: x / 0 is +-inf, x % 0 is NaN, x // 0 raises; // does not floor
+            if op == "intdiv":
+                _check_zero(ev, y, validity, expr)
             if op in ("div", "intdiv"):
                 data = x / y
             elif op == "mod":
-                _check_zero(ev, y, validity, expr)
                 data = xp.fmod(x, y)
             else:
                 data = _BASIC[op](x, y)
         return Column(T.FLOAT64, data=data, validity=validity) if rt.kind == "float64" else \
-            Column(rt, data=_convert(xp, data, T.FLOAT64, rt), validity=validity)
+            Column(rt, data=_convert(xp, data, T.FLOAT64, rt, validity), validity=validity)
     if rt.kind in ("date", "timestamp"):
         # date +/- integer days (the binder lowers intervals to date_add_* where it can)
         x = ev.numeric(a, rt) if a.dtype.kind in ("date", "timestamp") else a.data
@@ -322,23 +455,57 @@ def _arith(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     x, y = ev.numeric(a, rt), ev.numeric(b, rt)
     if op in ("intdiv", "mod"):
         _check_zero(ev, y, validity, expr)
+        if W.is_object(x) or W.is_object(y):
+            x, y = W.as_object(xp, x), W.as_object(xp, y)
+            safe = np.where(y == 0, 1, y)
+            q = np.array([_trunc_div(p, d) for p, d in zip(x.tolist(), safe.tolist())], dtype=object)
+            data = q if op == "intdiv" else x - q * safe
+            return Column(rt, data=W.check_range(xp, data, rt, validity, W.cast_message(rt, rt)),
+                          validity=validity)
         safe = xp.where(y == 0, 1, y)
-        rem = xp.fmod(x, safe)
+        with quiet(xp):
+            rem = xp.fmod(x, safe)
         if op == "mod":
             data = rem
         else:
-            # DuckDB's // on integers truncates toward zero
+            # DuckDB's // on integers truncates toward zero; MIN // -1 overflows
+            lo, _ = W.bounds(rt)
+            bad = (x == lo) & (y == -1)
+            if validity is not None:
+                bad = bad & validity
+            if bool(bad.any()):
+                raise OutOfRangeError(f"Out of Range Error: Overflow in division of {lo} / -1")
             data = (x - rem) // safe
         return Column(rt, data=data.astype(rt.numpy_dtype), validity=validity)
-    return Column(rt, data=_BASIC[op](x, y).astype(rt.numpy_dtype, copy=False), validity=validity)
+    if op == "power":
+        return Column(rt, data=_BASIC[op](x, y).astype(rt.numpy_dtype, copy=False), validity=validity)
+    sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+    data = W.checked(xp, op, x, y, rt, validity, lambda p, q: f"{p} {sym} {q}")
+    return Column(rt, data=data, validity=validity)
+
+
+def _exact_operand(t: DataType, scale: int) -> DataType:
+    """The decimal type an operand of a decimal product is read in (its own digits, its scale)."""
+    if t.kind == "decimal":
+        return t
+    return {"int32": DataType("decimal", 10, 0), "int64": T.wide_decimal(19, 0)}.get(t.kind, T.wide_decimal(38, 0))
+
+
+def _trunc_div(p: int, d: int) -> int:
+    q = abs(p) // abs(d)
+    return q if (p >= 0) == (d > 0) else -q
 
 
 def _check_zero(ev: ExprEvaluator, y: Any, validity: Any, expr: Call) -> None:
     zero = y == 0
     if validity is not None:
         zero = ev.xp.logical_and(zero, validity)
+    active = ev.active_rows
+    if active is not None and active.shape == zero.shape:
+        zero = ev.xp.logical_and(zero, active)
     if bool(zero.any()):
-        raise HetdbError(f"division by zero in {expr} (DuckDB raises this error too)")
+        raise HetdbError(f"Invalid Input Error: Division by zero in expression {expr} (DuckDB raises this "
+                         "error too)")
 
 
 _BASIC = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
@@ -348,7 +515,10 @@ _BASIC = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x,
 def _neg_abs(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     c = ev.evaluate(expr.args[0], batch)
     x = ev.numeric(c, expr.dtype)
-    data = -x if expr.op == "neg" else ev.xp.abs(x)
+    if expr.dtype.kind == "float64":
+        data = -x if expr.op == "neg" else ev.xp.abs(x)
+    else:
+        data = W.negate(ev.xp, x, expr.dtype, c.validity, expr.op)
     return Column(expr.dtype, data=data, validity=c.validity)
 
 
@@ -381,12 +551,19 @@ def _in_list(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
                 continue
             t = common_type(col.dtype, lit.dtype)
             x = ev.numeric(col, t)
-            y = _convert(xp, xp.asarray([lit.value], dtype=lit.dtype.numpy_dtype), lit.dtype, t)
-            match = xp.logical_or(match, x == y[0])
+            y = _convert(xp, _literal_array(xp, lit), lit.dtype, t)
+            eq = _FLOAT_CMP["eq"](xp, x, y[0]) if t.kind == "float64" else x == y[0]
+            match = xp.logical_or(match, eq)
     validity = col.validity
     if has_null:
         validity = and_valid(xp, validity, match)
     return Column(T.BOOL, data=match, validity=validity)
+
+
+def _literal_array(xp, lit: Literal) -> Any:
+    if lit.dtype.is_wide and not W.I64_MIN <= lit.value <= W.I64_MAX:
+        return W.object_full(xp, lit.value, 1)
+    return xp.asarray([lit.value], dtype=lit.dtype.numpy_dtype)
 
 
 def _coalesce(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
@@ -394,7 +571,8 @@ def _coalesce(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     for arg in expr.args[1:]:
         if result.validity is None:
             break
-        nxt = ev.cast(ev.evaluate(arg, batch), expr.dtype)
+        with ev.only_rows(ev.xp.logical_not(result.validity)):
+            nxt = ev.cast(ev.evaluate(arg, batch), expr.dtype)
         result = ev.select(result.validity, result, nxt, expr.dtype)
     return result
 
@@ -409,7 +587,16 @@ def _nullif(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
 
 _CALLS = {
     **{op: _compare for op in _CMP},
-    "and": _and, "or": _or, "not": _not, "is_null": _is_null, "is_not_null": _is_null,
+    "and": _guarded(_and), "or": _guarded(_or), "not": _not, "is_null": _is_null, "is_not_null": _is_null,
     **{op: _arith for op in ("add", "sub", "mul", "div", "intdiv", "mod", "power")},
     "neg": _neg_abs, "abs": _neg_abs, "in_list": _in_list, "coalesce": _coalesce, "nullif": _nullif,
 }
+
+
+@functools.cache
+def _more_functions() -> dict:
+    """The string/regex/date functions of exec/functions_text.py and exec/functions_datetime.py."""
+    from hetdb.exec.functions_datetime import FUNCTIONS as DATETIME
+    from hetdb.exec.functions_text import FUNCTIONS as TEXT
+
+    return {**TEXT, **DATETIME}

@@ -42,6 +42,7 @@ from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashBuild, HashProbe, _key_name
 from hetdb.exec.operators.scan import TableScan, conjunction
+from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import Cast, ColumnRef, Expr, Field
 from hetdb.plan.exprutil import conjuncts, substitute
 from hetdb.types import DataType
@@ -435,6 +436,11 @@ def _aggregates(sink: HashAggregate, alias: dict[str, Expr]) -> tuple[list, list
             slots.append((j, {"sum": "sum", "min": "val", "max": "val"}.get(a.op, "cnt"), len(aggs) - 1))
         else:
             raise _NotFused(f"aggregate {a.op} is not fused")
+        if a.op in ("sum", "avg") and a.arg.dtype.kind not in ("float64", "int32"):
+            # the int64 sum of BIGINT/DECIMAL values is exact modulo 2^64 (INTEGER sums cannot wrap);
+            # a DOUBLE sum of the same values tells which multiple of 2^64 it is off by (wide_sum)
+            aggs.append(AggregateSpec("sum", Cast(T.FLOAT64, arg)))
+            slots.append((j, "fsum", len(aggs) - 1))
     return aggs, slots
 
 
@@ -526,7 +532,11 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     pred = conjunction(src.scan.filters)
-    fused_rows = unfused = 0
+    fused_rows = unfused = recompiled = 0
+    inputs_ready = False
+    from hetdb.exec.compiled import BatchCompiler
+
+    compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
     hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
     if hot is not None:
         fused_rows, morsels = hot, []
@@ -545,9 +555,13 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             if plan.chain is not None:
                 raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
                                  "although its zone maps said it could")
-            if not unfused and _skipped_inputs(ctx, pipe):
+            if not inputs_ready and _skipped_inputs(ctx, pipe):
                 _run_skipped_inputs(ctx, pipe)  # the operators below probe the builds' hash tables
                 ctx.set_morsel(index)
+            inputs_ready = True
+            if compiler.consume(b):
+                recompiled += 1
+                continue
             unfused += 1
             if pred is not None:
                 from hetdb.exec.columns import filter_batch
@@ -561,6 +575,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     with Timer(ctx, sink.op_id):
         result = fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
+    if recompiled:
+        ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
     if unfused:
         ctx.stat(sink.op_id).fused += f" ({unfused} batches with NULLs ran operator at a time)"
     if result.num_groups:
@@ -634,12 +650,19 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
             cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
         else:
             cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
+    fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
     for j, part, k in plan.slots:
         a = sink.aggs[j][1]
         v = result.values[k]
+        if part == "fsum":
+            continue
         if part == "sum":
             st = _sum_type(a.arg.dtype)
-            cols[_s(j, part)] = Column(st, data=v.astype(st.numpy_dtype), validity=xp.ones(n, dtype=bool))
+            data = v.astype(st.numpy_dtype)
+            if j in fsums:
+                scale = a.arg.dtype.scale if a.arg.dtype.kind == "decimal" else 0
+                data = wide_sum(xp, data, fsums[j] * float(10 ** scale))
+            cols[_s(j, part)] = Column(st, data=data, validity=xp.ones(n, dtype=bool))
         elif part == "cnt":
             cols[_s(j, part)] = Column(T.INT64, data=v.astype(xp.int64))
         else:

@@ -171,6 +171,19 @@ class SpillFile:
         batch = Batch.from_arrow(table, self.dtypes)
         return [batch_to_device(backend, batch)]
 
+    def iter_batches(self, backend, max_rows: int | None = None):
+        """The partition's batches one record batch at a time (at most ``max_rows`` rows each), so a
+        reader holds one batch, not the whole partition."""
+        self.close_writer()
+        if self.num_rows == 0:
+            return
+        with pa.OSFile(self.path, "rb") as f:
+            for rb in ipc.open_stream(f):
+                step = max_rows or rb.num_rows
+                for lo in range(0, rb.num_rows, step):
+                    part = pa.Table.from_batches([rb.slice(lo, step)])
+                    yield batch_to_device(backend, Batch.from_arrow(part, self.dtypes))
+
     def remove(self) -> None:
         self.close_writer()
         try:

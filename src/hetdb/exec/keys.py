@@ -15,6 +15,7 @@ from typing import Any
 from hetdb import types as T
 from hetdb.column import Column
 from hetdb.exec.hostutil import column_from_pylist, int64_array, note_host_step, strings_to_pylist
+from hetdb.exec.wide import key_value
 
 
 class StringKeyEncoder:
@@ -102,7 +103,7 @@ def key_arrays(backend, cols: list[Column], encoders: list[StringKeyEncoder | No
         if col.dtype.kind == "string":
             arrays.append(enc.encode(col, add))
         else:
-            arrays.append(col.data)
+            arrays.append(key_value(xp, col.data))
         if col.validity is not None:
             valid = col.validity if valid is None else xp.logical_and(valid, col.validity)
     return arrays, valid

@@ -20,10 +20,13 @@ from hetdb.exec.operators.basic import (
     ValuesSource,
 )
 from hetdb.exec.operators.join import HashBuild, HashProbe
-from hetdb.exec.operators.scan import ParquetScan, TableScan
+from hetdb.exec.operators.scan import TableScan
+from hetdb.exec.operators.scan_external import ExternalScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
+from hetdb.exec.operators.window import WindowSink
 from hetdb.plan import logical as L
 from hetdb.plan.expr import Cast, ColumnRef, Expr
+from hetdb.plan.window import Window
 
 
 @dataclass
@@ -76,6 +79,9 @@ def _format_stats(s) -> str:
     if s.pages_read or s.pages_skipped or s.bytes_read:
         parts.append(f"bytes read={s.bytes_read:,} pages read={s.pages_read:,} "
                      f"pages skipped={s.pages_skipped:,}")
+    if s.files_read or s.files_skipped or s.row_groups_read or s.row_groups_skipped:
+        parts.append(f"files read={s.files_read:,} skipped={s.files_skipped:,} "
+                     f"row groups read={s.row_groups_read:,} skipped={s.row_groups_skipped:,}")
     if s.pages_cached or s.bytes_host_to_device:
         parts.append(f"pages from device cache={s.pages_cached:,} bytes host->device={s.bytes_host_to_device:,}")
     if s.spilled_partitions:
@@ -116,6 +122,17 @@ def _add_runtime_filter(o: _Open, kind: str, probe_keys: tuple[Expr, ...], build
     if any(k is None for k in keys):
         return
     o.source = dataclasses.replace(o.source, runtime_filters=o.source.runtime_filters + ((keys, build_pipeline),))
+
+
+def _only_used(node: L.Aggregate) -> L.Node:
+    """The aggregate's input without projected columns the aggregate never reads: count(*) over a
+    join then has no column to gather, and the join only counts its output rows."""
+    proj = node.input
+    if not isinstance(proj, L.Project):
+        return proj
+    used = frozenset().union(*(e.columns() for _, e in node.keys), *(a.columns() for _, a in node.aggs))
+    exprs = tuple((f, e) for f, e in proj.exprs if f.cid in used)
+    return proj if len(exprs) == len(proj.exprs) else dataclasses.replace(proj, exprs=exprs)
 
 
 class PhysicalPlanner:
@@ -169,13 +186,13 @@ class PhysicalPlanner:
         _add_runtime_filter(o, node.kind, node.left_keys, bpid)
         o.ops.append(HashProbe(kind=node.kind, left_fields=node.left.schema, right_fields=right_fields,
                                left_keys=node.left_keys, residual=node.residual, mark=node.mark,
-                               build=build, build_pipeline=bpid, emit=emit, op_id=self._id()))
+                               mark_by_residual=node.mark_by_residual, build=build, build_pipeline=bpid, emit=emit, op_id=self._id()))
         o.deps.append(bpid)
         return o
 
     def _build(self, node: L.Node) -> _Open:
         if isinstance(node, L.Scan):
-            cls = ParquetScan if node.source == "parquet" else TableScan
+            cls = ExternalScan if node.source == "external" else TableScan
             return _Open(cls(scan=node, op_id=self._id()))
         if isinstance(node, L.Values):
             return _Open(ValuesSource(fields=node.fields, rows=node.rows, op_id=self._id()))
@@ -203,7 +220,7 @@ class PhysicalPlanner:
         if isinstance(node, L.Join):
             return self._build_join(node, None)
         if isinstance(node, L.Aggregate):
-            o = self._build(node.input)
+            o = self._build(_only_used(node))
             pid = self._close(o, HashAggregate(keys=node.keys, aggs=node.aggs, op_id=self._id()))
             return _Open(ResultSource(pipeline_id=pid, label="aggregate", op_id=self._id()), deps=[pid])
         if isinstance(node, L.Sort):
@@ -217,6 +234,11 @@ class PhysicalPlanner:
                                           offset=node.offset, op_id=self._id()))
             return _Open(ResultSource(pipeline_id=pid, label="top-n", is_ordered=True, op_id=self._id()),
                          deps=[pid])
+        if isinstance(node, Window):
+            o = self._build(node.input)
+            pid = self._close(o, WindowSink(fields=node.input.schema, partition=node.partition,
+                                            order=node.order, funcs=node.funcs, op_id=self._id()))
+            return _Open(ResultSource(pipeline_id=pid, label="window", op_id=self._id()), deps=[pid])
         if isinstance(node, L.Union):
             pids = []
             for child in node.children:

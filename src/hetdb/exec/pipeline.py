@@ -94,6 +94,15 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
             run_fused(ctx, pipe, fused, run)
             ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
             return
+        from hetdb.exec.compiled import plan_compiled, run_compiled
+
+        compiled, refused = plan_compiled(ctx, pipe)
+        if compiled is not None:
+            run_compiled(ctx, pipe, compiled, run)
+            ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+            return
+        if refused:
+            ctx.stat(pipe.sink.op_id).fused = "operator at a time: " + "; ".join(w for w in (why, refused) if w)
     workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
     if workers == 1 or pool is None:
         run.work()

@@ -229,10 +229,10 @@ class Estimator:
 
     def _table_rows(self, scan: Scan) -> float:
         try:
-            if scan.source == "parquet":
-                import pyarrow.parquet as pq
+            if scan.source == "external":
+                from hetdb.storage.external import lookup_source
 
-                return float(pq.ParquetFile(scan.path).metadata.num_rows)
+                return lookup_source(scan.path).estimated_rows()
             return float(self.db.table(scan.table).num_rows)
         except Exception:  # noqa: BLE001
             return 1_000_000.0

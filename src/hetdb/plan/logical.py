@@ -32,14 +32,15 @@ class Node:
 
 @dataclass(frozen=True)
 class Scan(Node):
-    """Read ``fields`` (columns of a stored table, or of a Parquet file when ``source`` is a path)."""
+    """Read ``fields``: columns of a stored table, or (``source`` "external") of data read in place,
+    registered in storage.external under the key ``path``."""
 
     table: str
     fields: tuple[Field, ...]
     column_names: tuple[str, ...]  # stored column name per field
     filters: tuple[Expr, ...] = ()  # conjuncts pushed into the scan (zone-map pruning + early filter)
-    source: str = "table"           # "table" or "parquet"
-    path: str = ""                  # file path for source == "parquet"
+    source: str = "table"           # "table" or "external"
+    path: str = ""                  # storage.external key for source == "external"
 
     @property
     def schema(self) -> tuple[Field, ...]:
@@ -105,6 +106,10 @@ class Join(Node):
     # semi/anti only: hash the (smaller) left input and stream the right one through it, marking the
     # left rows that found a match (the output is still the left rows with / without a match)
     build_left: bool = False
+    # mark only: the keys are plain equalities (a NULL key matches nothing) and the mark is NULL only
+    # where the residual was NULL for some pair; a correlated IN puts its correlation equalities in the
+    # keys and "group condition IS TRUE AND probe = value" in the residual, so an empty group is FALSE
+    mark_by_residual: bool = False
 
     def inputs(self) -> tuple[Node, ...]:
         return (self.left, self.right)
@@ -122,7 +127,8 @@ class Join(Node):
         res = f" residual={self.residual}" if self.residual is not None else ""
         mark = f" mark={self.mark.cid}" if self.mark is not None else ""
         build = " build=left" if self.build_left else ""
-        return f"Join {self.kind} [{keys}]{res}{mark}{build}"
+        by_res = " mark_by_residual" if self.mark_by_residual else ""
+        return f"Join {self.kind} [{keys}]{res}{mark}{build}{by_res}"
 
 
 @dataclass(frozen=True)

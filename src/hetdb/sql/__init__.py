@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import types
+
 from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.plan.logical import Output
 
@@ -12,19 +15,34 @@ def bind(sql: str, db) -> Output:
     and column for syntax errors), CatalogError (with a suggestion) or UnsupportedError."""
     from hetdb.sql.binder import Binder
     from hetdb.sql.check import check_supported
+    from hetdb.sql.external import rewrite_table_functions
     from hetdb.sql.parse import parse
 
-    tree = parse(sql)
+    tree = rewrite_table_functions(parse(sql))
     check_supported(tree)
     try:
         return Binder(db).bind_statement(tree)
     except HetdbError:
         raise
     except RecursionError:
-        raise UnsupportedError("the query is nested too deeply for hetdb to bind") from None
+        raise  # hetdb.deepstack retries on a deeper stack
     except Exception as e:  # noqa: BLE001 - a binder bug must reach the user as a typed error
         raise UnsupportedError(f"hetdb could not bind this query ({type(e).__name__}: {e}); "
                                "please report it with the query text") from e
 
+
+class _CallableModule(types.ModuleType):
+    """``hetdb.sql`` is both this package and DuckDB's module-level ``sql()``: importing the package
+    replaces the function attribute of ``hetdb``, so the package itself is callable."""
+
+    def __call__(self, query: str, params=None):
+        """Run ``query`` on hetdb's default in-memory connection and return its Result."""
+        from hetdb import default_connection
+        from hetdb.connection import _caller_scopes
+
+        return default_connection()._run(query, params, _caller_scopes())
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["bind"]

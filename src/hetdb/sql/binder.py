@@ -16,9 +16,15 @@ from hetdb.errors import CatalogError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, SortKey
 from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substitute
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
+from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
+from hetdb.sql.external import resolve_from
+from hetdb.sql.grouping import grouping_plan, grouping_sets
+from hetdb.sql.holistic import HOLISTIC, REWRITTEN
+from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
+from hetdb.sql.window import WindowState, window_operands
 
 
 @dataclass
@@ -58,7 +64,9 @@ def _contains_agg(node: exp.Expression | None) -> bool:
     """Aggregate calls in ``node``, not counting those inside subqueries."""
     if node is None:
         return False
-    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)):
+    if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
+        return any(_contains_agg(c) for c in window_operands(node))
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
         return False
@@ -68,9 +76,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
 def _output_name(node: exp.Expression) -> str:
     if isinstance(node, exp.Alias):
         return node.alias
-    if isinstance(node, exp.Column):
-        return node.name
-    return node.sql(dialect="duckdb")
+    return name_of(node)
 
 
 def _int_clause(node: exp.Expression | None, what: str) -> int | None:
@@ -108,8 +114,13 @@ class Binder:
     def bind_query(self, node: exp.Expression, outer: Scope | None) -> BoundQuery:
         while isinstance(node, (exp.Subquery, exp.Paren)):
             node = node.this
-        if not isinstance(node, (exp.Select, exp.Union)) or isinstance(node, (exp.Intersect, exp.Except)):
-            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT and UNION are supported)")
+        if isinstance(node, exp.Values):
+            from hetdb.sql.values import bind_values
+
+            return bind_values(self, node)
+        if not isinstance(node, (exp.Select, exp.SetOperation)):
+            raise UnsupportedError(f"{type(node).__name__} queries (only SELECT, VALUES and set "
+                                   "operations are supported)")
         saved = self.ctes
         try:
             with_ = node.args.get("with_") or node.args.get("with")
@@ -118,7 +129,7 @@ class Binder:
                 for cte in with_.expressions:
                     cols = [c.name.lower() for c in (cte.args["alias"].columns or [])]
                     self.ctes[cte.alias.lower()] = (cte.this, self.ctes, cols)
-            if isinstance(node, exp.Union):
+            if isinstance(node, exp.SetOperation):
                 from hetdb.sql.setops import bind_union
 
                 return bind_union(self, node, outer)
@@ -142,9 +153,15 @@ class Binder:
                 finally:
                     self.ctes = saved
                 return self._derived(bq, alias, cols or self._alias_columns(node))
-            if node.this is not None and getattr(node.this, "quoted", False) and FC.is_file_path(name):
-                return FC.parquet_scan(name, (node.alias or name).lower(), self.new_cid)
+            found = resolve_from(self, node, name, alias)
+            if found is not None:
+                return found
             return FC.table_scan(self.db, name, alias, self.new_cid)
+        if isinstance(node, exp.Values):
+            from hetdb.sql.values import bind_values
+
+            return self._derived(bind_values(self, node), (node.alias or "valueslist").lower(),
+                                 self._alias_columns(node))
         if isinstance(node, exp.Subquery):
             if node.args.get("lateral"):
                 raise UnsupportedError("LATERAL subqueries")
@@ -264,7 +281,8 @@ class Binder:
         where_holder = Holder()
         plain, post, corr = [], [], []
         where = sel.args.get("where")
-        for c in _split_and(where.this) if where is not None else []:
+        alias_items = self._select_items(sel, scope)
+        for c in _split_and(self._with_aliases(where.this, alias_items, scope)) if where is not None else []:
             ctx = ExprContext(scope, self, "WHERE", holder=where_holder)
             n_pending = len(where_holder.pending)
             handled = self.subq.where_conjunct(c, ctx)
@@ -297,10 +315,15 @@ class Binder:
             isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items) or (
             order is not None and any(_contains_agg(o) for o in order.expressions))
         holder = Holder()
+        sets = None
         agg_state: AggState | None = None
         corr_eq: list[tuple[Expr, Expr]] = []
         if has_agg:
-            keys = self._group_keys(group, sel_items, scope) if grouped else []
+            sets = grouping_sets(group)
+            if sets is not None:
+                keys, set_idx = self._grouping_keys(sets, sel_items, scope)
+            else:
+                keys = self._group_keys(group, sel_items, scope) if grouped else []
             if corr:
                 for p in corr:
                     sides = eq_sides(p, scope.correlated, local)
@@ -313,24 +336,54 @@ class Binder:
                     if not any(k == inner for k, _ in keys):
                         keys.append((inner, Field(self.new_cid("corr"), "corr", inner.dtype)))
             agg_state = AggState(scope, keys)
-        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state)
+        windows = WindowState()
+        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
         exprs: list[Expr] = []
         for _, n in sel_items:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
         having_e = None
         if having is not None:
-            having_e = as_condition(bind_expr(having.this, ExprContext(
+            having_e = as_condition(bind_expr(self._with_aliases(having.this, sel_items, scope), ExprContext(
                 scope, self, "HAVING", holder=holder, agg=agg_state)), "HAVING")
+        qualify = sel.args.get("qualify")
+        qualify_e = None
+        if qualify is not None:
+            q = self._with_aliases(qualify.this, sel_items, scope)
+            qualify_e = as_condition(bind_expr(q, ExprContext(
+                scope, self, "QUALIFY", holder=holder, agg=agg_state, window=windows)), "QUALIFY")
         names = [n for n, _ in sel_items]
-        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state)
+        order_keys = self._order_exprs(order, names, exprs, scope, holder, agg_state, windows)
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
-        if agg_state is not None:
+        if agg_state is not None and agg_state.pre_windows:
+            if sets is not None:
+                raise UnsupportedError("median/quantile/stddev/var/arg_max with ROLLUP, CUBE or GROUPING SETS")
+            plan = Window(plan, tuple(e for e, _ in agg_state.keys), (), tuple(agg_state.pre_windows))
+        if agg_state is not None and (sets is not None or agg_state.grouping):
+            if corr_eq:
+                raise UnsupportedError("grouping sets in a correlated subquery")
+            plan = grouping_plan(self.new_cid, plan, agg_state,
+                                 set_idx if sets is not None else [tuple(range(len(agg_state.keys)))])
+        elif agg_state is not None:
             plan = Aggregate(plan, tuple((f, e) for e, f in agg_state.keys), tuple(agg_state.aggs))
         plan = holder.build(plan)
         if having_e is not None:
             plan = Filter(plan, having_e)
+        plan = windows.apply(plan)
+        if qualify_e is not None:
+            plan = Filter(plan, qualify_e)
+        distinct = sel.args.get("distinct")
+        on = distinct.args.get("on") if distinct is not None else None
+        if on is not None:
+            from hetdb.sql.rewrites import distinct_on
+
+            on_ctx = ExprContext(scope, self, "DISTINCT ON", holder=holder, agg=agg_state)
+            on_exprs = []
+            for n in (on.expressions if isinstance(on, exp.Tuple) else [on]):
+                item = self._select_ref(n, sel_items, scope)
+                on_exprs.append(item if isinstance(item, Expr) else bind_expr(item, on_ctx))
+            plan = distinct_on(self.new_cid, plan, on_exprs, order_keys)
 
         # Project: visible columns, then hidden ones (ORDER BY expressions, correlation columns).
         proj: list[tuple[Field, Expr]] = []
@@ -367,7 +420,7 @@ class Binder:
                     corr_residual.append(q)
         plan = Project(plan, tuple(proj))
 
-        if sel.args.get("distinct") is not None and not corr_keys and not corr_residual:
+        if distinct is not None and on is None and not corr_keys and not corr_residual:
             if len(proj) > len(visible):
                 raise SqlError("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
             new = [Field(self.new_cid(_cid_name(f.name)), f.name, f.dtype, f.nullable) for f in visible]
@@ -392,9 +445,12 @@ class Binder:
         ctx = ExprContext(scope, self, "GROUP BY")
         exprs = list(group.expressions)
         if group.args.get("all"):
-            # GROUP BY ALL: every select item that contains no aggregate (DuckDB's rule).
+            # GROUP BY ALL: every select item that contains no aggregate (DuckDB's rule); next to an
+            # aggregate, constant items are no keys (so over no rows the aggregate's one row remains)
+            aggs = any(isinstance(n, exp.Expression) and _contains_agg(n) for _, n in sel_items)
             exprs = [exp.Literal.number(i + 1) for i, (_, n) in enumerate(sel_items)
-                     if not (isinstance(n, exp.Expression) and _contains_agg(n))]
+                     if not (isinstance(n, exp.Expression) and _contains_agg(n))
+                     and not (aggs and isinstance(n, exp.Expression) and n.find(exp.Column) is None)]
         for g in exprs:
             node = self._select_ref(g, sel_items, scope)
             e = node if isinstance(node, Expr) else bind_expr(node, ctx)
@@ -403,6 +459,35 @@ class Binder:
             name = _output_name(g) if isinstance(g, exp.Column) else "group"
             keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, _nullable(e))))
         return keys
+
+    def _with_aliases(self, node: exp.Expression, sel_items, scope: Scope) -> exp.Expression:
+        """``node`` with names that are no column but a select-list alias replaced by the aliased
+        expression (DuckDB allows aliases in WHERE, HAVING and QUALIFY); subqueries are left alone."""
+        def sub(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Column) and n.find_ancestor(exp.Subquery, exp.Select, exp.Exists) is None:
+                return self._select_ref(n, sel_items, scope)
+            return n
+        return node.transform(sub)
+
+    def _grouping_keys(self, sets, sel_items, scope: Scope):
+        """Bound keys of every grouping set (each distinct once) and each set as key positions."""
+        keys: list[tuple[Expr, Field]] = []
+        ctx = ExprContext(scope, self, "GROUP BY")
+        set_idx = []
+        for s in sets:
+            idx = []
+            for g in s:
+                node = self._select_ref(g, sel_items, scope)
+                e = node if isinstance(node, Expr) else bind_expr(node, ctx)
+                hit = [i for i, (k, _) in enumerate(keys) if k == e]
+                if not hit:
+                    name = _output_name(g) if isinstance(g, exp.Column) else "group"
+                    keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, True)))
+                    hit = [len(keys) - 1]
+                if hit[0] not in idx:
+                    idx.append(hit[0])
+            set_idx.append(tuple(idx))
+        return keys, set_idx
 
     @staticmethod
     def _select_ref(node: exp.Expression, sel_items, scope: Scope):
@@ -422,12 +507,16 @@ class Binder:
                         return item.this
         return node
 
-    def _order_exprs(self, order, names, exprs, scope, holder, agg_state):
+    def _order_exprs(self, order, names, exprs, scope, holder, agg_state, windows=None):
         out: list[tuple[Expr, bool, bool]] = []
         if order is None:
             return out
-        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state)
+        ctx = ExprContext(scope, self, "ORDER BY", holder=holder, agg=agg_state, window=windows)
         lower = [n.lower() for n in names]
+        first = order.expressions[0].this if order.expressions else None
+        if len(order.expressions) == 1 and isinstance(first, exp.Var) and first.name.upper() == "ALL":
+            o = order.expressions[0]
+            return [(e, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for e in exprs]
         for o in order.expressions:
             node = o.this
             desc = bool(o.args.get("desc"))

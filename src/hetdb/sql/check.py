@@ -9,6 +9,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from hetdb.errors import UnsupportedError
+from hetdb.sql import functions_ext as FX
+from hetdb.sql.holistic import HOLISTIC, REWRITTEN
+from hetdb.sql.names import function_name
+from hetdb.sql.window import WINDOW_FUNCS
 
 _SUPPORTED: tuple[type, ...] = (
     exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Order, exp.Ordered,
@@ -20,17 +24,16 @@ _SUPPORTED: tuple[type, ...] = (
     exp.Extract, exp.Var, exp.Year, exp.Month, exp.Day, exp.Interval, exp.Sum, exp.Count, exp.Avg,
     exp.Min, exp.Max, exp.Distinct, exp.Exists, exp.Abs, exp.Upper, exp.Lower, exp.Length,
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
-    exp.Greatest, exp.Least, exp.Union,
+    exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
+    exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
+    *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *REWRITTEN, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
-    exp.Window: "window functions (OVER)", exp.Union: "UNION", exp.Intersect: "INTERSECT",
-    exp.Except: "EXCEPT", exp.Lateral: "LATERAL", exp.Qualify: "QUALIFY", exp.Rollup: "ROLLUP",
-    exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS", exp.TableSample: "TABLESAMPLE",
-    exp.Unnest: "UNNEST", exp.Filter: "aggregate FILTER", exp.NullSafeEQ: "IS NOT DISTINCT FROM",
-    exp.NullSafeNEQ: "IS DISTINCT FROM", exp.Array: "array literals", exp.Struct: "struct literals",
-    exp.Pivot: "PIVOT", exp.Values: "VALUES lists", exp.Tuple: "row values (tuples)",
+    exp.Lateral: "LATERAL", exp.TableSample: "TABLESAMPLE",
+    exp.Unnest: "UNNEST", exp.Array: "array literals", exp.Struct: "struct literals",
+    exp.Pivot: "PIVOT",
     exp.Insert: "INSERT", exp.Create: "CREATE", exp.Delete: "DELETE", exp.Update: "UPDATE",
     exp.Drop: "DROP", exp.RegexpLike: "regular expressions", exp.SimilarTo: "SIMILAR TO",
 }
@@ -40,11 +43,18 @@ def _describe(node: exp.Expression) -> str:
     for cls, name in _NAMES.items():
         if isinstance(node, cls):
             return name
-    if isinstance(node, exp.Anonymous):
-        return f"function {str(node.this).lower()}()"
     if isinstance(node, exp.Func):
-        return f"function {node.sql_name().lower()}()"
+        return f"function {function_name(node)}()"
     return type(node).__name__
+
+
+def _inside(node: exp.Expression, refused: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if id(parent) in refused:
+            return True
+        parent = parent.parent
+    return False
 
 
 def unsupported_constructs(tree: exp.Expression) -> list[str]:
@@ -55,15 +65,16 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
         if what not in found:
             found.append(what)
 
-    if not isinstance(tree, (exp.Select, exp.Subquery, exp.Union)):
+    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
         add(f"{_describe(tree)} statements (only SELECT queries are supported)")
+    refused: set[int] = set()
     for node in tree.walk():
-        if isinstance(node, exp.Window):
-            add(_describe(node))
+        if isinstance(node, exp.Anonymous) and FX.handles(node):
             continue
         if not isinstance(node, _SUPPORTED):
-            if node.find_ancestor(exp.Window) is None:  # the window itself was named already
+            if not _inside(node, refused):  # the parts of a refused construct are not named again
                 add(_describe(node))
+            refused.add(id(node))
             continue
         if isinstance(node, exp.With) and node.args.get("recursive"):
             add("recursive CTEs (WITH RECURSIVE)")
@@ -77,14 +88,8 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
                 add(f"{side} JOIN ... USING")
             if node.args.get("method"):
                 add(f"{node.args['method']} JOIN")
-        elif isinstance(node, exp.Select):
-            d = node.args.get("distinct")
-            if d is not None and d.args.get("on") is not None:
-                add("DISTINCT ON")
         elif isinstance(node, exp.Like | exp.ILike) and node.args.get("escape") is not None:
             add("LIKE ... ESCAPE")
-        elif isinstance(node, exp.Union) and node.args.get("by_name"):
-            add("UNION BY NAME")
         elif isinstance(node, exp.Between) and node.args.get("symmetric"):
             add("BETWEEN SYMMETRIC")
     return found

@@ -16,11 +16,14 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
+from hetdb.sql import functions_ext as FX
+from hetdb.sql import holistic as HL
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
+_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN
 _CMP = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.IntDiv: "intdiv",
           exp.Mod: "mod"}
@@ -39,6 +42,8 @@ class AggState:
     pre_scope: Scope
     keys: list[tuple[Expr, Field]]
     aggs: list[tuple[Field, AggCall]] = field(default_factory=list)
+    grouping: list[tuple[Field, tuple[int, ...]]] = field(default_factory=list)  # GROUPING() calls
+    pre_windows: list = field(default_factory=list)  # (Field, WindowCall) of sql/holistic.py aggregates
 
 
 @dataclass
@@ -55,6 +60,7 @@ class ExprContext:
     clause: str
     holder: PlanHolder | None = None
     agg: AggState | None = None
+    window: object = None  # sql.window.WindowState where window functions are allowed
 
 
 def _has(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
@@ -92,7 +98,19 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
     agg = ctx.agg
     if isinstance(node, _AGGS):
         return _bind_aggregate(node, ctx)
-    if _has(node, _AGGS + (exp.Subquery, exp.Exists)) or isinstance(node, exp.Star):
+    if isinstance(node, HL.HOLISTIC):
+        return HL.bind_holistic(node, ctx)
+    if isinstance(node, HL.REWRITTEN):
+        return bind_expr(HL.rewrite(node), ctx)
+    if isinstance(node, exp.Grouping):
+        from hetdb.sql.grouping import bind_grouping
+
+        return bind_grouping(node, ctx)
+    if isinstance(node, exp.Filter) and isinstance(node.this, _ALL_AGGS):
+        from hetdb.sql.rewrites import filter_as_case
+
+        return bind_expr(filter_as_case(node), ctx)
+    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:
@@ -116,10 +134,11 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
         if len(items) != 1:
             raise UnsupportedError("DISTINCT over several arguments in an aggregate")
         arg_node, distinct = items[0], True
-    if arg_node is not None and _has(arg_node, _AGGS):
-        raise SqlError(f"aggregate calls cannot be nested: {node.sql(dialect='duckdb')}")
+    # subqueries first: an aggregate inside a subquery is not a nested aggregate
     if arg_node is not None and _has(arg_node, (exp.Subquery, exp.Exists)):
         raise UnsupportedError("subqueries inside aggregate arguments")
+    if arg_node is not None and _has(arg_node, _AGGS):
+        raise SqlError(f"aggregate calls cannot be nested: {node.sql(dialect='duckdb')}")
     if isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, exp.Star)):
         call = AggCall(T.INT64, "count_star")
     else:
@@ -135,9 +154,9 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
             if isinstance(node, exp.Avg):
                 call = AggCall(T.FLOAT64, "avg", arg, distinct)
             else:
-                rt = {"int32": T.INT64, "int64": T.INT64, "float64": T.FLOAT64}.get(t.kind)
-                if rt is None:
-                    rt = T.decimal(T.MAX_DECIMAL_PRECISION, t.scale)
+                # DuckDB: SUM of integers is HUGEINT, of DECIMAL(p, s) is DECIMAL(38, s)
+                rt = T.FLOAT64 if t.kind == "float64" else T.INT128 if t.is_integer \
+                    else T.wide_decimal(T.MAX_WIDE_PRECISION, t.scale)
                 call = AggCall(rt, "sum", arg, distinct)
     for f, existing in agg.aggs:
         if existing == call:
@@ -227,6 +246,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     b = lambda n: bind_expr(n, ctx)  # noqa: E731
     if isinstance(node, exp.Paren):
         return b(node.this)
+    if isinstance(node, exp.Window):
+        from hetdb.sql.window import bind_window
+
+        return bind_window(node, ctx, b)
+    if FX.handles(node):
+        return FX.bind_ext(node, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
     if isinstance(node, exp.Column):
@@ -247,16 +272,28 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return TY.cast_to(b(node.this), TY.sql_type(to.this.value, params))
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))
+    if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+        from hetdb.sql.rewrites import null_safe_equal
+
+        return null_safe_equal(b(node.this), b(node.expression), isinstance(node, exp.NullSafeNEQ))
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         if op in ("add", "sub") and isinstance(node.expression, exp.Interval):
-            months, days = _interval(node.expression)
+            from hetdb.sql.functions_ext import interval_arith
+
             sign = 1 if op == "add" else -1
-            return _date_plus_interval(b(node.this), sign * months, sign * days)
+            x = b(node.this)
+            ts = interval_arith(x, node.expression, sign)
+            if ts is not None:
+                return ts
+            months, days = _interval(node.expression)
+            return _date_plus_interval(x, sign * months, sign * days)
         if op == "add" and isinstance(node.this, exp.Interval):
             months, days = _interval(node.this)
             return _date_plus_interval(b(node.expression), months, days)
         left, right = b(node.this), b(node.expression)
+        if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
+            return Call(T.INT64, "date_minus_date", (left, right))
         if op in ("add", "sub") and left.dtype.kind == "date" and right.dtype.is_integer:
             n = right if op == "add" else _negate(right)
             if isinstance(left, Literal) and isinstance(n, Literal):
@@ -316,7 +353,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.Nullif):
         x, y = b(node.this), b(node.expression)
         t = TY.common_type(x, y, "NULLIF")
-        return Call(t, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
+        # compared in the common type; the result keeps the first argument's type (DuckDB)
+        return Call(t if TY.is_null_literal(x) else x.dtype, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
     if isinstance(node, exp.Substring):
         s = b(node.this)
         if s.dtype.kind != "string":
@@ -346,7 +384,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return Call(T.INT64, "length", (x,))
     if isinstance(node, exp.DPipe | exp.Concat):
         parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else node.expressions
-        return Call(T.STRING, "concat", tuple(TY.cast_to(b(p), T.STRING) for p in parts))
+        op = "concat" if isinstance(node, exp.DPipe) else "concat_skip"  # concat() skips NULLs
+        return Call(T.STRING, op, tuple(TY.cast_to(b(p), T.STRING) for p in parts))
     if isinstance(node, exp.Interval):
         raise UnsupportedError("INTERVAL outside DATE ± INTERVAL")
     if isinstance(node, exp.Star):

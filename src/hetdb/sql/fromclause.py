@@ -1,14 +1,12 @@
-"""FROM clause items: stored tables, Parquet files, CTE references and derived tables, and the initial
+"""FROM clause items: stored tables, CTE references and derived tables, and the initial
 join tree (inner joins connected greedily by their equality conditions, so a FROM list written in any
 order never starts with a cross join)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from hetdb import types as T
-from hetdb.errors import CatalogError, InputError
+from hetdb.errors import CatalogError
 from hetdb.plan.expr import Expr, Field
 from hetdb.plan.exprutil import and_all, eq_sides, split_join_condition
 from hetdb.plan.logical import Filter, Join, Node, Scan
@@ -27,11 +25,6 @@ def item_of(plan: Node) -> Item:
     return Item(plan, frozenset(f.cid for f in plan.schema))
 
 
-def is_file_path(name: str) -> bool:
-    low = name.lower()
-    return low.endswith(".parquet") or low.endswith(".parq") or "/" in name
-
-
 def table_scan(db, name: str, alias: str, new_cid) -> tuple[Scan, Rel]:
     """Scan of every column of stored table ``name`` (projection pruning trims it later)."""
     names = list(db.tables())
@@ -47,26 +40,6 @@ def table_scan(db, name: str, alias: str, new_cid) -> tuple[Scan, Rel]:
         cols.append(spec.name)
     scan = Scan(match[0], tuple(fields), tuple(cols))
     return scan, Rel(alias, [(f.name, f) for f in fields])
-
-
-def parquet_scan(path: str, alias: str, new_cid) -> tuple[Scan, Rel]:
-    """Scan of a Parquet file read in place (schema from its footer)."""
-    import pyarrow.parquet as pq
-
-    if not os.path.exists(path):
-        raise CatalogError(f"file '{path}' does not exist (FROM '<path>.parquet' reads a Parquet file)")
-    try:
-        schema = pq.read_schema(path)
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise InputError(f"cannot read Parquet file '{path}': {e}") from None
-    fields, cols = [], []
-    for f in schema:
-        dt = T.from_arrow(f.type, f"{path}:{f.name}")
-        fields.append(Field(new_cid(f.name.lower()), f.name.lower(), dt, f.nullable))
-        cols.append(f.name)
-    table = os.path.splitext(os.path.basename(path))[0]
-    scan = Scan(table, tuple(fields), tuple(cols), source="parquet", path=path)
-    return scan, Rel(alias, [(fd.name, fd) for fd in fields])
 
 
 def combine(items: list[Item], preds: list[Expr]) -> tuple[Item, list[Expr]]:

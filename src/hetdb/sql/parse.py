@@ -6,6 +6,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from hetdb.errors import SqlError
+from hetdb.sql.depth import check_expression_depth
 from hetdb.sql.strict import StrictDuckDB, check_tokens, check_tree
 
 _DIALECT = StrictDuckDB()
@@ -52,6 +53,7 @@ def parse(sql: str) -> exp.Expression:
         trees = [t for t in _DIALECT.parser().parse(tokens, sql) if t is not None]
         for t in trees:
             check_tree(t, tokens, sql)
+            check_expression_depth(t)
     except ParseError as e:
         err = e.errors[0] if e.errors else {}
         desc = err.get("description") or str(e)
@@ -64,7 +66,7 @@ def parse(sql: str) -> exp.Expression:
             raise SqlError("syntax error: unterminated quoted string", line, col,
                            sql[off:off + 20]) from None
         raise SqlError("syntax error: the query text could not be tokenized") from None
-    except (ValueError, TypeError, RecursionError) as e:  # sqlglot raises these on some garbage input
+    except (ValueError, TypeError) as e:  # sqlglot raises these on some garbage input
         raise SqlError(f"syntax error: {e}") from None
     if not trees:
         raise SqlError("empty query: write a SELECT statement")

@@ -6,6 +6,9 @@
   x NOT IN (SELECT y ...) as a WHERE conjunct -> anti join when neither x nor y can be NULL, else a mark
                                                join filtered by NOT mark (SQL's three-valued NOT IN)
   IN / EXISTS anywhere else                 -> mark join; the expression reads the mark column
+  a correlated IN that is a mark join       -> keys = the correlation equalities only, residual =
+                                               "group condition IS TRUE AND x = y" (mark_by_residual):
+                                               three-valued per correlation group, an empty group FALSE
   scalar subquery, uncorrelated             -> single join (at most one row) against its plan
   scalar subquery, correlated by equalities -> its aggregate grouped by the correlation columns, then
                                                a left join on them (COUNT over no rows -> 0)
@@ -52,6 +55,27 @@ class SubqueryBinder:
         if mark is not None:
             holder.added_cids.add(mark.cid)
 
+    def _in_mark(self, ctx: ExprContext, bq, probe: Expr, inner: Expr) -> Expr:
+        """The mark column of ``probe IN (subquery)`` with SQL's three-valued IN; a correlated
+        subquery is judged per correlation group (a NULL correlation key is an empty group)."""
+        mark = Field(self.b.new_cid("in"), "in", T.BOOL, True)
+        if not bq.corr_keys and not bq.corr_residual:
+            self._join(ctx, bq, "mark", [(probe, inner)], mark=mark)
+            return ColumnRef(T.BOOL, mark.cid, True)
+        lk = tuple(k for k, _ in bq.corr_keys)
+        rk = tuple(k for _, k in bq.corr_keys)
+        conds = []
+        group = and_all(list(bq.corr_residual))
+        if group is not None:
+            conds.append(Call(T.BOOL, "coalesce", (group, Literal(T.BOOL, False))))
+        conds.append(Call(T.BOOL, "eq", (probe, inner)))
+        residual = and_all(conds)
+        right = bq.plan
+        self._holder(ctx).add(lambda left: Join(left, right, "mark", lk, rk, residual, mark,
+                                                mark_by_residual=True))
+        self._holder(ctx).added_cids.add(mark.cid)
+        return ColumnRef(T.BOOL, mark.cid, True)
+
     def _in_keys(self, n: exp.In, ctx: ExprContext, bq) -> tuple[Expr, Expr]:
         if len(bq.fields) != 1:
             raise SqlError(f"the subquery of IN must return one column, it returns {len(bq.fields)}")
@@ -85,9 +109,7 @@ class SubqueryBinder:
             if not _nullable(probe) and not bq.fields[0].nullable:
                 self._join(ctx, bq, "anti", [(probe, inner)])
                 return []
-            mark = Field(self.b.new_cid("in"), "in", T.BOOL, True)
-            self._join(ctx, bq, "mark", [(probe, inner)], mark=mark)
-            return [Call(T.BOOL, "not", (ColumnRef(T.BOOL, mark.cid, True),))]
+            return [Call(T.BOOL, "not", (self._in_mark(ctx, bq, probe, inner),))]
         return None
 
     def subquery_expr(self, node: exp.Expression, ctx: ExprContext) -> Expr:
@@ -102,9 +124,7 @@ class SubqueryBinder:
         if isinstance(node, exp.In):
             bq = self._bind(node.args["query"], ctx)
             probe, inner = self._in_keys(node, ctx, bq)
-            mark = Field(self.b.new_cid("in"), "in", T.BOOL, True)
-            self._join(ctx, bq, "mark", [(probe, inner)], mark=mark)
-            return ColumnRef(T.BOOL, mark.cid, True)
+            return self._in_mark(ctx, bq, probe, inner)
         bq = self._bind(node, ctx)
         if len(bq.fields) != 1:
             raise SqlError(f"a scalar subquery must return one column, it returns {len(bq.fields)}")

@@ -2,18 +2,22 @@
 
 Checked against DuckDB with ``typeof()``: integer arithmetic keeps the widest integer (int32 + int32 is
 int32), ``/`` is DOUBLE, decimal + decimal -> DECIMAL(max integer digits + max scale + 1, max scale),
-decimal * decimal -> DECIMAL(p1 + p2, s1 + s2), precisions capped at 18 (DuckDB does the same while the
-inputs fit 18 digits), an integer literal takes the fewest decimal digits it needs, anything with a
-DOUBLE is DOUBLE.
+decimal * decimal -> DECIMAL(p1 + p2, s1 + s2) capped at 18 digits while both inputs have at most 18
+(as DuckDB: the product is computed in 64 bits and overflow raises), other precisions capped at 38
+(DECIMAL(18,2) + DECIMAL(18,2) is DECIMAL(19,2)); BIGINT takes 19 decimal digits, HUGEINT 38; an
+integer literal takes the fewest decimal digits it needs (and is HUGEINT past BIGINT's range);
+anything with a DOUBLE is DOUBLE.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from decimal import Decimal, InvalidOperation
 
 from hetdb import types as T
-from hetdb.errors import SqlError, UnsupportedError
+from hetdb.errors import OutOfRangeError, SqlError, UnsupportedError
+from hetdb.exec.wide import bounds, duck_name, gfmt
 from hetdb.plan.expr import Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
 
@@ -26,7 +30,9 @@ def is_null_literal(e: Expr) -> bool:
 
 
 def int_literal_type(v: int) -> DataType:
-    return T.INT32 if -(2**31) <= v < 2**31 else T.INT64
+    if -(2**31) <= v < 2**31:
+        return T.INT32
+    return T.INT64 if -(2**63) <= v < 2**63 else T.INT128
 
 
 def as_decimal_type(e: Expr) -> DataType:
@@ -36,14 +42,14 @@ def as_decimal_type(e: Expr) -> DataType:
         return t
     if isinstance(e, Literal) and isinstance(e.value, int) and t.is_integer:
         return T.decimal(max(1, len(str(abs(e.value)))), 0)
-    return T.decimal(10, 0) if t.kind == "int32" else T.decimal(18, 0)
+    return {"int32": T.decimal(10, 0), "int64": T.wide_decimal(19, 0)}.get(t.kind, T.wide_decimal(38, 0))
 
 
-def _dec(p: int, s: int) -> DataType:
-    if s > MAXP:
-        raise UnsupportedError(f"a decimal result with scale {s} (> {MAXP}) is not supported; "
+def _dec(p: int, s: int, cap: int = T.MAX_WIDE_PRECISION) -> DataType:
+    if s > cap:
+        raise UnsupportedError(f"a decimal result with scale {s} (> {cap}) is not supported; "
                                "CAST an operand to DOUBLE")
-    return T.decimal(max(min(p, MAXP), s, 1), s)
+    return T.wide_decimal(max(min(p, cap), s, 1), s)
 
 
 def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
@@ -59,7 +65,7 @@ def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
         if "float64" in (ta.kind, tb.kind):
             return T.FLOAT64
         if ta.is_integer and tb.is_integer:
-            return T.INT64
+            return T.INT128 if "int128" in (ta.kind, tb.kind) else T.INT64
         da, db = as_decimal_type(a), as_decimal_type(b)
         s = max(da.scale, db.scale)
         return _dec(max(da.precision - da.scale, db.precision - db.scale) + s, s)
@@ -105,14 +111,16 @@ def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]
     if "float64" in (ta.kind, tb.kind):
         return T.FLOAT64, T.FLOAT64, T.FLOAT64
     if ta.is_integer and tb.is_integer:
-        w = T.INT64 if "int64" in (ta.kind, tb.kind) else T.INT32
+        kinds = (ta.kind, tb.kind)
+        w = T.INT128 if "int128" in kinds else T.INT64 if "int64" in kinds else T.INT32
         return w, w, w
     if op == "intdiv":
         raise UnsupportedError("integer division (//) of decimals is not supported; CAST to an integer")
     da = as_decimal_type(a) if not is_null_literal(a) else as_decimal_type(b)
     db = as_decimal_type(b) if not is_null_literal(b) else da
     if op == "mul":
-        return da, db, _dec(da.precision + db.precision, da.scale + db.scale)
+        narrow = max(da.precision, db.precision) <= MAXP
+        return da, db, _dec(da.precision + db.precision, da.scale + db.scale, MAXP if narrow else T.MAX_WIDE_PRECISION)
     s = max(da.scale, db.scale)
     res = _dec(max(da.precision - da.scale, db.precision - db.scale) + s + 1, s)
     return res, res, res
@@ -154,7 +162,7 @@ def _number_literal(t: str) -> Literal:
         return Literal(T.FLOAT64, float(t))
     if "." not in t:
         v = int(t)
-        if abs(v) >= 2**63:
+        if not T.INT128_MIN <= v <= T.INT128_MAX:
             return Literal(T.FLOAT64, float(v))
         return Literal(int_literal_type(v), v)
     intpart, frac = t.split(".", 1)
@@ -194,19 +202,26 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
                 raise ValueError(v)
             return Literal(to, bool(v))
         num = Decimal(v) if fr.kind == "string" else _exact(lit)
-        if to.kind in ("int32", "int64"):
-            # DuckDB rounds half away from zero when casting decimals/doubles to integers.
-            r = int(num.to_integral_value(rounding="ROUND_HALF_UP"))
-            lo, hi = (-(2**31), 2**31) if to.kind == "int32" else (-(2**63), 2**63)
-            if not lo <= r < hi:
-                raise SqlError(f"value {num} is out of range for {to}")
+        if to.is_integer:
+            if fr.kind == "float64" and not math.isfinite(v):
+                raise OutOfRangeError(f"Conversion Error: Type DOUBLE with value {v} can't be cast because "
+                                      f"the value is out of range for the destination type {duck_name(to)}")
+            # DuckDB rounds half away from zero when casting decimals to integers, half to even from DOUBLE
+            rounding = "ROUND_HALF_EVEN" if fr.kind == "float64" else "ROUND_HALF_UP"
+            r = int(num.to_integral_value(rounding=rounding))
+            lo, hi = bounds(to)
+            if not lo <= r <= hi:
+                src = "DOUBLE" if fr.kind == "float64" else duck_name(fr) if fr.is_numeric else fr.sql_name()
+                raise OutOfRangeError(f"Conversion Error: Type {src} with value {gfmt(v) if fr.kind == 'float64' else num} "
+                                      f"can't be cast because the value is out of range for the destination "
+                                      f"type {duck_name(to)}")
             return Literal(to, r)
         if to.kind == "float64":
             return Literal(to, float(num))
         if to.kind == "decimal":
             r = int(num.scaleb(to.scale).to_integral_value(rounding="ROUND_HALF_UP"))
             if abs(r) >= 10**to.precision:
-                raise SqlError(f"value {num} does not fit {to}")
+                raise OutOfRangeError(f"Conversion Error: Could not cast value {num} to {to}")
             return Literal(to, r)
     except (ValueError, InvalidOperation):
         raise SqlError(f"cannot cast {lit.value!r} to {to}") from None
@@ -227,6 +242,13 @@ def _py_value(lit: Literal) -> object:
         return _exact(lit)
     if k == "date":
         return days_to_date(lit.value).isoformat()
+    if k == "timestamp":
+        # DuckDB's text: fractional seconds without trailing zeros, none when zero
+        ts = _dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=lit.value)
+        text = ts.strftime("%Y-%m-%d %H:%M:%S")
+        return text + (f".{ts.microsecond:06d}".rstrip("0") if ts.microsecond else "")
+    if k == "float64":
+        return repr(lit.value)
     if k == "bool":
         return "true" if lit.value else "false"
     return lit.value
@@ -237,15 +259,20 @@ def cast_to(e: Expr, to: DataType) -> Expr:
     if e.dtype == to and not is_null_literal(e):
         return e
     if isinstance(e, Literal):
-        return cast_literal(e, to)
+        try:
+            return cast_literal(e, to)
+        except (SqlError, OutOfRangeError):
+            # DuckDB raises only if a row evaluates it (never over zero rows or in an untaken branch)
+            return Cast(to, e)
     return Cast(to, e)
 
 
 _CAST_NAMES = {
     "INT": T.INT32, "INTEGER": T.INT32, "SMALLINT": T.INT32, "TINYINT": T.INT32, "INT4": T.INT32,
-    "BIGINT": T.INT64, "INT8": T.INT64, "LONG": T.INT64,
+    "BIGINT": T.INT64, "INT8": T.INT64, "LONG": T.INT64, "HUGEINT": T.INT128, "INT128": T.INT128,
     "DOUBLE": T.FLOAT64, "FLOAT": T.FLOAT64, "REAL": T.FLOAT64, "DOUBLE PRECISION": T.FLOAT64,
     "DATE": T.DATE, "BOOLEAN": T.BOOL, "BOOL": T.BOOL, "TIMESTAMP": T.TIMESTAMP,
+    "TIMESTAMPNTZ": T.TIMESTAMP, "DATETIME": T.TIMESTAMP,
     "VARCHAR": T.STRING, "TEXT": T.STRING, "STRING": T.STRING, "CHAR": T.STRING, "NVARCHAR": T.STRING,
 }
 
@@ -256,7 +283,7 @@ def sql_type(name: str, params: list[int]) -> DataType:
     if n in ("DECIMAL", "NUMERIC"):
         p = params[0] if params else 18
         s = params[1] if len(params) > 1 else (0 if params else 3)
-        return T.decimal(p, s)
+        return T.decimal(p, s) if p <= MAXP else T.wide_decimal(p, s)
     if n in _CAST_NAMES:
         return _CAST_NAMES[n]
     raise UnsupportedError(f"type {name} is not supported (supported: INTEGER, BIGINT, DOUBLE, "

@@ -15,13 +15,19 @@ from hetdb.storage.format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     MANIFEST,
+    READABLE_FORMAT_VERSIONS,
     TABLES_DIR,
     ColumnSpec,
     fsync_dir,
     write_file_durably,
 )
+from hetdb.storage.locking import TableLock
 from hetdb.storage.reader import TableReader, did_you_mean
-from hetdb.storage.writer import TableWriter
+from hetdb.storage.writer import DEFAULT_COMPRESSION, TableWriter, check_compression
+
+# Table names become directory names (file systems allow 255 bytes), with room for the name a drop
+# renames the directory to (".dropped-<name>-<pid>").
+MAX_TABLE_NAME_BYTES = 200
 
 
 def _check_table_name(name: str) -> None:
@@ -30,6 +36,10 @@ def _check_table_name(name: str) -> None:
             or name != name.strip():
         raise CatalogError(f"invalid table name {name!r}: use a non-empty name without '/', '\\\\', "
                            "leading '.' or surrounding spaces")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_TABLE_NAME_BYTES:
+        raise CatalogError(f"table name {name[:40]!r}... is {size} bytes long; hetdb allows at most "
+                           f"{MAX_TABLE_NAME_BYTES} bytes (UTF-8)")
 
 
 class Database:
@@ -41,6 +51,7 @@ class Database:
         # Readers are immutable snapshots, so one per committed version is reused: queries look a
         # table up many times (binding, estimates, scans) and a manifest parse costs milliseconds.
         self._readers: dict[str, tuple[tuple[int, int, int, int], TableReader]] = {}
+        self.format_version = FORMAT_VERSION
 
     @staticmethod
     def open(path: str, create: bool = False) -> Database:
@@ -66,11 +77,15 @@ class Database:
             raise CorruptDataError(f"database {path}: {DB_MARKER} is damaged") from None
         if not isinstance(info, dict) or info.get("format") != FORMAT_NAME:
             raise CorruptDataError(f"database {path}: {DB_MARKER} does not describe a hetdb database")
-        if info.get("format_version") != FORMAT_VERSION:
+        if info.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise CatalogError(f"database {path} has format version {info.get('format_version')}; "
-                               f"this hetdb reads version {FORMAT_VERSION}")
+                               f"this hetdb reads versions {', '.join(map(str, READABLE_FORMAT_VERSIONS))} "
+                               "(export its tables with the hetdb that wrote it, e.g. COPY ... TO "
+                               "'x.parquet', and `hetdb import` them into a new database)")
         os.makedirs(os.path.join(path, TABLES_DIR), exist_ok=True)
-        return Database(path)
+        db = Database(path)
+        db.format_version = int(info["format_version"])
+        return db
 
     def _table_dir(self, name: str) -> str:
         return os.path.join(self._tables_dir, name)
@@ -110,30 +125,72 @@ class Database:
         return reader
 
     def create_table(self, name: str, schema: list[ColumnSpec], rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
-                     replace: bool = False) -> TableWriter:
-        """A writer of a new table (or, with ``replace``, of a new version replacing the old one)."""
+                     replace: bool = False, compression: str = DEFAULT_COMPRESSION) -> TableWriter:
+        """A writer of a new table (or, with ``replace``, of a new version replacing the old one).
+        ``compression``: "auto" (each page in its smallest encoding) or "none" (plain pages)."""
         _check_table_name(name)
+        check_compression(compression)
         if not schema:
             raise CatalogError(f"table '{name}' needs at least one column")
-        seen: set[str] = set()
+        seen: dict[str, str] = {}
         for c in schema:
-            if c.name in seen:
-                raise CatalogError(f"table '{name}': duplicate column name '{c.name}'")
-            seen.add(c.name)
+            # SQL resolves names case-insensitively (as DuckDB does), so 'a' and 'A' would collide
+            other = seen.get(c.name.lower())
+            if other is not None:
+                what = "duplicate column name" if other == c.name else \
+                    f"column names '{other}' and '{c.name}' differ only in case (SQL names are case-insensitive):"
+                raise CatalogError(f"table '{name}': {what} '{c.name}'; rename one of the columns")
+            seen[c.name.lower()] = c.name
+        self._check_case_clash(name)
         if self.has_table(name) and not replace:
             raise CatalogError(f"table '{name}' already exists (use replace=True to overwrite it)")
         tdir = self._table_dir(name)
-        created = not os.path.isdir(tdir)
         os.makedirs(tdir, exist_ok=True)
-        return TableWriter(tdir, name, schema, rows_per_page, created_dir=created)
+        # Writers of one table take turns (storage.locking); the check above is repeated under the
+        # lock, so of two writers creating one new table the second is refused once the first commits.
+        lock = TableLock(tdir, name)
+        if self.has_table(name) and not replace:
+            lock.release()
+            raise CatalogError(f"table '{name}' already exists: another writer created it while this "
+                               "one waited (use replace=True to overwrite it)")
+        try:
+            self._upgrade_marker()
+        except BaseException:
+            lock.release()
+            raise
+        return TableWriter(tdir, name, schema, rows_per_page, lock=lock, compression=compression)
+
+    def _upgrade_marker(self) -> None:
+        # A version-1 database is read as it is; its first new table version is written in the current
+        # format, so the marker says so (a hetdb that reads only version 1 then refuses it cleanly).
+        if self.format_version != FORMAT_VERSION:
+            write_file_durably(os.path.join(self.path, DB_MARKER),
+                               json.dumps({"format": FORMAT_NAME, "format_version": FORMAT_VERSION}).encode())
+            fsync_dir(self.path)
+            self.format_version = FORMAT_VERSION
+
+    def _check_case_clash(self, name: str) -> None:
+        """CatalogError if another table's name differs from ``name`` only in case: SQL resolves table
+        names case-insensitively (as DuckDB does), so only one of them could be queried."""
+        for other in self.tables():
+            if other != name and other.lower() == name.lower():
+                raise CatalogError(f"table '{other}' already exists and table names are case-insensitive "
+                                   f"in SQL: choose another name than '{name}' (or replace/drop '{other}')")
 
     def drop_table(self, name: str) -> None:
         """Remove a table; CatalogError if there is none."""
         if not self.has_table(name):
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
-        # Renaming first makes the drop atomic: the table vanishes at once, then the files go.
-        grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
-        shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
-        os.rename(self._table_dir(name), grave)
-        fsync_dir(self._tables_dir)
+        # Renaming first makes the drop atomic: the table vanishes at once, then the files go. A
+        # writer of the table finishes first (the lock); one waiting for it then makes a new table.
+        lock = TableLock(self._table_dir(name), name)
+        try:
+            if not self.has_table(name):
+                raise CatalogError(f"unknown table '{name}': another process dropped it")
+            grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
+            shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
+            os.rename(self._table_dir(name), grave)
+            fsync_dir(self._tables_dir)
+        finally:
+            lock.release()
         shutil.rmtree(grave, ignore_errors=True)

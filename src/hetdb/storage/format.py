@@ -1,7 +1,7 @@
 """On-disk format of a hetdb database: layout constants, the public metadata records, the manifest
 and CURRENT files, checksums and fsync helpers.
 
-    DB/hetdb.json                      {"format": "hetdb", "format_version": 1}
+    DB/hetdb.json                      {"format": "hetdb", "format_version": 2}
     DB/tables/<name>/CURRENT           "<version> <crc32 hex>\\n" (the committed version)
     DB/tables/<name>/v<N>/manifest.json  JSON body + "\\n#crc32 <hex>\\n" trailer over the body bytes
     DB/tables/<name>/v<N>/c<i>.col     one file per column: pages at 4096-aligned offsets
@@ -20,7 +20,9 @@ from hetdb.errors import CorruptDataError
 from hetdb.types import DataType
 
 FORMAT_NAME = "hetdb"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 1 (plain pages only, no "codec" in page entries) is read as it is: its pages are plain.
+READABLE_FORMAT_VERSIONS = (1, 2)
 DB_MARKER = "hetdb.json"
 TABLES_DIR = "tables"
 CURRENT = "CURRENT"
@@ -115,8 +117,9 @@ def decode_manifest(data: bytes, where: str) -> dict:
     except ValueError as e:
         raise CorruptDataError(f"{where}: manifest is not valid JSON: {e}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME \
-            or manifest.get("format_version") != FORMAT_VERSION:
-        raise CorruptDataError(f"{where}: not a hetdb manifest of format version {FORMAT_VERSION}")
+            or manifest.get("format_version") not in READABLE_FORMAT_VERSIONS:
+        raise CorruptDataError(f"{where}: not a hetdb manifest of format version "
+                               f"{' or '.join(map(str, READABLE_FORMAT_VERSIONS))}")
     return manifest
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,12 +21,14 @@ from hetdb.storage.database import Database
 from hetdb.storage.format import DEFAULT_ROWS_PER_PAGE, ColumnSpec
 from hetdb.storage.reader import TableReader
 from hetdb.storage.sources import Source, detect_format
+from hetdb.storage.writer import DEFAULT_COMPRESSION, check_compression
 
 
 def import_files(db: Database, table: str, files: list[str], format: str | None = None,
                  replace: bool = False, progress: bool = False, rows_per_page: int = DEFAULT_ROWS_PER_PAGE,
-                 csv_options: dict | None = None) -> TableReader:
+                 csv_options: dict | None = None, compression: str = DEFAULT_COMPRESSION) -> TableReader:
     """Load ``files`` into table ``table`` as one new version and return a reader of it.
+    ``compression``: "auto" (compressed pages, the default) or "none" (plain pages).
 
     InputError (naming the file, and the line for CSV) if a file cannot be read, converted, or its
     schema differs from the first file's; CatalogError if the table exists and not ``replace``."""
@@ -33,8 +37,15 @@ def import_files(db: Database, table: str, files: list[str], format: str | None 
     files = [os.fspath(f) for f in files]
     if not files:
         raise InputError(f"import into '{table}': no input files given")
+    check_compression(compression)
     if db.has_table(table) and not replace:
         raise CatalogError(f"table '{table}' already exists (use replace=True to overwrite it)")
+    with _quiet_csv_row_handler():
+        return _import(db, table, files, format, replace, progress, rows_per_page, csv_options, compression)
+
+
+def _import(db: Database, table: str, files: list[str], format: str | None, replace: bool, progress: bool,
+            rows_per_page: int, csv_options: dict | None, compression: str) -> TableReader:
     sources = [_open(path, format, csv_options) for path in files]
     schema = _resolve_schema(sources)
     arrow_types = {f.name: f.type for f in sources[0].schema}
@@ -45,22 +56,62 @@ def import_files(db: Database, table: str, files: list[str], format: str | None 
                                 for name, t in arrow_types.items()}
     targets = {c.name: c.dtype for c in schema}
     with _progress_bar(progress, sum(s.size for s in sources), table) as advance:
-        with db.create_table(table, schema, rows_per_page=rows_per_page, replace=replace) as writer:
+        with db.create_table(table, schema, rows_per_page=rows_per_page, replace=replace,
+                             compression=compression) as writer:
             done = 0
             for src in sources:
+                row = 0
                 for batch in _batches(src):
                     try:
                         writer.append_arrow(_conform(batch, targets))
                     except HetdbError as e:
-                        raise type(e)(f"{src.path}: {e}") from None
+                        bad = getattr(e, "row", None)
+                        where = "" if bad is None else f" (row {row + bad:,} of the file)"
+                        raise type(e)(f"{src.path}: {e}{where}") from None
+                    row += batch.num_rows
                     advance(done + src.position())
                 done += src.size
                 advance(done)
-    return db.table(table)
+    # this writer's own version (another writer may have committed a newer one since)
+    return writer.reader
 
 
 def _open(path: str, format: str | None, csv_options: dict | None) -> Source:
-    return Source(path, detect_format(path, format), csv_options)
+    fmt = detect_format(path, format)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None  # Source reports the missing file
+    if mode is not None and not stat.S_ISREG(mode):
+        # a FIFO or device would block or never end: import reads regular files only
+        what = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) \
+            else "not a regular file"
+        raise InputError(f"{path}: is {what}; import reads regular files only (copy the data to a file)")
+    try:
+        return Source(path, fmt, csv_options)
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+        # raised while locating a bad CSV row for the message (e.g. a truncated .csv.gz)
+        raise InputError(f"{path}: cannot read as {fmt}: {e}") from None
+
+
+@contextlib.contextmanager
+def _quiet_csv_row_handler() -> Iterator[None]:
+    """Silence the "Exception ignored in handler" report pyarrow prints when a binary file's bad row
+    is not UTF-8 (the row is reported as the InputError anyway)."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, UnicodeDecodeError) \
+                and "locate_csv_error" in getattr(unraisable.object, "__qualname__", ""):
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def _batches(src: Source) -> Iterator[pa.RecordBatch]:
@@ -71,8 +122,15 @@ def _batches(src: Source) -> Iterator[pa.RecordBatch]:
         except StopIteration:
             return
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-            raise InputError(src.describe_error(e)) from None
+            raise InputError(_describe(src, e)) from None
         yield batch
+
+
+def _describe(src: Source, error: Exception) -> str:
+    try:
+        return src.describe_error(error)
+    except (pa.ArrowException, OSError, UnicodeDecodeError):  # the file fails again while re-read
+        return f"{src.path}: cannot read as {src.format}: {error}"
 
 
 def _field_type(src: Source, field: pa.Field) -> T.DataType | None:

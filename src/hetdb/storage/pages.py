@@ -2,7 +2,8 @@
 
 Layout (offsets within the page; every section starts 8-byte aligned):
   data      at 0: the value array (int32/int64/float64/1-byte bool; int32 codes for dict strings;
-            empty for plain strings) -- so a GPU can view a raw fixed-width page as its value array
+            empty for plain strings), encoded by the page's codec (hetdb.codec); with codec "plain" it
+            is the raw value array, so a GPU can view the page as its value array
   validity  bit-packed, LSB first, 1 = valid; present only when the page has NULLs
   offsets   plain strings: int64, n+1 entries starting at 0
   chars     plain strings: the UTF-8 bytes
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb import codec
 from hetdb.column import Column
 from hetdb.errors import CorruptDataError
 from hetdb.storage.format import align_up
@@ -31,16 +33,23 @@ def unpack_validity(bits: np.ndarray, n: int) -> np.ndarray:
     return np.unpackbits(bits, count=n, bitorder="little").view(bool)
 
 
-def encode_page(col: Column, encoding: str) -> tuple[np.ndarray, dict[str, list[int]], int]:
-    """Lay out ``col`` as page bytes (``encoding`` DICT: ``col.data`` holds the codes). Returns (zero-padded buffer of the page's padded length,
-    sections {name: [offset, length]}, unpadded length)."""
+def encode_page(col: Column, encoding: str, codecs: tuple[str, ...] = codec.CODECS
+                ) -> tuple[np.ndarray, dict[str, list[int]], int, str, int]:
+    """Lay out ``col`` as page bytes (``encoding`` DICT: ``col.data`` holds the codes), the data section
+    in the smallest of ``codecs`` (none: plain). Returns (zero-padded buffer of the page's padded
+    length, sections {name: [offset, length]}, unpadded length, codec of the data section, bytes
+    the data section decodes to)."""
     parts: list[tuple[str, np.ndarray]] = []
     n = len(col)
     plain_string = col.dtype.kind == "string" and encoding == PLAIN
+    data_codec, decoded = codec.PLAIN, 0
     if plain_string:
         parts.append(("data", np.zeros(0, np.uint8)))
     else:
-        parts.append(("data", np.ascontiguousarray(col.data).view(np.uint8)))
+        values = np.ascontiguousarray(col.data)
+        decoded = int(values.nbytes)
+        data, data_codec = codec.encode(values, codecs) if codecs else (values.view(np.uint8), codec.PLAIN)
+        parts.append(("data", data.reshape(-1)))
     if col.validity is not None and not np.all(col.validity):
         parts.append(("validity", pack_validity(col.validity)))
     if plain_string:
@@ -63,12 +72,14 @@ def encode_page(col: Column, encoding: str) -> tuple[np.ndarray, dict[str, list[
     for name, arr in parts:
         off, ln = sections[name]
         page[off:off + ln] = arr
-    return page, sections, length
+    return page, sections, length, data_codec, decoded
 
 
 def decode_page(raw: np.ndarray, dtype: DataType, num_rows: int, encoding: str,
-                sections: dict[str, list[int]], dictionary: Column | None, where: str) -> Column:
-    """Build a Column viewing ``raw`` (already checksum-verified). Arrays are views into ``raw``."""
+                sections: dict[str, list[int]], dictionary: Column | None, where: str,
+                data_codec: str = codec.PLAIN) -> Column:
+    """Build a Column from ``raw`` (already checksum-verified). Plain arrays are views into ``raw``;
+    an encoded data section is decoded into a new array."""
     def section(name: str) -> np.ndarray | None:
         s = sections.get(name)
         if s is None:
@@ -86,7 +97,16 @@ def decode_page(raw: np.ndarray, dtype: DataType, num_rows: int, encoding: str,
         if int(offsets[-1]) != chars.shape[0] or int(offsets[0]) != 0:
             raise CorruptDataError(f"{where}: string offsets do not match the character section")
         return Column(dtype, validity=validity, offsets=offsets, chars=chars)
-    data = _view(section("data"), dtype.numpy_dtype, num_rows, where)
+    if data_codec == codec.PLAIN:
+        data = _view(section("data"), dtype.numpy_dtype, num_rows, where)
+    else:
+        buf = section("data")
+        if buf is None:
+            raise CorruptDataError(f"{where}: the page has no data section")
+        try:
+            data = codec.decode(buf, data_codec, num_rows, dtype.numpy_dtype)
+        except codec.CodecError as e:
+            raise CorruptDataError(f"{where}: {data_codec}-encoded data is damaged: {e}") from None
     if encoding == DICT:
         if dictionary is None:
             raise CorruptDataError(f"{where}: dictionary page but the column has no dictionary")

@@ -14,7 +14,7 @@ from hetdb import io
 from hetdb.column import Batch, Column
 from hetdb.errors import CatalogError, CorruptDataError
 from hetdb.storage.format import MANIFEST, ColumnSpec, PageLocation, ZoneMap, checksum, decode_manifest
-from hetdb.storage.pages import decode_page
+from hetdb.storage.pages import PLAIN, decode_page
 from hetdb.types import DataType
 
 IO_WORKERS = 8
@@ -103,6 +103,16 @@ class TableReader:
         """"plain" or "dict" (dict pages hold int32 codes into ``dictionary(column)``)."""
         return self._page(column, rg)["enc"]
 
+    def page_codec(self, column: str, rg: int) -> str:
+        """Encoding of the page's data section (hetdb.codec: "plain", "const", "for", "delta", "rle",
+        "dict"); version-1 pages are "plain"."""
+        return self._page(column, rg).get("codec", PLAIN)
+
+    def decoded_bytes(self, column: str, rg: int) -> int:
+        """Bytes of the page with its data section decoded (``length`` for a plain page)."""
+        p = self._page(column, rg)
+        return int(p.get("decoded", p["length"]))
+
     def page_sections(self, column: str, rg: int) -> dict[str, tuple[int, int]]:
         """(offset, length) within the page of its sections: "data" always; "validity" (bit-packed,
         LSB first) only when the page has NULLs; "offsets" (int64) and "chars" for plain strings.
@@ -168,7 +178,7 @@ class TableReader:
         spec = self._specs[column]
         dictionary = self.dictionary(column) if p["enc"] == "dict" else None
         return decode_page(buf[:length], spec.dtype, self._rg_rows[rg], p["enc"], p["sections"],
-                           dictionary, self._where(column, rg))
+                           dictionary, self._where(column, rg), p.get("codec", PLAIN))
 
     def dictionary(self, column: str) -> Column | None:
         """The shared dictionary of a dict-encoded string column (cached: one object per reader)."""

@@ -43,16 +43,6 @@ def committed_version(table_dir: str, table: str) -> int:
     return version
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def next_version(table_dir: str, current: int | None) -> int:
     """A version number above every committed, orphaned or in-progress version directory."""
     top = current or 0
@@ -65,7 +55,9 @@ def next_version(table_dir: str, current: int | None) -> int:
 
 def remove_stale(table_dir: str, keep: set[int] | None) -> None:
     """Remove tmp directories and CURRENT.tmp files of dead writers and, when ``keep`` is given,
-    every version directory not in it (old versions and orphans of writers killed after the rename)."""
+    every version directory not in it (old versions and orphans of writers killed after the rename).
+    Only the holder of the table's writer lock calls this, so no other writer is alive: every tmp
+    entry but this process's active ones is a dead writer's."""
     try:
         entries = os.listdir(table_dir)
     except FileNotFoundError:
@@ -79,12 +71,10 @@ def remove_stale(table_dir: str, keep: set[int] | None) -> None:
             continue
         t = _TMP_RE.match(entry) or _CURRENT_TMP_RE.match(entry)
         if t and path not in ACTIVE_TMP_DIRS:
-            pid = int(t.group(t.lastindex))
-            if pid == os.getpid() or not _pid_alive(pid):
-                if os.path.isdir(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(path)
-                    except FileNotFoundError:
-                        pass
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass

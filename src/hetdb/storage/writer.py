@@ -3,6 +3,8 @@
 Everything goes into ``v<N>.tmp-<pid>/``; commit fsyncs the files and the directory, renames it to
 ``v<N>/``, then replaces CURRENT through a fsynced temporary file and a rename. A crash at any point
 leaves the previous version as the one CURRENT names; leftovers are removed by the next writer.
+A writer holds the table's lock (storage.locking) from before it numbers its version until its commit
+or abort is complete, so the writers of a table run one after another and versions only grow.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from hetdb import types as T
+from hetdb.codec import CODECS
 from hetdb.column import Batch, Column
 from hetdb.errors import CatalogError, CorruptDataError, HetdbError, InputError
 from hetdb.storage import versions
@@ -30,10 +33,22 @@ from hetdb.storage.format import (
     fsync_dir,
     write_file_durably,
 )
+from hetdb.storage.locking import TableLock
 from hetdb.storage.pages import DICT, PLAIN, encode_page
+from hetdb.storage.reader import TableReader
 from hetdb.storage.zonemap import compute_zone
 
 KILL_ENV = "HETDB_TEST_KILL_AT"
+# "auto": every fixed-width page in the smallest of the codec's encodings; "none": plain pages.
+COMPRESSIONS = {"auto": CODECS, "none": ()}
+DEFAULT_COMPRESSION = "auto"
+
+
+def check_compression(compression: str) -> tuple[str, ...]:
+    """The codecs a ``compression`` setting allows; InputError naming the choices otherwise."""
+    if compression not in COMPRESSIONS:
+        raise InputError(f"unknown compression {compression!r}: use one of {', '.join(COMPRESSIONS)}")
+    return COMPRESSIONS[compression]
 
 
 def _kill_point(step: str) -> None:
@@ -50,19 +65,57 @@ def dictionary_file(i: int) -> str:
     return f"c{i:04d}.dict"
 
 
+def _check_utf8(arr: pa.Array) -> None:
+    """InputError (with ``row``: the first bad value's index in ``arr``) if a string is not UTF-8;
+    Parquet and IPC readers hand such bytes over as strings unchecked."""
+    try:
+        arr.validate(full=True)
+        return
+    except pa.ArrowInvalid:
+        pass
+    for row, value in enumerate(arr.cast(pa.large_binary())):
+        raw = value.as_py()
+        if raw is None:
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            err = InputError(f"invalid UTF-8 in a string value ({raw[max(e.start - 10, 0):e.end + 10]!r}); "
+                             "hetdb stores UTF-8 text only")
+            err.row = row
+            raise err from None
+    raise InputError("the string values are malformed")
+
+
 class TableWriter:
     """Writes one new version of a table. Use as a context manager: commit on success, abort on error."""
 
     def __init__(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
-                 created_dir: bool) -> None:
+                 lock: TableLock, compression: str = DEFAULT_COMPRESSION) -> None:
+        """``lock``: the table's writer lock, held by the caller; the writer releases it when it
+        commits or aborts (also when this constructor fails)."""
+        self._lock = lock
+        self._done = True  # until the version directory exists: abort has nothing to remove
+        try:
+            self._start(table_dir, table, schema, rows_per_page, compression)
+        except BaseException:
+            if self._done:
+                self._release()
+            else:
+                self.abort()
+            raise
+
+    def _start(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
+               compression: str) -> None:
         if rows_per_page < 1:
             raise InputError(f"rows_per_page must be >= 1, got {rows_per_page}")
+        self._codecs = check_compression(compression)
         self.table = table
         self.schema = list(schema)
         self.rows_per_page = int(rows_per_page)
         self.rows_written = 0
         self._table_dir = table_dir
-        self._created_dir = created_dir
+        self.reader: TableReader | None = None  # the committed version, opened before the lock is released
         self._names = [c.name for c in self.schema]
         try:
             self._previous = versions.read_current(table_dir, table)
@@ -73,14 +126,15 @@ class TableWriter:
         self._tmp = os.path.join(table_dir, f"v{self.version}.tmp-{os.getpid()}")
         os.mkdir(self._tmp)
         versions.ACTIVE_TMP_DIRS.add(self._tmp)
-        self._files = [open(os.path.join(self._tmp, column_file(i)), "wb") for i in range(len(schema))]
+        self._done = False
+        self._files: list[Any] = []
+        self._files.extend(open(os.path.join(self._tmp, column_file(i)), "wb") for i in range(len(schema)))
         self._offsets = [0] * len(schema)
         self._pages: list[list[dict]] = [[] for _ in schema]
         self._dicts = [DictionaryBuilder() if c.dtype.kind == "string" else None for c in schema]
         self._rg_rows: list[int] = []
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
-        self._done = False
 
     # ---- context manager -----------------------------------------------------------------------
     def __enter__(self) -> TableWriter:
@@ -136,10 +190,14 @@ class TableWriter:
             if pa.types.is_dictionary(arr.type):
                 arr = arr.dictionary_decode()
             if spec.dtype.kind == "string":
-                return arr if arr.type == pa.large_string() else arr.cast(pa.large_string())
+                arr = arr if arr.type == pa.large_string() else arr.cast(pa.large_string())
+                _check_utf8(arr)
+                return arr
             return Column.from_arrow(arr, spec.dtype).to_arrow()
         except InputError as e:
-            raise InputError(f"table '{self.table}' column '{spec.name}': {e}") from None
+            err = InputError(f"table '{self.table}' column '{spec.name}': {e}")
+            err.row = getattr(e, "row", None)  # where in ``arr`` (ingest names the row of the file)
+            raise err from None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise InputError(f"table '{self.table}' column '{spec.name}': cannot store values of "
                              f"type {arr.type} as {spec.dtype}: {e}") from None
@@ -171,11 +229,13 @@ class TableWriter:
                 col = plain
         else:
             col = Column.from_arrow(arr, spec.dtype)
-        buf, sections, length = encode_page(col, encoding)
+        buf, sections, length, data_codec, decoded = encode_page(col, encoding, self._codecs)
         zone = compute_zone(col, strings)
         self._files[i].write(memoryview(buf))
+        # "decoded": bytes of the page with a plain data section (the other sections are never encoded)
         self._pages[i].append({"offset": self._offsets[i], "length": length, "padded": int(buf.shape[0]),
                                "crc": checksum(memoryview(buf)[:length]), "enc": encoding,
+                               "codec": data_codec, "decoded": length - sections["data"][1] + decoded,
                                "sections": sections, "zone": zone})
         self._offsets[i] += int(buf.shape[0])
 
@@ -226,9 +286,13 @@ class TableWriter:
                 self.abort()
             raise
         self._done = True
-        # Readers of the previous version may still be running; older ones go.
-        versions.remove_stale(self._table_dir, keep={self.version} | (
-            {self._previous} if self._previous is not None else set()))
+        try:
+            # Readers of the previous version may still be running; older ones go.
+            versions.remove_stale(self._table_dir, keep={self.version} | (
+                {self._previous} if self._previous is not None else set()))
+            self.reader = TableReader(self._tmp, self.table, self.version)
+        finally:
+            self._release()
         return self.version
 
     def _publish(self) -> None:
@@ -257,8 +321,15 @@ class TableWriter:
         if self._tmp.endswith(f".tmp-{os.getpid()}"):
             shutil.rmtree(self._tmp, ignore_errors=True)
         versions.ACTIVE_TMP_DIRS.discard(self._tmp)
-        if self._created_dir:
+        self._release()
+
+    def _release(self) -> None:
+        """Release the lock; a table that never had a committed version leaves no directory behind
+        (a writer waiting for the lock sees the lock file vanish and takes the lock again)."""
+        if not os.path.exists(os.path.join(self._table_dir, CURRENT)):
             try:
+                os.unlink(self._lock.path)
                 os.rmdir(self._table_dir)
             except OSError:
-                pass  # something else lives there (another writer): leave it
+                pass  # versions of a damaged table, or the lock file is already gone
+        self._lock.release()

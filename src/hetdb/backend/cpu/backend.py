@@ -73,6 +73,14 @@ class CpuBackend:
     def join_probe(self, table: _join.CpuJoinTable, keys: list[Any], kind: str) -> Any:
         return _join.join_probe(table, keys, kind)
 
+    def join_max_matches(self, table: _join.CpuJoinTable) -> int:
+        """The most build rows one probe row can match (bounds a probe batch's output)."""
+        return _join.join_max_matches(table)
+
+    def join_match_counts(self, table: _join.CpuJoinTable, keys: list[Any]) -> np.ndarray:
+        """Build rows matching each probe row (int64), before any pair is made."""
+        return _join.join_match_counts(table, keys)
+
     def join_might_match(self, table: _join.CpuJoinTable, keys: list[Any]) -> np.ndarray:
         """Bool per probe row: False only where no build row can have the key (no false negatives)."""
         return _join.join_might_match(table, keys)

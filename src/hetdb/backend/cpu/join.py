@@ -47,6 +47,8 @@ class CpuJoinTable:
     order: np.ndarray | None = None
     # Runtime join filter (``join_filter.py``), built on the first ``join_might_match``.
     key_filter: KeyFilter | None = None
+    # Largest row count of one key (-1: not computed yet; see ``join_max_matches``).
+    max_matches: int = -1
 
     @property
     def num_keys(self) -> int:
@@ -350,6 +352,39 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
     if kind == "anti":
         return np.flatnonzero(match < 0).astype(np.int64, copy=False)
     return _build_matched(match, t.row_key, t.key_rep.shape[0])
+
+
+def join_max_matches(table: CpuJoinTable) -> int:
+    """The most build rows one probe row can match (the largest key's row count)."""
+    if table.unique:
+        return 1
+    if table.max_matches < 0:
+        counts = table.table.key_count
+        table.max_matches = int(counts.max()) if counts.shape[0] else 0
+    return table.max_matches
+
+
+def join_match_counts(table: CpuJoinTable, keys: list[np.ndarray]) -> np.ndarray:
+    """Build rows matching each probe row (int64, 0 for none): what an inner probe would output,
+    known before the pairs are made, so a caller can bound the pairs it asks for."""
+    if table.pack is not None:
+        keys = [_pack_probe(key_matrix(keys), *table.pack)]
+    pk = key_matrix(keys)
+    t = table.table
+    if table.direct is not None:
+        match = _direct_lookup(table.direct, np.int64(table.direct_lo), pk[0])
+    else:
+        match = lookup(table.keys, t.slots, t.shift, t.key_rep, pk, hash_rows(pk))
+    return _counts_of(match, t.key_count)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _counts_of(match, key_count):
+    out = np.empty(match.shape[0], np.int64)
+    for i in prange(match.shape[0]):
+        k = match[i]
+        out[i] = key_count[k] if k >= 0 else 0
+    return out
 
 
 def join_might_match(table: CpuJoinTable, keys: list[np.ndarray]) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.errors import OutOfMemoryError
+from hetdb.errors import GpuOutOfMemoryError
 
 
 class PinnedHostPool:
@@ -112,7 +112,7 @@ class DeviceMemoryBudget:
     def reserve(self, nbytes: int, what: str = "device memory") -> None:
         """Reserve ``nbytes`` or raise OutOfMemoryError naming what needed them."""
         if not self.try_reserve(nbytes):
-            raise OutOfMemoryError(
+            raise GpuOutOfMemoryError(
                 f"{what} needs {_fmt(nbytes)} of GPU memory but only {_fmt(self.available_bytes)} of the "
                 f"{_fmt(self.limit_bytes)} gpu_memory_limit is free; raise gpu_memory_limit or let the "
                 "query run on the CPU (device='cpu')")

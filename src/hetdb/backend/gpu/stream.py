@@ -12,7 +12,9 @@ Per page (HetCache-style routing):
 Pipeline per row group (``depth`` row groups scheduled ahead, triple-buffered by default):
 
     I/O threads   reads + CRC of the missing pages
-    copy stream   the H2D copies, then on-device decoding: fixed-width pages are *viewed* as value arrays,
+    copy stream   the H2D copies (of the stored, i.e. compressed, bytes), then on-device decoding: plain
+                  fixed-width pages are *viewed* as value arrays, encoded data sections are decoded by a
+                  kernel (decode.cu) into the array the device cache keeps,
                   validity bits are unpacked on the GPU, dict-string codes are viewed and the column's
                   dictionary is moved once per scan, plain strings become device offsets + chars
     consumer      computes on row group i (on its own stream, which waits on an event of the copy
@@ -102,6 +104,7 @@ class _Page:
     transient_bytes: int = 0             # reserved against the budget outside the cache
     host: HostPage | None = None         # pinned host-tier page the bytes are copied from
     loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
+    codec: str = "plain"                 # encoding of the data section (hetdb.codec)
 
 
 @dataclass
@@ -115,6 +118,32 @@ def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[
     """(encoding, sections) of a page, as recorded in the manifest (see storage/pages.py)."""
     sections = reader.page_sections(column, rg)
     return reader.page_encoding(column, rg), {k: list(v) for k, v in sections.items()}
+
+
+def page_codec(reader: Any, column: str, rg: int) -> str:
+    """The codec of a page's data section ("plain" for readers that predate compression)."""
+    get = getattr(reader, "page_codec", None)
+    return "plain" if get is None else get(column, rg)
+
+
+def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sections: dict, n: int,
+                      codec: str) -> int:
+    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it) or the
+    decoded values (an encoded data section), plus the unpacked validity."""
+    validity = n if "validity" in sections else 0
+    if codec == "plain":
+        return loc.length + validity
+    return n * np.dtype(reader.column(column).dtype.numpy_dtype).itemsize + validity
+
+
+def _decoded_column_bound(reader: Any, column: str) -> int:
+    """Upper bound of the device bytes of every page of a column, from the manifest."""
+    on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
+    if not hasattr(reader, "decoded_bytes"):
+        return on_disk
+    rgs = range(reader.num_row_groups)
+    return (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
+            + sum(reader.decoded_bytes(column, rg) for rg in rgs))
 
 
 class PageStreamer:
@@ -220,7 +249,7 @@ class PageStreamer:
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        bound = sum(reader.bytes_on_disk(c) + (reader.num_rows if reader.column(c).nullable else 0)
+        bound = sum(_decoded_column_bound(reader, c) + (reader.num_rows if reader.column(c).nullable else 0)
                     for c in self.columns)
         if bound > cache.capacity_bytes - cache.pinned_bytes():
             return False
@@ -260,12 +289,13 @@ class PageStreamer:
                 for (key, column, rg, loc), host in zip(todo, hosts):
                     enc, sections = page_layout(reader, column, rg)
                     n = reader.row_group_rows(rg)
-                    nbytes = loc.length + (n if "validity" in sections else 0)
+                    codec = page_codec(reader, column, rg)
+                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec)
                     if not cache.reserve(nbytes):
                         complete = False  # the budget is taken by query work: stream the rest
                         break
                     try:
-                        value = self._fill_page(column, rg, loc, host, enc, sections, n)
+                        value = self._fill_page(column, rg, loc, host, enc, sections, n, codec)
                     except BaseException:
                         cache.release(nbytes)
                         raise
@@ -285,12 +315,13 @@ class PageStreamer:
         return complete
 
     def _fill_page(self, column: str, rg: int, loc: PageLocation, host: HostPage, enc: str,
-                   sections: dict[str, list[int]], n: int) -> Column:
+                   sections: dict[str, list[int]], n: int, codec: str) -> Column:
         """Queue the copy of one host-tier page into new device memory; its device Column."""
         cp = self._cupy
         spec = self.reader.column(column)
         data = sections.get("data")
-        if (enc == "plain" and spec.dtype.kind != "string" and len(sections) == 1 and data is not None
+        if (enc == "plain" and codec == "plain" and spec.dtype.kind != "string" and len(sections) == 1
+                and data is not None
                 and data[0] == 0 and data[1] == loc.length == n * np.dtype(spec.dtype.numpy_dtype).itemsize):
             # the common page: values only, copied straight into a typed array (no byte view to decode)
             arr = cp.empty(n, dtype=spec.dtype.numpy_dtype)
@@ -299,7 +330,7 @@ class PageStreamer:
         raw = cp.empty(loc.length, dtype=cp.uint8)
         _copy_runs(raw, host.runs, loc.length, self._copy_stream)
         page = _Page(column, rg, PageKey(self.reader.name, self.reader.version, column, rg), loc, enc,
-                     sections, n)
+                     sections, n, codec=codec)
         return self._decode(page, raw)
 
     def close(self) -> None:
@@ -335,7 +366,7 @@ class PageStreamer:
             enc, sections = page_layout(self.reader, column, rg_id)
             page = _Page(column, rg_id, PageKey(table, version, column, rg_id),
                          self.reader.page_location(column, rg_id), enc, sections,
-                         self.reader.row_group_rows(rg_id))
+                         self.reader.row_group_rows(rg_id), codec=page_codec(self.reader, column, rg_id))
             if self.cache is not None:
                 hit = self.cache.get(page.key, pin=True)
                 if hit is not None:
@@ -452,7 +483,8 @@ class PageStreamer:
                 page.future = None
                 if page.loading:
                     page.host, page.loading = host, False
-                nbytes = page.location.length + (page.num_rows if "validity" in page.sections else 0)
+                nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
+                                           page.sections, page.num_rows, page.codec)
                 page.cached = self.cache is not None and self.cache.reserve(nbytes)
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
@@ -537,7 +569,12 @@ class PageStreamer:
         if spec.dtype.kind == "string" and page.encoding == "plain":
             offsets = _view(section("offsets"), np.int64, n + 1, page)
             return Column(spec.dtype, validity=validity, offsets=offsets, chars=section("chars"))
-        data = _view(section("data"), spec.dtype.numpy_dtype, n, page)
+        if page.codec == "plain":
+            data = _view(section("data"), spec.dtype.numpy_dtype, n, page)
+        else:
+            from hetdb.backend.gpu.decode import decode_device
+
+            data = decode_device(section("data"), page.codec, n, spec.dtype.numpy_dtype)
         if page.encoding == "dict":
             return Column(spec.dtype, data=data, validity=validity, dictionary=self._dictionary(page.column))
         return Column(spec.dtype, data=data, validity=validity)

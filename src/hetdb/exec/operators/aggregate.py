@@ -22,9 +22,15 @@ from hetdb.exec.keys import encoders_for
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.results import hold
+from hetdb.exec.wide import group_sum, is_object, key_value, sort_key
 from hetdb.plan.expr import AggCall, Expr, Field
 
 MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this many groups
+# Bytes per partial-state row a merge's hash table and key matrix take (beside the states).
+GROUP_BYTES_PER_ROW = 96
+# Final merges of at most this many state rows run whatever the limit (the least needed to progress).
+MIN_FINAL_ROWS = 1 << 10
 MERGE_KEEP = 0.8  # a local merge that keeps more of its groups than this stops the worker merging
 
 
@@ -37,11 +43,12 @@ def _s(j: int, part: str) -> str:
 
 
 def _sum_type(t: T.DataType) -> T.DataType:
+    """The state type of SUM/AVG: DOUBLE, else exact and 128 bits wide like DuckDB's SUM result."""
     if t.kind == "float64":
         return T.FLOAT64
     if t.kind == "decimal":
-        return T.decimal(18, t.scale)
-    return T.INT64
+        return T.wide_decimal(T.MAX_WIDE_PRECISION, t.scale)
+    return T.INT128
 
 
 class _AggState:
@@ -121,7 +128,7 @@ class HashAggregate(Sink):
                 data = col.data if col.dictionary is not None else \
                     ctx.backend.factorize_strings(col.offsets, col.chars)[0]
             else:
-                data = enc.encode(col) if col.dtype.kind == "string" else col.data
+                data = enc.encode(col) if col.dtype.kind == "string" else key_value(xp, col.data)
             if data.dtype == bool:
                 data = data.astype(xp.int32)
             if col.validity is not None:
@@ -142,6 +149,11 @@ class HashAggregate(Sink):
                 if a.arg is not None:
                     cols[_s(j, "raw")] = ev.cast(ev.evaluate(a.arg, batch), a.arg.dtype)
             return Batch(cols, batch.num_rows)
+        if not keycols and all(a.op == "count_star" for _, a in self.aggs):
+            # count(*) alone: the row count, without a group id per row (the batch may be a join's
+            # row count with no column at all)
+            cnt = Column(T.INT64, data=ctx.backend.xp.full(1, batch.num_rows, dtype=ctx.backend.xp.int64))
+            return Batch({_s(j, "cnt"): cnt for j in range(len(self.aggs))}, 1)
         gid, ng, first = self._group(ctx, g, keycols, batch.num_rows)
         cols = {_g(i): take(ctx.backend, c, first) for i, c in enumerate(keycols)}
         for j, (_, a) in enumerate(self.aggs):
@@ -163,8 +175,7 @@ class HashAggregate(Sink):
         if a.op in ("sum", "avg"):
             st = _sum_type(a.arg.dtype)
             data = arg.data if arg.dtype == st else _convert(be.xp, arg.data, arg.dtype, st)
-            res, has = be.aggregate("sum", data, gid, ng, arg.validity)
-            out[_s(j, "sum")] = Column(st, data=res.astype(st.numpy_dtype), validity=has)
+            out[_s(j, "sum")] = self._sum_column(ctx, st, data, gid, ng, arg.validity)
         if a.op in ("count", "avg"):
             res, _ = be.aggregate("count", arg.data if arg.data is not None else None, gid, ng, arg.validity)
             out[_s(j, "cnt")] = Column(T.INT64, data=res)
@@ -180,8 +191,7 @@ class HashAggregate(Sink):
         out = {}
         if a.op in ("sum", "avg"):
             s = state.columns[_s(j, "sum")]
-            res, has = be.aggregate("sum", s.data, gid, ng, s.validity)
-            out[_s(j, "sum")] = Column(s.dtype, data=res.astype(s.dtype.numpy_dtype), validity=has)
+            out[_s(j, "sum")] = self._sum_column(ctx, s.dtype, s.data, gid, ng, s.validity)
         if a.op in ("count", "count_star", "avg"):
             c = state.columns[_s(j, "cnt")]
             res, _ = be.aggregate("sum", c.data, gid, ng)
@@ -190,11 +200,20 @@ class HashAggregate(Sink):
             out[_s(j, "val")] = self._pick(ctx, a.op, state.columns[_s(j, "val")], gid, ng)
         return out
 
+    @staticmethod
+    def _sum_column(ctx: ExecContext, st: T.DataType, data, gid, ng: int, validity) -> Column:
+        be = ctx.backend
+        if st.kind == "float64":
+            res, has = be.aggregate("sum", data, gid, ng, validity)
+            return Column(st, data=res.astype(st.numpy_dtype), validity=has)
+        res, has = group_sum(be, data, gid, ng, validity)
+        return Column(st, data=res, validity=has)
+
     def _pick(self, ctx: ExecContext, op: str, col: Column, gid, ng) -> Column:
         """min/max/any per group as a column of the argument's type (strings included)."""
         be, xp = ctx.backend, ctx.backend.xp
         n = len(col)
-        if op == "any" or col.dtype.kind == "string" or col.dtype.kind == "bool":
+        if op == "any" or col.dtype.kind == "string" or col.dtype.kind == "bool" or is_object(col.data):
             if op == "any":
                 order = xp.arange(n, dtype=xp.int64)
                 pool = col
@@ -205,7 +224,7 @@ class HashAggregate(Sink):
                     codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
                     order = codes.astype(xp.int64)
                 else:
-                    order = col.data.astype(xp.int64)
+                    order = sort_key(xp, col.data).astype(xp.int64)
                 order = order * (n + 1) + xp.arange(n, dtype=xp.int64)  # ties -> first row
                 pool = plain
             best, has = be.aggregate("max" if op == "max" else "min", order, gid, ng, col.validity)
@@ -219,41 +238,51 @@ class HashAggregate(Sink):
     def sink(self, ctx: ExecContext, batch: Batch, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
         with Timer(ctx, self.op_id):
             ctx.add(self.op_id, rows_in=batch.num_rows)
-            part = self._partial(ctx, g, batch)
-            if g.parts is not None:
-                self._spill(ctx, g, [part])
-                return
-            size = batch_nbytes(part)
-            if not g.reservation.try_grow(size):
+            self.add_partial(ctx, self._partial(ctx, g, batch), g, l)
+
+    def add_partial(self, ctx: ExecContext, part: Batch, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
+        """Take a batch of partial states (a compiled GPU pipeline's groups, or ``_partial``'s)."""
+        if g.parts is not None:
+            self._spill(ctx, g, [part])
+            return
+        size = batch_nbytes(part)
+        if not g.reservation.try_grow(size):
+            self._start_spilling(ctx, g, l)
+            self._spill(ctx, g, [part])
+            return
+        l.batches.append(part)
+        l.rows += part.num_rows
+        l.nbytes += size
+        if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
+            before = l.rows
+            merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+            new = batch_nbytes(merged)
+            g.reservation.shrink(l.nbytes)
+            l.batches, l.rows, l.nbytes = [merged], merged.num_rows, 0
+            if not g.reservation.try_grow(new):
                 self._start_spilling(ctx, g, l)
-                self._spill(ctx, g, [part])
                 return
-            l.batches.append(part)
-            l.rows += part.num_rows
-            l.nbytes += size
-            if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
-                before = l.rows
-                merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
-                new = batch_nbytes(merged)
-                g.reservation.force_grow(new)
-                g.reservation.shrink(l.nbytes)
-                l.batches, l.rows, l.nbytes = [merged], merged.num_rows, new
-                l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
-                if merged.num_rows > MERGE_KEEP * before:
-                    # Batches share few groups (q18: l_orderkey over lineitem in key order): local
-                    # merges would re-hash every group again at each doubling for no reduction;
-                    # leave them all to the one final merge, which runs on every kernel thread.
-                    l.merge_at = float("inf")
+            l.nbytes = new
+            l.merge_at = max(MERGE_ROWS, 2 * merged.num_rows)
+            if merged.num_rows > MERGE_KEEP * before:
+                # Batches share few groups (q18: l_orderkey over lineitem in key order): local
+                # merges would re-hash every group again at each doubling for no reduction;
+                # leave them all to the one final merge, which runs on every kernel thread.
+                l.merge_at = float("inf")
 
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
+        combined: list[Batch] = []
         with g.lock:
             if g.parts is None:
                 g.parts = [ctx.spill_file(self._state_dtypes()) for _ in range(NUM_PARTITIONS)]
                 for f in g.parts:
                     ctx.cleanup.append(f.remove)
                 ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
-        self._spill(ctx, g, local.batches)
-        g.reservation.shrink(local.nbytes)
+                # workers that finished before spilling began left their states here: finalize
+                # reads only the partitions from now on
+                combined, g.batches = g.batches, []
+        self._spill(ctx, g, combined + local.batches)
+        g.reservation.shrink(local.nbytes + sum(batch_nbytes(b) for b in combined))
         local.batches, local.rows, local.nbytes = [], 0, 0
 
     def _spill(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> None:
@@ -269,37 +298,52 @@ class HashAggregate(Sink):
                 spill_partitioned(ctx, b, part, g.parts)
 
     def combine(self, ctx: ExecContext, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
-        if g.parts is not None:
-            self._spill(ctx, g, l.batches)
-            g.reservation.shrink(l.nbytes)
-            return
-        with g.lock:
-            g.batches.extend(l.batches)
+        with g.lock:  # decided under the lock: spilling may begin in another worker meanwhile
+            if g.parts is None:
+                g.batches.extend(l.batches)
+                return
+        self._spill(ctx, g, l.batches)
+        g.reservation.shrink(l.nbytes)
 
     def finalize(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
         with Timer(ctx, self.op_id):
+            work = 0
+            if g.parts is None and self.keys and len(g.batches) > 1:
+                # the final merge concatenates the states and hashes them: reserve that first, and
+                # finish partition by partition when it does not fit
+                rows = sum(b.num_rows for b in g.batches)
+                work = g.reservation.nbytes + self.merge_bytes(rows)
+                if not g.reservation.try_grow(work):
+                    work = 0
+                    if rows > MIN_FINAL_ROWS:
+                        local = _AggLocal()
+                        local.batches, local.nbytes = g.batches, g.reservation.nbytes
+                        g.batches = []
+                        self._start_spilling(ctx, g, local)
             if g.parts is None:
                 out = [self._final(ctx, g, g.batches)]
+                g.reservation.shrink(work)
             else:
+                from hetdb.exec.operators.aggregate_spill import finish_partition
+
                 out = []
                 for f in g.parts:
-                    batches = f.read_all(ctx.backend)
-                    if not batches:
-                        continue
-                    res = Reservation(ctx.memory)
-                    try:
-                        res.force_grow(sum(batch_nbytes(b) for b in batches))
-                        out.append(self._final(ctx, g, batches))
-                    finally:
-                        res.close()
-                        f.remove()
+                    out.extend(finish_partition(self, ctx, g, f, 1))
                 if not self.keys and not out:
                     out = [self._final(ctx, g, [])]
             out = [b for b in out if b.num_rows] or out[:1]
             ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
-            return out
+            # the partial states are done with: the result takes their place in the reservation
+            g.batches = []
+            g.reservation.close()
+            return [item for b in out for item in hold(ctx, g.reservation, b)]
 
     # ---- final values ----------------------------------------------------------------------------------------
+    def merge_bytes(self, rows: int) -> int:
+        """Working memory of merging ``rows`` partial states: key columns with their validity as a
+        key matrix, hashes, the hash table's slots and ids, the group ids."""
+        return rows * (GROUP_BYTES_PER_ROW + 16 * len(self.keys))
+
     def _final(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> Batch:
         be = ctx.backend
         batches = [b for b in batches if b.num_rows]
@@ -343,7 +387,7 @@ class HashAggregate(Sink):
             sub_gid = gid
             if a.distinct and arg is not None:
                 enc = g.value_encoders.setdefault(j, encoders_for(be, [arg.dtype])[0])
-                vals = enc.encode(arg) if arg.dtype.kind == "string" else arg.data
+                vals = enc.encode(arg) if arg.dtype.kind == "string" else sort_key(xp, arg.data)
                 if vals.dtype == bool:
                     vals = vals.astype(xp.int32)
                 valid = arg.validity if arg.validity is not None else xp.ones(len(arg), dtype=bool)

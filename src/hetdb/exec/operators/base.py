@@ -32,6 +32,10 @@ class OpStats:
     pages_cached: int = 0          # pages served from the device page cache (GPU scans)
     bytes_host_to_device: int = 0
     fallbacks: dict[str, int] = field(default_factory=dict)  # host (CPU) steps on the GPU -> count
+    files_read: int = 0            # scans of files in place: files and Parquet row groups
+    files_skipped: int = 0
+    row_groups_read: int = 0
+    row_groups_skipped: int = 0
     fused: str = ""                # GPU: "fused" or why the pipeline ran operator at a time
 
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hetdb.column import Batch
-from hetdb.exec.columns import batch_nbytes, filter_batch, slice_batch
+from hetdb.exec.columns import filter_batch, slice_batch
 from hetdb.exec.hostutil import column_from_pylist
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Operator, Sink, Source, Timer
+from hetdb.exec.results import hold, loaded
 from hetdb.plan.expr import Expr, Field
 
 
@@ -126,7 +127,7 @@ class ResultSource(Source):
 
     def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:
         i, lo, hi = morsel
-        b = ctx.results[self.pipeline_id][i]
+        b = loaded(ctx.backend, ctx.results[self.pipeline_id][i])
         out = b if lo == 0 and hi == b.num_rows else slice_batch(ctx.backend, b, lo, hi)
         ctx.add(self.op_id, rows_out=out.num_rows)
         return [out] if out.num_rows else []
@@ -155,7 +156,7 @@ class UnionSource(Source):
 
     def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:
         pid, i, lo, hi = morsel
-        b = ctx.results[pid][i]
+        b = loaded(ctx.backend, ctx.results[pid][i])
         out = b if lo == 0 and hi == b.num_rows else slice_batch(ctx.backend, b, lo, hi)
         ctx.add(self.op_id, rows_out=out.num_rows)
         return [out] if out.num_rows else []
@@ -176,8 +177,8 @@ class _CollectLocal:
 
 @dataclass(frozen=True)
 class CollectSink(Sink):
-    """Keeps every batch (the query result, or the input of the next pipeline). Results are held
-    whatever the limit (there is nothing to spill them to), so the bytes are force-reserved."""
+    """Keeps every batch (the query result, or the input of the next pipeline), reserved; a batch
+    the limit refuses is spilled (``exec/results.py``) and read back by the pipeline that reads it."""
 
     label: str = "Result"
 
@@ -191,8 +192,9 @@ class CollectSink(Sink):
         return _CollectLocal()
 
     def sink(self, ctx: ExecContext, batch: Batch, g: _CollectState, l: _CollectLocal) -> None:  # noqa: E741
-        g.reservation.force_grow(batch_nbytes(batch))
-        l.batches.append((ctx.current_morsel_key(), batch))
+        key = ctx.current_morsel_key()
+        for i, item in enumerate(hold(ctx, g.reservation, batch)):
+            l.batches.append(((*key, i), item))
         ctx.add(self.op_id, rows_in=batch.num_rows, rows_out=batch.num_rows)
 
     def combine(self, ctx: ExecContext, g: _CollectState, l: _CollectLocal) -> None:  # noqa: E741

@@ -12,6 +12,7 @@ pairs of partitions are joined one after the other when the probe input is exhau
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,19 +35,80 @@ from hetdb.exec.operators.base import ExecContext, Operator, Sink, Timer
 from hetdb.plan.expr import Expr, Field
 
 NUM_PARTITIONS = 16
-CROSS_CHUNK_PAIRS = 1 << 21
+# Bytes a build row takes in the CPU hash table (slots at load <= 1/2, key ids, chains, CSR order),
+# reserved with the row before the table is made.
+HASH_BYTES_PER_ROW = 96
+# Rows per output batch of a probe (fewer under a small memory limit): a many-to-many or cross join
+# streams batches of this size into the rest of its pipeline instead of making its output at once.
+OUTPUT_ROWS = 1 << 20
+MIN_OUTPUT_ROWS = 1 << 12
+
+
+def output_rows(ctx: ExecContext) -> int:
+    return max(MIN_OUTPUT_ROWS, min(OUTPUT_ROWS, ctx.memory.limit // 64))
+
+
+def rows_only(total: int, cap: int) -> Iterator[Batch]:
+    """``total`` rows without columns (a join whose output only counts), ``cap`` rows a batch."""
+    for lo in range(0, total, cap):
+        yield Batch({}, min(cap, total - lo))
+
+
+def bounded_ranges(cumulative: Any, cap: int) -> Iterator[tuple[int, int]]:
+    """Row ranges [lo, hi) whose counts (``cumulative``: their running sum) add up to at most
+    ``cap``, or one row where a single row has more."""
+    n = int(cumulative.shape[0])
+    lo, done = 0, 0
+    while lo < n:
+        hi = int(cumulative.searchsorted(done + cap, side="right"))
+        hi = min(n, max(hi, lo + 1))
+        yield lo, hi
+        done = int(cumulative[hi - 1])
+        lo = hi
+
+
+def check_single(counts: Any) -> None:
+    if bool((counts > 1).any()):
+        raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                         "(DuckDB reports: More than one row returned by a subquery used as an "
+                         "expression); add LIMIT 1 or an aggregate")
+
+
+def _counts(be: Any, table: Any, arrays: list[Any]) -> Any:
+    """Build rows matching each probe row: sized without pairs where the backend can (CPU), else
+    counted from the pairs (the GPU's probe makes them on the device)."""
+    n = int(arrays[0].shape[0])
+    if not n:
+        return be.xp.zeros(0, dtype=be.xp.int64)
+    if hasattr(be, "join_match_counts"):
+        return be.join_match_counts(table, arrays)
+    pi, _ = be.join_probe(table, arrays, "inner")
+    return be.xp.bincount(pi, minlength=n).astype(be.xp.int64)
+
+
+@dataclass
+class Matches:
+    """Probe rows ``pi`` matched build rows ``bi`` (pairs after the residual), or for semi/anti/mark
+    probes without a residual only ``hit`` per probe row; ``pvalid``: probe keys without a NULL;
+    ``res_null``: probe rows whose residual was NULL for some pair (mark)."""
+
+    pi: Any
+    bi: Any
+    pvalid: Any
+    res_null: Any
+    hit: Any
 
 
 def _key_name(i: int) -> str:
     return f"__key{i}"
 
 
-def partition_ids(ctx: ExecContext, arrays: list[Any], valid: Any) -> Any:
-    """Partition (0..NUM_PARTITIONS-1) of each row from the top bits of its key hash; NULL-key rows
-    go to partition 0 (they match nothing)."""
+def partition_ids(ctx: ExecContext, arrays: list[Any], valid: Any, level: int = 0) -> Any:
+    """Partition (0..NUM_PARTITIONS-1) of each row from the top bits of its key hash (the next four
+    bits at each ``level`` of re-partitioning); NULL-key rows go to partition 0 (they match nothing)."""
     xp = ctx.backend.xp
     h = ctx.backend.hash_keys(arrays)
-    part = (h >> xp.uint64(60)).astype(xp.int64)
+    part = ((h >> xp.uint64(60 - 4 * level)) & xp.uint64(NUM_PARTITIONS - 1)).astype(xp.int64)
     if valid is not None:
         part = xp.where(valid, part, 0)
     return part
@@ -149,31 +211,36 @@ class HashBuild(Sink):
                 if valid is not None and not bool(valid.all()):
                     g.has_null_key = True
                 if g.parts is None:
-                    if g.reservation.try_grow(batch_nbytes(b)):
-                        g.batches.append(b)
-                        ctx.add(self.op_id, rows_in=b.num_rows)
-                        return
-                    if not self.keys:
-                        # a cross product has no key to partition by: it stays in memory, accounted
-                        g.reservation.force_grow(batch_nbytes(b))
+                    if g.reservation.try_grow(self._reserve_bytes(b)):
                         g.batches.append(b)
                         ctx.add(self.op_id, rows_in=b.num_rows)
                         return
                     self._start_spilling(ctx, g)
-                if self.keys:
-                    spill_partitioned(ctx, b, partition_ids(ctx, arrays, valid), g.parts)
+                spill_partitioned(ctx, b, self._partition(ctx, b.num_rows, arrays, valid), g.parts)
             ctx.add(self.op_id, rows_in=b.num_rows)
+
+    def _reserve_bytes(self, b: Batch) -> int:
+        """A build batch's bytes plus those its rows will take in the hash table."""
+        return batch_nbytes(b) + (HASH_BYTES_PER_ROW * b.num_rows if self.keys else 0)
+
+    def _partition(self, ctx: ExecContext, rows: int, arrays: list[Any], valid: Any) -> Any:
+        """Partition per row: by key hash, or the one partition of a cross product (no key: its
+        spilled build is joined in chunks against the spilled probe rows)."""
+        if self.keys:
+            return partition_ids(ctx, arrays, valid)
+        return ctx.backend.xp.zeros(rows, dtype=ctx.backend.xp.int64)
 
     def _start_spilling(self, ctx: ExecContext, g: _BuildState) -> None:
         """Switch to partitioned mode (lock held): every row buffered so far goes to disk."""
-        g.parts = [ctx.spill_file(self._dtypes()) for _ in range(NUM_PARTITIONS)]
+        nparts = NUM_PARTITIONS if self.keys else 1
+        g.parts = [ctx.spill_file(self._dtypes()) for _ in range(nparts)]
         for f in g.parts:
             ctx.cleanup.append(f.remove)
-        ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
+        ctx.add(self.op_id, spilled_partitions=nparts)
         for b in g.batches:
             keycols = [b.columns[_key_name(i)] for i in range(len(self.keys))]
             arrays, valid = key_arrays(ctx.backend, keycols, g.encoders)
-            spill_partitioned(ctx, b, partition_ids(ctx, arrays, valid), g.parts)
+            spill_partitioned(ctx, b, self._partition(ctx, b.num_rows, arrays, valid), g.parts)
         g.batches = []
         g.reservation.close()
 
@@ -209,9 +276,13 @@ class HashBuild(Sink):
             if valid is not None:
                 valid_idx = ctx.backend.nonzero(valid)
                 arrays = [ctx.backend.gather(a, valid_idx) for a in arrays]
-            if int(arrays[0].shape[0]):
+            rows = int(arrays[0].shape[0])
+            if rows:
                 table = ctx.backend.join_build(arrays)
-                reservation.force_grow(int(getattr(table, "nbytes", 48 * int(arrays[0].shape[0]))))
+                # HASH_BYTES_PER_ROW a row was reserved with the rows; account what the table took past that
+                extra = int(getattr(table, "nbytes", HASH_BYTES_PER_ROW * rows)) - HASH_BYTES_PER_ROW * rows
+                if extra > 0:
+                    reservation.force_grow(extra)
             return table, valid_idx
 
         if ctx.device is not None:
@@ -234,6 +305,7 @@ class HashProbe(Operator):
     left_keys: tuple[Expr, ...] = ()
     residual: Expr | None = None
     mark: Field | None = None
+    mark_by_residual: bool = False   # see plan.logical.Join
     build: HashBuild = None
     build_pipeline: int = 0
     # columns the output keeps (None: every input and build column); the rest are never gathered
@@ -246,6 +318,7 @@ class HashProbe(Operator):
         keys = ", ".join(f"{a} = {b}" for a, b in zip(self.left_keys, self.build.keys))
         res = f" residual={self.residual}" if self.residual is not None else ""
         mark = f" mark={self.mark.cid}" if self.mark is not None else ""
+        mark += " by residual" if self.mark_by_residual else ""
         return f"HashProbe {self.kind} [{keys}]{res}{mark} (build: pipeline {self.build_pipeline})"
 
     def init_global(self, ctx: ExecContext) -> Any:
@@ -254,69 +327,107 @@ class HashProbe(Operator):
     def _side(self, ctx: ExecContext) -> BuildSide:
         return ctx.results[self.build_pipeline]
 
-    def execute(self, ctx: ExecContext, batch: Batch, g: _ProbeState, l: Any) -> list[Batch]:  # noqa: E741
+    def execute(self, ctx: ExecContext, batch: Batch, g: _ProbeState, l: Any) -> Iterator[Batch]:  # noqa: E741
         side = self._side(ctx)
-        with Timer(ctx, self.op_id):
-            ctx.add(self.op_id, rows_in=batch.num_rows)
-            if side.partitions is not None:
+        ctx.add(self.op_id, rows_in=batch.num_rows)
+        if side.partitions is not None:
+            with Timer(ctx, self.op_id):
                 self._spill_probe(ctx, side, batch, g)
-                return []
-            out = self._join(ctx, side, batch, g)
-        ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
-        return out
+            return iter(())
+        return self.timed(ctx, self._join(ctx, side, batch, g))
+
+    def timed(self, ctx: ExecContext, batches: Iterator[Batch]) -> Iterator[Batch]:
+        """``batches`` one at a time (the consumer takes each before the next is made), the time
+        spent making them charged to this operator."""
+        while True:
+            with Timer(ctx, self.op_id):
+                b = next(batches, None)
+            if b is None:
+                return
+            ctx.add(self.op_id, rows_out=b.num_rows)
+            yield b
 
     def _spill_probe(self, ctx: ExecContext, side: BuildSide, batch: Batch, g: _ProbeState) -> None:
         keycols = [ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype) for k in self.left_keys]
         arrays, valid = key_arrays(ctx.backend, keycols, side.encoders)
-        part = partition_ids(ctx, arrays, valid)
+        part = partition_ids(ctx, arrays, valid) if self.left_keys else \
+            ctx.backend.xp.zeros(batch.num_rows, dtype=ctx.backend.xp.int64)
         with g.lock:
             if g.parts is None:
                 g.parts = [ctx.spill_file({f.cid: f.dtype for f in self.left_fields})
-                           for _ in range(NUM_PARTITIONS)]
+                           for _ in range(len(side.partitions))]
                 for f in g.parts:
                     ctx.cleanup.append(f.remove)
             spill_partitioned(ctx, Batch({f.cid: batch.columns[f.cid] for f in self.left_fields},
                                          batch.num_rows), part, g.parts)
 
-    def finalize(self, ctx: ExecContext, g: _ProbeState) -> list[Batch]:
+    def finalize(self, ctx: ExecContext, g: _ProbeState) -> Iterator[Batch]:
         side = self._side(ctx)
-        out: list[Batch] = []
         if side.partitions is None:
             if self.kind in ("right", "full"):
-                out.extend(self._unmatched_build(ctx, side, g))
-            elif self.kind in ("right_semi", "right_anti"):
-                out.extend(self._marked_build(ctx, side, g))
-            ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
-            return out
-        for p, build_file in enumerate(side.partitions):
-            reservation = Reservation(ctx.memory)
-            try:
-                batches = build_file.read_all(ctx.backend)
-                reservation.force_grow(sum(batch_nbytes(b) for b in batches))
-                part_side = self.build.build(ctx, batches, side.encoders, reservation,
-                                             side.has_null_key, side.nonempty)
-                probe_batches = g.parts[p].read_all(ctx.backend) if g.parts is not None else []
-                for b in probe_batches:
-                    out.extend(self._join(ctx, part_side, b, g))
-                if self.kind in ("right", "full"):
-                    out.extend(self._unmatched_build(ctx, part_side, g))
-                elif self.kind in ("right_semi", "right_anti"):
-                    out.extend(self._marked_build(ctx, part_side, g))
-            finally:
-                reservation.close()
-        ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
-        return out
+                return self.timed(ctx, iter(self._unmatched_build(ctx, side, g)))
+            if self.kind in ("right_semi", "right_anti"):
+                return self.timed(ctx, iter(self._marked_build(ctx, side, g)))
+            return iter(())
+        from hetdb.exec.operators.join_spill import join_partitions
+
+        return self.timed(ctx, join_partitions(self, ctx, side, g))
 
     # ---- the join of one probe batch with one build side ------------------------------------------
-    def _join(self, ctx: ExecContext, side: BuildSide, batch: Batch, g: _ProbeState) -> list[Batch]:
+    def emits_nothing(self) -> bool:
+        """The output keeps no column (count(*) over a join): only its row count matters."""
+        return not self._out(self.left_fields) and not self._out(self.right_fields)
+
+    def _join(self, ctx: ExecContext, side: BuildSide, batch: Batch, g: _ProbeState) -> Iterator[Batch]:
+        """The output of probing ``batch``, in batches of at most ``output_rows`` rows where the
+        backend can size a probe before making its pairs (one probe row with more matches than that
+        is one batch): a many-to-many join streams instead of materialising its output."""
+        be = ctx.backend
+        n, m = batch.num_rows, side.num_rows
+        cap = output_rows(ctx)
+        kind = self.kind
+        if kind in ("inner", "cross") and self.residual is None and self.emits_nothing():
+            total = n * m if not self.left_keys else int(self.probe_counts(ctx, side, batch).sum())
+            yield from rows_only(total, cap)
+            return
+        if not self.left_keys:
+            step = max(1, cap // max(m, 1))
+            for s in range(0, n, step):
+                part = batch if step >= n else slice_batch(be, batch, s, s + step)
+                yield from self.emit_rows(ctx, side, part, self.match(ctx, side, part), g)
+            return
+        pairs_made = kind not in ("semi", "anti", "mark") or self.residual is not None
+        sized = getattr(be, "join_max_matches", None)
+        if not pairs_made or side.table is None or sized is None or n * sized(side.table) <= cap:
+            yield from self.emit_rows(ctx, side, batch, self.match(ctx, side, batch), g)
+            return
+        counts = self.probe_counts(ctx, side, batch)
+        if kind in ("left", "full", "single"):
+            counts = be.xp.maximum(counts, 1)
+        for lo, hi in bounded_ranges(be.xp.cumsum(counts), cap):
+            part = batch if hi - lo == n else slice_batch(be, batch, lo, hi)
+            yield from self.emit_rows(ctx, side, part, self.match(ctx, side, part), g)
+
+    def probe_counts(self, ctx: ExecContext, side: BuildSide, batch: Batch) -> Any:
+        """Build rows each probe row matches on its keys (0 for a NULL key)."""
+        be, xp = ctx.backend, ctx.backend.xp
+        n = batch.num_rows
+        if side.table is None:
+            return xp.zeros(n, dtype=xp.int64)
+        keycols = [ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype) for k in self.left_keys]
+        arrays, pvalid = key_arrays(be, keycols, side.encoders, add=False)
+        if pvalid is None:
+            return _counts(be, side.table, arrays)
+        pidx = be.nonzero(pvalid)
+        counts = xp.zeros(n, dtype=xp.int64)
+        if int(pidx.shape[0]):
+            counts[pidx] = _counts(be, side.table, [be.gather(a, pidx) for a in arrays])
+        return counts
+
+    def match(self, ctx: ExecContext, side: BuildSide, batch: Batch) -> Matches:
+        """Which probe rows of ``batch`` match which build rows (after the residual)."""
         be, xp = ctx.backend, ctx.backend.xp
         n, m = batch.num_rows, side.num_rows
-        if not self.left_keys and n * m > CROSS_CHUNK_PAIRS and n > 1:
-            step = max(1, CROSS_CHUNK_PAIRS // max(m, 1))
-            out = []
-            for s in range(0, n, step):
-                out.extend(self._join(ctx, side, slice_batch(be, batch, s, s + step), g))
-            return out
         kind = self.kind
         pvalid = None
         if self.left_keys:
@@ -334,7 +445,7 @@ class HashProbe(Operator):
                         hit = found
                     else:
                         hit[pidx] = found
-                return [self._finish_filtering(ctx, side, batch, hit, pvalid, None)]
+                return Matches(None, None, pvalid, None, hit)
             if side.table is None or int(arrays[0].shape[0]) == 0:
                 pi = xp.zeros(0, dtype=xp.int64)
                 bi = xp.zeros(0, dtype=xp.int64)
@@ -358,6 +469,14 @@ class HashProbe(Operator):
                 res_null[be.gather(pi, bad)] = True
             sel = be.nonzero(keep)
             pi, bi = be.gather(pi, sel), be.gather(bi, sel)
+        return Matches(pi, bi, pvalid, res_null, None)
+
+    def emit_rows(self, ctx: ExecContext, side: BuildSide, batch: Batch, mt: Matches, g: _ProbeState) -> list[Batch]:
+        """The output rows of ``batch`` given its matches against the whole build side ``side``."""
+        xp = ctx.backend.xp
+        n = batch.num_rows
+        kind = self.kind
+        pi, bi = mt.pi, mt.bi
         if kind in ("inner", "cross"):
             return [self._pairs(ctx, batch, side, pi, bi)] if int(pi.shape[0]) else []
         if kind in ("right_semi", "right_anti"):
@@ -366,27 +485,31 @@ class HashProbe(Operator):
                 with g.lock:
                     matched[bi] = True
             return []
-        hit = xp.zeros(n, dtype=bool)
-        hit[pi] = True
+        hit = mt.hit
+        if hit is None:
+            hit = xp.zeros(n, dtype=bool)
+            hit[pi] = True
         if kind in ("semi", "anti", "mark"):
-            return [self._finish_filtering(ctx, side, batch, hit, pvalid, res_null)]
+            return [self._finish_filtering(ctx, side, batch, hit, mt.pvalid, mt.res_null)]
         if kind in ("right", "full"):
             matched = self._matched(ctx, side, g)
             with g.lock:
                 matched[bi] = True
         if kind == "single" and int(pi.shape[0]) > 1:
-            counts = xp.bincount(pi, minlength=n)
-            if bool((counts > 1).any()):
-                raise HetdbError("a scalar subquery returned more than one row for one outer row "
-                                 "(DuckDB reports: More than one row returned by a subquery used as an "
-                                 "expression); add LIMIT 1 or an aggregate")
+            check_single(xp.bincount(pi, minlength=n))
         out = [self._pairs(ctx, batch, side, pi, bi)] if int(pi.shape[0]) else []
         if kind in ("left", "full", "single"):
-            miss = be.nonzero(xp.logical_not(hit))
-            if int(miss.shape[0]):
-                none = xp.full(int(miss.shape[0]), -1, dtype=xp.int64)
-                out.append(self._pairs(ctx, batch, side, miss, none, right_missing=True))
+            out.extend(self.unmatched_probe(ctx, side, batch, hit))
         return out
+
+    def unmatched_probe(self, ctx: ExecContext, side: BuildSide, batch: Batch, hit: Any) -> list[Batch]:
+        """Probe rows without a match, build columns NULL (left, full, single joins)."""
+        be, xp = ctx.backend, ctx.backend.xp
+        miss = be.nonzero(xp.logical_not(hit))
+        if not int(miss.shape[0]):
+            return []
+        none = xp.full(int(miss.shape[0]), -1, dtype=xp.int64)
+        return [self._pairs(ctx, batch, side, miss, none, right_missing=True)]
 
     def _matched(self, ctx: ExecContext, side: BuildSide, g: _ProbeState) -> Any:
         """The bool array of build rows matched so far (shared by every worker)."""
@@ -395,6 +518,11 @@ class HashProbe(Operator):
             if m is None or m[0] is not side:
                 m = g.matched[id(side)] = (side, ctx.backend.xp.zeros(side.num_rows, dtype=bool))
             return m[1]
+
+    def forget(self, side: BuildSide, g: _ProbeState) -> None:
+        """Drop the matched flags of a build side that is done (a spilled partition's chunk)."""
+        with g.lock:
+            g.matched.pop(id(side), None)
 
     def _pairs(self, ctx: ExecContext, batch: Batch, side: BuildSide, pi: Any, bi: Any,
                left_missing: bool = False, right_missing: bool = False,
@@ -427,7 +555,10 @@ class HashProbe(Operator):
             return out if int(keep.shape[0]) == batch.num_rows else take_batch(be, out, keep)
         # mark: TRUE on a match; else NULL when a NULL took part (and the build side is not empty)
         validity = None
-        if side.nonempty:
+        if self.mark_by_residual:
+            if res_null is not None:
+                validity = xp.logical_or(hit, xp.logical_not(res_null))
+        elif side.nonempty:
             unknown = None
             if side.has_null_key:
                 unknown = xp.ones(batch.num_rows, dtype=bool)

@@ -1,5 +1,5 @@
 """Scan sources: stored tables (row group by row group, zone-map pruning, pushed filters evaluated
-right after the read, only the needed columns) and Parquet files read in place."""
+right after the read, only the needed columns); files read in place are in scan_external.py."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hetdb.column import Batch
-from hetdb.errors import InputError
-from hetdb.exec.columns import column_nbytes, filter_batch, slice_batch, slice_column, take
-from hetdb.exec.hostutil import batch_to_device, column_to_device, note_host_step
+from hetdb.exec.columns import column_nbytes, slice_batch, slice_column, take
+from hetdb.exec.hostutil import column_to_device
 from hetdb.exec.operators.base import ExecContext, Source, Timer
 from hetdb.plan.expr import Call, Expr
 from hetdb.plan.logical import Scan
@@ -244,44 +243,3 @@ class TableScan(Source):
                 nbytes = None
         ctx.add(self.op_id, pages_read=1, bytes_read=nbytes if nbytes is not None else column_nbytes(col))
         return column_to_device(ctx.backend, col, ctx.dict_cache)
-
-
-@dataclass(frozen=True)
-class ParquetScan(Source):
-    """``SELECT ... FROM 'file.parquet'``: row group by row group through pyarrow."""
-
-    scan: Scan = None
-
-    def describe(self) -> str:
-        f = f" filters=[{' AND '.join(map(str, self.scan.filters))}]" if self.scan.filters else ""
-        return f"ParquetScan {self.scan.path} [{', '.join(self.scan.column_names)}]{f}"
-
-    def init_global(self, ctx: ExecContext) -> Any:
-        import pyarrow.parquet as pq
-
-        try:
-            return pq.ParquetFile(self.scan.path)
-        except (OSError, ValueError) as e:
-            raise InputError(f"cannot read Parquet file {self.scan.path}: {e}") from None
-
-    def morsels(self, ctx: ExecContext, pf: Any) -> list:
-        return list(range(pf.num_row_groups))
-
-    def read(self, ctx: ExecContext, rg: int, pf: Any) -> list[Batch]:
-        with Timer(ctx, self.op_id):
-            scan = self.scan
-            table = pf.read_row_group(rg, columns=list(dict.fromkeys(scan.column_names)))
-            dtypes = {f.cid: f.dtype for f in scan.fields}
-            renamed = {f.cid: table.column(c) for f, c in zip(scan.fields, scan.column_names)}
-            import pyarrow as pa
-
-            host = Batch.from_arrow(pa.table(renamed), dtypes)
-            note_host_step(ctx.backend, "Parquet decoding (pyarrow)")
-            batch = batch_to_device(ctx.backend, host)
-            n = batch.num_rows
-            pred = conjunction(scan.filters)
-            if pred is not None:
-                batch = filter_batch(ctx.backend, batch, ctx.evaluator.predicate(pred, batch))
-            ctx.add(self.op_id, rows_in=n, rows_out=batch.num_rows, pages_read=len(scan.fields),
-                    bytes_read=pf.metadata.row_group(rg).total_byte_size)
-            return split_batches(ctx, batch) if batch.num_rows else []

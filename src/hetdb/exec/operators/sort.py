@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from hetdb.column import Batch
+from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, slice_batch, take_batch, to_plain
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.exec.wide import sort_key
 from hetdb.plan.expr import Field, SortKey
+
+# A sort of at most this many rows runs whatever the limit (the least it needs to make progress).
+MIN_ROWS = 1 << 10
 
 
 def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tuple[list[Any], list[bool]]:
@@ -39,7 +44,7 @@ def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tupl
         if col.validity is not None:
             # Values under NULL are arbitrary: make all NULLs equal so later keys order them.
             data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
-        arrays.append(data)
+        arrays.append(sort_key(xp, data))
         desc.append(k.descending)
     return arrays, desc
 
@@ -50,12 +55,13 @@ class _SortState:
         self.batches: list[Batch] = []
         self.reservation = Reservation(ctx.memory)
         ctx.cleanup.append(self.reservation.close)
+        self.rows = 0
 
 
 @dataclass(frozen=True)
 class SortSink(Sink):
-    """Buffers its input and sorts it at the end. Sort buffers have no spill path yet: their bytes
-    are accounted (force-reserved) but never refused."""
+    """Buffers its input and sorts it at the end. A sort holds all its rows (there is no external
+    merge sort): past ``host_memory_limit`` it fails with OutOfMemoryError naming the sort."""
 
     fields: tuple[Field, ...] = ()
     keys: tuple[SortKey, ...] = ()
@@ -69,7 +75,20 @@ class SortSink(Sink):
         return _SortState(ctx)
 
     def sink(self, ctx: ExecContext, batch: Batch, g: _SortState, local: Any) -> None:
-        g.reservation.force_grow(batch_nbytes(batch))
+        # the rows, then their permutation and the sorted copy at the end
+        need = 2 * batch_nbytes(batch) + 8 * batch.num_rows
+        with g.lock:
+            g.rows += batch.num_rows
+            small = g.rows <= MIN_ROWS
+        if not g.reservation.try_grow(need):
+            if small:  # the least a sort holds whatever the limit
+                g.reservation.force_grow(need)
+            else:
+                held = g.reservation.nbytes
+                raise OutOfMemoryError(
+                    f"{self.describe()} holds {held:,} bytes of rows and needs more, but "
+                    f"host_memory_limit={g.reservation.manager.limit:,} is reached (a sort keeps all its "
+                    "rows in memory); raise host_memory_limit or add a LIMIT")
         with g.lock:
             g.batches.append((ctx.current_morsel_key(), batch))
         ctx.add(self.op_id, rows_in=batch.num_rows)

@@ -92,7 +92,9 @@ def _push_join(node: Join, preds: list[Expr]) -> Node:
         else:
             (left_p if cols and cols <= lc else up).append(p)
     residual = []
-    if node.kind in ("left", "semi", "anti", "mark", "single"):
+    if node.mark_by_residual:
+        residual = conjuncts(node.residual)  # its residual decides the mark's NULLs: nothing moves
+    elif node.kind in ("left", "semi", "anti", "mark", "single"):
         for p in conjuncts(node.residual):
             cols = p.columns()
             (right_p if cols and cols <= rc else residual).append(p)

@@ -19,6 +19,7 @@ from hetdb.plan.logical import (
     TopN,
     Union,
 )
+from hetdb.plan.window import Window
 
 NAME = "projection_pruning"
 
@@ -70,6 +71,13 @@ def _prune(node: Node, need: set[str], wrap: bool = False) -> Node:
         return dataclasses.replace(node, input=_prune(node.input, below, wrap))
     if isinstance(node, Limit):
         return dataclasses.replace(node, input=_prune(node.input, need, wrap))
+    if isinstance(node, Window):
+        funcs = tuple((f, c) for f, c in node.funcs if f.cid in need)
+        if not funcs:
+            return _prune(node.input, need, wrap)
+        node = dataclasses.replace(node, funcs=funcs)
+        return dataclasses.replace(node, input=_prune(node.input, (need | node.reads()) - {
+            f.cid for f, _ in funcs}, wrap))
     if isinstance(node, Join):
         lc = {f.cid for f in node.left.schema}
         rc = {f.cid for f in node.right.schema}

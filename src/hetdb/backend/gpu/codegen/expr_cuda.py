@@ -54,6 +54,9 @@ def check_expr(expr: Expr, available: dict[str, DataType]) -> Code:
 
 def translate(expr: Expr, env: dict[str, Code]) -> Code:
     """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code."""
+    if expr.dtype.is_wide:
+        raise ExprError(f"{expr} is {expr.dtype}: HUGEINT / DECIMAL(>18) is checked operator at a time, "
+                        "not fused")
     if isinstance(expr, ColumnRef):
         code = env.get(expr.cid)
         if code is None:
@@ -107,6 +110,9 @@ def _scale(dtype: DataType) -> int:
 def convert(code: Code, dst: DataType) -> str:
     """``code`` as a value of ``dst`` (exact conversions only)."""
     src = code.dtype
+    if dst.is_wide or src.is_wide:
+        raise ExprError(f"{src} -> {dst}: HUGEINT / DECIMAL(>18) arithmetic is checked operator at a time, "
+                        "not fused")
     if src == dst:
         return code.text
     sk, dk = src.kind, dst.kind
@@ -170,7 +176,7 @@ def _call(expr: Call, env: dict[str, Code]) -> Code:
         if "string" in (a.dtype.kind, b.dtype.kind) and op not in ("eq", "ne"):
             raise ExprError("ordering of dictionary codes is not string order: not fused")
         t = _common(a, b)
-        return Code(f"({_operand(a, t)} {_CMP[op]} {_operand(b, t)})", T.BOOL)
+        return Code(f"({_compared(a, t)} {_CMP[op]} {_compared(b, t)})", T.BOOL)
     if op == "in_list":
         probe, items = args[0], args[1:]
         if not items:
@@ -178,7 +184,7 @@ def _call(expr: Call, env: dict[str, Code]) -> Code:
         terms = []
         for item in items:
             t = _common(probe, item)
-            terms.append(f"({_operand(probe, t)} == {_operand(item, t)})")
+            terms.append(f"({_compared(probe, t)} == {_compared(item, t)})")
         return Code("(" + " || ".join(terms) + ")", T.BOOL)
     if op in _ARITH:
         a, b = args
@@ -203,6 +209,12 @@ def _call(expr: Call, env: dict[str, Code]) -> Code:
 
 def _operand(code: Code, dtype: DataType) -> str:
     return f"({convert(code, dtype)})"
+
+
+def _compared(code: Code, dtype: DataType) -> str:
+    """An operand of a comparison: doubles compare through compare_bits (NaN = NaN, NaN largest,
+    -0.0 = 0.0, as DuckDB)."""
+    return f"compare_bits({convert(code, dtype)})" if dtype.kind == "float64" else _operand(code, dtype)
 
 
 def _case(expr: Case, env: dict[str, Code]) -> Code:

@@ -37,6 +37,9 @@ __device__ __forceinline__ i64 order_bits(double v) {
   i64 b = (v != v) ? HETDB_CANONICAL_NAN : __double_as_longlong(v);
   return b >= 0 ? b : (b ^ HETDB_I64_MAX);
 }
+// SQL comparison image of a double, as DuckDB compares: NaN equals NaN and is above +inf, -0.0 equals
+// 0.0; a OP b  <=>  compare_bits(a) OP compare_bits(b) for every comparison operator.
+__device__ __forceinline__ i64 compare_bits(double v) { return order_bits(v == 0.0 ? 0.0 : v); }
 // Inverse of order_bits(double) (the mapping is an involution on its image).
 __device__ __forceinline__ double order_bits_to_double(i64 b) {
   return __longlong_as_double(b >= 0 ? b : (b ^ HETDB_I64_MAX));

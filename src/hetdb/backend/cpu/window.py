@@ -1,0 +1,388 @@
+"""Window-function kernels on the CPU (Numba): rows arrive sorted by partition and order keys, with
+flags where a partition and a peer group (rows equal on the ORDER BY keys) begin. Every function is
+one segmented pass over the sorted rows.
+
+Frames are half-open row ranges ``[fs, fe)`` per row, clamped to the row's partition. Within a
+partition both ends never decrease (ROWS and RANGE frames with constant offsets), which the sliding
+min/max relies on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Frame bound codes (plan.window.Frame sides).
+BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
+               "unbounded_following": 4}
+# Float frames this wide or narrower are summed row by row; wider ones by partition-local prefix sums.
+_DIRECT_SUM_WIDTH = 32
+
+
+@njit(cache=True)
+def boundaries(part_start, peer_start):
+    """Per row: partition start/end and peer-group start/end (ends exclusive)."""
+    n = part_start.shape[0]
+    ps = np.empty(n, np.int64)
+    pe = np.empty(n, np.int64)
+    gs = np.empty(n, np.int64)
+    ge = np.empty(n, np.int64)
+    cp = 0
+    cg = 0
+    for i in range(n):
+        if part_start[i]:
+            cp = i
+        if part_start[i] or peer_start[i]:
+            cg = i
+        ps[i] = cp
+        gs[i] = cg
+    cp = n
+    cg = n
+    for i in range(n - 1, -1, -1):
+        pe[i] = cp
+        ge[i] = cg
+        if part_start[i]:
+            cp = i
+        if part_start[i] or peer_start[i]:
+            cg = i
+    return ps, pe, gs, ge
+
+
+@njit(cache=True)
+def dense_rank(part_start, peer_start):
+    n = part_start.shape[0]
+    out = np.empty(n, np.int64)
+    d = 0
+    for i in range(n):
+        if part_start[i]:
+            d = 0
+        if part_start[i] or peer_start[i]:
+            d += 1
+        out[i] = d
+    return out
+
+
+@njit(cache=True)
+def ntile(ps, pe, buckets):
+    """DuckDB's NTILE: the first (rows mod buckets) tiles get one row more."""
+    n = ps.shape[0]
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        total = pe[i] - ps[i]
+        b = buckets if buckets < total else total
+        size = total // b
+        large = total - b * size
+        small_end = large * (size + 1)
+        r = i - ps[i]
+        if r < small_end:
+            out[i] = 1 + r // (size + 1)
+        else:
+            out[i] = 1 + large + (r - small_end) // size
+    return out
+
+
+@njit(cache=True)
+def shifted(ps, pe, shift):
+    """Row i + shift when it lies in i's partition, else -1 (lag: negative shift, lead: positive)."""
+    n = ps.shape[0]
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        j = i + shift
+        out[i] = j if ps[i] <= j < pe[i] else -1
+    return out
+
+
+@njit(cache=True)
+def _bound(code, off, i, ps, pe, gs, ge, is_end):
+    if code == 0:
+        return ps
+    if code == 4:
+        return pe
+    if code == 2:
+        return ge if is_end else gs
+    j = i - off if code == 1 else i + off
+    if is_end:
+        j += 1
+    if j < ps:
+        return ps
+    if j > pe:
+        return pe
+    return j
+
+
+@njit(cache=True)
+def rows_frame(ps, pe, s_code, s_off, e_code, e_off):
+    n = ps.shape[0]
+    fs = np.empty(n, np.int64)
+    fe = np.empty(n, np.int64)
+    for i in range(n):
+        s = _bound(s_code, s_off, i, ps[i], pe[i], i, i + 1, False)
+        e = _bound(e_code, e_off, i, ps[i], pe[i], i, i + 1, True)
+        fs[i] = s
+        fe[i] = e if e > s else s
+    return fs, fe
+
+
+@njit(cache=True)
+def _lower(w, lo, hi, x):
+    """First index in [lo, hi) with w >= x (w ascending)."""
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if w[m] < x:
+            lo = m + 1
+        else:
+            hi = m
+    return lo
+
+
+@njit(cache=True)
+def _upper(w, lo, hi, x):
+    """First index in [lo, hi) with w > x (w ascending)."""
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if w[m] <= x:
+            lo = m + 1
+        else:
+            hi = m
+    return lo
+
+
+@njit(cache=True)
+def range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off):
+    """RANGE frames over one ORDER BY key ``w`` (ascending: a DESC key arrives negated). Rows whose
+    key is NULL frame their NULL peers for offset bounds."""
+    n = ps.shape[0]
+    fs = np.empty(n, np.int64)
+    fe = np.empty(n, np.int64)
+    a = 0
+    b = 0
+    for i in range(n):
+        if i == ps[i]:
+            # the non-NULL rows of this partition form one run (NULLs sort first or last)
+            a = ps[i]
+            while a < pe[i] and not valid[a]:
+                a += 1
+            b = a
+            while b < pe[i] and valid[b]:
+                b += 1
+        if s_code == 1 or s_code == 3:
+            if not valid[i]:
+                s = gs[i]
+            elif s_code == 1:
+                s = _lower(w, a, b, w[i] - s_off)
+            else:
+                s = _lower(w, a, b, w[i] + s_off)
+        else:
+            s = _bound(s_code, 0, i, ps[i], pe[i], gs[i], ge[i], False)
+        if e_code == 1 or e_code == 3:
+            if not valid[i]:
+                e = ge[i]
+            elif e_code == 1:
+                e = _upper(w, a, b, w[i] - e_off)
+            else:
+                e = _upper(w, a, b, w[i] + e_off)
+        else:
+            e = _bound(e_code, 0, i, ps[i], pe[i], gs[i], ge[i], True)
+        fs[i] = s
+        fe[i] = e if e > s else s
+    return fs, fe
+
+
+@njit(cache=True)
+def prefix_counts(valid):
+    n = valid.shape[0]
+    out = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        out[i + 1] = out[i] + (1 if valid[i] else 0)
+    return out
+
+
+@njit(cache=True)
+def frame_sum_int(x, valid, fs, fe):
+    """Exact integer frame sums through one prefix sum."""
+    n = x.shape[0]
+    pre = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        pre[i + 1] = pre[i] + (x[i] if valid[i] else 0)
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        out[i] = pre[fe[i]] - pre[fs[i]]
+    return out
+
+
+@njit(cache=True)
+def frame_sum_float(x, valid, ps, fs, fe):
+    """Float frame sums: narrow frames row by row, wide ones by partition-local prefix sums (a
+    running sum is then exactly the sequential sum)."""
+    n = x.shape[0]
+    pre = np.zeros(n + 1, np.float64)
+    for i in range(n):
+        v = x[i] if valid[i] else 0.0
+        pre[i + 1] = v if i == ps[i] else pre[i] + v
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        s = fs[i]
+        e = fe[i]
+        if e - s <= _DIRECT_SUM_WIDTH:
+            acc = 0.0
+            for j in range(s, e):
+                if valid[j]:
+                    acc += x[j]
+            out[i] = acc
+        else:
+            out[i] = pre[e] - (pre[s] if s > ps[i] else 0.0)
+    return out
+
+
+@njit(cache=True)
+def frame_extreme(key, valid, ps, fs, fe, is_max):
+    """Index of the frame's min (max) valid key per row, -1 for none: a monotonic deque per
+    partition (frame ends never decrease within a partition)."""
+    n = key.shape[0]
+    out = np.empty(n, np.int64)
+    dq = np.empty(n, np.int64)
+    head = 0
+    tail = 0
+    hi = 0
+    for i in range(n):
+        if i == ps[i]:
+            head = 0
+            tail = 0
+            hi = fs[i]
+        while hi < fe[i]:
+            if valid[hi]:
+                v = key[hi]
+                if is_max:
+                    while tail > head and key[dq[tail - 1]] < v:
+                        tail -= 1
+                else:
+                    while tail > head and key[dq[tail - 1]] > v:
+                        tail -= 1
+                dq[tail] = hi
+                tail += 1
+            hi += 1
+        while tail > head and dq[head] < fs[i]:
+            head += 1
+        out[i] = dq[head] if tail > head else -1
+    return out
+
+
+_RADIX_BITS = 16
+
+
+@njit(cache=True)
+def radix_refine(code, bits, order):
+    """``order`` stably re-sorted by ``code[order]`` (non-negative int64 codes below ``2**bits``):
+    LSD radix sort with 16-bit digits. Sorting by the last key first and refining by each earlier
+    key gives a lexicographic stable sort."""
+    n = order.shape[0]
+    keys = np.empty(n, np.int64)
+    for i in range(n):
+        keys[i] = code[order[i]]
+    idx = order.copy()
+    tmp_k = np.empty_like(keys)
+    tmp_i = np.empty_like(idx)
+    mask = (1 << _RADIX_BITS) - 1
+    shift = 0
+    while shift < bits:
+        counts = np.zeros((1 << _RADIX_BITS) + 1, np.int64)
+        for i in range(n):
+            counts[((keys[i] >> shift) & mask) + 1] += 1
+        for j in range(1 << _RADIX_BITS):
+            counts[j + 1] += counts[j]
+        for i in range(n):
+            d = (keys[i] >> shift) & mask
+            p = counts[d]
+            counts[d] = p + 1
+            tmp_k[p] = keys[i]
+            tmp_i[p] = idx[i]
+        keys, tmp_k = tmp_k, keys
+        idx, tmp_i = tmp_i, idx
+        shift += _RADIX_BITS
+    return idx
+
+
+@njit(cache=True)
+def partition_variance(x, valid, ps, pe, ddof):
+    """Per row: the variance of its partition's valid values (two passes: mean, then squared
+    deviations); ``ok`` False where the partition has no more than ``ddof`` values."""
+    n = x.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        c = 0
+        mean = 0.0
+        for j in range(s, e):
+            if valid[j]:
+                c += 1
+                mean += x[j]
+        if c > ddof:
+            mean /= c
+            m2 = 0.0
+            for j in range(s, e):
+                if valid[j]:
+                    d = x[j] - mean
+                    m2 += d * d
+            v = m2 / (c - ddof)
+            for j in range(s, e):
+                out[j] = v
+                ok[j] = True
+        i = e
+    return out, ok
+
+
+@njit(cache=True)
+def partition_quantile(xs, valid, ps, pe, q):
+    """Per row: the interpolated ``q`` quantile of its partition, whose valid values come first and
+    ascending in ``xs``."""
+    n = xs.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        c = 0
+        while s + c < e and valid[s + c]:
+            c += 1
+        if c > 0:
+            pos = q * (c - 1)
+            lo = int(np.floor(pos))
+            hi = int(np.ceil(pos))
+            v = xs[s + lo] + (xs[s + hi] - xs[s + lo]) * (pos - lo)
+            for j in range(s, e):
+                out[j] = v
+                ok[j] = True
+        i = e
+    return out, ok
+
+
+@njit(cache=True)
+def partition_mode(order, key, valid, ps, pe):
+    """Per row: a row holding its partition's most frequent valid key (ties: the value that appears
+    first), -1 for none. ``order`` sorts each partition's rows by (valid first, key, row)."""
+    n = order.shape[0]
+    out = np.full(n, -1, np.int64)
+    i = 0
+    while i < n:
+        s = ps[i]
+        e = pe[i]
+        best = -1
+        best_count = 0
+        j = s
+        while j < e and valid[order[j]]:
+            r = j
+            while r < e and valid[order[r]] and key[order[r]] == key[order[j]]:
+                r += 1
+            first = order[j]
+            if r - j > best_count or (r - j == best_count and first < best):
+                best = first
+                best_count = r - j
+            j = r
+        for t in range(s, e):
+            out[t] = best
+        i = e
+    return out

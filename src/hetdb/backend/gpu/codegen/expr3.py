@@ -1,0 +1,248 @@
+"""Expression IR -> CUDA statements with SQL three-valued logic (validity travels with every value).
+
+Each subexpression becomes two locals, its value and whether it is valid (not NULL), emitted by an
+``Emitter`` into the per-row body of a generated pipeline kernel. Values are computed even under NULL
+(values under a NULL are always in range: codes are valid codes, numbers are numbers), so no branch
+is needed; validity follows SQL: strict operators are NULL when an operand is, AND/OR are Kleene,
+IS [NOT] NULL, COALESCE, CASE and IN with NULL items have their own rules.
+
+The value of a strict operator is the text expr_cuda.translate makes (the same exact-or-refuse rules
+as the dense fused path: no rounding rescale, no division that may hit zero). Subexpressions over one
+dictionary string column with a non-string result (LIKE, comparisons with string literals, string
+functions compared to something) become a *dictionary lookup*: the executor evaluates the
+subexpression once per dictionary with the operator kernels and the kernel reads ``lut[code]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hetdb import types as T
+from hetdb.backend.gpu.codegen.expr_cuda import Code, ExprError, ctype, literal, translate
+from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
+from hetdb.types import DataType
+
+# NULL in, NULL out does not hold for these (they may turn NULL operands into values)
+_EXTRACT = {"extract_year": 0, "extract_month": 1, "extract_day": 2}
+NON_STRICT = ("and", "or", "is_null", "is_not_null", "coalesce", "nullif", "concat")
+
+
+@dataclass(frozen=True)
+class Val:
+    """A computed value: C++ text of the value and of its validity (``"true"`` when never NULL)."""
+
+    value: str
+    valid: str
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A dictionary lookup the executor fills per dictionary: ``expr`` over the string column ``cid``."""
+
+    index: int
+    expr: Expr
+    cid: str
+
+
+def _zero(dtype: DataType) -> str:
+    if dtype.kind == "bool":
+        return "false"
+    return f"(({ctype(dtype)})0)"
+
+
+def _strict_only(expr: Expr) -> bool:
+    if isinstance(expr, Case):
+        return False
+    if isinstance(expr, Call) and expr.op in NON_STRICT:
+        return False
+    if isinstance(expr, Literal) and expr.value is None:
+        return False
+    return all(_strict_only(c) for c in expr.children())
+
+
+class Emitter:
+    """Emits the statements of one kernel body. ``load(cid)`` is called for a column that is not in
+    ``env`` yet (it emits the load and returns its Val, or None when unknown); ``dict_cids`` are the
+    dictionary-string columns whose codes the kernel sees."""
+
+    def __init__(self, load: Callable[[str], Val | None], dict_cids: frozenset[str]) -> None:
+        self.lines: list[str] = []
+        self.indent = 3
+        self.env: dict[str, Val] = {}
+        self._load = load
+        self.dict_cids = dict_cids
+        self.lookups: list[Lookup] = []
+        self._n = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def open(self, line: str) -> None:
+        self.emit(line)
+        self.indent += 1
+
+    def close(self) -> None:
+        self.indent -= 1
+        self.emit("}")
+
+    def temp(self, dtype: DataType, value: str, valid: str) -> Val:
+        name = f"e{self._n}"
+        self._n += 1
+        self.emit(f"const {ctype(dtype)} {name} = {value};")
+        if valid in ("true", "false"):
+            return Val(name, valid, dtype)
+        self.emit(f"const bool {name}v = {valid};")
+        return Val(name, f"{name}v", dtype)
+
+    def column(self, cid: str) -> Val:
+        v = self.env.get(cid)
+        if v is None:
+            v = self._load(cid)
+            if v is None:
+                raise ExprError(f"column {cid} is not available at this point of the pipeline")
+            self.env[cid] = v
+        return v
+
+    # ---- translation ----------------------------------------------------------------------------
+    def value(self, expr: Expr) -> Val:
+        if isinstance(expr, ColumnRef):
+            return self.column(expr.cid)
+        if isinstance(expr, Literal):
+            if expr.value is None:
+                return Val(_zero(expr.dtype) if expr.dtype.kind != "string" else "0", "false", expr.dtype)
+            return Val(literal(expr.value, expr.dtype), "true", expr.dtype)
+        cols = expr.columns()
+        if len(cols) == 1 and expr.dtype.kind != "string" and next(iter(cols)) in self.dict_cids \
+                and _strict_only(expr):
+            return self._lookup(expr, next(iter(cols)))
+        if isinstance(expr, Case):
+            return self._case(expr)
+        if isinstance(expr, Cast):
+            arg = self.value(expr.arg)
+            return self._strict(dataclasses.replace(expr, arg=self._ref(arg)), [arg])
+        if isinstance(expr, Call):
+            return self._call(expr)
+        raise ExprError(f"expression {expr} ({type(expr).__name__}) is not compiled")
+
+    def _ref(self, v: Val) -> ColumnRef:
+        return ColumnRef(v.dtype, f"@{v.value}", nullable=False)
+
+    def _strict(self, expr: Expr, args: list[Val]) -> Val:
+        """A NULL-propagating operator over already computed operands (ColumnRefs ``@name``)."""
+        env = {f"@{a.value}": Code(a.value, a.dtype) for a in args}
+        code = translate(expr, env)
+        valid = " && ".join(dict.fromkeys(a.valid for a in args if a.valid != "true")) or "true"
+        if any(a.valid == "false" for a in args):
+            return Val(_zero(expr.dtype), "false", expr.dtype)
+        return self.temp(expr.dtype, code.text, valid)
+
+    def _lookup(self, expr: Expr, cid: str) -> Val:
+        code = self.column(cid)
+        lk = next((x for x in self.lookups if x.expr == expr), None)
+        if lk is None:
+            lk = Lookup(len(self.lookups), expr, cid)
+            self.lookups.append(lk)
+        value = f"lut{lk.index}_val[{code.value}]"
+        if expr.dtype.kind == "bool":
+            value = f"(lut{lk.index}_val[{code.value}] != 0)"
+        valid = f"lut{lk.index}_valid[{code.value}]"
+        if code.valid != "true":
+            valid = f"{code.valid} && {valid}"
+        return self.temp(expr.dtype, value, valid)
+
+    def _call(self, expr: Call) -> Val:
+        op = expr.op
+        if op in ("and", "or"):
+            args = [self.value(a) for a in expr.args]
+            return self._kleene(op, args)
+        if op == "not":
+            a = self.value(expr.args[0])
+            return self.temp(T.BOOL, f"!{a.value}", a.valid)
+        if op in ("is_null", "is_not_null"):
+            a = self.value(expr.args[0])
+            text = f"!({a.valid})" if op == "is_null" else f"({a.valid})"
+            return self.temp(T.BOOL, text, "true")
+        if op == "coalesce":
+            return self._coalesce(expr)
+        if op in NON_STRICT:
+            raise ExprError(f"function {op} is not compiled")
+        if op == "in_list":
+            return self._in_list(expr)
+        if op in _EXTRACT:
+            a = self.value(expr.args[0])
+            if a.dtype.kind == "date":
+                days = f"(long long){a.value}"
+            elif a.dtype.kind == "timestamp":
+                days = f"pipe::floor_div({a.value}, 86400000000LL)"
+            else:
+                raise ExprError(f"{op} of {a.dtype} is not compiled")
+            return self.temp(expr.dtype, f"({ctype(expr.dtype)})pipe::civil_part({days}, {_EXTRACT[op]})", a.valid)
+        args = [self.value(a) for a in expr.args]
+        # literals stay literals (expr_cuda checks e.g. that a divisor is a non-zero literal)
+        refs = tuple(a if isinstance(a, Literal) and a.value is not None else self._ref(v)
+                     for a, v in zip(expr.args, args))
+        return self._strict(dataclasses.replace(expr, args=refs), args)
+
+    def _kleene(self, op: str, args: list[Val]) -> Val:
+        acc = args[0]
+        for b in args[1:]:
+            a = acc
+            if op == "and":
+                value = f"({a.value} || !({a.valid})) && ({b.value} || !({b.valid}))"
+                valid = (f"(({a.valid}) && ({b.valid})) || (({a.valid}) && !{a.value}) || "
+                         f"(({b.valid}) && !{b.value})")
+            else:
+                value = f"(({a.valid}) && {a.value}) || (({b.valid}) && {b.value})"
+                valid = (f"(({a.valid}) && ({b.valid})) || (({a.valid}) && {a.value}) || "
+                         f"(({b.valid}) && {b.value})")
+            acc = self.temp(T.BOOL, value, "true" if a.valid == b.valid == "true" else valid)
+        return acc
+
+    def _coalesce(self, expr: Call) -> Val:
+        args = [self.value(a) for a in expr.args]
+        t = expr.dtype
+        conv = [self._strict(Cast(t, self._ref(a)), [dataclasses.replace(a, valid="true")])
+                if a.dtype != t else a for a in args]
+        value, valid = conv[-1].value, args[-1].valid
+        for a, c in zip(reversed(args[:-1]), reversed(conv[:-1])):
+            value = f"(({a.valid}) ? {c.value} : {value})"
+            valid = f"(({a.valid}) || ({valid}))"
+        return self.temp(t, value, valid)
+
+    def _in_list(self, expr: Call) -> Val:
+        probe = self.value(expr.args[0])
+        items = [a for a in expr.args[1:]]
+        has_null = any(isinstance(a, Literal) and a.value is None for a in items)
+        present = [a for a in items if not (isinstance(a, Literal) and a.value is None)]
+        if present:
+            hit = self._strict(Call(T.BOOL, "in_list", (self._ref(probe), *present)),
+                               [dataclasses.replace(probe, valid="true")])
+            value = hit.value
+        else:
+            value = "false"
+        # x IN (...): TRUE on a match; NULL when x is NULL or (no match and a NULL item)
+        valid = probe.valid if not has_null else f"({probe.valid}) && {value}"
+        return self.temp(T.BOOL, value, valid)
+
+    def _case(self, expr: Case) -> Val:
+        t = expr.dtype
+        if expr.otherwise is None:
+            value, valid = _zero(t), "false"
+        else:
+            o = self.value(expr.otherwise)
+            o2 = self._strict(Cast(t, self._ref(o)), [dataclasses.replace(o, valid="true")]) if o.dtype != t else o
+            value, valid = o2.value, o.valid
+        branches = []
+        for cond, then in expr.whens:
+            c = self.value(cond)
+            v = self.value(then)
+            v2 = self._strict(Cast(t, self._ref(v)), [dataclasses.replace(v, valid="true")]) if v.dtype != t else v
+            branches.append((c, v2, v.valid))
+        for c, v, vv in reversed(branches):
+            test = f"(({c.valid}) && {c.value})"
+            value = f"({test} ? {v.value} : {value})"
+            valid = f"({test} ? ({vv}) : ({valid}))"
+        return self.temp(t, value, valid)

@@ -1,0 +1,360 @@
+"""CUDA source of a compiled pipeline (pure Python: no CuPy, no GPU needed).
+
+Produce/consume code generation in the style of HyPer, over Crystal's striped tiles: a block owns a
+tile of PL_BLOCK * PL_ITEMS rows, thread t handles rows t, t + PL_BLOCK, ... (coalesced loads), and
+for each row the generated body runs every stage in order. A filter that fails ``continue``s: at the
+top level that drops the row, inside a probe's match loop it drops that match. Columns load at their
+first use (after the filters before it), through pipe::PlainColumn, the decode abstraction of
+pipeline.cuh (plain pages are the identity decode). Probes look the row's normalised key up in the
+join build's hash table (hashing.GpuJoinTable): semi/anti/mark test for a match, inner/left/single
+loop over the build rows of the key (non-unique builds expand in the kernel; a left join runs the
+loop once with no build row when nothing matches). The sink inserts the group key into an
+open-addressing hash table in device memory and updates its accumulators with atomics.
+
+The kernel name is ``pipe_`` + a hash of the generated text; compile.py's cache keys the full source
+(headers inlined), NVRTC options, architecture, NVRTC and hetdb versions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from hetdb import types as T
+from hetdb.backend.gpu.codegen.expr3 import Emitter, ExprError, Lookup, Val
+from hetdb.backend.gpu.codegen.expr_cuda import ctype
+from hetdb.backend.gpu.codegen.pipeline_spec import (
+    AGG_OPS,
+    PROBE_KINDS,
+    FilterStage,
+    Input,
+    MaterializeSink,
+    PipelineSpec,
+    ProbeStage,
+    ProjectStage,
+)
+from hetdb.errors import UnsupportedError
+from hetdb.plan.expr import Cast, ColumnRef
+from hetdb.plan.exprutil import substitute
+
+PL_BLOCK = 128
+PL_ITEMS = 4
+PL_TILE = PL_BLOCK * PL_ITEMS
+HEADER = "pipeline.cuh"
+MAX_KEYS = 16
+_NAME = "@KERNEL_NAME@"
+_KEY_KINDS = ("int32", "int64", "date", "decimal", "timestamp", "float64", "bool")
+_ORDERED = ("int32", "int64", "date", "decimal", "timestamp", "float64")
+
+
+@dataclass(frozen=True)
+class Accumulator:
+    """One 8-byte accumulator per group slot: aggregate ``agg``'s state ``part`` ("sum", "cnt",
+    "val"); ``acc`` the fused:: struct; ``kind`` how to read it ("i64", "f64", "order_f64")."""
+
+    agg: int
+    part: str
+    acc: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class GroupKeyOut:
+    """How group key ``k`` comes back: its SQL type and, for strings, the cid whose dictionary
+    its codes index."""
+
+    dtype: T.DataType
+    dict_cid: str | None
+
+
+@dataclass(frozen=True)
+class PipelineKernel:
+    name: str
+    body: str
+    lookups: tuple[Lookup, ...]
+    accumulators: tuple[Accumulator, ...]
+    group_keys: tuple[GroupKeyOut, ...]
+    probe_payloads: tuple[tuple[Input, ...], ...]   # per probe, the payload columns passed in order
+    row_outputs: tuple[int, ...] = ()    # materialize: stage indexes whose build row is written
+    mark_outputs: tuple[int, ...] = ()   # materialize: stage indexes whose mark is written
+
+    def full_source(self) -> str:
+        from hetdb.backend.gpu.compile import load_source
+
+        return load_source(HEADER) + "\n" + self.body
+
+
+def generate_pipeline(spec: PipelineSpec) -> PipelineKernel:
+    """The kernel of ``spec``; UnsupportedError (saying which part) when something is not compiled."""
+    try:
+        return _Gen(spec).run()
+    except ExprError as e:
+        raise UnsupportedError(f"pipeline is not compiled: {e}") from None
+
+
+class _Gen:
+    def __init__(self, spec: PipelineSpec) -> None:
+        self.spec = spec
+        self.inputs = {i.cid: (k, i) for k, i in enumerate(spec.inputs)}
+        self.alias: dict[str, object] = {}  # projected cid -> expression over inputs and payload
+        self.payload: dict[str, tuple[int, int, Input]] = {}
+        self.probe_rows: dict[int, str] = {}
+        dict_cids = {i.cid for i in spec.inputs if i.dictionary}
+        for s in spec.stages:
+            if isinstance(s, ProbeStage):
+                dict_cids |= {p.cid for p in s.payload if p.dictionary}
+        self.em = Emitter(self._load, frozenset(dict_cids))
+        self.marks: dict[int, Val] = {}
+
+    # ---- loads ------------------------------------------------------------------------------------
+    def _load(self, cid: str) -> Val | None:
+        em = self.em
+        if cid in self.inputs:
+            k, inp = self.inputs[cid]
+            self._check_type(inp)
+            value = f"in{k}.load(row)"
+            valid = f"pipe::is_valid(val{k}, row)" if inp.nullable else "true"
+            return em.temp(inp.dtype, value, valid)
+        if cid in self.payload:
+            p, j, inp = self.payload[cid]
+            self._check_type(inp)
+            brow = self.probe_rows[p]
+            value = f"({brow} >= 0 ? b{p}_pay{j}[{brow}] : ({ctype(inp.dtype)})0)"
+            valid = f"{brow} >= 0" + (f" && pipe::is_valid(b{p}_payv{j}, {brow})" if inp.nullable else "")
+            return em.temp(inp.dtype, value, valid)
+        return None
+
+    @staticmethod
+    def _check_type(inp: Input) -> None:
+        if inp.dtype.kind == "string" and not inp.dictionary:
+            raise ExprError(f"column {inp.cid} is a plain (not dictionary-encoded) string")
+        ctype(inp.dtype)
+
+    # ---- stages -----------------------------------------------------------------------------------
+    def run(self) -> PipelineKernel:
+        em = self.em
+        for p, stage in enumerate(self.spec.stages):
+            if isinstance(stage, FilterStage):
+                v = em.value(self.sub(stage.predicate))
+                em.emit(f"if (!(({v.valid}) && {v.value})) continue;  // filter")
+            elif isinstance(stage, ProjectStage):
+                new = {cid: self.sub(e) for cid, e in stage.outputs
+                       if not (isinstance(e, ColumnRef) and e.cid == cid)}
+                self.alias.update(new)
+            else:
+                self.probe(p, stage)
+        if isinstance(self.spec.sink, MaterializeSink):
+            return self.finish([], [])
+        accs, keys = self.aggregate()
+        return self.finish(accs, keys)
+
+    def sub(self, e):
+        """``e`` over the kernel's inputs and payload columns (projections inlined)."""
+        return substitute(e, self.alias) if self.alias and e is not None else e
+
+    def probe(self, p: int, s: ProbeStage) -> None:
+        em = self.em
+        if s.kind not in PROBE_KINDS:
+            raise ExprError(f"{s.kind} join is not compiled")
+        if s.residual is not None and s.kind not in ("inner", "semi", "anti"):
+            raise ExprError(f"{s.kind} join with a residual condition is not compiled")
+        if not s.keys or len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
+            raise ExprError(f"join with {len(s.keys)} keys is not compiled")
+        em.emit(f"// probe {p}: {s.kind} join on {_comment(', '.join(map(str, s.keys)))}")
+        em.emit(f"i64 pb{p}[{len(s.keys)}];")
+        em.emit(f"bool pn{p} = false;")
+        em.emit(f"u64 ph{p} = HETDB_HASH_SEED;")
+        for c, (k, t) in enumerate(zip(s.keys, s.key_types)):
+            if t.kind not in _KEY_KINDS:
+                raise ExprError(f"join key {k} of type {t} is not compiled")
+            k = self.sub(k)
+            v = em.value(Cast(t, k) if k.dtype != t else k)
+            em.emit(f"pb{p}[{c}] = key_bits(({ctype(t)}){v.value});")
+            if v.valid != "true":
+                em.emit(f"pn{p} = pn{p} || !({v.valid});")
+            em.emit(f"ph{p} = pipe::hash_step(ph{p}, pb{p}[{c}]);")
+        em.emit(f"const i64 ps{p} = pn{p} ? -1 : pipe::probe_slot<{len(s.keys)}>(b{p}_slots, b{p}_mask, "
+                f"b{p}_keys, b{p}_n, b{p}_hashes, {len(s.keys)}, pb{p}, ph{p});")
+        brow = f"br{p}"
+        self.probe_rows[p] = brow
+        for j, inp in enumerate(s.payload):
+            self.payload[inp.cid] = (p, j, inp)
+        if s.kind in ("semi", "anti"):
+            if s.residual is None:
+                em.emit(f"if (ps{p} {'<' if s.kind == 'semi' else '>='} 0) continue;")
+                return
+            em.emit(f"bool hit{p} = false;")
+            em.open(f"if (ps{p} >= 0) for (i64 m{p} = b{p}_start[ps{p}]; "
+                    f"m{p} < b{p}_start[ps{p}] + b{p}_count[ps{p}]; ++m{p}) {{")
+            saved = dict(em.env)
+            em.emit(f"const i64 {brow} = b{p}_vidx == nullptr ? b{p}_rows[m{p}] : b{p}_vidx[b{p}_rows[m{p}]];")
+            r = em.value(self.sub(s.residual))
+            em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
+            em.close()
+            em.env = saved
+            em.emit(f"if ({'!' if s.kind == 'semi' else ''}hit{p}) continue;")
+            for inp in s.payload:
+                self.payload.pop(inp.cid)
+            return
+        if s.kind == "mark":
+            assert s.mark is not None
+            em.env[s.mark] = self.marks[p] = em.temp(
+                T.BOOL, f"ps{p} >= 0", f"ps{p} >= 0 || !(b{p}_nonempty && (b{p}_has_null || pn{p}))")
+            return
+        outer = s.kind in ("left", "single")
+        count = f"(ps{p} >= 0 ? b{p}_count[ps{p}] : {1 if outer else 0})"
+        em.emit(f"const i64 pc{p} = {count};")
+        if s.kind == "single":
+            em.emit(f"if (pc{p} > 1) atomicAdd(errors, 1ULL);")
+        em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
+        em.emit(f"const i64 {brow} = ps{p} < 0 ? -1 : (b{p}_vidx == nullptr ? "
+                f"b{p}_rows[b{p}_start[ps{p}] + m{p}] : b{p}_vidx[b{p}_rows[b{p}_start[ps{p}] + m{p}]]);")
+        if s.residual is not None:
+            r = em.value(self.sub(s.residual))
+            em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
+
+    def aggregate(self) -> tuple[list[Accumulator], list[GroupKeyOut]]:
+        em, sink = self.em, self.spec.sink
+        if len(sink.keys) > MAX_KEYS:
+            raise ExprError(f"{len(sink.keys)} group keys are more than {MAX_KEYS}")
+        em.emit("// aggregate: find or insert the group")
+        nk = len(sink.keys)
+        em.emit(f"i64 kb[{max(nk, 1)}];")
+        em.emit("i64 nb = 0;")
+        em.emit("u64 h = HETDB_HASH_SEED;")
+        keys = []
+        for k, e in enumerate(sink.keys):
+            e = self.sub(e)
+            dict_cid = None
+            if e.dtype.kind == "string":
+                if not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
+                    raise ExprError(f"group key {e} is a string that is not a dictionary column")
+                dict_cid = e.cid
+            elif e.dtype.kind not in _KEY_KINDS:
+                raise ExprError(f"group key {e} of type {e.dtype} is not compiled")
+            v = em.value(e)
+            bits = f"key_bits(({ctype(e.dtype)}){v.value})"
+            if v.valid == "true":
+                em.emit(f"kb[{k}] = {bits};")
+            else:
+                em.emit(f"kb[{k}] = ({v.valid}) ? {bits} : 0;")
+                em.emit(f"if (!({v.valid})) nb |= {1 << k}LL;")
+            em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
+            keys.append(GroupKeyOut(e.dtype, dict_cid))
+        em.emit("h = pipe::hash_step(h, nb);")
+        em.emit(f"const i64 g = pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, "
+                "g_used, g_max, g_overflow);")
+        em.emit("if (g < 0) continue;")
+        accs: list[Accumulator] = []
+
+        def acc(j: int, part: str, struct: str, kind: str, value: str, cond: str) -> None:
+            a = len(accs)
+            accs.append(Accumulator(j, part, struct, kind))
+            stmt = f"{struct}::add(acc{a} + g, {value});"
+            em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+
+        for j, (op, arg) in enumerate(sink.aggs):
+            if op not in AGG_OPS:
+                raise ExprError(f"aggregate {op} is not compiled")
+            if op == "count_star":
+                acc(j, "cnt", "fused::AccSumI64", "i64", "1LL", "true")
+                continue
+            if arg is None:
+                raise ExprError(f"aggregate {op} needs an argument")
+            arg = self.sub(arg)
+            v = em.value(arg)
+            kind = arg.dtype.kind
+            if op == "count":
+                acc(j, "cnt", "fused::AccSumI64", "i64", "1LL", v.valid)
+                continue
+            if kind not in _ORDERED:
+                raise ExprError(f"{op} of {arg.dtype} is not compiled")
+            f64 = kind == "float64"
+            if op in ("sum", "avg"):
+                if f64:
+                    acc(j, "sum", "fused::AccSumF64", "f64", f"(double){v.value}", v.valid)
+                else:
+                    acc(j, "sum", "fused::AccSumI64", "i64", f"(long long){v.value}", v.valid)
+            else:
+                name = "Min" if op == "min" else "Max"
+                if f64:
+                    acc(j, "val", f"fused::Acc{name}F64", "order_f64", f"(double){v.value}", v.valid)
+                else:
+                    acc(j, "val", f"fused::Acc{name}I64", "i64", f"(long long){v.value}", v.valid)
+            acc(j, "cnt", "fused::AccSumI64", "i64", "1LL", v.valid)
+        return accs, keys
+
+    # ---- assembly ---------------------------------------------------------------------------------
+    def finish(self, accs: list[Accumulator], keys: list[GroupKeyOut]) -> PipelineKernel:
+        spec, em = self.spec, self.em
+        params: list[str] = []
+        for k, inp in enumerate(spec.inputs):
+            params.append(f"const {ctype(inp.dtype)}* __restrict__ col{k}")
+            if inp.nullable:
+                params.append(f"const bool* __restrict__ val{k}")
+        params.append("long long n")
+        params.append("long long num_tiles")
+        for lk in em.lookups:
+            params += [f"const {ctype(lk.expr.dtype)}* __restrict__ lut{lk.index}_val",
+                       f"const bool* __restrict__ lut{lk.index}_valid"]
+        payloads = []
+        for p, s in enumerate(spec.stages):
+            if not isinstance(s, ProbeStage):
+                continue
+            params += [f"const i64* __restrict__ b{p}_slots", f"u64 b{p}_mask",
+                       f"const i64* __restrict__ b{p}_keys", f"i64 b{p}_n",
+                       f"const u64* __restrict__ b{p}_hashes", f"const i64* __restrict__ b{p}_start",
+                       f"const i64* __restrict__ b{p}_count", f"const i64* __restrict__ b{p}_rows",
+                       f"const i64* __restrict__ b{p}_vidx", f"int b{p}_nonempty", f"int b{p}_has_null"]
+            for j, inp in enumerate(s.payload):
+                params.append(f"const {ctype(inp.dtype)}* __restrict__ b{p}_pay{j}")
+                if inp.nullable:
+                    params.append(f"const bool* __restrict__ b{p}_payv{j}")
+            payloads.append(s.payload)
+        rows_out = tuple(p for p in self.probe_rows if spec.stages[p].kind in ("inner", "left", "single"))
+        marks_out = tuple(sorted(self.marks))
+        if isinstance(spec.sink, MaterializeSink):
+            params += ["long long* __restrict__ out_rows", "unsigned long long out_cap",
+                       "unsigned long long* __restrict__ out_count"]
+            params += [f"long long* __restrict__ out_b{p}" for p in rows_out]
+            params += [f"signed char* __restrict__ out_m{p}" for p in marks_out]
+            em.emit("// materialize: a warp-aggregated output position")
+            em.emit("const unsigned long long o = pipe::claim(out_count);")
+            em.open("if (o < out_cap) {")
+            em.emit("out_rows[o] = row;")
+            for p in rows_out:
+                em.emit(f"out_b{p}[o] = br{p};")
+            for p in marks_out:
+                m = self.marks[p]
+                em.emit(f"out_m{p}[o] = ({m.valid}) ? ({m.value} ? 1 : 0) : 2;")
+            em.close()
+        else:
+            params += ["int* __restrict__ g_state", "i64* __restrict__ g_keys", "u64 g_mask",
+                       "unsigned long long* __restrict__ g_used", "u64 g_max",
+                       "unsigned long long* __restrict__ g_overflow"]
+        params += [f"i64* __restrict__ acc{a}" for a in range(len(accs))]
+        params.append("unsigned long long* __restrict__ errors")
+        out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
+        out += [f"#define PL_BLOCK {PL_BLOCK}", f"#define PL_ITEMS {PL_ITEMS}", f"#define PL_TILE {PL_TILE}",
+                f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
+                "    " + ",\n    ".join(params) + ") {"]
+        out += [f"  const pipe::PlainColumn<{ctype(inp.dtype)}> in{k}{{col{k}}};"
+                for k, inp in enumerate(spec.inputs)]
+        out += ["  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
+                "#pragma unroll",
+                "    for (int it = 0; it < PL_ITEMS; ++it) {",
+                "      const long long row = t * PL_TILE + threadIdx.x + it * PL_BLOCK;",
+                "      if (row >= n) continue;"]
+        out += em.lines
+        while em.indent > 3:
+            em.close()
+            out.append(em.lines[-1])
+        out += ["    }", "  }", "}"]
+        body = "\n".join(out) + "\n"
+        name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
+        return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
+                              tuple(payloads), rows_out, marks_out)
+
+
+def _comment(text: str) -> str:
+    return text.replace("*/", "* /").replace("\n", " ")

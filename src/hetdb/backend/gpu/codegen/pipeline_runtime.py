@@ -1,0 +1,216 @@
+"""Running compiled pipelines on the GPU: argument marshalling, the hash-aggregation table of one
+launch (sized optimistically, rerun with twice the slots when it overflows), and reading the groups
+back as key and accumulator arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK, PL_TILE, PipelineKernel, generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_spec import PipelineSpec, ProbeStage
+from hetdb.backend.gpu.codegen.runtime import I64_MAX, I64_MIN, compile_source
+from hetdb.column import Column
+from hetdb.errors import HetdbError
+
+MIN_SLOTS = 1 << 10
+MAX_SLOTS = 1 << 30
+LOAD = 0.7  # a launch whose groups fill more of its table reruns with twice the slots
+_IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I64_MAX,
+             "fused::AccMaxI64": I64_MIN, "fused::AccMinF64": I64_MAX, "fused::AccMaxF64": I64_MIN}
+
+
+@dataclass
+class ProbeInput:
+    """A finished join build as the kernel probes it: ``table`` a hashing.GpuJoinTable (None when
+    no build row has a non-NULL key), ``valid_idx`` table row -> build row (None: identity),
+    ``payload`` the build columns of the stage's payload, in order."""
+
+    table: Any
+    valid_idx: Any
+    payload: list[Column]
+    nonempty: bool
+    has_null_key: bool
+
+
+@dataclass
+class Groups:
+    """The groups of one launch: per key (values, validity or None), per accumulator its array."""
+
+    keys: list[tuple[Any, Any]]
+    accumulators: list[Any]
+    num_groups: int
+
+
+class CompiledPipeline:
+    """A generated pipeline kernel; the module compiles (or loads from the disk cache) at first use."""
+
+    def __init__(self, spec: PipelineSpec) -> None:
+        self.spec = spec
+        self.kernel: PipelineKernel = generate_pipeline(spec)
+        self._function: Any = None
+        self.slots_hint = MIN_SLOTS
+
+    @property
+    def source(self) -> str:
+        return self.kernel.full_source()
+
+    def function(self) -> Any:
+        if self._function is None:
+            self._function = compile_source(self.source, "pipeline.cu").function(self.kernel.name)
+        return self._function
+
+    def _args(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+              probes: list[ProbeInput]) -> list[Any]:
+        import cupy
+
+        args: list[Any] = []
+        for inp in self.spec.inputs:
+            col = columns[inp.cid]
+            args.append(cupy.ascontiguousarray(col.data))
+            if inp.nullable:
+                args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
+        args += [np.int64(n), np.int64(-(-n // PL_TILE))]
+        if len(lookups) != len(self.kernel.lookups):
+            raise ValueError(f"kernel has {len(self.kernel.lookups)} dictionary lookups, got {len(lookups)}")
+        for values, valid in lookups:
+            args += [values, valid]
+        stages = [s for s in self.spec.stages if isinstance(s, ProbeStage)]
+        if len(probes) != len(stages):
+            raise ValueError(f"kernel has {len(stages)} probes, got {len(probes)} build sides")
+        empty = cupy.full(1, -1, dtype=cupy.int64)
+        for stage, pr in zip(stages, probes):
+            t = pr.table
+            if t is None:
+                args += [empty, np.uint64(0), empty, np.int64(0), empty.view(cupy.uint64), empty, empty,
+                         empty, np.uint64(0)]
+            else:
+                args += [t.slots, np.uint64(t.capacity - 1), t.keys, np.int64(t.num_rows), t.hashes,
+                         t.slot_start, t.slot_count, t.slot_rows,
+                         np.uint64(0) if pr.valid_idx is None else pr.valid_idx.astype(cupy.int64)]
+            args += [np.int32(1 if pr.nonempty else 0), np.int32(1 if pr.has_null_key else 0)]
+            if len(pr.payload) != len(stage.payload):
+                raise ValueError(f"probe declares {len(stage.payload)} payload columns, got {len(pr.payload)}")
+            for inp, col in zip(stage.payload, pr.payload):
+                args.append(cupy.ascontiguousarray(col.data))
+                if inp.nullable:
+                    args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
+        return args
+
+    def aggregate(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+                  probes: list[ProbeInput]) -> Groups:
+        """Run the pipeline over ``n`` rows and return its groups (one launch; reruns with a larger
+        table when the groups did not fit)."""
+        import cupy
+
+        from hetdb.backend.gpu.compile import launch
+
+        base = self._args(columns, n, lookups, probes)
+        nk = len(self.kernel.group_keys)
+        slots = self.slots_hint
+        while True:
+            state = cupy.zeros(slots, dtype=cupy.int32)
+            keys = cupy.empty((nk + 1) * slots, dtype=cupy.int64)
+            used = cupy.zeros(1, dtype=cupy.uint64)
+            overflow = cupy.zeros(1, dtype=cupy.uint64)
+            errors = cupy.zeros(1, dtype=cupy.uint64)
+            accs = [cupy.full(slots, _IDENTITY[a.acc], dtype=cupy.int64) for a in self.kernel.accumulators]
+            tiles = -(-n // PL_TILE)
+            if tiles:
+                launch(self.function(), min(tiles, 65536), PL_BLOCK,
+                       (*base, state, keys, np.uint64(slots - 1), used, np.uint64(int(slots * LOAD)), overflow,
+                        *accs, errors))
+            if int(errors[0]):
+                raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                                 "(DuckDB reports: More than one row returned by a subquery used as an "
+                                 "expression); add LIMIT 1 or an aggregate")
+            if not int(overflow[0]):
+                break
+            if slots >= MAX_SLOTS:
+                raise HetdbError(f"a compiled aggregation has more than {int(MAX_SLOTS * LOAD)} groups in one "
+                                 "batch; use a smaller batch_rows")
+            # one rerun at most when no probe expands rows: a batch of n rows has at most n groups
+            slots = min(MAX_SLOTS, max(slots * 2, 1 << max(0, int(n / LOAD)).bit_length()))
+            self.slots_hint = max(self.slots_hint, slots)
+        occupied = cupy.flatnonzero(state == 2)
+        g = int(occupied.shape[0])
+        kmat = keys.reshape(nk + 1, slots)[:, occupied]
+        out_keys = []
+        for k, key in enumerate(self.kernel.group_keys):
+            valid = ((kmat[nk] >> k) & 1) == 0
+            out_keys.append((_decode_bits(cupy, kmat[k], key.dtype), None if bool(valid.all()) else valid))
+        values = []
+        for a, arr in zip(self.kernel.accumulators, accs):
+            v = arr[occupied]
+            if a.kind == "f64":
+                v = v.view(cupy.float64)
+            elif a.kind == "order_f64":
+                v = cupy.where(v >= 0, v, v ^ I64_MAX).view(cupy.float64)
+            values.append(v)
+        return Groups(out_keys, values, g)
+
+
+def _decode_bits(xp: Any, bits: Any, dtype: Any) -> Any:
+    """Values of type ``dtype`` from their normalised key bits (common.cuh key_bits)."""
+    kind = dtype.kind
+    if kind == "float64":
+        return bits.view(xp.float64)
+    if kind == "bool":
+        return bits != 0
+    if kind == "string":
+        return bits.astype(xp.int32)  # dictionary codes
+    return bits.astype(dtype.numpy_dtype)
+
+
+@dataclass
+class Selected:
+    """Rows that came out of a materializing pipeline, in (row, build rows) order: the input row,
+    the build row per expanding probe (-1: no match of a left join) and per mark 0/1/2 (NULL)."""
+
+    rows: Any
+    build_rows: dict[int, Any]
+    marks: dict[int, Any]
+
+
+def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+           probes: list[ProbeInput]) -> Selected:
+    """Run a materializing pipeline over ``n`` rows (one launch; once more with the exact output size
+    when matches expanded past the first guess)."""
+    import cupy
+
+    from hetdb.backend.gpu.compile import launch
+
+    k = pipeline.kernel
+    base = pipeline._args(columns, n, lookups, probes)
+    cap = max(n, 1)
+    while True:
+        rows = cupy.empty(cap, dtype=cupy.int64)
+        brows = {p: cupy.empty(cap, dtype=cupy.int64) for p in k.row_outputs}
+        marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
+        count = cupy.zeros(1, dtype=cupy.uint64)
+        errors = cupy.zeros(1, dtype=cupy.uint64)
+        tiles = -(-n // PL_TILE)
+        if tiles:
+            launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
+                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors))
+        if int(errors[0]):
+            raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                             "(DuckDB reports: More than one row returned by a subquery used as an "
+                             "expression); add LIMIT 1 or an aggregate")
+        total = int(count[0])
+        if total <= cap:
+            break
+        cap = total
+    rows = rows[:total]
+    brows = {p: b[:total] for p, b in brows.items()}
+    marks = {p: m[:total] for p, m in marks.items()}
+    # warps claim output positions in whatever order they run: restore the operators' row order
+    # (input row, then build row of each probe, ascending)
+    if total > 1:
+        order = cupy.lexsort(cupy.stack([*reversed(list(brows.values())), rows])) if brows else cupy.argsort(rows)
+        rows = rows[order]
+        brows = {p: b[order] for p, b in brows.items()}
+        marks = {p: m[order] for p, m in marks.items()}
+    return Selected(rows, brows, marks)

@@ -1,0 +1,125 @@
+// Building blocks of kernels made by the general pipeline compiler (hetdb/backend/gpu/codegen/
+// pipeline_gen.py): column page loads behind a decode abstraction, validity, hash-table probes of
+// join builds (GpuJoinTable of hashing.py) and find-or-insert into a hash-aggregation table.
+// The generated kernel is per-row code inside a Crystal-style striped tile loop; everything with a
+// loop lives here. Compiles under NVRTC and nvcc.
+#pragma once
+#include "common.cuh"
+#include "fused_pipeline.cuh"
+
+namespace pipe {
+
+// One column of the rows a launch reads. load(row) returns the decoded value of a row: plain pages
+// are the identity decode (a load from the value array); compressed page kinds decode here, so the
+// generated code never changes with a page's encoding.
+template <typename T>
+struct PlainColumn {
+  const T* __restrict__ values;
+  __device__ __forceinline__ T load(i64 row) const { return values[row]; }
+};
+
+// Validity as one byte per row (Column.validity on the device); a null pointer means "no NULLs".
+__device__ __forceinline__ bool is_valid(const bool* __restrict__ valid, i64 row) {
+  return valid == nullptr || valid[row];
+}
+
+// Row hash of normalised key bits, as hash_rows in hash.cu: h = splitmix64(h ^ bits) per key.
+__device__ __forceinline__ u64 hash_step(u64 h, i64 bits) { return splitmix64(h ^ (u64)bits); }
+
+// Build side of a hash join (hashing.py GpuJoinTable): the slot whose key equals `bits` (num_keys
+// normalised keys of the probe row, hash h), or -1. Keys are compared in full, never by sentinel.
+template <int MAX_KEYS>
+__device__ __forceinline__ i64 probe_slot(const i64* __restrict__ slots, u64 mask,
+                                          const i64* __restrict__ build_keys, i64 build_n,
+                                          const u64* __restrict__ build_hashes, int num_keys,
+                                          const i64 (&bits)[MAX_KEYS], u64 h) {
+  if (build_n == 0) return -1;
+  u64 s = h & mask;
+  while (true) {
+    const i64 cand = slots[s];
+    if (cand < 0) return -1;
+    if (build_hashes[cand] == h) {
+      bool eq = true;
+      for (int c = 0; c < num_keys; ++c) eq = eq && build_keys[(i64)c * build_n + cand] == bits[c];
+      if (eq) return (i64)s;
+    }
+    s = (s + 1) & mask;
+  }
+}
+
+// Hash-aggregation table: `state[s]` is 0 (empty), 1 (being written) or 2 (keys published);
+// `keys` holds num_keys key bits plus one word of key validity bits per slot (column-major,
+// capacity rows). Returns the slot of the row's group, or -1 when the table is too full (the
+// launch then reports overflow and the host reruns it with a larger table).
+template <int MAX_KEYS>
+__device__ __forceinline__ i64 group_slot(int* __restrict__ state, i64* __restrict__ keys, u64 mask,
+                                          int num_keys, const i64 (&bits)[MAX_KEYS], i64 null_bits, u64 h,
+                                          unsigned long long* __restrict__ used, u64 max_used,
+                                          unsigned long long* __restrict__ overflow) {
+  const i64 cap = (i64)mask + 1;
+  u64 s = h & mask;
+  for (i64 step = 0; step < cap; ++step) {
+    int st = ((volatile int*)state)[s];
+    if (st == 0) {
+      if (atomicCAS(&state[s], 0, 1) == 0) {
+        if (atomicAdd(used, 1ULL) >= max_used) {
+          atomicExch(&state[s], 0);  // leave the slot empty: this launch is rerun anyway
+          atomicAdd(overflow, 1ULL);
+          return -1;
+        }
+        for (int c = 0; c < num_keys; ++c) keys[(i64)c * cap + s] = bits[c];
+        keys[(i64)num_keys * cap + s] = null_bits;
+        __threadfence();
+        atomicExch(&state[s], 2);
+        return (i64)s;
+      }
+      st = ((volatile int*)state)[s];
+    }
+    while (st == 1) st = ((volatile int*)state)[s];  // another thread publishes this slot's keys
+    if (st == 2) {
+      __threadfence();
+      const volatile i64* vk = keys;
+      bool eq = vk[(i64)num_keys * cap + s] == null_bits;
+      for (int c = 0; c < num_keys && eq; ++c) eq = vk[(i64)c * cap + s] == bits[c];
+      if (eq) return (i64)s;
+    } else {
+      continue;  // the slot was given back (overflow elsewhere): try it again
+    }
+    s = (s + 1) & mask;
+  }
+  atomicAdd(overflow, 1ULL);
+  return -1;
+}
+
+// Floor division (Python's //) for a positive divisor.
+__device__ __forceinline__ i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Proleptic Gregorian (year, month, day) of days since 1970-01-01; part 0 year, 1 month, 2 day
+// (the same arithmetic as exec/expr_functions.civil_from_days).
+__device__ __forceinline__ i64 civil_part(i64 days, int part) {
+  const i64 z = days + 719468;
+  const i64 era = floor_div(z, 146097);
+  const i64 doe = z - era * 146097;
+  const i64 yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const i64 doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const i64 mp = (5 * doy + 2) / 153;
+  const i64 d = doy - (153 * mp + 2) / 5 + 1;
+  const i64 m = mp < 10 ? mp + 3 : mp - 9;
+  if (part == 2) return d;
+  if (part == 1) return m;
+  return yoe + era * 400 + (m <= 2 ? 1 : 0);
+}
+
+// Output position of the calling thread among the threads of its warp that call it together:
+// one atomicAdd per warp (warp-aggregated), positions in lane order.
+__device__ __forceinline__ unsigned long long claim(unsigned long long* __restrict__ counter) {
+  const unsigned mask = __activemask();
+  const int lane = threadIdx.x & 31;
+  const int leader = __ffs(mask) - 1;
+  unsigned long long base = 0;
+  if (lane == leader) base = atomicAdd(counter, (unsigned long long)__popc(mask));
+  base = __shfl_sync(mask, base, leader);
+  return base + (unsigned long long)__popc(mask & ((1u << lane) - 1u));
+}
+
+}  // namespace pipe

@@ -1,0 +1,330 @@
+"""Lightweight encodings of one page's fixed-width values, and the per-page choice among them.
+
+Every encoded (non-plain) data section starts with a 16-byte header::
+
+    uint8 codec id, uint8 value bytes (1, 4 or 8), uint16 0, uint32 n, int64 parameter
+
+followed by the codec's body (every part 8-byte aligned; BP = ``bitpack`` stream):
+
+    const   (none)                          parameter = the value
+    for     BP(n values)
+    delta   int64 base[nb], BP(n deltas)    delta j = v[j] - v[j-1] inside a block, 0 at a block's
+                                            first value; base[b] = the block's first value
+    rle     BP(R run values), int64 start[nbR], BP(R run lengths)   parameter = R; nbR = blocks of
+                                            R runs; start[b] = first row of run-block b's first run, so
+                                            a run's end = start of its block + lengths up to it
+    dict    int64 values[K] (sorted), BP(n codes)  parameter = K
+
+Values are integers of the physical width: int32 (INTEGER, DATE, dictionary string codes) and
+int64 (BIGINT, TIMESTAMP, DECIMAL as scaled int64) sign-extended to int64, BOOLEAN bytes, and
+FLOAT64 *bit patterns* (an int64 view, so every encoding is bit-exact: NaN payloads, -0.0,
+infinities). Arithmetic wraps at 64 bits, so int64 extremes round-trip.
+
+``plain`` has no header: the data section is the raw value array, exactly as in format version 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hetdb.codec import bitpack
+from hetdb.codec.bitpack import BLOCK
+
+PLAIN = "plain"
+CONST = "const"
+FOR = "for"
+DELTA = "delta"
+RLE = "rle"
+DICT = "dict"
+# Candidate order = decode cost, cheapest first: a size tie goes to the earlier one.
+CODECS = (CONST, PLAIN, FOR, DICT, DELTA, RLE)
+CODEC_IDS = {CONST: 1, FOR: 2, DELTA: 3, RLE: 4, DICT: 5}
+HEADER = 16
+# Integer dictionaries are tried only when a sample of the page has at most this many distinct values.
+DICT_SAMPLE = 8192
+DICT_SAMPLE_MAX_DISTINCT = 4096
+MAX_DICT_VALUES = 1 << 16
+
+
+class CodecError(ValueError):
+    """An encoded data section is inconsistent (the reader turns it into CorruptDataError)."""
+
+
+def as_int64(values: np.ndarray) -> np.ndarray:
+    """The int64 image the encodings work on (sign-extended ints, bool bytes, float bit patterns)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.float64:
+        return values.view(np.int64)
+    if values.dtype == np.bool_:
+        return values.view(np.uint8).astype(np.int64)
+    return values.astype(np.int64, copy=False)
+
+
+@njit(cache=True, nogil=True)
+def _runs(v: np.ndarray) -> int:
+    runs = 1
+    for j in range(1, v.shape[0]):
+        if v[j] != v[j - 1]:
+            runs += 1
+    return runs
+
+
+@njit(cache=True, nogil=True)
+def _run_values_ends(v: np.ndarray, runs: int) -> tuple[np.ndarray, np.ndarray]:
+    values = np.empty(runs, np.int64)
+    ends = np.empty(runs, np.int64)
+    r = 0
+    values[0] = v[0]
+    for j in range(1, v.shape[0]):
+        if v[j] != v[j - 1]:
+            ends[r] = j
+            r += 1
+            values[r] = v[j]
+    ends[r] = v.shape[0]
+    return values, ends
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _block_deltas_one(v: np.ndarray, b: int, d: np.ndarray) -> None:
+    start = b * BLOCK
+    d[start] = 0
+    for j in range(start + 1, min(v.shape[0], start + BLOCK)):
+        d[j] = v[j] - v[j - 1]
+
+
+@njit(cache=True, nogil=True)
+def _block_deltas_serial(v: np.ndarray, d: np.ndarray) -> None:
+    for b in range((v.shape[0] + BLOCK - 1) // BLOCK):
+        _block_deltas_one(v, b, d)
+
+
+def _block_deltas(v: np.ndarray) -> np.ndarray:
+    d = np.empty(v.shape[0], np.int64)
+    _block_deltas_serial(v, d)
+    return d
+
+
+def _header(codec: str, itemsize: int, n: int, param: int) -> np.ndarray:
+    h = np.zeros(HEADER, np.uint8)
+    h[0] = CODEC_IDS[codec]
+    h[1] = itemsize
+    h[4:8] = np.frombuffer(np.uint32(n).tobytes(), np.uint8)
+    h[8:16] = np.frombuffer(np.int64(param).tobytes(), np.uint8)
+    return h
+
+
+def _candidates(v: np.ndarray, itemsize: int, codecs: tuple[str, ...], force: bool) -> dict:
+    """{codec: (encoded size, builder of the bytes)} for the codecs of ``codecs`` that apply to ``v``
+    (``force``: skip the cheap pre-checks that keep hopeless RLE and dictionary attempts short)."""
+    n = int(v.shape[0])
+    out: dict = {}
+    refs, widths = bitpack.block_params(v)
+    if CONST in codecs and refs.min() == refs.max() and not widths.any():
+        out[CONST] = (HEADER, lambda: _header(CONST, itemsize, n, int(v[0])))
+    if FOR in codecs:
+        out[FOR] = (HEADER + bitpack.stream_size(widths),
+                    lambda: np.concatenate([_header(FOR, itemsize, n, 0), bitpack.pack(v, refs, widths)]))
+    if DELTA in codecs:
+        d = _block_deltas(v)
+        d_refs, d_widths = bitpack.block_params(d)
+        out[DELTA] = (HEADER + 8 * int(refs.shape[0]) + bitpack.stream_size(d_widths),
+                      lambda: np.concatenate([_header(DELTA, itemsize, n, 0), v[::BLOCK].copy().view(np.uint8),
+                                              bitpack.pack(d, d_refs, d_widths)]))
+    if RLE in codecs:
+        runs = _runs(v)
+        if force or runs * 2 <= n:
+            rv, re = _run_values_ends(v, runs)
+            starts = np.concatenate(([0], re[:-1]))
+            lengths = re - starts
+            rv_p, rl_p = bitpack.block_params(rv), bitpack.block_params(lengths)
+            out[RLE] = (HEADER + bitpack.stream_size(rv_p[1]) + 8 * int(rv_p[0].shape[0])
+                        + bitpack.stream_size(rl_p[1]),
+                        lambda: np.concatenate([_header(RLE, itemsize, n, runs), bitpack.pack(rv, *rv_p),
+                                                starts[::BLOCK].copy().view(np.uint8),
+                                                bitpack.pack(lengths, *rl_p)]))
+    if DICT in codecs and (force or _dict_may_win(v, widths)):
+        uniq = np.unique(v)
+        if uniq.shape[0] <= MAX_DICT_VALUES:
+            codes = np.searchsorted(uniq, v).astype(np.int64)
+            c_p = bitpack.block_params(codes)
+            out[DICT] = (HEADER + 8 * int(uniq.shape[0]) + bitpack.stream_size(c_p[1]),
+                         lambda: np.concatenate([_header(DICT, itemsize, n, int(uniq.shape[0])),
+                                                 uniq.view(np.uint8), bitpack.pack(codes, *c_p)]))
+    return out
+
+
+def _dict_may_win(v: np.ndarray, widths: np.ndarray) -> bool:
+    """A sample has few distinct values, and fewer bits would number them than FOR spends per value
+    (else a dictionary cannot be smaller): keeps the sort of a whole page for the pages it may pay on."""
+    k = len(np.unique(v[:: max(1, v.shape[0] // DICT_SAMPLE)]))
+    return k <= DICT_SAMPLE_MAX_DISTINCT and (k - 1).bit_length() < int(widths.max())
+
+
+def _encodable(values: np.ndarray) -> bool:
+    return 0 < values.shape[0] < 1 << 32 and values.dtype.itemsize in (1, 4, 8)
+
+
+def encode(values: np.ndarray, codecs: tuple[str, ...] = CODECS) -> tuple[np.ndarray, str]:
+    """The smallest encoding of ``values`` among ``codecs`` and plain (a size tie goes to the cheaper
+    decode): (data section bytes, codec name)."""
+    plain = np.ascontiguousarray(values).view(np.uint8).reshape(-1)
+    if not _encodable(values):
+        return plain, PLAIN
+    candidates = _candidates(as_int64(values), values.dtype.itemsize, codecs, force=False)
+    candidates[PLAIN] = (plain.shape[0], lambda: plain)
+    best = min((c for c in CODECS if c in candidates), key=lambda c: candidates[c][0])
+    size, build = candidates[best]
+    out = build()
+    if out.shape[0] != size:
+        raise AssertionError(f"{best}: encoded {out.shape[0]} bytes, predicted {size}")
+    return out, best
+
+
+def encode_as(values: np.ndarray, codec: str) -> np.ndarray:
+    """``values`` in ``codec`` even where another encoding is smaller (tests, decode benchmarks);
+    ValueError when the codec cannot hold them (const of unequal values, a dictionary over 65536
+    values, an empty or over-long page)."""
+    if codec == PLAIN:
+        return np.ascontiguousarray(values).view(np.uint8).reshape(-1)
+    if not _encodable(values):
+        raise ValueError(f"{codec} needs 1 to 2**32-1 values of 1, 4 or 8 bytes")
+    candidates = _candidates(as_int64(values), values.dtype.itemsize, (codec,), force=True)
+    if codec not in candidates:
+        raise ValueError(f"{codec} cannot encode these values")
+    return candidates[codec][1]()
+
+
+# ---- decoding ----------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, inline="always")
+def _delta_block(bases: np.ndarray, directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray,
+                 b: int) -> None:
+    count = min(BLOCK, n - b * BLOCK)
+    d = np.empty(BLOCK, np.int64)
+    bitpack.unpack_block(directory, words, b, count, d, 0)
+    acc = bases[b]
+    start = b * BLOCK
+    for j in range(count):
+        acc += d[j]
+        out[start + j] = acc
+
+
+@njit(cache=True, nogil=True)
+def _delta_serial(bases, directory, words, n, out) -> None:
+    for b in range((n + BLOCK - 1) // BLOCK):
+        _delta_block(bases, directory, words, n, out, b)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rle_run(values: np.ndarray, ends: np.ndarray, out: np.ndarray, r: int) -> bool:
+    start = 0 if r == 0 else ends[r - 1]
+    end = ends[r]
+    if start > end or end > out.shape[0] or (r == values.shape[0] - 1 and end != out.shape[0]):
+        return False
+    v = values[r]
+    for j in range(start, end):
+        out[j] = v
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _rle_serial(values, ends, out) -> bool:
+    ok = True
+    for r in range(values.shape[0]):
+        ok &= _rle_run(values, ends, out, r)
+    return ok
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dict_block(values: np.ndarray, directory: np.ndarray, words: np.ndarray, n: int, out: np.ndarray,
+                b: int) -> bool:
+    count = min(BLOCK, n - b * BLOCK)
+    c = np.empty(BLOCK, np.int64)
+    bitpack.unpack_block(directory, words, b, count, c, 0)
+    start = b * BLOCK
+    k = values.shape[0]
+    ok = True
+    for j in range(count):
+        code = c[j]
+        if code < 0 or code >= k:
+            ok = False
+            code = 0
+        out[start + j] = values[code]
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def _dict_serial(values, directory, words, n, out) -> bool:
+    ok = True
+    for b in range((n + BLOCK - 1) // BLOCK):
+        ok &= _dict_block(values, directory, words, n, out, b)
+    return ok
+
+
+def decode_into(buf: np.ndarray, codec: str, n: int, out: np.ndarray) -> None:
+    """Decode data section ``buf`` (uint8) of ``codec`` holding ``n`` values into ``out`` (an integer
+    view of the destination array); CodecError when the bytes are inconsistent."""
+    if codec == PLAIN:
+        if buf.shape[0] != out.nbytes:
+            raise CodecError("plain data section size does not match the value count")
+        out.view(np.uint8)[:] = buf
+        return
+    if codec not in CODEC_IDS:
+        raise CodecError(f"unknown encoding {codec!r}")
+    if buf.shape[0] < HEADER or buf[0] != CODEC_IDS[codec] or buf[1] != out.dtype.itemsize \
+            or int(buf[4:8].view(np.uint32)[0]) != n:
+        raise CodecError(f"{codec} header does not match the page (codec, width or value count)")
+    param = int(buf[8:16].view(np.int64)[0])
+    body = buf[HEADER:]
+    try:
+        if codec == CONST:
+            out[:] = param
+        elif codec == FOR:
+            directory, words, _ = bitpack.split(body, n)
+            bitpack.unpack_into(directory, words, n, out)
+        elif codec == DELTA:
+            nb = bitpack.num_blocks(n)
+            if body.shape[0] < 8 * nb:
+                raise CodecError("delta block bases are truncated")
+            directory, words, _ = bitpack.split(body[8 * nb:], n)
+            _delta_serial(body[:8 * nb].view(np.int64), directory, words, n, out)
+        elif codec == RLE:
+            if not 0 < param <= n:
+                raise CodecError("run count out of range")
+            values = np.empty(param, np.int64)
+            ends = np.empty(param, np.int64)
+            d1, w1, size = bitpack.split(body, param)
+            bitpack.unpack_into(d1, w1, param, values)
+            nb = bitpack.num_blocks(param)
+            if body.shape[0] < size + 8 * nb:
+                raise CodecError("run-block starts are truncated")
+            d2, w2, _ = bitpack.split(body[size + 8 * nb:], param)
+            _delta_serial(body[size:size + 8 * nb].view(np.int64), d2, w2, param, ends)
+            if not _rle_serial(values, ends, out):
+                raise CodecError("run ends are inconsistent")
+        else:
+            if not 0 < param <= MAX_DICT_VALUES or body.shape[0] < 8 * param:
+                raise CodecError("dictionary size out of range")
+            values = body[:8 * param].view(np.int64)
+            directory, words, _ = bitpack.split(body[8 * param:], n)
+            if not _dict_serial(values, directory, words, n, out):
+                raise CodecError("dictionary code out of range")
+    except ValueError as e:
+        if isinstance(e, CodecError):
+            raise
+        raise CodecError(f"{codec}: {e}") from None
+
+
+def decode(buf: np.ndarray, codec: str, n: int, dtype: np.dtype) -> np.ndarray:
+    """A new array of ``n`` values of ``dtype`` decoded from data section ``buf``."""
+    dtype = np.dtype(dtype)
+    out = np.empty(n, dtype)
+    if dtype == np.float64:
+        target = out.view(np.int64)
+    elif dtype == np.bool_:
+        target = out.view(np.uint8)
+    else:
+        target = out
+    decode_into(buf, codec, n, target)
+    return out

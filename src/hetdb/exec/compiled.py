@@ -1,0 +1,415 @@
+"""Compiled GPU pipelines: any ``source -> (Filter | Project | HashProbe)* -> HashAggregate`` that the
+dense fused path (exec/fusion.py) does not take runs as one generated kernel per batch through
+backend/gpu/codegen's pipeline compiler: NULLs through validity, dictionary strings through per-
+dictionary lookups, hash probes of every kind except right/full/cross into the join build's hash
+table (several keys, non-unique builds, residuals on inner/semi/anti), and hash aggregation with any
+group keys. The kernel's groups become a partial-state batch of the aggregation, so its merge,
+memory reservation and spilling (partitioned aggregation) are the operator's own.
+
+A kernel is generated per batch *signature* (which inputs have NULLs, which strings are dictionary
+codes); a batch the compiler refuses (a plain-string page it reads, an expression it does not
+translate) goes through the operators, and EXPLAIN ANALYZE says how many batches did and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.errors import UnsupportedError
+from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
+from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.basic import FilterOp, ProjectOp
+from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.scan import TableScan, conjunction
+from hetdb.plan.expr import Cast, ColumnRef, Expr
+from hetdb.plan.exprutil import conjuncts, substitute
+
+COMPILED = "compiled into one generated kernel"
+_KINDS = ("inner", "left", "single", "semi", "anti", "mark")
+_AGGS = ("sum", "count", "count_star", "min", "max", "avg")
+
+
+class _Refused(Exception):
+    """Why a pipeline is not compiled; ``op_id`` names the operator the compiler refuses (its line
+    in EXPLAIN ANALYZE says so), None when it is the sink."""
+
+    def __init__(self, message: str, op_id: int | None = None) -> None:
+        super().__init__(message)
+        self.op_id = op_id
+
+
+@dataclass
+class CompiledPlan:
+    stages: list[Any]                      # ("filter", expr) | ("project", ProjectOp) | ("probe", HashProbe)
+    sink: HashAggregate
+    produced: set[str]                     # cids made inside the kernel (projections, payload, marks)
+    referenced: set[str]
+    probes: list[tuple[HashProbe, list[Any]]] = field(default_factory=list)  # (op, payload Fields)
+    kernels: dict[tuple, Any] = field(default_factory=dict)   # signature -> CompiledPipeline | reason
+    luts: dict[tuple, tuple] = field(default_factory=dict)
+    refusals: dict[str, int] = field(default_factory=dict)
+    materialize: bool = False              # sink is a hash build fed with gathered rows
+    outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
+    alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
+
+
+def _refs(e: Expr | None) -> set[str]:
+    return set() if e is None else set(e.columns())
+
+
+def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str]:
+    """(plan, "") when the pipeline can run compiled, else (None, why not)."""
+    sink = pipe.sink
+    materialize = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    if not isinstance(sink, HashAggregate) and not materialize:
+        return None, ""
+    try:
+        return _plan(ctx, pipe, sink), ""
+    except _Refused as e:
+        if e.op_id is not None:
+            ctx.stat(e.op_id).fused = f"not compiled: {e}"
+        return None, str(e)
+
+
+def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
+    materialize = isinstance(sink, HashBuild)
+    if not materialize:
+        if sink.raw_mode:
+            raise _Refused("DISTINCT aggregates are not compiled")
+        for _, a in sink.aggs:
+            if a.op not in _AGGS:
+                raise _Refused(f"aggregate {a.op} is not compiled")
+    stages: list[Any] = []
+    if isinstance(pipe.source, TableScan):
+        stages += [("filter", c) for f in pipe.source.scan.filters for c in conjuncts(f)]
+    for op in pipe.ops:
+        if isinstance(op, FilterOp):
+            stages += [("filter", c) for c in conjuncts(op.predicate)]
+        elif isinstance(op, ProjectOp):
+            stages.append(("project", op))
+        elif isinstance(op, HashProbe):
+            if op.kind not in _KINDS:
+                raise _Refused(f"{op.kind} join is not compiled", op.op_id)
+            if op.residual is not None and op.kind not in ("inner", "semi", "anti"):
+                raise _Refused(f"{op.kind} join with a residual condition is not compiled", op.op_id)
+            if not op.left_keys:
+                raise _Refused("a join without keys is not compiled", op.op_id)
+            if any(k.dtype.kind == "string" for k in op.left_keys):
+                raise _Refused("string join keys are not compiled", op.op_id)
+            side = ctx.results[op.build_pipeline]
+            if side.partitions is not None:
+                raise _Refused("the join's build side was partitioned (spilled)", op.op_id)
+            stages.append(("probe", op))
+        else:
+            raise _Refused(f"{type(op).__name__} is not compiled", op.op_id)
+    # backwards: ``later`` = columns needed after a stage (by the sink or kernel), ``kneed`` = the
+    # ones the kernel itself reads (a materializing sink's other columns are gathered afterwards)
+    later: set[str] = set()
+    kneed: set[str] = set()
+    if materialize:
+        later |= {f.cid for f in sink.fields}
+        for e in sink.keys:
+            later |= _refs(e)
+    else:
+        for _, a in sink.aggs:
+            kneed |= _refs(a.arg)
+        for _, e in sink.keys:
+            kneed |= _refs(e)
+        later |= kneed
+    produced: set[str] = set()
+    referenced = set(kneed)
+    plan = CompiledPlan(stages, sink, produced, referenced, materialize=materialize, outputs=sorted(later))
+    for kind, x in stages:
+        if kind == "project":
+            for f, e in x.exprs:
+                if not (isinstance(e, ColumnRef) and e.cid == f.cid):
+                    e = substitute(e, plan.alias)
+                    plan.alias[f.cid] = e if e.dtype == f.dtype else Cast(f.dtype, e)
+    payloads: dict[int, list[Any]] = {}
+    for i in range(len(stages) - 1, -1, -1):
+        kind, x = stages[i]
+        if kind == "filter":
+            later |= _refs(x)
+            kneed |= _refs(x)
+        elif kind == "project":
+            for f, e in x.exprs:
+                if not (isinstance(e, ColumnRef) and e.cid == f.cid):
+                    if f.cid in later:
+                        later.discard(f.cid)
+                        later |= _refs(e)
+                        produced.add(f.cid)
+                    if f.cid in kneed:
+                        kneed.discard(f.cid)
+                        kneed |= _refs(e)
+        else:
+            need = kneed | _refs(x.residual)
+            pay = [f for f in x.right_fields if f.cid in need]
+            for f in pay:
+                col = ctx.results[x.build_pipeline].batch.columns[f.cid]
+                if f.dtype.kind == "string" and col.dictionary is None:
+                    raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string", x.op_id)
+            payloads[i] = pay
+            produced |= {f.cid for f in x.right_fields if f.cid in later or f.cid in need}
+            if x.mark is not None:
+                produced.add(x.mark.cid)
+            keys = {c for k in x.left_keys for c in k.columns()} | _refs(x.residual)
+            later |= keys
+            kneed |= keys
+        referenced |= kneed
+    plan.probes = [(x, payloads[i]) for i, (kind, x) in enumerate(stages) if kind == "probe"]
+    return plan
+
+
+# ---- kernels per batch signature ----------------------------------------------------------------------
+def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, list[str]]:
+    """(CompiledPipeline, input cids) for this batch, or (reason, []) when it cannot run compiled."""
+    from hetdb.backend.gpu.codegen.pipeline_spec import (
+        AggregateSink,
+        FilterStage,
+        Input,
+        MaterializeSink,
+        PipelineSpec,
+        ProbeStage,
+        ProjectStage,
+    )
+
+    cids = [c for c in batch.columns if c in plan.referenced and c not in plan.produced]
+    missing = plan.referenced - plan.produced - set(batch.columns)
+    if missing:
+        return f"column {sorted(missing)[0]} is not in the batch", []
+    sig = []
+    for c in cids:
+        col = batch.columns[c]
+        if col.dtype.kind == "string" and col.dictionary is None:
+            return f"column {c} is a plain (not dictionary-encoded) string page", []
+        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+    key = tuple(sig)
+    hit = plan.kernels.get(key)
+    if hit is not None:
+        return hit, cids
+    from hetdb.backend.gpu.codegen.pipeline_runtime import CompiledPipeline
+
+    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
+    stages = []
+    pay_of = {id(op): pay for op, pay in plan.probes}
+    for kind, x in plan.stages:
+        if kind == "filter":
+            stages.append(FilterStage(x))
+        elif kind == "project":
+            stages.append(ProjectStage(tuple((f.cid, e) for f, e in x.exprs if f.cid in plan.produced)))
+        else:
+            side = ctx.results[x.build_pipeline]
+            payload = []
+            for f in pay_of[id(x)]:
+                col = side.batch.columns[f.cid]
+                payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None))
+            stages.append(ProbeStage(x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
+                                     tuple(payload), x.residual, x.mark.cid if x.mark is not None else None))
+    if plan.materialize:
+        sink: Any = MaterializeSink()
+    else:
+        sink = AggregateSink(tuple(e for _, e in plan.sink.keys), tuple((a.op, a.arg) for _, a in plan.sink.aggs))
+    spec = PipelineSpec(inputs, tuple(stages), sink)
+    try:
+        compiled: Any = CompiledPipeline(spec)
+    except UnsupportedError as e:
+        compiled = str(e)
+    plan.kernels[key] = compiled
+    return compiled, cids
+
+
+def _lookups(ctx: ExecContext, plan: CompiledPlan, kernel: Any, dicts: dict[str, Column]) -> list:
+    xp = ctx.backend.xp
+    out = []
+    for lk in kernel.kernel.lookups:
+        d = dicts[lk.cid]
+        key = (kernel.kernel.name, lk.index, id(d))
+        hit = plan.luts.get(key)
+        if hit is None or hit[0] is not d:
+            n = len(d)
+            codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
+            res = ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: codes}, n))
+            res = ctx.evaluator.cast(res, lk.expr.dtype)
+            values = xp.zeros(max(n, 1), dtype=lk.expr.dtype.numpy_dtype)
+            valid = xp.zeros(max(n, 1), dtype=bool)
+            if n:
+                values[:n] = res.data
+                valid[:n] = True if res.validity is None else res.validity
+            hit = plan.luts[key] = (d, values, valid)
+        out.append((hit[1], hit[2]))
+    return out
+
+
+def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str, Column]]:
+    from hetdb.backend.gpu.codegen.pipeline_runtime import ProbeInput
+
+    probes, dicts = [], {}
+    for op, pay in plan.probes:
+        side = ctx.results[op.build_pipeline]
+        cols = [side.batch.columns[f.cid] for f in pay]
+        for f, c in zip(pay, cols):
+            if c.dictionary is not None:
+                dicts[f.cid] = c.dictionary
+        probes.append(ProbeInput(side.table, side.valid_idx, cols, side.nonempty, side.has_null_key))
+    return probes, dicts
+
+
+def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dicts: dict[str, Column]) -> Batch:
+    xp = ctx.backend.xp
+    n = groups.num_groups
+    cols: dict[str, Column] = {}
+    for i, ((values, valid), key) in enumerate(zip(groups.keys, kernel.kernel.group_keys)):
+        d = dicts[key.dict_cid] if key.dict_cid is not None else None
+        cols[_g(i)] = Column(key.dtype, data=values, validity=valid, dictionary=d)
+    parts: dict[tuple[int, str], Any] = {(a.agg, a.part): v
+                                        for a, v in zip(kernel.kernel.accumulators, groups.accumulators)}
+    for j, (_, a) in enumerate(plan.sink.aggs):
+        if a.op in ("sum", "avg"):
+            st = _sum_type(a.arg.dtype)
+            cols[_s(j, "sum")] = Column(st, data=parts[(j, "sum")].astype(st.numpy_dtype),
+                                        validity=parts[(j, "cnt")] > 0)
+        if a.op in ("count", "count_star", "avg"):
+            cols[_s(j, "cnt")] = Column(T.INT64, data=parts[(j, "cnt")].astype(xp.int64))
+        if a.op in ("min", "max"):
+            cols[_s(j, "val")] = Column(a.arg.dtype, data=parts[(j, "val")].astype(a.arg.dtype.numpy_dtype),
+                                        validity=parts[(j, "cnt")] > 0)
+    return Batch(cols, n)
+
+
+def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
+             build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
+    """One batch through its kernel; the groups join the aggregation as a partial-state batch."""
+    sink = plan.sink
+    with Timer(ctx, sink.op_id):
+        dicts = dict(build_dicts)
+        dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+        groups = kernel.aggregate({c: b.columns[c] for c in cids}, b.num_rows,
+                                  _lookups(ctx, plan, kernel, dicts), probes)
+        ctx.add(sink.op_id, rows_in=b.num_rows)
+        sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, dicts), gsink, lsink)
+
+
+def _gather(ctx: ExecContext, plan: CompiledPlan, b: Batch, sel: Any) -> Batch:
+    """The columns the hash build reads, for the rows (and matches) the kernel selected."""
+    from hetdb.exec.columns import take
+
+    be = ctx.backend
+    n = int(sel.rows.shape[0])
+    stage_of = {}
+    for i, (kind, x) in enumerate(plan.stages):
+        if kind == "probe":
+            for f in x.right_fields:
+                stage_of[f.cid] = (i, x)
+            if x.mark is not None:
+                stage_of[x.mark.cid] = (i, x)
+    exprs = {c: plan.alias.get(c) for c in plan.outputs}
+    base: set[str] = set()
+    for c, e in exprs.items():
+        base |= {c} if e is None else set(e.columns())
+    cols: dict[str, Column] = {}
+    for c in base:
+        if c in b.columns and c not in stage_of:
+            cols[c] = take(be, b.columns[c], sel.rows)
+            continue
+        i, op = stage_of[c]
+        if op.mark is not None and c == op.mark.cid:
+            m = sel.marks[i]
+            cols[c] = Column(T.BOOL, data=m == 1, validity=None if not bool((m == 2).any()) else m != 2)
+        else:
+            side = ctx.results[op.build_pipeline]
+            cols[c] = take(be, side.batch.columns[c], sel.build_rows[i], missing=op.kind != "inner")
+    base_batch = Batch(cols, n)
+    out = {}
+    for c, e in exprs.items():
+        out[c] = cols[c] if e is None else ctx.evaluator.cast(ctx.evaluator.evaluate(e, base_batch), e.dtype)
+    return Batch(out, n)
+
+
+def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
+                  build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
+    from hetdb.backend.gpu.codegen.pipeline_runtime import select
+
+    dicts = dict(build_dicts)
+    dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+    if int(sel.rows.shape[0]):
+        plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
+
+
+class BatchCompiler:
+    """Compiled kernels for the batches a dense fused pipeline cannot take (pages with NULLs): planned
+    at the first such batch (the builds the pipeline probes must have run by then)."""
+
+    def __init__(self, ctx: ExecContext, pipe: Any, gsink: Any, lsink: Any) -> None:
+        self.ctx, self.pipe, self.gsink, self.lsink = ctx, pipe, gsink, lsink
+        self.plan: CompiledPlan | None = None
+        self.tried = False
+        self.probes: list = []
+        self.build_dicts: dict[str, Column] = {}
+
+    def consume(self, b: Batch) -> bool:
+        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it."""
+        if not self.tried:
+            self.tried = True
+            if self.ctx.device is None:  # a CPU emulation of fused kernels: no device to compile for
+                return False
+            self.plan, _ = plan_compiled(self.ctx, self.pipe)
+            if self.plan is not None:
+                self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
+        if self.plan is None:
+            return False
+        kernel, cids = _kernel(self.ctx, self.plan, b)
+        if isinstance(kernel, str):
+            return False
+        _consume(self.ctx, self.plan, kernel, cids, b, self.probes, self.build_dicts, self.gsink, self.lsink)
+        return True
+
+
+def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> None:
+    """Drive ``pipe`` batch by batch through its compiled kernels (operators for refused batches)."""
+    from hetdb.exec.operators.scan_device import read_device_scan
+
+    src, sink = pipe.source, pipe.sink
+    scan = isinstance(src, TableScan)
+    pred = conjunction(src.scan.filters) if scan else None
+    lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
+    lsink = sink.init_local(ctx, run.gsink)
+    probes, build_dicts = _probe_inputs(ctx, plan)
+    compiled = fallback = 0
+    for index, morsel in run.morsels:
+        ctx.set_morsel(index)
+        if scan:
+            with Timer(ctx, src.op_id):
+                batches = read_device_scan(src, ctx, morsel, run.gsrc, apply_filters=False)
+        else:
+            batches = src.read(ctx, morsel, run.gsrc)
+        for b in batches:
+            if not b.num_rows:
+                continue
+            kernel, cids = _kernel(ctx, plan, b)
+            if isinstance(kernel, str):
+                plan.refusals[kernel] = plan.refusals.get(kernel, 0) + 1
+                fallback += 1
+                if pred is not None:
+                    from hetdb.exec.columns import filter_batch
+
+                    b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
+                if b.num_rows:
+                    run.push(b, 0, lops, lsink)
+                continue
+            consume = _consume_rows if plan.materialize else _consume
+            consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
+            compiled += 1
+    sink.combine(ctx, run.gsink, lsink)
+    run.flush()
+    st = ctx.stat(sink.op_id)
+    if compiled:
+        what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
+        st.fused = f"{COMPILED} ({what}; {compiled} batches)"
+        if fallback:
+            st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
+    else:
+        st.fused = "operator at a time: " + ("; ".join(sorted(plan.refusals)) or "no rows")

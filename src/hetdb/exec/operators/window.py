@@ -1,0 +1,320 @@
+"""Window functions: a sink that buffers its input, sorts it by PARTITION BY + ORDER BY keys and
+computes every function of one window specification with segmented passes (``backend/cpu/window``).
+
+The sort and the passes run on the host in compiled (Numba) loops; on the GPU the operator copies its
+input to the host and its result back, and EXPLAIN ANALYZE shows that as a CPU fallback. The buffered
+input is a reservation against the memory limit; a window input larger than the limit fails with a
+typed OutOfMemoryError (window partitions have no spill path).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu.backend import CpuBackend
+from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.sort import order_key
+from hetdb.column import Batch, Column
+from hetdb.errors import OutOfMemoryError
+from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
+from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
+from hetdb.exec.memory import Reservation
+from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.plan.expr import Field, SortKey
+from hetdb.plan.window import WindowCall
+
+_HOST = CpuBackend()
+
+
+class _WindowState:
+    def __init__(self, ctx: ExecContext) -> None:
+        self.lock = threading.Lock()
+        self.batches: list[tuple[Any, Batch]] = []
+        self.reservation = Reservation(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+
+
+def _valid(col: Column) -> np.ndarray:
+    return np.ones(len(col), dtype=bool) if col.validity is None else np.asarray(col.validity)
+
+
+def _key(col: Column) -> np.ndarray:
+    """Integer/float keys that order like the column (strings: byte-order codes)."""
+    if col.dtype.kind == "string":
+        plain = to_plain(_HOST, col)
+        codes, _, _ = _HOST.factorize_strings(plain.offsets, plain.chars)
+        data = np.asarray(codes, dtype=np.int64)
+    else:
+        data = np.asarray(col.data)
+        data = data.astype(np.float64 if data.dtype.kind == "f" else np.int64)
+    if col.validity is not None:
+        data = np.where(col.validity, data, np.zeros(1, dtype=data.dtype))
+    return data
+
+
+def _sort_arrays(cols: list[Column], desc: list[bool], nulls_first: list[bool]):
+    arrays, d = [], []
+    for col, de, nf in zip(cols, desc, nulls_first):
+        if col.validity is not None:
+            arrays.append(col.validity if nf else np.logical_not(col.validity))
+            d.append(False)
+        arrays.append(_key(col))
+        d.append(de)
+    return arrays, d
+
+
+def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.ndarray:
+    """Stable sort order of the rows by ``arrays`` (LSD radix sorts): one pass set over a packed
+    int64 code when the keys' combined range fits 63 bits, else key by key from the last."""
+    order = np.arange(n, dtype=np.int64)
+    if not arrays or n == 0:
+        return order
+    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    ranges = int_ranges(okeys)
+    if ranges is None:
+        return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
+    if _bits(ranges) <= 63:
+        code = np.zeros(n, dtype=np.int64)
+        for k, (lo, hi) in zip(okeys, ranges):
+            code *= hi - lo + 1
+            code += k - lo
+        return K.radix_refine(code, _bits(ranges), order)
+    for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
+        if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
+            code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
+            order = K.radix_refine(code, _bits([(lo, hi)]), order)
+    return order
+
+
+def _bits(ranges: list[tuple[int, int]]) -> int:
+    total = 1
+    for lo, hi in ranges:
+        total *= hi - lo + 1
+    return (total - 1).bit_length()
+
+
+def _starts(arrays: list[np.ndarray], n: int) -> np.ndarray:
+    flags = np.zeros(n, dtype=bool)
+    if n:
+        flags[0] = True
+    for a in arrays:
+        flags[1:] |= a[1:] != a[:-1]
+    return flags
+
+
+@dataclass(frozen=True)
+class WindowSink(Sink):
+    fields: tuple[Field, ...] = ()       # input columns, passed on
+    partition: tuple = ()
+    order: tuple[SortKey, ...] = ()
+    funcs: tuple[tuple[Field, WindowCall], ...] = ()
+
+    def describe(self) -> str:
+        p = ", ".join(map(str, self.partition))
+        o = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'}" for k in self.order)
+        fs = ", ".join(f"{f.cid}={c}" for f, c in self.funcs)
+        return f"Window partition=[{p}] order=[{o}] [{fs}]"
+
+    def init_global(self, ctx: ExecContext) -> Any:
+        return _WindowState(ctx)
+
+    def sink(self, ctx: ExecContext, batch: Batch, g: _WindowState, local: Any) -> None:
+        nbytes = batch_nbytes(batch)
+        if not g.reservation.try_grow(nbytes):
+            raise OutOfMemoryError(
+                f"window functions need their whole input in memory: {g.reservation.nbytes + nbytes:,} "
+                f"bytes exceed the memory limit ({ctx.memory.limit:,} bytes); raise host_memory_limit "
+                "or filter the input first")
+        with g.lock:
+            g.batches.append((ctx.current_morsel_key(), batch))
+        ctx.add(self.op_id, rows_in=batch.num_rows)
+
+    def finalize(self, ctx: ExecContext, g: _WindowState) -> list[Batch]:
+        with Timer(ctx, self.op_id):
+            g.batches.sort(key=lambda kb: kb[0])  # deterministic tie order whatever the thread timing
+            batches = [b for _, b in g.batches]
+            if not batches:
+                return []
+            batch = concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
+            ev = ctx.evaluator
+            part = [ev.evaluate(e, batch) for e in self.partition]
+            order = [ev.evaluate(k.expr, batch) for k in self.order]
+            args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
+            on_device = ctx.device is not None
+            if on_device:
+                ctx.note_fallback("window functions on the host")
+                batch = batch_to_host(ctx.backend, batch)
+                part = [column_to_host(ctx.backend, c) for c in part]
+                order = [column_to_host(ctx.backend, c) for c in order]
+                args = [[column_to_host(ctx.backend, c) for c in a] for a in args]
+            out = self._compute(batch, part, order, args)
+            if on_device:
+                out = batch_to_device(ctx.backend, out, ctx.dict_cache)
+            ctx.add(self.op_id, rows_out=out.num_rows)
+            return [out]
+
+    def _compute(self, batch: Batch, part, order, args) -> Batch:
+        n = batch.num_rows
+        p_arrays, p_desc = _sort_arrays(part, [False] * len(part), [False] * len(part))
+        o_arrays, o_desc = _sort_arrays(order, [k.descending for k in self.order],
+                                        [k.nulls_first for k in self.order])
+        perm = _sort_permutation(p_arrays + o_arrays, p_desc + o_desc, n)
+        part_start = _starts([a[perm] for a in p_arrays], n)
+        peer_start = part_start | _starts([a[perm] for a in o_arrays], n)
+        ps, pe, gs, ge = K.boundaries(part_start, peer_start)
+        out = take_batch(_HOST, batch, perm)
+        # expressions that are input columns reuse the permuted input instead of a second gather
+        permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
+
+        def sort_col(c: Column) -> Column:
+            hit = permuted.get(id(c))
+            return hit if hit is not None else take(_HOST, c, perm)
+
+        sorted_order = [sort_col(c) for c in order]
+        cols = dict(out.columns)
+        for (f, call), a in zip(self.funcs, args):
+            sa = [sort_col(c) for c in a]
+            cols[f.cid] = _function(call, sa, sorted_order, self.order, part_start, peer_start,
+                                    ps, pe, gs, ge)
+        return Batch(cols, n)
+
+
+def _int_column(dtype, data, validity=None) -> Column:
+    return Column(dtype, data=np.asarray(data, dtype=dtype.numpy_dtype), validity=validity)
+
+
+def _function(call: WindowCall, args, order, order_keys, part_start, peer_start, ps, pe, gs, ge) -> Column:
+    op = call.op
+    n = ps.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    if op == "row_number":
+        return _int_column(call.dtype, rows - ps + 1)
+    if op == "rank":
+        return _int_column(call.dtype, gs - ps + 1)
+    if op == "dense_rank":
+        return _int_column(call.dtype, K.dense_rank(part_start, peer_start))
+    if op == "percent_rank":
+        size = pe - ps
+        return _int_column(call.dtype, np.where(size > 1, (gs - ps) / np.maximum(size - 1, 1), 0.0))
+    if op == "cume_dist":
+        return _int_column(call.dtype, (ge - ps) / (pe - ps))
+    if op == "ntile":
+        buckets = call.args[0].value
+        if buckets is None:
+            return _int_column(call.dtype, np.zeros(n), np.zeros(n, dtype=bool))
+        return _int_column(call.dtype, K.ntile(ps, pe, buckets))
+    if op in ("lag", "lead"):
+        shift = call.args[1].value
+        idx = K.shifted(ps, pe, -shift if op == "lag" else shift)
+        if len(args) < 3:
+            return take(_HOST, args[0], idx, missing=True)
+        both = concat_columns(_HOST, [args[0], args[2]])
+        return take(_HOST, both, np.where(idx < 0, rows + n, idx))
+    if op in _GROUP_STATS:
+        return _group_statistic(call, args, ps, pe)
+    fs, fe = _frame(call, order, order_keys, ps, pe, gs, ge)
+    if op == "first_value":
+        return take(_HOST, args[0], np.where(fe > fs, fs, -1), missing=True)
+    if op == "last_value":
+        return take(_HOST, args[0], np.where(fe > fs, fe - 1, -1), missing=True)
+    if op == "nth_value":
+        j = fs + (call.args[1].value - 1)
+        return take(_HOST, args[0], np.where(j < fe, j, -1), missing=True)
+    if op == "count_star":
+        return _int_column(call.dtype, fe - fs)
+    x = args[0]
+    valid = _valid(x)
+    if op in ("min", "max"):
+        return take(_HOST, x, K.frame_extreme(_key(x), valid, ps, fs, fe, op == "max"), missing=True)
+    counts = K.prefix_counts(valid)
+    cnt = counts[fe] - counts[fs]
+    if op == "count":
+        return _int_column(call.dtype, cnt)
+    data = np.asarray(x.data)
+    if data.dtype.kind == "f":
+        total = K.frame_sum_float(data.astype(np.float64), valid, ps, fs, fe)
+    else:
+        total = K.frame_sum_int(data.astype(np.int64), valid, fs, fe)
+    has = cnt > 0
+    if op == "sum":
+        return _int_column(call.dtype, total, has)
+    scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    return _int_column(call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
+
+
+_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
+                "string_agg", "mode")
+
+
+def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
+    """Aggregates over the whole partition that need all its values (sql/holistic.py)."""
+    op = call.op
+    x = args[0]
+    valid = _valid(x)
+    if op in ("arg_max", "arg_min"):
+        both = valid & _valid(args[1])
+        return take(_HOST, x, K.frame_extreme(_key(args[1]), both, ps, ps, pe, op == "arg_max"), missing=True)
+    if op == "string_agg":
+        return _string_agg(call, args, ps, pe)
+    if op == "mode":
+        key = _key(x)
+        order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
+        return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
+    data = np.asarray(x.data, dtype=np.float64)
+    if op == "quantile_cont":
+        n = ps.shape[0]
+        order = _sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+    else:
+        out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
+        if op.startswith("stddev"):
+            out = np.sqrt(out)
+    return _int_column(call.dtype, out, ok)
+
+
+def _string_agg(call: WindowCall, args, ps, pe) -> Column:
+    """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
+    n = ps.shape[0]
+    flags = call.args[2].value
+    keys = args[3:]
+    k_arrays, k_desc = _sort_arrays(keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
+    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], n)
+    values = take(_HOST, args[0], order).to_arrow().to_pylist()
+    sep = call.args[1].value
+    out: list[str | None] = [None] * n
+    start = 0
+    while start < n:
+        end = int(pe[start])
+        parts = [v for v in values[start:end] if v is not None]
+        joined = sep.join(parts) if parts else None
+        out[start:end] = [joined] * (end - start)
+        start = end
+    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
+
+
+def _frame(call: WindowCall, order, order_keys, ps, pe, gs, ge):
+    fr = call.frame
+    s_code, e_code = K.BOUND_CODES[fr.start], K.BOUND_CODES[fr.end]
+    s_off = fr.start_n if fr.start_n is not None else 0
+    e_off = fr.end_n if fr.end_n is not None else 0
+    if fr.kind == "rows":
+        return K.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
+    col = order[0] if order else None
+    if col is None or (fr.start_n is None and fr.end_n is None):
+        w = np.zeros(ps.shape[0], dtype=np.int64)
+        valid = np.ones(ps.shape[0], dtype=bool)
+        return K.range_frame(ps, pe, gs, ge, w, valid, s_code, 0, e_code, 0)
+    w = _key(col)
+    if order_keys[0].descending:
+        w = -w
+    if w.dtype.kind == "f":
+        s_off, e_off = float(s_off), float(e_off)
+    else:
+        s_off, e_off = int(s_off), int(e_off)
+    return K.range_frame(ps, pe, gs, ge, w, _valid(col), s_code, s_off, e_code, e_off)

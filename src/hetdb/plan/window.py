@@ -1,0 +1,95 @@
+"""Window functions in the logical plan: ``WindowCall`` (one function of a window) and the
+``Window`` node (one PARTITION BY / ORDER BY specification, any number of functions over it).
+
+A Window node passes every input column on and appends one column per function; its output rows are
+its input rows (in partition/order order). Functions:
+
+  ranking     row_number rank dense_rank percent_rank cume_dist ntile(n)
+  offsets     lag(x[, n[, default]]) lead(x[, n[, default]])   (n a constant)
+  frame value first_value(x) last_value(x) nth_value(x, n)
+  aggregates  count_star count sum avg min max                  (over the frame)
+
+Frames (``Frame``): ROWS or RANGE, each bound one of ``unbounded_preceding``, ``preceding`` (with
+``start_n``/``end_n``, a physical offset), ``current``, ``following``, ``unbounded_following``. The
+default frame is RANGE UNBOUNDED PRECEDING .. CURRENT ROW with an ORDER BY and the whole partition
+without one, as in SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hetdb.plan.expr import Expr, Field, SortKey
+from hetdb.plan.logical import Node
+
+RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
+OFFSETS = ("lag", "lead")
+FRAME_VALUES = ("first_value", "last_value", "nth_value")
+AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: str = "range"                 # "rows" | "range"
+    start: str = "unbounded_preceding"
+    end: str = "current"
+    start_n: object = None              # offset of a "preceding"/"following" start (physical value)
+    end_n: object = None
+
+    def __str__(self) -> str:
+        def bound(side: str, n: object) -> str:
+            if side in ("preceding", "following"):
+                return f"{n} {side.upper()}"
+            return side.replace("_", " ").upper().replace("CURRENT", "CURRENT ROW")
+        return f"{self.kind.upper()} BETWEEN {bound(self.start, self.start_n)} AND {bound(self.end, self.end_n)}"
+
+
+WHOLE_PARTITION = Frame("rows", "unbounded_preceding", "unbounded_following")
+
+
+@dataclass(frozen=True)
+class WindowCall(Expr):
+    """One window function: ``op`` over ``args`` (expressions over the Window's input)."""
+
+    op: str = ""
+    args: tuple[Expr, ...] = ()
+    frame: Frame = WHOLE_PARTITION
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def __str__(self) -> str:
+        f = f" {self.frame}" if self.op in FRAME_VALUES + AGGREGATES else ""
+        return f"{self.op}({', '.join(map(str, self.args))}){f}"
+
+
+@dataclass(frozen=True)
+class Window(Node):
+    input: Node
+    partition: tuple[Expr, ...]
+    order: tuple[SortKey, ...]
+    funcs: tuple[tuple[Field, WindowCall], ...]
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.input.schema + tuple(f for f, _ in self.funcs)
+
+    def reads(self) -> frozenset[str]:
+        out: set[str] = set()
+        for e in self.partition:
+            out |= e.columns()
+        for k in self.order:
+            out |= k.expr.columns()
+        for _, c in self.funcs:
+            out |= c.columns()
+        return frozenset(out)
+
+    def label(self) -> str:
+        p = ", ".join(map(str, self.partition))
+        o = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'} NULLS "
+                      f"{'FIRST' if k.nulls_first else 'LAST'}" for k in self.order)
+        fs = ", ".join(f"{f.cid}={c}" for f, c in self.funcs)
+        return f"Window partition=[{p}] order=[{o}] [{fs}]"

@@ -1,0 +1,145 @@
+"""Query results: an Arrow table with DuckDB-style fetch methods and conversions."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import pyarrow as pa
+
+from hetdb.errors import HetdbError
+
+
+class MissingExtraError(HetdbError, ImportError):
+    """An optional dependency (pandas, Polars) is not installed."""
+
+
+def _require(module: str, extra: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(f"this needs {module}, which is not installed: "
+                                f"pip install 'hetdb[{extra}]' (or pip install {module})") from None
+
+
+_TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date32[day]": "DATE",
+               "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP"}
+
+
+def sql_type_name(t: pa.DataType) -> str:
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    return _TYPE_CODES.get(str(t), str(t).upper())
+
+
+class Result:
+    """The answer of one statement: an Arrow table, execution statistics and a fetch cursor."""
+
+    def __init__(self, table: pa.Table, stats: dict[str, Any] | None = None):
+        self._table = table
+        self.stats = stats or {}
+        self._pos = 0
+
+    # ---- whole results ----------------------------------------------------------------------------
+    def arrow(self) -> pa.Table:
+        """The whole result as a pyarrow Table (column names may repeat, as in SQL)."""
+        return self._table
+
+    fetch_arrow_table = arrow
+    to_arrow_table = arrow
+
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
+        """A RecordBatchReader over the rows not fetched yet, ``rows_per_batch`` rows at a time."""
+        rest = self._table.slice(self._pos)
+        self._pos = self._table.num_rows
+        batches = rest.to_batches(max_chunksize=max(1, int(rows_per_batch)))
+        return pa.RecordBatchReader.from_batches(self._table.schema, batches)
+
+    def df(self):
+        """The result as a pandas DataFrame (needs ``hetdb[pandas]``)."""
+        _require("pandas", "pandas")
+        return self._table.to_pandas()
+
+    fetchdf = df
+    to_df = df
+
+    def pl(self):
+        """The result as a Polars DataFrame (needs ``hetdb[polars]``)."""
+        polars = _require("polars", "polars")
+        t = self._table
+        if len(set(t.column_names)) != t.num_columns:
+            raise HetdbError("Polars DataFrames need distinct column names: alias the repeated columns "
+                             f"({', '.join(t.column_names)})")
+        return polars.from_arrow(t)
+
+    # ---- row cursor -------------------------------------------------------------------------------
+    def _rows(self, start: int, stop: int) -> list[tuple]:
+        part = self._table.slice(start, max(0, stop - start))
+        cols = [c.to_pylist() for c in part.columns]
+        return list(zip(*cols)) if cols else [()] * part.num_rows
+
+    def fetchone(self) -> tuple | None:
+        """The next row, or None after the last."""
+        if self._pos >= self._table.num_rows:
+            return None
+        row = self._rows(self._pos, self._pos + 1)[0]
+        self._pos += 1
+        return row
+
+    def fetchmany(self, size: int = 1) -> list[tuple]:
+        """Up to ``size`` next rows."""
+        rows = self._rows(self._pos, min(self._pos + max(0, size), self._table.num_rows))
+        self._pos += len(rows)
+        return rows
+
+    def fetchall(self) -> list[tuple]:
+        """Every row not fetched yet, as tuples."""
+        rows = self._rows(self._pos, self._table.num_rows)
+        self._pos = self._table.num_rows
+        return rows
+
+    # ---- description -----------------------------------------------------------------------------
+    @property
+    def columns(self) -> list[str]:
+        return list(self._table.column_names)
+
+    @property
+    def types(self) -> list[str]:
+        return [sql_type_name(f.type) for f in self._table.schema]
+
+    @property
+    def description(self) -> list[tuple]:
+        """PEP 249: (name, type_code, None, None, None, None, None) per column."""
+        return [(f.name, sql_type_name(f.type), None, None, None, None, None) for f in self._table.schema]
+
+    @property
+    def num_rows(self) -> int:
+        return self._table.num_rows
+
+    rowcount = -1  # PEP 249: not known for queries
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def show(self, max_rows: int = 40) -> None:
+        """Print the result as a table (as the CLI does)."""
+        from hetdb.cli.render import render_text
+
+        print(render_text(self._table, max_rows=max_rows))
+
+    def __repr__(self) -> str:
+        from hetdb.cli.render import render_text
+
+        return render_text(self._table, max_rows=20)
+
+    def _repr_html_(self, max_rows: int = 50) -> str:
+        t = self._table
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in t.column_names)
+        body = []
+        for row in self._rows(0, min(max_rows, t.num_rows)):
+            body.append("<tr>" + "".join(f"<td>{'NULL' if v is None else html.escape(str(v))}</td>"
+                                         for v in row) + "</tr>")
+        more = f"<p>{t.num_rows:,} rows, {max_rows} shown</p>" if t.num_rows > max_rows else ""
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"

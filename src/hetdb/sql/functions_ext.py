@@ -1,0 +1,335 @@
+"""Binding of the string, regex, math, date/time and conversion functions beyond the core set, with
+DuckDB's argument and result types (checked with ``typeof()``). Each becomes a ``Call`` whose op the
+executor implements in ``exec/functions_text.py`` or ``exec/functions_datetime.py``.
+
+Deviations, stated: sign() is INTEGER (DuckDB TINYINT); to_timestamp() and now() are TIMESTAMP in UTC
+(DuckDB: TIMESTAMP WITH TIME ZONE); DATE ± INTERVAL of whole days/months stays DATE (DuckDB:
+TIMESTAMP), an INTERVAL with a time part gives TIMESTAMP as in DuckDB.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from hetdb import types as T
+from hetdb.errors import HetdbError, SqlError, UnsupportedError
+from hetdb.plan.expr import Call, Expr, Literal
+from hetdb.sql import typing as TY
+
+_DATE_PART_ALIASES = {
+    "years": "year", "yr": "year", "y": "year", "months": "month", "mon": "month", "days": "day",
+    "d": "day", "dayofmonth": "day", "quarters": "quarter", "dayofweek": "dow", "weekday": "dow",
+    "dayofyear": "doy", "weeks": "week", "weekofyear": "week", "w": "week", "hours": "hour", "h": "hour",
+    "minutes": "minute", "min": "minute", "m": "minute", "seconds": "second", "s": "second",
+    "sec": "second", "milliseconds": "millisecond", "ms": "millisecond", "microseconds": "microsecond",
+    "us": "microsecond", "decades": "decade", "centuries": "century", "millennia": "millennium",
+}
+_PART_NODES = {exp.Quarter: "quarter", exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.Week: "week",
+               exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfMonth: "day",
+               exp.DayOfWeekIso: "isodow"}
+ANONYMOUS = ("printf", "date_part", "datepart", "date_sub", "now", "log2", "ltrim", "rtrim")
+NODES: tuple[type, ...] = (
+    exp.Trim, exp.Replace, exp.SplitPart, exp.StartsWith, exp.Contains, exp.RegexpLike,
+    exp.RegexpReplace, exp.RegexpExtract, exp.Pad, exp.Left, exp.Right, exp.Reverse, exp.Repeat,
+    exp.StrPosition, exp.MD5, exp.Format, exp.ConcatWs, exp.Log, exp.Sign, exp.Rand, exp.Pi, exp.Typeof,
+    exp.TryCast, exp.TimestampTrunc, exp.DateTrunc, exp.DateDiff, exp.TimeToStr, exp.StrToTime,
+    exp.DateFromParts, exp.TimestampFromParts, exp.UnixToTime, exp.TimeToUnix, exp.CurrentDate,
+    exp.CurrentTimestamp, exp.DateAdd, *_PART_NODES,
+)
+
+def handles(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower() in ANONYMOUS
+    if isinstance(node, exp.Extract):
+        return _part_name(node.this.name) not in ("year", "month", "day")
+    return isinstance(node, NODES)
+
+
+def _string(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.STRING, None)
+    if e.dtype.kind != "string":
+        raise SqlError(f"{what} needs a string, got {e.dtype}")
+    return e
+
+
+def _integer(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.INT64, None)
+    if not e.dtype.is_integer:
+        raise SqlError(f"{what} needs an integer, got {e.dtype}")
+    return TY.cast_to(e, T.INT64)
+
+
+def _temporal(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.TIMESTAMP, None)
+    if e.dtype.kind == "string" and isinstance(e, Literal):
+        return TY.cast_to(e, T.TIMESTAMP)
+    if e.dtype.kind not in ("date", "timestamp"):
+        raise SqlError(f"{what} needs a DATE or TIMESTAMP, got {e.dtype}")
+    return e
+
+
+def _const_string(e: Expr, what: str) -> str:
+    if not (isinstance(e, Literal) and isinstance(e.value, str)):
+        raise UnsupportedError(f"{what} that is not a constant string")
+    return e.value
+
+
+def _part_name(text: str) -> str:
+    p = text.strip().strip("'").lower()
+    return _DATE_PART_ALIASES.get(p, p)
+
+
+def _part(e: Expr | str, allowed: tuple[str, ...], what: str) -> str:
+    p = _part_name(e if isinstance(e, str) else _const_string(e, f"the part of {what}"))
+    if p not in allowed:
+        raise UnsupportedError(f"{what} of part '{p}' (supported: {', '.join(allowed)})")
+    return p
+
+
+def date_part(part: str, x: Expr, what: str) -> Expr:
+    from hetdb.exec.functions_datetime import DATE_PARTS
+
+    p = _part(part, DATE_PARTS, what)
+    x = _temporal(x, what)
+    return Call(T.FLOAT64 if p == "epoch" else T.INT64, "date_part", (Literal(T.STRING, p), x))
+
+
+def _type_name(e: Expr) -> str:
+    if TY.is_null_literal(e):
+        return '"NULL"'
+    return str(e.dtype)  # DataType prints DuckDB's type names (HUGEINT, DECIMAL(p,s), VARCHAR, ...)
+
+
+def _now() -> int:
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+
+
+_UNITS_US = {"microsecond": 1, "millisecond": 1000, "second": 10**6, "minute": 60 * 10**6,
+             "hour": 3600 * 10**6}
+
+
+def interval_parts(node: exp.Interval) -> tuple[int, int, int]:
+    """(months, days, microseconds) of an INTERVAL literal (several 'n unit' pairs allowed)."""
+    text = node.this.name if node.this is not None else ""
+    unit = node.args.get("unit")
+    spec = f"{text} {unit.name}" if unit is not None else text
+    pairs = re.findall(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)", spec)
+    if not pairs or re.sub(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)", "", spec).strip():
+        raise SqlError(f"cannot read INTERVAL '{spec.strip()}' (write e.g. INTERVAL '2 hours 30 minutes')")
+    months = days = micros = 0
+    for num, u in pairs:
+        name = _part_name(u)
+        if name in ("year", "month", "quarter", "decade", "century", "millennium", "week", "day"):
+            if "." in num:
+                raise UnsupportedError(f"a fractional INTERVAL of {u}")
+            n = int(num)
+            months += n * {"year": 12, "month": 1, "quarter": 3, "decade": 120, "century": 1200,
+                           "millennium": 12000}.get(name, 0)
+            days += n * {"week": 7, "day": 1}.get(name, 0)
+        elif name in _UNITS_US:
+            micros += round(float(num) * _UNITS_US[name])
+        else:
+            raise UnsupportedError(f"INTERVAL unit {u}")
+    return months, days, micros
+
+
+def interval_arith(x: Expr, iv: exp.Interval, sign: int) -> Expr | None:
+    """``x ± INTERVAL`` as a TIMESTAMP where the operand is a TIMESTAMP or the interval has a time
+    part; None where the core DATE ± INTERVAL rule applies."""
+    months, days, micros = interval_parts(iv)
+    if x.dtype.kind != "timestamp" and not micros:
+        return None
+    x = _temporal(x, "INTERVAL arithmetic")
+    return Call(T.TIMESTAMP, "add_interval", (x, Literal(T.INT64, sign * months),
+                                               Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros)))
+
+
+def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # noqa: C901
+    """Bind one node ``handles`` accepted; ``b`` binds a child expression."""
+    if isinstance(node, exp.Anonymous):
+        return _anonymous(str(node.this).lower(), [b(a) for a in node.expressions])
+    if isinstance(node, exp.Trim):
+        s = _string(b(node.this), "trim")
+        pos = str(node.args.get("position") or "").upper()
+        kind = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos, "trim")
+        if node.args.get("expression") is None:
+            return Call(T.STRING, kind, (s,))
+        chars = _const_string(_string(b(node.args["expression"]), kind), f"the characters of {kind}")
+        return Call(T.STRING, f"{kind}_chars", (s, Literal(T.STRING, chars)))
+    if isinstance(node, exp.Replace):
+        return Call(T.STRING, "replace", (_string(b(node.this), "replace"),
+                                          _string(b(node.expression), "replace"),
+                                          _string(b(node.args["replacement"]), "replace")))
+    if isinstance(node, exp.SplitPart):
+        return Call(T.STRING, "split_part", (_string(b(node.this), "split_part"),
+                                             _string(b(node.args["delimiter"]), "split_part"),
+                                             _integer(b(node.args["part_index"]), "split_part")))
+    if isinstance(node, exp.StartsWith | exp.Contains):
+        op = "starts_with" if isinstance(node, exp.StartsWith) else "contains"
+        pat = _string(b(node.expression), op)
+        _const_string(pat, f"{op} with a pattern")
+        return Call(T.BOOL, op, (_string(b(node.this), op), pat))
+    if isinstance(node, exp.RegexpLike):
+        return Call(T.BOOL, "regexp_matches", (_string(b(node.this), "regexp_matches"),
+                                               _string(b(node.expression), "regexp_matches")))
+    if isinstance(node, exp.RegexpReplace):
+        mods = node.args.get("modifiers")
+        flags = _const_string(b(mods), "regexp_replace options") if mods is not None else ""
+        if set(flags) - {"g"}:
+            raise UnsupportedError(f"regexp_replace options '{flags}' (supported: 'g')")
+        return Call(T.STRING, "regexp_replace", (
+            _string(b(node.this), "regexp_replace"), _string(b(node.expression), "regexp_replace"),
+            _string(b(node.args["replacement"]), "regexp_replace"), Literal(T.BOOL, "g" in flags)))
+    if isinstance(node, exp.RegexpExtract):
+        g = node.args.get("group")
+        return Call(T.STRING, "regexp_extract", (
+            _string(b(node.this), "regexp_extract"), _string(b(node.expression), "regexp_extract"),
+            _integer(b(g), "regexp_extract") if g is not None else Literal(T.INT64, 0)))
+    if isinstance(node, exp.Pad):
+        op = "lpad" if node.args.get("is_left") else "rpad"
+        fill = node.args.get("fill_pattern")
+        return Call(T.STRING, op, (_string(b(node.this), op), _integer(b(node.expression), op),
+                                   _string(b(fill), op) if fill is not None else Literal(T.STRING, " ")))
+    if isinstance(node, exp.Left | exp.Right):
+        op = type(node).__name__.lower()
+        return Call(T.STRING, op, (_string(b(node.this), op), _integer(b(node.expression), op)))
+    if isinstance(node, exp.Reverse):
+        return Call(T.STRING, "reverse", (_string(b(node.this), "reverse"),))
+    if isinstance(node, exp.Repeat):
+        return Call(T.STRING, "repeat", (_string(b(node.this), "repeat"), _integer(b(node.args["times"]), "repeat")))
+    if isinstance(node, exp.StrPosition):
+        return Call(T.INT64, "strpos", (_string(b(node.this), "strpos"), _string(b(node.args["substr"]), "strpos")))
+    if isinstance(node, exp.MD5):
+        return Call(T.STRING, "md5", (_string(b(node.this), "md5"),))
+    if isinstance(node, exp.Format):
+        return Call(T.STRING, "format", (_string(b(node.this), "format"), *[b(a) for a in node.expressions]))
+    if isinstance(node, exp.ConcatWs):
+        args = [b(a) for a in node.expressions]
+        return Call(T.STRING, "concat_ws", tuple(TY.cast_to(a, T.STRING) for a in args))
+    if isinstance(node, exp.Log):
+        if node.args.get("expression") is None:
+            return Call(T.FLOAT64, "log10", (_number(b(node.this), "log"),))
+        return Call(T.FLOAT64, "log", (_number(b(node.this), "log"), _number(b(node.expression), "log")))
+    if isinstance(node, exp.Sign):
+        x = b(node.this)
+        if TY.is_null_literal(x):
+            return Literal(T.INT32, None)
+        if not x.dtype.is_numeric:
+            raise SqlError(f"sign needs a number, got {x.dtype}")
+        return Call(T.INT32, "sign", (x,))
+    if isinstance(node, exp.Rand):
+        return Call(T.FLOAT64, "random", ())
+    if isinstance(node, exp.Pi):
+        return Literal(T.FLOAT64, 3.141592653589793)
+    if isinstance(node, exp.Typeof):
+        return Literal(T.STRING, _type_name(b(node.this)))
+    if isinstance(node, exp.TryCast):
+        to = node.to
+        params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
+        t = TY.sql_type(to.this.value, params)
+        x = b(node.this)
+        if isinstance(x, Literal):
+            try:
+                return TY.cast_to(x, t)
+            except HetdbError:
+                return Literal(t, None)
+        return x if x.dtype == t else Call(t, "try_cast", (x,))
+    if isinstance(node, exp.Extract):
+        return date_part(node.this.name, b(node.expression), "EXTRACT")
+    if type(node) in _PART_NODES:
+        return date_part(_PART_NODES[type(node)], b(node.this), type(node).__name__.lower())
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc):
+        from hetdb.exec.functions_datetime import TRUNC_PARTS
+
+        unit = node.args.get("unit")
+        p = _part(unit.name if isinstance(unit, exp.Var) else b(unit), TRUNC_PARTS, "date_trunc")
+        return Call(T.TIMESTAMP, "date_trunc", (Literal(T.STRING, p), _temporal(b(node.this), "date_trunc")))
+    if isinstance(node, exp.DateDiff):
+        return _diff("date_diff", node.args["unit"].name, b(node.expression), b(node.this))
+    if isinstance(node, exp.TimeToStr):
+        x = _temporal(b(node.this), "strftime")
+        return Call(T.STRING, "strftime", (x, _string(b(node.args["format"]), "strftime")))
+    if isinstance(node, exp.StrToTime):
+        return Call(T.TIMESTAMP, "strptime", (_string(b(node.this), "strptime"),
+                                               _string(b(node.args["format"]), "strptime")))
+    if isinstance(node, exp.DateFromParts):
+        return Call(T.DATE, "make_date", tuple(_integer(b(node.args[k]), "make_date")
+                                                for k in ("year", "month", "day")))
+    if isinstance(node, exp.TimestampFromParts):
+        ints = tuple(_integer(b(node.args[k]), "make_timestamp") for k in ("year", "month", "day", "hour", "min"))
+        return Call(T.TIMESTAMP, "make_timestamp", ints + (TY.cast_to(_number(b(node.args["sec"]), "make_timestamp"), T.FLOAT64),))
+    if isinstance(node, exp.UnixToTime):
+        scale = node.args.get("scale")
+        x = b(node.this)
+        if scale is None:
+            return Call(T.TIMESTAMP, "to_timestamp", (_number(x, "to_timestamp"),))
+        if str(scale.name) != "3":
+            raise UnsupportedError(f"{node.sql(dialect='duckdb')}")
+        return Call(T.TIMESTAMP, "epoch_ms", (_integer(x, "epoch_ms"),))
+    if isinstance(node, exp.TimeToUnix):
+        return Call(T.FLOAT64, "epoch", (_temporal(b(node.this), "epoch"),))
+    if isinstance(node, exp.CurrentDate):
+        return Literal(T.DATE, _now() // 86_400_000_000)
+    if isinstance(node, exp.CurrentTimestamp):
+        return Literal(T.TIMESTAMP, _now())
+    if isinstance(node, exp.DateAdd):
+        iv = node.expression
+        if not isinstance(iv, exp.Interval):
+            raise UnsupportedError("date_add with a second argument that is not an INTERVAL")
+        x = b(node.this)
+        out = interval_arith(x, iv, 1)
+        if out is not None:
+            return out
+        from hetdb.sql.exprs import _date_plus_interval
+
+        months, days, _ = interval_parts(iv)
+        return _date_plus_interval(x, months, days)
+    raise UnsupportedError(f"function {node.sql(dialect='duckdb')!r}")
+
+
+def _number(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.FLOAT64, None)
+    if not e.dtype.is_numeric:
+        raise SqlError(f"{what} needs a number, got {e.dtype}")
+    return TY.cast_to(e, T.FLOAT64)
+
+
+def _diff(op: str, part: str, a: Expr, b: Expr) -> Expr:
+    from hetdb.exec.functions_datetime import DIFF_PARTS
+
+    p = _part(part, DIFF_PARTS, op)
+    return Call(T.INT64, op, (Literal(T.STRING, p), _temporal(a, op), _temporal(b, op)))
+
+
+def _anonymous(name: str, args: list[Expr]) -> Expr:
+    if name == "printf":
+        if not args:
+            raise SqlError("printf needs a format string")
+        return Call(T.STRING, "printf", (_string(args[0], "printf"), *args[1:]))
+    if name in ("date_part", "datepart"):
+        if len(args) != 2:
+            raise SqlError("date_part needs (part, value)")
+        return date_part(_const_string(args[0], "the part of date_part"), args[1], "date_part")
+    if name == "date_sub":
+        if len(args) != 3:
+            raise SqlError("date_sub needs (part, start, end)")
+        return _diff("date_sub", _const_string(args[0], "the part of date_sub"), args[1], args[2])
+    if name == "now":
+        return Literal(T.TIMESTAMP, _now())
+    if name == "log2":
+        return Call(T.FLOAT64, "log2", (_number(args[0], "log2"),))
+    if name in ("ltrim", "rtrim"):
+        s = _string(args[0], name)
+        if len(args) == 1:
+            return Call(T.STRING, name, (s,))
+        return Call(T.STRING, f"{name}_chars", (s, Literal(T.STRING, _const_string(args[1], f"the characters of {name}"))))
+    raise UnsupportedError(f"function {name}()")

@@ -1,0 +1,116 @@
+"""Aggregates the hash aggregation has no state for — median, quantile_cont, stddev/var (sample and
+population), arg_max/arg_min, string_agg, mode — computed per group by the window operator (PARTITION BY the GROUP BY
+keys, the whole group as frame) before the aggregation, which then takes the group's (single) value.
+bool_and/bool_or become min/max of a 0/1 CASE; approx_count_distinct is the exact count(DISTINCT).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from hetdb import types as T
+from hetdb.errors import SqlError, UnsupportedError
+from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, Literal
+from hetdb.plan.window import WHOLE_PARTITION, WindowCall
+from hetdb.sql import typing as TY
+
+_STATS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+          exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
+HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS)
+REWRITTEN = (exp.LogicalAnd, exp.LogicalOr, exp.ApproxDistinct)
+
+
+def rewrite(node: exp.Expression) -> exp.Expression:
+    """bool_and/bool_or/approx_count_distinct as aggregates the hash aggregation computes."""
+    if isinstance(node, exp.ApproxDistinct):
+        return exp.Count(this=exp.Distinct(expressions=[node.this.copy()]))
+    b = node.this.copy()
+    flag = exp.Case(ifs=[exp.If(this=b, true=exp.Literal.number(1)),
+                         exp.If(this=exp.Not(this=b.copy()), true=exp.Literal.number(0))])
+    agg = exp.Min(this=flag) if isinstance(node, exp.LogicalAnd) else exp.Max(this=flag)
+    return exp.EQ(this=agg, expression=exp.Literal.number(1))
+
+
+def _numeric(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.FLOAT64, None)
+    if not e.dtype.is_numeric:
+        raise SqlError(f"{what} needs a number, got {e.dtype}")
+    return TY.cast_to(e, T.FLOAT64)
+
+
+def bind_holistic(node: exp.Expression, ctx) -> Expr:
+    """The aggregate output column of one HOLISTIC call in aggregate mode."""
+    from hetdb.sql.exprs import ExprContext, bind_expr
+    from hetdb.sql.names import function_name
+
+    agg = ctx.agg
+    name = function_name(node)
+    if isinstance(node.this, exp.Distinct):
+        raise UnsupportedError(f"{name}(DISTINCT ...)")
+    inner = ExprContext(agg.pre_scope, ctx.binder, f"the argument of {name}")
+
+    def b(n: exp.Expression) -> Expr:
+        return bind_expr(n, inner)
+
+    call = string_agg_call(node, b) if isinstance(node, exp.GroupConcat) else statistic_call(node, name, b)
+    for f, existing in agg.pre_windows:
+        if existing == call:
+            wf = f
+            break
+    else:
+        wf = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
+        agg.pre_windows.append((wf, call))
+    picked = AggCall(call.dtype, "max", ColumnRef(wf.dtype, wf.cid, True))
+    for f, existing in agg.aggs:
+        if existing == picked:
+            return ColumnRef(f.dtype, f.cid, f.nullable)
+    f = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
+    agg.aggs.append((f, picked))
+    return ColumnRef(f.dtype, f.cid, True)
+
+
+def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
+    x = b(node.this)
+    if isinstance(node, exp.Median | exp.PercentileCont):
+        q = 0.5
+        if isinstance(node, exp.PercentileCont):
+            qe = b(node.expression)
+            if not (isinstance(qe, Literal) and qe.dtype.is_numeric and qe.value is not None):
+                raise UnsupportedError(f"{name} with a quantile that is not a constant number")
+            q = float(TY.cast_to(qe, T.FLOAT64).value)
+            if not 0 <= q <= 1:
+                raise SqlError(f"{name}: the quantile must be between 0 and 1, got {q}")
+        return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q)), WHOLE_PARTITION)
+    if isinstance(node, exp.Mode):
+        if x.dtype.kind == "bool" or TY.is_null_literal(x):
+            raise UnsupportedError(f"{name} of BOOLEAN or NULL values")
+        return WindowCall(x.dtype, "mode", (x,), WHOLE_PARTITION)
+    if type(node) in _STATS:
+        return WindowCall(T.FLOAT64, _STATS[type(node)], (_numeric(x, name),), WHOLE_PARTITION)
+    by = b(node.expression)
+    if by.dtype.kind == "bool" or TY.is_null_literal(by):
+        raise UnsupportedError(f"{name} by a BOOLEAN or NULL value")
+    return WindowCall(x.dtype, "arg_max" if isinstance(node, exp.ArgMax) else "arg_min", (x, by),
+                      WHOLE_PARTITION)
+
+
+def string_agg_call(node: exp.GroupConcat, b) -> WindowCall:
+    """string_agg(x[, sep] [ORDER BY ...]): args (x, sep, key flags, *keys); flags holds 'd'/'a' and
+    'f'/'l' (NULLS FIRST/LAST) per ORDER BY key."""
+    arg = node.this
+    keys: list[Expr] = []
+    flags = ""
+    if isinstance(arg, exp.Order):
+        for o in arg.expressions:
+            keys.append(b(o.this))
+            flags += ("d" if o.args.get("desc") else "a") + ("f" if o.args.get("nulls_first") else "l")
+        arg = arg.this
+    if isinstance(arg, exp.Distinct):
+        raise UnsupportedError("string_agg(DISTINCT ...)")
+    x = TY.cast_to(b(arg), T.STRING)
+    sep = node.args.get("separator")
+    sep_e = b(sep) if sep is not None else Literal(T.STRING, ",")
+    if not (isinstance(sep_e, Literal) and isinstance(sep_e.value, str)):
+        raise UnsupportedError("string_agg with a separator that is not a constant string")
+    return WindowCall(T.STRING, "string_agg", (x, sep_e, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)

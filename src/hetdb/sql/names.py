@@ -1,0 +1,116 @@
+"""Result column names as DuckDB gives them to unaliased select items (its expression printer):
+functions lower case (``sum(x)``, ``count_star()``), operators parenthesised (``(a + 1)``), window
+specifications and FILTER clauses spelled out. Constructs this printer does not know keep sqlglot's
+rendering of what the user wrote."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+_BINARY = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%",
+           exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
+           exp.And: "AND", exp.Or: "OR", exp.DPipe: "||", exp.Like: "~~", exp.ILike: "~~*",
+           exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM"}
+# Functions sqlglot renders under another name than the one DuckDB users write.
+DUCKDB_NAMES = {
+    exp.GroupConcat: "string_agg", exp.Median: "median", exp.PercentileCont: "quantile_cont",
+    exp.PercentileDisc: "quantile_disc", exp.Stddev: "stddev", exp.StddevSamp: "stddev_samp",
+    exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+    exp.ArgMax: "arg_max", exp.ArgMin: "arg_min", exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or",
+    exp.Mode: "mode", exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "list",
+    exp.TimestampTrunc: "date_trunc", exp.RegexpLike: "regexp_matches", exp.TimeToStr: "strftime",
+    exp.StrToTime: "strptime", exp.DateFromParts: "make_date", exp.TimestampFromParts: "make_timestamp",
+    exp.TimeToUnix: "epoch", exp.StrPosition: "strpos", exp.Rand: "random", exp.Count: "count",
+}
+
+
+def function_name(node: exp.Expression) -> str:
+    """The function name as a DuckDB user writes it (``string_agg``, not sqlglot's ``group_concat``)."""
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower()
+    for cls, name in DUCKDB_NAMES.items():
+        if type(node) is cls:
+            return name
+    if isinstance(node, exp.Pad):
+        return "lpad" if node.args.get("is_left") else "rpad"
+    text = node.sql(dialect="duckdb")
+    head = text.split("(", 1)[0]
+    return head.lower() if head and head.replace("_", "").isalnum() else node.sql_name().lower()
+
+
+def _args(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    return [v for k, v in node.args.items() if isinstance(v, exp.Expression) and k != "over"] + [
+        x for k, v in node.args.items() if isinstance(v, list) for x in v if isinstance(x, exp.Expression)]
+
+
+def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
+    n = name_of
+    if isinstance(node, exp.Paren):
+        return n(node.this)
+    if isinstance(node, exp.Column):
+        return node.name
+    if isinstance(node, exp.Literal):
+        return f"'{node.this}'" if node.is_string else str(node.this)
+    if isinstance(node, exp.Null):
+        return "NULL"
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    if type(node) in _BINARY:
+        return f"({n(node.this)} {_BINARY[type(node)]} {n(node.expression)})"
+    if isinstance(node, exp.Neg):
+        return f"(-({n(node.this)}))"
+    if isinstance(node, exp.Not):
+        inner = node.this
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+            return f"({n(inner.this)} IS NOT NULL)"
+        return f"(NOT {n(inner)})"
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+        return f"({n(node.this)} IS NULL)"
+    if isinstance(node, exp.Between):
+        return f"({n(node.this)} BETWEEN {n(node.args['low'])} AND {n(node.args['high'])})"
+    if isinstance(node, exp.In) and node.expressions:
+        return f"({n(node.this)} IN ({', '.join(n(x) for x in node.expressions)}))"
+    if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
+        return "count_star()"
+    if isinstance(node, exp.Distinct):
+        return "DISTINCT " + ", ".join(n(x) for x in node.expressions)
+    if isinstance(node, exp.Filter):
+        where = node.expression.this if isinstance(node.expression, exp.Where) else node.expression
+        return f"{n(node.this)} FILTER (WHERE {n(where)})"
+    if isinstance(node, exp.Window):
+        return _window(node)
+    if isinstance(node, exp.Coalesce):
+        return f"COALESCE({', '.join(n(x) for x in [node.this, *node.expressions])})"
+    if isinstance(node, (exp.Case, exp.Cast, exp.Interval, exp.Subquery, exp.Exists, exp.Star)):
+        return node.sql(dialect="duckdb")
+    if isinstance(node, exp.Extract):
+        return f"date_part('{node.this.name.upper()}', {n(node.expression)})"
+    if isinstance(node, exp.TimestampTrunc | exp.DateTrunc) and isinstance(node.args.get("unit"), exp.Var):
+        return f"date_trunc('{node.args['unit'].name.lower()}', {n(node.this)})"
+    if isinstance(node, exp.DateDiff) and isinstance(node.args.get("unit"), exp.Var):
+        return f"date_diff('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
+    if isinstance(node, exp.Func):
+        return f"{function_name(node)}({', '.join(n(a) for a in _args(node))})"
+    return node.sql(dialect="duckdb")
+
+
+def _window(node: exp.Window) -> str:
+    func = node.this
+    parts = []
+    if node.args.get("partition_by"):
+        parts.append("PARTITION BY " + ", ".join(name_of(p) for p in node.args["partition_by"]))
+    order = node.args.get("order")
+    if order is not None:
+        keys = []
+        for o in order.expressions:
+            k = name_of(o.this) + (" DESC" if o.args.get("desc") else "")
+            if o.args.get("nulls_first") and not o.args.get("desc"):
+                k += " NULLS FIRST"
+            keys.append(k)
+        parts.append("ORDER BY " + ", ".join(keys))
+    spec = node.args.get("spec")
+    if spec is not None:
+        parts.append(spec.sql(dialect="duckdb").upper())
+    return f"{name_of(func)} OVER ({' '.join(parts)})"

@@ -1,0 +1,233 @@
+"""Bind window functions (``f(...) OVER (PARTITION BY ... ORDER BY ... frame)``) and QUALIFY.
+
+A window call met while binding the SELECT list, QUALIFY or ORDER BY becomes a reference to a column
+of a ``Window`` node; calls with the same PARTITION BY / ORDER BY share one node. The nodes go above
+the aggregation (and HAVING), so window arguments may be aggregates (``sum(sum(x)) OVER ()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from hetdb import types as T
+from hetdb.errors import SqlError, UnsupportedError
+from hetdb.plan.expr import ColumnRef, Expr, Field, Literal, SortKey
+from hetdb.plan.logical import Node
+from hetdb.plan.window import WHOLE_PARTITION, Frame, Window, WindowCall
+from hetdb.sql import typing as TY
+
+_RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+            exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist"}
+_VALUES = {exp.FirstValue: "first_value", exp.LastValue: "last_value"}
+_AGGS = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+WINDOW_FUNCS: tuple[type, ...] = (*_RANKING, *_VALUES, *_AGGS, exp.Ntile, exp.Lag, exp.Lead,
+                                  exp.NthValue)  # plus sql/holistic.py's HOLISTIC over whole partitions
+
+
+@dataclass
+class WindowState:
+    """Window calls of one SELECT, grouped by (PARTITION BY, ORDER BY)."""
+
+    specs: dict[tuple, list[tuple[Field, WindowCall]]] = field(default_factory=dict)
+
+    def add(self, partition: tuple[Expr, ...], order: tuple[SortKey, ...], call: WindowCall,
+            name: str, new_cid) -> ColumnRef:
+        funcs = self.specs.setdefault((partition, order), [])
+        for f, c in funcs:
+            if c == call:
+                return ColumnRef(f.dtype, f.cid, f.nullable)
+        f = Field(new_cid(call.op), name, call.dtype, call.op not in ("row_number", "rank", "dense_rank",
+                                                                       "percent_rank", "cume_dist",
+                                                                       "count", "count_star"))
+        funcs.append((f, call))
+        return ColumnRef(f.dtype, f.cid, f.nullable)
+
+    def apply(self, plan: Node) -> Node:
+        for (partition, order), funcs in self.specs.items():
+            plan = Window(plan, partition, order, tuple(funcs))
+        return plan
+
+
+def window_operands(node: exp.Window) -> list[exp.Expression]:
+    """What a window call evaluates per row: its function's arguments, a FILTER condition, the
+    PARTITION BY and ORDER BY expressions (not the window function itself)."""
+    func = node.this
+    out: list[exp.Expression] = []
+    while isinstance(func, (exp.IgnoreNulls, exp.RespectNulls, exp.Filter)):
+        if isinstance(func, exp.Filter):
+            out.append(func.expression)
+        func = func.this
+    out.extend(func.iter_expressions())
+    out.extend(node.args.get("partition_by") or [])
+    if node.args.get("order") is not None:
+        out.append(node.args["order"])
+    return out
+
+
+def contains_window(node: exp.Expression | None) -> bool:
+    return node is not None and node.find(exp.Window) is not None
+
+
+def bind_window(node: exp.Window, ctx, bind) -> Expr:
+    """The column a window call yields; ``bind(n)`` binds a sub-expression in ``ctx``."""
+    state: WindowState | None = getattr(ctx, "window", None)
+    if state is None:
+        raise SqlError(f"window functions are not allowed in {ctx.clause}")
+    if node.args.get("alias") is not None or node.args.get("first") is not None:
+        raise UnsupportedError("named windows (OVER w / WINDOW clause)")
+    func = node.this
+    if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
+        if isinstance(func, exp.IgnoreNulls):
+            raise UnsupportedError("IGNORE NULLS in window functions")
+        func = func.this
+    if contains_window(func):
+        raise SqlError("window functions cannot be nested")
+    if isinstance(func, exp.Filter):
+        from hetdb.sql.rewrites import filter_as_case
+
+        func = filter_as_case(func)
+    partition = tuple(bind(p) for p in node.args.get("partition_by") or [])
+    order_node = node.args.get("order")
+    order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
+                  for o in (order_node.expressions if order_node is not None else []))
+    call = _call(func, order, node.args.get("spec"), bind)
+    return state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
+
+
+def _const_int(e: Expr, what: str, minimum: int) -> int | None:
+    if isinstance(e, Literal) and e.value is None:
+        return None
+    if not (isinstance(e, Literal) and e.dtype.is_integer and isinstance(e.value, int)):
+        raise UnsupportedError(f"{what} that is not a constant integer")
+    if e.value < minimum:
+        raise SqlError(f"{what} must be at least {minimum}, got {e.value}")
+    return e.value
+
+
+def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> WindowCall:
+    name = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__
+    if type(func) in _RANKING:
+        op = _RANKING[type(func)]
+        t = T.FLOAT64 if op in ("percent_rank", "cume_dist") else T.INT64
+        return WindowCall(t, op)
+    if isinstance(func, exp.Ntile):
+        n = _const_int(bind(func.this), "the argument of ntile", 1) if func.this is not None else None
+        if func.this is None:
+            raise SqlError("ntile needs the number of buckets: ntile(n)")
+        return WindowCall(T.INT64, "ntile", (Literal(T.INT64, n),))
+    if isinstance(func, (exp.Lag, exp.Lead)):
+        x = bind(func.this)
+        off = func.args.get("offset")
+        n = 1 if off is None else _const_int(bind(off), f"the offset of {name}", 0)
+        args: list[Expr] = [x, Literal(T.INT64, n)]
+        if func.args.get("default") is not None:
+            d = bind(func.args["default"])
+            t = TY.common_type(x, d, name)
+            args = [TY.cast_to(x, t), Literal(T.INT64, n), TY.cast_to(d, t)]
+        return WindowCall(args[0].dtype, "lag" if isinstance(func, exp.Lag) else "lead", tuple(args))
+    frame = _frame(spec, order)
+    if type(func) in _VALUES:
+        x = bind(func.this)
+        return WindowCall(x.dtype, _VALUES[type(func)], (x,), frame)
+    if isinstance(func, exp.NthValue):
+        x = bind(func.this)
+        n = _const_int(bind(func.args["offset"]), "the position of nth_value", 1)
+        return WindowCall(x.dtype, "nth_value", (x, Literal(T.INT64, n)), frame)
+    if type(func) in _AGGS:
+        return _aggregate(func, frame, bind)
+    from hetdb.sql import holistic as HL
+
+    if isinstance(func, HL.HOLISTIC):
+        if order:
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY (only whole partitions)")
+        if isinstance(func.this, exp.Distinct):
+            raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
+        if isinstance(func, exp.GroupConcat):
+            return HL.string_agg_call(func, bind)
+        return HL.statistic_call(func, name, bind)
+    raise UnsupportedError(f"{name} as a window function")
+
+
+def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
+    op = _AGGS[type(func)]
+    arg = func.this
+    if isinstance(arg, exp.Distinct):
+        raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window")
+    if isinstance(func, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
+        return WindowCall(T.INT64, "count_star", (), frame)
+    x = bind(arg)
+    t = x.dtype
+    if op == "count":
+        return WindowCall(T.INT64, "count", (x,), frame)
+    if op in ("min", "max"):
+        if t.kind == "bool":
+            raise UnsupportedError(f"{op} of BOOLEAN values OVER a window")
+        return WindowCall(t, op, (x,), frame)
+    if TY.is_null_literal(x):
+        x, t = Literal(T.FLOAT64, None), T.FLOAT64
+    if not t.is_numeric:
+        raise SqlError(f"{op.upper()} needs a number, got {t}")
+    if op == "avg":
+        return WindowCall(T.FLOAT64, "avg", (x,), frame)
+    rt = {"int32": T.INT64, "int64": T.INT64, "float64": T.FLOAT64}.get(t.kind) \
+        or T.decimal(T.MAX_DECIMAL_PRECISION, t.scale)
+    return WindowCall(rt, "sum", (x,), frame)
+
+
+_SIDES = {("UNBOUNDED", "preceding"): "unbounded_preceding", ("UNBOUNDED", "following"): "unbounded_following"}
+
+
+def _frame(spec, order: tuple[SortKey, ...]) -> Frame:
+    if spec is None:
+        return Frame() if order else WHOLE_PARTITION
+    kind = str(spec.args.get("kind") or "").lower()
+    if kind not in ("rows", "range"):
+        raise UnsupportedError(f"{kind.upper()} window frames (ROWS and RANGE are supported)")
+    if spec.args.get("exclude") is not None:
+        raise UnsupportedError("EXCLUDE in window frames")
+    start, start_n = _bound(spec.args.get("start"), spec.args.get("start_side"), kind, order)
+    end, end_n = _bound(spec.args.get("end") or "CURRENT ROW", spec.args.get("end_side"), kind, order)
+    rank = ["unbounded_preceding", "preceding", "current", "following", "unbounded_following"]
+    if start == "unbounded_following" or end == "unbounded_preceding" or rank.index(start) > rank.index(end):
+        raise SqlError("window frame start cannot come after its end")
+    return Frame(kind, start, end, start_n, end_n)
+
+
+def _bound(value, side, kind: str, order: tuple[SortKey, ...]) -> tuple[str, object]:
+    side = str(side or "").lower()
+    if isinstance(value, str):
+        v = value.upper()
+        if v == "CURRENT ROW":
+            return "current", None
+        if v == "UNBOUNDED":
+            return _SIDES[(v, side or "preceding")], None
+        raise UnsupportedError(f"window frame bound {value}")
+    if kind == "rows":
+        if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+            raise UnsupportedError("a ROWS frame offset that is not a constant non-negative integer")
+        return side, int(value.this)
+    if len(order) != 1:
+        raise SqlError("a RANGE frame with an offset needs exactly one ORDER BY expression")
+    key_t = order[0].expr.dtype
+    if isinstance(value, exp.Interval):
+        from hetdb.sql.exprs import _interval
+
+        months, days = _interval(value)
+        if months or key_t.kind != "date":
+            raise UnsupportedError("a RANGE frame INTERVAL offset other than whole days over a DATE")
+        return side, days
+    if not (isinstance(value, exp.Literal) and not value.is_string):
+        raise UnsupportedError("a RANGE frame offset that is not a constant number")
+    lit = TY.number_literal(value.this)
+    if key_t.kind == "date":
+        if not lit.dtype.is_integer:
+            raise SqlError("a RANGE offset over a DATE must be a whole number of days")
+        return side, lit.value
+    if not key_t.is_numeric:
+        raise SqlError(f"a RANGE frame with an offset needs a numeric or DATE ORDER BY, got {key_t}")
+    cast = TY.cast_to(lit, key_t)
+    if not isinstance(cast, Literal) or cast.value is None or cast.value < 0:
+        raise SqlError("a RANGE frame offset must be a non-negative constant")
+    return side, cast.value

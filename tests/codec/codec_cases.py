@@ -1,0 +1,45 @@
+"""Adversarial and random value arrays shared by the CPU and GPU codec tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hetdb.codec.encodings import CONST, DELTA, DICT, FOR, RLE
+
+I64 = np.iinfo(np.int64)
+I32 = np.iinfo(np.int32)
+ENCODED = (CONST, FOR, DELTA, RLE, DICT)
+
+
+def cases() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(8)
+    out = {
+        "one_value": np.array([42], np.int64),
+        "one_negative_i32": np.array([-7], np.int32),
+        "all_equal": np.full(5000, -3, np.int32),
+        "alternating_i32": np.resize(np.array([I32.min, I32.max], np.int32), 3001),
+        "alternating_i64": np.resize(np.array([I64.min, I64.max], np.int64), 2049),
+        "int64_extremes": np.array([I64.min, I64.max, 0, -1, 1, I64.min + 1, I64.max - 1] * 150, np.int64),
+        "sorted_i64": np.sort(rng.integers(-10**12, 10**12, 4099)),
+        "reverse_sorted_i32": np.sort(rng.integers(-10**6, 10**6, 3333, dtype=np.int32))[::-1].copy(),
+        "runs_of_one": np.arange(2500, dtype=np.int32) * 7919,
+        "one_run": np.full(1 << 14, 19980101, np.int32),
+        "runs": np.repeat(rng.integers(0, 1 << 40, 77), rng.integers(1, 300, 77)),
+        "random_i32": rng.integers(I32.min, I32.max, 1500, dtype=np.int32, endpoint=True),
+        "random_i64": rng.integers(I64.min, I64.max, 1500, dtype=np.int64, endpoint=True),
+        "small_range": rng.integers(0, 51, 10_000).astype(np.int32),
+        "few_wide": rng.choice(np.array([-(1 << 50), 3, 1 << 45, 19920101], np.int64), 4097),
+        "block_plus_one": rng.integers(0, 1000, 1025).astype(np.int64),
+        "block_minus_one": rng.integers(0, 1000, 1023).astype(np.int32),
+        "bools": rng.integers(0, 2, 3000).astype(bool),
+        "bools_all_true": np.ones(1500, bool),
+        "floats": rng.normal(size=2000),
+        "float_specials": np.resize(np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1.5,
+                                              np.frombuffer(np.uint64(0x7FF8DEADBEEF0001).tobytes(),
+                                                            np.float64)[0]]), 1100),
+    }
+    return out
+
+
+def bit_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.view(np.uint8).tobytes() == b.view(np.uint8).tobytes()

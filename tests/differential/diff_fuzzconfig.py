@@ -1,0 +1,21 @@
+"""The executor configurations every fuzz campaign runs under (after test_configurations.py's matrix).
+
+Default CPU executor (2 worker threads), batches of 7 rows, zone maps off, every optimizer pass off,
+a host memory limit small enough that hash joins and aggregates partition and spill (with four worker
+threads, so that spilling starts while other workers are done), and four threads on 16-row batches.
+"""
+
+from __future__ import annotations
+
+from hetdb.plan.optimizer import PASSES
+
+SPILL_LIMIT = "16KB"  # the fuzz tables' aggregates and joins spill below ~20 KB
+
+FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
+    ("default", {}),
+    ("batch_rows=7", {"batch_rows": 7}),
+    ("zone_maps=False", {"zone_maps": False}),
+    ("all passes off", {"disabled_passes": {name for name, _ in PASSES}}),
+    (f"host_memory_limit={SPILL_LIMIT} threads=4", {"host_memory_limit": SPILL_LIMIT, "threads": 4}),
+    ("threads=4 batch_rows=16", {"threads": 4, "batch_rows": 16}),
+]

@@ -1,0 +1,123 @@
+"""Seeded random queries over the NULL-heavy fuzz tables under every executor configuration.
+
+Each configuration checks at least ``MIN_COMPARED`` hetdb answers: queries compared with DuckDB plus
+the partition queries of TLP/NoREC metamorphic checks of hetdb against itself (``diff_fuzz``). Every
+configuration runs the same cases (DuckDB's answers are computed once). ``make fuzz`` runs the long campaign
+(``fuzz_main.py``); ``HETDB_FUZZ_SEED`` changes the seed here, ``HETDB_FUZZ_ALLOW`` draws known-issue
+shapes (``diff_fuzzgen.KNOWN_ISSUES``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+import pyarrow as pa
+import pytest
+from diff_fuzz import FuzzRunner, FuzzStats, error_kind
+from diff_fuzzconfig import FUZZ_CONFIGURATIONS
+from diff_fuzzdata import LONG_STRING_PAGES_PLAIN
+from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env
+
+from hetdb.errors import HetdbError
+
+SEED = int(os.environ.get("HETDB_FUZZ_SEED", "15"))
+MIN_COMPARED = 2000
+CHUNK = 50
+
+
+def _campaign(runner: FuzzRunner, minimum: int) -> FuzzStats:
+    """Run cases 0, 1, ... until ``minimum`` answers were compared or a case failed."""
+    stats, index = FuzzStats(), 0
+    while stats.compared < minimum and not stats.failures:
+        stats.add(runner.run(SEED, CHUNK, index, stop_at_first=True))
+        index += CHUNK
+    return stats
+
+
+@pytest.mark.parametrize("label,options", FUZZ_CONFIGURATIONS, ids=[c[0] for c in FUZZ_CONFIGURATIONS])
+def test_fuzz_queries_under_configuration(label, options, device, fuzz_db, fuzz_samples,
+                                          fuzz_reference_cache, hetdb_runner) -> None:
+    run = hetdb_runner(fuzz_db.path, device=device, **options)
+    runner = FuzzRunner(f"{device} {label}", run, fuzz_db.duck, fuzz_samples, allowed_from_env(),
+                        fuzz_reference_cache)
+    stats = _campaign(runner, MIN_COMPARED)
+    print(f"[{device} {label}] seed={SEED}: {stats.summary()}")  # shown with pytest -rP
+    if stats.failures:
+        pytest.fail(f"[{label}] seed={SEED}: {stats.summary()}\n\n" + "\n\n".join(stats.failures),
+                    pytrace=False)
+    assert stats.compared >= MIN_COMPARED, stats.summary()
+    assert stats.differential >= MIN_COMPARED // 3, stats.summary()
+    assert stats.oracle_queries >= MIN_COMPARED // 5, stats.summary()
+    assert all(stats.by_oracle.get(k, 0) > 0 for k in ("tlp-where", "tlp-distinct", "tlp-aggregate", "norec"))
+    assert stats.skipped <= stats.cases // 50, f"DuckDB refused too many generated queries: {stats.summary()}"
+    assert stats.nonempty >= stats.differential // 2, stats.summary()
+
+
+def test_fuzz_tables_hold_the_edge_values(fuzz_db) -> None:
+    """The data really has what the generator is meant to stress (else the fuzzing tests less)."""
+    duck = fuzz_db.duck
+    one = duck.sql("""SELECT count(*) FILTER (WHERE isnan(fn)), count(*) FILTER (WHERE f = 'inf'::DOUBLE),
+                              count(*) FILTER (WHERE f = '-inf'::DOUBLE),
+                              count(*) FILTER (WHERE f = 0 AND signbit(f)),
+                              count(*) FILTER (WHERE big = 9223372036854775807),
+                              count(*) FILTER (WHERE big = -9223372036854775808),
+                              max(abs(dw)) > 10^13, max(length(sl)) > 200, min(d) < DATE '1000-01-01',
+                              count(*) FILTER (WHERE k IS NULL), count(DISTINCT s)
+                       FROM fa""").fetchall()[0]
+    assert all(one), one
+    assert fuzz_db.row_counts == {"fa": 240, "fb": 90, "fc": 14, "fe": 0}
+    from hetdb.storage import Database
+
+    reader = Database.open(fuzz_db.path).table("fa")
+    assert reader.num_row_groups > 2
+    encodings = {c: {reader.page_encoding(c, rg) for rg in range(reader.num_row_groups)}
+                 for c in ("s", LONG_STRING_PAGES_PLAIN)}
+    # the short strings are stored with a dictionary, the long ones in plain pages
+    assert encodings == {"s": {"dict"}, LONG_STRING_PAGES_PLAIN: {"plain"}}, encodings
+
+
+def test_fuzz_harness_detects_wrong_answers(fuzz_db, fuzz_samples) -> None:
+    """Wrong answers fail the differential check; a wrong partition fails the metamorphic ones."""
+
+    def duck_as_hetdb(sql: str) -> pa.Table:
+        try:
+            return fuzz_db.duck.sql(sql).to_arrow_table()
+        except duckdb.Error as e:  # a typed error, as hetdb raises
+            raise HetdbError(str(e)) from None
+
+    def wrong(sql: str) -> pa.Table:
+        table = duck_as_hetdb(sql)
+        return table.slice(0, max(0, table.num_rows - 1))
+
+    stats = FuzzRunner("self-test", wrong, fuzz_db.duck, fuzz_samples).run(SEED, 60, 0)
+    assert len(stats.failures) >= 20, stats.summary()
+
+    def loses_null_partition(sql: str) -> pa.Table:
+        """Right on every query but TLP's third partition, which comes back empty."""
+        table = duck_as_hetdb(sql)
+        return table.slice(0, 0) if sql.endswith(") IS NULL") else table
+
+    stats = FuzzRunner("self-test", loses_null_partition, fuzz_db.duck, fuzz_samples).run(SEED, 60, 0)
+    assert sum("disagrees with itself" in f for f in stats.failures) >= 3, stats.summary()
+
+    good = FuzzRunner("self-test", duck_as_hetdb, fuzz_db.duck, fuzz_samples).run(SEED, 60, 0)
+    assert not good.failures, good.failures[0]
+    assert good.compared >= 60 and good.oracle_checks > 0
+
+
+def test_error_kinds_of_both_engines() -> None:
+    con = duckdb.connect()
+    with pytest.raises(duckdb.Error) as overflow:
+        con.sql("SELECT 9223372036854775807::BIGINT + 1").fetchall()
+    with pytest.raises(duckdb.Error) as zero:
+        con.sql("SELECT 1 // 0").fetchall()
+    assert error_kind(overflow.value) == "overflow"
+    assert error_kind(zero.value) == "division by zero"
+    assert error_kind(HetdbError("division by zero in intdiv(x, 0)")) == "division by zero"
+    assert error_kind(HetdbError("table 'x' does not exist")) == "other"
+
+
+def test_known_issue_switches_are_named() -> None:
+    assert allowed_from_env() <= set(KNOWN_ISSUES)
+    assert all("issue 15" in text for text in KNOWN_ISSUES.values())

@@ -1,0 +1,61 @@
+"""The tables of the SQL corpus (``tests/sql/corpus/*.test``): small, with NULLs, ties, several
+partitions, leap days and month ends, written through hetdb's table store and loaded into DuckDB
+from what hetdb reads back."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+
+def corpus_tables() -> dict[str, pa.Table]:
+    rng = np.random.default_rng(14)
+    n = 300
+    g = rng.integers(0, 6, n)
+    k = rng.integers(0, 25, n).astype(np.int32)
+    x = [None if i % 9 == 0 else float(v) for i, v in enumerate(rng.integers(-50, 50, n))]
+    i64 = [None if i % 11 == 3 else int(v) for i, v in enumerate(rng.integers(-1000, 1000, n))]
+    dec = [None if i % 13 == 5 else int(v) for i, v in enumerate(rng.integers(-99999, 99999, n))]
+    words = ["apple", "pear", "fig", "kiwi", "plum", "Ümlaut", ""]
+    s = [None if i % 10 == 7 else words[v] for i, v in enumerate(rng.integers(0, len(words), n))]
+    base = dt.date(2019, 12, 25).toordinal()
+    d = [None if i % 17 == 2 else dt.date.fromordinal(base + int(v))
+         for i, v in enumerate(rng.integers(0, 1200, n))]
+    t = pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "g": pa.array(g.astype(np.int64)),
+        "k": pa.array(k),
+        "x": pa.array(x, pa.float64()),
+        "i": pa.array(i64, pa.int64()),
+        "m": pa.array([None if v is None else Decimal(v).scaleb(-2) for v in dec], pa.decimal128(12, 2)),
+        "s": pa.array(s, pa.string()),
+        "d": pa.array(d, pa.date32()),
+    })
+    empty = t.slice(0, 0)
+    return {"w": t, "w_empty": empty}
+
+
+def build(path: str) -> duckdb.DuckDBPyConnection:
+    """Write the corpus tables into a hetdb database at ``path``; a DuckDB holding the same rows."""
+    from hetdb import types as T
+    from hetdb.storage import ColumnSpec, Database
+
+    db = Database.open(path, create=True)
+    duck = duckdb.connect()
+    duck.execute("SET threads TO 2")
+    for name, table in corpus_tables().items():
+        schema = [ColumnSpec(f.name, T.from_arrow(f.type), nullable=f.name != "id") for f in table.schema]
+        with db.create_table(name, schema, rows_per_page=64, replace=True) as writer:
+            for start in range(0, max(table.num_rows, 1), 97):
+                part = table.slice(start, 97)
+                if part.num_rows:
+                    writer.append_arrow(part)
+        back = db.table(name).arrow()
+        duck.register(f"_{name}", back)
+        duck.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}")
+        duck.unregister(f"_{name}")
+    return duck

@@ -1,0 +1,55 @@
+"""Result column names of unaliased select items are DuckDB's (count_star(), sum(x), (a + 1), window
+specifications ...), and refusals name functions as DuckDB users write them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from corpus_data import build  # noqa: E402
+
+import hetdb  # noqa: E402
+from hetdb.errors import UnsupportedError  # noqa: E402
+
+QUERIES = [
+    "SELECT count(*), COUNT(x), Sum(i), avg(i + k), count(DISTINCT k), min(d), count(*) FILTER (WHERE k > 1) FROM w",
+    "SELECT k + 1, k * i - 2, -k, upper(s), s || 'x', 1, 'lit', NULL, true, k = 1, k BETWEEN 1 AND 2, "
+    "k IN (1, 2), k IS NULL, k IS NOT NULL, NOT (k > 1), coalesce(k, i), abs(k), round(x, 2), x / 2, k // 2, "
+    "k % 2, s LIKE 'a%', w.k, k IS DISTINCT FROM i, typeof(k), extract(year FROM d) FROM w",
+    "SELECT row_number() OVER (PARTITION BY g ORDER BY k DESC), lag(k, 1) OVER (ORDER BY k), "
+    "sum(x) OVER (), rank() OVER (ORDER BY id) FROM w",
+    "SELECT date_trunc('month', d), regexp_matches(s, 'a'), lpad(s, 2, 'x'), date_diff('day', d, d), "
+    "strftime(d, '%Y') FROM w",
+]
+
+
+@pytest.fixture(scope="module")
+def dbs(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("names") / "db")
+    duck = build(path)
+    return path, duck
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_result_names_are_duckdb_names(dbs, sql) -> None:
+    path, duck = dbs
+    with hetdb.connect(path, device="cpu") as con:
+        got = con.sql(sql).arrow().column_names
+    want = duck.sql(sql).columns
+    assert len(want) > 0 and got == want
+
+
+@pytest.mark.parametrize("sql,name", [
+    ("SELECT hash(s) FROM w", "hash"),
+    ("SELECT list(s) FROM w", "list"),
+    ("SELECT quantile_disc(x, 0.5) FROM w", "quantile_disc"),
+])
+def test_refusals_name_functions_as_written(dbs, sql, name) -> None:
+    path, _ = dbs
+    with hetdb.connect(path, device="cpu") as con:
+        with pytest.raises(UnsupportedError, match=f"function {name}\\(\\)"):
+            con.sql(sql)

@@ -1,0 +1,50 @@
+"""Window operator behaviour outside the corpus: a typed error when its input exceeds the memory
+limit, and its place in EXPLAIN ANALYZE (a CPU fallback on the GPU)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from corpus_data import build  # noqa: E402
+
+import hetdb  # noqa: E402
+from hetdb.backend.gpu import gpu_available  # noqa: E402
+from hetdb.errors import OutOfMemoryError  # noqa: E402
+
+QUERY = "SELECT id, row_number() OVER (PARTITION BY g ORDER BY id) FROM w"
+
+
+@pytest.fixture(scope="module")
+def corpus_path(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("window-exec") / "db")
+    build(path)
+    return path
+
+
+def test_window_input_over_the_memory_limit_is_a_typed_error(corpus_path) -> None:
+    with hetdb.connect(corpus_path, device="cpu", host_memory_limit="4KB") as con:
+        with pytest.raises(OutOfMemoryError, match="window functions need their whole input"):
+            con.sql(QUERY)
+    with hetdb.connect(corpus_path, device="cpu") as con:
+        assert con.sql(QUERY).num_rows == 300
+
+
+def test_explain_analyze_shows_the_window_operator(corpus_path) -> None:
+    with hetdb.connect(corpus_path, device="cpu") as con:
+        text = con.explain(QUERY, analyze=True)
+    line = next(x for x in text.splitlines() if "Window partition=" in x)
+    assert "row_number()" in line and "rows in=300 out=300" in line, text
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_gpu_runs_windows_on_the_host_and_says_so(corpus_path) -> None:
+    with hetdb.connect(corpus_path, device="gpu") as con:
+        text = con.explain(QUERY, analyze=True)
+    line = next(x for x in text.splitlines() if "Window partition=" in x)
+    assert "CPU fallback: window functions on the host" in line, text
