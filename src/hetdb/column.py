@@ -144,9 +144,13 @@ def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:
     try:
         as38 = arr.cast(target)
         # DECIMAL(p, s) holds |value| < 10**(p - s): compare values, not the unscaled integers
-        limit = pa.scalar(10 ** (dtype.precision - dtype.scale), pa.decimal128(38, 0)).cast(target)
-        too_big = pc.greater_equal(pc.abs(as38), limit)
-        if pc.any(too_big).as_py():
+        # (at p = 38 the cast to decimal128(38, s) above already checked it; 10**(38 - s) has no
+        # decimal128(38, s) form)
+        too_big = None
+        if dtype.precision < 38:
+            limit = pa.scalar(10 ** (dtype.precision - dtype.scale), pa.decimal128(38, 0)).cast(target)
+            too_big = pc.greater_equal(pc.abs(as38), limit)
+        if too_big is not None and pc.any(too_big).as_py():
             first = as38.filter(too_big)[0]
             raise InputError(f"decimal value {first} does not fit in DECIMAL({dtype.precision},{dtype.scale}) "
                              f"(hetdb stores at most {T.MAX_DECIMAL_PRECISION} digits)")

@@ -100,7 +100,7 @@ class Connection:
     live in the page cache and go to disk only under memory pressure)."""
 
     def __init__(self, path: str | None = MEMORY, device: str = "auto", *, create: bool = True,
-                 **options: Any):
+                 workers: int | None = None, cluster: str | None = None, **options: Any):
         from hetdb.storage import Database
 
         self._temp_dir: str | None = None
@@ -118,6 +118,11 @@ class Connection:
         self._last: Result | None = None
         self._lock = threading.RLock()
         self._closed = False
+        self._dist = None
+        if workers is not None or cluster is not None:  # distributed queries on Ray (hetdb.dist)
+            from hetdb.dist.runtime import DistRuntime
+
+            self._dist = DistRuntime(str(path), 1 if workers is None else workers, cluster, options)
 
     # ---- catalog ----------------------------------------------------------------------------------
     @property
@@ -190,7 +195,10 @@ class Connection:
             try:
                 result = None
                 for st in stmts:
-                    if st.kind == "query":
+                    if st.kind == "query" and self._dist is not None:
+                        table, stats = self._dist.sql(self._get_engine(), st.text)
+                        result = Result(table, stats)
+                    elif st.kind == "query":
                         table, stats = self._get_engine().execute(st.text)
                         result = Result(table, stats)
                     else:
@@ -226,6 +234,8 @@ class Connection:
 
         token = SX.SESSION.set(self._session(_caller_scopes()))
         try:
+            if self._dist is not None:
+                return self._dist.explain(self._get_engine(), query, analyze=analyze)
             return self._get_engine().explain(query, analyze=analyze)
         finally:
             SX.SESSION.reset(token)
@@ -320,6 +330,9 @@ class Connection:
         """Release the engine (and delete an in-memory database)."""
         for name in list(self._registered):
             self.unregister(name)
+        if self._dist is not None:
+            self._dist.close()
+            self._dist = None
         if self._engine is not None:
             self._engine.close()
             self._engine = None

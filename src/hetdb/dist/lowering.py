@@ -1,0 +1,224 @@
+"""Lowering of an optimized logical plan for N workers: the plan is cut into stages at exchange
+nodes. A stage is a logical subplan every worker (or only worker 0, for a single-worker stage) runs
+with hetdb's own operators over its share of the input; its output goes through one exchange:
+
+- ``hash``: rows are repartitioned by the hash of key expressions (join keys, group keys);
+- ``broadcast``: every worker receives all rows (small build sides);
+- ``gather``: all rows go to worker 0 (final ORDER BY / LIMIT, global aggregates, the result).
+
+Aggregations whose functions decompose (sum, count, min, max, any) get a partial aggregation before
+the shuffle and a final one after. With one worker no exchange is inserted: the plan is one stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from hetdb.errors import UnsupportedError
+from hetdb.plan import logical as L
+from hetdb.plan.expr import ColumnRef, Expr, Field
+
+# Build sides estimated at most this many rows are broadcast instead of repartitioning both sides.
+BROADCAST_ROWS = 20_000
+_PARTIAL = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max", "any": "any"}
+# joins whose build (right) side may be broadcast: every probe row meets the whole build side
+_BROADCAST_KINDS = ("inner", "left", "semi", "anti", "mark", "cross")
+
+
+class DistUnsupportedError(UnsupportedError):
+    """The distributed lowering has no plan for this query (it runs on one worker instead)."""
+
+
+@dataclass(frozen=True)
+class ExchangeInput(L.Node):
+    """The rows a worker received from the exchange of stage ``stage``."""
+
+    stage: int
+    fields: tuple[Field, ...]
+    kind: str = ""
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.fields
+
+    def label(self) -> str:
+        return f"Exchange {self.kind} from stage {self.stage}"
+
+
+@dataclass
+class Stage:
+    sid: int
+    plan: L.Node
+    exchange: str                  # "hash", "broadcast", "gather" or "result"
+    keys: tuple[Expr, ...] = ()    # hash keys, over ``plan``'s output columns
+    single: bool = False           # runs on worker 0 only
+    inputs: list[int] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.plan.schema
+
+
+@dataclass
+class DistPlan:
+    stages: list[Stage]
+    output: L.Output
+    workers: int
+    fallback: str = ""  # why the whole query runs as one stage on one worker ("" when it does not)
+
+    @property
+    def result(self) -> Stage:
+        return self.stages[-1]
+
+
+def _ref(f: Field) -> ColumnRef:
+    return ColumnRef(f.dtype, f.cid, f.nullable)
+
+
+def _inputs_of(node: L.Node) -> list[int]:
+    if isinstance(node, ExchangeInput):
+        return [node.stage]
+    return [s for k in node.inputs() for s in _inputs_of(k)]
+
+
+class Lowering:
+    """Cuts a logical plan into stages. ``_lower`` returns (subplan of the open stage, distribution):
+    ``part`` (each row on exactly one worker) or ``single`` (all rows on worker 0)."""
+
+    def __init__(self, workers: int, broadcast_rows: int = BROADCAST_ROWS,
+                 row_counts: dict[str, int] | None = None):
+        self.workers = workers
+        self.row_counts = row_counts or {}
+        self.broadcast_rows = broadcast_rows
+        self.stages: list[Stage] = []
+
+    def lower(self, root: L.Output) -> DistPlan:
+        if self.workers <= 1:
+            return DistPlan([Stage(0, root.input, "result", single=True)], root, 1)
+        node, dist = self._lower(root.input)
+        top = self._close(node, dist, "gather") if dist != "single" else node
+        self.stages.append(Stage(len(self.stages), top, "result", single=True, inputs=_inputs_of(top)))
+        return DistPlan(self.stages, root, self.workers)
+
+    def _close(self, node: L.Node, dist: str, exchange: str, keys: tuple[Expr, ...] = (),
+               note: str = "") -> ExchangeInput:
+        """End the open stage with ``exchange``; the returned leaf reads its output."""
+        sid = len(self.stages)
+        self.stages.append(Stage(sid, node, exchange, keys, single=dist == "single", inputs=_inputs_of(node),
+                                 note=note))
+        return ExchangeInput(sid, node.schema, exchange)
+
+    def _gathered(self, node: L.Node, dist: str) -> L.Node:
+        return node if dist == "single" else self._close(node, dist, "gather")
+
+    def _lower(self, node: L.Node) -> tuple[L.Node, str]:
+        if isinstance(node, L.Scan):
+            if node.source != "table":
+                raise DistUnsupportedError(f"the workers cannot read the {node.source} source {node.path!r}")
+            return node, "part"
+        if isinstance(node, L.Values):
+            return node, "single"
+        if isinstance(node, (L.Filter, L.Project)):
+            child, dist = self._lower(node.input)
+            return dataclasses.replace(node, input=child), dist
+        if isinstance(node, L.Aggregate):
+            return self._aggregate(node)
+        if isinstance(node, L.Join):
+            return self._join(node)
+        if isinstance(node, L.Sort):
+            child, dist = self._lower(node.input)
+            return dataclasses.replace(node, input=self._gathered(child, dist)), "single"
+        if isinstance(node, (L.TopN, L.Limit)):
+            child, dist = self._lower(node.input)
+            if dist != "single" and node.limit is not None:
+                # each worker keeps its first limit+offset rows, worker 0 takes the final cut
+                child = self._close(dataclasses.replace(node, input=child, limit=node.limit + node.offset,
+                                                        offset=0), dist, "gather")
+            return dataclasses.replace(node, input=self._gathered(child, dist)), "single"
+        if isinstance(node, L.Union):
+            kids = [self._lower(c) for c in node.children]
+            if any(d == "single" for _, d in kids):
+                return dataclasses.replace(node, children=tuple(self._gathered(c, d) for c, d in kids)), \
+                    "single"
+            return dataclasses.replace(node, children=tuple(c for c, _ in kids)), "part"
+        raise DistUnsupportedError(f"no distributed lowering for {type(node).__name__}")
+
+    def _aggregate(self, node: L.Aggregate) -> tuple[L.Node, str]:
+        child, dist = self._lower(node.input)
+        if dist == "single":
+            return dataclasses.replace(node, input=child), "single"
+        decomposable = all(not c.distinct and c.op in _PARTIAL for _, c in node.aggs)
+        if not decomposable:
+            why = "no partial aggregation (" + ", ".join(sorted({str(c.op) + (" distinct" if c.distinct else "")
+                                                                 for _, c in node.aggs
+                                                                 if c.distinct or c.op not in _PARTIAL})) + ")"
+            if not node.keys:
+                return dataclasses.replace(node, input=self._close(child, dist, "gather", note=why)), "single"
+            keys = tuple(e for _, e in node.keys)
+            return dataclasses.replace(node, input=self._close(child, dist, "hash", keys, note=why)), "part"
+        partial_aggs = []
+        final_aggs = []
+        for f, call in node.aggs:
+            pf = Field(f"{f.cid}__partial", f.name, call.dtype, True)
+            partial_aggs.append((pf, call))
+            final_aggs.append((f, dataclasses.replace(call, op=_PARTIAL[call.op], arg=_ref(pf))))
+        partial = L.Aggregate(child, node.keys, tuple(partial_aggs))
+        final_keys = tuple((f, _ref(f)) for f, _ in node.keys)
+        if not node.keys:
+            inp = self._close(partial, dist, "gather", note="partial aggregation")
+            return L.Aggregate(inp, (), tuple(final_aggs)), "single"
+        inp = self._close(partial, dist, "hash", tuple(_ref(f) for f, _ in node.keys), note="partial aggregation")
+        return L.Aggregate(inp, final_keys, tuple(final_aggs)), "part"
+
+    def _join(self, node: L.Join) -> tuple[L.Node, str]:
+        left, ldist = self._lower(node.left)
+        right, rdist = self._lower(node.right)
+        if ldist == "single" or rdist == "single":
+            return dataclasses.replace(node, left=self._gathered(left, ldist),
+                                       right=self._gathered(right, rdist)), "single"
+        probe_only = node.kind in ("semi", "anti", "mark") or not node.left_keys
+        if not node.build_left and node.kind in _BROADCAST_KINDS and \
+                (probe_only or _estimate(node.right, self.row_counts) <= self.broadcast_rows):
+            note = "small build side" if not probe_only else f"{node.kind} join needs the whole build side"
+            return dataclasses.replace(node, left=left,
+                                       right=self._close(right, rdist, "broadcast", note=note)), "part"
+        if not node.left_keys or node.kind in ("semi", "anti", "mark"):
+            # build-left semi/anti and key-less joins that emit unmatched build rows: one worker
+            return dataclasses.replace(node, left=self._gathered(left, ldist),
+                                       right=self._gathered(right, rdist)), "single"
+        lin = self._close(left, ldist, "hash", node.left_keys, note="join key")
+        rin = self._close(right, rdist, "hash", node.right_keys, note="join key")
+        return dataclasses.replace(node, left=lin, right=rin), "part"
+
+
+def _estimate(node: L.Node, counts: dict[str, int]) -> float:
+    """Rows ``node`` may produce, from the optimizer's estimate where it made one, else an upper
+    bound from the stored row counts (unknown: infinite, so nothing unknown is broadcast)."""
+    est = getattr(node, "estimated_rows", None)
+    if est is not None:
+        return float(est)
+    if isinstance(node, L.Scan):
+        return float(counts.get(node.table, float("inf"))) if node.source == "table" else float("inf")
+    if isinstance(node, (L.Filter, L.Project, L.Sort)):
+        return _estimate(node.input, counts)
+    if isinstance(node, L.Aggregate):
+        return 1.0 if not node.keys else _estimate(node.input, counts)
+    if isinstance(node, (L.Limit, L.TopN)) and node.limit is not None:
+        return float(node.limit + node.offset)
+    if isinstance(node, L.Values):
+        return float(len(node.rows))
+    return float("inf")
+
+
+def lower(root: L.Output, workers: int, broadcast_rows: int = BROADCAST_ROWS,
+          row_counts: dict[str, int] | None = None) -> DistPlan:
+    """The distributed plan of ``root`` for ``workers`` workers; a plan the lowering does not cover
+    becomes one stage on worker 0 with the reason in ``fallback`` (never a wrong answer)."""
+    try:
+        return Lowering(workers, broadcast_rows, row_counts).lower(root)
+    except DistUnsupportedError as e:
+        return DistPlan([Stage(0, root.input, "result", single=True)], root, workers, fallback=str(e))
+
+

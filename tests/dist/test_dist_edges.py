@@ -1,0 +1,170 @@
+"""Distributed edge cases vs DuckDB and one worker: skewed and all-equal join keys, NULL keys, empty
+tables and partitions, tiny batches, repartitioned (not broadcast) joins, non-decomposable
+aggregates, subqueries, and the lowering itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import hetdb
+from hetdb import types as T
+from hetdb.dist.lowering import DistPlan, Stage, lower
+from hetdb.plan import logical as L
+from hetdb.storage import ColumnSpec, Database
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+QUERIES = {
+    "skew_join_agg": "select f.k, count(*) c, sum(f.v) s from fact f join dim d on f.k = d.k group by f.k",
+    "all_equal_self_join": "select count(*) c, sum(a.v + b.v) s from eq a join eq b on a.k = b.k",
+    "left_join_null_keys": "select count(*) c, count(d.name) n, sum(f.v) s from fact f left join dim d "
+                           "on f.k = d.k",
+    "full_join": "select count(*) c, count(f.k) fk, count(d.k) dk from fact f full join dim d on f.k = d.k",
+    "right_join_group": "select d.name, count(f.v) c from fact f right join dim d on f.k = d.k group by d.name",
+    "distinct_avg": "select k, count(distinct v) dv, avg(v) a from fact group by k",
+    "global_avg": "select avg(v) a, min(k) lo, max(k) hi, count(k) ck from fact",
+    "empty_table": "select count(*) c, sum(v) s, min(k) m from empty",
+    "empty_group": "select k, count(*) c from empty group by k",
+    "empty_join": "select count(*) c from fact f join empty e on f.k = e.k",
+    "filtered_away": "select k, sum(v) s from fact where id < 3 group by k",
+    "topn": "select id, v from fact order by v desc, id limit 7",
+    "limit_offset_sorted": "select id from fact order by id limit 5 offset 10",
+    "union_all": "select k, count(*) c from (select k from fact union all select k from dim) t group by k",
+    "not_in_nulls": "select count(*) c from fact where k not in (select k from dim2)",
+    "in_subquery": "select count(*) c from fact where k in (select k from dim where name < 'n30')",
+    "scalar_subquery": "select count(*) c from fact where v > (select avg(v) from fact)",
+    "exists": "select count(*) c from dim d where exists (select 1 from fact f where f.k = d.k and f.v > 900)",
+    "string_key_join": "select d.name, count(*) c from fact f join dim d on 'n' || cast(f.k as varchar) = d.name "
+                       "group by d.name",
+}
+
+
+def _tables() -> dict[str, pa.Table]:
+    rng = np.random.default_rng(7)
+    n = 6000
+    k = np.where(rng.random(n) < 0.9, 1, rng.integers(0, 80, n))  # 90% of the rows share key 1
+    kmask = rng.random(n) < 0.05
+    fact = pa.table({"id": pa.array(np.arange(n), pa.int64()),
+                     "k": pa.array(k, pa.int64(), mask=kmask),
+                     "v": pa.array(rng.integers(0, 1000, n), pa.int64())})
+    dim = pa.table({"k": pa.array(np.arange(60), pa.int64()),
+                    "name": pa.array([f"n{i}" for i in range(60)])})
+    dim2 = pa.table({"k": pa.array([3, None, 5], pa.int64())})
+    eq = pa.table({"k": pa.array(np.full(300, 7), pa.int64()), "v": pa.array(np.arange(300), pa.int64())})
+    empty = pa.table({"k": pa.array([], pa.int64()), "v": pa.array([], pa.int64())})
+    return {"fact": fact, "dim": dim, "dim2": dim2, "eq": eq, "empty": empty}
+
+
+@dataclass
+class Data:
+    path: str
+    duck: duckdb.DuckDBPyConnection
+
+
+@pytest.fixture(scope="module")
+def edge_db(tmp_path_factory) -> Data:
+    path = str(tmp_path_factory.mktemp("dist-edges") / "db")
+    db = Database.open(path, create=True)
+    duck = duckdb.connect()
+    for name, table in _tables().items():
+        schema = [ColumnSpec(f.name, T.from_arrow(f.type), nullable=True) for f in table.schema]
+        with db.create_table(name, schema, rows_per_page=500) as writer:
+            if table.num_rows:
+                writer.append_arrow(table)
+        duck.register(f"{name}_arrow", table)
+        duck.execute(f"create table {name} as select * from {name}_arrow")
+    return Data(path, duck)
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    cols = [c.to_pylist() for c in table.columns]
+    rows = [tuple(round(x, 6) if isinstance(x, float) else x for x in r) for r in zip(*cols)]
+    return sorted(rows, key=lambda r: tuple((x is None, str(type(x)), x if x is not None else 0) for x in r))
+
+
+@pytest.mark.parametrize("workers,broadcast_rows,batch_rows", [
+    (3, 0, 7), pytest.param(2, 10_000, None, marks=pytest.mark.slow)])
+def test_edges_match_duckdb_one_worker_and_explain(edge_db, workers, broadcast_rows, batch_rows) -> None:
+    opts = {"batch_rows": batch_rows} if batch_rows else {}
+    one = hetdb.connect(edge_db.path, device="cpu", **opts)
+    with hetdb.connect(edge_db.path, device="cpu", workers=workers, **opts) as con:
+        con._dist.broadcast_rows = broadcast_rows  # 0: every keyed join repartitions both sides
+        for name, sql in QUERIES.items():
+            got = con.sql(sql)
+            truth = _rows(edge_db.duck.sql(sql).to_arrow_table())
+            assert _rows(got.arrow()) == truth, name
+            assert _rows(one.sql(sql).arrow()) == truth, name
+            assert got.stats["workers"] == workers
+        sql = QUERIES["skew_join_agg"]
+        stats = con.sql(sql).stats
+        kinds = {s["stage"] for s in stats["stages"]}
+        assert len(kinds) >= 4 and stats["bytes_shuffled"] > 0 and not stats["dist_fallback"]
+        # a plan that falls back to one worker reads whole tables there
+        plan = con._get_engine().logical_plan(QUERIES["global_avg"])
+        table, fb_stats = con._dist.run(DistPlan([Stage(0, plan.input, "result", single=True)], plan, workers,
+                                                 fallback="forced"))
+        assert _rows(table) == _rows(edge_db.duck.sql(QUERIES["global_avg"]).to_arrow_table())
+        assert fb_stats["dist_fallback"] == "forced" and fb_stats["bytes_shuffled"] == 0
+        text = con.explain(sql, analyze=True)
+        plain = con.explain(sql)
+    assert "exchange on [" in plain and "bytes sent" not in plain
+    assert f"worker {workers - 1}: rows out=" in text and "exchange bytes received: worker 0=" in text
+    assert f"share 0/{workers}" in text and "Total:" in text
+    one.close()
+
+
+def test_lowering_exchanges_and_one_worker(edge_db) -> None:
+    with hetdb.connect(edge_db.path, device="cpu") as con:
+        plan = con._get_engine().logical_plan(QUERIES["skew_join_agg"] + " order by c desc limit 3")
+    single = lower(plan, 1)
+    assert [s.exchange for s in single.stages] == ["result"]
+    hashed = lower(plan, 2, broadcast_rows=0, row_counts={"fact": 6000, "dim": 60})
+    kinds = [s.exchange for s in hashed.stages]
+    assert kinds.count("hash") == 3 and kinds[-1] == "result" and "gather" in kinds, kinds
+    assert any(s.note == "partial aggregation" for s in hashed.stages)
+    bcast = lower(plan, 2, row_counts={"fact": 6000, "dim": 60})
+    assert "broadcast" in [s.exchange for s in bcast.stages]
+
+
+@dataclass(frozen=True)
+class _Unknown(L.Node):
+    child: L.Node
+
+    def inputs(self) -> tuple[L.Node, ...]:
+        return (self.child,)
+
+    @property
+    def schema(self):
+        return self.child.schema
+
+    def label(self) -> str:
+        return "Unknown"
+
+
+def test_unsupported_node_runs_on_one_worker_with_reason(edge_db) -> None:
+    with hetdb.connect(edge_db.path, device="cpu") as con:
+        plan = con._get_engine().logical_plan("select k from dim")
+    odd = L.Output(_Unknown(plan.input), plan.fields)
+    dplan = lower(odd, 3)
+    assert len(dplan.stages) == 1 and dplan.stages[0].single
+    assert "no distributed lowering for _Unknown" in dplan.fallback
+
+
+@pytest.mark.parametrize("workers", [0, -1, "2"])
+def test_bad_worker_count_is_a_typed_error(edge_db, workers) -> None:
+    with pytest.raises(hetdb.HetdbError, match="workers must be a positive integer"):
+        hetdb.connect(edge_db.path, device="cpu", workers=workers)
+
+
+def test_registered_frame_runs_in_process_with_reason(edge_db) -> None:
+    frame = pa.table({"k": pa.array([1, 2, 3], pa.int64())})
+    with hetdb.connect(edge_db.path, device="cpu", workers=2) as con:
+        con.register("frame_src", frame)
+        res = con.sql("select count(*) c from fact f join frame_src s on f.k = s.k")
+        truth = edge_db.duck.sql("select count(*) c from fact where k in (1, 2, 3)").fetchall()
+    assert res.fetchall() == truth and "runs in this process" in res.stats["dist_fallback"]
