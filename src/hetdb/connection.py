@@ -231,7 +231,12 @@ class Connection:
     def explain(self, query: str, analyze: bool = False) -> str:
         """The physical plan of ``query`` (with per-operator statistics after running it when ``analyze``)."""
         from hetdb.sql import external as SX
+        from hetdb.sql.statements import statements
 
+        stmts = statements(query, None)
+        if len(stmts) == 1 and stmts[0].kind == "query":
+            # the text sql() plans (no trailing ';'), so EXPLAIN ANALYZE finds the same cached plan
+            query = stmts[0].text
         token = SX.SESSION.set(self._session(_caller_scopes()))
         try:
             if self._dist is not None:

@@ -53,7 +53,14 @@ EXPRS = [
 PIPE_STUBS = r"""
 #include <cstdio>
 #include <cstdint>
+#include <cstring>
 typedef long long i64;
+// host twin of common.cuh's compare_bits: NaN = NaN and largest, -0.0 = 0.0
+inline i64 compare_bits(double v) {
+  i64 b;
+  if (v != v) { b = 0x7ff8000000000000LL; } else { if (v == 0.0) v = 0.0; std::memcpy(&b, &v, 8); }
+  return b >= 0 ? b : (b ^ 0x7fffffffffffffffLL);
+}
 namespace pipe {
 inline i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 inline i64 civil_part(i64 days, int part) {

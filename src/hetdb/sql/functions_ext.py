@@ -238,9 +238,11 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         x = b(node.this)
         if isinstance(x, Literal):
             try:
-                return TY.cast_to(x, t)
+                folded = TY.cast_to(x, t)
             except HetdbError:
                 return Literal(t, None)
+            if isinstance(folded, Literal):
+                return folded  # a cast that cannot be folded is left to run time, as try_cast below
         return x if x.dtype == t else Call(t, "try_cast", (x,))
     if isinstance(node, exp.Extract):
         return date_part(node.this.name, b(node.expression), "EXTRACT")
