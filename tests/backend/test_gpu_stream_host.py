@@ -197,8 +197,10 @@ def test_fresh_connections_stream_from_the_host_tier(tmp_path):
                      "b": pa.array(rng.integers(0, 100, rows), pa.int64()),
                      "c": pa.array(rng.integers(-50, 50, rows), pa.int32())})
     db = Database.open(str(tmp_path / "db"), create=True)
+    # plain pages: the GPU limit below is a tenth of the bytes on disk, which must be the decoded bytes
+    # (a tenth of compressed pages is smaller than one decoded page, and the query would leave the GPU)
     with db.create_table("t", [ColumnSpec("a", T.INT64), ColumnSpec("b", T.INT64), ColumnSpec("c", T.INT32)],
-                         rows_per_page=rpp) as w:
+                         rows_per_page=rpp, compression="none") as w:
         w.append_arrow(data)
     limit = db.table("t").bytes_on_disk() // 10
     sql = "select sum(a * c) as s, count(*) as n, min(b) as lo from t where b < 40 and c > -10"

@@ -91,8 +91,14 @@ def test_results_past_64_bits(tables, device) -> None:
             if device == "cpu":
                 assert check(con, duck, sql).rows
             else:
-                with pytest.raises(OutOfRangeError, match="device='cpu'"):
+                # the GPU path holds 64-bit values: DuckDB's answer (a small result finished on the
+                # host) or a typed refusal that names the CPU, never a wrapped value
+                try:
                     con.sql(sql)
+                except OutOfRangeError as e:
+                    assert "device='cpu'" in str(e)
+                else:
+                    assert check(con, duck, sql).rows
 
 
 def test_wide_sum_recovers_wrapped_int64_sums() -> None:
@@ -110,9 +116,10 @@ def test_wide_sum_recovers_wrapped_int64_sums() -> None:
 def test_overflow_raises_like_duckdb(tables, device, sql, message) -> None:
     path, duck = tables
     with hetdb.connect(path, device=device) as con:
-        check(con, duck, sql, error_contains=message)
-        with pytest.raises(OutOfRangeError):
+        with pytest.raises(OutOfRangeError) as info:
             con.sql(sql)
+        if device == "cpu" or "device='cpu'" not in str(info.value):
+            check(con, duck, sql, error_contains=message)  # DuckDB's message (the GPU may name the CPU)
 
 
 def test_sum_of_two_big_bigints_is_exact(tables) -> None:

@@ -155,7 +155,7 @@ def test_cpu_fallback_is_shown_by_explain_analyze(tpch_db) -> None:
 
 def test_no_device_memory_left_after_errors(tpch_db) -> None:
     with hetdb.connect(tpch_db.path, device="gpu") as con:
-        with pytest.raises(hetdb.HetdbError, match="division by zero"):
+        with pytest.raises(hetdb.HetdbError, match="(?i)division by zero"):
             con.sql("select l_linenumber % (l_linenumber - l_linenumber) from lineitem")
         assert con._get_engine().last_gpu_leak == 0
         assert con._get_engine().device.memory.used == 0
@@ -181,9 +181,11 @@ def test_q9_completes_under_a_16mb_gpu_limit(tmp_path_factory) -> None:
         assert mismatch(res.arrow(), data.reference(sql), TPCH_ORDERING["q09"], TPCH_TOLERANCE.get("q09", 1e-9)) \
             is None
         assert con._get_engine().device.memory.used == 0 and res.stats["gpu_leaked_bytes"] == 0
+    # the first run of a fresh connection again, under EXPLAIN ANALYZE: a retry or fallback is shown
+    with hetdb.connect(data.path, device="gpu", gpu_memory_limit="16MB") as con:
         text = con.explain(sql, analyze=True)
-        if res.stats.get("gpu_oom_retried"):
-            assert "GPU memory: gpu_memory_limit refused" in text or "query on the CPU" in text, text
+    if res.stats.get("gpu_oom_retried"):
+        assert "GPU memory: gpu_memory_limit refused" in text or "query on the CPU" in text, text
 
 
 def test_fused_pipelines_match_and_are_shown(ssb_db, tpch_db) -> None:
