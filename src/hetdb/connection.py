@@ -94,7 +94,54 @@ def _caller_scopes() -> list[dict]:
         del frame
 
 
-class Connection:
+class LastResult:
+    """DB-API style access to the result of the last statement run (``self._last``), shared by
+    Connection (execute) and Cursor."""
+
+    arraysize = 1
+    _last: Result | None
+    _not_run = "no statement has been executed on this connection yet"
+
+    def _result(self) -> Result:
+        if self._last is None:
+            raise HetdbError(self._not_run)
+        return self._last
+
+    def fetchone(self) -> tuple | None:
+        return self._result().fetchone()
+
+    def fetchmany(self, size: int | None = None) -> list[tuple]:
+        return self._result().fetchmany(self.arraysize if size is None else size)
+
+    def fetchall(self) -> list[tuple]:
+        return self._result().fetchall()
+
+    def arrow(self) -> pa.Table:
+        return self._result().arrow()
+
+    fetch_arrow_table = arrow
+
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
+        return self._result().fetch_record_batch(rows_per_batch)
+
+    def df(self):
+        return self._result().df()
+
+    fetchdf = df
+
+    def pl(self):
+        return self._result().pl()
+
+    @property
+    def description(self) -> list[tuple] | None:
+        return None if self._last is None else self._last.description
+
+    @property
+    def rowcount(self) -> int:
+        return -1
+
+
+class Connection(LastResult):
     """A connection to a database directory; ``path=":memory:"`` (or None) makes a private database
     in a temporary directory that is deleted on close (it behaves as an in-memory database: tables
     live in the page cache and go to disk only under memory pressure)."""
@@ -281,45 +328,6 @@ class Connection:
             self._engine.close()
             self._engine = None
 
-    # ---- DB-API style results of the last execute() -------------------------------------------------
-    def _result(self) -> Result:
-        if self._last is None:
-            raise HetdbError("no statement has been executed on this connection yet")
-        return self._last
-
-    def fetchone(self) -> tuple | None:
-        return self._result().fetchone()
-
-    def fetchmany(self, size: int = 1) -> list[tuple]:
-        return self._result().fetchmany(size)
-
-    def fetchall(self) -> list[tuple]:
-        return self._result().fetchall()
-
-    def arrow(self) -> pa.Table:
-        return self._result().arrow()
-
-    fetch_arrow_table = arrow
-
-    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
-        return self._result().fetch_record_batch(rows_per_batch)
-
-    def df(self):
-        return self._result().df()
-
-    fetchdf = df
-
-    def pl(self):
-        return self._result().pl()
-
-    @property
-    def description(self) -> list[tuple] | None:
-        return None if self._last is None else self._last.description
-
-    @property
-    def rowcount(self) -> int:
-        return -1
-
     def cursor(self) -> Cursor:
         """A PEP 249 cursor on this connection (its own current result)."""
         return Cursor(self)
@@ -353,10 +361,10 @@ class Connection:
         self.close()
 
 
-class Cursor:
+class Cursor(LastResult):
     """PEP 249 cursor: runs statements on its connection and keeps its own result."""
 
-    arraysize = 1
+    _not_run = "the cursor has not executed a statement yet"
 
     def __init__(self, con: Connection) -> None:
         self.connection = con
@@ -372,37 +380,6 @@ class Cursor:
         for p in parameters:
             self._last = self.connection._run(query, p, scopes)
         return self
-
-    def _result(self) -> Result:
-        if self._last is None:
-            raise HetdbError("the cursor has not executed a statement yet")
-        return self._last
-
-    def fetchone(self) -> tuple | None:
-        return self._result().fetchone()
-
-    def fetchmany(self, size: int | None = None) -> list[tuple]:
-        return self._result().fetchmany(self.arraysize if size is None else size)
-
-    def fetchall(self) -> list[tuple]:
-        return self._result().fetchall()
-
-    def arrow(self) -> pa.Table:
-        return self._result().arrow()
-
-    def df(self):
-        return self._result().df()
-
-    def pl(self):
-        return self._result().pl()
-
-    @property
-    def description(self) -> list[tuple] | None:
-        return None if self._last is None else self._last.description
-
-    @property
-    def rowcount(self) -> int:
-        return -1
 
     def close(self) -> None:
         self._last = None
