@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import struct
 import subprocess
 from collections import defaultdict
 
@@ -177,11 +178,18 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:]
     groups = []
+    parts = [(acc.agg, acc.part) for acc in k.accumulators]
     for line in out.stdout.splitlines():
         vals = [int(v) for v in line.split()[1:]]
         nulls = vals[nk]
         key = tuple(None if nulls >> c & 1 else vals[c] for c in range(nk))
-        groups.append((key, vals[nk + 1:]))
+        accs = vals[nk + 1:]
+        for a, (agg, part) in enumerate(parts):
+            if part == "fsum":  # the DOUBLE twin of an int64 sum (wide_sum): equal while nothing wraps
+                approx = struct.unpack("<d", struct.pack("<q", accs[a]))[0]
+                exact = accs[parts.index((agg, "sum"))]
+                assert abs(approx - exact) <= 1e-9 * max(1.0, abs(exact)), (key, approx, exact)
+        groups.append((key, [v for v, (_, part) in zip(accs, parts) if part != "fsum"]))
     return groups
 
 

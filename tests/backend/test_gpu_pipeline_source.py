@@ -127,7 +127,7 @@ def test_materialize_writes_rows_build_rows_and_marks():
 def test_accumulators_carry_non_null_counts():
     k = generate_pipeline(specs()["left_single_case"])
     parts = [(a.agg, a.part) for a in k.accumulators]
-    assert parts == [(0, "sum"), (0, "cnt"), (1, "val"), (1, "cnt"), (2, "cnt")]
+    assert parts == [(0, "sum"), (0, "fsum"), (0, "cnt"), (1, "val"), (1, "cnt"), (2, "cnt")]
 
 
 @pytest.mark.parametrize("spec, reason", [

@@ -24,6 +24,7 @@ from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan, conjunction
+from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import Cast, ColumnRef, Expr
 from hetdb.plan.exprutil import conjuncts, substitute
 
@@ -269,8 +270,10 @@ def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dic
     for j, (_, a) in enumerate(plan.sink.aggs):
         if a.op in ("sum", "avg"):
             st = _sum_type(a.arg.dtype)
-            cols[_s(j, "sum")] = Column(st, data=parts[(j, "sum")].astype(st.numpy_dtype),
-                                        validity=parts[(j, "cnt")] > 0)
+            data = parts[(j, "sum")].astype(st.numpy_dtype)
+            if (j, "fsum") in parts:
+                data = wide_sum(xp, data, parts[(j, "fsum")])  # the launch's int64 sum may have wrapped
+            cols[_s(j, "sum")] = Column(st, data=data, validity=parts[(j, "cnt")] > 0)
         if a.op in ("count", "count_star", "avg"):
             cols[_s(j, "cnt")] = Column(T.INT64, data=parts[(j, "cnt")].astype(xp.int64))
         if a.op in ("min", "max"):

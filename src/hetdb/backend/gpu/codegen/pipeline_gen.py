@@ -275,6 +275,10 @@ class _Gen:
                     acc(j, "sum", "fused::AccSumF64", "f64", f"(double){v.value}", v.valid)
                 else:
                     acc(j, "sum", "fused::AccSumI64", "i64", f"(long long){v.value}", v.valid)
+                    if kind != "int32":
+                        # BIGINT/DECIMAL sums are exact modulo 2^64 only; a DOUBLE sum of the same
+                        # values tells which multiple of 2^64 they are off by (exec.wide.wide_sum)
+                        acc(j, "fsum", "fused::AccSumF64", "f64", f"(double){v.value}", v.valid)
             else:
                 name = "Min" if op == "min" else "Max"
                 if f64:
