@@ -122,6 +122,12 @@ class ExecContext:
         self._local.op = prev
 
 
+def in_morsel_order(keyed: list[tuple[Any, Batch]]) -> list[Batch]:
+    """Batches collected as (morsel key, batch) by several workers, in morsel order: the result does
+    not depend on thread timing (ties of a later sort keep scan order)."""
+    return [b for _, b in sorted(keyed, key=lambda kb: kb[0])]
+
+
 class Timer:
     def __init__(self, ctx: ExecContext, op_id: int):
         self.ctx, self.op_id = ctx, op_id

@@ -11,7 +11,7 @@ from hetdb.column import Batch
 from hetdb.exec.columns import filter_batch, slice_batch
 from hetdb.exec.hostutil import column_from_pylist
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators.base import ExecContext, Operator, Sink, Source, Timer
+from hetdb.exec.operators.base import ExecContext, Operator, Sink, Source, Timer, in_morsel_order
 from hetdb.exec.results import hold, loaded
 from hetdb.plan.expr import Expr, Field
 
@@ -202,5 +202,4 @@ class CollectSink(Sink):
             g.batches.extend(l.batches)
 
     def finalize(self, ctx: ExecContext, g: _CollectState) -> list[Batch]:
-        g.batches.sort(key=lambda kb: kb[0])
-        return [b for _, b in g.batches]
+        return in_morsel_order(g.batches)

@@ -16,7 +16,7 @@ from hetdb.column import Batch
 from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, slice_batch, take_batch, to_plain
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.exec.wide import sort_key
 from hetdb.plan.expr import Field, SortKey
 
@@ -95,8 +95,7 @@ class SortSink(Sink):
 
     def finalize(self, ctx: ExecContext, g: _SortState) -> list[Batch]:
         with Timer(ctx, self.op_id):
-            g.batches.sort(key=lambda kb: kb[0])  # deterministic tie order whatever the thread timing
-            batches = [b for _, b in g.batches]
+            batches = in_morsel_order(g.batches)
             if not batches:
                 return []
             batch = concat_batches(ctx.backend, batches, [f.cid for f in self.fields])

@@ -25,7 +25,7 @@ from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators.base import ExecContext, Sink, Timer
+from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.plan.expr import Field, SortKey
 from hetdb.plan.window import WindowCall
 
@@ -137,8 +137,7 @@ class WindowSink(Sink):
 
     def finalize(self, ctx: ExecContext, g: _WindowState) -> list[Batch]:
         with Timer(ctx, self.op_id):
-            g.batches.sort(key=lambda kb: kb[0])  # deterministic tie order whatever the thread timing
-            batches = [b for _, b in g.batches]
+            batches = in_morsel_order(g.batches)
             if not batches:
                 return []
             batch = concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
