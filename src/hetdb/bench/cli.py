@@ -58,6 +58,8 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disk-test-mb", type=int, default=256,
                    help="size of the temporary file the disk ceiling is measured on (default 256)")
     p.add_argument("--workers", type=int, default=None, help="data generator processes (default: all cores)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="worker threads of hetdb and of DuckDB alike (default: each engine's default)")
 
 
 def parse_modes(text: str) -> list[str]:
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         vs=args.vs, gpu_memory_limit=args.gpu_memory_limit, reuse_fused_state=not args.no_reuse,
         db=args.db, out=args.out,
         queries=[q.strip() for q in args.queries.split(",")] if args.queries else None,
-        disk_test_bytes=args.disk_test_mb * MiB, workers=args.workers,
+        disk_test_bytes=args.disk_test_mb * MiB, workers=args.workers, threads=args.threads,
         command_line=command_line(args))
     results = run_benchmark(cfg, say=_say)
     ok = True
@@ -111,7 +113,7 @@ def command_line(args: argparse.Namespace) -> str:
     """The invocation with every option spelled out (defaults included), so a run can be repeated."""
     words = ["hetdb", "bench", args.bench_command]
     for name in ("sf", "device", "vs", "mode", "repeat", "gpu_memory_limit", "db", "out", "queries",
-                 "disk_test_mb", "workers"):
+                 "disk_test_mb", "workers", "threads"):
         value = getattr(args, name, None)
         if value is not None:
             words += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]

@@ -33,6 +33,7 @@ class BenchConfig:
     queries: list[str] | None = None
     disk_test_bytes: int = DEFAULT_DISK_TEST_BYTES
     workers: int | None = None
+    threads: int | None = None
     command_line: str = ""
 
 
@@ -67,13 +68,16 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
     say("measuring ceilings (disk read, host memory copy, GPU transfers)")
     ceilings = measure_ceilings(db_path, cfg.disk_test_bytes, gpu=cfg.device != "cpu")
 
-    say("loading the data into DuckDB (in memory, all cores)")
-    duck, load_seconds = datasets.load_into_duckdb(db, suite.tables)
+    say("loading the data into DuckDB (in memory, "
+        + (f"{cfg.threads} threads)" if cfg.threads else "all cores)"))
+    duck, load_seconds = datasets.load_into_duckdb(db, suite.tables, threads=cfg.threads)
     dataset["duckdb_load_seconds"] = load_seconds
 
     options: dict[str, Any] = {}
     if cfg.gpu_memory_limit:
         options["gpu_memory_limit"] = cfg.gpu_memory_limit
+    if cfg.threads:
+        options["threads"] = cfg.threads
     if not cfg.reuse_fused_state:
         options["reuse_fused_state"] = False
     _check_connects(db_path, cfg.device, options)
