@@ -103,6 +103,12 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
             return
         if refused:
             ctx.stat(pipe.sink.op_id).fused = "operator at a time: " + "; ".join(w for w in (why, refused) if w)
+    else:
+        from hetdb.exec.compiled_cpu import run_compiled_cpu
+
+        run = run_compiled_cpu(ctx, pipe, run, pool, threads)
+        if run is None:
+            return
     workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
     if workers == 1 or pool is None:
         run.work()

@@ -1,0 +1,373 @@
+"""A CPU pipeline spec -> the source of one Numba ``nogil`` function over a morsel, compiled and cached.
+
+The function runs every row of the morsel through the stages in one loop: filters (``continue``),
+projections (locals), hash probes into the join build's CpuJoinTable (direct-indexed, hashed or
+packed keys; unique builds read one build row, others loop over the key's rows in CSR order;
+semi/anti test presence) and the grouped aggregation, which updates the calling worker's group
+table (runtime.find_group; grown by runtime.grow). It returns the (possibly grown) table and an
+error flag: 1 when a value left its type (the executor re-runs the pipeline with the operators,
+which raise the error exactly as they always do).
+
+Functions are cached by their source text: in memory, and on disk as a module under
+``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code across
+processes; the source names a hash of ``runtime.py`` so a changed helper never reuses stale code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hetdb.backend.cpu.codegen import runtime
+from hetdb.backend.cpu.codegen.expr_py import Emitter, ExprError, Lookup, Val
+from hetdb.plan.expr import Expr
+from hetdb.types import DataType
+
+AGG_OPS = ("sum", "count", "count_star", "min", "max", "avg")
+
+
+@dataclass(frozen=True)
+class Input:
+    """A column the function reads: data array and (``nullable``) a validity array; ``dictionary``:
+    a dictionary string column, read as int32 codes."""
+
+    cid: str
+    dtype: DataType
+    nullable: bool
+    dictionary: bool = False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A hash probe into a finished CpuJoinTable: ``layout`` "direct" or "hash"; ``packed``: several
+    keys packed into one code first; ``unique``: one build row per key; ``mapped``: build rows go
+    through valid_idx (the build had NULL keys)."""
+
+    kind: str
+    keys: tuple[Expr, ...]
+    layout: str
+    table_keys: int
+    packed: bool
+    unique: bool
+    mapped: bool
+    payload: tuple[Input, ...] = ()
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    keys: tuple[Expr, ...]
+    aggs: tuple[tuple[str, Expr | None], ...]
+
+
+@dataclass(frozen=True)
+class Spec:
+    inputs: tuple[Input, ...]
+    stages: tuple[Any, ...]      # ("filter", Expr) | ("project", ((cid, Expr), ...)) | Probe
+    sink: Aggregate
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where an accumulator lives: ``ints``/``floats`` row in the group table (-1: none)."""
+
+    cnt: int = -1
+    isum: int = -1
+    fsum: int = -1
+    ival: int = -1
+    fval: int = -1
+
+
+@dataclass
+class Kernel:
+    fn: Any
+    args: list[tuple]            # what to pass, in order (see _Gen.args)
+    lookups: list[Lookup]
+    slots: list[Slot]            # per aggregate
+    num_int: int
+    num_float: int
+    key_types: list[DataType]
+    source: str
+
+
+def _bits(v: Val) -> str:
+    return f"fbits({v.value})" if v.dtype.kind == "float64" else f"np.int64({v.value})"
+
+
+class _Gen:
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.inputs = {c.cid: (i, c) for i, c in enumerate(spec.inputs)}
+        self.payload: dict[str, tuple[int, int, Input]] = {}
+        self.args: list[tuple] = []
+        dict_cids = {c.cid for c in spec.inputs if c.dictionary}
+        for s in spec.stages:
+            if isinstance(s, Probe):
+                dict_cids |= {p.cid for p in s.payload if p.dictionary}
+        self.em = Emitter(self._load, frozenset(dict_cids))
+        self.probe_no = 0
+
+    def _load(self, cid: str) -> Val | None:
+        if cid in self.inputs:
+            i, c = self.inputs[cid]
+            name, mask, row = f"c{i}", f"c{i}_m", "i"
+        elif cid in self.payload:
+            p, j, c = self.payload[cid]
+            name, mask, row = f"p{p}_b{j}", f"p{p}_b{j}_m", f"brow{p}"
+        else:
+            return None
+        kind = c.dtype.kind
+        conv = "np.float64" if kind == "float64" else ("bool" if kind == "bool" else "np.int64")
+        return self.em.bind(f"{conv}({name}[{row}])", f"{mask}[{row}]" if c.nullable else "True", c.dtype)
+
+    def generate(self) -> tuple[str, list[tuple], list[Slot], int, int]:
+        em = self.em
+        for st in self.spec.stages:
+            if isinstance(st, Probe):
+                self._probe(st)
+            elif st[0] == "filter":
+                v = em.value(st[1])
+                cond = v.value if v.valid == "True" else f"({v.valid}) and {v.value}"
+                em.emit(f"if not ({cond}):")
+                em.emit("    continue")
+            else:
+                for cid, e in st[1]:
+                    em.env[cid] = em.value(e)
+        slots, ni, nf = self._aggregate(self.spec.sink)
+        args = self._arguments()
+        body = "\n".join(em.lines)
+        src = (f"# runtime {_RUNTIME_HASH}\n"
+               "import numpy as np\n"
+               "from numba import njit\n"
+               "from hetdb.backend.cpu.codegen.runtime import (add_ovf, civil, f_eq, f_le, f_lt, fbits,\n"
+               "    find_group, grow, mul_ovf, round_div, sub_ovf)\n"
+               "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n\n"
+               "@njit(nogil=True, cache=True, error_model='numpy')\n"
+               f"def pipeline(n, {', '.join(a[0] for a in args)}, slots, gk, gv, ia, fa, ng):\n"
+               "    kb = np.zeros(max(gk.shape[0], 1), np.int64)\n"
+               "    kv = np.zeros(max(gk.shape[0], 1), np.bool_)\n"
+               "    for i in range(n):\n"
+               f"{body}\n"
+               "    return slots, gk, gv, ia, fa, ng, np.int64(0)\n")
+        return src, args, slots, ni, nf
+
+    def _arguments(self) -> list[tuple]:
+        args: list[tuple] = []
+        for i, c in enumerate(self.spec.inputs):
+            args.append((f"c{i}", "input", c.cid, "data"))
+            if c.nullable:
+                args.append((f"c{i}_m", "input", c.cid, "validity"))
+        for lk in self.em.lookups:
+            args.append((f"lut{lk.index}_v", "lut", lk.index, "values"))
+            args.append((f"lut{lk.index}_ok", "lut", lk.index, "valid"))
+        p = 0
+        for st in self.spec.stages:
+            if not isinstance(st, Probe):
+                continue
+            fields = ["rep"]
+            fields += ["direct", "lo"] if st.layout == "direct" else ["slots", "shift", "tkeys"]
+            if st.packed:
+                fields += ["pmins", "psizes", "pstrides"]
+            if not st.unique and st.kind == "inner":
+                fields += ["start", "order"]
+            if st.mapped:
+                fields.append("vidx")
+            args += [(f"p{p}_{f}", "probe", p, f) for f in fields]
+            for j, c in enumerate(st.payload):
+                args.append((f"p{p}_b{j}", "payload", p, c.cid, "data"))
+                if c.nullable:
+                    args.append((f"p{p}_b{j}_m", "payload", p, c.cid, "validity"))
+            p += 1
+        return args
+
+    def _probe(self, st: Probe) -> None:
+        em, p = self.em, self.probe_no
+        self.probe_no += 1
+        if st.kind not in ("inner", "semi", "anti"):
+            raise ExprError(f"{st.kind} join is not compiled for the CPU")
+        keys = [em.value(k) for k in st.keys]
+        if any(k.dtype.kind == "string" for k in keys):
+            raise ExprError("string join keys are not compiled for the CPU")
+        f = f"f{p}"
+        valid = " and ".join(f"({k.valid})" for k in keys if k.valid != "True") or "True"
+        em.emit(f"{f} = np.int64(-1)")
+        em.emit(f"if {valid}:")
+        em.indent += 1
+        bits = [_bits(k) for k in keys]
+        if st.packed:
+            em.emit(f"{f}_c = np.int64(0)")
+            em.emit(f"{f}_in = True")
+            for j, b in enumerate(bits):
+                em.emit(f"{f}_x = {b} - p{p}_pmins[{j}]")
+                em.emit(f"if {f}_x < 0 or {f}_x >= p{p}_psizes[{j}]:")
+                em.emit(f"    {f}_in = False")
+                em.emit(f"{f}_c += {f}_x * p{p}_pstrides[{j}]")
+            em.emit(f"if {f}_in:")
+            em.indent += 1
+            bits = [f"{f}_c"]
+        if st.layout == "direct":
+            em.emit(f"{f}_d = {bits[0]} - p{p}_lo")
+            em.emit(f"if {f}_d >= 0 and {f}_d < p{p}_direct.shape[0]:")
+            em.emit(f"    {f} = np.int64(p{p}_direct[{f}_d])")
+        else:
+            em.emit(f"{f}_h = np.uint64({runtime_hash_seed()})")
+            for b in bits:
+                em.emit(f"{f}_h = splitmix64({f}_h ^ np.uint64({b}))")
+            em.emit(f"{f}_s = slot_of({f}_h, p{p}_shift)")
+            em.emit("while True:")
+            em.emit(f"    {f}_k = p{p}_slots[{f}_s, 1]")
+            em.emit(f"    if {f}_k == -1:")
+            em.emit("        break")
+            same = " and ".join(f"p{p}_tkeys[{j}, p{p}_rep[{f}_k]] == {b}" for j, b in enumerate(bits))
+            cond = f"p{p}_slots[{f}_s, 0] == np.int64({f}_h)" + ("" if len(bits) == 1 else f" and {same}")
+            em.emit(f"    if {cond}:")
+            em.emit(f"        {f} = {f}_k")
+            em.emit("        break")
+            em.emit(f"    {f}_s = ({f}_s + 1) & (p{p}_slots.shape[0] - 1)")
+        em.indent -= 2 if st.packed else 1
+        if st.kind == "anti":
+            em.emit(f"if {f} >= 0:")
+            em.emit("    continue")
+            return
+        em.emit(f"if {f} < 0:")
+        em.emit("    continue")
+        if st.kind == "semi":
+            return
+        if st.unique:
+            em.emit(f"brow{p} = p{p}_rep[{f}]")
+        else:
+            em.emit(f"for m{p} in range(p{p}_start[{f}], p{p}_start[{f} + 1]):")
+            em.indent += 1
+            em.emit(f"brow{p} = p{p}_order[m{p}]")
+        if st.mapped:
+            em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
+        for j, c in enumerate(st.payload):
+            self.payload[c.cid] = (p, j, c)
+
+    def _aggregate(self, sink: Aggregate) -> tuple[list[Slot], int, int]:
+        em = self.em
+        vals = []
+        for op, arg in sink.aggs:
+            if op not in AGG_OPS:
+                raise ExprError(f"aggregate {op} is not compiled for the CPU")
+            vals.append(None if arg is None else em.value(arg))
+        keys = [em.value(k) for k in sink.keys]
+        for j, k in enumerate(keys):
+            em.emit(f"kb[{j}] = {_bits(k)}")
+            em.emit(f"kv[{j}] = {k.valid}")
+        if keys:
+            em.emit("if ng == gk.shape[1]:")
+            em.emit("    slots, gk, gv, ia, fa = grow(slots, gk, gv, ia, fa, ng)")
+            em.emit("g = find_group(slots, gk, gv, kb, kv, ng)")
+            em.emit("if g == ng:")
+            em.emit("    ng += 1")
+        else:
+            em.emit("g = 0")
+            em.emit("ng = 1")
+        ni = nf = 0
+        out = []
+        for (op, _), v in zip(sink.aggs, vals):
+            s = Slot(cnt=ni)
+            ni += 1
+            if op == "count_star":
+                em.emit(f"ia[{s.cnt}, g] += 1")
+                out.append(s)
+                continue
+            kind = v.dtype.kind
+            if kind == "string" and op != "count":
+                raise ExprError(f"{op} of a string is not compiled for the CPU")
+            em.emit(f"if {v.valid}:")
+            em.indent += 1
+            if op in ("sum", "avg"):
+                if kind == "float64":
+                    s = Slot(cnt=s.cnt, fsum=nf)
+                    nf += 1
+                    em.emit(f"fa[{s.fsum}, g] += {v.value}")
+                elif kind in ("int32", "int64", "decimal", "bool"):
+                    s = Slot(cnt=s.cnt, isum=ni, fsum=nf)
+                    ni += 1
+                    nf += 1
+                    em.emit(f"ia[{s.isum}, g] += np.int64({v.value})")
+                    em.emit(f"fa[{s.fsum}, g] += np.float64({v.value})")
+                else:
+                    raise ExprError(f"{op} of {v.dtype} is not compiled for the CPU")
+            elif op in ("min", "max"):
+                if kind == "float64":
+                    s = Slot(cnt=s.cnt, fval=nf)
+                    nf += 1
+                    better = f"f_lt({v.value}, fa[{s.fval}, g])" if op == "min" else f"f_lt(fa[{s.fval}, g], {v.value})"
+                    em.emit(f"if ia[{s.cnt}, g] == 0 or {better}:")
+                    em.emit(f"    fa[{s.fval}, g] = {v.value}")
+                else:
+                    s = Slot(cnt=s.cnt, ival=ni)
+                    ni += 1
+                    cmp = "<" if op == "min" else ">"
+                    em.emit(f"if ia[{s.cnt}, g] == 0 or np.int64({v.value}) {cmp} ia[{s.ival}, g]:")
+                    em.emit(f"    ia[{s.ival}, g] = np.int64({v.value})")
+            em.emit(f"ia[{s.cnt}, g] += 1")
+            em.indent -= 1
+            out.append(s)
+        return out, ni, nf
+
+
+def runtime_hash_seed() -> int:
+    from hetdb.backend.base import HASH_SEED
+
+    return int(HASH_SEED)
+
+
+_RUNTIME_HASH = hashlib.sha256(Path(runtime.__file__).read_bytes()).hexdigest()[:16]
+_CACHE: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("HETDB_KERNEL_CACHE", str(Path.home() / ".cache" / "hetdb" / "kernels"))
+    return Path(root) / "cpu"
+
+
+def _load_function(src: str) -> Any:
+    """``pipeline`` of ``src``, compiled once per source text (module file on disk when possible,
+    so Numba's cache keeps the machine code across processes)."""
+    key = hashlib.sha256(src.encode()).hexdigest()[:24]
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            return hit
+        name = f"hetdb_cpu_pipeline_{key}"
+        module = None
+        try:
+            d = _cache_dir()
+            d.mkdir(parents=True, exist_ok=True)
+            path = d / f"{name}.py"
+            if not path.exists() or path.read_text() != src:
+                tmp = d / f".{name}.{os.getpid()}.tmp"
+                tmp.write_text(src)
+                os.replace(tmp, path)
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        except OSError:
+            module = None
+        if module is None:  # no writable cache directory: compile in memory (no disk cache)
+            scope: dict[str, Any] = {}
+            exec(compile(src.replace("cache=True", "cache=False"), name, "exec"), scope)  # noqa: S102
+            fn = scope["pipeline"]
+        else:
+            fn = module.pipeline
+        _CACHE[key] = fn
+        return fn
+
+
+def compile_spec(spec: Spec) -> Kernel:
+    """The compiled function of ``spec``; ExprError when a part of it is not compiled."""
+    gen = _Gen(spec)
+    src, args, slots, ni, nf = gen.generate()
+    fn = _load_function(src)
+    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, [k.dtype for k in spec.sink.keys], src)

@@ -1,0 +1,363 @@
+"""Compiled CPU pipelines: a ``TableScan -> (Filter | Project | HashProbe)* -> HashAggregate``
+pipeline runs as one Numba-compiled ``nogil`` loop per morsel (backend/cpu/codegen): the scan's
+pushed filters, the probes into the join builds' hash tables (inner of unique and non-unique
+builds, semi, anti), projections and the grouped aggregation happen row by row with no
+intermediate batches, and each worker keeps its own group table across its morsels, handed to the
+aggregation as one partial-state batch when the worker is done (the operator's merge, reservation
+and spilling stay its own).
+
+Planning is the GPU pipeline compiler's (exec/compiled.plan_compiled: which stages, which columns
+the loop reads and makes); a function is generated per morsel *signature* (which inputs have NULLs,
+which strings are dictionary codes). What the compiler refuses runs operator at a time: the whole
+pipeline (EXPLAIN ANALYZE names the reason) or a single morsel (plain-string pages). A value that
+leaves its type makes the pipeline start again operator at a time, whose kernels raise the same
+OutOfRangeError as ever. ``cpu_compile=False`` turns the path off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hetdb import types as T
+from hetdb.backend.cpu.codegen import runtime
+from hetdb.backend.cpu.codegen.expr_py import ExprError
+from hetdb.backend.cpu.codegen.pipeline_py import Aggregate, Input, Kernel, Probe, Spec, compile_spec
+from hetdb.column import Batch, Column
+from hetdb.exec.compiled import CompiledPlan, plan_compiled
+from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
+from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.scan import TableScan
+from hetdb.exec.wide import wide_sum
+from hetdb.plan.expr import ColumnRef, Expr
+
+CPU_COMPILED = "compiled into one CPU loop"
+
+
+class _Redo(Exception):
+    """A compiled loop saw a value leave its type: run the pipeline again operator at a time."""
+
+
+@dataclass
+class _Plan:
+    plan: CompiledPlan
+    base: list[str]                              # scan cids the loop reads
+    names: dict[str, str]                        # scan cid -> stored column name
+    probes: list[tuple[Any, Any, list[Any]]]     # (HashProbe, BuildSide, payload Fields)
+    key_dicts: list[str | None]                  # per group key: the dictionary column it reads
+    kernels: dict[tuple, Any] = field(default_factory=dict)
+    luts: dict[tuple, tuple] = field(default_factory=dict)
+    refusals: dict[str, int] = field(default_factory=dict)
+    compiled: int = 0
+    fallback: int = 0
+
+
+def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
+    ctx.stat(pipe.sink.op_id).fused = f"operator at a time: {why}"
+
+
+def _string_source(plan: CompiledPlan, e: Expr) -> str | None:
+    """The dictionary column a string group key reads (through projections), else None."""
+    while isinstance(e, ColumnRef):
+        nxt = plan.alias.get(e.cid)
+        if nxt is None:
+            return e.cid
+        e = nxt
+    return None
+
+
+def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
+    src, sink = pipe.source, pipe.sink
+    if not isinstance(src, TableScan):
+        return f"a {type(src).__name__} source is not compiled for the CPU"
+    if not isinstance(sink, HashAggregate):
+        return ""
+    plan, why = plan_compiled(ctx, pipe)
+    if plan is None:
+        return why
+    names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
+    base = sorted(plan.referenced - plan.produced)
+    missing = [c for c in base if c not in names]
+    if missing:
+        return f"column {missing[0]} is not read by the scan"
+    probes = []
+    from hetdb.backend.cpu.join import CpuJoinTable
+
+    for op, pay in plan.probes:
+        if op.kind not in ("inner", "semi", "anti"):
+            return f"{op.kind} join is not compiled for the CPU"
+        if op.residual is not None:
+            return "a join with a residual condition is not compiled for the CPU"
+        side = ctx.results[op.build_pipeline]
+        if not isinstance(side.table, CpuJoinTable):
+            return "a join build without a hash table is not compiled for the CPU"
+        probes.append((op, side, pay))
+    key_dicts = []
+    for _, e in sink.keys:
+        if e.dtype.kind == "string":
+            d = _string_source(plan, e)
+            if d is None:
+                return f"string group key {e} is not a column"
+            key_dicts.append(d)
+        else:
+            key_dicts.append(None)
+    return _Plan(plan, base, names, probes, key_dicts)
+
+
+# ---- per signature: the spec and its compiled function --------------------------------------------------
+def _kernel(p: _Plan, sink: HashAggregate, cols: dict[str, Column]) -> Kernel | str:
+    sig = []
+    for c in p.base:
+        col = cols[c]
+        if col.dtype.kind == "string" and col.dictionary is None:
+            return f"column {c} is a plain (not dictionary-encoded) string page"
+        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+    key = tuple(sig)
+    hit = p.kernels.get(key)
+    if hit is not None:
+        return hit
+    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
+    stages: list[Any] = []
+    probes = iter(p.probes)
+    for kind, x in p.plan.stages:
+        if kind == "filter":
+            stages.append(("filter", x))
+        elif kind == "project":
+            stages.append(("project", tuple((f.cid, e) for f, e in x.exprs if f.cid in p.plan.produced)))
+        else:
+            op, side, pay = next(probes)
+            t = side.table
+            payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
+                                  side.batch.columns[f.cid].dictionary is not None) for f in pay)
+            stages.append(Probe(op.kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
+                                t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
+                                side.valid_idx is not None, payload))
+    spec = Spec(inputs, tuple(stages), Aggregate(tuple(e for _, e in sink.keys),
+                                                 tuple((a.op, a.arg) for _, a in sink.aggs)))
+    try:
+        kernel: Any = compile_spec(spec)
+    except ExprError as e:
+        kernel = str(e)
+    p.kernels[key] = kernel
+    return kernel
+
+
+def _lut(ctx: ExecContext, p: _Plan, lk: Any, d: Column) -> tuple[np.ndarray, np.ndarray]:
+    """(values, valid) of lookup ``lk`` over dictionary ``d``, plus one entry for a NULL string."""
+    key = (str(lk.expr), lk.cid, id(d))
+    hit = p.luts.get(key)
+    if hit is not None and hit[0] is d:
+        return hit[1], hit[2]
+    n = len(d)
+    codes = np.zeros(n + 1, np.int32)
+    codes[:n] = np.arange(n, dtype=np.int32)
+    validity = np.ones(n + 1, bool)
+    validity[n] = False
+    col = Column(T.STRING, data=codes, validity=validity, dictionary=d)
+    res = ctx.evaluator.cast(ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: col}, n + 1)), lk.expr.dtype)
+    dt = lk.expr.dtype
+    values = np.asarray(res.data)
+    values = values.astype(bool if dt.kind == "bool" else np.float64 if dt.kind == "float64" else np.int64)
+    valid = np.ones(n + 1, bool) if res.validity is None else np.asarray(res.validity, dtype=bool)
+    p.luts[key] = (d, values, valid)
+    return values, valid
+
+
+def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Column]) -> list[Any]:
+    dicts = {c: col.dictionary for c, col in cols.items() if col.dictionary is not None}
+    for _, side, pay in p.probes:
+        for f in pay:
+            d = side.batch.columns[f.cid].dictionary
+            if d is not None:
+                dicts[f.cid] = d
+    luts = [_lut(ctx, p, lk, dicts[lk.cid]) for lk in kernel.lookups]
+    out = []
+    for a in kernel.args:
+        what = a[1]
+        if what == "input":
+            col = cols[a[2]]
+            out.append(col.data if a[3] == "data" else col.validity)
+        elif what == "lut":
+            out.append(luts[a[2]][0 if a[3] == "values" else 1])
+        elif what == "probe":
+            out.append(_probe_arg(p.probes[a[2]][1], a[3]))
+        else:
+            col = p.probes[a[2]][1].batch.columns[a[3]]
+            out.append(col.data if a[4] == "data" else col.validity)
+    return out
+
+
+def _probe_arg(side: Any, name: str) -> Any:
+    t = side.table
+    return {
+        "rep": lambda: t.table.key_rep, "direct": lambda: t.direct, "lo": lambda: np.int64(t.direct_lo),
+        "slots": lambda: t.table.slots, "shift": lambda: t.table.shift, "tkeys": lambda: t.keys,
+        "pmins": lambda: t.pack[0], "psizes": lambda: t.pack[1], "pstrides": lambda: t.pack[2],
+        "start": lambda: t.start, "order": lambda: t.order, "vidx": lambda: side.valid_idx,
+    }[name]()
+
+
+# ---- group tables -> partial states ---------------------------------------------------------------------
+def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts: dict[str, Column]) -> Batch:
+    _, gk, gv, ia, fa, ng = state
+    cols: dict[str, Column] = {}
+    for i, (_, e) in enumerate(sink.keys):
+        t = e.dtype
+        bits = gk[i, :ng]
+        if t.kind == "float64":
+            data = bits.view(np.float64).copy()
+        elif t.kind == "bool":
+            data = bits != 0
+        else:
+            data = bits.astype(t.numpy_dtype)
+        valid = gv[i, :ng].copy()
+        d = dicts.get(p.key_dicts[i]) if p.key_dicts[i] is not None else None
+        cols[_g(i)] = Column(t, data=data, validity=None if valid.all() else valid, dictionary=d)
+    for j, ((_, a), s) in enumerate(zip(sink.aggs, kernel.slots)):
+        cnt = ia[s.cnt, :ng].copy()
+        if a.op in ("sum", "avg"):
+            st = _sum_type(a.arg.dtype)
+            if s.isum >= 0:
+                data = wide_sum(np, ia[s.isum, :ng].copy(), fa[s.fsum, :ng].copy())
+            else:
+                data = fa[s.fsum, :ng].copy()
+            cols[_s(j, "sum")] = Column(st, data=data, validity=cnt > 0)
+        if a.op in ("count", "count_star", "avg"):
+            cols[_s(j, "cnt")] = Column(T.INT64, data=cnt)
+        if a.op in ("min", "max"):
+            t = a.arg.dtype
+            raw = fa[s.fval, :ng] if s.fval >= 0 else ia[s.ival, :ng]
+            data = raw != 0 if t.kind == "bool" else raw.astype(t.numpy_dtype)
+            cols[_s(j, "val")] = Column(t, data=data, validity=cnt > 0)
+    return Batch(cols, ng)
+
+
+class _Worker:
+    """One worker's morsels: its group table lives across them (one partial at the end)."""
+
+    def __init__(self, ctx: ExecContext, pipe: Any, run: Any, p: _Plan) -> None:
+        self.ctx, self.pipe, self.run, self.p = ctx, pipe, run, p
+        self.state: tuple | None = None
+        self.kernel: Kernel | None = None
+        self.dicts: dict[str, Column] = {}
+        for _, side, pay in p.probes:
+            for f in pay:
+                d = side.batch.columns[f.cid].dictionary
+                if d is not None:
+                    self.dicts[f.cid] = d
+
+    def flush(self, lsink: Any) -> None:
+        if self.state is not None and self.state[5]:
+            part = _partial(self.p, self.pipe.sink, self.kernel, self.state, self.dicts)
+            self.pipe.sink.add_partial(self.ctx, part, self.run.gsink, lsink)
+        self.state = None
+
+    def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
+        src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
+        rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
+        if src.verdict(ctx, reader, rg) == "skip":
+            ctx.add(src.op_id, pages_skipped=len(src.scan.fields))
+            return None
+        n = reader.row_group_rows(rg) if rows is None else rows[1] - rows[0]
+        cols = {c: src._read_column(ctx, reader, self.p.names[c], rg, rows) for c in self.p.base}
+        ctx.add(src.op_id, rows_in=n, rows_out=n)
+        return cols, n
+
+    def work(self) -> None:
+        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
+        sink = pipe.sink
+        lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
+        lsink = sink.init_local(ctx, run.gsink)
+        try:
+            while True:
+                item = run.next_morsel()
+                if item is None:
+                    break
+                index, morsel = item
+                ctx.set_morsel(index)
+                with Timer(ctx, pipe.source.op_id):
+                    got = self._read(morsel)
+                if got is None:
+                    continue
+                cols, n = got
+                kernel = _kernel(p, sink, cols)
+                if isinstance(kernel, str):
+                    p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+                    p.fallback += 1
+                    for b in pipe.source.read(ctx, morsel, run.gsrc):
+                        if b.num_rows:
+                            run.push(b, 0, lops, lsink)
+                    continue
+                self._run_kernel(kernel, cols, n, lsink)
+        except BaseException:
+            run.stop = True
+            raise
+        self.flush(lsink)
+        sink.combine(ctx, run.gsink, lsink)
+
+    def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any) -> None:
+        ctx, p, sink = self.ctx, self.p, self.pipe.sink
+        with Timer(ctx, sink.op_id):
+            key_dicts = {c: cols[c].dictionary for c in p.key_dicts if c is not None and c in cols}
+            if self.state is not None and (kernel is not self.kernel or any(
+                    self.dicts.get(c) is not d for c, d in key_dicts.items())):
+                self.flush(lsink)  # another layout or dictionary: the old groups go to the sink
+            self.dicts.update(key_dicts)
+            if self.state is None:
+                self.kernel = kernel
+                self.state = runtime.new_state(len(sink.keys), kernel.num_int, kernel.num_float)
+            args = _arguments(ctx, p, kernel, cols)
+            *state, err = kernel.fn(n, *args, *self.state)
+            if err:
+                raise _Redo()
+            self.state = tuple(state)
+            ctx.add(sink.op_id, rows_in=n)
+            p.compiled += 1
+
+
+def _go(ctx: ExecContext, run: Any, p: _Plan, pool: Any, threads: int) -> None:
+    pipe = run.pipe
+    workers = max(1, min(threads, len(run.morsels)))
+    if workers == 1 or pool is None:
+        _Worker(ctx, pipe, run, p).work()
+        return
+    run.parallel = True
+    futures = [pool.submit(_Worker(ctx, pipe, run, p).work) for _ in range(workers)]
+    errors = []
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:  # noqa: BLE001 - re-raised below after every worker stopped
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
+def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: int) -> Any:
+    """Run ``pipe`` compiled when the CPU pipeline compiler takes it (its result stored; returns
+    None), else return the run for the operators (a fresh one when the compiled run gave up)."""
+    if not getattr(ctx.options, "cpu_compile", True):
+        return run
+    p = _prepare(ctx, pipe)
+    if isinstance(p, str):
+        if p:
+            _refuse(ctx, pipe, p)
+        return run
+    try:
+        _go(ctx, run, p, pool, threads)
+    except _Redo:
+        _refuse(ctx, pipe, "a value left its type in the compiled loop; ran again operator at a time")
+        return type(run)(ctx, pipe)
+    run.flush()
+    st = ctx.stat(pipe.sink.op_id)
+    if p.compiled:
+        st.fused = f"{CPU_COMPILED} (scan, filters, hash probes and hash aggregation; {p.compiled} morsels)"
+        if p.fallback:
+            st.fused += f"; {p.fallback} morsels operator at a time: " + "; ".join(sorted(p.refusals))
+    else:
+        st.fused = "operator at a time: " + ("; ".join(sorted(p.refusals)) or "no rows")
+    ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+    return None
+
