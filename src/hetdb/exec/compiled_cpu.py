@@ -70,10 +70,10 @@ def _string_source(plan: CompiledPlan, e: Expr) -> str | None:
 
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
-    if not isinstance(src, TableScan):
-        return f"a {type(src).__name__} source is not compiled for the CPU"
     if not isinstance(sink, HashAggregate):
         return ""
+    if not isinstance(src, TableScan):
+        return f"a {type(src).__name__} source is not compiled for the CPU"
     plan, why = plan_compiled(ctx, pipe)
     if plan is None:
         return why
@@ -172,7 +172,7 @@ def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Colum
             d = side.batch.columns[f.cid].dictionary
             if d is not None:
                 dicts[f.cid] = d
-    luts = [_lut(ctx, p, lk, dicts[lk.cid]) for lk in kernel.lookups]
+    luts = [_lut(ctx, p, lk, dicts[lk.source]) for lk in kernel.lookups]
     out = []
     for a in kernel.args:
         what = a[1]

@@ -54,7 +54,8 @@ class Lookup:
 
     index: int
     expr: Expr
-    cid: str
+    cid: str       # the column ``expr`` reads
+    source: str    # the input column whose dictionary it is (``cid`` may be a projection of it)
 
 
 def _scale(t: DataType) -> int:
@@ -77,6 +78,7 @@ class Emitter:
         self.env: dict[str, Val] = {}
         self._load = load
         self.dict_cids = dict_cids
+        self.dict_alias: dict[str, str] = {}  # projected cid -> dictionary input it renames
         self.lookups: list[Lookup] = []
         self._n = 0
 
@@ -99,6 +101,13 @@ class Emitter:
             return Val(v, valid, dtype)
         self.emit(f"{v}_ok = {valid}")
         return Val(v, f"{v}_ok", dtype)
+
+    def project(self, cid: str, expr: Expr) -> None:
+        """Column ``cid`` := ``expr`` for the statements after this point."""
+        if isinstance(expr, ColumnRef) and expr.cid in self.dict_cids:
+            self.dict_cids = self.dict_cids | {cid}
+            self.dict_alias[cid] = self.dict_alias.get(expr.cid, expr.cid)
+        self.env[cid] = self.value(expr)
 
     def column(self, cid: str) -> Val:
         hit = self.env.get(cid)
@@ -138,7 +147,7 @@ class Emitter:
         if not self._has_string_op(expr):
             return None
         code = self.column(cid)
-        lk = Lookup(len(self.lookups), expr, cid)
+        lk = Lookup(len(self.lookups), expr, cid, self.dict_alias.get(cid, cid))
         self.lookups.append(lk)
         v = self.fresh()
         if _strict_only(expr):

@@ -137,7 +137,7 @@ class _Gen:
                 em.emit("    continue")
             else:
                 for cid, e in st[1]:
-                    em.env[cid] = em.value(e)
+                    em.project(cid, e)
         slots, ni, nf = self._aggregate(self.spec.sink)
         args = self._arguments()
         body = "\n".join(em.lines)
