@@ -18,4 +18,5 @@ FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
     ("all passes off", {"disabled_passes": {name for name, _ in PASSES}}),
     (f"host_memory_limit={SPILL_LIMIT} threads=4", {"host_memory_limit": SPILL_LIMIT, "threads": 4}),
     ("threads=4 batch_rows=16", {"threads": 4, "batch_rows": 16}),
+    ("cpu_compile=False", {"cpu_compile": False}),
 ]

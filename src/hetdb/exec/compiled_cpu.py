@@ -34,6 +34,11 @@ from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import ColumnRef, Expr
 
 CPU_COMPILED = "compiled into one CPU loop"
+# direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
+_DIRECT_NO_FILTER = 1 << 14
+# a worker's group table is never sized past this many groups up front (a morsel's rows times the
+# matches of its non-unique joins); a morsel that makes more runs operator at a time
+_MAX_RESERVE = 1 << 26
 
 
 class _Redo(Exception):
@@ -52,6 +57,7 @@ class _Plan:
     refusals: dict[str, int] = field(default_factory=dict)
     compiled: int = 0
     fallback: int = 0
+    expansion: int = 1                           # most rows one input row becomes (non-unique joins)
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -103,7 +109,11 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
             key_dicts.append(d)
         else:
             key_dicts.append(None)
-    return _Plan(plan, base, names, probes, key_dicts)
+    expansion = 1
+    for op, side, _ in probes:
+        if op.kind == "inner":
+            expansion *= max(1, ctx.backend.join_max_matches(side.table))
+    return _Plan(plan, base, names, probes, key_dicts, expansion=min(expansion, _MAX_RESERVE))
 
 
 # ---- per signature: the spec and its compiled function --------------------------------------------------
@@ -133,7 +143,7 @@ def _kernel(p: _Plan, sink: HashAggregate, cols: dict[str, Column]) -> Kernel | 
                                   side.batch.columns[f.cid].dictionary is not None) for f in pay)
             stages.append(Probe(op.kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
-                                side.valid_idx is not None, payload))
+                                side.valid_idx is not None, payload, _prefilter(t)))
     spec = Spec(inputs, tuple(stages), Aggregate(tuple(e for _, e in sink.keys),
                                                  tuple((a.op, a.arg) for _, a in sink.aggs)))
     try:
@@ -142,6 +152,16 @@ def _kernel(p: _Plan, sink: HashAggregate, cols: dict[str, Column]) -> Kernel | 
         kernel = str(e)
     p.kernels[key] = kernel
     return kernel
+
+
+def _prefilter(t: Any) -> str:
+    """Whether the loop tests the table's runtime join filter before probing it: always before a
+    hash probe, and before a direct table larger than the cache-resident bitmap would be."""
+    from hetdb.backend.cpu.join_filter import filter_of
+
+    if t.direct is not None and t.direct.shape[0] <= _DIRECT_NO_FILTER:
+        return ""
+    return "bitmap" if filter_of(t).bitmap else "bloom"
 
 
 def _lut(ctx: ExecContext, p: _Plan, lk: Any, d: Column) -> tuple[np.ndarray, np.ndarray]:
@@ -190,12 +210,16 @@ def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Colum
 
 
 def _probe_arg(side: Any, name: str) -> Any:
+    from hetdb.backend.cpu.join_filter import filter_of
+
     t = side.table
     return {
         "rep": lambda: t.table.key_rep, "direct": lambda: t.direct, "lo": lambda: np.int64(t.direct_lo),
         "slots": lambda: t.table.slots, "shift": lambda: t.table.shift, "tkeys": lambda: t.keys,
         "pmins": lambda: t.pack[0], "psizes": lambda: t.pack[1], "pstrides": lambda: t.pack[2],
         "start": lambda: t.start, "order": lambda: t.order, "vidx": lambda: side.valid_idx,
+        "fbits": lambda: filter_of(t).bits, "flo": lambda: np.int64(filter_of(t).lo),
+        "fsize": lambda: np.int64(filter_of(t).size), "fshift": lambda: np.uint64(64 - filter_of(t).shift),
     }[name]()
 
 
@@ -308,11 +332,13 @@ class _Worker:
             if self.state is None:
                 self.kernel = kernel
                 self.state = runtime.new_state(len(sink.keys), kernel.num_int, kernel.num_float)
+            if sink.keys:  # room for every row of the morsel (and its join matches) to be a new group
+                self.state = runtime.reserve(self.state, self.state[5] + min(n * p.expansion, _MAX_RESERVE))
             args = _arguments(ctx, p, kernel, cols)
-            *state, err = kernel.fn(n, *args, *self.state)
+            ng, err = kernel.fn(n, *args, *self.state)
             if err:
                 raise _Redo()
-            self.state = tuple(state)
+            self.state = (*self.state[:5], ng)
             ctx.add(sink.op_id, rows_in=n)
             p.compiled += 1
 

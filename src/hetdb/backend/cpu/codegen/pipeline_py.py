@@ -3,10 +3,12 @@
 The function runs every row of the morsel through the stages in one loop: filters (``continue``),
 projections (locals), hash probes into the join build's CpuJoinTable (direct-indexed, hashed or
 packed keys; unique builds read one build row, others loop over the key's rows in CSR order;
-semi/anti test presence) and the grouped aggregation, which updates the calling worker's group
-table (runtime.find_group; grown by runtime.grow). It returns the (possibly grown) table and an
-error flag: 1 when a value left its type (the executor re-runs the pipeline with the operators,
-which raise the error exactly as they always do).
+semi/anti test presence, after the build's runtime filter where that saves a probe) and the
+grouped aggregation, which updates the calling worker's group table (probed inline; see
+runtime.new_state). It returns the new group count and a flag: 0 done; 1 a value left its type (the
+executor re-runs the pipeline with the operators, which raise the error exactly as they always do);
+2 the group table was full (the executor sizes it for the morsel first, so only a join expanding
+rows past that bound gets there; the pipeline is then run by the operators too).
 
 Functions are cached by their source text: in memory, and on disk as a module under
 ``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code across
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hetdb.backend.base import HASH_SEED
 from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.expr_py import Emitter, ExprError, Lookup, Val
 from hetdb.plan.expr import Expr
@@ -57,6 +60,8 @@ class Probe:
     unique: bool
     mapped: bool
     payload: tuple[Input, ...] = ()
+    # the table's runtime join filter (join_filter.KeyFilter) tested first: "bitmap", "bloom" or ""
+    prefilter: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,15 +150,14 @@ class _Gen:
                "import numpy as np\n"
                "from numba import njit\n"
                "from hetdb.backend.cpu.codegen.runtime import (add_ovf, civil, f_eq, f_le, f_lt, fbits,\n"
-               "    find_group, grow, mul_ovf, round_div, sub_ovf)\n"
+               "    mul_ovf, round_div, sub_ovf)\n"
+               "from hetdb.backend.cpu.join_filter import _bloom_mask as bloom_mask\n"
                "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n\n"
                "@njit(nogil=True, cache=True, error_model='numpy')\n"
                f"def pipeline(n, {', '.join(a[0] for a in args)}, slots, gk, gv, ia, fa, ng):\n"
-               "    kb = np.zeros(max(gk.shape[0], 1), np.int64)\n"
-               "    kv = np.zeros(max(gk.shape[0], 1), np.bool_)\n"
                "    for i in range(n):\n"
                f"{body}\n"
-               "    return slots, gk, gv, ia, fa, ng, np.int64(0)\n")
+               "    return ng, np.int64(0)\n")
         return src, args, slots, ni, nf
 
     def _arguments(self) -> list[tuple]:
@@ -177,6 +181,7 @@ class _Gen:
                 fields += ["start", "order"]
             if st.mapped:
                 fields.append("vidx")
+            fields += {"bitmap": ["fbits", "flo", "fsize"], "bloom": ["fbits", "fshift"], "": []}[st.prefilter]
             args += [(f"p{p}_{f}", "probe", p, f) for f in fields]
             for j, c in enumerate(st.payload):
                 args.append((f"p{p}_b{j}", "payload", p, c.cid, "data"))
@@ -210,14 +215,29 @@ class _Gen:
             em.emit(f"if {f}_in:")
             em.indent += 1
             bits = [f"{f}_c"]
+        if st.prefilter:
+            # the build's runtime filter first: a key no build row has is turned away by one bit
+            # test in a small, cache-resident array instead of a hash-table probe
+            if st.prefilter == "bitmap":
+                em.emit(f"{f}_b = {bits[0]} - p{p}_flo")
+                em.emit(f"if {f}_b >= 0 and {f}_b < p{p}_fsize and "
+                        f"(p{p}_fbits[{f}_b >> 6] >> np.uint64({f}_b & 63)) & np.uint64(1) != np.uint64(0):")
+            else:
+                em.emit(f"{f}_h = np.uint64({_HASH_SEED})")
+                for b in bits:
+                    em.emit(f"{f}_h = splitmix64({f}_h ^ np.uint64({b}))")
+                em.emit(f"{f}_m = bloom_mask({f}_h)")
+                em.emit(f"if (p{p}_fbits[np.int64({f}_h >> p{p}_fshift)] & {f}_m) == {f}_m:")
+            em.indent += 1
         if st.layout == "direct":
             em.emit(f"{f}_d = {bits[0]} - p{p}_lo")
             em.emit(f"if {f}_d >= 0 and {f}_d < p{p}_direct.shape[0]:")
             em.emit(f"    {f} = np.int64(p{p}_direct[{f}_d])")
         else:
-            em.emit(f"{f}_h = np.uint64({runtime_hash_seed()})")
-            for b in bits:
-                em.emit(f"{f}_h = splitmix64({f}_h ^ np.uint64({b}))")
+            if st.prefilter != "bloom":
+                em.emit(f"{f}_h = np.uint64({_HASH_SEED})")
+                for b in bits:
+                    em.emit(f"{f}_h = splitmix64({f}_h ^ np.uint64({b}))")
             em.emit(f"{f}_s = slot_of({f}_h, p{p}_shift)")
             em.emit("while True:")
             em.emit(f"    {f}_k = p{p}_slots[{f}_s, 1]")
@@ -229,7 +249,7 @@ class _Gen:
             em.emit(f"        {f} = {f}_k")
             em.emit("        break")
             em.emit(f"    {f}_s = ({f}_s + 1) & (p{p}_slots.shape[0] - 1)")
-        em.indent -= 2 if st.packed else 1
+        em.indent -= 1 + (1 if st.packed else 0) + (1 if st.prefilter else 0)
         if st.kind == "anti":
             em.emit(f"if {f} >= 0:")
             em.emit("    continue")
@@ -257,15 +277,32 @@ class _Gen:
                 raise ExprError(f"aggregate {op} is not compiled for the CPU")
             vals.append(None if arg is None else em.value(arg))
         keys = [em.value(k) for k in sink.keys]
-        for j, k in enumerate(keys):
-            em.emit(f"kb[{j}] = {_bits(k)}")
-            em.emit(f"kv[{j}] = {k.valid}")
         if keys:
-            em.emit("if ng == gk.shape[1]:")
-            em.emit("    slots, gk, gv, ia, fa = grow(slots, gk, gv, ia, fa, ng)")
-            em.emit("g = find_group(slots, gk, gv, kb, kv, ng)")
-            em.emit("if g == ng:")
-            em.emit("    ng += 1")
+            # the group table probe, inline (runtime.key_hash / find_group spelled out on locals)
+            em.emit(f"gh = np.uint64({int(runtime.SEED)})")
+            kvals = []
+            for k in keys:
+                kb = em.bind(f"{_bits(k)} if ({k.valid}) else np.int64(0)", "True", k.dtype).value
+                kvals.append((kb, k.valid))
+                em.emit(f"gh = splitmix64(gh ^ np.uint64({kb}))")
+                em.emit(f"gh = splitmix64(gh ^ np.uint64({k.valid}))")
+            em.emit("gs = np.int64(gh & np.uint64(slots.shape[0] - 1))")
+            em.emit("while True:")
+            em.emit("    g = slots[gs] - 1")
+            em.emit("    if g == -1:")
+            em.emit("        if ng == gk.shape[1]:")
+            em.emit("            return ng, np.int64(2)")
+            em.emit("        g = ng")
+            em.emit("        slots[gs] = g + 1")
+            for j, (kb, kv) in enumerate(kvals):
+                em.emit(f"        gk[{j}, g] = {kb}")
+                em.emit(f"        gv[{j}, g] = {kv}")
+            em.emit("        ng += 1")
+            em.emit("        break")
+            same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
+            em.emit(f"    if {same}:")
+            em.emit("        break")
+            em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
         else:
             em.emit("g = 0")
             em.emit("ng = 1")
@@ -315,12 +352,7 @@ class _Gen:
         return out, ni, nf
 
 
-def runtime_hash_seed() -> int:
-    from hetdb.backend.base import HASH_SEED
-
-    return int(HASH_SEED)
-
-
+_HASH_SEED = int(HASH_SEED)
 _RUNTIME_HASH = hashlib.sha256(Path(runtime.__file__).read_bytes()).hexdigest()[:16]
 _CACHE: dict[str, Any] = {}
 _LOCK = threading.Lock()

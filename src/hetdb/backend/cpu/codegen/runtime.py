@@ -93,9 +93,11 @@ def civil(days):
     return (y + 1 if m <= 2 else y), m, d
 
 
-# ---- per-worker group hash table ----------------------------------------------------------------------
-# slots: int64 group number or -1; gk/gv: (keys, capacity) key bits and validity per group;
-# ia/fa: (int accumulators, capacity) int64 and (float accumulators, capacity) float64, zeroed.
+# ---- per-worker group hash table (probed inline by the generated loop, grown between calls) -----------
+# slots: group number + 1, 0 = empty (zeroed memory: pages the hash never reaches are never touched);
+# gk/gv: (keys, capacity) key bits and validity per group; ia/fa: (int accumulators, capacity) int64 and
+# (float accumulators, capacity) float64, zeroed. The loop never grows the table (a reassigned array
+# inside it costs reference counting on every row): the caller sizes it for the morsel first.
 @njit(cache=True, nogil=True, inline="always")
 def key_hash(kb, kv):
     h = SEED
@@ -106,52 +108,32 @@ def key_hash(kb, kv):
 
 
 @njit(cache=True, nogil=True)
-def grow(slots, gk, gv, ia, fa, ng):
-    cap = gk.shape[1] * 2
-    nslots = cap * 2
-    s2 = np.full(nslots, -1, np.int64)
-    gk2 = np.zeros((gk.shape[0], cap), np.int64)
-    gv2 = np.zeros((gv.shape[0], cap), np.bool_)
-    ia2 = np.zeros((ia.shape[0], cap), np.int64)
-    fa2 = np.zeros((fa.shape[0], cap), np.float64)
-    gk2[:, :ng] = gk[:, :ng]
-    gv2[:, :ng] = gv[:, :ng]
-    ia2[:, :ng] = ia[:, :ng]
-    fa2[:, :ng] = fa[:, :ng]
-    mask = nslots - 1
-    for g in range(ng):
-        s = np.int64(key_hash(gk2[:, g], gv2[:, g]) & np.uint64(mask))
-        while s2[s] != -1:
-            s = (s + 1) & mask
-        s2[s] = g
-    return s2, gk2, gv2, ia2, fa2
-
-
-@njit(cache=True, nogil=True, inline="always")
-def find_group(slots, gk, gv, kb, kv, ng):
-    """The group number of key (kb, kv); ``ng`` (a new group, keys stored) when it is not there."""
+def _rehash(slots, gk, gv, ng):
     mask = slots.shape[0] - 1
-    s = np.int64(key_hash(kb, kv) & np.uint64(mask))
-    while True:
-        g = slots[s]
-        if g == -1:
-            slots[s] = ng
-            for j in range(kb.shape[0]):
-                gk[j, ng] = kb[j] if kv[j] else 0
-                gv[j, ng] = kv[j]
-            return ng
-        same = True
-        for j in range(kb.shape[0]):
-            if gv[j, g] != kv[j] or (kv[j] and gk[j, g] != kb[j]):
-                same = False
-                break
-        if same:
-            return g
-        s = (s + 1) & mask
+    for g in range(ng):
+        s = np.int64(key_hash(gk[:, g], gv[:, g]) & np.uint64(mask))
+        while slots[s] != 0:
+            s = (s + 1) & mask
+        slots[s] = g + 1
 
 
 def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64) -> tuple:
-    """(slots, gk, gv, ia, fa, ng) of an empty group table."""
-    return (np.full(2 * capacity, -1, np.int64), np.zeros((num_keys, capacity), np.int64),
-            np.zeros((num_keys, capacity), np.bool_), np.zeros((num_int, capacity), np.int64),
-            np.zeros((num_float, capacity), np.float64), 0)
+    """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups."""
+    cap = max(64, 1 << (int(capacity) - 1).bit_length())
+    return (np.zeros(2 * cap, np.int64), np.zeros((num_keys, cap), np.int64),
+            np.zeros((num_keys, cap), np.bool_), np.zeros((num_int, cap), np.int64),
+            np.zeros((num_float, cap), np.float64), 0)
+
+
+def reserve(state: tuple, groups: int) -> tuple:
+    """``state`` with room for ``groups`` groups (itself when it has it)."""
+    slots, gk, gv, ia, fa, ng = state
+    if groups <= gk.shape[1]:
+        return state
+    out = new_state(gk.shape[0], ia.shape[0], fa.shape[0], groups)
+    out[1][:, :ng] = gk[:, :ng]
+    out[2][:, :ng] = gv[:, :ng]
+    out[3][:, :ng] = ia[:, :ng]
+    out[4][:, :ng] = fa[:, :ng]
+    _rehash(out[0], out[1], out[2], ng)
+    return (*out[:5], ng)
