@@ -1,6 +1,6 @@
 """Compiled CPU pipelines against operator-at-a-time, per query and thread count: wall time, process
 CPU time and the busy cores (CPU / wall), best of ``REPEAT`` hot runs, DuckDB with the same threads.
-Usage: python scripts/cpu_compile_compare.py DB SUITE T1,T2,.. [REPEAT] [duckdb]"""
+Usage: python scripts/cpu_compile_compare.py DB SUITE T1,T2,.. [REPEAT] [duckdb] [compiled-only]"""
 
 import sys
 import time
@@ -32,7 +32,7 @@ def main() -> None:
         duck, _ = load_into_duckdb(con.db, get_suite(suite).tables, threads=max(threads))
     for t in threads:
         cons = {mode: hetdb.connect(db, device="cpu", threads=t, cpu_compile=mode == "compiled")
-                for mode in ("compiled", "operators")}
+                for mode in (("compiled",) if "compiled-only" in sys.argv[5:] else ("compiled", "operators"))}
         if duck is not None:
             duck.execute(f"SET threads={t}")
         for q in queries:

@@ -24,11 +24,20 @@ import numpy as np
 from hetdb import types as T
 from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.expr_py import ExprError
-from hetdb.backend.cpu.codegen.pipeline_py import Aggregate, Input, Kernel, Probe, Spec, compile_spec
+from hetdb.backend.cpu.codegen.pipeline_py import (
+    Aggregate,
+    Input,
+    Kernel,
+    Materialize,
+    Probe,
+    Spec,
+    compile_spec,
+)
 from hetdb.column import Batch, Column
-from hetdb.exec.compiled import CompiledPlan, plan_compiled
+from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import ColumnRef, Expr
@@ -76,7 +85,8 @@ def _string_source(plan: CompiledPlan, e: Expr) -> str | None:
 
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
-    if not isinstance(sink, HashAggregate):
+    rows_sink = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    if not isinstance(sink, HashAggregate) and not rows_sink:
         return ""
     if not isinstance(src, TableScan):
         return f"a {type(src).__name__} source is not compiled for the CPU"
@@ -84,7 +94,12 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     if plan is None:
         return why
     names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
-    base = sorted(plan.referenced - plan.produced)
+    needed = set(plan.referenced - plan.produced)
+    if plan.materialize:  # the scan columns the gathered rows need as well
+        for c in plan.outputs:
+            e = plan.alias.get(c)
+            needed |= (set(e.columns()) if e is not None else {c}) - plan.produced
+    base = sorted(needed)
     missing = [c for c in base if c not in names]
     if missing:
         return f"column {missing[0]} is not read by the scan"
@@ -101,7 +116,7 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
             return "a join build without a hash table is not compiled for the CPU"
         probes.append((op, side, pay))
     key_dicts = []
-    for _, e in sink.keys:
+    for _, e in () if plan.materialize else sink.keys:
         if e.dtype.kind == "string":
             d = _string_source(plan, e)
             if d is None:
@@ -117,9 +132,11 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
 
 
 # ---- per signature: the spec and its compiled function --------------------------------------------------
-def _kernel(p: _Plan, sink: HashAggregate, cols: dict[str, Column]) -> Kernel | str:
+def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
     sig = []
     for c in p.base:
+        if c not in p.plan.referenced:
+            continue  # read only for the gather after the loop: any encoding will do
         col = cols[c]
         if col.dtype.kind == "string" and col.dictionary is None:
             return f"column {c} is a plain (not dictionary-encoded) string page"
@@ -144,8 +161,11 @@ def _kernel(p: _Plan, sink: HashAggregate, cols: dict[str, Column]) -> Kernel | 
             stages.append(Probe(op.kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, _prefilter(t)))
-    spec = Spec(inputs, tuple(stages), Aggregate(tuple(e for _, e in sink.keys),
-                                                 tuple((a.op, a.arg) for _, a in sink.aggs)))
+    if p.plan.materialize:
+        out: Any = Materialize()
+    else:
+        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs))
+    spec = Spec(inputs, tuple(stages), out)
     try:
         kernel: Any = compile_spec(spec)
     except ExprError as e:
@@ -258,6 +278,13 @@ def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts:
     return Batch(cols, ng)
 
 
+class _Selected:
+    """What compiled._gather reads: the surviving input rows and the build rows per probe stage."""
+
+    def __init__(self, rows: np.ndarray, build_rows: dict[int, np.ndarray]) -> None:
+        self.rows, self.build_rows, self.marks = rows, build_rows, {}
+
+
 class _Worker:
     """One worker's morsels: its group table lives across them (one partial at the end)."""
 
@@ -314,7 +341,14 @@ class _Worker:
                         if b.num_rows:
                             run.push(b, 0, lops, lsink)
                     continue
-                self._run_kernel(kernel, cols, n, lsink)
+                if p.plan.materialize:
+                    if not self._run_rows(kernel, cols, n, lsink):
+                        p.fallback += 1
+                        for b in pipe.source.read(ctx, morsel, run.gsrc):
+                            if b.num_rows:
+                                run.push(b, 0, lops, lsink)
+                else:
+                    self._run_kernel(kernel, cols, n, lsink)
         except BaseException:
             run.stop = True
             raise
@@ -341,6 +375,26 @@ class _Worker:
             self.state = (*self.state[:5], ng)
             ctx.add(sink.op_id, rows_in=n)
             p.compiled += 1
+
+    def _run_rows(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any) -> bool:
+        """A materializing pipeline's morsel: the loop selects rows and matches, the columns the hash
+        build needs are gathered from them. False (nothing sunk) when the loop gave up on the morsel."""
+        ctx, p, sink = self.ctx, self.p, self.pipe.sink
+        with Timer(ctx, sink.op_id):
+            cap = max(n, min(n * p.expansion, _MAX_RESERVE))
+            outs = [np.empty(cap, np.int64) for _ in range(1 + len(kernel.inner_probes))]
+            count, err = kernel.fn(n, *_arguments(ctx, p, kernel, cols), *outs, 0)
+            if err:
+                p.refusals["a value left its type or the rows outgrew the output"] = \
+                    p.refusals.get("a value left its type or the rows outgrew the output", 0) + 1
+                return False
+            stage_of = [i for i, (kind, _) in enumerate(p.plan.stages) if kind == "probe"]
+            sel = _Selected(outs[0][:count], {stage_of[q]: outs[1 + j][:count]
+                                              for j, q in enumerate(kernel.inner_probes)})
+            p.compiled += 1
+        if count:
+            sink.sink(ctx, _gather(ctx, p.plan, Batch(cols, n), sel), self.run.gsink, lsink)
+        return True
 
 
 def _go(ctx: ExecContext, run: Any, p: _Plan, pool: Any, threads: int) -> None:
@@ -379,7 +433,8 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
     run.flush()
     st = ctx.stat(pipe.sink.op_id)
     if p.compiled:
-        st.fused = f"{CPU_COMPILED} (scan, filters, hash probes and hash aggregation; {p.compiled} morsels)"
+        what = "hash probes and row selection" if p.plan.materialize else "hash probes and hash aggregation"
+        st.fused = f"{CPU_COMPILED} (scan, filters, {what}; {p.compiled} morsels)"
         if p.fallback:
             st.fused += f"; {p.fallback} morsels operator at a time: " + "; ".join(sorted(p.refusals))
     else:

@@ -79,6 +79,7 @@ class Emitter:
         self._load = load
         self.dict_cids = dict_cids
         self.dict_alias: dict[str, str] = {}  # projected cid -> dictionary input it renames
+        self.pending: dict[str, Expr] = {}    # projected cid -> its expression, not computed yet
         self.lookups: list[Lookup] = []
         self._n = 0
 
@@ -104,14 +105,20 @@ class Emitter:
 
     def project(self, cid: str, expr: Expr) -> None:
         """Column ``cid`` := ``expr`` for the statements after this point."""
+        if isinstance(expr, ColumnRef) and expr.cid == cid:
+            return
         if isinstance(expr, ColumnRef) and expr.cid in self.dict_cids:
             self.dict_cids = self.dict_cids | {cid}
             self.dict_alias[cid] = self.dict_alias.get(expr.cid, expr.cid)
-        self.env[cid] = self.value(expr)
+        # computed where it is first used (a projection only the gather after the loop reads, or
+        # that a filter drops first, costs nothing); expressions are pure, so the value is the same
+        self.pending[cid] = expr
 
     def column(self, cid: str) -> Val:
         hit = self.env.get(cid)
-        if hit is None:
+        if hit is None and cid in self.pending:
+            hit = self.value(self.pending.pop(cid))
+        elif hit is None:
             hit = self._load(cid)
             if hit is None:
                 raise ExprError(f"column {cid} is not available at this point of the pipeline")

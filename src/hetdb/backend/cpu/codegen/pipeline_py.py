@@ -22,7 +22,7 @@ import importlib.util
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +71,16 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Materialize:
+    """The surviving rows: the input row and, per inner probe, the build row of each match, written
+    to ``out_rows`` / ``out_b<probe>`` (the executor gathers the next sink's columns from them)."""
+
+
+@dataclass(frozen=True)
 class Spec:
     inputs: tuple[Input, ...]
     stages: tuple[Any, ...]      # ("filter", Expr) | ("project", ((cid, Expr), ...)) | Probe
-    sink: Aggregate
+    sink: Aggregate | Materialize
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ class Kernel:
     num_float: int
     key_types: list[DataType]
     source: str
+    inner_probes: list[int] = field(default_factory=list)   # probes whose build rows are output
 
 
 def _bits(v: Val) -> str:
@@ -116,6 +123,7 @@ class _Gen:
                 dict_cids |= {p.cid for p in s.payload if p.dictionary}
         self.em = Emitter(self._load, frozenset(dict_cids))
         self.probe_no = 0
+        self.inner_probes: list[int] = []
 
     def _load(self, cid: str) -> Val | None:
         if cid in self.inputs:
@@ -143,7 +151,19 @@ class _Gen:
             else:
                 for cid, e in st[1]:
                     em.project(cid, e)
-        slots, ni, nf = self._aggregate(self.spec.sink)
+        if isinstance(self.spec.sink, Materialize):
+            slots, ni, nf = [], 0, 0
+            outs = ["out_rows"] + [f"out_b{p}" for p in self.inner_probes]
+            em.emit("if ng == out_rows.shape[0]:")
+            em.emit("    return ng, np.int64(2)")
+            em.emit("out_rows[ng] = i")
+            for p in self.inner_probes:
+                em.emit(f"out_b{p}[ng] = brow{p}")
+            em.emit("ng += 1")
+            state = ", ".join(outs + ["ng"])
+        else:
+            slots, ni, nf = self._aggregate(self.spec.sink)
+            state = "slots, gk, gv, ia, fa, ng"
         args = self._arguments()
         body = "\n".join(em.lines)
         src = (f"# runtime {_RUNTIME_HASH}\n"
@@ -154,7 +174,7 @@ class _Gen:
                "from hetdb.backend.cpu.join_filter import _bloom_mask as bloom_mask\n"
                "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n\n"
                "@njit(nogil=True, cache=True, error_model='numpy')\n"
-               f"def pipeline(n, {', '.join(a[0] for a in args)}, slots, gk, gv, ia, fa, ng):\n"
+               f"def pipeline({', '.join(['n'] + [a[0] for a in args] + [state])}):\n"
                "    for i in range(n):\n"
                f"{body}\n"
                "    return ng, np.int64(0)\n")
@@ -258,6 +278,7 @@ class _Gen:
         em.emit("    continue")
         if st.kind == "semi":
             return
+        self.inner_probes.append(p)
         if st.unique:
             em.emit(f"brow{p} = p{p}_rep[{f}]")
         else:
@@ -402,4 +423,5 @@ def compile_spec(spec: Spec) -> Kernel:
     gen = _Gen(spec)
     src, args, slots, ni, nf = gen.generate()
     fn = _load_function(src)
-    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, [k.dtype for k in spec.sink.keys], src)
+    keys = [] if isinstance(spec.sink, Materialize) else [k.dtype for k in spec.sink.keys]
+    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes))
