@@ -45,9 +45,11 @@ from hetdb.plan.expr import ColumnRef, Expr
 CPU_COMPILED = "compiled into one CPU loop"
 # direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
 _DIRECT_NO_FILTER = 1 << 14
-# a worker's group table is never sized past this many groups up front (a morsel's rows times the
-# matches of its non-unique joins); a morsel that makes more runs operator at a time
-_MAX_RESERVE = 1 << 26
+# the most rows one input row may become through non-unique joins for the loop to take the pipeline
+# (its outputs must have room for them before the row starts)
+_MAX_EXPANSION = 1 << 20
+# a worker's first output buffers of a materializing loop (they double when full)
+_FIRST_ROWS = 1 << 14
 
 
 class _Redo(Exception):
@@ -128,7 +130,9 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     for op, side, _ in probes:
         if op.kind == "inner":
             expansion *= max(1, ctx.backend.join_max_matches(side.table))
-    return _Plan(plan, base, names, probes, key_dicts, expansion=min(expansion, _MAX_RESERVE))
+    if expansion > _MAX_EXPANSION:
+        return f"a join makes up to {expansion} rows of one input row"
+    return _Plan(plan, base, names, probes, key_dicts, expansion=expansion)
 
 
 # ---- per signature: the spec and its compiled function --------------------------------------------------
@@ -291,6 +295,7 @@ class _Worker:
     def __init__(self, ctx: ExecContext, pipe: Any, run: Any, p: _Plan) -> None:
         self.ctx, self.pipe, self.run, self.p = ctx, pipe, run, p
         self.state: tuple | None = None
+        self.outs: list[np.ndarray] = []       # a materializing loop's output rows, reused per morsel
         self.kernel: Kernel | None = None
         self.dicts: dict[str, Column] = {}
         for _, side, pay in p.probes:
@@ -366,13 +371,17 @@ class _Worker:
             if self.state is None:
                 self.kernel = kernel
                 self.state = runtime.new_state(len(sink.keys), kernel.num_int, kernel.num_float)
-            if sink.keys:  # room for every row of the morsel (and its join matches) to be a new group
-                self.state = runtime.reserve(self.state, self.state[5] + min(n * p.expansion, _MAX_RESERVE))
             args = _arguments(ctx, p, kernel, cols)
-            ng, err = kernel.fn(n, *args, *self.state)
-            if err:
-                raise _Redo()
-            self.state = (*self.state[:5], ng)
+            start = 0
+            while True:
+                ng, err, start = kernel.fn(start, n, p.expansion, *args, *self.state)
+                self.state = (*self.state[:5], ng)
+                if err == 1:
+                    raise _Redo()
+                if err == 0:
+                    break
+                # the group table is full: double it and go on from the row that did not fit
+                self.state = runtime.reserve(self.state, 2 * (ng + p.expansion))
             ctx.add(sink.op_id, rows_in=n)
             p.compiled += 1
 
@@ -381,13 +390,25 @@ class _Worker:
         build needs are gathered from them. False (nothing sunk) when the loop gave up on the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
         with Timer(ctx, sink.op_id):
-            cap = max(n, min(n * p.expansion, _MAX_RESERVE))
-            outs = [np.empty(cap, np.int64) for _ in range(1 + len(kernel.inner_probes))]
-            count, err = kernel.fn(n, *_arguments(ctx, p, kernel, cols), *outs, 0)
-            if err:
-                p.refusals["a value left its type or the rows outgrew the output"] = \
-                    p.refusals.get("a value left its type or the rows outgrew the output", 0) + 1
-                return False
+            args = _arguments(ctx, p, kernel, cols)
+            width = 1 + len(kernel.inner_probes)
+            if len(self.outs) != width:
+                self.outs = [np.empty(_FIRST_ROWS, np.int64) for _ in range(width)]
+            start = count = 0
+            while True:
+                count, err, start = kernel.fn(start, n, p.expansion, *args, *self.outs, count)
+                if err == 1:
+                    p.refusals["a value left its type"] = p.refusals.get("a value left its type", 0) + 1
+                    return False
+                if err == 0:
+                    break
+                # the outputs are full: double them (the worker keeps them for its next morsels)
+                size = 2 * (count + p.expansion)
+                grown = [np.empty(size, np.int64) for _ in range(width)]
+                for new, old in zip(grown, self.outs):
+                    new[:count] = old[:count]
+                self.outs = grown
+            outs = self.outs
             stage_of = [i for i, (kind, _) in enumerate(p.plan.stages) if kind == "probe"]
             sel = _Selected(outs[0][:count], {stage_of[q]: outs[1 + j][:count]
                                               for j, q in enumerate(kernel.inner_probes)})

@@ -93,7 +93,7 @@ class Emitter:
     def error(self, cond: str) -> None:
         """Leave the function with the error flag when ``cond`` holds."""
         self.emit(f"if {cond}:")
-        self.emit("    return ng, np.int64(1)")
+        self.emit("    return ng, np.int64(1), i")
 
     def bind(self, value: str, valid: str, dtype: DataType) -> Val:
         v = self.fresh()

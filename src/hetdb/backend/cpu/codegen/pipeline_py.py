@@ -5,10 +5,10 @@ projections (locals), hash probes into the join build's CpuJoinTable (direct-ind
 packed keys; unique builds read one build row, others loop over the key's rows in CSR order;
 semi/anti test presence, after the build's runtime filter where that saves a probe) and the
 grouped aggregation, which updates the calling worker's group table (probed inline; see
-runtime.new_state). It returns the new group count and a flag: 0 done; 1 a value left its type (the
-executor re-runs the pipeline with the operators, which raise the error exactly as they always do);
-2 the group table was full (the executor sizes it for the morsel first, so only a join expanding
-rows past that bound gets there; the pipeline is then run by the operators too).
+runtime.new_state). It returns the new group (or output row) count, a flag and the row it stopped at: 0 done; 1 a
+value left its type (the executor re-runs the pipeline with the operators, which raise the error
+exactly as they always do); 2 the outputs may not hold the next row's results (the executor grows
+them and calls again from that row: no row is ever half done).
 
 Functions are cached by their source text: in memory, and on disk as a module under
 ``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code across
@@ -154,16 +154,20 @@ class _Gen:
         if isinstance(self.spec.sink, Materialize):
             slots, ni, nf = [], 0, 0
             outs = ["out_rows"] + [f"out_b{p}" for p in self.inner_probes]
-            em.emit("if ng == out_rows.shape[0]:")
-            em.emit("    return ng, np.int64(2)")
             em.emit("out_rows[ng] = i")
             for p in self.inner_probes:
                 em.emit(f"out_b{p}[ng] = brow{p}")
             em.emit("ng += 1")
             state = ", ".join(outs + ["ng"])
+            room = "out_rows.shape[0]"
         else:
             slots, ni, nf = self._aggregate(self.spec.sink)
             state = "slots, gk, gv, ia, fa, ng"
+            room = "gk.shape[1]" if self.spec.sink.keys else ""
+        # before a row: room for every output it can make (``per_row``: one, times the matches of
+        # non-unique joins), else stop there and let the caller grow the outputs and resume at i
+        check = (f"        if ng + per_row > {room}:\n"
+                 "            return ng, np.int64(2), i\n") if room else ""
         args = self._arguments()
         body = "\n".join(em.lines)
         src = (f"# runtime {_RUNTIME_HASH}\n"
@@ -174,10 +178,10 @@ class _Gen:
                "from hetdb.backend.cpu.join_filter import _bloom_mask as bloom_mask\n"
                "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n\n"
                "@njit(nogil=True, cache=True, error_model='numpy')\n"
-               f"def pipeline({', '.join(['n'] + [a[0] for a in args] + [state])}):\n"
-               "    for i in range(n):\n"
-               f"{body}\n"
-               "    return ng, np.int64(0)\n")
+               f"def pipeline({', '.join(['start', 'n', 'per_row'] + [a[0] for a in args] + [state])}):\n"
+               "    for i in range(start, n):\n"
+               f"{check}{body}\n"
+               "    return ng, np.int64(0), n\n")
         return src, args, slots, ni, nf
 
     def _arguments(self) -> list[tuple]:
@@ -311,8 +315,6 @@ class _Gen:
             em.emit("while True:")
             em.emit("    g = slots[gs] - 1")
             em.emit("    if g == -1:")
-            em.emit("        if ng == gk.shape[1]:")
-            em.emit("            return ng, np.int64(2)")
             em.emit("        g = ng")
             em.emit("        slots[gs] = g + 1")
             for j, (kb, kv) in enumerate(kvals):

@@ -97,7 +97,8 @@ def civil(days):
 # slots: group number + 1, 0 = empty (zeroed memory: pages the hash never reaches are never touched);
 # gk/gv: (keys, capacity) key bits and validity per group; ia/fa: (int accumulators, capacity) int64 and
 # (float accumulators, capacity) float64, zeroed. The loop never grows the table (a reassigned array
-# inside it costs reference counting on every row): the caller sizes it for the morsel first.
+# inside it costs reference counting on every row): it stops before a row that may not fit and the
+# caller grows the table (``reserve``) and resumes at that row.
 @njit(cache=True, nogil=True, inline="always")
 def key_hash(kb, kv):
     h = SEED
