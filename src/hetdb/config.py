@@ -23,6 +23,8 @@ class Options:
     # A repeated plan may reuse the dense dimension tables its fused GPU kernel built last time
     # (derived data kept in the device cache, invalidated with the table versions).
     reuse_fused_state: bool = True
+    timezone: str = "UTC"                # TIMESTAMPTZ display, casts and date parts (DuckDB's TimeZone)
+    recursion_limit: int = 10_000        # iterations a WITH RECURSIVE query may take
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,

@@ -74,6 +74,10 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
             options[key] = parse_bytes(options[key])
     if "disabled_passes" in options:
         options["disabled_passes"] = frozenset(options["disabled_passes"])
+    if "timezone" in options:
+        from hetdb.exec.timezones import zone
+
+        zone(str(options["timezone"]))  # an unknown zone fails here, naming it
     try:
         return Options(device=device, **options)
     except TypeError as e:

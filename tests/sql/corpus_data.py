@@ -36,7 +36,25 @@ def corpus_tables() -> dict[str, pa.Table]:
         "d": pa.array(d, pa.date32()),
     })
     empty = t.slice(0, 0)
-    return {"w": t, "w_empty": empty}
+    return {"w": t, "w_empty": empty, "tz": _tz_table(rng)}
+
+
+def _tz_table(rng) -> pa.Table:
+    """Instants every 7 minutes (plus random microseconds) across the 2024 DST changes of
+    Europe/Berlin (Mar 31, Oct 27) and America/New_York (Mar 10, Nov 3) and a New Year, as
+    TIMESTAMPTZ (``ts``, some NULL) and the same numbers as a naive TIMESTAMP (``naive``)."""
+    starts = [dt.datetime(2024, 3, 30, 20), dt.datetime(2024, 10, 26, 20), dt.datetime(2024, 3, 9, 20),
+              dt.datetime(2024, 11, 2, 20), dt.datetime(2023, 12, 31, 21)]
+    epoch = dt.datetime(1970, 1, 1)
+    us = np.array([(b - epoch) // dt.timedelta(microseconds=1) + i * 420_000_000 + int(rng.integers(0, 10**6))
+                   for b in starts for i in range(100)], np.int64)
+    n = len(us)
+    return pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "g": pa.array((np.arange(n) % 4).astype(np.int64)),
+        "ts": pa.array(us, pa.int64(), mask=np.arange(n) % 23 == 5).cast(pa.timestamp("us", tz="UTC")),
+        "naive": pa.array(us, pa.int64()).cast(pa.timestamp("us")),
+    })
 
 
 def build(path: str) -> duckdb.DuckDBPyConnection:

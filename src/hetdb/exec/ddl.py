@@ -523,7 +523,12 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         return dataclasses.replace(options, **{key: getattr(defaults, key)})
     if key.endswith("_limit"):
         value = None if str(value).lower() in ("none", "default") else parse_bytes(value)
-    elif key in ("threads", "batch_rows"):
+    elif key == "timezone":
+        from hetdb.exec.timezones import zone
+
+        zone(str(value))
+        value = str(value)
+    elif key in ("threads", "batch_rows", "recursion_limit"):
         try:
             value = int(value)
         except (TypeError, ValueError):

@@ -180,7 +180,7 @@ class QueryEngine:
         from hetdb.sql import bind
 
         self.live = {"stage": "planning"}
-        bound = bind(sql, self.db)
+        bound = bind(sql, self.db, self.options.timezone)
         plan = self._optimize(bound)
         entry = CachedPlan(plan, self.physical_plan(plan), ())
         names = plan_tables(bound, plan)
@@ -312,7 +312,7 @@ class QueryEngine:
             backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
             batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
             batch = concat_batches(backend, batches) if batches else None
-            table = to_arrow_table(backend, batch, plan.fields)
+            table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
             batches = batch = None
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below

@@ -106,18 +106,23 @@ def host_scalar(backend, x: Any) -> Any:
     return np.asarray(backend.to_host(x)).item()
 
 
-def to_arrow_table(backend, batch: Batch | None, fields) -> pa.Table:
-    """Arrow table named by ``fields`` (Field objects: cid -> name, dtype); empty -> right schema."""
+def to_arrow_table(backend, batch: Batch | None, fields, time_zone: str = "UTC") -> pa.Table:
+    """Arrow table named by ``fields`` (Field objects: cid -> name, dtype); empty -> right schema.
+    TIMESTAMPTZ columns come back as timestamps with the time zone ``time_zone`` (as DuckDB)."""
     names = [f.name for f in fields]
+
+    def arrow_type(f):
+        return pa.timestamp("us", tz=time_zone) if f.dtype.tz else f.dtype.to_arrow()
+
     if batch is None or batch.num_rows == 0:
-        arrays = [pa.array([], type=f.dtype.to_arrow()) for f in fields]
+        arrays = [pa.array([], type=arrow_type(f)) for f in fields]
         return pa.Table.from_arrays(arrays, names=names)
     host = batch_to_host(backend, batch)
     arrays = []
     for f in fields:
         arr = host.columns[f.cid].to_arrow()
-        if arr.type != f.dtype.to_arrow():
-            arr = arr.cast(f.dtype.to_arrow())
+        if arr.type != arrow_type(f):
+            arr = arr.cast(arrow_type(f))
         arrays.append(arr)
     return pa.Table.from_arrays(arrays, names=names)
 
