@@ -31,6 +31,8 @@ _TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date3
 def sql_type_name(t: pa.DataType) -> str:
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_timestamp(t) and t.tz:
+        return "TIMESTAMP WITH TIME ZONE"
     return _TYPE_CODES.get(str(t), str(t).upper())
 
 

@@ -36,7 +36,21 @@ def corpus_tables() -> dict[str, pa.Table]:
         "d": pa.array(d, pa.date32()),
     })
     empty = t.slice(0, 0)
-    return {"w": t, "w_empty": empty, "tz": _tz_table(rng)}
+    return {"w": t, "w_empty": empty, "tz": _tz_table(rng), **_graph_tables(rng)}
+
+
+def _graph_tables(rng) -> dict[str, pa.Table]:
+    """``edges``: a directed graph of 40 nodes with cycles, a self loop and a NULL target;
+    ``tree``: 60 nodes, each with a parent of a smaller id (roots have NULL)."""
+    src = rng.integers(0, 40, 90)
+    dst = rng.integers(0, 40, 90)
+    edges = pa.table({"src": pa.array(np.append(src, [7, 3]).astype(np.int64)),
+                      "dst": pa.array([*map(int, dst), 7, None], pa.int64()),
+                      "w": pa.array(rng.integers(1, 9, 92).astype(np.int32))})
+    parent = [None if i in (0, 1) else int(rng.integers(0, i)) for i in range(60)]
+    tree = pa.table({"id": pa.array(np.arange(60, dtype=np.int64)), "parent": pa.array(parent, pa.int64()),
+                     "name": pa.array([f"n{i}" for i in range(60)])})
+    return {"edges": edges, "tree": tree}
 
 
 def _tz_table(rng) -> pa.Table:

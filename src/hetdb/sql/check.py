@@ -76,8 +76,6 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
                 add(_describe(node))
             refused.add(id(node))
             continue
-        if isinstance(node, exp.With) and node.args.get("recursive"):
-            add("recursive CTEs (WITH RECURSIVE)")
         elif isinstance(node, exp.Join):
             side = (node.side or "").upper()
             kind = (node.kind or "").upper()
