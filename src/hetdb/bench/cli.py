@@ -1,4 +1,4 @@
-"""The `hetdb bench` subcommand: `hetdb bench ssb|tpch|scan ...` runs a suite, `hetdb bench compare A B`
+"""The `hetdb bench` subcommand: `hetdb bench ssb|tpch|scan|window ...` runs a suite, `hetdb bench compare A B`
 prints what changed between two results.json files. The lead's CLI calls ``add_parser(subparsers)``;
 the parsed arguments go to ``run(args)``."""
 
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     """Handle `hetdb bench ...`; 0 when every answer was correct, 1 otherwise."""
     command = getattr(args, "bench_command", None)
     if command is None:
-        print("usage: hetdb bench {ssb,tpch,scan} [options] | hetdb bench compare A B", file=sys.stderr)
+        print("usage: hetdb bench {ssb,tpch,scan,window} [options] | hetdb bench compare A B", file=sys.stderr)
         return 2
     if command == "compare":
         from hetdb.bench.diff import diff_results, render_diff

@@ -49,7 +49,7 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
     suite = get_suite(cfg.suite)
     queries = load_queries(cfg.suite, cfg.queries)
     owned = cfg.db is None
-    db_path = os.path.abspath(cfg.db or datasets.default_db_path(cfg.suite, cfg.sf))
+    db_path = os.path.abspath(cfg.db or datasets.default_db_path(suite.data_name, cfg.sf))
     out_dir = cfg.out or default_out_dir(cfg)
 
     say(f"data set: {suite.name} SF {datasets.format_sf(cfg.sf)} in {db_path}")
