@@ -595,8 +595,10 @@ _CALLS = {
 
 @functools.cache
 def _more_functions() -> dict:
-    """The string/regex/date functions of exec/functions_text.py and exec/functions_datetime.py."""
+    """The string/regex/date functions of exec/functions_text.py, functions_datetime.py and
+    functions_more.py."""
     from hetdb.exec.functions_datetime import FUNCTIONS as DATETIME
+    from hetdb.exec.functions_more import FUNCTIONS as MORE
     from hetdb.exec.functions_text import FUNCTIONS as TEXT
 
-    return {**TEXT, **DATETIME}
+    return {**TEXT, **DATETIME, **MORE}

@@ -19,9 +19,10 @@ def bind(sql: str, db, time_zone: str = "UTC") -> Output:
     from hetdb.sql.external import rewrite_table_functions
     from hetdb.sql.parse import parse
     from hetdb.sql.session import session
+    from hetdb.sql.window import resolve_named_windows
 
-    tree = rewrite_table_functions(parse(sql))
-    check_supported(tree)
+    tree = resolve_named_windows(rewrite_table_functions(parse(sql)))
+    check_supported(tree, sql)
     try:
         with session(time_zone):
             return Binder(db).bind_statement(tree)

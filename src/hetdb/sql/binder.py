@@ -171,7 +171,10 @@ class Binder:
                 return self._derived(bq, alias, cols or self._alias_columns(node))
             found = resolve_from(self, node, name, alias)
             if found is not None:
-                return found
+                cols = self._alias_columns(node)  # FROM 'f.parquet' t(a, b) / range(5) t(r)
+                plan, rel = found
+                return plan, Rel(rel.alias, [(cols[i] if i < len(cols) else n, f)
+                                             for i, (n, f) in enumerate(rel.columns)], rel.hidden)
             return FC.table_scan(self.db, name, alias, self.new_cid)
         if isinstance(node, exp.Values):
             from hetdb.sql.values import bind_values

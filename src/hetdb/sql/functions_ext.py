@@ -18,6 +18,7 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import Call, Expr, Literal
+from hetdb.sql import functions_more as MORE
 from hetdb.sql import typing as TY
 
 _DATE_PART_ALIASES = {
@@ -39,10 +40,12 @@ NODES: tuple[type, ...] = (
     exp.StrPosition, exp.MD5, exp.Format, exp.ConcatWs, exp.Log, exp.Sign, exp.Rand, exp.Pi, exp.Typeof,
     exp.TryCast, exp.TimestampTrunc, exp.DateTrunc, exp.DateDiff, exp.TimeToStr, exp.StrToTime,
     exp.DateFromParts, exp.TimestampFromParts, exp.UnixToTime, exp.TimeToUnix, exp.CurrentDate,
-    exp.CurrentTimestamp, exp.DateAdd, exp.AtTimeZone, *_PART_NODES,
+    exp.CurrentTimestamp, exp.DateAdd, exp.AtTimeZone, *_PART_NODES, *MORE.NODES,
 )
 
 def handles(node: exp.Expression) -> bool:
+    if MORE.handles(node):
+        return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
     if isinstance(node, exp.Extract):
@@ -178,6 +181,8 @@ def interval_arith(x: Expr, iv: exp.Interval, sign: int) -> Expr:
 
 def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # noqa: C901
     """Bind one node ``handles`` accepted; ``b`` binds a child expression."""
+    if MORE.handles(node):
+        return MORE.bind_more(node, b)
     if isinstance(node, exp.Anonymous):
         return _anonymous(str(node.this).lower(), [b(a) for a in node.expressions])
     if isinstance(node, exp.Trim):
@@ -300,6 +305,8 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
             return Call(T.TIMESTAMPTZ, "to_timestamp", (_number(x, "to_timestamp"),))
         if str(scale.name) != "3":
             raise UnsupportedError(f"{node.sql(dialect='duckdb')}")
+        if x.dtype.kind in ("date", "timestamp"):  # epoch_ms(timestamp): milliseconds since the epoch
+            return MORE.epoch_units(x, 1000, "epoch_ms")
         return Call(T.TIMESTAMP, "epoch_ms", (_integer(x, "epoch_ms"),))
     if isinstance(node, exp.TimeToUnix):
         return Call(T.FLOAT64, "epoch", (_temporal(b(node.this), "epoch"),))

@@ -1,0 +1,103 @@
+"""More everyday functions with DuckDB's types: bitwise operators (& | xor << >> bit_count), GLOB and
+SIMILAR TO / regexp_full_match, last_day, dayname, monthname, weekofyear, yearweek, millisecond,
+microsecond, epoch_ms/epoch_us of a timestamp, cbrt, ascii, chr. Executed by exec/functions_more.py.
+
+Deviation, stated: bit_count() is INTEGER (DuckDB TINYINT)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from hetdb import types as T
+from hetdb.errors import SqlError
+from hetdb.plan.expr import Call, Expr, Literal
+from hetdb.sql import typing as TY
+
+_BITWISE = {exp.BitwiseAnd: "bit_and", exp.BitwiseOr: "bit_or", exp.BitwiseXor: "bit_xor",
+            exp.BitwiseLeftShift: "shift_left", exp.BitwiseRightShift: "shift_right"}
+NODES: tuple[type, ...] = (*_BITWISE, exp.BitwiseNot, exp.Glob, exp.SimilarTo, exp.RegexpFullMatch,
+                           exp.LastDay, exp.Dayname, exp.Monthname, exp.WeekOfYear, exp.Cbrt, exp.Ascii,
+                           exp.Chr)
+ANONYMOUS = ("bit_count", "yearweek", "millisecond", "microsecond", "epoch_us")
+
+
+def handles(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this).lower() in ANONYMOUS
+    return isinstance(node, NODES)
+
+
+def _int(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.INT32, None)
+    if not e.dtype.is_integer or e.dtype.kind == "int128":
+        raise SqlError(f"{what} needs an INTEGER or BIGINT, got {e.dtype}")
+    return e
+
+
+def _str(e: Expr, what: str) -> Expr:
+    if TY.is_null_literal(e):
+        return Literal(T.STRING, None)
+    if e.dtype.kind != "string":
+        raise SqlError(f"{what} needs a string, got {e.dtype}")
+    return e
+
+
+def _date(e: Expr, what: str) -> Expr:
+    from hetdb.sql.functions_ext import _temporal
+
+    return _temporal(e, what)
+
+
+def bind_more(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # noqa: C901
+    from hetdb.sql.functions_ext import date_part
+
+    if type(node) in _BITWISE:
+        op = _BITWISE[type(node)]
+        x, y = _int(b(node.this), op), _int(b(node.expression), op)
+        t = x.dtype if op.startswith("shift") else TY.common_type(x, y, op)
+        return Call(t, op, (TY.cast_to(x, t), TY.cast_to(y, T.INT64 if op.startswith("shift") else t)))
+    if isinstance(node, exp.BitwiseNot):
+        x = _int(b(node.this), "~")
+        return Call(x.dtype, "bit_not", (x,))
+    if isinstance(node, exp.Glob):
+        return Call(T.BOOL, "glob", (_str(b(node.this), "GLOB"), _str(b(node.expression), "GLOB")))
+    if isinstance(node, exp.SimilarTo | exp.RegexpFullMatch):
+        e = Call(T.BOOL, "regexp_full_match", (_str(b(node.this), "SIMILAR TO"), _str(b(node.expression), "SIMILAR TO")))
+        return Call(T.BOOL, "not", (e,)) if node.args.get("negate") else e
+    if isinstance(node, exp.LastDay):
+        return Call(T.DATE, "last_day", (_date(b(node.this), "last_day"),))
+    if isinstance(node, exp.Dayname | exp.Monthname):
+        op = type(node).__name__.lower()
+        return Call(T.STRING, op, (_date(b(node.this), op),))
+    if isinstance(node, exp.WeekOfYear):
+        return date_part("week", b(node.this), "weekofyear")
+    if isinstance(node, exp.Cbrt):
+        x = b(node.this)
+        if not (x.dtype.is_numeric or TY.is_null_literal(x)):
+            raise SqlError(f"cbrt needs a number, got {x.dtype}")
+        return Call(T.FLOAT64, "cbrt", (TY.cast_to(x, T.FLOAT64),))
+    if isinstance(node, exp.Ascii):
+        return Call(T.INT32, "ascii", (_str(b(node.this), "ascii"),))
+    if isinstance(node, exp.Chr):
+        (arg,) = node.expressions
+        return Call(T.STRING, "chr", (TY.cast_to(_int(b(arg), "chr"), T.INT64),))
+    name = str(node.this).lower()
+    args = [b(a) for a in node.expressions]
+    if len(args) != 1:
+        raise SqlError(f"{name}() takes one argument")
+    (x,) = args
+    if name == "bit_count":
+        return Call(T.INT32, "bit_count", (_int(x, name),))
+    if name in ("millisecond", "microsecond"):
+        return date_part(name, x, name)
+    if name == "yearweek":
+        return Call(T.INT64, "yearweek", (_date(x, name),))
+    return epoch_units(x, 1, name)
+
+
+def epoch_units(x: Expr, divisor: int, name: str) -> Expr:
+    """epoch_us(ts) (divisor 1) / epoch_ms(ts) (1000): microseconds or milliseconds since the epoch."""
+    return Call(T.INT64, "epoch_units", (_date(x, name), Literal(T.INT64, divisor)))
