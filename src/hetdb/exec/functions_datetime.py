@@ -299,9 +299,10 @@ def _add_interval_tz(xp, us, months: int, days_n: int, zone: str):
 
 
 def _strftime(value, fmt: str, zone: str | None = None) -> str:
-    if zone is not None:  # a TIMESTAMPTZ: wall time in the session's zone, %Z its name
+    if zone is not None:  # a TIMESTAMPTZ: wall time in the session's zone, %Z its name, %z as +02
         value = value.astimezone(Z.zone(zone))
-        fmt = fmt.replace("%Z", zone)
+        offset = value.utcoffset() // dt.timedelta(microseconds=1)
+        fmt = fmt.replace("%Z", zone).replace("%z", Z.offset_text(offset))
     return value.strftime(fmt)
 
 
@@ -351,4 +352,5 @@ FUNCTIONS = {
     "epoch_ms": _from_epoch, "to_timestamp": _from_epoch, "epoch": _epoch, "add_interval": _add_interval,
     "strftime": python_function(_strftime, pa.string()), "tz_cast": _tz_cast,
     "strptime": python_function(_strptime, pa.timestamp("us")),
+    "strptime_tz": python_function(_strptime, pa.timestamp("us", tz="UTC")),
 }

@@ -290,8 +290,10 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         x = _temporal(b(node.this), "strftime")
         return Call(T.STRING, "strftime", (x, _string(b(node.args["format"]), "strftime"), *_zone_of(x)))
     if isinstance(node, exp.StrToTime):
-        return Call(T.TIMESTAMP, "strptime", (_string(b(node.this), "strptime"),
-                                               _string(b(node.args["format"]), "strptime")))
+        fmt = _string(b(node.args["format"]), "strptime")
+        zoned = isinstance(fmt, Literal) and isinstance(fmt.value, str) and ("%z" in fmt.value or "%Z" in fmt.value)
+        return Call(T.TIMESTAMPTZ if zoned else T.TIMESTAMP, "strptime_tz" if zoned else "strptime",
+                    (_string(b(node.this), "strptime"), fmt))
     if isinstance(node, exp.DateFromParts):
         return Call(T.DATE, "make_date", tuple(_integer(b(node.args[k]), "make_date")
                                                 for k in ("year", "month", "day")))

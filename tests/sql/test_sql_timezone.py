@@ -1,0 +1,90 @@
+"""TIMESTAMPTZ data from outside keeps its meaning: tz-aware Parquet read in place, imported into a
+table and written back, and registered Arrow tables, answered as DuckDB answers over the same file
+in the same session time zone; results are Arrow timestamps in the session's zone. The SQL behaviour
+itself (DST changes, casts, parts) is in corpus/timezone.test."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hetdb
+from hetdb.bench.compare import compare_tables
+from hetdb.errors import SqlError
+
+QUERIES = [
+    "SELECT id, ts, CAST(ts AS VARCHAR) AS s, CAST(ts AS TIMESTAMP) AS wall, CAST(ts AS DATE) AS d FROM {t} ORDER BY id",
+    "SELECT date_trunc('day', ts) AS day, count(*) AS n, min(ts) AS lo FROM {t} GROUP BY 1 ORDER BY 1",
+    "SELECT extract(hour FROM ts) AS h, count(*) AS n FROM {t} GROUP BY 1 ORDER BY 1",
+    "SELECT id, ts + INTERVAL 1 DAY AS next_day, date_diff('hour', ts, ts + INTERVAL 1 DAY) AS hours FROM {t} ORDER BY id",
+    "SELECT count(*) AS n FROM {t} WHERE ts >= TIMESTAMPTZ '2024-11-03 01:00:00-04' AND ts < '2024-11-03 03:00:00'",
+]
+
+
+@pytest.fixture(scope="module")
+def tz_parquet(tmp_path_factory):
+    """Instants every 11 minutes across New York's fall-back night, stored with tz America/New_York."""
+    start = dt.datetime(2024, 11, 2, 22, tzinfo=dt.UTC)
+    us = np.array([(start - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+                   + i * 660_000_000 for i in range(150)], np.int64)
+    table = pa.table({"id": pa.array(np.arange(150, dtype=np.int64)),
+                      "ts": pa.array(us, pa.int64(), mask=np.arange(150) % 17 == 3)
+                      .cast(pa.timestamp("us", tz="America/New_York"))})
+    path = str(tmp_path_factory.mktemp("tz") / "events.parquet")
+    pq.write_table(table, path)
+    return path, table
+
+
+def _duck(zone: str):
+    con = duckdb.connect()
+    con.execute(f"SET TimeZone = '{zone}'")
+    return con
+
+
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York"])
+def test_parquet_in_place_import_and_export_match_duckdb(tz_parquet, tmp_path, zone):
+    path, _ = tz_parquet
+    duck = _duck(zone)
+    compared = 0
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", timezone=zone) as con:
+        con.execute(f"CREATE TABLE events AS SELECT * FROM '{path}'")
+        assert con.sql("DESCRIBE events").fetchall()[1][1] == "TIMESTAMP WITH TIME ZONE"
+        out = str(tmp_path / "back.parquet")
+        con.execute(f"COPY events TO '{out}'")
+        for source in (f"'{path}'", "events", f"'{out}'"):
+            for q in QUERIES:
+                got = con.sql(q.format(t=source)).arrow()
+                want = duck.sql(q.format(t=f"'{path}'")).arrow().read_all()
+                assert [str(t) for t in got.schema.types] == [str(t) for t in want.schema.types], q
+                assert compare_tables(got, want, True) is None, (source, q)
+                compared += 1
+    assert compared == 3 * len(QUERIES)
+    assert pq.read_schema(out).field("ts").type.tz is not None
+
+
+def test_registered_arrow_table_keeps_its_instants(tz_parquet):
+    _, table = tz_parquet
+    with hetdb.connect(device="cpu", timezone="UTC") as con:
+        con.register("ev", table)
+        got = con.sql("SELECT id, ts FROM ev ORDER BY id").arrow()
+    assert got.column("ts").type == pa.timestamp("us", tz="UTC")
+    assert got.column("ts").cast(pa.int64()).equals(table.column("ts").cast(pa.int64()))
+
+
+def test_time_zone_option_and_set():
+    with hetdb.connect(device="cpu", timezone="Asia/Kolkata") as con:
+        assert con.sql("SELECT CAST(TIMESTAMPTZ '2024-01-01 00:00:00+00' AS VARCHAR)").fetchall() == \
+            [("2024-01-01 05:30:00+05:30",)]
+        con.execute("SET TimeZone = 'America/New_York'")
+        assert con.sql("SELECT CAST(TIMESTAMPTZ '2024-01-01 00:00:00+00' AS VARCHAR)").fetchall() == \
+            [("2023-12-31 19:00:00-05",)]
+        assert con.sql("SELECT now()").arrow().schema.field(0).type == pa.timestamp("us", tz="America/New_York")
+        with pytest.raises(SqlError, match="unknown time zone 'Nowhere/Land'"):
+            con.execute("SET TimeZone = 'Nowhere/Land'")
+    with pytest.raises(SqlError, match="unknown time zone"):
+        hetdb.connect(device="cpu", timezone="Mars/Base")
