@@ -5,6 +5,7 @@ nothing; more than the option ``recursion_limit`` iterations that add rows is a 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,19 +64,19 @@ class RecursiveSource(Source):
                 f"recursive term: {len(self.step.pipelines)} pipelines per iteration)")
 
     def _run(self, ctx: ExecContext, plan: Any, working: list[Batch] | None) -> Batch | None:
-        """Run ``plan``'s pipelines in a results namespace of their own; its rows as ``fields``."""
+        """Run ``plan``'s pipelines; its rows as ``fields``. They run in a copy of the query's context
+        with results of their own (their pipeline ids restart at 0, and per-context state of the GPU
+        pipeline compiler, such as deferred hash builds, must not meet the outer plan's); operator
+        statistics and clean-up stay shared."""
         from hetdb.exec.pipeline import run_pipeline
 
-        saved = ctx.results
-        ctx.results = dict(saved)
+        sub = copy.copy(ctx)
+        sub.results = dict(ctx.results)
         if working is not None:
-            ctx.results[_working_key(self.key)] = working
-        try:
-            for pipe in plan.pipelines:
-                run_pipeline(ctx, pipe, None, 1)
-            batches = [loaded(ctx.backend, b) for b in ctx.results[plan.result_pipeline]]
-        finally:
-            ctx.results = saved
+            sub.results[_working_key(self.key)] = working
+        for pipe in plan.pipelines:
+            run_pipeline(sub, pipe, None, 1)
+        batches = [loaded(ctx.backend, b) for b in sub.results[plan.result_pipeline]]
         batches = [_renamed(b, plan.output.fields, self.fields) for b in batches if b.num_rows]
         return concat_batches(ctx.backend, batches) if batches else None
 
