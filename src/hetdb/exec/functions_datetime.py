@@ -282,6 +282,19 @@ def _add_interval(ev, expr: Call, batch: Batch) -> Column:
     return Column(expr.dtype, data=data + micros, validity=col.validity)
 
 
+def _add_interval_n(ev, expr: Call, batch: Batch) -> Column:
+    """``x + n * interval`` with a per-row count ``n`` (TIMESTAMP result; NULL where n is NULL)."""
+    xp = ev.xp
+    col, n = ev.evaluate(expr.args[0], batch), ev.evaluate(expr.args[1], batch)
+    months, days_n, micros = (a.value for a in expr.args[2:5])
+    count = n.data.astype(xp.int64)
+    days, tod = _split(xp, _micros(xp, col))
+    if months:
+        days = _add_months(xp, days, count * months)
+    data = ((days + count * days_n) * US_DAY + tod + count * micros).astype(xp.int64)
+    return Column(expr.dtype, data=data, validity=and_valid(xp, col.validity, n.validity))
+
+
 def _add_interval_tz(xp, us, months: int, days_n: int, zone: str):
     """DuckDB's (ICU's) calendar steps on UTC instants: months move the wall date (a repeated wall
     time then takes the later instant), days move by whole days and keep the wall time where it
@@ -350,6 +363,7 @@ FUNCTIONS = {
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff, "date_sub": _date_sub,
     "date_minus_date": _date_minus_date, "make_date": _make_date, "make_timestamp": _make_date,
     "epoch_ms": _from_epoch, "to_timestamp": _from_epoch, "epoch": _epoch, "add_interval": _add_interval,
+    "add_interval_n": _add_interval_n,
     "strftime": python_function(_strftime, pa.string()), "tz_cast": _tz_cast,
     "strptime": python_function(_strptime, pa.timestamp("us")),
     "strptime_tz": python_function(_strptime, pa.timestamp("us", tz="UTC")),

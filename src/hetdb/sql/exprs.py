@@ -289,14 +289,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return null_safe_equal(b(node.this), b(node.expression), isinstance(node, exp.NullSafeNEQ))
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
-        if op in ("add", "sub") and isinstance(node.expression, exp.Interval):
-            from hetdb.sql.functions_ext import interval_arith
-
-            return interval_arith(b(node.this), node.expression, 1 if op == "add" else -1)
-        if op == "add" and isinstance(node.this, exp.Interval):
-            from hetdb.sql.functions_ext import interval_arith
-
-            return interval_arith(b(node.expression), node.this, 1)
+        if op in ("add", "sub") and FX.is_interval(node.expression):
+            return FX.interval_arith(b(node.this), node.expression, 1 if op == "add" else -1, b)
+        if op == "add" and FX.is_interval(node.this):
+            return FX.interval_arith(b(node.expression), node.this, 1, b)
         left, right = b(node.this), b(node.expression)
         if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
             return Call(T.INT64, "date_minus_date", (left, right))

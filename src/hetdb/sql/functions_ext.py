@@ -163,12 +163,53 @@ def interval_parts(node: exp.Interval) -> tuple[int, int, int]:
     return months, days, micros
 
 
-def interval_arith(x: Expr, iv: exp.Interval, sign: int) -> Expr:
+def is_interval(node: exp.Expression) -> bool:
+    """An INTERVAL literal, ``INTERVAL (n) unit``, or an INTERVAL times a number."""
+    if isinstance(node, exp.Paren):
+        return is_interval(node.this)
+    return isinstance(node, exp.Interval) or (
+        isinstance(node, exp.Mul) and (isinstance(node.this, exp.Interval) or isinstance(node.expression, exp.Interval)))
+
+
+def _interval_value(node: exp.Expression, b) -> tuple[int, int, int, exp.Expression | None]:
+    """(months, days, microseconds, multiplier) of an interval expression; the multiplier is the
+    per-row count of ``INTERVAL (n) unit`` / ``n * INTERVAL ...`` (None for a constant interval)."""
+    if isinstance(node, exp.Paren):
+        return _interval_value(node.this, b)
+    if isinstance(node, exp.Mul):
+        iv, n = (node.this, node.expression) if isinstance(node.this, exp.Interval) else (node.expression, node.this)
+        months, days, micros, inner = _interval_value(iv, b)
+        if inner is not None:
+            raise UnsupportedError("an INTERVAL with a computed count times a number")
+        return months, days, micros, n
+    this = node.this
+    if this is None or (isinstance(this, exp.Literal) and this.is_string):
+        return (*interval_parts(node), None)
+    unit = node.args.get("unit")
+    if unit is None:
+        raise SqlError(f"INTERVAL ({this.sql(dialect='duckdb')}) needs a unit, e.g. INTERVAL (n) DAY")
+    one = exp.Interval(this=exp.Literal.string("1"), unit=unit.copy())
+    return (*interval_parts(one), this)
+
+
+def interval_arith(x: Expr, iv: exp.Expression, sign: int, b=None) -> Expr:
     """``x ± INTERVAL`` with DuckDB's types: TIMESTAMP for a DATE or TIMESTAMP, TIMESTAMPTZ for a
-    TIMESTAMPTZ (months and days move its wall clock in the session's zone)."""
-    months, days, micros = interval_parts(iv)
+    TIMESTAMPTZ (months and days move its wall clock in the session's zone). ``iv`` may scale the
+    interval by a per-row count (``INTERVAL (n) DAY``, ``n * INTERVAL '1 month'``; ``b`` binds it)."""
+    months, days, micros, count = _interval_value(iv, b)
     if TY.is_null_literal(x):
         return Literal(T.TIMESTAMP, None)
+    if count is not None:
+        n = _integer(b(count), "the count of an INTERVAL")
+        if not isinstance(n, Literal):
+            x = _temporal(x, "INTERVAL arithmetic")
+            if x.dtype.tz:
+                raise UnsupportedError("TIMESTAMPTZ ± an INTERVAL with a computed count")
+            return Call(T.TIMESTAMP, "add_interval_n", (x, n, Literal(T.INT64, sign * months),
+                                                         Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros)))
+        if n.value is None:
+            return Literal(T.TIMESTAMP, None)
+        months, days, micros = months * n.value, days * n.value, micros * n.value
     if x.dtype.kind == "date" and not micros:
         from hetdb.sql.exprs import _date_plus_interval
 
@@ -320,9 +361,9 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         return at_time_zone(b(node.this), b(node.args["zone"]))
     if isinstance(node, exp.DateAdd):
         iv = node.expression
-        if not isinstance(iv, exp.Interval):
+        if not is_interval(iv):
             raise UnsupportedError("date_add with a second argument that is not an INTERVAL")
-        return interval_arith(b(node.this), iv, 1)
+        return interval_arith(b(node.this), iv, 1, b)
     raise UnsupportedError(f"function {node.sql(dialect='duckdb')!r}")
 
 
