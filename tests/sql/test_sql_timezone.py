@@ -88,3 +88,16 @@ def test_time_zone_option_and_set():
             con.execute("SET TimeZone = 'Nowhere/Land'")
     with pytest.raises(SqlError, match="unknown time zone"):
         hetdb.connect(device="cpu", timezone="Mars/Base")
+
+
+def test_create_insert_timestamptz_columns(tmp_path):
+    """CREATE TABLE with TIMESTAMPTZ columns; inserted text and TIMESTAMPs are read in the session's
+    zone (a skipped wall time moves forward, a repeated one takes the later instant, as DuckDB)."""
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", timezone="Europe/Berlin") as con:
+        con.execute("CREATE TABLE t (id INTEGER, x TIMESTAMPTZ, y TIMESTAMP WITH TIME ZONE)")
+        con.execute("INSERT INTO t VALUES (1, '2024-03-31 02:30:00', TIMESTAMP '2024-10-27 02:30:00'), "
+                    "(2, TIMESTAMPTZ '2024-01-01 00:00:00+00', NULL)")
+        assert con.sql("SELECT id, x::VARCHAR, y::VARCHAR FROM t ORDER BY id").fetchall() == [
+            (1, "2024-03-31 03:30:00+02", "2024-10-27 02:30:00+01"), (2, "2024-01-01 01:00:00+01", None)]
+        assert [r[1] for r in con.sql("DESCRIBE t").fetchall()] == ["INTEGER", "TIMESTAMP WITH TIME ZONE",
+                                                                   "TIMESTAMP WITH TIME ZONE"]

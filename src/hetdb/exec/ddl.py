@@ -30,7 +30,8 @@ _TYPE_NAMES = {"INT": "INTEGER", "INT4": "INTEGER", "INTEGER": "INTEGER", "SMALL
                "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT8": "DOUBLE", "DOUBLE PRECISION": "DOUBLE",
                "DATE": "DATE", "BOOLEAN": "BOOLEAN", "BOOL": "BOOLEAN", "VARCHAR": "VARCHAR",
                "TEXT": "VARCHAR", "STRING": "VARCHAR", "CHAR": "VARCHAR", "BPCHAR": "VARCHAR",
-               "TIMESTAMP": "TIMESTAMP", "DATETIME": "TIMESTAMP"}
+               "TIMESTAMP": "TIMESTAMP", "DATETIME": "TIMESTAMP", "TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE",
+               "TIMESTAMP WITH TIME ZONE": "TIMESTAMP WITH TIME ZONE"}
 
 
 def count_result(n: int) -> pa.Table:
@@ -51,7 +52,7 @@ def sql_type(dt: exp.DataType) -> T.DataType:
     name = _TYPE_NAMES.get(base)
     if name is None:
         raise UnsupportedError(f"column type {text} (hetdb stores INTEGER, BIGINT, DOUBLE, DECIMAL(p<=18,s), "
-                               "DATE, TIMESTAMP, BOOLEAN, VARCHAR)")
+                               "DATE, TIMESTAMP, TIMESTAMPTZ, BOOLEAN, VARCHAR)")
     return T.DataType.parse(name)
 
 
