@@ -6,6 +6,7 @@ itself (DST changes, casts, parts) is in corpus/timezone.test."""
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 
 import duckdb
 import numpy as np
@@ -101,3 +102,15 @@ def test_create_insert_timestamptz_columns(tmp_path):
             (1, "2024-03-31 03:30:00+02", "2024-10-27 02:30:00+01"), (2, "2024-01-01 01:00:00+01", None)]
         assert [r[1] for r in con.sql("DESCRIBE t").fetchall()] == ["INTEGER", "TIMESTAMP WITH TIME ZONE",
                                                                    "TIMESTAMP WITH TIME ZONE"]
+
+
+def test_aware_datetime_parameter_is_a_timestamptz():
+    zone = "America/New_York"
+    value = dt.datetime(2024, 7, 1, 12, 0, tzinfo=zoneinfo.ZoneInfo(zone))
+    with hetdb.connect(device="cpu", timezone="Europe/Berlin") as con:
+        got = con.sql("SELECT CAST(? AS VARCHAR), typeof(?), TIMESTAMP '2024-01-01 10:00+02'", [value, value]).fetchall()
+    duck = _duck("Europe/Berlin")
+    want = duck.execute("SELECT CAST(CAST(? AS TIMESTAMPTZ) AS VARCHAR), TIMESTAMP '2024-01-01 10:00+02'",
+                        [value.isoformat(sep=" ")]).fetchall()
+    assert got[0][1] == "TIMESTAMP WITH TIME ZONE"
+    assert (got[0][0], got[0][2]) == want[0] == ("2024-07-01 18:00:00+02", dt.datetime(2024, 1, 1, 10, 0))

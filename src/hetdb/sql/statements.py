@@ -40,8 +40,9 @@ def sql_literal(value: Any) -> str:
         return repr(value) if "e" in repr(value) or "." in repr(value) else f"{value!r}.0"
     if isinstance(value, decimal.Decimal):
         return str(value)
-    if isinstance(value, datetime.datetime):
-        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, datetime.datetime):  # an aware datetime is an instant: TIMESTAMPTZ (as DuckDB)
+        kind = "TIMESTAMP" if value.tzinfo is None else "TIMESTAMPTZ"
+        return f"{kind} '{value.isoformat(sep=' ')}'"
     if isinstance(value, datetime.date):
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, str):

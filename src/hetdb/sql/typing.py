@@ -192,8 +192,9 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
             if fr.kind == "date":
                 return Literal(to, v * 86_400_000_000)
             if fr.kind == "string":
-                ts = _dt.datetime.fromisoformat(v.strip())
-                return Literal(to, int((ts - _dt.datetime(1970, 1, 1)).total_seconds() * 1_000_000))
+                # DuckDB reads an offset in TIMESTAMP text and drops it (the wall time stays)
+                ts = _dt.datetime.fromisoformat(v.strip()).replace(tzinfo=None)
+                return Literal(to, (ts - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1))
         if to.kind == "bool":
             if fr.kind == "string":
                 s = v.strip().lower()
