@@ -127,6 +127,24 @@ def _epoch_units(ev, expr: Call, batch: Batch) -> Column:
     return Column(T.INT64, data=ev.xp.floor_divide(us, expr.args[1].value), validity=col.validity)
 
 
+def _time_bucket(ev, expr: Call, batch: Batch) -> Column:
+    """Buckets of ``width`` microseconds (or months) counted from the origin (microseconds, or months
+    since year 0 for month widths), shifted by the offset."""
+    xp = ev.xp
+    col = ev.evaluate(expr.args[0], batch)
+    width, by_month, origin, offset = (a.value for a in expr.args[1:5])
+    us = (col.data.astype(xp.int64) if col.dtype.kind == "timestamp" else col.data.astype(xp.int64) * _DAY_US) - offset
+    if by_month:
+        y, m, _ = civil_from_days(xp, xp.floor_divide(us, _DAY_US))
+        rel = y * 12 + (m - 1) - origin
+        start = xp.floor_divide(rel, width) * width + origin
+        days = days_from_civil(xp, xp.floor_divide(start, 12), start % 12 + 1, xp.ones_like(start))
+        data = days * _DAY_US + offset
+    else:
+        data = xp.floor_divide(us - origin, width) * width + origin + offset
+    return Column(T.TIMESTAMP, data=data.astype(xp.int64), validity=col.validity)
+
+
 def _cbrt(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[0], batch)
     return Column(T.FLOAT64, data=ev.xp.cbrt(col.data.astype(ev.xp.float64)), validity=col.validity)
@@ -145,7 +163,7 @@ FUNCTIONS = {
     "glob": python_function(lambda s, p: fnmatch.fnmatchcase(s, p), pa.bool_()),
     "regexp_full_match": python_function(lambda s, p: _full(p).fullmatch(s) is not None, pa.bool_()),
     "last_day": _last_day, "dayname": _names, "monthname": _names, "yearweek": _yearweek,
-    "epoch_units": _epoch_units, "cbrt": _cbrt,
+    "epoch_units": _epoch_units, "cbrt": _cbrt, "time_bucket": _time_bucket,
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
 }

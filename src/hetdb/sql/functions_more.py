@@ -1,6 +1,7 @@
 """More everyday functions with DuckDB's types: bitwise operators (& | xor << >> bit_count), GLOB and
 SIMILAR TO / regexp_full_match, last_day, dayname, monthname, weekofyear, yearweek, millisecond,
-microsecond, epoch_ms/epoch_us of a timestamp, cbrt, ascii, chr. Executed by exec/functions_more.py.
+microsecond, epoch_ms/epoch_us of a timestamp, cbrt, ascii, chr, time_bucket (DATE/TIMESTAMP),
+current_setting('TimeZone'). Executed by exec/functions_more.py.
 
 Deviation, stated: bit_count() is INTEGER (DuckDB TINYINT)."""
 
@@ -19,8 +20,12 @@ _BITWISE = {exp.BitwiseAnd: "bit_and", exp.BitwiseOr: "bit_or", exp.BitwiseXor: 
             exp.BitwiseLeftShift: "shift_left", exp.BitwiseRightShift: "shift_right"}
 NODES: tuple[type, ...] = (*_BITWISE, exp.BitwiseNot, exp.Glob, exp.SimilarTo, exp.RegexpFullMatch,
                            exp.LastDay, exp.Dayname, exp.Monthname, exp.WeekOfYear, exp.Cbrt, exp.Ascii,
-                           exp.Chr)
-ANONYMOUS = ("bit_count", "yearweek", "millisecond", "microsecond", "epoch_us")
+                           exp.Chr, exp.DateBin)
+ANONYMOUS = ("bit_count", "yearweek", "millisecond", "microsecond", "epoch_us", "current_setting")
+_DAY_US = 86_400_000_000
+# DuckDB's default time_bucket origins: Monday 2000-01-03 for day/time widths, 2000-01-01 for months
+_ORIGIN_US = 10_959 * _DAY_US
+_ORIGIN_MONTHS = 2000 * 12
 
 
 def handles(node: exp.Expression) -> bool:
@@ -84,8 +89,12 @@ def bind_more(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr
     if isinstance(node, exp.Chr):
         (arg,) = node.expressions
         return Call(T.STRING, "chr", (TY.cast_to(_int(b(arg), "chr"), T.INT64),))
+    if isinstance(node, exp.DateBin):
+        return _time_bucket(node, b)
     name = str(node.this).lower()
     args = [b(a) for a in node.expressions]
+    if name == "current_setting":
+        return _current_setting(args)
     if len(args) != 1:
         raise SqlError(f"{name}() takes one argument")
     (x,) = args
@@ -101,3 +110,54 @@ def bind_more(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr
 def epoch_units(x: Expr, divisor: int, name: str) -> Expr:
     """epoch_us(ts) (divisor 1) / epoch_ms(ts) (1000): microseconds or milliseconds since the epoch."""
     return Call(T.INT64, "epoch_units", (_date(x, name), Literal(T.INT64, divisor)))
+
+
+def _current_setting(args: list[Expr]) -> Expr:
+    from hetdb.errors import UnsupportedError
+    from hetdb.sql.session import time_zone
+
+    if len(args) != 1 or not (isinstance(args[0], Literal) and isinstance(args[0].value, str)):
+        raise SqlError("current_setting needs a setting name as a constant string")
+    if args[0].value.lower() != "timezone":
+        raise UnsupportedError(f"current_setting('{args[0].value}') (supported: 'TimeZone')")
+    return Literal(T.STRING, time_zone())
+
+
+def _time_bucket(node: exp.DateBin, b: Callable[[exp.Expression], Expr]) -> Expr:
+    """time_bucket(width, x[, offset | origin]) over a DATE (DATE result) or TIMESTAMP."""
+    from hetdb.errors import UnsupportedError
+    from hetdb.sql.functions_ext import _temporal, interval_parts
+
+    if not isinstance(node.this, exp.Interval):
+        raise UnsupportedError("time_bucket with a bucket width that is not an INTERVAL constant")
+    months, days, micros = interval_parts(node.this)
+    if months and (days or micros):
+        raise SqlError("time_bucket: month intervals cannot have day or time components")
+    if months < 0 or days * _DAY_US + micros < 0 or not (months or days or micros):
+        raise SqlError("time_bucket: the bucket width must be positive")
+    x = _temporal(b(node.expression), "time_bucket")
+    if x.dtype.tz:
+        raise UnsupportedError("time_bucket of a TIMESTAMPTZ (cast it to TIMESTAMP, or use date_trunc)")
+    origin, offset = (_ORIGIN_MONTHS if months else _ORIGIN_US), 0  # months since year 0, or microseconds
+    third = node.args.get("unit")
+    as_date = x.dtype.kind == "date"
+    if third is not None:
+        if isinstance(third, exp.Interval):
+            o_months, o_days, o_micros = interval_parts(third)
+            if o_months:
+                raise UnsupportedError("time_bucket with a month offset")
+            offset = o_days * _DAY_US + o_micros
+        else:
+            given = b(third)
+            as_date = as_date and given.dtype.kind == "date"  # DATE with a TIMESTAMP origin: TIMESTAMP
+            o = TY.cast_to(given, T.TIMESTAMP)
+            if not isinstance(o, Literal) or o.value is None:
+                raise UnsupportedError("time_bucket with an origin that is not a constant TIMESTAMP")
+            origin = o.value
+            if months:
+                day = TY.days_to_date(o.value // _DAY_US)
+                origin = day.year * 12 + day.month - 1
+    width = months if months else days * _DAY_US + micros
+    out = Call(T.TIMESTAMP, "time_bucket", (x, Literal(T.INT64, width), Literal(T.BOOL, bool(months)),
+                                             Literal(T.INT64, origin), Literal(T.INT64, offset)))
+    return TY.cast_to(out, T.DATE) if as_date else out
