@@ -145,6 +145,25 @@ def _time_bucket(ev, expr: Call, batch: Batch) -> Column:
     return Column(T.TIMESTAMP, data=data.astype(xp.int64), validity=col.validity)
 
 
+def _difference_part(ev, expr: Call, batch: Batch) -> Column:
+    """A part of ``a - b`` as DuckDB's INTERVAL holds it: whole days plus microseconds, both carrying
+    the difference's sign (truncated toward zero)."""
+    xp = ev.xp
+    a, c = ev.evaluate(expr.args[1], batch), ev.evaluate(expr.args[2], batch)
+    diff = a.data.astype(xp.int64) - c.data.astype(xp.int64)
+    validity = and_valid(xp, a.validity, c.validity)
+    part = expr.args[0].value
+    if part == "epoch":
+        return Column(T.FLOAT64, data=diff / 1e6, validity=validity)
+    sign, mag = xp.sign(diff), xp.abs(diff)
+    rem = mag % _DAY_US
+    out = {"day": mag // _DAY_US, "hour": rem // 3_600_000_000, "minute": rem // 60_000_000 % 60,
+           "second": rem // 1_000_000 % 60, "millisecond": rem // 1000 % 60_000,
+           "microsecond": rem % 60_000_000}.get(part)
+    data = xp.zeros_like(diff) if out is None else sign * out  # month and larger: 0 (no months in a - b)
+    return Column(T.INT64, data=data.astype(xp.int64), validity=validity)
+
+
 def _cbrt(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[0], batch)
     return Column(T.FLOAT64, data=ev.xp.cbrt(col.data.astype(ev.xp.float64)), validity=col.validity)
@@ -164,6 +183,7 @@ FUNCTIONS = {
     "regexp_full_match": python_function(lambda s, p: _full(p).fullmatch(s) is not None, pa.bool_()),
     "last_day": _last_day, "dayname": _names, "monthname": _names, "yearweek": _yearweek,
     "epoch_units": _epoch_units, "cbrt": _cbrt, "time_bucket": _time_bucket,
+    "difference_part": _difference_part,
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
 }

@@ -303,7 +303,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             return Call(T.DATE, "date_add_days", (left, TY.cast_to(n, T.INT32)))
         if op == "sub" and left.dtype.kind == right.dtype.kind == "timestamp":
             raise UnsupportedError(f"{left.dtype} - {right.dtype} (an INTERVAL, a type hetdb does not "
-                                   "have): use date_diff('microsecond', b, a) or epoch(a) - epoch(b)")
+                                   "have) on its own: read a part of it, e.g. epoch(a - b), extract(hour FROM a - b), or use "
+                                   "date_diff('second', b, a)")
         return arith(op, left, right)
     if isinstance(node, exp.Neg):
         return _negate(b(node.this))

@@ -44,7 +44,7 @@ NODES: tuple[type, ...] = (
 )
 
 def handles(node: exp.Expression) -> bool:
-    if MORE.handles(node):
+    if MORE.handles(node) or MORE.takes_difference(node):
         return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
@@ -224,6 +224,14 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
     """Bind one node ``handles`` accepted; ``b`` binds a child expression."""
     if MORE.handles(node):
         return MORE.bind_more(node, b)
+    if MORE.takes_difference(node):
+        part = MORE.difference_part(node, b)
+        if part is not None:
+            return part
+        if isinstance(node, exp.Extract) and _part_name(node.this.name) in ("year", "month", "day"):
+            from hetdb.sql.exprs import _extract
+
+            return _extract(node.this.name.upper(), b(node.expression))
     if isinstance(node, exp.Anonymous):
         return _anonymous(str(node.this).lower(), [b(a) for a in node.expressions])
     if isinstance(node, exp.Trim):

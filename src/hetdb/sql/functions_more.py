@@ -1,7 +1,9 @@
 """More everyday functions with DuckDB's types: bitwise operators (& | xor << >> bit_count), GLOB and
 SIMILAR TO / regexp_full_match, last_day, dayname, monthname, weekofyear, yearweek, millisecond,
 microsecond, epoch_ms/epoch_us of a timestamp, cbrt, ascii, chr, time_bucket (DATE/TIMESTAMP),
-current_setting('TimeZone'). Executed by exec/functions_more.py.
+current_setting('TimeZone'), and the parts of a timestamp difference (``extract(epoch FROM a - b)``,
+``date_part('hour', a - b)``, ``epoch(a - b)``: DuckDB's INTERVAL of days and microseconds, without an
+INTERVAL type). Executed by exec/functions_more.py.
 
 Deviation, stated: bit_count() is INTEGER (DuckDB TINYINT)."""
 
@@ -161,3 +163,50 @@ def _time_bucket(node: exp.DateBin, b: Callable[[exp.Expression], Expr]) -> Expr
     out = Call(T.TIMESTAMP, "time_bucket", (x, Literal(T.INT64, width), Literal(T.BOOL, bool(months)),
                                              Literal(T.INT64, origin), Literal(T.INT64, offset)))
     return TY.cast_to(out, T.DATE) if as_date else out
+
+
+_INTERVAL_PARTS = ("epoch", "day", "hour", "minute", "second", "millisecond", "microsecond", "month", "year",
+                   "quarter", "decade", "century", "millennium")
+
+
+def _difference(node: exp.Expression) -> exp.Sub | None:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node if isinstance(node, exp.Sub) else None
+
+
+def takes_difference(node: exp.Expression) -> bool:
+    """Whether ``node`` reads a part of ``a - b`` (bound by ``difference_part`` when both are timestamps)."""
+    if isinstance(node, exp.Extract):
+        return _difference(node.expression) is not None
+    if isinstance(node, exp.TimeToUnix):
+        return _difference(node.this) is not None
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("date_part", "datepart"):
+        return len(node.expressions) == 2 and _difference(node.expressions[1]) is not None
+    return False
+
+
+def difference_part(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr | None:
+    """A part of the INTERVAL ``a - b`` where a and b are timestamps (at least one not a DATE), as
+    DuckDB normalises it: whole days and the remaining microseconds, truncated toward zero; None
+    when the operands are not timestamps (the caller binds the node as usual)."""
+    from hetdb.sql.functions_ext import _const_string, _part_name
+
+    if isinstance(node, exp.Extract):
+        part, sub = _part_name(node.this.name), _difference(node.expression)
+    elif isinstance(node, exp.TimeToUnix):
+        part, sub = "epoch", _difference(node.this)
+    else:
+        part, sub = _part_name(_const_string(b(node.expressions[0]), "the part of date_part")), \
+            _difference(node.expressions[1])
+    a, c = b(sub.this), b(sub.expression)
+    kinds = (a.dtype.kind, c.dtype.kind)
+    if not set(kinds) <= {"date", "timestamp"} or kinds == ("date", "date"):
+        return None
+    if part not in _INTERVAL_PARTS:
+        from hetdb.errors import UnsupportedError
+
+        raise UnsupportedError(f"the part '{part}' of a timestamp difference (supported: {', '.join(_INTERVAL_PARTS)})")
+    t = T.TIMESTAMPTZ if a.dtype.tz or c.dtype.tz else T.TIMESTAMP
+    return Call(T.FLOAT64 if part == "epoch" else T.INT64, "difference_part",
+                (Literal(T.STRING, part), TY.cast_to(a, t), TY.cast_to(c, t)))
