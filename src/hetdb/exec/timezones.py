@@ -1,9 +1,8 @@
 """Time zone arithmetic for TIMESTAMPTZ (UTC microseconds) with the rules of Python's ``zoneinfo``.
 
-A zone's UTC offset is a step function of the UTC instant. Offsets are found per distinct day of
-the data (two ``zoneinfo`` look-ups a day, a binary search to the second on a day with a change),
-then applied to all rows with array operations, so the cost follows the number of distinct days,
-not rows. Local wall time -> UTC follows DuckDB (ICU): a wall time that a spring-forward gap skips
+A zone's UTC offset is a step function of the UTC instant. Its changes within the data's span are
+found with ``zoneinfo`` (one look-up per day of the span, a binary search to the second where the
+offset changed) and every row finds its offset with one binary search among those few changes. Local wall time -> UTC follows DuckDB (ICU): a wall time that a spring-forward gap skips
 is read with the offset before the change (02:30 becomes 03:30 in Europe/Berlin), a wall time that
 a fall-back change repeats takes the later, standard-time instant.
 """
@@ -66,37 +65,50 @@ def _host(xp, a) -> np.ndarray:
     return a if xp is np else xp.asnumpy(a)
 
 
+DENSE_DAYS = 400_000  # data spanning up to ~1100 years samples every day; wider spans their distinct days
+
+
 def utc_offsets(xp, us, name: str):
-    """UTC offset (microseconds) of each UTC instant in ``us`` (int64 array) in zone ``name``."""
+    """UTC offset (microseconds) of each UTC instant in ``us`` (int64 array) in zone ``name``: the
+    zone's offset changes within the data's span are found (one zoneinfo look-up per day, a binary
+    search to the second on a day with a change) and each row looks its instant up among them."""
     tz = zone(name)
     if tz is dt.UTC or len(us) == 0:
         return xp.zeros(len(us), dtype=xp.int64)
     if isinstance(tz, dt.timezone):
         return xp.full(len(us), tz.utcoffset(None) // dt.timedelta(microseconds=1), dtype=xp.int64)
     days = xp.floor_divide(us, US_DAY)
-    uniq, inv = xp.unique(days, return_inverse=True)
-    ud = _host(xp, uniq)
-    before = np.empty(len(ud), np.int64)
-    after = np.empty(len(ud), np.int64)
-    switch = np.empty(len(ud), np.int64)
-    for i, d in enumerate(ud.tolist()):
-        lo, hi = d * US_DAY, (d + 1) * US_DAY - 1
-        a, b = _offset_at(tz, lo), _offset_at(tz, hi)
-        before[i], after[i] = a, b
+    lo, hi = int(days.min()), int(days.max())
+    if hi - lo < DENSE_DAYS:
+        changes, offsets = _changes(name, tuple(range(lo, hi + 2)))
+    else:
+        changes, offsets = _changes(name, tuple(_host(xp, xp.unique(days)).tolist()) + (hi + 1,))
+    pos = xp.searchsorted(xp.asarray(changes), us, side="right")
+    return xp.asarray(offsets)[pos]
+
+
+@lru_cache(maxsize=32)
+def _changes(name: str, days: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(instants where the offset changes, offset before the first and after each change), from the
+    offsets at the start of each of ``days`` (ascending; a change between two listed days is found
+    by binary search between them)."""
+    tz = zone(name)
+    starts = [_offset_at(tz, d * US_DAY) for d in days]
+    changes, offsets = [], [starts[0]]
+    for i in range(len(days) - 1):
+        a, b = starts[i], starts[i + 1]
         if a == b:
-            switch[i] = hi + 1
             continue
-        lo_s, hi_s = lo // US_SECOND, hi // US_SECOND  # first second with offset b, to the second
+        lo_s, hi_s = days[i] * US_DAY // US_SECOND, days[i + 1] * US_DAY // US_SECOND  # first second at b
         while lo_s < hi_s:
             mid = (lo_s + hi_s) // 2
             if _offset_at(tz, mid * US_SECOND) == b:
                 hi_s = mid
             else:
                 lo_s = mid + 1
-        switch[i] = lo_s * US_SECOND
-    inv = inv.reshape(-1)
-    sw, bf, af = (xp.asarray(x)[inv] for x in (switch, before, after))
-    return xp.where(us >= sw, af, bf)
+        changes.append(lo_s * US_SECOND)
+        offsets.append(b)
+    return np.array(changes, np.int64), np.array(offsets, np.int64)
 
 
 def to_local(xp, us, name: str):
