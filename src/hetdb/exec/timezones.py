@@ -82,7 +82,9 @@ def utc_offsets(xp, us, name: str):
     if hi - lo < DENSE_DAYS:
         changes, offsets = _changes(name, tuple(range(lo, hi + 2)))
     else:
-        changes, offsets = _changes(name, tuple(_host(xp, xp.unique(days)).tolist()) + (hi + 1,))
+        # each distinct day and the next: a change inside a day with data is always seen
+        uniq = _host(xp, xp.unique(days))
+        changes, offsets = _changes(name, tuple(np.union1d(uniq, uniq + 1).tolist()))
     pos = xp.searchsorted(xp.asarray(changes), us, side="right")
     return xp.asarray(offsets)[pos]
 
