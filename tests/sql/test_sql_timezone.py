@@ -114,3 +114,13 @@ def test_aware_datetime_parameter_is_a_timestamptz():
                         [value.isoformat(sep=" ")]).fetchall()
     assert got[0][1] == "TIMESTAMP WITH TIME ZONE"
     assert (got[0][0], got[0][2]) == want[0] == ("2024-07-01 18:00:00+02", dt.datetime(2024, 1, 1, 10, 0))
+
+
+def test_now_is_taken_per_execution_not_from_the_plan_cache():
+    import time
+
+    with hetdb.connect(device="cpu") as con:
+        first = con.sql("SELECT now(), current_timestamp").fetchall()[0]
+        time.sleep(0.02)
+        second = con.sql("SELECT now(), current_timestamp").fetchall()[0]
+    assert first[0] == first[1] and second[0] > first[0]

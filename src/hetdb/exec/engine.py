@@ -180,10 +180,11 @@ class QueryEngine:
         from hetdb.sql import bind
 
         self.live = {"stage": "planning"}
-        bound = bind(sql, self.db, self.options.timezone)
+        facts: dict = {}
+        bound = bind(sql, self.db, self.options.timezone, facts)
         plan = self._optimize(bound)
         entry = CachedPlan(plan, self.physical_plan(plan), ())
-        names = plan_tables(bound, plan)
+        names = None if facts.get("volatile") else plan_tables(bound, plan)
         if names is not None:
             try:
                 readers = tuple((n, self.db.table(n)) for n in sorted(names))

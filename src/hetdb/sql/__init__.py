@@ -9,10 +9,11 @@ from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.plan.logical import Output
 
 
-def bind(sql: str, db, time_zone: str = "UTC") -> Output:
+def bind(sql: str, db, time_zone: str = "UTC", facts: dict | None = None) -> Output:
     """Parse ``sql`` (DuckDB dialect), refuse unsupported constructs (all named at once) and bind it
     against ``db``'s tables into a logical plan rooted at an Output node; TIMESTAMPTZ values show
-    and cast in ``time_zone``. Raises SqlError (with line and column for syntax errors), CatalogError
+    and cast in ``time_zone``; ``facts`` (a dict) gets "volatile" when the plan folded the current
+    time and must not be reused. Raises SqlError (with line and column for syntax errors), CatalogError
     (with a suggestion) or UnsupportedError."""
     from hetdb.sql.binder import Binder
     from hetdb.sql.check import check_supported
@@ -24,7 +25,7 @@ def bind(sql: str, db, time_zone: str = "UTC") -> Output:
     tree = resolve_named_windows(rewrite_table_functions(parse(sql)))
     check_supported(tree, sql)
     try:
-        with session(time_zone):
+        with session(time_zone, facts):
             return Binder(db).bind_statement(tree)
     except HetdbError:
         raise

@@ -130,6 +130,9 @@ def _type_name(e: Expr) -> str:
 
 
 def _now() -> int:
+    from hetdb.sql.session import mark_volatile
+
+    mark_volatile()
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
 
