@@ -130,11 +130,13 @@ def _type_name(e: Expr) -> str:
 
 
 def _now() -> int:
-    from hetdb.sql.session import mark_volatile
+    from hetdb.sql.session import statement_time
 
-    mark_volatile()
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+    def clock() -> int:
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+
+    return statement_time(clock)
 
 
 _UNITS_US = {"microsecond": 1, "millisecond": 1000, "second": 10**6, "minute": 60 * 10**6,

@@ -4,7 +4,7 @@ facts the binder reports back (a plan that folded now() is not to be cached)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -17,19 +17,24 @@ def time_zone() -> str:
     return _ZONE.get()
 
 
-def mark_volatile() -> None:
-    """The statement folds the time it was bound at (now(), current_date): its plan must not be
-    reused by a later execution."""
+def statement_time(now: Callable[[], int]) -> int:
+    """The statement's current time (``now()`` the first time it is asked, the same value after: now(),
+    current_timestamp and current_date of one statement agree, as in DuckDB). The plan folding it is
+    marked volatile: it must not be reused by a later execution."""
     facts = _FACTS.get()
-    if facts is not None:
-        facts["volatile"] = True
+    if facts is None:
+        return now()
+    facts["volatile"] = True
+    if "now" not in facts:
+        facts["now"] = now()
+    return facts["now"]
 
 
 @contextmanager
 def session(time_zone_name: str, facts: dict | None = None) -> Iterator[None]:
     """Bind in ``time_zone_name``; ``facts`` receives what the caller must know about the plan
     ({"volatile": True} when it may not be cached)."""
-    token, facts_token = _ZONE.set(time_zone_name), _FACTS.set(facts)
+    token, facts_token = _ZONE.set(time_zone_name), _FACTS.set(facts if facts is not None else {})
     try:
         yield
     finally:
