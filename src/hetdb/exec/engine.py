@@ -19,6 +19,7 @@ from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
 from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
 from hetdb.errors import GpuWideValueError, HetdbError
+from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
@@ -179,6 +180,19 @@ class QueryEngine:
             del self._plans[sql]
         from hetdb.sql import bind
 
+        key = self._shared_key(sql)
+        shared = plan_cache.lookup(key, self.db) if key is not None else None
+        if shared is not None:
+            # planned by another connection of this process against the same table versions
+            try:
+                readers = tuple((n, self.db.table(n)) for n, _ in shared.tables)
+            except HetdbError:
+                readers = None
+            if readers is not None:
+                entry = CachedPlan(shared.plan, shared.physical, readers)
+                self._remember(sql, entry)
+                self.plan_cache_hits += 1
+                return entry, True
         self.live = {"stage": "planning"}
         bound = bind(sql, self.db)
         plan = self._optimize(bound)
@@ -187,13 +201,29 @@ class QueryEngine:
         if names is not None:
             try:
                 readers = tuple((n, self.db.table(n)) for n in sorted(names))
+                identities = tuple((n, self.db.table_identity(n)) for n in sorted(names))
             except HetdbError:
                 return entry, False
             entry = CachedPlan(plan, entry.physical, readers)
-            self._plans[sql] = entry
-            while len(self._plans) > PLAN_CACHE_ENTRIES:
-                self._plans.popitem(last=False)
+            self._remember(sql, entry)
+            if key is not None:
+                plan_cache.store(key, plan, entry.physical, identities)
         return entry, False
+
+    def _remember(self, sql: str, entry: CachedPlan) -> None:
+        self._plans[sql] = entry
+        while len(self._plans) > PLAN_CACHE_ENTRIES:
+            self._plans.popitem(last=False)
+
+    def _shared_key(self, sql: str) -> tuple | None:
+        """The process-wide plan cache's key of ``sql`` on this connection (exec/plan_cache.py)."""
+        if not isinstance(sql, str):
+            return None
+        from hetdb.sql.external import SESSION
+
+        session = SESSION.get()
+        registered = frozenset(session.registered) if session is not None else frozenset()
+        return plan_cache.plan_key(self.db, sql, self.options, self.backend.name, registered)
 
     def _current(self, entry: CachedPlan) -> bool:
         try:
