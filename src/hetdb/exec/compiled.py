@@ -7,7 +7,8 @@ group keys. The kernel's groups become a partial-state batch of the aggregation,
 memory reservation and spilling (partitioned aggregation) are the operator's own.
 
 A kernel is generated per batch *signature* (which inputs have NULLs, which strings are dictionary
-codes); a batch the compiler refuses (a plain-string page it reads, an expression it does not
+codes, which pages are kept compressed in device memory and in which codec: the kernel decodes
+those in place, see backend/gpu/encoded.py and option ``gpu_compressed_cache``); a batch the compiler refuses (a plain-string page it reads, an expression it does not
 translate) goes through the operators, and EXPLAIN ANALYZE says how many batches did and why.
 """
 
@@ -186,14 +187,16 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         col = batch.columns[c]
         if col.dtype.kind == "string" and col.dictionary is None:
             return f"column {c} is a plain (not dictionary-encoded) string page", []
-        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+        page = getattr(col, "device_page", None)  # a compressed page: the kernel decodes it in place
+        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None,
+                    "plain" if page is None else page.codec))
     key = tuple(sig)
     hit = plan.kernels.get(key)
     if hit is not None:
         return hit, cids
     from hetdb.backend.gpu.codegen.pipeline_runtime import CompiledPipeline
 
-    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
+    inputs = tuple(Input(c, t, nullable, d, codec) for c, t, nullable, d, codec in sig)
     stages = []
     pay_of = {id(op): pay for op, pay in plan.probes}
     for kind, x in plan.stages:

@@ -409,8 +409,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, compile_fused_pipeline
     from hetdb.backend.gpu.codegen.expr_cuda import ExprError
 
+    # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
-                             AGGREGATE)
+                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache)
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)

@@ -133,8 +133,8 @@ class Emitter:
     def _strict(self, expr: Expr, args: list[Val]) -> Val:
         """A NULL-propagating operator over already computed operands (ColumnRefs ``@name``)."""
         env = {f"@{a.value}": Code(a.value, a.dtype) for a in args}
-        code = translate(expr, env)
         valid = " && ".join(dict.fromkeys(a.valid for a in args if a.valid != "true")) or "true"
+        code = translate(expr, env, valid)  # an overflow counts only where the operands are not NULL
         if any(a.valid == "false" for a in args):
             return Val(_zero(expr.dtype), "false", expr.dtype)
         return self.temp(expr.dtype, code.text, valid)
