@@ -17,7 +17,7 @@ from test_gpu_pipeline_host_run import run_kernel
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.pipeline_spec import AggregateSink, Input, PipelineSpec
 from hetdb.codec.encodings import encode_as
-from hetdb.plan.expr import Call, ColumnRef
+from hetdb.plan.expr import Call, Case, ColumnRef, Literal
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
 
@@ -80,3 +80,20 @@ def test_overflowing_sum_records_its_operands(tmp_path):
     assert sorted((k, v[0]) for k, v in ok) == [((0,), 6), ((1,), 6)]
     with pytest.raises(AssertionError, match=r"OVERFLOW 4 4611686018427387904 4611686018427387904"):
         run_kernel(spec, {"x": [1, 1 << 62, 3], "y": [0, 0, 1]}, [], tmp_path)
+
+
+def test_overflow_counts_only_in_the_case_branch_a_row_takes(tmp_path):
+    x = col("x")
+    times4 = Call(T.INT64, "mul", (x, Literal(T.INT64, 4)))
+    small = Call(T.BOOL, "lt", (x, Literal(T.INT64, 100)))
+    guarded = Case(T.INT64, ((small, times4),), Literal(T.INT64, 0))
+    y = ColumnRef(T.INT64, "y", True)
+    fallback = Call(T.INT64, "coalesce", (y, times4))  # x * 4 only where y is NULL
+    spec = PipelineSpec((Input("x", T.INT64, nullable=False), Input("y", T.INT64)), (),
+                        AggregateSink((), (("sum", guarded), ("sum", fallback))))
+    data = {"x": [1, 1 << 62, 3, 1 << 62], "y": [None, 5, None, 6]}
+    (key, sums), = run_kernel(spec, data, [], tmp_path)
+    assert sums == [16, 4, 4 + 5 + 12 + 6, 4]  # (sum, count) per aggregate
+    data["y"][3] = None  # now a row needs 2**62 * 4
+    with pytest.raises(AssertionError, match=r"OVERFLOW 6 4611686018427387904 4"):
+        run_kernel(spec, data, [], tmp_path)
