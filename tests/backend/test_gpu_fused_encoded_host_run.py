@@ -65,7 +65,7 @@ def test_fused_page_table_with_compressed_pages(tmp_path):
         row += len(g)
     fill.append(f"  pt[NP] = {tiles};")
     nacc = len(k.accumulators)
-    main = [f"#define NP {len(layout)}", f"static long long pt[3 * NP + 1 + NP * 4];",
+    main = [f"#define NP {len(layout)}", "static long long pt[3 * NP + 1 + NP * 4];",
             *[f"static long long acc{a}[7];" for a in range(nacc)],
             "static unsigned long long domain_errors[1], arith_err[4];", "int main() {", *fill,
             f"  gridDim.x = {tiles};", "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
