@@ -91,24 +91,28 @@ def test_fused_encoded_spec_reads_codec_flags_from_the_page_table():
 def test_integer_arithmetic_is_checked():
     k = generate_pipeline(pipeline_spec("plain"))
     assert "checked_arith((long long)((e" in k.body
-    assert "(-9223372036854775807LL - 1LL), (9223372036854775807LL), 4, arith_err" in k.body
+    assert "(-9223372036854775807LL - 1LL), (9223372036854775807LL), 8, arith_err" in k.body
     # a decimal product is checked against 18 digits (the CPU's unscaled product)
-    assert "(-999999999999999999LL), (999999999999999999LL), 10, arith_err" in k.body
+    assert "(-999999999999999999LL), (999999999999999999LL), 18, arith_err" in k.body
     fused = generate(fused_spec(False))
     assert "checked_arith(" in fused.body and "arith_err, true)" in fused.body
 
 
 def test_overflow_record_becomes_the_cpu_error():
     raise_if_overflowed(np.zeros(4, np.uint64))  # nothing recorded: no error
-    words = np.array([1, 4, 9223372036854775807, 1], np.uint64)  # add of INT64
+    words = np.array([1, 8, 9223372036854775807, 1], np.uint64)  # add of INT64
     with pytest.raises(OutOfRangeError, match=r"Overflow in addition of INT64 \(9223372036854775807 \+ 1\)!"):
         raise_if_overflowed(words)
     neg = np.array([1, 2, np.uint64(2**64 - 5), 3], np.uint64)  # mul of INT32
     with pytest.raises(OutOfRangeError, match=r"Overflow in multiplication of INT32 \(-5 \* 3\)!"):
         raise_if_overflowed(neg)
-    dec = np.array([1, 10, 10**17, 100], np.uint64)
+    dec = np.array([1, 18, 10**17, 100], np.uint64)
     with pytest.raises(OutOfRangeError, match=r"DECIMAL\(18\) .* bigger decimal"):
         raise_if_overflowed(dec)
+    with pytest.raises(OutOfRangeError, match=r"Overflow in negation of numeric value!"):
+        raise_if_overflowed(np.array([1, 3 + 8, 2**63, 0], np.uint64))
+    with pytest.raises(OutOfRangeError, match=r"Overflow on abs\(-2147483648\)"):
+        raise_if_overflowed(np.array([1, 4, 2**64 - 2**31, 0], np.uint64))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

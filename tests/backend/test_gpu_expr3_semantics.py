@@ -64,7 +64,8 @@ inline i64 compare_bits(double v) {
 // host twin of common.cuh's checked_arith (overflow recorded in arith_err, as the kernel does)
 static unsigned long long arith_err[4];
 inline i64 checked_arith(i64 a, i64 b, int op, i64 lo, i64 hi, int code, unsigned long long* err, bool ok) {
-  __int128 r = op == 0 ? (__int128)a + b : op == 1 ? (__int128)a - b : (__int128)a * b;
+  __int128 r = op == 0 ? (__int128)a + b : op == 1 ? (__int128)a - b : op == 2 ? (__int128)a * b
+             : op == 3 || a < 0 ? -(__int128)a : (__int128)a;
   if (ok && (r < lo || r > hi) && !err[0]) { err[0] = 1; err[1] = code; err[2] = a; err[3] = b; }
   return (i64)r;
 }

@@ -1,4 +1,4 @@
-"""Overflow of INTEGER / BIGINT / DECIMAL ``+ - *`` inside aggregations (issue 15, item 2, on the GPU):
+"""Overflow of INTEGER / BIGINT / DECIMAL ``+ - *`` (and INTEGER / BIGINT ``-x``, ``abs``) inside aggregations (issue 15, item 2, on the GPU):
 there the arithmetic runs in a generated kernel (compiled pipeline or dense fused kernel), which
 checks it and raises DuckDB's "Out of Range" error with the operands, as the CPU does; without an
 overflow the same queries agree with DuckDB and run as a generated kernel."""
@@ -27,6 +27,8 @@ ERRORS = [
     ("SELECT count(*) FROM t WHERE x + x > 0", "Overflow in addition of INT64"),
     ("SELECT g, sum(CAST(m AS DECIMAL(18, 2)) * CAST(m AS DECIMAL(18, 2))) FROM t GROUP BY g",
      "Overflow in multiplication of DECIMAL(18)"),
+    ("SELECT g, max(abs(i)) FROM t GROUP BY g", "Overflow on abs(-2147483648)"),
+    ("SELECT g, min(-i) FROM t GROUP BY g", "Overflow in negation"),
 ]
 # the same shapes over the rows that do not overflow
 FINE = [
@@ -34,6 +36,7 @@ FINE = [
     "SELECT sum(i + i) FROM t WHERE i BETWEEN 0 AND 100",
     "SELECT g, max(i - 1) FROM t WHERE i > 0 GROUP BY g",
     "SELECT count(*) FROM t WHERE x < 1000 AND x + x > 0",
+    "SELECT g, max(abs(i)), min(-i) FROM t WHERE i > -5 GROUP BY g",
 ]
 
 

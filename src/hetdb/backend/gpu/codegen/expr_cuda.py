@@ -204,6 +204,8 @@ def _call(expr: Call, env: dict[str, Code], ok: str) -> Code:
         if r.kind != "float64" or not isinstance(divisor, Literal) or not divisor.value:
             raise ExprError("division is fused only as float division by a non-zero literal")
         return Code(f"({convert(a, T.FLOAT64)} / {convert(b, T.FLOAT64)})", r)
+    if op in ("neg", "abs") and is_checked(op, r):
+        return Code(f"(({ctype(r)}){checked_text(op, r, _operand(args[0], r), '0', ok)})", r)
     if op == "neg":
         return Code(f"(-{_operand(args[0], r)})", r)
     if op == "abs":

@@ -55,7 +55,7 @@ __device__ __forceinline__ bool keys_equal(const i64* __restrict__ keys_a, i64 n
   return true;
 }
 
-// Overflow-checked a OP b (op 0 add, 1 sub, 2 mul) of exact integers (INTEGER, BIGINT, DECIMAL as
+// Overflow-checked a OP b (op 0 add, 1 sub, 2 mul, 3 -a, 4 abs(a)) of exact integers (INTEGER, BIGINT, DECIMAL as
 // scaled int64) whose result must lie in [lo, hi]: the wrapped result comes back, and where `ok`
 // (the row is selected and its operands are not NULL) a result past 64 bits or the range is
 // recorded in err[0..3] = (1, code, a, b) by the first thread that finds one, so the host raises
@@ -70,9 +70,12 @@ __device__ __forceinline__ i64 checked_arith(i64 a, i64 b, int op, i64 lo, i64 h
   } else if (op == 1) {
     r = (i64)((u64)a - (u64)b);
     bad = ((a ^ b) & (a ^ r)) < 0;
-  } else {
+  } else if (op == 2) {
     r = (i64)((u64)a * (u64)b);
     bad = __mul64hi(a, b) != (r >> 63);
+  } else {
+    r = (op == 4 && a >= 0) ? a : (i64)(0ULL - (u64)a);
+    bad = a == HETDB_I64_MIN;
   }
   if (ok && (bad || r < lo || r > hi)) {
     if (atomicCAS(err, 0ULL, 1ULL) == 0ULL) {
