@@ -36,6 +36,8 @@ def test_suites_with_compressed_device_cache(suite, ssb_full, tpch_full, hetdb_r
     if failures:
         pytest.fail(f"{len(failures)} mismatches\n\n" + "\n\n".join(failures), pytrace=False)
     assert cold.compared == hot.compared == len(queries) > 0
+    plans = [run._con.explain(sql, analyze=True) for sql in queries.values()]
+    assert any("decoded in the kernel" in p or "read compressed pages in place" in p for p in plans)
     encoded = _encoded_entries(_cache(run))
     assert encoded, "no page stayed compressed in the device cache"
     for e in encoded:  # the cache holds the stored bytes (plus unpacked validity), not decoded values

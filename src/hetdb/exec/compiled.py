@@ -384,7 +384,7 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
-    compiled = fallback = 0
+    compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
         if scan:
@@ -409,12 +409,15 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
             consume = _consume_rows if plan.materialize else _consume
             consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
+            encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
     st = ctx.stat(sink.op_id)
     if compiled:
         what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
         st.fused = f"{COMPILED} ({what}; {compiled} batches)"
+        if encoded:
+            st.fused += f"; {encoded} batches read compressed pages in place"
         if fallback:
             st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
     else:

@@ -542,6 +542,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     if hot is not None:
         fused_rows, morsels = hot, []
         ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
+    if getattr(getattr(fp, "spec", None), "encoded", False):
+        ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
     for index, rg in morsels:
         ctx.set_morsel(index)
         with Timer(ctx, src.op_id):
