@@ -4,11 +4,13 @@ identity, refusals, and (where nvcc is installed) that the generated kernels com
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from gpu_codegen_ssb import SPECS
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, generate
@@ -117,18 +119,29 @@ def test_overflow_record_becomes_the_cpu_error():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_generated_compressed_kernels_compile_with_nvcc(tmp_path):
-    from hetdb.backend.gpu.compile import load_source
-
     specs = [pipeline_spec(c, c, c) for c in CODECS] + [pipeline_spec("for", "delta", "rle")]
     materialize = PipelineSpec(pipeline_spec("rle").inputs, (FilterStage(call("gt", T.BOOL, col("a"),
                                                                                   Literal(T.INT32, 0))),),
                                MaterializeSink())
     bodies = [generate_pipeline(s).body for s in [*specs, materialize]]
     bodies += [generate(fused_spec(e)).body for e in (False, True)]
-    src = load_source("pipeline.cuh") + "\n" + "\n".join(bodies)
-    path = tmp_path / "compressed.cu"
-    path.write_text(src)
-    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-x", "cu", "-c", str(path), "-o",
-                          str(tmp_path / "c.o")], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-4000:]
+    _nvcc(tmp_path, bodies)
     assert len(bodies) == len(CODECS) + 4
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_ssb_star_kernels_over_compressed_pages_compile_with_nvcc(tmp_path):
+    bodies = [generate(dataclasses.replace(spec, encoded=True)).body for spec in SPECS.values()]
+    _nvcc(tmp_path, bodies)
+    assert len(bodies) == len(SPECS) == 4
+
+
+def _nvcc(tmp_path, bodies: list[str]) -> None:
+    from hetdb.backend.gpu.compile import load_source
+
+    path = tmp_path / "compressed.cu"
+    path.write_text(load_source("pipeline.cuh") + "\n" + "\n".join(bodies))
+    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-x", "cu", "-c", str(path), "-o",
+                          str(tmp_path / "c.o")], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-4000:]
