@@ -59,3 +59,16 @@ def test_which_pages_stay_compressed_and_what_they_cost():
     assert device_page_bytes(r, "c", 0, loc, fixed, 1000, "for", compressed=True) == 5000 + 1000
     assert device_page_bytes(r, "c", 0, loc, fixed, 1000, "for", compressed=False) == 8 * 1000 + 1000
     assert device_page_bytes(r, "c", 0, loc, fixed, 1000, "plain", compressed=True) == 5000 + 1000
+
+
+def test_option_is_set_at_connect_and_by_sql():
+    import hetdb
+
+    with hetdb.connect(":memory:", device="cpu", gpu_compressed_cache=True) as con:
+        assert con.options.gpu_compressed_cache is True
+        con.sql("SET gpu_compressed_cache = false")
+        assert con.options.gpu_compressed_cache is False
+        con.sql("RESET gpu_compressed_cache")
+        assert con.options.gpu_compressed_cache is True
+    with hetdb.connect(":memory:", device="cpu") as con:
+        assert con.options.gpu_compressed_cache is False  # off until verified on a GPU
