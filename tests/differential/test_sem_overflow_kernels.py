@@ -1,5 +1,5 @@
-"""Overflow of INTEGER / BIGINT / DECIMAL ``+ - *`` (and INTEGER / BIGINT ``-x``, ``abs``) inside aggregations (issue 15, item 2, on the GPU):
-there the arithmetic runs in a generated kernel (compiled pipeline or dense fused kernel), which
+"""Overflow of INTEGER / BIGINT / DECIMAL ``+ - *`` (and INTEGER / BIGINT ``-x``, ``abs``) inside
+aggregations (issue 15, item 2, on the GPU): there the arithmetic runs in a generated kernel (compiled pipeline or dense fused kernel), which
 checks it and raises DuckDB's "Out of Range" error with the operands, as the CPU does; without an
 overflow the same queries agree with DuckDB and run as a generated kernel."""
 

@@ -1,7 +1,8 @@
 """Overflow-checked integer arithmetic in generated kernels (issue 15): ``+ - *`` of INTEGER, BIGINT
-and DECIMAL(p<=18), and ``-x`` / ``abs(x)`` of INTEGER and BIGINT, compile to common.cuh's ``checked_arith``, which records the first overflowing
-operands in the kernel's ``arith_err`` words; ``raise_if_overflowed`` turns them into the
-``OutOfRangeError`` the CPU raises for the same operands (exec/wide.py ``checked``)."""
+and DECIMAL(p<=18), and ``-x`` / ``abs(x)`` of INTEGER and BIGINT, compile to common.cuh's
+``checked_arith``, which records the first overflowing operands in the kernel's ``arith_err``
+words; ``raise_if_overflowed`` turns them into the ``OutOfRangeError`` the CPU raises for the same
+operands (exec/wide.py ``checked`` / ``negate``)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def check_expr(expr: Expr, available: dict[str, DataType]) -> Code:
 
 def translate(expr: Expr, env: dict[str, Code], ok: str = "true") -> Code:
     """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code.
-    Integer ``+ - *`` are overflow-checked (codegen/checked.py: the kernel has an ``arith_err``
+    Integer ``+ - *``, ``-x`` and ``abs`` are overflow-checked (codegen/checked.py: the kernel has an ``arith_err``
     parameter); ``ok`` is the C++ condition under which an overflow counts (operands not NULL)."""
     if expr.dtype.is_wide:
         raise ExprError(f"{expr} is {expr.dtype}: HUGEINT / DECIMAL(>18) is checked operator at a time, "
