@@ -127,19 +127,29 @@ def page_codec(reader: Any, column: str, rg: int) -> str:
 
 
 def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sections: dict, n: int,
-                      codec: str) -> int:
-    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it) or the
-    decoded values (an encoded data section), plus the unpacked validity."""
+                      codec: str, compressed: bool = False) -> int:
+    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it; an encoded
+    page kept compressed, see ``keeps_compressed``) or the decoded values (an encoded data section),
+    plus the unpacked validity."""
     validity = n if "validity" in sections else 0
-    if codec == "plain":
+    if codec == "plain" or (compressed and keeps_compressed(codec, sections)):
         return loc.length + validity
     return n * np.dtype(reader.column(column).dtype.numpy_dtype).itemsize + validity
 
 
-def _decoded_column_bound(reader: Any, column: str) -> int:
-    """Upper bound of the device bytes of every page of a column, from the manifest."""
+def keeps_compressed(codec: str, sections: dict) -> bool:
+    """With ``gpu_compressed_cache`` on: whether a page stays compressed in device memory (a kernel
+    decodes its data section in place) rather than being decoded on arrival."""
+    from hetdb.backend.gpu.encoded import KERNEL_CODECS
+
+    return codec in KERNEL_CODECS and "data" in sections and "offsets" not in sections
+
+
+def _decoded_column_bound(reader: Any, column: str, compressed: bool = False) -> int:
+    """Upper bound of the device bytes of every page of a column, from the manifest (``compressed``:
+    pages stay as stored, so the padded bytes on disk bound them)."""
     on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
-    if not hasattr(reader, "decoded_bytes"):
+    if compressed or not hasattr(reader, "decoded_bytes"):
         return on_disk
     rgs = range(reader.num_row_groups)
     return (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
@@ -157,7 +167,7 @@ class PageStreamer:
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
-                 direct: bool = True) -> None:
+                 direct: bool = True, compressed: bool = False) -> None:
         import cupy
 
         if depth < 1:
@@ -174,6 +184,9 @@ class PageStreamer:
         # direct=False reads through the OS page cache (files known to be hot there); O_DIRECT is the
         # default so a scan larger than memory neither pollutes nor depends on the page cache.
         self.direct = direct
+        # compressed=True (connection option gpu_compressed_cache): encoded pages stay encoded in
+        # device memory as EncodedColumns (backend/gpu/encoded.py) that generated kernels read in place
+        self.compressed = compressed
         self.stats = StreamStats()
         self._cupy = cupy
         self._device_id = cupy.cuda.Device().id
@@ -249,8 +262,8 @@ class PageStreamer:
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        bound = sum(_decoded_column_bound(reader, c) + (reader.num_rows if reader.column(c).nullable else 0)
-                    for c in self.columns)
+        bound = sum(_decoded_column_bound(reader, c, self.compressed)
+                    + (reader.num_rows if reader.column(c).nullable else 0) for c in self.columns)
         if bound > cache.capacity_bytes - cache.pinned_bytes():
             return False
         stream = self._copy_stream
@@ -290,7 +303,7 @@ class PageStreamer:
                     enc, sections = page_layout(reader, column, rg)
                     n = reader.row_group_rows(rg)
                     codec = page_codec(reader, column, rg)
-                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec)
+                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec, self.compressed)
                     if not cache.reserve(nbytes):
                         complete = False  # the budget is taken by query work: stream the rest
                         break
@@ -484,7 +497,7 @@ class PageStreamer:
                 if page.loading:
                     page.host, page.loading = host, False
                 nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
-                                           page.sections, page.num_rows, page.codec)
+                                           page.sections, page.num_rows, page.codec, self.compressed)
                 page.cached = self.cache is not None and self.cache.reserve(nbytes)
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
@@ -523,7 +536,7 @@ class PageStreamer:
         num_rows = self.reader.row_group_rows(self.row_groups[rg.index])
         self.stats.row_groups += 1
         self.stats.rows += num_rows
-        return Batch({p.column: p.value for p in rg.pages}, num_rows)
+        return Batch({p.column: _delivered(p.value) for p in rg.pages}, num_rows)
 
     def _unpin_host(self, wait: bool) -> None:
         """Unpin host-tier pages whose copies have completed (all of them with ``wait``)."""
@@ -571,6 +584,12 @@ class PageStreamer:
             return Column(spec.dtype, validity=validity, offsets=offsets, chars=section("chars"))
         if page.codec == "plain":
             data = _view(section("data"), spec.dtype.numpy_dtype, n, page)
+        elif self.compressed and keeps_compressed(page.codec, page.sections):
+            from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
+
+            dpage = DevicePage(section("data"), page.codec, n, np.dtype(spec.dtype.numpy_dtype))
+            dictionary = self._dictionary(page.column) if page.encoding == "dict" else None
+            return EncodedColumn(spec.dtype, validity=validity, dictionary=dictionary, device_page=dpage)
         else:
             from hetdb.backend.gpu.decode import decode_device
 
@@ -695,7 +714,17 @@ def _view(buf: Any, dtype: Any, count: int, page: _Page) -> Any:
     return buf.view(dtype)
 
 
+def _delivered(col: Column) -> Column:
+    """A page's Column as a scan hands it out: a compressed cache entry as a fresh EncodedColumn, so
+    what a consumer decodes from it is not kept in the cache."""
+    fresh = getattr(col, "fresh", None)
+    return col if fresh is None else fresh()
+
+
 def _column_nbytes(col: Column) -> int:
+    nbytes = getattr(col, "device_nbytes", None)
+    if nbytes is not None:  # an EncodedColumn: its page as cached, never a decoded copy
+        return int(nbytes)
     total = 0
     for arr in (col.data, col.validity, col.offsets, col.chars):
         if arr is not None:

@@ -139,7 +139,8 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     if host is None or not row_groups:
         return None
     streamer = PageStreamer(state.reader, names, row_groups, budget=ctx.device.budget,
-                            cache=ctx.device.cache, host_cache=host)
+                            cache=ctx.device.cache, host_cache=host,
+                            compressed=ctx.options.gpu_compressed_cache)
     try:
         filled = streamer.fill_cache()
     except BaseException:
@@ -160,7 +161,8 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
 
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
-                                  cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options))
+                                  cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
+                                  compressed=ctx.options.gpu_compressed_cache)
     state.iterator = iter(state.streamer)
 
 
