@@ -189,7 +189,6 @@ class PageStreamer:
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
-        self._host_mark = host_cache.begin_scan() if host_cache is not None else None
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
 
     # ---- public ----------------------------------------------------------------------------------
@@ -396,8 +395,7 @@ class PageStreamer:
         if hit is not None:
             page.host = hit
             return
-        blocks = self.host_cache.acquire(key, loc.length, loc.padded_length, loc.checksum,
-                                         evict_before=self._host_mark)
+        blocks = self.host_cache.acquire(key, loc.length, loc.padded_length, loc.checksum)
         if blocks is not None:
             page.loading = True
             page.future = self._pool.submit(self._load_host, page, blocks)
