@@ -21,6 +21,7 @@ from typing import Any
 
 from hetdb.cache.policy import BenefitPolicy
 from hetdb.cache.rates import shared_rates
+from hetdb.cache.router import Route, RouteCounts
 from hetdb.column import Column
 from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import column_nbytes
@@ -32,10 +33,12 @@ def _dictionary_nbytes(d: Column) -> int:
     return int(d.offsets.nbytes) + int(d.chars.nbytes) if d.offsets is not None else column_nbytes(d)
 
 
-def _stored_bytes(reader: Any, column: str, rg: int, default: int) -> int:
-    """Bytes a re-read of the page takes from disk (its padded on-disk size when the reader knows)."""
+def _stored_bytes(reader: Any, column: str, rg: int, default: int, padded: bool = True) -> int:
+    """Bytes of the page on disk (padded: what a re-read takes; else its length) when the reader
+    knows, else ``default``."""
     try:
-        return int(reader.page_location(column, rg).padded_length)
+        loc = reader.page_location(column, rg)
+        return int(loc.padded_length if padded else loc.length)
     except (AttributeError, LookupError, TypeError, ValueError):
         return default
 
@@ -65,16 +68,18 @@ class DecodedPageCache:
     def _evictable(self, key: tuple) -> bool:
         return not self._entries[key][2]
 
-    def _put(self, key: tuple, col: Column, nbytes: int, link_bytes: int, keep: bool = False) -> Column:
+    def _put(self, key: tuple, col: Column, nbytes: int, link_bytes: int, keep: bool = False,
+             counts: RouteCounts | None = None) -> tuple[Column, bool]:
         """Insert unless the key is there already (another worker won the race: use its object) or
-        the policy judges the page worth less than what it would displace (then it is used once)."""
+        the policy judges the page worth less than what it would displace (then it is used once);
+        (the Column to use, whether the cache holds it). ``counts`` gets the decisions taken."""
         if nbytes > self.limit // 4 and not keep:
-            return col  # one huge page must not flush the whole cache
+            return col, False  # one huge page must not flush the whole cache
         with self._lock:
             old = self._entries.get(key)
             if old is not None:
                 old[2] = old[2] or keep
-                return old[0]
+                return old[0], True
             over = self.used + nbytes - self.limit
             if over > 0:
                 victims = self.policy.victims(over, self._evictable)
@@ -87,29 +92,40 @@ class DecodedPageCache:
                             f"{self.limit - self.kept_bytes():,} of its {self.limit:,} bytes are not pinned "
                             "already; raise host_memory_limit (the cache is a quarter of it) or pin fewer columns")
                     self.bypassed += 1
-                    return col
+                    if counts is not None:
+                        counts.bypassed += 1
+                    return col, False
                 for victim in victims:
                     _, n, _ = self._entries.pop(victim)
                     self.policy.evicted(victim)
                     self.used -= n
                     self.evicted += 1
+                if counts is not None:
+                    counts.evicted += len(victims)
             self._entries[key] = [col, nbytes, keep]
             disk = shared_rates().disk
             self.policy.insert(key, nbytes, disk.latency_s, disk.transfer_seconds(link_bytes))
             self.used += nbytes
             self.admitted += 1
-            return col
+            if counts is not None:
+                counts.admitted += 1
+            return col, True
 
-    def read(self, reader: Any, column: str, rg: int, keep: bool = False) -> tuple[Column, bool]:
-        """(page ``rg`` of ``column`` as a host Column, whether it came from the cache). ``keep``:
-        also keep it (and its dictionary) until ``unkeep`` (OutOfMemoryError when it cannot fit)."""
+    def read(self, reader: Any, column: str, rg: int, keep: bool = False,
+             counts: RouteCounts | None = None) -> tuple[Column, Route]:
+        """(page ``rg`` of ``column`` as a host Column, its path: HOST_CPU from the cache, else read
+        from disk and kept (DISK_TO_HOST) or not (DISK_DIRECT)). ``keep``: also keep it (and its
+        dictionary) until ``unkeep`` (OutOfMemoryError when it cannot fit). ``counts`` gets the
+        path, the page's stored bytes and the cache decisions taken."""
         key = (reader.path, column, rg)
         col = self._get(key)
         if col is not None:
             self.hits += 1
             if keep:
                 self._put(key, col, 0, 0, keep=True)
-            return col, True
+            if counts is not None:
+                counts.add(Route.HOST_CPU, _stored_bytes(reader, column, rg, column_nbytes(col), padded=False))
+            return col, Route.HOST_CPU
         self.misses += 1
         col = reader.read(column, rg)
         if col.dictionary is not None:
@@ -117,15 +133,20 @@ class DecodedPageCache:
             d = self._get(dkey)
             if d is None or keep:
                 nbytes = _dictionary_nbytes(col.dictionary)
-                d = self._put(dkey, col.dictionary if d is None else d, nbytes, nbytes, keep)
+                d, _ = self._put(dkey, col.dictionary if d is None else d, nbytes, nbytes, keep)
             if d is not col.dictionary:
                 col = Column(col.dtype, data=col.data, validity=col.validity, dictionary=d)
+        nbytes = column_nbytes(col)
+        stored = _stored_bytes(reader, column, rg, nbytes)
+        kept = False
         if self.limit:
-            nbytes = column_nbytes(col)
-            col = self._put(key, col, nbytes, _stored_bytes(reader, column, rg, nbytes), keep)
+            col, kept = self._put(key, col, nbytes, stored, keep, counts)
         elif keep:
             raise OutOfMemoryError("cannot pin: the CPU host page cache is off (host_memory_limit is 0)")
-        return col, False
+        route = Route.DISK_TO_HOST if kept else Route.DISK_DIRECT
+        if counts is not None:
+            counts.add(route, _stored_bytes(reader, column, rg, nbytes, padded=False))
+        return col, route
 
     def unkeep(self, path: str, column: str | None = None) -> int:
         """Make the kept pages of a table version (one column, or all) evictable; how many."""

@@ -227,19 +227,31 @@ class TableScan(Source):
         return col if rows is None else slice_column(ctx.backend, col, rows[0], rows[1])
 
     def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int):
+        """The page through the connection's host page cache (when the route lets scans use it),
+        its path counted for EXPLAIN ANALYZE."""
+        from hetdb.cache.router import PageRouter, Route, RouteCounts
+
         cache = getattr(ctx, "host_cache", None)
+        if cache is not None and not PageRouter(getattr(ctx.options, "route", "auto"), gpu=False).use_host_tier:
+            cache = None
+        counts = RouteCounts()
         if cache is not None:
-            col, hit = cache.read(reader, name, rg)
-            if hit:
-                ctx.add(self.op_id, pages_cached=1)
-                return column_to_device(ctx.backend, col, ctx.dict_cache)
+            col, route = cache.read(reader, name, rg, counts=counts)
         else:
-            col = reader.read(name, rg)
+            col, route = reader.read(name, rg), Route.DISK_DIRECT
+        if route is Route.HOST_CPU:
+            ctx.add(self.op_id, pages_cached=1)
+            ctx.add_routes(self.op_id, counts)
+            return column_to_device(ctx.backend, col, ctx.dict_cache)
         nbytes = None
         if hasattr(reader, "page_location"):
             try:
                 nbytes = _location_bytes(reader.page_location(name, rg))
             except Exception:  # noqa: BLE001 - statistics only; a missing location must not fail a query
                 nbytes = None
-        ctx.add(self.op_id, pages_read=1, bytes_read=nbytes if nbytes is not None else column_nbytes(col))
+        nbytes = nbytes if nbytes is not None else column_nbytes(col)
+        ctx.add(self.op_id, pages_read=1, bytes_read=nbytes)
+        if cache is None:
+            counts.add(route, nbytes)
+        ctx.add_routes(self.op_id, counts)
         return column_to_device(ctx.backend, col, ctx.dict_cache)
