@@ -332,6 +332,24 @@ class Connection(LastResult):
         """A PEP 249 cursor on this connection (its own current result)."""
         return Cursor(self)
 
+    # ---- pins --------------------------------------------------------------------------------------------
+    def pin(self, table: str, columns: list[str] | str | None = None, tier: str = "gpu") -> dict:
+        """Load ``columns`` (default: all) of ``table`` into ``tier`` ("gpu" or "host") and keep them
+        there, never evicted, counted against the tier's budget (``PinError`` when they do not fit).
+        SQL: ``PRAGMA hetdb_pin('t', columns='a,b', tier='host')``. Returns what was pinned."""
+        from hetdb.cache.pins import pin
+
+        with self._lock:
+            return pin(self, table, columns, tier)
+
+    def unpin(self, table: str, columns: list[str] | str | None = None, tier: str | None = None) -> int:
+        """Release pins of ``table`` (``columns`` of it; in ``tier``, or every tier): the pages stay
+        cached, evictable again. Returns how many pages were released."""
+        from hetdb.cache.pins import unpin
+
+        with self._lock:
+            return unpin(self, table, columns, tier)
+
     # ---- life cycle --------------------------------------------------------------------------------
     def commit(self) -> None:
         """Every statement commits on its own (PEP 249 compatibility: nothing to do)."""
@@ -346,6 +364,9 @@ class Connection(LastResult):
         if self._dist is not None:
             self._dist.close()
             self._dist = None
+        from hetdb.cache.pins import release_all
+
+        release_all(self)
         if self._engine is not None:
             self._engine.close()
             self._engine = None

@@ -294,22 +294,24 @@ class HostPageCache(PageCache):
             return key in self._entries
 
     # ---- loading ---------------------------------------------------------------------------------
-    def acquire(self, key: PageKey, length: int, padded_length: int, checksum: int) -> HostPage | None:
+    def acquire(self, key: PageKey, length: int, padded_length: int, checksum: int,
+                force: bool = False) -> HostPage | None:
         """Blocks for a page about to be loaded (evicting lower-benefit unpinned entries, growing the
         pool), pinned once and not yet visible; None when it cannot fit or is worth less than what it
         would displace (then read it some other way). A scan larger than the tier thus keeps the part
-        it loaded first and the pages other scans read more often, and streams the rest."""
-        return self._acquire(key, length, padded_length, checksum, False)
+        it loaded first and the pages other scans read more often, and streams the rest. ``force``:
+        no admission test (a user's pin loading it)."""
+        return self._acquire(key, length, padded_length, checksum, False, force)
 
     def _acquire(self, key: PageKey, length: int, padded_length: int, checksum: int,
-                 reserved: bool) -> HostPage | None:
+                 reserved: bool, force: bool = False) -> HostPage | None:
         n = self.blocks_for(padded_length)
         with self._lock:
             if reserved:
                 if n > self._reserved:
                     raise ValueError("put(reserved=True) without a matching reserve()")
                 self._reserved -= n  # the reservation kept these blocks in the free list
-            elif not self._make_room(n, key, padded_length):
+            elif not self._make_room(n, None if force else key, padded_length):
                 self._stats.rejected += 1
                 return None
             ids = self._pool.take(n)

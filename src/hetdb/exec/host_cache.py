@@ -73,8 +73,11 @@ class DecodedPageCache:
         """Insert unless the key is there already (another worker won the race: use its object) or
         the policy judges the page worth less than what it would displace (then it is used once);
         (the Column to use, whether the cache holds it). ``counts`` gets the decisions taken."""
-        if nbytes > self.limit // 4 and not keep:
-            return col, False  # one huge page must not flush the whole cache
+        if nbytes > self.limit // 4 and not keep:  # one huge page must not flush the whole cache
+            self.bypassed += 1
+            if counts is not None:
+                counts.bypassed += 1
+            return col, False
         with self._lock:
             old = self._entries.get(key)
             if old is not None:
@@ -148,15 +151,17 @@ class DecodedPageCache:
             counts.add(route, _stored_bytes(reader, column, rg, nbytes, padded=False))
         return col, route
 
-    def unkeep(self, path: str, column: str | None = None) -> int:
-        """Make the kept pages of a table version (one column, or all) evictable; how many."""
+    def unkeep(self, key: tuple) -> None:
+        """Make a kept page (or dictionary) evictable again (no-op when it is not cached)."""
         with self._lock:
-            n = 0
-            for key, entry in self._entries.items():
-                if key[0] == path and (column is None or key[1] == column) and entry[2]:
-                    entry[2] = False
-                    n += 1
-            return n
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry[2] = False
+
+    def is_kept(self, key: tuple) -> bool:
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry is not None and entry[2]
 
     def kept_bytes(self) -> int:
         return sum(e[1] for e in self._entries.values() if e[2])
