@@ -127,3 +127,17 @@ def test_scan_larger_than_the_cache_is_bypassed_and_counted(con):
     assert "bypassed=0" not in line and "disk_direct" in line
     held = contents(con)
     assert held[("host", "small", "v")]["pages"] > 0  # the hot column was not flushed
+
+
+def test_cli_pin_and_route_flags(db_path, capsys):
+    from hetdb.cli.main import main, parse_pin
+
+    assert parse_pin("lineorder:lo_revenue,lo_discount@host") == ("lineorder", ["lo_revenue", "lo_discount"], "host")
+    assert parse_pin("t") == ("t", None, "gpu")
+    sql = "SELECT sum(v) FROM small"
+    assert main(["query", db_path, sql, "--device", "cpu", "--pin", "small:v@host", "--analyze"]) == 0
+    assert "paths: host_cpu" in capsys.readouterr().out  # pinned: the first run reads the cache
+    assert main(["query", db_path, sql, "--device", "cpu", "--route", "disk", "--analyze"]) == 0
+    assert "paths: disk_direct" in capsys.readouterr().out
+    assert main(["query", db_path, sql, "--device", "cpu", "--pin", "small@gpu"]) != 0
+    assert "runs on the CPU" in capsys.readouterr().err

@@ -348,7 +348,7 @@ class QueryEngine:
             "peak_gpu_bytes": None,
             "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
             "host_pipelines": len(on_host),
-            "routes": scan_routes(ops),
+            "routes": scan_routes(ops).as_dict(),
             "operators": ops,
         }
         if device is not None:
@@ -414,8 +414,9 @@ class QueryEngine:
                  f"Total: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
                  f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
                  f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
-        if stats.get("routes"):
-            total += f"\nPages by path: {stats['routes'].format()}"
+        routes = scan_routes(stats["operators"])
+        if routes:
+            total += f"\nPages by path: {routes.format()}"
         if stats["host_pipelines"]:
             total += f"\nHost: {stats['host_pipelines']} small-result pipeline(s) placed on the host"
         if self.device is not None:
