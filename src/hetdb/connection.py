@@ -81,6 +81,13 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
         raise HetdbError(f"unknown connection option: {e} (known: {known})") from None
 
 
+def _check_route(options: Options, backend) -> None:
+    """HetdbError when the ``route`` option forces a path this connection's device cannot take."""
+    from hetdb.cache.router import check_mode
+
+    check_mode(options.route, gpu=backend.name == "gpu")
+
+
 def _caller_scopes() -> list[dict]:
     """Local and global variables of the first caller outside hetdb (for replacement scans)."""
     frame = inspect.currentframe()
@@ -159,6 +166,7 @@ class Connection(LastResult):
         self.options = _make_options(device, options)
         self._defaults = self.options
         self.backend = resolve_backend(device)
+        _check_route(self.options, self.backend)
         self._engine = None
         self._registered: dict[str, str] = {}   # lower name -> storage.external key
         self._registered_names: dict[str, str] = {}
@@ -323,6 +331,7 @@ class Connection(LastResult):
     def _reconfigure(self, options: Options) -> None:
         if options == self.options:
             return
+        _check_route(options, self.backend)
         self.options = options
         if self._engine is not None:
             self._engine.close()

@@ -110,9 +110,10 @@ def test_forced_routes_on_the_cpu(con):
     text = con.explain("SELECT sum(v) FROM small", analyze=True)
     assert "paths: disk_direct" in text and "host_cpu" not in text
     assert "Pages by path: disk_direct" in text
-    con.set_option("route", "copy")
     with pytest.raises(HetdbError, match="route='copy'.*runs on the CPU"):
-        con.sql("SELECT sum(v) FROM small")
+        con.set_option("route", "copy")
+    with pytest.raises(HetdbError, match="unknown route"):
+        hetdb.connect(con.path, device="cpu", route="fastest")
     con.set_option("route", "cpu")  # a CPU connection always processes pages on the CPU
     con.sql("SELECT sum(v) FROM small").fetchall()
     text = con.explain("SELECT sum(v) FROM small", analyze=True)

@@ -232,7 +232,10 @@ class TableScan(Source):
         from hetdb.cache.router import PageRouter, Route, RouteCounts
 
         cache = getattr(ctx, "host_cache", None)
-        if cache is not None and not PageRouter(getattr(ctx.options, "route", "auto"), gpu=False).use_host_tier:
+        route = getattr(ctx.options, "route", "auto")
+        # "copy" forces GPU scans' path (a connection checks it is a GPU one); the CPU scans of a GPU
+        # connection (its fallback to the CPU) then read as "auto" does
+        if cache is not None and not PageRouter("auto" if route == "copy" else route, gpu=False).use_host_tier:
             cache = None
         counts = RouteCounts()
         if cache is not None:
