@@ -103,6 +103,7 @@ def test_page_on_scattered_blocks_has_several_runs():
     for rg in range(3):
         load(cache, key(rg), payload(BLOCK, rg))  # blocks 0, 1 (first chunk) and 2 (second chunk)
     data = payload(2 * BLOCK - 300, 9)
+    cache.policy.record(key(9))  # read before: it comes back, so it may displace a page read once
     page = load(cache, key(9), data)  # evicts page 0: gets blocks 0 and 3, in two chunks
     assert page is not None and page.blocks == [0, 3] and len(page.runs) == 2
     assert page.tobytes() == data.tobytes()
@@ -143,6 +144,7 @@ def test_pinned_and_loading_pages_are_never_evicted():
     assert key(1) not in cache
     assert load(cache, key(2), payload(BLOCK, 2)) is not None
     cache.unpin_page(a)
+    cache.policy.record(key(3))
     assert load(cache, key(3), payload(3 * BLOCK, 3)) is not None
     assert key(0) not in cache and key(3) in cache
     assert cache.pinned_bytes() == 0
@@ -290,10 +292,14 @@ def test_shared_tier_is_process_wide_and_resizable():
 
 def test_scan_larger_than_the_tier_passes_through():
     cache = tier(4)
-    for _ in range(3):  # a working set of two pages, read three times
+
+    def read_hot() -> None:  # a working set of two pages
         for rg in (0, 1):
             if cache.lookup(key(rg, "hot")) is None:
                 load(cache, key(rg, "hot"), payload(BLOCK, rg), looked_up=True)
+
+    for _ in range(3):
+        read_hot()
     loaded = []
     for rg in range(6):  # a one-off scan of 6 pages through a tier of 4
         if load(cache, key(rg), payload(BLOCK, rg)) is not None:
@@ -301,10 +307,10 @@ def test_scan_larger_than_the_tier_passes_through():
     assert loaded == [0, 1]  # the free room; then the scan keeps its first pages, streams the rest
     assert key(0, "hot") in cache and key(1, "hot") in cache
     assert cache.stats.bypassed == 4 and cache.stats.evictions == 0
-    for rg in range(6):  # the same scan again: its first pages hit, the others still pass through
-        if cache.lookup(key(rg)) is None:
-            load(cache, key(rg), payload(BLOCK, rg), looked_up=True)
-    assert set(cache.keys()) == {key(0, "hot"), key(1, "hot"), key(0), key(1)}
+    read_hot()
+    for rg in range(6):  # another one-off scan (another table) once the working set was read again
+        load(cache, key(rg, "other"), payload(BLOCK, rg))
+    assert key(0, "hot") in cache and key(1, "hot") in cache and cache.stats.evictions == 0
 
 
 def test_kept_pages_are_never_evicted():

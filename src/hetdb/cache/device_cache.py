@@ -133,7 +133,7 @@ class DevicePageCache(PageCache):
             return list(self._entries)
 
     def eviction_order(self) -> list[PageKey]:
-        """Cached keys, next victim first (pinned and kept ones included)."""
+        """Cached keys, next victim first (kept ones left out; pinned ones included)."""
         with self._lock:
             return self.policy.order()
 
@@ -237,6 +237,7 @@ class DevicePageCache(PageCache):
         capacity like any entry)."""
         with self._lock:
             self._entries[key].kept = True
+            self.policy.keep(key)
 
     def unkeep(self, key: PageKey) -> None:
         """Make a kept entry evictable again (no-op when it is not cached)."""
@@ -244,6 +245,7 @@ class DevicePageCache(PageCache):
             entry = self._entries.get(key)
             if entry is not None:
                 entry.kept = False
+                self.policy.keep(key, False)
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:

@@ -217,7 +217,7 @@ class HostPageCache(PageCache):
             return list(self._entries)
 
     def eviction_order(self) -> list[PageKey]:
-        """Cached keys, next victim first (pinned and kept ones included)."""
+        """Cached keys, next victim first (kept ones left out; pinned ones included)."""
         with self._lock:
             return self.policy.order()
 
@@ -239,6 +239,7 @@ class HostPageCache(PageCache):
         """Keep a cached page until ``unkeep`` (never evicted; counts against the limit)."""
         with self._lock:
             self._entries[key].kept = True
+            self.policy.keep(key)
 
     def unkeep(self, key: PageKey) -> None:
         """Make a kept page evictable again (no-op when it is not cached)."""
@@ -246,6 +247,7 @@ class HostPageCache(PageCache):
             page = self._entries.get(key)
             if page is not None:
                 page.kept = False
+                self.policy.keep(key, False)
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get(self, key: PageKey, pin: bool = False) -> HostPage | None:
@@ -482,7 +484,6 @@ class HostPageCache(PageCache):
         blocks = len(page.blocks)
         self._stats.evictions += 1
         self._stats.evicted_bytes += page.length
-        self.policy.evicted(key)  # before _drop: GreedyDual's L takes the victim's priority
         self._drop(key)
         return blocks
 

@@ -3,37 +3,42 @@
 One policy object per tier (GPU memory, pinned host memory, the CPU's decoded host pages). It knows,
 per cached entry, what one access to it saves — the time of moving it over the link the tier spares
 (host→GPU copy for the GPU tier, disk read for host tiers), split into a per-page latency and a
-per-byte transfer — and how many bytes the entry holds, and it counts accesses. It never holds data
+per-byte transfer — and how many bytes the entry holds, and it watches accesses. It never holds data
 and never frees memory: the tier asks it for victims and for an admission verdict and does the rest.
 
-Two published ideas, combined (own code):
+An entry's worth is the link time it saves per byte held per unit of time, where time is the tier's
+access clock (one tick per page access) and how often a page comes back is measured by its
+**reuse distance**: the accesses between its last two uses (LIRS' inter-reference recency: Jiang &
+Zhang, "LIRS: An Efficient Low Inter-reference Recency Set Replacement Policy", SIGMETRICS 2002),
+smoothed over its uses. A resident page not used for longer than its reuse distance is judged by the
+time since its last use instead, so a working set that is no longer read ages out on its own::
 
-* **Eviction: GreedyDual-Size-Frequency** (Cherkasova, "Improving WWW proxies performance with
-  Greedy-Dual-Size-Frequency caching policy", HP Labs 1998; after Cao & Irani's GreedyDual-Size).
-  An entry's priority is ``L + frequency × saved_seconds / held_bytes``: link time avoided per byte
-  held, times how often it is used. The lowest priority goes first. ``L`` ("inflation") is raised to
-  each victim's priority, so entries not touched for a long time sink below newly used ones (aging
-  without a clock walk). A column read often beats a cold column of the same size; a page kept
-  decoded (more bytes held for the same link bytes saved) is worth less per byte than one kept as
-  it is stored (compressed).
-* **Admission: TinyLFU** (Einziger, Friedman, Manes, "TinyLFU: A Highly Efficient Cache Admission
-  Policy", ACM ToS 2017). Access counts are kept for pages whether or not they are cached, and are
-  halved every ``window`` accesses (aging). A page that must displace others to get in is admitted
-  only if its count × saving exceeds that of the victims it would evict together (ties keep the
-  residents). A scan larger than the tier reads each page once: its pages cannot displace a working
-  set read more than once, so they pass through (bypass) and the working set stays. When the tier
-  has free room everything is admitted.
+    worth(p) = saved_seconds(p) / held_bytes(p) / max(reuse_distance(p), now - last_use(p))
 
-Counting is exact (a dictionary) rather than a count-min sketch: the window bounds its size to the
-pages seen in one window, a few thousand at hetdb's page size.
+Cost per byte is GreedyDual-Size's idea (Cao & Irani, "Cost-Aware WWW Proxy Caching Algorithms",
+USITS 1997): a page kept decoded (more bytes held for the same link bytes saved) is worth less per
+byte than one kept as it is stored (compressed), and a column read more often beats a cold column
+of the same size. Own code; no LIRS stacks: the few thousand pages of a tier are kept in recency
+order and eviction takes the least worth among the ``SAMPLE`` least recently used evictable entries
+(approximate, as Redis' sampled eviction, so a decision costs O(SAMPLE), not O(entries)).
+
+Admission (what makes a tier scan-resistant): a page that must displace others to get in is admitted
+only if it saves more link time per unit of time than the victims together (its own reuse distance
+against theirs; ties keep the residents). A page read for the first time has no reuse distance, so it
+never displaces anything: a scan larger than the tier reads each page once and passes through
+(bypass) while the working set stays, and a repeated scan larger than the tier keeps the part that
+fits instead of evicting each page just before it is read again (which plain LRU does). A new
+working set gets in at its second read, as soon as it is read more recently than the old one. When
+the tier has free room everything is admitted. Keys that left (or never entered) keep their history
+for a while (``GHOSTS`` ghost entries) so a page's second read is recognised.
 
 Sparse reads: an access may say which fraction of the page the reader needs (``fraction``); the
 entry's saving then counts only that share of its transfer time (a page read through zero-copy
 gathers or match hints would move only that share anyway), as a running mean over its accesses.
 
-Hot paths that touch the same set of resident pages again and again (a fused kernel over a cached
-table) register the set once per access with ``touch_group``: the counts are applied lazily, at the
-next decision, so a hot query costs O(1) here.
+Hot paths that read the same set of resident pages again and again (a fused kernel over a cached
+table) register the set once per access with ``touch_group``: the accesses are applied lazily, at
+the next decision, so a hot query costs O(1) here.
 
 Not thread-safe: each tier calls it under its own lock.
 """
@@ -42,11 +47,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-MIN_WINDOW = 1024   # accesses between halvings, at least
-WINDOW_PER_ENTRY = 10  # ... and this many per resident entry (TinyLFU's sample size W ~ 10 x entries)
+SAMPLE = 32     # least recently used evictable entries compared per victim
+GHOSTS = 4096   # non-resident keys whose access history is kept (at least; 4 x residents if more)
 
 
 @dataclass
@@ -55,8 +62,7 @@ class _Meta:
     latency: float       # seconds per access saved regardless of size (a link round trip)
     transfer: float      # seconds per access saved for moving the whole page
     fraction: float = 1.0  # running mean of the share of the page accesses need
-    priority: float = 0.0
-    seq: int = 0         # the heap record that is current (older records are stale)
+    kept: bool = False   # a user's pin: outside the eviction order
 
     @property
     def saved(self) -> float:
@@ -64,38 +70,44 @@ class _Meta:
 
 
 class BenefitPolicy:
-    """GreedyDual-Size-Frequency eviction order plus TinyLFU admission (see the module docstring)."""
+    """Reuse-distance worth per byte, sampled eviction, admission against the victims' worth."""
 
-    def __init__(self, min_window: int = MIN_WINDOW) -> None:
-        self._counts: dict[Hashable, int] = {}
-        self._events = 0
-        self._min_window = int(min_window)
-        self._meta: dict[Hashable, _Meta] = {}
-        self._heap: list[tuple[float, int, Hashable]] = []
-        self._seq = itertools.count(1)
-        self.inflation = 0.0  # GreedyDual's L
-        self._groups: dict[int, list] = {}  # id(keys) -> [keys, pending count]
+    def __init__(self, sample: int = SAMPLE, ghosts: int = GHOSTS) -> None:
+        self.clock = 0
+        self._sample = int(sample)
+        self._ghost_min = int(ghosts)
+        self._last: dict[Hashable, int] = {}         # last access (residents and ghosts)
+        self._reuse: dict[Hashable, float] = {}      # smoothed reuse distance
+        self._resident: OrderedDict[Hashable, _Meta] = OrderedDict()  # evictable order: LRU first
+        self._kept: dict[Hashable, _Meta] = {}
+        self._ghosts: OrderedDict[Hashable, None] = OrderedDict()
+        self._groups: dict[int, list] = {}  # id(keys) -> [keys, pending accesses]
 
-    # ---- access counting ---------------------------------------------------------------------------
-    def frequency(self, key: Hashable) -> int:
-        """Accesses of ``key`` counted in the current window (halved at each window's end)."""
-        self._flush_groups()
-        return self._counts.get(key, 0)
-
+    # ---- accesses ------------------------------------------------------------------------------------
     def record(self, key: Hashable, fraction: float | None = None, count: int = 1) -> None:
-        """An access of ``key`` (a hit or a miss); ``fraction``: the share of the page it needs."""
-        self._counts[key] = self._counts.get(key, 0) + count
-        self._events += count
-        meta = self._meta.get(key)
+        """``count`` accesses of ``key`` (a hit or a miss) now; ``fraction``: the share of the page
+        they need."""
+        self.clock += count
+        now = self.clock
+        prev = self._last.get(key)
+        if prev is not None:
+            distance = max(1.0, (now - prev) / count)
+            old = self._reuse.get(key)
+            self._reuse[key] = distance if old is None else 0.5 * (old + distance)
+        self._last[key] = now
+        meta = self._resident.get(key)
         if meta is not None:
-            if fraction is not None:
-                meta.fraction = 0.5 * meta.fraction + 0.5 * min(1.0, max(0.0, float(fraction)))
-            self._push(key, meta)
-        self._age()
+            self._resident.move_to_end(key)
+        else:
+            meta = self._kept.get(key)
+            if meta is None:
+                self._ghost(key)
+        if meta is not None and fraction is not None:
+            meta.fraction = 0.5 * meta.fraction + 0.5 * min(1.0, max(0.0, float(fraction)))
 
     def touch_group(self, keys: list) -> None:
-        """One access of every key of ``keys`` (all resident), counted lazily. Pass the same list
-        object each time: pending counts are kept per list."""
+        """One access of every key of ``keys`` (all resident), applied lazily. Pass the same list
+        object each time: pending accesses are kept per list."""
         got = self._groups.get(id(keys))
         if got is None:
             self._groups[id(keys)] = [keys, 1]
@@ -108,89 +120,100 @@ class BenefitPolicy:
         groups, self._groups = self._groups, {}
         for keys, count in groups.values():
             for key in keys:
-                self._counts[key] = self._counts.get(key, 0) + count
-                meta = self._meta.get(key)
-                if meta is not None:
-                    self._push(key, meta)
-            self._events += count * len(keys)
-        self._age()
+                self.record(key, count=count)
 
-    def _age(self) -> None:
-        window = max(self._min_window, WINDOW_PER_ENTRY * len(self._meta))
-        if self._events < window:
-            return
-        self._events = 0
-        self._counts = {k: c >> 1 for k, c in self._counts.items() if c > 1}
+    def _ghost(self, key: Hashable) -> None:
+        ghosts = self._ghosts
+        ghosts[key] = None
+        ghosts.move_to_end(key)
+        bound = max(self._ghost_min, 4 * (len(self._resident) + len(self._kept)))
+        while len(ghosts) > bound:
+            old, _ = ghosts.popitem(last=False)
+            self._last.pop(old, None)
+            self._reuse.pop(old, None)
+
+    def reuse_distance(self, key: Hashable) -> float:
+        """Accesses between the last uses of ``key`` (smoothed; infinite before its second use)."""
+        self._flush_groups()
+        return self._reuse.get(key, math.inf)
 
     # ---- residents ---------------------------------------------------------------------------------
     def insert(self, key: Hashable, held: int, latency: float, transfer: float) -> None:
         """``key`` entered the tier holding ``held`` bytes; one access to it saves ``latency`` +
         ``transfer`` seconds (the transfer part scaled by the fraction accesses need)."""
-        meta = _Meta(max(1, int(held)), float(latency), float(transfer))
-        self._meta[key] = meta
-        self._push(key, meta)
+        self._ghosts.pop(key, None)
+        self._last.setdefault(key, self.clock)
+        self._resident[key] = _Meta(max(1, int(held)), float(latency), float(transfer))
 
     def remove(self, key: Hashable) -> None:
-        """``key`` left the tier for a reason other than eviction (cleared, dropped as stale)."""
-        self._meta.pop(key, None)
+        """``key`` left the tier (evicted, cleared, dropped as stale); its history stays a while."""
+        if self._resident.pop(key, None) is not None or self._kept.pop(key, None) is not None:
+            if key in self._last:
+                self._ghost(key)
 
-    def evicted(self, key: Hashable) -> None:
-        """``key`` was evicted as a victim: GreedyDual raises L to its priority."""
-        meta = self._meta.pop(key, None)
-        if meta is not None:
-            self.inflation = max(self.inflation, meta.priority)
+    evicted = remove
+
+    def keep(self, key: Hashable, kept: bool = True) -> None:
+        """Take a resident ``key`` out of the eviction order (a user's pin), or put it back."""
+        if kept and key in self._resident:
+            self._kept[key] = self._resident.pop(key)
+        elif not kept and key in self._kept:
+            self._resident[key] = self._kept.pop(key)  # most recently used: it was just kept
 
     def __contains__(self, key: object) -> bool:
-        return key in self._meta
+        return key in self._resident or key in self._kept
 
-    def priority(self, key: Hashable) -> float:
+    def worth(self, key: Hashable) -> float:
+        """Seconds saved per byte held per access tick (see the module docstring)."""
         self._flush_groups()
-        return self._meta[key].priority
+        meta = self._resident.get(key) or self._kept[key]
+        return meta.saved / meta.held / self._horizon(key)
 
-    def _push(self, key: Hashable, meta: _Meta) -> None:
-        meta.priority = self.inflation + self._counts.get(key, 0) * meta.saved / meta.held
-        meta.seq = next(self._seq)
-        heapq.heappush(self._heap, (meta.priority, meta.seq, key))
-        if len(self._heap) > 4 * len(self._meta) + 64:
-            self._heap = [(m.priority, m.seq, k) for k, m in self._meta.items()]
-            heapq.heapify(self._heap)
+    def _horizon(self, key: Hashable) -> float:
+        return max(1.0, self._reuse.get(key, math.inf), self.clock - self._last.get(key, self.clock))
 
     # ---- decisions ---------------------------------------------------------------------------------
     def victims(self, nbytes: int, evictable: Callable[[Hashable], bool]) -> list | None:
-        """Resident keys to evict, lowest priority first, until they hold at least ``nbytes``; None
-        when the evictable entries do not hold that much. Nothing is evicted here."""
+        """Resident keys to evict until they hold at least ``nbytes``; None when the evictable entries
+        do not hold that much. Each victim is the least worth among a window of the ``SAMPLE`` least
+        recently used evictable entries not chosen yet (one pass over the recency order). Nothing is
+        evicted here."""
         self._flush_groups()
-        heap = self._heap
-        taken: list[tuple[float, int, Hashable]] = []
+        entries = ((k, m) for k, m in self._resident.items() if evictable(k))
+        window: list[tuple[float, int, Hashable, int]] = []
+        order = itertools.count()  # ties: the less recently used first
+
+        def pull(n: int) -> None:
+            for key, meta in itertools.islice(entries, n):
+                worth = meta.saved / meta.held / self._horizon(key)
+                heapq.heappush(window, (worth, next(order), key, meta.held))
+
         out: list = []
         freed = 0
-        while freed < nbytes and heap:
-            rec = heapq.heappop(heap)
-            _, seq, key = rec
-            meta = self._meta.get(key)
-            if meta is None or meta.seq != seq:
-                continue  # stale record: dropped for good
-            taken.append(rec)
-            if evictable(key):
-                out.append(key)
-                freed += meta.held
-        for rec in taken:
-            heapq.heappush(heap, rec)
-        return out if freed >= nbytes else None
+        pull(self._sample)
+        while freed < nbytes:
+            if not window:
+                return None
+            _, _, key, held = heapq.heappop(window)
+            out.append(key)
+            freed += held
+            pull(1)
+        return out
 
     def admit(self, key: Hashable, latency: float, transfer: float, victims: Iterable) -> bool:
-        """Whether ``key`` (saving ``latency + transfer`` seconds per access) is worth more than the
-        ``victims`` it would displace together: counts x savings, ties keep the residents."""
+        """Whether ``key`` (saving ``latency + transfer`` seconds per access) saves more link time per
+        access tick than the ``victims`` it would displace together; ties keep the residents."""
         self._flush_groups()
         victims = list(victims)
         if not victims:
             return True
-        counts = self._counts
-        value = counts.get(key, 0) * (latency + transfer)
-        lost = sum(counts.get(v, 0) * self._meta[v].saved for v in victims)
-        return value > lost
+        gain = (latency + transfer) / self._reuse.get(key, math.inf)
+        lost = sum(self._resident[v].saved / self._horizon(v) for v in victims)
+        return gain > lost
 
     def order(self) -> list:
-        """Resident keys, lowest priority (next victim) first (for tests and tools)."""
+        """Evictable resident keys, least worth (next victim) first, recency breaking ties."""
         self._flush_groups()
-        return sorted(self._meta, key=lambda k: (self._meta[k].priority, self._meta[k].seq))
+        position = {k: i for i, k in enumerate(self._resident)}
+        return sorted(self._resident, key=lambda k: (self._resident[k].saved / self._resident[k].held
+                                                      / self._horizon(k), position[k]))

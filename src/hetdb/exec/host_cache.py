@@ -81,7 +81,9 @@ class DecodedPageCache:
         with self._lock:
             old = self._entries.get(key)
             if old is not None:
-                old[2] = old[2] or keep
+                if keep and not old[2]:
+                    old[2] = True
+                    self.policy.keep(key)
                 return old[0], True
             over = self.used + nbytes - self.limit
             if over > 0:
@@ -100,7 +102,7 @@ class DecodedPageCache:
                     return col, False
                 for victim in victims:
                     _, n, _ = self._entries.pop(victim)
-                    self.policy.evicted(victim)
+                    self.policy.remove(victim)
                     self.used -= n
                     self.evicted += 1
                 if counts is not None:
@@ -108,6 +110,8 @@ class DecodedPageCache:
             self._entries[key] = [col, nbytes, keep]
             disk = shared_rates().disk
             self.policy.insert(key, nbytes, disk.latency_s, disk.transfer_seconds(link_bytes))
+            if keep:
+                self.policy.keep(key)
             self.used += nbytes
             self.admitted += 1
             if counts is not None:
@@ -155,8 +159,9 @@ class DecodedPageCache:
         """Make a kept page (or dictionary) evictable again (no-op when it is not cached)."""
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None:
+            if entry is not None and entry[2]:
                 entry[2] = False
+                self.policy.keep(key, False)
 
     def is_kept(self, key: tuple) -> bool:
         with self._lock:
