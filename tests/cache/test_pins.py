@@ -142,3 +142,34 @@ def test_cli_pin_and_route_flags(db_path, capsys):
     assert "paths: disk_direct" in capsys.readouterr().out
     assert main(["query", db_path, sql, "--device", "cpu", "--pin", "small@gpu"]) != 0
     assert "runs on the CPU" in capsys.readouterr().err
+
+
+def test_pinned_host_tier_pin_logic(db_path):
+    """What tier='host' does on a GPU connection, on a HostPageCache with plain aligned memory."""
+    from hetdb.cache import HostPageCache, PageKey
+    from hetdb.cache.pins import _pin_pinned_host
+    from hetdb.io import aligned_empty
+    from hetdb.storage import Database
+
+    reader = Database.open(db_path, create=False).table("small")
+    host = HostPageCache(32 << 20, block_bytes=1 << 20, chunk_bytes=8 << 20, allocate=aligned_empty)
+    got = _pin_pinned_host(host, reader, ["k", "v"])
+    keys = got["k"][0] + got["v"][0]
+    assert len(keys) == 2 * reader.num_row_groups and host.kept_bytes() == got["k"][1] + got["v"][1]
+    for key in keys:  # the bytes are the pages' (their checksums were verified on the way in)
+        loc = reader.page_location(key.column, key.row_group)
+        page = host.lookup(key, loc)
+        assert page is not None and page.kept and len(page.tobytes()) == loc.length
+    for _ in range(3):  # a hot table that would displace anything not kept
+        for rg in range(40):
+            k = PageKey("/other", 1, "x", rg)
+            if host.lookup(k) is None:
+                host.put(k, np.zeros(1 << 20, dtype=np.uint8), 1 << 20)
+    assert all(key in host for key in keys) and host.kept_bytes() == got["k"][1] + got["v"][1]
+    small_tier = HostPageCache(8 << 20, block_bytes=1 << 20, chunk_bytes=8 << 20, allocate=aligned_empty)
+    with pytest.raises(PinError, match="host_cache_limit"):
+        _pin_pinned_host(small_tier, Database.open(db_path, create=False).table("big"), ["c0", "c1", "c2", "c3"])
+    assert small_tier.kept_bytes() == 0 and len(small_tier) == 0
+    for key in keys:
+        host.unkeep(key)
+    assert host.kept_bytes() == 0
