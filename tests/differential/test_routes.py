@@ -45,7 +45,7 @@ def test_cpu_disk_route_matches_duckdb(ssb_small, tpch_small, hetdb_runner, expe
 @pytest.mark.parametrize("limit", [None, TINY_GPU], ids=["unlimited", f"gpu_memory_limit={TINY_GPU}"])
 @pytest.mark.parametrize("route", ["auto", "copy", "disk"])
 def test_gpu_routes_match_duckdb(route, limit, ssb_small, tpch_small, expected_answers) -> None:
-    from conftest import gpu_available
+    from hetdb.backend.gpu import gpu_available
 
     if not gpu_available():
         pytest.skip("no GPU visible to CuPy")

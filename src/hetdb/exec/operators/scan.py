@@ -3,9 +3,11 @@ right after the read, only the needed columns); files read in place are in scan_
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from hetdb.cache.rates import shared_rates
 from hetdb.column import Batch
 from hetdb.exec.columns import column_nbytes, slice_batch, slice_column, take
 from hetdb.exec.hostutil import column_to_device
@@ -121,7 +123,11 @@ class TableScan(Source):
                 from hetdb.exec.operators.scan_device import read_device_scan
 
                 return read_device_scan(self, ctx, rg, reader)
-            return self._read(ctx, rg, reader)
+            t0 = time.perf_counter()
+            out = self._read(ctx, rg, reader)
+            # the router's cost model: pages a CPU worker gets through per second in a scan
+            shared_rates().cpu_rate("scan").observe(len(self.scan.fields), time.perf_counter() - t0)
+            return out
 
     def verdict(self, ctx: ExecContext, reader: Any, rg: int) -> str:
         """Zone-map verdict of row group ``rg`` for the pushed filters: skip, all or unknown."""

@@ -50,6 +50,9 @@ class DeviceScanState:
     def close(self) -> None:
         if self.streamer is not None:
             self.streamer.close()
+            st = self.streamer.stats
+            # the router's cost model: pages a GPU scan delivers per second, end to end
+            self.streamer.router.observe_gpu(st.pages_read + st.pages_host + st.pages_cached, st.seconds)
             if self.report is not None:
                 self.report(self.streamer.route_counts())
             self.streamer = None
