@@ -52,7 +52,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-SAMPLE = 32     # least recently used evictable entries compared per victim
+SAMPLE = 16     # least recently used evictable entries compared per victim
 GHOSTS = 4096   # non-resident keys whose access history is kept (at least; 4 x residents if more)
 
 
@@ -179,25 +179,26 @@ class BenefitPolicy:
         recently used evictable entries not chosen yet (one pass over the recency order). Nothing is
         evicted here."""
         self._flush_groups()
-        entries = ((k, m) for k, m in self._resident.items() if evictable(k))
-        window: list[tuple[float, int, Hashable, int]] = []
+        clock, reuse, last = self.clock, self._reuse, self._last
         order = itertools.count()  # ties: the less recently used first
+        entries = ((k, m) for k, m in self._resident.items() if evictable(k))
 
-        def pull(n: int) -> None:
-            for key, meta in itertools.islice(entries, n):
-                worth = meta.saved / meta.held / self._horizon(key)
-                heapq.heappush(window, (worth, next(order), key, meta.held))
+        def rank(key: Hashable, meta: _Meta) -> tuple[float, int, Hashable, int]:
+            horizon = max(1.0, reuse.get(key, math.inf), clock - last.get(key, clock))
+            return meta.saved / meta.held / horizon, next(order), key, meta.held
 
+        window = [rank(k, m) for k, m in itertools.islice(entries, self._sample)]
+        heapq.heapify(window)
         out: list = []
         freed = 0
-        pull(self._sample)
         while freed < nbytes:
             if not window:
                 return None
             _, _, key, held = heapq.heappop(window)
             out.append(key)
             freed += held
-            pull(1)
+            for k, m in itertools.islice(entries, 1):
+                heapq.heappush(window, rank(k, m))
         return out
 
     def admit(self, key: Hashable, latency: float, transfer: float, victims: Iterable) -> bool:
