@@ -148,3 +148,15 @@ def test_dictionaries_and_derived_state_are_admitted_without_a_history():
     cache.get(key(0))
     assert cache.put(PageKey.dictionary("t", 1, "a"), "dict", 60)  # needed now: always admitted
     assert key(0) not in cache and cache.stats.bypassed == 0
+
+
+def test_record_access_counts_for_placement_without_statistics():
+    cache = DevicePageCache(DeviceMemoryBudget(1000), capacity_bytes=200)
+    for rg in range(2):
+        assert fetch(cache, key(rg))
+    cache.record_access(key(5))  # whole-scan fills read it before, twice
+    cache.record_access(key(5))
+    assert cache.stats.misses == 2 and cache.stats.hits == 0
+    assert cache.reserve(100, key=key(5))  # read again: worth displacing a page read once
+    assert cache.stats.evictions == 1
+    cache.release(100)

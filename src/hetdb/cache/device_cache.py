@@ -102,6 +102,12 @@ class DevicePageCache(PageCache):
             self._stats.hit_bytes += nbytes
             return self.mutations
 
+    def record_access(self, key: PageKey) -> None:
+        """Count an access of a page that is about to be brought in without ``get`` (a whole-scan
+        fill), for placement only (no hit/miss statistics)."""
+        with self._lock:
+            self.policy.record(key)
+
     def derived(self, key: Any) -> Any | None:
         """An object stored with ``set_derived`` while no entry has left the cache since, else None."""
         with self._lock:

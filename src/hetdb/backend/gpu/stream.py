@@ -309,6 +309,9 @@ class PageStreamer:
                     if not cache.reserve(nbytes, key=key, link_bytes=loc.length):
                         complete = False  # no room (budget taken, or worth less than the cached pages)
                         break
+                    # the policy sees this read like a streamed one (a page not filled is counted
+                    # when it streams)
+                    cache.record_access(key)
                     try:
                         value = self._fill_page(column, rg, loc, host, enc, sections, n, codec)
                     except BaseException:
