@@ -160,3 +160,20 @@ def test_record_access_counts_for_placement_without_statistics():
     assert cache.reserve(100, key=key(5))  # read again: worth displacing a page read once
     assert cache.stats.evictions == 1
     cache.release(100)
+
+
+def test_budget_pressure_admission_weighs_every_page_displaced():
+    # the capacity has room but the budget is full: the page is judged against everything it would
+    # have to displace (three pages worth more together), before anything is evicted
+    budget = DeviceMemoryBudget(300)
+    cache = DevicePageCache(budget, capacity_bytes=1000)
+    for rg in range(3):
+        assert fetch(cache, key(rg))
+    for _ in range(2):  # pages 0-2 come back every 9 reads
+        for rg in (0, 1, 2, 10, 11, 12, 13, 14, 15):
+            cache.get(key(rg))
+    for rg in (7, 20, 21, 22, 7):  # page 7 every 4 reads: worth one of them, not three
+        cache.get(key(rg))
+    assert not cache.put(key(7), page(250), 250)
+    assert cache.stats.bypassed == 1 and cache.stats.evictions == 0 and len(cache) == 3
+    assert budget.used_bytes == cache.used_bytes

@@ -211,6 +211,7 @@ class DevicePageCache(PageCache):
         link = self.rates.h2d
         transfer = link.transfer_seconds(nbytes if link_bytes is None else link_bytes)
         over = self._used + self._reserved + nbytes - self.capacity_bytes
+        lost = 0.0  # worth of what this page displaced so far (admission weighs all of it)
         if over > 0:
             victims = self.policy.victims(over, self._evictable)
             if victims is None:
@@ -218,19 +219,22 @@ class DevicePageCache(PageCache):
             if judged and not self.policy.admit(key, link.latency_s, transfer, victims):
                 self._stats.bypassed += 1
                 return False
+            lost = self.policy.loss(victims)
             for victim in victims:
                 self._evict_entry(victim)
-        displaced: list = []
         while not self.budget.try_reserve(nbytes):
-            # The budget is shared with query work: free what we can, lowest benefit first.
-            victims = self.policy.victims(1, self._evictable)
+            # The budget is shared with query work: free what it lacks, judged as a whole before
+            # anything is evicted (a loop: query work may take memory meanwhile).
+            short = max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes)
+            victims = self.policy.victims(short, self._evictable)
             if not victims:
                 return False
-            displaced.append(victims[0])
-            if judged and not self.policy.admit(key, link.latency_s, transfer, displaced):
+            if judged and not self.policy.admit(key, link.latency_s, transfer, victims, lost):
                 self._stats.bypassed += 1
                 return False
-            self._evict_entry(victims[0])
+            lost += self.policy.loss(victims)
+            for victim in victims:
+                self._evict_entry(victim)
         return True
 
     # ---- pinning and eviction --------------------------------------------------------------------

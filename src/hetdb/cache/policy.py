@@ -201,16 +201,21 @@ class BenefitPolicy:
                 heapq.heappush(window, rank(k, m))
         return out
 
-    def admit(self, key: Hashable, latency: float, transfer: float, victims: Iterable) -> bool:
-        """Whether ``key`` (saving ``latency + transfer`` seconds per access) saves more link time per
-        access tick than the ``victims`` it would displace together; ties keep the residents."""
+    def loss(self, victims: Iterable) -> float:
+        """Link seconds per access tick the resident ``victims`` save together."""
         self._flush_groups()
+        return sum(self._resident[v].saved / self._horizon(v) for v in victims)
+
+    def admit(self, key: Hashable, latency: float, transfer: float, victims: Iterable,
+              already_lost: float = 0.0) -> bool:
+        """Whether ``key`` (saving ``latency + transfer`` seconds per access) saves more link time per
+        access tick than the ``victims`` it would displace together (plus ``already_lost``: what it
+        displaced before, for admissions made victim by victim); ties keep the residents."""
         victims = list(victims)
-        if not victims:
+        if not victims and not already_lost:
             return True
         gain = (latency + transfer) / self._reuse.get(key, math.inf)
-        lost = sum(self._resident[v].saved / self._horizon(v) for v in victims)
-        return gain > lost
+        return gain > already_lost + self.loss(victims)
 
     def order(self) -> list:
         """Evictable resident keys, least worth (next victim) first, recency breaking ties."""
