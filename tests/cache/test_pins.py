@@ -173,3 +173,11 @@ def test_pinned_host_tier_pin_logic(db_path):
     for key in keys:
         host.unkeep(key)
     assert host.kept_bytes() == 0
+
+
+def test_pages_split_into_morsels_count_once(db_path):
+    with hetdb.connect(db_path, device="cpu", threads=8) as con:  # 'small' is cut into 2 morsels
+        for expect in ("disk_to_host", "host_cpu"):
+            text = con.explain("SELECT sum(k + v) FROM small", analyze=True)
+            line = next(x for x in text.splitlines() if x.startswith("Pages by path:"))
+            assert line.startswith(f"Pages by path: {expect} 2 pages/"), line

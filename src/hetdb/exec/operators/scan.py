@@ -229,12 +229,13 @@ class TableScan(Source):
                      rows: tuple[int, int] | None = None):
         """Column ``name`` of row group ``rg`` on the backend; ``rows``: only that (start, stop) slice
         of it (a morsel smaller than a row group: the page is decoded or cached whole)."""
-        col = self._read_column_whole(ctx, reader, name, rg)
+        # a page split into several morsels counts once in the pages by path: with its first morsel
+        col = self._read_column_whole(ctx, reader, name, rg, count_path=rows is None or rows[0] == 0)
         return col if rows is None else slice_column(ctx.backend, col, rows[0], rows[1])
 
-    def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int):
+    def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int, count_path: bool = True):
         """The page through the connection's host page cache (when the route lets scans use it),
-        its path counted for EXPLAIN ANALYZE."""
+        its path counted for EXPLAIN ANALYZE (``count_path``)."""
         from hetdb.cache.router import PageRouter, Route, RouteCounts
 
         cache = getattr(ctx, "host_cache", None)
@@ -246,6 +247,9 @@ class TableScan(Source):
         counts = RouteCounts()
         if cache is not None:
             col, route = cache.read(reader, name, rg, counts=counts)
+            if not count_path:  # the placement decisions count, the page itself does not
+                counts.pages.clear()
+                counts.bytes.clear()
         else:
             col, route = reader.read(name, rg), Route.DISK_DIRECT
         if route is Route.HOST_CPU:
@@ -260,7 +264,7 @@ class TableScan(Source):
                 nbytes = None
         nbytes = nbytes if nbytes is not None else column_nbytes(col)
         ctx.add(self.op_id, pages_read=1, bytes_read=nbytes)
-        if cache is None:
+        if cache is None and count_path:
             counts.add(route, nbytes)
         ctx.add_routes(self.op_id, counts)
         return column_to_device(ctx.backend, col, ctx.dict_cache)
