@@ -113,3 +113,37 @@ def test_eviction_mid_query_leaves_nothing_behind(db_path):
         assert device.cache.pinned_bytes() == device.cache.kept_bytes() > 0  # only the user's pin
     tier = existing_shared_host_cache()
     assert tier is None or tier.pinned_bytes() == tier.kept_bytes()
+
+
+@pytest.mark.parametrize("mode", ["auto", "copy", "disk"])
+def test_streamer_follows_the_router(db_path, mode):
+    """PageStreamer under each forced route: which tiers it touches and the paths it reports."""
+    from hetdb.backend.gpu.memory import DeviceMemoryBudget
+    from hetdb.backend.gpu.stream import PageStreamer
+    from hetdb.cache import DevicePageCache, HostPageCache
+    from hetdb.cache.router import PageRouter
+    from hetdb.storage import Database
+
+    reader = Database.open(db_path, create=False).table("hot")
+    budget = DeviceMemoryBudget(1 << 30)
+    device = DevicePageCache(budget, share=0.5)
+    host = HostPageCache(256 << 20)
+    pages = 2 * reader.num_row_groups
+    for run in range(2):
+        with PageStreamer(reader, ["k", "v"], budget=budget, cache=device, host_cache=host,
+                          router=PageRouter(mode)) as s:
+            total = sum(int(b.num_rows) for _, b in s)
+        assert total == reader.num_rows
+        counts = s.route_counts()
+        assert sum(counts.pages.values()) == pages
+        if mode == "auto":
+            assert counts.pages == ({"disk_to_host": pages} if run == 0 else {"gpu_resident": pages})
+        elif mode == "copy":
+            assert counts.pages == ({"disk_to_host": pages} if run == 0 else {"host_to_gpu": pages})
+            assert len(device) == 0
+        else:
+            assert counts.pages == {"disk_direct": pages} and len(device) == 0 and len(host) == 0
+    assert device.pinned_bytes() == 0 and host.pinned_bytes() == 0
+    device.clear()
+    host.release_memory()
+    assert budget.used_bytes == 0
