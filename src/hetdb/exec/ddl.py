@@ -420,7 +420,9 @@ class StatementRunner:
         return count_result(self._rewrite(name, f'SELECT * FROM "{name}"{keep}', None))
 
     def _pragma(self, st: Statement) -> pa.Table:
-        raise UnsupportedError("PRAGMA (use SET for connection options, SHOW TABLES, DESCRIBE)")
+        from hetdb.exec.pragmas import run_pragma
+
+        return run_pragma(self.con, st.tree)
 
 
 def _no_more(opts: dict, fmt: str) -> None:

@@ -30,6 +30,7 @@ from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
+from hetdb.exec.route_stats import scan_routes
 from hetdb.plan import logical as L
 
 PLAN_CACHE_ENTRIES = 256
@@ -382,6 +383,7 @@ class QueryEngine:
             "peak_gpu_bytes": None,
             "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
             "host_pipelines": len(on_host),
+            "routes": scan_routes(ops).as_dict(),
             "operators": ops,
         }
         if device is not None:
@@ -447,6 +449,9 @@ class QueryEngine:
                  f"Total: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
                  f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
                  f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+        routes = scan_routes(stats["operators"])
+        if routes:
+            total += f"\nPages by path: {routes.format()}"
         if stats["host_pipelines"]:
             total += f"\nHost: {stats['host_pipelines']} small-result pipeline(s) placed on the host"
         if self.device is not None:

@@ -1,13 +1,13 @@
 """PageStreamer: table pages into GPU memory, each routed by where copies of it already live.
 
-Per page (HetCache-style routing):
+Which path a page takes is the router's decision (``cache/router.py``); this module carries it out:
 
-    device cache hit   nothing moves: the cached device Column is used (pinned while in use)
-    host tier hit      one async H2D copy per contiguous run straight out of the pinned block(s) of the
-                       ``HostPageCache`` (no CPU copy, no checksum: it was verified when loaded)
-    miss               an I/O thread reads the page (O_DIRECT) into pinned blocks of the host tier when it
-                       has room, else into a slot of a ring of pinned buffers; the CRC is checked once
-                       there; then the H2D copy as above
+    GPU_RESIDENT   nothing moves: the cached device Column is used (pinned while in use)
+    HOST_TO_GPU    one async H2D copy per contiguous run straight out of the pinned block(s) of the
+                   ``HostPageCache`` (no CPU copy, no checksum: it was verified when loaded)
+    DISK_TO_HOST   an I/O thread reads the page (O_DIRECT) into pinned blocks of the host tier (which
+                   admitted it); the CRC is checked once there; then the H2D copy as above
+    DISK_DIRECT    the same read into a slot of a ring of pinned buffers, then the copy
 
 Pipeline per row group (``depth`` row groups scheduled ahead, triple-buffered by default):
 
@@ -29,8 +29,8 @@ still reads. The copy stream is one per device and process: CuPy's pool reuses a
 stream that allocated it, so one stream lets every scan (and every connection) reuse the same blocks.
 
 Every device byte is a reservation against the ``DeviceMemoryBudget``: cached pages through the
-``DevicePageCache`` (which evicts least-recently-used unpinned pages to make room), pages that do not
-fit in the cache as transient reservations released when the consumer moves on. Only the columns and
+``DevicePageCache`` (which admits and evicts by benefit, ``cache/policy.py``), pages it does not keep
+as transient reservations released when the consumer moves on. Only the columns and
 row groups asked for are read (the caller passes the row groups that survive zone-map pruning).
 """
 
@@ -49,6 +49,8 @@ import numpy as np
 
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
+from hetdb.cache.rates import shared_rates
+from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError
 from hetdb.io import ALIGN, read_range
@@ -105,6 +107,7 @@ class _Page:
     host: HostPage | None = None         # pinned host-tier page the bytes are copied from
     loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
     codec: str = "plain"                 # encoding of the data section (hetdb.codec)
+    route: Route = Route.DISK_DIRECT     # the router's decision
 
 
 @dataclass
@@ -162,12 +165,19 @@ class PageStreamer:
     The yielded arrays stay valid until the next iteration step (or ``close``); a consumer that keeps
     results longer copies them. Use as a context manager or exhaust the iterator, so pins and
     reservations are returned.
+
+    ``router`` decides each page's path (default: automatic); a router that forbids the device or
+    host tier makes the streamer ignore that tier (except that the device cache still gives memory
+    back when a transient page needs it). ``keep``: cache every page on the device regardless of
+    the placement policy (a user's pin loading a table; False pages are still transient when the
+    budget refuses them).
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
-                 direct: bool = True, compressed: bool = False) -> None:
+                 direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
+                 keep: bool = False) -> None:
         import cupy
 
         if depth < 1:
@@ -178,8 +188,15 @@ class PageStreamer:
         self.columns = list(columns)
         self.row_groups = list(range(reader.num_row_groups) if row_groups is None else row_groups)
         self.budget = budget
-        self.cache = cache
-        self.host_cache = host_cache
+        self.router = router or PageRouter()
+        if self.router.cpu_workers:
+            raise ValueError("PageStreamer delivers pages to the GPU only: route HOST_CPU pages elsewhere")
+        self._device_tier = cache  # evicted from under memory pressure even when the route ignores it
+        self.cache = cache if self.router.use_device_tier or keep else None
+        self.host_cache = host_cache if self.router.use_host_tier else None
+        self.keep = keep
+        self.routes = RouteCounts()
+        self._tier_stats0 = self._tier_stats()
         self.depth = depth
         # direct=False reads through the OS page cache (files known to be hot there); O_DIRECT is the
         # default so a scan larger than memory neither pollutes nor depends on the page cache.
@@ -202,7 +219,6 @@ class PageStreamer:
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
-        self._host_mark = host_cache.begin_scan() if host_cache is not None else None
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
 
     # ---- public ----------------------------------------------------------------------------------
@@ -304,15 +320,19 @@ class PageStreamer:
                     n = reader.row_group_rows(rg)
                     codec = page_codec(reader, column, rg)
                     nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec, self.compressed)
-                    if not cache.reserve(nbytes):
-                        complete = False  # the budget is taken by query work: stream the rest
+                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length):
+                        complete = False  # no room (budget taken, or worth less than the cached pages)
                         break
+                    # the policy sees this read like a streamed one (a page not filled is counted
+                    # when it streams)
+                    cache.record_access(key)
                     try:
                         value = self._fill_page(column, rg, loc, host, enc, sections, n, codec)
                     except BaseException:
                         cache.release(nbytes)
                         raise
                     cache.put(key, value, nbytes, reserved=True)
+                    self.routes.add(Route.HOST_TO_GPU, loc.length)
                     self.stats.pages_host += 1
                     self.stats.bytes_host += loc.length
                     self.stats.bytes_h2d += loc.length
@@ -352,12 +372,43 @@ class PageStreamer:
             self._gen.close()  # runs the generator's cleanup if it stopped at a yield
         self._release_scan()
 
+    def _tier_stats(self) -> tuple[int, int, int]:
+        """(admitted, evicted, bypassed) of both tiers so far (a scan reports its deltas)."""
+        out = [0, 0, 0]
+        for tier in (self._device_tier, self.host_cache):
+            if tier is not None:
+                st = tier.stats
+                out[0] += st.admitted
+                out[1] += st.evictions
+                out[2] += st.bypassed
+        return tuple(out)
+
+    def route_counts(self) -> RouteCounts:
+        """Pages and bytes by path so far, with the tiers' placement decisions since the scan began
+        (tiers shared with concurrent scans count theirs too)."""
+        now = self._tier_stats()
+        self.routes.admitted, self.routes.evicted, self.routes.bypassed = (
+            a - b for a, b in zip(now, self._tier_stats0))
+        return self.routes
+
+    def _observe_rates(self) -> None:
+        """Feed the scan's end-to-end rates to the cost model: the disk's when most bytes came from
+        storage, the host→GPU link's when most were copies out of the host tier."""
+        st, rates = self.stats, shared_rates()
+        if st.seconds <= 0:
+            return
+        if st.bytes_read > st.bytes_host:
+            rates.observe_disk(st.bytes_read, st.seconds)
+        elif st.bytes_host:
+            rates.observe_h2d(st.bytes_h2d, st.seconds)
+
     def _release_scan(self) -> None:
         if self._closed:
             return
         self._closed = True
         self._pool.shutdown(wait=True)
         self._copy_stream.synchronize()
+        self._observe_rates()
         self._unpin_host(wait=True)
         for key in self._dict_pins:
             self.cache.unpin(key)
@@ -380,17 +431,15 @@ class PageStreamer:
             page = _Page(column, rg_id, PageKey(table, version, column, rg_id),
                          self.reader.page_location(column, rg_id), enc, sections,
                          self.reader.row_group_rows(rg_id), codec=page_codec(self.reader, column, rg_id))
-            if self.cache is not None:
-                hit = self.cache.get(page.key, pin=True)
-                if hit is not None:
-                    page.value, page.cached = hit, True
-            if page.value is None and self.host_cache is not None:
-                self._route_host(page)
-            if page.value is None and page.host is None and page.future is None:
+            page.route = self.router.route(page.location.length,
+                                           on_gpu=lambda p=page: self._probe_device(p),
+                                           in_host=lambda p=page: self._probe_host(p),
+                                           load_host=lambda p=page: self._start_host_load(p))
+            if page.route is Route.DISK_DIRECT:
                 page.slot_offset = offset
                 offset += page.location.padded_length
             rg.pages.append(page)
-        ring = [p for p in rg.pages if p.value is None and p.host is None and p.future is None]
+        ring = [p for p in rg.pages if p.route is Route.DISK_DIRECT]
         if ring:
             buf = self._slot(rg.slot, offset)
             wait_for = self._slot_events[rg.slot]
@@ -399,21 +448,39 @@ class PageStreamer:
                 p.future = self._pool.submit(self._read_page, p, dest, wait_for)
         return rg
 
-    def _route_host(self, page: _Page) -> None:
-        """A host-tier hit pins the page; a miss takes blocks for it there and starts the load."""
-        loc = page.location
+    def _probe_device(self, page: _Page) -> bool:
+        """Router probe: a device-cache hit, pinned."""
+        if self.cache is None:
+            return False
+        hit = self.cache.get(page.key, pin=True)
+        if hit is None:
+            return False
+        page.value, page.cached = hit, True
+        return True
+
+    def _host_key(self, page: _Page) -> PageKey:
         # The host tier is process-wide: a table *path* (version directory) names the page, not the
         # table name, which another database may share.
-        key = PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
-        hit = self.host_cache.lookup(key, loc, pin=True)
-        if hit is not None:
-            page.host = hit
-            return
-        blocks = self.host_cache.acquire(key, loc.length, loc.padded_length, loc.checksum,
-                                         evict_before=self._host_mark)
-        if blocks is not None:
-            page.loading = True
-            page.future = self._pool.submit(self._load_host, page, blocks)
+        return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
+
+    def _probe_host(self, page: _Page) -> bool:
+        """Router probe: a host-tier hit, pinned."""
+        if self.host_cache is None:
+            return False
+        page.host = self.host_cache.lookup(self._host_key(page), page.location, pin=True)
+        return page.host is not None
+
+    def _start_host_load(self, page: _Page) -> bool:
+        """Router probe: blocks for the page in the host tier (if it admits it) and its load started."""
+        if self.host_cache is None:
+            return False
+        loc = page.location
+        blocks = self.host_cache.acquire(self._host_key(page), loc.length, loc.padded_length, loc.checksum)
+        if blocks is None:
+            return False
+        page.loading = True
+        page.future = self._pool.submit(self._load_host, page, blocks)
+        return True
 
     def _slot(self, slot: int, nbytes: int) -> np.ndarray:
         from hetdb.backend.gpu.memory import pinned_empty
@@ -488,8 +555,10 @@ class PageStreamer:
         with stream:
             for page in rg.pages:
                 if page.cached:
+                    nbytes = _column_nbytes(page.value)
                     self.stats.pages_cached += 1
-                    self.stats.bytes_cached += _column_nbytes(page.value)
+                    self.stats.bytes_cached += nbytes
+                    self.routes.add(Route.GPU_RESIDENT, nbytes)
                     continue
                 from_storage = page.future is not None
                 host = page.future.result() if from_storage else None
@@ -498,7 +567,11 @@ class PageStreamer:
                     page.host, page.loading = host, False
                 nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
                                            page.sections, page.num_rows, page.codec, self.compressed)
-                page.cached = self.cache is not None and self.cache.reserve(nbytes)
+                if self.keep:
+                    page.cached = self.cache.reserve(nbytes)
+                else:
+                    page.cached = self.cache is not None and self.cache.reserve(
+                        nbytes, key=page.key, link_bytes=page.location.length)
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
                 try:
@@ -514,7 +587,9 @@ class PageStreamer:
                         page.cached = False
                     raise
                 if page.cached:
-                    self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True)
+                    self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True,
+                                   link_bytes=page.location.length)
+                self.routes.add(page.route, page.location.length)
                 if from_storage:
                     self.stats.pages_read += 1
                     self.stats.bytes_read += page.location.padded_length
@@ -552,8 +627,8 @@ class PageStreamer:
 
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
-            if self.cache is not None:
-                self.cache.evict(nbytes)
+            if self._device_tier is not None:
+                self._device_tier.evict(nbytes)
             self.budget.reserve(nbytes, f"streaming page {page.row_group} of column '{page.column}' "
                                         f"of table '{self.reader.name}'")
         page.transient_bytes = nbytes
@@ -614,8 +689,8 @@ class PageStreamer:
             cached = self.cache is not None and self.cache.reserve(nbytes)
             if not cached:
                 if not self.budget.try_reserve(nbytes):
-                    if self.cache is not None:
-                        self.cache.evict(nbytes)
+                    if self._device_tier is not None:
+                        self._device_tier.evict(nbytes)
                     self.budget.reserve(nbytes, f"dictionary of column '{column}' of table '{self.reader.name}'")
                 self._dict_transient += nbytes
             cp = self._cupy
