@@ -108,7 +108,9 @@ def test_eviction_mid_query_leaves_nothing_behind(db_path):
             assert sorted(res.fetchall()) == want
             assert res.stats["gpu_leaked_bytes"] == 0
         device = con._get_engine().device
-        assert device.cache.stats.evictions > 0 or device.cache.stats.bypassed > 0
+        st = device.cache.stats
+        # the budget did not hold the scan: pages were evicted, bypassed, or streamed without a cache entry
+        assert st.evictions > 0 or st.bypassed > 0 or st.misses > st.admitted
         assert device.memory.used == 0
         assert device.cache.pinned_bytes() == device.cache.kept_bytes() > 0  # only the user's pin
     tier = existing_shared_host_cache()
