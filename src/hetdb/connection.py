@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextvars
 import dataclasses
 import inspect
 import shutil
@@ -163,6 +164,7 @@ class Connection(LastResult):
         self._registered: dict[str, str] = {}   # lower name -> storage.external key
         self._registered_names: dict[str, str] = {}
         self._last: Result | None = None
+        self._streaming: tuple[Result, Any] | None = None  # (result, stream) of a query still running
         self._lock = threading.RLock()
         self._closed = False
         self._dist = None
@@ -229,22 +231,38 @@ class Connection(LastResult):
 
         return Session(registered=dict(self._registered), frames=scopes)
 
-    def _run(self, sql: str, parameters: Any, scopes: list[dict]) -> Result:
+    def _settle(self) -> None:
+        """Let a query still streaming its result finish before the engine runs anything else: its
+        rest is kept in memory for its Result or reader (a cancelled one just stops)."""
+        if self._streaming is not None:
+            result, stream = self._streaming
+            self._streaming = None
+            try:
+                result._settle()
+            finally:
+                stream.wait_finished()
+
+    def _run(self, sql: str, parameters: Any, scopes: list[dict], stream: bool = False) -> Result:
         from hetdb.exec.ddl import StatementRunner
         from hetdb.sql import external as SX
         from hetdb.sql.statements import statements
         from hetdb.storage import external as X
 
         with self._lock:
+            self._settle()
             stmts = statements(sql, parameters)
             session = self._session(scopes)
             token = SX.SESSION.set(session)
+            streamed = False
             try:
                 result = None
-                for st in stmts:
+                for i, st in enumerate(stmts):
                     if st.kind == "query" and self._dist is not None:
                         table, stats = self._dist.sql(self._get_engine(), st.text)
                         result = Result(table, stats)
+                    elif st.kind == "query" and stream and i == len(stmts) - 1:
+                        streamed = True
+                        result = self._start_stream(st.text, session)
                     elif st.kind == "query":
                         table, stats = self._get_engine().execute(st.text)
                         result = Result(table, stats)
@@ -252,10 +270,45 @@ class Connection(LastResult):
                         result = Result(StatementRunner(self).run(st), {})
             finally:
                 SX.SESSION.reset(token)
-                for key in session.replaced:
-                    X.unregister_source(key)
+                if not streamed:  # a streamed query unregisters them when it ends
+                    for key in session.replaced:
+                        X.unregister_source(key)
             self._last = result
             return result
+
+    def _start_stream(self, sql: str, session: Any) -> Result:
+        """Start ``sql`` on a background thread streaming its result (exec/stream.py); return once it
+        has finished or waits for a reader (its queue is full), raising its error if it failed first."""
+        from hetdb.exec.stream import ResultStream
+        from hetdb.storage import external as X
+
+        stream = ResultStream()
+        engine = self._get_engine()
+        context = contextvars.copy_context()  # the session (replacement scans) the query binds with
+
+        def body() -> None:
+            stats: dict[str, Any] = {}
+            error = None
+            try:
+                stats = context.run(engine.execute_stream, sql, stream)
+            except BaseException as e:  # noqa: BLE001 - handed to the reader / execute()
+                error = e
+            finally:
+                for key in session.replaced:
+                    X.unregister_source(key)
+                stream.finish(error, stats)
+
+        result = Result(None, None, stream)
+        self._streaming = (result, stream)
+        threading.Thread(target=body, name="hetdb-query", daemon=True).start()
+        try:
+            stream.wait_ready()
+        except BaseException:
+            stream.cancel()  # an error (raised here, as before) or Ctrl-C while waiting
+            stream.wait_finished()
+            self._streaming = None
+            raise
+        return result
 
     def sql(self, query: str, params: Any = None) -> Result:
         """Run one or more ``;``-separated statements and return the last one's Result.
@@ -264,8 +317,10 @@ class Connection(LastResult):
 
     def execute(self, query: str, parameters: Any = None) -> Connection:
         """Run statements (as ``sql``) and keep the result for fetchone/fetchall/df/arrow; returns
-        the connection, as DuckDB's does."""
-        self._run(query, parameters, _caller_scopes())
+        the connection, as DuckDB's does. A query's result is streamed: ``fetch_record_batch``
+        reads batches while it still runs (it returns once the query ends or its first batches
+        wait for a reader); the next statement on the connection lets it finish first."""
+        self._run(query, parameters, _caller_scopes(), stream=True)
         return self
 
     def executemany(self, query: str, parameters: list) -> Connection:
@@ -280,6 +335,8 @@ class Connection(LastResult):
         from hetdb.sql import external as SX
         from hetdb.sql.statements import statements
 
+        with self._lock:
+            self._settle()
         stmts = statements(query, None)
         if len(stmts) == 1 and stmts[0].kind == "query":
             # the text sql() plans (no trailing ';'), so EXPLAIN ANALYZE finds the same cached plan
@@ -323,6 +380,7 @@ class Connection(LastResult):
     def _reconfigure(self, options: Options) -> None:
         if options == self.options:
             return
+        self._settle()
         self.options = options
         if self._engine is not None:
             self._engine.close()
@@ -340,7 +398,10 @@ class Connection(LastResult):
         raise HetdbError("hetdb has no open transactions to roll back: each statement commits on its own")
 
     def close(self) -> None:
-        """Release the engine (and delete an in-memory database)."""
+        """Release the engine (and delete an in-memory database); a query still streaming stops."""
+        if self._streaming is not None:
+            self._streaming[1].cancel()
+            self._settle()
         for name in list(self._registered):
             self.unregister(name)
         if self._dist is not None:
@@ -371,8 +432,8 @@ class Cursor(LastResult):
         self._last: Result | None = None
 
     def execute(self, query: str, parameters: Any = None) -> Cursor:
-        """Run ``query`` (parameters as Connection.execute) and keep its result."""
-        self._last = self.connection._run(query, parameters, _caller_scopes())
+        """Run ``query`` (parameters and streaming as Connection.execute) and keep its result."""
+        self._last = self.connection._run(query, parameters, _caller_scopes(), stream=True)
         return self
 
     def executemany(self, query: str, parameters: list) -> Cursor:
@@ -382,6 +443,9 @@ class Cursor(LastResult):
         return self
 
     def close(self) -> None:
+        """Forget the result; a query still streaming it stops."""
+        if self._last is not None:
+            self._last.close()
         self._last = None
 
     def __iter__(self):

@@ -35,12 +35,55 @@ def sql_type_name(t: pa.DataType) -> str:
 
 
 class Result:
-    """The answer of one statement: an Arrow table, execution statistics and a fetch cursor."""
+    """The answer of one statement: an Arrow table, execution statistics and a fetch cursor.
 
-    def __init__(self, table: pa.Table, stats: dict[str, Any] | None = None):
-        self._table = table
-        self.stats = stats or {}
+    A result of ``Connection.execute`` may still be running (``exec/stream.py``): its rows are
+    read from the running query by ``fetch_record_batch``, or collected in full by the first call
+    of anything else."""
+
+    def __init__(self, table: pa.Table | None, stats: dict[str, Any] | None = None, stream: Any = None):
+        self._data = table
+        self._stats = stats or {}
+        self._stream = stream     # the running query's stream, not read yet
+        self._reader_stream = None  # a stream handed to fetch_record_batch's reader
         self._pos = 0
+
+    @property
+    def _table(self) -> pa.Table:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.release()
+            batches = []
+            while (b := stream.get()) is not None:
+                batches.append(b)
+            self._data = pa.Table.from_batches(batches, stream.schema)
+            self._stats = stream.stats
+        return self._data
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Execution statistics (rows, bytes and pages read, time, peak memory, per operator)."""
+        self._table  # noqa: B018 - a running result finishes first
+        s = self._reader_stream
+        return s.stats if s is not None and s.finished else self._stats
+
+    def close(self) -> None:
+        """Stop a query still streaming its result (nothing for a finished one)."""
+        for s in (self._stream, self._reader_stream):
+            if s is not None and not s.finished:
+                s.cancel()
+        if self._stream is not None:
+            self._stream = None
+            self._data = pa.Table.from_batches([], self._data.schema if self._data is not None else pa.schema([]))
+
+    def _settle(self) -> None:
+        """Before another statement runs on the connection: a result not read yet is collected in
+        memory; a reader's query goes on to its end (its rest kept in memory for the reader)."""
+        if self._stream is not None:
+            self._table  # noqa: B018
+        s = self._reader_stream
+        if s is not None and not s.finished:
+            s.release()
 
     # ---- whole results ----------------------------------------------------------------------------
     def arrow(self) -> pa.Table:
@@ -51,7 +94,16 @@ class Result:
     to_arrow_table = arrow
 
     def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
-        """A RecordBatchReader over the rows not fetched yet, ``rows_per_batch`` rows at a time."""
+        """A RecordBatchReader over the rows not fetched yet, ``rows_per_batch`` rows at a time. For
+        a result of ``execute`` still running, the reader yields batches as the query produces them
+        (memory stays bounded: the query waits while the reader does not read); dropping the reader
+        before its end cancels the query; a failure is raised by the reader as a HetdbError."""
+        stream = self._stream
+        if stream is not None:
+            self._stream = None
+            self._reader_stream = stream
+            self._data = pa.Table.from_batches([], stream.schema)  # the rows belong to the reader
+            return pa.RecordBatchReader.from_batches(stream.schema, stream.batches(rows_per_batch))
         rest = self._table.slice(self._pos)
         self._pos = self._table.num_rows
         batches = rest.to_batches(max_chunksize=max(1, int(rows_per_batch)))

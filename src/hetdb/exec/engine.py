@@ -218,20 +218,37 @@ class QueryEngine:
         stats["plan_cached"] = cached
         return table, stats
 
-    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None, reuse: bool = False
-                 ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+    def execute_stream(self, sql: str, stream: Any) -> dict[str, Any]:
+        """Run ``sql`` handing its result to ``stream`` (exec/stream.py) batch by batch while the
+        final pipeline runs; returns the statistics."""
+        def body() -> dict[str, Any]:
+            if stream.rows:  # run_guarded retries on a deep stack: never after rows went out
+                raise HetdbError("the query failed after part of its result was streamed")
+            t0 = time.perf_counter()
+            entry, cached = self.planned(sql)
+            stream.open(to_arrow_table(self.backend, None, entry.plan.fields).schema)
+            plan_seconds = time.perf_counter() - t0
+            _, stats, _ = self.run_plan(entry.plan, entry.physical, stream=stream)
+            stats.update(plan_seconds=plan_seconds, plan_cached=cached, rows=stream.rows)
+            return stats
+
+        return run_guarded("query", body, deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
+
+    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None, reuse: bool = False,
+                 stream: Any = None) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a logical plan (bound and optimized; ``physical`` is its physical plan when already
         made); returns (result, stats, physical plan with per-operator statistics in
         ``stats['operators']``). ``reuse``: ``physical`` comes from the plan cache, so state derived
         from it (fused pipelines' dense tables) may be kept for its next runs."""
         if self.device is None:
-            return self._run(plan, physical, reuse)
+            return self._run(plan, physical, reuse, stream)
         from hetdb.exec.device import is_device_oom
 
         try:
-            return self._run(plan, physical, reuse)
+            return self._run(plan, physical, reuse, stream)
         except Exception as e:
-            if not is_device_oom(e):
+            # a streamed result cannot be run again once part of it went out
+            if not is_device_oom(e) or (stream is not None and stream.rows):
                 raise
         # Out of device memory (hetdb's budget refused what nothing could spill, or CUDA itself ran
         # out): drop cached pages and run again with operators allowed a quarter of their share, so
@@ -242,36 +259,41 @@ class QueryEngine:
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
-            table, stats, physical = self._run(plan, physical, reuse)
+            table, stats, physical = self._run(plan, physical, reuse, stream)
         except Exception as e:
-            if not is_device_oom(e):
+            if not is_device_oom(e) or (stream is not None and stream.rows):
                 raise
             # still too little: the query runs on the CPU, said in its statistics and EXPLAIN ANALYZE
-            return self._run_on_cpu(plan, physical, str(e))
+            return self._run_on_cpu(plan, physical, str(e), stream)
         finally:
             memory.limit = limit
         stats["gpu_oom_retried"] = True
         return table, stats, physical
 
-    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str
+    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str, stream: Any = None
                     ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a query the GPU budget could not hold on the CPU backend (same physical plan)."""
         if self._cpu_engine is None:
             from hetdb.backend.cpu import CpuBackend
 
             self._cpu_engine = QueryEngine(self.db, CpuBackend(), self.options)
-        table, stats, physical = self._cpu_engine._run(plan, physical)
+        table, stats, physical = self._cpu_engine._run(plan, physical, stream=stream)
         stats.update({"peak_gpu_bytes": 0, "pages_cached": 0, "gpu_cache_bytes": self.device.cache.used_bytes,
                       "gpu_leaked_bytes": 0, "gpu_reserved_after": self.device.memory.used,
                       "gpu_over_budget_bytes": 0, "gpu_oom_retried": True,
                       "cpu_fallbacks": {f"query on the CPU: gpu_memory_limit too small ({reason})": 1}})
         return table, stats, physical
 
-    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False
+    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None
              ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         t0 = time.perf_counter()
         if physical is None:
             physical = self.physical_plan(plan)
+        if stream is not None:
+            from hetdb.exec.stream import streaming_plan
+
+            physical = streaming_plan(physical, stream, plan.fields)
+            reuse = False
         spill_root = self.options.spill_dir or os.path.join(
             getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
         spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
