@@ -145,12 +145,16 @@ class LastResult:
 class Connection(LastResult):
     """A connection to a database directory; ``path=":memory:"`` (or None) makes a private database
     in a temporary directory that is deleted on close (it behaves as an in-memory database: tables
-    live in the page cache and go to disk only under memory pressure)."""
+    live in the page cache and go to disk only under memory pressure). ``progress=True`` shows a
+    progress line (stage, rows and pages read, time) on stderr for statements running over a second,
+    also in a notebook (SQL: ``SET progress = true``)."""
 
     def __init__(self, path: str | None = MEMORY, device: str = "auto", *, create: bool = True,
-                 workers: int | None = None, cluster: str | None = None, **options: Any):
+                 workers: int | None = None, cluster: str | None = None, progress: bool = False,
+                 **options: Any):
         from hetdb.storage import Database
 
+        self.progress = self._progress_default = bool(progress)
         self._temp_dir: str | None = None
         if path is None or str(path) == MEMORY:
             self._temp_dir = tempfile.mkdtemp(prefix="hetdb-memory-")
@@ -243,7 +247,6 @@ class Connection(LastResult):
                 stream.wait_finished()
 
     def _run(self, sql: str, parameters: Any, scopes: list[dict], stream: bool = False) -> Result:
-        from hetdb.exec.ddl import StatementRunner
         from hetdb.sql import external as SX
         from hetdb.sql.statements import statements
         from hetdb.storage import external as X
@@ -255,19 +258,8 @@ class Connection(LastResult):
             token = SX.SESSION.set(session)
             streamed = False
             try:
-                result = None
-                for i, st in enumerate(stmts):
-                    if st.kind == "query" and self._dist is not None:
-                        table, stats = self._dist.sql(self._get_engine(), st.text)
-                        result = Result(table, stats)
-                    elif st.kind == "query" and stream and i == len(stmts) - 1:
-                        streamed = True
-                        result = self._start_stream(st.text, session)
-                    elif st.kind == "query":
-                        table, stats = self._get_engine().execute(st.text)
-                        result = Result(table, stats)
-                    else:
-                        result = Result(StatementRunner(self).run(st), {})
+                with self._progress():
+                    result, streamed = self._run_statements(stmts, session, stream)
             finally:
                 SX.SESSION.reset(token)
                 if not streamed:  # a streamed query unregisters them when it ends
@@ -275,6 +267,28 @@ class Connection(LastResult):
                         X.unregister_source(key)
             self._last = result
             return result
+
+    def _progress(self):
+        from hetdb.cli.progress import engine_status, progress_line
+
+        return progress_line(enabled=self.progress, status=engine_status(self), terminal_only=False)
+
+    def _run_statements(self, stmts: list, session: Any, stream: bool) -> tuple[Result | None, bool]:
+        from hetdb.exec.ddl import StatementRunner
+
+        result, streamed = None, False
+        for i, st in enumerate(stmts):
+            if st.kind == "query" and self._dist is not None:
+                table, stats = self._dist.sql(self._get_engine(), st.text)
+                result = Result(table, stats)
+            elif st.kind == "query" and stream and i == len(stmts) - 1:
+                result, streamed = self._start_stream(st.text, session), True
+            elif st.kind == "query":
+                table, stats = self._get_engine().execute(st.text)
+                result = Result(table, stats)
+            else:
+                result = Result(StatementRunner(self).run(st), {})
+        return result, streamed
 
     def _start_stream(self, sql: str, session: Any) -> Result:
         """Start ``sql`` on a background thread streaming its result (exec/stream.py); return once it
@@ -366,15 +380,22 @@ class Connection(LastResult):
     # ---- options -----------------------------------------------------------------------------------
     def set_option(self, name: str, value: Any) -> None:
         """Change a connection option (as SQL ``SET name = value``): threads, host_memory_limit
-        (memory_limit), gpu_memory_limit, batch_rows, zone_maps, spill_dir, host_cache_limit."""
+        (memory_limit), gpu_memory_limit, batch_rows, zone_maps, spill_dir, host_cache_limit;
+        progress (the progress line)."""
         from hetdb.exec.ddl import options_with
 
+        if name == "progress":
+            self.progress = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
+            return
         self._reconfigure(options_with(self.options, name, value, self._defaults))
 
     def reset_option(self, name: str) -> None:
         """Back to the value the connection was opened with (SQL ``RESET name``)."""
         from hetdb.exec.ddl import options_with
 
+        if name == "progress":
+            self.progress = self._progress_default
+            return
         self._reconfigure(options_with(self.options, name, None, self._defaults))
 
     def _reconfigure(self, options: Options) -> None:

@@ -321,7 +321,7 @@ class QueryEngine:
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
-                             "ctx": ctx}
+                             "ctx": ctx, "source": pipe.source}
                 if pipe.pid in skipped:
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
