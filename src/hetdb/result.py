@@ -28,7 +28,19 @@ _TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date3
                "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP"}
 
 
-def sql_type_name(t: pa.DataType) -> str:
+_SQL_TYPE_KEY = b"hetdb.type"  # exec/hostutil.SQL_TYPE_KEY (kept apart: results import no engine)
+
+
+def _is_hugeint(f: pa.Field) -> bool:
+    return bool(f.metadata) and f.metadata.get(_SQL_TYPE_KEY) == b"HUGEINT"
+
+
+def sql_type_name(t: pa.DataType | pa.Field) -> str:
+    """DuckDB's name of a result column's type (a field: its HUGEINT mark is read too)."""
+    if isinstance(t, pa.Field):
+        if _is_hugeint(t):
+            return "HUGEINT"
+        t = t.type
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision},{t.scale})"
     return _TYPE_CODES.get(str(t), str(t).upper())
@@ -130,6 +142,9 @@ class Result:
     def _rows(self, start: int, stop: int) -> list[tuple]:
         part = self._table.slice(start, max(0, stop - start))
         cols = [c.to_pylist() for c in part.columns]
+        for i, f in enumerate(part.schema):
+            if _is_hugeint(f):  # DuckDB gives HUGEINT values as Python ints
+                cols[i] = [None if v is None else int(v) for v in cols[i]]
         return list(zip(*cols)) if cols else [()] * part.num_rows
 
     def fetchone(self) -> tuple | None:
@@ -159,12 +174,12 @@ class Result:
 
     @property
     def types(self) -> list[str]:
-        return [sql_type_name(f.type) for f in self._table.schema]
+        return [sql_type_name(f) for f in self._table.schema]
 
     @property
     def description(self) -> list[tuple]:
         """PEP 249: (name, type_code, None, None, None, None, None) per column."""
-        return [(f.name, sql_type_name(f.type), None, None, None, None, None) for f in self._table.schema]
+        return [(f.name, sql_type_name(f), None, None, None, None, None) for f in self._table.schema]
 
     @property
     def num_rows(self) -> int:

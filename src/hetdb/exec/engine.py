@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -240,12 +241,13 @@ class QueryEngine:
         made); returns (result, stats, physical plan with per-operator statistics in
         ``stats['operators']``). ``reuse``: ``physical`` comes from the plan cache, so state derived
         from it (fused pipelines' dense tables) may be kept for its next runs."""
+        run = self._run if stream is None else functools.partial(self._run, stream=stream)
         if self.device is None:
-            return self._run(plan, physical, reuse, stream)
+            return run(plan, physical, reuse)
         from hetdb.exec.device import is_device_oom
 
         try:
-            return self._run(plan, physical, reuse, stream)
+            return run(plan, physical, reuse)
         except Exception as e:
             # a streamed result cannot be run again once part of it went out
             if not is_device_oom(e) or (stream is not None and stream.rows):
@@ -259,7 +261,7 @@ class QueryEngine:
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
-            table, stats, physical = self._run(plan, physical, reuse, stream)
+            table, stats, physical = run(plan, physical, reuse)
         except Exception as e:
             if not is_device_oom(e) or (stream is not None and stream.rows):
                 raise
