@@ -19,7 +19,7 @@ import pyarrow as pa
 from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
 from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
-from hetdb.errors import HetdbError
+from hetdb.errors import GpuWideValueError, HetdbError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
@@ -248,6 +248,12 @@ class QueryEngine:
 
         try:
             return run(plan, physical, reuse)
+        except GpuWideValueError:
+            if stream is not None and stream.rows:
+                raise
+            # the GPU kernels hold 64-bit values; the CPU path holds HUGEINT / DECIMAL(38) exactly
+            return self._run_on_cpu(plan, physical, "a value needs more than 64 bits",
+                                    oom=False, stream=stream)
         except Exception as e:
             # a streamed result cannot be run again once part of it went out
             if not is_device_oom(e) or (stream is not None and stream.rows):
@@ -266,15 +272,16 @@ class QueryEngine:
             if not is_device_oom(e) or (stream is not None and stream.rows):
                 raise
             # still too little: the query runs on the CPU, said in its statistics and EXPLAIN ANALYZE
-            return self._run_on_cpu(plan, physical, str(e), stream)
+            return self._run_on_cpu(plan, physical, f"gpu_memory_limit too small ({e})", stream=stream)
         finally:
             memory.limit = limit
         stats["gpu_oom_retried"] = True
         return table, stats, physical
 
-    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str, stream: Any = None
-                    ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
-        """Run a query the GPU budget could not hold on the CPU backend (same physical plan)."""
+    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str, oom: bool = True,
+                    stream: Any = None                    ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+        """Run a query the GPU could not (its budget, or a value past 64 bits) on the CPU backend (same
+        physical plan); ``reason`` is what EXPLAIN ANALYZE and the statistics say."""
         if self._cpu_engine is None:
             from hetdb.backend.cpu import CpuBackend
 
@@ -282,8 +289,8 @@ class QueryEngine:
         table, stats, physical = self._cpu_engine._run(plan, physical, stream=stream)
         stats.update({"peak_gpu_bytes": 0, "pages_cached": 0, "gpu_cache_bytes": self.device.cache.used_bytes,
                       "gpu_leaked_bytes": 0, "gpu_reserved_after": self.device.memory.used,
-                      "gpu_over_budget_bytes": 0, "gpu_oom_retried": True,
-                      "cpu_fallbacks": {f"query on the CPU: gpu_memory_limit too small ({reason})": 1}})
+                      "gpu_over_budget_bytes": 0, "gpu_oom_retried": oom,
+                      "cpu_fallbacks": {f"query on the CPU: {reason}": 1}})
         return table, stats, physical
 
     def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None
