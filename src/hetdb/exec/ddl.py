@@ -502,7 +502,9 @@ def _conform(data: pa.Table, schema: list[ColumnSpec]) -> pa.Table:
     for spec in schema:
         arr = data.column(spec.name)
         target = spec.dtype.to_arrow()
-        if arr.type != target:
+        if arr.type != target and arr.null_count == len(arr):
+            arr = pa.nulls(len(arr), target)  # untyped NULLs (VALUES (NULL)) fit any column type
+        elif arr.type != target:
             try:
                 arr = pc.cast(arr, target, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

@@ -354,6 +354,7 @@ class TableWriter:
             fsync_dir(self._table_dir)
             _kill_point("before_current")
             self._publish()
+            _kill_point("after_publish")
         except BaseException:
             if not self._done:
                 self.abort()
