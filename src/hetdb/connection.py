@@ -168,7 +168,9 @@ class Connection(LastResult):
         self._registered: dict[str, str] = {}   # lower name -> storage.external key
         self._registered_names: dict[str, str] = {}
         self._last: Result | None = None
-        self._streaming: tuple[Result, Any] | None = None  # (result, stream) of a query still running
+        # (result, stream, cursor) of a query still running: the cursor holding the result, or None
+        # when Connection.execute started it (then only this connection reaches it)
+        self._streaming: tuple[Result, Any, Any] | None = None
         self._lock = threading.RLock()
         self._closed = False
         self._dist = None
@@ -235,31 +237,37 @@ class Connection(LastResult):
 
         return Session(registered=dict(self._registered), frames=scopes)
 
-    def _settle(self) -> None:
+    def _settle(self, new_statement: bool = False) -> None:
         """Let a query still streaming its result finish before the engine runs anything else: its
-        rest is kept in memory for its Result or reader (a cancelled one just stops)."""
+        rest is kept in memory for its Result, cursor or reader (a cancelled one just stops). With
+        ``new_statement`` a result of Connection.execute that no reader took is cancelled instead:
+        the statement replaces it as the connection's result, so nothing can read it any more."""
         if self._streaming is not None:
-            result, stream = self._streaming
+            result, stream, cursor = self._streaming
             self._streaming = None
             try:
-                result._settle()
+                if new_statement and cursor is None and result._stream is not None:
+                    result.close()
+                else:
+                    result._settle()
             finally:
                 stream.wait_finished()
 
-    def _run(self, sql: str, parameters: Any, scopes: list[dict], stream: bool = False) -> Result:
+    def _run(self, sql: str, parameters: Any, scopes: list[dict], stream: bool = False,
+             cursor: Any = None) -> Result:
         from hetdb.sql import external as SX
         from hetdb.sql.statements import statements
         from hetdb.storage import external as X
 
         with self._lock:
-            self._settle()
+            self._settle(new_statement=True)
             stmts = statements(sql, parameters)
             session = self._session(scopes)
             token = SX.SESSION.set(session)
             streamed = False
             try:
                 with self._progress():
-                    result, streamed = self._run_statements(stmts, session, stream)
+                    result, streamed = self._run_statements(stmts, session, stream, cursor)
             finally:
                 SX.SESSION.reset(token)
                 if not streamed:  # a streamed query unregisters them when it ends
@@ -273,7 +281,7 @@ class Connection(LastResult):
 
         return progress_line(enabled=self.progress, status=engine_status(self), terminal_only=False)
 
-    def _run_statements(self, stmts: list, session: Any, stream: bool) -> tuple[Result | None, bool]:
+    def _run_statements(self, stmts: list, session: Any, stream: bool, cursor: Any) -> tuple[Result | None, bool]:
         from hetdb.exec.ddl import StatementRunner
 
         result, streamed = None, False
@@ -282,7 +290,7 @@ class Connection(LastResult):
                 table, stats = self._dist.sql(self._get_engine(), st.text)
                 result = Result(table, stats)
             elif st.kind == "query" and stream and i == len(stmts) - 1:
-                result, streamed = self._start_stream(st.text, session), True
+                result, streamed = self._start_stream(st.text, session, cursor), True
             elif st.kind == "query":
                 table, stats = self._get_engine().execute(st.text)
                 result = Result(table, stats)
@@ -290,7 +298,7 @@ class Connection(LastResult):
                 result = Result(StatementRunner(self).run(st), {})
         return result, streamed
 
-    def _start_stream(self, sql: str, session: Any) -> Result:
+    def _start_stream(self, sql: str, session: Any, cursor: Any) -> Result:
         """Start ``sql`` on a background thread streaming its result (exec/stream.py); return once it
         has finished or waits for a reader (its queue is full), raising its error if it failed first."""
         from hetdb.exec.stream import ResultStream
@@ -313,7 +321,7 @@ class Connection(LastResult):
                 stream.finish(error, stats)
 
         result = Result(None, None, stream)
-        self._streaming = (result, stream)
+        self._streaming = (result, stream, cursor)
         threading.Thread(target=body, name="hetdb-query", daemon=True).start()
         try:
             stream.wait_ready()
@@ -454,7 +462,7 @@ class Cursor(LastResult):
 
     def execute(self, query: str, parameters: Any = None) -> Cursor:
         """Run ``query`` (parameters and streaming as Connection.execute) and keep its result."""
-        self._last = self.connection._run(query, parameters, _caller_scopes(), stream=True)
+        self._last = self.connection._run(query, parameters, _caller_scopes(), stream=True, cursor=self)
         return self
 
     def executemany(self, query: str, parameters: list) -> Cursor:

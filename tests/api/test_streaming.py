@@ -120,6 +120,18 @@ def test_next_statement_lets_an_open_reader_finish(con):
     assert rest.column("k").to_pylist()[-1] == ROWS - 1
 
 
+def test_next_statement_drops_an_unread_connection_result_but_keeps_a_cursors(con):
+    con.execute("SELECT k FROM t")
+    dropped = con._last._stream
+    cur = con.cursor()
+    cur.execute("SELECT k, g FROM t")
+    assert dropped.finished and dropped.cancelled  # nothing could read it any more
+    kept = cur._last._stream
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(ROWS,)]
+    assert kept.finished and not kept.cancelled
+    assert len(cur.fetchall()) == ROWS  # the cursor's result was collected for it
+
+
 def test_fetch_methods_on_a_streamed_result(con):
     q = "SELECT k, g FROM t WHERE k < 30000"
     want = con.duck.sql(q).fetchall()
