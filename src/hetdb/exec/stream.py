@@ -175,6 +175,8 @@ class _StreamState:
         self.local = threading.local()         # current morsel of this worker in this pipeline
 
     def started(self, index: int) -> None:
+        if not getattr(self.local, "active", False):
+            return  # a thread working on another pipeline's morsels
         if self.stream.cancelled:  # the reader is gone: stop at the next morsel
             raise StreamCancelled("the result reader was closed: query cancelled")
         prev = getattr(self.local, "current", None)
@@ -248,6 +250,7 @@ class StreamSink(CollectSink):
 
     def init_local(self, ctx: ExecContext, g: _StreamState) -> Any:
         g.local.current = None
+        g.local.active = True  # this thread now pushes this pipeline's morsels
         return None
 
     def sink(self, ctx: ExecContext, batch: Batch, g: _StreamState, l: Any) -> None:  # noqa: E741
@@ -259,6 +262,7 @@ class StreamSink(CollectSink):
     def combine(self, ctx: ExecContext, g: _StreamState, l: Any) -> None:  # noqa: E741
         current = getattr(g.local, "current", None)
         g.local.current = None
+        g.local.active = False
         if current is not None:
             g.finished(current)
 
