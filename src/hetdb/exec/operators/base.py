@@ -63,10 +63,15 @@ class ExecContext:
         self._lock = threading.Lock()
         self._local = threading.local()
 
+    # called with the index by set_morsel while a streamed result's pipeline runs (exec/stream.py)
+    on_morsel: Any = None
+
     def set_morsel(self, index: int) -> None:
         """Called by the driver before a morsel's batches are pushed (orders collected results)."""
         self._local.morsel = index
         self._local.sub = 0
+        if self.on_morsel is not None:
+            self.on_morsel(index)
 
     def current_morsel_key(self) -> tuple[int, int]:
         sub = getattr(self._local, "sub", 0)
