@@ -31,7 +31,8 @@ OUTPUT_ROWS = 1 << 16  # rows emitted per held output batch
 WORK_FACTOR = 4  # bytes a merge step needs per byte of block: blocks, their concatenation, keys, sorted copy
 
 
-def _with_ties(ctx: ExecContext, key: tuple[int, int], batch: Batch) -> Batch:
+def with_ties(ctx: ExecContext, key: tuple[int, int], batch: Batch) -> Batch:
+    """``batch`` with the hidden columns that order rows as collected: morsel key and row."""
     xp = ctx.backend.xp
     n = batch.num_rows
     cols = dict(batch.columns)
@@ -61,7 +62,7 @@ def write_run(op: Any, ctx: ExecContext, g: Any, keyed: list[tuple[tuple[int, in
     """Sort ``keyed`` batches (morsel key, batch) into one run on disk; appended to ``g.runs``."""
     if not keyed:
         return
-    batch = concat_batches(ctx.backend, [_with_ties(ctx, k, b) for k, b in keyed], _names(op))
+    batch = concat_batches(ctx.backend, [with_ties(ctx, k, b) for k, b in keyed], _names(op))
     run = ctx.spill_file(_dtypes(op))
     ctx.cleanup.append(run.remove)
     run.write(ctx.backend, take_batch(ctx.backend, batch, _permutation(op, ctx, batch)))

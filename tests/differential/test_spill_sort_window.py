@@ -1,10 +1,14 @@
-"""External sort (ORDER BY past host_memory_limit: sorted runs on disk, k-way merge) against DuckDB.
+"""External sort (ORDER BY past host_memory_limit: sorted runs on disk, k-way merge) and window
+functions over hash-partitioned spill files, against DuckDB.
 
 The table mixes every key kind a sort meets: dictionary and long strings with NULLs, doubles with
 NaN/±inf/-0.0, decimals, dates, low-cardinality integers with many ties. Each query runs under limits
 small enough that the sort spills (several runs; at the smallest, more runs than one merge takes) and
 on 1 and 4 worker threads; answers with a total ORDER BY are compared with DuckDB row by row, and
-ties must come out exactly as the in-memory sort orders them.
+ties must come out exactly as the in-memory sort orders them. Windows spill by PARTITION BY hash
+and must agree with DuckDB (and number peers as the in-memory operator does); one window partition
+larger than the limit, or a window without PARTITION BY past it, fails with OutOfMemoryError naming
+the window operator.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from diff_data import load_duckdb
 
 import hetdb
 from hetdb import types as T
+from hetdb.errors import OutOfMemoryError
 from hetdb.storage import Database
 from hetdb.storage.format import ColumnSpec
 
@@ -115,3 +120,50 @@ def test_top_k_stays_in_memory(spill_db) -> None:
     assert stats["spilled_partitions"] == 0
     assert mismatch(got, duck.sql(sql).to_arrow_table(), TOTAL) is None
     assert got.num_rows == 25
+
+
+WINDOWS = [
+    "SELECT id, k, row_number() OVER (PARTITION BY k ORDER BY id) AS rn, "
+    "sum(d) OVER (PARTITION BY k ORDER BY id) AS sd, lag(sl) OVER (PARTITION BY k ORDER BY id) AS l "
+    "FROM t WHERE k IS NOT NULL ORDER BY id",
+    "SELECT id, rank() OVER (PARTITION BY s, k ORDER BY f DESC) AS r, "
+    "count(*) OVER (PARTITION BY s, k) AS c, max(sl) OVER (PARTITION BY s, k ORDER BY id "
+    "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS m FROM t ORDER BY id",
+    # NaN is one partition and one peer group; -0.0 and 0.0 are one partition
+    "SELECT id, count(*) OVER (PARTITION BY f) AS c, dense_rank() OVER (PARTITION BY k ORDER BY f) AS dr "
+    "FROM t WHERE k IS NOT NULL ORDER BY id",
+]
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_window_partitions_spill(spill_db, threads) -> None:
+    path, duck = spill_db
+    for sql in WINDOWS:
+        want = duck.sql(sql).to_arrow_table()
+        got, stats = _run(path, "384KB", threads, sql)
+        assert want.num_rows > 0
+        assert stats["spilled_partitions"] >= 16, sql
+        assert stats["peak_host_bytes"] <= (384 << 10) + (512 << 10), sql
+        diff = mismatch(got, want, TOTAL)
+        assert diff is None, f"{sql}, {threads} threads: {diff}"
+
+
+def test_spilled_window_numbers_peers_as_in_memory(spill_db) -> None:
+    """row_number() over ties of the ORDER BY: DuckDB leaves their order open; the spilled operator
+    numbers them exactly as the in-memory one (collection order)."""
+    path, _ = spill_db
+    sql = "SELECT id, row_number() OVER (PARTITION BY k ORDER BY s) AS rn FROM t WHERE k IS NOT NULL ORDER BY id"
+    whole, _ = _run(path, None, 4, sql)
+    got, stats = _run(path, "384KB", 4, sql)
+    assert stats["spilled_partitions"] > 0 and whole.num_rows > 0
+    assert mismatch(got, whole, TOTAL) is None
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id, row_number() OVER (ORDER BY sl) AS rn FROM t",  # no PARTITION BY
+    "SELECT id, sum(id) OVER (PARTITION BY k IS NULL) AS x FROM t",  # two partitions of 2,000 / 18,000 rows
+], ids=["no-partition-by", "one-huge-partition"])
+def test_window_partition_past_the_limit_is_a_typed_error(spill_db, sql) -> None:
+    path, _ = spill_db
+    with pytest.raises(OutOfMemoryError, match="Window.*host_memory_limit"):
+        _run(path, "256KB", 4, sql)
