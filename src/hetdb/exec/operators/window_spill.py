@@ -6,8 +6,8 @@ keys (strings through one ``StringKeyEncoder``, -0.0 and NaN canonical), so ever
 lies whole in one file. ``finalize`` computes the files one at a time; a file that does not fit is
 split again by the next four hash bits; a file that cannot be split (one PARTITION BY value larger
 than the limit) fails with ``OutOfMemoryError`` naming the operator, as does a window without
-PARTITION BY past the limit: one window partition is always computed in memory. Results are held
-through ``exec/results.py`` (kept while they fit, else spilled).
+PARTITION BY past the limit: one window partition is always computed in memory. Results go to spill
+files in slices (``exec/results.py``), leaving the memory to the partitions still to compute.
 
 Every spilled row carries its morsel key and position (hidden columns), and a file's rows are put
 back in that order before the window is computed, so peers (ties of the ORDER BY) are numbered
@@ -27,7 +27,7 @@ from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.operators.sort_spill import TIE_COLUMNS, with_ties
-from hetdb.exec.results import hold
+from hetdb.exec.results import spill_slices
 from hetdb.exec.wide import key_value
 
 MAX_LEVEL = 15  # 4 hash bits a level: 60 bits
@@ -118,7 +118,7 @@ def _finish_file(op: Any, ctx: ExecContext, g: Any, f: Any, level: int, out: lis
                     work.force_grow(need)
                 result = op.compute_batch(ctx, _in_scan_order(ctx, f))
                 work.close()
-                out.extend(hold(ctx, g.reservation, result))
+                out.extend(spill_slices(ctx, result))  # the memory is for the partitions still to come
                 return
         finally:
             work.close()
