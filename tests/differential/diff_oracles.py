@@ -122,4 +122,10 @@ def _merge(op: str, values: list):
         return None
     if op == "sum":
         return sum(present)
-    return min(present) if op == "min" else max(present)
+    return min(present, key=_duck_order) if op == "min" else max(present, key=_duck_order)
+
+
+def _duck_order(v) -> tuple:
+    """DuckDB's order: NaN above every number (Python's min/max depend on where a NaN stands)."""
+    nan = isinstance(v, float) and math.isnan(v)
+    return (nan, 0.0 if nan else v)
