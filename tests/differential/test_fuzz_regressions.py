@@ -31,6 +31,13 @@ CASES: list[tuple[str, object, dict, int]] = [
     ("SELECT t0.id, t1.id, t0.big >= t0.dn FROM fa t0 JOIN fa t1 ON t0.s = t1.s AND t0.k = t1.k", None,
      {"host_memory_limit": "16KB", "threads": 4}, 2),
     ("SELECT id, big >= dn, big < 0.5 FROM fa WHERE big = -9223372036854775808", None, {"batch_rows": 1}, 1),
+    # DISTINCT aggregates whose raw rows of one group key pass the limit raised OutOfMemoryError
+    ("SELECT count(t0.b), count(DISTINCT t0.sl) FROM fa t0 FULL JOIN fa t1 ON t0.k < t1.k", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 1),
+    ("SELECT count(DISTINCT t0.f), sum(DISTINCT t0.i), avg(DISTINCT t0.dc), min(t0.s), max(DISTINCT t0.sl), "
+     "count(*), sum(t0.i) FROM fa t0 FULL JOIN fa t1 ON t0.k < t1.k", None, {"host_memory_limit": "16KB"}, 1),
+    ("SELECT t0.dw, max(t0.big), count(DISTINCT t0.s) FROM fa t0 CROSS JOIN fc t1 WHERE t1.k NOT IN (7, 4) "
+     "GROUP BY t0.dw", None, {"host_memory_limit": "16KB", "threads": 4}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct

@@ -71,7 +71,9 @@ def _key_arrays(op: Any, ctx: ExecContext, s: SpillState, batch: Batch) -> list[
                 data = data.astype(xp.int32)
         if col.validity is not None:
             data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
-            arrays.append(col.validity)
+        # a validity for every batch (all true where none is NULL): the arrays, and so the hashes of
+        # equal values, must not depend on whether a batch happens to hold a NULL
+        arrays.append(col.validity if col.validity is not None else xp.ones(batch.num_rows, dtype=bool))
         arrays.append(data)
     return arrays
 
