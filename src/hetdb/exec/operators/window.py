@@ -143,10 +143,7 @@ class WindowSink(Sink):
                 g.held += nbytes
             return
         if not self.partition:
-            raise OutOfMemoryError(
-                f"{self.describe()}: a window without PARTITION BY needs its whole input in memory: "
-                f"{g.reservation.nbytes + nbytes:,} bytes exceed host_memory_limit={ctx.memory.limit:,}; "
-                "raise host_memory_limit or filter the input first")
+            raise self._too_large(ctx, g.reservation.nbytes + nbytes)
         window_spill.spill_buffered(self, ctx, g)
         window_spill.spill(self, ctx, g, [(key, batch)])
 
@@ -157,7 +154,25 @@ class WindowSink(Sink):
             batches = in_morsel_order(g.batches)
             if not batches:
                 return []
-            return [self.compute_batch(ctx, concat_batches(ctx.backend, batches, [f.cid for f in self.fields]))]
+            rows = sum(b.num_rows for b in batches)
+            work = Reservation(ctx.memory)
+            try:
+                need = window_spill.work_bytes(self, g.held, rows) - g.held  # beyond the held input
+                if not work.try_grow(need):
+                    if self.partition:
+                        return window_spill.finish(self, ctx, g)
+                    if rows > window_spill.MIN_ROWS:
+                        raise self._too_large(ctx, g.held + need)
+                    work.force_grow(need)
+                return [self.compute_batch(ctx, concat_batches(ctx.backend, batches, [f.cid for f in self.fields]))]
+            finally:
+                work.close()
+
+    def _too_large(self, ctx: ExecContext, nbytes: int) -> OutOfMemoryError:
+        return OutOfMemoryError(
+            f"{self.describe()}: a window without PARTITION BY needs its whole input in memory: "
+            f"{nbytes:,} bytes exceed host_memory_limit={ctx.memory.limit:,}; raise host_memory_limit or "
+            "filter the input first")
 
     def compute_batch(self, ctx: ExecContext, batch: Batch) -> Batch:
         """Input rows (whole window partitions, in collection order) with every function's column."""

@@ -32,7 +32,13 @@ from hetdb.exec.wide import key_value
 
 MAX_LEVEL = 15  # 4 hash bits a level: 60 bits
 MIN_ROWS = 1 << 10  # a partition of at most this many rows is computed whatever the limit
-WORK_FACTOR = 4  # bytes computing a partition takes per byte of its rows (input, sorted copy, outputs)
+
+
+def work_bytes(op: Any, nbytes: int, rows: int) -> int:
+    """Memory computing a window over ``rows`` rows of ``nbytes`` takes: the rows and their sorted
+    copy, per row the sort keys, permutation, partition/peer boundaries (four int64) and flags, and
+    each function's output and frame bounds (measured: ~8x the input for two int64 columns)."""
+    return 2 * nbytes + rows * (112 + 24 * len(op.funcs))
 
 
 class SpillState:
@@ -114,7 +120,7 @@ def _finish_file(op: Any, ctx: ExecContext, g: Any, f: Any, level: int, out: lis
             return
         work = Reservation(ctx.memory)
         try:
-            need = WORK_FACTOR * f.nbytes
+            need = work_bytes(op, f.nbytes, f.num_rows)
             if work.try_grow(need) or f.num_rows <= MIN_ROWS:
                 if not work.nbytes:
                     work.force_grow(need)
