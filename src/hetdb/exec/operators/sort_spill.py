@@ -27,7 +27,7 @@ from hetdb.exec.results import hold
 
 TIE_COLUMNS = ("__sort_morsel", "__sort_sub", "__sort_row")
 MIN_BLOCK_ROWS = 256  # a merge reads at least this many rows of each run whatever the limit
-OUTPUT_ROWS = 1 << 16  # rows emitted per held output batch
+OUTPUT_ROWS = 1 << 16  # rows emitted per held output batch (at most)
 WORK_FACTOR = 4  # bytes a merge step needs per byte of block: blocks, their concatenation, keys, sorted copy
 
 
@@ -186,6 +186,7 @@ def _final_merge(op: Any, ctx: ExecContext, g: Any, runs: list[Any], block: int)
     out: list[Any] = []
     pending: list[Batch] = []
     rows = 0
+    flush_at = min(OUTPUT_ROWS, len(runs) * block)  # rows emitted but not yet held stay within the merge's budget
 
     def flush() -> None:
         nonlocal pending, rows
@@ -199,7 +200,7 @@ def _final_merge(op: Any, ctx: ExecContext, g: Any, runs: list[Any], block: int)
         pending.append(Batch({c: batch.columns[c] for c in fields}, batch.num_rows))
         rows += batch.num_rows
         ctx.add(op.op_id, rows_out=batch.num_rows)
-        if rows >= OUTPUT_ROWS:
+        if rows >= flush_at:
             flush()
 
     _merge(op, ctx, runs, block, emit)
