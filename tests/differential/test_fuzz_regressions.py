@@ -31,6 +31,10 @@ CASES: list[tuple[str, object, dict, int]] = [
     ("SELECT t0.id, t1.id, t0.big >= t0.dn FROM fa t0 JOIN fa t1 ON t0.s = t1.s AND t0.k = t1.k", None,
      {"host_memory_limit": "16KB", "threads": 4}, 2),
     ("SELECT id, big >= dn, big < 0.5 FROM fa WHERE big = -9223372036854775808", None, {"batch_rows": 1}, 1),
+    # SUM/AVG states of DECIMAL (DECIMAL(38) sums) that spill (was a known fuzz issue: "cannot convert
+    # decimal values to scale 4")
+    ("SELECT k, s, sum(dw), avg(dw), sum(dc), sum(DISTINCT dc) FROM fa GROUP BY k, s", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 2),
     # DISTINCT aggregates whose raw rows of one group key pass the limit raised OutOfMemoryError
     ("SELECT count(t0.b), count(DISTINCT t0.sl) FROM fa t0 FULL JOIN fa t1 ON t0.k < t1.k", None,
      {"host_memory_limit": "16KB", "threads": 4}, 1),
