@@ -81,6 +81,13 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
         raise HetdbError(f"unknown connection option: {e} (known: {known})") from None
 
 
+def _check_route(options: Options, backend) -> None:
+    """HetdbError when the ``route`` option forces a path this connection's device cannot take."""
+    from hetdb.cache.router import check_mode
+
+    check_mode(options.route, gpu=backend.name == "gpu")
+
+
 def _caller_scopes() -> list[dict]:
     """Local and global variables of the first caller outside hetdb (for replacement scans)."""
     frame = inspect.currentframe()
@@ -159,6 +166,7 @@ class Connection(LastResult):
         self.options = _make_options(device, options)
         self._defaults = self.options
         self.backend = resolve_backend(device)
+        _check_route(self.options, self.backend)
         self._engine = None
         self._registered: dict[str, str] = {}   # lower name -> storage.external key
         self._registered_names: dict[str, str] = {}
@@ -323,6 +331,7 @@ class Connection(LastResult):
     def _reconfigure(self, options: Options) -> None:
         if options == self.options:
             return
+        _check_route(options, self.backend)
         self.options = options
         if self._engine is not None:
             self._engine.close()
@@ -331,6 +340,24 @@ class Connection(LastResult):
     def cursor(self) -> Cursor:
         """A PEP 249 cursor on this connection (its own current result)."""
         return Cursor(self)
+
+    # ---- pins --------------------------------------------------------------------------------------------
+    def pin(self, table: str, columns: list[str] | str | None = None, tier: str = "gpu") -> dict:
+        """Load ``columns`` (default: all) of ``table`` into ``tier`` ("gpu" or "host") and keep them
+        there, never evicted, counted against the tier's budget (``PinError`` when they do not fit).
+        SQL: ``PRAGMA hetdb_pin('t', columns='a,b', tier='host')``. Returns what was pinned."""
+        from hetdb.cache.pins import pin
+
+        with self._lock:
+            return pin(self, table, columns, tier)
+
+    def unpin(self, table: str, columns: list[str] | str | None = None, tier: str | None = None) -> int:
+        """Release pins of ``table`` (``columns`` of it; in ``tier``, or every tier): the pages stay
+        cached, evictable again. Returns how many pages were released."""
+        from hetdb.cache.pins import unpin
+
+        with self._lock:
+            return unpin(self, table, columns, tier)
 
     # ---- life cycle --------------------------------------------------------------------------------
     def commit(self) -> None:
@@ -346,6 +373,9 @@ class Connection(LastResult):
         if self._dist is not None:
             self._dist.close()
             self._dist = None
+        from hetdb.cache.pins import release_all
+
+        release_all(self)
         if self._engine is not None:
             self._engine.close()
             self._engine = None

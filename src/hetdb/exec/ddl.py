@@ -420,7 +420,9 @@ class StatementRunner:
         return count_result(self._rewrite(name, f'SELECT * FROM "{name}"{keep}', None))
 
     def _pragma(self, st: Statement) -> pa.Table:
-        raise UnsupportedError("PRAGMA (use SET for connection options, SHOW TABLES, DESCRIBE)")
+        from hetdb.exec.pragmas import run_pragma
+
+        return run_pragma(self.con, st.tree)
 
 
 def _no_more(opts: dict, fmt: str) -> None:
@@ -530,7 +532,7 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
             raise SqlError(f"SET {name}: expected a whole number, got {value!r}") from None
         if value < 1:
             raise SqlError(f"SET {name}: must be at least 1")
-    elif key in ("zone_maps", "reuse_fused_state"):
+    elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":
         value = os.fspath(value)

@@ -19,6 +19,7 @@ from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
 from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
 from hetdb.errors import GpuWideValueError, HetdbError
+from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
@@ -29,6 +30,7 @@ from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
+from hetdb.exec.route_stats import scan_routes
 from hetdb.plan import logical as L
 
 PLAN_CACHE_ENTRIES = 256
@@ -179,6 +181,19 @@ class QueryEngine:
             del self._plans[sql]
         from hetdb.sql import bind
 
+        key = self._shared_key(sql)
+        shared = plan_cache.lookup(key, self.db) if key is not None else None
+        if shared is not None:
+            # planned by another connection of this process against the same table versions
+            try:
+                readers = tuple((n, self.db.table(n)) for n, _ in shared.tables)
+            except HetdbError:
+                readers = None
+            if readers is not None:
+                entry = CachedPlan(shared.plan, shared.physical, readers)
+                self._remember(sql, entry)
+                self.plan_cache_hits += 1
+                return entry, True
         self.live = {"stage": "planning"}
         bound = bind(sql, self.db)
         plan = self._optimize(bound)
@@ -187,13 +202,29 @@ class QueryEngine:
         if names is not None:
             try:
                 readers = tuple((n, self.db.table(n)) for n in sorted(names))
+                identities = tuple((n, self.db.table_identity(n)) for n in sorted(names))
             except HetdbError:
                 return entry, False
             entry = CachedPlan(plan, entry.physical, readers)
-            self._plans[sql] = entry
-            while len(self._plans) > PLAN_CACHE_ENTRIES:
-                self._plans.popitem(last=False)
+            self._remember(sql, entry)
+            if key is not None:
+                plan_cache.store(key, plan, entry.physical, identities)
         return entry, False
+
+    def _remember(self, sql: str, entry: CachedPlan) -> None:
+        self._plans[sql] = entry
+        while len(self._plans) > PLAN_CACHE_ENTRIES:
+            self._plans.popitem(last=False)
+
+    def _shared_key(self, sql: str) -> tuple | None:
+        """The process-wide plan cache's key of ``sql`` on this connection (exec/plan_cache.py)."""
+        if not isinstance(sql, str):
+            return None
+        from hetdb.sql.external import SESSION
+
+        session = SESSION.get()
+        registered = frozenset(session.registered) if session is not None else frozenset()
+        return plan_cache.plan_key(self.db, sql, self.options, self.backend.name, registered)
 
     def _current(self, entry: CachedPlan) -> bool:
         try:
@@ -352,6 +383,7 @@ class QueryEngine:
             "peak_gpu_bytes": None,
             "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
             "host_pipelines": len(on_host),
+            "routes": scan_routes(ops).as_dict(),
             "operators": ops,
         }
         if device is not None:
@@ -417,6 +449,9 @@ class QueryEngine:
                  f"Total: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
                  f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
                  f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+        routes = scan_routes(stats["operators"])
+        if routes:
+            total += f"\nPages by path: {routes.format()}"
         if stats["host_pipelines"]:
             total += f"\nHost: {stats['host_pipelines']} small-result pipeline(s) placed on the host"
         if self.device is not None:

@@ -103,10 +103,8 @@ class Database:
         return isinstance(name, str) and bool(name) and not name.startswith(".") and "/" not in name \
             and os.path.exists(os.path.join(self._table_dir(name), CURRENT))
 
-    def table(self, name: str) -> TableReader:
-        """A snapshot reader of the table's committed version."""
-        if not self.has_table(name):
-            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+    def _committed(self, name: str) -> tuple[int, str, tuple[int, int, int, int] | None]:
+        """(committed version, its directory, the identity of its manifest or None)."""
         tdir = self._table_dir(name)
         version = versions.committed_version(tdir, name)
         vdir = os.path.join(tdir, f"v{version}")
@@ -116,6 +114,20 @@ class Database:
             identity = (version, st.st_ino, st.st_size, st.st_mtime_ns)
         except OSError:
             identity = None
+        return version, vdir, identity
+
+    def table_identity(self, name: str) -> tuple[int, int, int, int] | None:
+        """What identifies the committed version of table ``name`` for every Database object of this path
+        (version and manifest file identity); None when it cannot be read."""
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        return self._committed(name)[2]
+
+    def table(self, name: str) -> TableReader:
+        """A snapshot reader of the table's committed version."""
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        version, vdir, identity = self._committed(name)
         cached = self._readers.get(name)
         if identity is not None and cached is not None and cached[0] == identity:
             return cached[1]

@@ -37,6 +37,7 @@ class OpStats:
     row_groups_read: int = 0
     row_groups_skipped: int = 0
     fused: str = ""                # GPU: "fused" or why the pipeline ran operator at a time
+    routes: Any = None             # scans: cache.router.RouteCounts (pages/bytes by path, cache decisions)
 
 
 class ExecContext:
@@ -84,6 +85,18 @@ class ExecContext:
         with self._lock:
             for k, v in deltas.items():
                 setattr(s, k, getattr(s, k) + v)
+
+    def add_routes(self, op_id: int, counts: Any) -> None:
+        """Add a scan's pages/bytes by path and cache decisions (a cache.router.RouteCounts)."""
+        if not counts:
+            return
+        from hetdb.cache.router import RouteCounts
+
+        s = self.stat(op_id)
+        with self._lock:
+            if s.routes is None:
+                s.routes = RouteCounts()
+            s.routes.merge(counts)
 
     @property
     def batch_rows(self) -> int | None:
