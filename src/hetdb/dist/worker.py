@@ -16,6 +16,9 @@ from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner, _Open
 from hetdb.plan import logical as L
 from hetdb.plan.expr import ColumnRef, Field
 
+# Exchange batches of fewer rows go uncompressed (their layout would outweigh what the codecs save).
+COMPRESS_MIN_ROWS = 64
+
 
 def _sizes(message: list) -> tuple[int, int, int]:
     """(rows, raw bytes, bytes on the wire) of one message."""
@@ -124,21 +127,25 @@ class Worker:
         else:
             parts = [table] * n
         encoded: dict[int, Any] = {}
+        encode_seconds = 0.0
         messages = []
         for _, dests in route:
             items = []
             for d in dests:
-                if d != index and compress and parts[d].num_rows:
+                if d != index and compress and parts[d].num_rows >= COMPRESS_MIN_ROWS:
                     key = d if stage.exchange == "hash" else -1  # one table sent to all: encoded once
                     if key not in encoded:
-                        encoded[key] = encode_batch(parts[d])
+                        batch = encode_batch(parts[d])
+                        encode_seconds += batch.encode_seconds
+                        # a batch its layout makes larger goes as it is
+                        encoded[key] = batch if batch.nbytes < parts[d].nbytes else parts[d]
                     items.append((d, encoded[key]))
                 else:
                     items.append((d, parts[d]))
             messages.append(items)
         info = {"stage": stage.sid, "worker": index, "rows": table.num_rows,
                 "messages": [(r, 1, *_sizes(m)) for (r, _), m in zip(route, messages) if r != index],
-                "encode_seconds": sum(b.encode_seconds for b in encoded.values()),
+                "encode_seconds": encode_seconds,
                 "decode_seconds": decode_seconds, "seconds": time.perf_counter() - t0,
                 "bytes_read": stats["bytes_read"],
                 "plan": physical.format(stats["operators"]) if analyze else ""}
