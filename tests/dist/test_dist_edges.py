@@ -239,7 +239,9 @@ def test_dist_option_without_workers_is_a_typed_error(edge_db) -> None:
         hetdb.connect(edge_db.path, device="cpu", worker_hosts=[0])
 
 
-HEAVY = "select count(*) c, sum(a.v - b.v) s from fact a join fact b on a.k = b.k"
+# ~90M joined rows (90% of fact shares one key): seconds on any machine, so a kill lands mid-query
+HEAVY = ("select count(*) c, sum(a.v - b.v) s from (select k, v from fact union all select k, v from fact "
+         "union all select k, v + 1 from fact) a join fact b on a.k = b.k")
 
 
 def _kill_mid_query(con, sql: str, victim: int) -> tuple[dict, float]:
@@ -256,7 +258,7 @@ def _kill_mid_query(con, sql: str, victim: int) -> tuple[dict, float]:
 
     thread = threading.Thread(target=go)
     thread.start()
-    time.sleep(0.5)
+    time.sleep(0.3)
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     thread.join(120)

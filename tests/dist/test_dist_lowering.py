@@ -47,3 +47,26 @@ def test_count_distinct_shuffles_by_key_and_argument(con) -> None:
 def test_mixed_distinct_shuffles_rows(con) -> None:
     d = lower(con._get_engine().logical_plan("select count(distinct v) c, count(*) n from s"), 2)
     assert d.stages[0].exchange == "gather" and "count distinct" in d.stages[0].note
+
+
+@pytest.mark.parametrize("labels", [[0, 0, 1, 1], ["x", "y", "x", "y", "x"], [0, 0, 0, 1], [5, 5, 5]])
+def test_two_level_routes_deliver_every_row_once(labels) -> None:
+    from hetdb.dist.runtime import _route
+    from hetdb.dist.topology import Topology
+
+    topo = Topology.of(labels)
+    n = len(labels)
+    for w in range(n):
+        route = _route("hash", w, n, topo)
+        carried = sorted(d for _, dests in route for d in dests)
+        assert carried == list(range(n))  # each destination's rows in exactly one message
+        for p, dests in route:
+            assert topo.same_host(p, w) or not topo.two_level
+            # a relay forwards to each of its destinations; on its own host only to itself
+            assert all(d in topo.relayed_by(p) for d in dests) or not topo.two_level
+    if topo.two_level:
+        for p in range(n):
+            assert all(d == p or not topo.same_host(d, p) for d in topo.relayed_by(p))
+        one_level_across = sum(1 for a in range(n) for b in range(n) if not topo.same_host(a, b))
+        two_level_across = sum(1 for p in range(n) for d in topo.relayed_by(p) if d != p)
+        assert two_level_across < one_level_across
