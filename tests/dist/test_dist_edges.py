@@ -195,9 +195,11 @@ TWO_LEVEL = ("skew_join_agg", "avg_decimal", "global_avg_decimal", "count_distin
 
 def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
     """4 workers on two logical hosts: every repartition goes through both levels, compressed; the
-    answers are the one-worker answers exactly (avg from exact sums) and DuckDB's."""
+    answers are the one-worker answers exactly (avg from exact sums) and DuckDB's. Then the same
+    workers on one host without compression: one level, raw bytes."""
     with hetdb.connect(edge_db.path, device="cpu") as one:
         expected = {name: one.sql(QUERIES[name]).arrow() for name in TWO_LEVEL}
+        one_count_distinct = expected["count_distinct"]
     with hetdb.connect(edge_db.path, device="cpu", workers=4, worker_hosts=["a", "a", "b", "b"]) as con:
         con._dist.broadcast_rows = 0
         for name in TWO_LEVEL:
@@ -208,21 +210,18 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
         stats = con.sql(QUERIES["skew_join_agg"]).stats
         assert 0 < stats["bytes_shuffled"] < stats["bytes_shuffled_raw"]
         text = con.explain(QUERIES["skew_join_agg"], analyze=True)
+        # the same workers on their one real host, uncompressed: a one-level exchange of Arrow tables
+        con._dist.compress, con._dist.host_labels = False, None
+        res = con.sql(QUERIES["count_distinct"])
+        assert _same(res.arrow(), one_count_distinct)
+        assert res.stats["bytes_shuffled"] == res.stats["bytes_shuffled_raw"] > 0 and res.stats["hosts"] == 1
+        plain = con.explain(QUERIES["skew_join_agg"], analyze=True)
     # 2 hosts x 2 workers: each worker sends 1 message inside its host, each relay 1 across hosts
     assert text.count("messages: level 1 (inside hosts) 4 = ") >= 3, text
     assert text.count("level 2 (across hosts) 4 = ") >= 3, text
     assert "wire=" in text and "encode=" in text and "decode inputs=" in text
-
-
-def test_uncompressed_one_level_exchange(edge_db) -> None:
-    with hetdb.connect(edge_db.path, device="cpu", workers=3, shuffle_compression=False) as con:
-        con._dist.broadcast_rows = 0
-        res = con.sql(QUERIES["count_distinct"])
-        assert _rows(res.arrow()) == _rows(edge_db.duck.sql(QUERIES["count_distinct"]).to_arrow_table())
-        assert res.stats["bytes_shuffled"] == res.stats["bytes_shuffled_raw"] > 0
-        text = con.explain(QUERIES["skew_join_agg"], analyze=True)
-    # one host: 3 workers send 2 messages each per exchange, all inside the host
-    assert "messages (one level): 6 inside hosts = " in text and "; 0 across hosts = 0 bytes" in text
+    # one host: 4 workers send 3 messages each per exchange, all inside the host
+    assert "messages (one level): 12 inside hosts = " in plain and "; 0 across hosts = 0 bytes" in plain
 
 
 @pytest.mark.parametrize("options,match", [
@@ -267,6 +266,7 @@ def _kill_mid_query(con, sql: str, victim: int) -> tuple[dict, float]:
     return out, pid
 
 
+@pytest.mark.slow
 def test_killed_worker_fails_typed_then_retries(edge_db) -> None:
     truth = edge_db.duck.sql(HEAVY).fetchall()
     with hetdb.connect(edge_db.path, device="cpu", workers=3, worker_retries=0) as con:
