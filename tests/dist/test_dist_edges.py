@@ -210,6 +210,11 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
         stats = con.sql(QUERIES["skew_join_agg"]).stats
         assert 0 < stats["bytes_shuffled"] < stats["bytes_shuffled_raw"]
         text = con.explain(QUERIES["skew_join_agg"], analyze=True)
+        # only the batches leaving a host compressed: fewer bytes on the wire than raw, more than all
+        con._dist.compress = "across_hosts"
+        across = con.sql(QUERIES["skew_join_agg"]).stats
+        assert _same(con.sql(QUERIES["count_distinct"]).arrow(), one_count_distinct)
+        assert stats["bytes_shuffled"] < across["bytes_shuffled"] < across["bytes_shuffled_raw"]
         # the same workers on their one real host, uncompressed: a one-level exchange of Arrow tables
         con._dist.compress, con._dist.host_labels = False, None
         res = con.sql(QUERIES["count_distinct"])
@@ -225,7 +230,7 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
 
 
 @pytest.mark.parametrize("options,match", [
-    ({"shuffle_compression": "yes"}, "shuffle_compression must be True or False"),
+    ({"shuffle_compression": "yes"}, "shuffle_compression must be True, False or 'across_hosts'"),
     ({"worker_hosts": [0, 1]}, "worker_hosts must list one host label"),
     ({"worker_retries": -1}, "worker_retries must be a non-negative integer")])
 def test_bad_dist_options_are_typed_errors(edge_db, options, match) -> None:

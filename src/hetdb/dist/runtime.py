@@ -43,7 +43,7 @@ class DistRuntime:
     local one (shut down again by ``close``).
 
     ``dist_options``: ``shuffle_compression`` (default True: exchanged batches are encoded with
-    hetdb's codecs), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
+    hetdb's codecs; "across_hosts": only those for workers of other hosts), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
     a placement option that makes the two-level exchange testable on one machine) and
     ``worker_retries`` (default 1: a query that loses a worker runs again on the remaining ones)."""
 
@@ -53,8 +53,8 @@ class DistRuntime:
             raise HetdbError(f"workers must be a positive integer, not {workers!r}")
         dist_options = dist_options or {}
         self.compress = dist_options.get("shuffle_compression", True)
-        if not isinstance(self.compress, bool):
-            raise HetdbError(f"shuffle_compression must be True or False, not {self.compress!r}")
+        if self.compress not in (True, False, "across_hosts"):
+            raise HetdbError(f"shuffle_compression must be True, False or 'across_hosts', not {self.compress!r}")
         self.host_labels = parse_worker_hosts(dist_options.get("worker_hosts"), workers)
         self.retries = dist_options.get("worker_retries", 1)
         if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
@@ -135,7 +135,7 @@ class DistRuntime:
                 inputs = {sid: outs[sid][w] for sid in stage.inputs}
                 route = _route(stage.exchange, w, n, topo)
                 refs = actors[w].run.options(num_returns=len(route) + 1).remote(
-                    w, n, stage, inputs, route, self.compress, analyze)
+                    w, n, stage, inputs, route, self._encoded_for(w, n, topo), analyze)
                 infos.append((w, stage.sid, refs[-1]))
                 for (recipient, _), ref in zip(route, refs[:-1]):
                     (relay_in if two_level else inbox)[recipient].append(ref)
@@ -162,6 +162,12 @@ class DistRuntime:
                        "bytes_shuffled": sum(m[4] for m in sent),
                        "bytes_shuffled_raw": sum(m[3] for m in sent),
                        "messages": len(sent)}
+
+    def _encoded_for(self, w: int, n: int, topo: Topology) -> list[int]:
+        """The destinations whose rows worker ``w`` sends compressed."""
+        if self.compress == "across_hosts":
+            return [d for d in range(n) if not topo.same_host(w, d)]
+        return [d for d in range(n) if d != w] if self.compress else []
 
     def _collect(self, infos: list[tuple[int, int, Any]], actors: list) -> list[dict]:
         """Every task's statistics; the first failure becomes a typed error (a dead worker:

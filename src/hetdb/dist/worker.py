@@ -112,10 +112,11 @@ class Worker:
         return os.getpid(), ray.get_runtime_context().get_node_id()
 
     def run(self, index: int, workers: int, stage: Stage, inputs: dict[int, list[Any]],
-            route: list[tuple[int, list[int]]], compress: bool, analyze: bool = False) -> tuple:
-        """Runs ``stage`` as worker ``index`` of ``workers`` on the exchange messages of ``inputs`` (stage id -> references to the
-        messages addressed to this worker); returns one message per ``route`` entry (recipient, the
-        destinations whose rows it carries), then the statistics."""
+            route: list[tuple[int, list[int]]], compress: list[int], analyze: bool = False) -> tuple:
+        """Runs ``stage`` as worker ``index`` of ``workers`` on the exchange messages of ``inputs``
+        (stage id -> references to the messages addressed to this worker); returns one message per
+        ``route`` entry (recipient, the destinations whose rows it carries), then the statistics.
+        Rows for the destinations in ``compress`` are sent as encoded batches."""
         t0 = time.perf_counter()
         tables, decode_seconds = _receive(index, inputs)
         physical = plan_stage(stage, index, workers, tables)
@@ -132,7 +133,7 @@ class Worker:
         for _, dests in route:
             items = []
             for d in dests:
-                if d != index and compress and parts[d].num_rows >= COMPRESS_MIN_ROWS:
+                if d != index and d in compress and parts[d].num_rows >= COMPRESS_MIN_ROWS:
                     key = d if stage.exchange == "hash" else -1  # one table sent to all: encoded once
                     if key not in encoded:
                         batch = encode_batch(parts[d])
