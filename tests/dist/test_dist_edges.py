@@ -52,6 +52,11 @@ QUERIES = {
                       "from fact group by k",
     "global_distinct": "select count(distinct v) dv, avg(distinct k) ak from fact",
     "distinct_strings": "select count(distinct name) c from dim where k < 50",
+    "window_stats": "select k, stddev_samp(v) sd, median(v) md, arg_max(v, id) am, "
+                    "string_agg(cast(v as varchar), ',' order by v, id) sa from fact where id < 150 group by k",
+    "window_rank": "select id, k, rank() over (partition by k order by v desc, id) r from fact where id < 150",
+    "window_global": "select id, sum(v) over (order by id rows between 2 preceding and current row) s "
+                     "from fact where id < 100",
 }
 
 

@@ -70,3 +70,10 @@ def test_two_level_routes_deliver_every_row_once(labels) -> None:
         one_level_across = sum(1 for a in range(n) for b in range(n) if not topo.same_host(a, b))
         two_level_across = sum(1 for p in range(n) for d in topo.relayed_by(p) if d != p)
         assert two_level_across < one_level_across
+
+
+def test_windows_and_holistic_aggregates_shuffle_by_partition(con) -> None:
+    d = lower(con._get_engine().logical_plan("select k, stddev_samp(v) sd, median(v) md from s group by k"), 2)
+    assert not d.fallback and d.stages[0].exchange == "hash" and d.stages[0].note == "window partition"
+    d = lower(con._get_engine().logical_plan("select v, sum(v) over (order by v) s from s"), 2)
+    assert not d.fallback and d.stages[0].exchange == "gather" and d.stages[1].single

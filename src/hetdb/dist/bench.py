@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hosts", type=int, default=1, help="logical hosts the workers are split into")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--queries", nargs="*")
+    ap.add_argument("--modes", nargs="+", default=["off", "on"], choices=["off", "on", "across_hosts"],
+                    help="shuffle_compression settings to measure (the first is the baseline)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
     import ray
@@ -73,21 +75,25 @@ def main(argv: list[str] | None = None) -> None:
     ray.init(num_cpus=max(args.workers), include_dashboard=False, log_to_driver=False)
     rows = []
     for n in args.workers:
-        for compress in (False, True):
+        for mode in args.modes:
+            compress = {"off": False, "on": True}.get(mode, mode)
             got = measure(args.db, args.suite, n, compress, args.hosts, args.repeat, args.queries)
             rows.extend(got)
             raw, wire = sum(r["raw"] for r in got), sum(r["wire"] for r in got)
-            print(f"{args.suite} workers={n} hosts={args.hosts} compression={'on' if compress else 'off'}: "
+            print(f"{args.suite} workers={n} hosts={args.hosts} compression={mode}: "
                   f"shuffled raw={raw:,} wire={wire:,} ({raw / max(1, wire):.2f}x) "
                   f"messages={sum(r['messages'] for r in got):,} "
                   f"encode={sum(r['encode_s'] for r in got):.2f}s decode={sum(r['decode_s'] for r in got):.2f}s "
                   f"query time={sum(r['seconds'] for r in got):.2f}s", flush=True)
-    print(f"{'query':8} {'n':>2} {'raw MB':>9} {'wire MB':>9} {'ratio':>6} {'off s':>7} {'on s':>7}")
+    base = {"off": False, "on": True}.get(args.modes[0], args.modes[0])
+    print(f"{'query':8} {'n':>2} {'mode':>12} {'raw MB':>9} {'wire MB':>9} {'ratio':>6} {'s':>7} {'base s':>7}")
     for r in rows:
-        if not r["compress"]:
-            on = next(x for x in rows if x["compress"] and x["query"] == r["query"] and x["workers"] == r["workers"])
-            print(f"{r['query']:8} {r['workers']:>2} {r['raw'] / 1e6:9.2f} {on['wire'] / 1e6:9.2f} "
-                  f"{r['raw'] / max(1, on['wire']):6.2f} {r['seconds']:7.2f} {on['seconds']:7.2f}")
+        if r["compress"] != base:
+            b = next(x for x in rows if x["compress"] == base and x["query"] == r["query"]
+                     and x["workers"] == r["workers"])
+            print(f"{r['query']:8} {r['workers']:>2} {str(r['compress']):>12} {r['raw'] / 1e6:9.2f} "
+                  f"{r['wire'] / 1e6:9.2f} {r['raw'] / max(1, r['wire']):6.2f} {r['seconds']:7.2f} "
+                  f"{b['seconds']:7.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -2,7 +2,8 @@
 nodes. A stage is a logical subplan every worker (or only worker 0, for a single-worker stage) runs
 with hetdb's own operators over its share of the input; its output goes through one exchange:
 
-- ``hash``: rows are repartitioned by the hash of key expressions (join keys, group keys);
+- ``hash``: rows are repartitioned by the hash of key expressions (join keys, group keys, window
+  partition keys);
 - ``broadcast``: every worker receives all rows (small build sides);
 - ``gather``: all rows go to worker 0 (final ORDER BY / LIMIT, global aggregates, the result).
 
@@ -20,6 +21,7 @@ from hetdb import types as T
 from hetdb.errors import UnsupportedError
 from hetdb.plan import logical as L
 from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field
+from hetdb.plan.window import Window
 
 # Build sides estimated at most this many rows are broadcast instead of repartitioning both sides.
 BROADCAST_ROWS = 20_000
@@ -139,6 +141,8 @@ class Lowering:
                 child = self._close(dataclasses.replace(node, input=child, limit=node.limit + node.offset,
                                                         offset=0), dist, "gather")
             return dataclasses.replace(node, input=self._gathered(child, dist)), "single"
+        if isinstance(node, Window):
+            return self._window(node)
         if isinstance(node, L.Union):
             kids = [self._lower(c) for c in node.children]
             if any(d == "single" for _, d in kids):
@@ -191,6 +195,19 @@ class Lowering:
             return _project(L.Aggregate(inp, (), tuple(final_aggs)), final_keys, outputs), "single"
         inp = self._close(partial, dist, "hash", tuple(_ref(f) for f, _ in node.keys), note="partial aggregation")
         return _project(L.Aggregate(inp, final_keys, tuple(final_aggs)), final_keys, outputs), "part"
+
+    def _window(self, node: Window) -> tuple[L.Node, str]:
+        """Window functions (and the aggregates computed as them: stddev, median, string_agg, mode,
+        arg_max, ...) run where each partition is whole: after a hash exchange on the PARTITION BY
+        expressions, or on worker 0 without them."""
+        child, dist = self._lower(node.input)
+        if dist == "single":
+            return dataclasses.replace(node, input=child), "single"
+        if not node.partition:
+            return dataclasses.replace(node, input=self._close(child, dist, "gather",
+                                                               note="window without PARTITION BY")), "single"
+        inp = self._close(child, dist, "hash", node.partition, note="window partition")
+        return dataclasses.replace(node, input=inp), "part"
 
     def _join(self, node: L.Join) -> tuple[L.Node, str]:
         left, ldist = self._lower(node.left)
@@ -261,7 +278,7 @@ def _estimate(node: L.Node, counts: dict[str, int]) -> float:
         return float(est)
     if isinstance(node, L.Scan):
         return float(counts.get(node.table, float("inf"))) if node.source == "table" else float("inf")
-    if isinstance(node, (L.Filter, L.Project, L.Sort)):
+    if isinstance(node, (L.Filter, L.Project, L.Sort, Window)):
         return _estimate(node.input, counts)
     if isinstance(node, L.Aggregate):
         return 1.0 if not node.keys else _estimate(node.input, counts)
