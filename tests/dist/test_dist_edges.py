@@ -18,7 +18,7 @@ import pytest
 import hetdb
 from hetdb import types as T
 from hetdb.dist.lowering import DistPlan, Stage, lower
-from hetdb.dist.runtime import WorkerLostError
+from hetdb.dist.runtime import WorkerLostError, WorkerTimeoutError
 from hetdb.plan import logical as L
 from hetdb.storage import ColumnSpec, Database
 
@@ -237,7 +237,8 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
 @pytest.mark.parametrize("options,match", [
     ({"shuffle_compression": "yes"}, "shuffle_compression must be True, False or 'across_hosts'"),
     ({"worker_hosts": [0, 1]}, "worker_hosts must list one host label"),
-    ({"worker_retries": -1}, "worker_retries must be a non-negative integer")])
+    ({"worker_retries": -1}, "worker_retries must be a non-negative integer"),
+    ({"worker_timeout": 0}, "worker_timeout must be a positive number")])
 def test_bad_dist_options_are_typed_errors(edge_db, options, match) -> None:
     with pytest.raises(hetdb.HetdbError, match=match):
         hetdb.connect(edge_db.path, device="cpu", workers=3, **options)
@@ -294,3 +295,18 @@ def test_killed_worker_fails_typed_then_retries(edge_db) -> None:
         assert res.fetchall() == truth and res.stats["workers"] == 2
         assert f"worker 2 (pid {pid}" in res.stats["workers_lost"][0]
         assert con.sql(HEAVY).stats["workers"] == 3
+        # a worker that hangs (stopped, not dead): a typed error once no task finished for 3 s
+        con._dist.timeout = 3
+        stopped = con._dist.worker_info()[0][0]
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(WorkerTimeoutError, match=f"worker 0 \\(pid {stopped},.* within worker_timeout=3 s"):
+                con.sql(HEAVY)
+            assert time.monotonic() - t0 < 60
+        finally:
+            os.kill(stopped, signal.SIGCONT)
+        con._dist.timeout = None
+        res = con.sql(HEAVY)
+        assert res.fetchall() == truth and res.stats["workers"] == 3
+        assert con._dist.worker_info()[0][0] != stopped

@@ -29,6 +29,14 @@ class WorkerLostError(DistributedError):
         self.workers = workers
 
 
+class WorkerTimeoutError(DistributedError):
+    """No task of a query finished within ``worker_timeout`` seconds (a hung or overloaded worker)."""
+
+    def __init__(self, message: str, workers: list[int]):
+        super().__init__(message)
+        self.workers = workers
+
+
 def _ray():
     try:
         import ray
@@ -45,7 +53,8 @@ class DistRuntime:
     ``dist_options``: ``shuffle_compression`` (default True: exchanged batches are encoded with
     hetdb's codecs; "across_hosts": only those for workers of other hosts), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
     a placement option that makes the two-level exchange testable on one machine) and
-    ``worker_retries`` (default 1: a query that loses a worker runs again on the remaining ones)."""
+    ``worker_retries`` (default 1: a query that loses a worker runs again on the remaining ones) and
+    ``worker_timeout`` (seconds without any task of a query finishing before it fails; default none)."""
 
     def __init__(self, path: str, workers: int, cluster: str | None = None,
                  options: dict[str, Any] | None = None, dist_options: dict[str, Any] | None = None):
@@ -56,6 +65,10 @@ class DistRuntime:
         if self.compress not in (True, False, "across_hosts"):
             raise HetdbError(f"shuffle_compression must be True, False or 'across_hosts', not {self.compress!r}")
         self.host_labels = parse_worker_hosts(dist_options.get("worker_hosts"), workers)
+        self.timeout = dist_options.get("worker_timeout")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))
+                                         or self.timeout <= 0):
+            raise HetdbError(f"worker_timeout must be a positive number of seconds, not {self.timeout!r}")
         self.retries = dist_options.get("worker_retries", 1)
         if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
             raise HetdbError(f"worker_retries must be a non-negative integer, not {self.retries!r}")
@@ -176,17 +189,22 @@ class DistRuntime:
         pending = {ref: (w, sid) for w, sid, ref in infos}
         done: dict[Any, dict] = {}
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.timeout)
+            if not ready:
+                # the earliest unfinished stage's workers hold the others up
+                first = min(sid for _, sid in pending.values())
+                stuck = sorted({w for w, sid in pending.values() if sid == first})
+                _cancel(pending)
+                names = ", ".join(self._describe(actors[i], i) for i in stuck)
+                raise WorkerTimeoutError(f"worker {names} finished no task of stage {first} within "
+                                         f"worker_timeout={self.timeout} s: the query was stopped and the "
+                                         f"worker(s) replaced", stuck)
             ref = ready[0]
             w, sid = pending.pop(ref)
             try:
                 done[ref] = ray.get(ref)
             except ray.exceptions.RayError as e:
-                for other in pending:
-                    try:
-                        ray.cancel(other)
-                    except (ray.exceptions.RayError, ValueError, TypeError):
-                        pass  # finished or its actor is gone
+                _cancel(pending)
                 raise self._failure(e, w, sid, actors) from None
         return [done[ref] for _, _, ref in infos]
 
@@ -229,6 +247,9 @@ class DistRuntime:
             dplan = self.plan(engine, sql, len(actors))
             try:
                 table, stats = self.run(dplan, analyze, actors, topo)
+            except WorkerTimeoutError as e:
+                self._replace([actors[i] for i in e.workers])
+                raise
             except WorkerLostError as e:
                 gone = [actors[i] for i in e.workers]
                 lost.append(str(e))
@@ -271,6 +292,16 @@ class DistRuntime:
         self.actors = []
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _cancel(refs) -> None:
+    """Cancels the query's tasks behind ``refs`` that have not run yet."""
+    ray = _ray()
+    for ref in refs:
+        try:
+            ray.cancel(ref)
+        except (ray.exceptions.RayError, ValueError, TypeError):
+            pass  # finished, or its actor is gone
 
 
 def _dead_actors(e: BaseException, w: int, actors: list) -> list[int]:
