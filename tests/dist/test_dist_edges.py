@@ -195,7 +195,7 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
 
 
 TWO_LEVEL = ("skew_join_agg", "avg_decimal", "global_avg_decimal", "count_distinct", "global_distinct",
-             "right_join_group", "string_key_join")
+             "right_join_group", "string_key_join", "not_in_nulls", "exists", "window_stats")
 
 
 def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
@@ -215,6 +215,7 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
         stats = con.sql(QUERIES["skew_join_agg"]).stats
         assert 0 < stats["bytes_shuffled"] < stats["bytes_shuffled_raw"]
         text = con.explain(QUERIES["skew_join_agg"], analyze=True)
+        bcast = con.explain(QUERIES["exists"], analyze=True)
         # only the batches leaving a host compressed: fewer bytes on the wire than raw, more than all
         con._dist.compress = "across_hosts"
         across = con.sql(QUERIES["skew_join_agg"]).stats
@@ -226,9 +227,14 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
         assert _same(res.arrow(), one_count_distinct)
         assert res.stats["bytes_shuffled"] == res.stats["bytes_shuffled_raw"] > 0 and res.stats["hosts"] == 1
         plain = con.explain(QUERIES["skew_join_agg"], analyze=True)
-    # 2 hosts x 2 workers: each worker sends 1 message inside its host, each relay 1 across hosts
-    assert text.count("messages: level 1 (inside hosts) 4 = ") >= 3, text
-    assert text.count("level 2 (across hosts) 4 = ") >= 3, text
+    # 2 hosts x 2 workers, hash: each worker sends 1 message inside its host, each relay 1 across
+    assert text.count("messages: level 1: 4 inside hosts = ") >= 3, text
+    assert text.count("level 2: 0 inside hosts = 0 bytes; 4 across hosts = ") >= 3, text
+    # broadcast: each worker sends 1 message to its host's other worker and 1 to the other host
+    # (one level: 2), whose relay hands it on to its host's other worker
+    assert "messages: level 1: 4 inside hosts = " in bcast and "level 2: 4 inside hosts = " in bcast, bcast
+    assert "inside hosts = 0 bytes" not in bcast.split("messages: level 1: ")[1].split("|")[0]
+    assert "; 4 across hosts = " in bcast.split("messages: level 1: ")[1].split("|")[0], bcast
     assert "wire=" in text and "encode=" in text and "decode inputs=" in text
     # one host: 4 workers send 3 messages each per exchange, all inside the host
     assert "messages (one level): 12 inside hosts = " in plain and "; 0 across hosts = 0 bytes" in plain

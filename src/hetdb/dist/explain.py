@@ -26,18 +26,20 @@ def _ratio(raw: int, wire: int) -> str:
     return f"{raw / wire:.2f}x" if wire else "-"
 
 
-def _message_line(msgs: list[tuple], run_hosts: dict[int, int] | None) -> str:
-    """Counts and wire bytes per level (two-level exchange) or inside/across hosts (one level)."""
-    if any(level == 2 for _, level, *_ in msgs):
-        parts = []
-        for level, what in ((1, "inside hosts"), (2, "across hosts")):
-            sel = [m for m in msgs if m[1] == level]
-            parts.append(f"level {level} ({what}) {len(sel)} = {sum(m[4] for m in sel):,} bytes")
-        return "messages: " + "; ".join(parts)
-    inside = [m for m in msgs if run_hosts is None or run_hosts[m[0]] == run_hosts[m[5]]]
-    across = [m for m in msgs if run_hosts is not None and run_hosts[m[0]] != run_hosts[m[5]]]
-    return (f"messages (one level): {len(inside)} inside hosts = {sum(m[4] for m in inside):,} bytes; "
-            f"{len(across)} across hosts = {sum(m[4] for m in across):,} bytes")
+def _message_line(msgs: list[tuple], hosts: tuple | None) -> str:
+    """Message counts and wire bytes inside and across hosts, per level of a two-level exchange
+    (hash: level 1 inside hosts, level 2 across; broadcast: level 1 to the own host's workers and
+    one relay per other host, level 2 from the relays to their host's workers)."""
+
+    def split(sel: list[tuple]) -> str:
+        inside = [m for m in sel if hosts is None or hosts[m[0]] == hosts[m[5]]]
+        across = [m for m in sel if hosts is not None and hosts[m[0]] != hosts[m[5]]]
+        return (f"{len(inside)} inside hosts = {sum(m[4] for m in inside):,} bytes; "
+                f"{len(across)} across hosts = {sum(m[4] for m in across):,} bytes")
+
+    if any(m[1] == 2 for m in msgs):
+        return "messages: " + " | ".join(f"level {lv}: {split([m for m in msgs if m[1] == lv])}" for lv in (1, 2))
+    return f"messages (one level): {split(msgs)}"
 
 
 def format_plan(dplan: DistPlan, stats: dict[str, Any] | None = None) -> str:
@@ -76,5 +78,5 @@ def format_plan(dplan: DistPlan, stats: dict[str, Any] | None = None) -> str:
             received[m[0]] = received.get(m[0], 0) + m[4]
         recv = ", ".join(f"worker {w}={b:,}" for w, b in sorted(received.items()))
         lines.append(f"  exchange bytes received: {recv or 'none'}")
-        lines.append("  " + _message_line(msgs, dict(enumerate(hosts)) if hosts else None))
+        lines.append("  " + _message_line(msgs, tuple(hosts) if hosts else None))
     return "\n".join(lines)

@@ -143,18 +143,23 @@ class DistRuntime:
             runs_on = [0] if stage.single else list(range(n))
             inbox: dict[int, list] = {d: [] for d in range(n)}
             relay_in: dict[int, list] = {p: [] for p in range(n)}
-            two_level = stage.exchange == "hash" and topo.two_level
+            two_level = stage.exchange in ("hash", "broadcast") and topo.two_level
             for w in runs_on:
                 inputs = {sid: outs[sid][w] for sid in stage.inputs}
                 route = _route(stage.exchange, w, n, topo)
                 refs = actors[w].run.options(num_returns=len(route) + 1).remote(
                     w, n, stage, inputs, route, self._encoded_for(w, n, topo), analyze)
                 infos.append((w, stage.sid, refs[-1]))
-                for (recipient, _), ref in zip(route, refs[:-1]):
-                    (relay_in if two_level else inbox)[recipient].append(ref)
+                for (recipient, dests), ref in zip(route, refs[:-1]):
+                    # relayed: every message of a two-level hash exchange, and a broadcast's one
+                    # message per other host (its relay hands it to the workers there)
+                    relayed = two_level and (stage.exchange == "hash" or dests != [recipient])
+                    (relay_in if relayed else inbox)[recipient].append(ref)
             if two_level:
                 for p in range(n):
-                    dests = topo.relayed_by(p)
+                    if not relay_in[p] and stage.exchange == "broadcast":
+                        continue
+                    dests = topo.relayed_by(p) if stage.exchange == "hash" else topo.members(topo.hosts[p])
                     refs = actors[p].relay.options(num_returns=len(dests) + 1).remote(
                         p, stage.sid, relay_in[p], dests)
                     infos.append((p, stage.sid, refs[-1]))
@@ -327,4 +332,10 @@ def _route(exchange: str, w: int, n: int, topo: Topology) -> list[tuple[int, lis
     if exchange == "hash" and topo.two_level:
         host = topo.hosts[w]
         return [(p, [d for d in range(n) if topo.relay(host, d) == p]) for p in topo.members(host)]
+    if exchange == "broadcast" and topo.two_level:
+        # one message to each worker of its own host, and one per other host: to the worker there
+        # with its local index (modulo that host's size), which hands it on to its host's workers
+        local = [(d, [d]) for d in topo.members(topo.hosts[w])]
+        other = sorted(set(topo.hosts) - {topo.hosts[w]})
+        return local + [(topo.relay(h, w), topo.members(h)) for h in other]
     return [(d, [d]) for d in range(n)]

@@ -21,9 +21,14 @@ COMPRESS_MIN_ROWS = 64
 
 
 def _sizes(message: list) -> tuple[int, int, int]:
-    """(rows, raw bytes, bytes on the wire) of one message."""
+    """(rows, raw bytes, bytes on the wire) of one message; a batch it carries for several
+    destinations (a broadcast to a relay) is one object, serialized and counted once."""
     rows = raw = wire = 0
+    seen: set[int] = set()
     for _, item in message:
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
         if isinstance(item, EncodedBatch):
             rows, raw, wire = rows + item.num_rows, raw + item.raw_bytes, wire + item.nbytes
         else:
