@@ -64,6 +64,10 @@ def test_two_level_routes_deliver_every_row_once(labels) -> None:
             assert topo.same_host(p, w) or not topo.two_level
             # a relay forwards to each of its destinations; on its own host only to itself
             assert all(d in topo.relayed_by(p) for d in dests) or not topo.two_level
+        broadcast = _route("broadcast", w, n, topo)
+        assert sorted(d for _, dests in broadcast for d in dests) == list(range(n))
+        # across hosts: one message per other host
+        assert sum(1 for p, _ in broadcast if not topo.same_host(p, w)) == len(set(topo.hosts)) - 1
     if topo.two_level:
         for p in range(n):
             assert all(d == p or not topo.same_host(d, p) for d in topo.relayed_by(p))
