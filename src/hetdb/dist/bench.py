@@ -49,10 +49,16 @@ def measure(path: str, suite: str, workers: int, compress: bool, hosts: int, rep
                     best = (wall, stats)
             wall, stats = best
             runs = [s for s in stats["stages"] if not s.get("relay")]
+            # messages between the two halves of the workers (the hosts of --hosts 2; in a one-level
+            # run on one host: those that would cross if the halves were two hosts)
+            half = [w * 2 // workers for w in range(workers)]
+            sent = [(s["worker"], m[0], m[4]) for s in stats["stages"] for m in s["messages"]]
+            across = [x for x in sent if half[x[0]] != half[x[1]]]
             rows.append({"query": q, "workers": workers, "hosts": max(1, hosts), "compress": compress,
                          "seconds": round(wall, 4),
                          "raw": stats["bytes_shuffled_raw"], "wire": stats["bytes_shuffled"],
-                         "messages": stats["messages"],
+                         "messages": stats["messages"], "messages_across_halves": len(across),
+                         "bytes_across_halves": sum(x[2] for x in across),
                          "encode_s": round(sum(s["encode_seconds"] for s in runs), 4),
                          "decode_s": round(sum(s["decode_seconds"] for s in runs), 4)})
     return rows
@@ -83,6 +89,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{args.suite} workers={n} hosts={args.hosts} compression={mode}: "
                   f"shuffled raw={raw:,} wire={wire:,} ({raw / max(1, wire):.2f}x) "
                   f"messages={sum(r['messages'] for r in got):,} "
+                  f"(between worker halves: {sum(r['messages_across_halves'] for r in got):,} = "
+                  f"{sum(r['bytes_across_halves'] for r in got):,} bytes) "
                   f"encode={sum(r['encode_s'] for r in got):.2f}s decode={sum(r['decode_s'] for r in got):.2f}s "
                   f"query time={sum(r['seconds'] for r in got):.2f}s", flush=True)
     base = {"off": False, "on": True}.get(args.modes[0], args.modes[0])
