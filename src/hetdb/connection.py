@@ -172,6 +172,9 @@ class Connection(LastResult):
             path = self._temp_dir
             atexit.register(shutil.rmtree, self._temp_dir, True)
         self.db = Database.open(str(path), create=create)
+        from hetdb.dist import pop_dist_options
+
+        dist_options = pop_dist_options(options, workers is not None or cluster is not None)
         self.options = _make_options(device, options)
         self._defaults = self.options
         self.backend = resolve_backend(device)
@@ -189,7 +192,8 @@ class Connection(LastResult):
         if workers is not None or cluster is not None:  # distributed queries on Ray (hetdb.dist)
             from hetdb.dist.runtime import DistRuntime
 
-            self._dist = DistRuntime(str(path), 1 if workers is None else workers, cluster, options)
+            self._dist = DistRuntime(str(path), 1 if workers is None else workers, cluster, options,
+                                     dist_options)
 
     # ---- catalog ----------------------------------------------------------------------------------
     @property
