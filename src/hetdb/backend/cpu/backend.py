@@ -40,7 +40,8 @@ class CpuBackend:
         """Threads the calling thread's Numba kernels may use (None: all). Pipeline workers run
         morsels in parallel already; a parallel kernel inside each would oversubscribe the cores and
         every OpenMP barrier would then wait for a descheduled thread."""
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if n is None else max(1, int(n)))
+        most = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(most if n is None else max(1, min(int(n), most)))
 
     # ---- movement -------------------------------------------------------------------------------
     def asarray(self, host_array: Any) -> np.ndarray:
