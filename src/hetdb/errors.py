@@ -38,6 +38,12 @@ class OutOfRangeError(HetdbError):
     "Out of Range" / "Conversion" errors."""
 
 
+class GpuWideValueError(OutOfRangeError):
+    """A value past 64 bits (HUGEINT / DECIMAL(38)) reached the GPU path, whose kernels hold 64-bit
+    values; the engine runs such a query on the CPU, so a user only meets this with the CPU fallback
+    impossible."""
+
+
 class GpuOutOfMemoryError(OutOfMemoryError):
     """The GPU memory budget (gpu_memory_limit) refused a reservation; the engine retries the query
     with the device page cache emptied, then on the CPU, before it reports this."""

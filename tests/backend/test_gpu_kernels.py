@@ -407,7 +407,7 @@ def test_substring_and_gather_strings(gpu, cpu, n):
     assert got == [strs[i] for i in idx]
 
 
-@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("n", [*SIZES, 70_000])  # 70,000: past HOST_FACTORIZE_ROWS, numbered on the GPU
 def test_factorize_strings(gpu, cpu, n):
     strs, off, chars = make_strings(np.random.default_rng(n), n)
     codes, u_off, u_chars = gpu.factorize_strings(gpu.asarray(off), gpu.asarray(chars))

@@ -18,7 +18,7 @@ import pyarrow as pa
 from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
 from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
-from hetdb.errors import HetdbError
+from hetdb.errors import GpuWideValueError, HetdbError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
@@ -230,6 +230,10 @@ class QueryEngine:
 
         try:
             return self._run(plan, physical, reuse)
+        except GpuWideValueError:
+            # the GPU kernels hold 64-bit values; the CPU path holds HUGEINT / DECIMAL(38) exactly
+            return self._run_on_cpu(plan, physical, "a value needs more than 64 bits",
+                                    oom=False)
         except Exception as e:
             if not is_device_oom(e):
                 raise
@@ -247,15 +251,16 @@ class QueryEngine:
             if not is_device_oom(e):
                 raise
             # still too little: the query runs on the CPU, said in its statistics and EXPLAIN ANALYZE
-            return self._run_on_cpu(plan, physical, str(e))
+            return self._run_on_cpu(plan, physical, f"gpu_memory_limit too small ({e})")
         finally:
             memory.limit = limit
         stats["gpu_oom_retried"] = True
         return table, stats, physical
 
-    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str
+    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str, oom: bool = True
                     ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
-        """Run a query the GPU budget could not hold on the CPU backend (same physical plan)."""
+        """Run a query the GPU could not (its budget, or a value past 64 bits) on the CPU backend (same
+        physical plan); ``reason`` is what EXPLAIN ANALYZE and the statistics say."""
         if self._cpu_engine is None:
             from hetdb.backend.cpu import CpuBackend
 
@@ -263,8 +268,8 @@ class QueryEngine:
         table, stats, physical = self._cpu_engine._run(plan, physical)
         stats.update({"peak_gpu_bytes": 0, "pages_cached": 0, "gpu_cache_bytes": self.device.cache.used_bytes,
                       "gpu_leaked_bytes": 0, "gpu_reserved_after": self.device.memory.used,
-                      "gpu_over_budget_bytes": 0, "gpu_oom_retried": True,
-                      "cpu_fallbacks": {f"query on the CPU: gpu_memory_limit too small ({reason})": 1}})
+                      "gpu_over_budget_bytes": 0, "gpu_oom_retried": oom,
+                      "cpu_fallbacks": {f"query on the CPU: {reason}": 1}})
         return table, stats, physical
 
     def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False

@@ -8,7 +8,7 @@ here is exact: it either returns the right value in one of those two forms or ra
 DECIMAL(p<=18)) never take the object form: a value past their range raises.
 
 Object arrays exist only on the host; on the GPU a value that needs more than 64 bits raises
-``OutOfRangeError`` naming the GPU (see docs/query-engine.md).
+``GpuWideValueError``, and the engine runs that query on the CPU (see docs/query-engine.md).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import types as T
-from hetdb.errors import OutOfRangeError, UnsupportedError
+from hetdb.errors import GpuWideValueError, OutOfRangeError, UnsupportedError
 from hetdb.types import DataType
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -56,8 +56,8 @@ def on_host(xp) -> bool:
 
 def _require_host(xp) -> None:
     if not on_host(xp):
-        raise OutOfRangeError("a HUGEINT / DECIMAL(38) value needs more than 64 bits, which the GPU "
-                              "path does not hold; run this query with device='cpu'")
+        raise GpuWideValueError("a HUGEINT / DECIMAL(38) value needs more than 64 bits, which the "
+                                "GPU path does not hold")
 
 
 def as_object(xp, a: Any) -> Any:

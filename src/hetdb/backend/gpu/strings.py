@@ -137,6 +137,23 @@ def _dense_rank(rank: Any, key: Any) -> tuple[Any, int]:
     return out, int(dense[-1]) + 1
 
 
+# Up to this many strings are numbered on the host: the rank refinement below costs a sort and a
+# device->host sync per 8 bytes of the longest string, which for a few thousand strings (a top-N's
+# keys, a small join's payload) takes milliseconds where copying them to the host and back does not.
+HOST_FACTORIZE_ROWS = 1 << 15
+
+
+def _factorize_on_host(offsets: Any, chars: Any) -> tuple[Any, Any, Any]:
+    import cupy
+
+    from hetdb.backend.cpu.strings import factorize_strings as host_factorize
+
+    host_offsets = cupy.asnumpy(offsets).astype(np.int64, copy=False)
+    host_chars = cupy.asnumpy(chars[:int(host_offsets[-1])]) if host_offsets[-1] else np.zeros(0, np.uint8)
+    codes, u_offsets, u_chars = host_factorize(host_offsets, host_chars)
+    return cupy.asarray(codes), cupy.asarray(u_offsets), cupy.asarray(u_chars)
+
+
 def factorize_strings(offsets: Any, chars: Any) -> tuple[Any, Any, Any]:
     """Codes ordered like the strings (byte-wise): rank refinement over 8-byte big-endian chunks,
     then by length (so a string sorts before its extensions even when they add NUL bytes)."""
@@ -145,6 +162,8 @@ def factorize_strings(offsets: Any, chars: Any) -> tuple[Any, Any, Any]:
     n = _num(offsets)
     if n == 0:
         return cupy.empty(0, dtype=cupy.int32), cupy.zeros(1, dtype=cupy.int64), cupy.empty(0, cupy.uint8)
+    if n <= HOST_FACTORIZE_ROWS:
+        return _factorize_on_host(offsets, chars)
     lengths = offsets[1:] - offsets[:-1]
     num_chunks = -(-int(lengths.max()) // 8)
     rank = cupy.zeros(n, dtype=cupy.int64)

@@ -17,6 +17,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, take, to_plain
 from hetdb.exec.expressions import _convert
+from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for
 from hetdb.exec.memory import Reservation
@@ -114,16 +115,25 @@ class HashAggregate(Sink):
             # without keys the kernel cannot know the row count: one group when there are rows
             xp = ctx.backend.xp
             return xp.zeros(n, dtype=xp.int64), (1 if n else 0), xp.zeros(1 if n else 0, dtype=xp.int64)
+        strings = [plain_string(c) for c in keycols]
+        if any(strings) and not all(strings):
+            # plain-string keys fixed by the other keys (a key and what describes it) need no numbering
+            others = [(c, e) for c, e, s in zip(keycols, g.encoders, strings) if not s]
+            found = ctx.backend.group_ids(self._key_arrays(ctx, g, [c for c, _ in others], n, local=True,
+                                                           encoders=[e for _, e in others]))
+            xp = ctx.backend.xp
+            if all(follows_groups(xp, c, found[0], found[2]) for c, s in zip(keycols, strings) if s):
+                return found
         return ctx.backend.group_ids(self._key_arrays(ctx, g, keycols, n, local=True))
 
     def _key_arrays(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int,
-                    local: bool = False) -> list[Any]:
+                    local: bool = False, encoders: list[Any] | None = None) -> list[Any]:
         """Kernel keys; ``local``: ids need only agree within this call (grouping one batch), so
         strings are numbered by their own dictionary codes or factorized, never mapped through the
         operator's shared (Python) encoder, which spilling's partitioning needs."""
         xp = ctx.backend.xp
         arrays = []
-        for col, enc in zip(keycols, g.encoders):
+        for col, enc in zip(keycols, g.encoders if encoders is None else encoders):
             if col.dtype.kind == "string" and local:
                 data = col.data if col.dictionary is not None else \
                     ctx.backend.factorize_strings(col.offsets, col.chars)[0]

@@ -1,0 +1,61 @@
+"""Plain-string group keys that follow the other group keys (a functional dependency found at run time).
+
+``GROUP BY c_custkey, c_name, c_address, c_comment`` (TPC-H q10, and every query that groups by a key
+and the columns that describe it) has plain-string keys whose value is fixed by the other keys.
+Numbering such strings (``factorize_strings``: a sort per 8 bytes of the longest string) costs far more
+than grouping by the other keys and checking that every row's string equals the string of its
+group's first row: lengths first, then the bytes, in chunks of bounded size. When the check holds
+the grouping by the other keys *is* the grouping by all keys; when it fails for any row, the caller
+groups by every key as before. The answer is the same either way; only the work differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hetdb.column import Column
+
+CHUNK_CHARS = 1 << 24  # bytes compared per step (index arrays of this many int64 values)
+
+
+def plain_string(col: Column) -> bool:
+    return col.dtype.kind == "string" and col.dictionary is None and col.offsets is not None
+
+
+def follows_groups(xp: Any, col: Column, gid: Any, first: Any) -> bool:
+    """Whether every row of the plain-string ``col`` holds the same value (or NULL) as the first row
+    of its group (``gid`` per row, ``first`` row of each group)."""
+    n = int(gid.shape[0])
+    if n == 0:
+        return True
+    rep = first[gid]
+    offsets = col.offsets.astype(xp.int64, copy=False)
+    lengths = offsets[1:] - offsets[:-1]
+    check = rep != xp.arange(n, dtype=rep.dtype)
+    if col.validity is not None:
+        if not bool(xp.all(col.validity == col.validity[rep])):
+            return False
+        check &= col.validity
+    if not bool(xp.all(xp.where(check, lengths == lengths[rep], True))):
+        return False
+    rows = xp.nonzero(check & (lengths > 0))[0]
+    if rows.shape[0] == 0:
+        return True
+    row_len = lengths[rows]
+    ends = xp.cumsum(row_len)
+    chars = col.chars
+    start = 0
+    while start < len(rows):
+        # rows [start, stop) hold at most CHUNK_CHARS bytes (at least one row)
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(xp.searchsorted(ends, base + CHUNK_CHARS, side="right")))
+        r = rows[start:stop]
+        lens = row_len[start:stop]
+        owner = xp.repeat(xp.arange(r.shape[0], dtype=xp.int64), lens)
+        within = xp.arange(owner.shape[0], dtype=xp.int64) - (xp.cumsum(lens) - lens)[owner]
+        mine = chars[offsets[r][owner] + within]
+        theirs = chars[offsets[rep[r]][owner] + within]
+        if not bool(xp.all(mine == theirs)):
+            return False
+        start = stop
+    return True
