@@ -15,6 +15,8 @@ and the top frames per query.
 from __future__ import annotations
 
 import collections
+import re
+import resource
 import sys
 import threading
 import time
@@ -26,16 +28,21 @@ _INTERVAL = 0.0005
 _TOP = 12
 
 
+_IDLE = ("threading", "concurrent/futures/thread", "queue")
+
+
 def _module(filename: str) -> str:
-    for marker in ("/hetdb/", "/site-packages/", "/lib/python3"):
+    for marker in ("/hetdb/", "/site-packages/"):
         if marker in filename:
             return filename.split(marker, 1)[1].removesuffix(".py")
-    return filename
+    return re.sub(r"^.*/lib/python3\.\d+/", "", filename).removesuffix(".py")
 
 
 def _frame_key(frame) -> tuple[str, str]:
     """(innermost hetdb frame as module:function:line, where the thread is below it)."""
     top = frame
+    if _module(top.f_code.co_filename) in _IDLE:
+        return "(idle: waiting for a morsel or for workers)", "wait"
     while frame is not None:
         code = frame.f_code
         if "/hetdb/" in code.co_filename:
@@ -67,15 +74,20 @@ def main() -> None:
         stop = threading.Event()
         sampler = threading.Thread(target=_sampler, args=(stop, counts, {threading.main_thread().ident}))
         sampler.start()
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
         w0, c0 = time.perf_counter(), time.process_time()
         for _ in range(3):
             con.sql(q.sql).arrow()
         wall, cpu = (time.perf_counter() - w0) / 3, (time.process_time() - c0) / 3
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
         stop.set()
         sampler.join()
         total = sum(counts.values()) or 1
         print(f"{q.name}: threads={threads} wall {wall * 1e3:.1f} ms cpu {cpu * 1e3:.1f} ms "
-              f"busy cores {cpu / wall:.2f}; samples {total}")
+              f"busy cores {cpu / wall:.2f} (system {(r1.ru_stime - r0.ru_stime) / 3 * 1e3:.1f} ms, "
+              f"minor faults {(r1.ru_minflt - r0.ru_minflt) // 3}, context switches voluntary "
+              f"{(r1.ru_nvcsw - r0.ru_nvcsw) // 3} involuntary {(r1.ru_nivcsw - r0.ru_nivcsw) // 3}); "
+              f"samples {total}")
         for (key, where), n in counts.most_common(_TOP):
             print(f"  {100 * n / total:5.1f}%  {key}  [{where}]")
     con.close()

@@ -119,7 +119,7 @@ def test_parallel_packed_sort_is_the_stable_order(monkeypatch):
     import hetdb.backend.cpu.sort as S
 
     monkeypatch.setattr(S, "PARALLEL_SORT_ROWS", 1 << 10)
-    monkeypatch.setattr(S.numba, "get_num_threads", lambda: 4)
+    monkeypatch.setattr(S, "kernel_threads", lambda: 4)
     rng = np.random.default_rng(3)
     keys = [rng.integers(-50, 50, 50_000), rng.integers(0, 3, 50_000).astype(np.int32)]
     got = S.sort_indices(keys, [True, False])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.np.ufunc import parallel as _numba_parallel
 
 from hetdb.backend.base import HASH_SEED
 from hetdb.errors import UnsupportedError
@@ -24,9 +25,32 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 MIN_CHUNK_ROWS = 1 << 16
 
 
+def kernel_threads() -> int:
+    """``numba.get_num_threads()`` of the calling thread, without the lock the public function takes.
+
+    Numba's getter and setter first take a process-wide multiprocessing lock (a semaphore) to check
+    that the threading layer is up; pipeline workers ask several times per batch, so on 16 cores they
+    queued on that one semaphore. Once the layer is up, its own per-thread getter answers."""
+    get = getattr(_numba_parallel, "_get_num_threads", None)
+    if getattr(_numba_parallel, "_is_initialized", False) and get is not None:
+        return int(get())
+    return numba.get_num_threads()
+
+
+def set_kernel_threads(n: int) -> None:
+    """``numba.set_num_threads(n)`` for the calling thread (n clamped to the launched threads),
+    without the process-wide lock once the threading layer is up (see ``kernel_threads``)."""
+    n = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
+    set_ = getattr(_numba_parallel, "_set_num_threads", None)
+    if getattr(_numba_parallel, "_is_initialized", False) and set_ is not None:
+        set_(n)
+    else:
+        numba.set_num_threads(n)
+
+
 def num_chunks(n: int, min_rows: int = MIN_CHUNK_ROWS) -> int:
     """How many chunks to split ``n`` rows into for a prange over chunks."""
-    threads = numba.get_num_threads()
+    threads = kernel_threads()
     if threads == 1:
         return 1  # one thread gains nothing from chunks, and per-chunk accumulators cost memory
     return max(1, min(4 * threads, (n + min_rows - 1) // min_rows))

@@ -14,11 +14,11 @@ their concatenation is the sorted array, with no merge step.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.keys import kernel_threads
 
 _SIGN = np.int64(-0x8000000000000000)
 # Below this many codes one thread's sort beats partitioning them first.
@@ -103,7 +103,7 @@ def _partitioned_sort(a, nparts):
 
 def sort_int64(a: np.ndarray) -> np.ndarray:
     """Sorted copy of an int64 array, on the calling thread's kernel threads when it is large."""
-    threads = numba.get_num_threads()
+    threads = kernel_threads()
     if threads == 1 or a.shape[0] < PARALLEL_SORT_ROWS:
         return np.sort(a)
     return _partitioned_sort(a, 2 * threads)
