@@ -23,6 +23,12 @@ class Options:
     # A repeated plan may reuse the dense dimension tables its fused GPU kernel built last time
     # (derived data kept in the device cache, invalidated with the table versions).
     reuse_fused_state: bool = True
+    # GPU: encoded pages stay compressed in the device page cache and generated kernels decode them
+    # as they load them (backend/gpu/encoded.py); off: pages are decoded on arrival.
+    gpu_compressed_cache: bool = False
+    # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
+    # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
+    route: str = "auto"
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,

@@ -7,7 +7,8 @@ group keys. The kernel's groups become a partial-state batch of the aggregation,
 memory reservation and spilling (partitioned aggregation) are the operator's own.
 
 A kernel is generated per batch *signature* (which inputs have NULLs, which strings are dictionary
-codes); a batch the compiler refuses (a plain-string page it reads, an expression it does not
+codes, which pages are kept compressed in device memory and in which codec: the kernel decodes
+those in place, see backend/gpu/encoded.py and option ``gpu_compressed_cache``); a batch the compiler refuses (a plain-string page it reads, an expression it does not
 translate) goes through the operators, and EXPLAIN ANALYZE says how many batches did and why.
 """
 
@@ -186,14 +187,16 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         col = batch.columns[c]
         if col.dtype.kind == "string" and col.dictionary is None:
             return f"column {c} is a plain (not dictionary-encoded) string page", []
-        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+        page = getattr(col, "device_page", None)  # a compressed page: the kernel decodes it in place
+        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None,
+                    "plain" if page is None else page.codec))
     key = tuple(sig)
     hit = plan.kernels.get(key)
     if hit is not None:
         return hit, cids
     from hetdb.backend.gpu.codegen.pipeline_runtime import CompiledPipeline
 
-    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
+    inputs = tuple(Input(c, t, nullable, d, codec) for c, t, nullable, d, codec in sig)
     stages = []
     pay_of = {id(op): pay for op, pay in plan.probes}
     for kind, x in plan.stages:
@@ -381,7 +384,7 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
-    compiled = fallback = 0
+    compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
         if scan:
@@ -406,12 +409,15 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
             consume = _consume_rows if plan.materialize else _consume
             consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
+            encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
     st = ctx.stat(sink.op_id)
     if compiled:
         what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
         st.fused = f"{COMPILED} ({what}; {compiled} batches)"
+        if encoded:
+            st.fused += f"; {encoded} batches read compressed pages in place"
         if fallback:
             st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
     else:

@@ -215,6 +215,10 @@ def _pow10(k: int) -> int:
 
 def _round_div(xp, x: Any, d: int) -> Any:
     """x / d rounded half away from zero (x int64 or Python ints, d > 0 int)."""
+    near_limit = int(x.shape[0]) > 0 and not W.is_object(x) and bool(
+        (x <= W.I64_MIN + d).any() or (x >= W.I64_MAX - d).any())
+    if near_limit and W.on_host(xp):  # |x| + d // 2 would wrap in int64
+        x = x.astype(object)
     if W.is_object(x):
         q = (np.abs(x) + d // 2) // d
         return np.where(x < 0, -q, q).astype(object)
@@ -585,6 +589,18 @@ def _literal_array(xp, lit: Literal) -> Any:
 
 
 def _coalesce(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    try:
+        return _coalesce_eager(ev, expr, batch)
+    except OutOfMemoryError:
+        raise
+    except HetdbError:
+        # an argument raised (``COALESCE(big, big * 3)`` overflows where big is not NULL): DuckDB
+        # evaluates each argument only for the rows still NULL, so do it row-subset by row-subset
+        whens = tuple((Call(T.BOOL, "is_not_null", (a,)), a) for a in expr.args[:-1])
+        return ev._case_lazy(Case(expr.dtype, whens, expr.args[-1]), batch)
+
+
+def _coalesce_eager(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     result = ev.cast(ev.evaluate(expr.args[0], batch), expr.dtype)
     for arg in expr.args[1:]:
         if result.validity is None:

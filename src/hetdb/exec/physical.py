@@ -84,6 +84,8 @@ def _format_stats(s) -> str:
                      f"row groups read={s.row_groups_read:,} skipped={s.row_groups_skipped:,}")
     if s.pages_cached or s.bytes_host_to_device:
         parts.append(f"pages from device cache={s.pages_cached:,} bytes host->device={s.bytes_host_to_device:,}")
+    if s.routes:
+        parts.append(f"paths: {s.routes.format()}")
     if s.spilled_partitions:
         parts.append(f"spilled partitions={s.spilled_partitions}")
     if s.fused:

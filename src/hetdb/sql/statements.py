@@ -128,6 +128,8 @@ def classify(text: str) -> Statement:
         return Statement(rest[7:].lstrip() if analyze else rest, "explain_analyze" if analyze else "explain")
     if head == "RESET":
         return Statement(text, "reset")
+    if head in ("VACUUM", "CHECKPOINT"):
+        return Statement(text, "vacuum")
     if head in ("SELECT", "WITH", "FROM", "(", "VALUES", "TABLE") or head.startswith("("):
         return Statement(text, "query")
     try:

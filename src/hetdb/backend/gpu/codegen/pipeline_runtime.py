@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
 from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK, PL_TILE, PipelineKernel, generate_pipeline
 from hetdb.backend.gpu.codegen.pipeline_spec import PipelineSpec, ProbeStage
 from hetdb.backend.gpu.codegen.runtime import I64_MAX, I64_MIN, compile_source
@@ -69,7 +70,13 @@ class CompiledPipeline:
         args: list[Any] = []
         for inp in self.spec.inputs:
             col = columns[inp.cid]
-            args.append(cupy.ascontiguousarray(col.data))
+            if inp.codec == "plain":
+                args.append(cupy.ascontiguousarray(col.data))
+            else:  # a compressed page the kernel decodes in place (backend/gpu/encoded.py)
+                page = col.device_page
+                if page is None or page.codec != inp.codec or page.n != n:
+                    raise ValueError(f"input {inp.cid} is not a whole {inp.codec} page of {n} rows")
+                args.append(page.data)
             if inp.nullable:
                 args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
         args += [np.int64(n), np.int64(-(-n // PL_TILE))]
@@ -116,12 +123,14 @@ class CompiledPipeline:
             used = cupy.zeros(1, dtype=cupy.uint64)
             overflow = cupy.zeros(1, dtype=cupy.uint64)
             errors = cupy.zeros(1, dtype=cupy.uint64)
+            arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
             accs = [cupy.full(slots, _IDENTITY[a.acc], dtype=cupy.int64) for a in self.kernel.accumulators]
             tiles = -(-n // PL_TILE)
             if tiles:
                 launch(self.function(), min(tiles, 65536), PL_BLOCK,
                        (*base, state, keys, np.uint64(slots - 1), used, np.uint64(int(slots * LOAD)), overflow,
-                        *accs, errors))
+                        *accs, errors, arith_err))
+            raise_if_overflowed(arith_err.get())
             if int(errors[0]):
                 raise HetdbError("a scalar subquery returned more than one row for one outer row "
                                  "(DuckDB reports: More than one row returned by a subquery used as an "
@@ -191,10 +200,12 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
         marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
         count = cupy.zeros(1, dtype=cupy.uint64)
         errors = cupy.zeros(1, dtype=cupy.uint64)
+        arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         tiles = -(-n // PL_TILE)
         if tiles:
             launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
-                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors))
+                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors, arith_err))
+        raise_if_overflowed(arith_err.get())
         if int(errors[0]):
             raise HetdbError("a scalar subquery returned more than one row for one outer row "
                              "(DuckDB reports: More than one row returned by a subquery used as an "
