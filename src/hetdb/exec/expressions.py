@@ -314,12 +314,30 @@ def _compare(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
             n = batch.num_rows
             x, y = codes[:n], codes[n:]
         return Column(T.BOOL, data=_CMP[op](x, y), validity=validity)
+    t = common_type(left.dtype, right.dtype)
+    x, y = _literal_row(ev, left, t), _literal_row(ev, right, t)
+    if (x is None) != (y is None):
+        # the literal side is one row that broadcasts: no column of copies per batch
+        col = ev.evaluate(right if x is not None else left, batch)
+        data = ev.numeric(col, t)
+        x, y = (x, data) if x is not None else (data, y)
+        return Column(T.BOOL, data=_FLOAT_CMP[op](xp, x, y) if t.kind == "float64" else _CMP[op](x, y),
+                      validity=col.validity)
     a, b = ev.evaluate(left, batch), ev.evaluate(right, batch)
     t = common_type(a.dtype, b.dtype)
     x, y = ev.numeric(a, t), ev.numeric(b, t)
     cmp = _FLOAT_CMP[op] if t.kind == "float64" else _CMP[op]
     return Column(T.BOOL, data=cmp(xp, x, y) if t.kind == "float64" else cmp(x, y),
                   validity=and_valid(xp, a.validity, b.validity))
+
+
+def _literal_row(ev: ExprEvaluator, expr: Expr, t: DataType) -> Any:
+    """A non-NULL numeric literal as one row of ``t``'s representation (None: not such a literal)."""
+    if not isinstance(expr, Literal) or expr.value is None or t.is_wide or t.kind in ("string", "bool") \
+            or expr.dtype.is_wide or expr.dtype.kind in ("string", "bool"):
+        return None
+    data = ev.numeric(full_column(ev.backend, expr.value, expr.dtype, 1), t)
+    return None if data.dtype == object else data
 
 
 # DuckDB compares doubles in a total order: NaN equals NaN and is above every number (+inf
