@@ -2,6 +2,7 @@
 # Benchmarks on the GPU machine, from the repository root: `bash scripts/gpu-bench.sh STEP...`
 # Steps: gen-ssb SF | gen-tpch SF | ssb-gpu SF | ssb-gpu-noreuse SF | ssb-gpu-limit SF FRACTION |
 #        tpch-gpu SF | ssb-cpu SF | tpch-cpu SF | ssb-cpu-t SF THREADS | tpch-cpu-t SF THREADS    (FRACTION: gpu_memory_limit as a share of the data, e.g. 0.1)
+#        window-gpu SF | window-cpu-t SF THREADS   (the window suite over the tpch data set)
 # Data sets are generated once into /tmp/hetdb-bench (kept while the machine stays up); reports go to
 # /tmp/hetdb-bench-out/<step>, and as one archive $OUT/bench.tgz when $OUT is set.
 set -uo pipefail
@@ -40,6 +41,11 @@ while [ $# -gt 0 ]; do
     ssb-cpu-t|tpch-cpu-t) threads=$1; shift; suite=${step%%-*}
               bench "$suite" --sf "$sf" --db "$data/$suite-sf$sf" --device cpu --mode hot --repeat 3 \
                 --threads "$threads" --vs duckdb --out "$out/$suite-cpu-sf$sf-t$threads" ;;
+    window-gpu) bench window --sf "$sf" --db "$data/tpch-sf$sf" --device gpu --mode hot --repeat 3 \
+                --vs duckdb --out "$out/window-gpu-sf$sf" ;;
+    window-cpu-t) threads=$1; shift
+              bench window --sf "$sf" --db "$data/tpch-sf$sf" --device cpu --mode hot --repeat 3 \
+                --threads "$threads" --vs duckdb --out "$out/window-cpu-sf$sf-t$threads" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   echo "step $step sf $sf: exit $?"

@@ -1,5 +1,6 @@
-"""Peak RSS against host_memory_limit on the CPU: a 20M-key GROUP BY, a 20M x 20M equi-join and a
-skewed many-to-many join, each at several limits and without one, every run in a fresh subprocess
+"""Peak RSS against host_memory_limit on the CPU: a 20M-key GROUP BY, a 20M x 20M equi-join, a
+skewed many-to-many join and a window over 20M rows, each at several limits and without one, every run
+in a fresh subprocess
 (peak RSS: the child's VmHWM), plus DuckDB's time for the same query.
 
     PYTHONPATH=src python scripts/memory_bench.py --db /tmp/membench --limits 256MB 1GB none
@@ -25,6 +26,9 @@ QUERIES = {
     "groupby_20M_keys": "SELECT count(*), sum(s) FROM (SELECT k, sum(v) AS s FROM g20 GROUP BY k)",
     "join_20Mx20M": "SELECT count(*), sum(a.v + b.v) FROM j1 a JOIN j2 b ON a.k = b.k",
     "skewed_many_to_many": "SELECT count(*), sum(a.v) FROM s1 a JOIN s2 b ON a.k = b.k",
+    # 1,000 window partitions of 20,000 rows: spilled by PARTITION BY hash under a small limit
+    "window_20M_rows": "SELECT count(*), sum(rn) FROM (SELECT row_number() OVER (PARTITION BY v ORDER BY k) AS rn "
+                       "FROM g20)",
 }
 
 CHILD = """

@@ -5,7 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from hetdb.errors import (
+from hetdb.kernel_cache import configure as _configure_kernel_cache
+
+# before any module of hetdb imports Numba: kernels are cached in a directory keyed by their code
+_configure_kernel_cache()
+
+from hetdb.errors import (  # noqa: E402
     CatalogError,
     CorruptDataError,
     HetdbError,

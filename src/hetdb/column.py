@@ -119,7 +119,7 @@ class Column:
         if kind == "date":
             return pa.array(data.astype(np.int32), mask=mask).cast(pa.date32())
         if kind == "timestamp":
-            return pa.array(data.astype(np.int64), mask=mask).cast(pa.timestamp("us"))
+            return pa.array(data.astype(np.int64), mask=mask).cast(self.dtype.to_arrow())
         return pa.array(data, type=self.dtype.to_arrow(), mask=mask)
 
     def to_pylist(self) -> list:

@@ -25,6 +25,14 @@ class Options:
     reuse_fused_state: bool = True
     # CPU pipelines (scan -> filters/probes -> aggregation) run as one compiled Numba loop per morsel
     cpu_compile: bool = True
+    timezone: str = "UTC"                # TIMESTAMPTZ display, casts and date parts (DuckDB's TimeZone)
+    recursion_limit: int = 10_000        # iterations a WITH RECURSIVE query may take
+    # GPU: encoded pages stay compressed in the device page cache and generated kernels decode them
+    # as they load them (backend/gpu/encoded.py); off: pages are decoded on arrival.
+    gpu_compressed_cache: bool = False
+    # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
+    # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
+    route: str = "auto"
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextvars
 import dataclasses
 import inspect
 import shutil
@@ -74,11 +75,22 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
             options[key] = parse_bytes(options[key])
     if "disabled_passes" in options:
         options["disabled_passes"] = frozenset(options["disabled_passes"])
+    if "timezone" in options:
+        from hetdb.exec.timezones import zone
+
+        zone(str(options["timezone"]))  # an unknown zone fails here, naming it
     try:
         return Options(device=device, **options)
     except TypeError as e:
         known = ", ".join(f.name for f in dataclasses.fields(Options) if f.name != "device")
         raise HetdbError(f"unknown connection option: {e} (known: {known})") from None
+
+
+def _check_route(options: Options, backend) -> None:
+    """HetdbError when the ``route`` option forces a path this connection's device cannot take."""
+    from hetdb.cache.router import check_mode
+
+    check_mode(options.route, gpu=backend.name == "gpu")
 
 
 def _caller_scopes() -> list[dict]:
@@ -144,32 +156,44 @@ class LastResult:
 class Connection(LastResult):
     """A connection to a database directory; ``path=":memory:"`` (or None) makes a private database
     in a temporary directory that is deleted on close (it behaves as an in-memory database: tables
-    live in the page cache and go to disk only under memory pressure)."""
+    live in the page cache and go to disk only under memory pressure). ``progress=True`` shows a
+    progress line (stage, rows and pages read, time) on stderr for statements running over a second,
+    also in a notebook (SQL: ``SET progress = true``)."""
 
     def __init__(self, path: str | None = MEMORY, device: str = "auto", *, create: bool = True,
-                 workers: int | None = None, cluster: str | None = None, **options: Any):
+                 workers: int | None = None, cluster: str | None = None, progress: bool = False,
+                 **options: Any):
         from hetdb.storage import Database
 
+        self.progress = self._progress_default = bool(progress)
         self._temp_dir: str | None = None
         if path is None or str(path) == MEMORY:
             self._temp_dir = tempfile.mkdtemp(prefix="hetdb-memory-")
             path = self._temp_dir
             atexit.register(shutil.rmtree, self._temp_dir, True)
         self.db = Database.open(str(path), create=create)
+        from hetdb.dist import pop_dist_options
+
+        dist_options = pop_dist_options(options, workers is not None or cluster is not None)
         self.options = _make_options(device, options)
         self._defaults = self.options
         self.backend = resolve_backend(device)
+        _check_route(self.options, self.backend)
         self._engine = None
         self._registered: dict[str, str] = {}   # lower name -> storage.external key
         self._registered_names: dict[str, str] = {}
         self._last: Result | None = None
+        # (result, stream, cursor) of a query still running: the cursor holding the result, or None
+        # when Connection.execute started it (then only this connection reaches it)
+        self._streaming: tuple[Result, Any, Any] | None = None
         self._lock = threading.RLock()
         self._closed = False
         self._dist = None
         if workers is not None or cluster is not None:  # distributed queries on Ray (hetdb.dist)
             from hetdb.dist.runtime import DistRuntime
 
-            self._dist = DistRuntime(str(path), 1 if workers is None else workers, cluster, options)
+            self._dist = DistRuntime(str(path), 1 if workers is None else workers, cluster, options,
+                                     dist_options)
 
     # ---- catalog ----------------------------------------------------------------------------------
     @property
@@ -229,33 +253,100 @@ class Connection(LastResult):
 
         return Session(registered=dict(self._registered), frames=scopes)
 
-    def _run(self, sql: str, parameters: Any, scopes: list[dict]) -> Result:
-        from hetdb.exec.ddl import StatementRunner
+    def _settle(self, new_statement: bool = False) -> None:
+        """Let a query still streaming its result finish before the engine runs anything else: its
+        rest is kept in memory for its Result, cursor or reader (a cancelled one just stops). With
+        ``new_statement`` a result of Connection.execute that no reader took is cancelled instead:
+        the statement replaces it as the connection's result, so nothing can read it any more."""
+        if self._streaming is not None:
+            result, stream, cursor = self._streaming
+            self._streaming = None
+            try:
+                if new_statement and cursor is None and result._stream is not None:
+                    result.close()
+                else:
+                    result._settle()
+            finally:
+                stream.wait_finished()
+
+    def _run(self, sql: str, parameters: Any, scopes: list[dict], stream: bool = False,
+             cursor: Any = None) -> Result:
         from hetdb.sql import external as SX
         from hetdb.sql.statements import statements
         from hetdb.storage import external as X
 
         with self._lock:
+            self._settle(new_statement=True)
             stmts = statements(sql, parameters)
             session = self._session(scopes)
             token = SX.SESSION.set(session)
+            streamed = False
             try:
-                result = None
-                for st in stmts:
-                    if st.kind == "query" and self._dist is not None:
-                        table, stats = self._dist.sql(self._get_engine(), st.text)
-                        result = Result(table, stats)
-                    elif st.kind == "query":
-                        table, stats = self._get_engine().execute(st.text)
-                        result = Result(table, stats)
-                    else:
-                        result = Result(StatementRunner(self).run(st), {})
+                with self._progress():
+                    result, streamed = self._run_statements(stmts, session, stream, cursor)
             finally:
                 SX.SESSION.reset(token)
-                for key in session.replaced:
-                    X.unregister_source(key)
+                if not streamed:  # a streamed query unregisters them when it ends
+                    for key in session.replaced:
+                        X.unregister_source(key)
             self._last = result
             return result
+
+    def _progress(self):
+        from hetdb.cli.progress import engine_status, progress_line
+
+        return progress_line(enabled=self.progress, status=engine_status(self), terminal_only=False)
+
+    def _run_statements(self, stmts: list, session: Any, stream: bool, cursor: Any) -> tuple[Result | None, bool]:
+        from hetdb.exec.ddl import StatementRunner
+
+        result, streamed = None, False
+        for i, st in enumerate(stmts):
+            if st.kind == "query" and self._dist is not None:
+                table, stats = self._dist.sql(self._get_engine(), st.text)
+                result = Result(table, stats)
+            elif st.kind == "query" and stream and i == len(stmts) - 1:
+                result, streamed = self._start_stream(st.text, session, cursor), True
+            elif st.kind == "query":
+                table, stats = self._get_engine().execute(st.text)
+                result = Result(table, stats)
+            else:
+                result = Result(StatementRunner(self).run(st), {})
+        return result, streamed
+
+    def _start_stream(self, sql: str, session: Any, cursor: Any) -> Result:
+        """Start ``sql`` on a background thread streaming its result (exec/stream.py); return once it
+        has finished or waits for a reader (its queue is full), raising its error if it failed first."""
+        from hetdb.exec.stream import ResultStream
+        from hetdb.storage import external as X
+
+        stream = ResultStream()
+        engine = self._get_engine()
+        context = contextvars.copy_context()  # the session (replacement scans) the query binds with
+
+        def body() -> None:
+            stats: dict[str, Any] = {}
+            error = None
+            try:
+                stats = context.run(engine.execute_stream, sql, stream)
+            except BaseException as e:  # noqa: BLE001 - handed to the reader / execute()
+                error = e
+            finally:
+                for key in session.replaced:
+                    X.unregister_source(key)
+                stream.finish(error, stats)
+
+        result = Result(None, None, stream)
+        self._streaming = (result, stream, cursor)
+        threading.Thread(target=body, name="hetdb-query", daemon=True).start()
+        try:
+            stream.wait_ready()
+        except BaseException:
+            stream.cancel()  # an error (raised here, as before) or Ctrl-C while waiting
+            stream.wait_finished()
+            self._streaming = None
+            raise
+        return result
 
     def sql(self, query: str, params: Any = None) -> Result:
         """Run one or more ``;``-separated statements and return the last one's Result.
@@ -264,8 +355,10 @@ class Connection(LastResult):
 
     def execute(self, query: str, parameters: Any = None) -> Connection:
         """Run statements (as ``sql``) and keep the result for fetchone/fetchall/df/arrow; returns
-        the connection, as DuckDB's does."""
-        self._run(query, parameters, _caller_scopes())
+        the connection, as DuckDB's does. A query's result is streamed: ``fetch_record_batch``
+        reads batches while it still runs (it returns once the query ends or its first batches
+        wait for a reader); the next statement on the connection lets it finish first."""
+        self._run(query, parameters, _caller_scopes(), stream=True)
         return self
 
     def executemany(self, query: str, parameters: list) -> Connection:
@@ -280,6 +373,8 @@ class Connection(LastResult):
         from hetdb.sql import external as SX
         from hetdb.sql.statements import statements
 
+        with self._lock:
+            self._settle()
         stmts = statements(query, None)
         if len(stmts) == 1 and stmts[0].kind == "query":
             # the text sql() plans (no trailing ';'), so EXPLAIN ANALYZE finds the same cached plan
@@ -309,20 +404,29 @@ class Connection(LastResult):
     # ---- options -----------------------------------------------------------------------------------
     def set_option(self, name: str, value: Any) -> None:
         """Change a connection option (as SQL ``SET name = value``): threads, host_memory_limit
-        (memory_limit), gpu_memory_limit, batch_rows, zone_maps, spill_dir, host_cache_limit."""
+        (memory_limit), gpu_memory_limit, batch_rows, zone_maps, spill_dir, host_cache_limit;
+        progress (the progress line)."""
         from hetdb.exec.ddl import options_with
 
+        if name == "progress":
+            self.progress = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
+            return
         self._reconfigure(options_with(self.options, name, value, self._defaults))
 
     def reset_option(self, name: str) -> None:
         """Back to the value the connection was opened with (SQL ``RESET name``)."""
         from hetdb.exec.ddl import options_with
 
+        if name == "progress":
+            self.progress = self._progress_default
+            return
         self._reconfigure(options_with(self.options, name, None, self._defaults))
 
     def _reconfigure(self, options: Options) -> None:
         if options == self.options:
             return
+        _check_route(options, self.backend)
+        self._settle()
         self.options = options
         if self._engine is not None:
             self._engine.close()
@@ -332,6 +436,24 @@ class Connection(LastResult):
         """A PEP 249 cursor on this connection (its own current result)."""
         return Cursor(self)
 
+    # ---- pins --------------------------------------------------------------------------------------------
+    def pin(self, table: str, columns: list[str] | str | None = None, tier: str = "gpu") -> dict:
+        """Load ``columns`` (default: all) of ``table`` into ``tier`` ("gpu" or "host") and keep them
+        there, never evicted, counted against the tier's budget (``PinError`` when they do not fit).
+        SQL: ``PRAGMA hetdb_pin('t', columns='a,b', tier='host')``. Returns what was pinned."""
+        from hetdb.cache.pins import pin
+
+        with self._lock:
+            return pin(self, table, columns, tier)
+
+    def unpin(self, table: str, columns: list[str] | str | None = None, tier: str | None = None) -> int:
+        """Release pins of ``table`` (``columns`` of it; in ``tier``, or every tier): the pages stay
+        cached, evictable again. Returns how many pages were released."""
+        from hetdb.cache.pins import unpin
+
+        with self._lock:
+            return unpin(self, table, columns, tier)
+
     # ---- life cycle --------------------------------------------------------------------------------
     def commit(self) -> None:
         """Every statement commits on its own (PEP 249 compatibility: nothing to do)."""
@@ -340,12 +462,18 @@ class Connection(LastResult):
         raise HetdbError("hetdb has no open transactions to roll back: each statement commits on its own")
 
     def close(self) -> None:
-        """Release the engine (and delete an in-memory database)."""
+        """Release the engine (and delete an in-memory database); a query still streaming stops."""
+        if self._streaming is not None:
+            self._streaming[1].cancel()
+            self._settle()
         for name in list(self._registered):
             self.unregister(name)
         if self._dist is not None:
             self._dist.close()
             self._dist = None
+        from hetdb.cache.pins import release_all
+
+        release_all(self)
         if self._engine is not None:
             self._engine.close()
             self._engine = None
@@ -371,8 +499,8 @@ class Cursor(LastResult):
         self._last: Result | None = None
 
     def execute(self, query: str, parameters: Any = None) -> Cursor:
-        """Run ``query`` (parameters as Connection.execute) and keep its result."""
-        self._last = self.connection._run(query, parameters, _caller_scopes())
+        """Run ``query`` (parameters and streaming as Connection.execute) and keep its result."""
+        self._last = self.connection._run(query, parameters, _caller_scopes(), stream=True, cursor=self)
         return self
 
     def executemany(self, query: str, parameters: list) -> Cursor:
@@ -382,6 +510,9 @@ class Cursor(LastResult):
         return self
 
     def close(self) -> None:
+        """Forget the result; a query still streaming it stops."""
+        if self._last is not None:
+            self._last.close()
         self._last = None
 
     def __iter__(self):

@@ -68,3 +68,7 @@ __all__ = [
     "UnsupportedError",
     "InputError",
 ]
+
+
+class RecursionLimitError(HetdbError):
+    """A WITH RECURSIVE query took more iterations than the connection option recursion_limit allows."""

@@ -28,19 +28,76 @@ _TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date3
                "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP"}
 
 
-def sql_type_name(t: pa.DataType) -> str:
+_SQL_TYPE_KEY = b"hetdb.type"  # exec/hostutil.SQL_TYPE_KEY (kept apart: results import no engine)
+
+
+def _is_hugeint(f: pa.Field) -> bool:
+    return bool(f.metadata) and f.metadata.get(_SQL_TYPE_KEY) == b"HUGEINT"
+
+
+def sql_type_name(t: pa.DataType | pa.Field) -> str:
+    """DuckDB's name of a result column's type (a field: its HUGEINT mark is read too)."""
+    if isinstance(t, pa.Field):
+        if _is_hugeint(t):
+            return "HUGEINT"
+        t = t.type
     if pa.types.is_decimal(t):
         return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_timestamp(t) and t.tz:
+        return "TIMESTAMP WITH TIME ZONE"
     return _TYPE_CODES.get(str(t), str(t).upper())
 
 
 class Result:
-    """The answer of one statement: an Arrow table, execution statistics and a fetch cursor."""
+    """The answer of one statement: an Arrow table, execution statistics and a fetch cursor.
 
-    def __init__(self, table: pa.Table, stats: dict[str, Any] | None = None):
-        self._table = table
-        self.stats = stats or {}
+    A result of ``Connection.execute`` may still be running (``exec/stream.py``): its rows are
+    read from the running query by ``fetch_record_batch``, or collected in full by the first call
+    of anything else."""
+
+    def __init__(self, table: pa.Table | None, stats: dict[str, Any] | None = None, stream: Any = None):
+        self._data = table
+        self._stats = stats or {}
+        self._stream = stream     # the running query's stream, not read yet
+        self._reader_stream = None  # a stream handed to fetch_record_batch's reader
         self._pos = 0
+
+    @property
+    def _table(self) -> pa.Table:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.release()
+            batches = []
+            while (b := stream.get()) is not None:
+                batches.append(b)
+            self._data = pa.Table.from_batches(batches, stream.schema)
+            self._stats = stream.stats
+        return self._data
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Execution statistics (rows, bytes and pages read, time, peak memory, per operator)."""
+        self._table  # noqa: B018 - a running result finishes first
+        s = self._reader_stream
+        return s.stats if s is not None and s.finished else self._stats
+
+    def close(self) -> None:
+        """Stop a query still streaming its result (nothing for a finished one)."""
+        for s in (self._stream, self._reader_stream):
+            if s is not None and not s.finished:
+                s.cancel()
+        if self._stream is not None:
+            self._stream = None
+            self._data = pa.Table.from_batches([], self._data.schema if self._data is not None else pa.schema([]))
+
+    def _settle(self) -> None:
+        """Before another statement runs on the connection: a result not read yet is collected in
+        memory; a reader's query goes on to its end (its rest kept in memory for the reader)."""
+        if self._stream is not None:
+            self._table  # noqa: B018
+        s = self._reader_stream
+        if s is not None and not s.finished:
+            s.release()
 
     # ---- whole results ----------------------------------------------------------------------------
     def arrow(self) -> pa.Table:
@@ -51,7 +108,16 @@ class Result:
     to_arrow_table = arrow
 
     def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
-        """A RecordBatchReader over the rows not fetched yet, ``rows_per_batch`` rows at a time."""
+        """A RecordBatchReader over the rows not fetched yet, ``rows_per_batch`` rows at a time. For
+        a result of ``execute`` still running, the reader yields batches as the query produces them
+        (memory stays bounded: the query waits while the reader does not read); dropping the reader
+        before its end cancels the query; a failure is raised by the reader as a HetdbError."""
+        stream = self._stream
+        if stream is not None:
+            self._stream = None
+            self._reader_stream = stream
+            self._data = pa.Table.from_batches([], stream.schema)  # the rows belong to the reader
+            return pa.RecordBatchReader.from_batches(stream.schema, stream.batches(rows_per_batch))
         rest = self._table.slice(self._pos)
         self._pos = self._table.num_rows
         batches = rest.to_batches(max_chunksize=max(1, int(rows_per_batch)))
@@ -78,6 +144,9 @@ class Result:
     def _rows(self, start: int, stop: int) -> list[tuple]:
         part = self._table.slice(start, max(0, stop - start))
         cols = [c.to_pylist() for c in part.columns]
+        for i, f in enumerate(part.schema):
+            if _is_hugeint(f):  # DuckDB gives HUGEINT values as Python ints
+                cols[i] = [None if v is None else int(v) for v in cols[i]]
         return list(zip(*cols)) if cols else [()] * part.num_rows
 
     def fetchone(self) -> tuple | None:
@@ -107,12 +176,12 @@ class Result:
 
     @property
     def types(self) -> list[str]:
-        return [sql_type_name(f.type) for f in self._table.schema]
+        return [sql_type_name(f) for f in self._table.schema]
 
     @property
     def description(self) -> list[tuple]:
         """PEP 249: (name, type_code, None, None, None, None, None) per column."""
-        return [(f.name, sql_type_name(f.type), None, None, None, None, None) for f in self._table.schema]
+        return [(f.name, sql_type_name(f), None, None, None, None, None) for f in self._table.schema]
 
     @property
     def num_rows(self) -> int:

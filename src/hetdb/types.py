@@ -3,6 +3,8 @@
 Physical layout per type (in memory and on disk):
   int32, date (days since 1970-01-01)      -> int32
   int64, timestamp (microseconds, UTC-naive) -> int64
+  timestamp with tz=True (TIMESTAMPTZ)       -> int64 microseconds since the epoch in UTC; shown in the
+                                                connection's time zone (option ``timezone``)
   decimal(p, s)                              -> int64 holding value * 10**s (p <= 18)
   int128 (HUGEINT), decimal(19..38, s)       -> results only (SUM, wide arithmetic), never stored: int64
                                                 while every value fits, else an object array of
@@ -29,6 +31,7 @@ class DataType:
     kind: str
     precision: int = 0
     scale: int = 0
+    tz: bool = False  # TIMESTAMP WITH TIME ZONE (kind "timestamp": same physical layout, UTC)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -55,11 +58,15 @@ class DataType:
     def to_arrow(self) -> pa.DataType:
         if self.kind == "decimal":
             return pa.decimal128(self.precision, self.scale)
+        if self.tz:
+            return pa.timestamp("us", tz="UTC")
         return _ARROW[self.kind]
 
     def sql_name(self) -> str:
         if self.kind == "decimal":
             return f"DECIMAL({self.precision},{self.scale})"
+        if self.tz:
+            return "TIMESTAMP WITH TIME ZONE"
         return _SQL[self.kind]
 
     def __str__(self) -> str:
@@ -72,6 +79,8 @@ class DataType:
         if t.startswith("DECIMAL"):
             p, s = t[t.index("(") + 1 : t.index(")")].split(",")
             return decimal(int(p), int(s)) if int(p) <= MAX_DECIMAL_PRECISION else wide_decimal(int(p), int(s))
+        if t == "TIMESTAMP WITH TIME ZONE":
+            return TIMESTAMPTZ
         for kind, name in _SQL.items():
             if name == t:
                 return DataType(kind)
@@ -85,6 +94,7 @@ DATE = DataType("date")
 BOOL = DataType("bool")
 STRING = DataType("string")
 TIMESTAMP = DataType("timestamp")
+TIMESTAMPTZ = DataType("timestamp", tz=True)
 INT128 = DataType("int128")
 
 MAX_DECIMAL_PRECISION = 18
@@ -134,7 +144,7 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
     if pa.types.is_date(t):
         return DATE
     if pa.types.is_timestamp(t):
-        return TIMESTAMP
+        return TIMESTAMPTZ if t.tz else TIMESTAMP
     if pa.types.is_boolean(t):
         return BOOL
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):

@@ -71,6 +71,31 @@ def test_insert_counts_and_versions(con):
     assert sorted(con.sql("SELECT a FROM t").fetchall()) == [(i,) for i in range(1, 7)]
 
 
+def test_insert_appends_row_groups_and_vacuum_fills_them(con):
+    duck = duckdb.connect()
+    for c in (con, duck):
+        c.execute("CREATE TABLE t (a BIGINT, s VARCHAR, p DECIMAL(10,2))")
+        c.execute("INSERT INTO t SELECT 1, 'x', 2.5")
+    first = con.table("t")._reader
+    for i in range(12):
+        st = f"INSERT INTO t VALUES ({i}, 's{i % 3}', {i}.25), ({-i}, NULL, NULL)"
+        assert con.execute(st).fetchall() == duck.execute(st).fetchall() == [(2,)]
+    r = con.table("t")._reader
+    assert r.version == first.version + 12
+    # the last INSERT wrote its rows only: the earlier row groups are pages of earlier versions
+    own = f"c0000.v{r.version}.col"
+    assert [r.page_file("a", g) == own for g in range(r.num_row_groups)] == [False] * (r.num_row_groups - 1) + [True]
+    assert 1 < r.num_row_groups <= 6
+    q = "SELECT a, s, p FROM t"
+    assert _norm(con.sql(q).fetchall()) == _norm(duck.sql(q).fetchall())
+    assert con.execute("VACUUM t").fetchall() == []
+    assert con.table("t")._reader.num_row_groups == 1
+    con.execute("CHECKPOINT")
+    assert _norm(con.sql(q).fetchall()) == _norm(duck.sql(q).fetchall())
+    with pytest.raises(CatalogError, match="unknown table"):
+        con.execute("VACUUM nothing")
+
+
 def test_errors_are_typed(con):
     con.execute("CREATE TABLE t (a INTEGER NOT NULL)")
     with pytest.raises(CatalogError, match="already exists"):

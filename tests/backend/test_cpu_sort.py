@@ -100,3 +100,29 @@ def test_sort_and_topk_property(rows, desc, k):
     want = ref_sort(keys, desc)
     assert np.array_equal(B.sort_indices(keys, desc), want)
     assert np.array_equal(B.topk_indices(keys, desc, k), want[:k])
+
+
+@pytest.mark.parametrize("n", [0, 1, 17, 100_003])
+@pytest.mark.parametrize("parts", [2, 3, 8])
+def test_partitioned_sort_equals_numpy(n, parts):
+    from hetdb.backend.cpu.sort import _partitioned_sort
+
+    rng = np.random.default_rng(n + parts)
+    for a in (rng.integers(-(2**62), 2**62, n), rng.integers(0, 5, n), np.sort(rng.integers(0, 1000, n))[::-1]):
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        out = _partitioned_sort(a, parts)
+        assert out.shape[0] == n
+        assert np.array_equal(out, np.sort(a))
+
+
+def test_parallel_packed_sort_is_the_stable_order(monkeypatch):
+    import hetdb.backend.cpu.sort as S
+
+    monkeypatch.setattr(S, "PARALLEL_SORT_ROWS", 1 << 10)
+    monkeypatch.setattr(S, "kernel_threads", lambda: 4)
+    rng = np.random.default_rng(3)
+    keys = [rng.integers(-50, 50, 50_000), rng.integers(0, 3, 50_000).astype(np.int32)]
+    got = S.sort_indices(keys, [True, False])
+    want = np.lexsort([keys[1], -keys[0]])
+    assert got.shape[0] == 50_000
+    assert np.array_equal(got, want)

@@ -37,6 +37,7 @@ SHIM = r"""
 #include <cstdio>
 #include <cstring>
 #define __device__
+#define __host__
 #define __global__
 #define __forceinline__ inline
 #define __restrict__
@@ -60,6 +61,7 @@ template <class T> T __shfl_sync(unsigned, T v, int) { return v; }
 template <class T> T __shfl_up_sync(unsigned, T v, int) { return v; }
 inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 inline long long __double_as_longlong(double v) { long long d; std::memcpy(&d, &v, 8); return d; }
+inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
 """
 
 
@@ -116,9 +118,10 @@ def _arr(name: str, ctype: str, values) -> str:
 
 
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
-               slots: int = 4096) -> list[tuple[tuple, list[int]]]:
+               slots: int = 4096, encoded: dict[str, np.ndarray] | None = None) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
-    value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot."""
+    value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
+    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain)."""
     k = generate_pipeline(spec)
     assert not k.lookups
     n = len(next(iter(columns.values())))
@@ -126,7 +129,11 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
     ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool"}
     for j, inp in enumerate(spec.inputs):
         vals = columns[inp.cid]
-        decl.append(_arr(f"c{j}", ctypes[inp.dtype.kind], [0 if v is None else v for v in vals]))
+        if encoded and inp.cid in encoded:
+            body = ", ".join(str(int(b)) for b in encoded[inp.cid])
+            decl.append(f"alignas(8) static const unsigned char c{j}[] = {{{body}}};")
+        else:
+            decl.append(_arr(f"c{j}", ctypes[inp.dtype.kind], [0 if v is None else v for v in vals]))
         args.append(f"c{j}")
         if inp.nullable:
             decl.append(_arr(f"v{j}", "bool", [v is not None for v in vals]))
@@ -148,14 +155,14 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                 args.append(f"payv{p}_{j}")
     nk = len(k.group_keys)
     decl += [f"static int g_state[{slots}];", f"static long long g_keys[{(nk + 1) * slots}];",
-             "static unsigned long long g_used[1], g_overflow[1], errors[1];"]
+             "static unsigned long long g_used[1], g_overflow[1], errors[1], arith_err[4];"]
     args += ["g_state", "g_keys", f"{slots - 1}ULL", "g_used", f"{slots * 7 // 10}ULL", "g_overflow"]
     for a, acc in enumerate(k.accumulators):
         init = {"fused::AccMinI64": "0x7FFFFFFFFFFFFFFFLL", "fused::AccMaxI64": "(-0x7FFFFFFFFFFFFFFFLL - 1)"}
         decl.append(f"static long long acc{a}[{slots}];")
         decl.append(f"static const long long acc{a}_init = {init.get(acc.acc, '0LL')};")
         args.append(f"acc{a}")
-    args.append("errors")
+    args += ["errors", "arith_err"]
     main = ["int main() {"]
     main += [f"  for (int s = 0; s < {slots}; ++s) acc{a}[s] = acc{a}_init;" for a in range(len(k.accumulators))]
     main += [f"  gridDim.x = {max(1, -(-n // PL_TILE))};",
@@ -163,6 +170,8 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
              f"    for (unsigned t = 0; t < {PL_BLOCK}; ++t) {{", "      threadIdx.x = t;",
              f"      {k.name}({', '.join(args)});", "    }", "  }",
              '  if (g_overflow[0] || errors[0]) { std::printf("FAIL\\n"); return 1; }',
+             '  if (arith_err[0]) { std::printf("OVERFLOW %llu %lld %lld\\n", arith_err[1], (long long)arith_err[2], '
+             '(long long)arith_err[3]); return 3; }',
              f"  for (int s = 0; s < {slots}; ++s) if (g_state[s] == 2) {{",
              '    std::printf("G");']
     main += [f'    std::printf(" %lld", g_keys[{c} * {slots} + s]);' for c in range(nk + 1)]

@@ -7,6 +7,7 @@ test_gpu_pipeline_source.py compiles a representative set in ``make test``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from diff_data import build_ssb, build_tpch, dataset  # noqa: E402
 from diff_queries import load_queries  # noqa: E402
 
 import hetdb  # noqa: E402
+from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline  # noqa: E402
 from hetdb.column import Batch, Column  # noqa: E402
 from hetdb.exec import pipeline as pipeline_mod  # noqa: E402
 from hetdb.exec.operators.basic import ResultSource  # noqa: E402
@@ -68,7 +70,7 @@ def collect(path: str, queries: dict[str, str], monkeypatch) -> tuple[dict[str, 
                 if isinstance(k, str):
                     refused[f"{current[0]}/{pipe.pid}"] = k
                 else:
-                    kernels.setdefault(current[0], []).append(k.kernel)
+                    kernels.setdefault(current[0], []).append(k)
         elif why:
             refused[f"{current[0]}/{pipe.pid}"] = why
         real(ctx, pipe, pool, threads)
@@ -120,8 +122,16 @@ def test_every_suite_kernel_compiles_with_nvcc(suites, monkeypatch, tmp_path):
     from hetdb.backend.gpu.compile import load_source
 
     kernels, _ = _all(suites, monkeypatch)
-    bodies = {k.name: k.body for ks in kernels.values() for k in ks}
+    bodies = {k.kernel.name: k.kernel.body for ks in kernels.values() for k in ks}
     assert len(bodies) > 40
+    # the same pipelines over pages kept compressed (gpu_compressed_cache): each input in a codec,
+    # cycling through them so every codec meets every input type the suites read
+    codecs = ("for", "delta", "dict", "rle", "const")
+    for j, k in enumerate(k for ks in kernels.values() for k in ks):
+        inputs = tuple(dataclasses.replace(i, codec=codecs[(j + c) % len(codecs)]) for c, i in enumerate(k.spec.inputs))
+        g = generate_pipeline(dataclasses.replace(k.spec, inputs=inputs))
+        bodies[g.name] = g.body
+    assert len(bodies) > 80
     path = tmp_path / "suites.cu"
     path.write_text(load_source("pipeline.cuh") + "\n" + "\n".join(bodies.values()))
     run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "s.o")],

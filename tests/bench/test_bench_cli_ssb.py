@@ -47,9 +47,12 @@ def test_bench_ssb_cpu_end_to_end(tmp_path, ssb_db):
         assert q["duckdb"]["median_s"] > 0 and q["speedup"] > 0
         assert q["referenced_bytes"] > 0 and q["throughput_bytes_per_s"] > 0
         assert q["fraction_of_ceiling"] is not None
+        # hot on the CPU: the timed run reads its pages from the host page cache
+        assert q["hetdb"]["paths"]["pages"].get("host_cpu", 0) > 0
     assert run["summary"]["geomean_speedup"] > 0
     report = (out / "report.md").read_text()
     assert "Geometric-mean speed-up" in report
+    assert "Pages by path" in report and "| q1.1 | – | – | " in report
     for png in ("times_hot.png", "throughput_hot.png"):
         assert os.path.getsize(out / png) > 1000
 

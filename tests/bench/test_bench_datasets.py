@@ -55,3 +55,15 @@ def test_default_path(monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", "/cache")
     assert datasets.default_db_path("ssb", 1.0) == "/cache/hetdb/bench/ssb-sf1"
     assert datasets.default_db_path("tpch", 0.01) == "/cache/hetdb/bench/tpch-sf0.01"
+
+
+def test_window_suite_reads_the_tpch_data_set(tmp_path):
+    """The window suite generates (and then reuses) a TPC-H data set marked as tpch, so a tpch run
+    and a window run at the same scale share one directory."""
+    window, tpch = get_suite("window"), get_suite("tpch")
+    assert window.data_name == "tpch" and window.generator == tpch.generator
+    path = str(tmp_path / "tpch")
+    info = datasets.ensure_dataset(window, 0.001, path, owned=True, workers=1)
+    assert info["generated"] and info["tables"]["orders"]["rows"] > 0
+    again = datasets.ensure_dataset(tpch, 0.001, path, owned=False)
+    assert not again["generated"]

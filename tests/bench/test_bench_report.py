@@ -59,6 +59,12 @@ def test_report_and_plots(tmp_path):
     assert "**2.00×**" in text and "2/4 answers correct" in text
     assert "| q2.1 | ✗ wrong |" in text and "q3.1: UnsupportedError: LIKE" in text
     assert len(re.findall(r"\n\| q\d", text)) == 4
+    results["runs"][0]["queries"][0]["hetdb"]["paths"] = {
+        "pages": {"gpu_resident": 3, "disk_direct": 2}, "bytes": {"gpu_resident": 3 << 20, "disk_direct": 2 << 20},
+        "admitted": 1, "evicted": 0, "bypassed": 2}
+    text = render_markdown(results)
+    row = next(x for x in text.splitlines() if x.startswith("| q1.1 | 3 / "))
+    assert row.endswith("| 1 | 0 | 2 |") and row.count("–") == 3
     write_report(results, str(tmp_path))
     paths = write_plots(results, str(tmp_path))
     assert sorted(p.split("/")[-1] for p in paths) == ["throughput_hot.png", "times_hot.png"]

@@ -19,7 +19,7 @@ from hetdb.errors import InputError
 
 def test_every_suite_ships_its_queries():
     counts = {name: len(load_queries(name)) for name in SUITES}
-    assert counts == {"ssb": 13, "tpch": 22, "scan": 3}
+    assert counts == {"ssb": 13, "tpch": 22, "scan": 3, "window": 7}
     assert [q.name for q in load_queries("ssb")][:3] == ["q1.1", "q1.2", "q1.3"]
     assert [q.name for q in load_queries("tpch")][-1] == "q22"
 

@@ -46,9 +46,12 @@ def payload(nbytes: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
 
 
-def load(cache: HostPageCache, k: PageKey, data: np.ndarray, pin: bool = False):
-    """Load ``data`` as a page the way the streamer does: acquire, fill the runs, commit."""
+def load(cache: HostPageCache, k: PageKey, data: np.ndarray, pin: bool = False, looked_up: bool = False):
+    """Load ``data`` as a page the way the streamer does: its look-up (a miss) counts an access (done
+    here unless ``looked_up``), then acquire, fill the runs, commit."""
     padded = -(-data.shape[0] // 4096) * 4096
+    if not looked_up:
+        cache.policy.record(k)
     page = cache.acquire(k, data.shape[0], padded, zlib.crc32(data))
     if page is None:
         return None
@@ -100,6 +103,7 @@ def test_page_on_scattered_blocks_has_several_runs():
     for rg in range(3):
         load(cache, key(rg), payload(BLOCK, rg))  # blocks 0, 1 (first chunk) and 2 (second chunk)
     data = payload(2 * BLOCK - 300, 9)
+    cache.policy.record(key(9))  # read before: it comes back, so it may displace a page read once
     page = load(cache, key(9), data)  # evicts page 0: gets blocks 0 and 3, in two chunks
     assert page is not None and page.blocks == [0, 3] and len(page.runs) == 2
     assert page.tobytes() == data.tobytes()
@@ -109,19 +113,24 @@ def test_page_on_scattered_blocks_has_several_runs():
     assert page is not None and len(page.runs) == 1 and page.tobytes() == data.tobytes()
 
 
-def test_lru_eviction_within_limit():
+def test_eviction_by_benefit_within_limit():
     cache = tier(8)
     for rg in range(4):
         assert load(cache, key(rg), payload(2 * BLOCK, rg)) is not None
-    cache.get(key(0))  # 0 becomes the most recently used; 1 is now the oldest
+    cache.get(key(0))  # page 0 is read twice: worth more than pages 1-3
+    cache.get(key(2))
+    cache.get(key(2))  # page 2 three times
+    assert cache.eviction_order()[:2] == [key(1), key(3)]  # read once each: the oldest goes first
+    assert load(cache, key(9), payload(2 * BLOCK, 9)) is None  # read once: not worth page 1
+    assert cache.stats.bypassed == 1 and cache.stats.evictions == 0
     data = payload(2 * BLOCK, 9)
-    assert load(cache, key(9), data) is not None
-    assert cache.keys() == [key(2), key(3), key(0), key(9)]
+    assert load(cache, key(9), data) is not None  # its second read: now worth more than page 1
+    assert set(cache.keys()) == {key(0), key(2), key(3), key(9)}
     assert cache.stats.evictions == 1 and cache.held_bytes == 8 * BLOCK
     assert cache.get(key(9)).tobytes() == data.tobytes()  # reused blocks hold the new page
     assert cache.allocated_bytes <= 8 * BLOCK
     assert load(cache, key(10), payload(9 * BLOCK, 3)) is None  # larger than the whole tier
-    assert cache.stats.rejected == 1
+    assert cache.stats.rejected == 2
 
 
 def test_pinned_and_loading_pages_are_never_evicted():
@@ -135,6 +144,7 @@ def test_pinned_and_loading_pages_are_never_evicted():
     assert key(1) not in cache
     assert load(cache, key(2), payload(BLOCK, 2)) is not None
     cache.unpin_page(a)
+    cache.policy.record(key(3))
     assert load(cache, key(3), payload(3 * BLOCK, 3)) is not None
     assert key(0) not in cache and key(3) in cache
     assert cache.pinned_bytes() == 0
@@ -227,6 +237,7 @@ def test_allocation_failure_stops_growth():
 
     cache = HostPageCache(16 * BLOCK, block_bytes=BLOCK, chunk_bytes=4 * BLOCK, allocate=refuse_second)
     assert load(cache, key(0), payload(4 * BLOCK, 0)) is not None
+    cache.policy.record(key(1))  # read before: worth displacing page 0
     assert load(cache, key(1), payload(BLOCK, 1)) is not None  # evicts key 0 within the first chunk
     assert "no more pinned memory" in cache.allocation_error
     assert cache.capacity_bytes == 4 * BLOCK and key(1) in cache
@@ -279,22 +290,46 @@ def test_shared_tier_is_process_wide_and_resizable():
     assert len(a) == 0
 
 
-def test_scan_does_not_evict_its_own_pages():
+def test_scan_larger_than_the_tier_passes_through():
     cache = tier(4)
-    load(cache, key(0, "old"), payload(BLOCK, 0))  # from an earlier scan
-    mark = cache.begin_scan()
+
+    def read_hot() -> None:  # a working set of two pages
+        for rg in (0, 1):
+            if cache.lookup(key(rg, "hot")) is None:
+                load(cache, key(rg, "hot"), payload(BLOCK, rg), looked_up=True)
+
+    for _ in range(3):
+        read_hot()
     loaded = []
-    for rg in range(6):  # a scan of 6 pages through a tier of 4
-        page = cache.acquire(key(rg), BLOCK, BLOCK, 0, evict_before=mark)
-        if page is not None:
-            cache.unpin_page(cache.commit(page))
+    for rg in range(6):  # a one-off scan of 6 pages through a tier of 4
+        if load(cache, key(rg), payload(BLOCK, rg)) is not None:
             loaded.append(rg)
-    assert loaded == [0, 1, 2, 3]  # the old page made room once; the scan kept its first pages
-    assert key(0, "old") not in cache and cache.stats.rejected == 2
-    mark = cache.begin_scan()
-    assert cache.get(key(0)) is not None  # the next scan's hits are its own too
-    assert cache.acquire(key(9), BLOCK, BLOCK, 0, evict_before=mark) is not None  # evicts page 1
-    assert key(1) not in cache and key(0) in cache
+    assert loaded == [0, 1]  # the free room; then the scan keeps its first pages, streams the rest
+    assert key(0, "hot") in cache and key(1, "hot") in cache
+    assert cache.stats.bypassed == 4 and cache.stats.evictions == 0
+    read_hot()
+    for rg in range(6):  # another one-off scan (another table) once the working set was read again
+        load(cache, key(rg, "other"), payload(BLOCK, rg))
+    assert key(0, "hot") in cache and key(1, "hot") in cache and cache.stats.evictions == 0
+
+
+def test_kept_pages_are_never_evicted():
+    cache = tier(4)
+    load(cache, key(0), payload(2 * BLOCK, 0))
+    cache.keep(key(0))
+    assert cache.kept_bytes() == 2 * BLOCK == cache.pinned_bytes()
+    for _ in range(5):  # hot pages that would displace anything not kept
+        for rg in (1, 2):
+            if cache.lookup(key(rg)) is None:
+                load(cache, key(rg), payload(2 * BLOCK, rg), looked_up=True)
+    assert cache.evict(100 * BLOCK) == 2 * BLOCK  # only the hot page that got in can go
+    cache.clear()
+    assert key(0) in cache and cache.entries() == [(key(0), 2 * BLOCK, True)]
+    cache.resize(BLOCK)  # shrinking below a kept page keeps it
+    assert key(0) in cache
+    cache.unkeep(key(0))
+    cache.clear()
+    assert len(cache) == 0
 
 
 def test_lookup_many_pins_all_or_nothing():

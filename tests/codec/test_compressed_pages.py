@@ -12,7 +12,7 @@ import pytest
 
 from hetdb.errors import CorruptDataError, InputError
 from hetdb.storage import Database
-from hetdb.storage.format import MANIFEST, decode_manifest, encode_manifest
+from hetdb.storage.format import FORMAT_VERSION, MANIFEST, decode_manifest, encode_manifest
 from hetdb.storage.ingest import import_files
 
 ROWS = 5000
@@ -107,7 +107,7 @@ def test_version_1_database_is_read_as_it_is(tmp_path) -> None:
     with old.create_table("u", r.schema) as w:
         w.append_arrow(expected)
     with open(os.path.join(db.path, "hetdb.json")) as f:
-        assert json.load(f)["format_version"] == 2  # written in version 2 from now on
+        assert json.load(f)["format_version"] == FORMAT_VERSION  # written in the current version from now on
     assert Database.open(db.path).table("u").arrow().equals(expected)
     assert Database.open(db.path).table("t").arrow().equals(expected)
 

@@ -10,10 +10,12 @@ LIKE), inner/left/right/full/cross joins on nullable keys, semi/anti joins as IN
 NOT EXISTS subqueries (correlated and not), scalar subqueries, GROUP BY with COUNT/COUNT DISTINCT/SUM/
 AVG/MIN/MAX and HAVING, DISTINCT, ORDER BY ... LIMIT/OFFSET over every output column, CASE,
 COALESCE, NULLIF, integer // and % by values that may be zero (both engines must raise the same
-error), arithmetic on BIGINT values near 2^63 (both must raise Out of Range) where allowed.
+error), arithmetic and sums on BIGINT values near 2^63 and DECIMALs past 18 digits (both must widen
+or raise Out of Range), NaN in every comparison, key and ordering.
 
-Shapes of bugs that helper rel-sem owns (issue 15) are not drawn while they are open: each is a named
-entry of ``KNOWN_ISSUES``; ``HETDB_FUZZ_ALLOW=name,...`` (or ``allow=``) draws them again.
+A shape of an open bug can be left out while it is fixed: a named entry of ``KNOWN_ISSUES`` that the
+generator consults; ``HETDB_FUZZ_ALLOW=name,...`` (or ``allow=``) draws it again. The list is empty:
+every shape is drawn in every configuration.
 """
 
 from __future__ import annotations
@@ -26,22 +28,9 @@ from decimal import Decimal
 
 from diff_check import TOTAL, Ordering
 
-# Open issue-15 shapes the generator leaves out until they are fixed (name -> what and where).
-KNOWN_ISSUES: dict[str, str] = {
-    "nan": "issue 15 item 4 (rel-sem): NaN ordering/equality - comparisons, IN, join keys, GROUP BY, "
-           "DISTINCT, ORDER BY, MIN/MAX over fa.fn (e.g. SELECT count(*) FROM fa WHERE fn > 0)",
-    "bigint_overflow": "issue 15 item 2 (rel-sem): SUM/AVG of BIGINT near 2^63 must widen to HUGEINT and "
-                       "+ - * / abs must raise Out of Range, only for rows a CASE/COALESCE branch is "
-                       "used for (SELECT COALESCE(big, big * 3) FROM fa raises; DuckDB answers)",
-    "decimal_overflow": "issue 15 item 2 (rel-sem): DECIMAL x DECIMAL past 18 digits, SUM of DECIMAL "
-                        "past 18 digits (fa.dw)",
-    "bigint_decimal_compare": "issue 15 item 2 (rel-sem): BIGINT near 2^63 compared with a DECIMAL overflows "
-                              "when rescaled (SELECT count(*) FROM fa WHERE big < 0.5: hetdb 79, DuckDB 67)",
-    "correlated_in_nulls": "issue 15 item 1 (rel-sem): correlated IN / NOT IN over nullable columns",
-    "decimal_sum_spill": "issue 15 items 2 + Memory (rel-sem/rel-mem): SUM/AVG of DECIMAL whose states spill "
-                         "(host_memory_limit=16KB, 4 threads) raise 'cannot convert decimal values to scale "
-                         "4: Decimal value does not fit in precision 38'",
-}
+# Open bug shapes the generator leaves out until they are fixed (name -> what and where); each name
+# is consulted by the generator where it draws that shape (``name in self.allow``).
+KNOWN_ISSUES: dict[str, str] = {}
 
 INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL = (
     "int", "bigint", "decimal", "double", "string", "date", "timestamp", "bool")
@@ -69,13 +58,6 @@ JOIN_KEYS = {"k": ("fa", "fb", "fc", "fe"), "s": ("fa", "fb", "fc", "fe"), "d": 
              "dc": ("fa", "fb", "fe"), "f": ("fa", "fb", "fe")}
 
 
-# Shapes of KNOWN_ISSUES that rel-sem has fixed on main: drawn by default again.
-# HETDB_FUZZ_DENY=name,... leaves them out (to tell a regression of one of them from a new bug).
-# (bigint_overflow stays out: hetdb raises the BIGINT overflow of a COALESCE branch no row takes,
-# SELECT COALESCE(big, big * 3) FROM fa)
-FIXED_ISSUES = frozenset({"nan", "decimal_overflow", "bigint_decimal_compare", "correlated_in_nulls"})
-
-
 def _names(variable: str) -> set[str]:
     names = {n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()}
     unknown = names - set(KNOWN_ISSUES)
@@ -85,8 +67,8 @@ def _names(variable: str) -> set[str]:
 
 
 def allowed_from_env() -> frozenset[str]:
-    """The KNOWN_ISSUES shapes to draw: the fixed ones and HETDB_FUZZ_ALLOW, less HETDB_FUZZ_DENY."""
-    return frozenset((FIXED_ISSUES | _names("HETDB_FUZZ_ALLOW")) - _names("HETDB_FUZZ_DENY"))
+    """The KNOWN_ISSUES shapes to draw: HETDB_FUZZ_ALLOW, less HETDB_FUZZ_DENY."""
+    return frozenset(_names("HETDB_FUZZ_ALLOW") - _names("HETDB_FUZZ_DENY"))
 
 
 def case_seed(seed: int, index: int) -> int:
@@ -168,19 +150,8 @@ class FuzzGen:
         self.n_alias += 1
         return f"q{self.n_alias}"
 
-    def ok_tag(self, tag: str, purpose: str) -> bool:
-        """May a column with ``tag`` be used for ``purpose`` (cmp/key/arith/sum/proj)?"""
-        if tag == "nan" and "nan" not in self.allow:
-            return purpose in ("proj", "sum")
-        if tag == "big" and "bigint_overflow" not in self.allow:
-            return purpose in ("cmp", "key", "proj")
-        if tag == "wide" and "decimal_overflow" not in self.allow:
-            return purpose in ("cmp", "key", "proj")
-        return True
-
-    def cols(self, scope: Scope, kinds, purpose: str) -> list[tuple[str, str, Col]]:
-        return [(a, t, c) for a, t in scope.tables for c in TABLES[t]
-                if c.kind in kinds and self.ok_tag(c.tag, purpose)]
+    def cols(self, scope: Scope, kinds) -> list[tuple[str, str, Col]]:
+        return [(a, t, c) for a, t in scope.tables for c in TABLES[t] if c.kind in kinds]
 
     def lit(self, table: str, col: Col, kind: str | None = None) -> str:
         values = self.samples.get((table, col.name)) or ()
@@ -191,9 +162,8 @@ class FuzzGen:
         return literal(kind, self.pick(values))
 
     # ---- scalar expressions -------------------------------------------------------------------------
-    def expr(self, scope: Scope, kinds=(INT, DEC, DBL, STR, DATE, TSTAMP, BOOL), purpose: str = "proj",
-             depth: int = 0) -> E | None:
-        refs = self.cols(scope, kinds, purpose)
+    def expr(self, scope: Scope, kinds=(INT, DEC, DBL, STR, DATE, TSTAMP, BOOL), depth: int = 0) -> E | None:
+        refs = self.cols(scope, kinds)
         if not refs:
             return None
         a, t, c = self.pick(refs)
@@ -202,35 +172,35 @@ class FuzzGen:
             return base
         form = self.r.randrange(8)
         k = c.kind
-        if form == 0 and k in (INT, BIG) and self.ok_tag(c.tag, "arith"):
+        if form == 0 and k in (INT, BIG):
             op = self.pick(["+", "-", "*"])
             if self.chance(0.1):
                 return E(f"({base.sql} {op} NULL)", k, base.tags)
-            other = self.expr(scope, [INT] if c.tag != "big" else [INT, BIG], "arith", depth + 1)
+            other = self.expr(scope, [INT] if c.tag != "big" else [INT, BIG], depth + 1)
             rhs = other.sql if other is not None and self.chance(0.5) else str(self.r.randint(1, 9))
             tags = base.tags | (other.tags if other is not None else frozenset())
             return E(f"({base.sql} {op} {rhs})", k if other is None or other.kind == INT else BIG, tags)
-        if form == 1 and k in (INT, BIG) and self.ok_tag(c.tag, "arith"):
+        if form == 1 and k in (INT, BIG):
             op = self.pick(["//", "%"])
             if self.chance(0.15):  # a divisor that is sometimes 0: both engines must raise
-                div = self.pick(self.cols(scope, [INT], "arith"))
+                div = self.pick(self.cols(scope, [INT]))
                 return E(f"({base.sql} {op} {div[0]}.{div[2].name})", k, base.tags)
             return E(f"({base.sql} {op} {self.pick([2, 3, 7, -4])})", k, base.tags)
-        if form == 2 and k in (DEC, DBL) and self.ok_tag(c.tag, "arith"):
+        if form == 2 and k in (DEC, DBL):
             op = self.pick(["+", "-", "*"])
             if k == DEC and op == "*" and c.name == "dn" and self.chance(0.5):
                 return E(f"({base.sql} * {base.sql})", DEC, base.tags)
-            if k == DEC and op == "*" and "decimal_overflow" in self.allow and self.chance(0.3):
-                other = self.expr(scope, [DEC], "arith", depth + 1)
+            if k == DEC and op == "*" and self.chance(0.3):
+                other = self.expr(scope, [DEC], depth + 1)
                 return E(f"({base.sql} * {other.sql})", DEC, base.tags | other.tags)
             return E(f"({base.sql} {op} {self.pick(['2', '0.5', '3'])})", k, base.tags)
         if form == 3 and k != BOOL:
-            other = self.expr(scope, [k], purpose, depth + 1)
+            other = self.expr(scope, [k], depth + 1)
             alt = other.sql if other is not None and other.kind == k else self.lit(t, c)
             return E(f"COALESCE({base.sql}, {alt})", k, base.tags)
         if form == 4:
             cond = self.pred(scope, depth + 1, subqueries=False)
-            other = self.expr(scope, [k], purpose, depth + 1)
+            other = self.expr(scope, [k], depth + 1)
             alt = other.sql if other is not None and other.kind == k and self.chance(0.6) else "NULL"
             return E(f"CASE WHEN {cond} THEN {base.sql} ELSE {alt} END", k, base.tags)
         if form == 5 and k != BOOL:
@@ -244,12 +214,12 @@ class FuzzGen:
         if form == 7 and k in (DATE, TSTAMP):
             return E(f"EXTRACT({self.pick(['year', 'month', 'day'])} FROM {base.sql})", INT, base.tags)
         if form == 7 and k == STR:
-            other = self.expr(scope, [STR], purpose, depth + 1)
+            other = self.expr(scope, [STR], depth + 1)
             return self.pick([E(f"length({base.sql})", INT, base.tags),
                               E(f"({base.sql} || {other.sql if other else repr('x')})", STR, base.tags)])
         if form == 7 and k in (INT, DEC) and c.tag == "":
-            # a divisor column holds 0: 0 / 0 is NaN, whose comparisons are a known issue
-            div = self.pick(self.cols(scope, [INT], "arith")) if self.chance(0.2) and "nan" in self.allow else None
+            # a divisor column holds 0: 0 / 0 is NaN
+            div = self.pick(self.cols(scope, [INT])) if self.chance(0.2) else None
             return E(f"({base.sql} / {f'{div[0]}.{div[2].name}' if div else self.pick(['4', '2.5'])})",
                      DBL, base.tags | {"avg"})
         if form == 7 and k == INT:
@@ -259,7 +229,7 @@ class FuzzGen:
 
     # ---- predicates -----------------------------------------------------------------------------------
     def comparison(self, scope: Scope, depth: int) -> str:
-        a, t, c = self.pick(self.cols(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL), "cmp"))
+        a, t, c = self.pick(self.cols(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL)))
         name = f"{a}.{c.name}"
         form = self.r.randrange(9)
         if c.kind == BOOL:
@@ -284,21 +254,15 @@ class FuzzGen:
             pat = self.pick([v[:i] + "%", "%" + v[i:], "%" + v[i:i + 2] + "%", "_" + v[1:], v, "%"])
             return f"{name} {'NOT ' if self.chance(0.3) else ''}LIKE {literal(STR, pat)}"
         if form in (4, 5):
-            others = [o for o in self.cols(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP), "cmp")
-                      if CLASS[o[2].kind] == CLASS[c.kind] and self.comparable(c, o[2])]
+            others = [o for o in self.cols(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP))
+                      if CLASS[o[2].kind] == CLASS[c.kind]]
             o = self.pick(others)
             return f"{name} {self.cmp_op()} {o[0]}.{o[2].name}"
         if form == 6:
-            e = self.expr(scope, [c.kind], "cmp", depth + 1)
+            e = self.expr(scope, [c.kind], depth + 1)
             if e is not None and CLASS[e.kind] == CLASS[c.kind] and e.kind not in (BOOL,):
                 return f"{e.sql} {self.cmp_op()} {self.lit(t, c) if e.kind == c.kind else '2'}"
         return f"{name} {self.cmp_op()} {self.lit(t, c)}"
-
-    def comparable(self, a: Col, b: Col) -> bool:
-        if "bigint_decimal_compare" in self.allow:
-            return True
-        return not ({a.kind, b.kind} == {BIG, DEC} or (a.tag == "big" and b.kind == DEC)
-                    or (b.tag == "big" and a.kind == DEC))
 
     def lit_value(self, table: str, col: Col):
         values = self.samples.get((table, col.name)) or ()
@@ -335,7 +299,7 @@ class FuzzGen:
         conds = [x for x in (corr if correlated else None, where) if x]
         wsql = f" WHERE {' AND '.join(conds)}" if conds else ""
         form = self.r.randrange(4)
-        if form == 0 and (not correlated or "correlated_in_nulls" in self.allow):
+        if form == 0:
             neg = "NOT " if self.chance(0.5) else ""
             return f"{outer[0]}.{key} {neg}IN (SELECT {s}.{key} FROM {table} {s}{wsql})"
         if form in (0, 1):
@@ -344,7 +308,7 @@ class FuzzGen:
         num = [c for c in TABLES[table] if c.kind in (INT, DEC)]
         agg = self.pick(["min", "max", "sum", "count", "avg"])
         c = self.pick(num)
-        outer_num = self.pick(self.cols(scope, (INT, DEC), "cmp"))
+        outer_num = self.pick(self.cols(scope, (INT, DEC)))
         return (f"{outer_num[0]}.{outer_num[2].name} {self.cmp_op()} "
                 f"(SELECT {agg}({s}.{c.name}) FROM {table} {s}{wsql})")
 
@@ -403,20 +367,19 @@ class FuzzGen:
         if form == 0:
             return E("count(*)", INT)
         if form == 1:
-            e = self.expr(scope, purpose="key")
+            e = self.expr(scope)
             return E(f"count({'DISTINCT ' if self.chance(0.4) else ''}{e.sql})", INT)
         if form in (2, 3):
-            e = self.expr(scope, (INT, BIG, DEC, DBL) if "decimal_sum_spill" in self.allow else (INT, BIG, DBL),
-                          "sum")
+            e = self.expr(scope, (INT, BIG, DEC, DBL))
             if e is None:
                 return E("count(*)", INT)
-            # a double sum meets +inf and -inf in some groups: NaN, whose ordering is a known issue
+            # a double sum meets +inf and -inf in some groups: NaN
             tags = e.tags | ({"nan"} if e.kind == DBL else set())
             distinct = "DISTINCT " if self.chance(0.15) else ""
             if form == 2:
                 return E(f"sum({distinct}{e.sql})", e.kind if e.kind != BIG else INT, frozenset(tags))
             return E(f"avg({distinct}{e.sql})", DBL, frozenset(tags | {"avg"}))
-        e = self.expr(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP), "key")
+        e = self.expr(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP))
         return E(f"{self.pick(['min', 'max'])}({e.sql})", e.kind, e.tags)
 
     def select(self) -> tuple[str, list[E], Scope]:
@@ -424,7 +387,7 @@ class FuzzGen:
         where = f" WHERE {self.pred(scope)}" if self.chance(0.7) else ""
         tail, distinct = "", ""
         if self.chance(0.4):
-            keys = [e for e in (self.expr(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL), "key")
+            keys = [e for e in (self.expr(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP, BOOL))
                                 for _ in range(self.r.randint(0, 2))) if e is not None]
             items = keys + [self.aggregate(scope) for _ in range(self.r.randint(1, 3))]
             if keys:
@@ -445,18 +408,16 @@ class FuzzGen:
                 elif self.chance(0.06):
                     items.append(E(f"({self.pred(scope, 1, subqueries=False)})", BOOL))
                 else:
-                    items.append(self.expr(scope, purpose="key" if self.chance(0.5) else "proj"))
+                    items.append(self.expr(scope))
             if self.chance(0.25):
                 distinct = "DISTINCT "
-                first = TABLES[scope.tables[0][1]][0].name
-                items = [e for e in items if "nan" not in e.tags] or [E(f"t0.{first}", INT)]
         select = ", ".join(f"{e.sql} AS c{i}" for i, e in enumerate(items))
         return f"SELECT {distinct}{select} FROM {from_sql}{where}{tail}", items, scope
 
     def wrap(self, inner: str, items: list[E]) -> tuple[str, list[E]]:
         """The block as a derived table or CTE, filtered or grouped again."""
         source = self.pick([(f"({inner}) AS w", ""), ("w", f"WITH w AS ({inner}) ")])
-        keys = [i for i, e in enumerate(items) if "nan" not in e.tags and "avg" not in e.tags]
+        keys = [i for i, e in enumerate(items) if "avg" not in e.tags]
         if keys and self.chance(0.5):
             key = self.pick(keys)
             return (f"{source[1]}SELECT w.c{key} AS c0, count(*) AS c1 FROM {source[0]} GROUP BY w.c{key}",
@@ -471,7 +432,7 @@ class FuzzGen:
             sql, items = self.wrap(sql, items)
         tols = [1e-6 if "avg" in e.tags or e.kind == DBL else 1e-9 for e in items]
         ordering: Ordering = None
-        if self.chance(0.45) and not any("nan" in e.tags for e in items):
+        if self.chance(0.45):
             parts = []
             for i in self.r.sample(range(len(items)), len(items)):
                 parts.append(f"{self.pick([f'c{i}', str(i + 1)])}{self.pick(['', ' ASC', ' DESC'])}"

@@ -5,7 +5,9 @@ LIKE/NOT LIKE, IS [NOT] NULL, AND/OR/NOT), inner and left joins along foreign ke
 joins, optional residual conditions), GROUP BY with SUM/COUNT/COUNT DISTINCT/AVG/MIN/MAX, HAVING,
 DISTINCT, ORDER BY (ASC/DESC, NULLS FIRST/LAST, by alias or ordinal), LIMIT/OFFSET, scalar, IN/NOT IN
 and EXISTS/NOT EXISTS subqueries (correlated and not), CASE, COALESCE, SUBSTRING, EXTRACT(year),
-date +- INTERVAL on literals, arithmetic (+ - * / // %), derived tables and CTEs.
+date +- INTERVAL on literals, arithmetic (+ - * / // %), derived tables and CTEs; date functions
+(date_trunc, last_day, date_diff, dayname, DATE + INTERVAL) and window functions whose answer does
+not depend on row order among ties (count/sum/max OVER a partition, rank/dense_rank, RANGE frames).
 
 Every query is deterministic, so DuckDB's answer is the truth: LIMIT/OFFSET only come with an ORDER BY
 over every output column; divisors are non-zero constants; products stay far from int32 overflow;
@@ -232,7 +234,36 @@ class QueryGen:
         if form == 5 and k == DEC:
             other = self.column(scope, [DEC])
             return Item(f"({base.sql} * (1 - {other[0]}.{other[1].name}))", DEC)
+        if form == 5 and k == DATE:
+            options = [(f"date_trunc('{self.pick(['month', 'quarter', 'year', 'week'])}', {base.sql})", TS),
+                       (f"({base.sql} + INTERVAL '{self.num(1, 14)}' {self.pick(['DAY', 'MONTH', 'YEAR'])})", TS),
+                       (f"last_day({base.sql})", DATE),
+                       (f"date_diff('{self.pick(['day', 'month', 'year'])}', {base.sql}, DATE '1996-02-29')", INT),
+                       (f"dayname({base.sql})", STR)]
+            options = [o for o in options if o[1] in kinds]
+            if options:
+                return Item(*self.pick(options))
         return base
+
+    def window_item(self, scope: Scope) -> Item | None:
+        """A window function whose value does not depend on the order of tied rows."""
+        part = self.scalar(scope, [INT, STR, DATE, BOOL])
+        arg = self.column(scope, [INT, DEC])
+        order = self.column(scope, [INT, DEC, DATE, STR])
+        if part is None or arg is None or order is None:
+            return None
+        a, o = f"{arg[0]}.{arg[1].name}", f"{order[0]}.{order[1].name} {self.pick(['ASC', 'DESC'])}"
+        form = self.num(0, 4)
+        if form == 0:
+            return Item(f"count(*) OVER (PARTITION BY {part.sql})", INT)
+        if form == 1:
+            return Item(f"sum({a}) OVER (PARTITION BY {part.sql})", arg[1].kind)
+        if form == 2:
+            return Item(f"rank() OVER (PARTITION BY {part.sql} ORDER BY {o})", INT)
+        if form == 3:
+            return Item(f"dense_rank() OVER (PARTITION BY {part.sql} ORDER BY {o})", INT)
+        return Item(f"max({a}) OVER (PARTITION BY {part.sql} ORDER BY {o} "
+                    f"RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)", arg[1].kind)
 
     # ---- predicates ------------------------------------------------------------------------------
     def comparison(self, scope: Scope, depth: int) -> str:
@@ -439,6 +470,11 @@ class QueryGen:
                     pred = self.subquery_predicate(scope)
                     if pred is not None:
                         items.append(Item(f"CASE WHEN {pred} THEN 1 ELSE 0 END", INT))
+                        continue
+                if self.chance(0.1):
+                    win = self.window_item(scope)
+                    if win is not None:
+                        items.append(win)
                         continue
                 item = self.scalar(scope)
                 if item is not None:

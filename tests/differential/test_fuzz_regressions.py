@@ -21,6 +21,27 @@ CASES: list[tuple[str, object, dict, int]] = [
      "ELSE x % k END FROM fc", None, {}, 1),
     ("SELECT k, COALESCE(k, x // k) FROM fc", None, {"batch_rows": 3}, 1),
     ("SELECT count(*) FROM fc WHERE CASE WHEN k = 0 THEN FALSE ELSE x // k > 5 END", None, {}, 1),
+    # a COALESCE argument overflowed for rows an earlier argument already decided (DuckDB never
+    # evaluates big * 3 where big is not NULL)
+    ("SELECT id, COALESCE(big, big * 3) FROM fa", None, {}, 1),
+    ("SELECT id, COALESCE(big, big * 3, i) FROM fa", None, {"batch_rows": 7}, 1),
+    ("SELECT count(*) FROM fa WHERE COALESCE(big, big * 3, 5) > 0", None, {"batch_rows": 7}, 1),
+    # BIGINT rescaled to a DECIMAL wrapped for -2^63 when no other value of the batch was large
+    # (abs(-2^63) is negative): big >= dn was TRUE for one joined row of a spilled join
+    ("SELECT t0.id, t1.id, t0.big >= t0.dn FROM fa t0 JOIN fa t1 ON t0.s = t1.s AND t0.k = t1.k", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 2),
+    ("SELECT id, big >= dn, big < 0.5 FROM fa WHERE big = -9223372036854775808", None, {"batch_rows": 1}, 1),
+    # SUM/AVG states of DECIMAL (DECIMAL(38) sums) that spill (was a known fuzz issue: "cannot convert
+    # decimal values to scale 4")
+    ("SELECT k, s, sum(dw), avg(dw), sum(dc), sum(DISTINCT dc) FROM fa GROUP BY k, s", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 2),
+    # DISTINCT aggregates whose raw rows of one group key pass the limit raised OutOfMemoryError
+    ("SELECT count(t0.b), count(DISTINCT t0.sl) FROM fa t0 FULL JOIN fa t1 ON t0.k < t1.k", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 1),
+    ("SELECT count(DISTINCT t0.f), sum(DISTINCT t0.i), avg(DISTINCT t0.dc), min(t0.s), max(DISTINCT t0.sl), "
+     "count(*), sum(t0.i) FROM fa t0 FULL JOIN fa t1 ON t0.k < t1.k", None, {"host_memory_limit": "16KB"}, 1),
+    ("SELECT t0.dw, max(t0.big), count(DISTINCT t0.s) FROM fa t0 CROSS JOIN fc t1 WHERE t1.k NOT IN (7, 4) "
+     "GROUP BY t0.dw", None, {"host_memory_limit": "16KB", "threads": 4}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct

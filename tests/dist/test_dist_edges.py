@@ -4,6 +4,10 @@ aggregates, subqueries, and the lowering itself."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from dataclasses import dataclass
 
 import duckdb
@@ -14,6 +18,7 @@ import pytest
 import hetdb
 from hetdb import types as T
 from hetdb.dist.lowering import DistPlan, Stage, lower
+from hetdb.dist.runtime import WorkerLostError, WorkerTimeoutError
 from hetdb.plan import logical as L
 from hetdb.storage import ColumnSpec, Database
 
@@ -41,6 +46,17 @@ QUERIES = {
     "exists": "select count(*) c from dim d where exists (select 1 from fact f where f.k = d.k and f.v > 900)",
     "string_key_join": "select d.name, count(*) c from fact f join dim d on 'n' || cast(f.k as varchar) = d.name "
                        "group by d.name",
+    "avg_decimal": "select k, avg(p) a, sum(p) s, avg(v) av, count(*) c from fact group by k",
+    "global_avg_decimal": "select avg(p) a, avg(v) av from fact where id > 100",
+    "count_distinct": "select k, count(distinct v) dv, sum(distinct v) sv, min(v) mn, max(distinct v) mx "
+                      "from fact group by k",
+    "global_distinct": "select count(distinct v) dv, avg(distinct k) ak from fact",
+    "distinct_strings": "select count(distinct name) c from dim where k < 50",
+    "window_stats": "select k, stddev_samp(v) sd, median(v) md, arg_max(v, id) am, "
+                    "string_agg(cast(v as varchar), ',' order by v, id) sa from fact where id < 150 group by k",
+    "window_rank": "select id, k, rank() over (partition by k order by v desc, id) r from fact where id < 150",
+    "window_global": "select id, sum(v) over (order by id rows between 2 preceding and current row) s "
+                     "from fact where id < 100",
 }
 
 
@@ -51,7 +67,9 @@ def _tables() -> dict[str, pa.Table]:
     kmask = rng.random(n) < 0.05
     fact = pa.table({"id": pa.array(np.arange(n), pa.int64()),
                      "k": pa.array(k, pa.int64(), mask=kmask),
-                     "v": pa.array(rng.integers(0, 1000, n), pa.int64())})
+                     "v": pa.array(rng.integers(0, 1000, n), pa.int64()),
+                     "p": pa.array([None if i % 11 == 0 else (i * 7919) % 100_003 - 50_000 for i in range(n)], pa.int32()).cast(
+                         pa.decimal128(12, 2))})
     dim = pa.table({"k": pa.array(np.arange(60), pa.int64()),
                     "name": pa.array([f"n{i}" for i in range(60)])})
     dim2 = pa.table({"k": pa.array([3, None, 5], pa.int64())})
@@ -168,3 +186,133 @@ def test_registered_frame_runs_in_process_with_reason(edge_db) -> None:
         res = con.sql("select count(*) c from fact f join frame_src s on f.k = s.k")
         truth = edge_db.duck.sql("select count(*) c from fact where k in (1, 2, 3)").fetchall()
     assert res.fetchall() == truth and "runs in this process" in res.stats["dist_fallback"]
+
+
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    """Equal rows in any order, floats compared bit for bit (exact partial aggregates)."""
+    return sorted(zip(*(c.to_pylist() for c in a.columns)), key=repr) == \
+        sorted(zip(*(c.to_pylist() for c in b.columns)), key=repr)
+
+
+TWO_LEVEL = ("skew_join_agg", "avg_decimal", "global_avg_decimal", "count_distinct", "global_distinct",
+             "right_join_group", "string_key_join", "not_in_nulls", "exists", "window_stats")
+
+
+def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
+    """4 workers on two logical hosts: every repartition goes through both levels, compressed; the
+    answers are the one-worker answers exactly (avg from exact sums) and DuckDB's. Then the same
+    workers on one host without compression: one level, raw bytes."""
+    with hetdb.connect(edge_db.path, device="cpu") as one:
+        expected = {name: one.sql(QUERIES[name]).arrow() for name in TWO_LEVEL}
+        one_count_distinct = expected["count_distinct"]
+    with hetdb.connect(edge_db.path, device="cpu", workers=4, worker_hosts=["a", "a", "b", "b"]) as con:
+        con._dist.broadcast_rows = 0
+        for name in TWO_LEVEL:
+            res = con.sql(QUERIES[name])
+            assert _same(res.arrow(), expected[name]), name
+            assert _rows(res.arrow()) == _rows(edge_db.duck.sql(QUERIES[name]).to_arrow_table()), name
+            assert res.stats["hosts"] == 2 and not res.stats["dist_fallback"], name
+        stats = con.sql(QUERIES["skew_join_agg"]).stats
+        assert 0 < stats["bytes_shuffled"] < stats["bytes_shuffled_raw"]
+        text = con.explain(QUERIES["skew_join_agg"], analyze=True)
+        bcast = con.explain(QUERIES["exists"], analyze=True)
+        # only the batches leaving a host compressed: fewer bytes on the wire than raw, more than all
+        con._dist.compress = "across_hosts"
+        across = con.sql(QUERIES["skew_join_agg"]).stats
+        assert _same(con.sql(QUERIES["count_distinct"]).arrow(), one_count_distinct)
+        assert stats["bytes_shuffled"] < across["bytes_shuffled"] < across["bytes_shuffled_raw"]
+        # the same workers on their one real host, uncompressed: a one-level exchange of Arrow tables
+        con._dist.compress, con._dist.host_labels = False, None
+        res = con.sql(QUERIES["count_distinct"])
+        assert _same(res.arrow(), one_count_distinct)
+        assert res.stats["bytes_shuffled"] == res.stats["bytes_shuffled_raw"] > 0 and res.stats["hosts"] == 1
+        plain = con.explain(QUERIES["skew_join_agg"], analyze=True)
+    # 2 hosts x 2 workers, hash: each worker sends 1 message inside its host, each relay 1 across
+    assert text.count("messages: level 1: 4 inside hosts = ") >= 3, text
+    assert text.count("level 2: 0 inside hosts = 0 bytes; 4 across hosts = ") >= 3, text
+    # broadcast: each worker sends 1 message to its host's other worker and 1 to the other host
+    # (one level: 2), whose relay hands it on to its host's other worker
+    assert "messages: level 1: 4 inside hosts = " in bcast and "level 2: 4 inside hosts = " in bcast, bcast
+    assert "inside hosts = 0 bytes" not in bcast.split("messages: level 1: ")[1].split("|")[0]
+    assert "; 4 across hosts = " in bcast.split("messages: level 1: ")[1].split("|")[0], bcast
+    assert "wire=" in text and "encode=" in text and "decode inputs=" in text
+    # one host: 4 workers send 3 messages each per exchange, all inside the host
+    assert "messages (one level): 12 inside hosts = " in plain and "; 0 across hosts = 0 bytes" in plain
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"shuffle_compression": "yes"}, "shuffle_compression must be True, False or 'across_hosts'"),
+    ({"worker_hosts": [0, 1]}, "worker_hosts must list one host label"),
+    ({"worker_retries": -1}, "worker_retries must be a non-negative integer"),
+    ({"worker_timeout": 0}, "worker_timeout must be a positive number")])
+def test_bad_dist_options_are_typed_errors(edge_db, options, match) -> None:
+    with pytest.raises(hetdb.HetdbError, match=match):
+        hetdb.connect(edge_db.path, device="cpu", workers=3, **options)
+
+
+def test_dist_option_without_workers_is_a_typed_error(edge_db) -> None:
+    with pytest.raises(hetdb.HetdbError, match="worker_hosts: option.* of distributed queries"):
+        hetdb.connect(edge_db.path, device="cpu", worker_hosts=[0])
+
+
+# ~90M joined rows (90% of fact shares one key): seconds on any machine, so a kill lands mid-query
+HEAVY = ("select count(*) c, sum(a.v - b.v) s from (select k, v from fact union all select k, v from fact "
+         "union all select k, v + 1 from fact) a join fact b on a.k = b.k")
+
+
+def _kill_mid_query(con, sql: str, victim: int) -> tuple[dict, float]:
+    """Runs ``sql`` in a thread and kills worker ``victim``'s process while it runs."""
+    pid = con._dist.worker_info()[victim][0]
+    out: dict = {}
+
+    def go() -> None:
+        try:
+            out["result"] = con.sql(sql)
+        except hetdb.HetdbError as e:
+            out["error"] = e
+        out["end"] = time.monotonic()
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    time.sleep(0.3)
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    thread.join(120)
+    assert not thread.is_alive(), "the query hangs after its worker was killed"
+    assert out["end"] > killed, "the query ended before the kill: make HEAVY heavier"
+    return out, pid
+
+
+@pytest.mark.slow
+def test_killed_worker_fails_typed_then_retries(edge_db) -> None:
+    truth = edge_db.duck.sql(HEAVY).fetchall()
+    with hetdb.connect(edge_db.path, device="cpu", workers=3, worker_retries=0) as con:
+        out, pid = _kill_mid_query(con, HEAVY, 1)
+        err = out.get("error")
+        assert isinstance(err, WorkerLostError) and err.workers == [1], out
+        assert f"worker 1 (pid {pid}, node " in str(err)
+        # the dead worker was replaced: the next query runs on 3 workers again
+        res = con.sql(HEAVY)
+        assert res.fetchall() == truth and res.stats["workers"] == 3
+        assert con._dist.worker_info()[1][0] != pid
+        con._dist.retries = 1
+        out, pid = _kill_mid_query(con, HEAVY, 2)
+        res = out["result"]
+        assert res.fetchall() == truth and res.stats["workers"] == 2
+        assert f"worker 2 (pid {pid}" in res.stats["workers_lost"][0]
+        assert con.sql(HEAVY).stats["workers"] == 3
+        # a worker that hangs (stopped, not dead): a typed error once no task finished for 3 s
+        con._dist.timeout = 3
+        stopped = con._dist.worker_info()[0][0]
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(WorkerTimeoutError, match=f"worker 0 \\(pid {stopped},.* within worker_timeout=3 s"):
+                con.sql(HEAVY)
+            assert time.monotonic() - t0 < 60
+        finally:
+            os.kill(stopped, signal.SIGCONT)
+        con._dist.timeout = None
+        res = con.sql(HEAVY)
+        assert res.fetchall() == truth and res.stats["workers"] == 3
+        assert con._dist.worker_info()[0][0] != stopped

@@ -1,5 +1,5 @@
 """host_memory_limit is enforced: queries whose operators would grow past it (a skewed join build,
-many-to-many and cross joins under an aggregate, a large GROUP BY, a sort) either finish with the right
+many-to-many and cross joins under an aggregate, a large GROUP BY, a sort, windows) either finish with the right
 answer within the limit (spilling, partitioning, streaming) or fail with OutOfMemoryError naming the
 operator. Each query runs in a fresh subprocess whose address space is capped (RLIMIT_AS: what the
 interpreter, its libraries and thread stacks already map plus 1.5 GiB), so a query that materialises
@@ -127,17 +127,35 @@ def test_skewed_build_is_joined_in_chunks(memdb) -> None:
     assert semi["rows"] == [["4"]] and anti["rows"] == [["4"]]
 
 
-def test_group_by_spills_and_sort_fails_typed(memdb) -> None:
+def test_group_by_and_sort_spill(memdb) -> None:
     group, sort = _run(
         memdb, ("1MB", "select count(*), sum(s), max(g) from (select g, sum(v) s from groups group by g)", ()),
-        ("1MB", "select g, v from groups order by v, g", ()))
+        ("1MB", "select g, v from groups order by v desc, g", ()))
     rng = np.random.default_rng(5)
     n = N_GROUPS
-    rng.permutation(n)
-    assert group["rows"] == [[str(n), str(int(rng.integers(0, 100, n).sum())), str(n - 1)]]
+    g = rng.permutation(n)
+    v = rng.integers(0, 100, n)
+    assert group["rows"] == [[str(n), str(int(v.sum())), str(n - 1)]]
     assert group["spilled"] > 0
-    assert sort.get("error") == "OutOfMemoryError", sort
-    assert "Sort" in sort["message"] and "host_memory_limit" in sort["message"]
+    # the external sort: runs on disk merged within the limit
+    order = np.lexsort((g, -v))
+    assert sort["rows"] == [[str(a), str(b)] for a, b in zip(g[order].tolist(), v[order].tolist())]
+    assert sort["spilled"] > 0
+
+
+def test_window_spills_by_partition_or_fails_typed(memdb) -> None:
+    partitioned, whole = _run(
+        memdb, ("1MB", "select count(*), sum(rn), max(rn) from "
+                       "(select row_number() over (partition by v order by g) rn from groups)", ()),
+        ("1MB", "select count(*), sum(rn) from (select row_number() over (order by g) rn from groups)", ()))
+    rng = np.random.default_rng(5)
+    rng.permutation(N_GROUPS)
+    sizes = np.bincount(rng.integers(0, 100, N_GROUPS))
+    assert partitioned["rows"] == [[str(N_GROUPS), str(int((sizes * (sizes + 1) // 2).sum())), str(sizes.max())]]
+    assert partitioned["spilled"] > 0
+    # one window partition of 200,000 rows: computed in memory only, so refused by name
+    assert whole.get("error") == "OutOfMemoryError", whole
+    assert "Window" in whole["message"] and "host_memory_limit" in whole["message"]
 
 
 COUNT_ONLY = ("select count(*) from fact f join dim d on f.a = d.a",

@@ -33,3 +33,37 @@ def test_plans_are_reused_until_a_table_changes(tmp_path) -> None:
         assert con.sql(sql).stats["plan_cached"] is True
         other = con.sql("select count(*) as n from t")
         assert other.stats["plan_cached"] is False and other.arrow().to_pylist() == [{"n": 4}]
+
+
+def test_a_fresh_connection_reuses_the_plan_of_another(tmp_path) -> None:
+    """Connections of one process share plans (exec/plan_cache.py) while the tables are unchanged."""
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _table(db, [1, 2, 30])
+    sql = "select max(x) as m, count(*) as n from t"
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as a:
+        assert a.sql(sql).stats["plan_cached"] is False
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as b:
+        got = b.sql(sql)
+        assert got.stats["plan_cached"] is True and got.arrow().to_pylist() == [{"m": 30, "n": 3}]
+    # another schema under the same name: the shared plan no longer applies
+    with db.create_table("t", [ColumnSpec("x", T.STRING, False)], replace=True) as w:
+        w.append_arrow(pa.table({"x": pa.array(["30", "4"])}))
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as c:
+        got = c.sql(sql)
+        assert got.stats["plan_cached"] is False and got.arrow().to_pylist() == [{"m": "4", "n": 2}]
+    # options that change the plan are part of the key
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", zone_maps=False) as d:
+        assert d.sql(sql).stats["plan_cached"] is False
+
+
+def test_a_registered_object_shadows_a_shared_plan(tmp_path) -> None:
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _table(db, [1, 2, 3])
+    sql = "select count(*) as n from t"
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as a:
+        assert a.sql(sql).arrow().to_pylist() == [{"n": 3}]
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as b:
+        b.register("t", pa.table({"x": pa.array(range(10))}))
+        assert b.sql(sql).arrow().to_pylist() == [{"n": 10}]
+        b.unregister("t")
+        assert b.sql(sql).arrow().to_pylist() == [{"n": 3}]

@@ -36,7 +36,39 @@ def corpus_tables() -> dict[str, pa.Table]:
         "d": pa.array(d, pa.date32()),
     })
     empty = t.slice(0, 0)
-    return {"w": t, "w_empty": empty}
+    return {"w": t, "w_empty": empty, "tz": _tz_table(rng), **_graph_tables(rng)}
+
+
+def _graph_tables(rng) -> dict[str, pa.Table]:
+    """``edges``: a directed graph of 40 nodes with cycles, a self loop and a NULL target;
+    ``tree``: 60 nodes, each with a parent of a smaller id (roots have NULL)."""
+    src = rng.integers(0, 40, 90)
+    dst = rng.integers(0, 40, 90)
+    edges = pa.table({"src": pa.array(np.append(src, [7, 3]).astype(np.int64)),
+                      "dst": pa.array([*map(int, dst), 7, None], pa.int64()),
+                      "w": pa.array(rng.integers(1, 9, 92).astype(np.int32))})
+    parent = [None if i in (0, 1) else int(rng.integers(0, i)) for i in range(60)]
+    tree = pa.table({"id": pa.array(np.arange(60, dtype=np.int64)), "parent": pa.array(parent, pa.int64()),
+                     "name": pa.array([f"n{i}" for i in range(60)])})
+    return {"edges": edges, "tree": tree}
+
+
+def _tz_table(rng) -> pa.Table:
+    """Instants every 7 minutes (plus random microseconds) across the 2024 DST changes of
+    Europe/Berlin (Mar 31, Oct 27) and America/New_York (Mar 10, Nov 3) and a New Year, as
+    TIMESTAMPTZ (``ts``, some NULL) and the same numbers as a naive TIMESTAMP (``naive``)."""
+    starts = [dt.datetime(2024, 3, 30, 20), dt.datetime(2024, 10, 26, 20), dt.datetime(2024, 3, 9, 20),
+              dt.datetime(2024, 11, 2, 20), dt.datetime(2023, 12, 31, 21)]
+    epoch = dt.datetime(1970, 1, 1)
+    us = np.array([(b - epoch) // dt.timedelta(microseconds=1) + i * 420_000_000 + int(rng.integers(0, 10**6))
+                   for b in starts for i in range(100)], np.int64)
+    n = len(us)
+    return pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "g": pa.array((np.arange(n) % 4).astype(np.int64)),
+        "ts": pa.array(us, pa.int64(), mask=np.arange(n) % 23 == 5).cast(pa.timestamp("us", tz="UTC")),
+        "naive": pa.array(us, pa.int64()).cast(pa.timestamp("us")),
+    })
 
 
 def build(path: str) -> duckdb.DuckDBPyConnection:

@@ -12,6 +12,9 @@ File format: cases separated by blank lines; ``#`` lines are comments.
     ----
     text the message must contain
 
+    statement
+    SET TimeZone = 'Europe/Berlin'   (run on hetdb and on DuckDB; the file's later cases see it)
+
 ``ordered`` compares rows in order (the query has a total ORDER BY), otherwise as multisets.
 """
 
@@ -29,7 +32,7 @@ CORPUS_DIR = Path(__file__).parent / "corpus"
 
 @dataclass(frozen=True)
 class Case:
-    kind: str             # "query" | "error"
+    kind: str             # "query" | "error" | "statement"
     sql: str
     ordered: bool = False
     expected: tuple[tuple[str, ...], ...] | None = None  # literal rows
@@ -66,6 +69,8 @@ def parse(path: Path) -> list[Case]:
         if head[0] == "query":
             expected = tuple(tuple(c.strip() for c in r.split(" | ")) for r in after) if sep < len(body) else None
             cases.append(Case("query", sql, "ordered" in head[1:], expected, line=start))
+        elif head[0] == "statement":
+            cases.append(Case("statement", sql, line=start))
         elif head[0] == "error":
             cases.append(Case("error", sql, error=head[1], message="\n".join(after), line=start))
         else:
@@ -84,6 +89,13 @@ def _cell(v: object) -> str:
 def run_case(case: Case, con, duck) -> str | None:
     """None when hetdb answers ``case`` as expected, else what went wrong."""
     where = f"line {case.line}: {case.sql}"
+    if case.kind == "statement":
+        try:
+            con.execute(case.sql)
+        except Exception as e:  # noqa: BLE001 - reported as the case's failure
+            return f"{where}\n  hetdb raised {type(e).__name__}: {e}"
+        duck.execute(case.sql)
+        return None
     if case.kind == "error":
         try:
             con.sql(case.sql)

@@ -22,6 +22,7 @@ CONFIGS = {
     "cpu": {},
     "cpu-batch7": {"batch_rows": 7},
     "cpu-1thread-batch1000": {"threads": 1, "batch_rows": 1000},
+    "cpu-256KB-batch50": {"host_memory_limit": "256KB", "batch_rows": 50},
     "gpu": {"device": "gpu"},
     "gpu-tiny": {"device": "gpu", "gpu_memory_limit": "1MB"},
 }

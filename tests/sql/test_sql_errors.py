@@ -72,7 +72,7 @@ MALFORMED = [
     "select extract(hour from d_date) from date",
     "select * from lineorder a, lineorder a", "select x.* from lineorder",
     "select (select lo_tax, lo_tax from lineorder)", "select lo_tax from lineorder where lo_tax in (select 1, 2)",
-    "with recursive r as (select 1) select * from r", "select 1 from lineorder natural join part",
+    "select 1 from lineorder natural join part",
     "select interval '1' hour + d_datekey from date", "select * from 'missing.parquet'",
     "select \"unterminated from lineorder", "select 1 from lineorder where exists lineorder",
 ]

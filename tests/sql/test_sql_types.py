@@ -1,6 +1,5 @@
-"""Result types of bound expressions follow DuckDB (asked with typeof() on the same Parquet file),
-with hetdb's one documented difference: DATE ± INTERVAL stays a DATE (DuckDB: TIMESTAMP). SUM of
-integers is HUGEINT and of decimals DECIMAL(38, s), as in DuckDB."""
+"""Result types of bound expressions follow DuckDB (asked with typeof() on the same Parquet file):
+DATE ± INTERVAL is a TIMESTAMP, SUM of integers is HUGEINT and of decimals DECIMAL(38, s)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,6 @@ EXPRS = [
 
 
 def duck_to_hetdb(name: str):
-    if name == "TIMESTAMP":
-        return T.DATE
     return T.DataType.parse(name)
 
 
@@ -53,12 +50,16 @@ def typed_file(tmp_path_factory):
 def test_types_match_duckdb(typed_file, sql_db):
     con = duckdb.connect()
     compared = 0
-    for e in EXPRS + ["dt - interval '3' day", "date '1995-01-31' + interval 1 month"]:
+    for e in EXPRS + ["dt - interval '3' day", "date '1995-01-31' + interval 1 month",
+                      "interval 1 year + dt", "dt + interval '36 hours'", "dt + 7", "dt - dt",
+                      "cast(dt as timestamp) + interval 1 month", "cast(dt as timestamptz)",
+                      "date_trunc('day', cast(dt as timestamptz))", "now()", "to_timestamp(1)",
+                      "cast(dt as timestamptz) + interval 1 day"]:
         duck = con.sql(f"select typeof({e}) from '{typed_file}' limit 1").fetchall()[0][0]
         plan = bind(f"select {e} from '{typed_file}'", sql_db)
         assert plan.fields[0].dtype == duck_to_hetdb(duck), (e, duck, plan.fields[0].dtype)
         compared += 1
-    assert compared == len(EXPRS) + 2
+    assert compared == len(EXPRS) + 12
 
 
 def test_parquet_scan_source(typed_file, sql_db):
@@ -74,9 +75,25 @@ def test_date_interval_folds(sql_db):
     plan = bind("select date '1998-12-01' - interval '90' day, date '1995-01-31' + interval 1 month",
                 sql_db)
     lits = [e for _, e in plan.input.exprs]
-    # DuckDB: 1998-09-02 and 1995-02-28 (end-of-month clamp)
-    assert [x.value for x in lits] == [(datetime.date(1998, 9, 2) - datetime.date(1970, 1, 1)).days,
-                                       (datetime.date(1995, 2, 28) - datetime.date(1970, 1, 1)).days]
+    # DuckDB: TIMESTAMPs 1998-09-02 and 1995-02-28 (end-of-month clamp), folded to constants
+    day_us = 86_400_000_000
+    assert [(x.dtype, x.value) for x in lits] == [
+        (T.TIMESTAMP, (datetime.date(1998, 9, 2) - datetime.date(1970, 1, 1)).days * day_us),
+        (T.TIMESTAMP, (datetime.date(1995, 2, 28) - datetime.date(1970, 1, 1)).days * day_us)]
+
+
+def test_date_filter_against_interval_constant_stays_date(sql_db, typed_file):
+    """``dt <= DATE - INTERVAL`` compares as DATE (zone-map pruning, GPU filters), not TIMESTAMP."""
+    plan = bind(f"select count(*) from '{typed_file}' where dt <= date '1998-12-01' - interval '90' day",
+                sql_db)
+    found = []
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        found += [f for f in getattr(node, "filters", ()) + ((node.predicate,) if hasattr(node, "predicate") else ())]
+        stack.extend(node.inputs())
+    assert found, "the filter was not found in the plan"
+    assert all(a.dtype == T.DATE for f in found for a in f.args), found
 
 
 def test_decimal_scale_overflow_is_refused(typed_file, sql_db):

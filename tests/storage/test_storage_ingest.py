@@ -49,13 +49,14 @@ def test_arrow_types_are_widened_and_converted(tmp_path, db: Database) -> None:
     kinds = {c.name: str(c.dtype) for c in r.schema}
     assert kinds == {"i8": "INTEGER", "i16": "INTEGER", "u8": "INTEGER", "u16": "INTEGER", "u32": "BIGINT",
                      "f32": "DOUBLE", "sv": "VARCHAR", "ls": "VARCHAR", "dict": "VARCHAR",
-                     "dec38": "DECIMAL(18,4)", "ts_ns_tz": "TIMESTAMP", "ts_s": "TIMESTAMP", "d32": "DATE"}
+                     "dec38": "DECIMAL(18,4)", "ts_ns_tz": "TIMESTAMP WITH TIME ZONE", "ts_s": "TIMESTAMP",
+                     "d32": "DATE"}
     out = r.arrow().to_pydict()
     assert out["i8"] == [-128, None] and out["u16"] == [65535, 0] and out["u32"] == [4294967295, 1]
     assert out["sv"] == ["view", None] and out["ls"] == ["large", ""] and out["dict"] == ["p", None]
     assert out["dec38"] == [decimal.Decimal("12345678901234.5678"), None]
-    # a tz-aware timestamp is stored as its UTC instant
-    assert out["ts_ns_tz"][0] == datetime.datetime(2021, 3, 4, 10, 6, 7, 123456)
+    # a tz-aware timestamp is stored as its UTC instant (TIMESTAMPTZ)
+    assert out["ts_ns_tz"][0] == datetime.datetime(2021, 3, 4, 10, 6, 7, 123456, tzinfo=datetime.UTC)
     assert out["ts_s"] == [datetime.datetime(1999, 12, 31, 23, 59, 59), None]
     assert out["d32"] == [datetime.date(2024, 2, 29), None]
 

@@ -1,4 +1,4 @@
-"""The `hetdb bench` subcommand: `hetdb bench ssb|tpch|scan ...` runs a suite, `hetdb bench compare A B`
+"""The `hetdb bench` subcommand: `hetdb bench ssb|tpch|scan|window ...` runs a suite, `hetdb bench compare A B`
 prints what changed between two results.json files. The lead's CLI calls ``add_parser(subparsers)``;
 the parsed arguments go to ``run(args)``."""
 
@@ -60,6 +60,9 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, help="data generator processes (default: all cores)")
     p.add_argument("--threads", type=int, default=None,
                    help="worker threads of hetdb and of DuckDB alike (default: each engine's default)")
+    p.add_argument("--route", choices=["auto", "copy", "cpu", "disk"], default=None,
+                   help="hetdb's page routing: auto (default), or one path forced (host->GPU copies, CPU "
+                        "processing of host pages, disk reads with no cache tier)")
 
 
 def parse_modes(text: str) -> list[str]:
@@ -76,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     """Handle `hetdb bench ...`; 0 when every answer was correct, 1 otherwise."""
     command = getattr(args, "bench_command", None)
     if command is None:
-        print("usage: hetdb bench {ssb,tpch,scan} [options] | hetdb bench compare A B", file=sys.stderr)
+        print("usage: hetdb bench {ssb,tpch,scan,window} [options] | hetdb bench compare A B", file=sys.stderr)
         return 2
     if command == "compare":
         from hetdb.bench.diff import diff_results, render_diff
@@ -96,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         db=args.db, out=args.out,
         queries=[q.strip() for q in args.queries.split(",")] if args.queries else None,
         disk_test_bytes=args.disk_test_mb * MiB, workers=args.workers, threads=args.threads,
-        command_line=command_line(args))
+        route=args.route, command_line=command_line(args))
     results = run_benchmark(cfg, say=_say)
     ok = True
     for r in results["runs"]:
@@ -113,7 +116,7 @@ def command_line(args: argparse.Namespace) -> str:
     """The invocation with every option spelled out (defaults included), so a run can be repeated."""
     words = ["hetdb", "bench", args.bench_command]
     for name in ("sf", "device", "vs", "mode", "repeat", "gpu_memory_limit", "db", "out", "queries",
-                 "disk_test_mb", "workers", "threads"):
+                 "disk_test_mb", "workers", "threads", "route"):
         value = getattr(args, name, None)
         if value is not None:
             words += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]

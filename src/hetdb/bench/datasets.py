@@ -42,10 +42,10 @@ def ensure_dataset(suite: Suite, sf: float, path: str, *, owned: bool, progress:
 
     marker = _read_marker(path)
     if marker is not None:
-        if marker.get("suite") != suite.name or float(marker.get("sf", -1)) != float(sf):
+        if marker.get("suite") != suite.data_name or float(marker.get("sf", -1)) != float(sf):
             if not owned:
                 raise InputError(f"{path} holds {marker.get('suite')} at sf {marker.get('sf')}, not "
-                                 f"{suite.name} at sf {format_sf(sf)}: pass another --db")
+                                 f"{suite.data_name} at sf {format_sf(sf)}: pass another --db")
             shutil.rmtree(path)
         else:
             db = Database.open(path, create=False)
@@ -82,7 +82,7 @@ def ensure_dataset(suite: Suite, sf: float, path: str, *, owned: bool, progress:
     seconds = time.perf_counter() - start
     tmp = os.path.join(path, COMPLETE_MARKER + ".tmp")
     with open(tmp, "w") as f:
-        json.dump({"suite": suite.name, "sf": sf, "generate_seconds": seconds}, f)
+        json.dump({"suite": suite.data_name, "sf": sf, "generate_seconds": seconds}, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, os.path.join(path, COMPLETE_MARKER))

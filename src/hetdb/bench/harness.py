@@ -34,6 +34,7 @@ class BenchConfig:
     disk_test_bytes: int = DEFAULT_DISK_TEST_BYTES
     workers: int | None = None
     threads: int | None = None
+    route: str | None = None  # the route connection option (cache/router.py); None: automatic
     command_line: str = ""
 
 
@@ -49,7 +50,7 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
     suite = get_suite(cfg.suite)
     queries = load_queries(cfg.suite, cfg.queries)
     owned = cfg.db is None
-    db_path = os.path.abspath(cfg.db or datasets.default_db_path(cfg.suite, cfg.sf))
+    db_path = os.path.abspath(cfg.db or datasets.default_db_path(suite.data_name, cfg.sf))
     out_dir = cfg.out or default_out_dir(cfg)
 
     say(f"data set: {suite.name} SF {datasets.format_sf(cfg.sf)} in {db_path}")
@@ -80,6 +81,8 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
         options["threads"] = cfg.threads
     if not cfg.reuse_fused_state:
         options["reuse_fused_state"] = False
+    if cfg.route:
+        options["route"] = cfg.route
     _check_connects(db_path, cfg.device, options)
 
     results: dict[str, Any] = {

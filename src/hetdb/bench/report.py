@@ -135,10 +135,33 @@ def _run_table(run: dict[str, Any]) -> list[str]:
                  fmt_bytes(q.get("referenced_bytes")), fmt_rate(q.get("throughput_bytes_per_s")),
                  "–" if frac is None else f"{frac * 100:.3g}%", _pipelines(h)]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += _paths_table(run)
     problems = [q for q in run["queries"] if q["status"] != "ok"]
     if problems:
         lines += ["", "Problems:", ""]
         lines += [f"- {q['name']}: {q.get('check') or q.get('error')}" for q in problems]
+    return lines
+
+
+_PATHS = (("gpu_resident", "GPU-resident"), ("host_to_gpu", "host→GPU copy"), ("host_cpu", "on CPU"),
+          ("disk_to_host", "disk→host tier"), ("disk_direct", "disk direct"))
+
+
+def _paths_table(run: dict[str, Any]) -> list[str]:
+    """Pages (and bytes) of the last timed run of each query by path, and the cache decisions."""
+    rows = [(q["name"], (q.get("hetdb") or {}).get("paths")) for q in run["queries"]]
+    if not any(p for _, p in rows):
+        return []
+    lines = ["", "Pages by path (last timed run; pages / bytes) and page-cache decisions:", "",
+             "| query | " + " | ".join(label for _, label in _PATHS) + " | admitted | evicted | bypassed |",
+             "|---|" + "---:|" * (len(_PATHS) + 3)]
+    for name, p in rows:
+        if not p:
+            continue
+        pages, nbytes = p.get("pages") or {}, p.get("bytes") or {}
+        cells = [f"{pages[k]:,} / {fmt_bytes(nbytes.get(k))}" if pages.get(k) else "–" for k, _ in _PATHS]
+        lines.append(f"| {name} | " + " | ".join(cells)
+                     + f" | {p.get('admitted', 0):,} | {p.get('evicted', 0):,} | {p.get('bypassed', 0):,} |")
     return lines
 
 

@@ -168,6 +168,7 @@ def run_query(pq: PreparedQuery, side: HetdbSide, duck: Any, *, repeat: int, tim
     for key in STAT_KEYS:
         h[key] = _number(last.get(key))
     h["stats"] = jsonable(last)
+    h["paths"] = jsonable(last.get("routes"))  # pages/bytes by path and cache decisions (cache/router.py)
     entry["hetdb"] = h
     if entry["duckdb"] is not None and h["median_s"] > 0:
         entry["speedup"] = entry["duckdb"]["median_s"] / h["median_s"]

@@ -1,4 +1,4 @@
-"""The benchmark suites that ship with hetdb (ssb, tpch, scan) and what the harness learns from a
+"""The benchmark suites that ship with hetdb (ssb, tpch, scan, window) and what the harness learns from a
 query's text with sqlglot: the base-table columns it references, whether its answer is ordered (and
 by which output columns), and which output columns are float aggregates (looser tolerance)."""
 
@@ -20,6 +20,11 @@ class Suite:
     tables: tuple[str, ...]   # the tables its generator makes (all must exist in the database)
     generator: str            # module with generate(db, sf, progress=...)
     description: str
+    dataset: str = ""         # the suite whose data set it reads (default: its own)
+
+    @property
+    def data_name(self) -> str:
+        return self.dataset or self.name
 
 
 SUITES: dict[str, Suite] = {
@@ -30,6 +35,10 @@ SUITES: dict[str, Suite] = {
                   "22 queries derived from TPC-H, not comparable to published TPC-H results"),
     "scan": Suite("scan", ("t",), "hetdb.datagen.scan",
                   "wide-table scans with selective WHERE clauses (PG-Strom / NVMe-Strom workload)"),
+    "window": Suite("window", ("orders", "lineitem"), "hetdb.datagen.tpch",
+                    "window-heavy workload over TPC-H orders and lineitem: top-3 per customer, ranks, "
+                    "running sums, lag/lead, moving averages, ntile (reads the tpch data set)",
+                    dataset="tpch"),
 }
 
 

@@ -5,10 +5,10 @@ part). Versions are immutable, so a key's bytes never change and a cached copy i
 commit simply produces new keys and old ones age out. ``part`` separates objects derived from one
 column that are cached on their own (the page itself, a column's shared string dictionary).
 
-Each tier implements the same interface; the router (HetCache-style: route each page by where copies
-of it already live) is the GPU ``PageStreamer``, which asks the device tier, then the host tier, then
-storage. The host tier adds a load protocol (acquire / commit / abort) so pages are read straight into
-its memory.
+Each tier implements the same interface and decides what it keeps with the benefit policy
+(``cache/policy.py``); the router (``cache/router.py``, HetCache-style: route each page by where copies
+of it already live) decides each page's path. The host tier adds a load protocol (acquire / commit /
+abort) so pages are read straight into its memory.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class CacheStats:
     evictions: int = 0
     evicted_bytes: int = 0
     rejected: int = 0  # puts that did not fit (everything else pinned or the budget exhausted)
+    admitted: int = 0  # entries that got in
+    bypassed: int = 0  # pages the policy refused: worth less than what they would have displaced
 
     @property
     def hit_rate(self) -> float:
@@ -59,7 +61,7 @@ class CacheStats:
         return {"hits": self.hits, "misses": self.misses, "hit_bytes": self.hit_bytes,
                 "inserted_bytes": self.inserted_bytes, "evictions": self.evictions,
                 "evicted_bytes": self.evicted_bytes, "rejected": self.rejected,
-                "hit_rate": self.hit_rate}
+                "admitted": self.admitted, "bypassed": self.bypassed, "hit_rate": self.hit_rate}
 
 
 class PageCache(ABC):
@@ -73,7 +75,7 @@ class PageCache(ABC):
 
     @abstractmethod
     def get(self, key: PageKey, pin: bool = False) -> Any | None:
-        """The cached object or None (a miss); a hit makes the entry most recently used."""
+        """The cached object or None (a miss); either way the access is counted for placement."""
 
     @abstractmethod
     def put(self, key: PageKey, value: Any, nbytes: int, pin: bool = False, reserved: bool = False) -> bool:
@@ -97,7 +99,7 @@ class PageCache(ABC):
 
     @abstractmethod
     def evict(self, nbytes: int) -> int:
-        """Evict unpinned entries, least recently used first, until ``nbytes`` are freed (or nothing
+        """Evict unpinned entries, lowest benefit first, until ``nbytes`` are freed (or nothing
         unpinned is left); returns the bytes freed."""
 
     @abstractmethod

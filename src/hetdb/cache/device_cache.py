@@ -3,14 +3,18 @@
 Entries are device objects (decoded device Columns viewing raw page bytes, or raw device arrays) keyed
 by ``PageKey``. Every entry's bytes are a reservation against the connection's ``DeviceMemoryBudget``,
 so cached pages and query work share one limit: when a query needs memory, it asks the cache to
-``evict`` first. Eviction is least-recently-used among unpinned entries (a pinned page is being read
-by a kernel). The cache never holds more than ``capacity_bytes`` (its share of the budget).
+``evict`` first. What stays and what gets in is decided by benefit (``cache/policy.py``): an entry is
+worth the host→GPU copy time it saves per byte it holds, times how often it is read; a page that would
+have to displace more valuable entries is not admitted (the scan streams it through instead). Pinned
+entries (a kernel is reading them) and kept entries (``keep``: a user's ``con.pin``) are never
+evicted. The cache never holds more than ``capacity_bytes`` (its share of the budget).
 
 Hot scans avoid per-page work: ``generation`` changes whenever an entry leaves the cache, so an object
 derived from a set of entries (``set_derived``: a fused kernel's page table over a scan's cached pages)
 stays valid, without looking the pages up again, for as long as the generation is unchanged; derived
 objects are dropped at the first eviction (they may hold entries' arrays). ``touch_many`` marks such
-a set of pages used (and counts them as hits) in one call.
+a set of pages used (and counts them as hits) in one call, costing O(1) (the policy counts the
+accesses lazily).
 
 Nothing here imports CuPy: the cache stores any object, so it is testable (and usable for host tiers)
 without a GPU.
@@ -19,11 +23,12 @@ without a GPU.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from hetdb.cache.base import CacheStats, PageCache, PageKey
+from hetdb.cache.base import PAGE, CacheStats, PageCache, PageKey
+from hetdb.cache.policy import BenefitPolicy
+from hetdb.cache.rates import Rates, shared_rates
 
 
 @dataclass
@@ -31,15 +36,17 @@ class _Entry:
     value: Any
     nbytes: int
     pins: int = 0
+    kept: bool = False  # a user pin (``keep``): never evicted until ``unkeep``
 
 
 class DevicePageCache(PageCache):
-    """LRU page cache in device memory. ``share`` is the fraction of the budget's limit the cache may
-    hold (the rest stays for query work); ``capacity_bytes`` overrides it."""
+    """Page cache in device memory, placement by benefit. ``share`` is the fraction of the budget's
+    limit the cache may hold (the rest stays for query work); ``capacity_bytes`` overrides it."""
 
     tier = "gpu"
 
-    def __init__(self, budget: Any, share: float = 0.5, capacity_bytes: int | None = None) -> None:
+    def __init__(self, budget: Any, share: float = 0.5, capacity_bytes: int | None = None,
+                 rates: Rates | None = None) -> None:
         if capacity_bytes is None:
             if not 0.0 <= share <= 1.0:
                 raise ValueError("share must be within [0, 1]")
@@ -48,7 +55,9 @@ class DevicePageCache(PageCache):
             raise ValueError("capacity_bytes must be >= 0")
         self.budget = budget
         self.capacity_bytes = int(capacity_bytes)
-        self._entries: OrderedDict[PageKey, _Entry] = OrderedDict()  # oldest first
+        self._entries: dict[PageKey, _Entry] = {}  # in insertion order
+        self.policy = BenefitPolicy()
+        self.rates = rates or shared_rates()
         self._used = 0        # bytes of entries
         self._reserved = 0    # reservations not yet turned into entries
         self._stats = CacheStats()
@@ -61,10 +70,10 @@ class DevicePageCache(PageCache):
     def get(self, key: PageKey, pin: bool = False) -> Any | None:
         with self._lock:
             entry = self._entries.get(key)
+            self.policy.record(key)
             if entry is None:
                 self._stats.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self._stats.hits += 1
             self._stats.hit_bytes += entry.nbytes
             if pin:
@@ -72,7 +81,7 @@ class DevicePageCache(PageCache):
             return entry.value
 
     def peek_many(self, keys: list[PageKey]) -> list[Any] | None:
-        """The values of ``keys`` when every one is cached, else None (no statistics, no LRU change)."""
+        """The values of ``keys`` when every one is cached, else None (no statistics, no access counted)."""
         with self._lock:
             entries = self._entries
             out = []
@@ -84,18 +93,20 @@ class DevicePageCache(PageCache):
             return out
 
     def touch_many(self, keys: list[PageKey], nbytes: int, touched_at: int | None) -> int:
-        """Count ``keys`` (all cached: see ``derived``) as hits of ``nbytes`` and mark them recently
-        used; returns the ``mutations`` stamp to pass next time. When no entry came or went since
-        ``touched_at`` nothing could have been inserted after them, so the LRU walk is skipped (a hot
-        query then costs O(1) here)."""
+        """Count ``keys`` (all cached: see ``derived``; pass the same list object each time) as hits
+        of ``nbytes`` and as one access each for the policy, lazily (O(1) here); returns the
+        ``mutations`` stamp (kept for callers that track whether entries came or went)."""
         with self._lock:
-            if touched_at != self.mutations:
-                entries = self._entries
-                for key in keys:
-                    entries.move_to_end(key)
+            self.policy.touch_group(keys)
             self._stats.hits += len(keys)
             self._stats.hit_bytes += nbytes
             return self.mutations
+
+    def record_access(self, key: PageKey) -> None:
+        """Count an access of a page that is about to be brought in without ``get`` (a whole-scan
+        fill), for placement only (no hit/miss statistics)."""
+        with self._lock:
+            self.policy.record(key)
 
     def derived(self, key: Any) -> Any | None:
         """An object stored with ``set_derived`` while no entry has left the cache since, else None."""
@@ -123,16 +134,29 @@ class DevicePageCache(PageCache):
         return len(self._entries)
 
     def keys(self) -> list[PageKey]:
-        """Cached keys, least recently used first."""
+        """Cached keys, in the order they were inserted."""
         with self._lock:
             return list(self._entries)
 
+    def eviction_order(self) -> list[PageKey]:
+        """Cached keys, next victim first (kept ones left out; pinned ones included)."""
+        with self._lock:
+            return self.policy.order()
+
+    def entries(self) -> list[tuple[Any, int, bool]]:
+        """(key, bytes, kept) of every entry (for ``hetdb info`` and the cache table function)."""
+        with self._lock:
+            return [(k, e.nbytes, e.kept) for k, e in self._entries.items()]
+
     # ---- insertion -------------------------------------------------------------------------------
-    def reserve(self, nbytes: int) -> bool:
+    def reserve(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
+        """As ``PageCache.reserve``; with ``key`` (the page the room is for) and ``link_bytes`` (what
+        moving it over the host→GPU link costs; default ``nbytes``), the policy may refuse a page
+        worth less than the entries it would displace (counted as ``bypassed``)."""
         if nbytes < 0:
             raise ValueError("cannot reserve a negative number of bytes")
         with self._lock:
-            if not self._make_room(nbytes):
+            if not self._make_room(nbytes, key, link_bytes):
                 return False
             self._reserved += nbytes
             return True
@@ -144,14 +168,16 @@ class DevicePageCache(PageCache):
             self._reserved -= nbytes
             self.budget.release(nbytes)
 
-    def put(self, key: PageKey, value: Any, nbytes: int, pin: bool = False, reserved: bool = False) -> bool:
+    def put(self, key: PageKey, value: Any, nbytes: int, pin: bool = False, reserved: bool = False,
+            link_bytes: int | None = None) -> bool:
+        """As ``PageCache.put``; ``link_bytes``: what re-fetching the entry moves over the host→GPU
+        link (default ``nbytes``; less for a page kept decoded from compressed bytes)."""
         with self._lock:
             existing = self._entries.get(key)
             if existing is not None:
                 # Another scan cached the same immutable page first: keep that copy.
                 if reserved:
                     self.release(nbytes)
-                self._entries.move_to_end(key)
                 if pin:
                     existing.pins += 1
                 return True
@@ -159,32 +185,77 @@ class DevicePageCache(PageCache):
                 if nbytes > self._reserved:
                     raise ValueError("put(reserved=True) without a matching reserve()")
                 self._reserved -= nbytes
-            elif not self._make_room(nbytes):
+            elif not self._make_room(nbytes, key, link_bytes):
                 self._stats.rejected += 1
                 return False
             self._entries[key] = _Entry(value, int(nbytes), 1 if pin else 0)
+            link = self.rates.h2d
+            self.policy.insert(key, nbytes, link.latency_s,
+                               link.transfer_seconds(nbytes if link_bytes is None else link_bytes))
             self.mutations += 1
             self._used += nbytes
             self._stats.inserted_bytes += nbytes
+            self._stats.admitted += 1
             return True
 
-    def _make_room(self, nbytes: int) -> bool:
-        """Evict until ``nbytes`` fit in the capacity and the budget grants them; reserves them."""
+    def _evictable(self, key: Any) -> bool:
+        entry = self._entries[key]
+        return not entry.pins and not entry.kept
+
+    def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
+        """Evict until ``nbytes`` fit in the capacity and the budget grants them; reserves them.
+        A page (``key`` of a PAGE) is admitted only if it is worth more than what it displaces."""
         if nbytes > self.capacity_bytes:
             return False
+        judged = isinstance(key, PageKey) and key.part == PAGE
+        link = self.rates.h2d
+        transfer = link.transfer_seconds(nbytes if link_bytes is None else link_bytes)
         over = self._used + self._reserved + nbytes - self.capacity_bytes
-        if over > 0 and self._evict(over) < over:
-            return False
-        while not self.budget.try_reserve(nbytes):
-            # The budget is shared with query work: free what we can, oldest first, one at a time.
-            if self._evict(1) == 0:
+        lost = 0.0  # worth of what this page displaced so far (admission weighs all of it)
+        if over > 0:
+            victims = self.policy.victims(over, self._evictable)
+            if victims is None:
                 return False
+            if judged and not self.policy.admit(key, link.latency_s, transfer, victims):
+                self._stats.bypassed += 1
+                return False
+            lost = self.policy.loss(victims)
+            for victim in victims:
+                self._evict_entry(victim)
+        while not self.budget.try_reserve(nbytes):
+            # The budget is shared with query work: free what it lacks, judged as a whole before
+            # anything is evicted (a loop: query work may take memory meanwhile).
+            short = max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes)
+            victims = self.policy.victims(short, self._evictable)
+            if not victims:
+                return False
+            if judged and not self.policy.admit(key, link.latency_s, transfer, victims, lost):
+                self._stats.bypassed += 1
+                return False
+            lost += self.policy.loss(victims)
+            for victim in victims:
+                self._evict_entry(victim)
         return True
 
     # ---- pinning and eviction --------------------------------------------------------------------
     def pin(self, key: PageKey) -> None:
         with self._lock:
             self._entries[key].pins += 1
+
+    def keep(self, key: PageKey) -> None:
+        """Keep a cached entry until ``unkeep`` (a user's pin: never evicted, counts against the
+        capacity like any entry)."""
+        with self._lock:
+            self._entries[key].kept = True
+            self.policy.keep(key)
+
+    def unkeep(self, key: PageKey) -> None:
+        """Make a kept entry evictable again (no-op when it is not cached)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.kept = False
+                self.policy.keep(key, False)
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:
@@ -194,35 +265,43 @@ class DevicePageCache(PageCache):
             entry.pins -= 1
 
     def pinned_bytes(self) -> int:
+        """Bytes of entries that cannot be evicted now (pinned or kept)."""
         with self._lock:
-            return sum(e.nbytes for e in self._entries.values() if e.pins)
+            return sum(e.nbytes for e in self._entries.values() if e.pins or e.kept)
+
+    def kept_bytes(self) -> int:
+        with self._lock:
+            return sum(e.nbytes for e in self._entries.values() if e.kept)
 
     def evict(self, nbytes: int) -> int:
         with self._lock:
             return self._evict(nbytes)
 
     def _evict(self, nbytes: int) -> int:
-        freed = 0
-        for key in list(self._entries):
-            if freed >= nbytes:
-                break
-            entry = self._entries[key]
-            if entry.pins:
-                continue
-            del self._entries[key]
-            self._removed()
-            self._used -= entry.nbytes
-            self.budget.release(entry.nbytes)
-            self._stats.evictions += 1
-            self._stats.evicted_bytes += entry.nbytes
-            freed += entry.nbytes
-        return freed
+        """Evict lowest-benefit evictable entries until ``nbytes`` are freed (all of them if they
+        hold less); returns the bytes freed."""
+        victims = self.policy.victims(nbytes, self._evictable)
+        if victims is None:
+            victims = [k for k in self.policy.order() if self._evictable(k)]
+        return sum(self._evict_entry(v) for v in victims)
+
+    def _evict_entry(self, key: Any) -> int:
+        entry = self._entries.pop(key)
+        self.policy.evicted(key)
+        self._removed()
+        self._used -= entry.nbytes
+        self.budget.release(entry.nbytes)
+        self._stats.evictions += 1
+        self._stats.evicted_bytes += entry.nbytes
+        return entry.nbytes
 
     def clear(self) -> None:
+        """Drop every entry that is neither pinned nor kept."""
         with self._lock:
             self._removed()
-            for key in [k for k, e in self._entries.items() if not e.pins]:
+            for key in [k for k, e in self._entries.items() if not e.pins and not e.kept]:
                 entry = self._entries.pop(key)
+                self.policy.remove(key)
                 self._used -= entry.nbytes
                 self.budget.release(entry.nbytes)
 

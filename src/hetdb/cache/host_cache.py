@@ -7,8 +7,11 @@ and carved into fixed-size blocks; a page takes as many blocks as it needs. Bloc
 (so the pool never fragments), but pages are usually given address-contiguous blocks, and each page
 exposes its bytes as ``runs`` — maximal contiguous views — so a 4 MiB page is typically one copy.
 
-Entries are evicted least recently used first; a pinned page (a copy out of it is in flight, or it is
-being loaded) is never evicted or reused. The tier is process-wide (``shared_host_cache``) and keyed by
+What stays is decided by benefit (``cache/policy.py``: disk read time saved per byte held, times how
+often a page is read; a page worth less than what it would displace is not loaded here but read
+through the streamer's ring, so a scan larger than the tier does not flush the pages other queries
+keep reading); a pinned page (a copy out of it is in flight, or it is being loaded) and a kept page
+(``keep``: a user's ``con.pin(..., tier="host")``) are never evicted or reused. The tier is process-wide (``shared_host_cache``) and keyed by
 the table's version directory + column + row group, so a new connection in the same process finds
 its pages warm; an entry also remembers its page's checksum and length and is only served for a page
 that still has them (a database re-created at the same path does not see stale bytes).
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,8 @@ from typing import Any
 import numpy as np
 
 from hetdb.cache.base import CacheStats, PageCache, PageKey
+from hetdb.cache.policy import BenefitPolicy
+from hetdb.cache.rates import Rates, shared_rates
 from hetdb.io import ALIGN
 
 DEFAULT_BLOCK_BYTES = 1 << 20
@@ -71,7 +75,7 @@ class HostPage:
     runs: list[np.ndarray]
     pins: int = 0
     ready: bool = False  # verified and visible to lookups (False while it is being loaded)
-    stamp: int = 0       # the tier's clock at the last use (entries are in stamp order)
+    kept: bool = False   # a user's pin (``keep``): never evicted until ``unkeep``
 
     def matches(self, location: Any) -> bool:
         """Whether this entry holds the page at ``location`` (same checksum and sizes)."""
@@ -142,7 +146,7 @@ class _Pool:
 
 
 class HostPageCache(PageCache):
-    """LRU of raw pages in (pinned) host memory within ``limit_bytes``; thread-safe.
+    """Raw pages in (pinned) host memory within ``limit_bytes``, placed by benefit; thread-safe.
 
     Loading protocol: ``acquire`` blocks for a page (pinned, invisible), fill ``runs``, verify, then
     ``commit`` (visible; returns the entry to use, which is another loader's if it won the race) or
@@ -152,7 +156,8 @@ class HostPageCache(PageCache):
     tier = "host"
 
     def __init__(self, limit_bytes: int, *, block_bytes: int = DEFAULT_BLOCK_BYTES,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, allocate: Allocate | None = None) -> None:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, allocate: Allocate | None = None,
+                 rates: Rates | None = None) -> None:
         if block_bytes <= 0 or block_bytes % ALIGN:
             raise ValueError(f"block_bytes must be a positive multiple of {ALIGN}")
         if limit_bytes < 0:
@@ -162,12 +167,13 @@ class HostPageCache(PageCache):
         self._capacity = int(limit_bytes) // self.block_bytes
         self._allocate = allocate or pinned_allocate
         self._pool = _Pool(self.block_bytes)
-        self._entries: OrderedDict[PageKey, HostPage] = OrderedDict()  # oldest first
+        self._entries: dict[PageKey, HostPage] = {}  # in insertion order
+        self.policy = BenefitPolicy()
+        self.rates = rates or shared_rates()
         self._assigned = 0   # blocks held by pages (entries and pages being loaded)
         self._reserved = 0   # blocks promised by reserve() that are still in the free list
         self._entry_blocks = 0
         self._stats = CacheStats()
-        self._clock = 0
         self._lock = threading.RLock()
         self.allocation_error: str | None = None  # why the pool stopped growing, if it did
 
@@ -206,13 +212,42 @@ class HostPageCache(PageCache):
         return len(self._entries)
 
     def keys(self) -> list[PageKey]:
-        """Cached keys, least recently used first."""
+        """Cached keys, in the order they were committed."""
         with self._lock:
             return list(self._entries)
 
-    def pinned_bytes(self) -> int:
+    def eviction_order(self) -> list[PageKey]:
+        """Cached keys, next victim first (kept ones left out; pinned ones included)."""
         with self._lock:
-            return sum(len(p.blocks) for p in self._entries.values() if p.pins) * self.block_bytes
+            return self.policy.order()
+
+    def entries(self) -> list[tuple[PageKey, int, bool]]:
+        """(key, bytes held, kept) of every entry (for ``hetdb info`` and the cache table function)."""
+        with self._lock:
+            return [(k, len(p.blocks) * self.block_bytes, p.kept) for k, p in self._entries.items()]
+
+    def pinned_bytes(self) -> int:
+        """Bytes of entries that cannot be evicted now (pinned or kept)."""
+        with self._lock:
+            return sum(len(p.blocks) for p in self._entries.values() if p.pins or p.kept) * self.block_bytes
+
+    def kept_bytes(self) -> int:
+        with self._lock:
+            return sum(len(p.blocks) for p in self._entries.values() if p.kept) * self.block_bytes
+
+    def keep(self, key: PageKey) -> None:
+        """Keep a cached page until ``unkeep`` (never evicted; counts against the limit)."""
+        with self._lock:
+            self._entries[key].kept = True
+            self.policy.keep(key)
+
+    def unkeep(self, key: PageKey) -> None:
+        """Make a kept page evictable again (no-op when it is not cached)."""
+        with self._lock:
+            page = self._entries.get(key)
+            if page is not None:
+                page.kept = False
+                self.policy.keep(key, False)
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get(self, key: PageKey, pin: bool = False) -> HostPage | None:
@@ -224,14 +259,13 @@ class HostPageCache(PageCache):
         with self._lock:
             page = self._entries.get(key)
             if page is not None and location is not None and not page.matches(location):
-                if not page.pins:
+                if not page.pins and not page.kept:
                     self._drop(key)
                 page = None
+            self.policy.record(key)
             if page is None:
                 self._stats.misses += 1
                 return None
-            self._entries.move_to_end(key)
-            page.stamp = self._tick()
             self._stats.hits += 1
             self._stats.hit_bytes += page.length
             if pin:
@@ -250,10 +284,8 @@ class HostPageCache(PageCache):
                 if page is None or not page.matches(loc):
                     return None
                 got.append(page)
-            stamp = self._tick()
             for page in got:
-                entries.move_to_end(page.key)
-                page.stamp = stamp
+                self.policy.record(page.key)
                 page.pins += 1
                 self._stats.hit_bytes += page.length
             self._stats.hits += len(got)
@@ -264,30 +296,24 @@ class HostPageCache(PageCache):
             return key in self._entries
 
     # ---- loading ---------------------------------------------------------------------------------
-    def begin_scan(self) -> int:
-        """A mark for ``acquire(evict_before=...)``: entries a scan touches after it are its own."""
-        with self._lock:
-            return self._tick()
-
     def acquire(self, key: PageKey, length: int, padded_length: int, checksum: int,
-                evict_before: int | None = None) -> HostPage | None:
-        """Blocks for a page about to be loaded (evicting unpinned entries, growing the pool), pinned
-        once and not yet visible; None when it cannot fit (then read it some other way).
-
-        With ``evict_before`` (from ``begin_scan``) only entries last used before that mark are
-        evicted: a scan larger than the tier then keeps the part it loaded first instead of evicting
-        its own pages (plain LRU would leave nothing for the next scan of the same table)."""
-        return self._acquire(key, length, padded_length, checksum, False, evict_before)
+                force: bool = False) -> HostPage | None:
+        """Blocks for a page about to be loaded (evicting lower-benefit unpinned entries, growing the
+        pool), pinned once and not yet visible; None when it cannot fit or is worth less than what it
+        would displace (then read it some other way). A scan larger than the tier thus keeps the part
+        it loaded first and the pages other scans read more often, and streams the rest. ``force``:
+        no admission test (a user's pin loading it)."""
+        return self._acquire(key, length, padded_length, checksum, False, force)
 
     def _acquire(self, key: PageKey, length: int, padded_length: int, checksum: int,
-                 reserved: bool, evict_before: int | None = None) -> HostPage | None:
+                 reserved: bool, force: bool = False) -> HostPage | None:
         n = self.blocks_for(padded_length)
         with self._lock:
             if reserved:
                 if n > self._reserved:
                     raise ValueError("put(reserved=True) without a matching reserve()")
                 self._reserved -= n  # the reservation kept these blocks in the free list
-            elif not self._make_room(n, evict_before):
+            elif not self._make_room(n, None if force else key, padded_length):
                 self._stats.rejected += 1
                 return None
             ids = self._pool.take(n)
@@ -304,7 +330,6 @@ class HostPageCache(PageCache):
                 if existing.matches(page):
                     self._free(page)
                     existing.pins += 1
-                    self._entries.move_to_end(page.key)
                     return existing
                 if existing.pins:
                     # a stale entry (older bytes at this path) still being read: the loader reads its
@@ -312,10 +337,13 @@ class HostPageCache(PageCache):
                     return page
                 self._drop(page.key)
             page.ready = True
-            page.stamp = self._tick()
             self._entries[page.key] = page
+            disk = self.rates.disk
+            self.policy.insert(page.key, len(page.blocks) * self.block_bytes, disk.latency_s,
+                               disk.transfer_seconds(page.padded_length))
             self._entry_blocks += len(page.blocks)
             self._stats.inserted_bytes += page.length
+            self._stats.admitted += 1
             return page
 
     def abort(self, page: HostPage) -> None:
@@ -382,8 +410,9 @@ class HostPageCache(PageCache):
             return self._evict(self.blocks_for(nbytes) if nbytes > 0 else 0) * self.block_bytes
 
     def clear(self) -> None:
+        """Drop every page that is neither pinned nor kept."""
         with self._lock:
-            for key in [k for k, p in self._entries.items() if not p.pins]:
+            for key in [k for k, p in self._entries.items() if not p.pins and not p.kept]:
                 self._drop(key)
 
     def release_memory(self) -> bool:
@@ -398,8 +427,8 @@ class HostPageCache(PageCache):
             return True
 
     def resize(self, limit_bytes: int) -> None:
-        """Change the limit; shrinking evicts least recently used unpinned entries down to it (the
-        pool's chunks stay allocated until ``release_memory``)."""
+        """Change the limit; shrinking evicts lowest-benefit unpinned entries down to it (the pool's
+        chunks stay allocated until ``release_memory``)."""
         with self._lock:
             self._capacity = max(0, int(limit_bytes)) // self.block_bytes
             over = self._assigned + self._reserved - self._capacity
@@ -407,16 +436,26 @@ class HostPageCache(PageCache):
                 self._evict(over)
 
     # ---- internals (lock held) ---------------------------------------------------------------------
-    def _tick(self) -> int:
-        self._clock += 1
-        return self._clock
+    def _evictable(self, key: PageKey) -> bool:
+        page = self._entries[key]
+        return not page.pins and not page.kept
 
-    def _make_room(self, n: int, evict_before: int | None = None) -> bool:
+    def _make_room(self, n: int, key: PageKey | None = None, padded_length: int = 0) -> bool:
+        """Room for ``n`` blocks; with ``key``, only if that page is worth more than its victims."""
         if n > self._capacity:
             return False
         over = self._assigned + self._reserved + n - self._capacity
-        if over > 0 and self._evict(over, evict_before) < over:
-            return False
+        if over > 0:
+            victims = self.policy.victims(over * self.block_bytes, self._evictable)
+            if victims is None:
+                return False
+            disk = self.rates.disk
+            if key is not None and not self.policy.admit(key, disk.latency_s,
+                                                         disk.transfer_seconds(padded_length), victims):
+                self._stats.bypassed += 1
+                return False
+            for victim in victims:
+                self._evict_page(victim)
         short = n - (len(self._pool.free) - self._reserved)
         if short > 0:
             room = self._capacity - self._pool.total
@@ -429,26 +468,27 @@ class HostPageCache(PageCache):
                 # pinned memory is a limited system resource: stop growing, serve from what we have
                 self.allocation_error = f"{type(e).__name__}: {e}"
                 self._capacity = self._pool.total
-                return self._make_room(n, evict_before)
+                return self._make_room(n, key, padded_length)
         return True
 
-    def _evict(self, blocks: int, before: int | None = None) -> int:
-        freed = 0
-        for key in list(self._entries):
-            if freed >= blocks:
-                break
-            page = self._entries[key]
-            if before is not None and page.stamp >= before:
-                break  # entries are in stamp order: the rest are newer still
-            if page.pins:
-                continue
-            freed += len(page.blocks)
-            self._stats.evictions += 1
-            self._stats.evicted_bytes += page.length
-            self._drop(key)
-        return freed
+    def _evict(self, blocks: int) -> int:
+        """Evict lowest-benefit evictable pages until ``blocks`` are freed (all of them if they hold
+        fewer); returns the blocks freed."""
+        victims = self.policy.victims(blocks * self.block_bytes, self._evictable)
+        if victims is None:
+            victims = [k for k in self.policy.order() if self._evictable(k)]
+        return sum(self._evict_page(v) for v in victims)
+
+    def _evict_page(self, key: PageKey) -> int:
+        page = self._entries[key]
+        blocks = len(page.blocks)
+        self._stats.evictions += 1
+        self._stats.evicted_bytes += page.length
+        self._drop(key)
+        return blocks
 
     def _drop(self, key: PageKey) -> None:
+        self.policy.remove(key)
         page = self._entries.pop(key)
         self._entry_blocks -= len(page.blocks)
         page.ready = False

@@ -180,7 +180,14 @@ def cmd_info(args) -> int:
     except ImportError as e:
         console.print(f"missing dependency: {e}")
     from hetdb.backend.gpu.device import device_info, gpu_available, measure_bandwidth
+    from hetdb.cache.rates import shared_rates
+    from hetdb.io.gds import gds_status
 
+    console.print(f"GPUDirect Storage (kvikio): {gds_status()}")
+    rates = shared_rates()
+    console.print(f"page routing: host->GPU {rates.h2d.bytes_per_s / 1e9:.0f} GB/s, disk "
+                  f"{rates.disk.bytes_per_s / 1e9:.1f} GB/s assumed until scans measure them; "
+                  "PRAGMA hetdb_cache in a session lists what each cache tier holds")
     if not gpu_available():
         console.print("GPU: none visible (CuPy not installed or no NVIDIA device); queries run on the CPU")
         return 0

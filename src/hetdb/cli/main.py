@@ -102,13 +102,18 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="switch an optimizer pass off by name (repeatable)")
     p.add_argument("--no-reuse-fused-state", action="store_true",
                    help="GPU: do not keep fused kernels' dense tables between runs of a plan")
+    p.add_argument("--route", choices=["auto", "copy", "cpu", "disk"], default=None,
+                   help="page routing: auto, or force host->GPU copies / CPU processing / disk reads")
+    p.add_argument("--pin", action="append", default=None, metavar="TABLE[:COL,...][@gpu|@host]",
+                   help="keep these columns of TABLE resident in a cache tier for the session (repeatable; "
+                        "default all columns @gpu); same as PRAGMA hetdb_pin")
 
 
 def engine_options(args) -> dict:
     """Connection keyword arguments from the engine flags that were given."""
     opts: dict = {}
     for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
-                "spill_dir"):
+                "spill_dir", "route"):
         v = getattr(args, key, None)
         if v is not None:
             opts[key] = v
@@ -124,7 +129,22 @@ def engine_options(args) -> dict:
 def _connect(args, create: bool = True):
     from hetdb.connection import Connection
 
-    return Connection(args.db, device=getattr(args, "device", "cpu"), create=create, **engine_options(args))
+    con = Connection(args.db, device=getattr(args, "device", "cpu"), create=create, **engine_options(args))
+    try:
+        for spec in getattr(args, "pin", None) or []:
+            con.pin(*parse_pin(spec))
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def parse_pin(spec: str) -> tuple[str, list[str] | None, str]:
+    """'lineorder:lo_revenue,lo_discount@host' -> (table, columns or None, tier)."""
+    rest, _, tier = spec.partition("@")
+    table, _, cols = rest.partition(":")
+    columns = [c for c in cols.split(",") if c] or None
+    return table.strip(), columns, (tier.strip() or "gpu")
 
 
 # Hints written for Python callers, said the way a CLI user does it.

@@ -9,6 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from hetdb.result import sql_type_name
+
 _MAX_CELL = 40
 
 
@@ -35,7 +37,7 @@ def render_text(table: pa.Table, max_rows: int = 50, width: int | None = None) -
     shown = min(n, max_rows)
     cells = _columns(table, shown)
     names = list(table.column_names)
-    types = [str(f.type) for f in table.schema]
+    types = [sql_type_name(f).lower() for f in table.schema]
     widths = [max([len(names[i]), len(types[i])] + [len(c) for c in cells[i]]) for i in range(len(names))]
     order = list(range(len(names)))
 

@@ -2,12 +2,14 @@
 nodes. A stage is a logical subplan every worker (or only worker 0, for a single-worker stage) runs
 with hetdb's own operators over its share of the input; its output goes through one exchange:
 
-- ``hash``: rows are repartitioned by the hash of key expressions (join keys, group keys);
+- ``hash``: rows are repartitioned by the hash of key expressions (join keys, group keys, window
+  partition keys);
 - ``broadcast``: every worker receives all rows (small build sides);
 - ``gather``: all rows go to worker 0 (final ORDER BY / LIMIT, global aggregates, the result).
 
-Aggregations whose functions decompose (sum, count, min, max, any) get a partial aggregation before
-the shuffle and a final one after. With one worker no exchange is inserted: the plan is one stage.
+Aggregations whose functions decompose (sum, count, min, max, any; avg as an exact sum and a count)
+get a partial aggregation before the shuffle and a final one after; DISTINCT aggregates of one
+argument first deduplicate (group key, argument) pairs, shuffled by both. With one worker no exchange is inserted: the plan is one stage.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from hetdb import types as T
 from hetdb.errors import UnsupportedError
 from hetdb.plan import logical as L
-from hetdb.plan.expr import ColumnRef, Expr, Field
+from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field
+from hetdb.plan.window import Window
 
 # Build sides estimated at most this many rows are broadcast instead of repartitioning both sides.
 BROADCAST_ROWS = 20_000
@@ -137,6 +141,8 @@ class Lowering:
                 child = self._close(dataclasses.replace(node, input=child, limit=node.limit + node.offset,
                                                         offset=0), dist, "gather")
             return dataclasses.replace(node, input=self._gathered(child, dist)), "single"
+        if isinstance(node, Window):
+            return self._window(node)
         if isinstance(node, L.Union):
             kids = [self._lower(c) for c in node.children]
             if any(d == "single" for _, d in kids):
@@ -146,10 +152,14 @@ class Lowering:
         raise DistUnsupportedError(f"no distributed lowering for {type(node).__name__}")
 
     def _aggregate(self, node: L.Aggregate) -> tuple[L.Node, str]:
+        node = _plain_distinct(node)
+        dedup = _dedup_distinct(node)
+        if dedup is not None:
+            return self._aggregate(dedup)
         child, dist = self._lower(node.input)
         if dist == "single":
             return dataclasses.replace(node, input=child), "single"
-        decomposable = all(not c.distinct and c.op in _PARTIAL for _, c in node.aggs)
+        decomposable = all(not c.distinct and (c.op in _PARTIAL or c.op == "avg") for _, c in node.aggs)
         if not decomposable:
             why = "no partial aggregation (" + ", ".join(sorted({str(c.op) + (" distinct" if c.distinct else "")
                                                                  for _, c in node.aggs
@@ -160,17 +170,44 @@ class Lowering:
             return dataclasses.replace(node, input=self._close(child, dist, "hash", keys, note=why)), "part"
         partial_aggs = []
         final_aggs = []
+        outputs = []  # (field, expression over the final aggregate's columns)
         for f, call in node.aggs:
+            if call.op == "avg":
+                # avg = exact sum / count: the partials are a sum (HUGEINT, DECIMAL(38, s) or DOUBLE,
+                # as SUM's own result) and a count; the division is the one avg's final step does
+                st = _sum_type(call.arg.dtype)
+                ps = Field(f"{f.cid}__psum", f.name, st, True)
+                pc = Field(f"{f.cid}__pcnt", f.name, T.INT64, True)
+                fs = Field(f"{f.cid}__sum", f.name, st, True)
+                fc = Field(f"{f.cid}__cnt", f.name, T.INT64, True)
+                partial_aggs += [(ps, AggCall(st, "sum", call.arg)), (pc, AggCall(T.INT64, "count", call.arg))]
+                final_aggs += [(fs, AggCall(st, "sum", _ref(ps))), (fc, AggCall(T.INT64, "sum", _ref(pc)))]
+                outputs.append((f, Call(T.FLOAT64, "div", (_ref(fs), _ref(fc)))))
+                continue
             pf = Field(f"{f.cid}__partial", f.name, call.dtype, True)
             partial_aggs.append((pf, call))
             final_aggs.append((f, dataclasses.replace(call, op=_PARTIAL[call.op], arg=_ref(pf))))
+            outputs.append((f, _ref(f)))
         partial = L.Aggregate(child, node.keys, tuple(partial_aggs))
         final_keys = tuple((f, _ref(f)) for f, _ in node.keys)
         if not node.keys:
             inp = self._close(partial, dist, "gather", note="partial aggregation")
-            return L.Aggregate(inp, (), tuple(final_aggs)), "single"
+            return _project(L.Aggregate(inp, (), tuple(final_aggs)), final_keys, outputs), "single"
         inp = self._close(partial, dist, "hash", tuple(_ref(f) for f, _ in node.keys), note="partial aggregation")
-        return L.Aggregate(inp, final_keys, tuple(final_aggs)), "part"
+        return _project(L.Aggregate(inp, final_keys, tuple(final_aggs)), final_keys, outputs), "part"
+
+    def _window(self, node: Window) -> tuple[L.Node, str]:
+        """Window functions (and the aggregates computed as them: stddev, median, string_agg, mode,
+        arg_max, ...) run where each partition is whole: after a hash exchange on the PARTITION BY
+        expressions, or on worker 0 without them."""
+        child, dist = self._lower(node.input)
+        if dist == "single":
+            return dataclasses.replace(node, input=child), "single"
+        if not node.partition:
+            return dataclasses.replace(node, input=self._close(child, dist, "gather",
+                                                               note="window without PARTITION BY")), "single"
+        inp = self._close(child, dist, "hash", node.partition, note="window partition")
+        return dataclasses.replace(node, input=inp), "part"
 
     def _join(self, node: L.Join) -> tuple[L.Node, str]:
         left, ldist = self._lower(node.left)
@@ -193,6 +230,46 @@ class Lowering:
         return dataclasses.replace(node, left=lin, right=rin), "part"
 
 
+def _sum_type(t: T.DataType) -> T.DataType:
+    """SUM's result type (the binder's): DOUBLE, HUGEINT for integers, DECIMAL(38, s)."""
+    if t.kind == "float64":
+        return T.FLOAT64
+    return T.INT128 if t.is_integer else T.wide_decimal(T.MAX_WIDE_PRECISION, t.scale)
+
+
+def _project(agg: L.Aggregate, keys: tuple, outputs: list) -> L.Node:
+    """``agg`` itself where every output is one of its columns, else a projection computing them."""
+    if all(isinstance(e, ColumnRef) for _, e in outputs):
+        return agg
+    return L.Project(agg, tuple(keys) + tuple(outputs))
+
+
+def _plain_distinct(node: L.Aggregate) -> L.Aggregate:
+    """min/max/any DISTINCT are the same without DISTINCT."""
+    if not any(c.distinct and c.op in ("min", "max", "any") for _, c in node.aggs):
+        return node
+    return dataclasses.replace(node, aggs=tuple(
+        (f, dataclasses.replace(c, distinct=False) if c.op in ("min", "max", "any") else c) for f, c in node.aggs))
+
+
+def _dedup_distinct(node: L.Aggregate) -> L.Aggregate | None:
+    """``GROUP BY k: f(DISTINCT x), min/max(x)`` as two aggregations: ``GROUP BY k, x`` (no aggregates:
+    the distinct pairs, partially deduplicated per worker and shuffled by k and x), then ``GROUP BY k:
+    f(x)`` over them, which has partial aggregates. None when the aggregates do not all read one
+    argument that way (they then shuffle their input rows)."""
+    distinct = [c for _, c in node.aggs if c.distinct]
+    if not distinct:
+        return None
+    arg = distinct[0].arg
+    if not all(c.arg == arg and (c.distinct or c.op in ("min", "max", "any")) for _, c in node.aggs):
+        return None
+    d = Field(f"{node.aggs[0][0].cid}__distinct", "distinct", arg.dtype, True)
+    inner = L.Aggregate(node.input, node.keys + ((d, arg),), ())
+    keys = tuple((f, _ref(f)) for f, _ in node.keys)
+    return L.Aggregate(inner, keys, tuple((f, dataclasses.replace(c, arg=_ref(d), distinct=False))
+                                          for f, c in node.aggs))
+
+
 def _estimate(node: L.Node, counts: dict[str, int]) -> float:
     """Rows ``node`` may produce, from the optimizer's estimate where it made one, else an upper
     bound from the stored row counts (unknown: infinite, so nothing unknown is broadcast)."""
@@ -201,7 +278,7 @@ def _estimate(node: L.Node, counts: dict[str, int]) -> float:
         return float(est)
     if isinstance(node, L.Scan):
         return float(counts.get(node.table, float("inf"))) if node.source == "table" else float("inf")
-    if isinstance(node, (L.Filter, L.Project, L.Sort)):
+    if isinstance(node, (L.Filter, L.Project, L.Sort, Window)):
         return _estimate(node.input, counts)
     if isinstance(node, L.Aggregate):
         return 1.0 if not node.keys else _estimate(node.input, counts)

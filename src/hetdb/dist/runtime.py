@@ -1,5 +1,6 @@
 """The driver of distributed queries on Ray: places the workers, lowers each query and submits its
-stages; exchange data moves between workers through Ray's object store (Arrow buffers)."""
+stages; exchange messages move between workers through Ray's object store (Arrow tables, or
+batches compressed with hetdb's codecs), in two levels where the workers span hosts."""
 
 from __future__ import annotations
 
@@ -8,14 +9,32 @@ from typing import Any
 
 import pyarrow as pa
 
+from hetdb.dist.explain import format_plan
 from hetdb.dist.lowering import BROADCAST_ROWS, DistPlan, lower
-from hetdb.dist.worker import Worker, plan_stage
+from hetdb.dist.topology import Topology, parse_worker_hosts
+from hetdb.dist.worker import Worker
 from hetdb.errors import HetdbError
 from hetdb.exec.engine import plan_tables
 
 
 class DistributedError(HetdbError):
     """A worker of a distributed query failed (the message names the worker and stage)."""
+
+
+class WorkerLostError(DistributedError):
+    """A worker process died (killed, out of memory, its host lost) while it ran a query."""
+
+    def __init__(self, message: str, workers: list[int]):
+        super().__init__(message)
+        self.workers = workers
+
+
+class WorkerTimeoutError(DistributedError):
+    """No task of a query finished within ``worker_timeout`` seconds (a hung or overloaded worker)."""
+
+    def __init__(self, message: str, workers: list[int]):
+        super().__init__(message)
+        self.workers = workers
 
 
 def _ray():
@@ -29,13 +48,32 @@ def _ray():
 class DistRuntime:
     """``workers`` worker actors on a Ray cluster: joins the one this process already started
     (``ray.init``), connects to ``cluster`` (an address such as ``ray://host:10001``), or starts a
-    local one (shut down again by ``close``)."""
+    local one (shut down again by ``close``).
+
+    ``dist_options``: ``shuffle_compression`` (default True: exchanged batches are encoded with
+    hetdb's codecs; "across_hosts": only those for workers of other hosts), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
+    a placement option that makes the two-level exchange testable on one machine) and
+    ``worker_retries`` (default 1: a query that loses a worker runs again on the remaining ones) and
+    ``worker_timeout`` (seconds without any task of a query finishing before it fails; default none)."""
 
     def __init__(self, path: str, workers: int, cluster: str | None = None,
-                 options: dict[str, Any] | None = None):
-        if not isinstance(workers, int) or workers < 1:
+                 options: dict[str, Any] | None = None, dist_options: dict[str, Any] | None = None):
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise HetdbError(f"workers must be a positive integer, not {workers!r}")
+        dist_options = dist_options or {}
+        self.compress = dist_options.get("shuffle_compression", True)
+        if self.compress not in (True, False, "across_hosts"):
+            raise HetdbError(f"shuffle_compression must be True, False or 'across_hosts', not {self.compress!r}")
+        self.host_labels = parse_worker_hosts(dist_options.get("worker_hosts"), workers)
+        self.timeout = dist_options.get("worker_timeout")
+        if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float))
+                                         or self.timeout <= 0):
+            raise HetdbError(f"worker_timeout must be a positive number of seconds, not {self.timeout!r}")
+        self.retries = dist_options.get("worker_retries", 1)
+        if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
+            raise HetdbError(f"worker_retries must be a non-negative integer, not {self.retries!r}")
         ray = _ray()
+        self.path = path
         self.workers = workers
         self.broadcast_rows = BROADCAST_ROWS  # build sides estimated at most this many rows are broadcast
         self._owns_ray = False
@@ -47,50 +85,189 @@ class DistRuntime:
                 self._owns_ray = True
         opts = {k: v for k, v in (options or {}).items() if k != "device"}
         opts.setdefault("threads", 1)
+        self._options = opts
+        self.actors = [self._start() for _ in range(workers)]
+        self._infos: list[tuple[int, str] | None] = [None] * workers
+
+    def _start(self):
         # CPU workers ask Ray for no CPU slot so N of them fit on any cluster; with GPUs each
         # worker will hold one GPU (num_gpus=1) instead.
-        actor = ray.remote(num_cpus=0)(Worker)
-        self.actors = [actor.options(scheduling_strategy="SPREAD").remote(path, i, workers, opts)
-                       for i in range(workers)]
+        ray = _ray()
+        return ray.remote(num_cpus=0, max_restarts=0)(Worker).options(scheduling_strategy="SPREAD") \
+            .remote(self.path, self._options)
 
-    def plan(self, engine, sql: str) -> DistPlan:
+    def worker_info(self) -> list[tuple[int, str]]:
+        """(process id, Ray node id) of every worker; a worker found dead is replaced."""
+        ray = _ray()
+        for _ in range(2):
+            missing = [i for i, x in enumerate(self._infos) if x is None]
+            refs = [self.actors[i].info.remote() for i in missing]
+            dead = []
+            for i, ref in zip(missing, refs):
+                try:
+                    self._infos[i] = tuple(ray.get(ref))
+                except ray.exceptions.RayActorError:
+                    dead.append(self.actors[i])
+            if not dead:
+                break
+            self._replace(dead)
+        return list(self._infos)
+
+    def topology(self) -> Topology:
+        if self.host_labels is not None:
+            return Topology.of(self.host_labels)
+        return Topology.of([node for _, node in self.worker_info()])
+
+    def plan(self, engine, sql: str, workers: int | None = None) -> DistPlan:
         plan = engine.logical_plan(sql)
         counts = {}
         for name in plan_tables(plan) or ():
             counts[name] = engine.db.table(name).num_rows
-        return lower(plan, self.workers, self.broadcast_rows, counts)
+        return lower(plan, workers or self.workers, self.broadcast_rows, counts)
 
-    def run(self, dplan: DistPlan, analyze: bool = False) -> tuple[pa.Table, dict[str, Any]]:
+    # ---- running a plan -------------------------------------------------------------------------
+    def run(self, dplan: DistPlan, analyze: bool = False, actors: list | None = None,
+            topology: Topology | None = None) -> tuple[pa.Table, dict[str, Any]]:
+        """Runs ``dplan`` on ``actors`` (default: all workers) placed as ``topology``."""
         ray = _ray()
         t0 = time.perf_counter()
-        n = self.workers
+        actors = self.actors if actors is None else actors
+        topo = topology or self.topology()
+        n = len(actors)
+        if dplan.workers != n:
+            raise HetdbError(f"plan lowered for {dplan.workers} workers runs on {n}")
+        # outs[sid][w]: references to the messages addressed to worker w
         outs: dict[int, dict[int, list]] = {}
-        infos = []
+        infos: list[tuple[int, int, Any]] = []
         for stage in dplan.stages:
             runs_on = [0] if stage.single else list(range(n))
-            outs[stage.sid] = {}
+            inbox: dict[int, list] = {d: [] for d in range(n)}
+            relay_in: dict[int, list] = {p: [] for p in range(n)}
+            two_level = stage.exchange in ("hash", "broadcast") and topo.two_level
             for w in runs_on:
-                inputs = {sid: [outs[sid][p][w] for p in sorted(outs[sid])] for sid in stage.inputs}
-                refs = self.actors[w].run.options(num_returns=n + 1).remote(stage, inputs, analyze)
-                outs[stage.sid][w] = refs[:n]
-                infos.append((w, stage.sid, refs[n]))
-        stats = []
-        for w, sid, ref in infos:
-            try:
-                stats.append(ray.get(ref))
-            except ray.exceptions.RayError as e:
-                cause = getattr(e, "cause", None)
-                if isinstance(cause, HetdbError):
-                    raise cause from None
-                raise DistributedError(f"worker {w} failed in stage {sid}: "
-                                       f"{type(cause or e).__name__}: {cause or e}") from None
-        table = ray.get(outs[dplan.result.sid][0][0])
+                inputs = {sid: outs[sid][w] for sid in stage.inputs}
+                route = _route(stage.exchange, w, n, topo)
+                refs = actors[w].run.options(num_returns=len(route) + 1).remote(
+                    w, n, stage, inputs, route, self._encoded_for(w, n, topo), analyze)
+                infos.append((w, stage.sid, refs[-1]))
+                for (recipient, dests), ref in zip(route, refs[:-1]):
+                    # relayed: every message of a two-level hash exchange, and a broadcast's one
+                    # message per other host (its relay hands it to the workers there)
+                    relayed = two_level and (stage.exchange == "hash" or dests != [recipient])
+                    (relay_in if relayed else inbox)[recipient].append(ref)
+            if two_level:
+                for p in range(n):
+                    if not relay_in[p] and stage.exchange == "broadcast":
+                        continue
+                    dests = topo.relayed_by(p) if stage.exchange == "hash" else topo.members(topo.hosts[p])
+                    refs = actors[p].relay.options(num_returns=len(dests) + 1).remote(
+                        p, stage.sid, relay_in[p], dests)
+                    infos.append((p, stage.sid, refs[-1]))
+                    for d, ref in zip(dests, refs[:-1]):
+                        inbox[d].append(ref)
+            outs[stage.sid] = inbox
+        stats = self._collect(infos, actors)
+        messages = ray.get(outs[dplan.result.sid][0])
+        table = pa.concat_tables([item for m in messages for _, item in m])
         fields = dplan.output.fields
         table = pa.Table.from_arrays([table.column(f.cid) for f in fields], names=[f.name for f in fields])
+        sent = [m for s in stats for m in s["messages"]]
         return table, {"exec_seconds": time.perf_counter() - t0, "rows": table.num_rows,
-                       "workers": n, "stages": stats, "dist_fallback": dplan.fallback,
-                       "bytes_read": sum(s["bytes_read"] for s in stats),
-                       "bytes_shuffled": sum(s["bytes_sent"] for s in stats)}
+                       "workers": n, "hosts": len(set(topo.hosts)), "worker_hosts": topo.hosts,
+                       "stages": stats,
+                       "dist_fallback": dplan.fallback, "shuffle_compression": self.compress,
+                       "bytes_read": sum(s.get("bytes_read", 0) for s in stats),
+                       "bytes_shuffled": sum(m[4] for m in sent),
+                       "bytes_shuffled_raw": sum(m[3] for m in sent),
+                       "messages": len(sent)}
+
+    def _encoded_for(self, w: int, n: int, topo: Topology) -> list[int]:
+        """The destinations whose rows worker ``w`` sends compressed."""
+        if self.compress == "across_hosts":
+            return [d for d in range(n) if not topo.same_host(w, d)]
+        return [d for d in range(n) if d != w] if self.compress else []
+
+    def _collect(self, infos: list[tuple[int, int, Any]], actors: list) -> list[dict]:
+        """Every task's statistics; the first failure becomes a typed error (a dead worker:
+        WorkerLostError naming it), the query's tasks still queued are cancelled."""
+        ray = _ray()
+        pending = {ref: (w, sid) for w, sid, ref in infos}
+        done: dict[Any, dict] = {}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.timeout)
+            if not ready:
+                # the earliest unfinished stage's workers hold the others up
+                first = min(sid for _, sid in pending.values())
+                stuck = sorted({w for w, sid in pending.values() if sid == first})
+                _cancel(pending)
+                names = ", ".join(self._describe(actors[i], i) for i in stuck)
+                raise WorkerTimeoutError(f"worker {names} finished no task of stage {first} within "
+                                         f"worker_timeout={self.timeout} s: the query was stopped and the "
+                                         f"worker(s) replaced", stuck)
+            ref = ready[0]
+            w, sid = pending.pop(ref)
+            try:
+                done[ref] = ray.get(ref)
+            except ray.exceptions.RayError as e:
+                _cancel(pending)
+                raise self._failure(e, w, sid, actors) from None
+        return [done[ref] for _, _, ref in infos]
+
+    def _failure(self, e: Exception, w: int, sid: int, actors: list) -> HetdbError:
+        dead = _dead_actors(e, w, actors)
+        if dead:
+            names = ", ".join(self._describe(actors[i], i) for i in dead)
+            return WorkerLostError(f"worker {names} died while the query ran (stage {sid}): killed, out of "
+                                   f"memory or its host lost; the other workers are unaffected", dead)
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, HetdbError):
+            return cause
+        return DistributedError(f"worker {w} failed in stage {sid}: {type(cause or e).__name__}: {cause or e}")
+
+    def _slot(self, actor) -> int | None:
+        return next((i for i, a in enumerate(self.actors) if a is actor), None)
+
+    def _describe(self, actor, i: int) -> str:
+        slot = self._slot(actor)
+        info = None if slot is None else self._infos[slot]
+        return f"{i} (pid {info[0]}, node {info[1][:12]})" if info else str(i)
+
+    def _replace(self, actors: list) -> None:
+        """Starts a new worker in place of each of ``actors`` (dead ones) for the next queries."""
+        ray = _ray()
+        for a in actors:
+            i = self._slot(a)
+            ray.kill(a)
+            self.actors[i] = self._start()
+            self._infos[i] = None
+
+    def execute(self, engine, sql: str, analyze: bool = False) -> tuple[pa.Table, dict[str, Any], DistPlan]:
+        """Lowers and runs ``sql``; a query that loses workers runs again (``worker_retries`` times)
+        on the remaining ones, exact because it only reads; the dead ones are replaced for the next
+        query."""
+        self.worker_info()
+        actors, topo = list(self.actors), self.topology()
+        lost: list[str] = []
+        for attempt in range(self.retries + 1):
+            dplan = self.plan(engine, sql, len(actors))
+            try:
+                table, stats = self.run(dplan, analyze, actors, topo)
+            except WorkerTimeoutError as e:
+                self._replace([actors[i] for i in e.workers])
+                raise
+            except WorkerLostError as e:
+                gone = [actors[i] for i in e.workers]
+                lost.append(str(e))
+                self._replace(gone)
+                if attempt == self.retries or len(gone) == len(actors):
+                    raise
+                keep = [i for i in range(len(actors)) if i not in e.workers]
+                actors = [actors[i] for i in keep]
+                topo = Topology.of([topo.hosts[i] for i in keep])
+                continue
+            stats["workers_lost"] = lost
+            return table, stats, dplan
+        raise AssertionError("unreachable")
 
     def sql(self, engine, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
@@ -100,20 +277,18 @@ class DistRuntime:
             stats.update(workers=1, stages=[], bytes_shuffled=0,
                          dist_fallback="reads a file or registered frame: runs in this process")
             return table, stats
-        dplan = self.plan(engine, sql)
-        plan_seconds = time.perf_counter() - t0
-        table, stats = self.run(dplan)
-        stats["plan_seconds"] = plan_seconds
+        table, stats, _ = self.execute(engine, sql)
+        stats["seconds"] = time.perf_counter() - t0
         return table, stats
 
     def explain(self, engine, sql: str, analyze: bool = False) -> str:
-        dplan = self.plan(engine, sql)
         if not analyze:
-            return format_plan(dplan)
-        table, stats = self.run(dplan, analyze=True)
+            return format_plan(self.plan(engine, sql))
+        table, stats, dplan = self.execute(engine, sql, analyze=True)
         return format_plan(dplan, stats) + f"\nTotal: {table.num_rows:,} rows in " \
-            f"{stats['exec_seconds'] * 1000:.1f} ms on {self.workers} worker(s); " \
-            f"bytes sent between workers={stats['bytes_shuffled']:,}"
+            f"{stats['exec_seconds'] * 1000:.1f} ms on {stats['workers']} worker(s), {stats['hosts']} host(s); " \
+            f"bytes sent between workers={stats['bytes_shuffled']:,} " \
+            f"(raw {stats['bytes_shuffled_raw']:,}) in {stats['messages']:,} messages"
 
     def close(self) -> None:
         ray = _ray()
@@ -124,44 +299,43 @@ class DistRuntime:
             ray.shutdown()
 
 
-def _stage_header(dplan: DistPlan, stage) -> str:
-    where = "worker 0" if stage.single else f"each of {dplan.workers} workers"
-    if stage.exchange == "result":
-        out = "result"
-    elif stage.exchange == "hash":
-        out = "hash exchange on [" + ", ".join(map(str, stage.keys)) + "]"
-    else:
-        out = f"{stage.exchange} exchange"
-    note = f" ({stage.note})" if stage.note else ""
-    return f"Stage {stage.sid} on {where} -> {out}{note}"
+def _cancel(refs) -> None:
+    """Cancels the query's tasks behind ``refs`` that have not run yet."""
+    ray = _ray()
+    for ref in refs:
+        try:
+            ray.cancel(ref)
+        except (ray.exceptions.RayError, ValueError, TypeError):
+            pass  # finished, or its actor is gone
 
 
-def format_plan(dplan: DistPlan, stats: dict[str, Any] | None = None) -> str:
-    """EXPLAIN of a distributed plan: every stage's pipelines; with ``stats`` (EXPLAIN ANALYZE) each
-    stage's operator counters from worker 0 and the bytes each worker sent and received."""
-    lines = [f"Distributed plan: {dplan.workers} worker(s), {len(dplan.stages)} stage(s)"]
-    if dplan.fallback:
-        lines.append(f"Runs on one worker: {dplan.fallback}")
-    by_stage: dict[int, list[dict]] = {}
-    for s in (stats or {}).get("stages", []):
-        by_stage.setdefault(s["stage"], []).append(s)
-    received: dict[tuple[int, int], int] = {}
-    for s in (stats or {}).get("stages", []):
-        for sid, b in s["bytes_received"].items():
-            received[(sid, s["worker"])] = received.get((sid, s["worker"]), 0) + b
-    for stage in dplan.stages:
-        lines.append(_stage_header(dplan, stage))
-        runs = sorted(by_stage.get(stage.sid, []), key=lambda s: s["worker"])
-        if runs:
-            text = runs[0]["plan"]
-        else:
-            text = plan_stage(stage, 0, dplan.workers, {}).format()
-        lines.extend("  " + ln for ln in text.splitlines())
-        for s in runs:
-            lines.append(f"  worker {s['worker']}: rows out={s['rows']:,} bytes sent={s['bytes_sent']:,} "
-                         f"time={s['seconds'] * 1000:.1f} ms")
-        if runs and stage.exchange != "result":
-            recv = ", ".join(f"worker {w}={b:,}" for (sid, w), b in sorted(received.items()) if sid == stage.sid)
-            lines.append(f"  exchange bytes received: {recv or 'none'}")
-    return "\n".join(lines)
+def _dead_actors(e: BaseException, w: int, actors: list) -> list[int]:
+    """The workers an error says died: a task's own actor (RayActorError raised for it) or the actor
+    named by a RayActorError a task met reading another worker's output."""
+    ray = _ray()
+    ids = {a._actor_id.hex(): i for i, a in enumerate(actors)}
+    seen = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        if isinstance(x, ray.exceptions.RayActorError):
+            i = ids.get(getattr(x, "actor_id", None) or "")
+            return [i if i is not None else w]
+        x = getattr(x, "cause", None) or x.__cause__
+    return []
 
+
+def _route(exchange: str, w: int, n: int, topo: Topology) -> list[tuple[int, list[int]]]:
+    """Worker ``w``'s messages of one exchange: (recipient, destinations whose rows it carries)."""
+    if exchange in ("gather", "result"):
+        return [(0, [0])]
+    if exchange == "hash" and topo.two_level:
+        host = topo.hosts[w]
+        return [(p, [d for d in range(n) if topo.relay(host, d) == p]) for p in topo.members(host)]
+    if exchange == "broadcast" and topo.two_level:
+        # one message to each worker of its own host, and one per other host: to the worker there
+        # with its local index (modulo that host's size), which hands it on to its host's workers
+        local = [(d, [d]) for d in topo.members(topo.hosts[w])]
+        other = sorted(set(topo.hosts) - {topo.hosts[w]})
+        return local + [(topo.relay(h, w), topo.members(h)) for h in other]
+    return [(d, [d]) for d in range(n)]

@@ -11,9 +11,51 @@ import pyarrow as pa
 
 from hetdb.dist.exchange import ExchangeSource, ShardScan, hash_partition
 from hetdb.dist.lowering import ExchangeInput, Stage
+from hetdb.dist.shuffle_codec import EncodedBatch, decode_batch, encode_batch
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner, _Open
 from hetdb.plan import logical as L
 from hetdb.plan.expr import ColumnRef, Field
+
+# Exchange batches of fewer rows go uncompressed (their layout would outweigh what the codecs save).
+COMPRESS_MIN_ROWS = 64
+
+
+def _sizes(message: list) -> tuple[int, int, int]:
+    """(rows, raw bytes, bytes on the wire) of one message; a batch it carries for several
+    destinations (a broadcast to a relay) is one object, serialized and counted once."""
+    rows = raw = wire = 0
+    seen: set[int] = set()
+    for _, item in message:
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, EncodedBatch):
+            rows, raw, wire = rows + item.num_rows, raw + item.raw_bytes, wire + item.nbytes
+        else:
+            rows, raw, wire = rows + item.num_rows, raw + item.nbytes, wire + item.nbytes
+    return rows, raw, wire
+
+
+def _receive(index: int, inputs: dict[int, list[Any]]) -> tuple[dict[int, list[pa.Table]], float]:
+    """The tables addressed to worker ``index`` in the messages of ``inputs`` (compressed ones
+    decoded), and the seconds decoding took."""
+    import ray
+
+    tables: dict[int, list[pa.Table]] = {}
+    seconds = 0.0
+    for sid, refs in inputs.items():
+        got = []
+        for message in ray.get(list(refs)):
+            for d, item in message:
+                if d != index:
+                    continue
+                if isinstance(item, EncodedBatch):
+                    t0 = time.perf_counter()
+                    item = decode_batch(item)
+                    seconds += time.perf_counter() - t0
+                got.append(item)
+        tables[sid] = got
+    return tables, seconds
 
 
 class StagePlanner(PhysicalPlanner):
@@ -54,48 +96,83 @@ def plan_stage(stage: Stage, share: int, shares: int, inputs: dict[int, list[pa.
 
 
 class Worker:
-    """Worker ``index`` of ``workers``, reading the database directory at ``path`` (shared storage)."""
+    """A worker reading the database directory at ``path`` (shared storage). Each call says which
+    worker of how many it is for that query (a query retried after a worker loss has fewer)."""
 
-    def __init__(self, path: str, index: int, workers: int, options: dict[str, Any]):
+    def __init__(self, path: str, options: dict[str, Any]):
         from hetdb.backend.cpu import CpuBackend
         from hetdb.connection import _make_options
         from hetdb.exec.engine import QueryEngine
         from hetdb.storage import Database
 
-        self.index, self.workers = index, workers
         self.db = Database.open(path, create=False)
         self.engine = QueryEngine(self.db, CpuBackend(), _make_options("cpu", options))
 
-    def run(self, stage: Stage, inputs: dict[int, list[Any]], analyze: bool = False) -> tuple:
-        """Runs ``stage`` on the exchange data of ``inputs`` (stage id -> one object reference per
-        producing worker); returns one table per destination worker, then the statistics."""
+    def info(self) -> tuple[int, str]:
+        """(process id, Ray node id) of this worker."""
+        import os
+
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def run(self, index: int, workers: int, stage: Stage, inputs: dict[int, list[Any]],
+            route: list[tuple[int, list[int]]], compress: list[int], analyze: bool = False) -> tuple:
+        """Runs ``stage`` as worker ``index`` of ``workers`` on the exchange messages of ``inputs``
+        (stage id -> references to the messages addressed to this worker); returns one message per
+        ``route`` entry (recipient, the destinations whose rows it carries), then the statistics.
+        Rows for the destinations in ``compress`` are sent as encoded batches."""
+        t0 = time.perf_counter()
+        tables, decode_seconds = _receive(index, inputs)
+        physical = plan_stage(stage, index, workers, tables)
+        output = stage_output(stage)
+        table, stats, physical = self.engine.run_plan(output, physical)
+        n = workers
+        if stage.exchange == "hash":
+            parts = hash_partition(table, [f.cid for f in output.fields[len(stage.fields):]], n)
+        else:
+            parts = [table] * n
+        encoded: dict[int, Any] = {}
+        encode_seconds = 0.0
+        messages = []
+        for _, dests in route:
+            items = []
+            for d in dests:
+                if d != index and d in compress and parts[d].num_rows >= COMPRESS_MIN_ROWS:
+                    key = d if stage.exchange == "hash" else -1  # one table sent to all: encoded once
+                    if key not in encoded:
+                        batch = encode_batch(parts[d])
+                        encode_seconds += batch.encode_seconds
+                        # a batch its layout makes larger goes as it is
+                        encoded[key] = batch if batch.nbytes < parts[d].nbytes else parts[d]
+                    items.append((d, encoded[key]))
+                else:
+                    items.append((d, parts[d]))
+            messages.append(items)
+        info = {"stage": stage.sid, "worker": index, "rows": table.num_rows,
+                "messages": [(r, 1, *_sizes(m)) for (r, _), m in zip(route, messages) if r != index],
+                "encode_seconds": encode_seconds,
+                "decode_seconds": decode_seconds, "seconds": time.perf_counter() - t0,
+                "bytes_read": stats["bytes_read"],
+                "plan": physical.format(stats["operators"]) if analyze else ""}
+        return (*messages, info)
+
+    def relay(self, index: int, sid: int, refs: list[Any], dests: list[int]) -> tuple:
+        """Second level of a two-level exchange: the messages of this host's workers regrouped into
+        one message per destination this worker relays for (encoded batches are forwarded as they
+        are), then the statistics."""
         import ray
 
         t0 = time.perf_counter()
-        received: dict[int, int] = {}
-        tables: dict[int, list[pa.Table]] = {}
-        for sid, refs in inputs.items():
-            got = ray.get(list(refs))
-            tables[sid] = got
-            # bytes from other workers (what a worker keeps for itself crosses no link)
-            received[sid] = sum(t.nbytes for p, t in enumerate(got) if p != self.index)
-        physical = plan_stage(stage, self.index, self.workers, tables)
-        output = stage_output(stage)
-        table, stats, physical = self.engine.run_plan(output, physical)
-        n = self.workers
-        if stage.exchange == "hash":
-            parts = hash_partition(table, [f.cid for f in output.fields[len(stage.fields):]], n)
-        elif stage.exchange == "broadcast":
-            parts = [table] * n
-        else:
-            empty = table.slice(0, 0)
-            parts = [table] + [empty] * (n - 1)
-        sent = sum(t.nbytes for p, t in enumerate(parts) if p != self.index)
-        info = {"stage": stage.sid, "worker": self.index, "rows": table.num_rows, "bytes_sent": sent,
-                "bytes_received": received, "seconds": time.perf_counter() - t0,
-                "bytes_read": stats["bytes_read"],
-                "plan": physical.format(stats["operators"]) if analyze else ""}
-        return (*parts, info)
+        by_dest: dict[int, list] = {d: [] for d in dests}
+        for message in ray.get(list(refs)):
+            for d, item in message:
+                by_dest[d].append((d, item))
+        out = [by_dest[d] for d in dests]
+        info = {"stage": sid, "worker": index, "relay": True,
+                "messages": [(d, 2, *_sizes(m)) for d, m in zip(dests, out) if d != index],
+                "seconds": time.perf_counter() - t0}
+        return (*out, info)
 
     def close(self) -> None:
         self.engine.close()

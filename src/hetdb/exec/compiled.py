@@ -7,7 +7,8 @@ group keys. The kernel's groups become a partial-state batch of the aggregation,
 memory reservation and spilling (partitioned aggregation) are the operator's own.
 
 A kernel is generated per batch *signature* (which inputs have NULLs, which strings are dictionary
-codes); a batch the compiler refuses (a plain-string page it reads, an expression it does not
+codes, which pages are kept compressed in device memory and in which codec: the kernel decodes
+those in place, see backend/gpu/encoded.py and option ``gpu_compressed_cache``); a batch the compiler refuses (a plain-string page it reads, an expression it does not
 translate) goes through the operators, and EXPLAIN ANALYZE says how many batches did and why.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
+from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
@@ -186,14 +188,16 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         col = batch.columns[c]
         if col.dtype.kind == "string" and col.dictionary is None:
             return f"column {c} is a plain (not dictionary-encoded) string page", []
-        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+        page = getattr(col, "device_page", None)  # a compressed page: the kernel decodes it in place
+        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None,
+                    "plain" if page is None else page.codec))
     key = tuple(sig)
     hit = plan.kernels.get(key)
     if hit is not None:
         return hit, cids
     from hetdb.backend.gpu.codegen.pipeline_runtime import CompiledPipeline
 
-    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
+    inputs = tuple(Input(c, t, nullable, d, codec) for c, t, nullable, d, codec in sig)
     stages = []
     pay_of = {id(op): pay for op, pay in plan.probes}
     for kind, x in plan.stages:
@@ -371,6 +375,72 @@ class BatchCompiler:
         return True
 
 
+def _expansion(plan: CompiledPlan, probes: list) -> int:
+    """The most rows one input row can become through the pipeline's probes (the product of the
+    largest match counts of the probes that emit a row per match)."""
+    factor = 1
+    for (op, _), probe in zip(plan.probes, probes):
+        if op.kind in ("inner", "left", "single") and probe.table is not None and probe.table.num_rows:
+            factor *= max(1, int(probe.table.slot_count.max()))
+    return factor
+
+
+class _Tables:
+    """The device hash tables a compiled aggregation keeps across the batches of one run (one per
+    kernel and dictionaries of its group keys; pipeline_runtime.GroupAccumulator): a batch costs one
+    launch, and groups reach the aggregation operator only when a table fills and at the end. A
+    table's memory is reserved against the budget; without room batches run one launch each."""
+
+    def __init__(self, ctx: ExecContext, plan: CompiledPlan, probes: list) -> None:
+        self.ctx, self.plan = ctx, plan
+        self.expand = _expansion(plan, probes)
+        self.reservation = Reservation(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+        self.accumulators: dict[tuple, tuple[Any, dict[str, Column]]] = {}
+        self.refused: set[tuple] = set()
+        self.batches = 0  # batches aggregated into a kept table
+
+    def consume(self, kernel: Any, cids: list[str], b: Batch, probes: list, build_dicts: dict[str, Column],
+                gsink: Any, lsink: Any) -> bool:
+        """Aggregate ``b`` into its kernel's table; False when the batch must run on its own."""
+        from hetdb.backend.gpu.codegen.pipeline_runtime import LOAD, MAX_SLOTS, GroupAccumulator
+
+        ctx, plan = self.ctx, self.plan
+        dicts = dict(build_dicts)
+        dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+        key = (id(kernel), tuple(None if k.dict_cid is None else id(dicts[k.dict_cid])
+                                 for k in kernel.kernel.group_keys))
+        entry = self.accumulators.get(key)
+        if entry is None:
+            slots = GroupAccumulator.slots_for(b.num_rows, self.expand)
+            if key in self.refused or slots > MAX_SLOTS or not self.reservation.try_grow(kernel.table_bytes(slots)):
+                self.refused.add(key)
+                return False
+            entry = self.accumulators[key] = (GroupAccumulator(kernel, kernel.new_table(slots), self.expand), dicts)
+        acc, first_dicts = entry
+        if b.num_rows * self.expand > int(acc.table.slots * LOAD):
+            return False
+        sink = plan.sink
+        with Timer(ctx, sink.op_id):
+            groups = acc.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+            ctx.add(sink.op_id, rows_in=b.num_rows)
+            if groups is not None:
+                sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, first_dicts), gsink, lsink)
+        self.batches += 1
+        return True
+
+    def finish(self, gsink: Any, lsink: Any) -> None:
+        """Hand the groups every table still holds to the aggregation; free the tables."""
+        sink = self.plan.sink
+        with Timer(self.ctx, sink.op_id):
+            for acc, dicts in self.accumulators.values():
+                groups = acc.take()
+                if groups is not None:
+                    sink.add_partial(self.ctx, _partial(self.ctx, self.plan, acc.pipeline, groups, dicts), gsink, lsink)
+        self.accumulators.clear()
+        self.reservation.close()
+
+
 def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> None:
     """Drive ``pipe`` batch by batch through its compiled kernels (operators for refused batches)."""
     from hetdb.exec.operators.scan_device import read_device_scan
@@ -381,7 +451,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
-    compiled = fallback = 0
+    tables = None if plan.materialize else _Tables(ctx, plan, probes)
+    compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
         if scan:
@@ -403,15 +474,23 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 if b.num_rows:
                     run.push(b, 0, lops, lsink)
                 continue
-            consume = _consume_rows if plan.materialize else _consume
-            consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
+            if tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
+                consume = _consume_rows if plan.materialize else _consume
+                consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
+            encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
+    if tables is not None:
+        tables.finish(run.gsink, lsink)
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
     st = ctx.stat(sink.op_id)
     if compiled:
         what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
         st.fused = f"{COMPILED} ({what}; {compiled} batches)"
+        if encoded:
+            st.fused += f"; {encoded} batches read compressed pages in place"
+        if tables is not None and tables.batches:
+            st.fused += f"; {tables.batches} batches into hash tables kept across launches"
         if fallback:
             st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
     else:

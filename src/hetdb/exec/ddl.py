@@ -1,9 +1,12 @@
 """Statements other than queries: CREATE TABLE [AS], INSERT, DROP, CREATE VIEW, COPY, DESCRIBE,
-SHOW TABLES, SUMMARIZE, EXPLAIN [ANALYZE], SET/RESET, UPDATE and DELETE (each rewrites the table as one new version). Each returns an
-Arrow table (DuckDB's result columns where it has one).
+SHOW TABLES, SUMMARIZE, EXPLAIN [ANALYZE], SET/RESET, UPDATE and DELETE, VACUUM/CHECKPOINT. Each
+returns an Arrow table (DuckDB's result columns where it has one).
 
 Every change to a table is one new table version written by the storage writer and published by
-its atomic commit: a crash leaves the old version or the new one, never a mix.
+its atomic commit: a crash leaves the old version or the new one, never a mix. INSERT appends (the
+new version references the existing row groups and adds row groups for the new rows; small trailing
+row groups are merged, storage/append.py); UPDATE and DELETE rewrite the table; VACUUM rewrites a
+table whose row groups are smaller than they could be.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ _TYPE_NAMES = {"INT": "INTEGER", "INT4": "INTEGER", "INTEGER": "INTEGER", "SMALL
                "LONG": "BIGINT", "DOUBLE": "DOUBLE", "FLOAT8": "DOUBLE", "DOUBLE PRECISION": "DOUBLE",
                "DATE": "DATE", "BOOLEAN": "BOOLEAN", "BOOL": "BOOLEAN", "VARCHAR": "VARCHAR",
                "TEXT": "VARCHAR", "STRING": "VARCHAR", "CHAR": "VARCHAR", "BPCHAR": "VARCHAR",
-               "TIMESTAMP": "TIMESTAMP", "DATETIME": "TIMESTAMP"}
+               "TIMESTAMP": "TIMESTAMP", "DATETIME": "TIMESTAMP", "TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE",
+               "TIMESTAMP WITH TIME ZONE": "TIMESTAMP WITH TIME ZONE"}
 
 
 def count_result(n: int) -> pa.Table:
@@ -51,7 +55,7 @@ def sql_type(dt: exp.DataType) -> T.DataType:
     name = _TYPE_NAMES.get(base)
     if name is None:
         raise UnsupportedError(f"column type {text} (hetdb stores INTEGER, BIGINT, DOUBLE, DECIMAL(p<=18,s), "
-                               "DATE, TIMESTAMP, BOOLEAN, VARCHAR)")
+                               "DATE, TIMESTAMP, TIMESTAMPTZ, BOOLEAN, VARCHAR)")
     return T.DataType.parse(name)
 
 
@@ -118,7 +122,7 @@ class StatementRunner:
                 raise CatalogError("CREATE TABLE AS: the query returns several columns with one name; "
                                    "give them distinct aliases")
             schema = [ColumnSpec(f.name, T.from_arrow(f.type, f.name), True) for f in data.schema]
-            self._write(name, schema, False, data)
+            self._write(name, schema, data)
             return EMPTY
         if not isinstance(tree.this, exp.Schema):
             raise SqlError("CREATE TABLE needs a column list or AS SELECT")
@@ -131,25 +135,28 @@ class StatementRunner:
             nullable = not any(isinstance(c.kind, exp.NotNullColumnConstraint)
                                for c in col.args.get("constraints") or [])
             specs.append(ColumnSpec(col.name, sql_type(col.args["kind"]), nullable))
-        self._write(name, specs, False, None)
+        self._write(name, specs, None)
         return EMPTY
 
-    def _write(self, name: str, schema: list[ColumnSpec], keep_old: bool, new: pa.Table | None) -> int:
-        """Write a new version of ``name``: the rows of its current version (``keep_old``), then
-        ``new``. The current version is read once the writer exists, so a writer lock taken by
-        ``create_table`` covers the read as well as the commit (no lost appends)."""
+    def _write(self, name: str, schema: list[ColumnSpec], new: pa.Table | None) -> None:
+        """Write ``new`` (or no rows) as a new version of ``name`` replacing what it held."""
         with self.db.create_table(name, schema, replace=True) as w:
-            if keep_old:
-                old = self.db.table(name)
-                if [c.name for c in old.schema] != [c.name for c in schema]:
-                    raise CatalogError(f"table '{name}' changed while this statement ran; run it again")
-                if old.num_rows:
-                    for batch in old.scan([s.name for s in schema]):
-                        w.append(batch)
             if new is not None and new.num_rows:
                 w.append_arrow(_conform(new, schema))
         self.con._tables_changed()
-        return new.num_rows if new is not None else 0
+
+    def _append(self, name: str, schema: list[ColumnSpec], new: pa.Table) -> None:
+        """Append ``new`` to ``name`` as a new version that keeps the existing row groups. The writer
+        takes the table's lock and appends to the version committed then, so concurrent INSERTs
+        lose nothing; a table replaced meanwhile by one of another schema is refused."""
+        if not new.num_rows:
+            return
+        data = _conform(new, schema)
+        with self.db.append_table(name, data.num_rows) as w:
+            if list(w.schema) != schema:
+                raise CatalogError(f"table '{name}' changed while this statement ran; run it again")
+            w.append_arrow(data)
+        self.con._tables_changed()
 
     def _insert(self, st: Statement) -> pa.Table:
         tree = st.tree
@@ -188,8 +195,8 @@ class StatementRunner:
         for c in schema:
             if not c.nullable and new.column(c.name).null_count:
                 raise InputError(f"INSERT into '{stored}': column '{c.name}' is NOT NULL but a row gives NULL")
-        n = self._write(stored, schema, True, new)
-        return count_result(n)
+        self._append(stored, schema, new)
+        return count_result(new.num_rows)
 
     def _values(self, values: exp.Values, types: list[T.DataType]) -> pa.Table:
         """VALUES rows as an Arrow table: literal rows converted in Python, others evaluated by a
@@ -419,8 +426,39 @@ class StatementRunner:
         keep = f" WHERE NOT coalesce(({where.this.sql(dialect='duckdb')}), false)" if where is not None else " WHERE false"
         return count_result(self._rewrite(name, f'SELECT * FROM "{name}"{keep}', None))
 
+    def _vacuum(self, st: Statement) -> pa.Table:
+        """VACUUM [table] / CHECKPOINT [table]: rewrite each table (or the one named) whose row
+        groups are smaller than they could be (many small INSERTs) into full row groups."""
+        from hetdb.storage.append import fragmented
+
+        words = st.text.split()
+        if len(words) > 2:
+            raise SqlError(f"{words[0].upper()} takes at most one table name")
+        if len(words) == 2:
+            name = words[1].strip('"')
+            stored = _stored_name(self.db, name)
+            if stored is None:
+                from hetdb.storage.reader import did_you_mean
+
+                raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.db.tables())}")
+            names = [stored]
+        else:
+            names = self.db.tables()
+        for name in names:
+            if not fragmented(self.db.table(name)):
+                continue
+            old = self.db.table(name)
+            with self.db.create_table(name, old.schema, rows_per_page=old.rows_per_page, replace=True) as w:
+                current = self.db.table(name)  # under the writer's lock: the latest commit
+                for batch in current.scan():
+                    w.append(batch)
+            self.con._tables_changed()
+        return EMPTY
+
     def _pragma(self, st: Statement) -> pa.Table:
-        raise UnsupportedError("PRAGMA (use SET for connection options, SHOW TABLES, DESCRIBE)")
+        from hetdb.exec.pragmas import run_pragma
+
+        return run_pragma(self.con, st.tree)
 
 
 def _no_more(opts: dict, fmt: str) -> None:
@@ -467,7 +505,9 @@ def _conform(data: pa.Table, schema: list[ColumnSpec]) -> pa.Table:
     for spec in schema:
         arr = data.column(spec.name)
         target = spec.dtype.to_arrow()
-        if arr.type != target:
+        if arr.type != target and arr.null_count == len(arr):
+            arr = pa.nulls(len(arr), target)  # untyped NULLs (VALUES (NULL)) fit any column type
+        elif arr.type != target:
             try:
                 arr = pc.cast(arr, target, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -523,14 +563,19 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         return dataclasses.replace(options, **{key: getattr(defaults, key)})
     if key.endswith("_limit"):
         value = None if str(value).lower() in ("none", "default") else parse_bytes(value)
-    elif key in ("threads", "batch_rows"):
+    elif key == "timezone":
+        from hetdb.exec.timezones import zone
+
+        zone(str(value))
+        value = str(value)
+    elif key in ("threads", "batch_rows", "recursion_limit"):
         try:
             value = int(value)
         except (TypeError, ValueError):
             raise SqlError(f"SET {name}: expected a whole number, got {value!r}") from None
         if value < 1:
             raise SqlError(f"SET {name}: must be at least 1")
-    elif key in ("zone_maps", "reuse_fused_state"):
+    elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":
         value = os.fspath(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from hetdb.cache.fused_state import FusedStateStore
 from hetdb.column import Batch
 from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
 from hetdb.errors import GpuWideValueError, HetdbError
+from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
@@ -29,6 +31,7 @@ from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
+from hetdb.exec.route_stats import scan_routes
 from hetdb.plan import logical as L
 
 PLAN_CACHE_ENTRIES = 256
@@ -179,21 +182,51 @@ class QueryEngine:
             del self._plans[sql]
         from hetdb.sql import bind
 
+        key = self._shared_key(sql)
+        shared = plan_cache.lookup(key, self.db) if key is not None else None
+        if shared is not None:
+            # planned by another connection of this process against the same table versions
+            try:
+                readers = tuple((n, self.db.table(n)) for n, _ in shared.tables)
+            except HetdbError:
+                readers = None
+            if readers is not None:
+                entry = CachedPlan(shared.plan, shared.physical, readers)
+                self._remember(sql, entry)
+                self.plan_cache_hits += 1
+                return entry, True
         self.live = {"stage": "planning"}
-        bound = bind(sql, self.db)
+        facts: dict = {}
+        bound = bind(sql, self.db, self.options.timezone, facts)
         plan = self._optimize(bound)
         entry = CachedPlan(plan, self.physical_plan(plan), ())
-        names = plan_tables(bound, plan)
+        names = None if facts.get("volatile") else plan_tables(bound, plan)
         if names is not None:
             try:
                 readers = tuple((n, self.db.table(n)) for n in sorted(names))
+                identities = tuple((n, self.db.table_identity(n)) for n in sorted(names))
             except HetdbError:
                 return entry, False
             entry = CachedPlan(plan, entry.physical, readers)
-            self._plans[sql] = entry
-            while len(self._plans) > PLAN_CACHE_ENTRIES:
-                self._plans.popitem(last=False)
+            self._remember(sql, entry)
+            if key is not None:
+                plan_cache.store(key, plan, entry.physical, identities)
         return entry, False
+
+    def _remember(self, sql: str, entry: CachedPlan) -> None:
+        self._plans[sql] = entry
+        while len(self._plans) > PLAN_CACHE_ENTRIES:
+            self._plans.popitem(last=False)
+
+    def _shared_key(self, sql: str) -> tuple | None:
+        """The process-wide plan cache's key of ``sql`` on this connection (exec/plan_cache.py)."""
+        if not isinstance(sql, str):
+            return None
+        from hetdb.sql.external import SESSION
+
+        session = SESSION.get()
+        registered = frozenset(session.registered) if session is not None else frozenset()
+        return plan_cache.plan_key(self.db, sql, self.options, self.backend.name, registered)
 
     def _current(self, entry: CachedPlan) -> bool:
         try:
@@ -218,24 +251,44 @@ class QueryEngine:
         stats["plan_cached"] = cached
         return table, stats
 
-    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None, reuse: bool = False
-                 ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+    def execute_stream(self, sql: str, stream: Any) -> dict[str, Any]:
+        """Run ``sql`` handing its result to ``stream`` (exec/stream.py) batch by batch while the
+        final pipeline runs; returns the statistics."""
+        def body() -> dict[str, Any]:
+            if stream.rows:  # run_guarded retries on a deep stack: never after rows went out
+                raise HetdbError("the query failed after part of its result was streamed")
+            t0 = time.perf_counter()
+            entry, cached = self.planned(sql)
+            stream.open(to_arrow_table(self.backend, None, entry.plan.fields, self.options.timezone).schema)
+            plan_seconds = time.perf_counter() - t0
+            _, stats, _ = self.run_plan(entry.plan, entry.physical, stream=stream)
+            stats.update(plan_seconds=plan_seconds, plan_cached=cached, rows=stream.rows)
+            return stats
+
+        return run_guarded("query", body, deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
+
+    def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None, reuse: bool = False,
+                 stream: Any = None) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a logical plan (bound and optimized; ``physical`` is its physical plan when already
         made); returns (result, stats, physical plan with per-operator statistics in
         ``stats['operators']``). ``reuse``: ``physical`` comes from the plan cache, so state derived
         from it (fused pipelines' dense tables) may be kept for its next runs."""
+        run = self._run if stream is None else functools.partial(self._run, stream=stream)
         if self.device is None:
-            return self._run(plan, physical, reuse)
+            return run(plan, physical, reuse)
         from hetdb.exec.device import is_device_oom
 
         try:
-            return self._run(plan, physical, reuse)
+            return run(plan, physical, reuse)
         except GpuWideValueError:
+            if stream is not None and stream.rows:
+                raise
             # the GPU kernels hold 64-bit values; the CPU path holds HUGEINT / DECIMAL(38) exactly
             return self._run_on_cpu(plan, physical, "a value needs more than 64 bits",
-                                    oom=False)
+                                    oom=False, stream=stream)
         except Exception as e:
-            if not is_device_oom(e):
+            # a streamed result cannot be run again once part of it went out
+            if not is_device_oom(e) or (stream is not None and stream.rows):
                 raise
         # Out of device memory (hetdb's budget refused what nothing could spill, or CUDA itself ran
         # out): drop cached pages and run again with operators allowed a quarter of their share, so
@@ -246,37 +299,42 @@ class QueryEngine:
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
-            table, stats, physical = self._run(plan, physical, reuse)
+            table, stats, physical = run(plan, physical, reuse)
         except Exception as e:
-            if not is_device_oom(e):
+            if not is_device_oom(e) or (stream is not None and stream.rows):
                 raise
             # still too little: the query runs on the CPU, said in its statistics and EXPLAIN ANALYZE
-            return self._run_on_cpu(plan, physical, f"gpu_memory_limit too small ({e})")
+            return self._run_on_cpu(plan, physical, f"gpu_memory_limit too small ({e})", stream=stream)
         finally:
             memory.limit = limit
         stats["gpu_oom_retried"] = True
         return table, stats, physical
 
-    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str, oom: bool = True
-                    ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+    def _run_on_cpu(self, plan: L.Output, physical: PhysicalPlan | None, reason: str, oom: bool = True,
+                    stream: Any = None                    ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a query the GPU could not (its budget, or a value past 64 bits) on the CPU backend (same
         physical plan); ``reason`` is what EXPLAIN ANALYZE and the statistics say."""
         if self._cpu_engine is None:
             from hetdb.backend.cpu import CpuBackend
 
             self._cpu_engine = QueryEngine(self.db, CpuBackend(), self.options)
-        table, stats, physical = self._cpu_engine._run(plan, physical)
+        table, stats, physical = self._cpu_engine._run(plan, physical, stream=stream)
         stats.update({"peak_gpu_bytes": 0, "pages_cached": 0, "gpu_cache_bytes": self.device.cache.used_bytes,
                       "gpu_leaked_bytes": 0, "gpu_reserved_after": self.device.memory.used,
                       "gpu_over_budget_bytes": 0, "gpu_oom_retried": oom,
                       "cpu_fallbacks": {f"query on the CPU: {reason}": 1}})
         return table, stats, physical
 
-    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False
+    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None
              ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         t0 = time.perf_counter()
         if physical is None:
             physical = self.physical_plan(plan)
+        if stream is not None:
+            from hetdb.exec.stream import streaming_plan
+
+            physical = streaming_plan(physical, stream, plan.fields)
+            reuse = False
         spill_root = self.options.spill_dir or os.path.join(
             getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
         spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
@@ -304,7 +362,7 @@ class QueryEngine:
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
-                             "ctx": ctx}
+                             "ctx": ctx, "source": pipe.source}
                 if pipe.pid in skipped:
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
@@ -317,7 +375,7 @@ class QueryEngine:
             backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
             batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
             batch = concat_batches(backend, batches) if batches else None
-            table = to_arrow_table(backend, batch, plan.fields)
+            table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
             batches = batch = None
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below
@@ -352,6 +410,7 @@ class QueryEngine:
             "peak_gpu_bytes": None,
             "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
             "host_pipelines": len(on_host),
+            "routes": scan_routes(ops).as_dict(),
             "operators": ops,
         }
         if device is not None:
@@ -417,6 +476,9 @@ class QueryEngine:
                  f"Total: {table.num_rows:,} rows in {stats['exec_seconds'] * 1000:.1f} ms; "
                  f"bytes read={stats['bytes_read']:,} pages read={stats['pages_read']:,} "
                  f"pages skipped={stats['pages_skipped']:,} peak host memory={stats['peak_host_bytes']:,}")
+        routes = scan_routes(stats["operators"])
+        if routes:
+            total += f"\nPages by path: {routes.format()}"
         if stats["host_pipelines"]:
             total += f"\nHost: {stats['host_pipelines']} small-result pipeline(s) placed on the host"
         if self.device is not None:

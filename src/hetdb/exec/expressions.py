@@ -215,6 +215,10 @@ def _pow10(k: int) -> int:
 
 def _round_div(xp, x: Any, d: int) -> Any:
     """x / d rounded half away from zero (x int64 or Python ints, d > 0 int)."""
+    near_limit = int(x.shape[0]) > 0 and not W.is_object(x) and bool(
+        (x <= W.I64_MIN + d).any() or (x >= W.I64_MAX - d).any())
+    if near_limit and W.on_host(xp):  # |x| + d // 2 would wrap in int64
+        x = x.astype(object)
     if W.is_object(x):
         q = (np.abs(x) + d // 2) // d
         return np.where(x < 0, -q, q).astype(object)
@@ -310,12 +314,30 @@ def _compare(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
             n = batch.num_rows
             x, y = codes[:n], codes[n:]
         return Column(T.BOOL, data=_CMP[op](x, y), validity=validity)
+    t = common_type(left.dtype, right.dtype)
+    x, y = _literal_row(ev, left, t), _literal_row(ev, right, t)
+    if (x is None) != (y is None):
+        # the literal side is one row that broadcasts: no column of copies per batch
+        col = ev.evaluate(right if x is not None else left, batch)
+        data = ev.numeric(col, t)
+        x, y = (x, data) if x is not None else (data, y)
+        return Column(T.BOOL, data=_FLOAT_CMP[op](xp, x, y) if t.kind == "float64" else _CMP[op](x, y),
+                      validity=col.validity)
     a, b = ev.evaluate(left, batch), ev.evaluate(right, batch)
     t = common_type(a.dtype, b.dtype)
     x, y = ev.numeric(a, t), ev.numeric(b, t)
     cmp = _FLOAT_CMP[op] if t.kind == "float64" else _CMP[op]
     return Column(T.BOOL, data=cmp(xp, x, y) if t.kind == "float64" else cmp(x, y),
                   validity=and_valid(xp, a.validity, b.validity))
+
+
+def _literal_row(ev: ExprEvaluator, expr: Expr, t: DataType) -> Any:
+    """A non-NULL numeric literal as one row of ``t``'s representation (None: not such a literal)."""
+    if not isinstance(expr, Literal) or expr.value is None or t.is_wide or t.kind in ("string", "bool") \
+            or expr.dtype.is_wide or expr.dtype.kind in ("string", "bool"):
+        return None
+    data = ev.numeric(full_column(ev.backend, expr.value, expr.dtype, 1), t)
+    return None if data.dtype == object else data
 
 
 # DuckDB compares doubles in a total order: NaN equals NaN and is above every number (+inf
@@ -567,6 +589,18 @@ def _literal_array(xp, lit: Literal) -> Any:
 
 
 def _coalesce(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
+    try:
+        return _coalesce_eager(ev, expr, batch)
+    except OutOfMemoryError:
+        raise
+    except HetdbError:
+        # an argument raised (``COALESCE(big, big * 3)`` overflows where big is not NULL): DuckDB
+        # evaluates each argument only for the rows still NULL, so do it row-subset by row-subset
+        whens = tuple((Call(T.BOOL, "is_not_null", (a,)), a) for a in expr.args[:-1])
+        return ev._case_lazy(Case(expr.dtype, whens, expr.args[-1]), batch)
+
+
+def _coalesce_eager(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     result = ev.cast(ev.evaluate(expr.args[0], batch), expr.dtype)
     for arg in expr.args[1:]:
         if result.validity is None:
@@ -595,8 +629,10 @@ _CALLS = {
 
 @functools.cache
 def _more_functions() -> dict:
-    """The string/regex/date functions of exec/functions_text.py and exec/functions_datetime.py."""
+    """The string/regex/date functions of exec/functions_text.py, functions_datetime.py and
+    functions_more.py."""
     from hetdb.exec.functions_datetime import FUNCTIONS as DATETIME
+    from hetdb.exec.functions_more import FUNCTIONS as MORE
     from hetdb.exec.functions_text import FUNCTIONS as TEXT
 
-    return {**TEXT, **DATETIME}
+    return {**TEXT, **DATETIME, **MORE}

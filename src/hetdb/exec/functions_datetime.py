@@ -10,6 +10,12 @@ microseconds (int64). Ops (args positional; ``part`` a string Literal, see sql/f
   date_minus_date(a, b)     days;  make_date(y, m, d);  make_timestamp(y, m, d, h, mi, s)
   epoch_ms(ms) to_timestamp(seconds) epoch(x);  add_interval(x, months, days, micros) -> TIMESTAMP
   strftime(x, format) strptime(s, format)
+  tz_cast(x, zone)          casts to/from TIMESTAMPTZ with wall times in ``zone`` (also AT TIME ZONE)
+
+Over a TIMESTAMPTZ (UTC microseconds) the binder appends the session's time zone as a last string
+argument to date_part, date_trunc, date_diff, date_sub, add_interval and strftime: calendar parts and
+units of a day or more count in that zone's wall time (as DuckDB's ICU functions), smaller units in
+absolute time.
 """
 
 from __future__ import annotations
@@ -17,13 +23,16 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError
+from hetdb.exec import timezones as Z
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
 from hetdb.exec.functions_host import python_function
+from hetdb.exec.hostutil import column_to_device, column_to_host, note_host_step
 from hetdb.plan.expr import Call
 
 US_SECOND = 1_000_000
@@ -47,6 +56,17 @@ def _micros(xp, col: Column):
     return col.data.astype(xp.int64) * US_DAY
 
 
+def _zone(expr: Call, n_args: int) -> str | None:
+    """The time zone argument the binder appended after ``n_args`` arguments (TIMESTAMPTZ input)."""
+    return expr.args[n_args].value if len(expr.args) > n_args else None
+
+
+def _wall(xp, col: Column, zone: str | None):
+    """Wall-clock microseconds of a DATE/TIMESTAMP, or of a TIMESTAMPTZ in ``zone``."""
+    us = _micros(xp, col)
+    return Z.to_local(xp, us, zone) if zone is not None else us
+
+
 def _split(xp, us):
     days = xp.floor_divide(us, US_DAY)
     return days, us - days * US_DAY
@@ -61,11 +81,11 @@ def _iso(xp, days):
     return ty, (thursday - days_from_civil(xp, ty, one, one)) // 7 + 1
 
 
-def _part(xp, part: str, col: Column):
-    us = _micros(xp, col)
-    days, tod = _split(xp, us)
+def _part(xp, part: str, col: Column, zone: str | None = None):
     if part == "epoch":
-        return us / US_SECOND
+        return _micros(xp, col) / US_SECOND
+    us = _wall(xp, col, zone)
+    days, tod = _split(xp, us)
     if part in ("hour", "minute", "second", "millisecond", "microsecond"):
         return {"hour": tod // US_HOUR, "minute": tod // US_MINUTE % 60, "second": tod // US_SECOND % 60,
                 "millisecond": tod // 1000 % 60_000, "microsecond": tod % US_MINUTE}[part]
@@ -87,7 +107,7 @@ def _part(xp, part: str, col: Column):
 
 def _date_part(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[1], batch)
-    data = _part(ev.xp, expr.args[0].value, col)
+    data = _part(ev.xp, expr.args[0].value, col, _zone(expr, 2))
     return Column(expr.dtype, data=data.astype(expr.dtype.numpy_dtype), validity=col.validity)
 
 
@@ -109,14 +129,20 @@ def _date_trunc(ev, expr: Call, batch: Batch) -> Column:
     xp = ev.xp
     part = expr.args[0].value
     col = ev.evaluate(expr.args[1], batch)
-    us = _micros(xp, col)
+    zone = _zone(expr, 2)
+    if part in ("minute", "second", "millisecond", "microsecond"):
+        zone = None  # DuckDB truncates these in absolute time (a repeated hour keeps its offset)
+    us = _wall(xp, col, zone)
     if part in _UNIT_US and part != "week":
         unit = _UNIT_US[part]
         data = xp.floor_divide(us, unit) * unit
     else:
         days, _ = _split(xp, us)
         data = _trunc_days(xp, part, days) * US_DAY
-    return Column(T.TIMESTAMP, data=data.astype(xp.int64), validity=col.validity)
+    data = data.astype(xp.int64)
+    if zone is not None:
+        data = Z.to_utc(xp, data, zone)
+    return Column(expr.dtype, data=data, validity=col.validity)
 
 
 def _months(xp, us):
@@ -125,11 +151,21 @@ def _months(xp, us):
     return y * 12 + m - 1, d, tod
 
 
+def _diff_micros(xp, part: str, a: Column, b: Column, zone: str | None):
+    """Both operands' microseconds: wall time for calendar units of TIMESTAMPTZ, else absolute."""
+    if zone is None or part in ("hour", "minute", "second", "millisecond", "microsecond"):
+        return _micros(xp, a), _micros(xp, b)
+    return _wall(xp, a, zone), _wall(xp, b, zone)
+
+
 def _date_diff(ev, expr: Call, batch: Batch) -> Column:
     xp = ev.xp
     part = expr.args[0].value
     a, b = ev.evaluate(expr.args[1], batch), ev.evaluate(expr.args[2], batch)
-    ua, ub = _micros(xp, a), _micros(xp, b)
+    zone = _zone(expr, 3)
+    ua, ub = _diff_micros(xp, part, a, b, zone)
+    if part == "hour" and zone is not None:  # DuckDB: hours between the wall-clock-truncated instants
+        ua, ub = (Z.to_utc(xp, xp.floor_divide(Z.to_local(xp, u, zone), US_HOUR) * US_HOUR, zone) for u in (ua, ub))
     if part in ("year", "quarter", "month"):
         ma, _, _ = _months(xp, ua)
         mb, _, _ = _months(xp, ub)
@@ -159,7 +195,7 @@ def _date_sub(ev, expr: Call, batch: Batch) -> Column:
     xp = ev.xp
     part = expr.args[0].value
     a, b = ev.evaluate(expr.args[1], batch), ev.evaluate(expr.args[2], batch)
-    ua, ub = _micros(xp, a), _micros(xp, b)
+    ua, ub = _diff_micros(xp, part, a, b, _zone(expr, 3))
     if part in ("year", "quarter", "month"):
         ma, da, ta = _months(xp, ua)
         mb, db, tb = _months(xp, ub)
@@ -220,25 +256,100 @@ def _epoch(ev, expr: Call, batch: Batch) -> Column:
     return Column(T.FLOAT64, data=_micros(ev.xp, col) / US_SECOND, validity=col.validity)
 
 
+def _add_months(xp, days, months: int):
+    """Day numbers ``months`` later, the day of month clamped to the month's last day."""
+    y, m, d = civil_from_days(xp, days)
+    total = y * 12 + (m - 1) + months
+    ny, nm = xp.floor_divide(total, 12), total % 12 + 1
+    ny2, nm2 = xp.where(nm == 12, ny + 1, ny), xp.where(nm == 12, 1, nm + 1)
+    one = xp.ones_like(nm)
+    month_len = days_from_civil(xp, ny2, nm2, one) - days_from_civil(xp, ny, nm, one)
+    return days_from_civil(xp, ny, nm, xp.minimum(d, month_len))
+
+
 def _add_interval(ev, expr: Call, batch: Batch) -> Column:
     xp = ev.xp
     col = ev.evaluate(expr.args[0], batch)
-    months, days_n, micros = (a.value for a in expr.args[1:])
+    months, days_n, micros = (a.value for a in expr.args[1:4])
+    zone = _zone(expr, 4)
+    if zone is not None:
+        return Column(expr.dtype, data=_add_interval_tz(xp, _micros(xp, col), months, days_n, zone) + micros,
+                      validity=col.validity)
     days, tod = _split(xp, _micros(xp, col))
     if months:
-        y, m, d = civil_from_days(xp, days)
-        total = y * 12 + (m - 1) + months
-        ny, nm = xp.floor_divide(total, 12), total % 12 + 1
-        ny2, nm2 = xp.where(nm == 12, ny + 1, ny), xp.where(nm == 12, 1, nm + 1)
-        one = xp.ones_like(nm)
-        month_len = days_from_civil(xp, ny2, nm2, one) - days_from_civil(xp, ny, nm, one)
-        days = days_from_civil(xp, ny, nm, xp.minimum(d, month_len))
-    data = (days + days_n) * US_DAY + tod + micros
-    return Column(T.TIMESTAMP, data=data.astype(xp.int64), validity=col.validity)
+        days = _add_months(xp, days, months)
+    data = ((days + days_n) * US_DAY + tod).astype(xp.int64)
+    return Column(expr.dtype, data=data + micros, validity=col.validity)
 
 
-def _strftime(value, fmt: str) -> str:
+def _add_interval_n(ev, expr: Call, batch: Batch) -> Column:
+    """``x + n * interval`` with a per-row count ``n`` (TIMESTAMP result; NULL where n is NULL)."""
+    xp = ev.xp
+    col, n = ev.evaluate(expr.args[0], batch), ev.evaluate(expr.args[1], batch)
+    months, days_n, micros = (a.value for a in expr.args[2:5])
+    count = n.data.astype(xp.int64)
+    days, tod = _split(xp, _micros(xp, col))
+    if months:
+        days = _add_months(xp, days, count * months)
+    data = ((days + count * days_n) * US_DAY + tod + count * micros).astype(xp.int64)
+    return Column(expr.dtype, data=data, validity=and_valid(xp, col.validity, n.validity))
+
+
+def _add_interval_tz(xp, us, months: int, days_n: int, zone: str):
+    """DuckDB's (ICU's) calendar steps on UTC instants: months move the wall date (a repeated wall
+    time then takes the later instant), days move by whole days and keep the wall time where it
+    exists (so a repeated wall time keeps its offset), a skipped one takes the offset before the gap."""
+    if months:
+        days, tod = _split(xp, Z.to_local(xp, us, zone))
+        us = Z.to_utc(xp, (_add_months(xp, days, months) * US_DAY + tod).astype(xp.int64), zone)
+    if days_n:
+        target = Z.to_local(xp, us, zone) + days_n * US_DAY
+        moved = us + days_n * US_DAY
+        shifted = target - Z.utc_offsets(xp, moved, zone)
+        us = xp.where(Z.to_local(xp, moved, zone) == target, moved,
+                      xp.where(Z.to_local(xp, shifted, zone) == target, shifted, Z.to_utc(xp, target, zone)))
+    return us.astype(xp.int64)
+
+
+def _strftime(value, fmt: str, zone: str | None = None) -> str:
+    if zone is not None:  # a TIMESTAMPTZ: wall time in the session's zone, %Z its name, %z as +02
+        value = value.astimezone(Z.zone(zone))
+        offset = value.utcoffset() // dt.timedelta(microseconds=1)
+        fmt = fmt.replace("%Z", zone).replace("%z", Z.offset_text(offset))
     return value.strftime(fmt)
+
+
+def _tz_cast(ev, expr: Call, batch: Batch) -> Column:
+    """DATE/TIMESTAMP/VARCHAR <-> TIMESTAMPTZ with wall times in the zone argument."""
+    xp = ev.xp
+    col = ev.evaluate(expr.args[0], batch)
+    zone = expr.args[1].value
+    src, dst = col.dtype, expr.dtype
+    if src.kind == "string" or dst.kind == "string":
+        return _tz_text(ev, expr, batch, zone)
+    us = _micros(xp, col)
+    us = Z.to_local(xp, us, zone) if src.tz else Z.to_utc(xp, us, zone)
+    data = xp.floor_divide(us, US_DAY).astype(xp.int32) if dst.kind == "date" else us.astype(xp.int64)
+    return Column(dst, data=data, validity=col.validity)
+
+
+def _tz_text(ev, expr: Call, batch: Batch, zone: str) -> Column:
+    """TIMESTAMPTZ <-> VARCHAR on the host, once per distinct value."""
+    note_host_step(ev.backend, f"cast {expr.args[0].dtype} -> {expr.dtype} (host)")
+    arr = column_to_host(ev.backend, ev.evaluate(expr.args[0], batch)).to_arrow()
+    if expr.dtype.kind == "string":
+        arr = arr.cast(pa.int64())
+        fn, out_type = (lambda v: Z.format_tz(v, zone)), pa.string()
+    else:
+        fn, out_type = (lambda v: Z.parse_tz(v, zone)), pa.int64()
+    enc = pc.dictionary_encode(arr)
+    values = pa.array([None if v is None else fn(v) for v in enc.dictionary.to_pylist()], type=out_type)
+    out = pc.take(values, enc.indices)
+    if expr.dtype.kind != "string":
+        out = out.cast(pa.timestamp("us", tz="UTC"))
+    return column_to_device(ev.backend, Column.from_arrow(out, expr.dtype))
+
+
 
 
 def _strptime(s: str, fmt: str) -> dt.datetime:
@@ -252,6 +363,8 @@ FUNCTIONS = {
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff, "date_sub": _date_sub,
     "date_minus_date": _date_minus_date, "make_date": _make_date, "make_timestamp": _make_date,
     "epoch_ms": _from_epoch, "to_timestamp": _from_epoch, "epoch": _epoch, "add_interval": _add_interval,
-    "strftime": python_function(_strftime, pa.string()),
+    "add_interval_n": _add_interval_n,
+    "strftime": python_function(_strftime, pa.string()), "tz_cast": _tz_cast,
     "strptime": python_function(_strptime, pa.timestamp("us")),
+    "strptime_tz": python_function(_strptime, pa.timestamp("us", tz="UTC")),
 }

@@ -409,8 +409,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, compile_fused_pipeline
     from hetdb.backend.gpu.codegen.expr_cuda import ExprError
 
+    # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
-                             AGGREGATE)
+                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache)
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
@@ -541,6 +542,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     if hot is not None:
         fused_rows, morsels = hot, []
         ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
+    if getattr(getattr(fp, "spec", None), "encoded", False):
+        ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
     for index, rg in morsels:
         ctx.set_morsel(index)
         with Timer(ctx, src.op_id):

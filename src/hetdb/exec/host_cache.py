@@ -3,7 +3,12 @@
 On the CPU a "hot" query should read host memory, not the disk: scans read with O_DIRECT (no kernel
 page cache), so without this cache every query would pay the disk and the checksums again. A page is
 named by what it is: (version directory, column, row group). Committed versions are immutable, so a
-cached page is never stale; pages of replaced versions simply age out (least recently used first).
+cached page is never stale; pages of replaced versions simply age out.
+
+What stays is decided by benefit (``cache/policy.py``): the disk read time a page saves per byte it
+holds, times how often it is read; a page worth less than what it would displace is used once and
+not kept, so a scan larger than the cache does not flush pages other queries keep reading. Kept pages
+(``keep``: a user's ``con.pin(..., tier="host")`` on a CPU connection) are never evicted.
 
 String dictionaries are cached too, one object per (version, column): every page of a column then
 shares one dictionary object, which keeps dictionary-code comparisons and concatenations on codes.
@@ -12,10 +17,13 @@ shares one dictionary object, which keeps dictionary-code comparisons and concat
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any
 
+from hetdb.cache.policy import BenefitPolicy
+from hetdb.cache.rates import shared_rates
+from hetdb.cache.router import Route, RouteCounts
 from hetdb.column import Column
+from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import column_nbytes
 
 _DICTIONARY = -1  # row group slot of a column's dictionary in the cache key
@@ -25,61 +33,153 @@ def _dictionary_nbytes(d: Column) -> int:
     return int(d.offsets.nbytes) + int(d.chars.nbytes) if d.offsets is not None else column_nbytes(d)
 
 
+def _stored_bytes(reader: Any, column: str, rg: int, default: int, padded: bool = True) -> int:
+    """Bytes of the page on disk (padded: what a re-read takes; else its length) when the reader
+    knows, else ``default``."""
+    try:
+        loc = reader.page_location(column, rg)
+        return int(loc.padded_length if padded else loc.length)
+    except (AttributeError, LookupError, TypeError, ValueError):
+        return default
+
+
 class DecodedPageCache:
-    """LRU of decoded host pages under a byte budget; safe to share between worker threads."""
+    """Decoded host pages under a byte budget, placed by benefit; safe to share between worker
+    threads. ``admitted``/``evicted``/``bypassed`` count the placement decisions taken."""
 
     def __init__(self, limit_bytes: int) -> None:
         self.limit = max(0, int(limit_bytes))
         self.used = 0
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[tuple, tuple[Column, int]] = OrderedDict()
+        self.admitted = 0
+        self.evicted = 0
+        self.bypassed = 0
+        self.policy = BenefitPolicy()
+        self._entries: dict[tuple, list] = {}  # key -> [Column, bytes, kept]
         self._lock = threading.Lock()
 
     def _get(self, key: tuple) -> Column | None:
         with self._lock:
+            self.policy.record(key)
             hit = self._entries.get(key)
-            if hit is None:
-                return None
-            self._entries.move_to_end(key)
-            return hit[0]
+            return None if hit is None else hit[0]
 
-    def _put(self, key: tuple, col: Column, nbytes: int) -> Column:
-        """Insert unless the key is there already (another worker won the race: use its object)."""
-        if nbytes > self.limit // 4:
-            return col  # one huge page must not flush the whole cache
+    def _evictable(self, key: tuple) -> bool:
+        return not self._entries[key][2]
+
+    def _put(self, key: tuple, col: Column, nbytes: int, link_bytes: int, keep: bool = False,
+             counts: RouteCounts | None = None) -> tuple[Column, bool]:
+        """Insert unless the key is there already (another worker won the race: use its object) or
+        the policy judges the page worth less than what it would displace (then it is used once);
+        (the Column to use, whether the cache holds it). ``counts`` gets the decisions taken."""
+        if nbytes > self.limit // 4 and not keep:  # one huge page must not flush the whole cache
+            self.bypassed += 1
+            if counts is not None:
+                counts.bypassed += 1
+            return col, False
         with self._lock:
             old = self._entries.get(key)
             if old is not None:
-                return old[0]
-            self._entries[key] = (col, nbytes)
+                if keep and not old[2]:
+                    old[2] = True
+                    self.policy.keep(key)
+                return old[0], True
+            over = self.used + nbytes - self.limit
+            if over > 0:
+                victims = self.policy.victims(over, self._evictable)
+                disk = shared_rates().disk
+                if victims is None or (not keep and key[2] != _DICTIONARY and not self.policy.admit(
+                        key, disk.latency_s, disk.transfer_seconds(link_bytes), victims)):
+                    if keep:
+                        raise OutOfMemoryError(
+                            f"pinning needs {nbytes:,} more bytes of the CPU host page cache but only "
+                            f"{self.limit - self.kept_bytes():,} of its {self.limit:,} bytes are not pinned "
+                            "already; raise host_memory_limit (the cache is a quarter of it) or pin fewer columns")
+                    self.bypassed += 1
+                    if counts is not None:
+                        counts.bypassed += 1
+                    return col, False
+                for victim in victims:
+                    _, n, _ = self._entries.pop(victim)
+                    self.policy.remove(victim)
+                    self.used -= n
+                    self.evicted += 1
+                if counts is not None:
+                    counts.evicted += len(victims)
+            self._entries[key] = [col, nbytes, keep]
+            disk = shared_rates().disk
+            self.policy.insert(key, nbytes, disk.latency_s, disk.transfer_seconds(link_bytes))
+            if keep:
+                self.policy.keep(key)
             self.used += nbytes
-            while self.used > self.limit and self._entries:
-                _, (_, n) = self._entries.popitem(last=False)
-                self.used -= n
-            return col
+            self.admitted += 1
+            if counts is not None:
+                counts.admitted += 1
+            return col, True
 
-    def read(self, reader: Any, column: str, rg: int) -> tuple[Column, bool]:
-        """(page ``rg`` of ``column`` as a host Column, whether it came from the cache)."""
+    def read(self, reader: Any, column: str, rg: int, keep: bool = False,
+             counts: RouteCounts | None = None) -> tuple[Column, Route]:
+        """(page ``rg`` of ``column`` as a host Column, its path: HOST_CPU from the cache, else read
+        from disk and kept (DISK_TO_HOST) or not (DISK_DIRECT)). ``keep``: also keep it (and its
+        dictionary) until ``unkeep`` (OutOfMemoryError when it cannot fit). ``counts`` gets the
+        path, the page's stored bytes and the cache decisions taken."""
         key = (reader.path, column, rg)
         col = self._get(key)
         if col is not None:
             self.hits += 1
-            return col, True
+            if keep:
+                self._put(key, col, 0, 0, keep=True)
+            if counts is not None:
+                counts.add(Route.HOST_CPU, _stored_bytes(reader, column, rg, column_nbytes(col), padded=False))
+            return col, Route.HOST_CPU
         self.misses += 1
         col = reader.read(column, rg)
         if col.dictionary is not None:
             dkey = (reader.path, column, _DICTIONARY)
             d = self._get(dkey)
-            if d is None:
-                d = self._put(dkey, col.dictionary, _dictionary_nbytes(col.dictionary))
+            if d is None or keep:
+                nbytes = _dictionary_nbytes(col.dictionary)
+                d, _ = self._put(dkey, col.dictionary if d is None else d, nbytes, nbytes, keep)
             if d is not col.dictionary:
                 col = Column(col.dtype, data=col.data, validity=col.validity, dictionary=d)
+        nbytes = column_nbytes(col)
+        stored = _stored_bytes(reader, column, rg, nbytes)
+        kept = False
         if self.limit:
-            col = self._put(key, col, column_nbytes(col))
-        return col, False
+            col, kept = self._put(key, col, nbytes, stored, keep, counts)
+        elif keep:
+            raise OutOfMemoryError("cannot pin: the CPU host page cache is off (host_memory_limit is 0)")
+        route = Route.DISK_TO_HOST if kept else Route.DISK_DIRECT
+        if counts is not None:
+            counts.add(route, _stored_bytes(reader, column, rg, nbytes, padded=False))
+        return col, route
+
+    def unkeep(self, key: tuple) -> None:
+        """Make a kept page (or dictionary) evictable again (no-op when it is not cached)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[2]:
+                entry[2] = False
+                self.policy.keep(key, False)
+
+    def is_kept(self, key: tuple) -> bool:
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry is not None and entry[2]
+
+    def kept_bytes(self) -> int:
+        return sum(e[1] for e in self._entries.values() if e[2])
+
+    def entries(self) -> list[tuple[tuple, int, bool]]:
+        """(key, bytes, kept) of every cached page and dictionary."""
+        with self._lock:
+            return [(k, e[1], e[2]) for k, e in self._entries.items()]
 
     def clear(self) -> None:
+        """Drop every page that is not kept."""
         with self._lock:
-            self._entries.clear()
-            self.used = 0
+            for key in [k for k, e in self._entries.items() if not e[2]]:
+                _, n, _ = self._entries.pop(key)
+                self.policy.remove(key)
+                self.used -= n

@@ -106,20 +106,32 @@ def host_scalar(backend, x: Any) -> Any:
     return np.asarray(backend.to_host(x)).item()
 
 
-def to_arrow_table(backend, batch: Batch | None, fields) -> pa.Table:
+# Arrow field metadata naming hetdb's SQL type where Arrow's type does not say it (HUGEINT is
+# decimal128(38, 0) in Arrow): results return HUGEINT values as Python ints, as DuckDB does.
+SQL_TYPE_KEY = b"hetdb.type"
+
+
+def result_schema(fields, time_zone: str = "UTC") -> pa.Schema:
+    """The Arrow schema of a result with ``fields`` (names may repeat); TIMESTAMPTZ columns are
+    timestamps in the session's ``time_zone`` (as DuckDB)."""
+    return pa.schema([pa.field(f.name, pa.timestamp("us", tz=time_zone) if f.dtype.tz else f.dtype.to_arrow(),
+                               metadata={SQL_TYPE_KEY: b"HUGEINT"} if f.dtype.kind == "int128" else None)
+                      for f in fields])
+
+
+def to_arrow_table(backend, batch: Batch | None, fields, time_zone: str = "UTC") -> pa.Table:
     """Arrow table named by ``fields`` (Field objects: cid -> name, dtype); empty -> right schema."""
-    names = [f.name for f in fields]
+    schema = result_schema(fields, time_zone)
     if batch is None or batch.num_rows == 0:
-        arrays = [pa.array([], type=f.dtype.to_arrow()) for f in fields]
-        return pa.Table.from_arrays(arrays, names=names)
+        return schema.empty_table()
     host = batch_to_host(backend, batch)
     arrays = []
-    for f in fields:
+    for f, want in zip(fields, schema):
         arr = host.columns[f.cid].to_arrow()
-        if arr.type != f.dtype.to_arrow():
-            arr = arr.cast(f.dtype.to_arrow())
+        if arr.type != want.type:
+            arr = arr.cast(want.type)
         arrays.append(arr)
-    return pa.Table.from_arrays(arrays, names=names)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def arrow_string_transform(backend, col: Column, fn) -> Column:

@@ -20,12 +20,14 @@ from hetdb.exec.operators.basic import (
     ValuesSource,
 )
 from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.recursive import RecursiveSource, WorkingSource
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.operators.scan_external import ExternalScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
 from hetdb.exec.operators.window import WindowSink
 from hetdb.plan import logical as L
 from hetdb.plan.expr import Cast, ColumnRef, Expr
+from hetdb.plan.recursive import RecursiveCTE, WorkingScan
 from hetdb.plan.window import Window
 
 
@@ -84,6 +86,8 @@ def _format_stats(s) -> str:
                      f"row groups read={s.row_groups_read:,} skipped={s.row_groups_skipped:,}")
     if s.pages_cached or s.bytes_host_to_device:
         parts.append(f"pages from device cache={s.pages_cached:,} bytes host->device={s.bytes_host_to_device:,}")
+    if s.routes:
+        parts.append(f"paths: {s.routes.format()}")
     if s.spilled_partitions:
         parts.append(f"spilled partitions={s.spilled_partitions}")
     if s.fused:
@@ -190,12 +194,28 @@ class PhysicalPlanner:
         o.deps.append(bpid)
         return o
 
+    def _recursive(self, node: RecursiveCTE | WorkingScan) -> Source:
+        """WITH RECURSIVE: the anchor and the recursive term become physical plans of their own,
+        run by the RecursiveSource (operator ids continue this plan's numbering)."""
+        if isinstance(node, WorkingScan):
+            return WorkingSource(key=node.key, fields=node.fields, op_id=self._id())
+        plans = []
+        for sub in (node.anchor, node.step):
+            planner = PhysicalPlanner()
+            planner._next_op = self._next_op
+            plans.append(planner.plan(sub))
+            self._next_op = planner._next_op
+        return RecursiveSource(key=node.key, fields=node.fields, distinct=node.distinct, anchor=plans[0],
+                               step=plans[1], op_id=self._id())
+
     def _build(self, node: L.Node) -> _Open:
         if isinstance(node, L.Scan):
             cls = ExternalScan if node.source == "external" else TableScan
             return _Open(cls(scan=node, op_id=self._id()))
         if isinstance(node, L.Values):
             return _Open(ValuesSource(fields=node.fields, rows=node.rows, op_id=self._id()))
+        if isinstance(node, (RecursiveCTE, WorkingScan)):
+            return _Open(self._recursive(node))
         if isinstance(node, L.Filter):
             o = self._build(node.input)
             o.ops.append(FilterOp(predicate=node.predicate, op_id=self._id()))

@@ -25,6 +25,14 @@ class _Run:
         self.stop = False
         self.parallel = False  # several workers: each runs its kernels single-threaded
 
+    def kernel_threads(self) -> None:
+        """Threads the calling thread's kernels may use: one in a worker among several (morsels are
+        the one level of parallelism: a parallel kernel inside each worker oversubscribes the cores),
+        else the connection's ``threads`` (a lone worker, and what operators do at the end)."""
+        set_threads = getattr(self.ctx.backend, "set_kernel_threads", None)
+        if set_threads is not None:
+            set_threads(1 if self.parallel else int(getattr(self.ctx.options, "threads", 0) or 0) or None)
+
     def next_morsel(self) -> tuple[int, Any] | None:
         with self._lock:
             if self.stop or self._next >= len(self.morsels):
@@ -47,9 +55,7 @@ class _Run:
 
     def work(self) -> None:
         ctx, pipe = self.ctx, self.pipe
-        set_threads = getattr(ctx.backend, "set_kernel_threads", None)
-        if set_threads is not None:
-            set_threads(1 if self.parallel else None)
+        self.kernel_threads()
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
         lsink = pipe.sink.init_local(ctx, self.gsink)
         try:
@@ -72,6 +78,8 @@ class _Run:
     def flush(self) -> None:
         """Push what operators emit at the end (unmatched build rows, spilled partitions)."""
         ctx, pipe = self.ctx, self.pipe
+        self.parallel = False
+        self.kernel_threads()
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
         lsink = pipe.sink.init_local(ctx, self.gsink)
         ctx.set_morsel(len(self.morsels))

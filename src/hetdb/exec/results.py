@@ -28,8 +28,14 @@ def hold(ctx: Any, reservation: Reservation, batch: Batch) -> list[Batch | Spill
     """``batch`` kept in memory (reserved), or spilled in slices when the reservation is refused."""
     if reservation.try_grow(batch_nbytes(batch)):
         return [batch]
+    return spill_slices(ctx, batch)
+
+
+def spill_slices(ctx: Any, batch: Batch) -> list[SpilledBatch]:
+    """``batch`` written to spill files in slices (for results that must leave memory to the operator
+    that made them)."""
     dtypes = {k: c.dtype for k, c in batch.columns.items()}
-    out: list[Batch | SpilledBatch] = []
+    out: list[SpilledBatch] = []
     for lo in range(0, batch.num_rows, SLICE_ROWS):
         part = batch if batch.num_rows <= SLICE_ROWS else slice_batch(ctx.backend, batch, lo, lo + SLICE_ROWS)
         f = ctx.spill_file(dtypes)

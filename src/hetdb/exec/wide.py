@@ -182,7 +182,7 @@ def scale_up(xp, data: Any, k: int, rt: DataType, valid: Any) -> Any:
     if is_object(data):
         return check_range(xp, data * f, rt, valid, msg)
     limit = I64_MAX // f
-    big = xp.abs(data) > limit
+    big = (data > limit) | (data < -limit)  # not abs(): abs(INT64_MIN) wraps to a negative value
     if valid is not None:
         big = big & valid
     if not bool(big.any()):

@@ -9,19 +9,24 @@ from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.plan.logical import Output
 
 
-def bind(sql: str, db) -> Output:
+def bind(sql: str, db, time_zone: str = "UTC", facts: dict | None = None) -> Output:
     """Parse ``sql`` (DuckDB dialect), refuse unsupported constructs (all named at once) and bind it
-    against ``db``'s tables into a logical plan rooted at an Output node. Raises SqlError (with line
-    and column for syntax errors), CatalogError (with a suggestion) or UnsupportedError."""
+    against ``db``'s tables into a logical plan rooted at an Output node; TIMESTAMPTZ values show
+    and cast in ``time_zone``; ``facts`` (a dict) gets "volatile" when the plan folded the current
+    time and must not be reused. Raises SqlError (with line and column for syntax errors), CatalogError
+    (with a suggestion) or UnsupportedError."""
     from hetdb.sql.binder import Binder
     from hetdb.sql.check import check_supported
     from hetdb.sql.external import rewrite_table_functions
     from hetdb.sql.parse import parse
+    from hetdb.sql.session import session
+    from hetdb.sql.window import resolve_named_windows
 
-    tree = rewrite_table_functions(parse(sql))
-    check_supported(tree)
+    tree = resolve_named_windows(rewrite_table_functions(parse(sql)))
+    check_supported(tree, sql)
     try:
-        return Binder(db).bind_statement(tree)
+        with session(time_zone, facts):
+            return Binder(db).bind_statement(tree)
     except HetdbError:
         raise
     except RecursionError:

@@ -95,6 +95,8 @@ class Binder:
         self.db = db
         self._n = 0
         self.ctes: dict[str, tuple[exp.Expression, dict, list[str]]] = {}
+        # recursive CTEs whose recursive term is being bound: name -> (key, column names, types)
+        self.working: dict[str, tuple] = {}
         from hetdb.sql.subquery import SubqueryBinder
 
         self.subq = SubqueryBinder(self)
@@ -125,6 +127,9 @@ class Binder:
         try:
             with_ = node.args.get("with_") or node.args.get("with")
             if with_ is not None:
+                from hetdb.sql.recursive import mark_recursive
+
+                mark_recursive(with_)
                 self.ctes = dict(self.ctes)
                 for cte in with_.expressions:
                     cols = [c.name.lower() for c in (cte.args["alias"].columns or [])]
@@ -144,8 +149,19 @@ class Binder:
                 raise UnsupportedError("PIVOT / nested joins in FROM")
             name = node.name
             alias = (node.alias or name).lower()
+            if node.args.get("db") is None and name.lower() in self.working:
+                from hetdb.sql.recursive import working_scan
+
+                scan, names = working_scan(self, name.lower())
+                return scan, Rel(alias, list(zip(self._alias_columns(node) + names[len(self._alias_columns(node)):],
+                                                 scan.fields)))
             if node.args.get("db") is None and name.lower() in self.ctes:
                 query, env, cols = self.ctes[name.lower()]
+                from hetdb.sql.recursive import bind_recursive, is_recursive
+
+                if is_recursive(query):
+                    bq = bind_recursive(self, name.lower(), query, env, cols)
+                    return self._derived(bq, alias, cols or self._alias_columns(node))
                 saved = self.ctes
                 self.ctes = env  # a CTE sees only the CTEs defined before it
                 try:
@@ -155,7 +171,10 @@ class Binder:
                 return self._derived(bq, alias, cols or self._alias_columns(node))
             found = resolve_from(self, node, name, alias)
             if found is not None:
-                return found
+                cols = self._alias_columns(node)  # FROM 'f.parquet' t(a, b) / range(5) t(r)
+                plan, rel = found
+                return plan, Rel(rel.alias, [(cols[i] if i < len(cols) else n, f)
+                                             for i, (n, f) in enumerate(rel.columns)], rel.hidden)
             return FC.table_scan(self.db, name, alias, self.new_cid)
         if isinstance(node, exp.Values):
             from hetdb.sql.values import bind_values

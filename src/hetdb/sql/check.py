@@ -39,13 +39,32 @@ _NAMES: dict[type, str] = {
 }
 
 
-def _describe(node: exp.Expression) -> str:
+def _describe(node: exp.Expression, sql: str = "") -> str:
+    """The construct as the user wrote it: a function by the name used in ``sql`` (sqlglot reads
+    several spellings into one node: array_agg and list, range and generate_series), an operator
+    or clause by its SQL text."""
     for cls, name in _NAMES.items():
         if isinstance(node, cls):
             return name
     if isinstance(node, exp.Func):
-        return f"function {function_name(node)}()"
-    return type(node).__name__
+        return f"function {_written_name(node, sql)}()"
+    text = node.sql(dialect="duckdb")
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _written_name(node: exp.Func, sql: str) -> str:
+    import re
+
+    known = function_name(node)
+    try:
+        spellings = [n.lower() for n in type(node).sql_names()]
+    except Exception:  # noqa: BLE001 - a node class without names of its own
+        spellings = []
+    low = sql.lower()
+    for name in [known, *spellings]:
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", low):
+            return name
+    return known
 
 
 def _inside(node: exp.Expression, refused: set[int]) -> bool:
@@ -57,8 +76,9 @@ def _inside(node: exp.Expression, refused: set[int]) -> bool:
     return False
 
 
-def unsupported_constructs(tree: exp.Expression) -> list[str]:
-    """Every unsupported construct of ``tree`` (deduplicated, in order of appearance)."""
+def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
+    """Every unsupported construct of ``tree`` (deduplicated, in order of appearance); ``sql`` is
+    the text it was parsed from (to name functions as written)."""
     found: list[str] = []
 
     def add(what: str) -> None:
@@ -66,18 +86,16 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
             found.append(what)
 
     if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
-        add(f"{_describe(tree)} statements (only SELECT queries are supported)")
+        add(f"{_describe(tree, sql)} statements (only SELECT queries are supported)")
     refused: set[int] = set()
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and FX.handles(node):
             continue
         if not isinstance(node, _SUPPORTED):
             if not _inside(node, refused):  # the parts of a refused construct are not named again
-                add(_describe(node))
+                add(_describe(node, sql))
             refused.add(id(node))
             continue
-        if isinstance(node, exp.With) and node.args.get("recursive"):
-            add("recursive CTEs (WITH RECURSIVE)")
         elif isinstance(node, exp.Join):
             side = (node.side or "").upper()
             kind = (node.kind or "").upper()
@@ -95,8 +113,8 @@ def unsupported_constructs(tree: exp.Expression) -> list[str]:
     return found
 
 
-def check_supported(tree: exp.Expression) -> None:
-    """Raise one UnsupportedError naming every unsupported construct of ``tree``."""
-    found = unsupported_constructs(tree)
+def check_supported(tree: exp.Expression, sql: str = "") -> None:
+    """Raise one UnsupportedError naming every unsupported construct of ``tree`` (parsed from ``sql``)."""
+    found = unsupported_constructs(tree, sql)
     if found:
         raise UnsupportedError("hetdb does not support: " + "; ".join(found))

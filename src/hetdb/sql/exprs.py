@@ -182,8 +182,19 @@ def _bool(e: Expr, what: str) -> Expr:
 
 def compare(op: str, a: Expr, b: Expr) -> Expr:
     """Typed comparison: both sides cast to their common type."""
+    a, b = _midnight_as_date(a, b), _midnight_as_date(b, a)
     t = TY.common_type(a, b, "a comparison")
     return Call(T.BOOL, op, (TY.cast_to(a, t), TY.cast_to(b, t)))
+
+
+def _midnight_as_date(x: Expr, other: Expr) -> Expr:
+    """A TIMESTAMP constant at midnight compared with a DATE compares as that DATE (the same answer
+    for every operator): ``d < DATE '1998-12-01' - INTERVAL 90 DAY`` stays a DATE filter that zone
+    maps and the GPU kernels take, though DATE - INTERVAL is a TIMESTAMP as in DuckDB."""
+    if isinstance(x, Literal) and x.dtype == T.TIMESTAMP and other.dtype.kind == "date" \
+            and x.value is not None and x.value % 86_400_000_000 == 0:
+        return Literal(T.DATE, x.value // 86_400_000_000)
+    return x
 
 
 def _interval(node: exp.Interval) -> tuple[int, int]:
@@ -278,19 +289,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return null_safe_equal(b(node.this), b(node.expression), isinstance(node, exp.NullSafeNEQ))
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
-        if op in ("add", "sub") and isinstance(node.expression, exp.Interval):
-            from hetdb.sql.functions_ext import interval_arith
-
-            sign = 1 if op == "add" else -1
-            x = b(node.this)
-            ts = interval_arith(x, node.expression, sign)
-            if ts is not None:
-                return ts
-            months, days = _interval(node.expression)
-            return _date_plus_interval(x, sign * months, sign * days)
-        if op == "add" and isinstance(node.this, exp.Interval):
-            months, days = _interval(node.this)
-            return _date_plus_interval(b(node.expression), months, days)
+        if op in ("add", "sub") and FX.is_interval(node.expression):
+            return FX.interval_arith(b(node.this), node.expression, 1 if op == "add" else -1, b)
+        if op == "add" and FX.is_interval(node.this):
+            return FX.interval_arith(b(node.expression), node.this, 1, b)
         left, right = b(node.this), b(node.expression)
         if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
             return Call(T.INT64, "date_minus_date", (left, right))
@@ -299,6 +301,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             if isinstance(left, Literal) and isinstance(n, Literal):
                 return Literal(T.DATE, None if None in (left.value, n.value) else left.value + n.value)
             return Call(T.DATE, "date_add_days", (left, TY.cast_to(n, T.INT32)))
+        if op == "sub" and left.dtype.kind == right.dtype.kind == "timestamp":
+            raise UnsupportedError(f"{left.dtype} - {right.dtype} (an INTERVAL, a type hetdb does not "
+                                   "have) on its own: read a part of it, e.g. epoch(a - b), extract(hour FROM a - b), or use "
+                                   "date_diff('second', b, a)")
         return arith(op, left, right)
     if isinstance(node, exp.Neg):
         return _negate(b(node.this))
@@ -410,6 +416,8 @@ def _negate(x: Expr) -> Expr:
 def _extract(part: str, x: Expr) -> Expr:
     if x.dtype.kind not in ("date", "timestamp"):
         raise SqlError(f"EXTRACT({part}) needs a DATE or TIMESTAMP, got {x.dtype}")
+    if x.dtype.tz:
+        return FX.date_part(part.lower(), x, f"EXTRACT({part})")
     if part not in ("YEAR", "MONTH", "DAY"):
         raise UnsupportedError(f"EXTRACT({part}) (supported: YEAR, MONTH, DAY)")
     if isinstance(x, Literal) and x.dtype.kind == "date":

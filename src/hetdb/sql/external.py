@@ -19,6 +19,8 @@ from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import Field
 from hetdb.plan.logical import Scan
 from hetdb.sql.scope import Rel
+from hetdb.sql.series import FUNCTIONS as SERIES
+from hetdb.sql.series import series_args, series_table
 from hetdb.storage import external as X
 
 _FUNCTIONS = {"read_parquet": "parquet", "parquet_scan": "parquet", "read_csv": "csv", "read_csv_auto": "csv",
@@ -100,10 +102,20 @@ def rewrite_table_functions(tree: exp.Expression) -> exp.Expression:
         name = _function_name(fn) if fn is not None and not isinstance(fn, exp.Identifier) else None
         if name is None:
             continue
-        if name not in _FUNCTIONS:
-            raise UnsupportedError(f"table function {name}() (supported: {', '.join(sorted(set(_FUNCTIONS)))})")
         first = fn.args.get("this")
         args = ([first] if isinstance(first, exp.Expression) else []) + list(fn.expressions)
+        if name in SERIES:
+            from hetdb.storage.registered import ArrowSource
+
+            name, args = series_args(fn)
+            key = X.register_source(ArrowSource(name, series_table(name, args)))
+            table.set("this", exp.Identifier(this=_token(key), quoted=True))
+            if not table.alias:
+                table.set("alias", exp.TableAlias(this=exp.Identifier(this=name, quoted=False)))
+            continue
+        if name not in _FUNCTIONS:
+            raise UnsupportedError(f"table function {name}() (supported: "
+                                   f"{', '.join(sorted(set(_FUNCTIONS) | set(SERIES)))})")
         key = X.register_source(_file_source(name, args))
         table.set("this", exp.Identifier(this=_token(key), quoted=True))
         if not table.alias:

@@ -2,9 +2,9 @@
 DuckDB's argument and result types (checked with ``typeof()``). Each becomes a ``Call`` whose op the
 executor implements in ``exec/functions_text.py`` or ``exec/functions_datetime.py``.
 
-Deviations, stated: sign() is INTEGER (DuckDB TINYINT); to_timestamp() and now() are TIMESTAMP in UTC
-(DuckDB: TIMESTAMP WITH TIME ZONE); DATE ± INTERVAL of whole days/months stays DATE (DuckDB:
-TIMESTAMP), an INTERVAL with a time part gives TIMESTAMP as in DuckDB.
+Deviation, stated: sign() is INTEGER (DuckDB TINYINT). As DuckDB: to_timestamp(), now() and
+current_timestamp are TIMESTAMP WITH TIME ZONE; DATE ± INTERVAL is TIMESTAMP; over a TIMESTAMPTZ the
+date functions work in the session's time zone (``SET TimeZone``), passed as a last argument.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import Call, Expr, Literal
+from hetdb.sql import functions_more as MORE
 from hetdb.sql import typing as TY
 
 _DATE_PART_ALIASES = {
@@ -31,17 +32,20 @@ _DATE_PART_ALIASES = {
 _PART_NODES = {exp.Quarter: "quarter", exp.DayOfWeek: "dow", exp.DayOfYear: "doy", exp.Week: "week",
                exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfMonth: "day",
                exp.DayOfWeekIso: "isodow"}
-ANONYMOUS = ("printf", "date_part", "datepart", "date_sub", "now", "log2", "ltrim", "rtrim")
+ANONYMOUS = ("printf", "date_part", "datepart", "date_sub", "now", "log2", "ltrim", "rtrim", "timezone",
+             "get_current_timestamp", "transaction_timestamp")
 NODES: tuple[type, ...] = (
     exp.Trim, exp.Replace, exp.SplitPart, exp.StartsWith, exp.Contains, exp.RegexpLike,
     exp.RegexpReplace, exp.RegexpExtract, exp.Pad, exp.Left, exp.Right, exp.Reverse, exp.Repeat,
     exp.StrPosition, exp.MD5, exp.Format, exp.ConcatWs, exp.Log, exp.Sign, exp.Rand, exp.Pi, exp.Typeof,
     exp.TryCast, exp.TimestampTrunc, exp.DateTrunc, exp.DateDiff, exp.TimeToStr, exp.StrToTime,
     exp.DateFromParts, exp.TimestampFromParts, exp.UnixToTime, exp.TimeToUnix, exp.CurrentDate,
-    exp.CurrentTimestamp, exp.DateAdd, *_PART_NODES,
+    exp.CurrentTimestamp, exp.DateAdd, exp.AtTimeZone, *_PART_NODES, *MORE.NODES,
 )
 
 def handles(node: exp.Expression) -> bool:
+    if MORE.handles(node) or MORE.takes_difference(node):
+        return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
     if isinstance(node, exp.Extract):
@@ -93,12 +97,30 @@ def _part(e: Expr | str, allowed: tuple[str, ...], what: str) -> str:
     return p
 
 
+def _zone_of(*xs: Expr) -> tuple[Expr, ...]:
+    """The session's time zone as a last argument where an operand is a TIMESTAMPTZ, else nothing."""
+    from hetdb.sql.session import time_zone
+
+    return (Literal(T.STRING, time_zone()),) if any(x.dtype.tz for x in xs) else ()
+
+
 def date_part(part: str, x: Expr, what: str) -> Expr:
     from hetdb.exec.functions_datetime import DATE_PARTS
 
     p = _part(part, DATE_PARTS, what)
     x = _temporal(x, what)
-    return Call(T.FLOAT64 if p == "epoch" else T.INT64, "date_part", (Literal(T.STRING, p), x))
+    return Call(T.FLOAT64 if p == "epoch" else T.INT64, "date_part", (Literal(T.STRING, p), x, *_zone_of(x)))
+
+
+def at_time_zone(x: Expr, zone: Expr) -> Expr:
+    """``x AT TIME ZONE zone`` / timezone(zone, x): a TIMESTAMP read as wall time in ``zone`` becomes
+    a TIMESTAMPTZ; a TIMESTAMPTZ becomes its wall time in ``zone`` (a TIMESTAMP)."""
+    from hetdb.exec.timezones import zone as check_zone
+
+    name = _const_string(zone, "AT TIME ZONE with a zone")
+    check_zone(name)
+    x = _temporal(x, "AT TIME ZONE")
+    return TY.tz_cast(x, T.TIMESTAMP if x.dtype.tz else T.TIMESTAMPTZ, name)
 
 
 def _type_name(e: Expr) -> str:
@@ -108,8 +130,13 @@ def _type_name(e: Expr) -> str:
 
 
 def _now() -> int:
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+    from hetdb.sql.session import statement_time
+
+    def clock() -> int:
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return (now - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+
+    return statement_time(clock)
 
 
 _UNITS_US = {"microsecond": 1, "millisecond": 1000, "second": 10**6, "minute": 60 * 10**6,
@@ -141,19 +168,75 @@ def interval_parts(node: exp.Interval) -> tuple[int, int, int]:
     return months, days, micros
 
 
-def interval_arith(x: Expr, iv: exp.Interval, sign: int) -> Expr | None:
-    """``x ± INTERVAL`` as a TIMESTAMP where the operand is a TIMESTAMP or the interval has a time
-    part; None where the core DATE ± INTERVAL rule applies."""
-    months, days, micros = interval_parts(iv)
-    if x.dtype.kind != "timestamp" and not micros:
-        return None
+def is_interval(node: exp.Expression) -> bool:
+    """An INTERVAL literal, ``INTERVAL (n) unit``, or an INTERVAL times a number."""
+    if isinstance(node, exp.Paren):
+        return is_interval(node.this)
+    return isinstance(node, exp.Interval) or (
+        isinstance(node, exp.Mul) and (isinstance(node.this, exp.Interval) or isinstance(node.expression, exp.Interval)))
+
+
+def _interval_value(node: exp.Expression, b) -> tuple[int, int, int, exp.Expression | None]:
+    """(months, days, microseconds, multiplier) of an interval expression; the multiplier is the
+    per-row count of ``INTERVAL (n) unit`` / ``n * INTERVAL ...`` (None for a constant interval)."""
+    if isinstance(node, exp.Paren):
+        return _interval_value(node.this, b)
+    if isinstance(node, exp.Mul):
+        iv, n = (node.this, node.expression) if isinstance(node.this, exp.Interval) else (node.expression, node.this)
+        months, days, micros, inner = _interval_value(iv, b)
+        if inner is not None:
+            raise UnsupportedError("an INTERVAL with a computed count times a number")
+        return months, days, micros, n
+    this = node.this
+    if this is None or (isinstance(this, exp.Literal) and this.is_string):
+        return (*interval_parts(node), None)
+    unit = node.args.get("unit")
+    if unit is None:
+        raise SqlError(f"INTERVAL ({this.sql(dialect='duckdb')}) needs a unit, e.g. INTERVAL (n) DAY")
+    one = exp.Interval(this=exp.Literal.string("1"), unit=unit.copy())
+    return (*interval_parts(one), this)
+
+
+def interval_arith(x: Expr, iv: exp.Expression, sign: int, b=None) -> Expr:
+    """``x ± INTERVAL`` with DuckDB's types: TIMESTAMP for a DATE or TIMESTAMP, TIMESTAMPTZ for a
+    TIMESTAMPTZ (months and days move its wall clock in the session's zone). ``iv`` may scale the
+    interval by a per-row count (``INTERVAL (n) DAY``, ``n * INTERVAL '1 month'``; ``b`` binds it)."""
+    months, days, micros, count = _interval_value(iv, b)
+    if TY.is_null_literal(x):
+        return Literal(T.TIMESTAMP, None)
+    if count is not None:
+        n = _integer(b(count), "the count of an INTERVAL")
+        if not isinstance(n, Literal):
+            x = _temporal(x, "INTERVAL arithmetic")
+            if x.dtype.tz:
+                raise UnsupportedError("TIMESTAMPTZ ± an INTERVAL with a computed count")
+            return Call(T.TIMESTAMP, "add_interval_n", (x, n, Literal(T.INT64, sign * months),
+                                                         Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros)))
+        if n.value is None:
+            return Literal(T.TIMESTAMP, None)
+        months, days, micros = months * n.value, days * n.value, micros * n.value
+    if x.dtype.kind == "date" and not micros:
+        from hetdb.sql.exprs import _date_plus_interval
+
+        return TY.cast_to(_date_plus_interval(x, sign * months, sign * days), T.TIMESTAMP)
     x = _temporal(x, "INTERVAL arithmetic")
-    return Call(T.TIMESTAMP, "add_interval", (x, Literal(T.INT64, sign * months),
-                                               Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros)))
+    return Call(T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP, "add_interval", (
+        x, Literal(T.INT64, sign * months), Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros),
+        *_zone_of(x)))
 
 
 def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # noqa: C901
     """Bind one node ``handles`` accepted; ``b`` binds a child expression."""
+    if MORE.handles(node):
+        return MORE.bind_more(node, b)
+    if MORE.takes_difference(node):
+        part = MORE.difference_part(node, b)
+        if part is not None:
+            return part
+        if isinstance(node, exp.Extract) and _part_name(node.this.name) in ("year", "month", "day"):
+            from hetdb.sql.exprs import _extract
+
+            return _extract(node.this.name.upper(), b(node.expression))
     if isinstance(node, exp.Anonymous):
         return _anonymous(str(node.this).lower(), [b(a) for a in node.expressions])
     if isinstance(node, exp.Trim):
@@ -253,15 +336,18 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
 
         unit = node.args.get("unit")
         p = _part(unit.name if isinstance(unit, exp.Var) else b(unit), TRUNC_PARTS, "date_trunc")
-        return Call(T.TIMESTAMP, "date_trunc", (Literal(T.STRING, p), _temporal(b(node.this), "date_trunc")))
+        x = _temporal(b(node.this), "date_trunc")
+        return Call(x.dtype if x.dtype.tz else T.TIMESTAMP, "date_trunc", (Literal(T.STRING, p), x, *_zone_of(x)))
     if isinstance(node, exp.DateDiff):
         return _diff("date_diff", node.args["unit"].name, b(node.expression), b(node.this))
     if isinstance(node, exp.TimeToStr):
         x = _temporal(b(node.this), "strftime")
-        return Call(T.STRING, "strftime", (x, _string(b(node.args["format"]), "strftime")))
+        return Call(T.STRING, "strftime", (x, _string(b(node.args["format"]), "strftime"), *_zone_of(x)))
     if isinstance(node, exp.StrToTime):
-        return Call(T.TIMESTAMP, "strptime", (_string(b(node.this), "strptime"),
-                                               _string(b(node.args["format"]), "strptime")))
+        fmt = _string(b(node.args["format"]), "strptime")
+        zoned = isinstance(fmt, Literal) and isinstance(fmt.value, str) and ("%z" in fmt.value or "%Z" in fmt.value)
+        return Call(T.TIMESTAMPTZ if zoned else T.TIMESTAMP, "strptime_tz" if zoned else "strptime",
+                    (_string(b(node.this), "strptime"), fmt))
     if isinstance(node, exp.DateFromParts):
         return Call(T.DATE, "make_date", tuple(_integer(b(node.args[k]), "make_date")
                                                 for k in ("year", "month", "day")))
@@ -272,28 +358,25 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         scale = node.args.get("scale")
         x = b(node.this)
         if scale is None:
-            return Call(T.TIMESTAMP, "to_timestamp", (_number(x, "to_timestamp"),))
+            return Call(T.TIMESTAMPTZ, "to_timestamp", (_number(x, "to_timestamp"),))
         if str(scale.name) != "3":
             raise UnsupportedError(f"{node.sql(dialect='duckdb')}")
+        if x.dtype.kind in ("date", "timestamp"):  # epoch_ms(timestamp): milliseconds since the epoch
+            return MORE.epoch_units(x, 1000, "epoch_ms")
         return Call(T.TIMESTAMP, "epoch_ms", (_integer(x, "epoch_ms"),))
     if isinstance(node, exp.TimeToUnix):
         return Call(T.FLOAT64, "epoch", (_temporal(b(node.this), "epoch"),))
     if isinstance(node, exp.CurrentDate):
-        return Literal(T.DATE, _now() // 86_400_000_000)
+        return TY.cast_to(Literal(T.TIMESTAMPTZ, _now()), T.DATE)  # today in the session's zone
     if isinstance(node, exp.CurrentTimestamp):
-        return Literal(T.TIMESTAMP, _now())
+        return Literal(T.TIMESTAMPTZ, _now())
+    if isinstance(node, exp.AtTimeZone):
+        return at_time_zone(b(node.this), b(node.args["zone"]))
     if isinstance(node, exp.DateAdd):
         iv = node.expression
-        if not isinstance(iv, exp.Interval):
+        if not is_interval(iv):
             raise UnsupportedError("date_add with a second argument that is not an INTERVAL")
-        x = b(node.this)
-        out = interval_arith(x, iv, 1)
-        if out is not None:
-            return out
-        from hetdb.sql.exprs import _date_plus_interval
-
-        months, days, _ = interval_parts(iv)
-        return _date_plus_interval(x, months, days)
+        return interval_arith(b(node.this), iv, 1, b)
     raise UnsupportedError(f"function {node.sql(dialect='duckdb')!r}")
 
 
@@ -309,7 +392,10 @@ def _diff(op: str, part: str, a: Expr, b: Expr) -> Expr:
     from hetdb.exec.functions_datetime import DIFF_PARTS
 
     p = _part(part, DIFF_PARTS, op)
-    return Call(T.INT64, op, (Literal(T.STRING, p), _temporal(a, op), _temporal(b, op)))
+    a, b = _temporal(a, op), _temporal(b, op)
+    if a.dtype.tz or b.dtype.tz:
+        a, b = TY.cast_to(a, T.TIMESTAMPTZ), TY.cast_to(b, T.TIMESTAMPTZ)
+    return Call(T.INT64, op, (Literal(T.STRING, p), a, b, *_zone_of(a, b)))
 
 
 def _anonymous(name: str, args: list[Expr]) -> Expr:
@@ -325,8 +411,12 @@ def _anonymous(name: str, args: list[Expr]) -> Expr:
         if len(args) != 3:
             raise SqlError("date_sub needs (part, start, end)")
         return _diff("date_sub", _const_string(args[0], "the part of date_sub"), args[1], args[2])
-    if name == "now":
-        return Literal(T.TIMESTAMP, _now())
+    if name in ("now", "get_current_timestamp", "transaction_timestamp"):
+        return Literal(T.TIMESTAMPTZ, _now())
+    if name == "timezone":
+        if len(args) != 2:
+            raise SqlError("timezone needs (zone, timestamp)")
+        return at_time_zone(args[1], args[0])
     if name == "log2":
         return Call(T.FLOAT64, "log2", (_number(args[0], "log2"),))
     if name in ("ltrim", "rtrim"):

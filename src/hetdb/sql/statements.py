@@ -40,8 +40,9 @@ def sql_literal(value: Any) -> str:
         return repr(value) if "e" in repr(value) or "." in repr(value) else f"{value!r}.0"
     if isinstance(value, decimal.Decimal):
         return str(value)
-    if isinstance(value, datetime.datetime):
-        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, datetime.datetime):  # an aware datetime is an instant: TIMESTAMPTZ (as DuckDB)
+        kind = "TIMESTAMP" if value.tzinfo is None else "TIMESTAMPTZ"
+        return f"{kind} '{value.isoformat(sep=' ')}'"
     if isinstance(value, datetime.date):
         return f"DATE '{value.isoformat()}'"
     if isinstance(value, str):
@@ -128,6 +129,8 @@ def classify(text: str) -> Statement:
         return Statement(rest[7:].lstrip() if analyze else rest, "explain_analyze" if analyze else "explain")
     if head == "RESET":
         return Statement(text, "reset")
+    if head in ("VACUUM", "CHECKPOINT"):
+        return Statement(text, "vacuum")
     if head in ("SELECT", "WITH", "FROM", "(", "VALUES", "TABLE") or head.startswith("("):
         return Statement(text, "query")
     try:

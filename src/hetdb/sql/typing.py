@@ -70,8 +70,8 @@ def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
         s = max(da.scale, db.scale)
         return _dec(max(da.precision - da.scale, db.precision - db.scale) + s, s)
     kinds = {ta.kind, tb.kind}
-    if kinds == {"date", "timestamp"}:
-        return T.TIMESTAMP
+    if kinds <= {"date", "timestamp"}:
+        return T.TIMESTAMPTZ if ta.tz or tb.tz else T.TIMESTAMP
     # A string literal next to a date/number is read as that type (DuckDB does the same for literals).
     if ta.kind == "string" and isinstance(a, Literal):
         return tb
@@ -178,6 +178,8 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
     v, fr = lit.value, lit.dtype
     if v is None or fr == to:
         return Literal(to, v)
+    if fr.tz or to.tz:
+        return _cast_tz_literal(lit, to)
     try:
         if to.kind == "string":
             return Literal(to, str(_py_value(lit)))
@@ -190,8 +192,9 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
             if fr.kind == "date":
                 return Literal(to, v * 86_400_000_000)
             if fr.kind == "string":
-                ts = _dt.datetime.fromisoformat(v.strip())
-                return Literal(to, int((ts - _dt.datetime(1970, 1, 1)).total_seconds() * 1_000_000))
+                # DuckDB reads an offset in TIMESTAMP text and drops it (the wall time stays)
+                ts = _dt.datetime.fromisoformat(v.strip()).replace(tzinfo=None)
+                return Literal(to, (ts - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1))
         if to.kind == "bool":
             if fr.kind == "string":
                 s = v.strip().lower()
@@ -228,6 +231,26 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
     raise SqlError(f"cannot cast {fr} to {to}")
 
 
+def _cast_tz_literal(lit: Literal, to: DataType) -> Literal:
+    """Casts to and from TIMESTAMPTZ, in the session's time zone."""
+    import numpy as np
+
+    from hetdb.exec import timezones as Z
+    from hetdb.sql.session import time_zone
+
+    v, fr, zone = lit.value, lit.dtype, time_zone()
+    if fr.kind == "string":
+        return Literal(to, Z.parse_tz(v, zone))
+    if to.kind == "string":
+        return Literal(to, Z.format_tz(v, zone))
+    if fr.kind in ("date", "timestamp") and to.kind in ("date", "timestamp"):
+        us = v * 86_400_000_000 if fr.kind == "date" else v
+        arr = np.array([us], np.int64)
+        out = int((Z.to_local(np, arr, zone) if fr.tz else Z.to_utc(np, arr, zone))[0])
+        return Literal(to, out // 86_400_000_000 if to.kind == "date" else out)
+    raise SqlError(f"cannot cast {fr} to {to}")
+
+
 def _exact(lit: Literal) -> Decimal:
     if lit.dtype.kind == "decimal":
         return Decimal(lit.value).scaleb(-lit.dtype.scale)
@@ -258,6 +281,8 @@ def cast_to(e: Expr, to: DataType) -> Expr:
     """``e`` as type ``to``: unchanged when it already is, folded for literals, else a Cast node."""
     if e.dtype == to and not is_null_literal(e):
         return e
+    if (e.dtype.tz or to.tz) and not is_null_literal(e):
+        return tz_cast(e, to)
     if isinstance(e, Literal):
         try:
             return cast_literal(e, to)
@@ -267,12 +292,30 @@ def cast_to(e: Expr, to: DataType) -> Expr:
     return Cast(to, e)
 
 
+def tz_cast(e: Expr, to: DataType, zone: str | None = None) -> Expr:
+    """A cast to or from TIMESTAMPTZ: wall times in ``zone`` (default: the session's time zone)."""
+    from hetdb.plan.expr import Call
+    from hetdb.sql.session import time_zone
+
+    ok = {"date", "timestamp", "string"}
+    if e.dtype.kind not in ok or to.kind not in ok:
+        raise SqlError(f"cannot cast {e.dtype} to {to}")
+    if isinstance(e, Literal) and zone is None:
+        try:
+            return cast_literal(e, to)
+        except SqlError:
+            if e.dtype.kind != "string":
+                raise
+    return Call(to, "tz_cast", (e, Literal(T.STRING, zone or time_zone())))
+
+
 _CAST_NAMES = {
     "INT": T.INT32, "INTEGER": T.INT32, "SMALLINT": T.INT32, "TINYINT": T.INT32, "INT4": T.INT32,
     "BIGINT": T.INT64, "INT8": T.INT64, "LONG": T.INT64, "HUGEINT": T.INT128, "INT128": T.INT128,
     "DOUBLE": T.FLOAT64, "FLOAT": T.FLOAT64, "REAL": T.FLOAT64, "DOUBLE PRECISION": T.FLOAT64,
     "DATE": T.DATE, "BOOLEAN": T.BOOL, "BOOL": T.BOOL, "TIMESTAMP": T.TIMESTAMP,
-    "TIMESTAMPNTZ": T.TIMESTAMP, "DATETIME": T.TIMESTAMP,
+    "TIMESTAMPNTZ": T.TIMESTAMP, "DATETIME": T.TIMESTAMP, "TIMESTAMPTZ": T.TIMESTAMPTZ,
+    "TIMESTAMP WITH TIME ZONE": T.TIMESTAMPTZ,
     "VARCHAR": T.STRING, "TEXT": T.STRING, "STRING": T.STRING, "CHAR": T.STRING, "NVARCHAR": T.STRING,
 }
 
@@ -287,4 +330,4 @@ def sql_type(name: str, params: list[int]) -> DataType:
     if n in _CAST_NAMES:
         return _CAST_NAMES[n]
     raise UnsupportedError(f"type {name} is not supported (supported: INTEGER, BIGINT, DOUBLE, "
-                           "DECIMAL(p<=18,s), DATE, TIMESTAMP, BOOLEAN, VARCHAR)")
+                           "DECIMAL(p<=18,s), DATE, TIMESTAMP, TIMESTAMPTZ, BOOLEAN, VARCHAR)")

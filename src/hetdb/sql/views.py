@@ -22,8 +22,10 @@ def bind_view(binder, view: tuple[str, str], alias: str):
     if depth > 32:
         raise SqlError(f"view '{name}' refers to itself (through other views)")
     try:
-        tree = rewrite_table_functions(parse(sql))
-        check_supported(tree)
+        from hetdb.sql.window import resolve_named_windows
+
+        tree = resolve_named_windows(rewrite_table_functions(parse(sql)))
+        check_supported(tree, sql)
     except HetdbError as e:
         raise type(e)(f"view '{name}': {e}") from None
     binder._view_depth = depth + 1

@@ -70,6 +70,32 @@ def contains_window(node: exp.Expression | None) -> bool:
     return node is not None and node.find(exp.Window) is not None
 
 
+def resolve_named_windows(tree: exp.Expression) -> exp.Expression:
+    """Inline ``WINDOW w AS (...)`` definitions into the ``OVER w`` / ``OVER (w ORDER BY ...)`` calls
+    of their SELECT; the call may add an ORDER BY or frame the definition lacks (DuckDB's rules)."""
+    for select in list(tree.find_all(exp.Select)):
+        defs = {w.this.name.lower(): w for w in select.args.get("windows") or []}
+        if not defs:
+            continue
+        for call in select.find_all(exp.Window):
+            if call.parent_select is not select or call.args.get("alias") is None:
+                continue
+            name = call.args["alias"].name.lower()
+            if name not in defs:
+                raise SqlError(f"window '{call.args['alias'].name}' is not defined (WINDOW {name} AS (...))")
+            base = defs[name]
+            for key, what in (("partition_by", "PARTITION BY"), ("order", "ORDER BY")):
+                if call.args.get(key) and base.args.get(key):
+                    raise SqlError(f"cannot override the {what} clause of window '{name}'")
+            for key in ("partition_by", "order", "spec"):
+                if not call.args.get(key) and base.args.get(key):
+                    call.set(key, base.args[key].copy() if isinstance(base.args[key], exp.Expression)
+                             else [e.copy() for e in base.args[key]])
+            call.set("alias", None)
+        select.set("windows", None)
+    return tree
+
+
 def bind_window(node: exp.Window, ctx, bind) -> Expr:
     """The column a window call yields; ``bind(n)`` binds a sub-expression in ``ctx``."""
     state: WindowState | None = getattr(ctx, "window", None)

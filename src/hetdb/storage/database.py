@@ -103,10 +103,8 @@ class Database:
         return isinstance(name, str) and bool(name) and not name.startswith(".") and "/" not in name \
             and os.path.exists(os.path.join(self._table_dir(name), CURRENT))
 
-    def table(self, name: str) -> TableReader:
-        """A snapshot reader of the table's committed version."""
-        if not self.has_table(name):
-            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+    def _committed(self, name: str) -> tuple[int, str, tuple[int, int, int, int] | None]:
+        """(committed version, its directory, the identity of its manifest or None)."""
         tdir = self._table_dir(name)
         version = versions.committed_version(tdir, name)
         vdir = os.path.join(tdir, f"v{version}")
@@ -116,6 +114,20 @@ class Database:
             identity = (version, st.st_ino, st.st_size, st.st_mtime_ns)
         except OSError:
             identity = None
+        return version, vdir, identity
+
+    def table_identity(self, name: str) -> tuple[int, int, int, int] | None:
+        """What identifies the committed version of table ``name`` for every Database object of this path
+        (version and manifest file identity); None when it cannot be read."""
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        return self._committed(name)[2]
+
+    def table(self, name: str) -> TableReader:
+        """A snapshot reader of the table's committed version."""
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        version, vdir, identity = self._committed(name)
         cached = self._readers.get(name)
         if identity is not None and cached is not None and cached[0] == identity:
             return cached[1]
@@ -159,6 +171,38 @@ class Database:
             lock.release()
             raise
         return TableWriter(tdir, name, schema, rows_per_page, lock=lock, compression=compression)
+
+    def append_table(self, name: str, new_rows: int) -> TableWriter:
+        """A writer of the next version of table ``name`` holding its current rows and the rows
+        appended to the writer: the current version's row groups are kept as they are (their pages
+        referenced, not copied) except small trailing ones, which are rewritten with the new rows
+        (``storage.append``). ``new_rows``: how many rows will be appended (decides that merge).
+        One commit, atomic like any other; CatalogError if the table does not exist."""
+        from hetdb.storage.append import kept_row_groups
+        from hetdb.storage.writer import Carried
+
+        if not self.has_table(name):
+            raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        lock = TableLock(self._table_dir(name), name)
+        try:
+            if not self.has_table(name):
+                raise CatalogError(f"unknown table '{name}': another process dropped it")
+            base = self.table(name)  # under the lock: the latest commit, and it stays the latest
+            self._upgrade_marker()
+        except BaseException:
+            lock.release()
+            raise
+        keep = kept_row_groups(base, new_rows)
+        writer = TableWriter(self._table_dir(name), name, base.schema, base.rows_per_page, lock=lock,
+                             carried=Carried(base, keep))
+        try:
+            if keep < base.num_row_groups:
+                for batch in base.scan(row_groups=list(range(keep, base.num_row_groups))):
+                    writer.append(batch)
+        except BaseException:
+            writer.abort()
+            raise
+        return writer
 
     def _upgrade_marker(self) -> None:
         # A version-1 database is read as it is; its first new table version is written in the current

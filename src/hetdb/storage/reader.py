@@ -13,7 +13,15 @@ import pyarrow as pa
 from hetdb import io
 from hetdb.column import Batch, Column
 from hetdb.errors import CatalogError, CorruptDataError
-from hetdb.storage.format import MANIFEST, ColumnSpec, PageLocation, ZoneMap, checksum, decode_manifest
+from hetdb.storage.format import (
+    DEFAULT_ROWS_PER_PAGE,
+    MANIFEST,
+    ColumnSpec,
+    PageLocation,
+    ZoneMap,
+    checksum,
+    decode_manifest,
+)
 from hetdb.storage.pages import PLAIN, decode_page
 from hetdb.types import DataType
 
@@ -51,9 +59,16 @@ class TableReader:
             self._columns = {c["name"]: c for c in m["columns"]}
             self.schema = [ColumnSpec(c["name"], DataType.parse(c["type"]), bool(c["nullable"]))
                            for c in m["columns"]]
+            # rows per full row group; manifests before format version 3 do not say (their first
+            # row group is full when there are several)
+            self.rows_per_page = int(m.get("rows_per_page") or (
+                self._rg_rows[0] if len(self._rg_rows) > 1 else DEFAULT_ROWS_PER_PAGE))
             consistent = (m["version"] == version and sum(self._rg_rows) == self.num_rows
                           and len(self._rg_starts) == len(self._rg_rows)
-                          and all(len(c["pages"]) == len(self._rg_rows) for c in m["columns"]))
+                          and all(len(c["pages"]) == len(self._rg_rows) for c in m["columns"])
+                          # a page's file is a name inside this version's directory
+                          and all(os.path.basename(p.get("file") or c["file"]) == (p.get("file") or c["file"])
+                                  for c in m["columns"] for p in c["pages"]))
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptDataError(f"{where}: malformed entry ({e!r})") from None
         if not consistent:
@@ -81,6 +96,17 @@ class TableReader:
                              f"(0..{len(self._rg_rows) - 1})")
         return self._columns[column]["pages"][rg]
 
+    def page_file(self, column: str, rg: int) -> str:
+        """Name (in this version's directory) of the file holding page (column, rg): the column's
+        file, or for a row group an append carried over from an earlier version, that version's file
+        (hard-linked into this directory, so each version directory holds every file it reads)."""
+        return self._page(column, rg).get("file") or self._columns[column]["file"]
+
+    def manifest_page(self, column: str, rg: int) -> dict:
+        """A copy of the manifest entry of page (column, rg), its file named (what an append
+        writes into the next version's manifest for a row group it keeps)."""
+        return {**self._page(column, rg), "file": self.page_file(column, rg)}
+
     def row_group_rows(self, rg: int) -> int:
         return self._rg_rows[rg]
 
@@ -96,7 +122,7 @@ class TableReader:
 
     def page_location(self, column: str, rg: int) -> PageLocation:
         p = self._page(column, rg)
-        return PageLocation(os.path.join(self.path, self._columns[column]["file"]), int(p["offset"]),
+        return PageLocation(os.path.join(self.path, self.page_file(column, rg)), int(p["offset"]),
                             int(p["length"]), int(p["padded"]), int(p["crc"]))
 
     def page_encoding(self, column: str, rg: int) -> str:
@@ -136,7 +162,7 @@ class TableReader:
     # ---- data ----------------------------------------------------------------------------------
     def _where(self, column: str, rg: int) -> str:
         return (f"table '{self.name}' column '{column}' file "
-                f"{os.path.join(self.path, self._columns[column]['file'])} page {rg} (row group {rg})")
+                f"{os.path.join(self.path, self.page_file(column, rg))} page {rg} (row group {rg})")
 
     def _read_raw(self, locs: list[PageLocation], keys: list[tuple[str, int]]) -> list[np.ndarray]:
         try:

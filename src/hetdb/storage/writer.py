@@ -5,12 +5,19 @@ Everything goes into ``v<N>.tmp-<pid>/``; commit fsyncs the files and the direct
 leaves the previous version as the one CURRENT names; leftovers are removed by the next writer.
 A writer holds the table's lock (storage.locking) from before it numbers its version until its commit
 or abort is complete, so the writers of a table run one after another and versions only grow.
+
+An append (``Carried``) writes only the new row groups: the new version's manifest lists the kept
+row groups of the version it appends to with their page entries unchanged, each naming its file,
+and those files are hard-linked into the new version's directory. Every version directory so holds
+every file it reads, and removing an old version never takes a page a newer one uses.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -51,14 +58,54 @@ def check_compression(compression: str) -> tuple[str, ...]:
     return COMPRESSIONS[compression]
 
 
+_kill_counts: dict[str, int] = {}
+
+
 def _kill_point(step: str) -> None:
-    # Crash-consistency tests make a writer die at a named step (os._exit: no cleanup runs).
-    if os.environ.get(KILL_ENV) == step:
+    # Crash-consistency tests make a writer die at a named step (os._exit: no cleanup runs);
+    # "step#n" dies the n-th time the process reaches the step (the n-th commit of a sequence).
+    want = os.environ.get(KILL_ENV)
+    if not want or not want.startswith(step):
+        return
+    name, _, nth = want.partition("#")
+    if name != step:
+        return
+    _kill_counts[step] = _kill_counts.get(step, 0) + 1
+    if _kill_counts[step] >= int(nth or 1):
         os._exit(137)
 
 
-def column_file(i: int) -> str:
-    return f"c{i:04d}.col"
+def column_file(i: int, version: int | None = None) -> str:
+    """Column ``i``'s file: ``c0000.col`` in a fresh table, ``c0000.v<N>.col`` for the pages version
+    N appended (a distinct name, so it can be linked into later versions next to older ones)."""
+    return f"c{i:04d}.col" if version is None else f"c{i:04d}.v{version}.col"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What an append keeps of the version it appends to: its first ``row_groups`` row groups,
+    pages referenced as they are (never copied or rewritten)."""
+
+    reader: TableReader
+    row_groups: int
+
+    @property
+    def rows(self) -> int:
+        r = self.reader
+        return r.row_group_start(self.row_groups - 1) + r.row_group_rows(self.row_groups - 1) \
+            if self.row_groups else 0
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link ``src`` as ``dst`` (the same bytes, no copy); copy where links are refused."""
+    try:
+        os.link(src, dst)
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        shutil.copyfile(src, dst)
+        with open(dst, "rb+") as f:
+            os.fsync(f.fileno())
 
 
 def dictionary_file(i: int) -> str:
@@ -91,11 +138,13 @@ class TableWriter:
     """Writes one new version of a table. Use as a context manager: commit on success, abort on error."""
 
     def __init__(self, table_dir: str, table: str, schema: list[ColumnSpec], rows_per_page: int,
-                 lock: TableLock, compression: str = DEFAULT_COMPRESSION) -> None:
+                 lock: TableLock, compression: str = DEFAULT_COMPRESSION, carried: Carried | None = None) -> None:
         """``lock``: the table's writer lock, held by the caller; the writer releases it when it
-        commits or aborts (also when this constructor fails)."""
+        commits or aborts (also when this constructor fails). ``carried``: the new version appends
+        to ``carried.reader``'s version, keeping its first ``carried.row_groups`` row groups."""
         self._lock = lock
         self._done = True  # until the version directory exists: abort has nothing to remove
+        self._carried = carried
         try:
             self._start(table_dir, table, schema, rows_per_page, compression)
         except BaseException:
@@ -128,13 +177,30 @@ class TableWriter:
         versions.ACTIVE_TMP_DIRS.add(self._tmp)
         self._done = False
         self._files: list[Any] = []
-        self._files.extend(open(os.path.join(self._tmp, column_file(i)), "wb") for i in range(len(schema)))
+        suffix = None if self._carried is None else self.version
+        self._col_files = [column_file(i, suffix) for i in range(len(schema))]
+        self._files.extend(open(os.path.join(self._tmp, name), "wb") for name in self._col_files)
         self._offsets = [0] * len(schema)
         self._pages: list[list[dict]] = [[] for _ in schema]
-        self._dicts = [DictionaryBuilder() if c.dtype.kind == "string" else None for c in schema]
+        self._dicts = [self._dictionary_builder(c) if c.dtype.kind == "string" else None for c in schema]
         self._rg_rows: list[int] = []
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
+
+    def _dictionary_builder(self, spec: ColumnSpec) -> DictionaryBuilder:
+        """A fresh builder, or for an append one holding the kept pages' dictionary: codes only
+        grow, so the kept dict pages stay valid with the new version's (longer) dictionary."""
+        d = DictionaryBuilder()
+        c = self._carried
+        if c is None or not c.row_groups:
+            return d
+        d.rows_seen = c.rows
+        if any(c.reader.page_encoding(spec.name, rg) == DICT for rg in range(c.row_groups)):
+            for v in c.reader.dictionary(spec.name).to_arrow().to_pylist():
+                d.index[v] = len(d.values)
+                d.values.append(v)
+            d.used = True
+        return d
 
     # ---- context manager -----------------------------------------------------------------------
     def __enter__(self) -> TableWriter:
@@ -248,24 +314,31 @@ class TableWriter:
             if self._pending_rows:
                 self._flush(self._pending_rows)
             columns = []
+            carried = self._carried
+            kept = carried.row_groups if carried is not None else 0
             for i, spec in enumerate(self.schema):
                 f = self._files[i]
                 f.flush()
                 os.fsync(f.fileno())
                 f.close()
+                pages = [carried.reader.manifest_page(spec.name, rg) for rg in range(kept)]
+                for name in dict.fromkeys(p["file"] for p in pages):
+                    _link_or_copy(os.path.join(carried.reader.path, name), os.path.join(self._tmp, name))
                 entry: dict[str, Any] = {"name": spec.name, "type": str(spec.dtype), "nullable": spec.nullable,
-                                         "file": column_file(i), "pages": self._pages[i]}
+                                         "file": self._col_files[i], "pages": pages + self._pages[i]}
                 d = self._dicts[i]
                 if d is not None and d.used:
                     entry["dictionary"] = self._write_dictionary(i, d)
                 columns.append(entry)
+            _kill_point("after_link")
+            rg_rows = [carried.reader.row_group_rows(rg) for rg in range(kept)] + self._rg_rows
             starts, pos = [], 0
-            for n in self._rg_rows:
+            for n in rg_rows:
                 starts.append(pos)
                 pos += n
             manifest = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "table": self.table,
-                        "version": self.version, "num_rows": self.rows_written,
-                        "row_group_starts": starts, "row_group_rows": self._rg_rows, "columns": columns}
+                        "version": self.version, "num_rows": pos, "rows_per_page": self.rows_per_page,
+                        "row_group_starts": starts, "row_group_rows": rg_rows, "columns": columns}
             _kill_point("before_manifest")
             write_file_durably(os.path.join(self._tmp, MANIFEST), encode_manifest(manifest))
             fsync_dir(self._tmp)
@@ -281,6 +354,7 @@ class TableWriter:
             fsync_dir(self._table_dir)
             _kill_point("before_current")
             self._publish()
+            _kill_point("after_publish")
         except BaseException:
             if not self._done:
                 self.abort()
@@ -306,7 +380,7 @@ class TableWriter:
         col = d.column()
         offsets = col.offsets.astype("<i8", copy=False)
         data = offsets.tobytes() + col.chars.tobytes()
-        name = dictionary_file(i)
+        name = dictionary_file(i)  # a version's own file (an append writes the grown dictionary)
         write_file_durably(os.path.join(self._tmp, name), data)
         return {"file": name, "count": len(d.values), "length": len(data), "crc": checksum(data),
                 "chars_offset": int(offsets.nbytes)}

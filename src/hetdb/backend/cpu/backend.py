@@ -14,7 +14,7 @@ from hetdb.backend.cpu import join as _join
 from hetdb.backend.cpu import like as _like
 from hetdb.backend.cpu import sort as _sort
 from hetdb.backend.cpu import strings as _strings
-from hetdb.backend.cpu.keys import hash_rows, key_matrix
+from hetdb.backend.cpu.keys import hash_rows, key_matrix, set_kernel_threads
 
 # Below this many rows NumPy's single-threaded take beats starting the thread pool.
 _PARALLEL_GATHER_ROWS = 1 << 20
@@ -40,7 +40,7 @@ class CpuBackend:
         """Threads the calling thread's Numba kernels may use (None: all). Pipeline workers run
         morsels in parallel already; a parallel kernel inside each would oversubscribe the cores and
         every OpenMP barrier would then wait for a descheduled thread."""
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if n is None else max(1, int(n)))
+        set_kernel_threads(numba.config.NUMBA_NUM_THREADS if n is None else n)
 
     # ---- movement -------------------------------------------------------------------------------
     def asarray(self, host_array: Any) -> np.ndarray:

@@ -10,12 +10,19 @@ parallel, and a pass that numbers groups as it meets them needs no renumbering a
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.hashtable import build
-from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, rows_equal, slot_of
+from hetdb.backend.cpu.keys import (
+    hash_rows,
+    kernel_threads,
+    key_bits,
+    key_matrix,
+    row_hash,
+    rows_equal,
+    slot_of,
+)
 
 # Direct indexing pays while the code space is about the size of the input (or cache-sized).
 _DENSE_MIN_RANGE = 1 << 16
@@ -268,7 +275,7 @@ def hash_group_ids(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     final merge; pipeline workers run single-threaded): the parallel partitioned build instead."""
     km = key_matrix(keys)
     n = int(km.shape[1])
-    if n >= _PARALLEL_GROUP_ROWS and numba.get_num_threads() >= _PARALLEL_GROUP_THREADS \
+    if n >= _PARALLEL_GROUP_ROWS and kernel_threads() >= _PARALLEL_GROUP_THREADS \
             and _many_groups(km):
         table = build(km, hash_rows(km), descending=False, chain=False)
         return _number_parallel(table.row_key, table.key_rep)

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba import njit, prange
 
-from hetdb.backend.cpu.keys import same_key, slot_of, table_capacity
+from hetdb.backend.cpu.keys import kernel_threads, same_key, slot_of, table_capacity
 
 # Below this many rows one thread builds faster than partitioning costs.
 _PARALLEL_BUILD_ROWS = 1 << 17
@@ -152,7 +151,7 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -
     key_count = np.zeros(n, np.int64)
     next_row = np.empty(n if chain else 0, np.int64)
     row_key = np.empty(n, np.int64)
-    threads = numba.get_num_threads()
+    threads = kernel_threads()
     if n < _PARALLEL_BUILD_ROWS or threads == 1:
         _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key)
     else:

@@ -118,7 +118,10 @@ def filter_of(table) -> KeyFilter:
 def might_match(f: KeyFilter, keys: list[np.ndarray]) -> np.ndarray:
     """Bool per probe row: False only where the key is certainly not among the build keys (keys
     already normalized and packed like the build's)."""
-    km = key_matrix(keys)
     if f.bitmap:
-        return _bitmap_test(f.bits, np.int64(f.lo), np.int64(f.size), km[0])
+        key = np.ascontiguousarray(keys[0]) if len(keys) == 1 else None
+        if key is None or key.dtype.kind not in "iu":
+            key = key_matrix(keys)[0]  # int32 keys are tested as they are: no widened copy per batch
+        return _bitmap_test(f.bits, np.int64(f.lo), np.int64(f.size), key)
+    km = key_matrix(keys)
     return _bloom_test(f.bits, f.shift, hash_rows(km))

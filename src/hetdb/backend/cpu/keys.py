@@ -8,9 +8,12 @@ the mix of key dtypes.
 
 from __future__ import annotations
 
+import ctypes
+
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.np.ufunc import parallel as _numba_parallel
 
 from hetdb.backend.base import HASH_SEED
 from hetdb.errors import UnsupportedError
@@ -24,9 +27,49 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 MIN_CHUNK_ROWS = 1 << 16
 
 
+_thread_calls: list = []  # (getter, setter) of the threading layer, called with the GIL held
+
+
+def _layer_calls() -> tuple | None:
+    """Numba's per-thread getter and setter of the kernel thread count, as functions that keep the
+    GIL: Numba wraps them with ctypes.CFUNCTYPE, which lets go of the GIL around a call that only
+    reads a thread-local (each let-go is a chance to queue for the GIL again behind 15 workers)."""
+    if _thread_calls:
+        return _thread_calls[0]
+    get = getattr(_numba_parallel, "_get_num_threads", None)
+    set_ = getattr(_numba_parallel, "_set_num_threads", None)
+    if not getattr(_numba_parallel, "_is_initialized", False) or get is None or set_ is None:
+        return None
+    calls = (ctypes.PYFUNCTYPE(ctypes.c_int)(ctypes.cast(get, ctypes.c_void_p).value),
+             ctypes.PYFUNCTYPE(None, ctypes.c_int)(ctypes.cast(set_, ctypes.c_void_p).value))
+    _thread_calls.append(calls)
+    return calls
+
+
+def kernel_threads() -> int:
+    """``numba.get_num_threads()`` of the calling thread, without the lock the public function takes.
+
+    Numba's getter and setter first take a process-wide multiprocessing lock (a semaphore) to check
+    that the threading layer is up; pipeline workers ask several times per batch. Once the layer is
+    up, its own per-thread getter answers (see ``_layer_calls``)."""
+    calls = _layer_calls()
+    return int(calls[0]()) if calls is not None else numba.get_num_threads()
+
+
+def set_kernel_threads(n: int) -> None:
+    """``numba.set_num_threads(n)`` for the calling thread (n clamped to the launched threads),
+    without the process-wide lock once the threading layer is up (see ``kernel_threads``)."""
+    n = max(1, min(int(n), numba.config.NUMBA_NUM_THREADS))
+    calls = _layer_calls()
+    if calls is not None:
+        calls[1](n)
+    else:
+        numba.set_num_threads(n)
+
+
 def num_chunks(n: int, min_rows: int = MIN_CHUNK_ROWS) -> int:
     """How many chunks to split ``n`` rows into for a prange over chunks."""
-    threads = numba.get_num_threads()
+    threads = kernel_threads()
     if threads == 1:
         return 1  # one thread gains nothing from chunks, and per-chunk accumulators cost memory
     return max(1, min(4 * threads, (n + min_rows - 1) // min_rows))

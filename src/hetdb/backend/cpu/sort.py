@@ -3,8 +3,13 @@
 Each key becomes an int64 whose signed order is the SQL order: floats map to their IEEE bits made
 monotone (-0.0 == 0.0, NaN above +inf), and a descending key is bitwise-negated (``~x`` reverses
 the order without the overflow of ``-x``). When the keys' combined range fits, they are packed into one
-code together with the row number, so a single unstable ``np.sort`` of distinct values yields the stable
+code together with the row number, so a single unstable sort of distinct values yields the stable
 permutation; otherwise ``np.lexsort`` (stable) sorts the normalized keys.
+
+The sort of packed codes runs on every kernel thread when there are many: a sample of the codes gives
+one splitter per thread, each chunk of rows counts and scatters its codes into the splitters' ranges
+(a stable partition), and each thread sorts one range in place; ranges are disjoint and ordered, so
+their concatenation is the sorted array, with no merge step.
 """
 
 from __future__ import annotations
@@ -13,8 +18,12 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.keys import kernel_threads
 
 _SIGN = np.int64(-0x8000000000000000)
+# Below this many codes one thread's sort beats partitioning them first.
+PARALLEL_SORT_ROWS = 1 << 18
+_SAMPLES_PER_RANGE = 64
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -57,6 +66,49 @@ def _pack(keys, mins, strides, idx_bits, rows):
     return out
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _partitioned_sort(a, nparts):
+    """``np.sort(a)`` of int64 values, partitioned by sampled splitters over ``nparts`` threads."""
+    n = a.shape[0]
+    if n == 0:
+        return a.copy()
+    step = max(1, n // (nparts * _SAMPLES_PER_RANGE))
+    sample = np.sort(a[::step])
+    splitters = np.empty(nparts - 1, np.int64)
+    for p in range(nparts - 1):
+        splitters[p] = sample[(p + 1) * sample.shape[0] // nparts]
+    hist = np.zeros((nparts, nparts), np.int64)
+    for c in prange(nparts):
+        for i in range(c * n // nparts, (c + 1) * n // nparts):
+            hist[c, np.searchsorted(splitters, a[i], side="right")] += 1
+    starts = np.empty(nparts + 1, np.int64)
+    pos = np.empty((nparts, nparts), np.int64)
+    total = 0
+    for p in range(nparts):
+        starts[p] = total
+        for c in range(nparts):
+            pos[c, p] = total
+            total += hist[c, p]
+    starts[nparts] = total
+    out = np.empty(n, np.int64)
+    for c in prange(nparts):
+        for i in range(c * n // nparts, (c + 1) * n // nparts):
+            p = np.searchsorted(splitters, a[i], side="right")
+            out[pos[c, p]] = a[i]
+            pos[c, p] += 1
+    for p in prange(nparts):
+        out[starts[p]:starts[p + 1]].sort()
+    return out
+
+
+def sort_int64(a: np.ndarray) -> np.ndarray:
+    """Sorted copy of an int64 array, on the calling thread's kernel threads when it is large."""
+    threads = kernel_threads()
+    if threads == 1 or a.shape[0] < PARALLEL_SORT_ROWS:
+        return np.sort(a)
+    return _partitioned_sort(a, 2 * threads)
+
+
 def _packed_order(okeys: list[np.ndarray], rows: np.ndarray) -> np.ndarray | None:
     """Stable order of ``rows`` (positions into ``rows``) by packing keys and position into one int64;
     None when they do not fit in 63 bits."""
@@ -77,8 +129,7 @@ def _packed_order(okeys: list[np.ndarray], rows: np.ndarray) -> np.ndarray | Non
         strides[j] = acc
         acc *= sizes[j]
     mins = np.array([lo for lo, _ in ranges], np.int64)
-    packed = _pack(np.stack(okeys), mins, strides, np.int64(idx_bits), rows)
-    packed.sort()
+    packed = sort_int64(_pack(np.stack(okeys), mins, strides, np.int64(idx_bits), rows))
     return packed & np.int64((1 << idx_bits) - 1)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import hetdb
+from hetdb.compiling import compiling
 from hetdb.errors import HetdbError
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
@@ -118,7 +119,8 @@ def _compile_cubin(nvrtc: Any, source: str, filename: str, options: tuple[str, .
         for name in name_expressions:
             add_name(prog, name)
         try:
-            nvrtc.compileProgram(prog, [*options, f"--gpu-architecture=sm_{cc}"])
+            with compiling(f"CUDA {filename}"):
+                nvrtc.compileProgram(prog, [*options, f"--gpu-architecture=sm_{cc}"])
         except nvrtc.NVRTCError as e:
             raise HetdbError(f"NVRTC failed to compile {filename} for sm_{cc}: {e}\n"
                              f"{nvrtc.getProgramLog(prog)}") from e

@@ -1,13 +1,13 @@
 """PageStreamer: table pages into GPU memory, each routed by where copies of it already live.
 
-Per page (HetCache-style routing):
+Which path a page takes is the router's decision (``cache/router.py``); this module carries it out:
 
-    device cache hit   nothing moves: the cached device Column is used (pinned while in use)
-    host tier hit      one async H2D copy per contiguous run straight out of the pinned block(s) of the
-                       ``HostPageCache`` (no CPU copy, no checksum: it was verified when loaded)
-    miss               an I/O thread reads the page (O_DIRECT) into pinned blocks of the host tier when it
-                       has room, else into a slot of a ring of pinned buffers; the CRC is checked once
-                       there; then the H2D copy as above
+    GPU_RESIDENT   nothing moves: the cached device Column is used (pinned while in use)
+    HOST_TO_GPU    one async H2D copy per contiguous run straight out of the pinned block(s) of the
+                   ``HostPageCache`` (no CPU copy, no checksum: it was verified when loaded)
+    DISK_TO_HOST   an I/O thread reads the page (O_DIRECT) into pinned blocks of the host tier (which
+                   admitted it); the CRC is checked once there; then the H2D copy as above
+    DISK_DIRECT    the same read into a slot of a ring of pinned buffers, then the copy
 
 Pipeline per row group (``depth`` row groups scheduled ahead, triple-buffered by default):
 
@@ -29,8 +29,8 @@ still reads. The copy stream is one per device and process: CuPy's pool reuses a
 stream that allocated it, so one stream lets every scan (and every connection) reuse the same blocks.
 
 Every device byte is a reservation against the ``DeviceMemoryBudget``: cached pages through the
-``DevicePageCache`` (which evicts least-recently-used unpinned pages to make room), pages that do not
-fit in the cache as transient reservations released when the consumer moves on. Only the columns and
+``DevicePageCache`` (which admits and evicts by benefit, ``cache/policy.py``), pages it does not keep
+as transient reservations released when the consumer moves on. Only the columns and
 row groups asked for are read (the caller passes the row groups that survive zone-map pruning).
 """
 
@@ -49,6 +49,8 @@ import numpy as np
 
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
+from hetdb.cache.rates import shared_rates
+from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError
 from hetdb.io import ALIGN, read_range
@@ -105,6 +107,7 @@ class _Page:
     host: HostPage | None = None         # pinned host-tier page the bytes are copied from
     loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
     codec: str = "plain"                 # encoding of the data section (hetdb.codec)
+    route: Route = Route.DISK_DIRECT     # the router's decision
 
 
 @dataclass
@@ -127,19 +130,29 @@ def page_codec(reader: Any, column: str, rg: int) -> str:
 
 
 def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sections: dict, n: int,
-                      codec: str) -> int:
-    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it) or the
-    decoded values (an encoded data section), plus the unpacked validity."""
+                      codec: str, compressed: bool = False) -> int:
+    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it; an encoded
+    page kept compressed, see ``keeps_compressed``) or the decoded values (an encoded data section),
+    plus the unpacked validity."""
     validity = n if "validity" in sections else 0
-    if codec == "plain":
+    if codec == "plain" or (compressed and keeps_compressed(codec, sections)):
         return loc.length + validity
     return n * np.dtype(reader.column(column).dtype.numpy_dtype).itemsize + validity
 
 
-def _decoded_column_bound(reader: Any, column: str) -> int:
-    """Upper bound of the device bytes of every page of a column, from the manifest."""
+def keeps_compressed(codec: str, sections: dict) -> bool:
+    """With ``gpu_compressed_cache`` on: whether a page stays compressed in device memory (a kernel
+    decodes its data section in place) rather than being decoded on arrival."""
+    from hetdb.backend.gpu.encoded import KERNEL_CODECS
+
+    return codec in KERNEL_CODECS and "data" in sections and "offsets" not in sections
+
+
+def _decoded_column_bound(reader: Any, column: str, compressed: bool = False) -> int:
+    """Upper bound of the device bytes of every page of a column, from the manifest (``compressed``:
+    pages stay as stored, so the padded bytes on disk bound them)."""
     on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
-    if not hasattr(reader, "decoded_bytes"):
+    if compressed or not hasattr(reader, "decoded_bytes"):
         return on_disk
     rgs = range(reader.num_row_groups)
     return (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
@@ -152,12 +165,19 @@ class PageStreamer:
     The yielded arrays stay valid until the next iteration step (or ``close``); a consumer that keeps
     results longer copies them. Use as a context manager or exhaust the iterator, so pins and
     reservations are returned.
+
+    ``router`` decides each page's path (default: automatic); a router that forbids the device or
+    host tier makes the streamer ignore that tier (except that the device cache still gives memory
+    back when a transient page needs it). ``keep``: cache every page on the device regardless of
+    the placement policy (a user's pin loading a table; False pages are still transient when the
+    budget refuses them).
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
-                 direct: bool = True) -> None:
+                 direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
+                 keep: bool = False) -> None:
         import cupy
 
         if depth < 1:
@@ -168,12 +188,22 @@ class PageStreamer:
         self.columns = list(columns)
         self.row_groups = list(range(reader.num_row_groups) if row_groups is None else row_groups)
         self.budget = budget
-        self.cache = cache
-        self.host_cache = host_cache
+        self.router = router or PageRouter()
+        if self.router.cpu_workers:
+            raise ValueError("PageStreamer delivers pages to the GPU only: route HOST_CPU pages elsewhere")
+        self._device_tier = cache  # evicted from under memory pressure even when the route ignores it
+        self.cache = cache if self.router.use_device_tier or keep else None
+        self.host_cache = host_cache if self.router.use_host_tier else None
+        self.keep = keep
+        self.routes = RouteCounts()
+        self._tier_stats0 = self._tier_stats()
         self.depth = depth
         # direct=False reads through the OS page cache (files known to be hot there); O_DIRECT is the
         # default so a scan larger than memory neither pollutes nor depends on the page cache.
         self.direct = direct
+        # compressed=True (connection option gpu_compressed_cache): encoded pages stay encoded in
+        # device memory as EncodedColumns (backend/gpu/encoded.py) that generated kernels read in place
+        self.compressed = compressed
         self.stats = StreamStats()
         self._cupy = cupy
         self._device_id = cupy.cuda.Device().id
@@ -189,7 +219,6 @@ class PageStreamer:
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
-        self._host_mark = host_cache.begin_scan() if host_cache is not None else None
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
 
     # ---- public ----------------------------------------------------------------------------------
@@ -249,8 +278,8 @@ class PageStreamer:
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        bound = sum(_decoded_column_bound(reader, c) + (reader.num_rows if reader.column(c).nullable else 0)
-                    for c in self.columns)
+        bound = sum(_decoded_column_bound(reader, c, self.compressed)
+                    + (reader.num_rows if reader.column(c).nullable else 0) for c in self.columns)
         if bound > cache.capacity_bytes - cache.pinned_bytes():
             return False
         stream = self._copy_stream
@@ -290,16 +319,20 @@ class PageStreamer:
                     enc, sections = page_layout(reader, column, rg)
                     n = reader.row_group_rows(rg)
                     codec = page_codec(reader, column, rg)
-                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec)
-                    if not cache.reserve(nbytes):
-                        complete = False  # the budget is taken by query work: stream the rest
+                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec, self.compressed)
+                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length):
+                        complete = False  # no room (budget taken, or worth less than the cached pages)
                         break
+                    # the policy sees this read like a streamed one (a page not filled is counted
+                    # when it streams)
+                    cache.record_access(key)
                     try:
                         value = self._fill_page(column, rg, loc, host, enc, sections, n, codec)
                     except BaseException:
                         cache.release(nbytes)
                         raise
                     cache.put(key, value, nbytes, reserved=True)
+                    self.routes.add(Route.HOST_TO_GPU, loc.length)
                     self.stats.pages_host += 1
                     self.stats.bytes_host += loc.length
                     self.stats.bytes_h2d += loc.length
@@ -339,12 +372,43 @@ class PageStreamer:
             self._gen.close()  # runs the generator's cleanup if it stopped at a yield
         self._release_scan()
 
+    def _tier_stats(self) -> tuple[int, int, int]:
+        """(admitted, evicted, bypassed) of both tiers so far (a scan reports its deltas)."""
+        out = [0, 0, 0]
+        for tier in (self._device_tier, self.host_cache):
+            if tier is not None:
+                st = tier.stats
+                out[0] += st.admitted
+                out[1] += st.evictions
+                out[2] += st.bypassed
+        return tuple(out)
+
+    def route_counts(self) -> RouteCounts:
+        """Pages and bytes by path so far, with the tiers' placement decisions since the scan began
+        (tiers shared with concurrent scans count theirs too)."""
+        now = self._tier_stats()
+        self.routes.admitted, self.routes.evicted, self.routes.bypassed = (
+            a - b for a, b in zip(now, self._tier_stats0))
+        return self.routes
+
+    def _observe_rates(self) -> None:
+        """Feed the scan's end-to-end rates to the cost model: the disk's when most bytes came from
+        storage, the host→GPU link's when most were copies out of the host tier."""
+        st, rates = self.stats, shared_rates()
+        if st.seconds <= 0:
+            return
+        if st.bytes_read > st.bytes_host:
+            rates.observe_disk(st.bytes_read, st.seconds)
+        elif st.bytes_host:
+            rates.observe_h2d(st.bytes_h2d, st.seconds)
+
     def _release_scan(self) -> None:
         if self._closed:
             return
         self._closed = True
         self._pool.shutdown(wait=True)
         self._copy_stream.synchronize()
+        self._observe_rates()
         self._unpin_host(wait=True)
         for key in self._dict_pins:
             self.cache.unpin(key)
@@ -367,17 +431,15 @@ class PageStreamer:
             page = _Page(column, rg_id, PageKey(table, version, column, rg_id),
                          self.reader.page_location(column, rg_id), enc, sections,
                          self.reader.row_group_rows(rg_id), codec=page_codec(self.reader, column, rg_id))
-            if self.cache is not None:
-                hit = self.cache.get(page.key, pin=True)
-                if hit is not None:
-                    page.value, page.cached = hit, True
-            if page.value is None and self.host_cache is not None:
-                self._route_host(page)
-            if page.value is None and page.host is None and page.future is None:
+            page.route = self.router.route(page.location.length,
+                                           on_gpu=lambda p=page: self._probe_device(p),
+                                           in_host=lambda p=page: self._probe_host(p),
+                                           load_host=lambda p=page: self._start_host_load(p))
+            if page.route is Route.DISK_DIRECT:
                 page.slot_offset = offset
                 offset += page.location.padded_length
             rg.pages.append(page)
-        ring = [p for p in rg.pages if p.value is None and p.host is None and p.future is None]
+        ring = [p for p in rg.pages if p.route is Route.DISK_DIRECT]
         if ring:
             buf = self._slot(rg.slot, offset)
             wait_for = self._slot_events[rg.slot]
@@ -386,21 +448,39 @@ class PageStreamer:
                 p.future = self._pool.submit(self._read_page, p, dest, wait_for)
         return rg
 
-    def _route_host(self, page: _Page) -> None:
-        """A host-tier hit pins the page; a miss takes blocks for it there and starts the load."""
-        loc = page.location
+    def _probe_device(self, page: _Page) -> bool:
+        """Router probe: a device-cache hit, pinned."""
+        if self.cache is None:
+            return False
+        hit = self.cache.get(page.key, pin=True)
+        if hit is None:
+            return False
+        page.value, page.cached = hit, True
+        return True
+
+    def _host_key(self, page: _Page) -> PageKey:
         # The host tier is process-wide: a table *path* (version directory) names the page, not the
         # table name, which another database may share.
-        key = PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
-        hit = self.host_cache.lookup(key, loc, pin=True)
-        if hit is not None:
-            page.host = hit
-            return
-        blocks = self.host_cache.acquire(key, loc.length, loc.padded_length, loc.checksum,
-                                         evict_before=self._host_mark)
-        if blocks is not None:
-            page.loading = True
-            page.future = self._pool.submit(self._load_host, page, blocks)
+        return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
+
+    def _probe_host(self, page: _Page) -> bool:
+        """Router probe: a host-tier hit, pinned."""
+        if self.host_cache is None:
+            return False
+        page.host = self.host_cache.lookup(self._host_key(page), page.location, pin=True)
+        return page.host is not None
+
+    def _start_host_load(self, page: _Page) -> bool:
+        """Router probe: blocks for the page in the host tier (if it admits it) and its load started."""
+        if self.host_cache is None:
+            return False
+        loc = page.location
+        blocks = self.host_cache.acquire(self._host_key(page), loc.length, loc.padded_length, loc.checksum)
+        if blocks is None:
+            return False
+        page.loading = True
+        page.future = self._pool.submit(self._load_host, page, blocks)
+        return True
 
     def _slot(self, slot: int, nbytes: int) -> np.ndarray:
         from hetdb.backend.gpu.memory import pinned_empty
@@ -475,8 +555,10 @@ class PageStreamer:
         with stream:
             for page in rg.pages:
                 if page.cached:
+                    nbytes = _column_nbytes(page.value)
                     self.stats.pages_cached += 1
-                    self.stats.bytes_cached += _column_nbytes(page.value)
+                    self.stats.bytes_cached += nbytes
+                    self.routes.add(Route.GPU_RESIDENT, nbytes)
                     continue
                 from_storage = page.future is not None
                 host = page.future.result() if from_storage else None
@@ -484,8 +566,12 @@ class PageStreamer:
                 if page.loading:
                     page.host, page.loading = host, False
                 nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
-                                           page.sections, page.num_rows, page.codec)
-                page.cached = self.cache is not None and self.cache.reserve(nbytes)
+                                           page.sections, page.num_rows, page.codec, self.compressed)
+                if self.keep:
+                    page.cached = self.cache.reserve(nbytes)
+                else:
+                    page.cached = self.cache is not None and self.cache.reserve(
+                        nbytes, key=page.key, link_bytes=page.location.length)
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
                 try:
@@ -501,7 +587,9 @@ class PageStreamer:
                         page.cached = False
                     raise
                 if page.cached:
-                    self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True)
+                    self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True,
+                                   link_bytes=page.location.length)
+                self.routes.add(page.route, page.location.length)
                 if from_storage:
                     self.stats.pages_read += 1
                     self.stats.bytes_read += page.location.padded_length
@@ -523,7 +611,7 @@ class PageStreamer:
         num_rows = self.reader.row_group_rows(self.row_groups[rg.index])
         self.stats.row_groups += 1
         self.stats.rows += num_rows
-        return Batch({p.column: p.value for p in rg.pages}, num_rows)
+        return Batch({p.column: _delivered(p.value) for p in rg.pages}, num_rows)
 
     def _unpin_host(self, wait: bool) -> None:
         """Unpin host-tier pages whose copies have completed (all of them with ``wait``)."""
@@ -539,8 +627,8 @@ class PageStreamer:
 
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
-            if self.cache is not None:
-                self.cache.evict(nbytes)
+            if self._device_tier is not None:
+                self._device_tier.evict(nbytes)
             self.budget.reserve(nbytes, f"streaming page {page.row_group} of column '{page.column}' "
                                         f"of table '{self.reader.name}'")
         page.transient_bytes = nbytes
@@ -571,6 +659,12 @@ class PageStreamer:
             return Column(spec.dtype, validity=validity, offsets=offsets, chars=section("chars"))
         if page.codec == "plain":
             data = _view(section("data"), spec.dtype.numpy_dtype, n, page)
+        elif self.compressed and keeps_compressed(page.codec, page.sections):
+            from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
+
+            dpage = DevicePage(section("data"), page.codec, n, np.dtype(spec.dtype.numpy_dtype))
+            dictionary = self._dictionary(page.column) if page.encoding == "dict" else None
+            return EncodedColumn(spec.dtype, validity=validity, dictionary=dictionary, device_page=dpage)
         else:
             from hetdb.backend.gpu.decode import decode_device
 
@@ -595,8 +689,8 @@ class PageStreamer:
             cached = self.cache is not None and self.cache.reserve(nbytes)
             if not cached:
                 if not self.budget.try_reserve(nbytes):
-                    if self.cache is not None:
-                        self.cache.evict(nbytes)
+                    if self._device_tier is not None:
+                        self._device_tier.evict(nbytes)
                     self.budget.reserve(nbytes, f"dictionary of column '{column}' of table '{self.reader.name}'")
                 self._dict_transient += nbytes
             cp = self._cupy
@@ -695,7 +789,17 @@ def _view(buf: Any, dtype: Any, count: int, page: _Page) -> Any:
     return buf.view(dtype)
 
 
+def _delivered(col: Column) -> Column:
+    """A page's Column as a scan hands it out: a compressed cache entry as a fresh EncodedColumn, so
+    what a consumer decodes from it is not kept in the cache."""
+    fresh = getattr(col, "fresh", None)
+    return col if fresh is None else fresh()
+
+
 def _column_nbytes(col: Column) -> int:
+    nbytes = getattr(col, "device_nbytes", None)
+    if nbytes is not None:  # an EncodedColumn: its page as cached, never a decoded copy
+        return int(nbytes)
     total = 0
     for arr in (col.data, col.validity, col.offsets, col.chars):
         if arr is not None:

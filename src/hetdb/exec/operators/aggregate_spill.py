@@ -3,8 +3,8 @@
 A partition whose states (or raw rows, for DISTINCT) do not fit ``host_memory_limit`` is split again
 by the next four bits of the group-key hash, down to partitions that fit. A partition that cannot be
 split (every row has the same key hash: one group) merges its partial states a slice at a time —
-they reduce to one row per group — or, holding raw rows for DISTINCT, fails with OutOfMemoryError
-naming the aggregation.
+they reduce to one row per group — or, holding raw rows for DISTINCT, computes each aggregate on its
+own (``aggregate_distinct_spill.py``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from hetdb.column import Batch
-from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import _g
+from hetdb.exec.operators.aggregate_distinct_spill import one_key_raw
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 
@@ -49,10 +49,7 @@ def finish_partition(op: Any, ctx: ExecContext, g: Any, f: Any, level: int) -> l
                     out.extend(finish_partition(op, ctx, g, sub, level + 1))
                 return out
         if op.raw_mode:
-            raise OutOfMemoryError(
-                f"{op.describe()} needs {2 * f.nbytes:,} bytes for the raw rows of one group key "
-                f"(DISTINCT) but host_memory_limit={ctx.memory.limit:,} leaves "
-                f"{max(0, ctx.memory.limit - ctx.memory.used):,} free; raise host_memory_limit")
+            return [one_key_raw(op, ctx, g, f)]
         return [op._outputs(ctx, _merge_slices(op, ctx, g, f))]
     finally:
         f.remove()

@@ -37,6 +37,7 @@ class OpStats:
     row_groups_read: int = 0
     row_groups_skipped: int = 0
     fused: str = ""                # GPU: "fused" or why the pipeline ran operator at a time
+    routes: Any = None             # scans: cache.router.RouteCounts (pages/bytes by path, cache decisions)
 
 
 class ExecContext:
@@ -62,10 +63,15 @@ class ExecContext:
         self._lock = threading.Lock()
         self._local = threading.local()
 
+    # called with the index by set_morsel while a streamed result's pipeline runs (exec/stream.py)
+    on_morsel: Any = None
+
     def set_morsel(self, index: int) -> None:
         """Called by the driver before a morsel's batches are pushed (orders collected results)."""
         self._local.morsel = index
         self._local.sub = 0
+        if self.on_morsel is not None:
+            self.on_morsel(index)
 
     def current_morsel_key(self) -> tuple[int, int]:
         sub = getattr(self._local, "sub", 0)
@@ -84,6 +90,18 @@ class ExecContext:
         with self._lock:
             for k, v in deltas.items():
                 setattr(s, k, getattr(s, k) + v)
+
+    def add_routes(self, op_id: int, counts: Any) -> None:
+        """Add a scan's pages/bytes by path and cache decisions (a cache.router.RouteCounts)."""
+        if not counts:
+            return
+        from hetdb.cache.router import RouteCounts
+
+        s = self.stat(op_id)
+        with self._lock:
+            if s.routes is None:
+                s.routes = RouteCounts()
+            s.routes.merge(counts)
 
     @property
     def batch_rows(self) -> int | None:

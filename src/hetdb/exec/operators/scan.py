@@ -3,9 +3,11 @@ right after the read, only the needed columns); files read in place are in scan_
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from hetdb.cache.rates import shared_rates
 from hetdb.column import Batch
 from hetdb.exec.columns import column_nbytes, slice_batch, slice_column, take
 from hetdb.exec.hostutil import column_to_device
@@ -121,7 +123,11 @@ class TableScan(Source):
                 from hetdb.exec.operators.scan_device import read_device_scan
 
                 return read_device_scan(self, ctx, rg, reader)
-            return self._read(ctx, rg, reader)
+            t0 = time.perf_counter()
+            out = self._read(ctx, rg, reader)
+            # the router's cost model: pages a CPU worker gets through per second in a scan
+            shared_rates().cpu_rate("scan").observe(len(self.scan.fields), time.perf_counter() - t0)
+            return out
 
     def verdict(self, ctx: ExecContext, reader: Any, rg: int) -> str:
         """Zone-map verdict of row group ``rg`` for the pushed filters: skip, all or unknown."""
@@ -223,23 +229,42 @@ class TableScan(Source):
                      rows: tuple[int, int] | None = None):
         """Column ``name`` of row group ``rg`` on the backend; ``rows``: only that (start, stop) slice
         of it (a morsel smaller than a row group: the page is decoded or cached whole)."""
-        col = self._read_column_whole(ctx, reader, name, rg)
+        # a page split into several morsels counts once in the pages by path: with its first morsel
+        col = self._read_column_whole(ctx, reader, name, rg, count_path=rows is None or rows[0] == 0)
         return col if rows is None else slice_column(ctx.backend, col, rows[0], rows[1])
 
-    def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int):
+    def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int, count_path: bool = True):
+        """The page through the connection's host page cache (when the route lets scans use it),
+        its path counted for EXPLAIN ANALYZE (``count_path``)."""
+        from hetdb.cache.router import PageRouter, Route, RouteCounts
+
         cache = getattr(ctx, "host_cache", None)
+        route = getattr(ctx.options, "route", "auto")
+        # "copy" forces GPU scans' path (a connection checks it is a GPU one); the CPU scans of a GPU
+        # connection (its fallback to the CPU) then read as "auto" does
+        if cache is not None and not PageRouter("auto" if route == "copy" else route, gpu=False).use_host_tier:
+            cache = None
+        counts = RouteCounts()
         if cache is not None:
-            col, hit = cache.read(reader, name, rg)
-            if hit:
-                ctx.add(self.op_id, pages_cached=1)
-                return column_to_device(ctx.backend, col, ctx.dict_cache)
+            col, route = cache.read(reader, name, rg, counts=counts)
+            if not count_path:  # the placement decisions count, the page itself does not
+                counts.pages.clear()
+                counts.bytes.clear()
         else:
-            col = reader.read(name, rg)
+            col, route = reader.read(name, rg), Route.DISK_DIRECT
+        if route is Route.HOST_CPU:
+            ctx.add(self.op_id, pages_cached=1)
+            ctx.add_routes(self.op_id, counts)
+            return column_to_device(ctx.backend, col, ctx.dict_cache)
         nbytes = None
         if hasattr(reader, "page_location"):
             try:
                 nbytes = _location_bytes(reader.page_location(name, rg))
             except Exception:  # noqa: BLE001 - statistics only; a missing location must not fail a query
                 nbytes = None
-        ctx.add(self.op_id, pages_read=1, bytes_read=nbytes if nbytes is not None else column_nbytes(col))
+        nbytes = nbytes if nbytes is not None else column_nbytes(col)
+        ctx.add(self.op_id, pages_read=1, bytes_read=nbytes)
+        if cache is None and count_path:
+            counts.add(route, nbytes)
+        ctx.add_routes(self.op_id, counts)
         return column_to_device(ctx.backend, col, ctx.dict_cache)

@@ -7,6 +7,10 @@ when it has room) and copied asynchronously. Pushed filters run on the device.
 The driver runs GPU pipelines with one worker, so morsels (row groups) arrive in the order the
 streamer delivers them.
 
+Each page's path is the router's decision (``cache/router.py``; the ``route`` connection option can
+force one); per scan the pages and bytes by path and the cache decisions are added to the operator's
+statistics (EXPLAIN ANALYZE, ``hetdb bench``).
+
 Hot scans skip per-row-group work: zone-map verdicts are computed once per (table version, pushed
 filters), and ``resident_pages`` hands a fused kernel every cached page of a scan at once (one launch
 over the whole table) while the device cache still holds them all.
@@ -23,11 +27,20 @@ from hetdb.exec.columns import filter_batch
 from hetdb.exec.operators.base import ExecContext
 
 
+def scan_router(ctx: ExecContext) -> Any:
+    """The page router of a GPU scan under the connection's ``route`` option."""
+    from hetdb.cache.router import PageRouter
+
+    return PageRouter(getattr(ctx.options, "route", "auto"), gpu=True)
+
+
 class DeviceScanState:
-    """The streamer of one scan (created at the first read) and the zone-map verdicts."""
+    """The streamer of one scan (created at the first read) and the zone-map verdicts; at ``close``
+    the streamer's pages by path go to the scan's statistics (``report``)."""
 
     def __init__(self, reader: Any) -> None:
         self.reader = reader
+        self.report: Any = None
         self.verdicts: dict[int, str] = {}
         self.streamer = None
         self.iterator = None
@@ -37,6 +50,11 @@ class DeviceScanState:
     def close(self) -> None:
         if self.streamer is not None:
             self.streamer.close()
+            st = self.streamer.stats
+            # the router's cost model: pages a GPU scan delivers per second, end to end
+            self.streamer.router.observe_gpu(st.pages_read + st.pages_host + st.pages_cached, st.seconds)
+            if self.report is not None:
+                self.report(self.streamer.route_counts())
             self.streamer = None
             self.iterator = None
 
@@ -104,6 +122,8 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
     """Columns ``names`` of ``row_groups`` when the device cache holds every one of them, else None
     (stream them). After the first time, a hit costs no per-page work while no page has left the
     cache (and no per-page LRU update while none has entered it)."""
+    if not scan_router(ctx).use_device_tier:
+        return None
     cache = ctx.device.cache
     reader = state.reader
     dkey = ("resident", reader.name, reader.version, tuple(names), tuple(row_groups))
@@ -122,6 +142,11 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
         cache.set_derived(dkey, got)
     got.touched_at = cache.touch_many(got.keys, got.nbytes, got.touched_at)
     ctx.add(op.op_id, rows_in=got.num_rows, rows_out=got.num_rows, pages_cached=len(got.keys))
+    from hetdb.cache.router import Route, RouteCounts
+
+    counts = RouteCounts()
+    counts.add(Route.GPU_RESIDENT, got.nbytes, pages=len(got.keys))
+    ctx.add_routes(op.op_id, counts)
     state.resident_bytes = got.nbytes
     return got
 
@@ -135,16 +160,19 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     done); None when the pages are not all in the host tier or do not fit in the device cache."""
     from hetdb.backend.gpu.stream import PageStreamer
 
+    router = scan_router(ctx)
     host = ctx.device.host_tier(ctx.options)
-    if host is None or not row_groups:
+    if host is None or not row_groups or not router.use_device_tier:
         return None
     streamer = PageStreamer(state.reader, names, row_groups, budget=ctx.device.budget,
-                            cache=ctx.device.cache, host_cache=host)
+                            cache=ctx.device.cache, host_cache=host, router=router,
+                            compressed=ctx.options.gpu_compressed_cache)
     try:
         filled = streamer.fill_cache()
     except BaseException:
         streamer.close()
         raise
+    ctx.add_routes(op.op_id, streamer.route_counts())
     st = streamer.stats
     if st.pages_host:
         ctx.add(op.op_id, pages_read=st.pages_host, bytes_host_to_device=st.bytes_h2d)
@@ -160,7 +188,9 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
 
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
-                                  cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options))
+                                  cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
+                                  compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx))
+    state.report = lambda counts: ctx.add_routes(op.op_id, counts)
     state.iterator = iter(state.streamer)
 
 

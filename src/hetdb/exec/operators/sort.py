@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hetdb.column import Batch
-from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, slice_batch, take_batch, to_plain
 from hetdb.exec.memory import Reservation
+from hetdb.exec.operators import sort_spill
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.exec.wide import sort_key
 from hetdb.plan.expr import Field, SortKey
@@ -56,12 +56,15 @@ class _SortState:
         self.reservation = Reservation(ctx.memory)
         ctx.cleanup.append(self.reservation.close)
         self.rows = 0
+        self.held = 0  # bytes reserved for the batches buffered now
+        self.runs: list = []  # sorted runs spilled to disk (operators/sort_spill.py)
+        self.spill_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class SortSink(Sink):
-    """Buffers its input and sorts it at the end. A sort holds all its rows (there is no external
-    merge sort): past ``host_memory_limit`` it fails with OutOfMemoryError naming the sort."""
+    """Buffers its input and sorts it at the end. Past ``host_memory_limit`` the buffered rows go to
+    disk as sorted runs that ``finalize`` merges (``operators/sort_spill.py``: external merge sort)."""
 
     fields: tuple[Field, ...] = ()
     keys: tuple[SortKey, ...] = ()
@@ -76,25 +79,28 @@ class SortSink(Sink):
 
     def sink(self, ctx: ExecContext, batch: Batch, g: _SortState, local: Any) -> None:
         # the rows, then their permutation and the sorted copy at the end
-        need = 2 * batch_nbytes(batch) + 8 * batch.num_rows
+        need = sort_spill.held_bytes(batch)
+        key = ctx.current_morsel_key()
         with g.lock:
             g.rows += batch.num_rows
             small = g.rows <= MIN_ROWS
+        ctx.add(self.op_id, rows_in=batch.num_rows)
         if not g.reservation.try_grow(need):
             if small:  # the least a sort holds whatever the limit
                 g.reservation.force_grow(need)
             else:
-                held = g.reservation.nbytes
-                raise OutOfMemoryError(
-                    f"{self.describe()} holds {held:,} bytes of rows and needs more, but "
-                    f"host_memory_limit={g.reservation.manager.limit:,} is reached (a sort keeps all its "
-                    "rows in memory); raise host_memory_limit or add a LIMIT")
+                sort_spill.spill_buffered(self, ctx, g)
+                if not g.reservation.try_grow(need):  # other workers hold the rest: a run of its own
+                    sort_spill.write_run(self, ctx, g, [(key, batch)])
+                    return
         with g.lock:
-            g.batches.append((ctx.current_morsel_key(), batch))
-        ctx.add(self.op_id, rows_in=batch.num_rows)
+            g.batches.append((key, batch))
+            g.held += need
 
     def finalize(self, ctx: ExecContext, g: _SortState) -> list[Batch]:
         with Timer(ctx, self.op_id):
+            if g.runs:
+                return sort_spill.merge_runs(self, ctx, g)
             batches = in_morsel_order(g.batches)
             if not batches:
                 return []

@@ -3,8 +3,10 @@ computes every function of one window specification with segmented passes (``bac
 
 The sort and the passes run on the host in compiled (Numba) loops; on the GPU the operator copies its
 input to the host and its result back, and EXPLAIN ANALYZE shows that as a CPU fallback. The buffered
-input is a reservation against the memory limit; a window input larger than the limit fails with a
-typed OutOfMemoryError (window partitions have no spill path).
+input is a reservation against the memory limit; past it, a window with PARTITION BY spills its rows
+into hash partitions and computes them one at a time (``operators/window_spill.py``); one window
+partition larger than the limit (or a window without PARTITION BY) fails with a typed
+OutOfMemoryError naming the operator.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
+from hetdb.exec.operators import window_spill
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.plan.expr import Field, SortKey
 from hetdb.plan.window import WindowCall
@@ -38,6 +41,9 @@ class _WindowState:
         self.batches: list[tuple[Any, Batch]] = []
         self.reservation = Reservation(ctx.memory)
         ctx.cleanup.append(self.reservation.close)
+        self.held = 0  # bytes reserved for the batches buffered now
+        self.spilled: window_spill.SpillState | None = None  # the partition files, once spilling
+        self.spill_lock = threading.Lock()
 
 
 def _valid(col: Column) -> np.ndarray:
@@ -64,7 +70,10 @@ def _sort_arrays(cols: list[Column], desc: list[bool], nulls_first: list[bool]):
         if col.validity is not None:
             arrays.append(col.validity if nf else np.logical_not(col.validity))
             d.append(False)
-        arrays.append(_key(col))
+        key = _key(col)
+        # doubles as int64 in DuckDB's order (NaN above +inf, -0.0 = 0.0), so that NaNs are peers
+        # and one partition (NaN <> NaN in IEEE would start a new one at every NaN)
+        arrays.append(order_key(key, False) if key.dtype.kind == "f" else key)
         d.append(de)
     return arrays, d
 
@@ -126,37 +135,63 @@ class WindowSink(Sink):
 
     def sink(self, ctx: ExecContext, batch: Batch, g: _WindowState, local: Any) -> None:
         nbytes = batch_nbytes(batch)
-        if not g.reservation.try_grow(nbytes):
-            raise OutOfMemoryError(
-                f"window functions need their whole input in memory: {g.reservation.nbytes + nbytes:,} "
-                f"bytes exceed the memory limit ({ctx.memory.limit:,} bytes); raise host_memory_limit "
-                "or filter the input first")
-        with g.lock:
-            g.batches.append((ctx.current_morsel_key(), batch))
+        key = ctx.current_morsel_key()
         ctx.add(self.op_id, rows_in=batch.num_rows)
+        if g.spilled is None and g.reservation.try_grow(nbytes):
+            with g.lock:
+                g.batches.append((key, batch))
+                g.held += nbytes
+            return
+        if not self.partition:
+            raise self._too_large(ctx, g.reservation.nbytes + nbytes)
+        window_spill.spill_buffered(self, ctx, g)
+        window_spill.spill(self, ctx, g, [(key, batch)])
 
     def finalize(self, ctx: ExecContext, g: _WindowState) -> list[Batch]:
         with Timer(ctx, self.op_id):
+            if g.spilled is not None:
+                return window_spill.finish(self, ctx, g)
             batches = in_morsel_order(g.batches)
             if not batches:
                 return []
-            batch = concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
-            ev = ctx.evaluator
-            part = [ev.evaluate(e, batch) for e in self.partition]
-            order = [ev.evaluate(k.expr, batch) for k in self.order]
-            args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
-            on_device = ctx.device is not None
-            if on_device:
-                ctx.note_fallback("window functions on the host")
-                batch = batch_to_host(ctx.backend, batch)
-                part = [column_to_host(ctx.backend, c) for c in part]
-                order = [column_to_host(ctx.backend, c) for c in order]
-                args = [[column_to_host(ctx.backend, c) for c in a] for a in args]
-            out = self._compute(batch, part, order, args)
-            if on_device:
-                out = batch_to_device(ctx.backend, out, ctx.dict_cache)
-            ctx.add(self.op_id, rows_out=out.num_rows)
-            return [out]
+            rows = sum(b.num_rows for b in batches)
+            work = Reservation(ctx.memory)
+            try:
+                need = window_spill.work_bytes(self, g.held, rows) - g.held  # beyond the held input
+                if not work.try_grow(need):
+                    if self.partition:
+                        return window_spill.finish(self, ctx, g)
+                    if rows > window_spill.MIN_ROWS:
+                        raise self._too_large(ctx, g.held + need)
+                    work.force_grow(need)
+                return [self.compute_batch(ctx, concat_batches(ctx.backend, batches, [f.cid for f in self.fields]))]
+            finally:
+                work.close()
+
+    def _too_large(self, ctx: ExecContext, nbytes: int) -> OutOfMemoryError:
+        return OutOfMemoryError(
+            f"{self.describe()}: a window without PARTITION BY needs its whole input in memory: "
+            f"{nbytes:,} bytes exceed host_memory_limit={ctx.memory.limit:,}; raise host_memory_limit or "
+            "filter the input first")
+
+    def compute_batch(self, ctx: ExecContext, batch: Batch) -> Batch:
+        """Input rows (whole window partitions, in collection order) with every function's column."""
+        ev = ctx.evaluator
+        part = [ev.evaluate(e, batch) for e in self.partition]
+        order = [ev.evaluate(k.expr, batch) for k in self.order]
+        args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
+        on_device = ctx.device is not None
+        if on_device:
+            ctx.note_fallback("window functions on the host")
+            batch = batch_to_host(ctx.backend, batch)
+            part = [column_to_host(ctx.backend, c) for c in part]
+            order = [column_to_host(ctx.backend, c) for c in order]
+            args = [[column_to_host(ctx.backend, c) for c in a] for a in args]
+        out = self._compute(batch, part, order, args)
+        if on_device:
+            out = batch_to_device(ctx.backend, out, ctx.dict_cache)
+        ctx.add(self.op_id, rows_out=out.num_rows)
+        return out
 
     def _compute(self, batch: Batch, part, order, args) -> Batch:
         n = batch.num_rows

@@ -76,6 +76,10 @@ class Emitter:
         self.dict_cids = dict_cids
         self.lookups: list[Lookup] = []
         self._n = 0
+        # C++ condition under which the expression being emitted is evaluated at all (CASE branches
+        # and later COALESCE arguments are, as in DuckDB, only for the rows that reach them): an
+        # overflow check counts only there
+        self.guard = "true"
 
     def emit(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -133,8 +137,9 @@ class Emitter:
     def _strict(self, expr: Expr, args: list[Val]) -> Val:
         """A NULL-propagating operator over already computed operands (ColumnRefs ``@name``)."""
         env = {f"@{a.value}": Code(a.value, a.dtype) for a in args}
-        code = translate(expr, env)
         valid = " && ".join(dict.fromkeys(a.valid for a in args if a.valid != "true")) or "true"
+        # an overflow counts only where the operands are not NULL and the row reaches this expression
+        code = translate(expr, env, _both(self.guard, valid))
         if any(a.valid == "false" for a in args):
             return Val(_zero(expr.dtype), "false", expr.dtype)
         return self.temp(expr.dtype, code.text, valid)
@@ -202,7 +207,12 @@ class Emitter:
         return acc
 
     def _coalesce(self, expr: Call) -> Val:
-        args = [self.value(a) for a in expr.args]
+        outer = self.guard
+        args: list[Val] = []
+        for a in expr.args:  # an argument is reached only when every one before it is NULL
+            args.append(self.value(a))
+            self.guard = _both(self.guard, f"!({args[-1].valid})")
+        self.guard = outer
         t = expr.dtype
         conv = [self._strict(Cast(t, self._ref(a)), [dataclasses.replace(a, valid="true")])
                 if a.dtype != t else a for a in args]
@@ -229,20 +239,37 @@ class Emitter:
 
     def _case(self, expr: Case) -> Val:
         t = expr.dtype
+        outer = self.guard
+        reach = outer  # the rows that get to the current WHEN: no earlier one was taken
+        branches = []
+        for cond, then in expr.whens:
+            self.guard = reach
+            c = self.value(cond)
+            test = f"(({c.valid}) && {c.value})"
+            self.guard = _both(reach, test)
+            v = self.value(then)
+            v2 = self._strict(Cast(t, self._ref(v)), [dataclasses.replace(v, valid="true")]) if v.dtype != t else v
+            branches.append((c, v2, v.valid))
+            reach = _both(reach, f"!{test}")
+        self.guard = reach
         if expr.otherwise is None:
             value, valid = _zero(t), "false"
         else:
             o = self.value(expr.otherwise)
             o2 = self._strict(Cast(t, self._ref(o)), [dataclasses.replace(o, valid="true")]) if o.dtype != t else o
             value, valid = o2.value, o.valid
-        branches = []
-        for cond, then in expr.whens:
-            c = self.value(cond)
-            v = self.value(then)
-            v2 = self._strict(Cast(t, self._ref(v)), [dataclasses.replace(v, valid="true")]) if v.dtype != t else v
-            branches.append((c, v2, v.valid))
+        self.guard = outer
         for c, v, vv in reversed(branches):
             test = f"(({c.valid}) && {c.value})"
             value = f"({test} ? {v.value} : {value})"
             valid = f"({test} ? ({vv}) : ({valid}))"
         return self.temp(t, value, valid)
+
+
+def _both(a: str, b: str) -> str:
+    """C++ conjunction of two conditions ("true" is left out)."""
+    if a == "true":
+        return b
+    if b == "true":
+        return a
+    return f"({a}) && ({b})"

@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from hetdb import types as T
+from hetdb.backend.gpu.codegen.checked import checked_text, is_checked
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
 
@@ -52,8 +53,10 @@ def check_expr(expr: Expr, available: dict[str, DataType]) -> Code:
     return translate(expr, {cid: Code(f"c_{i}", t) for i, (cid, t) in enumerate(available.items())})
 
 
-def translate(expr: Expr, env: dict[str, Code]) -> Code:
-    """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code."""
+def translate(expr: Expr, env: dict[str, Code], ok: str = "true") -> Code:
+    """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code.
+    Integer ``+ - *``, ``-x`` and ``abs`` are overflow-checked (codegen/checked.py: the kernel has an ``arith_err``
+    parameter); ``ok`` is the C++ condition under which an overflow counts (operands not NULL)."""
     if expr.dtype.is_wide:
         raise ExprError(f"{expr} is {expr.dtype}: HUGEINT / DECIMAL(>18) is checked operator at a time, "
                         "not fused")
@@ -65,12 +68,12 @@ def translate(expr: Expr, env: dict[str, Code]) -> Code:
     if isinstance(expr, Literal):
         return Code(literal(expr.value, expr.dtype), expr.dtype)
     if isinstance(expr, Cast):
-        arg = translate(expr.arg, env)
+        arg = translate(expr.arg, env, ok)
         return Code(convert(arg, expr.dtype), expr.dtype)
     if isinstance(expr, Case):
-        return _case(expr, env)
+        return _case(expr, env, ok)
     if isinstance(expr, Call):
-        return _call(expr, env)
+        return _call(expr, env, ok)
     raise ExprError(f"expression {expr} ({type(expr).__name__}) is not fused")
 
 
@@ -158,9 +161,9 @@ def _common(a: Code, b: Code) -> DataType:
     raise ExprError(f"cannot compare {a.dtype} with {b.dtype}")
 
 
-def _call(expr: Call, env: dict[str, Code]) -> Code:
+def _call(expr: Call, env: dict[str, Code], ok: str) -> Code:
     op = expr.op
-    args = [translate(a, env) for a in expr.args]
+    args = [translate(a, env, ok) for a in expr.args]
     r = expr.dtype
     if op in ("and", "or"):
         joiner = " && " if op == "and" else " || "
@@ -191,7 +194,9 @@ def _call(expr: Call, env: dict[str, Code]) -> Code:
         if r.kind == "decimal" and op == "mul":
             if _scale(a.dtype) + _scale(b.dtype) != r.scale:
                 raise ExprError(f"decimal product {expr} changes scale: not fused")
-            return Code(f"(((long long)({a.text})) * ((long long)({b.text})))", r)
+            return Code(f"(({ctype(r)}){checked_text(op, r, a.text, b.text, ok)})", r)
+        if is_checked(op, r):
+            return Code(f"(({ctype(r)}){checked_text(op, r, _operand(a, r), _operand(b, r), ok)})", r)
         return Code(f"({_operand(a, r)} {_ARITH[op]} {_operand(b, r)})", r)
     if op == "div":
         a, b = args
@@ -199,6 +204,8 @@ def _call(expr: Call, env: dict[str, Code]) -> Code:
         if r.kind != "float64" or not isinstance(divisor, Literal) or not divisor.value:
             raise ExprError("division is fused only as float division by a non-zero literal")
         return Code(f"({convert(a, T.FLOAT64)} / {convert(b, T.FLOAT64)})", r)
+    if op in ("neg", "abs") and is_checked(op, r):
+        return Code(f"(({ctype(r)}){checked_text(op, r, _operand(args[0], r), '0', ok)})", r)
     if op == "neg":
         return Code(f"(-{_operand(args[0], r)})", r)
     if op == "abs":
@@ -217,11 +224,11 @@ def _compared(code: Code, dtype: DataType) -> str:
     return f"compare_bits({convert(code, dtype)})" if dtype.kind == "float64" else _operand(code, dtype)
 
 
-def _case(expr: Case, env: dict[str, Code]) -> Code:
+def _case(expr: Case, env: dict[str, Code], ok: str) -> Code:
     if expr.otherwise is None:
         raise ExprError("CASE without ELSE yields NULL: not fused")
-    text = _operand(translate(expr.otherwise, env), expr.dtype)
+    text = _operand(translate(expr.otherwise, env, ok), expr.dtype)
     for cond, value in reversed(expr.whens):
-        c = translate(cond, env)
-        text = f"(({c.text}) ? {_operand(translate(value, env), expr.dtype)} : {text})"
+        c = translate(cond, env, ok)
+        text = f"(({c.text}) ? {_operand(translate(value, env, ok), expr.dtype)} : {text})"
     return Code(text, expr.dtype)

@@ -12,6 +12,9 @@ A kernel runs over one flat batch (``in{k}`` arrays of ``n`` rows) or, with a *p
 row groups whose pages lie anywhere in device memory: the table lists per page its first tile, first
 row, row count and one pointer per input column, and each tile looks its page up (a binary search over
 the tiles' starts), so one launch covers every resident row group of a table (see PAGE_TABLE_*).
+A spec with ``encoded`` reads pages kept compressed in device memory: the page table also holds, per
+page and input, whether the pointer is a value array (0) or an encoded data section (1), and the
+loads go through fused::BlockLoadSelPage, which decodes the tile's values in registers.
 
 The kernel's name is ``fused_`` + a hash of its generated text, so equal pipelines share one compiled
 binary (compile.py's disk cache keys the full source, options, architecture and versions).
@@ -32,7 +35,8 @@ FP_ITEMS = 4
 FP_TILE = FP_BLOCK * FP_ITEMS
 HEADER = "fused_pipeline.cuh"
 # Page table (int64): [tile start per page + total tiles][first row per page][rows per page]
-# [pointer per page and input column, page-major]; see page_table_layout().
+# [pointer per page and input column, page-major]; encoded specs add [0 plain / 1 encoded per page
+# and input column, page-major].
 _NAME_PLACEHOLDER = "@KERNEL_NAME@"
 
 
@@ -95,7 +99,11 @@ class _Generator:
             if cid in cids and cid not in self.env:
                 k = self.input_index[cid]
                 self.emit(f"{ctype(dtype)} v{k}[FP_ITEMS];")
-                self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS>(in{k} + off, v{k}, flags);")
+                if self.spec.encoded:
+                    self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS>(in{k}, enc{k}, off, v{k}, flags, num, "
+                              "fp_decode);")
+                else:
+                    self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS>(in{k} + off, v{k}, flags);")
                 self.env[cid] = Code(f"v{k}[i]", dtype)
 
     def filters(self, exprs: list) -> None:
@@ -211,6 +219,9 @@ class _Generator:
             params.append("long long* __restrict__ out_rows")
             params += [f"int* __restrict__ out_build{p}" for p in range(len(spec.probes))]
             params.append("unsigned long long* __restrict__ out_count")
+        params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
+        if spec.encoded:
+            head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
         out = ["// fused pipeline"] + [f"// {line}" for line in spec.describe().splitlines()]
         out += [f"#define FP_BLOCK {FP_BLOCK}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {FP_TILE}",
                 f'extern "C" __global__ void __launch_bounds__(FP_BLOCK) {_NAME_PLACEHOLDER}(',
@@ -219,14 +230,19 @@ class _Generator:
         k_in = len(spec.inputs)
         out += ["  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
                 "    long long off = t * FP_TILE, rows = n, row_base = 0;"]
-        out += [f"    const {ctype(dt)}* __restrict__ in{k} = col{k};" for k, (_, dt) in enumerate(spec.inputs)]
+        ptr = {k: "unsigned char" if spec.encoded else ctype(dt) for k, (_, dt) in enumerate(spec.inputs)}
+        out += [f"    const {ptr[k]}* __restrict__ in{k} = (const {ptr[k]}*)col{k};" for k in ptr]
+        if spec.encoded:
+            out += [f"    long long enc{k} = 0;" for k in ptr]
         out += ["    if (num_pages > 0) {",
                 "      const long long p = fused::FindPage(page_table, num_pages, t);",
                 "      off = (t - page_table[p]) * FP_TILE;",
                 "      row_base = page_table[num_pages + 1 + p];",
                 "      rows = page_table[2 * num_pages + 1 + p];"]
-        out += [f"      in{k} = (const {ctype(dt)}*)page_table[3 * num_pages + 1 + p * {k_in} + {k}];"
-                for k, (_, dt) in enumerate(spec.inputs)]
+        out += [f"      in{k} = (const {ptr[k]}*)page_table[3 * num_pages + 1 + p * {k_in} + {k}];" for k in ptr]
+        if spec.encoded:
+            out += [f"      enc{k} = page_table[3 * num_pages + 1 + num_pages * {k_in} + p * {k_in} + {k}];"
+                    for k in ptr]
         out += ["    }",
                 "    const int num = tile::tile_size(rows, off, FP_TILE);",
                 "    int flags[FP_ITEMS];",

@@ -5,7 +5,10 @@ tile of PL_BLOCK * PL_ITEMS rows, thread t handles rows t, t + PL_BLOCK, ... (co
 for each row the generated body runs every stage in order. A filter that fails ``continue``s: at the
 top level that drops the row, inside a probe's match loop it drops that match. Columns load at their
 first use (after the filters before it), through pipe::PlainColumn, the decode abstraction of
-pipeline.cuh (plain pages are the identity decode). Probes look the row's normalised key up in the
+pipeline.cuh (plain pages are the identity decode). An input kept compressed in device memory
+(Input.codec) is read in place: const/for/dict pages through pipe::ConstColumn/ForColumn/DictColumn
+(random access at first use, like a plain load), delta/rle pages by decoding the block's tile into
+registers before the row loop (decode.cuh's tile loaders, shared memory pl_smem). Probes look the row's normalised key up in the
 join build's hash table (hashing.GpuJoinTable): semi/anti/mark test for a match, inner/left/single
 loop over the build rows of the key (non-unique builds expand in the kernel; a left join runs the
 loop once with no build row when nothing matches). The sink inserts the group key into an
@@ -45,6 +48,9 @@ MAX_KEYS = 16
 _NAME = "@KERNEL_NAME@"
 _KEY_KINDS = ("int32", "int64", "date", "decimal", "timestamp", "float64", "bool")
 _ORDERED = ("int32", "int64", "date", "decimal", "timestamp", "float64")
+# codec -> the pipe:: column reading it by random access; TILE_CODECS decode a tile up front
+_COLUMN_OF = {"plain": "PlainColumn", "const": "ConstColumn", "for": "ForColumn", "dict": "DictColumn"}
+TILE_CODECS = {"delta": "load_tile_delta", "rle": "load_tile_rle"}
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,7 @@ class _Gen:
         if cid in self.inputs:
             k, inp = self.inputs[cid]
             self._check_type(inp)
-            value = f"in{k}.load(row)"
+            value = f"tl{k}[it]" if inp.codec in TILE_CODECS else f"in{k}.load(row)"
             valid = f"pipe::is_valid(val{k}, row)" if inp.nullable else "true"
             return em.temp(inp.dtype, value, valid)
         if cid in self.payload:
@@ -128,6 +134,8 @@ class _Gen:
     def _check_type(inp: Input) -> None:
         if inp.dtype.kind == "string" and not inp.dictionary:
             raise ExprError(f"column {inp.cid} is a plain (not dictionary-encoded) string")
+        if inp.codec not in _COLUMN_OF and inp.codec not in TILE_CODECS:
+            raise ExprError(f"column {inp.cid} is in codec {inp.codec!r}, which kernels do not decode")
         ctype(inp.dtype)
 
     # ---- stages -----------------------------------------------------------------------------------
@@ -293,7 +301,9 @@ class _Gen:
         spec, em = self.spec, self.em
         params: list[str] = []
         for k, inp in enumerate(spec.inputs):
-            params.append(f"const {ctype(inp.dtype)}* __restrict__ col{k}")
+            self._check_type(inp)
+            ptr = ctype(inp.dtype) if inp.codec == "plain" else "unsigned char"
+            params.append(f"const {ptr}* __restrict__ col{k}")
             if inp.nullable:
                 params.append(f"const bool* __restrict__ val{k}")
         params.append("long long n")
@@ -338,14 +348,25 @@ class _Gen:
                        "unsigned long long* __restrict__ g_overflow"]
         params += [f"i64* __restrict__ acc{a}" for a in range(len(accs))]
         params.append("unsigned long long* __restrict__ errors")
+        params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
         out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
         out += [f"#define PL_BLOCK {PL_BLOCK}", f"#define PL_ITEMS {PL_ITEMS}", f"#define PL_TILE {PL_TILE}",
                 f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
                 "    " + ",\n    ".join(params) + ") {"]
-        out += [f"  const pipe::PlainColumn<{ctype(inp.dtype)}> in{k}{{col{k}}};"
-                for k, inp in enumerate(spec.inputs)]
-        out += ["  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
-                "#pragma unroll",
+        tiled = [(k, inp) for k, inp in enumerate(spec.inputs) if inp.codec in TILE_CODECS]
+        out += [f"  const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}}};"
+                for k, inp in enumerate(spec.inputs) if inp.codec not in TILE_CODECS]
+        out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
+        if tiled:
+            out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
+        out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
+        if tiled:
+            # every thread of the block decodes the tile together (the loaders synchronise the block)
+            out.append("    const int pl_num = n - t * PL_TILE < PL_TILE ? (int)(n - t * PL_TILE) : PL_TILE;")
+            for k, inp in tiled:
+                out += [f"    {ctype(inp.dtype)} tl{k}[PL_ITEMS];",
+                        f"    {TILE_CODECS[inp.codec]}<PL_BLOCK, PL_ITEMS>(pg{k}, t * PL_TILE, tl{k}, pl_num, pl_smem);"]
+        out += ["#pragma unroll",
                 "    for (int it = 0; it < PL_ITEMS; ++it) {",
                 "      const long long row = t * PL_TILE + threadIdx.x + it * PL_BLOCK;",
                 "      if (row >= n) continue;"]

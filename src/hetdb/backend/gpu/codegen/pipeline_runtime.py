@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
 from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK, PL_TILE, PipelineKernel, generate_pipeline
 from hetdb.backend.gpu.codegen.pipeline_spec import PipelineSpec, ProbeStage
 from hetdb.backend.gpu.codegen.runtime import I64_MAX, I64_MIN, compile_source
@@ -69,7 +70,13 @@ class CompiledPipeline:
         args: list[Any] = []
         for inp in self.spec.inputs:
             col = columns[inp.cid]
-            args.append(cupy.ascontiguousarray(col.data))
+            if inp.codec == "plain":
+                args.append(cupy.ascontiguousarray(col.data))
+            else:  # a compressed page the kernel decodes in place (backend/gpu/encoded.py)
+                page = col.device_page
+                if page is None or page.codec != inp.codec or page.n != n:
+                    raise ValueError(f"input {inp.cid} is not a whole {inp.codec} page of {n} rows")
+                args.append(page.data)
             if inp.nullable:
                 args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
         args += [np.int64(n), np.int64(-(-n // PL_TILE))]
@@ -103,30 +110,12 @@ class CompiledPipeline:
                   probes: list[ProbeInput]) -> Groups:
         """Run the pipeline over ``n`` rows and return its groups (one launch; reruns with a larger
         table when the groups did not fit)."""
-        import cupy
-
-        from hetdb.backend.gpu.compile import launch
-
         base = self._args(columns, n, lookups, probes)
-        nk = len(self.kernel.group_keys)
         slots = self.slots_hint
         while True:
-            state = cupy.zeros(slots, dtype=cupy.int32)
-            keys = cupy.empty((nk + 1) * slots, dtype=cupy.int64)
-            used = cupy.zeros(1, dtype=cupy.uint64)
-            overflow = cupy.zeros(1, dtype=cupy.uint64)
-            errors = cupy.zeros(1, dtype=cupy.uint64)
-            accs = [cupy.full(slots, _IDENTITY[a.acc], dtype=cupy.int64) for a in self.kernel.accumulators]
-            tiles = -(-n // PL_TILE)
-            if tiles:
-                launch(self.function(), min(tiles, 65536), PL_BLOCK,
-                       (*base, state, keys, np.uint64(slots - 1), used, np.uint64(int(slots * LOAD)), overflow,
-                        *accs, errors))
-            if int(errors[0]):
-                raise HetdbError("a scalar subquery returned more than one row for one outer row "
-                                 "(DuckDB reports: More than one row returned by a subquery used as an "
-                                 "expression); add LIMIT 1 or an aggregate")
-            if not int(overflow[0]):
+            table = self.new_table(slots)
+            self.launch_into(table, base, n)
+            if not self.check(table):
                 break
             if slots >= MAX_SLOTS:
                 raise HetdbError(f"a compiled aggregation has more than {int(MAX_SLOTS * LOAD)} groups in one "
@@ -134,15 +123,63 @@ class CompiledPipeline:
             # one rerun at most when no probe expands rows: a batch of n rows has at most n groups
             slots = min(MAX_SLOTS, max(slots * 2, 1 << max(0, int(n / LOAD)).bit_length()))
             self.slots_hint = max(self.slots_hint, slots)
-        occupied = cupy.flatnonzero(state == 2)
+        return self.groups(table)
+
+    # ---- one hash table over many launches (GroupTable) ----------------------------------------
+    def table_bytes(self, slots: int) -> int:
+        return slots * (4 + 8 * (len(self.kernel.group_keys) + 1) + 8 * len(self.kernel.accumulators))
+
+    def new_table(self, slots: int) -> GroupTable:
+        import cupy
+
+        nk = len(self.kernel.group_keys)
+        return GroupTable(slots, cupy.zeros(slots, dtype=cupy.int32), cupy.empty((nk + 1) * slots, dtype=cupy.int64),
+                          cupy.zeros(1, dtype=cupy.uint64), cupy.zeros(1, dtype=cupy.uint64),
+                          cupy.zeros(1, dtype=cupy.uint64), cupy.zeros(ERR_WORDS, dtype=cupy.uint64),
+                          [cupy.full(slots, _IDENTITY[a.acc], dtype=cupy.int64) for a in self.kernel.accumulators])
+
+    def reset(self, table: GroupTable) -> None:
+        """Empty ``table`` for the next launches (its arrays are kept)."""
+        table.state.fill(0)
+        table.used.fill(0)
+        for a, arr in zip(self.kernel.accumulators, table.accs):
+            arr.fill(_IDENTITY[a.acc])
+        table.bound = 0
+
+    def launch_into(self, table: GroupTable, base: list[Any], n: int) -> None:
+        """Aggregate ``n`` rows (``base``: the ``_args`` of a batch) into ``table``; no sync."""
+        from hetdb.backend.gpu.compile import launch
+
+        tiles = -(-n // PL_TILE)
+        if tiles:
+            launch(self.function(), min(tiles, 65536), PL_BLOCK,
+                   (*base, table.state, table.keys, np.uint64(table.slots - 1), table.used,
+                    np.uint64(int(table.slots * LOAD)), table.overflow, *table.accs, table.errors, table.arith_err))
+
+    def check(self, table: GroupTable) -> bool:
+        """Raise what the launches into ``table`` reported (overflowing arithmetic, a scalar subquery
+        with several rows); True when groups did not fit (the launches must be rerun)."""
+        raise_if_overflowed(table.arith_err.get())
+        if int(table.errors[0]):
+            raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                             "(DuckDB reports: More than one row returned by a subquery used as an "
+                             "expression); add LIMIT 1 or an aggregate")
+        return bool(int(table.overflow[0]))
+
+    def groups(self, table: GroupTable) -> Groups:
+        """The groups ``table`` holds, as key and accumulator arrays."""
+        import cupy
+
+        nk = len(self.kernel.group_keys)
+        occupied = cupy.flatnonzero(table.state == 2)
         g = int(occupied.shape[0])
-        kmat = keys.reshape(nk + 1, slots)[:, occupied]
+        kmat = table.keys.reshape(nk + 1, table.slots)[:, occupied]
         out_keys = []
         for k, key in enumerate(self.kernel.group_keys):
             valid = ((kmat[nk] >> k) & 1) == 0
             out_keys.append((_decode_bits(cupy, kmat[k], key.dtype), None if bool(valid.all()) else valid))
         values = []
-        for a, arr in zip(self.kernel.accumulators, accs):
+        for a, arr in zip(self.kernel.accumulators, table.accs):
             v = arr[occupied]
             if a.kind == "f64":
                 v = v.view(cupy.float64)
@@ -150,6 +187,69 @@ class CompiledPipeline:
                 v = cupy.where(v >= 0, v, v ^ I64_MAX).view(cupy.float64)
             values.append(v)
         return Groups(out_keys, values, g)
+
+
+@dataclass
+class GroupTable:
+    """The device hash table of a compiled aggregation (``state``/``keys``/accumulators of
+    ``slots`` slots, the launch counters), reused by the launches of many batches."""
+
+    slots: int
+    state: Any
+    keys: Any
+    used: Any
+    overflow: Any
+    errors: Any
+    arith_err: Any
+    accs: list[Any]
+    bound: int = 0  # groups the launches since the last reset may have inserted (host-side bound)
+
+
+class GroupAccumulator:
+    """Batches of one compiled aggregation summed into one device hash table across launches, so a
+    batch costs one launch (no table allocation, group extraction and partial-state merge per
+    batch). Room is guaranteed before each launch — a batch of n rows adds at most ``n * expand``
+    groups (``expand``: the largest number of matches a row can expand into) — so no launch
+    overflows; when the room runs out the groups are handed out (``add`` returns them) and the
+    table starts again empty."""
+
+    def __init__(self, pipeline: CompiledPipeline, table: GroupTable, expand: int) -> None:
+        self.pipeline, self.table, self.expand = pipeline, table, expand
+        self.launches = 0
+
+    @staticmethod
+    def slots_for(batch_rows: int, expand: int) -> int:
+        """Slots for two batches' worth of new groups at the table's load factor."""
+        return 1 << max(10, int(2 * batch_rows * expand / LOAD)).bit_length()
+
+    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+            probes: list[ProbeInput]) -> Groups | None:
+        """Aggregate a batch; the groups held so far when the table had to be emptied first."""
+        t, need = self.table, n * self.expand
+        limit = int(t.slots * LOAD)
+        if need > limit:
+            raise ValueError(f"a batch of {n} rows needs more than the table's {t.slots} slots")
+        out = None
+        if t.bound + need > limit:
+            t.bound = int(t.used[0])  # what was really inserted (one sync)
+            if t.bound + need > limit:
+                out = self.take()
+        self.pipeline.launch_into(t, self.pipeline._args(columns, n, lookups, probes), n)
+        t.bound += need
+        self.launches += 1
+        return out
+
+    def take(self) -> Groups | None:
+        """The groups held (None when no batch was added since the last take), table emptied."""
+        if not self.launches:
+            return None
+        if self.pipeline.check(self.table):
+            raise HetdbError("internal error: a compiled aggregation's table overflowed although its "
+                             "room was reserved")
+        groups = self.pipeline.groups(self.table)
+        self.pipeline.reset(self.table)
+        self.launches = 0
+        return groups
 
 
 def _decode_bits(xp: Any, bits: Any, dtype: Any) -> Any:
@@ -191,10 +291,12 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
         marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
         count = cupy.zeros(1, dtype=cupy.uint64)
         errors = cupy.zeros(1, dtype=cupy.uint64)
+        arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         tiles = -(-n // PL_TILE)
         if tiles:
             launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
-                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors))
+                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors, arith_err))
+        raise_if_overflowed(arith_err.get())
         if int(errors[0]):
             raise HetdbError("a scalar subquery returned more than one row for one outer row "
                              "(DuckDB reports: More than one row returned by a subquery used as an "

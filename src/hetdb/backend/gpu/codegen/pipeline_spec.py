@@ -20,12 +20,15 @@ AGG_OPS = ("sum", "count", "count_star", "min", "max", "avg")
 
 @dataclass(frozen=True)
 class Input:
-    """A column the kernel reads: ``dictionary`` for string columns seen as int32 codes."""
+    """A column the kernel reads: ``dictionary`` for string columns seen as int32 codes; ``codec``
+    "plain" for a value array, else the encoding of the compressed page the kernel decodes in place
+    (hetdb.codec: const, for, dict, delta, rle; see backend/gpu/encoded.py)."""
 
     cid: str
     dtype: DataType
     nullable: bool = True
     dictionary: bool = False
+    codec: str = "plain"
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ class PipelineSpec:
     def describe(self) -> str:
         """Canonical text (deterministic in every process)."""
         lines = ["inputs " + ", ".join(f"{i.cid}:{i.dtype}{'?' if i.nullable else ''}"
-                                       f"{' dict' if i.dictionary else ''}" for i in self.inputs)]
+                                       f"{' dict' if i.dictionary else ''}"
+                                       f"{'' if i.codec == 'plain' else ' ' + i.codec}" for i in self.inputs)]
         for s in self.stages:
             if isinstance(s, FilterStage):
                 lines.append(f"filter {s.predicate}")

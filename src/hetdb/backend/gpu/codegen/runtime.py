@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
 from hetdb.backend.gpu.codegen.generate import FP_BLOCK, FP_TILE, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
 from hetdb.column import Column
@@ -23,6 +24,7 @@ from hetdb.errors import UnsupportedError
 DENSE_MAX_SLOTS = 1 << 27     # 512 MiB of int32 row slots: beyond this a hash join is the better build
 MAX_GROUPS = 1 << 24
 SHARED_BYTES = 48 * 1024      # static limit for dynamic shared memory without an opt-in attribute
+DECODE_SMEM_BYTES = (1024 + 32) * 8  # static shared memory of an encoded spec (HETDB_DECODE_SMEM_I64)
 I64_MAX = np.iinfo(np.int64).max
 I64_MIN = np.iinfo(np.int64).min
 _IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I64_MAX,
@@ -175,6 +177,7 @@ class AggregateState:
     num_groups: int
     accumulators: list[Any]
     domain_errors: Any
+    arith_err: Any = None          # codegen/checked.py: the first overflowing operands, if any
     page_tables: list[Any] = field(default_factory=list)  # device copies of launched page tables
 
 
@@ -207,6 +210,11 @@ class FusedPipeline:
             if isinstance(col, Column):
                 if col.validity is not None:
                     return f"column {cid} has NULLs"
+                page = getattr(col, "device_page", None)
+                if page is not None and self.spec.encoded:  # decoded in the kernel
+                    if page.dtype != dtype.numpy_dtype:
+                        return f"column {cid} is not a {dtype.numpy_dtype} page"
+                    continue
                 col = col.data
             if col is None or np.dtype(col.dtype) != dtype.numpy_dtype:
                 return f"column {cid} is not a {dtype.numpy_dtype} array"
@@ -250,7 +258,8 @@ class FusedPipeline:
         cids = [cid for cid, _ in self.spec.inputs]
         pages = [(int(rows), cols) for rows, cols in pages if int(rows) > 0]
         num = len(pages)
-        table = np.zeros(3 * num + 1 + num * len(cids), dtype=np.int64)
+        encoded = self.spec.encoded
+        table = np.zeros(3 * num + 1 + num * len(cids) * (2 if encoded else 1), dtype=np.int64)
         keep: list[Any] = []
         tile = row = 0
         for p, (rows, cols) in enumerate(pages):
@@ -260,6 +269,14 @@ class FusedPipeline:
             table[p], table[num + 1 + p], table[2 * num + 1 + p] = tile, row, rows
             for k, cid in enumerate(cids):
                 col = cols[cid]
+                page = getattr(col, "device_page", None) if encoded else None
+                if page is not None:  # kept compressed: the kernel decodes the data section in place
+                    if page.n != rows:
+                        raise UnsupportedError(f"page of column {cid} has {page.n} rows, not {rows}")
+                    keep.append(page.data)
+                    table[3 * num + 1 + p * len(cids) + k] = int(page.data.data.ptr)
+                    table[3 * num + 1 + num * len(cids) + p * len(cids) + k] = 1
+                    continue
                 arr = col.data if isinstance(col, Column) else col
                 if int(arr.shape[0]) != rows or not arr.flags.c_contiguous:
                     raise UnsupportedError(f"page of column {cid} is not a contiguous array of {rows} rows")
@@ -278,7 +295,7 @@ class FusedPipeline:
         if pages.num_tiles == 0 or state.num_groups == 0:
             return
         state.page_tables.append(cupy.asarray(pages.host))  # lives until the launch has run
-        args = [np.uint64(0)] * len(self.spec.inputs)
+        args: list[Any] = [np.uint64(0)] * len(self.spec.inputs)
         args += [np.int64(0), state.page_tables[-1], np.int64(pages.num_pages), np.int64(pages.num_tiles)]
         self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
 
@@ -300,11 +317,18 @@ class FusedPipeline:
                    for k in range(len(sizes))]
         accs = [cupy.full(max(num_groups, 1), _IDENTITY[a.acc], dtype=cupy.int64)
                 for a in self.kernel.accumulators]
-        return AggregateState(domains, sizes, strides, num_groups, accs, cupy.zeros(1, dtype=cupy.uint64))
+        return AggregateState(domains, sizes, strides, num_groups, accs, cupy.zeros(1, dtype=cupy.uint64),
+                              cupy.zeros(ERR_WORDS, dtype=cupy.uint64))
 
     def consume(self, state: AggregateState, columns: dict[str, Any], tables: list[DenseJoinTable]) -> None:
         """Add one batch's rows to ``state`` (asynchronously, on the current stream)."""
 
+        if self.spec.encoded and any(getattr(c, "device_page", None) is not None for c in columns.values()):
+            # compressed pages are read through a page table (it holds their per-page codec flags)
+            cols = {cid: columns[cid] for cid, _ in self.spec.inputs}
+            rows = len(next(iter(cols.values()))) if cols else 0
+            self.consume_pages(state, self.page_table([(rows, cols)]), tables)
+            return
         args, n = self._args(columns, tables)
         if n == 0 or state.num_groups == 0:
             return
@@ -316,18 +340,20 @@ class FusedPipeline:
         for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides):
             args += [np.int64(lo), np.int64(size), np.int64(stride)]
         shared = len(state.accumulators) * state.num_groups * 8
-        use_shared = shared <= SHARED_BYTES
+        static = DECODE_SMEM_BYTES if self.spec.encoded else 0
+        use_shared = shared + static <= SHARED_BYTES
         args += [np.int64(state.num_groups), np.int32(1 if use_shared else 0), *state.accumulators,
-                 state.domain_errors]
+                 state.domain_errors, state.arith_err]
         # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
         # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
-        blocks = min(tiles, _resident_blocks(shared, _device_id()) if use_shared else 65536)
+        blocks = min(tiles, _resident_blocks(shared + static, _device_id()) if use_shared else 65536)
         launch(self.function(), max(1, blocks), FP_BLOCK, tuple(args), shared_mem=shared if use_shared else 0)
 
     def finish(self, state: AggregateState) -> AggregateResult:
         """Per-group results of the non-empty groups."""
         import cupy
 
+        raise_if_overflowed(state.arith_err.get())
         if int(state.domain_errors[0]):
             raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
                              f"{state.domains}")
@@ -367,9 +393,11 @@ class FusedPipeline:
         out_rows = cupy.empty(max(n, 1), dtype=cupy.int64)
         out_build = [cupy.empty(max(n, 1), dtype=cupy.int32) for _ in self.spec.probes]
         count = cupy.zeros(1, dtype=cupy.uint64)
+        arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         if n:
             launch(self.function(), min(-(-n // FP_TILE), 65536), FP_BLOCK,
-                   (*args, out_rows, *out_build, count))
+                   (*args, out_rows, *out_build, count, arith_err))
+        raise_if_overflowed(arith_err.get())
         total = int(count[0])
         rows = out_rows[:total]
         # Blocks claim output ranges in whatever order they finish: restore row order.

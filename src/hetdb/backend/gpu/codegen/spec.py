@@ -56,6 +56,9 @@ class FusedPipelineSpec:
     group_keys: tuple[Expr, ...] = ()
     aggregates: tuple[AggregateSpec, ...] = ()
     output: str = AGGREGATE
+    # pages of the inputs may be kept compressed in device memory (option gpu_compressed_cache): the
+    # kernel then reads a per-page codec flag from the page table and decodes encoded pages in place
+    encoded: bool = False
 
     def describe(self) -> str:
         """Canonical text of the spec (deterministic: same spec, same text, in every process)."""
@@ -67,6 +70,8 @@ class FusedPipelineSpec:
         parts.append("aggs " + ", ".join(f"{a.op}({a.arg if a.arg is not None else '*'})"
                                          for a in self.aggregates))
         parts.append(f"output {self.output}")
+        if self.encoded:
+            parts.append("pages may be compressed")
         return "\n".join(parts)
 
     def unfusable_reason(self) -> str | None:

@@ -54,3 +54,35 @@ __device__ __forceinline__ bool keys_equal(const i64* __restrict__ keys_a, i64 n
   }
   return true;
 }
+
+// Overflow-checked a OP b (op 0 add, 1 sub, 2 mul, 3 -a, 4 abs(a)) of exact integers (INTEGER, BIGINT, DECIMAL as
+// scaled int64) whose result must lie in [lo, hi]: the wrapped result comes back, and where `ok`
+// (the row is selected and its operands are not NULL) a result past 64 bits or the range is
+// recorded in err[0..3] = (1, code, a, b) by the first thread that finds one, so the host raises
+// the CPU's OutOfRangeError naming the operands (codegen/checked.py decodes `code`).
+__device__ __forceinline__ i64 checked_arith(i64 a, i64 b, int op, i64 lo, i64 hi, int code,
+                                             unsigned long long* __restrict__ err, bool ok) {
+  i64 r;
+  bool bad;
+  if (op == 0) {
+    r = (i64)((u64)a + (u64)b);
+    bad = ((a ^ r) & (b ^ r)) < 0;
+  } else if (op == 1) {
+    r = (i64)((u64)a - (u64)b);
+    bad = ((a ^ b) & (a ^ r)) < 0;
+  } else if (op == 2) {
+    r = (i64)((u64)a * (u64)b);
+    bad = __mul64hi(a, b) != (r >> 63);
+  } else {
+    r = (op == 4 && a >= 0) ? a : (i64)(0ULL - (u64)a);
+    bad = a == HETDB_I64_MIN;
+  }
+  if (ok && (bad || r < lo || r > hi)) {
+    if (atomicCAS(err, 0ULL, 1ULL) == 0ULL) {
+      err[1] = (unsigned long long)code;
+      err[2] = (unsigned long long)a;
+      err[3] = (unsigned long long)b;
+    }
+  }
+  return r;
+}

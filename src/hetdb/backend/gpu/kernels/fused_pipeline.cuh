@@ -4,6 +4,7 @@
 // here so generated code stays flat. Compiles under NVRTC and nvcc.
 #pragma once
 #include "common.cuh"
+#include "decode.cuh"
 #include "tile.cuh"
 
 namespace fused {
@@ -28,6 +29,33 @@ __device__ __forceinline__ void BlockLoadSel(const T* __restrict__ in, T (&items
 #pragma unroll
   for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
     if (flags[i]) items[i] = in[threadIdx.x + i * BLOCK_THREADS];
+  }
+}
+
+// BlockLoadSel over one page of a column that may be compressed: `encoded` 0 means `page` is the
+// value array, else it is the page's encoded data section (decode.cuh) and items off + k of the
+// tile decode in registers: const/for/dict by random access of the flagged items only, delta/rle
+// a whole tile of `num` items cooperatively through `smem` (HETDB_DECODE_SMEM_I64 slots). `page`
+// and `encoded` are the same for every thread of the block (one tile lies in one page), so the
+// codec branch is uniform and the loaders' barriers are reached by every thread.
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict__ page, long long encoded,
+                                                 long long off, T (&items)[ITEMS_PER_THREAD],
+                                                 const int (&flags)[ITEMS_PER_THREAD], int num, i64* smem) {
+  if (!encoded) {
+    BlockLoadSel<BLOCK_THREADS, ITEMS_PER_THREAD>((const T*)page + off, items, flags);
+    return;
+  }
+  const EncodedPage p = encoded_page(page);
+  if (p.codec == HETDB_CODEC_DELTA) {
+    load_tile_delta<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, num, smem);
+  } else if (p.codec == HETDB_CODEC_RLE) {
+    load_tile_rle<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, num, smem);
+  } else {
+#pragma unroll
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      if (flags[i]) items[i] = decoded_as<T>(decode_value(p, off + threadIdx.x + i * BLOCK_THREADS));
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 // loop lives here. Compiles under NVRTC and nvcc.
 #pragma once
 #include "common.cuh"
+#include "decode.cuh"
 #include "fused_pipeline.cuh"
 
 namespace pipe {
@@ -16,6 +17,40 @@ template <typename T>
 struct PlainColumn {
   const T* __restrict__ values;
   __device__ __forceinline__ T load(i64 row) const { return values[row]; }
+};
+
+// Compressed pages read in place (decode.cuh; layout in docs/storage-format.md): the kernel gets the
+// page's encoded data section instead of a value array, and load(row) decodes one value by random
+// access. delta and rle pages are not random-access: the generated kernel decodes their tile into
+// registers with load_tile_delta / load_tile_rle before its row loop.
+template <typename T>
+struct ConstColumn {
+  T value;
+  __device__ __forceinline__ explicit ConstColumn(const unsigned char* data)
+      : value(decoded_as<T>(encoded_page(data).param)) {}
+  __device__ __forceinline__ T load(i64) const { return value; }
+};
+
+template <typename T>
+struct ForColumn {
+  BpStream values;
+  __device__ __forceinline__ explicit ForColumn(const unsigned char* data) {
+    const EncodedPage p = encoded_page(data);
+    values = bp_stream(p.body, p.n);
+  }
+  __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(bp_get(values, row)); }
+};
+
+template <typename T>
+struct DictColumn {
+  const i64* __restrict__ values;
+  BpStream codes;
+  __device__ __forceinline__ explicit DictColumn(const unsigned char* data) {
+    const EncodedPage p = encoded_page(data);
+    values = (const i64*)p.body;
+    codes = bp_stream(p.body + 8 * p.param, p.n);
+  }
+  __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(values[bp_get(codes, row)]); }
 };
 
 // Validity as one byte per row (Column.validity on the device); a null pointer means "no NULLs".

@@ -1,0 +1,225 @@
+"""Placement by benefit: which pages a tier keeps, and which new pages it lets in.
+
+One policy object per tier (GPU memory, pinned host memory, the CPU's decoded host pages). It knows,
+per cached entry, what one access to it saves — the time of moving it over the link the tier spares
+(host→GPU copy for the GPU tier, disk read for host tiers), split into a per-page latency and a
+per-byte transfer — and how many bytes the entry holds, and it watches accesses. It never holds data
+and never frees memory: the tier asks it for victims and for an admission verdict and does the rest.
+
+An entry's worth is the link time it saves per byte held per unit of time, where time is the tier's
+access clock (one tick per page access) and how often a page comes back is measured by its
+**reuse distance**: the accesses between its last two uses (LIRS' inter-reference recency: Jiang &
+Zhang, "LIRS: An Efficient Low Inter-reference Recency Set Replacement Policy", SIGMETRICS 2002),
+smoothed over its uses. A resident page not used for longer than its reuse distance is judged by the
+time since its last use instead, so a working set that is no longer read ages out on its own::
+
+    worth(p) = saved_seconds(p) / held_bytes(p) / max(reuse_distance(p), now - last_use(p))
+
+Cost per byte is GreedyDual-Size's idea (Cao & Irani, "Cost-Aware WWW Proxy Caching Algorithms",
+USITS 1997): a page kept decoded (more bytes held for the same link bytes saved) is worth less per
+byte than one kept as it is stored (compressed), and a column read more often beats a cold column
+of the same size. Own code; no LIRS stacks: the few thousand pages of a tier are kept in recency
+order and eviction takes the least worth among the ``SAMPLE`` least recently used evictable entries
+(approximate, as Redis' sampled eviction, so a decision costs O(SAMPLE), not O(entries)).
+
+Admission (what makes a tier scan-resistant): a page that must displace others to get in is admitted
+only if it saves more link time per unit of time than the victims together (its own reuse distance
+against theirs; ties keep the residents). A page read for the first time has no reuse distance, so it
+never displaces anything: a scan larger than the tier reads each page once and passes through
+(bypass) while the working set stays, and a repeated scan larger than the tier keeps the part that
+fits instead of evicting each page just before it is read again (which plain LRU does). A new
+working set gets in at its second read, as soon as it is read more recently than the old one. When
+the tier has free room everything is admitted. Keys that left (or never entered) keep their history
+for a while (``GHOSTS`` ghost entries) so a page's second read is recognised.
+
+Sparse reads: an access may say which fraction of the page the reader needs (``fraction``); the
+entry's saving then counts only that share of its transfer time (a page read through zero-copy
+gathers or match hints would move only that share anyway), as a running mean over its accesses.
+
+Hot paths that read the same set of resident pages again and again (a fused kernel over a cached
+table) register the set once per access with ``touch_group``: the accesses are applied lazily, at
+the next decision, so a hot query costs O(1) here.
+
+Not thread-safe: each tier calls it under its own lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+SAMPLE = 16     # least recently used evictable entries compared per victim
+GHOSTS = 4096   # non-resident keys whose access history is kept (at least; 4 x residents if more)
+
+
+@dataclass
+class _Meta:
+    held: int            # bytes of the tier the entry takes
+    latency: float       # seconds per access saved regardless of size (a link round trip)
+    transfer: float      # seconds per access saved for moving the whole page
+    fraction: float = 1.0  # running mean of the share of the page accesses need
+    kept: bool = False   # a user's pin: outside the eviction order
+
+    @property
+    def saved(self) -> float:
+        return self.latency + self.fraction * self.transfer
+
+
+class BenefitPolicy:
+    """Reuse-distance worth per byte, sampled eviction, admission against the victims' worth."""
+
+    def __init__(self, sample: int = SAMPLE, ghosts: int = GHOSTS) -> None:
+        self.clock = 0
+        self._sample = int(sample)
+        self._ghost_min = int(ghosts)
+        self._last: dict[Hashable, int] = {}         # last access (residents and ghosts)
+        self._reuse: dict[Hashable, float] = {}      # smoothed reuse distance
+        self._resident: OrderedDict[Hashable, _Meta] = OrderedDict()  # evictable order: LRU first
+        self._kept: dict[Hashable, _Meta] = {}
+        self._ghosts: OrderedDict[Hashable, None] = OrderedDict()
+        self._groups: dict[int, list] = {}  # id(keys) -> [keys, pending accesses]
+
+    # ---- accesses ------------------------------------------------------------------------------------
+    def record(self, key: Hashable, fraction: float | None = None, count: int = 1) -> None:
+        """``count`` accesses of ``key`` (a hit or a miss) now; ``fraction``: the share of the page
+        they need."""
+        self.clock += count
+        now = self.clock
+        prev = self._last.get(key)
+        if prev is not None:
+            distance = max(1.0, (now - prev) / count)
+            old = self._reuse.get(key)
+            self._reuse[key] = distance if old is None else 0.5 * (old + distance)
+        self._last[key] = now
+        meta = self._resident.get(key)
+        if meta is not None:
+            self._resident.move_to_end(key)
+        else:
+            meta = self._kept.get(key)
+            if meta is None:
+                self._ghost(key)
+        if meta is not None and fraction is not None:
+            meta.fraction = 0.5 * meta.fraction + 0.5 * min(1.0, max(0.0, float(fraction)))
+
+    def touch_group(self, keys: list) -> None:
+        """One access of every key of ``keys`` (all resident), applied lazily. Pass the same list
+        object each time: pending accesses are kept per list."""
+        got = self._groups.get(id(keys))
+        if got is None:
+            self._groups[id(keys)] = [keys, 1]
+        else:
+            got[1] += 1
+
+    def _flush_groups(self) -> None:
+        if not self._groups:
+            return
+        groups, self._groups = self._groups, {}
+        for keys, count in groups.values():
+            for key in keys:
+                self.record(key, count=count)
+
+    def _ghost(self, key: Hashable) -> None:
+        ghosts = self._ghosts
+        ghosts[key] = None
+        ghosts.move_to_end(key)
+        bound = max(self._ghost_min, 4 * (len(self._resident) + len(self._kept)))
+        while len(ghosts) > bound:
+            old, _ = ghosts.popitem(last=False)
+            self._last.pop(old, None)
+            self._reuse.pop(old, None)
+
+    def reuse_distance(self, key: Hashable) -> float:
+        """Accesses between the last uses of ``key`` (smoothed; infinite before its second use)."""
+        self._flush_groups()
+        return self._reuse.get(key, math.inf)
+
+    # ---- residents ---------------------------------------------------------------------------------
+    def insert(self, key: Hashable, held: int, latency: float, transfer: float) -> None:
+        """``key`` entered the tier holding ``held`` bytes; one access to it saves ``latency`` +
+        ``transfer`` seconds (the transfer part scaled by the fraction accesses need)."""
+        self._ghosts.pop(key, None)
+        self._last.setdefault(key, self.clock)
+        self._resident[key] = _Meta(max(1, int(held)), float(latency), float(transfer))
+
+    def remove(self, key: Hashable) -> None:
+        """``key`` left the tier (evicted, cleared, dropped as stale); its history stays a while."""
+        if self._resident.pop(key, None) is not None or self._kept.pop(key, None) is not None:
+            if key in self._last:
+                self._ghost(key)
+
+    evicted = remove
+
+    def keep(self, key: Hashable, kept: bool = True) -> None:
+        """Take a resident ``key`` out of the eviction order (a user's pin), or put it back."""
+        if kept and key in self._resident:
+            self._kept[key] = self._resident.pop(key)
+        elif not kept and key in self._kept:
+            self._resident[key] = self._kept.pop(key)  # most recently used: it was just kept
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._resident or key in self._kept
+
+    def worth(self, key: Hashable) -> float:
+        """Seconds saved per byte held per access tick (see the module docstring)."""
+        self._flush_groups()
+        meta = self._resident.get(key) or self._kept[key]
+        return meta.saved / meta.held / self._horizon(key)
+
+    def _horizon(self, key: Hashable) -> float:
+        return max(1.0, self._reuse.get(key, math.inf), self.clock - self._last.get(key, self.clock))
+
+    # ---- decisions ---------------------------------------------------------------------------------
+    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool]) -> list | None:
+        """Resident keys to evict until they hold at least ``nbytes``; None when the evictable entries
+        do not hold that much. Each victim is the least worth among a window of the ``SAMPLE`` least
+        recently used evictable entries not chosen yet (one pass over the recency order). Nothing is
+        evicted here."""
+        self._flush_groups()
+        clock, reuse, last = self.clock, self._reuse, self._last
+        order = itertools.count()  # ties: the less recently used first
+        entries = ((k, m) for k, m in self._resident.items() if evictable(k))
+
+        def rank(key: Hashable, meta: _Meta) -> tuple[float, int, Hashable, int]:
+            horizon = max(1.0, reuse.get(key, math.inf), clock - last.get(key, clock))
+            return meta.saved / meta.held / horizon, next(order), key, meta.held
+
+        window = [rank(k, m) for k, m in itertools.islice(entries, self._sample)]
+        heapq.heapify(window)
+        out: list = []
+        freed = 0
+        while freed < nbytes:
+            if not window:
+                return None
+            _, _, key, held = heapq.heappop(window)
+            out.append(key)
+            freed += held
+            for k, m in itertools.islice(entries, 1):
+                heapq.heappush(window, rank(k, m))
+        return out
+
+    def loss(self, victims: Iterable) -> float:
+        """Link seconds per access tick the resident ``victims`` save together."""
+        self._flush_groups()
+        return sum(self._resident[v].saved / self._horizon(v) for v in victims)
+
+    def admit(self, key: Hashable, latency: float, transfer: float, victims: Iterable,
+              already_lost: float = 0.0) -> bool:
+        """Whether ``key`` (saving ``latency + transfer`` seconds per access) saves more link time per
+        access tick than the ``victims`` it would displace together (plus ``already_lost``: what it
+        displaced before, for admissions made victim by victim); ties keep the residents."""
+        victims = list(victims)
+        if not victims and not already_lost:
+            return True
+        gain = (latency + transfer) / self._reuse.get(key, math.inf)
+        return gain > already_lost + self.loss(victims)
+
+    def order(self) -> list:
+        """Evictable resident keys, least worth (next victim) first, recency breaking ties."""
+        self._flush_groups()
+        position = {k: i for i, k in enumerate(self._resident)}
+        return sorted(self._resident, key=lambda k: (self._resident[k].saved / self._resident[k].held
+                                                      / self._horizon(k), position[k]))

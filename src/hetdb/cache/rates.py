@@ -1,0 +1,104 @@
+"""Measured rates of the links pages travel over and of the processors that consume them.
+
+The placement policy values a cached page by the link time it saves, and the router compares the
+ways a page can reach its consumer; both read these rates. They start from defaults (the H100 box's
+measured pinned host→GPU copy rate, a datacenter NVMe drive) and follow what scans observe: each
+observation moves the estimate a step (an exponentially weighted mean), so one slow or fast
+outlier does not swing decisions. Process-wide (``shared_rates``): every connection moves pages
+over the same links.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+EWMA_WEIGHT = 0.25          # weight of a new observation
+MIN_OBSERVED_BYTES = 1 << 20  # smaller transfers say more about latency than about bandwidth
+
+
+@dataclass
+class LinkRate:
+    """A link: a per-transfer latency plus bytes at a bandwidth."""
+
+    bytes_per_s: float
+    latency_s: float
+    observations: int = 0
+
+    def seconds(self, nbytes: int) -> float:
+        return self.latency_s + nbytes / self.bytes_per_s
+
+    def transfer_seconds(self, nbytes: int) -> float:
+        return nbytes / self.bytes_per_s
+
+    def observe(self, nbytes: int, seconds: float) -> None:
+        """``nbytes`` moved in ``seconds`` (wall time of a batch of transfers)."""
+        if nbytes < MIN_OBSERVED_BYTES or seconds <= 0:
+            return
+        rate = nbytes / seconds
+        self.bytes_per_s = rate if not self.observations else (
+            (1 - EWMA_WEIGHT) * self.bytes_per_s + EWMA_WEIGHT * rate)
+        self.observations += 1
+
+
+@dataclass
+class WorkRate:
+    """Pages per second a processor gets through for one kind of pipeline."""
+
+    pages_per_s: float
+    observations: int = 0
+
+    def seconds(self, pages: int) -> float:
+        return pages / self.pages_per_s
+
+    def observe(self, pages: int, seconds: float) -> None:
+        if pages <= 0 or seconds <= 0:
+            return
+        rate = pages / seconds
+        self.pages_per_s = rate if not self.observations else (
+            (1 - EWMA_WEIGHT) * self.pages_per_s + EWMA_WEIGHT * rate)
+        self.observations += 1
+
+
+DEFAULT_H2D = (50e9, 10e-6)     # pinned host -> GPU: 53 GB/s measured on the H100 box
+DEFAULT_DISK = (3e9, 100e-6)    # O_DIRECT reads of 4 MiB pages from NVMe
+DEFAULT_CPU_PAGES_PER_S = 400.0   # a CPU worker decoding and filtering a 1M-row page: ~2.5 ms
+DEFAULT_GPU_PAGES_PER_S = 20000.0  # a GPU kernel over a resident page: ~50 us
+
+
+@dataclass
+class Rates:
+    """The link and processor rates decisions use."""
+
+    h2d: LinkRate = field(default_factory=lambda: LinkRate(*DEFAULT_H2D))
+    disk: LinkRate = field(default_factory=lambda: LinkRate(*DEFAULT_DISK))
+    cpu: dict[str, WorkRate] = field(default_factory=dict)  # pipeline kind -> CPU pages/s (one worker)
+    gpu: dict[str, WorkRate] = field(default_factory=dict)  # pipeline kind -> GPU pages/s
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def cpu_rate(self, pipeline: str) -> WorkRate:
+        with self._lock:
+            return self.cpu.setdefault(pipeline, WorkRate(DEFAULT_CPU_PAGES_PER_S))
+
+    def gpu_rate(self, pipeline: str) -> WorkRate:
+        with self._lock:
+            return self.gpu.setdefault(pipeline, WorkRate(DEFAULT_GPU_PAGES_PER_S))
+
+    def observe_h2d(self, nbytes: int, seconds: float) -> None:
+        with self._lock:
+            self.h2d.observe(nbytes, seconds)
+
+    def observe_disk(self, nbytes: int, seconds: float) -> None:
+        with self._lock:
+            self.disk.observe(nbytes, seconds)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"h2d_bytes_per_s": self.h2d.bytes_per_s, "disk_bytes_per_s": self.disk.bytes_per_s}
+
+
+_shared = Rates()
+
+
+def shared_rates() -> Rates:
+    """The process's rates (every connection moves pages over the same links)."""
+    return _shared

@@ -1,0 +1,24 @@
+"""The window benchmark suite (``hetdb bench window``: ranks, running sums, lag/lead, moving averages,
+ntile over TPC-H orders and lineitem) on hetdb vs DuckDB over the same TPC-H SF 0.1 data, on each
+device. Every query groups by its ORDER BY keys, so each answer's order is total."""
+
+from __future__ import annotations
+
+import pytest
+from diff_check import TOTAL
+from diff_queries import AGGREGATE_TOL, load_queries
+from diff_suite import run_suite
+
+WINDOW_QUERIES = 7
+
+
+def test_window_suite_matches_duckdb(tpch_full, device, hetdb_runner) -> None:
+    queries = load_queries("window")
+    assert len(queries) == WINDOW_QUERIES, sorted(queries)
+    run = hetdb_runner(tpch_full.path, device=device)
+    report = run_suite(f"window suite SF0.1 {device}", tpch_full, queries, dict.fromkeys(queries, TOTAL), run,
+                       dict.fromkeys(queries, AGGREGATE_TOL))
+    if report.failures:
+        pytest.fail(report.summary("window suite"), pytrace=False)
+    assert report.compared == WINDOW_QUERIES
+    assert report.nonempty == WINDOW_QUERIES
