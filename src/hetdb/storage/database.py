@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+from collections import OrderedDict
 
 from hetdb.errors import CatalogError, CorruptDataError
 from hetdb.storage import versions
@@ -40,6 +42,31 @@ def _check_table_name(name: str) -> None:
     if size > MAX_TABLE_NAME_BYTES:
         raise CatalogError(f"table name {name[:40]!r}... is {size} bytes long; hetdb allows at most "
                            f"{MAX_TABLE_NAME_BYTES} bytes (UTF-8)")
+
+
+# Readers of committed versions shared by every Database object of this process (a reader is an
+# immutable snapshot of one version's manifest): a fresh connection does not parse the manifests again
+# (5-12 ms for SSB SF 20's lineorder on the H100 machine). Keyed by the version directory and its
+# manifest's identity, so a re-created table never gets a stale reader.
+_READERS: OrderedDict[tuple[str, tuple], TableReader] = OrderedDict()
+_READERS_LOCK = threading.Lock()
+SHARED_READERS = 256
+
+
+def _shared_reader(vdir: str, identity: tuple) -> TableReader | None:
+    key = (os.path.realpath(vdir), identity)
+    with _READERS_LOCK:
+        reader = _READERS.get(key)
+        if reader is not None:
+            _READERS.move_to_end(key)
+        return reader
+
+
+def _share_reader(vdir: str, identity: tuple, reader: TableReader) -> None:
+    with _READERS_LOCK:
+        _READERS[(os.path.realpath(vdir), identity)] = reader
+        while len(_READERS) > SHARED_READERS:
+            _READERS.popitem(last=False)
 
 
 class Database:
@@ -131,7 +158,11 @@ class Database:
         cached = self._readers.get(name)
         if identity is not None and cached is not None and cached[0] == identity:
             return cached[1]
-        reader = TableReader(vdir, name, version)
+        reader = _shared_reader(vdir, identity) if identity is not None else None
+        if reader is None:
+            reader = TableReader(vdir, name, version)
+            if identity is not None:
+                _share_reader(vdir, identity, reader)
         if identity is not None:
             self._readers[name] = (identity, reader)
         return reader
