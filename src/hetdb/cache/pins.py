@@ -158,6 +158,33 @@ def _too_big(what: str, need: int, free: int, capacity: int, hint: str) -> PinEr
                     f"are not pinned already; {hint}")
 
 
+class _Kept:
+    """What a pin has kept so far in one tier (keys and bytes per column); if the pin fails, every
+    key is released again before the error leaves (``with _Kept(tier, names) as kept``)."""
+
+    def __init__(self, tier: Any, names: list[str]) -> None:
+        self.tier = tier
+        self.keys: dict[str, list] = {c: [] for c in names}
+        self.sizes = dict.fromkeys(names, 0)
+
+    def add(self, column: str, key: Any, nbytes: int = 0) -> None:
+        self.keys[column].append(key)
+        self.sizes[column] += nbytes
+
+    def __enter__(self) -> _Kept:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> bool:
+        if kind is not None:
+            for ks in self.keys.values():
+                for key in ks:
+                    self.tier.unkeep(key)
+        return False
+
+    def result(self) -> dict:
+        return {c: (self.keys[c], self.sizes[c]) for c in self.keys}
+
+
 def _pin_gpu(device: Any, options: Any, reader: Any, names: list[str]) -> dict:
     from hetdb.backend.gpu.stream import PageStreamer, device_page_bytes, page_codec, page_layout
 
@@ -174,9 +201,7 @@ def _pin_gpu(device: Any, options: Any, reader: Any, names: list[str]) -> dict:
             "unpin others, or pin to tier='host'")
     if need > free:
         raise _too_big(what, need, free, cache.capacity_bytes, hint)
-    keys: dict[str, list] = {c: [] for c in names}
-    sizes = dict.fromkeys(names, 0)
-    try:
+    with _Kept(cache, names) as kept:
         with PageStreamer(reader, names, budget=device.budget, cache=cache,
                           host_cache=device.host_tier(options), keep=True) as streamer:
             for rg, batch in streamer:
@@ -186,19 +211,13 @@ def _pin_gpu(device: Any, options: Any, reader: Any, names: list[str]) -> dict:
                         raise _too_big(what, need, cache.capacity_bytes - cache.kept_bytes(),
                                        cache.capacity_bytes, "query work holds the rest of gpu_memory_limit; " + hint)
                     cache.keep(key)
-                    keys[c].append(key)
-                    sizes[c] += _device_nbytes(batch.columns[c])
+                    kept.add(c, key, _device_nbytes(batch.columns[c]))
         for c in names:
             dkey = PageKey.dictionary(reader.name, reader.version, c)
             if dkey in cache:
                 cache.keep(dkey)
-                keys[c].append(dkey)
-    except BaseException:
-        for ks in keys.values():
-            for key in ks:
-                cache.unkeep(key)
-        raise
-    return {c: (keys[c], sizes[c]) for c in names}
+                kept.add(c, dkey)
+    return kept.result()
 
 
 def _device_nbytes(col: Any) -> int:
@@ -215,9 +234,7 @@ def _pin_pinned_host(host: Any, reader: Any, names: list[str]) -> dict:
     hint = "raise host_cache_limit, pin fewer columns or unpin others"
     if need > free:
         raise _too_big(what, need, free, host.capacity_bytes, hint)
-    keys: dict[str, list] = {c: [] for c in names}
-    sizes = dict.fromkeys(names, 0)
-    try:
+    with _Kept(host, names) as kept:
         for c, rg, loc in pages:
             key = PageKey(reader.path, reader.version, c, rg)
             page = host.lookup(key, loc, pin=True)
@@ -242,21 +259,13 @@ def _pin_pinned_host(host: Any, reader: Any, names: list[str]) -> dict:
                 page = host.commit(blocks)
             host.keep(key)
             host.unpin_page(page)
-            keys[c].append(key)
-            sizes[c] += host.blocks_for(loc.padded_length) * host.block_bytes
-    except BaseException:
-        for ks in keys.values():
-            for key in ks:
-                host.unkeep(key)
-        raise
-    return {c: (keys[c], sizes[c]) for c in names}
+            kept.add(c, key, host.blocks_for(loc.padded_length) * host.block_bytes)
+    return kept.result()
 
 
 def _pin_decoded_host(cache: Any, reader: Any, names: list[str]) -> dict:
-    keys: dict[str, list] = {c: [] for c in names}
-    sizes = dict.fromkeys(names, 0)
     what = f"columns {', '.join(names)} of table '{reader.name}' in the host page cache"
-    try:
+    with _Kept(cache, names) as kept:
         for c in names:
             for rg in range(reader.num_row_groups):
                 before = cache.kept_bytes()
@@ -264,17 +273,11 @@ def _pin_decoded_host(cache: Any, reader: Any, names: list[str]) -> dict:
                     cache.read(reader, c, rg, keep=True)
                 except OutOfMemoryError as e:
                     raise PinError(f"pinning {what}: {e}") from None
-                keys[c].append((reader.path, c, rg))
-                sizes[c] += cache.kept_bytes() - before
+                kept.add(c, (reader.path, c, rg), cache.kept_bytes() - before)
             dkey = (reader.path, c, -1)
             if cache.is_kept(dkey):
-                keys[c].append(dkey)
-    except BaseException:
-        for ks in keys.values():
-            for key in ks:
-                cache.unkeep(key)
-        raise
-    return {c: (keys[c], sizes[c]) for c in names}
+                kept.add(c, dkey)
+    return kept.result()
 
 
 # ---- what each tier holds ---------------------------------------------------------------------------------
