@@ -120,3 +120,21 @@ def test_bad_memory_sizes_are_refused(tmp_path, bad):
     db = str(tmp_path / "db")
     assert hetdb("import", db, "t", str(src)).returncode == 0
     _assert_clean_error(hetdb("query", db, "SELECT 1", "--host-memory-limit", bad), "memory size")
+
+
+def test_every_connection_option_has_a_flag() -> None:
+    """Each field of Options (hetdb.connect's keyword arguments) is reachable from the CLI."""
+    import dataclasses
+
+    from hetdb.cli.main import build_parser, engine_options
+    from hetdb.config import Options
+
+    args = build_parser().parse_args(
+        ["query", "db", "-c", "select 1", "--device", "cpu", "--gpu-memory-limit", "1GB",
+         "--host-memory-limit", "1GB", "--host-cache-limit", "1GB", "--threads", "3", "--batch-rows", "7",
+         "--no-zone-maps", "--spill-dir", "/tmp/s", "--disable-pass", "x", "--no-reuse-fused-state",
+         "--no-cpu-compile", "--gpu-compressed-cache", "--timezone", "Europe/Berlin",
+         "--recursion-limit", "5", "--route", "disk"])
+    given = set(engine_options(args)) | {"device"}
+    fields = {f.name for f in dataclasses.fields(Options)}
+    assert fields - given <= {"progress"}  # progress: the CLI's own line (--no-progress)

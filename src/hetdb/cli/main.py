@@ -102,6 +102,13 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="switch an optimizer pass off by name (repeatable)")
     p.add_argument("--no-reuse-fused-state", action="store_true",
                    help="GPU: do not keep fused kernels' dense tables between runs of a plan")
+    p.add_argument("--no-cpu-compile", action="store_true",
+                   help="CPU: run pipelines operator at a time instead of as compiled loops")
+    p.add_argument("--gpu-compressed-cache", action="store_true",
+                   help="GPU: keep compressed pages compressed in GPU memory, decoded inside the kernels")
+    p.add_argument("--timezone", default=None, help="time zone of TIMESTAMPTZ values, e.g. Europe/Berlin")
+    p.add_argument("--recursion-limit", type=int, default=None,
+                   help="iterations a WITH RECURSIVE query may take (default 10000)")
     p.add_argument("--route", choices=["auto", "copy", "cpu", "disk"], default=None,
                    help="page routing: auto, or force host->GPU copies / CPU processing / disk reads")
     p.add_argument("--pin", action="append", default=None, metavar="TABLE[:COL,...][@gpu|@host]",
@@ -113,7 +120,7 @@ def engine_options(args) -> dict:
     """Connection keyword arguments from the engine flags that were given."""
     opts: dict = {}
     for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
-                "spill_dir", "route"):
+                "spill_dir", "route", "timezone", "recursion_limit"):
         v = getattr(args, key, None)
         if v is not None:
             opts[key] = v
@@ -123,6 +130,10 @@ def engine_options(args) -> dict:
         opts["disabled_passes"] = args.disable_pass
     if getattr(args, "no_reuse_fused_state", False):
         opts["reuse_fused_state"] = False
+    if getattr(args, "no_cpu_compile", False):
+        opts["cpu_compile"] = False
+    if getattr(args, "gpu_compressed_cache", False):
+        opts["gpu_compressed_cache"] = True
     return opts
 
 
