@@ -85,6 +85,33 @@ def _string_source(plan: CompiledPlan, e: Expr) -> str | None:
     return None
 
 
+# A pipeline whose expressions have more nodes is not compiled: Numba's compile time and memory grow
+# steeply with one function's size (an 800-term AND chain took minutes and ~19 GB).
+MAX_EXPRESSION_NODES = 400
+
+
+def _expression_nodes(plan: CompiledPlan, sink: Any) -> int:
+    """Expression nodes the generated loop would evaluate (filters, projections, probe residuals
+    and keys, group keys and aggregate arguments)."""
+    roots: list[Any] = []
+    for kind, x in plan.stages:
+        if kind == "filter":
+            roots.append(x)
+        elif kind == "project":
+            roots.extend(e for _, e in x.exprs)
+        else:
+            roots.extend(x.left_keys)
+    if sink is not None:
+        roots.extend(e for _, e in sink.keys)
+        roots.extend(a.arg for _, a in sink.aggs if a.arg is not None)
+    count, stack = 0, roots
+    while stack:
+        e = stack.pop()
+        count += 1
+        stack.extend(e.children())
+    return count
+
+
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
     rows_sink = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
@@ -95,6 +122,9 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     plan, why = plan_compiled(ctx, pipe)
     if plan is None:
         return why
+    size = _expression_nodes(plan, None if plan.materialize else sink)
+    if size > MAX_EXPRESSION_NODES:
+        return f"its expressions have {size} nodes (more than {MAX_EXPRESSION_NODES} take Numba too long to compile)"
     names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     needed = set(plan.referenced - plan.produced)
     if plan.materialize:  # the scan columns the gathered rows need as well
