@@ -179,7 +179,7 @@ def ssb_db(tmp_path_factory):
 def test_every_ssb_query_fuses_and_matches_duckdb(ssb_db, emulated_fusion):
     queries = load_queries("ssb")
     compared = swapped = nonempty = 0
-    with hetdb.connect(ssb_db.path, device="cpu") as con:
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:  # the fusion emulation, not the CPU loops
         for name, sql in queries.items():
             text = con.explain(sql, analyze=True)
             assert "fused into one generated kernel" in text, f"{name}:\n{text}"
@@ -208,7 +208,7 @@ def test_string_filters_and_scan_group_keys_fuse(ssb_db, emulated_fusion):
         "select lo_discount, lo_shipmode, count(*) as n, sum(lo_extendedprice) as e from lineorder "
         "where lo_shipmode in ('AIR', 'RAIL') and lo_quantity < 20 group by lo_discount, lo_shipmode",
     ]
-    with hetdb.connect(ssb_db.path, device="cpu") as con:
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:  # the fusion emulation, not the CPU loops
         for sql in sqls:
             text = con.explain(sql, analyze=True)
             assert "fused into one generated kernel" in text, text
@@ -221,7 +221,7 @@ def test_string_filters_and_scan_group_keys_fuse(ssb_db, emulated_fusion):
 def test_unfusable_group_keys_say_why(ssb_db, emulated_fusion):
     sql = ("select lo_orderkey, lo_partkey, sum(lo_revenue) from lineorder "
            "group by lo_orderkey, lo_partkey")
-    with hetdb.connect(ssb_db.path, device="cpu") as con:
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:  # the fusion emulation, not the CPU loops
         text = con.explain(sql, analyze=True)
         got = con.sql(sql).arrow()
     assert "operator at a time:" in text and "groups" in text, text
@@ -331,7 +331,7 @@ def test_partial_state_keeps_key_types(ssb_db, emulated_fusion):
     sql = ("select d_date, c_region, sum(lo_quantity) as q from lineorder, date, customer "
            "where lo_orderdate = d_datekey and lo_custkey = c_custkey and d_yearmonthnum = 199403 "
            "group by d_date, c_region")
-    with hetdb.connect(ssb_db.path, device="cpu") as con:
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:  # the fusion emulation, not the CPU loops
         text = con.explain(sql, analyze=True)
         got = con.sql(sql).arrow()
     assert "fused into one generated kernel" in text, text
@@ -344,7 +344,7 @@ def test_partial_state_keeps_key_types(ssb_db, emulated_fusion):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_generated_ssb_kernels_compile_with_nvcc(ssb_db, emulated_fusion, tmp_path):
     queries = load_queries("ssb")
-    with hetdb.connect(ssb_db.path, device="cpu") as con:
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:  # the fusion emulation, not the CPU loops
         for sql in queries.values():
             con.sql(sql)
     sources = {p.real.kernel.name: p.real.source for p in emulated_fusion}
@@ -366,7 +366,7 @@ def test_repeated_queries_reuse_dense_tables_and_skip_dimension_builds(ssb_db, e
 
     queries = load_queries("ssb")
     reused = skipped = 0
-    with hetdb.connect(ssb_db.path, device="cpu") as con:
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:  # the fusion emulation, not the CPU loops
         for name, sql in queries.items():
             first = con.sql(sql)
             text = con.explain(sql, analyze=True)  # the same cached plan: its fused state is reused
