@@ -455,15 +455,9 @@ def _go(ctx: ExecContext, run: Any, p: _Plan, pool: Any, threads: int) -> None:
         _Worker(ctx, pipe, run, p).work()
         return
     run.parallel = True
-    futures = [pool.submit(_Worker(ctx, pipe, run, p).work) for _ in range(workers)]
-    errors = []
-    for f in futures:
-        try:
-            f.result()
-        except BaseException as e:  # noqa: BLE001 - re-raised below after every worker stopped
-            errors.append(e)
-    if errors:
-        raise errors[0]
+    from hetdb.exec.pipeline import run_workers
+
+    run_workers(pool, [_Worker(ctx, pipe, run, p).work for _ in range(workers)])
 
 
 def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: int) -> Any:

@@ -90,6 +90,19 @@ class _Run:
         pipe.sink.combine(ctx, self.gsink, lsink)
 
 
+def run_workers(pool: ThreadPoolExecutor, works: list) -> None:
+    """Run each of ``works`` on the pool; the first error is raised once every worker stopped."""
+    futures = [pool.submit(w) for w in works]
+    errors = []
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:  # noqa: BLE001 - re-raised below after every worker stopped
+            errors.append(e)
+    if errors:
+        raise errors[0]
+
+
 def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | None, threads: int) -> None:
     run = _Run(ctx, pipe)
     if ctx.device is not None:
@@ -122,14 +135,6 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         run.work()
     else:
         run.parallel = True
-        futures = [pool.submit(run.work) for _ in range(workers)]
-        errors = []
-        for f in futures:
-            try:
-                f.result()
-            except BaseException as e:  # noqa: BLE001 - re-raised below after every worker stopped
-                errors.append(e)
-        if errors:
-            raise errors[0]
+        run_workers(pool, [run.work] * workers)
     run.flush()
     ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
