@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,6 +25,41 @@ def _plain(arr: pa.ChunkedArray) -> pa.Array:
     return arr
 
 
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser over uint64 lanes (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = x.astype(np.uint64, copy=True)
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def _hash_strings(arr: pa.Array) -> np.ndarray:
+    """A polynomial hash of each string's bytes, vectorised over the Arrow buffers."""
+    if not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.large_string())
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=arr.offset * 8)
+    lengths = np.diff(offsets)
+    data = (np.frombuffer(bufs[2], dtype=np.uint8)[offsets[0]:offsets[-1]]
+            if bufs[2] is not None and offsets[-1] > offsets[0] else np.zeros(0, np.uint8))
+    h = lengths.astype(np.uint64)
+    if data.size:
+        starts = offsets[:-1] - offsets[0]
+        pos = np.arange(data.size, dtype=np.int64) - np.repeat(starts, lengths)
+        powers = np.cumprod(np.full(int(lengths.max()), 0x100000001B3, dtype=np.uint64))
+        with np.errstate(over="ignore"):
+            terms = (data.astype(np.uint64) + np.uint64(1)) * powers[pos]
+            nonempty = lengths > 0
+            sums = np.add.reduceat(terms, starts[nonempty])
+            h[nonempty] += sums
+    return h
+
+
 def hash_column(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """64-bit hashes of one key column; equal values hash equally whatever their integer or float
     width, so both sides of a join agree. NULLs hash to 0 (they match nothing; any one partition)."""
@@ -37,14 +71,16 @@ def hash_column(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
         arr, t = arr.view(pa.int64()), pa.int64()
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         vals = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        h = _mix64(vals.view(np.uint64))
     elif pa.types.is_floating(t):
-        # -0.0 and 0.0 are equal keys: adding 0.0 makes both +0.0
+        # -0.0 and 0.0 are equal keys: adding 0.0 makes both +0.0; every NaN is one key
         vals = pc.fill_null(arr.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False) + 0.0
+        vals = np.where(np.isnan(vals), np.nan, vals)
+        h = _mix64(vals.view(np.uint64))
     else:
         if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
             arr = arr.cast(pa.string())
-        vals = pc.fill_null(arr, "").to_numpy(zero_copy_only=False).astype(object)
-    h = pd.util.hash_array(vals, categorize=False).astype(np.uint64)
+        h = _mix64(_hash_strings(pc.fill_null(arr, "")))
     if arr.null_count:
         h[np.asarray(arr.is_null().to_numpy(zero_copy_only=False))] = 0
     return h
