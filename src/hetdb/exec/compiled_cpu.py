@@ -286,6 +286,8 @@ def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts:
         bits = gk[i, :ng]
         if t.kind == "float64":
             data = bits.view(np.float64).copy()
+            if kernel.key_signs and kernel.key_signs[i] >= 0:
+                data[ia[kernel.key_signs[i], :ng] != 0] = -0.0
         elif t.kind == "bool":
             data = bits != 0
         else:
