@@ -265,7 +265,15 @@ class HashAggregate(Sink):
         l.nbytes += size
         if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
             before = l.rows
-            merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+            # the merge's concatenated states and hash table: reserved first, else spill instead
+            work = l.nbytes + self.merge_bytes(l.rows)
+            if not g.reservation.try_grow(work):
+                self._start_spilling(ctx, g, l)
+                return
+            try:
+                merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+            finally:
+                g.reservation.shrink(work)
             new = batch_nbytes(merged)
             g.reservation.shrink(l.nbytes)
             l.batches, l.rows, l.nbytes = [merged], merged.num_rows, 0
@@ -334,13 +342,15 @@ class HashAggregate(Sink):
                 out = [self._final(ctx, g, g.batches)]
                 g.reservation.shrink(work)
             else:
-                from hetdb.exec.operators.aggregate_spill import finish_partition
+                from hetdb.exec.operators.aggregate_spill import finish_partitions
 
-                out = []
-                for f in g.parts:
-                    out.extend(finish_partition(self, ctx, g, f, 1))
-                if not self.keys and not out:
-                    out = [self._final(ctx, g, [])]
+                # each partition's groups are held (or spilled) as they are made: the whole
+                # result is never in memory unaccounted
+                g.batches = []
+                g.reservation.close()
+                held, rows = finish_partitions(self, ctx, g)
+                ctx.add(self.op_id, rows_out=rows)
+                return held
             out = [b for b in out if b.num_rows] or out[:1]
             ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
             # the partial states are done with: the result takes their place in the reservation

@@ -18,12 +18,30 @@ from hetdb.exec.operators.aggregate import _g
 from hetdb.exec.operators.aggregate_distinct_spill import one_key_raw
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.results import hold
 
 SLICE_ROWS = 1 << 16
 MAX_LEVEL = 15  # 4 hash bits a level: 60 bits
 # A partition of at most this many rows is finished whatever the limit (the least it takes to make
 # progress: the accounted peak may pass the limit by this many rows' states).
 MIN_ROWS = 1 << 10
+
+
+def finish_partitions(op: Any, ctx: ExecContext, g: Any) -> tuple[list[Any], int]:
+    """The result of a spilled aggregation (``op`` a HashAggregate, ``g`` its state): each spilled
+    partition finished in turn and its groups held in ``g.reservation`` or spilled in slices
+    (results.hold) before the next one starts; (held result entries, rows)."""
+    held: list[Any] = []
+    rows = 0
+    for f in g.parts:
+        for b in finish_partition(op, ctx, g, f, 1):
+            if b.num_rows:
+                rows += b.num_rows
+                held.extend(hold(ctx, g.reservation, b))
+    if not held:
+        # no groups: an aggregate without GROUP BY still has its one row; else an empty batch
+        held = hold(ctx, g.reservation, op._final(ctx, g, []))
+    return held, rows
 
 
 def finish_partition(op: Any, ctx: ExecContext, g: Any, f: Any, level: int) -> list[Batch]:
