@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hetdb.backend.cpu.codegen import runtime
-from hetdb.exec.memory import Reservation
+from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.base import ExecContext
 
 MIN_FLUSH_GROUPS = 1 << 10
@@ -72,3 +72,5 @@ def flush_table(worker: Any, lsink: Any, partial: Any) -> None:
     del state
     worker.budget.release()
     worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink)
+    del part
+    release_free_heap()

@@ -20,7 +20,7 @@ from hetdb.exec.expressions import _convert
 from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for
-from hetdb.exec.memory import Reservation
+from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
@@ -302,6 +302,8 @@ class HashAggregate(Sink):
         self._spill(ctx, g, combined + local.batches)
         g.reservation.shrink(local.nbytes + sum(batch_nbytes(b) for b in combined))
         local.batches, local.rows, local.nbytes = [], 0, 0
+        combined = []
+        release_free_heap()
 
     def _spill(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> None:
         for b in batches:
