@@ -4,7 +4,8 @@ A worker's group table (backend/cpu/codegen/runtime: slots, key bits, validity, 
 when it is full. Each table is reserved before it is made; when the limit refuses a bigger one, the
 worker hands its groups to the aggregation as a partial-state batch (which the aggregation keeps,
 merges or spills by group-key hash like any other partial) and goes on with a fresh, small table.
-A table of fewer than ``MIN_FLUSH_GROUPS`` groups grows whatever the limit (the least it takes to
+A table grows only while twice its new size fits (its flush copies the groups out before the table
+is freed). A table of fewer than ``MIN_FLUSH_GROUPS`` groups grows whatever the limit (the least it takes to
 make progress; the aggregation's own reservations then spill).
 """
 
@@ -49,9 +50,12 @@ class TableBudget:
         if groups <= state[1].shape[1]:
             return state
         need = grown_nbytes(state, groups)
-        if not self.res.try_grow(need):
-            if state[5] >= MIN_FLUSH_GROUPS:
-                return None
+        # the bigger table must leave room for the partial-state batch its flush copies out
+        if self.res.try_grow(2 * need):
+            self.res.shrink(need)
+        elif state[5] >= MIN_FLUSH_GROUPS:
+            return None
+        else:
             self.res.force_grow(need)
         grown = runtime.reserve(state, groups)
         self.res.shrink(table_nbytes(state))

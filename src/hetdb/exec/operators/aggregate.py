@@ -15,7 +15,7 @@ from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, take, to_plain
+from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, slice_batch, take, to_plain
 from hetdb.exec.expressions import _convert
 from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
@@ -32,6 +32,7 @@ MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this m
 GROUP_BYTES_PER_ROW = 96
 # Final merges of at most this many state rows run whatever the limit (the least needed to progress).
 MIN_FINAL_ROWS = 1 << 10
+SPILL_SLICE_ROWS = 1 << 18  # partial states partitioned into spill files this many rows at a time
 MERGE_KEEP = 0.8  # a local merge that keeps more of its groups than this stops the worker merging
 
 
@@ -306,7 +307,10 @@ class HashAggregate(Sink):
         release_free_heap()
 
     def _spill(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> None:
-        for b in batches:
+        # in slices: the key arrays, hashes and partition copies of a slice at a time
+        slices = (slice_batch(ctx.backend, b, lo, lo + SPILL_SLICE_ROWS)
+                  for b in batches for lo in range(0, b.num_rows, SPILL_SLICE_ROWS))
+        for b in slices:
             if b.num_rows == 0:
                 continue
             keycols = [b.columns[_g(i)] for i in range(len(self.keys))]
