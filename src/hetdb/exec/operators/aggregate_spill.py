@@ -60,8 +60,9 @@ def finish_partition(op: Any, ctx: ExecContext, g: Any, f: Any, level: int) -> l
             return []
         res = Reservation(ctx.memory)
         try:
-            # the states and their merge (concatenated, then grouped)
-            need = 2 * f.nbytes + op.merge_bytes(f.num_rows)
+            # the states read back, concatenated, their merged copy and the output columns made from
+            # it, and the merge's hash table
+            need = 4 * f.nbytes + op.merge_bytes(f.num_rows)
             if res.try_grow(need) or f.num_rows <= MIN_ROWS:
                 if not res.nbytes:
                     res.force_grow(need)
