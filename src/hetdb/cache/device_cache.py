@@ -46,7 +46,7 @@ class DevicePageCache(PageCache):
     tier = "gpu"
 
     def __init__(self, budget: Any, share: float = 0.5, capacity_bytes: int | None = None,
-                 rates: Rates | None = None) -> None:
+                 rates: Rates | None = None, policy: Any = None) -> None:
         if capacity_bytes is None:
             if not 0.0 <= share <= 1.0:
                 raise ValueError("share must be within [0, 1]")
@@ -56,7 +56,8 @@ class DevicePageCache(PageCache):
         self.budget = budget
         self.capacity_bytes = int(capacity_bytes)
         self._entries: dict[PageKey, _Entry] = {}  # in insertion order
-        self.policy = BenefitPolicy()
+        # a BenefitPolicy; another object with its interface for comparisons (cache/replay.py)
+        self.policy = policy if policy is not None else BenefitPolicy()
         self.rates = rates or shared_rates()
         self._used = 0        # bytes of entries
         self._reserved = 0    # reservations not yet turned into entries
@@ -213,29 +214,36 @@ class DevicePageCache(PageCache):
         over = self._used + self._reserved + nbytes - self.capacity_bytes
         lost = 0.0  # worth of what this page displaced so far (admission weighs all of it)
         if over > 0:
-            victims = self.policy.victims(over, self._evictable)
-            if victims is None:
+            lost = self._displace(over, key, judged, link.latency_s, transfer, lost)
+            if lost is None:
                 return False
-            if judged and not self.policy.admit(key, link.latency_s, transfer, victims):
-                self._stats.bypassed += 1
-                return False
-            lost = self.policy.loss(victims)
-            for victim in victims:
-                self._evict_entry(victim)
         while not self.budget.try_reserve(nbytes):
             # The budget is shared with query work: free what it lacks, judged as a whole before
             # anything is evicted (a loop: query work may take memory meanwhile).
             short = max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes)
-            victims = self.policy.victims(short, self._evictable)
-            if not victims:
+            more = self._displace(short, key, judged, link.latency_s, transfer, lost)
+            if more is None:
                 return False
-            if judged and not self.policy.admit(key, link.latency_s, transfer, victims, lost):
-                self._stats.bypassed += 1
-                return False
-            lost += self.policy.loss(victims)
-            for victim in victims:
-                self._evict_entry(victim)
+            lost += more
         return True
+
+    def _displace(self, nbytes: int, key: Any, judged: bool, latency: float, transfer: float,
+                  lost: float) -> float | None:
+        """Evict entries holding ``nbytes`` when the page ``key`` is worth more than them together with
+        ``lost`` (``judged``; otherwise whenever they exist); returns the worth of what it evicted, or
+        None (nothing evicted) when the page is not worth it or the entries do not exist."""
+        if judged:
+            victims, worth = self.policy.displace(key, latency, transfer, nbytes, self._evictable, lost)
+            if victims is None:
+                self._stats.bypassed += 1
+                return None
+        else:
+            victims, worth = self.policy.victims(nbytes, self._evictable), 0.0
+            if not victims:
+                return None
+        for victim in victims:
+            self._evict_entry(victim)
+        return worth
 
     # ---- pinning and eviction --------------------------------------------------------------------
     def pin(self, key: PageKey) -> None:
