@@ -6,7 +6,7 @@ not depend on the device), its pipelines in the order the engine runs them, and 
 source is a stored-table scan what a GPU scan streams: the row groups zone maps cannot rule out
 (``TableScan.verdict``, as ``plan_device_scan``), every column of the scan in each (a GPU scan
 reads whole pages of all its columns), with the device bytes a page holds once delivered
-(``device_page_bytes``: decoded, or as stored with ``gpu_compressed_cache``) and the bytes it moves
+(``cache/pages.py``: decoded, or as stored with ``gpu_compressed_cache``) and the bytes it moves
 over the link (the stored page), and the dictionaries of its string columns.
 
 ``scale`` turns a trace of a small database into the page sizes of a larger scale factor from the
@@ -22,12 +22,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from hetdb.cache.base import PageKey
+from hetdb.cache.pages import page_info
 from hetdb.cache.replay import PageRef, QueryRef, ScanRef
 
 
 def query_trace(con: Any, name: str, sql: str, compressed: bool = False) -> QueryRef:
     """The GPU scans of ``sql`` on connection ``con`` (any device), in execution order."""
-    from hetdb.backend.gpu.stream import device_page_bytes, page_codec, page_layout
     from hetdb.exec.operators.scan import TableScan
 
     engine = con._get_engine()
@@ -44,15 +44,8 @@ def query_trace(con: Any, name: str, sql: str, compressed: bool = False) -> Quer
         for rg in range(reader.num_row_groups):
             if op.verdict(ctx, reader, rg) == "skip":
                 continue
-            n = reader.row_group_rows(rg)
-            pages = []
-            for c in columns:
-                loc = reader.page_location(c, rg)
-                _, sections = page_layout(reader, c, rg)
-                codec = page_codec(reader, c, rg)
-                held = device_page_bytes(reader, c, rg, loc, sections, n, codec, compressed)
-                pages.append(PageRef(PageKey(reader.name, reader.version, c, rg), held, loc.length))
-            rgs.append(pages)
+            infos = [page_info(reader, c, rg, compressed) for c in columns]
+            rgs.append([PageRef(i.key, i.device_bytes, i.location.length) for i in infos])
         dicts = []
         for c in columns:
             d = reader.dictionary(c) if reader.column(c).dtype.kind == "string" else None

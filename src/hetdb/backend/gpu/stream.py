@@ -49,6 +49,7 @@ import numpy as np
 
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
+from hetdb.cache.pages import column_device_bytes, page_info, row_group_padded_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
@@ -108,6 +109,8 @@ class _Page:
     loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
     codec: str = "plain"                 # encoding of the data section (hetdb.codec)
     route: Route = Route.DISK_DIRECT     # the router's decision
+    host_key: PageKey | None = None      # its key in the host tier (default: made from the reader)
+    device_bytes: int | None = None      # device bytes once delivered (default: computed)
 
 
 @dataclass
@@ -150,13 +153,8 @@ def keeps_compressed(codec: str, sections: dict) -> bool:
 
 def _decoded_column_bound(reader: Any, column: str, compressed: bool = False) -> int:
     """Upper bound of the device bytes of every page of a column, from the manifest (``compressed``:
-    pages stay as stored, so the padded bytes on disk bound them)."""
-    on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
-    if compressed or not hasattr(reader, "decoded_bytes"):
-        return on_disk
-    rgs = range(reader.num_row_groups)
-    return (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
-            + sum(reader.decoded_bytes(column, rg) for rg in rgs))
+    pages stay as stored, so the padded bytes on disk bound them); computed once per table version."""
+    return column_device_bytes(reader, column, compressed)
 
 
 class PageStreamer:
@@ -274,7 +272,6 @@ class PageStreamer:
         if self._gen is not None or self._closed or self.cache is None or self.host_cache is None:
             return False
         cp, cache, reader = self._cupy, self.cache, self.reader
-        table, version = reader.name, reader.version
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
@@ -287,7 +284,7 @@ class PageStreamer:
         complete = True
         # In chunks: the first copies start after one chunk's look-ups, not the whole scan's.
         for start in range(0, len(pages), _FILL_CHUNK):
-            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK], table, version)
+            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK])
             if not complete:
                 break
         event = cp.cuda.Event(disable_timing=True)
@@ -297,29 +294,27 @@ class PageStreamer:
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
         return complete
 
-    def _fill_chunk(self, pages: list[tuple[str, int]], table: str, version: int) -> bool:
+    def _fill_chunk(self, pages: list[tuple[str, int]]) -> bool:
         """fill_cache for some pages: False when one is not in the host tier or the cache is full."""
         cp, cache, reader = self._cupy, self.cache, self.reader
         todo = []
         for column, rg in pages:
-            key = PageKey(table, version, column, rg)
-            if key not in cache:
-                todo.append((key, column, rg, reader.page_location(column, rg)))
+            info = page_info(reader, column, rg, self.compressed)
+            if info.key not in cache:
+                todo.append(info)
         if not todo:
             return True
-        hosts = self.host_cache.lookup_many([PageKey(reader.path, version, t[1], t[2]) for t in todo],
-                                            [t[3] for t in todo])
+        hosts = self.host_cache.lookup_many([t.host_key for t in todo], [t.location for t in todo])
         if hosts is None:
             return False
         stream = self._copy_stream
         complete = True
         try:
             with stream:
-                for (key, column, rg, loc), host in zip(todo, hosts):
-                    enc, sections = page_layout(reader, column, rg)
-                    n = reader.row_group_rows(rg)
-                    codec = page_codec(reader, column, rg)
-                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec, self.compressed)
+                for info, host in zip(todo, hosts):
+                    key, column, rg, loc = info.key, info.key.column, info.key.row_group, info.location
+                    enc, sections, n, codec = info.encoding, info.sections, info.num_rows, info.codec
+                    nbytes = info.device_bytes
                     if not cache.reserve(nbytes, key=key, link_bytes=loc.length):
                         complete = False  # no room (budget taken, or worth less than the cached pages)
                         break
@@ -425,12 +420,11 @@ class PageStreamer:
         rg_id = self.row_groups[i]
         rg = _RowGroup(i, i % self.depth)
         offset = 0
-        table, version = self.reader.name, self.reader.version
         for column in self.columns:
-            enc, sections = page_layout(self.reader, column, rg_id)
-            page = _Page(column, rg_id, PageKey(table, version, column, rg_id),
-                         self.reader.page_location(column, rg_id), enc, sections,
-                         self.reader.row_group_rows(rg_id), codec=page_codec(self.reader, column, rg_id))
+            info = page_info(self.reader, column, rg_id, self.compressed)
+            page = _Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
+                         info.num_rows, codec=info.codec, host_key=info.host_key,
+                         device_bytes=info.device_bytes)
             page.route = self.router.route(page.location.length,
                                            on_gpu=lambda p=page: self._probe_device(p),
                                            in_host=lambda p=page: self._probe_host(p),
@@ -461,6 +455,8 @@ class PageStreamer:
     def _host_key(self, page: _Page) -> PageKey:
         # The host tier is process-wide: a table *path* (version directory) names the page, not the
         # table name, which another database may share.
+        if page.host_key is not None:
+            return page.host_key
         return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
 
     def _probe_host(self, page: _Page) -> bool:
@@ -490,8 +486,9 @@ class PageStreamer:
             if self._slot_bytes is None:
                 # Every slot is sized for the largest row group (all pages missing the cache), so a
                 # slot is allocated once and never reallocated while a copy may read it.
-                self._slot_bytes = max((sum(self.reader.page_location(c, rg).padded_length
-                                            for c in self.columns) for rg in self.row_groups), default=0)
+                columns = tuple(self.columns)
+                self._slot_bytes = max((row_group_padded_bytes(self.reader, columns, rg)
+                                        for rg in self.row_groups), default=0)
             size = max(self._slot_bytes, nbytes)
             # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
             raw = pinned_empty(size + ALIGN, np.uint8)
@@ -565,8 +562,10 @@ class PageStreamer:
                 page.future = None
                 if page.loading:
                     page.host, page.loading = host, False
-                nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
-                                           page.sections, page.num_rows, page.codec, self.compressed)
+                nbytes = page.device_bytes
+                if nbytes is None:
+                    nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
+                                               page.sections, page.num_rows, page.codec, self.compressed)
                 if self.keep:
                     page.cached = self.cache.reserve(nbytes)
                 else:
