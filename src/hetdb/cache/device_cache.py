@@ -78,7 +78,7 @@ class DevicePageCache(PageCache):
             self._stats.hits += 1
             self._stats.hit_bytes += entry.nbytes
             if pin:
-                entry.pins += 1
+                self._pin(key, entry)
             return entry.value
 
     def peek_many(self, keys: list[PageKey]) -> list[Any] | None:
@@ -180,7 +180,7 @@ class DevicePageCache(PageCache):
                 if reserved:
                     self.release(nbytes)
                 if pin:
-                    existing.pins += 1
+                    self._pin(key, existing)
                 return True
             if reserved:
                 if nbytes > self._reserved:
@@ -189,10 +189,12 @@ class DevicePageCache(PageCache):
             elif not self._make_room(nbytes, key, link_bytes):
                 self._stats.rejected += 1
                 return False
-            self._entries[key] = _Entry(value, int(nbytes), 1 if pin else 0)
+            entry = self._entries[key] = _Entry(value, int(nbytes))
             link = self.rates.h2d
             self.policy.insert(key, nbytes, link.latency_s,
                                link.transfer_seconds(nbytes if link_bytes is None else link_bytes))
+            if pin:
+                self._pin(key, entry)
             self.mutations += 1
             self._used += nbytes
             self._stats.inserted_bytes += nbytes
@@ -202,6 +204,11 @@ class DevicePageCache(PageCache):
     def _evictable(self, key: Any) -> bool:
         entry = self._entries[key]
         return not entry.pins and not entry.kept
+
+    def _pin(self, key: Any, entry: _Entry) -> None:
+        entry.pins += 1
+        if entry.pins == 1:
+            self.policy.busy(key)  # out of the eviction order: victims are chosen without a test
 
     def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
         """Evict until ``nbytes`` fit in the capacity and the budget grants them; reserves them.
@@ -233,12 +240,12 @@ class DevicePageCache(PageCache):
         ``lost`` (``judged``; otherwise whenever they exist); returns the worth of what it evicted, or
         None (nothing evicted) when the page is not worth it or the entries do not exist."""
         if judged:
-            victims, worth = self.policy.displace(key, latency, transfer, nbytes, self._evictable, lost)
+            victims, worth = self.policy.displace(key, latency, transfer, nbytes, None, lost)
             if victims is None:
                 self._stats.bypassed += 1
                 return None
         else:
-            victims, worth = self.policy.victims(nbytes, self._evictable), 0.0
+            victims, worth = self.policy.victims(nbytes, None), 0.0
             if not victims:
                 return None
         for victim in victims:
@@ -248,7 +255,7 @@ class DevicePageCache(PageCache):
     # ---- pinning and eviction --------------------------------------------------------------------
     def pin(self, key: PageKey) -> None:
         with self._lock:
-            self._entries[key].pins += 1
+            self._pin(key, self._entries[key])
 
     def keep(self, key: PageKey) -> None:
         """Keep a cached entry until ``unkeep`` (a user's pin: never evicted, counts against the
@@ -264,6 +271,8 @@ class DevicePageCache(PageCache):
             if entry is not None:
                 entry.kept = False
                 self.policy.keep(key, False)
+                if entry.pins:
+                    self.policy.busy(key)
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:
@@ -271,6 +280,8 @@ class DevicePageCache(PageCache):
             if entry is None or entry.pins == 0:
                 raise ValueError(f"unpin of {key} which is not pinned")
             entry.pins -= 1
+            if not entry.pins:
+                self.policy.busy(key, False)
 
     def pinned_bytes(self) -> int:
         """Bytes of entries that cannot be evicted now (pinned or kept)."""
@@ -288,7 +299,7 @@ class DevicePageCache(PageCache):
     def _evict(self, nbytes: int) -> int:
         """Evict lowest-benefit evictable entries until ``nbytes`` are freed (all of them if they
         hold less); returns the bytes freed."""
-        victims = self.policy.victims(nbytes, self._evictable)
+        victims = self.policy.victims(nbytes, None)
         if victims is None:
             victims = [k for k in self.policy.order() if self._evictable(k)]
         return sum(self._evict_entry(v) for v in victims)

@@ -84,6 +84,7 @@ class BenefitPolicy:
         self._hist: dict[Hashable, list] = {}
         self._resident: OrderedDict[Hashable, _Meta] = OrderedDict()  # evictable order: LRU first
         self._kept: dict[Hashable, _Meta] = {}
+        self._busy: dict[Hashable, _Meta] = {}  # in use (``busy``): not evictable until released
         self._ghosts: OrderedDict[Hashable, None] = OrderedDict()
         self._groups: dict[int, list] = {}  # id(keys) -> [keys, pending accesses]
 
@@ -98,7 +99,7 @@ class BenefitPolicy:
             self._resident.move_to_end(key)
             hist = meta.hist
         else:
-            meta = self._kept.get(key)
+            meta = self._busy.get(key) or self._kept.get(key)
             if meta is not None:
                 hist = meta.hist
             else:
@@ -136,7 +137,7 @@ class BenefitPolicy:
         ghosts[key] = None
         ghosts.move_to_end(key)
         if len(ghosts) > self._ghost_min:
-            bound = max(self._ghost_min, 4 * (len(self._resident) + len(self._kept)))
+            bound = max(self._ghost_min, 4 * (len(self._resident) + len(self._kept) + len(self._busy)))
             while len(ghosts) > bound:
                 old, _ = ghosts.popitem(last=False)
                 self._hist.pop(old, None)
@@ -159,25 +160,42 @@ class BenefitPolicy:
 
     def remove(self, key: Hashable) -> None:
         """``key`` left the tier (evicted, cleared, dropped as stale); its history stays a while."""
-        if self._resident.pop(key, None) is not None or self._kept.pop(key, None) is not None:
+        if (self._resident.pop(key, None) is not None or self._kept.pop(key, None) is not None
+                or self._busy.pop(key, None) is not None):
             self._ghost(key)
 
     evicted = remove
 
     def keep(self, key: Hashable, kept: bool = True) -> None:
         """Take a resident ``key`` out of the eviction order (a user's pin), or put it back."""
-        if kept and key in self._resident:
-            self._kept[key] = self._resident.pop(key)
-        elif not kept and key in self._kept:
+        if kept:
+            meta = self._resident.pop(key, None) or self._busy.pop(key, None)
+            if meta is not None:
+                self._kept[key] = meta
+        elif key in self._kept:
             self._resident[key] = self._kept.pop(key)  # most recently used: it was just kept
 
+    def busy(self, key: Hashable, busy: bool = True) -> None:
+        """Take a resident ``key`` out of the eviction order while it is in use (a reader holds it),
+        or put it back (as the most recently used: it was just read). A tier that reports every
+        such change may pass no ``evictable`` test to ``victims`` / ``displace``; kept entries stay
+        kept."""
+        if busy:
+            meta = self._resident.pop(key, None)
+            if meta is not None:
+                self._busy[key] = meta
+        else:
+            meta = self._busy.pop(key, None)
+            if meta is not None:
+                self._resident[key] = meta
+
     def __contains__(self, key: object) -> bool:
-        return key in self._resident or key in self._kept
+        return key in self._resident or key in self._kept or key in self._busy
 
     def worth(self, key: Hashable) -> float:
         """Seconds saved per byte held per access tick (see the module docstring)."""
         self._flush_groups()
-        meta = self._resident.get(key) or self._kept[key]
+        meta = self._resident.get(key) or self._busy.get(key) or self._kept[key]
         return meta.saved / meta.held / self._horizon(meta)
 
     def _horizon(self, meta: _Meta) -> float:
@@ -185,14 +203,16 @@ class BenefitPolicy:
         return max(1.0, reuse, self.clock - last)
 
     # ---- decisions ---------------------------------------------------------------------------------
-    def _candidates(self, evictable: Callable[[Hashable], bool]) -> Iterator[tuple[Hashable, _Meta, float]]:
+    def _candidates(self, evictable: Callable[[Hashable], bool] | None
+                    ) -> Iterator[tuple[Hashable, _Meta, float]]:
         """(key, meta, link seconds per tick it saves) of the victims in the order they are taken:
         each the least worth per byte among a window of the ``SAMPLE`` least recently used
         evictable entries not taken yet (one pass over the recency order; ranks computed as
-        victims are asked for)."""
+        victims are asked for). ``evictable``: None when every entry of the order may go."""
         self._flush_groups()
         clock = self.clock
-        entries = (item for item in self._resident.items() if evictable(item[0]))
+        entries = iter(self._resident.items()) if evictable is None else (
+            item for item in self._resident.items() if evictable(item[0]))
         window = []
         for i, (key, meta) in enumerate(itertools.islice(entries, self._sample)):
             last, reuse = meta.hist
@@ -209,7 +229,7 @@ class BenefitPolicy:
                 heapq.heappush(window, (tick / m.held, i, k, m, tick))
                 i += 1
 
-    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool]) -> list | None:
+    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool] | None) -> list | None:
         """Resident keys to evict until they hold at least ``nbytes``; None when the evictable entries
         do not hold that much. Nothing is evicted here."""
         out: list = []
@@ -224,7 +244,7 @@ class BenefitPolicy:
         return None
 
     def displace(self, key: Hashable, latency: float, transfer: float, nbytes: int,
-                 evictable: Callable[[Hashable], bool], already_lost: float = 0.0
+                 evictable: Callable[[Hashable], bool] | None, already_lost: float = 0.0
                  ) -> tuple[list | None, float]:
         """``victims`` and ``admit`` in one pass: (victims to evict so that ``key``'s ``nbytes`` fit,
         the link seconds per tick they save together) when ``key`` is worth more than them (plus
@@ -256,7 +276,7 @@ class BenefitPolicy:
         self._flush_groups()
         total = 0.0
         for v in victims:
-            meta = self._resident[v]
+            meta = self._resident.get(v) or self._busy[v]
             total += meta.saved / self._horizon(meta)
         return total
 
@@ -271,8 +291,10 @@ class BenefitPolicy:
         return (latency + transfer) / self.reuse_distance(key) > already_lost + self.loss(victims)
 
     def order(self) -> list:
-        """Evictable resident keys, least worth (next victim) first, recency breaking ties."""
+        """Resident keys that are not kept (busy ones included), least worth (next victim) first,
+        recency breaking ties."""
         self._flush_groups()
-        position = {k: i for i, k in enumerate(self._resident)}
-        return sorted(self._resident, key=lambda k: (self._resident[k].saved / self._resident[k].held
-                                                      / self._horizon(self._resident[k]), position[k]))
+        metas = {**self._resident, **self._busy}
+        position = {k: i for i, k in enumerate(metas)}
+        return sorted(metas, key=lambda k: (metas[k].saved / metas[k].held / self._horizon(metas[k]),
+                                            position[k]))

@@ -81,6 +81,7 @@ class LruPolicy:
         self.clock = 0
         self._resident: OrderedDict[Hashable, int] = OrderedDict()
         self._kept: dict[Hashable, int] = {}
+        self._busy: dict[Hashable, int] = {}
         self._groups: dict[int, list] = {}
 
     def record(self, key: Hashable, fraction: float | None = None, count: int = 1) -> None:
@@ -103,25 +104,32 @@ class LruPolicy:
     def remove(self, key: Hashable) -> None:
         self._resident.pop(key, None)
         self._kept.pop(key, None)
+        self._busy.pop(key, None)
 
     evicted = remove
 
     def keep(self, key: Hashable, kept: bool = True) -> None:
-        if kept and key in self._resident:
-            self._kept[key] = self._resident.pop(key)
+        if kept and (key in self._resident or key in self._busy):
+            self._kept[key] = self._resident.pop(key, None) or self._busy.pop(key)
         elif not kept and key in self._kept:
             self._resident[key] = self._kept.pop(key)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._resident or key in self._kept
+    def busy(self, key: Hashable, busy: bool = True) -> None:
+        if busy and key in self._resident:
+            self._busy[key] = self._resident.pop(key)
+        elif not busy and key in self._busy:
+            self._resident[key] = self._busy.pop(key)
 
-    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool]) -> list | None:
+    def __contains__(self, key: object) -> bool:
+        return key in self._resident or key in self._kept or key in self._busy
+
+    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool] | None) -> list | None:
         self._flush()
         out, freed = [], 0
         for key, held in self._resident.items():
             if freed >= nbytes:
                 break
-            if evictable(key):
+            if evictable is None or evictable(key):
                 out.append(key)
                 freed += held
         return out if freed >= nbytes else None
@@ -134,7 +142,7 @@ class LruPolicy:
         return True
 
     def displace(self, key: Hashable, latency: float, transfer: float, nbytes: int,
-                 evictable: Callable[[Hashable], bool], already_lost: float = 0.0
+                 evictable: Callable[[Hashable], bool] | None, already_lost: float = 0.0
                  ) -> tuple[list | None, float]:
         victims = self.victims(nbytes, evictable)
         if victims is None or not self.admit(key, latency, transfer, victims, already_lost):
@@ -143,7 +151,7 @@ class LruPolicy:
 
     def order(self) -> list:
         self._flush()
-        return list(self._resident)
+        return [*self._resident, *self._busy]
 
 
 class BeladyPolicy(LruPolicy):
@@ -155,9 +163,10 @@ class BeladyPolicy(LruPolicy):
         super().__init__()
         self.next_use = next_use
 
-    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool]) -> list | None:
+    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool] | None) -> list | None:
         self._flush()
-        ranked = sorted((k for k in self._resident if evictable(k)), key=self.next_use, reverse=True)
+        ranked = sorted((k for k in self._resident if evictable is None or evictable(k)),
+                        key=self.next_use, reverse=True)
         out, freed = [], 0
         for key in ranked:
             if freed >= nbytes:
@@ -175,7 +184,7 @@ class BeladyPolicy(LruPolicy):
 
     def order(self) -> list:
         self._flush()
-        return sorted(self._resident, key=self.next_use, reverse=True)
+        return sorted([*self._resident, *self._busy], key=self.next_use, reverse=True)
 
 
 # ---- the scan protocol --------------------------------------------------------------------------------
@@ -249,9 +258,9 @@ class OraclePolicy(LruPolicy):
     def _rate(self, key: Hashable, saved: float) -> float:
         return saved / max(1.0, self.next_use(key) - self.now())
 
-    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool]) -> list | None:
+    def victims(self, nbytes: int, evictable: Callable[[Hashable], bool] | None) -> list | None:
         self._flush()
-        ranked = sorted((k for k in self._resident if evictable(k)),
+        ranked = sorted((k for k in self._resident if evictable is None or evictable(k)),
                         key=lambda k: self._rate(k, self._saved[k]) / self._resident[k])
         out, freed = [], 0
         for key in ranked:
@@ -272,8 +281,9 @@ class OraclePolicy(LruPolicy):
         return self._rate(key, latency + transfer) > already_lost + self.loss(victims)
 
     def order(self) -> list:
-        return self.victims(0, lambda k: True) and sorted(
-            self._resident, key=lambda k: self._rate(k, self._saved[k]) / self._resident[k])
+        self._flush()
+        held = {**self._resident, **self._busy}
+        return sorted(held, key=lambda k: self._rate(k, self._saved[k]) / held[k])
 
 
 def _policy(name: str, clock: _Clock) -> Any:
