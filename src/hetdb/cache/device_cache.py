@@ -23,6 +23,7 @@ without a GPU.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +82,7 @@ class DevicePageCache(PageCache):
                 self._pin(key, entry)
             return entry.value
 
-    def peek_many(self, keys: list[PageKey]) -> list[Any] | None:
+    def peek_many(self, keys: Iterable[PageKey]) -> list[Any] | None:
         """The values of ``keys`` when every one is cached, else None (no statistics, no access counted)."""
         with self._lock:
             entries = self._entries

@@ -87,6 +87,13 @@ def column_device_bytes(reader: Any, column: str, compressed: bool = False) -> i
     return got
 
 
+def scan_device_bytes(reader: Any, columns: list[str], compressed: bool = False) -> int:
+    """An upper bound of the device bytes a scan of every row group of ``columns`` holds in the
+    device cache: each column's pages and dictionary, plus unpacked validity for nullable ones."""
+    return sum(column_device_bytes(reader, c, compressed) + (reader.num_rows if reader.column(c).nullable else 0)
+               for c in columns)
+
+
 def row_group_padded_bytes(reader: Any, columns: tuple[str, ...], rg: int) -> int:
     """Padded stored bytes of the pages of ``columns`` in row group ``rg``."""
     memo = _of(reader)

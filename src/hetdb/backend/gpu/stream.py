@@ -49,7 +49,7 @@ import numpy as np
 
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
-from hetdb.cache.pages import column_device_bytes, page_info, row_group_padded_bytes
+from hetdb.cache.pages import page_info, row_group_padded_bytes, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
@@ -149,12 +149,6 @@ def keeps_compressed(codec: str, sections: dict) -> bool:
     from hetdb.backend.gpu.encoded import KERNEL_CODECS
 
     return codec in KERNEL_CODECS and "data" in sections and "offsets" not in sections
-
-
-def _decoded_column_bound(reader: Any, column: str, compressed: bool = False) -> int:
-    """Upper bound of the device bytes of every page of a column, from the manifest (``compressed``:
-    pages stay as stored, so the padded bytes on disk bound them); computed once per table version."""
-    return column_device_bytes(reader, column, compressed)
 
 
 class PageStreamer:
@@ -275,9 +269,7 @@ class PageStreamer:
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        bound = sum(_decoded_column_bound(reader, c, self.compressed)
-                    + (reader.num_rows if reader.column(c).nullable else 0) for c in self.columns)
-        if bound > cache.capacity_bytes - cache.pinned_bytes():
+        if scan_device_bytes(reader, self.columns, self.compressed) > cache.capacity_bytes - cache.pinned_bytes():
             return False
         stream = self._copy_stream
         pages = [(c, rg) for rg in self.row_groups for c in self.columns]
