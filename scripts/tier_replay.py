@@ -62,11 +62,16 @@ def main(argv: list[str] | None = None) -> int:
             rel = f"{r.total_link_bytes / lru.total_link_bytes:7.1%}" if lru and lru.total_link_bytes else "      -"
             print(f"{p:8s} {r.total_link_bytes / 2**20:14,.1f}   {rel}   {len(r.cache):25d}   {r.seconds:8.2f}")
         if args.per_query:
-            print("query run  " + "  ".join(f"{p:>9s}" for p in policies)
-                  + "   (link MiB)   admitted/evicted/bypassed of " + policies[0])
-            for i, q in enumerate(runs):
-                print(f"{q.name:9s}  " + "  ".join(f"{results[p].link_bytes[i] / 2**20:9.1f}" for p in policies)
-                      + "   " + "/".join(map(str, results[policies[0]].decisions[i])))
+            names = list(dict.fromkeys(q.name for q in runs))
+            print(f"link MiB per query, summed over its {args.runs} runs; then admitted/evicted/bypassed "
+                  f"pages of {policies[0]}")
+            print("query  " + "  ".join(f"{p:>9s}" for p in policies))
+            for name in names:
+                idx = [i for i, q in enumerate(runs) if q.name == name]
+                first = results[policies[0]]
+                decisions = [sum(first.decisions[i][j] for i in idx) for j in range(3)]
+                print(f"{name:6s} " + "  ".join(f"{sum(results[p].link_bytes[i] for i in idx) / 2**20:9.1f}"
+                                                for p in policies) + "   " + "/".join(map(str, decisions)))
     return 0
 
 
