@@ -234,3 +234,28 @@ def test_entries_in_use_leave_the_eviction_order_until_released():
     cache.unpin(k("a", 1))
     assert set(cache.eviction_order()) == {k("a", 0), k("a", 1)}
     assert cache.evict(10 * PAGE) == 2 * PAGE and len(cache) == 0
+
+
+def test_a_first_read_is_refused_without_ranking_victims(monkeypatch):
+    """A scan larger than a full tier: its pages (read for the first time) are refused at once; the
+    tier ranks candidates only for a page with a history."""
+    cache = DevicePageCache(DeviceMemoryBudget(1 << 40), capacity_bytes=10 * PAGE)
+    value = np.zeros(1, dtype=np.uint8)
+    for i in range(10):
+        cache.get(k("hot", i))
+        assert cache.put(k("hot", i), value, PAGE)
+    ranked = []
+    candidates = BenefitPolicy._candidates
+
+    def counting(self, evictable):
+        ranked.append(1)
+        return candidates(self, evictable)
+
+    monkeypatch.setattr(BenefitPolicy, "_candidates", counting)
+    for i in range(50):
+        assert cache.get(k("scan", i)) is None
+        assert not cache.put(k("scan", i), value, PAGE)
+    assert ranked == [] and cache.stats.bypassed == 50
+    cache.get(k("scan", 0))  # read again: now it has a reuse distance and is judged
+    cache.put(k("scan", 0), value, PAGE)
+    assert ranked == [1]
