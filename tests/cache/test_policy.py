@@ -207,10 +207,6 @@ def test_a_new_working_set_replaces_the_old_one_at_its_second_read():
     assert sum(x.column in ("d", "e") for x in cache.keys()) == 60
 
 
-if __name__ == "__main__":
-    for name, (lru, policy) in hit_ratios().items():
-        print(f"{name:50s} LRU {lru:6.1%}  benefit {policy:6.1%}")
-
 
 def test_entries_in_use_leave_the_eviction_order_until_released():
     """A pinned entry (a scan reads it) is taken out of the policy's order, so victims are chosen
@@ -259,3 +255,8 @@ def test_a_first_read_is_refused_without_ranking_victims(monkeypatch):
     cache.get(k("scan", 0))  # read again: now it has a reuse distance and is judged
     cache.put(k("scan", 0), value, PAGE)
     assert ranked == [1]
+
+
+if __name__ == "__main__":
+    for name, (lru, policy) in hit_ratios().items():
+        print(f"{name:50s} LRU {lru:6.1%}  benefit {policy:6.1%}")
