@@ -218,3 +218,19 @@ def test_ssb_repeated_keeps_its_hottest_column_resident(ssb_sf20):
     pages = len([s for s in trace[0].scans if s.table == "lineorder"][0].row_groups)
     assert held[hottest] == pages == max(held.values())
     assert result.total_link_bytes < replay(runs, int(data * 0.25), "lru").total_link_bytes
+
+
+def test_a_new_query_that_fits_gets_in_at_its_first_run():
+    """Query A three times, then query B three times; each fits in the tier, both together do not.
+    A scan that fits judges a first read as if its query ran again, so B's pages displace A's in B's
+    first run (as LRU does) instead of its second."""
+    a = QueryRef("a", [_scan("ta", ["c"], 10)])
+    b = QueryRef("b", [_scan("tb", ["c"], 10)])
+    queries = [a] * 3 + [b] * 3
+    limit = 2 * 12 * MIB
+    benefit = replay(queries, limit, "benefit")
+    lru = replay(queries, limit, "lru")
+    assert lru.link_bytes == [10 * MIB // 2, 0, 0, 10 * MIB // 2, 0, 0]
+    assert benefit.link_bytes == lru.link_bytes
+    assert {k.table for k in benefit.cache.keys()} >= {"tb"}
+    assert sum(k.table == "tb" for k in benefit.cache.keys()) == 10

@@ -151,14 +151,15 @@ class DevicePageCache(PageCache):
             return [(k, e.nbytes, e.kept) for k, e in self._entries.items()]
 
     # ---- insertion -------------------------------------------------------------------------------
-    def reserve(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
+    def reserve(self, nbytes: int, key: Any = None, link_bytes: int | None = None,
+                first_reuse: int | None = None) -> bool:
         """As ``PageCache.reserve``; with ``key`` (the page the room is for) and ``link_bytes`` (what
         moving it over the host→GPU link costs; default ``nbytes``), the policy may refuse a page
         worth less than the entries it would displace (counted as ``bypassed``)."""
         if nbytes < 0:
             raise ValueError("cannot reserve a negative number of bytes")
         with self._lock:
-            if not self._make_room(nbytes, key, link_bytes):
+            if not self._make_room(nbytes, key, link_bytes, first_reuse):
                 return False
             self._reserved += nbytes
             return True
@@ -171,7 +172,7 @@ class DevicePageCache(PageCache):
             self.budget.release(nbytes)
 
     def put(self, key: PageKey, value: Any, nbytes: int, pin: bool = False, reserved: bool = False,
-            link_bytes: int | None = None) -> bool:
+            link_bytes: int | None = None, first_reuse: int | None = None) -> bool:
         """As ``PageCache.put``; ``link_bytes``: what re-fetching the entry moves over the host→GPU
         link (default ``nbytes``; less for a page kept decoded from compressed bytes)."""
         with self._lock:
@@ -187,13 +188,13 @@ class DevicePageCache(PageCache):
                 if nbytes > self._reserved:
                     raise ValueError("put(reserved=True) without a matching reserve()")
                 self._reserved -= nbytes
-            elif not self._make_room(nbytes, key, link_bytes):
+            elif not self._make_room(nbytes, key, link_bytes, first_reuse):
                 self._stats.rejected += 1
                 return False
             entry = self._entries[key] = _Entry(value, int(nbytes))
             link = self.rates.h2d
             self.policy.insert(key, nbytes, link.latency_s,
-                               link.transfer_seconds(nbytes if link_bytes is None else link_bytes))
+                               link.transfer_seconds(nbytes if link_bytes is None else link_bytes), first_reuse)
             if pin:
                 self._pin(key, entry)
             self.mutations += 1
@@ -211,7 +212,8 @@ class DevicePageCache(PageCache):
         if entry.pins == 1:
             self.policy.busy(key)  # out of the eviction order: victims are chosen without a test
 
-    def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
+    def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None,
+                   first_reuse: int | None = None) -> bool:
         """Evict until ``nbytes`` fit in the capacity and the budget grants them; reserves them.
         A page (``key`` of a PAGE) is admitted only if it is worth more than what it displaces."""
         if nbytes > self.capacity_bytes:
@@ -222,26 +224,26 @@ class DevicePageCache(PageCache):
         over = self._used + self._reserved + nbytes - self.capacity_bytes
         lost = 0.0  # worth of what this page displaced so far (admission weighs all of it)
         if over > 0:
-            lost = self._displace(over, key, judged, link.latency_s, transfer, lost)
+            lost = self._displace(over, key, judged, link.latency_s, transfer, lost, first_reuse)
             if lost is None:
                 return False
         while not self.budget.try_reserve(nbytes):
             # The budget is shared with query work: free what it lacks, judged as a whole before
             # anything is evicted (a loop: query work may take memory meanwhile).
             short = max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes)
-            more = self._displace(short, key, judged, link.latency_s, transfer, lost)
+            more = self._displace(short, key, judged, link.latency_s, transfer, lost, first_reuse)
             if more is None:
                 return False
             lost += more
         return True
 
     def _displace(self, nbytes: int, key: Any, judged: bool, latency: float, transfer: float,
-                  lost: float) -> float | None:
+                  lost: float, first_reuse: int | None = None) -> float | None:
         """Evict entries holding ``nbytes`` when the page ``key`` is worth more than them together with
         ``lost`` (``judged``; otherwise whenever they exist); returns the worth of what it evicted, or
         None (nothing evicted) when the page is not worth it or the entries do not exist."""
         if judged:
-            victims, worth = self.policy.displace(key, latency, transfer, nbytes, None, lost)
+            victims, worth = self.policy.displace(key, latency, transfer, nbytes, None, lost, first_reuse)
             if victims is None:
                 self._stats.bypassed += 1
                 return None

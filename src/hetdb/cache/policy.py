@@ -92,6 +92,8 @@ class BenefitPolicy:
     def record(self, key: Hashable, fraction: float | None = None, count: int = 1) -> None:
         """``count`` accesses of ``key`` (a hit or a miss) now; ``fraction``: the share of the page
         they need."""
+        if self._groups:
+            self._flush_groups()  # earlier group accesses first: recency and clock stay in order
         self.clock += count
         now = self.clock
         meta = self._resident.get(key)
@@ -116,7 +118,8 @@ class BenefitPolicy:
             meta.fraction = 0.5 * meta.fraction + 0.5 * min(1.0, max(0.0, float(fraction)))
 
     def touch_group(self, keys: list) -> None:
-        """One access of every key of ``keys`` (all resident), applied lazily. Pass the same list
+        """One access of every key of ``keys`` (all resident), applied lazily: before the next other
+        access, insertion or decision (so a run of hot queries costs O(1) each). Pass the same list
         object each time: pending accesses are kept per list."""
         got = self._groups.get(id(keys))
         if got is None:
@@ -149,13 +152,20 @@ class BenefitPolicy:
         return math.inf if hist is None else hist[1]
 
     # ---- residents ---------------------------------------------------------------------------------
-    def insert(self, key: Hashable, held: int, latency: float, transfer: float) -> None:
+    def insert(self, key: Hashable, held: int, latency: float, transfer: float,
+               first_reuse: float | None = None) -> None:
         """``key`` entered the tier holding ``held`` bytes; one access to it saves ``latency`` +
-        ``transfer`` seconds (the transfer part scaled by the fraction accesses need)."""
+        ``transfer`` seconds (the transfer part scaled by the fraction accesses need).
+        ``first_reuse``: the reuse distance it was admitted on before it had one (see ``displace``),
+        kept as its estimate until its next access measures one."""
+        if self._groups:
+            self._flush_groups()
         self._ghosts.pop(key, None)
         hist = self._hist.get(key)
         if hist is None:
             hist = self._hist[key] = [self.clock, math.inf]
+        if hist[1] == math.inf and first_reuse:
+            hist[1] = max(1.0, float(first_reuse))
         self._resident[key] = _Meta(max(1, int(held)), float(latency), float(transfer), hist)
 
     def remove(self, key: Hashable) -> None:
@@ -244,18 +254,25 @@ class BenefitPolicy:
         return None
 
     def displace(self, key: Hashable, latency: float, transfer: float, nbytes: int,
-                 evictable: Callable[[Hashable], bool] | None, already_lost: float = 0.0
-                 ) -> tuple[list | None, float]:
+                 evictable: Callable[[Hashable], bool] | None, already_lost: float = 0.0,
+                 first_reuse: float | None = None) -> tuple[list | None, float]:
         """``victims`` and ``admit`` in one pass: (victims to evict so that ``key``'s ``nbytes`` fit,
         the link seconds per tick they save together) when ``key`` is worth more than them (plus
         ``already_lost``); (None, 0.0) when it is not, or the evictable entries do not hold
         ``nbytes``. Stops at the first victim that tips the balance, so a page read for the first
-        time (worth nothing yet) costs no ranking at all."""
+        time (worth nothing yet) costs no ranking at all. ``first_reuse``: the reuse distance to
+        assume for a page read for the first time (a scan that fits in the tier passes its length:
+        if its query runs again, that is when; None: a first read is worth nothing); such a page
+        wins ties, as LRU would take it."""
         if nbytes <= 0:
             return [], 0.0
         self._flush_groups()
         hist = self._hist.get(key)
-        gain = 0.0 if hist is None or hist[1] == math.inf else (latency + transfer) / hist[1]
+        reuse = math.inf if hist is None else hist[1]
+        presumed = reuse == math.inf and bool(first_reuse)
+        if presumed:
+            reuse = max(1.0, float(first_reuse))
+        gain = 0.0 if reuse == math.inf else (latency + transfer) / reuse
         room = gain - already_lost
         if room <= 0.0:
             return None, 0.0
@@ -263,7 +280,7 @@ class BenefitPolicy:
         freed, lost = 0, 0.0
         for victim, meta, per_tick in self._candidates(evictable):
             lost += per_tick
-            if lost >= room:  # ties keep the residents
+            if lost > room or (lost == room and not presumed):  # ties keep the residents
                 return None, 0.0
             out.append(victim)
             freed += meta.held

@@ -85,6 +85,8 @@ class LruPolicy:
         self._groups: dict[int, list] = {}
 
     def record(self, key: Hashable, fraction: float | None = None, count: int = 1) -> None:
+        if self._groups:
+            self._flush()
         self.clock += count
         if key in self._resident:
             self._resident.move_to_end(key)
@@ -98,7 +100,10 @@ class LruPolicy:
             for key in keys:
                 self.record(key)
 
-    def insert(self, key: Hashable, held: int, latency: float, transfer: float) -> None:
+    def insert(self, key: Hashable, held: int, latency: float, transfer: float,
+               first_reuse: float | None = None) -> None:
+        if self._groups:
+            self._flush()
         self._resident[key] = max(1, int(held))
 
     def remove(self, key: Hashable) -> None:
@@ -142,8 +147,8 @@ class LruPolicy:
         return True
 
     def displace(self, key: Hashable, latency: float, transfer: float, nbytes: int,
-                 evictable: Callable[[Hashable], bool] | None, already_lost: float = 0.0
-                 ) -> tuple[list | None, float]:
+                 evictable: Callable[[Hashable], bool] | None, already_lost: float = 0.0,
+                 first_reuse: float | None = None) -> tuple[list | None, float]:
         victims = self.victims(nbytes, evictable)
         if victims is None or not self.admit(key, latency, transfer, victims, already_lost):
             return None, 0.0
@@ -245,7 +250,8 @@ class OraclePolicy(LruPolicy):
         self.next_use, self.now = next_use, now
         self._saved: dict[Hashable, float] = {}
 
-    def insert(self, key: Hashable, held: int, latency: float, transfer: float) -> None:
+    def insert(self, key: Hashable, held: int, latency: float, transfer: float,
+               first_reuse: float | None = None) -> None:
         super().insert(key, held, latency, transfer)
         self._saved[key] = latency + transfer
 
@@ -322,6 +328,11 @@ class _ScanReplay:
         for i, d in enumerate(self.scan.dictionaries):
             self._positions[d.key] = after + i
         self._dicts = {d.key.column: d for d in self.scan.dictionaries}
+        # PageStreamer._first_reuse: a scan that fits in the cache judges a first read as if its
+        # query ran again (here from the scan's own pages, there from the manifest's bound)
+        need = sum(p.held for p in pages) + sum(d.held for d in self.scan.dictionaries)
+        fits = need <= self.cache.capacity_bytes - self.cache.kept_bytes()
+        self._first_reuse = len(pages) if fits else None
         self._dict_pins: list[PageKey] = []
         self._dict_transient = 0
         try:
@@ -356,10 +367,10 @@ class _ScanReplay:
             if p.key in cache:
                 continue
             self._at(p.key)
-            if not cache.reserve(p.held, key=p.key, link_bytes=p.link):
+            if not cache.reserve(p.held, key=p.key, link_bytes=p.link, first_reuse=len(pages)):
                 return False
             cache.record_access(p.key)
-            cache.put(p.key, _Value(p.held), p.held, reserved=True)
+            cache.put(p.key, _Value(p.held), p.held, reserved=True, link_bytes=p.link, first_reuse=len(pages))
             self.link += p.link
             self._dictionary(p.key.column)
         return self._resident(pages)
@@ -398,7 +409,7 @@ class _ScanReplay:
             if cached:
                 continue
             self._at(p.key)
-            if cache.reserve(p.held, key=p.key, link_bytes=p.link):
+            if cache.reserve(p.held, key=p.key, link_bytes=p.link, first_reuse=self._first_reuse):
                 entry[1] = True
             else:
                 self._transient(p.held)
@@ -406,7 +417,8 @@ class _ScanReplay:
             self.link += p.link
             self._dictionary(p.key.column)  # decoding the page needs its column's dictionary
             if entry[1]:
-                cache.put(p.key, _Value(p.held), p.held, pin=True, reserved=True, link_bytes=p.link)
+                cache.put(p.key, _Value(p.held), p.held, pin=True, reserved=True, link_bytes=p.link,
+                          first_reuse=self._first_reuse)
 
     def _transient(self, nbytes: int) -> None:
         if not self.budget.try_reserve(nbytes):

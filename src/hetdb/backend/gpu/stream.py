@@ -212,6 +212,7 @@ class PageStreamer:
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
+        self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
 
     # ---- public ----------------------------------------------------------------------------------
     def __enter__(self) -> PageStreamer:
@@ -307,7 +308,10 @@ class PageStreamer:
                     key, column, rg, loc = info.key, info.key.column, info.key.row_group, info.location
                     enc, sections, n, codec = info.encoding, info.sections, info.num_rows, info.codec
                     nbytes = info.device_bytes
-                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length):
+                    # the whole scan fits (fill_cache checked): a first read is judged as if its
+                    # query ran again
+                    first_reuse = len(self.row_groups) * len(self.columns)
+                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length, first_reuse=first_reuse):
                         complete = False  # no room (budget taken, or worth less than the cached pages)
                         break
                     # the policy sees this read like a streamed one (a page not filled is counted
@@ -318,7 +322,7 @@ class PageStreamer:
                     except BaseException:
                         cache.release(nbytes)
                         raise
-                    cache.put(key, value, nbytes, reserved=True)
+                    cache.put(key, value, nbytes, reserved=True, link_bytes=loc.length, first_reuse=first_reuse)
                     self.routes.add(Route.HOST_TO_GPU, loc.length)
                     self.stats.pages_host += 1
                     self.stats.bytes_host += loc.length
@@ -562,7 +566,7 @@ class PageStreamer:
                     page.cached = self.cache.reserve(nbytes)
                 else:
                     page.cached = self.cache is not None and self.cache.reserve(
-                        nbytes, key=page.key, link_bytes=page.location.length)
+                        nbytes, key=page.key, link_bytes=page.location.length, first_reuse=self._first_reuse())
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
                 try:
@@ -579,7 +583,7 @@ class PageStreamer:
                     raise
                 if page.cached:
                     self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True,
-                                   link_bytes=page.location.length)
+                                   link_bytes=page.location.length, first_reuse=self._first_reuse())
                 self.routes.add(page.route, page.location.length)
                 if from_storage:
                     self.stats.pages_read += 1
@@ -603,6 +607,18 @@ class PageStreamer:
         self.stats.row_groups += 1
         self.stats.rows += num_rows
         return Batch({p.column: _delivered(p.value) for p in rg.pages}, num_rows)
+
+    def _first_reuse(self) -> int | None:
+        """The reuse distance a page read for the first time is judged with: the scan's length when
+        all of it fits in the device cache (its query, run again, reads the page again after that
+        many pages: the tier takes it in at once, as LRU would), else None (a first read displaces
+        nothing: a scan larger than the tier passes through)."""
+        if self._first is False:
+            cache = self.cache
+            fits = cache is not None and scan_device_bytes(self.reader, self.columns, self.compressed) \
+                <= cache.capacity_bytes - cache.kept_bytes()
+            self._first = len(self.row_groups) * len(self.columns) if fits else None
+        return self._first
 
     def _unpin_host(self, wait: bool) -> None:
         """Unpin host-tier pages whose copies have completed (all of them with ``wait``)."""
