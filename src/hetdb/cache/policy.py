@@ -28,8 +28,12 @@ against theirs; ties keep the residents). A page read for the first time has no 
 never displaces anything: a scan larger than the tier reads each page once and passes through
 (bypass) while the working set stays, and a repeated scan larger than the tier keeps the part that
 fits instead of evicting each page just before it is read again (which plain LRU does). A new
-working set gets in at its second read, as soon as it is read more recently than the old one. When
-the tier has free room everything is admitted. Keys that left (or never entered) keep their history
+working set gets in at its second read, as soon as it is read more recently than the old one;
+unless the reader says what reuse distance to presume for a first read (``first_reuse``: a GPU scan
+that fits in the tier as a whole passes its length, as if its query ran again), which then stands
+until a second read measures one, and wins ties (so a new query that fits gets in at its first run,
+as with LRU, while a scan larger than the tier still passes through). When the tier has free room
+everything is admitted. Keys that left (or never entered) keep their history
 for a while (``GHOSTS`` ghost entries) so a page's second read is recognised.
 
 Sparse reads: an access may say which fraction of the page the reader needs (``fraction``); the
