@@ -108,7 +108,7 @@ def _rows(table: pa.Table) -> list[tuple]:
 @pytest.mark.parametrize("workers,broadcast_rows,batch_rows", [
     (3, 0, 7), pytest.param(2, 10_000, None, marks=pytest.mark.slow)])
 def test_edges_match_duckdb_one_worker_and_explain(edge_db, workers, broadcast_rows, batch_rows) -> None:
-    opts = {"batch_rows": batch_rows} if batch_rows else {}
+    opts = {"batch_rows": batch_rows, "cpu_compile": False} if batch_rows else {}
     one = hetdb.connect(edge_db.path, device="cpu", **opts)
     with hetdb.connect(edge_db.path, device="cpu", workers=workers, **opts) as con:
         con._dist.broadcast_rows = broadcast_rows  # 0: every keyed join repartitions both sides
@@ -205,7 +205,8 @@ def test_two_level_compressed_exchange_matches_one_worker(edge_db) -> None:
     with hetdb.connect(edge_db.path, device="cpu") as one:
         expected = {name: one.sql(QUERIES[name]).arrow() for name in TWO_LEVEL}
         one_count_distinct = expected["count_distinct"]
-    with hetdb.connect(edge_db.path, device="cpu", workers=4, worker_hosts=["a", "a", "b", "b"]) as con:
+    with hetdb.connect(edge_db.path, device="cpu", workers=4, worker_hosts=["a", "a", "b", "b"],
+                       shuffle_compression=True) as con:
         con._dist.broadcast_rows = 0
         for name in TWO_LEVEL:
             res = con.sql(QUERIES[name])

@@ -15,6 +15,7 @@ argument first deduplicate (group key, argument) pairs, shuffled by both. With o
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hetdb import types as T
@@ -92,11 +93,24 @@ class Lowering:
     ``part`` (each row on exactly one worker) or ``single`` (all rows on worker 0)."""
 
     def __init__(self, workers: int, broadcast_rows: int = BROADCAST_ROWS,
-                 row_counts: dict[str, int] | None = None):
+                 row_counts: dict[str, int] | None = None, estimate: Callable[[L.Node], float] | None = None):
         self.workers = workers
         self.row_counts = row_counts or {}
         self.broadcast_rows = broadcast_rows
+        self.estimate = estimate
         self.stages: list[Stage] = []
+
+    def _build_rows(self, node: L.Node) -> float:
+        """Rows a join's build side is expected to have: the stored row counts bound scans, filters
+        and projections; the optimizer's estimate (``estimate``: sampled filter selectivities, join
+        cardinalities) covers joins and filtered scans. Only the plan's shape depends on it."""
+        rows = _estimate(node, self.row_counts)
+        if self.estimate is not None:
+            try:
+                rows = min(rows, float(self.estimate(node)))
+            except Exception:  # noqa: BLE001 - an estimate must never fail a query
+                pass
+        return rows
 
     def lower(self, root: L.Output) -> DistPlan:
         if self.workers <= 1:
@@ -217,7 +231,7 @@ class Lowering:
                                        right=self._gathered(right, rdist)), "single"
         probe_only = node.kind in ("semi", "anti", "mark") or not node.left_keys
         if not node.build_left and node.kind in _BROADCAST_KINDS and \
-                (probe_only or _estimate(node.right, self.row_counts) <= self.broadcast_rows):
+                (probe_only or self._build_rows(node.right) <= self.broadcast_rows):
             note = "small build side" if not probe_only else f"{node.kind} join needs the whole build side"
             return dataclasses.replace(node, left=left,
                                        right=self._close(right, rdist, "broadcast", note=note)), "part"
@@ -290,11 +304,14 @@ def _estimate(node: L.Node, counts: dict[str, int]) -> float:
 
 
 def lower(root: L.Output, workers: int, broadcast_rows: int = BROADCAST_ROWS,
-          row_counts: dict[str, int] | None = None) -> DistPlan:
+          row_counts: dict[str, int] | None = None, estimate: Callable[[L.Node], float] | None = None
+          ) -> DistPlan:
     """The distributed plan of ``root`` for ``workers`` workers; a plan the lowering does not cover
-    becomes one stage on worker 0 with the reason in ``fallback`` (never a wrong answer)."""
+    becomes one stage on worker 0 with the reason in ``fallback`` (never a wrong answer).
+    ``estimate``: the optimizer's row estimate of a plan node (``Estimator(db).rows``), used with
+    ``row_counts`` to choose broadcast joins."""
     try:
-        return Lowering(workers, broadcast_rows, row_counts).lower(root)
+        return Lowering(workers, broadcast_rows, row_counts, estimate).lower(root)
     except DistUnsupportedError as e:
         return DistPlan([Stage(0, root.input, "result", single=True)], root, workers, fallback=str(e))
 

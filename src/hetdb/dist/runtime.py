@@ -15,6 +15,7 @@ from hetdb.dist.topology import Topology, parse_worker_hosts
 from hetdb.dist.worker import Worker
 from hetdb.errors import HetdbError
 from hetdb.exec.engine import plan_tables
+from hetdb.plan.cardinality import Estimator
 
 
 class DistributedError(HetdbError):
@@ -50,8 +51,9 @@ class DistRuntime:
     (``ray.init``), connects to ``cluster`` (an address such as ``ray://host:10001``), or starts a
     local one (shut down again by ``close``).
 
-    ``dist_options``: ``shuffle_compression`` (default True: exchanged batches are encoded with
-    hetdb's codecs; "across_hosts": only those for workers of other hosts), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
+    ``dist_options``: ``shuffle_compression`` (default "across_hosts": batches for workers of
+    other hosts are encoded with hetdb's codecs; inside a host Ray's object store is shared memory,
+    where encoding only costs time; True: every batch; False: none), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
     a placement option that makes the two-level exchange testable on one machine) and
     ``worker_retries`` (default 1: a query that loses a worker runs again on the remaining ones) and
     ``worker_timeout`` (seconds without any task of a query finishing before it fails; default none)."""
@@ -61,7 +63,7 @@ class DistRuntime:
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise HetdbError(f"workers must be a positive integer, not {workers!r}")
         dist_options = dist_options or {}
-        self.compress = dist_options.get("shuffle_compression", True)
+        self.compress = dist_options.get("shuffle_compression", "across_hosts")
         if self.compress not in (True, False, "across_hosts"):
             raise HetdbError(f"shuffle_compression must be True, False or 'across_hosts', not {self.compress!r}")
         self.host_labels = parse_worker_hosts(dist_options.get("worker_hosts"), workers)
@@ -123,7 +125,7 @@ class DistRuntime:
         counts = {}
         for name in plan_tables(plan) or ():
             counts[name] = engine.db.table(name).num_rows
-        return lower(plan, workers or self.workers, self.broadcast_rows, counts)
+        return lower(plan, workers or self.workers, self.broadcast_rows, counts, Estimator(engine.db).rows)
 
     # ---- running a plan -------------------------------------------------------------------------
     def run(self, dplan: DistPlan, analyze: bool = False, actors: list | None = None,
