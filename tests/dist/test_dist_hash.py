@@ -53,3 +53,25 @@ def test_partitions_are_balanced_and_complete(parts) -> None:
     again = hash_partition(table.slice(100, 5000), ["k"], parts)
     for p in range(parts):
         assert set(again[p].column("v").to_pylist()) <= set(out[p].column("v").to_pylist())
+
+
+def test_received_strings_share_one_dictionary() -> None:
+    from hetdb import types as T
+    from hetdb.dist.exchange import Received
+    from hetdb.plan.expr import Field
+
+    fields = (Field("s", "s", T.STRING, True), Field("u", "u", T.STRING, True), Field("v", "v", T.INT64, True))
+    few = ["1-URGENT", "2-HIGH", None, "5-LOW"]
+    tables = tuple(pa.table({"s": pa.array([few[(i + j) % 4] for i in range(3000)]),
+                             "u": pa.array([f"u{j}-{i}" for i in range(3000)]),
+                             "v": pa.array(np.arange(3000))}) for j in range(3)) + (pa.table(
+        {"s": pa.array([], pa.string()), "u": pa.array([], pa.string()), "v": pa.array([], pa.int64())}),)
+    got = Received(tables, fields)
+    assert got.num_row_groups == 3  # the empty table is no row group
+    cols = [got.read("s", rg) for rg in range(3)]
+    assert all(c.dictionary is cols[0].dictionary for c in cols) and len(cols[0].dictionary) == 3
+    for rg, c in enumerate(cols):
+        assert c.to_arrow().to_pylist() == tables[rg].column("s").to_pylist()
+    unique = got.read("u", 1)  # nearly all distinct: stays plain
+    assert unique.dictionary is None and unique.to_arrow().to_pylist() == tables[1].column("u").to_pylist()
+    assert got.read("v", 2).to_arrow().to_pylist() == list(range(3000))

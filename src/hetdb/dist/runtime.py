@@ -120,8 +120,9 @@ class DistRuntime:
             return Topology.of(self.host_labels)
         return Topology.of([node for _, node in self.worker_info()])
 
-    def plan(self, engine, sql: str, workers: int | None = None) -> DistPlan:
-        plan = engine.logical_plan(sql)
+    def plan(self, engine, sql: str, workers: int | None = None, plan: Any = None) -> DistPlan:
+        """The distributed plan of ``sql`` (``plan``: its logical plan, when already made)."""
+        plan = plan if plan is not None else engine.logical_plan(sql)
         counts = {}
         for name in plan_tables(plan) or ():
             counts[name] = engine.db.table(name).num_rows
@@ -243,7 +244,8 @@ class DistRuntime:
             self.actors[i] = self._start()
             self._infos[i] = None
 
-    def execute(self, engine, sql: str, analyze: bool = False) -> tuple[pa.Table, dict[str, Any], DistPlan]:
+    def execute(self, engine, sql: str, analyze: bool = False, plan: Any = None
+                ) -> tuple[pa.Table, dict[str, Any], DistPlan]:
         """Lowers and runs ``sql``; a query that loses workers runs again (``worker_retries`` times)
         on the remaining ones, exact because it only reads; the dead ones are replaced for the next
         query."""
@@ -251,7 +253,7 @@ class DistRuntime:
         actors, topo = list(self.actors), self.topology()
         lost: list[str] = []
         for attempt in range(self.retries + 1):
-            dplan = self.plan(engine, sql, len(actors))
+            dplan = self.plan(engine, sql, len(actors), plan)
             try:
                 table, stats = self.run(dplan, analyze, actors, topo)
             except WorkerTimeoutError as e:
@@ -273,13 +275,14 @@ class DistRuntime:
 
     def sql(self, engine, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
-        if plan_tables(engine.logical_plan(sql)) is None:
+        plan = engine.logical_plan(sql)
+        if plan_tables(plan) is None:
             # files and registered frames in FROM live in this process: the workers cannot read them
             table, stats = engine.execute(sql)
             stats.update(workers=1, stages=[], bytes_shuffled=0,
                          dist_fallback="reads a file or registered frame: runs in this process")
             return table, stats
-        table, stats, _ = self.execute(engine, sql)
+        table, stats, _ = self.execute(engine, sql, plan=plan)
         stats["seconds"] = time.perf_counter() - t0
         return table, stats
 
