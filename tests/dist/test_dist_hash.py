@@ -75,3 +75,11 @@ def test_received_strings_share_one_dictionary() -> None:
     unique = got.read("u", 1)  # nearly all distinct: stays plain
     assert unique.dictionary is None and unique.to_arrow().to_pylist() == tables[1].column("u").to_pylist()
     assert got.read("v", 2).to_arrow().to_pylist() == list(range(3000))
+
+
+def test_many_partitions_sort_the_same_way() -> None:
+    table = pa.table({"k": np.arange(50_000) % 977, "v": np.arange(50_000)})
+    out = hash_partition(table, ["k"], 40)  # past 16 partitions: a radix sort instead of scans
+    ids = partition_ids(table, ["k"], 40)
+    for p in range(40):
+        assert out[p].column("v").to_pylist() == np.flatnonzero(ids == p).tolist()

@@ -24,6 +24,8 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 DICT_SAMPLE_ROWS = 4096
 DICT_MAX_SHARE = 0.5
 DICT_MAX_VALUES = 1 << 16
+# A table with fewer row groups than this per worker is shared out by row ranges of each row group.
+SPLIT_ROW_GROUPS = 4
 
 
 def _plain(arr: pa.ChunkedArray) -> pa.Array:
@@ -120,24 +122,39 @@ def hash_column(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def partition_ids(table: pa.Table, key_names: list[str], parts: int) -> np.ndarray:
-    h = np.zeros(table.num_rows, dtype=np.uint64)
+    """The partition (0 .. parts - 1) of each row: the high 32 bits of its keys' combined hash
+    scaled to ``parts`` (a multiply and shifts, no division), as the smallest unsigned type."""
+    h = None
     with np.errstate(over="ignore"):
         for name in key_names:
-            h = h * _MIX + hash_column(table.column(name))
-    return (h % np.uint64(parts)).astype(np.int64)
+            k = hash_column(table.column(name))
+            if h is None:
+                h = k
+            else:
+                h *= _MIX
+                h += k
+    if h is None:
+        h = np.zeros(table.num_rows, dtype=np.uint64)
+    h >>= np.uint64(32)
+    h *= np.uint64(parts)
+    h >>= np.uint64(32)
+    return h.astype(np.uint8 if parts <= 1 << 8 else np.uint16 if parts <= 1 << 16 else np.uint32)
 
 
 def hash_partition(table: pa.Table, key_names: list[str], parts: int) -> list[pa.Table]:
-    """``parts`` tables: row r goes to partition hash(keys of r) mod parts; key columns dropped."""
+    """``parts`` tables: row r goes to partition ``partition_ids`` of its keys; key columns dropped."""
     data = table.drop_columns(key_names)
     if parts == 1:
         return [data]
     ids = partition_ids(table, key_names, parts)
-    # partition numbers fit 16 bits: numpy's stable sort of them is a radix sort (linear)
-    order = np.argsort(ids.astype(np.uint16) if parts <= 1 << 16 else ids, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(ids, minlength=parts))])
+    if parts <= 16:  # a scan per partition beats sorting (3M rows, 4 parts: 14 ms vs 23 ms)
+        rows = [np.flatnonzero(ids == p) for p in range(parts)]
+    else:  # numpy's stable sort of 8- or 16-bit numbers is a radix sort (linear)
+        order = np.argsort(ids, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(ids, minlength=parts))])
+        rows = [order[bounds[p]:bounds[p + 1]] for p in range(parts)]
     # one take per partition (not slices of one taken table: a slice pickles its whole buffers)
-    return [data.take(pa.array(order[bounds[p]:bounds[p + 1]])) for p in range(parts)]
+    return [data.take(pa.array(r)) for r in rows]
 
 
 class Received:
@@ -235,7 +252,10 @@ class ExchangeSource(TableScan):
 
 @dataclass(frozen=True)
 class ShardScan(TableScan):
-    """A table scan of the row groups ``rg % shares == share``: one worker's disjoint share."""
+    """One worker's disjoint share of a stored table: the row groups ``rg % shares == share`` where
+    the table has at least ``SPLIT_ROW_GROUPS`` row groups per worker, else the ``share``-th of
+    ``shares`` equal row ranges of every row group (SF 1 lineitem has 6 row groups: by row group,
+    4 workers would scan 2, 2, 1 and 1 of them)."""
 
     share: int = 0
     shares: int = 1
@@ -244,5 +264,14 @@ class ShardScan(TableScan):
         return f"{super().describe()} share {self.share}/{self.shares}"
 
     def morsels(self, ctx: ExecContext, reader: Any) -> list:
-        return [m for m in super().morsels(ctx, reader)
-                if (m[0] if isinstance(m, tuple) else m) % self.shares == self.share]
+        units = super().morsels(ctx, reader)
+        if ctx.device is not None or reader.num_row_groups >= SPLIT_ROW_GROUPS * self.shares:
+            return [m for m in units if (m[0] if isinstance(m, tuple) else m) % self.shares == self.share]
+        out = []
+        for m in units:
+            rg, lo, hi = m if isinstance(m, tuple) else (m, 0, reader.row_group_rows(m))
+            a = lo + (hi - lo) * self.share // self.shares
+            b = lo + (hi - lo) * (self.share + 1) // self.shares
+            if b > a:
+                out.append((rg, a, b))
+        return out

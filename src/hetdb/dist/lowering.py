@@ -24,8 +24,11 @@ from hetdb.plan import logical as L
 from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field
 from hetdb.plan.window import Window
 
-# Build sides estimated at most this many rows are broadcast instead of repartitioning both sides.
+# Build sides estimated at most this many rows are broadcast instead of repartitioning both sides;
+# so are build sides of at most 1 / (BROADCAST_SHARE x workers) of the probe side's estimated rows
+# (sending the build side to every worker then moves fewer rows than shuffling the probe side).
 BROADCAST_ROWS = 20_000
+BROADCAST_SHARE = 4
 _PARTIAL = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max", "any": "any"}
 # joins whose build (right) side may be broadcast: every probe row meets the whole build side
 _BROADCAST_KINDS = ("inner", "left", "semi", "anti", "mark", "cross")
@@ -100,8 +103,16 @@ class Lowering:
         self.estimate = estimate
         self.stages: list[Stage] = []
 
-    def _build_rows(self, node: L.Node) -> float:
-        """Rows a join's build side is expected to have: the stored row counts bound scans, filters
+    def _small(self, node: L.Join) -> bool:
+        """Whether the join's build side is small enough to broadcast: at most ``broadcast_rows``
+        rows, or a small share of the probe side (``broadcast_rows=0`` broadcasts nothing by size)."""
+        if self.broadcast_rows <= 0:
+            return False
+        build = self._rows(node.right)
+        return build <= self.broadcast_rows or build * BROADCAST_SHARE * self.workers <= self._rows(node.left)
+
+    def _rows(self, node: L.Node) -> float:
+        """Rows ``node`` is expected to have: the stored row counts bound scans, filters
         and projections; the optimizer's estimate (``estimate``: sampled filter selectivities, join
         cardinalities) covers joins and filtered scans. Only the plan's shape depends on it."""
         rows = _estimate(node, self.row_counts)
@@ -230,8 +241,7 @@ class Lowering:
             return dataclasses.replace(node, left=self._gathered(left, ldist),
                                        right=self._gathered(right, rdist)), "single"
         probe_only = node.kind in ("semi", "anti", "mark") or not node.left_keys
-        if not node.build_left and node.kind in _BROADCAST_KINDS and \
-                (probe_only or self._build_rows(node.right) <= self.broadcast_rows):
+        if not node.build_left and node.kind in _BROADCAST_KINDS and (probe_only or self._small(node)):
             note = "small build side" if not probe_only else f"{node.kind} join needs the whole build side"
             return dataclasses.replace(node, left=left,
                                        right=self._close(right, rdist, "broadcast", note=note)), "part"
