@@ -83,3 +83,16 @@ def test_many_partitions_sort_the_same_way() -> None:
     ids = partition_ids(table, ["k"], 40)
     for p in range(40):
         assert out[p].column("v").to_pylist() == np.flatnonzero(ids == p).tolist()
+
+
+def test_range_partitioning_cuts_dense_keys_into_equal_ranges() -> None:
+    from hetdb.dist.exchange import range_ids
+
+    keys = pa.array([1, 2, 50, 51, 100, None, -7, 10**12], pa.int64())
+    ids = range_ids(pa.table({"k": keys}), "k", 2, 1, 100)
+    assert ids.tolist() == [0, 0, 0, 1, 1, 0, 0, 1]  # NULLs first, outside keys clamped
+    table = pa.table({"k": pa.array(np.arange(1, 100_001) % 5000 + 1, pa.int32()), "v": np.arange(100_000)})
+    out = hash_partition(table, ["k"], 4, (1, 5000))
+    assert [t.num_rows for t in out] == [25_000] * 4
+    got = sorted(v for t in out for v in t.column("v").to_pylist())
+    assert got == list(range(100_000))

@@ -126,7 +126,8 @@ class DistRuntime:
         counts = {}
         for name in plan_tables(plan) or ():
             counts[name] = engine.db.table(name).num_rows
-        return lower(plan, workers or self.workers, self.broadcast_rows, counts, Estimator(engine.db).rows)
+        return lower(plan, workers or self.workers, self.broadcast_rows, counts, Estimator(engine.db).rows,
+                     lambda table, column: _stored_range(engine.db, table, column))
 
     # ---- running a plan -------------------------------------------------------------------------
     def run(self, dplan: DistPlan, analyze: bool = False, actors: list | None = None,
@@ -302,6 +303,19 @@ class DistRuntime:
         self.actors = []
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _stored_range(db, table: str, column: str) -> tuple[int, int] | None:
+    """[min, max] of a stored integer column from its zone maps (None where one is missing)."""
+    try:
+        reader = db.table(table)
+        zones = [reader.zone_map(column, rg) for rg in range(reader.num_row_groups)]
+    except Exception:  # noqa: BLE001 - statistics steer the plan only; without them: hash partitioning
+        return None
+    zones = [z for z in zones if z.num_rows > z.null_count]
+    if not zones or any(not isinstance(z.min, int) or not isinstance(z.max, int) for z in zones):
+        return None
+    return min(z.min for z in zones), max(z.max for z in zones)
 
 
 def _cancel(refs) -> None:

@@ -129,7 +129,7 @@ class Worker:
         table, stats, physical = self.engine.run_plan(output, physical)
         n = workers
         if stage.exchange == "hash":
-            parts = hash_partition(table, [f.cid for f in output.fields[len(stage.fields):]], n)
+            parts = hash_partition(table, [f.cid for f in output.fields[len(stage.fields):]], n, stage.key_range)
         else:
             parts = [table] * n
         encoded: dict[int, Any] = {}
