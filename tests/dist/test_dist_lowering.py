@@ -96,3 +96,9 @@ def test_dense_integer_join_keys_are_cut_by_range(con) -> None:
     ranges[("big", "k")] = (2, 10**9)
     for fn in (lambda t, c: ranges.get((t, c)), lambda t, c: None):
         assert all(st.key_range is None for st in lower(plan, 2, 0, counts, key_range=fn).stages)
+
+
+def test_top_n_gathers_once(con) -> None:
+    d = lower(con._get_engine().logical_plan("select k, v from s order by v desc limit 3"), 3)
+    assert [(st.exchange, st.single) for st in d.stages] == [("gather", False), ("result", True)]
+    assert isinstance(d.stages[0].plan, L.TopN) and d.stages[0].plan.limit == 3

@@ -173,6 +173,7 @@ class Lowering:
                 # each worker keeps its first limit+offset rows, worker 0 takes the final cut
                 child = self._close(dataclasses.replace(node, input=child, limit=node.limit + node.offset,
                                                         offset=0), dist, "gather")
+                dist = "single"  # gathered: no second gather stage
             return dataclasses.replace(node, input=self._gathered(child, dist)), "single"
         if isinstance(node, Window):
             return self._window(node)
