@@ -16,6 +16,7 @@ from hetdb.errors import HetdbError, OutOfRangeError
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
 from hetdb.exec.functions_host import python_function
+from hetdb.exec.functions_interval import FUNCTIONS as INTERVAL_FUNCTIONS
 from hetdb.plan.expr import Call
 
 _DAY_US = 86_400_000_000
@@ -186,4 +187,5 @@ FUNCTIONS = {
     "difference_part": _difference_part,
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
+    **INTERVAL_FUNCTIONS,
 }
