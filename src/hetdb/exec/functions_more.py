@@ -125,7 +125,10 @@ def _yearweek(ev, expr: Call, batch: Batch) -> Column:
 def _epoch_units(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[0], batch)
     us = col.data.astype(ev.xp.int64) if col.dtype.kind == "timestamp" else col.data.astype(ev.xp.int64) * _DAY_US
-    return Column(T.INT64, data=ev.xp.floor_divide(us, expr.args[1].value), validity=col.validity)
+    d = expr.args[1].value
+    # DuckDB rounds epoch_ms half away from zero (-0.0015 s is -2 ms)
+    data = us if d == 1 else ev.xp.sign(us) * ((ev.xp.abs(us) + d // 2) // d)
+    return Column(T.INT64, data=data, validity=col.validity)
 
 
 def _time_bucket(ev, expr: Call, batch: Batch) -> Column:

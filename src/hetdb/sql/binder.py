@@ -356,7 +356,8 @@ class Binder:
                 for _, inner in corr_eq:
                     if not any(k == inner for k, _ in keys):
                         keys.append((inner, Field(self.new_cid("corr"), "corr", inner.dtype)))
-            agg_state = AggState(scope, keys)
+            agg_state = AggState(scope, keys, aliases={
+                name.lower(): n.this for name, n in sel_items if isinstance(n, exp.Alias)})
         windows = WindowState()
         ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
         exprs: list[Expr] = []

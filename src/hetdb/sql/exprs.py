@@ -48,6 +48,7 @@ class AggState:
     grouping: list[tuple[Field, tuple[int, ...]]] = field(default_factory=list)  # GROUPING() calls
     pre_windows: list = field(default_factory=list)  # (Field, WindowCall) of sql/holistic.py aggregates
     ordered_windows: list = field(default_factory=list)  # (ORDER BY keys, [(Field, WindowCall)]): quantile_disc
+    aliases: dict = field(default_factory=dict)  # select-list alias (lower case) -> its expression
 
 
 @dataclass
