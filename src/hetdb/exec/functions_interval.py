@@ -200,7 +200,38 @@ def _age(ev, expr: Call, batch: Batch) -> Column:
                   validity=and_valid(xp, a.validity, b.validity))
 
 
+def interval_text(months: int, days: int, micros: int) -> str:
+    """DuckDB's text of an INTERVAL: '1 year 2 months 3 days 04:05:06.789', '-1 day 01:00:00'."""
+    years, rest = int(months / 12), months - int(months / 12) * 12
+    parts = [f"{v} {unit}{'' if abs(v) == 1 else 's'}"
+             for v, unit in ((years, "year"), (rest, "month"), (days, "day")) if v]
+    if micros or not parts:
+        us = abs(micros)
+        text = f"{us // US_HOUR:02d}:{us // US_MINUTE % 60:02d}:{us // US_SECOND % 60:02d}"
+        if us % US_SECOND:
+            text += f".{us % US_SECOND:06d}".rstrip("0")
+        parts.append(("-" if micros < 0 else "") + text)
+    return " ".join(parts)
+
+
+def _text(ev, expr: Call, batch: Batch) -> Column:
+    """INTERVAL -> VARCHAR on the host (Python per value)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from hetdb.exec.hostutil import column_to_device, column_to_host, note_host_step
+
+    note_host_step(ev.backend, "cast INTERVAL -> VARCHAR (host)")
+    col = column_to_host(ev.backend, ev.evaluate(expr.args[0], batch))
+    months, days, micros = unpack(np, col.data)
+    valid = np.ones(len(col), dtype=bool) if col.validity is None else np.asarray(col.validity, dtype=bool)
+    text = [interval_text(int(m), int(d), int(u)) if ok else None
+            for m, d, u, ok in zip(months.tolist(), days.tolist(), micros.tolist(), valid.tolist())]
+    return column_to_device(ev.backend, Column.from_arrow(pa.array(text, pa.string()), T.STRING))
+
+
 FUNCTIONS = {
+    "interval_text": _text,
     "interval_make": _make, "interval_add": _add_sub, "interval_sub": _add_sub, "interval_mul": _mul,
     "interval_neg": _neg, "timestamp_diff": _timestamp_diff, "timestamp_add_interval": _timestamp_add,
     "interval_key": _key, "interval_part": _part, "age": _age,

@@ -293,7 +293,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.Cast):
         to = node.to
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
-        return TY.cast_to(b(node.this), TY.sql_type(to.this.value, params))
+        x, t = b(node.this), TY.sql_type(to.this.value, params)
+        if IV.is_interval(x):
+            if t != T.STRING:
+                raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
+            return IV.to_text(x)
+        return TY.cast_to(x, t)
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))
     if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
@@ -376,6 +381,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return _variadic("coalesce", args)
     if isinstance(node, exp.Nullif):
         x, y = b(node.this), b(node.expression)
+        IV.refuse_keys([x, y], "NULLIF")
         t = TY.common_type(x, y, "NULLIF")
         # compared in the common type; the result keeps the first argument's type (DuckDB)
         return Call(t if TY.is_null_literal(x) else x.dtype, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
@@ -453,6 +459,11 @@ def _extract(part: str, x: Expr) -> Expr:
 
 def in_list(probe: Expr, items: list[Expr]) -> Expr:
     """``probe IN (items)``: an in_list call over literals, else an OR of equalities."""
+    if IV.is_interval(probe) or any(IV.is_interval(it) for it in items):
+        out = IV.compare("eq", probe, items[0])
+        for it in items[1:]:
+            out = Call(T.BOOL, "or", (out, IV.compare("eq", probe, it)))
+        return out
     t = TY.common_of([probe, *items], "IN")
     probe_c = TY.cast_to(probe, t)
     cast_items = [TY.cast_to(it, t) for it in items]

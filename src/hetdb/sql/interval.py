@@ -44,6 +44,15 @@ def cast(x: Expr, node) -> Expr:
     raise UnsupportedError(f"CAST of {x.dtype} values to INTERVAL (a constant string is supported)")
 
 
+def to_text(x: Expr) -> Expr:
+    """CAST(interval AS VARCHAR) as DuckDB prints it."""
+    if isinstance(x, Literal):
+        from hetdb.exec.functions_interval import interval_text
+
+        return Literal(T.STRING, None if x.value is None else interval_text(*x.value))
+    return Call(T.STRING, "interval_text", (x,))
+
+
 def is_interval(e: Expr) -> bool:
     return e.dtype.kind == "interval"
 
