@@ -16,6 +16,7 @@ Ops (sql/interval.py binds them):
                                           the sign of the difference (DuckDB's normalisation)
   timestamp_add_interval(x, iv, sign)     TIMESTAMP/DATE ± an INTERVAL value -> TIMESTAMP
   interval_key(iv)                        -> INT64 microseconds with 30-day months
+  interval_field(name, iv)                -> INT64 'months', 'days' or 'micros' as stored
   interval_part(part, iv)                 extract/date_part of an INTERVAL
   age(a, b)                               DuckDB's age(): years/months/days/time borrowing field by field
 """
@@ -148,6 +149,11 @@ def _key(ev, expr: Call, batch: Batch) -> Column:
     return Column(T.INT64, data=m * US_MONTH + d * US_DAY + u, validity=a.validity)
 
 
+def _field(ev, expr: Call, batch: Batch) -> Column:
+    a, (m, d, u) = _interval(ev, expr.args[1], batch)
+    return Column(T.INT64, data={"months": m, "days": d, "micros": u}[expr.args[0].value], validity=a.validity)
+
+
 def _part(ev, expr: Call, batch: Batch) -> Column:
     xp = ev.xp
     part = expr.args[0].value
@@ -234,5 +240,5 @@ FUNCTIONS = {
     "interval_text": _text,
     "interval_make": _make, "interval_add": _add_sub, "interval_sub": _add_sub, "interval_mul": _mul,
     "interval_neg": _neg, "timestamp_diff": _timestamp_diff, "timestamp_add_interval": _timestamp_add,
-    "interval_key": _key, "interval_part": _part, "age": _age,
+    "interval_key": _key, "interval_part": _part, "interval_field": _field, "age": _age,
 }

@@ -151,6 +151,8 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
     else:
         arg = _bind(arg_node, inner)
         t = arg.dtype
+        if t.kind == "interval" and isinstance(node, exp.Min | exp.Max) and not distinct:
+            return HS.interval_extreme(ctx, function_name(node), arg, isinstance(node, exp.Min))
         if t.kind == "interval" and not (isinstance(node, exp.Count) and not distinct):
             raise UnsupportedError(f"{function_name(node)}() of INTERVAL values (aggregate epoch(x) or a part of it)")
         if isinstance(node, exp.Count):

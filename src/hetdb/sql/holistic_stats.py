@@ -5,6 +5,7 @@ built from what the window operator and the hash aggregation already compute (no
   window averages over the group (PARTITION BY the GROUP BY keys), then the aggregation sums the
   centred products (two passes, as stable as DuckDB's streaming co-moments). A constant x or y is
   detected exactly by min = max, so DuckDB's NaN / NULL / 1.0 edge results come out exactly.
+- min/max of INTERVAL values pick the fields of the row with the extreme normalised value.
 - quantile_disc(x, q) is DuckDB's discrete quantile: the value at 0-based position
   max(0, ceil(n * q) - 1) of the group's sorted non-NULL values, read through row_number() over the
   group ordered by x (a Window of its own below the aggregation).
@@ -137,3 +138,18 @@ def _quantile_disc(ctx, name: str, x: Expr, q_e: Expr) -> Expr:
     idx = _call("greatest", _call("sub", k, Literal(_F, 1.0)), Literal(_F, 0.0))
     pick = _cmp("eq", TY.cast_to(_call("sub", rn, Literal(T.INT64, 1), dtype=T.INT64), _F), idx)
     return _agg(ctx, AggCall(x.dtype, "max", Case(x.dtype, ((pick, x),))), name)
+
+
+def interval_extreme(ctx, name: str, x: Expr, smallest: bool) -> Expr:
+    """min/max of INTERVAL values: the months, days and microseconds of the row whose normalised
+    value (sql/interval.py key) is extreme, each picked by arg_min/arg_max over the group (the three
+    picks take the same row: same key, same NULLs) and put together again after the aggregation."""
+    from hetdb.sql import interval as IV
+
+    op = "arg_min" if smallest else "arg_max"
+    parts = []
+    for field in ("months", "days", "micros"):
+        comp = Call(T.INT64, "interval_field", (Literal(T.STRING, field), x))
+        ref = _window(ctx, WindowCall(T.INT64, op, (comp, IV.key(x)), WHOLE_PARTITION), f"{op}_{field}")
+        parts.append(_agg(ctx, AggCall(T.INT64, "max", ref), f"{name}_{field}"))
+    return Call(T.INTERVAL, "interval_make", tuple(parts))
