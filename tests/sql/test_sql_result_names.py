@@ -30,6 +30,8 @@ QUERIES = [
     "INTERVAL (k) DAY, to_days(k), d - TIMESTAMP '2020-01-01' FROM w",
     "SELECT variance(x), var_samp(x), mode(k), string_agg(s, ',' ORDER BY s DESC), corr(x, i), "
     "regr_slope(x, i), quantile_disc(x, 0.5), quantile_cont(x, 0.5) FROM w",
+    "SELECT epoch_ms(CAST(d AS TIMESTAMP)), epoch_ms(1000), epoch_us(CAST(d AS TIMESTAMP)) FROM w",
+    "SELECT g, k % 2 AS p, grouping(g, p), GROUPING(p) FROM w GROUP BY GROUPING SETS ((g), (p))",
 ]
 
 

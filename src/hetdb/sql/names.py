@@ -118,6 +118,10 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return _string_agg(node)
     if isinstance(node, exp.Log) and function_name(node) in ("log2", "log10"):
         return f"{function_name(node)}({n(node.expression)})"
+    if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns"):
+        return f"{function_name(node)}({n(node.this)})"  # sqlglot adds the scale as an argument
+    if isinstance(node, exp.Grouping):
+        return f"GROUPING({', '.join(n(x) for x in node.expressions)})"
     if isinstance(node, (exp.Case, exp.Subquery, exp.Exists, exp.Star)):
         return node.sql(dialect="duckdb")
     if isinstance(node, exp.Extract):
