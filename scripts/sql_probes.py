@@ -2,7 +2,7 @@
 prints per probe whether hetdb agrees with DuckDB (values and result column names), differs, or
 refuses, then the counts.
 
-    PYTHONPATH=$PWD/src /work/main/.venv/bin/python scripts/sql_probes.py [-v] [-k SUBSTRING]
+    PYTHONPATH=$PWD/src /work/main/.venv/bin/python scripts/sql_probes.py [-v] [-k SUBSTRING] [--extras]
 
 ``-v`` prints the difference or the error of every probe that does not agree. Window functions are
 left out (issue 14 item 1). A probe "agrees" when hetdb's answer equals DuckDB's (multiset,
@@ -148,8 +148,33 @@ NAMES = [
 
 PROBES = FUNCTIONS + CONSTRUCTS + STATS + INTERVALS + NAMES
 
+# --extras: further everyday DuckDB functions beyond issue 14's list (one probe per line)
+EXTRAS = [(q.split("(")[0].replace("SELECT ", "")[:30], q + " FROM t") for q in [
+    "SELECT first(x)", "SELECT any_value(s)", "SELECT count_if(x > 0)", "SELECT ifnull(x, 0)", "SELECT instr(s, 'p')",
+    "SELECT trunc(x)", "SELECT degrees(x), radians(x)", "SELECT sin(x), cos(x), tan(x), atan2(x, y)",
+    "SELECT isnan(x), isinf(x), isfinite(x)", "SELECT product(y)", "SELECT kurtosis(x)", "SELECT skewness(x)",
+    "SELECT bit_length(s)", "SELECT date_add(d, INTERVAL 1 DAY)", "SELECT dayofweek(d), dayofyear(d), weekofyear(d)",
+    "SELECT last_day(d)", "SELECT make_time(1, 2, 3.5)", "SELECT ceil(x), floor(x)", "SELECT gcd(g, 6), lcm(g, 4)",
+    "SELECT factorial(g)", "SELECT even(x)", "SELECT string_split(s, 'p')", "SELECT regexp_split_to_array(s, 'p')",
+    "SELECT concat_ws('-', s, g)", "SELECT length(s), lower(s), upper(s)", "SELECT position('p' IN s)",
+    "SELECT ascii(s), chr(65)", "SELECT unicode(s)", "SELECT to_base(g, 2)", "SELECT greatest(x, y), least(x, y)",
+    "SELECT nullif(g, 1)", "SELECT median(d)", "SELECT max_by(s, x), min_by(s, x)", "SELECT entropy(g)",
+    "SELECT histogram(g)", "SELECT sum(g) FILTER (WHERE x > 0)", "SELECT avg(d)", "SELECT quantile(x, 0.5)",
+    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x)", "SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY x)",
+    "SELECT regr_count(y, x), regr_avgx(y, x), regr_avgy(y, x), regr_sxx(y, x), regr_syy(y, x), regr_sxy(y, x)",
+    "SELECT stddev_samp(x), var_samp(x)", "SELECT fsum(x)", "SELECT bit_and(g), bit_or(g), bit_xor(g)",
+    "SELECT hour(ts), minute(ts), second(ts)", "SELECT year(d), month(d), day(d), quarter(d)",
+    "SELECT epoch_us(ts), epoch_ns(ts)", "SELECT strftime(ts, '%A %B')", "SELECT date_trunc('week', ts)",
+    "SELECT datediff('hour', ts, ts2)", "SELECT datesub('day', d, DATE '2024-01-01')",
+    "SELECT date_part(['year', 'month'], d)", "SELECT ts::DATE, d::TIMESTAMP, '2024-01-01'::DATE",
+    "SELECT CAST(x AS INTEGER), CAST(g AS VARCHAR), CAST('1.5' AS DOUBLE)", "SELECT s SIMILAR TO 'a.*', s GLOB 'a*'",
+    "SELECT s ILIKE '%P%', s NOT LIKE 'a%'", "SELECT contains(s, NULL)", "SELECT suffix(s, 'e'), ends_with(s, 'e')",
+    "SELECT regexp_full_match(s, 'a.*')", "SELECT lcase(s), ucase(s)", "SELECT substr(s, 2), substring(s, 2, 3)",
+    "SELECT array_length([1,2])",
+]]
 
-def run(filter_text: str | None, verbose: bool) -> dict[str, int]:
+
+def run(filter_text: str | None, verbose: bool, probes: list[tuple[str, str]] = PROBES) -> dict[str, int]:
     duck = duckdb.connect()
     duck.execute("SET threads TO 2")
     counts = {"agree": 0, "names": 0, "differ": 0, "refused": 0, "error": 0}
@@ -157,7 +182,7 @@ def run(filter_text: str | None, verbose: bool) -> dict[str, int]:
         for stmt in SETUP:
             duck.execute(stmt)
             con.execute(stmt)
-        for name, sql in PROBES:
+        for name, sql in probes:
             if filter_text and filter_text not in name:
                 continue
             want = duck.sql(sql).to_arrow_table()
@@ -186,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("-k", dest="filter", default=None, help="only probes whose name contains this")
+    ap.add_argument("--extras", action="store_true", help="run the EXTRAS list instead of issue 14's probes")
     args = ap.parse_args(argv)
-    counts = run(args.filter, args.verbose)
+    counts = run(args.filter, args.verbose, EXTRAS if args.extras else PROBES)
     total = sum(counts.values())
     print(f"{total} probes: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     return 0
