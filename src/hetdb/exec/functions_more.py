@@ -17,6 +17,7 @@ from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
 from hetdb.exec.functions_host import python_function
 from hetdb.exec.functions_interval import FUNCTIONS as INTERVAL_FUNCTIONS
+from hetdb.exec.functions_math import FUNCTIONS as MATH_FUNCTIONS
 from hetdb.plan.expr import Call
 
 _DAY_US = 86_400_000_000
@@ -191,4 +192,5 @@ FUNCTIONS = {
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
     **INTERVAL_FUNCTIONS,
+    **MATH_FUNCTIONS,
 }

@@ -1,4 +1,6 @@
-"""corr, covar_pop, covar_samp, regr_slope, regr_intercept, regr_r2 (y, x) and quantile_disc(x, q),
+"""corr, covar_pop, covar_samp, regr_slope, regr_intercept, regr_r2, regr_count, regr_avgx,
+regr_avgy, regr_sxx, regr_syy, regr_sxy (y, x), skewness, kurtosis, quantile_disc(x, q) (and its
+DuckDB alias quantile) and count_if,
 built from what the window operator and the hash aggregation already compute (no new kernels):
 
 - the paired statistics take the rows where x and y are both non-NULL; each group's means come from
@@ -23,8 +25,9 @@ from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
 from hetdb.plan.window import WHOLE_PARTITION, WindowCall
 from hetdb.sql import typing as TY
 
-PAIRED = (exp.Corr, exp.CovarPop, exp.CovarSamp, exp.RegrSlope, exp.RegrIntercept, exp.RegrR2)
-STATS = (*PAIRED, exp.PercentileDisc)
+PAIRED = (exp.Corr, exp.CovarPop, exp.CovarSamp, exp.RegrSlope, exp.RegrIntercept, exp.RegrR2,
+          exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx, exp.RegrSyy, exp.RegrSxy)
+STATS = (*PAIRED, exp.PercentileDisc, exp.Quantile, exp.Kurtosis, exp.Skewness, exp.CountIf)
 
 _F = T.FLOAT64
 _NAN = Literal(_F, math.nan)
@@ -78,8 +81,16 @@ def bind_stat(node: exp.Expression, ctx, name: str) -> Expr:
     def b(n: exp.Expression) -> Expr:
         return bind_expr(n, inner)
 
-    if isinstance(node, exp.PercentileDisc):
-        return _quantile_disc(ctx, name, b(node.this), b(node.expression))
+    if isinstance(node, exp.CountIf):  # DuckDB: the SUM of the condition as 0/1 (HUGEINT, NULL over no rows)
+        c = node.this.copy()
+        flag = exp.Case(ifs=[exp.If(this=c, true=exp.Literal.number(1)),
+                             exp.If(this=exp.Not(this=c.copy()), true=exp.Literal.number(0))])
+        return bind_expr(exp.Sum(this=flag), ctx)
+    if isinstance(node, exp.PercentileDisc | exp.Quantile):  # DuckDB's quantile() is quantile_disc()
+        q = node.args.get("quantile") if isinstance(node, exp.Quantile) else node.expression
+        return _quantile_disc(ctx, name, b(node.this), b(q))
+    if isinstance(node, exp.Kurtosis | exp.Skewness):
+        return _moments(ctx, isinstance(node, exp.Kurtosis), _number(b(node.this), name))
     return _paired(ctx, node, name, _number(b(node.this), name), _number(b(node.expression), name))
 
 
@@ -98,6 +109,14 @@ def _paired(ctx, node: exp.Expression, name: str, y: Expr, x: Expr) -> Expr:
     nf = TY.cast_to(n, _F)
     empty = _cmp("eq", n, Literal(T.INT64, 0))
     slope = _call("div", sxy, sxx)
+    if isinstance(node, exp.RegrCount):
+        return n
+    if isinstance(node, exp.RegrAvgx | exp.RegrAvgy):
+        total = _agg(ctx, AggCall(_F, "sum", xs if isinstance(node, exp.RegrAvgx) else ys), "sum")
+        return Case(_F, ((empty, _NULL),), _call("div", total, nf))
+    if isinstance(node, exp.RegrSxx | exp.RegrSyy | exp.RegrSxy):
+        total = sxx if isinstance(node, exp.RegrSxx) else syy if isinstance(node, exp.RegrSyy) else sxy
+        return Case(_F, ((empty, _NULL),), total)
     if isinstance(node, exp.CovarPop):
         return Case(_F, ((empty, _NULL),), _call("div", sxy, nf))
     if isinstance(node, exp.CovarSamp):
@@ -113,6 +132,32 @@ def _paired(ctx, node: exp.Expression, name: str, y: Expr, x: Expr) -> Expr:
             _call("div", _agg(ctx, AggCall(_F, "sum", ys), "sum_y"), nf)
         return Case(_F, ((empty, _NULL), (x_const, _NULL)), _call("sub", mean_y, _call("mul", slope, mean_x)))
     return Case(_F, ((empty, _NULL), (x_const, _NULL), (y_const, Literal(_F, 1.0))), _call("mul", corr, corr))
+
+
+def _moments(ctx, kurtosis: bool, x: Expr) -> Expr:
+    """DuckDB's sample skewness sqrt(n(n-1))/(n-2) * m3 / m2^1.5 (NULL for n <= 2) and sample excess
+    kurtosis (n-1)((n+1) m4/m2^2 - 3(n-1)) / ((n-2)(n-3)) (NULL for n <= 3), m_k the central moments;
+    NULL for constant input."""
+    mean = _window(ctx, WindowCall(_F, "avg", (x,), WHOLE_PARTITION), "avg_x")
+    d = _call("sub", x, mean)
+    n = TY.cast_to(_agg(ctx, AggCall(T.INT64, "count", x), "n"), _F)
+    d2 = _call("mul", d, d)
+    m2 = _call("div", _agg(ctx, AggCall(_F, "sum", d2), "s2"), n)
+    const = _cmp("eq", _agg(ctx, AggCall(_F, "min", x), "min_x"), _agg(ctx, AggCall(_F, "max", x), "max_x"))
+    one, two, three = (Literal(_F, v) for v in (1.0, 2.0, 3.0))
+    if kurtosis:
+        m4 = _call("div", _agg(ctx, AggCall(_F, "sum", _call("mul", d2, d2)), "s4"), n)
+        ratio = _call("div", m4, _call("mul", m2, m2))
+        n1 = _call("sub", n, one)
+        top = _call("mul", n1, _call("sub", _call("mul", _call("add", n, one), ratio), _call("mul", three, n1)))
+        value = _call("div", top, _call("mul", _call("sub", n, two), _call("sub", n, three)))
+        small = _cmp("le", n, three)
+    else:
+        m3 = _call("div", _agg(ctx, AggCall(_F, "sum", _call("mul", d2, d)), "s3"), n)
+        scale = _call("div", _call("sqrt", _call("mul", n, _call("sub", n, one))), _call("sub", n, two))
+        value = _call("mul", scale, _call("div", m3, _call("power", m2, Literal(_F, 1.5))))
+        small = _cmp("le", n, two)
+    return Case(_F, ((small, _NULL), (const, _NULL)), value)
 
 
 def _quantile_disc(ctx, name: str, x: Expr, q_e: Expr) -> Expr:

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 _BINARY = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%",
            exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
-           exp.And: "AND", exp.Or: "OR", exp.DPipe: "||", exp.Like: "~~", exp.ILike: "~~*",
+           exp.And: "AND", exp.Or: "OR", exp.DPipe: "||", exp.Like: "~~", exp.ILike: "~~*", exp.Glob: "~~~",
            exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM"}
 # Functions sqlglot renders under another name than the one DuckDB users write.
 DUCKDB_NAMES = {
@@ -86,6 +86,14 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return f"({n(node.this)} {_BINARY[type(node)]} {n(node.expression)})"
     if isinstance(node, exp.Neg):
         return f"(-({n(node.this)}))"
+    like = node.this if isinstance(node, exp.Not) else node
+    if isinstance(like, exp.Like | exp.ILike) and (like is not node or like.args.get("negate")):
+        op = "!~~" if isinstance(like, exp.Like) else "!~~*"
+        return f"({n(like.this)} {op} {n(like.expression)})"
+    if isinstance(node, exp.SimilarTo):
+        return f"regexp_full_match({n(node.this)}, {n(node.expression)})"
+    if isinstance(node, exp.StrPosition) and "written" not in node.meta:  # POSITION(x IN s)
+        return f'"position"({n(node.this)}, {n(node.args["substr"])})'
     if isinstance(node, exp.Not):
         inner = node.this
         if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
@@ -130,7 +138,7 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc) and isinstance(node.args.get("unit"), exp.Var):
         return f"date_trunc('{node.args['unit'].name.lower()}', {n(node.this)})"
     if isinstance(node, exp.DateDiff) and isinstance(node.args.get("unit"), exp.Var):
-        return f"date_diff('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
+        return f"{function_name(node)}('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
     if isinstance(node, exp.Func):
         name = function_name(node)
         quoted = f'"{name}"' if name in _KEYWORD_FUNCTIONS else name
@@ -141,7 +149,7 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
 def _cast(node: exp.Cast) -> str:
     kind = "TRY_CAST" if isinstance(node, exp.TryCast) else "CAST"
     to = node.to.sql(dialect="duckdb")
-    to = {"INT": "INTEGER"}.get(to, to)
+    to = {"INT": "INTEGER", "TEXT": "VARCHAR"}.get(to, to)
     return f"{kind}({name_of(node.this)} AS {to})"
 
 
