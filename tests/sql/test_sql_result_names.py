@@ -32,6 +32,10 @@ QUERIES = [
     "regr_slope(x, i), quantile_disc(x, 0.5), quantile_cont(x, 0.5) FROM w",
     "SELECT epoch_ms(CAST(d AS TIMESTAMP)), epoch_ms(1000), epoch_us(CAST(d AS TIMESTAMP)) FROM w",
     "SELECT g, k % 2 AS p, grouping(g, p), GROUPING(p) FROM w GROUP BY GROUPING SETS ((g), (p))",
+    "SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY x DESC), quantile(x, 0.5), count_if(k > 1), "
+    "skewness(x), regr_sxy(x, i) FROM w",
+    "SELECT s NOT LIKE 'a%', s GLOB 'a*', s SIMILAR TO 'a.*', position('p' IN s), "
+    "CAST(k AS VARCHAR), trunc(x), atan2(x, i), isnan(x), datediff('day', d, d) FROM w",
 ]
 
 

@@ -27,7 +27,7 @@ from hetdb.sql import typing as TY
 
 PAIRED = (exp.Corr, exp.CovarPop, exp.CovarSamp, exp.RegrSlope, exp.RegrIntercept, exp.RegrR2,
           exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy, exp.RegrSxx, exp.RegrSyy, exp.RegrSxy)
-STATS = (*PAIRED, exp.PercentileDisc, exp.Quantile, exp.Kurtosis, exp.Skewness, exp.CountIf)
+STATS = (*PAIRED, exp.PercentileDisc, exp.Quantile, exp.Kurtosis, exp.Skewness, exp.CountIf, exp.WithinGroup)
 
 _F = T.FLOAT64
 _NAN = Literal(_F, math.nan)
@@ -80,6 +80,9 @@ def bind_stat(node: exp.Expression, ctx, name: str) -> Expr:
 
     def b(n: exp.Expression) -> Expr:
         return bind_expr(n, inner)
+
+    if isinstance(node, exp.WithinGroup):
+        return _within_group(ctx, node, b)
 
     if isinstance(node, exp.CountIf):  # DuckDB: the SUM of the condition as 0/1 (HUGEINT, NULL over no rows)
         c = node.this.copy()
@@ -160,7 +163,27 @@ def _moments(ctx, kurtosis: bool, x: Expr) -> Expr:
     return Case(_F, ((small, _NULL), (const, _NULL)), value)
 
 
-def _quantile_disc(ctx, name: str, x: Expr, q_e: Expr) -> Expr:
+def _within_group(ctx, node: exp.WithinGroup, b) -> Expr:
+    """percentile_cont(q) / percentile_disc(q) WITHIN GROUP (ORDER BY x [DESC]) (SQL standard):
+    quantile_cont(x, q) (1 - q for DESC: the interpolation is symmetric), quantile_disc(x, q) over x
+    in the ORDER BY's direction."""
+    from hetdb.sql.exprs import bind_expr
+
+    func, order = node.this, node.expression
+    keys = order.expressions if isinstance(order, exp.Order) else []
+    if not isinstance(func, exp.PercentileCont | exp.PercentileDisc) or len(keys) != 1:
+        raise UnsupportedError("WITHIN GROUP other than percentile_cont/percentile_disc(q) WITHIN GROUP "
+                               "(ORDER BY one expression)")
+    desc = bool(keys[0].args.get("desc"))
+    if isinstance(func, exp.PercentileDisc):
+        return _quantile_disc(ctx, "percentile_disc", b(keys[0].this), b(func.this), desc)
+    q = func.this
+    if desc:
+        q = exp.Sub(this=exp.Literal.number(1), expression=exp.Paren(this=q.copy()))
+    return bind_expr(exp.PercentileCont(this=keys[0].this.copy(), expression=q), ctx)
+
+
+def _quantile_disc(ctx, name: str, x: Expr, q_e: Expr, desc: bool = False) -> Expr:
     if not (isinstance(q_e, Literal) and q_e.dtype.is_numeric and q_e.value is not None):
         raise UnsupportedError(f"{name} with a quantile that is not a constant number")
     q = float(TY.cast_to(q_e, _F).value)
@@ -170,7 +193,7 @@ def _quantile_disc(ctx, name: str, x: Expr, q_e: Expr) -> Expr:
         raise UnsupportedError(f"{name} of {x.dtype} values")
     funcs = (WindowCall(T.INT64, "row_number", (), WHOLE_PARTITION),
              WindowCall(T.INT64, "count", (x,), WHOLE_PARTITION))
-    order = (SortKey(x, False, False),)
+    order = (SortKey(x, desc, False),)
     for o, fields in ctx.agg.ordered_windows:
         if o == order:
             rn, cnt = (ColumnRef(f.dtype, f.cid, True) for f, _ in fields)

@@ -82,14 +82,14 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return "NULL"
     if isinstance(node, exp.Boolean):
         return "true" if node.this else "false"
-    if type(node) in _BINARY:
-        return f"({n(node.this)} {_BINARY[type(node)]} {n(node.expression)})"
-    if isinstance(node, exp.Neg):
-        return f"(-({n(node.this)}))"
     like = node.this if isinstance(node, exp.Not) else node
     if isinstance(like, exp.Like | exp.ILike) and (like is not node or like.args.get("negate")):
         op = "!~~" if isinstance(like, exp.Like) else "!~~*"
         return f"({n(like.this)} {op} {n(like.expression)})"
+    if type(node) in _BINARY:
+        return f"({n(node.this)} {_BINARY[type(node)]} {n(node.expression)})"
+    if isinstance(node, exp.Neg):
+        return f"(-({n(node.this)}))"
     if isinstance(node, exp.SimilarTo):
         return f"regexp_full_match({n(node.this)}, {n(node.expression)})"
     if isinstance(node, exp.StrPosition) and "written" not in node.meta:  # POSITION(x IN s)
@@ -128,6 +128,11 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return f"{function_name(node)}({n(node.expression)})"
     if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns"):
         return f"{function_name(node)}({n(node.this)})"  # sqlglot adds the scale as an argument
+    if isinstance(node, exp.WithinGroup) and isinstance(node.expression, exp.Order):
+        fn = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc"}.get(type(node.this))
+        keys = [n(o.this) + (" DESC" if o.args.get("desc") else "") for o in node.expression.expressions]
+        if fn is not None:
+            return f"{fn}({n(node.this.this)} ORDER BY {', '.join(keys)})"
     if isinstance(node, exp.Grouping):
         return f"GROUPING({', '.join(n(x) for x in node.expressions)})"
     if isinstance(node, (exp.Case, exp.Subquery, exp.Exists, exp.Star)):
