@@ -3,9 +3,13 @@ vectorised over the backend's arrays (NumPy or CuPy)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from hetdb.column import Batch, Column
+from hetdb.errors import OutOfRangeError
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expressions import quiet
+from hetdb.exec.functions_host import python_function
 from hetdb.plan.expr import Call
 
 
@@ -65,7 +69,22 @@ def _gcd_lcm(ev, expr: Call, batch: Batch) -> Column:
                   validity=and_valid(xp, a.validity, b.validity))
 
 
+def _to_base(n: int, radix: int, min_length: int = 0) -> str:
+    if n < 0:
+        raise OutOfRangeError(f"to_base: {n} is negative (DuckDB takes values >= 0)")
+    if not 2 <= radix <= 36:
+        raise OutOfRangeError(f"to_base: radix {radix} is not between 2 and 36")
+    digits = ""
+    while n:
+        n, r = divmod(n, radix)
+        digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[r] + digits
+    return (digits or "0").rjust(min_length, "0")
+
+
 FUNCTIONS = {
+    "unicode": python_function(lambda s: ord(s[0]) if s else -1, pa.int32()),
+    "bit_length": python_function(lambda s: 8 * len(s.encode()), pa.int64()),
+    "to_base": python_function(_to_base, pa.string()),
     **{op: _unary for op in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "degrees", "radians")},
     "atan2": _atan2, "trunc": _trunc, "even": _even, "gcd": _gcd_lcm, "lcm": _gcd_lcm,
     **{op: _float_check for op in ("isnan", "isinf", "isfinite")},

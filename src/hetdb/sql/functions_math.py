@@ -8,6 +8,7 @@ exec/functions_math.py:
   gcd(a, b) lcm(a, b)                                   -> BIGINT
   ends_with(s, p) / suffix(s, p)                        -> BOOLEAN (p a constant string)
   epoch_ns(x)                                           -> BIGINT nanoseconds
+  unicode(s) (INTEGER, -1 for '') bit_length(s) (BIGINT) to_base(n, radix[, min_length]) (VARCHAR)
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from hetdb.sql import typing as TY
 
 _UNARY = {exp.Sin: "sin", exp.Cos: "cos", exp.Tan: "tan", exp.Cot: "cot", exp.Asin: "asin", exp.Acos: "acos",
           exp.Atan: "atan", exp.Degrees: "degrees", exp.Radians: "radians"}
-NODES: tuple[type, ...] = (*_UNARY, exp.Atan2, exp.Trunc, exp.IsNan, exp.IsInf, exp.EndsWith)
-ANONYMOUS = ("isfinite", "gcd", "lcm", "even", "suffix", "epoch_ns")
+NODES: tuple[type, ...] = (*_UNARY, exp.Atan2, exp.Trunc, exp.IsNan, exp.IsInf, exp.EndsWith, exp.Unicode,
+                           exp.BitLength)
+ANONYMOUS = ("isfinite", "gcd", "lcm", "even", "suffix", "epoch_ns", "to_base")
 
 
 def handles(node: exp.Expression) -> bool:
@@ -64,6 +66,11 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         return _check("isnan" if isinstance(node, exp.IsNan) else "isinf", b(node.this))
     if isinstance(node, exp.EndsWith):
         return _ends_with(b(node.this), b(node.expression))
+    if isinstance(node, exp.Unicode | exp.BitLength):
+        from hetdb.sql.functions_ext import _string
+
+        op = "unicode" if isinstance(node, exp.Unicode) else "bit_length"
+        return Call(T.INT32 if op == "unicode" else T.INT64, op, (_string(b(node.this), op),))
     raise UnsupportedError(f"function {type(node).__name__.lower()}()")
 
 
@@ -94,6 +101,11 @@ def _anonymous(name: str, args: list[Expr]) -> Expr:
         return Call(T.FLOAT64, "even", (_double(args[0], "even"),))
     if name == "suffix" and len(args) == 2:
         return _ends_with(*args)
+    if name == "to_base" and len(args) in (2, 3):
+        for a in args:
+            if not (a.dtype.is_integer or TY.is_null_literal(a)) or a.dtype.kind == "int128":
+                raise SqlError(f"to_base needs integers, got {a.dtype}")
+        return Call(T.STRING, "to_base", tuple(TY.cast_to(a, T.INT64) for a in args))
     if name == "epoch_ns" and len(args) == 1:
         from hetdb.sql.functions_more import epoch_units
 
