@@ -138,10 +138,32 @@ def _timestamp_add(ev, expr: Call, batch: Batch) -> Column:
     x = ev.evaluate(expr.args[0], batch)
     iv, (m, d, u) = _interval(ev, expr.args[1], batch)
     sign = int(expr.args[2].value)
+    validity = and_valid(xp, x.validity, iv.validity)
+    if len(expr.args) > 3:
+        return Column(expr.dtype, data=_add_tz(xp, _micros(xp, x), sign * m, sign * d, expr.args[3].value) + sign * u,
+                      validity=validity)
     days, tod = _split(xp, _micros(xp, x))
     days = _add_months(xp, days, sign * m)
     data = ((days + sign * d) * US_DAY + tod + sign * u).astype(xp.int64)
-    return Column(T.TIMESTAMP, data=data, validity=and_valid(xp, x.validity, iv.validity))
+    return Column(T.TIMESTAMP, data=data, validity=validity)
+
+
+def _add_tz(xp, us, months, days_n, zone: str):
+    """Per-row months and days added to UTC instants on ``zone``'s calendar, as
+    functions_datetime._add_interval_tz does for constants (months move the wall date; days keep the
+    wall time where it exists, else take the offset before the gap)."""
+    from hetdb.exec import timezones as Z
+    from hetdb.exec.functions_datetime import _add_months, _split
+
+    days, tod = _split(xp, Z.to_local(xp, us, zone))
+    moved_m = Z.to_utc(xp, (_add_months(xp, days, months) * US_DAY + tod).astype(xp.int64), zone)
+    us = xp.where(months != 0, moved_m, us)
+    target = Z.to_local(xp, us, zone) + days_n * US_DAY
+    moved = us + days_n * US_DAY
+    shifted = target - Z.utc_offsets(xp, moved, zone)
+    stepped = xp.where(Z.to_local(xp, moved, zone) == target, moved,
+                       xp.where(Z.to_local(xp, shifted, zone) == target, shifted, Z.to_utc(xp, target, zone)))
+    return xp.where(days_n != 0, stepped, us).astype(xp.int64)
 
 
 def _key(ev, expr: Call, batch: Batch) -> Column:

@@ -116,11 +116,12 @@ def arith(op: str, a: Expr, b: Expr) -> Expr:
 
 
 def add_to(x: Expr, iv: Expr, sign: int) -> Expr:
-    """DATE/TIMESTAMP ± an INTERVAL value -> TIMESTAMP."""
-    if x.dtype.tz:
-        raise UnsupportedError("TIMESTAMPTZ ± an INTERVAL computed per row (add a constant INTERVAL, "
-                               "or cast to TIMESTAMP first)")
-    return Call(T.TIMESTAMP, "timestamp_add_interval", (x, iv, Literal(T.INT32, sign)))
+    """DATE/TIMESTAMP ± an INTERVAL value -> TIMESTAMP; TIMESTAMPTZ ± an INTERVAL -> TIMESTAMPTZ with
+    months and days counted on the session zone's calendar (DuckDB's ICU arithmetic)."""
+    from hetdb.sql.functions_ext import _zone_of
+
+    t = T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP
+    return Call(t, "timestamp_add_interval", (x, iv, Literal(T.INT32, sign), *_zone_of(x)))
 
 
 def negate(x: Expr) -> Expr:
