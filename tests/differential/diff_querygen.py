@@ -7,7 +7,7 @@ DISTINCT, ORDER BY (ASC/DESC, NULLS FIRST/LAST, by alias or ordinal), LIMIT/OFFS
 and EXISTS/NOT EXISTS subqueries (correlated and not), CASE, COALESCE, SUBSTRING, EXTRACT(year),
 date +- INTERVAL on literals, arithmetic (+ - * / // %), derived tables and CTEs; date functions
 (date_trunc, last_day, date_diff, dayname, DATE + INTERVAL, DATE + to_months(n) - to_days(n), parts and
-epoch of TIMESTAMP differences and of age()), quantile_disc, and window functions whose answer does
+epoch of TIMESTAMP differences and of age()), gcd, trunc, quantile_disc, and window functions whose answer does
 not depend on row order among ties (count/sum/max OVER a partition, rank/dense_rank, RANGE frames).
 
 Every query is deterministic, so DuckDB's answer is the truth: LIMIT/OFFSET only come with an ORDER BY
@@ -216,6 +216,10 @@ class QueryGen:
             out = FLOAT if op == "/" or k == FLOAT else k
             if op in ("//", "%") and k != INT:
                 op = "*"
+            if k == INT and self.chance(0.15):
+                return Item(f"gcd({base.sql}, {c})", INT)
+            if k != INT and op == "/" and self.chance(0.2):
+                return Item(f"trunc({base.sql} / {c})", FLOAT)
             return Item(f"({base.sql} {op} {c})", out)
         if form == 2 and k == DATE and INT in kinds:
             return Item(f"EXTRACT(year FROM {base.sql})", INT)
