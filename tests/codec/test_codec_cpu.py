@@ -116,3 +116,15 @@ def test_distinct_estimate_from_a_sample() -> None:
         est = estimate_distinct(len(np.unique(sample)), DICT_SAMPLE)
         assert 0.8 * distinct <= est <= 1.2 * distinct, (distinct, est)
     assert estimate_distinct(DICT_SAMPLE, DICT_SAMPLE) == MAX_DICT_VALUES + 1
+
+
+def test_rle_block_start_off_the_runs_is_codec_error() -> None:
+    values = np.repeat(np.arange(3000, dtype=np.int64), 3)  # 3000 runs: 3 blocks of runs
+    buf = encode_as(values, RLE).copy()
+    _, _, size = bitpack.split(buf[HEADER:], 3000)
+    starts = buf[HEADER + size:HEADER + size + 24].view(np.int64)
+    assert list(starts) == [0, 3072, 6144]
+    assert bit_equal(codec.decode(buf, RLE, values.shape[0], np.int64), values)
+    starts[1] += 1
+    with pytest.raises(CodecError, match="run ends"):
+        codec.decode(buf, RLE, values.shape[0], np.int64)
