@@ -15,11 +15,28 @@ from __future__ import annotations
 import argparse
 import json
 
+import sqlglot
+from sqlglot import exp
+
 from hetdb.bench.datasets import table_columns
-from hetdb.bench.suites import get_suite, load_queries, referenced_columns
+from hetdb.bench.suites import get_suite, load_queries
 from hetdb.storage import Database
 
 FACT_TABLES = {"ssb": ("lineorder",), "tpch": ("lineitem", "orders")}
+
+
+def referenced_columns(sql: str, schema: dict[str, list[str]]) -> dict[str, list[str]]:
+    """{table: [columns]} the query reads, as ``hetdb.bench.suites.referenced_columns`` finds them but
+    for ``SELECT *`` under EXISTS, which reads no column (TPC-H q4, q21, q22: counting every column of
+    lineitem/orders there would put their comments into the totals)."""
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    tables = {t.name for t in tree.find_all(exp.Table) if t.name in schema and t.name not in ctes}
+    names = {c.name for c in tree.find_all(exp.Column)}
+    star = any(isinstance(e, exp.Star) for s in tree.find_all(exp.Select) if s.find_ancestor(exp.Exists) is None
+               for e in s.expressions)
+    out = {t: list(schema[t]) if star else [c for c in schema[t] if c in names] for t in sorted(tables)}
+    return {t: cols for t, cols in out.items() if cols}
 
 
 def column_sizes(reader, column: str, padded: bool) -> dict:
