@@ -30,6 +30,8 @@ def cases() -> dict[str, np.ndarray]:
         "random_i32": rng.integers(I32.min, I32.max, 1500, dtype=np.int32, endpoint=True),
         "random_i64": rng.integers(I64.min, I64.max, 1500, dtype=np.int64, endpoint=True),
         "small_range": rng.integers(0, 51, 10_000).astype(np.int32),
+        # 12,939 distinct values over a 17-bit range (SSB lo_supplycost): a forced dictionary of that size
+        "many_distinct": rng.choice(rng.integers(54060, 125940, 12939), 20_000).astype(np.int32),
         "few_wide": rng.choice(np.array([-(1 << 50), 3, 1 << 45, 19920101], np.int64), 4097),
         "block_plus_one": rng.integers(0, 1000, 1025).astype(np.int64),
         "block_minus_one": rng.integers(0, 1000, 1023).astype(np.int32),
