@@ -10,7 +10,7 @@ min/max relies on.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 # Frame bound codes (plan.window.Frame sides).
 BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
@@ -19,32 +19,28 @@ BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "followin
 _DIRECT_SUM_WIDTH = 32
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
+def _fill_runs(starts, n, lo, hi):
+    """Rows of run r (from starts[r] to the next start) get the run's start and end."""
+    m = starts.shape[0]
+    for r in prange(m):
+        a = starts[r]
+        b = starts[r + 1] if r + 1 < m else n
+        for i in range(a, b):
+            lo[i] = a
+            hi[i] = b
+
+
 def boundaries(part_start, peer_start):
-    """Per row: partition start/end and peer-group start/end (ends exclusive)."""
+    """Per row: partition start/end and peer-group start/end (ends exclusive); the runs are filled
+    in parallel."""
     n = part_start.shape[0]
     ps = np.empty(n, np.int64)
     pe = np.empty(n, np.int64)
     gs = np.empty(n, np.int64)
     ge = np.empty(n, np.int64)
-    cp = 0
-    cg = 0
-    for i in range(n):
-        if part_start[i]:
-            cp = i
-        if part_start[i] or peer_start[i]:
-            cg = i
-        ps[i] = cp
-        gs[i] = cg
-    cp = n
-    cg = n
-    for i in range(n - 1, -1, -1):
-        pe[i] = cp
-        ge[i] = cg
-        if part_start[i]:
-            cp = i
-        if part_start[i] or peer_start[i]:
-            cg = i
+    _fill_runs(np.flatnonzero(part_start), n, ps, pe)
+    _fill_runs(np.flatnonzero(part_start | peer_start), n, gs, ge)
     return ps, pe, gs, ge
 
 
@@ -62,12 +58,12 @@ def dense_rank(part_start, peer_start):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def ntile(ps, pe, buckets):
     """DuckDB's NTILE: the first (rows mod buckets) tiles get one row more."""
     n = ps.shape[0]
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         total = pe[i] - ps[i]
         b = buckets if buckets < total else total
         size = total // b
@@ -81,12 +77,12 @@ def ntile(ps, pe, buckets):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def shifted(ps, pe, shift):
     """Row i + shift when it lies in i's partition, else -1 (lag: negative shift, lead: positive)."""
     n = ps.shape[0]
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         j = i + shift
         out[i] = j if ps[i] <= j < pe[i] else -1
     return out
@@ -110,12 +106,12 @@ def _bound(code, off, i, ps, pe, gs, ge, is_end):
     return j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def rows_frame(ps, pe, s_code, s_off, e_code, e_off):
     n = ps.shape[0]
     fs = np.empty(n, np.int64)
     fe = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         s = _bound(s_code, s_off, i, ps[i], pe[i], i, i + 1, False)
         e = _bound(e_code, e_off, i, ps[i], pe[i], i, i + 1, True)
         fs[i] = s
@@ -197,7 +193,7 @@ def prefix_counts(valid):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def frame_sum_int(x, valid, fs, fe):
     """Exact integer frame sums through one prefix sum."""
     n = x.shape[0]
@@ -205,7 +201,7 @@ def frame_sum_int(x, valid, fs, fe):
     for i in range(n):
         pre[i + 1] = pre[i] + (x[i] if valid[i] else 0)
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         out[i] = pre[fe[i]] - pre[fs[i]]
     return out
 
@@ -386,3 +382,70 @@ def partition_mode(order, key, valid, ps, pe):
             out[t] = best
         i = e
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def pack_key(code, key, span, lo):
+    """``code * span + (key - lo)`` in place: one more key packed into a row code."""
+    for i in prange(code.shape[0]):
+        code[i] = code[i] * span + (key[i] - lo)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def descents(code):
+    """How many rows have a smaller code than the row before (0: already sorted)."""
+    n = code.shape[0]
+    bad = 0
+    for i in prange(1, n):
+        if code[i] < code[i - 1]:
+            bad += 1
+    return bad
+
+
+_INSERTION_ROWS = 16
+
+
+@njit(cache=True, nogil=True)
+def _runs(part):
+    """Start rows of the runs of equal ``part``, and ``n`` at the end."""
+    n = part.shape[0]
+    count = 1
+    for i in range(1, n):
+        if part[i] != part[i - 1]:
+            count += 1
+    out = np.empty(count + 1, np.int64)
+    out[0] = 0
+    k = 1
+    for i in range(1, n):
+        if part[i] != part[i - 1]:
+            out[k] = i
+            k += 1
+    out[count] = n
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sort_within_runs(code, part):
+    """Stable sort order of ``code`` when ``part`` (the PARTITION BY part of it) is sorted already:
+    each run of one partition is sorted on its own (insertion sort for short runs, merge sort else),
+    the runs in parallel."""
+    n = code.shape[0]
+    order = np.arange(n)
+    starts = _runs(part) if n else np.zeros(1, np.int64)
+    for r in prange(starts.shape[0] - 1):
+        a = starts[r]
+        b = starts[r + 1]
+        if b - a <= _INSERTION_ROWS:
+            for i in range(a + 1, b):
+                v = order[i]
+                c = code[v]
+                j = i
+                while j > a and code[order[j - 1]] > c:
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = v
+        else:
+            sub = np.argsort(code[a:b], kind="mergesort")
+            for i in range(b - a):
+                order[a + i] = a + sub[i]
+    return order

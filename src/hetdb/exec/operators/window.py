@@ -62,7 +62,7 @@ def _key(backend, col: Column):
         data = codes.astype(xp.int64)
     else:
         data = col.data
-        data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64)
+        data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64, copy=False)
     if col.validity is not None:
         data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
     return data
@@ -88,15 +88,43 @@ def _sort_arrays(kern, backend, cols: list[Column], desc: list[bool], nulls_firs
     return arrays, d
 
 
-def _permutation(kern, backend, arrays: list, desc: list[bool], n: int):
-    """Stable sort order of the rows by ``arrays``: the compiled radix sort on the CPU, the backend's
+def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: int):
+    """Stable sort order of the rows by ``arrays`` (the first ``n_part`` of them the PARTITION BY
+    keys), None where the rows are in that order already: compiled sorts on the CPU, the backend's
     stable sort (CuPy's lexsort on a GPU) on the array path."""
     if kern is K:
-        return _sort_permutation(arrays, desc, n)
+        return _presorted_permutation(arrays, desc, n, n_part)
     xp = backend.xp
     if not arrays or n == 0:
         return xp.arange(n, dtype=xp.int64)
     return backend.sort_indices([a.astype(xp.int64) for a in arrays], desc).astype(xp.int64)
+
+
+def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
+    """``_sort_permutation`` that uses order already in the input (tables are often stored by their
+    partition key, e.g. lineitem by l_orderkey): None when the rows are sorted, a sort within each
+    partition when only the PARTITION BY keys are."""
+    if not arrays or n == 0:
+        return None
+    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    ranges = int_ranges(okeys)
+    if ranges is None or _bits(ranges) > 63:
+        return _sort_permutation(arrays, desc, n)
+    part = _pack(okeys[:n_part], ranges[:n_part], np.zeros(n, dtype=np.int64))
+    code = _pack(okeys[n_part:], ranges[n_part:], part.copy())
+    if K.descents(code) == 0:
+        return None
+    if 0 < n_part < len(arrays) and K.descents(part) == 0:
+        return K.sort_within_runs(code, part)
+    return K.radix_refine(code, _bits(ranges), np.arange(n, dtype=np.int64))
+
+
+def _pack(okeys: list[np.ndarray], ranges: list[tuple[int, int]], code: np.ndarray) -> np.ndarray:
+    """``code`` extended by the keys: one int64 per row ordering like them (their combined range
+    fits 63 bits)."""
+    for k, (lo, hi) in zip(okeys, ranges):
+        K.pack_key(code, k, hi - lo + 1, lo)
+    return code
 
 
 def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.ndarray:
@@ -110,11 +138,7 @@ def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.
     if ranges is None:
         return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
     if _bits(ranges) <= 63:
-        code = np.zeros(n, dtype=np.int64)
-        for k, (lo, hi) in zip(okeys, ranges):
-            code *= hi - lo + 1
-            code += k - lo
-        return K.radix_refine(code, _bits(ranges), order)
+        return K.radix_refine(_pack(okeys, ranges, np.zeros(n, dtype=np.int64)), _bits(ranges), order)
     for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
         if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
             code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
@@ -224,15 +248,20 @@ class WindowSink(Sink):
         p_arrays, p_desc = _sort_arrays(kern, backend, part, [False] * len(part), [False] * len(part))
         o_arrays, o_desc = _sort_arrays(kern, backend, order, [k.descending for k in self.order],
                                         [k.nulls_first for k in self.order])
-        perm = _permutation(kern, backend, p_arrays + o_arrays, p_desc + o_desc, n)
-        part_start = _starts(xp, [a[perm] for a in p_arrays], n)
-        peer_start = part_start | _starts(xp, [a[perm] for a in o_arrays], n)
+        perm = _permutation(kern, backend, p_arrays + o_arrays, p_desc + o_desc, n, len(p_arrays))
+        if perm is not None:
+            p_arrays = [a[perm] for a in p_arrays]
+            o_arrays = [a[perm] for a in o_arrays]
+        part_start = _starts(xp, p_arrays, n)
+        peer_start = part_start | _starts(xp, o_arrays, n)
         ps, pe, gs, ge = kern.boundaries(part_start, peer_start)
-        out = take_batch(backend, batch, perm)
+        out = batch if perm is None else take_batch(backend, batch, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
         permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
 
         def sort_col(c: Column) -> Column:
+            if perm is None:
+                return c
             hit = permuted.get(id(c))
             return hit if hit is not None else take(backend, c, perm)
 
@@ -389,6 +418,8 @@ def _string_agg(call: WindowCall, args, ps, pe) -> Column:
 def _frame(b: _Bounds, call: WindowCall, order, order_keys):
     kern, xp, ps, pe, gs, ge = b.kern, b.backend.xp, b.ps, b.pe, b.gs, b.ge
     fr = call.frame
+    if fr.start == "unbounded_preceding" and fr.end == "unbounded_following":
+        return ps, pe  # ROWS or RANGE: the whole partition
     s_code, e_code = BOUND_CODES[fr.start], BOUND_CODES[fr.end]
     s_off = fr.start_n if fr.start_n is not None else 0
     e_off = fr.end_n if fr.end_n is not None else 0
