@@ -207,11 +207,31 @@ class WindowSink(Sink):
                     if self.partition:
                         return window_spill.finish(self, ctx, g)
                     if rows > window_spill.MIN_ROWS:
-                        raise self._too_large(ctx, g.held + need)
+                        out = self.compute_on_host(ctx, lambda: self._concat(ctx, batches), g.held + need)
+                        if out is None:
+                            raise self._too_large(ctx, g.held + need)
+                        return [out]
                     work.force_grow(need)
-                return [self.compute_batch(ctx, concat_batches(ctx.backend, batches, [f.cid for f in self.fields]))]
+                return [self.compute_batch(ctx, self._concat(ctx, batches))]
             finally:
                 work.close()
+
+    def _concat(self, ctx: ExecContext, batches: list[Batch]) -> Batch:
+        return concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
+
+    def compute_on_host(self, ctx: ExecContext, load, nbytes: int) -> Batch | None:
+        """On a GPU: one window partition (``load()``) past the device budget, computed on the host
+        within host_memory_limit (EXPLAIN ANALYZE shows the fallback); None on the CPU, or where the
+        host refuses the ``nbytes`` too."""
+        if ctx.device is None:
+            return None
+        host = Reservation(ctx.host_memory)
+        try:
+            if not host.try_grow(nbytes):
+                return None
+            return self.compute_batch(ctx, load(), "a window partition past the GPU budget, on the host")
+        finally:
+            host.close()
 
     def _too_large(self, ctx: ExecContext, nbytes: int) -> OutOfMemoryError:
         return OutOfMemoryError(
@@ -219,18 +239,19 @@ class WindowSink(Sink):
             f"{nbytes:,} bytes exceed host_memory_limit={ctx.memory.limit:,}; raise host_memory_limit or "
             "filter the input first")
 
-    def compute_batch(self, ctx: ExecContext, batch: Batch) -> Batch:
-        """Input rows (whole window partitions, in collection order) with every function's column."""
+    def compute_batch(self, ctx: ExecContext, batch: Batch, host_reason: str | None = None) -> Batch:
+        """Input rows (whole window partitions, in collection order) with every function's column; on
+        a GPU computed on the host where ``host_reason`` says why."""
         ev = ctx.evaluator
         part = [ev.evaluate(e, batch) for e in self.partition]
         order = [ev.evaluate(k.expr, batch) for k in self.order]
         args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
         if ctx.device is None:
             out = self._compute(host_kernels(), _HOST, batch, part, order, args)
-        elif all(c.op in ARRAY_OPS for _, c in self.funcs):
+        elif host_reason is None and all(c.op in ARRAY_OPS for _, c in self.funcs):
             out = self._compute(ArrayKernels(ctx.backend.xp), ctx.backend, batch, part, order, args)
         else:
-            ctx.note_fallback("window functions on the host")
+            ctx.note_fallback(host_reason or "window functions on the host")
             batch = batch_to_host(ctx.backend, batch)
             part = [column_to_host(ctx.backend, c) for c in part]
             order = [column_to_host(ctx.backend, c) for c in order]
