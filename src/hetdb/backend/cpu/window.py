@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from hetdb.backend.cpu.keys import kernel_threads
+
 # Frame bound codes (plan.window.Frame sides).
 BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
                "unbounded_following": 4}
@@ -263,37 +265,61 @@ def frame_extreme(key, valid, ps, fs, fe, is_max):
     return out
 
 
-_RADIX_BITS = 16
+_RADIX_BITS = 11  # 2,048 buckets: each thread's counts and scatter targets stay in cache
+# Below this many rows one thread sorts (the thread pool's start-up costs more than it saves).
+_PARALLEL_RADIX_ROWS = 1 << 16
 
 
-@njit(cache=True)
 def radix_refine(code, bits, order):
     """``order`` stably re-sorted by ``code[order]`` (non-negative int64 codes below ``2**bits``):
-    LSD radix sort with 16-bit digits. Sorting by the last key first and refining by each earlier
-    key gives a lexicographic stable sort."""
+    LSD radix sort with 11-bit digits, each pass counted and scattered by every kernel thread over
+    its own slice of the rows. Sorting by the last key first and refining by each earlier key gives
+    a lexicographic stable sort."""
+    n = order.shape[0]
+    chunks = kernel_threads() if n >= _PARALLEL_RADIX_ROWS else 1
+    return _radix_refine(code, bits, order, max(chunks, 1))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _radix_refine(code, bits, order, chunks):
     n = order.shape[0]
     keys = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         keys[i] = code[order[i]]
     idx = order.copy()
     tmp_k = np.empty_like(keys)
     tmp_i = np.empty_like(idx)
-    mask = (1 << _RADIX_BITS) - 1
+    radix = 1 << _RADIX_BITS
+    mask = radix - 1
+    size = (n + chunks - 1) // chunks
+    counts = np.zeros((chunks, radix), np.int64)
     shift = 0
     while shift < bits:
-        counts = np.zeros((1 << _RADIX_BITS) + 1, np.int64)
-        for i in range(n):
-            counts[((keys[i] >> shift) & mask) + 1] += 1
-        for j in range(1 << _RADIX_BITS):
-            counts[j + 1] += counts[j]
-        for i in range(n):
-            d = (keys[i] >> shift) & mask
-            p = counts[d]
-            counts[d] = p + 1
-            tmp_k[p] = keys[i]
-            tmp_i[p] = idx[i]
-        keys, tmp_k = tmp_k, keys
-        idx, tmp_i = tmp_i, idx
+        counts[:, :] = 0
+        for c in prange(chunks):
+            for i in range(c * size, min(n, (c + 1) * size)):
+                counts[c, (keys[i] >> shift) & mask] += 1
+        # a digit that every row shares leaves the order as it is: skip the scatter
+        single = False
+        start = 0
+        for d in range(radix):
+            total = 0
+            for c in range(chunks):
+                cnt = counts[c, d]
+                counts[c, d] = start + total
+                total += cnt
+            single = single or total == n
+            start += total
+        if not single:
+            for c in prange(chunks):
+                for i in range(c * size, min(n, (c + 1) * size)):
+                    d = (keys[i] >> shift) & mask
+                    p = counts[c, d]
+                    counts[c, d] = p + 1
+                    tmp_k[p] = keys[i]
+                    tmp_i[p] = idx[i]
+            keys, tmp_k = tmp_k, keys
+            idx, tmp_i = tmp_i, idx
         shift += _RADIX_BITS
     return idx
 

@@ -446,8 +446,11 @@ def _frame(b: _Bounds, call: WindowCall, order, order_keys):
     e_off = fr.end_n if fr.end_n is not None else 0
     if fr.kind == "rows":
         return kern.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
+    if fr.start_n is None and fr.end_n is None:  # RANGE by peers: the bounds are the boundaries
+        fs = {0: ps, 2: gs, 4: pe}[s_code]
+        return fs, xp.maximum({0: ps, 2: ge, 4: pe}[e_code], fs)
     col = order[0] if order else None
-    if col is None or (fr.start_n is None and fr.end_n is None):
+    if col is None:
         w = xp.zeros(ps.shape[0], dtype=xp.int64)
         valid = xp.ones(ps.shape[0], dtype=bool)
         return kern.range_frame(ps, pe, gs, ge, w, valid, s_code, 0, e_code, 0)
