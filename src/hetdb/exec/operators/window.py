@@ -103,18 +103,23 @@ def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: 
 def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
     """``_sort_permutation`` that uses order already in the input (tables are often stored by their
     partition key, e.g. lineitem by l_orderkey): None when the rows are sorted, a sort within each
-    partition when only the PARTITION BY keys are."""
+    partition when only the PARTITION BY keys are. A last key that the input is sorted by already
+    (o_orderkey in ORDER BY ..., o_orderkey over orders) is left out: the stable sort keeps ties in
+    input order."""
     if not arrays or n == 0:
         return None
     okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    while len(okeys) > 1 and K.descents(okeys[-1]) == 0:
+        okeys.pop()
+    n_part = min(n_part, len(okeys))
     ranges = int_ranges(okeys)
     if ranges is None or _bits(ranges) > 63:
-        return _sort_permutation(arrays, desc, n)
+        return _sort_permutation(okeys, [False] * len(okeys), n)
     part = _pack(okeys[:n_part], ranges[:n_part], np.zeros(n, dtype=np.int64))
     code = _pack(okeys[n_part:], ranges[n_part:], part.copy())
     if K.descents(code) == 0:
         return None
-    if 0 < n_part < len(arrays) and K.descents(part) == 0:
+    if 0 < n_part < len(okeys) and K.descents(part) == 0:
         return K.sort_within_runs(code, part)
     return K.radix_refine(code, _bits(ranges), np.arange(n, dtype=np.int64))
 
@@ -271,8 +276,8 @@ class WindowSink(Sink):
                                         [k.nulls_first for k in self.order])
         perm = _permutation(kern, backend, p_arrays + o_arrays, p_desc + o_desc, n, len(p_arrays))
         if perm is not None:
-            p_arrays = [a[perm] for a in p_arrays]
-            o_arrays = [a[perm] for a in o_arrays]
+            p_arrays = [backend.gather(a, perm) for a in p_arrays]
+            o_arrays = [backend.gather(a, perm) for a in o_arrays]
         part_start = _starts(xp, p_arrays, n)
         peer_start = part_start | _starts(xp, o_arrays, n)
         ps, pe, gs, ge = kern.boundaries(part_start, peer_start)
