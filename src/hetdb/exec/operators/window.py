@@ -331,9 +331,8 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     kern, backend, ps, pe, gs, ge = b.kern, b.backend, b.ps, b.pe, b.gs, b.ge
     xp = backend.xp
     n = ps.shape[0]
-    rows = xp.arange(n, dtype=xp.int64)
     if op == "row_number":
-        return _int_column(xp, call.dtype, rows - ps + 1)
+        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - ps + 1)
     if op == "rank":
         return _int_column(xp, call.dtype, gs - ps + 1)
     if op == "dense_rank":
@@ -353,8 +352,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         idx = kern.shifted(ps, pe, -shift if op == "lag" else shift)
         if len(args) < 3:
             return take(backend, args[0], idx, missing=True)
-        both = concat_columns(backend, [args[0], args[2]])
-        return take(backend, both, xp.where(idx < 0, rows + n, idx))
+        return _shifted_or_default(backend, args[0], args[2], idx)
     if op in _GROUP_STATS:
         return _group_statistic(call, args, ps, pe)
     fs, fe = _frame(b, call, order, order_keys)
@@ -388,6 +386,22 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _int_column(xp, call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
     return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
+
+
+def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
+    """Row ``idx`` of ``x``, or of ``default`` where ``idx`` is -1 (lag/lead with a default)."""
+    xp = backend.xp
+    n = idx.shape[0]
+    if x.dtype.kind == "string" or x.dictionary is not None or default.dictionary is not None:
+        both = concat_columns(backend, [x, default])
+        return take(backend, both, xp.where(idx < 0, xp.arange(n, dtype=xp.int64) + n, idx))
+    miss = idx < 0
+    safe = xp.where(miss, 0, idx)
+    data = xp.where(miss, default.data, backend.gather(x.data, safe))
+    validity = None
+    if x.validity is not None or default.validity is not None:
+        validity = xp.where(miss, _valid(xp, default), backend.gather(_valid(xp, x), safe))
+    return Column(x.dtype, data=data.astype(x.data.dtype, copy=False), validity=validity)
 
 
 _GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
