@@ -38,6 +38,14 @@ QUERIES = {
     "float_nan_keys": "SELECT d > 0 AS pos, max(d), min(d), count(*) FROM fact GROUP BY 1",
     "no_rows": "SELECT a, sum(c) FROM fact WHERE a > 1000 GROUP BY a",
     "global_no_rows": "SELECT sum(c), count(*), min(d) FROM fact WHERE a > 1000",
+    # never-NULL arguments share one row counter (min/max must see a group's first row)
+    "shared_row_counter": "SELECT k > 1500 AS g, count(k), min(k), max(k), sum(k), count(*) FROM fact GROUP BY 1",
+    "null_and_zero_keys": "SELECT a, count(*), sum(c), min(e) FROM fact WHERE a IS NULL OR a < 3 GROUP BY a",
+    # leading filters through the selection loop: NULLs, a dictionary lookup, a projection
+    "selection_global": "SELECT count(*), sum(c), min(d), max(a) FROM fact "
+                        "WHERE a BETWEEN 5 AND 30 AND d > -10 AND b IN ('fig', 'apple', 'date')",
+    "selection_then_probe": "SELECT d.s, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a "
+                            "WHERE f.k < 2500 AND f.d < 20 AND d.b IS NOT NULL GROUP BY d.s",
 }
 
 
