@@ -30,6 +30,21 @@ class Node:
         return stable_id(self.canonical())
 
 
+class OneInput(Node):
+    """A node of one input, held in its ``input`` field."""
+
+    def inputs(self) -> tuple[Node, ...]:
+        return (self.input,)
+
+
+class SameSchema(OneInput):
+    """A node of one input whose rows keep the input's columns (filter, sort, limit)."""
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self.input.schema
+
+
 @dataclass(frozen=True)
 class Scan(Node):
     """Read ``fields``: columns of a stored table, or (``source`` "external") of data read in place,
@@ -53,28 +68,18 @@ class Scan(Node):
 
 
 @dataclass(frozen=True)
-class Filter(Node):
+class Filter(SameSchema):
     input: Node
     predicate: Expr
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
-
-    @property
-    def schema(self) -> tuple[Field, ...]:
-        return self.input.schema
 
     def label(self) -> str:
         return f"Filter {self.predicate}"
 
 
 @dataclass(frozen=True)
-class Project(Node):
+class Project(OneInput):
     input: Node
     exprs: tuple[tuple[Field, Expr], ...]
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
 
     @property
     def schema(self) -> tuple[Field, ...]:
@@ -132,15 +137,12 @@ class Join(Node):
 
 
 @dataclass(frozen=True)
-class Aggregate(Node):
+class Aggregate(OneInput):
     """GROUP BY ``keys`` computing ``aggs``; no keys = one output row (even for empty input)."""
 
     input: Node
     keys: tuple[tuple[Field, Expr], ...]
     aggs: tuple[tuple[Field, AggCall], ...]
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
 
     @property
     def schema(self) -> tuple[Field, ...]:
@@ -153,16 +155,9 @@ class Aggregate(Node):
 
 
 @dataclass(frozen=True)
-class Sort(Node):
+class Sort(SameSchema):
     input: Node
     keys: tuple[SortKey, ...]
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
-
-    @property
-    def schema(self) -> tuple[Field, ...]:
-        return self.input.schema
 
     def label(self) -> str:
         return "Sort " + ", ".join(
@@ -171,37 +166,23 @@ class Sort(Node):
 
 
 @dataclass(frozen=True)
-class Limit(Node):
+class Limit(SameSchema):
     input: Node
     limit: int | None
     offset: int = 0
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
-
-    @property
-    def schema(self) -> tuple[Field, ...]:
-        return self.input.schema
 
     def label(self) -> str:
         return f"Limit {self.limit} offset {self.offset}"
 
 
 @dataclass(frozen=True)
-class TopN(Node):
+class TopN(SameSchema):
     """Sort + Limit fused by the optimizer (limit pushdown into top-k)."""
 
     input: Node
     keys: tuple[SortKey, ...]
     limit: int
     offset: int = 0
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
-
-    @property
-    def schema(self) -> tuple[Field, ...]:
-        return self.input.schema
 
     def label(self) -> str:
         keys = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'}" for k in self.keys)
@@ -243,14 +224,11 @@ class Values(Node):
 
 
 @dataclass(frozen=True)
-class Output(Node):
+class Output(OneInput):
     """The root: final column order and user-facing names."""
 
     input: Node
     fields: tuple[Field, ...]  # cids of input to output, in order (names = output headers)
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
 
     @property
     def schema(self) -> tuple[Field, ...]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hetdb.plan.expr import Expr, Field, SortKey
-from hetdb.plan.logical import Node
+from hetdb.plan.logical import Node, OneInput
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
 OFFSETS = ("lag", "lead")
@@ -64,14 +64,11 @@ class WindowCall(Expr):
 
 
 @dataclass(frozen=True)
-class Window(Node):
+class Window(OneInput):
     input: Node
     partition: tuple[Expr, ...]
     order: tuple[SortKey, ...]
     funcs: tuple[tuple[Field, WindowCall], ...]
-
-    def inputs(self) -> tuple[Node, ...]:
-        return (self.input,)
 
     @property
     def schema(self) -> tuple[Field, ...]:
