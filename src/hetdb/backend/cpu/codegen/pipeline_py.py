@@ -77,10 +77,16 @@ class Materialize:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """The build row each match of the last (inner) probe finds is flagged in ``marked`` (right semi
+    and right anti joins: the operator emits the flagged or the other build rows afterwards)."""
+
+
+@dataclass(frozen=True)
 class Spec:
     inputs: tuple[Input, ...]
     stages: tuple[Any, ...]      # ("filter", Expr) | ("project", ((cid, Expr), ...)) | Probe
-    sink: Aggregate | Materialize
+    sink: Aggregate | Materialize | Mark
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,12 @@ class _Gen:
                     em.project(cid, e)
         prologue: list[str] = []
         epilogue: list[str] = []
-        if isinstance(self.spec.sink, Materialize):
+        if isinstance(self.spec.sink, Mark):
+            slots, ni, nf = [], 0, 0
+            em.emit(f"marked[brow{self.inner_probes[-1]}] = True")
+            em.emit("ng += 1")
+            state, room = "marked, ng", ""
+        elif isinstance(self.spec.sink, Materialize):
             slots, ni, nf = [], 0, 0
             outs = ["out_rows"] + [f"out_b{p}" for p in self.inner_probes]
             em.emit("out_rows[ng] = i")
@@ -533,5 +544,5 @@ def compile_spec(spec: Spec) -> Kernel:
     gen = _Gen(spec)
     src, args, slots, ni, nf = gen.generate()
     fn = _load_function(src)
-    keys = [] if isinstance(spec.sink, Materialize) else [k.dtype for k in spec.sink.keys]
+    keys = [k.dtype for k in spec.sink.keys] if isinstance(spec.sink, Aggregate) else []
     return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes))
