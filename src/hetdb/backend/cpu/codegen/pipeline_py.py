@@ -458,11 +458,14 @@ class _Gen:
                     nf += 1
                     em.emit(f"{acc_f(s.fsum)} += {v.value}")
                 elif kind in ("int32", "int64", "decimal", "bool"):
-                    s = Slot(cnt=s.cnt, isum=ni, fsum=nf)
+                    # exact in int64 or not at all: a sum leaving int64 sets the error flag and
+                    # the operators (which carry HUGEINT sums) run the pipeline instead
+                    s = Slot(cnt=s.cnt, isum=ni)
                     ni += 1
-                    nf += 1
-                    em.emit(f"{acc_i(s.isum)} += np.int64({v.value})")
-                    em.emit(f"{acc_f(s.fsum)} += np.float64({v.value})")
+                    r = em.fresh()
+                    em.emit(f"{r}, {r}_of = add_ovf({acc_i(s.isum)}, np.int64({v.value}))")
+                    em.error(f"{r}_of")
+                    em.emit(f"{acc_i(s.isum)} = {r}")
                 else:
                     raise ExprError(f"{op} of {v.dtype} is not compiled for the CPU")
             elif op in ("min", "max"):
