@@ -207,6 +207,56 @@ def test_a_new_working_set_replaces_the_old_one_at_its_second_read():
     assert sum(x.column in ("d", "e") for x in cache.keys()) == 60
 
 
+
+def test_entries_in_use_leave_the_eviction_order_until_released():
+    """A pinned entry (a scan reads it) is taken out of the policy's order, so victims are chosen
+    without testing each one; a user's pin (keep) released while a scan still holds the entry does
+    not make it evictable before the scan lets go."""
+    budget = DeviceMemoryBudget(1 << 40)
+    cache = DevicePageCache(budget, capacity_bytes=4 * PAGE)
+    value = np.zeros(1, dtype=np.uint8)
+    assert cache.put(k("a", 0), value, PAGE, pin=True)
+    assert cache.put(k("a", 1), value, PAGE)
+    cache.keep(k("a", 1))
+    cache.pin(k("a", 1))
+    cache.unkeep(k("a", 1))       # still pinned: stays out of the order
+    for i in range(20):           # a scan far larger than the tier, read twice: admitted by benefit
+        for _ in range(2):
+            if cache.get(k("s", i)) is None:
+                cache.put(k("s", i), value, PAGE)
+    assert k("a", 0) in cache and k("a", 1) in cache
+    assert cache.evict(10 * PAGE) == 2 * PAGE  # only the two scan pages that got in can go
+    cache.unpin(k("a", 0))
+    cache.unpin(k("a", 1))
+    assert set(cache.eviction_order()) == {k("a", 0), k("a", 1)}
+    assert cache.evict(10 * PAGE) == 2 * PAGE and len(cache) == 0
+
+
+def test_a_first_read_is_refused_without_ranking_victims(monkeypatch):
+    """A scan larger than a full tier: its pages (read for the first time) are refused at once; the
+    tier ranks candidates only for a page with a history."""
+    cache = DevicePageCache(DeviceMemoryBudget(1 << 40), capacity_bytes=10 * PAGE)
+    value = np.zeros(1, dtype=np.uint8)
+    for i in range(10):
+        cache.get(k("hot", i))
+        assert cache.put(k("hot", i), value, PAGE)
+    ranked = []
+    candidates = BenefitPolicy._candidates
+
+    def counting(self, evictable):
+        ranked.append(1)
+        return candidates(self, evictable)
+
+    monkeypatch.setattr(BenefitPolicy, "_candidates", counting)
+    for i in range(50):
+        assert cache.get(k("scan", i)) is None
+        assert not cache.put(k("scan", i), value, PAGE)
+    assert ranked == [] and cache.stats.bypassed == 50
+    cache.get(k("scan", 0))  # read again: now it has a reuse distance and is judged
+    cache.put(k("scan", 0), value, PAGE)
+    assert ranked == [1]
+
+
 if __name__ == "__main__":
     for name, (lru, policy) in hit_ratios().items():
         print(f"{name:50s} LRU {lru:6.1%}  benefit {policy:6.1%}")

@@ -14,7 +14,7 @@ abort) so pages are read straight into its memory.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PAGE = "page"
@@ -22,16 +22,36 @@ DICTIONARY = "dictionary"
 NO_ROW_GROUP = -1  # for objects shared by every row group of a column (dictionaries)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PageKey:
     """Identity of one cached object: a column page of a committed table version (or a column's
-    dictionary, with ``part == DICTIONARY`` and ``row_group == NO_ROW_GROUP``)."""
+    dictionary, with ``part == DICTIONARY`` and ``row_group == NO_ROW_GROUP``).
+
+    Its hash is computed once (the tiers look a key up several times per page access: a dataclass'
+    own hash builds a tuple each time), and equality compares it first."""
 
     table: str
     version: int
     column: str
     row_group: int
     part: str = PAGE
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.table, self.version, self.column, self.row_group,
+                                                self.part)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, PageKey):
+            return NotImplemented
+        return (self._hash == other._hash and self.row_group == other.row_group
+                and self.column == other.column and self.version == other.version
+                and self.table == other.table and self.part == other.part)
 
     @staticmethod
     def dictionary(table: str, version: int, column: str) -> PageKey:

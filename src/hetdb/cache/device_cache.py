@@ -23,6 +23,7 @@ without a GPU.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class DevicePageCache(PageCache):
     tier = "gpu"
 
     def __init__(self, budget: Any, share: float = 0.5, capacity_bytes: int | None = None,
-                 rates: Rates | None = None) -> None:
+                 rates: Rates | None = None, policy: Any = None) -> None:
         if capacity_bytes is None:
             if not 0.0 <= share <= 1.0:
                 raise ValueError("share must be within [0, 1]")
@@ -56,7 +57,8 @@ class DevicePageCache(PageCache):
         self.budget = budget
         self.capacity_bytes = int(capacity_bytes)
         self._entries: dict[PageKey, _Entry] = {}  # in insertion order
-        self.policy = BenefitPolicy()
+        # a BenefitPolicy; another object with its interface for comparisons (cache/replay.py)
+        self.policy = policy if policy is not None else BenefitPolicy()
         self.rates = rates or shared_rates()
         self._used = 0        # bytes of entries
         self._reserved = 0    # reservations not yet turned into entries
@@ -77,10 +79,10 @@ class DevicePageCache(PageCache):
             self._stats.hits += 1
             self._stats.hit_bytes += entry.nbytes
             if pin:
-                entry.pins += 1
+                self._pin(key, entry)
             return entry.value
 
-    def peek_many(self, keys: list[PageKey]) -> list[Any] | None:
+    def peek_many(self, keys: Iterable[PageKey]) -> list[Any] | None:
         """The values of ``keys`` when every one is cached, else None (no statistics, no access counted)."""
         with self._lock:
             entries = self._entries
@@ -149,14 +151,15 @@ class DevicePageCache(PageCache):
             return [(k, e.nbytes, e.kept) for k, e in self._entries.items()]
 
     # ---- insertion -------------------------------------------------------------------------------
-    def reserve(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
+    def reserve(self, nbytes: int, key: Any = None, link_bytes: int | None = None,
+                first_reuse: int | None = None) -> bool:
         """As ``PageCache.reserve``; with ``key`` (the page the room is for) and ``link_bytes`` (what
         moving it over the host→GPU link costs; default ``nbytes``), the policy may refuse a page
         worth less than the entries it would displace (counted as ``bypassed``)."""
         if nbytes < 0:
             raise ValueError("cannot reserve a negative number of bytes")
         with self._lock:
-            if not self._make_room(nbytes, key, link_bytes):
+            if not self._make_room(nbytes, key, link_bytes, first_reuse):
                 return False
             self._reserved += nbytes
             return True
@@ -169,7 +172,7 @@ class DevicePageCache(PageCache):
             self.budget.release(nbytes)
 
     def put(self, key: PageKey, value: Any, nbytes: int, pin: bool = False, reserved: bool = False,
-            link_bytes: int | None = None) -> bool:
+            link_bytes: int | None = None, first_reuse: int | None = None) -> bool:
         """As ``PageCache.put``; ``link_bytes``: what re-fetching the entry moves over the host→GPU
         link (default ``nbytes``; less for a page kept decoded from compressed bytes)."""
         with self._lock:
@@ -179,19 +182,21 @@ class DevicePageCache(PageCache):
                 if reserved:
                     self.release(nbytes)
                 if pin:
-                    existing.pins += 1
+                    self._pin(key, existing)
                 return True
             if reserved:
                 if nbytes > self._reserved:
                     raise ValueError("put(reserved=True) without a matching reserve()")
                 self._reserved -= nbytes
-            elif not self._make_room(nbytes, key, link_bytes):
+            elif not self._make_room(nbytes, key, link_bytes, first_reuse):
                 self._stats.rejected += 1
                 return False
-            self._entries[key] = _Entry(value, int(nbytes), 1 if pin else 0)
+            entry = self._entries[key] = _Entry(value, int(nbytes))
             link = self.rates.h2d
             self.policy.insert(key, nbytes, link.latency_s,
-                               link.transfer_seconds(nbytes if link_bytes is None else link_bytes))
+                               link.transfer_seconds(nbytes if link_bytes is None else link_bytes), first_reuse)
+            if pin:
+                self._pin(key, entry)
             self.mutations += 1
             self._used += nbytes
             self._stats.inserted_bytes += nbytes
@@ -202,7 +207,13 @@ class DevicePageCache(PageCache):
         entry = self._entries[key]
         return not entry.pins and not entry.kept
 
-    def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None) -> bool:
+    def _pin(self, key: Any, entry: _Entry) -> None:
+        entry.pins += 1
+        if entry.pins == 1:
+            self.policy.busy(key)  # out of the eviction order: victims are chosen without a test
+
+    def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None,
+                   first_reuse: int | None = None) -> bool:
         """Evict until ``nbytes`` fit in the capacity and the budget grants them; reserves them.
         A page (``key`` of a PAGE) is admitted only if it is worth more than what it displaces."""
         if nbytes > self.capacity_bytes:
@@ -213,34 +224,41 @@ class DevicePageCache(PageCache):
         over = self._used + self._reserved + nbytes - self.capacity_bytes
         lost = 0.0  # worth of what this page displaced so far (admission weighs all of it)
         if over > 0:
-            victims = self.policy.victims(over, self._evictable)
-            if victims is None:
+            lost = self._displace(over, key, judged, link.latency_s, transfer, lost, first_reuse)
+            if lost is None:
                 return False
-            if judged and not self.policy.admit(key, link.latency_s, transfer, victims):
-                self._stats.bypassed += 1
-                return False
-            lost = self.policy.loss(victims)
-            for victim in victims:
-                self._evict_entry(victim)
         while not self.budget.try_reserve(nbytes):
             # The budget is shared with query work: free what it lacks, judged as a whole before
             # anything is evicted (a loop: query work may take memory meanwhile).
             short = max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes)
-            victims = self.policy.victims(short, self._evictable)
-            if not victims:
+            more = self._displace(short, key, judged, link.latency_s, transfer, lost, first_reuse)
+            if more is None:
                 return False
-            if judged and not self.policy.admit(key, link.latency_s, transfer, victims, lost):
-                self._stats.bypassed += 1
-                return False
-            lost += self.policy.loss(victims)
-            for victim in victims:
-                self._evict_entry(victim)
+            lost += more
         return True
+
+    def _displace(self, nbytes: int, key: Any, judged: bool, latency: float, transfer: float,
+                  lost: float, first_reuse: int | None = None) -> float | None:
+        """Evict entries holding ``nbytes`` when the page ``key`` is worth more than them together with
+        ``lost`` (``judged``; otherwise whenever they exist); returns the worth of what it evicted, or
+        None (nothing evicted) when the page is not worth it or the entries do not exist."""
+        if judged:
+            victims, worth = self.policy.displace(key, latency, transfer, nbytes, None, lost, first_reuse)
+            if victims is None:
+                self._stats.bypassed += 1
+                return None
+        else:
+            victims, worth = self.policy.victims(nbytes, None), 0.0
+            if not victims:
+                return None
+        for victim in victims:
+            self._evict_entry(victim)
+        return worth
 
     # ---- pinning and eviction --------------------------------------------------------------------
     def pin(self, key: PageKey) -> None:
         with self._lock:
-            self._entries[key].pins += 1
+            self._pin(key, self._entries[key])
 
     def keep(self, key: PageKey) -> None:
         """Keep a cached entry until ``unkeep`` (a user's pin: never evicted, counts against the
@@ -256,6 +274,8 @@ class DevicePageCache(PageCache):
             if entry is not None:
                 entry.kept = False
                 self.policy.keep(key, False)
+                if entry.pins:
+                    self.policy.busy(key)
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:
@@ -263,6 +283,8 @@ class DevicePageCache(PageCache):
             if entry is None or entry.pins == 0:
                 raise ValueError(f"unpin of {key} which is not pinned")
             entry.pins -= 1
+            if not entry.pins:
+                self.policy.busy(key, False)
 
     def pinned_bytes(self) -> int:
         """Bytes of entries that cannot be evicted now (pinned or kept)."""
@@ -280,7 +302,7 @@ class DevicePageCache(PageCache):
     def _evict(self, nbytes: int) -> int:
         """Evict lowest-benefit evictable entries until ``nbytes`` are freed (all of them if they
         hold less); returns the bytes freed."""
-        victims = self.policy.victims(nbytes, self._evictable)
+        victims = self.policy.victims(nbytes, None)
         if victims is None:
             victims = [k for k in self.policy.order() if self._evictable(k)]
         return sum(self._evict_entry(v) for v in victims)

@@ -446,14 +446,18 @@ class HostPageCache(PageCache):
             return False
         over = self._assigned + self._reserved + n - self._capacity
         if over > 0:
-            victims = self.policy.victims(over * self.block_bytes, self._evictable)
-            if victims is None:
-                return False
-            disk = self.rates.disk
-            if key is not None and not self.policy.admit(key, disk.latency_s,
-                                                         disk.transfer_seconds(padded_length), victims):
-                self._stats.bypassed += 1
-                return False
+            if key is None:
+                victims = self.policy.victims(over * self.block_bytes, self._evictable)
+                if victims is None:
+                    return False
+            else:
+                # one pass: stops at the victim that tips the balance (a first read ranks nothing)
+                disk = self.rates.disk
+                victims, _ = self.policy.displace(key, disk.latency_s, disk.transfer_seconds(padded_length),
+                                                  over * self.block_bytes, self._evictable)
+                if victims is None:
+                    self._stats.bypassed += 1
+                    return False
             for victim in victims:
                 self._evict_page(victim)
         short = n - (len(self._pool.free) - self._reserved)

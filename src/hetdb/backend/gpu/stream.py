@@ -49,6 +49,7 @@ import numpy as np
 
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
+from hetdb.cache.pages import page_info, row_group_padded_bytes, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
@@ -108,6 +109,8 @@ class _Page:
     loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
     codec: str = "plain"                 # encoding of the data section (hetdb.codec)
     route: Route = Route.DISK_DIRECT     # the router's decision
+    host_key: PageKey | None = None      # its key in the host tier (default: made from the reader)
+    device_bytes: int | None = None      # device bytes once delivered (default: computed)
 
 
 @dataclass
@@ -146,17 +149,6 @@ def keeps_compressed(codec: str, sections: dict) -> bool:
     from hetdb.backend.gpu.encoded import KERNEL_CODECS
 
     return codec in KERNEL_CODECS and "data" in sections and "offsets" not in sections
-
-
-def _decoded_column_bound(reader: Any, column: str, compressed: bool = False) -> int:
-    """Upper bound of the device bytes of every page of a column, from the manifest (``compressed``:
-    pages stay as stored, so the padded bytes on disk bound them)."""
-    on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
-    if compressed or not hasattr(reader, "decoded_bytes"):
-        return on_disk
-    rgs = range(reader.num_row_groups)
-    return (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
-            + sum(reader.decoded_bytes(column, rg) for rg in rgs))
 
 
 class PageStreamer:
@@ -220,6 +212,7 @@ class PageStreamer:
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
+        self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
 
     # ---- public ----------------------------------------------------------------------------------
     def __enter__(self) -> PageStreamer:
@@ -274,20 +267,17 @@ class PageStreamer:
         if self._gen is not None or self._closed or self.cache is None or self.host_cache is None:
             return False
         cp, cache, reader = self._cupy, self.cache, self.reader
-        table, version = reader.name, reader.version
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        bound = sum(_decoded_column_bound(reader, c, self.compressed)
-                    + (reader.num_rows if reader.column(c).nullable else 0) for c in self.columns)
-        if bound > cache.capacity_bytes - cache.pinned_bytes():
+        if scan_device_bytes(reader, self.columns, self.compressed) > cache.capacity_bytes - cache.pinned_bytes():
             return False
         stream = self._copy_stream
         pages = [(c, rg) for rg in self.row_groups for c in self.columns]
         complete = True
         # In chunks: the first copies start after one chunk's look-ups, not the whole scan's.
         for start in range(0, len(pages), _FILL_CHUNK):
-            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK], table, version)
+            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK])
             if not complete:
                 break
         event = cp.cuda.Event(disable_timing=True)
@@ -297,30 +287,31 @@ class PageStreamer:
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
         return complete
 
-    def _fill_chunk(self, pages: list[tuple[str, int]], table: str, version: int) -> bool:
+    def _fill_chunk(self, pages: list[tuple[str, int]]) -> bool:
         """fill_cache for some pages: False when one is not in the host tier or the cache is full."""
         cp, cache, reader = self._cupy, self.cache, self.reader
         todo = []
         for column, rg in pages:
-            key = PageKey(table, version, column, rg)
-            if key not in cache:
-                todo.append((key, column, rg, reader.page_location(column, rg)))
+            info = page_info(reader, column, rg, self.compressed)
+            if info.key not in cache:
+                todo.append(info)
         if not todo:
             return True
-        hosts = self.host_cache.lookup_many([PageKey(reader.path, version, t[1], t[2]) for t in todo],
-                                            [t[3] for t in todo])
+        hosts = self.host_cache.lookup_many([t.host_key for t in todo], [t.location for t in todo])
         if hosts is None:
             return False
         stream = self._copy_stream
         complete = True
         try:
             with stream:
-                for (key, column, rg, loc), host in zip(todo, hosts):
-                    enc, sections = page_layout(reader, column, rg)
-                    n = reader.row_group_rows(rg)
-                    codec = page_codec(reader, column, rg)
-                    nbytes = device_page_bytes(reader, column, rg, loc, sections, n, codec, self.compressed)
-                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length):
+                for info, host in zip(todo, hosts):
+                    key, column, rg, loc = info.key, info.key.column, info.key.row_group, info.location
+                    enc, sections, n, codec = info.encoding, info.sections, info.num_rows, info.codec
+                    nbytes = info.device_bytes
+                    # the whole scan fits (fill_cache checked): a first read is judged as if its
+                    # query ran again
+                    first_reuse = len(self.row_groups) * len(self.columns)
+                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length, first_reuse=first_reuse):
                         complete = False  # no room (budget taken, or worth less than the cached pages)
                         break
                     # the policy sees this read like a streamed one (a page not filled is counted
@@ -331,7 +322,7 @@ class PageStreamer:
                     except BaseException:
                         cache.release(nbytes)
                         raise
-                    cache.put(key, value, nbytes, reserved=True)
+                    cache.put(key, value, nbytes, reserved=True, link_bytes=loc.length, first_reuse=first_reuse)
                     self.routes.add(Route.HOST_TO_GPU, loc.length)
                     self.stats.pages_host += 1
                     self.stats.bytes_host += loc.length
@@ -425,12 +416,11 @@ class PageStreamer:
         rg_id = self.row_groups[i]
         rg = _RowGroup(i, i % self.depth)
         offset = 0
-        table, version = self.reader.name, self.reader.version
         for column in self.columns:
-            enc, sections = page_layout(self.reader, column, rg_id)
-            page = _Page(column, rg_id, PageKey(table, version, column, rg_id),
-                         self.reader.page_location(column, rg_id), enc, sections,
-                         self.reader.row_group_rows(rg_id), codec=page_codec(self.reader, column, rg_id))
+            info = page_info(self.reader, column, rg_id, self.compressed)
+            page = _Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
+                         info.num_rows, codec=info.codec, host_key=info.host_key,
+                         device_bytes=info.device_bytes)
             page.route = self.router.route(page.location.length,
                                            on_gpu=lambda p=page: self._probe_device(p),
                                            in_host=lambda p=page: self._probe_host(p),
@@ -461,6 +451,8 @@ class PageStreamer:
     def _host_key(self, page: _Page) -> PageKey:
         # The host tier is process-wide: a table *path* (version directory) names the page, not the
         # table name, which another database may share.
+        if page.host_key is not None:
+            return page.host_key
         return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
 
     def _probe_host(self, page: _Page) -> bool:
@@ -490,8 +482,9 @@ class PageStreamer:
             if self._slot_bytes is None:
                 # Every slot is sized for the largest row group (all pages missing the cache), so a
                 # slot is allocated once and never reallocated while a copy may read it.
-                self._slot_bytes = max((sum(self.reader.page_location(c, rg).padded_length
-                                            for c in self.columns) for rg in self.row_groups), default=0)
+                columns = tuple(self.columns)
+                self._slot_bytes = max((row_group_padded_bytes(self.reader, columns, rg)
+                                        for rg in self.row_groups), default=0)
             size = max(self._slot_bytes, nbytes)
             # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
             raw = pinned_empty(size + ALIGN, np.uint8)
@@ -565,13 +558,15 @@ class PageStreamer:
                 page.future = None
                 if page.loading:
                     page.host, page.loading = host, False
-                nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
-                                           page.sections, page.num_rows, page.codec, self.compressed)
+                nbytes = page.device_bytes
+                if nbytes is None:
+                    nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
+                                               page.sections, page.num_rows, page.codec, self.compressed)
                 if self.keep:
                     page.cached = self.cache.reserve(nbytes)
                 else:
                     page.cached = self.cache is not None and self.cache.reserve(
-                        nbytes, key=page.key, link_bytes=page.location.length)
+                        nbytes, key=page.key, link_bytes=page.location.length, first_reuse=self._first_reuse())
                 if not page.cached:
                     self._reserve_transient(nbytes, page)
                 try:
@@ -588,7 +583,7 @@ class PageStreamer:
                     raise
                 if page.cached:
                     self.cache.put(page.key, page.value, nbytes, pin=True, reserved=True,
-                                   link_bytes=page.location.length)
+                                   link_bytes=page.location.length, first_reuse=self._first_reuse())
                 self.routes.add(page.route, page.location.length)
                 if from_storage:
                     self.stats.pages_read += 1
@@ -612,6 +607,18 @@ class PageStreamer:
         self.stats.row_groups += 1
         self.stats.rows += num_rows
         return Batch({p.column: _delivered(p.value) for p in rg.pages}, num_rows)
+
+    def _first_reuse(self) -> int | None:
+        """The reuse distance a page read for the first time is judged with: the scan's length when
+        all of it fits in the device cache (its query, run again, reads the page again after that
+        many pages: the tier takes it in at once, as LRU would), else None (a first read displaces
+        nothing: a scan larger than the tier passes through)."""
+        if self._first is False:
+            cache = self.cache
+            fits = cache is not None and scan_device_bytes(self.reader, self.columns, self.compressed) \
+                <= cache.capacity_bytes - cache.kept_bytes()
+            self._first = len(self.row_groups) * len(self.columns) if fits else None
+        return self._first
 
     def _unpin_host(self, wait: bool) -> None:
         """Unpin host-tier pages whose copies have completed (all of them with ``wait``)."""

@@ -130,10 +130,18 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
     got = cache.derived(dkey)
     if got is None:
         from hetdb.backend.gpu.stream import _column_nbytes
-        from hetdb.cache.base import PageKey
+        from hetdb.cache.pages import page_info
 
-        keys = [PageKey(reader.name, reader.version, name, rg) for rg in row_groups for name in names]
-        values = cache.peek_many(keys)
+        compressed = bool(ctx.options.gpu_compressed_cache)
+        keys: list = []
+
+        def each_key() -> Any:  # lazily: the look-up stops at the first page not cached
+            for rg in row_groups:
+                for name in names:
+                    keys.append(page_info(reader, name, rg, compressed).key)
+                    yield keys[-1]
+
+        values = cache.peek_many(each_key())
         if values is None:
             return None
         it = iter(values)
@@ -159,10 +167,17 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     kernel reading the pages has been queued (it holds the host-tier pins until the copies are
     done); None when the pages are not all in the host tier or do not fit in the device cache."""
     from hetdb.backend.gpu.stream import PageStreamer
+    from hetdb.cache.pages import scan_device_bytes
 
     router = scan_router(ctx)
     host = ctx.device.host_tier(ctx.options)
     if host is None or not row_groups or not router.use_device_tier:
+        return None
+    cache = ctx.device.cache
+    if scan_device_bytes(state.reader, names, ctx.options.gpu_compressed_cache) \
+            > cache.capacity_bytes - cache.pinned_bytes():
+        # the scan cannot fit in the cache (fill_cache would refuse it): no streamer is made and
+        # closed for nothing (closing one waits for the copy stream, stalling the query)
         return None
     streamer = PageStreamer(state.reader, names, row_groups, budget=ctx.device.budget,
                             cache=ctx.device.cache, host_cache=host, router=router,

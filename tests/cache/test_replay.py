@@ -1,0 +1,236 @@
+"""The GPU tier's trace replay (cache/replay.py, cache/trace.py): traces from the real planner over a
+real SSB database, replayed through the real DevicePageCache as GPU scans call it, under the benefit
+policy, LRU (the tier at 69951da) and clairvoyant policies. No GPU needed."""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+
+import numpy as np
+import pytest
+
+import hetdb
+from hetdb.backend.gpu.stream import device_page_bytes, page_codec, page_layout
+from hetdb.bench.suites import load_queries
+from hetdb.cache import DevicePageCache, PageKey
+from hetdb.cache.policy import BenefitPolicy
+from hetdb.cache.replay import PageRef, QueryRef, ScanRef, replay
+from hetdb.cache.trace import data_bytes, query_trace, scale, ssb_factors, suite_trace, table_rows
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def ssb_con(tmp_path_factory):
+    from hetdb.datagen import ssb
+    from hetdb.storage import Database
+
+    path = str(tmp_path_factory.mktemp("replay-ssb") / "db")
+    db = Database.open(path, create=True)
+    ssb.generate(db, 0.001, workers=1)
+    con = hetdb.connect(path, device="cpu")
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def ssb_sf20(ssb_con):
+    """The 13 SSB queries' GPU scans with SF 20 page sizes, and the data's bytes on disk at SF 20."""
+    trace = suite_trace(ssb_con, [(q.name, q.sql) for q in load_queries("ssb")])
+    factors = ssb_factors(0.001, 20)
+    return scale(trace, table_rows(ssb_con), factors), data_bytes(ssb_con, factors=factors)
+
+
+# ---- synthetic traces ---------------------------------------------------------------------------------
+def _scan(table: str, columns: list[str], rgs: int, held: int = MIB, link: int = MIB // 2) -> ScanRef:
+    return ScanRef(table, [[PageRef(PageKey(table, 1, c, rg), held, link) for c in columns]
+                           for rg in range(rgs)])
+
+
+def _hot_and_scans(rounds: int = 8) -> list[QueryRef]:
+    """A hot query over 8 pages every round; every other round a one-off scan of 60 pages of
+    another table (a scan far larger than the tier)."""
+    out = []
+    for r in range(rounds):
+        out.append(QueryRef("hot", [_scan("dim", ["a", "b"], 4)]))
+        if r % 2:
+            out.append(QueryRef(f"scan{r}", [_scan(f"big{r}", ["x", "y", "z"], 20)]))
+    return out
+
+
+def test_a_scan_larger_than_the_tier_does_not_evict_the_hot_set():
+    queries = _hot_and_scans()
+    limit = 2 * 12 * MIB  # the cache holds 12 pages: the hot set (8) and a little more
+    benefit = replay(queries, limit, "benefit")
+    lru = replay(queries, limit, "lru")
+    hot = {PageKey("dim", 1, c, rg) for c in "ab" for rg in range(4)}
+    assert hot <= set(benefit.cache.keys())
+    # after its first run the hot query moves nothing: every one of its pages is resident
+    hot_runs = [i for i, q in enumerate(queries) if q.name == "hot"]
+    assert [benefit.link_bytes[i] for i in hot_runs[1:]] == [0] * (len(hot_runs) - 1)
+    assert benefit.hit_pages[hot_runs[-1]] == 8
+    # LRU lets each scan flush the hot set, which is then copied again
+    assert [lru.link_bytes[i] for i in hot_runs[2::2]] == [8 * MIB // 2] * len(hot_runs[2::2])
+    assert benefit.total_link_bytes < lru.total_link_bytes
+
+
+def test_a_repeated_scan_larger_than_the_tier_keeps_the_part_that_fits():
+    queries = [QueryRef("q", [_scan("t", ["c"], 40)])] * 4
+    limit = 2 * 10 * MIB
+    benefit = replay(queries, limit, "benefit")
+    lru = replay(queries, limit, "lru")
+    assert lru.link_bytes == [40 * MIB // 2] * 4  # LRU evicts each page just before it is read again
+    assert benefit.link_bytes[0] == 40 * MIB // 2
+    assert benefit.link_bytes[2:] == [30 * MIB // 2] * 2  # 10 of the 40 pages stay and hit
+    assert replay(queries, limit, "oracle").total_link_bytes <= benefit.total_link_bytes
+
+
+def test_kept_pages_are_never_evicted_by_a_replay():
+    kept = [PageKey("pinned", 1, "p", rg) for rg in range(3)]
+
+    def make(budget, share, policy):
+        cache = DevicePageCache(budget, share=share, policy=policy)
+        for key in kept:
+            assert cache.put(key, np.zeros(1), MIB)
+            cache.keep(key)
+        return cache
+
+    queries = _hot_and_scans(6) + [QueryRef("q", [_scan("t", ["c"], 40)])] * 3
+    for policy in ("benefit", "lru", "belady", "oracle"):
+        result = replay(queries, 2 * 12 * MIB, policy, make_cache=make)
+        assert set(kept) <= set(result.cache.keys()), policy
+        assert result.cache.kept_bytes() == 3 * MIB
+
+
+def test_a_page_moving_more_bytes_is_kept_before_one_moving_fewer():
+    """Two columns of equal device size, read equally often: the one whose pages move more bytes
+    over the link (compressed less) is the one worth keeping."""
+    rich = _scan("t", ["rich"], 10, link=MIB)
+    poor = _scan("t", ["poor"], 10, link=MIB // 8)
+    queries = [QueryRef("q", [rich, poor])] * 6
+    result = replay(queries, 2 * 10 * MIB, "benefit")
+    held = [k.column for k in result.cache.keys()]
+    assert held.count("rich") == 10 and held.count("poor") == 0
+    assert result.total_link_bytes <= replay(queries, 2 * 10 * MIB, "lru").total_link_bytes
+
+
+def _not_in(pinned: frozenset, key: str) -> bool:
+    return key not in pinned
+
+
+def test_displace_decides_as_victims_then_admit():
+    """The one-pass decision (stops at the victim that tips the balance) takes exactly the
+    decisions that choosing the victims and then judging them took."""
+    rng = random.Random(3)
+    for trial in range(30):
+        policy = BenefitPolicy(sample=rng.choice([1, 4, 8, 16]))
+        keys = [f"k{i}" for i in range(40)]
+        for _ in range(300):
+            key = rng.choice(keys[: rng.randint(5, 40)])
+            policy.record(key, fraction=rng.choice([None, 0.5, 1.0]))
+            if key not in policy and rng.random() < 0.5:
+                policy.insert(key, rng.choice([100, 400, 1000]), 1e-5, rng.random() * 1e-3)
+            if rng.random() < 0.05 and len(policy.order()) > 3:
+                policy.remove(policy.order()[-1])
+        pinned = frozenset(rng.sample(keys, 5))
+        evictable = functools.partial(_not_in, pinned)
+
+        for key in rng.sample(keys, 10):
+            nbytes, latency, transfer, lost = rng.choice([50, 500, 2000]), 1e-5, rng.random() * 1e-3, \
+                rng.choice([0.0, 0.0, 1e-7])
+            victims = policy.victims(nbytes, evictable)
+            expect = victims is not None and (math.isfinite(policy.reuse_distance(key)) or not victims) \
+                and policy.admit(key, latency, transfer, victims, lost)
+            got, worth = policy.displace(key, latency, transfer, nbytes, evictable, lost)
+            assert (got is not None) == bool(expect), (trial, key)
+            if got is not None:
+                assert got == victims
+                assert worth == pytest.approx(policy.loss(victims))
+
+
+# ---- traces of the real SSB queries ---------------------------------------------------------------------
+def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con):
+    q = next(q for q in load_queries("ssb") if q.name == "q1.1")
+    trace = query_trace(ssb_con, q.name, q.sql)
+    by_table = {s.table: s for s in trace.scans}
+    assert set(by_table) == {"date", "lineorder"}
+    lo = by_table["lineorder"]
+    columns = [p.key.column for p in lo.row_groups[0]]
+    assert set(columns) >= {"lo_orderdate", "lo_discount", "lo_quantity", "lo_extendedprice"}
+    reader = ssb_con._get_engine().db.table("lineorder")
+    for rg in lo.row_groups:
+        for p in rg:
+            loc = reader.page_location(p.key.column, p.key.row_group)
+            _, sections = page_layout(reader, p.key.column, p.key.row_group)
+            codec = page_codec(reader, p.key.column, p.key.row_group)
+            n = reader.row_group_rows(p.key.row_group)
+            assert p.link == loc.length
+            assert p.held == device_page_bytes(reader, p.key.column, p.key.row_group, loc, sections, n, codec)
+
+
+def test_scaling_a_trace_to_another_scale_factor(ssb_con):
+    q = next(q for q in load_queries("ssb") if q.name == "q2.1")
+    trace = query_trace(ssb_con, q.name, q.sql)
+    rows = table_rows(ssb_con)
+    big = scale([trace], rows, ssb_factors(0.001, 20))[0]
+    lo, lo20 = ([s for s in t.scans if s.table == "lineorder"][0] for t in (trace, big))
+    n, per_page = rows["lineorder"]
+    assert len(lo20.row_groups) == math.ceil(round(n * 20_000) / per_page)
+    # bytes per row are the traced page's: the link bytes of a full page scale with its rows
+    p, p20 = lo.row_groups[0][0], lo20.row_groups[0][0]
+    assert p20.key.column == p.key.column
+    assert p20.link == pytest.approx(p.link * per_page / n, rel=1e-3)
+    assert len({p.key for p in lo20.pages()}) == len(lo20.pages())  # new row groups, new keys
+    date, date20 = ([s for s in t.scans if s.table == "date"][0] for t in (trace, big))
+    assert date20.row_groups == date.row_groups  # the date table does not grow
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.25, 0.5])
+def test_ssb_at_sf20_moves_no_more_than_lru(ssb_sf20, fraction):
+    """hetdb bench's hot mode (each query run twice in a row) at a share of the data's bytes."""
+    trace, data = ssb_sf20
+    runs = [q for q in trace for _ in range(2)]
+    limit = int(data * fraction)
+    benefit = replay(runs, limit, "benefit")
+    lru = replay(runs, limit, "lru")
+    assert benefit.total_link_bytes <= lru.total_link_bytes
+    assert benefit.total_link_bytes > 0 and len(benefit.link_bytes) == 26
+
+
+def test_ssb_repeated_keeps_its_hottest_column_resident(ssb_sf20):
+    """The whole suite three times at 25% of the data: the lineorder column whose pages save the most
+    link bytes per byte held over the workload stays resident, all of it."""
+    trace, data = ssb_sf20
+    runs = trace * 3
+    saved: dict[str, float] = {}
+    for q in trace:
+        for p in q.pages():
+            if p.key.table == "lineorder":
+                saved[p.key.column] = saved.get(p.key.column, 0.0) + p.link / p.held
+    hottest = max(saved, key=saved.get)
+    result = replay(runs, int(data * 0.25), "benefit")
+    held: dict[str, int] = {}
+    for key in result.cache.keys():
+        if key.table == "lineorder":
+            held[key.column] = held.get(key.column, 0) + 1
+    pages = len([s for s in trace[0].scans if s.table == "lineorder"][0].row_groups)
+    assert held[hottest] == pages == max(held.values())
+    assert result.total_link_bytes < replay(runs, int(data * 0.25), "lru").total_link_bytes
+
+
+def test_a_new_query_that_fits_gets_in_at_its_first_run():
+    """Query A three times, then query B three times; each fits in the tier, both together do not.
+    A scan that fits judges a first read as if its query ran again, so B's pages displace A's in B's
+    first run (as LRU does) instead of its second."""
+    a = QueryRef("a", [_scan("ta", ["c"], 10)])
+    b = QueryRef("b", [_scan("tb", ["c"], 10)])
+    queries = [a] * 3 + [b] * 3
+    limit = 2 * 12 * MIB
+    benefit = replay(queries, limit, "benefit")
+    lru = replay(queries, limit, "lru")
+    assert lru.link_bytes == [10 * MIB // 2, 0, 0, 10 * MIB // 2, 0, 0]
+    assert benefit.link_bytes == lru.link_bytes
+    assert {k.table for k in benefit.cache.keys()} >= {"tb"}
+    assert sum(k.table == "tb" for k in benefit.cache.keys()) == 10
