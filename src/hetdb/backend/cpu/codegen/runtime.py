@@ -107,10 +107,11 @@ def civil(days):
 # caller grows the table (``reserve``) and resumes at that row.
 @njit(cache=True, nogil=True, inline="always")
 def key_hash(kb, kv):
+    """Hash of a group's key bits (0 for a NULL key: NULL and 0 share a hash, told apart by the
+    validity the probe compares, which is cheaper than hashing the validity of every row)."""
     h = SEED
     for j in range(kb.shape[0]):
         h = splitmix64(h ^ np.uint64(kb[j] if kv[j] else 0))
-        h = splitmix64(h ^ np.uint64(kv[j]))
     return h
 
 
