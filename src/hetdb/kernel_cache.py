@@ -30,7 +30,10 @@ _KERNEL_MARKERS = (b"@njit", b"numba.njit", b"@numba.jit", b"@jit(")
 
 
 def _module_file(name: str) -> Path | None:
-    rel = Path(*name.split(".")[1:])
+    parts = name.split(".")[1:]
+    if not parts:  # ``from hetdb import x``: x is a module (found by its own import line) or a name
+        return None
+    rel = Path(*parts)
     for cand in (_PACKAGE / rel.with_suffix(".py"), _PACKAGE / rel / "__init__.py"):
         if cand.is_file():
             return cand

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
@@ -38,6 +39,18 @@ QUERIES = {
     "float_nan_keys": "SELECT d > 0 AS pos, max(d), min(d), count(*) FROM fact GROUP BY 1",
     "no_rows": "SELECT a, sum(c) FROM fact WHERE a > 1000 GROUP BY a",
     "global_no_rows": "SELECT sum(c), count(*), min(d) FROM fact WHERE a > 1000",
+    # never-NULL arguments share one row counter (min/max must see a group's first row)
+    "shared_row_counter": "SELECT k > 1500 AS g, count(k), min(k), max(k), sum(k), count(*) FROM fact GROUP BY 1",
+    "null_and_zero_keys": "SELECT a, count(*), sum(c), min(e) FROM fact WHERE a IS NULL OR a < 3 GROUP BY a",
+    # leading filters through the selection loop: NULLs, a dictionary lookup, a projection
+    "selection_global": "SELECT count(*), sum(c), min(d), max(a) FROM fact "
+                        "WHERE a BETWEEN 5 AND 30 AND d > -10 AND b IN ('fig', 'apple', 'date')",
+    "selection_then_probe": "SELECT d.s, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a "
+                            "WHERE f.k < 2500 AND f.d < 20 AND d.b IS NOT NULL GROUP BY d.s",
+    # probes ordered by the share of rows they let through (the anti join's build keeps most rows)
+    "semi_anti_order": "SELECT e, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
+                       "AND d.s <> 's3') AND EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a AND d.b = 'fig') "
+                       "AND f.k > 10 GROUP BY e",
 }
 
 
@@ -99,3 +112,46 @@ def test_generated_source_is_cached_on_disk(tmp_path, monkeypatch, db) -> None:
     files = list((tmp_path / "cpu").glob("hetdb_cpu_pipeline_*.py"))
     assert files, list(tmp_path.rglob("*"))
     assert all("@njit(nogil=True, cache=True" in f.read_text() for f in files)
+
+
+def test_right_semi_and_anti_joins_mark_build_rows_in_the_loop(tmp_path) -> None:
+    """EXISTS / NOT EXISTS over a large inner table hashes the small outer one (right semi / anti
+    join): the loop over the big table marks the build rows; NULL keys on both sides."""
+    import duckdb
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.storage import Database
+    from hetdb.storage.format import ColumnSpec
+
+    rng = np.random.default_rng(5)
+    n = 200_000
+    big_k = rng.integers(0, 30000, n)
+    big = pa.table({"k": pa.array(big_k, pa.int32(), mask=rng.random(n) < 0.05),
+                    "v": pa.array(rng.integers(-100, 100, n), pa.int64())})
+    small = pa.table({"id": pa.array(np.arange(0, 4000, 2), pa.int32(), mask=np.arange(2000) % 97 == 0),
+                      "g": pa.array(np.arange(2000) % 7, pa.int32())})
+    database = Database.open(str(tmp_path / "db"), create=True)
+    duck = duckdb.connect()
+    for name, table in {"big": big, "small": small}.items():
+        with database.create_table(name, [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema],
+                                   rows_per_page=4096) as w:
+            w.append_arrow(table)
+        duck.register(name, table)
+    queries = ["SELECT g, count(*) FROM small s WHERE EXISTS (SELECT 1 FROM big b WHERE b.k = s.id AND b.v > -40) "
+               "GROUP BY g",
+               "SELECT g, count(*), sum(id) FROM small s WHERE NOT EXISTS "
+               "(SELECT 1 FROM big b WHERE b.k + 1 = s.id + 1 AND b.v < 50) GROUP BY g"]
+    marked, texts = 0, []
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as con, \
+            hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False) as ops:
+        for sql in queries:
+            got = con.sql(sql).arrow()
+            expected = duck.sql(sql).to_arrow_table()
+            assert got.num_rows > 0
+            assert mismatch(got, expected, ()) is None, f"{sql}\n{con.explain(sql, analyze=True)}"
+            assert mismatch(got, ops.sql(sql).arrow(), ()) is None, sql
+            texts.append(text := con.explain(sql, analyze=True))
+            marked += any("HashProbe right_" in line and "marking the build rows" in line and CPU_COMPILED in line
+                          for line in text.splitlines())
+    assert marked == len(queries), "\n".join(texts)

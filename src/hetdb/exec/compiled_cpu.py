@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from hetdb import types as T
-from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
     Aggregate,
     Input,
     Kernel,
+    Mark,
     Materialize,
     Probe,
     Spec,
@@ -35,11 +35,12 @@ from hetdb.backend.cpu.codegen.pipeline_py import (
 )
 from hetdb.column import Batch, Column
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
+from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
+from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
-from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import ColumnRef, Expr
 
 CPU_COMPILED = "compiled into one CPU loop"
@@ -69,6 +70,8 @@ class _Plan:
     compiled: int = 0
     fallback: int = 0
     expansion: int = 1                           # most rows one input row becomes (non-unique joins)
+    stages: list[Any] = field(default_factory=list)  # plan.stages, probes in the loop's order
+    marks: int | None = None                     # index in pipe.ops of the probe the loop marks for
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -115,13 +118,19 @@ def _expression_nodes(plan: CompiledPlan, sink: Any) -> int:
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
     rows_sink = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
-    if not isinstance(sink, HashAggregate) and not rows_sink:
+    marks = mark_probe(pipe)
+    if not isinstance(sink, HashAggregate) and not rows_sink and marks is None:
         return ""
     if not isinstance(src, TableScan):
         return f"a {type(src).__name__} source is not compiled for the CPU"
-    plan, why = plan_compiled(ctx, pipe)
-    if plan is None:
-        return why
+    if marks is not None:
+        plan: Any = plan_marks(ctx, pipe, marks)
+        if isinstance(plan, str):
+            return plan
+    else:
+        plan, why = plan_compiled(ctx, pipe)
+        if plan is None:
+            return why
     size = _expression_nodes(plan, None if plan.materialize else sink)
     if size > MAX_EXPRESSION_NODES:
         return f"its expressions have {size} nodes (more than {MAX_EXPRESSION_NODES} take Numba too long to compile)"
@@ -138,8 +147,8 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     probes = []
     from hetdb.backend.cpu.join import CpuJoinTable
 
-    for op, pay in plan.probes:
-        if op.kind not in ("inner", "semi", "anti"):
+    for op, pay in plan.probes + ([] if marks is None else [(pipe.ops[marks], [])]):
+        if op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
         if op.residual is not None:
             return "a join with a residual condition is not compiled for the CPU"
@@ -162,7 +171,52 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
             expansion *= max(1, ctx.backend.join_max_matches(side.table))
     if expansion > _MAX_EXPANSION:
         return f"a join makes up to {expansion} rows of one input row"
-    return _Plan(plan, base, names, probes, key_dicts, expansion=expansion)
+    stages, probes = (list(plan.stages), probes) if plan.materialize else _probe_order(plan, probes)
+    if marks is not None:
+        stages.append(("probe", pipe.ops[marks]))
+    return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks)
+
+
+def _pass_share(op: Any, side: Any) -> float:
+    """The share of probe rows a probe is expected to let through: for a foreign key into a
+    dimension, the share of the dimension's rows the build kept (1 when unknown)."""
+    share = min(1.0, side.num_rows / side.scanned_rows) if side.scanned_rows else 1.0
+    return 1.0 - share if op.kind == "anti" else share
+
+
+def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
+    """The stages with each run of consecutive probes that make at most one row per input row
+    (unique inner, semi, anti) ordered by the share of rows they let through, smallest first: a
+    row most probes reject is dropped by the first one. Only probes whose keys read no column of
+    another probe of the run move; projections in the run that the loop does not compute (no
+    produced column) are dropped from it, others end it."""
+    entry = {id(op): (op, side, pay) for op, side, pay in probes}
+    out: list[Any] = []
+    run: list[Any] = []
+
+    def movable(op: Any) -> bool:
+        side = entry[id(op)][1]
+        return op.kind in ("semi", "anti") or (op.kind == "inner" and bool(side.table.unique))
+
+    def close() -> None:
+        if len(run) > 1:
+            made = {f.cid for op in run for f in op.right_fields}
+            if not any(set().union(*(k.columns() for k in op.left_keys)) & made for op in run):
+                run.sort(key=lambda op: _pass_share(op, entry[id(op)][1]))
+        out.extend(("probe", op) for op in run)
+        run.clear()
+
+    for kind, x in plan.stages:
+        if kind == "probe" and movable(x):
+            run.append(x)
+        elif kind == "project" and run and not any(f.cid in plan.produced for f, _ in x.exprs):
+            continue
+        else:
+            close()
+            out.append((kind, x))
+    close()
+    order = [x for kind, x in out if kind == "probe"]
+    return out, [entry[id(op)] for op in order]
 
 
 # ---- per signature: the spec and its compiled function --------------------------------------------------
@@ -182,7 +236,7 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
     inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
     stages: list[Any] = []
     probes = iter(p.probes)
-    for kind, x in p.plan.stages:
+    for kind, x in p.stages:
         if kind == "filter":
             stages.append(("filter", x))
         elif kind == "project":
@@ -192,11 +246,15 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
             t = side.table
             payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
                                   side.batch.columns[f.cid].dictionary is not None) for f in pay)
-            stages.append(Probe(op.kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
+            # the marking probe runs as an inner one whose build rows the sink marks
+            kind = "inner" if op.kind in MARK_KINDS else op.kind
+            stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, _prefilter(t)))
-    if p.plan.materialize:
-        out: Any = Materialize()
+    if p.marks is not None:
+        out: Any = Mark()
+    elif p.plan.materialize:
+        out = Materialize()
     else:
         out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs))
     spec = Spec(inputs, tuple(stages), out)
@@ -286,6 +344,8 @@ def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts:
         bits = gk[i, :ng]
         if t.kind == "float64":
             data = bits.view(np.float64).copy()
+            if kernel.key_signs and kernel.key_signs[i] >= 0:
+                data[ia[kernel.key_signs[i], :ng] != 0] = -0.0
         elif t.kind == "bool":
             data = bits != 0
         else:
@@ -298,7 +358,7 @@ def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts:
         if a.op in ("sum", "avg"):
             st = _sum_type(a.arg.dtype)
             if s.isum >= 0:
-                data = wide_sum(np, ia[s.isum, :ng].copy(), fa[s.fsum, :ng].copy())
+                data = ia[s.isum, :ng].copy()  # exact: the loop stops when a sum leaves int64
             else:
                 data = fa[s.fsum, :ng].copy()
             cols[_s(j, "sum")] = Column(st, data=data, validity=cnt > 0)
@@ -328,6 +388,7 @@ class _Worker:
         self.outs: list[np.ndarray] = []       # a materializing loop's output rows, reused per morsel
         self.kernel: Kernel | None = None
         self.dicts: dict[str, Column] = {}
+        self.budget = TableBudget(ctx)  # the group table's reservation
         for _, side, pay in p.probes:
             for f in pay:
                 d = side.batch.columns[f.cid].dictionary
@@ -335,10 +396,7 @@ class _Worker:
                     self.dicts[f.cid] = d
 
     def flush(self, lsink: Any) -> None:
-        if self.state is not None and self.state[5]:
-            part = _partial(self.p, self.pipe.sink, self.kernel, self.state, self.dicts)
-            self.pipe.sink.add_partial(self.ctx, part, self.run.gsink, lsink)
-        self.state = None
+        flush_table(self, lsink, lambda state: _partial(self.p, self.pipe.sink, self.kernel, state, self.dicts))
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
@@ -376,7 +434,13 @@ class _Worker:
                         if b.num_rows:
                             run.push(b, 0, lops, lsink)
                     continue
-                if p.plan.materialize:
+                if p.marks is not None:
+                    if not self._run_marks(kernel, cols, n):
+                        p.fallback += 1
+                        for b in pipe.source.read(ctx, morsel, run.gsrc):
+                            if b.num_rows:
+                                run.push(b, 0, lops, lsink)
+                elif p.plan.materialize:
                     if not self._run_rows(kernel, cols, n, lsink):
                         p.fallback += 1
                         for b in pipe.source.read(ctx, morsel, run.gsrc):
@@ -400,7 +464,7 @@ class _Worker:
             self.dicts.update(key_dicts)
             if self.state is None:
                 self.kernel = kernel
-                self.state = runtime.new_state(len(sink.keys), kernel.num_int, kernel.num_float)
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
             args = _arguments(ctx, p, kernel, cols)
             start = 0
             while True:
@@ -410,10 +474,31 @@ class _Worker:
                     raise _Redo()
                 if err == 0:
                     break
-                # the group table is full: double it and go on from the row that did not fit
-                self.state = runtime.reserve(self.state, 2 * (ng + p.expansion))
+                # the group table is full: double it and go on from the row that did not fit (or,
+                # when host_memory_limit refuses the bigger table, hand its groups to the sink and
+                # go on with a fresh one)
+                grown = self.budget.grow(self.state, 2 * (ng + p.expansion))
+                if grown is None:
+                    self.flush(lsink)
+                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
+                self.state = grown
             ctx.add(sink.op_id, rows_in=n)
             p.compiled += 1
+
+    def _run_marks(self, kernel: Kernel, cols: dict[str, Column], n: int) -> bool:
+        """A morsel of a loop ending in a right semi / anti join: marks the build rows it matches.
+        False (nothing marked) when the loop gave up on the morsel."""
+        ctx, p = self.ctx, self.p
+        op = self.pipe.ops[p.marks]
+        with Timer(ctx, op.op_id):
+            args = _arguments(ctx, p, kernel, cols)
+            _, err, _ = kernel.fn(0, n, p.expansion, *args, marked_flags(ctx, self.run, p.marks), 0)
+            if err == 1:
+                p.refusals["a value left its type"] = p.refusals.get("a value left its type", 0) + 1
+                return False
+            ctx.add(op.op_id, rows_in=n)
+            p.compiled += 1
+        return True
 
     def _run_rows(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any) -> bool:
         """A materializing pipeline's morsel: the loop selects rows and matches, the columns the hash
@@ -476,9 +561,13 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         _refuse(ctx, pipe, "a value left its type in the compiled loop; ran again operator at a time")
         return type(run)(ctx, pipe)
     run.flush()
-    st = ctx.stat(pipe.sink.op_id)
+    st = ctx.stat(pipe.sink.op_id if p.marks is None else pipe.ops[p.marks].op_id)
     if p.compiled:
-        what = "hash probes and row selection" if p.plan.materialize else "hash probes and hash aggregation"
+        what = "hash probes and hash aggregation"
+        if p.marks is not None:
+            what = "hash probes, marking the build rows it matches"
+        elif p.plan.materialize:
+            what = "hash probes and row selection"
         st.fused = f"{CPU_COMPILED} (scan, filters, {what}; {p.compiled} morsels)"
         if p.fallback:
             st.fused += f"; {p.fallback} morsels operator at a time: " + "; ".join(sorted(p.refusals))

@@ -10,6 +10,8 @@ from typing import Any
 
 from hetdb.column import Batch
 from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.join import BuildSide
+from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.physical import Pipeline
 
 
@@ -129,6 +131,7 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
 
         run = run_compiled_cpu(ctx, pipe, run, pool, threads)
         if run is None:
+            note_scanned_rows(ctx, pipe)
             return
     workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
     if workers == 1 or pool is None:
@@ -138,3 +141,12 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         run_workers(pool, [run.work] * workers)
     run.flush()
     ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+    note_scanned_rows(ctx, pipe)
+
+
+def note_scanned_rows(ctx: ExecContext, pipe: Pipeline) -> None:
+    """Record on a finished join build how many rows its table scan read (compiled CPU pipelines
+    probe the builds that keep the smallest share of their table first)."""
+    side = ctx.results.get(pipe.pid)
+    if isinstance(side, BuildSide) and isinstance(pipe.source, TableScan):
+        side.scanned_rows = ctx.stat(pipe.source.op_id).rows_in

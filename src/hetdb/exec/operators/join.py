@@ -139,6 +139,9 @@ class BuildSide:
     # they only decide whether filtering pays)
     filter_rows: int = 0
     filter_hits: int = 0
+    # rows the build pipeline's table scan read (0: unknown): num_rows / scanned_rows is the share
+    # of a dimension table a build keeps, what a foreign-key probe lets through
+    scanned_rows: int = 0
 
     @property
     def num_rows(self) -> int:

@@ -30,7 +30,7 @@ from hetdb.backend.base import HASH_SEED
 from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.expr_py import Emitter, ExprError, Lookup, Val
 from hetdb.plan.expr import Expr
-from hetdb.types import DataType
+from hetdb.types import BOOL, DataType
 
 AGG_OPS = ("sum", "count", "count_star", "min", "max", "avg")
 
@@ -77,10 +77,16 @@ class Materialize:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """The build row each match of the last (inner) probe finds is flagged in ``marked`` (right semi
+    and right anti joins: the operator emits the flagged or the other build rows afterwards)."""
+
+
+@dataclass(frozen=True)
 class Spec:
     inputs: tuple[Input, ...]
     stages: tuple[Any, ...]      # ("filter", Expr) | ("project", ((cid, Expr), ...)) | Probe
-    sink: Aggregate | Materialize
+    sink: Aggregate | Materialize | Mark
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,9 @@ class Kernel:
     key_types: list[DataType]
     source: str
     inner_probes: list[int] = field(default_factory=list)   # probes whose build rows are output
+    # per group key: the int accumulator row holding 1 where the group's first key was -0.0 (the
+    # key bits are -0.0 -> 0.0; DuckDB shows the first value), -1 for keys that are not DOUBLE
+    key_signs: list[int] = field(default_factory=list)
 
 
 def _bits(v: Val) -> str:
@@ -124,6 +133,7 @@ class _Gen:
         self.em = Emitter(self._load, frozenset(dict_cids))
         self.probe_no = 0
         self.inner_probes: list[int] = []
+        self.key_signs: list[int] = []
 
     def _load(self, cid: str) -> Val | None:
         if cid in self.inputs:
@@ -140,10 +150,15 @@ class _Gen:
 
     def generate(self) -> tuple[str, list[tuple], list[Slot], int, int]:
         em = self.em
-        for st in self.spec.stages:
+        stages = list(self.spec.stages)
+        selected, taken = self._selection(stages)
+        base = em.indent = 3 if selected else 2
+        for k, st in enumerate(stages):
             if isinstance(st, Probe):
                 self._probe(st)
             elif st[0] == "filter":
+                if k < taken:
+                    continue  # tested by the selection loop: every row reaching the body passed it
                 v = em.value(st[1])
                 cond = v.value if v.valid == "True" else f"({v.valid}) and {v.value}"
                 em.emit(f"if not ({cond}):")
@@ -151,7 +166,14 @@ class _Gen:
             else:
                 for cid, e in st[1]:
                     em.project(cid, e)
-        if isinstance(self.spec.sink, Materialize):
+        prologue: list[str] = []
+        epilogue: list[str] = []
+        if isinstance(self.spec.sink, Mark):
+            slots, ni, nf = [], 0, 0
+            em.emit(f"marked[brow{self.inner_probes[-1]}] = True")
+            em.emit("ng += 1")
+            state, room = "marked, ng", ""
+        elif isinstance(self.spec.sink, Materialize):
             slots, ni, nf = [], 0, 0
             outs = ["out_rows"] + [f"out_b{p}" for p in self.inner_probes]
             em.emit("out_rows[ng] = i")
@@ -161,28 +183,119 @@ class _Gen:
             state = ", ".join(outs + ["ng"])
             room = "out_rows.shape[0]"
         else:
-            slots, ni, nf = self._aggregate(self.spec.sink)
+            slots, ni, nf = self._aggregate(self.spec.sink, prologue, epilogue)
             state = "slots, gk, gv, ia, fa, ng"
             room = "gk.shape[1]" if self.spec.sink.keys else ""
         # before a row: room for every output it can make (``per_row``: one, times the matches of
         # non-unique joins), else stop there and let the caller grow the outputs and resume at i
-        check = (f"        if ng + per_row > {room}:\n"
-                 "            return ng, np.int64(2), i\n") if room else ""
+        pad = "    " * base
+        check = (f"{pad}if ng + per_row > {room}:\n"
+                 f"{pad}    return ng, np.int64(2), i\n") if room else ""
         args = self._arguments()
         body = "\n".join(em.lines)
+        if selected:
+            # the leading filters without branches over a block of rows into a selection vector
+            # (an unpredictable branch per row costs more than the rest of a scan's filter), then
+            # the rest of the pipeline over the selected rows
+            loop = ("    sel = np.empty(_BLOCK, np.int64)\n"
+                    "    b = start\n"
+                    "    while b < n:\n"
+                    "        e = min(b + _BLOCK, n)\n"
+                    "        k = 0\n"
+                    "        for i in range(b, e):\n"
+                    + "\n".join(selected) + "\n"
+                    "        for j in range(k):\n"
+                    "            i = sel[j]\n"
+                    f"{check}{body}\n"
+                    "        b = e\n")
+        else:
+            loop = f"    for i in range(start, n):\n{check}{body}\n"
         src = (f"# runtime {_RUNTIME_HASH}\n"
                "import numpy as np\n"
                "from numba import njit\n"
                "from hetdb.backend.cpu.codegen.runtime import (add_ovf, civil, f_eq, f_le, f_lt, fbits,\n"
-               "    mul_ovf, round_div, sub_ovf)\n"
+               "    mul_ovf, neg_zero, round_div, sub_ovf)\n"
                "from hetdb.backend.cpu.join_filter import _bloom_mask as bloom_mask\n"
-               "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n\n"
+               "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n"
+               f"_BLOCK = {_BLOCK}\n\n\n"
                "@njit(nogil=True, cache=True, error_model='numpy')\n"
                f"def pipeline({', '.join(['start', 'n', 'per_row'] + [a[0] for a in args] + [state])}):\n"
-               "    for i in range(start, n):\n"
-               f"{check}{body}\n"
-               "    return ng, np.int64(0), n\n")
+               + "".join(f"    {line}\n" for line in prologue)
+               + loop
+               + "".join(f"    {line}\n" for line in epilogue)
+               + "    return ng, np.int64(0), n\n")
         return src, args, slots, ni, nf
+
+    def _selection(self, stages: list[Any]) -> tuple[list[str], int]:
+        """The statements of the selection loop (indented for it) and how many leading stages it
+        tests: the filters before the first probe whose statements have no branch and cannot set
+        the error flag (a comparison, IN, AND/OR, a lookup), and the runtime-filter bitmap of
+        every inner or semi probe on one key computed from the scan's columns (a row whose key is
+        not in the bitmap has no match: a necessary condition, the probe still runs), evaluated
+        for every row of a block and combined with ``&``, so the CPU predicts no branch on the
+        data. The filters the loop tests are not tested again; the probes are."""
+        em = self.em
+        saved = (em.lines, em.indent, dict(em.env), dict(em.pending), em.dict_cids, dict(em.dict_alias))
+        em.lines, em.indent = [], 3
+        conds: list[str] = []
+        taken, filters, probe = 0, True, 0
+        for k, st in enumerate(stages):
+            if isinstance(st, Probe):
+                filters = False  # a later filter may read the build rows of this probe
+                cond = self._bitmap_test(st, probe)
+                probe += 1
+                if cond:
+                    conds.append(cond)
+                continue
+            if st[0] == "project":
+                for cid, e in st[1]:
+                    em.project(cid, e)
+                continue
+            if not filters:
+                continue
+            v = self._branch_free(st[1])
+            if v is None:
+                filters = False
+                continue
+            conds.append(f"({v.value})" if v.valid == "True" else f"({v.valid}) & ({v.value})")
+            taken = k + 1
+        lines = em.lines
+        em.lines, em.indent, em.env, em.pending, em.dict_cids, em.dict_alias = saved
+        if not conds:
+            return [], 0
+        lines += ["            sel[k] = i", f"            k += np.int64({' & '.join(conds)})"]
+        return lines, taken
+
+    def _branch_free(self, expr: Expr) -> Val | None:
+        """``expr`` emitted for the selection loop, or None (nothing emitted) when its statements
+        branch, may set the error flag or read a column the scan does not have."""
+        em = self.em
+        mark, lookups = len(em.lines), len(em.lookups)
+        try:
+            v = em.value(expr)
+        except ExprError:
+            v = None
+        if v is None or any(line.lstrip().startswith(("if ", "elif ", "else", "return")) for line in em.lines[mark:]):
+            del em.lines[mark:]
+            del em.lookups[lookups:]
+            return None
+        return v
+
+    def _bitmap_test(self, st: Probe, p: int) -> str:
+        """The selection-loop test of probe ``p``'s runtime-filter bitmap ("" when it has none or
+        its key is not one value the scan's columns give)."""
+        if st.kind != "inner" and st.kind != "semi" or st.prefilter != "bitmap" or len(st.keys) != 1 \
+                or st.packed:
+            return ""
+        key = self._branch_free(st.keys[0])
+        if key is None or key.dtype.kind in ("float64", "string"):
+            return ""
+        b = self.em.fresh()
+        self.em.emit(f"{b} = np.int64({key.value}) - p{p}_flo")
+        self.em.emit(f"{b}_c = min(max({b}, np.int64(0)), p{p}_fsize - 1)")
+        hit = (f"({b} >= 0) & ({b} < p{p}_fsize) & "
+               f"(((p{p}_fbits[{b}_c >> 6] >> np.uint64({b}_c & 63)) & np.uint64(1)) != np.uint64(0))")
+        return hit if key.valid == "True" else f"({key.valid}) & {hit}"
 
     def _arguments(self) -> list[tuple]:
         args: list[tuple] = []
@@ -294,7 +407,11 @@ class _Gen:
         for j, c in enumerate(st.payload):
             self.payload[c.cid] = (p, j, c)
 
-    def _aggregate(self, sink: Aggregate) -> tuple[list[Slot], int, int]:
+    def _aggregate(self, sink: Aggregate, prologue: list[str], epilogue: list[str]) -> tuple[list[Slot], int, int]:
+        """The group lookup and accumulator updates. Without keys the accumulators live in locals
+        for the call (``prologue`` loads them, ``epilogue`` stores them: no store and reload of
+        the same memory per row); with keys the last row's group is kept, so a run of rows of one
+        group (data clustered by the key) skips the hash probe."""
         em = self.em
         vals = []
         for op, arg in sink.aggs:
@@ -302,15 +419,29 @@ class _Gen:
                 raise ExprError(f"aggregate {op} is not compiled for the CPU")
             vals.append(None if arg is None else em.value(arg))
         keys = [em.value(k) for k in sink.keys]
+        self.key_signs = [-1] * len(keys)
+        ni = 0
+        for j, k in enumerate(keys):
+            if k.dtype.kind == "float64":
+                self.key_signs[j] = ni
+                ni += 1
         if keys:
             # the group table probe, inline (runtime.key_hash / find_group spelled out on locals)
-            em.emit(f"gh = np.uint64({int(runtime.SEED)})")
             kvals = []
-            for k in keys:
+            for j, k in enumerate(keys):
                 kb = em.bind(f"{_bits(k)} if ({k.valid}) else np.int64(0)", "True", k.dtype).value
-                kvals.append((kb, k.valid))
+                kv = em.bind(f"{k.valid}", "True", BOOL).value
+                kvals.append((kb, kv))
+                prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
+            prologue.append("lg = np.int64(-1)")
+            same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
+            em.emit(f"if lg >= 0 and {same_last}:")
+            em.emit("    g = lg")
+            em.emit("else:")
+            em.indent += 1
+            em.emit(f"gh = np.uint64({int(runtime.SEED)})")
+            for kb, _ in kvals:
                 em.emit(f"gh = splitmix64(gh ^ np.uint64({kb}))")
-                em.emit(f"gh = splitmix64(gh ^ np.uint64({k.valid}))")
             em.emit("gs = np.int64(gh & np.uint64(slots.shape[0] - 1))")
             em.emit("while True:")
             em.emit("    g = slots[gs] - 1")
@@ -320,62 +451,104 @@ class _Gen:
             for j, (kb, kv) in enumerate(kvals):
                 em.emit(f"        gk[{j}, g] = {kb}")
                 em.emit(f"        gv[{j}, g] = {kv}")
+                if self.key_signs[j] >= 0:
+                    em.emit(f"        ia[{self.key_signs[j]}, g] = np.int64(({kv}) and neg_zero({keys[j].value}))")
             em.emit("        ng += 1")
             em.emit("        break")
             same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
             em.emit(f"    if {same}:")
             em.emit("        break")
             em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
+            em.emit("lg = g")
+            for j, (kb, kv) in enumerate(kvals):
+                em.emit(f"lk{j} = {kb}")
+                em.emit(f"lv{j} = {kv}")
+            em.indent -= 1
+
+            def acc_i(r: int) -> str:
+                return f"ia[{r}, g]"
+
+            def acc_f(r: int) -> str:
+                return f"fa[{r}, g]"
         else:
-            em.emit("g = 0")
             em.emit("ng = 1")
-        ni = nf = 0
+
+            def acc_i(r: int) -> str:
+                return f"ai{r}"
+
+            def acc_f(r: int) -> str:
+                return f"af{r}"
+        nf = 0
         out = []
+        # count(*) and every aggregate of a never-NULL argument count the same rows: one counter,
+        # incremented after all the updates (min/max test it for a group's first row)
+        rows = -1
         for (op, _), v in zip(sink.aggs, vals):
-            s = Slot(cnt=ni)
-            ni += 1
+            if op == "count_star" or v.valid == "True":
+                rows = ni
+                ni += 1
+                break
+        for (op, _), v in zip(sink.aggs, vals):
+            if op == "count_star" or v.valid == "True":
+                s = Slot(cnt=rows)
+            else:
+                s = Slot(cnt=ni)
+                ni += 1
             if op == "count_star":
-                em.emit(f"ia[{s.cnt}, g] += 1")
                 out.append(s)
                 continue
             kind = v.dtype.kind
             if kind == "string" and op != "count":
                 raise ExprError(f"{op} of a string is not compiled for the CPU")
             em.emit(f"if {v.valid}:")
+            opened = len(em.lines)
             em.indent += 1
             if op in ("sum", "avg"):
                 if kind == "float64":
                     s = Slot(cnt=s.cnt, fsum=nf)
                     nf += 1
-                    em.emit(f"fa[{s.fsum}, g] += {v.value}")
+                    em.emit(f"{acc_f(s.fsum)} += {v.value}")
                 elif kind in ("int32", "int64", "decimal", "bool"):
-                    s = Slot(cnt=s.cnt, isum=ni, fsum=nf)
+                    # exact in int64 or not at all: a sum leaving int64 sets the error flag and
+                    # the operators (which carry HUGEINT sums) run the pipeline instead
+                    s = Slot(cnt=s.cnt, isum=ni)
                     ni += 1
-                    nf += 1
-                    em.emit(f"ia[{s.isum}, g] += np.int64({v.value})")
-                    em.emit(f"fa[{s.fsum}, g] += np.float64({v.value})")
+                    r = em.fresh()
+                    em.emit(f"{r}, {r}_of = add_ovf({acc_i(s.isum)}, np.int64({v.value}))")
+                    em.error(f"{r}_of")
+                    em.emit(f"{acc_i(s.isum)} = {r}")
                 else:
                     raise ExprError(f"{op} of {v.dtype} is not compiled for the CPU")
             elif op in ("min", "max"):
                 if kind == "float64":
                     s = Slot(cnt=s.cnt, fval=nf)
                     nf += 1
-                    better = f"f_lt({v.value}, fa[{s.fval}, g])" if op == "min" else f"f_lt(fa[{s.fval}, g], {v.value})"
-                    em.emit(f"if ia[{s.cnt}, g] == 0 or {better}:")
-                    em.emit(f"    fa[{s.fval}, g] = {v.value}")
+                    better = f"f_lt({v.value}, {acc_f(s.fval)})" if op == "min" else f"f_lt({acc_f(s.fval)}, {v.value})"
+                    em.emit(f"if {acc_i(s.cnt)} == 0 or {better}:")
+                    em.emit(f"    {acc_f(s.fval)} = {v.value}")
                 else:
                     s = Slot(cnt=s.cnt, ival=ni)
                     ni += 1
                     cmp = "<" if op == "min" else ">"
-                    em.emit(f"if ia[{s.cnt}, g] == 0 or np.int64({v.value}) {cmp} ia[{s.ival}, g]:")
-                    em.emit(f"    ia[{s.ival}, g] = np.int64({v.value})")
-            em.emit(f"ia[{s.cnt}, g] += 1")
+                    em.emit(f"if {acc_i(s.cnt)} == 0 or np.int64({v.value}) {cmp} {acc_i(s.ival)}:")
+                    em.emit(f"    {acc_i(s.ival)} = np.int64({v.value})")
+            if s.cnt != rows:
+                em.emit(f"{acc_i(s.cnt)} += 1")
             em.indent -= 1
+            if len(em.lines) == opened:  # count of a never-NULL argument: the shared row counter
+                em.lines.pop()
             out.append(s)
+        if rows >= 0:
+            em.emit(f"{acc_i(rows)} += 1")
+        if not keys:
+            prologue += [f"ai{r} = ia[{r}, 0]" for r in range(ni)] + [f"af{r} = fa[{r}, 0]" for r in range(nf)]
+            epilogue += [f"ia[{r}, 0] = ai{r}" for r in range(ni)] + [f"fa[{r}, 0] = af{r}" for r in range(nf)]
         return out, ni, nf
 
 
 _HASH_SEED = int(HASH_SEED)
+# rows per block of the selection loop (its selection vector stays in the L1 cache)
+_BLOCK = 1024
 _RUNTIME_HASH = hashlib.sha256(Path(runtime.__file__).read_bytes()).hexdigest()[:16]
 _CACHE: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -425,5 +598,6 @@ def compile_spec(spec: Spec) -> Kernel:
     gen = _Gen(spec)
     src, args, slots, ni, nf = gen.generate()
     fn = _load_function(src)
-    keys = [] if isinstance(spec.sink, Materialize) else [k.dtype for k in spec.sink.keys]
-    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes))
+    keys = [k.dtype for k in spec.sink.keys] if isinstance(spec.sink, Aggregate) else []
+    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes),
+                  gen.key_signs)

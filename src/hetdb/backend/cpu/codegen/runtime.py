@@ -42,6 +42,12 @@ def fbits(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def neg_zero(x):
+    """x is -0.0 (a group's key bits say 0.0; this keeps the sign of its first value)."""
+    return x == 0.0 and np.array([x], np.float64).view(np.int64)[0] < 0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def bits_float(b):
     return np.array([b], np.int64).view(np.float64)[0]
 
@@ -101,10 +107,11 @@ def civil(days):
 # caller grows the table (``reserve``) and resumes at that row.
 @njit(cache=True, nogil=True, inline="always")
 def key_hash(kb, kv):
+    """Hash of a group's key bits (0 for a NULL key: NULL and 0 share a hash, told apart by the
+    validity the probe compares, which is cheaper than hashing the validity of every row)."""
     h = SEED
     for j in range(kb.shape[0]):
         h = splitmix64(h ^ np.uint64(kb[j] if kv[j] else 0))
-        h = splitmix64(h ^ np.uint64(kv[j]))
     return h
 
 
