@@ -4,6 +4,7 @@ in a fresh subprocess
 (peak RSS: the child's VmHWM), plus DuckDB's time for the same query.
 
     PYTHONPATH=src python scripts/memory_bench.py --db /tmp/membench --limits 256MB 1GB none
+    PYTHONPATH=src python scripts/memory_bench.py --db /tmp/membench --queries groupby_20M_keys --option cpu_compile=false
 
 Prints one line per (query, limit): seconds, peak RSS, accounted peak, spilled partitions, rows.
 """
@@ -34,8 +35,8 @@ QUERIES = {
 CHILD = """
 import json, sys, time
 import hetdb
-path, limit, sql = sys.argv[1], sys.argv[2], sys.argv[3]
-con = hetdb.connect(path, device="cpu", host_memory_limit=None if limit == "none" else limit)
+path, limit, sql, options = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+con = hetdb.connect(path, device="cpu", host_memory_limit=None if limit == "none" else limit, **options)
 t = time.perf_counter()
 out = {}
 try:
@@ -103,13 +104,19 @@ def main() -> None:
     ap.add_argument("--db", required=True)
     ap.add_argument("--limits", nargs="+", default=["256MB", "1GB", "none"])
     ap.add_argument("--queries", nargs="+", default=list(QUERIES))
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=JSON",
+                    help="a connection option for every run, e.g. cpu_compile=false or threads=4")
     args = ap.parse_args()
+    options = {}
+    for item in args.option:
+        name, _, value = item.partition("=")
+        options[name] = json.loads(value)
     make_db(args.db)
     env = dict(os.environ)
     for q in args.queries:
         sql = QUERIES[q]
         for limit in args.limits:
-            proc = subprocess.run([sys.executable, "-c", CHILD, args.db, limit, sql], capture_output=True,
+            proc = subprocess.run([sys.executable, "-c", CHILD, args.db, limit, sql, json.dumps(options)], capture_output=True,
                                   text=True, env=env)
             line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
             if proc.returncode or not line:

@@ -111,6 +111,8 @@ class Column:
                 null_count=-1 if mask is not None else 0)
             return arr.cast(pa.string())
         data = np.asarray(self.data)
+        if kind == "interval":
+            return _interval_to_arrow(data, mask)
         if data.dtype == object or kind == "int128":
             return _wide_to_decimal(data, mask, self.dtype.to_arrow())
         if kind == "decimal":
@@ -124,6 +126,18 @@ class Column:
 
     def to_pylist(self) -> list:
         return self.to_arrow().to_pylist()
+
+
+def _interval_to_arrow(data: np.ndarray, mask: np.ndarray | None) -> pa.Array:
+    """INTERVAL container values (hetdb.exec.functions_interval) -> Arrow month_day_nano_interval."""
+    from hetdb.exec.functions_interval import unpack
+
+    months, days, micros = unpack(np, data)
+    cells = np.empty(len(data), dtype=[("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
+    cells["months"], cells["days"], cells["nanos"] = months, days, micros * 1000
+    valid = None if mask is None else pa.array(~mask).buffers()[1]
+    return pa.Array.from_buffers(pa.month_day_nano_interval(), len(data), [valid, pa.py_buffer(cells)],
+                                 null_count=-1 if mask is not None else 0)
 
 
 def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:

@@ -12,6 +12,10 @@ Physical layout per type (in memory and on disk):
   float64                                    -> float64
   bool                                       -> bool (1 byte per value in memory)
   string                                     -> dictionary codes (int32) + dictionary, or offsets (int64) + bytes
+  interval (INTERVAL)                        -> results only, never stored: 16 bytes per value held in a
+                                                complex128 array used as a plain container (int64
+                                                microseconds, then int32 days and int32 months packed in
+                                                one int64; exec/functions_interval.py packs and unpacks)
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pyarrow as pa
 
 from hetdb.errors import UnsupportedError
 
-KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128")
+KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128", "interval")
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ STRING = DataType("string")
 TIMESTAMP = DataType("timestamp")
 TIMESTAMPTZ = DataType("timestamp", tz=True)
 INT128 = DataType("int128")
+INTERVAL = DataType("interval")
 
 MAX_DECIMAL_PRECISION = 18
 MAX_WIDE_PRECISION = 38
@@ -119,11 +124,12 @@ def decimal(precision: int, scale: int) -> DataType:
 
 
 _NUMPY = {"int32": "int32", "int64": "int64", "int128": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
-          "bool": "bool", "string": "int32", "timestamp": "int64"}
+          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128"}
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "int128": pa.decimal128(38, 0), "float64": pa.float64(), "date": pa.date32(),
-          "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us")}
+          "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us"),
+          "interval": pa.month_day_nano_interval()}
 _SQL = {"int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT", "float64": "DOUBLE", "date": "DATE", "bool": "BOOLEAN",
-        "string": "VARCHAR", "timestamp": "TIMESTAMP"}
+        "string": "VARCHAR", "timestamp": "TIMESTAMP", "interval": "INTERVAL"}
 
 
 def from_arrow(t: pa.DataType, where: str = "") -> DataType:

@@ -61,3 +61,28 @@ def test_range_frame_by_value_offsets() -> None:
     for i in range(n):
         inside = [j for j in range(ps[i], pe[i]) if w[i] - 5 <= w[j] <= w[i] + 2]
         assert (fs[i], fe[i]) == (inside[0], inside[-1] + 1)
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 2_003])
+def test_sort_within_runs_is_a_stable_argsort_of_partition_sorted_codes(n) -> None:
+    rng = np.random.default_rng(n + 5)
+    div = 1000
+    part = np.sort(rng.integers(0, max(n // 20, 1), n))
+    part[n // 2:] = part[n // 2] if n else 0  # one long run too (merge sort), beside short ones
+    part = np.sort(part)
+    code = part * div + rng.integers(0, 50, n)  # ties within a partition: stability shows
+    assert K.descents(part) == 0 and (n < 20 or K.descents(code) > 0)
+    assert np.array_equal(K.sort_within_runs(code, part), np.argsort(code, kind="stable"))
+
+
+def test_parallel_radix_refine_is_a_stable_argsort_over_thread_slices() -> None:
+    """Past the parallel threshold each thread counts and scatters its own slice of the rows."""
+    rng = np.random.default_rng(1)
+    n = (1 << 16) + 4_321
+    code = rng.integers(0, 2**35, n)
+    code[::3] = code[5]  # ties across every slice: stability shows
+    order = rng.permutation(n).astype(np.int64)
+    got = K.radix_refine(code, 35, order)
+    assert np.array_equal(got, order[np.argsort(code[order], kind="stable")])
+    same = np.full(n, 9, np.int64)  # every digit shared: the passes are skipped
+    assert np.array_equal(K.radix_refine(same, 4, order), order)

@@ -25,9 +25,13 @@ def cases() -> dict[str, np.ndarray]:
         "runs_of_one": np.arange(2500, dtype=np.int32) * 7919,
         "one_run": np.full(1 << 14, 19980101, np.int32),
         "runs": np.repeat(rng.integers(0, 1 << 40, 77), rng.integers(1, 300, 77)),
+        # runs shorter and longer than the CPU decoder's blind 8-value stores, ending off a multiple of 8
+        "short_runs": np.repeat(np.arange(1201, dtype=np.int32) * 3, rng.integers(1, 12, 1201)),
         "random_i32": rng.integers(I32.min, I32.max, 1500, dtype=np.int32, endpoint=True),
         "random_i64": rng.integers(I64.min, I64.max, 1500, dtype=np.int64, endpoint=True),
         "small_range": rng.integers(0, 51, 10_000).astype(np.int32),
+        # 12,939 distinct values over a 17-bit range (SSB lo_supplycost): a forced dictionary of that size
+        "many_distinct": rng.choice(rng.integers(54060, 125940, 12939), 20_000).astype(np.int32),
         "few_wide": rng.choice(np.array([-(1 << 50), 3, 1 << 45, 19920101], np.int64), 4097),
         "block_plus_one": rng.integers(0, 1000, 1025).astype(np.int64),
         "block_minus_one": rng.integers(0, 1000, 1023).astype(np.int32),

@@ -8,7 +8,20 @@ from codec_cases import ENCODED, bit_equal, cases
 
 from hetdb import codec
 from hetdb.codec import bitpack
-from hetdb.codec.encodings import CONST, DICT, FOR, HEADER, PLAIN, RLE, CodecError, encode_as
+from hetdb.codec.encodings import (
+    CONST,
+    DICT,
+    DICT_SAMPLE,
+    FOR,
+    HEADER,
+    MAX_DICT_VALUES,
+    PLAIN,
+    RLE,
+    CodecError,
+    _dict_may_win,
+    encode_as,
+    estimate_distinct,
+)
 
 CASES = cases()
 
@@ -52,6 +65,13 @@ def test_choices_on_typical_columns() -> None:
     assert codec.encode(np.repeat(rng.integers(0, 1 << 30, 30), 1000))[1] == RLE
     assert codec.encode(rng.choice(np.array([19920101, 19981231, 19950615]), 1 << 15))[1] in (FOR, DICT)
     assert codec.encode(rng.integers(-2**63, 2**63 - 1, 4096, endpoint=True))[1] == PLAIN
+    # ~13k distinct values spread over a 17-bit range (SSB lo_supplycost): 14-bit dictionary codes
+    # beat 17-bit FOR, though a sample of the page has more distinct values than a small cap allows
+    costs = rng.choice(rng.integers(54060, 125940, 12939), 1 << 20).astype(np.int32)
+    buf, chosen = codec.encode(costs)
+    assert chosen == DICT and buf.shape[0] < encode_as(costs, FOR).shape[0]
+    # near-unique values: no dictionary is tried (the sample already shows too many distinct values)
+    assert not _dict_may_win(rng.permutation(1 << 20), np.full(1024, 20))
     assert codec.encode(np.zeros(0, np.int64))[1] == PLAIN
     assert codec.encode(np.zeros(0, np.int64), ())[1] == PLAIN
 
@@ -87,3 +107,24 @@ def test_damaged_section_is_codec_error(enc: str) -> None:
         bad[HEADER:] = 0xFF  # widths over 64, offsets that are not the running sum, truncation
         with pytest.raises(CodecError):
             codec.decode(bad, enc, values.shape[0], values.dtype)
+
+
+def test_distinct_estimate_from_a_sample() -> None:
+    rng = np.random.default_rng(4)
+    for distinct in (50, 4096, 12939, 40000):
+        sample = rng.integers(0, distinct, DICT_SAMPLE)
+        est = estimate_distinct(len(np.unique(sample)), DICT_SAMPLE)
+        assert 0.8 * distinct <= est <= 1.2 * distinct, (distinct, est)
+    assert estimate_distinct(DICT_SAMPLE, DICT_SAMPLE) == MAX_DICT_VALUES + 1
+
+
+def test_rle_block_start_off_the_runs_is_codec_error() -> None:
+    values = np.repeat(np.arange(3000, dtype=np.int64), 3)  # 3000 runs: 3 blocks of runs
+    buf = encode_as(values, RLE).copy()
+    _, _, size = bitpack.split(buf[HEADER:], 3000)
+    starts = buf[HEADER + size:HEADER + size + 24].view(np.int64)
+    assert list(starts) == [0, 3072, 6144]
+    assert bit_equal(codec.decode(buf, RLE, values.shape[0], np.int64), values)
+    starts[1] += 1
+    with pytest.raises(CodecError, match="run ends"):
+        codec.decode(buf, RLE, values.shape[0], np.int64)

@@ -65,6 +65,13 @@ def fuzz_db(tmp_path_factory) -> Dataset:
 
 
 @pytest.fixture(scope="session")
+def fuzz_db_plain(tmp_path_factory) -> Dataset:
+    """The fuzz tables written with compression off (every page plain)."""
+    return dataset(tmp_path_factory.mktemp("diff-fuzz-plain"), "fuzz-plain",
+                   lambda path: build_fuzz(path, compression="none"))
+
+
+@pytest.fixture(scope="session")
 def fuzz_samples(fuzz_db) -> dict:
     """Literal values the fuzz generator draws from (values occurring in the data)."""
     return sample_values(fuzz_db.duck)

@@ -2,7 +2,10 @@
 
 Default CPU executor (2 worker threads), batches of 7 rows, zone maps off, every optimizer pass off,
 a host memory limit small enough that hash joins and aggregates partition and spill (with four worker
-threads, so that spilling starts while other workers are done), and four threads on 16-row batches.
+threads, so that spilling starts while other workers are done), four threads on 16-row batches, the
+interpreted operators (compiled CPU loops off), and the fuzz tables written in plain pages
+(compression off: a storage option, ``PAGE_COMPRESSION``, that the harness takes out of the options
+and passes to ``build_fuzz``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from hetdb.plan.optimizer import PASSES
 
 SPILL_LIMIT = "16KB"  # the fuzz tables' aggregates and joins spill below ~20 KB
+PAGE_COMPRESSION = "page_compression"  # not a connect option: how the fuzz tables are written
 
 FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
     ("default", {}),
@@ -19,4 +23,11 @@ FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
     (f"host_memory_limit={SPILL_LIMIT} threads=4", {"host_memory_limit": SPILL_LIMIT, "threads": 4}),
     ("threads=4 batch_rows=16", {"threads": 4, "batch_rows": 16}),
     ("cpu_compile=False", {"cpu_compile": False}),
+    ("compression=none", {PAGE_COMPRESSION: "none"}),
 ]
+
+
+def split_options(options: dict) -> tuple[str, dict]:
+    """(page compression of the fuzz tables, hetdb.connect options) of one configuration."""
+    rest = dict(options)
+    return rest.pop(PAGE_COMPRESSION, "auto"), rest

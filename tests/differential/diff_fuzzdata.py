@@ -146,8 +146,9 @@ def _dictionary_limit(values: int):
         dictionary.MAX_DICT_VALUES = old
 
 
-def build_fuzz(path: str) -> None:
-    """Write the fuzz tables through hetdb's table writer (small pages; ``sl`` in plain pages)."""
+def build_fuzz(path: str, compression: str = "auto") -> None:
+    """Write the fuzz tables through hetdb's table writer (small pages; ``sl`` in plain pages; every
+    column in plain pages with ``compression="none"``)."""
     from hetdb import types as T
     from hetdb.storage import ColumnSpec, Database
 
@@ -159,6 +160,7 @@ def build_fuzz(path: str) -> None:
         with contextlib.ExitStack() as stack:
             if limit:
                 stack.enter_context(_dictionary_limit(limit))
-            with db.create_table(name, schema, rows_per_page=FUZZ_ROWS_PER_PAGE, replace=True) as writer:
+            with db.create_table(name, schema, rows_per_page=FUZZ_ROWS_PER_PAGE, replace=True,
+                                 compression=compression) as writer:
                 for start in range(0, table.num_rows, 100):  # appends that cut across pages
                     writer.append_arrow(table.slice(start, 100))

@@ -6,7 +6,8 @@ joins, optional residual conditions), GROUP BY with SUM/COUNT/COUNT DISTINCT/AVG
 DISTINCT, ORDER BY (ASC/DESC, NULLS FIRST/LAST, by alias or ordinal), LIMIT/OFFSET, scalar, IN/NOT IN
 and EXISTS/NOT EXISTS subqueries (correlated and not), CASE, COALESCE, SUBSTRING, EXTRACT(year),
 date +- INTERVAL on literals, arithmetic (+ - * / // %), derived tables and CTEs; date functions
-(date_trunc, last_day, date_diff, dayname, DATE + INTERVAL) and window functions whose answer does
+(date_trunc, last_day, date_diff, dayname, DATE + INTERVAL, DATE + to_months(n) - to_days(n), parts and
+epoch of TIMESTAMP differences and of age()), gcd, trunc, quantile_disc, and window functions whose answer does
 not depend on row order among ties (count/sum/max OVER a partition, rank/dense_rank, RANGE frames).
 
 Every query is deterministic, so DuckDB's answer is the truth: LIMIT/OFFSET only come with an ORDER BY
@@ -215,6 +216,10 @@ class QueryGen:
             out = FLOAT if op == "/" or k == FLOAT else k
             if op in ("//", "%") and k != INT:
                 op = "*"
+            if k == INT and self.chance(0.15):
+                return Item(f"gcd({base.sql}, {c})", INT)
+            if k != INT and op == "/" and self.chance(0.2):
+                return Item(f"trunc({base.sql} / {c})", FLOAT)
             return Item(f"({base.sql} {op} {c})", out)
         if form == 2 and k == DATE and INT in kinds:
             return Item(f"EXTRACT(year FROM {base.sql})", INT)
@@ -239,7 +244,12 @@ class QueryGen:
                        (f"({base.sql} + INTERVAL '{self.num(1, 14)}' {self.pick(['DAY', 'MONTH', 'YEAR'])})", TS),
                        (f"last_day({base.sql})", DATE),
                        (f"date_diff('{self.pick(['day', 'month', 'year'])}', {base.sql}, DATE '1996-02-29')", INT),
-                       (f"dayname({base.sql})", STR)]
+                       (f"dayname({base.sql})", STR),
+                       (f"({base.sql} + to_months({self.num(1, 14)}) - to_days({self.num(0, 40)}))", TS),
+                       (f"epoch(CAST({base.sql} AS TIMESTAMP) - TIMESTAMP '1996-02-29 12:00:00')", FLOAT),
+                       (f"extract(day FROM TIMESTAMP '1995-03-31 06:00:00' - {base.sql})", INT),
+                       (f"date_part('{self.pick(['year', 'month', 'day'])}', "
+                        f"age(CAST({base.sql} AS TIMESTAMP), TIMESTAMP '1995-01-31 18:00:00'))", INT)]
             options = [o for o in options if o[1] in kinds]
             if options:
                 return Item(*self.pick(options))
@@ -432,6 +442,9 @@ class QueryGen:
                 return Item(f"SUM({arg})", ref[1].kind, float_agg=ref[1].kind == FLOAT)
             return Item(f"AVG({arg})", FLOAT, float_agg=True)
         ref = self.column(scope, [INT, DEC, STR, DATE, TS])
+        if self.chance(0.2):
+            return Item(f"quantile_disc({ref[0]}.{ref[1].name}, {self.pick(['0', '0.25', '0.5', '0.9', '1'])})",
+                        ref[1].kind)
         op = self.pick(["MIN", "MAX"])
         return Item(f"{op}({ref[0]}.{ref[1].name})", ref[1].kind)
 

@@ -1,12 +1,12 @@
 """`make fuzz`: a long seeded fuzz campaign over the fuzz tables under every configuration.
 
-    python tests/differential/fuzz_main.py [--queries 100000] [--seed N] [--device cpu|gpu] [--jobs J]
+    python tests/differential/fuzz_main.py [--queries 100000 (per configuration)] [--seed N] [--device cpu|gpu] [--jobs J]
                                            [--config NAME ...] [--case I] [--keep-going]
 
 (environment defaults: FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS; HETDB_FUZZ_ALLOW/DENY as in the tests)
 
-The cases are split evenly over the configurations (``FUZZ_CONFIGURATIONS``); each configuration runs
-its own slice of case indices, so every case number of the campaign is drawn once. Prints the seed,
+``--queries`` cases run under each configuration (``FUZZ_CONFIGURATIONS``); configuration i runs case
+indices i*queries .. (i+1)*queries-1, so no two configurations draw the same case. Prints the seed,
 progress per configuration, and the first failing query (or, with --keep-going, every one); exits 1
 on any failure. ``--case I`` replays one case under every chosen configuration.
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from diff_data import load_duckdb  # noqa: E402
 from diff_fuzz import FuzzRunner, FuzzStats  # noqa: E402
-from diff_fuzzconfig import FUZZ_CONFIGURATIONS  # noqa: E402
+from diff_fuzzconfig import FUZZ_CONFIGURATIONS, split_options  # noqa: E402
 from diff_fuzzdata import build_fuzz  # noqa: E402
 from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env, sample_values  # noqa: E402
 
@@ -37,9 +37,10 @@ def run_configuration(name: str, options: dict, seed: int, start: int, count: in
                       keep_going: bool) -> FuzzStats:
     """Cases ``start .. start+count-1`` under one configuration, on a fuzz database of its own."""
     allow = allowed_from_env()
+    compression, options = split_options(options)
     with tempfile.TemporaryDirectory(prefix="hetdb-fuzz-") as tmp:
         path = os.path.join(tmp, "fuzz")
-        build_fuzz(path)
+        build_fuzz(path, compression)
         duck, _, _ = load_duckdb(path)
         samples = sample_values(duck)
         con = hetdb.connect(path, device=device, **options)
@@ -63,7 +64,7 @@ def run_configuration(name: str, options: dict, seed: int, start: int, count: in
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=int(os.environ.get("FUZZ_QUERIES", "100000")),
-                    help="number of cases (each one query compared with DuckDB, some also an oracle)")
+                    help="cases per configuration (each one query compared with DuckDB, some also an oracle)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--device", default=os.environ.get("FUZZ_DEVICE", "cpu"))
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("FUZZ_JOBS", "1")),
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
           f"configurations={[n for n, _ in configs]}", flush=True)
     print(f"fuzz: known issues left out: {sorted(set(KNOWN_ISSUES) - allow)} (HETDB_FUZZ_ALLOW draws, HETDB_FUZZ_DENY leaves out)",
           flush=True)
-    per = -(-args.queries // len(configs))
+    per = args.queries
     tasks = [(name, options, seed, *((args.case, 1) if args.case is not None else (i * per, per)),
               args.device, args.keep_going) for i, (name, options) in enumerate(configs)]
     total = FuzzStats()

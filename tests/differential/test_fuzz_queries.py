@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from diff_fuzz import FuzzRunner, FuzzStats, error_kind
-from diff_fuzzconfig import FUZZ_CONFIGURATIONS
+from diff_fuzzconfig import FUZZ_CONFIGURATIONS, split_options
 from diff_fuzzdata import LONG_STRING_PAGES_PLAIN
 from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env
 
@@ -37,8 +37,10 @@ def _campaign(runner: FuzzRunner, minimum: int) -> FuzzStats:
 
 @pytest.mark.parametrize("label,options", FUZZ_CONFIGURATIONS, ids=[c[0] for c in FUZZ_CONFIGURATIONS])
 def test_fuzz_queries_under_configuration(label, options, device, fuzz_db, fuzz_samples,
-                                          fuzz_reference_cache, hetdb_runner) -> None:
-    run = hetdb_runner(fuzz_db.path, device=device, **options)
+                                          fuzz_reference_cache, hetdb_runner, request) -> None:
+    compression, options = split_options(options)
+    data = fuzz_db if compression == "auto" else request.getfixturevalue("fuzz_db_plain")
+    run = hetdb_runner(data.path, device=device, **options)
     runner = FuzzRunner(f"{device} {label}", run, fuzz_db.duck, fuzz_samples, allowed_from_env(),
                         fuzz_reference_cache)
     stats = _campaign(runner, MIN_COMPARED)
@@ -121,3 +123,16 @@ def test_error_kinds_of_both_engines() -> None:
 def test_known_issue_switches_are_named() -> None:
     assert allowed_from_env() <= set(KNOWN_ISSUES)
     assert KNOWN_ISSUES == {}, "every shape is drawn: fix a parked bug shape, then remove its entry"
+
+
+def test_compression_off_configuration_reads_plain_pages(fuzz_db, fuzz_db_plain) -> None:
+    """The compression=none configuration queries tables of plain pages; the others compressed ones."""
+    from hetdb.storage import Database
+
+    def codecs(path: str) -> set[str]:
+        db = Database.open(path)
+        return {db.table(t).page_codec(c.name, rg) for t in db.tables() for c in db.table(t).schema
+                for rg in range(db.table(t).num_row_groups)}
+
+    assert codecs(fuzz_db_plain.path) == {"plain"}
+    assert len(codecs(fuzz_db.path) - {"plain"}) >= 2

@@ -4,10 +4,14 @@ device. Every query groups by its ORDER BY keys, so each answer's order is total
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from diff_check import TOTAL
 from diff_queries import AGGREGATE_TOL, load_queries
 from diff_suite import run_suite
+
+from hetdb.exec.operators import window
+from hetdb.exec.window_array import ArrayKernels
 
 WINDOW_QUERIES = 7
 
@@ -22,3 +26,15 @@ def test_window_suite_matches_duckdb(tpch_full, device, hetdb_runner) -> None:
         pytest.fail(report.summary("window suite"), pytrace=False)
     assert report.compared == WINDOW_QUERIES
     assert report.nonempty == WINDOW_QUERIES
+
+
+def test_window_suite_on_the_array_kernels_matches_duckdb(tpch_full, hetdb_runner, monkeypatch) -> None:
+    """The GPU's window algorithm (``exec/window_array`` with NumPy in place of CuPy) on the CPU."""
+    monkeypatch.setattr(window, "host_kernels", lambda: ArrayKernels(np))
+    queries = load_queries("window")
+    run = hetdb_runner(tpch_full.path, device="cpu")
+    report = run_suite("window suite SF0.1 array kernels", tpch_full, queries, dict.fromkeys(queries, TOTAL), run,
+                       dict.fromkeys(queries, AGGREGATE_TOL))
+    if report.failures:
+        pytest.fail(report.summary("window suite"), pytrace=False)
+    assert report.compared == WINDOW_QUERIES

@@ -81,3 +81,24 @@ def test_windows_and_holistic_aggregates_shuffle_by_partition(con) -> None:
     assert not d.fallback and d.stages[0].exchange == "hash" and d.stages[0].note == "window partition"
     d = lower(con._get_engine().logical_plan("select v, sum(v) over (order by v) s from s"), 2)
     assert not d.fallback and d.stages[0].exchange == "gather" and d.stages[1].single
+
+
+def test_dense_integer_join_keys_are_cut_by_range(con) -> None:
+    con.sql("create table big as select k, v from t")
+    plan = con._get_engine().logical_plan("select count(*) from s join big on s.k = big.k")
+    ranges = {("s", "k"): (1, 3), ("big", "k"): (2, 9)}
+    counts = {"s": 40, "big": 40}
+    d = lower(plan, 2, broadcast_rows=0, row_counts=counts, key_range=lambda table, col: ranges.get((table, col)))
+    hashed = [st for st in d.stages if st.exchange == "hash"]
+    assert len(hashed) == 2 and all(st.key_range == (1, 9) for st in hashed)
+    assert "ranges of [1, 9]" in hashed[0].note
+    # a sparse range (past 8x the rows), or a side without statistics: hash partitioning
+    ranges[("big", "k")] = (2, 10**9)
+    for fn in (lambda t, c: ranges.get((t, c)), lambda t, c: None):
+        assert all(st.key_range is None for st in lower(plan, 2, 0, counts, key_range=fn).stages)
+
+
+def test_top_n_gathers_once(con) -> None:
+    d = lower(con._get_engine().logical_plan("select k, v from s order by v desc limit 3"), 3)
+    assert [(st.exchange, st.single) for st in d.stages] == [("gather", False), ("result", True)]
+    assert isinstance(d.stages[0].plan, L.TopN) and d.stages[0].plan.limit == 3

@@ -46,8 +46,25 @@ def test_explain_analyze_shows_the_window_operator(corpus_path) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
-def test_gpu_runs_windows_on_the_host_and_says_so(corpus_path) -> None:
+def test_gpu_runs_windows_on_the_device_and_holistic_ones_on_the_host(corpus_path) -> None:
     with hetdb.connect(corpus_path, device="gpu") as con:
         text = con.explain(QUERY, analyze=True)
+        line = next(x for x in text.splitlines() if "Window partition=" in x)
+        assert "row_number()" in line and "CPU fallback" not in line, text
+        text = con.explain("SELECT id, stddev_samp(id) OVER (PARTITION BY g) FROM w", analyze=True)
+        line = next(x for x in text.splitlines() if "Window partition=" in x)
+        assert "CPU fallback: window functions on the host" in line, text
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_gpu_window_partition_past_the_gpu_budget_runs_on_the_host(corpus_path) -> None:
+    sql = "SELECT w1.id AS a, w2.id AS b, row_number() OVER (ORDER BY w1.id, w2.id) AS rn FROM w w1, w w2 ORDER BY rn"
+    with hetdb.connect(corpus_path, device="cpu") as con:
+        want = con.sql(sql).arrow()
+    assert want.num_rows == 90_000
+    with hetdb.connect(corpus_path, device="gpu", gpu_memory_limit="2MB") as con:
+        assert con.sql(sql).arrow().equals(want)
+        text = con.explain(sql, analyze=True)
     line = next(x for x in text.splitlines() if "Window partition=" in x)
-    assert "CPU fallback: window functions on the host" in line, text
+    assert "a window partition past the GPU budget, on the host" in line, text

@@ -124,6 +124,7 @@ def _kind(t: pa.DataType) -> str:
 
 def _normalize_pair(a: pa.Array, e: pa.Array) -> tuple[str | None, pa.Array, pa.Array]:
     """Cast both sides to one comparable type; kind None when they cannot be compared."""
+    a, e = _interval_as_text(a), _interval_as_text(e)
     ka, ke = _kind(a.type), _kind(e.type)
     if ka == _NULL and ke == _NULL:
         return _BOOL, a.cast(pa.bool_()), e.cast(pa.bool_())
@@ -144,6 +145,15 @@ def _normalize_pair(a: pa.Array, e: pa.Array) -> tuple[str | None, pa.Array, pa.
     if ka == _TEMPORAL:
         return _TEMPORAL, _to_timestamp(a), _to_timestamp(e)
     return ka, a, e
+
+
+def _interval_as_text(arr: pa.Array) -> pa.Array:
+    """INTERVAL values as 'months days nanoseconds' text: equal exactly when the intervals are equal
+    field by field (Arrow cannot sort or compare month_day_nano_interval)."""
+    if arr.type != pa.month_day_nano_interval():
+        return arr
+    return pa.array([None if v is None else f"{v.months} {v.days} {v.nanoseconds}" for v in arr.to_pylist()],
+                    pa.string())
 
 
 def _to_float(arr: pa.Array) -> pa.Array:

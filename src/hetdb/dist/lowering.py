@@ -15,6 +15,8 @@ argument first deduplicate (group key, argument) pairs, shuffled by both. With o
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hetdb import types as T
@@ -23,8 +25,14 @@ from hetdb.plan import logical as L
 from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field
 from hetdb.plan.window import Window
 
-# Build sides estimated at most this many rows are broadcast instead of repartitioning both sides.
+# Build sides estimated at most this many rows are broadcast instead of repartitioning both sides;
+# so are build sides of at most 1 / (BROADCAST_SHARE x workers) of the probe side's estimated rows
+# (sending the build side to every worker then moves fewer rows than shuffling the probe side).
 BROADCAST_ROWS = 20_000
+BROADCAST_SHARE = 4
+# A repartitioned join on one integer key whose stored values span at most this many times the larger
+# side's rows is cut by key ranges (see Lowering._dense_range).
+DENSE_RANGE = 8
 _PARTIAL = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max", "any": "any"}
 # joins whose build (right) side may be broadcast: every probe row meets the whole build side
 _BROADCAST_KINDS = ("inner", "left", "semi", "anti", "mark", "cross")
@@ -59,6 +67,8 @@ class Stage:
     single: bool = False           # runs on worker 0 only
     inputs: list[int] = field(default_factory=list)
     note: str = ""
+    # a hash exchange on one integer key may cut the key range [lo, hi] into equal parts instead
+    key_range: tuple[int, int] | None = None
 
     @property
     def fields(self) -> tuple[Field, ...]:
@@ -92,11 +102,34 @@ class Lowering:
     ``part`` (each row on exactly one worker) or ``single`` (all rows on worker 0)."""
 
     def __init__(self, workers: int, broadcast_rows: int = BROADCAST_ROWS,
-                 row_counts: dict[str, int] | None = None):
+                 row_counts: dict[str, int] | None = None, estimate: Callable[[L.Node], float] | None = None,
+                 key_range: Callable[[str, str], tuple[int, int] | None] | None = None):
         self.workers = workers
+        self.key_range = key_range
         self.row_counts = row_counts or {}
         self.broadcast_rows = broadcast_rows
+        self.estimate = estimate
         self.stages: list[Stage] = []
+
+    def _small(self, node: L.Join) -> bool:
+        """Whether the join's build side is small enough to broadcast: at most ``broadcast_rows``
+        rows, or a small share of the probe side (``broadcast_rows=0`` broadcasts nothing by size)."""
+        if self.broadcast_rows <= 0:
+            return False
+        build = self._rows(node.right)
+        return build <= self.broadcast_rows or build * BROADCAST_SHARE * self.workers <= self._rows(node.left)
+
+    def _rows(self, node: L.Node) -> float:
+        """Rows ``node`` is expected to have: the stored row counts bound scans, filters
+        and projections; the optimizer's estimate (``estimate``: sampled filter selectivities, join
+        cardinalities) covers joins and filtered scans. Only the plan's shape depends on it."""
+        rows = _estimate(node, self.row_counts)
+        if self.estimate is not None:
+            try:
+                rows = min(rows, float(self.estimate(node)))
+            except Exception:  # noqa: BLE001 - an estimate must never fail a query
+                pass
+        return rows
 
     def lower(self, root: L.Output) -> DistPlan:
         if self.workers <= 1:
@@ -107,11 +140,11 @@ class Lowering:
         return DistPlan(self.stages, root, self.workers)
 
     def _close(self, node: L.Node, dist: str, exchange: str, keys: tuple[Expr, ...] = (),
-               note: str = "") -> ExchangeInput:
+               note: str = "", key_range: tuple[int, int] | None = None) -> ExchangeInput:
         """End the open stage with ``exchange``; the returned leaf reads its output."""
         sid = len(self.stages)
         self.stages.append(Stage(sid, node, exchange, keys, single=dist == "single", inputs=_inputs_of(node),
-                                 note=note))
+                                 note=note, key_range=key_range))
         return ExchangeInput(sid, node.schema, exchange)
 
     def _gathered(self, node: L.Node, dist: str) -> L.Node:
@@ -140,6 +173,7 @@ class Lowering:
                 # each worker keeps its first limit+offset rows, worker 0 takes the final cut
                 child = self._close(dataclasses.replace(node, input=child, limit=node.limit + node.offset,
                                                         offset=0), dist, "gather")
+                dist = "single"  # gathered: no second gather stage
             return dataclasses.replace(node, input=self._gathered(child, dist)), "single"
         if isinstance(node, Window):
             return self._window(node)
@@ -216,8 +250,7 @@ class Lowering:
             return dataclasses.replace(node, left=self._gathered(left, ldist),
                                        right=self._gathered(right, rdist)), "single"
         probe_only = node.kind in ("semi", "anti", "mark") or not node.left_keys
-        if not node.build_left and node.kind in _BROADCAST_KINDS and \
-                (probe_only or _estimate(node.right, self.row_counts) <= self.broadcast_rows):
+        if not node.build_left and node.kind in _BROADCAST_KINDS and (probe_only or self._small(node)):
             note = "small build side" if not probe_only else f"{node.kind} join needs the whole build side"
             return dataclasses.replace(node, left=left,
                                        right=self._close(right, rdist, "broadcast", note=note)), "part"
@@ -225,9 +258,29 @@ class Lowering:
             # build-left semi/anti and key-less joins that emit unmatched build rows: one worker
             return dataclasses.replace(node, left=self._gathered(left, ldist),
                                        right=self._gathered(right, rdist)), "single"
-        lin = self._close(left, ldist, "hash", node.left_keys, note="join key")
-        rin = self._close(right, rdist, "hash", node.right_keys, note="join key")
+        span = self._dense_range(node)
+        note = "join key" if span is None else f"join key, ranges of [{span[0]}, {span[1]}]"
+        lin = self._close(left, ldist, "hash", node.left_keys, note=note, key_range=span)
+        rin = self._close(right, rdist, "hash", node.right_keys, note=note, key_range=span)
         return dataclasses.replace(node, left=lin, right=rin), "part"
+
+    def _dense_range(self, node: L.Join) -> tuple[int, int] | None:
+        """[lo, hi] of a join on one integer key whose stored columns' zone maps bound it to a range
+        at most ``DENSE_RANGE`` times the larger side's rows: the exchange then gives each worker an
+        equal slice of the range (hash partitioning spreads a worker's keys over the whole range, and
+        the CPU join's direct-indexed table needs a range of at most 8x its keys)."""
+        if self.key_range is None or len(node.left_keys) != 1:
+            return None
+        bounds = []
+        for side, key in ((node.left, node.left_keys[0]), (node.right, node.right_keys[0])):
+            origin = _origin(side, key) if key.dtype.kind in ("int32", "int64") else None
+            got = self.key_range(*origin) if origin is not None else None
+            if got is None:
+                return None
+            bounds.append(got)
+        lo, hi = min(b[0] for b in bounds), max(b[1] for b in bounds)
+        rows = max(self._rows(node.left), self._rows(node.right))
+        return (lo, hi) if hi >= lo and math.isfinite(rows) and hi - lo + 1 <= DENSE_RANGE * rows else None
 
 
 def _sum_type(t: T.DataType) -> T.DataType:
@@ -289,12 +342,39 @@ def _estimate(node: L.Node, counts: dict[str, int]) -> float:
     return float("inf")
 
 
+def _origin(node: L.Node, e: Expr) -> tuple[str, str] | None:
+    """(stored table, column) whose values expression ``e`` over ``node``'s output passes on
+    unchanged, or None."""
+    if not isinstance(e, ColumnRef):
+        return None
+    if isinstance(node, L.Scan):
+        for f, name in zip(node.fields, node.column_names):
+            if f.cid == e.cid:
+                return (node.table, name) if node.source == "table" else None
+        return None
+    if isinstance(node, L.Project):
+        inner = next((x for f, x in node.exprs if f.cid == e.cid), None)
+        return None if inner is None else _origin(node.input, inner)
+    if isinstance(node, L.Aggregate):
+        inner = next((x for f, x in node.keys if f.cid == e.cid), None)
+        return None if inner is None else _origin(node.input, inner)
+    if isinstance(node, (L.Filter, L.Sort, L.Limit, L.TopN)):
+        return _origin(node.input, e)
+    if isinstance(node, L.Join):
+        return _origin(node.left, e) or _origin(node.right, e)
+    return None
+
+
 def lower(root: L.Output, workers: int, broadcast_rows: int = BROADCAST_ROWS,
-          row_counts: dict[str, int] | None = None) -> DistPlan:
+          row_counts: dict[str, int] | None = None, estimate: Callable[[L.Node], float] | None = None,
+          key_range: Callable[[str, str], tuple[int, int] | None] | None = None) -> DistPlan:
     """The distributed plan of ``root`` for ``workers`` workers; a plan the lowering does not cover
-    becomes one stage on worker 0 with the reason in ``fallback`` (never a wrong answer)."""
+    becomes one stage on worker 0 with the reason in ``fallback`` (never a wrong answer).
+    ``estimate``: the optimizer's row estimate of a plan node (``Estimator(db).rows``), used with
+    ``row_counts`` to choose broadcast joins; ``key_range(table, column)``: the [min, max] of a stored
+    integer column (zone maps), used to cut dense join keys by range."""
     try:
-        return Lowering(workers, broadcast_rows, row_counts).lower(root)
+        return Lowering(workers, broadcast_rows, row_counts, estimate, key_range).lower(root)
     except DistUnsupportedError as e:
         return DistPlan([Stage(0, root.input, "result", single=True)], root, workers, fallback=str(e))
 

@@ -15,6 +15,7 @@ from hetdb.dist.topology import Topology, parse_worker_hosts
 from hetdb.dist.worker import Worker
 from hetdb.errors import HetdbError
 from hetdb.exec.engine import plan_tables
+from hetdb.plan.cardinality import Estimator
 
 
 class DistributedError(HetdbError):
@@ -50,8 +51,9 @@ class DistRuntime:
     (``ray.init``), connects to ``cluster`` (an address such as ``ray://host:10001``), or starts a
     local one (shut down again by ``close``).
 
-    ``dist_options``: ``shuffle_compression`` (default True: exchanged batches are encoded with
-    hetdb's codecs; "across_hosts": only those for workers of other hosts), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
+    ``dist_options``: ``shuffle_compression`` (default "across_hosts": batches for workers of
+    other hosts are encoded with hetdb's codecs; inside a host Ray's object store is shared memory,
+    where encoding only costs time; True: every batch; False: none), ``worker_hosts`` (one logical host label per worker, replacing the Ray node ids:
     a placement option that makes the two-level exchange testable on one machine) and
     ``worker_retries`` (default 1: a query that loses a worker runs again on the remaining ones) and
     ``worker_timeout`` (seconds without any task of a query finishing before it fails; default none)."""
@@ -61,7 +63,7 @@ class DistRuntime:
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise HetdbError(f"workers must be a positive integer, not {workers!r}")
         dist_options = dist_options or {}
-        self.compress = dist_options.get("shuffle_compression", True)
+        self.compress = dist_options.get("shuffle_compression", "across_hosts")
         if self.compress not in (True, False, "across_hosts"):
             raise HetdbError(f"shuffle_compression must be True, False or 'across_hosts', not {self.compress!r}")
         self.host_labels = parse_worker_hosts(dist_options.get("worker_hosts"), workers)
@@ -118,12 +120,14 @@ class DistRuntime:
             return Topology.of(self.host_labels)
         return Topology.of([node for _, node in self.worker_info()])
 
-    def plan(self, engine, sql: str, workers: int | None = None) -> DistPlan:
-        plan = engine.logical_plan(sql)
+    def plan(self, engine, sql: str, workers: int | None = None, plan: Any = None) -> DistPlan:
+        """The distributed plan of ``sql`` (``plan``: its logical plan, when already made)."""
+        plan = plan if plan is not None else engine.logical_plan(sql)
         counts = {}
         for name in plan_tables(plan) or ():
             counts[name] = engine.db.table(name).num_rows
-        return lower(plan, workers or self.workers, self.broadcast_rows, counts)
+        return lower(plan, workers or self.workers, self.broadcast_rows, counts, Estimator(engine.db).rows,
+                     lambda table, column: _stored_range(engine.db, table, column))
 
     # ---- running a plan -------------------------------------------------------------------------
     def run(self, dplan: DistPlan, analyze: bool = False, actors: list | None = None,
@@ -241,7 +245,8 @@ class DistRuntime:
             self.actors[i] = self._start()
             self._infos[i] = None
 
-    def execute(self, engine, sql: str, analyze: bool = False) -> tuple[pa.Table, dict[str, Any], DistPlan]:
+    def execute(self, engine, sql: str, analyze: bool = False, plan: Any = None
+                ) -> tuple[pa.Table, dict[str, Any], DistPlan]:
         """Lowers and runs ``sql``; a query that loses workers runs again (``worker_retries`` times)
         on the remaining ones, exact because it only reads; the dead ones are replaced for the next
         query."""
@@ -249,7 +254,7 @@ class DistRuntime:
         actors, topo = list(self.actors), self.topology()
         lost: list[str] = []
         for attempt in range(self.retries + 1):
-            dplan = self.plan(engine, sql, len(actors))
+            dplan = self.plan(engine, sql, len(actors), plan)
             try:
                 table, stats = self.run(dplan, analyze, actors, topo)
             except WorkerTimeoutError as e:
@@ -271,13 +276,14 @@ class DistRuntime:
 
     def sql(self, engine, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         t0 = time.perf_counter()
-        if plan_tables(engine.logical_plan(sql)) is None:
+        plan = engine.logical_plan(sql)
+        if plan_tables(plan) is None:
             # files and registered frames in FROM live in this process: the workers cannot read them
             table, stats = engine.execute(sql)
             stats.update(workers=1, stages=[], bytes_shuffled=0,
                          dist_fallback="reads a file or registered frame: runs in this process")
             return table, stats
-        table, stats, _ = self.execute(engine, sql)
+        table, stats, _ = self.execute(engine, sql, plan=plan)
         stats["seconds"] = time.perf_counter() - t0
         return table, stats
 
@@ -297,6 +303,19 @@ class DistRuntime:
         self.actors = []
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _stored_range(db, table: str, column: str) -> tuple[int, int] | None:
+    """[min, max] of a stored integer column from its zone maps (None where one is missing)."""
+    try:
+        reader = db.table(table)
+        zones = [reader.zone_map(column, rg) for rg in range(reader.num_row_groups)]
+    except Exception:  # noqa: BLE001 - statistics steer the plan only; without them: hash partitioning
+        return None
+    zones = [z for z in zones if z.num_rows > z.null_count]
+    if not zones or any(not isinstance(z.min, int) or not isinstance(z.max, int) for z in zones):
+        return None
+    return min(z.min for z in zones), max(z.max for z in zones)
 
 
 def _cancel(refs) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from hetdb.dist.exchange import ExchangeSource, ShardScan, hash_partition
+from hetdb.dist.exchange import ShardScan, exchange_scan, hash_partition
 from hetdb.dist.lowering import ExchangeInput, Stage
 from hetdb.dist.shuffle_codec import EncodedBatch, decode_batch, encode_batch
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner, _Open
@@ -68,8 +68,8 @@ class StagePlanner(PhysicalPlanner):
 
     def _build(self, node: L.Node) -> _Open:
         if isinstance(node, ExchangeInput):
-            return _Open(ExchangeSource(stage=node.stage, kind=node.kind, fields=node.fields,
-                                        tables=tuple(self.inputs.get(node.stage, ())), op_id=self._id()))
+            return _Open(exchange_scan(node.stage, node.kind, node.fields, tuple(self.inputs.get(node.stage, ())),
+                                       self._id()))
         if isinstance(node, L.Scan) and node.source == "table" and self.shares > 1:
             return _Open(ShardScan(scan=node, share=self.share, shares=self.shares, op_id=self._id()))
         return super()._build(node)
@@ -129,7 +129,7 @@ class Worker:
         table, stats, physical = self.engine.run_plan(output, physical)
         n = workers
         if stage.exchange == "hash":
-            parts = hash_partition(table, [f.cid for f in output.fields[len(stage.fields):]], n)
+            parts = hash_partition(table, [f.cid for f in output.fields[len(stage.fields):]], n, stage.key_range)
         else:
             parts = [table] * n
         encoded: dict[int, Any] = {}

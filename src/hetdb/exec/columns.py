@@ -45,6 +45,10 @@ def full_column(backend, value: object, dtype: DataType, n: int) -> Column:
         return Column(dtype, data=xp.zeros(n, dtype=xp.int32), validity=validity, dictionary=dictionary)
     if value is None:
         return Column(dtype, data=xp.zeros(n, dtype=dtype.numpy_dtype), validity=xp.zeros(n, dtype=bool))
+    if dtype.kind == "interval":
+        from hetdb.exec.functions_interval import pack
+
+        return Column(dtype, data=pack(xp, *(xp.full(n, v, dtype=xp.int64) for v in value)))
     if dtype.is_wide and not -(2**63) <= value < 2**63:
         from hetdb.exec.wide import object_full
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from hetdb import types as T
-from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
     Aggregate,
@@ -36,6 +35,7 @@ from hetdb.backend.cpu.codegen.pipeline_py import (
 )
 from hetdb.column import Batch, Column
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
+from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -344,6 +344,8 @@ def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts:
         bits = gk[i, :ng]
         if t.kind == "float64":
             data = bits.view(np.float64).copy()
+            if kernel.key_signs and kernel.key_signs[i] >= 0:
+                data[ia[kernel.key_signs[i], :ng] != 0] = -0.0
         elif t.kind == "bool":
             data = bits != 0
         else:
@@ -386,6 +388,7 @@ class _Worker:
         self.outs: list[np.ndarray] = []       # a materializing loop's output rows, reused per morsel
         self.kernel: Kernel | None = None
         self.dicts: dict[str, Column] = {}
+        self.budget = TableBudget(ctx)  # the group table's reservation
         for _, side, pay in p.probes:
             for f in pay:
                 d = side.batch.columns[f.cid].dictionary
@@ -393,10 +396,7 @@ class _Worker:
                     self.dicts[f.cid] = d
 
     def flush(self, lsink: Any) -> None:
-        if self.state is not None and self.state[5]:
-            part = _partial(self.p, self.pipe.sink, self.kernel, self.state, self.dicts)
-            self.pipe.sink.add_partial(self.ctx, part, self.run.gsink, lsink)
-        self.state = None
+        flush_table(self, lsink, lambda state: _partial(self.p, self.pipe.sink, self.kernel, state, self.dicts))
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
@@ -464,7 +464,7 @@ class _Worker:
             self.dicts.update(key_dicts)
             if self.state is None:
                 self.kernel = kernel
-                self.state = runtime.new_state(len(sink.keys), kernel.num_int, kernel.num_float)
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
             args = _arguments(ctx, p, kernel, cols)
             start = 0
             while True:
@@ -474,8 +474,14 @@ class _Worker:
                     raise _Redo()
                 if err == 0:
                     break
-                # the group table is full: double it and go on from the row that did not fit
-                self.state = runtime.reserve(self.state, 2 * (ng + p.expansion))
+                # the group table is full: double it and go on from the row that did not fit (or,
+                # when host_memory_limit refuses the bigger table, hand its groups to the sink and
+                # go on with a fresh one)
+                grown = self.budget.grow(self.state, 2 * (ng + p.expansion))
+                if grown is None:
+                    self.flush(lsink)
+                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
+                self.state = grown
             ctx.add(sink.op_id, rows_in=n)
             p.compiled += 1
 

@@ -16,6 +16,8 @@ from hetdb.errors import HetdbError, OutOfRangeError
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
 from hetdb.exec.functions_host import python_function
+from hetdb.exec.functions_interval import FUNCTIONS as INTERVAL_FUNCTIONS
+from hetdb.exec.functions_math import FUNCTIONS as MATH_FUNCTIONS
 from hetdb.plan.expr import Call
 
 _DAY_US = 86_400_000_000
@@ -124,7 +126,10 @@ def _yearweek(ev, expr: Call, batch: Batch) -> Column:
 def _epoch_units(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[0], batch)
     us = col.data.astype(ev.xp.int64) if col.dtype.kind == "timestamp" else col.data.astype(ev.xp.int64) * _DAY_US
-    return Column(T.INT64, data=ev.xp.floor_divide(us, expr.args[1].value), validity=col.validity)
+    d = expr.args[1].value
+    # DuckDB rounds epoch_ms half away from zero (-0.0015 s is -2 ms)
+    data = us if d == 1 else ev.xp.sign(us) * ((ev.xp.abs(us) + d // 2) // d)
+    return Column(T.INT64, data=data, validity=col.validity)
 
 
 def _time_bucket(ev, expr: Call, batch: Batch) -> Column:
@@ -186,4 +191,6 @@ FUNCTIONS = {
     "difference_part": _difference_part,
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
+    **INTERVAL_FUNCTIONS,
+    **MATH_FUNCTIONS,
 }

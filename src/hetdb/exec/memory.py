@@ -8,10 +8,34 @@ engine checks that the total is back to zero.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import threading
 
 from hetdb.errors import OutOfMemoryError
+
+
+def _libc_trim() -> object | None:
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None  # not glibc: nothing to trim
+    fn.argtypes = [ctypes.c_size_t]
+    return fn
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def release_free_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's malloc_trim, every arena).
+
+    NumPy temporaries below glibc's (dynamic, up to 32 MiB) mmap threshold come from the heap; once
+    freed they stay in the process's RSS until trimmed. An operator calls this when it has just freed
+    much (states spilled, a partition finished), so that RSS follows what the limit accounts."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def default_host_limit() -> int:

@@ -18,10 +18,12 @@ from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substit
 from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
 from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
+from hetdb.sql import interval as IV
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.external import resolve_from
 from hetdb.sql.grouping import grouping_plan, grouping_sets
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
+from hetdb.sql.holistic_stats import STATS
 from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
 from hetdb.sql.window import WindowState, window_operands
@@ -66,7 +68,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
         return False
     if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
         return any(_contains_agg(c) for c in window_operands(node))
-    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN)):
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN, *STATS)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
         return False
@@ -354,7 +356,8 @@ class Binder:
                 for _, inner in corr_eq:
                     if not any(k == inner for k, _ in keys):
                         keys.append((inner, Field(self.new_cid("corr"), "corr", inner.dtype)))
-            agg_state = AggState(scope, keys)
+            agg_state = AggState(scope, keys, aliases={
+                name.lower(): n.this for name, n in sel_items if isinstance(n, exp.Alias)})
         windows = WindowState()
         ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
         exprs: list[Expr] = []
@@ -375,10 +378,15 @@ class Binder:
         if len(scope.correlated) != n_corr:
             raise UnsupportedError("correlated column references outside the subquery's WHERE clause")
 
-        if agg_state is not None and agg_state.pre_windows:
+        if agg_state is not None and (agg_state.pre_windows or agg_state.ordered_windows):
             if sets is not None:
-                raise UnsupportedError("median/quantile/stddev/var/arg_max with ROLLUP, CUBE or GROUPING SETS")
-            plan = Window(plan, tuple(e for e, _ in agg_state.keys), (), tuple(agg_state.pre_windows))
+                raise UnsupportedError("median/quantile/stddev/var/arg_max/corr/covar/regr with ROLLUP, CUBE "
+                                       "or GROUPING SETS")
+            partition = tuple(e for e, _ in agg_state.keys)
+            for order, funcs in agg_state.ordered_windows:
+                plan = Window(plan, partition, order, tuple(funcs))
+            if agg_state.pre_windows:
+                plan = Window(plan, partition, (), tuple(agg_state.pre_windows))
         if agg_state is not None and (sets is not None or agg_state.grouping):
             if corr_eq:
                 raise UnsupportedError("grouping sets in a correlated subquery")
@@ -419,7 +427,7 @@ class Binder:
             proj.append((f, e))
             return ColumnRef(f.dtype, f.cid, f.nullable)
 
-        sort_keys = [SortKey(hide(e), desc, nf) for e, desc, nf in order_keys]
+        sort_keys = [SortKey(hide(IV.sort_key(e)), desc, nf) for e, desc, nf in order_keys]
         corr_keys: list[tuple[Expr, Expr]] = []
         corr_residual: list[Expr] = []
         if agg_state is not None:
@@ -440,6 +448,7 @@ class Binder:
         plan = Project(plan, tuple(proj))
 
         if distinct is not None and on is None and not corr_keys and not corr_residual:
+            IV.refuse_keys([f for f in visible], "SELECT DISTINCT")
             if len(proj) > len(visible):
                 raise SqlError("with SELECT DISTINCT, ORDER BY expressions must appear in the select list")
             new = [Field(self.new_cid(_cid_name(f.name)), f.name, f.dtype, f.nullable) for f in visible]
@@ -475,6 +484,7 @@ class Binder:
             e = node if isinstance(node, Expr) else bind_expr(node, ctx)
             if any(k == e for k, _ in keys):
                 continue
+            IV.refuse_keys([e], "GROUP BY")
             name = _output_name(g) if isinstance(g, exp.Column) else "group"
             keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, _nullable(e))))
         return keys
@@ -500,6 +510,7 @@ class Binder:
                 e = node if isinstance(node, Expr) else bind_expr(node, ctx)
                 hit = [i for i, (k, _) in enumerate(keys) if k == e]
                 if not hit:
+                    IV.refuse_keys([e], "GROUP BY")
                     name = _output_name(g) if isinstance(g, exp.Column) else "group"
                     keys.append((e, Field(self.new_cid(_cid_name(name)), name, e.dtype, True)))
                     hit = [len(keys) - 1]

@@ -18,12 +18,15 @@ from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
 from hetdb.sql import functions_ext as FX
 from hetdb.sql import holistic as HL
+from hetdb.sql import holistic_stats as HS
+from hetdb.sql import interval as IV
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
+from hetdb.sql.names import function_name
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
-_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN
+_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN + HS.STATS
 _CMP = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.IntDiv: "intdiv",
           exp.Mod: "mod"}
@@ -44,6 +47,8 @@ class AggState:
     aggs: list[tuple[Field, AggCall]] = field(default_factory=list)
     grouping: list[tuple[Field, tuple[int, ...]]] = field(default_factory=list)  # GROUPING() calls
     pre_windows: list = field(default_factory=list)  # (Field, WindowCall) of sql/holistic.py aggregates
+    ordered_windows: list = field(default_factory=list)  # (ORDER BY keys, [(Field, WindowCall)]): quantile_disc
+    aliases: dict = field(default_factory=dict)  # select-list alias (lower case) -> its expression
 
 
 @dataclass
@@ -100,6 +105,8 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         return _bind_aggregate(node, ctx)
     if isinstance(node, HL.HOLISTIC):
         return HL.bind_holistic(node, ctx)
+    if isinstance(node, HS.STATS):
+        return HS.bind_stat(node, ctx, function_name(node))
     if isinstance(node, HL.REWRITTEN):
         return bind_expr(HL.rewrite(node), ctx)
     if isinstance(node, exp.Grouping):
@@ -144,6 +151,10 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
     else:
         arg = _bind(arg_node, inner)
         t = arg.dtype
+        if t.kind == "interval" and isinstance(node, exp.Min | exp.Max) and not distinct:
+            return HS.interval_extreme(ctx, function_name(node), arg, isinstance(node, exp.Min))
+        if t.kind == "interval" and not (isinstance(node, exp.Count) and not distinct):
+            raise UnsupportedError(f"{function_name(node)}() of INTERVAL values (aggregate epoch(x) or a part of it)")
         if isinstance(node, exp.Count):
             call = AggCall(T.INT64, "count", arg, distinct)
         elif isinstance(node, (exp.Min, exp.Max)):
@@ -182,6 +193,8 @@ def _bool(e: Expr, what: str) -> Expr:
 
 def compare(op: str, a: Expr, b: Expr) -> Expr:
     """Typed comparison: both sides cast to their common type."""
+    if IV.is_interval(a) or IV.is_interval(b):
+        return IV.compare(op, a, b)
     a, b = _midnight_as_date(a, b), _midnight_as_date(b, a)
     t = TY.common_type(a, b, "a comparison")
     return Call(T.BOOL, op, (TY.cast_to(a, t), TY.cast_to(b, t)))
@@ -277,10 +290,17 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return Literal(T.INT32, None)
     if isinstance(node, exp.Boolean):
         return Literal(T.BOOL, bool(node.this))
+    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.INTERVAL:
+        return IV.cast(b(node.this), node.this)
     if isinstance(node, exp.Cast):
         to = node.to
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
-        return TY.cast_to(b(node.this), TY.sql_type(to.this.value, params))
+        x, t = b(node.this), TY.sql_type(to.this.value, params)
+        if IV.is_interval(x):
+            if t != T.STRING:
+                raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
+            return IV.to_text(x)
+        return TY.cast_to(x, t)
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))
     if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
@@ -290,10 +310,16 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if type(node) in _ARITH:
         op = _ARITH[type(node)]
         if op in ("add", "sub") and FX.is_interval(node.expression):
-            return FX.interval_arith(b(node.this), node.expression, 1 if op == "add" else -1, b)
+            left = b(node.this)
+            if not IV.is_interval(left):
+                return FX.interval_arith(left, node.expression, 1 if op == "add" else -1, b)
         if op == "add" and FX.is_interval(node.this):
-            return FX.interval_arith(b(node.expression), node.this, 1, b)
+            right = b(node.expression)
+            if not IV.is_interval(right):
+                return FX.interval_arith(right, node.this, 1, b)
         left, right = b(node.this), b(node.expression)
+        if IV.is_interval(left) or IV.is_interval(right):
+            return IV.arith(op, left, right)
         if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
             return Call(T.INT64, "date_minus_date", (left, right))
         if op in ("add", "sub") and left.dtype.kind == "date" and right.dtype.is_integer:
@@ -301,10 +327,9 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             if isinstance(left, Literal) and isinstance(n, Literal):
                 return Literal(T.DATE, None if None in (left.value, n.value) else left.value + n.value)
             return Call(T.DATE, "date_add_days", (left, TY.cast_to(n, T.INT32)))
-        if op == "sub" and left.dtype.kind == right.dtype.kind == "timestamp":
-            raise UnsupportedError(f"{left.dtype} - {right.dtype} (an INTERVAL, a type hetdb does not "
-                                   "have) on its own: read a part of it, e.g. epoch(a - b), extract(hour FROM a - b), or use "
-                                   "date_diff('second', b, a)")
+        kinds = {left.dtype.kind, right.dtype.kind}
+        if op == "sub" and "timestamp" in kinds and kinds <= {"date", "timestamp"}:
+            return IV.timestamp_diff(left, right)
         return arith(op, left, right)
     if isinstance(node, exp.Neg):
         return _negate(b(node.this))
@@ -358,6 +383,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return _variadic("coalesce", args)
     if isinstance(node, exp.Nullif):
         x, y = b(node.this), b(node.expression)
+        IV.refuse_keys([x, y], "NULLIF")
         t = TY.common_type(x, y, "NULLIF")
         # compared in the common type; the result keeps the first argument's type (DuckDB)
         return Call(t if TY.is_null_literal(x) else x.dtype, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
@@ -393,7 +419,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         op = "concat" if isinstance(node, exp.DPipe) else "concat_skip"  # concat() skips NULLs
         return Call(T.STRING, op, tuple(TY.cast_to(b(p), T.STRING) for p in parts))
     if isinstance(node, exp.Interval):
-        raise UnsupportedError("INTERVAL outside DATE ± INTERVAL")
+        months, days, micros, count = FX._interval_value(node, b)
+        return IV.constant(months, days, micros) if count is None else IV.scaled(months, days, micros, b(count))
     if isinstance(node, exp.Star):
         raise SqlError("'*' is only allowed in the SELECT list or COUNT(*)")
     raise UnsupportedError(f"expression {node.sql(dialect='duckdb')!r} ({type(node).__name__})")
@@ -406,6 +433,8 @@ def _int_arg(e: Expr, what: str) -> Expr:
 
 
 def _negate(x: Expr) -> Expr:
+    if IV.is_interval(x):
+        return IV.negate(x)
     if not x.dtype.is_numeric:
         raise SqlError(f"cannot negate {x.dtype}")
     if isinstance(x, Literal):
@@ -414,6 +443,8 @@ def _negate(x: Expr) -> Expr:
 
 
 def _extract(part: str, x: Expr) -> Expr:
+    if IV.is_interval(x):
+        return FX.date_part(part.lower(), x, f"EXTRACT({part})")
     if x.dtype.kind not in ("date", "timestamp"):
         raise SqlError(f"EXTRACT({part}) needs a DATE or TIMESTAMP, got {x.dtype}")
     if x.dtype.tz:
@@ -430,6 +461,11 @@ def _extract(part: str, x: Expr) -> Expr:
 
 def in_list(probe: Expr, items: list[Expr]) -> Expr:
     """``probe IN (items)``: an in_list call over literals, else an OR of equalities."""
+    if IV.is_interval(probe) or any(IV.is_interval(it) for it in items):
+        out = IV.compare("eq", probe, items[0])
+        for it in items[1:]:
+            out = Call(T.BOOL, "or", (out, IV.compare("eq", probe, it)))
+        return out
     t = TY.common_of([probe, *items], "IN")
     probe_c = TY.cast_to(probe, t)
     cast_items = [TY.cast_to(it, t) for it in items]

@@ -18,7 +18,9 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import Call, Expr, Literal
+from hetdb.sql import functions_math as MATH
 from hetdb.sql import functions_more as MORE
+from hetdb.sql import interval as IV
 from hetdb.sql import typing as TY
 
 _DATE_PART_ALIASES = {
@@ -33,18 +35,18 @@ _PART_NODES = {exp.Quarter: "quarter", exp.DayOfWeek: "dow", exp.DayOfYear: "doy
                exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfMonth: "day",
                exp.DayOfWeekIso: "isodow"}
 ANONYMOUS = ("printf", "date_part", "datepart", "date_sub", "now", "log2", "ltrim", "rtrim", "timezone",
-             "get_current_timestamp", "transaction_timestamp")
+             "get_current_timestamp", "transaction_timestamp", "age", "datesub", *IV.TO_UNITS)
 NODES: tuple[type, ...] = (
     exp.Trim, exp.Replace, exp.SplitPart, exp.StartsWith, exp.Contains, exp.RegexpLike,
     exp.RegexpReplace, exp.RegexpExtract, exp.Pad, exp.Left, exp.Right, exp.Reverse, exp.Repeat,
     exp.StrPosition, exp.MD5, exp.Format, exp.ConcatWs, exp.Log, exp.Sign, exp.Rand, exp.Pi, exp.Typeof,
     exp.TryCast, exp.TimestampTrunc, exp.DateTrunc, exp.DateDiff, exp.TimeToStr, exp.StrToTime,
     exp.DateFromParts, exp.TimestampFromParts, exp.UnixToTime, exp.TimeToUnix, exp.CurrentDate,
-    exp.CurrentTimestamp, exp.DateAdd, exp.AtTimeZone, *_PART_NODES, *MORE.NODES,
+    exp.CurrentTimestamp, exp.DateAdd, exp.AtTimeZone, exp.ToDays, *_PART_NODES, *MORE.NODES, *MATH.NODES,
 )
 
 def handles(node: exp.Expression) -> bool:
-    if MORE.handles(node) or MORE.takes_difference(node):
+    if MORE.handles(node) or MORE.takes_difference(node) or MATH.handles(node):
         return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
@@ -108,6 +110,8 @@ def date_part(part: str, x: Expr, what: str) -> Expr:
     from hetdb.exec.functions_datetime import DATE_PARTS
 
     p = _part(part, DATE_PARTS, what)
+    if IV.is_interval(x):
+        return IV.part(p, x)
     x = _temporal(x, what)
     return Call(T.FLOAT64 if p == "epoch" else T.INT64, "date_part", (Literal(T.STRING, p), x, *_zone_of(x)))
 
@@ -229,6 +233,8 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
     """Bind one node ``handles`` accepted; ``b`` binds a child expression."""
     if MORE.handles(node):
         return MORE.bind_more(node, b)
+    if MATH.handles(node):
+        return MATH.bind(node, b)
     if MORE.takes_difference(node):
         part = MORE.difference_part(node, b)
         if part is not None:
@@ -365,7 +371,10 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
             return MORE.epoch_units(x, 1000, "epoch_ms")
         return Call(T.TIMESTAMP, "epoch_ms", (_integer(x, "epoch_ms"),))
     if isinstance(node, exp.TimeToUnix):
-        return Call(T.FLOAT64, "epoch", (_temporal(b(node.this), "epoch"),))
+        x = b(node.this)
+        return IV.part("epoch", x) if IV.is_interval(x) else Call(T.FLOAT64, "epoch", (_temporal(x, "epoch"),))
+    if isinstance(node, exp.ToDays):
+        return IV.to_unit("to_days", b(node.this))
     if isinstance(node, exp.CurrentDate):
         return TY.cast_to(Literal(T.TIMESTAMPTZ, _now()), T.DATE)  # today in the session's zone
     if isinstance(node, exp.CurrentTimestamp):
@@ -407,7 +416,7 @@ def _anonymous(name: str, args: list[Expr]) -> Expr:
         if len(args) != 2:
             raise SqlError("date_part needs (part, value)")
         return date_part(_const_string(args[0], "the part of date_part"), args[1], "date_part")
-    if name == "date_sub":
+    if name in ("date_sub", "datesub"):
         if len(args) != 3:
             raise SqlError("date_sub needs (part, start, end)")
         return _diff("date_sub", _const_string(args[0], "the part of date_sub"), args[1], args[2])
@@ -424,4 +433,9 @@ def _anonymous(name: str, args: list[Expr]) -> Expr:
         if len(args) == 1:
             return Call(T.STRING, name, (s,))
         return Call(T.STRING, f"{name}_chars", (s, Literal(T.STRING, _const_string(args[1], f"the characters of {name}"))))
-    raise UnsupportedError(f"function {name}()")
+    if name in IV.TO_UNITS and len(args) == 1:
+        return IV.to_unit(name, args[0])
+    if name == "age" and len(args) in (1, 2):
+        return IV.age(args[0], args[1] if len(args) == 2 else None)
+    raise UnsupportedError(f"function {name}() with {len(args)} arguments" if name in ANONYMOUS
+                           else f"function {name}()")

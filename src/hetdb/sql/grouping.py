@@ -11,7 +11,7 @@ import itertools
 from sqlglot import exp
 
 from hetdb import types as T
-from hetdb.errors import SqlError, UnsupportedError
+from hetdb.errors import CatalogError, SqlError, UnsupportedError
 from hetdb.plan.expr import ColumnRef, Expr, Field, Literal
 from hetdb.plan.logical import Aggregate, Node, Project, Union
 
@@ -58,7 +58,13 @@ def bind_grouping(node: exp.Grouping, ctx) -> Expr:
     agg = ctx.agg
     idx = []
     for a in node.expressions:
-        e = bind_expr(a, ExprContext(agg.pre_scope, ctx.binder, "GROUPING"))
+        try:
+            e = bind_expr(a, ExprContext(agg.pre_scope, ctx.binder, "GROUPING"))
+        except CatalogError:
+            alias = agg.aliases.get(a.name.lower()) if isinstance(a, exp.Column) and not a.table else None
+            if alias is None:
+                raise
+            e = bind_expr(alias, ExprContext(agg.pre_scope, ctx.binder, "GROUPING"))
         hit = [i for i, (k, _) in enumerate(agg.keys) if k == e]
         if not hit:
             raise SqlError(f"GROUPING argument {a.sql(dialect='duckdb')} is not a GROUP BY expression")

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 _BINARY = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%",
            exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">=",
-           exp.And: "AND", exp.Or: "OR", exp.DPipe: "||", exp.Like: "~~", exp.ILike: "~~*",
+           exp.And: "AND", exp.Or: "OR", exp.DPipe: "||", exp.Like: "~~", exp.ILike: "~~*", exp.Glob: "~~~",
            exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM"}
 # Functions sqlglot renders under another name than the one DuckDB users write.
 DUCKDB_NAMES = {
@@ -24,10 +24,35 @@ DUCKDB_NAMES = {
 }
 
 
+# Function names DuckDB's expression printer quotes (they are keywords of its grammar).
+_KEYWORD_FUNCTIONS = frozenset((
+    "century", "day", "decade", "filter", "first", "hour", "if", "last", "left", "map", "microsecond",
+    "millennium", "millisecond", "minute", "mode", "month", "nullif", "overlay", "position", "quarter",
+    "range", "replace", "right", "row", "second", "substring", "trim", "week", "year"))
+# EXTRACT parts DuckDB's parser reads as keywords (printed upper case, sub-second units plural);
+# any other part is printed as written.
+_KEYWORD_PARTS = {"year": "YEAR", "month": "MONTH", "day": "DAY", "hour": "HOUR", "minute": "MINUTE",
+                  "second": "SECOND", "quarter": "QUARTER", "week": "WEEK", "decade": "DECADE",
+                  "century": "CENTURY", "millennium": "MILLENNIUM", "millisecond": "MILLISECONDS",
+                  "milliseconds": "MILLISECONDS", "microsecond": "MICROSECONDS", "microseconds": "MICROSECONDS",
+                  "years": "YEAR", "months": "MONTH", "days": "DAY", "hours": "HOUR", "minutes": "MINUTE",
+                  "seconds": "SECOND"}
+# INTERVAL n UNIT as DuckDB's parser rewrites it: to_<units>(CAST(trunc(CAST(n AS DOUBLE)) AS <type>))
+_INTERVAL_UNITS = {"year": ("to_years", "INTEGER"), "quarter": ("to_quarters", "INTEGER"),
+                   "month": ("to_months", "INTEGER"), "week": ("to_weeks", "INTEGER"),
+                   "day": ("to_days", "INTEGER"), "hour": ("to_hours", "BIGINT"),
+                   "minute": ("to_minutes", "BIGINT"), "second": ("to_seconds", ""),
+                   "millisecond": ("to_milliseconds", ""), "microsecond": ("to_microseconds", "BIGINT")}
+
+
 def function_name(node: exp.Expression) -> str:
-    """The function name as a DuckDB user writes it (``string_agg``, not sqlglot's ``group_concat``)."""
+    """The function name as a DuckDB user writes it (``string_agg``, not sqlglot's ``group_concat``;
+    the spelling of the query where sql/parse.py recorded it)."""
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
+    written = node.meta.get("written", "")
+    if written.replace("_", "").isalnum():
+        return written.lower()
     for cls, name in DUCKDB_NAMES.items():
         if type(node) is cls:
             return name
@@ -57,10 +82,18 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return "NULL"
     if isinstance(node, exp.Boolean):
         return "true" if node.this else "false"
+    like = node.this if isinstance(node, exp.Not) else node
+    if isinstance(like, exp.Like | exp.ILike) and (like is not node or like.args.get("negate")):
+        op = "!~~" if isinstance(like, exp.Like) else "!~~*"
+        return f"({n(like.this)} {op} {n(like.expression)})"
     if type(node) in _BINARY:
         return f"({n(node.this)} {_BINARY[type(node)]} {n(node.expression)})"
     if isinstance(node, exp.Neg):
         return f"(-({n(node.this)}))"
+    if isinstance(node, exp.SimilarTo):
+        return f"regexp_full_match({n(node.this)}, {n(node.expression)})"
+    if isinstance(node, exp.StrPosition) and "written" not in node.meta:  # POSITION(x IN s)
+        return f'"position"({n(node.this)}, {n(node.args["substr"])})'
     if isinstance(node, exp.Not):
         inner = node.this
         if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
@@ -83,17 +116,73 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return _window(node)
     if isinstance(node, exp.Coalesce):
         return f"COALESCE({', '.join(n(x) for x in [node.this, *node.expressions])})"
-    if isinstance(node, (exp.Case, exp.Cast, exp.Interval, exp.Subquery, exp.Exists, exp.Star)):
+    if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
+        return _cast(node)
+    if isinstance(node, exp.Interval):
+        return _interval(node)
+    if isinstance(node, exp.CurrentDate | exp.CurrentTimestamp) and not node.args:
+        return "current_date" if isinstance(node, exp.CurrentDate) else "current_timestamp"
+    if isinstance(node, exp.GroupConcat):
+        return _string_agg(node)
+    if isinstance(node, exp.Log) and function_name(node) in ("log2", "log10"):
+        return f"{function_name(node)}({n(node.expression)})"
+    if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns"):
+        return f"{function_name(node)}({n(node.this)})"  # sqlglot adds the scale as an argument
+    if isinstance(node, exp.WithinGroup) and isinstance(node.expression, exp.Order):
+        fn = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc"}.get(type(node.this))
+        keys = [n(o.this) + (" DESC" if o.args.get("desc") else "") for o in node.expression.expressions]
+        if fn is not None:
+            return f"{fn}({n(node.this.this)} ORDER BY {', '.join(keys)})"
+    if isinstance(node, exp.Grouping):
+        return f"GROUPING({', '.join(n(x) for x in node.expressions)})"
+    if isinstance(node, (exp.Case, exp.Subquery, exp.Exists, exp.Star)):
         return node.sql(dialect="duckdb")
     if isinstance(node, exp.Extract):
-        return f"date_part('{node.this.name.upper()}', {n(node.expression)})"
+        part = node.this.name.lower()
+        return f"date_part('{_KEYWORD_PARTS.get(part, part)}', {n(node.expression)})"
     if isinstance(node, exp.TimestampTrunc | exp.DateTrunc) and isinstance(node.args.get("unit"), exp.Var):
         return f"date_trunc('{node.args['unit'].name.lower()}', {n(node.this)})"
     if isinstance(node, exp.DateDiff) and isinstance(node.args.get("unit"), exp.Var):
-        return f"date_diff('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
+        return f"{function_name(node)}('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
     if isinstance(node, exp.Func):
-        return f"{function_name(node)}({', '.join(n(a) for a in _args(node))})"
+        name = function_name(node)
+        quoted = f'"{name}"' if name in _KEYWORD_FUNCTIONS else name
+        return f"{quoted}({', '.join(n(a) for a in _args(node))})"
     return node.sql(dialect="duckdb")
+
+
+def _cast(node: exp.Cast) -> str:
+    kind = "TRY_CAST" if isinstance(node, exp.TryCast) else "CAST"
+    to = node.to.sql(dialect="duckdb")
+    to = {"INT": "INTEGER", "TEXT": "VARCHAR"}.get(to, to)
+    return f"{kind}({name_of(node.this)} AS {to})"
+
+
+def _interval(node: exp.Interval) -> str:
+    value, unit = node.this, node.args.get("unit")
+    if unit is None or value is None:
+        return f"CAST({name_of(value) if value is not None else 'NULL'} AS INTERVAL)"
+    written = value.meta.get("written", "") if isinstance(value, exp.Literal) else ""
+    if written.startswith("'") and not written.strip("'").strip().lstrip("-").replace(".", "").isdigit():
+        return f"CAST({written} AS INTERVAL)"  # INTERVAL '2 hours', which sqlglot splits
+    u = unit.name.lower().rstrip("s")
+    if u not in _INTERVAL_UNITS:
+        return node.sql(dialect="duckdb")
+    fn, int_type = _INTERVAL_UNITS[u]
+    # sqlglot turns INTERVAL 1 DAY into INTERVAL '1' DAY: only a literal the user quoted has a text
+    v = name_of(value) if not (isinstance(value, exp.Literal) and value.is_string and not written) \
+        else str(value.this)
+    inner = f"CAST({v} AS DOUBLE)"
+    return f"{fn}({inner})" if not int_type else f"{fn}(CAST(trunc({inner}) AS {int_type}))"
+
+
+def _string_agg(node: exp.GroupConcat) -> str:
+    arg, order = node.this, ""
+    if isinstance(arg, exp.Order):
+        keys = [name_of(o.this) + (" DESC" if o.args.get("desc") else "") for o in arg.expressions]
+        order, arg = " ORDER BY " + ", ".join(keys), arg.this
+    sep = node.args.get("separator")
+    return f"string_agg({name_of(arg)}{', ' + name_of(sep) if sep is not None else ''}{order})"
 
 
 def _window(node: exp.Window) -> str:

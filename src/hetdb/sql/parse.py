@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
@@ -73,7 +75,23 @@ def parse(sql: str) -> exp.Expression:
     if len(trees) > 1:
         raise SqlError(f"expected one statement, got {len(trees)}: run them one at a time")
     tree = trees[0]
+    _keep_written_names(tree, sql)
     if isinstance(tree, exp.Command):
         raise SqlError(f"syntax error: cannot read statement starting with {tree.name!r}", 1, 1,
                        sql.strip().split()[0])
     return tree
+
+
+def _keep_written_names(tree: exp.Expression, sql: str) -> None:
+    """Record each function's name as the user spelled it (``meta['written']``): sqlglot reads several
+    spellings into one node (variance and var_samp, log2 and log(2, x)); result column names and
+    refusals use the user's (sql/names.py). Literals keep their text too (INTERVAL '2 hours' becomes
+    INTERVAL '2' HOURS)."""
+    for node in tree.walk():
+        if isinstance(node, exp.Func | exp.Literal) and "start" in node.meta:
+            node.meta["written"] = sql[node.meta["start"]:node.meta["end"] + 1]
+        elif isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal) and node.args.get("unit"):
+            value, unit = re.escape(node.this.name), re.escape(node.args["unit"].name)
+            m = re.search(rf"interval\s*('\s*{value}\s*{unit}\s*')", sql, re.IGNORECASE)
+            if m:
+                node.this.meta["written"] = m.group(1)

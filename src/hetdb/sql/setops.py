@@ -120,6 +120,10 @@ def bind_union(binder, node: exp.SetOperation, outer: Scope | None):
     fields = [Field(binder.new_cid("union"), a.name, t, a.nullable or b.nullable)
               for a, b, t in zip(left.fields, right.fields, types)]
     plans = [_conform(binder, q.plan, q.fields, types) for q in sides]
+    if isinstance(node, (exp.Intersect, exp.Except)) or node.args.get("distinct"):
+        from hetdb.sql.interval import refuse_keys
+
+        refuse_keys(fields, what if not isinstance(node, exp.Union) else "UNION (without ALL)")
     if isinstance(node, (exp.Intersect, exp.Except)):
         conformed = [q.fields if p is q.plan else list(p.schema) for p, q in zip(plans, sides)]
         plan, fields = _intersect_except(binder, node, plans[0], plans[1], conformed[0], conformed[1],

@@ -17,6 +17,7 @@ from hetdb.plan.expr import ColumnRef, Expr, Field, Literal, SortKey
 from hetdb.plan.logical import Node
 from hetdb.plan.window import WHOLE_PARTITION, Frame, Window, WindowCall
 from hetdb.sql import typing as TY
+from hetdb.sql.names import function_name
 
 _RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
             exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist"}
@@ -133,7 +134,7 @@ def _const_int(e: Expr, what: str, minimum: int) -> int | None:
 
 
 def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> WindowCall:
-    name = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__
+    name = function_name(func) if isinstance(func, exp.Func) else type(func).__name__
     if type(func) in _RANKING:
         op = _RANKING[type(func)]
         t = T.FLOAT64 if op in ("percent_rank", "cume_dist") else T.INT64

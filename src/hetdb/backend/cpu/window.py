@@ -10,7 +10,9 @@ min/max relies on.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from hetdb.backend.cpu.keys import kernel_threads
 
 # Frame bound codes (plan.window.Frame sides).
 BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
@@ -19,32 +21,28 @@ BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "followin
 _DIRECT_SUM_WIDTH = 32
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
+def _fill_runs(starts, n, lo, hi):
+    """Rows of run r (from starts[r] to the next start) get the run's start and end."""
+    m = starts.shape[0]
+    for r in prange(m):
+        a = starts[r]
+        b = starts[r + 1] if r + 1 < m else n
+        for i in range(a, b):
+            lo[i] = a
+            hi[i] = b
+
+
 def boundaries(part_start, peer_start):
-    """Per row: partition start/end and peer-group start/end (ends exclusive)."""
+    """Per row: partition start/end and peer-group start/end (ends exclusive); the runs are filled
+    in parallel."""
     n = part_start.shape[0]
     ps = np.empty(n, np.int64)
     pe = np.empty(n, np.int64)
     gs = np.empty(n, np.int64)
     ge = np.empty(n, np.int64)
-    cp = 0
-    cg = 0
-    for i in range(n):
-        if part_start[i]:
-            cp = i
-        if part_start[i] or peer_start[i]:
-            cg = i
-        ps[i] = cp
-        gs[i] = cg
-    cp = n
-    cg = n
-    for i in range(n - 1, -1, -1):
-        pe[i] = cp
-        ge[i] = cg
-        if part_start[i]:
-            cp = i
-        if part_start[i] or peer_start[i]:
-            cg = i
+    _fill_runs(np.flatnonzero(part_start), n, ps, pe)
+    _fill_runs(np.flatnonzero(part_start | peer_start), n, gs, ge)
     return ps, pe, gs, ge
 
 
@@ -62,12 +60,12 @@ def dense_rank(part_start, peer_start):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def ntile(ps, pe, buckets):
     """DuckDB's NTILE: the first (rows mod buckets) tiles get one row more."""
     n = ps.shape[0]
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         total = pe[i] - ps[i]
         b = buckets if buckets < total else total
         size = total // b
@@ -81,12 +79,12 @@ def ntile(ps, pe, buckets):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def shifted(ps, pe, shift):
     """Row i + shift when it lies in i's partition, else -1 (lag: negative shift, lead: positive)."""
     n = ps.shape[0]
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         j = i + shift
         out[i] = j if ps[i] <= j < pe[i] else -1
     return out
@@ -110,12 +108,12 @@ def _bound(code, off, i, ps, pe, gs, ge, is_end):
     return j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def rows_frame(ps, pe, s_code, s_off, e_code, e_off):
     n = ps.shape[0]
     fs = np.empty(n, np.int64)
     fe = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         s = _bound(s_code, s_off, i, ps[i], pe[i], i, i + 1, False)
         e = _bound(e_code, e_off, i, ps[i], pe[i], i, i + 1, True)
         fs[i] = s
@@ -197,7 +195,7 @@ def prefix_counts(valid):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, parallel=True)
 def frame_sum_int(x, valid, fs, fe):
     """Exact integer frame sums through one prefix sum."""
     n = x.shape[0]
@@ -205,7 +203,7 @@ def frame_sum_int(x, valid, fs, fe):
     for i in range(n):
         pre[i + 1] = pre[i] + (x[i] if valid[i] else 0)
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         out[i] = pre[fe[i]] - pre[fs[i]]
     return out
 
@@ -267,37 +265,61 @@ def frame_extreme(key, valid, ps, fs, fe, is_max):
     return out
 
 
-_RADIX_BITS = 16
+_RADIX_BITS = 11  # 2,048 buckets: each thread's counts and scatter targets stay in cache
+# Below this many rows one thread sorts (the thread pool's start-up costs more than it saves).
+_PARALLEL_RADIX_ROWS = 1 << 16
 
 
-@njit(cache=True)
 def radix_refine(code, bits, order):
     """``order`` stably re-sorted by ``code[order]`` (non-negative int64 codes below ``2**bits``):
-    LSD radix sort with 16-bit digits. Sorting by the last key first and refining by each earlier
-    key gives a lexicographic stable sort."""
+    LSD radix sort with 11-bit digits, each pass counted and scattered by every kernel thread over
+    its own slice of the rows. Sorting by the last key first and refining by each earlier key gives
+    a lexicographic stable sort."""
+    n = order.shape[0]
+    chunks = kernel_threads() if n >= _PARALLEL_RADIX_ROWS else 1
+    return _radix_refine(code, bits, order, max(chunks, 1))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _radix_refine(code, bits, order, chunks):
     n = order.shape[0]
     keys = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         keys[i] = code[order[i]]
     idx = order.copy()
     tmp_k = np.empty_like(keys)
     tmp_i = np.empty_like(idx)
-    mask = (1 << _RADIX_BITS) - 1
+    radix = 1 << _RADIX_BITS
+    mask = radix - 1
+    size = (n + chunks - 1) // chunks
+    counts = np.zeros((chunks, radix), np.int64)
     shift = 0
     while shift < bits:
-        counts = np.zeros((1 << _RADIX_BITS) + 1, np.int64)
-        for i in range(n):
-            counts[((keys[i] >> shift) & mask) + 1] += 1
-        for j in range(1 << _RADIX_BITS):
-            counts[j + 1] += counts[j]
-        for i in range(n):
-            d = (keys[i] >> shift) & mask
-            p = counts[d]
-            counts[d] = p + 1
-            tmp_k[p] = keys[i]
-            tmp_i[p] = idx[i]
-        keys, tmp_k = tmp_k, keys
-        idx, tmp_i = tmp_i, idx
+        counts[:, :] = 0
+        for c in prange(chunks):
+            for i in range(c * size, min(n, (c + 1) * size)):
+                counts[c, (keys[i] >> shift) & mask] += 1
+        # a digit that every row shares leaves the order as it is: skip the scatter
+        single = False
+        start = 0
+        for d in range(radix):
+            total = 0
+            for c in range(chunks):
+                cnt = counts[c, d]
+                counts[c, d] = start + total
+                total += cnt
+            single = single or total == n
+            start += total
+        if not single:
+            for c in prange(chunks):
+                for i in range(c * size, min(n, (c + 1) * size)):
+                    d = (keys[i] >> shift) & mask
+                    p = counts[c, d]
+                    counts[c, d] = p + 1
+                    tmp_k[p] = keys[i]
+                    tmp_i[p] = idx[i]
+            keys, tmp_k = tmp_k, keys
+            idx, tmp_i = tmp_i, idx
         shift += _RADIX_BITS
     return idx
 
@@ -386,3 +408,70 @@ def partition_mode(order, key, valid, ps, pe):
             out[t] = best
         i = e
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def pack_key(code, key, span, lo):
+    """``code * span + (key - lo)`` in place: one more key packed into a row code."""
+    for i in prange(code.shape[0]):
+        code[i] = code[i] * span + (key[i] - lo)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def descents(code):
+    """How many rows have a smaller code than the row before (0: already sorted)."""
+    n = code.shape[0]
+    bad = 0
+    for i in prange(1, n):
+        if code[i] < code[i - 1]:
+            bad += 1
+    return bad
+
+
+_INSERTION_ROWS = 16
+
+
+@njit(cache=True, nogil=True)
+def _runs(part):
+    """Start rows of the runs of equal ``part``, and ``n`` at the end."""
+    n = part.shape[0]
+    count = 1
+    for i in range(1, n):
+        if part[i] != part[i - 1]:
+            count += 1
+    out = np.empty(count + 1, np.int64)
+    out[0] = 0
+    k = 1
+    for i in range(1, n):
+        if part[i] != part[i - 1]:
+            out[k] = i
+            k += 1
+    out[count] = n
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def sort_within_runs(code, part):
+    """Stable sort order of ``code`` when ``part`` (the PARTITION BY part of it) is sorted already:
+    each run of one partition is sorted on its own (insertion sort for short runs, merge sort else),
+    the runs in parallel."""
+    n = code.shape[0]
+    order = np.arange(n)
+    starts = _runs(part) if n else np.zeros(1, np.int64)
+    for r in prange(starts.shape[0] - 1):
+        a = starts[r]
+        b = starts[r + 1]
+        if b - a <= _INSERTION_ROWS:
+            for i in range(a + 1, b):
+                v = order[i]
+                c = code[v]
+                j = i
+                while j > a and code[order[j - 1]] > c:
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = v
+        else:
+            sub = np.argsort(code[a:b], kind="mergesort")
+            for i in range(b - a):
+                order[a + i] = a + sub[i]
+    return order

@@ -15,12 +15,12 @@ from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, take, to_plain
+from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, slice_batch, take, to_plain
 from hetdb.exec.expressions import _convert
 from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for
-from hetdb.exec.memory import Reservation
+from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
@@ -32,6 +32,7 @@ MERGE_ROWS = 1 << 18  # a worker merges its partial states once they hold this m
 GROUP_BYTES_PER_ROW = 96
 # Final merges of at most this many state rows run whatever the limit (the least needed to progress).
 MIN_FINAL_ROWS = 1 << 10
+SPILL_SLICE_ROWS = 1 << 18  # partial states partitioned into spill files this many rows at a time
 MERGE_KEEP = 0.8  # a local merge that keeps more of its groups than this stops the worker merging
 
 
@@ -265,7 +266,15 @@ class HashAggregate(Sink):
         l.nbytes += size
         if not self.raw_mode and l.rows >= l.merge_at and len(l.batches) > 1:
             before = l.rows
-            merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+            # the merge's concatenated states and hash table: reserved first, else spill instead
+            work = l.nbytes + self.merge_bytes(l.rows)
+            if not g.reservation.try_grow(work):
+                self._start_spilling(ctx, g, l)
+                return
+            try:
+                merged = self._merge(ctx, g, concat_batches(ctx.backend, l.batches))
+            finally:
+                g.reservation.shrink(work)
             new = batch_nbytes(merged)
             g.reservation.shrink(l.nbytes)
             l.batches, l.rows, l.nbytes = [merged], merged.num_rows, 0
@@ -294,9 +303,14 @@ class HashAggregate(Sink):
         self._spill(ctx, g, combined + local.batches)
         g.reservation.shrink(local.nbytes + sum(batch_nbytes(b) for b in combined))
         local.batches, local.rows, local.nbytes = [], 0, 0
+        combined = []
+        release_free_heap()
 
     def _spill(self, ctx: ExecContext, g: _AggState, batches: list[Batch]) -> None:
-        for b in batches:
+        # in slices: the key arrays, hashes and partition copies of a slice at a time
+        slices = (slice_batch(ctx.backend, b, lo, lo + SPILL_SLICE_ROWS)
+                  for b in batches for lo in range(0, b.num_rows, SPILL_SLICE_ROWS))
+        for b in slices:
             if b.num_rows == 0:
                 continue
             keycols = [b.columns[_g(i)] for i in range(len(self.keys))]
@@ -334,13 +348,15 @@ class HashAggregate(Sink):
                 out = [self._final(ctx, g, g.batches)]
                 g.reservation.shrink(work)
             else:
-                from hetdb.exec.operators.aggregate_spill import finish_partition
+                from hetdb.exec.operators.aggregate_spill import finish_partitions
 
-                out = []
-                for f in g.parts:
-                    out.extend(finish_partition(self, ctx, g, f, 1))
-                if not self.keys and not out:
-                    out = [self._final(ctx, g, [])]
+                # each partition's groups are held (or spilled) as they are made: the whole
+                # result is never in memory unaccounted
+                g.batches = []
+                g.reservation.close()
+                held, rows = finish_partitions(self, ctx, g)
+                ctx.add(self.op_id, rows_out=rows)
+                return held
             out = [b for b in out if b.num_rows] or out[:1]
             ctx.add(self.op_id, rows_out=sum(b.num_rows for b in out))
             # the partial states are done with: the result takes their place in the reservation

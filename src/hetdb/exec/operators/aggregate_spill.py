@@ -13,17 +13,44 @@ from typing import Any
 
 from hetdb.column import Batch
 from hetdb.exec.columns import batch_nbytes, concat_batches
-from hetdb.exec.memory import Reservation
+from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.aggregate import _g
 from hetdb.exec.operators.aggregate_distinct_spill import one_key_raw
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.results import hold, spill_slices
 
 SLICE_ROWS = 1 << 16
 MAX_LEVEL = 15  # 4 hash bits a level: 60 bits
 # A partition of at most this many rows is finished whatever the limit (the least it takes to make
 # progress: the accounted peak may pass the limit by this many rows' states).
 MIN_ROWS = 1 << 10
+# the most of host_memory_limit a spilled aggregation's finished groups keep in memory
+HELD_SHARE = 0.25
+
+
+def finish_partitions(op: Any, ctx: ExecContext, g: Any) -> tuple[list[Any], int]:
+    """The result of a spilled aggregation (``op`` a HashAggregate, ``g`` its state): each spilled
+    partition finished in turn and its groups held in ``g.reservation`` (up to ``HELD_SHARE`` of the
+    limit) or spilled in slices before the next one starts; (held result entries, rows)."""
+    held: list[Any] = []
+    rows = 0
+    for f in g.parts:
+        release_free_heap()  # the last partition's working memory
+        for b in finish_partition(op, ctx, g, f, 1):
+            if not b.num_rows:
+                continue
+            rows += b.num_rows
+            if g.reservation.nbytes + batch_nbytes(b) <= ctx.memory.limit * HELD_SHARE:
+                held.extend(hold(ctx, g.reservation, b))
+            else:
+                # the partitions still to finish need the rest of the limit
+                held.extend(spill_slices(ctx, b))
+    release_free_heap()
+    if not held:
+        # no groups: an aggregate without GROUP BY still has its one row; else an empty batch
+        held = hold(ctx, g.reservation, op._final(ctx, g, []))
+    return held, rows
 
 
 def finish_partition(op: Any, ctx: ExecContext, g: Any, f: Any, level: int) -> list[Batch]:
@@ -33,8 +60,9 @@ def finish_partition(op: Any, ctx: ExecContext, g: Any, f: Any, level: int) -> l
             return []
         res = Reservation(ctx.memory)
         try:
-            # the states and their merge (concatenated, then grouped)
-            need = 2 * f.nbytes + op.merge_bytes(f.num_rows)
+            # the states read back, concatenated, their merged copy and the output columns made from
+            # it, and the merge's hash table
+            need = 4 * f.nbytes + op.merge_bytes(f.num_rows)
             if res.try_grow(need) or f.num_rows <= MIN_ROWS:
                 if not res.nbytes:
                     res.force_grow(need)

@@ -1,12 +1,14 @@
 """Window functions: a sink that buffers its input, sorts it by PARTITION BY + ORDER BY keys and
-computes every function of one window specification with segmented passes (``backend/cpu/window``).
+computes every function of one window specification with segmented passes.
 
-The sort and the passes run on the host in compiled (Numba) loops; on the GPU the operator copies its
-input to the host and its result back, and EXPLAIN ANALYZE shows that as a CPU fallback. The buffered
-input is a reservation against the memory limit; past it, a window with PARTITION BY spills its rows
-into hash partitions and computes them one at a time (``operators/window_spill.py``); one window
-partition larger than the limit (or a window without PARTITION BY) fails with a typed
-OutOfMemoryError naming the operator.
+On the CPU the sort and the passes are compiled (Numba) loops (``backend/cpu/window``). On a GPU the
+same operator runs the array-module kernels (``exec/window_array``) on CuPy arrays: the backend's
+stable sort, cumulative sums, vectorised binary searches and a sparse table; only the holistic
+aggregates over a window (quantile, variance, mode, string_agg, arg_max/arg_min) copy the input to
+the host, which EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
+the memory limit; past it, a window with PARTITION BY spills its rows into hash partitions and
+computes them one at a time (``operators/window_spill.py``); one window partition larger than the
+limit (or a window without PARTITION BY) fails with a typed OutOfMemoryError naming the operator.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators import window_spill
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
+from hetdb.exec.window_array import BOUND_CODES, ArrayKernels, float_order_key
 from hetdb.plan.expr import Field, SortKey
-from hetdb.plan.window import WindowCall
+from hetdb.plan.window import AGGREGATES, FRAME_VALUES, OFFSETS, RANKING, WindowCall
 
 _HOST = CpuBackend()
 
@@ -46,36 +49,95 @@ class _WindowState:
         self.spill_lock = threading.Lock()
 
 
-def _valid(col: Column) -> np.ndarray:
-    return np.ones(len(col), dtype=bool) if col.validity is None else np.asarray(col.validity)
+def _valid(xp, col: Column):
+    return xp.ones(len(col), dtype=bool) if col.validity is None else col.validity
 
 
-def _key(col: Column) -> np.ndarray:
+def _key(backend, col: Column):
     """Integer/float keys that order like the column (strings: byte-order codes)."""
-    if col.dtype.kind == "string":
-        plain = to_plain(_HOST, col)
-        codes, _, _ = _HOST.factorize_strings(plain.offsets, plain.chars)
-        data = np.asarray(codes, dtype=np.int64)
+    xp = backend.xp
+    if col.dtype.kind == "string" and col.dictionary is not None and len(col.dictionary):
+        # byte-order ranks of the (small) dictionary, gathered by the codes: no string per row
+        d = col.dictionary
+        ranks, _, _ = backend.factorize_strings(d.offsets, d.chars)
+        codes = col.data.astype(xp.int64)
+        if col.validity is not None:
+            codes = xp.where(col.validity, codes, 0)
+        data = backend.gather(ranks.astype(xp.int64), codes)
+    elif col.dtype.kind == "string":
+        plain = to_plain(backend, col)
+        codes, _, _ = backend.factorize_strings(plain.offsets, plain.chars)
+        data = codes.astype(xp.int64)
     else:
-        data = np.asarray(col.data)
-        data = data.astype(np.float64 if data.dtype.kind == "f" else np.int64)
+        data = col.data
+        data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64, copy=False)
     if col.validity is not None:
-        data = np.where(col.validity, data, np.zeros(1, dtype=data.dtype))
+        data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
     return data
 
 
-def _sort_arrays(cols: list[Column], desc: list[bool], nulls_first: list[bool]):
+def _order_key(kern, backend, key):
+    """``key`` as int64 in DuckDB's order (floats: NaN above +inf, -0.0 = 0.0), so that NaNs are
+    peers and one partition (NaN <> NaN in IEEE would start a new one at every NaN)."""
+    if key.dtype.kind != "f":
+        return key
+    return order_key(key, False) if kern is K else float_order_key(backend.xp, key)
+
+
+def _sort_arrays(kern, backend, cols: list[Column], desc: list[bool], nulls_first: list[bool]):
+    xp = backend.xp
     arrays, d = [], []
     for col, de, nf in zip(cols, desc, nulls_first):
         if col.validity is not None:
-            arrays.append(col.validity if nf else np.logical_not(col.validity))
+            arrays.append(col.validity if nf else xp.logical_not(col.validity))
             d.append(False)
-        key = _key(col)
-        # doubles as int64 in DuckDB's order (NaN above +inf, -0.0 = 0.0), so that NaNs are peers
-        # and one partition (NaN <> NaN in IEEE would start a new one at every NaN)
-        arrays.append(order_key(key, False) if key.dtype.kind == "f" else key)
+        arrays.append(_order_key(kern, backend, _key(backend, col)))
         d.append(de)
     return arrays, d
+
+
+def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: int):
+    """Stable sort order of the rows by ``arrays`` (the first ``n_part`` of them the PARTITION BY
+    keys), None where the rows are in that order already: compiled sorts on the CPU, the backend's
+    stable sort (CuPy's lexsort on a GPU) on the array path."""
+    if kern is K:
+        return _presorted_permutation(arrays, desc, n, n_part)
+    xp = backend.xp
+    if not arrays or n == 0:
+        return xp.arange(n, dtype=xp.int64)
+    return backend.sort_indices([a.astype(xp.int64) for a in arrays], desc).astype(xp.int64)
+
+
+def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
+    """``_sort_permutation`` that uses order already in the input (tables are often stored by their
+    partition key, e.g. lineitem by l_orderkey): None when the rows are sorted, a sort within each
+    partition when only the PARTITION BY keys are. A last key that the input is sorted by already
+    (o_orderkey in ORDER BY ..., o_orderkey over orders) is left out: the stable sort keeps ties in
+    input order."""
+    if not arrays or n == 0:
+        return None
+    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    while len(okeys) > 1 and K.descents(okeys[-1]) == 0:
+        okeys.pop()
+    n_part = min(n_part, len(okeys))
+    ranges = int_ranges(okeys)
+    if ranges is None or _bits(ranges) > 63:
+        return _sort_permutation(okeys, [False] * len(okeys), n)
+    part = _pack(okeys[:n_part], ranges[:n_part], np.zeros(n, dtype=np.int64))
+    code = _pack(okeys[n_part:], ranges[n_part:], part.copy())
+    if K.descents(code) == 0:
+        return None
+    if 0 < n_part < len(okeys) and K.descents(part) == 0:
+        return K.sort_within_runs(code, part)
+    return K.radix_refine(code, _bits(ranges), np.arange(n, dtype=np.int64))
+
+
+def _pack(okeys: list[np.ndarray], ranges: list[tuple[int, int]], code: np.ndarray) -> np.ndarray:
+    """``code`` extended by the keys: one int64 per row ordering like them (their combined range
+    fits 63 bits)."""
+    for k, (lo, hi) in zip(okeys, ranges):
+        K.pack_key(code, k, hi - lo + 1, lo)
+    return code
 
 
 def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.ndarray:
@@ -89,11 +151,7 @@ def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.
     if ranges is None:
         return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
     if _bits(ranges) <= 63:
-        code = np.zeros(n, dtype=np.int64)
-        for k, (lo, hi) in zip(okeys, ranges):
-            code *= hi - lo + 1
-            code += k - lo
-        return K.radix_refine(code, _bits(ranges), order)
+        return K.radix_refine(_pack(okeys, ranges, np.zeros(n, dtype=np.int64)), _bits(ranges), order)
     for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
         if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
             code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
@@ -108,8 +166,8 @@ def _bits(ranges: list[tuple[int, int]]) -> int:
     return (total - 1).bit_length()
 
 
-def _starts(arrays: list[np.ndarray], n: int) -> np.ndarray:
-    flags = np.zeros(n, dtype=bool)
+def _starts(xp, arrays: list, n: int):
+    flags = xp.zeros(n, dtype=bool)
     if n:
         flags[0] = True
     for a in arrays:
@@ -162,11 +220,31 @@ class WindowSink(Sink):
                     if self.partition:
                         return window_spill.finish(self, ctx, g)
                     if rows > window_spill.MIN_ROWS:
-                        raise self._too_large(ctx, g.held + need)
+                        out = self.compute_on_host(ctx, lambda: self._concat(ctx, batches), g.held + need)
+                        if out is None:
+                            raise self._too_large(ctx, g.held + need)
+                        return [out]
                     work.force_grow(need)
-                return [self.compute_batch(ctx, concat_batches(ctx.backend, batches, [f.cid for f in self.fields]))]
+                return [self.compute_batch(ctx, self._concat(ctx, batches))]
             finally:
                 work.close()
+
+    def _concat(self, ctx: ExecContext, batches: list[Batch]) -> Batch:
+        return concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
+
+    def compute_on_host(self, ctx: ExecContext, load, nbytes: int) -> Batch | None:
+        """On a GPU: one window partition (``load()``) past the device budget, computed on the host
+        within host_memory_limit (EXPLAIN ANALYZE shows the fallback); None on the CPU, or where the
+        host refuses the ``nbytes`` too."""
+        if ctx.device is None:
+            return None
+        host = Reservation(ctx.host_memory)
+        try:
+            if not host.try_grow(nbytes):
+                return None
+            return self.compute_batch(ctx, load(), "a window partition past the GPU budget, on the host")
+        finally:
+            host.close()
 
     def _too_large(self, ctx: ExecContext, nbytes: int) -> OutOfMemoryError:
         return OutOfMemoryError(
@@ -174,112 +252,164 @@ class WindowSink(Sink):
             f"{nbytes:,} bytes exceed host_memory_limit={ctx.memory.limit:,}; raise host_memory_limit or "
             "filter the input first")
 
-    def compute_batch(self, ctx: ExecContext, batch: Batch) -> Batch:
-        """Input rows (whole window partitions, in collection order) with every function's column."""
+    def compute_batch(self, ctx: ExecContext, batch: Batch, host_reason: str | None = None) -> Batch:
+        """Input rows (whole window partitions, in collection order) with every function's column; on
+        a GPU computed on the host where ``host_reason`` says why."""
         ev = ctx.evaluator
         part = [ev.evaluate(e, batch) for e in self.partition]
         order = [ev.evaluate(k.expr, batch) for k in self.order]
         args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
-        on_device = ctx.device is not None
-        if on_device:
-            ctx.note_fallback("window functions on the host")
+        if ctx.device is None:
+            out = self._compute(host_kernels(), _HOST, batch, part, order, args)
+        elif host_reason is None and all(c.op in ARRAY_OPS for _, c in self.funcs):
+            out = self._compute(ArrayKernels(ctx.backend.xp), ctx.backend, batch, part, order, args)
+        else:
+            ctx.note_fallback(host_reason or "window functions on the host")
             batch = batch_to_host(ctx.backend, batch)
             part = [column_to_host(ctx.backend, c) for c in part]
             order = [column_to_host(ctx.backend, c) for c in order]
             args = [[column_to_host(ctx.backend, c) for c in a] for a in args]
-        out = self._compute(batch, part, order, args)
-        if on_device:
+            out = self._compute(K, _HOST, batch, part, order, args)
             out = batch_to_device(ctx.backend, out, ctx.dict_cache)
         ctx.add(self.op_id, rows_out=out.num_rows)
         return out
 
-    def _compute(self, batch: Batch, part, order, args) -> Batch:
+    def _compute(self, kern, backend, batch: Batch, part, order, args) -> Batch:
+        """The window over ``batch`` with the kernels ``kern`` (the CPU's compiled loops, or
+        ``ArrayKernels`` over the backend's array module) on ``backend``'s arrays."""
+        xp = backend.xp
         n = batch.num_rows
-        p_arrays, p_desc = _sort_arrays(part, [False] * len(part), [False] * len(part))
-        o_arrays, o_desc = _sort_arrays(order, [k.descending for k in self.order],
+        p_arrays, p_desc = _sort_arrays(kern, backend, part, [False] * len(part), [False] * len(part))
+        o_arrays, o_desc = _sort_arrays(kern, backend, order, [k.descending for k in self.order],
                                         [k.nulls_first for k in self.order])
-        perm = _sort_permutation(p_arrays + o_arrays, p_desc + o_desc, n)
-        part_start = _starts([a[perm] for a in p_arrays], n)
-        peer_start = part_start | _starts([a[perm] for a in o_arrays], n)
-        ps, pe, gs, ge = K.boundaries(part_start, peer_start)
-        out = take_batch(_HOST, batch, perm)
+        perm = _permutation(kern, backend, p_arrays + o_arrays, p_desc + o_desc, n, len(p_arrays))
+        if perm is not None:
+            p_arrays = [backend.gather(a, perm) for a in p_arrays]
+            o_arrays = [backend.gather(a, perm) for a in o_arrays]
+        part_start = _starts(xp, p_arrays, n)
+        peer_start = part_start | _starts(xp, o_arrays, n)
+        ps, pe, gs, ge = kern.boundaries(part_start, peer_start)
+        out = batch if perm is None else take_batch(backend, batch, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
         permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
 
         def sort_col(c: Column) -> Column:
+            if perm is None:
+                return c
             hit = permuted.get(id(c))
-            return hit if hit is not None else take(_HOST, c, perm)
+            return hit if hit is not None else take(backend, c, perm)
 
         sorted_order = [sort_col(c) for c in order]
         cols = dict(out.columns)
+        b = _Bounds(kern, backend, part_start, peer_start, ps, pe, gs, ge)
         for (f, call), a in zip(self.funcs, args):
-            sa = [sort_col(c) for c in a]
-            cols[f.cid] = _function(call, sa, sorted_order, self.order, part_start, peer_start,
-                                    ps, pe, gs, ge)
+            cols[f.cid] = _function(b, call, [sort_col(c) for c in a], sorted_order, self.order)
         return Batch(cols, n)
 
 
-def _int_column(dtype, data, validity=None) -> Column:
-    return Column(dtype, data=np.asarray(data, dtype=dtype.numpy_dtype), validity=validity)
+def host_kernels():
+    """The window kernels of the CPU path: the compiled loops (tests run ``ArrayKernels(numpy)``,
+    the GPU's algorithm, in their place)."""
+    return K
 
 
-def _function(call: WindowCall, args, order, order_keys, part_start, peer_start, ps, pe, gs, ge) -> Column:
+# Functions the array path computes on the backend's arrays; the holistic aggregates run on the host.
+ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """One window's sorted rows: kernels, backend, partition/peer flags and per-row boundaries."""
+    kern: Any
+    backend: Any
+    part_start: Any
+    peer_start: Any
+    ps: Any
+    pe: Any
+    gs: Any
+    ge: Any
+
+
+def _int_column(xp, dtype, data, validity=None) -> Column:
+    return Column(dtype, data=xp.asarray(data, dtype=dtype.numpy_dtype), validity=validity)
+
+
+def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     op = call.op
+    kern, backend, ps, pe, gs, ge = b.kern, b.backend, b.ps, b.pe, b.gs, b.ge
+    xp = backend.xp
     n = ps.shape[0]
-    rows = np.arange(n, dtype=np.int64)
     if op == "row_number":
-        return _int_column(call.dtype, rows - ps + 1)
+        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - ps + 1)
     if op == "rank":
-        return _int_column(call.dtype, gs - ps + 1)
+        return _int_column(xp, call.dtype, gs - ps + 1)
     if op == "dense_rank":
-        return _int_column(call.dtype, K.dense_rank(part_start, peer_start))
+        return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
     if op == "percent_rank":
         size = pe - ps
-        return _int_column(call.dtype, np.where(size > 1, (gs - ps) / np.maximum(size - 1, 1), 0.0))
+        return _int_column(xp, call.dtype, xp.where(size > 1, (gs - ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
-        return _int_column(call.dtype, (ge - ps) / (pe - ps))
+        return _int_column(xp, call.dtype, (ge - ps) / (pe - ps))
     if op == "ntile":
         buckets = call.args[0].value
         if buckets is None:
-            return _int_column(call.dtype, np.zeros(n), np.zeros(n, dtype=bool))
-        return _int_column(call.dtype, K.ntile(ps, pe, buckets))
+            return _int_column(xp, call.dtype, xp.zeros(n), xp.zeros(n, dtype=bool))
+        return _int_column(xp, call.dtype, kern.ntile(ps, pe, buckets))
     if op in ("lag", "lead"):
         shift = call.args[1].value
-        idx = K.shifted(ps, pe, -shift if op == "lag" else shift)
+        idx = kern.shifted(ps, pe, -shift if op == "lag" else shift)
         if len(args) < 3:
-            return take(_HOST, args[0], idx, missing=True)
-        both = concat_columns(_HOST, [args[0], args[2]])
-        return take(_HOST, both, np.where(idx < 0, rows + n, idx))
+            return take(backend, args[0], idx, missing=True)
+        return _shifted_or_default(backend, args[0], args[2], idx)
     if op in _GROUP_STATS:
         return _group_statistic(call, args, ps, pe)
-    fs, fe = _frame(call, order, order_keys, ps, pe, gs, ge)
+    fs, fe = _frame(b, call, order, order_keys)
     if op == "first_value":
-        return take(_HOST, args[0], np.where(fe > fs, fs, -1), missing=True)
+        return take(backend, args[0], xp.where(fe > fs, fs, -1), missing=True)
     if op == "last_value":
-        return take(_HOST, args[0], np.where(fe > fs, fe - 1, -1), missing=True)
+        return take(backend, args[0], xp.where(fe > fs, fe - 1, -1), missing=True)
     if op == "nth_value":
         j = fs + (call.args[1].value - 1)
-        return take(_HOST, args[0], np.where(j < fe, j, -1), missing=True)
+        return take(backend, args[0], xp.where(j < fe, j, -1), missing=True)
     if op == "count_star":
-        return _int_column(call.dtype, fe - fs)
+        return _int_column(xp, call.dtype, fe - fs)
     x = args[0]
-    valid = _valid(x)
+    valid = _valid(xp, x)
     if op in ("min", "max"):
-        return take(_HOST, x, K.frame_extreme(_key(x), valid, ps, fs, fe, op == "max"), missing=True)
-    counts = K.prefix_counts(valid)
+        key = _key(backend, x)
+        if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
+            key = _order_key(kern, backend, key)
+        return take(backend, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"), missing=True)
+    counts = kern.prefix_counts(valid)
     cnt = counts[fe] - counts[fs]
     if op == "count":
-        return _int_column(call.dtype, cnt)
-    data = np.asarray(x.data)
+        return _int_column(xp, call.dtype, cnt)
+    data = x.data
     if data.dtype.kind == "f":
-        total = K.frame_sum_float(data.astype(np.float64), valid, ps, fs, fe)
+        total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
     else:
-        total = K.frame_sum_int(data.astype(np.int64), valid, fs, fe)
+        total = kern.frame_sum_int(data.astype(xp.int64), valid, fs, fe)
     has = cnt > 0
     if op == "sum":
-        return _int_column(call.dtype, total, has)
+        return _int_column(xp, call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
-    return _int_column(call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
+    return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
+
+
+def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
+    """Row ``idx`` of ``x``, or of ``default`` where ``idx`` is -1 (lag/lead with a default)."""
+    xp = backend.xp
+    n = idx.shape[0]
+    if x.dtype.kind == "string" or x.dictionary is not None or default.dictionary is not None:
+        both = concat_columns(backend, [x, default])
+        return take(backend, both, xp.where(idx < 0, xp.arange(n, dtype=xp.int64) + n, idx))
+    miss = idx < 0
+    safe = xp.where(miss, 0, idx)
+    data = xp.where(miss, default.data, backend.gather(x.data, safe))
+    validity = None
+    if x.validity is not None or default.validity is not None:
+        validity = xp.where(miss, _valid(xp, default), backend.gather(_valid(xp, x), safe))
+    return Column(x.dtype, data=data.astype(x.data.dtype, copy=False), validity=validity)
 
 
 _GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
@@ -287,17 +417,18 @@ _GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_p
 
 
 def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
-    """Aggregates over the whole partition that need all its values (sql/holistic.py)."""
+    """Aggregates over the whole partition that need all its values (sql/holistic.py); host only."""
     op = call.op
     x = args[0]
-    valid = _valid(x)
+    valid = _valid(np, x)
     if op in ("arg_max", "arg_min"):
-        both = valid & _valid(args[1])
-        return take(_HOST, x, K.frame_extreme(_key(args[1]), both, ps, ps, pe, op == "arg_max"), missing=True)
+        both = valid & _valid(np, args[1])
+        return take(_HOST, x, K.frame_extreme(_key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
+                    missing=True)
     if op == "string_agg":
         return _string_agg(call, args, ps, pe)
     if op == "mode":
-        key = _key(x)
+        key = _key(_HOST, x)
         order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
     data = np.asarray(x.data, dtype=np.float64)
@@ -309,7 +440,7 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
         out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
         if op.startswith("stddev"):
             out = np.sqrt(out)
-    return _int_column(call.dtype, out, ok)
+    return _int_column(np, call.dtype, out, ok)
 
 
 def _string_agg(call: WindowCall, args, ps, pe) -> Column:
@@ -317,7 +448,7 @@ def _string_agg(call: WindowCall, args, ps, pe) -> Column:
     n = ps.shape[0]
     flags = call.args[2].value
     keys = args[3:]
-    k_arrays, k_desc = _sort_arrays(keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
+    k_arrays, k_desc = _sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
     order = _sort_permutation([ps, *k_arrays], [False, *k_desc], n)
     values = take(_HOST, args[0], order).to_arrow().to_pylist()
     sep = call.args[1].value
@@ -332,23 +463,29 @@ def _string_agg(call: WindowCall, args, ps, pe) -> Column:
     return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
 
 
-def _frame(call: WindowCall, order, order_keys, ps, pe, gs, ge):
+def _frame(b: _Bounds, call: WindowCall, order, order_keys):
+    kern, xp, ps, pe, gs, ge = b.kern, b.backend.xp, b.ps, b.pe, b.gs, b.ge
     fr = call.frame
-    s_code, e_code = K.BOUND_CODES[fr.start], K.BOUND_CODES[fr.end]
+    if fr.start == "unbounded_preceding" and fr.end == "unbounded_following":
+        return ps, pe  # ROWS or RANGE: the whole partition
+    s_code, e_code = BOUND_CODES[fr.start], BOUND_CODES[fr.end]
     s_off = fr.start_n if fr.start_n is not None else 0
     e_off = fr.end_n if fr.end_n is not None else 0
     if fr.kind == "rows":
-        return K.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
+        return kern.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
+    if fr.start_n is None and fr.end_n is None:  # RANGE by peers: the bounds are the boundaries
+        fs = {0: ps, 2: gs, 4: pe}[s_code]
+        return fs, xp.maximum({0: ps, 2: ge, 4: pe}[e_code], fs)
     col = order[0] if order else None
-    if col is None or (fr.start_n is None and fr.end_n is None):
-        w = np.zeros(ps.shape[0], dtype=np.int64)
-        valid = np.ones(ps.shape[0], dtype=bool)
-        return K.range_frame(ps, pe, gs, ge, w, valid, s_code, 0, e_code, 0)
-    w = _key(col)
+    if col is None:
+        w = xp.zeros(ps.shape[0], dtype=xp.int64)
+        valid = xp.ones(ps.shape[0], dtype=bool)
+        return kern.range_frame(ps, pe, gs, ge, w, valid, s_code, 0, e_code, 0)
+    w = _key(b.backend, col)
     if order_keys[0].descending:
         w = -w
     if w.dtype.kind == "f":
         s_off, e_off = float(s_off), float(e_off)
     else:
         s_off, e_off = int(s_off), int(e_off)
-    return K.range_frame(ps, pe, gs, ge, w, _valid(col), s_code, s_off, e_code, e_off)
+    return kern.range_frame(ps, pe, gs, ge, w, _valid(xp, col), s_code, s_off, e_code, e_off)

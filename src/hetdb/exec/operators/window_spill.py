@@ -6,7 +6,8 @@ keys (strings through one ``StringKeyEncoder``, -0.0 and NaN canonical), so ever
 lies whole in one file. ``finalize`` computes the files one at a time; a file that does not fit is
 split again by the next four hash bits; a file that cannot be split (one PARTITION BY value larger
 than the limit) fails with ``OutOfMemoryError`` naming the operator, as does a window without
-PARTITION BY past the limit: one window partition is always computed in memory. Results go to spill
+PARTITION BY past the limit: one window partition is always computed in memory. On a GPU such a
+partition is first tried on the host, within host_memory_limit. Results go to spill
 files in slices (``exec/results.py``), leaving the memory to the partitions still to compute.
 
 Every spilled row carries its morsel key and position (hidden columns), and a file's rows are put
@@ -132,6 +133,10 @@ def _finish_file(op: Any, ctx: ExecContext, g: Any, f: Any, level: int, out: lis
             work.close()
         subs = _split(op, ctx, g, f, level + 1) if level < MAX_LEVEL else None
         if subs is None:
+            result = op.compute_on_host(ctx, lambda: _in_scan_order(ctx, f), work_bytes(op, f.nbytes, f.num_rows))
+            if result is not None:
+                out.extend(spill_slices(ctx, result))
+                return
             raise OutOfMemoryError(
                 f"{op.describe()}: one window partition of {f.num_rows:,} rows ({f.nbytes:,} bytes) does not "
                 f"fit host_memory_limit={ctx.memory.limit:,} (a window partition is computed in memory); "

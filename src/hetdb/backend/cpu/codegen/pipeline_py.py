@@ -111,6 +111,9 @@ class Kernel:
     key_types: list[DataType]
     source: str
     inner_probes: list[int] = field(default_factory=list)   # probes whose build rows are output
+    # per group key: the int accumulator row holding 1 where the group's first key was -0.0 (the
+    # key bits are -0.0 -> 0.0; DuckDB shows the first value), -1 for keys that are not DOUBLE
+    key_signs: list[int] = field(default_factory=list)
 
 
 def _bits(v: Val) -> str:
@@ -130,6 +133,7 @@ class _Gen:
         self.em = Emitter(self._load, frozenset(dict_cids))
         self.probe_no = 0
         self.inner_probes: list[int] = []
+        self.key_signs: list[int] = []
 
     def _load(self, cid: str) -> Val | None:
         if cid in self.inputs:
@@ -210,7 +214,7 @@ class _Gen:
                "import numpy as np\n"
                "from numba import njit\n"
                "from hetdb.backend.cpu.codegen.runtime import (add_ovf, civil, f_eq, f_le, f_lt, fbits,\n"
-               "    mul_ovf, round_div, sub_ovf)\n"
+               "    mul_ovf, neg_zero, round_div, sub_ovf)\n"
                "from hetdb.backend.cpu.join_filter import _bloom_mask as bloom_mask\n"
                "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n"
                f"_BLOCK = {_BLOCK}\n\n\n"
@@ -376,6 +380,12 @@ class _Gen:
                 raise ExprError(f"aggregate {op} is not compiled for the CPU")
             vals.append(None if arg is None else em.value(arg))
         keys = [em.value(k) for k in sink.keys]
+        self.key_signs = [-1] * len(keys)
+        ni = 0
+        for j, k in enumerate(keys):
+            if k.dtype.kind == "float64":
+                self.key_signs[j] = ni
+                ni += 1
         if keys:
             # the group table probe, inline (runtime.key_hash / find_group spelled out on locals)
             kvals = []
@@ -402,6 +412,8 @@ class _Gen:
             for j, (kb, kv) in enumerate(kvals):
                 em.emit(f"        gk[{j}, g] = {kb}")
                 em.emit(f"        gv[{j}, g] = {kv}")
+                if self.key_signs[j] >= 0:
+                    em.emit(f"        ia[{self.key_signs[j]}, g] = np.int64(({kv}) and neg_zero({keys[j].value}))")
             em.emit("        ng += 1")
             em.emit("        break")
             same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
@@ -427,7 +439,7 @@ class _Gen:
 
             def acc_f(r: int) -> str:
                 return f"af{r}"
-        ni = nf = 0
+        nf = 0
         out = []
         # count(*) and every aggregate of a never-NULL argument count the same rows: one counter,
         # incremented after all the updates (min/max test it for a group's first row)
@@ -548,4 +560,5 @@ def compile_spec(spec: Spec) -> Kernel:
     src, args, slots, ni, nf = gen.generate()
     fn = _load_function(src)
     keys = [k.dtype for k in spec.sink.keys] if isinstance(spec.sink, Aggregate) else []
-    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes))
+    return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes),
+                  gen.key_signs)

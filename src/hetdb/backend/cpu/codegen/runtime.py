@@ -42,6 +42,12 @@ def fbits(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def neg_zero(x):
+    """x is -0.0 (a group's key bits say 0.0; this keeps the sign of its first value)."""
+    return x == 0.0 and np.array([x], np.float64).view(np.int64)[0] < 0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def bits_float(b):
     return np.array([b], np.int64).view(np.float64)[0]
 

@@ -1,0 +1,232 @@
+"""Window-function kernels as array-module code: every function takes ``xp`` (NumPy or CuPy) arrays
+and runs the same algorithm on the host or on a GPU. ``ArrayKernels(xp)`` offers them under the names
+and signatures of the CPU's compiled loops (``backend/cpu/window``), so the window operator drives
+either one.
+
+Rows arrive sorted by partition and order keys, with flags where a partition and a peer group begin.
+Per-row boundaries come from a cumulative sum of the flags (the segment id) gathering each segment's
+first row; frames are half-open row ranges ``[fs, fe)`` clamped to the partition; RANGE offsets are
+found by a vectorised binary search inside each row's non-NULL run; frame sums come from prefix sums
+(exact for integers and decimals; float sums per partition by a doubling scan, so that one partition's
+running sum carries no rounding of the partitions before it); frame min/max from a sparse table built
+one level at a time (O(n) memory, O(n log w) work for frames of width up to w). No step loops over
+rows or partitions in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hetdb.backend.cpu.window import BOUND_CODES
+
+__all__ = ["BOUND_CODES", "ArrayKernels", "float_order_key"]
+
+_DIRECT_SUM_WIDTH = 32  # as the compiled loops: float frames this narrow are summed row by row
+_FLIP = 0x7FFFFFFFFFFFFFFF
+
+
+def float_order_key(xp: Any, x: Any) -> Any:
+    """int64 whose signed order is DuckDB's order of the doubles ``x`` (-0.0 == 0.0, NaN above +inf
+    and equal to every NaN)."""
+    x = x.astype(xp.float64) + 0.0  # -0.0 + 0.0 is 0.0
+    x = xp.where(xp.isnan(x), xp.float64("nan"), x)
+    bits = x.view(xp.int64)
+    return xp.where(bits < 0, bits ^ xp.int64(_FLIP), bits)
+
+
+def _segments(xp: Any, start: Any) -> tuple[Any, Any]:
+    """Per row: the first row of its segment and the end (exclusive); ``start[0]`` is set."""
+    n = start.shape[0]
+    heads = xp.flatnonzero(start).astype(xp.int64)
+    seg = xp.cumsum(start, dtype=xp.int64) - 1
+    ends = xp.concatenate([heads[1:], xp.full(1, n, dtype=xp.int64)])
+    return heads[seg], ends[seg]
+
+
+class ArrayKernels:
+    """The window kernels over the array module ``xp``."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+
+    def _rows(self, n: int) -> Any:
+        return self.xp.arange(n, dtype=self.xp.int64)
+
+    def boundaries(self, part_start: Any, peer_start: Any) -> tuple[Any, Any, Any, Any]:
+        """Per row: partition start/end and peer-group start/end (ends exclusive)."""
+        xp = self.xp
+        if part_start.shape[0] == 0:
+            e = xp.zeros(0, dtype=xp.int64)
+            return e, e, e, e
+        ps, pe = _segments(xp, part_start)
+        gs, ge = _segments(xp, part_start | peer_start)
+        return ps, pe, gs, ge
+
+    def dense_rank(self, part_start: Any, peer_start: Any) -> Any:
+        xp = self.xp
+        if part_start.shape[0] == 0:
+            return xp.zeros(0, dtype=xp.int64)
+        groups = xp.cumsum(part_start | peer_start, dtype=xp.int64)
+        ps, _ = _segments(xp, part_start)
+        return groups - groups[ps] + 1
+
+    def ntile(self, ps: Any, pe: Any, buckets: int) -> Any:
+        """DuckDB's NTILE: the first (rows mod buckets) tiles get one row more."""
+        xp = self.xp
+        total = pe - ps
+        b = xp.minimum(total, buckets)
+        size = total // xp.maximum(b, 1)
+        large = total - b * size
+        small_end = large * (size + 1)
+        r = self._rows(ps.shape[0]) - ps
+        return xp.where(r < small_end, 1 + r // (size + 1),
+                        1 + large + (r - small_end) // xp.maximum(size, 1))
+
+    def shifted(self, ps: Any, pe: Any, shift: int) -> Any:
+        """Row i + shift when it lies in i's partition, else -1 (lag: negative shift, lead: positive)."""
+        xp = self.xp
+        j = self._rows(ps.shape[0]) + shift
+        return xp.where((j >= ps) & (j < pe), j, -1)
+
+    def _bound(self, code: int, off: Any, ps: Any, pe: Any, gs: Any, ge: Any, is_end: bool) -> Any:
+        xp = self.xp
+        if code == 0:
+            return ps
+        if code == 4:
+            return pe
+        if code == 2:
+            return ge if is_end else gs
+        rows = self._rows(ps.shape[0])
+        j = rows - off if code == 1 else rows + off
+        if is_end:
+            j = j + 1
+        return xp.minimum(xp.maximum(j, ps), pe)
+
+    def rows_frame(self, ps: Any, pe: Any, s_code: int, s_off: int, e_code: int, e_off: int) -> tuple[Any, Any]:
+        rows = self._rows(ps.shape[0])
+        fs = self._bound(s_code, s_off, ps, pe, rows, rows + 1, False)
+        fe = self._bound(e_code, e_off, ps, pe, rows, rows + 1, True)
+        return fs, self.xp.maximum(fe, fs)
+
+    def _search(self, w: Any, lo: Any, hi: Any, x: Any, right: bool) -> Any:
+        """Per row: the first index in [lo, hi) with w > x (``right``) or w >= x, w ascending there."""
+        xp = self.xp
+        n = w.shape[0]
+        if n == 0:
+            return lo
+        steps = int((hi - lo).max()).bit_length()
+        for _ in range(steps):
+            active = lo < hi
+            m = (lo + hi) >> 1
+            wm = w[xp.minimum(m, n - 1)]
+            go_right = (wm <= x) if right else (wm < x)
+            lo = xp.where(active & go_right, m + 1, lo)
+            hi = xp.where(active & ~go_right, m, hi)
+        return lo
+
+    def range_frame(self, ps: Any, pe: Any, gs: Any, ge: Any, w: Any, valid: Any, s_code: int, s_off: Any,
+                    e_code: int, e_off: Any) -> tuple[Any, Any]:
+        """RANGE frames over one ORDER BY key ``w`` (ascending: a DESC key arrives negated). Rows whose
+        key is NULL frame their NULL peers for offset bounds."""
+        xp = self.xp
+        n = ps.shape[0]
+        if n == 0:
+            return ps, pe
+        # the non-NULL rows of a partition form one run [a, b): NULLs sort first or last
+        counts = self.prefix_counts(valid)
+        nvalid = counts[pe] - counts[ps]
+        a = xp.where(valid[ps], ps, pe - nvalid)
+        b = a + nvalid
+        if s_code in (1, 3):
+            target = w - s_off if s_code == 1 else w + s_off
+            fs = xp.where(valid, self._search(w, a, b, target, False), gs)
+        else:
+            fs = self._bound(s_code, 0, ps, pe, gs, ge, False)
+        if e_code in (1, 3):
+            target = w - e_off if e_code == 1 else w + e_off
+            fe = xp.where(valid, self._search(w, a, b, target, True), ge)
+        else:
+            fe = self._bound(e_code, 0, ps, pe, gs, ge, True)
+        return fs, xp.maximum(fe, fs)
+
+    def prefix_counts(self, valid: Any) -> Any:
+        xp = self.xp
+        return xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(valid, dtype=xp.int64)])
+
+    def frame_sum_int(self, x: Any, valid: Any, fs: Any, fe: Any) -> Any:
+        """Exact integer frame sums through one prefix sum (int64 arithmetic wraps as the loops do)."""
+        xp = self.xp
+        v = xp.where(valid, x, 0).astype(xp.int64)
+        pre = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(v, dtype=xp.int64)])
+        return pre[fe] - pre[fs]
+
+    def _partition_scan(self, v: Any, ps: Any) -> Any:
+        """Inclusive running sums of ``v`` restarting at each partition (Hillis-Steele doubling)."""
+        xp = self.xp
+        n = v.shape[0]
+        acc = v.copy()
+        if n == 0:
+            return acc
+        rows = self._rows(n)
+        longest = int((rows - ps).max()) + 1
+        d = 1
+        while d < longest:
+            prev = xp.where(rows - d >= ps, acc[xp.maximum(rows - d, 0)], 0.0)
+            acc = acc + prev
+            d <<= 1
+        return acc
+
+    def frame_sum_float(self, x: Any, valid: Any, ps: Any, fs: Any, fe: Any) -> Any:
+        """Float frame sums: narrow frames row by row, wide ones by partition-local prefix sums."""
+        xp = self.xp
+        n = x.shape[0]
+        v = xp.where(valid, x, 0.0).astype(xp.float64)
+        if n == 0:
+            return v
+        width = fe - fs
+        narrow = width <= _DIRECT_SUM_WIDTH
+        direct = xp.zeros(n, dtype=xp.float64)
+        for k in range(min(_DIRECT_SUM_WIDTH, int(width.max()))):
+            take = narrow & (width > k)
+            direct = direct + xp.where(take, v[xp.minimum(fs + k, n - 1)], 0.0)
+        if bool(narrow.all()):
+            return direct
+        scan = self._partition_scan(v, ps)
+        before = xp.where(fs > ps, scan[xp.maximum(fs - 1, 0)], 0.0)
+        wide = scan[xp.maximum(fe - 1, 0)] - before
+        return xp.where(narrow, direct, xp.where(fe > fs, wide, 0.0))
+
+    def frame_extreme(self, key: Any, valid: Any, ps: Any, fs: Any, fe: Any, is_max: bool) -> Any:
+        """Index of the frame's min (max) valid key per row, -1 for none; on ties the first row. A
+        sparse table (level j: the best row of [i, i + 2^j)) answers a frame of width w with the
+        two level-floor(log2 w) entries that cover it."""
+        xp = self.xp
+        n = key.shape[0]
+        out = xp.full(n, -1, dtype=xp.int64)
+        if n == 0:
+            return out
+        width = fe - fs
+        level = xp.zeros(n, dtype=xp.int64)
+        top = int(width.max())
+        for j in range(1, max(top, 1).bit_length()):
+            level = level + (width >= (1 << j))
+        best = self._rows(n)
+
+        def better(i: Any, k: Any) -> Any:
+            ki, kk = key[i], key[k]
+            vi, vk = valid[i], valid[k]
+            wins = (ki > kk) if is_max else (ki < kk)
+            tie = (ki == kk) & (i < k)
+            keep = vi & (~vk | wins | tie)
+            return xp.where(keep, i, k)
+
+        for j in range(max(top, 1).bit_length()):
+            rows = xp.flatnonzero((level == j) & (width > 0))
+            if rows.shape[0]:
+                left = best[fs[rows]]
+                right = best[fe[rows] - (1 << j)]
+                pick = better(left, right)
+                out[rows] = xp.where(valid[pick], pick, -1)
+            step = 1 << j
+            best = better(best, best[xp.minimum(self._rows(n) + step, n - 1)])
+        return out

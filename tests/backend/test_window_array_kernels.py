@@ -1,0 +1,131 @@
+"""The array-module window kernels (``exec/window_array``, the algorithm the GPU runs with CuPy) run
+here with NumPy and are compared with the CPU's compiled loops (``backend/cpu/window``) on random
+inputs: several partitions, ties, NULLs, empty input and sizes that are not powers of two. A gpu-marked
+test runs them with CuPy against the same loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hetdb.backend.cpu import window as K
+from hetdb.backend.gpu import gpu_available
+from hetdb.exec.window_array import ArrayKernels, float_order_key
+
+SIZES = [0, 1, 2, 997, 5_003]
+# (start code, start offset, end code, end offset): 0 unbounded preceding, 1 preceding, 2 current,
+# 3 following, 4 unbounded following
+FRAMES = [(0, 0, 2, 0), (1, 3, 3, 2), (1, 40, 1, 1), (3, 2, 3, 5), (0, 0, 4, 0), (2, 0, 4, 0), (1, 0, 3, 0)]
+
+
+def _case(n: int, seed: int, part_rate: float = 0.05):
+    rng = np.random.default_rng(seed)
+    part_start = np.zeros(n, dtype=bool)
+    if n:
+        part_start[0] = True
+        part_start[rng.random(n) < part_rate] = True
+    peer_start = part_start | (rng.random(n) < 0.4)
+    return rng, part_start, peer_start
+
+
+def _same(got, want) -> None:
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(np.asarray(g), w)
+
+
+def _compare(xp, to_host) -> int:
+    """Every kernel of ``ArrayKernels(xp)`` against the compiled loops; the number of arrays compared."""
+    A = ArrayKernels(xp)
+    compared = 0
+    for n in SIZES:
+        rng, part_start, peer_start = _case(n, n + 11)
+        ps, pe, gs, ge = K.boundaries(part_start, peer_start)
+        dev = [xp.asarray(a) for a in (part_start, peer_start)]
+        bounds = [xp.asarray(a) for a in (ps, pe, gs, ge)]
+        _same([to_host(a) for a in A.boundaries(*dev)], (ps, pe, gs, ge))
+        _same([to_host(A.dense_rank(*dev))], [K.dense_rank(part_start, peer_start)])
+        for buckets in (1, 3, 4, 1000):
+            _same([to_host(A.ntile(bounds[0], bounds[1], buckets))], [K.ntile(ps, pe, buckets)])
+        for shift in (-2, -1, 0, 1, 3):
+            _same([to_host(A.shifted(bounds[0], bounds[1], shift))], [K.shifted(ps, pe, shift)])
+        x = rng.integers(-1000, 1000, n)
+        x[: n // 4] = 7  # ties, so that the first of equal extremes shows
+        valid = rng.random(n) < 0.8
+        xf = x.astype(np.float64) / 8.0
+        dx, dvalid, dxf = xp.asarray(x), xp.asarray(valid), xp.asarray(xf)
+        _same([to_host(A.prefix_counts(dvalid))], [K.prefix_counts(valid)])
+        for s_code, s_off, e_code, e_off in FRAMES:
+            fs, fe = K.rows_frame(ps, pe, s_code, s_off, e_code, e_off)
+            dfs, dfe = A.rows_frame(bounds[0], bounds[1], s_code, s_off, e_code, e_off)
+            _same([to_host(dfs), to_host(dfe)], (fs, fe))
+            _same([to_host(A.frame_sum_int(dx, dvalid, dfs, dfe))], [K.frame_sum_int(x, valid, fs, fe)])
+            np.testing.assert_allclose(to_host(A.frame_sum_float(dxf, dvalid, bounds[0], dfs, dfe)),
+                                       K.frame_sum_float(xf, valid, ps, fs, fe), rtol=1e-12, atol=1e-9)
+            for is_max in (False, True):
+                _same([to_host(A.frame_extreme(dx, dvalid, bounds[0], dfs, dfe, is_max))],
+                      [K.frame_extreme(x, valid, ps, fs, fe, is_max)])
+            compared += 1
+        # RANGE frames: a sorted key per partition with NULLs first or last and peers by value
+        w = np.zeros(n, np.int64)
+        wvalid = np.ones(n, dtype=bool)
+        for s in np.flatnonzero(part_start):
+            e = int(pe[s])
+            w[s:e] = np.sort(rng.integers(0, 60, e - s))
+            nulls = int(rng.integers(0, 3))
+            if nulls and e - s > nulls:
+                if rng.random() < 0.5:
+                    wvalid[s:s + nulls] = False
+                    w[s:s + nulls] = 0
+                else:
+                    wvalid[e - nulls:e] = False
+                    w[e - nulls:e] = 0
+        peer = part_start.copy()
+        peer[1:] |= (w[1:] != w[:-1]) | (wvalid[1:] != wvalid[:-1])
+        ps, pe, gs, ge = K.boundaries(part_start, peer)
+        db = [xp.asarray(a) for a in (ps, pe, gs, ge)]
+        for s_code, s_off, e_code, e_off in FRAMES:
+            want = K.range_frame(ps, pe, gs, ge, w, wvalid, s_code, s_off, e_code, e_off)
+            got = A.range_frame(*db, xp.asarray(w), xp.asarray(wvalid), s_code, s_off, e_code, e_off)
+            _same([to_host(a) for a in got], want)
+            wf = w.astype(np.float64) / 4.0
+            want = K.range_frame(ps, pe, gs, ge, wf, wvalid, s_code, s_off / 4.0, e_code, e_off / 4.0)
+            got = A.range_frame(*db, xp.asarray(wf), xp.asarray(wvalid), s_code, s_off / 4.0, e_code, e_off / 4.0)
+            _same([to_host(a) for a in got], want)
+            compared += 1
+    return compared
+
+
+def test_array_kernels_with_numpy_match_the_compiled_loops() -> None:
+    assert _compare(np, np.asarray) == 2 * len(SIZES) * len(FRAMES)
+
+
+def test_partition_float_sums_restart_at_each_partition() -> None:
+    """A running float sum carries no rounding of earlier partitions: 1e20 then 1.0s."""
+    A = ArrayKernels(np)
+    part_start = np.array([True, False, True, False, False])
+    ps, pe, _, _ = K.boundaries(part_start, part_start)
+    x = np.array([1e20, -1e20, 1.0, 2.0, 3.0])
+    valid = np.ones(5, dtype=bool)
+    fs, fe = A.rows_frame(ps, pe, 0, 0, 2, 0)
+    assert np.array_equal(A.frame_sum_float(x, valid, ps, fs, fe), [1e20, 0.0, 1.0, 3.0, 6.0])
+    wide = np.concatenate([[1e20], np.ones(99)])
+    p = np.zeros(100, dtype=bool)
+    p[[0, 1]] = True
+    ps, pe, _, _ = K.boundaries(p, p)
+    fs, fe = A.rows_frame(ps, pe, 0, 0, 2, 0)
+    assert np.array_equal(A.frame_sum_float(wide, np.ones(100, dtype=bool), ps, fs, fe)[1:], np.arange(1, 100.0))
+
+
+def test_float_order_key_orders_as_duckdb() -> None:
+    x = np.array([np.nan, np.inf, 1.5, 0.0, -0.0, -1.5, -np.inf, -np.nan])
+    k = float_order_key(np, x)
+    assert k[3] == k[4] and k[0] == k[7]  # -0.0 = 0.0, every NaN equal
+    assert list(np.argsort(k[:7], kind="stable")) == [6, 5, 3, 4, 2, 1, 0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_array_kernels_with_cupy_match_the_compiled_loops() -> None:
+    import cupy
+
+    assert _compare(cupy, cupy.asnumpy) == 2 * len(SIZES) * len(FRAMES)
