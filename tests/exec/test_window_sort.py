@@ -46,3 +46,30 @@ def test_presorted_permutation_is_a_stable_sort(case, wide, desc_last) -> None:
     assert np.array_equal(got, want), case
     if case == "sorted" and not desc_last:  # the input order is the answer: no sort, no gathers
         assert perm is None
+
+
+def test_dictionary_string_keys_order_as_their_strings() -> None:
+    """Dictionary strings are keyed by the byte-order rank of their dictionary entry (no string per
+    row); the keys must order and compare exactly as those of the same strings stored plain."""
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.backend.cpu.backend import CpuBackend
+    from hetdb.column import Column
+    from hetdb.exec.operators.window import _key
+
+    rng = np.random.default_rng(4)
+    words = ["b", "a", "", "ab", "b", "zz", "a\x00", "é"]  # duplicates and a NUL byte in the dictionary
+    idx = rng.integers(0, len(words), 500)
+    valid = rng.random(500) < 0.9
+    values = pa.array([words[i] if v else None for i, v in zip(idx, valid)], type=pa.string())
+    encoded = pa.DictionaryArray.from_arrays(pa.array(np.where(valid, idx, 0).astype(np.int32), mask=~valid),
+                                             pa.array(words))
+    plain = Column.from_arrow(values, T.STRING)
+    dictionary = Column.from_arrow(encoded, T.STRING)
+    assert dictionary.dictionary is not None and plain.dictionary is None
+    backend = CpuBackend()
+    kd, kp = _key(backend, dictionary), _key(backend, plain)
+    m = valid
+    assert m.sum() > 100
+    assert np.array_equal(np.sign(kd[m][:, None] - kd[m][None, :]), np.sign(kp[m][:, None] - kp[m][None, :]))

@@ -56,7 +56,15 @@ def _valid(xp, col: Column):
 def _key(backend, col: Column):
     """Integer/float keys that order like the column (strings: byte-order codes)."""
     xp = backend.xp
-    if col.dtype.kind == "string":
+    if col.dtype.kind == "string" and col.dictionary is not None and len(col.dictionary):
+        # byte-order ranks of the (small) dictionary, gathered by the codes: no string per row
+        d = col.dictionary
+        ranks, _, _ = backend.factorize_strings(d.offsets, d.chars)
+        codes = col.data.astype(xp.int64)
+        if col.validity is not None:
+            codes = xp.where(col.validity, codes, 0)
+        data = backend.gather(ranks.astype(xp.int64), codes)
+    elif col.dtype.kind == "string":
         plain = to_plain(backend, col)
         codes, _, _ = backend.factorize_strings(plain.offsets, plain.chars)
         data = codes.astype(xp.int64)

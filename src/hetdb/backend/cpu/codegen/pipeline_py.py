@@ -152,7 +152,7 @@ class _Gen:
         em = self.em
         stages = list(self.spec.stages)
         selected, taken = self._selection(stages)
-        base = em.indent = 3 if selected else 2
+        base = em.indent = 3 if taken else 2
         for k, st in enumerate(stages):
             if isinstance(st, Probe):
                 self._probe(st)
@@ -193,7 +193,7 @@ class _Gen:
                  f"{pad}    return ng, np.int64(2), i\n") if room else ""
         args = self._arguments()
         body = "\n".join(em.lines)
-        if selected:
+        if taken:
             # the leading filters without branches over a block of rows into a selection vector
             # (an unpredictable branch per row costs more than the rest of a scan's filter), then
             # the rest of the pipeline over the selected rows
@@ -229,34 +229,26 @@ class _Gen:
     def _selection(self, stages: list[Any]) -> tuple[list[str], int]:
         """The statements of the selection loop (indented for it) and how many leading stages it
         tests: the filters before the first probe whose statements have no branch and cannot set
-        the error flag (a comparison, IN, AND/OR, a lookup), and the runtime-filter bitmap of
-        every inner or semi probe on one key computed from the scan's columns (a row whose key is
-        not in the bitmap has no match: a necessary condition, the probe still runs), evaluated
-        for every row of a block and combined with ``&``, so the CPU predicts no branch on the
-        data. The filters the loop tests are not tested again; the probes are."""
+        the error flag (a comparison, IN, AND/OR, a lookup), evaluated for every row of a block
+        and combined with ``&``, so the CPU predicts no branch on the data."""
         em = self.em
         saved = (em.lines, em.indent, dict(em.env), dict(em.pending), em.dict_cids, dict(em.dict_alias))
         em.lines, em.indent = [], 3
         conds: list[str] = []
-        taken, filters, probe = 0, True, 0
+        taken = 0
         for k, st in enumerate(stages):
             if isinstance(st, Probe):
-                filters = False  # a later filter may read the build rows of this probe
-                cond = self._bitmap_test(st, probe)
-                probe += 1
-                if cond:
-                    conds.append(cond)
-                continue
+                break
             if st[0] == "project":
                 for cid, e in st[1]:
                     em.project(cid, e)
                 continue
-            if not filters:
-                continue
-            v = self._branch_free(st[1])
-            if v is None:
-                filters = False
-                continue
+            mark, lookups = len(em.lines), len(em.lookups)
+            v = em.value(st[1])
+            if any(line.lstrip().startswith(("if ", "elif ", "else", "return")) for line in em.lines[mark:]):
+                del em.lines[mark:]
+                del em.lookups[lookups:]
+                break
             conds.append(f"({v.value})" if v.valid == "True" else f"({v.valid}) & ({v.value})")
             taken = k + 1
         lines = em.lines
@@ -265,37 +257,6 @@ class _Gen:
             return [], 0
         lines += ["            sel[k] = i", f"            k += np.int64({' & '.join(conds)})"]
         return lines, taken
-
-    def _branch_free(self, expr: Expr) -> Val | None:
-        """``expr`` emitted for the selection loop, or None (nothing emitted) when its statements
-        branch, may set the error flag or read a column the scan does not have."""
-        em = self.em
-        mark, lookups = len(em.lines), len(em.lookups)
-        try:
-            v = em.value(expr)
-        except ExprError:
-            v = None
-        if v is None or any(line.lstrip().startswith(("if ", "elif ", "else", "return")) for line in em.lines[mark:]):
-            del em.lines[mark:]
-            del em.lookups[lookups:]
-            return None
-        return v
-
-    def _bitmap_test(self, st: Probe, p: int) -> str:
-        """The selection-loop test of probe ``p``'s runtime-filter bitmap ("" when it has none or
-        its key is not one value the scan's columns give)."""
-        if st.kind != "inner" and st.kind != "semi" or st.prefilter != "bitmap" or len(st.keys) != 1 \
-                or st.packed:
-            return ""
-        key = self._branch_free(st.keys[0])
-        if key is None or key.dtype.kind in ("float64", "string"):
-            return ""
-        b = self.em.fresh()
-        self.em.emit(f"{b} = np.int64({key.value}) - p{p}_flo")
-        self.em.emit(f"{b}_c = min(max({b}, np.int64(0)), p{p}_fsize - 1)")
-        hit = (f"({b} >= 0) & ({b} < p{p}_fsize) & "
-               f"(((p{p}_fbits[{b}_c >> 6] >> np.uint64({b}_c & 63)) & np.uint64(1)) != np.uint64(0))")
-        return hit if key.valid == "True" else f"({key.valid}) & {hit}"
 
     def _arguments(self) -> list[tuple]:
         args: list[tuple] = []
