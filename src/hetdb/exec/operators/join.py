@@ -435,6 +435,16 @@ class HashProbe(Operator):
         pvalid = None
         if self.left_keys:
             keycols = [ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype) for k in self.left_keys]
+            if m == 0:
+                # an empty build side matches nothing: the keys' values are not needed (a value no
+                # kernel can hold as a key, such as a DECIMAL(38) past 64 bits, must not refuse it)
+                for col in keycols:
+                    if col.validity is not None:
+                        pvalid = col.validity if pvalid is None else xp.logical_and(pvalid, col.validity)
+                if self.residual is None and kind in ("semi", "anti", "mark"):
+                    return Matches(None, None, pvalid, None, xp.zeros(n, dtype=bool))
+                none = xp.zeros(0, dtype=xp.int64)
+                return Matches(none, none, pvalid, None, None)
             arrays, pvalid = key_arrays(be, keycols, side.encoders, add=False)
             pidx = None
             if pvalid is not None:
