@@ -172,13 +172,7 @@ class BeladyPolicy(LruPolicy):
         self._flush()
         ranked = sorted((k for k in self._resident if evictable is None or evictable(k)),
                         key=self.next_use, reverse=True)
-        out, freed = [], 0
-        for key in ranked:
-            if freed >= nbytes:
-                break
-            out.append(key)
-            freed += self._resident[key]
-        return out if freed >= nbytes else None
+        return _first_covering(ranked, self._resident, nbytes)
 
     def admit(self, key: Hashable, latency: float, transfer: float, victims: Iterable,
               already_lost: float = 0.0) -> bool:
@@ -268,13 +262,7 @@ class OraclePolicy(LruPolicy):
         self._flush()
         ranked = sorted((k for k in self._resident if evictable is None or evictable(k)),
                         key=lambda k: self._rate(k, self._saved[k]) / self._resident[k])
-        out, freed = [], 0
-        for key in ranked:
-            if freed >= nbytes:
-                break
-            out.append(key)
-            freed += self._resident[key]
-        return out if freed >= nbytes else None
+        return _first_covering(ranked, self._resident, nbytes)
 
     def loss(self, victims: Iterable) -> float:
         return sum(self._rate(v, self._saved[v]) for v in victims)
@@ -482,3 +470,14 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
         if cache.reserved_bytes or budget.used_bytes != cache.used_bytes:
             raise AssertionError(f"replay of {q.name} left reservations behind")
     return ReplayResult(policy, int(limit_bytes), links, hits, decisions, cache, time.perf_counter() - t0)
+
+
+def _first_covering(ranked: Iterable, sizes: dict, nbytes: int) -> list | None:
+    """The shortest prefix of ``ranked`` whose sizes add up to ``nbytes`` (None: all of it does not)."""
+    out, freed = [], 0
+    for key in ranked:
+        if freed >= nbytes:
+            break
+        out.append(key)
+        freed += sizes[key]
+    return out if freed >= nbytes else None
