@@ -82,6 +82,8 @@ class Column:
             return Column(dtype, offsets=offsets - start, validity=validity, chars=chars)
         if dtype.kind == "decimal":
             data = _decimal_to_scaled(arr, dtype)
+        elif dtype.kind == "int128":
+            data = _decimal_to_wide(arr, pa.decimal128(38, 0))
         elif dtype.kind == "date":
             data = arr.cast(pa.date32()).cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
         elif dtype.kind == "timestamp":
@@ -92,6 +94,8 @@ class Column:
         else:
             filled = arr.fill_null(0) if arr.null_count else arr
             data = filled.cast(dtype.to_arrow()).to_numpy(zero_copy_only=False)
+        if data.dtype == object:  # HUGEINT / DECIMAL(38) values past 64 bits stay Python ints
+            return Column(dtype, data=data, validity=validity)
         return Column(dtype, data=np.ascontiguousarray(data, dtype=dtype.numpy_dtype), validity=validity)
 
     def to_arrow(self) -> pa.Array:

@@ -42,6 +42,18 @@ CASES: list[tuple[str, object, dict, int]] = [
      "count(*), sum(t0.i) FROM fa t0 FULL JOIN fa t1 ON t0.k < t1.k", None, {"host_memory_limit": "16KB"}, 1),
     ("SELECT t0.dw, max(t0.big), count(DISTINCT t0.s) FROM fa t0 CROSS JOIN fc t1 WHERE t1.k NOT IN (7, 4) "
      "GROUP BY t0.dw", None, {"host_memory_limit": "16KB", "threads": 4}, 1),
+    # a join on DECIMAL = BIGINT (common type DECIMAL(23,4)) with BIGINT values near 2^63 was refused
+    # ("joining on HUGEINT / DECIMAL(38) values that need more than 64 bits"; campaign seed 20261124,
+    # cases 9792-9795, a TLP partition); a wide join key is now its high and low 64 bits
+    ("SELECT t0.id, t2.id FROM fa t0 JOIN fb t2 ON t2.dc = t0.big", None, {}, 1),
+    ("SELECT t0.id, t2.id FROM fa t0 FULL JOIN fb t2 ON t2.dc = t0.big", None, {"batch_rows": 7}, 1),
+    ("SELECT id, big IN (SELECT dc FROM fb) FROM fa", None, {}, 1),
+    ("SELECT count(*) FROM fa t0 WHERE t0.big NOT IN (SELECT dc FROM fb)", None, {}, 1),
+    # ... and read back from a spilled join partition, values past 64 bits crashed (OverflowError)
+    ("SELECT t0.id, t1.id FROM fa t0 JOIN fa t1 ON t0.dc = t1.big", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 1),
+    ("SELECT t0.id, t1.id FROM fa t0 JOIN fa t1 ON CAST(t0.big AS HUGEINT) * 3 = CAST(t1.big AS HUGEINT) * 3",
+     None, {"host_memory_limit": "16KB", "threads": 4}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct

@@ -4,7 +4,9 @@ Kernels take key columns of int32/int64/float64/bool and never see NULLs or stri
 int64 ids from a ``StringKeyEncoder`` that one operator shares between its inputs: a dictionary
 column maps its dictionary once (the first dictionary seen maps to its own codes, so the common case
 of one shared dictionary costs no gather), plain strings are factorized per batch and their distinct
-values mapped. Equal strings always get equal ids, whatever their encoding.
+values mapped. Equal strings always get equal ids, whatever their encoding. A HUGEINT /
+DECIMAL(38) join key becomes two int64 keys (its high and low 64 bits), so values past 64 bits join
+exactly (``wide_key_parts``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from hetdb import types as T
 from hetdb.column import Column
 from hetdb.exec.hostutil import column_from_pylist, int64_array, note_host_step, strings_to_pylist
-from hetdb.exec.wide import key_value
+from hetdb.exec.wide import is_object, key_value
 
 
 class StringKeyEncoder:
@@ -102,11 +104,24 @@ def key_arrays(backend, cols: list[Column], encoders: list[StringKeyEncoder | No
     for col, enc in zip(cols, encoders):
         if col.dtype.kind == "string":
             arrays.append(enc.encode(col, add))
+        elif col.dtype.is_wide:
+            arrays.extend(wide_key_parts(xp, col.data))
         else:
             arrays.append(key_value(xp, col.data))
         if col.validity is not None:
             valid = col.validity if valid is None else xp.logical_and(valid, col.validity)
     return arrays, valid
+
+
+def wide_key_parts(xp, data: Any) -> list[Any]:
+    """A HUGEINT / DECIMAL(38) key column (int64 or, past 64 bits, object values) as its high and
+    low 64 bits: equal values give equal pairs however each batch happens to hold them."""
+    if not is_object(data):
+        low = data.astype(xp.int64)
+        return [(low < 0).astype(xp.int64) * -1, low]
+    ints = [0 if v is None else int(v) for v in data.tolist()]
+    return [int64_array([v >> 64 for v in ints]),
+            int64_array([((v + 2**63) % 2**64) - 2**63 for v in ints])]
 
 
 def encoders_for(backend, dtypes: list[T.DataType]) -> list[StringKeyEncoder | None]:
