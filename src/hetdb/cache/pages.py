@@ -102,3 +102,13 @@ def row_group_padded_bytes(reader: Any, columns: tuple[str, ...], rg: int) -> in
     if got is None:
         got = memo[what] = sum(reader.page_location(c, rg).padded_length for c in columns)
     return got
+
+
+def memoized(reader: Any, what: Any, compute: Any) -> Any:
+    """``compute()`` once per (reader, ``what``) for as long as the reader lives (see the module
+    docstring): per-table facts a scan would otherwise rebuild page by page."""
+    memo = _of(reader)
+    got = memo.get(what)
+    if got is None:
+        got = memo[what] = compute()
+    return got

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from hetdb.cache.rates import Rates, shared_rates
 from hetdb.errors import HetdbError, UnsupportedError
@@ -140,6 +141,18 @@ class PageRouter:
             if in_host():
                 return self.host_path(nbytes, gpu_backlog_s, cpu_backlog_s)
             if load_host():
+                return Route.DISK_TO_HOST
+        return Route.DISK_DIRECT
+
+    def route_with(self, probes: Any, page: Any, nbytes: int) -> Route:
+        """``route`` with the probes as methods ``probes.on_gpu(page)``, ``probes.in_host(page)`` and
+        ``probes.load_host(page)`` (a scan's hot loop: no closures made per page)."""
+        if self.use_device_tier and probes.on_gpu(page):
+            return Route.GPU_RESIDENT
+        if self.use_host_tier:
+            if probes.in_host(page):
+                return self.host_path(nbytes)
+            if probes.load_host(page):
                 return Route.DISK_TO_HOST
         return Route.DISK_DIRECT
 
