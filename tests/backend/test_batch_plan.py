@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from batch_host import run_plan_on_host
 
 from hetdb import codec
 from hetdb import types as T
@@ -47,59 +48,6 @@ def test_source_pieces_split_a_section_across_runs_and_coalesce_merges_back_to_b
 def _page(col: Column, encoding: str = "plain", codecs=codec.CODECS):
     raw, sections, length, data_codec, _ = encode_page(col, encoding, codecs)
     return raw[:length].copy(), PageSpec(length, len(col), data_codec, sections, "test page")
-
-
-def _run(plan, columns, raws, dtypes):
-    """Carry ``plan`` out on the host: the copies into one buffer, then each kernel's work."""
-    buf = np.zeros(plan.nbytes, np.uint8)
-    buf[:plan.desc.nbytes] = plan.desc.view(np.uint8)
-    for ci, pi, off, n, dst in plan.copies:
-        buf[dst:dst + n] = raws[ci][pi][off:off + n]
-    desc = buf[:plan.desc.nbytes].view(np.int64)
-    out = []
-    for cp, dtype in zip(plan.columns, dtypes):
-        got = {}
-        if cp.data is not None:
-            off, ln = cp.data
-            data = buf[off:off + ln].view(dtype)
-            if cp.decode is not None:
-                s, k = cp.decode
-                for j in range(k):
-                    src, row0, n = desc[s + 3 * j:s + 3 * j + 3]
-                    data[row0:row0 + n] = codec.decode(buf[src:], _codec_of(buf[src:src + 1]), int(n), dtype)
-            got["data"] = data
-        if cp.validity is not None:
-            off, ln = cp.validity
-            valid = np.zeros(ln, bool)
-            s, k = cp.unpack
-            for j in range(k):
-                src, row0, n = desc[s + 3 * j:s + 3 * j + 3]
-                if src < 0:
-                    valid[row0:row0 + n] = True
-                else:
-                    valid[row0:row0 + n] = np.unpackbits(buf[src:src + (n + 7) // 8], count=int(n),
-                                                         bitorder="little").view(bool)
-            got["validity"] = valid
-        if cp.offsets is not None:
-            off, ln = cp.offsets
-            offsets = np.zeros(ln // 8, np.int64)
-            s, k = cp.rebase
-            for j in range(k):
-                src, row0, n, base = desc[s + 4 * j:s + 4 * j + 4]
-                page = buf[src:src + 8 * (n + 1)].view(np.int64)
-                end = n + 1 if j == k - 1 else n
-                offsets[row0:row0 + end] = page[:end] - page[0] + base
-            coff, cln = cp.chars
-            got["offsets"], got["chars"] = offsets, buf[coff:coff + cln]
-        out.append(got)
-    return out
-
-
-def _codec_of(header: np.ndarray) -> str:
-    from hetdb.codec.encodings import CODEC_IDS
-
-    names = {v: k for k, v in CODEC_IDS.items()}
-    return names[int(header[0])]
 
 
 def test_a_plan_rebuilds_every_column_of_several_row_groups():
@@ -144,7 +92,7 @@ def test_a_plan_rebuilds_every_column_of_several_row_groups():
     assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no two outputs overlap
     for cp in plan.columns:  # at most one launch of each kernel per column
         assert cp.decode is None or cp.decode[1] <= len(sizes)
-    out = _run(plan, lite, raws, dtypes)
+    _, out = run_plan_on_host(plan, lambda ci, pi, off, n: raws[ci][pi][off:off + n], dtypes)
     np.testing.assert_array_equal(out[0]["data"], np.concatenate(ints))
     np.testing.assert_array_equal(out[1]["data"], np.concatenate(floats))
     np.testing.assert_array_equal(out[2]["data"], np.concatenate(flags))

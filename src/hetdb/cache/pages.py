@@ -56,7 +56,7 @@ def page_info(reader: Any, column: str, rg: int, compressed: bool = False) -> Pa
     what = (column, rg, compressed)
     info = memo.get(what)
     if info is None:
-        from hetdb.backend.gpu.stream import device_page_bytes, page_codec, page_layout
+        from hetdb.backend.gpu.stream_pages import device_page_bytes, page_codec, page_layout
 
         enc, sections = page_layout(reader, column, rg)
         loc = reader.page_location(column, rg)

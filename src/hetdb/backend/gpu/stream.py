@@ -37,7 +37,6 @@ row groups asked for are read (the caller passes the row groups that survive zon
 from __future__ import annotations
 
 import time
-import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -45,7 +44,8 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.gpu.stream_batch import BatchedDelivery
-from hetdb.backend.gpu.stream_io import _copy_runs, _read_buffered, copy_stream
+from hetdb.backend.gpu.stream_fill import FillCache
+from hetdb.backend.gpu.stream_io import PageReads, _copy_runs, copy_stream
 from hetdb.backend.gpu.stream_pages import (
     StreamStats,
     _column_nbytes,
@@ -60,21 +60,18 @@ from hetdb.backend.gpu.stream_pages import (
 )
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
-from hetdb.cache.pages import page_info, row_group_padded_bytes, scan_device_bytes
+from hetdb.cache.pages import page_info, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError
-from hetdb.io import ALIGN, read_range
-from hetdb.storage.format import PageLocation
 
 __all__ = ["PageStreamer", "StreamStats", "copy_stream", "device_page_bytes", "keeps_compressed",
            "page_codec", "page_layout", "_column_nbytes", "_delivered"]
 
-_FILL_CHUNK = 32  # pages looked up in the host tier at once by fill_cache
 
 
-class PageStreamer(BatchedDelivery):
+class PageStreamer(FillCache, PageReads, BatchedDelivery):
     """Iterate ``(row_group, Batch of device Columns)`` over ``row_groups`` of ``columns``.
 
     The yielded arrays stay valid until the next iteration step (or ``close``); a consumer that keeps
@@ -180,108 +177,6 @@ class PageStreamer(BatchedDelivery):
             for rg in ([current] if current is not None else []) + pending:
                 self._abandon(rg)
             self._release_scan()
-
-    def fill_cache(self) -> bool:
-        """Warm path, instead of iterating: when every page of the scan that the device cache lacks
-        is in the pinned host tier and they all fit in the cache together, queue their copies back to
-        back on the copy stream (one look-up of the host tier for the whole scan, one async copy per
-        contiguous run, no per-row-group step, no host wait), put the pages in the device cache and
-        make the consumer's stream wait for the copies; True. False when some page is not in the host
-        tier, the cache has no room for the scan, or the budget ran out midway (then iterate: what was
-        filled is a device-cache hit, the rest streams). Host-tier pins are held until ``close`` (which waits for the copies): call it after
-        the work reading the pages has been queued."""
-        if self._gen is not None or self._closed or self.cache is None or self.host_cache is None:
-            return False
-        cp, cache, reader = self._cupy, self.cache, self.reader
-        # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
-        # in what the cache may hold next to its pinned entries: bounded from the manifest without a
-        # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        if scan_device_bytes(reader, self.columns, self.compressed) > cache.capacity_bytes - cache.pinned_bytes():
-            return False
-        stream = self._copy_stream
-        pages = [(c, rg) for rg in self.row_groups for c in self.columns]
-        complete = True
-        # In chunks: the first copies start after one chunk's look-ups, not the whole scan's.
-        for start in range(0, len(pages), _FILL_CHUNK):
-            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK])
-            if not complete:
-                break
-        event = cp.cuda.Event(disable_timing=True)
-        event.record(stream)
-        # host-tier pins of the last chunks are returned at close, after this event (all copies)
-        self._host_pins.append((event, []))
-        (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
-        return complete
-
-    def _fill_chunk(self, pages: list[tuple[str, int]]) -> bool:
-        """fill_cache for some pages: False when one is not in the host tier or the cache is full."""
-        cp, cache, reader = self._cupy, self.cache, self.reader
-        todo = []
-        for column, rg in pages:
-            info = page_info(reader, column, rg, self.compressed)
-            if info.key not in cache:
-                todo.append(info)
-        if not todo:
-            return True
-        hosts = self.host_cache.lookup_many([t.host_key for t in todo], [t.location for t in todo])
-        if hosts is None:
-            return False
-        stream = self._copy_stream
-        complete = True
-        try:
-            with stream:
-                for info, host in zip(todo, hosts):
-                    key, column, rg, loc = info.key, info.key.column, info.key.row_group, info.location
-                    enc, sections, n, codec = info.encoding, info.sections, info.num_rows, info.codec
-                    nbytes = info.device_bytes
-                    # the whole scan fits (fill_cache checked): a first read is judged as if its
-                    # query ran again
-                    first_reuse = len(self.row_groups) * len(self.columns)
-                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length, first_reuse=first_reuse):
-                        complete = False  # no room (budget taken, or worth less than the cached pages)
-                        break
-                    # the policy sees this read like a streamed one (a page not filled is counted
-                    # when it streams)
-                    cache.record_access(key)
-                    try:
-                        value = self._fill_page(column, rg, loc, host, enc, sections, n, codec)
-                    except BaseException:
-                        cache.release(nbytes)
-                        raise
-                    cache.put(key, value, nbytes, reserved=True, link_bytes=loc.length, first_reuse=first_reuse)
-                    self.routes.add(Route.HOST_TO_GPU, loc.length)
-                    self.stats.pages_host += 1
-                    self.stats.bytes_host += loc.length
-                    self.stats.bytes_h2d += loc.length
-                event = cp.cuda.Event(disable_timing=True)
-                event.record(stream)
-        except BaseException:
-            stream.synchronize()
-            for hp in hosts:
-                self.host_cache.unpin_page(hp)
-            raise
-        self._host_pins.append((event, hosts))
-        self._unpin_host(wait=False)  # earlier chunks' copies that are done
-        return complete
-
-    def _fill_page(self, column: str, rg: int, loc: PageLocation, host: HostPage, enc: str,
-                   sections: dict[str, list[int]], n: int, codec: str) -> Column:
-        """Queue the copy of one host-tier page into new device memory; its device Column."""
-        cp = self._cupy
-        spec = self.reader.column(column)
-        data = sections.get("data")
-        if (enc == "plain" and codec == "plain" and spec.dtype.kind != "string" and len(sections) == 1
-                and data is not None
-                and data[0] == 0 and data[1] == loc.length == n * np.dtype(spec.dtype.numpy_dtype).itemsize):
-            # the common page: values only, copied straight into a typed array (no byte view to decode)
-            arr = cp.empty(n, dtype=spec.dtype.numpy_dtype)
-            _copy_runs(arr, host.runs, loc.length, self._copy_stream)
-            return Column(spec.dtype, data=arr)
-        raw = cp.empty(loc.length, dtype=cp.uint8)
-        _copy_runs(raw, host.runs, loc.length, self._copy_stream)
-        page = _Page(column, rg, PageKey(self.reader.name, self.reader.version, column, rg), loc, enc,
-                     sections, n, codec=codec)
-        return self._decode(page, raw)
 
     def close(self) -> None:
         """Return every pin and reservation this scan holds; idempotent."""
@@ -417,72 +312,6 @@ class PageStreamer(BatchedDelivery):
         page.loading = True
         page.future = self._pool.submit(self._load_host, page, blocks)
         return True
-
-    def _slot(self, slot: int, nbytes: int) -> np.ndarray:
-        from hetdb.backend.gpu.memory import pinned_empty
-
-        buf = self._slots[slot]
-        if buf is None:
-            if self._slot_bytes is None:
-                # Every slot is sized for the largest row group (all pages missing the cache), so a
-                # slot is allocated once and never reallocated while a copy may read it.
-                columns = tuple(self.columns)
-                self._slot_bytes = max((row_group_padded_bytes(self.reader, columns, rg)
-                                        for rg in self.row_groups), default=0)
-            size = max(self._slot_bytes, nbytes)
-            # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
-            raw = pinned_empty(size + ALIGN, np.uint8)
-            start = (-raw.ctypes.data) % ALIGN
-            buf = raw[start:start + size]
-            self._slots[slot] = buf
-        return buf
-
-    def _read_page(self, page: _Page, dest: np.ndarray, wait_for: Any) -> np.ndarray:
-        """I/O thread: wait until the slot's previous copies are done, read, verify the checksum."""
-        if wait_for is not None:
-            with self._cupy.cuda.Device(self._device_id):
-                wait_for.synchronize()
-        self._read_verified(page, [dest])
-        return dest
-
-    def _load_host(self, page: _Page, blocks: HostPage) -> HostPage:
-        """I/O thread: read a page into its host-tier blocks, verify it once, publish it."""
-        try:
-            self._read_verified(page, blocks.runs)
-        except BaseException:
-            self.host_cache.abort(blocks)
-            raise
-        return self.host_cache.commit(blocks)
-
-    def _where(self, page: _Page) -> str:
-        return (f"table '{self.reader.name}' column '{page.column}' file {page.location.path} "
-                f"page {page.row_group} (row group {page.row_group})")
-
-    def _read_verified(self, page: _Page, runs: list[np.ndarray]) -> None:
-        """Read the page's padded bytes into ``runs`` (in order) and check its CRC."""
-        loc = page.location
-        try:
-            done = 0
-            for run in runs:
-                if self.direct:
-                    read_range(loc.path, loc.offset + done, run.shape[0], out=run)
-                else:
-                    _read_buffered(loc.path, loc.offset + done, run)
-                done += run.shape[0]
-        except CorruptDataError as e:
-            raise CorruptDataError(f"{self._where(page)}: {e}") from None
-        except FileNotFoundError:
-            raise CorruptDataError(f"{self._where(page)}: column file is missing (was this version removed "
-                                   "by a later commit? reopen the table)") from None
-        crc, left = 0, loc.length
-        for run in runs:
-            if left <= 0:
-                break
-            n = min(left, run.shape[0])
-            crc = zlib.crc32(memoryview(run[:n]), crc)
-            left -= n
-        if crc & 0xFFFFFFFF != loc.checksum:
-            raise CorruptDataError(f"{self._where(page)}: checksum mismatch (data is damaged)")
 
     # ---- delivery --------------------------------------------------------------------------------
     def _deliver(self, rg: _RowGroup) -> Batch:
