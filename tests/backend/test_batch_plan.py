@@ -32,6 +32,7 @@ def test_groups_close_at_the_link_target_and_respect_the_device_bound():
     # a row group larger than the device bound goes alone; nothing is dropped
     assert plan_groups([5, 5, 5], [10, 500, 10], 100, 100) == [[0], [1], [2]]
     assert plan_groups([], [], 10, 10) == []
+    assert plan_groups([1] * 5, [1] * 5, 100, 100, max_group=2) == [[0, 1], [2, 3], [4]]
     with pytest.raises(ValueError):
         plan_groups([1], [], 10, 10)
 

@@ -32,6 +32,7 @@ from hetdb.errors import CorruptDataError
 
 ALIGN = 256          # device offsets of every region (CUDA allocations are 256-byte aligned)
 DECODE_ITEMSIZES = (1, 4, 8)  # value sizes decode_pages is instantiated for
+MAX_GROUP = 4096     # row groups per delivery (pages of a column are the kernels' grid y: < 65536)
 
 
 @dataclass(frozen=True)
@@ -86,17 +87,18 @@ def _up(n: int) -> int:
 
 
 def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_link: int,
-                max_device: int) -> list[list[int]]:
+                max_device: int, max_group: int = MAX_GROUP) -> list[list[int]]:
     """Consecutive positions grouped into deliveries: a group closes once it holds ``target_link``
-    link bytes, or when the next row group would take it past ``max_device`` device bytes. Every
-    group holds at least one row group (one larger than ``max_device`` goes alone)."""
+    link bytes or ``max_group`` row groups, or when the next row group would take it past
+    ``max_device`` device bytes. Every group holds at least one row group (one larger than
+    ``max_device`` goes alone)."""
     if len(link_bytes) != len(device_bytes):
         raise ValueError("link_bytes and device_bytes differ in length")
     groups: list[list[int]] = []
     group: list[int] = []
     link = dev = 0
     for i, (lb, db) in enumerate(zip(link_bytes, device_bytes)):
-        if group and (link >= target_link or dev + db > max_device):
+        if group and (link >= target_link or dev + db > max_device or len(group) >= max_group):
             groups.append(group)
             group, link, dev = [], 0, 0
         group.append(i)
