@@ -26,7 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.gpu.batch_plan import ColumnSpecLite, PageSpec, delivery_bound, plan_delivery, plan_groups
+from hetdb.backend.gpu.batch_plan import (
+    ColumnSpecLite,
+    DeliveryPlan,
+    PageSpec,
+    delivery_bound,
+    plan_delivery,
+    plan_groups,
+)
 from hetdb.backend.gpu.stream_pages import _Page, _RowGroup
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
@@ -186,11 +193,10 @@ class BatchedDelivery:
         cp, stream, reader = self._cupy, self._copy_stream, self.reader
         self._unpin_host(wait=False)
         specs = [reader.column(name) for name in self.columns]
-        strings = [_string_plain(spec, rgs[0].pages[c]) for c, spec in enumerate(specs)]
-        page_specs: list[list[PageSpec]] = []
+        strings = tuple(_string_plain(spec, rgs[0].pages[c]) for c, spec in enumerate(specs))
         sources: list[list[list[tuple[int, int]]]] = []
         for c in range(len(self.columns)):
-            col_specs, col_sources = [], []
+            col_sources = []
             for rg in rgs:
                 p = rg.pages[c]
                 got = p.future.result() if p.future is not None else None
@@ -199,13 +205,19 @@ class BatchedDelivery:
                     p.host, p.loading = got, False
                 runs = p.host.runs if p.host is not None else [got]
                 col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
-                col_specs.append(PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p)))
-            page_specs.append(col_specs)
             sources.append(col_sources)
-        lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
-                for name, spec, s in zip(self.columns, specs, strings)]
-        plan = plan_delivery(lite, page_specs)
-        first = self.row_groups[rgs[0].index]
+        ids = tuple(self.row_groups[rg.index] for rg in rgs)
+
+        def make_plan() -> DeliveryPlan:
+            lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
+                    for name, spec, s in zip(self.columns, specs, strings)]
+            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p))
+                      for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
+            return plan_delivery(lite, pages)
+
+        # a plan depends on the table version's manifest only: a repeated scan reuses it
+        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings), make_plan)
+        first = ids[0]
         self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
                                          f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
@@ -240,7 +252,6 @@ class BatchedDelivery:
             self._host_pins.append((event, hosts))
         self._slot_events[rgs[0].slot] = event
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
-        ids = tuple(self.row_groups[rg.index] for rg in rgs)
         self.stats.row_groups += len(rgs)
         self.stats.rows += plan.rows
         return _Unit(ids, Batch(columns, plan.rows), buffer=buf, transient=plan.nbytes)
