@@ -1,6 +1,6 @@
 """Carrying out a batched delivery plan (backend/gpu/batch_plan.py) with NumPy: the copies into one
-buffer, then what each kernel of kernels/batch_decode.cu does (decode_pages through the CPU codec,
-unpack_validity, rebase_offsets). Shared by the plan's tests and the streamer's CPU tests."""
+buffer, then what each kernel of kernels/batch_decode.cu does, descriptor by descriptor
+(decode_pages through the CPU codec, unpack_validity, rebase_offsets). Shared by the plan's tests and the streamer's CPU tests."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hetdb import codec
 from hetdb.codec.encodings import CODEC_IDS
 
 _NAMES = {v: k for k, v in CODEC_IDS.items()}
+_BY_SIZE = {1: np.uint8, 4: np.int32, 8: np.int64}  # decode_pages writes int64 images at the value size
 
 
 def run_plan_on_host(plan, fetch, dtypes):
@@ -20,40 +21,37 @@ def run_plan_on_host(plan, fetch, dtypes):
     for ci, pi, off, n, dst in plan.copies:
         buf[dst:dst + n] = fetch(ci, pi, off, n)
     desc = plan.desc
+    if plan.decode:
+        for j in range(plan.decode.pages):
+            at = plan.decode.start + 4 * j
+            src, dst, n, size = (int(x) for x in desc[at:at + 4])
+            values = codec.decode(buf[src:], _NAMES[int(buf[src])], n, _BY_SIZE[size])
+            buf[dst:dst + n * size] = values.view(np.uint8)
+    if plan.unpack:
+        for j in range(plan.unpack.pages):
+            at = plan.unpack.start + 3 * j
+            src, dst, n = (int(x) for x in desc[at:at + 3])
+            buf[dst:dst + n] = 1 if src < 0 else np.unpackbits(buf[src:src + (n + 7) // 8], count=n,
+                                                                bitorder="little")
+    if plan.rebase:
+        for j in range(plan.rebase.pages):
+            at = plan.rebase.start + 5 * j
+            src, dst, n, chars, last = (int(x) for x in desc[at:at + 5])
+            page = buf[src:src + 8 * (n + 1)].view(np.int64)
+            end = n + 1 if last else n
+            buf[dst:dst + 8 * end] = (page[:end] - page[0] + chars).view(np.uint8)
     out = []
     for cp, dtype in zip(plan.columns, dtypes):
         got = {}
         if cp.data is not None:
             off, ln = cp.data
-            data = buf[off:off + ln].view(dtype)
-            if cp.decode is not None:
-                s, k = cp.decode
-                for j in range(k):
-                    src, row0, n = (int(x) for x in desc[s + 3 * j:s + 3 * j + 3])
-                    data[row0:row0 + n] = codec.decode(buf[src:], _NAMES[int(buf[src])], n, dtype)
-            got["data"] = data
+            got["data"] = buf[off:off + ln].view(dtype)
         if cp.validity is not None:
             off, ln = cp.validity
-            valid = buf[off:off + ln].view(np.bool_)
-            s, k = cp.unpack
-            for j in range(k):
-                src, row0, n = (int(x) for x in desc[s + 3 * j:s + 3 * j + 3])
-                if src < 0:
-                    valid[row0:row0 + n] = True
-                else:
-                    valid[row0:row0 + n] = np.unpackbits(buf[src:src + (n + 7) // 8], count=n,
-                                                         bitorder="little").view(bool)
-            got["validity"] = valid
+            got["validity"] = buf[off:off + ln].view(np.bool_)
         if cp.offsets is not None:
             off, ln = cp.offsets
-            offsets = buf[off:off + ln].view(np.int64)
-            s, k = cp.rebase
-            for j in range(k):
-                src, row0, n, base = (int(x) for x in desc[s + 4 * j:s + 4 * j + 4])
-                page = buf[src:src + 8 * (n + 1)].view(np.int64)
-                end = n + 1 if j == k - 1 else n
-                offsets[row0:row0 + end] = page[:end] - page[0] + base
             coff, cln = cp.chars
-            got["offsets"], got["chars"] = offsets, buf[coff:coff + cln]
+            got["offsets"], got["chars"] = buf[off:off + ln].view(np.int64), buf[coff:coff + cln]
         out.append(got)
     return buf, out

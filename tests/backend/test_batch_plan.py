@@ -91,8 +91,12 @@ def test_a_plan_rebuilds_every_column_of_several_row_groups():
     assert all(off % ALIGN == 0 for off, _ in regions)
     ends = sorted((off, off + ln) for off, ln in regions)
     assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no two outputs overlap
-    for cp in plan.columns:  # at most one launch of each kernel per column
-        assert cp.decode is None or cp.decode[1] <= len(sizes)
+    # one launch of each kernel for the whole delivery: a descriptor per encoded page, per page of a
+    # column with NULLs, per plain-string page
+    encoded = sum(p.codec != "plain" for c in (0, 1, 2, 3, 5) for p in specs[c])
+    assert plan.decode.pages == encoded and plan.unpack.pages == 3 * len(sizes)
+    assert plan.rebase.pages == len(sizes)
+    assert plan.decode.most == max(p.num_rows for c in (0, 1, 2, 3, 5) for p in specs[c] if p.codec != "plain")
     _, out = run_plan_on_host(plan, lambda ci, pi, off, n: raws[ci][pi][off:off + n], dtypes)
     np.testing.assert_array_equal(out[0]["data"], np.concatenate(ints))
     np.testing.assert_array_equal(out[1]["data"], np.concatenate(floats))

@@ -1,7 +1,7 @@
 """Carrying out a ``DeliveryPlan`` (batch_plan.py) on the GPU: one device allocation, the host->device
 copies of every page section of the delivery (coalesced where pages lie back to back), and at most
-one launch per column of each batched kernel (kernels/batch_decode.cu). The caller queues it all on
-the copy stream; nothing here waits.
+one launch of each batched kernel (kernels/batch_decode.cu) for all the delivery's columns. The
+caller queues it all on the copy stream; nothing here waits.
 """
 
 from __future__ import annotations
@@ -11,21 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.gpu.batch_plan import DeliveryPlan, coalesce, source_pieces
+from hetdb.backend.gpu.batch_plan import DeliveryPlan, Launch, coalesce, source_pieces
 from hetdb.backend.gpu.compile import check_launches_enabled, get_module, synchronize
 
 _H2D = 1  # cudaMemcpyHostToDevice
-_CTYPES = {1: "unsigned char", 4: "int", 8: "long long"}
-# the decode_pages instantiations (unpack_validity and rebase_offsets are extern "C": plain names)
-KERNEL_NAMES = tuple(f"decode_pages<{t}>" for t in _CTYPES.values())
 _THREADS = 256
 _TILE = 256 * 4      # BATCH_DECODE_THREADS * BATCH_DECODE_ITEMS
 _MAX_GRID_X = 4096   # blocks per page (kernels loop grid-stride past it)
 
 
-def _launch(fn: Any, per_page_items: int, per_block: int, pages: int, args: tuple) -> None:
-    gx = max(1, min(_MAX_GRID_X, -(-per_page_items // per_block)))
-    fn((gx, pages), (_THREADS,), args)
+def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) -> None:
+    gx = max(1, min(_MAX_GRID_X, -(-(launch.most + extra) // per_block)))
+    fn((gx, launch.pages), (_THREADS,), (np.uint64(base), np.uint64(base + 8 * launch.start)))
     if check_launches_enabled():
         synchronize()
 
@@ -36,7 +33,7 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
     the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
     it until the consumer is done) and per column its device arrays by name (data, validity,
-    offsets, chars; only those it has)."""
+    offsets, chars; only those it has). At most three launches, whatever the columns."""
     import cupy
 
     rt = cupy.cuda.runtime
@@ -57,33 +54,26 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
             dst += k
     for src, dst, n in coalesce(pieces):
         rt.memcpyAsync(base + dst, src, n, _H2D, stream.ptr)
-    module = get_module("batch_decode.cu", KERNEL_NAMES)
-    base_arg = np.uint64(base)
+    if plan.decode or plan.unpack or plan.rebase:
+        module = get_module("batch_decode.cu")
+        if plan.decode:
+            _launch(module.function("decode_pages"), plan.decode, _TILE, base)
+        if plan.unpack:
+            _launch(module.function("unpack_validity"), plan.unpack, _THREADS, base)
+        if plan.rebase:
+            _launch(module.function("rebase_offsets"), plan.rebase, _THREADS, base, extra=1)
     out: list[dict[str, Any]] = []
     for cplan, dtype in zip(plan.columns, dtypes):
         arrays: dict[str, Any] = {}
         if cplan.data is not None:
             off, ln = cplan.data
             arrays["data"] = buf[off:off + ln].view(dtype)
-            if cplan.decode is not None:
-                s, k = cplan.decode
-                most = int(desc[s + 2:s + 3 * k:3].max())
-                fn = module.function(f"decode_pages<{_CTYPES[np.dtype(dtype).itemsize]}>")
-                _launch(fn, most, _TILE, k, (base_arg, np.uint64(base + 8 * s), np.uint64(base + off)))
         if cplan.validity is not None:
             off, ln = cplan.validity
             arrays["validity"] = buf[off:off + ln].view(cupy.bool_)
-            s, k = cplan.unpack
-            most = int(desc[s + 2:s + 3 * k:3].max())
-            _launch(module.function("unpack_validity"), most, _THREADS, k,
-                    (base_arg, np.uint64(base + 8 * s), np.uint64(base + off)))
         if cplan.offsets is not None:
             off, ln = cplan.offsets
             arrays["offsets"] = buf[off:off + ln].view(cupy.int64)
-            s, k = cplan.rebase
-            most = int(desc[s + 2:s + 4 * k:4].max()) + 1
-            _launch(module.function("rebase_offsets"), most, _THREADS, k,
-                    (base_arg, np.uint64(base + 8 * s), np.uint64(base + off)))
             coff, cln = cplan.chars
             arrays["chars"] = buf[coff:coff + cln]
         out.append(arrays)

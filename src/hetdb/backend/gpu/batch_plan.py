@@ -12,11 +12,12 @@ takes consecutive row groups (``plan_groups``: a target of link bytes, bounded b
   validity bitmaps, plain-string offsets);
 * the host->device copies: per page and section (page offset, bytes, buffer offset); plain fixed-width
   values and plain-string chars go straight to their place in the output arrays, nothing else moves;
-* per column at most one launch of each batched kernel (``kernels/batch_decode.cu``): ``decode_pages``
-  (encoded data sections -> values; descriptor: staging offset, first row, rows), ``unpack_validity``
-  (bitmap or all-valid; descriptor: staging offset or -1, first row, rows) and ``rebase_offsets``
-  (plain-string offsets onto the concatenated chars; descriptor: staging offset, first row, rows,
-  chars base).
+* per delivery at most one launch of each batched kernel (``kernels/batch_decode.cu``), over the
+  pages of every column: ``decode_pages`` (encoded data sections -> values; descriptor: staging
+  offset, output offset, rows, value size), ``unpack_validity`` (bitmap or all-valid; descriptor:
+  staging offset or -1, output offset, rows) and ``rebase_offsets`` (plain-string offsets onto the
+  column's concatenated chars; descriptor: staging offset, output offset, rows, chars base, whether
+  it is the column's last page). Offsets are byte offsets in the buffer.
 
 Section bounds and sizes are checked here, as the per-page path checks them (``CorruptDataError``).
 """
@@ -57,10 +58,12 @@ class ColumnSpecLite:
     string: bool = False
 
 
+DECODE_DESC, UNPACK_DESC, REBASE_DESC = 4, 3, 5  # int64 words per page descriptor of each kernel
+
+
 @dataclass
 class ColumnPlan:
-    """Where one column's outputs lie in the buffer and which kernels build them. Regions are
-    (buffer offset, bytes); descriptor runs are (int64 index into ``DeliveryPlan.desc``, pages)."""
+    """Where one column's outputs lie in the buffer: regions are (buffer offset, bytes)."""
 
     name: str
     rows: int
@@ -68,9 +71,16 @@ class ColumnPlan:
     validity: tuple[int, int] | None = None
     offsets: tuple[int, int] | None = None
     chars: tuple[int, int] | None = None
-    decode: tuple[int, int] | None = None
-    unpack: tuple[int, int] | None = None
-    rebase: tuple[int, int] | None = None
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a delivery: its descriptors start at int64 index ``start`` of
+    ``DeliveryPlan.desc``; ``pages`` of them (the grid's y); ``most``: the largest rows of a page."""
+
+    start: int
+    pages: int
+    most: int
 
 
 @dataclass
@@ -80,6 +90,9 @@ class DeliveryPlan:
     copies: list[tuple[int, int, int, int, int]]  # (column, page, offset in page, bytes, buffer offset)
     columns: list[ColumnPlan] = field(default_factory=list)
     rows: int = 0
+    decode: Launch | None = None
+    unpack: Launch | None = None
+    rebase: Launch | None = None
 
 
 def _up(n: int) -> int:
@@ -143,8 +156,6 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
             raise ValueError("every column needs the same rows per row group")
     starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
     rows = int(starts[-1])
-    desc: list[int] = []
-    copies: list[tuple[int, int, int, int, int]] = []
     plans: list[ColumnPlan] = []
     cursor = 0  # output regions (relative to the output area, which follows the descriptors)
 
@@ -171,33 +182,36 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
         outputs.append((cp, regions))
     out_bytes = cursor
 
-    # Pass 2: copies and descriptors (buffer offsets fixed up once the descriptor area is known).
+    # Pass 2: copies and descriptors (offsets relative to the output or staging area, fixed up once the
+    # descriptor area's size is known: ("out"|"stage", offset) pairs).
     stage_cursor = 0
-    pending_copies: list[tuple[int, int, int, int, str, int]] = []  # (..., "out"|"stage", offset)
+    pending_copies: list[tuple[int, int, int, int, str, int]] = []
+    decode_rows: list[list] = []   # [src (stage), dst (out), rows, value size]
+    unpack_rows: list[list] = []   # [src (stage) or -1, dst (out), rows]
+    rebase_rows: list[list] = []   # [src (stage), dst (out), rows, chars base, last page]
     for ci, (col, col_pages) in enumerate(zip(columns, pages)):
         cp, regions = outputs[ci]
-        decode_rows: list[list[int]] = []
-        unpack_rows: list[list[int]] = []
-        rebase_rows: list[list[int]] = []
         char_base = 0
         for pi, p in enumerate(col_pages):
             n, row0 = p.num_rows, int(starts[pi])
             if "validity" in regions:
                 bits = _section(p, "validity")
+                dst = regions["validity"][0] + row0
                 if bits is None:
-                    unpack_rows.append([-1, row0, n])
+                    unpack_rows.append([-1, dst, n])
                 else:
                     if bits[1] < (n + 7) // 8:
                         raise CorruptDataError(f"{p.where}: validity section holds fewer than {n} bits")
                     pending_copies.append((ci, pi, bits[0], bits[1], "stage", stage_cursor))
-                    unpack_rows.append([stage_cursor, row0, n])  # fixed up below
+                    unpack_rows.append([stage_cursor, dst, n])
                     stage_cursor += _up(max(bits[1], 1))
             if col.string:
                 offs = _section(p, "offsets")
                 if offs is None or offs[1] != (n + 1) * 8:
                     raise CorruptDataError(f"{p.where}: section size does not match {n + 1} values of int64")
                 pending_copies.append((ci, pi, offs[0], offs[1], "stage", stage_cursor))
-                rebase_rows.append([stage_cursor, row0, n, char_base])
+                rebase_rows.append([stage_cursor, regions["offsets"][0] + 8 * row0, n, char_base,
+                                    int(pi == len(col_pages) - 1)])
                 stage_cursor += _up(offs[1])
                 chars = _section(p, "chars")
                 if chars is not None and chars[1]:
@@ -207,48 +221,49 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
             data = _section(p, "data")
             if data is None:
                 raise CorruptDataError(f"{p.where}: the page has no data section")
+            dst = regions["data"][0] + row0 * col.itemsize
             if p.codec == "plain":
                 if data[1] != n * col.itemsize:
                     raise CorruptDataError(f"{p.where}: section size does not match {n} values of "
                                            f"{col.itemsize} bytes")
                 if n:
-                    pending_copies.append((ci, pi, data[0], data[1], "out", regions["data"][0] + row0 * col.itemsize))
+                    pending_copies.append((ci, pi, data[0], data[1], "out", dst))
             else:
                 if col.itemsize not in DECODE_ITEMSIZES:
                     raise CorruptDataError(f"{p.where}: codec {p.codec} on {col.itemsize}-byte values")
                 if n:
                     pending_copies.append((ci, pi, data[0], data[1], "stage", stage_cursor))
-                    decode_rows.append([stage_cursor, row0, n])
+                    decode_rows.append([stage_cursor, dst, n, col.itemsize])
                     stage_cursor += _up(max(data[1], 1))
-        for kind, got in (("decode", decode_rows), ("unpack", unpack_rows), ("rebase", rebase_rows)):
-            if got:
-                setattr(cp, kind, (len(desc), len(got)))
-                for row in got:
-                    desc.extend(row)
         plans.append(cp)
 
-    desc_bytes = _up(max(len(desc) * 8, 8))
-    out_base = desc_bytes
+    words = len(decode_rows) * DECODE_DESC + len(unpack_rows) * UNPACK_DESC + len(rebase_rows) * REBASE_DESC
+    out_base = _up(max(words * 8, 8))
     stage_base = out_base + out_bytes
-    arr = np.asarray(desc, dtype=np.int64)
-    # staged offsets in descriptors: relative to the staging area -> buffer offsets
-    for cp in plans:
-        if cp.decode is not None:
-            s, k = cp.decode
-            arr[s:s + 3 * k:3] += stage_base
-        if cp.unpack is not None:
-            s, k = cp.unpack
-            col = arr[s:s + 3 * k:3]
-            col[col >= 0] += stage_base
-        if cp.rebase is not None:
-            s, k = cp.rebase
-            arr[s:s + 4 * k:4] += stage_base
+    for row in decode_rows:
+        row[0] += stage_base
+        row[1] += out_base
+    for row in unpack_rows:
+        if row[0] >= 0:
+            row[0] += stage_base
+        row[1] += out_base
+    for row in rebase_rows:
+        row[0] += stage_base
+        row[1] += out_base
+    desc: list[int] = []
+    launches: dict[str, Launch] = {}
+    for kind, table in (("decode", decode_rows), ("unpack", unpack_rows), ("rebase", rebase_rows)):
+        if table:
+            launches[kind] = Launch(len(desc), len(table), max(r[2] for r in table))
+            for row in table:
+                desc.extend(row)
     for cp, (_, regions) in zip(plans, outputs):
         for name, (off, ln) in regions.items():
             setattr(cp, name, (out_base + off, ln))
-    for ci, pi, off, ln, where, dst in pending_copies:
-        copies.append((ci, pi, off, ln, (out_base if where == "out" else stage_base) + dst))
-    return DeliveryPlan(stage_base + stage_cursor, arr, copies, plans, rows)
+    copies = [(ci, pi, off, ln, (out_base if where == "out" else stage_base) + dst)
+              for ci, pi, off, ln, where, dst in pending_copies]
+    return DeliveryPlan(stage_base + stage_cursor, np.asarray(desc, dtype=np.int64), copies, plans, rows,
+                        launches.get("decode"), launches.get("unpack"), launches.get("rebase"))
 
 
 def source_pieces(run_lengths: Sequence[int], offset: int, nbytes: int) -> list[tuple[int, int, int]]:
