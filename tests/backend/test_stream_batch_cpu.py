@@ -157,6 +157,7 @@ def test_batches_from_the_ring_and_the_host_tier_equal_the_reader(reader, fake_g
         s, steps, compared = _scan(reader, b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4], host_cache=host,
                                    router=PageRouter(route))
         assert steps == [(1, 2, 3, 4)] and compared == (ROWS - RPP) * len(COLUMNS)
+        assert s.route_counts().deliveries == 1
         assert b.used_bytes == 0
         st = s.stats
         assert st.row_groups == 4 and st.rows == ROWS - RPP

@@ -379,6 +379,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         consumer = self._consumer or cp.cuda.get_current_stream()
         consumer.wait_event(event)
         num_rows = self.reader.row_group_rows(self.row_groups[rg.index])
+        self.routes.deliveries += 1
         self.stats.row_groups += 1
         self.stats.rows += num_rows
         return Batch({p.column: _delivered(p.value) for p in rg.pages}, num_rows)

@@ -252,6 +252,7 @@ class BatchedDelivery:
             self._host_pins.append((event, hosts))
         self._slot_events[rgs[0].slot] = event
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
+        self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += plan.rows
         return _Unit(ids, Batch(columns, plan.rows), buffer=buf, transient=plan.nbytes)
