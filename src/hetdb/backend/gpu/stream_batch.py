@@ -4,12 +4,13 @@ With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``; pages decoded o
 ``gpu_compressed_cache``) the streamer groups consecutive row groups into deliveries of about
 ``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
 moves a group whose pages are all transient — none in the device cache, none the cache admits — as
-ONE delivery: one device allocation, the host->device copies of every section into its place, one
-launch per column and kernel (``batch.py``). The consumer gets one Batch spanning the group's row
-groups. A group with a cached or admitted page, or with a string column whose pages mix dictionary
-and plain encodings, is delivered row group by row group as before (so the cache keeps the same
-entries and the placement policy sees the same decisions). Pages and bytes are counted per page in
-``StreamStats`` and the route counts either way.
+ONE delivery: one device allocation, the host->device copies of every section into its place, at
+most one launch of each batched kernel for all columns (``batch.py``). The consumer gets one Batch
+spanning the group's row groups. A group with a cached or admitted page, or with a string column
+whose pages mix dictionary and plain encodings, is delivered row group by row group as before (the
+cache keeps what it admits; its verdict is asked for every page of a group, in page order, before
+any page of the group is moved). Pages and bytes are counted per page in ``StreamStats`` and the
+route counts either way; ``RouteCounts.deliveries`` counts the steps.
 
 Ordering is that of the per-row-group pipeline: ``depth`` groups are scheduled ahead (their reads
 into the group's ring slot, laid out column by column so back-to-back pages coalesce into one copy);
@@ -159,7 +160,8 @@ class BatchedDelivery:
         pages = [p for rg in rgs for p in rg.pages]
         batched = not any(p.cached for p in pages) and self._uniform_strings(rgs)
         if batched and self.cache is not None:
-            # the cache's verdicts first, as the per-page path asks them (same calls, same order)
+            # the cache's verdicts first: the admission the per-page path asks for each page, in page
+            # order (asked when the group is delivered, so a group's pages see one access clock)
             first_reuse = self._first_reuse()
             for p in pages:
                 p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
