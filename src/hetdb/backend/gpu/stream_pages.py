@@ -46,7 +46,7 @@ class StreamStats:
                 "bytes_h2d": self.bytes_h2d, "seconds": self.seconds}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Page:
     """One (column, row group) page in flight."""
 
