@@ -245,3 +245,22 @@ def test_sql_answers_equal_with_and_without_batches(db_path):
         assert [r[:6] for r in got] == [r[:6] for r in cpu]
         assert all(abs(g[6] - c[6]) < 1e-6 * max(1.0, abs(c[6])) for g, c in zip(got, cpu))
 
+
+
+def test_explain_counts_pages_alike_and_fewer_deliveries_with_batches(db_path):
+    """The pages a GPU scan reports (EXPLAIN ANALYZE's paths, the query stats) do not depend on
+    batching; the deliveries do."""
+    import hetdb
+
+    sql = "SELECT c_dict, count(*), sum(c_nulls), sum(c_delta % 1000) FROM t GROUP BY c_dict ORDER BY c_dict"
+    routes = {}
+    for batch_bytes in (0, 64 << 20):
+        with hetdb.connect(db_path, device="gpu", gpu_batch_bytes=batch_bytes, gpu_memory_limit="16MB",
+                           route="copy") as con:
+            res = con.sql(sql)
+            rows = res.fetchall()
+            routes[batch_bytes] = (rows, res.stats["routes"])
+    (rows0, r0), (rows1, r1) = routes[0], routes[64 << 20]
+    assert rows0 == rows1 and len(rows0) == 4
+    assert sum(r0["pages"].values()) == sum(r1["pages"].values()) == 3 * 5  # 3 columns x 5 row groups
+    assert r0["deliveries"] == 5 and 1 <= r1["deliveries"] < 5
