@@ -20,6 +20,7 @@ from typing import Any
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
+from hetdb.exec.compiled_features import off
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -32,6 +33,7 @@ from hetdb.plan.exprutil import conjuncts, substitute
 
 COMPILED = "compiled into one generated kernel"
 _KINDS = ("inner", "left", "single", "semi", "anti", "mark")
+_RIGHT = ("right_semi", "right_anti")
 _AGGS = ("sum", "count", "count_star", "min", "max", "avg")
 
 
@@ -57,6 +59,7 @@ class CompiledPlan:
     materialize: bool = False              # sink is a hash build fed with gathered rows
     outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
     alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
+    mark_index: int | None = None          # pipe.ops index of a right_semi/right_anti probe ending the kernel
 
 
 def _refs(e: Expr | None) -> set[str]:
@@ -66,20 +69,27 @@ def _refs(e: Expr | None) -> set[str]:
 def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str]:
     """(plan, "") when the pipeline can run compiled, else (None, why not)."""
     sink = pipe.sink
+    right = next((i for i, op in enumerate(pipe.ops) if isinstance(op, HashProbe) and op.kind in _RIGHT), None)
     materialize = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
-    if not isinstance(sink, HashAggregate) and not materialize:
+    if right is None and not isinstance(sink, HashAggregate) and not materialize:
         return None, ""
     try:
-        return _plan(ctx, pipe, sink), ""
+        if right is not None:
+            why = off("right_semi_anti")
+            if why:
+                raise _Refused(why, pipe.ops[right].op_id)
+        return _plan(ctx, pipe, sink, right), ""
     except _Refused as e:
         if e.op_id is not None:
             ctx.stat(e.op_id).fused = f"not compiled: {e}"
         return None, str(e)
 
 
-def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
-    materialize = isinstance(sink, HashBuild)
-    if not materialize:
+def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> CompiledPlan:
+    """``right``: index of a right_semi/right_anti probe in ``pipe.ops``: the kernel runs the operators
+    up to it and marks its build rows; what comes after it runs on the rows the join emits at its end."""
+    materialize = right is None and isinstance(sink, HashBuild)
+    if right is None and not materialize:
         if sink.raw_mode:
             raise _Refused("DISTINCT aggregates are not compiled")
         for _, a in sink.aggs:
@@ -88,15 +98,15 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
     stages: list[Any] = []
     if isinstance(pipe.source, TableScan):
         stages += [("filter", c) for f in pipe.source.scan.filters for c in conjuncts(f)]
-    for op in pipe.ops:
+    for op in pipe.ops if right is None else pipe.ops[:right + 1]:
         if isinstance(op, FilterOp):
             stages += [("filter", c) for c in conjuncts(op.predicate)]
         elif isinstance(op, ProjectOp):
             stages.append(("project", op))
         elif isinstance(op, HashProbe):
-            if op.kind not in _KINDS:
+            if op.kind not in _KINDS and op.kind not in _RIGHT:
                 raise _Refused(f"{op.kind} join is not compiled", op.op_id)
-            if op.residual is not None and op.kind not in ("inner", "semi", "anti"):
+            if op.residual is not None and op.kind not in ("inner", "semi", "anti") + _RIGHT:
                 raise _Refused(f"{op.kind} join with a residual condition is not compiled", op.op_id)
             if not op.left_keys:
                 raise _Refused("a join without keys is not compiled", op.op_id)
@@ -116,7 +126,7 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
         later |= {f.cid for f in sink.fields}
         for e in sink.keys:
             later |= _refs(e)
-    else:
+    elif right is None:  # (a kernel marking build rows has no other output)
         for _, a in sink.aggs:
             kneed |= _refs(a.arg)
         for _, e in sink.keys:
@@ -124,7 +134,8 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
         later |= kneed
     produced: set[str] = set()
     referenced = set(kneed)
-    plan = CompiledPlan(stages, sink, produced, referenced, materialize=materialize, outputs=sorted(later))
+    plan = CompiledPlan(stages, sink, produced, referenced, materialize=materialize, outputs=sorted(later),
+                        mark_index=right)
     for kind, x in stages:
         if kind == "project":
             for f, e in x.exprs:
@@ -173,6 +184,7 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         AggregateSink,
         FilterStage,
         Input,
+        MarkBuildSink,
         MaterializeSink,
         PipelineSpec,
         ProbeStage,
@@ -213,8 +225,10 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
                 payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None))
             stages.append(ProbeStage(x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
                                      tuple(payload), x.residual, x.mark.cid if x.mark is not None else None))
-    if plan.materialize:
-        sink: Any = MaterializeSink()
+    if plan.mark_index is not None:
+        sink: Any = MarkBuildSink()
+    elif plan.materialize:
+        sink = MaterializeSink()
     else:
         sink = AggregateSink(tuple(e for _, e in plan.sink.keys), tuple((a.op, a.arg) for _, a in plan.sink.aggs))
     spec = PipelineSpec(inputs, tuple(stages), sink)
@@ -346,6 +360,19 @@ def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[
         plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
 
 
+def _consume_marks(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
+                   build_dicts: dict[str, Column], marked: Any) -> None:
+    from hetdb.backend.gpu.codegen.pipeline_runtime import mark_build
+
+    op = plan.stages[-1][1]
+    with Timer(ctx, op.op_id):
+        dicts = dict(build_dicts)
+        dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+        mark_build(kernel, {c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts),
+                   probes, marked)
+        ctx.add(op.op_id, rows_in=b.num_rows)
+
+
 class BatchCompiler:
     """Compiled kernels for the batches a dense fused pipeline cannot take (pages with NULLs): planned
     at the first such batch (the builds the pipeline probes must have run by then)."""
@@ -451,7 +478,11 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
-    tables = None if plan.materialize else _Tables(ctx, plan, probes)
+    tables = None if plan.materialize or plan.mark_index is not None else _Tables(ctx, plan, probes)
+    marked = None
+    if plan.mark_index is not None:
+        op = pipe.ops[plan.mark_index]
+        marked = op._matched(ctx, ctx.results[op.build_pipeline], run.gops[plan.mark_index])
     compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
@@ -474,7 +505,9 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 if b.num_rows:
                     run.push(b, 0, lops, lsink)
                 continue
-            if tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
+            if marked is not None:
+                _consume_marks(ctx, plan, kernel, cids, b, probes, build_dicts, marked)
+            elif tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
                 consume = _consume_rows if plan.materialize else _consume
                 consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
@@ -486,6 +519,9 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     st = ctx.stat(sink.op_id)
     if compiled:
         what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
+        if plan.mark_index is not None:
+            what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
+                    "its rows then go through the operators")
         st.fused = f"{COMPILED} ({what}; {compiled} batches)"
         if encoded:
             st.fused += f"; {encoded} batches read compressed pages in place"

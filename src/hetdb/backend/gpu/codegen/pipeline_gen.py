@@ -29,8 +29,10 @@ from hetdb.backend.gpu.codegen.expr_cuda import ctype
 from hetdb.backend.gpu.codegen.pipeline_spec import (
     AGG_OPS,
     PROBE_KINDS,
+    RIGHT_KINDS,
     FilterStage,
     Input,
+    MarkBuildSink,
     MaterializeSink,
     PipelineSpec,
     ProbeStage,
@@ -141,6 +143,10 @@ class _Gen:
     # ---- stages -----------------------------------------------------------------------------------
     def run(self) -> PipelineKernel:
         em = self.em
+        last = self.spec.stages[-1] if self.spec.stages else None
+        if isinstance(self.spec.sink, MarkBuildSink) and not (isinstance(last, ProbeStage)
+                                                              and last.kind in RIGHT_KINDS):
+            raise ExprError("a pipeline marking build rows must end in a right_semi or right_anti join")
         for p, stage in enumerate(self.spec.stages):
             if isinstance(stage, FilterStage):
                 v = em.value(self.sub(stage.predicate))
@@ -151,7 +157,7 @@ class _Gen:
                 self.alias.update(new)
             else:
                 self.probe(p, stage)
-        if isinstance(self.spec.sink, MaterializeSink):
+        if isinstance(self.spec.sink, (MaterializeSink, MarkBuildSink)):
             return self.finish([], [])
         accs, keys = self.aggregate()
         return self.finish(accs, keys)
@@ -162,9 +168,12 @@ class _Gen:
 
     def probe(self, p: int, s: ProbeStage) -> None:
         em = self.em
-        if s.kind not in PROBE_KINDS:
+        right = s.kind in RIGHT_KINDS
+        if right and (p != len(self.spec.stages) - 1 or not isinstance(self.spec.sink, MarkBuildSink)):
+            raise ExprError(f"a {s.kind} join is compiled only as the last stage, marking build rows")
+        if s.kind not in PROBE_KINDS and not right:
             raise ExprError(f"{s.kind} join is not compiled")
-        if s.residual is not None and s.kind not in ("inner", "semi", "anti"):
+        if s.residual is not None and s.kind not in ("inner", "semi", "anti") and not right:
             raise ExprError(f"{s.kind} join with a residual condition is not compiled")
         if not s.keys or len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
             raise ExprError(f"join with {len(s.keys)} keys is not compiled")
@@ -208,6 +217,19 @@ class _Gen:
             assert s.mark is not None
             em.env[s.mark] = self.marks[p] = em.temp(
                 T.BOOL, f"ps{p} >= 0", f"ps{p} >= 0 || !(b{p}_nonempty && (b{p}_has_null || pn{p}))")
+            return
+        if right:
+            # every build row of the key (that passes the residual) is marked; the join operator
+            # emits the marked (right_semi) or unmarked (right_anti) build rows at its end
+            em.emit(f"const i64 pc{p} = ps{p} >= 0 ? b{p}_count[ps{p}] : 0;")
+            em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
+            em.emit(f"const i64 {brow} = b{p}_vidx == nullptr ? b{p}_rows[b{p}_start[ps{p}] + m{p}] : "
+                    f"b{p}_vidx[b{p}_rows[b{p}_start[ps{p}] + m{p}]];")
+            em.emit(f"if (out_marked[{brow}]) continue;  // marked already")
+            if s.residual is not None:
+                r = em.value(self.sub(s.residual))
+                em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
+            em.emit(f"out_marked[{brow}] = 1;")
             return
         outer = s.kind in ("left", "single")
         count = f"(ps{p} >= 0 ? b{p}_count[ps{p}] : {1 if outer else 0})"
@@ -342,6 +364,8 @@ class _Gen:
                 m = self.marks[p]
                 em.emit(f"out_m{p}[o] = ({m.valid}) ? ({m.value} ? 1 : 0) : 2;")
             em.close()
+        elif isinstance(spec.sink, MarkBuildSink):
+            params.append("unsigned char* __restrict__ out_marked")
         else:
             params += ["int* __restrict__ g_state", "i64* __restrict__ g_keys", "u64 g_mask",
                        "unsigned long long* __restrict__ g_used", "u64 g_max",

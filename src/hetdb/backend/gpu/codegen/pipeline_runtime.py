@@ -316,3 +316,23 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
         brows = {p: b[order] for p, b in brows.items()}
         marks = {p: m[order] for p, m in marks.items()}
     return Selected(rows, brows, marks)
+
+
+def mark_build(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+               probes: list[ProbeInput], marked: Any) -> None:
+    """Run a pipeline ending in a right_semi / right_anti probe over ``n`` rows: ``marked`` (one
+    byte per build row, the join operator's own flags) gets 1 for every build row matched."""
+    import cupy
+
+    from hetdb.backend.gpu.compile import launch
+
+    if marked.dtype != cupy.bool_ or not marked.flags.c_contiguous:
+        raise ValueError("the build rows' marks must be a contiguous bool array")
+    tiles = -(-n // PL_TILE)
+    if not tiles:
+        return
+    arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
+    errors = cupy.zeros(1, dtype=cupy.uint64)
+    launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
+           (*pipeline._args(columns, n, lookups, probes), marked, errors, arith_err))
+    raise_if_overflowed(arith_err.get())

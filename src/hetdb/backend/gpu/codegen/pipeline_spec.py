@@ -15,6 +15,7 @@ from hetdb.plan.expr import Expr
 from hetdb.types import DataType
 
 PROBE_KINDS = ("inner", "left", "single", "semi", "anti", "mark")
+RIGHT_KINDS = ("right_semi", "right_anti")  # only as the last stage, before a MarkBuildSink
 AGG_OPS = ("sum", "count", "count_star", "min", "max", "avg")
 
 
@@ -50,7 +51,7 @@ class ProbeStage:
     ``keys``: probe key expressions; ``key_types``: the build side's key types (the probe key is
     converted to them, then normalised like hashing.normalize_keys); ``payload``: build columns
     later stages read (Input, with dictionary strings as codes); ``residual``: a condition over both
-    sides (inner, semi and anti only); ``mark``: cid of the mark column (kind mark)."""
+    sides (inner, semi, anti, right_semi and right_anti only); ``mark``: cid of the mark column (kind mark)."""
 
     kind: str
     keys: tuple[Expr, ...]
@@ -77,10 +78,17 @@ class MaterializeSink:
 
 
 @dataclass(frozen=True)
+class MarkBuildSink:
+    """The sink of a pipeline whose last stage is a right_semi / right_anti probe: the kernel sets
+    ``marked[build row] = 1`` for every build row a surviving row matches (after the residual); the
+    join operator then emits the marked (right_semi) or unmarked (right_anti) build rows."""
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     inputs: tuple[Input, ...]
     stages: tuple[FilterStage | ProjectStage | ProbeStage, ...]
-    sink: AggregateSink | MaterializeSink
+    sink: AggregateSink | MaterializeSink | MarkBuildSink
 
     def describe(self) -> str:
         """Canonical text (deterministic in every process)."""
@@ -101,6 +109,9 @@ class PipelineSpec:
         k = self.sink
         if isinstance(k, MaterializeSink):
             lines.append("materialize")
+            return "\n".join(lines)
+        if isinstance(k, MarkBuildSink):
+            lines.append("mark build rows")
             return "\n".join(lines)
         lines.append("aggregate by [" + ", ".join(map(str, k.keys)) + "] "
                      + ", ".join(f"{op}({a if a is not None else '*'})" for op, a in k.aggs))

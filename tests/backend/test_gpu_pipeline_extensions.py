@@ -1,0 +1,107 @@
+"""Extensions of the GPU pipeline compiler without a GPU (issue 10): the generated CUDA text of each
+newly accepted shape, the refusals that remain (with their reasons), the switches that turn each
+extension off (exec/compiled_features.py), and (where nvcc is installed) that every kernel here
+compiles for sm_90."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from hetdb import types as T
+from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_spec import (
+    AggregateSink,
+    FilterStage,
+    Input,
+    MarkBuildSink,
+    PipelineSpec,
+    ProbeStage,
+)
+from hetdb.errors import UnsupportedError
+from hetdb.plan.expr import Call, ColumnRef, Literal
+
+
+def col(c: str, t=T.INT32) -> ColumnRef:
+    return ColumnRef(t, c, True)
+
+
+def call(op: str, t, *a) -> Call:
+    return Call(t, op, tuple(a))
+
+
+BASE = (Input("a", T.INT32), Input("b", T.INT64, nullable=False), Input("s", T.STRING, True, True),
+        Input("x", T.FLOAT64))
+
+
+def specs() -> dict[str, PipelineSpec]:
+    return {
+        # q21: EXISTS (... l2.l_suppkey <> l1.l_suppkey) with the outer side as the build
+        "right_semi_residual": PipelineSpec(BASE, (
+            FilterStage(call("gt", T.BOOL, col("x", T.FLOAT64), Literal(T.FLOAT64, 0.5))),
+            ProbeStage("semi", (col("a"),), (T.INT32,)),
+            ProbeStage("right_semi", (col("b", T.INT64),), (T.INT64,), (Input("r", T.INT32),),
+                       residual=call("ne", T.BOOL, col("r"), col("a")))), MarkBuildSink()),
+        # q04/q22-like NOT EXISTS without a residual, two keys
+        "right_anti_two_keys": PipelineSpec(BASE, (
+            ProbeStage("right_anti", (col("b", T.INT64), col("a")), (T.INT64, T.INT64)),), MarkBuildSink()),
+    }
+
+
+def test_right_probes_mark_build_rows_after_the_residual():
+    k = generate_pipeline(specs()["right_semi_residual"])
+    body = k.body
+    assert "unsigned char* __restrict__ out_marked" in body and "out_marked[br2] = 1;" in body
+    # the residual decides per match, before the mark; the semi probe before it drops rows
+    assert body.index("// residual") < body.index("out_marked[br2] = 1;")
+    assert "if (ps1 < 0) continue;" in body
+    assert not k.accumulators and not k.row_outputs and not k.mark_outputs
+    anti = generate_pipeline(specs()["right_anti_two_keys"]).body
+    assert "probe_slot<2>" in anti and "out_marked[br0] = 1;" in anti and "// residual" not in anti
+
+
+@pytest.mark.parametrize("spec, reason", [
+    # a right probe must end the pipeline, into a MarkBuildSink
+    (PipelineSpec(BASE, (ProbeStage("right_semi", (col("a"),), (T.INT32,)),),
+                  AggregateSink((), (("count_star", None),))), "last stage"),
+    (PipelineSpec(BASE, (ProbeStage("right_anti", (col("a"),), (T.INT32,)),
+                         FilterStage(call("gt", T.BOOL, col("a"), Literal(T.INT32, 1)))), MarkBuildSink()),
+     "must end in"),
+    (PipelineSpec(BASE, (ProbeStage("semi", (col("a"),), (T.INT32,)),), MarkBuildSink()), "must end in"),
+    (PipelineSpec(BASE, (), MarkBuildSink()), "must end in"),
+])
+def test_refusals_say_why(spec, reason):
+    with pytest.raises(UnsupportedError, match=reason):
+        generate_pipeline(spec)
+
+
+def test_mark_sink_is_part_of_the_canonical_text():
+    a = specs()["right_semi_residual"]
+    assert a.describe().endswith("mark build rows")
+    assert "probe right_semi" in a.describe() and "residual" in a.describe()
+
+
+def test_features_switch_off_by_name(monkeypatch):
+    from hetdb.exec import compiled_features
+
+    monkeypatch.setattr(compiled_features, "disabled", {"right_semi_anti"})
+    why = compiled_features.off("right_semi_anti")
+    assert why is not None and "HETDB_GPU_COMPILE_OFF=right_semi_anti" in why
+    monkeypatch.setattr(compiled_features, "disabled", set())
+    assert compiled_features.off("right_semi_anti") is None
+    with pytest.raises(KeyError):
+        compiled_features.off("no_such_feature")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_every_kernel_here_compiles_with_nvcc(tmp_path):
+    from hetdb.backend.gpu.compile import load_source
+
+    kernels = [generate_pipeline(s) for s in specs().values()]
+    path = tmp_path / "extensions.cu"
+    path.write_text(load_source("pipeline.cuh") + "\n" + "\n".join(k.body for k in kernels))
+    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "e.o")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-4000:]
