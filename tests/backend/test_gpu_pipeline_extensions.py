@@ -17,6 +17,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     FilterStage,
     Input,
     MarkBuildSink,
+    MaterializeSink,
     PipelineSpec,
     ProbeStage,
 )
@@ -47,7 +48,42 @@ def specs() -> dict[str, PipelineSpec]:
         # q04/q22-like NOT EXISTS without a residual, two keys
         "right_anti_two_keys": PipelineSpec(BASE, (
             ProbeStage("right_anti", (col("b", T.INT64), col("a")), (T.INT64, T.INT64)),), MarkBuildSink()),
+        # q22: c_acctbal > (SELECT avg(...)) as a single join without keys, then a keyless semi
+        # with a residual and a keyless inner (cross) join expanding rows
+        "keyless": PipelineSpec(BASE, (
+            ProbeStage("single", (), (), (Input("avg", T.FLOAT64),)),
+            FilterStage(call("gt", T.BOOL, col("x", T.FLOAT64), col("avg", T.FLOAT64))),
+            ProbeStage("semi", (), (), (Input("lo", T.INT32),), residual=call("gt", T.BOOL, col("lo"), col("a"))),
+            ProbeStage("anti", (), ()),
+            ProbeStage("inner", (), (), (Input("w", T.INT64, nullable=False),))),
+            AggregateSink((col("s", T.STRING),), (("sum", col("w", T.INT64)), ("count_star", None)))),
+        "keyless_materialize": PipelineSpec(BASE, (
+            ProbeStage("left", (), (), (Input("w", T.INT64),)),), MaterializeSink()),
     }
+
+
+def test_joins_without_keys_loop_over_every_build_row():
+    k = generate_pipeline(specs()["keyless"])
+    body = k.body
+    assert "probe_slot" not in body
+    # single: one build row expected (error past it), a missing row is one row of NULLs
+    assert "const i64 pc0 = b0_n > 0 ? b0_n : 1;" in body and "if (pc0 > 1) atomicAdd(errors, 1ULL);" in body
+    assert "const i64 br0 = b0_n > 0 ? m0 : -1;" in body
+    # semi with a residual: any build row passing it; anti without one: any build row at all
+    assert "for (i64 m2 = 0; m2 < b2_n; ++m2) {" in body and "if (!hit2) continue;" in body
+    assert "if (b3_n > 0) continue;" in body
+    assert "const i64 pc4 = b4_n > 0 ? b4_n : 0;" in body
+    m = generate_pipeline(specs()["keyless_materialize"])
+    assert m.row_outputs == (0,) and "out_b0[o] = br0;" in m.body
+
+
+def test_keyless_refusals():
+    with pytest.raises(UnsupportedError, match="mark join without keys"):
+        generate_pipeline(PipelineSpec(BASE, (ProbeStage("mark", (), (), mark="mk"),),
+                                       AggregateSink((), (("count_star", None),))))
+    with pytest.raises(UnsupportedError, match="left join with a residual"):
+        generate_pipeline(PipelineSpec(BASE, (ProbeStage("left", (), (), residual=Literal(T.BOOL, True)),),
+                                       AggregateSink((), (("count_star", None),))))
 
 
 def test_right_probes_mark_build_rows_after_the_residual():
@@ -90,7 +126,8 @@ def test_features_switch_off_by_name(monkeypatch):
     why = compiled_features.off("right_semi_anti")
     assert why is not None and "HETDB_GPU_COMPILE_OFF=right_semi_anti" in why
     monkeypatch.setattr(compiled_features, "disabled", set())
-    assert compiled_features.off("right_semi_anti") is None
+    for name in compiled_features.FEATURES:
+        assert compiled_features.off(name) is None
     with pytest.raises(KeyError):
         compiled_features.off("no_such_feature")
 

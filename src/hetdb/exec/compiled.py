@@ -34,6 +34,8 @@ from hetdb.plan.exprutil import conjuncts, substitute
 COMPILED = "compiled into one generated kernel"
 _KINDS = ("inner", "left", "single", "semi", "anti", "mark")
 _RIGHT = ("right_semi", "right_anti")
+_KEYLESS = ("inner", "cross", "left", "single", "semi", "anti")
+KEYLESS_MAX_ROWS = 4096  # a join without keys multiplies rows: compiled for small build sides only
 _AGGS = ("sum", "count", "count_star", "min", "max", "avg")
 
 
@@ -104,12 +106,20 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
         elif isinstance(op, ProjectOp):
             stages.append(("project", op))
         elif isinstance(op, HashProbe):
-            if op.kind not in _KINDS and op.kind not in _RIGHT:
+            if op.kind == "cross" and not op.left_keys:
+                pass  # every build row matches every row: an inner join without keys
+            elif op.kind not in _KINDS and op.kind not in _RIGHT:
                 raise _Refused(f"{op.kind} join is not compiled", op.op_id)
             if op.residual is not None and op.kind not in ("inner", "semi", "anti") + _RIGHT:
                 raise _Refused(f"{op.kind} join with a residual condition is not compiled", op.op_id)
             if not op.left_keys:
-                raise _Refused("a join without keys is not compiled", op.op_id)
+                why = off("keyless_join")
+                if why or op.kind not in _KEYLESS:
+                    raise _Refused(why or f"a {op.kind} join without keys is not compiled", op.op_id)
+                side = ctx.results[op.build_pipeline]
+                if side.partitions is None and side.num_rows > KEYLESS_MAX_ROWS:
+                    raise _Refused(f"a join without keys over {side.num_rows} build rows is not compiled "
+                                   f"(at most {KEYLESS_MAX_ROWS})", op.op_id)
             if any(k.dtype.kind == "string" for k in op.left_keys):
                 raise _Refused("string join keys are not compiled", op.op_id)
             side = ctx.results[op.build_pipeline]
@@ -223,7 +233,7 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
             for f in pay_of[id(x)]:
                 col = side.batch.columns[f.cid]
                 payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None))
-            stages.append(ProbeStage(x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
+            stages.append(ProbeStage("inner" if x.kind == "cross" else x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
                                      tuple(payload), x.residual, x.mark.cid if x.mark is not None else None))
     if plan.mark_index is not None:
         sink: Any = MarkBuildSink()
@@ -272,7 +282,9 @@ def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str,
         for f, c in zip(pay, cols):
             if c.dictionary is not None:
                 dicts[f.cid] = c.dictionary
-        probes.append(ProbeInput(side.table, side.valid_idx, cols, side.nonempty, side.has_null_key))
+        keyless = not op.left_keys  # (no hash table: every build row matches)
+        probes.append(ProbeInput(None if keyless else side.table, None if keyless else side.valid_idx, cols,
+                                 side.nonempty, side.has_null_key, side.num_rows))
     return probes, dicts
 
 
@@ -407,7 +419,11 @@ def _expansion(plan: CompiledPlan, probes: list) -> int:
     largest match counts of the probes that emit a row per match)."""
     factor = 1
     for (op, _), probe in zip(plan.probes, probes):
-        if op.kind in ("inner", "left", "single") and probe.table is not None and probe.table.num_rows:
+        if op.kind not in ("inner", "cross", "left", "single"):
+            continue
+        if not op.left_keys:
+            factor *= max(1, probe.rows)
+        elif probe.table is not None and probe.table.num_rows:
             factor *= max(1, int(probe.table.slot_count.max()))
     return factor
 

@@ -11,6 +11,7 @@ import os
 
 FEATURES = {
     "right_semi_anti": "right_semi / right_anti joins marking build rows in the kernel",
+    "keyless_join": "joins without keys (every build row matches: scalar subqueries)",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}

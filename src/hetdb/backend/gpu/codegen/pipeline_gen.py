@@ -175,7 +175,10 @@ class _Gen:
             raise ExprError(f"{s.kind} join is not compiled")
         if s.residual is not None and s.kind not in ("inner", "semi", "anti") and not right:
             raise ExprError(f"{s.kind} join with a residual condition is not compiled")
-        if not s.keys or len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
+        if not s.keys:
+            self.keyless_probe(p, s)
+            return
+        if len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
             raise ExprError(f"join with {len(s.keys)} keys is not compiled")
         em.emit(f"// probe {p}: {s.kind} join on {_comment(', '.join(map(str, s.keys)))}")
         em.emit(f"i64 pb{p}[{len(s.keys)}];")
@@ -239,6 +242,43 @@ class _Gen:
         em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
         em.emit(f"const i64 {brow} = ps{p} < 0 ? -1 : (b{p}_vidx == nullptr ? "
                 f"b{p}_rows[b{p}_start[ps{p}] + m{p}] : b{p}_vidx[b{p}_rows[b{p}_start[ps{p}] + m{p}]]);")
+        if s.residual is not None:
+            r = em.value(self.sub(s.residual))
+            em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
+
+    def keyless_probe(self, p: int, s: ProbeStage) -> None:
+        """A join without keys (a scalar subquery's one row, a small cross product): every build row
+        matches every row; ``b{p}_n`` is the number of build rows (build row m is row m)."""
+        em = self.em
+        if s.kind not in ("inner", "left", "single", "semi", "anti"):
+            raise ExprError(f"a {s.kind} join without keys is not compiled")
+        em.emit(f"// probe {p}: {s.kind} join without keys (every build row matches)")
+        brow = f"br{p}"
+        self.probe_rows[p] = brow
+        for j, inp in enumerate(s.payload):
+            self.payload[inp.cid] = (p, j, inp)
+        if s.kind in ("semi", "anti"):
+            if s.residual is None:
+                em.emit(f"if (b{p}_n {'==' if s.kind == 'semi' else '>'} 0) continue;")
+                return
+            em.emit(f"bool hit{p} = false;")
+            em.open(f"for (i64 m{p} = 0; m{p} < b{p}_n; ++m{p}) {{")
+            saved = dict(em.env)
+            em.emit(f"const i64 {brow} = m{p};")
+            r = em.value(self.sub(s.residual))
+            em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
+            em.close()
+            em.env = saved
+            em.emit(f"if ({'!' if s.kind == 'semi' else ''}hit{p}) continue;")
+            for inp in s.payload:
+                self.payload.pop(inp.cid)
+            return
+        outer = s.kind in ("left", "single")
+        em.emit(f"const i64 pc{p} = b{p}_n > 0 ? b{p}_n : {1 if outer else 0};")
+        if s.kind == "single":
+            em.emit(f"if (pc{p} > 1) atomicAdd(errors, 1ULL);")
+        em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
+        em.emit(f"const i64 {brow} = b{p}_n > 0 ? m{p} : -1;")
         if s.residual is not None:
             r = em.value(self.sub(s.residual))
             em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")

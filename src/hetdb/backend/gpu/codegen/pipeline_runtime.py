@@ -34,6 +34,7 @@ class ProbeInput:
     payload: list[Column]
     nonempty: bool
     has_null_key: bool
+    rows: int = 0  # build rows (a join without keys matches each of them)
 
 
 @dataclass
@@ -90,7 +91,10 @@ class CompiledPipeline:
         empty = cupy.full(1, -1, dtype=cupy.int64)
         for stage, pr in zip(stages, probes):
             t = pr.table
-            if t is None:
+            if not stage.keys:  # every build row matches: the kernel reads only their number
+                args += [empty, np.uint64(0), empty, np.int64(pr.rows), empty.view(cupy.uint64), empty, empty,
+                         empty, np.uint64(0)]
+            elif t is None:
                 args += [empty, np.uint64(0), empty, np.int64(0), empty.view(cupy.uint64), empty, empty,
                          empty, np.uint64(0)]
             else:
