@@ -395,20 +395,27 @@ class BatchCompiler:
         self.tried = False
         self.probes: list = []
         self.build_dicts: dict[str, Column] = {}
+        self.why = ""                              # why the pipeline is not compiled
+        self.refusals: dict[str, int] = {}         # why batches were not: reason -> batches
 
     def consume(self, b: Batch) -> bool:
-        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it."""
+        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it (the reason
+        is counted in ``refusals``)."""
         if not self.tried:
             self.tried = True
             if self.ctx.device is None:  # a CPU emulation of fused kernels: no device to compile for
-                return False
-            self.plan, _ = plan_compiled(self.ctx, self.pipe)
-            if self.plan is not None:
-                self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
+                self.why = "no GPU to compile for"
+            else:
+                self.plan, self.why = plan_compiled(self.ctx, self.pipe)
+                if self.plan is not None:
+                    self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
         if self.plan is None:
+            why = self.why or "the pipeline is not compiled"
+            self.refusals[why] = self.refusals.get(why, 0) + 1
             return False
         kernel, cids = _kernel(self.ctx, self.plan, b)
         if isinstance(kernel, str):
+            self.refusals[kernel] = self.refusals.get(kernel, 0) + 1
             return False
         _consume(self.ctx, self.plan, kernel, cids, b, self.probes, self.build_dicts, self.gsink, self.lsink)
         return True
