@@ -59,7 +59,29 @@ def specs() -> dict[str, PipelineSpec]:
             AggregateSink((col("s", T.STRING),), (("sum", col("w", T.INT64)), ("count_star", None)))),
         "keyless_materialize": PipelineSpec(BASE, (
             ProbeStage("left", (), (), (Input("w", T.INT64),)),), MaterializeSink()),
+        # q10: GROUP BY c_custkey, c_name, c_address with the customer strings plain in the build
+        "string_group_rows": PipelineSpec(BASE, (
+            ProbeStage("inner", (col("b", T.INT64),), (T.INT64,),
+                       (Input("ck", T.INT64), Input("name", T.STRING, build_row=True))),
+            ProbeStage("left", (col("a"),), (T.INT32,), (Input("addr", T.STRING, build_row=True),))),
+            AggregateSink((col("ck", T.INT64), col("name", T.STRING), col("addr", T.STRING)),
+                          (("sum", col("x", T.FLOAT64)),))),
     }
+
+
+def test_plain_string_build_keys_group_by_build_row():
+    k = generate_pipeline(specs()["string_group_rows"])
+    body = k.body
+    assert "kb[1] = br0 >= 0 ? br0 : 0;" in body and "kb[2] = br1 >= 0 ? br1 : 0;" in body
+    assert "if (br1 < 0) nb |= 4LL;" in body          # a left join without a match: NULL string
+    assert "b0_pay1" not in body and "b1_pay0" not in body  # the strings are never read
+    assert [g.build_rows_of for g in k.group_keys] == [None, "name", "addr"]
+    assert "name:VARCHAR row" in specs()["string_group_rows"].describe()
+    with pytest.raises(UnsupportedError, match="plain"):
+        generate_pipeline(PipelineSpec(BASE, (
+            ProbeStage("inner", (col("a"),), (T.INT32,), (Input("name", T.STRING, build_row=True),)),
+            FilterStage(call("like", T.BOOL, col("name", T.STRING), Literal(T.STRING, "%a%")))),
+            AggregateSink((col("name", T.STRING),), (("count_star", None),))))
 
 
 def test_joins_without_keys_loop_over_every_build_row():

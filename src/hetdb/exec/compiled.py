@@ -62,6 +62,7 @@ class CompiledPlan:
     outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
     alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
     mark_index: int | None = None          # pipe.ops index of a right_semi/right_anti probe ending the kernel
+    row_keys: dict[str, int] = field(default_factory=dict)    # plain-string group key -> build pipeline
 
 
 def _refs(e: Expr | None) -> set[str]:
@@ -152,6 +153,7 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                 if not (isinstance(e, ColumnRef) and e.cid == f.cid):
                     e = substitute(e, plan.alias)
                     plan.alias[f.cid] = e if e.dtype == f.dtype else Cast(f.dtype, e)
+    key_only = set() if materialize or right is not None else _group_key_only(plan, sink)
     payloads: dict[int, list[Any]] = {}
     for i in range(len(stages) - 1, -1, -1):
         kind, x = stages[i]
@@ -174,7 +176,13 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
             for f in pay:
                 col = ctx.results[x.build_pipeline].batch.columns[f.cid]
                 if f.dtype.kind == "string" and col.dictionary is None:
-                    raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string", x.op_id)
+                    why = off("string_group_rows") if f.cid in key_only else "not only a group key"
+                    if not why and getattr(ctx, "device", None) is None:
+                        why = "grouping by build rows is done by GPU kernels only"
+                    if why:
+                        raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string "
+                                       f"({why})", x.op_id)
+                    plan.row_keys[f.cid] = x.build_pipeline
             payloads[i] = pay
             produced |= {f.cid for f in x.right_fields if f.cid in later or f.cid in need}
             if x.mark is not None:
@@ -185,6 +193,27 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
         referenced |= kneed
     plan.probes = [(x, payloads[i]) for i, (kind, x) in enumerate(stages) if kind == "probe"]
     return plan
+
+
+def _group_key_only(plan: CompiledPlan, sink: HashAggregate) -> set[str]:
+    """Columns that are group keys as they are and that nothing else the kernel computes reads (a
+    plain-string build column among them groups by its build row: see pipeline_spec.Input)."""
+    bare, other = set(), set()
+    for _, e in sink.keys:
+        e = substitute(e, plan.alias)
+        if isinstance(e, ColumnRef):
+            bare.add(e.cid)
+        else:
+            other |= _refs(e)
+    for _, a in sink.aggs:
+        other |= _refs(None if a.arg is None else substitute(a.arg, plan.alias))
+    for kind, x in plan.stages:
+        if kind == "filter":
+            other |= _refs(substitute(x, plan.alias))
+        elif kind == "probe":
+            for e in (*x.left_keys, x.residual):
+                other |= _refs(None if e is None else substitute(e, plan.alias))
+    return bare - other
 
 
 # ---- kernels per batch signature ----------------------------------------------------------------------
@@ -232,7 +261,8 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
             payload = []
             for f in pay_of[id(x)]:
                 col = side.batch.columns[f.cid]
-                payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None))
+                payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None,
+                                     build_row=f.cid in plan.row_keys))
             stages.append(ProbeStage("inner" if x.kind == "cross" else x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
                                      tuple(payload), x.residual, x.mark.cid if x.mark is not None else None))
     if plan.mark_index is not None:
@@ -293,6 +323,13 @@ def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dic
     n = groups.num_groups
     cols: dict[str, Column] = {}
     for i, ((values, valid), key) in enumerate(zip(groups.keys, kernel.kernel.group_keys)):
+        if key.build_rows_of is not None:  # build rows: their strings (equal strings merge later)
+            from hetdb.exec.columns import take
+
+            side = ctx.results[plan.row_keys[key.build_rows_of]]
+            rows = values if valid is None else xp.where(valid, values, -1)
+            cols[_g(i)] = take(ctx.backend, side.batch.columns[key.build_rows_of], rows, missing=valid is not None)
+            continue
         d = dicts[key.dict_cid] if key.dict_cid is not None else None
         cols[_g(i)] = Column(key.dtype, data=values, validity=valid, dictionary=d)
     parts: dict[tuple[int, str], Any] = {(a.agg, a.part): v

@@ -73,6 +73,7 @@ class GroupKeyOut:
 
     dtype: T.DataType
     dict_cid: str | None
+    build_rows_of: str | None = None  # the values are build rows of this plain-string payload column
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ class _Gen:
             return em.temp(inp.dtype, value, valid)
         if cid in self.payload:
             p, j, inp = self.payload[cid]
+            if inp.build_row:
+                raise ExprError(f"column {cid} is a plain (not dictionary-encoded) string")
             self._check_type(inp)
             brow = self.probe_rows[p]
             value = f"({brow} >= 0 ? b{p}_pay{j}[{brow}] : ({ctype(inp.dtype)})0)"
@@ -134,6 +137,8 @@ class _Gen:
 
     @staticmethod
     def _check_type(inp: Input) -> None:
+        if inp.build_row and inp.dtype.kind == "string":
+            return
         if inp.dtype.kind == "string" and not inp.dictionary:
             raise ExprError(f"column {inp.cid} is a plain (not dictionary-encoded) string")
         if inp.codec not in _COLUMN_OF and inp.codec not in TILE_CODECS:
@@ -296,6 +301,13 @@ class _Gen:
         for k, e in enumerate(sink.keys):
             e = self.sub(e)
             dict_cid = None
+            if isinstance(e, ColumnRef) and e.cid in self.payload and self.payload[e.cid][2].build_row:
+                brow = self.probe_rows[self.payload[e.cid][0]]  # no build row (left join): NULL
+                em.emit(f"kb[{k}] = {brow} >= 0 ? {brow} : 0;")
+                em.emit(f"if ({brow} < 0) nb |= {1 << k}LL;")
+                em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
+                keys.append(GroupKeyOut(e.dtype, None, e.cid))
+                continue
             if e.dtype.kind == "string":
                 if not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
                     raise ExprError(f"group key {e} is a string that is not a dictionary column")
@@ -383,6 +395,8 @@ class _Gen:
                        f"const i64* __restrict__ b{p}_count", f"const i64* __restrict__ b{p}_rows",
                        f"const i64* __restrict__ b{p}_vidx", f"int b{p}_nonempty", f"int b{p}_has_null"]
             for j, inp in enumerate(s.payload):
+                if inp.build_row:
+                    continue  # (the kernel reads only its build row)
                 params.append(f"const {ctype(inp.dtype)}* __restrict__ b{p}_pay{j}")
                 if inp.nullable:
                     params.append(f"const bool* __restrict__ b{p}_payv{j}")

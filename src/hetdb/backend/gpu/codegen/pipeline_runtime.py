@@ -105,6 +105,8 @@ class CompiledPipeline:
             if len(pr.payload) != len(stage.payload):
                 raise ValueError(f"probe declares {len(stage.payload)} payload columns, got {len(pr.payload)}")
             for inp, col in zip(stage.payload, pr.payload):
+                if inp.build_row:
+                    continue
                 args.append(cupy.ascontiguousarray(col.data))
                 if inp.nullable:
                     args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
@@ -181,7 +183,8 @@ class CompiledPipeline:
         out_keys = []
         for k, key in enumerate(self.kernel.group_keys):
             valid = ((kmat[nk] >> k) & 1) == 0
-            out_keys.append((_decode_bits(cupy, kmat[k], key.dtype), None if bool(valid.all()) else valid))
+            bits = kmat[k] if key.build_rows_of is not None else _decode_bits(cupy, kmat[k], key.dtype)
+            out_keys.append((bits, None if bool(valid.all()) else valid))
         values = []
         for a, arr in zip(self.kernel.accumulators, table.accs):
             v = arr[occupied]

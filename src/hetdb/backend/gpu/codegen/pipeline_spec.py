@@ -30,6 +30,10 @@ class Input:
     nullable: bool = True
     dictionary: bool = False
     codec: str = "plain"
+    # a build column (probe payload) of plain strings the kernel does not read: as a group key it
+    # groups by the build row; the executor puts in the strings, and the aggregation merges the
+    # groups whose strings are equal
+    build_row: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class PipelineSpec:
             elif isinstance(s, ProjectStage):
                 lines.append("project " + ", ".join(f"{c} := {e}" for c, e in s.outputs))
             else:
-                pay = ", ".join(f"{p.cid}:{p.dtype}" for p in s.payload)
+                pay = ", ".join(f"{p.cid}:{p.dtype}{' row' if p.build_row else ''}" for p in s.payload)
                 lines.append(f"probe {s.kind} [{', '.join(map(str, s.keys))}] as "
                              f"[{', '.join(map(str, s.key_types))}] -> {pay}"
                              f"{' residual ' + str(s.residual) if s.residual is not None else ''}"
