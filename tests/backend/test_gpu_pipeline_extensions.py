@@ -66,7 +66,25 @@ def specs() -> dict[str, PipelineSpec]:
             ProbeStage("left", (col("a"),), (T.INT32,), (Input("addr", T.STRING, build_row=True),))),
             AggregateSink((col("ck", T.INT64), col("name", T.STRING), col("addr", T.STRING)),
                           (("sum", col("x", T.FLOAT64)),))),
+        # q22: GROUP BY substring(c_phone, 1, 2) over a dictionary column
+        "dict_expr_key": PipelineSpec(BASE, (),
+                                      AggregateSink((call("substring", T.STRING, col("s", T.STRING), Literal(T.INT64, 1),
+                                                          Literal(T.INT64, 2)), col("a")),
+                                                    (("count_star", None),))),
     }
+
+
+def test_string_key_computed_from_one_dictionary_column_groups_by_its_codes():
+    k = generate_pipeline(specs()["dict_expr_key"])
+    key = k.group_keys[0]
+    assert key.dict_cid == "s" and key.expr is not None and key.dtype == T.STRING
+    assert "substring" not in k.body.split("find or insert the group")[1]  # the kernel only sees codes
+    with pytest.raises(UnsupportedError, match="not a dictionary column"):
+        generate_pipeline(PipelineSpec(BASE, (), AggregateSink(
+            (call("concat", T.STRING, col("s", T.STRING), call("cast", T.STRING, col("a"))),), (("count_star", None),))))
+    with pytest.raises(UnsupportedError, match="not a dictionary column"):
+        generate_pipeline(PipelineSpec(BASE, (), AggregateSink(
+            (call("concat", T.STRING, col("s", T.STRING), call("random", T.STRING)),), (("count_star", None),))))
 
 
 def test_plain_string_build_keys_group_by_build_row():

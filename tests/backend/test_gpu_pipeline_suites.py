@@ -108,14 +108,16 @@ def test_suite_pipelines_compile(suites, monkeypatch):
     tpch = {q for q in kernels if q.startswith("tpch/")}
     ssb = {q for q in kernels if q.startswith("ssb/")}
     # TPC-H queries whose every probe and aggregate the compiler takes (right_semi / right_anti in
-    # q21 as well; COUNT DISTINCT in q16 is refused, with the reason)
-    for q in ("q03", "q04", "q05", "q07", "q08", "q09", "q10", "q12", "q14", "q19", "q21"):
+    # q21 and the join without keys in q22 as well; COUNT DISTINCT in q16 is refused, with the reason)
+    for q in ("q03", "q04", "q05", "q07", "q08", "q09", "q10", "q12", "q14", "q19", "q21", "q22"):
         assert f"tpch/{q}" in tpch, (q, {k: v for k, v in refused.items() if k.startswith(f"tpch/{q}")})
     assert len(ssb) == 13
     from hetdb.backend.gpu.codegen.pipeline_spec import MarkBuildSink
 
     marking = {k.spec.stages[-1].kind for k in kernels["tpch/q21"] if isinstance(k.spec.sink, MarkBuildSink)}
     assert "right_semi" in marking, marking
+    assert any(not s.keys for k in kernels["tpch/q22"] for s in k.spec.stages if hasattr(s, "keys")), \
+        ([k.spec.describe() for k in kernels["tpch/q22"]], {k: v for k, v in refused.items() if "q22" in k})
     assert not any("right_semi" in why or "without keys" in why for why in refused.values()), refused
     assert any("DISTINCT" in why for why in refused.values())
 

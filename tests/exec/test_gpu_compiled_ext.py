@@ -169,3 +169,41 @@ def test_keyless_queries_plan_joins_without_keys_and_match_duckdb_on_the_cpu(db,
             assert expected.num_rows > 0, name
             keyless += "HashProbe" in con.explain(sql) and " [] " in con.explain(sql)
     assert keyless == len(KEYLESS_QUERIES), keyless
+
+
+# string group keys computed from one dictionary column (TPC-H q22's substring(c_phone, 1, 2))
+DICT_EXPR_QUERIES = {
+    "substring_key": "SELECT substring(b, 1, 2) AS p, count(*), sum(a) FROM fact GROUP BY 1",
+    "coalesce_key": "SELECT coalesce(b, 'none') AS p, e > DATE '1995-01-01' AS late, count(*), min(d) FROM fact "
+                    "WHERE a IS NULL OR a > 3 GROUP BY 1, 2",
+    "payload_upper_key": "SELECT upper(d.s) AS u, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a GROUP BY 1",
+    "case_key": "SELECT CASE WHEN b LIKE '%a%' THEN 'has a' ELSE b END AS k, count(*) FROM fact GROUP BY 1",
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+@pytest.mark.parametrize("options", [{}, {"batch_rows": 700}])
+def test_dictionary_expression_keys_compiled_match_duckdb(db, duck, options) -> None:
+    compiled = 0
+    with hetdb.connect(db.path, device="gpu", **options) as con:
+        for name, sql in DICT_EXPR_QUERIES.items():
+            res = con.sql(sql)
+            expected = duck.sql(sql).arrow()
+            expected = expected.read_all() if hasattr(expected, "read_all") else expected
+            text = con.explain(sql, analyze=True)
+            diff = mismatch(res.arrow(), expected, ())
+            assert diff is None, f"{name}: {diff}\n{text}"
+            assert expected.num_rows > 1, name
+            compiled += any(COMPILED in line for line in _agg_lines(text))
+        assert con._get_engine().device.memory.used == 0
+    assert compiled >= len(DICT_EXPR_QUERIES) - 1, compiled
+
+
+def test_dictionary_expression_keys_match_duckdb_on_the_cpu(db, duck) -> None:
+    with hetdb.connect(db.path) as con:
+        for name, sql in DICT_EXPR_QUERIES.items():
+            expected = duck.sql(sql).arrow()
+            expected = expected.read_all() if hasattr(expected, "read_all") else expected
+            assert mismatch(con.sql(sql).arrow(), expected, ()) is None, name
+            assert expected.num_rows > 1, name

@@ -154,6 +154,12 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                     e = substitute(e, plan.alias)
                     plan.alias[f.cid] = e if e.dtype == f.dtype else Cast(f.dtype, e)
     key_only = set() if materialize or right is not None else _group_key_only(plan, sink)
+    if not materialize and right is None:
+        why = off("dict_expr_keys")
+        computed = [e for _, e in sink.keys if e.dtype.kind == "string"
+                    and not isinstance(substitute(e, plan.alias), ColumnRef)]
+        if why and computed:
+            raise _Refused(f"string group key {computed[0]} is computed ({why})")
     payloads: dict[int, list[Any]] = {}
     for i in range(len(stages) - 1, -1, -1):
         kind, x = stages[i]
@@ -323,6 +329,11 @@ def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dic
     n = groups.num_groups
     cols: dict[str, Column] = {}
     for i, ((values, valid), key) in enumerate(zip(groups.keys, kernel.kernel.group_keys)):
+        if key.expr is not None:  # codes of a dictionary column: the key is an expression of them
+            codes = Column(T.STRING, data=values.astype(xp.int32), validity=valid, dictionary=dicts[key.dict_cid])
+            res = ctx.evaluator.evaluate(key.expr, Batch({key.dict_cid: codes}, n))
+            cols[_g(i)] = ctx.evaluator.cast(res, key.dtype)
+            continue
         if key.build_rows_of is not None:  # build rows: their strings (equal strings merge later)
             from hetdb.exec.columns import take
 

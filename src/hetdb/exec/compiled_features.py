@@ -13,6 +13,7 @@ FEATURES = {
     "right_semi_anti": "right_semi / right_anti joins marking build rows in the kernel",
     "keyless_join": "joins without keys (every build row matches: scalar subqueries)",
     "string_group_rows": "plain-string build columns as group keys (grouped by build row)",
+    "dict_expr_keys": "string group keys computed from one dictionary column (grouped by its codes)",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}

@@ -39,7 +39,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     ProjectStage,
 )
 from hetdb.errors import UnsupportedError
-from hetdb.plan.expr import Cast, ColumnRef
+from hetdb.plan.expr import Call, Cast, ColumnRef
 from hetdb.plan.exprutil import substitute
 
 PL_BLOCK = 128
@@ -74,6 +74,7 @@ class GroupKeyOut:
     dtype: T.DataType
     dict_cid: str | None
     build_rows_of: str | None = None  # the values are build rows of this plain-string payload column
+    expr: object | None = None        # the values are codes of dict_cid; the key is expr over them
 
 
 @dataclass(frozen=True)
@@ -308,9 +309,16 @@ class _Gen:
                 em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
                 keys.append(GroupKeyOut(e.dtype, None, e.cid))
                 continue
-            if e.dtype.kind == "string":
-                if not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
+            expr = None
+            if e.dtype.kind == "string" and not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
+                # a string computed from one dictionary column (substring(c_phone, 1, 2)): group by
+                # that column's codes; the executor computes the key per group and the aggregation
+                # merges the groups whose keys are equal
+                ref = _only_column(e)
+                if ref is None or ref.cid not in em.dict_cids:
                     raise ExprError(f"group key {e} is a string that is not a dictionary column")
+                expr, e = e, ref
+            if e.dtype.kind == "string":
                 dict_cid = e.cid
             elif e.dtype.kind not in _KEY_KINDS:
                 raise ExprError(f"group key {e} of type {e.dtype} is not compiled")
@@ -322,7 +330,7 @@ class _Gen:
                 em.emit(f"kb[{k}] = ({v.valid}) ? {bits} : 0;")
                 em.emit(f"if (!({v.valid})) nb |= {1 << k}LL;")
             em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
-            keys.append(GroupKeyOut(e.dtype, dict_cid))
+            keys.append(GroupKeyOut(e.dtype if expr is None else expr.dtype, dict_cid, expr=expr))
         em.emit("h = pipe::hash_step(h, nb);")
         em.emit(f"const i64 g = pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, "
                 "g_used, g_max, g_overflow);")
@@ -457,6 +465,21 @@ class _Gen:
         name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
                               tuple(payloads), rows_out, marks_out)
+
+
+def _only_column(e) -> ColumnRef | None:
+    """The one column ``e`` reads (a ColumnRef node of it), None when it reads none or several or
+    is not a function of it (random())."""
+    refs: list[ColumnRef] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ColumnRef):
+            refs.append(x)
+        if isinstance(x, Call) and x.op == "random":
+            return None
+        stack.extend(x.children())
+    return refs[0] if refs and len({r.cid for r in refs}) == 1 else None
 
 
 def _comment(text: str) -> str:
