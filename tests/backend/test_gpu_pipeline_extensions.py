@@ -71,7 +71,16 @@ def specs() -> dict[str, PipelineSpec]:
                                       AggregateSink((call("substring", T.STRING, col("s", T.STRING), Literal(T.INT64, 1),
                                                           Literal(T.INT64, 2)), col("a")),
                                                     (("count_star", None),))),
+        # q16: count(DISTINCT ps_suppkey) GROUP BY p_brand, p_type, p_size: distinct tuples, no accumulators
+        "distinct_tuples": PipelineSpec(BASE, (ProbeStage("inner", (col("a"),), (T.INT32,),
+                                                          (Input("brand", T.STRING, True, True),)),),
+                                        AggregateSink((col("brand", T.STRING), col("b", T.INT64), col("a")), ())),
     }
+
+
+def test_distinct_tuples_kernel_has_no_accumulators():
+    k = generate_pipeline(specs()["distinct_tuples"])
+    assert not k.accumulators and len(k.group_keys) == 3 and "pipe::group_slot<3>" in k.body
 
 
 def test_string_key_computed_from_one_dictionary_column_groups_by_its_codes():

@@ -94,9 +94,18 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
     materialize = right is None and isinstance(sink, HashBuild)
     if right is None and not materialize:
         if sink.raw_mode:
-            raise _Refused("DISTINCT aggregates are not compiled")
+            # the kernel groups by the keys and every argument: one row per distinct tuple goes to
+            # the aggregation's DISTINCT machinery (which no duplicate changes, nor min/max)
+            why = off("count_distinct")
+            if not why and getattr(ctx, "device", None) is None:
+                why = "compiled by GPU kernels only"
+            if why:
+                raise _Refused(f"DISTINCT aggregates are not compiled ({why})")
+            for _, a in sink.aggs:
+                if not (a.distinct or a.op in ("min", "max")) or a.arg is None:
+                    raise _Refused(f"{a.op} without DISTINCT next to a DISTINCT aggregate is not compiled")
         for _, a in sink.aggs:
-            if a.op not in _AGGS:
+            if a.op not in _AGGS and not sink.raw_mode:
                 raise _Refused(f"aggregate {a.op} is not compiled")
     stages: list[Any] = []
     if isinstance(pipe.source, TableScan):
@@ -276,7 +285,11 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
     elif plan.materialize:
         sink = MaterializeSink()
     else:
-        sink = AggregateSink(tuple(e for _, e in plan.sink.keys), tuple((a.op, a.arg) for _, a in plan.sink.aggs))
+        keys = tuple(e for _, e in plan.sink.keys)
+        if plan.sink.raw_mode:  # distinct (keys, arguments) tuples
+            sink = AggregateSink(keys + tuple(a.arg for _, a in plan.sink.aggs), ())
+        else:
+            sink = AggregateSink(keys, tuple((a.op, a.arg) for _, a in plan.sink.aggs))
     spec = PipelineSpec(inputs, tuple(stages), sink)
     try:
         compiled: Any = CompiledPipeline(spec)
@@ -327,22 +340,27 @@ def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str,
 def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dicts: dict[str, Column]) -> Batch:
     xp = ctx.backend.xp
     n = groups.num_groups
-    cols: dict[str, Column] = {}
-    for i, ((values, valid), key) in enumerate(zip(groups.keys, kernel.kernel.group_keys)):
+    keycols: list[Column] = []
+    for (values, valid), key in zip(groups.keys, kernel.kernel.group_keys):
         if key.expr is not None:  # codes of a dictionary column: the key is an expression of them
             codes = Column(T.STRING, data=values.astype(xp.int32), validity=valid, dictionary=dicts[key.dict_cid])
             res = ctx.evaluator.evaluate(key.expr, Batch({key.dict_cid: codes}, n))
-            cols[_g(i)] = ctx.evaluator.cast(res, key.dtype)
-            continue
-        if key.build_rows_of is not None:  # build rows: their strings (equal strings merge later)
+            keycols.append(ctx.evaluator.cast(res, key.dtype))
+        elif key.build_rows_of is not None:  # build rows: their strings (equal strings merge later)
             from hetdb.exec.columns import take
 
             side = ctx.results[plan.row_keys[key.build_rows_of]]
             rows = values if valid is None else xp.where(valid, values, -1)
-            cols[_g(i)] = take(ctx.backend, side.batch.columns[key.build_rows_of], rows, missing=valid is not None)
-            continue
-        d = dicts[key.dict_cid] if key.dict_cid is not None else None
-        cols[_g(i)] = Column(key.dtype, data=values, validity=valid, dictionary=d)
+            keycols.append(take(ctx.backend, side.batch.columns[key.build_rows_of], rows, missing=valid is not None))
+        else:
+            d = dicts[key.dict_cid] if key.dict_cid is not None else None
+            keycols.append(Column(key.dtype, data=values, validity=valid, dictionary=d))
+    nk = len(plan.sink.keys)
+    cols: dict[str, Column] = {_g(i): c for i, c in enumerate(keycols[:nk])}
+    if plan.sink.raw_mode:  # one row per distinct (keys, arguments): the raw rows of DISTINCT
+        for j, c in enumerate(keycols[nk:]):
+            cols[_s(j, "raw")] = c
+        return Batch(cols, n)
     parts: dict[tuple[int, str], Any] = {(a.agg, a.part): v
                                         for a, v in zip(kernel.kernel.accumulators, groups.accumulators)}
     for j, (_, a) in enumerate(plan.sink.aggs):

@@ -14,6 +14,7 @@ FEATURES = {
     "keyless_join": "joins without keys (every build row matches: scalar subqueries)",
     "string_group_rows": "plain-string build columns as group keys (grouped by build row)",
     "dict_expr_keys": "string group keys computed from one dictionary column (grouped by its codes)",
+    "count_distinct": "DISTINCT aggregates (the kernel keeps one row per distinct keys and arguments)",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
