@@ -127,9 +127,11 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                 if why or op.kind not in _KEYLESS:
                     raise _Refused(why or f"a {op.kind} join without keys is not compiled", op.op_id)
                 side = ctx.results[op.build_pipeline]
-                if side.partitions is None and side.num_rows > KEYLESS_MAX_ROWS:
+                most = 1 if materialize and op.kind in ("inner", "cross") else KEYLESS_MAX_ROWS
+                if side.partitions is None and side.num_rows > most:
+                    # (rows gathered for a hash build multiply by the build rows: one at most)
                     raise _Refused(f"a join without keys over {side.num_rows} build rows is not compiled "
-                                   f"(at most {KEYLESS_MAX_ROWS})", op.op_id)
+                                   f"here (at most {most})", op.op_id)
             if any(k.dtype.kind == "string" for k in op.left_keys):
                 raise _Refused("string join keys are not compiled", op.op_id)
             side = ctx.results[op.build_pipeline]
