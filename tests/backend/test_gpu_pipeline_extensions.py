@@ -75,7 +75,30 @@ def specs() -> dict[str, PipelineSpec]:
         "distinct_tuples": PipelineSpec(BASE, (ProbeStage("inner", (col("a"),), (T.INT32,),
                                                           (Input("brand", T.STRING, True, True),)),),
                                         AggregateSink((col("brand", T.STRING), col("b", T.INT64), col("a")), ())),
+        # q13: o_comment NOT LIKE '%special%requests%' on a plain-string page; a UTF-8 '_' pattern
+        "plain_like": PipelineSpec(BASE + (Input("t", T.STRING),), (
+            FilterStage(call("not_like", T.BOOL, col("t", T.STRING), Literal(T.STRING, "%special%requests%"))),
+            FilterStage(call("or", T.BOOL, call("like", T.BOOL, col("t", T.STRING), Literal(T.STRING, "é_x%")),
+                             call("starts_with", T.BOOL, col("t", T.STRING), Literal(T.STRING, "ab"))))),
+            AggregateSink((col("a"),), (("count_star", None),))),
     }
+
+
+def test_like_on_a_plain_string_input_runs_in_the_kernel():
+    k = generate_pipeline(specs()["plain_like"])
+    body = k.body
+    assert "const long long* __restrict__ off4" in body and "const unsigned char* __restrict__ chr4" in body
+    assert "!pipe::like_bytes(chr4 + off4[row], off4[row + 1] - off4[row], " in body
+    assert f"{k.name}_pat0[18] = {{37, 115," in body   # '%special%requests%' as bytes, named per kernel
+    assert f"{k.name}_pat1[5] = {{195, 169, 95, 120, 37}}" in body  # 'é_x%' in UTF-8
+    assert f"{k.name}_pat2[3]" in body and not k.lookups
+    with pytest.raises(UnsupportedError, match="not a dictionary column"):  # any other use of the string
+        generate_pipeline(PipelineSpec(BASE + (Input("t", T.STRING),), (),
+                                       AggregateSink((col("t", T.STRING),), (("count_star", None),))))
+    with pytest.raises(UnsupportedError, match="wildcard"):
+        generate_pipeline(PipelineSpec(BASE + (Input("t", T.STRING),), (
+            FilterStage(call("contains", T.BOOL, col("t", T.STRING), Literal(T.STRING, "a%"))),),
+            AggregateSink((), (("count_star", None),))))
 
 
 def test_distinct_tuples_kernel_has_no_accumulators():

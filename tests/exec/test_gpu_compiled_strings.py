@@ -32,7 +32,7 @@ def _tables() -> dict[str, pa.Table]:
     n_cust = 2000
     # names repeat every 900 customers (equal strings on several build rows); addresses are unique
     names = [None if i % 37 == 0 else f"customer-{(i * 7) % 900:06d}" for i in range(n_cust)]
-    addrs = [f"addr {i} " + "y" * (i % 50) for i in range(n_cust)]
+    addrs = [None if i % 41 == 0 else f"addr {i} " + ("é" if i % 3 == 0 else "y") * (i % 50) for i in range(n_cust)]
     cust = pa.table({"k": pa.array(range(n_cust), pa.int64()), "name": pa.array(names, pa.string()),
                      "addr": pa.array(addrs, pa.string()),
                      "bal": pa.array([rng.randint(-999, 9999) for _ in range(n_cust)], pa.int32())})
@@ -76,6 +76,15 @@ QUERIES = {
     "top_k": "SELECT c.k, c.name, sum(o.amt) AS rev FROM ords o JOIN cust c ON o.ck = c.k GROUP BY c.k, c.name "
              "ORDER BY rev DESC, c.k LIMIT 20",
 }
+# LIKE on plain-string pages of the scanned table, in the kernel (TPC-H q13's o_comment NOT LIKE)
+LIKE_QUERIES = {
+    "not_like": "SELECT bal % 7 AS m, count(*), sum(k) FROM cust WHERE addr NOT LIKE '%y%y%' GROUP BY 1",
+    "like_utf8_underscore": "SELECT count(*), min(k) FROM cust WHERE addr LIKE '%é_é%' OR addr LIKE 'addr 1_ %'",
+    "prefix_and_null": "SELECT addr IS NULL AS n, count(*) FROM cust WHERE addr LIKE 'addr 1%' OR addr IS NULL "
+                       "OR k < 3 GROUP BY 1",
+    "exact_and_empty_pattern": "SELECT count(*) FROM cust WHERE addr LIKE 'addr 7 yyyyyyy' OR addr LIKE ''",
+    "starts_with": "SELECT bal > 0 AS p, count(*) FROM cust WHERE starts_with(addr, 'addr 19') GROUP BY 1",
+}
 # the string is also read by an expression: refused (operator at a time), still the right answer
 REFUSED = {"like_on_string": "SELECT c.name, count(*) FROM ords o JOIN cust c ON o.ck = c.k "
                              "WHERE c.name LIKE '%12%' GROUP BY c.name"}
@@ -102,7 +111,7 @@ def test_string_columns_are_plain_and_cpu_matches_duckdb(sdb, sduck) -> None:
         encodings = [reader.page_encoding(name, rg) for rg in range(reader.num_row_groups)]
         assert encodings.count(DICT) < len(encodings), (name, encodings)
     with hetdb.connect(sdb.path) as con:
-        for sql in (*QUERIES.values(), *REFUSED.values()):
+        for sql in (*QUERIES.values(), *REFUSED.values(), *LIKE_QUERIES.values()):
             _compare(con, sduck, sql)
 
 
@@ -120,3 +129,18 @@ def test_plain_string_group_keys_compiled_match_duckdb(sdb, sduck, options) -> N
             assert "plain (not dictionary-encoded) string" in text, text
         assert con._get_engine().device.memory.used == 0
     assert compiled == len(QUERIES), compiled
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+@pytest.mark.parametrize("options", [{}, {"batch_rows": 300}])
+def test_like_on_plain_string_pages_compiled_match_duckdb(sdb, sduck, options) -> None:
+    compiled = 0
+    with hetdb.connect(sdb.path, device="gpu", **options) as con:
+        for sql in LIKE_QUERIES.values():
+            text = _compare(con, sduck, sql)
+            lines = [line for line in text.splitlines() if "HashAggregate" in line]
+            compiled += any(COMPILED in line or "ran as compiled" in line for line in lines)
+            assert not any("plain (not dictionary-encoded) string page" in line for line in lines), text
+        assert con._get_engine().device.memory.used == 0
+    assert compiled == len(LIKE_QUERIES), compiled

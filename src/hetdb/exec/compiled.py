@@ -255,7 +255,9 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
     for c in cids:
         col = batch.columns[c]
         if col.dtype.kind == "string" and col.dictionary is None:
-            return f"column {c} is a plain (not dictionary-encoded) string page", []
+            why = off("plain_like")
+            if why or getattr(col, "device_page", None) is not None:
+                return f"column {c} is a plain (not dictionary-encoded) string page ({why or 'compressed'})", []
         page = getattr(col, "device_page", None)  # a compressed page: the kernel decodes it in place
         sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None,
                     "plain" if page is None else page.codec))

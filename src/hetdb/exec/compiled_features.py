@@ -15,6 +15,7 @@ FEATURES = {
     "string_group_rows": "plain-string build columns as group keys (grouped by build row)",
     "dict_expr_keys": "string group keys computed from one dictionary column (grouped by its codes)",
     "count_distinct": "DISTINCT aggregates (the kernel keeps one row per distinct keys and arguments)",
+    "plain_like": "LIKE on plain-string pages in the kernel (other uses of them are refused)",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}

@@ -113,7 +113,8 @@ class _Gen:
         for s in spec.stages:
             if isinstance(s, ProbeStage):
                 dict_cids |= {p.cid for p in s.payload if p.dictionary}
-        self.em = Emitter(self._load, frozenset(dict_cids))
+        plain = {i.cid: (k, i.nullable) for k, i in enumerate(spec.inputs) if _plain_string(i)}
+        self.em = Emitter(self._load, frozenset(dict_cids), plain, _NAME)
         self.marks: dict[int, Val] = {}
 
     # ---- loads ------------------------------------------------------------------------------------
@@ -137,8 +138,12 @@ class _Gen:
         return None
 
     @staticmethod
-    def _check_type(inp: Input) -> None:
+    def _check_type(inp: Input, read: bool = True) -> None:
+        """Refuse what the kernel cannot read (``read``: its values; a plain-string input is read
+        only through LIKE, Emitter._plain_like)."""
         if inp.build_row and inp.dtype.kind == "string":
+            return
+        if not read and _plain_string(inp):
             return
         if inp.dtype.kind == "string" and not inp.dictionary:
             raise ExprError(f"column {inp.cid} is a plain (not dictionary-encoded) string")
@@ -383,9 +388,12 @@ class _Gen:
         spec, em = self.spec, self.em
         params: list[str] = []
         for k, inp in enumerate(spec.inputs):
-            self._check_type(inp)
-            ptr = ctype(inp.dtype) if inp.codec == "plain" else "unsigned char"
-            params.append(f"const {ptr}* __restrict__ col{k}")
+            self._check_type(inp, read=False)
+            if _plain_string(inp):
+                params += [f"const long long* __restrict__ off{k}", f"const unsigned char* __restrict__ chr{k}"]
+            else:
+                ptr = ctype(inp.dtype) if inp.codec == "plain" else "unsigned char"
+                params.append(f"const {ptr}* __restrict__ col{k}")
             if inp.nullable:
                 params.append(f"const bool* __restrict__ val{k}")
         params.append("long long n")
@@ -436,12 +444,13 @@ class _Gen:
         params.append("unsigned long long* __restrict__ errors")
         params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
         out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
+        out += em.globals
         out += [f"#define PL_BLOCK {PL_BLOCK}", f"#define PL_ITEMS {PL_ITEMS}", f"#define PL_TILE {PL_TILE}",
                 f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
                 "    " + ",\n    ".join(params) + ") {"]
         tiled = [(k, inp) for k, inp in enumerate(spec.inputs) if inp.codec in TILE_CODECS]
         out += [f"  const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}}};"
-                for k, inp in enumerate(spec.inputs) if inp.codec not in TILE_CODECS]
+                for k, inp in enumerate(spec.inputs) if inp.codec not in TILE_CODECS and not _plain_string(inp)]
         out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
         if tiled:
             out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
@@ -465,6 +474,11 @@ class _Gen:
         name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
                               tuple(payloads), rows_out, marks_out)
+
+
+def _plain_string(inp: Input) -> bool:
+    """A plain-string input of the probe side (offsets and bytes; read through LIKE only)."""
+    return inp.dtype.kind == "string" and not inp.dictionary and not inp.build_row and inp.codec == "plain"
 
 
 def _only_column(e) -> ColumnRef | None:

@@ -71,7 +71,11 @@ class CompiledPipeline:
         args: list[Any] = []
         for inp in self.spec.inputs:
             col = columns[inp.cid]
-            if inp.codec == "plain":
+            if inp.dtype.kind == "string" and not inp.dictionary and inp.codec == "plain":
+                # offsets and UTF-8 bytes (a one-byte array keeps the pointer valid when empty)
+                args.append(cupy.ascontiguousarray(col.offsets.astype(cupy.int64, copy=False)))
+                args.append(col.chars if int(col.chars.shape[0]) else cupy.zeros(1, dtype=cupy.uint8))
+            elif inp.codec == "plain":
                 args.append(cupy.ascontiguousarray(col.data))
             else:  # a compressed page the kernel decodes in place (backend/gpu/encoded.py)
                 page = col.device_page
