@@ -442,17 +442,33 @@ def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[
         plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
 
 
-def _consume_marks(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
-                   build_dicts: dict[str, Column], marked: Any) -> None:
-    from hetdb.backend.gpu.codegen.pipeline_runtime import mark_build
+class _Marks:
+    """The runs (pipeline_runtime.MarkRun, one per kernel) of a pipeline ending in a right_semi /
+    right_anti probe, all into the join operator's matched flags."""
 
-    op = plan.stages[-1][1]
-    with Timer(ctx, op.op_id):
-        dicts = dict(build_dicts)
-        dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-        mark_build(kernel, {c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts),
-                   probes, marked)
-        ctx.add(op.op_id, rows_in=b.num_rows)
+    def __init__(self, ctx: ExecContext, plan: CompiledPlan, pipe: Any, run: Any) -> None:
+        self.ctx, self.plan = ctx, plan
+        self.op = pipe.ops[plan.mark_index]
+        self.marked = self.op._matched(ctx, ctx.results[self.op.build_pipeline], run.gops[plan.mark_index])
+        self.runs: dict[int, Any] = {}
+
+    def consume(self, kernel: Any, cids: list[str], b: Batch, probes: list, build_dicts: dict[str, Column]) -> None:
+        from hetdb.backend.gpu.codegen.pipeline_runtime import MarkRun
+
+        ctx, plan = self.ctx, self.plan
+        with Timer(ctx, self.op.op_id):
+            mr = self.runs.get(id(kernel))
+            if mr is None:
+                mr = self.runs[id(kernel)] = MarkRun(kernel, self.marked)
+            dicts = dict(build_dicts)
+            dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+            mr.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+            ctx.add(self.op.op_id, rows_in=b.num_rows)
+
+    def finish(self) -> None:
+        with Timer(self.ctx, self.op.op_id):
+            for mr in self.runs.values():
+                mr.finish()
 
 
 class BatchCompiler:
@@ -572,10 +588,7 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
     tables = None if plan.materialize or plan.mark_index is not None else _Tables(ctx, plan, probes)
-    marked = None
-    if plan.mark_index is not None:
-        op = pipe.ops[plan.mark_index]
-        marked = op._matched(ctx, ctx.results[op.build_pipeline], run.gops[plan.mark_index])
+    marks = None if plan.mark_index is None else _Marks(ctx, plan, pipe, run)
     compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
@@ -598,8 +611,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 if b.num_rows:
                     run.push(b, 0, lops, lsink)
                 continue
-            if marked is not None:
-                _consume_marks(ctx, plan, kernel, cids, b, probes, build_dicts, marked)
+            if marks is not None:
+                marks.consume(kernel, cids, b, probes, build_dicts)
             elif tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
                 consume = _consume_rows if plan.materialize else _consume
                 consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
@@ -607,6 +620,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
             encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
     if tables is not None:
         tables.finish(run.gsink, lsink)
+    if marks is not None:
+        marks.finish()  # (before the join emits the marked rows: run.flush)
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
     st = ctx.stat(sink.op_id)

@@ -329,21 +329,33 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
     return Selected(rows, brows, marks)
 
 
-def mark_build(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
-               probes: list[ProbeInput], marked: Any) -> None:
-    """Run a pipeline ending in a right_semi / right_anti probe over ``n`` rows: ``marked`` (one
-    byte per build row, the join operator's own flags) gets 1 for every build row matched."""
-    import cupy
+class MarkRun:
+    """The launches of a pipeline ending in a right_semi / right_anti probe: each batch sets
+    ``marked[build row] = 1`` (one byte per build row, the join operator's own flags) for every build
+    row it matches; errors are read back once, in ``finish``, not per batch."""
 
-    from hetdb.backend.gpu.compile import launch
+    def __init__(self, pipeline: CompiledPipeline, marked: Any) -> None:
+        import cupy
 
-    if marked.dtype != cupy.bool_ or not marked.flags.c_contiguous:
-        raise ValueError("the build rows' marks must be a contiguous bool array")
-    tiles = -(-n // PL_TILE)
-    if not tiles:
-        return
-    arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
-    errors = cupy.zeros(1, dtype=cupy.uint64)
-    launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
-           (*pipeline._args(columns, n, lookups, probes), marked, errors, arith_err))
-    raise_if_overflowed(arith_err.get())
+        if marked.dtype != cupy.bool_ or not marked.flags.c_contiguous:
+            raise ValueError("the build rows' marks must be a contiguous bool array")
+        self.pipeline, self.marked = pipeline, marked
+        self.errors = cupy.zeros(1, dtype=cupy.uint64)
+        self.arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
+
+    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+            probes: list[ProbeInput]) -> None:
+        from hetdb.backend.gpu.compile import launch
+
+        tiles = -(-n // PL_TILE)
+        if tiles:
+            launch(self.pipeline.function(), min(tiles, 65536), PL_BLOCK,
+                   (*self.pipeline._args(columns, n, lookups, probes), self.marked, self.errors, self.arith_err))
+
+    def finish(self) -> None:
+        """Raise what the launches reported (overflowing arithmetic, a scalar subquery with several rows)."""
+        raise_if_overflowed(self.arith_err.get())
+        if int(self.errors[0]):
+            raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                             "(DuckDB reports: More than one row returned by a subquery used as an "
+                             "expression); add LIMIT 1 or an aggregate")
