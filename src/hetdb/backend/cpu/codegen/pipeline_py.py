@@ -68,6 +68,9 @@ class Probe:
 class Aggregate:
     keys: tuple[Expr, ...]
     aggs: tuple[tuple[str, Expr | None], ...]
+    # the one group key's rows come in runs of equal keys and each key in one run (the morsel's key
+    # column is sorted): a key other than the last row's starts a new group, with no hash table
+    runs: bool = False
 
 
 @dataclass(frozen=True)
@@ -368,6 +371,30 @@ class _Gen:
         for j, c in enumerate(st.payload):
             self.payload[c.cid] = (p, j, c)
 
+    def _find_group(self, keys: list[Val], kvals: list[tuple[str, str]]) -> None:
+        """The group table's hash probe for the row's keys, inserting a new group (``g``)."""
+        em = self.em
+        em.emit(f"gh = np.uint64({int(runtime.SEED)})")
+        for kb, _ in kvals:
+            em.emit(f"gh = splitmix64(gh ^ np.uint64({kb}))")
+        em.emit("gs = np.int64(gh & np.uint64(slots.shape[0] - 1))")
+        em.emit("while True:")
+        em.emit("    g = slots[gs] - 1")
+        em.emit("    if g == -1:")
+        em.emit("        g = ng")
+        em.emit("        slots[gs] = g + 1")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"        gk[{j}, g] = {kb}")
+            em.emit(f"        gv[{j}, g] = {kv}")
+            if self.key_signs[j] >= 0:
+                em.emit(f"        ia[{self.key_signs[j]}, g] = np.int64(({kv}) and neg_zero({keys[j].value}))")
+        em.emit("        ng += 1")
+        em.emit("        break")
+        same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
+        em.emit(f"    if {same}:")
+        em.emit("        break")
+        em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
+
     def _aggregate(self, sink: Aggregate, prologue: list[str], epilogue: list[str]) -> tuple[list[Slot], int, int]:
         """The group lookup and accumulator updates. Without keys the accumulators live in locals
         for the call (``prologue`` loads them, ``epilogue`` stores them: no store and reload of
@@ -395,31 +422,24 @@ class _Gen:
                 kvals.append((kb, kv))
                 prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
             prologue.append("lg = np.int64(-1)")
+            if sink.runs:
+                # resumed after the table grew: the last group goes on (its key may run on)
+                prologue += ["if ng > 0:", "    lg = ng - 1"]
+                for j in range(len(kvals)):
+                    prologue += [f"    lk{j} = gk[{j}, lg]", f"    lv{j} = gv[{j}, lg]"]
             same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
             em.emit(f"if lg >= 0 and {same_last}:")
             em.emit("    g = lg")
             em.emit("else:")
             em.indent += 1
-            em.emit(f"gh = np.uint64({int(runtime.SEED)})")
-            for kb, _ in kvals:
-                em.emit(f"gh = splitmix64(gh ^ np.uint64({kb}))")
-            em.emit("gs = np.int64(gh & np.uint64(slots.shape[0] - 1))")
-            em.emit("while True:")
-            em.emit("    g = slots[gs] - 1")
-            em.emit("    if g == -1:")
-            em.emit("        g = ng")
-            em.emit("        slots[gs] = g + 1")
-            for j, (kb, kv) in enumerate(kvals):
-                em.emit(f"        gk[{j}, g] = {kb}")
-                em.emit(f"        gv[{j}, g] = {kv}")
-                if self.key_signs[j] >= 0:
-                    em.emit(f"        ia[{self.key_signs[j]}, g] = np.int64(({kv}) and neg_zero({keys[j].value}))")
-            em.emit("        ng += 1")
-            em.emit("        break")
-            same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
-            em.emit(f"    if {same}:")
-            em.emit("        break")
-            em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
+            if sink.runs:
+                em.emit("g = ng")
+                for j, (kb, kv) in enumerate(kvals):
+                    em.emit(f"gk[{j}, g] = {kb}")
+                    em.emit(f"gv[{j}, g] = {kv}")
+                em.emit("ng += 1")
+            else:
+                self._find_group(keys, kvals)
             em.emit("lg = g")
             for j, (kb, kv) in enumerate(kvals):
                 em.emit(f"lk{j} = {kb}")
