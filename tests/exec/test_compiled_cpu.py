@@ -48,6 +48,13 @@ QUERIES = {
     "selection_then_probe": "SELECT d.s, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a "
                             "WHERE f.k < 2500 AND f.d < 20 AND d.b IS NOT NULL GROUP BY d.s",
     # probes ordered by the share of rows they let through (the anti join's build keeps most rows)
+    # residual conditions: inner (unique and non-unique builds), semi and anti joins
+    "inner_residual": "SELECT f.a, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a AND f.k - 3 * f.a > d.a * 40 "
+                      "GROUP BY f.a",
+    "semi_residual": "SELECT count(*), sum(c) FROM fact f WHERE EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
+                     "AND d.a * 50 + length(d.s) > f.k - f.a)",
+    "anti_residual": "SELECT b, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
+                     "AND d.a + f.d > 20) GROUP BY b",
     "semi_anti_order": "SELECT e, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
                        "AND d.s <> 's3') AND EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a AND d.b = 'fig') "
                        "AND f.k > 10 GROUP BY e",
@@ -141,7 +148,12 @@ def test_right_semi_and_anti_joins_mark_build_rows_in_the_loop(tmp_path) -> None
     queries = ["SELECT g, count(*) FROM small s WHERE EXISTS (SELECT 1 FROM big b WHERE b.k = s.id AND b.v > -40) "
                "GROUP BY g",
                "SELECT g, count(*), sum(id) FROM small s WHERE NOT EXISTS "
-               "(SELECT 1 FROM big b WHERE b.k + 1 = s.id + 1 AND b.v < 50) GROUP BY g"]
+               "(SELECT 1 FROM big b WHERE b.k + 1 = s.id + 1 AND b.v < 50) GROUP BY g",
+               # residual conditions over both sides (TPC-H q21's shape)
+               "SELECT g, count(*) FROM small s WHERE EXISTS (SELECT 1 FROM big b WHERE b.k = s.id AND b.v - 3 * s.g > 10)"
+               " GROUP BY g",
+               "SELECT g, count(*) FROM small s WHERE NOT EXISTS (SELECT 1 FROM big b WHERE b.k = s.id "
+               "AND b.v + s.g > 90) GROUP BY g"]
     marked, texts = 0, []
     with hetdb.connect(str(tmp_path / "db"), device="cpu") as con, \
             hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False) as ops:

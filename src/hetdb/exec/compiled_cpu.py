@@ -37,12 +37,13 @@ from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Batch, Column
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
-from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks
+from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
+from hetdb.plan.exprutil import substitute
 
 CPU_COMPILED = "compiled into one CPU loop"
 # direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
@@ -150,11 +151,17 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     probes = []
     from hetdb.backend.cpu.join import CpuJoinTable
 
-    for op, pay in plan.probes + ([] if marks is None else [(pipe.ops[marks], [])]):
+    marking: list[Any] = []
+    if marks is not None:
+        pay = residual_payload(ctx, pipe.ops[marks])
+        if isinstance(pay, str):
+            return pay
+        marking = [(pipe.ops[marks], pay)]
+    for op, pay in plan.probes + marking:
         if op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
-        if op.residual is not None:
-            return "a join with a residual condition is not compiled for the CPU"
+        if op.residual is not None and op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
+            return f"a {op.kind} join with a residual condition is not compiled for the CPU"
         side = ctx.results[op.build_pipeline]
         if not isinstance(side.table, CpuJoinTable):
             return "a join build without a hash table is not compiled for the CPU"
@@ -214,6 +221,8 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
 
     def movable(op: Any) -> bool:
         side = entry[id(op)][1]
+        if op.residual is not None:
+            return False  # it reads columns of the pipeline beside its keys: stays where it is
         return op.kind in ("semi", "anti") or (op.kind == "inner" and bool(side.table.unique))
 
     def close() -> None:
@@ -280,7 +289,8 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool = False) ->
             kind = "inner" if op.kind in MARK_KINDS else op.kind
             stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
-                                side.valid_idx is not None, payload, _prefilter(t)))
+                                side.valid_idx is not None, payload, _prefilter(t),
+                                _residual(p, op)))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:
@@ -294,6 +304,14 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool = False) ->
         kernel = str(e)
     p.kernels[key] = kernel
     return kernel
+
+
+def _residual(p: _Plan, op: Any) -> Expr | None:
+    """The probe's residual; the marking probe's over the loop's columns (its probe side through
+    the projections before it, which the loop does not compute for the marking probe)."""
+    if op.residual is None or op.kind not in MARK_KINDS:
+        return op.residual
+    return substitute(op.residual, p.plan.alias)
 
 
 def _prefilter(t: Any) -> str:

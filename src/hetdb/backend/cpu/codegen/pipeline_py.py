@@ -62,6 +62,8 @@ class Probe:
     payload: tuple[Input, ...] = ()
     # the table's runtime join filter (join_filter.KeyFilter) tested first: "bitmap", "bloom" or ""
     prefilter: str = ""
+    # a condition over both sides a match must meet as well (inner, semi and anti joins)
+    residual: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,7 @@ class _Gen:
             fields += ["direct", "lo"] if st.layout == "direct" else ["slots", "shift", "tkeys"]
             if st.packed:
                 fields += ["pmins", "psizes", "pstrides"]
-            if not st.unique and st.kind == "inner":
+            if not st.unique and (st.kind == "inner" or st.residual is not None):
                 fields += ["start", "order"]
             if st.mapped:
                 fields.append("vidx")
@@ -351,6 +353,9 @@ class _Gen:
             em.emit("        break")
             em.emit(f"    {f}_s = ({f}_s + 1) & (p{p}_slots.shape[0] - 1)")
         em.indent -= 1 + (1 if st.packed else 0) + (1 if st.prefilter else 0)
+        if st.residual is not None and st.kind in ("semi", "anti"):
+            self._exists(st, p)
+            return
         if st.kind == "anti":
             em.emit(f"if {f} >= 0:")
             em.emit("    continue")
@@ -370,6 +375,40 @@ class _Gen:
             em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
         for j, c in enumerate(st.payload):
             self.payload[c.cid] = (p, j, c)
+        if st.residual is not None:
+            r = em.value(st.residual)
+            em.emit(f"if not (({r.valid}) and {r.value}):")
+            em.emit("    continue")
+
+    def _exists(self, st: Probe, p: int) -> None:
+        """A semi / anti join with a residual: the key's build rows are tried until one meets it
+        (values computed in that loop are forgotten after it)."""
+        em, f = self.em, f"f{p}"
+        em.emit(f"hit{p} = False")
+        em.emit(f"if {f} >= 0:")
+        em.indent += 1
+        if st.unique:
+            em.emit(f"for m{p} in range({f}, {f} + 1):")
+            em.emit(f"    brow{p} = p{p}_rep[m{p}]")
+        else:
+            em.emit(f"for m{p} in range(p{p}_start[{f}], p{p}_start[{f} + 1]):")
+            em.emit(f"    brow{p} = p{p}_order[m{p}]")
+        em.indent += 1
+        if st.mapped:
+            em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
+        saved = dict(em.env), dict(em.pending)
+        for j, c in enumerate(st.payload):
+            self.payload[c.cid] = (p, j, c)
+        r = em.value(st.residual)
+        em.emit(f"if ({r.valid}) and {r.value}:")
+        em.emit(f"    hit{p} = True")
+        em.emit("    break")
+        em.env, em.pending = saved
+        for c in st.payload:
+            self.payload.pop(c.cid)
+        em.indent -= 2
+        em.emit(f"if {'not ' if st.kind == 'semi' else ''}hit{p}:")
+        em.emit("    continue")
 
     def _find_group(self, keys: list[Val], kvals: list[tuple[str, str]]) -> None:
         """The group table's hash probe for the row's keys, inserting a new group (``g``)."""
