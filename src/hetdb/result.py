@@ -25,7 +25,8 @@ def _require(module: str, extra: str):
 
 
 _TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date32[day]": "DATE",
-               "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP"}
+               "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP",
+               "uint64": "UBIGINT", "month_day_nano_interval": "INTERVAL"}
 
 
 _SQL_TYPE_KEY = b"hetdb.type"  # exec/hostutil.SQL_TYPE_KEY (kept apart: results import no engine)

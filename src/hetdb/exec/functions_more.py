@@ -15,6 +15,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError, OutOfRangeError
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
+from hetdb.exec.functions_hash import FUNCTIONS as HASH_FUNCTIONS
 from hetdb.exec.functions_host import python_function
 from hetdb.exec.functions_interval import FUNCTIONS as INTERVAL_FUNCTIONS
 from hetdb.exec.functions_math import FUNCTIONS as MATH_FUNCTIONS
@@ -192,5 +193,6 @@ FUNCTIONS = {
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
     **INTERVAL_FUNCTIONS,
+    **HASH_FUNCTIONS,
     **MATH_FUNCTIONS,
 }
