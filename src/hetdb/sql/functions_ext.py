@@ -212,10 +212,9 @@ def interval_arith(x: Expr, iv: exp.Expression, sign: int, b=None) -> Expr:
         n = _integer(b(count), "the count of an INTERVAL")
         if not isinstance(n, Literal):
             x = _temporal(x, "INTERVAL arithmetic")
-            if x.dtype.tz:
-                raise UnsupportedError("TIMESTAMPTZ ± an INTERVAL with a computed count")
-            return Call(T.TIMESTAMP, "add_interval_n", (x, n, Literal(T.INT64, sign * months),
-                                                         Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros)))
+            return Call(T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP, "add_interval_n", (
+                x, n, Literal(T.INT64, sign * months), Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros),
+                *_zone_of(x)))
         if n.value is None:
             return Literal(T.TIMESTAMP, None)
         months, days, micros = months * n.value, days * n.value, micros * n.value
