@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
                       "$(du -sb "$data/ssb-sf$sf" | cut -f1)" "$fraction")
               echo "gpu_memory_limit = $limit bytes ($fraction of the data)"
               bench ssb --sf "$sf" --db "$data/ssb-sf$sf" --device gpu --mode hot,warm --repeat 3 \
-                --vs none --gpu-memory-limit "$limit" --out "$out/ssb-gpu-sf$sf-limit" ;;
+                --vs duckdb --gpu-memory-limit "$limit" --out "$out/ssb-gpu-sf$sf-limit" ;;
     tpch-gpu) bench tpch --sf "$sf" --db "$data/tpch-sf$sf" --device gpu --mode hot,warm --repeat 3 \
                 --vs duckdb --out "$out/tpch-gpu-sf$sf" ;;
     ssb-cpu)  bench ssb --sf "$sf" --db "$data/ssb-sf$sf" --device cpu --mode hot --repeat 3 \

@@ -7,8 +7,9 @@ stable sort, cumulative sums, vectorised binary searches and a sparse table; onl
 aggregates over a window (quantile, variance, mode, string_agg, arg_max/arg_min) copy the input to
 the host, which EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
 the memory limit; past it, a window with PARTITION BY spills its rows into hash partitions and
-computes them one at a time (``operators/window_spill.py``); one window partition larger than the
-limit (or a window without PARTITION BY) fails with a typed OutOfMemoryError naming the operator.
+computes them one at a time (``operators/window_spill.py``). One window partition larger than the
+limit (or a window without PARTITION BY) fails on the CPU with a typed OutOfMemoryError naming the
+operator; on a GPU it is computed on the host within host_memory_limit (EXPLAIN ANALYZE says so).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class _WindowState:
         self.held = 0  # bytes reserved for the batches buffered now
         self.spilled: window_spill.SpillState | None = None  # the partition files, once spilling
         self.spill_lock = threading.Lock()
+        # On a GPU, a window without PARTITION BY whose input outgrew the device budget: the batches
+        # are moved to host memory (reserved against host_memory_limit) and computed there.
+        self.host: Reservation | None = None
 
 
 def _valid(xp, col: Column):
@@ -195,18 +199,43 @@ class WindowSink(Sink):
         nbytes = batch_nbytes(batch)
         key = ctx.current_morsel_key()
         ctx.add(self.op_id, rows_in=batch.num_rows)
-        if g.spilled is None and g.reservation.try_grow(nbytes):
+        if g.spilled is None and g.host is None and g.reservation.try_grow(nbytes):
             with g.lock:
-                g.batches.append((key, batch))
-                g.held += nbytes
-            return
+                if g.host is None:
+                    g.batches.append((key, batch))
+                    g.held += nbytes
+                    return
+            g.reservation.shrink(nbytes)  # another thread moved the input to the host meanwhile
         if not self.partition:
-            raise self._too_large(ctx, g.reservation.nbytes + nbytes)
+            self._hold_on_host(ctx, g, batch, key, nbytes)
+            return
         window_spill.spill_buffered(self, ctx, g)
         window_spill.spill(self, ctx, g, [(key, batch)])
 
+    def _hold_on_host(self, ctx: ExecContext, g: _WindowState, batch: Batch, key: Any, nbytes: int) -> None:
+        """A window without PARTITION BY past the memory limit: on the CPU a typed error; on a GPU its
+        input moves to host memory (within host_memory_limit) and the window runs there."""
+        with g.lock:
+            if ctx.device is None:
+                raise self._too_large(ctx, ctx.memory, g.reservation.nbytes + nbytes)
+            if g.host is None:
+                g.host = Reservation(ctx.host_memory)
+                ctx.cleanup.append(g.host.close)
+            if not g.host.try_grow(g.held + nbytes):  # held: device bytes that move now
+                raise self._too_large(ctx, ctx.host_memory, g.host.nbytes + g.held + nbytes)
+            if g.held:  # the batches buffered on the device so far move to the host once
+                g.batches = [(k, batch_to_host(ctx.backend, b)) for k, b in g.batches]
+                g.reservation.shrink(g.held)
+                g.held = 0
+            g.batches.append((key, batch_to_host(ctx.backend, batch)))
+
     def finalize(self, ctx: ExecContext, g: _WindowState) -> list[Batch]:
         with Timer(ctx, self.op_id):
+            if g.host is not None:
+                batches = in_morsel_order(g.batches)
+                host = concat_batches(_HOST, batches, [f.cid for f in self.fields])
+                return [self.compute_batch(ctx, host, "a window partition past the GPU budget, on the host",
+                                           on_host=True)]
             if g.spilled is not None:
                 return window_spill.finish(self, ctx, g)
             batches = in_morsel_order(g.batches)
@@ -222,7 +251,8 @@ class WindowSink(Sink):
                     if rows > window_spill.MIN_ROWS:
                         out = self.compute_on_host(ctx, lambda: self._concat(ctx, batches), g.held + need)
                         if out is None:
-                            raise self._too_large(ctx, g.held + need)
+                            raise self._too_large(ctx, ctx.host_memory if ctx.device is not None else ctx.memory,
+                                                  g.held + need)
                         return [out]
                     work.force_grow(need)
                 return [self.compute_batch(ctx, self._concat(ctx, batches))]
@@ -246,16 +276,18 @@ class WindowSink(Sink):
         finally:
             host.close()
 
-    def _too_large(self, ctx: ExecContext, nbytes: int) -> OutOfMemoryError:
+    def _too_large(self, ctx: ExecContext, memory: Any, nbytes: int) -> OutOfMemoryError:
         return OutOfMemoryError(
             f"{self.describe()}: a window without PARTITION BY needs its whole input in memory: "
-            f"{nbytes:,} bytes exceed host_memory_limit={ctx.memory.limit:,}; raise host_memory_limit or "
+            f"{nbytes:,} bytes exceed host_memory_limit={memory.limit:,}; raise host_memory_limit or "
             "filter the input first")
 
-    def compute_batch(self, ctx: ExecContext, batch: Batch, host_reason: str | None = None) -> Batch:
+    def compute_batch(self, ctx: ExecContext, batch: Batch, host_reason: str | None = None,
+                      on_host: bool = False) -> Batch:
         """Input rows (whole window partitions, in collection order) with every function's column; on
-        a GPU computed on the host where ``host_reason`` says why."""
-        ev = ctx.evaluator
+        a GPU computed on the host where ``host_reason`` says why (``on_host``: ``batch`` is already
+        in host memory; the result goes back to the device)."""
+        ev = _host_evaluator() if on_host else ctx.evaluator
         part = [ev.evaluate(e, batch) for e in self.partition]
         order = [ev.evaluate(k.expr, batch) for k in self.order]
         args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
@@ -265,10 +297,11 @@ class WindowSink(Sink):
             out = self._compute(ArrayKernels(ctx.backend.xp), ctx.backend, batch, part, order, args)
         else:
             ctx.note_fallback(host_reason or "window functions on the host")
-            batch = batch_to_host(ctx.backend, batch)
-            part = [column_to_host(ctx.backend, c) for c in part]
-            order = [column_to_host(ctx.backend, c) for c in order]
-            args = [[column_to_host(ctx.backend, c) for c in a] for a in args]
+            if not on_host:
+                batch = batch_to_host(ctx.backend, batch)
+                part = [column_to_host(ctx.backend, c) for c in part]
+                order = [column_to_host(ctx.backend, c) for c in order]
+                args = [[column_to_host(ctx.backend, c) for c in a] for a in args]
             out = self._compute(K, _HOST, batch, part, order, args)
             out = batch_to_device(ctx.backend, out, ctx.dict_cache)
         ctx.add(self.op_id, rows_out=out.num_rows)
@@ -305,6 +338,18 @@ class WindowSink(Sink):
         for (f, call), a in zip(self.funcs, args):
             cols[f.cid] = _function(b, call, [sort_col(c) for c in a], sorted_order, self.order)
         return Batch(cols, n)
+
+
+_host_eval: list = []
+
+
+def _host_evaluator():
+    """An expression evaluator over host arrays (a GPU query's window input held on the host)."""
+    if not _host_eval:
+        from hetdb.exec.expressions import ExprEvaluator
+
+        _host_eval.append(ExprEvaluator(_HOST))
+    return _host_eval[0]
 
 
 def host_kernels():
