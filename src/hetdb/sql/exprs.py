@@ -165,6 +165,10 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
         elif isinstance(node, (exp.Min, exp.Max)):
             call = AggCall(t, "min" if isinstance(node, exp.Min) else "max", arg, distinct)
         else:
+            if isinstance(node, exp.Avg) and t.kind in ("date", "timestamp"):
+                from hetdb.sql.temporal_aggs import temporal_avg
+
+                return temporal_avg(ctx, function_name(node), arg, distinct)
             if not t.is_numeric:
                 raise SqlError(f"{type(node).__name__.upper()} needs a number, got {t}")
             if isinstance(node, exp.Avg):
