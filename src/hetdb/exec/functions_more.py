@@ -189,6 +189,22 @@ def _avg_micros(ev, expr: Call, batch: Batch) -> Column:
     return Column(expr.dtype, data=data.astype(xp.int64), validity=validity)
 
 
+def _assemble_bits(ev, expr: Call, batch: Batch) -> Column:
+    """sql/bit_aggs.py: one aggregated 0/1 (or count, for xor: its parity) column per bit -> the value."""
+    xp = ev.xp
+    cols = [ev.evaluate(a, batch) for a in expr.args[1:]]
+    parity = bool(expr.args[0].value)
+    acc = xp.zeros(batch.num_rows, dtype=xp.uint64)
+    for b, col in enumerate(cols):
+        bit = col.data.astype(xp.int64)
+        if parity:
+            bit = bit % 2
+        acc |= bit.astype(xp.uint64) << xp.uint64(b)
+    width = 32 if expr.dtype.kind == "int32" else 64
+    data = acc.astype(xp.uint32).view(xp.int32) if width == 32 else acc.view(xp.int64)
+    return Column(expr.dtype, data=data, validity=cols[0].validity)
+
+
 def _factorial(ev, expr: Call, batch: Batch) -> Column:
     """n! as HUGEINT (exact Python ints; int64 data while every value fits, see hetdb.types)."""
     from hetdb.exec.hostutil import column_to_device, column_to_host
@@ -240,6 +256,7 @@ FUNCTIONS = {
     "epoch_units": _epoch_units, "cbrt": _cbrt, "time_bucket": _time_bucket,
     "difference_part": _difference_part, "avg_micros": _avg_micros,
     "timestamp_from_micros": _timestamp_from_micros, "factorial": _factorial,
+    "assemble_bits": _assemble_bits,
     "contains_rows": python_function(lambda s, p: p in s, pa.bool_()),
     "starts_with_rows": python_function(lambda s, p: s.startswith(p), pa.bool_()),
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),

@@ -19,6 +19,7 @@ from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, 
 from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
 from hetdb.sql import interval as IV
+from hetdb.sql.bit_aggs import NODES as BIT_AGGS
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.external import resolve_from
 from hetdb.sql.first_last import NODES as FL_NODES
@@ -69,7 +70,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
         return False
     if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
         return any(_contains_agg(c) for c in window_operands(node))
-    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN, *STATS, *FL_NODES)):
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN, *STATS, *FL_NODES, *BIT_AGGS)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
         return False

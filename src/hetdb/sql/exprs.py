@@ -16,6 +16,7 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
+from hetdb.sql import bit_aggs as BA
 from hetdb.sql import first_last as FL
 from hetdb.sql import functions_ext as FX
 from hetdb.sql import holistic as HL
@@ -27,7 +28,7 @@ from hetdb.sql.names import function_name
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
-_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN + HS.STATS + FL.NODES
+_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN + HS.STATS + FL.NODES + tuple(BA.NODES)
 _CMP = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.IntDiv: "intdiv",
           exp.Mod: "mod"}
@@ -110,6 +111,8 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         return HS.bind_stat(node, ctx, function_name(node))
     if FL.handles(node):
         return FL.bind_first_last(node, ctx)
+    if type(node) in BA.NODES:
+        return BA.bind_bit_agg(node, ctx)
     if isinstance(node, HL.REWRITTEN):
         return bind_expr(HL.rewrite(node), ctx)
     if isinstance(node, exp.Grouping):
