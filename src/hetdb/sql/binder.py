@@ -382,7 +382,7 @@ class Binder:
 
         if agg_state is not None and (agg_state.pre_windows or agg_state.ordered_windows):
             if sets is not None:
-                raise UnsupportedError("median/quantile/stddev/var/arg_max/corr/covar/regr with ROLLUP, CUBE "
+                raise UnsupportedError("median/quantile/stddev/var/arg_max/corr/covar/regr/first/last/any_value with ROLLUP, CUBE "
                                        "or GROUPING SETS")
             partition = tuple(e for e, _ in agg_state.keys)
             # the unordered window first: it sees the rows in input order (first(), string_agg), and
