@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 DEMO_DATA := $(DEMO_DB)/.ssb-sf$(DEMO_SF)
 
 $(DEMO_DATA): | $(STAMP)
+	rm -f $(DEMO_DB)/.ssb-sf*
 	$(VENV)/bin/hetdb generate ssb --sf $(DEMO_SF) $(DEMO_DB)
 	touch $@
 
