@@ -204,11 +204,13 @@ def test_refused_operator_carries_the_reason():
     from hetdb.plan.expr import AggCall
 
     stats: dict[int, OpStats] = {}
-    ctx = NS(stat=lambda op_id: stats.setdefault(op_id, OpStats()))
+    ctx = NS(stat=lambda op_id: stats.setdefault(op_id, OpStats()), device=object())
     sink = HashAggregate(keys=(), aggs=(), op_id=3)
     plan, why = plan_compiled(ctx, NS(source=NS(), ops=[LimitOp(limit=5, op_id=2)], sink=sink))
     assert plan is None and why == "LimitOp is not compiled"
     assert stats[2].fused == "not compiled: LimitOp is not compiled"
-    distinct = HashAggregate(keys=(), aggs=((None, AggCall(T.INT64, "count", col("a"), distinct=True)),), op_id=4)
-    plan, why = plan_compiled(ctx, NS(source=NS(), ops=[], sink=distinct))
-    assert plan is None and "DISTINCT" in why and 4 not in stats
+    # a DISTINCT aggregate next to one that duplicates change is refused
+    mixed = HashAggregate(keys=(), aggs=((None, AggCall(T.INT64, "count", col("a"), distinct=True)),
+                                         (None, AggCall(T.INT64, "count_star", None))), op_id=4)
+    plan, why = plan_compiled(ctx, NS(source=NS(), ops=[], sink=mixed))
+    assert plan is None and "count_star without DISTINCT" in why and 4 not in stats

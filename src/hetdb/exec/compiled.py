@@ -20,6 +20,7 @@ from typing import Any
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
+from hetdb.exec.compiled_features import off
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -32,6 +33,9 @@ from hetdb.plan.exprutil import conjuncts, substitute
 
 COMPILED = "compiled into one generated kernel"
 _KINDS = ("inner", "left", "single", "semi", "anti", "mark")
+_RIGHT = ("right_semi", "right_anti")
+_KEYLESS = ("inner", "cross", "left", "single", "semi", "anti")
+KEYLESS_MAX_ROWS = 4096  # a join without keys multiplies rows: compiled for small build sides only
 _AGGS = ("sum", "count", "count_star", "min", "max", "avg")
 
 
@@ -57,6 +61,8 @@ class CompiledPlan:
     materialize: bool = False              # sink is a hash build fed with gathered rows
     outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
     alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
+    mark_index: int | None = None          # pipe.ops index of a right_semi/right_anti probe ending the kernel
+    row_keys: dict[str, int] = field(default_factory=dict)    # plain-string group key -> build pipeline
 
 
 def _refs(e: Expr | None) -> set[str]:
@@ -66,40 +72,66 @@ def _refs(e: Expr | None) -> set[str]:
 def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str]:
     """(plan, "") when the pipeline can run compiled, else (None, why not)."""
     sink = pipe.sink
+    right = next((i for i, op in enumerate(pipe.ops) if isinstance(op, HashProbe) and op.kind in _RIGHT), None)
     materialize = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
-    if not isinstance(sink, HashAggregate) and not materialize:
+    if right is None and not isinstance(sink, HashAggregate) and not materialize:
         return None, ""
     try:
-        return _plan(ctx, pipe, sink), ""
+        if right is not None:
+            why = off("right_semi_anti")
+            if why:
+                raise _Refused(why, pipe.ops[right].op_id)
+        return _plan(ctx, pipe, sink, right), ""
     except _Refused as e:
         if e.op_id is not None:
             ctx.stat(e.op_id).fused = f"not compiled: {e}"
         return None, str(e)
 
 
-def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
-    materialize = isinstance(sink, HashBuild)
-    if not materialize:
+def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> CompiledPlan:
+    """``right``: index of a right_semi/right_anti probe in ``pipe.ops``: the kernel runs the operators
+    up to it and marks its build rows; what comes after it runs on the rows the join emits at its end."""
+    materialize = right is None and isinstance(sink, HashBuild)
+    if right is None and not materialize:
         if sink.raw_mode:
-            raise _Refused("DISTINCT aggregates are not compiled")
+            # the kernel groups by the keys and every argument: one row per distinct tuple goes to
+            # the aggregation's DISTINCT machinery (which no duplicate changes, nor min/max)
+            why = off("count_distinct")
+            if not why and getattr(ctx, "device", None) is None:
+                why = "compiled by GPU kernels only"
+            if why:
+                raise _Refused(f"DISTINCT aggregates are not compiled ({why})")
+            for _, a in sink.aggs:
+                if not (a.distinct or a.op in ("min", "max")) or a.arg is None:
+                    raise _Refused(f"{a.op} without DISTINCT next to a DISTINCT aggregate is not compiled")
         for _, a in sink.aggs:
-            if a.op not in _AGGS:
+            if a.op not in _AGGS and not sink.raw_mode:
                 raise _Refused(f"aggregate {a.op} is not compiled")
     stages: list[Any] = []
     if isinstance(pipe.source, TableScan):
         stages += [("filter", c) for f in pipe.source.scan.filters for c in conjuncts(f)]
-    for op in pipe.ops:
+    for op in pipe.ops if right is None else pipe.ops[:right + 1]:
         if isinstance(op, FilterOp):
             stages += [("filter", c) for c in conjuncts(op.predicate)]
         elif isinstance(op, ProjectOp):
             stages.append(("project", op))
         elif isinstance(op, HashProbe):
-            if op.kind not in _KINDS:
+            if op.kind == "cross" and not op.left_keys:
+                pass  # every build row matches every row: an inner join without keys
+            elif op.kind not in _KINDS and op.kind not in _RIGHT:
                 raise _Refused(f"{op.kind} join is not compiled", op.op_id)
-            if op.residual is not None and op.kind not in ("inner", "semi", "anti"):
+            if op.residual is not None and op.kind not in ("inner", "semi", "anti") + _RIGHT:
                 raise _Refused(f"{op.kind} join with a residual condition is not compiled", op.op_id)
             if not op.left_keys:
-                raise _Refused("a join without keys is not compiled", op.op_id)
+                why = off("keyless_join")
+                if why or op.kind not in _KEYLESS:
+                    raise _Refused(why or f"a {op.kind} join without keys is not compiled", op.op_id)
+                side = ctx.results[op.build_pipeline]
+                most = 1 if materialize and op.kind in ("inner", "cross") else KEYLESS_MAX_ROWS
+                if side.partitions is None and side.num_rows > most:
+                    # (rows gathered for a hash build multiply by the build rows: one at most)
+                    raise _Refused(f"a join without keys over {side.num_rows} build rows is not compiled "
+                                   f"here (at most {most})", op.op_id)
             if any(k.dtype.kind == "string" for k in op.left_keys):
                 raise _Refused("string join keys are not compiled", op.op_id)
             side = ctx.results[op.build_pipeline]
@@ -116,7 +148,7 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
         later |= {f.cid for f in sink.fields}
         for e in sink.keys:
             later |= _refs(e)
-    else:
+    elif right is None:  # (a kernel marking build rows has no other output)
         for _, a in sink.aggs:
             kneed |= _refs(a.arg)
         for _, e in sink.keys:
@@ -124,13 +156,21 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
         later |= kneed
     produced: set[str] = set()
     referenced = set(kneed)
-    plan = CompiledPlan(stages, sink, produced, referenced, materialize=materialize, outputs=sorted(later))
+    plan = CompiledPlan(stages, sink, produced, referenced, materialize=materialize, outputs=sorted(later),
+                        mark_index=right)
     for kind, x in stages:
         if kind == "project":
             for f, e in x.exprs:
                 if not (isinstance(e, ColumnRef) and e.cid == f.cid):
                     e = substitute(e, plan.alias)
                     plan.alias[f.cid] = e if e.dtype == f.dtype else Cast(f.dtype, e)
+    key_only = set() if materialize or right is not None else _group_key_only(plan, sink)
+    if not materialize and right is None:
+        why = off("dict_expr_keys")
+        computed = [e for _, e in sink.keys if e.dtype.kind == "string"
+                    and not isinstance(substitute(e, plan.alias), ColumnRef)]
+        if why and computed:
+            raise _Refused(f"string group key {computed[0]} is computed ({why})")
     payloads: dict[int, list[Any]] = {}
     for i in range(len(stages) - 1, -1, -1):
         kind, x = stages[i]
@@ -153,7 +193,13 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
             for f in pay:
                 col = ctx.results[x.build_pipeline].batch.columns[f.cid]
                 if f.dtype.kind == "string" and col.dictionary is None:
-                    raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string", x.op_id)
+                    why = off("string_group_rows") if f.cid in key_only else "not only a group key"
+                    if not why and getattr(ctx, "device", None) is None:
+                        why = "grouping by build rows is done by GPU kernels only"
+                    if why:
+                        raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string "
+                                       f"({why})", x.op_id)
+                    plan.row_keys[f.cid] = x.build_pipeline
             payloads[i] = pay
             produced |= {f.cid for f in x.right_fields if f.cid in later or f.cid in need}
             if x.mark is not None:
@@ -166,6 +212,27 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any) -> CompiledPlan:
     return plan
 
 
+def _group_key_only(plan: CompiledPlan, sink: HashAggregate) -> set[str]:
+    """Columns that are group keys as they are and that nothing else the kernel computes reads (a
+    plain-string build column among them groups by its build row: see pipeline_spec.Input)."""
+    bare, other = set(), set()
+    for _, e in sink.keys:
+        e = substitute(e, plan.alias)
+        if isinstance(e, ColumnRef):
+            bare.add(e.cid)
+        else:
+            other |= _refs(e)
+    for _, a in sink.aggs:
+        other |= _refs(None if a.arg is None else substitute(a.arg, plan.alias))
+    for kind, x in plan.stages:
+        if kind == "filter":
+            other |= _refs(substitute(x, plan.alias))
+        elif kind == "probe":
+            for e in (*x.left_keys, x.residual):
+                other |= _refs(None if e is None else substitute(e, plan.alias))
+    return bare - other
+
+
 # ---- kernels per batch signature ----------------------------------------------------------------------
 def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, list[str]]:
     """(CompiledPipeline, input cids) for this batch, or (reason, []) when it cannot run compiled."""
@@ -173,6 +240,7 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         AggregateSink,
         FilterStage,
         Input,
+        MarkBuildSink,
         MaterializeSink,
         PipelineSpec,
         ProbeStage,
@@ -187,7 +255,9 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
     for c in cids:
         col = batch.columns[c]
         if col.dtype.kind == "string" and col.dictionary is None:
-            return f"column {c} is a plain (not dictionary-encoded) string page", []
+            why = off("plain_like")
+            if why or getattr(col, "device_page", None) is not None:
+                return f"column {c} is a plain (not dictionary-encoded) string page ({why or 'compressed'})", []
         page = getattr(col, "device_page", None)  # a compressed page: the kernel decodes it in place
         sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None,
                     "plain" if page is None else page.codec))
@@ -210,13 +280,20 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
             payload = []
             for f in pay_of[id(x)]:
                 col = side.batch.columns[f.cid]
-                payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None))
-            stages.append(ProbeStage(x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
+                payload.append(Input(f.cid, f.dtype, col.validity is not None, col.dictionary is not None,
+                                     build_row=f.cid in plan.row_keys))
+            stages.append(ProbeStage("inner" if x.kind == "cross" else x.kind, tuple(x.left_keys), tuple(k.dtype for k in x.left_keys),
                                      tuple(payload), x.residual, x.mark.cid if x.mark is not None else None))
-    if plan.materialize:
-        sink: Any = MaterializeSink()
+    if plan.mark_index is not None:
+        sink: Any = MarkBuildSink()
+    elif plan.materialize:
+        sink = MaterializeSink()
     else:
-        sink = AggregateSink(tuple(e for _, e in plan.sink.keys), tuple((a.op, a.arg) for _, a in plan.sink.aggs))
+        keys = tuple(e for _, e in plan.sink.keys)
+        if plan.sink.raw_mode:  # distinct (keys, arguments) tuples
+            sink = AggregateSink(keys + tuple(a.arg for _, a in plan.sink.aggs), ())
+        else:
+            sink = AggregateSink(keys, tuple((a.op, a.arg) for _, a in plan.sink.aggs))
     spec = PipelineSpec(inputs, tuple(stages), sink)
     try:
         compiled: Any = CompiledPipeline(spec)
@@ -258,17 +335,36 @@ def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str,
         for f, c in zip(pay, cols):
             if c.dictionary is not None:
                 dicts[f.cid] = c.dictionary
-        probes.append(ProbeInput(side.table, side.valid_idx, cols, side.nonempty, side.has_null_key))
+        keyless = not op.left_keys  # (no hash table: every build row matches)
+        probes.append(ProbeInput(None if keyless else side.table, None if keyless else side.valid_idx, cols,
+                                 side.nonempty, side.has_null_key, side.num_rows))
     return probes, dicts
 
 
 def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dicts: dict[str, Column]) -> Batch:
     xp = ctx.backend.xp
     n = groups.num_groups
-    cols: dict[str, Column] = {}
-    for i, ((values, valid), key) in enumerate(zip(groups.keys, kernel.kernel.group_keys)):
-        d = dicts[key.dict_cid] if key.dict_cid is not None else None
-        cols[_g(i)] = Column(key.dtype, data=values, validity=valid, dictionary=d)
+    keycols: list[Column] = []
+    for (values, valid), key in zip(groups.keys, kernel.kernel.group_keys):
+        if key.expr is not None:  # codes of a dictionary column: the key is an expression of them
+            codes = Column(T.STRING, data=values.astype(xp.int32), validity=valid, dictionary=dicts[key.dict_cid])
+            res = ctx.evaluator.evaluate(key.expr, Batch({key.dict_cid: codes}, n))
+            keycols.append(ctx.evaluator.cast(res, key.dtype))
+        elif key.build_rows_of is not None:  # build rows: their strings (equal strings merge later)
+            from hetdb.exec.columns import take
+
+            side = ctx.results[plan.row_keys[key.build_rows_of]]
+            rows = values if valid is None else xp.where(valid, values, -1)
+            keycols.append(take(ctx.backend, side.batch.columns[key.build_rows_of], rows, missing=valid is not None))
+        else:
+            d = dicts[key.dict_cid] if key.dict_cid is not None else None
+            keycols.append(Column(key.dtype, data=values, validity=valid, dictionary=d))
+    nk = len(plan.sink.keys)
+    cols: dict[str, Column] = {_g(i): c for i, c in enumerate(keycols[:nk])}
+    if plan.sink.raw_mode:  # one row per distinct (keys, arguments): the raw rows of DISTINCT
+        for j, c in enumerate(keycols[nk:]):
+            cols[_s(j, "raw")] = c
+        return Batch(cols, n)
     parts: dict[tuple[int, str], Any] = {(a.agg, a.part): v
                                         for a, v in zip(kernel.kernel.accumulators, groups.accumulators)}
     for j, (_, a) in enumerate(plan.sink.aggs):
@@ -346,6 +442,35 @@ def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[
         plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
 
 
+class _Marks:
+    """The runs (pipeline_runtime.MarkRun, one per kernel) of a pipeline ending in a right_semi /
+    right_anti probe, all into the join operator's matched flags."""
+
+    def __init__(self, ctx: ExecContext, plan: CompiledPlan, pipe: Any, run: Any) -> None:
+        self.ctx, self.plan = ctx, plan
+        self.op = pipe.ops[plan.mark_index]
+        self.marked = self.op._matched(ctx, ctx.results[self.op.build_pipeline], run.gops[plan.mark_index])
+        self.runs: dict[int, Any] = {}
+
+    def consume(self, kernel: Any, cids: list[str], b: Batch, probes: list, build_dicts: dict[str, Column]) -> None:
+        from hetdb.backend.gpu.codegen.pipeline_runtime import MarkRun
+
+        ctx, plan = self.ctx, self.plan
+        with Timer(ctx, self.op.op_id):
+            mr = self.runs.get(id(kernel))
+            if mr is None:
+                mr = self.runs[id(kernel)] = MarkRun(kernel, self.marked)
+            dicts = dict(build_dicts)
+            dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+            mr.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+            ctx.add(self.op.op_id, rows_in=b.num_rows)
+
+    def finish(self) -> None:
+        with Timer(self.ctx, self.op.op_id):
+            for mr in self.runs.values():
+                mr.finish()
+
+
 class BatchCompiler:
     """Compiled kernels for the batches a dense fused pipeline cannot take (pages with NULLs): planned
     at the first such batch (the builds the pipeline probes must have run by then)."""
@@ -356,20 +481,27 @@ class BatchCompiler:
         self.tried = False
         self.probes: list = []
         self.build_dicts: dict[str, Column] = {}
+        self.why = ""                              # why the pipeline is not compiled
+        self.refusals: dict[str, int] = {}         # why batches were not: reason -> batches
 
     def consume(self, b: Batch) -> bool:
-        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it."""
+        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it (the reason
+        is counted in ``refusals``)."""
         if not self.tried:
             self.tried = True
             if self.ctx.device is None:  # a CPU emulation of fused kernels: no device to compile for
-                return False
-            self.plan, _ = plan_compiled(self.ctx, self.pipe)
-            if self.plan is not None:
-                self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
+                self.why = "no GPU to compile for"
+            else:
+                self.plan, self.why = plan_compiled(self.ctx, self.pipe)
+                if self.plan is not None:
+                    self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
         if self.plan is None:
+            why = self.why or "the pipeline is not compiled"
+            self.refusals[why] = self.refusals.get(why, 0) + 1
             return False
         kernel, cids = _kernel(self.ctx, self.plan, b)
         if isinstance(kernel, str):
+            self.refusals[kernel] = self.refusals.get(kernel, 0) + 1
             return False
         _consume(self.ctx, self.plan, kernel, cids, b, self.probes, self.build_dicts, self.gsink, self.lsink)
         return True
@@ -380,7 +512,11 @@ def _expansion(plan: CompiledPlan, probes: list) -> int:
     largest match counts of the probes that emit a row per match)."""
     factor = 1
     for (op, _), probe in zip(plan.probes, probes):
-        if op.kind in ("inner", "left", "single") and probe.table is not None and probe.table.num_rows:
+        if op.kind not in ("inner", "cross", "left", "single"):
+            continue
+        if not op.left_keys:
+            factor *= max(1, probe.rows)
+        elif probe.table is not None and probe.table.num_rows:
             factor *= max(1, int(probe.table.slot_count.max()))
     return factor
 
@@ -451,7 +587,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
-    tables = None if plan.materialize else _Tables(ctx, plan, probes)
+    tables = None if plan.materialize or plan.mark_index is not None else _Tables(ctx, plan, probes)
+    marks = None if plan.mark_index is None else _Marks(ctx, plan, pipe, run)
     compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
@@ -474,18 +611,25 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 if b.num_rows:
                     run.push(b, 0, lops, lsink)
                 continue
-            if tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
+            if marks is not None:
+                marks.consume(kernel, cids, b, probes, build_dicts)
+            elif tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
                 consume = _consume_rows if plan.materialize else _consume
                 consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
             encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
     if tables is not None:
         tables.finish(run.gsink, lsink)
+    if marks is not None:
+        marks.finish()  # (before the join emits the marked rows: run.flush)
     sink.combine(ctx, run.gsink, lsink)
     run.flush()
     st = ctx.stat(sink.op_id)
     if compiled:
         what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
+        if plan.mark_index is not None:
+            what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
+                    "its rows then go through the operators")
         st.fused = f"{COMPILED} ({what}; {compiled} batches)"
         if encoded:
             st.fused += f"; {encoded} batches read compressed pages in place"

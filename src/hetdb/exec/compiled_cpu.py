@@ -361,6 +361,8 @@ def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Colum
             out.append(col.data if a[3] == "data" else col.validity)
         elif what == "lut":
             out.append(luts[a[2]][0 if a[3] == "values" else 1])
+        elif what == "param":
+            out.append(kernel.params[a[2]])
         elif what == "probe":
             out.append(_probe_arg(p.probes[a[2]][1], a[3]))
         else:

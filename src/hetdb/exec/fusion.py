@@ -581,7 +581,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     if recompiled:
         ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
     if unfused:
-        ctx.stat(sink.op_id).fused += f" ({unfused} batches with NULLs ran operator at a time)"
+        why = "; ".join(sorted(compiler.refusals))
+        ctx.stat(sink.op_id).fused += f" ({unfused} batches the fused kernel could not take ran operator at a time: {why})"
     if result.num_groups:
         part = _partial_state(ctx, sink, plan, result)
         g = run.gsink

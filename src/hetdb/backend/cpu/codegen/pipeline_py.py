@@ -10,9 +10,11 @@ value left its type (the executor re-runs the pipeline with the operators, which
 exactly as they always do); 2 the outputs may not hold the next row's results (the executor grows
 them and calls again from that row: no row is ever half done).
 
-Functions are cached by their source text: in memory, and on disk as a module under
-``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code across
-processes; the source names a hash of ``runtime.py`` so a changed helper never reuses stale code.
+Functions are cached by their source text, which names no literal (each is an argument: see
+expr_py), so queries that differ only in constants share one function: in memory, and on disk as a
+module under ``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code
+across processes; the source names a hash of ``runtime.py`` so a changed helper never reuses stale
+code. ``compile_stats`` counts what this process compiled.
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ class Kernel:
     # per group key: the int accumulator row holding 1 where the group's first key was -0.0 (the
     # key bits are -0.0 -> 0.0; DuckDB shows the first value), -1 for keys that are not DOUBLE
     key_signs: list[int] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)          # the literals' values (args "param")
 
 
 def _bits(v: Val) -> str:
@@ -248,11 +251,12 @@ class _Gen:
                 for cid, e in st[1]:
                     em.project(cid, e)
                 continue
-            mark, lookups = len(em.lines), len(em.lookups)
+            mark, lookups, params = len(em.lines), len(em.lookups), len(em.params)
             v = em.value(st[1])
             if any(line.lstrip().startswith(("if ", "elif ", "else", "return")) for line in em.lines[mark:]):
                 del em.lines[mark:]
                 del em.lookups[lookups:]
+                del em.params[params:]
                 break
             conds.append(f"({v.value})" if v.valid == "True" else f"({v.valid}) & ({v.value})")
             taken = k + 1
@@ -272,6 +276,7 @@ class _Gen:
         for lk in self.em.lookups:
             args.append((f"lut{lk.index}_v", "lut", lk.index, "values"))
             args.append((f"lut{lk.index}_ok", "lut", lk.index, "valid"))
+        args += [(f"k{j}", "param", j) for j in range(len(self.em.params))]
         p = 0
         for st in self.spec.stages:
             if not isinstance(st, Probe):
@@ -620,4 +625,13 @@ def compile_spec(spec: Spec) -> Kernel:
     fn = _load_function(src)
     keys = [k.dtype for k in spec.sink.keys] if isinstance(spec.sink, Aggregate) else []
     return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes),
-                  gen.key_signs)
+                  gen.key_signs, list(gen.em.params))
+
+
+def compile_stats() -> dict[str, int]:
+    """This process's generated loops: ``sources`` loaded, ``compiled`` (Numba compilations) and
+    ``loaded`` (machine code read from Numba's cache on disk) of their specializations."""
+    fns = list(_CACHE.values())
+    made = sum(len(fn.signatures) for fn in fns)
+    loaded = sum(sum(fn.stats.cache_hits.values()) for fn in fns)
+    return {"sources": len(fns), "compiled": made - loaded, "loaded": loaded}

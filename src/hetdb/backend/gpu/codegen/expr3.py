@@ -27,6 +27,7 @@ from hetdb.types import DataType
 # NULL in, NULL out does not hold for these (they may turn NULL operands into values)
 _EXTRACT = {"extract_year": 0, "extract_month": 1, "extract_day": 2}
 NON_STRICT = ("and", "or", "is_null", "is_not_null", "coalesce", "nullif", "concat")
+_PLAIN_LIKE = ("like", "not_like", "starts_with", "ends_with", "contains")
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,14 @@ class Emitter:
     ``env`` yet (it emits the load and returns its Val, or None when unknown); ``dict_cids`` are the
     dictionary-string columns whose codes the kernel sees."""
 
-    def __init__(self, load: Callable[[str], Val | None], dict_cids: frozenset[str]) -> None:
+    def __init__(self, load: Callable[[str], Val | None], dict_cids: frozenset[str],
+                 plain: dict[str, tuple[int, bool]] | None = None, prefix: str = "pl") -> None:
+        # ``plain``: plain-string input cid -> (input index k, nullable): the kernel has off{k} and
+        # chr{k} (offsets, UTF-8 bytes) and evaluates LIKE on them; ``prefix`` names file-scope
+        # constants (``globals``: their declarations, emitted before the kernel)
+        self.plain = plain or {}
+        self.prefix = prefix
+        self.globals: list[str] = []
         self.lines: list[str] = []
         self.indent = 3
         self.env: dict[str, Val] = {}
@@ -118,6 +126,9 @@ class Emitter:
             if expr.value is None:
                 return Val(_zero(expr.dtype) if expr.dtype.kind != "string" else "0", "false", expr.dtype)
             return Val(literal(expr.value, expr.dtype), "true", expr.dtype)
+        if isinstance(expr, Call) and expr.op in _PLAIN_LIKE and expr.args \
+                and isinstance(expr.args[0], ColumnRef) and expr.args[0].cid in self.plain:
+            return self._plain_like(expr)
         cols = expr.columns()
         if len(cols) == 1 and expr.dtype.kind != "string" and next(iter(cols)) in self.dict_cids \
                 and _strict_only(expr):
@@ -157,6 +168,27 @@ class Emitter:
         if code.valid != "true":
             valid = f"{code.valid} && {valid}"
         return self.temp(expr.dtype, value, valid)
+
+    def _plain_like(self, expr: Call) -> Val:
+        """LIKE (and starts_with / ends_with / contains) of a plain-string input, in the kernel."""
+        pat = expr.args[1] if len(expr.args) == 2 else None
+        if not (isinstance(pat, Literal) and isinstance(pat.value, str)):
+            raise ExprError(f"{expr.op} of a plain string needs a constant pattern")
+        text = pat.value
+        if expr.op in ("starts_with", "ends_with", "contains"):
+            if "%" in text or "_" in text:
+                raise ExprError(f"{expr.op} with a wildcard character is not compiled")
+            text = {"starts_with": text + "%", "ends_with": "%" + text, "contains": "%" + text + "%"}[expr.op]
+        data = text.encode("utf-8")
+        name = f"{self.prefix}_pat{len(self.globals)}"
+        body = ", ".join(str(b) for b in data) or "0"
+        self.globals.append(f"__device__ const unsigned char {name}[{max(1, len(data))}] = {{{body}}};")
+        k, nullable = self.plain[expr.args[0].cid]
+        value = (f"pipe::like_bytes(chr{k} + off{k}[row], off{k}[row + 1] - off{k}[row], {name}, "
+                 f"{len(data)})")
+        if expr.op == "not_like":
+            value = f"!{value}"
+        return self.temp(T.BOOL, value, f"pipe::is_valid(val{k}, row)" if nullable else "true")
 
     def _call(self, expr: Call) -> Val:
         op = expr.op

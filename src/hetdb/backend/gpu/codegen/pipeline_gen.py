@@ -29,15 +29,17 @@ from hetdb.backend.gpu.codegen.expr_cuda import ctype
 from hetdb.backend.gpu.codegen.pipeline_spec import (
     AGG_OPS,
     PROBE_KINDS,
+    RIGHT_KINDS,
     FilterStage,
     Input,
+    MarkBuildSink,
     MaterializeSink,
     PipelineSpec,
     ProbeStage,
     ProjectStage,
 )
 from hetdb.errors import UnsupportedError
-from hetdb.plan.expr import Cast, ColumnRef
+from hetdb.plan.expr import Call, Cast, ColumnRef
 from hetdb.plan.exprutil import substitute
 
 PL_BLOCK = 128
@@ -71,6 +73,8 @@ class GroupKeyOut:
 
     dtype: T.DataType
     dict_cid: str | None
+    build_rows_of: str | None = None  # the values are build rows of this plain-string payload column
+    expr: object | None = None        # the values are codes of dict_cid; the key is expr over them
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,8 @@ class _Gen:
         for s in spec.stages:
             if isinstance(s, ProbeStage):
                 dict_cids |= {p.cid for p in s.payload if p.dictionary}
-        self.em = Emitter(self._load, frozenset(dict_cids))
+        plain = {i.cid: (k, i.nullable) for k, i in enumerate(spec.inputs) if _plain_string(i)}
+        self.em = Emitter(self._load, frozenset(dict_cids), plain, _NAME)
         self.marks: dict[int, Val] = {}
 
     # ---- loads ------------------------------------------------------------------------------------
@@ -123,6 +128,8 @@ class _Gen:
             return em.temp(inp.dtype, value, valid)
         if cid in self.payload:
             p, j, inp = self.payload[cid]
+            if inp.build_row:
+                raise ExprError(f"column {cid} is a plain (not dictionary-encoded) string")
             self._check_type(inp)
             brow = self.probe_rows[p]
             value = f"({brow} >= 0 ? b{p}_pay{j}[{brow}] : ({ctype(inp.dtype)})0)"
@@ -131,7 +138,13 @@ class _Gen:
         return None
 
     @staticmethod
-    def _check_type(inp: Input) -> None:
+    def _check_type(inp: Input, read: bool = True) -> None:
+        """Refuse what the kernel cannot read (``read``: its values; a plain-string input is read
+        only through LIKE, Emitter._plain_like)."""
+        if inp.build_row and inp.dtype.kind == "string":
+            return
+        if not read and _plain_string(inp):
+            return
         if inp.dtype.kind == "string" and not inp.dictionary:
             raise ExprError(f"column {inp.cid} is a plain (not dictionary-encoded) string")
         if inp.codec not in _COLUMN_OF and inp.codec not in TILE_CODECS:
@@ -141,6 +154,10 @@ class _Gen:
     # ---- stages -----------------------------------------------------------------------------------
     def run(self) -> PipelineKernel:
         em = self.em
+        last = self.spec.stages[-1] if self.spec.stages else None
+        if isinstance(self.spec.sink, MarkBuildSink) and not (isinstance(last, ProbeStage)
+                                                              and last.kind in RIGHT_KINDS):
+            raise ExprError("a pipeline marking build rows must end in a right_semi or right_anti join")
         for p, stage in enumerate(self.spec.stages):
             if isinstance(stage, FilterStage):
                 v = em.value(self.sub(stage.predicate))
@@ -151,7 +168,7 @@ class _Gen:
                 self.alias.update(new)
             else:
                 self.probe(p, stage)
-        if isinstance(self.spec.sink, MaterializeSink):
+        if isinstance(self.spec.sink, (MaterializeSink, MarkBuildSink)):
             return self.finish([], [])
         accs, keys = self.aggregate()
         return self.finish(accs, keys)
@@ -162,11 +179,17 @@ class _Gen:
 
     def probe(self, p: int, s: ProbeStage) -> None:
         em = self.em
-        if s.kind not in PROBE_KINDS:
+        right = s.kind in RIGHT_KINDS
+        if right and (p != len(self.spec.stages) - 1 or not isinstance(self.spec.sink, MarkBuildSink)):
+            raise ExprError(f"a {s.kind} join is compiled only as the last stage, marking build rows")
+        if s.kind not in PROBE_KINDS and not right:
             raise ExprError(f"{s.kind} join is not compiled")
-        if s.residual is not None and s.kind not in ("inner", "semi", "anti"):
+        if s.residual is not None and s.kind not in ("inner", "semi", "anti") and not right:
             raise ExprError(f"{s.kind} join with a residual condition is not compiled")
-        if not s.keys or len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
+        if not s.keys:
+            self.keyless_probe(p, s)
+            return
+        if len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
             raise ExprError(f"join with {len(s.keys)} keys is not compiled")
         em.emit(f"// probe {p}: {s.kind} join on {_comment(', '.join(map(str, s.keys)))}")
         em.emit(f"i64 pb{p}[{len(s.keys)}];")
@@ -209,6 +232,19 @@ class _Gen:
             em.env[s.mark] = self.marks[p] = em.temp(
                 T.BOOL, f"ps{p} >= 0", f"ps{p} >= 0 || !(b{p}_nonempty && (b{p}_has_null || pn{p}))")
             return
+        if right:
+            # every build row of the key (that passes the residual) is marked; the join operator
+            # emits the marked (right_semi) or unmarked (right_anti) build rows at its end
+            em.emit(f"const i64 pc{p} = ps{p} >= 0 ? b{p}_count[ps{p}] : 0;")
+            em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
+            em.emit(f"const i64 {brow} = b{p}_vidx == nullptr ? b{p}_rows[b{p}_start[ps{p}] + m{p}] : "
+                    f"b{p}_vidx[b{p}_rows[b{p}_start[ps{p}] + m{p}]];")
+            em.emit(f"if (out_marked[{brow}]) continue;  // marked already")
+            if s.residual is not None:
+                r = em.value(self.sub(s.residual))
+                em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
+            em.emit(f"out_marked[{brow}] = 1;")
+            return
         outer = s.kind in ("left", "single")
         count = f"(ps{p} >= 0 ? b{p}_count[ps{p}] : {1 if outer else 0})"
         em.emit(f"const i64 pc{p} = {count};")
@@ -217,6 +253,43 @@ class _Gen:
         em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
         em.emit(f"const i64 {brow} = ps{p} < 0 ? -1 : (b{p}_vidx == nullptr ? "
                 f"b{p}_rows[b{p}_start[ps{p}] + m{p}] : b{p}_vidx[b{p}_rows[b{p}_start[ps{p}] + m{p}]]);")
+        if s.residual is not None:
+            r = em.value(self.sub(s.residual))
+            em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
+
+    def keyless_probe(self, p: int, s: ProbeStage) -> None:
+        """A join without keys (a scalar subquery's one row, a small cross product): every build row
+        matches every row; ``b{p}_n`` is the number of build rows (build row m is row m)."""
+        em = self.em
+        if s.kind not in ("inner", "left", "single", "semi", "anti"):
+            raise ExprError(f"a {s.kind} join without keys is not compiled")
+        em.emit(f"// probe {p}: {s.kind} join without keys (every build row matches)")
+        brow = f"br{p}"
+        self.probe_rows[p] = brow
+        for j, inp in enumerate(s.payload):
+            self.payload[inp.cid] = (p, j, inp)
+        if s.kind in ("semi", "anti"):
+            if s.residual is None:
+                em.emit(f"if (b{p}_n {'==' if s.kind == 'semi' else '>'} 0) continue;")
+                return
+            em.emit(f"bool hit{p} = false;")
+            em.open(f"for (i64 m{p} = 0; m{p} < b{p}_n; ++m{p}) {{")
+            saved = dict(em.env)
+            em.emit(f"const i64 {brow} = m{p};")
+            r = em.value(self.sub(s.residual))
+            em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
+            em.close()
+            em.env = saved
+            em.emit(f"if ({'!' if s.kind == 'semi' else ''}hit{p}) continue;")
+            for inp in s.payload:
+                self.payload.pop(inp.cid)
+            return
+        outer = s.kind in ("left", "single")
+        em.emit(f"const i64 pc{p} = b{p}_n > 0 ? b{p}_n : {1 if outer else 0};")
+        if s.kind == "single":
+            em.emit(f"if (pc{p} > 1) atomicAdd(errors, 1ULL);")
+        em.open(f"for (i64 m{p} = 0; m{p} < pc{p}; ++m{p}) {{")
+        em.emit(f"const i64 {brow} = b{p}_n > 0 ? m{p} : -1;")
         if s.residual is not None:
             r = em.value(self.sub(s.residual))
             em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
@@ -234,9 +307,23 @@ class _Gen:
         for k, e in enumerate(sink.keys):
             e = self.sub(e)
             dict_cid = None
-            if e.dtype.kind == "string":
-                if not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
+            if isinstance(e, ColumnRef) and e.cid in self.payload and self.payload[e.cid][2].build_row:
+                brow = self.probe_rows[self.payload[e.cid][0]]  # no build row (left join): NULL
+                em.emit(f"kb[{k}] = {brow} >= 0 ? {brow} : 0;")
+                em.emit(f"if ({brow} < 0) nb |= {1 << k}LL;")
+                em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
+                keys.append(GroupKeyOut(e.dtype, None, e.cid))
+                continue
+            expr = None
+            if e.dtype.kind == "string" and not (isinstance(e, ColumnRef) and e.cid in em.dict_cids):
+                # a string computed from one dictionary column (substring(c_phone, 1, 2)): group by
+                # that column's codes; the executor computes the key per group and the aggregation
+                # merges the groups whose keys are equal
+                ref = _only_column(e)
+                if ref is None or ref.cid not in em.dict_cids:
                     raise ExprError(f"group key {e} is a string that is not a dictionary column")
+                expr, e = e, ref
+            if e.dtype.kind == "string":
                 dict_cid = e.cid
             elif e.dtype.kind not in _KEY_KINDS:
                 raise ExprError(f"group key {e} of type {e.dtype} is not compiled")
@@ -248,7 +335,7 @@ class _Gen:
                 em.emit(f"kb[{k}] = ({v.valid}) ? {bits} : 0;")
                 em.emit(f"if (!({v.valid})) nb |= {1 << k}LL;")
             em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
-            keys.append(GroupKeyOut(e.dtype, dict_cid))
+            keys.append(GroupKeyOut(e.dtype if expr is None else expr.dtype, dict_cid, expr=expr))
         em.emit("h = pipe::hash_step(h, nb);")
         em.emit(f"const i64 g = pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, "
                 "g_used, g_max, g_overflow);")
@@ -301,9 +388,12 @@ class _Gen:
         spec, em = self.spec, self.em
         params: list[str] = []
         for k, inp in enumerate(spec.inputs):
-            self._check_type(inp)
-            ptr = ctype(inp.dtype) if inp.codec == "plain" else "unsigned char"
-            params.append(f"const {ptr}* __restrict__ col{k}")
+            self._check_type(inp, read=False)
+            if _plain_string(inp):
+                params += [f"const long long* __restrict__ off{k}", f"const unsigned char* __restrict__ chr{k}"]
+            else:
+                ptr = ctype(inp.dtype) if inp.codec == "plain" else "unsigned char"
+                params.append(f"const {ptr}* __restrict__ col{k}")
             if inp.nullable:
                 params.append(f"const bool* __restrict__ val{k}")
         params.append("long long n")
@@ -321,6 +411,8 @@ class _Gen:
                        f"const i64* __restrict__ b{p}_count", f"const i64* __restrict__ b{p}_rows",
                        f"const i64* __restrict__ b{p}_vidx", f"int b{p}_nonempty", f"int b{p}_has_null"]
             for j, inp in enumerate(s.payload):
+                if inp.build_row:
+                    continue  # (the kernel reads only its build row)
                 params.append(f"const {ctype(inp.dtype)}* __restrict__ b{p}_pay{j}")
                 if inp.nullable:
                     params.append(f"const bool* __restrict__ b{p}_payv{j}")
@@ -342,6 +434,8 @@ class _Gen:
                 m = self.marks[p]
                 em.emit(f"out_m{p}[o] = ({m.valid}) ? ({m.value} ? 1 : 0) : 2;")
             em.close()
+        elif isinstance(spec.sink, MarkBuildSink):
+            params.append("unsigned char* __restrict__ out_marked")
         else:
             params += ["int* __restrict__ g_state", "i64* __restrict__ g_keys", "u64 g_mask",
                        "unsigned long long* __restrict__ g_used", "u64 g_max",
@@ -350,12 +444,13 @@ class _Gen:
         params.append("unsigned long long* __restrict__ errors")
         params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
         out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
+        out += em.globals
         out += [f"#define PL_BLOCK {PL_BLOCK}", f"#define PL_ITEMS {PL_ITEMS}", f"#define PL_TILE {PL_TILE}",
                 f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
                 "    " + ",\n    ".join(params) + ") {"]
         tiled = [(k, inp) for k, inp in enumerate(spec.inputs) if inp.codec in TILE_CODECS]
         out += [f"  const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}}};"
-                for k, inp in enumerate(spec.inputs) if inp.codec not in TILE_CODECS]
+                for k, inp in enumerate(spec.inputs) if inp.codec not in TILE_CODECS and not _plain_string(inp)]
         out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
         if tiled:
             out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
@@ -379,6 +474,26 @@ class _Gen:
         name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
                               tuple(payloads), rows_out, marks_out)
+
+
+def _plain_string(inp: Input) -> bool:
+    """A plain-string input of the probe side (offsets and bytes; read through LIKE only)."""
+    return inp.dtype.kind == "string" and not inp.dictionary and not inp.build_row and inp.codec == "plain"
+
+
+def _only_column(e) -> ColumnRef | None:
+    """The one column ``e`` reads (a ColumnRef node of it), None when it reads none or several or
+    is not a function of it (random())."""
+    refs: list[ColumnRef] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ColumnRef):
+            refs.append(x)
+        if isinstance(x, Call) and x.op == "random":
+            return None
+        stack.extend(x.children())
+    return refs[0] if refs and len({r.cid for r in refs}) == 1 else None
 
 
 def _comment(text: str) -> str:

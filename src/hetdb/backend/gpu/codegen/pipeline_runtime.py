@@ -34,6 +34,7 @@ class ProbeInput:
     payload: list[Column]
     nonempty: bool
     has_null_key: bool
+    rows: int = 0  # build rows (a join without keys matches each of them)
 
 
 @dataclass
@@ -70,7 +71,11 @@ class CompiledPipeline:
         args: list[Any] = []
         for inp in self.spec.inputs:
             col = columns[inp.cid]
-            if inp.codec == "plain":
+            if inp.dtype.kind == "string" and not inp.dictionary and inp.codec == "plain":
+                # offsets and UTF-8 bytes (a one-byte array keeps the pointer valid when empty)
+                args.append(cupy.ascontiguousarray(col.offsets.astype(cupy.int64, copy=False)))
+                args.append(col.chars if int(col.chars.shape[0]) else cupy.zeros(1, dtype=cupy.uint8))
+            elif inp.codec == "plain":
                 args.append(cupy.ascontiguousarray(col.data))
             else:  # a compressed page the kernel decodes in place (backend/gpu/encoded.py)
                 page = col.device_page
@@ -90,7 +95,10 @@ class CompiledPipeline:
         empty = cupy.full(1, -1, dtype=cupy.int64)
         for stage, pr in zip(stages, probes):
             t = pr.table
-            if t is None:
+            if not stage.keys:  # every build row matches: the kernel reads only their number
+                args += [empty, np.uint64(0), empty, np.int64(pr.rows), empty.view(cupy.uint64), empty, empty,
+                         empty, np.uint64(0)]
+            elif t is None:
                 args += [empty, np.uint64(0), empty, np.int64(0), empty.view(cupy.uint64), empty, empty,
                          empty, np.uint64(0)]
             else:
@@ -101,6 +109,8 @@ class CompiledPipeline:
             if len(pr.payload) != len(stage.payload):
                 raise ValueError(f"probe declares {len(stage.payload)} payload columns, got {len(pr.payload)}")
             for inp, col in zip(stage.payload, pr.payload):
+                if inp.build_row:
+                    continue
                 args.append(cupy.ascontiguousarray(col.data))
                 if inp.nullable:
                     args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
@@ -177,7 +187,8 @@ class CompiledPipeline:
         out_keys = []
         for k, key in enumerate(self.kernel.group_keys):
             valid = ((kmat[nk] >> k) & 1) == 0
-            out_keys.append((_decode_bits(cupy, kmat[k], key.dtype), None if bool(valid.all()) else valid))
+            bits = kmat[k] if key.build_rows_of is not None else _decode_bits(cupy, kmat[k], key.dtype)
+            out_keys.append((bits, None if bool(valid.all()) else valid))
         values = []
         for a, arr in zip(self.kernel.accumulators, table.accs):
             v = arr[occupied]
@@ -316,3 +327,35 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
         brows = {p: b[order] for p, b in brows.items()}
         marks = {p: m[order] for p, m in marks.items()}
     return Selected(rows, brows, marks)
+
+
+class MarkRun:
+    """The launches of a pipeline ending in a right_semi / right_anti probe: each batch sets
+    ``marked[build row] = 1`` (one byte per build row, the join operator's own flags) for every build
+    row it matches; errors are read back once, in ``finish``, not per batch."""
+
+    def __init__(self, pipeline: CompiledPipeline, marked: Any) -> None:
+        import cupy
+
+        if marked.dtype != cupy.bool_ or not marked.flags.c_contiguous:
+            raise ValueError("the build rows' marks must be a contiguous bool array")
+        self.pipeline, self.marked = pipeline, marked
+        self.errors = cupy.zeros(1, dtype=cupy.uint64)
+        self.arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
+
+    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+            probes: list[ProbeInput]) -> None:
+        from hetdb.backend.gpu.compile import launch
+
+        tiles = -(-n // PL_TILE)
+        if tiles:
+            launch(self.pipeline.function(), min(tiles, 65536), PL_BLOCK,
+                   (*self.pipeline._args(columns, n, lookups, probes), self.marked, self.errors, self.arith_err))
+
+    def finish(self) -> None:
+        """Raise what the launches reported (overflowing arithmetic, a scalar subquery with several rows)."""
+        raise_if_overflowed(self.arith_err.get())
+        if int(self.errors[0]):
+            raise HetdbError("a scalar subquery returned more than one row for one outer row "
+                             "(DuckDB reports: More than one row returned by a subquery used as an "
+                             "expression); add LIMIT 1 or an aggregate")

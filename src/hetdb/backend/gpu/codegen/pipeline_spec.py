@@ -15,6 +15,7 @@ from hetdb.plan.expr import Expr
 from hetdb.types import DataType
 
 PROBE_KINDS = ("inner", "left", "single", "semi", "anti", "mark")
+RIGHT_KINDS = ("right_semi", "right_anti")  # only as the last stage, before a MarkBuildSink
 AGG_OPS = ("sum", "count", "count_star", "min", "max", "avg")
 
 
@@ -29,6 +30,10 @@ class Input:
     nullable: bool = True
     dictionary: bool = False
     codec: str = "plain"
+    # a build column (probe payload) of plain strings the kernel does not read: as a group key it
+    # groups by the build row; the executor puts in the strings, and the aggregation merges the
+    # groups whose strings are equal
+    build_row: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class ProbeStage:
     ``keys``: probe key expressions; ``key_types``: the build side's key types (the probe key is
     converted to them, then normalised like hashing.normalize_keys); ``payload``: build columns
     later stages read (Input, with dictionary strings as codes); ``residual``: a condition over both
-    sides (inner, semi and anti only); ``mark``: cid of the mark column (kind mark)."""
+    sides (inner, semi, anti, right_semi and right_anti only); ``mark``: cid of the mark column (kind mark)."""
 
     kind: str
     keys: tuple[Expr, ...]
@@ -77,10 +82,17 @@ class MaterializeSink:
 
 
 @dataclass(frozen=True)
+class MarkBuildSink:
+    """The sink of a pipeline whose last stage is a right_semi / right_anti probe: the kernel sets
+    ``marked[build row] = 1`` for every build row a surviving row matches (after the residual); the
+    join operator then emits the marked (right_semi) or unmarked (right_anti) build rows."""
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     inputs: tuple[Input, ...]
     stages: tuple[FilterStage | ProjectStage | ProbeStage, ...]
-    sink: AggregateSink | MaterializeSink
+    sink: AggregateSink | MaterializeSink | MarkBuildSink
 
     def describe(self) -> str:
         """Canonical text (deterministic in every process)."""
@@ -93,7 +105,7 @@ class PipelineSpec:
             elif isinstance(s, ProjectStage):
                 lines.append("project " + ", ".join(f"{c} := {e}" for c, e in s.outputs))
             else:
-                pay = ", ".join(f"{p.cid}:{p.dtype}" for p in s.payload)
+                pay = ", ".join(f"{p.cid}:{p.dtype}{' row' if p.build_row else ''}" for p in s.payload)
                 lines.append(f"probe {s.kind} [{', '.join(map(str, s.keys))}] as "
                              f"[{', '.join(map(str, s.key_types))}] -> {pay}"
                              f"{' residual ' + str(s.residual) if s.residual is not None else ''}"
@@ -101,6 +113,9 @@ class PipelineSpec:
         k = self.sink
         if isinstance(k, MaterializeSink):
             lines.append("materialize")
+            return "\n".join(lines)
+        if isinstance(k, MarkBuildSink):
+            lines.append("mark build rows")
             return "\n".join(lines)
         lines.append("aggregate by [" + ", ".join(map(str, k.keys)) + "] "
                      + ", ".join(f"{op}({a if a is not None else '*'})" for op, a in k.aggs))

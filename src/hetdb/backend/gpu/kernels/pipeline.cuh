@@ -157,4 +157,46 @@ __device__ __forceinline__ unsigned long long claim(unsigned long long* __restri
   return base + (unsigned long long)__popc(mask & ((1u << lane) - 1u));
 }
 
+// SQL LIKE of one plain (not dictionary-encoded) UTF-8 string against a constant pattern, as
+// strings.cu's like_kernel does it: '%' any sequence, '_' one code point, greedy with backtracking
+// to the last '%' (the string position advances by whole code points only).
+__device__ __forceinline__ int utf8_step(unsigned char b) {
+  if (b < 0x80) return 1;
+  if ((b & 0xE0) == 0xC0) return 2;
+  if ((b & 0xF0) == 0xE0) return 3;
+  if ((b & 0xF8) == 0xF0) return 4;
+  return 1;
+}
+
+__device__ __forceinline__ bool like_bytes(const unsigned char* __restrict__ s, i64 slen,
+                                           const unsigned char* __restrict__ pat, int plen) {
+  i64 si = 0;
+  int pi = 0;
+  int star_p = -1;
+  i64 star_s = 0;
+  while (si < slen) {
+    if (pi < plen && pat[pi] == '%') {
+      star_p = pi++;
+      star_s = si;
+      continue;
+    }
+    if (pi < plen && pat[pi] == '_') {
+      si += utf8_step(s[si]);
+      ++pi;
+      continue;
+    }
+    if (pi < plen && s[si] == pat[pi]) {
+      ++si;
+      ++pi;
+      continue;
+    }
+    if (star_p < 0) return false;
+    pi = star_p + 1;
+    star_s += utf8_step(s[star_s]);
+    si = star_s;
+  }
+  while (pi < plen && pat[pi] == '%') ++pi;
+  return pi == plen && si >= slen;
+}
+
 }  // namespace pipe

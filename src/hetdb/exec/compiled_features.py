@@ -1,0 +1,30 @@
+"""Switches for the extensions of the GPU pipeline compiler (exec/compiled.py), each of which can be
+turned off alone: a switched-off extension is a refusal with a reason like any other (EXPLAIN
+ANALYZE names it), so the pipeline runs operator at a time as it did before the extension.
+
+``HETDB_GPU_COMPILE_OFF`` (comma-separated names of FEATURES) switches extensions off for a
+process; ``disabled`` (a set) does it at run time (tests)."""
+
+from __future__ import annotations
+
+import os
+
+FEATURES = {
+    "right_semi_anti": "right_semi / right_anti joins marking build rows in the kernel",
+    "keyless_join": "joins without keys (every build row matches: scalar subqueries)",
+    "string_group_rows": "plain-string build columns as group keys (grouped by build row)",
+    "dict_expr_keys": "string group keys computed from one dictionary column (grouped by its codes)",
+    "count_distinct": "DISTINCT aggregates (the kernel keeps one row per distinct keys and arguments)",
+    "plain_like": "LIKE on plain-string pages in the kernel (other uses of them are refused)",
+}
+
+disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
+
+
+def off(name: str) -> str | None:
+    """Why extension ``name`` is not used (None when it is on)."""
+    if name not in FEATURES:
+        raise KeyError(name)
+    if name in disabled:
+        return f"{FEATURES[name]} are switched off (HETDB_GPU_COMPILE_OFF={name})"
+    return None
