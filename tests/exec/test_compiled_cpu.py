@@ -55,6 +55,11 @@ QUERIES = {
                      "AND d.a * 50 + length(d.s) > f.k - f.a)",
     "anti_residual": "SELECT b, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
                      "AND d.a + f.d > 20) GROUP BY b",
+    # left joins (non-unique build with NULL keys): rows without a match go on with NULL payload
+    "left_aggregate": "SELECT d.s, count(*), count(d.b), sum(f.c), min(d.a) FROM fact f LEFT JOIN dim d ON f.a = d.a "
+                      "WHERE f.k < 2000 GROUP BY d.s",
+    "left_unique": "SELECT u.a IS NULL AS missing, count(*), sum(f.c) FROM fact f LEFT JOIN "
+                   "(SELECT DISTINCT a FROM dim WHERE a < 20) u ON f.a = u.a GROUP BY 1",
     "semi_anti_order": "SELECT e, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
                        "AND d.s <> 's3') AND EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a AND d.b = 'fig') "
                        "AND f.k > 10 GROUP BY e",
