@@ -18,8 +18,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The data is generated once per scale factor (the stamp is written only after a complete generation);
+# a second `make demo` runs the queries only.
+DEMO_DATA := $(DEMO_DB)/.ssb-sf$(DEMO_SF)
+
+$(DEMO_DATA): | $(STAMP)
+	rm -f $(DEMO_DB)/.ssb-sf*
 	$(VENV)/bin/hetdb generate ssb --sf $(DEMO_SF) $(DEMO_DB)
+	touch $@
+
+demo: $(DEMO_DATA)
 	$(VENV)/bin/hetdb demo $(DEMO_DB)
 
 # Compile-check every CUDA source for Hopper when nvcc is present (CI has it, no GPU needed).

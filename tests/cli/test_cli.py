@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -138,3 +139,21 @@ def test_every_connection_option_has_a_flag() -> None:
     given = set(engine_options(args)) | {"device"}
     fields = {f.name for f in dataclasses.fields(Options)}
     assert fields - given <= {"progress"}  # progress: the CLI's own line (--no-progress)
+
+
+def test_demo_prints_each_query_time_and_the_total(tmp_path):
+    from hetdb.bench.suites import load_queries
+
+    db = str(tmp_path / "ssb")
+    gen = hetdb("generate", "ssb", db, "--sf", "0.01", "--workers", "1")
+    assert gen.returncode == 0, gen.stderr
+    # operator at a time: what is tested is the demo's output, not compiled loops (their own tests)
+    res = hetdb("demo", db, "--device", "cpu", "--no-cpu-compile")
+    assert res.returncode == 0, res.stderr
+    names = [q.name for q in load_queries("ssb")]
+    timed = re.findall(r"SSB (q\d\.\d): (\d+) rows in (\d+\.\d) ms on cpu", res.stdout)
+    assert [t[0] for t in timed] == names and len(names) == 13
+    assert sum(int(rows) for _, rows, _ in timed) > 0, timed
+    total = re.search(r"13 SSB queries in (\d+\.\d\d) s on cpu", res.stdout)
+    assert total is not None, res.stdout[-500:]
+    assert abs(float(total.group(1)) - sum(float(ms) for _, _, ms in timed) / 1000) < 0.01

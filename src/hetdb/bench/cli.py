@@ -8,8 +8,6 @@ import argparse
 import shlex
 import sys
 
-from hetdb.bench.ceilings import MiB
-from hetdb.bench.runner import MODES
 from hetdb.bench.suites import SUITES
 from hetdb.errors import HetdbError
 
@@ -67,6 +65,8 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
 
 def parse_modes(text: str) -> list[str]:
     """'hot', 'hot,cold' or 'all' -> list of modes; HetdbError naming the valid ones otherwise."""
+    from hetdb.bench.runner import MODES
+
     modes = list(MODES) if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         print(render_diff(diff_results(load_results(args.a), load_results(args.b)), args.a, args.b))
         return 0
 
+    from hetdb.bench.ceilings import MiB
     from hetdb.bench.datasets import require_duckdb
     from hetdb.bench.harness import BenchConfig, run_benchmark
 

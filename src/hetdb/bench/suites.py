@@ -10,7 +10,6 @@ from importlib import resources
 import sqlglot
 from sqlglot import exp
 
-from hetdb.bench.compare import AGGREGATE_FLOAT_REL_TOL, DEFAULT_FLOAT_REL_TOL
 from hetdb.errors import InputError
 
 
@@ -142,6 +141,9 @@ def _output_position(key: exp.Expression, outputs: list[exp.Expression]) -> int 
 
 def float_tolerances(sql: str, num_columns: int) -> list[float]:
     """Relative float tolerance per output column: looser for SUM/AVG outputs (summation order)."""
+    # imported here: numpy and pyarrow are not needed to build the `hetdb` parser
+    from hetdb.bench.compare import AGGREGATE_FLOAT_REL_TOL, DEFAULT_FLOAT_REL_TOL
+
     tree = _parse(sql)
     outputs = tree.expressions if isinstance(tree, exp.Select) else []
     if len(outputs) != num_columns or any(isinstance(o, exp.Star) for o in outputs):

@@ -153,15 +153,18 @@ def cmd_demo(args) -> int:
 
     con = _connect(args, create=False)
     total = 0.0
-    for query in load_queries("ssb"):
-        name = query.name
-        t0 = time.perf_counter()
-        res = con.sql(query.sql)
-        dt = time.perf_counter() - t0
-        total += dt
-        console.rule(f"SSB {name}: {res.num_rows} rows in {dt * 1000:.1f} ms on {con.device}")
-        print_result(res.arrow(), "table", 10)
-    console.print(f"13 SSB queries in {total:.2f} s on {con.device}")
+    try:
+        queries = load_queries("ssb")
+        for query in queries:
+            t0 = time.perf_counter()
+            res = con.sql(query.sql)
+            dt = time.perf_counter() - t0
+            total += dt
+            console.rule(f"SSB {query.name}: {res.num_rows} rows in {dt * 1000:.1f} ms on {con.device}")
+            print_result(res.arrow(), "table", 10)
+        console.print(f"{len(queries)} SSB queries in {total:.2f} s on {con.device}")
+    finally:
+        con.close()
     return 0
 
 

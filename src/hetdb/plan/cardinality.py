@@ -16,8 +16,8 @@ from hetdb.plan.logical import Aggregate, Filter, Join, Limit, Node, Project, Sc
 
 SAMPLE_ROWS = 10_000
 DEFAULT_SELECTIVITY = 0.25
-_CACHE_LIMIT = 64
-_cache: OrderedDict[tuple, tuple] = OrderedDict()
+_CACHE_LIMIT = 256  # column samples
+_cache: OrderedDict[tuple, object] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -29,36 +29,50 @@ def _sample(db, scan: Scan) -> tuple[object, int, int] | None:
         reader = db.table(scan.table)
     except Exception:  # noqa: BLE001 - estimates must never fail a query
         return None
-    key = (getattr(db, "path", id(db)), scan.table, getattr(reader, "version", 0), scan.column_names)
-    with _cache_lock:
-        hit = _cache.get(key)
-    if hit is None:
-        try:
-            cols: dict[str, list] = {c: [] for c in scan.column_names}
-            n = 0
-            for rg in range(reader.num_row_groups):
-                if n >= SAMPLE_ROWS:
-                    break
-                b = reader.read_batch(list(scan.column_names), rg)
-                for c in scan.column_names:
-                    cols[c].append(b.columns[c])
-                n += b.num_rows
-            if n == 0:
-                return None
-            heads = {c: _concat_head(cols[c], SAMPLE_ROWS) for c in scan.column_names}
-            # Every column of the sample must have the same rows (a head may be shorter).
-            m = min(len(h) for h in heads.values())
-            hit = ({c: _concat_head([h], m) for c, h in heads.items()}, m, reader.num_rows)
-        except Exception:  # noqa: BLE001
+    table_key = (getattr(db, "path", id(db)), scan.table, getattr(reader, "version", 0))
+    heads = {}
+    for c in scan.column_names:
+        head = _column_head(reader, table_key, c)
+        if head is None:
             return None
-        with _cache_lock:
-            _cache[key] = hit
-            while len(_cache) > _CACHE_LIMIT:
-                _cache.popitem(last=False)
+        heads[c] = head
+    if not heads:
+        return None
+    # Every column of the sample must have the same rows (a head may be shorter).
+    m = min(len(h) for h in heads.values())
     from hetdb.column import Batch
 
-    by_name, n, total = hit
-    return Batch({f.cid: by_name[c] for f, c in zip(scan.fields, scan.column_names)}, n), n, total
+    return (Batch({f.cid: _concat_head([heads[c]], m) for f, c in zip(scan.fields, scan.column_names)}, m),
+            m, reader.num_rows)
+
+
+def _column_head(reader, table_key: tuple, column: str):
+    """Up to SAMPLE_ROWS leading rows of one column, cached per column: the queries of a session read
+    overlapping column sets of the same tables, and each column's first pages are read once."""
+    key = (*table_key, column)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        parts: list = []
+        n = 0
+        for rg in range(reader.num_row_groups):
+            if n >= SAMPLE_ROWS:
+                break
+            b = reader.read_batch([column], rg)
+            parts.append(b.columns[column])
+            n += b.num_rows
+        if n == 0:
+            return None
+        hit = _concat_head(parts, SAMPLE_ROWS)
+    except Exception:  # noqa: BLE001
+        return None
+    with _cache_lock:
+        _cache[key] = hit
+        while len(_cache) > _CACHE_LIMIT:
+            _cache.popitem(last=False)
+    return hit
 
 
 def _concat_head(parts: list, limit: int):
