@@ -1,8 +1,8 @@
 """hetdb (CPU) vs DuckDB in one process, both at THREADS threads: per query the median of wall and
 process CPU time (5 runs after 2 warm-ups). CPU time is the steadier number on a shared machine.
 
-Usage: python scripts/cpu_vs_duckdb.py DB SUITE [THREADS]   (DB made by `hetdb generate SUITE`;
-the tables are copied into an in-memory DuckDB first)
+Usage: python scripts/cpu_vs_duckdb.py DB SUITE [THREADS [QUERY ...]]   (DB made by `hetdb generate
+SUITE`; the tables are copied into an in-memory DuckDB first; QUERY names like q18: only those)
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def _median(run) -> tuple[float, float]:
 def main() -> None:
     db, suite = sys.argv[1], sys.argv[2]
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    names = set(sys.argv[4:])
     con = hetdb.connect(db, device="cpu", threads=threads)
     duck = duckdb.connect()
     duck.execute(f"SET threads={threads}")
@@ -44,6 +45,8 @@ def main() -> None:
         duck.unregister("incoming")
     walls, cpus = [], []
     for q in load_queries(suite):
+        if names and q.name not in names:
+            continue
         h = _median(lambda sql=q.sql: con.sql(sql).arrow())
         d = _median(lambda sql=q.sql: duck.sql(sql).to_arrow_table())
         walls.append(d[0] / h[0])

@@ -6,7 +6,8 @@ refuses, then the counts.
 
 ``-v`` prints the difference or the error of every probe that does not agree. Window functions are
 left out (issue 14 item 1). A probe "agrees" when hetdb's answer equals DuckDB's (multiset,
-``hetdb.bench.compare``) and the column names are DuckDB's; "names" when only the names differ.
+``hetdb.bench.compare``; for INTERVAL results also the Python values of ``fetchall()``) and the
+column names are DuckDB's; "names" when only the names differ.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import sys
 
 import duckdb
+import pyarrow as pa
 
 import hetdb
 from hetdb.bench.compare import compare_tables
@@ -174,6 +176,13 @@ EXTRAS = [(q.split("(")[0].replace("SELECT ", "")[:30], q + " FROM t") for q in 
 ]]
 
 
+def _python_rows_differ(got: list[tuple], want: list[tuple]) -> str | None:
+    """INTERVAL results: the Python values (datetime.timedelta) must be DuckDB's too."""
+    if sorted(got, key=repr) == sorted(want, key=repr):
+        return None
+    return f"Python rows differ: {got[:3]} vs DuckDB {want[:3]}"
+
+
 def run(filter_text: str | None, verbose: bool, probes: list[tuple[str, str]] = PROBES) -> dict[str, int]:
     duck = duckdb.connect()
     duck.execute("SET threads TO 2")
@@ -196,6 +205,8 @@ def run(filter_text: str | None, verbose: bool, probes: list[tuple[str, str]] = 
                 outcome, detail = "error", f"internal {type(e).__name__}: {e}"
             else:
                 diff = compare_tables(got, want, ordered="ORDER BY" in sql)
+                if diff is None and pa.month_day_nano_interval() in want.schema.types:
+                    diff = _python_rows_differ(con.sql(sql).fetchall(), duck.sql(sql).fetchall())
                 if diff is not None:
                     outcome, detail = "differ", diff
                 elif got.column_names != want.column_names:

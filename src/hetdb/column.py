@@ -113,6 +113,10 @@ class Column:
         data = np.asarray(self.data)
         if kind == "interval":
             return _interval_to_arrow(data, mask)
+        if self.dtype == T.UBIGINT:  # int64 data, or Python ints past 2**63 (hash values)
+            values = data.astype(np.uint64) if data.dtype != object else \
+                np.array([0 if v is None else int(v) for v in data.tolist()], dtype=np.uint64)
+            return pa.array(values, type=pa.uint64(), mask=mask)
         if data.dtype == object or kind == "int128":
             return _wide_to_decimal(data, mask, self.dtype.to_arrow())
         if kind == "decimal":

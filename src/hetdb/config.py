@@ -33,6 +33,10 @@ class Options:
     # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
     # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
     route: str = "auto"
+    # GPU scans of pages the device cache does not keep: consecutive row groups are delivered together
+    # in batches of about this many link bytes (one allocation, one decode launch per column);
+    # 0: row group by row group, page by page (backend/gpu/stream_batch.py)
+    gpu_batch_bytes: int = 64 << 20
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,

@@ -70,7 +70,7 @@ def resolve_backend(device: str):
 
 def _make_options(device: str, options: dict[str, Any]) -> Options:
     options = dict(options)
-    for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit"):
+    for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "gpu_batch_bytes"):
         if key in options:
             options[key] = parse_bytes(options[key])
     if "disabled_passes" in options:

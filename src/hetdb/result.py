@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from hetdb.errors import HetdbError
+from hetdb.errors import HetdbError, OutOfRangeError
 
 
 class MissingExtraError(HetdbError, ImportError):
@@ -25,7 +27,8 @@ def _require(module: str, extra: str):
 
 
 _TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date32[day]": "DATE",
-               "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP"}
+               "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP",
+               "uint64": "UBIGINT", "month_day_nano_interval": "INTERVAL"}
 
 
 _SQL_TYPE_KEY = b"hetdb.type"  # exec/hostutil.SQL_TYPE_KEY (kept apart: results import no engine)
@@ -33,6 +36,41 @@ _SQL_TYPE_KEY = b"hetdb.type"  # exec/hostutil.SQL_TYPE_KEY (kept apart: results
 
 def _is_hugeint(f: pa.Field) -> bool:
     return bool(f.metadata) and f.metadata.get(_SQL_TYPE_KEY) == b"HUGEINT"
+
+
+_INTERVAL = pa.month_day_nano_interval()
+_US_DAY = 86_400_000_000
+_TIMEDELTA_MAX_DAYS = 999_999_999
+
+
+def _interval_fields(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(days, microseconds, valid) of INTERVAL values as DuckDB hands them to Python: a month counts
+    30 days (DuckDB's own conversion to timedelta)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], _INTERVAL)
+    cells = np.frombuffer(arr.buffers()[1], dtype=[("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")],
+                          count=len(arr), offset=arr.offset * 16)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    days = cells["months"].astype(np.int64) * 30 + cells["days"]
+    return days, cells["nanos"] // 1000, valid
+
+
+def _interval_timedeltas(arr: pa.ChunkedArray) -> list:
+    days, micros, valid = _interval_fields(arr)
+    if bool((np.abs(days[valid]) + np.abs(micros[valid]) // _US_DAY > _TIMEDELTA_MAX_DAYS - 1).any()):
+        raise OutOfRangeError("an INTERVAL result is too large for a Python timedelta (at most 999999999 "
+                              "days, a month counting 30 days): fetch it with .arrow()")
+    return [dt.timedelta(days=int(d), microseconds=int(u)) if ok else None
+            for d, u, ok in zip(days.tolist(), micros.tolist(), valid.tolist())]
+
+
+def _interval_durations(arr: pa.ChunkedArray) -> pa.Array:
+    """INTERVAL values as Arrow duration[us] (pandas timedelta64[us], as DuckDB's .df())."""
+    days, micros, valid = _interval_fields(arr)
+    if bool((np.abs(days[valid]) > (2**63 - 1) // _US_DAY - 1).any()):
+        raise OutOfRangeError("an INTERVAL result is too large for a pandas timedelta (microseconds in "
+                              "64 bits, a month counting 30 days): fetch it with .arrow()")
+    return pa.array(days * _US_DAY + micros, pa.duration("us"), mask=~valid)
 
 
 def sql_type_name(t: pa.DataType | pa.Field) -> str:
@@ -126,7 +164,11 @@ class Result:
     def df(self):
         """The result as a pandas DataFrame (needs ``hetdb[pandas]``)."""
         _require("pandas", "pandas")
-        return self._table.to_pandas()
+        t = self._table
+        for i, f in enumerate(t.schema):
+            if f.type == _INTERVAL:  # DuckDB gives timedelta64[us] columns
+                t = t.set_column(i, f.name, _interval_durations(t.column(i)))
+        return t.to_pandas()
 
     fetchdf = df
     to_df = df
@@ -147,6 +189,8 @@ class Result:
         for i, f in enumerate(part.schema):
             if _is_hugeint(f):  # DuckDB gives HUGEINT values as Python ints
                 cols[i] = [None if v is None else int(v) for v in cols[i]]
+            elif f.type == _INTERVAL:  # and INTERVAL values as datetime.timedelta
+                cols[i] = _interval_timedeltas(part.column(i))
         return list(zip(*cols)) if cols else [()] * part.num_rows
 
     def fetchone(self) -> tuple | None:

@@ -12,6 +12,8 @@ Physical layout per type (in memory and on disk):
   float64                                    -> float64
   bool                                       -> bool (1 byte per value in memory)
   string                                     -> dictionary codes (int32) + dictionary, or offsets (int64) + bytes
+  UBIGINT (kind int128, precision 64)       -> hash() results only, never stored: the HUGEINT layout
+                                                (values 0..2**64-1); Arrow uint64 in results
   interval (INTERVAL)                        -> results only, never stored: 16 bytes per value held in a
                                                 complex128 array used as a plain container (int64
                                                 microseconds, then int32 days and int32 months packed in
@@ -60,6 +62,8 @@ class DataType:
         return self.kind == "int128" or (self.kind == "decimal" and self.precision > MAX_DECIMAL_PRECISION)
 
     def to_arrow(self) -> pa.DataType:
+        if self == UBIGINT:
+            return pa.uint64()
         if self.kind == "decimal":
             return pa.decimal128(self.precision, self.scale)
         if self.tz:
@@ -67,6 +71,8 @@ class DataType:
         return _ARROW[self.kind]
 
     def sql_name(self) -> str:
+        if self == UBIGINT:
+            return "UBIGINT"
         if self.kind == "decimal":
             return f"DECIMAL({self.precision},{self.scale})"
         if self.tz:
@@ -100,6 +106,7 @@ STRING = DataType("string")
 TIMESTAMP = DataType("timestamp")
 TIMESTAMPTZ = DataType("timestamp", tz=True)
 INT128 = DataType("int128")
+UBIGINT = DataType("int128", precision=64)  # hash(): exact 64-bit unsigned values in HUGEINT's layout
 INTERVAL = DataType("interval")
 
 MAX_DECIMAL_PRECISION = 18

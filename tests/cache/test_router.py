@@ -113,3 +113,9 @@ def test_route_counts_add_merge_and_format():
     assert a.format() == ("gpu_resident 2 pages/100 B, disk_direct 2 pages/75 B; "
                           "cache admitted=1 evicted=0 bypassed=2")
     assert not RouteCounts()
+    c = RouteCounts(deliveries=3)
+    c.add(Route.HOST_TO_GPU, 10, pages=8)
+    a.merge(c)
+    assert a.deliveries == 3 and a.as_dict()["deliveries"] == 3
+    assert a.format().startswith("gpu_resident 2 pages/100 B, host_to_gpu 8 pages/10 B, disk_direct 2 pages/75 B "
+                                 "in 3 deliveries; cache admitted=1")

@@ -1,7 +1,8 @@
 """Running fuzz campaigns: random queries vs DuckDB plus TLP/NoREC oracles on hetdb itself.
 
-A campaign is (seed, first case, number of cases); case ``i`` is drawn from its own seed
-(``case_seed``), so any failing case replays alone. Errors: when both engines raise, the case agrees
+A campaign is (seed, first case, number of cases); case ``i`` is drawn from its own seeds
+(``case_generator``: the shape its family of ``FAMILY`` cases shares, values of its own), so any
+failing case replays alone. Errors: when both engines raise, the case agrees
 only if both errors are of the same kind (overflow, division by zero, conversion); hetdb must raise a
 typed ``HetdbError``. A run-time error on one side and an empty answer on the other also agree (the
 engine that answered never had to evaluate the failing expression). A query DuckDB refuses for any
@@ -10,14 +11,13 @@ other reason is a generator slip: it is counted as skipped, and callers assert t
 
 from __future__ import annotations
 
-import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 from diff_check import describe, mismatch
-from diff_fuzzgen import FuzzGen, Query, case_seed
+from diff_fuzzgen import Query, case_generator
 from diff_oracles import Oracle, combine, draw_oracle
 
 from hetdb.errors import HetdbError
@@ -131,7 +131,7 @@ class FuzzRunner:
         return stats
 
     def draw(self, seed: int, index: int) -> Query | Oracle:
-        gen = FuzzGen(random.Random(case_seed(seed, index)), self.samples, self.allow)
+        gen = case_generator(seed, index, self.samples, self.allow)
         return draw_oracle(gen) if gen.chance(ORACLE_SHARE) else gen.query()
 
     def run_case(self, seed: int, index: int, stats: FuzzStats) -> None:

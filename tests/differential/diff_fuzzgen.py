@@ -1,8 +1,12 @@
 """A seeded random query generator over the fuzz tables (``diff_fuzzdata``), for hetdb vs DuckDB and
 for metamorphic checks of hetdb against itself.
 
-Each case is drawn from ``random.Random(case_seed(seed, i))``, so case ``i`` of a campaign can be
-replayed on its own. A case is either a differential query (hetdb's answer must equal DuckDB's) or a
+Each case is drawn from two seeded streams, so case ``i`` of a campaign can be replayed on its own:
+its *shape* (tables, joins, operators, expression forms, literal types, the number of IN items) from
+``random.Random(case_seed(seed, i // FAMILY))`` and its *values* (which literals, constants, LIMIT) from
+``random.Random(f"values {case_seed(seed, i)}")``. FAMILY consecutive cases share a shape and differ in their
+constants: compiled CPU loops take literals as parameters, so the family compiles its loops once
+(compiling is most of a case's time) and checks the same loop with FAMILY sets of values. A case is either a differential query (hetdb's answer must equal DuckDB's) or a
 metamorphic oracle (``diff_oracles``): TLP over WHERE, aggregates and DISTINCT, and NoREC.
 
 Shapes: filters with three-valued logic (AND/OR/NOT, IS [NOT] NULL, BETWEEN, IN lists with NULL,
@@ -71,8 +75,18 @@ def allowed_from_env() -> frozenset[str]:
     return frozenset(_names("HETDB_FUZZ_ALLOW") - _names("HETDB_FUZZ_DENY"))
 
 
+# consecutive cases that share a shape (see the module's docstring)
+FAMILY = 4
+
+
 def case_seed(seed: int, index: int) -> int:
     return seed * 1_000_003 + index
+
+
+def case_generator(seed: int, index: int, samples: dict, allow: frozenset[str] = frozenset()) -> FuzzGen:
+    """The generator of case ``index``: the shape of its family, values of its own."""
+    return FuzzGen(random.Random(case_seed(seed, index // FAMILY)), samples, allow,
+                   values=random.Random(f"values {case_seed(seed, index)}"))
 
 
 @dataclass(frozen=True)
@@ -133,8 +147,10 @@ def sample_values(duck) -> dict[tuple[str, str], tuple]:
 class FuzzGen:
     """Draws queries over the fuzz tables; ``allow`` names KNOWN_ISSUES shapes to draw anyway."""
 
-    def __init__(self, rng: random.Random, samples: dict, allow: frozenset[str] = frozenset()):
-        self.r = rng
+    def __init__(self, rng: random.Random, samples: dict, allow: frozenset[str] = frozenset(),
+                 values: random.Random | None = None):
+        self.r = rng                    # the shape
+        self.v = values or rng          # the values: never decides what the shape draws next
         self.samples = samples
         self.allow = allow
         self.n_alias = 0
@@ -145,6 +161,9 @@ class FuzzGen:
 
     def pick(self, seq):
         return self.r.choice(list(seq))
+
+    def value(self, seq):
+        return self.v.choice(list(seq))
 
     def alias(self) -> str:
         self.n_alias += 1
@@ -159,7 +178,7 @@ class FuzzGen:
         if not values or self.chance(0.05):
             return {INT: "0", BIG: "0", DEC: "0.5", DBL: "0.25", STR: "'a'", DATE: "DATE '1995-06-01'",
                     TSTAMP: "'1995-06-01 12:00:00'", BOOL: "TRUE"}[kind]
-        return literal(kind, self.pick(values))
+        return literal(kind, self.value(values))
 
     # ---- scalar expressions -------------------------------------------------------------------------
     def expr(self, scope: Scope, kinds=(INT, DEC, DBL, STR, DATE, TSTAMP, BOOL), depth: int = 0) -> E | None:
@@ -177,7 +196,7 @@ class FuzzGen:
             if self.chance(0.1):
                 return E(f"({base.sql} {op} NULL)", k, base.tags)
             other = self.expr(scope, [INT] if c.tag != "big" else [INT, BIG], depth + 1)
-            rhs = other.sql if other is not None and self.chance(0.5) else str(self.r.randint(1, 9))
+            rhs = other.sql if other is not None and self.chance(0.5) else str(self.v.randint(1, 9))
             tags = base.tags | (other.tags if other is not None else frozenset())
             return E(f"({base.sql} {op} {rhs})", k if other is None or other.kind == INT else BIG, tags)
         if form == 1 and k in (INT, BIG):
@@ -185,7 +204,7 @@ class FuzzGen:
             if self.chance(0.15):  # a divisor that is sometimes 0: both engines must raise
                 div = self.pick(self.cols(scope, [INT]))
                 return E(f"({base.sql} {op} {div[0]}.{div[2].name})", k, base.tags)
-            return E(f"({base.sql} {op} {self.pick([2, 3, 7, -4])})", k, base.tags)
+            return E(f"({base.sql} {op} {self.value([2, 3, 7, -4])})", k, base.tags)
         if form == 2 and k in (DEC, DBL):
             op = self.pick(["+", "-", "*"])
             if k == DEC and op == "*" and c.name == "dn" and self.chance(0.5):
@@ -207,7 +226,7 @@ class FuzzGen:
             return E(f"NULLIF({base.sql}, {self.lit(t, c)})", k, base.tags)
         if form == 6 and k == STR:
             f = self.pick([f"lower({base.sql})", f"upper({base.sql})",
-                           f"substring({base.sql}, {self.r.randint(1, 3)}, {self.r.randint(0, 4)})"])
+                           f"substring({base.sql}, {self.v.randint(1, 3)}, {self.v.randint(0, 4)})"])
             return E(f, STR, base.tags)
         if form == 6 and k in (INT, DEC) and c.tag == "":
             return E(self.pick([f"abs({base.sql})", f"(-{base.sql})"]), k, base.tags)
@@ -223,7 +242,7 @@ class FuzzGen:
             return E(f"({base.sql} / {f'{div[0]}.{div[2].name}' if div else self.pick(['4', '2.5'])})",
                      DBL, base.tags | {"avg"})
         if form == 7 and k == INT:
-            whens = " ".join(f"WHEN {self.lit(t, c)} THEN {self.r.randint(0, 9)}" for _ in range(self.r.randint(1, 3)))
+            whens = " ".join(f"WHEN {self.lit(t, c)} THEN {self.v.randint(0, 9)}" for _ in range(self.r.randint(1, 3)))
             return E(f"CASE {base.sql} {whens} ELSE {self.pick(['NULL', '-1'])} END", INT, base.tags)
         return base
 
@@ -250,7 +269,7 @@ class FuzzGen:
             return f"{name} {neg}IN ({', '.join(values)})"
         if form == 3 and c.kind == STR:
             v = str(self.lit_value(t, c) or "a")
-            i = self.r.randint(0, len(v))
+            i = self.v.randint(0, len(v))
             pat = self.pick([v[:i] + "%", "%" + v[i:], "%" + v[i:i + 2] + "%", "_" + v[1:], v, "%"])
             return f"{name} {'NOT ' if self.chance(0.3) else ''}LIKE {literal(STR, pat)}"
         if form in (4, 5):
@@ -266,7 +285,7 @@ class FuzzGen:
 
     def lit_value(self, table: str, col: Col):
         values = self.samples.get((table, col.name)) or ()
-        return self.pick(values) if values else None
+        return self.value(values) if values else None
 
     def cmp_op(self) -> str:
         return self.pick(["=", "<>", "<", "<=", ">", ">="])
@@ -395,9 +414,9 @@ class FuzzGen:
             if self.chance(0.35):
                 agg = self.aggregate(scope)
                 if agg.kind in (INT, DEC) and "avg" not in agg.tags:
-                    tail += f" HAVING {agg.sql} {self.cmp_op()} {self.r.randint(-5, 40)}"
+                    tail += f" HAVING {agg.sql} {self.cmp_op()} {self.v.randint(-5, 40)}"
                 else:
-                    tail += f" HAVING count(*) {self.cmp_op()} {self.r.randint(0, 6)}"
+                    tail += f" HAVING count(*) {self.cmp_op()} {self.v.randint(0, 6)}"
         else:
             items = []
             for _ in range(self.r.randint(1, 4)):
@@ -442,7 +461,7 @@ class FuzzGen:
             if not any("avg" in e.tags for e in items):
                 ordering = TOTAL
                 if self.chance(0.6):
-                    sql += f" LIMIT {self.r.randint(0, 25)}"
+                    sql += f" LIMIT {self.v.randint(0, 25)}"
                     if self.chance(0.3):
-                        sql += f" OFFSET {self.r.randint(0, 10)}"
+                        sql += f" OFFSET {self.v.randint(0, 10)}"
         return Query(sql, ordering, tols)

@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         futures = {pool.submit(run_configuration, *task): task[0] for task in tasks}
         for future in as_completed(futures):
             name, stats = futures[future], future.result()
-            print(f"fuzz: [{name}] {stats.summary()} in {stats.seconds:.0f} s", flush=True)
+            print(f"fuzz: [{name}] {stats.summary()} in {stats.seconds:.0f} s "
+                  f"({stats.cases / max(stats.seconds, 1e-9):.1f} cases/s)", flush=True)
             total.add(stats)
             if stats.failures:
                 print("\n\n".join(stats.failures if args.keep_going else stats.failures[:1]), flush=True)

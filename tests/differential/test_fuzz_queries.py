@@ -10,6 +10,7 @@ known-issue shapes (``diff_fuzzgen.KNOWN_ISSUES``).
 from __future__ import annotations
 
 import os
+import re
 
 import duckdb
 import pyarrow as pa
@@ -17,7 +18,8 @@ import pytest
 from diff_fuzz import FuzzRunner, FuzzStats, error_kind
 from diff_fuzzconfig import FUZZ_CONFIGURATIONS, split_options
 from diff_fuzzdata import LONG_STRING_PAGES_PLAIN
-from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env
+from diff_fuzzgen import FAMILY, KNOWN_ISSUES, allowed_from_env
+from diff_oracles import Oracle
 
 from hetdb.errors import HetdbError
 
@@ -106,6 +108,34 @@ def test_fuzz_harness_detects_wrong_answers(fuzz_db, fuzz_samples) -> None:
     good = FuzzRunner("self-test", duck_as_hetdb, fuzz_db.duck, fuzz_samples).run(SEED, 60, 0)
     assert not good.failures, good.failures[0]
     assert good.compared >= 60 and good.oracle_checks > 0
+
+
+def _shape(sql: str) -> str:
+    """``sql`` with every literal (string, date, number, LIMIT/OFFSET count) as ``?``."""
+    sql = re.sub(r"'(?:[^']|'')*'", "?", sql)
+    number = r"\b\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+    sql = re.sub(rf"\(-{number}\)", "?", sql)   # a negative literal
+    return re.sub(rf"(?<![\w.])-?{number}", "?", sql)
+
+
+def test_cases_of_a_family_share_a_shape_and_draw_their_own_values(fuzz_samples) -> None:
+    """FAMILY consecutive cases are one query shape with other constants (their compiled CPU loops
+    are compiled once, literals being parameters), and families differ in shape."""
+    runner = FuzzRunner("families", lambda sql: None, duckdb.connect(), fuzz_samples)
+
+    def texts(index: int) -> list[str]:
+        case = runner.draw(SEED, index)
+        return [case.base.sql, *case.parts] if isinstance(case, Oracle) else [case.sql]
+
+    families = 60
+    shapes, varied = set(), 0
+    for f in range(families):
+        members = [texts(f * FAMILY + i) for i in range(FAMILY)]
+        assert len({tuple(_shape(t) for t in m) for m in members}) == 1, members
+        varied += len({tuple(m) for m in members}) > 1
+        shapes.add(tuple(_shape(t) for t in members[0]))
+    assert varied >= families // 2, varied
+    assert len(shapes) >= families - 3, len(shapes)
 
 
 def test_error_kinds_of_both_engines() -> None:

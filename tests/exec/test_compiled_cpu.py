@@ -48,6 +48,13 @@ QUERIES = {
     "selection_then_probe": "SELECT d.s, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a "
                             "WHERE f.k < 2500 AND f.d < 20 AND d.b IS NOT NULL GROUP BY d.s",
     # probes ordered by the share of rows they let through (the anti join's build keeps most rows)
+    # residual conditions: inner (unique and non-unique builds), semi and anti joins
+    "inner_residual": "SELECT f.a, count(*), sum(f.c) FROM fact f JOIN dim d ON f.a = d.a AND f.k - 3 * f.a > d.a * 40 "
+                      "GROUP BY f.a",
+    "semi_residual": "SELECT count(*), sum(c) FROM fact f WHERE EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
+                     "AND d.a * 50 + length(d.s) > f.k - f.a)",
+    "anti_residual": "SELECT b, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
+                     "AND d.a + f.d > 20) GROUP BY b",
     "semi_anti_order": "SELECT e, count(*) FROM fact f WHERE NOT EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a "
                        "AND d.s <> 's3') AND EXISTS (SELECT 1 FROM dim d WHERE d.a = f.a AND d.b = 'fig') "
                        "AND f.k > 10 GROUP BY e",
@@ -141,7 +148,12 @@ def test_right_semi_and_anti_joins_mark_build_rows_in_the_loop(tmp_path) -> None
     queries = ["SELECT g, count(*) FROM small s WHERE EXISTS (SELECT 1 FROM big b WHERE b.k = s.id AND b.v > -40) "
                "GROUP BY g",
                "SELECT g, count(*), sum(id) FROM small s WHERE NOT EXISTS "
-               "(SELECT 1 FROM big b WHERE b.k + 1 = s.id + 1 AND b.v < 50) GROUP BY g"]
+               "(SELECT 1 FROM big b WHERE b.k + 1 = s.id + 1 AND b.v < 50) GROUP BY g",
+               # residual conditions over both sides (TPC-H q21's shape)
+               "SELECT g, count(*) FROM small s WHERE EXISTS (SELECT 1 FROM big b WHERE b.k = s.id AND b.v - 3 * s.g > 10)"
+               " GROUP BY g",
+               "SELECT g, count(*) FROM small s WHERE NOT EXISTS (SELECT 1 FROM big b WHERE b.k = s.id "
+               "AND b.v + s.g > 90) GROUP BY g"]
     marked, texts = 0, []
     with hetdb.connect(str(tmp_path / "db"), device="cpu") as con, \
             hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False) as ops:
@@ -155,3 +167,50 @@ def test_right_semi_and_anti_joins_mark_build_rows_in_the_loop(tmp_path) -> None
             marked += any("HashProbe right_" in line and "marking the build rows" in line and CPU_COMPILED in line
                           for line in text.splitlines())
     assert marked == len(queries), "\n".join(texts)
+
+
+def test_sorted_group_key_is_grouped_by_key_runs(tmp_path) -> None:
+    """A table sorted by its group key (lineitem by l_orderkey) is grouped by key runs, with no hash
+    table: a key cut by a page boundary, pages with a NULL key or out of order (hashed instead),
+    filters, a non-unique join and several threads, against DuckDB and the operators."""
+    import duckdb
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.storage import Database
+    from hetdb.storage.format import ColumnSpec
+
+    rng = np.random.default_rng(9)
+    n = 60_000
+    key = np.sort(rng.integers(0, 9000, n))
+    key[30_000:31_000] = rng.integers(0, 9000, 1000)  # a stretch out of order
+    mask = np.zeros(n, bool)
+    mask[50_000:50_003] = True  # NULL keys in one page
+    fact = pa.table({"k": pa.array(key, pa.int64(), mask=mask),
+                     "q": pa.array(rng.integers(-50, 50, n), pa.int32()),
+                     "x": pa.array(rng.uniform(-1, 1, n), pa.float64())})
+    sorted_fact = fact.slice(0, 30_000)  # every page in order, no NULL: its groups are never merged
+    dim = pa.table({"k": pa.array(rng.integers(0, 9000, 4000), pa.int64()),
+                    "w": pa.array(rng.integers(0, 10, 4000), pa.int32())})
+    database = Database.open(str(tmp_path / "db"), create=True)
+    duck = duckdb.connect()
+    for name, table in {"fact": fact, "fs": sorted_fact, "dim": dim}.items():
+        with database.create_table(name, [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema],
+                                   rows_per_page=4096) as w:
+            w.append_arrow(table)
+        duck.register(name, table)
+    queries = ["SELECT k, sum(q), count(*), min(x), max(q) FROM fact GROUP BY k",
+               "SELECT k, sum(q) FROM fact WHERE x > 0.2 GROUP BY k HAVING sum(q) > 20",
+               "SELECT f.k, sum(f.q * d.w), count(*) FROM fact f JOIN dim d ON f.k = d.k WHERE d.w > 2 GROUP BY f.k"]
+    queries += [q.replace("FROM fact", "FROM fs") for q in queries]
+    for options in ({}, {"threads": 3}):
+        with hetdb.connect(str(tmp_path / "db"), device="cpu", **options) as con, \
+                hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False, **options) as ops:
+            for sql in queries:
+                got = con.sql(sql).arrow()
+                assert got.num_rows > 0
+                assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, \
+                    f"{sql}\n{con.explain(sql, analyze=True)}"
+                assert mismatch(got, ops.sql(sql).arrow(), ()) is None, sql
+                text = con.explain(sql, analyze=True)
+                assert "grouped by key runs" in text, text

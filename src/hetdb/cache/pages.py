@@ -56,7 +56,7 @@ def page_info(reader: Any, column: str, rg: int, compressed: bool = False) -> Pa
     what = (column, rg, compressed)
     info = memo.get(what)
     if info is None:
-        from hetdb.backend.gpu.stream import device_page_bytes, page_codec, page_layout
+        from hetdb.backend.gpu.stream_pages import device_page_bytes, page_codec, page_layout
 
         enc, sections = page_layout(reader, column, rg)
         loc = reader.page_location(column, rg)
@@ -101,4 +101,14 @@ def row_group_padded_bytes(reader: Any, columns: tuple[str, ...], rg: int) -> in
     got = memo.get(what)
     if got is None:
         got = memo[what] = sum(reader.page_location(c, rg).padded_length for c in columns)
+    return got
+
+
+def memoized(reader: Any, what: Any, compute: Any) -> Any:
+    """``compute()`` once per (reader, ``what``) for as long as the reader lives (see the module
+    docstring): per-table facts a scan would otherwise rebuild page by page."""
+    memo = _of(reader)
+    got = memo.get(what)
+    if got is None:
+        got = memo[what] = compute()
     return got

@@ -91,6 +91,12 @@ class BenefitPolicy:
         self._busy: dict[Hashable, _Meta] = {}  # in use (``busy``): not evictable until released
         self._ghosts: OrderedDict[Hashable, None] = OrderedDict()
         self._groups: dict[int, list] = {}  # id(keys) -> [keys, pending accesses]
+        # The first victim's saving per tick, kept while neither the clock nor the residents change
+        # (``_first_victim``): the admissions of a scan's pages between two accesses (a batch of
+        # row groups, or one row group's pages) that the first victim already refuses cost a look-up.
+        self._version = 0
+        self._first_token: tuple | None = None
+        self._first_tick: float | None = None
 
     # ---- accesses ------------------------------------------------------------------------------------
     def record(self, key: Hashable, fraction: float | None = None, count: int = 1) -> None:
@@ -171,17 +177,20 @@ class BenefitPolicy:
         if hist[1] == math.inf and first_reuse:
             hist[1] = max(1.0, float(first_reuse))
         self._resident[key] = _Meta(max(1, int(held)), float(latency), float(transfer), hist)
+        self._version += 1
 
     def remove(self, key: Hashable) -> None:
         """``key`` left the tier (evicted, cleared, dropped as stale); its history stays a while."""
         if (self._resident.pop(key, None) is not None or self._kept.pop(key, None) is not None
                 or self._busy.pop(key, None) is not None):
+            self._version += 1
             self._ghost(key)
 
     evicted = remove
 
     def keep(self, key: Hashable, kept: bool = True) -> None:
         """Take a resident ``key`` out of the eviction order (a user's pin), or put it back."""
+        self._version += 1
         if kept:
             meta = self._resident.pop(key, None) or self._busy.pop(key, None)
             if meta is not None:
@@ -194,6 +203,7 @@ class BenefitPolicy:
         or put it back (as the most recently used: it was just read). A tier that reports every
         such change may pass no ``evictable`` test to ``victims`` / ``displace``; kept entries stay
         kept."""
+        self._version += 1
         if busy:
             meta = self._resident.pop(key, None)
             if meta is not None:
@@ -280,9 +290,23 @@ class BenefitPolicy:
         room = gain - already_lost
         if room <= 0.0:
             return None, 0.0
+        candidates = None
+        if evictable is None:
+            # what the loop below would find at its first victim, without ranking again while the
+            # clock and the residents stay as they were
+            token = (self.clock, self._version)
+            if self._first_token != token:
+                candidates = self._candidates(None)
+                head = next(candidates, None)
+                self._first_tick = None if head is None else head[2]
+                self._first_token = token
+                candidates = None if head is None else itertools.chain([head], candidates)
+            first = self._first_tick
+            if first is None or first > room or (first == room and not presumed):
+                return None, 0.0
         out: list = []
         freed, lost = 0, 0.0
-        for victim, meta, per_tick in self._candidates(evictable):
+        for victim, meta, per_tick in candidates or self._candidates(evictable):
             lost += per_tick
             if lost > room or (lost == room and not presumed):  # ties keep the residents
                 return None, 0.0

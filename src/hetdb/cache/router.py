@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from hetdb.cache.rates import Rates, shared_rates
 from hetdb.errors import HetdbError, UnsupportedError
@@ -72,6 +73,7 @@ class RouteCounts:
     admitted: int = 0   # pages a tier took in
     evicted: int = 0    # entries a tier evicted meanwhile
     bypassed: int = 0   # pages a tier refused (worth less than what they would displace)
+    deliveries: int = 0  # GPU scans: steps handed to the consumer (a row group, or a batch of them)
 
     def add(self, route: Route | str, nbytes: int, pages: int = 1) -> None:
         name = route.value if isinstance(route, Route) else route
@@ -86,13 +88,14 @@ class RouteCounts:
         self.admitted += other.admitted
         self.evicted += other.evicted
         self.bypassed += other.bypassed
+        self.deliveries += other.deliveries
 
     def __bool__(self) -> bool:
         return bool(self.pages) or bool(self.admitted or self.evicted or self.bypassed)
 
     def as_dict(self) -> dict:
         return {"pages": dict(self.pages), "bytes": dict(self.bytes), "admitted": self.admitted,
-                "evicted": self.evicted, "bypassed": self.bypassed}
+                "evicted": self.evicted, "bypassed": self.bypassed, "deliveries": self.deliveries}
 
     def format(self) -> str:
         """'gpu_resident 12 pages / 48.0 MB, ...; cache admitted=3 evicted=1 bypassed=0'."""
@@ -100,6 +103,8 @@ class RouteCounts:
                  for name in (r.value for r in Route) if name in self.pages]
         text = ", ".join(parts)
         decisions = f"cache admitted={self.admitted:,} evicted={self.evicted:,} bypassed={self.bypassed:,}"
+        if self.deliveries:
+            text = f"{text} in {self.deliveries:,} deliveries" if text else text
         return f"{text}; {decisions}" if text else decisions
 
 
@@ -140,6 +145,18 @@ class PageRouter:
             if in_host():
                 return self.host_path(nbytes, gpu_backlog_s, cpu_backlog_s)
             if load_host():
+                return Route.DISK_TO_HOST
+        return Route.DISK_DIRECT
+
+    def route_with(self, probes: Any, page: Any, nbytes: int) -> Route:
+        """``route`` with the probes as methods ``probes.on_gpu(page)``, ``probes.in_host(page)`` and
+        ``probes.load_host(page)`` (a scan's hot loop: no closures made per page)."""
+        if self.use_device_tier and probes.on_gpu(page):
+            return Route.GPU_RESIDENT
+        if self.use_host_tier:
+            if probes.in_host(page):
+                return self.host_path(nbytes)
+            if probes.load_host(page):
                 return Route.DISK_TO_HOST
         return Route.DISK_DIRECT
 

@@ -106,6 +106,8 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="CPU: run pipelines operator at a time instead of as compiled loops")
     p.add_argument("--gpu-compressed-cache", action="store_true",
                    help="GPU: keep compressed pages compressed in GPU memory, decoded inside the kernels")
+    p.add_argument("--gpu-batch-bytes", default=None,
+                   help="GPU: link bytes of row groups delivered together by a scan, e.g. 64MB (0: one at a time)")
     p.add_argument("--timezone", default=None, help="time zone of TIMESTAMPTZ values, e.g. Europe/Berlin")
     p.add_argument("--recursion-limit", type=int, default=None,
                    help="iterations a WITH RECURSIVE query may take (default 10000)")
@@ -120,7 +122,7 @@ def engine_options(args) -> dict:
     """Connection keyword arguments from the engine flags that were given."""
     opts: dict = {}
     for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
-                "spill_dir", "route", "timezone", "recursion_limit"):
+                "spill_dir", "route", "timezone", "recursion_limit", "gpu_batch_bytes"):
         v = getattr(args, key, None)
         if v is not None:
             opts[key] = v

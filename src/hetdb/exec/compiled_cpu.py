@@ -33,15 +33,17 @@ from hetdb.backend.cpu.codegen.pipeline_py import (
     Spec,
     compile_spec,
 )
+from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Batch, Column
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
-from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks
+from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
+from hetdb.plan.exprutil import substitute
 
 CPU_COMPILED = "compiled into one CPU loop"
 # direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
@@ -72,6 +74,8 @@ class _Plan:
     expansion: int = 1                           # most rows one input row becomes (non-unique joins)
     stages: list[Any] = field(default_factory=list)  # plan.stages, probes in the loop's order
     marks: int | None = None                     # index in pipe.ops of the probe the loop marks for
+    run_key: str | None = None                   # the scan column that is the one (integer) group key
+    run_morsels: int = 0                         # morsels grouped by key runs (no hash table)
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -147,11 +151,17 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     probes = []
     from hetdb.backend.cpu.join import CpuJoinTable
 
-    for op, pay in plan.probes + ([] if marks is None else [(pipe.ops[marks], [])]):
+    marking: list[Any] = []
+    if marks is not None:
+        pay = residual_payload(ctx, pipe.ops[marks])
+        if isinstance(pay, str):
+            return pay
+        marking = [(pipe.ops[marks], pay)]
+    for op, pay in plan.probes + marking:
         if op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
-        if op.residual is not None:
-            return "a join with a residual condition is not compiled for the CPU"
+        if op.residual is not None and op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
+            return f"a {op.kind} join with a residual condition is not compiled for the CPU"
         side = ctx.results[op.build_pipeline]
         if not isinstance(side.table, CpuJoinTable):
             return "a join build without a hash table is not compiled for the CPU"
@@ -174,7 +184,22 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     stages, probes = (list(plan.stages), probes) if plan.materialize else _probe_order(plan, probes)
     if marks is not None:
         stages.append(("probe", pipe.ops[marks]))
-    return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks)
+    return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks,
+                 run_key=None if plan.materialize or marks is not None else _run_key(plan, sink, names))
+
+
+def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None:
+    """The scan column the aggregation's one group key is, when it is an integer (or date, or
+    narrow decimal) column the loop reads: a morsel where it is sorted is grouped by key runs."""
+    if len(sink.keys) != 1:
+        return None
+    e = sink.keys[0][1]
+    if e.dtype.kind not in ("int32", "int64", "date", "decimal") or e.dtype.is_wide:
+        return None
+    c = _string_source(plan, e)
+    if c is None or c not in names or c in plan.produced or c not in plan.referenced:
+        return None
+    return c
 
 
 def _pass_share(op: Any, side: Any) -> float:
@@ -196,6 +221,8 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
 
     def movable(op: Any) -> bool:
         side = entry[id(op)][1]
+        if op.residual is not None:
+            return False  # it reads columns of the pipeline beside its keys: stays where it is
         return op.kind in ("semi", "anti") or (op.kind == "inner" and bool(side.table.unique))
 
     def close() -> None:
@@ -220,8 +247,20 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
 
 
 # ---- per signature: the spec and its compiled function --------------------------------------------------
-def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
-    sig = []
+def _runs(p: _Plan, cols: dict[str, Column]) -> int:
+    """When the morsel's group key column is sorted, without NULLs, the number of its key runs
+    (at least the groups it makes), else 0."""
+    if p.run_key is None:
+        return 0
+    col = cols[p.run_key]
+    data = col.data
+    if col.validity is not None or not isinstance(data, np.ndarray) or data.dtype.kind != "i":
+        return 0
+    return max(0, int(key_runs(data)))
+
+
+def _kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool = False) -> Kernel | str:
+    sig: list[Any] = [runs]
     for c in p.base:
         if c not in p.plan.referenced:
             continue  # read only for the gather after the loop: any encoding will do
@@ -233,7 +272,7 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
     hit = p.kernels.get(key)
     if hit is not None:
         return hit
-    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig)
+    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig[1:])
     stages: list[Any] = []
     probes = iter(p.probes)
     for kind, x in p.stages:
@@ -250,13 +289,14 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
             kind = "inner" if op.kind in MARK_KINDS else op.kind
             stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
-                                side.valid_idx is not None, payload, _prefilter(t)))
+                                side.valid_idx is not None, payload, _prefilter(t),
+                                _residual(p, op)))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:
         out = Materialize()
     else:
-        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs))
+        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs), runs)
     spec = Spec(inputs, tuple(stages), out)
     try:
         kernel: Any = compile_spec(spec)
@@ -264,6 +304,14 @@ def _kernel(p: _Plan, sink: Any, cols: dict[str, Column]) -> Kernel | str:
         kernel = str(e)
     p.kernels[key] = kernel
     return kernel
+
+
+def _residual(p: _Plan, op: Any) -> Expr | None:
+    """The probe's residual; the marking probe's over the loop's columns (its probe side through
+    the projections before it, which the loop does not compute for the marking probe)."""
+    if op.residual is None or op.kind not in MARK_KINDS:
+        return op.residual
+    return substitute(op.residual, p.plan.alias)
 
 
 def _prefilter(t: Any) -> str:
@@ -313,6 +361,8 @@ def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Colum
             out.append(col.data if a[3] == "data" else col.validity)
         elif what == "lut":
             out.append(luts[a[2]][0 if a[3] == "values" else 1])
+        elif what == "param":
+            out.append(kernel.params[a[2]])
         elif what == "probe":
             out.append(_probe_arg(p.probes[a[2]][1], a[3]))
         else:
@@ -387,6 +437,7 @@ class _Worker:
         self.state: tuple | None = None
         self.outs: list[np.ndarray] = []       # a materializing loop's output rows, reused per morsel
         self.kernel: Kernel | None = None
+        self.runs = False                      # the table's groups are one morsel's key runs
         self.dicts: dict[str, Column] = {}
         self.budget = TableBudget(ctx)  # the group table's reservation
         for _, side, pay in p.probes:
@@ -396,7 +447,12 @@ class _Worker:
                     self.dicts[f.cid] = d
 
     def flush(self, lsink: Any) -> None:
-        flush_table(self, lsink, lambda state: _partial(self.p, self.pipe.sink, self.kernel, state, self.dicts))
+        key_range = None
+        if self.state is not None and self.state[5] and self.runs:
+            gk = self.state[1]
+            key_range = (int(gk[0, 0]), int(gk[0, self.state[5] - 1]))
+        flush_table(self, lsink, lambda state: _partial(self.p, self.pipe.sink, self.kernel, state, self.dicts),
+                    key_range)
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
@@ -426,7 +482,8 @@ class _Worker:
                 if got is None:
                     continue
                 cols, n = got
-                kernel = _kernel(p, sink, cols)
+                runs = 0 if p.marks is not None or p.plan.materialize else _runs(p, cols)
+                kernel = _kernel(p, sink, cols, runs > 0)
                 if isinstance(kernel, str):
                     p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
                     p.fallback += 1
@@ -447,24 +504,29 @@ class _Worker:
                             if b.num_rows:
                                 run.push(b, 0, lops, lsink)
                 else:
-                    self._run_kernel(kernel, cols, n, lsink)
+                    self._run_kernel(kernel, cols, n, lsink, runs)
         except BaseException:
             run.stop = True
             raise
         self.flush(lsink)
         sink.combine(ctx, run.gsink, lsink)
 
-    def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any) -> None:
+    def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
+        """One morsel through the aggregating loop. A loop over ``runs`` key runs (0: hashed) starts
+        a fresh table and hands its groups (each key once, increasing) to the aggregation after
+        the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
         with Timer(ctx, sink.op_id):
+            if runs and self.state is not None:
+                self.flush(lsink)
             key_dicts = {c: cols[c].dictionary for c in p.key_dicts if c is not None and c in cols}
             if self.state is not None and (kernel is not self.kernel or any(
                     self.dicts.get(c) is not d for c, d in key_dicts.items())):
                 self.flush(lsink)  # another layout or dictionary: the old groups go to the sink
             self.dicts.update(key_dicts)
             if self.state is None:
-                self.kernel = kernel
-                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
+                self.kernel, self.runs = kernel, runs > 0
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs)
             args = _arguments(ctx, p, kernel, cols)
             start = 0
             while True:
@@ -477,13 +539,16 @@ class _Worker:
                 # the group table is full: double it and go on from the row that did not fit (or,
                 # when host_memory_limit refuses the bigger table, hand its groups to the sink and
                 # go on with a fresh one)
-                grown = self.budget.grow(self.state, 2 * (ng + p.expansion))
+                grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs)
                 if grown is None:
                     self.flush(lsink)
                     grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
                 self.state = grown
             ctx.add(sink.op_id, rows_in=n)
             p.compiled += 1
+            if runs:
+                p.run_morsels += 1
+                self.flush(lsink)
 
     def _run_marks(self, kernel: Kernel, cols: dict[str, Column], n: int) -> bool:
         """A morsel of a loop ending in a right semi / anti join: marks the build rows it matches.
@@ -569,6 +634,8 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         elif p.plan.materialize:
             what = "hash probes and row selection"
         st.fused = f"{CPU_COMPILED} (scan, filters, {what}; {p.compiled} morsels)"
+        if p.run_morsels:
+            st.fused += f"; {p.run_morsels} morsels sorted by the group key, grouped by key runs"
         if p.fallback:
             st.fused += f"; {p.fallback} morsels operator at a time: " + "; ".join(sorted(p.refusals))
     else:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hetdb.backend.cpu.codegen import runtime
 from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.base import ExecContext
@@ -39,12 +41,19 @@ class TableBudget:
         self.res = Reservation(ctx.memory)
         ctx.cleanup.append(self.res.close)
 
-    def new(self, num_keys: int, num_int: int, num_float: int) -> tuple:
+    def new(self, num_keys: int, num_int: int, num_float: int, groups: int = 0) -> tuple:
+        """A fresh table; ``groups`` > 0: a table over key runs (no slots) for that many groups
+        when the limit lets it be that big (its untouched zeroed pages cost no memory)."""
+        if groups:
+            state = runtime.new_state(num_keys, num_int, num_float, groups)
+            state = (np.zeros(1, np.int64), *state[1:])
+            if self.res.try_grow(table_nbytes(state)):
+                return state
         state = runtime.new_state(num_keys, num_int, num_float)
         self.res.force_grow(table_nbytes(state))
         return state
 
-    def grow(self, state: tuple, groups: int) -> tuple | None:
+    def grow(self, state: tuple, groups: int, rehash: bool = True) -> tuple | None:
         """``state`` with room for ``groups`` groups, or None when the limit refuses the bigger table
         (the caller flushes the groups and starts a fresh table)."""
         if groups <= state[1].shape[1]:
@@ -57,7 +66,7 @@ class TableBudget:
             return None
         else:
             self.res.force_grow(need)
-        grown = runtime.reserve(state, groups)
+        grown = runtime.reserve(state, groups, rehash)
         self.res.shrink(table_nbytes(state))
         return grown
 
@@ -65,9 +74,10 @@ class TableBudget:
         self.res.close()
 
 
-def flush_table(worker: Any, lsink: Any, partial: Any) -> None:
+def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int] | None = None) -> None:
     """Hand ``worker.state``'s groups to its aggregation (``partial`` builds the batch); the table's
-    memory is released before the aggregation reserves the batch."""
+    memory is released before the aggregation reserves the batch. ``key_range``: the groups' one key
+    is strictly increasing from its first to its last value (see HashAggregate.add_partial)."""
     state, worker.state = worker.state, None
     if state is None or not state[5]:
         worker.budget.release()
@@ -75,6 +85,6 @@ def flush_table(worker: Any, lsink: Any, partial: Any) -> None:
     part = partial(state)
     del state
     worker.budget.release()
-    worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink)
+    worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink, key_range)
     del part
     release_free_heap()

@@ -568,6 +568,10 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
 
         zone(str(value))
         value = str(value)
+    elif key == "gpu_batch_bytes":
+        value = parse_bytes(value)
+        if value < 0:
+            raise SqlError(f"SET {name}: must be 0 (row group by row group) or a size such as 64MB")
     elif key in ("threads", "batch_rows", "recursion_limit"):
         try:
             value = int(value)

@@ -33,6 +33,7 @@ from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
 from hetdb.exec.functions_host import python_function
 from hetdb.exec.hostutil import column_to_device, column_to_host, note_host_step
+from hetdb.exec.interval_tz import add_interval_tz
 from hetdb.plan.expr import Call
 
 US_SECOND = 1_000_000
@@ -273,7 +274,7 @@ def _add_interval(ev, expr: Call, batch: Batch) -> Column:
     months, days_n, micros = (a.value for a in expr.args[1:4])
     zone = _zone(expr, 4)
     if zone is not None:
-        return Column(expr.dtype, data=_add_interval_tz(xp, _micros(xp, col), months, days_n, zone) + micros,
+        return Column(expr.dtype, data=add_interval_tz(xp, _micros(xp, col), months, days_n, micros, zone),
                       validity=col.validity)
     days, tod = _split(xp, _micros(xp, col))
     if months:
@@ -283,32 +284,22 @@ def _add_interval(ev, expr: Call, batch: Batch) -> Column:
 
 
 def _add_interval_n(ev, expr: Call, batch: Batch) -> Column:
-    """``x + n * interval`` with a per-row count ``n`` (TIMESTAMP result; NULL where n is NULL)."""
+    """``x + n * interval`` with a per-row count ``n`` (NULL where n is NULL; a TIMESTAMPTZ on the
+    session zone's calendar)."""
     xp = ev.xp
     col, n = ev.evaluate(expr.args[0], batch), ev.evaluate(expr.args[1], batch)
     months, days_n, micros = (a.value for a in expr.args[2:5])
     count = n.data.astype(xp.int64)
+    zone = _zone(expr, 5)
+    if zone is not None:
+        return Column(expr.dtype, data=add_interval_tz(xp, _micros(xp, col), count * months, count * days_n,
+                                                       count * micros, zone),
+                      validity=and_valid(xp, col.validity, n.validity))
     days, tod = _split(xp, _micros(xp, col))
     if months:
         days = _add_months(xp, days, count * months)
     data = ((days + count * days_n) * US_DAY + tod + count * micros).astype(xp.int64)
     return Column(expr.dtype, data=data, validity=and_valid(xp, col.validity, n.validity))
-
-
-def _add_interval_tz(xp, us, months: int, days_n: int, zone: str):
-    """DuckDB's (ICU's) calendar steps on UTC instants: months move the wall date (a repeated wall
-    time then takes the later instant), days move by whole days and keep the wall time where it
-    exists (so a repeated wall time keeps its offset), a skipped one takes the offset before the gap."""
-    if months:
-        days, tod = _split(xp, Z.to_local(xp, us, zone))
-        us = Z.to_utc(xp, (_add_months(xp, days, months) * US_DAY + tod).astype(xp.int64), zone)
-    if days_n:
-        target = Z.to_local(xp, us, zone) + days_n * US_DAY
-        moved = us + days_n * US_DAY
-        shifted = target - Z.utc_offsets(xp, moved, zone)
-        us = xp.where(Z.to_local(xp, moved, zone) == target, moved,
-                      xp.where(Z.to_local(xp, shifted, zone) == target, shifted, Z.to_utc(xp, target, zone)))
-    return us.astype(xp.int64)
 
 
 def _strftime(value, fmt: str, zone: str | None = None) -> str:

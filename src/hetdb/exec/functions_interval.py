@@ -115,19 +115,15 @@ def _timestamp_diff(ev, expr: Call, batch: Batch) -> Column:
 
 
 def _timestamptz_diff(xp, a: Column, b: Column, ua, ub, zone: str) -> Column:
-    """ICU's field difference: from the earlier instant, the most whole days (wall clock kept, in
-    ``zone``) that do not pass the later one, then the remaining microseconds in absolute time;
-    negative when a is the earlier."""
-    from hetdb.exec import timezones as Z
+    """DuckDB's (ICU's) difference: from the earlier instant, the most whole calendar days in
+    ``zone`` that do not pass the later one, then the remaining microseconds in elapsed time;
+    negated when a is the earlier."""
+    from hetdb.exec.interval_tz import whole_days_tz
 
     lo, hi = xp.minimum(ua, ub), xp.maximum(ua, ub)
-    wall_lo = Z.to_local(xp, lo, zone)
-    days = (Z.to_local(xp, hi, zone) - wall_lo) // US_DAY
-    for _ in range(2):  # a DST change moves the stepped instant by at most an hour: one correction
-        days = xp.where(Z.to_utc(xp, wall_lo + days * US_DAY, zone) > hi, days - 1, days)
-    rest = hi - Z.to_utc(xp, wall_lo + days * US_DAY, zone)
+    days, at = whole_days_tz(xp, lo, hi, zone)
     s = xp.where(ua < ub, -1, 1)
-    return Column(T.INTERVAL, data=pack(xp, xp.zeros_like(days), s * days, s * rest),
+    return Column(T.INTERVAL, data=pack(xp, xp.zeros_like(days), s * days, s * (hi - at)),
                   validity=and_valid(xp, a.validity, b.validity))
 
 
@@ -140,30 +136,14 @@ def _timestamp_add(ev, expr: Call, batch: Batch) -> Column:
     sign = int(expr.args[2].value)
     validity = and_valid(xp, x.validity, iv.validity)
     if len(expr.args) > 3:
-        return Column(expr.dtype, data=_add_tz(xp, _micros(xp, x), sign * m, sign * d, expr.args[3].value) + sign * u,
-                      validity=validity)
+        from hetdb.exec.interval_tz import add_interval_tz
+
+        return Column(expr.dtype, data=add_interval_tz(xp, _micros(xp, x), sign * m, sign * d, sign * u,
+                                                       expr.args[3].value), validity=validity)
     days, tod = _split(xp, _micros(xp, x))
     days = _add_months(xp, days, sign * m)
     data = ((days + sign * d) * US_DAY + tod + sign * u).astype(xp.int64)
     return Column(T.TIMESTAMP, data=data, validity=validity)
-
-
-def _add_tz(xp, us, months, days_n, zone: str):
-    """Per-row months and days added to UTC instants on ``zone``'s calendar, as
-    functions_datetime._add_interval_tz does for constants (months move the wall date; days keep the
-    wall time where it exists, else take the offset before the gap)."""
-    from hetdb.exec import timezones as Z
-    from hetdb.exec.functions_datetime import _add_months, _split
-
-    days, tod = _split(xp, Z.to_local(xp, us, zone))
-    moved_m = Z.to_utc(xp, (_add_months(xp, days, months) * US_DAY + tod).astype(xp.int64), zone)
-    us = xp.where(months != 0, moved_m, us)
-    target = Z.to_local(xp, us, zone) + days_n * US_DAY
-    moved = us + days_n * US_DAY
-    shifted = target - Z.utc_offsets(xp, moved, zone)
-    stepped = xp.where(Z.to_local(xp, moved, zone) == target, moved,
-                       xp.where(Z.to_local(xp, shifted, zone) == target, shifted, Z.to_utc(xp, target, zone)))
-    return xp.where(days_n != 0, stepped, us).astype(xp.int64)
 
 
 def _key(ev, expr: Call, batch: Batch) -> Column:

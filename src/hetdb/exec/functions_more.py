@@ -4,6 +4,7 @@ a few text and date functions (vectorised, or on the host through Python for pat
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from functools import lru_cache
 
@@ -15,6 +16,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError, OutOfRangeError
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
+from hetdb.exec.functions_hash import FUNCTIONS as HASH_FUNCTIONS
 from hetdb.exec.functions_host import python_function
 from hetdb.exec.functions_interval import FUNCTIONS as INTERVAL_FUNCTIONS
 from hetdb.exec.functions_math import FUNCTIONS as MATH_FUNCTIONS
@@ -169,6 +171,70 @@ def _difference_part(ev, expr: Call, batch: Batch) -> Column:
     return Column(T.INT64, data=data.astype(xp.int64), validity=validity)
 
 
+def _avg_micros(ev, expr: Call, batch: Batch) -> Column:
+    """sql/temporal_aggs.py: sum // count toward zero, + 1 when the remainder passes count // 2."""
+    xp = ev.xp
+    total, count = (ev.evaluate(a, batch) for a in expr.args)
+    c = count.data.astype(xp.int64)
+    valid = c > 0
+    if total.data.dtype == object:
+        sums = [int(v) if v is not None else 0 for v in total.data.tolist()]
+        data = xp.asarray([_rounded_avg(v, int(n)) if n > 0 else 0 for v, n in zip(sums, c.tolist())], dtype=xp.int64)
+    else:
+        s = total.data.astype(xp.int64)
+        n = xp.maximum(c, 1)
+        q = xp.sign(s) * (xp.abs(s) // n)
+        data = q + ((s - q * n) > n // 2)
+    validity = valid if total.validity is None else valid & total.validity
+    return Column(expr.dtype, data=data.astype(xp.int64), validity=validity)
+
+
+def _assemble_bits(ev, expr: Call, batch: Batch) -> Column:
+    """sql/bit_aggs.py: one aggregated 0/1 (or count, for xor: its parity) column per bit -> the value."""
+    xp = ev.xp
+    cols = [ev.evaluate(a, batch) for a in expr.args[1:]]
+    parity = bool(expr.args[0].value)
+    acc = xp.zeros(batch.num_rows, dtype=xp.uint64)
+    for b, col in enumerate(cols):
+        bit = col.data.astype(xp.int64)
+        if parity:
+            bit = bit % 2
+        acc |= bit.astype(xp.uint64) << xp.uint64(b)
+    width = 32 if expr.dtype.kind == "int32" else 64
+    data = acc.astype(xp.uint32).view(xp.int32) if width == 32 else acc.view(xp.int64)
+    return Column(expr.dtype, data=data, validity=cols[0].validity)
+
+
+def _factorial(ev, expr: Call, batch: Batch) -> Column:
+    """n! as HUGEINT (exact Python ints; int64 data while every value fits, see hetdb.types)."""
+    from hetdb.exec.hostutil import column_to_device, column_to_host
+    from hetdb.exec.wide import narrow
+
+    col = column_to_host(ev.backend, ev.evaluate(expr.args[0], batch))
+    values = np.asarray(col.data, dtype=np.int64)
+    live = values if col.validity is None else values[np.asarray(col.validity, dtype=bool)]
+    if (live < 0).any():
+        raise OutOfRangeError("Out of Range Error: factorial of a negative number is undefined")
+    if (live > 33).any():
+        raise OutOfRangeError(f"Out of Range Error: factorial({int(live.max())}) is past HUGEINT's range "
+                              "(at most factorial(33))")
+    table = [math.factorial(k) for k in range(34)]
+    data = np.array([table[min(max(int(v), 0), 33)] for v in values.tolist()], dtype=object)
+    return column_to_device(ev.backend, Column(T.INT128, data=narrow(data), validity=col.validity))
+
+
+def _timestamp_from_micros(ev, expr: Call, batch: Batch) -> Column:
+    xp = ev.xp
+    col = ev.evaluate(expr.args[0], batch)
+    v = col.data.astype(xp.float64)
+    return Column(expr.dtype, data=(xp.sign(v) * xp.floor(xp.abs(v) + 0.5)).astype(xp.int64), validity=col.validity)
+
+
+def _rounded_avg(total: int, count: int) -> int:
+    q = abs(total) // count * (1 if total >= 0 else -1)
+    return q + (total - q * count > count // 2)
+
+
 def _cbrt(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[0], batch)
     return Column(T.FLOAT64, data=ev.xp.cbrt(col.data.astype(ev.xp.float64)), validity=col.validity)
@@ -188,9 +254,14 @@ FUNCTIONS = {
     "regexp_full_match": python_function(lambda s, p: _full(p).fullmatch(s) is not None, pa.bool_()),
     "last_day": _last_day, "dayname": _names, "monthname": _names, "yearweek": _yearweek,
     "epoch_units": _epoch_units, "cbrt": _cbrt, "time_bucket": _time_bucket,
-    "difference_part": _difference_part,
+    "difference_part": _difference_part, "avg_micros": _avg_micros,
+    "timestamp_from_micros": _timestamp_from_micros, "factorial": _factorial,
+    "assemble_bits": _assemble_bits,
+    "contains_rows": python_function(lambda s, p: p in s, pa.bool_()),
+    "starts_with_rows": python_function(lambda s, p: s.startswith(p), pa.bool_()),
     "ascii": python_function(lambda s: ord(s[0]) if s else 0, pa.int32()),
     "chr": python_function(_chr, pa.string()),
     **INTERVAL_FUNCTIONS,
+    **HASH_FUNCTIONS,
     **MATH_FUNCTIONS,
 }

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from numba import njit
+
 from hetdb.column import Column
 
 CHUNK_CHARS = 1 << 24  # bytes compared per step (index arrays of this many int64 values)
@@ -28,6 +31,10 @@ def follows_groups(xp: Any, col: Column, gid: Any, first: Any) -> bool:
     n = int(gid.shape[0])
     if n == 0:
         return True
+    if xp is np:
+        valid = col.validity if col.validity is not None else np.ones(0, np.bool_)
+        return bool(_follows_host(np.ascontiguousarray(col.offsets, dtype=np.int64), col.chars, valid,
+                                  col.validity is not None, gid, first))
     rep = first[gid]
     offsets = col.offsets.astype(xp.int64, copy=False)
     lengths = offsets[1:] - offsets[:-1]
@@ -58,4 +65,26 @@ def follows_groups(xp: Any, col: Column, gid: Any, first: Any) -> bool:
         if not bool(xp.all(mine == theirs)):
             return False
         start = stop
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _follows_host(offsets, chars, valid, nullable, gid, first):
+    """follows_groups on the host: one pass over the rows, comparing each with its group's first."""
+    for i in range(gid.shape[0]):
+        r = first[gid[i]]
+        if r == i:
+            continue
+        if nullable:
+            if valid[i] != valid[r]:
+                return False
+            if not valid[i]:
+                continue
+        a, b = offsets[i], offsets[r]
+        length = offsets[i + 1] - a
+        if offsets[r + 1] - b != length:
+            return False
+        for j in range(length):
+            if chars[a + j] != chars[b + j]:
+                return False
     return True

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from hetdb.column import Batch, Column
-from hetdb.types import DataType
+from hetdb.types import INT128, DataType
 
 _active = threading.local()
 
@@ -115,7 +115,7 @@ def result_schema(fields, time_zone: str = "UTC") -> pa.Schema:
     """The Arrow schema of a result with ``fields`` (names may repeat); TIMESTAMPTZ columns are
     timestamps in the session's ``time_zone`` (as DuckDB)."""
     return pa.schema([pa.field(f.name, pa.timestamp("us", tz=time_zone) if f.dtype.tz else f.dtype.to_arrow(),
-                               metadata={SQL_TYPE_KEY: b"HUGEINT"} if f.dtype.kind == "int128" else None)
+                               metadata={SQL_TYPE_KEY: b"HUGEINT"} if f.dtype == INT128 else None)
                       for f in fields])
 
 

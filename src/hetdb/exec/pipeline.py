@@ -106,6 +106,10 @@ def run_workers(pool: ThreadPoolExecutor, works: list) -> None:
 
 
 def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | None, threads: int) -> None:
+    from hetdb.exec.shared_results import reuse
+
+    if reuse(ctx, pipe):
+        return
     run = _Run(ctx, pipe)
     if ctx.device is not None:
         from hetdb.exec.fusion import plan_fusion, run_fused

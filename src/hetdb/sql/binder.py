@@ -19,8 +19,10 @@ from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, 
 from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
 from hetdb.sql import interval as IV
+from hetdb.sql.bit_aggs import NODES as BIT_AGGS
 from hetdb.sql.exprs import AggState, ExprContext, PlanHolder, as_condition, bind_expr, compare
 from hetdb.sql.external import resolve_from
+from hetdb.sql.first_last import NODES as FL_NODES
 from hetdb.sql.grouping import grouping_plan, grouping_sets
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
@@ -68,7 +70,7 @@ def _contains_agg(node: exp.Expression | None) -> bool:
         return False
     if isinstance(node, exp.Window):  # only aggregates inside the window call's operands count
         return any(_contains_agg(c) for c in window_operands(node))
-    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN, *STATS)):
+    if isinstance(node, (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max, *HOLISTIC, *REWRITTEN, *STATS, *FL_NODES, *BIT_AGGS)):
         return True
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
         return False
@@ -380,13 +382,15 @@ class Binder:
 
         if agg_state is not None and (agg_state.pre_windows or agg_state.ordered_windows):
             if sets is not None:
-                raise UnsupportedError("median/quantile/stddev/var/arg_max/corr/covar/regr with ROLLUP, CUBE "
+                raise UnsupportedError("median/quantile/stddev/var/arg_max/corr/covar/regr/first/last/any_value with ROLLUP, CUBE "
                                        "or GROUPING SETS")
             partition = tuple(e for e, _ in agg_state.keys)
-            for order, funcs in agg_state.ordered_windows:
-                plan = Window(plan, partition, order, tuple(funcs))
+            # the unordered window first: it sees the rows in input order (first(), string_agg), and
+            # its row_number() can order the later windows (sql/first_last.py)
             if agg_state.pre_windows:
                 plan = Window(plan, partition, (), tuple(agg_state.pre_windows))
+            for order, funcs in agg_state.ordered_windows:
+                plan = Window(plan, partition, order, tuple(funcs))
         if agg_state is not None and (sets is not None or agg_state.grouping):
             if corr_eq:
                 raise UnsupportedError("grouping sets in a correlated subquery")

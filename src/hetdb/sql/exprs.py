@@ -16,6 +16,8 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, Case, ColumnRef, Expr, Field, Literal
+from hetdb.sql import bit_aggs as BA
+from hetdb.sql import first_last as FL
 from hetdb.sql import functions_ext as FX
 from hetdb.sql import holistic as HL
 from hetdb.sql import holistic_stats as HS
@@ -26,7 +28,7 @@ from hetdb.sql.names import function_name
 from hetdb.sql.scope import Scope
 
 _AGGS = (exp.Sum, exp.Count, exp.Avg, exp.Min, exp.Max)
-_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN + HS.STATS
+_ALL_AGGS = _AGGS + HL.HOLISTIC + HL.REWRITTEN + HS.STATS + FL.NODES + tuple(BA.NODES)
 _CMP = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
 _ARITH = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.IntDiv: "intdiv",
           exp.Mod: "mod"}
@@ -107,12 +109,18 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         return HL.bind_holistic(node, ctx)
     if isinstance(node, HS.STATS):
         return HS.bind_stat(node, ctx, function_name(node))
+    if FL.handles(node):
+        return FL.bind_first_last(node, ctx)
+    if type(node) in BA.NODES:
+        return BA.bind_bit_agg(node, ctx)
     if isinstance(node, HL.REWRITTEN):
         return bind_expr(HL.rewrite(node), ctx)
     if isinstance(node, exp.Grouping):
         from hetdb.sql.grouping import bind_grouping
 
         return bind_grouping(node, ctx)
+    if isinstance(node, exp.Filter) and FL.handles(node.this):
+        return bind_expr(FL.rewrite_filter(node), ctx)
     if isinstance(node, exp.Filter) and isinstance(node.this, _ALL_AGGS):
         from hetdb.sql.rewrites import filter_as_case
 
@@ -160,6 +168,10 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
         elif isinstance(node, (exp.Min, exp.Max)):
             call = AggCall(t, "min" if isinstance(node, exp.Min) else "max", arg, distinct)
         else:
+            if isinstance(node, exp.Avg) and t.kind in ("date", "timestamp"):
+                from hetdb.sql.temporal_aggs import temporal_avg
+
+                return temporal_avg(ctx, function_name(node), arg, distinct)
             if not t.is_numeric:
                 raise SqlError(f"{type(node).__name__.upper()} needs a number, got {t}")
             if isinstance(node, exp.Avg):

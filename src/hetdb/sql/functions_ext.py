@@ -212,10 +212,9 @@ def interval_arith(x: Expr, iv: exp.Expression, sign: int, b=None) -> Expr:
         n = _integer(b(count), "the count of an INTERVAL")
         if not isinstance(n, Literal):
             x = _temporal(x, "INTERVAL arithmetic")
-            if x.dtype.tz:
-                raise UnsupportedError("TIMESTAMPTZ ± an INTERVAL with a computed count")
-            return Call(T.TIMESTAMP, "add_interval_n", (x, n, Literal(T.INT64, sign * months),
-                                                         Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros)))
+            return Call(T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP, "add_interval_n", (
+                x, n, Literal(T.INT64, sign * months), Literal(T.INT64, sign * days), Literal(T.INT64, sign * micros),
+                *_zone_of(x)))
         if n.value is None:
             return Literal(T.TIMESTAMP, None)
         months, days, micros = months * n.value, days * n.value, micros * n.value
@@ -263,9 +262,12 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
                                              _integer(b(node.args["part_index"]), "split_part")))
     if isinstance(node, exp.StartsWith | exp.Contains):
         op = "starts_with" if isinstance(node, exp.StartsWith) else "contains"
-        pat = _string(b(node.expression), op)
-        _const_string(pat, f"{op} with a pattern")
-        return Call(T.BOOL, op, (_string(b(node.this), op), pat))
+        pat, text = _string(b(node.expression), op), _string(b(node.this), op)
+        if TY.is_null_literal(pat):
+            return Literal(T.BOOL, None)
+        if not isinstance(pat, Literal):  # a pattern per row: on the host, row by row
+            return Call(T.BOOL, f"{op}_rows", (text, pat))
+        return Call(T.BOOL, op, (text, pat))
     if isinstance(node, exp.RegexpLike):
         return Call(T.BOOL, "regexp_matches", (_string(b(node.this), "regexp_matches"),
                                                _string(b(node.expression), "regexp_matches")))

@@ -1,7 +1,7 @@
 """More everyday functions with DuckDB's types: bitwise operators (& | xor << >> bit_count), GLOB and
 SIMILAR TO / regexp_full_match, last_day, dayname, monthname, weekofyear, yearweek, millisecond,
 microsecond, epoch_ms/epoch_us of a timestamp, cbrt, ascii, chr, time_bucket (DATE/TIMESTAMP),
-current_setting('TimeZone'), and the parts of a timestamp difference (``extract(epoch FROM a - b)``,
+current_setting('TimeZone'), factorial() (HUGEINT, at most 33!), hash() (DuckDB's values, UBIGINT), and the parts of a timestamp difference (``extract(epoch FROM a - b)``,
 ``date_part('hour', a - b)``, ``epoch(a - b)``: DuckDB's INTERVAL of days and microseconds, without an
 INTERVAL type). Executed by exec/functions_more.py.
 
@@ -22,8 +22,8 @@ _BITWISE = {exp.BitwiseAnd: "bit_and", exp.BitwiseOr: "bit_or", exp.BitwiseXor: 
             exp.BitwiseLeftShift: "shift_left", exp.BitwiseRightShift: "shift_right"}
 NODES: tuple[type, ...] = (*_BITWISE, exp.BitwiseNot, exp.Glob, exp.SimilarTo, exp.RegexpFullMatch,
                            exp.LastDay, exp.Dayname, exp.Monthname, exp.WeekOfYear, exp.Cbrt, exp.Ascii,
-                           exp.Chr, exp.DateBin)
-ANONYMOUS = ("bit_count", "yearweek", "millisecond", "microsecond", "epoch_us", "current_setting")
+                           exp.Chr, exp.DateBin, exp.Factorial)
+ANONYMOUS = ("bit_count", "yearweek", "millisecond", "microsecond", "epoch_us", "current_setting", "hash")
 _DAY_US = 86_400_000_000
 # DuckDB's default time_bucket origins: Monday 2000-01-03 for day/time widths, 2000-01-01 for months
 _ORIGIN_US = 10_959 * _DAY_US
@@ -93,10 +93,17 @@ def bind_more(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr
         return Call(T.STRING, "chr", (TY.cast_to(_int(b(arg), "chr"), T.INT64),))
     if isinstance(node, exp.DateBin):
         return _time_bucket(node, b)
+    if isinstance(node, exp.Factorial):  # DuckDB: factorial(INTEGER) -> HUGEINT
+        x = _int(b(node.this), "factorial")
+        if x.dtype.kind != "int32" and not TY.is_null_literal(x):
+            raise SqlError(f"factorial needs an INTEGER, got {x.dtype}")
+        return Call(T.INT128, "factorial", (TY.cast_to(x, T.INT32),))
     name = str(node.this).lower()
     args = [b(a) for a in node.expressions]
     if name == "current_setting":
         return _current_setting(args)
+    if name == "hash":
+        return _hash(args)
     if len(args) != 1:
         raise SqlError(f"{name}() takes one argument")
     (x,) = args
@@ -123,6 +130,19 @@ def _current_setting(args: list[Expr]) -> Expr:
     if args[0].value.lower() != "timezone":
         raise UnsupportedError(f"current_setting('{args[0].value}') (supported: 'TimeZone')")
     return Literal(T.STRING, time_zone())
+
+
+def _hash(args: list[Expr]) -> Expr:
+    """hash(a, ...): DuckDB's UBIGINT hash of the values combined (exec/functions_hash.py)."""
+    from hetdb.errors import UnsupportedError
+
+    if not args:
+        raise SqlError("hash() needs at least one argument")
+    for a in args:
+        if a.dtype.kind == "interval":
+            raise UnsupportedError("hash() of an INTERVAL value (DuckDB hashes the normalised months, "
+                                   "days and microseconds; hetdb does not): hash its parts instead")
+    return Call(T.UBIGINT, "hash", tuple(args))
 
 
 def _time_bucket(node: exp.DateBin, b: Callable[[exp.Expression], Expr]) -> Expr:

@@ -1,6 +1,8 @@
 """Aggregates the hash aggregation has no state for — median, quantile_cont, stddev/var (sample and
 population), arg_max/arg_min, string_agg, mode — computed per group by the window operator (PARTITION BY the GROUP BY
 keys, the whole group as frame) before the aggregation, which then takes the group's (single) value.
+median of DATE/TIMESTAMP[TZ] values is the median of their microseconds (exact: a half at most),
+rounded half away from zero to a TIMESTAMP[TZ] as DuckDB.
 bool_and/bool_or become min/max of a 0/1 CASE; approx_count_distinct is the exact count(DISTINCT).
 """
 
@@ -10,7 +12,7 @@ from sqlglot import exp
 
 from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
-from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, Literal
+from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field, Literal
 from hetdb.plan.window import WHOLE_PARTITION, WindowCall
 from hetdb.sql import typing as TY
 
@@ -53,7 +55,15 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
     def b(n: exp.Expression) -> Expr:
         return bind_expr(n, inner)
 
-    call = string_agg_call(node, b) if isinstance(node, exp.GroupConcat) else statistic_call(node, name, b)
+    temporal = None
+    if isinstance(node, exp.Median):
+        x = b(node.this)
+        if x.dtype.kind in ("date", "timestamp"):  # DuckDB: the interpolated instant (TIMESTAMP[TZ])
+            temporal = T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP
+            micros = TY.cast_to(Call(T.INT64, "epoch_units", (x, Literal(T.INT64, 1))), T.FLOAT64)
+            call = WindowCall(T.FLOAT64, "quantile_cont", (micros, Literal(T.FLOAT64, 0.5)), WHOLE_PARTITION)
+    if temporal is None:
+        call = string_agg_call(node, b) if isinstance(node, exp.GroupConcat) else statistic_call(node, name, b)
     for f, existing in agg.pre_windows:
         if existing == call:
             wf = f
@@ -62,12 +72,13 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
         wf = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
         agg.pre_windows.append((wf, call))
     picked = AggCall(call.dtype, "max", ColumnRef(wf.dtype, wf.cid, True))
-    for f, existing in agg.aggs:
-        if existing == picked:
-            return ColumnRef(f.dtype, f.cid, f.nullable)
-    f = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
-    agg.aggs.append((f, picked))
-    return ColumnRef(f.dtype, f.cid, True)
+    f = next((f for f, existing in agg.aggs if existing == picked), None)
+    if f is None:
+        f = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
+        agg.aggs.append((f, picked))
+    ref = ColumnRef(f.dtype, f.cid, True)
+    # a median of instants: the interpolated microseconds rounded half away from zero, as DuckDB
+    return ref if temporal is None else Call(temporal, "timestamp_from_micros", (ref,))
 
 
 def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:

@@ -164,8 +164,8 @@ def age(a: Expr, b: Expr | None) -> Expr:
         today = TY.cast_to(TY.cast_to(Literal(T.TIMESTAMPTZ, _now()), T.DATE), T.TIMESTAMP)
         a, b = today, a
     a, b = _temporal(a, "age"), _temporal(b, "age")
-    if a.dtype.tz or b.dtype.tz:
-        raise UnsupportedError("age() of a TIMESTAMPTZ (cast to TIMESTAMP first)")
+    if a.dtype.tz or b.dtype.tz:  # DuckDB: the fields of both as wall times in the session's zone
+        a, b = (TY.cast_to(TY.cast_to(x, T.TIMESTAMPTZ), T.TIMESTAMP) for x in (a, b))
     return Call(T.INTERVAL, "age", (TY.cast_to(a, T.TIMESTAMP), TY.cast_to(b, T.TIMESTAMP)))
 
 

@@ -95,3 +95,18 @@ def _keep_written_names(tree: exp.Expression, sql: str) -> None:
             m = re.search(rf"interval\s*('\s*{value}\s*{unit}\s*')", sql, re.IGNORECASE)
             if m:
                 node.this.meta["written"] = m.group(1)
+    for cls, pattern in _UNPOSITIONED:
+        # sqlglot keeps no position for these: the spellings in text order, matched to the nodes in
+        # the tree's (text) order when both count the same
+        nodes = [n for n in tree.walk(bfs=False) if type(n) is cls]
+        names = re.findall(pattern, _without_strings(sql), re.IGNORECASE)
+        if nodes and len(names) == len(nodes):
+            for node, name in zip(nodes, names):
+                node.meta["written"] = name
+
+
+_UNPOSITIONED = ((exp.ArgMax, r"\b(arg_max|argmax|max_by)\s*\("), (exp.ArgMin, r"\b(arg_min|argmin|min_by)\s*\("))
+
+
+def _without_strings(sql: str) -> str:
+    return re.sub(r"'(?:[^']|'')*'", "''", sql)

@@ -21,7 +21,8 @@ from hetdb.sql.names import function_name
 
 _RANKING = {exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
             exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist"}
-_VALUES = {exp.FirstValue: "first_value", exp.LastValue: "last_value"}
+_VALUES = {exp.FirstValue: "first_value", exp.LastValue: "last_value", exp.First: "first_value",
+           exp.Last: "last_value"}  # DuckDB's first(x)/last(x) OVER w are first_value/last_value
 _AGGS = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 WINDOW_FUNCS: tuple[type, ...] = (*_RANKING, *_VALUES, *_AGGS, exp.Ntile, exp.Lag, exp.Lead,
                                   exp.NthValue)  # plus sql/holistic.py's HOLISTIC over whole partitions

@@ -59,6 +59,18 @@ def _min_max(a):
     return mins.min(), maxs.max()
 
 
+@njit(cache=True, nogil=True)
+def key_runs(a):
+    """How many runs of equal values ``a`` has when each value is at least the one before it (each
+    key in one run: grouped by comparing a row with the one before it), else -1."""
+    runs = np.int64(1 if a.shape[0] else 0)
+    for i in range(1, a.shape[0]):
+        if a[i] < a[i - 1]:
+            return np.int64(-1)
+        runs += np.int64(a[i] != a[i - 1])
+    return runs
+
+
 def int_ranges(keys: list[np.ndarray]) -> list[tuple[int, int]] | None:
     """(min, max) of each integer/bool key, or None when a key is float (or the input is empty)."""
     out = []

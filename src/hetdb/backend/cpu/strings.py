@@ -173,8 +173,27 @@ def substring(offsets: np.ndarray, chars: np.ndarray, start: int, length: int | 
     return _copy_ranges(chars, lo, hi)
 
 
+@njit(cache=True, nogil=True)
+def _gather_ranges(offsets, chars, idx):
+    n = idx.shape[0]
+    out_off = np.empty(n + 1, np.int64)
+    out_off[0] = 0
+    total = 0
+    for i in range(n):
+        total += offsets[idx[i] + 1] - offsets[idx[i]]
+        out_off[i + 1] = total
+    out = np.empty(total, np.uint8)
+    for i in range(n):
+        d = out_off[i]
+        for p in range(offsets[idx[i]], offsets[idx[i] + 1]):
+            out[d] = chars[p]
+            d += 1
+    return out_off, out
+
+
 def gather_strings(offsets: np.ndarray, chars: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Strings at ``indices`` as a new (offsets starting at 0, chars)."""
+    """Strings at ``indices`` as a new (offsets starting at 0, chars). One thread: it runs inside a
+    query's worker threads (a parallel Numba loop there costs more to start than the copy)."""
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     idx = np.ascontiguousarray(indices, dtype=np.int64)
-    return _copy_ranges(np.ascontiguousarray(chars, dtype=np.uint8), offsets[idx], offsets[idx + 1])
+    return _gather_ranges(offsets, np.ascontiguousarray(chars, dtype=np.uint8), idx)

@@ -36,122 +36,42 @@ row groups asked for are read (the caller passes the row groups that survive zon
 
 from __future__ import annotations
 
-import os
-import threading
 import time
-import zlib
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from hetdb.backend.gpu.stream_batch import BatchedDelivery
+from hetdb.backend.gpu.stream_fill import FillCache
+from hetdb.backend.gpu.stream_io import PageReads, _copy_runs, copy_stream
+from hetdb.backend.gpu.stream_pages import (
+    StreamStats,
+    _column_nbytes,
+    _delivered,
+    _Page,
+    _RowGroup,
+    _view,
+    device_page_bytes,
+    keeps_compressed,
+    page_codec,
+    page_layout,
+)
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
-from hetdb.cache.pages import page_info, row_group_padded_bytes, scan_device_bytes
+from hetdb.cache.pages import page_info, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError
-from hetdb.io import ALIGN, read_range
-from hetdb.storage.format import PageLocation
 
-_H2D = 1  # cudaMemcpyHostToDevice
-_FILL_CHUNK = 32  # pages looked up in the host tier at once by fill_cache
+__all__ = ["PageStreamer", "StreamStats", "copy_stream", "device_page_bytes", "keeps_compressed",
+           "page_codec", "page_layout", "_column_nbytes", "_delivered"]
 
 
-@dataclass
-class StreamStats:
-    """What one scan moved, by where each page came from."""
 
-    row_groups: int = 0
-    rows: int = 0
-    pages_read: int = 0
-    bytes_read: int = 0        # padded bytes read from storage
-    pages_cached: int = 0
-    bytes_cached: int = 0      # device bytes served from the device cache
-    pages_host: int = 0        # pages served from the pinned host tier (no storage read)
-    bytes_host: int = 0        # bytes copied to the device out of the host tier (hits)
-    pages_loaded: int = 0      # of pages_read: read into the host tier (the others went through the ring)
-    bytes_h2d: int = 0         # bytes copied host -> device
-    seconds: float = 0.0       # wall time from the first request to the last row group handed out
-
-    @property
-    def bytes_delivered(self) -> int:
-        return self.bytes_h2d + self.bytes_cached
-
-    def as_dict(self) -> dict[str, float]:
-        return {"row_groups": self.row_groups, "rows": self.rows, "pages_read": self.pages_read,
-                "bytes_read": self.bytes_read, "pages_cached": self.pages_cached,
-                "bytes_cached": self.bytes_cached, "pages_host": self.pages_host,
-                "bytes_host": self.bytes_host, "pages_loaded": self.pages_loaded,
-                "bytes_h2d": self.bytes_h2d, "seconds": self.seconds}
-
-
-@dataclass
-class _Page:
-    """One (column, row group) page in flight."""
-
-    column: str
-    row_group: int
-    key: PageKey
-    location: PageLocation
-    encoding: str
-    sections: dict[str, list[int]]
-    num_rows: int
-    value: Column | None = None          # cache hit (pinned) or finished device Column
-    slot_offset: int = 0                 # where its bytes go in the slot's pinned buffer
-    future: Future | None = None
-    cached: bool = False                 # value is a pinned cache entry
-    transient_bytes: int = 0             # reserved against the budget outside the cache
-    host: HostPage | None = None         # pinned host-tier page the bytes are copied from
-    loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
-    codec: str = "plain"                 # encoding of the data section (hetdb.codec)
-    route: Route = Route.DISK_DIRECT     # the router's decision
-    host_key: PageKey | None = None      # its key in the host tier (default: made from the reader)
-    device_bytes: int | None = None      # device bytes once delivered (default: computed)
-
-
-@dataclass
-class _RowGroup:
-    index: int
-    slot: int
-    pages: list[_Page] = field(default_factory=list)
-
-
-def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[int]]]:
-    """(encoding, sections) of a page, as recorded in the manifest (see storage/pages.py)."""
-    sections = reader.page_sections(column, rg)
-    return reader.page_encoding(column, rg), {k: list(v) for k, v in sections.items()}
-
-
-def page_codec(reader: Any, column: str, rg: int) -> str:
-    """The codec of a page's data section ("plain" for readers that predate compression)."""
-    get = getattr(reader, "page_codec", None)
-    return "plain" if get is None else get(column, rg)
-
-
-def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sections: dict, n: int,
-                      codec: str, compressed: bool = False) -> int:
-    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it; an encoded
-    page kept compressed, see ``keeps_compressed``) or the decoded values (an encoded data section),
-    plus the unpacked validity."""
-    validity = n if "validity" in sections else 0
-    if codec == "plain" or (compressed and keeps_compressed(codec, sections)):
-        return loc.length + validity
-    return n * np.dtype(reader.column(column).dtype.numpy_dtype).itemsize + validity
-
-
-def keeps_compressed(codec: str, sections: dict) -> bool:
-    """With ``gpu_compressed_cache`` on: whether a page stays compressed in device memory (a kernel
-    decodes its data section in place) rather than being decoded on arrival."""
-    from hetdb.backend.gpu.encoded import KERNEL_CODECS
-
-    return codec in KERNEL_CODECS and "data" in sections and "offsets" not in sections
-
-
-class PageStreamer:
+class PageStreamer(FillCache, PageReads, BatchedDelivery):
     """Iterate ``(row_group, Batch of device Columns)`` over ``row_groups`` of ``columns``.
 
     The yielded arrays stay valid until the next iteration step (or ``close``); a consumer that keeps
@@ -169,7 +89,7 @@ class PageStreamer:
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
-                 keep: bool = False) -> None:
+                 keep: bool = False, batch_bytes: int = 0) -> None:
         import cupy
 
         if depth < 1:
@@ -187,6 +107,9 @@ class PageStreamer:
         self.cache = cache if self.router.use_device_tier or keep else None
         self.host_cache = host_cache if self.router.use_host_tier else None
         self.keep = keep
+        # batch_bytes > 0: batches() groups row groups into deliveries of about that many link bytes
+        # (stream_batch.py); 0: one row group per step, page by page
+        self.batch_bytes = max(0, int(batch_bytes))
         self.routes = RouteCounts()
         self._tier_stats0 = self._tier_stats()
         self.depth = depth
@@ -255,108 +178,6 @@ class PageStreamer:
                 self._abandon(rg)
             self._release_scan()
 
-    def fill_cache(self) -> bool:
-        """Warm path, instead of iterating: when every page of the scan that the device cache lacks
-        is in the pinned host tier and they all fit in the cache together, queue their copies back to
-        back on the copy stream (one look-up of the host tier for the whole scan, one async copy per
-        contiguous run, no per-row-group step, no host wait), put the pages in the device cache and
-        make the consumer's stream wait for the copies; True. False when some page is not in the host
-        tier, the cache has no room for the scan, or the budget ran out midway (then iterate: what was
-        filled is a device-cache hit, the rest streams). Host-tier pins are held until ``close`` (which waits for the copies): call it after
-        the work reading the pages has been queued."""
-        if self._gen is not None or self._closed or self.cache is None or self.host_cache is None:
-            return False
-        cp, cache, reader = self._cupy, self.cache, self.reader
-        # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
-        # in what the cache may hold next to its pinned entries: bounded from the manifest without a
-        # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        if scan_device_bytes(reader, self.columns, self.compressed) > cache.capacity_bytes - cache.pinned_bytes():
-            return False
-        stream = self._copy_stream
-        pages = [(c, rg) for rg in self.row_groups for c in self.columns]
-        complete = True
-        # In chunks: the first copies start after one chunk's look-ups, not the whole scan's.
-        for start in range(0, len(pages), _FILL_CHUNK):
-            complete = self._fill_chunk(pages[start:start + _FILL_CHUNK])
-            if not complete:
-                break
-        event = cp.cuda.Event(disable_timing=True)
-        event.record(stream)
-        # host-tier pins of the last chunks are returned at close, after this event (all copies)
-        self._host_pins.append((event, []))
-        (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
-        return complete
-
-    def _fill_chunk(self, pages: list[tuple[str, int]]) -> bool:
-        """fill_cache for some pages: False when one is not in the host tier or the cache is full."""
-        cp, cache, reader = self._cupy, self.cache, self.reader
-        todo = []
-        for column, rg in pages:
-            info = page_info(reader, column, rg, self.compressed)
-            if info.key not in cache:
-                todo.append(info)
-        if not todo:
-            return True
-        hosts = self.host_cache.lookup_many([t.host_key for t in todo], [t.location for t in todo])
-        if hosts is None:
-            return False
-        stream = self._copy_stream
-        complete = True
-        try:
-            with stream:
-                for info, host in zip(todo, hosts):
-                    key, column, rg, loc = info.key, info.key.column, info.key.row_group, info.location
-                    enc, sections, n, codec = info.encoding, info.sections, info.num_rows, info.codec
-                    nbytes = info.device_bytes
-                    # the whole scan fits (fill_cache checked): a first read is judged as if its
-                    # query ran again
-                    first_reuse = len(self.row_groups) * len(self.columns)
-                    if not cache.reserve(nbytes, key=key, link_bytes=loc.length, first_reuse=first_reuse):
-                        complete = False  # no room (budget taken, or worth less than the cached pages)
-                        break
-                    # the policy sees this read like a streamed one (a page not filled is counted
-                    # when it streams)
-                    cache.record_access(key)
-                    try:
-                        value = self._fill_page(column, rg, loc, host, enc, sections, n, codec)
-                    except BaseException:
-                        cache.release(nbytes)
-                        raise
-                    cache.put(key, value, nbytes, reserved=True, link_bytes=loc.length, first_reuse=first_reuse)
-                    self.routes.add(Route.HOST_TO_GPU, loc.length)
-                    self.stats.pages_host += 1
-                    self.stats.bytes_host += loc.length
-                    self.stats.bytes_h2d += loc.length
-                event = cp.cuda.Event(disable_timing=True)
-                event.record(stream)
-        except BaseException:
-            stream.synchronize()
-            for hp in hosts:
-                self.host_cache.unpin_page(hp)
-            raise
-        self._host_pins.append((event, hosts))
-        self._unpin_host(wait=False)  # earlier chunks' copies that are done
-        return complete
-
-    def _fill_page(self, column: str, rg: int, loc: PageLocation, host: HostPage, enc: str,
-                   sections: dict[str, list[int]], n: int, codec: str) -> Column:
-        """Queue the copy of one host-tier page into new device memory; its device Column."""
-        cp = self._cupy
-        spec = self.reader.column(column)
-        data = sections.get("data")
-        if (enc == "plain" and codec == "plain" and spec.dtype.kind != "string" and len(sections) == 1
-                and data is not None
-                and data[0] == 0 and data[1] == loc.length == n * np.dtype(spec.dtype.numpy_dtype).itemsize):
-            # the common page: values only, copied straight into a typed array (no byte view to decode)
-            arr = cp.empty(n, dtype=spec.dtype.numpy_dtype)
-            _copy_runs(arr, host.runs, loc.length, self._copy_stream)
-            return Column(spec.dtype, data=arr)
-        raw = cp.empty(loc.length, dtype=cp.uint8)
-        _copy_runs(raw, host.runs, loc.length, self._copy_stream)
-        page = _Page(column, rg, PageKey(self.reader.name, self.reader.version, column, rg), loc, enc,
-                     sections, n, codec=codec)
-        return self._decode(page, raw)
-
     def close(self) -> None:
         """Return every pin and reservation this scan holds; idempotent."""
         if self._gen is not None:
@@ -413,30 +234,48 @@ class PageStreamer:
     def _schedule(self, i: int) -> _RowGroup:
         """Route each page of the i-th row group: pin device-cache or host-tier hits, start loading
         the others (into the host tier when it has room, else into the row group's ring slot)."""
-        rg_id = self.row_groups[i]
-        rg = _RowGroup(i, i % self.depth)
-        offset = 0
-        for column in self.columns:
-            info = page_info(self.reader, column, rg_id, self.compressed)
-            page = _Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
-                         info.num_rows, codec=info.codec, host_key=info.host_key,
-                         device_bytes=info.device_bytes)
-            page.route = self.router.route(page.location.length,
-                                           on_gpu=lambda p=page: self._probe_device(p),
-                                           in_host=lambda p=page: self._probe_host(p),
-                                           load_host=lambda p=page: self._start_host_load(p))
-            if page.route is Route.DISK_DIRECT:
-                page.slot_offset = offset
-                offset += page.location.padded_length
-            rg.pages.append(page)
-        ring = [p for p in rg.pages if p.route is Route.DISK_DIRECT]
+        return self._schedule_group(i, [i])[0]
+
+    def _schedule_group(self, slot_index: int, positions: list[int]) -> list[_RowGroup]:
+        """``_schedule`` for the row groups at ``positions``, sharing ring slot ``slot_index %
+        depth``: their pages read into it lie column by column (a column's pages back to back)."""
+        slot = slot_index % self.depth
+        reader, compressed, columns = self.reader, self.compressed, self.columns
+        rgs = []
+        for i in positions:
+            rg_id = self.row_groups[i]
+            rg = _RowGroup(i, slot)
+            for column in columns:
+                info = page_info(reader, column, rg_id, compressed)
+                page = _Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
+                             info.num_rows, codec=info.codec, host_key=info.host_key,
+                             device_bytes=info.device_bytes)
+                page.route = self.router.route_with(self, page, info.location.length)
+                rg.pages.append(page)
+            rgs.append(rg)
+        ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
+                if rg.pages[c].route is Route.DISK_DIRECT]
         if ring:
-            buf = self._slot(rg.slot, offset)
-            wait_for = self._slot_events[rg.slot]
+            offset = 0
+            for p in ring:
+                p.slot_offset = offset
+                offset += p.location.padded_length
+            buf = self._slot(slot, offset)
+            wait_for = self._slot_events[slot]
             for p in ring:
                 dest = buf[p.slot_offset:p.slot_offset + p.location.padded_length]
                 p.future = self._pool.submit(self._read_page, p, dest, wait_for)
-        return rg
+        return rgs
+
+    # the router's probes (PageRouter.route_with)
+    def on_gpu(self, page: _Page) -> bool:
+        return self._probe_device(page)
+
+    def in_host(self, page: _Page) -> bool:
+        return self._probe_host(page)
+
+    def load_host(self, page: _Page) -> bool:
+        return self._start_host_load(page)
 
     def _probe_device(self, page: _Page) -> bool:
         """Router probe: a device-cache hit, pinned."""
@@ -474,72 +313,6 @@ class PageStreamer:
         page.future = self._pool.submit(self._load_host, page, blocks)
         return True
 
-    def _slot(self, slot: int, nbytes: int) -> np.ndarray:
-        from hetdb.backend.gpu.memory import pinned_empty
-
-        buf = self._slots[slot]
-        if buf is None:
-            if self._slot_bytes is None:
-                # Every slot is sized for the largest row group (all pages missing the cache), so a
-                # slot is allocated once and never reallocated while a copy may read it.
-                columns = tuple(self.columns)
-                self._slot_bytes = max((row_group_padded_bytes(self.reader, columns, rg)
-                                        for rg in self.row_groups), default=0)
-            size = max(self._slot_bytes, nbytes)
-            # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
-            raw = pinned_empty(size + ALIGN, np.uint8)
-            start = (-raw.ctypes.data) % ALIGN
-            buf = raw[start:start + size]
-            self._slots[slot] = buf
-        return buf
-
-    def _read_page(self, page: _Page, dest: np.ndarray, wait_for: Any) -> np.ndarray:
-        """I/O thread: wait until the slot's previous copies are done, read, verify the checksum."""
-        if wait_for is not None:
-            with self._cupy.cuda.Device(self._device_id):
-                wait_for.synchronize()
-        self._read_verified(page, [dest])
-        return dest
-
-    def _load_host(self, page: _Page, blocks: HostPage) -> HostPage:
-        """I/O thread: read a page into its host-tier blocks, verify it once, publish it."""
-        try:
-            self._read_verified(page, blocks.runs)
-        except BaseException:
-            self.host_cache.abort(blocks)
-            raise
-        return self.host_cache.commit(blocks)
-
-    def _where(self, page: _Page) -> str:
-        return (f"table '{self.reader.name}' column '{page.column}' file {page.location.path} "
-                f"page {page.row_group} (row group {page.row_group})")
-
-    def _read_verified(self, page: _Page, runs: list[np.ndarray]) -> None:
-        """Read the page's padded bytes into ``runs`` (in order) and check its CRC."""
-        loc = page.location
-        try:
-            done = 0
-            for run in runs:
-                if self.direct:
-                    read_range(loc.path, loc.offset + done, run.shape[0], out=run)
-                else:
-                    _read_buffered(loc.path, loc.offset + done, run)
-                done += run.shape[0]
-        except CorruptDataError as e:
-            raise CorruptDataError(f"{self._where(page)}: {e}") from None
-        except FileNotFoundError:
-            raise CorruptDataError(f"{self._where(page)}: column file is missing (was this version removed "
-                                   "by a later commit? reopen the table)") from None
-        crc, left = 0, loc.length
-        for run in runs:
-            if left <= 0:
-                break
-            n = min(left, run.shape[0])
-            crc = zlib.crc32(memoryview(run[:n]), crc)
-            left -= n
-        if crc & 0xFFFFFFFF != loc.checksum:
-            raise CorruptDataError(f"{self._where(page)}: checksum mismatch (data is damaged)")
-
     # ---- delivery --------------------------------------------------------------------------------
     def _deliver(self, rg: _RowGroup) -> Batch:
         cp = self._cupy
@@ -562,7 +335,9 @@ class PageStreamer:
                 if nbytes is None:
                     nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
                                                page.sections, page.num_rows, page.codec, self.compressed)
-                if self.keep:
+                if page.admitted is not None:  # asked already for a batch (stream_batch.py)
+                    page.cached, page.admitted = page.admitted, None
+                elif self.keep:
                     page.cached = self.cache.reserve(nbytes)
                 else:
                     page.cached = self.cache is not None and self.cache.reserve(
@@ -604,6 +379,7 @@ class PageStreamer:
         consumer = self._consumer or cp.cuda.get_current_stream()
         consumer.wait_event(event)
         num_rows = self.reader.row_group_rows(self.row_groups[rg.index])
+        self.routes.deliveries += 1
         self.stats.row_groups += 1
         self.stats.rows += num_rows
         return Batch({p.column: _delivered(p.value) for p in rg.pages}, num_rows)
@@ -741,74 +517,9 @@ class PageStreamer:
             if page.host is not None:
                 self.host_cache.unpin_page(page.host)
                 page.host = None
+            if page.admitted:  # a batch's cache reservation never used
+                self.cache.release(page.device_bytes)
+            page.admitted = None
         self._retire(rg)
 
 
-_copy_streams: dict[int, Any] = {}
-_copy_streams_lock = threading.Lock()
-
-
-def copy_stream(device_id: int) -> Any:
-    """The process's host-to-device copy stream of a device (non-blocking; created on first use)."""
-    with _copy_streams_lock:
-        stream = _copy_streams.get(device_id)
-        if stream is None:
-            import cupy
-
-            from hetdb.backend.gpu.memory import new_stream
-
-            with cupy.cuda.Device(device_id):
-                stream = _copy_streams[device_id] = new_stream()
-        return stream
-
-
-def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> None:
-    """Queue async copies of the first ``length`` bytes of the pinned ``runs`` into device ``raw``."""
-    import cupy
-
-    dst, done = int(raw.data.ptr), 0
-    for run in runs:
-        n = min(int(run.shape[0]), length - done)
-        if n <= 0:
-            break
-        cupy.cuda.runtime.memcpyAsync(dst + done, run.ctypes.data, n, _H2D, stream.ptr)
-        done += n
-
-
-def _read_buffered(path: str, offset: int, dest: np.ndarray) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        view, done = memoryview(dest), 0
-        while done < dest.shape[0]:
-            got = os.preadv(fd, [view[done:]], offset + done)
-            if got == 0:
-                raise CorruptDataError(f"file {path} is truncated at offset {offset + done}")
-            done += got
-    finally:
-        os.close(fd)
-
-
-def _view(buf: Any, dtype: Any, count: int, page: _Page) -> Any:
-    dtype = np.dtype(dtype)
-    if buf is None or int(buf.shape[0]) != count * dtype.itemsize:
-        raise CorruptDataError(f"column '{page.column}' page {page.row_group}: section size does not "
-                               f"match {count} values of {dtype}")
-    return buf.view(dtype)
-
-
-def _delivered(col: Column) -> Column:
-    """A page's Column as a scan hands it out: a compressed cache entry as a fresh EncodedColumn, so
-    what a consumer decodes from it is not kept in the cache."""
-    fresh = getattr(col, "fresh", None)
-    return col if fresh is None else fresh()
-
-
-def _column_nbytes(col: Column) -> int:
-    nbytes = getattr(col, "device_nbytes", None)
-    if nbytes is not None:  # an EncodedColumn: its page as cached, never a decoded copy
-        return int(nbytes)
-    total = 0
-    for arr in (col.data, col.validity, col.offsets, col.chars):
-        if arr is not None:
-            total += int(arr.nbytes)
-    return total

@@ -64,6 +64,9 @@ class _AggState:
         self.parts: list[SpillFile] | None = None
         # set by a fused GPU kernel whose one partial-state batch already holds each group once
         self.groups_unique = False
+        # partial states whose one key is strictly increasing, with its (first, last) value: when
+        # their ranges do not overlap (a table clustered by the key), they hold each group once
+        self.runs: list[tuple[tuple[int, int], Batch]] = []
 
 
 class _AggLocal:
@@ -251,8 +254,19 @@ class HashAggregate(Sink):
             ctx.add(self.op_id, rows_in=batch.num_rows)
             self.add_partial(ctx, self._partial(ctx, g, batch), g, l)
 
-    def add_partial(self, ctx: ExecContext, part: Batch, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
-        """Take a batch of partial states (a compiled GPU pipeline's groups, or ``_partial``'s)."""
+    def add_partial(self, ctx: ExecContext, part: Batch, g: _AggState, l: _AggLocal,  # noqa: E741
+                    key_range: tuple[int, int] | None = None) -> None:
+        """Take a batch of partial states (a compiled GPU pipeline's groups, or ``_partial``'s).
+        ``key_range``: the batch's one group key is strictly increasing from the first to the last
+        of these values (kept apart unmerged: finalize merges only when ranges overlap)."""
+        if key_range is not None and g.parts is None:
+            size = batch_nbytes(part)
+            if g.reservation.try_grow(size):
+                with g.lock:
+                    if g.parts is None:
+                        g.runs.append((key_range, part))
+                        return
+                g.reservation.shrink(size)
         if g.parts is not None:
             self._spill(ctx, g, [part])
             return
@@ -299,7 +313,8 @@ class HashAggregate(Sink):
                 ctx.add(self.op_id, spilled_partitions=NUM_PARTITIONS)
                 # workers that finished before spilling began left their states here: finalize
                 # reads only the partitions from now on
-                combined, g.batches = g.batches, []
+                combined, g.batches = g.batches + [b for _, b in g.runs], []
+                g.runs = []
         self._spill(ctx, g, combined + local.batches)
         g.reservation.shrink(local.nbytes + sum(batch_nbytes(b) for b in combined))
         local.batches, local.rows, local.nbytes = [], 0, 0
@@ -332,6 +347,14 @@ class HashAggregate(Sink):
     def finalize(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
         with Timer(ctx, self.op_id):
             work = 0
+            if g.runs:
+                runs, g.runs = sorted(g.runs, key=lambda r: r[0]), []
+                if not g.batches and g.parts is None and all(
+                        a[0][1] <= b[0][0] for a, b in zip(runs, runs[1:])):
+                    g.batches = [self._concat_runs(ctx, g, runs)]
+                    g.groups_unique = True
+                else:
+                    g.batches.extend(b for _, b in runs)
             if g.parts is None and self.keys and len(g.batches) > 1:
                 # the final merge concatenates the states and hashes them: reserve that first, and
                 # finish partition by partition when it does not fit
@@ -363,6 +386,27 @@ class HashAggregate(Sink):
             g.batches = []
             g.reservation.close()
             return [item for b in out for item in hold(ctx, g.reservation, b)]
+
+    def _concat_runs(self, ctx: ExecContext, g: _AggState, runs: list[tuple[tuple[int, int], Batch]]) -> Batch:
+        """Partial states of increasing keys whose ranges at most touch (one morsel's last key the
+        next one's first: a group cut by a morsel boundary) as one batch holding each group once."""
+        be, names = ctx.backend, list(self._state_dtypes())
+        pieces: list[Batch] = []
+        carry: Batch | None = None  # the last group so far, which the next run may go on with
+        last = 0
+        for (lo, hi), b in runs:
+            if carry is not None and lo == last:
+                carry = self._merge(ctx, g, concat_batches(be, [carry, slice_batch(be, b, 0, 1)], names))
+                b = slice_batch(be, b, 1, b.num_rows)
+                if not b.num_rows:
+                    continue
+            if carry is not None:
+                pieces.append(carry)
+            pieces.append(slice_batch(be, b, 0, b.num_rows - 1))
+            carry, last = slice_batch(be, b, b.num_rows - 1, b.num_rows), hi
+        if carry is not None:
+            pieces.append(carry)
+        return concat_batches(be, pieces, names)
 
     # ---- final values ----------------------------------------------------------------------------------------
     def merge_bytes(self, rows: int) -> int:

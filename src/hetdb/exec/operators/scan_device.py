@@ -45,6 +45,7 @@ class DeviceScanState:
         self.streamer = None
         self.iterator = None
         self.seen = (0,) * 6  # streamer counters already added to the statistics (see _account)
+        self.covered: set[int] = set()  # row groups delivered within an earlier morsel's batch
         self.resident_bytes = 0  # device-cache bytes a fused kernel read without streaming
 
     def close(self) -> None:
@@ -204,27 +205,36 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
-                                  compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx))
+                                  compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx),
+                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0))
     state.report = lambda counts: ctx.add_routes(op.op_id, counts)
-    state.iterator = iter(state.streamer)
+    state.iterator = state.streamer.batches()
 
 
 def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
                      apply_filters: bool = True) -> list[Batch]:
-    """Row group ``rg`` on the device; pushed filters applied unless a fused kernel evaluates them."""
+    """Row group ``rg`` on the device; pushed filters applied unless a fused kernel evaluates them.
+
+    The streamer may deliver several consecutive row groups as one batch (``gpu_batch_bytes``): the
+    read of the first returns it, the reads of the others (the next morsels: one worker takes a GPU
+    pipeline's morsels in order) return nothing."""
     from hetdb.exec.operators.scan import conjunction, split_batches
 
+    if rg in state.covered:
+        state.covered.discard(rg)
+        return []
     if state.iterator is None:
         _start(op, ctx, state, sorted(state.verdicts))
     got, batch = next(state.iterator)
-    if got != rg:
-        raise AssertionError(f"device scan of {op.scan.table} expected row group {rg}, streamer gave {got}")
+    if got[0] != rg:
+        raise AssertionError(f"device scan of {op.scan.table} expected row group {rg}, streamer gave {got[0]}")
+    state.covered.update(got[1:])
     _account(op, ctx, state)
     scan = op.scan
     cols = {f.cid: batch.columns[name] for f, name in zip(scan.fields, scan.column_names)}
     out = Batch(cols, batch.num_rows)
     pred = conjunction(scan.filters)
-    if apply_filters and pred is not None and state.verdicts.get(rg) != "all":
+    if apply_filters and pred is not None and any(state.verdicts.get(r) != "all" for r in got):
         out = filter_batch(ctx.backend, out, ctx.evaluator.predicate(pred, out))
     ctx.add(op.op_id, rows_in=batch.num_rows, rows_out=out.num_rows)
     return split_batches(ctx, out) if out.num_rows else []

@@ -15,13 +15,21 @@ here) raises ExprError and the pipeline is not compiled.
 A subexpression over one dictionary string column with a non-string result (LIKE, comparisons with
 string literals, string functions) becomes a per-dictionary lookup table: the executor evaluates it
 once per dictionary with the operator kernels and the loop reads ``lut[code]``.
+
+Literals are parameters: each number, date, timestamp or decimal literal becomes an argument ``k<j>``
+of the function (``Emitter.params`` holds the values to pass), so the source, and with it the
+compiled function and its cache entry, depends on the query's shape and types, never on its
+constants (queries that differ in constants only share one compiled loop). What shapes the code
+stays in the source: NULL and boolean literals (they decide validity and branches), the number of
+IN items, types (scales, bounds).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from hetdb import types as T
 from hetdb.exec.expressions import common_type
@@ -62,10 +70,10 @@ def _scale(t: DataType) -> int:
     return t.scale if t.kind == "decimal" else 0
 
 
-def _int_lit(v: int) -> str:
+def _int_lit(v: int) -> np.int64:
     if not -(2**63) <= v < 2**63:
         raise ExprError(f"literal {v} does not fit in 64 bits")
-    return f"np.int64({v})"
+    return np.int64(v)
 
 
 class Emitter:
@@ -81,6 +89,7 @@ class Emitter:
         self.dict_alias: dict[str, str] = {}  # projected cid -> dictionary input it renames
         self.pending: dict[str, Expr] = {}    # projected cid -> its expression, not computed yet
         self.lookups: list[Lookup] = []
+        self.params: list[np.int64 | np.float64] = []  # the value of argument k<j>, per literal
         self._n = 0
 
     def emit(self, line: str) -> None:
@@ -185,12 +194,16 @@ class Emitter:
         if t.kind == "bool":
             return Val("True" if v else "False", "True", t)
         if t.kind == "float64":
-            f = float(v)
-            text = f"np.float64({f!r})" if math.isfinite(f) else f"np.float64(float('{f!r}'))"
-            return Val(text, "True", t)
+            return Val(self.param(np.float64(v)), "True", t)
         if t.kind in _EXACT and isinstance(v, int):
-            return Val(_int_lit(v), "True", t)
+            return Val(self.param(_int_lit(v)), "True", t)
         raise ExprError(f"literal {v!r} of type {t} is not compiled")
+
+    def param(self, value: np.int64 | np.float64) -> str:
+        """The argument that passes ``value`` to the function (one per literal: which literals are
+        equal is a constant, not part of the query's shape)."""
+        self.params.append(value)
+        return f"k{len(self.params) - 1}"
 
     def convert(self, val: Val, dst: DataType) -> Val:
         """``val`` as ``dst``, exactly as exec/expressions._convert (range checks set the error flag)."""

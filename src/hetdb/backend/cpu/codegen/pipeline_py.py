@@ -10,9 +10,11 @@ value left its type (the executor re-runs the pipeline with the operators, which
 exactly as they always do); 2 the outputs may not hold the next row's results (the executor grows
 them and calls again from that row: no row is ever half done).
 
-Functions are cached by their source text: in memory, and on disk as a module under
-``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code across
-processes; the source names a hash of ``runtime.py`` so a changed helper never reuses stale code.
+Functions are cached by their source text, which names no literal (each is an argument: see
+expr_py), so queries that differ only in constants share one function: in memory, and on disk as a
+module under ``$HETDB_KERNEL_CACHE/cpu`` whose Numba cache (``cache=True``) keeps the machine code
+across processes; the source names a hash of ``runtime.py`` so a changed helper never reuses stale
+code. ``compile_stats`` counts what this process compiled.
 """
 
 from __future__ import annotations
@@ -62,12 +64,17 @@ class Probe:
     payload: tuple[Input, ...] = ()
     # the table's runtime join filter (join_filter.KeyFilter) tested first: "bitmap", "bloom" or ""
     prefilter: str = ""
+    # a condition over both sides a match must meet as well (inner, semi and anti joins)
+    residual: Expr | None = None
 
 
 @dataclass(frozen=True)
 class Aggregate:
     keys: tuple[Expr, ...]
     aggs: tuple[tuple[str, Expr | None], ...]
+    # the one group key's rows come in runs of equal keys and each key in one run (the morsel's key
+    # column is sorted): a key other than the last row's starts a new group, with no hash table
+    runs: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ class Kernel:
     # per group key: the int accumulator row holding 1 where the group's first key was -0.0 (the
     # key bits are -0.0 -> 0.0; DuckDB shows the first value), -1 for keys that are not DOUBLE
     key_signs: list[int] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)          # the literals' values (args "param")
 
 
 def _bits(v: Val) -> str:
@@ -243,11 +251,12 @@ class _Gen:
                 for cid, e in st[1]:
                     em.project(cid, e)
                 continue
-            mark, lookups = len(em.lines), len(em.lookups)
+            mark, lookups, params = len(em.lines), len(em.lookups), len(em.params)
             v = em.value(st[1])
             if any(line.lstrip().startswith(("if ", "elif ", "else", "return")) for line in em.lines[mark:]):
                 del em.lines[mark:]
                 del em.lookups[lookups:]
+                del em.params[params:]
                 break
             conds.append(f"({v.value})" if v.valid == "True" else f"({v.valid}) & ({v.value})")
             taken = k + 1
@@ -267,6 +276,7 @@ class _Gen:
         for lk in self.em.lookups:
             args.append((f"lut{lk.index}_v", "lut", lk.index, "values"))
             args.append((f"lut{lk.index}_ok", "lut", lk.index, "valid"))
+        args += [(f"k{j}", "param", j) for j in range(len(self.em.params))]
         p = 0
         for st in self.spec.stages:
             if not isinstance(st, Probe):
@@ -275,7 +285,7 @@ class _Gen:
             fields += ["direct", "lo"] if st.layout == "direct" else ["slots", "shift", "tkeys"]
             if st.packed:
                 fields += ["pmins", "psizes", "pstrides"]
-            if not st.unique and st.kind == "inner":
+            if not st.unique and (st.kind == "inner" or st.residual is not None):
                 fields += ["start", "order"]
             if st.mapped:
                 fields.append("vidx")
@@ -348,6 +358,9 @@ class _Gen:
             em.emit("        break")
             em.emit(f"    {f}_s = ({f}_s + 1) & (p{p}_slots.shape[0] - 1)")
         em.indent -= 1 + (1 if st.packed else 0) + (1 if st.prefilter else 0)
+        if st.residual is not None and st.kind in ("semi", "anti"):
+            self._exists(st, p)
+            return
         if st.kind == "anti":
             em.emit(f"if {f} >= 0:")
             em.emit("    continue")
@@ -367,6 +380,64 @@ class _Gen:
             em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
         for j, c in enumerate(st.payload):
             self.payload[c.cid] = (p, j, c)
+        if st.residual is not None:
+            r = em.value(st.residual)
+            em.emit(f"if not (({r.valid}) and {r.value}):")
+            em.emit("    continue")
+
+    def _exists(self, st: Probe, p: int) -> None:
+        """A semi / anti join with a residual: the key's build rows are tried until one meets it
+        (values computed in that loop are forgotten after it)."""
+        em, f = self.em, f"f{p}"
+        em.emit(f"hit{p} = False")
+        em.emit(f"if {f} >= 0:")
+        em.indent += 1
+        if st.unique:
+            em.emit(f"for m{p} in range({f}, {f} + 1):")
+            em.emit(f"    brow{p} = p{p}_rep[m{p}]")
+        else:
+            em.emit(f"for m{p} in range(p{p}_start[{f}], p{p}_start[{f} + 1]):")
+            em.emit(f"    brow{p} = p{p}_order[m{p}]")
+        em.indent += 1
+        if st.mapped:
+            em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
+        saved = dict(em.env), dict(em.pending)
+        for j, c in enumerate(st.payload):
+            self.payload[c.cid] = (p, j, c)
+        r = em.value(st.residual)
+        em.emit(f"if ({r.valid}) and {r.value}:")
+        em.emit(f"    hit{p} = True")
+        em.emit("    break")
+        em.env, em.pending = saved
+        for c in st.payload:
+            self.payload.pop(c.cid)
+        em.indent -= 2
+        em.emit(f"if {'not ' if st.kind == 'semi' else ''}hit{p}:")
+        em.emit("    continue")
+
+    def _find_group(self, keys: list[Val], kvals: list[tuple[str, str]]) -> None:
+        """The group table's hash probe for the row's keys, inserting a new group (``g``)."""
+        em = self.em
+        em.emit(f"gh = np.uint64({int(runtime.SEED)})")
+        for kb, _ in kvals:
+            em.emit(f"gh = splitmix64(gh ^ np.uint64({kb}))")
+        em.emit("gs = np.int64(gh & np.uint64(slots.shape[0] - 1))")
+        em.emit("while True:")
+        em.emit("    g = slots[gs] - 1")
+        em.emit("    if g == -1:")
+        em.emit("        g = ng")
+        em.emit("        slots[gs] = g + 1")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"        gk[{j}, g] = {kb}")
+            em.emit(f"        gv[{j}, g] = {kv}")
+            if self.key_signs[j] >= 0:
+                em.emit(f"        ia[{self.key_signs[j]}, g] = np.int64(({kv}) and neg_zero({keys[j].value}))")
+        em.emit("        ng += 1")
+        em.emit("        break")
+        same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
+        em.emit(f"    if {same}:")
+        em.emit("        break")
+        em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
 
     def _aggregate(self, sink: Aggregate, prologue: list[str], epilogue: list[str]) -> tuple[list[Slot], int, int]:
         """The group lookup and accumulator updates. Without keys the accumulators live in locals
@@ -395,31 +466,24 @@ class _Gen:
                 kvals.append((kb, kv))
                 prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
             prologue.append("lg = np.int64(-1)")
+            if sink.runs:
+                # resumed after the table grew: the last group goes on (its key may run on)
+                prologue += ["if ng > 0:", "    lg = ng - 1"]
+                for j in range(len(kvals)):
+                    prologue += [f"    lk{j} = gk[{j}, lg]", f"    lv{j} = gv[{j}, lg]"]
             same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
             em.emit(f"if lg >= 0 and {same_last}:")
             em.emit("    g = lg")
             em.emit("else:")
             em.indent += 1
-            em.emit(f"gh = np.uint64({int(runtime.SEED)})")
-            for kb, _ in kvals:
-                em.emit(f"gh = splitmix64(gh ^ np.uint64({kb}))")
-            em.emit("gs = np.int64(gh & np.uint64(slots.shape[0] - 1))")
-            em.emit("while True:")
-            em.emit("    g = slots[gs] - 1")
-            em.emit("    if g == -1:")
-            em.emit("        g = ng")
-            em.emit("        slots[gs] = g + 1")
-            for j, (kb, kv) in enumerate(kvals):
-                em.emit(f"        gk[{j}, g] = {kb}")
-                em.emit(f"        gv[{j}, g] = {kv}")
-                if self.key_signs[j] >= 0:
-                    em.emit(f"        ia[{self.key_signs[j]}, g] = np.int64(({kv}) and neg_zero({keys[j].value}))")
-            em.emit("        ng += 1")
-            em.emit("        break")
-            same = " and ".join(f"gk[{j}, g] == {kb} and gv[{j}, g] == ({kv})" for j, (kb, kv) in enumerate(kvals))
-            em.emit(f"    if {same}:")
-            em.emit("        break")
-            em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
+            if sink.runs:
+                em.emit("g = ng")
+                for j, (kb, kv) in enumerate(kvals):
+                    em.emit(f"gk[{j}, g] = {kb}")
+                    em.emit(f"gv[{j}, g] = {kv}")
+                em.emit("ng += 1")
+            else:
+                self._find_group(keys, kvals)
             em.emit("lg = g")
             for j, (kb, kv) in enumerate(kvals):
                 em.emit(f"lk{j} = {kb}")
@@ -561,4 +625,13 @@ def compile_spec(spec: Spec) -> Kernel:
     fn = _load_function(src)
     keys = [k.dtype for k in spec.sink.keys] if isinstance(spec.sink, Aggregate) else []
     return Kernel(fn, args, list(gen.em.lookups), slots, ni, nf, keys, src, list(gen.inner_probes),
-                  gen.key_signs)
+                  gen.key_signs, list(gen.em.params))
+
+
+def compile_stats() -> dict[str, int]:
+    """This process's generated loops: ``sources`` loaded, ``compiled`` (Numba compilations) and
+    ``loaded`` (machine code read from Numba's cache on disk) of their specializations."""
+    fns = list(_CACHE.values())
+    made = sum(len(fn.signatures) for fn in fns)
+    loaded = sum(sum(fn.stats.cache_hits.values()) for fn in fns)
+    return {"sources": len(fns), "compiled": made - loaded, "loaded": loaded}

@@ -133,8 +133,9 @@ def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64) -
             np.zeros((num_float, cap), np.float64), 0)
 
 
-def reserve(state: tuple, groups: int) -> tuple:
-    """``state`` with room for ``groups`` groups (itself when it has it)."""
+def reserve(state: tuple, groups: int, rehash: bool = True) -> tuple:
+    """``state`` with room for ``groups`` groups (itself when it has it); ``rehash=False``: the
+    groups are not entered in the new slots (a loop over key runs uses none)."""
     slots, gk, gv, ia, fa, ng = state
     if groups <= gk.shape[1]:
         return state
@@ -143,5 +144,6 @@ def reserve(state: tuple, groups: int) -> tuple:
     out[2][:, :ng] = gv[:, :ng]
     out[3][:, :ng] = ia[:, :ng]
     out[4][:, :ng] = fa[:, :ng]
-    _rehash(out[0], out[1], out[2], ng)
+    if rehash:
+        _rehash(out[0], out[1], out[2], ng)
     return (*out[:5], ng)

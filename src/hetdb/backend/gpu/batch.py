@@ -1,0 +1,80 @@
+"""Carrying out a ``DeliveryPlan`` (batch_plan.py) on the GPU: one device allocation, the host->device
+copies of every page section of the delivery (coalesced where pages lie back to back), and at most
+one launch of each batched kernel (kernels/batch_decode.cu) for all the delivery's columns. The
+caller queues it all on the copy stream; nothing here waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.gpu.batch_plan import DeliveryPlan, Launch, coalesce, source_pieces
+from hetdb.backend.gpu.compile import check_launches_enabled, get_module, synchronize
+
+_H2D = 1  # cudaMemcpyHostToDevice
+_THREADS = 256
+_TILE = 256 * 4      # BATCH_DECODE_THREADS * BATCH_DECODE_ITEMS
+_MAX_GRID_X = 4096   # blocks per page (kernels loop grid-stride past it)
+
+
+def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) -> None:
+    gx = max(1, min(_MAX_GRID_X, -(-(launch.most + extra) // per_block)))
+    fn((gx, launch.pages), (_THREADS,), (np.uint64(base), np.uint64(base + 8 * launch.start)))
+    if check_launches_enabled():
+        synchronize()
+
+
+def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
+                 dtypes: Sequence[np.dtype | None], stream: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """Queue ``plan`` on ``stream`` (the current stream too: the caller enters it). ``sources[c][p]``:
+    the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
+    the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
+    it until the consumer is done) and per column its device arrays by name (data, validity,
+    offsets, chars; only those it has). At most three launches, whatever the columns."""
+    import cupy
+
+    rt = cupy.cuda.runtime
+    buf = cupy.empty(max(plan.nbytes, 1), dtype=cupy.uint8)
+    base = int(buf.data.ptr)
+    desc = plan.desc
+    if desc.size:
+        # pageable source: the call returns once the bytes are staged, so ``desc`` may go afterwards
+        rt.memcpyAsync(base, desc.ctypes.data, desc.nbytes, _H2D, stream.ptr)
+    pieces: list[tuple[int, int, int]] = []
+    for ci, pi, off, n, dst in plan.copies:
+        runs = sources[ci][pi]
+        if len(runs) == 1 or off + n <= runs[0][1]:
+            pieces.append((runs[0][0] + off, dst, n))
+            continue
+        for ri, roff, k in source_pieces([ln for _, ln in runs], off, n):
+            pieces.append((runs[ri][0] + roff, dst, k))
+            dst += k
+    for src, dst, n in coalesce(pieces):
+        rt.memcpyAsync(base + dst, src, n, _H2D, stream.ptr)
+    if plan.decode or plan.unpack or plan.rebase:
+        module = get_module("batch_decode.cu")
+        if plan.decode:
+            _launch(module.function("decode_pages"), plan.decode, _TILE, base)
+        if plan.unpack:
+            _launch(module.function("unpack_validity"), plan.unpack, _THREADS, base)
+        if plan.rebase:
+            _launch(module.function("rebase_offsets"), plan.rebase, _THREADS, base, extra=1)
+    out: list[dict[str, Any]] = []
+    for cplan, dtype in zip(plan.columns, dtypes):
+        arrays: dict[str, Any] = {}
+        if cplan.data is not None:
+            off, ln = cplan.data
+            arrays["data"] = buf[off:off + ln].view(dtype)
+        if cplan.validity is not None:
+            off, ln = cplan.validity
+            arrays["validity"] = buf[off:off + ln].view(cupy.bool_)
+        if cplan.offsets is not None:
+            off, ln = cplan.offsets
+            arrays["offsets"] = buf[off:off + ln].view(cupy.int64)
+            coff, cln = cplan.chars
+            arrays["chars"] = buf[coff:coff + cln]
+        out.append(arrays)
+    return buf, out

@@ -1,0 +1,298 @@
+"""Planning a batched delivery of several row groups to the GPU (pure Python/NumPy; no CuPy).
+
+Under a GPU memory budget most pages of a large scan are transient: copied, decoded, read once by the
+consumer and released. Doing that page by page costs a device allocation, a decode launch and tens of
+microseconds of Python per page, which caps a scan at a fraction of the link. A *delivery* instead
+takes consecutive row groups (``plan_groups``: a target of link bytes, bounded by device bytes) and
+``plan_delivery`` lays out, for all their pages at once:
+
+* ONE device buffer: the kernels' page descriptors (int64, copied first), then per column its output
+  arrays (values, unpacked validity, plain-string offsets and chars) spanning every row group of the
+  delivery, then a staging area for the sections a kernel turns into outputs (encoded data sections,
+  validity bitmaps, plain-string offsets);
+* the host->device copies: per page and section (page offset, bytes, buffer offset); plain fixed-width
+  values and plain-string chars go straight to their place in the output arrays, nothing else moves;
+* per delivery at most one launch of each batched kernel (``kernels/batch_decode.cu``), over the
+  pages of every column: ``decode_pages`` (encoded data sections -> values; descriptor: staging
+  offset, output offset, rows, value size), ``unpack_validity`` (bitmap or all-valid; descriptor:
+  staging offset or -1, output offset, rows) and ``rebase_offsets`` (plain-string offsets onto the
+  column's concatenated chars; descriptor: staging offset, output offset, rows, chars base, whether
+  it is the column's last page). Offsets are byte offsets in the buffer.
+
+Section bounds and sizes are checked here, as the per-page path checks them (``CorruptDataError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hetdb.errors import CorruptDataError
+
+ALIGN = 256          # device offsets of every region (CUDA allocations are 256-byte aligned)
+DECODE_ITEMSIZES = (1, 4, 8)  # value sizes decode_pages is instantiated for
+MAX_GROUP = 4096     # row groups per delivery (pages of a column are the kernels' grid y: < 65536)
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """What planning needs of one page: stored bytes, rows, codec of its data section, its sections
+    ({name: [offset, length]} within the page), and a name for error messages."""
+
+    length: int
+    num_rows: int
+    codec: str
+    sections: dict
+    where: str = "page"
+
+
+@dataclass(frozen=True)
+class ColumnSpecLite:
+    """A column of the delivery: ``string`` True for plain-string pages (offsets + chars); otherwise
+    fixed-width values of ``itemsize`` bytes (dictionary codes included)."""
+
+    name: str
+    itemsize: int
+    string: bool = False
+
+
+DECODE_DESC, UNPACK_DESC, REBASE_DESC = 4, 3, 5  # int64 words per page descriptor of each kernel
+
+
+@dataclass
+class ColumnPlan:
+    """Where one column's outputs lie in the buffer: regions are (buffer offset, bytes)."""
+
+    name: str
+    rows: int
+    data: tuple[int, int] | None = None
+    validity: tuple[int, int] | None = None
+    offsets: tuple[int, int] | None = None
+    chars: tuple[int, int] | None = None
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a delivery: its descriptors start at int64 index ``start`` of
+    ``DeliveryPlan.desc``; ``pages`` of them (the grid's y); ``most``: the largest rows of a page."""
+
+    start: int
+    pages: int
+    most: int
+
+
+@dataclass
+class DeliveryPlan:
+    nbytes: int                                  # the one device allocation
+    desc: np.ndarray                             # int64 descriptors, copied to buffer offset 0
+    copies: list[tuple[int, int, int, int, int]]  # (column, page, offset in page, bytes, buffer offset)
+    columns: list[ColumnPlan] = field(default_factory=list)
+    rows: int = 0
+    decode: Launch | None = None
+    unpack: Launch | None = None
+    rebase: Launch | None = None
+
+
+def _up(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_link: int,
+                max_device: int, max_group: int = MAX_GROUP) -> list[list[int]]:
+    """Consecutive positions grouped into deliveries: a group closes once it holds ``target_link``
+    link bytes or ``max_group`` row groups, or when the next row group would take it past
+    ``max_device`` device bytes. Every group holds at least one row group (one larger than
+    ``max_device`` goes alone)."""
+    if len(link_bytes) != len(device_bytes):
+        raise ValueError("link_bytes and device_bytes differ in length")
+    groups: list[list[int]] = []
+    group: list[int] = []
+    link = dev = 0
+    for i, (lb, db) in enumerate(zip(link_bytes, device_bytes)):
+        if group and (link >= target_link or dev + db > max_device or len(group) >= max_group):
+            groups.append(group)
+            group, link, dev = [], 0, 0
+        group.append(i)
+        link += lb
+        dev += db
+    if group:
+        groups.append(group)
+    return groups
+
+
+def delivery_bound(page: PageSpec, itemsize: int, string: bool) -> int:
+    """An upper bound of the buffer bytes a page takes in a delivery (for ``plan_groups``)."""
+    n = page.num_rows
+    out = (n + 1) * 8 if string else n * itemsize
+    staged = 0
+    for name, (_, ln) in page.sections.items():
+        if name == "validity" or name == "offsets" or (name == "data" and page.codec != "plain"):
+            staged += ln + ALIGN
+        elif name == "chars":
+            out += ln
+    return out + n + staged + 3 * ALIGN
+
+
+def _section(page: PageSpec, name: str) -> tuple[int, int] | None:
+    s = page.sections.get(name)
+    if s is None:
+        return None
+    off, ln = int(s[0]), int(s[1])
+    if off < 0 or ln < 0 or off + ln > page.length:
+        raise CorruptDataError(f"{page.where}: section {name} lies outside the page")
+    return off, ln
+
+
+def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[PageSpec]]) -> DeliveryPlan:
+    """The layout of one delivery (see the module docstring). ``pages[c][r]``: page of column ``c``
+    in the delivery's ``r``-th row group; every column has the same rows per row group."""
+    if len(pages) != len(columns):
+        raise ValueError("one list of pages per column")
+    counts = [p.num_rows for p in pages[0]] if pages else []
+    for col_pages in pages:
+        if [p.num_rows for p in col_pages] != counts:
+            raise ValueError("every column needs the same rows per row group")
+    starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+    rows = int(starts[-1])
+    plans: list[ColumnPlan] = []
+    cursor = 0  # output regions (relative to the output area, which follows the descriptors)
+
+    # Pass 1: per column its outputs (offsets relative to the output area) and what it stages.
+    outputs: list[tuple[ColumnPlan, dict]] = []
+    for col, col_pages in zip(columns, pages):
+        cp = ColumnPlan(col.name, rows)
+        regions: dict = {}
+        if col.string:
+            chars = 0
+            for p in col_pages:
+                got = _section(p, "chars")
+                chars += 0 if got is None else got[1]
+            regions["offsets"] = (cursor, (rows + 1) * 8)
+            cursor += _up((rows + 1) * 8)
+            regions["chars"] = (cursor, chars)
+            cursor += _up(max(chars, 1))
+        else:
+            regions["data"] = (cursor, rows * col.itemsize)
+            cursor += _up(max(rows * col.itemsize, 1))
+        if any("validity" in p.sections for p in col_pages):
+            regions["validity"] = (cursor, rows)
+            cursor += _up(max(rows, 1))
+        outputs.append((cp, regions))
+    out_bytes = cursor
+
+    # Pass 2: copies and descriptors (offsets relative to the output or staging area, fixed up once the
+    # descriptor area's size is known: ("out"|"stage", offset) pairs).
+    stage_cursor = 0
+    pending_copies: list[tuple[int, int, int, int, str, int]] = []
+    decode_rows: list[list] = []   # [src (stage), dst (out), rows, value size]
+    unpack_rows: list[list] = []   # [src (stage) or -1, dst (out), rows]
+    rebase_rows: list[list] = []   # [src (stage), dst (out), rows, chars base, last page]
+    for ci, (col, col_pages) in enumerate(zip(columns, pages)):
+        cp, regions = outputs[ci]
+        char_base = 0
+        for pi, p in enumerate(col_pages):
+            n, row0 = p.num_rows, int(starts[pi])
+            if "validity" in regions:
+                bits = _section(p, "validity")
+                dst = regions["validity"][0] + row0
+                if bits is None:
+                    unpack_rows.append([-1, dst, n])
+                else:
+                    if bits[1] < (n + 7) // 8:
+                        raise CorruptDataError(f"{p.where}: validity section holds fewer than {n} bits")
+                    pending_copies.append((ci, pi, bits[0], bits[1], "stage", stage_cursor))
+                    unpack_rows.append([stage_cursor, dst, n])
+                    stage_cursor += _up(max(bits[1], 1))
+            if col.string:
+                offs = _section(p, "offsets")
+                if offs is None or offs[1] != (n + 1) * 8:
+                    raise CorruptDataError(f"{p.where}: section size does not match {n + 1} values of int64")
+                pending_copies.append((ci, pi, offs[0], offs[1], "stage", stage_cursor))
+                rebase_rows.append([stage_cursor, regions["offsets"][0] + 8 * row0, n, char_base,
+                                    int(pi == len(col_pages) - 1)])
+                stage_cursor += _up(offs[1])
+                chars = _section(p, "chars")
+                if chars is not None and chars[1]:
+                    pending_copies.append((ci, pi, chars[0], chars[1], "out", regions["chars"][0] + char_base))
+                    char_base += chars[1]
+                continue
+            data = _section(p, "data")
+            if data is None:
+                raise CorruptDataError(f"{p.where}: the page has no data section")
+            dst = regions["data"][0] + row0 * col.itemsize
+            if p.codec == "plain":
+                if data[1] != n * col.itemsize:
+                    raise CorruptDataError(f"{p.where}: section size does not match {n} values of "
+                                           f"{col.itemsize} bytes")
+                if n:
+                    pending_copies.append((ci, pi, data[0], data[1], "out", dst))
+            else:
+                if col.itemsize not in DECODE_ITEMSIZES:
+                    raise CorruptDataError(f"{p.where}: codec {p.codec} on {col.itemsize}-byte values")
+                if n:
+                    pending_copies.append((ci, pi, data[0], data[1], "stage", stage_cursor))
+                    decode_rows.append([stage_cursor, dst, n, col.itemsize])
+                    stage_cursor += _up(max(data[1], 1))
+        plans.append(cp)
+
+    words = len(decode_rows) * DECODE_DESC + len(unpack_rows) * UNPACK_DESC + len(rebase_rows) * REBASE_DESC
+    out_base = _up(max(words * 8, 8))
+    stage_base = out_base + out_bytes
+    for row in decode_rows:
+        row[0] += stage_base
+        row[1] += out_base
+    for row in unpack_rows:
+        if row[0] >= 0:
+            row[0] += stage_base
+        row[1] += out_base
+    for row in rebase_rows:
+        row[0] += stage_base
+        row[1] += out_base
+    desc: list[int] = []
+    launches: dict[str, Launch] = {}
+    for kind, table in (("decode", decode_rows), ("unpack", unpack_rows), ("rebase", rebase_rows)):
+        if table:
+            launches[kind] = Launch(len(desc), len(table), max(r[2] for r in table))
+            for row in table:
+                desc.extend(row)
+    for cp, (_, regions) in zip(plans, outputs):
+        for name, (off, ln) in regions.items():
+            setattr(cp, name, (out_base + off, ln))
+    copies = [(ci, pi, off, ln, (out_base if where == "out" else stage_base) + dst)
+              for ci, pi, off, ln, where, dst in pending_copies]
+    return DeliveryPlan(stage_base + stage_cursor, np.asarray(desc, dtype=np.int64), copies, plans, rows,
+                        launches.get("decode"), launches.get("unpack"), launches.get("rebase"))
+
+
+def source_pieces(run_lengths: Sequence[int], offset: int, nbytes: int) -> list[tuple[int, int, int]]:
+    """Bytes ``[offset, offset + nbytes)`` of a page held in consecutive runs of ``run_lengths``
+    bytes, as (run index, offset in the run, bytes) pieces."""
+    out: list[tuple[int, int, int]] = []
+    start = 0
+    end = offset + nbytes
+    for i, ln in enumerate(run_lengths):
+        lo, hi = max(offset, start), min(end, start + ln)
+        if lo < hi:
+            out.append((i, lo - start, hi - lo))
+        start += ln
+        if start >= end:
+            break
+    if sum(n for _, _, n in out) != nbytes:
+        raise ValueError(f"bytes {offset}..{end} lie outside the page's runs ({sum(run_lengths)} bytes)")
+    return out
+
+
+def coalesce(copies: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """(source address, destination offset, bytes) copies merged where one continues the previous on
+    both sides (pages laid out back to back in a pinned buffer become one copy)."""
+    out: list[list[int]] = []
+    for src, dst, n in copies:
+        if n <= 0:
+            continue
+        if out and out[-1][0] + out[-1][2] == src and out[-1][1] + out[-1][2] == dst:
+            out[-1][2] += n
+        else:
+            out.append([src, dst, n])
+    return [tuple(c) for c in out]

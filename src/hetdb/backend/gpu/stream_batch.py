@@ -1,0 +1,286 @@
+"""Batches of row groups for the GPU: ``PageStreamer.batches()`` (mixed into ``stream.py``).
+
+With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``; pages decoded on arrival, i.e. not
+``gpu_compressed_cache``) the streamer groups consecutive row groups into deliveries of about
+``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
+moves a group whose pages are all transient — none in the device cache, none the cache admits — as
+ONE delivery: one device allocation, the host->device copies of every section into its place, at
+most one launch of each batched kernel for all columns (``batch.py``). The consumer gets one Batch
+spanning the group's row groups. A group with a cached or admitted page, or with a string column
+whose pages mix dictionary and plain encodings, is delivered row group by row group as before (the
+cache keeps what it admits; its verdict is asked for every page of a group, in page order, before
+any page of the group is moved). Pages and bytes are counted per page in ``StreamStats`` and the
+route counts either way; ``RouteCounts.deliveries`` counts the steps.
+
+Ordering is that of the per-row-group pipeline: ``depth`` groups are scheduled ahead (their reads
+into the group's ring slot, laid out column by column so back-to-back pages coalesce into one copy);
+a group's memory is released when the consumer moves past it (the copy stream waits on an event of
+the consumer's stream first).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.gpu.batch_plan import (
+    ColumnSpecLite,
+    DeliveryPlan,
+    PageSpec,
+    delivery_bound,
+    plan_delivery,
+    plan_groups,
+)
+from hetdb.backend.gpu.stream_pages import _Page, _RowGroup
+from hetdb.cache.pages import memoized, page_info
+from hetdb.cache.router import Route
+from hetdb.column import Batch, Column
+
+DEFAULT_BATCH_BYTES = 64 << 20
+
+
+@dataclass
+class _Unit:
+    """What the consumer gets at one step: a batch of row groups (``buffer`` set) or one row group
+    delivered page by page (``rg`` set)."""
+
+    row_groups: tuple[int, ...]
+    batch: Batch
+    rg: _RowGroup | None = None
+    buffer: Any = None
+    transient: int = 0
+
+
+def _string_plain(spec: Any, page: _Page) -> bool:
+    return spec.dtype.kind == "string" and page.encoding == "plain"
+
+
+class BatchedDelivery:
+    """The batched iteration of ``PageStreamer`` (see the module docstring)."""
+
+    def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
+        """Iterate ``(row groups, Batch)``: several consecutive row groups per Batch when batching
+        is on (``batch_bytes``), else one. The arrays stay valid until the next step."""
+        if self._gen is not None or self._closed:
+            raise RuntimeError("a PageStreamer streams once; make a new one for another scan")
+        if not self.batching:
+            self._gen = self._iterate()
+            return (((rg,), batch) for rg, batch in self._gen)
+        self._gen = self._iterate_batches()
+        return self._gen
+
+    @property
+    def batching(self) -> bool:
+        return self.batch_bytes > 0 and not self.compressed and not self.keep
+
+    # ---- planning --------------------------------------------------------------------------------
+    def _rg_bounds(self, rg: int) -> tuple[int, int, int]:
+        """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
+        reader, columns = self.reader, tuple(self.columns)
+
+        def compute() -> tuple[int, int, int]:
+            link = dev = padded = 0
+            for c in columns:
+                info = page_info(reader, c, rg, False)
+                spec = reader.column(c)
+                loc = info.location
+                page = PageSpec(loc.length, info.num_rows, info.codec, info.sections)
+                link += loc.length
+                padded += loc.padded_length
+                dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
+                                      spec.dtype.kind == "string" and info.encoding == "plain")
+            return link, dev, padded
+
+        return memoized(reader, ("batch bounds", columns, rg), compute)
+
+    def _plan_groups(self) -> list[list[int]]:
+        bounds = [self._rg_bounds(rg) for rg in self.row_groups]
+        limit = getattr(self.budget, "limit_bytes", None)
+        max_device = max(1, limit // 4) if limit else 1 << 62
+        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device)
+        # every ring slot holds the largest group (allocated once, never while a copy reads it)
+        self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
+        return groups
+
+    # ---- iteration -------------------------------------------------------------------------------
+    def _iterate_batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
+        self._started = time.perf_counter()
+        groups = self._plan_groups()
+        pending: list[list[_RowGroup]] = []
+        queue: list[_Unit] = []
+        current: _Unit | None = None
+        try:
+            for gi in range(min(self.depth, len(groups))):
+                pending.append(self._schedule_group(gi, groups[gi]))
+            next_group = len(pending)
+            while pending:
+                queue.extend(self._deliver_group(pending[0]))
+                pending.pop(0)
+                if next_group < len(groups):
+                    pending.append(self._schedule_group(next_group, groups[next_group]))
+                    next_group += 1
+                while queue:
+                    unit = queue.pop(0)
+                    if current is not None:
+                        self._retire_unit(current)
+                    current = unit
+                    self.stats.seconds = time.perf_counter() - self._started
+                    yield unit.row_groups, unit.batch
+            if current is not None:
+                self._retire_unit(current)
+                current = None
+        finally:
+            for unit in ([current] if current is not None else []) + queue:
+                self._retire_unit(unit)
+            for rgs in pending:
+                for rg in rgs:
+                    self._abandon(rg)
+            self._release_scan()
+
+    def _retire_unit(self, unit: _Unit) -> None:
+        if unit.rg is not None:
+            self._retire(unit.rg)
+            return
+        cp = self._cupy
+        done = cp.cuda.Event(disable_timing=True)
+        done.record(self._consumer or cp.cuda.get_current_stream())
+        self._copy_stream.wait_event(done)
+        unit.buffer = None
+        unit.batch = None
+        if unit.transient:
+            self.budget.release(unit.transient)
+            unit.transient = 0
+
+    # ---- delivery --------------------------------------------------------------------------------
+    def _deliver_group(self, rgs: list[_RowGroup]) -> list[_Unit]:
+        pages = [p for rg in rgs for p in rg.pages]
+        batched = not any(p.cached for p in pages) and self._uniform_strings(rgs)
+        if batched and self.cache is not None:
+            # the cache's verdicts first: the admission the per-page path asks for each page, in page
+            # order (asked when the group is delivered, so a group's pages see one access clock)
+            first_reuse = self._first_reuse()
+            for p in pages:
+                p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
+                                                first_reuse=first_reuse)
+            batched = not any(p.admitted for p in pages)
+            if batched:
+                for p in pages:
+                    p.admitted = None
+        if batched:
+            return [self._deliver_batch(rgs)]
+        units: list[_Unit] = []
+        try:
+            for rg in rgs:
+                batch = self._deliver(rg)
+                units.append(_Unit((self.row_groups[rg.index],), batch, rg=rg))
+        except BaseException:
+            for unit in units:
+                self._retire_unit(unit)
+            rgs[:] = rgs[len(units):]  # the caller abandons the rest (delivered ones are retired)
+            raise
+        return units
+
+    def _uniform_strings(self, rgs: list[_RowGroup]) -> bool:
+        for c, name in enumerate(self.columns):
+            spec = self.reader.column(name)
+            if spec.dtype.kind == "string" and len({_string_plain(spec, rg.pages[c]) for rg in rgs}) > 1:
+                return False
+        return True
+
+    def _deliver_batch(self, rgs: list[_RowGroup]) -> _Unit:
+        cp, stream, reader = self._cupy, self._copy_stream, self.reader
+        self._unpin_host(wait=False)
+        specs = [reader.column(name) for name in self.columns]
+        strings = tuple(_string_plain(spec, rgs[0].pages[c]) for c, spec in enumerate(specs))
+        sources: list[list[list[tuple[int, int]]]] = []
+        for c in range(len(self.columns)):
+            col_sources = []
+            for rg in rgs:
+                p = rg.pages[c]
+                got = p.future.result() if p.future is not None else None
+                p.future = None
+                if p.loading:
+                    p.host, p.loading = got, False
+                runs = p.host.runs if p.host is not None else [got]
+                col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
+            sources.append(col_sources)
+        ids = tuple(self.row_groups[rg.index] for rg in rgs)
+
+        def make_plan() -> DeliveryPlan:
+            lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
+                    for name, spec, s in zip(self.columns, specs, strings)]
+            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p))
+                      for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
+            return plan_delivery(lite, pages)
+
+        # a plan depends on the table version's manifest only: a repeated scan reuses it
+        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings), make_plan)
+        first = ids[0]
+        self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
+                                         f"of table '{reader.name}'")
+        from hetdb.backend.gpu.batch import run_delivery
+
+        try:
+            with stream:
+                dtypes = [None if s else np.dtype(spec.dtype.numpy_dtype) for spec, s in zip(specs, strings)]
+                buf, arrays = run_delivery(plan, sources, dtypes, stream)
+                columns = {}
+                for c, (name, spec) in enumerate(zip(self.columns, specs)):
+                    a = arrays[c]
+                    if strings[c]:
+                        col = Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
+                    elif rgs[0].pages[c].encoding == "dict":
+                        col = Column(spec.dtype, data=a["data"], validity=a.get("validity"),
+                                     dictionary=self._dictionary(name))
+                    else:
+                        col = Column(spec.dtype, data=a["data"], validity=a.get("validity"))
+                    columns[name] = col
+                event = cp.cuda.Event(disable_timing=True)
+                event.record(stream)
+        except BaseException:
+            stream.synchronize()
+            self.budget.release(plan.nbytes)
+            raise
+        self._count_batch(rgs)
+        hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None]
+        for rg in rgs:
+            for p in rg.pages:
+                p.host = None
+        if hosts:
+            self._host_pins.append((event, hosts))
+        self._slot_events[rgs[0].slot] = event
+        (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
+        self.routes.deliveries += 1
+        self.stats.row_groups += len(rgs)
+        self.stats.rows += plan.rows
+        return _Unit(ids, Batch(columns, plan.rows), buffer=buf, transient=plan.nbytes)
+
+    def _count_batch(self, rgs: list[_RowGroup]) -> None:
+        st = self.stats
+        by_route: dict[Route, list[int]] = {}
+        for rg in rgs:
+            for p in rg.pages:
+                loc = p.location
+                if p.route is Route.HOST_TO_GPU:
+                    st.pages_host += 1
+                    st.bytes_host += loc.length
+                else:
+                    st.pages_read += 1
+                    st.bytes_read += loc.padded_length
+                    st.pages_loaded += p.route is Route.DISK_TO_HOST
+                st.bytes_h2d += loc.length
+                got = by_route.setdefault(p.route, [0, 0])
+                got[0] += 1
+                got[1] += loc.length
+        for route, (pages, nbytes) in by_route.items():
+            self.routes.add(route, nbytes, pages=pages)
+
+    def _reserve_bytes(self, nbytes: int, what: str) -> None:
+        if not self.budget.try_reserve(nbytes):
+            if self._device_tier is not None:
+                self._device_tier.evict(nbytes)
+            self.budget.reserve(nbytes, what)

@@ -1,0 +1,135 @@
+"""Moving page bytes for the streamer: the I/O threads' reads into the ring or the host tier (with
+the CRC check), the process's copy stream per device, and host->device copies out of pinned runs."""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.gpu.stream_pages import _Page
+from hetdb.cache.host_cache import HostPage
+from hetdb.cache.pages import row_group_padded_bytes
+from hetdb.errors import CorruptDataError
+from hetdb.io import ALIGN, read_range
+
+_H2D = 1  # cudaMemcpyHostToDevice
+
+
+_copy_streams: dict[int, Any] = {}
+_copy_streams_lock = threading.Lock()
+
+
+def copy_stream(device_id: int) -> Any:
+    """The process's host-to-device copy stream of a device (non-blocking; created on first use)."""
+    with _copy_streams_lock:
+        stream = _copy_streams.get(device_id)
+        if stream is None:
+            import cupy
+
+            from hetdb.backend.gpu.memory import new_stream
+
+            with cupy.cuda.Device(device_id):
+                stream = _copy_streams[device_id] = new_stream()
+        return stream
+
+
+def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> None:
+    """Queue async copies of the first ``length`` bytes of the pinned ``runs`` into device ``raw``."""
+    import cupy
+
+    dst, done = int(raw.data.ptr), 0
+    for run in runs:
+        n = min(int(run.shape[0]), length - done)
+        if n <= 0:
+            break
+        cupy.cuda.runtime.memcpyAsync(dst + done, run.ctypes.data, n, _H2D, stream.ptr)
+        done += n
+
+
+def _read_buffered(path: str, offset: int, dest: np.ndarray) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        view, done = memoryview(dest), 0
+        while done < dest.shape[0]:
+            got = os.preadv(fd, [view[done:]], offset + done)
+            if got == 0:
+                raise CorruptDataError(f"file {path} is truncated at offset {offset + done}")
+            done += got
+    finally:
+        os.close(fd)
+
+
+
+
+class PageReads:
+    """The I/O side of ``PageStreamer`` (mixed into ``stream.py``): ring slots, reads, CRC checks."""
+
+    def _slot(self, slot: int, nbytes: int) -> np.ndarray:
+        from hetdb.backend.gpu.memory import pinned_empty
+
+        buf = self._slots[slot]
+        if buf is None:
+            if self._slot_bytes is None:
+                # Every slot is sized for the largest row group (all pages missing the cache), so a
+                # slot is allocated once and never reallocated while a copy may read it.
+                columns = tuple(self.columns)
+                self._slot_bytes = max((row_group_padded_bytes(self.reader, columns, rg)
+                                        for rg in self.row_groups), default=0)
+            size = max(self._slot_bytes, nbytes)
+            # One extra ALIGN so the start can be rounded up: O_DIRECT needs aligned addresses.
+            raw = pinned_empty(size + ALIGN, np.uint8)
+            start = (-raw.ctypes.data) % ALIGN
+            buf = raw[start:start + size]
+            self._slots[slot] = buf
+        return buf
+
+    def _read_page(self, page: _Page, dest: np.ndarray, wait_for: Any) -> np.ndarray:
+        """I/O thread: wait until the slot's previous copies are done, read, verify the checksum."""
+        if wait_for is not None:
+            with self._cupy.cuda.Device(self._device_id):
+                wait_for.synchronize()
+        self._read_verified(page, [dest])
+        return dest
+
+    def _load_host(self, page: _Page, blocks: HostPage) -> HostPage:
+        """I/O thread: read a page into its host-tier blocks, verify it once, publish it."""
+        try:
+            self._read_verified(page, blocks.runs)
+        except BaseException:
+            self.host_cache.abort(blocks)
+            raise
+        return self.host_cache.commit(blocks)
+
+    def _where(self, page: _Page) -> str:
+        return (f"table '{self.reader.name}' column '{page.column}' file {page.location.path} "
+                f"page {page.row_group} (row group {page.row_group})")
+
+    def _read_verified(self, page: _Page, runs: list[np.ndarray]) -> None:
+        """Read the page's padded bytes into ``runs`` (in order) and check its CRC."""
+        loc = page.location
+        try:
+            done = 0
+            for run in runs:
+                if self.direct:
+                    read_range(loc.path, loc.offset + done, run.shape[0], out=run)
+                else:
+                    _read_buffered(loc.path, loc.offset + done, run)
+                done += run.shape[0]
+        except CorruptDataError as e:
+            raise CorruptDataError(f"{self._where(page)}: {e}") from None
+        except FileNotFoundError:
+            raise CorruptDataError(f"{self._where(page)}: column file is missing (was this version removed "
+                                   "by a later commit? reopen the table)") from None
+        crc, left = 0, loc.length
+        for run in runs:
+            if left <= 0:
+                break
+            n = min(left, run.shape[0])
+            crc = zlib.crc32(memoryview(run[:n]), crc)
+            left -= n
+        if crc & 0xFFFFFFFF != loc.checksum:
+            raise CorruptDataError(f"{self._where(page)}: checksum mismatch (data is damaged)")

@@ -1,0 +1,136 @@
+"""What a GPU scan knows and counts about the pages it moves (used by ``stream.py``, the batched
+delivery of ``stream_batch.py`` and ``cache/pages.py``): the per-scan statistics, one page in flight,
+the layout facts of a page as the manifest records them, and the Column shapes a scan hands out."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hetdb.cache.base import PageKey
+from hetdb.cache.host_cache import HostPage
+from hetdb.cache.router import Route
+from hetdb.column import Column
+from hetdb.errors import CorruptDataError
+from hetdb.storage.format import PageLocation
+
+
+@dataclass
+class StreamStats:
+    """What one scan moved, by where each page came from."""
+
+    row_groups: int = 0
+    rows: int = 0
+    pages_read: int = 0
+    bytes_read: int = 0        # padded bytes read from storage
+    pages_cached: int = 0
+    bytes_cached: int = 0      # device bytes served from the device cache
+    pages_host: int = 0        # pages served from the pinned host tier (no storage read)
+    bytes_host: int = 0        # bytes copied to the device out of the host tier (hits)
+    pages_loaded: int = 0      # of pages_read: read into the host tier (the others went through the ring)
+    bytes_h2d: int = 0         # bytes copied host -> device
+    seconds: float = 0.0       # wall time from the first request to the last row group handed out
+
+    @property
+    def bytes_delivered(self) -> int:
+        return self.bytes_h2d + self.bytes_cached
+
+    def as_dict(self) -> dict[str, float]:
+        return {"row_groups": self.row_groups, "rows": self.rows, "pages_read": self.pages_read,
+                "bytes_read": self.bytes_read, "pages_cached": self.pages_cached,
+                "bytes_cached": self.bytes_cached, "pages_host": self.pages_host,
+                "bytes_host": self.bytes_host, "pages_loaded": self.pages_loaded,
+                "bytes_h2d": self.bytes_h2d, "seconds": self.seconds}
+
+
+@dataclass(slots=True)
+class _Page:
+    """One (column, row group) page in flight."""
+
+    column: str
+    row_group: int
+    key: PageKey
+    location: PageLocation
+    encoding: str
+    sections: dict[str, list[int]]
+    num_rows: int
+    value: Column | None = None          # cache hit (pinned) or finished device Column
+    slot_offset: int = 0                 # where its bytes go in the slot's pinned buffer
+    future: Future | None = None
+    cached: bool = False                 # value is a pinned cache entry
+    transient_bytes: int = 0             # reserved against the budget outside the cache
+    host: HostPage | None = None         # pinned host-tier page the bytes are copied from
+    loading: bool = False                # ``future`` loads the page into the host tier (else the ring)
+    codec: str = "plain"                 # encoding of the data section (hetdb.codec)
+    route: Route = Route.DISK_DIRECT     # the router's decision
+    host_key: PageKey | None = None      # its key in the host tier (default: made from the reader)
+    device_bytes: int | None = None      # device bytes once delivered (default: computed)
+    admitted: bool | None = None         # a batched delivery's cache verdict, reserved, not yet used
+
+
+@dataclass
+class _RowGroup:
+    index: int
+    slot: int
+    pages: list[_Page] = field(default_factory=list)
+
+
+def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[int]]]:
+    """(encoding, sections) of a page, as recorded in the manifest (see storage/pages.py)."""
+    sections = reader.page_sections(column, rg)
+    return reader.page_encoding(column, rg), {k: list(v) for k, v in sections.items()}
+
+
+def page_codec(reader: Any, column: str, rg: int) -> str:
+    """The codec of a page's data section ("plain" for readers that predate compression)."""
+    get = getattr(reader, "page_codec", None)
+    return "plain" if get is None else get(column, rg)
+
+
+def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sections: dict, n: int,
+                      codec: str, compressed: bool = False) -> int:
+    """Device bytes a page keeps once delivered: the raw page (plain: its arrays view it; an encoded
+    page kept compressed, see ``keeps_compressed``) or the decoded values (an encoded data section),
+    plus the unpacked validity."""
+    validity = n if "validity" in sections else 0
+    if codec == "plain" or (compressed and keeps_compressed(codec, sections)):
+        return loc.length + validity
+    return n * np.dtype(reader.column(column).dtype.numpy_dtype).itemsize + validity
+
+
+def keeps_compressed(codec: str, sections: dict) -> bool:
+    """With ``gpu_compressed_cache`` on: whether a page stays compressed in device memory (a kernel
+    decodes its data section in place) rather than being decoded on arrival."""
+    from hetdb.backend.gpu.encoded import KERNEL_CODECS
+
+    return codec in KERNEL_CODECS and "data" in sections and "offsets" not in sections
+
+
+
+def _view(buf: Any, dtype: Any, count: int, page: _Page) -> Any:
+    dtype = np.dtype(dtype)
+    if buf is None or int(buf.shape[0]) != count * dtype.itemsize:
+        raise CorruptDataError(f"column '{page.column}' page {page.row_group}: section size does not "
+                               f"match {count} values of {dtype}")
+    return buf.view(dtype)
+
+
+def _delivered(col: Column) -> Column:
+    """A page's Column as a scan hands it out: a compressed cache entry as a fresh EncodedColumn, so
+    what a consumer decodes from it is not kept in the cache."""
+    fresh = getattr(col, "fresh", None)
+    return col if fresh is None else fresh()
+
+
+def _column_nbytes(col: Column) -> int:
+    nbytes = getattr(col, "device_nbytes", None)
+    if nbytes is not None:  # an EncodedColumn: its page as cached, never a decoded copy
+        return int(nbytes)
+    total = 0
+    for arr in (col.data, col.validity, col.offsets, col.chars):
+        if arr is not None:
+            total += int(arr.nbytes)
+    return total

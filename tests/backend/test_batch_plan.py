@@ -1,0 +1,144 @@
+"""Batched GPU deliveries planned on the host (backend/gpu/batch_plan.py, no GPU): which row groups
+go together, and — by carrying a plan out with NumPy in place of the copies and kernels — that the
+layout, copies and page descriptors rebuild every column of several row groups exactly (plain and
+encoded pages, NULLs, dictionary codes, plain strings), and that damaged sections are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from batch_host import run_plan_on_host
+
+from hetdb import codec
+from hetdb import types as T
+from hetdb.backend.gpu.batch_plan import (
+    ALIGN,
+    ColumnSpecLite,
+    PageSpec,
+    coalesce,
+    delivery_bound,
+    plan_delivery,
+    plan_groups,
+    source_pieces,
+)
+from hetdb.column import Column
+from hetdb.errors import CorruptDataError
+from hetdb.storage.pages import encode_page
+
+
+def test_groups_close_at_the_link_target_and_respect_the_device_bound():
+    assert plan_groups([10] * 7, [1] * 7, 30, 100) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert plan_groups([10] * 5, [40] * 5, 1000, 100) == [[0, 1], [2, 3], [4]]
+    # a row group larger than the device bound goes alone; nothing is dropped
+    assert plan_groups([5, 5, 5], [10, 500, 10], 100, 100) == [[0], [1], [2]]
+    assert plan_groups([], [], 10, 10) == []
+    assert plan_groups([1] * 5, [1] * 5, 100, 100, max_group=2) == [[0, 1], [2, 3], [4]]
+    with pytest.raises(ValueError):
+        plan_groups([1], [], 10, 10)
+
+
+def test_source_pieces_split_a_section_across_runs_and_coalesce_merges_back_to_back_copies():
+    assert source_pieces([100], 10, 20) == [(0, 10, 20)]
+    assert source_pieces([64, 64, 64], 60, 70) == [(0, 60, 4), (1, 0, 64), (2, 0, 2)]
+    with pytest.raises(ValueError):
+        source_pieces([64], 60, 10)
+    assert coalesce([(1000, 0, 10), (1010, 10, 5), (2000, 15, 5), (2005, 21, 1), (0, 30, 0)]) == [
+        (1000, 0, 15), (2000, 15, 5), (2005, 21, 1)]
+
+
+def _page(col: Column, encoding: str = "plain", codecs=codec.CODECS):
+    raw, sections, length, data_codec, _ = encode_page(col, encoding, codecs)
+    return raw[:length].copy(), PageSpec(length, len(col), data_codec, sections, "test page")
+
+
+def test_a_plan_rebuilds_every_column_of_several_row_groups():
+    rng = np.random.default_rng(3)
+    sizes = [1500, 1025, 3, 2048]
+    ints, floats, flags, codes, strings, maybe = [], [], [], [], [], []
+    raws = [[] for _ in range(6)]
+    specs = [[] for _ in range(6)]
+    for r, n in enumerate(sizes):
+        cols = [
+            # runs (rle), sorted (delta), small range (for), random (plain) by row group
+            Column(T.INT32, data=[np.repeat(np.arange(n // 10 + 1, dtype=np.int32), 10)[:n],
+                                  np.sort(rng.integers(0, 10**6, n)).astype(np.int32),
+                                  rng.integers(0, 50, n).astype(np.int32),
+                                  rng.integers(-2**31, 2**31 - 1, n).astype(np.int32)][r]),
+            Column(T.FLOAT64, data=rng.normal(size=n)),
+            Column(T.BOOL, data=rng.random(n) < 0.5),
+            Column(T.STRING, data=rng.integers(0, 7, n).astype(np.int32),
+                   validity=(rng.random(n) < 0.8) if r % 2 else None),
+            _strings([f"s{r}-{i}-" + "x" * (i % 5) for i in range(n)], rng.random(n) < 0.9 if r != 1 else None),
+            Column(T.INT64, data=np.full(n, 7 + r, np.int64), validity=rng.random(n) < 0.5),
+        ]
+        for c, col in enumerate(cols):
+            raw, spec = _page(col, "dict" if c == 3 else "plain", () if c == 1 and r == 0 else codec.CODECS)
+            raws[c].append(raw)
+            specs[c].append(spec)
+        ints.append(cols[0].data)
+        floats.append(cols[1].data)
+        flags.append(cols[2].data)
+        codes.append((cols[3].data, cols[3].validity))
+        strings.append(cols[4])
+        maybe.append(cols[5])
+    assert "plain" in {s.codec for s in specs[0]} and len({s.codec for s in specs[0]}) >= 2  # mixed
+    lite = [ColumnSpecLite("i", 4), ColumnSpecLite("f", 8), ColumnSpecLite("b", 1), ColumnSpecLite("c", 4),
+            ColumnSpecLite("s", 0, string=True), ColumnSpecLite("m", 8)]
+    dtypes = [np.int32, np.float64, np.bool_, np.int32, None, np.int64]
+    plan = plan_delivery(lite, specs)
+    assert plan.rows == sum(sizes)
+    regions = [r for cp in plan.columns for r in (cp.data, cp.validity, cp.offsets, cp.chars) if r is not None]
+    assert all(off % ALIGN == 0 for off, _ in regions)
+    ends = sorted((off, off + ln) for off, ln in regions)
+    assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no two outputs overlap
+    # one launch of each kernel for the whole delivery: a descriptor per encoded page, per page of a
+    # column with NULLs, per plain-string page
+    encoded = sum(p.codec != "plain" for c in (0, 1, 2, 3, 5) for p in specs[c])
+    assert plan.decode.pages == encoded and plan.unpack.pages == 3 * len(sizes)
+    assert plan.rebase.pages == len(sizes)
+    assert plan.decode.most == max(p.num_rows for c in (0, 1, 2, 3, 5) for p in specs[c] if p.codec != "plain")
+    _, out = run_plan_on_host(plan, lambda ci, pi, off, n: raws[ci][pi][off:off + n], dtypes)
+    np.testing.assert_array_equal(out[0]["data"], np.concatenate(ints))
+    np.testing.assert_array_equal(out[1]["data"], np.concatenate(floats))
+    np.testing.assert_array_equal(out[2]["data"], np.concatenate(flags))
+    np.testing.assert_array_equal(out[3]["data"], np.concatenate([c for c, _ in codes]))
+    want_valid = np.concatenate([np.ones(len(c), bool) if v is None else v for c, v in codes])
+    np.testing.assert_array_equal(out[3]["validity"], want_valid)
+    text = [s for col in strings for s in col.to_arrow().to_pylist()]
+    got = Column(T.STRING, offsets=out[4]["offsets"], chars=out[4]["chars"], validity=out[4].get("validity"))
+    assert got.to_arrow().to_pylist() == text
+    np.testing.assert_array_equal(out[5]["validity"], np.concatenate([c.validity for c in maybe]))
+    np.testing.assert_array_equal(out[5]["data"][out[5]["validity"]],
+                                  np.concatenate([c.data[c.validity] for c in maybe]))
+    assert "validity" not in out[0] and "validity" not in out[1]
+    # every byte the plan copies is bounded by delivery_bound (the grouping's estimate)
+    bound = sum(delivery_bound(specs[c][r], max(lite[c].itemsize, 1), lite[c].string)
+                for c in range(6) for r in range(len(sizes)))
+    assert plan.nbytes <= bound + plan.desc.nbytes + ALIGN * 16
+
+
+def _strings(values, validity):
+    data = [v.encode() for v in values]
+    offsets = np.concatenate([[0], np.cumsum([len(d) for d in data])]).astype(np.int64)
+    return Column(T.STRING, offsets=offsets, chars=np.frombuffer(b"".join(data), np.uint8).copy(),
+                  validity=validity)
+
+
+def test_damaged_sections_are_refused():
+    col = Column(T.INT32, data=np.arange(100, dtype=np.int32))
+    raw, spec = _page(col, codecs=())
+    lite = [ColumnSpecLite("i", 4)]
+    short = PageSpec(spec.length, 101, "plain", spec.sections, "page 3")
+    with pytest.raises(CorruptDataError, match="page 3: section size"):
+        plan_delivery(lite, [[short]])
+    outside = PageSpec(16, 100, "plain", spec.sections, "page 4")
+    with pytest.raises(CorruptDataError, match="page 4: section data lies outside"):
+        plan_delivery(lite, [[outside]])
+    s = _strings(["a", "bc"], None)
+    raw, sspec = _page(s)
+    bad = PageSpec(sspec.length, 3, "plain", sspec.sections, "page 5")
+    with pytest.raises(CorruptDataError, match="page 5"):
+        plan_delivery([ColumnSpecLite("s", 0, string=True)], [[bad]])
+    with pytest.raises(ValueError):
+        plan_delivery([ColumnSpecLite("i", 4), ColumnSpecLite("j", 4)],
+                      [[spec], [PageSpec(spec.length, 99, "plain", spec.sections)]])

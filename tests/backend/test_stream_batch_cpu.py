@@ -1,0 +1,232 @@
+"""The streamer's batched iteration (backend/gpu/stream_batch.py) without a GPU: CuPy's streams and
+events are stand-ins, the pinned memory is plain memory, and ``run_delivery`` carries each plan out
+with NumPy (tests/backend/batch_host.py) straight from the host addresses the streamer hands it. What
+runs for real: grouping, routing, ring-slot layout, O_DIRECT reads with CRC checks, the host tier,
+budget reservations and releases, pins, early stops. Every batch must equal the host reader's row
+groups concatenated; the kernels themselves are checked on the GPU (test_gpu_stream_batch.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import types
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from batch_host import run_plan_on_host
+
+from hetdb import types as T
+from hetdb.backend.gpu import batch as gpu_batch
+from hetdb.backend.gpu import memory as gpu_memory
+from hetdb.backend.gpu import stream as gpu_stream
+from hetdb.backend.gpu.memory import DeviceMemoryBudget
+from hetdb.cache import HostPageCache
+from hetdb.cache.router import PageRouter
+from hetdb.errors import CorruptDataError
+from hetdb.storage import ColumnSpec, Database
+
+RPP = 4096
+ROWS = 4 * RPP + 700
+COLUMNS = ["c_rle", "c_delta", "c_plain", "c_nulls", "c_flag", "c_f64", "s_dict", "s_plain"]
+
+
+class _Event:
+    done = True
+
+    def record(self, stream=None) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
+class _Stream:
+    ptr = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_event(self, event) -> None:
+        pass
+
+
+class _Device:
+    id = 0
+
+    def __init__(self, *args) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _host_run_delivery(plan, sources, dtypes, stream):
+    def fetch(ci, pi, off, n):
+        out = np.empty(n, np.uint8)
+        start = 0
+        for addr, ln in sources[ci][pi]:
+            lo, hi = max(off, start), min(off + n, start + ln)
+            if lo < hi:
+                run = np.ctypeslib.as_array((ctypes.c_uint8 * ln).from_address(addr))
+                out[lo - off:hi - off] = run[lo - start:hi - start]
+            start += ln
+        return out
+
+    return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes])
+
+
+@pytest.fixture()
+def fake_gpu(monkeypatch):
+    cuda = types.SimpleNamespace(Device=_Device, Event=lambda disable_timing=True: _Event(),
+                                 get_current_stream=lambda: _Stream())
+    monkeypatch.setitem(__import__("sys").modules, "cupy", types.SimpleNamespace(cuda=cuda, asarray=np.asarray))
+    monkeypatch.setattr(gpu_stream, "copy_stream", lambda device_id: _Stream())
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
+    monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
+    monkeypatch.setattr(gpu_memory, "pinned_empty", lambda shape, dtype=np.uint8: np.empty(shape, dtype))
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    n = ROWS
+    cols = {
+        "c_rle": (T.INT64, pa.array(np.repeat(rng.integers(0, 1 << 40, n // 20 + 1), 20)[:n])),
+        "c_delta": (T.INT64, pa.array(np.sort(rng.integers(-10**12, 10**12, n)))),
+        "c_plain": (T.INT64, pa.array(rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n))),
+        "c_nulls": (T.INT32, pa.array(rng.integers(0, 100, n).astype(np.int32), mask=rng.random(n) < 0.3)),
+        "c_flag": (T.BOOL, pa.array(rng.random(n) < 0.5)),
+        "c_f64": (T.FLOAT64, pa.array(rng.standard_normal(n))),
+        "s_dict": (T.STRING, pa.array(rng.choice(["red", "green", "blue", None], n).tolist())),
+        "s_plain": (T.STRING, pa.array([None if i % 17 == 0 else f"n{i}-{'x' * (i % 9)}" for i in range(n)])),
+    }
+    db = Database.open(str(tmp_path_factory.mktemp("batches-cpu") / "db"), create=True)
+    with db.create_table("t", [ColumnSpec(k, t) for k, (t, _) in cols.items()], rows_per_page=RPP) as w:
+        w.append_arrow(pa.table({k: a for k, (_, a) in cols.items()}))
+    return db.table("t")
+
+
+def _tier() -> HostPageCache:
+    def allocate(nbytes: int) -> np.ndarray:  # 4096-aligned plain memory (O_DIRECT reads into it)
+        raw = np.empty(nbytes + 4096, np.uint8)
+        start = (-raw.ctypes.data) % 4096
+        return raw[start:start + nbytes]
+
+    return HostPageCache(64 << 20, block_bytes=16 << 10, chunk_bytes=1 << 20, allocate=allocate)
+
+
+def _want(reader, rgs):
+    parts = [reader.read_batch(COLUMNS, rg) for rg in rgs]
+    return {c: pa.concat_arrays([p[c].to_arrow() for p in parts]) for c in COLUMNS}
+
+
+def _scan(reader, budget, **kw):
+    steps, compared = [], 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=budget, **kw) as s:
+        for rgs, batch in s.batches():
+            steps.append(rgs)
+            want = _want(reader, rgs)
+            assert batch.num_rows == sum(reader.row_group_rows(r) for r in rgs)
+            assert budget.used_bytes > 0  # the delivery's buffer is reserved while in use
+            for c in COLUMNS:
+                assert batch[c].to_arrow().equals(want[c]), (c, rgs)
+                compared += batch.num_rows
+    return s, steps, compared
+
+
+def test_fixture_pages(reader):
+    # row group 0's s_plain page is dictionary-encoded (a first page always is), the others plain
+    assert [reader.page_encoding("s_plain", rg) for rg in range(5)] == ["dict"] + ["plain"] * 4
+    assert {reader.page_codec(c, rg) for c in COLUMNS for rg in range(5)} >= {"rle", "delta", "for", "plain"}
+
+
+@pytest.mark.parametrize("route", ["disk", "auto"])
+def test_batches_from_the_ring_and_the_host_tier_equal_the_reader(reader, fake_gpu, route):
+    b = DeviceMemoryBudget(1 << 30)
+    host = _tier() if route == "auto" else None
+    for attempt in range(2 if host else 1):  # with a host tier: loaded into it, then copied out of it
+        s, steps, compared = _scan(reader, b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4], host_cache=host,
+                                   router=PageRouter(route))
+        assert steps == [(1, 2, 3, 4)] and compared == (ROWS - RPP) * len(COLUMNS)
+        assert s.route_counts().deliveries == 1
+        assert b.used_bytes == 0
+        st = s.stats
+        assert st.row_groups == 4 and st.rows == ROWS - RPP
+        pages = 4 * len(COLUMNS)
+        if host is None:
+            assert st.pages_read == pages and s.route_counts().pages == {"disk_direct": pages}
+        elif attempt == 0:
+            assert st.pages_read == st.pages_loaded == pages
+        else:
+            assert st.pages_host == pages and st.pages_read == 0
+            assert s.route_counts().pages == {"host_to_gpu": pages}
+    if host is not None:
+        assert host.pinned_bytes() == 0
+
+
+def test_a_group_with_mixed_string_encodings_is_not_batched(reader, fake_gpu, monkeypatch):
+    delivered = []
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_deliver",
+                        lambda self, rg: delivered.append(self.row_groups[rg.index]) or _raise())
+    b = DeviceMemoryBudget(1 << 30)
+    with pytest.raises(RuntimeError, match="per-row-group path"):
+        _scan(reader, b, batch_bytes=1 << 30, router=PageRouter("disk"))
+    assert delivered == [0]  # rg 0's dictionary page next to plain pages: row group by row group
+    assert b.used_bytes == 0
+
+
+def _raise():
+    raise RuntimeError("per-row-group path")
+
+
+def test_groups_follow_the_target_and_a_budget_quarter(reader, fake_gpu):
+    # a target just above the largest row group: every group closes at its second row group
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in range(1, 5))
+    b = DeviceMemoryBudget(1 << 30)
+    _, steps, _ = _scan(reader, b, batch_bytes=one + 1, row_groups=[1, 2, 3, 4], router=PageRouter("disk"))
+    assert steps == [(1, 2), (3, 4)]
+    small = DeviceMemoryBudget(1_200_000)  # a quarter holds less than one row group: one each
+    _, steps, _ = _scan(reader, small, batch_bytes=1 << 30, row_groups=[1, 2, 3], router=PageRouter("disk"))
+    assert steps == [(1,), (2,), (3,)]
+    assert small.used_bytes == 0
+
+
+def test_early_stop_and_errors_return_every_reservation_and_pin(reader, fake_gpu, tmp_path):
+    b = DeviceMemoryBudget(1 << 30)
+    host = _tier()
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in range(1, 5))
+    s = gpu_stream.PageStreamer(reader, COLUMNS, budget=b, host_cache=host, batch_bytes=one + 1,
+                                row_groups=[1, 2, 3, 4], depth=1)
+    rgs, batch = next(s.batches())
+    assert rgs == (1, 2) and b.used_bytes > 0
+    s.close()
+    assert b.used_bytes == 0 and host.pinned_bytes() == 0 and host.held_bytes == host.used_bytes
+
+    import shutil
+
+    from hetdb.storage import TableReader
+
+    copy = tmp_path / "v"
+    shutil.copytree(reader.path, copy)
+    damaged = TableReader(str(copy), reader.name, reader.version)
+    loc = damaged.page_location("c_plain", 3)
+    with open(loc.path, "r+b") as f:
+        f.seek(loc.offset + 10)
+        byte = f.read(1)
+        f.seek(loc.offset + 10)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(CorruptDataError, match=r"column 'c_plain'.*page 3.*checksum"):
+        with gpu_stream.PageStreamer(damaged, COLUMNS, budget=b, host_cache=host, batch_bytes=one + 1,
+                                     row_groups=[1, 2, 3, 4]) as s:
+            for _ in s.batches():
+                pass
+    assert b.used_bytes == 0 and host.pinned_bytes() == 0

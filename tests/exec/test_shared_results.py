@@ -1,0 +1,42 @@
+"""A subplan bound twice (a CTE referenced twice) runs once: the second pipeline takes the first
+one's result with its columns renamed (exec/shared_results.py); pipelines that differ in anything
+(a literal, a filter, an aggregate) each run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
+
+from diff_check import mismatch  # noqa: E402
+
+import hetdb  # noqa: E402
+
+SHARED = "the same subplan), not computed again"
+
+QUERIES = {
+    # q15's shape: the CTE's groups joined with their own maximum
+    "cte_twice": ("WITH r AS (SELECT a, sum(c) AS s FROM fact WHERE k > 100 GROUP BY a) "
+                  "SELECT r.a, r.s FROM r WHERE r.s = (SELECT max(s) FROM r)", 1),
+    "cte_self_join": ("WITH r AS (SELECT a, count(*) AS n, min(d) AS m FROM fact GROUP BY a) "
+                      "SELECT x.a, x.n, x.m, y.n, y.m FROM r x JOIN r y ON x.a = y.a + 1", 1),
+    # the same shape with another constant, filter or aggregate: nothing shared
+    "other_literal": ("SELECT x.a, x.s, y.s FROM (SELECT a, sum(c) AS s FROM fact WHERE k > 100 GROUP BY a) x "
+                      "JOIN (SELECT a, sum(c) AS s FROM fact WHERE k > 101 GROUP BY a) y ON x.a = y.a", 0),
+    "other_aggregate": ("SELECT x.a, x.s, y.s FROM (SELECT a, sum(c) AS s FROM fact GROUP BY a) x "
+                        "JOIN (SELECT a, max(c) AS s FROM fact GROUP BY a) y ON x.a = y.a", 0),
+}
+
+
+def test_a_subplan_bound_twice_runs_once(db, duck) -> None:
+    compared = 0
+    with hetdb.connect(db.path, device="cpu") as con:
+        for name, (sql, shared) in QUERIES.items():
+            got = con.sql(sql).arrow()
+            assert got.num_rows > 0, name
+            assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, name
+            text = con.explain(sql, analyze=True)
+            assert text.count(SHARED) == shared, f"{name}\n{text}"
+            compared += 1
+    assert compared == len(QUERIES)
