@@ -173,19 +173,60 @@ def test_batches_from_the_ring_and_the_host_tier_equal_the_reader(reader, fake_g
         assert host.pinned_bytes() == 0
 
 
-def test_a_group_with_mixed_string_encodings_is_not_batched(reader, fake_gpu, monkeypatch):
-    delivered = []
-    monkeypatch.setattr(gpu_stream.PageStreamer, "_deliver",
-                        lambda self, rg: delivered.append(self.row_groups[rg.index]) or _raise())
+def test_a_run_ends_where_a_string_column_changes_encoding(reader, fake_gpu):
     b = DeviceMemoryBudget(1 << 30)
-    with pytest.raises(RuntimeError, match="per-row-group path"):
-        _scan(reader, b, batch_bytes=1 << 30, router=PageRouter("disk"))
-    assert delivered == [0]  # rg 0's dictionary page next to plain pages: row group by row group
+    s, steps, compared = _scan(reader, b, batch_bytes=1 << 30, router=PageRouter("disk"))
+    # row group 0's s_plain page is dictionary-encoded, the others plain: two runs in one group
+    assert steps == [(0,), (1, 2, 3, 4)] and compared == ROWS * len(COLUMNS)
+    assert s.route_counts().deliveries == 2 and b.used_bytes == 0
+
+
+class _Verdicts:
+    """A device cache that admits the pages of some row groups (and holds nothing)."""
+
+    capacity_bytes = 1 << 40
+    stats = types.SimpleNamespace(admitted=0, evictions=0, bypassed=0)
+
+    def __init__(self, admit: set[int]) -> None:
+        self.admit, self.asked = admit, []
+
+    def get(self, key, pin=False):
+        return None
+
+    def kept_bytes(self) -> int:
+        return 0
+
+    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None) -> bool:
+        if key is None:
+            return False  # a dictionary: transient
+        self.asked.append((key.column, key.row_group))
+        return key.row_group in self.admit and key.column == "c_f64"
+
+    def release(self, nbytes) -> None:
+        raise AssertionError("an admitted page the stand-in per-page path took must not be released")
+
+
+def test_row_groups_with_admitted_pages_go_alone_the_others_in_runs(reader, fake_gpu, monkeypatch):
+    per_row_group = []
+
+    def deliver(self, rg):  # the per-page path (CuPy) stands in: the host reader's row group
+        rg_id = self.row_groups[rg.index]
+        per_row_group.append(rg_id)
+        for p in rg.pages:
+            assert p.admitted is not None  # the verdict asked with the group's is used, not asked again
+            p.admitted = None
+        return reader.read_batch(COLUMNS, rg_id)
+
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_deliver", deliver)
+    cache = _Verdicts({2})
+    b = DeviceMemoryBudget(1 << 30)
+    s, steps, compared = _scan(reader, b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4], cache=cache,
+                               router=PageRouter("auto"))  # no host tier: every page from the ring
+    assert steps == [(1,), (2,), (3, 4)] and per_row_group == [2]
+    assert compared == (ROWS - RPP) * len(COLUMNS)
+    # every page's verdict was asked once, in page order, before any was moved
+    assert cache.asked == [(c, rg) for rg in (1, 2, 3, 4) for c in COLUMNS]
     assert b.used_bytes == 0
-
-
-def _raise():
-    raise RuntimeError("per-row-group path")
 
 
 def test_groups_follow_the_target_and_a_budget_quarter(reader, fake_gpu):

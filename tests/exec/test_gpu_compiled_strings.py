@@ -75,6 +75,10 @@ QUERIES = {
                               "ON o.ck = c.k WHERE o.q < 5 GROUP BY c.name, c.addr",
     "top_k": "SELECT c.k, c.name, sum(o.amt) AS rev FROM ords o JOIN cust c ON o.ck = c.k GROUP BY c.k, c.name "
              "ORDER BY rev DESC, c.k LIMIT 20",
+    # the build side's string is also read by a LIKE in its own scan (not the compiled pipeline):
+    # compiled all the same (the H100 run of 14:00 showed it; it was expected refused before)
+    "like_on_build_string": "SELECT c.name, count(*) FROM ords o JOIN cust c ON o.ck = c.k "
+                            "WHERE c.name LIKE '%12%' GROUP BY c.name",
 }
 # LIKE on plain-string pages of the scanned table, in the kernel (TPC-H q13's o_comment NOT LIKE)
 LIKE_QUERIES = {
@@ -85,9 +89,6 @@ LIKE_QUERIES = {
     "exact_and_empty_pattern": "SELECT count(*) FROM cust WHERE addr LIKE 'addr 7 yyyyyyy' OR addr LIKE ''",
     "starts_with": "SELECT bal > 0 AS p, count(*) FROM cust WHERE starts_with(addr, 'addr 19') GROUP BY 1",
 }
-# the string is also read by an expression: refused (operator at a time), still the right answer
-REFUSED = {"like_on_string": "SELECT c.name, count(*) FROM ords o JOIN cust c ON o.ck = c.k "
-                             "WHERE c.name LIKE '%12%' GROUP BY c.name"}
 
 
 def _compare(con, duck, sql: str) -> str:
@@ -111,7 +112,7 @@ def test_string_columns_are_plain_and_cpu_matches_duckdb(sdb, sduck) -> None:
         encodings = [reader.page_encoding(name, rg) for rg in range(reader.num_row_groups)]
         assert encodings.count(DICT) < len(encodings), (name, encodings)
     with hetdb.connect(sdb.path) as con:
-        for sql in (*QUERIES.values(), *REFUSED.values(), *LIKE_QUERIES.values()):
+        for sql in (*QUERIES.values(), *LIKE_QUERIES.values()):
             _compare(con, sduck, sql)
 
 
@@ -124,9 +125,6 @@ def test_plain_string_group_keys_compiled_match_duckdb(sdb, sduck, options) -> N
         for sql in QUERIES.values():
             text = _compare(con, sduck, sql)
             compiled += any(COMPILED in line for line in text.splitlines() if "HashAggregate" in line)
-        for sql in REFUSED.values():
-            text = _compare(con, sduck, sql)
-            assert "plain (not dictionary-encoded) string" in text, text
         assert con._get_engine().device.memory.used == 0
     assert compiled == len(QUERIES), compiled
 
@@ -140,7 +138,9 @@ def test_like_on_plain_string_pages_compiled_match_duckdb(sdb, sduck, options) -
         for sql in LIKE_QUERIES.values():
             text = _compare(con, sduck, sql)
             lines = [line for line in text.splitlines() if "HashAggregate" in line]
-            compiled += any(COMPILED in line or "ran as compiled" in line for line in lines)
+            # a query without GROUP BY may take the dense fused kernel ("fused into one generated
+            # kernel") instead of the compiled one: either way the LIKE ran inside a kernel
+            compiled += any("generated kernel" in line or "ran as compiled" in line for line in lines)
             assert not any("plain (not dictionary-encoded) string page" in line for line in lines), text
         assert con._get_engine().device.memory.used == 0
     assert compiled == len(LIKE_QUERIES), compiled

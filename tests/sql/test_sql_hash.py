@@ -12,7 +12,7 @@ import pytest
 
 import hetdb
 from hetdb.bench.compare import compare_tables
-from hetdb.errors import UnsupportedError
+from hetdb.errors import OutOfRangeError, UnsupportedError
 
 SETUP = [
     "CREATE TABLE h (i INTEGER, b BIGINT, x DOUBLE, s VARCHAR, d DATE, ts TIMESTAMP, m DECIMAL(12,3), "
@@ -100,3 +100,26 @@ def test_grouping_by_a_raw_hash_is_refused_with_a_typed_error(engines):
     con, _ = engines
     with pytest.raises(UnsupportedError, match="more than 64 bits"):
         con.sql("SELECT hash(s) AS hk, count(*) FROM h GROUP BY hk").fetchall()
+
+
+UBIGINT_EXPRESSIONS = ["hash(s) % 10", "hash(i) + 1", "hash(s) // 3", "hash(i) - hash(i)", "-(hash(s) * 0)",
+                       "abs(hash(s))", "greatest(hash(s), 5)", "coalesce(hash(s), 5)", "hash(i) % 10 + (-5)",
+                       "hash(s) / 2", "CASE WHEN i > 0 THEN hash(s) ELSE 0 END"]
+
+
+def test_arithmetic_on_hashes_keeps_duckdbs_types(engines):
+    con, duck = engines
+    sql = "SELECT " + ", ".join(f"{e}, typeof({e})" for e in UBIGINT_EXPRESSIONS) + " FROM h"
+    got, want = con.sql(sql), duck.sql(sql)
+    assert got.types == want.types and "UBIGINT" in got.types
+    assert compare_tables(got.arrow(), want.to_arrow_table(), ordered=False) is None
+
+
+@pytest.mark.parametrize("expr,message", [("-hash(s)", "negation"), ("hash('x') % 10 - 20", "subtraction of UINT64"),
+                                          ("hash('apple') * 4", "multiplication of UINT64")])
+def test_leaving_ubigints_range_is_duckdbs_error(engines, expr, message):
+    con, duck = engines
+    with pytest.raises(OutOfRangeError, match=message):
+        con.sql(f"SELECT {expr} FROM h WHERE s <> ''").fetchall()
+    with pytest.raises(duckdb.OutOfRangeException, match=message):
+        duck.sql(f"SELECT {expr} FROM h WHERE s <> ''").fetchall()

@@ -104,7 +104,11 @@ def _greatest_least(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
         both = xp.logical_and(valid, v)
         data = xp.where(both, pick(data, x), xp.where(valid, data, x))
         valid = xp.logical_or(valid, v)
-    return Column(rt, data=data.astype(rt.numpy_dtype, copy=False),
+    from hetdb.exec.wide import is_object, narrow
+
+    if rt.is_wide and is_object(data):  # HUGEINT / UBIGINT past 64 bits: exact
+        data = narrow(data)
+    return Column(rt, data=data if is_object(data) else data.astype(rt.numpy_dtype, copy=False),
                   validity=None if bool(valid.all()) else valid)
 
 

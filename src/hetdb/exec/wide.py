@@ -29,6 +29,8 @@ def duck_name(t: DataType) -> str:
     """The type name DuckDB's overflow messages use."""
     if t.kind == "decimal":
         return f"DECIMAL({18 if t.precision <= T.MAX_DECIMAL_PRECISION else 38})"
+    if t == T.UBIGINT:
+        return "UINT64"
     return _DUCK.get(t.kind, t.sql_name())
 
 
@@ -40,6 +42,8 @@ def bounds(t: DataType) -> tuple[int, int]:
         return I64_MIN, I64_MAX
     if t.kind == "bool":
         return 0, 1
+    if t == T.UBIGINT:
+        return 0, 2**64 - 1
     if t.kind == "int128":
         return T.INT128_MIN, T.INT128_MAX
     limit = 10 ** t.precision - 1
@@ -193,7 +197,17 @@ def scale_up(xp, data: Any, k: int, rt: DataType, valid: Any) -> Any:
 
 
 def negate(xp, data: Any, rt: DataType, valid: Any, op: str) -> Any:
-    """-x or abs(x) with DuckDB's errors for the minimum of INTEGER / BIGINT."""
+    """-x or abs(x) with DuckDB's errors for the minimum of INTEGER / BIGINT (and for -x of a
+    UBIGINT other than 0)."""
+    if rt == T.UBIGINT:
+        if op == "abs":
+            return data
+        nonzero = data != 0
+        if valid is not None:
+            nonzero = nonzero & valid
+        if bool(nonzero.any()):
+            raise OutOfRangeError("Out of Range Error: Overflow in negation of numeric value!")
+        return data
     if is_object(data):
         res = -data if op == "neg" else np.abs(data)
         return check_range(xp, res, rt, valid, lambda v: f"Out of Range Error: Overflow in negation of {v}")

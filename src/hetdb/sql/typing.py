@@ -64,6 +64,8 @@ def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
     if ta.is_numeric and tb.is_numeric:
         if "float64" in (ta.kind, tb.kind):
             return T.FLOAT64
+        if _stays_ubigint(a, b):
+            return T.UBIGINT
         if ta.is_integer and tb.is_integer:
             return T.INT128 if "int128" in (ta.kind, tb.kind) else T.INT64
         da, db = as_decimal_type(a), as_decimal_type(b)
@@ -97,6 +99,14 @@ def common_of(exprs: list[Expr], what: str) -> DataType:
     return rep.dtype if rep is not None else T.INT32
 
 
+def _stays_ubigint(a: Expr, b: Expr) -> bool:
+    """A UBIGINT (hash()) with another UBIGINT or a non-negative integer constant stays UBIGINT."""
+    def fits(e: Expr) -> bool:
+        return e.dtype == T.UBIGINT or (isinstance(e, Literal) and e.dtype.is_integer
+                                        and isinstance(e.value, int) and 0 <= e.value < 2**64)
+    return T.UBIGINT in (a.dtype, b.dtype) and fits(a) and fits(b)
+
+
 def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]:
     """(type to cast a to, type to cast b to, result type) for add/sub/mul/div/intdiv/mod."""
     ta, tb = a.dtype, b.dtype
@@ -110,6 +120,8 @@ def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]
         return T.FLOAT64, T.FLOAT64, T.FLOAT64
     if "float64" in (ta.kind, tb.kind):
         return T.FLOAT64, T.FLOAT64, T.FLOAT64
+    if _stays_ubigint(a, b):  # DuckDB: hash(x) % 10, hash(x) + 1 are UBIGINT (errors past its range)
+        return T.UBIGINT, T.UBIGINT, T.UBIGINT
     if ta.is_integer and tb.is_integer:
         kinds = (ta.kind, tb.kind)
         w = T.INT128 if "int128" in kinds else T.INT64 if "int64" in kinds else T.INT32

@@ -3,13 +3,13 @@
 With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``; pages decoded on arrival, i.e. not
 ``gpu_compressed_cache``) the streamer groups consecutive row groups into deliveries of about
 ``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
-moves a group whose pages are all transient — none in the device cache, none the cache admits — as
-ONE delivery: one device allocation, the host->device copies of every section into its place, at
-most one launch of each batched kernel for all columns (``batch.py``). The consumer gets one Batch
-spanning the group's row groups. A group with a cached or admitted page, or with a string column
-whose pages mix dictionary and plain encodings, is delivered row group by row group as before (the
-cache keeps what it admits; its verdict is asked for every page of a group, in page order, before
-any page of the group is moved). Pages and bytes are counted per page in ``StreamStats`` and the
+moves each run of consecutive row groups whose pages are all transient — none in the device cache,
+none the cache admits — as ONE delivery: one device allocation, the host->device copies of every
+section into its place, at most one launch of each batched kernel for all columns (``batch.py``).
+The consumer gets one Batch spanning the run's row groups. A row group with a cached or admitted
+page is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
+is asked for every page of a group, in page order, before any page of the group is moved); a run
+also ends where a string column changes between dictionary and plain pages. Pages and bytes are counted per page in ``StreamStats`` and the
 route counts either way; ``RouteCounts.deliveries`` counts the steps.
 
 Ordering is that of the per-row-group pipeline: ``depth`` groups are scheduled ahead (their reads
@@ -157,37 +157,49 @@ class BatchedDelivery:
 
     # ---- delivery --------------------------------------------------------------------------------
     def _deliver_group(self, rgs: list[_RowGroup]) -> list[_Unit]:
+        """Deliver a scheduled group: row groups holding a cached page, or a page the cache admits,
+        go row group by row group (the cache keeps its own copy of such pages); each run of
+        consecutive others whose string columns agree on dictionary or plain pages goes as one
+        batch."""
         pages = [p for rg in rgs for p in rg.pages]
-        batched = not any(p.cached for p in pages) and self._uniform_strings(rgs)
-        if batched and self.cache is not None:
+        special = [any(p.cached for p in rg.pages) for rg in rgs]
+        if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
             first_reuse = self._first_reuse()
             for p in pages:
-                p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
-                                                first_reuse=first_reuse)
-            batched = not any(p.admitted for p in pages)
-            if batched:
-                for p in pages:
-                    p.admitted = None
-        if batched:
-            return [self._deliver_batch(rgs)]
+                if not p.cached:
+                    p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
+                                                    first_reuse=first_reuse)
+            special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
         units: list[_Unit] = []
+        i = 0
         try:
-            for rg in rgs:
-                batch = self._deliver(rg)
-                units.append(_Unit((self.row_groups[rg.index],), batch, rg=rg))
+            while i < len(rgs):
+                if special[i]:
+                    units.append(_Unit((self.row_groups[rgs[i].index],), self._deliver(rgs[i]), rg=rgs[i]))
+                    i += 1
+                    continue
+                j = i + 1
+                while j < len(rgs) and not special[j] and self._same_strings(rgs[i], rgs[j]):
+                    j += 1
+                for rg in rgs[i:j]:
+                    for p in rg.pages:
+                        p.admitted = None  # refused: nothing reserved in the cache
+                units.append(self._deliver_batch(rgs[i:j]))
+                i = j
         except BaseException:
             for unit in units:
                 self._retire_unit(unit)
-            rgs[:] = rgs[len(units):]  # the caller abandons the rest (delivered ones are retired)
+            rgs[:] = rgs[i:]  # the caller abandons the rest (delivered ones are retired)
             raise
         return units
 
-    def _uniform_strings(self, rgs: list[_RowGroup]) -> bool:
+    def _same_strings(self, a: _RowGroup, b: _RowGroup) -> bool:
+        """Whether every string column has dictionary pages in both row groups or plain in both."""
         for c, name in enumerate(self.columns):
             spec = self.reader.column(name)
-            if spec.dtype.kind == "string" and len({_string_plain(spec, rg.pages[c]) for rg in rgs}) > 1:
+            if spec.dtype.kind == "string" and _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c]):
                 return False
         return True
 
