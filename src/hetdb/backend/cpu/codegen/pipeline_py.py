@@ -141,6 +141,7 @@ class _Gen:
         self.em = Emitter(self._load, frozenset(dict_cids))
         self.probe_no = 0
         self.inner_probes: list[int] = []
+        self.outer: set[int] = set()             # left join probes (a row without a match goes on)
         self.key_signs: list[int] = []
 
     def _load(self, cid: str) -> Val | None:
@@ -150,6 +151,14 @@ class _Gen:
         elif cid in self.payload:
             p, j, c = self.payload[cid]
             name, mask, row = f"p{p}_b{j}", f"p{p}_b{j}_m", f"brow{p}"
+            if p in self.outer:
+                # a left join's row without a match (build row -1) reads NULL (the array's first
+                # entry stands in for the value: the build side is never empty here)
+                kind = c.dtype.kind
+                conv = "np.float64" if kind == "float64" else ("bool" if kind == "bool" else "np.int64")
+                safe = f"max({row}, 0)"
+                valid = f"{row} >= 0" + (f" and {mask}[{safe}]" if c.nullable else "")
+                return self.em.bind(f"{conv}({name}[{safe}])", valid, c.dtype)
         else:
             return None
         kind = c.dtype.kind
@@ -285,7 +294,7 @@ class _Gen:
             fields += ["direct", "lo"] if st.layout == "direct" else ["slots", "shift", "tkeys"]
             if st.packed:
                 fields += ["pmins", "psizes", "pstrides"]
-            if not st.unique and (st.kind == "inner" or st.residual is not None):
+            if not st.unique and (st.kind in ("inner", "left") or st.residual is not None):
                 fields += ["start", "order"]
             if st.mapped:
                 fields.append("vidx")
@@ -301,8 +310,10 @@ class _Gen:
     def _probe(self, st: Probe) -> None:
         em, p = self.em, self.probe_no
         self.probe_no += 1
-        if st.kind not in ("inner", "semi", "anti"):
+        if st.kind not in ("inner", "semi", "anti", "left"):
             raise ExprError(f"{st.kind} join is not compiled for the CPU")
+        if st.kind == "left" and st.residual is not None:
+            raise ExprError("a left join with a residual condition is not compiled for the CPU")
         keys = [em.value(k) for k in st.keys]
         if any(k.dtype.kind == "string" for k in keys):
             raise ExprError("string join keys are not compiled for the CPU")
@@ -365,6 +376,9 @@ class _Gen:
             em.emit(f"if {f} >= 0:")
             em.emit("    continue")
             return
+        if st.kind == "left":
+            self._outer(st, p)
+            return
         em.emit(f"if {f} < 0:")
         em.emit("    continue")
         if st.kind == "semi":
@@ -384,6 +398,23 @@ class _Gen:
             r = em.value(st.residual)
             em.emit(f"if not (({r.valid}) and {r.value}):")
             em.emit("    continue")
+
+    def _outer(self, st: Probe, p: int) -> None:
+        """A left join: each match, or one row with build row -1 (its payload NULL) without one."""
+        em, f = self.em, f"f{p}"
+        self.inner_probes.append(p)
+        self.outer.add(p)
+        if st.unique:
+            em.emit(f"brow{p} = p{p}_rep[{f}] if {f} >= 0 else np.int64(-1)")
+        else:
+            em.emit(f"for m{p} in range(p{p}_start[{f}] if {f} >= 0 else 0, p{p}_start[{f} + 1] if {f} >= 0 else 1):")
+            em.indent += 1
+            em.emit(f"brow{p} = p{p}_order[m{p}] if {f} >= 0 else np.int64(-1)")
+        if st.mapped:
+            em.emit(f"if brow{p} >= 0:")
+            em.emit(f"    brow{p} = p{p}_vidx[brow{p}]")
+        for j, c in enumerate(st.payload):
+            self.payload[c.cid] = (p, j, c)
 
     def _exists(self, st: Probe, p: int) -> None:
         """A semi / anti join with a residual: the key's build rows are tried until one meets it
