@@ -214,3 +214,38 @@ def test_every_kernel_here_compiles_with_nvcc(tmp_path):
     run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "e.o")],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-4000:]
+
+
+def test_env_switches_extensions_off_and_planning_refuses_with_the_reason():
+    import os
+    import sys
+
+    code = ("from hetdb.exec import compiled_features as f; "
+            "print(sorted(f.disabled)); print(f.off('keyless_join')); print(f.off('plain_like'))")
+    env = dict(os.environ, HETDB_GPU_COMPILE_OFF="keyless_join, count_distinct")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "['count_distinct', 'keyless_join']", out.stderr
+    assert "HETDB_GPU_COMPILE_OFF=keyless_join" in lines[1] and lines[2] == "None"
+
+
+def test_switched_off_keyless_join_is_a_refusal_naming_the_switch(monkeypatch):
+    from types import SimpleNamespace as NS
+
+    from hetdb.exec import compiled_features
+    from hetdb.exec.compiled import plan_compiled
+    from hetdb.exec.operators.aggregate import HashAggregate
+    from hetdb.exec.operators.base import OpStats
+    from hetdb.exec.operators.join import HashBuild, HashProbe
+
+    stats: dict[int, OpStats] = {}
+    side = NS(partitions=None, num_rows=1, batch=NS(columns={}))
+    ctx = NS(stat=lambda op_id: stats.setdefault(op_id, OpStats()), device=object(), results={7: side})
+    probe = HashProbe(kind="single", build=HashBuild(), build_pipeline=7, op_id=2)
+    pipe = NS(source=NS(), ops=[probe], sink=HashAggregate(keys=(), aggs=(), op_id=3))
+    plan, why = plan_compiled(ctx, pipe)
+    assert plan is not None and why == ""
+    monkeypatch.setattr(compiled_features, "disabled", {"keyless_join"})
+    plan, why = plan_compiled(ctx, pipe)
+    assert plan is None and "HETDB_GPU_COMPILE_OFF=keyless_join" in why
+    assert "HETDB_GPU_COMPILE_OFF=keyless_join" in stats[2].fused

@@ -483,6 +483,7 @@ class BatchCompiler:
         self.build_dicts: dict[str, Column] = {}
         self.why = ""                              # why the pipeline is not compiled
         self.refusals: dict[str, int] = {}         # why batches were not: reason -> batches
+        self.tables: _Tables | None = None         # one device table across the batches it takes
 
     def consume(self, b: Batch) -> bool:
         """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it (the reason
@@ -495,6 +496,8 @@ class BatchCompiler:
                 self.plan, self.why = plan_compiled(self.ctx, self.pipe)
                 if self.plan is not None:
                     self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
+                    if not self.plan.materialize and self.plan.mark_index is None:
+                        self.tables = _Tables(self.ctx, self.plan, self.probes)
         if self.plan is None:
             why = self.why or "the pipeline is not compiled"
             self.refusals[why] = self.refusals.get(why, 0) + 1
@@ -503,8 +506,15 @@ class BatchCompiler:
         if isinstance(kernel, str):
             self.refusals[kernel] = self.refusals.get(kernel, 0) + 1
             return False
-        _consume(self.ctx, self.plan, kernel, cids, b, self.probes, self.build_dicts, self.gsink, self.lsink)
+        if self.tables is None or not self.tables.consume(kernel, cids, b, self.probes, self.build_dicts,
+                                                          self.gsink, self.lsink):
+            _consume(self.ctx, self.plan, kernel, cids, b, self.probes, self.build_dicts, self.gsink, self.lsink)
         return True
+
+    def finish(self) -> None:
+        """Hand the groups the kept table holds to the aggregation (before its local state combines)."""
+        if self.tables is not None:
+            self.tables.finish(self.gsink, self.lsink)
 
 
 def _expansion(plan: CompiledPlan, probes: list) -> int:

@@ -572,6 +572,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
                 b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
             if b.num_rows:
                 run.push(b, 0, lops, lsink)
+    compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
