@@ -169,9 +169,15 @@ def _exact_target(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
 
 def _to_timestamp(arr: pa.Array) -> pa.Array:
+    """Timestamps as naive UTC microseconds. A nanosecond reference (DuckDB 2.0.1's avg(DATE) is a
+    TIMESTAMP_NS) is rounded to the nearest microsecond, hetdb's resolution."""
     if pa.types.is_timestamp(arr.type):
         if arr.type.tz is not None:
             arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC")).cast(pa.timestamp(arr.type.unit))
+        if arr.type.unit == "ns":
+            ns = np.asarray(arr.cast(pa.int64()).fill_null(0), dtype=np.int64)
+            us = (ns + 500) // 1000  # floor division: half rounds up, negatives too
+            return pa.array(us, pa.int64(), mask=np.asarray(arr.is_null())).cast(pa.timestamp("us"))
         return arr.cast(pa.timestamp("us"))
     return arr.cast(pa.timestamp("us"))
 
