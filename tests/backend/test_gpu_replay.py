@@ -43,7 +43,10 @@ def test_replayed_link_bytes_match_the_gpu(ssb_path, limit_mib, per_run):
     runs = [q for q in trace for _ in range(3)]
     predicted = replay(runs, limit, "benefit").link_bytes
     measured = []
-    with hetdb.connect(ssb_path, device="gpu", gpu_memory_limit=limit, reuse_fused_state=False) as con:
+    # gpu_batch_bytes=0: pages delivered row group by row group, as the replay models them (a batched
+    # delivery holds up to a quarter of the budget at once and evicts more)
+    with hetdb.connect(ssb_path, device="gpu", gpu_memory_limit=limit, reuse_fused_state=False,
+                       gpu_batch_bytes=0) as con:
         for _name, sql in queries:
             for _ in range(3):
                 res = con.sql(sql)

@@ -80,10 +80,12 @@ QUERIES = {
     "like_on_build_string": "SELECT c.name, count(*) FROM ords o JOIN cust c ON o.ck = c.k "
                             "WHERE c.name LIKE '%12%' GROUP BY c.name",
 }
-MIXED = "SELECT addr, count(*), sum(bal), min(k) FROM cust WHERE k % 3 <> 1 GROUP BY addr"
+# (no `%` in these queries: the GPU compiler does not take mod yet, which would send the whole pipeline
+# operator at a time for that reason instead of the one under test)
+MIXED = "SELECT addr, count(*), sum(bal), min(k) FROM cust WHERE k >= 3 GROUP BY addr"
 # LIKE on plain-string pages of the scanned table, in the kernel (TPC-H q13's o_comment NOT LIKE)
 LIKE_QUERIES = {
-    "not_like": "SELECT bal % 7 AS m, count(*), sum(k) FROM cust WHERE addr NOT LIKE '%y%y%' GROUP BY 1",
+    "not_like": "SELECT bal > 0 AS m, count(*), sum(k) FROM cust WHERE addr NOT LIKE '%y%y%' GROUP BY 1",
     "like_utf8_underscore": "SELECT count(*), min(k) FROM cust WHERE addr LIKE '%é_é%' OR addr LIKE 'addr 1_ %'",
     "prefix_and_null": "SELECT addr IS NULL AS n, count(*) FROM cust WHERE addr LIKE 'addr 1%' OR addr IS NULL "
                        "OR k < 3 GROUP BY 1",
