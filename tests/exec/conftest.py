@@ -9,16 +9,11 @@ import random
 import sys
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from hetdb import types as T
-from hetdb.storage import Database
-from hetdb.storage.format import ColumnSpec
-
 sys.path.insert(0, str(Path(__file__).parent))
-from exec_plan_helpers import check, col, output, run, scan  # noqa: E402,F401
+from exec_plan_helpers import check, col, duck_tables, output, run, scan, stored_tables  # noqa: E402,F401
 from reference_backend import ReferenceBackend  # noqa: E402
 
 N_FACT = 3000
@@ -54,21 +49,12 @@ TABLES = {"fact": _fact_table(), "dim": _dim_table()}
 
 @pytest.fixture(scope="session")
 def db(tmp_path_factory):
-    path = tmp_path_factory.mktemp("execdb")
-    database = Database.open(str(path), create=True)
-    for name, table in TABLES.items():
-        schema = [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema]
-        with database.create_table(name, schema, rows_per_page=256) as w:
-            w.append_arrow(table)
-    return database
+    return stored_tables(tmp_path_factory.mktemp("execdb"), TABLES)
 
 
 @pytest.fixture(scope="session")
 def duck():
-    con = duckdb.connect()
-    for name, table in TABLES.items():
-        con.register(name, table)
-    return con
+    return duck_tables(TABLES)
 
 
 @pytest.fixture(params=["cpu", "reference"])

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import duckdb
 import pyarrow as pa
 
+from hetdb import types as T
 from hetdb.bench.compare import compare_tables
 from hetdb.config import Options
 from hetdb.exec.engine import QueryEngine
 from hetdb.plan import logical as L
 from hetdb.plan.expr import ColumnRef, Field
+from hetdb.storage import Database
+from hetdb.storage.format import ColumnSpec
 
 
 def scan(db, table: str, columns: list[str], filters=(), alias: str | None = None) -> L.Scan:
@@ -50,3 +54,21 @@ def check(actual: pa.Table, duck, sql: str, ordered: bool = False, min_rows: int
     diff = compare_tables(actual, expected, ordered=ordered, float_rel_tol=1e-9)
     assert diff is None, f"{diff}\nSQL: {sql}"
     assert expected.num_rows >= min_rows, "the comparison compared too few rows"
+
+
+def stored_tables(path: str, tables: dict[str, pa.Table], rows_per_page: int = 256) -> Database:
+    """A new database at ``path`` holding ``tables`` (every column nullable)."""
+    database = Database.open(str(path), create=True)
+    for name, table in tables.items():
+        schema = [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema]
+        with database.create_table(name, schema, rows_per_page=rows_per_page) as w:
+            w.append_arrow(table)
+    return database
+
+
+def duck_tables(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with ``tables`` registered under their names (the reference)."""
+    con = duckdb.connect()
+    for name, table in tables.items():
+        con.register(name, table)
+    return con

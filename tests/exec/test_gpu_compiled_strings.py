@@ -10,19 +10,16 @@ import random
 import sys
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 
 from diff_check import mismatch  # noqa: E402
+from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
 
 import hetdb  # noqa: E402
-from hetdb import types as T  # noqa: E402
 from hetdb.backend.gpu import gpu_available  # noqa: E402
-from hetdb.storage import Database  # noqa: E402
-from hetdb.storage.format import ColumnSpec  # noqa: E402
 
 COMPILED = "compiled into one generated kernel"
 
@@ -49,21 +46,12 @@ TABLES = _tables()
 
 @pytest.fixture(scope="module")
 def sdb(tmp_path_factory):
-    path = tmp_path_factory.mktemp("plainstrings")
-    database = Database.open(str(path), create=True)
-    for name, table in TABLES.items():
-        schema = [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema]
-        with database.create_table(name, schema, rows_per_page=256) as w:
-            w.append_arrow(table)
-    return database
+    return stored_tables(tmp_path_factory.mktemp("plainstrings"), TABLES)
 
 
 @pytest.fixture(scope="module")
 def sduck():
-    con = duckdb.connect()
-    for name, table in TABLES.items():
-        con.register(name, table)
-    return con
+    return duck_tables(TABLES)
 
 
 QUERIES = {
