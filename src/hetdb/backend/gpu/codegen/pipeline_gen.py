@@ -214,18 +214,10 @@ class _Gen:
             if s.residual is None:
                 em.emit(f"if (ps{p} {'<' if s.kind == 'semi' else '>='} 0) continue;")
                 return
-            em.emit(f"bool hit{p} = false;")
-            em.open(f"if (ps{p} >= 0) for (i64 m{p} = b{p}_start[ps{p}]; "
-                    f"m{p} < b{p}_start[ps{p}] + b{p}_count[ps{p}]; ++m{p}) {{")
-            saved = dict(em.env)
-            em.emit(f"const i64 {brow} = b{p}_vidx == nullptr ? b{p}_rows[m{p}] : b{p}_vidx[b{p}_rows[m{p}]];")
-            r = em.value(self.sub(s.residual))
-            em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
-            em.close()
-            em.env = saved
-            em.emit(f"if ({'!' if s.kind == 'semi' else ''}hit{p}) continue;")
-            for inp in s.payload:
-                self.payload.pop(inp.cid)
+            self._semi_residual(p, s, brow,
+                                f"if (ps{p} >= 0) for (i64 m{p} = b{p}_start[ps{p}]; "
+                                f"m{p} < b{p}_start[ps{p}] + b{p}_count[ps{p}]; ++m{p}) {{",
+                                f"b{p}_vidx == nullptr ? b{p}_rows[m{p}] : b{p}_vidx[b{p}_rows[m{p}]]")
             return
         if s.kind == "mark":
             assert s.mark is not None
@@ -257,6 +249,22 @@ class _Gen:
             r = em.value(self.sub(s.residual))
             em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
 
+    def _semi_residual(self, p: int, s: ProbeStage, brow: str, loop: str, row_of_m: str) -> None:
+        """A semi/anti probe with a residual: try the candidate build rows (``loop`` opens the loop over
+        ``m{p}``; ``row_of_m`` is the build row of candidate m) until one meets the residual."""
+        em = self.em
+        em.emit(f"bool hit{p} = false;")
+        em.open(loop)
+        saved = dict(em.env)
+        em.emit(f"const i64 {brow} = {row_of_m};")
+        r = em.value(self.sub(s.residual))
+        em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
+        em.close()
+        em.env = saved
+        em.emit(f"if ({'!' if s.kind == 'semi' else ''}hit{p}) continue;")
+        for inp in s.payload:
+            self.payload.pop(inp.cid)
+
     def keyless_probe(self, p: int, s: ProbeStage) -> None:
         """A join without keys (a scalar subquery's one row, a small cross product): every build row
         matches every row; ``b{p}_n`` is the number of build rows (build row m is row m)."""
@@ -272,17 +280,7 @@ class _Gen:
             if s.residual is None:
                 em.emit(f"if (b{p}_n {'==' if s.kind == 'semi' else '>'} 0) continue;")
                 return
-            em.emit(f"bool hit{p} = false;")
-            em.open(f"for (i64 m{p} = 0; m{p} < b{p}_n; ++m{p}) {{")
-            saved = dict(em.env)
-            em.emit(f"const i64 {brow} = m{p};")
-            r = em.value(self.sub(s.residual))
-            em.emit(f"if (({r.valid}) && {r.value}) {{ hit{p} = true; break; }}")
-            em.close()
-            em.env = saved
-            em.emit(f"if ({'!' if s.kind == 'semi' else ''}hit{p}) continue;")
-            for inp in s.payload:
-                self.payload.pop(inp.cid)
+            self._semi_residual(p, s, brow, f"for (i64 m{p} = 0; m{p} < b{p}_n; ++m{p}) {{", f"m{p}")
             return
         outer = s.kind in ("left", "single")
         em.emit(f"const i64 pc{p} = b{p}_n > 0 ? b{p}_n : {1 if outer else 0};")
