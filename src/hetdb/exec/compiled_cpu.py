@@ -36,6 +36,7 @@ from hetdb.backend.cpu.codegen.pipeline_py import (
 from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Batch, Column
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
+from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
@@ -67,7 +68,7 @@ class _Plan:
     probes: list[tuple[Any, Any, list[Any]]]     # (HashProbe, BuildSide, payload Fields)
     key_dicts: list[str | None]                  # per group key: the dictionary column it reads
     kernels: dict[tuple, Any] = field(default_factory=dict)
-    luts: dict[tuple, tuple] = field(default_factory=dict)
+    bound: dict[int, BoundArgs] = field(default_factory=dict)  # per kernel (by id): its arguments
     refusals: dict[str, int] = field(default_factory=dict)
     compiled: int = 0
     fallback: int = 0
@@ -330,65 +331,11 @@ def _prefilter(t: Any) -> str:
     return "bitmap" if filter_of(t).bitmap else "bloom"
 
 
-def _lut(ctx: ExecContext, p: _Plan, lk: Any, d: Column) -> tuple[np.ndarray, np.ndarray]:
-    """(values, valid) of lookup ``lk`` over dictionary ``d``, plus one entry for a NULL string."""
-    key = (str(lk.expr), lk.cid, id(d))
-    hit = p.luts.get(key)
-    if hit is not None and hit[0] is d:
-        return hit[1], hit[2]
-    n = len(d)
-    codes = np.zeros(n + 1, np.int32)
-    codes[:n] = np.arange(n, dtype=np.int32)
-    validity = np.ones(n + 1, bool)
-    validity[n] = False
-    col = Column(T.STRING, data=codes, validity=validity, dictionary=d)
-    res = ctx.evaluator.cast(ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: col}, n + 1)), lk.expr.dtype)
-    dt = lk.expr.dtype
-    values = np.asarray(res.data)
-    values = values.astype(bool if dt.kind == "bool" else np.float64 if dt.kind == "float64" else np.int64)
-    valid = np.ones(n + 1, bool) if res.validity is None else np.asarray(res.validity, dtype=bool)
-    p.luts[key] = (d, values, valid)
-    return values, valid
-
-
 def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Column]) -> list[Any]:
-    dicts = {c: col.dictionary for c, col in cols.items() if col.dictionary is not None}
-    for _, side, pay in p.probes:
-        for f in pay:
-            d = side.batch.columns[f.cid].dictionary
-            if d is not None:
-                dicts[f.cid] = d
-    luts = [_lut(ctx, p, lk, dicts[lk.source]) for lk in kernel.lookups]
-    out = []
-    for a in kernel.args:
-        what = a[1]
-        if what == "input":
-            col = cols[a[2]]
-            out.append(col.data if a[3] == "data" else col.validity)
-        elif what == "lut":
-            out.append(luts[a[2]][0 if a[3] == "values" else 1])
-        elif what == "param":
-            out.append(kernel.params[a[2]])
-        elif what == "probe":
-            out.append(_probe_arg(p.probes[a[2]][1], a[3]))
-        else:
-            col = p.probes[a[2]][1].batch.columns[a[3]]
-            out.append(col.data if a[4] == "data" else col.validity)
-    return out
-
-
-def _probe_arg(side: Any, name: str) -> Any:
-    from hetdb.backend.cpu.join_filter import filter_of
-
-    t = side.table
-    return {
-        "rep": lambda: t.table.key_rep, "direct": lambda: t.direct, "lo": lambda: np.int64(t.direct_lo),
-        "slots": lambda: t.table.slots, "shift": lambda: t.table.shift, "tkeys": lambda: t.keys,
-        "pmins": lambda: t.pack[0], "psizes": lambda: t.pack[1], "pstrides": lambda: t.pack[2],
-        "start": lambda: t.start, "order": lambda: t.order, "vidx": lambda: side.valid_idx,
-        "fbits": lambda: filter_of(t).bits, "flo": lambda: np.int64(filter_of(t).lo),
-        "fsize": lambda: np.int64(filter_of(t).size), "fshift": lambda: np.uint64(64 - filter_of(t).shift),
-    }[name]()
+    bound = p.bound.get(id(kernel))
+    if bound is None or bound.kernel is not kernel:
+        bound = p.bound[id(kernel)] = BoundArgs(ctx, p.probes, kernel)
+    return bound.bind(cols)
 
 
 # ---- group tables -> partial states ---------------------------------------------------------------------
