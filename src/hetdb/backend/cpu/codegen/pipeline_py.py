@@ -46,6 +46,9 @@ class Input:
     dtype: DataType
     nullable: bool
     dictionary: bool = False
+    # a plain-string build column that is only a group key: read as the build row's number (the
+    # executor turns the group's row back into its string; equal strings merge in the aggregation)
+    rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,11 +161,13 @@ class _Gen:
                 conv = "np.float64" if kind == "float64" else ("bool" if kind == "bool" else "np.int64")
                 safe = f"max({row}, 0)"
                 valid = f"{row} >= 0" + (f" and {mask}[{safe}]" if c.nullable else "")
-                return self.em.bind(f"{conv}({name}[{safe}])", valid, c.dtype)
+                return self.em.bind(f"np.int64({safe})" if c.rows else f"{conv}({name}[{safe}])", valid, c.dtype)
         else:
             return None
         kind = c.dtype.kind
         conv = "np.float64" if kind == "float64" else ("bool" if kind == "bool" else "np.int64")
+        if c.rows:
+            return self.em.bind(f"np.int64({row})", f"{mask}[{row}]" if c.nullable else "True", c.dtype)
         return self.em.bind(f"{conv}({name}[{row}])", f"{mask}[{row}]" if c.nullable else "True", c.dtype)
 
     def generate(self) -> tuple[str, list[tuple], list[Slot], int, int]:
@@ -301,7 +306,8 @@ class _Gen:
             fields += {"bitmap": ["fbits", "flo", "fsize"], "bloom": ["fbits", "fshift"], "": []}[st.prefilter]
             args += [(f"p{p}_{f}", "probe", p, f) for f in fields]
             for j, c in enumerate(st.payload):
-                args.append((f"p{p}_b{j}", "payload", p, c.cid, "data"))
+                if not c.rows:
+                    args.append((f"p{p}_b{j}", "payload", p, c.cid, "data"))
                 if c.nullable:
                     args.append((f"p{p}_b{j}_m", "payload", p, c.cid, "validity"))
             p += 1
