@@ -439,6 +439,10 @@ class _Worker:
     def work(self) -> None:
         ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
         sink = pipe.sink
+        # one kernel thread per worker among several (the pool's threads keep whatever count they
+        # had: Numba's default is every core, so each worker's gathers, merges and fallback kernels
+        # started a team of `threads` OpenMP threads: 16 x 16 on 16 cores)
+        run.kernel_threads()
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
         lsink = sink.init_local(ctx, run.gsink)
         try:
