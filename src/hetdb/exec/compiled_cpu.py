@@ -169,8 +169,10 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
         if op.kind not in ("inner", "semi", "anti", "left") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
         if op.residual is not None and op.kind == "inner":
-            # measured on 2 cores: TPC-H q19's loop with its OR-of-ANDs residual took 119 ms of CPU
-            # where the operators take 50 (why is not established yet)
+            # measured on 2 cores (thread CPU, best of 7): TPC-H q19's loop took ~12 ms per 1M-row
+            # morsel against ~8 operator at a time; the residual reads build columns through two
+            # dependent lookups per row (table slot, the key's row), where the operators' column
+            # gathers overlap their cache misses
             return "an inner join with a residual condition runs operator at a time on the CPU (faster)"
         if op.residual is not None and op.kind not in ("semi", "anti") + MARK_KINDS:
             return f"a {op.kind} join with a residual condition is not compiled for the CPU"
@@ -667,6 +669,10 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p:
             _refuse(ctx, pipe, p)
         return run
+    for _, side, _ in p.probes:
+        # the probe's runtime filter is built here, on every kernel thread, before the workers
+        # start (else the first worker builds it on one thread while the others wait for it)
+        _prefilter(side.table)
     try:
         _go(ctx, run, p, pool, threads)
     except _Redo:
