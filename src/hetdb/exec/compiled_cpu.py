@@ -56,6 +56,8 @@ _DIRECT_NO_FILTER = 1 << 14
 # the most rows one input row may become through non-unique joins for the loop to take the pipeline
 # (its outputs must have room for them before the row starts)
 _MAX_EXPANSION = 1 << 20
+# the share of rows the first probe is expected to keep for the selection loop to test it (Probe.select)
+_SELECT_SHARE = (0.05, 0.95)
 # a worker's first output buffers of a materializing loop (they double when full)
 _FIRST_ROWS = 1 << 14
 
@@ -350,10 +352,11 @@ def _signature_kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool) 
                             for f in pay)
             # the marking probe runs as an inner one whose build rows the sink marks
             kind = "inner" if op.kind in MARK_KINDS else op.kind
+            first = not any(isinstance(x, Probe) for x in stages)
             stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, _prefilter(t),
-                                _residual(p, op)))
+                                _residual(p, op), first and _SELECT_SHARE[0] <= _pass_share(op, side) <= _SELECT_SHARE[1]))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:
