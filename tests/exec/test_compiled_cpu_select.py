@@ -17,7 +17,7 @@ from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
 
 import hetdb  # noqa: E402
 from hetdb.backend.cpu.codegen import pipeline_py  # noqa: E402
-from hetdb.exec import compiled_cpu  # noqa: E402
+from hetdb.exec import compiled_cpu_kernels  # noqa: E402
 
 
 def _tables() -> dict[str, pa.Table]:
@@ -58,7 +58,7 @@ def test_first_probe_in_the_selection_loop(tmp_path, monkeypatch) -> None:
         return cond
 
     monkeypatch.setattr(pipeline_py._Gen, "_probe_test", spy)
-    compiled_cpu._SPEC_KERNELS.clear()
+    compiled_cpu_kernels._SPEC_KERNELS.clear()
     for threads in (1, 3):
         with hetdb.connect(db.path, device="cpu", threads=threads) as con, \
                 hetdb.connect(db.path, device="cpu", threads=threads, cpu_compile=False) as ops:

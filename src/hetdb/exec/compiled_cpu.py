@@ -16,48 +16,32 @@ OutOfRangeError as ever. ``cpu_compile=False`` turns the path off.
 
 from __future__ import annotations
 
-import itertools
-import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from hetdb import types as T
-from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
-    Aggregate,
-    Input,
     Kernel,
-    Mark,
-    Materialize,
-    Probe,
-    Spec,
-    compile_spec,
 )
-from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Batch, Column
 from hetdb.exec.columns import slice_column, take
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
+from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, pass_share, prefilter, verdict
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
-from hetdb.plan.exprutil import substitute
 
 CPU_COMPILED = "compiled into one CPU loop"
-# direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
-_DIRECT_NO_FILTER = 1 << 14
 # the most rows one input row may become through non-unique joins for the loop to take the pipeline
 # (its outputs must have room for them before the row starts)
 _MAX_EXPANSION = 1 << 20
-# the share of rows the first probe is expected to keep for the selection loop to test it (Probe.select)
-_SELECT_SHARE = (0.05, 0.95)
 # a worker's first output buffers of a materializing loop (they double when full)
 _FIRST_ROWS = 1 << 14
 
@@ -84,8 +68,8 @@ class _Plan:
     run_key: str | None = None                   # the scan column that is the one (integer) group key
     run_morsels: int = 0                         # morsels grouped by key runs (no hash table)
     kernel_cols: list[str] = field(default_factory=list)  # the scan columns the loop itself reads
-    fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see _kernel
-    verdicts: tuple | None = None                # (filters' number, the reader's verdicts): see _verdict
+    fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see compiled_cpu_kernels.kernel_for
+    verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -221,13 +205,6 @@ def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None
     return c
 
 
-def _pass_share(op: Any, side: Any) -> float:
-    """The share of probe rows a probe is expected to let through: for a foreign key into a
-    dimension, the share of the dimension's rows the build kept (1 when unknown)."""
-    share = min(1.0, side.num_rows / side.scanned_rows) if side.scanned_rows else 1.0
-    return 1.0 - share if op.kind == "anti" else share
-
-
 def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
     """The stages with each run of consecutive probes that make at most one row per input row
     (unique inner, semi, anti) ordered by the share of rows they let through, smallest first: a
@@ -248,7 +225,7 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
         if len(run) > 1:
             made = {f.cid for op in run for f in op.right_fields}
             if not any(set().union(*(k.columns() for k in op.left_keys)) & made for op in run):
-                run.sort(key=lambda op: _pass_share(op, entry[id(op)][1]))
+                run.sort(key=lambda op: pass_share(op, entry[id(op)][1]))
         out.extend(("probe", op) for op in run)
         run.clear()
 
@@ -263,153 +240,6 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
     close()
     order = [x for kind, x in out if kind == "probe"]
     return out, [entry[id(op)] for op in order]
-
-
-# ---- per signature: the spec and its compiled function --------------------------------------------------
-def _runs(p: _Plan, cols: dict[str, Column]) -> int:
-    """When the morsel's group key column is sorted, without NULLs, the number of its key runs
-    (at least the groups it makes), else 0."""
-    if p.run_key is None:
-        return 0
-    col = cols[p.run_key]
-    data = col.data
-    if col.validity is not None or not isinstance(data, np.ndarray) or data.dtype.kind != "i":
-        return 0
-    return max(0, int(key_runs(data)))
-
-
-# zone-map verdicts of the row groups compiled scans read, per table reader (one per committed version:
-# a re-created table gets another) and (pushed filters' number, row group). Deciding one took 50-60 us
-# of GIL-held Python per morsel; a query run again (the same filters, the same version) finds it here.
-_VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_FILTER_SETS: dict[tuple, int] = {}   # pushed filters -> their number (never reused)
-_FILTER_NUMBERS = itertools.count()
-_VERDICT_LOCK = threading.Lock()
-_MAX_VERDICTS = 1 << 16
-
-
-def _verdict(ctx: ExecContext, src: TableScan, reader: Any, p: _Plan, rg: int) -> str:
-    if p.verdicts is None:
-        if not src.scan.filters or not ctx.options.zone_maps:
-            return src.verdict(ctx, reader, rg)
-        with _VERDICT_LOCK:
-            number = _FILTER_SETS.get(src.scan.filters)
-            if number is None:
-                if len(_FILTER_SETS) >= _MAX_VERDICTS:
-                    _FILTER_SETS.clear()
-                number = _FILTER_SETS[src.scan.filters] = next(_FILTER_NUMBERS)
-            try:
-                table = _VERDICTS.setdefault(reader, {})
-            except TypeError:  # a reader that cannot be weakly referenced: decided per morsel
-                return src.verdict(ctx, reader, rg)
-        p.verdicts = (number, table)
-    number, table = p.verdicts
-    hit = table.get((number, rg))
-    if hit is None:
-        hit = src.verdict(ctx, reader, rg)
-        with _VERDICT_LOCK:
-            if len(table) >= _MAX_VERDICTS:
-                table.clear()
-            table[(number, rg)] = hit
-    return hit
-
-
-def _kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool = False) -> Kernel | str:
-    # a morsel's layout in a few booleans (the types of a table's columns do not change between its
-    # pages): building the full signature per morsel cost tens of us of GIL-held Python
-    fast = (runs, *[(cols[c].validity is not None, cols[c].dictionary is not None) for c in p.kernel_cols])
-    hit = p.fast_kernels.get(fast)
-    if hit is not None:
-        return hit
-    hit = p.fast_kernels[fast] = _signature_kernel(p, sink, cols, runs)
-    return hit
-
-
-def _signature_kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool) -> Kernel | str:
-    sig: list[Any] = [runs]
-    for c in p.base:
-        if c not in p.plan.referenced:
-            continue  # read only for the gather after the loop: any encoding will do
-        col = cols[c]
-        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
-    key = tuple(sig)
-    hit = p.kernels.get(key)
-    if hit is not None:
-        return hit
-    inputs = tuple(Input(c, t, nullable, d, plain=t.kind == "string" and not d) for c, t, nullable, d in sig[1:])
-    stages: list[Any] = []
-    probes = iter(p.probes)
-    for kind, x in p.stages:
-        if kind == "filter":
-            stages.append(("filter", x))
-        elif kind == "project":
-            stages.append(("project", tuple((f.cid, e) for f, e in x.exprs if f.cid in p.plan.produced)))
-        else:
-            op, side, pay = next(probes)
-            t = side.table
-            payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
-                                  side.batch.columns[f.cid].dictionary is not None, f.cid in p.plan.row_keys)
-                            for f in pay)
-            # the marking probe runs as an inner one whose build rows the sink marks
-            kind = "inner" if op.kind in MARK_KINDS else op.kind
-            first = not any(isinstance(x, Probe) for x in stages)
-            stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
-                                t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
-                                side.valid_idx is not None, payload, _prefilter(t),
-                                _residual(p, op), first and _SELECT_SHARE[0] <= _pass_share(op, side) <= _SELECT_SHARE[1]))
-    if p.marks is not None:
-        out: Any = Mark()
-    elif p.plan.materialize:
-        out = Materialize()
-    else:
-        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs), runs)
-    spec = Spec(inputs, tuple(stages), out)
-    try:
-        kernel: Any = _SPEC_KERNELS.get(spec)
-    except TypeError:  # a literal that does not hash: generated anew each time
-        kernel, spec = None, None
-    if kernel is None:
-        try:
-            kernel = compile_spec(spec)
-        except ExprError as e:
-            kernel = str(e)
-        if spec is not None:
-            if len(_SPEC_KERNELS) >= _MAX_SPEC_KERNELS:
-                _SPEC_KERNELS.clear()
-            _SPEC_KERNELS[spec] = kernel
-    p.kernels[key] = kernel
-    return kernel
-
-
-# generated loops by spec: a query run again reuses its kernels (generating the source of one took
-# about 0.3 ms, run before the first morsel of each pipeline)
-_SPEC_KERNELS: dict[Spec, Any] = {}
-_MAX_SPEC_KERNELS = 512
-
-
-def _residual(p: _Plan, op: Any) -> Expr | None:
-    """The probe's residual; the marking probe's over the loop's columns (its probe side through
-    the projections before it, which the loop does not compute for the marking probe)."""
-    if op.residual is None or op.kind not in MARK_KINDS:
-        return op.residual
-    return substitute(op.residual, p.plan.alias)
-
-
-def _prefilter(t: Any) -> str:
-    """Whether the loop tests the table's runtime join filter before probing it: always before a
-    hash probe, and before a direct table larger than the cache-resident bitmap would be."""
-    from hetdb.backend.cpu.join_filter import filter_of
-
-    if t.direct is not None and t.direct.shape[0] <= _DIRECT_NO_FILTER:
-        return ""
-    return "bitmap" if filter_of(t).bitmap else "bloom"
-
-
-def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Column]) -> list[Any]:
-    bound = p.bound.get(id(kernel))
-    if bound is None or bound.kernel is not kernel:
-        bound = p.bound[id(kernel)] = BoundArgs(ctx, p.probes, kernel)
-    return bound.bind(cols)
 
 
 # ---- group tables -> partial states ---------------------------------------------------------------------
@@ -502,7 +332,7 @@ class _Worker:
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
         rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
-        if _verdict(ctx, src, reader, self.p, rg) == "skip":
+        if verdict(ctx, src, reader, self.p, rg) == "skip":
             ctx.add(src.op_id, pages_skipped=len(src.scan.fields))
             return None
         n = reader.row_group_rows(rg) if rows is None else rows[1] - rows[0]
@@ -534,8 +364,8 @@ class _Worker:
                 if got is None:
                     continue
                 cols, n = got
-                runs = 0 if p.marks is not None or p.plan.materialize else _runs(p, cols)
-                kernel = _kernel(p, sink, cols, runs > 0)
+                runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
+                kernel = kernel_for(p, sink, cols, runs > 0)
                 if isinstance(kernel, str):
                     p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
                     p.fallback += 1
@@ -579,7 +409,7 @@ class _Worker:
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
                 self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs)
-            args = _arguments(ctx, p, kernel, cols)
+            args = arguments(ctx, p, kernel, cols)
             start = 0
             while True:
                 ng, err, start = kernel.fn(start, n, p.expansion, *args, *self.state)
@@ -608,7 +438,7 @@ class _Worker:
         ctx, p = self.ctx, self.p
         op = self.pipe.ops[p.marks]
         with Timer(ctx, op.op_id):
-            args = _arguments(ctx, p, kernel, cols)
+            args = arguments(ctx, p, kernel, cols)
             _, err, _ = kernel.fn(0, n, p.expansion, *args, marked_flags(ctx, self.run, p.marks), 0)
             if err == 1:
                 p.refusals["a value left its type"] = p.refusals.get("a value left its type", 0) + 1
@@ -622,7 +452,7 @@ class _Worker:
         build needs are gathered from them. False (nothing sunk) when the loop gave up on the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
         with Timer(ctx, sink.op_id):
-            args = _arguments(ctx, p, kernel, cols)
+            args = arguments(ctx, p, kernel, cols)
             width = 1 + len(kernel.inner_probes)
             if len(self.outs) != width:
                 self.outs = [np.empty(_FIRST_ROWS, np.int64) for _ in range(width)]
@@ -675,7 +505,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
     for _, side, _ in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)
-        _prefilter(side.table)
+        prefilter(side.table)
     try:
         _go(ctx, run, p, pool, threads)
     except _Redo:
