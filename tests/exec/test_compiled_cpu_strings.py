@@ -78,35 +78,3 @@ def test_plain_string_build_keys_group_by_build_row(sdb, threads) -> None:
             assert "plain (not dictionary-encoded)" not in text, f"{name}\n{text}"
             compared += 1
     assert compared == len(QUERIES)
-
-
-# string functions of plain-string pages of the scanned table (TPC-H q13's o_comment NOT LIKE, q22's
-# substring(c_phone, 1, 2) IN (...)): evaluated per morsel by the operators' kernels, read per row by
-# the loop
-SCAN_QUERIES = {
-    "not_like": "SELECT bal > 0 AS m, count(*), sum(k) FROM cust WHERE addr NOT LIKE '%z%z%' GROUP BY 1",
-    "like_utf8_underscore": "SELECT count(*), min(k) FROM cust WHERE addr LIKE '%é_é%' OR addr LIKE 'addr 1_ %'",
-    "prefix_and_null": "SELECT addr IS NULL AS n, count(*) FROM cust WHERE addr LIKE 'addr 1%' OR addr IS NULL "
-                       "OR k < 3 GROUP BY 1",
-    "substring_in": "SELECT substring(addr, 1, 6) IN ('addr 1', 'addr 2') AS p, count(*), sum(bal) FROM cust "
-                    "WHERE length(addr) > 12 GROUP BY 1",
-    "coalesce_plain": "SELECT coalesce(addr, 'none') LIKE 'addr 2%' AS p, count(*) FROM cust GROUP BY 1",
-}
-
-
-@pytest.mark.parametrize("threads", [1, 3])
-def test_string_functions_of_plain_scan_columns_in_the_loop(sdb, threads) -> None:
-    duck = duck_tables(TABLES)
-    compared = 0
-    with hetdb.connect(sdb.path, device="cpu", threads=threads) as con, \
-            hetdb.connect(sdb.path, device="cpu", threads=threads, cpu_compile=False) as ops:
-        for name, sql in SCAN_QUERIES.items():
-            got = con.sql(sql).arrow()
-            assert got.num_rows > 0, name
-            text = con.explain(sql, analyze=True)
-            assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, f"{name}\n{text}"
-            assert mismatch(got, ops.sql(sql).arrow(), ()) is None, name
-            agg = [line for line in text.splitlines() if "HashAggregate" in line]
-            assert any(CPU_COMPILED in line and "operator at a time" not in line for line in agg), f"{name}\n{text}"
-            compared += 1
-    assert compared == len(SCAN_QUERIES)

@@ -54,26 +54,10 @@ class BoundArgs:
             col = cols[cid]
             out[pos] = col.data if data else col.validity
         if self.lut_args:
-            luts = [self._rows(lk, cols) if lk.rows else self._lut(i, lk, cols)
-                    for i, lk in enumerate(self.kernel.lookups)]
+            luts = [self._lut(i, lk, cols) for i, lk in enumerate(self.kernel.lookups)]
             for pos, i, values in self.lut_args:
                 out[pos] = luts[i][1] if values else luts[i][2]
         return out
-
-    def _rows(self, lk: Any, cols: dict[str, Column]) -> tuple[None, np.ndarray, np.ndarray]:
-        """(None, values, valid) of lookup ``lk`` per row of the morsel's plain strings."""
-        col = cols[lk.source]
-        return (None, *self._evaluate(lk, col, len(col)))
-
-    def _evaluate(self, lk: Any, strings: Column, n: int) -> tuple[np.ndarray, np.ndarray]:
-        ev = self.ctx.evaluator
-        res = ev.cast(ev.evaluate(lk.expr, Batch({lk.cid: strings}, n)), lk.expr.dtype)
-        dt = lk.expr.dtype
-        values = np.asarray(res.data)
-        values = values.astype(bool if dt.kind == "bool" else np.float64 if dt.kind == "float64" else np.int64,
-                               copy=False)
-        valid = np.ones(n, bool) if res.validity is None else np.asarray(res.validity, dtype=bool)
-        return values, valid
 
     def _lut(self, i: int, lk: Any, cols: dict[str, Column]) -> tuple[Any, np.ndarray, np.ndarray]:
         """(dictionary, values, valid) of lookup ``lk`` over the dictionary of its source column,
@@ -88,8 +72,13 @@ class BoundArgs:
         codes[:n] = np.arange(n, dtype=np.int32)
         validity = np.ones(n + 1, bool)
         validity[n] = False
+        ev = self.ctx.evaluator
         strings = Column(T.STRING, data=codes, validity=validity, dictionary=d)
-        values, valid = self._evaluate(lk, strings, n + 1)
+        res = ev.cast(ev.evaluate(lk.expr, Batch({lk.cid: strings}, n + 1)), lk.expr.dtype)
+        dt = lk.expr.dtype
+        values = np.asarray(res.data)
+        values = values.astype(bool if dt.kind == "bool" else np.float64 if dt.kind == "float64" else np.int64)
+        valid = np.ones(n + 1, bool) if res.validity is None else np.asarray(res.validity, dtype=bool)
         self.luts[i] = (d, values, valid)
         return self.luts[i]
 

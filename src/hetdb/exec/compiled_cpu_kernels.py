@@ -108,12 +108,14 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
         if c not in p.plan.referenced:
             continue  # read only for the gather after the loop: any encoding will do
         col = cols[c]
+        if col.dtype.kind == "string" and col.dictionary is None:
+            return f"column {c} is a plain (not dictionary-encoded) string page"
         sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
     key = tuple(sig)
     hit = p.kernels.get(key)
     if hit is not None:
         return hit
-    inputs = tuple(Input(c, t, nullable, d, plain=t.kind == "string" and not d) for c, t, nullable, d in sig[1:])
+    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig[1:])
     stages: list[Any] = []
     probes = iter(p.probes)
     for kind, x in p.stages:

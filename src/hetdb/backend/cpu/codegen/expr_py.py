@@ -14,8 +14,7 @@ here) raises ExprError and the pipeline is not compiled.
 
 A subexpression over one dictionary string column with a non-string result (LIKE, comparisons with
 string literals, string functions) becomes a per-dictionary lookup table: the executor evaluates it
-once per dictionary with the operator kernels and the loop reads ``lut[code]``. Over a plain-string
-column (no dictionary) the executor evaluates it per morsel and the loop reads ``lut[i]``.
+once per dictionary with the operator kernels and the loop reads ``lut[code]``.
 
 Literals are parameters: each number, date, timestamp or decimal literal becomes an argument ``k<j>``
 of the function (``Emitter.params`` holds the values to pass), so the source, and with it the
@@ -65,8 +64,6 @@ class Lookup:
     expr: Expr
     cid: str       # the column ``expr`` reads
     source: str    # the input column whose dictionary it is (``cid`` may be a projection of it)
-    # over a plain-string input column: one entry per row of the morsel (the loop reads ``lut[i]``)
-    rows: bool = False
 
 
 def _scale(t: DataType) -> int:
@@ -83,14 +80,12 @@ class Emitter:
     """Emits the statements of one loop body. ``load(cid)`` emits the load of a column not in ``env``
     yet and returns its Val (None when unknown); ``dict_cids``: the dictionary-string columns."""
 
-    def __init__(self, load: Callable[[str], Val | None], dict_cids: frozenset[str],
-                 plain_cids: frozenset[str] = frozenset()) -> None:
+    def __init__(self, load: Callable[[str], Val | None], dict_cids: frozenset[str]) -> None:
         self.lines: list[str] = []
         self.indent = 2
         self.env: dict[str, Val] = {}
         self._load = load
         self.dict_cids = dict_cids
-        self.plain_cids = plain_cids          # plain-string input columns (read through row lookups)
         self.dict_alias: dict[str, str] = {}  # projected cid -> dictionary input it renames
         self.pending: dict[str, Expr] = {}    # projected cid -> its expression, not computed yet
         self.lookups: list[Lookup] = []
@@ -123,9 +118,6 @@ class Emitter:
             return
         if isinstance(expr, ColumnRef) and expr.cid in self.dict_cids:
             self.dict_cids = self.dict_cids | {cid}
-            self.dict_alias[cid] = self.dict_alias.get(expr.cid, expr.cid)
-        if isinstance(expr, ColumnRef) and expr.cid in self.plain_cids:
-            self.plain_cids = self.plain_cids | {cid}
             self.dict_alias[cid] = self.dict_alias.get(expr.cid, expr.cid)
         # computed where it is first used (a projection only the gather after the loop reads, or
         # that a filter drops first, costs nothing); expressions are pure, so the value is the same
@@ -165,20 +157,11 @@ class Emitter:
         if isinstance(expr, ColumnRef | Literal) or expr.dtype.kind == "string":
             return None
         cols = expr.columns()
-        if len(cols) != 1 or not cols <= (self.dict_cids | self.plain_cids):
+        if len(cols) != 1 or not cols <= self.dict_cids:
             return None
         (cid,) = cols
         if not self._has_string_op(expr):
             return None
-        if cid in self.plain_cids:
-            # the executor evaluates it over the morsel's strings with the operator kernels (LIKE
-            # is a nogil Numba loop) and the loop reads the row's entry
-            lk = Lookup(len(self.lookups), expr, cid, self.dict_alias.get(cid, cid), rows=True)
-            self.lookups.append(lk)
-            v = self.fresh()
-            self.emit(f"{v} = lut{lk.index}_v[i]")
-            self.emit(f"{v}_ok = lut{lk.index}_ok[i]")
-            return Val(v, f"{v}_ok", expr.dtype)
         code = self.column(cid)
         lk = Lookup(len(self.lookups), expr, cid, self.dict_alias.get(cid, cid))
         self.lookups.append(lk)

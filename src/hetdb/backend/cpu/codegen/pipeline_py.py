@@ -48,8 +48,6 @@ class Input:
     # a plain-string build column that is only a group key: read as the build row's number (the
     # executor turns the group's row back into its string; equal strings merge in the aggregation)
     rows: bool = False
-    # a plain-string column of the scan: read only through row lookups (expr_py), never loaded
-    plain: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,7 +128,7 @@ class _Gen(AggregateEmitter):
         for s in spec.stages:
             if isinstance(s, Probe):
                 dict_cids |= {p.cid for p in s.payload if p.dictionary}
-        self.em = Emitter(self._load, frozenset(dict_cids), frozenset(c.cid for c in spec.inputs if c.plain))
+        self.em = Emitter(self._load, frozenset(dict_cids))
         self.probe_no = 0
         self.inner_probes: list[int] = []
         self.outer: set[int] = set()             # left join probes (a row without a match goes on)
@@ -139,8 +137,6 @@ class _Gen(AggregateEmitter):
     def _load(self, cid: str) -> Val | None:
         if cid in self.inputs:
             i, c = self.inputs[cid]
-            if c.plain:
-                raise ExprError(f"plain-string column {cid} is read other than by a string function or LIKE")
             name, mask, row = f"c{i}", f"c{i}_m", "i"
         elif cid in self.payload:
             p, j, c = self.payload[cid]
@@ -245,7 +241,7 @@ class _Gen(AggregateEmitter):
         the error flag (a comparison, IN, AND/OR, a lookup), evaluated for every row of a block
         and combined with ``&``, so the CPU predicts no branch on the data."""
         em = self.em
-        saved = (em.lines, em.indent, dict(em.env), dict(em.pending), em.dict_cids, dict(em.dict_alias), em.plain_cids)
+        saved = (em.lines, em.indent, dict(em.env), dict(em.pending), em.dict_cids, dict(em.dict_alias))
         em.lines, em.indent = [], 3
         conds: list[str] = []
         taken = 0
@@ -277,7 +273,7 @@ class _Gen(AggregateEmitter):
             conds.append(f"({v.value})" if v.valid == "True" else f"({v.valid}) & ({v.value})")
             taken = k + 1
         lines = em.lines
-        em.lines, em.indent, em.env, em.pending, em.dict_cids, em.dict_alias, em.plain_cids = saved
+        em.lines, em.indent, em.env, em.pending, em.dict_cids, em.dict_alias = saved
         if not conds:
             return [], 0
         lines += ["            sel[k] = i", f"            k += np.int64({' & '.join(conds)})"]
@@ -315,8 +311,6 @@ class _Gen(AggregateEmitter):
     def _arguments(self) -> list[tuple]:
         args: list[tuple] = []
         for i, c in enumerate(self.spec.inputs):
-            if c.plain:
-                continue
             args.append((f"c{i}", "input", c.cid, "data"))
             if c.nullable:
                 args.append((f"c{i}_m", "input", c.cid, "validity"))
