@@ -21,7 +21,7 @@ import time
 
 import hetdb
 from hetdb.bench.suites import load_queries
-from hetdb.exec import compiled_cpu, pipeline
+from hetdb.exec import compiled_cpu, compiled_cpu_kernels, pipeline
 
 _local = threading.local()
 
@@ -72,7 +72,7 @@ def _wrap_work(cls) -> None:
 
 
 def _wrap_compile() -> None:
-    compile_spec = compiled_cpu.compile_spec
+    compile_spec = compiled_cpu_kernels.compile_spec
 
     def timed_compile(spec):
         k = compile_spec(spec)
@@ -88,7 +88,7 @@ def _wrap_compile() -> None:
         k.fn = run
         return k
 
-    compiled_cpu.compile_spec = timed_compile
+    compiled_cpu_kernels.compile_spec = timed_compile
 
 
 def _wrap_pipeline() -> None:
