@@ -3,6 +3,7 @@ population), arg_max/arg_min, string_agg, mode — computed per group by the win
 keys, the whole group as frame) before the aggregation, which then takes the group's (single) value.
 median of DATE/TIMESTAMP[TZ] values is the median of their microseconds (exact: a half at most),
 rounded half away from zero to a TIMESTAMP[TZ] as DuckDB.
+product/fsum/entropy: sql/host_aggs.py.
 bool_and/bool_or become min/max of a 0/1 CASE; approx_count_distinct is the exact count(DISTINCT).
 """
 
@@ -14,11 +15,13 @@ from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field, Literal
 from hetdb.plan.window import WHOLE_PARTITION, WindowCall
+from hetdb.sql import host_aggs as HA
 from hetdb.sql import typing as TY
 
 _STATS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
           exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
-HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS)
+HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS,
+            *HA.NODES)
 REWRITTEN = (exp.LogicalAnd, exp.LogicalOr, exp.ApproxDistinct)
 
 
@@ -77,12 +80,22 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
         f = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
         agg.aggs.append((f, picked))
     ref = ColumnRef(f.dtype, f.cid, True)
+    if call.op == "entropy":  # 0.0 over no rows too (the aggregation's max of no row is NULL)
+        return Call(T.FLOAT64, "coalesce", (ref, Literal(T.FLOAT64, 0.0)))
     # a median of instants: the interpolated microseconds rounded half away from zero, as DuckDB
     return ref if temporal is None else Call(temporal, "timestamp_from_micros", (ref,))
 
 
 def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
     x = b(node.this)
+    if type(node) in HA.OPS:
+        op = HA.OPS[type(node)]
+        if op == "entropy":
+            if x.dtype.kind == "interval":
+                raise UnsupportedError(f"{name} of INTERVAL values")
+            return WindowCall(T.FLOAT64, op, (Literal(T.INT32, None) if TY.is_null_literal(x) else x,),
+                              WHOLE_PARTITION)
+        return WindowCall(T.FLOAT64, op, (_numeric(x, name),), WHOLE_PARTITION)
     if isinstance(node, exp.Median | exp.PercentileCont):
         q = 0.5
         if isinstance(node, exp.PercentileCont):

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_stats as KS
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.sort import order_key
@@ -458,7 +459,7 @@ def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
 
 
 _GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-                "string_agg", "mode")
+                "string_agg", "mode", "product", "fsum", "entropy")
 
 
 def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -472,11 +473,18 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
                     missing=True)
     if op == "string_agg":
         return _string_agg(call, args, ps, pe)
-    if op == "mode":
+    if op in ("mode", "entropy"):
         key = _key(_HOST, x)
+        if op == "entropy":  # NaNs one value, -0.0 = 0.0
+            key = order_key(key, False) if key.dtype.kind == "f" else key
         order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
+        if op == "entropy":
+            return _int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
     data = np.asarray(x.data, dtype=np.float64)
+    if op in ("product", "fsum"):
+        out, ok = (KS.partition_product if op == "product" else KS.partition_kahan_sum)(data, valid, ps, pe)
+        return _int_column(np, call.dtype, out, ok)
     if op == "quantile_cont":
         n = ps.shape[0]
         order = _sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
