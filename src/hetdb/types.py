@@ -14,10 +14,11 @@ Physical layout per type (in memory and on disk):
   string                                     -> dictionary codes (int32) + dictionary, or offsets (int64) + bytes
   UBIGINT (kind int128, precision 64)       -> hash() results only, never stored: the HUGEINT layout
                                                 (values 0..2**64-1); Arrow uint64 in results
-  interval (INTERVAL)                        -> results only, never stored: 16 bytes per value held in a
-                                                complex128 array used as a plain container (int64
-                                                microseconds, then int32 days and int32 months packed in
-                                                one int64; exec/functions_interval.py packs and unpacks)
+  interval (INTERVAL)                        -> 16 bytes per value held in a complex128 array used as a
+                                                plain container (int64 microseconds, then int32 days and
+                                                int32 months packed in one int64;
+                                                exec/functions_interval.py packs and unpacks); stored
+                                                as those 16 bytes (plain pages, no zone map)
 """
 
 from __future__ import annotations
@@ -162,6 +163,9 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         return BOOL
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return STRING
+    if t == pa.month_day_nano_interval() or pa.types.is_duration(t):
+        return INTERVAL
     raise UnsupportedError(f"column {where or '?'} has Arrow type {t}, which hetdb cannot store "
-                           "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string)")
+                           "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string, "
+                           "interval)")
 

@@ -28,6 +28,7 @@ from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
+from hetdb.exec import functions_interval as IV
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
@@ -73,6 +74,9 @@ def _key(backend, col: Column):
         plain = to_plain(backend, col)
         codes, _, _ = backend.factorize_strings(plain.offsets, plain.chars)
         data = codes.astype(xp.int64)
+    elif col.dtype.kind == "interval":  # DuckDB's order: normalised microseconds (30-day months)
+        months, days, micros = IV.unpack(xp, col.data)
+        data = months * IV.US_MONTH + days * IV.US_DAY + micros
     else:
         data = col.data
         data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64, copy=False)
