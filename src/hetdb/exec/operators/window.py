@@ -107,14 +107,11 @@ def _sort_arrays(kern, backend, cols: list[Column], desc: list[bool], nulls_firs
 
 def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: int):
     """Stable sort order of the rows by ``arrays`` (the first ``n_part`` of them the PARTITION BY
-    keys), None where the rows are in that order already: compiled sorts on the CPU, the backend's
-    stable sort (CuPy's lexsort on a GPU) on the array path."""
+    keys), None where the rows are in that order already: compiled sorts on the CPU, packed-key
+    radix sorts on the array path (``ArrayKernels.sort_permutation``)."""
     if kern is K:
         return _presorted_permutation(arrays, desc, n, n_part)
-    xp = backend.xp
-    if not arrays or n == 0:
-        return xp.arange(n, dtype=xp.int64)
-    return backend.sort_indices([a.astype(xp.int64) for a in arrays], desc).astype(xp.int64)
+    return kern.sort_permutation(arrays, desc, n)
 
 
 def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
