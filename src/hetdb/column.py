@@ -119,6 +119,9 @@ class Column:
         data = np.asarray(self.data)
         if kind == "interval":
             return _interval_to_arrow(data, mask)
+        if kind == "list":  # Python lists of the elements' Python values
+            values = data.tolist() if mask is None else [None if m else v for v, m in zip(data.tolist(), mask)]
+            return pa.array(values, type=self.dtype.to_arrow())
         if self.dtype == T.UBIGINT:  # int64 data, or Python ints past 2**63 (hash values)
             values = data.astype(np.uint64) if data.dtype != object else \
                 np.array([0 if v is None else int(v) for v in data.tolist()], dtype=np.uint64)

@@ -3,7 +3,7 @@ population), arg_max/arg_min, string_agg, mode — computed per group by the win
 keys, the whole group as frame) before the aggregation, which then takes the group's (single) value.
 median of DATE/TIMESTAMP[TZ] values is the median of their microseconds (exact: a half at most),
 rounded half away from zero to a TIMESTAMP[TZ] as DuckDB.
-product/fsum/entropy: sql/host_aggs.py.
+product/fsum/entropy: sql/host_aggs.py; array_agg/list: sql/lists.py.
 bool_and/bool_or become min/max of a 0/1 CASE; approx_count_distinct is the exact count(DISTINCT).
 """
 
@@ -21,7 +21,7 @@ from hetdb.sql import typing as TY
 _STATS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
           exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
 HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS,
-            *HA.NODES)
+            *HA.NODES, exp.ArrayAgg)
 REWRITTEN = (exp.LogicalAnd, exp.LogicalOr, exp.ApproxDistinct)
 
 
@@ -65,7 +65,11 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
             temporal = T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP
             micros = TY.cast_to(Call(T.INT64, "epoch_units", (x, Literal(T.INT64, 1))), T.FLOAT64)
             call = WindowCall(T.FLOAT64, "quantile_cont", (micros, Literal(T.FLOAT64, 0.5)), WHOLE_PARTITION)
-    if temporal is None:
+    if isinstance(node, exp.ArrayAgg):
+        from hetdb.sql.lists import array_agg_call
+
+        call = array_agg_call(node, name, b)
+    elif temporal is None:
         call = string_agg_call(node, b) if isinstance(node, exp.GroupConcat) else statistic_call(node, name, b)
     for f, existing in agg.pre_windows:
         if existing == call:
@@ -74,7 +78,8 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
     else:
         wf = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
         agg.pre_windows.append((wf, call))
-    picked = AggCall(call.dtype, "max", ColumnRef(wf.dtype, wf.cid, True))
+    # every row of a group holds the group's value: max picks it (any, for LIST values that do not order)
+    picked = AggCall(call.dtype, "any" if call.dtype.kind == "list" else "max", ColumnRef(wf.dtype, wf.cid, True))
     f = next((f for f, existing in agg.aggs if existing == picked), None)
     if f is None:
         f = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)

@@ -174,6 +174,10 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):
             return HL.string_agg_call(func, bind)
+        if isinstance(func, exp.ArrayAgg):
+            from hetdb.sql.lists import array_agg_call
+
+            return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
     raise UnsupportedError(f"{name} as a window function")
 

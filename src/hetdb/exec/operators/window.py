@@ -460,7 +460,7 @@ def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
 
 
 _GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-                "string_agg", "mode", "product", "fsum", "entropy")
+                "string_agg", "mode", "product", "fsum", "entropy", "array_agg")
 
 
 def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -474,6 +474,8 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
                     missing=True)
     if op == "string_agg":
         return _string_agg(call, args, ps, pe)
+    if op == "array_agg":
+        return _array_agg(call, args, ps, pe)
     if op in ("mode", "entropy"):
         key = _key(_HOST, x)
         if op == "entropy":  # NaNs one value, -0.0 = 0.0
@@ -497,14 +499,29 @@ def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
     return _int_column(np, call.dtype, out, ok)
 
 
+def _ordered_values(x: Column, flags: str, keys, ps) -> list:
+    """``x``'s values (Python, None for NULL) with each partition's rows in the ORDER BY of ``keys``
+    (``flags``: 'd'/'a' and 'f'/'l' per key), ties and no keys in input order."""
+    k_arrays, k_desc = _sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
+    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], ps.shape[0])
+    return take(_HOST, x, order).to_arrow().to_pylist()
+
+
+def _array_agg(call: WindowCall, args, ps, pe) -> Column:
+    """Per row: the list of its partition's values, NULLs included, in the ORDER BY given (each
+    row of a partition refers to one list object)."""
+    n = ps.shape[0]
+    values = _ordered_values(args[0], call.args[1].value, args[2:], ps)
+    out = np.empty(n, dtype=object)
+    for s, e in zip(*(a.tolist() for a in np.unique(np.stack([ps, pe]), axis=1))):
+        out[s:e] = [values[s:e]] * (e - s)
+    return Column(call.dtype, data=out)
+
+
 def _string_agg(call: WindowCall, args, ps, pe) -> Column:
     """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
     n = ps.shape[0]
-    flags = call.args[2].value
-    keys = args[3:]
-    k_arrays, k_desc = _sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
-    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], n)
-    values = take(_HOST, args[0], order).to_arrow().to_pylist()
+    values = _ordered_values(args[0], call.args[2].value, args[3:], ps)
     sep = call.args[1].value
     out: list[str | None] = [None] * n
     start = 0
