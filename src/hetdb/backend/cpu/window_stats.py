@@ -72,20 +72,21 @@ def partition_entropy(order, key, valid, ps, pe):
     while i < n:
         s = ps[i]
         e = pe[i]
-        total = 0
         j = s
         while j < e and valid[order[j]]:
             j += 1
         total = j - s
-        h = 0.0
+        # DuckDB's formula: log2(n) - sum(c * log2(c)) / n (not exactly 0.0 for one value of some n)
+        acc = 0.0
         j = s
         while j < s + total:
             r = j
             while r < s + total and key[order[r]] == key[order[j]]:
                 r += 1
             c = float(r - j)
-            h += (c / total) * math.log2(total / c)
+            acc += c * math.log2(c)
             j = r
+        h = math.log2(total) - acc / total if total else 0.0
         for t in range(s, e):
             out[t] = h
         i = e
