@@ -173,3 +173,19 @@ def test_sort_permutation_with_cupy() -> None:
     import cupy
 
     assert _check_permutations(cupy, cupy.asnumpy) == 20
+
+
+def test_compiled_boundaries_across_chunks() -> None:
+    """The compiled loops' run bounds, computed chunk by chunk in parallel, on inputs large enough for
+    many chunks: runs longer than a chunk, a run per row, sparse and dense flags."""
+    rng = np.random.default_rng(11)
+    A = ArrayKernels(np)
+    checked = 0
+    for n, part_rate, peer_rate in [(100_003, 0.00002, 0.0001), (70_001, 1.0, 0.0), (65_537, 0.01, 0.5),
+                                    (90_000, 0.0, 0.0)]:
+        part_start = rng.random(n) < part_rate
+        part_start[0] = True
+        peer_start = rng.random(n) < peer_rate
+        _same(K.boundaries(part_start, peer_start), A.boundaries(part_start, peer_start))
+        checked += 1
+    assert checked == 4

@@ -22,28 +22,72 @@ _DIRECT_SUM_WIDTH = 32
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _fill_runs(starts, n, lo, hi):
-    """Rows of run r (from starts[r] to the next start) get the run's start and end."""
-    m = starts.shape[0]
-    for r in prange(m):
-        a = starts[r]
-        b = starts[r + 1] if r + 1 < m else n
+def _run_bounds(flags, chunks, lo, hi):
+    """Per row: the start of its run (the last flagged row at or before it) and the end (the next
+    flagged row after it, or n); ``flags[0]`` is set. Each chunk of rows scans forward and backward on
+    its own; a second pass fills in the rows whose run crosses a chunk border from the neighbouring
+    chunks' carries."""
+    n = flags.shape[0]
+    size = (n + chunks - 1) // chunks
+    for c in prange(chunks):
+        a = c * size
+        b = min(n, a + size)
+        last = -1
         for i in range(a, b):
-            lo[i] = a
-            hi[i] = b
+            if flags[i]:
+                last = i
+            lo[i] = last
+        nxt = -1
+        for i in range(b - 1, a - 1, -1):
+            hi[i] = nxt
+            if flags[i]:
+                nxt = i
+    carry_lo = np.zeros(chunks, np.int64)
+    carry_hi = np.full(chunks, n, np.int64)
+    cur = 0
+    for c in range(chunks):
+        carry_lo[c] = cur
+        b = min(n, c * size + size)
+        if b > c * size and lo[b - 1] >= 0:
+            cur = lo[b - 1]
+    cur = n
+    for c in range(chunks - 1, -1, -1):
+        carry_hi[c] = cur
+        a = c * size
+        if min(n, a + size) > a:
+            first = a if flags[a] else hi[a]  # the chunk's first flagged row, -1 for none
+            if first >= 0:
+                cur = first
+    for c in prange(chunks):
+        a = c * size
+        b = min(n, a + size)
+        for i in range(a, b):
+            if lo[i] < 0:
+                lo[i] = carry_lo[c]
+            if hi[i] < 0:
+                hi[i] = carry_hi[c]
 
 
 def boundaries(part_start, peer_start):
-    """Per row: partition start/end and peer-group start/end (ends exclusive); the runs are filled
-    in parallel."""
+    """Per row: partition start/end and peer-group start/end (ends exclusive), each from one
+    parallel pass over the flags (``part_start[0]`` is set)."""
     n = part_start.shape[0]
     ps = np.empty(n, np.int64)
     pe = np.empty(n, np.int64)
     gs = np.empty(n, np.int64)
     ge = np.empty(n, np.int64)
-    _fill_runs(np.flatnonzero(part_start), n, ps, pe)
-    _fill_runs(np.flatnonzero(part_start | peer_start), n, gs, ge)
+    chunks = max(1, min(kernel_threads() * 4, n // 4096))
+    _run_bounds(part_start, chunks, ps, pe)
+    _run_bounds(part_start | peer_start, chunks, gs, ge)
     return ps, pe, gs, ge
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def mark_changes(a, flags):
+    """Set ``flags[i]`` where ``a[i]`` differs from the row before."""
+    for i in prange(1, a.shape[0]):
+        if a[i] != a[i - 1]:
+            flags[i] = True
 
 
 @njit(cache=True)

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
 from hetdb.backend.cpu import window_stats as KS
+from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.sort import order_key
@@ -172,12 +173,16 @@ def _bits(ranges: list[tuple[int, int]]) -> int:
     return (total - 1).bit_length()
 
 
-def _starts(xp, arrays: list, n: int):
+def _starts(kern, xp, arrays: list, n: int):
+    """Flags of the rows where any of ``arrays`` changes (row 0 set)."""
     flags = xp.zeros(n, dtype=bool)
     if n:
         flags[0] = True
     for a in arrays:
-        flags[1:] |= a[1:] != a[:-1]
+        if kern is K:
+            K.mark_changes(a, flags)
+        else:
+            flags[1:] |= a[1:] != a[:-1]
     return flags
 
 
@@ -321,8 +326,8 @@ class WindowSink(Sink):
         if perm is not None:
             p_arrays = [backend.gather(a, perm) for a in p_arrays]
             o_arrays = [backend.gather(a, perm) for a in o_arrays]
-        part_start = _starts(xp, p_arrays, n)
-        peer_start = part_start | _starts(xp, o_arrays, n)
+        part_start = _starts(kern, xp, p_arrays, n)
+        peer_start = part_start | _starts(kern, xp, o_arrays, n)
         ps, pe, gs, ge = kern.boundaries(part_start, peer_start)
         out = batch if perm is None else take_batch(backend, batch, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
@@ -406,18 +411,18 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         shift = call.args[1].value
         idx = kern.shifted(ps, pe, -shift if op == "lag" else shift)
         if len(args) < 3:
-            return take(backend, args[0], idx, missing=True)
-        return _shifted_or_default(backend, args[0], args[2], idx)
+            return _pick(b, args[0], idx)
+        return _shifted_or_default(b, args[0], args[2], idx)
     if op in _GROUP_STATS:
         return _group_statistic(call, args, ps, pe)
     fs, fe = _frame(b, call, order, order_keys)
     if op == "first_value":
-        return take(backend, args[0], xp.where(fe > fs, fs, -1), missing=True)
+        return _pick(b, args[0], xp.where(fe > fs, fs, -1))
     if op == "last_value":
-        return take(backend, args[0], xp.where(fe > fs, fe - 1, -1), missing=True)
+        return _pick(b, args[0], xp.where(fe > fs, fe - 1, -1))
     if op == "nth_value":
         j = fs + (call.args[1].value - 1)
-        return take(backend, args[0], xp.where(j < fe, j, -1), missing=True)
+        return _pick(b, args[0], xp.where(j < fe, j, -1))
     if op == "count_star":
         return _int_column(xp, call.dtype, fe - fs)
     x = args[0]
@@ -426,7 +431,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         key = _key(backend, x)
         if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
             key = _order_key(kern, backend, key)
-        return take(backend, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"), missing=True)
+        return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
     counts = kern.prefix_counts(valid)
     cnt = counts[fe] - counts[fs]
     if op == "count":
@@ -443,8 +448,27 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
 
 
-def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
+def _compiled_take(b: _Bounds, *cols: Column) -> bool:
+    """The CPU's compiled gather applies: fixed-width host values, rows to take from."""
+    return b.kern is K and all(c.data is not None and c.dictionary is None and c.data.dtype != object
+                               and len(c) > 0 for c in cols)
+
+
+def _pick(b: _Bounds, x: Column, idx) -> Column:
+    """Rows ``idx`` of ``x``, NULL where ``idx`` is -1."""
+    if not _compiled_take(b, x):
+        return take(b.backend, x, idx, missing=True)
+    data, ok = KT.take_or(x.data, x.validity, idx)
+    return Column(x.dtype, data=data, validity=ok)
+
+
+def _shifted_or_default(b: _Bounds, x: Column, default: Column, idx) -> Column:
     """Row ``idx`` of ``x``, or of ``default`` where ``idx`` is -1 (lag/lead with a default)."""
+    backend = b.backend
+    if _compiled_take(b, x, default) and len(default) == idx.shape[0]:
+        data, ok = KT.take_or(x.data, x.validity, idx, default.data.astype(x.data.dtype, copy=False),
+                              default.validity)
+        return Column(x.dtype, data=data, validity=ok)
     xp = backend.xp
     n = idx.shape[0]
     if x.dtype.kind == "string" or x.dictionary is not None or default.dictionary is not None:
