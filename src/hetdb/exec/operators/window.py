@@ -33,7 +33,7 @@ from hetdb.exec import functions_interval as IV
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators import window_spill
+from hetdb.exec.operators import window_concat, window_spill
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.exec.window_array import BOUND_CODES, ArrayKernels, float_order_key
 from hetdb.plan.expr import Field, SortKey
@@ -267,7 +267,8 @@ class WindowSink(Sink):
                 work.close()
 
     def _concat(self, ctx: ExecContext, batches: list[Batch]) -> Batch:
-        return concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
+        threads = int(getattr(ctx.options, "threads", 0) or 0)
+        return window_concat.concat(ctx.backend, batches, [f.cid for f in self.fields], threads)
 
     def compute_on_host(self, ctx: ExecContext, load, nbytes: int) -> Batch | None:
         """On a GPU: one window partition (``load()``) past the device budget, computed on the host
@@ -432,8 +433,11 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
             key = _order_key(kern, backend, key)
         return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
-    counts = kern.prefix_counts(valid)
-    cnt = counts[fe] - counts[fs]
+    if x.validity is None:  # every row counts: no prefix sum and two gathers
+        cnt = fe - fs
+    else:
+        counts = kern.prefix_counts(valid)
+        cnt = counts[fe] - counts[fs]
     if op == "count":
         return _int_column(xp, call.dtype, cnt)
     data = x.data
