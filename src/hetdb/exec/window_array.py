@@ -98,6 +98,13 @@ class ArrayKernels:
     def _rows(self, n: int) -> Any:
         return self.xp.arange(n, dtype=self.xp.int64)
 
+    def run_bounds(self, flags: Any) -> tuple[Any, Any]:
+        """Per row: start and end (exclusive) of its run, runs starting where ``flags`` is set."""
+        if flags.shape[0] == 0:
+            e = self.xp.zeros(0, dtype=self.xp.int64)
+            return e, e
+        return _segments(self.xp, flags)
+
     def boundaries(self, part_start: Any, peer_start: Any) -> tuple[Any, Any, Any, Any]:
         """Per row: partition start/end and peer-group start/end (ends exclusive)."""
         xp = self.xp

@@ -68,18 +68,19 @@ def _run_bounds(flags, chunks, lo, hi):
                 hi[i] = carry_hi[c]
 
 
+def run_bounds(flags):
+    """Per row: the start and end (exclusive) of its run of rows, runs starting where ``flags`` is
+    set (``flags[0]`` is), from one parallel pass."""
+    n = flags.shape[0]
+    lo = np.empty(n, np.int64)
+    hi = np.empty(n, np.int64)
+    _run_bounds(flags, max(1, min(kernel_threads() * 4, n // 4096)), lo, hi)
+    return lo, hi
+
+
 def boundaries(part_start, peer_start):
-    """Per row: partition start/end and peer-group start/end (ends exclusive), each from one
-    parallel pass over the flags (``part_start[0]`` is set)."""
-    n = part_start.shape[0]
-    ps = np.empty(n, np.int64)
-    pe = np.empty(n, np.int64)
-    gs = np.empty(n, np.int64)
-    ge = np.empty(n, np.int64)
-    chunks = max(1, min(kernel_threads() * 4, n // 4096))
-    _run_bounds(part_start, chunks, ps, pe)
-    _run_bounds(part_start | peer_start, chunks, gs, ge)
-    return ps, pe, gs, ge
+    """Per row: partition start/end and peer-group start/end (ends exclusive)."""
+    return (*run_bounds(part_start), *run_bounds(part_start | peer_start))
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -326,10 +327,12 @@ class WindowSink(Sink):
         perm = _permutation(kern, backend, p_arrays + o_arrays, p_desc + o_desc, n, len(p_arrays))
         if perm is not None:
             p_arrays = [backend.gather(a, perm) for a in p_arrays]
-            o_arrays = [backend.gather(a, perm) for a in o_arrays]
         part_start = _starts(kern, xp, p_arrays, n)
-        peer_start = part_start | _starts(kern, xp, o_arrays, n)
-        ps, pe, gs, ge = kern.boundaries(part_start, peer_start)
+
+        def peer_start():  # only ranks, peers and RANGE frames need the ORDER BY keys' runs
+            keys = o_arrays if perm is None else [backend.gather(a, perm) for a in o_arrays]
+            return part_start | _starts(kern, xp, keys, n)
+
         out = batch if perm is None else take_batch(backend, batch, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
         permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
@@ -342,7 +345,7 @@ class WindowSink(Sink):
 
         sorted_order = [sort_col(c) for c in order]
         cols = dict(out.columns)
-        b = _Bounds(kern, backend, part_start, peer_start, ps, pe, gs, ge)
+        b = _Bounds(kern, backend, part_start, peer_start)
         for (f, call), a in zip(self.funcs, args):
             cols[f.cid] = _function(b, call, [sort_col(c) for c in a], sorted_order, self.order)
         return Batch(cols, n)
@@ -370,17 +373,30 @@ def host_kernels():
 ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES
 
 
-@dataclass(frozen=True)
 class _Bounds:
-    """One window's sorted rows: kernels, backend, partition/peer flags and per-row boundaries."""
-    kern: Any
-    backend: Any
-    part_start: Any
-    peer_start: Any
-    ps: Any
-    pe: Any
-    gs: Any
-    ge: Any
+    """One window's sorted rows: kernels, backend, partition/peer flags and per-row partition and
+    peer-group boundaries (ps/pe, gs/ge: start, end exclusive), each computed when first asked for
+    (large windows: every int64 array not made is memory not touched)."""
+
+    def __init__(self, kern: Any, backend: Any, part_start: Any, peers) -> None:
+        self.kern, self.backend, self.part_start, self._peers = kern, backend, part_start, peers
+
+    @cached_property
+    def peer_start(self) -> Any:
+        return self._peers()
+
+    @cached_property
+    def _partitions(self) -> tuple[Any, Any]:
+        return self.kern.run_bounds(self.part_start)
+
+    @cached_property
+    def _peer_groups(self) -> tuple[Any, Any]:
+        return self.kern.run_bounds(self.peer_start)
+
+    ps = property(lambda self: self._partitions[0])
+    pe = property(lambda self: self._partitions[1])
+    gs = property(lambda self: self._peer_groups[0])
+    ge = property(lambda self: self._peer_groups[1])
 
 
 def _int_column(xp, dtype, data, validity=None) -> Column:
@@ -389,20 +405,21 @@ def _int_column(xp, dtype, data, validity=None) -> Column:
 
 def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     op = call.op
-    kern, backend, ps, pe, gs, ge = b.kern, b.backend, b.ps, b.pe, b.gs, b.ge
+    kern, backend = b.kern, b.backend
     xp = backend.xp
-    n = ps.shape[0]
+    n = b.part_start.shape[0]
     if op == "row_number":
-        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - ps + 1)
+        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
     if op == "rank":
-        return _int_column(xp, call.dtype, gs - ps + 1)
+        return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
         return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
     if op == "percent_rank":
-        size = pe - ps
-        return _int_column(xp, call.dtype, xp.where(size > 1, (gs - ps) / xp.maximum(size - 1, 1), 0.0))
+        size = b.pe - b.ps
+        return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
-        return _int_column(xp, call.dtype, (ge - ps) / (pe - ps))
+        return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
+    ps, pe = b.ps, b.pe
     if op == "ntile":
         buckets = call.args[0].value
         if buckets is None:
@@ -563,7 +580,7 @@ def _string_agg(call: WindowCall, args, ps, pe) -> Column:
 
 
 def _frame(b: _Bounds, call: WindowCall, order, order_keys):
-    kern, xp, ps, pe, gs, ge = b.kern, b.backend.xp, b.ps, b.pe, b.gs, b.ge
+    kern, xp, ps, pe = b.kern, b.backend.xp, b.ps, b.pe
     fr = call.frame
     if fr.start == "unbounded_preceding" and fr.end == "unbounded_following":
         return ps, pe  # ROWS or RANGE: the whole partition
@@ -572,6 +589,7 @@ def _frame(b: _Bounds, call: WindowCall, order, order_keys):
     e_off = fr.end_n if fr.end_n is not None else 0
     if fr.kind == "rows":
         return kern.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
+    gs, ge = b.gs, b.ge
     if fr.start_n is None and fr.end_n is None:  # RANGE by peers: the bounds are the boundaries
         fs = {0: ps, 2: gs, 4: pe}[s_code]
         return fs, xp.maximum({0: ps, 2: ge, 4: pe}[e_code], fs)
