@@ -14,6 +14,13 @@ from numba import njit, prange
 
 from hetdb.backend.cpu.keys import kernel_threads
 
+
+def _out(n):
+    """An int64 output array allocated by NumPy (which asks for huge pages), not inside a kernel
+    (Numba's allocator faults every 4 KiB page in on first touch: 4x slower on large arrays)."""
+    return np.empty(n, np.int64)
+
+
 # Frame bound codes (plan.window.Frame sides).
 BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
                "unbounded_following": 4}
@@ -91,10 +98,13 @@ def mark_changes(a, flags):
             flags[i] = True
 
 
-@njit(cache=True)
 def dense_rank(part_start, peer_start):
+    return _dense_rank(part_start, peer_start, _out(part_start.shape[0]))
+
+
+@njit(cache=True)
+def _dense_rank(part_start, peer_start, out):
     n = part_start.shape[0]
-    out = np.empty(n, np.int64)
     d = 0
     for i in range(n):
         if part_start[i]:
@@ -105,11 +115,14 @@ def dense_rank(part_start, peer_start):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def ntile(ps, pe, buckets):
     """DuckDB's NTILE: the first (rows mod buckets) tiles get one row more."""
+    return _ntile(ps, pe, buckets, _out(ps.shape[0]))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ntile(ps, pe, buckets, out):
     n = ps.shape[0]
-    out = np.empty(n, np.int64)
     for i in prange(n):
         total = pe[i] - ps[i]
         b = buckets if buckets < total else total
@@ -124,11 +137,14 @@ def ntile(ps, pe, buckets):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def shifted(ps, pe, shift):
     """Row i + shift when it lies in i's partition, else -1 (lag: negative shift, lead: positive)."""
+    return _shifted(ps, pe, shift, _out(ps.shape[0]))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _shifted(ps, pe, shift, out):
     n = ps.shape[0]
-    out = np.empty(n, np.int64)
     for i in prange(n):
         j = i + shift
         out[i] = j if ps[i] <= j < pe[i] else -1
@@ -153,11 +169,13 @@ def _bound(code, off, i, ps, pe, gs, ge, is_end):
     return j
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def rows_frame(ps, pe, s_code, s_off, e_code, e_off):
+    return _rows_frame(ps, pe, s_code, s_off, e_code, e_off, _out(ps.shape[0]), _out(ps.shape[0]))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _rows_frame(ps, pe, s_code, s_off, e_code, e_off, fs, fe):
     n = ps.shape[0]
-    fs = np.empty(n, np.int64)
-    fe = np.empty(n, np.int64)
     for i in prange(n):
         s = _bound(s_code, s_off, i, ps[i], pe[i], i, i + 1, False)
         e = _bound(e_code, e_off, i, ps[i], pe[i], i, i + 1, True)
@@ -190,13 +208,16 @@ def _upper(w, lo, hi, x):
     return lo
 
 
-@njit(cache=True)
 def range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off):
     """RANGE frames over one ORDER BY key ``w`` (ascending: a DESC key arrives negated). Rows whose
     key is NULL frame their NULL peers for offset bounds."""
     n = ps.shape[0]
-    fs = np.empty(n, np.int64)
-    fe = np.empty(n, np.int64)
+    return _range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off, _out(n), _out(n))
+
+
+@njit(cache=True)
+def _range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off, fs, fe):
+    n = ps.shape[0]
     a = 0
     b = 0
     for i in range(n):
@@ -231,38 +252,49 @@ def range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off):
     return fs, fe
 
 
-@njit(cache=True)
 def prefix_counts(valid):
+    return _prefix_counts(valid, _out(valid.shape[0] + 1))
+
+
+@njit(cache=True)
+def _prefix_counts(valid, out):
     n = valid.shape[0]
-    out = np.zeros(n + 1, np.int64)
+    out[0] = 0
     for i in range(n):
         out[i + 1] = out[i] + (1 if valid[i] else 0)
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def frame_sum_int(x, valid, fs, fe):
     """Exact integer frame sums through one prefix sum."""
     n = x.shape[0]
-    pre = np.zeros(n + 1, np.int64)
+    return _frame_sum_int(x, valid, fs, fe, _out(n + 1), _out(n))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _frame_sum_int(x, valid, fs, fe, pre, out):
+    n = x.shape[0]
+    pre[0] = 0
     for i in range(n):
         pre[i + 1] = pre[i] + (x[i] if valid[i] else 0)
-    out = np.empty(n, np.int64)
     for i in prange(n):
         out[i] = pre[fe[i]] - pre[fs[i]]
     return out
 
 
-@njit(cache=True)
 def frame_sum_float(x, valid, ps, fs, fe):
     """Float frame sums: narrow frames row by row, wide ones by partition-local prefix sums (a
     running sum is then exactly the sequential sum)."""
     n = x.shape[0]
-    pre = np.zeros(n + 1, np.float64)
+    return _frame_sum_float(x, valid, ps, fs, fe, np.zeros(n + 1, np.float64), np.empty(n, np.float64))
+
+
+@njit(cache=True)
+def _frame_sum_float(x, valid, ps, fs, fe, pre, out):
+    n = x.shape[0]
     for i in range(n):
         v = x[i] if valid[i] else 0.0
         pre[i + 1] = v if i == ps[i] else pre[i] + v
-    out = np.empty(n, np.float64)
     for i in range(n):
         s = fs[i]
         e = fe[i]
@@ -277,13 +309,16 @@ def frame_sum_float(x, valid, ps, fs, fe):
     return out
 
 
-@njit(cache=True)
 def frame_extreme(key, valid, ps, fs, fe, is_max):
     """Index of the frame's min (max) valid key per row, -1 for none: a monotonic deque per
     partition (frame ends never decrease within a partition)."""
     n = key.shape[0]
-    out = np.empty(n, np.int64)
-    dq = np.empty(n, np.int64)
+    return _frame_extreme(key, valid, ps, fs, fe, is_max, _out(n), _out(n))
+
+
+@njit(cache=True)
+def _frame_extreme(key, valid, ps, fs, fe, is_max, out, dq):
+    n = key.shape[0]
     head = 0
     tail = 0
     hi = 0
@@ -322,18 +357,14 @@ def radix_refine(code, bits, order):
     a lexicographic stable sort."""
     n = order.shape[0]
     chunks = kernel_threads() if n >= _PARALLEL_RADIX_ROWS else 1
-    return _radix_refine(code, bits, order, max(chunks, 1))
+    return _radix_refine(code, bits, order, max(chunks, 1), _out(n), order.copy(), _out(n), _out(n))
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _radix_refine(code, bits, order, chunks):
+def _radix_refine(code, bits, order, chunks, keys, idx, tmp_k, tmp_i):
     n = order.shape[0]
-    keys = np.empty(n, np.int64)
     for i in prange(n):
         keys[i] = code[order[i]]
-    idx = order.copy()
-    tmp_k = np.empty_like(keys)
-    tmp_i = np.empty_like(idx)
     radix = 1 << _RADIX_BITS
     mask = radix - 1
     size = (n + chunks - 1) // chunks
@@ -495,13 +526,16 @@ def _runs(part):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def sort_within_runs(code, part):
     """Stable sort order of ``code`` when ``part`` (the PARTITION BY part of it) is sorted already:
     each run of one partition is sorted on its own (insertion sort for short runs, merge sort else),
     the runs in parallel."""
+    return _sort_within_runs(code, part, np.arange(code.shape[0], dtype=np.int64))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _sort_within_runs(code, part, order):
     n = code.shape[0]
-    order = np.arange(n)
     starts = _runs(part) if n else np.zeros(1, np.int64)
     for r in prange(starts.shape[0] - 1):
         a = starts[r]

@@ -11,10 +11,8 @@ _EMPTY_BOOL = np.zeros(0, np.bool_)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _take_or(data, valid, idx, fill, fill_valid):
+def _take_or(data, valid, idx, fill, fill_valid, out, ok):
     n = idx.shape[0]
-    out = np.empty(n, data.dtype)
-    ok = np.empty(n, np.bool_)
     all_valid = valid.shape[0] == 0
     no_fill = fill.shape[0] == 0
     fill_all_valid = fill_valid.shape[0] == 0
@@ -29,7 +27,6 @@ def _take_or(data, valid, idx, fill, fill_valid):
         else:
             out[i] = fill[i]
             ok[i] = fill_all_valid or fill_valid[i]
-    return out, ok
 
 
 def take_or(data: np.ndarray, valid: np.ndarray | None, idx: np.ndarray, fill: np.ndarray | None = None,
@@ -38,7 +35,11 @@ def take_or(data: np.ndarray, valid: np.ndarray | None, idx: np.ndarray, fill: n
     negative the row of ``fill``/``fill_valid`` (same dtype as ``data``), or NULL without ``fill``.
     ``data`` holds at least one row."""
     data = np.ascontiguousarray(data)
-    return _take_or(data, _EMPTY_BOOL if valid is None else np.ascontiguousarray(valid, dtype=np.bool_),
-                    np.ascontiguousarray(idx, dtype=np.int64),
-                    data[:0] if fill is None else np.ascontiguousarray(fill, dtype=data.dtype),
-                    _EMPTY_BOOL if fill_valid is None else np.ascontiguousarray(fill_valid, dtype=np.bool_))
+    # outputs allocated by NumPy (huge pages), not inside the kernel (4 KiB page faults)
+    out = np.empty(idx.shape[0], data.dtype)
+    ok = np.empty(idx.shape[0], np.bool_)
+    _take_or(data, _EMPTY_BOOL if valid is None else np.ascontiguousarray(valid, dtype=np.bool_),
+             np.ascontiguousarray(idx, dtype=np.int64),
+             data[:0] if fill is None else np.ascontiguousarray(fill, dtype=data.dtype),
+             _EMPTY_BOOL if fill_valid is None else np.ascontiguousarray(fill_valid, dtype=np.bool_), out, ok)
+    return out, ok
