@@ -189,3 +189,22 @@ def test_compiled_boundaries_across_chunks() -> None:
         _same(K.boundaries(part_start, peer_start), A.boundaries(part_start, peer_start))
         checked += 1
     assert checked == 4
+
+
+def test_compiled_integer_frame_sums_across_chunks() -> None:
+    """The compiled prefix sum, in parallel chunks, on inputs of many chunks with NULLs, partitions
+    and frames of every kind."""
+    rng = np.random.default_rng(12)
+    A = ArrayKernels(np)
+    n = 300_001
+    part_start = rng.random(n) < 0.001
+    part_start[0] = True
+    ps, pe, _, _ = K.boundaries(part_start, part_start)
+    x = rng.integers(-(10**12), 10**12, n)
+    valid = rng.random(n) < 0.9
+    compared = 0
+    for s_code, s_off, e_code, e_off in FRAMES:
+        fs, fe = K.rows_frame(ps, pe, s_code, s_off, e_code, e_off)
+        _same([K.frame_sum_int(x, valid, fs, fe)], [A.frame_sum_int(x, valid, fs, fe)])
+        compared += 1
+    assert compared == len(FRAMES)

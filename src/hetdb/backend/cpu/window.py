@@ -266,17 +266,34 @@ def _prefix_counts(valid, out):
 
 
 def frame_sum_int(x, valid, fs, fe):
-    """Exact integer frame sums through one prefix sum."""
+    """Exact integer frame sums through one prefix sum (int64 arithmetic wraps)."""
     n = x.shape[0]
-    return _frame_sum_int(x, valid, fs, fe, _out(n + 1), _out(n))
+    chunks = max(1, min(kernel_threads() * 4, n // 65536))
+    return _frame_sum_int(x, valid, fs, fe, chunks, _out(n + 1), _out(n))
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _frame_sum_int(x, valid, fs, fe, pre, out):
+def _frame_sum_int(x, valid, fs, fe, chunks, pre, out):
+    # the prefix sum in two parallel passes: each chunk's total, then each chunk's running sums
+    # from the totals of the chunks before it
     n = x.shape[0]
+    size = (n + chunks - 1) // chunks
+    totals = np.zeros(chunks + 1, np.int64)
+    for c in prange(chunks):
+        acc = np.int64(0)
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if valid[i]:
+                acc += x[i]
+        totals[c + 1] = acc
+    for c in range(chunks):
+        totals[c + 1] += totals[c]
     pre[0] = 0
-    for i in range(n):
-        pre[i + 1] = pre[i] + (x[i] if valid[i] else 0)
+    for c in prange(chunks):
+        acc = totals[c]
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if valid[i]:
+                acc += x[i]
+            pre[i + 1] = acc
     for i in prange(n):
         out[i] = pre[fe[i]] - pre[fs[i]]
     return out
