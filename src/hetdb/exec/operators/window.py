@@ -34,7 +34,7 @@ from hetdb.exec import functions_interval as IV
 from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators import window_concat, window_spill
+from hetdb.exec.operators import window_concat, window_spill, window_sums
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.exec.window_array import BOUND_CODES, ArrayKernels, float_order_key
 from hetdb.plan.expr import Field, SortKey
@@ -460,12 +460,15 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     data = x.data
     if data.dtype.kind == "f":
         total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
-    else:
-        total = kern.frame_sum_int(data.astype(xp.int64), valid, fs, fe)
+    else:  # exact, widened as DuckDB's SUM (HUGEINT, DECIMAL(38, s))
+        total = window_sums.frame_int_sums(kern, xp, data, valid, fs, fe)
     has = cnt > 0
     if op == "sum":
+        if total.dtype == object:
+            return Column(call.dtype, data=total, validity=has)
         return _int_column(xp, call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    total = window_sums.as_float(xp, total)
     return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
 
 
