@@ -37,7 +37,8 @@ def frame_int_sums(kern, xp, data: Any, valid: Any, fs: Any, fe: Any) -> Any:
         return kern.frame_sum_int(d, valid, fs, fe)
     high = kern.frame_sum_int(d >> 32, valid, fs, fe)
     low = kern.frame_sum_int(d & 0xFFFFFFFF, valid, fs, fe)
-    if int(xp.abs(high).max()) < (1 << 30):  # |high * 2**32| + low < 2**63
+    top, rest = (int(v) for v in xp.stack([xp.abs(high).max(), low.max()]).tolist())
+    if top < (1 << 30) and rest < (1 << 62):  # |high * 2**32| + low < 2**63
         return (high << 32) + low
     if xp is not np:
         raise GpuWideValueError("a window sum needs more than 64 bits")
