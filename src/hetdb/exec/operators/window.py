@@ -20,10 +20,8 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
-from hetdb.backend.cpu import window_stats as KS
 from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
@@ -31,7 +29,15 @@ from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
 from hetdb.exec import functions_interval as IV
-from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
+from hetdb.exec.columns import (
+    batch_nbytes,
+    concat_batches,
+    concat_columns,
+    slice_batch,
+    take,
+    take_batch,
+    to_plain,
+)
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators import window_concat, window_spill, window_sums
@@ -263,7 +269,7 @@ class WindowSink(Sink):
                                                   g.held + need)
                         return [out]
                     work.force_grow(need)
-                return [self.compute_batch(ctx, self._concat(ctx, batches))]
+                return _morsels(ctx, self.compute_batch(ctx, self._concat(ctx, batches)))
             finally:
                 work.close()
 
@@ -351,6 +357,20 @@ class WindowSink(Sink):
         return Batch(cols, n)
 
 
+_MORSEL_ROWS = 1 << 17
+
+
+def _morsels(ctx: ExecContext, batch: Batch) -> list[Batch]:
+    """The window's output on the CPU as zero-copy slices, so that the pipeline reading it runs one
+    worker per slice (one batch would be one morsel: a single thread filtering and aggregating every
+    row); on a GPU one batch (its pipelines take whole batches)."""
+    threads = int(getattr(ctx.options, "threads", 0) or 0)
+    if ctx.device is not None or threads <= 1 or batch.num_rows < 2 * _MORSEL_ROWS:
+        return [batch]
+    step = max(_MORSEL_ROWS, -(-batch.num_rows // (threads * 4)))
+    return [slice_batch(ctx.backend, batch, lo, lo + step) for lo in range(0, batch.num_rows, step)]
+
+
 _host_eval: list = []
 
 
@@ -431,8 +451,10 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         if len(args) < 3:
             return _pick(b, args[0], idx)
         return _shifted_or_default(b, args[0], args[2], idx)
-    if op in _GROUP_STATS:
-        return _group_statistic(call, args, ps, pe)
+    from hetdb.exec.operators import window_holistic as WH
+
+    if op in WH.GROUP_STATS:
+        return WH.group_statistic(call, args, ps, pe)
     fs, fe = _frame(b, call, order, order_keys)
     if op == "first_value":
         return _pick(b, args[0], xp.where(fe > fs, fs, -1))
@@ -505,81 +527,6 @@ def _shifted_or_default(b: _Bounds, x: Column, default: Column, idx) -> Column:
     if x.validity is not None or default.validity is not None:
         validity = xp.where(miss, _valid(xp, default), backend.gather(_valid(xp, x), safe))
     return Column(x.dtype, data=data.astype(x.data.dtype, copy=False), validity=validity)
-
-
-_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-                "string_agg", "mode", "product", "fsum", "entropy", "array_agg")
-
-
-def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
-    """Aggregates over the whole partition that need all its values (sql/holistic.py); host only."""
-    op = call.op
-    x = args[0]
-    valid = _valid(np, x)
-    if op in ("arg_max", "arg_min"):
-        both = valid & _valid(np, args[1])
-        return take(_HOST, x, K.frame_extreme(_key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
-                    missing=True)
-    if op == "string_agg":
-        return _string_agg(call, args, ps, pe)
-    if op == "array_agg":
-        return _array_agg(call, args, ps, pe)
-    if op in ("mode", "entropy"):
-        key = _key(_HOST, x)
-        if op == "entropy":  # NaNs one value, -0.0 = 0.0
-            key = order_key(key, False) if key.dtype.kind == "f" else key
-        order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
-        if op == "entropy":
-            return _int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
-        return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
-    data = np.asarray(x.data, dtype=np.float64)
-    if op in ("product", "fsum"):
-        out, ok = (KS.partition_product if op == "product" else KS.partition_kahan_sum)(data, valid, ps, pe)
-        return _int_column(np, call.dtype, out, ok)
-    if op == "quantile_cont":
-        n = ps.shape[0]
-        order = _sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
-    else:
-        out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
-        if op.startswith("stddev"):
-            out = np.sqrt(out)
-    return _int_column(np, call.dtype, out, ok)
-
-
-def _ordered_values(x: Column, flags: str, keys, ps) -> list:
-    """``x``'s values (Python, None for NULL) with each partition's rows in the ORDER BY of ``keys``
-    (``flags``: 'd'/'a' and 'f'/'l' per key), ties and no keys in input order."""
-    k_arrays, k_desc = _sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
-    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], ps.shape[0])
-    return take(_HOST, x, order).to_arrow().to_pylist()
-
-
-def _array_agg(call: WindowCall, args, ps, pe) -> Column:
-    """Per row: the list of its partition's values, NULLs included, in the ORDER BY given (each
-    row of a partition refers to one list object)."""
-    n = ps.shape[0]
-    values = _ordered_values(args[0], call.args[1].value, args[2:], ps)
-    out = np.empty(n, dtype=object)
-    for s, e in zip(*(a.tolist() for a in np.unique(np.stack([ps, pe]), axis=1))):
-        out[s:e] = [values[s:e]] * (e - s)
-    return Column(call.dtype, data=out)
-
-
-def _string_agg(call: WindowCall, args, ps, pe) -> Column:
-    """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
-    n = ps.shape[0]
-    values = _ordered_values(args[0], call.args[2].value, args[3:], ps)
-    sep = call.args[1].value
-    out: list[str | None] = [None] * n
-    start = 0
-    while start < n:
-        end = int(pe[start])
-        parts = [v for v in values[start:end] if v is not None]
-        joined = sep.join(parts) if parts else None
-        out[start:end] = [joined] * (end - start)
-        start = end
-    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
 
 
 def _frame(b: _Bounds, call: WindowCall, order, order_keys):
