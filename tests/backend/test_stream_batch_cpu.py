@@ -15,10 +15,12 @@ import pyarrow as pa
 import pytest
 from batch_host import run_plan_on_host
 
+from hetdb import codec
 from hetdb import types as T
 from hetdb.backend.gpu import batch as gpu_batch
 from hetdb.backend.gpu import memory as gpu_memory
 from hetdb.backend.gpu import stream as gpu_stream
+from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
 from hetdb.backend.gpu.memory import DeviceMemoryBudget
 from hetdb.cache import HostPageCache
 from hetdb.cache.router import PageRouter
@@ -93,6 +95,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
     monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
     monkeypatch.setattr(gpu_memory, "pinned_empty", lambda shape, dtype=np.uint8: np.empty(shape, dtype))
+    # a page kept encoded decodes through the CPU codec (decode.cu is checked on the GPU)
+    monkeypatch.setattr(DevicePage, "decode", lambda self: codec.decode(self.data, self.codec, self.n, self.dtype))
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +275,49 @@ def test_early_stop_and_errors_return_every_reservation_and_pin(reader, fake_gpu
             for _ in s.batches():
                 pass
     assert b.used_bytes == 0 and host.pinned_bytes() == 0
+
+
+@pytest.mark.parametrize("route", ["disk", "auto"])
+def test_compressed_batches_keep_encoded_pages_one_batch_per_row_group(reader, fake_gpu, route):
+    b = DeviceMemoryBudget(1 << 30)
+    host = _tier() if route == "auto" else None
+    for attempt in range(2 if host else 1):  # with a host tier: loaded into it, then copied out of it
+        compared = encoded = 0
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                     host_cache=host, router=PageRouter(route), compressed=True) as s:
+            steps = []
+            for rgs, parts in s.deliveries():
+                steps.append(rgs)
+                assert len(parts) == len(rgs) and b.used_bytes > 0
+                for rg, part in zip(rgs, parts):
+                    want = reader.read_batch(COLUMNS, rg)
+                    assert part.num_rows == reader.row_group_rows(rg)
+                    for c in COLUMNS:
+                        col = part[c]
+                        kept = reader.page_codec(c, rg) != "plain"  # encoded: stays as stored
+                        assert isinstance(col, EncodedColumn) == kept, (c, rg)
+                        if kept:
+                            assert col.device_page.codec == reader.page_codec(c, rg)
+                            encoded += 1
+                        assert col.to_arrow().equals(want[c].to_arrow()), (c, rg)
+                        compared += part.num_rows
+        assert steps == [(1, 2, 3, 4)] and s.route_counts().deliveries == 1
+        assert compared == (ROWS - RPP) * len(COLUMNS) and encoded > 0
+        assert b.used_bytes == 0 and s.stats.rows == ROWS - RPP
+        pages = 4 * len(COLUMNS)
+        want_route = "disk_direct" if host is None else "disk_to_host" if attempt == 0 else "host_to_gpu"
+        assert s.route_counts().pages == {want_route: pages}
+        if host is not None:
+            assert host.pinned_bytes() == 0
+
+
+def test_batches_hands_out_a_paged_delivery_row_group_by_row_group(reader, fake_gpu):
+    b = DeviceMemoryBudget(1 << 30)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3],
+                                 router=PageRouter("disk"), compressed=True) as s:
+        steps = []
+        for rgs, batch in s.batches():
+            steps.append(rgs)
+            assert batch.num_rows == reader.row_group_rows(rgs[0])
+            assert batch["c_delta"].to_arrow().equals(reader.read_batch(["c_delta"], rgs[0])["c_delta"].to_arrow())
+    assert steps == [(1,), (2,), (3,)] and s.route_counts().deliveries == 1 and b.used_bytes == 0

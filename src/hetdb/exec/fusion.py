@@ -548,11 +548,11 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
         ctx.set_morsel(index)
         with Timer(ctx, src.op_id):
             batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
+        fusable = []
         for b in batches:
             why = fp.batch_unfusable_reason(b.columns)
             if why is None:
-                with Timer(ctx, sink.op_id):
-                    fp.consume(state, b.columns, plan.tables)
+                fusable.append(b)
                 fused_rows += b.num_rows
                 continue
             if plan.chain is not None:
@@ -572,6 +572,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
                 b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
             if b.num_rows:
                 run.push(b, 0, lops, lsink)
+        if fusable:
+            with Timer(ctx, sink.op_id):
+                _consume_fused(fp, state, fusable, plan.tables)
     compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
@@ -593,6 +596,16 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
+
+
+def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> None:
+    """The fused kernel over ``batches`` (one delivery of the streamer): one launch through a page
+    table when there are several (a paged delivery: one Batch per row group), else over the batch."""
+    if len(batches) > 1 and hasattr(fp, "consume_pages"):
+        fp.consume_pages(state, fp.page_table([(b.num_rows, b.columns) for b in batches]), tables)
+        return
+    for b in batches:
+        fp.consume(state, b.columns, tables)
 
 
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,

@@ -33,8 +33,9 @@ Every device byte is a reservation against the ``DeviceMemoryBudget``: cached pa
 as transient reservations released when the consumer moves on. Only the columns and
 row groups asked for are read (the caller passes the row groups that survive zone-map pruning).
 
-``batches()`` (stream_batch.py) delivers runs of transient row groups as one batch each (one
-allocation, batched decode kernels); iterating the streamer itself goes row group by row group.
+``deliveries()``/``batches()`` (stream_batch.py) deliver runs of transient row groups as one step each
+(one allocation, batched decode kernels, or pages kept encoded with ``compressed``); iterating the
+streamer itself goes row group by row group.
 The rest of the streamer: stream_pages.py (page facts, statistics), stream_io.py (the I/O threads'
 reads and CRC checks, the copy stream), stream_fill.py (``fill_cache``).
 """

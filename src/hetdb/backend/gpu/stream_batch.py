@@ -1,12 +1,13 @@
 """Batches of row groups for the GPU: ``PageStreamer.batches()`` (mixed into ``stream.py``).
 
-With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``; pages decoded on arrival, i.e. not
-``gpu_compressed_cache``) the streamer groups consecutive row groups into deliveries of about
-``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
+With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``) the streamer groups consecutive row
+groups into deliveries of about ``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
 moves each run of consecutive row groups whose pages are all transient — none in the device cache,
 none the cache admits — as ONE delivery: one device allocation, the host->device copies of every
 section into its place, at most one launch of each batched kernel for all columns (``batch.py``).
-The consumer gets one Batch spanning the run's row groups. A row group with a cached or admitted
+The consumer gets one Batch spanning the run's row groups — or, with ``gpu_compressed_cache``
+(``paged``), one Batch per row group out of the same buffer, whose encoded pages stay as stored
+(``EncodedColumn``s: no decode launch; the fused kernel reads them all through one page table). A row group with a cached or admitted
 page is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
 is asked for every page of a group, in page order, before any page of the group is moved); a run
 also ends where a string column changes between dictionary and plain pages. Pages and bytes are counted per page in ``StreamStats`` and the
@@ -35,7 +36,7 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
-from hetdb.backend.gpu.stream_pages import _Page, _RowGroup
+from hetdb.backend.gpu.stream_pages import _Page, _RowGroup, keeps_compressed
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
@@ -45,11 +46,11 @@ DEFAULT_BATCH_BYTES = 64 << 20
 
 @dataclass
 class _Unit:
-    """What the consumer gets at one step: a batch of row groups (``buffer`` set) or one row group
-    delivered page by page (``rg`` set)."""
+    """What the consumer gets at one step: a batch of row groups (``buffer`` set; one Batch spanning
+    them, or one per row group when paged) or one row group delivered page by page (``rg`` set)."""
 
     row_groups: tuple[int, ...]
-    batch: Batch
+    batches: list[Batch]
     rg: _RowGroup | None = None
     buffer: Any = None
     transient: int = 0
@@ -62,25 +63,43 @@ def _string_plain(spec: Any, page: _Page) -> bool:
 class BatchedDelivery:
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
 
-    def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
-        """Iterate ``(row groups, Batch)``: several consecutive row groups per Batch when batching
-        is on (``batch_bytes``), else one. The arrays stay valid until the next step."""
+    def deliveries(self) -> Iterator[tuple[tuple[int, ...], list[Batch]]]:
+        """Iterate ``(row groups, Batches)``, one step per delivery: with batching on
+        (``batch_bytes``) several consecutive row groups, as one Batch spanning them or — when pages
+        stay compressed (``paged``) — one Batch per row group out of one buffer; else one row group.
+        The arrays stay valid until the next step."""
         if self._gen is not None or self._closed:
             raise RuntimeError("a PageStreamer streams once; make a new one for another scan")
         if not self.batching:
             self._gen = self._iterate()
-            return (((rg,), batch) for rg, batch in self._gen)
+            return (((rg,), [batch]) for rg, batch in self._gen)
         self._gen = self._iterate_batches()
         return self._gen
 
+    def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
+        """``deliveries`` one Batch at a time: ``(row groups, Batch)`` (a paged delivery's row
+        groups one by one; the arrays stay valid until the step after its last)."""
+        for rgs, parts in self.deliveries():
+            if len(parts) == 1:
+                yield rgs, parts[0]
+            else:
+                for rg, part in zip(rgs, parts):
+                    yield (rg,), part
+
     @property
     def batching(self) -> bool:
-        return self.batch_bytes > 0 and not self.compressed and not self.keep
+        return self.batch_bytes > 0 and not self.keep
+
+    @property
+    def paged(self) -> bool:
+        """Batched deliveries hand out one Batch per row group, encoded pages kept as stored (the
+        consumer's kernel reads several through one page table)."""
+        return self.compressed
 
     # ---- planning --------------------------------------------------------------------------------
     def _rg_bounds(self, rg: int) -> tuple[int, int, int]:
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
-        reader, columns = self.reader, tuple(self.columns)
+        reader, columns, paged = self.reader, tuple(self.columns), self.paged
 
         def compute() -> tuple[int, int, int]:
             link = dev = padded = 0
@@ -92,10 +111,11 @@ class BatchedDelivery:
                 link += loc.length
                 padded += loc.padded_length
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
-                                      spec.dtype.kind == "string" and info.encoding == "plain")
+                                      spec.dtype.kind == "string" and info.encoding == "plain",
+                                      paged and keeps_compressed(info.codec, info.sections))
             return link, dev, padded
 
-        return memoized(reader, ("batch bounds", columns, rg), compute)
+        return memoized(reader, ("batch bounds", columns, rg, paged), compute)
 
     def _plan_groups(self) -> list[list[int]]:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
@@ -129,7 +149,7 @@ class BatchedDelivery:
                         self._retire_unit(current)
                     current = unit
                     self.stats.seconds = time.perf_counter() - self._started
-                    yield unit.row_groups, unit.batch
+                    yield unit.row_groups, unit.batches
             if current is not None:
                 self._retire_unit(current)
                 current = None
@@ -150,7 +170,7 @@ class BatchedDelivery:
         done.record(self._consumer or cp.cuda.get_current_stream())
         self._copy_stream.wait_event(done)
         unit.buffer = None
-        unit.batch = None
+        unit.batches = []
         if unit.transient:
             self.budget.release(unit.transient)
             unit.transient = 0
@@ -177,7 +197,7 @@ class BatchedDelivery:
         try:
             while i < len(rgs):
                 if special[i]:
-                    units.append(_Unit((self.row_groups[rgs[i].index],), self._deliver(rgs[i]), rg=rgs[i]))
+                    units.append(_Unit((self.row_groups[rgs[i].index],), [self._deliver(rgs[i])], rg=rgs[i]))
                     i += 1
                     continue
                 j = i + 1
@@ -221,16 +241,17 @@ class BatchedDelivery:
                 col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
             sources.append(col_sources)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
+        paged = self.paged
 
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
                     for name, spec, s in zip(self.columns, specs, strings)]
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p))
                       for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
-            return plan_delivery(lite, pages)
+            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it
-        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings), make_plan)
+        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, paged), make_plan)
         first = ids[0]
         self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
                                          f"of table '{reader.name}'")
@@ -240,17 +261,14 @@ class BatchedDelivery:
             with stream:
                 dtypes = [None if s else np.dtype(spec.dtype.numpy_dtype) for spec, s in zip(specs, strings)]
                 buf, arrays = run_delivery(plan, sources, dtypes, stream)
-                columns = {}
-                for c, (name, spec) in enumerate(zip(self.columns, specs)):
-                    a = arrays[c]
-                    if strings[c]:
-                        col = Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
-                    elif rgs[0].pages[c].encoding == "dict":
-                        col = Column(spec.dtype, data=a["data"], validity=a.get("validity"),
-                                     dictionary=self._dictionary(name))
-                    else:
-                        col = Column(spec.dtype, data=a["data"], validity=a.get("validity"))
-                    columns[name] = col
+                if paged:
+                    batches = [Batch({name: self._column(spec, rg.pages[c], arrays[c][r], strings[c])
+                                      for c, (name, spec) in enumerate(zip(self.columns, specs))},
+                                     reader.row_group_rows(ids[r]))
+                               for r, rg in enumerate(rgs)]
+                else:
+                    batches = [Batch({name: self._column(spec, rgs[0].pages[c], arrays[c], strings[c])
+                                      for c, (name, spec) in enumerate(zip(self.columns, specs))}, plan.rows)]
                 event = cp.cuda.Event(disable_timing=True)
                 event.record(stream)
         except BaseException:
@@ -269,7 +287,21 @@ class BatchedDelivery:
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += plan.rows
-        return _Unit(ids, Batch(columns, plan.rows), buffer=buf, transient=plan.nbytes)
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes)
+
+    def _column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
+        """A delivered Column over its arrays in the delivery's buffer: plain strings (offsets +
+        chars), a page kept encoded (an EncodedColumn the kernel decodes in place), or values
+        (dictionary codes with the column's device dictionary)."""
+        if string:
+            return Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
+        dictionary = self._dictionary(page.column) if page.encoding == "dict" else None
+        if "encoded" in a:
+            from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
+
+            dpage = DevicePage(a["encoded"], page.codec, page.num_rows, np.dtype(spec.dtype.numpy_dtype))
+            return EncodedColumn(spec.dtype, validity=a.get("validity"), dictionary=dictionary, device_page=dpage)
+        return Column(spec.dtype, data=a["data"], validity=a.get("validity"), dictionary=dictionary)
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats
