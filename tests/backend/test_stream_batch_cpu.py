@@ -321,3 +321,36 @@ def test_batches_hands_out_a_paged_delivery_row_group_by_row_group(reader, fake_
             assert batch.num_rows == reader.row_group_rows(rgs[0])
             assert batch["c_delta"].to_arrow().equals(reader.read_batch(["c_delta"], rgs[0])["c_delta"].to_arrow())
     assert steps == [(1,), (2,), (3,)] and s.route_counts().deliveries == 1 and b.used_bytes == 0
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_shared_scan_delivers_only_what_the_gpu_claims(reader, fake_gpu, compressed):
+    """Co-processing: CPU workers steal row groups from the back of the scan (before and while it
+    streams); the streamer delivers the rest, each once, and stops where they began."""
+    import threading
+
+    from hetdb.cache.coscan import SharedScan
+
+    rgs = [0, 1, 2, 3, 4]
+    b = DeviceMemoryBudget(1 << 30)
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in rgs)
+    for early in (0, 2):
+        shared = SharedScan(rgs, [1] * len(rgs), len(COLUMNS), PageRouter("auto"), "on")
+        stolen = [shared.steal() for _ in range(early)]
+        delivered: list[int] = []
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=one + 1, row_groups=rgs, depth=1,
+                                     router=PageRouter("disk"), compressed=compressed, shared=shared) as s:
+            it = s.deliveries()
+            first = next(it)
+            # a CPU worker steals everything it can while the GPU works on its first delivery
+            t = threading.Thread(target=stolen.extend, args=(iter(shared.steal, None),))
+            t.start()
+            t.join()
+            for got, parts in [first, *it]:
+                delivered.extend(got)
+                for rg, part in zip(got, parts if len(parts) == len(got) else [None]):
+                    if part is not None:
+                        assert part.num_rows == reader.row_group_rows(rg)
+        assert sorted(delivered + stolen) == rgs and not set(delivered) & set(stolen)
+        assert delivered == rgs[:len(delivered)] and len(delivered) >= 1
+        assert shared.gpu_taken == delivered and b.used_bytes == 0

@@ -88,14 +88,15 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     host tier makes the streamer ignore that tier (except that the device cache still gives memory
     back when a transient page needs it). ``keep``: cache every page on the device regardless of
     the placement policy (a user's pin loading a table; False pages are still transient when the
-    budget refuses them).
+    budget refuses them). ``shared``: the scan's ``cache.coscan.SharedScan`` when CPU workers take
+    row groups of it too (co-processing): the streamer delivers only those it claims first.
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
-                 keep: bool = False, batch_bytes: int = 0) -> None:
+                 keep: bool = False, batch_bytes: int = 0, shared: Any = None) -> None:
         import cupy
 
         if depth < 1:
@@ -116,6 +117,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # batch_bytes > 0: batches() groups row groups into deliveries of about that many link bytes
         # (stream_batch.py); 0: one row group per step, page by page
         self.batch_bytes = max(0, int(batch_bytes))
+        # a cache.coscan.SharedScan: CPU workers take row groups of this scan from its back; the
+        # streamer claims each before scheduling it and stops where they began
+        self.shared = shared
         self.routes = RouteCounts()
         self._tier_stats0 = self._tier_stats()
         self.depth = depth
@@ -160,10 +164,20 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._started = time.perf_counter()
         pending: list[_RowGroup] = []
         current: _RowGroup | None = None
+        # with CPU workers sharing the scan (``shared``), only the row groups none of them took
+        end = len(self.row_groups)
+
+        def claimed(i: int) -> bool:
+            nonlocal end
+            if self.shared is not None and not self.shared.take_front([i]):
+                end = i
+            return i < end
+
         try:
-            for i in range(min(self.depth, len(self.row_groups))):
-                pending.append(self._schedule(i))
-            next_index = len(pending)
+            next_index = 0
+            while next_index < min(self.depth, end) and claimed(next_index):
+                pending.append(self._schedule(next_index))
+                next_index += 1
             while pending:
                 rg = pending[0]
                 batch = self._deliver(rg)
@@ -171,7 +185,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 if current is not None:
                     self._retire(current)
                 current = rg
-                if next_index < len(self.row_groups):
+                if next_index < end and claimed(next_index):
                     pending.append(self._schedule(next_index))
                     next_index += 1
                 self.stats.seconds = time.perf_counter() - self._started

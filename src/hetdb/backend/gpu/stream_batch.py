@@ -133,16 +133,27 @@ class BatchedDelivery:
         pending: list[list[_RowGroup]] = []
         queue: list[_Unit] = []
         current: _Unit | None = None
+        next_group = 0
+
+        def schedule_next() -> None:
+            nonlocal next_group
+            if next_group >= len(groups):
+                return
+            # with CPU workers sharing the scan: only the row groups none of them took
+            positions = groups[next_group] if self.shared is None else self.shared.take_front(groups[next_group])
+            if len(positions) < len(groups[next_group]):
+                groups[next_group + 1:] = []  # the CPU workers took the rest
+            if positions:
+                pending.append(self._schedule_group(next_group, positions))
+            next_group += 1
+
         try:
-            for gi in range(min(self.depth, len(groups))):
-                pending.append(self._schedule_group(gi, groups[gi]))
-            next_group = len(pending)
+            while next_group < len(groups) and len(pending) < self.depth:
+                schedule_next()
             while pending:
                 queue.extend(self._deliver_group(pending[0]))
                 pending.pop(0)
-                if next_group < len(groups):
-                    pending.append(self._schedule_group(next_group, groups[next_group]))
-                    next_group += 1
+                schedule_next()
                 while queue:
                     unit = queue.pop(0)
                     if current is not None:

@@ -19,6 +19,7 @@ over the whole table) while the device cache still holds them all.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,14 +200,14 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     return streamer
 
 
-def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int]) -> None:
+def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int], shared: Any = None) -> None:
     from hetdb.backend.gpu.stream import PageStreamer
 
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
                                   compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx),
-                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0))
+                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared)
     state.report = lambda counts: ctx.add_routes(op.op_id, counts)
     state.iterator = state.streamer.deliveries()
 
@@ -244,6 +245,22 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
         if b.num_rows:
             out.extend(split_batches(ctx, b))
     return out
+
+
+def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any) -> Iterator[list[Batch]]:
+    """The deliveries of a scan whose row groups CPU workers take too (``cache.coscan.SharedScan``,
+    exec/coprocess.py): the streamer claims each row group before it schedules it; yields each
+    delivery's Batches (pushed filters not applied: the fused kernel evaluates them)."""
+    _start(op, ctx, state, list(shared.row_groups), shared)
+    scan = op.scan
+    for _, parts in state.iterator:
+        _account(op, ctx, state)
+        out = []
+        for b in parts:
+            out.append(Batch({f.cid: b.columns[name] for f, name in zip(scan.fields, scan.column_names)},
+                             b.num_rows))
+            ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
+        yield out
 
 
 def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:
