@@ -158,6 +158,12 @@ class CoProcess:
         info = page_info(reader, name, rg, False)
         loc = info.location
         hp = tier.lookup(info.host_key, loc, pin=True) if tier is not None else None
+        if hp is None and tier is not None:
+            hp = _load(tier, info.host_key, loc, f"table '{reader.name}' column '{name}' page {rg}")
+            if hp is not None:
+                counts.add(Route.DISK_TO_HOST, loc.length)
+        elif hp is not None:
+            counts.add(Route.HOST_CPU, loc.length)
         if hp is None:
             counts.add(Route.DISK_DIRECT, loc.length)
             return reader.read(name, rg)
@@ -165,7 +171,6 @@ class CoProcess:
         raw = hp.runs[0] if len(hp.runs) == 1 else np.concatenate(hp.runs)
         spec = reader.column(name)
         dictionary = reader.dictionary(name) if info.encoding == "dict" else None
-        counts.add(Route.HOST_CPU, loc.length)
         return decode_page(raw[:loc.length], spec.dtype, n, info.encoding, info.sections, dictionary,
                            f"table '{reader.name}' column '{name}' page {rg}", info.codec)
 
@@ -218,6 +223,21 @@ class CoProcess:
         s = self.shared
         return (f" (CPU+GPU co-processing: {len(s.cpu_taken)} row groups on {self.workers} CPU workers, "
                 f"{len(s.gpu_taken)} on the GPU)")
+
+
+def _load(tier: Any, key: Any, loc: Any, where: str) -> Any:
+    """A page read from disk into the host tier (when it admits it), verified, pinned; else None."""
+    from hetdb.io import read_verified
+
+    blocks = tier.acquire(key, loc.length, loc.padded_length, loc.checksum)
+    if blocks is None:
+        return None
+    try:
+        read_verified(loc.path, loc.offset, blocks.runs, loc.length, loc.checksum, where)
+    except BaseException:
+        tier.abort(blocks)
+        raise
+    return tier.commit(blocks)
 
 
 def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
