@@ -26,7 +26,7 @@ import json
 import statistics
 import time
 
-from scripts_common import dir_bytes
+from scripts_common import dir_bytes, parse_options
 
 import hetdb
 from hetdb.bench.suites import load_queries
@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", default="lineorder")
     ap.add_argument("--columns", default="lo_orderdate,lo_quantity,lo_extendedprice,lo_discount")
     ap.add_argument("--compressed", default="0", help="gpu_compressed_cache values to measure: 0, 1 or 0,1")
+    ap.add_argument("--option", action="append", default=[],
+                    help="connection option name=value for the queries (e.g. gpu_coprocess=auto)")
+    ap.add_argument("--stream", type=int, default=1, help="0: skip the bare stream measurement")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     from hetdb.backend.gpu import measure_bandwidth
@@ -116,11 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         for comp in (bool(int(c)) for c in args.compressed.split(",")):
             batch = parse_bytes(text)
             label = f"gpu_batch_bytes={text} compressed={int(comp)}"
-            got = stream_rate(args.db, args.table, args.columns.split(","), batch, limit, args.repeat, comp)
-            print(f"stream {label}: {got['host_us_per_page']:.1f} us/page host, "
-                  f"{got['link_gbps']:.1f} GB/s ({got['link_gbps'] / pinned:.0%} of pinned), "
-                  f"{got['pages']} pages in {got['steps']} steps, {got['median_total_ms']:.1f} ms")
-            options = {"gpu_batch_bytes": batch, "gpu_compressed_cache": comp}
+            got = None
+            if args.stream:
+                got = stream_rate(args.db, args.table, args.columns.split(","), batch, limit, args.repeat, comp)
+                print(f"stream {label}: {got['host_us_per_page']:.1f} us/page host, "
+                      f"{got['link_gbps']:.1f} GB/s ({got['link_gbps'] / pinned:.0%} of pinned), "
+                      f"{got['pages']} pages in {got['steps']} steps, {got['median_total_ms']:.1f} ms")
+            options = {"gpu_batch_bytes": batch, "gpu_compressed_cache": comp, **parse_options(args.option)}
+            if args.option:
+                label += " " + " ".join(args.option)
             if limit:
                 options["gpu_memory_limit"] = limit
             queries = query_rates(args.db, args.suite, args.queries.split(","), options, args.repeat)

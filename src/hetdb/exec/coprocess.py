@@ -104,6 +104,7 @@ class _CoWorker(_Worker):
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         co = self.co
         co._done_with(self)
+        started = time.perf_counter()  # the router's CPU rate counts reading and decoding too
         src, reader = self.pipe.source, self.run.gsrc
         rg = int(morsel)
         n = reader.row_group_rows(rg)
@@ -112,7 +113,7 @@ class _CoWorker(_Worker):
         cols = {c: co._page(reader, self.p.names[c], rg, n, tier, self.pins, counts) for c in self.p.base}
         co.ctx.add_routes(src.op_id, counts)
         co.ctx.add(src.op_id, rows_in=n, rows_out=n)
-        self.started = time.perf_counter()
+        self.started = started
         return cols, n
 
     def work(self) -> None:
