@@ -96,3 +96,16 @@ def test_observed_cpu_time_moves_the_rate_and_bad_modes_are_refused():
     assert check_coprocess("auto") == "auto"
     with pytest.raises(HetdbError, match="gpu_coprocess"):
         check_coprocess("yes")
+
+
+def test_the_connection_option_is_checked_at_connect_and_set():
+    import hetdb
+
+    with pytest.raises(HetdbError, match="gpu_coprocess 'x'"):
+        hetdb.connect(":memory:", device="cpu", gpu_coprocess="x")
+    with hetdb.connect(":memory:", device="cpu") as con:
+        assert con.options.gpu_coprocess == "off"
+        con.sql("SET gpu_coprocess = 'AUTO'")
+        assert con.options.gpu_coprocess == "auto"
+        with pytest.raises(HetdbError, match="use one of off, auto, on"):
+            con.sql("SET gpu_coprocess = 'maybe'")
