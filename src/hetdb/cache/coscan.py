@@ -10,9 +10,9 @@ through what is left (the GPU's time per row group: its pages over the host→GP
 pipeline's GPU pages/s), so the CPU never holds the query up at its end. A row group whose pages the
 GPU already holds (the device tier has them all) is never taken: it costs the GPU no copy.
 
-``mode``: "auto" (the decision above), "cpu" (the CPU takes every row group the GPU does not hold:
-the route 'cpu' of a GPU connection), "on" (co-processing forced: every steal succeeds while row
-groups are left, which tests use with tiny morsels so every pipeline mixes CPU and GPU work).
+``mode``: "auto" (the decision above) or "on" (co-processing forced: every steal of a row group the
+GPU does not hold succeeds, which tests use with tiny morsels so every pipeline mixes CPU and GPU
+work).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from hetdb.cache.router import PageRouter
 from hetdb.errors import HetdbError
 
-MODES = ("auto", "on", "cpu")
+MODES = ("auto", "on")
 OPTION_VALUES = ("off", "auto", "on")  # the connection option gpu_coprocess
 
 
