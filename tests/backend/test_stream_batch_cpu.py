@@ -354,3 +354,53 @@ def test_a_shared_scan_delivers_only_what_the_gpu_claims(reader, fake_gpu, compr
         assert sorted(delivered + stolen) == rgs and not set(delivered) & set(stolen)
         assert delivered == rgs[:len(delivered)] and len(delivered) >= 1
         assert shared.gpu_taken == delivered and b.used_bytes == 0
+
+
+class _Keeps(_Verdicts):
+    """A device cache that admits some pages and keeps what is put (pinned until unpinned)."""
+
+    def __init__(self, admit: set[tuple[str, int]]) -> None:
+        super().__init__(set())
+        self.admit_pages, self.entries, self.pins = admit, {}, {}
+
+    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None) -> bool:
+        if key is None:
+            return False
+        self.asked.append((key.column, key.row_group))
+        return (key.column, key.row_group) in self.admit_pages
+
+    def put(self, key, value, nbytes, pin=False, reserved=False, link_bytes=None, first_reuse=None) -> bool:
+        assert reserved and pin and key not in self.entries
+        self.entries[key] = value
+        self.pins[key] = self.pins.get(key, 0) + 1
+        return True
+
+    def unpin(self, key) -> None:
+        self.pins[key] -= 1
+
+
+def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
+    admit = {("c_delta", 2), ("s_dict", 3), ("c_nulls", 2)}
+    cache = _Keeps(admit)
+    b = DeviceMemoryBudget(1 << 30)
+    compared = 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 cache=cache, router=PageRouter("auto"), compressed=True) as s:
+        steps = []
+        for rgs, parts in s.deliveries():
+            steps.append(rgs)
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                for c in COLUMNS:
+                    assert part[c].to_arrow().equals(want[c].to_arrow()), (c, rg)
+                    compared += 1
+    # the admitted pages rode along in the one delivery; the cache holds copies, equal to the pages
+    assert steps == [(1, 2, 3, 4)] and compared == 4 * len(COLUMNS)
+    assert {(k.column, k.row_group) for k in cache.entries} == admit
+    for key, value in cache.entries.items():
+        assert value.to_arrow().equals(reader.read_batch([key.column], key.row_group)[key.column].to_arrow())
+        page = getattr(value, "device_page", None)
+        own = [page.data if page is not None else value.data, value.validity, value.offsets, value.chars]
+        assert all(a is None or a.base is None for a in own)  # copies, not views of the delivery's buffer
+    assert all(n == 0 for n in cache.pins.values())  # unpinned once the step was done
+    assert b.used_bytes == 0

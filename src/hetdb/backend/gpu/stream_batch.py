@@ -7,8 +7,9 @@ none the cache admits — as ONE delivery: one device allocation, the host->devi
 section into its place, at most one launch of each batched kernel for all columns (``batch.py``).
 The consumer gets one Batch spanning the run's row groups — or, with ``gpu_compressed_cache``
 (``paged``), one Batch per row group out of the same buffer, whose encoded pages stay as stored
-(``EncodedColumn``s: no decode launch; the fused kernel reads them all through one page table). A row group with a cached or admitted
-page is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
+(``EncodedColumn``s: no decode launch; the fused kernel reads them all through one page table); a
+page the cache admits rides along there, copied device to device into arrays the cache keeps. A row
+group with a cached page (or, not paged, an admitted one) is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
 is asked for every page of a group, in page order, before any page of the group is moved); a run
 also ends where a string column changes between dictionary and plain pages. Pages and bytes are counted per page in ``StreamStats`` and the
 route counts either way; ``RouteCounts.deliveries`` counts the steps.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
-from hetdb.backend.gpu.stream_pages import _Page, _RowGroup, keeps_compressed
+from hetdb.backend.gpu.stream_pages import _delivered, _Page, _RowGroup, keeps_compressed
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
@@ -54,6 +55,7 @@ class _Unit:
     rg: _RowGroup | None = None
     buffer: Any = None
     transient: int = 0
+    kept: list = field(default_factory=list)  # keys of pages a paged delivery put in the cache (pinned)
 
 
 def _string_plain(spec: Any, page: _Page) -> bool:
@@ -182,6 +184,9 @@ class BatchedDelivery:
         self._copy_stream.wait_event(done)
         unit.buffer = None
         unit.batches = []
+        for key in unit.kept:
+            self.cache.unpin(key)
+        unit.kept = []
         if unit.transient:
             self.budget.release(unit.transient)
             unit.transient = 0
@@ -191,7 +196,8 @@ class BatchedDelivery:
         """Deliver a scheduled group: row groups holding a cached page, or a page the cache admits,
         go row group by row group (the cache keeps its own copy of such pages); each run of
         consecutive others whose string columns agree on dictionary or plain pages goes as one
-        batch."""
+        batch. A paged delivery takes row groups with admitted pages too: it copies those pages
+        out of its buffer into arrays of their own, which the cache keeps."""
         pages = [p for rg in rgs for p in rg.pages]
         special = [any(p.cached for p in rg.pages) for rg in rgs]
         if self.cache is not None and not all(special):
@@ -202,7 +208,8 @@ class BatchedDelivery:
                 if not p.cached:
                     p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
                                                     first_reuse=first_reuse)
-            special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
+            if not self.paged:  # (a paged delivery keeps its own copies of admitted pages)
+                special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
         units: list[_Unit] = []
         i = 0
         try:
@@ -216,7 +223,8 @@ class BatchedDelivery:
                     j += 1
                 for rg in rgs[i:j]:
                     for p in rg.pages:
-                        p.admitted = None  # refused: nothing reserved in the cache
+                        if not p.admitted:
+                            p.admitted = None  # refused: nothing reserved in the cache
                 units.append(self._deliver_batch(rgs[i:j]))
                 i = j
         except BaseException:
@@ -273,7 +281,7 @@ class BatchedDelivery:
                 dtypes = [None if s else np.dtype(spec.dtype.numpy_dtype) for spec, s in zip(specs, strings)]
                 buf, arrays = run_delivery(plan, sources, dtypes, stream)
                 if paged:
-                    batches = [Batch({name: self._column(spec, rg.pages[c], arrays[c][r], strings[c])
+                    batches = [Batch({name: self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
                                       for c, (name, spec) in enumerate(zip(self.columns, specs))},
                                      reader.row_group_rows(ids[r]))
                                for r, rg in enumerate(rgs)]
@@ -298,7 +306,19 @@ class BatchedDelivery:
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += plan.rows
-        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes)
+        kept = [p.key for rg in rgs for p in rg.pages if p.cached]
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes, kept=kept)
+
+    def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
+        """``_column`` of a paged delivery; a page the cache admitted gets its own copy of its arrays
+        (device to device, on the copy stream) that the cache keeps, pinned until the step is done."""
+        if not page.admitted:
+            return self._column(spec, page, a, string)
+        col = self._column(spec, page, {name: arr.copy() for name, arr in a.items()}, string)
+        self.cache.put(page.key, col, page.device_bytes, pin=True, reserved=True,
+                       link_bytes=page.location.length, first_reuse=self._first_reuse())
+        page.cached, page.admitted = True, None
+        return _delivered(col)
 
     def _column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
         """A delivered Column over its arrays in the delivery's buffer: plain strings (offsets +
