@@ -174,6 +174,25 @@ def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(ke
         plan_delivery(lite, specs, keep_encoded=True)
 
 
+def test_a_paged_plan_leaves_absent_pages_out():
+    sizes, raws, specs, lite, dtypes, _ = _mixed_pages()
+    gone = {(0, 1), (4, 2), (5, 0)}  # (column, row group) the consumer holds already
+    marked = [[PageSpec(p.length, p.num_rows, p.codec, p.sections, p.where, (c, r) in gone)
+               for r, p in enumerate(col)] for c, col in enumerate(specs)]
+    full = plan_delivery(lite, specs, paged=True, keep_encoded=True)
+    plan = plan_delivery(lite, marked, paged=True, keep_encoded=True)
+    assert plan.nbytes < full.nbytes
+    for c, r in gone:
+        cp = plan.pages[c][r]
+        assert (cp.data, cp.validity, cp.offsets, cp.chars, cp.encoded) == (None,) * 5
+    assert not [cp for cp in plan.copies if (cp[0], cp[1]) in gone]
+    assert len(plan.copies) == len(full.copies) - sum(1 for cp in full.copies if (cp[0], cp[1]) in gone)
+    _, out = run_plan_on_host(plan, lambda ci, pi, off, n: raws[ci][pi][off:off + n], dtypes)
+    assert out[0][1] == {} and out[0][0] and out[4][1]["offsets"].shape[0] == sizes[1] + 1  # the others as before
+    with pytest.raises(ValueError, match="paged"):
+        plan_delivery(lite, marked)
+
+
 def _strings(values, validity):
     data = [v.encode() for v in values]
     offsets = np.concatenate([[0], np.cumsum([len(d) for d in data])]).astype(np.int64)

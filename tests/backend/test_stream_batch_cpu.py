@@ -404,3 +404,41 @@ def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
         assert all(a is None or a.base is None for a in own)  # copies, not views of the delivery's buffer
     assert all(n == 0 for n in cache.pins.values())  # unpinned once the step was done
     assert b.used_bytes == 0
+
+
+class _Holds(_Keeps):
+    """``_Keeps`` that also holds some pages already (device-cache hits, pinned by ``get``)."""
+
+    def __init__(self, held: dict) -> None:
+        super().__init__(set())
+        self.held = held
+
+    def get(self, key, pin=False):
+        value = self.held.get((key.column, key.row_group))
+        if value is not None and pin:
+            self.pins[key] = self.pins.get(key, 0) + 1
+        return value
+
+
+def test_a_paged_delivery_takes_cached_pages_as_they_are(reader, fake_gpu):
+    held = {("c_f64", 3): reader.read_batch(["c_f64"], 3)["c_f64"],
+            ("s_plain", 2): reader.read_batch(["s_plain"], 2)["s_plain"]}
+    cache = _Holds(held)
+    b = DeviceMemoryBudget(1 << 30)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 cache=cache, router=PageRouter("auto"), compressed=True) as s:
+        steps = []
+        for rgs, parts in s.deliveries():
+            steps.append(rgs)
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                for c in COLUMNS:
+                    if (c, rg) in held:
+                        assert part[c] is held[(c, rg)]  # the cached Column itself: nothing moved
+                    assert part[c].to_arrow().equals(want[c].to_arrow()), (c, rg)
+    assert steps == [(1, 2, 3, 4)]
+    routes = s.route_counts()
+    assert routes.pages["gpu_resident"] == 2 and routes.pages["disk_direct"] == 4 * len(COLUMNS) - 2
+    assert s.stats.pages_cached == 2 and s.stats.pages_read == 4 * len(COLUMNS) - 2
+    assert all(n == 0 for n in cache.pins.values()) and len(cache.pins) == 2
+    assert b.used_bytes == 0

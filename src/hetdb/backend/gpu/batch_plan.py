@@ -52,6 +52,7 @@ class PageSpec:
     codec: str
     sections: dict
     where: str = "page"
+    absent: bool = False  # paged plans: the consumer has the page already (device cache): nothing moves
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,8 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     def kept(col: ColumnSpecLite, p: PageSpec) -> bool:
         return keep_encoded and not col.string and p.codec != "plain"
 
+    if not paged and any(p.absent for col_pages in pages for p in col_pages):
+        raise ValueError("absent pages are left out only in a paged delivery")
     # Pass 1: per unit its outputs (offsets relative to the output area).
     outputs: list[tuple[ColumnPlan, dict]] = []
     for ci, pis in units:
@@ -192,7 +195,9 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
         n_rows = sum(p.num_rows for p in unit_pages)
         cp = ColumnPlan(col.name, n_rows)
         regions: dict = {}
-        if col.string:
+        if unit_pages[0].absent:
+            pass  # nothing to lay out or copy
+        elif col.string:
             chars = 0
             for p in unit_pages:
                 got = _section(p, "chars")
@@ -210,7 +215,7 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
         else:
             regions["data"] = (cursor, n_rows * col.itemsize)
             cursor += _up(max(n_rows * col.itemsize, 1))
-        if any("validity" in p.sections for p in unit_pages):
+        if any("validity" in p.sections and not p.absent for p in unit_pages):
             regions["validity"] = (cursor, n_rows)
             cursor += _up(max(n_rows, 1))
         outputs.append((cp, regions))
@@ -229,6 +234,8 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
         for k, pi in enumerate(pis):
             p = pages[ci][pi]
             n = p.num_rows
+            if p.absent:
+                continue
             if "validity" in regions:
                 bits = _section(p, "validity")
                 dst = regions["validity"][0] + row0

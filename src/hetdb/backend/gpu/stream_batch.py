@@ -37,7 +37,7 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
-from hetdb.backend.gpu.stream_pages import _delivered, _Page, _RowGroup, keeps_compressed
+from hetdb.backend.gpu.stream_pages import _column_nbytes, _delivered, _Page, _RowGroup, keeps_compressed
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
@@ -199,7 +199,8 @@ class BatchedDelivery:
         batch. A paged delivery takes row groups with admitted pages too: it copies those pages
         out of its buffer into arrays of their own, which the cache keeps."""
         pages = [p for rg in rgs for p in rg.pages]
-        special = [any(p.cached for p in rg.pages) for rg in rgs]
+        # (a paged delivery takes cached pages as they are: no row group of it is special)
+        special = [not self.paged and any(p.cached for p in rg.pages) for rg in rgs]
         if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
@@ -252,6 +253,9 @@ class BatchedDelivery:
             col_sources = []
             for rg in rgs:
                 p = rg.pages[c]
+                if p.cached:  # a device-cache hit (paged deliveries only): nothing moves
+                    col_sources.append([])
+                    continue
                 got = p.future.result() if p.future is not None else None
                 p.future = None
                 if p.loading:
@@ -265,12 +269,14 @@ class BatchedDelivery:
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
                     for name, spec, s in zip(self.columns, specs, strings)]
-            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p))
+            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p), p.cached)
                       for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
             return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
-        # a plan depends on the table version's manifest only: a repeated scan reuses it
-        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, paged), make_plan)
+        # a plan depends on the table version's manifest (and which pages are cached) only: a
+        # repeated scan reuses it
+        absent = tuple(p.cached for rg in rgs for p in rg.pages) if paged else ()
+        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, paged, absent), make_plan)
         first = ids[0]
         self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
                                          f"of table '{reader.name}'")
@@ -310,8 +316,11 @@ class BatchedDelivery:
         return _Unit(ids, batches, buffer=buf, transient=plan.nbytes, kept=kept)
 
     def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
-        """``_column`` of a paged delivery; a page the cache admitted gets its own copy of its arrays
-        (device to device, on the copy stream) that the cache keeps, pinned until the step is done."""
+        """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
+        gets its own copy of its arrays (device to device, on the copy stream) that the cache keeps,
+        pinned until the step is done."""
+        if page.cached:
+            return _delivered(page.value)
         if not page.admitted:
             return self._column(spec, page, a, string)
         col = self._column(spec, page, {name: arr.copy() for name, arr in a.items()}, string)
@@ -340,6 +349,12 @@ class BatchedDelivery:
         for rg in rgs:
             for p in rg.pages:
                 loc = p.location
+                if p.route is Route.GPU_RESIDENT:  # a paged delivery's device-cache hit
+                    nbytes = _column_nbytes(p.value)
+                    st.pages_cached += 1
+                    st.bytes_cached += nbytes
+                    self.routes.add(Route.GPU_RESIDENT, nbytes)
+                    continue
                 if p.route is Route.HOST_TO_GPU:
                     st.pages_host += 1
                     st.bytes_host += loc.length
