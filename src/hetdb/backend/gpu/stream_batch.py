@@ -273,10 +273,12 @@ class BatchedDelivery:
                       for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
             return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
-        # a plan depends on the table version's manifest (and which pages are cached) only: a
-        # repeated scan reuses it
-        absent = tuple(p.cached for rg in rgs for p in rg.pages) if paged else ()
-        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, paged, absent), make_plan)
+        # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
+        # device-cache hits in it is made each time: which pages those are changes from scan to scan)
+        if paged and any(p.cached for rg in rgs for p in rg.pages):
+            plan = make_plan()
+        else:
+            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, paged), make_plan)
         first = ids[0]
         self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
                                          f"of table '{reader.name}'")
