@@ -19,7 +19,7 @@ def _router(cpu_pages_per_s: float = 1000.0, gpu_pages_per_s: float = 1000.0,
             h2d_bytes_per_s: float = 1e9) -> PageRouter:
     rates = Rates()
     rates.cpu_rate("coprocess").pages_per_s = cpu_pages_per_s
-    rates.gpu_rate("coprocess").pages_per_s = gpu_pages_per_s
+    rates.gpu_rate("scan").pages_per_s = gpu_pages_per_s
     rates.h2d.bytes_per_s, rates.h2d.latency_s = h2d_bytes_per_s, 0.0
     return PageRouter("auto", gpu=True, pipeline="coprocess", rates=rates)
 

@@ -77,7 +77,7 @@ def coprocessed(monkeypatch):
             front = _FrontRun(co.cctx, pipe, co.shared)
             compiled_cpu._Worker(co.cctx, pipe, front, co.plan).work()
             lsink = pipe.sink.init_local(ctx, run.gsink)
-            co.finish(lsink, 0.0)
+            co.finish(lsink)
             for part in front.gsink.batches + [b for _, b in front.gsink.runs]:
                 pipe.sink.add_partial(ctx, part, run.gsink, lsink)
             pipe.sink.combine(ctx, run.gsink, lsink)

@@ -6,8 +6,8 @@ when it takes it, so neither waits for the other at the end (work is stolen, not
 
 Which row groups the CPU may take is the router's decision (``cache/router.py``), made per steal from
 measured rates: a CPU worker takes one only when it would finish it before the GPU would have worked
-through what is left (the GPU's time per row group: its pages over the host→GPU link plus the
-pipeline's GPU pages/s), so the CPU never holds the query up at its end. A row group whose pages the
+through what is left (the GPU's time per row group: the slower of its pages over the host→GPU
+link and the GPU scans' measured pages/s), so the CPU never holds the query up at its end. A row group whose pages the
 GPU already holds (the device tier has them all) is never taken: it costs the GPU no copy.
 
 ``mode``: "auto" (the decision above) or "on" (co-processing forced: every steal of a row group the
@@ -42,7 +42,8 @@ class SharedScan:
     the GPU)."""
 
     def __init__(self, row_groups: list[int], link_bytes: list[int], pages: int, router: PageRouter,
-                 mode: str = "auto", resident: Callable[[int], bool] | None = None) -> None:
+                 mode: str = "auto", resident: Callable[[int], bool] | None = None,
+                 gpu_pipeline: str = "scan") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown co-processing mode {mode!r}")
         if len(link_bytes) != len(row_groups):
@@ -53,6 +54,8 @@ class SharedScan:
         self.router = router
         self.mode = mode
         self.resident = resident
+        # the GPU's pages/s end to end: what GPU scans observe (scan_device.DeviceScanState.close)
+        self.gpu_pipeline = gpu_pipeline
         self._lo = 0                       # the next position the GPU takes
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._lock = threading.Lock()
@@ -100,7 +103,7 @@ class SharedScan:
         of its copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
         rates = self.router.rates
         cpu = self.router.cpu_seconds() * self.pages
-        gpu_page = rates.gpu_rate(self.router.pipeline).seconds(1)
+        gpu_page = rates.gpu_rate(self.gpu_pipeline).seconds(1)
         gpu_left = sum(max(rates.h2d.seconds(self.link_bytes[j]), self.pages * gpu_page)
                        for j in range(self._lo, i))
         return cpu < gpu_left

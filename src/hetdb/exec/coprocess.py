@@ -175,13 +175,9 @@ class CoProcess:
         return decode_page(raw[:loc.length], spec.dtype, n, info.encoding, info.sections, dictionary,
                            f"table '{reader.name}' column '{name}' page {rg}", info.codec)
 
-    def finish(self, lsink: Any, gpu_seconds: float) -> None:
+    def finish(self, lsink: Any) -> None:
         """Wait for the workers; their partial states join the GPU aggregation (through ``lsink``,
-        the GPU side's local sink state, combined by the caller). ``gpu_seconds``: the GPU side's
-        time for its row groups, end to end (the router's GPU rate follows it)."""
-        s = self.shared
-        if s.gpu_taken and gpu_seconds > 0:
-            s.router.observe_gpu(len(s.gpu_taken) * s.pages, gpu_seconds)
+        the GPU side's local sink state, combined by the caller)."""
         from hetdb.exec.compiled_cpu import _Redo
         from hetdb.exec.hostutil import batch_to_device
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -551,7 +550,6 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
         co, why = plan_coprocess(ctx, pipe, gsrc.reader, run, [rg for _, rg in morsels])
         if why:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
-    started = time.perf_counter()
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
         fusable = []
         for b in batches:
@@ -581,7 +579,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
     if co is not None:
-        co.finish(lsink, time.perf_counter() - started)
+        co.finish(lsink)
         ctx.stat(sink.op_id).fused += co.describe()
     compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
