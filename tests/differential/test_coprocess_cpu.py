@@ -107,6 +107,9 @@ def test_coprocessed_aggregations_match_duckdb(suite, coprocessed, ssb_small, tp
                                expected=expected_answers.setdefault(suite, {}))
             assert not report.failures, "\n\n".join(report.failures)
             assert report.compared == len(queries) > 0
+        # the CPU workers' pages by route are on the scan's line of EXPLAIN ANALYZE (now out of the tier)
+        plan = con.explain(queries["q1.1" if suite == "ssb" else "q01"], analyze=True)
+        assert "host_cpu" in plan, plan
     done = [e for e in log if isinstance(e, tuple)]
     assert done, log
     for front, back in done:
