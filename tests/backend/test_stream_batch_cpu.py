@@ -442,3 +442,33 @@ def test_a_paged_delivery_takes_cached_pages_as_they_are(reader, fake_gpu):
     assert s.stats.pages_cached == 2 and s.stats.pages_read == 4 * len(COLUMNS) - 2
     assert all(n == 0 for n in cache.pins.values()) and len(cache.pins) == 2
     assert b.used_bytes == 0
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_budget_for_one_delivery_at_a_time_single_buffers(reader, fake_gpu, compressed):
+    """A budget that holds one delivery but not two: the step the consumer finished with is given
+    back before the next one is reserved (single-buffered), instead of OutOfMemoryError."""
+    from hetdb.errors import OutOfMemoryError
+
+    rgs = [1, 2, 3]
+    probe = DeviceMemoryBudget(1 << 30)
+    sizes = []
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=probe, batch_bytes=1, row_groups=rgs,
+                                 router=PageRouter("disk"), compressed=compressed) as s:
+        for _ in s.deliveries():
+            sizes.append(probe.used_bytes)
+    tight = DeviceMemoryBudget(max(sizes) + min(sizes) // 2)  # room for one delivery, not two
+    compared = 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=tight, batch_bytes=1, row_groups=rgs,
+                                 router=PageRouter("disk"), compressed=compressed) as s:
+        for got, parts in s.deliveries():
+            assert tight.used_bytes <= tight.limit_bytes
+            for rg, part in zip(got, parts):
+                assert part["c_delta"].to_arrow().equals(reader.read_batch(["c_delta"], rg)["c_delta"].to_arrow())
+                compared += 1
+    assert compared == len(rgs) and tight.used_bytes == 0
+    with pytest.raises(OutOfMemoryError):  # less than one delivery: still refused, with the reason
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=DeviceMemoryBudget(min(sizes) // 2), batch_bytes=1,
+                                     row_groups=rgs, router=PageRouter("disk"), compressed=compressed) as s:
+            for _ in s.deliveries():
+                pass

@@ -120,6 +120,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # a cache.coscan.SharedScan: CPU workers take row groups of this scan from its back; the
         # streamer claims each before scheduling it and stops where they began
         self.shared = shared
+        self._held: Any = None  # stream_batch: the step the consumer finished with, not yet retired
         self.routes = RouteCounts()
         self._tier_stats0 = self._tier_stats()
         self.depth = depth

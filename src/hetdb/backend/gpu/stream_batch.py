@@ -153,7 +153,13 @@ class BatchedDelivery:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
             while pending:
-                queue.extend(self._deliver_group(pending[0]))
+                self._held = current  # retired early if the group's delivery needs its memory
+                try:
+                    queue.extend(self._deliver_group(pending[0]))
+                finally:
+                    if self._held is None:
+                        current = None
+                    self._held = None
                 pending.pop(0)
                 schedule_next()
                 while queue:
@@ -372,7 +378,16 @@ class BatchedDelivery:
             self.routes.add(route, nbytes, pages=pages)
 
     def _reserve_bytes(self, nbytes: int, what: str) -> None:
-        if not self.budget.try_reserve(nbytes):
-            if self._device_tier is not None:
-                self._device_tier.evict(nbytes)
-            self.budget.reserve(nbytes, what)
+        if self.budget.try_reserve(nbytes):
+            return
+        if self._device_tier is not None:
+            self._device_tier.evict(nbytes)
+            if self.budget.try_reserve(nbytes):
+                return
+        held, self._held = self._held, None
+        if held is not None:
+            # the step the consumer has finished with still holds its buffer: give it back first
+            # (under so tight a budget the next copies wait for the consumer's work on it,
+            # single-buffered, instead of the query failing over to the CPU)
+            self._retire_unit(held)
+        self.budget.reserve(nbytes, what)
