@@ -20,7 +20,9 @@ from typing import Any
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
-from hetdb.exec.compiled_features import off
+from hetdb.exec.compiled_features import expr_refusal, off
+from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows
+from hetdb.exec.compiled_rows import gather as _gather  # noqa: F401 (exec/compiled_cpu.py imports it from here)
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -51,14 +53,14 @@ class _Refused(Exception):
 @dataclass
 class CompiledPlan:
     stages: list[Any]                      # ("filter", expr) | ("project", ProjectOp) | ("probe", HashProbe)
-    sink: HashAggregate
+    sink: Any                              # HashAggregate, or a row sink (HashBuild, SortSink, TopNSink)
     produced: set[str]                     # cids made inside the kernel (projections, payload, marks)
     referenced: set[str]
     probes: list[tuple[HashProbe, list[Any]]] = field(default_factory=list)  # (op, payload Fields)
     kernels: dict[tuple, Any] = field(default_factory=dict)   # signature -> CompiledPipeline | reason
     luts: dict[tuple, tuple] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
-    materialize: bool = False              # sink is a hash build fed with gathered rows
+    materialize: bool = False              # sink takes the gathered rows (compiled_rows.selects_rows)
     outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
     alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
     mark_index: int | None = None          # pipe.ops index of a right_semi/right_anti probe ending the kernel
@@ -73,10 +75,15 @@ def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str
     """(plan, "") when the pipeline can run compiled, else (None, why not)."""
     sink = pipe.sink
     right = next((i for i, op in enumerate(pipe.ops) if isinstance(op, HashProbe) and op.kind in _RIGHT), None)
-    materialize = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    materialize = selects_rows(ctx, pipe)
     if right is None and not isinstance(sink, HashAggregate) and not materialize:
         return None, ""
     try:
+        if right is None and materialize and not (isinstance(sink, HashBuild)
+                                                  and any(isinstance(op, HashProbe) for op in pipe.ops)):
+            why = off("row_sinks")
+            if why:
+                raise _Refused(why)
         if right is not None:
             why = off("right_semi_anti")
             if why:
@@ -91,7 +98,7 @@ def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str
 def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> CompiledPlan:
     """``right``: index of a right_semi/right_anti probe in ``pipe.ops``: the kernel runs the operators
     up to it and marks its build rows; what comes after it runs on the rows the join emits at its end."""
-    materialize = right is None and isinstance(sink, HashBuild)
+    materialize = right is None and not isinstance(sink, HashAggregate)  # (plan_compiled: selects_rows)
     if right is None and not materialize:
         if sink.raw_mode:
             # the kernel groups by the keys and every argument: one row per distinct tuple goes to
@@ -146,8 +153,8 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
     kneed: set[str] = set()
     if materialize:
         later |= {f.cid for f in sink.fields}
-        for e in sink.keys:
-            later |= _refs(e)
+        for e in sink.keys:  # (hash build keys are expressions, sort keys SortKeys)
+            later |= _refs(getattr(e, "expr", e))
     elif right is None:  # (a kernel marking build rows has no other output)
         for _, a in sink.aggs:
             kneed |= _refs(a.arg)
@@ -209,7 +216,25 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
             kneed |= keys
         referenced |= kneed
     plan.probes = [(x, payloads[i]) for i, (kind, x) in enumerate(stages) if kind == "probe"]
+    why = expr_refusal(_kernel_exprs(plan))
+    if why:
+        raise _Refused(why)
     return plan
+
+
+def _kernel_exprs(plan: CompiledPlan) -> list[Expr | None]:
+    """The expressions a kernel of ``plan`` may evaluate (for the switches of compiled_features)."""
+    out: list[Expr | None] = []
+    for kind, x in plan.stages:
+        if kind == "filter":
+            out.append(x)
+        elif kind == "project":
+            out += [e for _, e in x.exprs]
+        else:
+            out += [*x.left_keys, x.residual]
+    if isinstance(plan.sink, HashAggregate):
+        out += [e for _, e in plan.sink.keys] + [a.arg for _, a in plan.sink.aggs]
+    return out
 
 
 def _group_key_only(plan: CompiledPlan, sink: HashAggregate) -> set[str]:
@@ -303,28 +328,6 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
     return compiled, cids
 
 
-def _lookups(ctx: ExecContext, plan: CompiledPlan, kernel: Any, dicts: dict[str, Column]) -> list:
-    xp = ctx.backend.xp
-    out = []
-    for lk in kernel.kernel.lookups:
-        d = dicts[lk.cid]
-        key = (kernel.kernel.name, lk.index, id(d))
-        hit = plan.luts.get(key)
-        if hit is None or hit[0] is not d:
-            n = len(d)
-            codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
-            res = ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: codes}, n))
-            res = ctx.evaluator.cast(res, lk.expr.dtype)
-            values = xp.zeros(max(n, 1), dtype=lk.expr.dtype.numpy_dtype)
-            valid = xp.zeros(max(n, 1), dtype=bool)
-            if n:
-                values[:n] = res.data
-                valid[:n] = True if res.validity is None else res.validity
-            hit = plan.luts[key] = (d, values, valid)
-        out.append((hit[1], hit[2]))
-    return out
-
-
 def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str, Column]]:
     from hetdb.backend.gpu.codegen.pipeline_runtime import ProbeInput
 
@@ -390,56 +393,9 @@ def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str],
         dicts = dict(build_dicts)
         dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
         groups = kernel.aggregate({c: b.columns[c] for c in cids}, b.num_rows,
-                                  _lookups(ctx, plan, kernel, dicts), probes)
+                                  dictionary_lookups(ctx, plan, kernel, dicts), probes)
         ctx.add(sink.op_id, rows_in=b.num_rows)
         sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, dicts), gsink, lsink)
-
-
-def _gather(ctx: ExecContext, plan: CompiledPlan, b: Batch, sel: Any) -> Batch:
-    """The columns the hash build reads, for the rows (and matches) the kernel selected."""
-    from hetdb.exec.columns import take
-
-    be = ctx.backend
-    n = int(sel.rows.shape[0])
-    stage_of = {}
-    for i, (kind, x) in enumerate(plan.stages):
-        if kind == "probe":
-            for f in x.right_fields:
-                stage_of[f.cid] = (i, x)
-            if x.mark is not None:
-                stage_of[x.mark.cid] = (i, x)
-    exprs = {c: plan.alias.get(c) for c in plan.outputs}
-    base: set[str] = set()
-    for c, e in exprs.items():
-        base |= {c} if e is None else set(e.columns())
-    cols: dict[str, Column] = {}
-    for c in base:
-        if c in b.columns and c not in stage_of:
-            cols[c] = take(be, b.columns[c], sel.rows)
-            continue
-        i, op = stage_of[c]
-        if op.mark is not None and c == op.mark.cid:
-            m = sel.marks[i]
-            cols[c] = Column(T.BOOL, data=m == 1, validity=None if not bool((m == 2).any()) else m != 2)
-        else:
-            side = ctx.results[op.build_pipeline]
-            cols[c] = take(be, side.batch.columns[c], sel.build_rows[i], missing=op.kind != "inner")
-    base_batch = Batch(cols, n)
-    out = {}
-    for c, e in exprs.items():
-        out[c] = cols[c] if e is None else ctx.evaluator.cast(ctx.evaluator.evaluate(e, base_batch), e.dtype)
-    return Batch(out, n)
-
-
-def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
-                  build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
-    from hetdb.backend.gpu.codegen.pipeline_runtime import select
-
-    dicts = dict(build_dicts)
-    dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
-    if int(sel.rows.shape[0]):
-        plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
 
 
 class _Marks:
@@ -462,7 +418,7 @@ class _Marks:
                 mr = self.runs[id(kernel)] = MarkRun(kernel, self.marked)
             dicts = dict(build_dicts)
             dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-            mr.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+            mr.add({c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes)
             ctx.add(self.op.op_id, rows_in=b.num_rows)
 
     def finish(self) -> None:
@@ -568,7 +524,7 @@ class _Tables:
             return False
         sink = plan.sink
         with Timer(ctx, sink.op_id):
-            groups = acc.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+            groups = acc.add({c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes)
             ctx.add(sink.op_id, rows_in=b.num_rows)
             if groups is not None:
                 sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, first_dicts), gsink, lsink)
@@ -624,7 +580,7 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
             if marks is not None:
                 marks.consume(kernel, cids, b, probes, build_dicts)
             elif tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
-                consume = _consume_rows if plan.materialize else _consume
+                consume = consume_rows if plan.materialize else _consume
                 consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
             encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
@@ -636,7 +592,9 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     run.flush()
     st = ctx.stat(sink.op_id)
     if compiled:
-        what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
+        what = "hash probes and hash aggregation"
+        if plan.materialize:
+            what = "hash probes, compaction and gather" if plan.probes else "filters, compaction and gather"
         if plan.mark_index is not None:
             what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
                     "its rows then go through the operators")

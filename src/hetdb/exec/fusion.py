@@ -225,14 +225,19 @@ def _project(alias: dict[str, Expr], op: ProjectOp) -> None:
 
 
 def _materialize(ctx: ExecContext, d: _Deferrals, pid: int, why: str | None) -> None:
-    """Run a deferred pipeline now, operator at a time: its consumer did not take it in (``why``
-    says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    """Run a deferred pipeline now (compiled, or operator at a time): its consumer did not take it in
+    (``why`` says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    from hetdb.exec.compiled import COMPILED
     from hetdb.exec.pipeline import run_pipeline
 
     pipe = d.pending.pop(pid)
     d.no_defer.add(pid)
     run_pipeline(ctx, pipe, None, 1)
-    ctx.stat(pipe.sink.op_id).fused = "" if why is None else f"operator at a time: {why}"
+    st = ctx.stat(pipe.sink.op_id)
+    if st.fused.startswith(COMPILED):  # it ran as a compiled kernel: say so, and why it was not swapped in
+        st.fused += "" if why is None else f" (not {why})"
+    else:
+        st.fused = "" if why is None else f"operator at a time: {why}"
 
 
 @dataclass

@@ -300,19 +300,20 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
         rows = cupy.empty(cap, dtype=cupy.int64)
         brows = {p: cupy.empty(cap, dtype=cupy.int64) for p in k.row_outputs}
         marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
-        count = cupy.zeros(1, dtype=cupy.uint64)
-        errors = cupy.zeros(1, dtype=cupy.uint64)
-        arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
+        # output count, scalar-subquery errors and arith_err in one buffer: one copy back per launch
+        words = cupy.zeros(2 + ERR_WORDS, dtype=cupy.uint64)
         tiles = -(-n // PL_TILE)
         if tiles:
             launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
-                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors, arith_err))
-        raise_if_overflowed(arith_err.get())
-        if int(errors[0]):
+                   (*base, rows, np.uint64(cap), words[0:1], *brows.values(), *marks.values(), words[1:2],
+                    words[2:]))
+        host = words.get()
+        raise_if_overflowed(host[2:])
+        if int(host[1]):
             raise HetdbError("a scalar subquery returned more than one row for one outer row "
                              "(DuckDB reports: More than one row returned by a subquery used as an "
                              "expression); add LIMIT 1 or an aggregate")
-        total = int(count[0])
+        total = int(host[0])
         if total <= cap:
             break
         cap = total
