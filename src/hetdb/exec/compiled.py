@@ -23,6 +23,7 @@ from hetdb.errors import UnsupportedError
 from hetdb.exec.compiled_features import expr_refusal, off
 from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows
 from hetdb.exec.compiled_rows import gather as _gather  # noqa: F401 (exec/compiled_cpu.py imports it from here)
+from hetdb.exec.compiled_scan import resident_scan
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -545,20 +546,62 @@ class _Tables:
 
 def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> None:
     """Drive ``pipe`` batch by batch through its compiled kernels (operators for refused batches)."""
-    from hetdb.exec.operators.scan_device import read_device_scan
-
     src, sink = pipe.source, pipe.sink
     scan = isinstance(src, TableScan)
-    pred = conjunction(src.scan.filters) if scan else None
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
     tables = None if plan.materialize or plan.mark_index is not None else _Tables(ctx, plan, probes)
     marks = None if plan.mark_index is None else _Marks(ctx, plan, pipe, run)
+    hot = resident_scan(ctx, src, run.gsrc, run.morsels) if scan else None
+    try:
+        compiled, fallback, encoded = _drive(ctx, pipe, plan, run, hot, lops, lsink, probes, build_dicts, tables,
+                                             marks)
+    finally:
+        if hot is not None:
+            hot.close()
+    if tables is not None:
+        tables.finish(run.gsink, lsink)
+    if marks is not None:
+        marks.finish()  # (before the join emits the marked rows: run.flush)
+    sink.combine(ctx, run.gsink, lsink)
+    run.flush()
+    st = ctx.stat(sink.op_id)
+    if compiled:
+        what = "hash probes and hash aggregation"
+        if plan.materialize:
+            what = "hash probes, compaction and gather" if plan.probes else "filters, compaction and gather"
+        if plan.mark_index is not None:
+            what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
+                    "its rows then go through the operators")
+        st.fused = f"{COMPILED} ({what}; {compiled} batches)"
+        if hot is not None:
+            st.fused += "; pages read from the device cache without streaming"
+        if encoded:
+            st.fused += f"; {encoded} batches read compressed pages in place"
+        if tables is not None and tables.batches:
+            st.fused += f"; {tables.batches} batches into hash tables kept across launches"
+        if fallback:
+            st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
+    else:
+        st.fused = "operator at a time: " + ("; ".join(sorted(plan.refusals)) or "no rows")
+
+
+def _drive(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any, hot: Any, lops: list, lsink: Any,
+           probes: list, build_dicts: dict[str, Column], tables: Any, marks: Any) -> tuple[int, int, int]:
+    """Every morsel's batches through their kernels (or the operators); (compiled, operator at a
+    time, reading compressed pages) batch counts."""
+    from hetdb.exec.operators.scan_device import read_device_scan
+
+    src = pipe.source
+    scan = isinstance(src, TableScan)
+    pred = conjunction(src.scan.filters) if scan else None
     compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
-        if scan:
+        if hot is not None:
+            batches = hot.batches(index)
+        elif scan:
             with Timer(ctx, src.op_id):
                 batches = read_device_scan(src, ctx, morsel, run.gsrc, apply_filters=False)
         else:
@@ -584,26 +627,4 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
                 consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
             encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
-    if tables is not None:
-        tables.finish(run.gsink, lsink)
-    if marks is not None:
-        marks.finish()  # (before the join emits the marked rows: run.flush)
-    sink.combine(ctx, run.gsink, lsink)
-    run.flush()
-    st = ctx.stat(sink.op_id)
-    if compiled:
-        what = "hash probes and hash aggregation"
-        if plan.materialize:
-            what = "hash probes, compaction and gather" if plan.probes else "filters, compaction and gather"
-        if plan.mark_index is not None:
-            what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
-                    "its rows then go through the operators")
-        st.fused = f"{COMPILED} ({what}; {compiled} batches)"
-        if encoded:
-            st.fused += f"; {encoded} batches read compressed pages in place"
-        if tables is not None and tables.batches:
-            st.fused += f"; {tables.batches} batches into hash tables kept across launches"
-        if fallback:
-            st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
-    else:
-        st.fused = "operator at a time: " + ("; ".join(sorted(plan.refusals)) or "no rows")
+    return compiled, fallback, encoded

@@ -36,6 +36,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.exec.columns import concat_batches
+from hetdb.exec.compiled_features import expr_refusal
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember, _run_skipped_inputs, _skipped_inputs
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -346,6 +347,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     needed: set[str] = set()
     for e in [*filters, *lookups, *(j.left_key for j in joins), *(a.arg for a in aggs if a.arg is not None)]:
         needed |= e.columns()
+    why = expr_refusal([*filters, *(j.left_key for j in joins), *(a.arg for a in aggs)])
+    if why:
+        raise _NotFused(why)
 
     reader = ctx.db.table(src.scan.table)
     name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
