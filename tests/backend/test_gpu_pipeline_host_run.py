@@ -118,10 +118,13 @@ def _arr(name: str, ctype: str, values) -> str:
 
 
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
-               slots: int = 4096, encoded: dict[str, np.ndarray] | None = None) -> list[tuple[tuple, list[int]]]:
+               slots: int = 4096, encoded: dict[str, np.ndarray] | None = None,
+               grow_to: int = 0) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
-    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain)."""
+    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain).
+    ``grow_to``: afterwards move the groups into a table of that many slots (pipeline.cuh
+    pipe_regroup, as a growing GroupAccumulator does) and read them from there."""
     k = generate_pipeline(spec)
     assert not k.lookups
     n = len(next(iter(columns.values())))
@@ -172,10 +175,27 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
              '  if (g_overflow[0] || errors[0]) { std::printf("FAIL\\n"); return 1; }',
              '  if (arith_err[0]) { std::printf("OVERFLOW %llu %lld %lld\\n", arith_err[1], (long long)arith_err[2], '
              '(long long)arith_err[3]); return 3; }',
-             f"  for (int s = 0; s < {slots}; ++s) if (g_state[s] == 2) {{",
+             ]
+    table, accs = ("g_state", "g_keys"), [f"acc{a}" for a in range(len(k.accumulators))]
+    if grow_to:
+        na = len(k.accumulators)
+        decl += [f"static int n_state[{grow_to}];", f"static long long n_keys[{(nk + 1) * grow_to}];",
+                 "static unsigned long long n_used[1], n_overflow[1];"]
+        decl += [f"static long long n_acc{a}[{grow_to}];" for a in range(na)]
+        main += [f"  for (int s = 0; s < {grow_to}; ++s) n_acc{a}[s] = acc{a}_init;" for a in range(na)]
+        main += ["  unsigned long long old_p[] = {" + ", ".join([f"(unsigned long long)acc{a}" for a in range(na)] + ["0"])
+                 + "};",
+                 "  unsigned long long new_p[] = {" + ", ".join([f"(unsigned long long)n_acc{a}" for a in range(na)]
+                                                              + ["0"]) + "};",
+                 "  gridDim.x = 1; blockDim.x = 1; blockIdx.x = 0; threadIdx.x = 0;",
+                 f"  pipe_regroup(g_state, g_keys, {slots}, {nk}, n_state, n_keys, {grow_to - 1}ULL, n_used, "
+                 f"{grow_to}ULL, n_overflow, old_p, new_p, {na});",
+                 '  if (n_overflow[0] || n_used[0] != g_used[0]) { std::printf("FAIL regroup\\n"); return 1; }']
+        table, accs, slots = ("n_state", "n_keys"), [f"n_acc{a}" for a in range(na)], grow_to
+    main += [f"  for (int s = 0; s < {slots}; ++s) if ({table[0]}[s] == 2) {{",
              '    std::printf("G");']
-    main += [f'    std::printf(" %lld", g_keys[{c} * {slots} + s]);' for c in range(nk + 1)]
-    main += [f'    std::printf(" %lld", acc{a}[s]);' for a in range(len(k.accumulators))]
+    main += [f'    std::printf(" %lld", {table[1]}[{c} * {slots} + s]);' for c in range(nk + 1)]
+    main += [f'    std::printf(" %lld", {acc}[s]);' for acc in accs]
     main += ['    std::printf("\\n");', "  }", "  return 0;", "}"]
     src = SHIM + load_source("pipeline.cuh") + "\n" + "\n".join(decl) + "\n" + k.body + "\n" + "\n".join(main)
     path = tmp_path / f"{k.name}.cpp"
@@ -330,5 +350,8 @@ def test_many_groups_and_overflow_detection(tmp_path):
         lo, hi = ref.get((a, b), (x, x))
         ref[(a, b)] = (min(lo, x), max(hi, x))
     assert {k: (acc[0], acc[2]) for k, acc in got.items()} == ref and len(ref) > 2000
+    # the same groups after the table grew into one of twice the slots (pipe_regroup)
+    grown = by_key(run_kernel(spec, {"k1": k1, "k2": k2, "v": v}, [], tmp_path, slots=8192, grow_to=16384))
+    assert grown == got
     with pytest.raises(AssertionError, match="FAIL"):  # a table too small reports overflow (the host reruns)
         run_kernel(spec, {"k1": k1, "k2": k2, "v": v}, [], tmp_path, slots=1024)

@@ -502,6 +502,8 @@ class _Tables:
         self.accumulators: dict[tuple, tuple[Any, dict[str, Column]]] = {}
         self.refused: set[tuple] = set()
         self.batches = 0  # batches aggregated into a kept table
+        self.partials = 0  # partial-state batches handed to the aggregation
+        self.grown = 0  # times a table grew (pipeline_runtime.GroupAccumulator)
 
     def consume(self, kernel: Any, cids: list[str], b: Batch, probes: list, build_dicts: dict[str, Column],
                 gsink: Any, lsink: Any) -> bool:
@@ -519,9 +521,11 @@ class _Tables:
             if key in self.refused or slots > MAX_SLOTS or not self.reservation.try_grow(kernel.table_bytes(slots)):
                 self.refused.add(key)
                 return False
-            entry = self.accumulators[key] = (GroupAccumulator(kernel, kernel.new_table(slots), self.expand), dicts)
+            entry = self.accumulators[key] = (
+                GroupAccumulator(kernel, kernel.new_table(slots), self.expand, self.reservation), dicts)
         acc, first_dicts = entry
-        if b.num_rows * self.expand > int(acc.table.slots * LOAD):
+        need = b.num_rows * self.expand
+        if need > int(acc.table.slots * LOAD) and not acc.room(need):
             return False
         sink = plan.sink
         with Timer(ctx, sink.op_id):
@@ -529,17 +533,28 @@ class _Tables:
             ctx.add(sink.op_id, rows_in=b.num_rows)
             if groups is not None:
                 sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, first_dicts), gsink, lsink)
+                self.partials += 1
         self.batches += 1
         return True
 
     def finish(self, gsink: Any, lsink: Any) -> None:
-        """Hand the groups every table still holds to the aggregation; free the tables."""
+        """Hand the groups every table still holds to the aggregation; free the tables. When one
+        table held every group of the run and nothing else reached the aggregation, its partial
+        state holds each group once: the aggregation need not merge it (as a fused kernel's)."""
         sink = self.plan.sink
+        unique = not sink.raw_mode
         with Timer(self.ctx, sink.op_id):
             for acc, dicts in self.accumulators.values():
+                unique = unique and all(k.build_rows_of is None and k.expr is None
+                                        for k in acc.pipeline.kernel.group_keys)
                 groups = acc.take()
                 if groups is not None:
                     sink.add_partial(self.ctx, _partial(self.ctx, self.plan, acc.pipeline, groups, dicts), gsink, lsink)
+                    self.partials += 1
+                self.grown += acc.grown
+        if unique and self.partials == 1 and gsink.parts is None and not gsink.batches and not gsink.runs \
+                and len(lsink.batches) == 1:
+            gsink.groups_unique = True
         self.accumulators.clear()
         self.reservation.close()
 
@@ -581,6 +596,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
             st.fused += f"; {encoded} batches read compressed pages in place"
         if tables is not None and tables.batches:
             st.fused += f"; {tables.batches} batches into hash tables kept across launches"
+            if tables.grown:
+                st.fused += f" (grown {tables.grown} times)"
         if fallback:
             st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
     else:

@@ -53,6 +53,7 @@ class CompiledPipeline:
         self.spec = spec
         self.kernel: PipelineKernel = generate_pipeline(spec)
         self._function: Any = None
+        self._module: Any = None
         self.slots_hint = MIN_SLOTS
 
     @property
@@ -61,8 +62,27 @@ class CompiledPipeline:
 
     def function(self) -> Any:
         if self._function is None:
-            self._function = compile_source(self.source, "pipeline.cu").function(self.kernel.name)
+            self._module = compile_source(self.source, "pipeline.cu")
+            self._function = self._module.function(self.kernel.name)
         return self._function
+
+    def regroup(self, old: GroupTable, new: GroupTable) -> None:
+        """Insert every group of ``old`` into the empty, larger ``new`` (pipeline.cuh pipe_regroup);
+        ``new`` takes over ``old``'s error words."""
+        import cupy
+
+        from hetdb.backend.gpu.compile import launch
+
+        self.function()
+        fn = self._module.function("pipe_regroup")
+        old_accs = cupy.asarray([a.data.ptr for a in old.accs] or [0], dtype=cupy.uint64)
+        new_accs = cupy.asarray([a.data.ptr for a in new.accs] or [0], dtype=cupy.uint64)
+        launch(fn, min(-(-old.slots // 256), 65536), 256,
+               (old.state, old.keys, np.int64(old.slots), np.int32(len(self.kernel.group_keys)), new.state,
+                new.keys, np.uint64(new.slots - 1), new.used, np.uint64(new.slots), new.overflow, old_accs,
+                new_accs, np.int32(len(old.accs))))
+        new.errors, new.arith_err = old.errors, old.arith_err
+        new.bound = old.bound
 
     def _args(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
               probes: list[ProbeInput]) -> list[Any]:
@@ -136,6 +156,10 @@ class CompiledPipeline:
         return self.groups(table)
 
     # ---- one hash table over many launches (GroupTable) ----------------------------------------
+    def group_keys_growable(self) -> bool:
+        """Whether pipe_regroup can move this kernel's groups (at most 16 keys, at least one)."""
+        return 0 < len(self.kernel.group_keys) <= 16
+
     def table_bytes(self, slots: int) -> int:
         return slots * (4 + 8 * (len(self.kernel.group_keys) + 1) + 8 * len(self.kernel.accumulators))
 
@@ -221,12 +245,17 @@ class GroupAccumulator:
     batch costs one launch (no table allocation, group extraction and partial-state merge per
     batch). Room is guaranteed before each launch — a batch of n rows adds at most ``n * expand``
     groups (``expand``: the largest number of matches a row can expand into) — so no launch
-    overflows; when the room runs out the groups are handed out (``add`` returns them) and the
-    table starts again empty."""
+    overflows; when the room runs out the table grows (its groups move into one with at least twice
+    the slots, ``pipe_regroup``) while ``reservation`` (the device memory budget: try_grow/shrink of
+    the table's bytes) allows, else the groups are handed out (``add`` returns them) and the table
+    starts again empty. Growing keeps each group in one partial state (TPC-H q18: 15M groups), so the
+    aggregation has no partial states to merge."""
 
-    def __init__(self, pipeline: CompiledPipeline, table: GroupTable, expand: int) -> None:
+    def __init__(self, pipeline: CompiledPipeline, table: GroupTable, expand: int, reservation: Any = None) -> None:
         self.pipeline, self.table, self.expand = pipeline, table, expand
+        self.reservation = reservation
         self.launches = 0
+        self.grown = 0  # times the table grew
 
     @staticmethod
     def slots_for(batch_rows: int, expand: int) -> int:
@@ -236,19 +265,41 @@ class GroupAccumulator:
     def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
             probes: list[ProbeInput]) -> Groups | None:
         """Aggregate a batch; the groups held so far when the table had to be emptied first."""
-        t, need = self.table, n * self.expand
-        limit = int(t.slots * LOAD)
-        if need > limit:
-            raise ValueError(f"a batch of {n} rows needs more than the table's {t.slots} slots")
+        need = n * self.expand
         out = None
-        if t.bound + need > limit:
-            t.bound = int(t.used[0])  # what was really inserted (one sync)
-            if t.bound + need > limit:
-                out = self.take()
+        if not self.room(need):
+            out = self.take()
+            if not self.room(need):
+                raise ValueError(f"a batch of {n} rows needs more than the table's {self.table.slots} slots")
+        t = self.table
         self.pipeline.launch_into(t, self.pipeline._args(columns, n, lookups, probes), n)
         t.bound += need
         self.launches += 1
         return out
+
+    def room(self, need: int) -> bool:
+        """Whether ``need`` more groups fit (after growing the table if it must and may)."""
+        t = self.table
+        limit = int(t.slots * LOAD)
+        if t.bound + need <= limit:
+            return True
+        t.bound = int(t.used[0])  # what was really inserted (one sync)
+        return t.bound + need <= limit or self._grow(t.bound + need)
+
+    def _grow(self, groups: int) -> bool:
+        t, p = self.table, self.pipeline
+        slots = 2 * t.slots
+        while int(slots * LOAD) < groups:
+            slots *= 2
+        if self.reservation is None or slots > MAX_SLOTS or not p.group_keys_growable() \
+                or not self.reservation.try_grow(p.table_bytes(slots)):
+            return False
+        new = p.new_table(slots)
+        p.regroup(t, new)
+        self.table = new
+        self.reservation.shrink(p.table_bytes(t.slots))
+        self.grown += 1
+        return True
 
     def take(self) -> Groups | None:
         """The groups held (None when no batch was added since the last take), table emptied."""
