@@ -48,6 +48,7 @@ PL_TILE = PL_BLOCK * PL_ITEMS
 HEADER = "pipeline.cuh"
 MAX_KEYS = 16
 _NAME = "@KERNEL_NAME@"
+_SOURCES: dict[str, str] = {}  # kernel name (a hash of its text) -> full source
 _KEY_KINDS = ("int32", "int64", "date", "decimal", "timestamp", "float64", "bool")
 _ORDERED = ("int32", "int64", "date", "decimal", "timestamp", "float64")
 # codec -> the pipe:: column reading it by random access; TILE_CODECS decode a tile up front
@@ -89,9 +90,16 @@ class PipelineKernel:
     mark_outputs: tuple[int, ...] = ()   # materialize: stage indexes whose mark is written
 
     def full_source(self) -> str:
-        from hetdb.backend.gpu.compile import load_source
+        """pipeline.cuh (headers inlined) and the kernel: made once per kernel, so the module cache's
+        look-up hashes one string object (whose hash Python keeps)."""
+        text = _SOURCES.get(self.name)
+        if text is None:
+            from hetdb.backend.gpu.compile import load_source
 
-        return load_source(HEADER) + "\n" + self.body
+            if len(_SOURCES) >= 1024:
+                _SOURCES.pop(next(iter(_SOURCES)))
+            text = _SOURCES[self.name] = load_source(HEADER) + "\n" + self.body
+        return text
 
 
 def generate_pipeline(spec: PipelineSpec) -> PipelineKernel:

@@ -23,6 +23,26 @@ _IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I
              "fused::AccMaxI64": I64_MIN, "fused::AccMinF64": I64_MAX, "fused::AccMaxF64": I64_MIN}
 
 
+# spec -> generated kernel: a spec is a value (equal specs generate the same text), so a repeated
+# query does not generate (and hash for the module cache) its kernels again; runs keep their own
+# CompiledPipeline objects (their launch state), only the text is shared
+_GENERATED: dict[PipelineSpec, PipelineKernel] = {}
+_GENERATED_ENTRIES = 1024
+
+
+def _generated(spec: PipelineSpec) -> PipelineKernel:
+    try:
+        hit = _GENERATED.get(spec)
+    except TypeError:  # a spec holding an unhashable literal: generate it every time
+        return generate_pipeline(spec)
+    if hit is None:
+        hit = generate_pipeline(spec)  # (UnsupportedError: not cached, raised again next time)
+        if len(_GENERATED) >= _GENERATED_ENTRIES:
+            _GENERATED.pop(next(iter(_GENERATED)))
+        _GENERATED[spec] = hit
+    return hit
+
+
 @dataclass
 class ProbeInput:
     """A finished join build as the kernel probes it: ``table`` a hashing.GpuJoinTable (None when
@@ -51,9 +71,10 @@ class CompiledPipeline:
 
     def __init__(self, spec: PipelineSpec) -> None:
         self.spec = spec
-        self.kernel: PipelineKernel = generate_pipeline(spec)
+        self.kernel: PipelineKernel = _generated(spec)
         self._function: Any = None
         self._module: Any = None
+        self._probe_args: tuple[list, list[Any]] | None = None  # (the probes list, its arguments)
         self.slots_hint = MIN_SLOTS
 
     @property
@@ -109,6 +130,16 @@ class CompiledPipeline:
             raise ValueError(f"kernel has {len(self.kernel.lookups)} dictionary lookups, got {len(lookups)}")
         for values, valid in lookups:
             args += [values, valid]
+        # the build sides are the same for every batch of a run (one ``probes`` list): marshalled once
+        cached = self._probe_args
+        if cached is None or cached[0] is not probes:
+            cached = self._probe_args = (probes, self._build_args(probes))
+        return args + cached[1]
+
+    def _build_args(self, probes: list[ProbeInput]) -> list[Any]:
+        import cupy
+
+        args: list[Any] = []
         stages = [s for s in self.spec.stages if isinstance(s, ProbeStage)]
         if len(probes) != len(stages):
             raise ValueError(f"kernel has {len(stages)} probes, got {len(probes)} build sides")
