@@ -21,6 +21,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.compiled_features import expr_refusal, off
+from hetdb.exec.compiled_paged import run_paged
 from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows
 from hetdb.exec.compiled_rows import gather as _gather  # noqa: F401 (exec/compiled_cpu.py imports it from here)
 from hetdb.exec.compiled_scan import resident_scan
@@ -66,6 +67,7 @@ class CompiledPlan:
     alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
     mark_index: int | None = None          # pipe.ops index of a right_semi/right_anti probe ending the kernel
     row_keys: dict[str, int] = field(default_factory=dict)    # plain-string group key -> build pipeline
+    unique_rows: bool = False              # no probe expands a row (run_compiled: _expansion is 1)
 
 
 def _refs(e: Expr | None) -> set[str]:
@@ -568,10 +570,17 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
     probes, build_dicts = _probe_inputs(ctx, plan)
     tables = None if plan.materialize or plan.mark_index is not None else _Tables(ctx, plan, probes)
     marks = None if plan.mark_index is None else _Marks(ctx, plan, pipe, run)
+    plan.unique_rows = _expansion(plan, probes) == 1
     hot = resident_scan(ctx, src, run.gsrc, run.morsels) if scan else None
+    paged = None
     try:
-        compiled, fallback, encoded = _drive(ctx, pipe, plan, run, hot, lops, lsink, probes, build_dicts, tables,
-                                             marks)
+        if hot is not None:
+            paged = run_paged(ctx, pipe, plan, hot, probes, build_dicts, marks, run.gsink, lsink)
+        if paged is None:
+            compiled, fallback, encoded = _drive(ctx, pipe, plan, run, hot, lops, lsink, probes, build_dicts,
+                                                 tables, marks)
+        else:
+            compiled, fallback, encoded = 1, 0, 0
     finally:
         if hot is not None:
             hot.close()
@@ -589,8 +598,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
         if plan.mark_index is not None:
             what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
                     "its rows then go through the operators")
-        st.fused = f"{COMPILED} ({what}; {compiled} batches)"
-        if hot is not None:
+        st.fused = f"{COMPILED} ({what}; {paged or f'{compiled} batches'})"
+        if hot is not None and paged is None:
             st.fused += "; pages read from the device cache without streaming"
         if encoded:
             st.fused += f"; {encoded} batches read compressed pages in place"

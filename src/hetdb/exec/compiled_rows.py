@@ -55,9 +55,10 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
     return out
 
 
-def gather(ctx: ExecContext, plan: Any, b: Batch, sel: Any) -> Batch:
+def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any = None) -> Batch:
     """The columns the sink reads, for the rows (and matches) the kernel selected (projections the
-    kernel did not need are evaluated on the gathered rows)."""
+    kernel did not need are evaluated on the gathered rows). ``probe_column(cid)``: the probe side's
+    column at the selected rows when they are not rows of one batch ``b`` (a paged launch)."""
     from hetdb.exec.columns import take
 
     be = ctx.backend
@@ -75,8 +76,8 @@ def gather(ctx: ExecContext, plan: Any, b: Batch, sel: Any) -> Batch:
         base |= {c} if e is None else set(e.columns())
     cols: dict[str, Column] = {}
     for c in base:
-        if c in b.columns and c not in stage_of:
-            cols[c] = take(be, b.columns[c], sel.rows)
+        if c not in stage_of and (b is None or c in b.columns):
+            cols[c] = probe_column(c) if b is None else take(be, b.columns[c], sel.rows)
             continue
         i, op = stage_of[c]
         if op.mark is not None and c == op.mark.cid:
@@ -99,6 +100,7 @@ def consume_rows(ctx: ExecContext, plan: Any, kernel: Any, cids: list[str], b: B
 
     dicts = dict(build_dicts)
     dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes)
+    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes,
+                 plan.unique_rows)
     if int(sel.rows.shape[0]):
         plan.sink.sink(ctx, gather(ctx, plan, b, sel), gsink, lsink)

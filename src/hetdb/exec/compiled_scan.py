@@ -42,6 +42,12 @@ class ResidentScan:
         batch = Batch({f.cid: cols[name] for f, name in zip(scan.fields, scan.column_names)}, rows)
         return split_batches(self.ctx, batch) if rows else []
 
+    def cid_pages(self) -> list[tuple[int, dict[str, Any]]]:
+        """(rows, {cid: Column}) of every row group, in scan order (a paged kernel's pages)."""
+        scan = self.src.scan
+        return [(rows, {f.cid: cols[name] for f, name in zip(scan.fields, scan.column_names)})
+                for rows, cols in self.resident.pages]
+
     def close(self) -> None:
         """Call once the kernels reading the pages are queued: unpins them (and the host tier's)."""
         cache = self.ctx.device.cache

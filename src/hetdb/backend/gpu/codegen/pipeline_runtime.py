@@ -26,20 +26,20 @@ _IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I
 # spec -> generated kernel: a spec is a value (equal specs generate the same text), so a repeated
 # query does not generate (and hash for the module cache) its kernels again; runs keep their own
 # CompiledPipeline objects (their launch state), only the text is shared
-_GENERATED: dict[PipelineSpec, PipelineKernel] = {}
+_GENERATED: dict[tuple[PipelineSpec, bool], PipelineKernel] = {}
 _GENERATED_ENTRIES = 1024
 
 
-def _generated(spec: PipelineSpec) -> PipelineKernel:
+def _generated(spec: PipelineSpec, paged: bool) -> PipelineKernel:
     try:
-        hit = _GENERATED.get(spec)
+        hit = _GENERATED.get((spec, paged))
     except TypeError:  # a spec holding an unhashable literal: generate it every time
-        return generate_pipeline(spec)
+        return generate_pipeline(spec, paged)
     if hit is None:
-        hit = generate_pipeline(spec)  # (UnsupportedError: not cached, raised again next time)
+        hit = generate_pipeline(spec, paged)  # (UnsupportedError: not cached, raised again next time)
         if len(_GENERATED) >= _GENERATED_ENTRIES:
             _GENERATED.pop(next(iter(_GENERATED)))
-        _GENERATED[spec] = hit
+        _GENERATED[(spec, paged)] = hit
     return hit
 
 
@@ -69,9 +69,10 @@ class Groups:
 class CompiledPipeline:
     """A generated pipeline kernel; the module compiles (or loads from the disk cache) at first use."""
 
-    def __init__(self, spec: PipelineSpec) -> None:
+    def __init__(self, spec: PipelineSpec, paged: bool = False) -> None:
         self.spec = spec
-        self.kernel: PipelineKernel = _generated(spec)
+        self.paged = paged  # reads a page table (pipeline_paged.py) instead of one batch's columns
+        self.kernel: PipelineKernel = _generated(spec, paged)
         self._function: Any = None
         self._module: Any = None
         self._probe_args: tuple[list, list[Any]] | None = None  # (the probes list, its arguments)
@@ -126,6 +127,11 @@ class CompiledPipeline:
             if inp.nullable:
                 args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
         args += [np.int64(n), np.int64(-(-n // PL_TILE))]
+        return args + self.tail_args(lookups, probes)
+
+    def tail_args(self, lookups: list[tuple[Any, Any]], probes: list[ProbeInput]) -> list[Any]:
+        """The launch arguments after the inputs: dictionary lookups, then the build sides."""
+        args: list[Any] = []
         if len(lookups) != len(self.kernel.lookups):
             raise ValueError(f"kernel has {len(self.kernel.lookups)} dictionary lookups, got {len(lookups)}")
         for values, valid in lookups:
@@ -211,11 +217,12 @@ class CompiledPipeline:
             arr.fill(_IDENTITY[a.acc])
         table.bound = 0
 
-    def launch_into(self, table: GroupTable, base: list[Any], n: int) -> None:
-        """Aggregate ``n`` rows (``base``: the ``_args`` of a batch) into ``table``; no sync."""
+    def launch_into(self, table: GroupTable, base: list[Any], n: int, tiles: int | None = None) -> None:
+        """Aggregate ``n`` rows (``base``: the ``_args`` of a batch, or of a page table with its
+        ``tiles``) into ``table``; no sync."""
         from hetdb.backend.gpu.compile import launch
 
-        tiles = -(-n // PL_TILE)
+        tiles = -(-n // PL_TILE) if tiles is None else tiles
         if tiles:
             launch(self.function(), min(tiles, 65536), PL_BLOCK,
                    (*base, table.state, table.keys, np.uint64(table.slots - 1), table.used,
@@ -368,23 +375,30 @@ class Selected:
 
 
 def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
-           probes: list[ProbeInput]) -> Selected:
+           probes: list[ProbeInput], unique_rows: bool = False) -> Selected:
     """Run a materializing pipeline over ``n`` rows (one launch; once more with the exact output size
-    when matches expanded past the first guess)."""
+    when matches expanded past the first guess). ``unique_rows``: no probe expands a row (each row
+    comes out at most once), so ordering by row alone restores the operators' order."""
+    return run_select(pipeline, pipeline._args(columns, n, lookups, probes), n, -(-n // PL_TILE), max(n, 1),
+                      unique_rows)
+
+
+def run_select(pipeline: CompiledPipeline, base: list[Any], n: int, tiles: int, cap: int,
+               unique_rows: bool) -> Selected:
+    """``select`` over launch arguments ``base`` (of a batch or a page table: pipeline_paged.py) of
+    ``n`` rows in ``tiles`` tiles, with room for ``cap`` output rows at first."""
     import cupy
 
     from hetdb.backend.gpu.compile import launch
 
     k = pipeline.kernel
-    base = pipeline._args(columns, n, lookups, probes)
-    cap = max(n, 1)
+    cap = max(cap, 1)
     while True:
         rows = cupy.empty(cap, dtype=cupy.int64)
         brows = {p: cupy.empty(cap, dtype=cupy.int64) for p in k.row_outputs}
         marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
         # output count, scalar-subquery errors and arith_err in one buffer: one copy back per launch
         words = cupy.zeros(2 + ERR_WORDS, dtype=cupy.uint64)
-        tiles = -(-n // PL_TILE)
         if tiles:
             launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
                    (*base, rows, np.uint64(cap), words[0:1], *brows.values(), *marks.values(), words[1:2],
@@ -405,7 +419,10 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
     # warps claim output positions in whatever order they run: restore the operators' row order
     # (input row, then build row of each probe, ascending)
     if total > 1:
-        order = cupy.lexsort(cupy.stack([*reversed(list(brows.values())), rows])) if brows else cupy.argsort(rows)
+        if brows and not unique_rows:
+            order = cupy.lexsort(cupy.stack([*reversed(list(brows.values())), rows]))
+        else:
+            order = cupy.argsort(rows)
         rows = rows[order]
         brows = {p: b[order] for p, b in brows.items()}
         marks = {p: m[order] for p, m in marks.items()}

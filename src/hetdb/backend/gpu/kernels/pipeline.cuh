@@ -228,3 +228,36 @@ extern "C" __global__ void pipe_regroup(const int* __restrict__ old_state, const
     for (int a = 0; a < num_accs; ++a) ((i64*)new_accs[a])[g] = ((const i64*)old_accs[a])[s];
   }
 }
+
+// Gathers `rows` (global row numbers over the pages of a page table: page p holds rows
+// row_base[p] .. row_base[p + 1] - 1, row_base ascending) of one column whose pages lie anywhere in
+// device memory: page_ptrs[p] points at page p's values of `width` bytes (1, 2, 4 or 8). A null
+// pointer is a validity array of a page without NULLs: its values read as 1 (valid).
+extern "C" __global__ void pipe_paged_take(const long long* __restrict__ page_ptrs,
+                                           const long long* __restrict__ row_base, long long num_pages,
+                                           int width, const long long* __restrict__ rows, long long n,
+                                           unsigned char* __restrict__ out) {
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    const i64 r = rows[i];
+    i64 lo = 0, hi = num_pages - 1;
+    while (lo < hi) {
+      const i64 mid = (lo + hi + 1) >> 1;
+      if (row_base[mid] <= r) lo = mid; else hi = mid - 1;
+    }
+    const unsigned char* src = (const unsigned char*)page_ptrs[lo];
+    const i64 local = r - row_base[lo];
+    if (src == nullptr) {
+      out[i] = 1;
+      continue;
+    }
+    if (width == 8) {
+      ((unsigned long long*)out)[i] = ((const unsigned long long*)src)[local];
+    } else if (width == 4) {
+      ((unsigned int*)out)[i] = ((const unsigned int*)src)[local];
+    } else if (width == 2) {
+      ((unsigned short*)out)[i] = ((const unsigned short*)src)[local];
+    } else {
+      out[i] = src[local];
+    }
+  }
+}
