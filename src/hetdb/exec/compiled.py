@@ -524,7 +524,8 @@ class _Tables:
                 self.refused.add(key)
                 return False
             entry = self.accumulators[key] = (
-                GroupAccumulator(kernel, kernel.new_table(slots), self.expand, self.reservation), dicts)
+                GroupAccumulator(kernel, kernel.new_table(slots), self.expand,
+                                 None if off("grow_tables") else self.reservation), dicts)
         acc, first_dicts = entry
         need = b.num_rows * self.expand
         if need > int(acc.table.slots * LOAD) and not acc.room(need):

@@ -22,6 +22,9 @@ FEATURES = {
                     "runs on the CPU)",
     "mod": "x % literal in kernels",
     "row_sinks": "kernels selecting rows (filters, probes) for a sort, top-N or a hash build without probes",
+    "resident_scans": "hot scans read from the device cache without the page streamer",
+    "paged": "one launch over every cached page of a hot scan (page tables)",
+    "grow_tables": "kept aggregation tables growing instead of handing out partial states",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}

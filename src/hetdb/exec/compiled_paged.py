@@ -13,6 +13,7 @@ from typing import Any
 
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
+from hetdb.exec.compiled_features import off
 from hetdb.exec.compiled_rows import dictionary_lookups, gather
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -48,7 +49,7 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     from hetdb.backend.gpu.codegen.pipeline_runtime import CompiledPipeline, MarkRun
     from hetdb.exec.compiled import _kernel, _partial
 
-    if ctx.batch_rows:
+    if ctx.batch_rows or off("paged"):
         return None
     pages = [(rows, cols) for rows, cols in hot.cid_pages() if rows]
     if len(pages) < 2:

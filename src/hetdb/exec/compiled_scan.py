@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from hetdb.column import Batch
+from hetdb.exec.compiled_features import off
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.scan import TableScan, split_batches
 
@@ -67,7 +68,7 @@ def resident_scan(ctx: ExecContext, src: Any, gsrc: Any, morsels: list[tuple[int
     must be streamed (not all in the device cache, nor all in the host tier with room to fill)."""
     from hetdb.exec.operators.scan_device import resident_pages, warm_fill
 
-    if ctx.device is None or not morsels or not isinstance(src, TableScan):
+    if ctx.device is None or not morsels or not isinstance(src, TableScan) or off("resident_scans"):
         return None
     row_groups = [rg for _, rg in morsels]
     names = list(dict.fromkeys(src.scan.column_names))
