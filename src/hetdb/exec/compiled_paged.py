@@ -47,7 +47,8 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
         select_pages,
     )
     from hetdb.backend.gpu.codegen.pipeline_runtime import CompiledPipeline, MarkRun
-    from hetdb.exec.compiled import _kernel, _partial
+    from hetdb.exec.compiled import _kernel
+    from hetdb.exec.compiled_tables import partial_state
 
     if ctx.batch_rows or off("paged"):
         return None
@@ -102,7 +103,7 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
             unique = gsink.parts is None and not gsink.batches and not gsink.runs and not lsink.batches \
                 and not sink.raw_mode and all(k.build_rows_of is None and k.expr is None
                                               for k in paged.kernel.group_keys)
-            sink.add_partial(ctx, _partial(ctx, plan, paged, groups, dicts), gsink, lsink)
+            sink.add_partial(ctx, partial_state(ctx, plan, paged, groups, dicts), gsink, lsink)
             if unique and len(lsink.batches) == 1 and gsink.parts is None:
                 gsink.groups_unique = True  # one launch's groups: each once, nothing to merge
         reservation.close()
