@@ -82,3 +82,5 @@ def test_tpch_row_sink_pipelines_compile(tpch_db, query) -> None:
             assert res.stats["gpu_leaked_bytes"] == 0
         text = con.explain(sql, analyze=True)
     assert ROWS in text, text
+    # hot: the compiled pipelines over lineitem / partsupp ran as one launch over every cached page
+    assert "one launch over every cached page" in text, text
