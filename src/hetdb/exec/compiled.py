@@ -217,8 +217,8 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
             kneed |= keys
         referenced |= kneed
     plan.probes = [(x, payloads[i]) for i, (kind, x) in enumerate(stages) if kind == "probe"]
-    why = expr_refusal(_kernel_exprs(plan))
-    if why:
+    why = expr_refusal(_kernel_exprs(plan)) if getattr(ctx, "device", None) is not None else None
+    if why:  # (the switches are the GPU kernels': the CPU's compiled pipelines share this planning)
         raise _Refused(why)
     return plan
 
