@@ -355,7 +355,7 @@ def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str],
         groups = kernel.aggregate({c: b.columns[c] for c in cids}, b.num_rows,
                                   dictionary_lookups(ctx, plan, kernel, dicts), probes)
         ctx.add(sink.op_id, rows_in=b.num_rows)
-        sink.addpartial_state(ctx, partial_state(ctx, plan, kernel, groups, dicts), gsink, lsink)
+        sink.add_partial(ctx, partial_state(ctx, plan, kernel, groups, dicts), gsink, lsink)
 
 
 class _Marks:

@@ -118,7 +118,7 @@ class KeptTables:
             groups = acc.add({c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes)
             ctx.add(sink.op_id, rows_in=b.num_rows)
             if groups is not None:
-                sink.addpartial_state(ctx, partial_state(ctx, plan, kernel, groups, first_dicts), gsink, lsink)
+                sink.add_partial(ctx, partial_state(ctx, plan, kernel, groups, first_dicts), gsink, lsink)
                 self.partials += 1
         self.batches += 1
         return True
@@ -135,7 +135,7 @@ class KeptTables:
                                         for k in acc.pipeline.kernel.group_keys)
                 groups = acc.take()
                 if groups is not None:
-                    sink.addpartial_state(self.ctx, partial_state(self.ctx, self.plan, acc.pipeline, groups, dicts), gsink, lsink)
+                    sink.add_partial(self.ctx, partial_state(self.ctx, self.plan, acc.pipeline, groups, dicts), gsink, lsink)
                     self.partials += 1
                 self.grown += acc.grown
         if unique and self.partials == 1 and gsink.parts is None and not gsink.batches and not gsink.runs \
