@@ -66,9 +66,10 @@ def page_table(pipeline: CompiledPipeline, pages: list[tuple[int, dict[str, Colu
         table[p], table[num + 1 + p], table[2 * num + 1 + p] = tile, row, rows
         for k, inp in enumerate(inputs):
             col = cols[inp.cid]
+            if getattr(col, "device_page", None) is not None:  # (its .data would decode the page)
+                raise ValueError(f"page of column {inp.cid} is kept compressed")
             arr = col.data
-            if getattr(col, "device_page", None) is not None or arr is None or int(arr.shape[0]) != rows \
-                    or not arr.flags.c_contiguous:
+            if arr is None or int(arr.shape[0]) != rows or not arr.flags.c_contiguous:
                 raise ValueError(f"page of column {inp.cid} is not a contiguous array of {rows} rows")
             if col.validity is not None and not inp.nullable:
                 raise ValueError(f"page of column {inp.cid} has NULLs the kernel does not expect")
