@@ -37,6 +37,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.exec.columns import concat_batches
+from hetdb.exec.compiled_features import expr_refusal
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember, _run_skipped_inputs, _skipped_inputs
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -226,14 +227,19 @@ def _project(alias: dict[str, Expr], op: ProjectOp) -> None:
 
 
 def _materialize(ctx: ExecContext, d: _Deferrals, pid: int, why: str | None) -> None:
-    """Run a deferred pipeline now, operator at a time: its consumer did not take it in (``why``
-    says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    """Run a deferred pipeline now (compiled, or operator at a time): its consumer did not take it in
+    (``why`` says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    from hetdb.exec.compiled import COMPILED
     from hetdb.exec.pipeline import run_pipeline
 
     pipe = d.pending.pop(pid)
     d.no_defer.add(pid)
     run_pipeline(ctx, pipe, None, 1)
-    ctx.stat(pipe.sink.op_id).fused = "" if why is None else f"operator at a time: {why}"
+    st = ctx.stat(pipe.sink.op_id)
+    if st.fused.startswith(COMPILED):  # it ran as a compiled kernel: say so, and why it was not swapped in
+        st.fused += "" if why is None else f" (not {why})"
+    else:
+        st.fused = "" if why is None else f"operator at a time: {why}"
 
 
 @dataclass
@@ -342,6 +348,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     needed: set[str] = set()
     for e in [*filters, *lookups, *(j.left_key for j in joins), *(a.arg for a in aggs if a.arg is not None)]:
         needed |= e.columns()
+    why = expr_refusal([*filters, *(j.left_key for j in joins), *(a.arg for a in aggs)])
+    if why:
+        raise _NotFused(why)
 
     reader = ctx.db.table(src.scan.table)
     name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
