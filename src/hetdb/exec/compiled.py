@@ -202,8 +202,6 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                 col = ctx.results[x.build_pipeline].batch.columns[f.cid]
                 if f.dtype.kind == "string" and col.dictionary is None:
                     why = off("string_group_rows") if f.cid in key_only else "not only a group key"
-                    if not why and getattr(ctx, "device", None) is None:
-                        why = "grouping by build rows is done by GPU kernels only"
                     if why:
                         raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string "
                                        f"({why})", x.op_id)
