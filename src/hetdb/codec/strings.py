@@ -113,20 +113,22 @@ def compress_chars(chars: np.ndarray, min_saving: float = 0.0) -> np.ndarray | N
     return out
 
 
-def chunk_table(section: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
+def chunk_table(section: np.ndarray, size: int | None = None) -> tuple[int, int, np.ndarray, np.ndarray]:
     """(raw bytes, chunk size, start[K], length[K]) of an ``lz4`` chars section, checked against the
-    section's size; CodecError if inconsistent."""
+    section's size; CodecError if inconsistent. ``section`` may be the header and directory alone
+    (a GPU reads just those back) when ``size`` gives the section's length."""
+    size = int(section.shape[0]) if size is None else size
     if section.shape[0] < _HEAD:
         raise CodecError("lz4 chars section is shorter than its header")
     raw = int(section[0:8].view(np.uint64)[0])
     chunk, k = (int(x) for x in section[8:16].view(np.uint32))
-    if chunk <= 0 or k != -(-raw // chunk) or _HEAD + 12 * k > section.shape[0]:
+    if chunk <= 0 or k != -(-raw // chunk) or _HEAD + 12 * k > min(size, section.shape[0]):
         raise CodecError("lz4 chars header does not match the section (size, chunk size or chunk count)")
     starts = section[_HEAD:_HEAD + 8 * k].view(np.int64)
     lengths = section[_HEAD + 8 * k:_HEAD + 12 * k].view(np.uint32).astype(np.int64)
     if k:
         ends = starts + lengths
-        if int(starts[0]) < _HEAD + 12 * k or np.any(starts[1:] < ends[:-1]) or int(ends[-1]) > section.shape[0] \
+        if int(starts[0]) < _HEAD + 12 * k or np.any(starts[1:] < ends[:-1]) or int(ends[-1]) > size \
                 or np.any(starts % CHUNK_ALIGN) or np.any(lengths <= 0):
             raise CodecError("lz4 chunk directory is inconsistent with the section")
     return raw, chunk, starts, lengths

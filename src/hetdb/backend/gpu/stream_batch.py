@@ -162,7 +162,9 @@ class BatchedDelivery:
         consecutive others whose string columns agree on dictionary or plain pages goes as one
         batch."""
         pages = [p for rg in rgs for p in rg.pages]
-        special = [any(p.cached for p in rg.pages) for rg in rgs]
+        # string pages in a string codec (LZ4 chunks, encoded offsets) are decoded page by page
+        special = [any(p.cached or ("offsets" in p.sections and p.codec != "plain") for p in rg.pages)
+                   for rg in rgs]
         if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
