@@ -84,6 +84,17 @@ def _host_run_delivery(plan, sources, dtypes, stream):
     return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes])
 
 
+def _host_coded_column(self, pages, raws):
+    """String pages in a string codec (LZ4 chunks, encoded offsets), decoded by the host reader."""
+    from hetdb.column import Column
+
+    arrays = []
+    for p, got in zip(pages, raws):
+        buf = got if isinstance(got, np.ndarray) else np.concatenate(got.runs)
+        arrays.append(self.reader.decode(p.column, p.row_group, buf[:p.location.length]).to_arrow())
+    return Column.from_arrow(pa.concat_arrays(arrays), T.STRING)
+
+
 @pytest.fixture()
 def fake_gpu(monkeypatch):
     cuda = types.SimpleNamespace(Device=_Device, Event=lambda disable_timing=True: _Event(),
@@ -92,6 +103,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu_stream, "copy_stream", lambda device_id: _Stream())
     monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
     monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_coded_column", _host_coded_column)
     monkeypatch.setattr(gpu_memory, "pinned_empty", lambda shape, dtype=np.uint8: np.empty(shape, dtype))
 
 

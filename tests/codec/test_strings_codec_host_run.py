@@ -38,6 +38,9 @@ class _DevArray:
     def get(self) -> np.ndarray:
         return self.a.copy()
 
+    def __add__(self, other: int) -> _DevArray:
+        return _DevArray(self.a + other)
+
 
 class _Stream:
     ptr = 1234
@@ -52,6 +55,9 @@ def _fake_cupy() -> types.ModuleType:
     cp.uint8 = np.uint8
     cp.empty = lambda n, dtype: _DevArray(np.full(n, 0xAB, dtype))
     cp.asarray = lambda a: _DevArray(np.asarray(a))
+    cp.bool_ = np.bool_
+    cp.ones = lambda n, dtype: _DevArray(np.ones(n, dtype))
+    cp.concatenate = lambda arrays: _DevArray(np.concatenate([x.a for x in arrays]))
     cp.cuda = types.SimpleNamespace(get_current_stream=lambda: _Stream(),
                                     Device=lambda: types.SimpleNamespace(id=0))
     return cp
@@ -177,3 +183,17 @@ def test_damaged_directory_is_corrupt_data_on_either_path(fake_gpu, monkeypatch)
         monkeypatch.setenv(module.NVCOMP_ENV, env)
         with pytest.raises(CorruptDataError, match="test page: lz4-encoded strings are damaged"):
             module.decode_string_page(raw, sections, len(values), codec, "test page")
+
+
+def test_pages_of_a_delivery_concatenate_into_one_column(fake_gpu) -> None:
+    module, _, _ = fake_gpu
+    pages = [["only valid", "", "x" * 70000], [None, "b", None, "ß€"], ["last", "page"]]
+    cols = []
+    for values in pages:
+        col = Column.from_arrow(pa.array(values, pa.large_string()), STRING)
+        cols.append(Column(STRING, offsets=_DevArray(col.offsets), chars=_DevArray(col.chars),
+                           validity=None if col.validity is None else _DevArray(col.validity)))
+    got = module.concat_strings(cols)
+    host = Column(STRING, offsets=got.offsets.a, chars=got.chars.a, validity=got.validity.a)
+    assert host.to_arrow().to_pylist() == [v for values in pages for v in values]
+    assert module.concat_strings(cols[:1]) is cols[0]

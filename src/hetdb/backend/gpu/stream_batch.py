@@ -59,6 +59,12 @@ def _string_plain(spec: Any, page: _Page) -> bool:
     return spec.dtype.kind == "string" and page.encoding == "plain"
 
 
+def _string_coded(spec: Any, page: _Page) -> bool:
+    """A plain-string page in a string codec (hetdb.codec.strings: encoded offsets, LZ4 chunks): a
+    delivery decodes its pages one by one (``_coded_column``) instead of through the plan."""
+    return _string_plain(spec, page) and page.codec != "plain"
+
+
 class BatchedDelivery:
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
 
@@ -162,9 +168,7 @@ class BatchedDelivery:
         consecutive others whose string columns agree on dictionary or plain pages goes as one
         batch."""
         pages = [p for rg in rgs for p in rg.pages]
-        # string pages in a string codec (LZ4 chunks, encoded offsets) are decoded page by page
-        special = [any(p.cached or ("offsets" in p.sections and p.codec != "plain") for p in rg.pages)
-                   for rg in rgs]
+        special = [any(p.cached for p in rg.pages) for rg in rgs]
         if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
@@ -201,7 +205,9 @@ class BatchedDelivery:
         """Whether every string column has dictionary pages in both row groups or plain in both."""
         for c, name in enumerate(self.columns):
             spec = self.reader.column(name)
-            if spec.dtype.kind == "string" and _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c]):
+            if spec.dtype.kind == "string" and (
+                    _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c])
+                    or _string_coded(spec, a.pages[c]) != _string_coded(spec, b.pages[c])):
                 return False
         return True
 
@@ -210,7 +216,10 @@ class BatchedDelivery:
         self._unpin_host(wait=False)
         specs = [reader.column(name) for name in self.columns]
         strings = tuple(_string_plain(spec, rgs[0].pages[c]) for c, spec in enumerate(specs))
+        coded = tuple(_string_coded(spec, rgs[0].pages[c]) for c, spec in enumerate(specs))
+        planned = [c for c in range(len(self.columns)) if not coded[c]]
         sources: list[list[list[tuple[int, int]]]] = []
+        raws: dict[int, list[Any]] = {}  # coded column -> per page: its bytes (ring slice or host-tier page)
         for c in range(len(self.columns)):
             col_sources = []
             for rg in rgs:
@@ -219,33 +228,45 @@ class BatchedDelivery:
                 p.future = None
                 if p.loading:
                     p.host, p.loading = got, False
+                if coded[c]:
+                    raws.setdefault(c, []).append(p.host if p.host is not None else got)
+                    continue
                 runs = p.host.runs if p.host is not None else [got]
                 col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
-            sources.append(col_sources)
+            if not coded[c]:
+                sources.append(col_sources)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
+        rows = sum(rg.pages[0].num_rows for rg in rgs)
 
         def make_plan() -> DeliveryPlan:
-            lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
-                    for name, spec, s in zip(self.columns, specs, strings)]
+            lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
+                    for c in planned]
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p))
-                      for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
+                      for p in (rg.pages[c] for rg in rgs)] for c in planned]
             return plan_delivery(lite, pages)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it
-        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings), make_plan)
+        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded), make_plan)
         first = ids[0]
-        self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
-                                         f"of table '{reader.name}'")
+        # coded string columns: each page's decoded arrays, then the column's concatenation
+        extra = 2 * sum(rg.pages[c].device_bytes or 0 for c in raws for rg in rgs)
+        self._reserve_bytes(plan.nbytes + extra, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
+                                                 f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
 
         try:
             with stream:
-                dtypes = [None if s else np.dtype(spec.dtype.numpy_dtype) for spec, s in zip(specs, strings)]
-                buf, arrays = run_delivery(plan, sources, dtypes, stream)
+                dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream)
+                arrays: list[Any] = [None] * len(self.columns)
+                for c, a in zip(planned, planned_arrays):
+                    arrays[c] = a
                 columns = {}
                 for c, (name, spec) in enumerate(zip(self.columns, specs)):
                     a = arrays[c]
-                    if strings[c]:
+                    if coded[c]:
+                        col = self._coded_column([rg.pages[c] for rg in rgs], raws[c])
+                    elif strings[c]:
                         col = Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
                     elif rgs[0].pages[c].encoding == "dict":
                         col = Column(spec.dtype, data=a["data"], validity=a.get("validity"),
@@ -257,7 +278,7 @@ class BatchedDelivery:
                 event.record(stream)
         except BaseException:
             stream.synchronize()
-            self.budget.release(plan.nbytes)
+            self.budget.release(plan.nbytes + extra)
             raise
         self._count_batch(rgs)
         hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None]
@@ -270,8 +291,25 @@ class BatchedDelivery:
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
-        self.stats.rows += plan.rows
-        return _Unit(ids, Batch(columns, plan.rows), buffer=buf, transient=plan.nbytes)
+        self.stats.rows += rows
+        return _Unit(ids, Batch(columns, rows), buffer=buf, transient=plan.nbytes + extra)
+
+    def _coded_column(self, pages: list[_Page], raws: list[Any]) -> Column:
+        """One string column of a delivery from pages in a string codec: each page copied as stored
+        and decoded (``_decode``: nvCOMP for LZ4 chunks), the pages' arrays then concatenated."""
+        from hetdb.backend.gpu.stream_io import _copy_runs
+        from hetdb.backend.gpu.strings_codec import concat_strings
+
+        cp, stream = self._cupy, self._copy_stream
+        cols = []
+        for p, got in zip(pages, raws):
+            raw = cp.empty(p.location.length, dtype=cp.uint8)
+            if isinstance(got, np.ndarray):
+                raw.set(got[:p.location.length], stream=stream)
+            else:  # a pinned host-tier page
+                _copy_runs(raw, got.runs, p.location.length, stream)
+            cols.append(self._decode(p, raw))
+        return concat_strings(cols)
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats

@@ -72,6 +72,25 @@ def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str)
     return offsets, chars
 
 
+def concat_strings(cols: list[Any]) -> Any:
+    """Device string Columns (offsets + chars, optional validity) of consecutive pages as one."""
+    import cupy
+
+    from hetdb.column import Column
+
+    if len(cols) == 1:
+        return cols[0]
+    bases = np.cumsum([0] + [int(c.chars.shape[0]) for c in cols])
+    offsets = cupy.concatenate([c.offsets[:-1] + int(b) for c, b in zip(cols, bases[:-1])]
+                               + [cupy.asarray(np.array([bases[-1]], np.int64))])
+    chars = cupy.concatenate([c.chars for c in cols])
+    validity = None
+    if any(c.validity is not None for c in cols):
+        validity = cupy.concatenate([c.validity if c.validity is not None
+                                     else cupy.ones(int(c.offsets.shape[0]) - 1, dtype=cupy.bool_) for c in cols])
+    return Column(cols[0].dtype, validity=validity, offsets=offsets, chars=chars)
+
+
 def _section(raw: Any, sections: dict, name: str, where: str) -> Any:
     s = sections.get(name)
     if s is None:
