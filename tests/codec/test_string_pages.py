@@ -216,3 +216,22 @@ def test_damaged_chunk_directory_behind_a_matching_checksum_is_corrupt_data(tmp_
     _rewrite_manifest(r, fix)
     with pytest.raises(CorruptDataError, match=r"column 'comment' .* page 1 .*lz4-encoded strings are damaged"):
         Database.open(db.path).table("t").read("comment", 1)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_device_byte_bounds_cover_decoded_string_pages(tmp_path, compressed: bool) -> None:
+    """What a GPU scan reserves for a string-codec page (decoded on arrival, even into a compressed
+    cache) and the column bound the cache plans with (cache/pages.py) hold the decoded arrays."""
+    from hetdb.cache.pages import column_device_bytes, page_info
+
+    r = _import(tmp_path, "auto").table("t")
+    for c in ("comment", "hex"):
+        infos = [page_info(r, c, rg, compressed) for rg in range(r.num_row_groups)]
+        for rg, info in enumerate(infos):
+            col = r.read(c, rg)
+            arrays = sum(int(a.nbytes) for a in (col.offsets, col.chars, col.data) if a is not None)
+            view = info.location.length if info.codec == "offsets" else 0  # chars view the page as stored
+            validity = r.row_group_rows(rg) if col.validity is not None else 0
+            if info.codec in ("offsets", "lz4"):
+                assert info.device_bytes >= arrays - int(col.chars.nbytes if view else 0) + view + validity
+        assert column_device_bytes(r, c, compressed) + r.num_rows >= sum(i.device_bytes for i in infos)
