@@ -283,3 +283,17 @@ def test_early_stop_and_errors_return_every_reservation_and_pin(reader, fake_gpu
             for _ in s.batches():
                 pass
     assert b.used_bytes == 0 and host.pinned_bytes() == 0
+
+
+def test_a_batch_of_string_codec_pages_alone(reader, fake_gpu):
+    """Only string-codec columns: the delivery plan is empty, the batch still spans its row groups."""
+    assert {reader.page_codec("s_plain", rg) for rg in range(1, 5)} <= {"offsets", "lz4"}
+    b = DeviceMemoryBudget(1 << 30)
+    steps = []
+    with gpu_stream.PageStreamer(reader, ["s_plain"], budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 router=PageRouter("disk")) as s:
+        for rgs, batch in s.batches():
+            steps.append(rgs)
+            want = pa.concat_arrays([reader.read("s_plain", rg).to_arrow() for rg in rgs])
+            assert batch.num_rows == len(want) and batch["s_plain"].to_arrow().equals(want)
+    assert steps == [(1, 2, 3, 4)] and s.stats.rows == ROWS - RPP and b.used_bytes == 0
