@@ -9,7 +9,9 @@ section into its place, at most one launch of each batched kernel for all column
 The consumer gets one Batch spanning the run's row groups. A row group with a cached or admitted
 page is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
 is asked for every page of a group, in page order, before any page of the group is moved); a run
-also ends where a string column changes between dictionary and plain pages. Pages and bytes are counted per page in ``StreamStats`` and the
+also ends where a string column changes between dictionary and plain pages, or between plain pages
+in codec "plain" and in a string codec (LZ4 chunks, encoded offsets: a delivery decodes such a
+column's pages one by one and concatenates them, ``_coded_column``). Pages and bytes are counted per page in ``StreamStats`` and the
 route counts either way; ``RouteCounts.deliveries`` counts the steps.
 
 Ordering is that of the per-row-group pipeline: ``depth`` groups are scheduled ahead (their reads
