@@ -99,6 +99,9 @@ class BatchedDelivery:
                 page = PageSpec(loc.length, info.num_rows, info.codec, info.sections)
                 link += loc.length
                 padded += loc.padded_length
+                if spec.dtype.kind == "string" and info.encoding == "plain" and info.codec != "plain":
+                    dev += 2 * info.device_bytes  # decoded page, then its part of the concatenation
+                    continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
                                       spec.dtype.kind == "string" and info.encoding == "plain")
             return link, dev, padded
