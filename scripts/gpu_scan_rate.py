@@ -2,9 +2,10 @@
 
     PYTHONPATH=src python scripts/gpu_scan_rate.py DB [--suite ssb] [--queries q1.1,q2.1,q3.1,q4.1]
         [--limit-fraction 0.1] [--batches 0,64MB] [--repeat 5] [--table lineorder]
-        [--columns lo_orderdate,lo_quantity,lo_extendedprice,lo_discount] [--json OUT.json]
+        [--columns lo_orderdate,lo_quantity,lo_extendedprice,lo_discount] [--compressed 0,1] [--json OUT.json]
 
-Measures, once per ``gpu_batch_bytes`` value of ``--batches`` (0: the per-row-group, per-page path):
+Measures, once per ``gpu_batch_bytes`` value of ``--batches`` (0: the per-row-group, per-page path) and
+per ``gpu_compressed_cache`` value of ``--compressed`` (1: encoded pages stay encoded on the GPU):
 
 * ``stream``: a bare ``PageStreamer`` over ``--columns`` of ``--table`` with the pinned host tier
   filled first (a warm scan: every page is a host->GPU copy), the consumer doing nothing. Reported:
@@ -25,7 +26,7 @@ import json
 import statistics
 import time
 
-from scripts_common import dir_bytes
+from scripts_common import dir_bytes, parse_options
 
 import hetdb
 from hetdb.bench.suites import load_queries
@@ -33,7 +34,7 @@ from hetdb.config import parse_bytes
 
 
 def stream_rate(db: str, table: str, columns: list[str], batch_bytes: int, limit: int | None,
-                repeat: int) -> dict:
+                repeat: int, compressed: bool = False) -> dict:
     import cupy
 
     from hetdb.backend.gpu.memory import DeviceMemoryBudget
@@ -52,8 +53,9 @@ def stream_rate(db: str, table: str, columns: list[str], batch_bytes: int, limit
         cupy.cuda.Device().synchronize()
         start = time.perf_counter()
         steps = 0
-        with PageStreamer(reader, columns, budget=budget, host_cache=host, batch_bytes=batch_bytes) as s:
-            for _rgs, _batch in s.batches():
+        with PageStreamer(reader, columns, budget=budget, host_cache=host, batch_bytes=batch_bytes,
+                          compressed=compressed) as s:
+            for _rgs, _batches in s.deliveries():
                 steps += 1
             loop = time.perf_counter() - start
         cupy.cuda.Device().synchronize()
@@ -86,7 +88,8 @@ def query_rates(db: str, suite: str, names: list[str], options: dict, repeat: in
             out[q.name] = {"median_ms": wall * 1e3, "bytes_h2d": stats["bytes_host_to_device"],
                            "pages_by_path": (stats.get("routes") or {}).get("pages", {}),
                            "link_gbps": stats["bytes_host_to_device"] / wall / 1e9,
-                           "cpu_us_per_page": statistics.median(cpus) / max(1, pages) * 1e6}
+                           "cpu_us_per_page": statistics.median(cpus) / max(1, pages) * 1e6,
+                           "deliveries": (stats.get("routes") or {}).get("deliveries", 0)}
     return out
 
 
@@ -100,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--table", default="lineorder")
     ap.add_argument("--columns", default="lo_orderdate,lo_quantity,lo_extendedprice,lo_discount")
+    ap.add_argument("--compressed", default="0", help="gpu_compressed_cache values to measure: 0, 1 or 0,1")
+    ap.add_argument("--option", action="append", default=[],
+                    help="connection option name=value for the queries (e.g. gpu_coprocess=auto)")
+    ap.add_argument("--stream", type=int, default=1, help="0: skip the bare stream measurement")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     from hetdb.backend.gpu import measure_bandwidth
@@ -109,20 +116,26 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"db": args.db, "h2d_pinned_gbps": pinned, "gpu_memory_limit": limit, "runs": {}}
     print(f"pinned host->GPU: {pinned:.1f} GB/s; gpu_memory_limit={limit}")
     for text in args.batches.split(","):
-        batch = parse_bytes(text)
-        got = stream_rate(args.db, args.table, args.columns.split(","), batch, limit, args.repeat)
-        print(f"stream gpu_batch_bytes={text}: {got['host_us_per_page']:.1f} us/page host, "
-              f"{got['link_gbps']:.1f} GB/s ({got['link_gbps'] / pinned:.0%} of pinned), "
-              f"{got['pages']} pages in {got['steps']} steps, {got['median_total_ms']:.1f} ms")
-        options = {"gpu_batch_bytes": batch}
-        if limit:
-            options["gpu_memory_limit"] = limit
-        queries = query_rates(args.db, args.suite, args.queries.split(","), options, args.repeat)
-        for name, q in queries.items():
-            print(f"  {name} gpu_batch_bytes={text}: {q['median_ms']:.1f} ms, {q['link_gbps']:.1f} GB/s "
-                  f"({q['link_gbps'] / pinned:.0%} of pinned), {q['cpu_us_per_page']:.1f} us CPU/page, "
-                  f"paths {q['pages_by_path']}")
-        report["runs"][text] = {"stream": got, "queries": queries}
+        for comp in (bool(int(c)) for c in args.compressed.split(",")):
+            batch = parse_bytes(text)
+            label = f"gpu_batch_bytes={text} compressed={int(comp)}"
+            got = None
+            if args.stream:
+                got = stream_rate(args.db, args.table, args.columns.split(","), batch, limit, args.repeat, comp)
+                print(f"stream {label}: {got['host_us_per_page']:.1f} us/page host, "
+                      f"{got['link_gbps']:.1f} GB/s ({got['link_gbps'] / pinned:.0%} of pinned), "
+                      f"{got['pages']} pages in {got['steps']} steps, {got['median_total_ms']:.1f} ms")
+            options = {"gpu_batch_bytes": batch, "gpu_compressed_cache": comp, **parse_options(args.option)}
+            if args.option:
+                label += " " + " ".join(args.option)
+            if limit:
+                options["gpu_memory_limit"] = limit
+            queries = query_rates(args.db, args.suite, args.queries.split(","), options, args.repeat)
+            for name, q in queries.items():
+                print(f"  {name} {label}: {q['median_ms']:.1f} ms, {q['link_gbps']:.1f} GB/s "
+                      f"({q['link_gbps'] / pinned:.0%} of pinned), {q['cpu_us_per_page']:.1f} us CPU/page, "
+                      f"paths {q['pages_by_path']}, {q['deliveries']} deliveries")
+            report["runs"][label] = {"stream": got, "queries": queries}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -91,6 +91,8 @@ class Column:
             data = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         elif dtype.kind == "bool":
             data = arr.fill_null(False).to_numpy(zero_copy_only=False)
+        elif dtype.kind == "interval":
+            data = _interval_from_arrow(arr)
         else:
             filled = arr.fill_null(0) if arr.null_count else arr
             data = filled.cast(dtype.to_arrow()).to_numpy(zero_copy_only=False)
@@ -117,6 +119,9 @@ class Column:
         data = np.asarray(self.data)
         if kind == "interval":
             return _interval_to_arrow(data, mask)
+        if kind == "list":  # Python lists of the elements' Python values
+            values = data.tolist() if mask is None else [None if m else v for v, m in zip(data.tolist(), mask)]
+            return pa.array(values, type=self.dtype.to_arrow())
         if self.dtype == T.UBIGINT:  # int64 data, or Python ints past 2**63 (hash values)
             values = data.astype(np.uint64) if data.dtype != object else \
                 np.array([0 if v is None else int(v) for v in data.tolist()], dtype=np.uint64)
@@ -146,6 +151,29 @@ def _interval_to_arrow(data: np.ndarray, mask: np.ndarray | None) -> pa.Array:
     valid = None if mask is None else pa.array(~mask).buffers()[1]
     return pa.Array.from_buffers(pa.month_day_nano_interval(), len(data), [valid, pa.py_buffer(cells)],
                                  null_count=-1 if mask is not None else 0)
+
+
+def _interval_from_arrow(arr: pa.Array) -> np.ndarray:
+    """Arrow month_day_nano_interval or duration values -> INTERVAL containers (NULL rows zero);
+    nanoseconds truncate toward zero to microseconds, as DuckDB reads Arrow intervals."""
+    from hetdb.errors import UnsupportedError
+    from hetdb.exec.functions_interval import pack
+
+    n = len(arr)
+    if pa.types.is_duration(arr.type):
+        micros = arr.cast(pa.duration("us"), safe=False).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        zero = np.zeros(n, np.int64)
+        return pack(np, zero, zero, micros)
+    if arr.type != pa.month_day_nano_interval():
+        raise UnsupportedError(f"cannot read Arrow type {arr.type} as INTERVAL")
+    cells = np.frombuffer(arr.buffers()[1], dtype=[("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")],
+                          count=n, offset=arr.offset * 16)
+    nanos = cells["nanos"]
+    micros = np.where(nanos < 0, -(-nanos // 1000), nanos // 1000)
+    out = pack(np, cells["months"].astype(np.int64), cells["days"].astype(np.int64), micros)
+    if arr.null_count:
+        out[~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = 0
+    return out
 
 
 def _decimal_to_scaled(arr: pa.Array, dtype: DataType) -> np.ndarray:

@@ -37,6 +37,10 @@ class Options:
     # in batches of about this many link bytes (one allocation, one decode launch per column);
     # 0: row group by row group, page by page (backend/gpu/stream_batch.py)
     gpu_batch_bytes: int = 64 << 20
+    # CPU+GPU co-processing of fused GPU pipelines (exec/coprocess.py): CPU workers run the pipeline
+    # compiled for the CPU over row groups they take from the back of the scan while the GPU streams
+    # the front. "off", "auto" (the router's cost model decides each steal), "on" (forced)
+    gpu_coprocess: str = "off"
 
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,

@@ -91,6 +91,9 @@ def _check_route(options: Options, backend) -> None:
     from hetdb.cache.router import check_mode
 
     check_mode(options.route, gpu=backend.name == "gpu")
+    from hetdb.cache.coscan import check_coprocess
+
+    check_coprocess(options.gpu_coprocess)
 
 
 def _caller_scopes() -> list[dict]:

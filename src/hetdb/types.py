@@ -14,10 +14,14 @@ Physical layout per type (in memory and on disk):
   string                                     -> dictionary codes (int32) + dictionary, or offsets (int64) + bytes
   UBIGINT (kind int128, precision 64)       -> hash() results only, never stored: the HUGEINT layout
                                                 (values 0..2**64-1); Arrow uint64 in results
-  interval (INTERVAL)                        -> results only, never stored: 16 bytes per value held in a
-                                                complex128 array used as a plain container (int64
-                                                microseconds, then int32 days and int32 months packed in
-                                                one int64; exec/functions_interval.py packs and unpacks)
+  interval (INTERVAL)                        -> 16 bytes per value held in a complex128 array used as a
+                                                plain container (int64 microseconds, then int32 days and
+                                                int32 months packed in one int64;
+                                                exec/functions_interval.py packs and unpacks); stored
+                                                as those 16 bytes (plain pages, no zone map)
+  list (LIST, ``elem`` the element type)     -> results only (array_agg), never stored, host only: an
+                                                object array holding a Python list of the elements'
+                                                Python values (or None) per row
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import pyarrow as pa
 
 from hetdb.errors import UnsupportedError
 
-KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128", "interval")
+KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128", "interval",
+         "list")
 
 
 @dataclass(frozen=True)
@@ -38,10 +43,13 @@ class DataType:
     precision: int = 0
     scale: int = 0
     tz: bool = False  # TIMESTAMP WITH TIME ZONE (kind "timestamp": same physical layout, UTC)
+    elem: DataType | None = None  # kind "list": the element type
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown type kind {self.kind!r}")
+        if (self.kind == "list") != (self.elem is not None):
+            raise ValueError("a LIST type needs an element type (and only a LIST has one)")
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -62,6 +70,8 @@ class DataType:
         return self.kind == "int128" or (self.kind == "decimal" and self.precision > MAX_DECIMAL_PRECISION)
 
     def to_arrow(self) -> pa.DataType:
+        if self.elem is not None:
+            return pa.list_(pa.field("l", self.elem.to_arrow()))  # DuckDB's field name
         if self == UBIGINT:
             return pa.uint64()
         if self.kind == "decimal":
@@ -71,6 +81,8 @@ class DataType:
         return _ARROW[self.kind]
 
     def sql_name(self) -> str:
+        if self.elem is not None:
+            return f"{self.elem.sql_name()}[]"
         if self == UBIGINT:
             return "UBIGINT"
         if self.kind == "decimal":
@@ -115,6 +127,11 @@ INT128_MAX = 2**127 - 1
 INT128_MIN = -(2**127)
 
 
+def list_of(elem: DataType) -> DataType:
+    """LIST of ``elem`` (array_agg results; never stored)."""
+    return DataType("list", elem=elem)
+
+
 def wide_decimal(precision: int, scale: int) -> DataType:
     """A DECIMAL of up to 38 digits: the type of SUM(DECIMAL) and of wide decimal arithmetic."""
     if not 0 < precision <= MAX_WIDE_PRECISION or not 0 <= scale <= precision:
@@ -131,7 +148,8 @@ def decimal(precision: int, scale: int) -> DataType:
 
 
 _NUMPY = {"int32": "int32", "int64": "int64", "int128": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
-          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128"}
+          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128",
+          "list": "object"}
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "int128": pa.decimal128(38, 0), "float64": pa.float64(), "date": pa.date32(),
           "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us"),
           "interval": pa.month_day_nano_interval()}
@@ -162,6 +180,9 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         return BOOL
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return STRING
+    if t == pa.month_day_nano_interval() or pa.types.is_duration(t):
+        return INTERVAL
     raise UnsupportedError(f"column {where or '?'} has Arrow type {t}, which hetdb cannot store "
-                           "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string)")
+                           "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string, "
+                           "interval)")
 

@@ -15,7 +15,8 @@ _BY_SIZE = {1: np.uint8, 4: np.int32, 8: np.int64}  # decode_pages writes int64 
 
 def run_plan_on_host(plan, fetch, dtypes):
     """``fetch(column, page, offset, nbytes)``: those bytes of a page. Returns the buffer and, per
-    column, its arrays by name (data, validity, offsets, chars) as views of the buffer."""
+    column, its arrays by name (data, validity, offsets, chars, encoded) as views of the buffer; for a paged
+    plan per column a list of those, one per page."""
     buf = np.zeros(max(plan.nbytes, 1), np.uint8)
     buf[:plan.desc.nbytes] = plan.desc.view(np.uint8)
     for ci, pi, off, n, dst in plan.copies:
@@ -40,18 +41,24 @@ def run_plan_on_host(plan, fetch, dtypes):
             page = buf[src:src + 8 * (n + 1)].view(np.int64)
             end = n + 1 if last else n
             buf[dst:dst + 8 * end] = (page[:end] - page[0] + chars).view(np.uint8)
-    out = []
-    for cp, dtype in zip(plan.columns, dtypes):
-        got = {}
-        if cp.data is not None:
-            off, ln = cp.data
-            got["data"] = buf[off:off + ln].view(dtype)
-        if cp.validity is not None:
-            off, ln = cp.validity
-            got["validity"] = buf[off:off + ln].view(np.bool_)
-        if cp.offsets is not None:
-            off, ln = cp.offsets
-            coff, cln = cp.chars
-            got["offsets"], got["chars"] = buf[off:off + ln].view(np.int64), buf[coff:coff + cln]
-        out.append(got)
-    return buf, out
+    if plan.pages:
+        return buf, [[_arrays(buf, cp, dtype) for cp in col] for col, dtype in zip(plan.pages, dtypes)]
+    return buf, [_arrays(buf, cp, dtype) for cp, dtype in zip(plan.columns, dtypes)]
+
+
+def _arrays(buf, cp, dtype):
+    got = {}
+    if cp.data is not None:
+        off, ln = cp.data
+        got["data"] = buf[off:off + ln].view(dtype)
+    if cp.encoded is not None:
+        off, ln = cp.encoded
+        got["encoded"] = buf[off:off + ln]
+    if cp.validity is not None:
+        off, ln = cp.validity
+        got["validity"] = buf[off:off + ln].view(np.bool_)
+    if cp.offsets is not None:
+        off, ln = cp.offsets
+        coff, cln = cp.chars
+        got["offsets"], got["chars"] = buf[off:off + ln].view(np.int64), buf[coff:coff + cln]
+    return got

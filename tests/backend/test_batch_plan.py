@@ -51,7 +51,8 @@ def _page(col: Column, encoding: str = "plain", codecs=codec.CODECS):
     return raw[:length].copy(), PageSpec(length, len(col), data_codec, sections, "test page")
 
 
-def test_a_plan_rebuilds_every_column_of_several_row_groups():
+def _mixed_pages():
+    """Pages of six columns in four row groups: every codec, NULLs, dictionary codes, plain strings."""
     rng = np.random.default_rng(3)
     sizes = [1500, 1025, 3, 2048]
     ints, floats, flags, codes, strings, maybe = [], [], [], [], [], []
@@ -85,6 +86,11 @@ def test_a_plan_rebuilds_every_column_of_several_row_groups():
     lite = [ColumnSpecLite("i", 4), ColumnSpecLite("f", 8), ColumnSpecLite("b", 1), ColumnSpecLite("c", 4),
             ColumnSpecLite("s", 0, string=True), ColumnSpecLite("m", 8)]
     dtypes = [np.int32, np.float64, np.bool_, np.int32, None, np.int64]
+    return sizes, raws, specs, lite, dtypes, (ints, floats, flags, codes, strings, maybe)
+
+
+def test_a_plan_rebuilds_every_column_of_several_row_groups():
+    sizes, raws, specs, lite, dtypes, (ints, floats, flags, codes, strings, maybe) = _mixed_pages()
     plan = plan_delivery(lite, specs)
     assert plan.rows == sum(sizes)
     regions = [r for cp in plan.columns for r in (cp.data, cp.validity, cp.offsets, cp.chars) if r is not None]
@@ -115,6 +121,76 @@ def test_a_plan_rebuilds_every_column_of_several_row_groups():
     bound = sum(delivery_bound(specs[c][r], max(lite[c].itemsize, 1), lite[c].string)
                 for c in range(6) for r in range(len(sizes)))
     assert plan.nbytes <= bound + plan.desc.nbytes + ALIGN * 16
+
+
+@pytest.mark.parametrize("keep_encoded", [False, True])
+def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(keep_encoded):
+    sizes, raws, specs, lite, dtypes, (ints, floats, flags, codes, strings, maybe) = _mixed_pages()
+    plan = plan_delivery(lite, specs, paged=True, keep_encoded=keep_encoded)
+    assert not plan.columns and len(plan.pages) == 6 and all(len(c) == len(sizes) for c in plan.pages)
+    regions = [r for col in plan.pages for cp in col
+               for r in (cp.data, cp.validity, cp.offsets, cp.chars, cp.encoded) if r is not None]
+    assert all(off % ALIGN == 0 for off, _ in regions)
+    ends = sorted((off, off + ln) for off, ln in regions)
+    assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))  # no two outputs overlap
+    encoded = sum(p.codec != "plain" for c in (0, 1, 2, 3, 5) for p in specs[c])
+    assert encoded > 0
+    # one launch of each kernel for the whole delivery; kept-encoded sections are never decoded
+    assert (plan.decode is None) if keep_encoded else (plan.decode.pages == encoded)
+    # a page without NULLs gets no validity of its own (a column's other pages may have some)
+    assert plan.unpack.pages == sum("validity" in p.sections for c in specs for p in c)
+    assert plan.rebase.pages == len(sizes)
+    _, out = run_plan_on_host(plan, lambda ci, pi, off, n: raws[ci][pi][off:off + n], dtypes)
+    compared = 0
+    for r, n in enumerate(sizes):
+        for c, want in ((0, ints[r]), (1, floats[r]), (2, flags[r]), (3, codes[r][0]), (5, maybe[r].data)):
+            got = out[c][r]
+            spec = specs[c][r]
+            if keep_encoded and spec.codec != "plain":
+                assert "data" not in got
+                off, ln = spec.sections["data"]
+                np.testing.assert_array_equal(got["encoded"], raws[c][r][off:off + ln])  # as stored
+                values = codec.decode(got["encoded"], spec.codec, n, np.dtype(dtypes[c]))
+            else:
+                assert "encoded" not in got
+                values = got["data"]
+            mask = maybe[r].validity if c == 5 else slice(None)
+            np.testing.assert_array_equal(np.asarray(values)[mask], np.asarray(want)[mask])
+            compared += 1
+        valid = out[3][r].get("validity")
+        want_valid = codes[r][1]
+        assert (valid is None) == ("validity" not in specs[3][r].sections)
+        if valid is not None:
+            np.testing.assert_array_equal(valid, np.ones(n, bool) if want_valid is None else want_valid)
+        np.testing.assert_array_equal(out[5][r]["validity"], maybe[r].validity)
+        s = out[4][r]
+        got = Column(T.STRING, offsets=s["offsets"], chars=s["chars"], validity=s.get("validity"))
+        assert got.to_arrow().to_pylist() == strings[r].to_arrow().to_pylist()
+    assert compared == 5 * len(sizes)
+    bound = sum(delivery_bound(specs[c][r], max(lite[c].itemsize, 1), lite[c].string, keep_encoded)
+                for c in range(6) for r in range(len(sizes)))
+    assert plan.nbytes <= bound + plan.desc.nbytes + ALIGN * 32
+    with pytest.raises(ValueError, match="paged"):
+        plan_delivery(lite, specs, keep_encoded=True)
+
+
+def test_a_paged_plan_leaves_absent_pages_out():
+    sizes, raws, specs, lite, dtypes, _ = _mixed_pages()
+    gone = {(0, 1), (4, 2), (5, 0)}  # (column, row group) the consumer holds already
+    marked = [[PageSpec(p.length, p.num_rows, p.codec, p.sections, p.where, (c, r) in gone)
+               for r, p in enumerate(col)] for c, col in enumerate(specs)]
+    full = plan_delivery(lite, specs, paged=True, keep_encoded=True)
+    plan = plan_delivery(lite, marked, paged=True, keep_encoded=True)
+    assert plan.nbytes < full.nbytes
+    for c, r in gone:
+        cp = plan.pages[c][r]
+        assert (cp.data, cp.validity, cp.offsets, cp.chars, cp.encoded) == (None,) * 5
+    assert not [cp for cp in plan.copies if (cp[0], cp[1]) in gone]
+    assert len(plan.copies) == len(full.copies) - sum(1 for cp in full.copies if (cp[0], cp[1]) in gone)
+    _, out = run_plan_on_host(plan, lambda ci, pi, off, n: raws[ci][pi][off:off + n], dtypes)
+    assert out[0][1] == {} and out[0][0] and out[4][1]["offsets"].shape[0] == sizes[1] + 1  # the others as before
+    with pytest.raises(ValueError, match="paged"):
+        plan_delivery(lite, marked)
 
 
 def _strings(values, validity):

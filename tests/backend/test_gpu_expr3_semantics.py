@@ -17,6 +17,7 @@ from hetdb.backend.gpu.codegen.expr3 import Emitter, Val
 from hetdb.column import Batch, Column
 from hetdb.exec.expressions import ExprEvaluator
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Literal
+from hetdb.types import DataType
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
 
@@ -31,6 +32,10 @@ def c(op, t, *args):
 
 def i(v):
     return Literal(T.INT32, v)
+
+
+D2, D4 = DataType("decimal", 18, 2), DataType("decimal", 18, 4)
+W19, W38 = T.wide_decimal(19, 4), T.wide_decimal(38, 3)
 
 
 EXPRS = [
@@ -48,12 +53,26 @@ EXPRS = [
     c("extract_year", T.INT64, D),
     c("extract_month", T.INT64, D),
     c("extract_day", T.INT64, D),
+    # x % literal: C's truncating remainder (a divisor of -1 gives 0), doubles through fmod
+    c("mod", T.INT32, A, i(3)),
+    c("mod", T.INT64, c("sub", T.INT64, Cast(T.INT64, A), Literal(T.INT64, 3)), Literal(T.INT64, 2)),
+    c("mod", T.INT32, A, i(-1)),
+    c("mod", T.FLOAT64, X, Literal(T.FLOAT64, 0.75)),
+    c("mod", D2, Cast(D2, A), Literal(D2, 150)),
+    # HUGEINT / DECIMAL(>18) in 64 bits: TPC-H q09's DECIMAL(19,4) difference of products, q20's
+    # DECIMAL(38,3) comparison, a wide decimal as a double, HUGEINT addition
+    c("sub", W19, Cast(W19, c("mul", D4, Cast(D2, A), Cast(D2, B))),
+      Cast(W19, c("mul", D4, Cast(D2, B), Literal(D2, -150)))),
+    c("gt", T.BOOL, Cast(W38, A), Literal(D2, 250)),
+    Cast(T.FLOAT64, c("mul", W19, Cast(W19, A), Literal(T.wide_decimal(19, 0), 12345))),
+    c("add", T.INT128, Cast(T.INT128, A), Cast(T.INT128, B)),
 ]
 
 PIPE_STUBS = r"""
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <cmath>
 typedef long long i64;
 // host twin of common.cuh's compare_bits: NaN = NaN and largest, -0.0 = 0.0
 inline i64 compare_bits(double v) {
@@ -155,3 +174,34 @@ def test_generated_three_valued_code_matches_the_evaluator(tmp_path):
                 assert v == data[row], (k, str(e), row, v, data[row])
             compared += 1
     assert compared == n * len(EXPRS)
+
+
+def test_a_wide_value_past_64_bits_is_a_wide_overflow(tmp_path):
+    """A DECIMAL(38) sum of two BIGINTs near 2^62 leaves the 64 bits the GPU holds it in: the code
+    records a *wide* overflow (only for a row that counts), raised as GpuWideValueError, on which
+    the engine runs the query on the CPU."""
+    from hetdb.backend.gpu.codegen.checked import raise_if_overflowed
+    from hetdb.errors import GpuWideValueError
+
+    big = ColumnRef(T.INT64, "g", True)
+    wide = T.wide_decimal(38, 0)
+    em = Emitter(lambda cid: None, frozenset())
+    em._load = lambda cid: em.temp(T.INT64, f"{cid}_v[row]", f"{cid}_ok[row]")
+    v = em.value(c("add", wide, Cast(wide, big), Cast(wide, big)))
+    lines = [PIPE_STUBS, "static const long long g_v[] = {3, 6000000000000000000LL, 5000000000000000000LL};",
+             "static const bool g_ok[] = {1, 0, 1};", "int main() {", "  for (long long row = 0; row < 3; ++row) {",
+             *em.lines, f'    std::printf("row %lld %lld\\n", row, (long long)({v.value}));', "  }",
+             '  std::printf("err %llu %llu %llu %llu\\n", arith_err[0], arith_err[1], arith_err[2], arith_err[3]);',
+             "  return 0;", "}"]
+    src = tmp_path / "wide.cpp"
+    src.write_text("\n".join(lines))
+    exe = tmp_path / "wide"
+    build = subprocess.run(["g++", "-std=c++17", "-O0", "-o", str(exe), str(src)], capture_output=True, text=True,
+                           timeout=300)
+    assert build.returncode == 0, build.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.split("\n")
+    assert "row 0 6" in out
+    words = next(line for line in out if line.startswith("err")).split()[1:]
+    assert int(words[0]) == 1 and int(words[2]) == 5000000000000000000  # row 2, not the NULL row 1
+    with pytest.raises(GpuWideValueError, match="more than 64 bits"):
+        raise_if_overflowed([int(w) for w in words])

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from hetdb import types as T
-from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK, PL_TILE, generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_gen import PAGE_PTRS, PL_BLOCK, PL_TILE, generate_pipeline
 from hetdb.backend.gpu.codegen.pipeline_spec import (
     AggregateSink,
     FilterStage,
@@ -118,13 +118,18 @@ def _arr(name: str, ctype: str, values) -> str:
 
 
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
-               slots: int = 4096, encoded: dict[str, np.ndarray] | None = None) -> list[tuple[tuple, list[int]]]:
+               slots: int = 4096, encoded: dict[str, np.ndarray] | None = None,
+               grow_to: int = 0, pages: tuple[int, ...] = ()) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
-    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain)."""
-    k = generate_pipeline(spec)
+    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain).
+    ``grow_to``: afterwards move the groups into a table of that many slots (pipeline.cuh
+    pipe_regroup, as a growing GroupAccumulator does) and read them from there. ``pages``: the rows
+    cut into pages of these sizes, read by the paged kernel through a page table (one launch)."""
+    k = generate_pipeline(spec, paged=bool(pages))
     assert not k.lookups
     n = len(next(iter(columns.values())))
+    assert not pages or sum(pages) == n
     decl, args = [], []
     ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool"}
     for j, inp in enumerate(spec.inputs):
@@ -139,6 +144,24 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
             decl.append(_arr(f"v{j}", "bool", [v is not None for v in vals]))
             args.append(f"v{j}")
     args += [str(n), str(-(-n // PL_TILE))]
+    num_tiles = -(-n // PL_TILE)
+    paging: list[str] = []
+    if pages:  # the page table replaces the inputs: pointers into the arrays at each page's first row
+        num = len(pages)
+        width = PAGE_PTRS * len(spec.inputs)
+        tiles = [sum(-(-r // PL_TILE) for r in pages[:p]) for p in range(num + 1)]
+        firsts = [sum(pages[:p]) for p in range(num)]
+        num_tiles = tiles[-1]
+        decl.append(f"static long long pl_pages[{3 * num + 1 + num * width}];")
+        for p in range(num):
+            paging += [f"  pl_pages[{p}] = {tiles[p]}LL; pl_pages[{num + 1 + p}] = {firsts[p]}LL; "
+                       f"pl_pages[{2 * num + 1 + p}] = {pages[p]}LL;"]
+            for j, inp in enumerate(spec.inputs):
+                at = 3 * num + 1 + p * width + PAGE_PTRS * j
+                paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
+                paging.append(f"  pl_pages[{at + 1}] = " + (f"(long long)(v{j} + {firsts[p]});" if inp.nullable else "0;"))
+        paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
+        args = ["pl_pages", str(num), str(num_tiles)]
     probes = [s for s in spec.stages if isinstance(s, ProbeStage)]
     for p, (stage, (t, payload)) in enumerate(zip(probes, builds)):
         decl += [_arr(f"s{p}", "long long", t["slots"]), _arr(f"k{p}", "long long", t["keys"]),
@@ -163,19 +186,36 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
         decl.append(f"static const long long acc{a}_init = {init.get(acc.acc, '0LL')};")
         args.append(f"acc{a}")
     args += ["errors", "arith_err"]
-    main = ["int main() {"]
+    main = ["int main() {", *paging]
     main += [f"  for (int s = 0; s < {slots}; ++s) acc{a}[s] = acc{a}_init;" for a in range(len(k.accumulators))]
-    main += [f"  gridDim.x = {max(1, -(-n // PL_TILE))};",
+    main += [f"  gridDim.x = {max(1, num_tiles)};",
              "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
              f"    for (unsigned t = 0; t < {PL_BLOCK}; ++t) {{", "      threadIdx.x = t;",
              f"      {k.name}({', '.join(args)});", "    }", "  }",
              '  if (g_overflow[0] || errors[0]) { std::printf("FAIL\\n"); return 1; }',
              '  if (arith_err[0]) { std::printf("OVERFLOW %llu %lld %lld\\n", arith_err[1], (long long)arith_err[2], '
              '(long long)arith_err[3]); return 3; }',
-             f"  for (int s = 0; s < {slots}; ++s) if (g_state[s] == 2) {{",
+             ]
+    table, accs = ("g_state", "g_keys"), [f"acc{a}" for a in range(len(k.accumulators))]
+    if grow_to:
+        na = len(k.accumulators)
+        decl += [f"static int n_state[{grow_to}];", f"static long long n_keys[{(nk + 1) * grow_to}];",
+                 "static unsigned long long n_used[1], n_overflow[1];"]
+        decl += [f"static long long n_acc{a}[{grow_to}];" for a in range(na)]
+        main += [f"  for (int s = 0; s < {grow_to}; ++s) n_acc{a}[s] = acc{a}_init;" for a in range(na)]
+        main += ["  unsigned long long old_p[] = {" + ", ".join([f"(unsigned long long)acc{a}" for a in range(na)] + ["0"])
+                 + "};",
+                 "  unsigned long long new_p[] = {" + ", ".join([f"(unsigned long long)n_acc{a}" for a in range(na)]
+                                                              + ["0"]) + "};",
+                 "  gridDim.x = 1; blockDim.x = 1; blockIdx.x = 0; threadIdx.x = 0;",
+                 f"  pipe_regroup(g_state, g_keys, {slots}, {nk}, n_state, n_keys, {grow_to - 1}ULL, n_used, "
+                 f"{grow_to}ULL, n_overflow, old_p, new_p, {na});",
+                 '  if (n_overflow[0] || n_used[0] != g_used[0]) { std::printf("FAIL regroup\\n"); return 1; }']
+        table, accs, slots = ("n_state", "n_keys"), [f"n_acc{a}" for a in range(na)], grow_to
+    main += [f"  for (int s = 0; s < {slots}; ++s) if ({table[0]}[s] == 2) {{",
              '    std::printf("G");']
-    main += [f'    std::printf(" %lld", g_keys[{c} * {slots} + s]);' for c in range(nk + 1)]
-    main += [f'    std::printf(" %lld", acc{a}[s]);' for a in range(len(k.accumulators))]
+    main += [f'    std::printf(" %lld", {table[1]}[{c} * {slots} + s]);' for c in range(nk + 1)]
+    main += [f'    std::printf(" %lld", {acc}[s]);' for acc in accs]
     main += ['    std::printf("\\n");', "  }", "  return 0;", "}"]
     src = SHIM + load_source("pipeline.cuh") + "\n" + "\n".join(decl) + "\n" + k.body + "\n" + "\n".join(main)
     path = tmp_path / f"{k.name}.cpp"
@@ -236,6 +276,10 @@ def test_inner_probe_non_unique_with_nulls(case, tmp_path):
     if case == "skewed":
         fk = [7 if i % 3 == 0 else x for i, x in enumerate(fk)]
     got = by_key(run_kernel(spec, {"fk": fk, "v": v}, [(join_table([(x,) for x in bk]), [g])], tmp_path))
+    if n:  # the same rows as three pages of one paged launch (page sizes not multiples of the tile)
+        paged = run_kernel(spec, {"fk": fk, "v": v}, [(join_table([(x,) for x in bk]), [g])], tmp_path,
+                           pages=(700, 13, n - 713))
+        assert by_key(paged) == got
     ref: dict = defaultdict(lambda: [0, 0, 0])
     for a, val in zip(fk, v):
         for b, gg in zip(bk, g):
@@ -330,5 +374,47 @@ def test_many_groups_and_overflow_detection(tmp_path):
         lo, hi = ref.get((a, b), (x, x))
         ref[(a, b)] = (min(lo, x), max(hi, x))
     assert {k: (acc[0], acc[2]) for k, acc in got.items()} == ref and len(ref) > 2000
+    # the same groups after the table grew into one of twice the slots (pipe_regroup)
+    grown = by_key(run_kernel(spec, {"k1": k1, "k2": k2, "v": v}, [], tmp_path, slots=8192, grow_to=16384))
+    assert grown == got
     with pytest.raises(AssertionError, match="FAIL"):  # a table too small reports overflow (the host reruns)
         run_kernel(spec, {"k1": k1, "k2": k2, "v": v}, [], tmp_path, slots=1024)
+
+
+def test_paged_take_gathers_global_rows_from_pages(tmp_path):
+    """pipeline.cuh pipe_paged_take: rows numbered over pages of different sizes (global row ->
+    page by binary search over the first rows), values of 8, 4 and 1 bytes, and a validity page
+    without NULLs (null pointer) reading as valid."""
+    sizes = (5, 1, 9, 4)
+    starts = [sum(sizes[:p]) for p in range(len(sizes))]
+    n = sum(sizes)
+    rng = random.Random(2)
+    rows = [rng.randrange(n) for _ in range(40)] + [0, n - 1, starts[1], starts[2]]
+    v64 = [rng.randint(-(1 << 62), 1 << 62) for _ in range(n)]
+    v32 = [rng.randint(-(1 << 30), 1 << 30) for _ in range(n)]
+    valid = [rng.random() < 0.7 for _ in range(n)]
+    no_nulls_page = 2  # its validity pointer is null
+    decl = [_arr("v64", "long long", v64), _arr("v32", "int", v32), _arr("val", "bool", valid),
+            _arr("starts", "long long", starts), _arr("rows", "long long", rows),
+            f"static long long o64[{len(rows)}];", f"static int o32[{len(rows)}];", f"static bool oval[{len(rows)}];"]
+    main = ["int main() {", f"  long long p64[{len(sizes)}], p32[{len(sizes)}], pv[{len(sizes)}];"]
+    for p, first in enumerate(starts):
+        main.append(f"  p64[{p}] = (long long)(v64 + {first}); p32[{p}] = (long long)(v32 + {first}); "
+                    f"pv[{p}] = {'0' if p == no_nulls_page else f'(long long)(val + {first})'};")
+    main += ["  gridDim.x = 1; blockDim.x = 1; blockIdx.x = 0; threadIdx.x = 0;",
+             f"  pipe_paged_take(p64, starts, {len(sizes)}, 8, rows, {len(rows)}, (unsigned char*)o64);",
+             f"  pipe_paged_take(p32, starts, {len(sizes)}, 4, rows, {len(rows)}, (unsigned char*)o32);",
+             f"  pipe_paged_take(pv, starts, {len(sizes)}, 1, rows, {len(rows)}, (unsigned char*)oval);",
+             f'  for (int i = 0; i < {len(rows)}; ++i) std::printf("%lld %d %d\\n", o64[i], o32[i], (int)oval[i]);',
+             "  return 0;", "}"]
+    src = tmp_path / "take.cpp"
+    src.write_text(SHIM + load_source("pipeline.cuh") + "\n" + "\n".join(decl) + "\n" + "\n".join(main))
+    exe = tmp_path / "take"
+    build = subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-o", str(exe), str(src)], capture_output=True,
+                           text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.split()
+    got = [tuple(int(x) for x in out[i:i + 3]) for i in range(0, len(out), 3)]
+    page_of = [max(p for p, f in enumerate(starts) if f <= r) for r in rows]
+    want = [(v64[r], v32[r], 1 if p == no_nulls_page else int(valid[r])) for r, p in zip(rows, page_of)]
+    assert got == want and len(got) == len(rows)

@@ -156,10 +156,24 @@ def test_cache_key_covers_source_options_arch_and_versions():
     assert len({base, *others}) == 5
 
 
-def _nvcc(tmp_path, names: list[str]) -> None:
+def test_paged_kernels_read_a_page_table():
+    """generate_pipeline(paged=True): inputs through the page table, page-local rows, global rows out."""
+    k = generate_pipeline(specs()["materialize"], paged=True)
+    body = k.body
+    assert "const long long* __restrict__ pl_pages" in body and "col0" not in body
+    assert "fused::FindPage(pl_pages, pl_num_pages, t)" in body
+    assert "const long long row = pl_first + threadIdx.x" in body and "out_rows[o] = pl_base + row;" in body
+    assert k.name != generate_pipeline(specs()["materialize"]).name
+    with pytest.raises(UnsupportedError, match="not paged"):  # plain strings are read per batch only
+        generate_pipeline(PipelineSpec((Input("s", T.STRING),), (), AggregateSink((), (("count_star", None),))),
+                          paged=True)
+
+
+def _nvcc(tmp_path, names: list[str], paged: bool = False) -> None:
     from hetdb.backend.gpu.compile import load_source
 
     kernels = [generate_pipeline(s) for n, s in specs().items() if n in names]
+    kernels += [generate_pipeline(s, paged=True) for n, s in specs().items() if n in names and paged]
     src = load_source("pipeline.cuh") + "\n" + "\n".join(k.body for k in kernels)
     path = tmp_path / "pipelines.cu"
     path.write_text(src)
@@ -170,7 +184,7 @@ def _nvcc(tmp_path, names: list[str]) -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_representative_kernels_compile_with_nvcc(tmp_path):
-    _nvcc(tmp_path, ["semi_anti_mark", "left_single_case", "dates", "materialize"])
+    _nvcc(tmp_path, ["semi_anti_mark", "left_single_case", "dates", "materialize"], paged=True)
 
 
 @pytest.mark.slow

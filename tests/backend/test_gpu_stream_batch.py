@@ -264,3 +264,37 @@ def test_explain_counts_pages_alike_and_fewer_deliveries_with_batches(db_path):
     assert rows0 == rows1 and len(rows0) == 4
     assert sum(r0["pages"].values()) == sum(r1["pages"].values()) == 3 * 5  # 3 columns x 5 row groups
     assert r0["deliveries"] == 5 and 1 <= r1["deliveries"] < 5
+
+
+@pytest.mark.parametrize("with_tier", [False, True], ids=["ring", "host-tier"])
+def test_compressed_deliveries_keep_encoded_pages_and_equal_the_host_reader(reader, with_tier):
+    """gpu_compressed_cache: a delivery is one Batch per row group out of one buffer; encoded pages are
+    EncodedColumns over their stored bytes (decode.cu decodes them on .data), no decode launch."""
+    from hetdb.backend.gpu.encoded import EncodedColumn
+    from hetdb.backend.gpu.stream import PageStreamer
+
+    host = tier() if with_tier else None
+    b = budget()
+    compared = encoded = 0
+    with PageStreamer(reader, COLUMNS, budget=b, batch_bytes=per_group(reader, COLUMNS, 3), host_cache=host,
+                      compressed=True) as s:
+        steps = []
+        for rgs, parts in s.deliveries():
+            steps.append(rgs)
+            assert len(parts) == len(rgs)
+            for rg, part in zip(rgs, parts):
+                expected = want(reader, COLUMNS, [rg])
+                for c in COLUMNS:
+                    col = part[c]
+                    # string pages in a string codec (LZ4 chunks, encoded offsets) are decoded
+                    kept = reader.page_codec(c, rg) not in ("plain", "offsets", "lz4")
+                    assert isinstance(col, EncodedColumn) == kept, (c, rg)
+                    encoded += kept
+                    assert arrow_of(col).equals(expected[c]), (c, rg)
+                    compared += part.num_rows
+    assert compared == ROWS * len(COLUMNS) and encoded > 0
+    assert [r for st in steps for r in st] == list(range(reader.num_row_groups))
+    assert s.route_counts().deliveries == len(steps) < reader.num_row_groups
+    assert b.used_bytes == 0
+    if host is not None:
+        assert host.pinned_bytes() == 0

@@ -15,10 +15,12 @@ import pyarrow as pa
 import pytest
 from batch_host import run_plan_on_host
 
+from hetdb import codec
 from hetdb import types as T
 from hetdb.backend.gpu import batch as gpu_batch
 from hetdb.backend.gpu import memory as gpu_memory
 from hetdb.backend.gpu import stream as gpu_stream
+from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
 from hetdb.backend.gpu.memory import DeviceMemoryBudget
 from hetdb.cache import HostPageCache
 from hetdb.cache.router import PageRouter
@@ -84,14 +86,16 @@ def _host_run_delivery(plan, sources, dtypes, stream):
     return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes])
 
 
+def _host_decode_stored(self, page, got):
+    """A page in a string codec (LZ4 chunks, encoded offsets), decoded by the host reader."""
+    buf = got if isinstance(got, np.ndarray) else np.concatenate(got.runs)
+    return self.reader.decode(page.column, page.row_group, buf[:page.location.length])
+
+
 def _host_coded_column(self, pages, raws):
-    """String pages in a string codec (LZ4 chunks, encoded offsets), decoded by the host reader."""
     from hetdb.column import Column
 
-    arrays = []
-    for p, got in zip(pages, raws):
-        buf = got if isinstance(got, np.ndarray) else np.concatenate(got.runs)
-        arrays.append(self.reader.decode(p.column, p.row_group, buf[:p.location.length]).to_arrow())
+    arrays = [_host_decode_stored(self, p, got).to_arrow() for p, got in zip(pages, raws)]
     return Column.from_arrow(pa.concat_arrays(arrays), T.STRING)
 
 
@@ -104,7 +108,10 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
     monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
     monkeypatch.setattr(gpu_stream.PageStreamer, "_coded_column", _host_coded_column)
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_decode_stored", _host_decode_stored)
     monkeypatch.setattr(gpu_memory, "pinned_empty", lambda shape, dtype=np.uint8: np.empty(shape, dtype))
+    # a page kept encoded decodes through the CPU codec (decode.cu is checked on the GPU)
+    monkeypatch.setattr(DevicePage, "decode", lambda self: codec.decode(self.data, self.codec, self.n, self.dtype))
 
 
 @pytest.fixture(scope="module")
@@ -283,6 +290,204 @@ def test_early_stop_and_errors_return_every_reservation_and_pin(reader, fake_gpu
             for _ in s.batches():
                 pass
     assert b.used_bytes == 0 and host.pinned_bytes() == 0
+
+
+@pytest.mark.parametrize("route", ["disk", "auto"])
+def test_compressed_batches_keep_encoded_pages_one_batch_per_row_group(reader, fake_gpu, route):
+    b = DeviceMemoryBudget(1 << 30)
+    host = _tier() if route == "auto" else None
+    for attempt in range(2 if host else 1):  # with a host tier: loaded into it, then copied out of it
+        compared = encoded = 0
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                     host_cache=host, router=PageRouter(route), compressed=True) as s:
+            steps = []
+            for rgs, parts in s.deliveries():
+                steps.append(rgs)
+                assert len(parts) == len(rgs) and b.used_bytes > 0
+                for rg, part in zip(rgs, parts):
+                    want = reader.read_batch(COLUMNS, rg)
+                    assert part.num_rows == reader.row_group_rows(rg)
+                    for c in COLUMNS:
+                        col = part[c]
+                        # encoded: stays as stored (string pages in a string codec are decoded)
+                        kept = reader.page_codec(c, rg) not in ("plain", "offsets", "lz4")
+                        assert isinstance(col, EncodedColumn) == kept, (c, rg)
+                        if kept:
+                            assert col.device_page.codec == reader.page_codec(c, rg)
+                            encoded += 1
+                        assert col.to_arrow().equals(want[c].to_arrow()), (c, rg)
+                        compared += part.num_rows
+        assert steps == [(1, 2, 3, 4)] and s.route_counts().deliveries == 1
+        assert compared == (ROWS - RPP) * len(COLUMNS) and encoded > 0
+        assert b.used_bytes == 0 and s.stats.rows == ROWS - RPP
+        pages = 4 * len(COLUMNS)
+        want_route = "disk_direct" if host is None else "disk_to_host" if attempt == 0 else "host_to_gpu"
+        assert s.route_counts().pages == {want_route: pages}
+        if host is not None:
+            assert host.pinned_bytes() == 0
+
+
+def test_batches_hands_out_a_paged_delivery_row_group_by_row_group(reader, fake_gpu):
+    b = DeviceMemoryBudget(1 << 30)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3],
+                                 router=PageRouter("disk"), compressed=True) as s:
+        steps = []
+        for rgs, batch in s.batches():
+            steps.append(rgs)
+            assert batch.num_rows == reader.row_group_rows(rgs[0])
+            assert batch["c_delta"].to_arrow().equals(reader.read_batch(["c_delta"], rgs[0])["c_delta"].to_arrow())
+    assert steps == [(1,), (2,), (3,)] and s.route_counts().deliveries == 1 and b.used_bytes == 0
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_shared_scan_delivers_only_what_the_gpu_claims(reader, fake_gpu, compressed):
+    """Co-processing: CPU workers steal row groups from the back of the scan (before and while it
+    streams); the streamer delivers the rest, each once, and stops where they began."""
+    import threading
+
+    from hetdb.cache.coscan import SharedScan
+
+    rgs = [0, 1, 2, 3, 4]
+    b = DeviceMemoryBudget(1 << 30)
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in rgs)
+    for early in (0, 2):
+        shared = SharedScan(rgs, [1] * len(rgs), len(COLUMNS), PageRouter("auto"), "on")
+        stolen = [shared.steal() for _ in range(early)]
+        delivered: list[int] = []
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=one + 1, row_groups=rgs, depth=1,
+                                     router=PageRouter("disk"), compressed=compressed, shared=shared) as s:
+            it = s.deliveries()
+            first = next(it)
+            # a CPU worker steals everything it can while the GPU works on its first delivery
+            t = threading.Thread(target=stolen.extend, args=(iter(shared.steal, None),))
+            t.start()
+            t.join()
+            for got, parts in [first, *it]:
+                delivered.extend(got)
+                for rg, part in zip(got, parts if len(parts) == len(got) else [None]):
+                    if part is not None:
+                        assert part.num_rows == reader.row_group_rows(rg)
+        assert sorted(delivered + stolen) == rgs and not set(delivered) & set(stolen)
+        assert delivered == rgs[:len(delivered)] and len(delivered) >= 1
+        assert shared.gpu_taken == delivered and b.used_bytes == 0
+
+
+class _Keeps(_Verdicts):
+    """A device cache that admits some pages and keeps what is put (pinned until unpinned)."""
+
+    def __init__(self, admit: set[tuple[str, int]]) -> None:
+        super().__init__(set())
+        self.admit_pages, self.entries, self.pins = admit, {}, {}
+
+    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None) -> bool:
+        if key is None:
+            return False
+        self.asked.append((key.column, key.row_group))
+        return (key.column, key.row_group) in self.admit_pages
+
+    def put(self, key, value, nbytes, pin=False, reserved=False, link_bytes=None, first_reuse=None) -> bool:
+        assert reserved and pin and key not in self.entries
+        self.entries[key] = value
+        self.pins[key] = self.pins.get(key, 0) + 1
+        return True
+
+    def unpin(self, key) -> None:
+        self.pins[key] -= 1
+
+
+def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
+    admit = {("c_delta", 2), ("s_dict", 3), ("c_nulls", 2)}
+    cache = _Keeps(admit)
+    b = DeviceMemoryBudget(1 << 30)
+    compared = 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 cache=cache, router=PageRouter("auto"), compressed=True) as s:
+        steps = []
+        for rgs, parts in s.deliveries():
+            steps.append(rgs)
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                for c in COLUMNS:
+                    assert part[c].to_arrow().equals(want[c].to_arrow()), (c, rg)
+                    compared += 1
+    # the admitted pages rode along in the one delivery; the cache holds copies, equal to the pages
+    assert steps == [(1, 2, 3, 4)] and compared == 4 * len(COLUMNS)
+    assert {(k.column, k.row_group) for k in cache.entries} == admit
+    for key, value in cache.entries.items():
+        assert value.to_arrow().equals(reader.read_batch([key.column], key.row_group)[key.column].to_arrow())
+        page = getattr(value, "device_page", None)
+        own = [page.data if page is not None else value.data, value.validity, value.offsets, value.chars]
+        assert all(a is None or a.base is None for a in own)  # copies, not views of the delivery's buffer
+    assert all(n == 0 for n in cache.pins.values())  # unpinned once the step was done
+    assert b.used_bytes == 0
+
+
+class _Holds(_Keeps):
+    """``_Keeps`` that also holds some pages already (device-cache hits, pinned by ``get``)."""
+
+    def __init__(self, held: dict) -> None:
+        super().__init__(set())
+        self.held = held
+
+    def get(self, key, pin=False):
+        value = self.held.get((key.column, key.row_group))
+        if value is not None and pin:
+            self.pins[key] = self.pins.get(key, 0) + 1
+        return value
+
+
+def test_a_paged_delivery_takes_cached_pages_as_they_are(reader, fake_gpu):
+    held = {("c_f64", 3): reader.read_batch(["c_f64"], 3)["c_f64"],
+            ("s_plain", 2): reader.read_batch(["s_plain"], 2)["s_plain"]}
+    cache = _Holds(held)
+    b = DeviceMemoryBudget(1 << 30)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 cache=cache, router=PageRouter("auto"), compressed=True) as s:
+        steps = []
+        for rgs, parts in s.deliveries():
+            steps.append(rgs)
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                for c in COLUMNS:
+                    if (c, rg) in held:
+                        assert part[c] is held[(c, rg)]  # the cached Column itself: nothing moved
+                    assert part[c].to_arrow().equals(want[c].to_arrow()), (c, rg)
+    assert steps == [(1, 2, 3, 4)]
+    routes = s.route_counts()
+    assert routes.pages["gpu_resident"] == 2 and routes.pages["disk_direct"] == 4 * len(COLUMNS) - 2
+    assert s.stats.pages_cached == 2 and s.stats.pages_read == 4 * len(COLUMNS) - 2
+    assert all(n == 0 for n in cache.pins.values()) and len(cache.pins) == 2
+    assert b.used_bytes == 0
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_budget_for_one_delivery_at_a_time_single_buffers(reader, fake_gpu, compressed):
+    """A budget that holds one delivery but not two: the step the consumer finished with is given
+    back before the next one is reserved (single-buffered), instead of OutOfMemoryError."""
+    from hetdb.errors import OutOfMemoryError
+
+    rgs = [1, 2, 3]
+    probe = DeviceMemoryBudget(1 << 30)
+    sizes = []
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=probe, batch_bytes=1, row_groups=rgs,
+                                 router=PageRouter("disk"), compressed=compressed) as s:
+        for _ in s.deliveries():
+            sizes.append(probe.used_bytes)
+    tight = DeviceMemoryBudget(max(sizes) + min(sizes) // 2)  # room for one delivery, not two
+    compared = 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=tight, batch_bytes=1, row_groups=rgs,
+                                 router=PageRouter("disk"), compressed=compressed) as s:
+        for got, parts in s.deliveries():
+            assert tight.used_bytes <= tight.limit_bytes
+            for rg, part in zip(got, parts):
+                assert part["c_delta"].to_arrow().equals(reader.read_batch(["c_delta"], rg)["c_delta"].to_arrow())
+                compared += 1
+    assert compared == len(rgs) and tight.used_bytes == 0
+    with pytest.raises(OutOfMemoryError):  # less than one delivery: still refused, with the reason
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=DeviceMemoryBudget(min(sizes) // 2), batch_bytes=1,
+                                     row_groups=rgs, router=PageRouter("disk"), compressed=compressed) as s:
+            for _ in s.deliveries():
+                pass
 
 
 def test_a_batch_of_string_codec_pages_alone(reader, fake_gpu):

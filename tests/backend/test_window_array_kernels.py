@@ -129,3 +129,82 @@ def test_array_kernels_with_cupy_match_the_compiled_loops() -> None:
     import cupy
 
     assert _compare(cupy, cupy.asnumpy) == 2 * len(SIZES) * len(FRAMES)
+
+
+def _permutation_cases():
+    """(keys, descending) of random sort problems: narrow keys that pack into one code, keys whose
+    ranges need several codes, one spanning every int64, bool flags, constant keys, a last key
+    already sorted, ties everywhere."""
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 997, 5_003):
+        narrow = rng.integers(0, 40, n)
+        wide = rng.integers(-(2**40), 2**40, n)
+        full = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, n, dtype=np.int64, endpoint=True)
+        full[: min(n, 3)] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0][: min(n, 3)]
+        flag = rng.random(n) < 0.3
+        yield [narrow, flag, rng.integers(0, 3, n)], [False, False, True]
+        yield [narrow, wide, wide // 3, rng.integers(0, 5, n)], [False, True, False, True]
+        yield [flag, full, narrow], [True, False, True]
+        yield [np.full(n, 5), narrow, np.arange(n)], [False, True, False]
+        yield [narrow, np.arange(n)[::-1].copy()], [False, True]
+
+
+def _check_permutations(xp, to_host) -> int:
+    A = ArrayKernels(xp)
+    checked = 0
+    for keys, desc in _permutation_cases():
+        n = keys[0].shape[0]
+        got = A.sort_permutation([xp.asarray(k) for k in keys], desc, n)
+        got = np.arange(n) if got is None else to_host(got)
+        images = [~k.astype(np.int64) if d else k.astype(np.int64) for k, d in zip(keys, desc)]
+        want = np.lexsort([np.arange(n), *reversed(images)])  # stable: ties in row order
+        assert np.array_equal(got, want), (n, desc)
+        checked += 1
+    return checked
+
+
+def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
+    assert _check_permutations(np, np.asarray) == 20
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_sort_permutation_with_cupy() -> None:
+    import cupy
+
+    assert _check_permutations(cupy, cupy.asnumpy) == 20
+
+
+def test_compiled_boundaries_across_chunks() -> None:
+    """The compiled loops' run bounds, computed chunk by chunk in parallel, on inputs large enough for
+    many chunks: runs longer than a chunk, a run per row, sparse and dense flags."""
+    rng = np.random.default_rng(11)
+    A = ArrayKernels(np)
+    checked = 0
+    for n, part_rate, peer_rate in [(100_003, 0.00002, 0.0001), (70_001, 1.0, 0.0), (65_537, 0.01, 0.5),
+                                    (90_000, 0.0, 0.0)]:
+        part_start = rng.random(n) < part_rate
+        part_start[0] = True
+        peer_start = rng.random(n) < peer_rate
+        _same(K.boundaries(part_start, peer_start), A.boundaries(part_start, peer_start))
+        checked += 1
+    assert checked == 4
+
+
+def test_compiled_integer_frame_sums_across_chunks() -> None:
+    """The compiled prefix sum, in parallel chunks, on inputs of many chunks with NULLs, partitions
+    and frames of every kind."""
+    rng = np.random.default_rng(12)
+    A = ArrayKernels(np)
+    n = 300_001
+    part_start = rng.random(n) < 0.001
+    part_start[0] = True
+    ps, pe, _, _ = K.boundaries(part_start, part_start)
+    x = rng.integers(-(10**12), 10**12, n)
+    valid = rng.random(n) < 0.9
+    compared = 0
+    for s_code, s_off, e_code, e_off in FRAMES:
+        fs, fe = K.rows_frame(ps, pe, s_code, s_off, e_code, e_off)
+        _same([K.frame_sum_int(x, valid, fs, fe)], [A.frame_sum_int(x, valid, fs, fe)])
+        compared += 1
+    assert compared == len(FRAMES)

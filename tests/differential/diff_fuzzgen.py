@@ -12,7 +12,9 @@ metamorphic oracle (``diff_oracles``): TLP over WHERE, aggregates and DISTINCT, 
 Shapes: filters with three-valued logic (AND/OR/NOT, IS [NOT] NULL, BETWEEN, IN lists with NULL,
 LIKE), inner/left/right/full/cross joins on nullable keys, semi/anti joins as IN/NOT IN/EXISTS/
 NOT EXISTS subqueries (correlated and not), scalar subqueries, GROUP BY with COUNT/COUNT DISTINCT/SUM/
-AVG/MIN/MAX and HAVING, DISTINCT, ORDER BY ... LIMIT/OFFSET over every output column, CASE,
+AVG/MIN/MAX and HAVING, DISTINCT, ORDER BY ... LIMIT/OFFSET over every output column, window
+functions whose value does not depend on tie order (count/rank/dense_rank/percent_rank/cume_dist,
+RANGE sum/count, min/max over a partition; NULL/NaN/-0.0 partition and order keys), CASE,
 COALESCE, NULLIF, integer // and % by values that may be zero (both engines must raise the same
 error), arithmetic and sums on BIGINT values near 2^63 and DECIMALs past 18 digits (both must widen
 or raise Out of Range), NaN in every comparison, key and ordering.
@@ -401,6 +403,33 @@ class FuzzGen:
         e = self.expr(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP))
         return E(f"{self.pick(['min', 'max'])}({e.sql})", e.kind, e.tags)
 
+    def window_item(self, scope: Scope) -> E | None:
+        """A window function whose value does not depend on the order of tied rows, over the
+        NULL/NaN-heavy columns: partitions and peers of NULL, NaN and -0.0 keys."""
+        part = self.expr(scope, (INT, DEC, DBL, STR, DATE, BOOL))
+        order = self.pick(self.cols(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP)))
+        if part is None or order is None:
+            return None
+        o = (f"{order[0]}.{order[2].name}{self.pick(['', ' ASC', ' DESC'])}"
+             f"{self.pick(['', ' NULLS FIRST', ' NULLS LAST'])}")
+        over = f"OVER (PARTITION BY {part.sql} ORDER BY {o}"
+        form = self.r.randrange(5)
+        if form == 0:
+            return E(f"count(*) OVER (PARTITION BY {part.sql})", INT)
+        if form == 1:
+            return E(f"{self.pick(['rank', 'dense_rank'])}() {over})", INT)
+        if form == 2:
+            return E(f"{self.pick(['percent_rank', 'cume_dist'])}() {over})", DBL)
+        x = self.expr(scope, (INT, BIG, DEC) if form == 3 else (INT, BIG, DEC, DBL, STR, DATE))
+        if x is None:
+            return None
+        if form == 3:
+            bounds = self.pick(["UNBOUNDED PRECEDING AND CURRENT ROW", "CURRENT ROW AND UNBOUNDED FOLLOWING"])
+            op = self.pick(["sum", "count"])
+            return E(f"{op}({x.sql}) {over} RANGE BETWEEN {bounds})", x.kind if op == "sum" else INT,
+                     x.tags)
+        return E(f"{self.pick(['min', 'max'])}({x.sql}) OVER (PARTITION BY {part.sql})", x.kind, x.tags)
+
     def select(self) -> tuple[str, list[E], Scope]:
         scope, from_sql = self.from_clause()
         where = f" WHERE {self.pred(scope)}" if self.chance(0.7) else ""
@@ -420,7 +449,11 @@ class FuzzGen:
         else:
             items = []
             for _ in range(self.r.randint(1, 4)):
-                if self.chance(0.08):
+                # one table only: its partitions stay within the window operator's in-memory floor
+                # (1,024 rows), which a configuration of 16KB needs (a larger one is OutOfMemoryError)
+                if len(scope.tables) == 1 and self.chance(0.06):
+                    items.append(self.window_item(scope) or E("count(*) OVER ()", INT))
+                elif self.chance(0.08):
                     items.append(self.scalar_subquery(scope))
                 elif self.chance(0.06):
                     items.append(E(f"CASE WHEN {self.subquery_pred(scope)} THEN 1 ELSE 0 END", INT))

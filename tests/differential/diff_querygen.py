@@ -8,7 +8,8 @@ and EXISTS/NOT EXISTS subqueries (correlated and not), CASE, COALESCE, SUBSTRING
 date +- INTERVAL on literals, arithmetic (+ - * / // %), derived tables and CTEs; date functions
 (date_trunc, last_day, date_diff, dayname, DATE + INTERVAL, DATE + to_months(n) - to_days(n), parts and
 epoch of TIMESTAMP differences and of age()), gcd, trunc, quantile_disc, and window functions whose answer does
-not depend on row order among ties (count/sum/max OVER a partition, rank/dense_rank, RANGE frames).
+not depend on row order among ties (count/sum/max OVER a partition, rank/dense_rank, percent_rank/
+cume_dist, RANGE frames, entropy OVER a partition), and the entropy aggregate.
 
 Every query is deterministic, so DuckDB's answer is the truth: LIMIT/OFFSET only come with an ORDER BY
 over every output column; divisors are non-zero constants; products stay far from int32 overflow;
@@ -263,7 +264,17 @@ class QueryGen:
         if part is None or arg is None or order is None:
             return None
         a, o = f"{arg[0]}.{arg[1].name}", f"{order[0]}.{order[1].name} {self.pick(['ASC', 'DESC'])}"
-        form = self.num(0, 4)
+        form = self.num(0, 7)
+        if form == 5:
+            return Item(f"{self.pick(['percent_rank', 'cume_dist'])}() OVER (PARTITION BY {part.sql} ORDER BY {o})",
+                        FLOAT)
+        if form == 6:
+            bounds = self.pick(["UNBOUNDED PRECEDING AND CURRENT ROW", "CURRENT ROW AND UNBOUNDED FOLLOWING"])
+            fn = self.pick(["sum", "count"])
+            return Item(f"{fn}({a}) OVER (PARTITION BY {part.sql} ORDER BY {o} RANGE BETWEEN {bounds})",
+                        arg[1].kind if fn == "sum" else INT)
+        if form == 7:
+            return Item(f"entropy({o.split()[0]}) OVER (PARTITION BY {part.sql})", FLOAT, float_agg=True)
         if form == 0:
             return Item(f"count(*) OVER (PARTITION BY {part.sql})", INT)
         if form == 1:
@@ -442,6 +453,8 @@ class QueryGen:
                 return Item(f"SUM({arg})", ref[1].kind, float_agg=ref[1].kind == FLOAT)
             return Item(f"AVG({arg})", FLOAT, float_agg=True)
         ref = self.column(scope, [INT, DEC, STR, DATE, TS])
+        if self.chance(0.1):
+            return Item(f"entropy({ref[0]}.{ref[1].name})", FLOAT, float_agg=True)
         if self.chance(0.2):
             return Item(f"quantile_disc({ref[0]}.{ref[1].name}, {self.pick(['0', '0.25', '0.5', '0.9', '1'])})",
                         ref[1].kind)

@@ -36,7 +36,22 @@ def corpus_tables() -> dict[str, pa.Table]:
         "d": pa.array(d, pa.date32()),
     })
     empty = t.slice(0, 0)
-    return {"w": t, "w_empty": empty, "tz": _tz_table(rng), **_graph_tables(rng)}
+    return {"w": t, "w_empty": empty, "tz": _tz_table(rng), "ivs": _interval_table(rng), **_graph_tables(rng)}
+
+
+def _interval_table(rng) -> pa.Table:
+    """Stored INTERVAL values: months, days and microseconds of both signs, some equal once
+    normalised (1 month = 30 days, 1 day = 24 hours), NULLs."""
+    n = 150
+    months = rng.integers(-14, 15, n)
+    days = rng.integers(-40, 41, n)
+    micros = rng.integers(-2 * 86_400_000_000, 2 * 86_400_000_000, n)
+    cells = [None if i % 11 == 4 else pa.scalar((0, 30, 0) if i % 13 == 1 else (1, 0, 0) if i % 13 == 2
+                                                 else (int(m), int(d), int(u) * 1000), pa.month_day_nano_interval())
+             for i, (m, d, u) in enumerate(zip(months, days, micros))]
+    return pa.table({"id": pa.array(np.arange(n, dtype=np.int64)),
+                     "g": pa.array(rng.integers(0, 5, n).astype(np.int64)),
+                     "iv": pa.array([None if c is None else c.as_py() for c in cells], pa.month_day_nano_interval())})
 
 
 def _graph_tables(rng) -> dict[str, pa.Table]:

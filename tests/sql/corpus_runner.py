@@ -115,5 +115,16 @@ def run_case(case: Case, con, duck) -> str | None:
             got, want = sorted(got), sorted(want)
         return None if got == want else f"{where}\n  got {got}\n  expected {want}"
     expected: pa.Table = duck.sql(case.sql).to_arrow_table()
-    diff = compare_tables(actual, expected, case.ordered)
+    if actual.schema.types != expected.schema.types and any(pa.types.is_list(t) for t in expected.schema.types):
+        return f"{where}\n  types {actual.schema.types} vs {expected.schema.types} expected"
+    diff = compare_tables(_lists_as_text(actual), _lists_as_text(expected), case.ordered)
     return None if diff is None else f"{where}\n  {diff}"
+
+
+def _lists_as_text(table: pa.Table) -> pa.Table:
+    """LIST columns as the text of their Python values (compared exactly; Arrow cannot sort lists)."""
+    for i, t in enumerate(table.schema.types):
+        if pa.types.is_list(t):
+            text = [None if v is None else repr(v) for v in table.column(i).to_pylist()]
+            table = table.set_column(i, table.schema.names[i], pa.array(text, pa.string()))
+    return table

@@ -68,3 +68,35 @@ def test_gpu_window_partition_past_the_gpu_budget_runs_on_the_host(corpus_path) 
         text = con.explain(sql, analyze=True)
     line = next(x for x in text.splitlines() if "Window partition=" in x)
     assert "a window partition past the GPU budget, on the host" in line, text
+
+
+def test_large_window_output_feeds_parallel_workers(tmp_path, monkeypatch) -> None:
+    """A window over 400,000 rows hands its output on as several slices on the CPU (the pipeline
+    after it runs one worker per slice); the answer equals DuckDB's."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.exec.operators import window
+    from hetdb.storage import ColumnSpec, Database
+
+    rng = np.random.default_rng(4)
+    n = 400_000
+    table = pa.table({"g": pa.array(rng.integers(0, 5000, n)), "v": pa.array(rng.integers(0, 10**6, n)),
+                      "x": pa.array(rng.integers(-(10**9), 10**9, n))})
+    db = Database.open(str(tmp_path), create=True)
+    with db.create_table("t", [ColumnSpec(f.name, T.from_arrow(f.type)) for f in table.schema]) as writer:
+        writer.append_arrow(table)
+    slices = []
+    real = window._morsels
+    monkeypatch.setattr(window, "_morsels", lambda ctx, b: slices.append(len(out := real(ctx, b))) or out)
+    sql = ("SELECT rn, count(*), sum(s), sum(p) FROM (SELECT row_number() OVER (PARTITION BY g ORDER BY v, x) AS rn, "
+           "sum(x) OVER (PARTITION BY g ORDER BY v, x ROWS 2 PRECEDING) AS s, lag(x, 1, 7) OVER (PARTITION BY g "
+           "ORDER BY v, x) AS p FROM t) WHERE rn <= 3 GROUP BY rn ORDER BY rn")
+    with hetdb.connect(str(tmp_path), device="cpu", threads=4) as con:
+        got = con.sql(sql).fetchall()
+    duck = duckdb.connect()
+    duck.register("t", table)
+    assert got == duck.sql(sql).fetchall() and len(got) == 3
+    assert slices and max(slices) > 1

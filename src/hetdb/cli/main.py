@@ -110,6 +110,9 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="GPU: keep compressed pages compressed in GPU memory, decoded inside the kernels")
     p.add_argument("--gpu-batch-bytes", default=None,
                    help="GPU: link bytes of row groups delivered together by a scan, e.g. 64MB (0: one at a time)")
+    p.add_argument("--gpu-coprocess", choices=["off", "auto", "on"], default=None,
+                   help="GPU: CPU workers take row groups of fused GPU scans too (auto: when the cost model "
+                        "says they finish them first; on: always)")
     p.add_argument("--timezone", default=None, help="time zone of TIMESTAMPTZ values, e.g. Europe/Berlin")
     p.add_argument("--recursion-limit", type=int, default=None,
                    help="iterations a WITH RECURSIVE query may take (default 10000)")
@@ -124,7 +127,7 @@ def engine_options(args) -> dict:
     """Connection keyword arguments from the engine flags that were given."""
     opts: dict = {}
     for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
-                "spill_dir", "route", "timezone", "recursion_limit", "gpu_batch_bytes"):
+                "spill_dir", "route", "timezone", "recursion_limit", "gpu_batch_bytes", "gpu_coprocess"):
         v = getattr(args, key, None)
         if v is not None:
             opts[key] = v

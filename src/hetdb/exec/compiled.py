@@ -17,17 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
-from hetdb.exec.compiled_features import off
-from hetdb.exec.memory import Reservation
-from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
+from hetdb.exec.compiled_features import expr_refusal, off
+from hetdb.exec.compiled_paged import run_paged
+from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows
+from hetdb.exec.compiled_rows import gather as _gather  # noqa: F401 (exec/compiled_cpu.py imports it from here)
+from hetdb.exec.compiled_scan import resident_scan
+from hetdb.exec.compiled_tables import KeptTables, expansion, partial_state
+from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan, conjunction
-from hetdb.exec.wide import wide_sum
 from hetdb.plan.expr import Cast, ColumnRef, Expr
 from hetdb.plan.exprutil import conjuncts, substitute
 
@@ -51,18 +53,19 @@ class _Refused(Exception):
 @dataclass
 class CompiledPlan:
     stages: list[Any]                      # ("filter", expr) | ("project", ProjectOp) | ("probe", HashProbe)
-    sink: HashAggregate
+    sink: Any                              # HashAggregate, or a row sink (HashBuild, SortSink, TopNSink)
     produced: set[str]                     # cids made inside the kernel (projections, payload, marks)
     referenced: set[str]
     probes: list[tuple[HashProbe, list[Any]]] = field(default_factory=list)  # (op, payload Fields)
     kernels: dict[tuple, Any] = field(default_factory=dict)   # signature -> CompiledPipeline | reason
     luts: dict[tuple, tuple] = field(default_factory=dict)
     refusals: dict[str, int] = field(default_factory=dict)
-    materialize: bool = False              # sink is a hash build fed with gathered rows
+    materialize: bool = False              # sink takes the gathered rows (compiled_rows.selects_rows)
     outputs: list[str] = field(default_factory=list)          # cids the sink reads (materialize)
     alias: dict[str, Expr] = field(default_factory=dict)      # projected cid -> expr over base cids
     mark_index: int | None = None          # pipe.ops index of a right_semi/right_anti probe ending the kernel
     row_keys: dict[str, int] = field(default_factory=dict)    # plain-string group key -> build pipeline
+    unique_rows: bool = False              # no probe expands a row (run_compiled: expansion is 1)
 
 
 def _refs(e: Expr | None) -> set[str]:
@@ -73,10 +76,15 @@ def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str
     """(plan, "") when the pipeline can run compiled, else (None, why not)."""
     sink = pipe.sink
     right = next((i for i, op in enumerate(pipe.ops) if isinstance(op, HashProbe) and op.kind in _RIGHT), None)
-    materialize = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    materialize = selects_rows(ctx, pipe)
     if right is None and not isinstance(sink, HashAggregate) and not materialize:
         return None, ""
     try:
+        if right is None and materialize and not (isinstance(sink, HashBuild)
+                                                  and any(isinstance(op, HashProbe) for op in pipe.ops)):
+            why = off("row_sinks")
+            if why:
+                raise _Refused(why)
         if right is not None:
             why = off("right_semi_anti")
             if why:
@@ -91,7 +99,7 @@ def plan_compiled(ctx: ExecContext, pipe: Any) -> tuple[CompiledPlan | None, str
 def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> CompiledPlan:
     """``right``: index of a right_semi/right_anti probe in ``pipe.ops``: the kernel runs the operators
     up to it and marks its build rows; what comes after it runs on the rows the join emits at its end."""
-    materialize = right is None and isinstance(sink, HashBuild)
+    materialize = right is None and not isinstance(sink, HashAggregate)  # (plan_compiled: selects_rows)
     if right is None and not materialize:
         if sink.raw_mode:
             # the kernel groups by the keys and every argument: one row per distinct tuple goes to
@@ -146,8 +154,8 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
     kneed: set[str] = set()
     if materialize:
         later |= {f.cid for f in sink.fields}
-        for e in sink.keys:
-            later |= _refs(e)
+        for e in sink.keys:  # (hash build keys are expressions, sort keys SortKeys)
+            later |= _refs(getattr(e, "expr", e))
     elif right is None:  # (a kernel marking build rows has no other output)
         for _, a in sink.aggs:
             kneed |= _refs(a.arg)
@@ -194,8 +202,6 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                 col = ctx.results[x.build_pipeline].batch.columns[f.cid]
                 if f.dtype.kind == "string" and col.dictionary is None:
                     why = off("string_group_rows") if f.cid in key_only else "not only a group key"
-                    if not why and getattr(ctx, "device", None) is None:
-                        why = "grouping by build rows is done by GPU kernels only"
                     if why:
                         raise _Refused(f"build column {f.cid} is a plain (not dictionary-encoded) string "
                                        f"({why})", x.op_id)
@@ -209,7 +215,25 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
             kneed |= keys
         referenced |= kneed
     plan.probes = [(x, payloads[i]) for i, (kind, x) in enumerate(stages) if kind == "probe"]
+    why = expr_refusal(_kernel_exprs(plan)) if getattr(ctx, "device", None) is not None else None
+    if why:  # (the switches are the GPU kernels': the CPU's compiled pipelines share this planning)
+        raise _Refused(why)
     return plan
+
+
+def _kernel_exprs(plan: CompiledPlan) -> list[Expr | None]:
+    """The expressions a kernel of ``plan`` may evaluate (for the switches of compiled_features)."""
+    out: list[Expr | None] = []
+    for kind, x in plan.stages:
+        if kind == "filter":
+            out.append(x)
+        elif kind == "project":
+            out += [e for _, e in x.exprs]
+        else:
+            out += [*x.left_keys, x.residual]
+    if isinstance(plan.sink, HashAggregate):
+        out += [e for _, e in plan.sink.keys] + [a.arg for _, a in plan.sink.aggs]
+    return out
 
 
 def _group_key_only(plan: CompiledPlan, sink: HashAggregate) -> set[str]:
@@ -303,28 +327,6 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
     return compiled, cids
 
 
-def _lookups(ctx: ExecContext, plan: CompiledPlan, kernel: Any, dicts: dict[str, Column]) -> list:
-    xp = ctx.backend.xp
-    out = []
-    for lk in kernel.kernel.lookups:
-        d = dicts[lk.cid]
-        key = (kernel.kernel.name, lk.index, id(d))
-        hit = plan.luts.get(key)
-        if hit is None or hit[0] is not d:
-            n = len(d)
-            codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
-            res = ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: codes}, n))
-            res = ctx.evaluator.cast(res, lk.expr.dtype)
-            values = xp.zeros(max(n, 1), dtype=lk.expr.dtype.numpy_dtype)
-            valid = xp.zeros(max(n, 1), dtype=bool)
-            if n:
-                values[:n] = res.data
-                valid[:n] = True if res.validity is None else res.validity
-            hit = plan.luts[key] = (d, values, valid)
-        out.append((hit[1], hit[2]))
-    return out
-
-
 def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str, Column]]:
     from hetdb.backend.gpu.codegen.pipeline_runtime import ProbeInput
 
@@ -341,47 +343,6 @@ def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str,
     return probes, dicts
 
 
-def _partial(ctx: ExecContext, plan: CompiledPlan, kernel: Any, groups: Any, dicts: dict[str, Column]) -> Batch:
-    xp = ctx.backend.xp
-    n = groups.num_groups
-    keycols: list[Column] = []
-    for (values, valid), key in zip(groups.keys, kernel.kernel.group_keys):
-        if key.expr is not None:  # codes of a dictionary column: the key is an expression of them
-            codes = Column(T.STRING, data=values.astype(xp.int32), validity=valid, dictionary=dicts[key.dict_cid])
-            res = ctx.evaluator.evaluate(key.expr, Batch({key.dict_cid: codes}, n))
-            keycols.append(ctx.evaluator.cast(res, key.dtype))
-        elif key.build_rows_of is not None:  # build rows: their strings (equal strings merge later)
-            from hetdb.exec.columns import take
-
-            side = ctx.results[plan.row_keys[key.build_rows_of]]
-            rows = values if valid is None else xp.where(valid, values, -1)
-            keycols.append(take(ctx.backend, side.batch.columns[key.build_rows_of], rows, missing=valid is not None))
-        else:
-            d = dicts[key.dict_cid] if key.dict_cid is not None else None
-            keycols.append(Column(key.dtype, data=values, validity=valid, dictionary=d))
-    nk = len(plan.sink.keys)
-    cols: dict[str, Column] = {_g(i): c for i, c in enumerate(keycols[:nk])}
-    if plan.sink.raw_mode:  # one row per distinct (keys, arguments): the raw rows of DISTINCT
-        for j, c in enumerate(keycols[nk:]):
-            cols[_s(j, "raw")] = c
-        return Batch(cols, n)
-    parts: dict[tuple[int, str], Any] = {(a.agg, a.part): v
-                                        for a, v in zip(kernel.kernel.accumulators, groups.accumulators)}
-    for j, (_, a) in enumerate(plan.sink.aggs):
-        if a.op in ("sum", "avg"):
-            st = _sum_type(a.arg.dtype)
-            data = parts[(j, "sum")].astype(st.numpy_dtype)
-            if (j, "fsum") in parts:
-                data = wide_sum(xp, data, parts[(j, "fsum")])  # the launch's int64 sum may have wrapped
-            cols[_s(j, "sum")] = Column(st, data=data, validity=parts[(j, "cnt")] > 0)
-        if a.op in ("count", "count_star", "avg"):
-            cols[_s(j, "cnt")] = Column(T.INT64, data=parts[(j, "cnt")].astype(xp.int64))
-        if a.op in ("min", "max"):
-            cols[_s(j, "val")] = Column(a.arg.dtype, data=parts[(j, "val")].astype(a.arg.dtype.numpy_dtype),
-                                        validity=parts[(j, "cnt")] > 0)
-    return Batch(cols, n)
-
-
 def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
              build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
     """One batch through its kernel; the groups join the aggregation as a partial-state batch."""
@@ -390,56 +351,9 @@ def _consume(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str],
         dicts = dict(build_dicts)
         dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
         groups = kernel.aggregate({c: b.columns[c] for c in cids}, b.num_rows,
-                                  _lookups(ctx, plan, kernel, dicts), probes)
+                                  dictionary_lookups(ctx, plan, kernel, dicts), probes)
         ctx.add(sink.op_id, rows_in=b.num_rows)
-        sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, dicts), gsink, lsink)
-
-
-def _gather(ctx: ExecContext, plan: CompiledPlan, b: Batch, sel: Any) -> Batch:
-    """The columns the hash build reads, for the rows (and matches) the kernel selected."""
-    from hetdb.exec.columns import take
-
-    be = ctx.backend
-    n = int(sel.rows.shape[0])
-    stage_of = {}
-    for i, (kind, x) in enumerate(plan.stages):
-        if kind == "probe":
-            for f in x.right_fields:
-                stage_of[f.cid] = (i, x)
-            if x.mark is not None:
-                stage_of[x.mark.cid] = (i, x)
-    exprs = {c: plan.alias.get(c) for c in plan.outputs}
-    base: set[str] = set()
-    for c, e in exprs.items():
-        base |= {c} if e is None else set(e.columns())
-    cols: dict[str, Column] = {}
-    for c in base:
-        if c in b.columns and c not in stage_of:
-            cols[c] = take(be, b.columns[c], sel.rows)
-            continue
-        i, op = stage_of[c]
-        if op.mark is not None and c == op.mark.cid:
-            m = sel.marks[i]
-            cols[c] = Column(T.BOOL, data=m == 1, validity=None if not bool((m == 2).any()) else m != 2)
-        else:
-            side = ctx.results[op.build_pipeline]
-            cols[c] = take(be, side.batch.columns[c], sel.build_rows[i], missing=op.kind != "inner")
-    base_batch = Batch(cols, n)
-    out = {}
-    for c, e in exprs.items():
-        out[c] = cols[c] if e is None else ctx.evaluator.cast(ctx.evaluator.evaluate(e, base_batch), e.dtype)
-    return Batch(out, n)
-
-
-def _consume_rows(ctx: ExecContext, plan: CompiledPlan, kernel: Any, cids: list[str], b: Batch, probes: list,
-                  build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
-    from hetdb.backend.gpu.codegen.pipeline_runtime import select
-
-    dicts = dict(build_dicts)
-    dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
-    if int(sel.rows.shape[0]):
-        plan.sink.sink(ctx, _gather(ctx, plan, b, sel), gsink, lsink)
+        sink.add_partial(ctx, partial_state(ctx, plan, kernel, groups, dicts), gsink, lsink)
 
 
 class _Marks:
@@ -462,7 +376,7 @@ class _Marks:
                 mr = self.runs[id(kernel)] = MarkRun(kernel, self.marked)
             dicts = dict(build_dicts)
             dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-            mr.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
+            mr.add({c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes)
             ctx.add(self.op.op_id, rows_in=b.num_rows)
 
     def finish(self) -> None:
@@ -483,7 +397,7 @@ class BatchCompiler:
         self.build_dicts: dict[str, Column] = {}
         self.why = ""                              # why the pipeline is not compiled
         self.refusals: dict[str, int] = {}         # why batches were not: reason -> batches
-        self.tables: _Tables | None = None         # one device table across the batches it takes
+        self.tables: KeptTables | None = None         # one device table across the batches it takes
 
     def consume(self, b: Batch) -> bool:
         """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it (the reason
@@ -497,7 +411,7 @@ class BatchCompiler:
                 if self.plan is not None:
                     self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
                     if not self.plan.materialize and self.plan.mark_index is None:
-                        self.tables = _Tables(self.ctx, self.plan, self.probes)
+                        self.tables = KeptTables(self.ctx, self.plan, self.probes)
         if self.plan is None:
             why = self.why or "the pipeline is not compiled"
             self.refusals[why] = self.refusals.get(why, 0) + 1
@@ -517,92 +431,73 @@ class BatchCompiler:
             self.tables.finish(self.gsink, self.lsink)
 
 
-def _expansion(plan: CompiledPlan, probes: list) -> int:
-    """The most rows one input row can become through the pipeline's probes (the product of the
-    largest match counts of the probes that emit a row per match)."""
-    factor = 1
-    for (op, _), probe in zip(plan.probes, probes):
-        if op.kind not in ("inner", "cross", "left", "single"):
-            continue
-        if not op.left_keys:
-            factor *= max(1, probe.rows)
-        elif probe.table is not None and probe.table.num_rows:
-            factor *= max(1, int(probe.table.slot_count.max()))
-    return factor
-
-
-class _Tables:
-    """The device hash tables a compiled aggregation keeps across the batches of one run (one per
-    kernel and dictionaries of its group keys; pipeline_runtime.GroupAccumulator): a batch costs one
-    launch, and groups reach the aggregation operator only when a table fills and at the end. A
-    table's memory is reserved against the budget; without room batches run one launch each."""
-
-    def __init__(self, ctx: ExecContext, plan: CompiledPlan, probes: list) -> None:
-        self.ctx, self.plan = ctx, plan
-        self.expand = _expansion(plan, probes)
-        self.reservation = Reservation(ctx.memory)
-        ctx.cleanup.append(self.reservation.close)
-        self.accumulators: dict[tuple, tuple[Any, dict[str, Column]]] = {}
-        self.refused: set[tuple] = set()
-        self.batches = 0  # batches aggregated into a kept table
-
-    def consume(self, kernel: Any, cids: list[str], b: Batch, probes: list, build_dicts: dict[str, Column],
-                gsink: Any, lsink: Any) -> bool:
-        """Aggregate ``b`` into its kernel's table; False when the batch must run on its own."""
-        from hetdb.backend.gpu.codegen.pipeline_runtime import LOAD, MAX_SLOTS, GroupAccumulator
-
-        ctx, plan = self.ctx, self.plan
-        dicts = dict(build_dicts)
-        dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
-        key = (id(kernel), tuple(None if k.dict_cid is None else id(dicts[k.dict_cid])
-                                 for k in kernel.kernel.group_keys))
-        entry = self.accumulators.get(key)
-        if entry is None:
-            slots = GroupAccumulator.slots_for(b.num_rows, self.expand)
-            if key in self.refused or slots > MAX_SLOTS or not self.reservation.try_grow(kernel.table_bytes(slots)):
-                self.refused.add(key)
-                return False
-            entry = self.accumulators[key] = (GroupAccumulator(kernel, kernel.new_table(slots), self.expand), dicts)
-        acc, first_dicts = entry
-        if b.num_rows * self.expand > int(acc.table.slots * LOAD):
-            return False
-        sink = plan.sink
-        with Timer(ctx, sink.op_id):
-            groups = acc.add({c: b.columns[c] for c in cids}, b.num_rows, _lookups(ctx, plan, kernel, dicts), probes)
-            ctx.add(sink.op_id, rows_in=b.num_rows)
-            if groups is not None:
-                sink.add_partial(ctx, _partial(ctx, plan, kernel, groups, first_dicts), gsink, lsink)
-        self.batches += 1
-        return True
-
-    def finish(self, gsink: Any, lsink: Any) -> None:
-        """Hand the groups every table still holds to the aggregation; free the tables."""
-        sink = self.plan.sink
-        with Timer(self.ctx, sink.op_id):
-            for acc, dicts in self.accumulators.values():
-                groups = acc.take()
-                if groups is not None:
-                    sink.add_partial(self.ctx, _partial(self.ctx, self.plan, acc.pipeline, groups, dicts), gsink, lsink)
-        self.accumulators.clear()
-        self.reservation.close()
-
-
 def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> None:
     """Drive ``pipe`` batch by batch through its compiled kernels (operators for refused batches)."""
-    from hetdb.exec.operators.scan_device import read_device_scan
-
     src, sink = pipe.source, pipe.sink
     scan = isinstance(src, TableScan)
-    pred = conjunction(src.scan.filters) if scan else None
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     probes, build_dicts = _probe_inputs(ctx, plan)
-    tables = None if plan.materialize or plan.mark_index is not None else _Tables(ctx, plan, probes)
+    tables = None if plan.materialize or plan.mark_index is not None else KeptTables(ctx, plan, probes)
     marks = None if plan.mark_index is None else _Marks(ctx, plan, pipe, run)
+    plan.unique_rows = expansion(plan, probes) == 1
+    hot = resident_scan(ctx, src, run.gsrc, run.morsels) if scan else None
+    paged = None
+    try:
+        if hot is not None:
+            paged = run_paged(ctx, pipe, plan, hot, probes, build_dicts, marks, run.gsink, lsink)
+        if paged is None:
+            compiled, fallback, encoded = _drive(ctx, pipe, plan, run, hot, lops, lsink, probes, build_dicts,
+                                                 tables, marks)
+        else:
+            compiled, fallback, encoded = 1, 0, 0
+    finally:
+        if hot is not None:
+            hot.close()
+    if tables is not None:
+        tables.finish(run.gsink, lsink)
+    if marks is not None:
+        marks.finish()  # (before the join emits the marked rows: run.flush)
+    sink.combine(ctx, run.gsink, lsink)
+    run.flush()
+    st = ctx.stat(sink.op_id)
+    if compiled:
+        what = "hash probes and hash aggregation"
+        if plan.materialize:
+            what = "hash probes, compaction and gather" if plan.probes else "filters, compaction and gather"
+        if plan.mark_index is not None:
+            what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
+                    "its rows then go through the operators")
+        st.fused = f"{COMPILED} ({what}; {paged or f'{compiled} batches'})"
+        if hot is not None and paged is None:
+            st.fused += "; pages read from the device cache without streaming"
+        if encoded:
+            st.fused += f"; {encoded} batches read compressed pages in place"
+        if tables is not None and tables.batches:
+            st.fused += f"; {tables.batches} batches into hash tables kept across launches"
+            if tables.grown:
+                st.fused += f" (grown {tables.grown} times)"
+        if fallback:
+            st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
+    else:
+        st.fused = "operator at a time: " + ("; ".join(sorted(plan.refusals)) or "no rows")
+
+
+def _drive(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any, hot: Any, lops: list, lsink: Any,
+           probes: list, build_dicts: dict[str, Column], tables: Any, marks: Any) -> tuple[int, int, int]:
+    """Every morsel's batches through their kernels (or the operators); (compiled, operator at a
+    time, reading compressed pages) batch counts."""
+    from hetdb.exec.operators.scan_device import read_device_scan
+
+    src = pipe.source
+    scan = isinstance(src, TableScan)
+    pred = conjunction(src.scan.filters) if scan else None
     compiled = fallback = encoded = 0
     for index, morsel in run.morsels:
         ctx.set_morsel(index)
-        if scan:
+        if hot is not None:
+            batches = hot.batches(index)
+        elif scan:
             with Timer(ctx, src.op_id):
                 batches = read_device_scan(src, ctx, morsel, run.gsrc, apply_filters=False)
         else:
@@ -624,28 +519,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
             if marks is not None:
                 marks.consume(kernel, cids, b, probes, build_dicts)
             elif tables is None or not tables.consume(kernel, cids, b, probes, build_dicts, run.gsink, lsink):
-                consume = _consume_rows if plan.materialize else _consume
+                consume = consume_rows if plan.materialize else _consume
                 consume(ctx, plan, kernel, cids, b, probes, build_dicts, run.gsink, lsink)
             compiled += 1
             encoded += any(i.codec != "plain" for i in kernel.spec.inputs)
-    if tables is not None:
-        tables.finish(run.gsink, lsink)
-    if marks is not None:
-        marks.finish()  # (before the join emits the marked rows: run.flush)
-    sink.combine(ctx, run.gsink, lsink)
-    run.flush()
-    st = ctx.stat(sink.op_id)
-    if compiled:
-        what = "hash probes, compaction and gather" if plan.materialize else "hash probes and hash aggregation"
-        if plan.mark_index is not None:
-            what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
-                    "its rows then go through the operators")
-        st.fused = f"{COMPILED} ({what}; {compiled} batches)"
-        if encoded:
-            st.fused += f"; {encoded} batches read compressed pages in place"
-        if tables is not None and tables.batches:
-            st.fused += f"; {tables.batches} batches into hash tables kept across launches"
-        if fallback:
-            st.fused += f"; {fallback} batches operator at a time: " + "; ".join(sorted(plan.refusals))
-    else:
-        st.fused = "operator at a time: " + ("; ".join(sorted(plan.refusals)) or "no rows")
+    return compiled, fallback, encoded

@@ -22,32 +22,23 @@ from typing import Any
 import numpy as np
 
 from hetdb import types as T
-from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
-    Aggregate,
-    Input,
     Kernel,
-    Mark,
-    Materialize,
-    Probe,
-    Spec,
-    compile_spec,
 )
-from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Batch, Column
+from hetdb.exec.columns import slice_column, take
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
+from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
+from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, pass_share, prefilter, verdict
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
-from hetdb.plan.exprutil import substitute
 
 CPU_COMPILED = "compiled into one CPU loop"
-# direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
-_DIRECT_NO_FILTER = 1 << 14
 # the most rows one input row may become through non-unique joins for the loop to take the pipeline
 # (its outputs must have room for them before the row starts)
 _MAX_EXPANSION = 1 << 20
@@ -67,7 +58,7 @@ class _Plan:
     probes: list[tuple[Any, Any, list[Any]]]     # (HashProbe, BuildSide, payload Fields)
     key_dicts: list[str | None]                  # per group key: the dictionary column it reads
     kernels: dict[tuple, Any] = field(default_factory=dict)
-    luts: dict[tuple, tuple] = field(default_factory=dict)
+    bound: dict[int, BoundArgs] = field(default_factory=dict)  # per kernel (by id): its arguments
     refusals: dict[str, int] = field(default_factory=dict)
     compiled: int = 0
     fallback: int = 0
@@ -76,6 +67,9 @@ class _Plan:
     marks: int | None = None                     # index in pipe.ops of the probe the loop marks for
     run_key: str | None = None                   # the scan column that is the one (integer) group key
     run_morsels: int = 0                         # morsels grouped by key runs (no hash table)
+    kernel_cols: list[str] = field(default_factory=list)  # the scan columns the loop itself reads
+    fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see compiled_cpu_kernels.kernel_for
+    verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -161,8 +155,10 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
         if op.kind not in ("inner", "semi", "anti", "left") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
         if op.residual is not None and op.kind == "inner":
-            # measured on 2 cores: TPC-H q19's loop with its OR-of-ANDs residual took 119 ms of CPU
-            # where the operators take 50 (why is not established yet)
+            # measured on 2 cores (thread CPU, best of 7): TPC-H q19's loop took ~12 ms per 1M-row
+            # morsel against ~8 operator at a time; the residual reads build columns through two
+            # dependent lookups per row (table slot, the key's row), where the operators' column
+            # gathers overlap their cache misses
             return "an inner join with a residual condition runs operator at a time on the CPU (faster)"
         if op.residual is not None and op.kind not in ("semi", "anti") + MARK_KINDS:
             return f"a {op.kind} join with a residual condition is not compiled for the CPU"
@@ -191,7 +187,8 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     if marks is not None:
         stages.append(("probe", pipe.ops[marks]))
     return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks,
-                 run_key=None if plan.materialize or marks is not None else _run_key(plan, sink, names))
+                 run_key=None if plan.materialize or marks is not None else _run_key(plan, sink, names),
+                 kernel_cols=[c for c in base if c in plan.referenced])
 
 
 def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None:
@@ -206,13 +203,6 @@ def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None
     if c is None or c not in names or c in plan.produced or c not in plan.referenced:
         return None
     return c
-
-
-def _pass_share(op: Any, side: Any) -> float:
-    """The share of probe rows a probe is expected to let through: for a foreign key into a
-    dimension, the share of the dimension's rows the build kept (1 when unknown)."""
-    share = min(1.0, side.num_rows / side.scanned_rows) if side.scanned_rows else 1.0
-    return 1.0 - share if op.kind == "anti" else share
 
 
 def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
@@ -235,7 +225,7 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
         if len(run) > 1:
             made = {f.cid for op in run for f in op.right_fields}
             if not any(set().union(*(k.columns() for k in op.left_keys)) & made for op in run):
-                run.sort(key=lambda op: _pass_share(op, entry[id(op)][1]))
+                run.sort(key=lambda op: pass_share(op, entry[id(op)][1]))
         out.extend(("probe", op) for op in run)
         run.clear()
 
@@ -252,152 +242,31 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
     return out, [entry[id(op)] for op in order]
 
 
-# ---- per signature: the spec and its compiled function --------------------------------------------------
-def _runs(p: _Plan, cols: dict[str, Column]) -> int:
-    """When the morsel's group key column is sorted, without NULLs, the number of its key runs
-    (at least the groups it makes), else 0."""
-    if p.run_key is None:
-        return 0
-    col = cols[p.run_key]
-    data = col.data
-    if col.validity is not None or not isinstance(data, np.ndarray) or data.dtype.kind != "i":
-        return 0
-    return max(0, int(key_runs(data)))
-
-
-def _kernel(p: _Plan, sink: Any, cols: dict[str, Column], runs: bool = False) -> Kernel | str:
-    sig: list[Any] = [runs]
-    for c in p.base:
-        if c not in p.plan.referenced:
-            continue  # read only for the gather after the loop: any encoding will do
-        col = cols[c]
-        if col.dtype.kind == "string" and col.dictionary is None:
-            return f"column {c} is a plain (not dictionary-encoded) string page"
-        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
-    key = tuple(sig)
-    hit = p.kernels.get(key)
-    if hit is not None:
-        return hit
-    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig[1:])
-    stages: list[Any] = []
-    probes = iter(p.probes)
-    for kind, x in p.stages:
-        if kind == "filter":
-            stages.append(("filter", x))
-        elif kind == "project":
-            stages.append(("project", tuple((f.cid, e) for f, e in x.exprs if f.cid in p.plan.produced)))
-        else:
-            op, side, pay = next(probes)
-            t = side.table
-            payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
-                                  side.batch.columns[f.cid].dictionary is not None) for f in pay)
-            # the marking probe runs as an inner one whose build rows the sink marks
-            kind = "inner" if op.kind in MARK_KINDS else op.kind
-            stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
-                                t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
-                                side.valid_idx is not None, payload, _prefilter(t),
-                                _residual(p, op)))
-    if p.marks is not None:
-        out: Any = Mark()
-    elif p.plan.materialize:
-        out = Materialize()
-    else:
-        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs), runs)
-    spec = Spec(inputs, tuple(stages), out)
-    try:
-        kernel: Any = compile_spec(spec)
-    except ExprError as e:
-        kernel = str(e)
-    p.kernels[key] = kernel
-    return kernel
-
-
-def _residual(p: _Plan, op: Any) -> Expr | None:
-    """The probe's residual; the marking probe's over the loop's columns (its probe side through
-    the projections before it, which the loop does not compute for the marking probe)."""
-    if op.residual is None or op.kind not in MARK_KINDS:
-        return op.residual
-    return substitute(op.residual, p.plan.alias)
-
-
-def _prefilter(t: Any) -> str:
-    """Whether the loop tests the table's runtime join filter before probing it: always before a
-    hash probe, and before a direct table larger than the cache-resident bitmap would be."""
-    from hetdb.backend.cpu.join_filter import filter_of
-
-    if t.direct is not None and t.direct.shape[0] <= _DIRECT_NO_FILTER:
-        return ""
-    return "bitmap" if filter_of(t).bitmap else "bloom"
-
-
-def _lut(ctx: ExecContext, p: _Plan, lk: Any, d: Column) -> tuple[np.ndarray, np.ndarray]:
-    """(values, valid) of lookup ``lk`` over dictionary ``d``, plus one entry for a NULL string."""
-    key = (str(lk.expr), lk.cid, id(d))
-    hit = p.luts.get(key)
-    if hit is not None and hit[0] is d:
-        return hit[1], hit[2]
-    n = len(d)
-    codes = np.zeros(n + 1, np.int32)
-    codes[:n] = np.arange(n, dtype=np.int32)
-    validity = np.ones(n + 1, bool)
-    validity[n] = False
-    col = Column(T.STRING, data=codes, validity=validity, dictionary=d)
-    res = ctx.evaluator.cast(ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: col}, n + 1)), lk.expr.dtype)
-    dt = lk.expr.dtype
-    values = np.asarray(res.data)
-    values = values.astype(bool if dt.kind == "bool" else np.float64 if dt.kind == "float64" else np.int64)
-    valid = np.ones(n + 1, bool) if res.validity is None else np.asarray(res.validity, dtype=bool)
-    p.luts[key] = (d, values, valid)
-    return values, valid
-
-
-def _arguments(ctx: ExecContext, p: _Plan, kernel: Kernel, cols: dict[str, Column]) -> list[Any]:
-    dicts = {c: col.dictionary for c, col in cols.items() if col.dictionary is not None}
-    for _, side, pay in p.probes:
-        for f in pay:
-            d = side.batch.columns[f.cid].dictionary
-            if d is not None:
-                dicts[f.cid] = d
-    luts = [_lut(ctx, p, lk, dicts[lk.source]) for lk in kernel.lookups]
-    out = []
-    for a in kernel.args:
-        what = a[1]
-        if what == "input":
-            col = cols[a[2]]
-            out.append(col.data if a[3] == "data" else col.validity)
-        elif what == "lut":
-            out.append(luts[a[2]][0 if a[3] == "values" else 1])
-        elif what == "param":
-            out.append(kernel.params[a[2]])
-        elif what == "probe":
-            out.append(_probe_arg(p.probes[a[2]][1], a[3]))
-        else:
-            col = p.probes[a[2]][1].batch.columns[a[3]]
-            out.append(col.data if a[4] == "data" else col.validity)
-    return out
-
-
-def _probe_arg(side: Any, name: str) -> Any:
-    from hetdb.backend.cpu.join_filter import filter_of
-
-    t = side.table
-    return {
-        "rep": lambda: t.table.key_rep, "direct": lambda: t.direct, "lo": lambda: np.int64(t.direct_lo),
-        "slots": lambda: t.table.slots, "shift": lambda: t.table.shift, "tkeys": lambda: t.keys,
-        "pmins": lambda: t.pack[0], "psizes": lambda: t.pack[1], "pstrides": lambda: t.pack[2],
-        "start": lambda: t.start, "order": lambda: t.order, "vidx": lambda: side.valid_idx,
-        "fbits": lambda: filter_of(t).bits, "flo": lambda: np.int64(filter_of(t).lo),
-        "fsize": lambda: np.int64(filter_of(t).size), "fshift": lambda: np.uint64(64 - filter_of(t).shift),
-    }[name]()
-
-
 # ---- group tables -> partial states ---------------------------------------------------------------------
-def _partial(p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple, dicts: dict[str, Column]) -> Batch:
+def _build_strings(ctx: ExecContext, p: _Plan, cid: str, rows: np.ndarray, valid: np.ndarray) -> Column:
+    """The strings of build column ``cid`` at build ``rows`` (NULL where not ``valid``)."""
+    side = ctx.results[p.plan.row_keys[cid]]
+    if valid.all():
+        return take(ctx.backend, side.batch.columns[cid], rows)
+    return take(ctx.backend, side.batch.columns[cid], np.where(valid, rows, -1), missing=True)
+
+
+def _partial(ctx: ExecContext, p: _Plan, sink: HashAggregate, kernel: Kernel, state: tuple,
+             dicts: dict[str, Column]) -> Batch:
     _, gk, gv, ia, fa, ng = state
+    row_keys = [i for i in range(len(sink.keys)) if p.key_dicts[i] in p.plan.row_keys]
+    if row_keys and ng > 1:
+        # the groups in build row order: the strings are then read from the build in order (random
+        # reads of them took about five times as long)
+        order = np.argsort(gk[row_keys[0], :ng], kind="stable")
+        gk, gv, ia, fa = gk[:, order], gv[:, order], ia[:, order], fa[:, order]
     cols: dict[str, Column] = {}
     for i, (_, e) in enumerate(sink.keys):
         t = e.dtype
         bits = gk[i, :ng]
+        if i in row_keys:  # build row numbers: the build column's strings
+            cols[_g(i)] = _build_strings(ctx, p, p.key_dicts[i], bits, gv[i, :ng])
+            continue
         if t.kind == "float64":
             data = bits.view(np.float64).copy()
             if kernel.key_signs and kernel.key_signs[i] >= 0:
@@ -457,23 +326,30 @@ class _Worker:
         if self.state is not None and self.state[5] and self.runs:
             gk = self.state[1]
             key_range = (int(gk[0, 0]), int(gk[0, self.state[5] - 1]))
-        flush_table(self, lsink, lambda state: _partial(self.p, self.pipe.sink, self.kernel, state, self.dicts),
+        flush_table(self, lsink, lambda state: _partial(self.ctx, self.p, self.pipe.sink, self.kernel, state, self.dicts),
                     key_range)
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
         rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
-        if src.verdict(ctx, reader, rg) == "skip":
+        if verdict(ctx, src, reader, self.p, rg) == "skip":
             ctx.add(src.op_id, pages_skipped=len(src.scan.fields))
             return None
         n = reader.row_group_rows(rg) if rows is None else rows[1] - rows[0]
-        cols = {c: src._read_column(ctx, reader, self.p.names[c], rg, rows) for c in self.p.base}
+        base = self.p.base
+        pages = src.read_pages(ctx, reader, [self.p.names[c] for c in base], rg, rows is None or rows[0] == 0)
+        if rows is not None:
+            pages = [slice_column(ctx.backend, col, rows[0], rows[1]) for col in pages]
         ctx.add(src.op_id, rows_in=n, rows_out=n)
-        return cols, n
+        return dict(zip(base, pages)), n
 
     def work(self) -> None:
         ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
         sink = pipe.sink
+        # one kernel thread per worker among several (the pool's threads keep whatever count they
+        # had: Numba's default is every core, so each worker's gathers, merges and fallback kernels
+        # started a team of `threads` OpenMP threads: 16 x 16 on 16 cores)
+        run.kernel_threads()
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
         lsink = sink.init_local(ctx, run.gsink)
         try:
@@ -488,8 +364,8 @@ class _Worker:
                 if got is None:
                     continue
                 cols, n = got
-                runs = 0 if p.marks is not None or p.plan.materialize else _runs(p, cols)
-                kernel = _kernel(p, sink, cols, runs > 0)
+                runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
+                kernel = kernel_for(p, sink, cols, runs > 0)
                 if isinstance(kernel, str):
                     p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
                     p.fallback += 1
@@ -533,7 +409,7 @@ class _Worker:
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
                 self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs)
-            args = _arguments(ctx, p, kernel, cols)
+            args = arguments(ctx, p, kernel, cols)
             start = 0
             while True:
                 ng, err, start = kernel.fn(start, n, p.expansion, *args, *self.state)
@@ -562,7 +438,7 @@ class _Worker:
         ctx, p = self.ctx, self.p
         op = self.pipe.ops[p.marks]
         with Timer(ctx, op.op_id):
-            args = _arguments(ctx, p, kernel, cols)
+            args = arguments(ctx, p, kernel, cols)
             _, err, _ = kernel.fn(0, n, p.expansion, *args, marked_flags(ctx, self.run, p.marks), 0)
             if err == 1:
                 p.refusals["a value left its type"] = p.refusals.get("a value left its type", 0) + 1
@@ -576,7 +452,7 @@ class _Worker:
         build needs are gathered from them. False (nothing sunk) when the loop gave up on the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
         with Timer(ctx, sink.op_id):
-            args = _arguments(ctx, p, kernel, cols)
+            args = arguments(ctx, p, kernel, cols)
             width = 1 + len(kernel.inner_probes)
             if len(self.outs) != width:
                 self.outs = [np.empty(_FIRST_ROWS, np.int64) for _ in range(width)]
@@ -626,6 +502,10 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p:
             _refuse(ctx, pipe, p)
         return run
+    for _, side, _ in p.probes:
+        # the probe's runtime filter is built here, on every kernel thread, before the workers
+        # start (else the first worker builds it on one thread while the others wait for it)
+        prefilter(side.table)
     try:
         _go(ctx, run, p, pool, threads)
     except _Redo:

@@ -8,6 +8,8 @@ process; ``disabled`` (a set) does it at run time (tests)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import Any
 
 FEATURES = {
     "right_semi_anti": "right_semi / right_anti joins marking build rows in the kernel",
@@ -16,6 +18,13 @@ FEATURES = {
     "dict_expr_keys": "string group keys computed from one dictionary column (grouped by its codes)",
     "count_distinct": "DISTINCT aggregates (the kernel keeps one row per distinct keys and arguments)",
     "plain_like": "LIKE on plain-string pages in the kernel (other uses of them are refused)",
+    "wide_decimal": "HUGEINT / DECIMAL(>18) values in kernels (held in 64 bits; past them the query "
+                    "runs on the CPU)",
+    "mod": "x % literal in kernels",
+    "row_sinks": "kernels selecting rows (filters, probes) for a sort, top-N or a hash build without probes",
+    "resident_scans": "hot scans read from the device cache without the page streamer",
+    "paged": "one launch over every cached page of a hot scan (page tables)",
+    "grow_tables": "kept aggregation tables growing instead of handing out partial states",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
@@ -27,4 +36,21 @@ def off(name: str) -> str | None:
         raise KeyError(name)
     if name in disabled:
         return f"{FEATURES[name]} are switched off (HETDB_GPU_COMPILE_OFF={name})"
+    return None
+
+
+def expr_refusal(exprs: Iterable[Any]) -> str | None:
+    """Why a kernel over ``exprs`` (expression IR trees, None allowed) is refused because an
+    extension they need is switched off (``wide_decimal``, ``mod``); None when nothing is."""
+    stack = [e for e in exprs if e is not None]
+    while stack:
+        e = stack.pop()
+        why = None
+        if getattr(e, "op", None) == "mod":
+            why = off("mod")
+        if why is None and e.dtype.is_wide:
+            why = off("wide_decimal")
+        if why:
+            return why
+        stack.extend(e.children())
     return None

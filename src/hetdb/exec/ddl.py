@@ -579,6 +579,10 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
             raise SqlError(f"SET {name}: expected a whole number, got {value!r}") from None
         if value < 1:
             raise SqlError(f"SET {name}: must be at least 1")
+    elif key == "gpu_coprocess":
+        from hetdb.cache.coscan import check_coprocess
+
+        value = check_coprocess(str(value).lower())
     elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":

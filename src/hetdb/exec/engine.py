@@ -278,6 +278,9 @@ class QueryEngine:
             return run(plan, physical, reuse)
         from hetdb.exec.device import is_device_oom
 
+        if _holds_lists(plan):  # LIST values live in host object arrays (sql/lists.py)
+            return self._run_on_cpu(plan, physical, "LIST values (array_agg) are computed on the host",
+                                    oom=False, stream=stream)
         try:
             return run(plan, physical, reuse)
         except GpuWideValueError:
@@ -502,3 +505,7 @@ class QueryEngine:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+def _holds_lists(node: L.Node) -> bool:
+    return any(f.dtype.kind == "list" for f in node.schema) or any(_holds_lists(k) for k in node.inputs())

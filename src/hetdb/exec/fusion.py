@@ -28,6 +28,7 @@ aggregation cannot tell which way it ran.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError, UnsupportedError
 from hetdb.exec.columns import concat_batches
+from hetdb.exec.compiled_features import expr_refusal
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember, _run_skipped_inputs, _skipped_inputs
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -225,14 +227,19 @@ def _project(alias: dict[str, Expr], op: ProjectOp) -> None:
 
 
 def _materialize(ctx: ExecContext, d: _Deferrals, pid: int, why: str | None) -> None:
-    """Run a deferred pipeline now, operator at a time: its consumer did not take it in (``why``
-    says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    """Run a deferred pipeline now (compiled, or operator at a time): its consumer did not take it in
+    (``why`` says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
+    from hetdb.exec.compiled import COMPILED
     from hetdb.exec.pipeline import run_pipeline
 
     pipe = d.pending.pop(pid)
     d.no_defer.add(pid)
     run_pipeline(ctx, pipe, None, 1)
-    ctx.stat(pipe.sink.op_id).fused = "" if why is None else f"operator at a time: {why}"
+    st = ctx.stat(pipe.sink.op_id)
+    if st.fused.startswith(COMPILED):  # it ran as a compiled kernel: say so, and why it was not swapped in
+        st.fused += "" if why is None else f" (not {why})"
+    else:
+        st.fused = "" if why is None else f"operator at a time: {why}"
 
 
 @dataclass
@@ -341,6 +348,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     needed: set[str] = set()
     for e in [*filters, *lookups, *(j.left_key for j in joins), *(a.arg for a in aggs if a.arg is not None)]:
         needed |= e.columns()
+    why = expr_refusal([*filters, *(j.left_key for j in joins), *(a.arg for a in aggs)])
+    if why:
+        raise _NotFused(why)
 
     reader = ctx.db.table(src.scan.table)
     name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
@@ -519,8 +529,6 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     ``run`` (the pipeline driver). The kernel's groups join the aggregation's partial states."""
     if plan.deferred:
         return  # the consumer's kernel scans this pipeline's table
-    from hetdb.exec.operators.scan_device import read_device_scan
-
     sink = pipe.sink
     src = plan.scan
     fp = plan.pipeline
@@ -544,15 +552,19 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
         ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
     if getattr(getattr(fp, "spec", None), "encoded", False):
         ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
-    for index, rg in morsels:
-        ctx.set_morsel(index)
-        with Timer(ctx, src.op_id):
-            batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
+    co = None
+    if morsels and plan.chain is None:
+        from hetdb.exec.coprocess import plan_coprocess
+
+        co, why = plan_coprocess(ctx, pipe, gsrc.reader, run, [rg for _, rg in morsels])
+        if why:
+            ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
+    for index, batches in _reads(ctx, src, gsrc, morsels, co):
+        fusable = []
         for b in batches:
             why = fp.batch_unfusable_reason(b.columns)
             if why is None:
-                with Timer(ctx, sink.op_id):
-                    fp.consume(state, b.columns, plan.tables)
+                fusable.append(b)
                 fused_rows += b.num_rows
                 continue
             if plan.chain is not None:
@@ -572,6 +584,12 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
                 b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
             if b.num_rows:
                 run.push(b, 0, lops, lsink)
+        if fusable:
+            with Timer(ctx, sink.op_id):
+                _consume_fused(fp, state, fusable, plan.tables)
+    if co is not None:
+        co.finish(lsink)
+        ctx.stat(sink.op_id).fused += co.describe()
     compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
@@ -593,6 +611,46 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
+
+
+def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) -> Any:
+    """(morsel index, Batches) of the fused pipeline's scan: morsel by morsel, or — co-processed —
+    the GPU's deliveries while CPU workers take row groups from the back (stopped if the caller
+    breaks off with an error)."""
+    from hetdb.exec.operators.scan_device import read_device_scan, shared_device_scan
+
+    if co is None:
+        for index, rg in morsels:
+            ctx.set_morsel(index)
+            with Timer(ctx, src.op_id):
+                batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
+            yield index, batches
+        return
+    co.start()
+    done = False
+    try:
+        deliveries = shared_device_scan(src, ctx, gsrc, co.shared)
+        for index in itertools.count():
+            ctx.set_morsel(index)
+            with Timer(ctx, src.op_id):
+                batches = next(deliveries, None)
+            if batches is None:
+                break
+            yield index, batches
+        done = True
+    finally:
+        if not done:
+            co.abort()
+
+
+def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> None:
+    """The fused kernel over ``batches`` (one delivery of the streamer): one launch through a page
+    table when there are several (a paged delivery: one Batch per row group), else over the batch."""
+    if len(batches) > 1 and hasattr(fp, "consume_pages"):
+        fp.consume_pages(state, fp.page_table([(b.num_rows, b.columns) for b in batches]), tables)
+        return
+    for b in batches:
+        fp.consume(state, b.columns, tables)
 
 
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,

@@ -43,14 +43,67 @@ def _segments(xp: Any, start: Any) -> tuple[Any, Any]:
     return heads[seg], ends[seg]
 
 
+def _argsort_stable(xp: Any, code: Any) -> Any:
+    # CuPy's argsort is a stable radix sort (thrust stable_sort_by_key on int64 keys); NumPy's needs
+    # asking for one
+    if xp.__name__ == "numpy":
+        return xp.argsort(code, kind="stable")
+    return xp.argsort(code)
+
+
 class ArrayKernels:
     """The window kernels over the array module ``xp``."""
 
     def __init__(self, xp: Any) -> None:
         self.xp = xp
 
+    def sort_permutation(self, arrays: list[Any], desc: list[bool], n: int) -> Any | None:
+        """Stable order of the rows by ``arrays`` (int64 or bool sort keys, the first the most
+        significant; ``desc`` reverses one), None where they are in that order already. The keys are
+        shifted by their minimum and packed into as few int64 codes as their ranges allow, each code
+        one stable radix argsort from the least significant (one sort when they fit 63 bits together,
+        instead of a comparison sort over every key); a last key the input is sorted by already is
+        left out (the stable sorts keep input order among its ties)."""
+        xp = self.xp
+        if not arrays or n == 0:
+            return None
+        keys = [xp.bitwise_not(k.astype(xp.int64)) if d else k.astype(xp.int64) for k, d in zip(arrays, desc)]
+        bounds = xp.stack([f(k) for k in keys for f in (xp.min, xp.max)]).tolist()
+        spans = [(bounds[2 * i], bounds[2 * i + 1] - bounds[2 * i]) for i in range(len(keys))]
+        keep = [i for i, (_, w) in enumerate(spans) if w > 0]  # a constant key orders nothing
+        if keep and not bool((keys[keep[-1]][1:] < keys[keep[-1]][:-1]).any()):
+            keep.pop()
+        if not keep:
+            return None
+        chunks: list[list[int]] = [[]]  # from the least significant key: each packs into 63 bits
+        bits = 0
+        for i in reversed(keep):
+            width = min(spans[i][1].bit_length(), 64)  # 64: the key itself (it may span every int64)
+            if chunks[-1] and bits + width > 63:
+                chunks.append([])
+                bits = 0
+            chunks[-1].insert(0, i)
+            bits += width
+        order = None
+        for chunk in chunks:
+            code = xp.zeros(n, dtype=xp.int64)
+            for i in chunk:
+                lo, w = spans[i]
+                k = keys[i] if order is None else keys[i][order]
+                code = k if w.bit_length() >= 63 else (code << w.bit_length()) | (k - lo)
+            step = _argsort_stable(xp, code)
+            order = step if order is None else order[step]
+        return order.astype(xp.int64, copy=False)
+
     def _rows(self, n: int) -> Any:
         return self.xp.arange(n, dtype=self.xp.int64)
+
+    def run_bounds(self, flags: Any) -> tuple[Any, Any]:
+        """Per row: start and end (exclusive) of its run, runs starting where ``flags`` is set."""
+        if flags.shape[0] == 0:
+            e = self.xp.zeros(0, dtype=self.xp.int64)
+            return e, e
+        return _segments(self.xp, flags)
 
     def boundaries(self, part_start: Any, peer_start: Any) -> tuple[Any, Any, Any, Any]:
         """Per row: partition start/end and peer-group start/end (ends exclusive)."""

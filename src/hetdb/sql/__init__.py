@@ -18,6 +18,7 @@ def bind(sql: str, db, time_zone: str = "UTC", facts: dict | None = None) -> Out
     from hetdb.sql.binder import Binder
     from hetdb.sql.check import check_supported
     from hetdb.sql.external import rewrite_table_functions
+    from hetdb.sql.lists import refuse_list_operands
     from hetdb.sql.parse import parse
     from hetdb.sql.session import session
     from hetdb.sql.window import resolve_named_windows
@@ -26,7 +27,9 @@ def bind(sql: str, db, time_zone: str = "UTC", facts: dict | None = None) -> Out
     check_supported(tree, sql)
     try:
         with session(time_zone, facts):
-            return Binder(db).bind_statement(tree)
+            plan = Binder(db).bind_statement(tree)
+        refuse_list_operands(plan)
+        return plan
     except HetdbError:
         raise
     except RecursionError:

@@ -3,6 +3,7 @@ population), arg_max/arg_min, string_agg, mode — computed per group by the win
 keys, the whole group as frame) before the aggregation, which then takes the group's (single) value.
 median of DATE/TIMESTAMP[TZ] values is the median of their microseconds (exact: a half at most),
 rounded half away from zero to a TIMESTAMP[TZ] as DuckDB.
+product/fsum/entropy: sql/host_aggs.py; array_agg/list: sql/lists.py.
 bool_and/bool_or become min/max of a 0/1 CASE; approx_count_distinct is the exact count(DISTINCT).
 """
 
@@ -14,11 +15,13 @@ from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Field, Literal
 from hetdb.plan.window import WHOLE_PARTITION, WindowCall
+from hetdb.sql import host_aggs as HA
 from hetdb.sql import typing as TY
 
 _STATS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
           exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
-HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS)
+HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS,
+            *HA.NODES, exp.ArrayAgg)
 REWRITTEN = (exp.LogicalAnd, exp.LogicalOr, exp.ApproxDistinct)
 
 
@@ -62,7 +65,11 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
             temporal = T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP
             micros = TY.cast_to(Call(T.INT64, "epoch_units", (x, Literal(T.INT64, 1))), T.FLOAT64)
             call = WindowCall(T.FLOAT64, "quantile_cont", (micros, Literal(T.FLOAT64, 0.5)), WHOLE_PARTITION)
-    if temporal is None:
+    if isinstance(node, exp.ArrayAgg):
+        from hetdb.sql.lists import array_agg_call
+
+        call = array_agg_call(node, name, b)
+    elif temporal is None:
         call = string_agg_call(node, b) if isinstance(node, exp.GroupConcat) else statistic_call(node, name, b)
     for f, existing in agg.pre_windows:
         if existing == call:
@@ -71,18 +78,29 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
     else:
         wf = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
         agg.pre_windows.append((wf, call))
-    picked = AggCall(call.dtype, "max", ColumnRef(wf.dtype, wf.cid, True))
+    # every row of a group holds the group's value: max picks it (any, for LIST values that do not order)
+    picked = AggCall(call.dtype, "any" if call.dtype.kind == "list" else "max", ColumnRef(wf.dtype, wf.cid, True))
     f = next((f for f, existing in agg.aggs if existing == picked), None)
     if f is None:
         f = Field(ctx.binder.new_cid(call.op), name, call.dtype, True)
         agg.aggs.append((f, picked))
     ref = ColumnRef(f.dtype, f.cid, True)
+    if call.op == "entropy":  # 0.0 over no rows too (the aggregation's max of no row is NULL)
+        return Call(T.FLOAT64, "coalesce", (ref, Literal(T.FLOAT64, 0.0)))
     # a median of instants: the interpolated microseconds rounded half away from zero, as DuckDB
     return ref if temporal is None else Call(temporal, "timestamp_from_micros", (ref,))
 
 
 def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
     x = b(node.this)
+    if type(node) in HA.OPS:
+        op = HA.OPS[type(node)]
+        if op == "entropy":
+            if x.dtype.kind == "interval":
+                raise UnsupportedError(f"{name} of INTERVAL values")
+            return WindowCall(T.FLOAT64, op, (Literal(T.INT32, None) if TY.is_null_literal(x) else x,),
+                              WHOLE_PARTITION)
+        return WindowCall(T.FLOAT64, op, (_numeric(x, name),), WHOLE_PARTITION)
     if isinstance(node, exp.Median | exp.PercentileCont):
         q = 0.5
         if isinstance(node, exp.PercentileCont):

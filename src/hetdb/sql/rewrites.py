@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from hetdb import types as T
+from hetdb.errors import UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Expr, Field, Literal, SortKey
 from hetdb.plan.logical import Filter, Node
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
@@ -19,6 +20,8 @@ from hetdb.sql import typing as TY
 
 def filter_as_case(node: exp.Filter) -> exp.Expression:
     """The aggregate of ``agg FILTER (WHERE cond)`` with its argument NULL where ``cond`` is not TRUE."""
+    if isinstance(node.this, exp.ArrayAgg):  # it keeps NULLs: a CASE would add them for filtered rows
+        raise UnsupportedError("array_agg(...) FILTER (WHERE ...) (filter the rows in a subquery instead)")
     agg = node.this.copy()
     where = node.expression
     cond = where.this if isinstance(where, exp.Where) else where

@@ -18,6 +18,8 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
+from hetdb.sql.host_aggs import FUNCTIONS as HOST_AGGREGATES
+
 # DuckDB's reserved keywords: never an unquoted alias (column or table).
 RESERVED = frozenset("""
 all analyse analyze and any array as asc asymmetric both case cast check collate column constraint
@@ -55,6 +57,8 @@ class StrictDuckDB(DuckDB):
     """sqlglot's DuckDB dialect with DuckDB's stricter JOIN grammar."""
 
     class Parser(DuckDB.Parser):
+        FUNCTIONS = {**DuckDB.Parser.FUNCTIONS, **HOST_AGGREGATES}
+
         def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
                         alias_tokens=None):
             comma = self._curr is not None and self._curr.token_type == TokenType.COMMA

@@ -174,6 +174,10 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):
             return HL.string_agg_call(func, bind)
+        if isinstance(func, exp.ArrayAgg):
+            from hetdb.sql.lists import array_agg_call
+
+            return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
     raise UnsupportedError(f"{name} as a window function")
 
@@ -199,8 +203,9 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
         raise SqlError(f"{op.upper()} needs a number, got {t}")
     if op == "avg":
         return WindowCall(T.FLOAT64, "avg", (x,), frame)
-    rt = {"int32": T.INT64, "int64": T.INT64, "float64": T.FLOAT64}.get(t.kind) \
-        or T.decimal(T.MAX_DECIMAL_PRECISION, t.scale)
+    # DuckDB's SUM types: HUGEINT of integers, DECIMAL(38, s) of decimals (exec/operators/window_sums.py)
+    rt = {"int32": T.INT128, "int64": T.INT128, "int128": T.INT128, "float64": T.FLOAT64}.get(t.kind) \
+        or T.wide_decimal(T.MAX_WIDE_PRECISION, t.scale)
     return WindowCall(rt, "sum", (x,), frame)
 
 

@@ -20,6 +20,8 @@ def compute_zone(col: Column, strings: pa.Array | None = None) -> dict:
             mm = pc.min_max(strings)
             lo, hi = _short(mm["min"].as_py()), _short(mm["max"].as_py())
         return {"min": lo, "max": hi, "nulls": nulls, "nans": 0}
+    if col.dtype.kind == "interval":  # 16-byte containers have no order of their own: no bounds
+        return {"min": None, "max": None, "nulls": nulls, "nans": 0}
     values = np.asarray(col.data)
     if col.validity is not None:
         values = values[np.asarray(col.validity, dtype=bool)]

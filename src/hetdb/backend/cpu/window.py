@@ -14,6 +14,13 @@ from numba import njit, prange
 
 from hetdb.backend.cpu.keys import kernel_threads
 
+
+def _out(n):
+    """An int64 output array allocated by NumPy (which asks for huge pages), not inside a kernel
+    (Numba's allocator faults every 4 KiB page in on first touch: 4x slower on large arrays)."""
+    return np.empty(n, np.int64)
+
+
 # Frame bound codes (plan.window.Frame sides).
 BOUND_CODES = {"unbounded_preceding": 0, "preceding": 1, "current": 2, "following": 3,
                "unbounded_following": 4}
@@ -22,34 +29,82 @@ _DIRECT_SUM_WIDTH = 32
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _fill_runs(starts, n, lo, hi):
-    """Rows of run r (from starts[r] to the next start) get the run's start and end."""
-    m = starts.shape[0]
-    for r in prange(m):
-        a = starts[r]
-        b = starts[r + 1] if r + 1 < m else n
+def _run_bounds(flags, chunks, lo, hi):
+    """Per row: the start of its run (the last flagged row at or before it) and the end (the next
+    flagged row after it, or n); ``flags[0]`` is set. Each chunk of rows scans forward and backward on
+    its own; a second pass fills in the rows whose run crosses a chunk border from the neighbouring
+    chunks' carries."""
+    n = flags.shape[0]
+    size = (n + chunks - 1) // chunks
+    for c in prange(chunks):
+        a = c * size
+        b = min(n, a + size)
+        last = -1
         for i in range(a, b):
-            lo[i] = a
-            hi[i] = b
+            if flags[i]:
+                last = i
+            lo[i] = last
+        nxt = -1
+        for i in range(b - 1, a - 1, -1):
+            hi[i] = nxt
+            if flags[i]:
+                nxt = i
+    carry_lo = np.zeros(chunks, np.int64)
+    carry_hi = np.full(chunks, n, np.int64)
+    cur = 0
+    for c in range(chunks):
+        carry_lo[c] = cur
+        b = min(n, c * size + size)
+        if b > c * size and lo[b - 1] >= 0:
+            cur = lo[b - 1]
+    cur = n
+    for c in range(chunks - 1, -1, -1):
+        carry_hi[c] = cur
+        a = c * size
+        if min(n, a + size) > a:
+            first = a if flags[a] else hi[a]  # the chunk's first flagged row, -1 for none
+            if first >= 0:
+                cur = first
+    for c in prange(chunks):
+        a = c * size
+        b = min(n, a + size)
+        for i in range(a, b):
+            if lo[i] < 0:
+                lo[i] = carry_lo[c]
+            if hi[i] < 0:
+                hi[i] = carry_hi[c]
+
+
+def run_bounds(flags):
+    """Per row: the start and end (exclusive) of its run of rows, runs starting where ``flags`` is
+    set (``flags[0]`` is), from one parallel pass."""
+    n = flags.shape[0]
+    lo = np.empty(n, np.int64)
+    hi = np.empty(n, np.int64)
+    _run_bounds(flags, max(1, min(kernel_threads() * 4, n // 4096)), lo, hi)
+    return lo, hi
 
 
 def boundaries(part_start, peer_start):
-    """Per row: partition start/end and peer-group start/end (ends exclusive); the runs are filled
-    in parallel."""
-    n = part_start.shape[0]
-    ps = np.empty(n, np.int64)
-    pe = np.empty(n, np.int64)
-    gs = np.empty(n, np.int64)
-    ge = np.empty(n, np.int64)
-    _fill_runs(np.flatnonzero(part_start), n, ps, pe)
-    _fill_runs(np.flatnonzero(part_start | peer_start), n, gs, ge)
-    return ps, pe, gs, ge
+    """Per row: partition start/end and peer-group start/end (ends exclusive)."""
+    return (*run_bounds(part_start), *run_bounds(part_start | peer_start))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def mark_changes(a, flags):
+    """Set ``flags[i]`` where ``a[i]`` differs from the row before."""
+    for i in prange(1, a.shape[0]):
+        if a[i] != a[i - 1]:
+            flags[i] = True
+
+
+def dense_rank(part_start, peer_start):
+    return _dense_rank(part_start, peer_start, _out(part_start.shape[0]))
 
 
 @njit(cache=True)
-def dense_rank(part_start, peer_start):
+def _dense_rank(part_start, peer_start, out):
     n = part_start.shape[0]
-    out = np.empty(n, np.int64)
     d = 0
     for i in range(n):
         if part_start[i]:
@@ -60,11 +115,14 @@ def dense_rank(part_start, peer_start):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def ntile(ps, pe, buckets):
     """DuckDB's NTILE: the first (rows mod buckets) tiles get one row more."""
+    return _ntile(ps, pe, buckets, _out(ps.shape[0]))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ntile(ps, pe, buckets, out):
     n = ps.shape[0]
-    out = np.empty(n, np.int64)
     for i in prange(n):
         total = pe[i] - ps[i]
         b = buckets if buckets < total else total
@@ -79,11 +137,14 @@ def ntile(ps, pe, buckets):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def shifted(ps, pe, shift):
     """Row i + shift when it lies in i's partition, else -1 (lag: negative shift, lead: positive)."""
+    return _shifted(ps, pe, shift, _out(ps.shape[0]))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _shifted(ps, pe, shift, out):
     n = ps.shape[0]
-    out = np.empty(n, np.int64)
     for i in prange(n):
         j = i + shift
         out[i] = j if ps[i] <= j < pe[i] else -1
@@ -108,11 +169,13 @@ def _bound(code, off, i, ps, pe, gs, ge, is_end):
     return j
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def rows_frame(ps, pe, s_code, s_off, e_code, e_off):
+    return _rows_frame(ps, pe, s_code, s_off, e_code, e_off, _out(ps.shape[0]), _out(ps.shape[0]))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _rows_frame(ps, pe, s_code, s_off, e_code, e_off, fs, fe):
     n = ps.shape[0]
-    fs = np.empty(n, np.int64)
-    fe = np.empty(n, np.int64)
     for i in prange(n):
         s = _bound(s_code, s_off, i, ps[i], pe[i], i, i + 1, False)
         e = _bound(e_code, e_off, i, ps[i], pe[i], i, i + 1, True)
@@ -145,13 +208,16 @@ def _upper(w, lo, hi, x):
     return lo
 
 
-@njit(cache=True)
 def range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off):
     """RANGE frames over one ORDER BY key ``w`` (ascending: a DESC key arrives negated). Rows whose
     key is NULL frame their NULL peers for offset bounds."""
     n = ps.shape[0]
-    fs = np.empty(n, np.int64)
-    fe = np.empty(n, np.int64)
+    return _range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off, _out(n), _out(n))
+
+
+@njit(cache=True)
+def _range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off, fs, fe):
+    n = ps.shape[0]
     a = 0
     b = 0
     for i in range(n):
@@ -186,38 +252,66 @@ def range_frame(ps, pe, gs, ge, w, valid, s_code, s_off, e_code, e_off):
     return fs, fe
 
 
-@njit(cache=True)
 def prefix_counts(valid):
+    return _prefix_counts(valid, _out(valid.shape[0] + 1))
+
+
+@njit(cache=True)
+def _prefix_counts(valid, out):
     n = valid.shape[0]
-    out = np.zeros(n + 1, np.int64)
+    out[0] = 0
     for i in range(n):
         out[i + 1] = out[i] + (1 if valid[i] else 0)
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def frame_sum_int(x, valid, fs, fe):
-    """Exact integer frame sums through one prefix sum."""
+    """Exact integer frame sums through one prefix sum (int64 arithmetic wraps)."""
     n = x.shape[0]
-    pre = np.zeros(n + 1, np.int64)
-    for i in range(n):
-        pre[i + 1] = pre[i] + (x[i] if valid[i] else 0)
-    out = np.empty(n, np.int64)
+    chunks = max(1, min(kernel_threads() * 4, n // 65536))
+    return _frame_sum_int(x, valid, fs, fe, chunks, _out(n + 1), _out(n))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _frame_sum_int(x, valid, fs, fe, chunks, pre, out):
+    # the prefix sum in two parallel passes: each chunk's total, then each chunk's running sums
+    # from the totals of the chunks before it
+    n = x.shape[0]
+    size = (n + chunks - 1) // chunks
+    totals = np.zeros(chunks + 1, np.int64)
+    for c in prange(chunks):
+        acc = np.int64(0)
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if valid[i]:
+                acc += x[i]
+        totals[c + 1] = acc
+    for c in range(chunks):
+        totals[c + 1] += totals[c]
+    pre[0] = 0
+    for c in prange(chunks):
+        acc = totals[c]
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if valid[i]:
+                acc += x[i]
+            pre[i + 1] = acc
     for i in prange(n):
         out[i] = pre[fe[i]] - pre[fs[i]]
     return out
 
 
-@njit(cache=True)
 def frame_sum_float(x, valid, ps, fs, fe):
     """Float frame sums: narrow frames row by row, wide ones by partition-local prefix sums (a
     running sum is then exactly the sequential sum)."""
     n = x.shape[0]
-    pre = np.zeros(n + 1, np.float64)
+    return _frame_sum_float(x, valid, ps, fs, fe, np.zeros(n + 1, np.float64), np.empty(n, np.float64))
+
+
+@njit(cache=True)
+def _frame_sum_float(x, valid, ps, fs, fe, pre, out):
+    n = x.shape[0]
     for i in range(n):
         v = x[i] if valid[i] else 0.0
         pre[i + 1] = v if i == ps[i] else pre[i] + v
-    out = np.empty(n, np.float64)
     for i in range(n):
         s = fs[i]
         e = fe[i]
@@ -232,13 +326,16 @@ def frame_sum_float(x, valid, ps, fs, fe):
     return out
 
 
-@njit(cache=True)
 def frame_extreme(key, valid, ps, fs, fe, is_max):
     """Index of the frame's min (max) valid key per row, -1 for none: a monotonic deque per
     partition (frame ends never decrease within a partition)."""
     n = key.shape[0]
-    out = np.empty(n, np.int64)
-    dq = np.empty(n, np.int64)
+    return _frame_extreme(key, valid, ps, fs, fe, is_max, _out(n), _out(n))
+
+
+@njit(cache=True)
+def _frame_extreme(key, valid, ps, fs, fe, is_max, out, dq):
+    n = key.shape[0]
     head = 0
     tail = 0
     hi = 0
@@ -277,18 +374,14 @@ def radix_refine(code, bits, order):
     a lexicographic stable sort."""
     n = order.shape[0]
     chunks = kernel_threads() if n >= _PARALLEL_RADIX_ROWS else 1
-    return _radix_refine(code, bits, order, max(chunks, 1))
+    return _radix_refine(code, bits, order, max(chunks, 1), _out(n), order.copy(), _out(n), _out(n))
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _radix_refine(code, bits, order, chunks):
+def _radix_refine(code, bits, order, chunks, keys, idx, tmp_k, tmp_i):
     n = order.shape[0]
-    keys = np.empty(n, np.int64)
     for i in prange(n):
         keys[i] = code[order[i]]
-    idx = order.copy()
-    tmp_k = np.empty_like(keys)
-    tmp_i = np.empty_like(idx)
     radix = 1 << _RADIX_BITS
     mask = radix - 1
     size = (n + chunks - 1) // chunks
@@ -450,13 +543,16 @@ def _runs(part):
     return out
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def sort_within_runs(code, part):
     """Stable sort order of ``code`` when ``part`` (the PARTITION BY part of it) is sorted already:
     each run of one partition is sorted on its own (insertion sort for short runs, merge sort else),
     the runs in parallel."""
+    return _sort_within_runs(code, part, np.arange(code.shape[0], dtype=np.int64))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _sort_within_runs(code, part, order):
     n = code.shape[0]
-    order = np.arange(n)
     starts = _runs(part) if n else np.zeros(1, np.int64)
     for r in prange(starts.shape[0] - 1):
         a = starts[r]

@@ -33,7 +33,8 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
     the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
     it until the consumer is done) and per column its device arrays by name (data, validity,
-    offsets, chars; only those it has). At most three launches, whatever the columns."""
+    offsets, chars, encoded; only those it has) — for a paged plan per column a list of those, one
+    per page. At most three launches, whatever the columns."""
     import cupy
 
     rt = cupy.cuda.runtime
@@ -62,19 +63,29 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
             _launch(module.function("unpack_validity"), plan.unpack, _THREADS, base)
         if plan.rebase:
             _launch(module.function("rebase_offsets"), plan.rebase, _THREADS, base, extra=1)
-    out: list[dict[str, Any]] = []
-    for cplan, dtype in zip(plan.columns, dtypes):
-        arrays: dict[str, Any] = {}
-        if cplan.data is not None:
-            off, ln = cplan.data
-            arrays["data"] = buf[off:off + ln].view(dtype)
-        if cplan.validity is not None:
-            off, ln = cplan.validity
-            arrays["validity"] = buf[off:off + ln].view(cupy.bool_)
-        if cplan.offsets is not None:
-            off, ln = cplan.offsets
-            arrays["offsets"] = buf[off:off + ln].view(cupy.int64)
-            coff, cln = cplan.chars
-            arrays["chars"] = buf[coff:coff + cln]
-        out.append(arrays)
-    return buf, out
+    if plan.pages:
+        return buf, [[_arrays(buf, cplan, dtype) for cplan in col] for col, dtype in zip(plan.pages, dtypes)]
+    return buf, [_arrays(buf, cplan, dtype) for cplan, dtype in zip(plan.columns, dtypes)]
+
+
+def _arrays(buf: Any, cplan: Any, dtype: np.dtype | None) -> dict[str, Any]:
+    """The device arrays of one ``ColumnPlan`` as views of ``buf`` (``encoded``: the data section as
+    stored, uint8)."""
+    import cupy
+
+    arrays: dict[str, Any] = {}
+    if cplan.data is not None:
+        off, ln = cplan.data
+        arrays["data"] = buf[off:off + ln].view(dtype)
+    if cplan.encoded is not None:
+        off, ln = cplan.encoded
+        arrays["encoded"] = buf[off:off + ln]
+    if cplan.validity is not None:
+        off, ln = cplan.validity
+        arrays["validity"] = buf[off:off + ln].view(cupy.bool_)
+    if cplan.offsets is not None:
+        off, ln = cplan.offsets
+        arrays["offsets"] = buf[off:off + ln].view(cupy.int64)
+        coff, cln = cplan.chars
+        arrays["chars"] = buf[coff:coff + cln]
+    return arrays

@@ -19,6 +19,12 @@ takes consecutive row groups (``plan_groups``: a target of link bytes, bounded b
   column's concatenated chars; descriptor: staging offset, output offset, rows, chars base, whether
   it is the column's last page). Offsets are byte offsets in the buffer.
 
+A *paged* delivery (``plan_delivery(..., paged=True)``) lays the same out with outputs per page
+instead of per column (the consumer gets one Batch per row group of one buffer: a fused kernel reads
+them all through one page table), and with ``keep_encoded`` (option ``gpu_compressed_cache``) an
+encoded data section is copied as stored to the page's own region and never decoded: the kernel
+that reads it decodes it in place, so the link and device memory carry the compressed bytes.
+
 Section bounds and sizes are checked here, as the per-page path checks them (``CorruptDataError``).
 """
 
@@ -46,6 +52,7 @@ class PageSpec:
     codec: str
     sections: dict
     where: str = "page"
+    absent: bool = False  # paged plans: the consumer has the page already (device cache): nothing moves
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,7 @@ class ColumnPlan:
     validity: tuple[int, int] | None = None
     offsets: tuple[int, int] | None = None
     chars: tuple[int, int] | None = None
+    encoded: tuple[int, int] | None = None  # a kept-encoded data section (``keep_encoded``)
 
 
 @dataclass
@@ -93,6 +101,7 @@ class DeliveryPlan:
     decode: Launch | None = None
     unpack: Launch | None = None
     rebase: Launch | None = None
+    pages: list[list[ColumnPlan]] = field(default_factory=list)  # paged: [column][row group]
 
 
 def _up(n: int) -> int:
@@ -122,13 +131,17 @@ def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_l
     return groups
 
 
-def delivery_bound(page: PageSpec, itemsize: int, string: bool) -> int:
-    """An upper bound of the buffer bytes a page takes in a delivery (for ``plan_groups``)."""
+def delivery_bound(page: PageSpec, itemsize: int, string: bool, keep_encoded: bool = False) -> int:
+    """An upper bound of the buffer bytes a page takes in a delivery (for ``plan_groups``);
+    ``keep_encoded``: its encoded data section stays encoded (``plan_delivery``)."""
     n = page.num_rows
-    out = (n + 1) * 8 if string else n * itemsize
+    kept = keep_encoded and not string and page.codec != "plain"
+    out = (n + 1) * 8 if string else 0 if kept else n * itemsize
     staged = 0
     for name, (_, ln) in page.sections.items():
-        if name == "validity" or name == "offsets" or (name == "data" and page.codec != "plain"):
+        if kept and name == "data":
+            out += ln + ALIGN
+        elif name == "validity" or name == "offsets" or (name == "data" and page.codec != "plain"):
             staged += ln + ALIGN
         elif name == "chars":
             out += ln
@@ -145,40 +158,66 @@ def _section(page: PageSpec, name: str) -> tuple[int, int] | None:
     return off, ln
 
 
-def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[PageSpec]]) -> DeliveryPlan:
+def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[PageSpec]], *,
+                  paged: bool = False, keep_encoded: bool = False) -> DeliveryPlan:
     """The layout of one delivery (see the module docstring). ``pages[c][r]``: page of column ``c``
-    in the delivery's ``r``-th row group; every column has the same rows per row group."""
+    in the delivery's ``r``-th row group; every column has the same rows per row group.
+
+    ``paged``: every page gets outputs of its own (``DeliveryPlan.pages[c][r]``, one Batch per row
+    group for the consumer) instead of one array per column spanning the row groups (``columns``).
+    ``keep_encoded`` (paged only; option ``gpu_compressed_cache``): encoded data sections of
+    fixed-width pages are copied as stored into the page's ``encoded`` region, nothing decodes them
+    (the consumer's kernel reads them in place)."""
     if len(pages) != len(columns):
         raise ValueError("one list of pages per column")
+    if keep_encoded and not paged:
+        raise ValueError("encoded pages are kept only in a paged delivery")
     counts = [p.num_rows for p in pages[0]] if pages else []
     for col_pages in pages:
         if [p.num_rows for p in col_pages] != counts:
             raise ValueError("every column needs the same rows per row group")
-    starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
-    rows = int(starts[-1])
-    plans: list[ColumnPlan] = []
+    rows = sum(counts)
+    # the output units: per column all its pages (one array each), or each page on its own
+    units = [(ci, [pi]) for ci in range(len(columns)) for pi in range(len(counts))] if paged \
+        else [(ci, list(range(len(counts)))) for ci in range(len(columns))]
     cursor = 0  # output regions (relative to the output area, which follows the descriptors)
 
-    # Pass 1: per column its outputs (offsets relative to the output area) and what it stages.
+    def kept(col: ColumnSpecLite, p: PageSpec) -> bool:
+        return keep_encoded and not col.string and p.codec != "plain"
+
+    if not paged and any(p.absent for col_pages in pages for p in col_pages):
+        raise ValueError("absent pages are left out only in a paged delivery")
+    # Pass 1: per unit its outputs (offsets relative to the output area).
     outputs: list[tuple[ColumnPlan, dict]] = []
-    for col, col_pages in zip(columns, pages):
-        cp = ColumnPlan(col.name, rows)
+    for ci, pis in units:
+        col = columns[ci]
+        unit_pages = [pages[ci][pi] for pi in pis]
+        n_rows = sum(p.num_rows for p in unit_pages)
+        cp = ColumnPlan(col.name, n_rows)
         regions: dict = {}
-        if col.string:
+        if unit_pages[0].absent:
+            pass  # nothing to lay out or copy
+        elif col.string:
             chars = 0
-            for p in col_pages:
+            for p in unit_pages:
                 got = _section(p, "chars")
                 chars += 0 if got is None else got[1]
-            regions["offsets"] = (cursor, (rows + 1) * 8)
-            cursor += _up((rows + 1) * 8)
+            regions["offsets"] = (cursor, (n_rows + 1) * 8)
+            cursor += _up((n_rows + 1) * 8)
             regions["chars"] = (cursor, chars)
             cursor += _up(max(chars, 1))
+        elif kept(col, unit_pages[0]):
+            data = _section(unit_pages[0], "data")
+            if data is None:
+                raise CorruptDataError(f"{unit_pages[0].where}: the page has no data section")
+            regions["encoded"] = (cursor, data[1])
+            cursor += _up(max(data[1], 1))
         else:
-            regions["data"] = (cursor, rows * col.itemsize)
-            cursor += _up(max(rows * col.itemsize, 1))
-        if any("validity" in p.sections for p in col_pages):
-            regions["validity"] = (cursor, rows)
-            cursor += _up(max(rows, 1))
+            regions["data"] = (cursor, n_rows * col.itemsize)
+            cursor += _up(max(n_rows * col.itemsize, 1))
+        if any("validity" in p.sections and not p.absent for p in unit_pages):
+            regions["validity"] = (cursor, n_rows)
+            cursor += _up(max(n_rows, 1))
         outputs.append((cp, regions))
     out_bytes = cursor
 
@@ -189,11 +228,14 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     decode_rows: list[list] = []   # [src (stage), dst (out), rows, value size]
     unpack_rows: list[list] = []   # [src (stage) or -1, dst (out), rows]
     rebase_rows: list[list] = []   # [src (stage), dst (out), rows, chars base, last page]
-    for ci, (col, col_pages) in enumerate(zip(columns, pages)):
-        cp, regions = outputs[ci]
-        char_base = 0
-        for pi, p in enumerate(col_pages):
-            n, row0 = p.num_rows, int(starts[pi])
+    for (ci, pis), (_, regions) in zip(units, outputs):
+        col = columns[ci]
+        char_base = row0 = 0
+        for k, pi in enumerate(pis):
+            p = pages[ci][pi]
+            n = p.num_rows
+            if p.absent:
+                continue
             if "validity" in regions:
                 bits = _section(p, "validity")
                 dst = regions["validity"][0] + row0
@@ -211,16 +253,21 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
                     raise CorruptDataError(f"{p.where}: section size does not match {n + 1} values of int64")
                 pending_copies.append((ci, pi, offs[0], offs[1], "stage", stage_cursor))
                 rebase_rows.append([stage_cursor, regions["offsets"][0] + 8 * row0, n, char_base,
-                                    int(pi == len(col_pages) - 1)])
+                                    int(k == len(pis) - 1)])
                 stage_cursor += _up(offs[1])
                 chars = _section(p, "chars")
                 if chars is not None and chars[1]:
                     pending_copies.append((ci, pi, chars[0], chars[1], "out", regions["chars"][0] + char_base))
                     char_base += chars[1]
+                row0 += n
                 continue
             data = _section(p, "data")
             if data is None:
                 raise CorruptDataError(f"{p.where}: the page has no data section")
+            if "encoded" in regions:
+                pending_copies.append((ci, pi, data[0], data[1], "out", regions["encoded"][0]))
+                row0 += n
+                continue
             dst = regions["data"][0] + row0 * col.itemsize
             if p.codec == "plain":
                 if data[1] != n * col.itemsize:
@@ -235,7 +282,7 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
                     pending_copies.append((ci, pi, data[0], data[1], "stage", stage_cursor))
                     decode_rows.append([stage_cursor, dst, n, col.itemsize])
                     stage_cursor += _up(max(data[1], 1))
-        plans.append(cp)
+            row0 += n
 
     words = len(decode_rows) * DECODE_DESC + len(unpack_rows) * UNPACK_DESC + len(rebase_rows) * REBASE_DESC
     out_base = _up(max(words * 8, 8))
@@ -257,13 +304,19 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
             launches[kind] = Launch(len(desc), len(table), max(r[2] for r in table))
             for row in table:
                 desc.extend(row)
-    for cp, (_, regions) in zip(plans, outputs):
+    for cp, regions in outputs:
         for name, (off, ln) in regions.items():
             setattr(cp, name, (out_base + off, ln))
     copies = [(ci, pi, off, ln, (out_base if where == "out" else stage_base) + dst)
               for ci, pi, off, ln, where, dst in pending_copies]
+    plans = [cp for cp, _ in outputs]
+    if paged:
+        per_page = [plans[ci * len(counts):(ci + 1) * len(counts)] for ci in range(len(columns))]
+        plans = []
+    else:
+        per_page = []
     return DeliveryPlan(stage_base + stage_cursor, np.asarray(desc, dtype=np.int64), copies, plans, rows,
-                        launches.get("decode"), launches.get("unpack"), launches.get("rebase"))
+                        launches.get("decode"), launches.get("unpack"), launches.get("rebase"), per_page)
 
 
 def source_pieces(run_lengths: Sequence[int], offset: int, nbytes: int) -> list[tuple[int, int, int]]:

@@ -33,8 +33,9 @@ Every device byte is a reservation against the ``DeviceMemoryBudget``: cached pa
 as transient reservations released when the consumer moves on. Only the columns and
 row groups asked for are read (the caller passes the row groups that survive zone-map pruning).
 
-``batches()`` (stream_batch.py) delivers runs of transient row groups as one batch each (one
-allocation, batched decode kernels); iterating the streamer itself goes row group by row group.
+``deliveries()``/``batches()`` (stream_batch.py) deliver runs of transient row groups as one step each
+(one allocation, batched decode kernels, or pages kept encoded with ``compressed``); iterating the
+streamer itself goes row group by row group.
 The rest of the streamer: stream_pages.py (page facts, statistics), stream_io.py (the I/O threads'
 reads and CRC checks, the copy stream), stream_fill.py (``fill_cache``).
 """
@@ -87,14 +88,15 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     host tier makes the streamer ignore that tier (except that the device cache still gives memory
     back when a transient page needs it). ``keep``: cache every page on the device regardless of
     the placement policy (a user's pin loading a table; False pages are still transient when the
-    budget refuses them).
+    budget refuses them). ``shared``: the scan's ``cache.coscan.SharedScan`` when CPU workers take
+    row groups of it too (co-processing): the streamer delivers only those it claims first.
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
-                 keep: bool = False, batch_bytes: int = 0) -> None:
+                 keep: bool = False, batch_bytes: int = 0, shared: Any = None) -> None:
         import cupy
 
         if depth < 1:
@@ -115,6 +117,10 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # batch_bytes > 0: batches() groups row groups into deliveries of about that many link bytes
         # (stream_batch.py); 0: one row group per step, page by page
         self.batch_bytes = max(0, int(batch_bytes))
+        # a cache.coscan.SharedScan: CPU workers take row groups of this scan from its back; the
+        # streamer claims each before scheduling it and stops where they began
+        self.shared = shared
+        self._held: Any = None  # stream_batch: the step the consumer finished with, not yet retired
         self.routes = RouteCounts()
         self._tier_stats0 = self._tier_stats()
         self.depth = depth
@@ -159,10 +165,20 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._started = time.perf_counter()
         pending: list[_RowGroup] = []
         current: _RowGroup | None = None
+        # with CPU workers sharing the scan (``shared``), only the row groups none of them took
+        end = len(self.row_groups)
+
+        def claimed(i: int) -> bool:
+            nonlocal end
+            if self.shared is not None and not self.shared.take_front([i]):
+                end = i
+            return i < end
+
         try:
-            for i in range(min(self.depth, len(self.row_groups))):
-                pending.append(self._schedule(i))
-            next_index = len(pending)
+            next_index = 0
+            while next_index < min(self.depth, end) and claimed(next_index):
+                pending.append(self._schedule(next_index))
+                next_index += 1
             while pending:
                 rg = pending[0]
                 batch = self._deliver(rg)
@@ -170,7 +186,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 if current is not None:
                     self._retire(current)
                 current = rg
-                if next_index < len(self.row_groups):
+                if next_index < end and claimed(next_index):
                     pending.append(self._schedule(next_index))
                     next_index += 1
                 self.stats.seconds = time.perf_counter() - self._started

@@ -1,13 +1,15 @@
 """Batches of row groups for the GPU: ``PageStreamer.batches()`` (mixed into ``stream.py``).
 
-With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``; pages decoded on arrival, i.e. not
-``gpu_compressed_cache``) the streamer groups consecutive row groups into deliveries of about
-``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
+With ``batch_bytes`` > 0 (connection option ``gpu_batch_bytes``) the streamer groups consecutive row
+groups into deliveries of about ``batch_bytes`` link bytes (``batch_plan.plan_groups``; at most a quarter of the GPU budget each) and
 moves each run of consecutive row groups whose pages are all transient — none in the device cache,
 none the cache admits — as ONE delivery: one device allocation, the host->device copies of every
 section into its place, at most one launch of each batched kernel for all columns (``batch.py``).
-The consumer gets one Batch spanning the run's row groups. A row group with a cached or admitted
-page is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
+The consumer gets one Batch spanning the run's row groups — or, with ``gpu_compressed_cache``
+(``paged``), one Batch per row group out of the same buffer, whose encoded pages stay as stored
+(``EncodedColumn``s: no decode launch; the fused kernel reads them all through one page table); a
+page the cache admits rides along there, copied device to device into arrays the cache keeps. A row
+group with a cached page (or, not paged, an admitted one) is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
 is asked for every page of a group, in page order, before any page of the group is moved); a run
 also ends where a string column changes between dictionary and plain pages, or between plain pages
 in codec "plain" and in a string codec (LZ4 chunks, encoded offsets: a delivery decodes such a
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,7 +39,7 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
-from hetdb.backend.gpu.stream_pages import _Page, _RowGroup
+from hetdb.backend.gpu.stream_pages import _column_nbytes, _delivered, _Page, _RowGroup, keeps_compressed
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
@@ -47,14 +49,15 @@ DEFAULT_BATCH_BYTES = 64 << 20
 
 @dataclass
 class _Unit:
-    """What the consumer gets at one step: a batch of row groups (``buffer`` set) or one row group
-    delivered page by page (``rg`` set)."""
+    """What the consumer gets at one step: a batch of row groups (``buffer`` set; one Batch spanning
+    them, or one per row group when paged) or one row group delivered page by page (``rg`` set)."""
 
     row_groups: tuple[int, ...]
-    batch: Batch
+    batches: list[Batch]
     rg: _RowGroup | None = None
     buffer: Any = None
     transient: int = 0
+    kept: list = field(default_factory=list)  # keys of pages a paged delivery put in the cache (pinned)
 
 
 def _string_plain(spec: Any, page: _Page) -> bool:
@@ -70,25 +73,43 @@ def _string_coded(spec: Any, page: _Page) -> bool:
 class BatchedDelivery:
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
 
-    def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
-        """Iterate ``(row groups, Batch)``: several consecutive row groups per Batch when batching
-        is on (``batch_bytes``), else one. The arrays stay valid until the next step."""
+    def deliveries(self) -> Iterator[tuple[tuple[int, ...], list[Batch]]]:
+        """Iterate ``(row groups, Batches)``, one step per delivery: with batching on
+        (``batch_bytes``) several consecutive row groups, as one Batch spanning them or — when pages
+        stay compressed (``paged``) — one Batch per row group out of one buffer; else one row group.
+        The arrays stay valid until the next step."""
         if self._gen is not None or self._closed:
             raise RuntimeError("a PageStreamer streams once; make a new one for another scan")
         if not self.batching:
             self._gen = self._iterate()
-            return (((rg,), batch) for rg, batch in self._gen)
+            return (((rg,), [batch]) for rg, batch in self._gen)
         self._gen = self._iterate_batches()
         return self._gen
 
+    def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
+        """``deliveries`` one Batch at a time: ``(row groups, Batch)`` (a paged delivery's row
+        groups one by one; the arrays stay valid until the step after its last)."""
+        for rgs, parts in self.deliveries():
+            if len(parts) == 1:
+                yield rgs, parts[0]
+            else:
+                for rg, part in zip(rgs, parts):
+                    yield (rg,), part
+
     @property
     def batching(self) -> bool:
-        return self.batch_bytes > 0 and not self.compressed and not self.keep
+        return self.batch_bytes > 0 and not self.keep
+
+    @property
+    def paged(self) -> bool:
+        """Batched deliveries hand out one Batch per row group, encoded pages kept as stored (the
+        consumer's kernel reads several through one page table)."""
+        return self.compressed
 
     # ---- planning --------------------------------------------------------------------------------
     def _rg_bounds(self, rg: int) -> tuple[int, int, int]:
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
-        reader, columns = self.reader, tuple(self.columns)
+        reader, columns, paged = self.reader, tuple(self.columns), self.paged
 
         def compute() -> tuple[int, int, int]:
             link = dev = padded = 0
@@ -103,10 +124,11 @@ class BatchedDelivery:
                     dev += 2 * info.device_bytes  # decoded page, then its part of the concatenation
                     continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
-                                      spec.dtype.kind == "string" and info.encoding == "plain")
+                                      spec.dtype.kind == "string" and info.encoding == "plain",
+                                      paged and keeps_compressed(info.codec, info.sections))
             return link, dev, padded
 
-        return memoized(reader, ("batch bounds", columns, rg), compute)
+        return memoized(reader, ("batch bounds", columns, rg, paged), compute)
 
     def _plan_groups(self) -> list[list[int]]:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
@@ -124,23 +146,40 @@ class BatchedDelivery:
         pending: list[list[_RowGroup]] = []
         queue: list[_Unit] = []
         current: _Unit | None = None
+        next_group = 0
+
+        def schedule_next() -> None:
+            nonlocal next_group
+            if next_group >= len(groups):
+                return
+            # with CPU workers sharing the scan: only the row groups none of them took
+            positions = groups[next_group] if self.shared is None else self.shared.take_front(groups[next_group])
+            if len(positions) < len(groups[next_group]):
+                groups[next_group + 1:] = []  # the CPU workers took the rest
+            if positions:
+                pending.append(self._schedule_group(next_group, positions))
+            next_group += 1
+
         try:
-            for gi in range(min(self.depth, len(groups))):
-                pending.append(self._schedule_group(gi, groups[gi]))
-            next_group = len(pending)
+            while next_group < len(groups) and len(pending) < self.depth:
+                schedule_next()
             while pending:
-                queue.extend(self._deliver_group(pending[0]))
+                self._held = current  # retired early if the group's delivery needs its memory
+                try:
+                    queue.extend(self._deliver_group(pending[0]))
+                finally:
+                    if self._held is None:
+                        current = None
+                    self._held = None
                 pending.pop(0)
-                if next_group < len(groups):
-                    pending.append(self._schedule_group(next_group, groups[next_group]))
-                    next_group += 1
+                schedule_next()
                 while queue:
                     unit = queue.pop(0)
                     if current is not None:
                         self._retire_unit(current)
                     current = unit
                     self.stats.seconds = time.perf_counter() - self._started
-                    yield unit.row_groups, unit.batch
+                    yield unit.row_groups, unit.batches
             if current is not None:
                 self._retire_unit(current)
                 current = None
@@ -161,7 +200,10 @@ class BatchedDelivery:
         done.record(self._consumer or cp.cuda.get_current_stream())
         self._copy_stream.wait_event(done)
         unit.buffer = None
-        unit.batch = None
+        unit.batches = []
+        for key in unit.kept:
+            self.cache.unpin(key)
+        unit.kept = []
         if unit.transient:
             self.budget.release(unit.transient)
             unit.transient = 0
@@ -171,9 +213,11 @@ class BatchedDelivery:
         """Deliver a scheduled group: row groups holding a cached page, or a page the cache admits,
         go row group by row group (the cache keeps its own copy of such pages); each run of
         consecutive others whose string columns agree on dictionary or plain pages goes as one
-        batch."""
+        batch. A paged delivery takes row groups with admitted pages too: it copies those pages
+        out of its buffer into arrays of their own, which the cache keeps."""
         pages = [p for rg in rgs for p in rg.pages]
-        special = [any(p.cached for p in rg.pages) for rg in rgs]
+        # (a paged delivery takes cached pages as they are: no row group of it is special)
+        special = [not self.paged and any(p.cached for p in rg.pages) for rg in rgs]
         if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
@@ -182,13 +226,14 @@ class BatchedDelivery:
                 if not p.cached:
                     p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
                                                     first_reuse=first_reuse)
-            special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
+            if not self.paged:  # (a paged delivery keeps its own copies of admitted pages)
+                special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
         units: list[_Unit] = []
         i = 0
         try:
             while i < len(rgs):
                 if special[i]:
-                    units.append(_Unit((self.row_groups[rgs[i].index],), self._deliver(rgs[i]), rg=rgs[i]))
+                    units.append(_Unit((self.row_groups[rgs[i].index],), [self._deliver(rgs[i])], rg=rgs[i]))
                     i += 1
                     continue
                 j = i + 1
@@ -196,7 +241,8 @@ class BatchedDelivery:
                     j += 1
                 for rg in rgs[i:j]:
                     for p in rg.pages:
-                        p.admitted = None  # refused: nothing reserved in the cache
+                        if not p.admitted:
+                            p.admitted = None  # refused: nothing reserved in the cache
                 units.append(self._deliver_batch(rgs[i:j]))
                 i = j
         except BaseException:
@@ -229,6 +275,12 @@ class BatchedDelivery:
             col_sources = []
             for rg in rgs:
                 p = rg.pages[c]
+                if p.cached:  # a device-cache hit (paged deliveries only): nothing moves
+                    if coded[c]:
+                        raws.setdefault(c, []).append(None)
+                    else:
+                        col_sources.append([])
+                    continue
                 got = p.future.result() if p.future is not None else None
                 p.future = None
                 if p.loading:
@@ -242,19 +294,26 @@ class BatchedDelivery:
                 sources.append(col_sources)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
         rows = sum(rg.pages[0].num_rows for rg in rgs)
+        paged = self.paged
 
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
                     for c in planned]
-            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p))
+            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p), p.cached)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
-            return plan_delivery(lite, pages)
+            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
-        # a plan depends on the table version's manifest only: a repeated scan reuses it
-        plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded), make_plan)
+        # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
+        # device-cache hits in it is made each time: which pages those are changes from scan to scan)
+        if paged and any(p.cached for rg in rgs for p in rg.pages):
+            plan = make_plan()
+        else:
+            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged), make_plan)
         first = ids[0]
-        # coded string columns: each page's decoded arrays, then the column's concatenation
-        extra = 2 * sum(rg.pages[c].device_bytes or 0 for c in raws for rg in rgs)
+        # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
+        # there), then, not paged, the column's concatenation
+        extra = (1 if paged else 2) * sum(rg.pages[c].device_bytes or 0 for c in raws for rg in rgs
+                                          if not rg.pages[c].cached and not (paged and rg.pages[c].admitted))
         self._reserve_bytes(plan.nbytes + extra, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
                                                  f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
@@ -266,19 +325,16 @@ class BatchedDelivery:
                 arrays: list[Any] = [None] * len(self.columns)
                 for c, a in zip(planned, planned_arrays):
                     arrays[c] = a
-                columns = {}
-                for c, (name, spec) in enumerate(zip(self.columns, specs)):
-                    a = arrays[c]
-                    if coded[c]:
-                        col = self._coded_column([rg.pages[c] for rg in rgs], raws[c])
-                    elif strings[c]:
-                        col = Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
-                    elif rgs[0].pages[c].encoding == "dict":
-                        col = Column(spec.dtype, data=a["data"], validity=a.get("validity"),
-                                     dictionary=self._dictionary(name))
-                    else:
-                        col = Column(spec.dtype, data=a["data"], validity=a.get("validity"))
-                    columns[name] = col
+                if paged:
+                    batches = [Batch({name: self._paged_coded(rg.pages[c], raws[c][r]) if coded[c]
+                                      else self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
+                                      for c, (name, spec) in enumerate(zip(self.columns, specs))},
+                                     reader.row_group_rows(ids[r]))
+                               for r, rg in enumerate(rgs)]
+                else:
+                    batches = [Batch({name: self._coded_column([rg.pages[c] for rg in rgs], raws[c]) if coded[c]
+                                      else self._column(spec, rgs[0].pages[c], arrays[c], strings[c])
+                                      for c, (name, spec) in enumerate(zip(self.columns, specs))}, rows)]
                 event = cp.cuda.Event(disable_timing=True)
                 event.record(stream)
         except BaseException:
@@ -297,24 +353,68 @@ class BatchedDelivery:
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += rows
-        return _Unit(ids, Batch(columns, rows), buffer=buf, transient=plan.nbytes + extra)
+        kept = [p.key for rg in rgs for p in rg.pages if p.cached]
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept)
+
+    def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
+        """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
+        gets its own copy of its arrays (device to device, on the copy stream) that the cache keeps,
+        pinned until the step is done."""
+        if page.cached:
+            return _delivered(page.value)
+        if not page.admitted:
+            return self._column(spec, page, a, string)
+        col = self._column(spec, page, {name: arr.copy() for name, arr in a.items()}, string)
+        self.cache.put(page.key, col, page.device_bytes, pin=True, reserved=True,
+                       link_bytes=page.location.length, first_reuse=self._first_reuse())
+        page.cached, page.admitted = True, None
+        return _delivered(col)
+
+    def _column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
+        """A delivered Column over its arrays in the delivery's buffer: plain strings (offsets +
+        chars), a page kept encoded (an EncodedColumn the kernel decodes in place), or values
+        (dictionary codes with the column's device dictionary)."""
+        if string:
+            return Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
+        dictionary = self._dictionary(page.column) if page.encoding == "dict" else None
+        if "encoded" in a:
+            from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
+
+            dpage = DevicePage(a["encoded"], page.codec, page.num_rows, np.dtype(spec.dtype.numpy_dtype))
+            return EncodedColumn(spec.dtype, validity=a.get("validity"), dictionary=dictionary, device_page=dpage)
+        return Column(spec.dtype, data=a["data"], validity=a.get("validity"), dictionary=dictionary)
 
     def _coded_column(self, pages: list[_Page], raws: list[Any]) -> Column:
-        """One string column of a delivery from pages in a string codec: each page copied as stored
-        and decoded (``_decode``: nvCOMP for LZ4 chunks), the pages' arrays then concatenated."""
-        from hetdb.backend.gpu.stream_io import _copy_runs
+        """One string column of a delivery from pages in a string codec: each page decoded on its
+        own (``_decode_stored``), the pages' arrays then concatenated."""
         from hetdb.backend.gpu.strings_codec import concat_strings
 
-        cp, stream = self._cupy, self._copy_stream
-        cols = []
-        for p, got in zip(pages, raws):
-            raw = cp.empty(p.location.length, dtype=cp.uint8)
-            if isinstance(got, np.ndarray):
-                raw.set(got[:p.location.length], stream=stream)
-            else:  # a pinned host-tier page
-                _copy_runs(raw, got.runs, p.location.length, stream)
-            cols.append(self._decode(p, raw))
-        return concat_strings(cols)
+        return concat_strings([self._decode_stored(p, got) for p, got in zip(pages, raws)])
+
+    def _paged_coded(self, page: _Page, got: Any) -> Column:
+        """A string-codec page of a paged delivery: a device-cache hit as cached, else decoded on
+        its own (``_decode_stored``); the cache keeps it when it admitted it."""
+        if page.cached:
+            return _delivered(page.value)
+        col = self._decode_stored(page, got)
+        if not page.admitted:
+            return col
+        self.cache.put(page.key, col, page.device_bytes, pin=True, reserved=True,
+                       link_bytes=page.location.length, first_reuse=self._first_reuse())
+        page.cached, page.admitted = True, None
+        return _delivered(col)
+
+    def _decode_stored(self, page: _Page, got: Any) -> Column:
+        """A page in a string codec copied as stored (``got``: a ring slice or a pinned host-tier
+        page) and decoded on the device (``_decode``: nvCOMP for LZ4 chunks)."""
+        from hetdb.backend.gpu.stream_io import _copy_runs
+
+        raw = self._cupy.empty(page.location.length, dtype=self._cupy.uint8)
+        if isinstance(got, np.ndarray):
+            raw.set(got[:page.location.length], stream=self._copy_stream)
+        else:
+            _copy_runs(raw, got.runs, page.location.length, self._copy_stream)
+        return self._decode(page, raw)
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats
@@ -322,6 +422,12 @@ class BatchedDelivery:
         for rg in rgs:
             for p in rg.pages:
                 loc = p.location
+                if p.route is Route.GPU_RESIDENT:  # a paged delivery's device-cache hit
+                    nbytes = _column_nbytes(p.value)
+                    st.pages_cached += 1
+                    st.bytes_cached += nbytes
+                    self.routes.add(Route.GPU_RESIDENT, nbytes)
+                    continue
                 if p.route is Route.HOST_TO_GPU:
                     st.pages_host += 1
                     st.bytes_host += loc.length
@@ -337,7 +443,16 @@ class BatchedDelivery:
             self.routes.add(route, nbytes, pages=pages)
 
     def _reserve_bytes(self, nbytes: int, what: str) -> None:
-        if not self.budget.try_reserve(nbytes):
-            if self._device_tier is not None:
-                self._device_tier.evict(nbytes)
-            self.budget.reserve(nbytes, what)
+        if self.budget.try_reserve(nbytes):
+            return
+        if self._device_tier is not None:
+            self._device_tier.evict(nbytes)
+            if self.budget.try_reserve(nbytes):
+                return
+        held, self._held = self._held, None
+        if held is not None:
+            # the step the consumer has finished with still holds its buffer: give it back first
+            # (under so tight a budget the next copies wait for the consumer's work on it,
+            # single-buffered, instead of the query failing over to the CPU)
+            self._retire_unit(held)
+        self.budget.reserve(nbytes, what)

@@ -236,6 +236,12 @@ class TableScan(Source):
     def _read_column_whole(self, ctx: ExecContext, reader: Any, name: str, rg: int, count_path: bool = True):
         """The page through the connection's host page cache (when the route lets scans use it),
         its path counted for EXPLAIN ANALYZE (``count_path``)."""
+        return self.read_pages(ctx, reader, [name], rg, count_path)[0]
+
+    def read_pages(self, ctx: ExecContext, reader: Any, names: list[str], rg: int, count_path: bool = True) -> list:
+        """Pages ``names`` of row group ``rg`` as ``_read_column_whole`` reads each, their statistics
+        added once for the lot (a compiled CPU worker reads a morsel's columns per call: the locks
+        and counters per page were a good part of its GIL-held time)."""
         from hetdb.cache.router import PageRouter, Route, RouteCounts
 
         cache = getattr(ctx, "host_cache", None)
@@ -245,26 +251,34 @@ class TableScan(Source):
         if cache is not None and not PageRouter("auto" if route == "copy" else route, gpu=False).use_host_tier:
             cache = None
         counts = RouteCounts()
-        if cache is not None:
-            col, route = cache.read(reader, name, rg, counts=counts)
-            if not count_path:  # the placement decisions count, the page itself does not
-                counts.pages.clear()
-                counts.bytes.clear()
-        else:
-            col, route = reader.read(name, rg), Route.DISK_DIRECT
-        if route is Route.HOST_CPU:
-            ctx.add(self.op_id, pages_cached=1)
-            ctx.add_routes(self.op_id, counts)
-            return column_to_device(ctx.backend, col, ctx.dict_cache)
-        nbytes = None
-        if hasattr(reader, "page_location"):
-            try:
-                nbytes = _location_bytes(reader.page_location(name, rg))
-            except Exception:  # noqa: BLE001 - statistics only; a missing location must not fail a query
-                nbytes = None
-        nbytes = nbytes if nbytes is not None else column_nbytes(col)
-        ctx.add(self.op_id, pages_read=1, bytes_read=nbytes)
-        if cache is None and count_path:
-            counts.add(route, nbytes)
+        out = []
+        cached = pages = nread = 0
+        for name in names:
+            if cache is not None:
+                col, route = cache.read(reader, name, rg, counts=counts)
+                if not count_path:  # the placement decisions count, the page itself does not
+                    counts.pages.clear()
+                    counts.bytes.clear()
+            else:
+                col, route = reader.read(name, rg), Route.DISK_DIRECT
+            out.append(column_to_device(ctx.backend, col, ctx.dict_cache))
+            if route is Route.HOST_CPU:
+                cached += 1
+                continue
+            nbytes = None
+            if hasattr(reader, "page_location"):
+                try:
+                    nbytes = _location_bytes(reader.page_location(name, rg))
+                except Exception:  # noqa: BLE001 - statistics only; a missing location must not fail a query
+                    nbytes = None
+            nbytes = nbytes if nbytes is not None else column_nbytes(col)
+            pages += 1
+            nread += nbytes
+            if cache is None and count_path:
+                counts.add(route, nbytes)
+        if cached:
+            ctx.add(self.op_id, pages_cached=cached)
+        if pages:
+            ctx.add(self.op_id, pages_read=pages, bytes_read=nread)
         ctx.add_routes(self.op_id, counts)
-        return column_to_device(ctx.backend, col, ctx.dict_cache)
+        return out

@@ -19,6 +19,7 @@ over the whole table) while the device cache still holds them all.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,25 +200,26 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     return streamer
 
 
-def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int]) -> None:
+def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int], shared: Any = None) -> None:
     from hetdb.backend.gpu.stream import PageStreamer
 
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
                                   compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx),
-                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0))
+                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared)
     state.report = lambda counts: ctx.add_routes(op.op_id, counts)
-    state.iterator = state.streamer.batches()
+    state.iterator = state.streamer.deliveries()
 
 
 def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
                      apply_filters: bool = True) -> list[Batch]:
     """Row group ``rg`` on the device; pushed filters applied unless a fused kernel evaluates them.
 
-    The streamer may deliver several consecutive row groups as one batch (``gpu_batch_bytes``): the
-    read of the first returns it, the reads of the others (the next morsels: one worker takes a GPU
-    pipeline's morsels in order) return nothing."""
+    The streamer may deliver several consecutive row groups at once (``gpu_batch_bytes``; one Batch
+    spanning them, or one per row group when pages stay compressed): the read of the first returns
+    them, the reads of the others (the next morsels: one worker takes a GPU pipeline's morsels in
+    order) return nothing."""
     from hetdb.exec.operators.scan import conjunction, split_batches
 
     if rg in state.covered:
@@ -225,19 +227,40 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
         return []
     if state.iterator is None:
         _start(op, ctx, state, sorted(state.verdicts))
-    got, batch = next(state.iterator)
+    got, parts = next(state.iterator)
     if got[0] != rg:
         raise AssertionError(f"device scan of {op.scan.table} expected row group {rg}, streamer gave {got[0]}")
     state.covered.update(got[1:])
     _account(op, ctx, state)
     scan = op.scan
-    cols = {f.cid: batch.columns[name] for f, name in zip(scan.fields, scan.column_names)}
-    out = Batch(cols, batch.num_rows)
-    pred = conjunction(scan.filters)
-    if apply_filters and pred is not None and any(state.verdicts.get(r) != "all" for r in got):
-        out = filter_batch(ctx.backend, out, ctx.evaluator.predicate(pred, out))
-    ctx.add(op.op_id, rows_in=batch.num_rows, rows_out=out.num_rows)
-    return split_batches(ctx, out) if out.num_rows else []
+    pred = conjunction(scan.filters) if apply_filters else None
+    # the row groups of each Batch: one each in a paged delivery, else all of them in the one
+    spans = [(r,) for r in got] if len(parts) > 1 else [got]
+    out: list[Batch] = []
+    for batch, span in zip(parts, spans):
+        b = Batch({f.cid: batch.columns[name] for f, name in zip(scan.fields, scan.column_names)}, batch.num_rows)
+        if pred is not None and any(state.verdicts.get(r) != "all" for r in span):
+            b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
+        ctx.add(op.op_id, rows_in=batch.num_rows, rows_out=b.num_rows)
+        if b.num_rows:
+            out.extend(split_batches(ctx, b))
+    return out
+
+
+def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any) -> Iterator[list[Batch]]:
+    """The deliveries of a scan whose row groups CPU workers take too (``cache.coscan.SharedScan``,
+    exec/coprocess.py): the streamer claims each row group before it schedules it; yields each
+    delivery's Batches (pushed filters not applied: the fused kernel evaluates them)."""
+    _start(op, ctx, state, list(shared.row_groups), shared)
+    scan = op.scan
+    for _, parts in state.iterator:
+        _account(op, ctx, state)
+        out = []
+        for b in parts:
+            out.append(Batch({f.cid: b.columns[name] for f, name in zip(scan.fields, scan.column_names)},
+                             b.num_rows))
+            ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
+        yield out
 
 
 def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:

@@ -16,21 +16,31 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
-from hetdb.exec.columns import batch_nbytes, concat_batches, concat_columns, take, take_batch, to_plain
+from hetdb.exec import functions_interval as IV
+from hetdb.exec.columns import (
+    batch_nbytes,
+    concat_batches,
+    concat_columns,
+    slice_batch,
+    take,
+    take_batch,
+    to_plain,
+)
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators import window_spill
+from hetdb.exec.operators import window_concat, window_spill, window_sums
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.exec.window_array import BOUND_CODES, ArrayKernels, float_order_key
 from hetdb.plan.expr import Field, SortKey
@@ -72,6 +82,9 @@ def _key(backend, col: Column):
         plain = to_plain(backend, col)
         codes, _, _ = backend.factorize_strings(plain.offsets, plain.chars)
         data = codes.astype(xp.int64)
+    elif col.dtype.kind == "interval":  # DuckDB's order: normalised microseconds (30-day months)
+        months, days, micros = IV.unpack(xp, col.data)
+        data = months * IV.US_MONTH + days * IV.US_DAY + micros
     else:
         data = col.data
         data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64, copy=False)
@@ -102,14 +115,11 @@ def _sort_arrays(kern, backend, cols: list[Column], desc: list[bool], nulls_firs
 
 def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: int):
     """Stable sort order of the rows by ``arrays`` (the first ``n_part`` of them the PARTITION BY
-    keys), None where the rows are in that order already: compiled sorts on the CPU, the backend's
-    stable sort (CuPy's lexsort on a GPU) on the array path."""
+    keys), None where the rows are in that order already: compiled sorts on the CPU, packed-key
+    radix sorts on the array path (``ArrayKernels.sort_permutation``)."""
     if kern is K:
         return _presorted_permutation(arrays, desc, n, n_part)
-    xp = backend.xp
-    if not arrays or n == 0:
-        return xp.arange(n, dtype=xp.int64)
-    return backend.sort_indices([a.astype(xp.int64) for a in arrays], desc).astype(xp.int64)
+    return kern.sort_permutation(arrays, desc, n)
 
 
 def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
@@ -170,12 +180,16 @@ def _bits(ranges: list[tuple[int, int]]) -> int:
     return (total - 1).bit_length()
 
 
-def _starts(xp, arrays: list, n: int):
+def _starts(kern, xp, arrays: list, n: int):
+    """Flags of the rows where any of ``arrays`` changes (row 0 set)."""
     flags = xp.zeros(n, dtype=bool)
     if n:
         flags[0] = True
     for a in arrays:
-        flags[1:] |= a[1:] != a[:-1]
+        if kern is K:
+            K.mark_changes(a, flags)
+        else:
+            flags[1:] |= a[1:] != a[:-1]
     return flags
 
 
@@ -255,12 +269,13 @@ class WindowSink(Sink):
                                                   g.held + need)
                         return [out]
                     work.force_grow(need)
-                return [self.compute_batch(ctx, self._concat(ctx, batches))]
+                return _morsels(ctx, self.compute_batch(ctx, self._concat(ctx, batches)))
             finally:
                 work.close()
 
     def _concat(self, ctx: ExecContext, batches: list[Batch]) -> Batch:
-        return concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
+        threads = int(getattr(ctx.options, "threads", 0) or 0)
+        return window_concat.concat(ctx.backend, batches, [f.cid for f in self.fields], threads)
 
     def compute_on_host(self, ctx: ExecContext, load, nbytes: int) -> Batch | None:
         """On a GPU: one window partition (``load()``) past the device budget, computed on the host
@@ -318,10 +333,12 @@ class WindowSink(Sink):
         perm = _permutation(kern, backend, p_arrays + o_arrays, p_desc + o_desc, n, len(p_arrays))
         if perm is not None:
             p_arrays = [backend.gather(a, perm) for a in p_arrays]
-            o_arrays = [backend.gather(a, perm) for a in o_arrays]
-        part_start = _starts(xp, p_arrays, n)
-        peer_start = part_start | _starts(xp, o_arrays, n)
-        ps, pe, gs, ge = kern.boundaries(part_start, peer_start)
+        part_start = _starts(kern, xp, p_arrays, n)
+
+        def peer_start():  # only ranks, peers and RANGE frames need the ORDER BY keys' runs
+            keys = o_arrays if perm is None else [backend.gather(a, perm) for a in o_arrays]
+            return part_start | _starts(kern, xp, keys, n)
+
         out = batch if perm is None else take_batch(backend, batch, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
         permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
@@ -334,10 +351,24 @@ class WindowSink(Sink):
 
         sorted_order = [sort_col(c) for c in order]
         cols = dict(out.columns)
-        b = _Bounds(kern, backend, part_start, peer_start, ps, pe, gs, ge)
+        b = _Bounds(kern, backend, part_start, peer_start)
         for (f, call), a in zip(self.funcs, args):
             cols[f.cid] = _function(b, call, [sort_col(c) for c in a], sorted_order, self.order)
         return Batch(cols, n)
+
+
+_MORSEL_ROWS = 1 << 17
+
+
+def _morsels(ctx: ExecContext, batch: Batch) -> list[Batch]:
+    """The window's output on the CPU as zero-copy slices, so that the pipeline reading it runs one
+    worker per slice (one batch would be one morsel: a single thread filtering and aggregating every
+    row); on a GPU one batch (its pipelines take whole batches)."""
+    threads = int(getattr(ctx.options, "threads", 0) or 0)
+    if ctx.device is not None or threads <= 1 or batch.num_rows < 2 * _MORSEL_ROWS:
+        return [batch]
+    step = max(_MORSEL_ROWS, -(-batch.num_rows // (threads * 4)))
+    return [slice_batch(ctx.backend, batch, lo, lo + step) for lo in range(0, batch.num_rows, step)]
 
 
 _host_eval: list = []
@@ -362,17 +393,30 @@ def host_kernels():
 ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES
 
 
-@dataclass(frozen=True)
 class _Bounds:
-    """One window's sorted rows: kernels, backend, partition/peer flags and per-row boundaries."""
-    kern: Any
-    backend: Any
-    part_start: Any
-    peer_start: Any
-    ps: Any
-    pe: Any
-    gs: Any
-    ge: Any
+    """One window's sorted rows: kernels, backend, partition/peer flags and per-row partition and
+    peer-group boundaries (ps/pe, gs/ge: start, end exclusive), each computed when first asked for
+    (large windows: every int64 array not made is memory not touched)."""
+
+    def __init__(self, kern: Any, backend: Any, part_start: Any, peers) -> None:
+        self.kern, self.backend, self.part_start, self._peers = kern, backend, part_start, peers
+
+    @cached_property
+    def peer_start(self) -> Any:
+        return self._peers()
+
+    @cached_property
+    def _partitions(self) -> tuple[Any, Any]:
+        return self.kern.run_bounds(self.part_start)
+
+    @cached_property
+    def _peer_groups(self) -> tuple[Any, Any]:
+        return self.kern.run_bounds(self.peer_start)
+
+    ps = property(lambda self: self._partitions[0])
+    pe = property(lambda self: self._partitions[1])
+    gs = property(lambda self: self._peer_groups[0])
+    ge = property(lambda self: self._peer_groups[1])
 
 
 def _int_column(xp, dtype, data, validity=None) -> Column:
@@ -381,20 +425,21 @@ def _int_column(xp, dtype, data, validity=None) -> Column:
 
 def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     op = call.op
-    kern, backend, ps, pe, gs, ge = b.kern, b.backend, b.ps, b.pe, b.gs, b.ge
+    kern, backend = b.kern, b.backend
     xp = backend.xp
-    n = ps.shape[0]
+    n = b.part_start.shape[0]
     if op == "row_number":
-        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - ps + 1)
+        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
     if op == "rank":
-        return _int_column(xp, call.dtype, gs - ps + 1)
+        return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
         return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
     if op == "percent_rank":
-        size = pe - ps
-        return _int_column(xp, call.dtype, xp.where(size > 1, (gs - ps) / xp.maximum(size - 1, 1), 0.0))
+        size = b.pe - b.ps
+        return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
-        return _int_column(xp, call.dtype, (ge - ps) / (pe - ps))
+        return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
+    ps, pe = b.ps, b.pe
     if op == "ntile":
         buckets = call.args[0].value
         if buckets is None:
@@ -404,18 +449,20 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         shift = call.args[1].value
         idx = kern.shifted(ps, pe, -shift if op == "lag" else shift)
         if len(args) < 3:
-            return take(backend, args[0], idx, missing=True)
-        return _shifted_or_default(backend, args[0], args[2], idx)
-    if op in _GROUP_STATS:
-        return _group_statistic(call, args, ps, pe)
+            return _pick(b, args[0], idx)
+        return _shifted_or_default(b, args[0], args[2], idx)
+    from hetdb.exec.operators import window_holistic as WH
+
+    if op in WH.GROUP_STATS:
+        return WH.group_statistic(call, args, ps, pe)
     fs, fe = _frame(b, call, order, order_keys)
     if op == "first_value":
-        return take(backend, args[0], xp.where(fe > fs, fs, -1), missing=True)
+        return _pick(b, args[0], xp.where(fe > fs, fs, -1))
     if op == "last_value":
-        return take(backend, args[0], xp.where(fe > fs, fe - 1, -1), missing=True)
+        return _pick(b, args[0], xp.where(fe > fs, fe - 1, -1))
     if op == "nth_value":
         j = fs + (call.args[1].value - 1)
-        return take(backend, args[0], xp.where(j < fe, j, -1), missing=True)
+        return _pick(b, args[0], xp.where(j < fe, j, -1))
     if op == "count_star":
         return _int_column(xp, call.dtype, fe - fs)
     x = args[0]
@@ -424,25 +471,50 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         key = _key(backend, x)
         if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
             key = _order_key(kern, backend, key)
-        return take(backend, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"), missing=True)
-    counts = kern.prefix_counts(valid)
-    cnt = counts[fe] - counts[fs]
+        return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
+    if x.validity is None:  # every row counts: no prefix sum and two gathers
+        cnt = fe - fs
+    else:
+        counts = kern.prefix_counts(valid)
+        cnt = counts[fe] - counts[fs]
     if op == "count":
         return _int_column(xp, call.dtype, cnt)
     data = x.data
     if data.dtype.kind == "f":
         total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
-    else:
-        total = kern.frame_sum_int(data.astype(xp.int64), valid, fs, fe)
+    else:  # exact, widened as DuckDB's SUM (HUGEINT, DECIMAL(38, s))
+        total = window_sums.frame_int_sums(kern, xp, data, valid, fs, fe)
     has = cnt > 0
     if op == "sum":
+        if total.dtype == object:
+            return Column(call.dtype, data=total, validity=has)
         return _int_column(xp, call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    total = window_sums.as_float(xp, total)
     return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
 
 
-def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
+def _compiled_take(b: _Bounds, *cols: Column) -> bool:
+    """The CPU's compiled gather applies: fixed-width host values, rows to take from."""
+    return b.kern is K and all(c.data is not None and c.dictionary is None and c.data.dtype != object
+                               and len(c) > 0 for c in cols)
+
+
+def _pick(b: _Bounds, x: Column, idx) -> Column:
+    """Rows ``idx`` of ``x``, NULL where ``idx`` is -1."""
+    if not _compiled_take(b, x):
+        return take(b.backend, x, idx, missing=True)
+    data, ok = KT.take_or(x.data, x.validity, idx)
+    return Column(x.dtype, data=data, validity=ok)
+
+
+def _shifted_or_default(b: _Bounds, x: Column, default: Column, idx) -> Column:
     """Row ``idx`` of ``x``, or of ``default`` where ``idx`` is -1 (lag/lead with a default)."""
+    backend = b.backend
+    if _compiled_take(b, x, default) and len(default) == idx.shape[0]:
+        data, ok = KT.take_or(x.data, x.validity, idx, default.data.astype(x.data.dtype, copy=False),
+                              default.validity)
+        return Column(x.dtype, data=data, validity=ok)
     xp = backend.xp
     n = idx.shape[0]
     if x.dtype.kind == "string" or x.dictionary is not None or default.dictionary is not None:
@@ -457,59 +529,8 @@ def _shifted_or_default(backend, x: Column, default: Column, idx) -> Column:
     return Column(x.dtype, data=data.astype(x.data.dtype, copy=False), validity=validity)
 
 
-_GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-                "string_agg", "mode")
-
-
-def _group_statistic(call: WindowCall, args, ps, pe) -> Column:
-    """Aggregates over the whole partition that need all its values (sql/holistic.py); host only."""
-    op = call.op
-    x = args[0]
-    valid = _valid(np, x)
-    if op in ("arg_max", "arg_min"):
-        both = valid & _valid(np, args[1])
-        return take(_HOST, x, K.frame_extreme(_key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
-                    missing=True)
-    if op == "string_agg":
-        return _string_agg(call, args, ps, pe)
-    if op == "mode":
-        key = _key(_HOST, x)
-        order = _sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
-        return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
-    data = np.asarray(x.data, dtype=np.float64)
-    if op == "quantile_cont":
-        n = ps.shape[0]
-        order = _sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
-    else:
-        out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
-        if op.startswith("stddev"):
-            out = np.sqrt(out)
-    return _int_column(np, call.dtype, out, ok)
-
-
-def _string_agg(call: WindowCall, args, ps, pe) -> Column:
-    """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
-    n = ps.shape[0]
-    flags = call.args[2].value
-    keys = args[3:]
-    k_arrays, k_desc = _sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
-    order = _sort_permutation([ps, *k_arrays], [False, *k_desc], n)
-    values = take(_HOST, args[0], order).to_arrow().to_pylist()
-    sep = call.args[1].value
-    out: list[str | None] = [None] * n
-    start = 0
-    while start < n:
-        end = int(pe[start])
-        parts = [v for v in values[start:end] if v is not None]
-        joined = sep.join(parts) if parts else None
-        out[start:end] = [joined] * (end - start)
-        start = end
-    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
-
-
 def _frame(b: _Bounds, call: WindowCall, order, order_keys):
-    kern, xp, ps, pe, gs, ge = b.kern, b.backend.xp, b.ps, b.pe, b.gs, b.ge
+    kern, xp, ps, pe = b.kern, b.backend.xp, b.ps, b.pe
     fr = call.frame
     if fr.start == "unbounded_preceding" and fr.end == "unbounded_following":
         return ps, pe  # ROWS or RANGE: the whole partition
@@ -518,6 +539,7 @@ def _frame(b: _Bounds, call: WindowCall, order, order_keys):
     e_off = fr.end_n if fr.end_n is not None else 0
     if fr.kind == "rows":
         return kern.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
+    gs, ge = b.gs, b.ge
     if fr.start_n is None and fr.end_n is None:  # RANGE by peers: the bounds are the boundaries
         fs = {0: ps, 2: gs, 4: pe}[s_code]
         return fs, xp.maximum({0: ps, 2: ge, 4: pe}[e_code], fs)

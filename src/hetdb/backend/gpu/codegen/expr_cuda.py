@@ -5,6 +5,13 @@ to C++ booleans and IS NULL is a constant. Values use their physical representat
 decimals are scaled int64, dates int32 days, dictionary strings int32 codes. Anything whose result
 could differ from the operator-at-a-time kernels (a division that may hit zero, a decimal rescale that
 would round, a string compared by value) raises ExprError, and the pipeline is not fused.
+
+HUGEINT and DECIMAL(19..38) values are held in 64 bits, as everywhere on the GPU (exec/wide.py): their
+arithmetic and up-scaling casts are checked against the int64 range, and a value that leaves it is
+recorded as a *wide* overflow, which the host turns into ``GpuWideValueError`` (the engine then runs
+the query on the CPU, exactly as when an operator-at-a-time GPU kernel meets such a value). ``x % y``
+is compiled with a non-zero literal divisor (C's truncating remainder, DuckDB's; a double ``%`` is
+``fmod``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
 
 CTYPES = {"int32": "int", "date": "int", "string": "int", "bool": "bool", "int64": "long long",
-          "decimal": "long long", "timestamp": "long long", "float64": "double"}
+          "decimal": "long long", "timestamp": "long long", "float64": "double", "int128": "long long"}
 INTEGER_LIKE = ("int32", "int64", "date", "string", "bool")
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -42,6 +49,8 @@ class Code:
 
 
 def ctype(dtype: DataType) -> str:
+    if dtype == T.UBIGINT:
+        raise ExprError("UBIGINT (hash values) has no fused representation")
     try:
         return CTYPES[dtype.kind]
     except KeyError:
@@ -57,9 +66,6 @@ def translate(expr: Expr, env: dict[str, Code], ok: str = "true") -> Code:
     """The C++ expression computing ``expr``; ``env`` maps each column id to its operand code.
     Integer ``+ - *``, ``-x`` and ``abs`` are overflow-checked (codegen/checked.py: the kernel has an ``arith_err``
     parameter); ``ok`` is the C++ condition under which an overflow counts (operands not NULL)."""
-    if expr.dtype.is_wide:
-        raise ExprError(f"{expr} is {expr.dtype}: HUGEINT / DECIMAL(>18) is checked operator at a time, "
-                        "not fused")
     if isinstance(expr, ColumnRef):
         code = env.get(expr.cid)
         if code is None:
@@ -69,7 +75,7 @@ def translate(expr: Expr, env: dict[str, Code], ok: str = "true") -> Code:
         return Code(literal(expr.value, expr.dtype), expr.dtype)
     if isinstance(expr, Cast):
         arg = translate(expr.arg, env, ok)
-        return Code(convert(arg, expr.dtype), expr.dtype)
+        return Code(convert(arg, expr.dtype, ok), expr.dtype)
     if isinstance(expr, Case):
         return _case(expr, env, ok)
     if isinstance(expr, Call):
@@ -110,26 +116,35 @@ def _scale(dtype: DataType) -> int:
     return dtype.scale if dtype.kind == "decimal" else 0
 
 
-def convert(code: Code, dst: DataType) -> str:
-    """``code`` as a value of ``dst`` (exact conversions only)."""
+def convert(code: Code, dst: DataType, ok: str = "true") -> str:
+    """``code`` as a value of ``dst`` (exact conversions only; ``ok``: the C++ condition under which a
+    value leaving the 64 bits of a wide ``dst`` counts, see the module doc)."""
     src = code.dtype
-    if dst.is_wide or src.is_wide:
-        raise ExprError(f"{src} -> {dst}: HUGEINT / DECIMAL(>18) arithmetic is checked operator at a time, "
-                        "not fused")
     if src == dst:
         return code.text
+    if T.UBIGINT in (src, dst):
+        raise ExprError(f"cast {src} -> {dst}: UBIGINT (hash values) is not fused")
     sk, dk = src.kind, dst.kind
     if dk == "float64":
         if sk == "decimal":
             return f"((double)({code.text}) / {float(10 ** src.scale)!r})"
-        if sk in ("int32", "int64", "bool", "float64"):
+        if sk in ("int32", "int64", "bool", "float64", "int128"):
             return f"((double)({code.text}))"
-    if dk == "decimal" and sk in ("int32", "int64", "bool", "decimal"):
-        up = dst.scale - _scale(src)
+    if dk in ("decimal", "int128") and sk in ("int32", "int64", "bool", "decimal", "int128"):
+        if src.is_wide and not dst.is_wide:
+            raise ExprError(f"cast {src} -> {dst} narrows a HUGEINT / DECIMAL(>18) value: range-checked "
+                            "operator at a time, not fused")
+        up = _scale(dst) - _scale(src)
         if up < 0:
             raise ExprError(f"cast {src} -> {dst} rounds, which the fused path does not do")
         base = f"((long long)({code.text}))"
-        return base if up == 0 else f"({base} * {10 ** up}LL)"
+        if up == 0:
+            return base
+        if up > 18:
+            raise ExprError(f"cast {src} -> {dst} scales by 10^{up}: not fused")
+        if dst.is_wide:  # past 64 bits: the query runs on the CPU (GpuWideValueError)
+            return f"((long long){checked_text('mul', dst, base, f'{10 ** up}LL', ok)})"
+        return f"({base} * {10 ** up}LL)"
     if dk in ("int64", "int32") and sk in ("int32", "int64", "bool"):
         return f"(({ctype(dst)})({code.text}))"
     if dk == "bool" and sk in ("int32", "int64"):
@@ -151,7 +166,13 @@ def _common(a: Code, b: Code) -> DataType:
     if "float64" in kinds:
         return T.FLOAT64
     if "decimal" in kinds:
-        return T.decimal(18, max(_scale(a.dtype), _scale(b.dtype)))
+        s = max(_scale(a.dtype), _scale(b.dtype))
+        if a.dtype.is_wide or b.dtype.is_wide or kinds & {"int64", "int128"}:
+            # (as the evaluator's common_type: a BIGINT scaled up may need more than 18 digits)
+            return T.wide_decimal(T.MAX_WIDE_PRECISION, s)
+        return T.decimal(18, s)
+    if "int128" in kinds and kinds <= {"int32", "int64", "bool", "int128"}:
+        return T.INT128
     if kinds <= {"date"}:
         return T.DATE
     if kinds <= {"timestamp"}:
@@ -179,7 +200,7 @@ def _call(expr: Call, env: dict[str, Code], ok: str) -> Code:
         if "string" in (a.dtype.kind, b.dtype.kind) and op not in ("eq", "ne"):
             raise ExprError("ordering of dictionary codes is not string order: not fused")
         t = _common(a, b)
-        return Code(f"({_compared(a, t)} {_CMP[op]} {_compared(b, t)})", T.BOOL)
+        return Code(f"({_compared(a, t, ok)} {_CMP[op]} {_compared(b, t, ok)})", T.BOOL)
     if op == "in_list":
         probe, items = args[0], args[1:]
         if not items:
@@ -187,7 +208,7 @@ def _call(expr: Call, env: dict[str, Code], ok: str) -> Code:
         terms = []
         for item in items:
             t = _common(probe, item)
-            terms.append(f"({_compared(probe, t)} == {_compared(item, t)})")
+            terms.append(f"({_compared(probe, t, ok)} == {_compared(item, t, ok)})")
         return Code("(" + " || ".join(terms) + ")", T.BOOL)
     if op in _ARITH:
         a, b = args
@@ -196,39 +217,58 @@ def _call(expr: Call, env: dict[str, Code], ok: str) -> Code:
                 raise ExprError(f"decimal product {expr} changes scale: not fused")
             return Code(f"(({ctype(r)}){checked_text(op, r, a.text, b.text, ok)})", r)
         if is_checked(op, r):
-            return Code(f"(({ctype(r)}){checked_text(op, r, _operand(a, r), _operand(b, r), ok)})", r)
-        return Code(f"({_operand(a, r)} {_ARITH[op]} {_operand(b, r)})", r)
+            return Code(f"(({ctype(r)}){checked_text(op, r, _operand(a, r, ok), _operand(b, r, ok), ok)})", r)
+        return Code(f"({_operand(a, r, ok)} {_ARITH[op]} {_operand(b, r, ok)})", r)
     if op == "div":
         a, b = args
         divisor = expr.args[1]
         if r.kind != "float64" or not isinstance(divisor, Literal) or not divisor.value:
             raise ExprError("division is fused only as float division by a non-zero literal")
         return Code(f"({convert(a, T.FLOAT64)} / {convert(b, T.FLOAT64)})", r)
+    if op == "mod":
+        return _mod(expr, args[0], args[1], ok)
     if op in ("neg", "abs") and is_checked(op, r):
-        return Code(f"(({ctype(r)}){checked_text(op, r, _operand(args[0], r), '0', ok)})", r)
+        return Code(f"(({ctype(r)}){checked_text(op, r, _operand(args[0], r, ok), '0', ok)})", r)
     if op == "neg":
-        return Code(f"(-{_operand(args[0], r)})", r)
+        return Code(f"(-{_operand(args[0], r, ok)})", r)
     if op == "abs":
-        x = _operand(args[0], r)
+        x = _operand(args[0], r, ok)
         return Code(f"({x} < 0 ? -{x} : {x})", r)
     raise ExprError(f"function {op} is not fused")
 
 
-def _operand(code: Code, dtype: DataType) -> str:
-    return f"({convert(code, dtype)})"
+def _mod(expr: Call, a: Code, b: Code, ok: str) -> Code:
+    """``a % b`` with a non-zero literal divisor (a column divisor could be 0, which raises an error
+    on the CPU and in the operators: not fused). Integers and decimals take C's remainder, which
+    truncates toward zero like DuckDB's ``%`` (and numpy's fmod); a divisor of -1 always gives 0
+    (INT64_MIN % -1 is undefined in C). Doubles take fmod, as the operators do."""
+    r = expr.dtype
+    divisor = expr.args[1]
+    if not isinstance(divisor, Literal) or divisor.value in (None, 0) or isinstance(divisor.value, bool):
+        raise ExprError("% is fused only with a non-zero literal divisor")
+    if r.kind == "float64":
+        return Code(f"fmod({convert(a, T.FLOAT64)}, {convert(b, T.FLOAT64)})", r)
+    if r.kind not in ("int32", "int64", "decimal") or r.is_wide:
+        raise ExprError(f"% of type {r} is not fused")
+    x, y = _operand(a, r, ok), _operand(b, r, ok)
+    return Code(f"(({y}) == ({ctype(r)})-1 ? ({ctype(r)})0 : ({x}) % ({y}))", r)
 
 
-def _compared(code: Code, dtype: DataType) -> str:
+def _operand(code: Code, dtype: DataType, ok: str = "true") -> str:
+    return f"({convert(code, dtype, ok)})"
+
+
+def _compared(code: Code, dtype: DataType, ok: str = "true") -> str:
     """An operand of a comparison: doubles compare through compare_bits (NaN = NaN, NaN largest,
     -0.0 = 0.0, as DuckDB)."""
-    return f"compare_bits({convert(code, dtype)})" if dtype.kind == "float64" else _operand(code, dtype)
+    return f"compare_bits({convert(code, dtype)})" if dtype.kind == "float64" else _operand(code, dtype, ok)
 
 
 def _case(expr: Case, env: dict[str, Code], ok: str) -> Code:
     if expr.otherwise is None:
         raise ExprError("CASE without ELSE yields NULL: not fused")
-    text = _operand(translate(expr.otherwise, env, ok), expr.dtype)
+    text = _operand(translate(expr.otherwise, env, ok), expr.dtype, ok)
     for cond, value in reversed(expr.whens):
         c = translate(cond, env, ok)
-        text = f"(({c.text}) ? {_operand(translate(value, env, ok), expr.dtype)} : {text})"
+        text = f"(({c.text}) ? {_operand(translate(value, env, ok), expr.dtype, ok)} : {text})"
     return Code(text, expr.dtype)

@@ -48,6 +48,7 @@ PL_TILE = PL_BLOCK * PL_ITEMS
 HEADER = "pipeline.cuh"
 MAX_KEYS = 16
 _NAME = "@KERNEL_NAME@"
+_SOURCES: dict[str, str] = {}  # kernel name (a hash of its text) -> full source
 _KEY_KINDS = ("int32", "int64", "date", "decimal", "timestamp", "float64", "bool")
 _ORDERED = ("int32", "int64", "date", "decimal", "timestamp", "float64")
 # codec -> the pipe:: column reading it by random access; TILE_CODECS decode a tile up front
@@ -89,21 +90,44 @@ class PipelineKernel:
     mark_outputs: tuple[int, ...] = ()   # materialize: stage indexes whose mark is written
 
     def full_source(self) -> str:
-        from hetdb.backend.gpu.compile import load_source
+        """pipeline.cuh (headers inlined) and the kernel: made once per kernel, so the module cache's
+        look-up hashes one string object (whose hash Python keeps)."""
+        text = _SOURCES.get(self.name)
+        if text is None:
+            from hetdb.backend.gpu.compile import load_source
 
-        return load_source(HEADER) + "\n" + self.body
+            if len(_SOURCES) >= 1024:
+                _SOURCES.pop(next(iter(_SOURCES)))
+            text = _SOURCES[self.name] = load_source(HEADER) + "\n" + self.body
+        return text
 
 
-def generate_pipeline(spec: PipelineSpec) -> PipelineKernel:
-    """The kernel of ``spec``; UnsupportedError (saying which part) when something is not compiled."""
+def generate_pipeline(spec: PipelineSpec, paged: bool = False) -> PipelineKernel:
+    """The kernel of ``spec``; UnsupportedError (saying which part) when something is not compiled.
+    ``paged``: the kernel reads its inputs through a *page table* (one launch over many row groups
+    whose pages lie anywhere in device memory, as the dense fused kernels' page table): per page its
+    first tile, first row, rows, and per input a value pointer and a validity pointer (0: no NULLs);
+    each tile looks its page up (binary search over the tile starts). Rows are page-local inside the
+    kernel; a materializing sink writes global rows (the page's first row + the local row). Only
+    plain value arrays are paged (no plain strings, no compressed pages)."""
     try:
-        return _Gen(spec).run()
+        return _Gen(spec, paged).run()
     except ExprError as e:
         raise UnsupportedError(f"pipeline is not compiled: {e}") from None
 
 
+# Page table (int64) of a paged kernel: [tile start per page + total tiles][first row per page]
+# [rows per page][per page, per input: value pointer, validity pointer]
+PAGE_PTRS = 2
+
+
 class _Gen:
-    def __init__(self, spec: PipelineSpec) -> None:
+    def __init__(self, spec: PipelineSpec, paged: bool = False) -> None:
+        self.paged = paged
+        if paged:
+            for i in spec.inputs:
+                if i.codec != "plain" or _plain_string(i):
+                    raise ExprError(f"input {i.cid} is not a plain value array: not paged")
         self.spec = spec
         self.inputs = {i.cid: (k, i) for k, i in enumerate(spec.inputs)}
         self.alias: dict[str, object] = {}  # projected cid -> expression over inputs and payload
@@ -385,7 +409,13 @@ class _Gen:
     def finish(self, accs: list[Accumulator], keys: list[GroupKeyOut]) -> PipelineKernel:
         spec, em = self.spec, self.em
         params: list[str] = []
+        if self.paged:
+            for inp in spec.inputs:
+                self._check_type(inp, read=False)
+            params += ["const long long* __restrict__ pl_pages", "long long pl_num_pages", "long long num_tiles"]
         for k, inp in enumerate(spec.inputs):
+            if self.paged:
+                break
             self._check_type(inp, read=False)
             if _plain_string(inp):
                 params += [f"const long long* __restrict__ off{k}", f"const unsigned char* __restrict__ chr{k}"]
@@ -394,8 +424,9 @@ class _Gen:
                 params.append(f"const {ptr}* __restrict__ col{k}")
             if inp.nullable:
                 params.append(f"const bool* __restrict__ val{k}")
-        params.append("long long n")
-        params.append("long long num_tiles")
+        if not self.paged:
+            params.append("long long n")
+            params.append("long long num_tiles")
         for lk in em.lookups:
             params += [f"const {ctype(lk.expr.dtype)}* __restrict__ lut{lk.index}_val",
                        f"const bool* __restrict__ lut{lk.index}_valid"]
@@ -425,7 +456,7 @@ class _Gen:
             em.emit("// materialize: a warp-aggregated output position")
             em.emit("const unsigned long long o = pipe::claim(out_count);")
             em.open("if (o < out_cap) {")
-            em.emit("out_rows[o] = row;")
+            em.emit("out_rows[o] = pl_base + row;" if self.paged else "out_rows[o] = row;")
             for p in rows_out:
                 em.emit(f"out_b{p}[o] = br{p};")
             for p in marks_out:
@@ -447,12 +478,26 @@ class _Gen:
                 f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
                 "    " + ",\n    ".join(params) + ") {"]
         tiled = [(k, inp) for k, inp in enumerate(spec.inputs) if inp.codec in TILE_CODECS]
-        out += [f"  const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}}};"
-                for k, inp in enumerate(spec.inputs) if inp.codec not in TILE_CODECS and not _plain_string(inp)]
+        if not self.paged:
+            out += [f"  const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}}};"
+                    for k, inp in enumerate(spec.inputs)
+                    if inp.codec not in TILE_CODECS and not _plain_string(inp)]
         out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
         if tiled:
             out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
         out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
+        if self.paged:  # this tile's page: its rows, first global row and column pointers
+            width = PAGE_PTRS * len(spec.inputs)
+            out += ["    const long long pl_p = fused::FindPage(pl_pages, pl_num_pages, t);",
+                    "    const long long pl_first = (t - pl_pages[pl_p]) * PL_TILE;",
+                    "    const long long pl_base = pl_pages[pl_num_pages + 1 + pl_p];",
+                    "    const long long n = pl_pages[2 * pl_num_pages + 1 + pl_p];",
+                    f"    const long long* pl_ptr = pl_pages + 3 * pl_num_pages + 1 + pl_p * {width};"]
+            for k, inp in enumerate(spec.inputs):
+                ct = ctype(inp.dtype)
+                out.append(f"    const pipe::PlainColumn<{ct}> in{k}{{(const {ct}*)pl_ptr[{PAGE_PTRS * k}]}};")
+                if inp.nullable:
+                    out.append(f"    const bool* val{k} = (const bool*)pl_ptr[{PAGE_PTRS * k + 1}];")
         if tiled:
             # every thread of the block decodes the tile together (the loaders synchronise the block)
             out.append("    const int pl_num = n - t * PL_TILE < PL_TILE ? (int)(n - t * PL_TILE) : PL_TILE;")
@@ -461,7 +506,8 @@ class _Gen:
                         f"    {TILE_CODECS[inp.codec]}<PL_BLOCK, PL_ITEMS>(pg{k}, t * PL_TILE, tl{k}, pl_num, pl_smem);"]
         out += ["#pragma unroll",
                 "    for (int it = 0; it < PL_ITEMS; ++it) {",
-                "      const long long row = t * PL_TILE + threadIdx.x + it * PL_BLOCK;",
+                "      const long long row = " + ("pl_first" if self.paged else "t * PL_TILE")
+                + " + threadIdx.x + it * PL_BLOCK;",
                 "      if (row >= n) continue;"]
         out += em.lines
         while em.indent > 3:

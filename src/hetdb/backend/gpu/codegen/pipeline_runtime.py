@@ -23,6 +23,26 @@ _IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I
              "fused::AccMaxI64": I64_MIN, "fused::AccMinF64": I64_MAX, "fused::AccMaxF64": I64_MIN}
 
 
+# spec -> generated kernel: a spec is a value (equal specs generate the same text), so a repeated
+# query does not generate (and hash for the module cache) its kernels again; runs keep their own
+# CompiledPipeline objects (their launch state), only the text is shared
+_GENERATED: dict[tuple[PipelineSpec, bool], PipelineKernel] = {}
+_GENERATED_ENTRIES = 1024
+
+
+def _generated(spec: PipelineSpec, paged: bool) -> PipelineKernel:
+    try:
+        hit = _GENERATED.get((spec, paged))
+    except TypeError:  # a spec holding an unhashable literal: generate it every time
+        return generate_pipeline(spec, paged)
+    if hit is None:
+        hit = generate_pipeline(spec, paged)  # (UnsupportedError: not cached, raised again next time)
+        if len(_GENERATED) >= _GENERATED_ENTRIES:
+            _GENERATED.pop(next(iter(_GENERATED)))
+        _GENERATED[(spec, paged)] = hit
+    return hit
+
+
 @dataclass
 class ProbeInput:
     """A finished join build as the kernel probes it: ``table`` a hashing.GpuJoinTable (None when
@@ -49,10 +69,13 @@ class Groups:
 class CompiledPipeline:
     """A generated pipeline kernel; the module compiles (or loads from the disk cache) at first use."""
 
-    def __init__(self, spec: PipelineSpec) -> None:
+    def __init__(self, spec: PipelineSpec, paged: bool = False) -> None:
         self.spec = spec
-        self.kernel: PipelineKernel = generate_pipeline(spec)
+        self.paged = paged  # reads a page table (pipeline_paged.py) instead of one batch's columns
+        self.kernel: PipelineKernel = _generated(spec, paged)
         self._function: Any = None
+        self._module: Any = None
+        self._probe_args: tuple[list, list[Any]] | None = None  # (the probes list, its arguments)
         self.slots_hint = MIN_SLOTS
 
     @property
@@ -61,8 +84,27 @@ class CompiledPipeline:
 
     def function(self) -> Any:
         if self._function is None:
-            self._function = compile_source(self.source, "pipeline.cu").function(self.kernel.name)
+            self._module = compile_source(self.source, "pipeline.cu")
+            self._function = self._module.function(self.kernel.name)
         return self._function
+
+    def regroup(self, old: GroupTable, new: GroupTable) -> None:
+        """Insert every group of ``old`` into the empty, larger ``new`` (pipeline.cuh pipe_regroup);
+        ``new`` takes over ``old``'s error words."""
+        import cupy
+
+        from hetdb.backend.gpu.compile import launch
+
+        self.function()
+        fn = self._module.function("pipe_regroup")
+        old_accs = cupy.asarray([a.data.ptr for a in old.accs] or [0], dtype=cupy.uint64)
+        new_accs = cupy.asarray([a.data.ptr for a in new.accs] or [0], dtype=cupy.uint64)
+        launch(fn, min(-(-old.slots // 256), 65536), 256,
+               (old.state, old.keys, np.int64(old.slots), np.int32(len(self.kernel.group_keys)), new.state,
+                new.keys, np.uint64(new.slots - 1), new.used, np.uint64(new.slots), new.overflow, old_accs,
+                new_accs, np.int32(len(old.accs))))
+        new.errors, new.arith_err = old.errors, old.arith_err
+        new.bound = old.bound
 
     def _args(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
               probes: list[ProbeInput]) -> list[Any]:
@@ -85,10 +127,25 @@ class CompiledPipeline:
             if inp.nullable:
                 args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
         args += [np.int64(n), np.int64(-(-n // PL_TILE))]
+        return args + self.tail_args(lookups, probes)
+
+    def tail_args(self, lookups: list[tuple[Any, Any]], probes: list[ProbeInput]) -> list[Any]:
+        """The launch arguments after the inputs: dictionary lookups, then the build sides."""
+        args: list[Any] = []
         if len(lookups) != len(self.kernel.lookups):
             raise ValueError(f"kernel has {len(self.kernel.lookups)} dictionary lookups, got {len(lookups)}")
         for values, valid in lookups:
             args += [values, valid]
+        # the build sides are the same for every batch of a run (one ``probes`` list): marshalled once
+        cached = self._probe_args
+        if cached is None or cached[0] is not probes:
+            cached = self._probe_args = (probes, self._build_args(probes))
+        return args + cached[1]
+
+    def _build_args(self, probes: list[ProbeInput]) -> list[Any]:
+        import cupy
+
+        args: list[Any] = []
         stages = [s for s in self.spec.stages if isinstance(s, ProbeStage)]
         if len(probes) != len(stages):
             raise ValueError(f"kernel has {len(stages)} probes, got {len(probes)} build sides")
@@ -136,6 +193,10 @@ class CompiledPipeline:
         return self.groups(table)
 
     # ---- one hash table over many launches (GroupTable) ----------------------------------------
+    def group_keys_growable(self) -> bool:
+        """Whether pipe_regroup can move this kernel's groups (at most 16 keys, at least one)."""
+        return 0 < len(self.kernel.group_keys) <= 16
+
     def table_bytes(self, slots: int) -> int:
         return slots * (4 + 8 * (len(self.kernel.group_keys) + 1) + 8 * len(self.kernel.accumulators))
 
@@ -156,11 +217,12 @@ class CompiledPipeline:
             arr.fill(_IDENTITY[a.acc])
         table.bound = 0
 
-    def launch_into(self, table: GroupTable, base: list[Any], n: int) -> None:
-        """Aggregate ``n`` rows (``base``: the ``_args`` of a batch) into ``table``; no sync."""
+    def launch_into(self, table: GroupTable, base: list[Any], n: int, tiles: int | None = None) -> None:
+        """Aggregate ``n`` rows (``base``: the ``_args`` of a batch, or of a page table with its
+        ``tiles``) into ``table``; no sync."""
         from hetdb.backend.gpu.compile import launch
 
-        tiles = -(-n // PL_TILE)
+        tiles = -(-n // PL_TILE) if tiles is None else tiles
         if tiles:
             launch(self.function(), min(tiles, 65536), PL_BLOCK,
                    (*base, table.state, table.keys, np.uint64(table.slots - 1), table.used,
@@ -221,12 +283,17 @@ class GroupAccumulator:
     batch costs one launch (no table allocation, group extraction and partial-state merge per
     batch). Room is guaranteed before each launch — a batch of n rows adds at most ``n * expand``
     groups (``expand``: the largest number of matches a row can expand into) — so no launch
-    overflows; when the room runs out the groups are handed out (``add`` returns them) and the
-    table starts again empty."""
+    overflows; when the room runs out the table grows (its groups move into one with at least twice
+    the slots, ``pipe_regroup``) while ``reservation`` (the device memory budget: try_grow/shrink of
+    the table's bytes) allows, else the groups are handed out (``add`` returns them) and the table
+    starts again empty. Growing keeps each group in one partial state (TPC-H q18: 15M groups), so the
+    aggregation has no partial states to merge."""
 
-    def __init__(self, pipeline: CompiledPipeline, table: GroupTable, expand: int) -> None:
+    def __init__(self, pipeline: CompiledPipeline, table: GroupTable, expand: int, reservation: Any = None) -> None:
         self.pipeline, self.table, self.expand = pipeline, table, expand
+        self.reservation = reservation
         self.launches = 0
+        self.grown = 0  # times the table grew
 
     @staticmethod
     def slots_for(batch_rows: int, expand: int) -> int:
@@ -236,19 +303,41 @@ class GroupAccumulator:
     def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
             probes: list[ProbeInput]) -> Groups | None:
         """Aggregate a batch; the groups held so far when the table had to be emptied first."""
-        t, need = self.table, n * self.expand
-        limit = int(t.slots * LOAD)
-        if need > limit:
-            raise ValueError(f"a batch of {n} rows needs more than the table's {t.slots} slots")
+        need = n * self.expand
         out = None
-        if t.bound + need > limit:
-            t.bound = int(t.used[0])  # what was really inserted (one sync)
-            if t.bound + need > limit:
-                out = self.take()
+        if not self.room(need):
+            out = self.take()
+            if not self.room(need):
+                raise ValueError(f"a batch of {n} rows needs more than the table's {self.table.slots} slots")
+        t = self.table
         self.pipeline.launch_into(t, self.pipeline._args(columns, n, lookups, probes), n)
         t.bound += need
         self.launches += 1
         return out
+
+    def room(self, need: int) -> bool:
+        """Whether ``need`` more groups fit (after growing the table if it must and may)."""
+        t = self.table
+        limit = int(t.slots * LOAD)
+        if t.bound + need <= limit:
+            return True
+        t.bound = int(t.used[0])  # what was really inserted (one sync)
+        return t.bound + need <= limit or self._grow(t.bound + need)
+
+    def _grow(self, groups: int) -> bool:
+        t, p = self.table, self.pipeline
+        slots = 2 * t.slots
+        while int(slots * LOAD) < groups:
+            slots *= 2
+        if self.reservation is None or slots > MAX_SLOTS or not p.group_keys_growable() \
+                or not self.reservation.try_grow(p.table_bytes(slots)):
+            return False
+        new = p.new_table(slots)
+        p.regroup(t, new)
+        self.table = new
+        self.reservation.shrink(p.table_bytes(t.slots))
+        self.grown += 1
+        return True
 
     def take(self) -> Groups | None:
         """The groups held (None when no batch was added since the last take), table emptied."""
@@ -286,33 +375,41 @@ class Selected:
 
 
 def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
-           probes: list[ProbeInput]) -> Selected:
+           probes: list[ProbeInput], unique_rows: bool = False) -> Selected:
     """Run a materializing pipeline over ``n`` rows (one launch; once more with the exact output size
-    when matches expanded past the first guess)."""
+    when matches expanded past the first guess). ``unique_rows``: no probe expands a row (each row
+    comes out at most once), so ordering by row alone restores the operators' order."""
+    return run_select(pipeline, pipeline._args(columns, n, lookups, probes), n, -(-n // PL_TILE), max(n, 1),
+                      unique_rows)
+
+
+def run_select(pipeline: CompiledPipeline, base: list[Any], n: int, tiles: int, cap: int,
+               unique_rows: bool) -> Selected:
+    """``select`` over launch arguments ``base`` (of a batch or a page table: pipeline_paged.py) of
+    ``n`` rows in ``tiles`` tiles, with room for ``cap`` output rows at first."""
     import cupy
 
     from hetdb.backend.gpu.compile import launch
 
     k = pipeline.kernel
-    base = pipeline._args(columns, n, lookups, probes)
-    cap = max(n, 1)
+    cap = max(cap, 1)
     while True:
         rows = cupy.empty(cap, dtype=cupy.int64)
         brows = {p: cupy.empty(cap, dtype=cupy.int64) for p in k.row_outputs}
         marks = {p: cupy.empty(cap, dtype=cupy.int8) for p in k.mark_outputs}
-        count = cupy.zeros(1, dtype=cupy.uint64)
-        errors = cupy.zeros(1, dtype=cupy.uint64)
-        arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
-        tiles = -(-n // PL_TILE)
+        # output count, scalar-subquery errors and arith_err in one buffer: one copy back per launch
+        words = cupy.zeros(2 + ERR_WORDS, dtype=cupy.uint64)
         if tiles:
             launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
-                   (*base, rows, np.uint64(cap), count, *brows.values(), *marks.values(), errors, arith_err))
-        raise_if_overflowed(arith_err.get())
-        if int(errors[0]):
+                   (*base, rows, np.uint64(cap), words[0:1], *brows.values(), *marks.values(), words[1:2],
+                    words[2:]))
+        host = words.get()
+        raise_if_overflowed(host[2:])
+        if int(host[1]):
             raise HetdbError("a scalar subquery returned more than one row for one outer row "
                              "(DuckDB reports: More than one row returned by a subquery used as an "
                              "expression); add LIMIT 1 or an aggregate")
-        total = int(count[0])
+        total = int(host[0])
         if total <= cap:
             break
         cap = total
@@ -322,7 +419,10 @@ def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, looku
     # warps claim output positions in whatever order they run: restore the operators' row order
     # (input row, then build row of each probe, ascending)
     if total > 1:
-        order = cupy.lexsort(cupy.stack([*reversed(list(brows.values())), rows])) if brows else cupy.argsort(rows)
+        if brows and not unique_rows:
+            order = cupy.lexsort(cupy.stack([*reversed(list(brows.values())), rows]))
+        else:
+            order = cupy.argsort(rows)
         rows = rows[order]
         brows = {p: b[order] for p, b in brows.items()}
         marks = {p: m[order] for p, m in marks.items()}

@@ -200,3 +200,64 @@ __device__ __forceinline__ bool like_bytes(const unsigned char* __restrict__ s, 
 }
 
 }  // namespace pipe
+
+// Growing a hash-aggregation table: every group of the old table (state/keys of old_cap slots, as
+// group_slot writes them) is inserted into an empty larger one, and its accumulators (num_accs arrays
+// of i64, passed as device arrays of pointers) are copied to the new slot. Groups are unique in the
+// old table, so each insert takes a fresh slot; the hash is the one the generated kernels compute.
+extern "C" __global__ void pipe_regroup(const int* __restrict__ old_state, const i64* __restrict__ old_keys,
+                                        i64 old_cap, int num_keys, int* __restrict__ new_state,
+                                        i64* __restrict__ new_keys, u64 new_mask,
+                                        unsigned long long* __restrict__ used, u64 max_used,
+                                        unsigned long long* __restrict__ overflow,
+                                        const unsigned long long* __restrict__ old_accs,
+                                        const unsigned long long* __restrict__ new_accs, int num_accs) {
+  for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < old_cap; s += (i64)gridDim.x * blockDim.x) {
+    if (old_state[s] != 2) continue;
+    i64 bits[16];
+    u64 h = HETDB_HASH_SEED;
+    for (int c = 0; c < num_keys; ++c) {
+      bits[c] = old_keys[(i64)c * old_cap + s];
+      h = pipe::hash_step(h, bits[c]);
+    }
+    const i64 nb = old_keys[(i64)num_keys * old_cap + s];
+    h = pipe::hash_step(h, nb);
+    const i64 g = pipe::group_slot<16>(new_state, new_keys, new_mask, num_keys, bits, nb, h, used, max_used,
+                                       overflow);
+    if (g < 0) continue;  // (counted in overflow: the host raises)
+    for (int a = 0; a < num_accs; ++a) ((i64*)new_accs[a])[g] = ((const i64*)old_accs[a])[s];
+  }
+}
+
+// Gathers `rows` (global row numbers over the pages of a page table: page p holds rows
+// row_base[p] .. row_base[p + 1] - 1, row_base ascending) of one column whose pages lie anywhere in
+// device memory: page_ptrs[p] points at page p's values of `width` bytes (1, 2, 4 or 8). A null
+// pointer is a validity array of a page without NULLs: its values read as 1 (valid).
+extern "C" __global__ void pipe_paged_take(const long long* __restrict__ page_ptrs,
+                                           const long long* __restrict__ row_base, long long num_pages,
+                                           int width, const long long* __restrict__ rows, long long n,
+                                           unsigned char* __restrict__ out) {
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    const i64 r = rows[i];
+    i64 lo = 0, hi = num_pages - 1;
+    while (lo < hi) {
+      const i64 mid = (lo + hi + 1) >> 1;
+      if (row_base[mid] <= r) lo = mid; else hi = mid - 1;
+    }
+    const unsigned char* src = (const unsigned char*)page_ptrs[lo];
+    const i64 local = r - row_base[lo];
+    if (src == nullptr) {
+      out[i] = 1;
+      continue;
+    }
+    if (width == 8) {
+      ((unsigned long long*)out)[i] = ((const unsigned long long*)src)[local];
+    } else if (width == 4) {
+      ((unsigned int*)out)[i] = ((const unsigned int*)src)[local];
+    } else if (width == 2) {
+      ((unsigned short*)out)[i] = ((const unsigned short*)src)[local];
+    } else {
+      out[i] = src[local];
+    }
+  }
+}

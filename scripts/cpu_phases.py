@@ -1,0 +1,158 @@
+"""Where a CPU query's wall time goes between parallel and serial phases, per pipeline.
+
+Usage: python scripts/cpu_phases.py DB SUITE THREADS [QUERY ...]
+
+Each query runs once to warm up, then three times (medians are printed). Per pipeline: its wall
+time, the wall of its worker phase (first worker start to last worker end: the part that runs on
+``threads`` workers) and, inside the workers, the thread CPU time spent in compiled loops (``nogil``)
+against the rest (scan reads, per-morsel Python: GIL-held at least in part). Everything outside the
+worker phase (planning, building the hash table after the workers, the aggregation's merge, sorts,
+the result's conversion) is serial unless the operator itself runs kernels on several threads.
+At THREADS=1 ``serial`` + ``workers``/16 estimates the 16-thread time if the workers scaled
+perfectly; the ``gil`` share of the workers is what several workers cannot run at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import time
+
+import hetdb
+from hetdb.bench.suites import load_queries
+from hetdb.exec import compiled_cpu, compiled_cpu_kernels, pipeline
+
+_local = threading.local()
+
+
+class _Probe:
+    """The timings of one query run."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pipes: list[dict] = []
+        self.current: dict | None = None
+
+    def worker(self, t0: float, t1: float, cpu: float, kernel: float) -> None:
+        with self.lock:
+            p = self.current
+            if p is None:
+                return
+            p["start"] = min(p.get("start", t0), t0)
+            p["end"] = max(p.get("end", t1), t1)
+            p["cpu"] += cpu
+            p["kernel"] += kernel
+
+
+PROBE = _Probe()
+
+
+def _label(pipe) -> str:
+    src = pipe.source
+    name = type(src).__name__
+    scan = getattr(src, "scan", None)
+    if scan is not None and getattr(scan, "table", None):
+        name += f"({scan.table})"
+    return f"{name}->{type(pipe.sink).__name__}"
+
+
+def _wrap_work(cls) -> None:
+    work = cls.work
+
+    def timed(self) -> None:
+        _local.kernel = 0.0
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            work(self)
+        finally:
+            PROBE.worker(t0, time.perf_counter(), time.thread_time() - c0, _local.kernel)
+
+    cls.work = timed
+
+
+def _wrap_compile() -> None:
+    compile_spec = compiled_cpu_kernels.compile_spec
+
+    def timed_compile(spec):
+        k = compile_spec(spec)
+        fn = k.fn
+
+        def run(*args):
+            c0 = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                _local.kernel = getattr(_local, "kernel", 0.0) + time.thread_time() - c0
+
+        k.fn = run
+        return k
+
+    compiled_cpu_kernels.compile_spec = timed_compile
+
+
+def _wrap_pipeline() -> None:
+    run_pipeline = pipeline.run_pipeline
+
+    def timed(ctx, pipe, pool, threads):
+        entry = {"label": _label(pipe), "cpu": 0.0, "kernel": 0.0}
+        PROBE.current = entry
+        t0 = time.perf_counter()
+        try:
+            run_pipeline(ctx, pipe, pool, threads)
+        finally:
+            entry["wall"] = time.perf_counter() - t0
+            entry["fused"] = ctx.stat(pipe.sink.op_id).fused or ""
+            PROBE.current = None
+            PROBE.pipes.append(entry)
+
+    pipeline.run_pipeline = timed
+    import hetdb.exec.engine as engine
+
+    engine.run_pipeline = timed
+
+
+def main() -> None:
+    db, suite, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    names = set(sys.argv[4:])
+    _wrap_work(pipeline._Run)
+    _wrap_work(compiled_cpu._Worker)
+    _wrap_compile()
+    _wrap_pipeline()
+    con = hetdb.connect(db, device="cpu", threads=threads)
+    totals = collections.defaultdict(float)
+    for q in load_queries(suite):
+        if names and q.name not in names:
+            continue
+        con.sql(q.sql).arrow()
+        runs = []
+        for _ in range(3):
+            PROBE.pipes = []
+            t0, c0 = time.perf_counter(), time.process_time()
+            con.sql(q.sql).arrow()
+            runs.append((time.perf_counter() - t0, time.process_time() - c0, PROBE.pipes))
+        runs.sort(key=lambda r: r[0])
+        wall, cpu, pipes = runs[1]
+        workers = sum(p["end"] - p["start"] for p in pipes if "start" in p)
+        in_pipes = sum(p["wall"] for p in pipes)
+        serial = wall - workers
+        kern = sum(p["kernel"] for p in pipes)
+        wcpu = sum(p["cpu"] for p in pipes)
+        print(f"{q.name}: threads={threads} wall {wall * 1e3:.1f} ms cpu {cpu * 1e3:.1f} ms | workers "
+              f"{workers * 1e3:.1f} ms (thread cpu {wcpu * 1e3:.1f}, in compiled loops {kern * 1e3:.1f}) | "
+              f"serial {serial * 1e3:.1f} ms (outside pipelines {(wall - in_pipes) * 1e3:.1f}) | "
+              f"16-thread estimate {(serial + workers * threads / 16) * 1e3:.1f} ms")
+        for p in pipes:
+            w = p["end"] - p["start"] if "start" in p else 0.0
+            print(f"    {p['wall'] * 1e3:7.1f} ms  workers {w * 1e3:7.1f}  after/before {(p['wall'] - w) * 1e3:6.1f}  "
+                  f"loops {p['kernel'] * 1e3:6.1f}  {p['label']}  [{p['fused'][:70]}]")
+        totals["wall"] += wall
+        totals["serial"] += serial
+        totals["workers"] += workers
+    if totals["wall"]:
+        print(f"total wall {totals['wall'] * 1e3:.1f} ms, serial {totals['serial'] * 1e3:.1f} ms "
+              f"({100 * totals['serial'] / totals['wall']:.0f}%), workers {totals['workers'] * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""One launch of a compiled pipeline over every row group of a hot scan: the page table of a paged
+kernel (pipeline_gen.generate_pipeline(paged=True)), and its aggregation, row selection and build-row
+marking, plus the gather of selected rows from the pages (pipeline.cuh ``pipe_paged_take``).
+
+Rows are numbered over the pages in table order (the row groups of the scan, empty ones left out),
+so a selection's rows index the concatenated pages without the pages ever being concatenated. An
+aggregation's table is a fresh one per launch (sized by what earlier runs of the same kernel needed,
+rerun with four times the slots when it overflows), since no room can be promised before one launch
+over all rows; a selection starts with room for the rows earlier runs selected (once more with the
+exact size when more came out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.gpu.codegen.pipeline_gen import PAGE_PTRS, PL_TILE
+from hetdb.backend.gpu.codegen.pipeline_runtime import (
+    LOAD,
+    MAX_SLOTS,
+    MIN_SLOTS,
+    CompiledPipeline,
+    Groups,
+    MarkRun,
+    ProbeInput,
+    Selected,
+    run_select,
+)
+from hetdb.column import Column
+from hetdb.errors import HetdbError
+
+# kernel name -> slots its aggregation needed / rows its selection produced in earlier runs
+_HINTS: dict[tuple[str, str], int] = {}
+_HINT_ENTRIES = 1024
+
+
+@dataclass
+class PageTable:
+    """A paged kernel's page table (device int64 ``array``) over ``num_pages`` non-empty pages of
+    ``num_rows`` rows in ``num_tiles`` tiles; ``starts`` the first row of each page (device int64),
+    ``pages`` the Columns per page by cid (the arrays the table points into)."""
+
+    array: Any
+    num_pages: int
+    num_tiles: int
+    num_rows: int
+    starts: Any
+    pages: list[dict[str, Column]]
+
+
+def page_table(pipeline: CompiledPipeline, pages: list[tuple[int, dict[str, Column]]]) -> PageTable:
+    """The page table of ``pages`` ((rows, {cid: Column}) per row group) for ``pipeline``'s inputs;
+    ValueError when a page does not suit the kernel (its caller checked the signature)."""
+    import cupy
+
+    inputs = pipeline.spec.inputs
+    pages = [(int(rows), cols) for rows, cols in pages if int(rows) > 0]
+    num = len(pages)
+    width = PAGE_PTRS * len(inputs)
+    table = np.zeros(3 * num + 1 + num * width, dtype=np.int64)
+    tile = row = 0
+    for p, (rows, cols) in enumerate(pages):
+        table[p], table[num + 1 + p], table[2 * num + 1 + p] = tile, row, rows
+        for k, inp in enumerate(inputs):
+            col = cols[inp.cid]
+            if getattr(col, "device_page", None) is not None:  # (its .data would decode the page)
+                raise ValueError(f"page of column {inp.cid} is kept compressed")
+            arr = col.data
+            if arr is None or int(arr.shape[0]) != rows or not arr.flags.c_contiguous:
+                raise ValueError(f"page of column {inp.cid} is not a contiguous array of {rows} rows")
+            if col.validity is not None and not inp.nullable:
+                raise ValueError(f"page of column {inp.cid} has NULLs the kernel does not expect")
+            base = 3 * num + 1 + p * width + PAGE_PTRS * k
+            table[base] = int(arr.data.ptr)
+            table[base + 1] = 0 if col.validity is None else int(col.validity.data.ptr)
+        tile += -(-rows // PL_TILE)
+        row += rows
+    table[num] = tile
+    starts = table[num + 1:2 * num + 1].copy()
+    return PageTable(cupy.asarray(table), num, tile, row, cupy.asarray(starts), [cols for _, cols in pages])
+
+
+def _args(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
+          probes: list[ProbeInput]) -> list[Any]:
+    return [table.array, np.int64(table.num_pages), np.int64(table.num_tiles),
+            *pipeline.tail_args(lookups, probes)]
+
+
+def _hint(pipeline: CompiledPipeline, kind: str, default: int) -> int:
+    return _HINTS.get((pipeline.kernel.name, kind), default)
+
+
+def _learn(pipeline: CompiledPipeline, kind: str, value: int) -> None:
+    if len(_HINTS) >= _HINT_ENTRIES:
+        _HINTS.pop(next(iter(_HINTS)))
+    _HINTS[(pipeline.kernel.name, kind)] = value
+
+
+def aggregate_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
+                    probes: list[ProbeInput], reservation: Any) -> Groups | None:
+    """Every row of ``table`` aggregated in one launch (rerun with a larger table on overflow); None
+    when ``reservation`` (try_grow/shrink against the memory budget) refuses a table."""
+    base = _args(pipeline, table, lookups, probes)
+    # (no hint yet: room for a group per 64 rows, which low-cardinality aggregations waste little on)
+    slots = _hint(pipeline, "slots", 1 << max(MIN_SLOTS.bit_length() - 1, int(table.num_rows / 64 / LOAD).bit_length()))
+    while True:
+        nbytes = pipeline.table_bytes(slots)
+        if not reservation.try_grow(nbytes):
+            return None
+        t = pipeline.new_table(slots)
+        pipeline.launch_into(t, base, table.num_rows, table.num_tiles)
+        if not pipeline.check(t):
+            break
+        reservation.shrink(nbytes)
+        if slots >= MAX_SLOTS:
+            raise HetdbError(f"a compiled aggregation has more than {int(MAX_SLOTS * LOAD)} groups in one "
+                             "launch; use a smaller batch_rows")
+        slots = min(MAX_SLOTS, slots * 4)
+    _learn(pipeline, "slots", slots)
+    groups = pipeline.groups(t)
+    reservation.shrink(nbytes)  # (the groups are copies: the table goes with this call)
+    return groups
+
+
+def select_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
+                 probes: list[ProbeInput], unique_rows: bool) -> Selected:
+    """The rows (global over the pages) and build rows a materializing kernel selects, in one launch."""
+    n = table.num_rows
+    cap = _hint(pipeline, "rows", max(1 << 16, n // 8))
+    sel = run_select(pipeline, _args(pipeline, table, lookups, probes), n, table.num_tiles, cap, unique_rows)
+    _learn(pipeline, "rows", max(1, int(sel.rows.shape[0])))
+    return sel
+
+
+def mark_pages(run: MarkRun, table: PageTable, lookups: list[tuple[Any, Any]], probes: list[ProbeInput]) -> None:
+    """Every row of ``table`` through a kernel marking build rows, in one launch (errors: run.finish)."""
+    from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK
+    from hetdb.backend.gpu.compile import launch
+
+    p = run.pipeline
+    if table.num_tiles:
+        launch(p.function(), min(table.num_tiles, 65536), PL_BLOCK,
+               (*_args(p, table, lookups, probes), run.marked, run.errors, run.arith_err))
+
+
+def paged_take(pipeline: CompiledPipeline, table: PageTable, cid: str, rows: Any) -> Column:
+    """Column ``cid`` of the pages at ``rows`` (global rows, as select_pages returns them)."""
+    import cupy
+
+    from hetdb.backend.gpu.compile import launch
+
+    cols = [cols[cid] for cols in table.pages]
+    first = cols[0]
+    n = int(rows.shape[0])
+    pipeline.function()
+    fn = pipeline._module.function("pipe_paged_take")
+
+    def take(ptrs: list[int], dtype: Any) -> Any:
+        out = cupy.empty(max(n, 1), dtype=dtype)
+        if n:
+            launch(fn, min(-(-n // 256), 65536), 256,
+                   (cupy.asarray(np.asarray(ptrs, dtype=np.int64)), table.starts, np.int64(table.num_pages),
+                    np.int32(out.dtype.itemsize), rows, np.int64(n), out))
+        return out[:n]
+
+    data = take([int(c.data.data.ptr) for c in cols], first.data.dtype)
+    validity = None
+    if any(c.validity is not None for c in cols):
+        validity = take([0 if c.validity is None else int(c.validity.data.ptr) for c in cols], cupy.bool_)
+    return Column(first.dtype, data=data, validity=validity, dictionary=first.dictionary)

@@ -1,0 +1,191 @@
+"""Compiled CPU pipelines (exec/compiled_cpu.py), per morsel: which generated loop a morsel's layout
+takes (the spec from the plan and the morsel's encodings; loops kept by spec across queries), its
+arguments, and the zone-map verdict of its row group (kept per table version and filters)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from hetdb.backend.cpu.codegen.expr_py import ExprError
+from hetdb.backend.cpu.codegen.pipeline_py import (
+    Aggregate,
+    Input,
+    Kernel,
+    Mark,
+    Materialize,
+    Probe,
+    Spec,
+    compile_spec,
+)
+from hetdb.backend.cpu.groupby import key_runs
+from hetdb.column import Column
+from hetdb.exec.compiled_cpu_args import BoundArgs
+from hetdb.exec.compiled_cpu_marks import MARK_KINDS
+from hetdb.exec.operators.base import ExecContext
+from hetdb.plan.expr import Expr
+from hetdb.plan.exprutil import substitute
+
+# direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
+_DIRECT_NO_FILTER = 1 << 14
+# the share of rows the first probe is expected to keep for the selection loop to test it (Probe.select)
+_SELECT_SHARE = (0.05, 0.95)
+
+
+def pass_share(op: Any, side: Any) -> float:
+    """The share of probe rows a probe is expected to let through: for a foreign key into a
+    dimension, the share of the dimension's rows the build kept (1 when unknown)."""
+    share = min(1.0, side.num_rows / side.scanned_rows) if side.scanned_rows else 1.0
+    return 1.0 - share if op.kind == "anti" else share
+
+
+def morsel_runs(p: Any, cols: dict[str, Column]) -> int:
+    """When the morsel's group key column is sorted, without NULLs, the number of its key runs
+    (at least the groups it makes), else 0."""
+    if p.run_key is None:
+        return 0
+    col = cols[p.run_key]
+    data = col.data
+    if col.validity is not None or not isinstance(data, np.ndarray) or data.dtype.kind != "i":
+        return 0
+    return max(0, int(key_runs(data)))
+
+
+# zone-map verdicts of the row groups compiled scans read, per table reader (one per committed version:
+# a re-created table gets another) and (pushed filters' number, row group). Deciding one took 50-60 us
+# of GIL-held Python per morsel; a query run again (the same filters, the same version) finds it here.
+_VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FILTER_SETS: dict[tuple, int] = {}   # pushed filters -> their number (never reused)
+_FILTER_NUMBERS = itertools.count()
+_VERDICT_LOCK = threading.Lock()
+_MAX_VERDICTS = 1 << 16
+
+
+def verdict(ctx: ExecContext, src: Any, reader: Any, p: Any, rg: int) -> str:
+    if p.verdicts is None:
+        if not src.scan.filters or not ctx.options.zone_maps:
+            return src.verdict(ctx, reader, rg)
+        with _VERDICT_LOCK:
+            number = _FILTER_SETS.get(src.scan.filters)
+            if number is None:
+                if len(_FILTER_SETS) >= _MAX_VERDICTS:
+                    _FILTER_SETS.clear()
+                number = _FILTER_SETS[src.scan.filters] = next(_FILTER_NUMBERS)
+            try:
+                table = _VERDICTS.setdefault(reader, {})
+            except TypeError:  # a reader that cannot be weakly referenced: decided per morsel
+                return src.verdict(ctx, reader, rg)
+        p.verdicts = (number, table)
+    number, table = p.verdicts
+    hit = table.get((number, rg))
+    if hit is None:
+        hit = src.verdict(ctx, reader, rg)
+        with _VERDICT_LOCK:
+            if len(table) >= _MAX_VERDICTS:
+                table.clear()
+            table[(number, rg)] = hit
+    return hit
+
+
+def kernel_for(p: Any, sink: Any, cols: dict[str, Column], runs: bool = False) -> Kernel | str:
+    # a morsel's layout in a few booleans (the types of a table's columns do not change between its
+    # pages): building the full signature per morsel cost tens of us of GIL-held Python
+    fast = (runs, *[(cols[c].validity is not None, cols[c].dictionary is not None) for c in p.kernel_cols])
+    hit = p.fast_kernels.get(fast)
+    if hit is not None:
+        return hit
+    hit = p.fast_kernels[fast] = _signature_kernel(p, sink, cols, runs)
+    return hit
+
+
+def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) -> Kernel | str:
+    sig: list[Any] = [runs]
+    for c in p.base:
+        if c not in p.plan.referenced:
+            continue  # read only for the gather after the loop: any encoding will do
+        col = cols[c]
+        if col.dtype.kind == "string" and col.dictionary is None:
+            return f"column {c} is a plain (not dictionary-encoded) string page"
+        sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+    key = tuple(sig)
+    hit = p.kernels.get(key)
+    if hit is not None:
+        return hit
+    inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig[1:])
+    stages: list[Any] = []
+    probes = iter(p.probes)
+    for kind, x in p.stages:
+        if kind == "filter":
+            stages.append(("filter", x))
+        elif kind == "project":
+            stages.append(("project", tuple((f.cid, e) for f, e in x.exprs if f.cid in p.plan.produced)))
+        else:
+            op, side, pay = next(probes)
+            t = side.table
+            payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
+                                  side.batch.columns[f.cid].dictionary is not None, f.cid in p.plan.row_keys)
+                            for f in pay)
+            # the marking probe runs as an inner one whose build rows the sink marks
+            kind = "inner" if op.kind in MARK_KINDS else op.kind
+            first = not any(isinstance(x, Probe) for x in stages)
+            stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
+                                t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
+                                side.valid_idx is not None, payload, prefilter(t),
+                                _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1]))
+    if p.marks is not None:
+        out: Any = Mark()
+    elif p.plan.materialize:
+        out = Materialize()
+    else:
+        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs), runs)
+    spec = Spec(inputs, tuple(stages), out)
+    try:
+        kernel: Any = _SPEC_KERNELS.get(spec)
+    except TypeError:  # a literal that does not hash: generated anew each time
+        kernel, spec = None, None
+    if kernel is None:
+        try:
+            kernel = compile_spec(spec)
+        except ExprError as e:
+            kernel = str(e)
+        if spec is not None:
+            if len(_SPEC_KERNELS) >= _MAX_SPEC_KERNELS:
+                _SPEC_KERNELS.clear()
+            _SPEC_KERNELS[spec] = kernel
+    p.kernels[key] = kernel
+    return kernel
+
+
+# generated loops by spec: a query run again reuses its kernels (generating the source of one took
+# about 0.3 ms, run before the first morsel of each pipeline)
+_SPEC_KERNELS: dict[Spec, Any] = {}
+_MAX_SPEC_KERNELS = 512
+
+
+def _residual(p: Any, op: Any) -> Expr | None:
+    """The probe's residual; the marking probe's over the loop's columns (its probe side through
+    the projections before it, which the loop does not compute for the marking probe)."""
+    if op.residual is None or op.kind not in MARK_KINDS:
+        return op.residual
+    return substitute(op.residual, p.plan.alias)
+
+
+def prefilter(t: Any) -> str:
+    """Whether the loop tests the table's runtime join filter before probing it: always before a
+    hash probe, and before a direct table larger than the cache-resident bitmap would be."""
+    from hetdb.backend.cpu.join_filter import filter_of
+
+    if t.direct is not None and t.direct.shape[0] <= _DIRECT_NO_FILTER:
+        return ""
+    return "bitmap" if filter_of(t).bitmap else "bloom"
+
+
+def arguments(ctx: ExecContext, p: Any, kernel: Kernel, cols: dict[str, Column]) -> list[Any]:
+    bound = p.bound.get(id(kernel))
+    if bound is None or bound.kernel is not kernel:
+        bound = p.bound[id(kernel)] = BoundArgs(ctx, p.probes, kernel)
+    return bound.bind(cols)

@@ -1,0 +1,106 @@
+"""Compiled GPU pipelines that select rows (exec/compiled.py): a sink that takes rows as they are
+(a hash build, a sort, a top-N) is fed by a kernel that runs the filters and probes and writes the
+surviving rows and their build rows (``MaterializeSink``); the columns the sink reads are then gathered
+for them. Also the dictionary lookups every compiled kernel reads (codegen/expr3.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.basic import FilterOp
+from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.scan import TableScan
+from hetdb.exec.operators.sort import SortSink, TopNSink
+
+
+def selects_rows(ctx: ExecContext, pipe: Any) -> bool:
+    """Whether ``pipe``'s sink takes rows as they are and the pipeline selects them in a way worth a
+    kernel: a hash build after a probe, and on the GPU also a hash build, sort or top-N after a filter
+    (pushed into its scan or not) or a probe. (The CPU's compiled pipelines, exec/compiled_cpu.py,
+    share the planning and take hash builds after probes only.)"""
+    probes = any(isinstance(op, HashProbe) for op in pipe.ops)
+    if isinstance(pipe.sink, HashBuild) and probes:
+        return True
+    if getattr(ctx, "device", None) is None or not isinstance(pipe.sink, (HashBuild, SortSink, TopNSink)):
+        return False
+    if probes or any(isinstance(op, FilterOp) for op in pipe.ops):
+        return True
+    return isinstance(pipe.source, TableScan) and bool(pipe.source.scan.filters)
+
+
+def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str, Column]) -> list:
+    """(values, valid) per dictionary lookup of ``kernel`` (codegen/expr3.py): its expression evaluated
+    once per dictionary by the operator kernels, kept in ``plan.luts`` while the dictionary is."""
+    xp = ctx.backend.xp
+    out = []
+    for lk in kernel.kernel.lookups:
+        d = dicts[lk.cid]
+        key = (kernel.kernel.name, lk.index, id(d))
+        hit = plan.luts.get(key)
+        if hit is None or hit[0] is not d:
+            n = len(d)
+            codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
+            res = ctx.evaluator.evaluate(lk.expr, Batch({lk.cid: codes}, n))
+            res = ctx.evaluator.cast(res, lk.expr.dtype)
+            values = xp.zeros(max(n, 1), dtype=lk.expr.dtype.numpy_dtype)
+            valid = xp.zeros(max(n, 1), dtype=bool)
+            if n:
+                values[:n] = res.data
+                valid[:n] = True if res.validity is None else res.validity
+            hit = plan.luts[key] = (d, values, valid)
+        out.append((hit[1], hit[2]))
+    return out
+
+
+def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any = None) -> Batch:
+    """The columns the sink reads, for the rows (and matches) the kernel selected (projections the
+    kernel did not need are evaluated on the gathered rows). ``probe_column(cid)``: the probe side's
+    column at the selected rows when they are not rows of one batch ``b`` (a paged launch)."""
+    from hetdb.exec.columns import take
+
+    be = ctx.backend
+    n = int(sel.rows.shape[0])
+    stage_of = {}
+    for i, (kind, x) in enumerate(plan.stages):
+        if kind == "probe":
+            for f in x.right_fields:
+                stage_of[f.cid] = (i, x)
+            if x.mark is not None:
+                stage_of[x.mark.cid] = (i, x)
+    exprs = {c: plan.alias.get(c) for c in plan.outputs}
+    base: set[str] = set()
+    for c, e in exprs.items():
+        base |= {c} if e is None else set(e.columns())
+    cols: dict[str, Column] = {}
+    for c in base:
+        if c not in stage_of and (b is None or c in b.columns):
+            cols[c] = probe_column(c) if b is None else take(be, b.columns[c], sel.rows)
+            continue
+        i, op = stage_of[c]
+        if op.mark is not None and c == op.mark.cid:
+            m = sel.marks[i]
+            cols[c] = Column(T.BOOL, data=m == 1, validity=None if not bool((m == 2).any()) else m != 2)
+        else:
+            side = ctx.results[op.build_pipeline]
+            cols[c] = take(be, side.batch.columns[c], sel.build_rows[i], missing=op.kind != "inner")
+    base_batch = Batch(cols, n)
+    out = {}
+    for c, e in exprs.items():
+        out[c] = cols[c] if e is None else ctx.evaluator.cast(ctx.evaluator.evaluate(e, base_batch), e.dtype)
+    return Batch(out, n)
+
+
+def consume_rows(ctx: ExecContext, plan: Any, kernel: Any, cids: list[str], b: Batch, probes: list,
+                 build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
+    """One batch through a row-selecting kernel; the sink gets the gathered rows."""
+    from hetdb.backend.gpu.codegen.pipeline_runtime import select
+
+    dicts = dict(build_dicts)
+    dicts.update({c: b.columns[c].dictionary for c in cids if b.columns[c].dictionary is not None})
+    sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes,
+                 plan.unique_rows)
+    if int(sel.rows.shape[0]):
+        plan.sink.sink(ctx, gather(ctx, plan, b, sel), gsink, lsink)

@@ -1,0 +1,94 @@
+"""The window operator's statistics over whole partitions that need all of a partition's values:
+quantile_cont, variance/stddev, arg_max/arg_min, string_agg, mode, product, fsum, entropy and
+array_agg (sql/holistic.py, sql/host_aggs.py, sql/lists.py); computed on the host by the compiled
+loops of ``backend/cpu/window`` and ``backend/cpu/window_stats``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_stats as KS
+from hetdb.backend.cpu.sort import order_key
+from hetdb.column import Column
+from hetdb.exec.columns import take
+from hetdb.exec.operators import window as W
+from hetdb.plan.window import WindowCall
+
+_HOST = W._HOST
+
+
+GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
+               "string_agg", "mode", "product", "fsum", "entropy", "array_agg")
+
+
+def group_statistic(call: WindowCall, args, ps, pe) -> Column:
+    """Aggregates over the whole partition that need all its values (sql/holistic.py); host only."""
+    op = call.op
+    x = args[0]
+    valid = W._valid(np, x)
+    if op in ("arg_max", "arg_min"):
+        both = valid & W._valid(np, args[1])
+        return take(_HOST, x, K.frame_extreme(W._key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
+                    missing=True)
+    if op == "string_agg":
+        return _string_agg(call, args, ps, pe)
+    if op == "array_agg":
+        return _array_agg(call, args, ps, pe)
+    if op in ("mode", "entropy"):
+        key = W._key(_HOST, x)
+        if op == "entropy":  # NaNs one value, -0.0 = 0.0
+            key = order_key(key, False) if key.dtype.kind == "f" else key
+        order = W._sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
+        if op == "entropy":
+            return W._int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
+        return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
+    data = np.asarray(x.data, dtype=np.float64)
+    if op in ("product", "fsum"):
+        out, ok = (KS.partition_product if op == "product" else KS.partition_kahan_sum)(data, valid, ps, pe)
+        return W._int_column(np, call.dtype, out, ok)
+    if op == "quantile_cont":
+        n = ps.shape[0]
+        order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+    else:
+        out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
+        if op.startswith("stddev"):
+            out = np.sqrt(out)
+    return W._int_column(np, call.dtype, out, ok)
+
+
+def _ordered_values(x: Column, flags: str, keys, ps) -> list:
+    """``x``'s values (Python, None for NULL) with each partition's rows in the ORDER BY of ``keys``
+    (``flags``: 'd'/'a' and 'f'/'l' per key), ties and no keys in input order."""
+    k_arrays, k_desc = W._sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]], [f == "f" for f in flags[1::2]])
+    order = W._sort_permutation([ps, *k_arrays], [False, *k_desc], ps.shape[0])
+    return take(_HOST, x, order).to_arrow().to_pylist()
+
+
+def _array_agg(call: WindowCall, args, ps, pe) -> Column:
+    """Per row: the list of its partition's values, NULLs included, in the ORDER BY given (each
+    row of a partition refers to one list object)."""
+    n = ps.shape[0]
+    values = _ordered_values(args[0], call.args[1].value, args[2:], ps)
+    out = np.empty(n, dtype=object)
+    for s, e in zip(*(a.tolist() for a in np.unique(np.stack([ps, pe]), axis=1))):
+        out[s:e] = [values[s:e]] * (e - s)
+    return Column(call.dtype, data=out)
+
+
+def _string_agg(call: WindowCall, args, ps, pe) -> Column:
+    """Per row: its partition's non-NULL strings joined by the separator, in the ORDER BY given."""
+    n = ps.shape[0]
+    values = _ordered_values(args[0], call.args[2].value, args[3:], ps)
+    sep = call.args[1].value
+    out: list[str | None] = [None] * n
+    start = 0
+    while start < n:
+        end = int(pe[start])
+        parts = [v for v in values[start:end] if v is not None]
+        joined = sep.join(parts) if parts else None
+        out[start:end] = [joined] * (end - start)
+        start = end
+    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)

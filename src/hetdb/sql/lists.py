@@ -1,0 +1,95 @@
+"""LIST results: ``array_agg(x [ORDER BY ...])`` (also spelled ``list``) grouped, over the whole
+table, and OVER whole partitions.
+
+A LIST value is computed on the host by the window operator (each group's values, NULLs included,
+in the ORDER BY given or input order) and taken by the hash aggregation; it can only be returned:
+selected, passed through subqueries and CTEs, next to ORDER BY/LIMIT on other columns. Functions,
+comparisons, casts, GROUP BY/ORDER BY/JOIN keys, DISTINCT and set operations over LIST values are
+refused at bind time (``refuse_list_operands``), as are nested lists and lists stored by CREATE
+TABLE. Queries returning LIST values run on the CPU (a GPU connection says so in its statistics).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from hetdb import types as T
+from hetdb.errors import UnsupportedError
+from hetdb.plan.expr import AggCall, ColumnRef, Expr, Literal
+from hetdb.plan.logical import Aggregate, Filter, Join, Node, Project, Scan, Sort, TopN
+from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
+from hetdb.sql import typing as TY
+
+_ONLY = "LIST values (array_agg) can only be returned as result columns"
+
+
+def order_keys(arg: exp.Expression, b) -> tuple[exp.Expression, list[Expr], str]:
+    """``x ORDER BY k1 [DESC] [NULLS FIRST], ...`` inside an aggregate call: (x, bound keys, flags:
+    'd'/'a' and 'f'/'l' per key)."""
+    keys: list[Expr] = []
+    flags = ""
+    if isinstance(arg, exp.Order):
+        for o in arg.expressions:
+            keys.append(b(o.this))
+            flags += ("d" if o.args.get("desc") else "a") + ("f" if o.args.get("nulls_first") else "l")
+        arg = arg.this
+    return arg, keys, flags
+
+
+def array_agg_call(node: exp.ArrayAgg, name: str, b) -> WindowCall:
+    """array_agg(x [ORDER BY ...]): args (x, key flags, *keys), the LIST of x's type."""
+    arg, keys, flags = order_keys(node.this, b)
+    if isinstance(arg, exp.Distinct):
+        raise UnsupportedError(f"{name}(DISTINCT ...)")
+    x = b(arg)
+    if TY.is_null_literal(x):
+        raise UnsupportedError(f"{name} of a NULL constant (give it a type: CAST(NULL AS ...))")
+    if x.dtype.kind == "list" or x.dtype.tz:
+        raise UnsupportedError(f"{name} of {x.dtype} values")
+    return WindowCall(T.list_of(x.dtype), "array_agg", (x, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)
+
+
+def _lists_in(e: Expr | None) -> bool:
+    """``e`` computes something from a LIST value (a bare column reference only passes it on)."""
+    if e is None or isinstance(e, ColumnRef):
+        return False
+    return any(c.dtype.kind == "list" for c in _walk(e) if c is not e) or \
+        (e.dtype.kind == "list" and not isinstance(e, AggCall))
+
+
+def _walk(e: Expr):
+    yield e
+    for child in e.children():
+        yield from _walk(child)
+
+
+def refuse_list_operands(node: Node) -> None:
+    """Raise UnsupportedError where the plan does more with a LIST value than return it."""
+    for k in node.inputs():
+        refuse_list_operands(k)
+    exprs: list[Expr] = []
+    keys: list[Expr] = []
+    if isinstance(node, Filter):
+        exprs.append(node.predicate)
+    elif isinstance(node, Project):
+        exprs.extend(e for _, e in node.exprs)
+    elif isinstance(node, Aggregate):
+        keys.extend(e for _, e in node.keys)
+        exprs.extend(a.arg for _, a in node.aggs if a.arg is not None and a.op != "any")
+        if any(a.dtype.kind == "list" and a.op != "any" for _, a in node.aggs):
+            raise UnsupportedError(f"{_ONLY} (no aggregates over them)")
+    elif isinstance(node, Join):
+        keys.extend(node.left_keys + node.right_keys)
+        exprs.append(node.residual)
+    elif isinstance(node, (Sort, TopN)):
+        keys.extend(k.expr for k in node.keys)
+    elif isinstance(node, Scan):
+        exprs.extend(node.filters)
+    elif isinstance(node, Window):
+        keys.extend(node.partition)
+        keys.extend(k.expr for k in node.order)
+        exprs.extend(a for _, c in node.funcs if c.op != "array_agg" for a in c.args)
+    if any(k.dtype.kind == "list" for k in keys):
+        raise UnsupportedError(f"{_ONLY} (not GROUP BY, ORDER BY, PARTITION BY, DISTINCT or join keys)")
+    if any(_lists_in(e) for e in exprs):
+        raise UnsupportedError(f"{_ONLY} (no functions, comparisons or casts over them)")

@@ -1,0 +1,119 @@
+"""CPU+GPU co-processing (exec/coprocess.py) in a CPU-only form, against DuckDB: on a CPU connection the
+fact-table aggregations of SSB and TPC-H are driven as a co-processed GPU scan is, with the GPU's part
+played by a compiled CPU worker that claims row groups from the front of the shared scan
+(``SharedScan.take_front``) while the co-processing CPU workers steal from the back (mode "on"). What
+runs for real: the steals and claims, the join builds copied to host hash tables
+(``host_build_side``), the CPU workers' pages decoded out of a host tier (loaded on a miss, pinned
+while read), and the merge of their partial states into the aggregation next to the other side's.
+The GPU half is checked in test_gpu_coprocess.py."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from diff_queries import SSB_ORDERING, TPCH_ORDERING, TPCH_TOLERANCE, load_queries
+from diff_suite import run_suite
+
+from hetdb.cache import HostPageCache
+from hetdb.exec import compiled_cpu
+from hetdb.exec.operators.aggregate import HashAggregate
+from hetdb.exec.operators.scan import TableScan
+from hetdb.exec.pipeline import _Run
+
+FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
+
+
+class _FrontRun(_Run):
+    """The other side of the shared scan: claims row groups from the front, one at a time."""
+
+    def __init__(self, ctx, pipe, shared) -> None:
+        super().__init__(ctx, pipe)
+        self.shared = shared
+
+    def next_morsel(self):
+        got = self.shared.take_front([self.shared._lo])
+        return (got[0], self.shared.row_groups[got[0]]) if got else None
+
+
+class _NoDeviceCache:
+    def __contains__(self, key) -> bool:
+        return False
+
+
+def _tier() -> HostPageCache:
+    def allocate(nbytes: int) -> np.ndarray:
+        raw = np.empty(nbytes + 4096, np.uint8)
+        start = (-raw.ctypes.data) % 4096
+        return raw[start:start + nbytes]
+
+    return HostPageCache(256 << 20, block_bytes=16 << 10, chunk_bytes=1 << 20, allocate=allocate)
+
+
+@pytest.fixture()
+def coprocessed(monkeypatch):
+    """Fact-table aggregations of CPU connections run co-processed; yields the tier and a log of
+    (row groups taken from the front, row groups stolen from the back) per pipeline."""
+    from hetdb.exec.coprocess import plan_coprocess
+
+    tier, log = _tier(), []
+    original = compiled_cpu.run_compiled_cpu
+
+    def run(ctx, pipe, run, pool, threads):
+        src = pipe.source
+        if not (isinstance(src, TableScan) and src.scan.table in FACTS and isinstance(pipe.sink, HashAggregate)):
+            return original(ctx, pipe, run, pool, threads)
+        reader = run.gsrc
+        row_groups = [rg for rg in range(reader.num_row_groups) if src.verdict(ctx, reader, rg) != "skip"]
+        ctx.device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
+        try:
+            co, why = plan_coprocess(ctx, pipe, reader, run, row_groups)
+            if co is None:
+                log.append(why)
+                ctx.device = None
+                return original(ctx, pipe, run, pool, threads)
+            co.start()
+            front = _FrontRun(co.cctx, pipe, co.shared)
+            compiled_cpu._Worker(co.cctx, pipe, front, co.plan).work()
+            lsink = pipe.sink.init_local(ctx, run.gsink)
+            co.finish(lsink)
+            for part in front.gsink.batches + [b for _, b in front.gsink.runs]:
+                pipe.sink.add_partial(ctx, part, run.gsink, lsink)
+            pipe.sink.combine(ctx, run.gsink, lsink)
+            log.append((list(co.shared.gpu_taken), list(co.shared.cpu_taken)))
+        finally:
+            ctx.device = None
+        ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+        return None
+
+    monkeypatch.setattr(compiled_cpu, "run_compiled_cpu", run)
+    yield tier, log
+    assert tier.pinned_bytes() == 0
+
+
+@pytest.mark.parametrize("suite", ["ssb", "tpch"])
+def test_coprocessed_aggregations_match_duckdb(suite, coprocessed, ssb_small, tpch_small, expected_answers):
+    import hetdb
+
+    tier, log = coprocessed
+    ds, ordering, tolerance = ((ssb_small, SSB_ORDERING, None) if suite == "ssb"
+                               else (tpch_small, TPCH_ORDERING, TPCH_TOLERANCE))
+    queries = load_queries(suite)
+    with hetdb.connect(ds.path, device="cpu", threads=3, gpu_coprocess="on") as con:
+        for attempt in range(2):  # pages loaded into the tier by the CPU workers, then read out of it
+            report = run_suite(f"{suite} co-processed on the CPU ({attempt})", ds, queries, ordering,
+                               lambda sql: con.sql(sql).arrow(), tolerance,
+                               expected=expected_answers.setdefault(suite, {}))
+            assert not report.failures, "\n\n".join(report.failures)
+            assert report.compared == len(queries) > 0
+        # the CPU workers' pages by route are on the scan's line of EXPLAIN ANALYZE (now out of the tier)
+        plan = con.explain(queries["q1.1" if suite == "ssb" else "q01"], analyze=True)
+        assert "host_cpu" in plan, plan
+    done = [e for e in log if isinstance(e, tuple)]
+    assert done, log
+    for front, back in done:
+        assert not set(front) & set(back)
+    # both sides took row groups of some pipeline (each side's partial states merged)
+    assert any(front and back for front, back in done)
+    assert tier.used_bytes > 0  # the CPU workers' pages went through the host tier

@@ -1,0 +1,81 @@
+"""SSB and TPC-H on the GPU with CPU+GPU co-processing forced on (``gpu_coprocess='on'``:
+exec/coprocess.py, cache/coscan.py) against DuckDB: CPU workers steal row groups of every fused
+pipeline's scan from the back while the GPU streams the front (pages of 1000 rows, so every such
+pipeline mixes CPU and GPU work), with and without batched deliveries, with pages kept compressed,
+and under a budget that evicts pages in the middle of a query; no device memory, pin or reservation
+may be left behind, and EXPLAIN ANALYZE shows the row groups each side took and the CPU's pages
+(route host_cpu). Marked gpu."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from diff_queries import SSB_ORDERING, TPCH_ORDERING, TPCH_TOLERANCE, load_queries
+from diff_suite import run_suite
+
+from hetdb.backend.gpu import gpu_available
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no GPU visible to CuPy")]
+
+CONFIGS = {
+    "batched": {"gpu_batch_bytes": 64 << 20},
+    "per-row-group": {"gpu_batch_bytes": 0, "gpu_memory_limit": "24MB"},
+    "compressed": {"gpu_batch_bytes": 256 << 10, "gpu_compressed_cache": True, "gpu_memory_limit": "24MB"},
+}
+
+
+class _Runner:
+    def __init__(self, con) -> None:
+        self.con = con
+
+    def __call__(self, sql: str):
+        res = self.con.sql(sql)
+        assert dict(res.stats or {}).get("gpu_leaked_bytes", 0) == 0, sql[:80]
+        return res.arrow()
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_coprocessed_suites_match_duckdb(config, ssb_small, tpch_small, expected_answers) -> None:
+    import hetdb
+    from hetdb.cache.host_cache import existing_shared_host_cache
+
+    options = {"gpu_coprocess": "on", "threads": 4, **CONFIGS[config]}
+    cpu_row_groups = 0
+    for ds, name, ordering, tolerance, size in (
+            (ssb_small, "ssb", SSB_ORDERING, None, 13), (tpch_small, "tpch", TPCH_ORDERING, TPCH_TOLERANCE, 22)):
+        with hetdb.connect(ds.path, device="gpu", **options) as con:
+            queries = load_queries(name)
+            for _ in range(2):  # the second run: pages in the host tier, dense tables reused
+                suite = run_suite(f"{name} [co-processing {config}]", ds, queries, ordering, _Runner(con),
+                                  tolerance, expected=expected_answers.setdefault(name, {}))
+                assert not suite.failures, "\n\n".join(suite.failures)
+                assert suite.compared == size
+            engine = con._get_engine()
+            assert engine.device.memory.used == 0
+            assert engine.device.cache.pinned_bytes() == 0
+        tier = existing_shared_host_cache()
+        assert tier is None or tier.pinned_bytes() == 0
+        # a fresh connection (nothing GPU-resident): the CPU workers take part
+        with hetdb.connect(ds.path, device="gpu", **options) as con:
+            for sql in list(load_queries(name).values())[:6]:
+                plan = con.explain(sql, analyze=True)
+                for m in re.finditer(r"co-processing: (\d+) row groups on \d+ CPU workers, (\d+) on the GPU", plan):
+                    cpu_row_groups += int(m.group(1))
+    assert cpu_row_groups > 0
+
+
+def test_explain_shows_pages_on_the_cpu_and_off_turns_it_off(ssb_small) -> None:
+    import hetdb
+
+    sql = load_queries("ssb")["q1.1"]
+    answers = {}
+    for mode in ("off", "on", "on"):  # (the second "on": the CPU's pages are in the host tier by now)
+        with hetdb.connect(ssb_small.path, device="gpu", gpu_coprocess=mode, threads=4) as con:
+            plan = con.explain(sql, analyze=True)  # first: nothing is GPU-resident yet
+            answers[mode] = con.sql(sql).fetchall()
+        if mode == "on":
+            assert "co-processing" in plan and "host_cpu" in plan, plan
+        else:
+            assert "co-processing" not in plan, plan
+    assert answers["on"] == answers["off"] and len(answers["on"]) == 1

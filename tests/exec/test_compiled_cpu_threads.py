@@ -1,0 +1,47 @@
+"""Workers of a compiled CPU pipeline run their kernels on one thread each: the pool's threads start
+with Numba's default (every core), so a worker that did not set its count started a team of that many
+OpenMP threads for each of its gathers, merges and fallback kernels (16 x 16 threads on 16 cores)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
+
+from diff_check import mismatch  # noqa: E402
+from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
+
+import hetdb  # noqa: E402
+from hetdb.backend.cpu.keys import kernel_threads  # noqa: E402
+from hetdb.exec import compiled_cpu  # noqa: E402
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: nothing to oversubscribe")
+def test_compiled_workers_run_kernels_on_one_thread(tmp_path, monkeypatch) -> None:
+    rng = np.random.default_rng(3)
+    n = 4000
+    tables = {"t": pa.table({"g": pa.array(rng.integers(0, 50, n), pa.int64()),
+                             "v": pa.array(rng.integers(-9, 99, n), pa.int64())})}
+    db = stored_tables(tmp_path / "db", tables)
+    seen: dict[int, int] = {}
+    run_kernel = compiled_cpu._Worker._run_kernel
+
+    def spy(self, *args, **kwargs):
+        seen[threading.get_ident()] = kernel_threads()
+        return run_kernel(self, *args, **kwargs)
+
+    monkeypatch.setattr(compiled_cpu._Worker, "_run_kernel", spy)
+    sql = "SELECT g, sum(v), count(*) FROM t WHERE v > 3 GROUP BY g"
+    with hetdb.connect(db.path, device="cpu", threads=2) as con:
+        got = con.sql(sql).arrow()
+    assert mismatch(got, duck_tables(tables).sql(sql).to_arrow_table(), ()) is None
+    workers = {t: k for t, k in seen.items() if t != threading.main_thread().ident}
+    assert workers, seen
+    assert set(workers.values()) == {1}, seen
