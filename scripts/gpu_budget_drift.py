@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                 dev = con._get_engine().device
                 cache, mem = dev.cache, dev.memory
                 print(f"{q.name} run {run}: h2d {int(res.stats['bytes_host_to_device']) / mib:8.1f} MiB | "
-                      f"budget used {dev.budget.used_bytes() / mib:7.1f} | cache {cache.used_bytes() / mib:7.1f} "
+                      f"budget used {dev.budget.used_bytes / mib:7.1f} | cache {cache.used_bytes / mib:7.1f} "
                       f"MiB in {len(cache)} pages (pinned {cache.pinned_bytes() / mib:.1f}, kept "
-                      f"{cache.kept_bytes() / mib:.1f}, reserved {cache.reserved_bytes() / mib:.1f}) | operators "
+                      f"{cache.kept_bytes() / mib:.1f}, reserved {cache.reserved_bytes / mib:.1f}) | operators "
                       f"{mem._used / mib:.1f} over {mem._over / mib:.1f}", flush=True)
     return 0
 
