@@ -556,7 +556,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     if morsels and plan.chain is None:
         from hetdb.exec.coprocess import plan_coprocess
 
-        co, why = plan_coprocess(ctx, pipe, gsrc.reader, run, [rg for _, rg in morsels])
+        co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
