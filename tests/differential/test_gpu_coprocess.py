@@ -73,8 +73,9 @@ def test_explain_shows_pages_on_the_cpu_and_off_turns_it_off(ssb_small) -> None:
     sql = load_queries("ssb")["q1.1"]
     answers = {}
     for mode in ("off", "on", "on"):  # (the second "on": the CPU's pages are in the host tier by now)
-        with hetdb.connect(ssb_small.path, device="gpu", gpu_coprocess=mode, threads=4) as con:
-            plan = con.explain(sql, analyze=True)  # first: nothing is GPU-resident yet
+        # route 'copy': no page is GPU-resident (the device cache may hold them from earlier tests)
+        with hetdb.connect(ssb_small.path, device="gpu", gpu_coprocess=mode, threads=4, route="copy") as con:
+            plan = con.explain(sql, analyze=True)
             answers[mode] = con.sql(sql).fetchall()
         if mode == "on":
             assert "co-processing" in plan and "host_cpu" in plan, plan

@@ -107,7 +107,9 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cpu-compile", action="store_true",
                    help="CPU: run pipelines operator at a time instead of as compiled loops")
     p.add_argument("--gpu-compressed-cache", action="store_true",
-                   help="GPU: keep compressed pages compressed in GPU memory, decoded inside the kernels")
+                   help="GPU: keep compressed pages compressed in GPU memory, decoded inside the kernels (default)")
+    p.add_argument("--no-gpu-compressed-cache", action="store_true",
+                   help="GPU: decode pages on arrival instead")
     p.add_argument("--gpu-batch-bytes", default=None,
                    help="GPU: link bytes of row groups delivered together by a scan, e.g. 64MB (0: one at a time)")
     p.add_argument("--gpu-coprocess", choices=["off", "auto", "on"], default=None,
@@ -141,6 +143,8 @@ def engine_options(args) -> dict:
         opts["cpu_compile"] = False
     if getattr(args, "gpu_compressed_cache", False):
         opts["gpu_compressed_cache"] = True
+    if getattr(args, "no_gpu_compressed_cache", False):
+        opts["gpu_compressed_cache"] = False
     return opts
 
 

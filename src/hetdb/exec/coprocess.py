@@ -271,8 +271,12 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
     cache = ctx.device.cache
     compressed = bool(getattr(ctx.options, "gpu_compressed_cache", False))
 
+    from hetdb.exec.operators.scan_device import scan_router
+
+    use_cache = scan_router(ctx).use_device_tier  # (route 'copy': the GPU holds nothing for the scan)
+
     def resident(rg: int) -> bool:
-        return all(page_info(reader, name, rg, compressed).key in cache for name in names)
+        return use_cache and all(page_info(reader, name, rg, compressed).key in cache for name in names)
 
     router = PageRouter("auto", gpu=True, pipeline="coprocess")
     shared = SharedScan(row_groups, link, len(names), router, "on" if mode == "on" else "auto", resident)
