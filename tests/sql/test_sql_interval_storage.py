@@ -44,3 +44,18 @@ def test_create_table_as_keeps_interval_fields(tmp_path) -> None:
         got = con.sql("SELECT id, iv, iv * 2 FROM s ORDER BY id").fetchall()
     want = duckdb.sql(f"SELECT id, iv, iv * 2 FROM ({sql}) ORDER BY id").fetchall()
     assert got == want and len(got) == 5
+
+
+def test_gpu_connections_read_stored_intervals_and_lists_on_the_host(tmp_path) -> None:
+    """Which plans a GPU connection hands to the CPU (exec/engine._host_only): a scan of a stored
+    INTERVAL column and LIST results; not a scan of the table's other columns."""
+    from hetdb.exec.engine import _host_only
+
+    with hetdb.connect(str(tmp_path)) as con:
+        con.sql("CREATE TABLE s AS SELECT range AS id, INTERVAL (range) DAY AS iv FROM range(3)")
+        plan = con._get_engine().logical_plan
+        reasons = [_host_only(plan(q)) for q in ("SELECT id, iv FROM s ORDER BY iv DESC",
+                                                  "SELECT array_agg(id) FROM s", "SELECT sum(id) FROM s",
+                                                  "SELECT INTERVAL 1 DAY * id FROM s")]
+    assert reasons == ["stored INTERVAL columns are read on the host",
+                       "LIST values (array_agg) are computed on the host", "", ""]

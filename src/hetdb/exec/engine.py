@@ -278,9 +278,9 @@ class QueryEngine:
             return run(plan, physical, reuse)
         from hetdb.exec.device import is_device_oom
 
-        if _holds_lists(plan):  # LIST values live in host object arrays (sql/lists.py)
-            return self._run_on_cpu(plan, physical, "LIST values (array_agg) are computed on the host",
-                                    oom=False, stream=stream)
+        host_only = _host_only(plan)
+        if host_only:
+            return self._run_on_cpu(plan, physical, host_only, oom=False, stream=stream)
         try:
             return run(plan, physical, reuse)
         except GpuWideValueError:
@@ -507,5 +507,12 @@ class QueryEngine:
             self._pool = None
 
 
-def _holds_lists(node: L.Node) -> bool:
-    return any(f.dtype.kind == "list" for f in node.schema) or any(_holds_lists(k) for k in node.inputs())
+def _host_only(node: L.Node) -> str:
+    """Why the plan runs on the CPU on a GPU connection ("" where it need not): LIST values live in
+    host object arrays (sql/lists.py); stored INTERVAL columns (16-byte values) are read by the host
+    scan only (the device scan and pipeline compiler hold values of at most 8 bytes)."""
+    if any(f.dtype.kind == "list" for f in node.schema):
+        return "LIST values (array_agg) are computed on the host"
+    if isinstance(node, L.Scan) and any(f.dtype.kind == "interval" for f in node.schema):
+        return "stored INTERVAL columns are read on the host"
+    return next((why for why in map(_host_only, node.inputs()) if why), "")
