@@ -86,6 +86,19 @@ def _host_run_delivery(plan, sources, dtypes, stream):
     return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes])
 
 
+def _host_decode_stored(self, page, got):
+    """A page in a string codec (LZ4 chunks, encoded offsets), decoded by the host reader."""
+    buf = got if isinstance(got, np.ndarray) else np.concatenate(got.runs)
+    return self.reader.decode(page.column, page.row_group, buf[:page.location.length])
+
+
+def _host_coded_column(self, pages, raws):
+    from hetdb.column import Column
+
+    arrays = [_host_decode_stored(self, p, got).to_arrow() for p, got in zip(pages, raws)]
+    return Column.from_arrow(pa.concat_arrays(arrays), T.STRING)
+
+
 @pytest.fixture()
 def fake_gpu(monkeypatch):
     cuda = types.SimpleNamespace(Device=_Device, Event=lambda disable_timing=True: _Event(),
@@ -94,6 +107,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu_stream, "copy_stream", lambda device_id: _Stream())
     monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
     monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_coded_column", _host_coded_column)
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_decode_stored", _host_decode_stored)
     monkeypatch.setattr(gpu_memory, "pinned_empty", lambda shape, dtype=np.uint8: np.empty(shape, dtype))
     # a page kept encoded decodes through the CPU codec (decode.cu is checked on the GPU)
     monkeypatch.setattr(DevicePage, "decode", lambda self: codec.decode(self.data, self.codec, self.n, self.dtype))
@@ -294,7 +309,8 @@ def test_compressed_batches_keep_encoded_pages_one_batch_per_row_group(reader, f
                     assert part.num_rows == reader.row_group_rows(rg)
                     for c in COLUMNS:
                         col = part[c]
-                        kept = reader.page_codec(c, rg) != "plain"  # encoded: stays as stored
+                        # encoded: stays as stored (string pages in a string codec are decoded)
+                        kept = reader.page_codec(c, rg) not in ("plain", "offsets", "lz4")
                         assert isinstance(col, EncodedColumn) == kept, (c, rg)
                         if kept:
                             assert col.device_page.codec == reader.page_codec(c, rg)
@@ -472,3 +488,17 @@ def test_a_budget_for_one_delivery_at_a_time_single_buffers(reader, fake_gpu, co
                                      row_groups=rgs, router=PageRouter("disk"), compressed=compressed) as s:
             for _ in s.deliveries():
                 pass
+
+
+def test_a_batch_of_string_codec_pages_alone(reader, fake_gpu):
+    """Only string-codec columns: the delivery plan is empty, the batch still spans its row groups."""
+    assert {reader.page_codec("s_plain", rg) for rg in range(1, 5)} <= {"offsets", "lz4"}
+    b = DeviceMemoryBudget(1 << 30)
+    steps = []
+    with gpu_stream.PageStreamer(reader, ["s_plain"], budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 router=PageRouter("disk")) as s:
+        for rgs, batch in s.batches():
+            steps.append(rgs)
+            want = pa.concat_arrays([reader.read("s_plain", rg).to_arrow() for rg in rgs])
+            assert batch.num_rows == len(want) and batch["s_plain"].to_arrow().equals(want)
+    assert steps == [(1, 2, 3, 4)] and s.stats.rows == ROWS - RPP and b.used_bytes == 0

@@ -43,6 +43,7 @@ def _codecs(path: str) -> set[str]:
 def test_default_data_is_compressed_and_plain_data_is_not(ssb_small, tpch_small, plain_data) -> None:
     for data in (ssb_small, tpch_small):
         assert {"for", "delta"} <= _codecs(data.path)
+    assert "lz4" in _codecs(tpch_small.path)  # comments: plain-string pages in LZ4 chunks
     for data in plain_data.values():
         assert _codecs(data.path) == {"plain"}
 

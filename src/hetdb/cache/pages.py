@@ -76,13 +76,17 @@ def column_device_bytes(reader: Any, column: str, compressed: bool = False) -> i
     what = ("column bound", column, compressed)
     got = memo.get(what)
     if got is None:
-        on_disk = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
-        if compressed or not hasattr(reader, "decoded_bytes"):
-            got = on_disk
-        else:
-            rgs = range(reader.num_row_groups)
-            got = (on_disk - sum(reader.page_location(column, rg).padded_length for rg in rgs)
-                   + sum(reader.decoded_bytes(column, rg) for rg in rgs))
+        got = reader.bytes_on_disk(column)  # padded pages + the string dictionary, if any
+        if hasattr(reader, "decoded_bytes"):
+            for rg in range(reader.num_row_groups):
+                loc = reader.page_location(column, rg)
+                # a string page in a string codec is decoded on arrival even into a compressed
+                # cache; its chars may view the page as stored ("offsets"): both count
+                coded = reader.page_codec(column, rg) != "plain" and "offsets" in reader.page_sections(column, rg)
+                if coded:
+                    got += reader.decoded_bytes(column, rg) + loc.length - loc.padded_length
+                elif not compressed:
+                    got += reader.decoded_bytes(column, rg) - loc.padded_length
         memo[what] = got
     return got
 

@@ -9,9 +9,10 @@ the per-batch path (as the option asks), and so does anything the paged path doe
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
-from hetdb.column import Batch, Column
+from hetdb.column import Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.compiled_features import off
 from hetdb.exec.compiled_rows import dictionary_lookups, gather
@@ -58,7 +59,8 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     rep = _representatives(pages)
     if rep is None:
         return None
-    kernel, cids = _kernel(ctx, plan, Batch(rep, 1))
+    # (_kernel reads only the columns: the representatives come from pages of different lengths)
+    kernel, cids = _kernel(ctx, plan, SimpleNamespace(columns=rep))
     if isinstance(kernel, str):
         return None
     key = ("paged", kernel.kernel.name)

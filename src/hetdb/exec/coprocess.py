@@ -117,7 +117,6 @@ class _CoWorker(_Worker):
         return cols, n
 
     def work(self) -> None:
-        self.co.crun.kernel_threads()
         try:
             super().work()
         finally:

@@ -1,7 +1,7 @@
 """On-disk format of a hetdb database: layout constants, the public metadata records, the manifest
 and CURRENT files, checksums and fsync helpers.
 
-    DB/hetdb.json                      {"format": "hetdb", "format_version": 3}
+    DB/hetdb.json                      {"format": "hetdb", "format_version": 4}
     DB/tables/<name>/CURRENT           "<version> <crc32 hex>\\n" (the committed version)
     DB/tables/<name>/v<N>/manifest.json  JSON body + "\\n#crc32 <hex>\\n" trailer over the body bytes
     DB/tables/<name>/v<N>/c<i>.col     one file per column: pages at 4096-aligned offsets
@@ -21,10 +21,12 @@ from hetdb.errors import CorruptDataError
 from hetdb.types import DataType
 
 FORMAT_NAME = "hetdb"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # Version 1 (plain pages only, no "codec" in page entries) is read as it is: its pages are plain.
 # Version 2 has no page entries naming their own "file" (appends, version 3) and no "rows_per_page".
-READABLE_FORMAT_VERSIONS = (1, 2, 3)
+# Version 3 has plain-string pages in codec "plain" only (4 adds "offsets" and "lz4",
+# hetdb.codec.strings); every older version is read as it is.
+READABLE_FORMAT_VERSIONS = (1, 2, 3, 4)
 DB_MARKER = "hetdb.json"
 TABLES_DIR = "tables"
 CURRENT = "CURRENT"

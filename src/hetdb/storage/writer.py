@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from hetdb import types as T
 from hetdb.codec import CODECS
+from hetdb.codec.strings import LZ4, OFFSETS
 from hetdb.column import Batch, Column
 from hetdb.errors import CatalogError, CorruptDataError, HetdbError, InputError
 from hetdb.storage import versions
@@ -46,8 +47,10 @@ from hetdb.storage.reader import TableReader
 from hetdb.storage.zonemap import compute_zone
 
 KILL_ENV = "HETDB_TEST_KILL_AT"
-# "auto": every fixed-width page in the smallest of the codec's encodings; "none": plain pages.
-COMPRESSIONS = {"auto": CODECS, "none": ()}
+# "auto": every fixed-width page in the smallest of the codec's encodings, plain-string pages with
+# their offsets encoded and their bytes in LZ4 chunks where that gains (hetdb.codec.strings);
+# "light": the same without LZ4 (string bytes stay as they are); "none": plain pages.
+COMPRESSIONS = {"auto": CODECS + (OFFSETS, LZ4), "light": CODECS + (OFFSETS,), "none": ()}
 DEFAULT_COMPRESSION = "auto"
 
 
@@ -298,10 +301,10 @@ class TableWriter:
         buf, sections, length, data_codec, decoded = encode_page(col, encoding, self._codecs)
         zone = compute_zone(col, strings)
         self._files[i].write(memoryview(buf))
-        # "decoded": bytes of the page with a plain data section (the other sections are never encoded)
+        # "decoded": bytes of the page with every section decoded (what a plain page of it would hold)
         self._pages[i].append({"offset": self._offsets[i], "length": length, "padded": int(buf.shape[0]),
                                "crc": checksum(memoryview(buf)[:length]), "enc": encoding,
-                               "codec": data_codec, "decoded": length - sections["data"][1] + decoded,
+                               "codec": data_codec, "decoded": decoded,
                                "sections": sections, "zone": zone})
         self._offsets[i] += int(buf.shape[0])
 

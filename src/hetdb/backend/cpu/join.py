@@ -93,6 +93,35 @@ def _direct_build(key, lo, size):
 
 
 @njit(cache=True, nogil=True, parallel=True)
+def _direct_fill(key, lo, size):
+    """The direct table with each row's slot set to its row (on all kernel threads), and how many
+    rows do not find themselves there (another row has their key)."""
+    n = key.shape[0]
+    direct = np.empty(size, np.int32)
+    for c in prange(size):
+        direct[c] = -1
+    for i in prange(n):
+        direct[key[i] - lo] = i
+    clashes = 0
+    for i in prange(n):
+        if direct[key[i] - lo] != i:
+            clashes += 1
+    return direct, clashes
+
+
+def _direct_build_unique(key: np.ndarray, lo: np.int64, size: int) -> tuple:
+    """``_direct_build``'s arrays when every key is on one row (a dimension's primary key): key id =
+    row, filled in parallel (the serial build was most of the single-threaded time of a 16-thread
+    query's dimension builds, SSB q4.1's 320k parts at SF 10: 13 ms); Nones otherwise."""
+    direct, clashes = _direct_fill(key, lo, size)
+    if clashes:
+        return None, None, None, None, None
+    n = key.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    return direct, rows, np.ones(n, np.int64), np.full(n, -1, np.int64), rows.copy()
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def _direct_lookup(direct, lo, key):
     n = key.shape[0]
     out = np.empty(n, np.int64)
@@ -210,7 +239,9 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
         lo, hi = ranges[0]
         size = hi - lo + 1
         if size <= max(_DIRECT_MIN_RANGE, min(8 * n, _DIRECT_MAX_RANGE)):
-            direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
+            direct, rep, count, nxt, row_key = _direct_build_unique(km[0], np.int64(lo), size)
+            if direct is None:  # a key on several rows: chains, built in one pass
+                direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
             return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,
                                              unique=_all_unique(count, n)))

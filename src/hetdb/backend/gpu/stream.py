@@ -458,6 +458,12 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         if bits is not None:
             idx = cp.arange(n, dtype=cp.int64)
             validity = ((bits[idx >> 3] >> (idx & 7).astype(cp.uint8)) & 1).astype(cp.bool_)
+        if spec.dtype.kind == "string" and page.encoding == "plain" and page.codec != "plain":
+            from hetdb.backend.gpu.strings_codec import decode_string_page
+
+            offsets, chars = decode_string_page(raw, page.sections, n, page.codec, f"table '{self.reader.name}' "
+                                                f"column '{page.column}' page {page.row_group}")
+            return Column(spec.dtype, validity=validity, offsets=offsets, chars=chars)
         if spec.dtype.kind == "string" and page.encoding == "plain":
             offsets = _view(section("offsets"), np.int64, n + 1, page)
             return Column(spec.dtype, validity=validity, offsets=offsets, chars=section("chars"))

@@ -11,7 +11,9 @@ The consumer gets one Batch spanning the run's row groups — or, with ``gpu_com
 page the cache admits rides along there, copied device to device into arrays the cache keeps. A row
 group with a cached page (or, not paged, an admitted one) is delivered on its own, page by page as before (the cache keeps what it admits; its verdict
 is asked for every page of a group, in page order, before any page of the group is moved); a run
-also ends where a string column changes between dictionary and plain pages. Pages and bytes are counted per page in ``StreamStats`` and the
+also ends where a string column changes between dictionary and plain pages, or between plain pages
+in codec "plain" and in a string codec (LZ4 chunks, encoded offsets: a delivery decodes such a
+column's pages one by one and concatenates them, ``_coded_column``). Pages and bytes are counted per page in ``StreamStats`` and the
 route counts either way; ``RouteCounts.deliveries`` counts the steps.
 
 Ordering is that of the per-row-group pipeline: ``depth`` groups are scheduled ahead (their reads
@@ -60,6 +62,12 @@ class _Unit:
 
 def _string_plain(spec: Any, page: _Page) -> bool:
     return spec.dtype.kind == "string" and page.encoding == "plain"
+
+
+def _string_coded(spec: Any, page: _Page) -> bool:
+    """A plain-string page in a string codec (hetdb.codec.strings: encoded offsets, LZ4 chunks): a
+    delivery decodes its pages one by one (``_coded_column``) instead of through the plan."""
+    return _string_plain(spec, page) and page.codec != "plain"
 
 
 class BatchedDelivery:
@@ -112,6 +120,9 @@ class BatchedDelivery:
                 page = PageSpec(loc.length, info.num_rows, info.codec, info.sections)
                 link += loc.length
                 padded += loc.padded_length
+                if spec.dtype.kind == "string" and info.encoding == "plain" and info.codec != "plain":
+                    dev += 2 * info.device_bytes  # decoded page, then its part of the concatenation
+                    continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
                                       spec.dtype.kind == "string" and info.encoding == "plain",
                                       paged and keeps_compressed(info.codec, info.sections))
@@ -245,7 +256,9 @@ class BatchedDelivery:
         """Whether every string column has dictionary pages in both row groups or plain in both."""
         for c, name in enumerate(self.columns):
             spec = self.reader.column(name)
-            if spec.dtype.kind == "string" and _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c]):
+            if spec.dtype.kind == "string" and (
+                    _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c])
+                    or _string_coded(spec, a.pages[c]) != _string_coded(spec, b.pages[c])):
                 return False
         return True
 
@@ -254,29 +267,40 @@ class BatchedDelivery:
         self._unpin_host(wait=False)
         specs = [reader.column(name) for name in self.columns]
         strings = tuple(_string_plain(spec, rgs[0].pages[c]) for c, spec in enumerate(specs))
+        coded = tuple(_string_coded(spec, rgs[0].pages[c]) for c, spec in enumerate(specs))
+        planned = [c for c in range(len(self.columns)) if not coded[c]]
         sources: list[list[list[tuple[int, int]]]] = []
+        raws: dict[int, list[Any]] = {}  # coded column -> per page: its bytes (ring slice or host-tier page)
         for c in range(len(self.columns)):
             col_sources = []
             for rg in rgs:
                 p = rg.pages[c]
                 if p.cached:  # a device-cache hit (paged deliveries only): nothing moves
-                    col_sources.append([])
+                    if coded[c]:
+                        raws.setdefault(c, []).append(None)
+                    else:
+                        col_sources.append([])
                     continue
                 got = p.future.result() if p.future is not None else None
                 p.future = None
                 if p.loading:
                     p.host, p.loading = got, False
+                if coded[c]:
+                    raws.setdefault(c, []).append(p.host if p.host is not None else got)
+                    continue
                 runs = p.host.runs if p.host is not None else [got]
                 col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
-            sources.append(col_sources)
+            if not coded[c]:
+                sources.append(col_sources)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
+        rows = sum(rg.pages[0].num_rows for rg in rgs)
         paged = self.paged
 
         def make_plan() -> DeliveryPlan:
-            lite = [ColumnSpecLite(name, np.dtype(spec.dtype.numpy_dtype).itemsize, s)
-                    for name, spec, s in zip(self.columns, specs, strings)]
+            lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
+                    for c in planned]
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p), p.cached)
-                      for p in (rg.pages[c] for rg in rgs)] for c in range(len(self.columns))]
+                      for p in (rg.pages[c] for rg in rgs)] for c in planned]
             return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
@@ -284,29 +308,38 @@ class BatchedDelivery:
         if paged and any(p.cached for rg in rgs for p in rg.pages):
             plan = make_plan()
         else:
-            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, paged), make_plan)
+            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged), make_plan)
         first = ids[0]
-        self._reserve_bytes(plan.nbytes, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
-                                         f"of table '{reader.name}'")
+        # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
+        # there), then, not paged, the column's concatenation
+        extra = (1 if paged else 2) * sum(rg.pages[c].device_bytes or 0 for c in raws for rg in rgs
+                                          if not rg.pages[c].cached and not (paged and rg.pages[c].admitted))
+        self._reserve_bytes(plan.nbytes + extra, f"streaming row groups {first}..{self.row_groups[rgs[-1].index]} "
+                                                 f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
 
         try:
             with stream:
-                dtypes = [None if s else np.dtype(spec.dtype.numpy_dtype) for spec, s in zip(specs, strings)]
-                buf, arrays = run_delivery(plan, sources, dtypes, stream)
+                dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream)
+                arrays: list[Any] = [None] * len(self.columns)
+                for c, a in zip(planned, planned_arrays):
+                    arrays[c] = a
                 if paged:
-                    batches = [Batch({name: self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
+                    batches = [Batch({name: self._paged_coded(rg.pages[c], raws[c][r]) if coded[c]
+                                      else self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
                                       for c, (name, spec) in enumerate(zip(self.columns, specs))},
                                      reader.row_group_rows(ids[r]))
                                for r, rg in enumerate(rgs)]
                 else:
-                    batches = [Batch({name: self._column(spec, rgs[0].pages[c], arrays[c], strings[c])
-                                      for c, (name, spec) in enumerate(zip(self.columns, specs))}, plan.rows)]
+                    batches = [Batch({name: self._coded_column([rg.pages[c] for rg in rgs], raws[c]) if coded[c]
+                                      else self._column(spec, rgs[0].pages[c], arrays[c], strings[c])
+                                      for c, (name, spec) in enumerate(zip(self.columns, specs))}, rows)]
                 event = cp.cuda.Event(disable_timing=True)
                 event.record(stream)
         except BaseException:
             stream.synchronize()
-            self.budget.release(plan.nbytes)
+            self.budget.release(plan.nbytes + extra)
             raise
         self._count_batch(rgs)
         hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None]
@@ -319,9 +352,9 @@ class BatchedDelivery:
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
-        self.stats.rows += plan.rows
+        self.stats.rows += rows
         kept = [p.key for rg in rgs for p in rg.pages if p.cached]
-        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes, kept=kept)
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept)
 
     def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
         """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
@@ -350,6 +383,38 @@ class BatchedDelivery:
             dpage = DevicePage(a["encoded"], page.codec, page.num_rows, np.dtype(spec.dtype.numpy_dtype))
             return EncodedColumn(spec.dtype, validity=a.get("validity"), dictionary=dictionary, device_page=dpage)
         return Column(spec.dtype, data=a["data"], validity=a.get("validity"), dictionary=dictionary)
+
+    def _coded_column(self, pages: list[_Page], raws: list[Any]) -> Column:
+        """One string column of a delivery from pages in a string codec: each page decoded on its
+        own (``_decode_stored``), the pages' arrays then concatenated."""
+        from hetdb.backend.gpu.strings_codec import concat_strings
+
+        return concat_strings([self._decode_stored(p, got) for p, got in zip(pages, raws)])
+
+    def _paged_coded(self, page: _Page, got: Any) -> Column:
+        """A string-codec page of a paged delivery: a device-cache hit as cached, else decoded on
+        its own (``_decode_stored``); the cache keeps it when it admitted it."""
+        if page.cached:
+            return _delivered(page.value)
+        col = self._decode_stored(page, got)
+        if not page.admitted:
+            return col
+        self.cache.put(page.key, col, page.device_bytes, pin=True, reserved=True,
+                       link_bytes=page.location.length, first_reuse=self._first_reuse())
+        page.cached, page.admitted = True, None
+        return _delivered(col)
+
+    def _decode_stored(self, page: _Page, got: Any) -> Column:
+        """A page in a string codec copied as stored (``got``: a ring slice or a pinned host-tier
+        page) and decoded on the device (``_decode``: nvCOMP for LZ4 chunks)."""
+        from hetdb.backend.gpu.stream_io import _copy_runs
+
+        raw = self._cupy.empty(page.location.length, dtype=self._cupy.uint8)
+        if isinstance(got, np.ndarray):
+            raw.set(got[:page.location.length], stream=self._copy_stream)
+        else:
+            _copy_runs(raw, got.runs, page.location.length, self._copy_stream)
+        return self._decode(page, raw)
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats

@@ -98,6 +98,10 @@ def device_page_bytes(reader: Any, column: str, rg: int, loc: PageLocation, sect
     validity = n if "validity" in sections else 0
     if codec == "plain" or (compressed and keeps_compressed(codec, sections)):
         return loc.length + validity
+    if "offsets" in sections:  # a plain-string page in a string codec (hetdb.codec.strings)
+        if codec == "offsets":  # decoded offsets; the chars are a view of the page as stored
+            return loc.length + 8 * (n + 1) + validity
+        return reader.decoded_bytes(column, rg) + validity  # lz4: decoded offsets and chars
     return n * np.dtype(reader.column(column).dtype.numpy_dtype).itemsize + validity
 
 

@@ -287,7 +287,8 @@ class _Gen(AggregateEmitter):
         or a probe that keeps nearly all or nearly no rows, the branch costs less than testing every
         row, hence ``Probe.select``). The probe itself runs again on the rows that pass (its lines
         then hit the cache). None when the probe has no such test (an anti/left join, a residual,
-        packed keys)."""
+        packed keys). The bitmap is preferred where there is one: exact for these keys, and 32 times
+        smaller than a direct table's int32 slots (SSB SF 10's 300k customers: 37 KiB, not 1.2 MiB)."""
         if st.kind not in ("inner", "semi") or st.residual is not None or st.packed or len(st.keys) != 1:
             return None
         if st.layout != "direct" and st.prefilter != "bitmap":
@@ -298,7 +299,7 @@ class _Gen(AggregateEmitter):
             return None
         d = em.fresh()
         valid = "" if key.valid == "True" else f"({key.valid}) & "
-        if st.layout == "direct":
+        if st.prefilter != "bitmap":  # a direct table small enough to need no filter (<= 64 KiB)
             em.emit(f"{d} = {bits_of(key)} - p0_lo")
             em.emit(f"{d}_in = ({d} >= 0) & ({d} < p0_direct.shape[0])")
             em.emit(f"{d}_f = p0_direct[{d} if {d}_in else 0]")

@@ -1,0 +1,71 @@
+"""GPU decode throughput of plain-string pages in codec lz4 / offsets (backend/gpu/strings_codec.py):
+every page of the given columns is copied to the device as stored once, then decoded repeatedly with
+nvCOMP's batched LZ4 and with the host fallback (HETDB_NVCOMP=0: device -> host, pyarrow, host ->
+device); GB/s of decoded bytes (offsets + chars), medians. Needs a GPU and a database written by
+`hetdb generate tpch` (compression auto).
+
+Usage: python scripts/string_codec_gpu_bench.py DB [--columns orders.o_comment,lineitem.l_comment] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+from hetdb.storage import Database
+
+
+def main() -> None:
+    import cupy
+
+    from hetdb.backend.gpu import strings_codec
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("db")
+    ap.add_argument("--columns", default="orders.o_comment,lineitem.l_comment")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    db = Database.open(args.db)
+    nvcomp, reason = strings_codec.nvcomp_module()
+    print(f"nvCOMP: {'version ' + nvcomp.__version__ if nvcomp is not None else reason}")
+    for spec in args.columns.split(","):
+        table, column = spec.split(".")
+        r = db.table(table)
+        pages = []
+        for rg in range(r.num_row_groups):
+            loc = r.page_location(column, rg)
+            with open(loc.path, "rb") as f:
+                f.seek(loc.offset)
+                host = np.frombuffer(f.read(loc.length), np.uint8)
+            pages.append((rg, cupy.asarray(host), r.page_sections(column, rg), r.row_group_rows(rg),
+                          r.page_codec(column, rg), r.decoded_bytes(column, rg)))
+        decoded = sum(p[5] for p in pages)
+        stored = sum(int(p[1].shape[0]) for p in pages)
+        codecs = sorted({p[4] for p in pages})
+        print(f"{spec}: {len(pages)} pages {codecs}, stored {stored / 1e6:.1f} MB, decoded {decoded / 1e6:.1f} MB")
+        if any(c not in ("lz4", "offsets") for c in codecs):
+            print("  (pages not in a string codec: nothing to measure)")
+            continue
+        for env in ("1", "0"):
+            os.environ[strings_codec.NVCOMP_ENV] = env
+            times = []
+            for _ in range(args.repeat):
+                cupy.cuda.Device().synchronize()
+                t0 = time.perf_counter()
+                for rg, raw, sections, n, codec, _ in pages:
+                    strings_codec.decode_string_page(raw, sections, n, codec, f"{spec} page {rg}")
+                cupy.cuda.Device().synchronize()
+                times.append(time.perf_counter() - t0)
+            med = statistics.median(times)
+            what = "nvCOMP" if env == "1" and nvcomp is not None else "host fallback"
+            print(f"  {what:13s}: {med * 1000:8.1f} ms, {decoded / med / 1e9:6.2f} GB/s decoded "
+                  f"(runs {', '.join(f'{t * 1000:.1f}' for t in times)} ms)")
+        os.environ.pop(strings_codec.NVCOMP_ENV, None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Plain-string pages in codecs "offsets" and "lz4" (hetdb.codec.strings) decoded on the GPU.
+
+A GPU scan copies such a page as stored (compressed) to the device, then: the offsets section is
+decoded by the integer decode kernel (decode.cu: the section's header names its encoding), and the
+chars of an ``lz4`` page are decompressed by nvCOMP's batched LZ4 decompressor (python package
+``nvidia-nvcomp-cu13``), every chunk of the page in one call, straight into one device buffer.
+
+Where nvCOMP is not importable (or ``HETDB_NVCOMP=0``, or it fails on a page) the chunks are
+decompressed on the host (pyarrow, as the CPU reader does) and copied to the device; each such
+page is recorded as a host step of the scan, so EXPLAIN ANALYZE names it ("CPU fallback: ...").
+The page bytes were checksum-verified when they were read; the chunk directory is checked again
+here (a damaged one is CorruptDataError naming the page).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from hetdb.codec import CodecError
+from hetdb.codec import strings as sc
+from hetdb.errors import CorruptDataError
+
+NVCOMP_ENV = "HETDB_NVCOMP"
+_GPU = SimpleNamespace(name="gpu")  # what hostutil.note_host_step needs of a backend
+_local = threading.local()  # nvCOMP codecs are per thread (its documentation: "thread-local")
+_import_lock = threading.Lock()
+_nvcomp: list[Any] = []  # [module or None, reason it is unavailable or None], once imported
+
+
+def nvcomp_module() -> tuple[Any, str | None]:
+    """(nvidia.nvcomp, None), or (None, why it cannot be used)."""
+    if os.environ.get(NVCOMP_ENV, "1") == "0":
+        return None, f"{NVCOMP_ENV}=0"
+    with _import_lock:
+        if not _nvcomp:
+            try:
+                from nvidia import nvcomp
+
+                _nvcomp.extend((nvcomp, None))
+            except Exception as e:  # noqa: BLE001 - any import failure means: decode on the host
+                _nvcomp.extend((None, f"nvCOMP (nvidia-nvcomp-cu13) not importable: {type(e).__name__}"))
+        return _nvcomp[0], _nvcomp[1]
+
+
+def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str) -> tuple[Any, Any]:
+    """(offsets int64[n+1], chars uint8) on the device of a plain-string page in ``codec`` whose
+    stored bytes are the device array ``raw`` (queued on the current stream)."""
+    from hetdb.backend.gpu.decode import decode_device
+
+    offsets_section, chars_section = _section(raw, sections, "offsets", where), _section(raw, sections, "chars", where)
+    if codec not in sc.STRING_CODECS:
+        raise CorruptDataError(f"{where}: unknown string page codec {codec!r}")
+    head = offsets_section[:16].get()
+    try:
+        name = sc.offsets_codec(head)
+    except CodecError as e:
+        raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
+    if int(head[1]) != 8 or int(head[4:8].view(np.uint32)[0]) != n + 1:
+        raise CorruptDataError(f"{where}: the string offsets header does not match the page")
+    offsets = decode_device(offsets_section, name, n + 1, np.int64)
+    if codec == sc.OFFSETS:
+        chars = chars_section
+    else:
+        chars = _decompress(chars_section, where)
+    if int(offsets[-1]) != int(chars.shape[0]) or int(offsets[0]) != 0:
+        raise CorruptDataError(f"{where}: string offsets do not match the character section")
+    return offsets, chars
+
+
+def concat_strings(cols: list[Any]) -> Any:
+    """Device string Columns (offsets + chars, optional validity) of consecutive pages as one."""
+    import cupy
+
+    from hetdb.column import Column
+
+    if len(cols) == 1:
+        return cols[0]
+    bases = np.cumsum([0] + [int(c.chars.shape[0]) for c in cols])
+    offsets = cupy.concatenate([c.offsets[:-1] + int(b) for c, b in zip(cols, bases[:-1])]
+                               + [cupy.asarray(np.array([bases[-1]], np.int64))])
+    chars = cupy.concatenate([c.chars for c in cols])
+    validity = None
+    if any(c.validity is not None for c in cols):
+        validity = cupy.concatenate([c.validity if c.validity is not None
+                                     else cupy.ones(int(c.offsets.shape[0]) - 1, dtype=cupy.bool_) for c in cols])
+    return Column(cols[0].dtype, validity=validity, offsets=offsets, chars=chars)
+
+
+def _section(raw: Any, sections: dict, name: str, where: str) -> Any:
+    s = sections.get(name)
+    if s is None:
+        raise CorruptDataError(f"{where}: string page without a {name} section")
+    off, ln = s
+    if off + ln > raw.shape[0]:
+        raise CorruptDataError(f"{where}: section {name} lies outside the page")
+    return raw[off:off + ln]
+
+
+def _chunk_table(section: Any, where: str) -> tuple[int, int, np.ndarray, np.ndarray]:
+    head = section[:16].get()
+    if head.shape[0] < 16:
+        raise CorruptDataError(f"{where}: lz4 chars section is shorter than its header")
+    k = int(head[12:16].view(np.uint32)[0])
+    size = min(int(section.shape[0]), 16 + 12 * k)
+    try:
+        return sc.chunk_table(np.concatenate([head, section[16:size].get()]) if k else head, int(section.shape[0]))
+    except CodecError as e:
+        raise CorruptDataError(f"{where}: lz4-encoded strings are damaged: {e}") from None
+
+
+def _decompress(section: Any, where: str) -> Any:
+    import cupy
+
+    raw, chunk, starts, lengths = _chunk_table(section, where)
+    if raw == 0:
+        return cupy.empty(0, dtype=cupy.uint8)
+    nvcomp, reason = nvcomp_module()
+    if nvcomp is not None:
+        try:
+            return _nvcomp_decompress(nvcomp, section, raw, chunk, starts, lengths)
+        except Exception as e:  # noqa: BLE001 - nvCOMP refusing a page: the host decodes it (and names damage)
+            reason = f"nvCOMP failed: {type(e).__name__}"
+    _note_host_decode(reason)
+    try:
+        host = sc.decompress_chars(section.get(), raw)
+    except CodecError as e:
+        raise CorruptDataError(f"{where}: lz4-encoded strings are damaged: {e}") from None
+    return cupy.asarray(host)
+
+
+def _nvcomp_decompress(nvcomp: Any, section: Any, raw: int, chunk: int, starts: np.ndarray,
+                       lengths: np.ndarray) -> Any:
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    out = cupy.empty(raw, dtype=cupy.uint8)
+    k = starts.shape[0]
+    sizes = [min(chunk, raw - i * chunk) for i in range(k)]
+    srcs = nvcomp.as_arrays(section, [int(s) for s in starts], [int(x) for x in lengths], cuda_stream=stream.ptr)
+    dsts = nvcomp.as_arrays(out, [i * chunk for i in range(k)], sizes, cuda_stream=stream.ptr)
+    _codec(nvcomp, stream.ptr).decode(srcs, out=dsts)
+    # the batches hold nvCOMP's own device arrays of chunk pointers: they must outlive the kernels
+    stream.synchronize()
+    if list(dsts.buffer_sizes) != sizes:
+        raise CodecError(f"nvCOMP decompressed chunks of {list(dsts.buffer_sizes)[:4]}... bytes")
+    return out
+
+
+def _codec(nvcomp: Any, stream_ptr: int) -> Any:
+    """This thread's nvCOMP LZ4 codec for raw chunks on ``stream_ptr`` (made once per stream)."""
+    import cupy
+
+    codecs = getattr(_local, "codecs", None)
+    if codecs is None:
+        codecs = _local.codecs = {}
+    key = (cupy.cuda.Device().id, stream_ptr)
+    codec = codecs.get(key)
+    if codec is None:
+        codec = codecs[key] = nvcomp.Codec(algorithm="LZ4", bitstream_kind=nvcomp.BitstreamKind.RAW,
+                                           device_id=key[0], cuda_stream=stream_ptr)
+    return codec
+
+
+def _note_host_decode(reason: str | None) -> None:
+    from hetdb.exec.hostutil import note_host_step
+
+    note_host_step(_GPU, f"LZ4 string pages decoded on the host ({reason})")

@@ -1,0 +1,199 @@
+"""backend/gpu/strings_codec.py run on the host: CuPy and nvCOMP replaced by NumPy/pyarrow stand-ins
+(the device is NumPy memory, nvCOMP's batched LZ4 decode is pyarrow's lz4_raw per chunk) so the
+page plumbing — sections, the chunk directory read back, the chunk offsets and sizes handed to
+nvCOMP, the host fallback and its EXPLAIN note, damage — runs without a GPU. The real CuPy/nvCOMP
+path is tests/codec/test_gpu_string_pages.py (gpu-marked)."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hetdb import codec as hcodec
+from hetdb.codec import strings as sc
+from hetdb.column import Column
+from hetdb.errors import CorruptDataError
+from hetdb.storage.pages import PLAIN, encode_page
+from hetdb.types import STRING
+
+
+class _DevArray:
+    """A 1-D device array stand-in over NumPy (the subset strings_codec uses)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.a.shape
+
+    def __getitem__(self, i):
+        got = self.a[i]
+        return _DevArray(got) if isinstance(got, np.ndarray) else got
+
+    def get(self) -> np.ndarray:
+        return self.a.copy()
+
+    def __add__(self, other: int) -> _DevArray:
+        return _DevArray(self.a + other)
+
+
+class _Stream:
+    ptr = 1234
+    synced = 0
+
+    def synchronize(self) -> None:
+        _Stream.synced += 1
+
+
+def _fake_cupy() -> types.ModuleType:
+    cp = types.ModuleType("cupy")
+    cp.uint8 = np.uint8
+    cp.empty = lambda n, dtype: _DevArray(np.full(n, 0xAB, dtype))
+    cp.asarray = lambda a: _DevArray(np.asarray(a))
+    cp.bool_ = np.bool_
+    cp.ones = lambda n, dtype: _DevArray(np.ones(n, dtype))
+    cp.concatenate = lambda arrays: _DevArray(np.concatenate([x.a for x in arrays]))
+    cp.cuda = types.SimpleNamespace(get_current_stream=lambda: _Stream(),
+                                    Device=lambda: types.SimpleNamespace(id=0))
+    return cp
+
+
+class _Batch:
+    def __init__(self, buf: _DevArray, offsets: list[int], sizes: list[int]) -> None:
+        self.buf, self.offsets, self.sizes = buf, offsets, sizes
+        self.buffer_sizes = list(sizes)
+
+
+def _fake_nvcomp(calls: list) -> types.ModuleType:
+    nv = types.ModuleType("nvidia.nvcomp")
+    nv.BitstreamKind = types.SimpleNamespace(RAW="raw")
+
+    class Codec:
+        def __init__(self, **kw) -> None:
+            assert kw["algorithm"] == "LZ4" and kw["bitstream_kind"] == "raw"
+
+        def decode(self, srcs: _Batch, out: _Batch) -> _Batch:
+            calls.append(len(srcs.sizes))
+            lz4 = pa.Codec("lz4_raw")
+            for so, ss, do, ds in zip(srcs.offsets, srcs.sizes, out.offsets, out.sizes):
+                assert so % 16 == 0 and do % sc.CHUNK == 0  # the alignment nvCOMP asks for
+                got = lz4.decompress(srcs.buf.a[so:so + ss], decompressed_size=ds)
+                out.buf.a[do:do + ds] = np.frombuffer(got, np.uint8)
+            return out
+
+    nv.Codec = Codec
+    nv.as_arrays = lambda buf, offsets, sizes, cuda_stream=0: _Batch(buf, offsets, sizes)
+    return nv
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """strings_codec with the stand-ins; yields (module, nvCOMP decode calls, host notes)."""
+    import hetdb.backend.gpu.decode as gdecode
+    import hetdb.exec.hostutil as hostutil
+    from hetdb.backend.gpu import strings_codec
+
+    calls: list = []
+    notes: list = []
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    nvidia = types.ModuleType("nvidia")
+    nvidia.nvcomp = _fake_nvcomp(calls)
+    monkeypatch.setitem(sys.modules, "nvidia", nvidia)
+    monkeypatch.setitem(sys.modules, "nvidia.nvcomp", nvidia.nvcomp)
+    monkeypatch.setattr(strings_codec, "_nvcomp", [])
+    monkeypatch.setattr(strings_codec, "_local", types.SimpleNamespace())
+    monkeypatch.delenv(strings_codec.NVCOMP_ENV, raising=False)
+
+    def decode_device(data, codec, n, dtype):
+        assert codec != "plain"  # the kernel (decode.cu) reads the encoding from the header
+        return _DevArray(hcodec.decode(data.a, sc.offsets_codec(data.a), n, np.dtype(dtype)))
+
+    monkeypatch.setattr(gdecode, "decode_device", decode_device)
+    monkeypatch.setattr(hostutil, "note_host_step", lambda backend, what: notes.append((backend.name, what)))
+    yield strings_codec, calls, notes
+
+
+def _page(values: list[str | None], codecs=("offsets", "lz4")):
+    col = Column.from_arrow(pa.array(values, pa.large_string()), STRING)
+    page, sections, length, codec, _ = encode_page(col, PLAIN, codecs)
+    return _DevArray(page[:length]), sections, codec
+
+
+def _values(n: int) -> list[str]:
+    rng = np.random.default_rng(11)
+    words = ["final", "ironic", "deposits", "sleep", "carefully", "packages"]
+    return [" ".join(rng.choice(words, int(rng.integers(0, 12)))) + f" {i}" for i in range(n)]
+
+
+def _check(module, raw, sections, codec, values) -> None:
+    offsets, chars = module.decode_string_page(raw, sections, len(values), codec, "test page")
+    col = Column(STRING, offsets=offsets.a, chars=chars.a)
+    assert col.to_arrow().to_pylist() == values
+
+
+def test_lz4_pages_go_through_nvcomp_batched_decode(fake_gpu) -> None:
+    module, calls, notes = fake_gpu
+    values = _values(30000)
+    raw, sections, codec = _page(values)
+    assert codec == "lz4"
+    _check(module, raw, sections, codec, values)
+    k = -(-sum(len(v.encode()) for v in values) // sc.CHUNK)
+    assert calls == [k] and k > 3 and notes == []  # every chunk in one call, no host step
+
+
+def test_offsets_pages_need_no_nvcomp(fake_gpu) -> None:
+    module, calls, notes = fake_gpu
+    values = [f"{x:016x}" for x in np.random.default_rng(3).integers(0, 2 ** 62, 5000)]
+    raw, sections, codec = _page(values)
+    assert codec == "offsets"
+    _check(module, raw, sections, codec, values)
+    assert calls == [] and notes == []
+
+
+def test_without_nvcomp_the_host_decodes_and_the_step_is_named(fake_gpu, monkeypatch) -> None:
+    module, calls, notes = fake_gpu
+    monkeypatch.setenv(module.NVCOMP_ENV, "0")
+    values = _values(20000)
+    raw, sections, codec = _page(values)
+    _check(module, raw, sections, codec, values)
+    assert calls == [] and notes == [("gpu", "LZ4 string pages decoded on the host (HETDB_NVCOMP=0)")]
+
+
+def test_nvcomp_not_importable_falls_back(fake_gpu, monkeypatch) -> None:
+    module, calls, notes = fake_gpu
+    monkeypatch.setitem(sys.modules, "nvidia", None)  # importing it raises ImportError
+    values = _values(20000)
+    raw, sections, codec = _page(values)
+    _check(module, raw, sections, codec, values)
+    assert calls == [] and len(notes) == 1 and "not importable" in notes[0][1]
+
+
+def test_damaged_directory_is_corrupt_data_on_either_path(fake_gpu, monkeypatch) -> None:
+    module, _, _ = fake_gpu
+    values = _values(20000)
+    raw, sections, codec = _page(values)
+    start, _ = sections["chars"]
+    raw.a[start + 8:start + 12] = np.frombuffer(np.uint32(777).tobytes(), np.uint8)
+    for env in ("1", "0"):
+        monkeypatch.setenv(module.NVCOMP_ENV, env)
+        with pytest.raises(CorruptDataError, match="test page: lz4-encoded strings are damaged"):
+            module.decode_string_page(raw, sections, len(values), codec, "test page")
+
+
+def test_pages_of_a_delivery_concatenate_into_one_column(fake_gpu) -> None:
+    module, _, _ = fake_gpu
+    pages = [["only valid", "", "x" * 70000], [None, "b", None, "ß€"], ["last", "page"]]
+    cols = []
+    for values in pages:
+        col = Column.from_arrow(pa.array(values, pa.large_string()), STRING)
+        cols.append(Column(STRING, offsets=_DevArray(col.offsets), chars=_DevArray(col.chars),
+                           validity=None if col.validity is None else _DevArray(col.validity)))
+    got = module.concat_strings(cols)
+    host = Column(STRING, offsets=got.offsets.a, chars=got.chars.a, validity=got.validity.a)
+    assert host.to_arrow().to_pylist() == [v for values in pages for v in values]
+    assert module.concat_strings(cols[:1]) is cols[0]
