@@ -58,9 +58,13 @@ def _lists_in(e: Expr | None) -> bool:
 
 
 def _walk(e: Expr):
-    yield e
-    for child in e.children():
-        yield from _walk(child)
+    """Every node of ``e`` (an explicit stack: nested ``yield from`` costs each node its depth, which
+    made a 20,000-term OR chain take 50 s here)."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children())
 
 
 def refuse_list_operands(node: Node) -> None:
