@@ -71,6 +71,25 @@ def test_insert_counts_and_versions(con):
     assert sorted(con.sql("SELECT a FROM t").fetchall()) == [(i,) for i in range(1, 7)]
 
 
+def test_a_table_dropped_and_created_again_is_read_anew(con, tmp_path):
+    """The page caches key pages by version directory: a table created again under a dropped one's
+    name numbers its versions above the dropped one's, so neither this connection (which cached the
+    old pages) nor another one answers from the old table (it returned min 0 here, DuckDB 10000)."""
+    other = hetdb.connect(str(tmp_path / "db"), device="cpu")
+    duck = duckdb.connect()
+    query = "SELECT min(v), max(v), count(*) FROM t"
+    for lo in (0, 10_000, 20_000):
+        for c in (con, duck):
+            c.execute("DROP TABLE IF EXISTS t")
+            c.execute(f"CREATE TABLE t AS SELECT range AS v FROM range({lo}, {lo + 10_000})")
+        want = duck.execute(query).fetchall()
+        assert want == [(lo, lo + 9_999, 10_000)]
+        assert con.sql(query).fetchall() == want
+        assert other.sql(query).fetchall() == want
+    other.close()
+    assert con.table("t")._reader.version == 3  # versions 1 and 2 were the dropped tables'
+
+
 def test_insert_appends_row_groups_and_vacuum_fills_them(con):
     duck = duckdb.connect()
     for c in (con, duck):

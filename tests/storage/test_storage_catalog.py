@@ -95,7 +95,8 @@ def test_drop_table(db: Database) -> None:
     _write(db, "t", pa.table({"x": [1]}))
     db.drop_table("t")
     assert db.tables() == [] and not db.has_table("t")
-    assert os.listdir(os.path.join(db.path, "tables")) == []
+    # only the dropped table's highest version number stays (a new "t" numbers its versions above it)
+    assert os.listdir(os.path.join(db.path, "tables")) == [".top-version-t"]
     with pytest.raises(CatalogError, match="unknown table"):
         db.drop_table("t")
 

@@ -262,6 +262,7 @@ class Database:
         try:
             if not self.has_table(name):
                 raise CatalogError(f"unknown table '{name}': another process dropped it")
+            versions.record_dropped(self._table_dir(name))
             grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
             shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
             os.rename(self._table_dir(name), grave)

@@ -43,9 +43,36 @@ def committed_version(table_dir: str, table: str) -> int:
     return version
 
 
+def dropped_marker(table_dir: str) -> str:
+    """The file that keeps a dropped table's highest version number (next to the tables' directories,
+    named after the table's): a table created again under that name numbers its versions above it, so
+    a version directory's path never names two different tables' pages (the page caches key pages by
+    it, and a connection, or another process, may still hold the dropped table's pages)."""
+    parent, name = os.path.split(os.path.normpath(table_dir))
+    return os.path.join(parent, f".top-version-{name}")
+
+
+def record_dropped(table_dir: str) -> None:
+    """Before ``table_dir`` is removed: write its highest version number into dropped_marker."""
+    top = max(next_version(table_dir, read_current(table_dir, os.path.basename(table_dir))) - 1, 0)
+    marker = dropped_marker(table_dir)
+    tmp = f"{marker}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(str(top))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, marker)
+
+
 def next_version(table_dir: str, current: int | None) -> int:
-    """A version number above every committed, orphaned or in-progress version directory."""
+    """A version number above every committed, orphaned or in-progress version directory, and above
+    every version of a table of this name that was dropped."""
     top = current or 0
+    try:
+        with open(dropped_marker(table_dir)) as f:
+            top = max(top, int(f.read().strip() or 0))
+    except (FileNotFoundError, ValueError):
+        pass
     for entry in os.listdir(table_dir):
         m = _VERSION_RE.match(entry) or _TMP_RE.match(entry)
         if m:
