@@ -124,10 +124,9 @@ def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
                       WHOLE_PARTITION)
 
 
-def string_agg_call(node: exp.GroupConcat, b) -> WindowCall:
-    """string_agg(x[, sep] [ORDER BY ...]): args (x, sep, key flags, *keys); flags holds 'd'/'a' and
-    'f'/'l' (NULLS FIRST/LAST) per ORDER BY key."""
-    arg = node.this
+def order_keys(arg: exp.Expression, b) -> tuple[exp.Expression, list[Expr], str]:
+    """``x ORDER BY k1 [DESC] [NULLS FIRST], ...`` inside an aggregate call: (x, bound keys, flags:
+    'd'/'a' and 'f'/'l' per key)."""
     keys: list[Expr] = []
     flags = ""
     if isinstance(arg, exp.Order):
@@ -135,6 +134,13 @@ def string_agg_call(node: exp.GroupConcat, b) -> WindowCall:
             keys.append(b(o.this))
             flags += ("d" if o.args.get("desc") else "a") + ("f" if o.args.get("nulls_first") else "l")
         arg = arg.this
+    return arg, keys, flags
+
+
+def string_agg_call(node: exp.GroupConcat, b) -> WindowCall:
+    """string_agg(x[, sep] [ORDER BY ...]): args (x, sep, key flags, *keys); flags holds 'd'/'a' and
+    'f'/'l' (NULLS FIRST/LAST) per ORDER BY key."""
+    arg, keys, flags = order_keys(node.this, b)
     if isinstance(arg, exp.Distinct):
         raise UnsupportedError("string_agg(DISTINCT ...)")
     x = TY.cast_to(b(arg), T.STRING)

@@ -19,21 +19,9 @@ from hetdb.plan.expr import AggCall, ColumnRef, Expr, Literal
 from hetdb.plan.logical import Aggregate, Filter, Join, Node, Project, Scan, Sort, TopN
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
 from hetdb.sql import typing as TY
+from hetdb.sql.holistic import order_keys
 
 _ONLY = "LIST values (array_agg) can only be returned as result columns"
-
-
-def order_keys(arg: exp.Expression, b) -> tuple[exp.Expression, list[Expr], str]:
-    """``x ORDER BY k1 [DESC] [NULLS FIRST], ...`` inside an aggregate call: (x, bound keys, flags:
-    'd'/'a' and 'f'/'l' per key)."""
-    keys: list[Expr] = []
-    flags = ""
-    if isinstance(arg, exp.Order):
-        for o in arg.expressions:
-            keys.append(b(o.this))
-            flags += ("d" if o.args.get("desc") else "a") + ("f" if o.args.get("nulls_first") else "l")
-        arg = arg.this
-    return arg, keys, flags
 
 
 def array_agg_call(node: exp.ArrayAgg, name: str, b) -> WindowCall:
