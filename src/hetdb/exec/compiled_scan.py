@@ -66,21 +66,15 @@ class ResidentScan:
 def resident_scan(ctx: ExecContext, src: Any, gsrc: Any, morsels: list[tuple[int, Any]]) -> ResidentScan | None:
     """A ResidentScan over ``morsels`` (row groups) of the table scan ``src``, or None when its pages
     must be streamed (not all in the device cache, nor all in the host tier with room to fill)."""
-    from hetdb.exec.operators.scan_device import resident_pages, warm_fill
+    from hetdb.exec.operators.scan_device import resident_or_warm
 
     if ctx.device is None or not morsels or not isinstance(src, TableScan) or off("resident_scans"):
         return None
     row_groups = [rg for _, rg in morsels]
     names = list(dict.fromkeys(src.scan.column_names))
-    fill = None
     with Timer(ctx, src.op_id):
-        resident = resident_pages(src, ctx, gsrc, row_groups, names)
-        if resident is None:
-            fill = warm_fill(src, ctx, gsrc, row_groups, names)
-            if fill is not None:
-                resident = resident_pages(src, ctx, gsrc, row_groups, names)
-    if resident is None:
-        if fill is not None:
-            fill.close()
+        got = resident_or_warm(src, ctx, gsrc, row_groups, names)
+    if got is None:
         return None
+    resident, fill = got
     return ResidentScan(ctx, src, resident, fill, {index: k for k, (index, _) in enumerate(morsels)})

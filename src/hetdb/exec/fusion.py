@@ -659,7 +659,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     them (a page table) and return the rows consumed; None when pages must be streamed (or one of
     them cannot run fused: NULLs), which the caller then does row group by row group."""
     from hetdb.errors import UnsupportedError
-    from hetdb.exec.operators.scan_device import resident_pages, warm_fill
+    from hetdb.exec.operators.scan_device import resident_or_warm
 
     fp = plan.pipeline
     if not row_groups or ctx.device is None or not hasattr(fp, "consume_pages"):
@@ -667,19 +667,11 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     cids = [cid for cid, _ in fp.spec.inputs]
     names = list(dict.fromkeys(name_of[c] for c in cids))
-    fill = None
     with Timer(ctx, src.op_id):
-        resident = resident_pages(src, ctx, gsrc, row_groups, names)
-        if resident is None:
-            # warm: the pages are in the pinned host tier; copy them all back to back into the device
-            # cache (no per-row-group step) and run the one launch over them as a hot query does
-            fill = warm_fill(src, ctx, gsrc, row_groups, names)
-            if fill is not None:
-                resident = resident_pages(src, ctx, gsrc, row_groups, names)
-    if resident is None:
-        if fill is not None:
-            fill.close()
+        got = resident_or_warm(src, ctx, gsrc, row_groups, names)
+    if got is None:
         return None
+    resident, fill = got
     try:
         cache = ctx.device.cache
         tkey = ("page-table", resident.derived_key, fp.kernel.name, tuple((c, name_of[c]) for c in cids))

@@ -273,3 +273,23 @@ def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:
     # page read without bytes read (the connection's DeviceResources counts them apart too).
     ctx.add(op.op_id, pages_read=d[0] + d[4], bytes_read=d[1], pages_cached=d[2], bytes_host_to_device=d[3])
     ctx.device.count_host_tier(pages=d[4], nbytes=d[5])
+
+
+def resident_or_warm(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
+                     names: list[str]) -> tuple[Any, Any] | None:
+    """Every page of columns ``names`` of ``row_groups`` in the device cache, for one launch over them:
+    ``resident_pages`` as they are (hot), or after ``warm_fill`` copied them back to back from the
+    pinned host tier (warm; no per-row-group step). Returns (resident pages, the filling streamer or
+    None: close it once the kernel reading the pages is queued); None when neither works (nothing is
+    left open then)."""
+    fill = None
+    resident = resident_pages(op, ctx, state, row_groups, names)
+    if resident is None:
+        fill = warm_fill(op, ctx, state, row_groups, names)
+        if fill is not None:
+            resident = resident_pages(op, ctx, state, row_groups, names)
+    if resident is None:
+        if fill is not None:
+            fill.close()
+        return None
+    return resident, fill
