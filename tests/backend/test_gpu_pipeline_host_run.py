@@ -122,7 +122,9 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                grow_to: int = 0, pages: tuple[int, ...] = ()) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
-    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain).
+    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain);
+    with ``pages``: cid -> per page its encoded data section, or None for a value array (Input.codec
+    "paged": the page table flags which).
     ``grow_to``: afterwards move the groups into a table of that many slots (pipeline.cuh
     pipe_regroup, as a growing GroupAccumulator does) and read them from there. ``pages``: the rows
     cut into pages of these sizes, read by the paged kernel through a page table (one launch)."""
@@ -134,7 +136,13 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
     ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool"}
     for j, inp in enumerate(spec.inputs):
         vals = columns[inp.cid]
-        if encoded and inp.cid in encoded:
+        if encoded and inp.cid in encoded and pages:
+            for p, section in enumerate(encoded[inp.cid]):
+                if section is not None:
+                    body = ", ".join(str(int(b)) for b in section)
+                    decl.append(f"alignas(8) static const unsigned char c{j}_e{p}[] = {{{body}}};")
+            decl.append(_arr(f"c{j}", ctypes[inp.dtype.kind], [0 if v is None else v for v in vals]))
+        elif encoded and inp.cid in encoded:
             body = ", ".join(str(int(b)) for b in encoded[inp.cid])
             decl.append(f"alignas(8) static const unsigned char c{j}[] = {{{body}}};")
         else:
@@ -158,7 +166,11 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                        f"pl_pages[{2 * num + 1 + p}] = {pages[p]}LL;"]
             for j, inp in enumerate(spec.inputs):
                 at = 3 * num + 1 + p * width + PAGE_PTRS * j
-                paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
+                section = (encoded or {}).get(inp.cid, [None] * num)[p]
+                if section is None:
+                    paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
+                else:
+                    paging.append(f"  pl_pages[{at}] = (long long)c{j}_e{p}; pl_pages[{at + 2}] = 1;")
                 paging.append(f"  pl_pages[{at + 1}] = " + (f"(long long)(v{j} + {firsts[p]});" if inp.nullable else "0;"))
         paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
         args = ["pl_pages", str(num), str(num_tiles)]
@@ -383,8 +395,11 @@ def test_many_groups_and_overflow_detection(tmp_path):
 
 def test_paged_take_gathers_global_rows_from_pages(tmp_path):
     """pipeline.cuh pipe_paged_take: rows numbered over pages of different sizes (global row ->
-    page by binary search over the first rows), values of 8, 4 and 1 bytes, and a validity page
-    without NULLs (null pointer) reading as valid."""
+    page by binary search over the first rows), values of 8, 4 and 1 bytes, a validity page
+    without NULLs (null pointer) reading as valid, and pages kept compressed (for, dict, const:
+    their encoded data sections, flagged per page) next to value arrays."""
+    from hetdb.codec.encodings import encode_as
+
     sizes = (5, 1, 9, 4)
     starts = [sum(sizes[:p]) for p in range(len(sizes))]
     n = sum(sizes)
@@ -392,19 +407,31 @@ def test_paged_take_gathers_global_rows_from_pages(tmp_path):
     rows = [rng.randrange(n) for _ in range(40)] + [0, n - 1, starts[1], starts[2]]
     v64 = [rng.randint(-(1 << 62), 1 << 62) for _ in range(n)]
     v32 = [rng.randint(-(1 << 30), 1 << 30) for _ in range(n)]
+    v32[:sizes[0]] = [-77] * sizes[0]  # page 0 of v32: one value (a const page)
     valid = [rng.random() < 0.7 for _ in range(n)]
     no_nulls_page = 2  # its validity pointer is null
+    codecs64 = {1: "for", 2: "dict"}  # page -> codec of v64's pages kept compressed
+    codecs32 = {0: "const", 2: "for"}
     decl = [_arr("v64", "long long", v64), _arr("v32", "int", v32), _arr("val", "bool", valid),
             _arr("starts", "long long", starts), _arr("rows", "long long", rows),
             f"static long long o64[{len(rows)}];", f"static int o32[{len(rows)}];", f"static bool oval[{len(rows)}];"]
-    main = ["int main() {", f"  long long p64[{len(sizes)}], p32[{len(sizes)}], pv[{len(sizes)}];"]
+    for name, values, dtype, codecs in (("v64", v64, np.int64, codecs64), ("v32", v32, np.int32, codecs32)):
+        for p, codec in codecs.items():
+            section = encode_as(np.asarray(values[starts[p]:starts[p] + sizes[p]], dtype=dtype), codec)
+            decl.append(f"alignas(8) static const unsigned char {name}_e{p}[] = "
+                        f"{{{', '.join(str(int(b)) for b in section)}}};")
+    main = ["int main() {", f"  long long p64[{len(sizes)}], p32[{len(sizes)}], pv[{len(sizes)}];",
+            f"  long long e64[{len(sizes)}] = {{{', '.join('1' if p in codecs64 else '0' for p in range(len(sizes)))}}};",
+            f"  long long e32[{len(sizes)}] = {{{', '.join('1' if p in codecs32 else '0' for p in range(len(sizes)))}}};"]
     for p, first in enumerate(starts):
-        main.append(f"  p64[{p}] = (long long)(v64 + {first}); p32[{p}] = (long long)(v32 + {first}); "
+        p64 = f"(long long)v64_e{p}" if p in codecs64 else f"(long long)(v64 + {first})"
+        p32 = f"(long long)v32_e{p}" if p in codecs32 else f"(long long)(v32 + {first})"
+        main.append(f"  p64[{p}] = {p64}; p32[{p}] = {p32}; "
                     f"pv[{p}] = {'0' if p == no_nulls_page else f'(long long)(val + {first})'};")
     main += ["  gridDim.x = 1; blockDim.x = 1; blockIdx.x = 0; threadIdx.x = 0;",
-             f"  pipe_paged_take(p64, starts, {len(sizes)}, 8, rows, {len(rows)}, (unsigned char*)o64);",
-             f"  pipe_paged_take(p32, starts, {len(sizes)}, 4, rows, {len(rows)}, (unsigned char*)o32);",
-             f"  pipe_paged_take(pv, starts, {len(sizes)}, 1, rows, {len(rows)}, (unsigned char*)oval);",
+             f"  pipe_paged_take(p64, e64, starts, {len(sizes)}, 8, rows, {len(rows)}, (unsigned char*)o64);",
+             f"  pipe_paged_take(p32, e32, starts, {len(sizes)}, 4, rows, {len(rows)}, (unsigned char*)o32);",
+             f"  pipe_paged_take(pv, nullptr, starts, {len(sizes)}, 1, rows, {len(rows)}, (unsigned char*)oval);",
              f'  for (int i = 0; i < {len(rows)}; ++i) std::printf("%lld %d %d\\n", o64[i], o32[i], (int)oval[i]);',
              "  return 0;", "}"]
     src = tmp_path / "take.cpp"
@@ -418,3 +445,4 @@ def test_paged_take_gathers_global_rows_from_pages(tmp_path):
     page_of = [max(p for p, f in enumerate(starts) if f <= r) for r in rows]
     want = [(v64[r], v32[r], 1 if p == no_nulls_page else int(valid[r])) for r, p in zip(rows, page_of)]
     assert got == want and len(got) == len(rows)
+    assert {page_of[i] for i in range(len(rows))} == set(range(len(sizes)))  # every page was read
