@@ -262,3 +262,28 @@ def test_refused_operator_carries_the_reason():
                                          (None, AggCall(T.INT64, "count_star", None))), op_id=4)
     plan, why = plan_compiled(ctx, NS(source=NS(), ops=[], sink=mixed))
     assert plan is None and "count_star without DISTINCT" in why and 4 not in stats
+
+
+def test_string_join_keys_look_up_the_builds_ids(tmp_path):
+    """A string join key of a dictionary column (probe input or an earlier probe's payload) is the
+    build's id of its string, looked up per code (a Lookup with join_key the executor fills from the
+    build's key encoder); a NULL key matches nothing; a plain-string key is refused."""
+    t = col("t", T.STRING)
+    spec = PipelineSpec(BASE, (ProbeStage("inner", (col("s", T.STRING), col("a")), (T.STRING, T.INT32),
+                                          (Input("t", T.STRING, True, True),)),
+                               ProbeStage("semi", (t,), (T.STRING,))),
+                        AggregateSink((col("a"),), (("count_star", None),)))
+    k = generate_pipeline(spec)
+    assert [lk.join_key for lk in k.lookups] == [(0, 0), (1, 0)]
+    body = k.body
+    assert "pb0[0] = lut0_val[e" in body and "pb1[0] = lut1_val[e" in body
+    assert "const long long* __restrict__ lut0_val" in body and "const long long* __restrict__ lut1_val" in body
+    assert body.count("pn0 = pn0 || !(") == 2 and "pn1 = pn1 || !(" in body  # NULL keys match nothing
+    paged = generate_pipeline(dataclasses.replace(spec, inputs=tuple(
+        dataclasses.replace(i, codec="paged") if i.dtype.kind != "float64" else i for i in BASE)), paged=True)
+    with pytest.raises(UnsupportedError, match="string join key s is not a dictionary-encoded column"):
+        generate_pipeline(PipelineSpec((Input("s", T.STRING),), (ProbeStage("inner", (col("s", T.STRING),),
+                                                                             (T.STRING,)),),
+                                       AggregateSink((), (("count_star", None),))))
+    if shutil.which("nvcc") is not None:
+        _nvcc_bodies(tmp_path, [body, paged.body])

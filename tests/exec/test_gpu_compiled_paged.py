@@ -3,9 +3,9 @@ whether the device cache keeps pages compressed (option ``gpu_compressed_cache``
 flags each page's encoded data section and the kernel decodes the slice it reads) or decoded, against
 DuckDB, on the NULL tables of the differential suites (12 row groups of 256 rows: NULLs in every
 nullable column, whole pages NULL, ascending ids, plain-string pages read by LIKE and gathered for
-a sort) and on TPC-H q09 and q13 (q13: NOT LIKE on the plain-string o_comment). Each query runs
-cold, then hot (where the paged launch runs); EXPLAIN ANALYZE of the hot run must name the paged
-launch, and with compressed pages it must have read some of them in place."""
+a sort, string join keys) and on TPC-H q09 and q13 (q13: NOT LIKE on the plain-string o_comment).
+Each query runs cold, then hot (where the paged launch runs); EXPLAIN ANALYZE of the hot run must
+name the paged launch, and with compressed pages it must have read some of them in place."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ PAGED = "one launch over every cached page"
 IN_PLACE = "column pages read compressed in place"
 
 # name -> (sql, ordered): each is a pipeline the dense fused path refuses (a LIKE on a plain string, a
-# float or computed group key, a row sink), so it runs compiled
+# float or computed group key, a string join key, a row sink), so it runs compiled
 QUERIES = {
     # (s_hi: its first page is dictionary-encoded, the later ones plain: the kernel reads them all plain)
     "like_plain_string": ("SELECT f64, count(*), sum(i64), min(d), max(dec) FROM nulls "
@@ -38,6 +38,13 @@ QUERIES = {
                         "GROUP BY n.f64", False),
     "computed_key_ids": ("SELECT id % 11 AS r, count(*), sum(id), min(i64), max(dec), sum(i_nn) FROM nulls "
                          "WHERE id > 17 GROUP BY r", False),
+    # string join keys (dictionaries of two tables: the kernel looks up the build's id of each code)
+    "string_key_join": ("SELECT n.i32, count(*), sum(m.v), min(m.d) FROM nulls n JOIN nulls2 m ON n.s = m.s "
+                        "GROUP BY n.i32", False),
+    "string_key_semi": ("SELECT i_nn, count(*), sum(i64) FROM nulls WHERE s IN (SELECT s FROM nulls2 WHERE v > 0) "
+                        "GROUP BY i_nn", False),
+    "string_key_left_rows": ("SELECT n.id, n.s, m.v FROM nulls n LEFT JOIN (SELECT s, max(v) AS v FROM nulls2 "
+                             "GROUP BY s) m ON n.s = m.s WHERE n.i32 > 20 ORDER BY n.id", True),
     "sort_gathers_strings": ("SELECT id, s_hi, s, i64, dec, b FROM nulls WHERE i32 > 10 ORDER BY id", True),
     "topn": ("SELECT id, d, s_hi, f64 FROM nulls WHERE d > DATE '1995-01-01' "
              "ORDER BY i64 DESC NULLS LAST, id LIMIT 25", True),

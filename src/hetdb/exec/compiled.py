@@ -141,7 +141,11 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                     raise _Refused(f"a join without keys over {side.num_rows} build rows is not compiled "
                                    f"here (at most {most})", op.op_id)
             if any(k.dtype.kind == "string" for k in op.left_keys):
-                raise _Refused("string join keys are not compiled", op.op_id)
+                # (GPU kernels look a dictionary code's build id up: codegen/pipeline_gen._string_key)
+                why = off("string_join_keys") if getattr(ctx, "device", None) is not None \
+                    else "compiled by GPU kernels only"
+                if why:
+                    raise _Refused(f"string join keys are not compiled ({why})", op.op_id)
             side = ctx.results[op.build_pipeline]
             if side.partitions is not None:
                 raise _Refused("the join's build side was partitioned (spilled)", op.op_id)

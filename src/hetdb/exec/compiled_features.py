@@ -24,6 +24,7 @@ FEATURES = {
     "row_sinks": "kernels selecting rows (filters, probes) for a sort, top-N or a hash build without probes",
     "resident_scans": "hot scans read from the device cache without the page streamer",
     "paged": "one launch over every cached page of a hot scan (page tables)",
+    "string_join_keys": "string join keys (a dictionary code looks up the build's id of its string)",
     "grow_tables": "kept aggregation tables growing instead of handing out partial states",
 }
 
