@@ -120,7 +120,8 @@ def _arr(name: str, ctype: str, values) -> str:
 
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
                slots: int = 4096, encoded: dict[str, np.ndarray] | None = None,
-               grow_to: int = 0, pages: tuple[int, ...] = ()) -> list[tuple[tuple, list[int]]]:
+               grow_to: int = 0, pages: tuple[int, ...] = (),
+               luts: list[list[int]] | None = None) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
     ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain);
@@ -128,13 +129,15 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
     "paged": the page table flags which).
     ``grow_to``: afterwards move the groups into a table of that many slots (pipeline.cuh
     pipe_regroup, as a growing GroupAccumulator does) and read them from there. ``pages``: the rows
-    cut into pages of these sizes, read by the paged kernel through a page table (one launch)."""
+    cut into pages of these sizes, read by the paged kernel through a page table (one launch).
+    ``luts``: the int64 values of each dictionary lookup (all valid), e.g. a string join key's ids."""
     k = generate_pipeline(spec, paged=bool(pages))
-    assert not k.lookups
+    assert len(k.lookups) == len(luts or [])
     n = len(next(iter(columns.values())))
     assert not pages or sum(pages) == n
     decl, args = [], []
-    ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool"}
+    ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool",
+              "string": "int"}
     for j, inp in enumerate(spec.inputs):
         vals = columns[inp.cid]
         if inp.dtype.kind == "string" and not inp.dictionary:  # plain strings: offsets and UTF-8 bytes
@@ -184,6 +187,9 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                 paging.append(f"  pl_pages[{at + 1}] = " + (f"(long long)(v{j} + {firsts[p]});" if inp.nullable else "0;"))
         paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
         args = ["pl_pages", str(num), str(num_tiles)]
+    for i, values in enumerate(luts or []):
+        decl += [_arr(f"lut{i}", "long long", values), _arr(f"lutv{i}", "bool", [1] * len(values))]
+        args += [f"lut{i}", f"lutv{i}"]
     probes = [s for s in spec.stages if isinstance(s, ProbeStage)]
     for p, (stage, (t, payload)) in enumerate(zip(probes, builds)):
         decl += [_arr(f"s{p}", "long long", t["slots"]), _arr(f"k{p}", "long long", t["keys"]),
@@ -477,3 +483,38 @@ def test_paged_like_on_plain_string_pages(tmp_path):
         if x is not None and pattern.fullmatch(x):
             want[(gg,)][0] += 1
     assert got == dict(want) and len(want) > 3
+
+
+def test_string_join_key_probes_by_the_builds_ids(tmp_path):
+    """A string join key: the probe's dictionary codes look up the build's string ids (the lookup the
+    executor fills from the build's key encoder, -1 for a string the build lacks); NULL probe keys and
+    strings the build lacks match nothing; non-unique build keys expand (paged as well)."""
+    rng = random.Random(21)
+    probe_dict = ["a", "b", "c", "d", "é"]
+    build_strings = ["c", "a", "x", "c", None, "é"]
+    ids: dict[str, int] = {}
+    for v in build_strings:
+        if v is not None:
+            ids.setdefault(v, len(ids))
+    lut = [ids.get(v, -1) for v in probe_dict]
+    n = 900
+    codes = [None if rng.random() < 0.1 else rng.randrange(len(probe_dict)) for _ in range(n)]
+    g = [rng.randint(0, 3) for _ in range(n)]
+    w = [rng.randint(1, 9) for _ in build_strings]
+    spec = PipelineSpec((Input("s", T.STRING, True, True), Input("g", T.INT64, False)),
+                        (ProbeStage("inner", (ColumnRef(T.STRING, "s", True),), (T.STRING,),
+                                    (Input("w", T.INT64, False),)),),
+                        AggregateSink((col("g"),), (("count_star", None), ("sum", col("w")))))
+    table = join_table([(None if v is None else ids[v],) for v in build_strings])
+    got = by_key(run_kernel(spec, {"s": codes, "g": g}, [(table, [w])], tmp_path, luts=[lut]))
+    assert by_key(run_kernel(spec, {"s": codes, "g": g}, [(table, [w])], tmp_path, luts=[lut],
+                             pages=(500, 400))) == got
+    want: dict = defaultdict(lambda: [0, 0, 0])
+    for c, gg in zip(codes, g):
+        for b, ww in zip(build_strings, w):
+            if c is not None and b is not None and probe_dict[c] == b:
+                r = want[(gg,)]
+                r[0] += 1
+                r[1] += ww
+                r[2] += 1
+    assert got == dict(want) and len(want) == 4
