@@ -27,6 +27,7 @@ from hetdb.backend.gpu import gpu_available  # noqa: E402
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")]
 
 PAGED = "one launch over every cached page"
+INSTEAD = "compiled hash aggregation instead"
 IN_PLACE = "column pages read compressed in place"
 
 # name -> (sql, ordered): each is a pipeline the dense fused path refuses (a LIKE on a plain string, a
@@ -46,6 +47,10 @@ QUERIES = {
                         "GROUP BY i_nn", False),
     "string_key_left_rows": ("SELECT n.id, n.s, m.v FROM nulls n LEFT JOIN (SELECT s, max(v) AS v FROM nulls2 "
                              "GROUP BY s) m ON n.s = m.s WHERE n.i32 > 20 ORDER BY n.id", True),
+    # the dense fused kernel's pipeline (dense group key), whose pages have NULLs: the compiled kernel
+    # takes all of them in one launch instead (compiled_paged.compiled_over_pages)
+    "fused_plan_null_pages": ("SELECT i_nn, count(*), sum(i64), min(d), max(i32) FROM nulls WHERE i32 > -20 "
+                              "GROUP BY i_nn", False),
     "sort_gathers_strings": ("SELECT id, s_hi, s, i64, dec, b FROM nulls WHERE i32 > 10 ORDER BY id", True),
     "topn": ("SELECT id, d, s_hi, f64 FROM nulls WHERE d > DATE '1995-01-01' "
              "ORDER BY i64 DESC NULLS LAST, id LIMIT 25", True),
@@ -80,6 +85,7 @@ def test_paged_pipelines_over_compressed_or_decoded_pages(nulls_db, compressed) 
         for name, (sql, ordered) in QUERIES.items():
             text = _run(con, sql, nulls_db.reference(sql), TOTAL if ordered else None)
             assert PAGED in text, (name, compressed, text)
+            assert (INSTEAD in text) == name.startswith("fused_plan"), (name, compressed, text)
             in_place += IN_PLACE in text
             compared += 1
     assert compared == len(QUERIES)

@@ -178,3 +178,24 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     if table.encoded:
         what += f"; {table.encoded} column pages read compressed in place"
     return what + ")"
+
+
+def compiled_over_pages(ctx: ExecContext, pipe: Any, src: Any, gsrc: Any, morsels: list, compiler: Any) -> str | None:
+    """A dense fused pipeline whose scan is all in the device cache but has pages the fused kernel
+    cannot take (NULLs, plain strings): its compiled kernel (``compiler``, exec/compiled.BatchCompiler)
+    takes every page in one paged launch instead of the fused kernel plus a compiled launch per
+    row group; what it did, or None (nothing done: the caller streams the row groups)."""
+    from hetdb.exec.compiled_scan import resident_scan
+    from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
+
+    if not morsels:
+        return None
+    hot = resident_scan(ctx, src, gsrc, morsels)
+    if hot is None:
+        return None
+    try:
+        if _skipped_inputs(ctx, pipe):
+            _run_skipped_inputs(ctx, pipe)  # the compiled kernel probes the builds' hash tables
+        return compiler.run_resident(hot)
+    finally:
+        hot.close()

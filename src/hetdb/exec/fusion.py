@@ -544,9 +544,16 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     fused_rows = unfused = recompiled = 0
     inputs_ready = False
     from hetdb.exec.compiled import BatchCompiler
+    from hetdb.exec.compiled_paged import compiled_over_pages
 
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
     hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
+    if hot == _UNFUSABLE_PAGE:
+        what = None if plan.chain is not None else compiled_over_pages(ctx, pipe, src, gsrc, morsels, compiler)
+        if what is not None:
+            inputs_ready, morsels = True, []
+            ctx.stat(sink.op_id).fused += f" (pages it cannot take: compiled hash aggregation instead, {what})"
+        hot = None
     if hot is not None:
         fused_rows, morsels = hot, []
         ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
@@ -653,11 +660,15 @@ def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> N
         fp.consume(state, b.columns, tables)
 
 
+_UNFUSABLE_PAGE = -1  # _run_resident: every page is cached, but one cannot run fused (NULLs, plain strings)
+
+
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
                   state: Any, sink_id: int) -> int | None:
     """When the device cache holds every page the kernel reads, run the kernel once over all of
-    them (a page table) and return the rows consumed; None when pages must be streamed (or one of
-    them cannot run fused: NULLs), which the caller then does row group by row group."""
+    them (a page table) and return the rows consumed; None when pages must be streamed, or
+    _UNFUSABLE_PAGE when one of them cannot run fused (NULLs, plain strings): then the caller tries
+    the compiled kernel over all of them, else streams row group by row group."""
     from hetdb.errors import UnsupportedError
     from hetdb.exec.operators.scan_device import resident_or_warm
 
@@ -684,7 +695,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
                 table = False  # a page the kernel cannot take: stream row group by row group
             cache.set_derived(tkey, table)
         if table is False:
-            return None
+            return _UNFUSABLE_PAGE
         with Timer(ctx, sink_id):
             fp.consume_pages(state, table, plan.tables)
     finally:
