@@ -27,7 +27,7 @@ from hetdb.backend.gpu import gpu_available  # noqa: E402
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")]
 
 PAGED = "one launch over every cached page"
-INSTEAD = "compiled hash aggregation instead"
+INSTEAD = "with pages it cannot take: compiled hash aggregation, one launch over every cached page"
 IN_PLACE = "column pages read compressed in place"
 
 # name -> (sql, ordered): each is a pipeline the dense fused path refuses (a LIKE on a plain string, a
