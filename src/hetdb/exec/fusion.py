@@ -693,8 +693,9 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         if hit is None:
             pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]
             rest = [i for i, (_, cols) in enumerate(pages) if fp.batch_unfusable_reason(cols) is not None]
+            skip = set(rest)
             try:
-                table = fp.page_table([p for i, p in enumerate(pages) if i not in set(rest)])
+                table = fp.page_table([p for i, p in enumerate(pages) if i not in skip])
             except UnsupportedError:
                 table, rest = None, list(range(len(pages)))  # (stream row group by row group)
             hit = (table, [row_groups[i] for i in rest])
