@@ -78,6 +78,18 @@ def _run(con, sql: str, reference, ordering, tol: float = 1e-9) -> str:
     return con.explain(sql, analyze=True)
 
 
+@pytest.mark.parametrize("query", ["q09", "q12"])
+def test_tpch_paged_with_and_without_compressed_pages(tpch_db, query) -> None:
+    sql = load_queries("tpch")[query]
+    ref = tpch_db.reference(sql)
+    texts = {}
+    for compressed in (True, False):
+        with hetdb.connect(tpch_db.path, device="gpu", gpu_compressed_cache=compressed) as con:
+            texts[compressed] = _run(con, sql, ref, TPCH_ORDERING[query], TPCH_TOLERANCE.get(query, 1e-9))
+        assert PAGED in texts[compressed], (query, compressed, texts[compressed])
+    assert IN_PLACE in texts[True] and IN_PLACE not in texts[False], texts
+
+
 @pytest.mark.parametrize("compressed", [True, False])
 def test_paged_pipelines_over_compressed_or_decoded_pages(nulls_db, compressed) -> None:
     in_place = compared = 0
@@ -90,15 +102,3 @@ def test_paged_pipelines_over_compressed_or_decoded_pages(nulls_db, compressed) 
             compared += 1
     assert compared == len(QUERIES)
     assert (in_place > 0) == compressed, in_place
-
-
-@pytest.mark.parametrize("query", ["q09", "q12"])
-def test_tpch_paged_with_and_without_compressed_pages(tpch_db, query) -> None:
-    sql = load_queries("tpch")[query]
-    ref = tpch_db.reference(sql)
-    texts = {}
-    for compressed in (True, False):
-        with hetdb.connect(tpch_db.path, device="gpu", gpu_compressed_cache=compressed) as con:
-            texts[compressed] = _run(con, sql, ref, TPCH_ORDERING[query], TPCH_TOLERANCE.get(query, 1e-9))
-        assert PAGED in texts[compressed], (query, compressed, texts[compressed])
-    assert IN_PLACE in texts[True] and IN_PLACE not in texts[False], texts
