@@ -86,7 +86,7 @@ def _take_strings(ctx: ExecContext, table: Any, cid: str, rows: Any) -> Column:
     xp = be.xp
     starts = table.starts
     bounds = xp.searchsorted(rows, xp.concatenate([starts, xp.asarray([table.num_rows], dtype=starts.dtype)]))
-    bounds, first_rows = bounds.get().tolist(), starts.get().tolist()
+    bounds, first_rows = be.to_host(bounds).tolist(), be.to_host(starts).tolist()
     parts = [take(be, cols[cid], rows[lo:hi] - first_rows[p])
              for p, (cols, lo, hi) in enumerate(zip(table.pages, bounds, bounds[1:])) if hi > lo]
     if not parts:
