@@ -151,9 +151,13 @@ def test_displace_decides_as_victims_then_admit():
 
 
 # ---- traces of the real SSB queries ---------------------------------------------------------------------
-def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con):
+@pytest.mark.parametrize("compressed", [False, True, None])
+def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con, compressed):
+    """Each page with the device bytes the GPU cache holds under ``gpu_compressed_cache`` (None:
+    the connection's option, on by default) and the stored bytes it moves."""
     q = next(q for q in load_queries("ssb") if q.name == "q1.1")
-    trace = query_trace(ssb_con, q.name, q.sql)
+    trace = query_trace(ssb_con, q.name, q.sql, compressed)
+    kept = ssb_con.options.gpu_compressed_cache if compressed is None else compressed
     by_table = {s.table: s for s in trace.scans}
     assert set(by_table) == {"date", "lineorder"}
     lo = by_table["lineorder"]
@@ -167,7 +171,11 @@ def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con):
             codec = page_codec(reader, p.key.column, p.key.row_group)
             n = reader.row_group_rows(p.key.row_group)
             assert p.link == loc.length
-            assert p.held == device_page_bytes(reader, p.key.column, p.key.row_group, loc, sections, n, codec)
+            assert p.held == device_page_bytes(reader, p.key.column, p.key.row_group, loc, sections, n, codec, kept)
+    decoded = sum(p.held for p in query_trace(ssb_con, q.name, q.sql, False).pages())
+    held = sum(p.held for p in trace.pages())
+    # encoded pages kept as stored hold fewer bytes than decoded (a page on disk is at least as small)
+    assert held < decoded if kept else held == decoded
 
 
 def test_scaling_a_trace_to_another_scale_factor(ssb_con):
