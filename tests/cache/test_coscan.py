@@ -86,14 +86,20 @@ def test_auto_probes_then_steals_what_the_measured_cpu_finishes_before_the_gpu()
     assert s.steal_run(4) == [29]
     waiting, got = _blocked_steal(s)
     assert waiting.is_alive() and not got  # no decision before the probe's time is known
+    s.observe_cpu(1, 5.0, warmup=True)  # the probe compiled the loop: no rate, the next steal probes
+    waiting.join(5)
+    assert got == [[28]] and s.cpu_rg_seconds is None
+    assert s._probing and s.router.rates.cpu_rate("coprocess").observations == 0
+    waiting, got = _blocked_steal(s)
+    assert waiting.is_alive()
     s.observe_cpu(1, 0.0222)  # this scan's CPU: 22.2 ms a row group
     waiting.join(5)
-    assert got == [[28]]
-    stolen = [28]
+    assert got == [[27]]
+    stolen = [27]
     while (rg := s.steal()) is not None:
         stolen.append(rg)
     # worth it only with at least 12 row groups (24 ms of GPU work) left before it
-    assert stolen == list(range(28, 11, -1))
+    assert stolen == list(range(27, 11, -1))
     assert s.take_front(list(range(30))) == list(range(12))
     assert sorted(s.cpu_taken) == list(range(12, 30))
 

@@ -160,13 +160,18 @@ class SharedScan:
         with self._cond:
             return self._gpu_left(self._hi)
 
-    def observe_cpu(self, row_groups: int, seconds: float) -> None:
+    def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False) -> None:
         """A CPU worker's wall time for a run of ``row_groups`` it took: this scan's CPU time per row
-        group follows it (a running mean), and so does the router's CPU rate of the pipeline."""
+        group follows it (a running mean), and so does the router's CPU rate of the pipeline.
+        ``warmup``: the run compiled the loop; its time is not a rate (the next steal probes again)."""
         if row_groups <= 0:
             return
         with self._cond:
             self.cpu_seconds += seconds
+            if warmup:
+                self._probing = False
+                self._cond.notify_all()
+                return
             per = seconds / row_groups
             done = self._cpu_done + row_groups
             self.cpu_rg_seconds = per if self.cpu_rg_seconds is None else (

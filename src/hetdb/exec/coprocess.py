@@ -124,6 +124,7 @@ class _CoWorker(_Worker):
         self.pins: list = []
         self.started = 0.0
         self.taken = 0
+        self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
         self.buffers: dict[str, np.ndarray] = {}
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
@@ -189,6 +190,11 @@ class _CoWorker(_Worker):
         dictionary = reader.dictionary(name) if infos[0].encoding == "dict" else None
         return Column(spec.dtype, data=out, validity=validity, dictionary=dictionary)
 
+    def _run_kernel(self, kernel: Any, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
+        # a Numba dispatcher without a signature compiles (or loads from the disk cache) on this call
+        self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
+        super()._run_kernel(kernel, cols, n, lsink, runs)
+
     def work(self) -> None:
         try:
             super().work()
@@ -236,8 +242,8 @@ class CoProcess:
     def _done_with(self, worker: Any) -> None:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
-            self.shared.observe_cpu(worker.taken, time.perf_counter() - worker.started)
-            worker.started = 0.0
+            self.shared.observe_cpu(worker.taken, time.perf_counter() - worker.started, worker.warmup)
+            worker.started, worker.warmup = 0.0, False
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
             tier.unpin_page(hp)
@@ -396,7 +402,7 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
 
     # the pipeline's CPU rate (a prior for the next scans' probe) under its own key: the loops of
     # different pipelines differ in cost by far more than their pages do
-    key = f"coprocess:{reader.name}:{','.join(names)}:{len(plan.probes)}:{len(pipe.sink.aggs)}"
+    key = f"coprocess:{reader.name}:{','.join(names)}:{len(plan.probes)}:{len(getattr(pipe.sink, 'aggs', ()))}"
     router = PageRouter("auto", gpu=True, pipeline=key)
     shared = SharedScan(row_groups, link, len(names), router, "on" if mode == "on" else "auto", resident)
     if mode == "auto":
