@@ -9,6 +9,7 @@ The GPU half is checked in test_gpu_coprocess.py."""
 
 from __future__ import annotations
 
+import time
 import types
 
 import numpy as np
@@ -26,13 +27,18 @@ FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
 
 
 class _FrontRun(_Run):
-    """The other side of the shared scan: claims row groups from the front, one at a time."""
+    """The other side of the shared scan: claims row groups from the front, one at a time (taking
+    ``delay`` seconds more for each: a slower GPU)."""
+
+    delay = 0.0
 
     def __init__(self, ctx, pipe, shared) -> None:
         super().__init__(ctx, pipe)
         self.shared = shared
 
     def next_morsel(self):
+        if self.delay:
+            time.sleep(self.delay)
         got = self.shared.take_front([self.shared._lo])
         return (got[0], self.shared.row_groups[got[0]]) if got else None
 
@@ -117,3 +123,28 @@ def test_coprocessed_aggregations_match_duckdb(suite, coprocessed, ssb_small, tp
     # both sides took row groups of some pipeline (each side's partial states merged)
     assert any(front and back for front, back in done)
     assert tier.used_bytes > 0  # the CPU workers' pages went through the host tier
+
+
+def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed, ssb_small, monkeypatch):
+    """gpu_coprocess='auto' with a slow front side (20 ms a row group): one CPU worker probes a row
+    group, its measured time (well under the front's) lets the workers go on stealing runs (the
+    probe's worker included: it reports its time before it steals again), answers unchanged."""
+    import hetdb
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()  # nothing measured; a GPU prior as slow as the front side is
+    rates.gpu_rate("scan").pages_per_s = 50.0
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    monkeypatch.setattr(_FrontRun, "delay", 0.02)
+    _tier_, log = coprocessed
+    sql = load_queries("ssb")["q1.1"]
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+        want = con.sql(sql).fetchall()
+        con.sql("SET gpu_coprocess = 'auto'")
+        got = con.sql(sql).fetchall()
+    assert got == want and len(got) == 1
+    done = [e for e in log if isinstance(e, tuple)]
+    assert done, log
+    front, back = done[-1]
+    assert len(back) > 1 and front, (front, back)

@@ -27,6 +27,7 @@ steal succeeds: tests force it so that each pipeline mixes CPU and GPU work).
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -60,12 +61,16 @@ class _StealingRun(_Run):
     up to ``most`` (a tuple of them in scan order: the loop goes over the run at once; a morsel the
     loop refuses runs operator at a time, which reads single row groups only)."""
 
-    def __init__(self, ctx: ExecContext, pipe: Any, shared: SharedScan, plan: Any, most: int = 1) -> None:
+    def __init__(self, ctx: ExecContext, pipe: Any, shared: SharedScan, plan: Any, most: int = 1,
+                 done: Any = None) -> None:
         super().__init__(ctx, pipe)
         self.shared, self.plan = shared, plan
         self.most = most
+        self.done = done  # the calling worker is through with its last morsel (before it steals)
 
     def next_morsel(self) -> tuple[int, Any] | None:
+        if self.done is not None:
+            self.done()  # its time decides the steal below (a probe's worker must not wait for itself)
         if self.stop:
             return None
         p = self.plan
@@ -196,6 +201,7 @@ class _CoWorker(_Worker):
         super()._run_kernel(kernel, cols, n, lsink, runs)
 
     def work(self) -> None:
+        self.co._local.worker = self
         try:
             super().work()
         except BaseException:
@@ -230,7 +236,8 @@ class CoProcess:
                  plan: Any, workers: int, most: int = 1) -> None:
         self.ctx, self.pipe, self.run, self.shared = ctx, pipe, run, shared
         self.cctx, self.plan, self.workers = cctx, plan, workers
-        self.crun = _StealingRun(cctx, pipe, shared, plan, most)
+        self._local = threading.local()  # the worker running on each thread
+        self.crun = _StealingRun(cctx, pipe, shared, plan, most, self._done_here)
         self.crun.parallel = workers > 1
         self._pool: ThreadPoolExecutor | None = None
         self._futures: list = []
@@ -238,6 +245,11 @@ class CoProcess:
     def start(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="hetdb-coprocess")
         self._futures = [self._pool.submit(_CoWorker(self).work) for _ in range(self.workers)]
+
+    def _done_here(self) -> None:
+        worker = getattr(self._local, "worker", None)
+        if worker is not None:
+            self._done_with(worker)
 
     def _done_with(self, worker: Any) -> None:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
