@@ -47,7 +47,7 @@ from hetdb.exec.pipeline import _Run
 from hetdb.storage.pages import decode_page, unpack_validity
 
 # decoded bytes of one CPU worker's run of row groups (its reused buffers); a run is one loop call
-RUN_BYTES = 64 << 20
+RUN_BYTES = 32 << 20
 
 
 def cpu_workers(ctx: ExecContext) -> int:
