@@ -380,6 +380,29 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
         return None, ""
     if ctx.device.host_tier(ctx.options) is None:
         return None, "no pinned host tier (host_cache_limit=0)"
+    # the GPU's pages of a row group: every column of the scan (what it copies, and caches)
+    names = list(dict.fromkeys(pipe.source.scan.column_names))
+    link = [sum(page_info(reader, name, rg, False).location.length for name in names) for rg in row_groups]
+    cache = ctx.device.cache
+    compressed = bool(getattr(ctx.options, "gpu_compressed_cache", False))
+
+    from hetdb.exec.operators.scan_device import scan_router
+
+    use_cache = scan_router(ctx).use_device_tier  # (route 'copy': the GPU holds nothing for the scan)
+
+    def resident(rg: int) -> bool:
+        return use_cache and all(page_info(reader, name, rg, compressed).key in cache for name in names)
+
+    # the pipeline's CPU rate (a prior for the next scans' probe) under its own key: the loops of
+    # different pipelines differ in cost by far more than their pages do
+    probes = sum(isinstance(op, HashProbe) for op in pipe.ops)
+    key = f"coprocess:{reader.name}:{','.join(names)}:{probes}:{len(getattr(pipe.sink, 'aggs', ()))}"
+    router = PageRouter("auto", gpu=True, pipeline=key)
+    shared = SharedScan(row_groups, link, len(names), router, "on" if mode == "on" else "auto", resident)
+    if mode == "auto":
+        why = _loses(shared)  # before the builds are copied to the host and the loop is planned
+        if why:
+            return None, why
     from hetdb.backend.cpu.backend import CpuBackend
     from hetdb.exec.compiled_cpu import _prepare
 
@@ -400,28 +423,8 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
         return None, plan or "the CPU pipeline compiler does not take this pipeline"
     if plan.marks is not None or plan.plan.materialize:
         return None, "only aggregating pipelines are co-processed"
-    names = list(dict.fromkeys(plan.names[c] for c in plan.base))
-    link = [sum(page_info(reader, name, rg, False).location.length for name in names) for rg in row_groups]
-    cache = ctx.device.cache
-    compressed = bool(getattr(ctx.options, "gpu_compressed_cache", False))
-
-    from hetdb.exec.operators.scan_device import scan_router
-
-    use_cache = scan_router(ctx).use_device_tier  # (route 'copy': the GPU holds nothing for the scan)
-
-    def resident(rg: int) -> bool:
-        return use_cache and all(page_info(reader, name, rg, compressed).key in cache for name in names)
-
-    # the pipeline's CPU rate (a prior for the next scans' probe) under its own key: the loops of
-    # different pipelines differ in cost by far more than their pages do
-    key = f"coprocess:{reader.name}:{','.join(names)}:{len(plan.probes)}:{len(getattr(pipe.sink, 'aggs', ()))}"
-    router = PageRouter("auto", gpu=True, pipeline=key)
-    shared = SharedScan(row_groups, link, len(names), router, "on" if mode == "on" else "auto", resident)
-    if mode == "auto":
-        why = _loses(shared)
-        if why:
-            return None, why
-    return CoProcess(ctx, pipe, run, shared, cctx, plan, cpu_workers(ctx), _run_length(reader, names, row_groups)), ""
+    read = list(dict.fromkeys(plan.names[c] for c in plan.base))
+    return CoProcess(ctx, pipe, run, shared, cctx, plan, cpu_workers(ctx), _run_length(reader, read, row_groups)), ""
 
 
 def _loses(shared: SharedScan) -> str:
