@@ -148,3 +148,20 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
     assert done, log
     front, back = done[-1]
     assert len(back) > 1 and front, (front, back)
+
+
+def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_small, monkeypatch):
+    """With the default rates (a GPU page in 50 us, a CPU page in 2.5 ms) the whole small scan is
+    done on the GPU before one CPU row group would be: auto co-processes nothing and says why."""
+    import hetdb
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    _tier_, log = coprocessed
+    sql = load_queries("ssb")["q1.1"]
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3, gpu_coprocess="auto") as con:
+        assert len(con.sql(sql).fetchall()) == 1
+    assert log and all(isinstance(e, str) and e.startswith("the GPU's estimated") for e in log), log
+    assert all(r.observations == 0 for r in rates.cpu.values())  # no CPU worker ran
