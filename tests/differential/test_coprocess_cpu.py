@@ -165,3 +165,50 @@ def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_
         assert len(con.sql(sql).fetchall()) == 1
     assert log and all(isinstance(e, str) and e.startswith("the GPU's estimated") for e in log), log
     assert all(r.observations == 0 for r in rates.cpu.values())  # no CPU worker ran
+
+
+def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed, tmp_path, monkeypatch):
+    """A fact table of 2,048-row pages whose nullable columns have NULLs on some pages and none on
+    others (a CPU worker's run mixes both), a dictionary-encoded string group key and compressed
+    integers: the CPU workers' runs of row groups (decoded into run buffers) give DuckDB's answers."""
+    import duckdb
+    import pyarrow as pa
+
+    import hetdb
+    from hetdb import types as T
+    from hetdb.exec import coprocess
+    from hetdb.storage import ColumnSpec, Database
+
+    rng = np.random.default_rng(9)
+    n = 61_440
+    page = np.arange(n) // 2048
+    nulls = (page % 3 == 0) & (rng.random(n) < 0.2)  # every third page has NULLs
+    table = pa.table({"o_key": pa.array(np.arange(n), pa.int64()),
+                      "o_qty": pa.array(rng.integers(1, 50, n), pa.int32(), mask=nulls),
+                      "o_price": pa.array(rng.integers(-10_000, 10_000, n) * 7, pa.int64()),
+                      "o_flag": pa.array(rng.choice(["A", "N", "R"], n))})
+    database = Database.open(str(tmp_path / "db"), create=True)
+    with database.create_table("orders", [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema],
+                               rows_per_page=2048) as w:
+        w.append_arrow(table)
+    runs = []
+    original = coprocess._CoWorker._run_column
+
+    def counted(self, reader, name, rgs, *args):
+        runs.append(len(rgs))
+        return original(self, reader, name, rgs, *args)
+
+    monkeypatch.setattr(coprocess._CoWorker, "_run_column", counted)
+    duck = duckdb.connect()
+    duck.register("orders", table)
+    queries = ["SELECT o_flag, count(*), count(o_qty), sum(o_qty), sum(o_price), min(o_qty), max(o_price) "
+               "FROM orders WHERE o_price > -5000 GROUP BY o_flag",
+               "SELECT o_qty, count(*), sum(o_price) FROM orders WHERE o_qty IS NULL OR o_qty < 10 GROUP BY o_qty"]
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", threads=3, gpu_coprocess="on") as con:
+        for sql in queries:
+            got = sorted(con.sql(sql).fetchall(), key=repr)
+            want = sorted(duck.sql(sql).fetchall(), key=repr)
+            assert got == want and len(got) > 1, sql
+    _tier_, log = coprocessed
+    assert any(isinstance(e, tuple) and len(e[1]) > 1 for e in log), log
+    assert runs and max(runs) > 1  # row groups decoded into a run's buffers
