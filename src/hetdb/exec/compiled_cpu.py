@@ -32,8 +32,9 @@ from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
 from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, pass_share, prefilter, verdict
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
+from hetdb.exec.compiled_cpu_morsel import LocalStats, LocalTimer, ResidentPages
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
-from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
@@ -70,6 +71,7 @@ class _Plan:
     kernel_cols: list[str] = field(default_factory=list)  # the scan columns the loop itself reads
     fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see compiled_cpu_kernels.kernel_for
     verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
+    resident: ResidentPages | None = None        # the morsels' pages through the host page cache
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -315,6 +317,7 @@ class _Worker:
         self.runs = False                      # the table's groups are one morsel's key runs
         self.dicts: dict[str, Column] = {}
         self.budget = TableBudget(ctx)  # the group table's reservation
+        self.stats = LocalStats()       # added to the query's statistics when the worker ends
         for _, side, pay in p.probes:
             for f in pay:
                 d = side.batch.columns[f.cid].dictionary
@@ -333,18 +336,21 @@ class _Worker:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
         rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
         if verdict(ctx, src, reader, self.p, rg) == "skip":
-            ctx.add(src.op_id, pages_skipped=len(src.scan.fields))
+            self.stats.add(src.op_id, pages_skipped=len(src.scan.fields))
             return None
         n = reader.row_group_rows(rg) if rows is None else rows[1] - rows[0]
         base = self.p.base
-        pages = src.read_pages(ctx, reader, [self.p.names[c] for c in base], rg, rows is None or rows[0] == 0)
+        first = rows is None or rows[0] == 0
+        pages = None if self.p.resident is None else self.p.resident.read(reader, rg, first, self.stats)
+        if pages is None:
+            pages = src.read_pages(ctx, reader, [self.p.names[c] for c in base], rg, first)
         if rows is not None:
             pages = [slice_column(ctx.backend, col, rows[0], rows[1]) for col in pages]
-        ctx.add(src.op_id, rows_in=n, rows_out=n)
+        self.stats.add(src.op_id, rows_in=n, rows_out=n)
         return dict(zip(base, pages)), n
 
     def work(self) -> None:
-        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
+        ctx, pipe, run = self.ctx, self.pipe, self.run
         sink = pipe.sink
         # one kernel thread per worker among several (the pool's threads keep whatever count they
         # had: Numba's default is every core, so each worker's gathers, merges and fallback kernels
@@ -353,52 +359,59 @@ class _Worker:
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
         lsink = sink.init_local(ctx, run.gsink)
         try:
-            while True:
-                item = run.next_morsel()
-                if item is None:
-                    break
-                index, morsel = item
-                ctx.set_morsel(index)
-                with Timer(ctx, pipe.source.op_id):
-                    got = self._read(morsel)
-                if got is None:
-                    continue
-                cols, n = got
-                runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
-                kernel = kernel_for(p, sink, cols, runs > 0)
-                if isinstance(kernel, str):
-                    p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+            self._morsels(lops, lsink)
+        except BaseException:
+            run.stop = True
+            raise
+        finally:
+            self.stats.publish(ctx)
+        self.flush(lsink)
+        sink.combine(ctx, run.gsink, lsink)
+
+    def _morsels(self, lops: list, lsink: Any) -> None:
+        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
+        sink = pipe.sink
+        while True:
+            item = run.next_morsel()
+            if item is None:
+                break
+            index, morsel = item
+            ctx.set_morsel(index)
+            with LocalTimer(self.stats, pipe.source.op_id):
+                got = self._read(morsel)
+            if got is None:
+                continue
+            cols, n = got
+            runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
+            kernel = kernel_for(p, sink, cols, runs > 0)
+            if isinstance(kernel, str):
+                p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+                p.fallback += 1
+                for b in pipe.source.read(ctx, morsel, run.gsrc):
+                    if b.num_rows:
+                        run.push(b, 0, lops, lsink)
+                continue
+            if p.marks is not None:
+                if not self._run_marks(kernel, cols, n):
                     p.fallback += 1
                     for b in pipe.source.read(ctx, morsel, run.gsrc):
                         if b.num_rows:
                             run.push(b, 0, lops, lsink)
-                    continue
-                if p.marks is not None:
-                    if not self._run_marks(kernel, cols, n):
-                        p.fallback += 1
-                        for b in pipe.source.read(ctx, morsel, run.gsrc):
-                            if b.num_rows:
-                                run.push(b, 0, lops, lsink)
-                elif p.plan.materialize:
-                    if not self._run_rows(kernel, cols, n, lsink):
-                        p.fallback += 1
-                        for b in pipe.source.read(ctx, morsel, run.gsrc):
-                            if b.num_rows:
-                                run.push(b, 0, lops, lsink)
-                else:
-                    self._run_kernel(kernel, cols, n, lsink, runs)
-        except BaseException:
-            run.stop = True
-            raise
-        self.flush(lsink)
-        sink.combine(ctx, run.gsink, lsink)
+            elif p.plan.materialize:
+                if not self._run_rows(kernel, cols, n, lsink):
+                    p.fallback += 1
+                    for b in pipe.source.read(ctx, morsel, run.gsrc):
+                        if b.num_rows:
+                            run.push(b, 0, lops, lsink)
+            else:
+                self._run_kernel(kernel, cols, n, lsink, runs)
 
     def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
         """One morsel through the aggregating loop. A loop over ``runs`` key runs (0: hashed) starts
         a fresh table and hands its groups (each key once, increasing) to the aggregation after
         the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
-        with Timer(ctx, sink.op_id):
+        with LocalTimer(self.stats, sink.op_id):
             if runs and self.state is not None:
                 self.flush(lsink)
             key_dicts = {c: cols[c].dictionary for c in p.key_dicts if c is not None and c in cols}
@@ -426,7 +439,7 @@ class _Worker:
                     self.flush(lsink)
                     grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
                 self.state = grown
-            ctx.add(sink.op_id, rows_in=n)
+            self.stats.add(sink.op_id, rows_in=n)
             p.compiled += 1
             if runs:
                 p.run_morsels += 1
@@ -437,13 +450,13 @@ class _Worker:
         False (nothing marked) when the loop gave up on the morsel."""
         ctx, p = self.ctx, self.p
         op = self.pipe.ops[p.marks]
-        with Timer(ctx, op.op_id):
+        with LocalTimer(self.stats, op.op_id):
             args = arguments(ctx, p, kernel, cols)
             _, err, _ = kernel.fn(0, n, p.expansion, *args, marked_flags(ctx, self.run, p.marks), 0)
             if err == 1:
                 p.refusals["a value left its type"] = p.refusals.get("a value left its type", 0) + 1
                 return False
-            ctx.add(op.op_id, rows_in=n)
+            self.stats.add(op.op_id, rows_in=n)
             p.compiled += 1
         return True
 
@@ -451,7 +464,7 @@ class _Worker:
         """A materializing pipeline's morsel: the loop selects rows and matches, the columns the hash
         build needs are gathered from them. False (nothing sunk) when the loop gave up on the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
-        with Timer(ctx, sink.op_id):
+        with LocalTimer(self.stats, sink.op_id):
             args = arguments(ctx, p, kernel, cols)
             width = 1 + len(kernel.inner_probes)
             if len(self.outs) != width:
@@ -502,6 +515,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p:
             _refuse(ctx, pipe, p)
         return run
+    p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
     for _, side, _ in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)
