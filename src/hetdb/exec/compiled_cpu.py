@@ -324,13 +324,13 @@ class _Worker:
                 if d is not None:
                     self.dicts[f.cid] = d
 
-    def flush(self, lsink: Any) -> None:
+    def flush(self, lsink: Any, trim: bool = False) -> None:
         key_range = None
         if self.state is not None and self.state[5] and self.runs:
             gk = self.state[1]
             key_range = (int(gk[0, 0]), int(gk[0, self.state[5] - 1]))
         flush_table(self, lsink, lambda state: _partial(self.ctx, self.p, self.pipe.sink, self.kernel, state, self.dicts),
-                    key_range)
+                    key_range, trim)
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
@@ -436,7 +436,7 @@ class _Worker:
                 # go on with a fresh one)
                 grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs)
                 if grown is None:
-                    self.flush(lsink)
+                    self.flush(lsink, trim=True)
                     grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
                 self.state = grown
             self.stats.add(sink.op_id, rows_in=n)

@@ -74,10 +74,14 @@ class TableBudget:
         self.res.close()
 
 
-def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int] | None = None) -> None:
+def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int] | None = None,
+                trim: bool = False) -> None:
     """Hand ``worker.state``'s groups to its aggregation (``partial`` builds the batch); the table's
     memory is released before the aggregation reserves the batch. ``key_range``: the groups' one key
-    is strictly increasing from its first to its last value (see HashAggregate.add_partial)."""
+    is strictly increasing from its first to its last value (see HashAggregate.add_partial).
+    ``trim``: the limit refused a bigger table, give the C heap's free pages back to the system
+    (glibc's malloc_trim walks every arena under its lock and its released pages fault in again:
+    after each flush of a morsel's key runs or of each worker's table it serialised the workers)."""
     state, worker.state = worker.state, None
     if state is None or not state[5]:
         worker.budget.release()
@@ -87,4 +91,5 @@ def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int
     worker.budget.release()
     worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink, key_range)
     del part
-    release_free_heap()
+    if trim:
+        release_free_heap()
