@@ -30,7 +30,15 @@ from hetdb.exec.columns import slice_column, take
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
-from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, pass_share, prefilter, verdict
+from hetdb.exec.compiled_cpu_kernels import (
+    arguments,
+    direct_ranges,
+    kernel_for,
+    morsel_runs,
+    pass_share,
+    prefilter,
+    verdict,
+)
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.compiled_cpu_morsel import LocalStats, LocalTimer, ResidentPages
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
@@ -72,6 +80,7 @@ class _Plan:
     fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see compiled_cpu_kernels.kernel_for
     verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
     resident: ResidentPages | None = None        # the morsels' pages through the host page cache
+    direct: tuple | None = None                  # group keys' ranges: see compiled_cpu_kernels.direct_ranges
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -188,9 +197,11 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     stages, probes = (list(plan.stages), probes) if plan.materialize else _probe_order(plan, probes)
     if marks is not None:
         stages.append(("probe", pipe.ops[marks]))
+    grouped = not plan.materialize and marks is None
     return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks,
-                 run_key=None if plan.materialize or marks is not None else _run_key(plan, sink, names),
-                 kernel_cols=[c for c in base if c in plan.referenced])
+                 run_key=_run_key(plan, sink, names) if grouped else None,
+                 kernel_cols=[c for c in base if c in plan.referenced],
+                 direct=direct_ranges(plan, sink, probes) if grouped else None)
 
 
 def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None:
@@ -419,9 +430,11 @@ class _Worker:
                     self.dicts.get(c) is not d for c, d in key_dicts.items())):
                 self.flush(lsink)  # another layout or dictionary: the old groups go to the sink
             self.dicts.update(key_dicts)
+            direct = p.direct is not None and not runs
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
-                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs)
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs,
+                                             int(np.prod(p.direct[1])) if direct else 0)
             args = arguments(ctx, p, kernel, cols)
             start = 0
             while True:
@@ -434,10 +447,13 @@ class _Worker:
                 # the group table is full: double it and go on from the row that did not fit (or,
                 # when host_memory_limit refuses the bigger table, hand its groups to the sink and
                 # go on with a fresh one)
-                grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs)
+                grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs and not direct)
                 if grown is None:
                     self.flush(lsink, trim=True)
-                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
+                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, 0,
+                                            int(np.prod(p.direct[1])) if direct else 0)
+                elif direct:
+                    grown = (self.state[0], *grown[1:])  # the direct slots stay (they number groups)
                 self.state = grown
             self.stats.add(sink.op_id, rows_in=n)
             p.compiled += 1

@@ -41,9 +41,15 @@ class TableBudget:
         self.res = Reservation(ctx.memory)
         ctx.cleanup.append(self.res.close)
 
-    def new(self, num_keys: int, num_int: int, num_float: int, groups: int = 0) -> tuple:
+    def new(self, num_keys: int, num_int: int, num_float: int, groups: int = 0, direct: int = 0) -> tuple:
         """A fresh table; ``groups`` > 0: a table over key runs (no slots) for that many groups
-        when the limit lets it be that big (its untouched zeroed pages cost no memory)."""
+        when the limit lets it be that big (its untouched zeroed pages cost no memory); ``direct``
+        > 0: that many direct slots (pipeline_py.Aggregate.direct) instead of hashed ones."""
+        if direct:
+            state = runtime.new_state(num_keys, num_int, num_float)
+            state = (np.zeros(direct, np.int64), *state[1:])
+            self.res.force_grow(table_nbytes(state))
+            return state
         if groups:
             state = runtime.new_state(num_keys, num_int, num_float, groups)
             state = (np.zeros(1, np.int64), *state[1:])

@@ -59,6 +59,23 @@ class AggregateEmitter:
         em.emit("        break")
         em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
 
+    def _direct_group(self, keys: list[Val], kvals: list[tuple[str, str]]) -> None:
+        """The group of the row's keys when each is a build column of known range: the slot is
+        their mixed-radix number (a NULL key the last value of its digit), ``slots`` sized to the
+        product of the ranges by the executor; a new group is entered on its first row."""
+        em = self.em
+        em.emit("gs = np.int64(0)")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"gs = gs * dsz[{j}] + (({kb}) - dlo[{j}] if {kv} else dsz[{j}] - 1)")
+        em.emit("g = slots[gs] - 1")
+        em.emit("if g == -1:")
+        em.emit("    g = ng")
+        em.emit("    slots[gs] = g + 1")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"    gk[{j}, g] = {kb}")
+            em.emit(f"    gv[{j}, g] = {kv}")
+        em.emit("    ng += 1")
+
     def _aggregate(self, sink: Any, prologue: list[str], epilogue: list[str]) -> tuple[list[Slot], int, int]:
         """The group lookup and accumulator updates. Without keys the accumulators live in locals
         for the call (``prologue`` loads them, ``epilogue`` stores them: no store and reload of
@@ -102,6 +119,10 @@ class AggregateEmitter:
                     em.emit(f"gk[{j}, g] = {kb}")
                     em.emit(f"gv[{j}, g] = {kv}")
                 em.emit("ng += 1")
+            elif sink.direct:
+                if any(k.dtype.kind == "float64" for k in keys):
+                    raise ExprError("a DOUBLE group key has no direct slot")
+                self._direct_group(keys, kvals)
             else:
                 self._find_group(keys, kvals)
             em.emit("lg = g")
