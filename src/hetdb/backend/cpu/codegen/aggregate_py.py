@@ -76,6 +76,37 @@ class AggregateEmitter:
             em.emit(f"    gv[{j}, g] = {kv}")
         em.emit("    ng += 1")
 
+    def _last_group(self, sink: Any, keys: list[Val], kvals: list[tuple[str, str]], prologue: list[str]) -> None:
+        """The row's group when its keys equal the last row's, else a new group of a key run (the
+        morsel is sorted by its one key) or the group table's hash probe."""
+        em = self.em
+        for j in range(len(kvals)):
+            prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
+        prologue.append("lg = np.int64(-1)")
+        if sink.runs:
+            # resumed after the table grew: the last group goes on (its key may run on)
+            prologue += ["if ng > 0:", "    lg = ng - 1"]
+            for j in range(len(kvals)):
+                prologue += [f"    lk{j} = gk[{j}, lg]", f"    lv{j} = gv[{j}, lg]"]
+        same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
+        em.emit(f"if lg >= 0 and {same_last}:")
+        em.emit("    g = lg")
+        em.emit("else:")
+        em.indent += 1
+        if sink.runs:
+            em.emit("g = ng")
+            for j, (kb, kv) in enumerate(kvals):
+                em.emit(f"gk[{j}, g] = {kb}")
+                em.emit(f"gv[{j}, g] = {kv}")
+            em.emit("ng += 1")
+        else:
+            self._find_group(keys, kvals)
+        em.emit("lg = g")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"lk{j} = {kb}")
+            em.emit(f"lv{j} = {kv}")
+        em.indent -= 1
+
     def _aggregate(self, sink: Any, prologue: list[str], epilogue: list[str]) -> tuple[list[Slot], int, int]:
         """The group lookup and accumulator updates. Without keys the accumulators live in locals
         for the call (``prologue`` loads them, ``epilogue`` stores them: no store and reload of
@@ -97,39 +128,17 @@ class AggregateEmitter:
         if keys:
             # the group table probe, inline (runtime.key_hash / find_group spelled out on locals)
             kvals = []
-            for j, k in enumerate(keys):
+            for k in keys:
                 kb = em.bind(f"{bits_of(k)} if ({k.valid}) else np.int64(0)", "True", k.dtype).value
                 kv = em.bind(f"{k.valid}", "True", BOOL).value
                 kvals.append((kb, kv))
-                prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
-            prologue.append("lg = np.int64(-1)")
-            if sink.runs:
-                # resumed after the table grew: the last group goes on (its key may run on)
-                prologue += ["if ng > 0:", "    lg = ng - 1"]
-                for j in range(len(kvals)):
-                    prologue += [f"    lk{j} = gk[{j}, lg]", f"    lv{j} = gv[{j}, lg]"]
-            same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
-            em.emit(f"if lg >= 0 and {same_last}:")
-            em.emit("    g = lg")
-            em.emit("else:")
-            em.indent += 1
-            if sink.runs:
-                em.emit("g = ng")
-                for j, (kb, kv) in enumerate(kvals):
-                    em.emit(f"gk[{j}, g] = {kb}")
-                    em.emit(f"gv[{j}, g] = {kv}")
-                em.emit("ng += 1")
-            elif sink.direct:
+            if sink.direct:
+                # the slot costs a few multiply-adds: no last-group test before it
                 if any(k.dtype.kind == "float64" for k in keys):
                     raise ExprError("a DOUBLE group key has no direct slot")
                 self._direct_group(keys, kvals)
             else:
-                self._find_group(keys, kvals)
-            em.emit("lg = g")
-            for j, (kb, kv) in enumerate(kvals):
-                em.emit(f"lk{j} = {kb}")
-                em.emit(f"lv{j} = {kv}")
-            em.indent -= 1
+                self._last_group(sink, keys, kvals, prologue)
 
             def acc_i(r: int) -> str:
                 return f"ia[{r}, g]"
