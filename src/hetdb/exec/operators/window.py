@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_sort as KS
 from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
@@ -130,27 +131,34 @@ def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n
     input order."""
     if not arrays or n == 0:
         return None
-    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
-    while len(okeys) > 1 and K.descents(okeys[-1]) == 0:
+    okeys = [_okey(a, d) for a, d in zip(arrays, desc)]
+    while len(okeys) > 1 and KS.is_sorted(okeys[-1]):
         okeys.pop()
     n_part = min(n_part, len(okeys))
     ranges = int_ranges(okeys)
     if ranges is None or _bits(ranges) > 63:
         return _sort_permutation(okeys, [False] * len(okeys), n)
-    part = _pack(okeys[:n_part], ranges[:n_part], np.zeros(n, dtype=np.int64))
-    code = _pack(okeys[n_part:], ranges[n_part:], part.copy())
-    if K.descents(code) == 0:
+    part = _pack(okeys[:n_part], ranges[:n_part], None)
+    code = _pack(okeys[n_part:], ranges[n_part:], part)
+    if KS.is_sorted(code):
         return None
-    if 0 < n_part < len(okeys) and K.descents(part) == 0:
+    if 0 < n_part < len(okeys) and KS.is_sorted(part):
         return K.sort_within_runs(code, part)
-    return K.radix_refine(code, _bits(ranges), np.arange(n, dtype=np.int64))
+    return KS.sort_codes(code, _bits(ranges))
 
 
-def _pack(okeys: list[np.ndarray], ranges: list[tuple[int, int]], code: np.ndarray) -> np.ndarray:
-    """``code`` extended by the keys: one int64 per row ordering like them (their combined range
-    fits 63 bits)."""
+def _okey(a: np.ndarray, descending: bool) -> np.ndarray:
+    """``order_key`` with integer DESC keys inverted by every kernel thread."""
+    if descending and a.dtype.kind in "iu":
+        return KS.inverted(a.astype(np.int64, copy=False))
+    return order_key(a, descending)
+
+
+def _pack(okeys: list[np.ndarray], ranges: list[tuple[int, int]], code: np.ndarray | None) -> np.ndarray | None:
+    """``code`` (None: no key yet) extended by the keys: one int64 per row ordering like them
+    (their combined range fits 63 bits), a new array per key written in one parallel pass."""
     for k, (lo, hi) in zip(okeys, ranges):
-        K.pack_key(code, k, hi - lo + 1, lo)
+        code = KS.pack_first(k, hi - lo + 1, lo, code)
     return code
 
 
@@ -160,12 +168,12 @@ def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.
     order = np.arange(n, dtype=np.int64)
     if not arrays or n == 0:
         return order
-    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    okeys = [_okey(a, d) for a, d in zip(arrays, desc)]
     ranges = int_ranges(okeys)
     if ranges is None:
         return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
     if _bits(ranges) <= 63:
-        return K.radix_refine(_pack(okeys, ranges, np.zeros(n, dtype=np.int64)), _bits(ranges), order)
+        return KS.sort_codes(_pack(okeys, ranges, None), _bits(ranges))
     for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
         if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
             code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
@@ -429,8 +437,12 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     xp = backend.xp
     n = b.part_start.shape[0]
     if op == "row_number":
+        if kern is K:
+            return _int_column(xp, call.dtype, KS.offsets_plus_one(None, b.ps))
         return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
     if op == "rank":
+        if kern is K:
+            return _int_column(xp, call.dtype, KS.offsets_plus_one(b.gs, b.ps))
         return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
         return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
