@@ -178,17 +178,3 @@ def is_sorted(code: np.ndarray) -> bool:
     n = code.shape[0]
     return not _first_descent(code, max(1, min(kernel_threads() * 4, n // 4096)))
 
-
-@njit(cache=True, nogil=True, parallel=True)
-def offsets_plus_one(start, base):
-    """``start - base + 1`` per row (``start`` None: the row number): row_number and rank from the
-    rows where a row's partition (``base``) and peer group (``start``) begin."""
-    n = base.shape[0]
-    out = np.empty(n, np.int64)
-    if start is None:
-        for i in prange(n):
-            out[i] = i - base[i] + 1
-    else:
-        for i in prange(n):
-            out[i] = start[i] - base[i] + 1
-    return out

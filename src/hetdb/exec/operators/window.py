@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_passes as KP
 from hetdb.backend.cpu import window_sort as KS
 from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
@@ -438,11 +439,11 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     n = b.part_start.shape[0]
     if op == "row_number":
         if kern is K:
-            return _int_column(xp, call.dtype, KS.offsets_plus_one(None, b.ps))
+            return _int_column(xp, call.dtype, KP.offsets_plus_one(None, b.ps))
         return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
     if op == "rank":
         if kern is K:
-            return _int_column(xp, call.dtype, KS.offsets_plus_one(b.gs, b.ps))
+            return _int_column(xp, call.dtype, KP.offsets_plus_one(b.gs, b.ps))
         return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
         return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
@@ -484,11 +485,15 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
             key = _order_key(kern, backend, key)
         return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
-    if x.validity is None:  # every row counts: no prefix sum and two gathers
+    if kern is K:
+        cnt, has = KP.frame_counts(x.validity, fs, fe)
+    elif x.validity is None:  # every row counts: no prefix sum and two gathers
         cnt = fe - fs
+        has = cnt > 0
     else:
         counts = kern.prefix_counts(valid)
         cnt = counts[fe] - counts[fs]
+        has = cnt > 0
     if op == "count":
         return _int_column(xp, call.dtype, cnt)
     data = x.data
@@ -496,12 +501,13 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
     else:  # exact, widened as DuckDB's SUM (HUGEINT, DECIMAL(38, s))
         total = window_sums.frame_int_sums(kern, xp, data, valid, fs, fe)
-    has = cnt > 0
     if op == "sum":
         if total.dtype == object:
             return Column(call.dtype, data=total, validity=has)
         return _int_column(xp, call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    if kern is K and total.dtype != object:
+        return _int_column(xp, call.dtype, KP.averages(total, cnt, scale), has)
     total = window_sums.as_float(xp, total)
     return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
 
