@@ -54,6 +54,13 @@ CASES: list[tuple[str, object, dict, int]] = [
      {"host_memory_limit": "16KB", "threads": 4}, 1),
     ("SELECT t0.id, t1.id FROM fa t0 JOIN fa t1 ON CAST(t0.big AS HUGEINT) * 3 = CAST(t1.big AS HUGEINT) * 3",
      None, {"host_memory_limit": "16KB", "threads": 4}, 1),
+    # min/max OVER a window compared raw doubles on the CPU: with NaN in the frame, IEEE comparisons
+    # kept NaN as the minimum beside -inf (DuckDB orders NaN above +inf; campaign seed 24111901,
+    # cases 5472-5475)
+    ("SELECT DISTINCT min(t0.fn) OVER (PARTITION BY t0.dn) AS c0, t0.fn AS c1, COALESCE(t0.f, t0.fn) AS c2 "
+     "FROM fa t0", None, {"zone_maps": False}, 1),
+    ("SELECT id, min(fn) OVER (PARTITION BY k ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), "
+     "max(fn) OVER (PARTITION BY dn ORDER BY id), min(f) OVER (PARTITION BY dn) FROM fa", None, {}, 1),
     # a spilled aggregate's HUGEINT sum state past 64 bits (campaign seed 777, cases 8092-8095)
     ("SELECT NULLIF(t1.d, DATE '1997-07-10') AS c0, t1.big AS c1, avg(t1.big) AS c2 FROM fa t0 FULL OUTER JOIN "
      "fa t1 ON t0.k = t1.k AND t0.dw <> t0.i WHERE t1.s NOT IN (SELECT q1.s FROM fc q1 WHERE q1.s = t1.s) "

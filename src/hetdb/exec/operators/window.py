@@ -481,9 +481,9 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     x = args[0]
     valid = _valid(xp, x)
     if op in ("min", "max"):
-        key = _key(backend, x)
-        if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
-            key = _order_key(kern, backend, key)
+        # int64 order keys (NaN the largest, as in DuckDB): IEEE comparisons would leave a NaN
+        # beside -inf in the CPU's monotonic deque (min over {NaN, -inf} was NaN)
+        key = _order_key(kern, backend, _key(backend, x))
         return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
     if kern is K:
         cnt, has = KP.frame_counts(x.validity, fs, fe)
