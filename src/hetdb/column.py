@@ -51,6 +51,15 @@ class Column:
     def null_count(self) -> int:
         return 0 if self.validity is None else int(len(self) - self.validity.sum())
 
+    def held_arrays(self) -> list[Any]:
+        """The arrays this column holds now (not its dictionary's), without materialising any:
+        a page kept compressed (backend/gpu/encoded.py) yields its encoded bytes, not a decoded copy."""
+        return [a for a in (self.data, self.validity, self.offsets, self.chars) if a is not None]
+
+    def held_nbytes(self) -> int:
+        """Bytes of ``held_arrays`` (a shared dictionary is not counted: it belongs to the table)."""
+        return sum(int(a.nbytes) for a in self.held_arrays())
+
     # ---- conversions (host only) -------------------------------------------------------------
     @staticmethod
     def from_arrow(arr: pa.Array | pa.ChunkedArray, dtype: DataType | None = None) -> Column:

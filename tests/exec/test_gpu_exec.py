@@ -132,6 +132,26 @@ def test_hot_queries_run_from_the_device_cache(ssb_db) -> None:
         assert hot.num_rows == 1
 
 
+def test_compressed_cache_holds_encoded_pages_only(ssb_db) -> None:
+    """Pages kept compressed stay compressed in the cache: accounting the cache's device bytes (at
+    every query's start and end) must not decode them into the cached objects, and the cache's bytes
+    are the encoded sections (a walk that decoded them left 1-2 KiB 'leaked' per query under a tiny
+    limit, and decoded copies of every cached page in device memory)."""
+    from hetdb.backend.gpu.encoded import EncodedColumn
+
+    queries = load_queries("ssb")
+    with hetdb.connect(ssb_db.path, device="gpu", gpu_compressed_cache=True) as con:
+        for name in ("q1.1", "q2.2", "q4.2", "q1.1"):
+            res = con.sql(queries[name])
+            assert res.stats["gpu_leaked_bytes"] == 0, name
+        cache = con._get_engine().device.cache
+        with cache._lock:
+            values = [e.value for e in cache._entries.values()]
+    encoded = [v for v in values if isinstance(v, EncodedColumn)]
+    assert encoded, "no page was kept compressed"
+    assert all(v.held_nbytes() == v.device_nbytes for v in encoded)
+
+
 def test_zone_map_pruned_pages_are_never_read(ssb_db) -> None:
     sql = "select count(*), sum(lo_revenue) from lineorder where lo_orderkey < 2000"
     with hetdb.connect(ssb_db.path, device="gpu") as con:
@@ -159,8 +179,9 @@ def test_no_device_memory_left_after_errors(tpch_db) -> None:
             con.sql("select l_linenumber % (l_linenumber - l_linenumber) from lineitem")
         assert con._get_engine().last_gpu_leak == 0
         assert con._get_engine().device.memory.used == 0
-    with hetdb.connect(tpch_db.path, device="gpu", gpu_memory_limit="8KB") as con:
-        # too small for a page: the query completes on the CPU, said in its statistics
+    with hetdb.connect(tpch_db.path, device="gpu", gpu_memory_limit="8KB", gpu_compressed_cache=False) as con:
+        # too small for a decoded page (a compressed one may fit): the query completes on the CPU,
+        # said in its statistics
         sql = "select sum(l_extendedprice) from lineitem"
         res = con.sql(sql)
         assert any("query on the CPU" in w for w in res.stats["cpu_fallbacks"]), res.stats["cpu_fallbacks"]

@@ -65,9 +65,7 @@ class FusedState:
 
 def _leaves(a: Any):
     if isinstance(a, Column):
-        for x in (a.data, a.validity, a.offsets, a.chars):
-            if x is not None:
-                yield x
+        yield from a.held_arrays()
         if a.dictionary is not None:
             yield from _leaves(a.dictionary)
     elif a is not None:

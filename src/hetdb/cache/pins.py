@@ -221,7 +221,7 @@ def _pin_gpu(device: Any, options: Any, reader: Any, names: list[str]) -> dict:
 
 
 def _device_nbytes(col: Any) -> int:
-    return sum(int(a.nbytes) for a in (col.data, col.validity, col.offsets, col.chars) if a is not None)
+    return col.held_nbytes()
 
 
 def _pin_pinned_host(host: Any, reader: Any, names: list[str]) -> dict:

@@ -25,11 +25,7 @@ def and_valid(xp, a: Any, b: Any) -> Any:
 
 def column_nbytes(col: Column) -> int:
     """Bytes held by a column (a shared dictionary is not counted: it belongs to the table)."""
-    total = 0
-    for a in (col.data, col.validity, col.offsets, col.chars):
-        if a is not None:
-            total += int(a.nbytes)
-    return total
+    return col.held_nbytes()
 
 
 def batch_nbytes(batch: Batch) -> int:

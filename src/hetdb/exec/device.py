@@ -188,9 +188,7 @@ class DeviceResources:
 
 def _arrays(value: Any):
     if isinstance(value, Column):
-        for a in (value.data, value.validity, value.offsets, value.chars):
-            if a is not None:
-                yield a
+        yield from value.held_arrays()
         if value.dictionary is not None:
             yield from _arrays(value.dictionary)
     elif hasattr(value, "device_arrays"):  # a composite entry (cache/fused_state.py)

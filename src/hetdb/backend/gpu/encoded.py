@@ -86,6 +86,12 @@ class EncodedColumn(Column):
         return EncodedColumn(self.dtype, validity=self.validity, dictionary=self.dictionary,
                              device_page=self.device_page)
 
+    def held_arrays(self) -> list[Any]:
+        """The device arrays this object holds now (the encoded section, the validity, a decoded
+        copy if one was made), without decoding: what cache accounting counts."""
+        return [a for a in (self.device_page.data if self.device_page is not None else None,
+                            self._decoded, self.validity, self.offsets, self.chars) if a is not None]
+
     @property
     def device_nbytes(self) -> int:
         """Device bytes of the page as cached: the encoded section and the unpacked validity."""

@@ -130,11 +130,4 @@ def _delivered(col: Column) -> Column:
 
 
 def _column_nbytes(col: Column) -> int:
-    nbytes = getattr(col, "device_nbytes", None)
-    if nbytes is not None:  # an EncodedColumn: its page as cached, never a decoded copy
-        return int(nbytes)
-    total = 0
-    for arr in (col.data, col.validity, col.offsets, col.chars):
-        if arr is not None:
-            total += int(arr.nbytes)
-    return total
+    return col.held_nbytes()  # an EncodedColumn: its page as cached, never a decoded copy
