@@ -208,12 +208,14 @@ class WindowSink(Sink):
     partition: tuple = ()
     order: tuple[SortKey, ...] = ()
     funcs: tuple[tuple[Field, WindowCall], ...] = ()
+    keep: tuple[str, ...] | None = None  # the input columns passed on (None: all)
 
     def describe(self) -> str:
         p = ", ".join(map(str, self.partition))
         o = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'}" for k in self.order)
         fs = ", ".join(f"{f.cid}={c}" for f, c in self.funcs)
-        return f"Window partition=[{p}] order=[{o}] [{fs}]"
+        passed = "" if self.keep is None else f" pass=[{', '.join(self.keep)}]"
+        return f"Window partition=[{p}] order=[{o}] [{fs}]{passed}"
 
     def init_global(self, ctx: ExecContext) -> Any:
         return _WindowState(ctx)
@@ -348,7 +350,8 @@ class WindowSink(Sink):
             keys = o_arrays if perm is None else [backend.gather(a, perm) for a in o_arrays]
             return part_start | _starts(kern, xp, keys, n)
 
-        out = batch if perm is None else take_batch(backend, batch, perm)
+        passed = batch if self.keep is None else Batch({k: c for k, c in batch.columns.items() if k in self.keep}, n)
+        out = passed if perm is None else take_batch(backend, passed, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
         permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
 
