@@ -67,3 +67,14 @@ def test_is_sorted_finds_a_single_descent_anywhere(where) -> None:
         code[where] = code[where - 1] - 1
     assert KS.is_sorted(code) == (where is None)
     assert KS.is_sorted(np.zeros(0, np.int64)) and KS.is_sorted(np.ones(1, np.int64))
+
+
+def test_sort_within_runs_over_several_chunks() -> None:
+    """Runs that cross the borders of the threads' chunks (run starts found per chunk), short runs
+    (insertion sort) and long ones (merge sort)."""
+    rng = np.random.default_rng(11)
+    n = 400_003
+    part = np.sort(np.concatenate([rng.integers(0, n // 9, n - 70_000), np.full(70_000, n)]))
+    code = part * 64 + rng.integers(0, 20, n)  # ties inside a run: stability shows
+    assert np.array_equal(KS.sort_within_runs(code, part), np.argsort(code, kind="stable"))
+    assert np.array_equal(KS._run_starts(part, 7), np.concatenate([np.flatnonzero(np.diff(part, prepend=-1)), [n]]))

@@ -178,3 +178,60 @@ def is_sorted(code: np.ndarray) -> bool:
     n = code.shape[0]
     return not _first_descent(code, max(1, min(kernel_threads() * 4, n // 4096)))
 
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _run_starts(part, chunks):
+    """Start rows of the runs of equal ``part``, and ``n`` at the end: each chunk counts its starts,
+    then writes them at its offset."""
+    n = part.shape[0]
+    size = (n + chunks - 1) // chunks
+    counts = np.zeros(chunks + 1, np.int64)
+    for c in prange(chunks):
+        k = 0
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if i == 0 or part[i] != part[i - 1]:
+                k += 1
+        counts[c + 1] = k
+    for c in range(chunks):
+        counts[c + 1] += counts[c]
+    out = np.empty(counts[chunks] + 1, np.int64)
+    for c in prange(chunks):
+        k = counts[c]
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if i == 0 or part[i] != part[i - 1]:
+                out[k] = i
+                k += 1
+    out[counts[chunks]] = n
+    return out
+
+
+def sort_within_runs(code: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """Stable sort order of ``code`` when ``part`` (the PARTITION BY part of it) is sorted already:
+    each run of one partition is sorted on its own (insertion sort for short runs, merge sort else),
+    the runs in parallel, as are finding them and numbering their rows."""
+    n = code.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    starts = _run_starts(part, max(1, min(kernel_threads() * 4, n // 65536)))
+    return _sort_within_runs(code, starts, np.empty(n, np.int64))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _sort_within_runs(code, starts, order):
+    for r in prange(starts.shape[0] - 1):
+        a = starts[r]
+        b = starts[r + 1]
+        if b - a <= _INSERTION_ROWS:
+            for i in range(a, b):
+                c = code[i]
+                j = i
+                while j > a and code[order[j - 1]] > c:
+                    order[j] = order[j - 1]
+                    j -= 1
+                order[j] = i
+        else:
+            sub = np.argsort(code[a:b], kind="mergesort")
+            for i in range(b - a):
+                order[a + i] = a + sub[i]
+    return order

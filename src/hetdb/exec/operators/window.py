@@ -144,7 +144,7 @@ def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n
     if KS.is_sorted(code):
         return None
     if 0 < n_part < len(okeys) and KS.is_sorted(part):
-        return K.sort_within_runs(code, part)
+        return KS.sort_within_runs(code, part)
     return KS.sort_codes(code, _bits(ranges))
 
 
