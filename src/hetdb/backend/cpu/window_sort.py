@@ -135,28 +135,42 @@ def _lsd_bucket(keys, order, a, b, bits):
     order[a:b] = src_i
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def pack_first(key, span, lo, base):
     """A new row code: ``base * span + (key - lo)`` (``base`` None: ``key - lo``), one parallel pass
-    (where NumPy would first fill or copy the code on one thread)."""
-    n = key.shape[0]
-    out = np.empty(n, np.int64)
+    (where NumPy would first fill or copy the code on one thread). Outputs are allocated by NumPy
+    (huge pages), not inside the kernels (Numba's allocator faults every 4 KiB page in on first
+    touch)."""
+    out = np.empty(key.shape[0], np.int64)
     if base is None:
-        for i in prange(n):
-            out[i] = key[i] - lo
+        _offset(key, lo, out)
     else:
-        for i in prange(n):
-            out[i] = base[i] * span + (key[i] - lo)
+        _pack_into(key, span, lo, base, out)
     return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
+def _offset(key, lo, out):
+    for i in prange(key.shape[0]):
+        out[i] = key[i] - lo
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pack_into(key, span, lo, base, out):
+    for i in prange(key.shape[0]):
+        out[i] = base[i] * span + (key[i] - lo)
+
+
 def inverted(key):
     """``~key``: the int64 key whose ascending order is ``key``'s descending order."""
     out = np.empty(key.shape[0], np.int64)
+    _invert(key, out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _invert(key, out):
     for i in prange(key.shape[0]):
         out[i] = ~key[i]
-    return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -181,9 +195,8 @@ def is_sorted(code: np.ndarray) -> bool:
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _run_starts(part, chunks):
-    """Start rows of the runs of equal ``part``, and ``n`` at the end: each chunk counts its starts,
-    then writes them at its offset."""
+def _run_counts(part, chunks):
+    """Per chunk of rows: how many runs of equal ``part`` start in it (prefix sums, from 0)."""
     n = part.shape[0]
     size = (n + chunks - 1) // chunks
     counts = np.zeros(chunks + 1, np.int64)
@@ -195,7 +208,14 @@ def _run_starts(part, chunks):
         counts[c + 1] = k
     for c in range(chunks):
         counts[c + 1] += counts[c]
-    out = np.empty(counts[chunks] + 1, np.int64)
+    return counts
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _fill_run_starts(part, counts, out):
+    n = part.shape[0]
+    chunks = counts.shape[0] - 1
+    size = (n + chunks - 1) // chunks
     for c in prange(chunks):
         k = counts[c]
         for i in range(c * size, min(n, (c + 1) * size)):
@@ -203,6 +223,14 @@ def _run_starts(part, chunks):
                 out[k] = i
                 k += 1
     out[counts[chunks]] = n
+
+
+def _run_starts(part, chunks):
+    """Start rows of the runs of equal ``part``, and ``n`` at the end: each chunk counts its starts,
+    then writes them at its offset."""
+    counts = _run_counts(part, chunks)
+    out = np.empty(int(counts[-1]) + 1, np.int64)
+    _fill_run_starts(part, counts, out)
     return out
 
 
