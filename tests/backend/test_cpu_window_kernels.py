@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_sort as KS
 
 
 @pytest.mark.parametrize("n", [0, 1, 997, 20_011])
@@ -72,7 +73,7 @@ def test_sort_within_runs_is_a_stable_argsort_of_partition_sorted_codes(n) -> No
     part = np.sort(part)
     code = part * div + rng.integers(0, 50, n)  # ties within a partition: stability shows
     assert K.descents(part) == 0 and (n < 20 or K.descents(code) > 0)
-    assert np.array_equal(K.sort_within_runs(code, part), np.argsort(code, kind="stable"))
+    assert np.array_equal(KS.sort_within_runs(code, part), np.argsort(code, kind="stable"))
 
 
 def test_parallel_radix_refine_is_a_stable_argsort_over_thread_slices() -> None:

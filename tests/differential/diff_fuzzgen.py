@@ -405,7 +405,8 @@ class FuzzGen:
 
     def window_item(self, scope: Scope) -> E | None:
         """A window function whose value does not depend on the order of tied rows, over the
-        NULL/NaN-heavy columns: partitions and peers of NULL, NaN and -0.0 keys."""
+        NULL/NaN-heavy columns: partitions and peers of NULL, NaN and -0.0 keys; or one ordered
+        totally (the table's unique id last), with ROWS frames at partition edges and offsets."""
         part = self.expr(scope, (INT, DEC, DBL, STR, DATE, BOOL))
         order = self.pick(self.cols(scope, (INT, BIG, DEC, DBL, STR, DATE, TSTAMP)))
         if part is None or order is None:
@@ -413,6 +414,9 @@ class FuzzGen:
         o = (f"{order[0]}.{order[2].name}{self.pick(['', ' ASC', ' DESC'])}"
              f"{self.pick(['', ' NULLS FIRST', ' NULLS LAST'])}")
         over = f"OVER (PARTITION BY {part.sql} ORDER BY {o}"
+        alias, table = scope.tables[0]
+        if any(c.name == "id" for c in TABLES[table]) and self.chance(0.5):
+            return self.ordered_window_item(scope, f"{over}, {alias}.id{self.pick(['', ' DESC'])}")
         form = self.r.randrange(5)
         if form == 0:
             return E(f"count(*) OVER (PARTITION BY {part.sql})", INT)
@@ -429,6 +433,36 @@ class FuzzGen:
             return E(f"{op}({x.sql}) {over} RANGE BETWEEN {bounds})", x.kind if op == "sum" else INT,
                      x.tags)
         return E(f"{self.pick(['min', 'max'])}({x.sql}) OVER (PARTITION BY {part.sql})", x.kind, x.tags)
+
+    def ordered_window_item(self, scope: Scope, over: str) -> E | None:
+        """A window function over a total order (``over`` ends with a unique key, no parenthesis):
+        row_number/ntile, lag/lead with offsets, first/last/nth_value and aggregates over ROWS frames
+        (n PRECEDING/FOLLOWING, the partition's edges)."""
+        form = self.r.randrange(4)
+        if form == 0:
+            if self.chance(0.5):
+                return E(f"row_number() {over})", INT)
+            return E(f"ntile({self.v.randint(1, 9)}) {over})", INT)
+        x = self.expr(scope, (INT, BIG, DEC, DBL, STR, DATE))
+        if x is None:
+            return None
+        if form == 1:
+            return E(f"{self.pick(['lag', 'lead'])}({x.sql}, {self.v.randint(0, 4)}) {over})", x.kind, x.tags)
+        a, b = self.v.randint(0, 3), self.v.randint(0, 3)
+        frame = self.pick([f"{a} PRECEDING AND {b} FOLLOWING", f"{a} PRECEDING AND CURRENT ROW",
+                           f"CURRENT ROW AND {b} FOLLOWING", f"UNBOUNDED PRECEDING AND {b} FOLLOWING",
+                           f"{a} PRECEDING AND UNBOUNDED FOLLOWING", f"{a + b + 1} PRECEDING AND {a} PRECEDING",
+                           f"{b} FOLLOWING AND {a + b + 1} FOLLOWING"])
+        if form == 2:
+            f = self.pick(["first_value", "last_value", f"nth_value|{self.v.randint(1, 3)}"])
+            call = f"{x.sql}" if "|" not in f else f"{x.sql}, {f.split('|')[1]}"
+            return E(f"{f.split('|')[0]}({call}) {over} ROWS BETWEEN {frame})", x.kind, x.tags)
+        if x.kind in (STR, DATE):
+            op = self.pick(["min", "max", "count"])
+        else:
+            op = self.pick(["min", "max", "count", "sum"] + (["avg"] if "big" not in x.tags else []))
+        kind = INT if op == "count" else DBL if op == "avg" else x.kind
+        return E(f"{op}({x.sql}) {over} ROWS BETWEEN {frame})", kind, x.tags)
 
     def select(self) -> tuple[str, list[E], Scope]:
         scope, from_sql = self.from_clause()

@@ -36,6 +36,9 @@ QUERIES = [
     "skewness(x), regr_sxy(x, i) FROM w",
     "SELECT s NOT LIKE 'a%', s GLOB 'a*', s SIMILAR TO 'a.*', position('p' IN s), "
     "CAST(k AS VARCHAR), trunc(x), atan2(x, i), isnan(x), datediff('day', d, d) FROM w",
+    "SELECT translate(s, 'a', 'b'), levenshtein(s, 'x'), damerau_levenshtein(s, 'x'), sha256(s), sha1(s), "
+    "ord(s), prefix(s, 'a'), hex(k), bin(k), regexp_escape(s), signbit(x), gamma(x), lgamma(x), "
+    "nextafter(x, 1.0), round_even(x, 1) FROM w",
 ]
 
 

@@ -1,5 +1,5 @@
 """Window operator behaviour outside the corpus: spilling (or a typed error) when its input exceeds the
-memory limit, and its place in EXPLAIN ANALYZE (a CPU fallback on the GPU)."""
+memory limit, its place in EXPLAIN ANALYZE (a CPU fallback on the GPU), the columns it passes on."""
 
 from __future__ import annotations
 
@@ -42,6 +42,24 @@ def test_explain_analyze_shows_the_window_operator(corpus_path) -> None:
         text = con.explain(QUERY, analyze=True)
     line = next(x for x in text.splitlines() if "Window partition=" in x)
     assert "row_number()" in line and "rows in=300 out=300" in line, text
+
+
+def test_window_passes_on_only_the_columns_read_above_it(corpus_path) -> None:
+    """Keys only the window reads are not passed on (nor reordered): its pass=[...] names one column;
+    the answer is the same as with projection pruning off, where every input column is passed on."""
+    sql = "SELECT x, row_number() OVER (PARTITION BY g ORDER BY k DESC, id) AS rn FROM w"
+    with hetdb.connect(corpus_path, device="cpu") as con:
+        line = next(x for x in con.explain(sql).splitlines() if "Window partition=" in x)
+        got = con.sql(sql).arrow()
+    passed = line.split("pass=[")[1].split("]")[0]
+    assert passed.startswith("x#") and "," not in passed, line
+    off = {"projection_pruning", "late_projection_pruning"}
+    with hetdb.connect(corpus_path, device="cpu", disabled_passes=off) as con:
+        line = next(x for x in con.explain(sql).splitlines() if "Window partition=" in x)
+        want = con.sql(sql).arrow()
+    assert "pass=" not in line, line
+    assert got.num_rows == 300 and got.column_names == want.column_names
+    assert sorted(got.to_pylist(), key=str) == sorted(want.to_pylist(), key=str)
 
 
 @pytest.mark.gpu

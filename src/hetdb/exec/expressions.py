@@ -633,6 +633,7 @@ def _more_functions() -> dict:
     functions_more.py."""
     from hetdb.exec.functions_datetime import FUNCTIONS as DATETIME
     from hetdb.exec.functions_more import FUNCTIONS as MORE
+    from hetdb.exec.functions_strings import FUNCTIONS as STRINGS
     from hetdb.exec.functions_text import FUNCTIONS as TEXT
 
-    return {**TEXT, **DATETIME, **MORE}
+    return {**TEXT, **DATETIME, **MORE, **STRINGS}

@@ -21,6 +21,7 @@ absolute time.
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -307,6 +308,8 @@ def _strftime(value, fmt: str, zone: str | None = None) -> str:
         value = value.astimezone(Z.zone(zone))
         offset = value.utcoffset() // dt.timedelta(microseconds=1)
         fmt = fmt.replace("%Z", zone).replace("%z", Z.offset_text(offset))
+    # %Y as DuckDB writes it: at least four digits (the C library writes year 1 as "1")
+    fmt = re.sub(r"%[%Y]", lambda m: "%%" if m.group() == "%%" else f"{value.year:04d}", fmt)
     return value.strftime(fmt)
 
 

@@ -257,7 +257,8 @@ class PhysicalPlanner:
         if isinstance(node, Window):
             o = self._build(node.input)
             pid = self._close(o, WindowSink(fields=node.input.schema, partition=node.partition,
-                                            order=node.order, funcs=node.funcs, op_id=self._id()))
+                                            order=node.order, funcs=node.funcs, keep=node.keep,
+                                            op_id=self._id()))
             return _Open(ResultSource(pipeline_id=pid, label="window", op_id=self._id()), deps=[pid])
         if isinstance(node, L.Union):
             pids = []

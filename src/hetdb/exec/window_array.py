@@ -244,9 +244,20 @@ class ArrayKernels:
             direct = direct + xp.where(take, v[xp.minimum(fs + k, n - 1)], 0.0)
         if bool(narrow.all()):
             return direct
-        scan = self._partition_scan(v, ps)
+        finite = xp.isfinite(v)
+        scan = self._partition_scan(xp.where(finite, v, 0.0), ps)
         before = xp.where(fs > ps, scan[xp.maximum(fs - 1, 0)], 0.0)
         wide = scan[xp.maximum(fe - 1, 0)] - before
+        if not bool(finite.all()):  # NaN/inf in a frame decide its sum (a prefix past an inf: inf - inf)
+            zero = xp.zeros(1, dtype=xp.int64)
+
+            def count(mask):
+                c = xp.concatenate([zero, xp.cumsum(mask.astype(xp.int64))])
+                return c[fe] - c[fs]
+
+            nan, pos, neg = count(xp.isnan(v)), count(v == xp.inf), count(v == -xp.inf)
+            wide = xp.where((nan > 0) | ((pos > 0) & (neg > 0)), xp.nan,
+                            xp.where(pos > 0, xp.inf, xp.where(neg > 0, -xp.inf, wide)))
         return xp.where(narrow, direct, xp.where(fe > fs, wide, 0.0))
 
     def frame_extreme(self, key: Any, valid: Any, ps: Any, fs: Any, fe: Any, is_max: bool) -> Any:

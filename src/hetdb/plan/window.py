@@ -69,10 +69,15 @@ class Window(OneInput):
     partition: tuple[Expr, ...]
     order: tuple[SortKey, ...]
     funcs: tuple[tuple[Field, WindowCall], ...]
+    # the input columns passed on (None: all): projection pruning drops those only the window reads,
+    # so that the executor does not reorder them
+    keep: tuple[str, ...] | None = None
 
     @property
     def schema(self) -> tuple[Field, ...]:
-        return self.input.schema + tuple(f for f, _ in self.funcs)
+        passed = self.input.schema if self.keep is None else tuple(f for f in self.input.schema
+                                                                    if f.cid in self.keep)
+        return passed + tuple(f for f, _ in self.funcs)
 
     def reads(self) -> frozenset[str]:
         out: set[str] = set()
@@ -89,4 +94,5 @@ class Window(OneInput):
         o = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'} NULLS "
                       f"{'FIRST' if k.nulls_first else 'LAST'}" for k in self.order)
         fs = ", ".join(f"{f.cid}={c}" for f, c in self.funcs)
-        return f"Window partition=[{p}] order=[{o}] [{fs}]"
+        passed = "" if self.keep is None else f" pass=[{', '.join(self.keep)}]"
+        return f"Window partition=[{p}] order=[{o}] [{fs}]{passed}"

@@ -113,6 +113,10 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
             add("LIKE ... ESCAPE")
         elif isinstance(node, exp.Between) and node.args.get("symmetric"):
             add("BETWEEN SYMMETRIC")
+        elif isinstance(node, exp.Min | exp.Max | exp.ArgMin | exp.ArgMax) and node.args.get("count") is not None:
+            # DuckDB's top-n forms return a LIST of the n smallest/largest values (or their args)
+            add(f"{_written_name(node, sql)}(..., n) (the LIST of the top n; use ORDER BY ... LIMIT n or "
+                "row_number() OVER (...) <= n)")
     return found
 
 

@@ -20,6 +20,7 @@ from hetdb.errors import HetdbError, SqlError, UnsupportedError
 from hetdb.plan.expr import Call, Expr, Literal
 from hetdb.sql import functions_math as MATH
 from hetdb.sql import functions_more as MORE
+from hetdb.sql import functions_strings as STRS
 from hetdb.sql import interval as IV
 from hetdb.sql import typing as TY
 
@@ -43,10 +44,11 @@ NODES: tuple[type, ...] = (
     exp.TryCast, exp.TimestampTrunc, exp.DateTrunc, exp.DateDiff, exp.TimeToStr, exp.StrToTime,
     exp.DateFromParts, exp.TimestampFromParts, exp.UnixToTime, exp.TimeToUnix, exp.CurrentDate,
     exp.CurrentTimestamp, exp.DateAdd, exp.AtTimeZone, exp.ToDays, *_PART_NODES, *MORE.NODES, *MATH.NODES,
+    *STRS.NODES,
 )
 
 def handles(node: exp.Expression) -> bool:
-    if MORE.handles(node) or MORE.takes_difference(node) or MATH.handles(node):
+    if MORE.handles(node) or MORE.takes_difference(node) or MATH.handles(node) or STRS.handles(node):
         return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
@@ -232,6 +234,8 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
     """Bind one node ``handles`` accepted; ``b`` binds a child expression."""
     if MORE.handles(node):
         return MORE.bind_more(node, b)
+    if STRS.handles(node):
+        return STRS.bind(node, b)
     if MATH.handles(node):
         return MATH.bind(node, b)
     if MORE.takes_difference(node):

@@ -72,6 +72,8 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
 
 def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
     n = name_of
+    if isinstance(node, exp.SHA2) and function_name(node) == "sha256":  # sqlglot adds length=256
+        return f"sha256({n(node.this)})"
     if isinstance(node, exp.Paren):
         return n(node.this)
     if isinstance(node, exp.Column):

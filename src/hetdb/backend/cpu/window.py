@@ -300,18 +300,25 @@ def _frame_sum_int(x, valid, fs, fe, chunks, pre, out):
 
 
 def frame_sum_float(x, valid, ps, fs, fe):
-    """Float frame sums: narrow frames row by row, wide ones by partition-local prefix sums (a
-    running sum is then exactly the sequential sum)."""
+    """Float frame sums: narrow frames row by row, wide ones by partition-local prefix sums of the
+    finite values (a running sum is then exactly the sequential sum) plus counts of NaN, +inf and
+    -inf in the frame, which decide a non-finite sum as any summation order would (a prefix sum
+    that passed an inf would give inf - inf = NaN for every frame after it)."""
     n = x.shape[0]
-    return _frame_sum_float(x, valid, ps, fs, fe, np.zeros(n + 1, np.float64), np.empty(n, np.float64))
+    return _frame_sum_float(x, valid, ps, fs, fe, np.zeros(n + 1, np.float64), np.zeros((n + 1, 3), np.int64),
+                            np.empty(n, np.float64))
 
 
 @njit(cache=True)
-def _frame_sum_float(x, valid, ps, fs, fe, pre, out):
+def _frame_sum_float(x, valid, ps, fs, fe, pre, special, out):
     n = x.shape[0]
     for i in range(n):
         v = x[i] if valid[i] else 0.0
-        pre[i + 1] = v if i == ps[i] else pre[i] + v
+        finite = np.isfinite(v)
+        pre[i + 1] = (v if finite else 0.0) if i == ps[i] else pre[i] + (v if finite else 0.0)
+        special[i + 1, 0] = special[i, 0] + (1 if v != v else 0)
+        special[i + 1, 1] = special[i, 1] + (1 if v == np.inf else 0)
+        special[i + 1, 2] = special[i, 2] + (1 if v == -np.inf else 0)
     for i in range(n):
         s = fs[i]
         e = fe[i]
@@ -321,6 +328,16 @@ def _frame_sum_float(x, valid, ps, fs, fe, pre, out):
                 if valid[j]:
                     acc += x[j]
             out[i] = acc
+            continue
+        nan = special[e, 0] - special[s, 0]
+        pos = special[e, 1] - special[s, 1]
+        neg = special[e, 2] - special[s, 2]
+        if nan > 0 or (pos > 0 and neg > 0):
+            out[i] = np.nan
+        elif pos > 0:
+            out[i] = np.inf
+        elif neg > 0:
+            out[i] = -np.inf
         else:
             out[i] = pre[e] - (pre[s] if s > ps[i] else 0.0)
     return out
@@ -519,55 +536,3 @@ def descents(code):
         if code[i] < code[i - 1]:
             bad += 1
     return bad
-
-
-_INSERTION_ROWS = 16
-
-
-@njit(cache=True, nogil=True)
-def _runs(part):
-    """Start rows of the runs of equal ``part``, and ``n`` at the end."""
-    n = part.shape[0]
-    count = 1
-    for i in range(1, n):
-        if part[i] != part[i - 1]:
-            count += 1
-    out = np.empty(count + 1, np.int64)
-    out[0] = 0
-    k = 1
-    for i in range(1, n):
-        if part[i] != part[i - 1]:
-            out[k] = i
-            k += 1
-    out[count] = n
-    return out
-
-
-def sort_within_runs(code, part):
-    """Stable sort order of ``code`` when ``part`` (the PARTITION BY part of it) is sorted already:
-    each run of one partition is sorted on its own (insertion sort for short runs, merge sort else),
-    the runs in parallel."""
-    return _sort_within_runs(code, part, np.arange(code.shape[0], dtype=np.int64))
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _sort_within_runs(code, part, order):
-    n = code.shape[0]
-    starts = _runs(part) if n else np.zeros(1, np.int64)
-    for r in prange(starts.shape[0] - 1):
-        a = starts[r]
-        b = starts[r + 1]
-        if b - a <= _INSERTION_ROWS:
-            for i in range(a + 1, b):
-                v = order[i]
-                c = code[v]
-                j = i
-                while j > a and code[order[j - 1]] > c:
-                    order[j] = order[j - 1]
-                    j -= 1
-                order[j] = v
-        else:
-            sub = np.argsort(code[a:b], kind="mergesort")
-            for i in range(b - a):
-                order[a + i] = a + sub[i]
-    return order

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_passes as KP
+from hetdb.backend.cpu import window_sort as KS
 from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
@@ -130,27 +132,34 @@ def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n
     input order."""
     if not arrays or n == 0:
         return None
-    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
-    while len(okeys) > 1 and K.descents(okeys[-1]) == 0:
+    okeys = [_okey(a, d) for a, d in zip(arrays, desc)]
+    while len(okeys) > 1 and KS.is_sorted(okeys[-1]):
         okeys.pop()
     n_part = min(n_part, len(okeys))
     ranges = int_ranges(okeys)
     if ranges is None or _bits(ranges) > 63:
         return _sort_permutation(okeys, [False] * len(okeys), n)
-    part = _pack(okeys[:n_part], ranges[:n_part], np.zeros(n, dtype=np.int64))
-    code = _pack(okeys[n_part:], ranges[n_part:], part.copy())
-    if K.descents(code) == 0:
+    part = _pack(okeys[:n_part], ranges[:n_part], None)
+    code = _pack(okeys[n_part:], ranges[n_part:], part)
+    if KS.is_sorted(code):
         return None
-    if 0 < n_part < len(okeys) and K.descents(part) == 0:
-        return K.sort_within_runs(code, part)
-    return K.radix_refine(code, _bits(ranges), np.arange(n, dtype=np.int64))
+    if 0 < n_part < len(okeys) and KS.is_sorted(part):
+        return KS.sort_within_runs(code, part)
+    return KS.sort_codes(code, _bits(ranges))
 
 
-def _pack(okeys: list[np.ndarray], ranges: list[tuple[int, int]], code: np.ndarray) -> np.ndarray:
-    """``code`` extended by the keys: one int64 per row ordering like them (their combined range
-    fits 63 bits)."""
+def _okey(a: np.ndarray, descending: bool) -> np.ndarray:
+    """``order_key`` with integer DESC keys inverted by every kernel thread."""
+    if descending and a.dtype.kind in "iu":
+        return KS.inverted(a.astype(np.int64, copy=False))
+    return order_key(a, descending)
+
+
+def _pack(okeys: list[np.ndarray], ranges: list[tuple[int, int]], code: np.ndarray | None) -> np.ndarray | None:
+    """``code`` (None: no key yet) extended by the keys: one int64 per row ordering like them
+    (their combined range fits 63 bits), a new array per key written in one parallel pass."""
     for k, (lo, hi) in zip(okeys, ranges):
-        K.pack_key(code, k, hi - lo + 1, lo)
+        code = KS.pack_first(k, hi - lo + 1, lo, code)
     return code
 
 
@@ -160,12 +169,12 @@ def _sort_permutation(arrays: list[np.ndarray], desc: list[bool], n: int) -> np.
     order = np.arange(n, dtype=np.int64)
     if not arrays or n == 0:
         return order
-    okeys = [order_key(a, d) for a, d in zip(arrays, desc)]
+    okeys = [_okey(a, d) for a, d in zip(arrays, desc)]
     ranges = int_ranges(okeys)
     if ranges is None:
         return np.asarray(_HOST.sort_indices(arrays, desc), dtype=np.int64)
     if _bits(ranges) <= 63:
-        return K.radix_refine(_pack(okeys, ranges, np.zeros(n, dtype=np.int64)), _bits(ranges), order)
+        return KS.sort_codes(_pack(okeys, ranges, None), _bits(ranges))
     for k, (lo, hi) in reversed(list(zip(okeys, ranges))):
         if hi > lo:  # the span may exceed int64: shift by the minimum in unsigned arithmetic
             code = (k.view(np.uint64) - np.uint64(lo & 0xFFFFFFFFFFFFFFFF)).view(np.int64)
@@ -199,12 +208,14 @@ class WindowSink(Sink):
     partition: tuple = ()
     order: tuple[SortKey, ...] = ()
     funcs: tuple[tuple[Field, WindowCall], ...] = ()
+    keep: tuple[str, ...] | None = None  # the input columns passed on (None: all)
 
     def describe(self) -> str:
         p = ", ".join(map(str, self.partition))
         o = ", ".join(f"{k.expr} {'DESC' if k.descending else 'ASC'}" for k in self.order)
         fs = ", ".join(f"{f.cid}={c}" for f, c in self.funcs)
-        return f"Window partition=[{p}] order=[{o}] [{fs}]"
+        passed = "" if self.keep is None else f" pass=[{', '.join(self.keep)}]"
+        return f"Window partition=[{p}] order=[{o}] [{fs}]{passed}"
 
     def init_global(self, ctx: ExecContext) -> Any:
         return _WindowState(ctx)
@@ -339,7 +350,8 @@ class WindowSink(Sink):
             keys = o_arrays if perm is None else [backend.gather(a, perm) for a in o_arrays]
             return part_start | _starts(kern, xp, keys, n)
 
-        out = batch if perm is None else take_batch(backend, batch, perm)
+        passed = batch if self.keep is None else Batch({k: c for k, c in batch.columns.items() if k in self.keep}, n)
+        out = passed if perm is None else take_batch(backend, passed, perm)
         # expressions that are input columns reuse the permuted input instead of a second gather
         permuted = {id(batch.columns[k]): c for k, c in out.columns.items()}
 
@@ -429,8 +441,12 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     xp = backend.xp
     n = b.part_start.shape[0]
     if op == "row_number":
+        if kern is K:
+            return _int_column(xp, call.dtype, KP.offsets_plus_one(None, b.ps))
         return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
     if op == "rank":
+        if kern is K:
+            return _int_column(xp, call.dtype, KP.offsets_plus_one(b.gs, b.ps))
         return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
         return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
@@ -468,15 +484,19 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     x = args[0]
     valid = _valid(xp, x)
     if op in ("min", "max"):
-        key = _key(backend, x)
-        if kern is not K:  # the sparse table compares int64 order keys (NaN the largest, as in DuckDB)
-            key = _order_key(kern, backend, key)
+        # int64 order keys (NaN the largest, as in DuckDB): IEEE comparisons would leave a NaN
+        # beside -inf in the CPU's monotonic deque (min over {NaN, -inf} was NaN)
+        key = _order_key(kern, backend, _key(backend, x))
         return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
-    if x.validity is None:  # every row counts: no prefix sum and two gathers
+    if kern is K:
+        cnt, has = KP.frame_counts(x.validity, fs, fe)
+    elif x.validity is None:  # every row counts: no prefix sum and two gathers
         cnt = fe - fs
+        has = cnt > 0
     else:
         counts = kern.prefix_counts(valid)
         cnt = counts[fe] - counts[fs]
+        has = cnt > 0
     if op == "count":
         return _int_column(xp, call.dtype, cnt)
     data = x.data
@@ -484,12 +504,13 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
     else:  # exact, widened as DuckDB's SUM (HUGEINT, DECIMAL(38, s))
         total = window_sums.frame_int_sums(kern, xp, data, valid, fs, fe)
-    has = cnt > 0
     if op == "sum":
         if total.dtype == object:
             return Column(call.dtype, data=total, validity=has)
         return _int_column(xp, call.dtype, total, has)
     scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    if kern is K and total.dtype != object:
+        return _int_column(xp, call.dtype, KP.averages(total, cnt, scale), has)
     total = window_sums.as_float(xp, total)
     return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.cpu.window_passes import value_span
 from hetdb.errors import GpuWideValueError
 from hetdb.exec.wide import is_object
 
@@ -32,7 +33,10 @@ def frame_int_sums(kern, xp, data: Any, valid: Any, fs: Any, fe: Any) -> Any:
     d = data.astype(xp.int64, copy=False)
     if n == 0:
         return kern.frame_sum_int(d, valid, fs, fe)
-    lo, hi, width = (int(v) for v in xp.stack([d.min(), d.max(), (fe - fs).max()]).tolist())
+    if xp is np:  # one parallel pass
+        lo, hi, width = (int(v) for v in value_span(d, fs, fe))
+    else:
+        lo, hi, width = (int(v) for v in xp.stack([d.min(), d.max(), (fe - fs).max()]).tolist())
     if max(-lo, hi) * max(width, 1) < _LIMIT:
         return kern.frame_sum_int(d, valid, fs, fe)
     high = kern.frame_sum_int(d >> 32, valid, fs, fe)

@@ -76,8 +76,9 @@ def _prune(node: Node, need: set[str], wrap: bool = False) -> Node:
         if not funcs:
             return _prune(node.input, need, wrap)
         node = dataclasses.replace(node, funcs=funcs)
-        return dataclasses.replace(node, input=_prune(node.input, (need | node.reads()) - {
-            f.cid for f, _ in funcs}, wrap))
+        child = _prune(node.input, (need | node.reads()) - {f.cid for f, _ in funcs}, wrap)
+        keep = tuple(f.cid for f in child.schema if f.cid in need and (node.keep is None or f.cid in node.keep))
+        return dataclasses.replace(node, input=child, keep=None if len(keep) == len(child.schema) else keep)
     if isinstance(node, Join):
         lc = {f.cid for f in node.left.schema}
         rc = {f.cid for f in node.right.schema}

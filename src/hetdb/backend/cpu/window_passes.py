@@ -1,0 +1,133 @@
+"""Per-row passes of the window operator on the CPU, each one parallel Numba loop where NumPy would
+make one to four serial passes (and allocate their temporaries): row numbers and ranks from run
+starts, frame row counts, the value range and widest frame that decide whether an int64 prefix sum
+is exact, and averages from exact sums. On many cores the serial NumPy passes, not the sort, were
+what kept the window from scaling."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from hetdb.backend.cpu.keys import kernel_threads
+
+
+def offsets_plus_one(start, base):
+    """``start - base + 1`` per row (``start`` None: the row number): row_number and rank from the
+    rows where a row's partition (``base``) and peer group (``start``) begin. Outputs are allocated
+    by NumPy (huge pages), not inside the kernels (Numba's allocator faults every 4 KiB page in on
+    first touch: slower than the NumPy expression on one thread)."""
+    out = np.empty(base.shape[0], np.int64)
+    if start is None:
+        _row_numbers(base, out)
+    else:
+        _differences(start, base, out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _row_numbers(base, out):
+    for i in prange(base.shape[0]):
+        out[i] = i - base[i] + 1
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _differences(start, base, out):
+    for i in prange(base.shape[0]):
+        out[i] = start[i] - base[i] + 1
+
+
+def _chunks(n: int) -> int:
+    return max(1, min(kernel_threads() * 4, n // 65536))
+
+
+def frame_counts(valid, fs, fe):
+    """(rows counted, frame not empty) per row: the valid rows of ``[fs, fe)`` (``valid`` None:
+    every row counts)."""
+    n = fs.shape[0]
+    cnt, has = np.empty(n, np.int64), np.empty(n, np.bool_)
+    if valid is None:
+        _widths(fs, fe, cnt, has)
+    else:
+        _valid_counts(valid, fs, fe, _chunks(n), np.empty(n + 1, np.int64), cnt, has)
+    return cnt, has
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _widths(fs, fe, cnt, has):
+    n = fs.shape[0]
+    for i in prange(n):
+        c = fe[i] - fs[i]
+        cnt[i] = c
+        has[i] = c > 0
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _valid_counts(valid, fs, fe, chunks, pre, cnt, has):
+    # the prefix count in two parallel passes: each chunk's total, then its running counts from the
+    # totals of the chunks before it
+    n = valid.shape[0]
+    size = (n + chunks - 1) // chunks
+    totals = np.zeros(chunks + 1, np.int64)
+    for c in prange(chunks):
+        acc = 0
+        for i in range(c * size, min(n, (c + 1) * size)):
+            acc += 1 if valid[i] else 0
+        totals[c + 1] = acc
+    for c in range(chunks):
+        totals[c + 1] += totals[c]
+    pre[0] = 0
+    for c in prange(chunks):
+        acc = totals[c]
+        for i in range(c * size, min(n, (c + 1) * size)):
+            acc += 1 if valid[i] else 0
+            pre[i + 1] = acc
+    for i in prange(fs.shape[0]):
+        c = pre[fe[i]] - pre[fs[i]]
+        cnt[i] = c
+        has[i] = c > 0
+
+
+def value_span(d, fs, fe):
+    """(min, max) of the int64 values ``d`` and the widest frame ``fe - fs`` (0 for no rows)."""
+    n = d.shape[0]
+    return _value_span(d, fs, fe, _chunks(max(n, fs.shape[0])))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _value_span(d, fs, fe, chunks):
+    n = d.shape[0]
+    m = fs.shape[0]
+    los = np.empty(chunks, np.int64)
+    his = np.empty(chunks, np.int64)
+    widths = np.zeros(chunks, np.int64)
+    for c in prange(chunks):
+        lo = d[0]
+        hi = d[0]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            v = d[i]
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
+        w = 0
+        for i in range(c * m // chunks, (c + 1) * m // chunks):
+            if fe[i] - fs[i] > w:
+                w = fe[i] - fs[i]
+        los[c] = lo
+        his[c] = hi
+        widths[c] = w
+    return los.min(), his.max(), widths.max()
+
+
+def averages(total, cnt, scale):
+    """``total / scale / cnt`` per row (0.0 where ``cnt`` is 0: the row is NULL)."""
+    out = np.empty(total.shape[0], np.float64)
+    _averages(total, cnt, scale, out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _averages(total, cnt, scale, out):
+    for i in prange(total.shape[0]):
+        out[i] = total[i] / scale / cnt[i] if cnt[i] > 0 else 0.0
