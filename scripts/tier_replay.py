@@ -2,7 +2,7 @@
 (no GPU needed): link bytes per query.
 
     PYTHONPATH=src python scripts/tier_replay.py DB [--sf-from 1 --sf-to 20] [--runs 2]
-        [--fractions 0.1,0.25,0.5] [--compressed] [--order bench|suite]
+        [--fractions 0.1,0.25,0.5] [--compressed 0|1] [--order bench|suite]
 
 DB: an SSB database (``hetdb generate ssb --sf 1 DB``). ``--sf-to`` scales the traced page sizes
 to that scale factor from the manifest (cache/trace.py). The budget is a fraction of the data's
@@ -30,14 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--fractions", default="0.1,0.25,0.5")
     ap.add_argument("--policies", default=",".join(POLICIES))
-    ap.add_argument("--compressed", action="store_true", help="pages kept compressed on the GPU")
+    ap.add_argument("--compressed", type=int, choices=(0, 1), default=None,
+                    help="pages kept compressed on the GPU (default: gpu_compressed_cache's default, on)")
     ap.add_argument("--order", choices=("bench", "suite"), default="bench")
     ap.add_argument("--per-query", action="store_true", help="a table of link MiB per query")
     args = ap.parse_args(argv)
 
     con = hetdb.connect(args.db, device="cpu")
     queries = [(q.name, q.sql) for q in load_queries("ssb")]
-    trace = suite_trace(con, queries, compressed=args.compressed)
+    trace = suite_trace(con, queries, compressed=None if args.compressed is None else bool(args.compressed))
     factors = ssb_factors(args.sf_from, args.sf_to) if args.sf_to else {}
     if factors:
         trace = scale(trace, table_rows(con), factors)

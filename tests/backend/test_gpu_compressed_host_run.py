@@ -8,6 +8,7 @@ tests/codec/test_gpu_compressed_cache.py covers them.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 from test_gpu_pipeline_host_run import run_kernel
 
 from hetdb import types as T
-from hetdb.backend.gpu.codegen.pipeline_spec import AggregateSink, Input, PipelineSpec
+from hetdb.backend.gpu.codegen.pipeline_spec import AggregateSink, FilterStage, Input, PipelineSpec
 from hetdb.codec.encodings import encode_as
 from hetdb.plan.expr import Call, Case, ColumnRef, Literal
 
@@ -97,3 +98,39 @@ def test_overflow_counts_only_in_the_case_branch_a_row_takes(tmp_path):
     data["y"][3] = None  # now a row needs 2**62 * 4
     with pytest.raises(AssertionError, match=r"OVERFLOW 10 4611686018427387904 4"):
         run_kernel(spec, data, [], tmp_path)
+
+
+def test_paged_kernel_reads_compressed_pages_next_to_value_arrays(tmp_path):
+    """One paged launch (page table) over pages of which some are kept compressed (for, dict, const:
+    pipe::PageColumn, flagged per page and input in the table) and some are value arrays, with NULLs
+    and a filter: the same groups as the plain pages and as the Python reference."""
+    rng = np.random.default_rng(4)
+    pages = (700, 13, 1500, 300)
+    n = sum(pages)
+    a = [None if rng.random() < 0.1 else int(x) for x in rng.integers(-(1 << 40), 1 << 40, n)]
+    first = [sum(pages[:p]) for p in range(len(pages))]
+    a[first[3]:] = [42] * pages[3]  # the last page of a: one value (a const page)
+    a[first[2]:first[2] + pages[2]] = [None if v is None else int(v) % 9 - 4 for v in a[first[2]:first[2] + pages[2]]]
+    b = [int(x) for x in rng.integers(-3, 4, n)]
+
+    def sections(values, dtype, codecs):
+        out = []
+        for p, codec in enumerate(codecs):
+            page = np.asarray([0 if v is None else v for v in values[first[p]:first[p] + pages[p]]], dtype=dtype)
+            out.append(None if codec is None else encode_as(page, codec))
+        return out
+
+    enc = {"a": sections(a, np.int64, ("for", None, "dict", "const")), "b": sections(b, np.int32, (None, "for", "for", None))}
+    a_ref = ColumnRef(T.INT64, "a", True)
+    spec = PipelineSpec((Input("a", T.INT64, codec="paged"), Input("b", T.INT32, False, codec="paged")),
+                        (FilterStage(Call(T.BOOL, "gt", (a_ref, Literal(T.INT64, -2)))),),
+                        AggregateSink((col("b", T.INT32),), (("count_star", None), ("sum", a_ref))))
+    got = dict(run_kernel(spec, {"a": a, "b": b}, [], tmp_path, encoded=enc, pages=pages))
+    plain = PipelineSpec(tuple(dataclasses.replace(i, codec="plain") for i in spec.inputs), spec.stages, spec.sink)
+    assert dict(run_kernel(plain, {"a": a, "b": b}, [], tmp_path, pages=pages)) == got
+    want: dict = {}
+    for x, g in zip(a, b):
+        if x is not None and x > -2:
+            cnt, total, nn = want.get((g,), [0, 0, 0])
+            want[(g,)] = [cnt + 1, total + x, nn + 1]
+    assert got == want and len(want) == 7

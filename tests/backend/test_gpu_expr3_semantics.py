@@ -59,6 +59,11 @@ EXPRS = [
     c("mod", T.INT32, A, i(-1)),
     c("mod", T.FLOAT64, X, Literal(T.FLOAT64, 0.75)),
     c("mod", D2, Cast(D2, A), Literal(D2, 150)),
+    # x % y by a column (checked_mod): never zero here, or zero only on rows a CASE branch leaves out
+    c("mod", T.INT64, Cast(T.INT64, A), c("add", T.INT64, Cast(T.INT64, B), Literal(T.INT64, 1))),
+    c("mod", T.INT32, c("neg", T.INT32, A), c("add", T.INT32, B, i(-3))),
+    Case(T.INT32, ((c("ne", T.BOOL, B, i(0)), c("mod", T.INT32, A, B)),), i(-9)),
+    Case(T.INT32, ((c("eq", T.BOOL, B, i(0)), i(-9)),), c("mod", T.INT32, A, B)),
     # HUGEINT / DECIMAL(>18) in 64 bits: TPC-H q09's DECIMAL(19,4) difference of products, q20's
     # DECIMAL(38,3) comparison, a wide decimal as a double, HUGEINT addition
     c("sub", W19, Cast(W19, c("mul", D4, Cast(D2, A), Cast(D2, B))),
@@ -87,6 +92,14 @@ inline i64 checked_arith(i64 a, i64 b, int op, i64 lo, i64 hi, int code, unsigne
              : op == 3 || a < 0 ? -(__int128)a : (__int128)a;
   if (ok && (r < lo || r > hi) && !err[0]) { err[0] = 1; err[1] = code; err[2] = a; err[3] = b; }
   return (i64)r;
+}
+// host twin of common.cuh's checked_mod (a zero divisor recorded as code 64, a divisor of -1 gives 0)
+inline i64 checked_mod(i64 a, i64 b, unsigned long long* err, bool ok) {
+  if (b == 0) {
+    if (ok && !err[0]) { err[0] = 1; err[1] = 64; err[2] = a; err[3] = 0; }
+    return 0;
+  }
+  return b == -1 ? 0 : a % b;
 }
 namespace pipe {
 inline i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -205,3 +218,45 @@ def test_a_wide_value_past_64_bits_is_a_wide_overflow(tmp_path):
     assert int(words[0]) == 1 and int(words[2]) == 5000000000000000000  # row 2, not the NULL row 1
     with pytest.raises(GpuWideValueError, match="more than 64 bits"):
         raise_if_overflowed([int(w) for w in words])
+
+
+def test_a_zero_column_divisor_is_the_division_by_zero_error(tmp_path):
+    """x % y by a column: a zero divisor on a row that reaches the expression with both operands
+    non-NULL is recorded (not on a NULL row), and raise_if_overflowed raises the CPU's error; the
+    common.cuh checked_mod the kernels call is the one compiled here (not a twin)."""
+    from hetdb.backend.gpu.codegen.checked import raise_if_overflowed
+    from hetdb.backend.gpu.compile import load_source
+    from hetdb.errors import HetdbError
+
+    em = Emitter(lambda cid: None, frozenset())
+    em._load = lambda cid: em.temp(T.INT64, f"{cid}_v[row]", f"{cid}_ok[row]")
+    g, h = ColumnRef(T.INT64, "g", True), ColumnRef(T.INT64, "h", True)
+    v = em.value(c("mod", T.INT64, g, h))
+    common = load_source("common.cuh").replace("#pragma once", "")
+    lines = ["#include <cstdio>", "#include <cstring>", "#define __device__", "#define __forceinline__ inline",
+             "#define __restrict__", "inline long long __double_as_longlong(double v) { long long d; "
+             "std::memcpy(&d, &v, 8); return d; }",
+             "inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }",
+             "inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }",
+             "inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c, unsigned long long v) {"
+             " unsigned long long o = *p; if (o == c) *p = v; return o; }",
+             common, "static unsigned long long arith_err[4];",
+             "static const long long g_v[] = {7, -7, 5, 9, -9223372036854775807LL - 1};",
+             "static const long long h_v[] = {3, 3, 0, 0, -1};",
+             "static const bool g_ok[] = {1, 1, 0, 1, 1};", "static const bool h_ok[] = {1, 1, 1, 1, 1};",
+             "int main() {", "  for (long long row = 0; row < 5; ++row) {",
+             *em.lines, f'    std::printf("row %lld %lld\\n", row, (long long)({v.value}));', "  }",
+             '  std::printf("err %llu %llu %llu %llu\\n", arith_err[0], arith_err[1], arith_err[2], arith_err[3]);',
+             "  return 0;", "}"]
+    src = tmp_path / "mod.cpp"
+    src.write_text("\n".join(lines))
+    exe = tmp_path / "mod"
+    build = subprocess.run(["g++", "-std=c++17", "-O0", "-w", "-o", str(exe), str(src)], capture_output=True,
+                           text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60).stdout.split("\n")
+    assert {"row 0 1", "row 1 -1", "row 4 0"} <= set(out), out  # truncating, as DuckDB; MIN % -1 is 0
+    words = [int(w) for w in next(line for line in out if line.startswith("err")).split()[1:]]
+    assert words == [1, 64, 9, 0]  # row 3 (row 2's dividend is NULL)
+    with pytest.raises(HetdbError, match="Division by zero"):
+        raise_if_overflowed(words)

@@ -8,6 +8,7 @@ leaves in its hash table are compared with a NumPy/Python reference: non-unique 
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -119,27 +120,44 @@ def _arr(name: str, ctype: str, values) -> str:
 
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
                slots: int = 4096, encoded: dict[str, np.ndarray] | None = None,
-               grow_to: int = 0, pages: tuple[int, ...] = ()) -> list[tuple[tuple, list[int]]]:
+               grow_to: int = 0, pages: tuple[int, ...] = (),
+               luts: list[list[int]] | None = None) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
-    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain).
+    ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain);
+    with ``pages``: cid -> per page its encoded data section, or None for a value array (Input.codec
+    "paged": the page table flags which).
     ``grow_to``: afterwards move the groups into a table of that many slots (pipeline.cuh
     pipe_regroup, as a growing GroupAccumulator does) and read them from there. ``pages``: the rows
-    cut into pages of these sizes, read by the paged kernel through a page table (one launch)."""
+    cut into pages of these sizes, read by the paged kernel through a page table (one launch).
+    ``luts``: the int64 values of each dictionary lookup (all valid), e.g. a string join key's ids."""
     k = generate_pipeline(spec, paged=bool(pages))
-    assert not k.lookups
+    assert len(k.lookups) == len(luts or [])
     n = len(next(iter(columns.values())))
     assert not pages or sum(pages) == n
     decl, args = [], []
-    ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool"}
+    ctypes = {"int32": "int", "int64": "long long", "float64": "double", "date": "int", "bool": "bool",
+              "string": "int"}
     for j, inp in enumerate(spec.inputs):
         vals = columns[inp.cid]
-        if encoded and inp.cid in encoded:
+        if inp.dtype.kind == "string" and not inp.dictionary:  # plain strings: offsets and UTF-8 bytes
+            data = [b"" if v is None else v.encode() for v in vals]
+            decl.append(_arr(f"o{j}", "long long", np.cumsum([0] + [len(b) for b in data])))
+            decl.append(_arr(f"c{j}", "unsigned char", b"".join(data)))
+            args += [f"o{j}", f"c{j}"]
+        elif encoded and inp.cid in encoded and pages:
+            for p, section in enumerate(encoded[inp.cid]):
+                if section is not None:
+                    body = ", ".join(str(int(b)) for b in section)
+                    decl.append(f"alignas(8) static const unsigned char c{j}_e{p}[] = {{{body}}};")
+            decl.append(_arr(f"c{j}", ctypes[inp.dtype.kind], [0 if v is None else v for v in vals]))
+        elif encoded and inp.cid in encoded:
             body = ", ".join(str(int(b)) for b in encoded[inp.cid])
             decl.append(f"alignas(8) static const unsigned char c{j}[] = {{{body}}};")
         else:
             decl.append(_arr(f"c{j}", ctypes[inp.dtype.kind], [0 if v is None else v for v in vals]))
-        args.append(f"c{j}")
+        if not (inp.dtype.kind == "string" and not inp.dictionary):
+            args.append(f"c{j}")
         if inp.nullable:
             decl.append(_arr(f"v{j}", "bool", [v is not None for v in vals]))
             args.append(f"v{j}")
@@ -158,10 +176,20 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                        f"pl_pages[{2 * num + 1 + p}] = {pages[p]}LL;"]
             for j, inp in enumerate(spec.inputs):
                 at = 3 * num + 1 + p * width + PAGE_PTRS * j
-                paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
+                section = (encoded or {}).get(inp.cid, [None] * num)[p]
+                if inp.dtype.kind == "string" and not inp.dictionary:  # (offsets index the whole bytes)
+                    paging.append(f"  pl_pages[{at}] = (long long)(o{j} + {firsts[p]}); "
+                                  f"pl_pages[{at + 2}] = (long long)c{j};")
+                elif section is None:
+                    paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
+                else:
+                    paging.append(f"  pl_pages[{at}] = (long long)c{j}_e{p}; pl_pages[{at + 2}] = 1;")
                 paging.append(f"  pl_pages[{at + 1}] = " + (f"(long long)(v{j} + {firsts[p]});" if inp.nullable else "0;"))
         paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
         args = ["pl_pages", str(num), str(num_tiles)]
+    for i, values in enumerate(luts or []):
+        decl += [_arr(f"lut{i}", "long long", values), _arr(f"lutv{i}", "bool", [1] * len(values))]
+        args += [f"lut{i}", f"lutv{i}"]
     probes = [s for s in spec.stages if isinstance(s, ProbeStage)]
     for p, (stage, (t, payload)) in enumerate(zip(probes, builds)):
         decl += [_arr(f"s{p}", "long long", t["slots"]), _arr(f"k{p}", "long long", t["keys"]),
@@ -383,8 +411,11 @@ def test_many_groups_and_overflow_detection(tmp_path):
 
 def test_paged_take_gathers_global_rows_from_pages(tmp_path):
     """pipeline.cuh pipe_paged_take: rows numbered over pages of different sizes (global row ->
-    page by binary search over the first rows), values of 8, 4 and 1 bytes, and a validity page
-    without NULLs (null pointer) reading as valid."""
+    page by binary search over the first rows), values of 8, 4 and 1 bytes, a validity page
+    without NULLs (null pointer) reading as valid, and pages kept compressed (for, dict, const:
+    their encoded data sections, flagged per page) next to value arrays."""
+    from hetdb.codec.encodings import encode_as
+
     sizes = (5, 1, 9, 4)
     starts = [sum(sizes[:p]) for p in range(len(sizes))]
     n = sum(sizes)
@@ -392,19 +423,31 @@ def test_paged_take_gathers_global_rows_from_pages(tmp_path):
     rows = [rng.randrange(n) for _ in range(40)] + [0, n - 1, starts[1], starts[2]]
     v64 = [rng.randint(-(1 << 62), 1 << 62) for _ in range(n)]
     v32 = [rng.randint(-(1 << 30), 1 << 30) for _ in range(n)]
+    v32[:sizes[0]] = [-77] * sizes[0]  # page 0 of v32: one value (a const page)
     valid = [rng.random() < 0.7 for _ in range(n)]
     no_nulls_page = 2  # its validity pointer is null
+    codecs64 = {1: "for", 2: "dict"}  # page -> codec of v64's pages kept compressed
+    codecs32 = {0: "const", 2: "for"}
     decl = [_arr("v64", "long long", v64), _arr("v32", "int", v32), _arr("val", "bool", valid),
             _arr("starts", "long long", starts), _arr("rows", "long long", rows),
             f"static long long o64[{len(rows)}];", f"static int o32[{len(rows)}];", f"static bool oval[{len(rows)}];"]
-    main = ["int main() {", f"  long long p64[{len(sizes)}], p32[{len(sizes)}], pv[{len(sizes)}];"]
+    for name, values, dtype, codecs in (("v64", v64, np.int64, codecs64), ("v32", v32, np.int32, codecs32)):
+        for p, codec in codecs.items():
+            section = encode_as(np.asarray(values[starts[p]:starts[p] + sizes[p]], dtype=dtype), codec)
+            decl.append(f"alignas(8) static const unsigned char {name}_e{p}[] = "
+                        f"{{{', '.join(str(int(b)) for b in section)}}};")
+    main = ["int main() {", f"  long long p64[{len(sizes)}], p32[{len(sizes)}], pv[{len(sizes)}];",
+            f"  long long e64[{len(sizes)}] = {{{', '.join('1' if p in codecs64 else '0' for p in range(len(sizes)))}}};",
+            f"  long long e32[{len(sizes)}] = {{{', '.join('1' if p in codecs32 else '0' for p in range(len(sizes)))}}};"]
     for p, first in enumerate(starts):
-        main.append(f"  p64[{p}] = (long long)(v64 + {first}); p32[{p}] = (long long)(v32 + {first}); "
+        p64 = f"(long long)v64_e{p}" if p in codecs64 else f"(long long)(v64 + {first})"
+        p32 = f"(long long)v32_e{p}" if p in codecs32 else f"(long long)(v32 + {first})"
+        main.append(f"  p64[{p}] = {p64}; p32[{p}] = {p32}; "
                     f"pv[{p}] = {'0' if p == no_nulls_page else f'(long long)(val + {first})'};")
     main += ["  gridDim.x = 1; blockDim.x = 1; blockIdx.x = 0; threadIdx.x = 0;",
-             f"  pipe_paged_take(p64, starts, {len(sizes)}, 8, rows, {len(rows)}, (unsigned char*)o64);",
-             f"  pipe_paged_take(p32, starts, {len(sizes)}, 4, rows, {len(rows)}, (unsigned char*)o32);",
-             f"  pipe_paged_take(pv, starts, {len(sizes)}, 1, rows, {len(rows)}, (unsigned char*)oval);",
+             f"  pipe_paged_take(p64, e64, starts, {len(sizes)}, 8, rows, {len(rows)}, (unsigned char*)o64);",
+             f"  pipe_paged_take(p32, e32, starts, {len(sizes)}, 4, rows, {len(rows)}, (unsigned char*)o32);",
+             f"  pipe_paged_take(pv, nullptr, starts, {len(sizes)}, 1, rows, {len(rows)}, (unsigned char*)oval);",
              f'  for (int i = 0; i < {len(rows)}; ++i) std::printf("%lld %d %d\\n", o64[i], o32[i], (int)oval[i]);',
              "  return 0;", "}"]
     src = tmp_path / "take.cpp"
@@ -418,3 +461,60 @@ def test_paged_take_gathers_global_rows_from_pages(tmp_path):
     page_of = [max(p for p, f in enumerate(starts) if f <= r) for r in rows]
     want = [(v64[r], v32[r], 1 if p == no_nulls_page else int(valid[r])) for r, p in zip(rows, page_of)]
     assert got == want and len(got) == len(rows)
+    assert {page_of[i] for i in range(len(rows))} == set(range(len(sizes)))  # every page was read
+
+
+def test_paged_like_on_plain_string_pages(tmp_path):
+    """A paged kernel reads a plain-string input's offsets and bytes from the page table (LIKE in the
+    kernel, NULLs, empty strings, multi-byte code points), as the per-batch kernel over the same rows."""
+    rng = random.Random(12)
+    words = ["", "ab", "xaby", "é", "aéb", "straße", "abab", "zz"]
+    n = 1400
+    s = [None if rng.random() < 0.1 else rng.choice(words) + rng.choice(words) for _ in range(n)]
+    g = [rng.randint(0, 5) for _ in range(n)]
+    like = Call(T.BOOL, "like", (ColumnRef(T.STRING, "s", True), Literal(T.STRING, "%a_b%")))
+    spec = PipelineSpec((Input("s", T.STRING), Input("g", T.INT64, False)), (FilterStage(like),),
+                        AggregateSink((col("g"),), (("count_star", None),)))
+    got = by_key(run_kernel(spec, {"s": s, "g": g}, [], tmp_path))
+    assert by_key(run_kernel(spec, {"s": s, "g": g}, [], tmp_path, pages=(600, 1, 799))) == got
+    pattern = re.compile(r".*a.b.*", re.S)  # ('_': one code point)
+    want: dict = defaultdict(lambda: [0])
+    for x, gg in zip(s, g):
+        if x is not None and pattern.fullmatch(x):
+            want[(gg,)][0] += 1
+    assert got == dict(want) and len(want) > 3
+
+
+def test_string_join_key_probes_by_the_builds_ids(tmp_path):
+    """A string join key: the probe's dictionary codes look up the build's string ids (the lookup the
+    executor fills from the build's key encoder, -1 for a string the build lacks); NULL probe keys and
+    strings the build lacks match nothing; non-unique build keys expand (paged as well)."""
+    rng = random.Random(21)
+    probe_dict = ["a", "b", "c", "d", "é"]
+    build_strings = ["c", "a", "x", "c", None, "é"]
+    ids: dict[str, int] = {}
+    for v in build_strings:
+        if v is not None:
+            ids.setdefault(v, len(ids))
+    lut = [ids.get(v, -1) for v in probe_dict]
+    n = 900
+    codes = [None if rng.random() < 0.1 else rng.randrange(len(probe_dict)) for _ in range(n)]
+    g = [rng.randint(0, 3) for _ in range(n)]
+    w = [rng.randint(1, 9) for _ in build_strings]
+    spec = PipelineSpec((Input("s", T.STRING, True, True), Input("g", T.INT64, False)),
+                        (ProbeStage("inner", (ColumnRef(T.STRING, "s", True),), (T.STRING,),
+                                    (Input("w", T.INT64, False),)),),
+                        AggregateSink((col("g"),), (("count_star", None), ("sum", col("w")))))
+    table = join_table([(None if v is None else ids[v],) for v in build_strings])
+    got = by_key(run_kernel(spec, {"s": codes, "g": g}, [(table, [w])], tmp_path, luts=[lut]))
+    assert by_key(run_kernel(spec, {"s": codes, "g": g}, [(table, [w])], tmp_path, luts=[lut],
+                             pages=(500, 400))) == got
+    want: dict = defaultdict(lambda: [0, 0, 0])
+    for c, gg in zip(codes, g):
+        for b, ww in zip(build_strings, w):
+            if c is not None and b is not None and probe_dict[c] == b:
+                r = want[(gg,)]
+                r[0] += 1
+                r[1] += ww
+                r[2] += 1
+    assert got == dict(want) and len(want) == 4

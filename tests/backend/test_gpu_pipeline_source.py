@@ -5,6 +5,7 @@ one nvcc invocation."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 
@@ -164,17 +165,50 @@ def test_paged_kernels_read_a_page_table():
     assert "fused::FindPage(pl_pages, pl_num_pages, t)" in body
     assert "const long long row = pl_first + threadIdx.x" in body and "out_rows[o] = pl_base + row;" in body
     assert k.name != generate_pipeline(specs()["materialize"]).name
-    with pytest.raises(UnsupportedError, match="not paged"):  # plain strings are read per batch only
-        generate_pipeline(PipelineSpec((Input("s", T.STRING),), (), AggregateSink((), (("count_star", None),))),
-                          paged=True)
+    # a per-batch codec is not read by a paged kernel, nor a paged one by a per-batch kernel
+    count = AggregateSink((), (("count_star", None),))
+    with pytest.raises(UnsupportedError, match="read only by per-batch kernels"):
+        generate_pipeline(PipelineSpec((Input("x", T.INT64, codec="for"),), (), count), paged=True)
+    with pytest.raises(UnsupportedError, match="read only by paged kernels"):
+        generate_pipeline(PipelineSpec((Input("x", T.INT64, codec="paged"),), (), count))
+
+
+def test_paged_kernels_read_compressed_and_plain_string_pages(tmp_path):
+    """Paged inputs of codec "paged" read each page as a value array or an encoded data section (the
+    page table's third entry per page and input, pipe::PageColumn); "paged_tile" ones also decode a
+    delta/rle page's tile before the row loop; a plain string reads its offsets and bytes from the
+    table."""
+    like = Call(T.BOOL, "like", (ColumnRef(T.STRING, "s", True), Literal(T.STRING, "%ab%")))
+    spec = PipelineSpec((Input("s", T.STRING), Input("a", T.INT64, codec="paged"),
+                         Input("b", T.INT32, False, codec="paged_tile")),
+                        (FilterStage(like),),
+                        AggregateSink((ColumnRef(T.INT32, "b", False),), (("sum", ColumnRef(T.INT64, "a", True)),)))
+    body = generate_pipeline(spec, paged=True).body
+    assert "const long long* __restrict__ off0 = (const long long*)pl_ptr[0];" in body
+    assert "const unsigned char* __restrict__ chr0 = (const unsigned char*)pl_ptr[2];" in body
+    assert "const pipe::PageColumn<long long> in1{(const unsigned char*)pl_ptr[3], pl_ptr[5]};" in body
+    assert "in1.load(row)" in body and "tl1" not in body
+    assert "const bool tt2 = in2.tiled();" in body and "(tt2 ? tl2[it] : in2.load(row))" in body
+    assert "if (tt2) in2.load_tile<PL_BLOCK, PL_ITEMS>(pl_first, tl2, pl_num, pl_smem);" in body
+    assert "__shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];" in body
+    plain = generate_pipeline(dataclasses.replace(spec, inputs=(spec.inputs[0], Input("a", T.INT64),
+                                                                Input("b", T.INT32, False))), paged=True)
+    assert "PageColumn" not in plain.body and "pl_smem" not in plain.body and plain.name != generate_pipeline(
+        spec, paged=True).name
+    if shutil.which("nvcc") is not None:  # the kernel and pipe_paged_take (reading encoded pages) compile
+        _nvcc_bodies(tmp_path, [body, plain.body])
 
 
 def _nvcc(tmp_path, names: list[str], paged: bool = False) -> None:
-    from hetdb.backend.gpu.compile import load_source
-
     kernels = [generate_pipeline(s) for n, s in specs().items() if n in names]
     kernels += [generate_pipeline(s, paged=True) for n, s in specs().items() if n in names and paged]
-    src = load_source("pipeline.cuh") + "\n" + "\n".join(k.body for k in kernels)
+    _nvcc_bodies(tmp_path, [k.body for k in kernels])
+
+
+def _nvcc_bodies(tmp_path, bodies: list[str]) -> None:
+    from hetdb.backend.gpu.compile import load_source
+
+    src = load_source("pipeline.cuh") + "\n" + "\n".join(bodies)
     path = tmp_path / "pipelines.cu"
     path.write_text(src)
     run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "p.o")],
@@ -228,3 +262,28 @@ def test_refused_operator_carries_the_reason():
                                          (None, AggCall(T.INT64, "count_star", None))), op_id=4)
     plan, why = plan_compiled(ctx, NS(source=NS(), ops=[], sink=mixed))
     assert plan is None and "count_star without DISTINCT" in why and 4 not in stats
+
+
+def test_string_join_keys_look_up_the_builds_ids(tmp_path):
+    """A string join key of a dictionary column (probe input or an earlier probe's payload) is the
+    build's id of its string, looked up per code (a Lookup with join_key the executor fills from the
+    build's key encoder); a NULL key matches nothing; a plain-string key is refused."""
+    t = col("t", T.STRING)
+    spec = PipelineSpec(BASE, (ProbeStage("inner", (col("s", T.STRING), col("a")), (T.STRING, T.INT32),
+                                          (Input("t", T.STRING, True, True),)),
+                               ProbeStage("semi", (t,), (T.STRING,))),
+                        AggregateSink((col("a"),), (("count_star", None),)))
+    k = generate_pipeline(spec)
+    assert [lk.join_key for lk in k.lookups] == [(0, 0), (1, 0)]
+    body = k.body
+    assert "pb0[0] = lut0_val[e" in body and "pb1[0] = lut1_val[e" in body
+    assert "const long long* __restrict__ lut0_val" in body and "const long long* __restrict__ lut1_val" in body
+    assert body.count("pn0 = pn0 || !(") == 2 and "pn1 = pn1 || !(" in body  # NULL keys match nothing
+    paged = generate_pipeline(dataclasses.replace(spec, inputs=tuple(
+        dataclasses.replace(i, codec="paged") if i.dtype.kind != "float64" else i for i in BASE)), paged=True)
+    with pytest.raises(UnsupportedError, match="string join key s is not a dictionary-encoded column"):
+        generate_pipeline(PipelineSpec((Input("s", T.STRING),), (ProbeStage("inner", (col("s", T.STRING),),
+                                                                             (T.STRING,)),),
+                                       AggregateSink((), (("count_star", None),))))
+    if shutil.which("nvcc") is not None:
+        _nvcc_bodies(tmp_path, [body, paged.body])

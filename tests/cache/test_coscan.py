@@ -70,26 +70,95 @@ def test_gpu_resident_row_groups_are_never_stolen():
     assert s.take_front([0, 1, 2, 3, 4, 5]) == [0, 1, 2, 3, 4, 5]
 
 
-def test_auto_steals_only_what_the_cpu_finishes_before_the_gpu():
-    # a row group: 2 pages; CPU 2/90 s = 22.2 ms, GPU max(link 1 MB at 1 GB/s = 1 ms, 2 pages at
-    # 1 ms) = 2 ms: the CPU is worth it only with at least 12 row groups left before it
+def _blocked_steal(s: SharedScan, most: int = 1) -> tuple[threading.Thread, list]:
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(s.steal_run(most)))
+    t.start()
+    t.join(0.2)
+    return t, got
+
+
+def test_auto_probes_then_steals_what_the_measured_cpu_finishes_before_the_gpu():
+    # a row group: 2 pages; GPU max(link 1 MB at 1 GB/s = 1 ms, 2 pages at 1 ms) = 2 ms. The prior
+    # CPU estimate (2 pages at 90/s = 22.2 ms, twice that as the probe's margin) lets one probe
+    # run out; the others wait for its time
     s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
-    stolen = []
+    assert s.steal_run(4) == [29]
+    waiting, got = _blocked_steal(s)
+    assert waiting.is_alive() and not got  # no decision before the probe's time is known
+    s.observe_cpu(1, 5.0, warmup=True)  # the probe compiled the loop: no rate, the next steal probes
+    waiting.join(5)
+    assert got == [[28]] and s.cpu_rg_seconds is None
+    assert s._probing and s.router.rates.cpu_rate("coprocess").observations == 0
+    waiting, got = _blocked_steal(s)
+    assert waiting.is_alive()
+    s.observe_cpu(1, 0.0222)  # this scan's CPU: 22.2 ms a row group
+    waiting.join(5)
+    assert got == [[27]]
+    stolen = [27]
     while (rg := s.steal()) is not None:
         stolen.append(rg)
-    assert stolen == list(range(29, 11, -1))
+    # worth it only with at least 12 row groups (24 ms of GPU work) left before it
+    assert stolen == list(range(27, 11, -1))
     assert s.take_front(list(range(30))) == list(range(12))
-    # a CPU far slower than the GPU takes nothing; one far faster takes all but the first
+    assert sorted(s.cpu_taken) == list(range(12, 30))
+
+
+def test_a_run_is_as_long_as_the_gpu_leaves_time_for():
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
+    assert s.steal_run(8) == [29]
+    s.observe_cpu(1, 0.010)  # measured: 10 ms a row group; the GPU: 2 ms
+    # 8 row groups (80 ms) need 40 row groups before them; 7 (70 ms) need 35 ...; with 28 left
+    # before position 28, a run of k ends at 28 - k + 1 and needs 5k < 29 - k: k = 4
+    assert s.steal_run(8) == [28, 27, 26, 25]
+    assert s.cpu_rg_seconds == pytest.approx(0.010)
+    s.observe_cpu(4, 0.080)  # slower now: the mean over the scan's five row groups is 18 ms
+    assert s.cpu_rg_seconds == pytest.approx(0.018)
+
+
+def test_the_gpu_progress_measured_in_the_scan_replaces_the_model():
+    s = SharedScan(list(range(10)), [1_000_000] * 10, 2, _router(), "auto")
+    assert s.gpu_row_group_seconds(0) == pytest.approx(0.002)
+    s.take_front([0, 1, 2])
+    assert s.gpu_rg_seconds is None  # the first claim runs ahead of the kernels: no time yet
+    import time
+
+    time.sleep(0.02)
+    s.take_front([3])
+    assert s.gpu_rg_seconds is not None and s.gpu_rg_seconds >= 0.02
+    assert s.gpu_row_group_seconds(5) == s.gpu_rg_seconds
+
+
+def test_without_a_probe_worth_taking_the_cpu_takes_nothing_and_stop_releases_waiters():
     slow = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto")
-    assert slow.steal() is None
-    fast = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1e6), "auto")
-    assert [fast.steal() for _ in range(29)] == list(range(29, 0, -1)) and fast.steal() is None
+    assert slow.steal() is None and slow.cpu_taken == []
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
+    assert s.steal() == 29
+    waiting, got = _blocked_steal(s)
+    assert waiting.is_alive()
+    s.stop()  # (the GPU finished, or a worker failed)
+    waiting.join(5)
+    assert got == [[]] and s.steal() is None
+    # the GPU claiming everything releases waiters too
+    s2 = SharedScan(list(range(4)), [1_000_000] * 4, 2, _router(cpu_pages_per_s=1e4), "auto")
+    assert s2.steal() == 3
+    waiting, got = _blocked_steal(s2)
+    s2.take_front([0, 1, 2])
+    waiting.join(5)
+    assert got == [[]]
+
+
+def test_forced_runs_leave_the_gpu_a_share():
+    s = SharedScan(list(range(10)), [1] * 10, 1, _router(), "on")
+    assert s.steal_run(8) == [9, 8, 7, 6, 5]
+    assert s.steal_run(8) == [4, 3]
+    assert s.take_front([0, 1, 2]) == [0, 1, 2] and s.steal_run(8) == []
 
 
 def test_observed_cpu_time_moves_the_rate_and_bad_modes_are_refused():
     router = _router(cpu_pages_per_s=100.0)
     s = SharedScan([0, 1], [1, 1], 4, router, "auto")
-    s.observe_cpu(4, 0.001)
+    s.observe_cpu(1, 0.001)
     assert router.rates.cpu_rate("coprocess").pages_per_s > 100.0 and s.cpu_seconds == pytest.approx(0.001)
     with pytest.raises(ValueError):
         SharedScan([0], [1], 1, router, "sometimes")

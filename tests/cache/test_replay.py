@@ -76,6 +76,23 @@ def test_a_scan_larger_than_the_tier_does_not_evict_the_hot_set():
     assert benefit.total_link_bytes < lru.total_link_bytes
 
 
+def test_working_memory_evicts_cached_pages_as_the_gpu_does():
+    """64 MiB limit, cache 32 MiB; a fact scan of 36 one-MiB pages streams (pages the cache does not
+    admit are held transiently). With its operators holding 30 MiB, the transient pages no longer
+    fit beside the cache, so they evict cached pages and the next runs move more; working memory
+    past the operators' 32 MiB share is not reserved (counted over the limit), as on the GPU."""
+    q = QueryRef("q", [_scan("dim", ["a"], 4), _scan("fact", ["x", "y", "z"], 12)])
+    plain = replay([q] * 3, 64 * MIB)
+    heavy = replay([QueryRef("q", q.scans, working=30 * MIB)] * 3, 64 * MIB)
+    assert heavy.link_bytes[0] == plain.link_bytes[0] == 20 * MIB
+    assert heavy.link_bytes[1] > plain.link_bytes[1] > 0 and heavy.link_bytes[2] > plain.link_bytes[2]
+    assert heavy.cache.budget.used_bytes == heavy.cache.used_bytes  # released at the query's end
+    assert replay([QueryRef("q", q.scans, working=33 * MIB)] * 3, 64 * MIB).link_bytes == plain.link_bytes
+    # a scan that fits beside the working memory is not affected by it
+    small = QueryRef("q", [_scan("dim", ["a"], 4), _scan("fact", ["x", "y", "z"], 8)], working=30 * MIB)
+    assert replay([small] * 3, 64 * MIB).link_bytes == [14 * MIB, 0, 0]
+
+
 def test_a_repeated_scan_larger_than_the_tier_keeps_the_part_that_fits():
     queries = [QueryRef("q", [_scan("t", ["c"], 40)])] * 4
     limit = 2 * 10 * MIB
@@ -151,9 +168,13 @@ def test_displace_decides_as_victims_then_admit():
 
 
 # ---- traces of the real SSB queries ---------------------------------------------------------------------
-def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con):
+@pytest.mark.parametrize("compressed", [False, True, None])
+def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con, compressed):
+    """Each page with the device bytes the GPU cache holds under ``gpu_compressed_cache`` (None:
+    the connection's option, on by default) and the stored bytes it moves."""
     q = next(q for q in load_queries("ssb") if q.name == "q1.1")
-    trace = query_trace(ssb_con, q.name, q.sql)
+    trace = query_trace(ssb_con, q.name, q.sql, compressed)
+    kept = ssb_con.options.gpu_compressed_cache if compressed is None else compressed
     by_table = {s.table: s for s in trace.scans}
     assert set(by_table) == {"date", "lineorder"}
     lo = by_table["lineorder"]
@@ -167,7 +188,11 @@ def test_trace_holds_the_pages_a_gpu_scan_streams(ssb_con):
             codec = page_codec(reader, p.key.column, p.key.row_group)
             n = reader.row_group_rows(p.key.row_group)
             assert p.link == loc.length
-            assert p.held == device_page_bytes(reader, p.key.column, p.key.row_group, loc, sections, n, codec)
+            assert p.held == device_page_bytes(reader, p.key.column, p.key.row_group, loc, sections, n, codec, kept)
+    decoded = sum(p.held for p in query_trace(ssb_con, q.name, q.sql, False).pages())
+    held = sum(p.held for p in trace.pages())
+    # encoded pages kept as stored hold fewer bytes than decoded (a page on disk is at least as small)
+    assert held < decoded if kept else held == decoded
 
 
 def test_scaling_a_trace_to_another_scale_factor(ssb_con):

@@ -9,6 +9,7 @@ The GPU half is checked in test_gpu_coprocess.py."""
 
 from __future__ import annotations
 
+import time
 import types
 
 import numpy as np
@@ -26,13 +27,18 @@ FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
 
 
 class _FrontRun(_Run):
-    """The other side of the shared scan: claims row groups from the front, one at a time."""
+    """The other side of the shared scan: claims row groups from the front, one at a time (taking
+    ``delay`` seconds more for each: a slower GPU)."""
+
+    delay = 0.0
 
     def __init__(self, ctx, pipe, shared) -> None:
         super().__init__(ctx, pipe)
         self.shared = shared
 
     def next_morsel(self):
+        if self.delay:
+            time.sleep(self.delay)
         got = self.shared.take_front([self.shared._lo])
         return (got[0], self.shared.row_groups[got[0]]) if got else None
 
@@ -117,3 +123,92 @@ def test_coprocessed_aggregations_match_duckdb(suite, coprocessed, ssb_small, tp
     # both sides took row groups of some pipeline (each side's partial states merged)
     assert any(front and back for front, back in done)
     assert tier.used_bytes > 0  # the CPU workers' pages went through the host tier
+
+
+def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed, ssb_small, monkeypatch):
+    """gpu_coprocess='auto' with a slow front side (20 ms a row group): one CPU worker probes a row
+    group, its measured time (well under the front's) lets the workers go on stealing runs (the
+    probe's worker included: it reports its time before it steals again), answers unchanged."""
+    import hetdb
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()  # nothing measured; a GPU prior as slow as the front side is
+    rates.gpu_rate("scan").pages_per_s = 50.0
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    monkeypatch.setattr(_FrontRun, "delay", 0.02)
+    _tier_, log = coprocessed
+    sql = load_queries("ssb")["q1.1"]
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+        want = con.sql(sql).fetchall()
+        con.sql("SET gpu_coprocess = 'auto'")
+        got = con.sql(sql).fetchall()
+    assert got == want and len(got) == 1
+    done = [e for e in log if isinstance(e, tuple)]
+    assert done, log
+    front, back = done[-1]
+    assert len(back) > 1 and front, (front, back)
+
+
+def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_small, monkeypatch):
+    """With the default rates (a GPU page in 50 us, a CPU page in 2.5 ms) the whole small scan is
+    done on the GPU before one CPU row group would be: auto co-processes nothing and says why."""
+    import hetdb
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    _tier_, log = coprocessed
+    sql = load_queries("ssb")["q1.1"]
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3, gpu_coprocess="auto") as con:
+        assert len(con.sql(sql).fetchall()) == 1
+    assert log and all(isinstance(e, str) and e.startswith("the GPU's estimated") for e in log), log
+    assert all(r.observations == 0 for r in rates.cpu.values())  # no CPU worker ran
+
+
+def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed, tmp_path, monkeypatch):
+    """A fact table of 2,048-row pages whose nullable columns have NULLs on some pages and none on
+    others (a CPU worker's run mixes both), a dictionary-encoded string group key and compressed
+    integers: the CPU workers' runs of row groups (decoded into run buffers) give DuckDB's answers."""
+    import duckdb
+    import pyarrow as pa
+
+    import hetdb
+    from hetdb import types as T
+    from hetdb.exec import coprocess
+    from hetdb.storage import ColumnSpec, Database
+
+    rng = np.random.default_rng(9)
+    n = 61_440
+    page = np.arange(n) // 2048
+    nulls = (page % 3 == 0) & (rng.random(n) < 0.2)  # every third page has NULLs
+    table = pa.table({"o_key": pa.array(np.arange(n), pa.int64()),
+                      "o_qty": pa.array(rng.integers(1, 50, n), pa.int32(), mask=nulls),
+                      "o_price": pa.array(rng.integers(-10_000, 10_000, n) * 7, pa.int64()),
+                      "o_flag": pa.array(rng.choice(["A", "N", "R"], n))})
+    database = Database.open(str(tmp_path / "db"), create=True)
+    with database.create_table("orders", [ColumnSpec(f.name, T.from_arrow(f.type), True) for f in table.schema],
+                               rows_per_page=2048) as w:
+        w.append_arrow(table)
+    runs = []
+    original = coprocess._CoWorker._run_column
+
+    def counted(self, reader, name, rgs, *args):
+        runs.append(len(rgs))
+        return original(self, reader, name, rgs, *args)
+
+    monkeypatch.setattr(coprocess._CoWorker, "_run_column", counted)
+    duck = duckdb.connect()
+    duck.register("orders", table)
+    queries = ["SELECT o_flag, count(*), count(o_qty), sum(o_qty), sum(o_price), min(o_qty), max(o_price) "
+               "FROM orders WHERE o_price > -5000 GROUP BY o_flag",
+               "SELECT o_qty, count(*), sum(o_price) FROM orders WHERE o_qty IS NULL OR o_qty < 10 GROUP BY o_qty"]
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", threads=3, gpu_coprocess="on") as con:
+        for sql in queries:
+            got = sorted(con.sql(sql).fetchall(), key=repr)
+            want = sorted(duck.sql(sql).fetchall(), key=repr)
+            assert got == want and len(got) > 1, sql
+    _tier_, log = coprocessed
+    assert any(isinstance(e, tuple) and len(e[1]) > 1 for e in log), log
+    assert runs and max(runs) > 1  # row groups decoded into a run's buffers

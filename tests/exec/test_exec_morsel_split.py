@@ -52,7 +52,7 @@ QUERIES = [
 ]
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 4])
 def test_split_morsels_answer_like_duckdb(data, monkeypatch, threads):
     path, duck = data
     monkeypatch.setattr(scan_mod, "MIN_MORSEL_ROWS", 1 << 12)  # several ranges per row group
@@ -71,3 +71,30 @@ def test_split_morsels_answer_like_duckdb(data, monkeypatch, threads):
         compared += len(want)
     assert compared > 0
     con.close()
+
+
+class _Groups:
+    def __init__(self, rows: list[int]) -> None:
+        self.rows = rows
+        self.num_row_groups = len(rows)
+
+    def row_group_rows(self, rg: int) -> int:
+        return self.rows[rg]
+
+
+@pytest.mark.parametrize("groups", [16, 20, 58])
+def test_last_row_groups_are_cut_into_quarters(groups):
+    reader = _Groups([1 << 20] * (groups - 1) + [5000])
+    morsels = scan_mod.host_morsels(reader, 16)
+    whole = groups - 16
+    assert morsels[:whole] == list(range(whole))
+    tail = morsels[whole:]
+    # every tail row group in TAIL_PARTS ranges except the small last one, which stays whole
+    assert len(tail) == 15 * scan_mod.TAIL_PARTS + 1 and tail[-1] == groups - 1
+    covered = {}
+    for m in tail[:-1]:
+        rg, lo, hi = m
+        assert covered.get(rg, 0) == lo and hi - lo >= scan_mod.MIN_MORSEL_ROWS
+        covered[rg] = hi
+    assert covered == {rg: 1 << 20 for rg in range(whole, groups - 1)}
+    assert scan_mod.host_morsels(reader, 1) == list(range(groups))

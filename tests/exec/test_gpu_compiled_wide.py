@@ -28,6 +28,10 @@ QUERIES = {
     "mod_group_key": "SELECT a % 7 AS m, count(*), sum(k % 5), sum(c % 3), min(d % 2.5) FROM fact GROUP BY 1",
     "mod_filter": "SELECT b, count(*) FROM fact WHERE k % 10 = 3 OR a % -1 = 0 AND d % 4 > 1 GROUP BY b",
     "mod_decimal_divisor": "SELECT a, sum(c % 0.75) FROM fact GROUP BY a",
+    # % by a column: never zero, or zero only on rows a CASE branch leaves out (a has zeros)
+    "mod_by_column": "SELECT a, sum(k % (a + 1)), min(-k % (a - 41)), count(*) FROM fact WHERE a >= 0 GROUP BY a",
+    "mod_column_in_case": "SELECT b, sum(CASE WHEN a <> 0 THEN k % a ELSE -1 END), "
+                          "max(CASE WHEN a = 0 THEN 0 ELSE d % a END) FROM fact GROUP BY b",
     "wide_product_difference": "SELECT b, sum(CAST(c AS DECIMAL(38,2)) * k - CAST(c AS DECIMAL(20,2))) "
                                "FROM fact GROUP BY b",
     "wide_compare": "SELECT a, count(*) FROM fact WHERE CAST(c AS DECIMAL(38,3)) > CAST(a AS DECIMAL(20,1)) * 10 "
@@ -53,6 +57,18 @@ def test_wide_and_mod_in_kernels_match_duckdb(db, duck, options) -> None:
             assert not any(r in text for r in REFUSED), (name, text)
             compared += 1
     assert compared == len(QUERIES)
+
+
+def test_a_zero_column_divisor_raises_duckdbs_error(db, duck) -> None:
+    sql = "SELECT b, sum(k % a) FROM fact GROUP BY b"  # (a is 0 on some rows)
+    with pytest.raises(Exception, match="Division by zero"):
+        duck.sql(sql).fetchall()
+    with hetdb.connect(db.path, device="gpu") as con:
+        with pytest.raises(hetdb.HetdbError, match="Division by zero"):
+            con.sql(sql)
+        assert con._get_engine().last_gpu_leak == 0
+        text = con.explain("SELECT b, sum(k % (a + 100)) FROM fact GROUP BY b", analyze=True)
+    assert any(k in text for k in IN_KERNEL) and not any(r in text for r in REFUSED), text
 
 
 def test_a_wide_value_past_64_bits_reruns_on_the_cpu(db, duck) -> None:

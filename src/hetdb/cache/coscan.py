@@ -5,10 +5,16 @@ take single row groups from the back. Nothing is split in advance: each side cla
 when it takes it, so neither waits for the other at the end (work is stolen, not pre-split).
 
 Which row groups the CPU may take is the router's decision (``cache/router.py``), made per steal from
-measured rates: a CPU worker takes one only when it would finish it before the GPU would have worked
-through what is left (the GPU's time per row group: the slower of its pages over the host→GPU
-link and the GPU scans' measured pages/s), so the CPU never holds the query up at its end. A row group whose pages the
-GPU already holds (the device tier has them all) is never taken: it costs the GPU no copy.
+rates measured during this scan: a CPU worker takes a run of row groups only when it would finish
+them before the GPU would have worked through what is left before them, so the CPU never holds the
+query up at its end. The CPU's time per row group is what this scan's CPU workers took (wall time of
+their runs, so contention between them and with the GPU's feeder thread is in it); until one run is
+done, a single probe run of one row group is in flight, taken only when the prior estimate (the
+pipeline's rate measured by earlier scans, or the default) with a margin fits, and the other workers
+wait for its time. The GPU's time per row group is its progress through this scan (claims over
+time) once it has some, else the slower of its pages over the host→GPU link and the GPU scans'
+measured pages/s. A row group whose pages the GPU already holds (the device tier has them all) is
+never taken: it costs the GPU no copy.
 
 ``mode``: "auto" (the decision above) or "on" (co-processing forced: every steal of a row group the
 GPU does not hold succeeds, which tests use with tiny morsels so every pipeline mixes CPU and GPU
@@ -18,6 +24,7 @@ work).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from hetdb.cache.router import PageRouter
@@ -25,6 +32,9 @@ from hetdb.errors import HetdbError
 
 MODES = ("auto", "on")
 OPTION_VALUES = ("off", "auto", "on")  # the connection option gpu_coprocess
+# the probe run is taken only when the prior estimate of its CPU time, times this, fits before the
+# GPU would be done (a prior from other scans or the default may be far off)
+PROBE_MARGIN = 2.0
 
 
 def check_coprocess(value: str) -> str:
@@ -36,8 +46,8 @@ def check_coprocess(value: str) -> str:
 
 class SharedScan:
     """The row groups of one scan (in scan order), claimed by the GPU from the front (``take_front``)
-    and by CPU workers from the back (``steal``). ``link_bytes[i]``: stored bytes of row group
-    ``row_groups[i]``'s pages (what the GPU would copy); ``pages``: pages per row group;
+    and by CPU workers from the back (``steal_run``, ``steal``). ``link_bytes[i]``: stored bytes of
+    row group ``row_groups[i]``'s pages (what the GPU would copy); ``pages``: pages per row group;
     ``resident(rg)``: whether the device tier holds every page of ``rg`` (such a row group stays with
     the GPU)."""
 
@@ -58,16 +68,21 @@ class SharedScan:
         self.gpu_pipeline = gpu_pipeline
         self._lo = 0                       # the next position the GPU takes
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
         self.gpu_taken: list[int] = []
         self.cpu_taken: list[int] = []
-        self._kept: set[int] = set()       # positions left to the GPU (resident, or not worth taking)
         self.cpu_seconds = 0.0             # CPU workers' busy time on the row groups they took
+        self.cpu_rg_seconds: float | None = None  # measured in this scan: one worker, one row group
+        self._cpu_done = 0                 # row groups whose time was observed
+        self._probing = False              # the probe run is out, its time not yet known
+        self._gpu_first: tuple[float, int] | None = None  # (time, row groups claimed) at the first claim
+        self.gpu_rg_seconds: float | None = None  # measured in this scan: the GPU's progress
+        self.stopped = False               # nothing more for the CPU: waiting workers leave
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
         worker has taken (an empty list: the scan is done)."""
-        with self._lock:
+        with self._cond:
             got = []
             for i in positions:
                 if i != self._lo or i >= self._hi:
@@ -75,42 +90,99 @@ class SharedScan:
                 got.append(i)
                 self._lo += 1
             self.gpu_taken.extend(self.row_groups[i] for i in got)
+            now = time.perf_counter()
+            if self._gpu_first is None:
+                self._gpu_first = (now, len(self.gpu_taken))
+            elif len(self.gpu_taken) > self._gpu_first[1] and now > self._gpu_first[0]:
+                # claims run ahead of the kernels by the streamer's depth: the first claim's row
+                # groups are not counted, the ones since took the time since
+                self.gpu_rg_seconds = (now - self._gpu_first[0]) / (len(self.gpu_taken) - self._gpu_first[1])
+            if self._lo >= self._hi:
+                self._cond.notify_all()
             return got
 
     def remaining(self) -> int:
-        with self._lock:
+        with self._cond:
             return self._hi - self._lo
 
     def steal(self) -> int | None:
-        """A CPU worker claims the back-most row group still unclaimed when the router says the CPU
-        finishes it first; None when nothing is left for the CPU (the worker stops)."""
-        with self._lock:
-            while self._hi > self._lo:
+        """One row group for a CPU worker (``steal_run`` of at most one)."""
+        got = self.steal_run(1)
+        return got[0] if got else None
+
+    def steal_run(self, most: int) -> list[int]:
+        """A CPU worker claims up to ``most`` back-most row groups still unclaimed (consecutive in the
+        scan, returned back to front) that the router says the CPU finishes first; an empty list
+        when nothing is left for the CPU (the worker stops). In "auto" mode a worker may wait here
+        for the probe run's time."""
+        with self._cond:
+            while True:
+                if self.stopped or self._hi <= self._lo:
+                    return []
                 i = self._hi - 1
-                rg = self.row_groups[i]
-                if self.resident is not None and self.resident(rg):
-                    return None  # the GPU holds it, and (scanned in order) likely what precedes it
-                if self.mode == "auto" and not self._worth(i):
-                    return None
-                self._hi -= 1
-                self.cpu_taken.append(rg)
-                return rg
-            return None
+                if self.resident is not None and self.resident(self.row_groups[i]):
+                    return []  # the GPU holds it, and (scanned in order) likely what precedes it
+                if self.mode == "on":  # at most half of what is left: the GPU's side takes some too
+                    return self._claim(min(max(1, most), max(1, (self._hi - self._lo) // 2)))
+                if self.cpu_rg_seconds is None:
+                    if self._probing:
+                        self._cond.wait()  # the probe's time decides; then decide again
+                        continue
+                    prior = self.router.cpu_seconds() * self.pages * PROBE_MARGIN
+                    if prior >= self._gpu_left(i):
+                        return []
+                    self._probing = True
+                    return self._claim(1)
+                k = min(max(1, most), self._hi - self._lo)
+                while k and self.cpu_rg_seconds * k >= self._gpu_left(i - k + 1):
+                    k -= 1
+                return self._claim(k) if k else []
 
-    def _worth(self, i: int) -> bool:
-        """Whether one CPU worker finishes row group ``i`` before the GPU would finish every row group
-        left before it (so taking it shortens the scan). The GPU's time per row group is the slower
-        of its copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
+    def _claim(self, k: int) -> list[int]:
+        got = [self.row_groups[self._hi - 1 - j] for j in range(k)]
+        self._hi -= k
+        self.cpu_taken.extend(got)
+        return got
+
+    def gpu_row_group_seconds(self, i: int) -> float:
+        """The GPU's time for position ``i``: its measured progress in this scan, else the slower of
+        the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
+        if self.gpu_rg_seconds is not None:
+            return self.gpu_rg_seconds
         rates = self.router.rates
-        cpu = self.router.cpu_seconds() * self.pages
-        gpu_page = rates.gpu_rate(self.gpu_pipeline).seconds(1)
-        gpu_left = sum(max(rates.h2d.seconds(self.link_bytes[j]), self.pages * gpu_page)
-                       for j in range(self._lo, i))
-        return cpu < gpu_left
+        return max(rates.h2d.seconds(self.link_bytes[i]), self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1))
 
-    def observe_cpu(self, pages: int, seconds: float) -> None:
-        """A CPU worker's time for a stolen row group: the router's CPU rate follows it."""
-        with self._lock:
+    def _gpu_left(self, i: int) -> float:
+        """The GPU's time for every unclaimed position before ``i``."""
+        return sum(self.gpu_row_group_seconds(j) for j in range(self._lo, i))
+
+    def gpu_seconds_left(self) -> float:
+        with self._cond:
+            return self._gpu_left(self._hi)
+
+    def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False) -> None:
+        """A CPU worker's wall time for a run of ``row_groups`` it took: this scan's CPU time per row
+        group follows it (a running mean), and so does the router's CPU rate of the pipeline.
+        ``warmup``: the run compiled the loop; its time is not a rate (the next steal probes again)."""
+        if row_groups <= 0:
+            return
+        with self._cond:
             self.cpu_seconds += seconds
-        self.router.observe_cpu(pages, seconds)
+            if warmup:
+                self._probing = False
+                self._cond.notify_all()
+                return
+            per = seconds / row_groups
+            done = self._cpu_done + row_groups
+            self.cpu_rg_seconds = per if self.cpu_rg_seconds is None else (
+                (self.cpu_rg_seconds * self._cpu_done + seconds) / done)
+            self._cpu_done = done
+            self._probing = False
+            self._cond.notify_all()
+        self.router.observe_cpu(row_groups * self.pages, seconds)
 
+    def stop(self) -> None:
+        """No more row groups for the CPU (the GPU side failed or finished): waiting workers leave."""
+        with self._cond:
+            self.stopped = True
+            self._cond.notify_all()

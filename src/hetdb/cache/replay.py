@@ -17,6 +17,13 @@ page holds on the device and the bytes it moves over the link. ``replay`` drives
 
 and counts the link bytes of every page that was not resident (plus each dictionary moved).
 
+A query's working memory (``QueryRef.working``: the device bytes its operators reserve — hash
+tables, aggregation state, kernels' buffers — e.g. the operators' peak a GPU run reports) is
+reserved as ``exec/device.DeviceMemoryManager`` reserves it, evicting cached pages when the budget
+is short, before the query's largest scan (the fact table's, which probes the builds of the scans
+before it) and released when the query ends: at its peak for the whole scan, so this bounds the
+evictions it causes from above.
+
 Policies compared (``POLICIES``): the current ``BenefitPolicy``; ``LruPolicy`` (the tier at 69951da:
 admit everything, evict the least recently used); ``BeladyPolicy`` (the offline optimum's rule: evict
 the page needed farthest in the future, bypass a page needed later than everything it would
@@ -39,6 +46,7 @@ from hetdb.cache.policy import BenefitPolicy
 
 DEPTH = 3          # row groups a PageStreamer schedules ahead (its default)
 CACHE_SHARE = 0.5  # the device cache's share of gpu_memory_limit (exec/device.py)
+OPERATOR_SHARE = 0.5  # the operators' share of gpu_memory_limit (exec/device.py)
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class ScanRef:
 class QueryRef:
     name: str
     scans: list[ScanRef]
+    working: int = 0  # device bytes the query's operators hold (see the module docstring)
 
     def pages(self) -> list[PageRef]:
         return [p for s in self.scans for p in (*s.pages(), *s.dictionaries)]
@@ -458,11 +467,17 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
         st = cache.stats
         before = (st.admitted, st.evictions, st.bypassed)
         link = hit = 0
-        for scan in q.scans:
+        largest = max(range(len(q.scans)), key=lambda i: len(q.scans[i].pages()), default=-1)
+        working = 0
+        for i, scan in enumerate(q.scans):
+            if i == largest:
+                working = _reserve_working(cache, budget, q.working, int(limit_bytes * OPERATOR_SHARE))
             r = _ScanReplay(cache, clock, scan, depth)
             position = r.run(position)
             link += r.link
             hit += r.hits
+        if working:
+            budget.release(working)
         links.append(link)
         hits.append(hit)
         st = cache.stats
@@ -470,6 +485,18 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
         if cache.reserved_bytes or budget.used_bytes != cache.used_bytes:
             raise AssertionError(f"replay of {q.name} left reservations behind")
     return ReplayResult(policy, int(limit_bytes), links, hits, decisions, cache, time.perf_counter() - t0)
+
+
+def _reserve_working(cache: DevicePageCache, budget: Any, nbytes: int, share: int) -> int:
+    """``DeviceMemoryManager``'s forced reservation of ``nbytes`` (within the operators' ``share``;
+    a refused budget first evicts cached pages); returns the bytes reserved (0: counted as over the
+    limit, as the manager does, so nothing is held)."""
+    if nbytes <= 0 or nbytes > share:
+        return 0
+    if budget.try_reserve(nbytes):
+        return nbytes
+    cache.evict(nbytes)
+    return nbytes if budget.try_reserve(nbytes) else 0
 
 
 def _first_covering(ranked: Iterable, sizes: dict, nbytes: int) -> list | None:

@@ -26,10 +26,15 @@ from hetdb.cache.pages import page_info
 from hetdb.cache.replay import PageRef, QueryRef, ScanRef
 
 
-def query_trace(con: Any, name: str, sql: str, compressed: bool = False) -> QueryRef:
-    """The GPU scans of ``sql`` on connection ``con`` (any device), in execution order."""
+def query_trace(con: Any, name: str, sql: str, compressed: bool | None = None) -> QueryRef:
+    """The GPU scans of ``sql`` on connection ``con`` (any device), in execution order, with the
+    device bytes of pages as the GPU cache holds them under ``compressed`` (default: the
+    connection's ``gpu_compressed_cache``; pages kept as stored hold fewer bytes than decoded ones,
+    which is what decides what fits)."""
     from hetdb.exec.operators.scan import TableScan
 
+    if compressed is None:
+        compressed = bool(con.options.gpu_compressed_cache)
     engine = con._get_engine()
     physical = engine.planned(sql)[0].physical
     ctx = SimpleNamespace(options=con.options)
@@ -56,7 +61,7 @@ def query_trace(con: Any, name: str, sql: str, compressed: bool = False) -> Quer
     return QueryRef(name, scans)
 
 
-def suite_trace(con: Any, queries: list[tuple[str, str]], compressed: bool = False) -> list[QueryRef]:
+def suite_trace(con: Any, queries: list[tuple[str, str]], compressed: bool | None = None) -> list[QueryRef]:
     return [query_trace(con, name, sql, compressed) for name, sql in queries]
 
 

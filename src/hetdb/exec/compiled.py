@@ -141,7 +141,11 @@ def _plan(ctx: ExecContext, pipe: Any, sink: Any, right: int | None = None) -> C
                     raise _Refused(f"a join without keys over {side.num_rows} build rows is not compiled "
                                    f"here (at most {most})", op.op_id)
             if any(k.dtype.kind == "string" for k in op.left_keys):
-                raise _Refused("string join keys are not compiled", op.op_id)
+                # (GPU kernels look a dictionary code's build id up: codegen/pipeline_gen._string_key)
+                why = off("string_join_keys") if getattr(ctx, "device", None) is not None \
+                    else "compiled by GPU kernels only"
+                if why:
+                    raise _Refused(f"string join keys are not compiled ({why})", op.op_id)
             side = ctx.results[op.build_pipeline]
             if side.partitions is not None:
                 raise _Refused("the join's build side was partitioned (spilled)", op.op_id)
@@ -399,9 +403,8 @@ class BatchCompiler:
         self.refusals: dict[str, int] = {}         # why batches were not: reason -> batches
         self.tables: KeptTables | None = None         # one device table across the batches it takes
 
-    def consume(self, b: Batch) -> bool:
-        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it (the reason
-        is counted in ``refusals``)."""
+    def _ready(self) -> bool:
+        """Plan the compiled pipeline (once); whether it runs compiled."""
         if not self.tried:
             self.tried = True
             if self.ctx.device is None:  # a CPU emulation of fused kernels: no device to compile for
@@ -412,6 +415,20 @@ class BatchCompiler:
                     self.probes, self.build_dicts = _probe_inputs(self.ctx, self.plan)
                     if not self.plan.materialize and self.plan.mark_index is None:
                         self.tables = KeptTables(self.ctx, self.plan, self.probes)
+        return self.plan is not None
+
+    def run_resident(self, hot: Any) -> str | None:
+        """Every row of the resident scan ``hot`` (compiled_scan.ResidentScan) in one launch of the
+        paged kernel (exec/compiled_paged.py); what it did, or None (nothing done) when it cannot."""
+        if not self._ready() or self.plan.materialize or self.plan.mark_index is not None:
+            return None
+        return run_paged(self.ctx, self.pipe, self.plan, hot, self.probes, self.build_dicts, None, self.gsink,
+                         self.lsink)
+
+    def consume(self, b: Batch) -> bool:
+        """Run ``b`` (unfiltered scan rows) compiled; False when the compiler refuses it (the reason
+        is counted in ``refusals``)."""
+        self._ready()
         if self.plan is None:
             why = self.why or "the pipeline is not compiled"
             self.refusals[why] = self.refusals.get(why, 0) + 1

@@ -30,10 +30,19 @@ from hetdb.exec.columns import slice_column, take
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
-from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, pass_share, prefilter, verdict
+from hetdb.exec.compiled_cpu_kernels import (
+    arguments,
+    direct_ranges,
+    kernel_for,
+    morsel_runs,
+    pass_share,
+    prefilter,
+    verdict,
+)
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
+from hetdb.exec.compiled_cpu_morsel import LocalStats, LocalTimer, ResidentPages
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
-from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
@@ -70,6 +79,8 @@ class _Plan:
     kernel_cols: list[str] = field(default_factory=list)  # the scan columns the loop itself reads
     fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see compiled_cpu_kernels.kernel_for
     verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
+    resident: ResidentPages | None = None        # the morsels' pages through the host page cache
+    direct: tuple | None = None                  # group keys' ranges: see compiled_cpu_kernels.direct_ranges
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -186,9 +197,11 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     stages, probes = (list(plan.stages), probes) if plan.materialize else _probe_order(plan, probes)
     if marks is not None:
         stages.append(("probe", pipe.ops[marks]))
+    grouped = not plan.materialize and marks is None
     return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks,
-                 run_key=None if plan.materialize or marks is not None else _run_key(plan, sink, names),
-                 kernel_cols=[c for c in base if c in plan.referenced])
+                 run_key=_run_key(plan, sink, names) if grouped else None,
+                 kernel_cols=[c for c in base if c in plan.referenced],
+                 direct=direct_ranges(plan, sink, probes) if grouped else None)
 
 
 def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None:
@@ -315,36 +328,40 @@ class _Worker:
         self.runs = False                      # the table's groups are one morsel's key runs
         self.dicts: dict[str, Column] = {}
         self.budget = TableBudget(ctx)  # the group table's reservation
+        self.stats = LocalStats()       # added to the query's statistics when the worker ends
         for _, side, pay in p.probes:
             for f in pay:
                 d = side.batch.columns[f.cid].dictionary
                 if d is not None:
                     self.dicts[f.cid] = d
 
-    def flush(self, lsink: Any) -> None:
+    def flush(self, lsink: Any, trim: bool = False) -> None:
         key_range = None
         if self.state is not None and self.state[5] and self.runs:
             gk = self.state[1]
             key_range = (int(gk[0, 0]), int(gk[0, self.state[5] - 1]))
         flush_table(self, lsink, lambda state: _partial(self.ctx, self.p, self.pipe.sink, self.kernel, state, self.dicts),
-                    key_range)
+                    key_range, trim)
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
         rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
         if verdict(ctx, src, reader, self.p, rg) == "skip":
-            ctx.add(src.op_id, pages_skipped=len(src.scan.fields))
+            self.stats.add(src.op_id, pages_skipped=len(src.scan.fields))
             return None
         n = reader.row_group_rows(rg) if rows is None else rows[1] - rows[0]
         base = self.p.base
-        pages = src.read_pages(ctx, reader, [self.p.names[c] for c in base], rg, rows is None or rows[0] == 0)
+        first = rows is None or rows[0] == 0
+        pages = None if self.p.resident is None else self.p.resident.read(reader, rg, first, self.stats)
+        if pages is None:
+            pages = src.read_pages(ctx, reader, [self.p.names[c] for c in base], rg, first)
         if rows is not None:
             pages = [slice_column(ctx.backend, col, rows[0], rows[1]) for col in pages]
-        ctx.add(src.op_id, rows_in=n, rows_out=n)
+        self.stats.add(src.op_id, rows_in=n, rows_out=n)
         return dict(zip(base, pages)), n
 
     def work(self) -> None:
-        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
+        ctx, pipe, run = self.ctx, self.pipe, self.run
         sink = pipe.sink
         # one kernel thread per worker among several (the pool's threads keep whatever count they
         # had: Numba's default is every core, so each worker's gathers, merges and fallback kernels
@@ -353,52 +370,59 @@ class _Worker:
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
         lsink = sink.init_local(ctx, run.gsink)
         try:
-            while True:
-                item = run.next_morsel()
-                if item is None:
-                    break
-                index, morsel = item
-                ctx.set_morsel(index)
-                with Timer(ctx, pipe.source.op_id):
-                    got = self._read(morsel)
-                if got is None:
-                    continue
-                cols, n = got
-                runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
-                kernel = kernel_for(p, sink, cols, runs > 0)
-                if isinstance(kernel, str):
-                    p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+            self._morsels(lops, lsink)
+        except BaseException:
+            run.stop = True
+            raise
+        finally:
+            self.stats.publish(ctx)
+        self.flush(lsink)
+        sink.combine(ctx, run.gsink, lsink)
+
+    def _morsels(self, lops: list, lsink: Any) -> None:
+        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
+        sink = pipe.sink
+        while True:
+            item = run.next_morsel()
+            if item is None:
+                break
+            index, morsel = item
+            ctx.set_morsel(index)
+            with LocalTimer(self.stats, pipe.source.op_id):
+                got = self._read(morsel)
+            if got is None:
+                continue
+            cols, n = got
+            runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
+            kernel = kernel_for(p, sink, cols, runs > 0)
+            if isinstance(kernel, str):
+                p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+                p.fallback += 1
+                for b in pipe.source.read(ctx, morsel, run.gsrc):
+                    if b.num_rows:
+                        run.push(b, 0, lops, lsink)
+                continue
+            if p.marks is not None:
+                if not self._run_marks(kernel, cols, n):
                     p.fallback += 1
                     for b in pipe.source.read(ctx, morsel, run.gsrc):
                         if b.num_rows:
                             run.push(b, 0, lops, lsink)
-                    continue
-                if p.marks is not None:
-                    if not self._run_marks(kernel, cols, n):
-                        p.fallback += 1
-                        for b in pipe.source.read(ctx, morsel, run.gsrc):
-                            if b.num_rows:
-                                run.push(b, 0, lops, lsink)
-                elif p.plan.materialize:
-                    if not self._run_rows(kernel, cols, n, lsink):
-                        p.fallback += 1
-                        for b in pipe.source.read(ctx, morsel, run.gsrc):
-                            if b.num_rows:
-                                run.push(b, 0, lops, lsink)
-                else:
-                    self._run_kernel(kernel, cols, n, lsink, runs)
-        except BaseException:
-            run.stop = True
-            raise
-        self.flush(lsink)
-        sink.combine(ctx, run.gsink, lsink)
+            elif p.plan.materialize:
+                if not self._run_rows(kernel, cols, n, lsink):
+                    p.fallback += 1
+                    for b in pipe.source.read(ctx, morsel, run.gsrc):
+                        if b.num_rows:
+                            run.push(b, 0, lops, lsink)
+            else:
+                self._run_kernel(kernel, cols, n, lsink, runs)
 
     def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
         """One morsel through the aggregating loop. A loop over ``runs`` key runs (0: hashed) starts
         a fresh table and hands its groups (each key once, increasing) to the aggregation after
         the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
-        with Timer(ctx, sink.op_id):
+        with LocalTimer(self.stats, sink.op_id):
             if runs and self.state is not None:
                 self.flush(lsink)
             key_dicts = {c: cols[c].dictionary for c in p.key_dicts if c is not None and c in cols}
@@ -406,9 +430,11 @@ class _Worker:
                     self.dicts.get(c) is not d for c, d in key_dicts.items())):
                 self.flush(lsink)  # another layout or dictionary: the old groups go to the sink
             self.dicts.update(key_dicts)
+            direct = p.direct is not None and not runs
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
-                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs)
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs,
+                                             int(np.prod(p.direct[1])) if direct else 0)
             args = arguments(ctx, p, kernel, cols)
             start = 0
             while True:
@@ -421,12 +447,15 @@ class _Worker:
                 # the group table is full: double it and go on from the row that did not fit (or,
                 # when host_memory_limit refuses the bigger table, hand its groups to the sink and
                 # go on with a fresh one)
-                grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs)
+                grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs and not direct)
                 if grown is None:
-                    self.flush(lsink)
-                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float)
+                    self.flush(lsink, trim=True)
+                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, 0,
+                                            int(np.prod(p.direct[1])) if direct else 0)
+                elif direct:
+                    grown = (self.state[0], *grown[1:])  # the direct slots stay (they number groups)
                 self.state = grown
-            ctx.add(sink.op_id, rows_in=n)
+            self.stats.add(sink.op_id, rows_in=n)
             p.compiled += 1
             if runs:
                 p.run_morsels += 1
@@ -437,13 +466,13 @@ class _Worker:
         False (nothing marked) when the loop gave up on the morsel."""
         ctx, p = self.ctx, self.p
         op = self.pipe.ops[p.marks]
-        with Timer(ctx, op.op_id):
+        with LocalTimer(self.stats, op.op_id):
             args = arguments(ctx, p, kernel, cols)
             _, err, _ = kernel.fn(0, n, p.expansion, *args, marked_flags(ctx, self.run, p.marks), 0)
             if err == 1:
                 p.refusals["a value left its type"] = p.refusals.get("a value left its type", 0) + 1
                 return False
-            ctx.add(op.op_id, rows_in=n)
+            self.stats.add(op.op_id, rows_in=n)
             p.compiled += 1
         return True
 
@@ -451,7 +480,7 @@ class _Worker:
         """A materializing pipeline's morsel: the loop selects rows and matches, the columns the hash
         build needs are gathered from them. False (nothing sunk) when the loop gave up on the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
-        with Timer(ctx, sink.op_id):
+        with LocalTimer(self.stats, sink.op_id):
             args = arguments(ctx, p, kernel, cols)
             width = 1 + len(kernel.inner_probes)
             if len(self.outs) != width:
@@ -502,6 +531,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p:
             _refuse(ctx, pipe, p)
         return run
+    p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
     for _, side, _ in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)

@@ -20,7 +20,7 @@ from hetdb.column import Batch, Column
 class BoundArgs:
     """One kernel's argument list: fixed values in place, the per-morsel slots listed."""
 
-    def __init__(self, ctx: Any, probes: list, kernel: Any) -> None:
+    def __init__(self, ctx: Any, probes: list, kernel: Any, direct: tuple | None = None) -> None:
         self.ctx, self.kernel = ctx, kernel
         self.values: list[Any] = [None] * len(kernel.args)
         self.inputs: list[tuple[int, str, bool]] = []        # (position, input cid, data?)
@@ -41,6 +41,8 @@ class BoundArgs:
                 self.lut_args.append((pos, a[2], a[3] == "values"))
             elif what == "param":
                 self.values[pos] = kernel.params[a[2]]
+            elif what == "direct":  # the group keys' ranges (compiled_cpu_kernels.direct_ranges)
+                self.values[pos] = direct[0] if a[2] == "lo" else direct[1]
             elif what == "probe":
                 self.values[pos] = probe_arg(probes[a[2]][1], a[3])
             else:

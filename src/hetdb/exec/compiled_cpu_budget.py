@@ -41,9 +41,15 @@ class TableBudget:
         self.res = Reservation(ctx.memory)
         ctx.cleanup.append(self.res.close)
 
-    def new(self, num_keys: int, num_int: int, num_float: int, groups: int = 0) -> tuple:
+    def new(self, num_keys: int, num_int: int, num_float: int, groups: int = 0, direct: int = 0) -> tuple:
         """A fresh table; ``groups`` > 0: a table over key runs (no slots) for that many groups
-        when the limit lets it be that big (its untouched zeroed pages cost no memory)."""
+        when the limit lets it be that big (its untouched zeroed pages cost no memory); ``direct``
+        > 0: that many direct slots (pipeline_py.Aggregate.direct) instead of hashed ones."""
+        if direct:
+            state = runtime.new_state(num_keys, num_int, num_float)
+            state = (np.zeros(direct, np.int64), *state[1:])
+            self.res.force_grow(table_nbytes(state))
+            return state
         if groups:
             state = runtime.new_state(num_keys, num_int, num_float, groups)
             state = (np.zeros(1, np.int64), *state[1:])
@@ -74,10 +80,14 @@ class TableBudget:
         self.res.close()
 
 
-def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int] | None = None) -> None:
+def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int] | None = None,
+                trim: bool = False) -> None:
     """Hand ``worker.state``'s groups to its aggregation (``partial`` builds the batch); the table's
     memory is released before the aggregation reserves the batch. ``key_range``: the groups' one key
-    is strictly increasing from its first to its last value (see HashAggregate.add_partial)."""
+    is strictly increasing from its first to its last value (see HashAggregate.add_partial).
+    ``trim``: the limit refused a bigger table, give the C heap's free pages back to the system
+    (glibc's malloc_trim walks every arena under its lock and its released pages fault in again:
+    after each flush of a morsel's key runs or of each worker's table it serialised the workers)."""
     state, worker.state = worker.state, None
     if state is None or not state[5]:
         worker.budget.release()
@@ -87,4 +97,5 @@ def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int
     worker.budget.release()
     worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink, key_range)
     del part
-    release_free_heap()
+    if trim:
+        release_free_heap()

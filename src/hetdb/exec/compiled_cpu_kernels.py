@@ -27,7 +27,7 @@ from hetdb.column import Column
 from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS
 from hetdb.exec.operators.base import ExecContext
-from hetdb.plan.expr import Expr
+from hetdb.plan.expr import ColumnRef, Expr
 from hetdb.plan.exprutil import substitute
 
 # direct-indexed join tables up to this many entries (int32: 64 KiB) are probed without a filter
@@ -141,7 +141,8 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
     elif p.plan.materialize:
         out = Materialize()
     else:
-        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs), runs)
+        out = Aggregate(tuple(e for _, e in sink.keys), tuple((a.op, a.arg) for _, a in sink.aggs), runs,
+                        not runs and p.direct is not None)
     spec = Spec(inputs, tuple(stages), out)
     try:
         kernel: Any = _SPEC_KERNELS.get(spec)
@@ -174,6 +175,54 @@ def _residual(p: Any, op: Any) -> Expr | None:
     return substitute(op.residual, p.plan.alias)
 
 
+# direct group slots (Aggregate.direct) up to this many (int64 slots: 256 KiB per worker)
+DIRECT_GROUP_SLOTS = 1 << 15
+
+
+def direct_ranges(plan: Any, sink: Any, probes: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """(lowest value, values + 1 for NULL) per group key when every key is a column of a join
+    build the loop reads (its range known: integers' min/max, a dictionary's codes, the build's
+    row numbers for plain strings) and the ranges' product is at most DIRECT_GROUP_SLOTS; else
+    None (the group table hashes)."""
+    if not sink.keys:
+        return None
+    payload = {f.cid: side for _, side, pay in probes for f in pay}
+    lows, sizes, total = [], [], 1
+    for _, e in sink.keys:
+        while isinstance(e, ColumnRef) and e.cid in plan.alias:
+            e = plan.alias[e.cid]
+        side = payload.get(e.cid) if isinstance(e, ColumnRef) else None
+        if side is None:
+            return None
+        cid = e.cid
+        col = side.batch.columns[cid]
+        kind = e.dtype.kind
+        if kind == "string":
+            if cid in plan.row_keys:
+                lo, hi = 0, side.batch.num_rows - 1
+            elif col.dictionary is not None:
+                lo, hi = 0, len(col.dictionary) - 1
+            else:
+                return None
+        elif kind in ("int32", "int64", "date", "bool") or (kind == "decimal" and not e.dtype.is_wide):
+            data = np.asarray(col.data)
+            if col.validity is not None:
+                data = data[np.asarray(col.validity, dtype=bool)]
+            if data.shape[0] == 0:
+                lo, hi = 0, -1
+            else:
+                lo, hi = int(data.min()), int(data.max())
+        else:
+            return None
+        size = hi - lo + 2  # its values and NULL
+        total *= size
+        if total > DIRECT_GROUP_SLOTS:
+            return None
+        lows.append(lo)
+        sizes.append(size)
+    return np.array(lows, np.int64), np.array(sizes, np.int64)
+
+
 def prefilter(t: Any) -> str:
     """Whether the loop tests the table's runtime join filter before probing it: always before a
     hash probe, and before a direct table larger than the cache-resident bitmap would be."""
@@ -187,5 +236,5 @@ def prefilter(t: Any) -> str:
 def arguments(ctx: ExecContext, p: Any, kernel: Kernel, cols: dict[str, Column]) -> list[Any]:
     bound = p.bound.get(id(kernel))
     if bound is None or bound.kernel is not kernel:
-        bound = p.bound[id(kernel)] = BoundArgs(ctx, p.probes, kernel)
+        bound = p.bound[id(kernel)] = BoundArgs(ctx, p.probes, kernel, p.direct)
     return bound.bind(cols)

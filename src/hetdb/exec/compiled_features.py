@@ -20,10 +20,11 @@ FEATURES = {
     "plain_like": "LIKE on plain-string pages in the kernel (other uses of them are refused)",
     "wide_decimal": "HUGEINT / DECIMAL(>18) values in kernels (held in 64 bits; past them the query "
                     "runs on the CPU)",
-    "mod": "x % literal in kernels",
+    "mod": "x % y in kernels (a zero divisor raises DuckDB's division by zero error)",
     "row_sinks": "kernels selecting rows (filters, probes) for a sort, top-N or a hash build without probes",
     "resident_scans": "hot scans read from the device cache without the page streamer",
     "paged": "one launch over every cached page of a hot scan (page tables)",
+    "string_join_keys": "string join keys (a dictionary code looks up the build's id of its string)",
     "grow_tables": "kept aggregation tables growing instead of handing out partial states",
 }
 

@@ -1,10 +1,13 @@
 """One launch over every cached page of a hot scan for a compiled GPU pipeline (exec/compiled.py):
 when every row group's pages are in the device cache (exec/compiled_scan.py) and they all suit one
-kernel (the same dictionary per string column, plain value arrays: no plain strings, no pages kept
-compressed), the pipeline's paged kernel (codegen/pipeline_paged.py) aggregates, selects or marks
-every row in one launch instead of one launch, sync and gather per row group (TPC-H SF 10's
-lineitem: 58). Selected rows are gathered from the pages in place. Batches cut to ``batch_rows`` keep
-the per-batch path (as the option asks), and so does anything the paged path does not take.
+kernel (the same dictionary per string column, the same physical type per column), the pipeline's
+paged kernel (codegen/pipeline_paged.py) aggregates, selects or marks every row in one launch
+instead of one launch, sync and gather per row group (TPC-H SF 10's lineitem: 58). Pages may be
+value arrays, pages kept compressed in device memory (option ``gpu_compressed_cache``: the page table
+says which, and the kernel decodes the slice of each page it reads) or plain strings (offsets and
+bytes, read by LIKE). Selected rows are gathered from the pages in place (plain strings page by
+page). Batches cut to ``batch_rows`` keep the per-batch path (as the option asks), and so does
+anything the paged path does not take.
 """
 
 from __future__ import annotations
@@ -27,13 +30,68 @@ def _representatives(pages: list[tuple[int, dict[str, Column]]]) -> dict[str, Co
     for cid in pages[0][1]:
         cols = [cols[cid] for _, cols in pages]
         first = cols[0]
+        kind = _physical(first)
         for c in cols:
-            if getattr(c, "device_page", None) is not None or c.data is None:
-                return None  # kept compressed, or plain strings (offsets and bytes)
-            if c.dictionary is not first.dictionary or c.data.dtype != first.data.dtype:
+            if c.dictionary is not first.dictionary or _physical(c) != kind:
                 return None
         rep[cid] = next((c for c in cols if c.validity is not None), first)
     return rep
+
+
+def _plain_strings(ctx: ExecContext, pages: list[tuple[int, dict[str, Column]]]) -> list[tuple[int, dict[str, Column]]]:
+    """``pages`` with the dictionary pages of a string column that also has plain pages made plain:
+    the table store writes a column's first page dictionary-encoded and, once its strings prove too
+    distinct (comments, names), the later ones plain; one kernel reads one kind."""
+    from hetdb.exec.columns import to_plain
+
+    mixed = [cid for cid in pages[0][1]
+             if len({cols[cid].dictionary is None for _, cols in pages}) > 1
+             and pages[0][1][cid].dtype.kind == "string"]
+    if not mixed:
+        return pages
+    return [(rows, {cid: to_plain(ctx.backend, c) if cid in mixed else c for cid, c in cols.items()})
+            for rows, cols in pages]
+
+
+def _physical(col: Column) -> Any:
+    """What a page of ``col`` holds, as far as one kernel's signature is concerned: its values'
+    dtype (of the decoded values for a page kept compressed), or "plain string"."""
+    page = getattr(col, "device_page", None)
+    if page is not None:
+        return page.dtype  # (col.data would decode the page)
+    if col.dtype.kind == "string" and col.dictionary is None:
+        return "plain string"
+    return None if col.data is None else col.data.dtype
+
+
+def _paged_spec(spec: Any, pages: list[tuple[int, dict[str, Column]]]) -> Any:
+    """``spec`` (a per-batch kernel's, from the representatives) with each input's codec over all
+    the pages (pipeline_paged.paged_codec): pages kept compressed are read in place, whatever codec."""
+    from dataclasses import replace
+
+    from hetdb.backend.gpu.codegen.pipeline_paged import paged_codec
+
+    inputs = tuple(i if i.dtype.kind == "string" and not i.dictionary
+                   else replace(i, codec=paged_codec([cols[i.cid] for _, cols in pages]))
+                   for i in spec.inputs)
+    return replace(spec, inputs=inputs)
+
+
+def _take_strings(ctx: ExecContext, table: Any, cid: str, rows: Any) -> Column:
+    """Plain-string column ``cid`` at ``rows`` (global rows, ascending: select_pages orders them), page
+    by page (a gather of offsets and bytes per page with rows selected, then one concatenation)."""
+    from hetdb.exec.columns import concat_columns, take
+
+    be = ctx.backend
+    xp = be.xp
+    starts = table.starts
+    bounds = xp.searchsorted(rows, xp.concatenate([starts, xp.asarray([table.num_rows], dtype=starts.dtype)]))
+    bounds, first_rows = be.to_host(bounds).tolist(), be.to_host(starts).tolist()
+    parts = [take(be, cols[cid], rows[lo:hi] - first_rows[p])
+             for p, (cols, lo, hi) in enumerate(zip(table.pages, bounds, bounds[1:])) if hi > lo]
+    if not parts:
+        return take(be, table.pages[0][cid], rows[:0])
+    return parts[0] if len(parts) == 1 else concat_columns(be, parts)
 
 
 def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, build_dicts: dict[str, Column],
@@ -56,6 +114,7 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     pages = [(rows, cols) for rows, cols in hot.cid_pages() if rows]
     if len(pages) < 2:
         return None  # (one row group: the per-batch path is one launch too)
+    pages = _plain_strings(ctx, pages)
     rep = _representatives(pages)
     if rep is None:
         return None
@@ -63,11 +122,12 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     kernel, cids = _kernel(ctx, plan, SimpleNamespace(columns=rep))
     if isinstance(kernel, str):
         return None
-    key = ("paged", kernel.kernel.name)
+    spec = _paged_spec(kernel.spec, pages)
+    key = ("paged", kernel.kernel.name, tuple(i.codec for i in spec.inputs))
     paged = plan.kernels.get(key)
     if paged is None:
         try:
-            paged = CompiledPipeline(kernel.spec, paged=True)
+            paged = CompiledPipeline(spec, paged=True)
         except UnsupportedError:
             paged = False
         plan.kernels[key] = paged
@@ -91,8 +151,13 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     elif plan.materialize:
         sel = select_pages(paged, table, dictionary_lookups(ctx, plan, paged, dicts), probes, plan.unique_rows)
         if int(sel.rows.shape[0]):
-            sink.sink(ctx, gather(ctx, plan, None, sel, lambda c: paged_take(paged, table, c, sel.rows)),
-                      gsink, lsink)
+            def column(cid: str) -> Column:
+                col = table.pages[0][cid]
+                if col.dtype.kind == "string" and col.dictionary is None:
+                    return _take_strings(ctx, table, cid, sel.rows)
+                return paged_take(paged, table, cid, sel.rows)
+
+            sink.sink(ctx, gather(ctx, plan, None, sel, column), gsink, lsink)
     else:
         reservation = Reservation(ctx.memory)
         ctx.cleanup.append(reservation.close)
@@ -109,4 +174,28 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
             if unique and len(lsink.batches) == 1 and gsink.parts is None:
                 gsink.groups_unique = True  # one launch's groups: each once, nothing to merge
         reservation.close()
-    return f"one launch over every cached page ({table.num_pages} row groups)"
+    what = f"one launch over every cached page ({table.num_pages} row groups"
+    if table.encoded:
+        what += f"; {table.encoded} column pages read compressed in place"
+    return what + ")"
+
+
+def compiled_over_pages(ctx: ExecContext, pipe: Any, src: Any, gsrc: Any, morsels: list, compiler: Any) -> str | None:
+    """A dense fused pipeline whose scan is all in the device cache but has pages the fused kernel
+    cannot take (NULLs, plain strings): its compiled kernel (``compiler``, exec/compiled.BatchCompiler)
+    takes every page in one paged launch instead of the fused kernel plus a compiled launch per
+    row group; what it did, or None (nothing done: the caller streams the row groups)."""
+    from hetdb.exec.compiled_scan import resident_scan
+    from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
+
+    if not morsels:
+        return None
+    hot = resident_scan(ctx, src, gsrc, morsels)
+    if hot is None:
+        return None
+    try:
+        if _skipped_inputs(ctx, pipe):
+            _run_skipped_inputs(ctx, pipe)  # the compiled kernel probes the builds' hash tables
+        return compiler.run_resident(hot)
+    finally:
+        hot.close()

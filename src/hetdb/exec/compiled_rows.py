@@ -33,13 +33,26 @@ def selects_rows(ctx: ExecContext, pipe: Any) -> bool:
 
 def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str, Column]) -> list:
     """(values, valid) per dictionary lookup of ``kernel`` (codegen/expr3.py): its expression evaluated
-    once per dictionary by the operator kernels, kept in ``plan.luts`` while the dictionary is."""
+    once per dictionary by the operator kernels, kept in ``plan.luts`` while the dictionary is; for a
+    string join key, the ids the join build's key encoder gives the dictionary's strings (-1: a string
+    no build row has, which matches nothing)."""
     xp = ctx.backend.xp
     out = []
     for lk in kernel.kernel.lookups:
         d = dicts[lk.cid]
         key = (kernel.kernel.name, lk.index, id(d))
         hit = plan.luts.get(key)
+        if lk.join_key is not None:  # the join build's string key ids of the dictionary's strings
+            enc = ctx.results[plan.stages[lk.join_key[0]][1].build_pipeline].encoders[lk.join_key[1]]
+            if hit is None or hit[0] is not d or hit[3] is not enc:
+                n = len(d)
+                codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
+                ids = xp.full(max(n, 1), -1, dtype=xp.int64)
+                if n:
+                    ids[:n] = enc.encode(codes, add=False)
+                hit = plan.luts[key] = (d, ids, xp.ones(max(n, 1), dtype=bool), enc)
+            out.append((hit[1], hit[2]))
+            continue
         if hit is None or hit[0] is not d:
             n = len(d)
             codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)

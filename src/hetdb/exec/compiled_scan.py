@@ -6,7 +6,9 @@ groups' batches are made straight from the cached Columns, as the dense fused pa
 every cached page does (``scan_device.resident_pages``), instead of a streamer delivering each row
 group (~150 us of Python per row group at TPC-H SF 10: 9 ms for lineitem's 58). The pages stay
 pinned in the cache until the pipeline's kernels are queued, since its sink may make room in the
-device memory budget meanwhile.
+device memory budget meanwhile. A page kept compressed is handed out as a fresh EncodedColumn
+(stream_pages._delivered), so what a consumer decodes from it (a batch cut to ``batch_rows`` slices
+its values) goes with the batch instead of staying in the cache's entry.
 """
 
 from __future__ import annotations
@@ -38,15 +40,19 @@ class ResidentScan:
 
     def batches(self, index: int) -> list[Batch]:
         """The batches of morsel ``index`` (its row group, cut to ``batch_rows``)."""
+        from hetdb.backend.gpu.stream_pages import _delivered
+
         rows, cols = self.resident.pages[self.positions[index]]
         scan = self.src.scan
-        batch = Batch({f.cid: cols[name] for f, name in zip(scan.fields, scan.column_names)}, rows)
+        batch = Batch({f.cid: _delivered(cols[name]) for f, name in zip(scan.fields, scan.column_names)}, rows)
         return split_batches(self.ctx, batch) if rows else []
 
     def cid_pages(self) -> list[tuple[int, dict[str, Any]]]:
         """(rows, {cid: Column}) of every row group, in scan order (a paged kernel's pages)."""
+        from hetdb.backend.gpu.stream_pages import _delivered
+
         scan = self.src.scan
-        return [(rows, {f.cid: cols[name] for f, name in zip(scan.fields, scan.column_names)})
+        return [(rows, {f.cid: _delivered(cols[name]) for f, name in zip(scan.fields, scan.column_names)})
                 for rows, cols in self.resident.pages]
 
     def close(self) -> None:

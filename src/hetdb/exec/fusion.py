@@ -544,12 +544,25 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     fused_rows = unfused = recompiled = 0
     inputs_ready = False
     from hetdb.exec.compiled import BatchCompiler
+    from hetdb.exec.compiled_paged import compiled_over_pages
 
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
     hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
     if hot is not None:
-        fused_rows, morsels = hot, []
-        ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
+        fused_rows, rest = hot
+        left = set(rest)
+        morsels = [m for m in morsels if m[1] in left]
+        if not rest:
+            ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
+        else:
+            if fused_rows:
+                ctx.stat(sink.op_id).fused += " (one launch over the cached pages it can take)"
+            # the row groups with pages it cannot take (NULLs, plain strings): one compiled launch
+            what = None if plan.chain is not None else compiled_over_pages(ctx, pipe, src, gsrc, morsels, compiler)
+            if what is not None:
+                inputs_ready, morsels = True, []
+                ctx.stat(sink.op_id).fused += (f" ({len(rest)} row groups with pages it cannot take: compiled "
+                                               f"hash aggregation, {what})")
     if getattr(getattr(fp, "spec", None), "encoded", False):
         ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
     co = None
@@ -654,10 +667,11 @@ def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> N
 
 
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
-                  state: Any, sink_id: int) -> int | None:
+                  state: Any, sink_id: int) -> tuple[int, list[int]] | None:
     """When the device cache holds every page the kernel reads, run the kernel once over all of
-    them (a page table) and return the rows consumed; None when pages must be streamed (or one of
-    them cannot run fused: NULLs), which the caller then does row group by row group."""
+    them (a page table) and return (rows consumed, row groups left): the row groups with a page the
+    kernel cannot take (NULLs, plain strings), which the caller runs compiled; None when pages must
+    be streamed."""
     from hetdb.errors import UnsupportedError
     from hetdb.exec.operators.scan_device import resident_or_warm
 
@@ -675,23 +689,26 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     try:
         cache = ctx.device.cache
         tkey = ("page-table", resident.derived_key, fp.kernel.name, tuple((c, name_of[c]) for c in cids))
-        table = cache.derived(tkey)
-        if table is None:
+        hit = cache.derived(tkey)
+        if hit is None:
+            pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]
+            rest = [i for i, (_, cols) in enumerate(pages) if fp.batch_unfusable_reason(cols) is not None]
+            skip = set(rest)
             try:
-                table = fp.page_table([(rows, {c: cols[name_of[c]] for c in cids})
-                                       for rows, cols in resident.pages])
+                table = fp.page_table([p for i, p in enumerate(pages) if i not in skip])
             except UnsupportedError:
-                table = False  # a page the kernel cannot take: stream row group by row group
-            cache.set_derived(tkey, table)
-        if table is False:
-            return None
-        with Timer(ctx, sink_id):
-            fp.consume_pages(state, table, plan.tables)
+                table, rest = None, list(range(len(pages)))  # (stream row group by row group)
+            hit = (table, [row_groups[i] for i in rest])
+            cache.set_derived(tkey, hit)
+        table, rest = hit
+        if table is not None and table.num_tiles:
+            with Timer(ctx, sink_id):
+                fp.consume_pages(state, table, plan.tables)
     finally:
         resident.release()
         if fill is not None:
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
-    return table.num_rows
+    return (0 if table is None else table.num_rows), rest
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any) -> Batch:

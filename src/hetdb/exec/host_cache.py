@@ -162,6 +162,37 @@ class DecodedPageCache:
             counts.add(route, _stored_bytes(reader, column, rg, nbytes, padded=False))
         return col, route
 
+    def read_resident(self, keys: list[tuple]) -> list[Column] | None:
+        """The pages of ``keys`` (``(reader.path, column, rg)``) when every one is cached, one access
+        each recorded (lazily: pass the same list object for the same pages), else None (read them
+        with ``read``). One lock and no per-page Python for a compiled CPU worker's morsel."""
+        with self._lock:
+            entries = self._entries
+            out = []
+            for key in keys:
+                hit = entries.get(key)
+                if hit is None:
+                    return None
+                out.append(hit[0])
+            self.policy.touch_group(keys)
+            self.hits += len(keys)
+        return out
+
+    def stored_length(self, reader: Any, column: str, rg: int) -> int:
+        """The page's stored bytes, as ``read`` counts a hit's."""
+        key = (reader.path, column, rg)
+        length = self._lengths.get(key)
+        if length is None:
+            col = self._get_quiet(key)
+            length = _stored_bytes(reader, column, rg, 0 if col is None else column_nbytes(col), padded=False)
+            self._lengths[key] = length
+        return length
+
+    def _get_quiet(self, key: tuple) -> Column | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            return None if hit is None else hit[0]
+
     def unkeep(self, key: tuple) -> None:
         """Make a kept page (or dictionary) evictable again (no-op when it is not cached)."""
         with self._lock:

@@ -59,6 +59,54 @@ class AggregateEmitter:
         em.emit("        break")
         em.emit("    gs = (gs + 1) & (slots.shape[0] - 1)")
 
+    def _direct_group(self, keys: list[Val], kvals: list[tuple[str, str]]) -> None:
+        """The group of the row's keys when each is a build column of known range: the slot is
+        their mixed-radix number (a NULL key the last value of its digit), ``slots`` sized to the
+        product of the ranges by the executor; a new group is entered on its first row."""
+        em = self.em
+        em.emit("gs = np.int64(0)")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"gs = gs * dsz[{j}] + (({kb}) - dlo[{j}] if {kv} else dsz[{j}] - 1)")
+        em.emit("g = slots[gs] - 1")
+        em.emit("if g == -1:")
+        em.emit("    g = ng")
+        em.emit("    slots[gs] = g + 1")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"    gk[{j}, g] = {kb}")
+            em.emit(f"    gv[{j}, g] = {kv}")
+        em.emit("    ng += 1")
+
+    def _last_group(self, sink: Any, keys: list[Val], kvals: list[tuple[str, str]], prologue: list[str]) -> None:
+        """The row's group when its keys equal the last row's, else a new group of a key run (the
+        morsel is sorted by its one key) or the group table's hash probe."""
+        em = self.em
+        for j in range(len(kvals)):
+            prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
+        prologue.append("lg = np.int64(-1)")
+        if sink.runs:
+            # resumed after the table grew: the last group goes on (its key may run on)
+            prologue += ["if ng > 0:", "    lg = ng - 1"]
+            for j in range(len(kvals)):
+                prologue += [f"    lk{j} = gk[{j}, lg]", f"    lv{j} = gv[{j}, lg]"]
+        same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
+        em.emit(f"if lg >= 0 and {same_last}:")
+        em.emit("    g = lg")
+        em.emit("else:")
+        em.indent += 1
+        if sink.runs:
+            em.emit("g = ng")
+            for j, (kb, kv) in enumerate(kvals):
+                em.emit(f"gk[{j}, g] = {kb}")
+                em.emit(f"gv[{j}, g] = {kv}")
+            em.emit("ng += 1")
+        else:
+            self._find_group(keys, kvals)
+        em.emit("lg = g")
+        for j, (kb, kv) in enumerate(kvals):
+            em.emit(f"lk{j} = {kb}")
+            em.emit(f"lv{j} = {kv}")
+        em.indent -= 1
+
     def _aggregate(self, sink: Any, prologue: list[str], epilogue: list[str]) -> tuple[list[Slot], int, int]:
         """The group lookup and accumulator updates. Without keys the accumulators live in locals
         for the call (``prologue`` loads them, ``epilogue`` stores them: no store and reload of
@@ -80,35 +128,17 @@ class AggregateEmitter:
         if keys:
             # the group table probe, inline (runtime.key_hash / find_group spelled out on locals)
             kvals = []
-            for j, k in enumerate(keys):
+            for k in keys:
                 kb = em.bind(f"{bits_of(k)} if ({k.valid}) else np.int64(0)", "True", k.dtype).value
                 kv = em.bind(f"{k.valid}", "True", BOOL).value
                 kvals.append((kb, kv))
-                prologue += [f"lk{j} = np.int64(0)", f"lv{j} = False"]
-            prologue.append("lg = np.int64(-1)")
-            if sink.runs:
-                # resumed after the table grew: the last group goes on (its key may run on)
-                prologue += ["if ng > 0:", "    lg = ng - 1"]
-                for j in range(len(kvals)):
-                    prologue += [f"    lk{j} = gk[{j}, lg]", f"    lv{j} = gv[{j}, lg]"]
-            same_last = " and ".join(f"{kb} == lk{j} and {kv} == lv{j}" for j, (kb, kv) in enumerate(kvals))
-            em.emit(f"if lg >= 0 and {same_last}:")
-            em.emit("    g = lg")
-            em.emit("else:")
-            em.indent += 1
-            if sink.runs:
-                em.emit("g = ng")
-                for j, (kb, kv) in enumerate(kvals):
-                    em.emit(f"gk[{j}, g] = {kb}")
-                    em.emit(f"gv[{j}, g] = {kv}")
-                em.emit("ng += 1")
+            if sink.direct:
+                # the slot costs a few multiply-adds: no last-group test before it
+                if any(k.dtype.kind == "float64" for k in keys):
+                    raise ExprError("a DOUBLE group key has no direct slot")
+                self._direct_group(keys, kvals)
             else:
-                self._find_group(keys, kvals)
-            em.emit("lg = g")
-            for j, (kb, kv) in enumerate(kvals):
-                em.emit(f"lk{j} = {kb}")
-                em.emit(f"lv{j} = {kv}")
-            em.indent -= 1
+                self._last_group(sink, keys, kvals, prologue)
 
             def acc_i(r: int) -> str:
                 return f"ia[{r}, g]"

@@ -80,6 +80,10 @@ class Aggregate:
     # the one group key's rows come in runs of equal keys and each key in one run (the morsel's key
     # column is sorted): a key other than the last row's starts a new group, with no hash table
     runs: bool = False
+    # every key is a build column of known range (arguments ``dlo``/``dsz``: per key its lowest
+    # value and its number of values plus one for NULL): the group's slot is the keys' mixed-radix
+    # number, with no hashing and no key comparison (see aggregate_py._direct_group)
+    direct: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,6 +319,8 @@ class _Gen(AggregateEmitter):
             args.append((f"c{i}", "input", c.cid, "data"))
             if c.nullable:
                 args.append((f"c{i}_m", "input", c.cid, "validity"))
+        if isinstance(self.spec.sink, Aggregate) and self.spec.sink.direct:
+            args += [("dlo", "direct", "lo"), ("dsz", "direct", "size")]
         for lk in self.em.lookups:
             args.append((f"lut{lk.index}_v", "lut", lk.index, "values"))
             args.append((f"lut{lk.index}_ok", "lut", lk.index, "valid"))

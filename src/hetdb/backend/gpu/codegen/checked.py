@@ -5,14 +5,15 @@ words; ``raise_if_overflowed`` turns them into the ``OutOfRangeError`` the CPU r
 operands (exec/wide.py ``checked`` / ``negate``). HUGEINT and DECIMAL(19..38) results (and up-scaling
 casts to them) are checked against the int64 range the GPU holds them in: leaving it is a *wide*
 overflow, raised as ``GpuWideValueError``, on which the engine runs the query on the CPU (as for the
-GPU's operator-at-a-time kernels, exec/wide.py)."""
+GPU's operator-at-a-time kernels, exec/wide.py). ``x % y`` by a column records a zero divisor the
+same way (common.cuh ``checked_mod``), raised as the CPU's division-by-zero error."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hetdb import types as T
-from hetdb.errors import GpuWideValueError, OutOfRangeError
+from hetdb.errors import GpuWideValueError, HetdbError, OutOfRangeError
 from hetdb.types import DataType
 
 OPS = ("add", "sub", "mul", "neg", "abs")
@@ -22,6 +23,7 @@ _WORD = {"add": "addition", "sub": "subtraction", "mul": "multiplication"}
 _KINDS = ("int32", "int64", "decimal", "wide")
 _DUCK = {"int32": "INT32", "int64": "INT64", "decimal": "DECIMAL(18)"}
 ERR_WORDS = 4  # arith_err: flag, code, operand a, operand b
+DIV_ZERO = 64  # common.cuh HETDB_ERR_DIV_ZERO: x % y met y = 0 (checked_mod)
 
 
 def is_checked(op: str, rt: DataType) -> bool:
@@ -57,6 +59,8 @@ def raise_if_overflowed(words: Any) -> None:
     if not flag:
         return
     a, b = _signed(a), _signed(b)
+    if code == DIV_ZERO:  # (the CPU's words, exec/expressions._check_zero)
+        raise HetdbError("Invalid Input Error: Division by zero in a % expression (DuckDB raises this error too)")
     op, kind = OPS[code % 8], _KINDS[code // 8]
     if kind == "wide":
         raise GpuWideValueError("a HUGEINT / DECIMAL(38) value needs more than 64 bits, which the GPU "

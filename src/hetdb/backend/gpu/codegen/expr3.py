@@ -41,11 +41,14 @@ class Val:
 
 @dataclass(frozen=True)
 class Lookup:
-    """A dictionary lookup the executor fills per dictionary: ``expr`` over the string column ``cid``."""
+    """A dictionary lookup the executor fills per dictionary: ``expr`` over the string column ``cid``;
+    with ``join_key`` (probe stage, key index) the values are instead the join build's string key ids
+    of the dictionary's strings (int64, -1 for a string no build row has: exec/keys.StringKeyEncoder)."""
 
     index: int
     expr: Expr
     cid: str
+    join_key: tuple[int, int] | None = None
 
 
 def _zero(dtype: DataType) -> str:

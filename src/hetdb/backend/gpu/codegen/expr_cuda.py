@@ -10,8 +10,9 @@ HUGEINT and DECIMAL(19..38) values are held in 64 bits, as everywhere on the GPU
 arithmetic and up-scaling casts are checked against the int64 range, and a value that leaves it is
 recorded as a *wide* overflow, which the host turns into ``GpuWideValueError`` (the engine then runs
 the query on the CPU, exactly as when an operator-at-a-time GPU kernel meets such a value). ``x % y``
-is compiled with a non-zero literal divisor (C's truncating remainder, DuckDB's; a double ``%`` is
-``fmod``).
+is C's truncating remainder (DuckDB's; a double ``%`` is ``fmod``); a divisor that is not a literal is
+checked for zero where the row reaches the expression (common.cuh ``checked_mod``: DuckDB's division
+by zero error). A CASE branch's arithmetic counts its errors only on the rows that take the branch.
 """
 
 from __future__ import annotations
@@ -238,19 +239,23 @@ def _call(expr: Call, env: dict[str, Code], ok: str) -> Code:
 
 
 def _mod(expr: Call, a: Code, b: Code, ok: str) -> Code:
-    """``a % b`` with a non-zero literal divisor (a column divisor could be 0, which raises an error
-    on the CPU and in the operators: not fused). Integers and decimals take C's remainder, which
-    truncates toward zero like DuckDB's ``%`` (and numpy's fmod); a divisor of -1 always gives 0
-    (INT64_MIN % -1 is undefined in C). Doubles take fmod, as the operators do."""
+    """``a % b``. Integers and decimals take C's remainder, which truncates toward zero like DuckDB's
+    ``%`` (and numpy's fmod); a divisor of -1 always gives 0 (INT64_MIN % -1 is undefined in C), as on
+    the CPU. A divisor that is not a literal goes through checked_mod, which records a zero divisor
+    where ``ok`` (the CPU raises DuckDB's division by zero error for it). Doubles take fmod, as the
+    operators do (x % 0.0 is NaN)."""
     r = expr.dtype
     divisor = expr.args[1]
-    if not isinstance(divisor, Literal) or divisor.value in (None, 0) or isinstance(divisor.value, bool):
-        raise ExprError("% is fused only with a non-zero literal divisor")
+    literal_divisor = isinstance(divisor, Literal)
+    if literal_divisor and (divisor.value in (None, 0) or isinstance(divisor.value, bool)):
+        raise ExprError("% by a NULL or zero literal is not compiled")
     if r.kind == "float64":
         return Code(f"fmod({convert(a, T.FLOAT64)}, {convert(b, T.FLOAT64)})", r)
     if r.kind not in ("int32", "int64", "decimal") or r.is_wide:
         raise ExprError(f"% of type {r} is not fused")
     x, y = _operand(a, r, ok), _operand(b, r, ok)
+    if not literal_divisor:
+        return Code(f"(({ctype(r)})checked_mod((long long){x}, (long long){y}, arith_err, {ok}))", r)
     return Code(f"(({y}) == ({ctype(r)})-1 ? ({ctype(r)})0 : ({x}) % ({y}))", r)
 
 
@@ -267,8 +272,19 @@ def _compared(code: Code, dtype: DataType, ok: str = "true") -> str:
 def _case(expr: Case, env: dict[str, Code], ok: str) -> Code:
     if expr.otherwise is None:
         raise ExprError("CASE without ELSE yields NULL: not fused")
-    text = _operand(translate(expr.otherwise, env, ok), expr.dtype, ok)
-    for cond, value in reversed(expr.whens):
-        c = translate(cond, env, ok)
-        text = f"(({c.text}) ? {_operand(translate(value, env, ok), expr.dtype, ok)} : {text})"
+    conds = [translate(cond, env, ok) for cond, _ in expr.whens]
+    reach = ok  # the rows that get to the current WHEN: an error in a branch counts only there
+    values = []
+    for c, (_, value) in zip(conds, expr.whens):
+        values.append(_operand(translate(value, env, _both(reach, c.text)), expr.dtype, ok))
+        reach = _both(reach, f"!({c.text})")
+    text = _operand(translate(expr.otherwise, env, reach), expr.dtype, ok)
+    for c, v in zip(reversed(conds), reversed(values)):
+        text = f"(({c.text}) ? {v} : {text})"
     return Code(text, expr.dtype)
+
+
+def _both(a: str, b: str) -> str:
+    if a == "true":
+        return f"({b})"
+    return f"({a} && ({b}))"

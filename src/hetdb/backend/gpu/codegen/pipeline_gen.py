@@ -54,6 +54,11 @@ _ORDERED = ("int32", "int64", "date", "decimal", "timestamp", "float64")
 # codec -> the pipe:: column reading it by random access; TILE_CODECS decode a tile up front
 _COLUMN_OF = {"plain": "PlainColumn", "const": "ConstColumn", "for": "ForColumn", "dict": "DictColumn"}
 TILE_CODECS = {"delta": "load_tile_delta", "rle": "load_tile_rle"}
+# codecs of a paged kernel's inputs whose pages may be kept compressed (pipe::PageColumn: the page
+# table says per page whether it is a value array or an encoded data section): "paged" pages are
+# plain or random-access (const, for, dict), "paged_tile" ones may also be delta or rle pages, whose
+# tiles decode into registers before the row loop
+PAGED_CODECS = ("paged", "paged_tile")
 
 
 @dataclass(frozen=True)
@@ -108,8 +113,10 @@ def generate_pipeline(spec: PipelineSpec, paged: bool = False) -> PipelineKernel
     whose pages lie anywhere in device memory, as the dense fused kernels' page table): per page its
     first tile, first row, rows, and per input a value pointer and a validity pointer (0: no NULLs);
     each tile looks its page up (binary search over the tile starts). Rows are page-local inside the
-    kernel; a materializing sink writes global rows (the page's first row + the local row). Only
-    plain value arrays are paged (no plain strings, no compressed pages)."""
+    kernel; a materializing sink writes global rows (the page's first row + the local row). An
+    input whose pages may be kept compressed has codec "paged" or "paged_tile" (PAGED_CODECS) and a
+    third entry per page, 1 where the pointer is the page's encoded data section (0: a value array);
+    a plain-string input's entries are its offsets (int64), validity and bytes."""
     try:
         return _Gen(spec, paged).run()
     except ExprError as e:
@@ -117,17 +124,18 @@ def generate_pipeline(spec: PipelineSpec, paged: bool = False) -> PipelineKernel
 
 
 # Page table (int64) of a paged kernel: [tile start per page + total tiles][first row per page]
-# [rows per page][per page, per input: value pointer, validity pointer]
-PAGE_PTRS = 2
+# [rows per page][per page, per input: value pointer, validity pointer, 0 plain / 1 encoded data
+# section (plain strings: offsets pointer, validity pointer, bytes pointer)]
+PAGE_PTRS = 3
 
 
 class _Gen:
     def __init__(self, spec: PipelineSpec, paged: bool = False) -> None:
         self.paged = paged
-        if paged:
-            for i in spec.inputs:
-                if i.codec != "plain" or _plain_string(i):
-                    raise ExprError(f"input {i.cid} is not a plain value array: not paged")
+        for i in spec.inputs:
+            if (i.codec in PAGED_CODECS) != paged and i.codec != "plain":
+                raise ExprError(f"input {i.cid} in codec {i.codec!r} is read only by "
+                                f"{'per-batch' if paged else 'paged'} kernels")
         self.spec = spec
         self.inputs = {i.cid: (k, i) for k, i in enumerate(spec.inputs)}
         self.alias: dict[str, object] = {}  # projected cid -> expression over inputs and payload
@@ -148,6 +156,8 @@ class _Gen:
             k, inp = self.inputs[cid]
             self._check_type(inp)
             value = f"tl{k}[it]" if inp.codec in TILE_CODECS else f"in{k}.load(row)"
+            if inp.codec == "paged_tile":
+                value = f"(tt{k} ? tl{k}[it] : in{k}.load(row))"
             valid = f"pipe::is_valid(val{k}, row)" if inp.nullable else "true"
             return em.temp(inp.dtype, value, valid)
         if cid in self.payload:
@@ -171,7 +181,7 @@ class _Gen:
             return
         if inp.dtype.kind == "string" and not inp.dictionary:
             raise ExprError(f"column {inp.cid} is a plain (not dictionary-encoded) string")
-        if inp.codec not in _COLUMN_OF and inp.codec not in TILE_CODECS:
+        if inp.codec not in _COLUMN_OF and inp.codec not in TILE_CODECS and inp.codec not in PAGED_CODECS:
             raise ExprError(f"column {inp.cid} is in codec {inp.codec!r}, which kernels do not decode")
         ctype(inp.dtype)
 
@@ -220,6 +230,9 @@ class _Gen:
         em.emit(f"bool pn{p} = false;")
         em.emit(f"u64 ph{p} = HETDB_HASH_SEED;")
         for c, (k, t) in enumerate(zip(s.keys, s.key_types)):
+            if t.kind == "string":
+                self._string_key(p, c, self.sub(k))
+                continue
             if t.kind not in _KEY_KINDS:
                 raise ExprError(f"join key {k} of type {t} is not compiled")
             k = self.sub(k)
@@ -272,6 +285,20 @@ class _Gen:
         if s.residual is not None:
             r = em.value(self.sub(s.residual))
             em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
+
+    def _string_key(self, p: int, c: int, k) -> None:
+        """Key ``c`` of probe ``p`` is a string: a dictionary column's code looks up the join build's
+        id of its string (a Lookup with ``join_key``, filled by the executor per dictionary)."""
+        em = self.em
+        if k.dtype.kind != "string" or not (isinstance(k, ColumnRef) and k.cid in em.dict_cids):
+            raise ExprError(f"string join key {k} is not a dictionary-encoded column")
+        code = em.column(k.cid)
+        lk = Lookup(len(em.lookups), k, k.cid, join_key=(p, c))
+        em.lookups.append(lk)
+        em.emit(f"pb{p}[{c}] = lut{lk.index}_val[{code.value}];  // the build's id of the string (-1: none)")
+        if code.valid != "true":
+            em.emit(f"pn{p} = pn{p} || !({code.valid});")
+        em.emit(f"ph{p} = pipe::hash_step(ph{p}, pb{p}[{c}]);")
 
     def _semi_residual(self, p: int, s: ProbeStage, brow: str, loop: str, row_of_m: str) -> None:
         """A semi/anti probe with a residual: try the candidate build rows (``loop`` opens the loop over
@@ -428,7 +455,8 @@ class _Gen:
             params.append("long long n")
             params.append("long long num_tiles")
         for lk in em.lookups:
-            params += [f"const {ctype(lk.expr.dtype)}* __restrict__ lut{lk.index}_val",
+            vt = "long long" if lk.join_key is not None else ctype(lk.expr.dtype)
+            params += [f"const {vt}* __restrict__ lut{lk.index}_val",
                        f"const bool* __restrict__ lut{lk.index}_valid"]
         payloads = []
         for p, s in enumerate(spec.stages):
@@ -483,7 +511,7 @@ class _Gen:
                     for k, inp in enumerate(spec.inputs)
                     if inp.codec not in TILE_CODECS and not _plain_string(inp)]
         out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
-        if tiled:
+        if tiled or any(inp.codec == "paged_tile" for inp in spec.inputs):
             out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
         out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
         if self.paged:  # this tile's page: its rows, first global row and column pointers
@@ -494,10 +522,30 @@ class _Gen:
                     "    const long long n = pl_pages[2 * pl_num_pages + 1 + pl_p];",
                     f"    const long long* pl_ptr = pl_pages + 3 * pl_num_pages + 1 + pl_p * {width};"]
             for k, inp in enumerate(spec.inputs):
-                ct = ctype(inp.dtype)
-                out.append(f"    const pipe::PlainColumn<{ct}> in{k}{{(const {ct}*)pl_ptr[{PAGE_PTRS * k}]}};")
+                ptr = f"pl_ptr[{PAGE_PTRS * k}]"
+                if _plain_string(inp):
+                    out += [f"    const long long* __restrict__ off{k} = (const long long*){ptr};",
+                            f"    const unsigned char* __restrict__ chr{k} = "
+                            f"(const unsigned char*)pl_ptr[{PAGE_PTRS * k + 2}];"]
+                elif inp.codec in PAGED_CODECS:
+                    ct = ctype(inp.dtype)
+                    out.append(f"    const pipe::PageColumn<{ct}> in{k}{{(const unsigned char*){ptr}, "
+                               f"pl_ptr[{PAGE_PTRS * k + 2}]}};")
+                else:
+                    ct = ctype(inp.dtype)
+                    out.append(f"    const pipe::PlainColumn<{ct}> in{k}{{(const {ct}*){ptr}}};")
                 if inp.nullable:
                     out.append(f"    const bool* val{k} = (const bool*)pl_ptr[{PAGE_PTRS * k + 1}];")
+            paged_tiled = [k for k, inp in enumerate(spec.inputs) if inp.codec == "paged_tile"]
+            if paged_tiled:
+                # a delta or rle page's tile: every thread of the block decodes it together (the
+                # page, so the branch, is the same for the whole block)
+                out.append("    const int pl_num = n - pl_first < PL_TILE ? (int)(n - pl_first) : PL_TILE;")
+            for k in paged_tiled:
+                ct = ctype(spec.inputs[k].dtype)
+                out += [f"    {ct} tl{k}[PL_ITEMS];",
+                        f"    const bool tt{k} = in{k}.tiled();",
+                        f"    if (tt{k}) in{k}.load_tile<PL_BLOCK, PL_ITEMS>(pl_first, tl{k}, pl_num, pl_smem);"]
         if tiled:
             # every thread of the block decodes the tile together (the loaders synchronise the block)
             out.append("    const int pl_num = n - t * PL_TILE < PL_TILE ? (int)(n - t * PL_TILE) : PL_TILE;")

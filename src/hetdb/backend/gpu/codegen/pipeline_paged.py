@@ -8,6 +8,12 @@ aggregation's table is a fresh one per launch (sized by what earlier runs of the
 rerun with four times the slots when it overflows), since no room can be promised before one launch
 over all rows; a selection starts with room for the rows earlier runs selected (once more with the
 exact size when more came out).
+
+Pages kept compressed in device memory (option ``gpu_compressed_cache``) are read in place: the page
+table marks each page's pointer as a value array or an encoded data section (the inputs of codec
+"paged"/"paged_tile", pipeline_gen.PAGED_CODECS), the kernel decodes the slice it reads, and the
+gather decodes the selected rows (pipeline.cuh ``pipe_paged_take``; a delta page, not random-access,
+is decoded whole for it, and that copy goes with the gather).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.gpu.codegen.pipeline_gen import PAGE_PTRS, PL_TILE
+from hetdb.backend.gpu.codegen.pipeline_gen import PAGE_PTRS, PAGED_CODECS, PL_TILE, TILE_CODECS
 from hetdb.backend.gpu.codegen.pipeline_runtime import (
     LOAD,
     MAX_SLOTS,
@@ -41,7 +47,9 @@ _HINT_ENTRIES = 1024
 class PageTable:
     """A paged kernel's page table (device int64 ``array``) over ``num_pages`` non-empty pages of
     ``num_rows`` rows in ``num_tiles`` tiles; ``starts`` the first row of each page (device int64),
-    ``pages`` the Columns per page by cid (the arrays the table points into)."""
+    ``pages`` the Columns per page by cid (the arrays the table points into), ``keep`` arrays made
+    for the table (plain strings' int64 offsets) that must live as long as it, ``encoded`` how many
+    of its column pages the kernel reads compressed in place."""
 
     array: Any
     num_pages: int
@@ -49,6 +57,17 @@ class PageTable:
     num_rows: int
     starts: Any
     pages: list[dict[str, Column]]
+    keep: list[Any]
+    encoded: int = 0
+
+
+def paged_codec(cols: list[Column]) -> str:
+    """The codec of a paged kernel's input whose pages are ``cols``: "plain" when none is kept
+    compressed, "paged_tile" when one is a delta or rle page (decoded per tile), else "paged"."""
+    codecs = {getattr(getattr(c, "device_page", None), "codec", "plain") for c in cols}
+    if codecs == {"plain"}:
+        return "plain"
+    return "paged_tile" if codecs & set(TILE_CODECS) else "paged"
 
 
 def page_table(pipeline: CompiledPipeline, pages: list[tuple[int, dict[str, Column]]]) -> PageTable:
@@ -61,26 +80,43 @@ def page_table(pipeline: CompiledPipeline, pages: list[tuple[int, dict[str, Colu
     num = len(pages)
     width = PAGE_PTRS * len(inputs)
     table = np.zeros(3 * num + 1 + num * width, dtype=np.int64)
-    tile = row = 0
+    keep: list[Any] = []
+    tile = row = encoded = 0
     for p, (rows, cols) in enumerate(pages):
         table[p], table[num + 1 + p], table[2 * num + 1 + p] = tile, row, rows
         for k, inp in enumerate(inputs):
+            base = 3 * num + 1 + p * width + PAGE_PTRS * k
             col = cols[inp.cid]
-            if getattr(col, "device_page", None) is not None:  # (its .data would decode the page)
-                raise ValueError(f"page of column {inp.cid} is kept compressed")
+            if col.validity is not None and not inp.nullable:
+                raise ValueError(f"page of column {inp.cid} has NULLs the kernel does not expect")
+            table[base + 1] = 0 if col.validity is None else int(col.validity.data.ptr)
+            page = getattr(col, "device_page", None)
+            if page is not None:  # kept compressed: the kernel decodes the slice it reads in place
+                if inp.codec not in PAGED_CODECS or (page.codec in TILE_CODECS and inp.codec != "paged_tile"):
+                    raise ValueError(f"page of column {inp.cid} is a {page.codec} page the kernel does not read")
+                if page.n != rows:
+                    raise ValueError(f"page of column {inp.cid} has {page.n} rows, not {rows}")
+                table[base], table[base + 2] = int(page.data.data.ptr), 1
+                encoded += 1
+                continue
+            if inp.dtype.kind == "string" and not inp.dictionary:  # offsets and UTF-8 bytes
+                if col.offsets is None or int(col.offsets.shape[0]) != rows + 1:
+                    raise ValueError(f"page of column {inp.cid} is not a plain-string page of {rows} rows")
+                offsets = col.offsets.astype(np.int64, copy=False)
+                chars = col.chars if int(col.chars.shape[0]) else offsets  # (any valid pointer)
+                keep.append(offsets)
+                table[base], table[base + 2] = int(offsets.data.ptr), int(chars.data.ptr)
+                continue
             arr = col.data
             if arr is None or int(arr.shape[0]) != rows or not arr.flags.c_contiguous:
                 raise ValueError(f"page of column {inp.cid} is not a contiguous array of {rows} rows")
-            if col.validity is not None and not inp.nullable:
-                raise ValueError(f"page of column {inp.cid} has NULLs the kernel does not expect")
-            base = 3 * num + 1 + p * width + PAGE_PTRS * k
             table[base] = int(arr.data.ptr)
-            table[base + 1] = 0 if col.validity is None else int(col.validity.data.ptr)
         tile += -(-rows // PL_TILE)
         row += rows
     table[num] = tile
     starts = table[num + 1:2 * num + 1].copy()
-    return PageTable(cupy.asarray(table), num, tile, row, cupy.asarray(starts), [cols for _, cols in pages])
+    return PageTable(cupy.asarray(table), num, tile, row, cupy.asarray(starts), [cols for _, cols in pages], keep,
+                     encoded)
 
 
 def _args(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
@@ -147,27 +183,43 @@ def mark_pages(run: MarkRun, table: PageTable, lookups: list[tuple[Any, Any]], p
 
 
 def paged_take(pipeline: CompiledPipeline, table: PageTable, cid: str, rows: Any) -> Column:
-    """Column ``cid`` of the pages at ``rows`` (global rows, as select_pages returns them)."""
+    """Column ``cid`` of the pages at ``rows`` (global rows, as select_pages returns them), read from
+    value arrays and from pages kept compressed alike."""
     import cupy
 
     from hetdb.backend.gpu.compile import launch
 
     cols = [cols[cid] for cols in table.pages]
     first = cols[0]
+    if first.dtype.kind == "string" and first.dictionary is None:
+        raise ValueError(f"column {cid} is a plain-string column: its rows are gathered per page")
     n = int(rows.shape[0])
     pipeline.function()
     fn = pipeline._module.function("pipe_paged_take")
 
-    def take(ptrs: list[int], dtype: Any) -> Any:
+    def take(ptrs: list[int], enc: list[int] | None, dtype: Any) -> Any:
         out = cupy.empty(max(n, 1), dtype=dtype)
         if n:
+            flags = np.uint64(0) if enc is None else cupy.asarray(np.asarray(enc, dtype=np.int64))
             launch(fn, min(-(-n // 256), 65536), 256,
-                   (cupy.asarray(np.asarray(ptrs, dtype=np.int64)), table.starts, np.int64(table.num_pages),
-                    np.int32(out.dtype.itemsize), rows, np.int64(n), out))
+                   (cupy.asarray(np.asarray(ptrs, dtype=np.int64)), flags, table.starts,
+                    np.int64(table.num_pages), np.int32(out.dtype.itemsize), rows, np.int64(n), out))
         return out[:n]
 
-    data = take([int(c.data.data.ptr) for c in cols], first.data.dtype)
+    ptrs, enc, decoded = [], [], []
+    dtype = None
+    for c in cols:
+        page = getattr(c, "device_page", None)
+        if page is not None and page.codec in TILE_CODECS:
+            decoded.append(page.decode())  # (a delta page is not random-access: decoded for this gather)
+            page, arr = None, decoded[-1]
+        else:
+            arr = None if page is not None else c.data
+        ptrs.append(int(page.data.data.ptr) if page is not None else int(arr.data.ptr))
+        enc.append(0 if page is None else 1)
+        dtype = page.dtype if page is not None else arr.dtype
+    data = take(ptrs, enc if any(enc) else None, dtype)
     validity = None
     if any(c.validity is not None for c in cols):
-        validity = take([0 if c.validity is None else int(c.validity.data.ptr) for c in cols], cupy.bool_)
+        validity = take([0 if c.validity is None else int(c.validity.data.ptr) for c in cols], None, cupy.bool_)
     return Column(first.dtype, data=data, validity=validity, dictionary=first.dictionary)

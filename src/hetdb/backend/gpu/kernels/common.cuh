@@ -86,3 +86,20 @@ __device__ __forceinline__ i64 checked_arith(i64 a, i64 b, int op, i64 lo, i64 h
   }
   return r;
 }
+
+// a % b (C's remainder, truncating toward zero like DuckDB's %) of exact integers for a divisor that
+// is not a literal: a zero divisor is DuckDB's "Division by zero" error, recorded where `ok` (the row
+// reaches the expression, its operands are not NULL) in err[0..3] = (1, HETDB_ERR_DIV_ZERO, a, 0)
+// (codegen/checked.py raises it); a divisor of -1 gives 0 (MIN % -1 is undefined in C), as the CPU.
+#define HETDB_ERR_DIV_ZERO 64
+__device__ __forceinline__ i64 checked_mod(i64 a, i64 b, unsigned long long* __restrict__ err, bool ok) {
+  if (b == 0) {
+    if (ok && atomicCAS(err, 0ULL, 1ULL) == 0ULL) {
+      err[1] = (unsigned long long)HETDB_ERR_DIV_ZERO;
+      err[2] = (unsigned long long)a;
+      err[3] = 0ULL;
+    }
+    return 0;
+  }
+  return b == -1 ? 0 : a % b;
+}

@@ -53,6 +53,38 @@ struct DictColumn {
   __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(values[bp_get(codes, row)]); }
 };
 
+// One column's page in a page table (a paged kernel: one launch over many row groups), read in
+// place whatever the page's kind: `encoded` 0 means `data` is the value array, else it is the page's
+// encoded data section (decode.cuh), as in the dense fused kernels' page tables
+// (fused::BlockLoadSelPage). load(row) decodes one value by random access (const, for, dict: the
+// codec branch is the same for every thread of a block, since a tile lies in one page); delta and
+// rle pages are not random-access: tiled() says so, and the generated kernel decodes their tile into
+// registers with load_tile (every thread of the block together) before its row loop.
+template <typename T>
+struct PageColumn {
+  const unsigned char* __restrict__ data;
+  EncodedPage page;
+  bool encoded;
+  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long enc)
+      : data(ptr), page(), encoded(enc != 0) {
+    if (encoded) page = encoded_page(ptr);
+  }
+  __device__ __forceinline__ bool tiled() const {
+    return encoded && (page.codec == HETDB_CODEC_DELTA || page.codec == HETDB_CODEC_RLE);
+  }
+  __device__ __forceinline__ T load(i64 row) const {
+    return encoded ? decoded_as<T>(decode_value(page, row)) : ((const T*)data)[row];
+  }
+  template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
+  __device__ __forceinline__ void load_tile(i64 tile_start, T (&items)[ITEMS_PER_THREAD], int num, i64* smem) const {
+    if (page.codec == HETDB_CODEC_DELTA) {
+      load_tile_delta<BLOCK_THREADS, ITEMS_PER_THREAD>(page, tile_start, items, num, smem);
+    } else {
+      load_tile_rle<BLOCK_THREADS, ITEMS_PER_THREAD>(page, tile_start, items, num, smem);
+    }
+  }
+};
+
 // Validity as one byte per row (Column.validity on the device); a null pointer means "no NULLs".
 __device__ __forceinline__ bool is_valid(const bool* __restrict__ valid, i64 row) {
   return valid == nullptr || valid[row];
@@ -231,9 +263,12 @@ extern "C" __global__ void pipe_regroup(const int* __restrict__ old_state, const
 
 // Gathers `rows` (global row numbers over the pages of a page table: page p holds rows
 // row_base[p] .. row_base[p + 1] - 1, row_base ascending) of one column whose pages lie anywhere in
-// device memory: page_ptrs[p] points at page p's values of `width` bytes (1, 2, 4 or 8). A null
-// pointer is a validity array of a page without NULLs: its values read as 1 (valid).
+// device memory: page_ptrs[p] points at page p's values of `width` bytes (1, 2, 4 or 8), or, where
+// page_enc[p] is 1, at its encoded data section (a const, for, dict or rle page kept compressed:
+// decode.cuh's random access; the value's int64 image is cut to `width` bytes). A null pointer is a
+// validity array of a page without NULLs: its values read as 1 (valid).
 extern "C" __global__ void pipe_paged_take(const long long* __restrict__ page_ptrs,
+                                           const long long* __restrict__ page_enc,
                                            const long long* __restrict__ row_base, long long num_pages,
                                            int width, const long long* __restrict__ rows, long long n,
                                            unsigned char* __restrict__ out) {
@@ -248,6 +283,19 @@ extern "C" __global__ void pipe_paged_take(const long long* __restrict__ page_pt
     const i64 local = r - row_base[lo];
     if (src == nullptr) {
       out[i] = 1;
+      continue;
+    }
+    if (page_enc != nullptr && page_enc[lo]) {
+      const u64 v = (u64)decode_value(encoded_page(src), local);
+      if (width == 8) {
+        ((unsigned long long*)out)[i] = v;
+      } else if (width == 4) {
+        ((unsigned int*)out)[i] = (unsigned int)v;
+      } else if (width == 2) {
+        ((unsigned short*)out)[i] = (unsigned short)v;
+      } else {
+        out[i] = (unsigned char)v;
+      }
       continue;
     }
     if (width == 8) {
