@@ -44,3 +44,20 @@ def test_value_span_and_averages_match_numpy(n) -> None:
     got = KP.averages(total, cnt, 100.0)
     want = np.where(cnt > 0, total.astype(np.float64) / 100.0 / np.maximum(cnt, 1), 0.0)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 300_001])
+@pytest.mark.parametrize("partitions", [1, 40, 30_000])
+def test_dense_rank_matches_the_serial_pass(n, partitions) -> None:
+    """Partitions that span several chunks (few partitions) and many in one chunk."""
+    from hetdb.backend.cpu import window as K
+
+    rng = np.random.default_rng(n + partitions)
+    part_start = np.zeros(n, bool)
+    if n:
+        part_start[rng.integers(0, n, partitions)] = True
+        part_start[0] = True
+    peer_start = rng.random(n) < 0.3
+    got = KP.dense_rank(part_start, peer_start)
+    assert np.array_equal(got, K.dense_rank(part_start, peer_start))
+    assert n == 0 or got.max() > 1 or n < 5

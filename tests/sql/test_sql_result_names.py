@@ -39,6 +39,7 @@ QUERIES = [
     "SELECT translate(s, 'a', 'b'), levenshtein(s, 'x'), damerau_levenshtein(s, 'x'), sha256(s), sha1(s), "
     "ord(s), prefix(s, 'a'), hex(k), bin(k), regexp_escape(s), signbit(x), gamma(x), lgamma(x), "
     "nextafter(x, 1.0), round_even(x, 1) FROM w",
+    "SELECT round(x, -1), trunc(x, -1), trunc(m, 1), -1, -(2.5), -k, -(k + 1) FROM w",
 ]
 
 

@@ -31,9 +31,45 @@ def _atan2(ev, expr: Call, batch: Batch) -> Column:
                   validity=and_valid(xp, y.validity, x.validity))
 
 
+def _trunc_div(xp, v, p: int):
+    """``v / p`` rounded toward zero, without negating ``v`` (INT64_MIN stays exact)."""
+    q = xp.floor_divide(v, p)
+    return q + ((v < 0) & (v - q * p != 0)).astype(v.dtype)
+
+
+def _trunc_digits(ev, expr: Call, c: Column, digits: int) -> Column:
+    """trunc(x, digits): decimals and integers cut exactly (DuckDB's result scale), doubles through
+    trunc(x * 10**digits) / 10**digits (a value too large to scale is returned unchanged)."""
+    xp = ev.xp
+    rt = expr.dtype
+    if c.dtype.kind == "float64":
+        try:
+            f = 10.0 ** digits
+        except OverflowError:  # no digits to cut: x * inf is not finite and x comes back unchanged
+            f = float("inf")
+        with quiet(xp):
+            data = xp.trunc(c.data * f) / f
+            data = xp.where(xp.isfinite(data), data, c.data)  # inf/NaN, or too large to scale
+        return Column(rt, data=data, validity=c.validity)
+    scale = c.dtype.scale if c.dtype.kind == "decimal" else 0
+    v = c.data.astype(xp.int64)
+    drop = scale - digits  # digits of the unscaled value cut off
+    if drop <= 0:
+        data = v
+    elif drop > 18:  # every digit goes
+        data = xp.zeros_like(v)
+    else:
+        data = _trunc_div(xp, v, 10 ** drop)
+        if digits < 0:  # back to units (result scale 0)
+            data = data * 10 ** (-digits)
+    return Column(rt, data=data.astype(rt.numpy_dtype), validity=c.validity)
+
+
 def _trunc(ev, expr: Call, batch: Batch) -> Column:
     xp = ev.xp
     c = ev.evaluate(expr.args[0], batch)
+    if len(expr.args) > 1:
+        return _trunc_digits(ev, expr, c, int(expr.args[1].value))
     if c.dtype.kind == "decimal":
         p = 10 ** c.dtype.scale
         data = xp.sign(c.data) * (xp.abs(c.data) // p)

@@ -57,11 +57,18 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
     if isinstance(node, exp.Atan2):
         return Call(T.FLOAT64, "atan2", (_double(b(node.this), "atan2"), _double(b(node.expression), "atan2")))
     if isinstance(node, exp.Trunc):
-        if node.args.get("decimals") is not None:
-            raise UnsupportedError("trunc with a number of digits")
         x = _number(b(node.this), "trunc")
-        rt = T.decimal(x.dtype.precision, 0) if x.dtype.kind == "decimal" else x.dtype
-        return Call(rt, "trunc", (x,))
+        d_node = node.args.get("decimals")
+        if d_node is None:
+            rt = T.decimal(x.dtype.precision, 0) if x.dtype.kind == "decimal" else x.dtype
+            return Call(rt, "trunc", (x,))
+        d = b(d_node)
+        if not (isinstance(d, Literal) and isinstance(d.value, int) and d.dtype.is_integer):
+            raise UnsupportedError("trunc with a number of digits that is not a constant integer")
+        # DuckDB's types: DECIMAL(p, s) keeps min(n, s) digits (0 for n < 0); other types keep theirs
+        t = x.dtype
+        rt = T.decimal(t.precision, max(0, min(d.value, t.scale))) if t.kind == "decimal" else t
+        return Call(rt, "trunc", (x, Literal(T.INT32, d.value)))
     if isinstance(node, exp.IsNan | exp.IsInf):
         return _check("isnan" if isinstance(node, exp.IsNan) else "isinf", b(node.this))
     if isinstance(node, exp.EndsWith):

@@ -91,6 +91,9 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
     if type(node) in _BINARY:
         return f"({n(node.this)} {_BINARY[type(node)]} {n(node.expression)})"
     if isinstance(node, exp.Neg):
+        inner = node.this.unnest()
+        if isinstance(inner, exp.Literal) and not inner.is_string:  # DuckDB folds -1 into a constant
+            return f"-{inner.this}"
         return f"(-({n(node.this)}))"
     if isinstance(node, exp.SimilarTo):
         return f"regexp_full_match({n(node.this)}, {n(node.expression)})"

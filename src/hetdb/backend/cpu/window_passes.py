@@ -131,3 +131,43 @@ def averages(total, cnt, scale):
 def _averages(total, cnt, scale, out):
     for i in prange(total.shape[0]):
         out[i] = total[i] / scale / cnt[i] if cnt[i] > 0 else 0.0
+
+
+def dense_rank(part_start, peer_start):
+    """DENSE_RANK from the flags of partition and peer-group starts (``part_start[0]`` set): each
+    chunk of rows counts from 0, then the rows before a chunk's first partition start add the count
+    the chunks before them carried."""
+    n = part_start.shape[0]
+    out = np.empty(n, np.int64)
+    if n:
+        _dense_rank_chunks(part_start, peer_start, _chunks(n), out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _dense_rank_chunks(part_start, peer_start, chunks, out):
+    n = part_start.shape[0]
+    size = (n + chunks - 1) // chunks
+    ends = np.zeros(chunks, np.int64)
+    first = np.full(chunks, -1, np.int64)  # the chunk's first partition start
+    for c in prange(chunks):
+        d = 0
+        fp = -1
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if part_start[i]:
+                d = 0
+                if fp < 0:
+                    fp = i
+            if part_start[i] or peer_start[i]:
+                d += 1
+            out[i] = d
+        ends[c] = d
+        first[c] = fp
+    carry = np.zeros(chunks, np.int64)
+    for c in range(1, chunks):
+        carry[c] = ends[c - 1] if first[c - 1] >= 0 else carry[c - 1] + ends[c - 1]
+    for c in prange(chunks):
+        if carry[c]:
+            stop = first[c] if first[c] >= 0 else min(n, (c + 1) * size)
+            for i in range(c * size, stop):
+                out[i] += carry[c]

@@ -449,7 +449,8 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
             return _int_column(xp, call.dtype, KP.offsets_plus_one(b.gs, b.ps))
         return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
-        return _int_column(xp, call.dtype, kern.dense_rank(b.part_start, b.peer_start))
+        dense = KP.dense_rank if kern is K else kern.dense_rank
+        return _int_column(xp, call.dtype, dense(b.part_start, b.peer_start))
     if op == "percent_rank":
         size = b.pe - b.ps
         return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
