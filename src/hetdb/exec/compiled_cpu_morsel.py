@@ -66,6 +66,7 @@ class ResidentPages:
                 cache = None
         self.cache, self.src, self.names = cache, src, names
         self.groups: dict[int, tuple[list[tuple], int]] | None = None
+        self.reader: Any = None
 
     def read(self, reader: Any, rg: int, count_path: bool, stats: LocalStats) -> list[Column] | None:
         """The pages when all are cached (statistics as ``TableScan.read_pages`` counts them), else
@@ -73,8 +74,11 @@ class ResidentPages:
         if self.cache is None:
             return None
         groups = self.groups
-        if groups is None:
+        if groups is None or reader is not self.reader:
+            # (one pipeline's runs may read several sources: stored tables, rows a worker received
+            # from an exchange, which have no path and no cached pages)
             path = getattr(reader, "path", None)
+            self.reader, self.groups = reader, None
             if path is None:
                 return None
             groups = self.groups = _groups_of(path, tuple(self.names))

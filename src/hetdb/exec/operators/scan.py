@@ -263,6 +263,8 @@ class TableScan(Source):
         # connection (its fallback to the CPU) then read as "auto" does
         if cache is not None and not PageRouter("auto" if route == "copy" else route, gpu=False).use_host_tier:
             cache = None
+        if getattr(reader, "path", None) is None:  # rows received from an exchange (dist/): not cached
+            cache = None
         counts = RouteCounts()
         out = []
         cached = pages = nread = 0
