@@ -20,7 +20,7 @@ import re
 import statistics
 import time
 
-from scripts_common import dir_bytes
+from scripts_common import add_suite_arguments, dir_bytes
 
 import hetdb
 from hetdb.bench.suites import load_queries
@@ -32,12 +32,8 @@ def _notes(plan: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("db")
-    ap.add_argument("--suite", default="ssb")
-    ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
-    ap.add_argument("--limit-fraction", type=float, default=0.1)
+    add_suite_arguments(ap)
     ap.add_argument("--modes", default="off,auto,on")
-    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)

@@ -26,7 +26,7 @@ import json
 import statistics
 import time
 
-from scripts_common import dir_bytes, parse_options
+from scripts_common import add_suite_arguments, dir_bytes, parse_options
 
 import hetdb
 from hetdb.bench.suites import load_queries
@@ -95,12 +95,8 @@ def query_rates(db: str, suite: str, names: list[str], options: dict, repeat: in
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("db")
-    ap.add_argument("--suite", default="ssb")
-    ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
-    ap.add_argument("--limit-fraction", type=float, default=0.1)
+    add_suite_arguments(ap)
     ap.add_argument("--batches", default="0,64MB")
-    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--table", default="lineorder")
     ap.add_argument("--columns", default="lo_orderdate,lo_quantity,lo_extendedprice,lo_discount")
     ap.add_argument("--compressed", default="0", help="gpu_compressed_cache values to measure: 0, 1 or 0,1")

@@ -26,3 +26,13 @@ def parse_options(pairs: list[str]) -> dict:
             except ValueError:
                 out[name] = value
     return out
+
+
+def add_suite_arguments(ap) -> None:
+    """The arguments the GPU-budget scripts share: database, suite, queries, the GPU memory limit as a
+    share of the database's size, repetitions."""
+    ap.add_argument("db")
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
+    ap.add_argument("--limit-fraction", type=float, default=0.1)
+    ap.add_argument("--repeat", type=int, default=5)
