@@ -20,8 +20,8 @@ def _translate(s: str, frm: str, to: str) -> str:
 
 
 def _levenshtein(a: str, b: str) -> int:
-    """Edits between the UTF-8 bytes of ``a`` and ``b`` (DuckDB counts bytes: 'é' to 'e' is 2)."""
-    a, b = a.encode(), b.encode()
+    """Edits between the characters (code points) of ``a`` and ``b``, as DuckDB 2.0.1 counts them
+    (2.0.0 counted UTF-8 bytes: 'é' to 'e' was 2)."""
     if len(a) < len(b):
         a, b = b, a
     prev = list(range(len(b) + 1))
@@ -35,8 +35,7 @@ def _levenshtein(a: str, b: str) -> int:
 
 def _damerau_levenshtein(a: str, b: str) -> int:
     """The unrestricted Damerau-Levenshtein distance (adjacent transpositions, substrings edited more
-    than once: Lowrance-Wagner) between UTF-8 bytes, as DuckDB computes it."""
-    a, b = a.encode(), b.encode()
+    than once: Lowrance-Wagner) between characters (code points), as DuckDB 2.0.1 computes it."""
     inf = len(a) + len(b)
     last: dict[int, int] = {}
     d = [[inf] * (len(b) + 2) for _ in range(len(a) + 2)]
