@@ -166,3 +166,21 @@ def test_compression_off_configuration_reads_plain_pages(fuzz_db, fuzz_db_plain)
 
     assert codecs(fuzz_db_plain.path) == {"plain"}
     assert len(codecs(fuzz_db.path) - {"plain"}) >= 2
+
+
+def test_campaign_shards_split_the_cases() -> None:
+    """``fuzz_main --shard I/N``: N runs of one campaign run every case of every configuration once."""
+    from fuzz_main import campaign_tasks, parse_shard
+
+    def cases(tasks) -> list[tuple[str, int]]:
+        return [(name, i) for name, _, _, start, count, _, _ in tasks for i in range(start, start + count)]
+
+    configs = FUZZ_CONFIGURATIONS[:3]
+    whole = cases(campaign_tasks(configs, 4500, 7, "cpu", False))
+    assert len(whole) == len(set(whole)) == 3 * 4500
+    parts = [cases(campaign_tasks(configs, 4500, 7, "cpu", False, shard=(i, 4))) for i in range(4)]
+    assert sorted(c for p in parts for c in p) == sorted(whole)
+    assert all(p for p in parts)
+    assert parse_shard("2/5") == (2, 5)
+    with pytest.raises(Exception, match="I must be"):
+        parse_shard("5/5")
