@@ -53,7 +53,8 @@ def test_fuzz_queries_under_configuration(label, options, device, fuzz_db, fuzz_
     assert stats.compared >= MIN_COMPARED, stats.summary()
     assert stats.differential >= MIN_COMPARED // 3, stats.summary()
     assert stats.oracle_queries >= MIN_COMPARED // 5, stats.summary()
-    assert all(stats.by_oracle.get(k, 0) > 0 for k in ("tlp-where", "tlp-distinct", "tlp-aggregate", "norec"))
+    assert all(stats.by_oracle.get(k, 0) > 0 for k in ("tlp-where", "tlp-distinct", "tlp-aggregate", "tlp-group",
+                                                               "norec"))
     assert stats.skipped <= stats.cases // 50, f"DuckDB refused too many generated queries: {stats.summary()}"
     assert stats.nonempty >= stats.differential // 2, stats.summary()
 
