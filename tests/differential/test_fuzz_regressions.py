@@ -80,6 +80,18 @@ CASES: list[tuple[str, object, dict, int]] = [
     # every later row shifted up one); DuckDB gives '' (found probing the generator's new forms)
     ("SELECT id, concat_ws('-', s, NULL, s), concat_ws(s, sl, s), concat_ws('/', NULL) FROM fa", None, {}, 1),
     ("SELECT k, concat_ws(',', s, CAST(x AS VARCHAR)) FROM fc", None, {"batch_rows": 3}, 1),
+    # GROUP BY a DECIMAL(38) product past 64 bits was refused by the operator-at-a-time aggregate
+    # (campaign seed 24112506, cases 800-803, cpu_compile=False): grouped on its high and low halves now
+    ("SELECT (CAST(t0.dc AS DECIMAL(38,4)) * t1.dc), max((t1.id + t0.id)), count(t1.s), min(t1.dn) FROM fb t0 "
+     "INNER JOIN fa t1 ON t0.d = t1.d GROUP BY (CAST(t0.dc AS DECIMAL(38,4)) * t1.dc)", None, {"cpu_compile": False}, 1),
+    ("SELECT CAST(big AS HUGEINT) * 4 AS x, k, count(*) FROM fa GROUP BY x, k", None,
+     {"cpu_compile": False, "host_memory_limit": "16KB", "threads": 4}, 1),
+    # ... and PARTITION BY / ORDER BY such values crashed with OverflowError (window keys as int64)
+    ("SELECT id, count(*) OVER (PARTITION BY CAST(big AS HUGEINT) * 4) FROM fa", None, {}, 1),
+    ("SELECT id, count(*) OVER (PARTITION BY CAST(big AS HUGEINT) * 4) FROM fa", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 1),
+    ("SELECT id, rank() OVER (ORDER BY CAST(big AS HUGEINT) * 4, id), "
+     "sum(id) OVER (PARTITION BY k ORDER BY CAST(dw AS DECIMAL(38,4)) * dw DESC) FROM fa", None, {"batch_rows": 7}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct
