@@ -39,9 +39,11 @@ EDGE_LITERALS: dict[str, list[str]] = {
 
 
 def edge_literal(gen: FuzzGen, kind: str) -> str | None:
-    """A constant of ``kind`` at the edge of its type (None: no such constants for it)."""
+    """A constant of ``kind`` at the edge of its type (None: no such constants for it). Drawn from the
+    shape stream: the constants are spelled differently ('nan'::DOUBLE, 1e308, CAST(...)), and the
+    cases of a family must share their shape."""
     values = EDGE_LITERALS.get(kind)
-    return gen.value(values) if values else None
+    return gen.pick(values) if values else None
 
 
 # (target type SQL, result kind) of casts from numbers
