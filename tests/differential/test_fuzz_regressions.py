@@ -92,6 +92,11 @@ CASES: list[tuple[str, object, dict, int]] = [
      {"host_memory_limit": "16KB", "threads": 4}, 1),
     ("SELECT id, rank() OVER (ORDER BY CAST(big AS HUGEINT) * 4, id), "
      "sum(id) OVER (PARTITION BY k ORDER BY CAST(dw AS DECIMAL(38,4)) * dw DESC) FROM fa", None, {"batch_rows": 7}, 1),
+    # a GROUP BY item holding a NaN constant did not match its SELECT twin ("must appear in the GROUP
+    # BY clause": two NaN literals never compared equal; campaign seed 24112507, case 282)
+    ("SELECT NULLIF(fn, 'nan'::DOUBLE) AS x, count(*) FROM fa GROUP BY NULLIF(fn, 'nan'::DOUBLE)", None, {}, 1),
+    ("SELECT t1.id, COALESCE(t1.f, 'nan'::DOUBLE), count(*) FROM fa t0 FULL JOIN fb t1 ON t0.f = t1.f "
+     "GROUP BY t1.id, COALESCE(t1.f, 'nan'::DOUBLE)", None, {}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct
