@@ -129,7 +129,12 @@ class FuzzRunner:
     def run(self, seed: int, count: int, start: int = 0, stop_at_first: bool = False) -> FuzzStats:
         stats = FuzzStats()
         for index in range(start, start + count):
-            self.run_case(seed, index, stats)
+            try:
+                self.run_case(seed, index, stats)
+            except Exception as e:  # the harness itself failed: report the case, go on with the next
+                tb = "".join(traceback.format_exception(e)[-4:])
+                stats.failures.append(f"--- {self.label} seed={seed} case={index}: harness error "
+                                      f"{type(e).__name__}: {e}\n{tb}")
             if stop_at_first and stats.failures:
                 break
         return stats

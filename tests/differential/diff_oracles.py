@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 import pyarrow as pa
+from diff_check import pylist
 from diff_fuzzgen import DATE, DBL, DEC, INT, STR, TSTAMP, E, FuzzGen, Query
 
 TLP_WHERE, TLP_DISTINCT, TLP_AGGREGATE, TLP_GROUP, NOREC = (
@@ -101,7 +102,7 @@ def combine(oracle: Oracle, answers: list[pa.Table], like: pa.Table) -> pa.Table
     if oracle.combine == "norec":
         value = answers[0].column(0)[0].as_py()
         return pa.table([pa.array([value or 0], like.schema.field(0).type)], names=like.column_names)
-    rows = [r for t in answers for r in zip(*[c.to_pylist() for c in t.columns])]
+    rows = [r for t in answers for r in zip(*[pylist(c) for c in t.columns])]
     if oracle.combine == "distinct":
         seen: dict[tuple, tuple] = {}
         for r in rows:
