@@ -24,10 +24,12 @@ from hetdb.exec.operators.recursive import RecursiveSource, WorkingSource
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.operators.scan_external import ExternalScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
+from hetdb.exec.operators.unnest import UnnestOp
 from hetdb.exec.operators.window import WindowSink
 from hetdb.plan import logical as L
 from hetdb.plan.expr import Cast, ColumnRef, Expr
 from hetdb.plan.recursive import RecursiveCTE, WorkingScan
+from hetdb.plan.unnest import Unnest
 from hetdb.plan.window import Window
 
 
@@ -232,6 +234,10 @@ class PhysicalPlanner:
                 if skip:
                     o.source = dataclasses.replace(o.source, skip=skip)
             o.ops.append(ProjectOp(exprs=node.exprs, op_id=self._id()))
+            return o
+        if isinstance(node, Unnest):
+            o = self._build(node.input)
+            o.ops.append(UnnestOp(lists=node.lists, op_id=self._id()))
             return o
         if isinstance(node, L.Limit):
             o = self._build(node.input)

@@ -28,6 +28,7 @@ from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
 from hetdb.sql.names import name_of
 from hetdb.sql.scope import Rel, Scope
+from hetdb.sql.unnest import UnnestState, from_unnest
 from hetdb.sql.window import WindowState, window_operands
 
 
@@ -180,6 +181,9 @@ class Binder:
                 return plan, Rel(rel.alias, [(cols[i] if i < len(cols) else n, f)
                                              for i, (n, f) in enumerate(rel.columns)], rel.hidden)
             return FC.table_scan(self.db, name, alias, self.new_cid)
+        if isinstance(node, exp.Unnest):
+            return self._derived(self.bind_query(from_unnest(node), None), (node.alias or "unnest").lower(),
+                                 self._alias_columns(node))
         if isinstance(node, exp.Values):
             from hetdb.sql.values import bind_values
 
@@ -361,7 +365,9 @@ class Binder:
             agg_state = AggState(scope, keys, aliases={
                 name.lower(): n.this for name, n in sel_items if isinstance(n, exp.Alias)})
         windows = WindowState()
-        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
+        unnests = UnnestState(self.new_cid)
+        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows,
+                          unnest=unnests)
         exprs: list[Expr] = []
         for _, n in sel_items:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
@@ -404,6 +410,7 @@ class Binder:
         plan = windows.apply(plan)
         if qualify_e is not None:
             plan = Filter(plan, qualify_e)
+        plan = unnests.apply(plan)
         distinct = sel.args.get("distinct")
         on = distinct.args.get("on") if distinct is not None else None
         if on is not None:

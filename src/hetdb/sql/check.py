@@ -11,6 +11,7 @@ from sqlglot import exp
 from hetdb.errors import UnsupportedError
 from hetdb.sql import first_last as FL
 from hetdb.sql import functions_ext as FX
+from hetdb.sql import list_funcs as LF
 from hetdb.sql.bit_aggs import NODES as BIT_AGGS
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
@@ -29,13 +30,13 @@ _SUPPORTED: tuple[type, ...] = (
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
+    exp.Explode, exp.Unnest, exp.Slice, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
     exp.Lateral: "LATERAL", exp.TableSample: "TABLESAMPLE",
-    exp.Unnest: "UNNEST", exp.Array: "array literals", exp.Struct: "struct literals",
+    exp.Struct: "struct literals",
     exp.Pivot: "PIVOT",
     exp.Insert: "INSERT", exp.Create: "CREATE", exp.Delete: "DELETE", exp.Update: "UPDATE",
     exp.Drop: "DROP", exp.RegexpLike: "regular expressions", exp.SimilarTo: "SIMILAR TO",
@@ -92,7 +93,7 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
         add(f"{_describe(tree, sql)} statements (only SELECT queries are supported)")
     refused: set[int] = set()
     for node in tree.walk():
-        if isinstance(node, exp.Anonymous) and FX.handles(node) or isinstance(node, exp.IgnoreNulls) and FL.handles(node):
+        if isinstance(node, exp.Anonymous) and (FX.handles(node) or LF.handles(node)) or isinstance(node, exp.IgnoreNulls) and FL.handles(node):
             continue
         if not isinstance(node, _SUPPORTED):
             if not _inside(node, refused):  # the parts of a refused construct are not named again

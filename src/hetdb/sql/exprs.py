@@ -22,6 +22,7 @@ from hetdb.sql import functions_ext as FX
 from hetdb.sql import holistic as HL
 from hetdb.sql import holistic_stats as HS
 from hetdb.sql import interval as IV
+from hetdb.sql import list_funcs as LF
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.names import function_name
@@ -68,6 +69,7 @@ class ExprContext:
     holder: PlanHolder | None = None
     agg: AggState | None = None
     window: object = None  # sql.window.WindowState where window functions are allowed
+    unnest: object = None  # sql.unnest.UnnestState where unnest() is allowed (the SELECT list)
 
 
 def _has(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
@@ -125,7 +127,7 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         from hetdb.sql.rewrites import filter_as_case
 
         return bind_expr(filter_as_case(node), ctx)
-    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
+    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window, exp.Explode)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:
@@ -288,6 +290,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return bind_window(node, ctx, b)
     if FX.handles(node):
         return FX.bind_ext(node, b)
+    if LF.handles(node):
+        return LF.bind(node, b)
+    if isinstance(node, exp.Explode):
+        if ctx.unnest is None:
+            raise UnsupportedError(f"unnest() in {ctx.clause} (unnest is supported in the SELECT list and FROM)")
+        return ctx.unnest.add(node, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
     if isinstance(node, exp.Column):
@@ -307,7 +315,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.Cast):
         to = node.to
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
-        x, t = b(node.this), TY.sql_type(to.this.value, params)
+        x = b(node.this)
+        if LF.is_list(x) or to.this == exp.DataType.Type.ARRAY:
+            return LF.cast(x, to)
+        t = TY.sql_type(to.this.value, params)
         if IV.is_interval(x):
             if t != T.STRING:
                 raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
@@ -423,6 +434,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return Call(T.STRING, type(node).__name__.lower(), (x,))
     if isinstance(node, exp.Length):
         x = b(node.this)
+        if LF.is_list(x):
+            return LF.length(x)
         if x.dtype.kind != "string":
             raise SqlError(f"LENGTH needs a string, got {x.dtype}")
         return Call(T.INT64, "length", (x,))

@@ -54,7 +54,10 @@ _ITEM_START = {TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN, TokenType.D
 
 
 class StrictDuckDB(DuckDB):
-    """sqlglot's DuckDB dialect with DuckDB's stricter JOIN grammar."""
+    """sqlglot's DuckDB dialect with DuckDB's stricter JOIN grammar. List indexes stay as written
+    (1-based): sqlglot's DuckDB parser moves only the constant ones to 0-based."""
+
+    INDEX_OFFSET = 0
 
     class Parser(DuckDB.Parser):
         FUNCTIONS = {**DuckDB.Parser.FUNCTIONS, **HOST_AGGREGATES}
