@@ -98,6 +98,8 @@ class Column:
         elif dtype.kind == "timestamp":
             ts = arr.cast(pa.timestamp("us", tz=arr.type.tz)) if arr.type.tz else arr.cast(pa.timestamp("us"))
             data = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        elif dtype.kind == "time":
+            data = arr.cast(pa.time64("us")).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         elif dtype.kind == "bool":
             data = arr.fill_null(False).to_numpy(zero_copy_only=False)
         elif dtype.kind == "interval":
@@ -142,7 +144,7 @@ class Column:
             return _scaled_to_decimal(scaled, self.dtype)
         if kind == "date":
             return pa.array(data.astype(np.int32), mask=mask).cast(pa.date32())
-        if kind == "timestamp":
+        if kind in ("timestamp", "time"):
             return pa.array(data.astype(np.int64), mask=mask).cast(self.dtype.to_arrow())
         return pa.array(data, type=self.dtype.to_arrow(), mask=mask)
 

@@ -19,6 +19,7 @@ Physical layout per type (in memory and on disk):
                                                 int32 months packed in one int64;
                                                 exec/functions_interval.py packs and unpacks); stored
                                                 as those 16 bytes (plain pages, no zone map)
+  time (TIME)                                -> int64 microseconds since midnight (sql/time_type.py)
   list (LIST, ``elem`` the element type)     -> results only (array_agg), never stored, host only: an
                                                 object array holding a Python list of the elements'
                                                 Python values (or None) per row
@@ -34,7 +35,7 @@ import pyarrow as pa
 from hetdb.errors import UnsupportedError
 
 KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128", "interval",
-         "list")
+         "list", "time")
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ TIMESTAMPTZ = DataType("timestamp", tz=True)
 INT128 = DataType("int128")
 UBIGINT = DataType("int128", precision=64)  # hash(): exact 64-bit unsigned values in HUGEINT's layout
 INTERVAL = DataType("interval")
+TIME = DataType("time")
 
 MAX_DECIMAL_PRECISION = 18
 MAX_WIDE_PRECISION = 38
@@ -148,13 +150,13 @@ def decimal(precision: int, scale: int) -> DataType:
 
 
 _NUMPY = {"int32": "int32", "int64": "int64", "int128": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
-          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128",
+          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128", "time": "int64",
           "list": "object"}
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "int128": pa.decimal128(38, 0), "float64": pa.float64(), "date": pa.date32(),
           "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us"),
-          "interval": pa.month_day_nano_interval()}
+          "interval": pa.month_day_nano_interval(), "time": pa.time64("us")}
 _SQL = {"int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT", "float64": "DOUBLE", "date": "DATE", "bool": "BOOLEAN",
-        "string": "VARCHAR", "timestamp": "TIMESTAMP", "interval": "INTERVAL"}
+        "string": "VARCHAR", "timestamp": "TIMESTAMP", "interval": "INTERVAL", "time": "TIME"}
 
 
 def from_arrow(t: pa.DataType, where: str = "") -> DataType:
@@ -176,6 +178,8 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         return DATE
     if pa.types.is_timestamp(t):
         return TIMESTAMPTZ if t.tz else TIMESTAMP
+    if pa.types.is_time(t):
+        return TIME
     if pa.types.is_boolean(t):
         return BOOL
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):

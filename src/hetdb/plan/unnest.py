@@ -8,10 +8,9 @@ through the node.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
-from hetdb.plan.expr import Expr, Field, SortKey
+from hetdb.plan.expr import Expr, Field
 from hetdb.plan.logical import Node, OneInput
 
 
@@ -30,28 +29,3 @@ class Unnest(OneInput):
     def label(self) -> str:
         return "Unnest " + ", ".join(f"{f.cid}={e}" for f, e in self.lists)
 
-
-def _exprs(value: object):
-    if isinstance(value, Expr):
-        yield value
-    elif isinstance(value, SortKey):
-        yield value.expr
-    elif isinstance(value, tuple):
-        for v in value:
-            yield from _exprs(v)
-
-
-def reads_lists(node: Node) -> bool:
-    """``node`` itself (not its inputs) computes with LIST values: an Unnest, or an expression with a
-    LIST-typed part (``len(string_split(s, ','))`` has no LIST column in any schema)."""
-    if isinstance(node, Unnest):
-        return True
-    for f in dataclasses.fields(node):
-        for e in _exprs(getattr(node, f.name)):
-            stack = [e]
-            while stack:
-                x = stack.pop()
-                if x.dtype.kind == "list":
-                    return True
-                stack.extend(x.children())
-    return False

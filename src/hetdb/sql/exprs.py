@@ -23,6 +23,7 @@ from hetdb.sql import holistic as HL
 from hetdb.sql import holistic_stats as HS
 from hetdb.sql import interval as IV
 from hetdb.sql import list_funcs as LF
+from hetdb.sql import time_type as TM
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.names import function_name
@@ -292,6 +293,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return FX.bind_ext(node, b)
     if LF.handles(node):
         return LF.bind(node, b)
+    if isinstance(node, exp.TimeFromParts):
+        return TM.make_time(b(node.args["hour"]), b(node.args["min"]), b(node.args["sec"]))
     if isinstance(node, exp.Explode):
         if ctx.unnest is None:
             raise UnsupportedError(f"unnest() in {ctx.clause} (unnest is supported in the SELECT list and FROM)")
@@ -319,6 +322,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         if LF.is_list(x) or to.this == exp.DataType.Type.ARRAY:
             return LF.cast(x, to)
         t = TY.sql_type(to.this.value, params)
+        if "time" in (t.kind, x.dtype.kind):
+            return TM.cast(x, t)
         if IV.is_interval(x):
             if t != T.STRING:
                 raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
@@ -334,6 +339,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         op = _ARITH[type(node)]
         if op in ("add", "sub") and FX.is_interval(node.expression):
             left = b(node.this)
+            if left.dtype.kind == "time":
+                return TM.plus_interval(left, b(node.expression), 1 if op == "add" else -1)
             if not IV.is_interval(left):
                 return FX.interval_arith(left, node.expression, 1 if op == "add" else -1, b)
         if op == "add" and FX.is_interval(node.this):
@@ -341,6 +348,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             if not IV.is_interval(right):
                 return FX.interval_arith(right, node.this, 1, b)
         left, right = b(node.this), b(node.expression)
+        if "time" in (left.dtype.kind, right.dtype.kind):
+            return _time_arith(op, left, right)
         if IV.is_interval(left) or IV.is_interval(right):
             return IV.arith(op, left, right)
         if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
@@ -451,6 +460,22 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     raise UnsupportedError(f"expression {node.sql(dialect='duckdb')!r} ({type(node).__name__})")
 
 
+def _time_arith(op: str, a: Expr, b: Expr) -> Expr:
+    """DATE + TIME, TIME + DATE, TIME ± INTERVAL, INTERVAL + TIME (DuckDB's only TIME arithmetic)."""
+    kinds = (a.dtype.kind, b.dtype.kind)
+    if op == "add" and kinds in (("date", "time"), ("time", "date")):
+        return TM.date_plus_time(*(a, b) if kinds[0] == "date" else (b, a))
+    if op in ("add", "sub") and kinds == ("time", "interval"):
+        return TM.plus_interval(a, b, 1 if op == "add" else -1)
+    if op == "add" and kinds == ("interval", "time"):
+        return TM.plus_interval(b, a, 1)
+    raise SqlError(f"no operator {a.dtype} {_ARITH_SQL[op]} {b.dtype} (TIME supports DATE + TIME and "
+                   "TIME ± INTERVAL)")
+
+
+_ARITH_SQL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "intdiv": "//", "mod": "%"}
+
+
 def _int_arg(e: Expr, what: str) -> Expr:
     if not (e.dtype.is_integer or TY.is_null_literal(e)):
         raise SqlError(f"{what} must be an integer, got {e.dtype}")
@@ -468,6 +493,8 @@ def _negate(x: Expr) -> Expr:
 
 
 def _extract(part: str, x: Expr) -> Expr:
+    if x.dtype.kind == "time":
+        return TM.part(part.lower(), x, f"EXTRACT({part})")
     if IV.is_interval(x):
         return FX.date_part(part.lower(), x, f"EXTRACT({part})")
     if x.dtype.kind not in ("date", "timestamp"):

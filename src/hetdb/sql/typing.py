@@ -192,6 +192,10 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
         return Literal(to, v)
     if fr.tz or to.tz:
         return _cast_tz_literal(lit, to)
+    if "time" in (fr.kind, to.kind):
+        from hetdb.sql.time_type import cast_literal as time_literal
+
+        return time_literal(lit, to)
     try:
         if to.kind == "string":
             return Literal(to, str(_py_value(lit)))
@@ -327,7 +331,7 @@ _CAST_NAMES = {
     "DOUBLE": T.FLOAT64, "FLOAT": T.FLOAT64, "REAL": T.FLOAT64, "DOUBLE PRECISION": T.FLOAT64,
     "DATE": T.DATE, "BOOLEAN": T.BOOL, "BOOL": T.BOOL, "TIMESTAMP": T.TIMESTAMP,
     "TIMESTAMPNTZ": T.TIMESTAMP, "DATETIME": T.TIMESTAMP, "TIMESTAMPTZ": T.TIMESTAMPTZ,
-    "TIMESTAMP WITH TIME ZONE": T.TIMESTAMPTZ,
+    "TIMESTAMP WITH TIME ZONE": T.TIMESTAMPTZ, "TIME": T.TIME,
     "VARCHAR": T.STRING, "TEXT": T.STRING, "STRING": T.STRING, "CHAR": T.STRING, "NVARCHAR": T.STRING,
 }
 
