@@ -27,6 +27,7 @@ from hetdb.sql.grouping import grouping_plan, grouping_sets
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
 from hetdb.sql.names import name_of
+from hetdb.sql.sample import sample
 from hetdb.sql.scope import Rel, Scope
 from hetdb.sql.unnest import UnnestState, from_unnest
 from hetdb.sql.window import WindowState, window_operands
@@ -149,6 +150,11 @@ class Binder:
 
     # ---- FROM --------------------------------------------------------------------------------------
     def _from_item(self, node: exp.Expression) -> tuple[Node, Rel]:
+        if node.args.get("sample") is not None:  # FROM x TABLESAMPLE ...
+            bare = node.copy()
+            bare.set("sample", None)
+            plan, rel = self._from_item(bare)
+            return sample(plan, node.args["sample"]), rel
         if isinstance(node, exp.Table):
             if node.args.get("joins") or node.args.get("pivots"):
                 raise UnsupportedError("PIVOT / nested joins in FROM")
@@ -324,8 +330,13 @@ class Binder:
                     post.append(e)
                 else:
                     plain.append(e)
-        joined, rest = FC.combine(items, join_preds + plain)
-        plan = joined.plan
+        if sel.args.get("sample") is not None:  # USING SAMPLE: after FROM and its joins, before WHERE
+            joined, rest = FC.combine(items, join_preds)
+            plan = sample(joined.plan, sel.args["sample"])
+            rest = rest + plain
+        else:
+            joined, rest = FC.combine(items, join_preds + plain)
+            plan = joined.plan
         if rest:
             plan = Filter(plan, and_all(rest))
         plan = where_holder.build(plan)

@@ -19,6 +19,7 @@ from hetdb.plan.logical import (
     TopN,
     Union,
 )
+from hetdb.plan.sample import Sample
 from hetdb.plan.unnest import Unnest
 from hetdb.plan.window import Window
 
@@ -70,7 +71,7 @@ def _prune(node: Node, need: set[str], wrap: bool = False) -> Node:
         for k in node.keys:
             below |= k.expr.columns()
         return dataclasses.replace(node, input=_prune(node.input, below, wrap))
-    if isinstance(node, Limit):
+    if isinstance(node, Limit | Sample):
         return dataclasses.replace(node, input=_prune(node.input, need, wrap))
     if isinstance(node, Window):
         funcs = tuple((f, c) for f, c in node.funcs if f.cid in need)
