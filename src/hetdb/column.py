@@ -71,6 +71,11 @@ class Column:
         validity = None
         if arr.null_count:
             validity = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if dtype.kind == "list":  # one Python list of the elements' Python values per row
+            data = np.empty(len(arr), dtype=object)
+            for i, v in enumerate(arr.to_pylist()):
+                data[i] = v
+            return Column(dtype, data=data, validity=validity)
         if dtype.kind == "string":
             if pa.types.is_dictionary(arr.type):
                 values = arr.dictionary

@@ -159,6 +159,14 @@ _SQL = {"int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT", "float64": "
         "string": "VARCHAR", "timestamp": "TIMESTAMP", "interval": "INTERVAL", "time": "TIME"}
 
 
+def value_type_from_arrow(t: pa.DataType, where: str = "") -> DataType:
+    """``from_arrow`` that also reads Arrow lists as LIST (values a query reads in place: Parquet
+    list columns; never stored)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return list_of(value_type_from_arrow(t.value_type, where))
+    return from_arrow(t, where)
+
+
 def from_arrow(t: pa.DataType, where: str = "") -> DataType:
     """Map an Arrow type (as found in real Parquet/CSV/IPC files) to a hetdb type."""
     if pa.types.is_dictionary(t):
@@ -186,6 +194,10 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         return STRING
     if t == pa.month_day_nano_interval() or pa.types.is_duration(t):
         return INTERVAL
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        raise UnsupportedError(f"column {where or '?'} is a LIST ({value_type_from_arrow(t, where)}), which "
+                               "hetdb cannot store (store its elements with unnest(...), or its text with "
+                               "CAST(... AS VARCHAR))")
     raise UnsupportedError(f"column {where or '?'} has Arrow type {t}, which hetdb cannot store "
                            "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string, "
                            "interval)")

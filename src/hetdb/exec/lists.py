@@ -217,8 +217,9 @@ def _list_to_text(ev, expr: Call, batch: Batch) -> Column:
 def _array_to_string(ev, expr: Call, batch: Batch) -> Column:
     lists, seps = _args(ev, expr, batch)
     texts = _as_text(ev, expr.args[0].dtype.elem, lists)
-    # (a NULL separator joins with ',', as DuckDB)
-    out = [None if t is None else ("," if sep is None else sep).join(x for x in t if x is not None)
+    # as DuckDB: a NULL separator joins with ','; only NULL elements give NULL, no elements ''
+    out = [None if t is None or (t and all(x is None for x in t))
+           else ("," if sep is None else sep).join(x for x in t if x is not None)
            for t, sep in zip(texts, seps)]
     return _result(ev, T.STRING, out)
 
