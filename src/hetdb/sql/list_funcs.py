@@ -26,11 +26,11 @@ LIST_OPS = frozenset({
 })
 
 NODES = (exp.Array, exp.Split, exp.ArraySize, exp.Bracket, exp.ArrayContains, exp.ArraySort,
-          exp.ArrayDistinct, exp.ArrayToString, exp.ArrayReverse, exp.ArrayMin, exp.ArrayMax)
+          exp.ArrayDistinct, exp.ArrayToString, exp.ArrayReverse, exp.ArrayMin, exp.ArrayMax, exp.ArraySlice)
 ANONYMOUS = ("list_extract", "list_element", "array_extract", "list_position",
              "list_indexof", "array_position", "list_aggr", "list_aggregate", "array_aggr",
              "array_aggregate", "list_sum", "list_min", "list_max", "list_avg", "list_count",
-             "list_reverse", "list_pack", "array_value", "list_slice", "array_slice")
+             "list_reverse", "list_pack", "array_value", "list_slice")
 _AGGR = {"sum": "list_sum", "min": "list_min", "max": "list_max", "avg": "list_avg", "mean": "list_avg",
          "count": "list_count"}
 
@@ -162,6 +162,10 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # 
             return _slice(base, b(lo) if lo is not None else Literal(T.INT64, 1),
                           b(hi) if hi is not None else Literal(T.INT64, _END), "[a:b]")
         return extract(base, b(sub), "[...]")
+    if isinstance(node, exp.ArraySlice):
+        if node.args.get("step") is not None or node.args.get("end") is None:
+            raise UnsupportedError("array_slice() with a step or without an end")
+        return _slice(b(node.this), b(node.args["start"]), b(node.args["end"]), "array_slice")
     if isinstance(node, exp.Split):
         s, sep = _string(b(node.this), "string_split"), _string(b(node.expression), "string_split")
         return Call(T.list_of(T.STRING), "string_split", (s, sep))
@@ -195,12 +199,12 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # 
     if isinstance(node, exp.ArrayMin | exp.ArrayMax):
         op = "list_min" if isinstance(node, exp.ArrayMin) else "list_max"
         return _aggregate(op, _list_arg(args[0], op), op)
-    if len(args) != 2 and name not in ("list_slice", "array_slice") and name not in ("list_sum", "list_min", "list_max", "list_avg", "list_count"):
+    if len(args) != 2 and name != "list_slice" and name not in ("list_sum", "list_min", "list_max", "list_avg", "list_count"):
         raise SqlError(f"{name}() takes 2 arguments, got {len(args)}")
     if isinstance(node, exp.ArrayContains):
         lst, x = _element_arg(_list_arg(args[0], "list_contains"), args[1], "list_contains")
         return Call(T.BOOL, "list_contains", (lst, x))
-    if name in ("list_slice", "array_slice"):
+    if name == "list_slice":
         if len(args) != 3:
             raise UnsupportedError(f"{name}() with {len(args)} arguments (list_slice(l, begin, end))")
         return _slice(args[0], args[1], args[2], name)
