@@ -246,6 +246,63 @@ def _cast_lists(ev, src: DataType, dst: DataType, lists: list) -> list:
     return out
 
 
+def _lambda_values(ev, lists: list, lam, batch: Batch) -> list:
+    """The lambda's body over every element of ``lists`` (one per row of ``batch``), in order: one
+    evaluation over a batch of all elements, each next to its row's columns."""
+    from hetdb.exec.columns import take_batch
+    from hetdb.exec.hostutil import column_to_device
+
+    counts = np.fromiter((0 if v is None else len(v) for v in lists), dtype=np.int64, count=len(lists))
+    rows = np.repeat(np.arange(len(lists), dtype=np.int64), counts)
+    outer = lam.body.columns()
+    sub = Batch({c: col for c, col in batch.columns.items() if c in outer}, batch.num_rows)
+    elems = take_batch(ev.backend, sub, ev.xp.asarray(rows))
+    flat = [x for v in lists if v is not None for x in v]
+    cols = dict(elems.columns)
+    x = lam.params[0]
+    col = elements_column(x.dtype, flat)
+    cols[x.cid] = col if x.dtype.kind == "list" else column_to_device(ev.backend, col)
+    if len(lam.params) > 1:
+        starts = np.repeat(np.cumsum(counts) - counts, counts)
+        pos = np.arange(int(counts.sum()), dtype=np.int64) - starts + 1
+        cols[lam.params[1].cid] = column_to_device(ev.backend, Column(T.INT64, data=pos))
+    return rows_of(ev.backend, ev.evaluate(lam.body, Batch(cols, len(flat))))
+
+
+def _regroup(lists: list, values: list) -> list:
+    out, k = [], 0
+    for v in lists:
+        if v is None:
+            out.append(None)
+            continue
+        out.append(values[k:k + len(v)])
+        k += len(v)
+    return out
+
+
+def _transform(ev, expr: Call, batch: Batch) -> Column:
+    lists = rows_of(ev.backend, ev.evaluate(expr.args[0], batch))
+    return list_column(expr.dtype, _regroup(lists, _lambda_values(ev, lists, expr.args[1], batch)))
+
+
+def _filter(ev, expr: Call, batch: Batch) -> Column:
+    lists = rows_of(ev.backend, ev.evaluate(expr.args[0], batch))
+    keep = _regroup(lists, _lambda_values(ev, lists, expr.args[1], batch))
+    return list_column(expr.dtype, [None if v is None else [x for x, k in zip(v, ks) if k]
+                                    for v, ks in zip(lists, keep)])
+
+
+def _concat(ev, expr: Call, batch: Batch) -> Column:
+    cols = _args(ev, expr, batch)
+    return list_column(expr.dtype, [[x for v in r if v is not None for x in v] for r in zip(*cols)])
+
+
+def _flatten(ev, expr: Call, batch: Batch) -> Column:
+    (lists,) = _args(ev, expr, batch)
+    return list_column(expr.dtype, [None if v is None else [x for inner in v if inner is not None for x in inner]
+                                    for v in lists])
+
+
 def _unary(fn):
     return lambda ev, expr, batch: _per_list(fn, ev, expr, batch)
 
@@ -268,6 +325,10 @@ FUNCTIONS = {
     "list_count": _unary(lambda lst: sum(v is not None for v in lst)),
     "list_to_text": _list_to_text,
     "list_cast": _list_cast,
+    "list_transform": _transform,
+    "list_filter": _filter,
+    "list_concat": _concat,
+    "list_flatten": _flatten,
     "array_to_string": _array_to_string,
 }
 

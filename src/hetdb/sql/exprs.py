@@ -292,7 +292,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if FX.handles(node):
         return FX.bind_ext(node, b)
     if LF.handles(node):
-        return LF.bind(node, b)
+        return LF.bind(node, b, ctx)
     if isinstance(node, exp.TimeFromParts):
         return TM.make_time(b(node.args["hour"]), b(node.args["min"]), b(node.args["sec"]))
     if isinstance(node, exp.Explode):

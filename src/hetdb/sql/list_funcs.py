@@ -16,13 +16,15 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Expr, Literal
+from hetdb.sql import list_lambdas as LL
 from hetdb.sql import typing as TY
 
 # ops exec/lists.py evaluates (sql/lists.py lets these, and only these, read LIST values)
 LIST_OPS = frozenset({
     "list_value", "string_split", "list_len", "list_extract", "list_contains", "list_position",
     "list_sort", "list_distinct", "array_to_string", "list_to_text", "list_sum", "list_min", "list_max",
-    "list_avg", "list_count", "list_reverse", "list_cast", "list_slice", "is_null", "is_not_null",
+    "list_avg", "list_count", "list_reverse", "list_cast", "list_slice", "list_transform", "list_filter",
+    "list_concat", "list_flatten", "is_null", "is_not_null",
 })
 
 NODES = (exp.Array, exp.Split, exp.ArraySize, exp.Bracket, exp.ArrayContains, exp.ArraySort,
@@ -36,6 +38,8 @@ _AGGR = {"sum": "list_sum", "min": "list_min", "max": "list_max", "avg": "list_a
 
 
 def handles(node: exp.Expression) -> bool:
+    if LL.handles(node):
+        return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
     return isinstance(node, NODES)
@@ -45,7 +49,7 @@ def is_list(e: Expr) -> bool:
     return e.dtype.kind == "list"
 
 
-def _list_arg(e: Expr, what: str) -> Expr:
+def list_arg(e: Expr, what: str) -> Expr:
     if is_list(e):
         return e
     if TY.is_null_literal(e):
@@ -71,19 +75,35 @@ def _index(e: Expr, what: str) -> Expr:
 
 def list_value(args: list[Expr], what: str = "a list literal") -> Expr:
     """``[a, b, ...]``: the elements cast to their common type (NULLs adapt)."""
-    typed = [a for a in args if not TY.is_null_literal(a)]
+    typed = [a for a in args if is_list(a) or not TY.is_null_literal(a)]
     if any(is_list(a) for a in typed):
-        if any(a.dtype != typed[0].dtype for a in typed):
-            raise UnsupportedError(f"{what} mixing LIST types ({', '.join(sorted({str(a.dtype) for a in typed}))})")
-        elem = typed[0].dtype
-        args = [a if not TY.is_null_literal(a) else Literal(elem, None) for a in args]
+        elem = common_type([a.dtype for a in typed], what)
+        args = [cast_list(a, elem) if is_list(a) else Literal(elem, None) for a in args]
     else:
         # the elements' declared types (DuckDB: [1, 2.5] is DECIMAL(11,1)[], as INTEGER and DECIMAL(2,1))
         elem = TY.common_of([a if TY.is_null_literal(a) else ColumnRef(a.dtype, "") for a in args], what)
         args = [TY.cast_to(a, elem) for a in args]
-    if elem.tz or elem.kind == "interval" or elem == T.UBIGINT:
+    if elem.tz or elem.kind in ("interval", "int128"):
         raise UnsupportedError(f"{what} of {elem} values")
     return Call(T.list_of(elem), "list_value", tuple(args))
+
+
+def common_type(types: list[T.DataType], what: str) -> T.DataType:
+    """The type values of ``types`` combine in (lists element by element, at every level)."""
+    if all(t.kind == "list" for t in types):
+        return T.list_of(common_type([t.elem for t in types], what))
+    if any(t.kind == "list" for t in types):
+        raise SqlError(f"{what} mixing LIST and {next(t for t in types if t.kind != 'list')} values")
+    return TY.common_of([ColumnRef(t, "") for t in types], what)
+
+
+def cast_list(x: Expr, target: T.DataType) -> Expr:
+    """A LIST expression as the LIST type ``target`` (element-wise)."""
+    if x.dtype == target:
+        return x
+    if TY.is_null_literal(x) or (isinstance(x, Call) and x.op == "list_value" and not x.args):
+        return Literal(target, None) if TY.is_null_literal(x) else Call(target, "list_value", ())
+    return Call(target, "list_cast", (x,))
 
 
 def length(x: Expr) -> Expr:
@@ -96,7 +116,7 @@ def to_text(x: Expr) -> Expr:
 
 
 def extract(lst: Expr, idx: Expr, what: str = "list_extract") -> Expr:
-    lst = _list_arg(lst, what)
+    lst = list_arg(lst, what)
     return Call(lst.dtype.elem, "list_extract", (lst, _index(idx, what)))
 
 
@@ -104,7 +124,7 @@ _END = 2**62  # an omitted slice end: past every list's end
 
 
 def _slice(lst: Expr, lo: Expr, hi: Expr, what: str) -> Expr:
-    lst = _list_arg(lst, what)
+    lst = list_arg(lst, what)
     return Call(lst.dtype, "list_slice", (lst, _index(lo, what), _index(hi, what)))
 
 
@@ -146,7 +166,11 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
     return [a for a in (node.this, node.args.get("expression")) if a is not None]
 
 
-def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # noqa: C901 - one dispatch
+def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx) -> Expr:  # noqa: C901 - one dispatch
+    if LL.handles(node):
+        from hetdb.sql.names import function_name
+
+        return LL.bind(node, b, ctx, function_name(node))
     if isinstance(node, exp.Array):
         return list_value([b(a) for a in node.expressions])
     if isinstance(node, exp.Bracket):
@@ -177,32 +201,32 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # 
         what = "array_length"
         if len(args) != 1:
             raise UnsupportedError(f"{what}() with a dimension argument")
-        return length(_list_arg(args[0], what))
+        return length(list_arg(args[0], what))
     if not args:
         raise SqlError(f"{name}() needs a LIST argument")
     if isinstance(node, exp.ArraySort):
-        lst = _list_arg(args[0], "list_sort")
+        lst = list_arg(args[0], "list_sort")
         desc = node.args.get("asc") is not None and not node.args["asc"].this
         nulls_first = bool(node.args.get("nulls_first") and node.args["nulls_first"].this)
         return Call(lst.dtype, "list_sort", (lst, Literal(T.BOOL, desc), Literal(T.BOOL, nulls_first)))
     if isinstance(node, exp.ArrayDistinct):
-        lst = _list_arg(args[0], "list_distinct")
+        lst = list_arg(args[0], "list_distinct")
         return Call(lst.dtype, "list_distinct", (lst,))
     if isinstance(node, exp.ArrayReverse) or name == "list_reverse":
-        lst = _list_arg(args[0], "list_reverse")
+        lst = list_arg(args[0], "list_reverse")
         return Call(lst.dtype, "list_reverse", (lst,))
     if isinstance(node, exp.ArrayToString):
         if len(args) != 2:
             raise UnsupportedError("array_to_string() with a NULL replacement argument")
-        return Call(T.STRING, "array_to_string", (_list_arg(args[0], "array_to_string"),
+        return Call(T.STRING, "array_to_string", (list_arg(args[0], "array_to_string"),
                                                   _string(args[1], "array_to_string")))
     if isinstance(node, exp.ArrayMin | exp.ArrayMax):
         op = "list_min" if isinstance(node, exp.ArrayMin) else "list_max"
-        return _aggregate(op, _list_arg(args[0], op), op)
+        return _aggregate(op, list_arg(args[0], op), op)
     if len(args) != 2 and name != "list_slice" and name not in ("list_sum", "list_min", "list_max", "list_avg", "list_count"):
         raise SqlError(f"{name}() takes 2 arguments, got {len(args)}")
     if isinstance(node, exp.ArrayContains):
-        lst, x = _element_arg(_list_arg(args[0], "list_contains"), args[1], "list_contains")
+        lst, x = _element_arg(list_arg(args[0], "list_contains"), args[1], "list_contains")
         return Call(T.BOOL, "list_contains", (lst, x))
     if name == "list_slice":
         if len(args) != 3:
@@ -211,7 +235,7 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # 
     if name in ("list_extract", "list_element", "array_extract"):
         return extract(args[0], args[1], name)
     if name in ("list_position", "list_indexof", "array_position"):
-        lst, x = _element_arg(_list_arg(args[0], name), args[1], name)
+        lst, x = _element_arg(list_arg(args[0], name), args[1], name)
         return Call(T.INT32, "list_position", (lst, x))
     if name in ("list_aggr", "list_aggregate", "array_aggr", "array_aggregate"):
         fn = args[1]
@@ -220,10 +244,10 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:  # 
         op = _AGGR.get(fn.value.lower())
         if op is None:
             raise UnsupportedError(f"{name}(..., '{fn.value}') (supported: {', '.join(sorted(_AGGR))})")
-        return _aggregate(op, _list_arg(args[0], name), f"{name}(..., '{fn.value}')")
+        return _aggregate(op, list_arg(args[0], name), f"{name}(..., '{fn.value}')")
     if len(args) != 1:
         raise SqlError(f"{name}() takes 1 argument, got {len(args)}")
-    return _aggregate(name, _list_arg(args[0], name), name)
+    return _aggregate(name, list_arg(args[0], name), name)
 
 
 def _sql_type(to: exp.DataType) -> T.DataType:
@@ -246,6 +270,8 @@ def cast(x: Expr, to: exp.DataType) -> Expr:
             raise UnsupportedError(f"CAST of a {x.dtype} to {target}")
         if x.dtype == target:
             return x
+        if isinstance(x, Call) and x.op == "list_value" and not x.args:  # [] takes any LIST type
+            return Call(target, "list_value", ())
         if (x.dtype.elem.kind == "list") != (target.elem.kind == "list"):
             raise SqlError(f"cannot cast {x.dtype} to {target}")
         return Call(target, "list_cast", (x,))

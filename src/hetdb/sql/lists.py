@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from hetdb import types as T
 from hetdb.errors import UnsupportedError
-from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Literal
+from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Lambda, Literal
 from hetdb.plan.logical import Aggregate, Filter, Join, Node, Project, Scan, Sort, TopN
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
 from hetdb.sql import typing as TY
@@ -45,7 +45,7 @@ def _lists_in(e: Expr | None) -> bool:
     if e is None:
         return False
     for node in _walk(e):
-        if isinstance(node, ColumnRef | AggCall | Literal) or (isinstance(node, Call) and node.op in LIST_OPS):
+        if isinstance(node, ColumnRef | AggCall | Literal | Lambda) or (isinstance(node, Call) and node.op in LIST_OPS):
             continue
         if node.dtype.kind == "list" or any(c.dtype.kind == "list" for c in node.children()):
             return True
