@@ -230,12 +230,32 @@ class Binder:
             self._add_rel(scope, rel)
             ctx = ExprContext(scope, self, "JOIN ... ON")
             on = conjuncts(as_condition(bind_expr(j.args["on"], ctx), "JOIN ... ON")) if j.args.get("on") is not None else []
-            for ident in j.args.get("using") or []:
+            method = str(j.args.get("method") or "").upper()
+            using = j.args.get("using") or []
+            for ident in using:
                 name = ident.name.lower()
                 prev = Scope(scope.rels[:-1]).resolve(None, name)
-                on.append(compare("eq", prev, scope.resolve(rel.alias, name)))
+                # ASOF ... USING (k, t): the last column is the inequality l.t >= r.t
+                op = "ge" if method == "ASOF" and ident is using[-1] else "eq"
+                on.append(compare(op, prev, scope.resolve(rel.alias, name)))
                 rel.hidden.add(name)
             side = (j.side or "").upper()
+            if method in ("POSITIONAL", "ASOF"):
+                from hetdb.sql import special_joins as SJ
+
+                left, rest = FC.combine(items, preds)
+                if rest:
+                    left = FC.Item(Filter(left.plan, and_all(rest)), left.cids)
+                if method == "POSITIONAL":
+                    items = [SJ.positional(self.new_cid, left, right)]
+                else:
+                    if side not in ("", "LEFT"):
+                        raise UnsupportedError(f"ASOF {side} JOIN (ASOF JOIN and ASOF LEFT JOIN are supported)")
+                    items = [SJ.asof(self.new_cid, left, right, on, side == "LEFT")]
+                preds = []
+                for r in scope.rels if method == "POSITIONAL" else scope.rels[-1:] if side == "LEFT" else []:
+                    _make_nullable(r)
+                continue
             if side in ("LEFT", "RIGHT", "FULL"):
                 left, rest = FC.combine(items, preds)
                 if rest:

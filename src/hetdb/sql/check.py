@@ -109,7 +109,7 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
             if side in ("RIGHT", "FULL") and node.args.get("using"):
                 # DuckDB's merged USING column is COALESCE(left, right): not modelled for these.
                 add(f"{side} JOIN ... USING")
-            if node.args.get("method"):
+            if node.args.get("method") and str(node.args["method"]).upper() not in ("POSITIONAL", "ASOF"):
                 add(f"{node.args['method']} JOIN")
         elif isinstance(node, exp.Like | exp.ILike) and node.args.get("escape") is not None:
             add("LIKE ... ESCAPE")
