@@ -288,6 +288,13 @@ class Binder:
             if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
                 out.extend(self._expand_star(node, scope))
                 continue
+            if node.find(exp.Columns) is not None:
+                from hetdb.sql.columns_expr import expand
+
+                names = [(r.alias, n) for r in scope.rels for n, _ in r.columns if n not in r.hidden]
+                unique = [(t if sum(m == n for _, m in names) > 1 else None, n) for t, n in names]
+                out.extend(expand(node, unique))
+                continue
             out.append((_output_name(node), node))
         if not out:
             raise SqlError("the SELECT list is empty")
