@@ -126,6 +126,8 @@ class Binder:
             from hetdb.sql.values import bind_values
 
             return bind_values(self, node)
+        if isinstance(node, exp.Pivot):  # PIVOT t ON ... / UNPIVOT t ON ... as a query
+            return self.bind_query(self._pivoted(node.this, node), outer)
         if not isinstance(node, (exp.Select, exp.SetOperation)):
             raise UnsupportedError(f"{type(node).__name__} queries (only SELECT, VALUES and set "
                                    "operations are supported)")
@@ -155,9 +157,17 @@ class Binder:
             bare.set("sample", None)
             plan, rel = self._from_item(bare)
             return sample(plan, node.args["sample"]), rel
+        if node.args.get("pivots"):  # FROM t PIVOT (...) / UNPIVOT (...) [AS alias]
+            if len(node.args["pivots"]) != 1:
+                raise UnsupportedError("several PIVOT/UNPIVOT clauses on one FROM item")
+            pivot = node.args["pivots"][0]
+            bare = node.copy()
+            bare.set("pivots", None)
+            alias = pivot.alias or node.alias or ("unpivot" if pivot.args.get("unpivot") else "pivot")
+            return self._derived(self.bind_query(self._pivoted(bare, pivot), None), alias.lower(), [])
         if isinstance(node, exp.Table):
-            if node.args.get("joins") or node.args.get("pivots"):
-                raise UnsupportedError("PIVOT / nested joins in FROM")
+            if node.args.get("joins"):
+                raise UnsupportedError("nested joins in FROM")
             name = node.name
             alias = (node.alias or name).lower()
             if node.args.get("db") is None and name.lower() in self.working:
@@ -202,6 +212,16 @@ class Binder:
             return self._derived(bq, (node.alias or f"subquery{self._n}").lower(),
                                  self._alias_columns(node))
         raise UnsupportedError(f"FROM item {node.sql(dialect='duckdb')!r}")
+
+    def _pivoted(self, source: exp.Expression, pivot: exp.Pivot) -> exp.Expression:
+        """The query a PIVOT/UNPIVOT of ``source`` means (sql/pivot.py), given ``source``'s columns."""
+        from hetdb.sql.pivot import rewrite
+
+        if isinstance(source, exp.Table) and source.alias:
+            source = source.copy()
+            source.set("alias", None)
+        _, rel = self._from_item(source)
+        return rewrite(pivot, source, [n for n, _ in rel.columns if n not in rel.hidden])
 
     @staticmethod
     def _alias_columns(node: exp.Expression) -> list[str]:

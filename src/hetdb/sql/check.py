@@ -31,14 +31,13 @@ _SUPPORTED: tuple[type, ...] = (
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, *LL.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
+    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, exp.Pivot, exp.UnpivotColumns, *LL.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
     exp.Lateral: "LATERAL",
     exp.Struct: "struct literals",
-    exp.Pivot: "PIVOT",
     exp.Insert: "INSERT", exp.Create: "CREATE", exp.Delete: "DELETE", exp.Update: "UPDATE",
     exp.Drop: "DROP", exp.RegexpLike: "regular expressions", exp.SimilarTo: "SIMILAR TO",
 }
@@ -90,7 +89,7 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
         if what not in found:
             found.append(what)
 
-    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
+    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values, exp.Pivot)):
         add(f"{_describe(tree, sql)} statements (only SELECT queries are supported)")
     refused: set[int] = set()
     for node in tree.walk():
