@@ -29,14 +29,18 @@ _ONLY = "LIST values can only be returned or passed to list functions"
 def array_agg_call(node: exp.ArrayAgg, name: str, b) -> WindowCall:
     """array_agg(x [ORDER BY ...]): args (x, key flags, *keys), the LIST of x's type."""
     arg, keys, flags = order_keys(node.this, b)
-    if isinstance(arg, exp.Distinct):
-        raise UnsupportedError(f"{name}(DISTINCT ...)")
+    distinct = isinstance(arg, exp.Distinct)
+    if distinct:
+        if len(arg.expressions) != 1:
+            raise UnsupportedError(f"{name}(DISTINCT ...) of several arguments")
+        arg = arg.expressions[0]
     x = b(arg)
     if TY.is_null_literal(x):
         raise UnsupportedError(f"{name} of a NULL constant (give it a type: CAST(NULL AS ...))")
     if x.dtype.kind == "list" or x.dtype.tz:
         raise UnsupportedError(f"{name} of {x.dtype} values")
-    return WindowCall(T.list_of(x.dtype), "array_agg", (x, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)
+    return WindowCall(T.list_of(x.dtype), "array_agg_distinct" if distinct else "array_agg",
+                      (x, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)
 
 
 def _lists_in(e: Expr | None) -> bool:
@@ -87,7 +91,7 @@ def refuse_list_operands(node: Node) -> None:
     elif isinstance(node, Window):
         keys.extend(node.partition)
         keys.extend(k.expr for k in node.order)
-        exprs.extend(a for _, c in node.funcs if c.op != "array_agg" for a in c.args)
+        exprs.extend(a for _, c in node.funcs if not c.op.startswith("array_agg") for a in c.args)
     if any(k.dtype.kind == "list" for k in keys):
         raise UnsupportedError(f"{_ONLY} (not GROUP BY, ORDER BY, PARTITION BY, DISTINCT or join keys)")
     if any(_lists_in(e) for e in exprs):
