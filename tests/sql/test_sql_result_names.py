@@ -42,7 +42,8 @@ QUERIES = [
     "SELECT round(x, -1), trunc(x, -1), trunc(m, 1), -1, -(2.5), -k, -(k + 1) FROM w",
     "SELECT [k, 1], list_value(k), string_split(s, 'p'), string_split(s, 'p')[1], [k, 2, 3][2:], len([k]), "
     "list_contains([k], 1), list_sort([k], 'DESC'), list_reverse_sort([k]), array_to_string([s], ','), "
-    "list_aggr([k], 'sum'), CAST([k] AS VARCHAR), unnest([k, 2]) FROM w",
+    "list_aggr([k], 'sum'), CAST([k] AS VARCHAR), unnest([k, 2]), list_transform([k], lambda v: v * 2), "
+    "list_filter([k], lambda v, i: i > 1 AND v = 1), flatten([[k]]), list_concat([k], [2]) FROM w",
     "SELECT TIME '01:02:03', make_time(k % 24, 2, 3.5), extract(hour FROM TIME '01:02:03'), "
     "second(TIME '01:02:03'), d + TIME '01:00:00' FROM w",
 ]

@@ -153,6 +153,10 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return f"{function_name(node)}('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
     if isinstance(node, exp.Array | exp.Explode | exp.Bracket | exp.ArraySort):
         return _list_name(node)
+    if isinstance(node, exp.Lambda):
+        return f"(lambda {', '.join(i.name for i in node.expressions)}: {n(node.this)})"
+    if isinstance(node, exp.Identifier):  # a lambda's parameter in its body
+        return node.name
     if isinstance(node, exp.Func):
         name = function_name(node)
         quoted = f'"{name}"' if name in _KEYWORD_FUNCTIONS else name
