@@ -127,7 +127,9 @@ class Binder:
 
             return bind_values(self, node)
         if isinstance(node, exp.Pivot):  # PIVOT t ON ... / UNPIVOT t ON ... as a query
-            return self.bind_query(self._pivoted(node.this, node), outer)
+            from hetdb.sql.pivot import pivoted
+
+            return self.bind_query(pivoted(self, node.this, node), outer)
         if not isinstance(node, (exp.Select, exp.SetOperation)):
             raise UnsupportedError(f"{type(node).__name__} queries (only SELECT, VALUES and set "
                                    "operations are supported)")
@@ -158,13 +160,10 @@ class Binder:
             plan, rel = self._from_item(bare)
             return sample(plan, node.args["sample"]), rel
         if node.args.get("pivots"):  # FROM t PIVOT (...) / UNPIVOT (...) [AS alias]
-            if len(node.args["pivots"]) != 1:
-                raise UnsupportedError("several PIVOT/UNPIVOT clauses on one FROM item")
-            pivot = node.args["pivots"][0]
-            bare = node.copy()
-            bare.set("pivots", None)
-            alias = pivot.alias or node.alias or ("unpivot" if pivot.args.get("unpivot") else "pivot")
-            return self._derived(self.bind_query(self._pivoted(bare, pivot), None), alias.lower(), [])
+            from hetdb.sql.pivot import pivot_item
+
+            query, alias = pivot_item(self, node)
+            return self._derived(self.bind_query(query, None), alias, [])
         if isinstance(node, exp.Table):
             if node.args.get("joins"):
                 raise UnsupportedError("nested joins in FROM")
@@ -213,16 +212,6 @@ class Binder:
                                  self._alias_columns(node))
         raise UnsupportedError(f"FROM item {node.sql(dialect='duckdb')!r}")
 
-    def _pivoted(self, source: exp.Expression, pivot: exp.Pivot) -> exp.Expression:
-        """The query a PIVOT/UNPIVOT of ``source`` means (sql/pivot.py), given ``source``'s columns."""
-        from hetdb.sql.pivot import rewrite
-
-        if isinstance(source, exp.Table) and source.alias:
-            source = source.copy()
-            source.set("alias", None)
-        _, rel = self._from_item(source)
-        return rewrite(pivot, source, [n for n, _ in rel.columns if n not in rel.hidden])
-
     @staticmethod
     def _alias_columns(node: exp.Expression) -> list[str]:
         alias = node.args.get("alias")
@@ -261,18 +250,9 @@ class Binder:
                 rel.hidden.add(name)
             side = (j.side or "").upper()
             if method in ("POSITIONAL", "ASOF"):
-                from hetdb.sql import special_joins as SJ
+                from hetdb.sql.special_joins import method_join
 
-                left, rest = FC.combine(items, preds)
-                if rest:
-                    left = FC.Item(Filter(left.plan, and_all(rest)), left.cids)
-                if method == "POSITIONAL":
-                    items = [SJ.positional(self.new_cid, left, right)]
-                else:
-                    if side not in ("", "LEFT"):
-                        raise UnsupportedError(f"ASOF {side} JOIN (ASOF JOIN and ASOF LEFT JOIN are supported)")
-                    items = [SJ.asof(self.new_cid, left, right, on, side == "LEFT")]
-                preds = []
+                items, preds = [method_join(self.new_cid, method, side, items, preds, right, on)], []
                 for r in scope.rels if method == "POSITIONAL" else scope.rels[-1:] if side == "LEFT" else []:
                     _make_nullable(r)
                 continue

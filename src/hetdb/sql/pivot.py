@@ -76,6 +76,26 @@ def _unpivot(source: exp.Expression, columns: list[str], targets: list[exp.Expre
     return out
 
 
+def pivoted(binder, source: exp.Expression, pivot: exp.Pivot) -> exp.Expression:
+    """The query a PIVOT/UNPIVOT of ``source`` means, given ``source``'s columns."""
+    if isinstance(source, exp.Table) and source.alias:
+        source = source.copy()
+        source.set("alias", None)
+    _, rel = binder._from_item(source)
+    return rewrite(pivot, source, [n for n, _ in rel.columns if n not in rel.hidden])
+
+
+def pivot_item(binder, node: exp.Expression) -> tuple[exp.Expression, str]:
+    """``FROM x PIVOT (...) / UNPIVOT (...) [AS alias]``: the query it means and its alias."""
+    if len(node.args["pivots"]) != 1:
+        raise UnsupportedError("several PIVOT/UNPIVOT clauses on one FROM item")
+    pivot = node.args["pivots"][0]
+    bare = node.copy()
+    bare.set("pivots", None)
+    alias = pivot.alias or node.alias or ("unpivot" if pivot.args.get("unpivot") else "pivot")
+    return pivoted(binder, bare, pivot), alias.lower()
+
+
 def rewrite(node: exp.Pivot, source: exp.Expression, columns: list[str]) -> exp.Expression:
     """The query ``node`` (applied to ``source``, whose columns are ``columns``) means."""
     if node.args.get("unpivot"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Expr, Field, Literal, SortKey
-from hetdb.plan.exprutil import split_join_condition
+from hetdb.plan.exprutil import and_all, split_join_condition
 from hetdb.plan.logical import Filter, Join
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
 from hetdb.sql import fromclause as FC
@@ -29,6 +29,20 @@ def _numbered(new_cid, plan, name: str):
     rn = Field(new_cid(name), name, T.INT64, False)
     return Window(plan, (), (), ((rn, WindowCall(T.INT64, "row_number", (), WHOLE_PARTITION)),)), \
         ColumnRef(T.INT64, rn.cid, False)
+
+
+def method_join(new_cid, method: str, side: str, items: list[FC.Item], preds: list[Expr], right: FC.Item,
+                on: list[Expr]) -> FC.Item:
+    """``<items> POSITIONAL JOIN right`` / ``<items> ASOF [LEFT] JOIN right ON on``: the FROM items so
+    far (joined, their pending conditions applied) joined to ``right``."""
+    left, rest = FC.combine(items, preds)
+    if rest:
+        left = FC.Item(Filter(left.plan, and_all(rest)), left.cids)
+    if method == "POSITIONAL":
+        return positional(new_cid, left, right)
+    if side not in ("", "LEFT"):
+        raise UnsupportedError(f"ASOF {side} JOIN (ASOF JOIN and ASOF LEFT JOIN are supported)")
+    return asof(new_cid, left, right, on, side == "LEFT")
 
 
 def positional(new_cid, left: FC.Item, right: FC.Item) -> FC.Item:
