@@ -10,6 +10,7 @@ GPU connection runs queries with LIST values on the CPU: exec/engine.py).
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -303,6 +304,45 @@ def _flatten(ev, expr: Call, batch: Batch) -> Column:
                                     for v in lists])
 
 
+def _range(lo: int, hi: int, step: int, exclusive: bool) -> list:
+    if step == 0:
+        return []
+    end = hi if exclusive else hi + (1 if step > 0 else -1)
+    return list(range(lo, end, step))
+
+
+def _regexp_split(s: str, pattern: str | None) -> list:
+    if pattern is None:
+        return [s]
+    return list(s) if pattern == "" and s else re.split(pattern, s)
+
+
+def _extract_all(s: str, pattern: str | None, group: int) -> list | None:
+    if pattern is None:
+        return None
+    return [m.group(group) or "" for m in re.finditer(pattern, s)]
+
+
+def _has_any(a: list, b: list | None) -> bool | None:
+    if b is None:
+        return None
+    return any(x is not None and _contains(a, x) for x in b)
+
+
+def _has_all(a: list, b: list | None) -> bool | None:
+    if b is None:
+        return None
+    return all(x is None or _contains(a, x) for x in b)
+
+
+def _strict(fn):
+    """``fn`` of the row's values; NULL where any argument is NULL."""
+    def run(ev, expr: Call, batch: Batch) -> Column:
+        cols = _args(ev, expr, batch)
+        return _result(ev, expr.dtype, [None if any(v is None for v in r) else fn(*r) for r in zip(*cols)])
+    return run
+
+
 def _unary(fn):
     return lambda ev, expr, batch: _per_list(fn, ev, expr, batch)
 
@@ -329,6 +369,12 @@ FUNCTIONS = {
     "list_filter": _filter,
     "list_concat": _concat,
     "list_flatten": _flatten,
+    "list_range": _strict(_range),
+    "regexp_split": _unary(_regexp_split),
+    "regexp_extract_all": _unary(_extract_all),
+    "list_unique": _unary(lambda lst: len(_distinct(lst))),
+    "list_has_any": _unary(_has_any),
+    "list_has_all": _unary(_has_all),
     "array_to_string": _array_to_string,
 }
 

@@ -17,6 +17,7 @@ from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Expr, Literal
 from hetdb.sql import list_lambdas as LL
+from hetdb.sql import list_more as LM
 from hetdb.sql import typing as TY
 
 # ops exec/lists.py evaluates (sql/lists.py lets these, and only these, read LIST values)
@@ -24,7 +25,8 @@ LIST_OPS = frozenset({
     "list_value", "string_split", "list_len", "list_extract", "list_contains", "list_position",
     "list_sort", "list_distinct", "array_to_string", "list_to_text", "list_sum", "list_min", "list_max",
     "list_avg", "list_count", "list_reverse", "list_cast", "list_slice", "list_transform", "list_filter",
-    "list_concat", "list_flatten", "is_null", "is_not_null",
+    "list_concat", "list_flatten", "list_range", "regexp_split", "regexp_extract_all", "list_unique",
+    "list_has_any", "list_has_all", "is_null", "is_not_null",
 })
 
 NODES = (exp.Array, exp.Split, exp.ArraySize, exp.Bracket, exp.ArrayContains, exp.ArraySort,
@@ -38,7 +40,7 @@ _AGGR = {"sum": "list_sum", "min": "list_min", "max": "list_max", "avg": "list_a
 
 
 def handles(node: exp.Expression) -> bool:
-    if LL.handles(node):
+    if LL.handles(node) or LM.handles(node):
         return True
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower() in ANONYMOUS
@@ -167,10 +169,10 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
 
 
 def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx) -> Expr:  # noqa: C901 - one dispatch
-    if LL.handles(node):
+    if LL.handles(node) or LM.handles(node):
         from hetdb.sql.names import function_name
 
-        return LL.bind(node, b, ctx, function_name(node))
+        return LL.bind(node, b, ctx, function_name(node)) if LL.handles(node) else LM.bind(node, b, function_name(node))
     if isinstance(node, exp.Array):
         return list_value([b(a) for a in node.expressions])
     if isinstance(node, exp.Bracket):
