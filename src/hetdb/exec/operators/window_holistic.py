@@ -73,7 +73,8 @@ def _array_agg(call: WindowCall, args, ps, pe) -> Column:
     n = ps.shape[0]
     values = _ordered_values(args[0], call.args[1].value, args[2:], ps)
     out = np.empty(n, dtype=object)
-    for s, e in zip(*(a.tolist() for a in np.unique(np.stack([ps, pe]), axis=1))):
+    starts = np.flatnonzero(ps == np.arange(n))  # a partition's rows are [ps, pe): its first row has ps == i
+    for s, e in zip(starts.tolist(), pe[starts].tolist()):
         part = values[s:e] if call.op == "array_agg" else list(dict.fromkeys(values[s:e]))  # DISTINCT: first of each
         out[s:e] = [part] * (e - s)
     return Column(call.dtype, data=out)
