@@ -22,6 +22,7 @@ import pyarrow as pa
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.exec.hostutil import column_to_host
+from hetdb.exec.list_keys import list_sort_key
 from hetdb.plan.expr import Call, Literal
 from hetdb.types import DataType
 
@@ -410,6 +411,7 @@ FUNCTIONS = {
     "list_has_all": _unary(_has_all),
     "array_to_string": _array_to_string,
 }
+FUNCTIONS["list_sort_key"] = list_sort_key
 FUNCTIONS = {op: _paused(fn) for op, fn in FUNCTIONS.items()}
 
 

@@ -210,6 +210,10 @@ def compare(op: str, a: Expr, b: Expr) -> Expr:
     """Typed comparison: both sides cast to their common type."""
     if IV.is_interval(a) or IV.is_interval(b):
         return IV.compare(op, a, b)
+    if LF.is_list(a) or LF.is_list(b):
+        from hetdb.sql.list_keys import compare as list_compare
+
+        return list_compare(op, a, b)
     a, b = _midnight_as_date(a, b), _midnight_as_date(b, a)
     t = TY.common_type(a, b, "a comparison")
     return Call(T.BOOL, op, (TY.cast_to(a, t), TY.cast_to(b, t)))

@@ -4,9 +4,10 @@ table, and OVER whole partitions.
 A LIST value is computed on the host by the window operator (each group's values, NULLs included,
 in the ORDER BY given or input order) and taken by the hash aggregation. LIST values (these, list
 literals, string_split, ...) can be returned: selected, passed through subqueries and CTEs, next to
-ORDER BY/LIMIT on other columns, and passed to the list functions of sql/list_funcs.py and unnest.
-Other functions, comparisons, GROUP BY/ORDER BY/JOIN keys, DISTINCT and set operations over LIST
-values are refused at bind time (``refuse_list_operands``), as are lists stored by CREATE TABLE.
+ORDER BY/LIMIT on other columns, passed to the list functions of sql/list_funcs.py and unnest, and
+compared or used as keys through their key text (sql/list_keys.py, applied before the check). Other
+functions and aggregates over LIST values are refused at bind time (``refuse_list_operands``), as
+are lists stored by CREATE TABLE.
 Queries with LIST values run on the CPU (a GPU connection says so in its statistics).
 """
 

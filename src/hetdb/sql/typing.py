@@ -61,6 +61,10 @@ def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
         return ta
     if ta == tb:
         return ta
+    if ta.kind == "list" or tb.kind == "list":  # element by element (sql/list_funcs.py)
+        from hetdb.sql.list_funcs import common_type as list_common_type
+
+        return list_common_type([ta, tb], what or "a comparison")
     if ta.is_numeric and tb.is_numeric:
         if "float64" in (ta.kind, tb.kind):
             return T.FLOAT64
@@ -297,6 +301,10 @@ def cast_to(e: Expr, to: DataType) -> Expr:
     """``e`` as type ``to``: unchanged when it already is, folded for literals, else a Cast node."""
     if e.dtype == to and not is_null_literal(e):
         return e
+    if to.kind == "list" and (e.dtype.kind == "list" or is_null_literal(e)):
+        from hetdb.sql.list_funcs import cast_list
+
+        return cast_list(e, to)
     if (e.dtype.tz or to.tz) and not is_null_literal(e):
         return tz_cast(e, to)
     if isinstance(e, Literal):
