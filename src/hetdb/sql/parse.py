@@ -91,8 +91,6 @@ def _keep_written_names(tree: exp.Expression, sql: str) -> None:
     refusals use the user's (sql/names.py). Literals keep their text too (INTERVAL '2 hours' becomes
     INTERVAL '2' HOURS)."""
     for node in tree.walk():
-        if isinstance(node, exp.Bracket):
-            node.set("offset", 1)  # its index is DuckDB's 1-based one (StrictDuckDB.INDEX_OFFSET)
         if isinstance(node, exp.Func | exp.Literal) and "start" in node.meta:
             node.meta["written"] = sql[node.meta["start"]:node.meta["end"] + 1]
         elif isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal) and node.args.get("unit"):
