@@ -1,5 +1,6 @@
 """List indexes survive statements whose query hetdb prints back as SQL (CREATE TABLE AS, INSERT ...
-SELECT, views): the 1-based index written stays the index used (sql/strict.py keeps it as written)."""
+SELECT, views): the 1-based index written stays the index used (sql/strict.py keeps it as written),
+and lambdas print back in the syntax DuckDB 2.0 accepts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ STATEMENTS = [
     "CREATE TABLE t AS SELECT string_split('a,b,c', ',')[2] AS x, [1, 2, 3][1:2][2] AS y",
     "INSERT INTO t SELECT [10, 20][1], [5, 6][-1]",
     "INSERT INTO t SELECT list_extract(['p', 'q'], 2), len([1, 2][2:])",
-    "CREATE VIEW v AS SELECT [7, 8, 9][3] AS z, x FROM t",
+    "CREATE VIEW v AS SELECT [7, 8, 9][3] AS z, x, list_transform([y], lambda e: e * 2)[1] AS w FROM t",
 ]
 
 
