@@ -307,6 +307,39 @@ def _filter(ev, expr: Call, batch: Batch) -> Column:
                                     for v, ks in zip(lists, keep)])
 
 
+def _reduce(ev, expr: Call, batch: Batch) -> Column:
+    """list_reduce: one evaluation of the lambda per element position, over the rows whose lists
+    reach it, next to their rows' columns."""
+    from hetdb.errors import InputError
+    from hetdb.exec.columns import take_batch
+    from hetdb.exec.hostutil import column_to_device
+
+    lists = rows_of(ev.backend, ev.evaluate(expr.args[0], batch))
+    lam = expr.args[1]
+    if len(expr.args) > 2:
+        acc = rows_of(ev.backend, ev.evaluate(expr.args[2], batch))
+        first = 0
+    else:
+        if any(v is not None and not v for v in lists):
+            raise InputError("Cannot perform list_reduce on an empty input list")
+        acc = [None if v is None else v[0] for v in lists]
+        first = 1
+    outer = lam.body.columns()
+    sub = Batch({c: col for c, col in batch.columns.items() if c in outer}, batch.num_rows)
+    longest = max((len(v) for v in lists if v is not None), default=0)
+    for k in range(first, longest):
+        rows = [r for r, v in enumerate(lists) if v is not None and len(v) > k]
+        cols = dict(take_batch(ev.backend, sub, ev.xp.asarray(np.asarray(rows, dtype=np.int64))).columns)
+        values = ([acc[r] for r in rows], [lists[r][k] for r in rows], [k + 1] * len(rows))
+        for p, vals in zip(lam.params, values):
+            col = elements_column(p.dtype, vals)
+            cols[p.cid] = col if p.dtype.kind == "list" else column_to_device(ev.backend, col)
+        out = rows_of(ev.backend, ev.evaluate(lam.body, Batch(cols, len(rows))))
+        for r, v in zip(rows, out):
+            acc[r] = v
+    return _result(ev, expr.dtype, [None if v is None else a for v, a in zip(lists, acc)])
+
+
 def _concat(ev, expr: Call, batch: Batch) -> Column:
     cols = _args(ev, expr, batch)
     return list_column(expr.dtype, [[x for v in r if v is not None for x in v] for r in zip(*cols)])
@@ -402,6 +435,7 @@ FUNCTIONS = {
     "list_transform": _transform,
     "list_filter": _filter,
     "list_concat": _concat,
+    "list_reduce": _reduce,
     "list_flatten": _flatten,
     "list_range": _strict(_range),
     "regexp_split": _unary(_regexp_split),

@@ -26,7 +26,7 @@ LIST_OPS = frozenset({
     "list_sort", "list_distinct", "array_to_string", "list_to_text", "list_sum", "list_min", "list_max",
     "list_avg", "list_count", "list_reverse", "list_cast", "list_slice", "list_transform", "list_filter",
     "list_concat", "list_flatten", "list_range", "regexp_split", "regexp_extract_all", "list_unique",
-    "list_has_any", "list_has_all", "list_sort_key", "is_null", "is_not_null",
+    "list_has_any", "list_has_all", "list_sort_key", "list_reduce", "is_null", "is_not_null",
 })
 
 NODES = (exp.Array, exp.Split, exp.ArraySize, exp.Bracket, exp.ArrayContains, exp.ArraySort,

@@ -1,6 +1,6 @@
 """Lambdas over LIST values: ``list_transform(l, lambda x[, i]: ...)`` (``list_apply``,
-``array_transform``, ``array_apply``) and ``list_filter(l, lambda x[, i]: ...)`` (``array_filter``),
-plus ``list_concat`` (``list_cat``, ``array_concat``, ``array_cat``)
+``array_transform``, ``array_apply``), ``list_filter(l, lambda x[, i]: ...)`` (``array_filter``) and
+``list_reduce(l, lambda acc, x[, i]: ...[, initial])`` (``array_reduce``), plus ``list_concat`` (``list_cat``, ``array_concat``, ``array_cat``)
 and ``flatten``. The body sees its parameters (the element, and its 1-based position) and, outside
 aggregated queries, the row's columns. DuckDB 2.0 refuses the deprecated ``x -> ...`` arrow syntax
 (sql/parse.py refuses it too)."""
@@ -17,7 +17,7 @@ from hetdb.plan.expr import Call, ColumnRef, Expr, Lambda, Literal
 from hetdb.sql import typing as TY
 
 NODES = (exp.Transform, exp.ArrayFilter, exp.ArrayConcat, exp.Flatten)
-ANONYMOUS = ("list_apply", "array_transform", "array_apply", "list_cat")
+ANONYMOUS = ("list_apply", "array_transform", "array_apply", "list_cat", "list_reduce", "array_reduce")
 
 
 class LambdaScope:
@@ -50,15 +50,21 @@ def _as_columns(body: exp.Expression, params: set[str]) -> exp.Expression:
     return body.copy().transform(fix)
 
 
-def bind_lambda(node: exp.Expression, elem: T.DataType, ctx, what: str) -> Lambda:
+def bind_lambda(node: exp.Expression, elem: T.DataType, ctx, what: str, acc: T.DataType | None = None) -> Lambda:
+    """``node`` bound with its parameters: the element (of type ``elem``) and optionally its position;
+    for list_reduce (``acc``, the accumulator's type) the accumulator first."""
     from hetdb.sql.exprs import ExprContext, bind_expr
 
     if not isinstance(node, exp.Lambda):
         raise SqlError(f"{what} needs a lambda as its second argument (lambda x: ...)")
     names = [i.name.lower() for i in node.expressions]
-    if not 1 <= len(names) <= 2 or len(set(names)) != len(names):
-        raise SqlError(f"{what}: a lambda takes the element and optionally its position (lambda x, i: ...)")
-    refs = [ColumnRef(t, ctx.binder.new_cid(f"lambda_{n}"), True) for n, t in zip(names, (elem, T.INT64))]
+    types = (elem, T.INT64) if acc is None else (acc, elem, T.INT64)
+    least = 1 if acc is None else 2
+    if not least <= len(names) <= len(types) or len(set(names)) != len(names):
+        raise SqlError(f"{what}: a lambda takes " + ("the element and optionally its position (lambda x, i: ...)"
+                       if acc is None else "the accumulated value, the element and optionally its position "
+                       "(lambda acc, x, i: ...)"))
+    refs = [ColumnRef(t, ctx.binder.new_cid(f"lambda_{n}"), True) for n, t in zip(names, types)]
     scope = LambdaScope(dict(zip(names, refs)), None if ctx.agg is not None else ctx.scope)
     body = bind_expr(_as_columns(node.this, set(names)), ExprContext(scope, ctx.binder, f"a lambda of {what}"))
     return Lambda(body.dtype, params=tuple(refs), body=body)
@@ -83,12 +89,16 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx, name: s
         return concat([b(p) for p in parts], name)
     if isinstance(node, exp.Anonymous):
         args = node.expressions
+        if name in ("list_reduce", "array_reduce") and len(args) == 3:
+            return _reduce(list_arg(b(args[0]), name), args[1], b(args[2]), ctx)
         if len(args) != 2:
             raise SqlError(f"{name}() takes a list and a lambda")
         lst_node, fn = args
     else:
         lst_node, fn = node.this, node.expression
     lst = list_arg(b(lst_node), name)
+    if name in ("list_reduce", "array_reduce"):
+        return _reduce(lst, fn, None, ctx)
     lam = bind_lambda(fn, lst.dtype.elem, ctx, name)
     if isinstance(node, exp.ArrayFilter):
         if not (lam.dtype == T.BOOL or TY.is_null_literal(lam.body)):
@@ -97,6 +107,21 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx, name: s
     if lam.dtype.tz or lam.dtype.kind in ("interval", "int128"):
         raise UnsupportedError(f"{name} returning {lam.dtype} values (cast them: CAST(... AS BIGINT))")
     return Call(T.list_of(lam.dtype), "list_transform", (lst, lam))
+
+
+def _reduce(lst: Expr, fn: exp.Expression, initial: Expr | None, ctx) -> Expr:
+    """list_reduce(l, lambda acc, x[, i]: ...[, initial]): the accumulator takes the type the body has
+    when the accumulator is the element (or the initial value), as DuckDB types it."""
+    elem = lst.dtype.elem
+    first = elem if initial is None or TY.is_null_literal(initial) else \
+        TY.common_of([ColumnRef(elem, ""), ColumnRef(initial.dtype, "")], "list_reduce")
+    acc = bind_lambda(fn, elem, ctx, "list_reduce", first).dtype
+    lam = bind_lambda(fn, elem, ctx, "list_reduce", acc)
+    if acc.tz or acc.kind in ("interval", "int128"):
+        raise UnsupportedError(f"list_reduce of {acc} values (cast them: CAST(... AS BIGINT))")
+    lam = Lambda(acc, lam.params, TY.cast_to(lam.body, acc))
+    args = (lst, lam) if initial is None else (lst, lam, TY.cast_to(initial, acc))
+    return Call(acc, "list_reduce", args)
 
 
 def concat(parts: list[Expr], name: str) -> Expr:
