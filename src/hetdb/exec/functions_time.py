@@ -104,7 +104,13 @@ def _plus_interval(ev, expr: Call, batch: Batch) -> Column:
     return _out(ev, T.TIME, np.mod(moved, US_PER_DAY), _valid(t, iv))
 
 
+def _micros(ev, expr: Call, batch: Batch) -> Column:
+    c = _host(ev, expr, batch)
+    return _out(ev, T.INT64, c.data, c.validity)
+
+
 FUNCTIONS = {
+    "time_micros": _micros,
     "time_from_text": _from_text, "time_to_text": _to_text, "time_of_timestamp": _of_timestamp,
     "time_part": _part, "make_time": _make_time, "date_plus_time": _date_plus_time,
     "time_plus_interval": _plus_interval,

@@ -171,7 +171,7 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
         elif isinstance(node, (exp.Min, exp.Max)):
             call = AggCall(t, "min" if isinstance(node, exp.Min) else "max", arg, distinct)
         else:
-            if isinstance(node, exp.Avg) and t.kind in ("date", "timestamp"):
+            if isinstance(node, exp.Avg) and t.kind in ("date", "timestamp", "time"):
                 from hetdb.sql.temporal_aggs import temporal_avg
 
                 return temporal_avg(ctx, function_name(node), arg, distinct)
