@@ -20,9 +20,9 @@ Physical layout per type (in memory and on disk):
                                                 exec/functions_interval.py packs and unpacks); stored
                                                 as those 16 bytes (plain pages, no zone map)
   time (TIME)                                -> int64 microseconds since midnight (sql/time_type.py)
-  list (LIST, ``elem`` the element type)     -> results only (array_agg), never stored, host only: an
-                                                object array holding a Python list of the elements'
-                                                Python values (or None) per row
+  list (LIST, ``elem`` the element type)     -> query values only (exec/lists.py), never stored, host
+                                                only: an object array holding a Python list of the
+                                                elements' Python values (or None) per row
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ INT128_MIN = -(2**127)
 
 
 def list_of(elem: DataType) -> DataType:
-    """LIST of ``elem`` (array_agg results; never stored)."""
+    """LIST of ``elem`` (a query value; never stored)."""
     return DataType("list", elem=elem)
 
 
