@@ -517,10 +517,11 @@ def _extract(part: str, x: Expr) -> Expr:
 
 def in_list(probe: Expr, items: list[Expr]) -> Expr:
     """``probe IN (items)``: an in_list call over literals, else an OR of equalities."""
-    if IV.is_interval(probe) or any(IV.is_interval(it) for it in items):
-        out = IV.compare("eq", probe, items[0])
+    if IV.is_interval(probe) or any(IV.is_interval(it) for it in items) or \
+            LF.is_list(probe) or any(LF.is_list(it) for it in items):
+        out = compare("eq", probe, items[0])
         for it in items[1:]:
-            out = Call(T.BOOL, "or", (out, IV.compare("eq", probe, it)))
+            out = Call(T.BOOL, "or", (out, compare("eq", probe, it)))
         return out
     t = TY.common_of([probe, *items], "IN")
     probe_c = TY.cast_to(probe, t)
