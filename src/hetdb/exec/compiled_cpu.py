@@ -41,9 +41,9 @@ from hetdb.exec.compiled_cpu_kernels import (
 )
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.compiled_cpu_morsel import LocalStats, LocalTimer, ResidentPages
+from hetdb.exec.compiled_rows import selects_rows
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
 
@@ -126,7 +126,7 @@ def _expression_nodes(plan: CompiledPlan, sink: Any) -> int:
 
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
-    rows_sink = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    rows_sink = selects_rows(ctx, pipe)
     marks = mark_probe(pipe)
     if not isinstance(sink, HashAggregate) and not rows_sink and marks is None:
         return ""
@@ -548,7 +548,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p.marks is not None:
             what = "hash probes, marking the build rows it matches"
         elif p.plan.materialize:
-            what = "hash probes and row selection"
+            what = "hash probes and row selection" if p.probes else "row selection"
         st.fused = f"{CPU_COMPILED} (scan, filters, {what}; {p.compiled} morsels)"
         if p.run_morsels:
             st.fused += f"; {p.run_morsels} morsels sorted by the group key, grouped by key runs"
