@@ -80,3 +80,51 @@ def test_row_sinks_compiled_match_duckdb_and_operators(tmp_path) -> None:
     assert compared == 3 * len(QUERIES)
     # the filtered hash build, the sort and the top-N each ran as a compiled loop
     assert {"HashBuild", "Sort", "TopN"} <= compiled_sinks, compiled_sinks
+
+
+RESULT_QUERIES = [
+    ("SELECT c, count(*), max(s), min(s) FROM (SELECT a, count(*) AS c, min(v) AS s FROM fact GROUP BY a) GROUP BY c",
+     False),
+    ("SELECT a, n FROM (SELECT a, count(*) AS n FROM fact GROUP BY a) WHERE n > 70 ORDER BY n DESC, a", True),
+    ("SELECT t.a, t.n, d.s FROM (SELECT a, count(v) AS n FROM fact GROUP BY a) t JOIN dim d ON t.a = d.a "
+     "WHERE t.n > 60", False),
+]
+
+
+def test_result_sources_compiled_and_cut_into_morsels(tmp_path, monkeypatch) -> None:
+    """A previous pipeline's result (an aggregation's one batch) read by a compiled loop, cut into a
+    morsel per thread (the cut lowered to 50 rows here) or read whole."""
+    from hetdb.exec.operators import basic
+
+    tables = _tables()
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=4096)
+    duck = duck_tables(tables)
+    cuts = []
+    pieces = basic.ResultSource._pieces
+
+    def spy(self, ctx, b):
+        out = pieces(self, ctx, b)
+        cuts.append(len(out))
+        return out
+
+    monkeypatch.setattr(basic.ResultSource, "_pieces", spy)
+    monkeypatch.setattr(basic, "RESULT_MORSEL_ROWS", 50)
+    compared = 0
+    for threads in (1, 3):
+        with hetdb.connect(db.path, device="cpu", threads=threads) as con, \
+                hetdb.connect(db.path, device="cpu", threads=threads, cpu_compile=False) as ops:
+            for sql, ordered in RESULT_QUERIES:
+                got = con.sql(sql).arrow()
+                order = TOTAL if ordered else ()
+                assert got.num_rows > 0, sql
+                assert mismatch(got, duck.sql(sql).to_arrow_table(), order) is None, f"{threads} {sql}"
+                assert mismatch(got, ops.sql(sql).arrow(), order) is None, f"{threads} {sql}"
+                text = con.explain(sql, analyze=True)
+                lines = text.splitlines()
+                starts = [i for i, line in enumerate(lines) if "ResultScan aggregate" in line]
+                assert starts, text
+                sink = next(line for line in lines[starts[0]:] if "=>" in line)
+                assert CPU_COMPILED in sink, text
+                compared += 1
+    assert compared == 2 * len(RESULT_QUERIES)
+    assert max(cuts) == 3 and min(cuts) == 1, cuts

@@ -1,5 +1,7 @@
-"""Compiled CPU pipelines: a ``TableScan -> (Filter | Project | HashProbe)* -> HashAggregate``
-pipeline runs as one Numba-compiled ``nogil`` loop per morsel (backend/cpu/codegen): the scan's
+"""Compiled CPU pipelines: a ``TableScan`` (or an unordered previous pipeline's result, cut into a
+morsel per thread) ``-> (Filter | Project | HashProbe)* -> HashAggregate`` pipeline (or one ending in
+a hash build, sort or top-N that takes the selected rows) runs as one Numba-compiled ``nogil`` loop
+per morsel (backend/cpu/codegen): the scan's
 pushed filters, the probes into the join builds' hash tables (inner of unique and non-unique
 builds, semi, anti), projections and the grouped aggregation happen row by row with no
 intermediate batches, and each worker keeps its own group table across its morsels, handed to the
@@ -45,6 +47,7 @@ from hetdb.exec.compiled_rows import selects_rows
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.aggregate_rows import row_numbers
 from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.basic import ResultSource
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
 
@@ -131,8 +134,15 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     marks = mark_probe(pipe)
     if not isinstance(sink, HashAggregate) and not rows_sink and marks is None:
         return ""
-    if not isinstance(src, TableScan):
-        return f"a {type(src).__name__} source is not compiled for the CPU"
+    if not isinstance(src, TableScan | ResultSource) or src.ordered:
+        return f"a{'n ordered' if src.ordered else ''} {type(src).__name__} source is not compiled for the CPU"
+    if isinstance(src, ResultSource):
+        first = next((b for b in ctx.results[src.pipeline_id] if isinstance(b, Batch)), None)
+        if first is None:
+            return "a ResultSource source of no rows in memory is not compiled for the CPU"
+        names = {c: c for c in first.columns}
+    else:
+        names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     if marks is not None:
         plan: Any = plan_marks(ctx, pipe, marks)
         if isinstance(plan, str):
@@ -144,7 +154,6 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     size = _expression_nodes(plan, None if plan.materialize else sink)
     if size > MAX_EXPRESSION_NODES:
         return f"its expressions have {size} nodes (more than {MAX_EXPRESSION_NODES} take Numba too long to compile)"
-    names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     needed = set(plan.referenced - plan.produced)
     if plan.materialize:  # the scan columns the gathered rows need as well
         for c in plan.outputs:
@@ -336,6 +345,11 @@ class _Worker:
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
+        if isinstance(src, ResultSource):  # a previous pipeline's rows, as they are
+            got = src.read(ctx, morsel, reader)
+            if not got:
+                return None
+            return {c: got[0].columns[c] for c in self.p.base}, got[0].num_rows
         rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
         if verdict(ctx, src, reader, self.p, rg) == "skip":
             self.stats.add(src.op_id, pages_skipped=len(src.scan.fields))
@@ -522,7 +536,8 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p:
             _refuse(ctx, pipe, p)
         return run
-    p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
+    if isinstance(pipe.source, TableScan):
+        p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
     for _, side, _ in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)
