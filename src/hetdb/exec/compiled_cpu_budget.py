@@ -82,8 +82,7 @@ class TableBudget:
 
 def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int] | None = None,
                 trim: bool = False) -> None:
-    """Hand ``worker.state``'s groups to its aggregation (``partial`` builds the batch and names its
-    keys of build row numbers: HashAggregate.add_partial's ``rows_of``); the table's
+    """Hand ``worker.state``'s groups to its aggregation (``partial`` builds the batch); the table's
     memory is released before the aggregation reserves the batch. ``key_range``: the groups' one key
     is strictly increasing from its first to its last value (see HashAggregate.add_partial).
     ``trim``: the limit refused a bigger table, give the C heap's free pages back to the system
@@ -93,10 +92,10 @@ def flush_table(worker: Any, lsink: Any, partial: Any, key_range: tuple[int, int
     if state is None or not state[5]:
         worker.budget.release()
         return
-    part, rows_of = partial(state)
+    part = partial(state)
     del state
     worker.budget.release()
-    worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink, key_range, rows_of)
+    worker.pipe.sink.add_partial(worker.ctx, part, worker.run.gsink, lsink, key_range)
     del part
     if trim:
         release_free_heap()

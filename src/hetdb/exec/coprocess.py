@@ -326,7 +326,7 @@ class CoProcess:
         if cg.parts is not None:
             raise HetdbError("CPU+GPU co-processing: the CPU workers' partial aggregates spilled to disk; "
                              "run with gpu_coprocess='off' or a larger host_memory_limit")
-        parts = cg.batches + [b for _, b in cg.runs] + sink.string_partials(self.ctx, cg)
+        parts = cg.batches + [b for _, b in cg.runs]
         cg.batches, cg.runs = [], []
         for part in parts:
             if part.num_rows:

@@ -21,7 +21,6 @@ from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for
 from hetdb.exec.memory import Reservation, release_free_heap
-from hetdb.exec.operators.aggregate_rows import follows_rows, with_strings
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
@@ -68,9 +67,6 @@ class _AggState:
         # partial states whose one key is strictly increasing, with its (first, last) value: when
         # their ranges do not overlap (a table clustered by the key), they hold each group once
         self.runs: list[tuple[tuple[int, int], Batch]] = []
-        # partial states whose keys rows_of names are build row numbers (see aggregate_rows.py)
-        self.row_batches: list[Batch] = []
-        self.rows_of: dict[int, Column] = {}
 
 
 class _AggLocal:
@@ -118,22 +114,19 @@ class HashAggregate(Sink):
         return _AggLocal()
 
     # ---- grouping ----------------------------------------------------------------------------------------
-    def _group(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int,
-               rows: frozenset[int] = frozenset()):
-        """``rows``: keys that hold build row numbers (aggregate_rows.py), checked like plain strings."""
+    def _group(self, ctx: ExecContext, g: _AggState, keycols: list[Column], n: int):
         if not keycols:
             # without keys the kernel cannot know the row count: one group when there are rows
             xp = ctx.backend.xp
             return xp.zeros(n, dtype=xp.int64), (1 if n else 0), xp.zeros(1 if n else 0, dtype=xp.int64)
-        strings = [plain_string(c) or i in rows for i, c in enumerate(keycols)]
+        strings = [plain_string(c) for c in keycols]
         if any(strings) and not all(strings):
             # plain-string keys fixed by the other keys (a key and what describes it) need no numbering
             others = [(c, e) for c, e, s in zip(keycols, g.encoders, strings) if not s]
             found = ctx.backend.group_ids(self._key_arrays(ctx, g, [c for c, _ in others], n, local=True,
                                                            encoders=[e for _, e in others]))
             xp = ctx.backend.xp
-            if all(follows_rows(c, found[0], found[2]) if i in rows else follows_groups(xp, c, found[0], found[2])
-                   for i, (c, s) in enumerate(zip(keycols, strings)) if s):
+            if all(follows_groups(xp, c, found[0], found[2]) for c, s in zip(keycols, strings) if s):
                 return found
         return ctx.backend.group_ids(self._key_arrays(ctx, g, keycols, n, local=True))
 
@@ -182,12 +175,9 @@ class HashAggregate(Sink):
             cols.update(self._agg_states(ctx, j, a, arg, gid, ng, merge=False))
         return Batch(cols, ng)
 
-    def _merge(self, ctx: ExecContext, g: _AggState, state: Batch, rows: frozenset[int] = frozenset()) -> Batch:
+    def _merge(self, ctx: ExecContext, g: _AggState, state: Batch) -> Batch:
         keycols = [state.columns[_g(i)] for i in range(len(self.keys))]
-        gid, ng, first = self._group(ctx, g, keycols, state.num_rows, rows)
-        xp = ctx.backend.xp
-        if ng == state.num_rows and bool((first == xp.arange(ng, dtype=first.dtype)).all()):
-            return state  # every row its own group, in order: nothing to merge
+        gid, ng, first = self._group(ctx, g, keycols, state.num_rows)
         cols = {_g(i): take(ctx.backend, c, first) for i, c in enumerate(keycols)}
         for j, (_, a) in enumerate(self.aggs):
             cols.update(self._merge_states(ctx, j, a, state, gid, ng))
@@ -265,22 +255,10 @@ class HashAggregate(Sink):
             self.add_partial(ctx, self._partial(ctx, g, batch), g, l)
 
     def add_partial(self, ctx: ExecContext, part: Batch, g: _AggState, l: _AggLocal,  # noqa: E741
-                    key_range: tuple[int, int] | None = None, rows_of: dict[int, Column] | None = None) -> None:
+                    key_range: tuple[int, int] | None = None) -> None:
         """Take a batch of partial states (a compiled GPU pipeline's groups, or ``_partial``'s).
         ``key_range``: the batch's one group key is strictly increasing from the first to the last
-        of these values (kept apart unmerged: finalize merges only when ranges overlap).
-        ``rows_of``: key i of the batch holds row numbers of build column ``rows_of[i]`` instead of
-        its strings (kept apart until finalize: see aggregate_rows.py)."""
-        if rows_of:
-            size = batch_nbytes(part)
-            if g.parts is None and g.reservation.try_grow(size):
-                with g.lock:
-                    if g.parts is None:
-                        g.rows_of = rows_of
-                        g.row_batches.append(part)
-                        return
-                g.reservation.shrink(size)
-            part = self._with_strings(ctx, part, rows_of)
+        of these values (kept apart unmerged: finalize merges only when ranges overlap)."""
         if key_range is not None and g.parts is None:
             size = batch_nbytes(part)
             if g.reservation.try_grow(size):
@@ -327,7 +305,6 @@ class HashAggregate(Sink):
 
     def _start_spilling(self, ctx: ExecContext, g: _AggState, local: _AggLocal) -> None:
         combined: list[Batch] = []
-        rows: list[Batch] = []
         with g.lock:
             if g.parts is None:
                 g.parts = [ctx.spill_file(self._state_dtypes()) for _ in range(NUM_PARTITIONS)]
@@ -338,12 +315,8 @@ class HashAggregate(Sink):
                 # reads only the partitions from now on
                 combined, g.batches = g.batches + [b for _, b in g.runs], []
                 g.runs = []
-                rows, g.row_batches = g.row_batches, []
-        held = local.nbytes + sum(batch_nbytes(b) for b in combined + rows)
-        combined += [self._with_strings(ctx, b, g.rows_of) for b in rows]
-        rows = []
         self._spill(ctx, g, combined + local.batches)
-        g.reservation.shrink(held)
+        g.reservation.shrink(local.nbytes + sum(batch_nbytes(b) for b in combined))
         local.batches, local.rows, local.nbytes = [], 0, 0
         combined = []
         release_free_heap()
@@ -371,37 +344,9 @@ class HashAggregate(Sink):
         self._spill(ctx, g, l.batches)
         g.reservation.shrink(l.nbytes)
 
-    def _with_strings(self, ctx: ExecContext, part: Batch, rows_of: dict[int, Column]) -> Batch:
-        return with_strings(ctx.backend, part, {i: _g(i) for i in rows_of}, rows_of)
-
-    def string_partials(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
-        """The partial states kept with build row numbers (add_partial's ``rows_of``), merged by
-        them and then given their strings; taken out of ``g``."""
-        batches, g.row_batches = g.row_batches, []
-        if not batches:
-            return []
-        held = sum(batch_nbytes(b) for b in batches)
-        rows = sum(b.num_rows for b in batches)
-        work = self.merge_bytes(rows) if len(batches) > 1 else 0
-        if work and not g.reservation.try_grow(work):
-            # no room to merge them here: as strings, the aggregation's own merge spills them
-            out = [self._with_strings(ctx, b, g.rows_of) for b in batches]
-        else:
-            state = batches[0] if len(batches) == 1 else concat_batches(ctx.backend, batches)
-            batches = []
-            merged = state if work == 0 else self._merge(ctx, g, state, frozenset(g.rows_of))
-            del state
-            g.reservation.shrink(work)
-            out = [self._with_strings(ctx, merged, g.rows_of)]
-        g.reservation.shrink(held)
-        g.reservation.force_grow(sum(batch_nbytes(b) for b in out))
-        return out
-
     def finalize(self, ctx: ExecContext, g: _AggState) -> list[Batch]:
         with Timer(ctx, self.op_id):
             work = 0
-            if g.row_batches:
-                g.batches.extend(self.string_partials(ctx, g))
             if g.runs:
                 runs, g.runs = sorted(g.runs, key=lambda r: r[0]), []
                 if not g.batches and g.parts is None and all(
