@@ -18,13 +18,12 @@ from hetdb.exec.operators.sort import SortSink, TopNSink
 
 def selects_rows(ctx: ExecContext, pipe: Any) -> bool:
     """Whether ``pipe``'s sink takes rows as they are and the pipeline selects them in a way worth a
-    kernel: a hash build after a probe, and on the GPU also a hash build, sort or top-N after a filter
-    (pushed into its scan or not) or a probe. (The CPU's compiled pipelines, exec/compiled_cpu.py,
-    share the planning and take hash builds after probes only.)"""
+    kernel: a hash build, sort or top-N after a filter (pushed into its scan or not) or a probe. (The
+    CPU's compiled pipelines, exec/compiled_cpu.py, share the planning.)"""
     probes = any(isinstance(op, HashProbe) for op in pipe.ops)
     if isinstance(pipe.sink, HashBuild) and probes:
         return True
-    if getattr(ctx, "device", None) is None or not isinstance(pipe.sink, (HashBuild, SortSink, TopNSink)):
+    if not isinstance(pipe.sink, (HashBuild, SortSink, TopNSink)):
         return False
     if probes or any(isinstance(op, FilterOp) for op in pipe.ops):
         return True
