@@ -42,7 +42,8 @@ QUERIES = {
                         "GROUP BY n.f64", False),
     "computed_key_ids": ("SELECT id % 11 AS r, count(*), sum(id), min(i64), max(dec), sum(i_nn) FROM nulls "
                          "WHERE id > 17 GROUP BY r", False),
-    # string join keys (dictionaries of two tables: the kernel looks up the build's id of each code)
+    # string join keys (dictionaries of two tables: the kernel looks up the build's id of each code, the
+    # ids mapped on the device, backend/gpu/string_keys.py; _run refuses any CPU step)
     "string_key_join": ("SELECT n.i32, count(*), sum(m.v), min(m.d) FROM nulls n JOIN nulls2 m ON n.s = m.s "
                         "GROUP BY n.i32", False),
     "string_key_semi": ("SELECT i_nn, count(*), sum(i64) FROM nulls WHERE s IN (SELECT s FROM nulls2 WHERE v > 0) "
@@ -92,20 +93,8 @@ def test_tpch_paged_with_and_without_compressed_pages(tpch_db, query) -> None:
     assert IN_PLACE in texts[True] and IN_PLACE not in texts[False], texts
 
 
-# On the H100 at 95a4078 these answered as DuckDB does, but the probe side's string dictionary was
-# mapped to the build's ids on the host (exec/keys.py: "string key dictionary mapped on the host", a
-# CPU step per dictionary), which _run refuses: a GPU-side dictionary map is still to be written.
-_HOST_DICTIONARY_MAP = pytest.mark.xfail(strict=True, reason="string join keys: dictionary mapped on the host")
-
-
-def _cases():
-    for name in QUERIES:
-        marks = [_HOST_DICTIONARY_MAP] if name.startswith("string_key") else []
-        yield pytest.param(name, marks=marks, id=name)
-
-
 @pytest.mark.parametrize("compressed", [True, False])
-@pytest.mark.parametrize("name", list(_cases()))
+@pytest.mark.parametrize("name", list(QUERIES))
 def test_paged_pipelines_over_compressed_or_decoded_pages(nulls_db, name, compressed) -> None:
     sql, ordered = QUERIES[name]
     with hetdb.connect(nulls_db.path, device="gpu", gpu_compressed_cache=compressed) as con:

@@ -46,10 +46,10 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
             enc = ctx.results[plan.stages[lk.join_key[0]][1].build_pipeline].encoders[lk.join_key[1]]
             if hit is None or hit[0] is not d or hit[3] is not enc:
                 n = len(d)
-                codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
                 ids = xp.full(max(n, 1), -1, dtype=xp.int64)
                 if n:
-                    ids[:n] = enc.encode(codes, add=False)
+                    mapped = enc.dictionary_ids(d, add=False)  # on the device (backend/gpu/string_keys.py)
+                    ids[:n] = xp.arange(n, dtype=xp.int64) if mapped is None else mapped
                 hit = plan.luts[key] = (d, ids, xp.ones(max(n, 1), dtype=bool), enc)
             out.append((hit[1], hit[2]))
             continue
