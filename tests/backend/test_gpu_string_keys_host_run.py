@@ -82,15 +82,19 @@ class HostKernels:
         return out_off, out.astype(np.uint8)
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory) -> ctypes.CDLL:
-    d = tmp_path_factory.mktemp("string-keys-host")
+def build_library(d) -> ctypes.CDLL:
+    """string_keys.cu as a host shared library in directory ``d``."""
     src, so = d / "string_keys_host.cpp", d / "libstrkeys.so"
     src.write_text(SHIM + load_source("string_keys.cu"))
     build = subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-shared", "-fPIC", "-o", str(so), str(src)],
                            capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr
     return ctypes.CDLL(str(so))
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory) -> ctypes.CDLL:
+    return build_library(tmp_path_factory.mktemp("string-keys-host"))
 
 
 def _column(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:

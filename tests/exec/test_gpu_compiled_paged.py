@@ -3,7 +3,7 @@ whether the device cache keeps pages compressed (option ``gpu_compressed_cache``
 flags each page's encoded data section and the kernel decodes the slice it reads) or decoded, against
 DuckDB, on the NULL tables of the differential suites (12 row groups of 256 rows: NULLs in every
 nullable column, whole pages NULL, ascending ids, plain-string pages read by LIKE and gathered for
-a sort, string join keys) and on TPC-H q09 (its aggregation over partsupp after three probes) and
+a sort, string join keys of dictionary and plain pages) and on TPC-H q09 (its aggregation over partsupp after three probes) and
 q12 (its filtered lineitem build).
 Each query runs cold, then hot (where the paged launch runs); EXPLAIN ANALYZE of the hot run must
 name the paged launch, and with compressed pages it must have read some of them in place."""
@@ -50,6 +50,10 @@ QUERIES = {
                         "GROUP BY i_nn", False),
     "string_key_left_rows": ("SELECT n.id, n.s, m.v FROM nulls n LEFT JOIN (SELECT s, max(v) AS v FROM nulls2 "
                              "GROUP BY s) m ON n.s = m.s WHERE n.i32 > 20 ORDER BY n.id", True),
+    # a plain-string join key (s_hi: plain after its first page): the kernel hashes each row's string
+    # and looks it up in the build encoder's table of strings on the device
+    "string_key_plain": ("SELECT a.i_nn, count(*), sum(b.c), min(a.id) FROM nulls a JOIN (SELECT s_hi, count(*) AS c "
+                         "FROM nulls WHERE i32 > 40 GROUP BY s_hi) b ON a.s_hi = b.s_hi GROUP BY a.i_nn", False),
     # the dense fused kernel's pipeline (dense group key), whose pages have NULLs: the compiled kernel
     # takes all of them in one launch instead (compiled_paged.compiled_over_pages)
     "fused_plan_null_pages": ("SELECT i_nn, count(*), sum(i64), min(d), max(i32) FROM nulls WHERE i32 > -20 "

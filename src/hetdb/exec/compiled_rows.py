@@ -35,10 +35,15 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
     """(values, valid) per dictionary lookup of ``kernel`` (codegen/expr3.py): its expression evaluated
     once per dictionary by the operator kernels, kept in ``plan.luts`` while the dictionary is; for a
     string join key, the ids the join build's key encoder gives the dictionary's strings (-1: a string
-    no build row has, which matches nothing)."""
+    no build row has, which matches nothing); for a plain-string join key, the build encoder's table of
+    strings on the device, which the kernel reads itself (backend/gpu/string_keys.py)."""
     xp = ctx.backend.xp
     out = []
     for lk in kernel.kernel.lookups:
+        if lk.plain:  # a plain-string probe key: the kernel looks its strings up in the build's table
+            enc = ctx.results[plan.stages[lk.join_key[0]][1].build_pipeline].encoders[lk.join_key[1]]
+            out.append(enc.device_table())
+            continue
         d = dicts[lk.cid]
         key = (kernel.kernel.name, lk.index, id(d))
         hit = plan.luts.get(key)

@@ -91,6 +91,12 @@ class StringKeyEncoder:
             self._maps[id(d)] = (d, None if identity else ids, add, ids_on_device.count)
             return None if identity else ids
 
+    def device_table(self) -> tuple:
+        """GPU: the launch arguments of this encoder's table of strings (string_hash.cuh
+        string_key_id: offsets, bytes, hashes, slots, slot mask), for kernels that look strings up."""
+        with self._lock:
+            return self._ids_on_device().table_args()
+
     def _ids_on_device(self) -> Any:
         if self._device is None:
             from hetdb.backend.gpu.string_keys import device_string_ids

@@ -53,6 +53,11 @@ class DeviceStringIds:
     def nbytes(self) -> int:
         return sum(int(a.nbytes) for a in (self._offsets, self._chars, self._hashes, self._slots))
 
+    def table_args(self) -> tuple:
+        """(offsets, chars, hashes, slots, slot mask) as a kernel reads the table (string_hash.cuh
+        string_key_id): valid until the next ``map`` with ``add``."""
+        return (self._offsets, self._chars, self._hashes, self._slots, np.int64(self._slots.shape[0] - 1))
+
     def map(self, offsets: Any, chars: Any, add: bool) -> tuple[Any, int]:
         """(int64 id per string of (offsets, chars), number of strings added). Without ``add`` a string
         not seen yet gets -1. When nothing was stored before and every string is new, the ids are

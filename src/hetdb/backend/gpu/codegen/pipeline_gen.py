@@ -290,6 +290,18 @@ class _Gen:
         """Key ``c`` of probe ``p`` is a string: a dictionary column's code looks up the join build's
         id of its string (a Lookup with ``join_key``, filled by the executor per dictionary)."""
         em = self.em
+        if k.dtype.kind == "string" and isinstance(k, ColumnRef) and k.cid in em.plain:
+            # a plain-string probe input: its string is looked up in the build's table of strings
+            i, nullable = em.plain[k.cid]
+            lk = Lookup(len(em.lookups), k, k.cid, join_key=(p, c), plain=True)
+            em.lookups.append(lk)
+            t = f"lut{lk.index}"
+            em.emit(f"pb{p}[{c}] = string_key_id(chr{i} + off{i}[row], off{i}[row + 1] - off{i}[row], {t}_off, "
+                    f"{t}_chr, {t}_hash, {t}_slots, {t}_mask);  // the build's id of the string (-1: none)")
+            if nullable:
+                em.emit(f"pn{p} = pn{p} || !pipe::is_valid(val{i}, row);")
+            em.emit(f"ph{p} = pipe::hash_step(ph{p}, pb{p}[{c}]);")
+            return
         if k.dtype.kind != "string" or not (isinstance(k, ColumnRef) and k.cid in em.dict_cids):
             raise ExprError(f"string join key {k} is not a dictionary-encoded column")
         code = em.column(k.cid)
@@ -455,6 +467,12 @@ class _Gen:
             params.append("long long n")
             params.append("long long num_tiles")
         for lk in em.lookups:
+            if lk.plain:  # a build's table of strings (string_hash.cuh string_key_id)
+                t = f"lut{lk.index}"
+                params += [f"const long long* __restrict__ {t}_off", f"const unsigned char* __restrict__ {t}_chr",
+                           f"const unsigned long long* __restrict__ {t}_hash",
+                           f"const long long* __restrict__ {t}_slots", f"long long {t}_mask"]
+                continue
             vt = "long long" if lk.join_key is not None else ctype(lk.expr.dtype)
             params += [f"const {vt}* __restrict__ lut{lk.index}_val",
                        f"const bool* __restrict__ lut{lk.index}_valid"]

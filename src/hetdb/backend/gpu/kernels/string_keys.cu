@@ -1,33 +1,9 @@
 // String join/group key ids on the device (backend/gpu/string_keys.py): an open-addressing table of
 // ids whose strings live in a store (offsets int64[count+1], chars); a string maps to the id of the
 // equal stored string, or claims a slot for itself. No key sentinel: slots hold ids (>= 0) or -1.
-#include "common.cuh"
+#include "string_hash.cuh"
 
 typedef unsigned char u8;
-
-// Bytes of a string folded 8 at a time (little endian, the tail zero padded) through splitmix64, with
-// the length mixed in so "a" and "a\0" differ.
-__device__ __forceinline__ u64 string_hash(const u8* p, i64 len) {
-  u64 h = HETDB_HASH_SEED ^ (u64)len;
-  i64 i = 0;
-  for (; i + 8 <= len; i += 8) {
-    u64 w = 0;
-    for (int k = 7; k >= 0; --k) w = (w << 8) | (u64)p[i + k];
-    h = splitmix64(h ^ w);
-  }
-  if (i < len) {
-    u64 w = 0;
-    for (i64 k = len - 1; k >= i; --k) w = (w << 8) | (u64)p[k];
-    h = splitmix64(h ^ w ^ 0xFFULL);
-  }
-  return splitmix64(h);
-}
-
-__device__ __forceinline__ bool same_bytes(const u8* a, const u8* b, i64 len) {
-  for (i64 i = 0; i < len; ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
 
 extern "C" __global__ void strkey_hash(const i64* __restrict__ offsets, const u8* __restrict__ chars, i64 n,
                                        u64* __restrict__ out) {
