@@ -16,6 +16,7 @@ from hetdb.backend.gpu.codegen.pipeline_runtime import Selected
 from hetdb.column import Batch, Column
 from hetdb.config import Options
 from hetdb.exec import compiled_rows
+from hetdb.exec.columns import take
 from hetdb.exec.hostutil import column_from_pylist
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
@@ -37,11 +38,14 @@ def _batch(rng: np.random.Generator) -> Batch:
                   "id": Column(T.INT64, data=np.arange(N, dtype=np.int64))}, N)
 
 
-def _run(ctx: ExecContext, plan, b: Batch, sel: Selected, narrowed: bool) -> Batch:
+def _run(ctx: ExecContext, plan, b: Batch, sel: Selected, narrowed: bool, paged: bool = False) -> Batch:
     sink = plan.sink
     g = sink.init_global(ctx)
     local = sink.init_local(ctx, g)
-    if narrowed:
+    if narrowed and paged:  # a paged launch: no batch, the probe side's columns taken at given rows
+        compiled_rows.sink_selected(ctx, plan, None, sel, g, local,
+                                    lambda cid, rows: take(ctx.backend, b.columns[cid], rows))
+    elif narrowed:
         compiled_rows.sink_selected(ctx, plan, b, sel, g, local)
     else:
         sink.sink(ctx, compiled_rows.gather(ctx, plan, b, sel), g, local)
@@ -50,8 +54,9 @@ def _run(ctx: ExecContext, plan, b: Batch, sel: Selected, narrowed: bool) -> Bat
     return out
 
 
+@pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("limit,offset", [(10, 0), (25, 5), (1, 0), (N, 0)])
-def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset) -> None:
+def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged) -> None:
     rng = np.random.default_rng(limit + offset)
     b = _batch(rng)
     fields = (Field("v", "v", T.INT64), Field("s", "s", T.STRING), Field("p", "p", T.STRING),
@@ -74,7 +79,7 @@ def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset) -> No
     want = _run(ref_ctx, plan, b, sel, narrowed=False)
     monkeypatch.setattr(compiled_rows, "gather", spy)
     ctx = ExecContext(None, CpuBackend(), Options(), MemoryManager(None), str(tmp_path))
-    got = _run(ctx, plan, b, sel, narrowed=True)
+    got = _run(ctx, plan, b, sel, narrowed=True, paged=paged)
     assert got.num_rows == want.num_rows == min(limit, len(rows) - offset) > 0
     for c in ("v", "s", "p", "id"):
         assert _values(got.columns[c]) == _values(want.columns[c]), c

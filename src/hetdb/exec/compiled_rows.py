@@ -77,8 +77,8 @@ def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column:
            cids: list[str] | None = None) -> Batch:
     """The columns the sink reads (``cids`` of them: only those), for the rows (and matches) the
     kernel selected (projections the kernel did not need are evaluated on the gathered rows).
-    ``probe_column(cid)``: the probe side's column at the selected rows when they are not rows of one
-    batch ``b`` (a paged launch)."""
+    ``probe_column(cid, rows)``: the probe side's column at input rows ``rows`` when they are not rows
+    of one batch ``b`` (a paged launch)."""
     from hetdb.exec.columns import take
 
     be = ctx.backend
@@ -97,7 +97,7 @@ def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column:
     cols: dict[str, Column] = {}
     for c in base:
         if c not in stage_of and (b is None or c in b.columns):
-            cols[c] = probe_column(c) if b is None else take(be, b.columns[c], sel.rows)
+            cols[c] = probe_column(c, sel.rows) if b is None else take(be, b.columns[c], sel.rows)
             continue
         i, op = stage_of[c]
         if op.mark is not None and c == op.mark.cid:
