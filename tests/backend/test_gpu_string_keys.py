@@ -37,6 +37,9 @@ def _reference(index: dict[str, int], strings: list[str], add: bool) -> list[int
 
 
 def test_device_ids_under_contention() -> None:
+    """Which of several equal new strings in one launch claims the slot is a race, so the ids of a
+    batch's new strings follow the claiming rows: checked as a bijection onto 0..count-1 that agrees
+    with every earlier batch, not as first-seen order (the first, duplicate-free dictionary is exact)."""
     from hetdb.backend.gpu.string_keys import device_string_ids
 
     rng = random.Random(3)
@@ -49,13 +52,20 @@ def test_device_ids_under_contention() -> None:
     for size in (1, 1000, 200_000):  # many equal strings in one launch race for one slot
         batch = [rng.choice(first) if rng.random() < 0.3 else f"n{rng.randrange(size // 10 + 1)}x" * rng.randrange(1, 5)
                  for _ in range(size)]
-        got, _ = ids.map(*_column(batch), add=True)
-        assert got.get().tolist() == _reference(index, batch, True), size
+        before = ids.count
+        got, new = ids.map(*_column(batch), add=True)
+        for s, i in zip(batch, got.get().tolist()):
+            assert index.setdefault(s, i) == i, (size, s)  # one id per string, earlier ids kept
+        assert len(index) == ids.count == before + new and sorted(index.values()) == list(range(ids.count))
         compared += size
     probe = [rng.choice(list(index)) for _ in range(10_000)] + ["missing", "k5000", "a"]
     got, new = ids.map(*_column(probe), add=False)
     assert new == 0 and got.get().tolist() == _reference(index, probe, False)
-    assert ids.count == len(index) and compared > 200_000
+    stored_off = ids._offsets[:ids.count + 1].get()
+    chars = ids._chars.get()
+    by_id = {i: s for s, i in index.items()}
+    assert all(bytes(chars[stored_off[i]:stored_off[i + 1]]).decode() == by_id[i] for i in range(ids.count))
+    assert compared > 200_000
 
 
 def test_encoder_on_the_gpu_takes_no_host_step() -> None:
