@@ -7,11 +7,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 
 from diff_check import mismatch  # noqa: E402
 
 import hetdb  # noqa: E402
+from hetdb.backend.gpu import gpu_available  # noqa: E402
 
 SHARED = "the same subplan), not computed again"
 
@@ -36,6 +39,27 @@ def test_a_subplan_bound_twice_runs_once(db, duck) -> None:
             got = con.sql(sql).arrow()
             assert got.num_rows > 0, name
             assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, name
+            text = con.explain(sql, analyze=True)
+            assert text.count(SHARED) == shared, f"{name}\n{text}"
+            compared += 1
+    assert compared == len(QUERIES)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+@pytest.mark.parametrize("options", [{}, {"gpu_memory_limit": "2MB"}])
+def test_a_subplan_bound_twice_runs_once_on_the_gpu(db, duck, options) -> None:
+    """The same on the GPU, where the first pipeline may run fused or compiled; the reused one counts as
+    not run in the query's GPU pipeline modes."""
+    compared = 0
+    with hetdb.connect(db.path, device="gpu", **options) as con:
+        for name, (sql, shared) in QUERIES.items():
+            for _ in range(2):  # cold, then hot (fused / compiled over cached pages)
+                res = con.sql(sql)
+                assert res.num_rows > 0, name
+                assert mismatch(res.arrow(), duck.sql(sql).to_arrow_table(), ()) is None, name
+                assert res.stats["gpu_leaked_bytes"] == 0, name
+                assert res.stats["gpu_pipelines"]["not_run"] >= shared, (name, res.stats["gpu_pipelines"])
             text = con.explain(sql, analyze=True)
             assert text.count(SHARED) == shared, f"{name}\n{text}"
             compared += 1

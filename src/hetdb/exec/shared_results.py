@@ -3,8 +3,10 @@
 that differ only in their column ids. The second takes the first one's result, its columns renamed,
 instead of scanning and aggregating again.
 
-Taken: CPU pipelines of a table scan, filters and projections into a hash aggregation, with no
-dependency on another pipeline. Two are the same when every field of their operators is (the
+Taken: pipelines of a table scan, filters and projections into a hash aggregation, with no
+dependency on another pipeline, on the CPU and on the GPU (where the first one may have run fused or
+compiled: its result is the aggregation's batches either way; one it did not run, such as a dense
+fused pipeline deferred into another's kernel, leaves no result and nothing is shared). Two are the same when every field of their operators is (the
 dataclasses' repr, operator ids left out), with column ids numbered in order of appearance.
 """
 
@@ -90,8 +92,6 @@ def _fields(sink: HashAggregate) -> list[str]:
 def reuse(ctx: ExecContext, pipe: Any) -> bool:
     """Give ``pipe`` the result of an earlier pipeline of the query that computes the same (True),
     else remember it as one a later pipeline may reuse once it has run (False)."""
-    if ctx.device is not None:
-        return False
     sig = signature(pipe)
     if sig is None:
         return False
@@ -103,6 +103,9 @@ def reuse(ctx: ExecContext, pipe: Any) -> bool:
     result = ctx.results[first.pid]
     if not all(isinstance(b, Batch) for b in result):
         return False  # spilled slices: this pipeline runs
+    xp = ctx.backend.xp
+    if not all(isinstance(a, xp.ndarray) for b in result for c in b.columns.values() for a in c.held_arrays()):
+        return False  # (on the GPU: a small result a host pipeline took to the host) this one runs
     rename = dict(zip(_fields(first.sink), _fields(pipe.sink)))
     ctx.results[pipe.pid] = [Batch({rename[k]: c for k, c in b.columns.items()}, b.num_rows) for b in result]
     ctx.stat(pipe.sink.op_id).fused = f"the result of pipeline {first.pid} (the same subplan), not computed again"
