@@ -1,6 +1,6 @@
 """A subplan bound twice (a CTE referenced twice) runs once: the second pipeline takes the first
 one's result with its columns renamed (exec/shared_results.py); pipelines that differ in anything
-(a literal, a filter, an aggregate) each run."""
+(a literal, a filter, an aggregate) each run. Join builds too, link by link along a chain of them."""
 
 from __future__ import annotations
 
@@ -24,6 +24,17 @@ QUERIES = {
                   "SELECT r.a, r.s FROM r WHERE r.s = (SELECT max(s) FROM r)", 1),
     "cte_self_join": ("WITH r AS (SELECT a, count(*) AS n, min(d) AS m FROM fact GROUP BY a) "
                       "SELECT x.a, x.n, x.m, y.n, y.m FROM r x JOIN r y ON x.a = y.a + 1", 1),
+    # a build bound twice (TPC-H q11's nation and supplier builds): its hash table is shared
+    "build_twice": ("SELECT f.a, sum(f.c) AS s FROM fact f JOIN dim d ON f.a = d.a WHERE d.b = 'fig' GROUP BY f.a "
+                    "HAVING sum(f.c) > (SELECT sum(g.c) * 0.05 FROM fact g JOIN dim e ON g.a = e.a WHERE e.b = 'fig')",
+                    1),
+    # a chain of builds bound twice: the second link probes the shared first one, so it is shared too
+    "build_chain_twice": ("WITH x AS (SELECT f.k, f.c FROM fact f JOIN dim d ON f.a = d.a WHERE d.b = 'fig') "
+                          "SELECT count(*), sum(g.d) FROM fact g JOIN x ON g.k = x.k "
+                          "WHERE g.c > (SELECT avg(h.c) FROM fact h JOIN x ON h.k = x.k)", 2),
+    "build_other_filter": ("SELECT f.a, sum(f.c) AS s FROM fact f JOIN dim d ON f.a = d.a WHERE d.b = 'fig' "
+                           "GROUP BY f.a HAVING sum(f.c) > (SELECT sum(g.c) * 0.05 FROM fact g JOIN dim e "
+                           "ON g.a = e.a WHERE e.b = 'kiwi')", 0),
     # the same shape with another constant, filter or aggregate: nothing shared
     "other_literal": ("SELECT x.a, x.s, y.s FROM (SELECT a, sum(c) AS s FROM fact WHERE k > 100 GROUP BY a) x "
                       "JOIN (SELECT a, sum(c) AS s FROM fact WHERE k > 101 GROUP BY a) y ON x.a = y.a", 0),
