@@ -215,7 +215,7 @@ class _Verdicts:
     def kept_bytes(self) -> int:
         return 0
 
-    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None) -> bool:
+    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None, headroom=0) -> bool:
         if key is None:
             return False  # a dictionary: transient
         self.asked.append((key.column, key.row_group))
@@ -379,7 +379,7 @@ class _Keeps(_Verdicts):
         super().__init__(set())
         self.admit_pages, self.entries, self.pins = admit, {}, {}
 
-    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None) -> bool:
+    def reserve(self, nbytes, key=None, link_bytes=None, first_reuse=None, headroom=0) -> bool:
         if key is None:
             return False
         self.asked.append((key.column, key.row_group))

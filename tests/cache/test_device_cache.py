@@ -177,3 +177,23 @@ def test_budget_pressure_admission_weighs_every_page_displaced():
     assert not cache.put(key(7), page(250), 250)
     assert cache.stats.bypassed == 1 and cache.stats.evictions == 0 and len(cache) == 3
     assert budget.used_bytes == cache.used_bytes
+
+
+def test_admission_leaves_the_headroom_a_scan_needs_for_its_next_copies():
+    # a scan under a tight budget asks with headroom = what its next deliveries need: a page read
+    # for the first time gets in only while that much stays free, and never displaces for it
+    budget = DeviceMemoryBudget(1000)
+    cache = DevicePageCache(budget, capacity_bytes=600)
+    assert cache.reserve(100, key=key(0), headroom=800)
+    cache.put(key(0), page(100), 100, reserved=True)
+    assert not cache.reserve(100, key=key(1), headroom=850)  # 100 + 100 + 850 > 1000
+    assert cache.stats.bypassed == 1 and cache.stats.evictions == 0
+    assert budget.used_bytes == 100 == cache.used_bytes
+    # a page read again is worth more than one read once: it displaces it to keep the headroom
+    for rg in (1, 2, 1):
+        cache.get(key(rg))
+    assert cache.reserve(100, key=key(1), headroom=850)
+    assert cache.stats.evictions == 1 and key(0) not in cache
+    assert budget.used_bytes == 100
+    cache.release(100)
+    assert budget.used_bytes == 0

@@ -152,14 +152,19 @@ class DevicePageCache(PageCache):
 
     # ---- insertion -------------------------------------------------------------------------------
     def reserve(self, nbytes: int, key: Any = None, link_bytes: int | None = None,
-                first_reuse: int | None = None) -> bool:
+                first_reuse: int | None = None, headroom: int = 0) -> bool:
         """As ``PageCache.reserve``; with ``key`` (the page the room is for) and ``link_bytes`` (what
         moving it over the host→GPU link costs; default ``nbytes``), the policy may refuse a page
-        worth less than the entries it would displace (counted as ``bypassed``)."""
+        worth less than the entries it would displace (counted as ``bypassed``). ``headroom``: bytes
+        of the budget the caller is about to need for its own work (a streaming scan's next
+        deliveries): the page gets in only if that much stays free beside it, by displacing entries
+        worth less than it where needed. Without it, a scan under a tight budget would fill the room
+        its own next copies need with pages those copies then evict again (admitted, copied and
+        evicted once per delivery, never read)."""
         if nbytes < 0:
             raise ValueError("cannot reserve a negative number of bytes")
         with self._lock:
-            if not self._make_room(nbytes, key, link_bytes, first_reuse):
+            if not self._make_room(nbytes, key, link_bytes, first_reuse, headroom):
                 return False
             self._reserved += nbytes
             return True
@@ -213,9 +218,10 @@ class DevicePageCache(PageCache):
             self.policy.busy(key)  # out of the eviction order: victims are chosen without a test
 
     def _make_room(self, nbytes: int, key: Any = None, link_bytes: int | None = None,
-                   first_reuse: int | None = None) -> bool:
-        """Evict until ``nbytes`` fit in the capacity and the budget grants them; reserves them.
-        A page (``key`` of a PAGE) is admitted only if it is worth more than what it displaces."""
+                   first_reuse: int | None = None, headroom: int = 0) -> bool:
+        """Evict until ``nbytes`` fit in the capacity and the budget grants them with ``headroom``
+        bytes to spare; reserves them. A page (``key`` of a PAGE) is admitted only if it is worth
+        more than what it displaces."""
         if nbytes > self.capacity_bytes:
             return False
         judged = isinstance(key, PageKey) and key.part == PAGE
@@ -227,15 +233,16 @@ class DevicePageCache(PageCache):
             lost = self._displace(over, key, judged, link.latency_s, transfer, lost, first_reuse)
             if lost is None:
                 return False
-        while not self.budget.try_reserve(nbytes):
+        while True:
             # The budget is shared with query work: free what it lacks, judged as a whole before
             # anything is evicted (a loop: query work may take memory meanwhile).
-            short = max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes)
-            more = self._displace(short, key, judged, link.latency_s, transfer, lost, first_reuse)
+            short = self.budget.used_bytes + nbytes + headroom - self.budget.limit_bytes
+            if short <= 0 and self.budget.try_reserve(nbytes):
+                return True
+            more = self._displace(max(1, short), key, judged, link.latency_s, transfer, lost, first_reuse)
             if more is None:
                 return False
             lost += more
-        return True
 
     def _displace(self, nbytes: int, key: Any, judged: bool, latency: float, transfer: float,
                   lost: float, first_reuse: int | None = None) -> float | None:

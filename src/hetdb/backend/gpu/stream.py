@@ -146,6 +146,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
+        self._transient_held = 0  # stream_batch: budget bytes its deliveries hold now
+        self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
 
     # ---- public ----------------------------------------------------------------------------------

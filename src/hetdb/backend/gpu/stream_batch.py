@@ -137,7 +137,14 @@ class BatchedDelivery:
         groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
+        # device memory the deliveries hold at most at once: the ``depth`` scheduled ahead and the
+        # consumer's (what the cache leaves free when it admits a page: ``_admission_headroom``)
+        self._ring_need = (self.depth + 1) * max((sum(bounds[i][1] for i in g) for g in groups), default=0)
         return groups
+
+    def _admission_headroom(self) -> int:
+        """Budget bytes the scan's next deliveries still need beside what it holds now."""
+        return max(0, self._ring_need - self._transient_held)
 
     # ---- iteration -------------------------------------------------------------------------------
     def _iterate_batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
@@ -206,6 +213,7 @@ class BatchedDelivery:
         unit.kept = []
         if unit.transient:
             self.budget.release(unit.transient)
+            self._transient_held -= unit.transient
             unit.transient = 0
 
     # ---- delivery --------------------------------------------------------------------------------
@@ -222,10 +230,11 @@ class BatchedDelivery:
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
             first_reuse = self._first_reuse()
+            headroom = self._admission_headroom()
             for p in pages:
                 if not p.cached:
                     p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
-                                                    first_reuse=first_reuse)
+                                                    first_reuse=first_reuse, headroom=headroom)
             if not self.paged:  # (a paged delivery keeps its own copies of admitted pages)
                 special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
         units: list[_Unit] = []
@@ -340,6 +349,7 @@ class BatchedDelivery:
         except BaseException:
             stream.synchronize()
             self.budget.release(plan.nbytes + extra)
+            self._transient_held -= plan.nbytes + extra
             raise
         self._count_batch(rgs)
         hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None]
@@ -443,10 +453,15 @@ class BatchedDelivery:
             self.routes.add(route, nbytes, pages=pages)
 
     def _reserve_bytes(self, nbytes: int, what: str) -> None:
+        self._reserve_budget(nbytes, what)
+        self._transient_held += nbytes
+
+    def _reserve_budget(self, nbytes: int, what: str) -> None:
         if self.budget.try_reserve(nbytes):
             return
         if self._device_tier is not None:
-            self._device_tier.evict(nbytes)
+            # only what the budget lacks (cached pages beyond that stay)
+            self._device_tier.evict(max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes))
             if self.budget.try_reserve(nbytes):
                 return
         held, self._held = self._held, None
