@@ -30,24 +30,42 @@ from hetdb.exec.operators.scan import TableScan
 _CID = re.compile(r"""cid=('[^']*'|"[^"]*")""")
 
 
+_BASE_ENTRIES = 1024
+# id(pipeline) -> (pipeline, its text with the pipelines it reads left out, those pipelines' ids): a
+# plan from the plan cache is the same objects every run, and its text costs milliseconds to make
+_bases: dict[int, tuple[Any, str | None, tuple[int, ...]]] = {}
+
+
 def signature(pipe: Any, same: dict[int, int] | None = None) -> str | None:
     """The pipeline's operators with column ids canonical, or None when the pipeline is not taken.
     ``same``: pipeline id -> the id of the pipeline whose result it took (the builds a pipeline probes
     and filters its scan by are named by the pipeline that computed them)."""
-    src, sink = pipe.source, pipe.sink
-    if not isinstance(src, TableScan) or not isinstance(sink, (HashAggregate, HashBuild)):
-        return None
-    if any(not isinstance(op, (FilterOp, ProjectOp, HashProbe)) for op in pipe.ops):
+    hit = _bases.get(id(pipe))
+    if hit is None or hit[0] is not pipe:
+        hit = (pipe, *_base(pipe))
+        if len(_bases) >= _BASE_ENTRIES:
+            _bases.pop(next(iter(_bases)))
+        _bases[id(pipe)] = hit
+    text, pids = hit[1], hit[2]
+    if text is None:
         return None
     same = same or {}
-    scan = dataclasses.replace(src, skip=frozenset(), runtime_filters=tuple(
-        (keys, same.get(pid, pid)) for keys, pid in src.runtime_filters))
-    # a probe names its build by pipeline and by the build operator; the cids it emits (a set of
-    # names) are compared after the text below has numbered them
-    ops = [dataclasses.replace(op, build_pipeline=same.get(op.build_pipeline, op.build_pipeline),
-                               build=dataclasses.replace(op.build, op_id=0), emit=frozenset())
+    return text + repr([same.get(pid, pid) for pid in pids])
+
+
+def _base(pipe: Any) -> tuple[str | None, tuple[int, ...]]:
+    src, sink = pipe.source, pipe.sink
+    if not isinstance(src, TableScan) or not isinstance(sink, (HashAggregate, HashBuild)):
+        return None, ()
+    if any(not isinstance(op, (FilterOp, ProjectOp, HashProbe)) for op in pipe.ops):
+        return None, ()
+    scan = dataclasses.replace(src, skip=frozenset(), runtime_filters=tuple((keys, -1) for keys, _ in src.runtime_filters))
+    # a probe names its build by pipeline (appended by ``signature``) and by the build operator; the
+    # cids it emits (a set of names) are compared after the text below has numbered them
+    probes = [op for op in pipe.ops if isinstance(op, HashProbe)]
+    ops = [dataclasses.replace(op, build_pipeline=-1, build=dataclasses.replace(op.build, op_id=0), emit=frozenset())
            if isinstance(op, HashProbe) else op for op in pipe.ops]
-    emits = [op.emit for op in pipe.ops if isinstance(op, HashProbe)]
+    emits = [op.emit for op in probes]
     text = flat_repr([dataclasses.replace(op, op_id=0) for op in (scan, *ops, sink)])
     names: dict[str, str] = {}
 
@@ -56,9 +74,10 @@ def signature(pipe: Any, same: dict[int, int] | None = None) -> str | None:
 
     text = _CID.sub(canonical, text)
     if not src.skip <= names.keys() or not all(e is None or e <= names.keys() for e in emits):
-        return None
-    return (text + repr(sorted(names[c] for c in src.skip))
-            + repr([None if e is None else sorted(names[c] for c in e) for e in emits]))
+        return None, ()
+    text += repr(sorted(names[c] for c in src.skip)) + repr([None if e is None else sorted(names[c] for c in e)
+                                                              for e in emits])
+    return text, tuple(pid for _, pid in src.runtime_filters) + tuple(op.build_pipeline for op in probes)
 
 
 class _Text(str):
