@@ -71,7 +71,7 @@ class _Device:
         pass
 
 
-def _host_run_delivery(plan, sources, dtypes, stream):
+def _host_run_delivery(plan, sources, dtypes, stream, staged=None):
     def fetch(ci, pi, off, n):
         out = np.empty(n, np.uint8)
         start = 0

@@ -13,6 +13,7 @@ import numpy as np
 
 from hetdb.backend.gpu.batch_plan import DeliveryPlan, Launch, coalesce, source_pieces
 from hetdb.backend.gpu.compile import check_launches_enabled, get_module, synchronize
+from hetdb.backend.gpu.memory import pinned_empty
 
 _H2D = 1  # cudaMemcpyHostToDevice
 _THREADS = 256
@@ -28,13 +29,16 @@ def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) 
 
 
 def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
-                 dtypes: Sequence[np.dtype | None], stream: Any) -> tuple[Any, list[dict[str, Any]]]:
+                 dtypes: Sequence[np.dtype | None], stream: Any,
+                 staged: list[np.ndarray] | None = None) -> tuple[Any, list[dict[str, Any]]]:
     """Queue ``plan`` on ``stream`` (the current stream too: the caller enters it). ``sources[c][p]``:
     the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
     the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
     it until the consumer is done) and per column its device arrays by name (data, validity,
     offsets, chars, encoded; only those it has) — for a paged plan per column a list of those, one
-    per page. At most three launches, whatever the columns."""
+    per page. At most three launches, whatever the columns. ``staged``: where the pinned copy of
+    the plan's descriptor goes (the caller keeps it until the copies have run); None: it is copied
+    from pageable memory, which the driver may stage by waiting for the stream's earlier work."""
     import cupy
 
     rt = cupy.cuda.runtime
@@ -42,7 +46,12 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     base = int(buf.data.ptr)
     desc = plan.desc
     if desc.size:
-        # pageable source: the call returns once the bytes are staged, so ``desc`` may go afterwards
+        if staged is not None:
+            pinned = pinned_empty(desc.shape, desc.dtype)
+            pinned[...] = desc
+            staged.append(pinned)
+            desc = pinned
+        # (pageable source: the call returns once the bytes are staged, so ``desc`` may go afterwards)
         rt.memcpyAsync(base, desc.ctypes.data, desc.nbytes, _H2D, stream.ptr)
     pieces: list[tuple[int, int, int]] = []
     for ci, pi, off, n, dst in plan.copies:

@@ -145,6 +145,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
+        # (copy event, pinned staging arrays its copies read: kept until they have run)
+        self._staged: list[tuple[Any, list[np.ndarray]]] = []
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
         self._transient_held = 0  # stream_batch: budget bytes its deliveries hold now
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
@@ -420,7 +422,12 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         return self._first
 
     def _unpin_host(self, wait: bool) -> None:
-        """Unpin host-tier pages whose copies have completed (all of them with ``wait``)."""
+        """Unpin host-tier pages whose copies have completed (all of them with ``wait``), and drop
+        the staging arrays of completed copies."""
+        while self._staged and (wait or self._staged[0][0].done):
+            event, _ = self._staged.pop(0)
+            if wait:
+                event.synchronize()
         while self._host_pins:
             event, pages = self._host_pins[0]
             if not wait and not event.done:

@@ -330,7 +330,8 @@ class BatchedDelivery:
         try:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
-                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream)
+                staged: list[np.ndarray] = []
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged)
                 arrays: list[Any] = [None] * len(self.columns)
                 for c, a in zip(planned, planned_arrays):
                     arrays[c] = a
@@ -358,6 +359,8 @@ class BatchedDelivery:
                 p.host = None
         if hosts:
             self._host_pins.append((event, hosts))
+        if staged:
+            self._staged.append((event, staged))
         self._slot_events[rgs[0].slot] = event
         (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
         self.routes.deliveries += 1

@@ -18,6 +18,7 @@ import numpy as np
 from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
 from hetdb.backend.gpu.codegen.generate import FP_BLOCK, FP_TILE, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
+from hetdb.backend.gpu.memory import pinned_empty, to_device_async
 from hetdb.column import Column
 from hetdb.errors import UnsupportedError
 
@@ -294,9 +295,14 @@ class FusedPipeline:
 
         if pages.num_tiles == 0 or state.num_groups == 0:
             return
-        state.page_tables.append(cupy.asarray(pages.host))  # lives until the launch has run
+        # through pinned memory: a copy from pageable memory may wait for the stream's earlier work
+        # (the delivery's copies), which would keep the host from queueing the next one meanwhile
+        staged = pinned_empty(pages.host.shape, pages.host.dtype)
+        staged[...] = pages.host
+        table = to_device_async(staged, cupy.cuda.get_current_stream())
+        state.page_tables.append((table, staged))  # both live until the launch has run
         args: list[Any] = [np.uint64(0)] * len(self.spec.inputs)
-        args += [np.int64(0), state.page_tables[-1], np.int64(pages.num_pages), np.int64(pages.num_tiles)]
+        args += [np.int64(0), table, np.int64(pages.num_pages), np.int64(pages.num_tiles)]
         self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
 
     # ---- aggregation -----------------------------------------------------------------------------
