@@ -116,10 +116,10 @@ class Column:
         if kind == "string":
             if self.dictionary is not None:
                 values = self.dictionary.to_arrow()
-                codes = pa.array(np.asarray(self.data, dtype=np.int32), mask=mask)
+                codes = _primitive_to_arrow(np.asarray(self.data, dtype=np.int32), pa.int32(), mask)
                 return pa.DictionaryArray.from_arrays(codes, values).cast(pa.string())
             n = len(self)
-            valid_buf = None if mask is None else pa.array(~mask).buffers()[1]
+            valid_buf = _validity_buffer(mask)
             arr = pa.LargeStringArray.from_buffers(
                 n, pa.py_buffer(np.ascontiguousarray(self.offsets, dtype=np.int64)),
                 pa.py_buffer(np.ascontiguousarray(self.chars, dtype=np.uint8)), valid_buf,
@@ -134,20 +134,47 @@ class Column:
         if self.dtype == T.UBIGINT:  # int64 data, or Python ints past 2**63 (hash values)
             values = data.astype(np.uint64) if data.dtype != object else \
                 np.array([0 if v is None else int(v) for v in data.tolist()], dtype=np.uint64)
-            return pa.array(values, type=pa.uint64(), mask=mask)
+            return _primitive_to_arrow(values, pa.uint64(), mask)
         if data.dtype == object or kind == "int128":
             return _wide_to_decimal(data, mask, self.dtype.to_arrow())
         if kind == "decimal":
-            scaled = pa.array(data.astype(np.int64), mask=mask)
+            scaled = _primitive_to_arrow(data.astype(np.int64), pa.int64(), mask)
             return _scaled_to_decimal(scaled, self.dtype)
         if kind == "date":
-            return pa.array(data.astype(np.int32), mask=mask).cast(pa.date32())
+            return _primitive_to_arrow(data.astype(np.int32), pa.date32(), mask)
         if kind == "timestamp":
-            return pa.array(data.astype(np.int64), mask=mask).cast(self.dtype.to_arrow())
-        return pa.array(data, type=self.dtype.to_arrow(), mask=mask)
+            return _primitive_to_arrow(data.astype(np.int64), self.dtype.to_arrow(), mask)
+        t = self.dtype.to_arrow()
+        if _NUMPY_OF_ARROW.get(t) is not None and data.dtype == _NUMPY_OF_ARROW[t]:
+            return _primitive_to_arrow(data, t, mask)
+        return pa.array(data, type=t, mask=mask)
 
     def to_pylist(self) -> list:
         return self.to_arrow().to_pylist()
+
+
+def _validity_buffer(mask: np.ndarray | None) -> pa.Buffer | None:
+    """Arrow's validity bitmap of a null ``mask`` (True = NULL), or None."""
+    if mask is None:
+        return None
+    return pa.py_buffer(np.packbits(~np.asarray(mask, dtype=bool), bitorder="little"))
+
+
+def _primitive_to_arrow(data: np.ndarray, t: pa.DataType, mask: np.ndarray | None) -> pa.Array:
+    """A fixed-width NumPy array as an Arrow array of ``t`` (same width), built from buffers: the
+    values are not looked at one by one, and pyarrow's ``pa.array`` (whose first call imports pandas
+    when it is installed: ~0.3 s of a fresh process's first query) is not called."""
+    n = len(data)
+    if pa.types.is_boolean(t):
+        values = pa.py_buffer(np.packbits(np.asarray(data, dtype=bool), bitorder="little"))
+    else:
+        values = pa.py_buffer(np.ascontiguousarray(data))
+    return pa.Array.from_buffers(t, n, [_validity_buffer(mask), values], null_count=-1 if mask is not None else 0)
+
+
+_NUMPY_OF_ARROW = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+                   pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+                   pa.float32(): np.float32, pa.float64(): np.float64, pa.bool_(): np.bool_}
 
 
 def _interval_to_arrow(data: np.ndarray, mask: np.ndarray | None) -> pa.Array:
@@ -157,7 +184,7 @@ def _interval_to_arrow(data: np.ndarray, mask: np.ndarray | None) -> pa.Array:
     months, days, micros = unpack(np, data)
     cells = np.empty(len(data), dtype=[("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
     cells["months"], cells["days"], cells["nanos"] = months, days, micros * 1000
-    valid = None if mask is None else pa.array(~mask).buffers()[1]
+    valid = _validity_buffer(mask)
     return pa.Array.from_buffers(pa.month_day_nano_interval(), len(data), [valid, pa.py_buffer(cells)],
                                  null_count=-1 if mask is not None else 0)
 
@@ -248,7 +275,7 @@ def _wide_to_decimal(data: np.ndarray, mask: np.ndarray | None, t: pa.DataType) 
         lo = data.astype(np.int64)
         words[0::2] = lo
         words[1::2] = lo >> 63
-    valid = None if mask is None else pa.array(~mask).buffers()[1]
+    valid = _validity_buffer(mask)
     return pa.Array.from_buffers(t, len(data), [valid, pa.py_buffer(words)],
                                  null_count=-1 if mask is not None else 0)
 
