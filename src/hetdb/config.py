@@ -28,10 +28,13 @@ class Options:
     timezone: str = "UTC"                # TIMESTAMPTZ display, casts and date parts (DuckDB's TimeZone)
     recursion_limit: int = 10_000        # iterations a WITH RECURSIVE query may take
     # GPU: encoded pages stay compressed in the device page cache and generated kernels decode them
-    # as they load them (backend/gpu/encoded.py); off: pages are decoded on arrival.
-    # Default on: SSB SF 5 at a 10% budget on the H100, q1.1 27.7 vs 29.5 ms, q4.1 42.5 vs 113.4 ms
-    # (decoded pages did not fit: the query went to the CPU).
-    gpu_compressed_cache: bool = True
+    # as they load them (backend/gpu/encoded.py); off: pages are decoded on arrival. "auto" (the
+    # default): on only when the database's pages, decoded, would not fit in the device cache
+    # (exec/device.py ``keep_compressed``). On the H100: SSB SF 5 at a 10% budget, q1.1 27.7 vs
+    # 29.5 ms, q4.1 42.5 vs 113.4 ms with it on (decoded pages did not fit: the query went to the
+    # CPU); SSB SF 20 hot with everything in GPU memory, q1.1 16.5 vs 5.4 ms with it on (the kernels
+    # decode every page on every run).
+    gpu_compressed_cache: bool | str = "auto"
     # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
     # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
     route: str = "auto"

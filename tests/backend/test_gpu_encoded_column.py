@@ -71,6 +71,38 @@ def test_option_is_set_at_connect_and_by_sql():
         con.sql("RESET gpu_compressed_cache")
         assert con.options.gpu_compressed_cache is True
     with hetdb.connect(":memory:", device="cpu") as con:
-        # on by default since the H100 run at 61fdaa5 (SSB SF 5, 10% budget: q1.1 27.7 vs 29.5 ms,
-        # q4.1 42.5 vs 113.4 ms decoded)
+        # "auto" by default: on only when the decoded pages would not fit in the device cache
+        assert con.options.gpu_compressed_cache == "auto"
+        con.sql("SET gpu_compressed_cache = true")
         assert con.options.gpu_compressed_cache is True
+        con.sql("SET gpu_compressed_cache = 'auto'")
+        assert con.options.gpu_compressed_cache == "auto"
+
+
+def test_auto_keeps_pages_compressed_only_when_the_decoded_database_does_not_fit(tmp_path):
+    import types
+
+    import numpy as np
+    import pyarrow as pa
+
+    import hetdb
+    from hetdb.exec.device import DeviceResources
+
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as con:
+        con.register("t", pa.table({"a": np.arange(100_000, dtype=np.int64), "b": np.zeros(100_000, np.int32)}))
+        con.sql("CREATE TABLE t2 AS SELECT * FROM t")
+        db = con._get_engine().db
+        decoded = 100_000 * (8 + 4)
+
+        def resources(capacity: int, kept: int = 0):
+            cache = types.SimpleNamespace(capacity_bytes=capacity, kept_bytes=lambda: kept)
+            return types.SimpleNamespace(cache=cache, _decoded_db_bytes=None)
+
+        def keep(res, option="auto"):
+            return DeviceResources.keep_compressed(res, option, db)
+
+        assert keep(resources(decoded * 4)) is False           # fits decoded: scan decoded pages
+        assert keep(resources(decoded // 2)) is True           # does not fit: keep them compressed
+        assert keep(resources(decoded * 4, kept=decoded * 4)) is True  # kept entries take the room
+        assert keep(resources(decoded // 2), option=False) is False    # set: as set
+        assert keep(resources(decoded * 4), option=True) is True

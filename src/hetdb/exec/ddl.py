@@ -599,6 +599,8 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         from hetdb.cache.coscan import check_coprocess
 
         value = check_coprocess(str(value).lower())
+    elif key == "gpu_compressed_cache" and not isinstance(value, bool) and str(value).lower() == "auto":
+        value = "auto"
     elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":

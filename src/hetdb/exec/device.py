@@ -120,8 +120,27 @@ class DeviceResources:
         self._host_tier: Any = None
         self._host_tier_resolved = False
         self._cache_bytes_at: tuple[int | None, int] = (None, 0)  # (cache mutations, bytes) memo
+        self._decoded_db_bytes: tuple[tuple, int] | None = None  # keep_compressed's memo
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
         self.host_tier_bytes = 0
+
+    def keep_compressed(self, option: Any, db: Any) -> bool:
+        """The ``gpu_compressed_cache`` a query runs with: True/False as set; "auto": True only when
+        every table's pages, decoded, would not fit in the device cache beside its kept entries
+        (decoded pages are scanned faster; compressed ones make a tight budget hold more). Decided
+        per database state, not per scan, so every scan and kernel of a query agrees and a page the
+        cache holds is kept as later scans of the same data expect it."""
+        if isinstance(option, bool):
+            return option
+        from hetdb.cache.pages import column_device_bytes
+
+        readers = [db.table(name) for name in db.tables()]
+        key = tuple((r.name, r.version) for r in readers)
+        got = self._decoded_db_bytes
+        if got is None or got[0] != key:
+            total = sum(column_device_bytes(r, c, False) for r in readers for c in (s.name for s in r.schema))
+            got = self._decoded_db_bytes = (key, total)
+        return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
 
     def host_tier(self, options: Any) -> Any:
         """The process-wide pinned host page tier for this connection's scans, or None when the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -344,7 +345,11 @@ class QueryEngine:
         spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
         device = self.device
         memory = device.memory if device is not None else self.memory
-        ctx = ExecContext(self.db, self.backend, self.options, memory, spill_dir, device=device,
+        options = self.options
+        if device is not None and not isinstance(options.gpu_compressed_cache, bool):
+            options = dataclasses.replace(options, gpu_compressed_cache=device.keep_compressed(
+                options.gpu_compressed_cache, self.db))
+        ctx = ExecContext(self.db, self.backend, options, memory, spill_dir, device=device,
                           host_memory=self.memory)
         ctx.host_cache = self.host_cache
         peak_before = self.memory.peak
