@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
-from hetdb.backend.cpu.hashtable import HashTable, build, lookup
+from hetdb.backend.cpu.hashtable import HashTable, build, csr, lookup
 from hetdb.backend.cpu.join_filter import KeyFilter, filter_of, might_match
 from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, same_key, slot_of
 from hetdb.errors import UnsupportedError
@@ -253,23 +253,6 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
 
 
 @njit(cache=True, nogil=True)
-def _csr(row_key, key_count):
-    start = np.empty(key_count.shape[0] + 1, np.int64)
-    total = 0
-    for k in range(key_count.shape[0]):
-        start[k] = total
-        total += key_count[k]
-    start[key_count.shape[0]] = total
-    pos = start[:-1].copy()
-    order = np.empty(row_key.shape[0], np.int64)
-    for i in range(row_key.shape[0]):
-        k = row_key[i]
-        order[pos[k]] = i
-        pos[k] += 1
-    return start, order
-
-
-@njit(cache=True, nogil=True)
 def _pair_starts(match, key_count, left):
     """Where each probe row's output pairs start (prefix sum of its match count; an unmatched row
     of a left join gets one pair)."""
@@ -308,7 +291,8 @@ def _expand_csr(match, key_count, start, order, left):
 
 def _with_layout(table: CpuJoinTable) -> CpuJoinTable:
     if not table.unique:
-        table.start, table.order = _csr(table.table.row_key, table.table.key_count)
+        table.start, table.order = csr(table.table)
+    table.table.ranges = None  # (only the layout needed them)
     return table
 
 
