@@ -39,15 +39,18 @@ class Expr:
         return ()
 
     def columns(self) -> frozenset[str]:
-        """cids this expression reads."""
+        """cids this expression reads (a lambda's parameters are its own, not read from a plan)."""
         out: set[str] = set()
+        bound: set[str] = set()
         stack: list[Expr] = [self]
         while stack:
             e = stack.pop()
             if isinstance(e, ColumnRef):
                 out.add(e.cid)
+            elif isinstance(e, Lambda):
+                bound.update(p.cid for p in e.params)
             stack.extend(e.children())
-        return frozenset(out)
+        return frozenset(out - bound)
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,18 @@ class ColumnRef(Expr):
         return self.cid
 
 
+_NAN = float("nan")
+
+
 @dataclass(frozen=True)
 class Literal(Expr):
     value: object = None
+
+    def __post_init__(self) -> None:
+        # one NaN object: NaN != NaN, so two NaN literals (and the expressions holding them, e.g. a
+        # GROUP BY item and its SELECT twin) would never compare or hash equal
+        if isinstance(self.value, float) and self.value != self.value:
+            object.__setattr__(self, "value", _NAN)
 
     def __str__(self) -> str:
         return "NULL" if self.value is None else repr(self.value)
@@ -102,6 +114,22 @@ class Case(Expr):
     def __str__(self) -> str:
         body = " ".join(f"WHEN {c} THEN {v}" for c, v in self.whens)
         return f"CASE {body} ELSE {self.otherwise} END"
+
+
+@dataclass(frozen=True)
+class Lambda(Expr):
+    """``lambda x[, i]: body``, only as an argument of a list function (exec/lists.py evaluates
+    ``body`` over a batch holding the elements as ``params[0]`` and, with two, their 1-based
+    positions as ``params[1]``); ``dtype`` is the body's."""
+
+    params: tuple[ColumnRef, ...] = ()
+    body: Expr | None = None
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.body,)
+
+    def __str__(self) -> str:
+        return f"lambda {', '.join(map(str, self.params))}: {self.body}"
 
 
 @dataclass(frozen=True)
