@@ -99,3 +99,21 @@ def test_large_join_and_group_by_use_parallel_build():
     assert ng == len(uniq) and np.array_equal(firsts, first_idx[order])
     assert np.array_equal(gid, rank[inverse.ravel()])
     assert np.array_equal(B.hash_keys([bk]), hash_rows(key_matrix([bk])))
+
+
+def test_csr_of_a_parallel_build_equals_the_serial_layout():
+    """Rows grouped by key id (ascending within a key), built per range of a parallel build, equal
+    the serial layout: keys with one and many rows, ranges with no row, deferred rows."""
+    rng = np.random.default_rng(17)
+    n = 300_000
+    keys = rng.integers(0, 40_000, n).astype(np.int64)
+    keys[:5000] = 7  # one key on many rows
+    km = key_matrix([keys])
+    table = ht.build(km, hash_rows(km), descending=False, chain=False)
+    assert table.ranges is not None, "the parallel build did not run"
+    start, order = ht.csr(table)
+    want_start, want_order = ht._csr_serial(table.row_key, table.key_count)
+    assert np.array_equal(start, want_start) and np.array_equal(order, want_order)
+    for k in np.flatnonzero(table.key_count)[:200]:
+        rows = order[start[k]:start[k] + table.key_count[k]]
+        assert np.all(np.diff(rows) > 0) and np.all(keys[rows] == keys[rows[0]])

@@ -40,6 +40,9 @@ class HashTable:
     key_count: np.ndarray  # per key id: rows with that key (0 = unused id)
     next_row: np.ndarray   # per row: next row with the same key in ascending order, -1 at the end
     row_key: np.ndarray    # per row: key id
+    # the parallel build's ranges: row numbers grouped by range (ascending within one) and where
+    # each range starts; range p's key ids lie in [starts[p], starts[p + 1]) (see csr)
+    ranges: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -172,7 +175,58 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -
         rows, sorted_hashes, starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads))
         _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
                         key_rep, key_count, next_row, row_key)
+        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts))
     return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
+
+
+@njit(cache=True, nogil=True)
+def _csr_serial(row_key, key_count):
+    start = np.empty(key_count.shape[0] + 1, np.int64)
+    total = 0
+    for k in range(key_count.shape[0]):
+        start[k] = total
+        total += key_count[k]
+    start[key_count.shape[0]] = total
+    pos = start[:-1].copy()
+    order = np.empty(row_key.shape[0], np.int64)
+    for i in range(row_key.shape[0]):
+        k = row_key[i]
+        order[pos[k]] = i
+        pos[k] += 1
+    return start, order
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _csr_ranges(row_key, key_count, rows, starts):
+    """``_csr_serial`` per range of a parallel build, the ranges in parallel: range p's rows are
+    rows[starts[p]:starts[p + 1]] (ascending) and its key ids lie in the same interval, so its keys'
+    row runs start at starts[p] and fill that interval of ``order``."""
+    n = key_count.shape[0]
+    start = np.empty(n + 1, np.int64)
+    start[n] = n
+    pos = np.empty(n, np.int64)
+    order = np.empty(rows.shape[0], np.int64)
+    for p in prange(starts.shape[0] - 1):
+        lo = starts[p]
+        hi = starts[p + 1]
+        total = lo
+        for k in range(lo, hi):
+            start[k] = total
+            pos[k] = total
+            total += key_count[k]
+        for j in range(lo, hi):
+            i = rows[j]
+            k = row_key[i]
+            order[pos[k]] = i
+            pos[k] += 1
+    return start, order
+
+
+def csr(table: HashTable) -> tuple[np.ndarray, np.ndarray]:
+    """(start, order): the rows of key id k are order[start[k]:start[k] + key_count[k]], ascending."""
+    if table.ranges is None:
+        return _csr_serial(table.row_key, table.key_count)
+    return _csr_ranges(table.row_key, table.key_count, *table.ranges)
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -1,9 +1,10 @@
 """Hash join build and probe on the CPU (Numba).
 
 The table (``hashtable.py``) holds one entry per *distinct* build key; each key id knows its lowest
-build row and its row count, and build rows with the same key are chained through ``next_row`` in
-ascending row order, which gives the promised output order without sorting. Probing is two passes:
-find each probe row's key id (parallel), then size the output from the counts and fill it (parallel).
+build row and its row count; when some key has several rows, the rows are grouped by key in ascending
+row order (CSR: ``start``/``order``), which gives the promised output order without sorting. Probing
+is two passes: find each probe row's key id (parallel), then size the output from the counts and fill
+it (parallel).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
-from hetdb.backend.cpu.hashtable import HashTable, build, lookup
+from hetdb.backend.cpu.hashtable import HashTable, build, csr, lookup
 from hetdb.backend.cpu.join_filter import KeyFilter, filter_of, might_match
 from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, same_key, slot_of
 from hetdb.errors import UnsupportedError
@@ -118,7 +119,7 @@ def _direct_build_unique(key: np.ndarray, lo: np.int64, size: int) -> tuple:
         return None, None, None, None, None
     n = key.shape[0]
     rows = np.arange(n, dtype=np.int64)
-    return direct, rows, np.ones(n, np.int64), np.full(n, -1, np.int64), rows.copy()
+    return direct, rows, np.ones(n, np.int64), np.empty(0, np.int64), rows.copy()
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -245,25 +246,10 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
             return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,
                                              unique=_all_unique(count, n)))
-    table = build(km, hash_rows(km), descending=True, chain=True)
+    # ascending, no chain: a key's first row is its lowest, and keys with several rows get the CSR
+    # layout (a chain through the rows cost a random write per row that nothing read)
+    table = build(km, hash_rows(km), descending=False, chain=False)
     return _with_layout(CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n)))
-
-
-@njit(cache=True, nogil=True)
-def _csr(row_key, key_count):
-    start = np.empty(key_count.shape[0] + 1, np.int64)
-    total = 0
-    for k in range(key_count.shape[0]):
-        start[k] = total
-        total += key_count[k]
-    start[key_count.shape[0]] = total
-    pos = start[:-1].copy()
-    order = np.empty(row_key.shape[0], np.int64)
-    for i in range(row_key.shape[0]):
-        k = row_key[i]
-        order[pos[k]] = i
-        pos[k] += 1
-    return start, order
 
 
 @njit(cache=True, nogil=True)
@@ -305,7 +291,8 @@ def _expand_csr(match, key_count, start, order, left):
 
 def _with_layout(table: CpuJoinTable) -> CpuJoinTable:
     if not table.unique:
-        table.start, table.order = _csr(table.table.row_key, table.table.key_count)
+        table.start, table.order = csr(table.table)
+    table.table.ranges = None  # (only the layout needed them)
     return table
 
 
@@ -315,8 +302,9 @@ def _all_unique(key_count: np.ndarray, n: int) -> bool:
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _expand(match, key_head, key_count, next_row, left):
-    """(probe_idx, build_idx) pairs for inner (left=False) or left joins, written in one allocation."""
+def _expand_unique(match, key_rep, key_count, left):
+    """(probe_idx, build_idx) pairs for inner (left=False) or left joins of a table whose keys each
+    have one row, written in one allocation."""
     n = match.shape[0]
     starts = _pair_starts(match, key_count, left)
     pidx = np.empty(starts[n], np.int64)
@@ -329,12 +317,8 @@ def _expand(match, key_head, key_count, next_row, left):
                 pidx[pos] = i
                 bidx[pos] = -1
             continue
-        r = key_head[k]
-        while r != -1:
-            pidx[pos] = i
-            bidx[pos] = r
-            pos += 1
-            r = next_row[r]
+        pidx[pos] = i
+        bidx[pos] = key_rep[k]
     return pidx, bidx
 
 
@@ -375,7 +359,7 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
     if kind == "inner" or kind == "left":
         if table.order is not None:
             return _expand_csr(match, t.key_count, table.start, table.order, kind == "left")
-        return _expand(match, t.key_rep, t.key_count, t.next_row, kind == "left")
+        return _expand_unique(match, t.key_rep, t.key_count, kind == "left")  # (no CSR: unique keys)
     if kind == "mark":
         return match >= 0
     if kind == "semi":
