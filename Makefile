@@ -49,7 +49,8 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -x -m "not slow" tests
 
 # Long seeded fuzz campaign (random queries vs DuckDB + TLP/NoREC) over every executor configuration:
-# FUZZ_QUERIES cases per configuration (default 100000), FUZZ_SEED (default: time), FUZZ_DEVICE=cpu|gpu, FUZZ_JOBS.
+# FUZZ_QUERIES cases per configuration (default 100000), FUZZ_SEED (default: time), FUZZ_DEVICE=cpu|gpu,
+# FUZZ_JOBS parallel processes, FUZZ_SHARD=I/N (this run takes every N-th task: N runs share one campaign).
 fuzz: $(STAMP)
 	$(PY) tests/differential/fuzz_main.py
 

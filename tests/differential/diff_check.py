@@ -31,9 +31,20 @@ class OrderKey:
 Ordering = str | tuple[OrderKey, ...] | None
 
 
+def pylist(col: pa.ChunkedArray | pa.Array) -> list:
+    """``col.to_pylist()``, dates and timestamps as their integers: DuckDB's range (DATE '9999-12-31' + 30)
+    is wider than Python's datetime (OverflowError)."""
+    t = col.type
+    if pa.types.is_date32(t):
+        col = col.cast(pa.int32())
+    elif pa.types.is_date64(t) or pa.types.is_timestamp(t):
+        col = col.cast(pa.int64())
+    return col.to_pylist()
+
+
 def order_violation(table: pa.Table, keys: Sequence[OrderKey]) -> str | None:
     """None when ``table``'s rows are sorted by ``keys``, else the first pair of rows out of order."""
-    cols = [table.column(k.column).to_pylist() for k in keys]
+    cols = [pylist(table.column(k.column)) for k in keys]
     for row in range(1, table.num_rows):
         for k, col in zip(keys, cols):
             a, b = col[row - 1], col[row]
@@ -52,8 +63,11 @@ def order_violation(table: pa.Table, keys: Sequence[OrderKey]) -> str | None:
 
 
 def _preview(table: pa.Table, rows: int = 8) -> str:
-    head = table.slice(0, rows).to_pylist()
-    lines = [f"  {list(r.values())}" for r in head]
+    head = table.slice(0, rows)
+    try:
+        lines = [f"  {list(r.values())}" for r in head.to_pylist()]
+    except (OverflowError, ValueError):  # a date past Python's range: Arrow's text of every value
+        lines = [f"  {list(r)}" for r in zip(*[c.cast(pa.string()).to_pylist() for c in head.columns])]
     more = f"\n  ... {table.num_rows - rows} more rows" if table.num_rows > rows else ""
     return "\n".join(lines) + more if lines else "  (no rows)"
 

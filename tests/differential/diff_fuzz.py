@@ -26,13 +26,17 @@ ORACLE_SHARE = 0.4  # share of cases that are metamorphic oracles (the rest: pla
 
 
 def error_kind(e: BaseException) -> str:
-    """overflow | division by zero | conversion | other, from either engine's exception."""
+    """overflow | division by zero | conversion | other, from either engine's exception. A failed
+    cast is a conversion whatever its cause (DuckDB says "Conversion Error: ... out of range" or
+    "Conversion Error: Failed to cast decimal value" for the same kind of value)."""
     text = f"{type(e).__name__} {e}".lower()
+    if "conversion error" in text or "could not convert" in text or "could not cast" in text:
+        return "conversion"
     if "out of range" in text or "overflow" in text or "outofrange" in text:
         return "overflow"
     if "division by zero" in text or "divide by zero" in text:
         return "division by zero"
-    if "conversion" in text or "could not convert" in text:
+    if "conversion" in text:
         return "conversion"
     return "other"
 
@@ -125,7 +129,12 @@ class FuzzRunner:
     def run(self, seed: int, count: int, start: int = 0, stop_at_first: bool = False) -> FuzzStats:
         stats = FuzzStats()
         for index in range(start, start + count):
-            self.run_case(seed, index, stats)
+            try:
+                self.run_case(seed, index, stats)
+            except Exception as e:  # the harness itself failed: report the case, go on with the next
+                tb = "".join(traceback.format_exception(e)[-4:])
+                stats.failures.append(f"--- {self.label} seed={seed} case={index}: harness error "
+                                      f"{type(e).__name__}: {e}\n{tb}")
             if stop_at_first and stats.failures:
                 break
         return stats
@@ -184,11 +193,12 @@ class FuzzRunner:
     def evaluation_skipped(got: Answer, truth: Answer) -> bool:
         """One engine raised a run-time error, the other answered with no rows: it proved (from
         statistics or a filter it ran first) that nothing reaches the output and never evaluated the
-        failing expression. SQL leaves that order to the engine (DuckDB prunes
+        failing expression (an overflow, a division by zero, a failed cast). SQL leaves that order to
+        the engine (DuckDB prunes
         ``... WHERE x <= 20 HAVING max(x) > 35`` before evaluating ``max(x // k)``). Both raised
         run-time errors of different kinds: which failing expression is evaluated first is the
         engine's choice too."""
-        runtime = ("overflow", "division by zero")
+        runtime = ("overflow", "division by zero", "conversion")
         if got.kind in runtime and truth.kind in runtime:
             return True
         answered = got if got.error is None else truth

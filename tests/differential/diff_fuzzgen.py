@@ -17,7 +17,10 @@ functions whose value does not depend on tie order (count/rank/dense_rank/percen
 RANGE sum/count, min/max over a partition; NULL/NaN/-0.0 partition and order keys), CASE,
 COALESCE, NULLIF, integer // and % by values that may be zero (both engines must raise the same
 error), arithmetic and sums on BIGINT values near 2^63 and DECIMALs past 18 digits (both must widen
-or raise Out of Range), NaN in every comparison, key and ordering.
+or raise Out of Range), NaN in every comparison, key and ordering; and (``diff_fuzzexpr``) constants
+at the edges of their types (NaN/±inf/-0.0, BIGINT limits, first/last dates), casts (to DECIMAL(38),
+text, integers from non-finite doubles), DECIMAL(38) products, timestamp/date arithmetic and
+truncation, NULL arguments of concat/concat_ws/||.
 
 A shape of an open bug can be left out while it is fixed: a named entry of ``KNOWN_ISSUES`` that the
 generator consults; ``HETDB_FUZZ_ALLOW=name,...`` (or ``allow=``) draws it again. The list is empty:
@@ -177,6 +180,12 @@ class FuzzGen:
     def lit(self, table: str, col: Col, kind: str | None = None) -> str:
         values = self.samples.get((table, col.name)) or ()
         kind = kind or col.kind
+        if self.chance(0.15):
+            from diff_fuzzexpr import edge_literal
+
+            edge = edge_literal(self, kind)
+            if edge is not None:
+                return edge
         if not values or self.chance(0.05):
             return {INT: "0", BIG: "0", DEC: "0.5", DBL: "0.25", STR: "'a'", DATE: "DATE '1995-06-01'",
                     TSTAMP: "'1995-06-01 12:00:00'", BOOL: "TRUE"}[kind]
@@ -191,7 +200,7 @@ class FuzzGen:
         base = E(f"{a}.{c.name}", c.kind, frozenset({c.tag} - {""}))
         if depth >= 2 or not self.chance(0.3):
             return base
-        form = self.r.randrange(8)
+        form = self.r.randrange(10)
         k = c.kind
         if form == 0 and k in (INT, BIG):
             op = self.pick(["+", "-", "*"])
@@ -246,6 +255,10 @@ class FuzzGen:
         if form == 7 and k == INT:
             whens = " ".join(f"WHEN {self.lit(t, c)} THEN {self.v.randint(0, 9)}" for _ in range(self.r.randint(1, 3)))
             return E(f"CASE {base.sql} {whens} ELSE {self.pick(['NULL', '-1'])} END", INT, base.tags)
+        if form >= 8:
+            from diff_fuzzexpr import more_expr
+
+            return more_expr(self, scope, base, t, c, depth) or base
         return base
 
     # ---- predicates -----------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ TLP (ternary logic partitioning): for any predicate p, every row of a query sati
 ``p``, ``NOT p`` and ``p IS NULL``, so
   - WHERE:     rows(Q) = rows(Q WHERE p) + rows(Q WHERE NOT p) + rows(Q WHERE (p) IS NULL) (multisets);
   - DISTINCT:  the distinct rows of the three partitions together = SELECT DISTINCT of the whole;
-  - aggregate: count/sum of the partitions add up, min/max of the partitions' min/max.
+  - aggregate: count/sum of the partitions add up, min/max of the partitions' min/max;
+  - GROUP BY:  the same per group (groups matched by key, NULL/NaN keys included; a group may be
+               missing from some partitions).
 NoREC (non-optimizing reference engine): ``count(*) ... WHERE p`` equals
 ``sum(CASE WHEN p THEN 1 ELSE 0 END)`` over the unfiltered rows, which no optimizer pass can push down.
 
@@ -13,13 +15,16 @@ The unpartitioned query is also compared with DuckDB (by the runner), so an orac
 
 from __future__ import annotations
 
+import decimal
 import math
 from dataclasses import dataclass
 
 import pyarrow as pa
+from diff_check import pylist
 from diff_fuzzgen import DATE, DBL, DEC, INT, STR, TSTAMP, E, FuzzGen, Query
 
-TLP_WHERE, TLP_DISTINCT, TLP_AGGREGATE, NOREC = "tlp-where", "tlp-distinct", "tlp-aggregate", "norec"
+TLP_WHERE, TLP_DISTINCT, TLP_AGGREGATE, TLP_GROUP, NOREC = (
+    "tlp-where", "tlp-distinct", "tlp-aggregate", "tlp-group", "norec")
 
 
 @dataclass
@@ -27,13 +32,13 @@ class Oracle:
     kind: str
     base: Query          # compared with DuckDB, and the whole the parts must add up to
     parts: list[str]     # hetdb queries whose answers, combined, must equal base's answer
-    combine: str         # "concat" | "distinct" | "aggregate:<op>,<op>..." | "norec"
+    combine: str         # "concat" | "distinct" | "aggregate:<op>,<op>..." | "group:<keys>:<op>,..." | "norec"
 
 
 def draw_oracle(gen: FuzzGen) -> Oracle:
     scope, from_sql = gen.from_clause()
     p = gen.pred(scope)
-    kind = gen.pick([TLP_WHERE, TLP_WHERE, TLP_DISTINCT, TLP_AGGREGATE, TLP_AGGREGATE, NOREC])
+    kind = gen.pick([TLP_WHERE, TLP_WHERE, TLP_DISTINCT, TLP_AGGREGATE, TLP_AGGREGATE, TLP_GROUP, NOREC])
     fixed = f" WHERE {gen.pred(scope, 1, subqueries=False)}" if gen.chance(0.2) else ""
     partitions = [f"({p})", f"NOT ({p})", f"({p}) IS NULL"]
 
@@ -46,7 +51,9 @@ def draw_oracle(gen: FuzzGen) -> Oracle:
         ref = (f"SELECT sum(CASE WHEN m THEN 1 ELSE 0 END) FROM (SELECT ({p}) AS m FROM {from_sql}{fixed}) "
                f"AS norec")
         return Oracle(kind, Query(base, None, [1e-9]), [ref], "norec")
-    if kind == TLP_AGGREGATE:
+    if kind in (TLP_AGGREGATE, TLP_GROUP):
+        keys = [e.sql for e in (gen.expr(scope) for _ in range(gen.r.randint(1, 2)))
+                if e is not None] if kind == TLP_GROUP else []
         ops, items = [], []
         for _ in range(gen.r.randint(1, 4)):
             op = gen.pick(["count", "sum", "min", "max", "count_star"])
@@ -55,10 +62,12 @@ def draw_oracle(gen: FuzzGen) -> Oracle:
                 op, e = "count_star", None
             ops.append(op)
             items.append("count(*)" if op == "count_star" else f"{op}({e.sql})")
-        select = ", ".join(items)
-        base = Query(f"SELECT {select} FROM {from_sql}{fixed}", None, [1e-9] * len(items))
-        return Oracle(kind, base, [f"SELECT {select} FROM {from_sql}{where(x)}" for x in partitions],
-                      "aggregate:" + ",".join(ops))
+        select = ", ".join(keys + items)
+        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        base = Query(f"SELECT {select} FROM {from_sql}{fixed}{group}", None, [1e-9] * (len(keys) + len(items)))
+        how = f"group:{len(keys)}:" if keys else "aggregate:"
+        return Oracle(kind, base, [f"SELECT {select} FROM {from_sql}{where(x)}{group}" for x in partitions],
+                      how + ",".join(ops))
     items = [e for e in (gen.expr(scope)
                          for _ in range(gen.r.randint(1, 3))) if e is not None]
     if kind == TLP_DISTINCT:
@@ -93,7 +102,7 @@ def combine(oracle: Oracle, answers: list[pa.Table], like: pa.Table) -> pa.Table
     if oracle.combine == "norec":
         value = answers[0].column(0)[0].as_py()
         return pa.table([pa.array([value or 0], like.schema.field(0).type)], names=like.column_names)
-    rows = [r for t in answers for r in zip(*[c.to_pylist() for c in t.columns])]
+    rows = [r for t in answers for r in zip(*[pylist(c) for c in t.columns])]
     if oracle.combine == "distinct":
         seen: dict[tuple, tuple] = {}
         for r in rows:
@@ -102,6 +111,14 @@ def combine(oracle: Oracle, answers: list[pa.Table], like: pa.Table) -> pa.Table
     elif oracle.combine.startswith("aggregate:"):
         ops = oracle.combine.split(":", 1)[1].split(",")
         rows = [tuple(_merge(op, [r[i] for r in rows]) for i, op in enumerate(ops))]
+    elif oracle.combine.startswith("group:"):
+        _, nkeys, names = oracle.combine.split(":", 2)
+        n, ops = int(nkeys), names.split(",")
+        groups: dict[tuple, list[tuple]] = {}
+        for r in rows:
+            groups.setdefault(_row_key(r[:n]), []).append(r)
+        rows = [members[0][:n] + tuple(_merge(op, [r[n + i] for r in members]) for i, op in enumerate(ops))
+                for members in groups.values()]
     columns = list(zip(*rows)) if rows else [[] for _ in like.columns]
     return pa.table([_array(list(col), like.schema.field(i).type) for i, col in enumerate(columns)],
                     names=like.column_names)
@@ -121,7 +138,8 @@ def _merge(op: str, values: list):
     if not present:
         return None
     if op == "sum":
-        return sum(present)
+        with decimal.localcontext(prec=80):  # DECIMAL(38) sums: Python's default 28 digits round
+            return sum(present)
     return min(present, key=_duck_order) if op == "min" else max(present, key=_duck_order)
 
 

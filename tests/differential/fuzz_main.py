@@ -1,16 +1,18 @@
 """`make fuzz`: a long seeded fuzz campaign over the fuzz tables under every configuration.
 
     python tests/differential/fuzz_main.py [--queries 100000 (per configuration)] [--seed N] [--device cpu|gpu] [--jobs J]
-                                           [--config NAME ...] [--case I] [--keep-going]
+                                           [--shard I/N] [--config NAME ...] [--case I] [--keep-going]
 
-(environment defaults: FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS; HETDB_FUZZ_ALLOW/DENY as in the tests)
+(environment defaults: FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS, FUZZ_SHARD; HETDB_FUZZ_ALLOW/DENY as in the tests)
 
 ``--queries`` cases run under each configuration (``FUZZ_CONFIGURATIONS``); configuration i runs case
 indices i*queries .. (i+1)*queries-1, so no two configurations draw the same case. Prints the seed,
 progress per configuration, and the first failing query (or, with --keep-going, every one); exits 1
 on any failure. ``--case I`` replays one case under every chosen configuration. A configuration's
 cases run in tasks of ``TASK_CASES``, each in a fresh process (``--jobs`` of them at a time), so
-memory stays bounded over 100,000 cases.
+memory stays bounded over 100,000 cases. ``--shard I/N`` runs every N-th of those tasks, starting at
+task I (0 <= I < N): N machines (or N invocations) with the same seed, queries and configurations
+run the campaign between them, each case once.
 """
 
 from __future__ import annotations
@@ -68,6 +70,28 @@ def run_configuration(name: str, options: dict, seed: int, start: int, count: in
         return stats
 
 
+def campaign_tasks(configs: list[tuple[str, dict]], per: int, seed: int, device: str, keep_going: bool,
+                   case: int | None = None, shard: tuple[int, int] = (0, 1)) -> list[tuple]:
+    """``run_configuration`` arguments of every task of the campaign (of shard ``shard`` = (I, N))."""
+    tasks = []
+    for i, (name, options) in enumerate(configs):
+        first, count = (case, 1) if case is not None else (i * per, per)
+        tasks += [(name, options, seed, start, min(TASK_CASES, first + count - start), device, keep_going)
+                  for start in range(first, first + count, TASK_CASES)]
+    return tasks[shard[0]::shard[1]]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> (I, N) with 0 <= I < N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: I must be in 0..N-1")
+    return i, n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=int(os.environ.get("FUZZ_QUERIES", "100000")),
@@ -75,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--device", default=os.environ.get("FUZZ_DEVICE", "cpu"))
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("FUZZ_JOBS", "1")),
-                    help="configurations run in parallel processes")
+                    help="tasks (of TASK_CASES cases) run in parallel processes")
+    ap.add_argument("--shard", type=parse_shard, default=parse_shard(os.environ.get("FUZZ_SHARD", "0/1")),
+                    help="I/N: run only tasks I, I+N, I+2N, ... of the campaign (split it over N runs)")
     ap.add_argument("--config", action="append", help="only these configurations (by name)")
     ap.add_argument("--case", type=int, default=None, help="replay one case index")
     ap.add_argument("--keep-going", action="store_true", help="report every failure, not just the first")
@@ -86,15 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"no such configuration; known: {[n for n, _ in FUZZ_CONFIGURATIONS]}")
     allow = allowed_from_env()
     print(f"fuzz: seed={seed} device={args.device} cases={args.queries} jobs={args.jobs} "
+          f"shard={args.shard[0]}/{args.shard[1]} "
           f"configurations={[n for n, _ in configs]}", flush=True)
     print(f"fuzz: known issues left out: {sorted(set(KNOWN_ISSUES) - allow)} (HETDB_FUZZ_ALLOW draws, HETDB_FUZZ_DENY leaves out)",
           flush=True)
-    per = args.queries
-    tasks = []
-    for i, (name, options) in enumerate(configs):
-        first, count = (args.case, 1) if args.case is not None else (i * per, per)
-        tasks += [(name, options, seed, start, min(TASK_CASES, first + count - start), args.device,
-                   args.keep_going) for start in range(first, first + count, TASK_CASES)]
+    tasks = campaign_tasks(configs, args.queries, seed, args.device, args.keep_going, args.case, args.shard)
     left = Counter(task[0] for task in tasks)
     by_config = {name: FuzzStats() for name, _ in configs}
     total = FuzzStats()

@@ -15,10 +15,11 @@ import re
 import duckdb
 import pyarrow as pa
 import pytest
+from diff_check import describe
 from diff_fuzz import FuzzRunner, FuzzStats, error_kind
 from diff_fuzzconfig import FUZZ_CONFIGURATIONS, split_options
 from diff_fuzzdata import LONG_STRING_PAGES_PLAIN
-from diff_fuzzgen import FAMILY, KNOWN_ISSUES, allowed_from_env
+from diff_fuzzgen import FAMILY, KNOWN_ISSUES, Query, allowed_from_env
 from diff_oracles import Oracle
 
 from hetdb.errors import HetdbError
@@ -53,7 +54,8 @@ def test_fuzz_queries_under_configuration(label, options, device, fuzz_db, fuzz_
     assert stats.compared >= MIN_COMPARED, stats.summary()
     assert stats.differential >= MIN_COMPARED // 3, stats.summary()
     assert stats.oracle_queries >= MIN_COMPARED // 5, stats.summary()
-    assert all(stats.by_oracle.get(k, 0) > 0 for k in ("tlp-where", "tlp-distinct", "tlp-aggregate", "norec"))
+    assert all(stats.by_oracle.get(k, 0) > 0 for k in ("tlp-where", "tlp-distinct", "tlp-aggregate", "tlp-group",
+                                                               "norec"))
     assert stats.skipped <= stats.cases // 50, f"DuckDB refused too many generated queries: {stats.summary()}"
     assert stats.nonempty >= stats.differential // 2, stats.summary()
 
@@ -166,3 +168,35 @@ def test_compression_off_configuration_reads_plain_pages(fuzz_db, fuzz_db_plain)
 
     assert codecs(fuzz_db_plain.path) == {"plain"}
     assert len(codecs(fuzz_db.path) - {"plain"}) >= 2
+
+
+def test_campaign_shards_split_the_cases() -> None:
+    """``fuzz_main --shard I/N``: N runs of one campaign run every case of every configuration once."""
+    from fuzz_main import campaign_tasks, parse_shard
+
+    def cases(tasks) -> list[tuple[str, int]]:
+        return [(name, i) for name, _, _, start, count, _, _ in tasks for i in range(start, start + count)]
+
+    configs = FUZZ_CONFIGURATIONS[:3]
+    whole = cases(campaign_tasks(configs, 4500, 7, "cpu", False))
+    assert len(whole) == len(set(whole)) == 3 * 4500
+    parts = [cases(campaign_tasks(configs, 4500, 7, "cpu", False, shard=(i, 4))) for i in range(4)]
+    assert sorted(c for p in parts for c in p) == sorted(whole)
+    assert all(p for p in parts)
+    assert parse_shard("2/5") == (2, 5)
+    with pytest.raises(Exception, match="I must be"):
+        parse_shard("5/5")
+
+
+def test_oracle_parts_combine_dates_past_python_range() -> None:
+    """DuckDB's dates go past year 9999 (DATE '9999-12-31' + 30), Python's do not: the partitions of
+    an oracle combine such dates as their day numbers (this killed a campaign with OverflowError)."""
+    from diff_oracles import TLP_WHERE, combine
+
+    days = pa.array([2_932_896 + 30, None, 0], pa.date32())  # 10000-01-30, NULL, 1970-01-01
+    whole = pa.table({"c0": days})
+    parts = [whole.slice(0, 1), whole.slice(1, 1), whole.slice(2, 1)]
+    oracle = Oracle(TLP_WHERE, Query("SELECT d + 30 AS c0 FROM fa"), ["p", "NOT p", "p IS NULL"], "concat")
+    got = combine(oracle, parts, whole)
+    assert got.column(0).cast(pa.int32()).to_pylist() == [2_932_926, None, 0]
+    assert describe("x", "SELECT 1", "differs", got, whole).count("10000-01-30") == 2

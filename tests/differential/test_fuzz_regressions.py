@@ -76,6 +76,31 @@ CASES: list[tuple[str, object, dict, int]] = [
     ("SELECT NULLIF(t1.d, DATE '1997-07-10') AS c0, t1.big AS c1, avg(t1.big) AS c2 FROM fa t0 FULL OUTER JOIN "
      "fa t1 ON t0.k = t1.k AND t0.dw <> t0.i WHERE t1.s NOT IN (SELECT q1.s FROM fc q1 WHERE q1.s = t1.s) "
      "GROUP BY NULLIF(t1.d, DATE '1997-07-10'), t1.big", None, {"host_memory_limit": "16KB", "threads": 4}, 2),
+    # concat_ws over a row whose parts are all NULL: pyarrow's join dropped the row (ArrowInvalid, or
+    # every later row shifted up one); DuckDB gives '' (found probing the generator's new forms)
+    ("SELECT id, concat_ws('-', s, NULL, s), concat_ws(s, sl, s), concat_ws('/', NULL) FROM fa", None, {}, 1),
+    ("SELECT k, concat_ws(',', s, CAST(x AS VARCHAR)) FROM fc", None, {"batch_rows": 3}, 1),
+    # GROUP BY a DECIMAL(38) product past 64 bits was refused by the operator-at-a-time aggregate
+    # (campaign seed 24112506, cases 800-803, cpu_compile=False): grouped on its high and low halves now
+    ("SELECT (CAST(t0.dc AS DECIMAL(38,4)) * t1.dc), max((t1.id + t0.id)), count(t1.s), min(t1.dn) FROM fb t0 "
+     "INNER JOIN fa t1 ON t0.d = t1.d GROUP BY (CAST(t0.dc AS DECIMAL(38,4)) * t1.dc)", None, {"cpu_compile": False}, 1),
+    ("SELECT CAST(big AS HUGEINT) * 4 AS x, k, count(*) FROM fa GROUP BY x, k", None,
+     {"cpu_compile": False, "host_memory_limit": "16KB", "threads": 4}, 1),
+    # ... and PARTITION BY / ORDER BY such values crashed with OverflowError (window keys as int64)
+    ("SELECT id, count(*) OVER (PARTITION BY CAST(big AS HUGEINT) * 4) FROM fa", None, {}, 1),
+    ("SELECT id, count(*) OVER (PARTITION BY CAST(big AS HUGEINT) * 4) FROM fa", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 1),
+    ("SELECT id, rank() OVER (ORDER BY CAST(big AS HUGEINT) * 4, id), "
+     "sum(id) OVER (PARTITION BY k ORDER BY CAST(dw AS DECIMAL(38,4)) * dw DESC) FROM fa", None, {"batch_rows": 7}, 1),
+    # a GROUP BY item holding a NaN constant did not match its SELECT twin ("must appear in the GROUP
+    # BY clause": two NaN literals never compared equal; campaign seed 24112507, case 282)
+    ("SELECT NULLIF(fn, 'nan'::DOUBLE) AS x, count(*) FROM fa GROUP BY NULLIF(fn, 'nan'::DOUBLE)", None, {}, 1),
+    ("SELECT t1.id, COALESCE(t1.f, 'nan'::DOUBLE), count(*) FROM fa t0 FULL JOIN fb t1 ON t0.f = t1.f "
+     "GROUP BY t1.id, COALESCE(t1.f, 'nan'::DOUBLE)", None, {}, 1),
+    # dates and timestamps before year 1 as text: Arrow writes '-0001-11-28', DuckDB '0002-11-28 (BC)'
+    # (found probing the generator's DATE + n form; years past 9999 were already right)
+    ("SELECT id, CAST(d - 400 AS VARCHAR), (d - 400) || 'x', CAST(d + 30 AS VARCHAR), "
+     "CAST(CAST(d AS TIMESTAMP) - INTERVAL 800 DAY AS VARCHAR) FROM fa", None, {}, 1),
 ]
 
 # (SQL, error type): refusals that must name the construct

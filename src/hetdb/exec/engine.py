@@ -51,7 +51,7 @@ def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
     for p in physical.pipelines:
         s = ops.get(p.sink.op_id)
         note = s.fused if s is not None else ""
-        if s is None:
+        if s is None or note.startswith("the result of pipeline"):  # (exec/shared_results.py: reused)
             modes["not_run"] += 1
         elif note.startswith(COMPILED):
             modes["compiled"] += 1

@@ -7,6 +7,7 @@ backend kernel (upper, lower, trim, concat, casts to/from text) run through pyar
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -230,7 +231,9 @@ def arrow_cast(ev: ExprEvaluator, col: Column, dtype: DataType) -> Column:
         elif dtype.kind == "string" and col.dtype.kind == "timestamp":
             # DuckDB prints fractional seconds without trailing zeros (and none when zero)
             text = pc.replace_substring_regex(host.cast(pa.string()), r"(\.\d*[1-9])0+$", r"\1")
-            out = pc.replace_substring_regex(text, r"\.0+$", "")
+            out = _before_christ(pc.replace_substring_regex(text, r"\.0+$", ""))
+        elif dtype.kind == "string" and col.dtype.kind == "date":
+            out = _before_christ(host.cast(pa.string()))
         elif dtype.kind == "string":
             out = host.cast(pa.string())
         elif dtype.kind == "date":
@@ -242,6 +245,21 @@ def arrow_cast(ev: ExprEvaluator, col: Column, dtype: DataType) -> Column:
 
         raise HetdbError(f"cannot cast {col.dtype} values to {dtype}: {e}") from None
     return column_to_device(ev.backend, Column.from_arrow(out, dtype))
+
+
+def _before_christ(text: pa.Array) -> pa.Array:
+    """Arrow's text of a date or timestamp in year 0 or before (astronomical '-0001-11-28') as DuckDB
+    writes it: '0002-11-28 (BC)', the era after the date ('0002-11-28 (BC) 01:30:00')."""
+    if not pc.any(pc.match_substring_regex(text, r"^(-|0000-)")).as_py():
+        return text
+
+    def one(v: str | None) -> str | None:
+        m = re.match(r"^(-?\d+)(-\d\d-\d\d)(.*)$", v or "")
+        if m is None or int(m.group(1)) > 0:
+            return v
+        return f"{1 - int(m.group(1)):04d}{m.group(2)} (BC){m.group(3)}"
+
+    return pa.array([one(v) for v in text.to_pylist()], pa.string())
 
 
 # ---- dates ------------------------------------------------------------------------------------------------

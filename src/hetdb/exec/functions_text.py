@@ -110,7 +110,13 @@ def _printf(fmt: str, *args) -> str:
 def _concat_ws(ev, expr: Call, batch: Batch) -> Column:
     arrays = arrow_args(ev, expr, batch, "concat_ws")
     sep, parts = arrays[0], [a.cast(pa.string()) for a in arrays[1:]]
-    out = pc.binary_join_element_wise(*parts, sep.cast(pa.string()), null_handling="skip")
+    # pyarrow 26 drops (not empties) a row whose parts are all NULL under "skip"; DuckDB gives '':
+    # a leading '' on exactly those rows keeps them
+    all_null = pc.is_null(parts[0])
+    for a in parts[1:]:
+        all_null = pc.and_(all_null, pc.is_null(a))
+    empty = pc.if_else(all_null, pa.scalar("", pa.string()), pa.scalar(None, pa.string()))
+    out = pc.binary_join_element_wise(empty, *parts, sep.cast(pa.string()), null_handling="skip")
     return from_arrow(ev, pc.if_else(pc.is_null(sep), pa.scalar(None, pa.string()), out), expr)
 
 

@@ -62,9 +62,18 @@ class ColumnRef(Expr):
         return self.cid
 
 
+_NAN = float("nan")
+
+
 @dataclass(frozen=True)
 class Literal(Expr):
     value: object = None
+
+    def __post_init__(self) -> None:
+        # one NaN object: NaN != NaN, so two NaN literals (and the expressions holding them, e.g. a
+        # GROUP BY item and its SELECT twin) would never compare or hash equal
+        if isinstance(self.value, float) and self.value != self.value:
+            object.__setattr__(self, "value", _NAN)
 
     def __str__(self) -> str:
         return "NULL" if self.value is None else repr(self.value)

@@ -14,6 +14,7 @@ from hetdb.plan.passes import (
     count_pushdown,
     join_order,
     limit_pushdown,
+    outer_join_simplification,
     predicate_pushdown,
     projection_pruning,
     semi_build_side,
@@ -37,6 +38,7 @@ class PassContext:
 
 PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (constant_folding.NAME, constant_folding.run),
+    (outer_join_simplification.NAME, outer_join_simplification.run),
     (predicate_pushdown.NAME, predicate_pushdown.run),
     (projection_pruning.NAME, projection_pruning.run),
     (semi_join_pushdown.NAME, semi_join_pushdown.run),

@@ -19,7 +19,7 @@ from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, slice_
 from hetdb.exec.expressions import _convert
 from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
-from hetdb.exec.keys import encoders_for
+from hetdb.exec.keys import encoders_for, wide_key_parts
 from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
@@ -139,18 +139,20 @@ class HashAggregate(Sink):
         arrays = []
         for col, enc in zip(keycols, g.encoders if encoders is None else encoders):
             if col.dtype.kind == "string" and local:
-                data = col.data if col.dictionary is not None else \
-                    ctx.backend.factorize_strings(col.offsets, col.chars)[0]
+                parts = [col.data if col.dictionary is not None else
+                         ctx.backend.factorize_strings(col.offsets, col.chars)[0]]
+            elif col.dtype.kind == "string":
+                parts = [enc.encode(col)]
+            elif col.dtype.is_wide:  # HUGEINT / DECIMAL(38): past 64 bits as its high and low halves
+                parts = wide_key_parts(xp, col.data)
             else:
-                data = enc.encode(col) if col.dtype.kind == "string" else key_value(xp, col.data)
-            if data.dtype == bool:
-                data = data.astype(xp.int32)
-            if col.validity is not None:
-                arrays.append(xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype)))
-                arrays.append(col.validity)
-            else:
-                arrays.append(data)
-                arrays.append(xp.ones(n, dtype=bool))
+                parts = [key_value(xp, col.data)]
+            for data in parts:
+                if data.dtype == bool:
+                    data = data.astype(xp.int32)
+                arrays.append(data if col.validity is None else
+                              xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype)))
+            arrays.append(xp.ones(n, dtype=bool) if col.validity is None else col.validity)
         return arrays
 
     # ---- partial / merge ----------------------------------------------------------------------------------

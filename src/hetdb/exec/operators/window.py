@@ -44,6 +44,7 @@ from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators import window_concat, window_spill, window_sums
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
+from hetdb.exec.wide import is_object, sort_key
 from hetdb.exec.window_array import BOUND_CODES, ArrayKernels, float_order_key
 from hetdb.plan.expr import Field, SortKey
 from hetdb.plan.window import AGGREGATES, FRAME_VALUES, OFFSETS, RANKING, WindowCall
@@ -89,6 +90,8 @@ def _key(backend, col: Column):
         data = months * IV.US_MONTH + days * IV.US_DAY + micros
     else:
         data = col.data
+        if is_object(data):  # HUGEINT / DECIMAL(38) past 64 bits (host only): ranks ordered like the values
+            data = sort_key(xp, data if col.validity is None else np.where(col.validity, data, 0))
         data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64, copy=False)
     if col.validity is not None:
         data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))

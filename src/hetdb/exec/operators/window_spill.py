@@ -23,7 +23,7 @@ from hetdb import types as T
 from hetdb.column import Batch
 from hetdb.errors import OutOfMemoryError
 from hetdb.exec.columns import take_batch
-from hetdb.exec.keys import StringKeyEncoder
+from hetdb.exec.keys import StringKeyEncoder, wide_key_parts
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
@@ -68,20 +68,20 @@ def _key_arrays(op: Any, ctx: ExecContext, s: SpillState, batch: Batch) -> list[
     for e in op.partition:
         col = ctx.evaluator.evaluate(e, batch)
         if col.dtype.kind == "string":
-            data = s.encoder.encode(col)
+            parts = [s.encoder.encode(col)]
         elif col.dtype.kind == "float64":
             data = col.data + 0.0  # -0.0 is 0.0
-            data = xp.where(xp.isnan(data), xp.float64("nan"), data).view(xp.int64)
+            parts = [xp.where(xp.isnan(data), xp.float64("nan"), data).view(xp.int64)]
+        elif col.dtype.is_wide:  # HUGEINT / DECIMAL(38): past 64 bits as its high and low halves
+            parts = wide_key_parts(xp, col.data)
         else:
             data = key_value(xp, col.data)
-            if data.dtype == bool:
-                data = data.astype(xp.int32)
-        if col.validity is not None:
-            data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
+            parts = [data.astype(xp.int32) if data.dtype == bool else data]
         # a validity for every batch (all true where none is NULL): the arrays, and so the hashes of
         # equal values, must not depend on whether a batch happens to hold a NULL
         arrays.append(col.validity if col.validity is not None else xp.ones(batch.num_rows, dtype=bool))
-        arrays.append(data)
+        arrays.extend(data if col.validity is None else xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
+                      for data in parts)
     return arrays
 
 
