@@ -71,6 +71,11 @@ class Column:
         validity = None
         if arr.null_count:
             validity = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if dtype.kind == "list":  # one Python list of the elements' Python values per row
+            data = np.empty(len(arr), dtype=object)
+            for i, v in enumerate(arr.to_pylist()):
+                data[i] = v
+            return Column(dtype, data=data, validity=validity)
         if dtype.kind == "string":
             if pa.types.is_dictionary(arr.type):
                 values = arr.dictionary
@@ -98,6 +103,8 @@ class Column:
         elif dtype.kind == "timestamp":
             ts = arr.cast(pa.timestamp("us", tz=arr.type.tz)) if arr.type.tz else arr.cast(pa.timestamp("us"))
             data = ts.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        elif dtype.kind == "time":
+            data = arr.cast(pa.time64("us")).cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         elif dtype.kind == "bool":
             data = arr.fill_null(False).to_numpy(zero_copy_only=False)
         elif dtype.kind == "interval":
@@ -142,7 +149,7 @@ class Column:
             return _scaled_to_decimal(scaled, self.dtype)
         if kind == "date":
             return _primitive_to_arrow(data.astype(np.int32), pa.date32(), mask)
-        if kind == "timestamp":
+        if kind in ("timestamp", "time"):
             return _primitive_to_arrow(data.astype(np.int64), self.dtype.to_arrow(), mask)
         t = self.dtype.to_arrow()
         if _NUMPY_OF_ARROW.get(t) is not None and data.dtype == _NUMPY_OF_ARROW[t]:

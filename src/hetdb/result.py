@@ -28,7 +28,7 @@ def _require(module: str, extra: str):
 
 _TYPE_CODES = {"int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE", "date32[day]": "DATE",
                "bool": "BOOLEAN", "string": "VARCHAR", "large_string": "VARCHAR", "timestamp[us]": "TIMESTAMP",
-               "uint64": "UBIGINT", "month_day_nano_interval": "INTERVAL"}
+               "uint64": "UBIGINT", "month_day_nano_interval": "INTERVAL", "time64[us]": "TIME"}
 
 
 _SQL_TYPE_KEY = b"hetdb.type"  # exec/hostutil.SQL_TYPE_KEY (kept apart: results import no engine)
@@ -83,6 +83,8 @@ def sql_type_name(t: pa.DataType | pa.Field) -> str:
         return f"DECIMAL({t.precision},{t.scale})"
     if pa.types.is_timestamp(t) and t.tz:
         return "TIMESTAMP WITH TIME ZONE"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return sql_type_name(t.value_type) + "[]"
     return _TYPE_CODES.get(str(t), str(t).upper())
 
 

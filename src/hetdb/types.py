@@ -19,9 +19,10 @@ Physical layout per type (in memory and on disk):
                                                 int32 months packed in one int64;
                                                 exec/functions_interval.py packs and unpacks); stored
                                                 as those 16 bytes (plain pages, no zone map)
-  list (LIST, ``elem`` the element type)     -> results only (array_agg), never stored, host only: an
-                                                object array holding a Python list of the elements'
-                                                Python values (or None) per row
+  time (TIME)                                -> int64 microseconds since midnight (sql/time_type.py)
+  list (LIST, ``elem`` the element type)     -> query values only (exec/lists.py), never stored, host
+                                                only: an object array holding a Python list of the
+                                                elements' Python values (or None) per row
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import pyarrow as pa
 from hetdb.errors import UnsupportedError
 
 KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "string", "timestamp", "int128", "interval",
-         "list")
+         "list", "time")
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ TIMESTAMPTZ = DataType("timestamp", tz=True)
 INT128 = DataType("int128")
 UBIGINT = DataType("int128", precision=64)  # hash(): exact 64-bit unsigned values in HUGEINT's layout
 INTERVAL = DataType("interval")
+TIME = DataType("time")
 
 MAX_DECIMAL_PRECISION = 18
 MAX_WIDE_PRECISION = 38
@@ -128,7 +130,7 @@ INT128_MIN = -(2**127)
 
 
 def list_of(elem: DataType) -> DataType:
-    """LIST of ``elem`` (array_agg results; never stored)."""
+    """LIST of ``elem`` (a query value; never stored)."""
     return DataType("list", elem=elem)
 
 
@@ -148,13 +150,21 @@ def decimal(precision: int, scale: int) -> DataType:
 
 
 _NUMPY = {"int32": "int32", "int64": "int64", "int128": "int64", "float64": "float64", "decimal": "int64", "date": "int32",
-          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128",
+          "bool": "bool", "string": "int32", "timestamp": "int64", "interval": "complex128", "time": "int64",
           "list": "object"}
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "int128": pa.decimal128(38, 0), "float64": pa.float64(), "date": pa.date32(),
           "bool": pa.bool_(), "string": pa.string(), "timestamp": pa.timestamp("us"),
-          "interval": pa.month_day_nano_interval()}
+          "interval": pa.month_day_nano_interval(), "time": pa.time64("us")}
 _SQL = {"int32": "INTEGER", "int64": "BIGINT", "int128": "HUGEINT", "float64": "DOUBLE", "date": "DATE", "bool": "BOOLEAN",
-        "string": "VARCHAR", "timestamp": "TIMESTAMP", "interval": "INTERVAL"}
+        "string": "VARCHAR", "timestamp": "TIMESTAMP", "interval": "INTERVAL", "time": "TIME"}
+
+
+def value_type_from_arrow(t: pa.DataType, where: str = "") -> DataType:
+    """``from_arrow`` that also reads Arrow lists as LIST (values a query reads in place: Parquet
+    list columns; never stored)."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return list_of(value_type_from_arrow(t.value_type, where))
+    return from_arrow(t, where)
 
 
 def from_arrow(t: pa.DataType, where: str = "") -> DataType:
@@ -176,12 +186,18 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
         return DATE
     if pa.types.is_timestamp(t):
         return TIMESTAMPTZ if t.tz else TIMESTAMP
+    if pa.types.is_time(t):
+        return TIME
     if pa.types.is_boolean(t):
         return BOOL
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return STRING
     if t == pa.month_day_nano_interval() or pa.types.is_duration(t):
         return INTERVAL
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        raise UnsupportedError(f"column {where or '?'} is a LIST ({value_type_from_arrow(t, where)}), which "
+                               "hetdb cannot store (store its elements with unnest(...), or its text with "
+                               "CAST(... AS VARCHAR))")
     raise UnsupportedError(f"column {where or '?'} has Arrow type {t}, which hetdb cannot store "
                            "(supported: integers, floats, decimal(<=18), date, timestamp, bool, string, "
                            "interval)")

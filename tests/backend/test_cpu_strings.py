@@ -151,3 +151,26 @@ def test_gather_strings():
     assert decode(out_off, out_chars) == [strings[i] for i in idx]
     e_off, e_chars = B.gather_strings(offsets, chars, np.zeros(0, np.int64))
     assert e_off.tolist() == [0] and e_chars.shape == (0,)
+
+
+def test_gather_strings_parallel_matches_serial(monkeypatch):
+    """A gather past the parallel threshold on several kernel threads copies every string to its place."""
+    from hetdb.backend.cpu import strings as S
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    rng = np.random.default_rng(11)
+    strings = WORDS + random_strings(rng, 300)
+    offsets, chars = encode(strings, offset_base=3)
+    idx = rng.integers(0, len(strings), 5000)
+    monkeypatch.setattr(S, "_PARALLEL_GATHER", 100)
+    before = kernel_threads()
+    set_kernel_threads(2)
+    calls = []
+    parallel = S._gather_ranges_parallel
+    monkeypatch.setattr(S, "_gather_ranges_parallel", lambda *a: calls.append(1) or parallel(*a))
+    try:
+        out_off, out_chars = B.gather_strings(offsets, chars, idx)
+    finally:
+        set_kernel_threads(before)
+    assert calls, "the parallel gather did not run"
+    assert decode(out_off, out_chars) == [strings[i] for i in idx]

@@ -121,7 +121,7 @@ def _arr(name: str, ctype: str, values) -> str:
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
                slots: int = 4096, encoded: dict[str, np.ndarray] | None = None,
                grow_to: int = 0, pages: tuple[int, ...] = (),
-               luts: list[list[int]] | None = None) -> list[tuple[tuple, list[int]]]:
+               luts: list | None = None) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
     ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain);
@@ -130,7 +130,8 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
     ``grow_to``: afterwards move the groups into a table of that many slots (pipeline.cuh
     pipe_regroup, as a growing GroupAccumulator does) and read them from there. ``pages``: the rows
     cut into pages of these sizes, read by the paged kernel through a page table (one launch).
-    ``luts``: the int64 values of each dictionary lookup (all valid), e.g. a string join key's ids."""
+    ``luts``: the int64 values of each dictionary lookup (all valid), e.g. a string join key's ids, or
+    for a plain-string join key the build's table of strings (dict: off, chr, hash, slots)."""
     k = generate_pipeline(spec, paged=bool(pages))
     assert len(k.lookups) == len(luts or [])
     n = len(next(iter(columns.values())))
@@ -188,6 +189,12 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
         paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
         args = ["pl_pages", str(num), str(num_tiles)]
     for i, values in enumerate(luts or []):
+        if isinstance(values, dict):  # a build's table of strings (a plain-string join key's Lookup)
+            decl += [_arr(f"lto{i}", "long long", values["off"]), _arr(f"ltc{i}", "unsigned char", values["chr"]),
+                     _arr(f"lth{i}", "unsigned long long", values["hash"]),
+                     _arr(f"lts{i}", "long long", values["slots"])]
+            args += [f"lto{i}", f"ltc{i}", f"lth{i}", f"lts{i}", f"{len(values['slots']) - 1}LL"]
+            continue
         decl += [_arr(f"lut{i}", "long long", values), _arr(f"lutv{i}", "bool", [1] * len(values))]
         args += [f"lut{i}", f"lutv{i}"]
     probes = [s for s in spec.stages if isinstance(s, ProbeStage)]

@@ -267,7 +267,8 @@ def test_refused_operator_carries_the_reason():
 def test_string_join_keys_look_up_the_builds_ids(tmp_path):
     """A string join key of a dictionary column (probe input or an earlier probe's payload) is the
     build's id of its string, looked up per code (a Lookup with join_key the executor fills from the
-    build's key encoder); a NULL key matches nothing; a plain-string key is refused."""
+    build's key encoder); a NULL key matches nothing; a plain-string key looks its string up in the
+    build encoder's table of strings (string_hash.cuh string_key_id); a computed string key is refused."""
     t = col("t", T.STRING)
     spec = PipelineSpec(BASE, (ProbeStage("inner", (col("s", T.STRING), col("a")), (T.STRING, T.INT32),
                                           (Input("t", T.STRING, True, True),)),
@@ -281,9 +282,17 @@ def test_string_join_keys_look_up_the_builds_ids(tmp_path):
     assert body.count("pn0 = pn0 || !(") == 2 and "pn1 = pn1 || !(" in body  # NULL keys match nothing
     paged = generate_pipeline(dataclasses.replace(spec, inputs=tuple(
         dataclasses.replace(i, codec="paged") if i.dtype.kind != "float64" else i for i in BASE)), paged=True)
-    with pytest.raises(UnsupportedError, match="string join key s is not a dictionary-encoded column"):
-        generate_pipeline(PipelineSpec((Input("s", T.STRING),), (ProbeStage("inner", (col("s", T.STRING),),
-                                                                             (T.STRING,)),),
-                                       AggregateSink((), (("count_star", None),))))
+    # a plain-string key: each row's string is looked up in the build encoder's table of strings
+    plain_spec = PipelineSpec((Input("s", T.STRING),), (ProbeStage("inner", (col("s", T.STRING),), (T.STRING,)),),
+                              AggregateSink((), (("count_star", None),)))
+    plain = generate_pipeline(plain_spec)
+    plain_paged = generate_pipeline(plain_spec, paged=True)
+    for k in (plain, plain_paged):
+        assert [(lk.join_key, lk.plain) for lk in k.lookups] == [((0, 0), True)]
+        assert "pb0[0] = string_key_id(chr0 + off0[row], off0[row + 1] - off0[row], lut0_off" in k.body
+        assert "long long lut0_mask" in k.body and "pn0 = pn0 || !pipe::is_valid(val0, row);" in k.body
+    upper = Call(T.STRING, "upper", (col("s", T.STRING),))
+    with pytest.raises(UnsupportedError, match="is not a dictionary-encoded column"):
+        generate_pipeline(dataclasses.replace(plain_spec, stages=(ProbeStage("inner", (upper,), (T.STRING,)),)))
     if shutil.which("nvcc") is not None:
-        _nvcc_bodies(tmp_path, [body, paged.body])
+        _nvcc_bodies(tmp_path, [body, paged.body, plain.body, plain_paged.body])

@@ -21,6 +21,7 @@ from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
 
 import hetdb  # noqa: E402
 from hetdb.exec.compiled_cpu import CPU_COMPILED  # noqa: E402
+from hetdb.exec.memory import Reservation  # noqa: E402
 
 
 def _tables() -> dict[str, pa.Table]:
@@ -78,3 +79,41 @@ def test_plain_string_build_keys_group_by_build_row(sdb, threads) -> None:
             assert "plain (not dictionary-encoded)" not in text, f"{name}\n{text}"
             compared += 1
     assert compared == len(QUERIES)
+
+
+
+class _Capped(Reservation):
+    """An aggregation's reservation that refuses to grow past ``CAP`` bytes (the limit reached by
+    the aggregation alone, the join builds untouched)."""
+
+    CAP = 0
+
+    def try_grow(self, nbytes: int) -> bool:
+        return self.nbytes + nbytes <= self.CAP and super().try_grow(nbytes)
+
+
+@pytest.mark.parametrize("cap", [0, 4000, 500_000])
+def test_build_row_keys_when_the_aggregation_spills(sdb, monkeypatch, cap) -> None:
+    """Partial states keyed by build rows get their strings before the aggregation spills or
+    merges them as strings (rows of one string on two build rows must meet in one group): refused
+    at once (cap 0), after some partial states (4000) and at the final merge (500000)."""
+    from hetdb.exec.operators import aggregate
+
+    monkeypatch.setattr(_Capped, "CAP", cap)
+    init = aggregate._AggState.__init__
+
+    def capped(self, ctx, key_dtypes):
+        init(self, ctx, key_dtypes)
+        self.reservation = _Capped(ctx.memory)
+        ctx.cleanup.append(self.reservation.close)
+
+    monkeypatch.setattr(aggregate._AggState, "__init__", capped)
+    duck = duck_tables(TABLES)
+    for name in ("equal_strings_merge", "q10_like"):
+        sql = QUERIES[name]
+        with hetdb.connect(sdb.path, device="cpu", threads=3) as con:
+            got = con.sql(sql).arrow()
+            assert got.num_rows > 0, name
+            assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, f"{cap} {name}"
+            text = con.explain(sql, analyze=True)
+            assert any(CPU_COMPILED in line for line in text.splitlines() if "HashAggregate" in line), text

@@ -3,7 +3,7 @@ whether the device cache keeps pages compressed (option ``gpu_compressed_cache``
 flags each page's encoded data section and the kernel decodes the slice it reads) or decoded, against
 DuckDB, on the NULL tables of the differential suites (12 row groups of 256 rows: NULLs in every
 nullable column, whole pages NULL, ascending ids, plain-string pages read by LIKE and gathered for
-a sort, string join keys) and on TPC-H q09 (its aggregation over partsupp after three probes) and
+a sort, string join keys of dictionary and plain pages) and on TPC-H q09 (its aggregation over partsupp after three probes) and
 q12 (its filtered lineitem build).
 Each query runs cold, then hot (where the paged launch runs); EXPLAIN ANALYZE of the hot run must
 name the paged launch, and with compressed pages it must have read some of them in place."""
@@ -42,13 +42,18 @@ QUERIES = {
                         "GROUP BY n.f64", False),
     "computed_key_ids": ("SELECT id % 11 AS r, count(*), sum(id), min(i64), max(dec), sum(i_nn) FROM nulls "
                          "WHERE id > 17 GROUP BY r", False),
-    # string join keys (dictionaries of two tables: the kernel looks up the build's id of each code)
+    # string join keys (dictionaries of two tables: the kernel looks up the build's id of each code, the
+    # ids mapped on the device, backend/gpu/string_keys.py; _run refuses any CPU step)
     "string_key_join": ("SELECT n.i32, count(*), sum(m.v), min(m.d) FROM nulls n JOIN nulls2 m ON n.s = m.s "
                         "GROUP BY n.i32", False),
     "string_key_semi": ("SELECT i_nn, count(*), sum(i64) FROM nulls WHERE s IN (SELECT s FROM nulls2 WHERE v > 0) "
                         "GROUP BY i_nn", False),
     "string_key_left_rows": ("SELECT n.id, n.s, m.v FROM nulls n LEFT JOIN (SELECT s, max(v) AS v FROM nulls2 "
                              "GROUP BY s) m ON n.s = m.s WHERE n.i32 > 20 ORDER BY n.id", True),
+    # a plain-string join key (s_hi: plain after its first page): the kernel hashes each row's string
+    # and looks it up in the build encoder's table of strings on the device
+    "string_key_plain": ("SELECT a.i_nn, count(*), sum(b.c), min(a.id) FROM nulls a JOIN (SELECT s_hi, count(*) AS c "
+                         "FROM nulls WHERE i32 > 40 GROUP BY s_hi) b ON a.s_hi = b.s_hi GROUP BY a.i_nn", False),
     # the dense fused kernel's pipeline (dense group key), whose pages have NULLs: the compiled kernel
     # takes all of them in one launch instead (compiled_paged.compiled_over_pages)
     "fused_plan_null_pages": ("SELECT i_nn, count(*), sum(i64), min(d), max(i32) FROM nulls WHERE i32 > -20 "
@@ -92,20 +97,8 @@ def test_tpch_paged_with_and_without_compressed_pages(tpch_db, query) -> None:
     assert IN_PLACE in texts[True] and IN_PLACE not in texts[False], texts
 
 
-# On the H100 at 95a4078 these answered as DuckDB does, but the probe side's string dictionary was
-# mapped to the build's ids on the host (exec/keys.py: "string key dictionary mapped on the host", a
-# CPU step per dictionary), which _run refuses: a GPU-side dictionary map is still to be written.
-_HOST_DICTIONARY_MAP = pytest.mark.xfail(strict=True, reason="string join keys: dictionary mapped on the host")
-
-
-def _cases():
-    for name in QUERIES:
-        marks = [_HOST_DICTIONARY_MAP] if name.startswith("string_key") else []
-        yield pytest.param(name, marks=marks, id=name)
-
-
 @pytest.mark.parametrize("compressed", [True, False])
-@pytest.mark.parametrize("name", list(_cases()))
+@pytest.mark.parametrize("name", list(QUERIES))
 def test_paged_pipelines_over_compressed_or_decoded_pages(nulls_db, name, compressed) -> None:
     sql, ordered = QUERIES[name]
     with hetdb.connect(nulls_db.path, device="gpu", gpu_compressed_cache=compressed) as con:

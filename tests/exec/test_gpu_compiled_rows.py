@@ -1,6 +1,7 @@
 """Compiled GPU pipelines that select rows for a sink taking them as they are (issue 10,
 exec/compiled_rows.py): a sort, a top-N or a hash build fed by a kernel running the filters and
-probes, then a gather of the columns the sink reads. Against DuckDB on the NULL-rich fact/dim tables
+probes, then a gather of the columns the sink reads (for a top-N: its keys, ranked on the device,
+then the other columns of the best rows only). Against DuckDB on the NULL-rich fact/dim tables
 of conftest (NULLs in filters, keys and payloads, a left join's missing matches, strings gathered
 from plain and dictionary pages) and on TPC-H q02 (its top-N after three probes), q12 and q14
 (their filtered lineitem builds); each checks that the pipeline ran compiled and that no device
@@ -26,6 +27,7 @@ from hetdb.exec import compiled_features  # noqa: E402
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")]
 
 ROWS = "compaction and gather"
+TOPK = "compaction and gather (a top-k on the device first)"  # exec/compiled_rows.sink_selected
 
 # (query, ordered): ordered ones have a total ORDER BY (k is unique)
 QUERIES = {
@@ -51,6 +53,7 @@ def test_row_sinks_compiled_match_duckdb(db, duck, options) -> None:
             assert res.stats["gpu_leaked_bytes"] == 0
             text = con.explain(sql, analyze=True)
             compiled += ROWS in text
+            assert (TOPK in text) == (ROWS in text and name.startswith("topn")), (name, text)
     # (under the 2MB budget a build may spill, which the compiler refuses: the answers still match)
     assert compiled == len(QUERIES) or options.get("gpu_memory_limit"), compiled
 
@@ -82,5 +85,6 @@ def test_tpch_row_sink_pipelines_compile(tpch_db, query) -> None:
             assert res.stats["gpu_leaked_bytes"] == 0
         text = con.explain(sql, analyze=True)
     assert ROWS in text, text
+    assert (TOPK in text) == (query == "q02"), text  # q02's top-N ranks its rows before the gather
     # hot: the compiled pipelines over lineitem / partsupp ran as one launch over every cached page
     assert "one launch over every cached page" in text, text

@@ -36,7 +36,22 @@ def corpus_tables() -> dict[str, pa.Table]:
         "d": pa.array(d, pa.date32()),
     })
     empty = t.slice(0, 0)
-    return {"w": t, "w_empty": empty, "tz": _tz_table(rng), "ivs": _interval_table(rng), **_graph_tables(rng)}
+    return {"w": t, "w_empty": empty, "tz": _tz_table(rng), "ivs": _interval_table(rng), "times": _time_table(rng),
+            **_graph_tables(rng)}
+
+
+def _time_table(rng) -> pa.Table:
+    """TIME values (microseconds, some on whole seconds, midnight, the last microsecond of the day,
+    ties, NULLs) next to a timestamp and a group."""
+    n = 120
+    us = rng.integers(0, 86_400_000_000, n)
+    us[::7] = us[::7] // 1_000_000 * 1_000_000
+    us[3], us[4], us[5] = 0, 86_399_999_999, us[6]
+    ts = rng.integers(1_500_000_000_000_000, 1_700_000_000_000_000, n)
+    return pa.table({"id": pa.array(np.arange(n, dtype=np.int64)),
+                     "g": pa.array(rng.integers(0, 4, n).astype(np.int64)),
+                     "t": pa.array(us, pa.int64(), mask=np.arange(n) % 13 == 2).cast(pa.time64("us")),
+                     "ts": pa.array(ts, pa.int64()).cast(pa.timestamp("us"))})
 
 
 def _interval_table(rng) -> pa.Table:

@@ -3,6 +3,7 @@ NULL shown as NULL, middle columns and rows hidden when the result is wider or l
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from typing import Any
@@ -18,10 +19,18 @@ def _is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
-def _cell(v: Any) -> str:
+def _text(v: Any) -> str:
     if v is None:
         return "NULL"
-    s = str(v)
+    if isinstance(v, list):  # a LIST value, as DuckDB shows it: [1, NULL, abc]
+        return "[" + ", ".join(_text(x) for x in v) + "]"
+    if isinstance(v, dt.time) and v.microsecond:
+        return v.isoformat().rstrip("0")
+    return str(v)
+
+
+def _cell(v: Any) -> str:
+    s = _text(v)
     return s if len(s) <= _MAX_CELL else s[:_MAX_CELL - 1] + "…"
 
 

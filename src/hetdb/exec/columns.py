@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hetdb.column import Batch, Column
 from hetdb.exec.hostutil import column_from_pylist, host_scalar
 from hetdb.types import DataType
@@ -120,15 +122,18 @@ def concat_columns(backend, cols: list[Column]) -> Column:
     xp = backend.xp
     if len(cols) == 1:
         return cols[0]
+    if xp is np:
+        from hetdb.backend.cpu.concat import concatenate as cat  # large copies on every kernel thread
+    else:
+        cat = xp.concatenate
     first = cols[0]
     validity = None
     if any(c.validity is not None for c in cols):
-        validity = xp.concatenate([c.validity if c.validity is not None else xp.ones(len(c), dtype=bool)
-                                   for c in cols])
+        validity = cat([c.validity if c.validity is not None else xp.ones(len(c), dtype=bool) for c in cols])
     if first.dtype.kind == "string":
         dicts = {id(c.dictionary) for c in cols}
         if first.dictionary is not None and len(dicts) == 1:
-            return Column(first.dtype, data=xp.concatenate([c.data for c in cols]), validity=validity,
+            return Column(first.dtype, data=cat([c.data for c in cols]), validity=validity,
                           dictionary=first.dictionary)
         plain = [to_plain(backend, c) for c in cols]
         sizes = [int(c.chars.shape[0]) for c in plain]
@@ -137,9 +142,8 @@ def concat_columns(backend, cols: list[Column]) -> Column:
         for c, s in zip(plain[1:], sizes[1:]):
             parts.append(c.offsets[1:] + base)
             base += s
-        return Column(first.dtype, offsets=xp.concatenate(parts),
-                      chars=xp.concatenate([c.chars for c in plain]), validity=validity)
-    return Column(first.dtype, data=xp.concatenate([c.data for c in cols]), validity=validity)
+        return Column(first.dtype, offsets=cat(parts), chars=cat([c.chars for c in plain]), validity=validity)
+    return Column(first.dtype, data=cat([c.data for c in cols]), validity=validity)
 
 
 def concat_batches(backend, batches: list[Batch], names: list[str] | None = None) -> Batch:

@@ -21,7 +21,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.compiled_features import expr_refusal, off
 from hetdb.exec.compiled_paged import run_paged
-from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows
+from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows, topk_first
 from hetdb.exec.compiled_rows import gather as _gather  # noqa: F401 (exec/compiled_cpu.py imports it from here)
 from hetdb.exec.compiled_scan import resident_scan
 from hetdb.exec.compiled_tables import KeptTables, expansion, partial_state
@@ -482,6 +482,8 @@ def run_compiled(ctx: ExecContext, pipe: Any, plan: CompiledPlan, run: Any) -> N
         what = "hash probes and hash aggregation"
         if plan.materialize:
             what = "hash probes, compaction and gather" if plan.probes else "filters, compaction and gather"
+            if topk_first(plan):
+                what += " (a top-k on the device first)"
         if plan.mark_index is not None:
             what = (f"hash probes marking the build rows of the {pipe.ops[plan.mark_index].kind} join; "
                     "its rows then go through the operators")

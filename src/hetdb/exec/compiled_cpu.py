@@ -1,5 +1,7 @@
-"""Compiled CPU pipelines: a ``TableScan -> (Filter | Project | HashProbe)* -> HashAggregate``
-pipeline runs as one Numba-compiled ``nogil`` loop per morsel (backend/cpu/codegen): the scan's
+"""Compiled CPU pipelines: a ``TableScan`` (or an unordered previous pipeline's result, cut into a
+morsel per thread) ``-> (Filter | Project | HashProbe)* -> HashAggregate`` pipeline (or one ending in
+a hash build, sort or top-N that takes the selected rows) runs as one Numba-compiled ``nogil`` loop
+per morsel (backend/cpu/codegen): the scan's
 pushed filters, the probes into the join builds' hash tables (inner of unique and non-unique
 builds, semi, anti), projections and the grouped aggregation happen row by row with no
 intermediate batches, and each worker keeps its own group table across its morsels, handed to the
@@ -41,9 +43,10 @@ from hetdb.exec.compiled_cpu_kernels import (
 )
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.compiled_cpu_morsel import LocalStats, LocalTimer, ResidentPages
+from hetdb.exec.compiled_rows import selects_rows
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.basic import ResultSource
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import ColumnRef, Expr
 
@@ -126,12 +129,19 @@ def _expression_nodes(plan: CompiledPlan, sink: Any) -> int:
 
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
-    rows_sink = isinstance(sink, HashBuild) and any(isinstance(op, HashProbe) for op in pipe.ops)
+    rows_sink = selects_rows(ctx, pipe)
     marks = mark_probe(pipe)
     if not isinstance(sink, HashAggregate) and not rows_sink and marks is None:
         return ""
-    if not isinstance(src, TableScan):
-        return f"a {type(src).__name__} source is not compiled for the CPU"
+    if not isinstance(src, TableScan | ResultSource) or src.ordered:
+        return f"a{'n ordered' if src.ordered else ''} {type(src).__name__} source is not compiled for the CPU"
+    if isinstance(src, ResultSource):
+        first = next((b for b in ctx.results[src.pipeline_id] if isinstance(b, Batch)), None)
+        if first is None:
+            return "a ResultSource source of no rows in memory is not compiled for the CPU"
+        names = {c: c for c in first.columns}
+    else:
+        names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     if marks is not None:
         plan: Any = plan_marks(ctx, pipe, marks)
         if isinstance(plan, str):
@@ -143,7 +153,6 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     size = _expression_nodes(plan, None if plan.materialize else sink)
     if size > MAX_EXPRESSION_NODES:
         return f"its expressions have {size} nodes (more than {MAX_EXPRESSION_NODES} take Numba too long to compile)"
-    names = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     needed = set(plan.referenced - plan.produced)
     if plan.materialize:  # the scan columns the gathered rows need as well
         for c in plan.outputs:
@@ -221,9 +230,9 @@ def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None
 def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
     """The stages with each run of consecutive probes that make at most one row per input row
     (unique inner, semi, anti) ordered by the share of rows they let through, smallest first: a
-    row most probes reject is dropped by the first one. Only probes whose keys read no column of
-    another probe of the run move; projections in the run that the loop does not compute (no
-    produced column) are dropped from it, others end it."""
+    row most probes reject is dropped by the first one. A probe whose keys read a column another
+    probe of the run makes stays after that one; projections in the run that the loop does not
+    compute (no produced column) are dropped from it, others end it."""
     entry = {id(op): (op, side, pay) for op, side, pay in probes}
     out: list[Any] = []
     run: list[Any] = []
@@ -235,18 +244,26 @@ def _probe_order(plan: CompiledPlan, probes: list) -> tuple[list[Any], list]:
         return op.kind in ("semi", "anti") or (op.kind == "inner" and bool(side.table.unique))
 
     def close() -> None:
-        if len(run) > 1:
-            made = {f.cid for op in run for f in op.right_fields}
-            if not any(set().union(*(k.columns() for k in op.left_keys)) & made for op in run):
-                run.sort(key=lambda op: pass_share(op, entry[id(op)][1]))
-        out.extend(("probe", op) for op in run)
+        # smallest share first among the probes whose keys are there (not made by a probe left
+        # to place): TPC-H q08's lineitem probes orders (6% pass), part (0.7%), supplier and its
+        # nation (keyed by a supplier column), which kept the run in plan order
+        left = list(run)
+        while left:
+            made = {f.cid for op in left for f in op.right_fields}
+            ready = [op for op in left if not set().union(*(k.columns() for k in op.left_keys)) & made]
+            if not ready:  # (a cycle cannot happen: each key reads earlier columns) keep the order
+                ready = left[:1]
+            op = min(ready, key=lambda op: pass_share(op, entry[id(op)][1]))
+            out.append(("probe", op))
+            left.remove(op)
         run.clear()
 
     for kind, x in plan.stages:
         if kind == "probe" and movable(x):
             run.append(x)
-        elif kind == "project" and run and not any(f.cid in plan.produced for f, _ in x.exprs):
-            continue
+        elif kind == "project" and run and not any(
+                f.cid in plan.produced and not (isinstance(e, ColumnRef) and e.cid == f.cid) for f, e in x.exprs):
+            continue  # computes nothing the loop reads (renames of a column to itself included)
         else:
             close()
             out.append((kind, x))
@@ -345,6 +362,11 @@ class _Worker:
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         src, ctx, reader = self.pipe.source, self.ctx, self.run.gsrc
+        if isinstance(src, ResultSource):  # a previous pipeline's rows, as they are
+            got = src.read(ctx, morsel, reader)
+            if not got:
+                return None
+            return {c: got[0].columns[c] for c in self.p.base}, got[0].num_rows
         rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
         if verdict(ctx, src, reader, self.p, rg) == "skip":
             self.stats.add(src.op_id, pages_skipped=len(src.scan.fields))
@@ -531,7 +553,8 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p:
             _refuse(ctx, pipe, p)
         return run
-    p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
+    if isinstance(pipe.source, TableScan):
+        p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
     for _, side, _ in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)
@@ -548,7 +571,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         if p.marks is not None:
             what = "hash probes, marking the build rows it matches"
         elif p.plan.materialize:
-            what = "hash probes and row selection"
+            what = "hash probes and row selection" if p.probes else "row selection"
         st.fused = f"{CPU_COMPILED} (scan, filters, {what}; {p.compiled} morsels)"
         if p.run_morsels:
             st.fused += f"; {p.run_morsels} morsels sorted by the group key, grouped by key runs"

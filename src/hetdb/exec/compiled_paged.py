@@ -18,7 +18,7 @@ from typing import Any
 from hetdb.column import Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.compiled_features import off
-from hetdb.exec.compiled_rows import dictionary_lookups, gather
+from hetdb.exec.compiled_rows import dictionary_lookups, sink_selected
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Timer
 
@@ -151,13 +151,13 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
     elif plan.materialize:
         sel = select_pages(paged, table, dictionary_lookups(ctx, plan, paged, dicts), probes, plan.unique_rows)
         if int(sel.rows.shape[0]):
-            def column(cid: str) -> Column:
+            def column(cid: str, rows: Any) -> Column:
                 col = table.pages[0][cid]
                 if col.dtype.kind == "string" and col.dictionary is None:
-                    return _take_strings(ctx, table, cid, sel.rows)
-                return paged_take(paged, table, cid, sel.rows)
+                    return _take_strings(ctx, table, cid, rows)
+                return paged_take(paged, table, cid, rows)
 
-            sink.sink(ctx, gather(ctx, plan, None, sel, column), gsink, lsink)
+            sink_selected(ctx, plan, None, sel, gsink, lsink, column)
     else:
         reservation = Reservation(ctx.memory)
         ctx.cleanup.append(reservation.close)

@@ -1,7 +1,7 @@
 """Compiled GPU pipelines that select rows (exec/compiled.py): a sink that takes rows as they are
 (a hash build, a sort, a top-N) is fed by a kernel that runs the filters and probes and writes the
 surviving rows and their build rows (``MaterializeSink``); the columns the sink reads are then gathered
-for them. Also the dictionary lookups every compiled kernel reads (codegen/expr3.py)."""
+for them (for a top-N, first its sort keys, and the other columns only for the best rows). Also the dictionary lookups every compiled kernel reads (codegen/expr3.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.scan import TableScan
@@ -18,13 +18,12 @@ from hetdb.exec.operators.sort import SortSink, TopNSink
 
 def selects_rows(ctx: ExecContext, pipe: Any) -> bool:
     """Whether ``pipe``'s sink takes rows as they are and the pipeline selects them in a way worth a
-    kernel: a hash build after a probe, and on the GPU also a hash build, sort or top-N after a filter
-    (pushed into its scan or not) or a probe. (The CPU's compiled pipelines, exec/compiled_cpu.py,
-    share the planning and take hash builds after probes only.)"""
+    kernel: a hash build, sort or top-N after a filter (pushed into its scan or not) or a probe. (The
+    CPU's compiled pipelines, exec/compiled_cpu.py, share the planning.)"""
     probes = any(isinstance(op, HashProbe) for op in pipe.ops)
     if isinstance(pipe.sink, HashBuild) and probes:
         return True
-    if getattr(ctx, "device", None) is None or not isinstance(pipe.sink, (HashBuild, SortSink, TopNSink)):
+    if not isinstance(pipe.sink, (HashBuild, SortSink, TopNSink)):
         return False
     if probes or any(isinstance(op, FilterOp) for op in pipe.ops):
         return True
@@ -35,10 +34,15 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
     """(values, valid) per dictionary lookup of ``kernel`` (codegen/expr3.py): its expression evaluated
     once per dictionary by the operator kernels, kept in ``plan.luts`` while the dictionary is; for a
     string join key, the ids the join build's key encoder gives the dictionary's strings (-1: a string
-    no build row has, which matches nothing)."""
+    no build row has, which matches nothing); for a plain-string join key, the build encoder's table of
+    strings on the device, which the kernel reads itself (backend/gpu/string_keys.py)."""
     xp = ctx.backend.xp
     out = []
     for lk in kernel.kernel.lookups:
+        if lk.plain:  # a plain-string probe key: the kernel looks its strings up in the build's table
+            enc = ctx.results[plan.stages[lk.join_key[0]][1].build_pipeline].encoders[lk.join_key[1]]
+            out.append(enc.device_table())
+            continue
         d = dicts[lk.cid]
         key = (kernel.kernel.name, lk.index, id(d))
         hit = plan.luts.get(key)
@@ -46,10 +50,10 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
             enc = ctx.results[plan.stages[lk.join_key[0]][1].build_pipeline].encoders[lk.join_key[1]]
             if hit is None or hit[0] is not d or hit[3] is not enc:
                 n = len(d)
-                codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)
                 ids = xp.full(max(n, 1), -1, dtype=xp.int64)
                 if n:
-                    ids[:n] = enc.encode(codes, add=False)
+                    mapped = enc.dictionary_ids(d, add=False)  # on the device (backend/gpu/string_keys.py)
+                    ids[:n] = xp.arange(n, dtype=xp.int64) if mapped is None else mapped
                 hit = plan.luts[key] = (d, ids, xp.ones(max(n, 1), dtype=bool), enc)
             out.append((hit[1], hit[2]))
             continue
@@ -68,10 +72,12 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
     return out
 
 
-def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any = None) -> Batch:
-    """The columns the sink reads, for the rows (and matches) the kernel selected (projections the
-    kernel did not need are evaluated on the gathered rows). ``probe_column(cid)``: the probe side's
-    column at the selected rows when they are not rows of one batch ``b`` (a paged launch)."""
+def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any = None,
+           cids: list[str] | None = None) -> Batch:
+    """The columns the sink reads (``cids`` of them: only those), for the rows (and matches) the
+    kernel selected (projections the kernel did not need are evaluated on the gathered rows).
+    ``probe_column(cid, rows)``: the probe side's column at input rows ``rows`` when they are not rows
+    of one batch ``b`` (a paged launch)."""
     from hetdb.exec.columns import take
 
     be = ctx.backend
@@ -83,14 +89,14 @@ def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column:
                 stage_of[f.cid] = (i, x)
             if x.mark is not None:
                 stage_of[x.mark.cid] = (i, x)
-    exprs = {c: plan.alias.get(c) for c in plan.outputs}
+    exprs = {c: plan.alias.get(c) for c in (plan.outputs if cids is None else cids)}
     base: set[str] = set()
     for c, e in exprs.items():
         base |= {c} if e is None else set(e.columns())
     cols: dict[str, Column] = {}
     for c in base:
         if c not in stage_of and (b is None or c in b.columns):
-            cols[c] = probe_column(c) if b is None else take(be, b.columns[c], sel.rows)
+            cols[c] = probe_column(c, sel.rows) if b is None else take(be, b.columns[c], sel.rows)
             continue
         i, op = stage_of[c]
         if op.mark is not None and c == op.mark.cid:
@@ -106,6 +112,45 @@ def gather(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column:
     return Batch(out, n)
 
 
+def sink_selected(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, gsink: Any, lsink: Any,
+                  probe_column: Any = None) -> None:
+    """The selected rows into the sink. A top-N sink gets only its best rows: their sort keys are
+    gathered and ranked on the device first (backend topk_indices), so the other columns (strings
+    above all) are gathered for at most limit + offset rows."""
+    if topk_first(plan):
+        sel = _best_selected(ctx, plan, b, sel, probe_column)
+    plan.sink.sink(ctx, gather(ctx, plan, b, sel, probe_column), gsink, lsink)
+
+
+def topk_first(plan: Any) -> bool:
+    """Whether the sink is a top-N whose keys can be ranked before the gather (they read only
+    columns the sink reads)."""
+    if not isinstance(plan.sink, TopNSink):
+        return False
+    keys = set().union(*(set(k.expr.columns()) for k in plan.sink.keys))
+    return bool(keys) and keys <= set(plan.outputs)
+
+
+def _best_selected(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any) -> Any:
+    from hetdb.backend.gpu.codegen.pipeline_runtime import Selected
+    from hetdb.exec.operators.sort import sort_keys
+
+    sink = plan.sink
+    k = sink.limit + sink.offset
+    n = int(sel.rows.shape[0])
+    if n <= k:
+        return sel
+    cids = sorted(set().union(*(set(key.expr.columns()) for key in sink.keys)))
+    keys = gather(ctx, plan, b, sel, probe_column, cids)
+    with Timer(ctx, sink.op_id):
+        arrays, desc = sort_keys(ctx, sink.keys, keys)
+        # the best rows in their selected order: the sink ranks them again, ties by position as before
+        best = ctx.backend.xp.sort(ctx.backend.topk_indices(arrays, desc, k))
+        ctx.add(sink.op_id, rows_in=n - int(best.shape[0]))  # (ranked here; the sink counts the rest)
+    return Selected(sel.rows[best], {i: r[best] for i, r in sel.build_rows.items()},
+                    {i: m[best] for i, m in sel.marks.items()})
+
+
 def consume_rows(ctx: ExecContext, plan: Any, kernel: Any, cids: list[str], b: Batch, probes: list,
                  build_dicts: dict[str, Column], gsink: Any, lsink: Any) -> None:
     """One batch through a row-selecting kernel; the sink gets the gathered rows."""
@@ -116,4 +161,4 @@ def consume_rows(ctx: ExecContext, plan: Any, kernel: Any, cids: list[str], b: B
     sel = select(kernel, {c: b.columns[c] for c in cids}, b.num_rows, dictionary_lookups(ctx, plan, kernel, dicts), probes,
                  plan.unique_rows)
     if int(sel.rows.shape[0]):
-        plan.sink.sink(ctx, gather(ctx, plan, b, sel), gsink, lsink)
+        sink_selected(ctx, plan, b, sel, gsink, lsink)

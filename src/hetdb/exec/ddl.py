@@ -34,7 +34,7 @@ _TYPE_NAMES = {"INT": "INTEGER", "INT4": "INTEGER", "INTEGER": "INTEGER", "SMALL
                "DATE": "DATE", "BOOLEAN": "BOOLEAN", "BOOL": "BOOLEAN", "VARCHAR": "VARCHAR",
                "TEXT": "VARCHAR", "STRING": "VARCHAR", "CHAR": "VARCHAR", "BPCHAR": "VARCHAR",
                "TIMESTAMP": "TIMESTAMP", "DATETIME": "TIMESTAMP", "TIMESTAMPTZ": "TIMESTAMP WITH TIME ZONE",
-               "TIMESTAMP WITH TIME ZONE": "TIMESTAMP WITH TIME ZONE"}
+               "TIMESTAMP WITH TIME ZONE": "TIMESTAMP WITH TIME ZONE", "TIME": "TIME"}
 
 
 def count_result(n: int) -> pa.Table:
@@ -55,7 +55,7 @@ def sql_type(dt: exp.DataType) -> T.DataType:
     name = _TYPE_NAMES.get(base)
     if name is None:
         raise UnsupportedError(f"column type {text} (hetdb stores INTEGER, BIGINT, DOUBLE, DECIMAL(p<=18,s), "
-                               "DATE, TIMESTAMP, TIMESTAMPTZ, BOOLEAN, VARCHAR)")
+                               "DATE, TIMESTAMP, TIMESTAMPTZ, TIME, BOOLEAN, VARCHAR)")
     return T.DataType.parse(name)
 
 
@@ -507,6 +507,8 @@ def _conform(data: pa.Table, schema: list[ColumnSpec]) -> pa.Table:
         target = spec.dtype.to_arrow()
         if arr.type != target and arr.null_count == len(arr):
             arr = pa.nulls(len(arr), target)  # untyped NULLs (VALUES (NULL)) fit any column type
+        elif spec.dtype.kind == "time" and pa.types.is_string(arr.type):
+            arr = _time_from_text(arr, spec.name)
         elif arr.type != target:
             try:
                 arr = pc.cast(arr, target, safe=True)
@@ -515,6 +517,20 @@ def _conform(data: pa.Table, schema: list[ColumnSpec]) -> pa.Table:
                                  f"values of type {arr.type}: {e}") from None
         out[spec.name] = arr
     return pa.table(out)
+
+
+def _time_from_text(arr: pa.ChunkedArray, column: str) -> pa.Array:
+    """TIME text (Arrow casts no strings to time64) as DuckDB reads it."""
+    from hetdb.sql.time_type import parse_time
+
+    out = []
+    for s in arr.to_pylist():
+        us = None if s is None else parse_time(s)
+        if s is not None and us is None:
+            raise InputError(f"column '{column}' (TIME): cannot convert the inserted value '{s}' "
+                             "(expected [YYYY-MM-DD ]HH:MM:SS[.MS])")
+        out.append(us)
+    return pa.array(out, pa.int64()).cast(pa.time64("us"))
 
 
 def summarize(data: pa.Table, dtypes: list[T.DataType]) -> pa.Table:

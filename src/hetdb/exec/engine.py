@@ -33,6 +33,7 @@ from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
 from hetdb.exec.route_stats import scan_routes
 from hetdb.plan import logical as L
+from hetdb.plan.host_values import host_kind
 
 PLAN_CACHE_ENTRIES = 256
 # A pipeline that only reads earlier results (sort, top-n, projections of an aggregate, the final
@@ -50,7 +51,7 @@ def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
     for p in physical.pipelines:
         s = ops.get(p.sink.op_id)
         note = s.fused if s is not None else ""
-        if s is None:
+        if s is None or note.startswith("the result of pipeline"):  # (exec/shared_results.py: reused)
             modes["not_run"] += 1
         elif note.startswith(COMPILED):
             modes["compiled"] += 1
@@ -509,10 +510,12 @@ class QueryEngine:
 
 def _host_only(node: L.Node) -> str:
     """Why the plan runs on the CPU on a GPU connection ("" where it need not): LIST values live in
-    host object arrays (sql/lists.py); stored INTERVAL columns (16-byte values) are read by the host
-    scan only (the device scan and pipeline compiler hold values of at most 8 bytes)."""
-    if any(f.dtype.kind == "list" for f in node.schema):
-        return "LIST values (array_agg) are computed on the host"
+    host object arrays and TIME values have host functions only (plan/host_values.py); stored
+    INTERVAL columns (16-byte values) are read by the host scan only (the device scan and pipeline
+    compiler hold values of at most 8 bytes)."""
+    kind = host_kind(node)
+    if kind:
+        return f"{kind} values are computed on the host"
     if isinstance(node, L.Scan) and any(f.dtype.kind == "interval" for f in node.schema):
         return "stored INTERVAL columns are read on the host"
     return next((why for why in map(_host_only, node.inputs()) if why), "")

@@ -635,5 +635,7 @@ def _more_functions() -> dict:
     from hetdb.exec.functions_more import FUNCTIONS as MORE
     from hetdb.exec.functions_strings import FUNCTIONS as STRINGS
     from hetdb.exec.functions_text import FUNCTIONS as TEXT
+    from hetdb.exec.functions_time import FUNCTIONS as TIMES
+    from hetdb.exec.lists import FUNCTIONS as LISTS
 
-    return {**TEXT, **DATETIME, **MORE, **STRINGS}
+    return {**TEXT, **DATETIME, **MORE, **STRINGS, **LISTS, **TIMES}

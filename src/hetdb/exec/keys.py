@@ -4,7 +4,9 @@ Kernels take key columns of int32/int64/float64/bool and never see NULLs or stri
 int64 ids from a ``StringKeyEncoder`` that one operator shares between its inputs: a dictionary
 column maps its dictionary once (the first dictionary seen maps to its own codes, so the common case
 of one shared dictionary costs no gather), plain strings are factorized per batch and their distinct
-values mapped. Equal strings always get equal ids, whatever their encoding. A HUGEINT /
+values mapped. Equal strings always get equal ids, whatever their encoding. On the GPU the ids come
+from the device (backend/gpu/string_keys.py: the distinct strings and a hash table of their ids in
+device memory), so no string goes to the host. A HUGEINT /
 DECIMAL(38) join key becomes two int64 keys (its high and low 64 bits), so values past 64 bits join
 exactly (``wide_key_parts``).
 """
@@ -16,7 +18,7 @@ from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Column
-from hetdb.exec.hostutil import column_from_pylist, int64_array, note_host_step, strings_to_pylist
+from hetdb.exec.hostutil import int64_array, note_host_step, strings_to_pylist
 from hetdb.exec.wide import is_object, key_value
 
 
@@ -27,9 +29,9 @@ class StringKeyEncoder:
         self.backend = backend
         self.values: list[str] = []
         self.index: dict[str, int] = {}
-        self._maps: dict[int, tuple[Column, Any]] = {}  # id(dictionary) -> (dictionary, ids | None)
-        self._identity: Column | None = None             # dictionary whose codes are the ids
-        self._decoded: tuple[int, Column] | None = None
+        # id(dictionary) -> (dictionary, ids | None[, GPU: mapped with add, strings known then])
+        self._maps: dict[int, tuple] = {}
+        self._device: Any = None                         # backend/gpu/string_keys.DeviceStringIds
         self._lock = threading.Lock()
 
     def _ids_of(self, strings: list[str], add: bool) -> list[int]:
@@ -48,6 +50,8 @@ class StringKeyEncoder:
     def encode(self, col: Column, add: bool = True) -> Any:
         """int64 id per row (rows under NULL get an arbitrary id; -1 = unseen when ``add`` is off)."""
         xp = self.backend.xp
+        if self.backend.name == "gpu":
+            return self._encode_on_device(col, add)
         if col.dictionary is not None:
             d = col.dictionary
             with self._lock:
@@ -58,8 +62,6 @@ class StringKeyEncoder:
                     first = not self.values
                     ids = self._ids_of(strings, add)
                     identity = first and add and ids == list(range(len(ids)))
-                    if identity:
-                        self._identity = d
                     hit = (d, None if identity else self.backend.asarray(int64_array(ids)))
                     self._maps[id(d)] = hit
             codes = col.data.astype(xp.int64)
@@ -75,24 +77,43 @@ class StringKeyEncoder:
             return xp.zeros(len(col), dtype=xp.int64)
         return self.backend.gather(self.backend.asarray(int64_array(ids)), codes.astype(xp.int64))
 
-    def decode(self, ids: Any, validity: Any) -> Column:
-        """A dictionary string column for ``ids`` (the original dictionary when only it was seen)."""
+    def dictionary_ids(self, d: Column, add: bool = True) -> Any | None:
+        """GPU: int64 id per string of the dictionary ``d`` (None: its codes are the ids)."""
         with self._lock:
-            if self._identity is not None and len(self.values) == len(self._identity):
-                dictionary = self._identity
-            else:
-                if self._decoded is None or self._decoded[0] != len(self.values):
-                    self._decoded = (len(self.values),
-                                     column_from_pylist(self.backend, list(self.values), T.STRING))
-                dictionary = self._decoded[1]
-                if dictionary.dictionary is not None:  # column_from_pylist may dictionary-encode
-                    dictionary = dictionary.dictionary
-        if len(dictionary) == 0:
-            from hetdb.exec.columns import full_column
+            ids_on_device = self._ids_on_device()
+            hit = self._maps.get(id(d))
+            # a map made without ``add`` holds -1 for strings unseen then: valid until strings are added
+            if hit is not None and hit[0] is d and (hit[2] or hit[3] == ids_on_device.count):
+                return hit[1]
+            first = ids_on_device.count == 0
+            ids, new = ids_on_device.map(d.offsets, d.chars, add)
+            identity = first and add and new == len(d)
+            self._maps[id(d)] = (d, None if identity else ids, add, ids_on_device.count)
+            return None if identity else ids
 
-            return full_column(self.backend, None, T.STRING, int(ids.shape[0]))
-        return Column(T.STRING, data=ids.astype(self.backend.xp.int32), validity=validity,
-                      dictionary=dictionary)
+    def device_table(self) -> tuple:
+        """GPU: the launch arguments of this encoder's table of strings (string_hash.cuh
+        string_key_id: offsets, bytes, hashes, slots, slot mask), for kernels that look strings up."""
+        with self._lock:
+            return self._ids_on_device().table_args()
+
+    def _ids_on_device(self) -> Any:
+        if self._device is None:
+            from hetdb.backend.gpu.string_keys import device_string_ids
+
+            self._device = device_string_ids()
+        return self._device
+
+    def _encode_on_device(self, col: Column, add: bool) -> Any:
+        xp = self.backend.xp
+        if col.dictionary is None:
+            with self._lock:
+                return self._ids_on_device().map(col.offsets, col.chars, add)[0]
+        ids = self.dictionary_ids(col.dictionary, add)
+        codes = col.data.astype(xp.int64)
+        if ids is None or len(col.dictionary) == 0:
+            return codes
+        return self.backend.gather(ids, codes)
 
 
 def key_arrays(backend, cols: list[Column], encoders: list[StringKeyEncoder | None],

@@ -21,13 +21,17 @@ from hetdb.exec.operators.basic import (
 )
 from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.operators.recursive import RecursiveSource, WorkingSource
+from hetdb.exec.operators.sample import SampleSource
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.operators.scan_external import ExternalScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
+from hetdb.exec.operators.unnest import UnnestOp
 from hetdb.exec.operators.window import WindowSink
 from hetdb.plan import logical as L
 from hetdb.plan.expr import Cast, ColumnRef, Expr
 from hetdb.plan.recursive import RecursiveCTE, WorkingScan
+from hetdb.plan.sample import Sample
+from hetdb.plan.unnest import Unnest
 from hetdb.plan.window import Window
 
 
@@ -232,6 +236,15 @@ class PhysicalPlanner:
                 if skip:
                     o.source = dataclasses.replace(o.source, skip=skip)
             o.ops.append(ProjectOp(exprs=node.exprs, op_id=self._id()))
+            return o
+        if isinstance(node, Sample):
+            o = self._build(node.input)
+            pid = self._close(o, CollectSink(label="sample input", op_id=self._id()))
+            return _Open(SampleSource(pipeline_id=pid, percent=node.percent, rows=node.rows, exact=node.exact,
+                                      seed=node.seed, op_id=self._id()), deps=[pid])
+        if isinstance(node, Unnest):
+            o = self._build(node.input)
+            o.ops.append(UnnestOp(lists=node.lists, op_id=self._id()))
             return o
         if isinstance(node, L.Limit):
             o = self._build(node.input)

@@ -39,15 +39,18 @@ class Expr:
         return ()
 
     def columns(self) -> frozenset[str]:
-        """cids this expression reads."""
+        """cids this expression reads (a lambda's parameters are its own, not read from a plan)."""
         out: set[str] = set()
+        bound: set[str] = set()
         stack: list[Expr] = [self]
         while stack:
             e = stack.pop()
             if isinstance(e, ColumnRef):
                 out.add(e.cid)
+            elif isinstance(e, Lambda):
+                bound.update(p.cid for p in e.params)
             stack.extend(e.children())
-        return frozenset(out)
+        return frozenset(out - bound)
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,22 @@ class Case(Expr):
     def __str__(self) -> str:
         body = " ".join(f"WHEN {c} THEN {v}" for c, v in self.whens)
         return f"CASE {body} ELSE {self.otherwise} END"
+
+
+@dataclass(frozen=True)
+class Lambda(Expr):
+    """``lambda x[, i]: body``, only as an argument of a list function (exec/lists.py evaluates
+    ``body`` over a batch holding the elements as ``params[0]`` and, with two, their 1-based
+    positions as ``params[1]``); ``dtype`` is the body's."""
+
+    params: tuple[ColumnRef, ...] = ()
+    body: Expr | None = None
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.body,)
+
+    def __str__(self) -> str:
+        return f"lambda {', '.join(map(str, self.params))}: {self.body}"
 
 
 @dataclass(frozen=True)

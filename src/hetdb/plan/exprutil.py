@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 
 from hetdb import types as T
-from hetdb.plan.expr import AggCall, Call, Case, Cast, ColumnRef, Expr, Literal
+from hetdb.plan.expr import AggCall, Call, Case, Cast, ColumnRef, Expr, Lambda, Literal
 
 
 def conjuncts(e: Expr | None) -> list[Expr]:
@@ -73,6 +73,8 @@ def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
             otherwise=None if e.otherwise is None else transform(e.otherwise, fn))
     if isinstance(e, AggCall) and e.arg is not None:
         return dataclasses.replace(e, arg=transform(e.arg, fn))
+    if isinstance(e, Lambda):
+        return dataclasses.replace(e, body=transform(e.body, fn))
     return e
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hetdb.errors import HetdbError
 from hetdb.plan.logical import Aggregate, Filter, Join, Node, Output, Project, Scan, Sort, TopN, Union
+from hetdb.plan.unnest import Unnest
 from hetdb.plan.window import Window
 
 
@@ -33,7 +34,7 @@ def _need(node: Node) -> set[str]:
     elif isinstance(node, Scan):
         for e in node.filters:
             out |= e.columns()
-    elif isinstance(node, Window):
+    elif isinstance(node, Window | Unnest):
         out |= node.reads()
     return out
 

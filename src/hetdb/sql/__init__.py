@@ -18,6 +18,7 @@ def bind(sql: str, db, time_zone: str = "UTC", facts: dict | None = None) -> Out
     from hetdb.sql.binder import Binder
     from hetdb.sql.check import check_supported
     from hetdb.sql.external import rewrite_table_functions
+    from hetdb.sql.list_keys import key_rewrite
     from hetdb.sql.lists import refuse_list_operands
     from hetdb.sql.parse import parse
     from hetdb.sql.session import session
@@ -28,6 +29,7 @@ def bind(sql: str, db, time_zone: str = "UTC", facts: dict | None = None) -> Out
     try:
         with session(time_zone, facts):
             plan = Binder(db).bind_statement(tree)
+        plan = key_rewrite(plan)
         refuse_list_operands(plan)
         return plan
     except HetdbError:

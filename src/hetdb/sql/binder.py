@@ -27,7 +27,9 @@ from hetdb.sql.grouping import grouping_plan, grouping_sets
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
 from hetdb.sql.names import name_of
+from hetdb.sql.sample import sample
 from hetdb.sql.scope import Rel, Scope
+from hetdb.sql.unnest import UnnestState, from_unnest
 from hetdb.sql.window import WindowState, window_operands
 
 
@@ -124,6 +126,10 @@ class Binder:
             from hetdb.sql.values import bind_values
 
             return bind_values(self, node)
+        if isinstance(node, exp.Pivot):  # PIVOT t ON ... / UNPIVOT t ON ... as a query
+            from hetdb.sql.pivot import pivoted
+
+            return self.bind_query(pivoted(self, node.this, node), outer)
         if not isinstance(node, (exp.Select, exp.SetOperation)):
             raise UnsupportedError(f"{type(node).__name__} queries (only SELECT, VALUES and set "
                                    "operations are supported)")
@@ -148,9 +154,19 @@ class Binder:
 
     # ---- FROM --------------------------------------------------------------------------------------
     def _from_item(self, node: exp.Expression) -> tuple[Node, Rel]:
+        if node.args.get("sample") is not None:  # FROM x TABLESAMPLE ...
+            bare = node.copy()
+            bare.set("sample", None)
+            plan, rel = self._from_item(bare)
+            return sample(plan, node.args["sample"]), rel
+        if node.args.get("pivots"):  # FROM t PIVOT (...) / UNPIVOT (...) [AS alias]
+            from hetdb.sql.pivot import pivot_item
+
+            query, alias = pivot_item(self, node)
+            return self._derived(self.bind_query(query, None), alias, [])
         if isinstance(node, exp.Table):
-            if node.args.get("joins") or node.args.get("pivots"):
-                raise UnsupportedError("PIVOT / nested joins in FROM")
+            if node.args.get("joins"):
+                raise UnsupportedError("nested joins in FROM")
             name = node.name
             alias = (node.alias or name).lower()
             if node.args.get("db") is None and name.lower() in self.working:
@@ -180,6 +196,9 @@ class Binder:
                 return plan, Rel(rel.alias, [(cols[i] if i < len(cols) else n, f)
                                              for i, (n, f) in enumerate(rel.columns)], rel.hidden)
             return FC.table_scan(self.db, name, alias, self.new_cid)
+        if isinstance(node, exp.Unnest):
+            return self._derived(self.bind_query(from_unnest(node), None), (node.alias or "unnest").lower(),
+                                 self._alias_columns(node))
         if isinstance(node, exp.Values):
             from hetdb.sql.values import bind_values
 
@@ -220,12 +239,23 @@ class Binder:
             self._add_rel(scope, rel)
             ctx = ExprContext(scope, self, "JOIN ... ON")
             on = conjuncts(as_condition(bind_expr(j.args["on"], ctx), "JOIN ... ON")) if j.args.get("on") is not None else []
-            for ident in j.args.get("using") or []:
+            method = str(j.args.get("method") or "").upper()
+            using = j.args.get("using") or []
+            for ident in using:
                 name = ident.name.lower()
                 prev = Scope(scope.rels[:-1]).resolve(None, name)
-                on.append(compare("eq", prev, scope.resolve(rel.alias, name)))
+                # ASOF ... USING (k, t): the last column is the inequality l.t >= r.t
+                op = "ge" if method == "ASOF" and ident is using[-1] else "eq"
+                on.append(compare(op, prev, scope.resolve(rel.alias, name)))
                 rel.hidden.add(name)
             side = (j.side or "").upper()
+            if method in ("POSITIONAL", "ASOF"):
+                from hetdb.sql.special_joins import method_join
+
+                items, preds = [method_join(self.new_cid, method, side, items, preds, right, on)], []
+                for r in scope.rels if method == "POSITIONAL" else scope.rels[-1:] if side == "LEFT" else []:
+                    _make_nullable(r)
+                continue
             if side in ("LEFT", "RIGHT", "FULL"):
                 left, rest = FC.combine(items, preds)
                 if rest:
@@ -257,6 +287,13 @@ class Binder:
         for node in sel.expressions:
             if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star)):
                 out.extend(self._expand_star(node, scope))
+                continue
+            if node.find(exp.Columns) is not None:
+                from hetdb.sql.columns_expr import expand
+
+                names = [(r.alias, n) for r in scope.rels for n, _ in r.columns if n not in r.hidden]
+                unique = [(t if sum(m == n for _, m in names) > 1 else None, n) for t, n in names]
+                out.extend(expand(node, unique))
                 continue
             out.append((_output_name(node), node))
         if not out:
@@ -320,8 +357,13 @@ class Binder:
                     post.append(e)
                 else:
                     plain.append(e)
-        joined, rest = FC.combine(items, join_preds + plain)
-        plan = joined.plan
+        if sel.args.get("sample") is not None:  # USING SAMPLE: after FROM and its joins, before WHERE
+            joined, rest = FC.combine(items, join_preds)
+            plan = sample(joined.plan, sel.args["sample"])
+            rest = rest + plain
+        else:
+            joined, rest = FC.combine(items, join_preds + plain)
+            plan = joined.plan
         if rest:
             plan = Filter(plan, and_all(rest))
         plan = where_holder.build(plan)
@@ -361,7 +403,9 @@ class Binder:
             agg_state = AggState(scope, keys, aliases={
                 name.lower(): n.this for name, n in sel_items if isinstance(n, exp.Alias)})
         windows = WindowState()
-        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows)
+        unnests = UnnestState(self.new_cid)
+        ctx = ExprContext(scope, self, "the SELECT list", holder=holder, agg=agg_state, window=windows,
+                          unnest=unnests)
         exprs: list[Expr] = []
         for _, n in sel_items:
             exprs.append(n if isinstance(n, Expr) else bind_expr(n, ctx))
@@ -404,6 +448,7 @@ class Binder:
         plan = windows.apply(plan)
         if qualify_e is not None:
             plan = Filter(plan, qualify_e)
+        plan = unnests.apply(plan)
         distinct = sel.args.get("distinct")
         on = distinct.args.get("on") if distinct is not None else None
         if on is not None:

@@ -11,6 +11,9 @@ from sqlglot import exp
 from hetdb.errors import UnsupportedError
 from hetdb.sql import first_last as FL
 from hetdb.sql import functions_ext as FX
+from hetdb.sql import list_funcs as LF
+from hetdb.sql import list_lambdas as LL
+from hetdb.sql import list_more as LM
 from hetdb.sql.bit_aggs import NODES as BIT_AGGS
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
@@ -29,14 +32,13 @@ _SUPPORTED: tuple[type, ...] = (
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
+    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, exp.Pivot, exp.UnpivotColumns, *LL.NODES, *LM.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
 )
 
 # Friendly names for constructs users write often.
 _NAMES: dict[type, str] = {
-    exp.Lateral: "LATERAL", exp.TableSample: "TABLESAMPLE",
-    exp.Unnest: "UNNEST", exp.Array: "array literals", exp.Struct: "struct literals",
-    exp.Pivot: "PIVOT",
+    exp.Lateral: "LATERAL",
+    exp.Struct: "struct literals",
     exp.Insert: "INSERT", exp.Create: "CREATE", exp.Delete: "DELETE", exp.Update: "UPDATE",
     exp.Drop: "DROP", exp.RegexpLike: "regular expressions", exp.SimilarTo: "SIMILAR TO",
 }
@@ -88,11 +90,11 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
         if what not in found:
             found.append(what)
 
-    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values)):
+    if not isinstance(tree, (exp.Select, exp.Subquery, exp.SetOperation, exp.Values, exp.Pivot)):
         add(f"{_describe(tree, sql)} statements (only SELECT queries are supported)")
     refused: set[int] = set()
     for node in tree.walk():
-        if isinstance(node, exp.Anonymous) and FX.handles(node) or isinstance(node, exp.IgnoreNulls) and FL.handles(node):
+        if isinstance(node, exp.Anonymous) and (FX.handles(node) or LF.handles(node)) or isinstance(node, exp.IgnoreNulls) and FL.handles(node):
             continue
         if not isinstance(node, _SUPPORTED):
             if not _inside(node, refused):  # the parts of a refused construct are not named again
@@ -107,7 +109,7 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
             if side in ("RIGHT", "FULL") and node.args.get("using"):
                 # DuckDB's merged USING column is COALESCE(left, right): not modelled for these.
                 add(f"{side} JOIN ... USING")
-            if node.args.get("method"):
+            if node.args.get("method") and str(node.args["method"]).upper() not in ("POSITIONAL", "ASOF"):
                 add(f"{node.args['method']} JOIN")
         elif isinstance(node, exp.Like | exp.ILike) and node.args.get("escape") is not None:
             add("LIKE ... ESCAPE")

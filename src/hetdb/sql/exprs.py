@@ -22,6 +22,8 @@ from hetdb.sql import functions_ext as FX
 from hetdb.sql import holistic as HL
 from hetdb.sql import holistic_stats as HS
 from hetdb.sql import interval as IV
+from hetdb.sql import list_funcs as LF
+from hetdb.sql import time_type as TM
 from hetdb.sql import typing as TY
 from hetdb.sql.functions import MATH_NODES, bind_math
 from hetdb.sql.names import function_name
@@ -68,6 +70,7 @@ class ExprContext:
     holder: PlanHolder | None = None
     agg: AggState | None = None
     window: object = None  # sql.window.WindowState where window functions are allowed
+    unnest: object = None  # sql.unnest.UnnestState where unnest() is allowed (the SELECT list)
 
 
 def _has(node: exp.Expression, kinds: tuple[type, ...]) -> bool:
@@ -125,7 +128,7 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         from hetdb.sql.rewrites import filter_as_case
 
         return bind_expr(filter_as_case(node), ctx)
-    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window)) or isinstance(node, exp.Star):
+    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window, exp.Explode)) or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:
@@ -168,7 +171,7 @@ def _bind_aggregate(node: exp.Expression, ctx: ExprContext) -> Expr:
         elif isinstance(node, (exp.Min, exp.Max)):
             call = AggCall(t, "min" if isinstance(node, exp.Min) else "max", arg, distinct)
         else:
-            if isinstance(node, exp.Avg) and t.kind in ("date", "timestamp"):
+            if isinstance(node, exp.Avg) and t.kind in ("date", "timestamp", "time"):
                 from hetdb.sql.temporal_aggs import temporal_avg
 
                 return temporal_avg(ctx, function_name(node), arg, distinct)
@@ -207,6 +210,10 @@ def compare(op: str, a: Expr, b: Expr) -> Expr:
     """Typed comparison: both sides cast to their common type."""
     if IV.is_interval(a) or IV.is_interval(b):
         return IV.compare(op, a, b)
+    if LF.is_list(a) or LF.is_list(b):
+        from hetdb.sql.list_keys import compare as list_compare
+
+        return list_compare(op, a, b)
     a, b = _midnight_as_date(a, b), _midnight_as_date(b, a)
     t = TY.common_type(a, b, "a comparison")
     return Call(T.BOOL, op, (TY.cast_to(a, t), TY.cast_to(b, t)))
@@ -288,6 +295,14 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return bind_window(node, ctx, b)
     if FX.handles(node):
         return FX.bind_ext(node, b)
+    if LF.handles(node):
+        return LF.bind(node, b, ctx)
+    if isinstance(node, exp.TimeFromParts):
+        return TM.make_time(b(node.args["hour"]), b(node.args["min"]), b(node.args["sec"]))
+    if isinstance(node, exp.Explode):
+        if ctx.unnest is None:
+            raise UnsupportedError(f"unnest() in {ctx.clause} (unnest is supported in the SELECT list and FROM)")
+        return ctx.unnest.add(node, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
     if isinstance(node, exp.Column):
@@ -307,7 +322,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.Cast):
         to = node.to
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
-        x, t = b(node.this), TY.sql_type(to.this.value, params)
+        x = b(node.this)
+        if LF.is_list(x) or to.this == exp.DataType.Type.ARRAY:
+            return LF.cast(x, to)
+        t = TY.sql_type(to.this.value, params)
+        if "time" in (t.kind, x.dtype.kind):
+            return TM.cast(x, t)
         if IV.is_interval(x):
             if t != T.STRING:
                 raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
@@ -323,6 +343,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         op = _ARITH[type(node)]
         if op in ("add", "sub") and FX.is_interval(node.expression):
             left = b(node.this)
+            if left.dtype.kind == "time":
+                return TM.plus_interval(left, b(node.expression), 1 if op == "add" else -1)
             if not IV.is_interval(left):
                 return FX.interval_arith(left, node.expression, 1 if op == "add" else -1, b)
         if op == "add" and FX.is_interval(node.this):
@@ -330,6 +352,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             if not IV.is_interval(right):
                 return FX.interval_arith(right, node.this, 1, b)
         left, right = b(node.this), b(node.expression)
+        if "time" in (left.dtype.kind, right.dtype.kind):
+            return _time_arith(op, left, right)
         if IV.is_interval(left) or IV.is_interval(right):
             return IV.arith(op, left, right)
         if op == "sub" and left.dtype.kind == "date" and right.dtype.kind == "date":
@@ -423,6 +447,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return Call(T.STRING, type(node).__name__.lower(), (x,))
     if isinstance(node, exp.Length):
         x = b(node.this)
+        if LF.is_list(x):
+            return LF.length(x)
         if x.dtype.kind != "string":
             raise SqlError(f"LENGTH needs a string, got {x.dtype}")
         return Call(T.INT64, "length", (x,))
@@ -436,6 +462,22 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.Star):
         raise SqlError("'*' is only allowed in the SELECT list or COUNT(*)")
     raise UnsupportedError(f"expression {node.sql(dialect='duckdb')!r} ({type(node).__name__})")
+
+
+def _time_arith(op: str, a: Expr, b: Expr) -> Expr:
+    """DATE + TIME, TIME + DATE, TIME ± INTERVAL, INTERVAL + TIME (DuckDB's only TIME arithmetic)."""
+    kinds = (a.dtype.kind, b.dtype.kind)
+    if op == "add" and kinds in (("date", "time"), ("time", "date")):
+        return TM.date_plus_time(*(a, b) if kinds[0] == "date" else (b, a))
+    if op in ("add", "sub") and kinds == ("time", "interval"):
+        return TM.plus_interval(a, b, 1 if op == "add" else -1)
+    if op == "add" and kinds == ("interval", "time"):
+        return TM.plus_interval(b, a, 1)
+    raise SqlError(f"no operator {a.dtype} {_ARITH_SQL[op]} {b.dtype} (TIME supports DATE + TIME and "
+                   "TIME ± INTERVAL)")
+
+
+_ARITH_SQL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "intdiv": "//", "mod": "%"}
 
 
 def _int_arg(e: Expr, what: str) -> Expr:
@@ -455,6 +497,8 @@ def _negate(x: Expr) -> Expr:
 
 
 def _extract(part: str, x: Expr) -> Expr:
+    if x.dtype.kind == "time":
+        return TM.part(part.lower(), x, f"EXTRACT({part})")
     if IV.is_interval(x):
         return FX.date_part(part.lower(), x, f"EXTRACT({part})")
     if x.dtype.kind not in ("date", "timestamp"):
@@ -473,10 +517,11 @@ def _extract(part: str, x: Expr) -> Expr:
 
 def in_list(probe: Expr, items: list[Expr]) -> Expr:
     """``probe IN (items)``: an in_list call over literals, else an OR of equalities."""
-    if IV.is_interval(probe) or any(IV.is_interval(it) for it in items):
-        out = IV.compare("eq", probe, items[0])
+    if IV.is_interval(probe) or any(IV.is_interval(it) for it in items) or \
+            LF.is_list(probe) or any(LF.is_list(it) for it in items):
+        out = compare("eq", probe, items[0])
         for it in items[1:]:
-            out = Call(T.BOOL, "or", (out, IV.compare("eq", probe, it)))
+            out = Call(T.BOOL, "or", (out, compare("eq", probe, it)))
         return out
     t = TY.common_of([probe, *items], "IN")
     probe_c = TY.cast_to(probe, t)

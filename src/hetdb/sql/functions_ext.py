@@ -112,6 +112,10 @@ def date_part(part: str, x: Expr, what: str) -> Expr:
     from hetdb.exec.functions_datetime import DATE_PARTS
 
     p = _part(part, DATE_PARTS, what)
+    if x.dtype.kind == "time":
+        from hetdb.sql.time_type import part as time_part
+
+        return time_part(p, x, what)
     if IV.is_interval(x):
         return IV.part(p, x)
     x = _temporal(x, what)

@@ -51,7 +51,7 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
 
     agg = ctx.agg
     name = function_name(node)
-    if isinstance(node.this, exp.Distinct):
+    if isinstance(node.this, exp.Distinct) and not isinstance(node, exp.ArrayAgg):  # (sql/lists.py)
         raise UnsupportedError(f"{name}(DISTINCT ...)")
     inner = ExprContext(agg.pre_scope, ctx.binder, f"the argument of {name}")
 

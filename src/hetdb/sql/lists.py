@@ -2,11 +2,13 @@
 table, and OVER whole partitions.
 
 A LIST value is computed on the host by the window operator (each group's values, NULLs included,
-in the ORDER BY given or input order) and taken by the hash aggregation; it can only be returned:
-selected, passed through subqueries and CTEs, next to ORDER BY/LIMIT on other columns. Functions,
-comparisons, casts, GROUP BY/ORDER BY/JOIN keys, DISTINCT and set operations over LIST values are
-refused at bind time (``refuse_list_operands``), as are nested lists and lists stored by CREATE
-TABLE. Queries returning LIST values run on the CPU (a GPU connection says so in its statistics).
+in the ORDER BY given or input order) and taken by the hash aggregation. LIST values (these, list
+literals, string_split, ...) can be returned: selected, passed through subqueries and CTEs, next to
+ORDER BY/LIMIT on other columns, passed to the list functions of sql/list_funcs.py and unnest, and
+compared or used as keys through their key text (sql/list_keys.py, applied before the check). Other
+functions and aggregates over LIST values are refused at bind time (``refuse_list_operands``), as
+are lists stored by CREATE TABLE.
+Queries with LIST values run on the CPU (a GPU connection says so in its statistics).
 """
 
 from __future__ import annotations
@@ -15,34 +17,44 @@ from sqlglot import exp
 
 from hetdb import types as T
 from hetdb.errors import UnsupportedError
-from hetdb.plan.expr import AggCall, ColumnRef, Expr, Literal
+from hetdb.plan.expr import AggCall, Call, ColumnRef, Expr, Lambda, Literal
 from hetdb.plan.logical import Aggregate, Filter, Join, Node, Project, Scan, Sort, TopN
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
 from hetdb.sql import typing as TY
 from hetdb.sql.holistic import order_keys
+from hetdb.sql.list_funcs import LIST_OPS
 
-_ONLY = "LIST values (array_agg) can only be returned as result columns"
+_ONLY = "LIST values can only be returned or passed to list functions"
 
 
 def array_agg_call(node: exp.ArrayAgg, name: str, b) -> WindowCall:
     """array_agg(x [ORDER BY ...]): args (x, key flags, *keys), the LIST of x's type."""
     arg, keys, flags = order_keys(node.this, b)
-    if isinstance(arg, exp.Distinct):
-        raise UnsupportedError(f"{name}(DISTINCT ...)")
+    distinct = isinstance(arg, exp.Distinct)
+    if distinct:
+        if len(arg.expressions) != 1:
+            raise UnsupportedError(f"{name}(DISTINCT ...) of several arguments")
+        arg = arg.expressions[0]
     x = b(arg)
     if TY.is_null_literal(x):
         raise UnsupportedError(f"{name} of a NULL constant (give it a type: CAST(NULL AS ...))")
     if x.dtype.kind == "list" or x.dtype.tz:
         raise UnsupportedError(f"{name} of {x.dtype} values")
-    return WindowCall(T.list_of(x.dtype), "array_agg", (x, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)
+    return WindowCall(T.list_of(x.dtype), "array_agg_distinct" if distinct else "array_agg",
+                      (x, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)
 
 
 def _lists_in(e: Expr | None) -> bool:
-    """``e`` computes something from a LIST value (a bare column reference only passes it on)."""
-    if e is None or isinstance(e, ColumnRef):
+    """``e`` computes something from a LIST value other than with the list functions of
+    sql/list_funcs.py (a bare column reference only passes it on)."""
+    if e is None:
         return False
-    return any(c.dtype.kind == "list" for c in _walk(e) if c is not e) or \
-        (e.dtype.kind == "list" and not isinstance(e, AggCall))
+    for node in _walk(e):
+        if isinstance(node, ColumnRef | AggCall | Literal | Lambda) or (isinstance(node, Call) and node.op in LIST_OPS):
+            continue
+        if node.dtype.kind == "list" or any(c.dtype.kind == "list" for c in node.children()):
+            return True
+    return False
 
 
 def _walk(e: Expr):
@@ -80,7 +92,7 @@ def refuse_list_operands(node: Node) -> None:
     elif isinstance(node, Window):
         keys.extend(node.partition)
         keys.extend(k.expr for k in node.order)
-        exprs.extend(a for _, c in node.funcs if c.op != "array_agg" for a in c.args)
+        exprs.extend(a for _, c in node.funcs if not c.op.startswith("array_agg") for a in c.args)
     if any(k.dtype.kind == "list" for k in keys):
         raise UnsupportedError(f"{_ONLY} (not GROUP BY, ORDER BY, PARTITION BY, DISTINCT or join keys)")
     if any(_lists_in(e) for e in exprs):

@@ -151,11 +151,41 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return f"date_trunc('{node.args['unit'].name.lower()}', {n(node.this)})"
     if isinstance(node, exp.DateDiff) and isinstance(node.args.get("unit"), exp.Var):
         return f"{function_name(node)}('{node.args['unit'].name.lower()}', {n(node.expression)}, {n(node.this)})"
+    if isinstance(node, exp.Array | exp.Explode | exp.Bracket | exp.ArraySort):
+        return _list_name(node)
+    if isinstance(node, exp.Lambda):
+        return f"(lambda {', '.join(i.name for i in node.expressions)}: {n(node.this)})"
+    if isinstance(node, exp.Identifier):  # a lambda's parameter in its body
+        return node.name
     if isinstance(node, exp.Func):
         name = function_name(node)
         quoted = f'"{name}"' if name in _KEYWORD_FUNCTIONS else name
         return f"{quoted}({', '.join(n(a) for a in _args(node))})"
     return node.sql(dialect="duckdb")
+
+
+def _list_name(node: exp.Expression) -> str:
+    """List constructs as DuckDB prints them: ``list_value(1, 2)``, ``unnest(l)``, ``l[1]``, ``l[1:2]``,
+    ``list_sort(l, 'DESC')``."""
+    n = name_of
+    if isinstance(node, exp.Array):
+        return f"list_value({', '.join(n(x) for x in node.expressions)})"
+    if isinstance(node, exp.Explode):
+        return f"unnest({n(node.this)})"
+    if isinstance(node, exp.Bracket):
+        sub = node.expressions[0] if len(node.expressions) == 1 else None
+        if isinstance(sub, exp.Slice):
+            lo, hi = sub.this, sub.args.get("expression")
+            return f"{n(node.this)}[{n(lo) if lo is not None else ''}:{n(hi) if hi is not None else ''}]"
+        return f"{n(node.this)}[{', '.join(n(x) for x in node.expressions)}]"
+    name = function_name(node)
+    args = [n(node.this)]
+    desc = node.args.get("asc") is not None and not node.args["asc"].this
+    if name in ("list_sort", "array_sort") and (desc or node.args["nulls_first"].this):
+        args.append("'DESC'" if desc else "'ASC'")
+    if node.args["nulls_first"].this:
+        args.append("'NULLS FIRST'")
+    return f"{name}({', '.join(args)})"
 
 
 def _cast(node: exp.Cast) -> str:

@@ -75,6 +75,9 @@ def parse(sql: str) -> exp.Expression:
     if len(trees) > 1:
         raise SqlError(f"expected one statement, got {len(trees)}: run them one at a time")
     tree = trees[0]
+    if "->" in _without_strings(sql) and any(isinstance(n, exp.Lambda) for n in tree.walk()):
+        raise SqlError("lambda arrows (x -> ...) are deprecated and refused by DuckDB 2.0: write "
+                       "lambda x: ...")
     _keep_written_names(tree, sql)
     if isinstance(tree, exp.Command):
         raise SqlError(f"syntax error: cannot read statement starting with {tree.name!r}", 1, 1,

@@ -20,6 +20,7 @@ from hetdb.plan.logical import Aggregate, Join, Limit, Node, Project, Sort, Unio
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
 from hetdb.sql import typing as TY
 from hetdb.sql.exprs import ExprContext, bind_expr
+from hetdb.sql.list_keys import sort_key
 from hetdb.sql.scope import Rel, Scope
 
 
@@ -62,7 +63,9 @@ def _null_safe_keys(a: Field, b: Field) -> tuple[list[Expr], list[Expr]]:
     out: tuple[list[Expr], list[Expr]] = ([], [])
     for f, keys in ((a, out[0]), (b, out[1])):
         keys.append(Call(T.BOOL, "is_null", (_ref(f),)))
-        keys.append(Call(f.dtype, "coalesce", (_ref(f), Literal(f.dtype, zero))))
+        ref = _ref(f)
+        value = sort_key(ref)  # a LIST by its key text (sql/list_keys.py)
+        keys.append(Call(value.dtype, "coalesce", (value, Literal(value.dtype, zero if value is ref else ""))))
     return out
 
 

@@ -54,10 +54,23 @@ _ITEM_START = {TokenType.SELECT, TokenType.COMMA, TokenType.L_PAREN, TokenType.D
 
 
 class StrictDuckDB(DuckDB):
-    """sqlglot's DuckDB dialect with DuckDB's stricter JOIN grammar."""
+    """sqlglot's DuckDB dialect with DuckDB's stricter JOIN grammar. List indexes stay as written
+    (1-based): sqlglot's DuckDB parser moves only the constant ones to 0-based."""
+
+    INDEX_OFFSET = 0
 
     class Parser(DuckDB.Parser):
         FUNCTIONS = {**DuckDB.Parser.FUNCTIONS, **HOST_AGGREGATES}
+
+        def parse(self, raw_tokens, sql=None):
+            trees = super().parse(raw_tokens, sql)
+            for tree in trees:
+                for node in tree.walk() if tree is not None else ():
+                    if isinstance(node, exp.Bracket):
+                        # its index is DuckDB's 1-based one (INDEX_OFFSET = 0), which a tree printed
+                        # as DuckDB SQL again (INSERT ... SELECT, views) must keep
+                        node.set("offset", 1)
+            return trees
 
         def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
                         alias_tokens=None):

@@ -61,6 +61,10 @@ def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
         return ta
     if ta == tb:
         return ta
+    if ta.kind == "list" or tb.kind == "list":  # element by element (sql/list_funcs.py)
+        from hetdb.sql.list_funcs import common_type as list_common_type
+
+        return list_common_type([ta, tb], what or "a comparison")
     if ta.is_numeric and tb.is_numeric:
         if "float64" in (ta.kind, tb.kind):
             return T.FLOAT64
@@ -192,6 +196,10 @@ def cast_literal(lit: Literal, to: DataType) -> Literal:
         return Literal(to, v)
     if fr.tz or to.tz:
         return _cast_tz_literal(lit, to)
+    if "time" in (fr.kind, to.kind):
+        from hetdb.sql.time_type import cast_literal as time_literal
+
+        return time_literal(lit, to)
     try:
         if to.kind == "string":
             return Literal(to, str(_py_value(lit)))
@@ -293,6 +301,10 @@ def cast_to(e: Expr, to: DataType) -> Expr:
     """``e`` as type ``to``: unchanged when it already is, folded for literals, else a Cast node."""
     if e.dtype == to and not is_null_literal(e):
         return e
+    if to.kind == "list" and (e.dtype.kind == "list" or is_null_literal(e)):
+        from hetdb.sql.list_funcs import cast_list
+
+        return cast_list(e, to)
     if (e.dtype.tz or to.tz) and not is_null_literal(e):
         return tz_cast(e, to)
     if isinstance(e, Literal):
@@ -327,7 +339,7 @@ _CAST_NAMES = {
     "DOUBLE": T.FLOAT64, "FLOAT": T.FLOAT64, "REAL": T.FLOAT64, "DOUBLE PRECISION": T.FLOAT64,
     "DATE": T.DATE, "BOOLEAN": T.BOOL, "BOOL": T.BOOL, "TIMESTAMP": T.TIMESTAMP,
     "TIMESTAMPNTZ": T.TIMESTAMP, "DATETIME": T.TIMESTAMP, "TIMESTAMPTZ": T.TIMESTAMPTZ,
-    "TIMESTAMP WITH TIME ZONE": T.TIMESTAMPTZ,
+    "TIMESTAMP WITH TIME ZONE": T.TIMESTAMPTZ, "TIME": T.TIME,
     "VARCHAR": T.STRING, "TEXT": T.STRING, "STRING": T.STRING, "CHAR": T.STRING, "NVARCHAR": T.STRING,
 }
 

@@ -71,7 +71,7 @@ def hetdb_type(t: pa.DataType, where: str) -> T.DataType:
     """hetdb's type for an Arrow column found in a file or a registered object."""
     if pa.types.is_null(t):
         return T.STRING
-    return T.from_arrow(t, where)
+    return T.value_type_from_arrow(t, where)
 
 
 def normalize(arr: pa.Array | pa.ChunkedArray, col: ExtColumn, where: str) -> pa.Array | pa.ChunkedArray:

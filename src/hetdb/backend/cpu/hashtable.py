@@ -43,10 +43,10 @@ class HashTable:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _insert(keys, hashes, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
+def _insert(keys, h, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
             key_rep, key_count, next_row, row_key, chain):
-    """Insert row i; returns the id counter after it, or -1 when the probe left [lo_slot, hi_slot)."""
-    h = hashes[i]
+    """Insert row i (hash ``h``); returns the id counter after it, or -1 when the probe left
+    [lo_slot, hi_slot)."""
     hb = np.int64(h)
     s = slot_of(h, shift)
     mask = slots.shape[0] - 1
@@ -77,7 +77,9 @@ def _insert(keys, hashes, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
 
 @njit(cache=True, nogil=True, parallel=True)
 def _partition_rows(hashes, shift, part_shift, nparts, nchunks):
-    """Row numbers grouped by range of their home slot (stable), and the range start offsets."""
+    """Row numbers grouped by range of their home slot (stable), their hashes in that order (the
+    inserts read them sequentially: read through the row numbers, a cache miss per row took about
+    40% of a 1.5M-row build on one core), and the range start offsets."""
     n = hashes.shape[0]
     hist = np.zeros((nchunks, nparts), np.int64)
     for c in prange(nchunks):
@@ -93,17 +95,20 @@ def _partition_rows(hashes, shift, part_shift, nparts, nchunks):
             total += hist[c, p]
     starts[nparts] = total
     rows = np.empty(n, np.int64)
+    sorted_hashes = np.empty(n, np.uint64)
     for c in prange(nchunks):
         for i in range(c * n // nchunks, (c + 1) * n // nchunks):
             p = slot_of(hashes[i], shift) >> part_shift
             rows[pos[c, p]] = i
+            sorted_hashes[pos[c, p]] = hashes[i]
             pos[c, p] += 1
-    return rows, starts
+    return rows, sorted_hashes, starts
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
                     key_rep, key_count, next_row, row_key):
+    """``hashes``: in the order of ``rows`` (see _partition_rows)."""
     nparts = starts.shape[0] - 1
     span = slots.shape[0] // nparts
     deferred = np.zeros(rows.shape[0], np.bool_)
@@ -114,7 +119,7 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
         nid = lo
         for t in range(hi - lo):
             j = hi - 1 - t if descending else lo + t
-            r = _insert(keys, hashes, slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
+            r = _insert(keys, hashes[j], slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
                         key_rep, key_count, next_row, row_key, chain)
             if r < 0:
                 deferred[j] = True
@@ -128,7 +133,7 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
         for t in range(hi - lo):
             j = hi - 1 - t if descending else lo + t
             if deferred[j]:
-                nid = _insert(keys, hashes, slots, shift, 0, 0, True, rows[j], nid,
+                nid = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
                               key_rep, key_count, next_row, row_key, chain)
 
 
@@ -138,7 +143,7 @@ def _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_co
     nid = 0
     for t in range(n):
         i = n - 1 - t if descending else t
-        nid = _insert(keys, hashes, slots, shift, 0, 0, True, i, nid,
+        nid = _insert(keys, hashes[i], slots, shift, 0, 0, True, i, nid,
                       key_rep, key_count, next_row, row_key, chain)
 
 
@@ -164,8 +169,8 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -
         nparts = 1 << part_bits
         part_shift = int(np.log2(cap)) - part_bits
         # (one histogram row per chunk: 4 chunks per thread, not one per range)
-        rows, starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads))
-        _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
+        rows, sorted_hashes, starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads))
+        _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
                         key_rep, key_count, next_row, row_key)
     return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
 

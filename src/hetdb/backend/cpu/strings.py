@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit, prange
 
+from hetdb.backend.cpu.keys import kernel_threads
 from hetdb.errors import UnsupportedError
 
 _COMPARE_OPS = {"=": 0, "<>": 1, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
@@ -190,9 +191,35 @@ def _gather_ranges(offsets, chars, idx):
     return out_off, out
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _gather_ranges_parallel(offsets, chars, idx):
+    n = idx.shape[0]
+    out_off = np.empty(n + 1, np.int64)
+    out_off[0] = 0
+    total = 0
+    for i in range(n):
+        total += offsets[idx[i] + 1] - offsets[idx[i]]
+        out_off[i + 1] = total
+    out = np.empty(total, np.uint8)
+    for i in prange(n):
+        a = offsets[idx[i]]
+        b = offsets[idx[i] + 1]
+        d = out_off[i]
+        out[d:d + b - a] = chars[a:b]
+    return out_off, out
+
+
+# gathers of at least this many strings copy on every kernel thread (when the caller has several:
+# a query's end, not its workers, which run one kernel thread each)
+_PARALLEL_GATHER = 1 << 16
+
+
 def gather_strings(offsets: np.ndarray, chars: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Strings at ``indices`` as a new (offsets starting at 0, chars). One thread: it runs inside a
-    query's worker threads (a parallel Numba loop there costs more to start than the copy)."""
+    """Strings at ``indices`` as a new (offsets starting at 0, chars). One thread inside a query's
+    worker threads (a parallel Numba loop there costs more to start than the copy); on every
+    kernel thread for a large gather where the caller has several (an operator's end)."""
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     idx = np.ascontiguousarray(indices, dtype=np.int64)
+    if idx.shape[0] >= _PARALLEL_GATHER and kernel_threads() > 1:
+        return _gather_ranges_parallel(offsets, np.ascontiguousarray(chars, dtype=np.uint8), idx)
     return _gather_ranges(offsets, np.ascontiguousarray(chars, dtype=np.uint8), idx)

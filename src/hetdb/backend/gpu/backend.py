@@ -7,6 +7,7 @@ from typing import Any
 from hetdb.backend.gpu import aggregate as _agg
 from hetdb.backend.gpu import hashing as _hash
 from hetdb.backend.gpu import strings as _str
+from hetdb.backend.gpu.topk import topk_order
 
 
 class GpuBackend:
@@ -74,7 +75,9 @@ class GpuBackend:
         return xp.lexsort(stacked).astype(xp.int64, copy=False)
 
     def topk_indices(self, keys: list[Any], descending: list[bool], k: int) -> Any:
-        return self.sort_indices(keys, descending)[:max(k, 0)]
+        if not keys:
+            raise ValueError("top-k needs at least one key")
+        return topk_order(self.xp, _hash.sort_keys(keys, descending), k)
 
     # ---- strings --------------------------------------------------------------------------------
     def like(self, offsets: Any, chars: Any, pattern: str, case_insensitive: bool = False) -> Any:

@@ -152,7 +152,9 @@ class BuildSide:
         if isinstance(lazy, _LazyTable):
             with lazy.lock:
                 if self.hash_table is lazy:
-                    self.hash_table, self.row_index = lazy.make()
+                    if lazy.made is None:  # (made once: a build's copy, exec/shared_results.py, shares it)
+                        lazy.made = lazy.make()
+                    self.hash_table, self.row_index = lazy.made
 
     @property
     def table(self) -> Any:
@@ -170,6 +172,7 @@ class _LazyTable:
 
     def __init__(self, make: Any) -> None:
         self.make = make
+        self.made: tuple[Any, Any] | None = None
         self.lock = threading.Lock()
 
 

@@ -20,7 +20,7 @@ _HOST = W._HOST
 
 
 GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-               "string_agg", "mode", "product", "fsum", "entropy", "array_agg")
+               "string_agg", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
 
 
 def group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -34,7 +34,7 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
                     missing=True)
     if op == "string_agg":
         return _string_agg(call, args, ps, pe)
-    if op == "array_agg":
+    if op in ("array_agg", "array_agg_distinct"):
         return _array_agg(call, args, ps, pe)
     if op in ("mode", "entropy"):
         key = W._key(_HOST, x)
@@ -73,8 +73,10 @@ def _array_agg(call: WindowCall, args, ps, pe) -> Column:
     n = ps.shape[0]
     values = _ordered_values(args[0], call.args[1].value, args[2:], ps)
     out = np.empty(n, dtype=object)
-    for s, e in zip(*(a.tolist() for a in np.unique(np.stack([ps, pe]), axis=1))):
-        out[s:e] = [values[s:e]] * (e - s)
+    starts = np.flatnonzero(ps == np.arange(n))  # a partition's rows are [ps, pe): its first row has ps == i
+    for s, e in zip(starts.tolist(), pe[starts].tolist()):
+        part = values[s:e] if call.op == "array_agg" else list(dict.fromkeys(values[s:e]))  # DISTINCT: first of each
+        out[s:e] = [part] * (e - s)
     return Column(call.dtype, data=out)
 
 

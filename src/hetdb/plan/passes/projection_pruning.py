@@ -19,6 +19,8 @@ from hetdb.plan.logical import (
     TopN,
     Union,
 )
+from hetdb.plan.sample import Sample
+from hetdb.plan.unnest import Unnest
 from hetdb.plan.window import Window
 
 NAME = "projection_pruning"
@@ -69,7 +71,7 @@ def _prune(node: Node, need: set[str], wrap: bool = False) -> Node:
         for k in node.keys:
             below |= k.expr.columns()
         return dataclasses.replace(node, input=_prune(node.input, below, wrap))
-    if isinstance(node, Limit):
+    if isinstance(node, Limit | Sample):
         return dataclasses.replace(node, input=_prune(node.input, need, wrap))
     if isinstance(node, Window):
         funcs = tuple((f, c) for f, c in node.funcs if f.cid in need)
@@ -79,6 +81,10 @@ def _prune(node: Node, need: set[str], wrap: bool = False) -> Node:
         child = _prune(node.input, (need | node.reads()) - {f.cid for f, _ in funcs}, wrap)
         keep = tuple(f.cid for f in child.schema if f.cid in need and (node.keep is None or f.cid in node.keep))
         return dataclasses.replace(node, input=child, keep=None if len(keep) == len(child.schema) else keep)
+    if isinstance(node, Unnest):
+        lists = tuple((f, e) for f, e in node.lists if f.cid in need) or node.lists[:1]
+        node = dataclasses.replace(node, lists=lists)
+        return dataclasses.replace(node, input=_prune(node.input, (need | node.reads()) - {f.cid for f, _ in lists}, wrap))
     if isinstance(node, Join):
         lc = {f.cid for f in node.left.schema}
         rc = {f.cid for f in node.right.schema}

@@ -88,6 +88,8 @@ class Emitter:
         self.dict_cids = dict_cids
         self.dict_alias: dict[str, str] = {}  # projected cid -> dictionary input it renames
         self.pending: dict[str, Expr] = {}    # projected cid -> its expression, not computed yet
+        # projected cid -> (its value, where its statements start in ``lines``, their indentation)
+        self.made: dict[str, tuple[Val, int, int]] = {}
         self.lookups: list[Lookup] = []
         self.params: list[np.int64 | np.float64] = []  # the value of argument k<j>, per literal
         self._n = 0
@@ -126,13 +128,25 @@ class Emitter:
     def column(self, cid: str) -> Val:
         hit = self.env.get(cid)
         if hit is None and cid in self.pending:
-            hit = self.value(self.pending.pop(cid))
+            made = self.made.get(cid)
+            if made is not None and self._in_scope(made[1], made[2]):
+                return made[0]  # a projected column read again (e.g. by two aggregates)
+            start, indent = len(self.lines), self.indent
+            hit = self.value(self.pending[cid])
+            self.made[cid] = (hit, start, indent)
         elif hit is None:
             hit = self._load(cid)
             if hit is None:
                 raise ExprError(f"column {cid} is not available at this point of the pipeline")
             self.env[cid] = hit
         return hit
+
+    def _in_scope(self, start: int, indent: int) -> bool:
+        """Whether variables assigned at ``indent`` from ``lines[start]`` on are still assigned here:
+        no statement since then left their block (computed in a branch, a value is recomputed)."""
+        if self.indent < indent or start > len(self.lines):
+            return False
+        return all(len(line) - len(line.lstrip(" ")) >= 4 * indent for line in self.lines[start:])
 
     # ---- translation --------------------------------------------------------------------------------
     def value(self, expr: Expr) -> Val:

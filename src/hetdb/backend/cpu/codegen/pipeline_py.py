@@ -245,7 +245,8 @@ class _Gen(AggregateEmitter):
         the error flag (a comparison, IN, AND/OR, a lookup), evaluated for every row of a block
         and combined with ``&``, so the CPU predicts no branch on the data."""
         em = self.em
-        saved = (em.lines, em.indent, dict(em.env), dict(em.pending), em.dict_cids, dict(em.dict_alias))
+        saved = (em.lines, em.indent, dict(em.env), dict(em.pending), em.dict_cids, dict(em.dict_alias),
+                 dict(em.made))
         em.lines, em.indent = [], 3
         conds: list[str] = []
         taken = 0
@@ -277,7 +278,7 @@ class _Gen(AggregateEmitter):
             conds.append(f"({v.value})" if v.valid == "True" else f"({v.valid}) & ({v.value})")
             taken = k + 1
         lines = em.lines
-        em.lines, em.indent, em.env, em.pending, em.dict_cids, em.dict_alias = saved
+        em.lines, em.indent, em.env, em.pending, em.dict_cids, em.dict_alias, em.made = saved
         if not conds:
             return [], 0
         lines += ["            sel[k] = i", f"            k += np.int64({' & '.join(conds)})"]
@@ -472,14 +473,14 @@ class _Gen(AggregateEmitter):
         em.indent += 1
         if st.mapped:
             em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
-        saved = dict(em.env), dict(em.pending)
+        saved = dict(em.env), dict(em.pending), dict(em.made)
         for j, c in enumerate(st.payload):
             self.payload[c.cid] = (p, j, c)
         r = em.value(st.residual)
         em.emit(f"if ({r.valid}) and {r.value}:")
         em.emit(f"    hit{p} = True")
         em.emit("    break")
-        em.env, em.pending = saved
+        em.env, em.pending, em.made = saved
         for c in st.payload:
             self.payload.pop(c.cid)
         em.indent -= 2

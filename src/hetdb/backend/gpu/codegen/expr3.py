@@ -43,12 +43,15 @@ class Val:
 class Lookup:
     """A dictionary lookup the executor fills per dictionary: ``expr`` over the string column ``cid``;
     with ``join_key`` (probe stage, key index) the values are instead the join build's string key ids
-    of the dictionary's strings (int64, -1 for a string no build row has: exec/keys.StringKeyEncoder)."""
+    of the dictionary's strings (int64, -1 for a string no build row has: exec/keys.StringKeyEncoder).
+    ``plain``: ``cid`` is a plain-string input and the kernel looks each row's string up itself in the
+    build encoder's table of strings (backend/gpu/string_keys.py: offsets, bytes, hashes, slots, mask)."""
 
     index: int
     expr: Expr
     cid: str
     join_key: tuple[int, int] | None = None
+    plain: bool = False
 
 
 def _zero(dtype: DataType) -> str:

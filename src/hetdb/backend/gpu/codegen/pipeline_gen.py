@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.expr3 import Emitter, ExprError, Lookup, Val
 from hetdb.backend.gpu.codegen.expr_cuda import ctype
+from hetdb.backend.gpu.codegen.pipeline_keys import emit_string_key, string_table_params
 from hetdb.backend.gpu.codegen.pipeline_spec import (
     AGG_OPS,
     PROBE_KINDS,
@@ -231,7 +232,7 @@ class _Gen:
         em.emit(f"u64 ph{p} = HETDB_HASH_SEED;")
         for c, (k, t) in enumerate(zip(s.keys, s.key_types)):
             if t.kind == "string":
-                self._string_key(p, c, self.sub(k))
+                emit_string_key(em, p, c, self.sub(k))
                 continue
             if t.kind not in _KEY_KINDS:
                 raise ExprError(f"join key {k} of type {t} is not compiled")
@@ -285,20 +286,6 @@ class _Gen:
         if s.residual is not None:
             r = em.value(self.sub(s.residual))
             em.emit(f"if (!(({r.valid}) && {r.value})) continue;  // residual")
-
-    def _string_key(self, p: int, c: int, k) -> None:
-        """Key ``c`` of probe ``p`` is a string: a dictionary column's code looks up the join build's
-        id of its string (a Lookup with ``join_key``, filled by the executor per dictionary)."""
-        em = self.em
-        if k.dtype.kind != "string" or not (isinstance(k, ColumnRef) and k.cid in em.dict_cids):
-            raise ExprError(f"string join key {k} is not a dictionary-encoded column")
-        code = em.column(k.cid)
-        lk = Lookup(len(em.lookups), k, k.cid, join_key=(p, c))
-        em.lookups.append(lk)
-        em.emit(f"pb{p}[{c}] = lut{lk.index}_val[{code.value}];  // the build's id of the string (-1: none)")
-        if code.valid != "true":
-            em.emit(f"pn{p} = pn{p} || !({code.valid});")
-        em.emit(f"ph{p} = pipe::hash_step(ph{p}, pb{p}[{c}]);")
 
     def _semi_residual(self, p: int, s: ProbeStage, brow: str, loop: str, row_of_m: str) -> None:
         """A semi/anti probe with a residual: try the candidate build rows (``loop`` opens the loop over
@@ -455,6 +442,9 @@ class _Gen:
             params.append("long long n")
             params.append("long long num_tiles")
         for lk in em.lookups:
+            if lk.plain:
+                params += string_table_params(lk)
+                continue
             vt = "long long" if lk.join_key is not None else ctype(lk.expr.dtype)
             params += [f"const {vt}* __restrict__ lut{lk.index}_val",
                        f"const bool* __restrict__ lut{lk.index}_valid"]

@@ -119,7 +119,7 @@ def page_table(pipeline: CompiledPipeline, pages: list[tuple[int, dict[str, Colu
                      encoded)
 
 
-def _args(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
+def _args(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple],
           probes: list[ProbeInput]) -> list[Any]:
     return [table.array, np.int64(table.num_pages), np.int64(table.num_tiles),
             *pipeline.tail_args(lookups, probes)]
@@ -135,7 +135,7 @@ def _learn(pipeline: CompiledPipeline, kind: str, value: int) -> None:
     _HINTS[(pipeline.kernel.name, kind)] = value
 
 
-def aggregate_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
+def aggregate_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple],
                     probes: list[ProbeInput], reservation: Any) -> Groups | None:
     """Every row of ``table`` aggregated in one launch (rerun with a larger table on overflow); None
     when ``reservation`` (try_grow/shrink against the memory budget) refuses a table."""
@@ -161,7 +161,7 @@ def aggregate_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[
     return groups
 
 
-def select_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple[Any, Any]],
+def select_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tuple],
                  probes: list[ProbeInput], unique_rows: bool) -> Selected:
     """The rows (global over the pages) and build rows a materializing kernel selects, in one launch."""
     n = table.num_rows
@@ -171,7 +171,7 @@ def select_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tup
     return sel
 
 
-def mark_pages(run: MarkRun, table: PageTable, lookups: list[tuple[Any, Any]], probes: list[ProbeInput]) -> None:
+def mark_pages(run: MarkRun, table: PageTable, lookups: list[tuple], probes: list[ProbeInput]) -> None:
     """Every row of ``table`` through a kernel marking build rows, in one launch (errors: run.finish)."""
     from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK
     from hetdb.backend.gpu.compile import launch

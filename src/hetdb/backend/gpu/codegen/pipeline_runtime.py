@@ -106,7 +106,7 @@ class CompiledPipeline:
         new.errors, new.arith_err = old.errors, old.arith_err
         new.bound = old.bound
 
-    def _args(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+    def _args(self, columns: dict[str, Column], n: int, lookups: list[tuple],
               probes: list[ProbeInput]) -> list[Any]:
         import cupy
 
@@ -129,13 +129,13 @@ class CompiledPipeline:
         args += [np.int64(n), np.int64(-(-n // PL_TILE))]
         return args + self.tail_args(lookups, probes)
 
-    def tail_args(self, lookups: list[tuple[Any, Any]], probes: list[ProbeInput]) -> list[Any]:
+    def tail_args(self, lookups: list[tuple], probes: list[ProbeInput]) -> list[Any]:
         """The launch arguments after the inputs: dictionary lookups, then the build sides."""
         args: list[Any] = []
         if len(lookups) != len(self.kernel.lookups):
             raise ValueError(f"kernel has {len(self.kernel.lookups)} dictionary lookups, got {len(lookups)}")
-        for values, valid in lookups:
-            args += [values, valid]
+        for entry in lookups:  # (values, valid), or a build's table of strings (Lookup.plain)
+            args += list(entry)
         # the build sides are the same for every batch of a run (one ``probes`` list): marshalled once
         cached = self._probe_args
         if cached is None or cached[0] is not probes:
@@ -173,7 +173,7 @@ class CompiledPipeline:
                     args.append(np.uint64(0) if col.validity is None else cupy.ascontiguousarray(col.validity))
         return args
 
-    def aggregate(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+    def aggregate(self, columns: dict[str, Column], n: int, lookups: list[tuple],
                   probes: list[ProbeInput]) -> Groups:
         """Run the pipeline over ``n`` rows and return its groups (one launch; reruns with a larger
         table when the groups did not fit)."""
@@ -300,7 +300,7 @@ class GroupAccumulator:
         """Slots for two batches' worth of new groups at the table's load factor."""
         return 1 << max(10, int(2 * batch_rows * expand / LOAD)).bit_length()
 
-    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple],
             probes: list[ProbeInput]) -> Groups | None:
         """Aggregate a batch; the groups held so far when the table had to be emptied first."""
         need = n * self.expand
@@ -374,7 +374,7 @@ class Selected:
     marks: dict[int, Any]
 
 
-def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+def select(pipeline: CompiledPipeline, columns: dict[str, Column], n: int, lookups: list[tuple],
            probes: list[ProbeInput], unique_rows: bool = False) -> Selected:
     """Run a materializing pipeline over ``n`` rows (one launch; once more with the exact output size
     when matches expanded past the first guess). ``unique_rows``: no probe expands a row (each row
@@ -443,7 +443,7 @@ class MarkRun:
         self.errors = cupy.zeros(1, dtype=cupy.uint64)
         self.arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
 
-    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple[Any, Any]],
+    def add(self, columns: dict[str, Column], n: int, lookups: list[tuple],
             probes: list[ProbeInput]) -> None:
         from hetdb.backend.gpu.compile import launch
 

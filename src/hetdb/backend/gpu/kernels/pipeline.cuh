@@ -7,6 +7,7 @@
 #include "common.cuh"
 #include "decode.cuh"
 #include "fused_pipeline.cuh"
+#include "string_hash.cuh"
 
 namespace pipe {
 
