@@ -128,3 +128,17 @@ def test_result_sources_compiled_and_cut_into_morsels(tmp_path, monkeypatch) -> 
                 compared += 1
     assert compared == 2 * len(RESULT_QUERIES)
     assert max(cuts) == 3 and min(cuts) == 1, cuts
+
+
+def test_interval_columns_are_refused_by_the_loop(tmp_path) -> None:
+    """An INTERVAL column (a 16-byte container in a complex128 array) read by the loop (IS NOT NULL
+    before a sort, count() of it) is refused with a reason: the loop reads int64/float64/bool only
+    (it failed in Numba's lowering: 'Cannot cast complex128 to int64')."""
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as con:
+        con.execute("CREATE TABLE ivs AS SELECT range AS id, range % 3 AS g, CASE WHEN range % 4 = 0 THEN NULL "
+                    "ELSE to_days(range) END AS iv FROM range(50)")
+        for sql, rows in (("SELECT id, iv FROM ivs WHERE iv IS NOT NULL ORDER BY iv DESC, id", 37),
+                          ("SELECT g, count(iv) FROM ivs GROUP BY g", 3)):
+            assert len(con.sql(sql).fetchall()) == rows, sql
+            text = con.explain(sql, analyze=True)
+            assert "of type INTERVAL is not compiled for the CPU" in text, text
