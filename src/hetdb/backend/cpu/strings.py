@@ -174,7 +174,8 @@ def substring(offsets: np.ndarray, chars: np.ndarray, start: int, length: int | 
 
 
 @njit(cache=True, nogil=True)
-def _gather_ranges(offsets, chars, idx):
+def _gathered_offsets(offsets, idx):
+    """Offsets of the strings ``idx`` gathered one after another."""
     n = idx.shape[0]
     out_off = np.empty(n + 1, np.int64)
     out_off[0] = 0
@@ -182,8 +183,14 @@ def _gather_ranges(offsets, chars, idx):
     for i in range(n):
         total += offsets[idx[i] + 1] - offsets[idx[i]]
         out_off[i + 1] = total
-    out = np.empty(total, np.uint8)
-    for i in range(n):
+    return out_off
+
+
+@njit(cache=True, nogil=True)
+def _gather_ranges(offsets, chars, idx):
+    out_off = _gathered_offsets(offsets, idx)
+    out = np.empty(out_off[-1], np.uint8)
+    for i in range(idx.shape[0]):
         a = offsets[idx[i]]
         b = offsets[idx[i] + 1]
         d = out_off[i]
@@ -193,14 +200,9 @@ def _gather_ranges(offsets, chars, idx):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _gather_ranges_parallel(offsets, chars, idx):
+    out_off = _gathered_offsets(offsets, idx)
+    out = np.empty(out_off[-1], np.uint8)
     n = idx.shape[0]
-    out_off = np.empty(n + 1, np.int64)
-    out_off[0] = 0
-    total = 0
-    for i in range(n):
-        total += offsets[idx[i] + 1] - offsets[idx[i]]
-        out_off[i + 1] = total
-    out = np.empty(total, np.uint8)
     for i in prange(n):
         a = offsets[idx[i]]
         b = offsets[idx[i] + 1]
