@@ -1,5 +1,5 @@
-"""Without a GPU: which pipelines the GPU compiler takes as row-selecting kernels
-(compiled_rows.selects_rows, the CPU's compiled pipelines keep their own set), and the switches of
+"""Without a GPU: which pipelines the GPU compiler and the CPU's compiled loops take as
+row-selecting pipelines (compiled_rows.selects_rows, shared), and the switches of
 the extensions added for TPC-H q09/q20 (HUGEINT / DECIMAL(>18) values) and ``%`` in kernels."""
 
 from __future__ import annotations
@@ -26,14 +26,15 @@ def _pipe(sink, *ops):
     return SimpleNamespace(source=SimpleNamespace(), ops=list(ops), sink=sink)
 
 
-def test_row_sinks_on_the_gpu_only() -> None:
+def test_row_sinks_on_both_backends() -> None:
+    # (the CPU's compiled loops take the same row sinks as the GPU's kernels since aaec8d1)
     flt = FilterOp(predicate=Call(T.BOOL, "gt", (A, Literal(T.INT32, 1))))
     probe = HashProbe(kind="inner")
     cases = [
-        (_pipe(HashBuild(), probe), True, True),           # (as before: both backends)
-        (_pipe(HashBuild(), flt), True, False),
-        (_pipe(SortSink(), flt), True, False),
-        (_pipe(TopNSink(limit=5), probe), True, False),
+        (_pipe(HashBuild(), probe), True, True),
+        (_pipe(HashBuild(), flt), True, True),
+        (_pipe(SortSink(), flt), True, True),
+        (_pipe(TopNSink(limit=5), probe), True, True),
         (_pipe(SortSink(), ProjectOp()), False, False),    # nothing to select: left to the operators
         (_pipe(HashAggregate(), flt), False, False),       # (aggregations are compiled as such)
     ]
