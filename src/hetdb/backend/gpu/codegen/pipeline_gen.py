@@ -520,7 +520,7 @@ class _Gen:
                 elif inp.codec in PAGED_CODECS:
                     ct = ctype(inp.dtype)
                     out.append(f"    const pipe::PageColumn<{ct}> in{k}{{(const unsigned char*){ptr}, "
-                               f"pl_ptr[{PAGE_PTRS * k + 2}]}};")
+                               f"pl_ptr[{PAGE_PTRS * k + 2}], pl_first}};")
                 else:
                     ct = ctype(inp.dtype)
                     out.append(f"    const pipe::PlainColumn<{ct}> in{k}{{(const {ct}*){ptr}}};")

@@ -1,0 +1,117 @@
+// Host program running decode.cuh's tile loaders (load_tile_encoded: the cooperative delta / rle
+// prefix decode with warp shuffles and barriers, and the for / dict / const loaders) as a CUDA
+// thread block would: one std::thread per CUDA thread, __syncthreads a block barrier, __shfl_up_sync
+// an exchange through a per-warp barrier. No GPU needed (g++ -std=c++20 -pthread).
+// Arguments: BLOCK_THREADS ITEMS_PER_THREAD, then per page "<encoded file> <n> <out file>"; every
+// page is decoded tile by tile (tiles of BLOCK_THREADS * ITEMS_PER_THREAD values) into int64 values.
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#define __device__
+#define __host__
+#define __global__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+
+struct Dim3 {
+  unsigned x, y, z;
+};
+struct uint2 {
+  unsigned x, y;
+};
+static thread_local Dim3 threadIdx;
+static std::barrier<>* block_barrier = nullptr;
+static std::vector<std::barrier<>*> warp_barriers;
+static unsigned long long warp_slots[64][32];
+
+static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+static inline double __longlong_as_double(long long v) {
+  double d;
+  std::memcpy(&d, &v, 8);
+  return d;
+}
+static inline long long __double_as_longlong(double v) {
+  long long b;
+  std::memcpy(&b, &v, 8);
+  return b;
+}
+static inline unsigned long long __mul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long v) {
+  const unsigned long long old = *p;  // (common.cuh's error flags: not reached by the decoders)
+  if (old == cmp) *p = v;
+  return old;
+}
+template <typename T>
+static inline T __shfl_up_sync(unsigned, T x, int d) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  warp_slots[w][l] = (unsigned long long)x;
+  warp_barriers[w]->arrive_and_wait();
+  const T y = l >= d ? (T)warp_slots[w][l - d] : x;
+  warp_barriers[w]->arrive_and_wait();
+  return y;
+}
+
+#include "decode.cuh"
+
+template <int IPT>
+static void decode(const unsigned char* data, long long n, long long* out, int bt) {
+  std::vector<long long> smem(HETDB_DECODE_SMEM_I64);
+  std::barrier<> block(bt);
+  block_barrier = &block;
+  warp_barriers.clear();
+  for (int w = 0; w < bt / 32; ++w) warp_barriers.push_back(new std::barrier<>(32));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < bt; ++t) {
+    threads.emplace_back([&, t] {
+      threadIdx = Dim3{(unsigned)t, 0, 0};
+      for (long long start = 0; start < n; start += (long long)bt * IPT) {
+        const int count = n - start < bt * IPT ? (int)(n - start) : bt * IPT;
+        long long items[IPT];
+        if (bt == 128) {
+          load_tile_encoded<128, IPT>(data, start, items, count, smem.data());
+        } else {
+          load_tile_encoded<256, IPT>(data, start, items, count, smem.data());
+        }
+        for (int k = 0; k < IPT; ++k) {
+          const int idx = k * bt + t;
+          if (idx < count) out[start + idx] = items[k];
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto* b : warp_barriers) delete b;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 1;
+  const int bt = atoi(argv[1]), ipt = atoi(argv[2]);
+  if ((bt != 128 && bt != 256) || (ipt != 3 && ipt != 4)) return 4;
+  for (int a = 3; a + 2 < argc; a += 3) {
+    FILE* f = fopen(argv[a], "rb");
+    if (!f) return 2;
+    std::vector<unsigned char> buf;
+    int c;
+    while ((c = fgetc(f)) != EOF) buf.push_back((unsigned char)c);
+    fclose(f);
+    buf.resize(buf.size() + 64, 0);
+    const long long n = atoll(argv[a + 1]);
+    if (encoded_page(buf.data()).n != n) return 3;
+    std::vector<long long> out(n, 0x5A5A);
+    if (ipt == 3) {
+      decode<3>(buf.data(), n, out.data(), bt);
+    } else {
+      decode<4>(buf.data(), n, out.data(), bt);
+    }
+    FILE* o = fopen(argv[a + 2], "wb");
+    fwrite(out.data(), sizeof(long long), n, o);
+    fclose(o);
+  }
+  return 0;
+}
