@@ -20,9 +20,6 @@
 struct Dim3 {
   unsigned x, y, z;
 };
-struct uint2 {
-  unsigned x, y;
-};
 static thread_local Dim3 threadIdx;
 static std::barrier<>* block_barrier = nullptr;
 static std::vector<std::barrier<>*> warp_barriers;

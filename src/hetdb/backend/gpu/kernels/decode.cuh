@@ -73,12 +73,12 @@ struct BpBlock {
 };
 
 HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
-  const unsigned int* d = s.dir + 4 * b;
-  const uint2 ow = *(const uint2*)(d + 2);
+  const u64* d = (const u64*)(s.dir + 4 * b);
+  const u64 ow = d[1];  // word offset (low half), bit width (high half)
   BpBlock k;
-  k.ref = *(const u64*)d;
-  k.off = ow.x;
-  k.w = (int)ow.y;
+  k.ref = d[0];
+  k.off = (unsigned int)ow;
+  k.w = (int)(ow >> 32);
   return k;
 }
 
