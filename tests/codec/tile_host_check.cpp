@@ -1,9 +1,11 @@
 // Host program running decode.cuh's tile loaders (load_tile_encoded: the cooperative delta / rle
 // prefix decode with warp shuffles and barriers, and the for / dict / const loaders) as a CUDA
 // thread block would: one std::thread per CUDA thread, __syncthreads a block barrier, __shfl_up_sync
-// an exchange through a per-warp barrier. No GPU needed (g++ -std=c++20 -pthread).
+// an exchange through a per-warp barrier. No GPU needed (g++ -std=c++20 -pthread). For const, for
+// and dict pages, load_tile_sel (a selection's flagged items only) is checked against it too.
 // Arguments: BLOCK_THREADS ITEMS_PER_THREAD, then per page "<encoded file> <n> <out file>"; every
 // page is decoded tile by tile (tiles of BLOCK_THREADS * ITEMS_PER_THREAD values) into int64 values.
+#include <atomic>
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@ static thread_local Dim3 threadIdx;
 static std::barrier<>* block_barrier = nullptr;
 static std::vector<std::barrier<>*> warp_barriers;
 static unsigned long long warp_slots[64][32];
+static std::atomic<long long> sel_errors{0};
 
 static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 static inline double __longlong_as_double(long long v) {
@@ -69,15 +72,27 @@ static void decode(const unsigned char* data, long long n, long long* out, int b
       threadIdx = Dim3{(unsigned)t, 0, 0};
       for (long long start = 0; start < n; start += (long long)bt * IPT) {
         const int count = n - start < bt * IPT ? (int)(n - start) : bt * IPT;
-        long long items[IPT];
+        long long items[IPT], sel[IPT];
+        int flags[IPT];
+        for (int k = 0; k < IPT; ++k) {
+          const int idx = k * bt + t;
+          flags[k] = idx < count && (start + idx) % 3 != 1;
+          sel[k] = 0x5A5A;
+        }
+        const EncodedPage p = encoded_page(data);
+        const bool random_access = p.codec != HETDB_CODEC_DELTA && p.codec != HETDB_CODEC_RLE;
         if (bt == 128) {
           load_tile_encoded<128, IPT>(data, start, items, count, smem.data());
+          if (random_access) load_tile_sel<128, IPT>(p, start, sel, flags);
         } else {
           load_tile_encoded<256, IPT>(data, start, items, count, smem.data());
+          if (random_access) load_tile_sel<256, IPT>(p, start, sel, flags);
         }
         for (int k = 0; k < IPT; ++k) {
           const int idx = k * bt + t;
           if (idx < count) out[start + idx] = items[k];
+          // load_tile_sel: the flagged items as load_tile_encoded gives them, the others untouched
+          if (random_access && idx < count && sel[k] != (flags[k] ? items[k] : 0x5A5A)) sel_errors++;
         }
       }
     });
@@ -105,6 +120,10 @@ int main(int argc, char** argv) {
       decode<3>(buf.data(), n, out.data(), bt);
     } else {
       decode<4>(buf.data(), n, out.data(), bt);
+    }
+    if (sel_errors != 0) {
+      fprintf(stderr, "load_tile_sel differs from load_tile_encoded on %s\n", argv[a]);
+      return 5;
     }
     FILE* o = fopen(argv[a + 2], "wb");
     fwrite(out.data(), sizeof(long long), n, o);

@@ -246,6 +246,38 @@ __device__ __forceinline__ void load_tile_dict(const EncodedPage& p, i64 tile_st
                                                     items, n);
 }
 
+// A tile of a const, for or dict page for the flagged items only (rows an earlier filter dropped
+// are not read): what the dense fused kernels load (fused::BlockLoadSelPage).
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
+                                              const int (&flags)[ITEMS_PER_THREAD]) {
+  if (p.codec == HETDB_CODEC_CONST) {
+    const T value = decoded_as<T>(p.param);
+#pragma unroll
+    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+      if (flags[k]) items[k] = value;
+    }
+    return;
+  }
+  const bool dict = p.codec == HETDB_CODEC_DICT;
+  const BpStream s = bp_stream(dict ? p.body + 8 * p.param : p.body, p.n);
+  const i64* values = (const i64*)p.body;
+  i64 cur = -1;
+  BpBlock blk = {0ULL, 0u, 0};
+#pragma unroll
+  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+    if (flags[k]) {
+      const i64 row = tile_start + k * BLOCK_THREADS + threadIdx.x;
+      if ((row >> 10) != cur) {
+        cur = row >> 10;
+        blk = bp_block(s, cur);
+      }
+      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
+      items[k] = decoded_as<T>(dict ? values[x] : (i64)x);
+    }
+  }
+}
+
 // A delta page's tile: per block it touches, the values from the block's start to the tile's end
 // (or the block's end) are prefix-summed in shared memory.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
