@@ -28,7 +28,7 @@ GRID = 132 * 16
 
 def columns(n: int, rng: np.random.Generator) -> dict[str, tuple[str, np.ndarray, tuple[int, int]]]:
     """name -> (codec, values, filter range)."""
-    runs = rng.integers(1, 8, n // 4 + 8)  # lines per order 1..7: an order date repeated per order
+    runs = rng.integers(1, 8, n // 3 + 64)  # lines per order 1..7 (mean 4: more than n rows in all)
     order_of_row = np.repeat(np.arange(runs.shape[0]), runs)[:n]
     dates = (19920101 + rng.integers(0, 2406, runs.shape[0])).astype(np.int32)
     return {
