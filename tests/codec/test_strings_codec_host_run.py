@@ -89,7 +89,7 @@ def _fake_nvcomp(calls: list) -> types.ModuleType:
             calls.append(len(srcs.sizes))
             lz4 = pa.Codec("lz4_raw")
             for so, ss, do, ds in zip(srcs.offsets, srcs.sizes, out.offsets, out.sizes):
-                assert so % 16 == 0 and do % sc.CHUNK == 0  # the alignment nvCOMP asks for
+                assert so % 16 == 0 and do % 16 == 0  # the alignment nvCOMP asks for (at most 16 bytes)
                 got = lz4.decompress(srcs.buf.a[so:so + ss], decompressed_size=ds)
                 out.buf.a[do:do + ds] = np.frombuffer(got, np.uint8)
             return out
@@ -231,3 +231,23 @@ def test_pages_of_a_delivery_concatenate_into_one_column(fake_gpu) -> None:
     host = Column(STRING, offsets=got.offsets.a, chars=got.chars.a, validity=got.validity.a)
     assert host.to_arrow().to_pylist() == [v for values in pages for v in values]
     assert module.concat_strings(cols[:1]) is cols[0]
+
+
+def test_chars_of_several_pages_decode_in_one_nvcomp_call(fake_gpu) -> None:
+    module, calls, _ = fake_gpu
+    pages = [_page(_values(n)) for n in (30000, 7000, 21000)]
+    sections = [raw.a[s:s + ln] for raw, secs, _ in pages for s, ln in [secs["chars"]]]
+    bases, pos = [], 0
+    for sec in sections:
+        bases.append(pos)
+        pos += -(-sec.shape[0] // 16) * 16  # each section 16-aligned in the buffer, as in a page
+    buf = np.zeros(pos, np.uint8)
+    for base, sec in zip(bases, sections):
+        buf[base:base + sec.shape[0]] = sec
+    tables = [sc.chunk_table(sec) for sec in sections]
+    out, firsts = module.decompress_sections(module.nvcomp_module()[0], _DevArray(buf), list(zip(bases, tables)))
+    assert calls == [sum(t[2].shape[0] for t in tables)]  # every chunk of every page in one call
+    for sec, table, first in zip(sections, tables, firsts):
+        assert np.array_equal(out.a[first:first + table[0]], sc.decompress_chars(sec, table[0]))
+    assert firsts[0] == 0 and all(f % 16 == 0 for f in firsts)  # each page's characters 16-aligned
+    assert firsts[-1] + tables[-1][0] <= out.shape[0] < firsts[-1] + tables[-1][0] + 16

@@ -31,6 +31,7 @@ _GPU = SimpleNamespace(name="gpu")  # what hostutil.note_host_step needs of a ba
 _local = threading.local()  # nvCOMP codecs are per thread (its documentation: "thread-local")
 _import_lock = threading.Lock()
 _nvcomp: list[Any] = []  # [module or None, reason it is unavailable or None], once imported
+_OUT_ALIGN = 16  # nvCOMP's buffers need at most 16-byte alignment (its low-level API documentation)
 
 
 def nvcomp_module() -> tuple[Any, str | None]:
@@ -174,20 +175,44 @@ def _decompress(section: Any, where: str, table: tuple | None = None) -> Any:
 
 def _nvcomp_decompress(nvcomp: Any, section: Any, raw: int, chunk: int, starts: np.ndarray,
                        lengths: np.ndarray) -> Any:
+    out, _ = decompress_sections(nvcomp, section, [(0, (raw, chunk, starts, lengths))])
+    return out
+
+
+def decompress_sections(nvcomp: Any, buf: Any, items: list[tuple[int, tuple]]) -> tuple[Any, list[int]]:
+    """Every chunk of the ``lz4`` chars sections lying in device buffer ``buf`` at byte ``base`` with
+    chunk table ``table`` ((base, table) per item, tables as ``sc.chunk_table`` gives them) decoded
+    by one nvCOMP call into one new buffer, the sections' characters one after another (each
+    starting _OUT_ALIGN-aligned); returns it and each section's first byte there. More chunks per call keep more of the GPU busy (nvCOMP
+    decodes a chunk per warp: one page of 64 KiB chunks is some 900 of them)."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
-    out = cupy.empty(raw, dtype=cupy.uint8)
-    k = starts.shape[0]
-    sizes = [min(chunk, raw - i * chunk) for i in range(k)]
-    srcs = nvcomp.as_arrays(section, [int(s) for s in starts], [int(x) for x in lengths], cuda_stream=stream.ptr)
-    dsts = nvcomp.as_arrays(out, [i * chunk for i in range(k)], sizes, cuda_stream=stream.ptr)
+    src_offsets: list[int] = []
+    src_sizes: list[int] = []
+    dst_offsets: list[int] = []
+    sizes: list[int] = []
+    firsts: list[int] = []
+    total = 0
+    for base, (raw, chunk, starts, lengths) in items:
+        firsts.append(total)
+        k = int(starts.shape[0])
+        src_offsets += (starts + base).tolist()
+        src_sizes += lengths.tolist()
+        dst_offsets += [total + i * chunk for i in range(k)]
+        sizes += [min(chunk, raw - i * chunk) for i in range(k)]
+        total += -(-raw // _OUT_ALIGN) * _OUT_ALIGN
+    out = cupy.empty(total, dtype=cupy.uint8)
+    if not sizes:
+        return out, firsts
+    srcs = nvcomp.as_arrays(buf, src_offsets, src_sizes, cuda_stream=stream.ptr)
+    dsts = nvcomp.as_arrays(out, dst_offsets, sizes, cuda_stream=stream.ptr)
     _codec(nvcomp, stream.ptr).decode(srcs, out=dsts)
     # the batches hold nvCOMP's own device arrays of chunk pointers: they must outlive the kernels
     stream.synchronize()
     if list(dsts.buffer_sizes) != sizes:
         raise CodecError(f"nvCOMP decompressed chunks of {list(dsts.buffer_sizes)[:4]}... bytes")
-    return out
+    return out, firsts
 
 
 def _codec(nvcomp: Any, stream_ptr: int) -> Any:
