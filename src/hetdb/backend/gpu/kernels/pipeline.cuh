@@ -32,26 +32,49 @@ struct ConstColumn {
   __device__ __forceinline__ T load(i64) const { return value; }
 };
 
+// for and dict columns are made per tile (`first`: the tile's first row) and load that row's block
+// directory entry once, so load(row) of a row of that block is one or two coalesced word loads and
+// shifts (a row of another block reads its own entry).
 template <typename T>
 struct ForColumn {
   BpStream values;
-  __device__ __forceinline__ explicit ForColumn(const unsigned char* data) {
+  BpBlock blk;
+  i64 blk_index;
+  __device__ __forceinline__ ForColumn(const unsigned char* data, i64 first) : blk(), blk_index(-1) {
     const EncodedPage p = encoded_page(data);
     values = bp_stream(p.body, p.n);
+    if (first < p.n) {
+      blk_index = first >> 10;
+      blk = bp_block(values, blk_index);
+    }
   }
-  __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(bp_get(values, row)); }
+  __device__ __forceinline__ T load(i64 row) const {
+    const i64 b = row >> 10;
+    const BpBlock k = b == blk_index ? blk : bp_block(values, b);
+    return decoded_as<T>((i64)bp_unpack(values.words, k, (int)(row & (HETDB_BP_BLOCK - 1))));
+  }
 };
 
 template <typename T>
 struct DictColumn {
   const i64* __restrict__ values;
   BpStream codes;
-  __device__ __forceinline__ explicit DictColumn(const unsigned char* data) {
+  BpBlock blk;
+  i64 blk_index;
+  __device__ __forceinline__ DictColumn(const unsigned char* data, i64 first) : blk(), blk_index(-1) {
     const EncodedPage p = encoded_page(data);
     values = (const i64*)p.body;
     codes = bp_stream(p.body + 8 * p.param, p.n);
+    if (first < p.n) {
+      blk_index = first >> 10;
+      blk = bp_block(codes, blk_index);
+    }
   }
-  __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(values[bp_get(codes, row)]); }
+  __device__ __forceinline__ T load(i64 row) const {
+    const i64 b = row >> 10;
+    const BpBlock k = b == blk_index ? blk : bp_block(codes, b);
+    return decoded_as<T>(values[bp_unpack(codes.words, k, (int)(row & (HETDB_BP_BLOCK - 1)))]);
+  }
 };
 
 // One column's page in a page table (a paged kernel: one launch over many row groups), read in
