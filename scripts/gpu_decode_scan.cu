@@ -20,7 +20,9 @@ __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigne
 
 // ptrs[p]: page p's value array (enc[p] 0) or encoded data section (enc[p] 1); pages of page_rows
 // rows (the last one shorter); counts and sums the values in [lo, hi] into out[0], out[1].
-template <typename T, bool PLAIN>
+// MODE 0: plain value arrays; 1: encoded pages through pipe::PageColumn (as compiled paged pipelines
+// read them); 2: encoded pages, every tile decoded into registers first (load_tile_encoded)
+template <typename T, int MODE>
 __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, const long long* __restrict__ enc,
                                            long long page_rows, long long n, T lo, T hi, unsigned long long* out) {
   __shared__ i64 smem[HETDB_DECODE_SMEM_I64];
@@ -34,7 +36,7 @@ __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, c
     const long long first = (t - p * tiles_per_page) * SCAN_TILE;
     const long long rows = p == pages - 1 ? last_rows : page_rows;
     const int num = rows - first < SCAN_TILE ? (int)(rows - first) : SCAN_TILE;
-    if (PLAIN) {
+    if (MODE == 0) {
       const pipe::PlainColumn<T> col{(const T*)ptrs[p]};
 #pragma unroll
       for (int it = 0; it < SCAN_ITEMS; ++it) {
@@ -44,6 +46,17 @@ __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, c
         if (v >= lo && v <= hi) {
           cnt += 1;
           sum += (long long)v;
+        }
+      }
+    } else if (MODE == 2) {
+      T tl[SCAN_ITEMS];
+      load_tile_encoded<SCAN_BLOCK, SCAN_ITEMS>((const unsigned char*)ptrs[p], first, tl, num, smem);
+#pragma unroll
+      for (int it = 0; it < SCAN_ITEMS; ++it) {
+        const int idx = threadIdx.x + it * SCAN_BLOCK;
+        if (idx < num && tl[it] >= lo && tl[it] <= hi) {
+          cnt += 1;
+          sum += (long long)tl[it];
         }
       }
     } else {
@@ -66,19 +79,15 @@ __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, c
   scan_flush(cnt, sum, out);
 }
 
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK) scan_plain_i32(const long long* ptrs, const long long* enc,
-    long long page_rows, long long n, int lo, int hi, unsigned long long* out) {
-  scan_pages<int, true>(ptrs, enc, page_rows, n, lo, hi, out);
-}
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK) scan_paged_i32(const long long* ptrs, const long long* enc,
-    long long page_rows, long long n, int lo, int hi, unsigned long long* out) {
-  scan_pages<int, false>(ptrs, enc, page_rows, n, lo, hi, out);
-}
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK) scan_plain_i64(const long long* ptrs, const long long* enc,
-    long long page_rows, long long n, long long lo, long long hi, unsigned long long* out) {
-  scan_pages<long long, true>(ptrs, enc, page_rows, n, lo, hi, out);
-}
-extern "C" __global__ void __launch_bounds__(SCAN_BLOCK) scan_paged_i64(const long long* ptrs, const long long* enc,
-    long long page_rows, long long n, long long lo, long long hi, unsigned long long* out) {
-  scan_pages<long long, false>(ptrs, enc, page_rows, n, lo, hi, out);
-}
+#define SCAN_KERNEL(NAME, T, MODE)                                                                        \
+  extern "C" __global__ void __launch_bounds__(SCAN_BLOCK) NAME(const long long* ptrs, const long long* enc,  \
+                                                                long long page_rows, long long n, T lo, T hi,  \
+                                                                unsigned long long* out) {                     \
+    scan_pages<T, MODE>(ptrs, enc, page_rows, n, lo, hi, out);                                                 \
+  }
+SCAN_KERNEL(scan_plain_i32, int, 0)
+SCAN_KERNEL(scan_paged_i32, int, 1)
+SCAN_KERNEL(scan_eager_i32, int, 2)
+SCAN_KERNEL(scan_plain_i64, long long, 0)
+SCAN_KERNEL(scan_paged_i64, long long, 1)
+SCAN_KERNEL(scan_eager_i64, long long, 2)

@@ -8,7 +8,9 @@ writes them). Each is encoded page by page on the CPU with the codec named, copi
 once, and scanned by scripts/gpu_decode_scan.cu the way a compiled paged pipeline reads a column
 (pipe::PlainColumn vs pipe::PageColumn, tiles of 512 rows, a range filter and a sum per row).
 Both scans must give the same count and sum (checked). Prints per column the ratio, the plain and
-the encoded scan's best time (CUDA events), the plain-equivalent GB/s of each and encoded / plain.
+the encoded scan's best time (CUDA events), the plain-equivalent GB/s of each, encoded / plain, the
+same with every tile decoded into registers first (load_tile_encoded: "eager"), and the GB/s of
+decoding the pages whole (decode.cu, as on arrival when pages are not kept compressed).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from hetdb.backend.gpu.codegen.runtime import compile_source
 from hetdb.backend.gpu.compile import launch, load_source
+from hetdb.backend.gpu.decode import decode_device
 from hetdb.codec.encodings import encode_as
 
 GRID = 132 * 16
@@ -69,7 +72,7 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
     stored = sum(int(p.nbytes) for p in enc_pages)
     out = cupy.zeros(2, dtype=cupy.uint64)
     tables = {}
-    for kind, pages, flag in (("plain", plain_pages, 0), ("paged", enc_pages, 1)):
+    for kind, pages, flag in (("plain", plain_pages, 0), ("paged", enc_pages, 1), ("eager", enc_pages, 1)):
         tables[kind] = (cupy.asarray(np.array([int(p.data.ptr) for p in pages], dtype=np.int64)),
                         cupy.full(len(pages), flag, dtype=cupy.int64), module.function(f"scan_{kind}_{suffix}"))
 
@@ -85,9 +88,12 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
         got = cupy.asnumpy(out).tolist()
         assert got == expected, f"{name}: {kind} scan counted/summed {got}, expected {expected}"
     plain_ms, enc_ms = best_ms(lambda: scan("plain"), repeat), best_ms(lambda: scan("paged"), repeat)
+    eager_ms = best_ms(lambda: scan("eager"), repeat)
+    decode_ms = best_ms(lambda: [decode_device(p, codec, int(v.shape[0]), values.dtype)
+                                 for p, v in zip(enc_pages, plain_pages)], repeat)
     print(f"{name:<24} {codec:<6} {values.nbytes / stored:>6.2f} {plain_ms:>9.3f} {enc_ms:>8.3f} "
           f"{values.nbytes / plain_ms / 1e6:>11.0f} {values.nbytes / enc_ms / 1e6:>9.0f} "
-          f"{enc_ms / plain_ms:>9.2f}", flush=True)
+          f"{enc_ms / plain_ms:>9.2f} {eager_ms / plain_ms:>9.2f} {values.nbytes / decode_ms / 1e6:>10.0f}", flush=True)
 
 
 def main() -> None:
@@ -102,7 +108,7 @@ def main() -> None:
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}  rows={n:,}  "
           f"page rows={args.page_rows:,}")
     print(f"{'column':<24} {'codec':<6} {'ratio':>6} {'plain ms':>9} {'enc ms':>8} {'plain GB/s':>11} "
-          f"{'enc GB/s':>9} {'enc/plain':>9}")
+          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'dec GB/s':>10}")
     for name, (codec, values, rng_filter) in columns(n, np.random.default_rng(0)).items():
         measure(module, name, codec, values, rng_filter, args.page_rows, args.repeat)
 
