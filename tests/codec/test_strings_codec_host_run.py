@@ -149,6 +149,7 @@ def _check(module, raw, sections, codec, values, host: bool = False) -> None:
     reads = _DevArray.reads
     offsets, chars = module.decode_string_page(raw, sections, len(values), codec, "test page",
                                                _runs(raw) if host else None)
+    assert chars.shape[0] == int(offsets.a[-1])  # the characters exactly, no padding
     col = Column(STRING, offsets=offsets.a, chars=chars.a)
     assert col.to_arrow().to_pylist() == values
     if host:  # headers, chunk directory and offset endpoints read on the host: no read-back
@@ -250,4 +251,4 @@ def test_chars_of_several_pages_decode_in_one_nvcomp_call(fake_gpu) -> None:
     for sec, table, first in zip(sections, tables, firsts):
         assert np.array_equal(out.a[first:first + table[0]], sc.decompress_chars(sec, table[0]))
     assert firsts[0] == 0 and all(f % 16 == 0 for f in firsts)  # each page's characters 16-aligned
-    assert firsts[-1] + tables[-1][0] <= out.shape[0] < firsts[-1] + tables[-1][0] + 16
+    assert out.shape[0] == firsts[-1] + tables[-1][0]  # no padding after the last page

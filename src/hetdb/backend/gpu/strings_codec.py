@@ -195,13 +195,14 @@ def decompress_sections(nvcomp: Any, buf: Any, items: list[tuple[int, tuple]]) -
     firsts: list[int] = []
     total = 0
     for base, (raw, chunk, starts, lengths) in items:
+        total = -(-total // _OUT_ALIGN) * _OUT_ALIGN  # (no padding after the last section)
         firsts.append(total)
         k = int(starts.shape[0])
         src_offsets += (starts + base).tolist()
         src_sizes += lengths.tolist()
         dst_offsets += [total + i * chunk for i in range(k)]
         sizes += [min(chunk, raw - i * chunk) for i in range(k)]
-        total += -(-raw // _OUT_ALIGN) * _OUT_ALIGN
+        total += raw
     out = cupy.empty(total, dtype=cupy.uint8)
     if not sizes:
         return out, firsts
