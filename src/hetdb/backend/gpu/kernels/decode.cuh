@@ -70,6 +70,7 @@ struct BpBlock {
   u64 ref;
   unsigned int off;
   int w;
+  unsigned int mask;  // low w bits (w <= 32)
 };
 
 HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
@@ -79,16 +80,23 @@ HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
   k.ref = d[0];
   k.off = (unsigned int)ow;
   k.w = (int)(ow >> 32);
+  k.mask = k.w >= 32 ? 0xFFFFFFFFu : (1u << k.w) - 1u;
   return k;
 }
 
 // Value j (0..1023) of block k: lane j % 32 holds it at bit (j / 32) * w of its interleaved words
-// (so a warp reading 32 consecutive values reads 32 consecutive words), unpacked with shifts.
+// (so a warp reading 32 consecutive values reads 32 consecutive words), unpacked with shifts: for
+// widths up to 32 (nearly every block) one or two word loads, a funnel shift and a mask in 32-bit
+// arithmetic (the branch on w is the same for a whole block).
 HETDB_DECODE_HD u64 bp_unpack(const unsigned int* words, const BpBlock& k, int j) {
-  if (k.w == 0) return k.ref;
   const unsigned int* lane = words + k.off + (j & 31);
   const int pos = (j >> 5) * k.w;
   const int q = pos >> 5, sh = pos & 31;
+  if (k.w <= 32) {
+    const unsigned int lo = k.w == 0 ? 0u : lane[q * 32];
+    const unsigned int hi = sh + k.w > 32 ? lane[(q + 1) * 32] : 0u;
+    return k.ref + (u64)((unsigned int)((((u64)hi << 32) | lo) >> sh) & k.mask);
+  }
   u64 x = lane[q * 32];
   if (sh + k.w > 32) x |= (u64)lane[(q + 1) * 32] << 32;
   x >>= sh;
@@ -178,19 +186,22 @@ template <> __device__ __forceinline__ bool decoded_as<bool>(i64 v) { return v !
 // (one coalesced word per lane) and scans each row across its lanes with shuffles; warp 0 then scans
 // the row totals, and every value adds its row's prefix. Three barriers, no serial loop, no bank
 // conflicts. BLOCK_THREADS must be a multiple of 32; every thread of the block calls it.
-template <int BLOCK_THREADS>
-__device__ __forceinline__ void prefix_block_to_shared(u64 base, BpStream deltas, i64 b, int count, i64* smem) {
-  u64* v = (u64*)smem;
-  u64* row_sum = (u64*)(smem + HETDB_BP_BLOCK);
+// U: u64 (delta values, wrapping 64-bit sums) or unsigned int (rle run ends relative to the run
+// block's first row: a page has fewer than 2^32 rows), whose shuffles and adds are half the work;
+// `smem` holds HETDB_DECODE_SMEM_I64 int64 slots, used as 1024 + 32 U.
+template <int BLOCK_THREADS, typename U>
+__device__ __forceinline__ void prefix_block_to_shared(U base, BpStream deltas, i64 b, int count, i64* smem) {
+  U* v = (U*)smem;
+  U* row_sum = v + HETDB_BP_BLOCK;
   const BpBlock blk = bp_block(deltas, b);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rows = (count + 31) >> 5;
   for (int r = warp; r < rows; r += BLOCK_THREADS / 32) {  // (the same trip count for a whole warp)
     const int j = r * 32 + lane;
-    u64 x = j < count ? bp_unpack(deltas.words, blk, j) : 0ULL;
+    U x = j < count ? (U)bp_unpack(deltas.words, blk, j) : (U)0;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-      const u64 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      const U y = __shfl_up_sync(0xFFFFFFFFu, x, d);
       if (lane >= d) x += y;
     }
     v[j] = x;
@@ -198,11 +209,11 @@ __device__ __forceinline__ void prefix_block_to_shared(u64 base, BpStream deltas
   }
   __syncthreads();
   if (warp == 0) {  // exclusive scan of the row totals, plus the base
-    const u64 t = lane < rows ? row_sum[lane] : 0ULL;
-    u64 x = t;
+    const U t = lane < rows ? row_sum[lane] : (U)0;
+    U x = t;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-      const u64 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      const U y = __shfl_up_sync(0xFFFFFFFFu, x, d);
       if (lane >= d) x += y;
     }
     row_sum[lane] = base + x - t;
@@ -219,7 +230,7 @@ template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_packed(BpStream s, const i64* dict, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
                                                  int n) {
   i64 cur = -1;
-  BpBlock blk = {0ULL, 0u, 0};
+  BpBlock blk = {0ULL, 0u, 0, 0u};
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     const int idx = k * BLOCK_THREADS + threadIdx.x;
@@ -263,7 +274,7 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   const BpStream s = bp_stream(dict ? p.body + 8 * p.param : p.body, p.n);
   const i64* values = (const i64*)p.body;
   i64 cur = -1;
-  BpBlock blk = {0ULL, 0u, 0};
+  BpBlock blk = {0ULL, 0u, 0, 0u};
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     if (flags[k]) {
@@ -292,7 +303,7 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
     const i64 block_start = b * HETDB_BP_BLOCK;
     const i64 block_end = block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end;
     const int count = (int)(block_end - block_start);
-    prefix_block_to_shared<BLOCK_THREADS>((u64)bases[b], deltas, b, count, smem);
+    prefix_block_to_shared<BLOCK_THREADS, u64>((u64)bases[b], deltas, b, count, smem);
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
       const int idx = k * BLOCK_THREADS + threadIdx.x;
@@ -318,18 +329,21 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     const i64 first = b * HETDB_BP_BLOCK;
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
-    prefix_block_to_shared<BLOCK_THREADS>((u64)lo_row, r.lengths, b, (int)count, smem);  // smem[k]: end of run first+k
-    const i64 hi_row = smem[count - 1];
+    // ends[k]: end of run first+k, relative to lo_row
+    prefix_block_to_shared<BLOCK_THREADS, unsigned int>(0u, r.lengths, b, (int)count, smem);
+    const unsigned int* ends = (const unsigned int*)smem;
+    const i64 hi_row = lo_row + ends[count - 1];
     const BpBlock vblk = bp_block(r.values, b);
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
       const int idx = k * BLOCK_THREADS + threadIdx.x;
       const i64 row = tile_start + idx;
       if (idx < n && row >= lo_row && row < hi_row) {
+        const unsigned int rel = (unsigned int)(row - lo_row);
         int lo = 0, hi = (int)count - 1;
         while (lo < hi) {
           const int mid = (lo + hi) >> 1;
-          if (smem[mid] > row) hi = mid; else lo = mid + 1;
+          if (ends[mid] > rel) hi = mid; else lo = mid + 1;
         }
         items[k] = decoded_as<T>((i64)bp_unpack(r.values.words, vblk, lo));
       }
