@@ -384,6 +384,25 @@ def test_repeated_queries_reuse_dense_tables_and_skip_dimension_builds(ssb_db, e
     assert skipped >= 13  # every star query has at least one dimension pipeline it no longer runs
 
 
+def test_streamed_runs_reuse_dense_tables_too(ssb_db, emulated_fusion):
+    """Connection.execute streams its result through a variant of the cached physical plan (its
+    result pipeline's sink replaced): the fused state is still kept and taken per cached plan."""
+    queries = load_queries("ssb")
+    names = ["q2.1", "q3.1", "q4.1"]
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+        store = con._get_engine().fused_states
+        for name in names:
+            sql = queries[name]
+            expected = ssb_db.reference(sql)
+            for _ in range(3):
+                hits = store.hits
+                got = con.execute(sql).arrow()
+                diff = mismatch(got, expected, SSB_ORDERING[name])
+                assert diff is None, f"{name}: {diff}"
+            assert store.hits > hits, name  # the last streamed run took the state the earlier ones kept
+    assert len(names) == 3
+
+
 def test_a_new_table_version_plans_and_builds_again(tmp_path, emulated_fusion):
     import pyarrow as pa
 

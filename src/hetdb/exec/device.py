@@ -187,8 +187,13 @@ class DeviceResources:
         self._cupy.cuda.get_current_stream().synchronize()
         used0, cache0 = before
         leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
-        if leak > 0:
-            gc.collect()  # arrays kept alive only by reference cycles are not leaks
+        # Arrays kept alive only by reference cycles are not leaks: collect, the young generations
+        # first: a full collection walks every object of the process, which grows with what the
+        # process caches, and a query that made a cycle would pay it every time
+        for generation in (1, 2):
+            if leak <= 0:
+                break
+            gc.collect(generation)
             leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
         # Freed blocks stay in CuPy's pool for the next query (a page stream allocates one block per
         # page: cudaMalloc/cudaFree per page would cost a good part of the PCIe time). The pool gives
