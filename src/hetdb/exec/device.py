@@ -119,7 +119,10 @@ class DeviceResources:
         self._cupy = cupy
         self._host_tier: Any = None
         self._host_tier_resolved = False
-        self._cache_bytes_at: tuple[int | None, int] = (None, 0)  # (cache mutations, bytes) memo
+        from hetdb.exec.lookup_tables import LookupTables
+
+        self.luts = LookupTables()  # compiled kernels' dictionary lookups, kept between queries
+        self._cache_bytes_at: tuple[Any, int] = (None, 0)  # ((cache mutations, luts version), bytes) memo
         self._decoded_db_bytes: tuple[tuple, int] | None = None  # keep_compressed's memo
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
         self.host_tier_bytes = 0
@@ -158,21 +161,26 @@ class DeviceResources:
         self.host_tier_bytes += nbytes
 
     def cache_device_bytes(self) -> int:
-        """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries."""
+        """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries and the
+        kept dictionary lookups."""
         cache = self.cache
         mutations = getattr(cache, "mutations", None)
-        if mutations is not None and self._cache_bytes_at[0] == mutations:
+        stamp = None if mutations is None else (mutations, self.luts.version)
+        if stamp is not None and self._cache_bytes_at[0] == stamp:
             return self._cache_bytes_at[1]  # no entry came or went: a hot query walks no pages
         seen: dict[int, int] = {}
         with cache._lock:  # read-only walk; the cache exposes no iterator over values
             values = [e.value for e in cache._entries.values()]
+        values += list(self.luts.arrays())
+        if stamp is not None:
+            stamp = (mutations, self.luts.version)  # (after arrays(): it drops dead dictionaries' tables)
         for v in values:
             for arr in _arrays(v):
                 mem = getattr(getattr(arr, "data", None), "mem", None)
                 if mem is not None:
                     seen[id(mem)] = int(mem.size)
         total = sum(seen.values())
-        self._cache_bytes_at = (mutations, total)
+        self._cache_bytes_at = (stamp, total)
         return total
 
     def snapshot(self) -> tuple[int, int]:
@@ -204,6 +212,7 @@ class DeviceResources:
         """Drop this connection's cached pages; their blocks stay in CuPy's pool, for the next
         connection of the process (``free_pool_blocks`` returns them to the device)."""
         self.cache.clear()
+        self.luts.clear()
 
     def free_pool_blocks(self) -> None:
         """Return every unused block of CuPy's pool to the device."""

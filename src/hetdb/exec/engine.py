@@ -311,6 +311,7 @@ class QueryEngine:
         memory = self.device.memory
         limit = memory.limit
         self.device.cache.clear()
+        self.device.luts.clear()
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
