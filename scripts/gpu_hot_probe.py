@@ -101,6 +101,19 @@ class Sampler:
         return "\n".join(lines)
 
 
+def _routes(routes) -> str:
+    """The run's pages by path and cache decisions, without the zero counts."""
+    if not isinstance(routes, dict):
+        return "-"
+    flat = []
+    for k, v in routes.items():
+        if isinstance(v, dict):
+            flat += [f"{k}.{a}={b}" for a, b in v.items() if b]
+        elif v:
+            flat.append(f"{k}={v}")
+    return " ".join(flat) or "-"
+
+
 def _short(path: str) -> str:
     for marker in ("/hetdb/", "/site-packages/", "/lib/python"):
         i = path.rfind(marker)
@@ -194,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  run {i}: {wall * 1e3:7.2f} ms  exec {st.get('exec_seconds', 0) * 1e3:7.2f}  "
                       f"plan {st.get('plan_seconds', 0) * 1e3:5.2f}  h2d {st.get('bytes_host_to_device')}  "
                       f"leak {st.get('gpu_leaked_bytes')}  gc {watch.take()}  "
-                      f"in {timed.take() if timed else '-'}  modes {st.get('gpu_pipelines')}", flush=True)
+                      f"in {timed.take() if timed else '-'}  modes {st.get('gpu_pipelines')}  "
+                      f"routes {_routes(st.get('routes'))}", flush=True)
             print(f"conn {c} {n}: median {statistics.median(walls) * 1e3:.2f} ms, "
                   f"min {min(walls) * 1e3:.2f} ms", flush=True)
             print(sampler.report(args.runs, sum(walls)), flush=True)
