@@ -139,7 +139,7 @@ def join_build(keys: list[Any]) -> GpuJoinTable:
         # slots' min and max back to the host)
         order = cupy.sort(row_slot * n + cupy.arange(n, dtype=cupy.int64))
         slot_rows = order % n
-        bounds = cupy.searchsorted(order // n, cupy.arange(cap + 1, dtype=cupy.int64))
+        bounds = cupy.searchsorted(order // n, cupy.arange(cap + 1, dtype=cupy.int64)).astype(cupy.int64, copy=False)
         slot_start = bounds[:-1]
         slot_count = bounds[1:] - slot_start
     else:
