@@ -125,6 +125,13 @@ class GpuJoinTable:
     def capacity(self) -> int:
         return int(self.slots.shape[0])
 
+    def max_matches(self) -> int:
+        """The most build rows one key has (read back once per table)."""
+        got = self.__dict__.get("_max_matches")
+        if got is None:
+            got = self.__dict__["_max_matches"] = int(self.slot_count.max()) if self.num_rows else 0
+        return got
+
 
 def join_build(keys: list[Any]) -> GpuJoinTable:
     import cupy
