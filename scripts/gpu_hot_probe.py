@@ -182,10 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     sampler.target = threading.main_thread().ident
     timed = None
     if args.device == "gpu":
+        from hetdb.backend.gpu import compile as gpu_compile
         from hetdb.exec.device import DeviceResources
 
         timed = Timed([(DeviceResources, "snapshot"), (DeviceResources, "leaked_bytes"),
-                       (DeviceResources, "keep_compressed")])
+                       (DeviceResources, "keep_compressed"), (gpu_compile, "_compile_cubin")])
     for c in range(args.connections):
         con = hetdb.connect(args.db, device=args.device)
         for n in names:
