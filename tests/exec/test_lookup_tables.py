@@ -55,3 +55,18 @@ def test_bounded() -> None:
         kept.put(_like(str(i)), d, np.array([True]), np.array([True]))
     assert len(kept) == MAX_ENTRIES
     assert kept.get(_like("0"), dicts[0]) is None and kept.get(_like(str(MAX_ENTRIES + 4)), dicts[-1]) is not None
+
+
+def test_bytes_bounded(monkeypatch) -> None:
+    import hetdb.exec.lookup_tables as LT
+
+    monkeypatch.setattr(LT, "MAX_BYTES", 100)
+    kept = LookupTables()
+    dicts = [_dictionary(["x"] * 40) for _ in range(3)]
+    for i, d in enumerate(dicts):
+        kept.put(_like(str(i)), d, np.zeros(40, bool), np.ones(40, bool))  # 80 bytes each
+    assert len(kept) == 1 and kept.nbytes == 80 and kept.get(_like("2"), dicts[2]) is not None
+    kept.put(_like("big"), dicts[0], np.zeros(60, bool), np.ones(60, bool))  # 120 > the bound: not kept
+    assert kept.get(_like("big"), dicts[0]) is None and kept.nbytes == 80
+    kept.clear()
+    assert kept.nbytes == 0 and len(kept) == 0
