@@ -61,3 +61,32 @@ def test_hot_query_looks_tables_up_only_for_the_plan_cache(tmp_path, monkeypatch
         assert sorted(calls) == ["t", "u"]  # the plan cache's check; the run itself asks nothing
         _write(db, "u", [1, 2, 3, 4], replace=True)
         assert con.sql(sql).fetchall() == [(3, 6)]  # a new commit: planned and read again
+
+
+def test_compressed_cache_decision_memo_follows_commits(tmp_path, monkeypatch) -> None:
+    """keep_compressed ("auto") reads the tables only when the catalog stamp (tables directory and
+    CURRENT files) changed: a create, a replacing commit and a drop each change its answer."""
+    import types
+
+    from hetdb.exec.device import DeviceResources
+
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _write(db, "t", [1, 2, 3])  # 24 decoded bytes
+    res = types.SimpleNamespace(cache=types.SimpleNamespace(capacity_bytes=100, kept_bytes=lambda: 0),
+                                _decoded_db_bytes=None)
+    calls: list[str] = []
+    real = Database.table
+    monkeypatch.setattr(Database, "table", lambda self, name: calls.append(name) or real(self, name))
+
+    def keep() -> bool:
+        return DeviceResources.keep_compressed(res, "auto", db)
+
+    assert keep() is False and calls == ["t"]
+    assert keep() is False and calls == ["t"]  # nothing changed: no table read
+    _write(db, "u", list(range(20)))  # +160 bytes: no longer fits
+    assert keep() is True
+    _write(db, "u", [1], replace=True)
+    assert keep() is False
+    db.drop_table("u")
+    _write(db, "w", list(range(30)))
+    assert keep() is True and res._decoded_db_bytes[1] == 24 + 240

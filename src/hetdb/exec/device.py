@@ -124,6 +124,7 @@ class DeviceResources:
         self.luts = LookupTables()  # compiled kernels' dictionary lookups, kept between queries
         self._cache_bytes_at: tuple[Any, int] = (None, 0)  # ((cache mutations, luts version), bytes) memo
         self._decoded_db_bytes: tuple[tuple, int] | None = None  # keep_compressed's memo
+        self._table_names: tuple[tuple, list[str]] | None = None  # (tables dir identity, names)
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
         self.host_tier_bytes = 0
 
@@ -137,11 +138,12 @@ class DeviceResources:
             return option
         from hetdb.cache.pages import column_device_bytes
 
-        readers = [db.table(name) for name in db.tables()]
-        key = tuple((r.name, r.version) for r in readers)
+        stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
         got = self._decoded_db_bytes
-        if got is None or got[0] != key:
+        if stamp is None or got is None or got[0] != stamp:
+            readers = [db.table(name) for name in db.tables()]
             total = sum(column_device_bytes(r, c, False) for r in readers for c in (s.name for s in r.schema))
+            key = stamp if stamp is not None else tuple((r.name, r.version) for r in readers)
             got = self._decoded_db_bytes = (key, total)
         return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
 
@@ -217,6 +219,37 @@ class DeviceResources:
     def free_pool_blocks(self) -> None:
         """Return every unused block of CuPy's pool to the device."""
         self.pool.free_all_blocks()
+
+
+def catalog_stamp(db: Any, names: tuple | None) -> tuple[tuple | None, tuple | None]:
+    """(stamp, names memo): the stamp changes when a table of ``db`` is created, dropped or
+    committed (it holds the tables directory's identity, for its entries, and each table's CURRENT
+    file's, which every commit replaces by a rename): a stat per table instead of reading every
+    table's CURRENT and manifest (keep_compressed's memo, per query). ``names`` is the previous
+    call's memo of the directory's entries. The stamp is None when it cannot be read."""
+    import os
+
+    from hetdb.storage.format import CURRENT, TABLES_DIR
+
+    path = getattr(db, "path", None)
+    if not isinstance(path, str):
+        return None, names
+    tables = os.path.join(path, TABLES_DIR)
+    try:
+        st = os.stat(tables)
+        listing = (st.st_ino, st.st_mtime_ns)
+        if names is None or names[0] != listing:
+            names = (listing, sorted(e for e in os.listdir(tables) if not e.startswith(".")))
+        stamp: list = [listing]
+        for name in names[1]:
+            try:
+                c = os.stat(os.path.join(tables, name, CURRENT))
+            except FileNotFoundError:
+                continue  # (a table being created: nothing committed yet)
+            stamp.append((name, c.st_ino, c.st_mtime_ns, c.st_size))
+    except OSError:
+        return None, names
+    return tuple(stamp), names
 
 
 def _arrays(value: Any):
