@@ -155,8 +155,8 @@ def join_build(keys: list[Any]) -> GpuJoinTable:
         slot_start = cupy.cumsum(slot_count) - slot_count
         slot_rows = cupy.lexsort(cupy.stack([cupy.arange(n, dtype=cupy.int64), row_slot])) if n else \
             cupy.empty(0, dtype=cupy.int64)
-    return GpuJoinTable(n, norm, hashes, slots, row_slot, slot_start, slot_count, slot_rows.astype(cupy.int64),
-                        tuple(np.dtype(k.dtype) for k in keys))
+    return GpuJoinTable(n, norm, hashes, slots, row_slot, slot_start, slot_count,
+                        slot_rows.astype(cupy.int64, copy=False), tuple(np.dtype(k.dtype) for k in keys))
 
 
 def probe_slots(table: GpuJoinTable, keys: list[Any]) -> Any:
