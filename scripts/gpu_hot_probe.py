@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
+import re
 import statistics
 import sys
 import threading
@@ -226,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                 text = con.explain(qs[n], analyze=True)
                 print("\n".join(line for line in text.splitlines()
                                 if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
+                ops = sum(float(t) for t in re.findall(r"time=([0-9.]+) ms", text))
+                print(f"  operator times sum to {ops:.1f} ms (the rest of Total is in no operator)", flush=True)
         con.close()
     sampler._stop = True
     return 0
