@@ -174,13 +174,10 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     for op, pay in plan.probes + marking:
         if op.kind not in ("inner", "semi", "anti", "left") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
-        if op.residual is not None and op.kind == "inner":
-            # measured on 2 cores (thread CPU, best of 7): TPC-H q19's loop took ~12 ms per 1M-row
-            # morsel against ~8 operator at a time; the residual reads build columns through two
-            # dependent lookups per row (table slot, the key's row), where the operators' column
-            # gathers overlap their cache misses
-            return "an inner join with a residual condition runs operator at a time on the CPU (faster)"
-        if op.residual is not None and op.kind not in ("semi", "anti") + MARK_KINDS:
+        # an inner join's residual is compiled too: operator at a time, TPC-H q19's lineitem pipeline
+        # at SF 10 on 16 threads took 440 ms of workers for 1.54 s of thread CPU (e58d70d): ~3.5
+        # cores busy, the rest waiting for the GIL held by the Python between the kernels
+        if op.residual is not None and op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
             return f"a {op.kind} join with a residual condition is not compiled for the CPU"
         side = ctx.results[op.build_pipeline]
         if not isinstance(side.table, CpuJoinTable):

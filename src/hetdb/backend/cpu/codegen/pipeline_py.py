@@ -306,7 +306,7 @@ class _Gen(AggregateEmitter):
             return None
         em = self.em
         key = em.value(st.keys[0])
-        if key.dtype.kind == "string":
+        if key.dtype.kind == "string" or key.dtype.is_wide:
             return None
         d = em.fresh()
         valid = "" if key.valid == "True" else f"({key.valid}) & "
@@ -362,6 +362,8 @@ class _Gen(AggregateEmitter):
         if st.kind == "left" and st.residual is not None:
             raise ExprError("a left join with a residual condition is not compiled for the CPU")
         keys = [em.value(k) for k in st.keys]
+        if any(k.dtype.is_wide for k in keys):
+            raise ExprError("HUGEINT / DECIMAL(>18) join keys are not compiled for the CPU")
         if any(k.dtype.kind == "string" for k in keys):
             raise ExprError("string join keys are not compiled for the CPU")
         f = f"f{p}"
