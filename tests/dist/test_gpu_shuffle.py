@@ -115,36 +115,15 @@ def _partitioned(table: pa.Table, parts: int) -> tuple[np.ndarray, list[int], pa
     return order, bounds, want
 
 
-class HostPlan:
-    """The GPU segment plan's contract computed by the host encoder (hetdb.codec.encode)."""
-
-    def __init__(self, segments):
-        from hetdb.backend.gpu.shuffle_encode import GPU_CODECS
-
-        self.data, self.codecs = [], []
-        for s in segments:
-            v = s.values[s.start:s.start + s.n] if s.rows is None else s.values[s.rows[s.start:s.start + s.n]]
-            if s.sign_word:
-                v = v >> 63
-            data, codec = (v.view(np.uint8), "plain") if s.plain_only else encode(v, GPU_CODECS)
-            self.data.append(data.view(np.uint8))
-            self.codecs.append(codec)
-        self.nbytes = np.array([d.shape[0] for d in self.data], np.int64)
-
-    def pack(self, offsets, out) -> None:
-        for at, d in zip(offsets, self.data):
-            assert at % 8 == 0
-            out[at:at + d.shape[0]] = d
-
-
 @pytest.mark.parametrize("parts", [1, 3, 8])
 def test_partition_layout_assembled_on_the_host(parts: int) -> None:
     from hetdb.dist.gpu_shuffle import encode_with
+    from hetdb.dist.segments import HostSegmentPlan
 
     table = _table(9_000, parts)
     order, bounds, want_table = _partitioned(table, parts)
     for compress in (True, False):
-        batches = encode_with(_columns(table, np.asarray), order, bounds, compress, np, HostPlan)
+        batches = encode_with(_columns(table, np.asarray), order, bounds, compress, np, HostSegmentPlan)
         assert len(batches) == parts
         for p, batch in enumerate(batches):
             want = want_table.take(pa.array(order[bounds[p]:bounds[p + 1]]))

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from hetdb.column import Column
+from hetdb.dist.segments import Segment
 from hetdb.dist.shuffle_codec import ColumnLayout, EncodedBatch, Section, _encode_column, _Payload
 
 _GPU_KINDS = ("int32", "int64", "float64", "decimal", "date", "bool", "timestamp", "time")
@@ -61,15 +62,14 @@ def encode_partitions(columns: list[tuple[str, Column]], rows: Any, bounds: list
 
     from hetdb.backend.gpu.shuffle_encode import SegmentPlan
 
-    return encode_with(columns, rows, bounds, compress, cupy, SegmentPlan)
+    return encode_with(columns, rows, bounds, compress, cupy, SegmentPlan)  # type: ignore[return-value]
 
 
 def encode_with(columns: list[tuple[str, Column]], rows: Any, bounds: list[int], compress: bool, xp: Any,
-                plan_type: Any) -> list[EncodedBatch]:
+                plan_type: Any, skip: int | None = None) -> list[EncodedBatch | None]:
     """``encode_partitions`` with the array module ``xp`` (cupy) and the segment plan ``plan_type``
-    (``SegmentPlan``) given: the layout is assembled the same way whatever encodes the segments."""
-    from hetdb.backend.gpu.shuffle_encode import Segment
-
+    (``SegmentPlan``) given: the layout is assembled the same way whatever encodes the segments.
+    Partition ``skip`` (a worker's rows for itself) is not encoded: None in its place."""
     to_host = getattr(xp, "asnumpy", np.asarray)
     parts = len(bounds) - 1
     schema = pa.schema([pa.field(name, col.dtype.to_arrow()) for name, col in columns])
@@ -93,6 +93,9 @@ def encode_with(columns: list[tuple[str, Column]], rows: Any, bounds: list[int],
         return _Piece(len(segments) - 1, n=n, dtype=dt.str)
 
     for p in range(parts):
+        if p == skip:
+            recipe.append([])
+            continue
         lo, hi = int(bounds[p]), int(bounds[p + 1])
         n = hi - lo
         cols = []
@@ -185,8 +188,8 @@ def encode_with(columns: list[tuple[str, Column]], rows: Any, bounds: list[int],
         for (p, ci, _), count in zip(null_counts, counts):
             fixed[p][ci] = replace(fixed[p][ci], null_count=int(count))
         part_layouts = [tuple(x) for x in fixed]
-    return [EncodedBatch(schema, int(bounds[p + 1]) - int(bounds[p]), part_layouts[p],
-                         out[start:start + size], raw[p])
+    return [None if p == skip else
+            EncodedBatch(schema, int(bounds[p + 1]) - int(bounds[p]), part_layouts[p], out[start:start + size], raw[p])
             for p, (start, size) in enumerate(part_spans)]
 
 

@@ -37,12 +37,16 @@ def unique_id() -> tuple:
     return nccl.get_unique_id()
 
 
-def frame(batch: EncodedBatch) -> np.ndarray:
-    """``batch`` as one uint8 buffer: layout length, pickled layout, padding, payload."""
+def frame_prefix(batch: EncodedBatch) -> np.ndarray:
+    """The bytes of ``batch``'s frame before its payload: layout length, pickled layout, padding."""
     layout = np.frombuffer(pickle.dumps((batch.schema, batch.num_rows, batch.columns, batch.raw_bytes)), np.uint8)
     pad = -layout.shape[0] % 8
-    return np.concatenate([np.array([layout.shape[0]], np.int64).view(np.uint8), layout,
-                           np.zeros(pad, np.uint8), batch.payload])
+    return np.concatenate([np.array([layout.shape[0]], np.int64).view(np.uint8), layout, np.zeros(pad, np.uint8)])
+
+
+def frame(batch: EncodedBatch) -> np.ndarray:
+    """``batch`` (host payload) as one uint8 buffer: ``frame_prefix``, then the payload."""
+    return np.concatenate([frame_prefix(batch), batch.payload])
 
 
 def unframe(buf: Any, host_prefix: np.ndarray | None = None) -> tuple[EncodedBatch, Any]:

@@ -11,14 +11,14 @@ not encoded on the GPU."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hetdb.backend.gpu.compile import get_module, grid_for, launch
+from hetdb.dist.segments import GPU_CODECS, Segment
 
-GPU_CODECS = ("const", "for", "delta")
+__all__ = ["GPU_CODECS", "CODEC_NAMES", "Segment", "SegmentPlan", "encode_segment", "partition_ids"]
 CODEC_NAMES = {0: "plain", 1: "const", 2: "for", 3: "delta"}
 _CODEC_BITS = {"const": 1 << 1, "for": 1 << 2, "delta": 1 << 3}
 _BLOCK = 1024
@@ -30,29 +30,8 @@ def _module():
     return get_module("shuffle_encode.cu")
 
 
-@dataclass(frozen=True)
-class Segment:
-    """``n`` values of the 1-D device array ``values`` (1, 4 or 8 bytes each) from row ``start``; with
-    ``rows`` (device int64) the values are ``values[rows[start:start + n]]`` (a partition gathered as
-    it is encoded). ``sign_word``: the segment is the high words of 16-byte decimals whose low words
-    are the int64 ``values`` (each value's ``v >> 63``). ``plain_only``: stored as is (no codec)."""
-
-    values: Any
-    n: int
-    start: int = 0
-    rows: Any = None
-    sign_word: bool = False
-    plain_only: bool = False
-
-    def mode(self) -> int:
-        if self.sign_word:
-            return 2
-        dt = np.dtype(self.values.dtype)
-        return 0 if dt.itemsize == 1 and dt.kind in "bu" else 1
-
-
 class SegmentPlan:
-    """The codec and encoded size of every segment (``codecs``, ``nbytes``: host values, known after
+    """``dist.segments.HostSegmentPlan``'s contract on the GPU: the codec and encoded size of every segment (``codecs``, ``nbytes``: host values, known after
     the first two launches and one small copy to the host); ``pack`` writes them."""
 
     def __init__(self, segments: list[Segment]):
