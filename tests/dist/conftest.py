@@ -22,7 +22,7 @@ try:
 except ImportError:
     ray = None
     RAY_FREE = {"test_dist_hash.py", "test_dist_lowering.py", "test_nccl.py", "test_shuffle_codec.py",
-                "test_gpu_shuffle.py", "test_gpu_exchange.py"}
+                "test_gpu_shuffle.py", "test_gpu_exchange.py", "test_dist_local.py"}
     collect_ignore = [p.name for p in Path(__file__).parent.glob("test_*.py") if p.name not in RAY_FREE]
 
 

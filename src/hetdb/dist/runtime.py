@@ -155,12 +155,7 @@ class DistRuntime:
 
     def plan(self, engine, sql: str, workers: int | None = None, plan: Any = None) -> DistPlan:
         """The distributed plan of ``sql`` (``plan``: its logical plan, when already made)."""
-        plan = plan if plan is not None else engine.logical_plan(sql)
-        counts = {}
-        for name in plan_tables(plan) or ():
-            counts[name] = engine.db.table(name).num_rows
-        return lower(plan, workers or self.workers, self.broadcast_rows, counts, Estimator(engine.db).rows,
-                     lambda table, column: _stored_range(engine.db, table, column))
+        return plan_query(engine, sql, workers or self.workers, self.broadcast_rows, plan)
 
     # ---- running a plan -------------------------------------------------------------------------
     def run(self, dplan: DistPlan, analyze: bool = False, actors: list | None = None,
@@ -347,6 +342,14 @@ class DistRuntime:
         self.actors = []
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def plan_query(engine, sql: str, workers: int, broadcast_rows: int = BROADCAST_ROWS, plan: Any = None) -> DistPlan:
+    """``sql`` (or its logical ``plan``) lowered for ``workers`` workers."""
+    plan = plan if plan is not None else engine.logical_plan(sql)
+    counts = {name: engine.db.table(name).num_rows for name in plan_tables(plan) or ()}
+    return lower(plan, workers, broadcast_rows, counts, Estimator(engine.db).rows,
+                 lambda table, column: _stored_range(engine.db, table, column))
 
 
 def _stored_range(db, table: str, column: str) -> tuple[int, int] | None:

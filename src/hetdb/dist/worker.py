@@ -3,6 +3,7 @@ its share of the data, and cuts the stage's output into the partitions of its ex
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any
@@ -40,16 +41,22 @@ def _sizes(message: list) -> tuple[int, int, int]:
     return rows, raw, wire
 
 
-def _receive(index: int, inputs: dict[int, list[Any]]) -> tuple[dict[int, list[pa.Table]], float]:
-    """The tables addressed to worker ``index`` in the messages of ``inputs`` (compressed ones
-    decoded), and the seconds decoding took."""
+def _ray_get(refs: list[Any]) -> list[Any]:
     import ray
 
+    return ray.get(refs)
+
+
+def _receive(index: int, inputs: dict[int, list[Any]], fetch: Any = _ray_get
+             ) -> tuple[dict[int, list[pa.Table]], float]:
+    """The tables addressed to worker ``index`` in the messages of ``inputs`` (``fetch``: references
+    -> messages; Ray's object store by default), compressed ones decoded, and the seconds decoding
+    took."""
     tables: dict[int, list[pa.Table]] = {}
     seconds = 0.0
     for sid, refs in inputs.items():
         got = []
-        for message in ray.get(list(refs)):
+        for message in fetch(list(refs)):
             for d, item in message:
                 if d != index:
                     continue
@@ -148,6 +155,10 @@ class Worker:
         self.query = ""
         self.received: dict[int, list[Batch]] = {}  # stage id -> batches of the running query
         self.collective_stages: set[int] = set()  # its stages whose exchange was collective
+        # how messages are fetched (Ray's object store) and what a stage's engine run holds (nothing):
+        # the one-process runner (dist/local.py) passes messages themselves and serialises engines
+        self.fetch: Any = _ray_get
+        self.compute_lock: Any = contextlib.nullcontext()
 
     def nccl_id(self) -> tuple:
         """A new NCCL id (worker 0 makes it for the group)."""
@@ -214,7 +225,7 @@ class Worker:
         t0 = time.perf_counter()
         if query != self.query:
             self.query, self.received, self.collective_stages = query, {}, set()
-        tables, decode_seconds = _receive(index, inputs)
+        tables, decode_seconds = _receive(index, inputs, self.fetch)
         received = {}
         for sid in inputs:
             if sid in self.collective_stages:
@@ -224,7 +235,8 @@ class Worker:
                 received[sid] = self.received.pop(sid)
         physical = plan_stage(stage, index, workers, tables, received)
         output = stage_output(stage)
-        table, stats, physical = self.engine.run_plan(output, physical)
+        with self.compute_lock:
+            table, stats, physical = self.engine.run_plan(output, physical)
         if collective:
             sent, seconds = self._collective(index, workers, stage, output, table, bool(compress))
             info = {"stage": stage.sid, "worker": index, "rows": table.num_rows, "messages": sent,
