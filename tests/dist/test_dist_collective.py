@@ -42,6 +42,8 @@ def test_ssb_through_a_collective_exchange(ssb_dist) -> None:
         assert sent and all(m[4] < m[3] for m in sent if m[2] >= 1000)
         assert sum(m[4] for m in sent) < sum(m[3] for m in sent) / 2
         assert stats["bytes_shuffled"] == sum(m[4] for s in stats["stages"] for m in s["messages"])
+        text = con.explain(queries["q2.1"], analyze=True)
+        assert "collective exchange (MailboxMember)=" in text and "exchange bytes received: worker 0=" in text
 
 
 def test_tpch_joins_through_a_collective_exchange(tpch_dist) -> None:
