@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
 
 test: $(STAMP) cuda-check lint
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x -m "not slow" tests
