@@ -14,9 +14,9 @@ from hetdb.dist.local import LocalRunner
 QUERIES = ("q03", "q05", "q12", "q18")
 
 
-def _check(data, runner: LocalRunner) -> list[dict]:
-    queries = {k: v for k, v in load_queries("tpch").items() if k in QUERIES}
-    assert len(queries) == len(QUERIES)
+def _check(data, runner: LocalRunner, names: tuple[str, ...] = QUERIES) -> list[dict]:
+    queries = {k: v for k, v in load_queries("tpch").items() if k in names}
+    assert len(queries) == len(names)
     compared, failures, infos = 0, [], []
 
     def run(sql: str):
@@ -31,7 +31,7 @@ def _check(data, runner: LocalRunner) -> list[dict]:
         if outcome.failure:
             failures.append(outcome.failure)
     assert not failures, "\n".join(map(str, failures))
-    assert compared == len(QUERIES)
+    assert compared == len(names)
     return infos
 
 
@@ -55,7 +55,7 @@ def test_tpch_on_gpu_workers_in_one_process(tpch_dist, collective: bool) -> None
     runner = LocalRunner(tpch_dist.path, 2, gpu=True, collective=collective, broadcast_rows=0)
     try:
         assert all(w.engine.backend.name == "gpu" for w in runner.workers)
-        infos = _check(tpch_dist, runner)
+        infos = _check(tpch_dist, runner, ("q03", "q12"))
     finally:
         runner.close()
     assert bool([i for i in infos if i.get("collective")]) == collective

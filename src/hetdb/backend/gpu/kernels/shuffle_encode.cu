@@ -165,7 +165,8 @@ extern "C" __global__ void shuffle_choose(const i64* segs, int nseg, const i64* 
       i64 best = n * seg[4];
       if (n > 0 && n < (1LL << 32)) {
         // candidates in hetdb.codec.CODECS order (const, plain, for, delta): a tie keeps the earlier
-        if ((allowed >> SE_CONST & 1) && s_min[0] == s_max[0] && s_wmax[0] == 0) {
+        // const precedes plain: it wins a tie, but not against a plain section under 16 bytes
+        if ((allowed >> SE_CONST & 1) && s_min[0] == s_max[0] && s_wmax[0] == 0 && 16 <= best) {
           codec = SE_CONST;
           best = 16;
         }
