@@ -278,17 +278,19 @@ class DistRuntime:
     def _replace(self, actors: list) -> None:
         """Starts a new worker in place of each of ``actors`` (dead ones) for the next queries."""
         ray = _ray()
-        for a in actors:
+        for a in list(actors):
             i = self._slot(a)
             ray.kill(a)
             self.actors[i] = self._start(self.gpus[i])
             self._infos[i] = None
+        self._group = None
 
     def execute(self, engine, sql: str, analyze: bool = False, plan: Any = None
                 ) -> tuple[pa.Table, dict[str, Any], DistPlan]:
         """Lowers and runs ``sql``; a query that loses workers runs again (``worker_retries`` times)
         on the remaining ones, exact because it only reads; the dead ones are replaced for the next
-        query."""
+        query. With a collective exchange every worker is replaced (the others may wait for the lost
+        one inside the collective) and the query runs again on the new ones."""
         self.worker_info()
         actors, topo = list(self.actors), self.topology()
         lost: list[str] = []
@@ -297,11 +299,19 @@ class DistRuntime:
             try:
                 table, stats = self.run(dplan, analyze, actors, topo)
             except WorkerTimeoutError as e:
-                self._replace([actors[i] for i in e.workers])
+                self._replace(actors if self.transport(actors) != "object store" else [actors[i] for i in e.workers])
                 raise
             except WorkerLostError as e:
                 gone = [actors[i] for i in e.workers]
                 lost.append(str(e))
+                if self.transport(actors) != "object store":
+                    # the others may wait inside a collective exchange for the lost worker (NCCL has
+                    # no timeout): the whole group is replaced, and the query runs again on it
+                    self._replace(actors)
+                    if attempt == self.retries:
+                        raise
+                    actors, topo = list(self.actors), self.topology()
+                    continue
                 self._replace(gone)
                 if attempt == self.retries or len(gone) == len(actors):
                     raise
