@@ -66,6 +66,8 @@ class CollectiveExchange:
             lo, hi = int(bounds[me]), int(bounds[me + 1])
             own = take_batch(self.backend, batch, rows[lo:hi]) if (lo, hi) != (0, batch.num_rows) else batch
         frames = [None if b is None or not b.num_rows else self._frame(b) for b in sends]
+        if self.device:  # another thread's stream may read them (NCCL itself orders by stream)
+            self.xp.cuda.get_current_stream().synchronize()
         got = self.comm.all_to_all(frames)
         dtypes = {name: col.dtype for name, col in columns}
         received = [own] + [self._decode(buf, dtypes) for p, buf in enumerate(got)
