@@ -59,3 +59,21 @@ def test_tpch_on_gpu_workers_in_one_process(tpch_dist, collective: bool) -> None
     finally:
         runner.close()
     assert bool([i for i in infos if i.get("collective")]) == collective
+
+
+def test_transport_of_hash_and_broadcast_exchanges() -> None:
+    """NCCL when every worker of the query holds a GPU; with a CPU worker among them the object store
+    (or the mailbox group when asked for); never with one worker or exchange="object_store"."""
+    from hetdb.dist.runtime import DistRuntime
+
+    rt = object.__new__(DistRuntime)
+    rt.actors = [object(), object(), object()]
+    cases = [([True, True, True], "auto", "nccl"), ([True, False, True], "auto", "object store"),
+             ([True, False, True], "collective", "mailbox"), ([True, True, True], "object_store", "object store"),
+             ([False, False, False], "collective", "mailbox")]
+    for gpus, exchange, want in cases:
+        rt.gpus, rt.exchange = gpus, exchange
+        assert rt.transport(rt.actors) == want, (gpus, exchange)
+        assert rt.transport(rt.actors[:1]) == "object store"
+    rt.gpus, rt.exchange = [True, False, True], "auto"
+    assert rt.transport([rt.actors[0], rt.actors[2]]) == "nccl"  # a retry on the GPU workers left
