@@ -9,7 +9,8 @@ DECIMAL as low words plus the sign word), booleans, NULL masks and the codes of 
 each through const / frame-of-reference / delta (the smallest, computed exactly per buffer) or plain.
 On the host: dictionaries (one encoding, copied into every partition's payload) and columns of other
 kinds (plain strings, wide decimals, intervals), gathered to the host per partition and encoded with
-``shuffle_codec``. ``raw_bytes`` counts the device batch's own bytes (codes, not strings)."""
+``shuffle_codec``. ``raw_bytes`` counts the batch in the uncompressed layout: Arrow's widths
+(16-byte decimals), dictionary strings as their codes plus the dictionary."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def encode_with(columns: list[tuple[str, Column]], rows: Any, bounds: list[int],
     segments: list[Segment] = []
     # recipe[p][c] = (kind, arrow type, n, null count, [(section name, piece)], dictionary (layout, bytes))
     recipe: list[list[tuple]] = []
-    dictionaries: dict[int, tuple[ColumnLayout, np.ndarray]] = {}
+    dictionaries: dict[int, tuple[ColumnLayout, np.ndarray, int]] = {}
     host_columns: dict[int, pa.Array] = {}
     host_rows = None
     raw = [0] * parts
@@ -126,17 +127,18 @@ def encode_with(columns: list[tuple[str, Column]], rows: Any, bounds: list[int],
                 pieces.append(("codes", segment(col.data, lo, n)))
                 if ci not in dictionaries:
                     sub = _Payload()
-                    dictionaries[ci] = (_encode_column(_host_arrow(col.dictionary, to_host), sub, compress,
-                                                       dict_ok=False), sub.array())
+                    values = _host_arrow(col.dictionary, to_host)
+                    dictionaries[ci] = (_encode_column(values, sub, compress, dict_ok=False), sub.array(),
+                                        int(values.nbytes))
                 cols.append(("dict", t, n, nulls, pieces))
-                raw[p] += 4 * n
+                raw[p] += 4 * n + dictionaries[ci][2]
                 continue
             kind = "bool" if col.dtype.kind == "bool" else "fixed"
             pieces.append(("values", segment(col.data, lo, n)))
             if col.dtype.kind == "decimal":
                 pieces.append(("hi", segment(col.data, lo, n, sign_word=True)))
             cols.append((kind, t, n, nulls, pieces))
-            raw[p] += n * np.dtype(col.data.dtype).itemsize
+            raw[p] += n * (16 if col.dtype.kind == "decimal" else np.dtype(col.data.dtype).itemsize)
         recipe.append(cols)
 
     plan = plan_type(segments)
@@ -165,7 +167,7 @@ def encode_with(columns: list[tuple[str, Column]], rows: Any, bounds: list[int],
                 size += nbytes + (-nbytes % 8)
             dictionary = None
             if kind == "dict":
-                d_layout, d_data = dictionaries[ci]
+                d_layout, d_data, _ = dictionaries[ci]
                 dictionary = _shift(d_layout, size)
                 host_copies.append((base + size, d_data))
                 size += int(d_data.shape[0])
