@@ -1,15 +1,15 @@
 """All-to-all of exchange batches between GPU workers over NCCL (CuPy's ``NcclCommunicator``, grouped
-``send``/``recv``). Written for the GPU runtime and not yet wired into it: no machine with two GPUs
-was available to run it (the tests are gpu-marked and skip with fewer than two GPUs).
+``send``/``recv``): the communicator of GPU workers' collective exchanges (``collective_exchange``).
+Not run yet: no machine with two GPUs was available (the tests are gpu-marked and skip with fewer
+than two GPUs; the same exchange code runs with the other communicators of ``collective``).
 
 A batch travels as one **frame**: an 8-byte layout length, the pickled layout of its
-``EncodedBatch`` (schema, per-column sections), padding to 8 bytes, then the payload. The receiver
-decodes each section where the frame landed with ``backend.gpu.decode.decode_device`` (the GPU
-twins of the CPU decoders, same byte layout). Encoding runs on the host (``encode_batch``): hetdb
-has no GPU encoders yet.
+``EncodedBatch`` (schema, per-column sections), padding to 8 bytes, then the payload (encoded on
+the GPU by ``gpu_shuffle``). The receiver decodes each section where the frame landed with
+``backend.gpu.decode.decode_device`` (the GPU twins of the CPU decoders, same byte layout).
 
 Setup through Ray: the driver asks worker 0 for ``unique_id()`` and hands it to every worker, which
-builds ``NcclExchange(workers, rank, uid)`` on its GPU."""
+builds ``NcclExchange(workers, rank, uid)`` on its GPU (``Worker.join_group``)."""
 
 from __future__ import annotations
 
