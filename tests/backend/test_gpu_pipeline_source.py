@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 
 import pytest
 
@@ -22,6 +21,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     ProbeStage,
     ProjectStage,
 )
+from hetdb.backend.gpu.nvcc_check import nvcc_check
 from hetdb.errors import UnsupportedError
 from hetdb.plan.expr import Call, Case, ColumnRef, Literal
 
@@ -208,11 +208,7 @@ def _nvcc(tmp_path, names: list[str], paged: bool = False) -> None:
 def _nvcc_bodies(tmp_path, bodies: list[str]) -> None:
     from hetdb.backend.gpu.compile import load_source
 
-    src = load_source("pipeline.cuh") + "\n" + "\n".join(bodies)
-    path = tmp_path / "pipelines.cu"
-    path.write_text(src)
-    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "p.o")],
-                         capture_output=True, text=True, timeout=300)
+    run = nvcc_check(load_source("pipeline.cuh") + "\n" + "\n".join(bodies), tmp_path, "pipelines", 300)
     assert run.returncode == 0, run.stderr[-4000:]
 
 

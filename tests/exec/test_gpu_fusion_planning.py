@@ -10,7 +10,6 @@ pipelines fuse, their domains, dense tables, lookups and the decoding of groups 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import hetdb  # noqa: E402
 from hetdb import types as T  # noqa: E402
 from hetdb.backend.gpu.codegen import groups as G  # noqa: E402
 from hetdb.backend.gpu.codegen.runtime import AggregateResult  # noqa: E402
+from hetdb.backend.gpu.nvcc_check import nvcc_check  # noqa: E402
 from hetdb.column import Batch, Column  # noqa: E402
 from hetdb.plan.expr import ColumnRef  # noqa: E402
 from hetdb.storage.format import ZoneMap  # noqa: E402
@@ -350,10 +350,7 @@ def test_generated_ssb_kernels_compile_with_nvcc(ssb_db, emulated_fusion, tmp_pa
     sources = {p.real.kernel.name: p.real.source for p in emulated_fusion}
     assert len(sources) >= 10  # grouped and scalar shapes, lookups, swapped joins
     for name, source in sorted(sources.items()):
-        path = tmp_path / f"{name}.cu"
-        path.write_text(source)
-        result = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o",
-                                 str(tmp_path / "k.o")], capture_output=True, text=True)
+        result = nvcc_check(source, tmp_path, name)
         assert result.returncode == 0, f"{name}:\n{result.stderr}\n{source[-4000:]}"
 
 
