@@ -207,8 +207,11 @@ def test_kernels_encode_like_the_host_encoder(binary, tmp_path) -> None:
     segs.append((cases["deltas"] - 4_000_000, 0, n, None, True, False))  # sign words: 0 or -1
     segs.append((cases["small"], 3, 1000, None, False, True))  # plain only
     segs.append((cases["small"], 0, 0, None, False, False))  # empty
+    # 294 blocks: the word offsets are scanned over more than one chunk of 256 blocks
+    big = np.cumsum(rng.integers(0, 1 << 20, 300_001)).astype(np.int64)
+    segs.insert(0, (big, 0, big.shape[0], None, False, False))
     got, _ = _run(binary, tmp_path, segs)
-    wants = [v for v in cases.values()] + [cases["sorted"][order[700:2200]], (cases["deltas"] - 4_000_000) >> 63]
+    wants = [big, *cases.values(), cases["sorted"][order[700:2200]], (cases["deltas"] - 4_000_000) >> 63]
     for i, want_values in enumerate(wants):
         want, codec = encode(want_values, GPU_CODECS)
         assert got[i][0] == codec, (i, got[i][0], codec)
