@@ -35,7 +35,7 @@ cuda-check:
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
 	  for f in $(CU_SOURCES); do \
 	    echo "nvcc -arch=sm_90 $$f"; \
-	    $(NVCC) -std=c++17 -arch=sm_90 -Isrc/hetdb/backend/gpu/kernels -c $$f -o /dev/null || exit 1; \
+	    $(NVCC) -std=c++17 -arch=sm_90 -Xcicc -O0 -Xptxas -O0 -Isrc/hetdb/backend/gpu/kernels -c $$f -o /dev/null || exit 1; \
 	  done; \
 	else echo "nvcc not found: skipping CUDA compile check"; fi
 

@@ -4,7 +4,6 @@ and (where nvcc is installed) that every generated kernel compiles for sm_90."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 from gpu_codegen_ssb import SPECS, call, col, i64, lit
@@ -18,6 +17,7 @@ from hetdb.backend.gpu.codegen import (
     compile_fused_pipeline,
     generate,
 )
+from hetdb.backend.gpu.nvcc_check import nvcc_check
 from hetdb.errors import UnsupportedError
 from hetdb.plan.expr import Case, Literal
 
@@ -121,10 +121,7 @@ def test_generated_kernels_compile_with_nvcc(tmp_path):
     compiled = 0
     for name, spec in all_specs().items():
         pipeline = compile_fused_pipeline(spec)
-        path = tmp_path / f"{name}.cu"
-        path.write_text(pipeline.source)
-        result = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "k.o")],
-                                capture_output=True, text=True)
+        result = nvcc_check(pipeline.source, tmp_path, name)
         assert result.returncode == 0, f"{name}:\n{result.stderr}\n{pipeline.kernel.body}"
         compiled += 1
     assert compiled == len(all_specs())

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     PipelineSpec,
 )
 from hetdb.backend.gpu.codegen.spec import AggregateSpec, DenseProbe
+from hetdb.backend.gpu.nvcc_check import nvcc_check
 from hetdb.errors import OutOfRangeError, UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Literal
 
@@ -71,8 +71,9 @@ def test_each_codec_generates_its_own_load():
             assert "tl0[it]" in k.body and "__shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];" in k.body
         else:
             column = {"const": "ConstColumn", "for": "ForColumn", "dict": "DictColumn"}[codec]
-            assert f"pipe::{column}<int> in0{{col0}}" in k.body
-            assert f"pipe::{column}<long long> in1{{col1}}" in k.body
+            args = "" if codec == "const" else ", t * PL_TILE"  # for/dict: per tile (its block's entry)
+            assert f"pipe::{column}<int> in0{{col0{args}}}" in k.body
+            assert f"pipe::{column}<long long> in1{{col1{args}}}" in k.body
         assert f"a:INTEGER? {codec}" in k.body  # the signature is in the kernel's describe text
     assert len(names) == len(CODECS) + 1  # one kernel (one cache entry) per signature
 
@@ -140,8 +141,5 @@ def test_ssb_star_kernels_over_compressed_pages_compile_with_nvcc(tmp_path):
 def _nvcc(tmp_path, bodies: list[str]) -> None:
     from hetdb.backend.gpu.compile import load_source
 
-    path = tmp_path / "compressed.cu"
-    path.write_text(load_source("pipeline.cuh") + "\n" + "\n".join(bodies))
-    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-x", "cu", "-c", str(path), "-o",
-                          str(tmp_path / "c.o")], capture_output=True, text=True, timeout=900)
+    run = nvcc_check(load_source("pipeline.cuh") + "\n" + "\n".join(bodies), tmp_path, "compressed")
     assert run.returncode == 0, run.stderr[-4000:]

@@ -21,6 +21,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     PipelineSpec,
     ProbeStage,
 )
+from hetdb.backend.gpu.nvcc_check import nvcc_check
 from hetdb.errors import UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Literal
 
@@ -209,10 +210,7 @@ def test_every_kernel_here_compiles_with_nvcc(tmp_path):
     from hetdb.backend.gpu.compile import load_source
 
     kernels = [generate_pipeline(s) for s in specs().values()]
-    path = tmp_path / "extensions.cu"
-    path.write_text(load_source("pipeline.cuh") + "\n" + "\n".join(k.body for k in kernels))
-    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "e.o")],
-                         capture_output=True, text=True, timeout=300)
+    run = nvcc_check(load_source("pipeline.cuh") + "\n" + "\n".join(k.body for k in kernels), tmp_path, "extensions", 300)
     assert run.returncode == 0, run.stderr[-4000:]
 
 

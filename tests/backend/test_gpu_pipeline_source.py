@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 
 import pytest
 
@@ -22,6 +21,7 @@ from hetdb.backend.gpu.codegen.pipeline_spec import (
     ProbeStage,
     ProjectStage,
 )
+from hetdb.backend.gpu.nvcc_check import nvcc_check
 from hetdb.errors import UnsupportedError
 from hetdb.plan.expr import Call, Case, ColumnRef, Literal
 
@@ -186,7 +186,7 @@ def test_paged_kernels_read_compressed_and_plain_string_pages(tmp_path):
     body = generate_pipeline(spec, paged=True).body
     assert "const long long* __restrict__ off0 = (const long long*)pl_ptr[0];" in body
     assert "const unsigned char* __restrict__ chr0 = (const unsigned char*)pl_ptr[2];" in body
-    assert "const pipe::PageColumn<long long> in1{(const unsigned char*)pl_ptr[3], pl_ptr[5]};" in body
+    assert "const pipe::PageColumn<long long> in1{(const unsigned char*)pl_ptr[3], pl_ptr[5], pl_first};" in body
     assert "in1.load(row)" in body and "tl1" not in body
     assert "const bool tt2 = in2.tiled();" in body and "(tt2 ? tl2[it] : in2.load(row))" in body
     assert "if (tt2) in2.load_tile<PL_BLOCK, PL_ITEMS>(pl_first, tl2, pl_num, pl_smem);" in body
@@ -208,11 +208,7 @@ def _nvcc(tmp_path, names: list[str], paged: bool = False) -> None:
 def _nvcc_bodies(tmp_path, bodies: list[str]) -> None:
     from hetdb.backend.gpu.compile import load_source
 
-    src = load_source("pipeline.cuh") + "\n" + "\n".join(bodies)
-    path = tmp_path / "pipelines.cu"
-    path.write_text(src)
-    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "p.o")],
-                         capture_output=True, text=True, timeout=300)
+    run = nvcc_check(load_source("pipeline.cuh") + "\n" + "\n".join(bodies), tmp_path, "pipelines", 300)
     assert run.returncode == 0, run.stderr[-4000:]
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from diff_queries import load_queries  # noqa: E402
 
 import hetdb  # noqa: E402
 from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline  # noqa: E402
+from hetdb.backend.gpu.nvcc_check import nvcc_check  # noqa: E402
 from hetdb.column import Batch, Column  # noqa: E402
 from hetdb.exec import pipeline as pipeline_mod  # noqa: E402
 from hetdb.exec.operators.basic import ResultSource  # noqa: E402
@@ -162,8 +162,5 @@ def test_every_suite_kernel_compiles_with_nvcc(suites, monkeypatch, tmp_path):
         g = generate_pipeline(dataclasses.replace(k.spec, inputs=inputs))
         bodies[g.name] = g.body
     assert len(bodies) > 80
-    path = tmp_path / "suites.cu"
-    path.write_text(load_source("pipeline.cuh") + "\n" + "\n".join(bodies.values()))
-    run = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-c", str(path), "-o", str(tmp_path / "s.o")],
-                         capture_output=True, text=True, timeout=1200)
+    run = nvcc_check(load_source("pipeline.cuh") + "\n" + "\n".join(bodies.values()), tmp_path, "suites", 1200)
     assert run.returncode == 0, run.stderr[-4000:]
