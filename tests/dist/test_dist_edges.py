@@ -319,6 +319,22 @@ def test_killed_worker_fails_typed_then_retries(edge_db) -> None:
         assert con._dist.worker_info()[0][0] != stopped
 
 
+@pytest.mark.slow
+def test_killed_worker_in_a_collective_exchange(edge_db) -> None:
+    """A worker killed while the others may wait for it in a collective exchange: the whole group is
+    replaced and the query runs again on it (no hang, the right answer)."""
+    truth = edge_db.duck.sql(HEAVY).fetchall()
+    with hetdb.connect(edge_db.path, device="cpu", workers=2, exchange="collective") as con:
+        con._dist.broadcast_rows = 0
+        before = [pid for pid, _ in con._dist.worker_info()]
+        out, pid = _kill_mid_query(con, HEAVY, 1)
+        res = out["result"]
+        assert res.fetchall() == truth and res.stats["workers"] == 2 and res.stats["exchange"] == "mailbox"
+        assert f"worker 1 (pid {pid}" in res.stats["workers_lost"][0]
+        assert not set(before) & {p for p, _ in con._dist.worker_info()}
+        assert con.sql(HEAVY).fetchall() == truth
+
+
 COMPILED = ("skew_join_agg", "all_equal_self_join", "empty_join", "string_key_join", "right_join_group")
 
 

@@ -5,7 +5,8 @@ from typing import Any
 from hetdb.errors import HetdbError
 
 # Connection options of the distributed runtime (the engines of the workers do not read them).
-DIST_OPTIONS = ("shuffle_compression", "worker_hosts", "worker_retries", "worker_timeout")
+DIST_OPTIONS = ("shuffle_compression", "worker_hosts", "worker_retries", "worker_timeout", "worker_gpus",
+                "exchange")
 
 
 def pop_dist_options(options: dict[str, Any], distributed: bool) -> dict[str, Any]:

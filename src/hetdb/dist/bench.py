@@ -3,6 +3,7 @@
 the wire), messages, encode/decode seconds and the query time.
 
     python -m hetdb.dist.bench DB {ssb,tpch} --workers 2 4 [--hosts 2] [--repeat 2] [--queries q1 q3]
+        [--exchange collective]
 
 Each configuration runs every query ``repeat`` times and keeps the fastest run (its byte counts do
 not depend on the run)."""
@@ -29,10 +30,10 @@ def _suite(name: str) -> dict[str, str]:
 
 
 def measure(path: str, suite: str, workers: int, compress: bool, hosts: int, repeat: int,
-            names: list[str] | None) -> list[dict]:
+            names: list[str] | None, exchange: str = "auto") -> list[dict]:
     import hetdb
 
-    opts = {"shuffle_compression": compress}
+    opts = {"shuffle_compression": compress, "exchange": exchange}
     if hosts > 1:
         opts["worker_hosts"] = [w * hosts // workers for w in range(workers)]
     rows = []
@@ -55,6 +56,7 @@ def measure(path: str, suite: str, workers: int, compress: bool, hosts: int, rep
             sent = [(s["worker"], m[0], m[4]) for s in stats["stages"] for m in s["messages"]]
             across = [x for x in sent if half[x[0]] != half[x[1]]]
             rows.append({"query": q, "workers": workers, "hosts": max(1, hosts), "compress": compress,
+                         "exchange": stats["exchange"], "rows": stats["rows"],
                          "seconds": round(wall, 4),
                          "raw": stats["bytes_shuffled_raw"], "wire": stats["bytes_shuffled"],
                          "messages": stats["messages"], "messages_across_halves": len(across),
@@ -74,6 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", nargs="*")
     ap.add_argument("--modes", nargs="+", default=["off", "on"], choices=["off", "on", "across_hosts"],
                     help="shuffle_compression settings to measure (the first is the baseline)")
+    ap.add_argument("--exchange", default="auto", choices=["auto", "object_store", "collective"],
+                    help="transport of hash and broadcast exchanges (collective: through a group, as GPU "
+                         "workers exchange over NCCL)")
     ap.add_argument("--json", help="write the rows to this file")
     args = ap.parse_args(argv)
     import ray
@@ -83,10 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     for n in args.workers:
         for mode in args.modes:
             compress = {"off": False, "on": True}.get(mode, mode)
-            got = measure(args.db, args.suite, n, compress, args.hosts, args.repeat, args.queries)
+            got = measure(args.db, args.suite, n, compress, args.hosts, args.repeat, args.queries, args.exchange)
             rows.extend(got)
             raw, wire = sum(r["raw"] for r in got), sum(r["wire"] for r in got)
-            print(f"{args.suite} workers={n} hosts={args.hosts} compression={mode}: "
+            print(f"{args.suite} workers={n} hosts={args.hosts} compression={mode} exchange={got[0]['exchange']}: "
                   f"shuffled raw={raw:,} wire={wire:,} ({raw / max(1, wire):.2f}x) "
                   f"messages={sum(r['messages'] for r in got):,} "
                   f"(between worker halves: {sum(r['messages_across_halves'] for r in got):,} = "

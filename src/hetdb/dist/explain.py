@@ -66,6 +66,8 @@ def format_plan(dplan: DistPlan, stats: dict[str, Any] | None = None) -> str:
             line = (f"  worker {s['worker']}: rows out={s['rows']:,} time={s['seconds'] * 1000:.1f} ms "
                     f"sent raw={raw:,} wire={wire:,} ({_ratio(raw, wire)}) "
                     f"encode={s['encode_seconds'] * 1000:.1f} ms")
+            if s.get("collective"):  # encoded, sent and decoded where it lands in one step
+                line += f" collective exchange ({s['collective']})={s['exchange_seconds'] * 1000:.1f} ms"
             if s["decode_seconds"]:
                 line += f" decode inputs={s['decode_seconds'] * 1000:.1f} ms"
             lines.append(line)

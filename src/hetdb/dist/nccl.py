@@ -1,15 +1,15 @@
 """All-to-all of exchange batches between GPU workers over NCCL (CuPy's ``NcclCommunicator``, grouped
-``send``/``recv``). Written for the GPU runtime and not yet wired into it: no machine with two GPUs
-was available to run it (the tests are gpu-marked and skip with fewer than two GPUs).
+``send``/``recv``): the communicator of GPU workers' collective exchanges (``collective_exchange``).
+Not run yet: no machine with two GPUs was available (the tests are gpu-marked and skip with fewer
+than two GPUs; the same exchange code runs with the other communicators of ``collective``).
 
 A batch travels as one **frame**: an 8-byte layout length, the pickled layout of its
-``EncodedBatch`` (schema, per-column sections), padding to 8 bytes, then the payload. The receiver
-decodes each section where the frame landed with ``backend.gpu.decode.decode_device`` (the GPU
-twins of the CPU decoders, same byte layout). Encoding runs on the host (``encode_batch``): hetdb
-has no GPU encoders yet.
+``EncodedBatch`` (schema, per-column sections), padding to 8 bytes, then the payload (encoded on
+the GPU by ``gpu_shuffle``). The receiver decodes each section where the frame landed with
+``backend.gpu.decode.decode_device`` (the GPU twins of the CPU decoders, same byte layout).
 
 Setup through Ray: the driver asks worker 0 for ``unique_id()`` and hands it to every worker, which
-builds ``NcclExchange(workers, rank, uid)`` on its GPU."""
+builds ``NcclExchange(workers, rank, uid)`` on its GPU (``Worker.join_group``)."""
 
 from __future__ import annotations
 
@@ -37,12 +37,16 @@ def unique_id() -> tuple:
     return nccl.get_unique_id()
 
 
-def frame(batch: EncodedBatch) -> np.ndarray:
-    """``batch`` as one uint8 buffer: layout length, pickled layout, padding, payload."""
+def frame_prefix(batch: EncodedBatch) -> np.ndarray:
+    """The bytes of ``batch``'s frame before its payload: layout length, pickled layout, padding."""
     layout = np.frombuffer(pickle.dumps((batch.schema, batch.num_rows, batch.columns, batch.raw_bytes)), np.uint8)
     pad = -layout.shape[0] % 8
-    return np.concatenate([np.array([layout.shape[0]], np.int64).view(np.uint8), layout,
-                           np.zeros(pad, np.uint8), batch.payload])
+    return np.concatenate([np.array([layout.shape[0]], np.int64).view(np.uint8), layout, np.zeros(pad, np.uint8)])
+
+
+def frame(batch: EncodedBatch) -> np.ndarray:
+    """``batch`` (host payload) as one uint8 buffer: ``frame_prefix``, then the payload."""
+    return np.concatenate([frame_prefix(batch), batch.payload])
 
 
 def unframe(buf: Any, host_prefix: np.ndarray | None = None) -> tuple[EncodedBatch, Any]:

@@ -74,6 +74,12 @@ class DistRuntime:
         self.retries = dist_options.get("worker_retries", 1)
         if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
             raise HetdbError(f"worker_retries must be a non-negative integer, not {self.retries!r}")
+        gpus = dist_options.get("worker_gpus", "auto")
+        if gpus != "auto" and (not isinstance(gpus, int) or isinstance(gpus, bool) or not 0 <= gpus <= workers):
+            raise HetdbError(f"worker_gpus must be 'auto' or an integer from 0 to workers ({workers}), not {gpus!r}")
+        self.exchange = dist_options.get("exchange", "auto")
+        if self.exchange not in ("auto", "object_store", "collective"):
+            raise HetdbError(f"exchange must be 'auto', 'object_store' or 'collective', not {self.exchange!r}")
         ray = _ray()
         self.path = path
         self.workers = workers
@@ -88,15 +94,42 @@ class DistRuntime:
         opts = {k: v for k, v in (options or {}).items() if k != "device"}
         opts.setdefault("threads", 1)
         self._options = opts
-        self.actors = [self._start() for _ in range(workers)]
+        if gpus == "auto":  # one worker per GPU of the cluster, the others on CPUs
+            gpus = min(workers, int(ray.cluster_resources().get("GPU", 0)))
+        self.gpus = [i < gpus for i in range(workers)]
+        self.actors = [self._start(g) for g in self.gpus]
         self._infos: list[tuple[int, str] | None] = [None] * workers
+        self._group: tuple | None = None  # the workers of the collective group and its kind
 
-    def _start(self):
-        # CPU workers ask Ray for no CPU slot so N of them fit on any cluster; with GPUs each
-        # worker will hold one GPU (num_gpus=1) instead.
+    def _start(self, gpu: bool):
+        # CPU workers ask Ray for no CPU slot so N of them fit on any cluster; a GPU worker holds
+        # one GPU (Ray sets its CUDA_VISIBLE_DEVICES) and runs its stages with the GPU executor
         ray = _ray()
-        return ray.remote(num_cpus=0, max_restarts=0)(Worker).options(scheduling_strategy="SPREAD") \
-            .remote(self.path, self._options)
+        return ray.remote(num_cpus=0, num_gpus=1 if gpu else 0, max_restarts=0)(Worker) \
+            .options(scheduling_strategy="SPREAD").remote(self.path, self._options, gpu)
+
+    def transport(self, actors: list) -> str:
+        """How hash and broadcast exchanges among ``actors`` travel: "nccl" (every worker has a GPU),
+        "mailbox" (a collective exchange between CPU workers, asked for by exchange="collective")
+        or "object store"."""
+        if len(actors) < 2 or self.exchange == "object_store":
+            return "object store"
+        if all(self.gpus[self._slot(a)] for a in actors):
+            return "nccl"
+        return "mailbox" if self.exchange == "collective" else "object store"
+
+    def _join_group(self, actors: list, kind: str) -> None:
+        """Makes ``actors`` one collective group of ``kind`` (again only when they changed)."""
+        ray = _ray()
+        key = (kind, tuple(a._actor_id.hex() for a in actors))
+        if self._group == key:
+            return
+        from hetdb.dist.collective import start_mailbox
+
+        n = len(actors)
+        token = ray.get(actors[0].nccl_id.remote()) if kind == "nccl" else start_mailbox(n)
+        ray.get([a.join_group.remote(kind, n, rank, token) for rank, a in enumerate(actors)])
+        self._group = key
 
     def worker_info(self) -> list[tuple[int, str]]:
         """(process id, Ray node id) of every worker; a worker found dead is replaced."""
@@ -122,17 +155,14 @@ class DistRuntime:
 
     def plan(self, engine, sql: str, workers: int | None = None, plan: Any = None) -> DistPlan:
         """The distributed plan of ``sql`` (``plan``: its logical plan, when already made)."""
-        plan = plan if plan is not None else engine.logical_plan(sql)
-        counts = {}
-        for name in plan_tables(plan) or ():
-            counts[name] = engine.db.table(name).num_rows
-        return lower(plan, workers or self.workers, self.broadcast_rows, counts, Estimator(engine.db).rows,
-                     lambda table, column: _stored_range(engine.db, table, column))
+        return plan_query(engine, sql, workers or self.workers, self.broadcast_rows, plan)
 
     # ---- running a plan -------------------------------------------------------------------------
     def run(self, dplan: DistPlan, analyze: bool = False, actors: list | None = None,
             topology: Topology | None = None) -> tuple[pa.Table, dict[str, Any]]:
         """Runs ``dplan`` on ``actors`` (default: all workers) placed as ``topology``."""
+        import uuid
+
         ray = _ray()
         t0 = time.perf_counter()
         actors = self.actors if actors is None else actors
@@ -140,6 +170,12 @@ class DistRuntime:
         n = len(actors)
         if dplan.workers != n:
             raise HetdbError(f"plan lowered for {dplan.workers} workers runs on {n}")
+        transport = self.transport(actors)
+        if transport != "object store":
+            self._join_group(actors, transport)
+        query = uuid.uuid4().hex
+        # a collective exchange needs every worker in it: not for stages on worker 0 alone or feeding one
+        single_fed = {sid for s in dplan.stages if s.single for sid in s.inputs}
         # outs[sid][w]: references to the messages addressed to worker w
         outs: dict[int, dict[int, list]] = {}
         infos: list[tuple[int, int, Any]] = []
@@ -147,12 +183,14 @@ class DistRuntime:
             runs_on = [0] if stage.single else list(range(n))
             inbox: dict[int, list] = {d: [] for d in range(n)}
             relay_in: dict[int, list] = {p: [] for p in range(n)}
-            two_level = stage.exchange in ("hash", "broadcast") and topo.two_level
+            collective = transport != "object store" and stage.exchange in ("hash", "broadcast") \
+                and not stage.single and stage.sid not in single_fed
+            two_level = stage.exchange in ("hash", "broadcast") and topo.two_level and not collective
             for w in runs_on:
                 inputs = {sid: outs[sid][w] for sid in stage.inputs}
-                route = _route(stage.exchange, w, n, topo)
+                route = [(d, [d]) for d in range(n)] if collective else _route(stage.exchange, w, n, topo)
                 refs = actors[w].run.options(num_returns=len(route) + 1).remote(
-                    w, n, stage, inputs, route, self._encoded_for(w, n, topo), analyze)
+                    w, n, stage, inputs, route, self._encoded_for(w, n, topo), analyze, query, collective)
                 infos.append((w, stage.sid, refs[-1]))
                 for (recipient, dests), ref in zip(route, refs[:-1]):
                     # relayed: every message of a two-level hash exchange, and a broadcast's one
@@ -178,6 +216,7 @@ class DistRuntime:
         sent = [m for s in stats for m in s["messages"]]
         return table, {"exec_seconds": time.perf_counter() - t0, "rows": table.num_rows,
                        "workers": n, "hosts": len(set(topo.hosts)), "worker_hosts": topo.hosts,
+                       "gpu_workers": sum(self.gpus[self._slot(a)] for a in actors), "exchange": transport,
                        "stages": stats,
                        "dist_fallback": dplan.fallback, "shuffle_compression": self.compress,
                        "bytes_read": sum(s.get("bytes_read", 0) for s in stats),
@@ -239,17 +278,19 @@ class DistRuntime:
     def _replace(self, actors: list) -> None:
         """Starts a new worker in place of each of ``actors`` (dead ones) for the next queries."""
         ray = _ray()
-        for a in actors:
+        for a in list(actors):
             i = self._slot(a)
             ray.kill(a)
-            self.actors[i] = self._start()
+            self.actors[i] = self._start(self.gpus[i])
             self._infos[i] = None
+        self._group = None
 
     def execute(self, engine, sql: str, analyze: bool = False, plan: Any = None
                 ) -> tuple[pa.Table, dict[str, Any], DistPlan]:
         """Lowers and runs ``sql``; a query that loses workers runs again (``worker_retries`` times)
         on the remaining ones, exact because it only reads; the dead ones are replaced for the next
-        query."""
+        query. With a collective exchange every worker is replaced (the others may wait for the lost
+        one inside the collective) and the query runs again on the new ones."""
         self.worker_info()
         actors, topo = list(self.actors), self.topology()
         lost: list[str] = []
@@ -258,11 +299,19 @@ class DistRuntime:
             try:
                 table, stats = self.run(dplan, analyze, actors, topo)
             except WorkerTimeoutError as e:
-                self._replace([actors[i] for i in e.workers])
+                self._replace(actors if self.transport(actors) != "object store" else [actors[i] for i in e.workers])
                 raise
             except WorkerLostError as e:
                 gone = [actors[i] for i in e.workers]
                 lost.append(str(e))
+                if self.transport(actors) != "object store":
+                    # the others may wait inside a collective exchange for the lost worker (NCCL has
+                    # no timeout): the whole group is replaced, and the query runs again on it
+                    self._replace(actors)
+                    if attempt == self.retries:
+                        raise
+                    actors, topo = list(self.actors), self.topology()
+                    continue
                 self._replace(gone)
                 if attempt == self.retries or len(gone) == len(actors):
                     raise
@@ -303,6 +352,14 @@ class DistRuntime:
         self.actors = []
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def plan_query(engine, sql: str, workers: int, broadcast_rows: int = BROADCAST_ROWS, plan: Any = None) -> DistPlan:
+    """``sql`` (or its logical ``plan``) lowered for ``workers`` workers."""
+    plan = plan if plan is not None else engine.logical_plan(sql)
+    counts = {name: engine.db.table(name).num_rows for name in plan_tables(plan) or ()}
+    return lower(plan, workers, broadcast_rows, counts, Estimator(engine.db).rows,
+                 lambda table, column: _stored_range(engine.db, table, column))
 
 
 def _stored_range(db, table: str, column: str) -> tuple[int, int] | None:
