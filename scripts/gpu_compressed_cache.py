@@ -7,9 +7,10 @@ Usage (on a GPU machine, from the repository root):
 DB is an SSB database (made with ``hetdb generate ssb --sf SF DB`` when it does not exist). For each
 setting, one connection runs the 13 SSB queries once (filling the device cache), then ``--repeat``
 more times; the hot time of a query is the median of those runs (wall clock, result on the host).
-Afterwards the script reports the device cache's bytes and entries (how many kept compressed), and
-checks that both settings give the same answers. Prints a table; with --out writes
-compressed_cache.json there.
+Afterwards the script reports the device cache's bytes and entries (how many kept compressed), per
+query how many kept-compressed pages a hot run decoded whole outside the generated kernels (an
+operator-at-a-time consumer: DevicePage.decode), and checks that both settings give the same
+answers. Prints a table; with --out writes compressed_cache.json there.
 """
 
 from __future__ import annotations
@@ -26,19 +27,41 @@ from hetdb.storage import Database
 QUERIES = Path(hetdb.__file__).parent / "bench" / "queries" / "ssb"
 
 
+def _count_page_decodes() -> list[int]:
+    """Count whole-page decodes of pages kept compressed (DevicePage.decode: an operator that is not
+    a generated kernel read such a page's values), as [calls, decoded bytes]."""
+    from hetdb.backend.gpu.encoded import DevicePage
+
+    counter = [0, 0]
+    decode = DevicePage.decode
+
+    def counted(self):
+        counter[0] += 1
+        counter[1] += self.n * self.dtype.itemsize
+        return decode(self)
+
+    DevicePage.decode = counted
+    return counter
+
+
+DECODES = _count_page_decodes()
+
+
 def run_setting(db: str, compressed: bool, repeat: int) -> dict:
     queries = {p.stem: p.read_text() for p in sorted(QUERIES.glob("q*.sql"))}
-    out: dict = {"gpu_compressed_cache": compressed, "queries": {}, "answers": {}}
+    out: dict = {"gpu_compressed_cache": compressed, "queries": {}, "answers": {}, "page_decodes": {}}
     with hetdb.connect(db, device="gpu", gpu_compressed_cache=compressed) as con:
         for name, sql in queries.items():  # first pass: pages into the device cache
             out["answers"][name] = con.sql(sql).arrow()
         for name, sql in queries.items():
             times = []
+            before = DECODES[0]
             for _ in range(repeat):
                 start = time.perf_counter()
                 con.sql(sql).arrow()
                 times.append(time.perf_counter() - start)
             out["queries"][name] = statistics.median(times) * 1e3
+            out["page_decodes"][name] = (DECODES[0] - before) / repeat
         cache = con._get_engine().device.cache
         entries = [cache.peek_many([k])[0] for k in cache.keys()]
         out["device_cache_bytes"] = cache.used_bytes
@@ -68,10 +91,10 @@ def main() -> None:
 
     device = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
     print(f"SSB {args.db} on {device}, hot = median of {args.repeat} runs after one filling run")
-    print(f"{'query':<8} {'off ms':>9} {'on ms':>9} {'on/off':>7}")
+    print(f"{'query':<8} {'off ms':>9} {'on ms':>9} {'on/off':>7} {'on: page decodes outside kernels/run':>38}")
     for q in off["queries"]:
         a, b = off["queries"][q], on["queries"][q]
-        print(f"{q:<8} {a:>9.2f} {b:>9.2f} {b / a:>7.2f}")
+        print(f"{q:<8} {a:>9.2f} {b:>9.2f} {b / a:>7.2f} {on['page_decodes'][q]:>38.1f}")
     geo = statistics.geometric_mean([on["queries"][q] / off["queries"][q] for q in off["queries"]])
     print(f"geomean on/off: {geo:.3f}")
     for label, r in (("off", off), ("on", on)):

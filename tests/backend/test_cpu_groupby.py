@@ -238,3 +238,18 @@ def test_count_distinct(dtype):
     assert got.dtype == np.int64 and got.tolist() == want and sum(want) > 0
     assert B.count_distinct(values, gid, ng).tolist() == ref_count_distinct(values, gid, ng, None)
     assert B.count_distinct(values[:0], gid[:0], ng).tolist() == [0] * ng
+
+
+@pytest.mark.parametrize("n,size", [(100_003, 1_000), (50_000, 200_000), (3, 2), (20_000, 1)])
+def test_parallel_dense_numbering_matches_the_serial_pass(n, size) -> None:
+    """The final merge's dense group numbering on several threads: the same ids and first rows
+    (first-appearance order) as the serial pass, for any number of row chunks."""
+    from hetdb.backend.cpu import groupby as G
+
+    rng = np.random.default_rng(n + size)
+    codes = rng.integers(0, size, n).astype(np.int64)
+    gid, firsts = G._dense_group_ids(codes, size)
+    assert firsts.shape[0] == len(set(codes.tolist()))
+    for chunks in (1, 2, 7, 64):
+        pgid, pfirsts = G._dense_group_ids_parallel(codes, size, chunks)
+        assert np.array_equal(pgid, gid) and np.array_equal(pfirsts, firsts), chunks

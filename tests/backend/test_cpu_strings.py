@@ -174,3 +174,19 @@ def test_gather_strings_parallel_matches_serial(monkeypatch):
         set_kernel_threads(before)
     assert calls, "the parallel gather did not run"
     assert decode(out_off, out_chars) == [strings[i] for i in idx]
+
+
+@pytest.mark.parametrize("prefix", [None, 1, 2, 5])
+def test_string_in_matches_python_membership(prefix) -> None:
+    rng = np.random.default_rng(11 + (prefix or 0))
+    strings = random_strings(rng, 1003) + WORDS
+    literals = ("", "a", "ab", "é", "日🙂", "héllo", "ba", "🙂🙃", "ab_%x")
+    offsets, chars = encode(strings, offset_base=3)
+    got = B.string_in(offsets, chars, literals, prefix)
+    want = [(s if prefix is None else s[:prefix]) in literals for s in strings]
+    assert got.dtype == np.bool_ and got.tolist() == want
+    assert 0 < sum(want) < len(want)  # both outcomes were compared
+    assert B.string_in(np.zeros(1, np.int64), np.zeros(0, np.uint8), literals, prefix).shape == (0,)
+    # the first 0 code points of every string are ''
+    assert B.string_in(offsets, chars, literals, 0).all()
+    assert not B.string_in(offsets, chars, literals[1:], 0).any()

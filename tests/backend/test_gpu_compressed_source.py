@@ -71,8 +71,9 @@ def test_each_codec_generates_its_own_load():
             assert "tl0[it]" in k.body and "__shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];" in k.body
         else:
             column = {"const": "ConstColumn", "for": "ForColumn", "dict": "DictColumn"}[codec]
-            assert f"pipe::{column}<int> in0{{col0}}" in k.body
-            assert f"pipe::{column}<long long> in1{{col1}}" in k.body
+            args = "" if codec == "const" else ", t * PL_TILE"  # for/dict: per tile (its block's entry)
+            assert f"pipe::{column}<int> in0{{col0{args}}}" in k.body
+            assert f"pipe::{column}<long long> in1{{col1{args}}}" in k.body
         assert f"a:INTEGER? {codec}" in k.body  # the signature is in the kernel's describe text
     assert len(names) == len(CODECS) + 1  # one kernel (one cache entry) per signature
 

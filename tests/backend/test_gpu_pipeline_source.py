@@ -186,7 +186,7 @@ def test_paged_kernels_read_compressed_and_plain_string_pages(tmp_path):
     body = generate_pipeline(spec, paged=True).body
     assert "const long long* __restrict__ off0 = (const long long*)pl_ptr[0];" in body
     assert "const unsigned char* __restrict__ chr0 = (const unsigned char*)pl_ptr[2];" in body
-    assert "const pipe::PageColumn<long long> in1{(const unsigned char*)pl_ptr[3], pl_ptr[5]};" in body
+    assert "const pipe::PageColumn<long long> in1{(const unsigned char*)pl_ptr[3], pl_ptr[5], pl_first};" in body
     assert "in1.load(row)" in body and "tl1" not in body
     assert "const bool tt2 = in2.tiled();" in body and "(tt2 ? tl2[it] : in2.load(row))" in body
     assert "if (tt2) in2.load_tile<PL_BLOCK, PL_ITEMS>(pl_first, tl2, pl_num, pl_smem);" in body

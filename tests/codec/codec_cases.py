@@ -47,3 +47,24 @@ def cases() -> dict[str, np.ndarray]:
 
 def bit_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.view(np.uint8).tobytes() == b.view(np.uint8).tobytes()
+
+
+WIDTHS = (0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 47, 48, 55, 62, 63, 64)
+
+
+def width_blocks(seed: int, last: int) -> np.ndarray:
+    """One 1024-value block per width of WIDTHS over a negative reference, then ``last`` values."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for w in WIDTHS:
+        ref = np.int64(-(1 << min(w, 62)) - 3)
+        if w == 64:
+            v = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 1024, dtype=np.int64, endpoint=True)
+            v[:2] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        else:
+            span = np.uint64((1 << w) - 1)
+            v = ref + rng.integers(0, span, 1024, dtype=np.uint64, endpoint=True).astype(np.int64)
+            v[:2] = ref, ref + span.astype(np.int64)
+        out.append(v)
+    out.append(rng.integers(-50, 50, last).astype(np.int64))
+    return np.concatenate(out)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from codec_cases import ENCODED, cases
+from codec_cases import ENCODED, cases, width_blocks
 
 from hetdb import types as T
 from hetdb.backend.gpu import gpu_available
@@ -24,27 +24,8 @@ pytestmark = [pytest.mark.gpu,
 
 os.environ.setdefault("HETDB_CHECK_LAUNCHES", "1")
 
-WIDTHS = (0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 47, 48, 55, 62, 63, 64)
 _TYPES = {np.dtype(np.int32): T.INT32, np.dtype(np.int64): T.INT64, np.dtype(np.float64): T.FLOAT64,
           np.dtype(np.bool_): T.BOOL}
-
-
-def width_blocks(seed: int, last: int) -> np.ndarray:
-    """One 1024-value block per width of WIDTHS over a negative reference, then ``last`` values."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for w in WIDTHS:
-        ref = np.int64(-(1 << min(w, 62)) - 3)
-        if w == 64:
-            v = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, 1024, dtype=np.int64, endpoint=True)
-            v[:2] = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-        else:
-            span = np.uint64((1 << w) - 1)
-            v = ref + rng.integers(0, span, 1024, dtype=np.uint64, endpoint=True).astype(np.int64)
-            v[:2] = ref, ref + span.astype(np.int64)
-        out.append(v)
-    out.append(rng.integers(-50, 50, last).astype(np.int64))
-    return np.concatenate(out)
 
 
 def all_cases() -> dict[str, np.ndarray]:

@@ -114,6 +114,37 @@ def test_nvcomp_decodes_lz4_chunks_exactly(db_path) -> None:
     assert np.array_equal(cupy.asnumpy(got), sc.decompress_chars(section, raw))
 
 
+def test_nvcomp_decodes_the_chunks_of_several_pages_in_one_call(db_path) -> None:
+    """strings_codec.decompress_sections: the LZ4 chars sections of pages 1 and 2 in one device buffer,
+    every chunk of both in one nvCOMP call, against pyarrow's lz4_raw."""
+    import cupy
+
+    from hetdb.backend.gpu import strings_codec
+    from hetdb.codec import strings as sc
+
+    nvcomp, reason = strings_codec.nvcomp_module()
+    if nvcomp is None:
+        pytest.skip(f"nvCOMP unavailable: {reason}")
+    r = Database.open(db_path).table("t")
+    sections = []
+    for rg in (1, 2):
+        loc = r.page_location("comment", rg)
+        with open(loc.path, "rb") as f:
+            f.seek(loc.offset)
+            page = np.frombuffer(f.read(loc.length), np.uint8)
+        off, ln = r.page_sections("comment", rg)["chars"]
+        sections.append(page[off:off + ln])
+    base2 = -(-sections[0].shape[0] // 16) * 16 + 16
+    buf = np.zeros(base2 + sections[1].shape[0], np.uint8)
+    buf[:sections[0].shape[0]] = sections[0]
+    buf[base2:] = sections[1]
+    tables = [sc.chunk_table(s) for s in sections]
+    out, firsts = strings_codec.decompress_sections(nvcomp, cupy.asarray(buf), [(0, tables[0]), (base2, tables[1])])
+    got = cupy.asnumpy(out)
+    for section, table, first in zip(sections, tables, firsts):
+        assert np.array_equal(got[first:first + table[0]], sc.decompress_chars(section, table[0]))
+
+
 def test_gpu_queries_on_compressed_strings_equal_the_cpu(db_path, monkeypatch) -> None:
     from hetdb.backend.gpu import strings_codec
 

@@ -22,7 +22,10 @@ from hetdb.types import STRING
 
 
 class _DevArray:
-    """A 1-D device array stand-in over NumPy (the subset strings_codec uses)."""
+    """A 1-D device array stand-in over NumPy (the subset strings_codec uses); ``reads`` counts
+    read-backs to the host (each a wait on the stream on a GPU)."""
+
+    reads = 0
 
     def __init__(self, a: np.ndarray) -> None:
         self.a = a
@@ -36,7 +39,12 @@ class _DevArray:
         return _DevArray(got) if isinstance(got, np.ndarray) else got
 
     def get(self) -> np.ndarray:
+        _DevArray.reads += 1
         return self.a.copy()
+
+    def __int__(self) -> int:
+        _DevArray.reads += 1
+        return int(self.a)
 
     def __add__(self, other: int) -> _DevArray:
         return _DevArray(self.a + other)
@@ -81,7 +89,7 @@ def _fake_nvcomp(calls: list) -> types.ModuleType:
             calls.append(len(srcs.sizes))
             lz4 = pa.Codec("lz4_raw")
             for so, ss, do, ds in zip(srcs.offsets, srcs.sizes, out.offsets, out.sizes):
-                assert so % 16 == 0 and do % sc.CHUNK == 0  # the alignment nvCOMP asks for
+                assert so % 16 == 0 and do % 16 == 0  # the alignment nvCOMP asks for (at most 16 bytes)
                 got = lz4.decompress(srcs.buf.a[so:so + ss], decompressed_size=ds)
                 out.buf.a[do:do + ds] = np.frombuffer(got, np.uint8)
             return out
@@ -130,28 +138,41 @@ def _values(n: int) -> list[str]:
     return [" ".join(rng.choice(words, int(rng.integers(0, 12)))) + f" {i}" for i in range(n)]
 
 
-def _check(module, raw, sections, codec, values) -> None:
-    offsets, chars = module.decode_string_page(raw, sections, len(values), codec, "test page")
+def _runs(raw: _DevArray) -> list[np.ndarray]:
+    """The page's bytes in host memory as the pinned runs a copy reads them from (uneven pieces)."""
+    a = raw.a
+    cuts = [0, 17, 4096 + 5, a.shape[0] // 2, a.shape[0]]
+    return [a[lo:hi] for lo, hi in zip(cuts, cuts[1:]) if hi > lo]
+
+
+def _check(module, raw, sections, codec, values, host: bool = False) -> None:
+    reads = _DevArray.reads
+    offsets, chars = module.decode_string_page(raw, sections, len(values), codec, "test page",
+                                               _runs(raw) if host else None)
     col = Column(STRING, offsets=offsets.a, chars=chars.a)
     assert col.to_arrow().to_pylist() == values
+    if host:  # headers, chunk directory and offset endpoints read on the host: no read-back
+        assert _DevArray.reads == reads
 
 
-def test_lz4_pages_go_through_nvcomp_batched_decode(fake_gpu) -> None:
+@pytest.mark.parametrize("host", [False, True])
+def test_lz4_pages_go_through_nvcomp_batched_decode(fake_gpu, host) -> None:
     module, calls, notes = fake_gpu
     values = _values(30000)
     raw, sections, codec = _page(values)
     assert codec == "lz4"
-    _check(module, raw, sections, codec, values)
+    _check(module, raw, sections, codec, values, host)
     k = -(-sum(len(v.encode()) for v in values) // sc.CHUNK)
     assert calls == [k] and k > 3 and notes == []  # every chunk in one call, no host step
 
 
-def test_offsets_pages_need_no_nvcomp(fake_gpu) -> None:
+@pytest.mark.parametrize("host", [False, True])
+def test_offsets_pages_need_no_nvcomp(fake_gpu, host) -> None:
     module, calls, notes = fake_gpu
     values = [f"{x:016x}" for x in np.random.default_rng(3).integers(0, 2 ** 62, 5000)]
     raw, sections, codec = _page(values)
     assert codec == "offsets"
-    _check(module, raw, sections, codec, values)
+    _check(module, raw, sections, codec, values, host)
     assert calls == [] and notes == []
 
 
@@ -181,8 +202,21 @@ def test_damaged_directory_is_corrupt_data_on_either_path(fake_gpu, monkeypatch)
     raw.a[start + 8:start + 12] = np.frombuffer(np.uint32(777).tobytes(), np.uint8)
     for env in ("1", "0"):
         monkeypatch.setenv(module.NVCOMP_ENV, env)
-        with pytest.raises(CorruptDataError, match="test page: lz4-encoded strings are damaged"):
-            module.decode_string_page(raw, sections, len(values), codec, "test page")
+        for host in (None, _runs(raw)):
+            with pytest.raises(CorruptDataError, match="test page: lz4-encoded strings are damaged"):
+                module.decode_string_page(raw, sections, len(values), codec, "test page", host)
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_offsets_past_the_characters_are_corrupt_data(fake_gpu, host) -> None:
+    module, _, _ = fake_gpu
+    values = [f"{x:016x}" for x in np.random.default_rng(5).integers(0, 2 ** 62, 3000)]
+    raw, sections, codec = _page(values)
+    assert codec == "offsets"
+    start, length = sections["chars"]
+    short = dict(sections, chars=[start, length - 1])  # one byte fewer than the last offset says
+    with pytest.raises(CorruptDataError, match="test page: string offsets do not match the character section"):
+        module.decode_string_page(raw, short, len(values), codec, "test page", _runs(raw) if host else None)
 
 
 def test_pages_of_a_delivery_concatenate_into_one_column(fake_gpu) -> None:
@@ -197,3 +231,23 @@ def test_pages_of_a_delivery_concatenate_into_one_column(fake_gpu) -> None:
     host = Column(STRING, offsets=got.offsets.a, chars=got.chars.a, validity=got.validity.a)
     assert host.to_arrow().to_pylist() == [v for values in pages for v in values]
     assert module.concat_strings(cols[:1]) is cols[0]
+
+
+def test_chars_of_several_pages_decode_in_one_nvcomp_call(fake_gpu) -> None:
+    module, calls, _ = fake_gpu
+    pages = [_page(_values(n)) for n in (30000, 7000, 21000)]
+    sections = [raw.a[s:s + ln] for raw, secs, _ in pages for s, ln in [secs["chars"]]]
+    bases, pos = [], 0
+    for sec in sections:
+        bases.append(pos)
+        pos += -(-sec.shape[0] // 16) * 16  # each section 16-aligned in the buffer, as in a page
+    buf = np.zeros(pos, np.uint8)
+    for base, sec in zip(bases, sections):
+        buf[base:base + sec.shape[0]] = sec
+    tables = [sc.chunk_table(sec) for sec in sections]
+    out, firsts = module.decompress_sections(module.nvcomp_module()[0], _DevArray(buf), list(zip(bases, tables)))
+    assert calls == [sum(t[2].shape[0] for t in tables)]  # every chunk of every page in one call
+    for sec, table, first in zip(sections, tables, firsts):
+        assert np.array_equal(out.a[first:first + table[0]], sc.decompress_chars(sec, table[0]))
+    assert firsts[0] == 0 and all(f % 16 == 0 for f in firsts)  # each page's characters 16-aligned
+    assert firsts[-1] + tables[-1][0] <= out.shape[0] < firsts[-1] + tables[-1][0] + 16

@@ -88,3 +88,25 @@ def test_tpch_row_sink_pipelines_compile(tpch_db, query) -> None:
     assert (TOPK in text) == (query == "q02"), text  # q02's top-N ranks its rows before the gather
     # hot: the compiled pipelines over lineitem / partsupp ran as one launch over every cached page
     assert "one launch over every cached page" in text, text
+
+
+def test_kept_dictionary_lookups_follow_the_expression(db, duck) -> None:
+    """Queries whose kernels differ only in a string predicate's literal (the same kernel text), run
+    in turn and again on one connection: the dictionary lookups kept between queries
+    (exec/lookup_tables.py) are per expression and dictionary, so every answer matches DuckDB, and
+    their device bytes are the connection's, not a leak."""
+    sqls = [f"SELECT k, b, c FROM fact WHERE b LIKE '{p}' ORDER BY k" for p in ("a%", "%e%", "b%", "%a%")]
+    compared = 0
+    with hetdb.connect(db.path, device="gpu") as con:
+        for _ in range(2):
+            for sql in sqls:
+                res = con.sql(sql)
+                ref = duck.sql(sql).to_arrow_table()
+                assert ref.num_rows > 0, sql
+                diff = mismatch(res.arrow(), ref, TOTAL)
+                assert diff is None, (sql, diff)
+                assert res.stats["gpu_leaked_bytes"] == 0, sql
+                compared += 1
+        assert ROWS in con.explain(sqls[0], analyze=True)
+        assert len(con._get_engine().device.luts) >= len(sqls)
+    assert compared == 2 * len(sqls)

@@ -381,6 +381,25 @@ def test_repeated_queries_reuse_dense_tables_and_skip_dimension_builds(ssb_db, e
     assert skipped >= 13  # every star query has at least one dimension pipeline it no longer runs
 
 
+def test_streamed_runs_reuse_dense_tables_too(ssb_db, emulated_fusion):
+    """Connection.execute streams its result through a variant of the cached physical plan (its
+    result pipeline's sink replaced): the fused state is still kept and taken per cached plan."""
+    queries = load_queries("ssb")
+    names = ["q2.1", "q3.1", "q4.1"]
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+        store = con._get_engine().fused_states
+        for name in names:
+            sql = queries[name]
+            expected = ssb_db.reference(sql)
+            for _ in range(3):
+                hits = store.hits
+                got = con.execute(sql).arrow()
+                diff = mismatch(got, expected, SSB_ORDERING[name])
+                assert diff is None, f"{name}: {diff}"
+            assert store.hits > hits, name  # the last streamed run took the state the earlier ones kept
+    assert len(names) == 3
+
+
 def test_a_new_table_version_plans_and_builds_again(tmp_path, emulated_fusion):
     import pyarrow as pa
 
@@ -417,3 +436,41 @@ def test_a_new_table_version_plans_and_builds_again(tmp_path, emulated_fusion):
         expect[int(g_of[k])] = expect.get(int(g_of[k]), 0) + v
     assert after["s"].to_pylist() == [expect[g] for g in sorted(expect)]
     assert before.num_rows == after.num_rows == 7
+
+
+def test_a_wide_scanned_group_key_is_refused_before_any_dense_table(tmp_path, emulated_fusion, monkeypatch):
+    """TPC-H q11's shape: a join, grouped by a scanned key whose zone-map domain exceeds the fused
+    limit. The refusal comes before the join's dense table is built (no device work per run for a
+    pipeline that then runs compiled), with the reason the full check gives; answers unchanged."""
+    import pyarrow as pa
+
+    import hetdb.backend.gpu.codegen as codegen
+    from hetdb.storage import ColumnSpec, Database
+
+    wide = G.MAX_FUSED_GROUPS * 4
+    db = Database.open(str(tmp_path / "db"), create=True)
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, wide, 6000)
+    keys[:2] = [0, wide - 1]  # the zone maps span the whole range
+    fact = pa.table({"k": pa.array(keys, pa.int64()), "d": pa.array(rng.integers(0, 50, 6000), pa.int32()),
+                     "v": pa.array(rng.integers(0, 9, 6000), pa.int64())})
+    dim = pa.table({"d": pa.array(np.arange(50), pa.int32()), "keep": pa.array(np.arange(50) % 2, pa.int32())})
+    for name, tab in (("f", fact), ("dm", dim)):
+        specs = [ColumnSpec(c, T.INT64 if tab[c].type == pa.int64() else T.INT32) for c in tab.column_names]
+        with db.create_table(name, specs, rows_per_page=1000) as w:
+            w.append_arrow(tab)
+    built = []
+    real_build = codegen.dense_build
+    monkeypatch.setattr(codegen, "dense_build", lambda *a, **k: built.append(1) or real_build(*a, **k))
+    sql = "select k, sum(v) as s from f, dm where f.d = dm.d and dm.keep = 1 group by k"
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False) as con:
+        text = con.explain(sql, analyze=True)
+        got = con.sql(sql).arrow()
+    agg = next(line for line in text.splitlines() if "HashAggregate" in line)
+    assert "exceeds the fused limit" in agg, text
+    assert built == []
+    expect: dict[int, int] = {}
+    for k, d, v in zip(keys.tolist(), fact["d"].to_pylist(), fact["v"].to_pylist()):
+        if d % 2 == 1:
+            expect[k] = expect.get(k, 0) + v
+    assert dict(zip(got["k"].to_pylist(), got["s"].to_pylist())) == expect and len(expect) > 1000

@@ -95,6 +95,13 @@ def test_tpch_subquery_shapes(tpch_db):
     for name in ("q02", "q03", "q10", "q18", "q21"):
         assert any(isinstance(n, TopN) for n in nodes(q[name])), name   # ORDER BY + LIMIT
     assert all(j.kind != "cross" for p in q.values() for j in joins(p) if j.kind != "single")
+    # an OR of conjunctions over a join implies, per side, the OR of each branch's conditions on
+    # that side: q19's three branches (nested or(or(a, b), c)) filter part and lineitem before the
+    # join, q07's two filter both nation scans
+    for name, tables in (("q19", {"part", "lineitem"}), ("q07", {"nation"})):
+        filtered = {n.table for n in nodes(q[name])
+                    if isinstance(n, Scan) and any(getattr(f, "op", None) == "or" for f in n.filters)}
+        assert filtered == tables, (name, filtered)
 
 
 def test_pass_can_be_switched_off(tpch_db):

@@ -267,6 +267,25 @@ class DevicePageCache(PageCache):
         with self._lock:
             self._pin(key, self._entries[key])
 
+    def pin_many(self, keys: list[PageKey]) -> None:
+        """``pin`` each of ``keys`` under one lock (a hot scan pins every page it reads); KeyError,
+        with none of them pinned, when one is not cached."""
+        with self._lock:
+            entries = [self._entries[key] for key in keys]
+            for key, entry in zip(keys, entries):
+                self._pin(key, entry)
+
+    def unpin_many(self, keys: list[PageKey]) -> None:
+        """``unpin`` each of ``keys`` under one lock."""
+        with self._lock:
+            for key in keys:
+                entry = self._entries.get(key)
+                if entry is None or entry.pins == 0:
+                    raise ValueError(f"unpin of {key} which is not pinned")
+                entry.pins -= 1
+                if not entry.pins:
+                    self.policy.busy(key, False)
+
     def keep(self, key: PageKey) -> None:
         """Keep a cached entry until ``unkeep`` (a user's pin: never evicted, counts against the
         capacity like any entry)."""

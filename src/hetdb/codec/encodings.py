@@ -360,3 +360,57 @@ def decode(buf: np.ndarray, codec: str, n: int, dtype: np.dtype) -> np.ndarray:
         target = out
     decode_into(buf, codec, n, target)
     return out
+
+
+def _block_values(directory: np.ndarray, words: np.ndarray, n: int, b: int) -> np.ndarray:
+    out = np.empty(min(BLOCK, n - b * BLOCK), np.int64)
+    bitpack.unpack_block(directory, words, b, out.shape[0], out, 0)
+    return out
+
+
+def endpoints(buf: np.ndarray, codec: str, n: int) -> tuple[int, int]:
+    """(first, last) of the ``n`` >= 1 int64 values of encoded data section ``buf`` without decoding
+    the page (at most two blocks are unpacked): what a reader checks of a page it hands to a device
+    to decode (string offsets: 0 and the character count). CodecError when the header does not
+    match or the section is truncated."""
+    if codec not in CODEC_IDS or n < 1 or buf.shape[0] < HEADER or buf[0] != CODEC_IDS[codec] \
+            or buf[1] != 8 or int(buf[4:8].view(np.uint32)[0]) != n:
+        raise CodecError(f"{codec} header does not match the section (codec, width or value count)")
+    param = int(buf[8:16].view(np.int64)[0])
+    body = buf[HEADER:]
+    last_block = (n - 1) // BLOCK
+    try:
+        if codec == CONST:
+            return param, param
+        if codec == FOR:
+            directory, words, _ = bitpack.split(body, n)
+            return (int(_block_values(directory, words, n, 0)[0]),
+                    int(_block_values(directory, words, n, last_block)[-1]))
+        if codec == DELTA:
+            nb = bitpack.num_blocks(n)
+            if body.shape[0] < 8 * nb:
+                raise CodecError("delta block bases are truncated")
+            bases = body[:8 * nb].view(np.int64)
+            directory, words, _ = bitpack.split(body[8 * nb:], n)
+            first = bases[0] + _block_values(directory, words, n, 0)[0]
+            with np.errstate(over="ignore"):
+                last = bases[last_block] + _block_values(directory, words, n, last_block).sum()
+            return int(first), int(last)
+        if codec == RLE:
+            if not 0 < param <= n:
+                raise CodecError("run count out of range")
+            directory, words, _ = bitpack.split(body, param)
+            return (int(_block_values(directory, words, param, 0)[0]),
+                    int(_block_values(directory, words, param, (param - 1) // BLOCK)[-1]))
+        if not 0 < param <= MAX_DICT_VALUES or body.shape[0] < 8 * param:
+            raise CodecError("dictionary size out of range")
+        values = body[:8 * param].view(np.int64)
+        directory, words, _ = bitpack.split(body[8 * param:], n)
+        codes = (int(_block_values(directory, words, n, 0)[0]), int(_block_values(directory, words, n, last_block)[-1]))
+        if not all(0 <= c < param for c in codes):
+            raise CodecError("dictionary code out of range")
+        return int(values[codes[0]]), int(values[codes[1]])
+    except ValueError as e:
+        if isinstance(e, CodecError):
+            raise
+        raise CodecError(f"{codec}: {e}") from None

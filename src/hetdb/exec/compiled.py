@@ -342,8 +342,12 @@ def _probe_inputs(ctx: ExecContext, plan: CompiledPlan) -> tuple[list, dict[str,
             if c.dictionary is not None:
                 dicts[f.cid] = c.dictionary
         keyless = not op.left_keys  # (no hash table: every build row matches)
-        probes.append(ProbeInput(None if keyless else side.table, None if keyless else side.valid_idx, cols,
-                                 side.nonempty, side.has_null_key, side.num_rows))
+        table = valid_idx = None
+        if not keyless:
+            # (made at its first probe: the build's time in EXPLAIN ANALYZE)
+            with Timer(ctx, op.op_id if op.build is None else op.build.op_id):
+                table, valid_idx = side.table, side.valid_idx
+        probes.append(ProbeInput(table, valid_idx, cols, side.nonempty, side.has_null_key, side.num_rows))
     return probes, dicts
 
 

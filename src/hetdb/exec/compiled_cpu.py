@@ -58,6 +58,12 @@ _MAX_EXPANSION = 1 << 20
 _FIRST_ROWS = 1 << 14
 
 
+# A pipeline with an inner join's residual is compiled when its builds have at most this many rows
+# (cache-sized: TPC-H q19's few thousand parts; operator at a time its lineitem pipeline kept ~3.5 of 16 cores busy,
+# 440 ms of workers for 1.54 s of thread CPU at SF 10, e58d70d, the rest waiting for the GIL).
+_RESIDUAL_BUILD_ROWS = 1 << 16
+
+
 class _Redo(Exception):
     """A compiled loop saw a value leave its type: run the pipeline again operator at a time."""
 
@@ -174,13 +180,7 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     for op, pay in plan.probes + marking:
         if op.kind not in ("inner", "semi", "anti", "left") + MARK_KINDS:
             return f"{op.kind} join is not compiled for the CPU"
-        if op.residual is not None and op.kind == "inner":
-            # measured on 2 cores (thread CPU, best of 7): TPC-H q19's loop took ~12 ms per 1M-row
-            # morsel against ~8 operator at a time; the residual reads build columns through two
-            # dependent lookups per row (table slot, the key's row), where the operators' column
-            # gathers overlap their cache misses
-            return "an inner join with a residual condition runs operator at a time on the CPU (faster)"
-        if op.residual is not None and op.kind not in ("semi", "anti") + MARK_KINDS:
+        if op.residual is not None and op.kind not in ("inner", "semi", "anti") + MARK_KINDS:
             return f"a {op.kind} join with a residual condition is not compiled for the CPU"
         side = ctx.results[op.build_pipeline]
         if not isinstance(side.table, CpuJoinTable):
@@ -188,6 +188,12 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
         if op.kind == "left" and (op.residual is not None or side.batch.num_rows == 0):
             return "a left join with a residual condition or no build rows is not compiled for the CPU"
         probes.append((op, side, pay))
+    if any(op.residual is not None and op.kind == "inner" for op, _, _ in probes) \
+            and max(side.batch.num_rows for _, side, _ in probes) > _RESIDUAL_BUILD_ROWS:
+        # the loop reads a large build's rows through dependent cache misses (table slot, key rows,
+        # payload), where the operators' gathers overlap them: TPC-H q07 at SF 10 on 16 threads took
+        # 334 ms with its orders pipeline compiled against 257 operator at a time (1.45M build rows)
+        return "an inner join with a residual condition, beside a large build, runs operator at a time"
     key_dicts = []
     for _, e in () if plan.materialize else sink.keys:
         if e.dtype.kind == "string":

@@ -149,7 +149,8 @@ def run_paged(ctx: ExecContext, pipe: Any, plan: Any, hot: Any, probes: list, bu
             mark_pages(run, table, dictionary_lookups(ctx, plan, paged, dicts), probes)
             ctx.add(op.op_id, rows_in=table.num_rows)
     elif plan.materialize:
-        sel = select_pages(paged, table, dictionary_lookups(ctx, plan, paged, dicts), probes, plan.unique_rows)
+        with Timer(ctx, sink.op_id):  # (the launch and its wait: the sink's time in EXPLAIN ANALYZE)
+            sel = select_pages(paged, table, dictionary_lookups(ctx, plan, paged, dicts), probes, plan.unique_rows)
         if int(sel.rows.shape[0]):
             def column(cid: str, rows: Any) -> Column:
                 col = table.pages[0][cid]

@@ -29,14 +29,12 @@ class ResidentScan:
         self.resident, self.fill = resident, fill
         self.positions = positions  # morsel index -> position among the resident row groups
         self.pinned: list = []
-        cache = ctx.device.cache
         try:
-            for key in resident.keys:
-                cache.pin(key)
-                self.pinned.append(key)
+            ctx.device.cache.pin_many(resident.keys)  # (all or none)
         except BaseException:
             self.close()
             raise
+        self.pinned = list(resident.keys)
 
     def batches(self, index: int) -> list[Batch]:
         """The batches of morsel ``index`` (its row group, cut to ``batch_rows``)."""
@@ -61,9 +59,9 @@ class ResidentScan:
         try:
             self.resident.release()
         finally:
-            for key in self.pinned:
-                cache.unpin(key)
-            self.pinned = []
+            pinned, self.pinned = self.pinned, []
+            if pinned:
+                cache.unpin_many(pinned)
             if self.fill is not None:
                 self.fill.close()
                 self.fill = None

@@ -69,7 +69,7 @@ def expansion(plan: Any, probes: list) -> int:
         if not op.left_keys:
             factor *= max(1, probe.rows)
         elif probe.table is not None and probe.table.num_rows:
-            factor *= max(1, int(probe.table.slot_count.max()))
+            factor *= max(1, probe.table.max_matches())
     return factor
 
 

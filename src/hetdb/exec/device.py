@@ -119,8 +119,12 @@ class DeviceResources:
         self._cupy = cupy
         self._host_tier: Any = None
         self._host_tier_resolved = False
-        self._cache_bytes_at: tuple[int | None, int] = (None, 0)  # (cache mutations, bytes) memo
+        from hetdb.exec.lookup_tables import LookupTables
+
+        self.luts = LookupTables()  # compiled kernels' dictionary lookups, kept between queries
+        self._cache_bytes_at: tuple[Any, int] = (None, 0)  # ((cache mutations, luts version), bytes) memo
         self._decoded_db_bytes: tuple[tuple, int] | None = None  # keep_compressed's memo
+        self._table_names: tuple[tuple, list[str]] | None = None  # (tables dir identity, names)
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
         self.host_tier_bytes = 0
 
@@ -134,11 +138,12 @@ class DeviceResources:
             return option
         from hetdb.cache.pages import column_device_bytes
 
-        readers = [db.table(name) for name in db.tables()]
-        key = tuple((r.name, r.version) for r in readers)
+        stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
         got = self._decoded_db_bytes
-        if got is None or got[0] != key:
+        if stamp is None or got is None or got[0] != stamp:
+            readers = [db.table(name) for name in db.tables()]
             total = sum(column_device_bytes(r, c, False) for r in readers for c in (s.name for s in r.schema))
+            key = stamp if stamp is not None else tuple((r.name, r.version) for r in readers)
             got = self._decoded_db_bytes = (key, total)
         return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
 
@@ -158,21 +163,26 @@ class DeviceResources:
         self.host_tier_bytes += nbytes
 
     def cache_device_bytes(self) -> int:
-        """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries."""
+        """Device bytes (pool blocks, rounded as allocated) held by the page cache's entries and the
+        kept dictionary lookups."""
         cache = self.cache
         mutations = getattr(cache, "mutations", None)
-        if mutations is not None and self._cache_bytes_at[0] == mutations:
+        stamp = None if mutations is None else (mutations, self.luts.version)
+        if stamp is not None and self._cache_bytes_at[0] == stamp:
             return self._cache_bytes_at[1]  # no entry came or went: a hot query walks no pages
         seen: dict[int, int] = {}
         with cache._lock:  # read-only walk; the cache exposes no iterator over values
             values = [e.value for e in cache._entries.values()]
+        values += list(self.luts.arrays())
+        if stamp is not None:
+            stamp = (mutations, self.luts.version)  # (after arrays(): it drops dead dictionaries' tables)
         for v in values:
             for arr in _arrays(v):
                 mem = getattr(getattr(arr, "data", None), "mem", None)
                 if mem is not None:
                     seen[id(mem)] = int(mem.size)
         total = sum(seen.values())
-        self._cache_bytes_at = (mutations, total)
+        self._cache_bytes_at = (stamp, total)
         return total
 
     def snapshot(self) -> tuple[int, int]:
@@ -187,8 +197,13 @@ class DeviceResources:
         self._cupy.cuda.get_current_stream().synchronize()
         used0, cache0 = before
         leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
-        if leak > 0:
-            gc.collect()  # arrays kept alive only by reference cycles are not leaks
+        # Arrays kept alive only by reference cycles are not leaks: collect, the young generations
+        # first: a full collection walks every object of the process, which grows with what the
+        # process caches, and a query that made a cycle would pay it every time
+        for generation in (1, 2):
+            if leak <= 0:
+                break
+            gc.collect(generation)
             leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
         # Freed blocks stay in CuPy's pool for the next query (a page stream allocates one block per
         # page: cudaMalloc/cudaFree per page would cost a good part of the PCIe time). The pool gives
@@ -199,10 +214,42 @@ class DeviceResources:
         """Drop this connection's cached pages; their blocks stay in CuPy's pool, for the next
         connection of the process (``free_pool_blocks`` returns them to the device)."""
         self.cache.clear()
+        self.luts.clear()
 
     def free_pool_blocks(self) -> None:
         """Return every unused block of CuPy's pool to the device."""
         self.pool.free_all_blocks()
+
+
+def catalog_stamp(db: Any, names: tuple | None) -> tuple[tuple | None, tuple | None]:
+    """(stamp, names memo): the stamp changes when a table of ``db`` is created, dropped or
+    committed (it holds the tables directory's identity, for its entries, and each table's CURRENT
+    file's, which every commit replaces by a rename): a stat per table instead of reading every
+    table's CURRENT and manifest (keep_compressed's memo, per query). ``names`` is the previous
+    call's memo of the directory's entries. The stamp is None when it cannot be read."""
+    import os
+
+    from hetdb.storage.format import CURRENT, TABLES_DIR
+
+    path = getattr(db, "path", None)
+    if not isinstance(path, str):
+        return None, names
+    tables = os.path.join(path, TABLES_DIR)
+    try:
+        st = os.stat(tables)
+        listing = (st.st_ino, st.st_mtime_ns)
+        if names is None or names[0] != listing:
+            names = (listing, sorted(e for e in os.listdir(tables) if not e.startswith(".")))
+        stamp: list = [listing]
+        for name in names[1]:
+            try:
+                c = os.stat(os.path.join(tables, name, CURRENT))
+            except FileNotFoundError:
+                continue  # (a table being created: nothing committed yet)
+            stamp.append((name, c.st_ino, c.st_mtime_ns, c.st_size))
+    except OSError:
+        return None, names
+    return tuple(stamp), names
 
 
 def _arrays(value: Any):

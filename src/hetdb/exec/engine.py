@@ -33,6 +33,7 @@ from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
 from hetdb.exec.route_stats import scan_routes
+from hetdb.exec.snapshot import QuerySnapshot
 from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
 
@@ -153,6 +154,7 @@ class QueryEngine:
         self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
+        self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
         if self.device is not None:
             self.tail_backend = _tail_backend()
 
@@ -248,7 +250,8 @@ class QueryEngine:
         t0 = time.perf_counter()
         entry, cached = self.planned(sql)
         plan_seconds = time.perf_counter() - t0
-        table, stats, _ = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry and self.options.reuse_fused_state)
+        table, stats, _ = self.run_plan(entry.plan, entry.physical, reuse=self._reusable(sql, entry),
+                                        readers=entry.readers)
         stats["plan_seconds"] = plan_seconds
         stats["plan_cached"] = cached
         return table, stats
@@ -263,24 +266,31 @@ class QueryEngine:
             entry, cached = self.planned(sql)
             stream.open(to_arrow_table(self.backend, None, entry.plan.fields, self.options.timezone).schema)
             plan_seconds = time.perf_counter() - t0
-            _, stats, _ = self.run_plan(entry.plan, entry.physical, stream=stream)
+            _, stats, _ = self.run_plan(entry.plan, entry.physical, reuse=self._reusable(sql, entry), stream=stream,
+                                        readers=entry.readers)
             stats.update(plan_seconds=plan_seconds, plan_cached=cached, rows=stream.rows)
             return stats
 
         return run_guarded("query", body, deep=isinstance(sql, str) and len(sql) > DEEP_SQL_CHARS)
 
+    def _reusable(self, sql: str, entry: CachedPlan) -> bool:
+        """Whether state derived from ``entry``'s physical plan may be kept for its next runs."""
+        return self._plans.get(sql) is entry and bool(self.options.reuse_fused_state)
+
     def run_plan(self, plan: L.Output, physical: PhysicalPlan | None = None, reuse: bool = False,
-                 stream: Any = None) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+                 stream: Any = None, readers: tuple = ()) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         """Run a logical plan (bound and optimized; ``physical`` is its physical plan when already
         made); returns (result, stats, physical plan with per-operator statistics in
         ``stats['operators']``). ``reuse``: ``physical`` comes from the plan cache, so state derived
-        from it (fused pipelines' dense tables) may be kept for its next runs."""
-        run = self._run if stream is None else functools.partial(self._run, stream=stream)
+        from it (fused pipelines' dense tables) may be kept for its next runs. ``readers``: (table,
+        TableReader) pairs known current (the plan cache's), which the run reads without looking
+        the tables up again."""
+        run = functools.partial(self._run, stream=stream, readers=readers)
         if self.device is None:
             return run(plan, physical, reuse)
         from hetdb.exec.device import is_device_oom
 
-        host_only = _host_only(plan)
+        host_only = self._host_only(plan)
         if host_only:
             return self._run_on_cpu(plan, physical, host_only, oom=False, stream=stream)
         try:
@@ -301,6 +311,7 @@ class QueryEngine:
         memory = self.device.memory
         limit = memory.limit
         self.device.cache.clear()
+        self.device.luts.clear()
         self.device.pool.free_all_blocks()
         memory.limit = limit // 4
         try:
@@ -330,26 +341,38 @@ class QueryEngine:
                       "cpu_fallbacks": {f"query on the CPU: {reason}": 1}})
         return table, stats, physical
 
-    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None
-             ) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
+    def _host_only(self, plan: L.Output) -> str:
+        """_host_only(plan), once per plan object (a cached plan runs many times; the walk over
+        every expression of the plan costs a hot query a good part of a millisecond)."""
+        hit = self._host_only_memo.get(id(plan))
+        if hit is None or hit[0] is not plan:
+            hit = (plan, _host_only(plan))
+            if len(self._host_only_memo) >= PLAN_CACHE_ENTRIES:
+                self._host_only_memo.clear()
+            self._host_only_memo[id(plan)] = hit
+        return hit[1]
+
+    def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None,
+             readers: tuple = ()) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:
         t0 = time.perf_counter()
         if physical is None:
             physical = self.physical_plan(plan)
+        reuse_key = physical  # (fused state is kept per cached physical plan, streamed or not)
         if stream is not None:
             from hetdb.exec.stream import streaming_plan
 
             physical = streaming_plan(physical, stream, plan.fields)
-            reuse = False
         spill_root = self.options.spill_dir or os.path.join(
             getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
         spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
         device = self.device
         memory = device.memory if device is not None else self.memory
         options = self.options
+        db = QuerySnapshot(self.db, readers)
         if device is not None and not isinstance(options.gpu_compressed_cache, bool):
             options = dataclasses.replace(options, gpu_compressed_cache=device.keep_compressed(
-                options.gpu_compressed_cache, self.db))
-        ctx = ExecContext(self.db, self.backend, options, memory, spill_dir, device=device,
+                options.gpu_compressed_cache, db))
+        ctx = ExecContext(db, self.backend, options, memory, spill_dir, device=device,
                           host_memory=self.memory)
         ctx.host_cache = self.host_cache
         peak_before = self.memory.peak
@@ -366,7 +389,7 @@ class QueryEngine:
             if reusing:
                 from hetdb.exec.fusion_reuse import prepare_reuse
 
-                skipped = prepare_reuse(ctx, self.fused_states, physical)
+                skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
             tail = host_tail(physical) if self.tail_backend is not None else set()
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
@@ -464,7 +487,7 @@ class QueryEngine:
 
     def _host_context(self, ctx: ExecContext, spill_dir: str) -> ExecContext:
         """A context running pipelines on the host backend, sharing the query's results and stats."""
-        host = ExecContext(self.db, self.tail_backend, self.options, self.memory, spill_dir,
+        host = ExecContext(ctx.db, self.tail_backend, self.options, self.memory, spill_dir,
                            device=None, host_memory=self.memory)
         host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
         return host
@@ -478,7 +501,8 @@ class QueryEngine:
         plan_ms = (time.perf_counter() - t0) * 1000
         if not analyze:
             return entry.physical.format()
-        table, stats, physical = self.run_plan(entry.plan, entry.physical, reuse=self._plans.get(sql) is entry and self.options.reuse_fused_state)
+        table, stats, physical = self.run_plan(entry.plan, entry.physical, reuse=self._reusable(sql, entry),
+                                               readers=entry.readers)
         text = physical.format(stats["operators"])
         planning = "plan from the plan cache" if cached else "planned"
         total = (f"{text}\nPlanning: {planning} in {plan_ms:.1f} ms\n"

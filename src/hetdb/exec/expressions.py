@@ -552,19 +552,24 @@ def _in_list(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
         # general form: OR of equalities keeps the three-valued semantics
         eqs = tuple(Call(T.BOOL, "eq", (probe, x)) for x in lits)
         return _or(ev, Call(T.BOOL, "or", eqs), batch) if len(eqs) > 1 else _compare(ev, eqs[0], batch)
-    col = ev.evaluate(probe, batch)
     values = [x.value for x in lits if x.value is not None]
     has_null = len(values) < len(lits)
+    one_pass = getattr(ev.backend, "string_in", None)
+    prefix = _prefix_chars(probe) if one_pass is not None else None
+    # SUBSTRING(s, 1, k) IN (...): s's first k code points are compared, no substrings made
+    col = ev.evaluate(probe if prefix is None else probe.args[0], batch)
     if probe.dtype.kind == "string":
         strs = tuple(sorted({str(v) for v in values}))
 
         def member(o, c):
+            if one_pass is not None:
+                return one_pass(o, c, strs, prefix)
             m = xp.zeros(int(o.shape[0]) - 1, dtype=bool)
             for s in strs:
                 m = xp.logical_or(m, ev.backend.compare_string_scalar(o, c, s, "="))
             return m
 
-        res = ev.string_mask(col, ("in", strs), member)
+        res = ev.string_mask(col, ("in", strs, prefix), member)
         match = res.data
     else:
         match = xp.zeros(batch.num_rows, dtype=bool)
@@ -580,6 +585,18 @@ def _in_list(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     if has_null:
         validity = and_valid(xp, validity, match)
     return Column(T.BOOL, data=match, validity=validity)
+
+
+def _prefix_chars(e: Expr) -> int | None:
+    """k when ``e`` is ``SUBSTRING(string, 1, k)`` with a constant k >= 0 (its first k code points)."""
+    if not (isinstance(e, Call) and e.op == "substring" and len(e.args) == 3
+            and e.args[0].dtype.kind == "string"):
+        return None
+    start, length = e.args[1], e.args[2]
+    if not (isinstance(start, Literal) and isinstance(length, Literal)) or start.value != 1 \
+            or length.value is None or isinstance(length.value, bool) or not isinstance(length.value, int):
+        return None
+    return length.value if length.value >= 0 else None
 
 
 def _literal_array(xp, lit: Literal) -> Any:

@@ -363,6 +363,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
             raise _NotFused(f"column {cid} is a plain (not dictionary-encoded) string")
     if chain is not None:
         _check_pages(reader, [name_of[c] for c, _ in inputs])
+    scan_domains = _scan_key_domains(reader, name_of, keys, group_cids, joins)
 
     from hetdb.backend.gpu.codegen import DenseProbe
 
@@ -406,7 +407,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
                 domain = KeyDomain(0, len(dictionary) - 1)
             else:
                 dictionary = None
-                domain = zone_map_domain(reader.zone_map(name, rg) for rg in range(reader.num_row_groups))
+                domain = scan_domains.get(cid) or zone_map_domain(
+                    reader.zone_map(name, rg) for rg in range(reader.num_row_groups))
                 if domain is None:
                     raise _NotFused(f"group key {e} has no zone-map bounds")
         else:
@@ -430,6 +432,34 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     except (UnsupportedError, ExprError) as e:
         raise _NotFused(str(e)) from None
     return FusionPlan(fp, tables, slots, group_keys, src, chain)
+
+
+def _scan_key_domains(reader: Any, name_of: dict[str, str], keys: list, group_cids: list[str],
+                      joins: list[_Join]) -> dict[str, Any]:
+    """The domains of group keys that are scanned integer columns (zone maps), checked against the
+    fused limit before any dense join table is built: a pipeline grouping by a wide key (TPC-H
+    q11's ps_partkey) is refused without building (and syncing for) its joins' tables on every run.
+    Checked only when every key is a scanned column, so the refusal is the one the full check makes
+    (a key from a join can have an empty domain, which makes any product fit)."""
+    from hetdb.backend.gpu.codegen.groups import KeyDomain, domain_refusal, zone_map_domain
+
+    joined = {f.cid for j in joins for f in j.fields}
+    if any(cid in joined or cid not in name_of for cid in group_cids):
+        return {}
+    domains, ints = [], {}
+    for (_, e), cid in zip(keys, group_cids):
+        if e.dtype.kind == "string":
+            domains.append(KeyDomain(0, len(reader.dictionary(name_of[cid])) - 1))
+            continue
+        domain = zone_map_domain(reader.zone_map(name_of[cid], rg) for rg in range(reader.num_row_groups))
+        if domain is None:
+            return {}  # (refused later, with that reason)
+        domains.append(domain)
+        ints[cid] = domain
+    refusal = domain_refusal(domains)
+    if refusal is not None:
+        raise _NotFused(refusal)
+    return ints
 
 
 def _aggregates(sink: HashAggregate, alias: dict[str, Expr]) -> tuple[list, list[tuple[int, str, int]]]:

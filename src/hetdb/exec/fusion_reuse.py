@@ -19,9 +19,10 @@ class _Reuse:
     """A query's view of the fused-state store: stored pipelines of its physical plan and the
     pipelines they make unnecessary."""
 
-    def __init__(self, store: Any, physical: Any) -> None:
+    def __init__(self, store: Any, physical: Any, key: Any) -> None:
         self.store = store
         self.physical = physical
+        self.key = key                      # the physical plan entries are stored under
         self.presets: dict[int, Any] = {}   # pid -> FusedState
         self.pins: list = []
         self.skipped: set[int] = set()
@@ -30,18 +31,21 @@ class _Reuse:
 _REUSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def prepare_reuse(ctx: ExecContext, store: Any, physical: Any) -> set[int]:
+def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) -> set[int]:
     """Before ``physical`` runs: take the fused pipelines an earlier run of it stored (dense tables
     and all) and return the ids of the pipelines nothing needs any more, which the driver then
-    skips (the dimension scans and builds whose results those tables hold). A plan is stored only
+    skips (the dimension scans and builds whose results those tables hold). ``key``: the physical
+    plan entries are stored under when ``physical`` is a variant of it (a streamed run replaces its
+    result pipeline's sink; every other pipeline is the same object). A plan is stored only
     when its kernel takes every page of its fact table (no NULLs, no plain-string pages), so a
     skipped build is never needed by an operator-at-a-time fallback; should one be, it runs then."""
     from hetdb.exec.operators.aggregate import HashAggregate as _Agg
 
-    reuse = _REUSE[ctx] = _Reuse(store, physical)
+    key = physical if key is None else key
+    reuse = _REUSE[ctx] = _Reuse(store, physical, key)
     for p in physical.pipelines:
-        if isinstance(p.sink, _Agg):
-            got = store.get(physical, p.pid)
+        if isinstance(p.sink, _Agg) and p is key.pipelines[p.pid]:
+            got = store.get(key, p.pid)
             if got is not None:
                 reuse.presets[p.pid] = got[0]
                 reuse.pins.append(got[1])
@@ -102,7 +106,9 @@ def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
     for k in plan.group_keys:
         arrays += [a for a in (k.domain.values, k.dictionary) if a is not None]
     swapped = frozenset(p.pid for p in plan.chain) if plan.chain is not None else frozenset()
-    reuse.store.put(FusedState(reuse.physical, pipe.pid, plan, why,
+    if pipe is not reuse.key.pipelines[pipe.pid]:
+        return  # (the streamed variant's own result pipeline: no later run has it)
+    reuse.store.put(FusedState(reuse.key, pipe.pid, plan, why,
                                frozenset(_closure(reuse.physical, pipe.deps)), swapped, arrays))
 
 

@@ -114,6 +114,12 @@ class CpuBackend:
     def compare_string_scalar(self, offsets: Any, chars: Any, literal: str, op: str) -> np.ndarray:
         return _strings.compare_string_scalar(offsets, chars, literal, op)
 
+    def string_in(self, offsets: Any, chars: Any, literals: tuple[str, ...],
+                  prefix_chars: int | None = None) -> np.ndarray:
+        """See ``strings.string_in`` (CPU only: the evaluator falls back to one comparison per
+        literal on a backend without it)."""
+        return _strings.string_in(offsets, chars, literals, prefix_chars)
+
     def factorize_strings(self, offsets: Any, chars: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return _strings.factorize_strings(offsets, chars)
 

@@ -125,6 +125,13 @@ class GpuJoinTable:
     def capacity(self) -> int:
         return int(self.slots.shape[0])
 
+    def max_matches(self) -> int:
+        """The most build rows one key has (read back once per table)."""
+        got = self.__dict__.get("_max_matches")
+        if got is None:
+            got = self.__dict__["_max_matches"] = int(self.slot_count.max()) if self.num_rows else 0
+        return got
+
 
 def join_build(keys: list[Any]) -> GpuJoinTable:
     import cupy
@@ -133,18 +140,23 @@ def join_build(keys: list[Any]) -> GpuJoinTable:
     hashes = hash_normalized(norm)
     slots, row_slot, _ = insert_rows(norm, hashes, want_first=False)
     n, cap = int(norm.shape[1]), int(slots.shape[0])
-    slot_count = cupy.bincount(row_slot, minlength=cap).astype(cupy.int64) if n else \
-        cupy.zeros(cap, dtype=cupy.int64)
-    slot_start = cupy.cumsum(slot_count) - slot_count
     if n and cap * n < I64_MAX:
-        # One sort of slot * n + row orders rows by slot, then by row (no stability assumption).
-        slot_rows = cupy.sort(row_slot * n + cupy.arange(n, dtype=cupy.int64)) % n
-    elif n:
-        slot_rows = cupy.lexsort(cupy.stack([cupy.arange(n, dtype=cupy.int64), row_slot]))
+        # One sort of slot * n + row orders rows by slot, then by row (no stability assumption); the
+        # sorted slots' bounds give each slot's first row and count (no bincount: it reads the
+        # slots' min and max back to the host)
+        order = cupy.sort(row_slot * n + cupy.arange(n, dtype=cupy.int64))
+        slot_rows = order % n
+        bounds = cupy.searchsorted(order // n, cupy.arange(cap + 1, dtype=cupy.int64)).astype(cupy.int64, copy=False)
+        slot_start = bounds[:-1]
+        slot_count = bounds[1:] - slot_start
     else:
-        slot_rows = cupy.empty(0, dtype=cupy.int64)
-    return GpuJoinTable(n, norm, hashes, slots, row_slot, slot_start, slot_count, slot_rows.astype(cupy.int64),
-                        tuple(np.dtype(k.dtype) for k in keys))
+        slot_count = cupy.bincount(row_slot, minlength=cap).astype(cupy.int64) if n else \
+            cupy.zeros(cap, dtype=cupy.int64)
+        slot_start = cupy.cumsum(slot_count) - slot_count
+        slot_rows = cupy.lexsort(cupy.stack([cupy.arange(n, dtype=cupy.int64), row_slot])) if n else \
+            cupy.empty(0, dtype=cupy.int64)
+    return GpuJoinTable(n, norm, hashes, slots, row_slot, slot_start, slot_count,
+                        slot_rows.astype(cupy.int64, copy=False), tuple(np.dtype(k.dtype) for k in keys))
 
 
 def probe_slots(table: GpuJoinTable, keys: list[Any]) -> Any:

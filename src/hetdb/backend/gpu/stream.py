@@ -373,9 +373,11 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                     raw = cp.empty(page.location.length, dtype=cp.uint8)
                     if page.host is not None:
                         _copy_runs(raw, page.host.runs, page.location.length, stream)
+                        runs = page.host.runs
                     else:
                         raw.set(host[:page.location.length], stream=stream)
-                    page.value = self._decode(page, raw)
+                        runs = [host]
+                    page.value = self._decode(page, raw, runs)
                 except BaseException:
                     if page.cached:  # the reservation never became an entry
                         self.cache.release(nbytes)
@@ -446,8 +448,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                                         f"of table '{self.reader.name}'")
         page.transient_bytes = nbytes
 
-    def _decode(self, page: _Page, raw: Any) -> Column:
-        """A device Column viewing ``raw`` (validity unpacked on the device)."""
+    def _decode(self, page: _Page, raw: Any, host: list[np.ndarray] | None = None) -> Column:
+        """A device Column viewing ``raw`` (validity unpacked on the device); ``host`` the page's
+        bytes in host memory (the runs ``raw`` was copied from), where string pages' headers are read."""
         cp = self._cupy
         spec = self.reader.column(page.column)
         n = page.num_rows
@@ -471,7 +474,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             from hetdb.backend.gpu.strings_codec import decode_string_page
 
             offsets, chars = decode_string_page(raw, page.sections, n, page.codec, f"table '{self.reader.name}' "
-                                                f"column '{page.column}' page {page.row_group}")
+                                                f"column '{page.column}' page {page.row_group}", host)
             return Column(spec.dtype, validity=validity, offsets=offsets, chars=chars)
         if spec.dtype.kind == "string" and page.encoding == "plain":
             offsets = _view(section("offsets"), np.int64, n + 1, page)

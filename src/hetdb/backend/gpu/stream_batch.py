@@ -425,9 +425,11 @@ class BatchedDelivery:
         raw = self._cupy.empty(page.location.length, dtype=self._cupy.uint8)
         if isinstance(got, np.ndarray):
             raw.set(got[:page.location.length], stream=self._copy_stream)
+            runs = [got]
         else:
             _copy_runs(raw, got.runs, page.location.length, self._copy_stream)
-        return self._decode(page, raw)
+            runs = got.runs
+        return self._decode(page, raw, runs)
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats

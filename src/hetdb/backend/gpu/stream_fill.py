@@ -119,4 +119,4 @@ class FillCache:
         _copy_runs(raw, host.runs, loc.length, self._copy_stream)
         page = _Page(column, rg, PageKey(self.reader.name, self.reader.version, column, rg), loc, enc,
                      sections, n, codec=codec)
-        return self._decode(page, raw)
+        return self._decode(page, raw, host.runs)

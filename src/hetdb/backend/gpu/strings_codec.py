@@ -23,6 +23,7 @@ import numpy as np
 
 from hetdb.codec import CodecError
 from hetdb.codec import strings as sc
+from hetdb.codec.encodings import endpoints
 from hetdb.errors import CorruptDataError
 
 NVCOMP_ENV = "HETDB_NVCOMP"
@@ -30,6 +31,7 @@ _GPU = SimpleNamespace(name="gpu")  # what hostutil.note_host_step needs of a ba
 _local = threading.local()  # nvCOMP codecs are per thread (its documentation: "thread-local")
 _import_lock = threading.Lock()
 _nvcomp: list[Any] = []  # [module or None, reason it is unavailable or None], once imported
+_OUT_ALIGN = 16  # nvCOMP's buffers need at most 16-byte alignment (its low-level API documentation)
 
 
 def nvcomp_module() -> tuple[Any, str | None]:
@@ -47,21 +49,40 @@ def nvcomp_module() -> tuple[Any, str | None]:
         return _nvcomp[0], _nvcomp[1]
 
 
-def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str) -> tuple[Any, Any]:
+def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str,
+                       host: list[np.ndarray] | None = None) -> tuple[Any, Any]:
     """(offsets int64[n+1], chars uint8) on the device of a plain-string page in ``codec`` whose
-    stored bytes are the device array ``raw`` (queued on the current stream)."""
+    stored bytes are the device array ``raw`` (queued on the current stream). ``host``: the same
+    bytes in host memory (the runs the copy reads, in order): the offsets header and endpoints and
+    the LZ4 chunk directory are then read and checked there, with no device read-back (each of which
+    waits for everything queued on the stream); without it they are read back from ``raw``."""
     from hetdb.backend.gpu.decode import decode_device
 
     offsets_section, chars_section = _section(raw, sections, "offsets", where), _section(raw, sections, "chars", where)
     if codec not in sc.STRING_CODECS:
         raise CorruptDataError(f"{where}: unknown string page codec {codec!r}")
-    head = offsets_section[:16].get()
+    if host is not None:
+        head = host_bytes(host, *sections["offsets"])  # (the whole section: its endpoints are read)
+    else:
+        head = offsets_section[:16].get()
     try:
         name = sc.offsets_codec(head)
     except CodecError as e:
         raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
     if int(head[1]) != 8 or int(head[4:8].view(np.uint32)[0]) != n + 1:
         raise CorruptDataError(f"{where}: the string offsets header does not match the page")
+    if host is not None:
+        chars_host = host_bytes(host, *sections["chars"])
+        try:
+            ends = endpoints(head, name, n + 1)
+            table = sc.chunk_table(chars_host) if codec != sc.OFFSETS else None
+        except CodecError as e:
+            raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
+        size = chars_host.shape[0] if table is None else table[0]
+        if ends != (0, size):
+            raise CorruptDataError(f"{where}: string offsets do not match the character section")
+        offsets = decode_device(offsets_section, name, n + 1, np.int64)
+        return offsets, (chars_section if table is None else _decompress(chars_section, where, table))
     offsets = decode_device(offsets_section, name, n + 1, np.int64)
     if codec == sc.OFFSETS:
         chars = chars_section
@@ -70,6 +91,23 @@ def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str)
     if int(offsets[-1]) != int(chars.shape[0]) or int(offsets[0]) != 0:
         raise CorruptDataError(f"{where}: string offsets do not match the character section")
     return offsets, chars
+
+
+def host_bytes(runs: list[np.ndarray], off: int, length: int) -> np.ndarray:
+    """Bytes [off, off + length) of the concatenation of host ``runs`` (a view when one run holds
+    them); the caller has checked that the range lies inside the page."""
+    parts, pos = [], 0
+    for run in runs:
+        size = int(run.shape[0])
+        lo, hi = max(off - pos, 0), min(off + length - pos, size)
+        if lo < hi:
+            parts.append(run[lo:hi])
+        pos += size
+        if pos >= off + length:
+            break
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, np.uint8)
 
 
 def concat_strings(cols: list[Any]) -> Any:
@@ -113,10 +151,12 @@ def _chunk_table(section: Any, where: str) -> tuple[int, int, np.ndarray, np.nda
         raise CorruptDataError(f"{where}: lz4-encoded strings are damaged: {e}") from None
 
 
-def _decompress(section: Any, where: str) -> Any:
+def _decompress(section: Any, where: str, table: tuple | None = None) -> Any:
+    """The chars of the ``lz4`` chars ``section`` (device); ``table`` its chunk table when the
+    caller read it on the host already."""
     import cupy
 
-    raw, chunk, starts, lengths = _chunk_table(section, where)
+    raw, chunk, starts, lengths = _chunk_table(section, where) if table is None else table
     if raw == 0:
         return cupy.empty(0, dtype=cupy.uint8)
     nvcomp, reason = nvcomp_module()
@@ -135,20 +175,44 @@ def _decompress(section: Any, where: str) -> Any:
 
 def _nvcomp_decompress(nvcomp: Any, section: Any, raw: int, chunk: int, starts: np.ndarray,
                        lengths: np.ndarray) -> Any:
+    out, _ = decompress_sections(nvcomp, section, [(0, (raw, chunk, starts, lengths))])
+    return out
+
+
+def decompress_sections(nvcomp: Any, buf: Any, items: list[tuple[int, tuple]]) -> tuple[Any, list[int]]:
+    """Every chunk of the ``lz4`` chars sections lying in device buffer ``buf`` at byte ``base`` with
+    chunk table ``table`` ((base, table) per item, tables as ``sc.chunk_table`` gives them) decoded
+    by one nvCOMP call into one new buffer, the sections' characters one after another (each
+    starting _OUT_ALIGN-aligned); returns it and each section's first byte there. More chunks per call keep more of the GPU busy (nvCOMP
+    decodes a chunk per warp: one page of 64 KiB chunks is some 900 of them)."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
-    out = cupy.empty(raw, dtype=cupy.uint8)
-    k = starts.shape[0]
-    sizes = [min(chunk, raw - i * chunk) for i in range(k)]
-    srcs = nvcomp.as_arrays(section, [int(s) for s in starts], [int(x) for x in lengths], cuda_stream=stream.ptr)
-    dsts = nvcomp.as_arrays(out, [i * chunk for i in range(k)], sizes, cuda_stream=stream.ptr)
+    src_offsets: list[int] = []
+    src_sizes: list[int] = []
+    dst_offsets: list[int] = []
+    sizes: list[int] = []
+    firsts: list[int] = []
+    total = 0
+    for base, (raw, chunk, starts, lengths) in items:
+        firsts.append(total)
+        k = int(starts.shape[0])
+        src_offsets += (starts + base).tolist()
+        src_sizes += lengths.tolist()
+        dst_offsets += [total + i * chunk for i in range(k)]
+        sizes += [min(chunk, raw - i * chunk) for i in range(k)]
+        total += -(-raw // _OUT_ALIGN) * _OUT_ALIGN
+    out = cupy.empty(total, dtype=cupy.uint8)
+    if not sizes:
+        return out, firsts
+    srcs = nvcomp.as_arrays(buf, src_offsets, src_sizes, cuda_stream=stream.ptr)
+    dsts = nvcomp.as_arrays(out, dst_offsets, sizes, cuda_stream=stream.ptr)
     _codec(nvcomp, stream.ptr).decode(srcs, out=dsts)
     # the batches hold nvCOMP's own device arrays of chunk pointers: they must outlive the kernels
     stream.synchronize()
     if list(dsts.buffer_sizes) != sizes:
         raise CodecError(f"nvCOMP decompressed chunks of {list(dsts.buffer_sizes)[:4]}... bytes")
-    return out
+    return out, firsts
 
 
 def _codec(nvcomp: Any, stream_ptr: int) -> Any:

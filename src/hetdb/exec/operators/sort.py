@@ -34,9 +34,7 @@ def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tupl
             arrays.append(col.validity if k.nulls_first else xp.logical_not(col.validity))
             desc.append(False)
         if col.dtype.kind == "string":
-            plain = to_plain(be, col)
-            codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
-            data = codes
+            data = string_ranks(be, col)
         else:
             data = col.data
         if data.dtype == bool:
@@ -47,6 +45,24 @@ def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tupl
         arrays.append(sort_key(xp, data))
         desc.append(k.descending)
     return arrays, desc
+
+
+def string_ranks(be: Any, col: Any) -> Any:
+    """Codes of a string column that order like its strings (equal strings, equal codes). A column of
+    dictionary codes whose dictionary has no more entries than it has rows is ranked through the
+    dictionary (its strings factorized once, each row's code mapped) instead of gathering and
+    factorizing every row's string: TPC-H q16's 27,840 rows by p_brand (25 strings), p_type (150)."""
+    d = col.dictionary
+    if d is not None and col.data is not None and 0 < len(d) <= len(col):
+        plain = to_plain(be, d)
+        ranks, _, _ = be.factorize_strings(plain.offsets, plain.chars)
+        codes = col.data
+        if col.validity is not None:  # (a NULL row's code may be anything)
+            codes = be.xp.where(col.validity, codes, be.xp.zeros(1, dtype=codes.dtype))
+        return ranks[codes]
+    plain = to_plain(be, col)
+    codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
+    return codes
 
 
 class _SortState:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from hetdb import types as T
 from hetdb.plan.expr import Call, Expr
-from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, split_join_condition
+from hetdb.plan.exprutil import and_all, conjuncts, disjuncts, eq_sides, split_join_condition
 from hetdb.plan.logical import Filter, Join, Node
+from hetdb.plan.passes.predicate_pushdown import push
 from hetdb.plan.rewrite import with_inputs
 
 NAME = "join_order"
@@ -39,7 +40,7 @@ def _implied(pred: Expr, cids: frozenset[str]) -> Expr | None:
     if not (isinstance(pred, Call) and pred.op == "or") or pred.columns() <= cids:
         return None
     parts = []
-    for d in pred.args:
+    for d in disjuncts(pred):  # flattened: TPC-H Q19's three branches nest as or(or(a, b), c)
         mine = [c for c in conjuncts(d) if c.columns() and c.columns() <= cids]
         if not mine:
             return None
@@ -68,8 +69,8 @@ def _reorder(node: Node, est) -> Node:
     for p in pending:
         for i, leaf in enumerate(leaves):
             implied = _implied(p, _cids(leaf))
-            if implied is not None:
-                leaves[i] = Filter(leaves[i], implied)
+            if implied is not None:  # down to the scan: zone maps and the scan's filters see it
+                leaves[i] = push(leaves[i], [implied])
     todo = sorted(range(len(leaves)), key=lambda i: (est.rows(leaves[i]), i))
     cur = leaves[todo.pop(0)]
     while todo:

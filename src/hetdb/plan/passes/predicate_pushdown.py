@@ -109,6 +109,11 @@ def _push_join(node: Join, preds: list[Expr]) -> Node:
     return _wrap(new, up)
 
 
+def push(node: Node, preds: list[Expr]) -> Node:
+    """``node`` filtered by the conjuncts ``preds``, each moved as far down as this pass moves it."""
+    return _push(node, preds)
+
+
 def run(plan: Node, ctx) -> Node:
     return _push(plan, [])
 

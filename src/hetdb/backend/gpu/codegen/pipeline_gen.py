@@ -496,14 +496,18 @@ class _Gen:
                 f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
                 "    " + ",\n    ".join(params) + ") {"]
         tiled = [(k, inp) for k, inp in enumerate(spec.inputs) if inp.codec in TILE_CODECS]
+        per_tile = ("for", "dict")  # made per tile: they load the tile's block directory entry once
         if not self.paged:
             out += [f"  const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}}};"
                     for k, inp in enumerate(spec.inputs)
-                    if inp.codec not in TILE_CODECS and not _plain_string(inp)]
+                    if inp.codec not in TILE_CODECS and inp.codec not in per_tile and not _plain_string(inp)]
         out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
         if tiled or any(inp.codec == "paged_tile" for inp in spec.inputs):
             out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
         out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
+        if not self.paged:
+            out += [f"    const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}, t * PL_TILE}};"
+                    for k, inp in enumerate(spec.inputs) if inp.codec in per_tile]
         if self.paged:  # this tile's page: its rows, first global row and column pointers
             width = PAGE_PTRS * len(spec.inputs)
             out += ["    const long long pl_p = fused::FindPage(pl_pages, pl_num_pages, t);",
@@ -520,7 +524,7 @@ class _Gen:
                 elif inp.codec in PAGED_CODECS:
                     ct = ctype(inp.dtype)
                     out.append(f"    const pipe::PageColumn<{ct}> in{k}{{(const unsigned char*){ptr}, "
-                               f"pl_ptr[{PAGE_PTRS * k + 2}]}};")
+                               f"pl_ptr[{PAGE_PTRS * k + 2}], pl_first}};")
                 else:
                     ct = ctype(inp.dtype)
                     out.append(f"    const pipe::PlainColumn<{ct}> in{k}{{(const {ct}*){ptr}}};")

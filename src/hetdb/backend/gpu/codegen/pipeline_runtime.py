@@ -103,7 +103,8 @@ class CompiledPipeline:
                (old.state, old.keys, np.int64(old.slots), np.int32(len(self.kernel.group_keys)), new.state,
                 new.keys, np.uint64(new.slots - 1), new.used, np.uint64(new.slots), new.overflow, old_accs,
                 new_accs, np.int32(len(old.accs))))
-        new.errors, new.arith_err = old.errors, old.arith_err
+        new.errors[...] = old.errors  # (device copies, ordered after old's launches: no sync)
+        new.arith_err[...] = old.arith_err
         new.bound = old.bound
 
     def _args(self, columns: dict[str, Column], n: int, lookups: list[tuple],
@@ -204,10 +205,12 @@ class CompiledPipeline:
         import cupy
 
         nk = len(self.kernel.group_keys)
+        # used, overflow, errors and arith_err in one buffer: ``check`` reads them back in one copy
+        words = cupy.zeros(3 + ERR_WORDS, dtype=cupy.uint64)
         return GroupTable(slots, cupy.zeros(slots, dtype=cupy.int32), cupy.empty((nk + 1) * slots, dtype=cupy.int64),
-                          cupy.zeros(1, dtype=cupy.uint64), cupy.zeros(1, dtype=cupy.uint64),
-                          cupy.zeros(1, dtype=cupy.uint64), cupy.zeros(ERR_WORDS, dtype=cupy.uint64),
-                          [cupy.full(slots, _IDENTITY[a.acc], dtype=cupy.int64) for a in self.kernel.accumulators])
+                          words[0:1], words[1:2], words[2:3], words[3:],
+                          [cupy.full(slots, _IDENTITY[a.acc], dtype=cupy.int64) for a in self.kernel.accumulators],
+                          words=words)
 
     def reset(self, table: GroupTable) -> None:
         """Empty ``table`` for the next launches (its arrays are kept)."""
@@ -231,12 +234,13 @@ class CompiledPipeline:
     def check(self, table: GroupTable) -> bool:
         """Raise what the launches into ``table`` reported (overflowing arithmetic, a scalar subquery
         with several rows); True when groups did not fit (the launches must be rerun)."""
-        raise_if_overflowed(table.arith_err.get())
-        if int(table.errors[0]):
+        host = table.words.get()
+        raise_if_overflowed(host[3:])
+        if int(host[2]):
             raise HetdbError("a scalar subquery returned more than one row for one outer row "
                              "(DuckDB reports: More than one row returned by a subquery used as an "
                              "expression); add LIMIT 1 or an aggregate")
-        return bool(int(table.overflow[0]))
+        return bool(int(host[1]))
 
     def groups(self, table: GroupTable) -> Groups:
         """The groups ``table`` holds, as key and accumulator arrays."""
@@ -276,6 +280,7 @@ class GroupTable:
     arith_err: Any
     accs: list[Any]
     bound: int = 0  # groups the launches since the last reset may have inserted (host-side bound)
+    words: Any = None  # the buffer of used, overflow, errors and arith_err (in that order)
 
 
 class GroupAccumulator:

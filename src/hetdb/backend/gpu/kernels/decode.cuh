@@ -15,7 +15,9 @@
 //        for k*BLOCK_THREADS + threadIdx.x < n. Every thread of the block must call it with the same
 //        tile (delta pages decode each 1024-value block, rle pages each block of 1024 run ends,
 //        cooperatively in `smem`, HETDB_DECODE_SMEM_I64 int64 slots).
-//   load_tile_for / load_tile_delta / load_tile_rle     the same for a known codec (no switch)
+//   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch)
+// Tile loaders read a block's directory once per tile; delta and rle blocks are prefix-summed in
+// parallel (warp shuffles per row of 32 values, one scan of the row totals).
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
@@ -62,21 +64,41 @@ HETDB_DECODE_HD i64 bp_stream_bytes(const unsigned char* p, i64 n) {
   return 16 * nb + 4 * ((i64)last[2] + 32 * (i64)last[3]);
 }
 
-HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
-  const unsigned int* d = s.dir + 4 * (i >> 10);
-  u64 ref = ((u64)d[1] << 32) | (u64)d[0];
-  int w = (int)d[3];
-  if (w == 0) return (i64)ref;
-  int j = (int)(i & (HETDB_BP_BLOCK - 1));
-  const unsigned int* lane = s.words + d[2] + (j & 31);
-  int pos = (j >> 5) * w;
-  int k = pos >> 5, sh = pos & 31;
-  u64 x = lane[k * 32];
-  if (sh + w > 32) x |= (u64)lane[(k + 1) * 32] << 32;
+// One block's directory entry: its reference, the word offset of its packed words and its bit width
+// (two 8-byte loads: every part of a data section is 8-byte aligned).
+struct BpBlock {
+  u64 ref;
+  unsigned int off;
+  int w;
+};
+
+HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
+  const u64* d = (const u64*)(s.dir + 4 * b);
+  const u64 ow = d[1];  // word offset (low half), bit width (high half)
+  BpBlock k;
+  k.ref = d[0];
+  k.off = (unsigned int)ow;
+  k.w = (int)(ow >> 32);
+  return k;
+}
+
+// Value j (0..1023) of block k: lane j % 32 holds it at bit (j / 32) * w of its interleaved words
+// (so a warp reading 32 consecutive values reads 32 consecutive words), unpacked with shifts.
+HETDB_DECODE_HD u64 bp_unpack(const unsigned int* words, const BpBlock& k, int j) {
+  if (k.w == 0) return k.ref;
+  const unsigned int* lane = words + k.off + (j & 31);
+  const int pos = (j >> 5) * k.w;
+  const int q = pos >> 5, sh = pos & 31;
+  u64 x = lane[q * 32];
+  if (sh + k.w > 32) x |= (u64)lane[(q + 1) * 32] << 32;
   x >>= sh;
-  if (sh + w > 64) x |= (u64)lane[(k + 2) * 32] << (64 - sh);
-  if (w < 64) x &= (1ULL << w) - 1ULL;
-  return (i64)(ref + x);
+  if (sh + k.w > 64) x |= (u64)lane[(q + 2) * 32] << (64 - sh);
+  if (k.w < 64) x &= (1ULL << k.w) - 1ULL;
+  return k.ref + x;
+}
+
+HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
+  return (i64)bp_unpack(s.words, bp_block(s, i >> 10), (int)(i & (HETDB_BP_BLOCK - 1)));
 }
 
 HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
@@ -150,88 +172,166 @@ template <typename T> __device__ __forceinline__ T decoded_as(i64 v) { return (T
 template <> __device__ __forceinline__ double decoded_as<double>(i64 v) { return __longlong_as_double(v); }
 template <> __device__ __forceinline__ bool decoded_as<bool>(i64 v) { return v != 0; }
 
-// Cooperative prefix decode of block b (count values) of a delta-coded stream into smem[0..count):
-// smem[j] = bases[b] + deltas[b*1024 .. b*1024 + j] (delta pages: values; rle pages: run ends).
-// Deltas are unpacked by all threads, 32 chunks of 32 values are summed by warp 0 (sequential sum
-// per lane, shuffle scan across lanes), then every value adds its chunk's prefix and the base.
+// Cooperative prefix decode of the first `count` values of block b of a delta-coded stream into
+// smem[0..count): smem[j] = base + deltas[b*1024] + ... + deltas[b*1024 + j] (delta pages: values;
+// rle pages: run ends). The block is read as rows of 32 values: warp w unpacks rows w, w + W, ...
+// (one coalesced word per lane) and scans each row across its lanes with shuffles; warp 0 then scans
+// the row totals, and every value adds its row's prefix. Three barriers, no serial loop, no bank
+// conflicts. BLOCK_THREADS must be a multiple of 32; every thread of the block calls it.
 template <int BLOCK_THREADS>
-__device__ __forceinline__ void prefix_block_to_shared(const i64* bases, BpStream deltas, i64 b, int count, i64* smem) {
+__device__ __forceinline__ void prefix_block_to_shared(u64 base, BpStream deltas, i64 b, int count, i64* smem) {
   u64* v = (u64*)smem;
-  u64* prefix = (u64*)(smem + HETDB_BP_BLOCK);
-  for (int j = threadIdx.x; j < count; j += BLOCK_THREADS) v[j] = (u64)bp_get(deltas, b * HETDB_BP_BLOCK + j);
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    int c = threadIdx.x;
-    u64 sum = 0;
-    for (int j = c * 32; j < c * 32 + 32 && j < count; ++j) {
-      sum += v[j];
-      v[j] = sum;
-    }
-    u64 scan = sum;  // inclusive scan of the chunk sums across the warp
+  u64* row_sum = (u64*)(smem + HETDB_BP_BLOCK);
+  const BpBlock blk = bp_block(deltas, b);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int rows = (count + 31) >> 5;
+  for (int r = warp; r < rows; r += BLOCK_THREADS / 32) {  // (the same trip count for a whole warp)
+    const int j = r * 32 + lane;
+    u64 x = j < count ? bp_unpack(deltas.words, blk, j) : 0ULL;
+#pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-      u64 other = __shfl_up_sync(0xFFFFFFFFu, scan, d);
-      if (c >= d) scan += other;
+      const u64 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      if (lane >= d) x += y;
     }
-    prefix[c] = (u64)bases[b] + scan - sum;
+    v[j] = x;
+    if (lane == 31) row_sum[r] = x;
   }
   __syncthreads();
-  for (int j = threadIdx.x; j < count; j += BLOCK_THREADS) v[j] += prefix[j >> 5];
+  if (warp == 0) {  // exclusive scan of the row totals, plus the base
+    const u64 t = lane < rows ? row_sum[lane] : 0ULL;
+    u64 x = t;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const u64 y = __shfl_up_sync(0xFFFFFFFFu, x, d);
+      if (lane >= d) x += y;
+    }
+    row_sum[lane] = base + x - t;
+  }
   __syncthreads();
+  for (int j = threadIdx.x; j < count; j += BLOCK_THREADS) v[j] += row_sum[j >> 5];
+  __syncthreads();
+}
+
+// Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
+// blocks), then per value one or two coalesced word loads and shifts.
+// FOR values (dict == nullptr) or dictionary codes (values dict[code]) of a tile.
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void load_tile_packed(BpStream s, const i64* dict, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
+                                                 int n) {
+  i64 cur = -1;
+  BpBlock blk = {0ULL, 0u, 0};
+#pragma unroll
+  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+    const int idx = k * BLOCK_THREADS + threadIdx.x;
+    if (idx < n) {
+      const i64 row = tile_start + idx;
+      if ((row >> 10) != cur) {
+        cur = row >> 10;
+        blk = bp_block(s, cur);
+      }
+      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
+      items[k] = decoded_as<T>(dict == nullptr ? (i64)x : dict[x]);
+    }
+  }
 }
 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_for(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n) {
-  BpStream s = bp_stream(p.body, p.n);
+  load_tile_packed<BLOCK_THREADS, ITEMS_PER_THREAD>(bp_stream(p.body, p.n), nullptr, tile_start, items, n);
+}
+
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void load_tile_dict(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n) {
+  load_tile_packed<BLOCK_THREADS, ITEMS_PER_THREAD>(bp_stream(p.body + 8 * p.param, p.n), (const i64*)p.body, tile_start,
+                                                    items, n);
+}
+
+// A tile of a const, for or dict page for the flagged items only (rows an earlier filter dropped
+// are not read): what the dense fused kernels load (fused::BlockLoadSelPage).
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+__device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
+                                              const int (&flags)[ITEMS_PER_THREAD]) {
+  if (p.codec == HETDB_CODEC_CONST) {
+    const T value = decoded_as<T>(p.param);
+#pragma unroll
+    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+      if (flags[k]) items[k] = value;
+    }
+    return;
+  }
+  const bool dict = p.codec == HETDB_CODEC_DICT;
+  const BpStream s = bp_stream(dict ? p.body + 8 * p.param : p.body, p.n);
+  const i64* values = (const i64*)p.body;
+  i64 cur = -1;
+  BpBlock blk = {0ULL, 0u, 0};
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-    int idx = k * BLOCK_THREADS + threadIdx.x;
-    if (idx < n) items[k] = decoded_as<T>(bp_get(s, tile_start + idx));
+    if (flags[k]) {
+      const i64 row = tile_start + k * BLOCK_THREADS + threadIdx.x;
+      if ((row >> 10) != cur) {
+        cur = row >> 10;
+        blk = bp_block(s, cur);
+      }
+      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
+      items[k] = decoded_as<T>(dict ? values[x] : (i64)x);
+    }
   }
 }
 
+// A delta page's tile: per block it touches, the values from the block's start to the tile's end
+// (or the block's end) are prefix-summed in shared memory.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                                 i64* smem) {
   if (n <= 0) return;
-  i64 first = tile_start >> 10, last = (tile_start + n - 1) >> 10;
+  const i64* bases = (const i64*)p.body;
+  const BpStream deltas = bp_stream(p.body + 8 * bp_blocks(p.n), p.n);
+  const i64 tile_end = tile_start + n;
+  const i64 first = tile_start >> 10, last = (tile_end - 1) >> 10;
   for (i64 b = first; b <= last; ++b) {
-    i64 block_start = b * HETDB_BP_BLOCK;
-    i64 remaining = p.n - block_start;
-    int count = remaining < HETDB_BP_BLOCK ? (int)remaining : HETDB_BP_BLOCK;
-    prefix_block_to_shared<BLOCK_THREADS>((const i64*)p.body, bp_stream(p.body + 8 * bp_blocks(p.n), p.n), b, count,
-                                          smem);
+    const i64 block_start = b * HETDB_BP_BLOCK;
+    const i64 block_end = block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end;
+    const int count = (int)(block_end - block_start);
+    prefix_block_to_shared<BLOCK_THREADS>((u64)bases[b], deltas, b, count, smem);
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      int idx = k * BLOCK_THREADS + threadIdx.x;
-      i64 row = tile_start + idx;
-      if (idx < n && row >= block_start && row < block_start + count) items[k] = decoded_as<T>(smem[row - block_start]);
+      const int idx = k * BLOCK_THREADS + threadIdx.x;
+      const i64 row = tile_start + idx;
+      if (idx < n && row >= block_start && row < block_end) items[k] = decoded_as<T>(smem[row - block_start]);
     }
     __syncthreads();
   }
 }
 
+// An rle page's tile: per block of 1024 runs that holds tile rows, the ends of the runs up to the
+// one holding the tile's last row (at most tile_end - block's first row of them: every run has a
+// row) are prefix-summed in shared memory; each row finds its run by binary search there.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
   if (n <= 0) return;
-  RlePage r = rle_page(p);
-  i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
-  for (i64 b = rle_block_of(r, tile_start); b < blocks && r.starts[b] < tile_end; ++b) {
-    i64 first = b * HETDB_BP_BLOCK;
-    int count = r.runs - first < HETDB_BP_BLOCK ? (int)(r.runs - first) : HETDB_BP_BLOCK;
-    prefix_block_to_shared<BLOCK_THREADS>(r.starts, r.lengths, b, count, smem);  // smem[k]: end of run first+k
-    i64 lo_row = r.starts[b], hi_row = smem[count - 1];
+  const RlePage r = rle_page(p);
+  const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
+  for (i64 b = rle_block_of(r, tile_start); b < blocks; ++b) {
+    const i64 lo_row = r.starts[b];
+    if (lo_row >= tile_end) break;
+    const i64 first = b * HETDB_BP_BLOCK;
+    i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
+    if (count > tile_end - lo_row) count = tile_end - lo_row;
+    prefix_block_to_shared<BLOCK_THREADS>((u64)lo_row, r.lengths, b, (int)count, smem);  // smem[k]: end of run first+k
+    const i64 hi_row = smem[count - 1];
+    const BpBlock vblk = bp_block(r.values, b);
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      int idx = k * BLOCK_THREADS + threadIdx.x;
-      i64 row = tile_start + idx;
+      const int idx = k * BLOCK_THREADS + threadIdx.x;
+      const i64 row = tile_start + idx;
       if (idx < n && row >= lo_row && row < hi_row) {
-        int lo = 0, hi = count - 1;
+        int lo = 0, hi = (int)count - 1;
         while (lo < hi) {
-          int mid = (lo + hi) >> 1;
+          const int mid = (lo + hi) >> 1;
           if (smem[mid] > row) hi = mid; else lo = mid + 1;
         }
-        items[k] = decoded_as<T>(bp_get(r.values, first + lo));
+        items[k] = decoded_as<T>((i64)bp_unpack(r.values.words, vblk, lo));
       }
     }
     __syncthreads();
@@ -248,11 +348,13 @@ __device__ __forceinline__ void load_tile_encoded(const unsigned char* data, i64
     load_tile_rle<BLOCK_THREADS, ITEMS_PER_THREAD>(p, tile_start, items, n, smem);
   } else if (p.codec == HETDB_CODEC_FOR) {
     load_tile_for<BLOCK_THREADS, ITEMS_PER_THREAD>(p, tile_start, items, n);
-  } else {
+  } else if (p.codec == HETDB_CODEC_DICT) {
+    load_tile_dict<BLOCK_THREADS, ITEMS_PER_THREAD>(p, tile_start, items, n);
+  } else {  // HETDB_CODEC_CONST
+    const T value = decoded_as<T>(p.param);
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      int idx = k * BLOCK_THREADS + threadIdx.x;
-      if (idx < n) items[k] = decoded_as<T>(decode_value(p, tile_start + idx));
+      if (k * BLOCK_THREADS + (int)threadIdx.x < n) items[k] = value;
     }
   }
 }

@@ -52,10 +52,7 @@ __device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict
   } else if (p.codec == HETDB_CODEC_RLE) {
     load_tile_rle<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, num, smem);
   } else {
-#pragma unroll
-    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-      if (flags[i]) items[i] = decoded_as<T>(decode_value(p, off + threadIdx.x + i * BLOCK_THREADS));
-    }
+    load_tile_sel<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, flags);
   }
 }
 

@@ -32,49 +32,97 @@ struct ConstColumn {
   __device__ __forceinline__ T load(i64) const { return value; }
 };
 
+// for and dict columns are made per tile (`first`: the tile's first row) and load that row's block
+// directory entry once, so load(row) of a row of that block is one or two coalesced word loads and
+// shifts (a row of another block reads its own entry).
 template <typename T>
 struct ForColumn {
   BpStream values;
-  __device__ __forceinline__ explicit ForColumn(const unsigned char* data) {
+  BpBlock blk;
+  i64 blk_index;
+  __device__ __forceinline__ ForColumn(const unsigned char* data, i64 first) : blk(), blk_index(-1) {
     const EncodedPage p = encoded_page(data);
     values = bp_stream(p.body, p.n);
+    if (first < p.n) {
+      blk_index = first >> 10;
+      blk = bp_block(values, blk_index);
+    }
   }
-  __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(bp_get(values, row)); }
+  __device__ __forceinline__ T load(i64 row) const {
+    const i64 b = row >> 10;
+    const BpBlock k = b == blk_index ? blk : bp_block(values, b);
+    return decoded_as<T>((i64)bp_unpack(values.words, k, (int)(row & (HETDB_BP_BLOCK - 1))));
+  }
 };
 
 template <typename T>
 struct DictColumn {
   const i64* __restrict__ values;
   BpStream codes;
-  __device__ __forceinline__ explicit DictColumn(const unsigned char* data) {
+  BpBlock blk;
+  i64 blk_index;
+  __device__ __forceinline__ DictColumn(const unsigned char* data, i64 first) : blk(), blk_index(-1) {
     const EncodedPage p = encoded_page(data);
     values = (const i64*)p.body;
     codes = bp_stream(p.body + 8 * p.param, p.n);
+    if (first < p.n) {
+      blk_index = first >> 10;
+      blk = bp_block(codes, blk_index);
+    }
   }
-  __device__ __forceinline__ T load(i64 row) const { return decoded_as<T>(values[bp_get(codes, row)]); }
+  __device__ __forceinline__ T load(i64 row) const {
+    const i64 b = row >> 10;
+    const BpBlock k = b == blk_index ? blk : bp_block(codes, b);
+    return decoded_as<T>(values[bp_unpack(codes.words, k, (int)(row & (HETDB_BP_BLOCK - 1)))]);
+  }
 };
 
 // One column's page in a page table (a paged kernel: one launch over many row groups), read in
 // place whatever the page's kind: `encoded` 0 means `data` is the value array, else it is the page's
 // encoded data section (decode.cuh), as in the dense fused kernels' page tables
-// (fused::BlockLoadSelPage). load(row) decodes one value by random access (const, for, dict: the
-// codec branch is the same for every thread of a block, since a tile lies in one page); delta and
-// rle pages are not random-access: tiled() says so, and the generated kernel decodes their tile into
-// registers with load_tile (every thread of the block together) before its row loop.
+// (fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the page, whose
+// 1024-value block's directory entry (for, dict) is loaded once here, so load(row) of a row of that
+// block is one or two coalesced word loads and shifts (the codec branch is the same for every thread
+// of a block, since a tile lies in one page). delta and rle pages are not random-access: tiled() says
+// so, and the generated kernel decodes their tile into registers with load_tile (every thread of the
+// block together) before its row loop; load() never reads them (page_table refuses such a page for
+// an input that is not "paged_tile").
 template <typename T>
 struct PageColumn {
   const unsigned char* __restrict__ data;
   EncodedPage page;
   bool encoded;
-  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long enc)
-      : data(ptr), page(), encoded(enc != 0) {
-    if (encoded) page = encoded_page(ptr);
+  BpStream stream;   // for: the values; dict: the codes
+  const i64* dict;   // dict: the dictionary's values
+  BpBlock blk;       // the directory entry of block blk_index
+  i64 blk_index;
+  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long enc, i64 first = 0)
+      : data(ptr), page(), encoded(enc != 0), stream(), dict(nullptr), blk(), blk_index(-1) {
+    if (!encoded) return;
+    page = encoded_page(ptr);
+    if (page.codec == HETDB_CODEC_FOR) {
+      stream = bp_stream(page.body, page.n);
+    } else if (page.codec == HETDB_CODEC_DICT) {
+      dict = (const i64*)page.body;
+      stream = bp_stream(page.body + 8 * page.param, page.n);
+    } else {
+      return;
+    }
+    if (first < page.n) {
+      blk_index = first >> 10;
+      blk = bp_block(stream, blk_index);
+    }
   }
   __device__ __forceinline__ bool tiled() const {
     return encoded && (page.codec == HETDB_CODEC_DELTA || page.codec == HETDB_CODEC_RLE);
   }
   __device__ __forceinline__ T load(i64 row) const {
-    return encoded ? decoded_as<T>(decode_value(page, row)) : ((const T*)data)[row];
+    if (!encoded) return ((const T*)data)[row];
+    if (page.codec == HETDB_CODEC_CONST) return decoded_as<T>(page.param);
+    const i64 b = row >> 10;
+    const BpBlock k = b == blk_index ? blk : bp_block(stream, b);
+    const u64 x = bp_unpack(stream.words, k, (int)(row & (HETDB_BP_BLOCK - 1)));
+    return decoded_as<T>(dict == nullptr ? (i64)x : dict[x]);
   }
   template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
   __device__ __forceinline__ void load_tile(i64 tile_start, T (&items)[ITEMS_PER_THREAD], int num, i64* smem) const {

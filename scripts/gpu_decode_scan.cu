@@ -1,0 +1,93 @@
+// Kernels of scripts/gpu_decode_scan.py: one column scanned as the compiled paged pipelines scan it
+// (tiles of SCAN_TILE rows, a page per SCAN_PAGE_ROWS rows, a filter and a sum per row), read from
+// plain value arrays (pipe::PlainColumn) or in place from encoded pages (pipe::PageColumn: for, dict
+// and const by random access at the row's use, delta and rle tiles decoded into registers first),
+// so the two differ only in the decode. Prepended by the script: pipeline.cuh (headers inlined).
+#define SCAN_BLOCK 128
+#define SCAN_ITEMS 4
+#define SCAN_TILE (SCAN_BLOCK * SCAN_ITEMS)
+
+__device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigned long long* out) {
+  for (int d = 16; d > 0; d >>= 1) {
+    cnt += __shfl_down_sync(0xFFFFFFFFu, cnt, d);
+    sum += __shfl_down_sync(0xFFFFFFFFu, sum, d);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(out, (unsigned long long)cnt);
+    atomicAdd(out + 1, (unsigned long long)sum);
+  }
+}
+
+// ptrs[p]: page p's value array (enc[p] 0) or encoded data section (enc[p] 1); pages of page_rows
+// rows (the last one shorter); counts and sums the values in [lo, hi] into out[0], out[1].
+// MODE 0: plain value arrays; 1: encoded pages through pipe::PageColumn (as compiled paged pipelines
+// read them); 2: encoded pages, every tile decoded into registers first (load_tile_encoded)
+template <typename T, int MODE>
+__device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, const long long* __restrict__ enc,
+                                           long long page_rows, long long n, T lo, T hi, unsigned long long* out) {
+  __shared__ i64 smem[HETDB_DECODE_SMEM_I64];
+  const long long tiles_per_page = (page_rows + SCAN_TILE - 1) / SCAN_TILE;
+  const long long pages = (n + page_rows - 1) / page_rows;
+  const long long last_rows = n - (pages - 1) * page_rows;
+  const long long num_tiles = (pages - 1) * tiles_per_page + (last_rows + SCAN_TILE - 1) / SCAN_TILE;
+  long long cnt = 0, sum = 0;
+  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+    const long long p = t / tiles_per_page;
+    const long long first = (t - p * tiles_per_page) * SCAN_TILE;
+    const long long rows = p == pages - 1 ? last_rows : page_rows;
+    const int num = rows - first < SCAN_TILE ? (int)(rows - first) : SCAN_TILE;
+    if (MODE == 0) {
+      const pipe::PlainColumn<T> col{(const T*)ptrs[p]};
+#pragma unroll
+      for (int it = 0; it < SCAN_ITEMS; ++it) {
+        const int idx = threadIdx.x + it * SCAN_BLOCK;
+        if (idx >= num) continue;
+        const T v = col.load(first + idx);
+        if (v >= lo && v <= hi) {
+          cnt += 1;
+          sum += (long long)v;
+        }
+      }
+    } else if (MODE == 2) {
+      T tl[SCAN_ITEMS];
+      load_tile_encoded<SCAN_BLOCK, SCAN_ITEMS>((const unsigned char*)ptrs[p], first, tl, num, smem);
+#pragma unroll
+      for (int it = 0; it < SCAN_ITEMS; ++it) {
+        const int idx = threadIdx.x + it * SCAN_BLOCK;
+        if (idx < num && tl[it] >= lo && tl[it] <= hi) {
+          cnt += 1;
+          sum += (long long)tl[it];
+        }
+      }
+    } else {
+      const pipe::PageColumn<T> col{(const unsigned char*)ptrs[p], enc[p], first};
+      T tl[SCAN_ITEMS];
+      const bool tt = col.tiled();
+      if (tt) col.template load_tile<SCAN_BLOCK, SCAN_ITEMS>(first, tl, num, smem);
+#pragma unroll
+      for (int it = 0; it < SCAN_ITEMS; ++it) {
+        const int idx = threadIdx.x + it * SCAN_BLOCK;
+        if (idx >= num) continue;
+        const T v = tt ? tl[it] : col.load(first + idx);
+        if (v >= lo && v <= hi) {
+          cnt += 1;
+          sum += (long long)v;
+        }
+      }
+    }
+  }
+  scan_flush(cnt, sum, out);
+}
+
+#define SCAN_KERNEL(NAME, T, MODE)                                                                        \
+  extern "C" __global__ void __launch_bounds__(SCAN_BLOCK) NAME(const long long* ptrs, const long long* enc,  \
+                                                                long long page_rows, long long n, T lo, T hi,  \
+                                                                unsigned long long* out) {                     \
+    scan_pages<T, MODE>(ptrs, enc, page_rows, n, lo, hi, out);                                                 \
+  }
+SCAN_KERNEL(scan_plain_i32, int, 0)
+SCAN_KERNEL(scan_paged_i32, int, 1)
+SCAN_KERNEL(scan_eager_i32, int, 2)
+SCAN_KERNEL(scan_plain_i64, long long, 0)
+SCAN_KERNEL(scan_paged_i64, long long, 1)
+SCAN_KERNEL(scan_eager_i64, long long, 2)

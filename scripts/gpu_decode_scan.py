@@ -1,0 +1,117 @@
+"""Kernel-level cost of decoding compressed pages inside a scan, against the same scan of plain pages.
+
+Usage (on a GPU machine, from the repository root):
+    PYTHONPATH=src python scripts/gpu_decode_scan.py [--rows 120e6] [--page-rows 1048576] [--repeat 20]
+
+Columns are shaped like SSB lineorder's (SF 20 has 120M rows; pages of about 1M rows as hetdb
+writes them). Each is encoded page by page on the CPU with the codec named, copied to the device
+once, and scanned by scripts/gpu_decode_scan.cu the way a compiled paged pipeline reads a column
+(pipe::PlainColumn vs pipe::PageColumn, tiles of 512 rows, a range filter and a sum per row).
+Both scans must give the same count and sum (checked). Prints per column the ratio, the plain and
+the encoded scan's best time (CUDA events), the plain-equivalent GB/s of each, encoded / plain, the
+same with every tile decoded into registers first (load_tile_encoded: "eager"), and the GB/s of
+decoding the pages whole (decode.cu, as on arrival when pages are not kept compressed).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import cupy
+import numpy as np
+
+from hetdb.backend.gpu.codegen.runtime import compile_source
+from hetdb.backend.gpu.compile import launch, load_source
+from hetdb.backend.gpu.decode import decode_device
+from hetdb.codec.encodings import encode_as
+
+GRID = 132 * 16
+
+
+def columns(n: int, rng: np.random.Generator) -> dict[str, tuple[str, np.ndarray, tuple[int, int]]]:
+    """name -> (codec, values, filter range)."""
+    runs = rng.integers(1, 8, n // 3 + 64)  # lines per order 1..7 (mean 4: more than n rows in all)
+    order_of_row = np.repeat(np.arange(runs.shape[0]), runs)[:n]
+    dates = (19920101 + rng.integers(0, 2406, runs.shape[0])).astype(np.int32)
+    return {
+        "lo_quantity 1..50": ("for", rng.integers(1, 51, n).astype(np.int32), (1, 24)),
+        "lo_discount 0..10": ("for", rng.integers(0, 11, n).astype(np.int32), (1, 3)),
+        "lo_extendedprice": ("for", rng.integers(90_000, 10_500_000, n).astype(np.int32), (0, 1 << 30)),
+        "lo_orderdate per order": ("rle", dates[order_of_row], (19930101, 19931231)),
+        "lo_orderdate dict": ("dict", dates[order_of_row], (19930101, 19931231)),
+        "lo_custkey per order": ("rle", rng.integers(1, 600_000, runs.shape[0]).astype(np.int32)[order_of_row],
+                                 (0, 300_000)),
+        "sorted key int64": ("delta", order_of_row.astype(np.int64) * 4 + 1, (0, 1 << 62)),
+    }
+
+
+def best_ms(fn, reps: int) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end))
+    return min(times)
+
+
+def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple[int, int], page_rows: int,
+            repeat: int) -> None:
+    n, (lo, hi) = values.shape[0], rng_filter
+    suffix = "i64" if values.dtype == np.int64 else "i32"
+    ctype = np.int64 if suffix == "i64" else np.int32
+    plain_pages, enc_pages = [], []
+    for s in range(0, n, page_rows):
+        page = values[s:s + page_rows]
+        plain_pages.append(cupy.asarray(page))
+        enc_pages.append(cupy.asarray(encode_as(page, codec)))
+    stored = sum(int(p.nbytes) for p in enc_pages)
+    out = cupy.zeros(2, dtype=cupy.uint64)
+    tables = {}
+    for kind, pages, flag in (("plain", plain_pages, 0), ("paged", enc_pages, 1), ("eager", enc_pages, 1)):
+        tables[kind] = (cupy.asarray(np.array([int(p.data.ptr) for p in pages], dtype=np.int64)),
+                        cupy.full(len(pages), flag, dtype=cupy.int64), module.function(f"scan_{kind}_{suffix}"))
+
+    def scan(kind: str) -> None:
+        ptrs, enc, fn = tables[kind]
+        out.fill(0)
+        launch(fn, GRID, 128, (ptrs, enc, np.int64(page_rows), np.int64(n), ctype(lo), ctype(hi), out))
+
+    sel = values[(values >= lo) & (values <= hi)]
+    expected = [int(sel.shape[0]), int(sel.astype(np.int64).sum()) % (1 << 64)]
+    for kind in tables:
+        scan(kind)
+        got = cupy.asnumpy(out).tolist()
+        assert got == expected, f"{name}: {kind} scan counted/summed {got}, expected {expected}"
+    plain_ms, enc_ms = best_ms(lambda: scan("plain"), repeat), best_ms(lambda: scan("paged"), repeat)
+    eager_ms = best_ms(lambda: scan("eager"), repeat)
+    decode_ms = best_ms(lambda: [decode_device(p, codec, int(v.shape[0]), values.dtype)
+                                 for p, v in zip(enc_pages, plain_pages)], repeat)
+    print(f"{name:<24} {codec:<6} {values.nbytes / stored:>6.2f} {plain_ms:>9.3f} {enc_ms:>8.3f} "
+          f"{values.nbytes / plain_ms / 1e6:>11.0f} {values.nbytes / enc_ms / 1e6:>9.0f} "
+          f"{enc_ms / plain_ms:>9.2f} {eager_ms / plain_ms:>9.2f} {values.nbytes / decode_ms / 1e6:>10.0f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=float, default=120e6)
+    ap.add_argument("--page-rows", type=int, default=1 << 20)
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    n = int(args.rows)
+    source = load_source("pipeline.cuh") + "\n" + Path(__file__).with_suffix(".cu").read_text()
+    module = compile_source(source, "gpu_decode_scan.cu")
+    print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}  rows={n:,}  "
+          f"page rows={args.page_rows:,}")
+    print(f"{'column':<24} {'codec':<6} {'ratio':>6} {'plain ms':>9} {'enc ms':>8} {'plain GB/s':>11} "
+          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'dec GB/s':>10}")
+    for name, (codec, values, rng_filter) in columns(n, np.random.default_rng(0)).items():
+        measure(module, name, codec, values, rng_filter, args.page_rows, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""decode.cuh's tile loaders (the cooperative delta/rle prefix decode, the for/dict/const loaders) against
+the CPU encoder, run as a host program that plays a CUDA thread block with one thread per CUDA thread
+(tile_host_check.cpp): runs without a GPU wherever g++ with C++20 is installed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from codec_cases import ENCODED, cases, width_blocks
+
+from hetdb.codec.encodings import encode_as
+
+KERNELS = Path(__file__).resolve().parents[2] / "src" / "hetdb" / "backend" / "gpu" / "kernels"
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory) -> str:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not installed")
+    exe = tmp_path_factory.mktemp("tile-host") / "check"
+    subprocess.run([gxx, "-std=c++20", "-O1", "-pthread", f"-I{KERNELS}",
+                    str(Path(__file__).with_name("tile_host_check.cpp")), "-o", str(exe)],
+                   check=True, capture_output=True, timeout=300)
+    return str(exe)
+
+
+# (threads, items): tiles of 384 values straddle the 1024-value blocks; 512 is the compiled
+# pipelines' tile (two per block); the GPU tests run the whole-page decoder's 1024
+@pytest.mark.parametrize("shape", [(128, 3), (128, 4)])
+def test_tile_loaders_match_cpu_encoder(checker, tmp_path, shape) -> None:
+    args, expected = [], []
+    every = {**cases(), "widths_0_64": width_blocks(1, 333), "widths_0_64_full": width_blocks(2, 0)}
+    for name, values in sorted(every.items()):
+        for enc in ENCODED:
+            try:
+                buf = encode_as(values, enc)
+            except ValueError:
+                continue
+            src, out = tmp_path / f"{name}-{enc}.bin", tmp_path / f"{name}-{enc}.out"
+            src.write_bytes(buf.tobytes())
+            args += [str(src), str(values.shape[0]), str(out)]
+            image = values.view(np.int64) if values.dtype == np.float64 else values.astype(np.int64)
+            expected.append((f"{enc} on {name}", out, image))
+    subprocess.run([checker, *map(str, shape), *args], check=True, timeout=600)
+    for label, out, image in expected:
+        got = np.fromfile(out, dtype=np.int64)
+        assert np.array_equal(got, image), f"{label}: first difference at {int(np.argmax(got != image))}"
+    assert len(expected) >= 4 * len(cases())

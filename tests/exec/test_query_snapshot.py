@@ -1,0 +1,92 @@
+"""One query run looks each table up once (exec/snapshot.py): a hot query from the plan cache reads
+the catalog only for the plan cache's validity check, and the next query still sees a new commit."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+import hetdb
+from hetdb import types as T
+from hetdb.exec.snapshot import QuerySnapshot
+from hetdb.storage import ColumnSpec, Database
+
+
+class _CountingDb:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.path = "/nowhere"
+
+    def table(self, name: str) -> object:
+        self.calls.append(name)
+        return ("reader", name, len(self.calls))
+
+    def tables(self) -> list[str]:
+        self.calls.append("*")
+        return ["a", "b"]
+
+
+def test_snapshot_answers_each_table_once_and_seeded_ones_never() -> None:
+    db = _CountingDb()
+    seeded = ("reader", "a", 0)
+    snap = QuerySnapshot(db, (("a", seeded),))
+    assert snap.table("a") is seeded
+    first = snap.table("b")
+    assert snap.table("b") is first and snap.tables() == ["a", "b"] == snap.tables()
+    assert db.calls == ["b", "*"]
+    assert snap.path == "/nowhere" and snap.database is db
+
+
+def _write(db: Database, name: str, values: list[int], replace: bool = False) -> None:
+    with db.create_table(name, [ColumnSpec("k", T.INT64)], replace=replace) as w:
+        w.append_arrow(pa.table({"k": pa.array(values, pa.int64())}))
+
+
+def test_hot_query_looks_tables_up_only_for_the_plan_cache(tmp_path, monkeypatch) -> None:
+    path = str(tmp_path / "db")
+    db = Database.open(path, create=True)
+    _write(db, "t", [1, 2, 3])
+    _write(db, "u", [2, 3, 4])
+    sql = "select count(*) as n, sum(t.k) as s from t join u on t.k = u.k"
+    calls: list[str] = []
+    real = Database.table
+
+    def counting(self, name):
+        calls.append(name)
+        return real(self, name)
+
+    with hetdb.connect(path, device="cpu") as con:
+        assert con.sql(sql).fetchall() == [(2, 5)]
+        monkeypatch.setattr(Database, "table", counting)
+        assert con.sql(sql).fetchall() == [(2, 5)]
+        assert sorted(calls) == ["t", "u"]  # the plan cache's check; the run itself asks nothing
+        _write(db, "u", [1, 2, 3, 4], replace=True)
+        assert con.sql(sql).fetchall() == [(3, 6)]  # a new commit: planned and read again
+
+
+def test_compressed_cache_decision_memo_follows_commits(tmp_path, monkeypatch) -> None:
+    """keep_compressed ("auto") reads the tables only when the catalog stamp (tables directory and
+    CURRENT files) changed: a create, a replacing commit and a drop each change its answer."""
+    import types
+
+    from hetdb.exec.device import DeviceResources
+
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _write(db, "t", [1, 2, 3])  # 24 decoded bytes
+    res = types.SimpleNamespace(cache=types.SimpleNamespace(capacity_bytes=100, kept_bytes=lambda: 0),
+                                _decoded_db_bytes=None)
+    calls: list[str] = []
+    real = Database.table
+    monkeypatch.setattr(Database, "table", lambda self, name: calls.append(name) or real(self, name))
+
+    def keep() -> bool:
+        return DeviceResources.keep_compressed(res, "auto", db)
+
+    assert keep() is False and calls == ["t"]
+    assert keep() is False and calls == ["t"]  # nothing changed: no table read
+    _write(db, "u", list(range(20)))  # +160 bytes: no longer fits
+    assert keep() is True
+    _write(db, "u", [1], replace=True)
+    assert keep() is False
+    db.drop_table("u")
+    _write(db, "w", list(range(30)))
+    assert keep() is True and res._decoded_db_bytes[1] == 24 + 240
