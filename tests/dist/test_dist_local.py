@@ -38,6 +38,8 @@ def _check(data, runner: LocalRunner, names: tuple[str, ...] = QUERIES) -> list[
 @pytest.mark.parametrize("workers,collective", [(3, True), (2, False)])
 def test_tpch_on_cpu_workers_in_one_process(tpch_dist, workers: int, collective: bool) -> None:
     runner = LocalRunner(tpch_dist.path, workers, {"batch_rows": 5000}, collective=collective, broadcast_rows=0)
+    for w in runner.workers:  # without the collective: object-store messages read as batches, as on a GPU
+        w.batch_inputs = not collective
     try:
         infos = _check(tpch_dist, runner)
     finally:
@@ -77,3 +79,39 @@ def test_transport_of_hash_and_broadcast_exchanges() -> None:
         assert rt.transport(rt.actors[:1]) == "object store"
     rt.gpus, rt.exchange = [True, False, True], "auto"
     assert rt.transport([rt.actors[0], rt.actors[2]]) == "nccl"  # a retry on the GPU workers left
+
+
+def test_device_share_of_a_table_streams_only_its_row_groups(tmp_path) -> None:
+    """On the GPU a worker's share of a table is its row groups, and the device scan's streamer (which
+    streams the row groups of the scan's verdicts in order) is given only those."""
+    import numpy as np
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.dist.exchange import ShardScan
+    from hetdb.exec.operators.scan_device import DeviceScanState
+    from hetdb.plan.expr import Field
+    from hetdb.plan.logical import Scan
+    from hetdb.storage import ColumnSpec, Database
+
+    db = Database.open(str(tmp_path / "db"), create=True)
+    with db.create_table("t", [ColumnSpec("a", T.INT64, nullable=False)], rows_per_page=100) as w:
+        w.append_arrow(pa.table({"a": pa.array(np.arange(450), pa.int64())}))
+    reader = db.table("t")
+    assert reader.num_row_groups == 5
+
+    class Options:
+        zone_maps = True
+
+    class Ctx:
+        device = object()
+        options = Options()
+
+        def add(self, *a, **k) -> None:
+            pass
+
+    scan = Scan("t", (Field("a", "a", T.INT64, False),), ("a",))
+    for share, want in ((0, [0, 2, 4]), (1, [1, 3])):
+        state = DeviceScanState(reader)
+        got = ShardScan(scan=scan, share=share, shares=2).morsels(Ctx(), state)
+        assert got == want and sorted(state.verdicts) == want

@@ -266,9 +266,10 @@ class ExchangeSource(TableScan):
 @dataclass(frozen=True)
 class ShardScan(TableScan):
     """One worker's disjoint share of a stored table: the row groups ``rg % shares == share`` where
-    the table has at least ``SPLIT_ROW_GROUPS`` row groups per worker, else the ``share``-th of
-    ``shares`` equal row ranges of every row group (SF 1 lineitem has 6 row groups: by row group,
-    4 workers would scan 2, 2, 1 and 1 of them)."""
+    the table has at least ``SPLIT_ROW_GROUPS`` row groups per worker or the scan runs on the GPU
+    (its streamer delivers whole row groups), else the ``share``-th of ``shares`` equal row ranges
+    of every row group (SF 1 lineitem has 6 row groups: by row group, 4 workers would scan 2, 2, 1
+    and 1 of them)."""
 
     share: int = 0
     shares: int = 1
@@ -278,7 +279,11 @@ class ShardScan(TableScan):
 
     def morsels(self, ctx: ExecContext, reader: Any) -> list:
         units = super().morsels(ctx, reader)
-        if ctx.device is not None or reader.num_row_groups >= SPLIT_ROW_GROUPS * self.shares:
+        if ctx.device is not None:
+            # the device scan streams the row groups of its verdicts in order: only this share's
+            reader.verdicts = {rg: v for rg, v in reader.verdicts.items() if rg % self.shares == self.share}
+            return [rg for rg in units if rg % self.shares == self.share]
+        if reader.num_row_groups >= SPLIT_ROW_GROUPS * self.shares:
             return [m for m in units if (m[0] if isinstance(m, tuple) else m) % self.shares == self.share]
         out = []
         for m in units:

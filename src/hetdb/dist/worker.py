@@ -121,6 +121,12 @@ def partition_order(table: pa.Table, keys: list[str], parts: int, key_range: tup
     return order, [0, *np.cumsum(np.bincount(ids, minlength=parts)).tolist()]
 
 
+def _exchange_inputs(node: L.Node) -> list[ExchangeInput]:
+    if isinstance(node, ExchangeInput):
+        return [node]
+    return [x for k in node.inputs() for x in _exchange_inputs(k)]
+
+
 def _with_dictionaries(table: pa.Table) -> pa.Table:
     """String columns whose sample has few distinct values dictionary-encoded (their codes are what
     a GPU encodes; other strings are encoded on the host)."""
@@ -158,6 +164,9 @@ class Worker:
         # how messages are fetched (Ray's object store) and what a stage's engine run holds (nothing):
         # the one-process runner (dist/local.py) passes messages themselves and serialises engines
         self.fetch: Any = _ray_get
+        # a GPU stage reads what came through the object store as device batches too (the exchange
+        # scan of Arrow tables is the CPU engine's); tests turn it on for CPU workers
+        self.batch_inputs = gpu
         self.compute_lock: Any = contextlib.nullcontext()
 
     def nccl_id(self) -> tuple:
@@ -178,6 +187,18 @@ class Worker:
             self.comm = None
         self.comm = NcclExchange(workers, rank, token) if kind == "nccl" else MailboxMember(token, workers, rank)
         return True
+
+    def _on_device(self, stage: Stage, tables: dict[int, list[pa.Table]]) -> dict[int, list[Batch]]:
+        """The received Arrow tables of each input stage as batches on this worker's device (string
+        columns with few distinct values dictionary-coded, one dictionary per column)."""
+        from hetdb.dist.collective_exchange import share_dictionaries
+        from hetdb.exec.hostutil import batch_to_device
+
+        backend = self.engine.backend
+        dtypes = {f.cid: f.dtype for node in _exchange_inputs(stage.plan) for f in node.fields}
+        return {sid: share_dictionaries(backend, [
+            batch_to_device(backend, Batch.from_arrow(_with_dictionaries(t), dtypes), {}) for t in got if t.num_rows])
+            for sid, got in tables.items()}
 
     def _collective(self, index: int, workers: int, stage: Stage, output: L.Output, table: pa.Table,
                     compress: bool) -> tuple[list, float]:
@@ -233,6 +254,9 @@ class Worker:
                     raise HetdbError(f"stage {stage.sid} reads the collective exchange of stage {sid}, which "
                                      f"another stage of the query already took on worker {index}")
                 received[sid] = self.received.pop(sid)
+        if self.batch_inputs:
+            received.update(self._on_device(stage, {sid: t for sid, t in tables.items() if sid not in received}))
+            tables = {}
         physical = plan_stage(stage, index, workers, tables, received)
         output = stage_output(stage)
         with self.compute_lock:
