@@ -110,17 +110,13 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
 
     if reuse(ctx, pipe):
         return
+    run = _Run(ctx, pipe)
     if ctx.device is not None:
         from hetdb.exec.fusion import plan_fusion, run_fused
 
         fused, why = plan_fusion(ctx, pipe)
         if why:
             ctx.stat(pipe.sink.op_id).fused = why if fused is not None else f"operator at a time: {why}"
-        if fused is not None and fused.deferred:
-            # its consumer's kernel scans the table, or fusion runs it when the consumer does not take
-            # it in; no result until then (an empty one per run cost TPC-H q02 2.4 ms hot on the GPU)
-            return
-        run = _Run(ctx, pipe)
         if fused is not None:
             run_fused(ctx, pipe, fused, run)
             ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
@@ -136,8 +132,6 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
             ctx.stat(pipe.sink.op_id).fused = "operator at a time: " + "; ".join(w for w in (why, refused) if w)
     else:
         from hetdb.exec.compiled_cpu import run_compiled_cpu
-
-        run = _Run(ctx, pipe)
 
         run = run_compiled_cpu(ctx, pipe, run, pool, threads)
         if run is None:
