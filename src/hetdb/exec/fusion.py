@@ -602,6 +602,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
         co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
+    if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
+        # the resident launch took the other row groups: the streamer delivers only these, in order
+        gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
         fusable = []
         for b in batches:
