@@ -40,13 +40,13 @@ def _engine(db, fails: int, error=GpuOutOfMemoryError):
     seen = []
     real_run = engine._run
 
-    def run(plan, physical, reuse=False):
+    def run(plan, physical, reuse=False, **kwargs):
         seen.append((engine.device.memory.limit, len(engine.device.cache)))
         if len(seen) <= fails:
             raise error("streaming page 0 of column 'k' of table 'fact' needs 312.5 KiB of GPU memory")
         device, engine.device = engine.device, None  # the run that succeeds: on the CPU here
         try:
-            return real_run(plan, physical, reuse)
+            return real_run(plan, physical, reuse, **kwargs)
         finally:
             engine.device = device
 
