@@ -13,6 +13,7 @@ from hetdb.config import Options
 from hetdb.errors import GpuOutOfMemoryError, HetdbError, OutOfMemoryError
 from hetdb.exec.device import DeviceMemoryManager, _budget_class, is_device_oom
 from hetdb.exec.engine import QueryEngine
+from hetdb.exec.lookup_tables import LookupTables
 
 
 class _Pool:
@@ -28,6 +29,7 @@ class _Device:
         self.cache = DevicePageCache(self.budget, share=0.5)
         self.memory = DeviceMemoryManager(self.budget, self.cache)
         self.pool = _Pool()
+        self.luts = LookupTables()
 
     def close(self) -> None:
         self.cache.clear()
