@@ -279,12 +279,7 @@ class DevicePageCache(PageCache):
         """``unpin`` each of ``keys`` under one lock."""
         with self._lock:
             for key in keys:
-                entry = self._entries.get(key)
-                if entry is None or entry.pins == 0:
-                    raise ValueError(f"unpin of {key} which is not pinned")
-                entry.pins -= 1
-                if not entry.pins:
-                    self.policy.busy(key, False)
+                self._unpin(key)
 
     def keep(self, key: PageKey) -> None:
         """Keep a cached entry until ``unkeep`` (a user's pin: never evicted, counts against the
@@ -305,12 +300,15 @@ class DevicePageCache(PageCache):
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.pins == 0:
-                raise ValueError(f"unpin of {key} which is not pinned")
-            entry.pins -= 1
-            if not entry.pins:
-                self.policy.busy(key, False)
+            self._unpin(key)
+
+    def _unpin(self, key: PageKey) -> None:
+        entry = self._entries.get(key)
+        if entry is None or entry.pins == 0:
+            raise ValueError(f"unpin of {key} which is not pinned")
+        entry.pins -= 1
+        if not entry.pins:
+            self.policy.busy(key, False)
 
     def pinned_bytes(self) -> int:
         """Bytes of entries that cannot be evicted now (pinned or kept)."""
