@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hetdb.codec.encodings import CONST, DELTA, DICT, FOR, RLE
+from hetdb.codec.encodings import CONST, DELTA, DICT, FOR, RLE, encode_as
 
 I64 = np.iinfo(np.int64)
 I32 = np.iinfo(np.int32)
@@ -68,3 +68,22 @@ def width_blocks(seed: int, last: int) -> np.ndarray:
         out.append(v)
     out.append(rng.integers(-50, 50, last).astype(np.int64))
     return np.concatenate(out)
+
+
+def case_files(directory, every: dict[str, np.ndarray]) -> tuple[list[str], list[tuple]]:
+    """Each case of ``every`` in each codec of ENCODED that takes it, written to ``directory`` for a
+    host-side decode checker: (its arguments: input file, value count, output file per case;
+    (label, output file, expected int64 image) per case)."""
+    args, expected = [], []
+    for name, values in sorted(every.items()):
+        for enc in ENCODED:
+            try:
+                buf = encode_as(values, enc)
+            except ValueError:
+                continue
+            src, out = directory / f"{name}-{enc}.bin", directory / f"{name}-{enc}.out"
+            src.write_bytes(buf.tobytes())
+            args += [str(src), str(values.shape[0]), str(out)]
+            image = values.view(np.int64) if values.dtype == np.float64 else values.astype(np.int64)
+            expected.append((f"{enc} on {name}", out, image))
+    return args, expected

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codec_cases import ENCODED, cases
-
-from hetdb.codec.encodings import encode_as
+from codec_cases import case_files, cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "src" / "hetdb" / "backend" / "gpu" / "kernels"
 
@@ -28,18 +26,7 @@ def checker(tmp_path_factory) -> str:
 
 
 def test_host_decode_matches_cpu_encoder(checker, tmp_path) -> None:
-    args, expected = [], []
-    for name, values in sorted(cases().items()):
-        for enc in ENCODED:
-            try:
-                buf = encode_as(values, enc)
-            except ValueError:
-                continue
-            src, out = tmp_path / f"{name}-{enc}.bin", tmp_path / f"{name}-{enc}.out"
-            src.write_bytes(buf.tobytes())
-            args += [str(src), str(values.shape[0]), str(out)]
-            image = values.view(np.int64) if values.dtype == np.float64 else values.astype(np.int64)
-            expected.append((f"{enc} on {name}", out, image))
+    args, expected = case_files(tmp_path, cases())
     subprocess.run([checker, *args], check=True, timeout=120)
     for label, out, image in expected:
         assert np.array_equal(np.fromfile(out, dtype=np.int64), image), label

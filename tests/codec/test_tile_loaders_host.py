@@ -10,9 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codec_cases import ENCODED, cases, width_blocks
-
-from hetdb.codec.encodings import encode_as
+from codec_cases import case_files, cases, width_blocks
 
 KERNELS = Path(__file__).resolve().parents[2] / "src" / "hetdb" / "backend" / "gpu" / "kernels"
 
@@ -33,19 +31,8 @@ def checker(tmp_path_factory) -> str:
 # pipelines' tile (two per block); the GPU tests run the whole-page decoder's 1024
 @pytest.mark.parametrize("shape", [(128, 3), (128, 4)])
 def test_tile_loaders_match_cpu_encoder(checker, tmp_path, shape) -> None:
-    args, expected = [], []
     every = {**cases(), "widths_0_64": width_blocks(1, 333), "widths_0_64_full": width_blocks(2, 0)}
-    for name, values in sorted(every.items()):
-        for enc in ENCODED:
-            try:
-                buf = encode_as(values, enc)
-            except ValueError:
-                continue
-            src, out = tmp_path / f"{name}-{enc}.bin", tmp_path / f"{name}-{enc}.out"
-            src.write_bytes(buf.tobytes())
-            args += [str(src), str(values.shape[0]), str(out)]
-            image = values.view(np.int64) if values.dtype == np.float64 else values.astype(np.int64)
-            expected.append((f"{enc} on {name}", out, image))
+    args, expected = case_files(tmp_path, every)
     subprocess.run([checker, *map(str, shape), *args], check=True, timeout=600)
     for label, out, image in expected:
         got = np.fromfile(out, dtype=np.int64)
