@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.exec.hostutil import column_to_device, column_to_host, note_host_step
+from hetdb.exec.hostutil import column_to_host, note_host_step, wide_column_to_device
 from hetdb.plan.expr import Call
 
 _MUL = np.uint64(0xD6E8FEB86659FD93)
@@ -141,7 +141,7 @@ def _hash(ev, expr: Call, batch: Batch) -> Column:
         col = column_to_host(ev.backend, ev.evaluate(arg, batch))
         hashes = value_hashes(col)
         h = hashes if h is None else combine(h, hashes)
-    return column_to_device(ev.backend, ubigint_column(h))
+    return wide_column_to_device(ev.backend, ubigint_column(h))
 
 
 FUNCTIONS = {"hash": _hash}

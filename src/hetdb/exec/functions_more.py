@@ -207,7 +207,7 @@ def _assemble_bits(ev, expr: Call, batch: Batch) -> Column:
 
 def _factorial(ev, expr: Call, batch: Batch) -> Column:
     """n! as HUGEINT (exact Python ints; int64 data while every value fits, see hetdb.types)."""
-    from hetdb.exec.hostutil import column_to_device, column_to_host
+    from hetdb.exec.hostutil import column_to_host, wide_column_to_device
     from hetdb.exec.wide import narrow
 
     col = column_to_host(ev.backend, ev.evaluate(expr.args[0], batch))
@@ -220,7 +220,7 @@ def _factorial(ev, expr: Call, batch: Batch) -> Column:
                               "(at most factorial(33))")
     table = [math.factorial(k) for k in range(34)]
     data = np.array([table[min(max(int(v), 0), 33)] for v in values.tolist()], dtype=object)
-    return column_to_device(ev.backend, Column(T.INT128, data=narrow(data), validity=col.validity))
+    return wide_column_to_device(ev.backend, Column(T.INT128, data=narrow(data), validity=col.validity))
 
 
 def _timestamp_from_micros(ev, expr: Call, batch: Batch) -> Column:

@@ -714,8 +714,9 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
     cids = [cid for cid, _ in fp.spec.inputs]
     names = list(dict.fromkeys(name_of[c] for c in cids))
+    forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
     with Timer(ctx, src.op_id):
-        got = resident_or_warm(src, ctx, gsrc, row_groups, names)
+        got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
     if got is None:
         return None
     resident, fill = got

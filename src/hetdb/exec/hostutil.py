@@ -61,6 +61,18 @@ def column_to_device(backend, col: Column, dict_cache: dict | None = None) -> Co
     return _map_arrays(col, backend.asarray, dict_cache)
 
 
+def wide_column_to_device(backend, col: Column) -> Column:
+    """``column_to_device`` for a HUGEINT/UBIGINT result computed on the host: its object form (a value
+    past 64 bits) cannot go to the GPU, so the query reruns on the CPU (``GpuWideValueError``)."""
+    from hetdb.errors import GpuWideValueError
+    from hetdb.exec.wide import is_object
+
+    if backend.name != "cpu" and is_object(col.data):
+        raise GpuWideValueError(f"a {col.dtype.sql_name()} value needs more than 64 bits, which the GPU "
+                                "path does not hold")
+    return column_to_device(backend, col)
+
+
 def column_to_host(backend, col: Column) -> Column:
     if backend.name == "cpu":
         return col

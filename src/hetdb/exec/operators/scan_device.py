@@ -276,15 +276,16 @@ def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:
 
 
 def resident_or_warm(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
-                     names: list[str]) -> tuple[Any, Any] | None:
+                     names: list[str], warm: bool = True) -> tuple[Any, Any] | None:
     """Every page of columns ``names`` of ``row_groups`` in the device cache, for one launch over them:
     ``resident_pages`` as they are (hot), or after ``warm_fill`` copied them back to back from the
     pinned host tier (warm; no per-row-group step). Returns (resident pages, the filling streamer or
     None: close it once the kernel reading the pages is queued); None when neither works (nothing is
-    left open then)."""
+    left open then). ``warm=False``: resident pages only (co-processing forced on: the pages the GPU
+    does not hold are streamed, and CPU workers take row groups from the back)."""
     fill = None
     resident = resident_pages(op, ctx, state, row_groups, names)
-    if resident is None:
+    if resident is None and warm:
         fill = warm_fill(op, ctx, state, row_groups, names)
         if fill is not None:
             resident = resident_pages(op, ctx, state, row_groups, names)
