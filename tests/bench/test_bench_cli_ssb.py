@@ -63,9 +63,12 @@ def test_bench_warm_and_cold_modes_reuse_the_data(tmp_path, ssb_db):
     out = tmp_path / "out"
     rc = main(["bench", "ssb", "--sf", "0.01", "--device", "cpu", "--vs", "none", "--repeat", "2",
                "--mode", "warm,cold", "--queries", "q1.1,q4.3", "--db", ssb_db, "--out", str(out),
-               "--disk-test-mb", "16"])
+               "--disk-test-mb", "16", "--set", "batch_rows=7", "--set", "zone_maps=false"])
     with open(out / "results.json") as f:
         results = json.load(f)
+    # --set passes connection options to hetdb's side (answers still checked) and is recorded
+    assert results["config"]["settings"] == {"batch_rows": 7, "zone_maps": False}
+    assert "--set batch_rows=7 --set zone_maps=false" in results["command_line"]
     assert [r["mode"] for r in results["runs"]] == ["warm", "cold"]
     assert results["runs"][1]["ceiling"] == "disk read" and results["runs"][1]["cache_drop"]["method"]
     for run in results["runs"]:
@@ -74,3 +77,14 @@ def test_bench_warm_and_cold_modes_reuse_the_data(tmp_path, ssb_db):
                    for q in run["queries"])
     assert rc == 0
     assert (out / "times_cold.png").exists() and (out / "throughput_warm.png").exists()
+
+
+def test_bench_set_names_the_options_it_takes(tmp_path, ssb_db, capsys):
+    from hetdb.cli.main import main
+
+    rc = main(["bench", "ssb", "--sf", "0.01", "--device", "cpu", "--vs", "none", "--db", ssb_db,
+               "--out", str(tmp_path / "out"), "--set", "gpu_coproces=on"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "Traceback" not in err
+    assert "--set gpu_coproces: not a connection option" in err and "gpu_coprocess" in err
+    assert not (tmp_path / "out").exists()

@@ -5,6 +5,7 @@ the parsed arguments go to ``run(args)``."""
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 
@@ -61,6 +62,9 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--route", choices=["auto", "copy", "cpu", "disk"], default=None,
                    help="hetdb's page routing: auto (default), or one path forced (host->GPU copies, CPU "
                         "processing of host pages, disk reads with no cache tier)")
+    p.add_argument("--set", dest="settings", action="append", default=None, metavar="NAME=VALUE",
+                   help="a connection option for hetdb's side, e.g. gpu_coprocess=on or batch_rows=4096 "
+                        "(repeatable; see hetdb.connect)")
 
 
 def parse_modes(text: str) -> list[str]:
@@ -73,6 +77,33 @@ def parse_modes(text: str) -> list[str]:
         raise HetdbError(f"unknown --mode {', '.join(bad) or text!r}: use hot, warm, cold, a comma-separated "
                          "list of them, or all")
     return list(dict.fromkeys(modes))
+
+
+def parse_settings(items: list[str]) -> dict[str, object]:
+    """``["gpu_coprocess=on", "batch_rows=4096"]`` -> connection options (integers and true/false
+    converted); HetdbError naming the known options for a name hetdb.connect does not take."""
+    from dataclasses import fields
+
+    from hetdb.config import Options
+
+    known = sorted(f.name for f in fields(Options))
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise HetdbError(f"--set {item!r}: expected NAME=VALUE, e.g. gpu_coprocess=on")
+        if name not in known:
+            raise HetdbError(f"--set {name}: not a connection option; known: {', '.join(known)}")
+        text = text.strip()
+        low = text.lower()
+        value: object = text
+        if low in ("true", "false"):
+            value = low == "true"
+        elif re.fullmatch(r"-?\d+", text):
+            value = int(text)
+        out[name] = value
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         db=args.db, out=args.out,
         queries=[q.strip() for q in args.queries.split(",")] if args.queries else None,
         disk_test_bytes=args.disk_test_mb * MiB, workers=args.workers, threads=args.threads,
-        route=args.route, command_line=command_line(args))
+        route=args.route, settings=parse_settings(args.settings or []), command_line=command_line(args))
     results = run_benchmark(cfg, say=_say)
     ok = True
     for r in results["runs"]:
@@ -123,6 +154,8 @@ def command_line(args: argparse.Namespace) -> str:
             words += ["--" + name.replace("_", "-"), f"{value:g}" if isinstance(value, float) else str(value)]
     if getattr(args, "no_reuse", False):
         words.append("--no-reuse")
+    for item in getattr(args, "settings", None) or []:
+        words += ["--set", item]
     return shlex.join(words)
 
 

@@ -35,6 +35,7 @@ class BenchConfig:
     workers: int | None = None
     threads: int | None = None
     route: str | None = None  # the route connection option (cache/router.py); None: automatic
+    settings: dict[str, Any] = field(default_factory=dict)  # further connection options (--set NAME=VALUE)
     command_line: str = ""
 
 
@@ -83,6 +84,7 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
         options["reuse_fused_state"] = False
     if cfg.route:
         options["route"] = cfg.route
+    options.update(cfg.settings)
     _check_connects(db_path, cfg.device, options)
 
     results: dict[str, Any] = {
