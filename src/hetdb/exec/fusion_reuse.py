@@ -122,7 +122,7 @@ def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
 def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:
     """Run the pipelines ``pipe`` depends on that were skipped (a batch must go through its
     operators after all)."""
-    from hetdb.exec.fusion import _deferrals
+    from hetdb.exec.fusion_swaps import _deferrals
     from hetdb.exec.pipeline import run_pipeline
 
     reuse = _REUSE.get(ctx)

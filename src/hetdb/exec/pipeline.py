@@ -112,7 +112,8 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         return
     run = _Run(ctx, pipe)
     if ctx.device is not None:
-        from hetdb.exec.fusion import plan_fusion, run_fused
+        from hetdb.exec.fusion import plan_fusion
+        from hetdb.exec.fusion_run import run_fused
 
         fused, why = plan_fusion(ctx, pipe)
         if why:
