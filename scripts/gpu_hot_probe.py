@@ -1,7 +1,7 @@
 """Where a hot query's wall time goes: per-run timings and a low-overhead sampling profile.
 
     PYTHONPATH=src python scripts/gpu_hot_probe.py DB [--queries q02,q11,q22,q10,q18] [--runs 10]
-        [--warmup 2] [--device gpu] [--connections 2] [--sample-ms 0.5] [--cprofile 3]
+        [--warmup 2] [--device gpu] [--connections 2] [--sample-ms 0.5] [--cprofile 3] [--option k=v]
 
 Per connection of one process (the first one loads the data cold, as the bench's hot mode does) and
 per query: ``--warmup`` untimed runs (kernel compiles stay out of the profile), then every run's wall
@@ -27,6 +27,8 @@ import statistics
 import sys
 import threading
 import time
+
+from scripts_common import parse_options
 
 import hetdb
 from hetdb.bench.suites import load_queries
@@ -197,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs after the first (compiles)")
     ap.add_argument("--cprofile", type=int, default=0, help="runs under cProfile after the timed ones")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--option", action="append", default=[], help="connection option name=value")
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--sample-ms", type=float, default=0.5)
@@ -215,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         timed = Timed([(DeviceResources, "snapshot"), (DeviceResources, "leaked_bytes"),
                        (DeviceResources, "keep_compressed"), (gpu_compile, "_compile_cubin")])
     for c in range(args.connections):
-        con = hetdb.connect(args.db, device=args.device)
+        con = hetdb.connect(args.db, device=args.device, **parse_options(args.option))
         for n in names:
             t = time.perf_counter()
             con.sql(qs[n]).arrow()
