@@ -134,6 +134,7 @@ def emulated_fusion(monkeypatch):
     import hetdb.exec.operators.scan_device as scan_device
     import hetdb.exec.pipeline as pipeline_mod
     from hetdb.exec import fusion, fusion_run
+    from hetdb.exec.kept_builds import keep_build
 
     made: list[EmulatedPipeline] = []
     real_compile = codegen.compile_fused_pipeline
@@ -162,6 +163,8 @@ def emulated_fusion(monkeypatch):
             return
         fusion_run.run_fused(ctx, pipe, fused, run)
         ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+        if not fused.deferred:  # (as exec/pipeline.run_pipeline)
+            keep_build(ctx, pipe)
 
     monkeypatch.setattr(codegen, "compile_fused_pipeline", compile_emulated)
     monkeypatch.setattr(scan_device, "read_device_scan", read_unfiltered)

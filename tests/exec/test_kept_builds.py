@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 from diff_check import mismatch  # noqa: E402
 from diff_data import build_tpch, dataset  # noqa: E402
 from diff_queries import TPCH_ORDERING, TPCH_TOLERANCE, load_queries  # noqa: E402
+from test_gpu_fusion_planning import emulated_fusion  # noqa: E402,F401 (a fixture)
 
 import hetdb  # noqa: E402
 from hetdb import types as T  # noqa: E402
@@ -112,3 +113,32 @@ def test_a_new_table_version_builds_again(tmp_path, kept_on_cpu) -> None:
 def test_tpch_with_kept_builds_on_the_gpu(tpch_db) -> None:
     _, kept = _every_query_three_times(tpch_db, "gpu")
     assert kept >= 5, kept
+
+
+@pytest.mark.usefixtures("emulated_fusion")
+def test_kept_builds_next_to_fused_and_swapped_pipelines(tmp_path, kept_on_cpu) -> None:
+    """The GPU's fusion planner (emulated on the CPU, test_gpu_fusion_planning.py) defers fact-side
+    builds into their consumer's kernel: a deferred build (empty until its consumer scans it) is
+    never kept, and kept dimension builds feed the dense tables of later fused runs."""
+    import duckdb
+    from test_gpu_fusion_planning import CHAIN_SQL, build_chain_db
+
+    from hetdb.bench.compare import compare_tables
+
+    tables = build_chain_db(str(tmp_path / "db"))
+    duck = duckdb.connect()
+    for name, tab in tables.items():
+        duck.register(name, tab)
+    sqls = [CHAIN_SQL, "select b, sum(v) as s from f, d2 where f.k2 = d2.k2 and b <> 'b3' group by b",
+            "select f.k1, f.v, d1.a from f, d1 where f.k1 = d1.k1 and d1.a = 'a9' order by f.v desc, f.k1 limit 7"]
+    texts = []
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", reuse_fused_state=True) as con:
+        for sql in sqls:
+            want = duck.sql(sql).to_arrow_table()
+            assert want.num_rows > 0
+            for _ in range(3):
+                got = con.sql(sql).arrow()
+                assert compare_tables(got, want, ordered="order by" in sql) is None, sql
+            texts.append(con.explain(sql, analyze=True))
+    assert "join sides swapped" in texts[0], texts[0]
+    assert KEPT in texts[2], texts[2]  # the d1 build of the top-N

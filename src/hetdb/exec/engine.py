@@ -404,10 +404,6 @@ class QueryEngine:
                     on_host.add(pipe.pid)
                     continue
                 run_pipeline(ctx, pipe, self._pool, threads)
-                if reusing:
-                    from hetdb.exec.kept_builds import keep_build
-
-                    keep_build(ctx, pipe)
             backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
             batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
             batch = concat_batches(backend, batches) if batches else None
