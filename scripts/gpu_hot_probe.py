@@ -191,6 +191,55 @@ def profiled(con, sql: str, runs: int, top: int) -> str:
             f"{calls:,.0f} Python calls per run)\n" + out.getvalue())
 
 
+def per_pipeline(con, sql: str, runs: int, sync: bool) -> str:
+    """``runs`` runs of ``sql`` with every pipeline the engine starts timed (the device synchronised
+    after each, so a pipeline's queued launches count for it): median ms per pipeline with how it
+    ran, and what of the run's wall time no pipeline took (planning, result, leak check)."""
+    import hetdb.exec.engine as engine_mod
+
+    real = engine_mod.run_pipeline
+    times: dict[int, list[float]] = collections.defaultdict(list)
+    what: dict[int, str] = {}
+    wait = None
+    if sync:
+        import cupy
+
+        def wait() -> None:
+            cupy.cuda.get_current_stream().synchronize()
+
+    def timed(ctx, pipe, *a, **k):
+        if wait:
+            wait()
+        t = time.perf_counter()
+        try:
+            return real(ctx, pipe, *a, **k)
+        finally:
+            if wait:
+                wait()
+            times[pipe.pid].append(time.perf_counter() - t)
+            st = ctx.stats.get(pipe.sink.op_id)
+            what[pipe.pid] = f"{pipe.sink.describe()[:60]} | {(getattr(st, 'fused', '') or '')[:110]}"
+
+    engine_mod.run_pipeline = timed
+    walls = []
+    try:
+        for _ in range(runs):
+            t = time.perf_counter()
+            con.sql(sql).arrow()
+            walls.append(time.perf_counter() - t)
+    finally:
+        engine_mod.run_pipeline = real
+    wall = statistics.median(walls) * 1e3
+    lines = [f"  per pipeline, median of {runs} runs (run {wall:.2f} ms, synchronised after each pipeline):"]
+    total = 0.0
+    for pid in sorted(times):
+        ms = statistics.median(times[pid]) * 1e3 * len(times[pid]) / runs
+        total += ms
+        lines.append(f"    p{pid:<3} {ms:7.2f} ms  {what[pid]}")
+    lines.append(f"    in no pipeline: {wall - total:.2f} ms")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("db")
@@ -200,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cprofile", type=int, default=0, help="runs under cProfile after the timed ones")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--option", action="append", default=[], help="connection option name=value")
+    ap.add_argument("--pipelines", type=int, default=3,
+                    help="runs timed per top-level pipeline (the device synchronised after each)")
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--sample-ms", type=float, default=0.5)
@@ -250,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             print(sampler.report(args.runs, sum(walls), args.top), flush=True)
             if args.cprofile:
                 print(profiled(con, qs[n], args.cprofile, args.top), flush=True)
+            if args.pipelines:
+                print(per_pipeline(con, qs[n], args.pipelines, args.device == "gpu"), flush=True)
             print(f"  python objects tracked: {len(gc.get_objects()):,}; {cycles(con, qs[n])}", flush=True)
             if args.streamed:
                 ts = []
