@@ -50,7 +50,7 @@ def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) 
             if got is not None:
                 reuse.presets[p.pid] = got[0]
                 reuse.pins.append(got[1])
-    from hetdb.exec.kept_builds import KEPT, take_kept
+    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT, take_kept
 
     reuse.kept = take_kept(ctx, reuse)
     if not reuse.presets and not reuse.kept:
@@ -63,7 +63,7 @@ def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) 
     for pid, side in reuse.kept.items():
         if pid in running:
             ctx.results[pid] = side
-            ctx.stat(physical.pipelines[pid].sink.op_id).fused = f"not run: its {KEPT}"
+            ctx.stat(physical.pipelines[pid].sink.op_id).fused = KEPT
         reuse.skipped.add(pid)
     for pid, entry in reuse.presets.items():
         for q in sorted(entry.inputs & reuse.skipped):
@@ -73,7 +73,7 @@ def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) 
     for pid in reuse.kept:
         for q in sorted(_closure(physical, physical.pipelines[pid].deps) & reuse.skipped):
             if not ctx.stat(physical.pipelines[q].sink.op_id).fused:
-                ctx.stat(physical.pipelines[q].sink.op_id).fused = f"not run: pipeline {pid}'s {KEPT}"
+                ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{KEPT_INPUT} {pid}'s kept build)"
     return reuse.skipped
 
 

@@ -25,7 +25,8 @@ from hetdb.exec.operators.scan import TableScan
 
 KEEP_MAX_ROWS = 1 << 20
 KEEP_MAX_TABLE_ROWS = 1 << 22
-KEPT = "hash table and rows kept from an earlier run of this plan"
+KEPT = "hash table and rows kept from an earlier run of this plan (not run)"
+KEPT_INPUT = "skipped (only needed by pipeline"
 
 _ENTRIES = 256
 # id(physical plan) -> (the plan, the pids of its keepable builds): a plan from the plan cache is the
