@@ -143,3 +143,20 @@ def test_kept_builds_next_to_fused_and_swapped_pipelines(tmp_path, kept_on_cpu) 
             texts.append(con.explain(sql, analyze=True))
     assert "join sides swapped" in texts[0], texts[0]
     assert KEPT in texts[2], texts[2]  # the d1 build of the top-N
+
+
+def test_a_kept_build_is_shared_by_its_copy(db, duck, kept_on_cpu) -> None:
+    """A subplan bound twice (exec/shared_results.py) still runs once when its first pipeline's build
+    is kept: the copy takes the kept result, as it took the first run's (the same texts every run)."""
+    from test_shared_results import QUERIES, SHARED
+
+    kept = 0
+    with hetdb.connect(db.path, device="cpu") as con:
+        for name, (sql, shared) in QUERIES.items():
+            want = duck.sql(sql).to_arrow_table()
+            for _ in range(2):
+                assert mismatch(con.sql(sql).arrow(), want, ()) is None, name
+            text = con.explain(sql, analyze=True)
+            assert text.count(SHARED) == shared, f"{name}\n{text}"
+            kept += KEPT in text
+    assert kept >= 2, kept  # build_twice, build_other_filter keep their dimension builds

@@ -60,11 +60,13 @@ def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) 
         if p.pid in running and p.pid not in reuse.presets and p.pid not in reuse.kept:
             running.update(p.deps)
     reuse.skipped = {p.pid for p in physical.pipelines} - running
-    for pid, side in reuse.kept.items():
-        if pid in running:
-            ctx.results[pid] = side
-            ctx.stat(physical.pipelines[pid].sink.op_id).fused = KEPT
+    from hetdb.exec.shared_results import remember_kept
+
+    for pid, side in sorted(reuse.kept.items()):
+        ctx.results[pid] = side
+        ctx.stat(physical.pipelines[pid].sink.op_id).fused = KEPT
         reuse.skipped.add(pid)
+        remember_kept(ctx, physical.pipelines[pid])  # a copy of its subplan takes it, as from a run
     for pid, entry in reuse.presets.items():
         for q in sorted(entry.inputs & reuse.skipped):
             what = ("runs inside" if q in entry.swapped else "not run: its result is built into") + \

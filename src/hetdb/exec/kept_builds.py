@@ -8,9 +8,10 @@ committed versions of the tables it reads, and the plan cache hands out a new ph
 table changes.
 
 Kept: a ``HashBuild`` on non-string keys (string keys hold their own encoder tables) whose pipeline
-and every pipeline it depends on scan a stored table of at most KEEP_MAX_TABLE_ROWS rows and only
-filter, project and probe (no aggregation or result scan: the pipelines that do real work run every
-time), keeping at most KEEP_MAX_ROWS rows, not spilled.
+and every pipeline it depends on scan a stored table of at most KEEP_MAX_TABLE_ROWS rows, smaller
+than the largest table the plan scans, and only filter, project and probe (no aggregation or result
+scan: the pipelines over the fact tables, and those that aggregate, run every time), keeping at most
+KEEP_MAX_ROWS rows, not spilled.
 """
 
 from __future__ import annotations
@@ -44,16 +45,16 @@ def keepable(ctx: ExecContext, physical: Any) -> frozenset[int]:
     hit = _keepable.get(id(physical))
     if hit is not None and hit[0] is physical:
         return hit[1]
-    rows: dict[str, int] = {}
+    rows = {name: int(ctx.db.table(name).num_rows)
+            for name in {p.source.scan.table for p in physical.pipelines if isinstance(p.source, TableScan)}}
+    largest = max(rows.values(), default=0)
 
     def small_scan(p: Any) -> bool:
         src = p.source
         if not isinstance(src, TableScan):
             return False
-        name = src.scan.table
-        if name not in rows:
-            rows[name] = int(ctx.db.table(name).num_rows)
-        return rows[name] <= KEEP_MAX_TABLE_ROWS
+        n = rows[src.scan.table]
+        return n <= KEEP_MAX_TABLE_ROWS and n < largest
 
     def simple(p: Any) -> bool:
         return isinstance(p.sink, HashBuild) and small_scan(p) \
