@@ -1,26 +1,34 @@
 """Where a hot query's wall time goes: per-run timings and a low-overhead sampling profile.
 
-    PYTHONPATH=src python scripts/gpu_hot_probe.py DB [--queries q11,q02,q16] [--runs 10]
-        [--device gpu] [--connections 2] [--sample-ms 0.5]
+    PYTHONPATH=src python scripts/gpu_hot_probe.py DB [--queries q02,q11,q22,q10,q18] [--runs 10]
+        [--warmup 2] [--device gpu] [--connections 2] [--sample-ms 0.5] [--cprofile 3] [--option k=v]
 
 Per connection of one process (the first one loads the data cold, as the bench's hot mode does) and
-per query: every run's wall time next to the engine's exec/plan seconds, host->device bytes, the
-garbage collections that ran inside it (count and ms, by generation) and the device bytes the
-leak check found; then a sampling profile of the timed runs (a thread reads the query thread's stack
-every ``--sample-ms``: wall time, device waits included, unlike cProfile's CPU-side view) as ms per
-run by innermost line and by function on the stack. Ends with one EXPLAIN ANALYZE per query.
+per query: ``--warmup`` untimed runs (kernel compiles stay out of the profile), then every run's wall
+time next to the query thread's CPU time (wall - cpu: the host waiting, mostly on the device), the
+engine's exec/plan seconds, host->device bytes, the garbage collections that ran inside it (count and
+ms, by generation) and the device bytes the leak check found; then a sampling profile of the timed
+runs (a thread reads the query thread's stack every ``--sample-ms``: wall time, device waits
+included, unlike cProfile's CPU-side view) as ms per run by innermost line and by function on the
+stack; with ``--cprofile N``, N more runs under cProfile (calls per run: how many CuPy calls and
+launches a run makes). Ends with one EXPLAIN ANALYZE per query (its per-pipeline times).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import gc
+import io
+import pstats
 import re
 import statistics
 import sys
 import threading
 import time
+
+from scripts_common import parse_options
 
 import hetdb
 from hetdb.bench.suites import load_queries
@@ -166,11 +174,83 @@ def cycles(con, sql: str) -> str:
     return f"{found} objects in cycles: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common(12))
 
 
+def profiled(con, sql: str, runs: int, top: int) -> str:
+    """``runs`` runs of ``sql`` under cProfile: the top functions by own time, with calls per run."""
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    for _ in range(runs):
+        con.sql(sql).arrow()
+    prof.disable()
+    wall = (time.perf_counter() - t) / runs
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out)
+    st.sort_stats("tottime").print_stats(top)
+    calls = sum(v[1] for v in st.stats.values()) / runs
+    return (f"  cProfile over {runs} runs ({wall * 1e3:.1f} ms per run under the profiler; "
+            f"{calls:,.0f} Python calls per run)\n" + out.getvalue())
+
+
+def per_pipeline(con, sql: str, runs: int, sync: bool) -> str:
+    """``runs`` runs of ``sql`` with every pipeline the engine starts timed (the device synchronised
+    after each, so a pipeline's queued launches count for it): median ms per pipeline with how it
+    ran, and what of the run's wall time no pipeline took (planning, result, leak check)."""
+    import hetdb.exec.engine as engine_mod
+
+    real = engine_mod.run_pipeline
+    times: dict[int, list[float]] = collections.defaultdict(list)
+    what: dict[int, str] = {}
+    wait = None
+    if sync:
+        import cupy
+
+        def wait() -> None:
+            cupy.cuda.get_current_stream().synchronize()
+
+    def timed(ctx, pipe, *a, **k):
+        if wait:
+            wait()
+        t = time.perf_counter()
+        try:
+            return real(ctx, pipe, *a, **k)
+        finally:
+            if wait:
+                wait()
+            times[pipe.pid].append(time.perf_counter() - t)
+            st = ctx.stats.get(pipe.sink.op_id)
+            what[pipe.pid] = f"{pipe.sink.describe()[:60]} | {(getattr(st, 'fused', '') or '')[:110]}"
+
+    engine_mod.run_pipeline = timed
+    walls = []
+    try:
+        for _ in range(runs):
+            t = time.perf_counter()
+            con.sql(sql).arrow()
+            walls.append(time.perf_counter() - t)
+    finally:
+        engine_mod.run_pipeline = real
+    wall = statistics.median(walls) * 1e3
+    lines = [f"  per pipeline, median of {runs} runs (run {wall:.2f} ms, synchronised after each pipeline):"]
+    total = 0.0
+    for pid in sorted(times):
+        ms = statistics.median(times[pid]) * 1e3 * len(times[pid]) / runs
+        total += ms
+        lines.append(f"    p{pid:<3} {ms:7.2f} ms  {what[pid]}")
+    lines.append(f"    in no pipeline: {wall - total:.2f} ms")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("db")
-    ap.add_argument("--queries", default="q11,q02,q16")
+    ap.add_argument("--queries", default="q02,q11,q22,q10,q18")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed runs after the first (compiles)")
+    ap.add_argument("--cprofile", type=int, default=0, help="runs under cProfile after the timed ones")
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--option", action="append", default=[], help="connection option name=value")
+    ap.add_argument("--pipelines", type=int, default=3,
+                    help="runs timed per top-level pipeline (the device synchronised after each)")
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--sample-ms", type=float, default=0.5)
@@ -189,31 +269,40 @@ def main(argv: list[str] | None = None) -> int:
         timed = Timed([(DeviceResources, "snapshot"), (DeviceResources, "leaked_bytes"),
                        (DeviceResources, "keep_compressed"), (gpu_compile, "_compile_cubin")])
     for c in range(args.connections):
-        con = hetdb.connect(args.db, device=args.device)
+        con = hetdb.connect(args.db, device=args.device, **parse_options(args.option))
         for n in names:
             t = time.perf_counter()
             con.sql(qs[n]).arrow()
             watch.take()
             print(f"conn {c} {n}: first run {(time.perf_counter() - t) * 1e3:.1f} ms", flush=True)
+            for i in range(args.warmup):
+                t = time.perf_counter()
+                con.sql(qs[n]).arrow()
+                print(f"  warm-up {i}: {(time.perf_counter() - t) * 1e3:7.2f} ms  gc {watch.take()}  "
+                      f"in {timed.take() if timed else '-'}", flush=True)
             walls = []
             sampler.reset()
             for i in range(args.runs):
                 sampler.active = True
-                t = time.perf_counter()
+                t, tc = time.perf_counter(), time.thread_time()
                 res = con.sql(qs[n])
                 res.arrow()
-                wall = time.perf_counter() - t
+                wall, cpu = time.perf_counter() - t, time.thread_time() - tc
                 sampler.active = False
                 walls.append(wall)
                 st = getattr(res, "stats", None) or {}
-                print(f"  run {i}: {wall * 1e3:7.2f} ms  exec {st.get('exec_seconds', 0) * 1e3:7.2f}  "
+                print(f"  run {i}: {wall * 1e3:7.2f} ms  cpu {cpu * 1e3:7.2f}  exec {st.get('exec_seconds', 0) * 1e3:7.2f}  "
                       f"plan {st.get('plan_seconds', 0) * 1e3:5.2f}  h2d {st.get('bytes_host_to_device')}  "
                       f"leak {st.get('gpu_leaked_bytes')}  gc {watch.take()}  "
                       f"in {timed.take() if timed else '-'}  modes {st.get('gpu_pipelines')}  "
                       f"routes {_routes(st.get('routes'))}", flush=True)
             print(f"conn {c} {n}: median {statistics.median(walls) * 1e3:.2f} ms, "
                   f"min {min(walls) * 1e3:.2f} ms", flush=True)
-            print(sampler.report(args.runs, sum(walls)), flush=True)
+            print(sampler.report(args.runs, sum(walls), args.top), flush=True)
+            if args.cprofile:
+                print(profiled(con, qs[n], args.cprofile, args.top), flush=True)
+            if args.pipelines:
+                print(per_pipeline(con, qs[n], args.pipelines, args.device == "gpu"), flush=True)
             print(f"  python objects tracked: {len(gc.get_objects()):,}; {cycles(con, qs[n])}", flush=True)
             if args.streamed:
                 ts = []

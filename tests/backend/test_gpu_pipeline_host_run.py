@@ -492,6 +492,31 @@ def test_paged_like_on_plain_string_pages(tmp_path):
     assert got == dict(want) and len(want) > 3
 
 
+@pytest.mark.parametrize("form", ["in_list", "eq"])
+def test_substring_prefix_of_plain_strings(form, tmp_path):
+    """``substring(s, 1, k) IN (...)`` / ``= '..'`` of a plain-string input runs in the kernel as byte
+    prefix tests (TPC-H q22's country codes): literals of k characters, fewer (all of s) and more
+    (never), multi-byte code points, NULLs, empty strings; equal to Python's code-point substring."""
+    rng = random.Random(22 + len(form))
+    words = ["", "a", "ab", "abc", "é", "éa", "aé", "x", "xy", "13-55", "31"]
+    n = 1300
+    s = [None if rng.random() < 0.1 else rng.choice(words) + rng.choice(words) for _ in range(n)]
+    g = [rng.randint(0, 4) for _ in range(n)]
+    items = ["ab", "éa", "x", "abc", "13", "31"] if form == "in_list" else ["éa"]
+    sub = Call(T.STRING, "substring", (ColumnRef(T.STRING, "s", True), Literal(T.INT64, 1), Literal(T.INT64, 2)))
+    lits = tuple(Literal(T.STRING, v) for v in items)
+    pred = Call(T.BOOL, "in_list", (sub, *lits)) if form == "in_list" else Call(T.BOOL, "eq", (lits[0], sub))
+    spec = PipelineSpec((Input("s", T.STRING), Input("g", T.INT64, False)), (FilterStage(pred),),
+                        AggregateSink((col("g"),), (("count_star", None),)))
+    got = by_key(run_kernel(spec, {"s": s, "g": g}, [], tmp_path))
+    assert by_key(run_kernel(spec, {"s": s, "g": g}, [], tmp_path, pages=(500, 2, 798))) == got
+    want: dict = defaultdict(lambda: [0])
+    for x, gg in zip(s, g):
+        if x is not None and x[:2] in items:
+            want[(gg,)][0] += 1
+    assert got == dict(want) and len(want) > 3
+
+
 def test_string_join_key_probes_by_the_builds_ids(tmp_path):
     """A string join key: the probe's dictionary codes look up the build's string ids (the lookup the
     executor fills from the build's key encoder, -1 for a string the build lacks); NULL probe keys and

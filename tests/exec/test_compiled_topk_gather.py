@@ -1,6 +1,6 @@
 """exec/compiled_rows.sink_selected for a top-N sink (runs without a GPU, on the CPU backend): the rows a
-row-selecting kernel kept are ranked by the sink's keys first and only the best limit + offset rows
-have every column gathered; the sink's answer equals the one it gives fed every selected row (ties
+row-selecting kernel kept are ranked by the sink's keys first (the string key only for the rows the
+first key alone does not rule out) and only the best limit + offset rows have every column gathered; the sink's answer equals the one it gives fed every selected row (ties
 included: the same rows, in the same order), and its rows-in count is still every selected row."""
 
 from __future__ import annotations
@@ -54,14 +54,16 @@ def _run(ctx: ExecContext, plan, b: Batch, sel: Selected, narrowed: bool, paged:
     return out
 
 
+@pytest.mark.parametrize("desc,nulls_first", [(True, False), (False, True)])
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("limit,offset", [(10, 0), (25, 5), (1, 0), (N, 0)])
-def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged) -> None:
+def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged, desc, nulls_first) -> None:
     rng = np.random.default_rng(limit + offset)
     b = _batch(rng)
     fields = (Field("v", "v", T.INT64), Field("s", "s", T.STRING), Field("p", "p", T.STRING),
               Field("id", "id", T.INT64))
-    keys = (SortKey(ColumnRef(T.INT64, cid="v"), descending=True), SortKey(ColumnRef(T.STRING, cid="s")))
+    keys = (SortKey(ColumnRef(T.INT64, cid="v"), descending=desc, nulls_first=nulls_first),
+            SortKey(ColumnRef(T.STRING, cid="s")))
     sink = TopNSink(fields=fields, keys=keys, limit=limit, offset=offset, op_id=7)
     plan = SimpleNamespace(sink=sink, outputs=["id", "p", "s", "v"], alias={}, stages=[])
     rows = np.sort(rng.choice(N, N // 2, replace=False)).astype(np.int64)
@@ -84,8 +86,16 @@ def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged
     for c in ("v", "s", "p", "id"):
         assert _values(got.columns[c]) == _values(want.columns[c]), c
     assert ctx.stats[7].rows_in == ref_ctx.stats[7].rows_in == len(rows)
-    if limit + offset < len(rows):  # the keys for every row, everything else for the best only
-        assert gathered == [(len(rows), ("s", "v")), (limit + offset, ("id", "p", "s", "v"))]
+    if limit + offset < len(rows):
+        # the first key for every row; both keys (the string ranked) only for the rows not worse than
+        # the k-th by the first key (ties kept); everything else for the best only
+        v, valid = b.columns["v"].data[rows], b.columns["v"].validity[rows]
+        null = np.iinfo(np.int64).min if nulls_first else np.iinfo(np.int64).max
+        image = np.where(valid, -v if desc else v, null)  # smaller is better
+        candidates = int((image <= np.sort(image)[limit + offset - 1]).sum())
+        assert limit + offset <= candidates < len(rows)
+        middle = [(candidates, ("s", "v"))] if candidates > limit + offset else []
+        assert gathered == [(len(rows), ("v",)), *middle, (limit + offset, ("id", "p", "s", "v"))]
     else:
         assert gathered == [(len(rows), ("id", "p", "s", "v"))]
 

@@ -37,6 +37,12 @@ QUERIES = {
                          "ORDER BY f.k, d.s NULLS FIRST, d.b NULLS FIRST", True),
     "topn_after_left_probe": ("SELECT f.k, d.s FROM fact f LEFT JOIN (SELECT DISTINCT a, s FROM dim WHERE a < 30) d "
                               "ON f.a = d.a WHERE f.d < 10 ORDER BY d.s NULLS FIRST, f.k LIMIT 50", True),
+    # a numeric first key with ties, then strings: only the rows not worse than the k-th by the first
+    # key have their strings ranked (compiled_rows._leading_key_candidates); NULLs first and last
+    "topn_number_then_string": ("SELECT k, a, b FROM fact WHERE c > 0 ORDER BY a DESC NULLS LAST, b NULLS FIRST, k "
+                                "LIMIT 40", True),
+    "topn_null_number_then_string": ("SELECT k, a, b FROM fact WHERE d < 20 ORDER BY a NULLS FIRST, b DESC, k "
+                                     "LIMIT 30", True),
 }
 
 

@@ -133,7 +133,8 @@ def emulated_fusion(monkeypatch):
     import hetdb.exec.engine as engine_mod
     import hetdb.exec.operators.scan_device as scan_device
     import hetdb.exec.pipeline as pipeline_mod
-    from hetdb.exec import fusion
+    from hetdb.exec import fusion, fusion_run
+    from hetdb.exec.kept_builds import keep_build
 
     made: list[EmulatedPipeline] = []
     real_compile = codegen.compile_fused_pipeline
@@ -160,8 +161,10 @@ def emulated_fusion(monkeypatch):
         if fused is None:
             real_run(ctx, pipe, None, 1)
             return
-        fusion.run_fused(ctx, pipe, fused, run)
+        fusion_run.run_fused(ctx, pipe, fused, run)
         ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+        if not fused.deferred:  # (as exec/pipeline.run_pipeline)
+            keep_build(ctx, pipe)
 
     monkeypatch.setattr(codegen, "compile_fused_pipeline", compile_emulated)
     monkeypatch.setattr(scan_device, "read_device_scan", read_unfiltered)

@@ -5,7 +5,7 @@ A trace (``cache/trace.py`` makes one from the real planner over a real database
 queries, each a list of scans, each the pages of its columns row group by row group with the bytes a
 page holds on the device and the bytes it moves over the link. ``replay`` drives a real
 ``DevicePageCache`` (within a real ``DeviceMemoryBudget``) the way a GPU scan does
-(``backend/gpu/stream.py`` and ``exec/fusion.py``'s resident path): the same calls in the same order,
+(``backend/gpu/stream.py`` and ``exec/fusion_run.py``'s resident path): the same calls in the same order,
 
     resident  every page of the scan cached: ``peek_many`` then ``touch_many`` (one launch, no copy)
     fill      warm path (all pages are in the pinned host tier in hot and warm runs) when the scan
@@ -345,7 +345,7 @@ class _ScanReplay:
     def _at(self, key: PageKey) -> None:
         self.clock.position = self._positions[key]
 
-    # the fused resident path (exec/fusion.py _run_resident, scan_device.resident_pages / warm_fill)
+    # the fused resident path (exec/fusion_run.py _run_resident, scan_device.resident_pages / warm_fill)
     def _resident(self, pages: list[PageRef]) -> bool:
         keys = [p.key for p in pages]
         if self.cache.peek_many(keys) is None:

@@ -149,6 +149,10 @@ def _best_selected(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe
     n = int(sel.rows.shape[0])
     if n <= k:
         return sel
+    sel = _leading_key_candidates(ctx, plan, b, sel, probe_column, k)
+    if int(sel.rows.shape[0]) <= k:
+        ctx.add(sink.op_id, rows_in=n - int(sel.rows.shape[0]))
+        return sel
     cids = sorted(set().union(*(set(key.expr.columns()) for key in sink.keys)))
     keys = gather(ctx, plan, b, sel, probe_column, cids)
     with Timer(ctx, sink.op_id):
@@ -158,6 +162,38 @@ def _best_selected(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe
         ctx.add(sink.op_id, rows_in=n - int(best.shape[0]))  # (ranked here; the sink counts the rest)
     return Selected(sel.rows[best], {i: r[best] for i, r in sel.build_rows.items()},
                     {i: m[best] for i, m in sel.marks.items()})
+
+
+def _leading_key_candidates(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any,
+                            k: int) -> Any:
+    """The selected rows that can be among the best ``k`` by the first sort key alone: those not
+    worse than the k-th best row by it (ties kept). Taken when a later key is a string, whose ranks
+    (a factorization of every row's string) then cost only the candidates': TPC-H q02 ranks s_name
+    for ~100 of 4,667 rows. A superset of the best rows in their selected order, so the ranking that
+    follows picks the same rows."""
+    from hetdb.backend.gpu.codegen.pipeline_runtime import Selected
+    from hetdb.exec.operators.sort import sort_keys
+
+    sink = plan.sink
+    first = sink.keys[0]
+    if first.expr.dtype.kind == "string" or not any(key.expr.dtype.kind == "string" for key in sink.keys[1:]):
+        return sel
+    xp = ctx.backend.xp
+    keys = gather(ctx, plan, b, sel, probe_column, sorted(first.expr.columns()))
+    with Timer(ctx, sink.op_id):
+        arrays, desc = sort_keys(ctx, (first,), keys)
+        t = ctx.backend.topk_indices(arrays, desc, k)[k - 1:k]  # the k-th best row by the first key
+        worse = xp.zeros(int(sel.rows.shape[0]), dtype=bool)
+        tie = xp.ones_like(worse)
+        for a, d in zip(arrays, desc):
+            at = a[t]
+            worse |= tie & ((a < at) if d else (a > at))
+            tie &= a == at
+        keep = xp.flatnonzero(~worse)
+    if int(keep.shape[0]) == int(sel.rows.shape[0]):
+        return sel
+    return Selected(sel.rows[keep], {i: r[keep] for i, r in sel.build_rows.items()},
+                    {i: m[keep] for i, m in sel.marks.items()})
 
 
 def consume_rows(ctx: ExecContext, plan: Any, kernel: Any, cids: list[str], b: Batch, probes: list,

@@ -48,12 +48,14 @@ def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
     """How the pipelines of a GPU query ran, from their sinks' notes: compiled by the pipeline
     compiler, dense-fused, on the host, or operator at a time (not run: skipped, e.g. reused)."""
     from hetdb.exec.compiled import COMPILED
+    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT
 
     modes = {"compiled": 0, "dense_fused": 0, "host": 0, "operator_at_a_time": 0, "not_run": 0}
     for p in physical.pipelines:
         s = ops.get(p.sink.op_id)
         note = s.fused if s is not None else ""
-        if s is None or note.startswith("the result of pipeline"):  # (exec/shared_results.py: reused)
+        # (exec/shared_results.py: reused; exec/kept_builds.py: kept from an earlier run, or only needed there)
+        if s is None or note.startswith(("the result of pipeline", KEPT, KEPT_INPUT)):
             modes["not_run"] += 1
         elif note.startswith(COMPILED):
             modes["compiled"] += 1

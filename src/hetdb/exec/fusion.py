@@ -23,36 +23,44 @@ What fuses:
 Grouped results go into the aggregation's partial states exactly like an operator-at-a-time batch
 (same key and state columns, dictionary strings keep their dictionary), so whatever follows the
 aggregation cannot tell which way it ran.
+
+This module plans; exec/fusion_swaps.py defers fact-side builds for swapped joins; exec/fusion_run.py
+runs a planned pipeline.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from hetdb import types as T
 from hetdb.column import Batch, Column
-from hetdb.errors import HetdbError, UnsupportedError
+from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.compiled_features import expr_refusal
-from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember, _run_skipped_inputs, _skipped_inputs
-from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
-from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
+from hetdb.exec.fusion_swaps import (
+    _INT_KEYS,
+    _after_first_probe,
+    _deferrable,
+    _deferrals,
+    _first_probe,
+    _materialize,
+    _single_key_inner,
+    _swap_candidate,
+)
+from hetdb.exec.operators.aggregate import HashAggregate
+from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
 from hetdb.exec.operators.join import HashBuild, HashProbe, _key_name
-from hetdb.exec.operators.scan import TableScan, conjunction
-from hetdb.exec.wide import wide_sum
+from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import Cast, ColumnRef, Expr, Field
 from hetdb.plan.exprutil import conjuncts, substitute
 from hetdb.types import DataType
 
 _NUMERIC = ("int32", "int64", "decimal", "date", "float64")
-_INT_KEYS = ("int32", "int64", "date")
 _GROUP_KINDS = ("int32", "int64", "date", "string")
-DEFER_MIN_ROWS = 1 << 20  # a probe-free build pipeline over fewer rows is a dimension, not a fact side
 FUSED = "fused into one generated kernel"
 
 
@@ -78,23 +86,6 @@ class FusionPlan:
     scan: TableScan | None = None            # the scanned (fact) table
     chain: list | None = None                # swapped joins: deferred pipelines, fact side first
     deferred: bool = False                   # this pipeline runs inside its consumer's kernel
-
-
-class _Deferrals:
-    def __init__(self) -> None:
-        self.pending: dict[int, Any] = {}    # pid -> deferred pipeline (HashBuild sink)
-        self.inner: dict[int, int] = {}      # deferred pid -> the deferred pid it swaps in (chains)
-        self.no_defer: set[int] = set()
-
-
-_DEFERRALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _deferrals(ctx: ExecContext) -> _Deferrals:
-    d = _DEFERRALS.get(ctx)
-    if d is None:
-        d = _DEFERRALS[ctx] = _Deferrals()
-    return d
 
 
 # ---- planning ---------------------------------------------------------------------------------------
@@ -160,59 +151,6 @@ def _groups_text(plan: FusionPlan) -> str:
     return f"{combined_groups(k.domain for k in plan.group_keys)} dense groups"
 
 
-def _table_rows(ctx: ExecContext, scan: TableScan) -> int:
-    return int(ctx.db.table(scan.scan.table).num_rows)
-
-
-def _single_key_inner(op: HashProbe) -> bool:
-    return op.kind == "inner" and len(op.left_keys) == 1 and op.residual is None
-
-
-def _deferrable(ctx: ExecContext, pipe: Any, d: _Deferrals) -> bool:
-    """A fact-side build: table scan, filters and single-key inner probes, one integer build key."""
-    if pipe.pid in d.no_defer or not isinstance(pipe.source, TableScan):
-        return False
-    if len(pipe.sink.keys) != 1 or pipe.sink.keys[0].dtype.kind not in _INT_KEYS:
-        return False
-    probes = 0
-    for op in pipe.ops:
-        if isinstance(op, HashProbe) and _single_key_inner(op):
-            probes += 1
-        elif not isinstance(op, (FilterOp, ProjectOp)):
-            return False
-    return probes > 0 or _table_rows(ctx, pipe.source) >= DEFER_MIN_ROWS
-
-
-def _swap_candidate(ctx: ExecContext, pipe: Any, d: _Deferrals) -> int | None:
-    """pid of the deferred fact pipeline ``pipe`` can take into its kernel (or, deferred itself,
-    into the kernel of its consumer), else None."""
-    if not d.pending or not pipe.ops or not isinstance(pipe.source, TableScan) or pipe.pid in d.no_defer:
-        return None
-    op = _first_probe(pipe)
-    if op is None or op.build_pipeline not in d.pending or not _single_key_inner(op):
-        return None
-    if not isinstance(pipe.sink, (HashAggregate, HashBuild)):
-        return None
-    fact = d.pending[op.build_pipeline]
-    while fact.pid in d.inner:  # a chain of swaps: compare with the table its kernel would scan
-        fact = d.pending[d.inner[fact.pid]]
-    if _table_rows(ctx, fact.source) <= _table_rows(ctx, pipe.source):
-        return None  # the build side is the smaller table after all: nothing to gain from swapping
-    return op.build_pipeline
-
-
-def _first_probe(pipe: Any) -> HashProbe | None:
-    """The pipeline's first operator after leading projections, when it is a hash probe."""
-    for op in pipe.ops:
-        if not isinstance(op, ProjectOp):
-            return op if isinstance(op, HashProbe) else None
-    return None
-
-
-def _after_first_probe(pipe: Any) -> list:
-    k = next(i for i, op in enumerate(pipe.ops) if isinstance(op, HashProbe))
-    return list(pipe.ops[k + 1:])
-
 
 def _project(alias: dict[str, Expr], op: ProjectOp) -> None:
     """Record ``op``'s outputs as expressions over the kernel's base columns."""
@@ -225,21 +163,6 @@ def _project(alias: dict[str, Expr], op: ProjectOp) -> None:
             new[f.cid] = e
     alias.update(new)
 
-
-def _materialize(ctx: ExecContext, d: _Deferrals, pid: int, why: str | None) -> None:
-    """Run a deferred pipeline now (compiled, or operator at a time): its consumer did not take it in
-    (``why`` says why when the consumer tried to; None when the consumer was no swapped-join shape)."""
-    from hetdb.exec.compiled import COMPILED
-    from hetdb.exec.pipeline import run_pipeline
-
-    pipe = d.pending.pop(pid)
-    d.no_defer.add(pid)
-    run_pipeline(ctx, pipe, None, 1)
-    st = ctx.stat(pipe.sink.op_id)
-    if st.fused.startswith(COMPILED):  # it ran as a compiled kernel: say so, and why it was not swapped in
-        st.fused += "" if why is None else f" (not {why})"
-    else:
-        st.fused = "" if why is None else f"operator at a time: {why}"
 
 
 @dataclass
@@ -551,227 +474,3 @@ def _check_pages(reader: Any, names: list[str]) -> None:
                 raise _NotFused(f"column {name} has NULLs (swapped joins run fused only)")
             if reader.dictionary(name) is not None and reader.page_encoding(name, rg) != "dict":
                 raise _NotFused(f"column {name} has plain-string pages (swapped joins run fused only)")
-
-
-# ---- running ----------------------------------------------------------------------------------------
-def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
-    """Drive ``pipe`` through the fused kernel; batches it cannot take go through the operators of
-    ``run`` (the pipeline driver). The kernel's groups join the aggregation's partial states."""
-    if plan.deferred:
-        return  # the consumer's kernel scans this pipeline's table
-    sink = pipe.sink
-    src = plan.scan
-    fp = plan.pipeline
-    state = fp.new_state([(k.domain.lo, k.domain.hi) for k in plan.group_keys])
-    if plan.chain is None:
-        gsrc, morsels = run.gsrc, run.morsels
-    else:
-        gsrc = src.init_global(ctx)
-        morsels = list(enumerate(src.morsels(ctx, gsrc)))
-    lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
-    lsink = sink.init_local(ctx, run.gsink)
-    pred = conjunction(src.scan.filters)
-    fused_rows = unfused = recompiled = 0
-    inputs_ready = False
-    from hetdb.exec.compiled import BatchCompiler
-    from hetdb.exec.compiled_paged import compiled_over_pages
-
-    compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
-    hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
-    if hot is not None:
-        fused_rows, rest = hot
-        left = set(rest)
-        morsels = [m for m in morsels if m[1] in left]
-        if not rest:
-            ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
-        else:
-            if fused_rows:
-                ctx.stat(sink.op_id).fused += " (one launch over the cached pages it can take)"
-            # the row groups with pages it cannot take (NULLs, plain strings): one compiled launch
-            what = None if plan.chain is not None else compiled_over_pages(ctx, pipe, src, gsrc, morsels, compiler)
-            if what is not None:
-                inputs_ready, morsels = True, []
-                ctx.stat(sink.op_id).fused += (f" ({len(rest)} row groups with pages it cannot take: compiled "
-                                               f"hash aggregation, {what})")
-    if getattr(getattr(fp, "spec", None), "encoded", False):
-        ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
-    co = None
-    if morsels and plan.chain is None:
-        from hetdb.exec.coprocess import plan_coprocess
-
-        co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
-        if why:
-            ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
-    if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
-        # the resident launch took the other row groups: the streamer delivers only these, in order
-        gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
-    for index, batches in _reads(ctx, src, gsrc, morsels, co):
-        fusable = []
-        for b in batches:
-            why = fp.batch_unfusable_reason(b.columns)
-            if why is None:
-                fusable.append(b)
-                fused_rows += b.num_rows
-                continue
-            if plan.chain is not None:
-                raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
-                                 "although its zone maps said it could")
-            if not inputs_ready and _skipped_inputs(ctx, pipe):
-                _run_skipped_inputs(ctx, pipe)  # the operators below probe the builds' hash tables
-                ctx.set_morsel(index)
-            inputs_ready = True
-            if compiler.consume(b):
-                recompiled += 1
-                continue
-            unfused += 1
-            if pred is not None:
-                from hetdb.exec.columns import filter_batch
-
-                b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
-            if b.num_rows:
-                run.push(b, 0, lops, lsink)
-        if fusable:
-            with Timer(ctx, sink.op_id):
-                _consume_fused(fp, state, fusable, plan.tables)
-    if co is not None:
-        co.finish(lsink)
-        ctx.stat(sink.op_id).fused += co.describe()
-    compiler.finish()
-    sink.combine(ctx, run.gsink, lsink)
-    if unfused or not _skipped_inputs(ctx, pipe):
-        run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
-    with Timer(ctx, sink.op_id):
-        result = fp.finish(state)
-    ctx.add(sink.op_id, rows_in=fused_rows)
-    if recompiled:
-        ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
-    if unfused:
-        why = "; ".join(sorted(compiler.refusals))
-        ctx.stat(sink.op_id).fused += f" ({unfused} batches the fused kernel could not take ran operator at a time: {why})"
-    if result.num_groups:
-        part = _partial_state(ctx, sink, plan, result)
-        g = run.gsink
-        if g.parts is not None:  # the aggregation spilled: the kernel's groups join its partitions
-            sink._spill(ctx, g, [part])
-        else:
-            g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
-            g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
-            g.batches.append(part)
-
-
-def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) -> Any:
-    """(morsel index, Batches) of the fused pipeline's scan: morsel by morsel, or — co-processed —
-    the GPU's deliveries while CPU workers take row groups from the back (stopped if the caller
-    breaks off with an error)."""
-    from hetdb.exec.operators.scan_device import read_device_scan, shared_device_scan
-
-    if co is None:
-        for index, rg in morsels:
-            ctx.set_morsel(index)
-            with Timer(ctx, src.op_id):
-                batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
-            yield index, batches
-        return
-    co.start()
-    done = False
-    try:
-        deliveries = shared_device_scan(src, ctx, gsrc, co.shared)
-        for index in itertools.count():
-            ctx.set_morsel(index)
-            with Timer(ctx, src.op_id):
-                batches = next(deliveries, None)
-            if batches is None:
-                break
-            yield index, batches
-        done = True
-    finally:
-        if not done:
-            co.abort()
-
-
-def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> None:
-    """The fused kernel over ``batches`` (one delivery of the streamer): one launch through a page
-    table when there are several (a paged delivery: one Batch per row group), else over the batch."""
-    if len(batches) > 1 and hasattr(fp, "consume_pages"):
-        fp.consume_pages(state, fp.page_table([(b.num_rows, b.columns) for b in batches]), tables)
-        return
-    for b in batches:
-        fp.consume(state, b.columns, tables)
-
-
-def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
-                  state: Any, sink_id: int) -> tuple[int, list[int]] | None:
-    """When the device cache holds every page the kernel reads, run the kernel once over all of
-    them (a page table) and return (rows consumed, row groups left): the row groups with a page the
-    kernel cannot take (NULLs, plain strings), which the caller runs compiled; None when pages must
-    be streamed."""
-    from hetdb.errors import UnsupportedError
-    from hetdb.exec.operators.scan_device import resident_or_warm
-
-    fp = plan.pipeline
-    if not row_groups or ctx.device is None or not hasattr(fp, "consume_pages"):
-        return None
-    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
-    cids = [cid for cid, _ in fp.spec.inputs]
-    names = list(dict.fromkeys(name_of[c] for c in cids))
-    forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
-    with Timer(ctx, src.op_id):
-        got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
-    if got is None:
-        return None
-    resident, fill = got
-    try:
-        cache = ctx.device.cache
-        tkey = ("page-table", resident.derived_key, fp.kernel.name, tuple((c, name_of[c]) for c in cids))
-        hit = cache.derived(tkey)
-        if hit is None:
-            pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]
-            rest = [i for i, (_, cols) in enumerate(pages) if fp.batch_unfusable_reason(cols) is not None]
-            skip = set(rest)
-            try:
-                table = fp.page_table([p for i, p in enumerate(pages) if i not in skip])
-            except UnsupportedError:
-                table, rest = None, list(range(len(pages)))  # (stream row group by row group)
-            hit = (table, [row_groups[i] for i in rest])
-            cache.set_derived(tkey, hit)
-        table, rest = hit
-        if table is not None and table.num_tiles:
-            with Timer(ctx, sink_id):
-                fp.consume_pages(state, table, plan.tables)
-    finally:
-        resident.release()
-        if fill is not None:
-            fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
-    return (0 if table is None else table.num_rows), rest
-
-
-def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any) -> Batch:
-    """The kernel's non-empty groups as a partial-state batch of the aggregation (see HashAggregate)."""
-    xp = ctx.backend.xp
-    n = result.num_groups
-    cols: dict[str, Column] = {}
-    for i, key in enumerate(plan.group_keys):
-        values = key.domain.decode(xp, result.keys[i])
-        if key.dtype.kind == "string":
-            cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
-        else:
-            cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
-    fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
-    for j, part, k in plan.slots:
-        a = sink.aggs[j][1]
-        v = result.values[k]
-        if part == "fsum":
-            continue
-        if part == "sum":
-            st = _sum_type(a.arg.dtype)
-            data = v.astype(st.numpy_dtype)
-            if j in fsums:
-                scale = a.arg.dtype.scale if a.arg.dtype.kind == "decimal" else 0
-                data = wide_sum(xp, data, fsums[j] * float(10 ** scale))
-            cols[_s(j, part)] = Column(st, data=data, validity=xp.ones(n, dtype=bool))
-        elif part == "cnt":
-            cols[_s(j, part)] = Column(T.INT64, data=v.astype(xp.int64))
-        else:
-            cols[_s(j, part)] = Column(a.arg.dtype, data=v.astype(a.arg.dtype.numpy_dtype),
-                                       validity=xp.ones(n, dtype=bool))
-    return Batch(cols, n)

@@ -26,6 +26,7 @@ class _Reuse:
         self.presets: dict[int, Any] = {}   # pid -> FusedState
         self.pins: list = []
         self.skipped: set[int] = set()
+        self.kept: dict[int, Any] = {}      # pid -> BuildSide kept by an earlier run (exec/kept_builds.py)
 
 
 _REUSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -49,18 +50,32 @@ def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) 
             if got is not None:
                 reuse.presets[p.pid] = got[0]
                 reuse.pins.append(got[1])
-    if not reuse.presets:
+    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT, take_kept
+
+    reuse.kept = take_kept(ctx, reuse)
+    if not reuse.presets and not reuse.kept:
         return set()
     running = {physical.result_pipeline}
     for p in reversed(physical.pipelines):  # consumers come after what they depend on
-        if p.pid in running and p.pid not in reuse.presets:
+        if p.pid in running and p.pid not in reuse.presets and p.pid not in reuse.kept:
             running.update(p.deps)
     reuse.skipped = {p.pid for p in physical.pipelines} - running
+    from hetdb.exec.shared_results import remember_kept
+
+    for pid, side in sorted(reuse.kept.items()):
+        ctx.results[pid] = side
+        ctx.stat(physical.pipelines[pid].sink.op_id).fused = KEPT
+        reuse.skipped.add(pid)
+        remember_kept(ctx, physical.pipelines[pid])  # a copy of its subplan takes it, as from a run
     for pid, entry in reuse.presets.items():
         for q in sorted(entry.inputs & reuse.skipped):
             what = ("runs inside" if q in entry.swapped else "not run: its result is built into") + \
                 f" pipeline {pid}'s fused kernel"
             ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{what} ({REUSED})"
+    for pid in reuse.kept:
+        for q in sorted(_closure(physical, physical.pipelines[pid].deps) & reuse.skipped):
+            if not ctx.stat(physical.pipelines[q].sink.op_id).fused:
+                ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{KEPT_INPUT} {pid}'s kept build)"
     return reuse.skipped
 
 
@@ -122,7 +137,7 @@ def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
 def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:
     """Run the pipelines ``pipe`` depends on that were skipped (a batch must go through its
     operators after all)."""
-    from hetdb.exec.fusion import _deferrals
+    from hetdb.exec.fusion_swaps import _deferrals
     from hetdb.exec.pipeline import run_pipeline
 
     reuse = _REUSE.get(ctx)

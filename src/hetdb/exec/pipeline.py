@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hetdb.column import Batch
+from hetdb.exec.kept_builds import keep_build
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import BuildSide
 from hetdb.exec.operators.scan import TableScan
@@ -112,7 +113,8 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         return
     run = _Run(ctx, pipe)
     if ctx.device is not None:
-        from hetdb.exec.fusion import plan_fusion, run_fused
+        from hetdb.exec.fusion import plan_fusion
+        from hetdb.exec.fusion_run import run_fused
 
         fused, why = plan_fusion(ctx, pipe)
         if why:
@@ -120,6 +122,8 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         if fused is not None:
             run_fused(ctx, pipe, fused, run)
             ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+            if not fused.deferred:  # (a deferred build's result is empty: its consumer's kernel scans it)
+                keep_build(ctx, pipe)
             return
         from hetdb.exec.compiled import plan_compiled, run_compiled
 
@@ -127,6 +131,7 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         if compiled is not None:
             run_compiled(ctx, pipe, compiled, run)
             ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+            keep_build(ctx, pipe)
             return
         if refused:
             ctx.stat(pipe.sink.op_id).fused = "operator at a time: " + "; ".join(w for w in (why, refused) if w)
@@ -136,6 +141,7 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         run = run_compiled_cpu(ctx, pipe, run, pool, threads)
         if run is None:
             note_scanned_rows(ctx, pipe)
+            keep_build(ctx, pipe)
             return
     workers = 1 if pipe.source.ordered else max(1, min(threads, len(run.morsels)))
     if workers == 1 or pool is None:
@@ -146,6 +152,7 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
     run.flush()
     ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
     note_scanned_rows(ctx, pipe)
+    keep_build(ctx, pipe)
 
 
 def note_scanned_rows(ctx: ExecContext, pipe: Pipeline) -> None:

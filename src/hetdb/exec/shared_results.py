@@ -130,6 +130,14 @@ def _renamed(batch: Batch, rename: dict[str, str]) -> Batch:
     return Batch({rename.get(k, k): c for k, c in batch.columns.items()}, batch.num_rows)
 
 
+def remember_kept(ctx: ExecContext, pipe: Any) -> None:
+    """``pipe`` did not run: its result was kept from an earlier run of the plan (exec/kept_builds.py)
+    and is in ``ctx.results``; a later pipeline computing the same takes it as from a run."""
+    sig = signature(pipe, ctx.__dict__.setdefault("_shared_pids", {}))
+    if sig is not None:
+        ctx.__dict__.setdefault("_shared_results", {}).setdefault(sig, pipe)
+
+
 def reuse(ctx: ExecContext, pipe: Any) -> bool:
     """Give ``pipe`` the result of an earlier pipeline of the query that computes the same (True),
     else remember it as one a later pipeline may reuse once it has run (False)."""

@@ -135,6 +135,10 @@ class Emitter:
         if isinstance(expr, Call) and expr.op in _PLAIN_LIKE and expr.args \
                 and isinstance(expr.args[0], ColumnRef) and expr.args[0].cid in self.plain:
             return self._plain_like(expr)
+        if isinstance(expr, Call) and expr.op in ("in_list", "eq"):
+            prefix = self._plain_prefix(expr)
+            if prefix is not None:
+                return prefix
         cols = expr.columns()
         if len(cols) == 1 and expr.dtype.kind != "string" and next(iter(cols)) in self.dict_cids \
                 and _strict_only(expr):
@@ -195,6 +199,35 @@ class Emitter:
         if expr.op == "not_like":
             value = f"!{value}"
         return self.temp(T.BOOL, value, f"pipe::is_valid(val{k}, row)" if nullable else "true")
+
+    def _plain_prefix(self, expr: Call) -> Val | None:
+        """``substring(s, 1, k) IN ('..', ...)`` (or ``= '..'``) of a plain-string input ``s`` (TPC-H
+        q22's country codes of c_phone) as LIKE tests in the kernel: a literal of k characters is a
+        byte prefix of ``s`` ('lit%'; UTF-8 is self-synchronizing, so the first k characters are the
+        literal exactly when the bytes start with it), one of fewer characters is all of ``s``
+        ('lit'), one of more never matches. None when ``expr`` is not of that shape (a literal with
+        a LIKE wildcard character, a NULL among the items, another start)."""
+        args = list(expr.args)
+        if expr.op == "eq" and len(args) == 2 and isinstance(args[0], Literal):
+            args.reverse()
+        sub, items = args[0], args[1:]
+        if not (isinstance(sub, Call) and sub.op == "substring" and len(sub.args) == 3
+                and isinstance(sub.args[0], ColumnRef) and sub.args[0].cid in self.plain
+                and all(isinstance(a, Literal) and type(a.value) is int for a in sub.args[1:])
+                and sub.args[1].value == 1 and sub.args[2].value >= 0):
+            return None
+        if not items or not all(isinstance(a, Literal) and isinstance(a.value, str)
+                                and "%" not in a.value and "_" not in a.value for a in items):
+            return None
+        k = sub.args[2].value
+        col = sub.args[0]
+        patterns = [a.value + ("%" if len(a.value) == k else "") for a in items if len(a.value) <= k]
+        tests = [self._plain_like(Call(T.BOOL, "like", (col, Literal(T.STRING, p)))) for p in patterns]
+        if not tests:
+            _, nullable = self.plain[col.cid]
+            return Val("false", "true" if not nullable else f"pipe::is_valid(val{self.plain[col.cid][0]}, row)",
+                       T.BOOL)
+        return self._kleene("or", tests) if len(tests) > 1 else tests[0]
 
     def _call(self, expr: Call) -> Val:
         op = expr.op

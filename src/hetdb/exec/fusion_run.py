@@ -1,0 +1,241 @@
+"""Running a fused GPU pipeline (planned by exec/fusion.py): one launch over the device-resident pages
+where it can, else the streamed batches; batches the kernel cannot take go through the compiled or
+operator-at-a-time path; the kernel's groups join the aggregation's partial states."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.errors import HetdbError
+from hetdb.exec.fusion import FusionPlan
+from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
+from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
+from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.scan import TableScan, conjunction
+from hetdb.exec.wide import wide_sum
+
+
+def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
+    """Drive ``pipe`` through the fused kernel; batches it cannot take go through the operators of
+    ``run`` (the pipeline driver). The kernel's groups join the aggregation's partial states."""
+    if plan.deferred:
+        return  # the consumer's kernel scans this pipeline's table
+    sink = pipe.sink
+    src = plan.scan
+    fp = plan.pipeline
+    state = fp.new_state([(k.domain.lo, k.domain.hi) for k in plan.group_keys])
+    if plan.chain is None:
+        gsrc, morsels = run.gsrc, run.morsels
+    else:
+        gsrc = src.init_global(ctx)
+        morsels = list(enumerate(src.morsels(ctx, gsrc)))
+    lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
+    lsink = sink.init_local(ctx, run.gsink)
+    pred = conjunction(src.scan.filters)
+    fused_rows = unfused = recompiled = 0
+    inputs_ready = False
+    from hetdb.exec.compiled import BatchCompiler
+    from hetdb.exec.compiled_paged import compiled_over_pages
+
+    compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
+    hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
+    if hot is not None:
+        fused_rows, rest = hot
+        left = set(rest)
+        morsels = [m for m in morsels if m[1] in left]
+        if not rest:
+            ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
+        else:
+            if fused_rows:
+                ctx.stat(sink.op_id).fused += " (one launch over the cached pages it can take)"
+            # the row groups with pages it cannot take (NULLs, plain strings): one compiled launch
+            what = None if plan.chain is not None else compiled_over_pages(ctx, pipe, src, gsrc, morsels, compiler)
+            if what is not None:
+                inputs_ready, morsels = True, []
+                ctx.stat(sink.op_id).fused += (f" ({len(rest)} row groups with pages it cannot take: compiled "
+                                               f"hash aggregation, {what})")
+    if getattr(getattr(fp, "spec", None), "encoded", False):
+        ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
+    co = None
+    if morsels and plan.chain is None:
+        from hetdb.exec.coprocess import plan_coprocess
+
+        co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
+        if why:
+            ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
+    if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
+        # the resident launch took the other row groups: the streamer delivers only these, in order
+        gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
+    for index, batches in _reads(ctx, src, gsrc, morsels, co):
+        fusable = []
+        for b in batches:
+            why = fp.batch_unfusable_reason(b.columns)
+            if why is None:
+                fusable.append(b)
+                fused_rows += b.num_rows
+                continue
+            if plan.chain is not None:
+                raise HetdbError(f"internal error: a page of {src.scan.table} cannot run fused ({why}) "
+                                 "although its zone maps said it could")
+            if not inputs_ready and _skipped_inputs(ctx, pipe):
+                _run_skipped_inputs(ctx, pipe)  # the operators below probe the builds' hash tables
+                ctx.set_morsel(index)
+            inputs_ready = True
+            if compiler.consume(b):
+                recompiled += 1
+                continue
+            unfused += 1
+            if pred is not None:
+                from hetdb.exec.columns import filter_batch
+
+                b = filter_batch(ctx.backend, b, ctx.evaluator.predicate(pred, b))
+            if b.num_rows:
+                run.push(b, 0, lops, lsink)
+        if fusable:
+            with Timer(ctx, sink.op_id):
+                _consume_fused(fp, state, fusable, plan.tables)
+    if co is not None:
+        co.finish(lsink)
+        ctx.stat(sink.op_id).fused += co.describe()
+    compiler.finish()
+    sink.combine(ctx, run.gsink, lsink)
+    if unfused or not _skipped_inputs(ctx, pipe):
+        run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
+    with Timer(ctx, sink.op_id):
+        result = fp.finish(state)
+    ctx.add(sink.op_id, rows_in=fused_rows)
+    if recompiled:
+        ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
+    if unfused:
+        why = "; ".join(sorted(compiler.refusals))
+        ctx.stat(sink.op_id).fused += f" ({unfused} batches the fused kernel could not take ran operator at a time: {why})"
+    if result.num_groups:
+        part = _partial_state(ctx, sink, plan, result)
+        g = run.gsink
+        if g.parts is not None:  # the aggregation spilled: the kernel's groups join its partitions
+            sink._spill(ctx, g, [part])
+        else:
+            g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
+            g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
+            g.batches.append(part)
+
+
+def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) -> Any:
+    """(morsel index, Batches) of the fused pipeline's scan: morsel by morsel, or — co-processed —
+    the GPU's deliveries while CPU workers take row groups from the back (stopped if the caller
+    breaks off with an error)."""
+    from hetdb.exec.operators.scan_device import read_device_scan, shared_device_scan
+
+    if co is None:
+        for index, rg in morsels:
+            ctx.set_morsel(index)
+            with Timer(ctx, src.op_id):
+                batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
+            yield index, batches
+        return
+    co.start()
+    done = False
+    try:
+        deliveries = shared_device_scan(src, ctx, gsrc, co.shared)
+        for index in itertools.count():
+            ctx.set_morsel(index)
+            with Timer(ctx, src.op_id):
+                batches = next(deliveries, None)
+            if batches is None:
+                break
+            yield index, batches
+        done = True
+    finally:
+        if not done:
+            co.abort()
+
+
+def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> None:
+    """The fused kernel over ``batches`` (one delivery of the streamer): one launch through a page
+    table when there are several (a paged delivery: one Batch per row group), else over the batch."""
+    if len(batches) > 1 and hasattr(fp, "consume_pages"):
+        fp.consume_pages(state, fp.page_table([(b.num_rows, b.columns) for b in batches]), tables)
+        return
+    for b in batches:
+        fp.consume(state, b.columns, tables)
+
+
+def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
+                  state: Any, sink_id: int) -> tuple[int, list[int]] | None:
+    """When the device cache holds every page the kernel reads, run the kernel once over all of
+    them (a page table) and return (rows consumed, row groups left): the row groups with a page the
+    kernel cannot take (NULLs, plain strings), which the caller runs compiled; None when pages must
+    be streamed."""
+    from hetdb.errors import UnsupportedError
+    from hetdb.exec.operators.scan_device import resident_or_warm
+
+    fp = plan.pipeline
+    if not row_groups or ctx.device is None or not hasattr(fp, "consume_pages"):
+        return None
+    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
+    cids = [cid for cid, _ in fp.spec.inputs]
+    names = list(dict.fromkeys(name_of[c] for c in cids))
+    forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
+    with Timer(ctx, src.op_id):
+        got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
+    if got is None:
+        return None
+    resident, fill = got
+    try:
+        cache = ctx.device.cache
+        tkey = ("page-table", resident.derived_key, fp.kernel.name, tuple((c, name_of[c]) for c in cids))
+        hit = cache.derived(tkey)
+        if hit is None:
+            pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]
+            rest = [i for i, (_, cols) in enumerate(pages) if fp.batch_unfusable_reason(cols) is not None]
+            skip = set(rest)
+            try:
+                table = fp.page_table([p for i, p in enumerate(pages) if i not in skip])
+            except UnsupportedError:
+                table, rest = None, list(range(len(pages)))  # (stream row group by row group)
+            hit = (table, [row_groups[i] for i in rest])
+            cache.set_derived(tkey, hit)
+        table, rest = hit
+        if table is not None and table.num_tiles:
+            with Timer(ctx, sink_id):
+                fp.consume_pages(state, table, plan.tables)
+    finally:
+        resident.release()
+        if fill is not None:
+            fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
+    return (0 if table is None else table.num_rows), rest
+
+
+def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any) -> Batch:
+    """The kernel's non-empty groups as a partial-state batch of the aggregation (see HashAggregate)."""
+    xp = ctx.backend.xp
+    n = result.num_groups
+    cols: dict[str, Column] = {}
+    for i, key in enumerate(plan.group_keys):
+        values = key.domain.decode(xp, result.keys[i])
+        if key.dtype.kind == "string":
+            cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
+        else:
+            cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
+    fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
+    for j, part, k in plan.slots:
+        a = sink.aggs[j][1]
+        v = result.values[k]
+        if part == "fsum":
+            continue
+        if part == "sum":
+            st = _sum_type(a.arg.dtype)
+            data = v.astype(st.numpy_dtype)
+            if j in fsums:
+                scale = a.arg.dtype.scale if a.arg.dtype.kind == "decimal" else 0
+                data = wide_sum(xp, data, fsums[j] * float(10 ** scale))
+            cols[_s(j, part)] = Column(st, data=data, validity=xp.ones(n, dtype=bool))
+        elif part == "cnt":
+            cols[_s(j, part)] = Column(T.INT64, data=v.astype(xp.int64))
+        else:
+            cols[_s(j, part)] = Column(a.arg.dtype, data=v.astype(a.arg.dtype.numpy_dtype),
+                                       validity=xp.ones(n, dtype=bool))
+    return Batch(cols, n)
