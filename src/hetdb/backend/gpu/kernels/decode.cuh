@@ -13,11 +13,16 @@
 //   load_tile_encoded<BLOCK_THREADS, ITEMS_PER_THREAD>(page, tile_start, items, n, smem)
 //        Crystal-style striped tile load: items[k] = value tile_start + k*BLOCK_THREADS + threadIdx.x
 //        for k*BLOCK_THREADS + threadIdx.x < n. Every thread of the block must call it with the same
-//        tile (delta pages decode each 1024-value block, rle pages each block of 1024 run ends,
-//        cooperatively in `smem`, HETDB_DECODE_SMEM_I64 int64 slots).
+//        tile (delta and rle pages decode cooperatively in `smem`: HETDB_DECODE_SMEM_I64_TILE(tile)
+//        int64 slots, tile = BLOCK_THREADS * ITEMS_PER_THREAD <= 1024; HETDB_DECODE_SMEM_I64 is
+//        enough for tiles of up to 512 values, those of the generated kernels).
 //   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch)
-// Tile loaders read a block's directory once per tile; delta and rle blocks are prefix-summed in
-// parallel (warp shuffles per row of 32 values, one scan of the row totals).
+// for/dict values unpack by random access: a block's directory entry is read once per tile, then a
+// value is one or two coalesced word loads, a funnel shift, a mask and an add, in 32-bit arithmetic
+// for types of up to 4 bytes. delta and rle tiles scan a block of deltas / run lengths in parallel:
+// each thread sums a chunk of consecutive values of one row of the lane layout serially, one warp
+// scan combines the chunks. An rle tile then marks each run's first row in the tile, and a max-scan
+// over the tile hands every row the value of the last run starting at or before it.
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
@@ -32,7 +37,10 @@
 #define HETDB_CODEC_DICT 5
 // Random-access helpers are host+device so a host program can check them against the CPU encoder.
 #define HETDB_DECODE_HD __host__ __device__ __forceinline__
-// shared memory of load_tile_encoded / load_tile_delta: one block of values + 32 chunk prefixes
+// Shared memory (int64 slots) of the delta/rle tile loaders for tiles of `tile` values: the tile's
+// decoded values, one 16-bit run-start mark per row (rle), per-warp scan totals.
+#define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + (tile) / 4 + 64)
+// Tiles of up to 512 values (the generated kernels'; codegen/runtime.py counts these 8448 bytes).
 #define HETDB_DECODE_SMEM_I64 (HETDB_BP_BLOCK + 32)
 
 struct BpStream {
@@ -85,18 +93,33 @@ HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
 }
 
 // Value j (0..1023) of block k: lane j % 32 holds it at bit (j / 32) * w of its interleaved words
-// (so a warp reading 32 consecutive values reads 32 consecutive words), unpacked with shifts: for
-// widths up to 32 (nearly every block) one or two word loads, a funnel shift and a mask in 32-bit
-// arithmetic (the branch on w is the same for a whole block).
+// (so a warp reading 32 consecutive values reads 32 consecutive words). bp_packed32: the low 32 bits
+// of its packed bits (all of them for w <= 32): the word of row q = pos / 32 of lane j % 32 is
+// words[off + 32 q + j % 32] = words[off + ((pos & ~31) | (j & 31))], the next row's 32 words on; one
+// load, a second only where the value crosses a word (both skipped for w = 0: such a block owns no
+// words), a funnel shift and a mask, all in 32-bit arithmetic.
+HETDB_DECODE_HD unsigned int bp_packed32(const unsigned int* words, const BpBlock& k, unsigned int j) {
+  const unsigned int pos = (j >> 5) * (unsigned int)k.w;
+  const unsigned int at = k.off + ((pos & ~31u) | (j & 31u));
+  const unsigned int sh = pos & 31u;
+  const unsigned int lo = k.w != 0 ? words[at] : 0u;
+  const unsigned int hi = sh + (unsigned int)k.w > 32u ? words[at + 32] : 0u;
+  return (unsigned int)((((u64)hi << 32) | lo) >> sh) & k.mask;
+}
+
+// The low 32 bits of value j's int64 image (reference + packed, wrapping): the whole value of a
+// type of up to 4 bytes (INTEGER, DATE, string codes, BOOLEAN bytes), of any block width.
+HETDB_DECODE_HD unsigned int bp_unpack32(const unsigned int* words, const BpBlock& k, unsigned int j) {
+  return (unsigned int)k.ref + bp_packed32(words, k, j);
+}
+
+// Value j's int64 image: widths up to 32 (nearly every block) as bp_packed32 plus a 64-bit add;
+// wider blocks (int64 values only) load up to three words (the branch on w is the same for a block).
 HETDB_DECODE_HD u64 bp_unpack(const unsigned int* words, const BpBlock& k, int j) {
+  if (k.w <= 32) return k.ref + (u64)bp_packed32(words, k, (unsigned int)j);
   const unsigned int* lane = words + k.off + (j & 31);
   const int pos = (j >> 5) * k.w;
   const int q = pos >> 5, sh = pos & 31;
-  if (k.w <= 32) {
-    const unsigned int lo = k.w == 0 ? 0u : lane[q * 32];
-    const unsigned int hi = sh + k.w > 32 ? lane[(q + 1) * 32] : 0u;
-    return k.ref + (u64)((unsigned int)((((u64)hi << 32) | lo) >> sh) & k.mask);
-  }
   u64 x = lane[q * 32];
   if (sh + k.w > 32) x |= (u64)lane[(q + 1) * 32] << 32;
   x >>= sh;
@@ -180,47 +203,68 @@ template <typename T> __device__ __forceinline__ T decoded_as(i64 v) { return (T
 template <> __device__ __forceinline__ double decoded_as<double>(i64 v) { return __longlong_as_double(v); }
 template <> __device__ __forceinline__ bool decoded_as<bool>(i64 v) { return v != 0; }
 
-// Cooperative prefix decode of the first `count` values of block b of a delta-coded stream into
-// smem[0..count): smem[j] = base + deltas[b*1024] + ... + deltas[b*1024 + j] (delta pages: values;
-// rle pages: run ends). The block is read as rows of 32 values: warp w unpacks rows w, w + W, ...
-// (one coalesced word per lane) and scans each row across its lanes with shuffles; warp 0 then scans
-// the row totals, and every value adds its row's prefix. Three barriers, no serial loop, no bank
-// conflicts. BLOCK_THREADS must be a multiple of 32; every thread of the block calls it.
-// U: u64 (delta values, wrapping 64-bit sums) or unsigned int (rle run ends relative to the run
-// block's first row: a page has fewer than 2^32 rows), whose shuffles and adds are half the work;
-// `smem` holds HETDB_DECODE_SMEM_I64 int64 slots, used as 1024 + 32 U.
+// Value j of block k as T: types of up to 4 bytes from the value's low 32 bits (32-bit arithmetic;
+// decoded_as of the int64 image keeps only those bits too), 8-byte types from the int64 image.
+template <typename T>
+__device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& k, unsigned int j) {
+  if (sizeof(T) <= 4) return decoded_as<T>((i64)(int)bp_unpack32(words, k, j));
+  return decoded_as<T>((i64)bp_unpack(words, k, (int)j));
+}
+
+// Inclusive prefix sums, in registers, of values 0..count-1 of block b of stream s (values past
+// count count as 0). Thread t holds values t*C .. t*C+C-1 (C = 1024 / BLOCK_THREADS: C consecutive
+// lanes of one row of the lane layout, so C consecutive words, unpacked with one position), sums
+// them serially, and the block combines the thread totals with one warp scan (shuffles) and one
+// pass over the warp totals in `warp_tot` (BLOCK_THREADS / 32 slots of U in shared memory; one
+// barrier: a caller alternates two such areas between consecutive calls, and every thread of the
+// block calls it). x[i]: value t*C + i; v[i]: base + the sum of values 0..t*C+i. Returns base + the
+// sum of all count values. U: u64 (delta values: wrapping 64-bit sums) or unsigned int (rle run
+// ends relative to the run block's first row: a page has fewer than 2^32 rows).
 template <int BLOCK_THREADS, typename U>
-__device__ __forceinline__ void prefix_block_to_shared(U base, BpStream deltas, i64 b, int count, i64* smem) {
-  U* v = (U*)smem;
-  U* row_sum = v + HETDB_BP_BLOCK;
-  const BpBlock blk = bp_block(deltas, b);
+__device__ __forceinline__ U scan_block_chunks(BpStream s, i64 b, int count, U base,
+                                               U (&x)[HETDB_BP_BLOCK / BLOCK_THREADS],
+                                               U (&v)[HETDB_BP_BLOCK / BLOCK_THREADS], U* warp_tot) {
+  constexpr int C = HETDB_BP_BLOCK / BLOCK_THREADS;
+  constexpr int WARPS = BLOCK_THREADS / 32;
+  static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 512,
+                "tile loaders: whole warps, at most 512 threads, dividing a block of 1024 values");
+  const BpBlock k = bp_block(s, b);
+  const int j0 = threadIdx.x * C;
+  U acc = 0;
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    const int j = j0 + i;
+    U y = 0;
+    if (j < count) {
+      if (sizeof(U) == 4) {
+        y = (U)bp_unpack32(s.words, k, (unsigned int)j);
+      } else {
+        y = (U)bp_unpack(s.words, k, j);
+      }
+    }
+    x[i] = y;
+    acc += y;
+    v[i] = acc;
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int rows = (count + 31) >> 5;
-  for (int r = warp; r < rows; r += BLOCK_THREADS / 32) {  // (the same trip count for a whole warp)
-    const int j = r * 32 + lane;
-    U x = j < count ? (U)bp_unpack(deltas.words, blk, j) : (U)0;
+  U incl = acc;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const U y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-      if (lane >= d) x += y;
-    }
-    v[j] = x;
-    if (lane == 31) row_sum[r] = x;
+  for (int d = 1; d < 32; d <<= 1) {
+    const U y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (lane >= d) incl += y;
   }
+  if (lane == 31) warp_tot[warp] = incl;
   __syncthreads();
-  if (warp == 0) {  // exclusive scan of the row totals, plus the base
-    const U t = lane < rows ? row_sum[lane] : (U)0;
-    U x = t;
+  U before = base + (incl - acc), total = base;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const U y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-      if (lane >= d) x += y;
-    }
-    row_sum[lane] = base + x - t;
+  for (int w = 0; w < WARPS; ++w) {
+    const U t = warp_tot[w];
+    if (w < warp) before += t;
+    total += t;
   }
-  __syncthreads();
-  for (int j = threadIdx.x; j < count; j += BLOCK_THREADS) v[j] += row_sum[j >> 5];
-  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < C; ++i) v[i] += before;
+  return total;
 }
 
 // Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
@@ -229,19 +273,21 @@ __device__ __forceinline__ void prefix_block_to_shared(U base, BpStream deltas, 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_packed(BpStream s, const i64* dict, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
                                                  int n) {
-  i64 cur = -1;
-  BpBlock blk = {0ULL, 0u, 0, 0u};
+  if (n <= 0) return;
+  unsigned int first = (unsigned int)tile_start & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+  BpBlock blk = bp_block(s, tile_start >> 10);
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     const int idx = k * BLOCK_THREADS + threadIdx.x;
     if (idx < n) {
       const i64 row = tile_start + idx;
-      if ((row >> 10) != cur) {
-        cur = row >> 10;
-        blk = bp_block(s, cur);
+      unsigned int j = (unsigned int)row - first;
+      if (j >= HETDB_BP_BLOCK) {  // (rows of a page fit in 32 bits)
+        first += HETDB_BP_BLOCK;
+        blk = bp_block(s, row >> 10);
+        j -= HETDB_BP_BLOCK;
       }
-      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
-      items[k] = decoded_as<T>(dict == nullptr ? (i64)x : dict[x]);
+      items[k] = dict == nullptr ? bp_value<T>(s.words, blk, j) : decoded_as<T>(dict[bp_unpack32(s.words, blk, j)]);
     }
   }
 }
@@ -273,82 +319,149 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   const bool dict = p.codec == HETDB_CODEC_DICT;
   const BpStream s = bp_stream(dict ? p.body + 8 * p.param : p.body, p.n);
   const i64* values = (const i64*)p.body;
-  i64 cur = -1;
+  unsigned int first = 0xFFFFFFFFu;  // no block loaded yet: every j is >= 1024
   BpBlock blk = {0ULL, 0u, 0, 0u};
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     if (flags[k]) {
       const i64 row = tile_start + k * BLOCK_THREADS + threadIdx.x;
-      if ((row >> 10) != cur) {
-        cur = row >> 10;
-        blk = bp_block(s, cur);
+      unsigned int j = (unsigned int)row - first;
+      if (j >= HETDB_BP_BLOCK || first == 0xFFFFFFFFu) {
+        first = (unsigned int)row & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+        blk = bp_block(s, row >> 10);
+        j = (unsigned int)row - first;
       }
-      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
-      items[k] = decoded_as<T>(dict ? values[x] : (i64)x);
+      items[k] = dict ? decoded_as<T>(values[bp_unpack32(s.words, blk, j)]) : bp_value<T>(s.words, blk, j);
     }
   }
 }
 
-// A delta page's tile: per block it touches, the values from the block's start to the tile's end
-// (or the block's end) are prefix-summed in shared memory.
+// A delta page's tile: per block it touches, the deltas from the block's start to the tile's end (or
+// the block's end) are scanned (scan_block_chunks, plus the block's base) and the tile's rows of them
+// stored in shared memory; then every thread takes its striped items. Barriers: one per block, one
+// before the items are read (the next call's writes follow its first barrier, so none at the end).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                                 i64* smem) {
+  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, C = HETDB_BP_BLOCK / BLOCK_THREADS;
+  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most one block of values");
   if (n <= 0) return;
+  u64* vals = (u64*)smem;
+  u64* warp_tot = (u64*)(smem + TILE + TILE / 4);
   const i64* bases = (const i64*)p.body;
   const BpStream deltas = bp_stream(p.body + 8 * bp_blocks(p.n), p.n);
   const i64 tile_end = tile_start + n;
   const i64 first = tile_start >> 10, last = (tile_end - 1) >> 10;
   for (i64 b = first; b <= last; ++b) {
     const i64 block_start = b * HETDB_BP_BLOCK;
-    const i64 block_end = block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end;
-    const int count = (int)(block_end - block_start);
-    prefix_block_to_shared<BLOCK_THREADS, u64>((u64)bases[b], deltas, b, count, smem);
+    const int lo = (int)((tile_start > block_start ? tile_start : block_start) - block_start);
+    const int hi = (int)((block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end) - block_start);
+    u64 x[C], v[C];
+    scan_block_chunks<BLOCK_THREADS, u64>(deltas, b, hi, (u64)bases[b], x, v,
+                                          warp_tot + (int)(b - first) * (BLOCK_THREADS / 32));
+    const int j0 = threadIdx.x * C;
 #pragma unroll
-    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      const int idx = k * BLOCK_THREADS + threadIdx.x;
-      const i64 row = tile_start + idx;
-      if (idx < n && row >= block_start && row < block_end) items[k] = decoded_as<T>(smem[row - block_start]);
+    for (int i = 0; i < C; ++i) {
+      const int j = j0 + i;
+      if (j >= lo && j < hi) vals[block_start + j - tile_start] = v[i];
     }
-    __syncthreads();
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+    const int idx = k * BLOCK_THREADS + threadIdx.x;
+    if (idx < n) items[k] = decoded_as<T>((i64)vals[idx]);
   }
 }
 
-// An rle page's tile: per block of 1024 runs that holds tile rows, the ends of the runs up to the
-// one holding the tile's last row (at most tile_end - block's first row of them: every run has a
-// row) are prefix-summed in shared memory; each row finds its run by binary search there.
+// An rle page's tile. Per block of 1024 runs holding tile rows: the ends of its runs up to the one
+// holding the tile's last row (at most tile_end - the block's first row of them: every run has a
+// row) are scanned from the lengths (scan_block_chunks); each run overlapping the tile marks its
+// first row in the tile (mark[at] = at + 1, the tile's first row for the run holding it) and stores
+// its value there (vals[at]). A max-scan of the marks over the tile (thread t: rows t*I .. t*I+I-1
+// serially, one warp scan, one pass over the warp totals) gives every row the position of its run's
+// value; each thread reads those of its rows, the block waits, writes them back as the tile's values
+// and waits again, and every thread takes its striped items. No search per row, one value unpack per
+// run. The marks are cleared at the start (their readers finished before the second barrier after
+// them, which a later call's scatter follows).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
+  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, C = HETDB_BP_BLOCK / BLOCK_THREADS;
+  constexpr int WARPS = BLOCK_THREADS / 32;
+  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values (marks are 16-bit)");
   if (n <= 0) return;
+  i64* vals = smem;
+  unsigned short* mark = (unsigned short*)(smem + TILE);
+  unsigned int* scan_tot = (unsigned int*)(smem + TILE + TILE / 4);  // 2 areas of WARPS
+  unsigned int* max_tot = scan_tot + 2 * WARPS;
+  const int t0 = threadIdx.x * ITEMS_PER_THREAD;
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) mark[t0 + i] = 0;
   const RlePage r = rle_page(p);
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
+  int area = 0;
   for (i64 b = rle_block_of(r, tile_start); b < blocks; ++b) {
     const i64 lo_row = r.starts[b];
     if (lo_row >= tile_end) break;
     const i64 first = b * HETDB_BP_BLOCK;
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
-    // ends[k]: end of run first+k, relative to lo_row
-    prefix_block_to_shared<BLOCK_THREADS, unsigned int>(0u, r.lengths, b, (int)count, smem);
-    const unsigned int* ends = (const unsigned int*)smem;
-    const i64 hi_row = lo_row + ends[count - 1];
+    unsigned int len[C], end[C];
+    scan_block_chunks<BLOCK_THREADS, unsigned int>(r.lengths, b, (int)count, 0u, len, end, scan_tot + area * WARPS);
+    area ^= 1;
     const BpBlock vblk = bp_block(r.values, b);
+    const int j0 = threadIdx.x * C;
 #pragma unroll
-    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      const int idx = k * BLOCK_THREADS + threadIdx.x;
-      const i64 row = tile_start + idx;
-      if (idx < n && row >= lo_row && row < hi_row) {
-        const unsigned int rel = (unsigned int)(row - lo_row);
-        int lo = 0, hi = (int)count - 1;
-        while (lo < hi) {
-          const int mid = (lo + hi) >> 1;
-          if (ends[mid] > rel) hi = mid; else lo = mid + 1;
-        }
-        items[k] = decoded_as<T>((i64)bp_unpack(r.values.words, vblk, lo));
+    for (int i = 0; i < C; ++i) {
+      const i64 run_end = lo_row + end[i], run_start = run_end - len[i];
+      if (j0 + i < count && len[i] != 0 && run_end > tile_start && run_start < tile_end) {
+        const int at = (int)((run_start > tile_start ? run_start : tile_start) - tile_start);
+        mark[at] = (unsigned short)(at + 1);
+        vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
+                                  : (i64)bp_unpack(r.values.words, vblk, j0 + i);
       }
     }
-    __syncthreads();
+  }
+  __syncthreads();
+  int src[ITEMS_PER_THREAD];
+  int run = 0;
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    const int m = mark[t0 + i];
+    run = m > run ? m : run;
+    src[i] = run;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int incl = run;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (lane >= d && y > incl) incl = y;
+  }
+  int before = __shfl_up_sync(0xFFFFFFFFu, incl, 1);
+  if (lane == 0) before = 0;
+  if (lane == 31) max_tot[warp] = incl;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < WARPS; ++w) {
+    const int m = (int)max_tot[w];
+    if (w < warp && m > before) before = m;
+  }
+  i64 got[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+    const int s = src[i] > before ? src[i] : before;  // >= 1 for every row: the tile's first row is marked
+    got[i] = t0 + i < n && s > 0 ? vals[s - 1] : 0;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < ITEMS_PER_THREAD; ++i) vals[t0 + i] = got[i];
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+    const int idx = k * BLOCK_THREADS + threadIdx.x;
+    if (idx < n) items[k] = decoded_as<T>(vals[idx]);
   }
 }
 
