@@ -37,6 +37,13 @@
 #define HETDB_CODEC_DICT 5
 // Random-access helpers are host+device so a host program can check them against the CPU encoder.
 #define HETDB_DECODE_HD __host__ __device__ __forceinline__
+// Page bytes are read-only while a kernel runs: device code loads them through the read-only data
+// path (ld.global.nc, as for const __restrict__ arrays) instead of generic loads.
+#ifdef __CUDA_ARCH__
+#define HETDB_LDG(p) __ldg(p)
+#else
+#define HETDB_LDG(p) (*(p))
+#endif
 // Shared memory (int64 slots) of the delta/rle tile loaders for tiles of `tile` values: the tile's
 // decoded values, one 16-bit run-start mark per row (rle), per-warp scan totals.
 #define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + (tile) / 4 + 64)
@@ -83,9 +90,9 @@ struct BpBlock {
 
 HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
   const u64* d = (const u64*)(s.dir + 4 * b);
-  const u64 ow = d[1];  // word offset (low half), bit width (high half)
+  const u64 ow = HETDB_LDG(d + 1);  // word offset (low half), bit width (high half)
   BpBlock k;
-  k.ref = d[0];
+  k.ref = HETDB_LDG(d);
   k.off = (unsigned int)ow;
   k.w = (int)(ow >> 32);
   k.mask = k.w >= 32 ? 0xFFFFFFFFu : (1u << k.w) - 1u;
@@ -102,8 +109,8 @@ HETDB_DECODE_HD unsigned int bp_packed32(const unsigned int* words, const BpBloc
   const unsigned int pos = (j >> 5) * (unsigned int)k.w;
   const unsigned int at = k.off + ((pos & ~31u) | (j & 31u));
   const unsigned int sh = pos & 31u;
-  const unsigned int lo = k.w != 0 ? words[at] : 0u;
-  const unsigned int hi = sh + (unsigned int)k.w > 32u ? words[at + 32] : 0u;
+  const unsigned int lo = k.w != 0 ? HETDB_LDG(words + at) : 0u;
+  const unsigned int hi = sh + (unsigned int)k.w > 32u ? HETDB_LDG(words + at + 32) : 0u;
   return (unsigned int)((((u64)hi << 32) | lo) >> sh) & k.mask;
 }
 
@@ -120,10 +127,10 @@ HETDB_DECODE_HD u64 bp_unpack(const unsigned int* words, const BpBlock& k, int j
   const unsigned int* lane = words + k.off + (j & 31);
   const int pos = (j >> 5) * k.w;
   const int q = pos >> 5, sh = pos & 31;
-  u64 x = lane[q * 32];
-  if (sh + k.w > 32) x |= (u64)lane[(q + 1) * 32] << 32;
+  u64 x = HETDB_LDG(lane + q * 32);
+  if (sh + k.w > 32) x |= (u64)HETDB_LDG(lane + (q + 1) * 32) << 32;
   x >>= sh;
-  if (sh + k.w > 64) x |= (u64)lane[(q + 2) * 32] << (64 - sh);
+  if (sh + k.w > 64) x |= (u64)HETDB_LDG(lane + (q + 2) * 32) << (64 - sh);
   if (k.w < 64) x &= (1ULL << k.w) - 1ULL;
   return k.ref + x;
 }
@@ -134,9 +141,9 @@ HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
 
 HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
   EncodedPage p;
-  p.codec = data[0];
-  p.n = (i64)(*(const unsigned int*)(data + 4));
-  p.param = *(const i64*)(data + 8);
+  p.codec = HETDB_LDG(data);
+  p.n = (i64)HETDB_LDG((const unsigned int*)(data + 4));
+  p.param = HETDB_LDG((const i64*)(data + 8));
   p.body = data + HETDB_CODEC_HEADER;
   return p;
 }
@@ -164,7 +171,7 @@ HETDB_DECODE_HD i64 rle_block_of(const RlePage& r, i64 i) {
   i64 lo = 0, hi = bp_blocks(r.runs) - 1;
   while (lo < hi) {
     i64 mid = (lo + hi + 1) >> 1;
-    if (r.starts[mid] <= i) lo = mid; else hi = mid - 1;
+    if (HETDB_LDG(r.starts + mid) <= i) lo = mid; else hi = mid - 1;
   }
   return lo;
 }
@@ -217,13 +224,12 @@ __device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& 
 // them serially, and the block combines the thread totals with one warp scan (shuffles) and one
 // pass over the warp totals in `warp_tot` (BLOCK_THREADS / 32 slots of U in shared memory; one
 // barrier: a caller alternates two such areas between consecutive calls, and every thread of the
-// block calls it). x[i]: value t*C + i; v[i]: base + the sum of values 0..t*C+i. Returns base + the
-// sum of all count values. U: u64 (delta values: wrapping 64-bit sums) or unsigned int (rle run
+// block calls it). v[i]: base + the sum of values 0..t*C+i; before: base + the sum of values before
+// t*C (so value t*C+i is v[i] - (i ? v[i-1] : before)). Returns base + the sum of all count values. U: u64 (delta values: wrapping 64-bit sums) or unsigned int (rle run
 // ends relative to the run block's first row: a page has fewer than 2^32 rows).
 template <int BLOCK_THREADS, typename U>
 __device__ __forceinline__ U scan_block_chunks(BpStream s, i64 b, int count, U base,
-                                               U (&x)[HETDB_BP_BLOCK / BLOCK_THREADS],
-                                               U (&v)[HETDB_BP_BLOCK / BLOCK_THREADS], U* warp_tot) {
+                                               U (&v)[HETDB_BP_BLOCK / BLOCK_THREADS], U& before, U* warp_tot) {
   constexpr int C = HETDB_BP_BLOCK / BLOCK_THREADS;
   constexpr int WARPS = BLOCK_THREADS / 32;
   static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 512,
@@ -242,7 +248,6 @@ __device__ __forceinline__ U scan_block_chunks(BpStream s, i64 b, int count, U b
         y = (U)bp_unpack(s.words, k, j);
       }
     }
-    x[i] = y;
     acc += y;
     v[i] = acc;
   }
@@ -255,7 +260,8 @@ __device__ __forceinline__ U scan_block_chunks(BpStream s, i64 b, int count, U b
   }
   if (lane == 31) warp_tot[warp] = incl;
   __syncthreads();
-  U before = base + (incl - acc), total = base;
+  U total = base;
+  before = base + (incl - acc);
 #pragma unroll
   for (int w = 0; w < WARPS; ++w) {
     const U t = warp_tot[w];
@@ -287,7 +293,7 @@ __device__ __forceinline__ void load_tile_packed(BpStream s, const i64* dict, i6
         blk = bp_block(s, row >> 10);
         j -= HETDB_BP_BLOCK;
       }
-      items[k] = dict == nullptr ? bp_value<T>(s.words, blk, j) : decoded_as<T>(dict[bp_unpack32(s.words, blk, j)]);
+      items[k] = dict == nullptr ? bp_value<T>(s.words, blk, j) : decoded_as<T>(HETDB_LDG(dict + bp_unpack32(s.words, blk, j)));
     }
   }
 }
@@ -331,7 +337,7 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
         blk = bp_block(s, row >> 10);
         j = (unsigned int)row - first;
       }
-      items[k] = dict ? decoded_as<T>(values[bp_unpack32(s.words, blk, j)]) : bp_value<T>(s.words, blk, j);
+      items[k] = dict ? decoded_as<T>(HETDB_LDG(values + bp_unpack32(s.words, blk, j))) : bp_value<T>(s.words, blk, j);
     }
   }
 }
@@ -356,8 +362,8 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
     const i64 block_start = b * HETDB_BP_BLOCK;
     const int lo = (int)((tile_start > block_start ? tile_start : block_start) - block_start);
     const int hi = (int)((block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end) - block_start);
-    u64 x[C], v[C];
-    scan_block_chunks<BLOCK_THREADS, u64>(deltas, b, hi, (u64)bases[b], x, v,
+    u64 v[C], before;
+    scan_block_chunks<BLOCK_THREADS, u64>(deltas, b, hi, (u64)HETDB_LDG(bases + b), v, before,
                                           warp_tot + (int)(b - first) * (BLOCK_THREADS / 32));
     const int j0 = threadIdx.x * C;
 #pragma unroll
@@ -402,20 +408,20 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
   int area = 0;
   for (i64 b = rle_block_of(r, tile_start); b < blocks; ++b) {
-    const i64 lo_row = r.starts[b];
+    const i64 lo_row = HETDB_LDG(r.starts + b);
     if (lo_row >= tile_end) break;
     const i64 first = b * HETDB_BP_BLOCK;
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
-    unsigned int len[C], end[C];
-    scan_block_chunks<BLOCK_THREADS, unsigned int>(r.lengths, b, (int)count, 0u, len, end, scan_tot + area * WARPS);
+    unsigned int end[C], before;
+    scan_block_chunks<BLOCK_THREADS, unsigned int>(r.lengths, b, (int)count, 0u, end, before, scan_tot + area * WARPS);
     area ^= 1;
     const BpBlock vblk = bp_block(r.values, b);
     const int j0 = threadIdx.x * C;
 #pragma unroll
     for (int i = 0; i < C; ++i) {
-      const i64 run_end = lo_row + end[i], run_start = run_end - len[i];
-      if (j0 + i < count && len[i] != 0 && run_end > tile_start && run_start < tile_end) {
+      const i64 run_start = lo_row + (i ? end[i - 1] : before), run_end = lo_row + end[i];
+      if (j0 + i < count && run_end > run_start && run_end > tile_start && run_start < tile_end) {
         const int at = (int)((run_start > tile_start ? run_start : tile_start) - tile_start);
         mark[at] = (unsigned short)(at + 1);
         vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))

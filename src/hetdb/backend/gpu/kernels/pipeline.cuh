@@ -73,9 +73,9 @@ struct DictColumn {
   }
   __device__ __forceinline__ T load(i64 row) const {
     unsigned int j = (unsigned int)row - blk_first;
-    if (j < HETDB_BP_BLOCK) return decoded_as<T>(values[bp_unpack32(codes.words, blk, j)]);
-    return decoded_as<T>(values[bp_unpack32(codes.words, bp_block(codes, row >> 10),
-                                            (unsigned int)row & (HETDB_BP_BLOCK - 1))]);
+    if (j < HETDB_BP_BLOCK) return decoded_as<T>(HETDB_LDG(values + bp_unpack32(codes.words, blk, j)));
+    return decoded_as<T>(HETDB_LDG(values + bp_unpack32(codes.words, bp_block(codes, row >> 10),
+                                                       (unsigned int)row & (HETDB_BP_BLOCK - 1))));
   }
 };
 
@@ -133,7 +133,7 @@ struct PageColumn {
       k = bp_block(stream, row >> 10);
       j = (unsigned int)row & (HETDB_BP_BLOCK - 1);
     }
-    if (kind == PIPE_PAGE_DICT) return decoded_as<T>(dict[bp_unpack32(stream.words, k, j)]);
+    if (kind == PIPE_PAGE_DICT) return decoded_as<T>(HETDB_LDG(dict + bp_unpack32(stream.words, k, j)));
     return bp_value<T>(stream.words, k, j);
   }
   template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
