@@ -248,58 +248,46 @@ __device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& 
 }
 
 // Inclusive prefix sums, in registers, of values 0..count-1 of block b of stream s (values past
-// count count as 0). Thread t holds values t*C .. t*C+C-1 (C = 1024 / BLOCK_THREADS: C consecutive
-// lanes of one row of the lane layout, so C consecutive words, unpacked with one position), sums
-// them serially, and the block combines the thread totals with one warp scan (shuffles) and one
-// pass over the warp totals in `warp_tot` (BLOCK_THREADS / 32 slots of U in shared memory; one
-// barrier: a caller alternates two such areas between consecutive calls, and every thread of the
-// block calls it). v[i]: base + the sum of values 0..t*C+i; before: base + the sum of values before
-// t*C (so value t*C+i is v[i] - (i ? v[i-1] : before)). Returns base + the sum of all count values. U: u64 (delta values: wrapping 64-bit sums) or unsigned int (rle run
-// ends relative to the run block's first row: a page has fewer than 2^32 rows).
-template <int BLOCK_THREADS, typename U>
-__device__ __forceinline__ U scan_block_chunks(BpStream s, i64 b, int count, U base,
-                                               U (&v)[HETDB_BP_BLOCK / BLOCK_THREADS], U& before, U* warp_tot) {
+// count count as 0): the ends of an rle page's runs, relative to their run block's first row (a
+// page has fewer than 2^32 rows, so 32-bit sums). Thread t holds values t*C .. t*C+C-1
+// (C = 1024 / BLOCK_THREADS: C consecutive lanes of one row of the lane layout, so C consecutive
+// words), sums them serially, and the block combines the thread totals with one warp scan
+// (shuffles) and one pass over the warp totals in `warp_tot` (BLOCK_THREADS / 32 slots in shared
+// memory; one barrier: a caller alternates two such areas between consecutive calls, and every
+// thread of the block calls it). v[i]: the sum of values 0..t*C+i; before: the sum of values
+// before t*C (so value t*C+i is v[i] - (i ? v[i-1] : before)).
+template <int BLOCK_THREADS>
+__device__ __forceinline__ void scan_block_chunks(BpStream s, i64 b, int count,
+                                                  unsigned int (&v)[HETDB_BP_BLOCK / BLOCK_THREADS],
+                                                  unsigned int& before, unsigned int* warp_tot) {
   constexpr int C = HETDB_BP_BLOCK / BLOCK_THREADS;
   constexpr int WARPS = BLOCK_THREADS / 32;
   static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 512,
                 "tile loaders: whole warps, at most 512 threads, dividing a block of 1024 values");
   const BpBlock k = bp_block(s, b);
   const int j0 = threadIdx.x * C;
-  U acc = 0;
+  unsigned int acc = 0;
 #pragma unroll
   for (int i = 0; i < C; ++i) {
-    const int j = j0 + i;
-    U y = 0;
-    if (j < count) {
-      if (sizeof(U) == 4) {
-        y = (U)bp_unpack32(s.words, k, (unsigned int)j);
-      } else {
-        y = (U)bp_unpack(s.words, k, j);
-      }
-    }
-    acc += y;
+    if (j0 + i < count) acc += bp_unpack32(s.words, k, (unsigned int)(j0 + i));
     v[i] = acc;
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  U incl = acc;
+  unsigned int incl = acc;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
-    const U y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
     if (lane >= d) incl += y;
   }
   if (lane == 31) warp_tot[warp] = incl;
   __syncthreads();
-  U total = base;
-  before = base + (incl - acc);
+  before = incl - acc;
 #pragma unroll
   for (int w = 0; w < WARPS; ++w) {
-    const U t = warp_tot[w];
-    if (w < warp) before += t;
-    total += t;
+    if (w < warp) before += warp_tot[w];
   }
 #pragma unroll
   for (int i = 0; i < C; ++i) v[i] += before;
-  return total;
 }
 
 // Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
@@ -371,34 +359,73 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   }
 }
 
-// A delta page's tile: per block it touches, the deltas from the block's start to the tile's end (or
-// the block's end) are scanned (scan_block_chunks, plus the block's base) and the tile's rows of them
-// stored in shared memory; then every thread takes its striped items. Barriers: one per block, one
-// before the items are read (the next call's writes follow its first barrier, so none at the end).
+// A delta page's tile: per block it touches, the deltas from the block's start to the tile's first
+// row only sum (thread t adds values t*C .. t*C+C-1 of them, C = 1024 / BLOCK_THREADS), and the
+// tile's own deltas scan in chunks of ITEMS_PER_THREAD consecutive values per thread; one warp scan
+// of both (shuffles) and one pass over the warp totals (`tot`: two areas of 2 * warps slots, one
+// per block) give every value base + its prefix, stored in shared memory; then every thread takes
+// its striped items. Barriers: one per block, one before the items are read (the next call's writes
+// follow its first barrier, so none at the end).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                                 i64* smem) {
   constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, C = HETDB_BP_BLOCK / BLOCK_THREADS;
+  constexpr int WARPS = BLOCK_THREADS / 32;
+  static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 512,
+                "tile loaders: whole warps, at most 512 threads, dividing a block of 1024 values");
   static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most one block of values");
   if (n <= 0) return;
   u64* vals = (u64*)smem;
-  u64* warp_tot = (u64*)(smem + TILE + TILE / 4);
+  u64* tot = (u64*)(smem + TILE + TILE / 4);
   const i64* bases = (const i64*)p.body;
   const BpStream deltas = bp_stream(p.body + 8 * bp_blocks(p.n), p.n);
   const i64 tile_end = tile_start + n;
   const i64 first = tile_start >> 10, last = (tile_end - 1) >> 10;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (i64 b = first; b <= last; ++b) {
     const i64 block_start = b * HETDB_BP_BLOCK;
     const int lo = (int)((tile_start > block_start ? tile_start : block_start) - block_start);
     const int hi = (int)((block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end) - block_start);
-    u64 v[C], before;
-    scan_block_chunks<BLOCK_THREADS, u64>(deltas, b, hi, (u64)HETDB_LDG(bases + b), v, before,
-                                          warp_tot + (int)(b - first) * (BLOCK_THREADS / 32));
-    const int j0 = threadIdx.x * C;
+    const BpBlock k = bp_block(deltas, b);
+    u64 skip = 0;  // this thread's share of the deltas before the tile
+    const int ja = threadIdx.x * C;
 #pragma unroll
     for (int i = 0; i < C; ++i) {
-      const int j = j0 + i;
-      if (j >= lo && j < hi) vals[block_start + j - tile_start] = v[i];
+      if (ja + i < lo) skip += bp_unpack(deltas.words, k, ja + i);
+    }
+    u64 v[ITEMS_PER_THREAD];
+    u64 acc = 0;
+    const int jb = lo + threadIdx.x * ITEMS_PER_THREAD;
+#pragma unroll
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      if (jb + i < hi) acc += bp_unpack(deltas.words, k, jb + i);
+      v[i] = acc;
+    }
+    u64 skip_incl = skip, incl = acc;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const u64 y = __shfl_up_sync(0xFFFFFFFFu, skip_incl, d);
+      const u64 z = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (lane >= d) {
+        skip_incl += y;
+        incl += z;
+      }
+    }
+    u64* area = tot + (int)(b - first) * 2 * WARPS;
+    if (lane == 31) {
+      area[2 * warp] = skip_incl;
+      area[2 * warp + 1] = incl;
+    }
+    __syncthreads();
+    u64 before = (u64)HETDB_LDG(bases + b) + (incl - acc);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      before += area[2 * w];
+      if (w < warp) before += area[2 * w + 1];
+    }
+#pragma unroll
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      if (jb + i < hi) vals[block_start + jb + i - tile_start] = before + v[i];
     }
   }
   __syncthreads();
@@ -443,7 +470,7 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
     unsigned int end[C], before;
-    scan_block_chunks<BLOCK_THREADS, unsigned int>(r.lengths, b, (int)count, 0u, end, before, scan_tot + area * WARPS);
+    scan_block_chunks<BLOCK_THREADS>(r.lengths, b, (int)count, end, before, scan_tot + area * WARPS);
     area ^= 1;
     const BpBlock vblk = bp_block(r.values, b);
     const int j0 = threadIdx.x * C;
