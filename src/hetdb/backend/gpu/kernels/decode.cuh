@@ -305,10 +305,10 @@ __device__ __forceinline__ void load_tile_packed(BpStream s, const i64* dict, i6
     if (idx < n) {
       const i64 row = tile_start + idx;
       unsigned int j = (unsigned int)row - first;
-      if (j >= HETDB_BP_BLOCK) {  // (rows of a page fit in 32 bits)
-        first += HETDB_BP_BLOCK;
+      if (j >= HETDB_BP_BLOCK) {  // a row of a later block (rows of a page fit in 32 bits)
+        first = (unsigned int)row & ~(unsigned int)(HETDB_BP_BLOCK - 1);
         blk = bp_block(s, row >> 10);
-        j -= HETDB_BP_BLOCK;
+        j = (unsigned int)row - first;
       }
       items[k] = dict == nullptr ? bp_value<T>(s.words, blk, j) : decoded_as<T>(HETDB_LDG(dict + bp_unpack32(s.words, blk, j)));
     }
