@@ -22,7 +22,7 @@ __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigne
   }
 }
 
-// ptrs[p]: page p's value array (enc[p] 0) or encoded data section (enc[p] 1); pages of page_rows
+// ptrs[p]: page p's value array (enc[p] 0) or encoded data section (enc[p] its codec id); pages of page_rows
 // rows (the last one shorter); counts and sums the values in [lo, hi] into out[0], out[1].
 // MODE 0: plain value arrays; 1: encoded pages through pipe::PageColumn (as compiled paged pipelines
 // read them); 2: encoded pages, every tile decoded into registers first (load_tile_encoded); 3: the

@@ -29,7 +29,7 @@ import numpy as np
 from hetdb.backend.gpu.codegen.runtime import compile_source
 from hetdb.backend.gpu.compile import launch, load_source
 from hetdb.backend.gpu.decode import decode_device
-from hetdb.codec.encodings import encode_as
+from hetdb.codec.encodings import CODEC_IDS, encode_as
 
 GRID = 132 * 16
 
@@ -77,7 +77,8 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
     stored = sum(int(p.nbytes) for p in enc_pages)
     out = cupy.zeros(2, dtype=cupy.uint64)
     tables = {}
-    for kind, pages, flag in (("plain", plain_pages, 0), ("paged", enc_pages, 1), ("eager", enc_pages, 1),
+    codec_id = CODEC_IDS[codec]  # what page tables give pipe::PageColumn for an encoded page
+    for kind, pages, flag in (("plain", plain_pages, 0), ("paged", enc_pages, codec_id), ("eager", enc_pages, 1),
                               ("typed", enc_pages, 1)):
         fn = module.function(f"scan_{codec if kind == 'typed' else kind}_{suffix}")
         tables[kind] = (cupy.asarray(np.array([int(p.data.ptr) for p in pages], dtype=np.int64)),

@@ -90,7 +90,7 @@ static std::atomic<long long> reader_errors{0};
 template <int BT, int IPT, typename T>
 static void check_readers(const unsigned char* data, long long start, int count, const T (&items)[IPT], long long* smem) {
   const EncodedPage p = encoded_page(data);
-  const pipe::PageColumn<T> col(data, 1, start);
+  const pipe::PageColumn<T> col(data, p.codec, start);  // (page tables give the codec id)
   T got[IPT];
   if (col.tiled()) col.template load_tile<BT, IPT>(start, got, count, smem);
   for (int k = 0; k < IPT; ++k) {

@@ -247,29 +247,26 @@ __device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& 
   return decoded_as<T>((i64)bp_unpack(words, k, (int)j));
 }
 
-// Inclusive prefix sums, in registers, of values 0..count-1 of block b of stream s (values past
-// count count as 0): the ends of an rle page's runs, relative to their run block's first row (a
-// page has fewer than 2^32 rows, so 32-bit sums). Thread t holds values t*C .. t*C+C-1
-// (C = 1024 / BLOCK_THREADS: C consecutive lanes of one row of the lane layout, so C consecutive
-// words), sums them serially, and the block combines the thread totals with one warp scan
-// (shuffles) and one pass over the warp totals in `warp_tot` (BLOCK_THREADS / 32 slots in shared
-// memory; one barrier: a caller alternates two such areas between consecutive calls, and every
-// thread of the block calls it). v[i]: the sum of values 0..t*C+i; before: the sum of values
-// before t*C (so value t*C+i is v[i] - (i ? v[i-1] : before)).
+// The run ends of one pass over an rle run block: values j_first .. j_first + 4*BLOCK_THREADS - 1 of
+// its lengths (block k of stream words; values at or past count count as 0), thread t holding the 4
+// consecutive values j_first + 4t .. (4 consecutive lanes of one row of the lane layout: 4 consecutive
+// words). Each thread sums its values serially; one warp scan (shuffles) and one pass over the warp
+// totals in `warp_tot` (BLOCK_THREADS / 32 slots of shared memory; one barrier: a caller alternates
+// two such areas between consecutive calls, and every thread of the block calls it) combine them.
+// v[i]: carry + the sum of the pass's values up to j_first + 4t + i; before: carry + the sum before
+// j_first + 4t (so value 4t+i is v[i] - (i ? v[i-1] : before)). Returns carry + the pass's sum. Run
+// ends relative to their run block's first row fit in 32 bits (a page has fewer than 2^32 rows).
 template <int BLOCK_THREADS>
-__device__ __forceinline__ void scan_block_chunks(BpStream s, i64 b, int count,
-                                                  unsigned int (&v)[HETDB_BP_BLOCK / BLOCK_THREADS],
-                                                  unsigned int& before, unsigned int* warp_tot) {
-  constexpr int C = HETDB_BP_BLOCK / BLOCK_THREADS;
+__device__ __forceinline__ unsigned int scan_run_ends(const unsigned int* words, const BpBlock& k, int j_first, int count,
+                                                      unsigned int carry, unsigned int (&v)[4], unsigned int& before,
+                                                      unsigned int* warp_tot) {
   constexpr int WARPS = BLOCK_THREADS / 32;
-  static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 512,
-                "tile loaders: whole warps, at most 512 threads, dividing a block of 1024 values");
-  const BpBlock k = bp_block(s, b);
-  const int j0 = threadIdx.x * C;
+  static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS <= 512, "tile loaders: whole warps, at most 512 threads");
+  const int j0 = j_first + threadIdx.x * 4;
   unsigned int acc = 0;
 #pragma unroll
-  for (int i = 0; i < C; ++i) {
-    if (j0 + i < count) acc += bp_unpack32(s.words, k, (unsigned int)(j0 + i));
+  for (int i = 0; i < 4; ++i) {
+    if (j0 + i < count) acc += bp_unpack32(words, k, (unsigned int)(j0 + i));
     v[i] = acc;
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -281,13 +278,17 @@ __device__ __forceinline__ void scan_block_chunks(BpStream s, i64 b, int count,
   }
   if (lane == 31) warp_tot[warp] = incl;
   __syncthreads();
-  before = incl - acc;
+  before = carry + (incl - acc);
+  unsigned int total = carry;
 #pragma unroll
   for (int w = 0; w < WARPS; ++w) {
-    if (w < warp) before += warp_tot[w];
+    const unsigned int t = warp_tot[w];
+    if (w < warp) before += t;
+    total += t;
   }
 #pragma unroll
-  for (int i = 0; i < C; ++i) v[i] += before;
+  for (int i = 0; i < 4; ++i) v[i] += before;
+  return total;
 }
 
 // Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
@@ -436,20 +437,20 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
   }
 }
 
-// An rle page's tile. Per block of 1024 runs holding tile rows: the ends of its runs up to the one
-// holding the tile's last row (at most tile_end - the block's first row of them: every run has a
-// row) are scanned from the lengths (scan_block_chunks); each run overlapping the tile marks its
-// first row in the tile (mark[at] = at + 1, the tile's first row for the run holding it) and stores
-// its value there (vals[at]). A max-scan of the marks over the tile (thread t: rows t*I .. t*I+I-1
-// serially, one warp scan, one pass over the warp totals) gives every row the position of its run's
-// value; each thread reads those of its rows, the block waits, writes them back as the tile's values
-// and waits again, and every thread takes its striped items. No search per row, one value unpack per
-// run. The marks are cleared at the start (their readers finished before the second barrier after
-// them, which a later call's scatter follows).
+// An rle page's tile. Per block of 1024 runs holding tile rows, passes of 4 * BLOCK_THREADS runs
+// (scan_run_ends) find the ends of its runs, until a pass ends past the tile or the runs that can
+// hold tile rows (at most tile_end - the block's first row: every run has a row) are done; each run
+// overlapping the tile marks its first row in the tile (mark[at] = at + 1, the tile's first row for
+// the run holding it) and stores its value there (vals[at]). A max-scan of the marks over the tile
+// (thread t: rows t*I .. t*I+I-1 serially, one warp scan, one pass over the warp totals) gives every
+// row the position of its run's value; each thread reads those of its rows, the block waits, writes
+// them back as the tile's values and waits again, and every thread takes its striped items. No
+// search per row, one value unpack per run. The marks are cleared at the start (their readers
+// finished before the second barrier after them, which a later call's scatter follows).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
-  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, C = HETDB_BP_BLOCK / BLOCK_THREADS;
+  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, PASS = 4 * BLOCK_THREADS;
   constexpr int WARPS = BLOCK_THREADS / 32;
   static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values (marks are 16-bit)");
   if (n <= 0) return;
@@ -469,19 +470,23 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     const i64 first = b * HETDB_BP_BLOCK;
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
-    unsigned int end[C], before;
-    scan_block_chunks<BLOCK_THREADS>(r.lengths, b, (int)count, end, before, scan_tot + area * WARPS);
-    area ^= 1;
-    const BpBlock vblk = bp_block(r.values, b);
-    const int j0 = threadIdx.x * C;
+    const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
+    unsigned int carry = 0;  // rows of the runs of earlier passes
+    for (int j_first = 0; j_first < count && lo_row + carry < tile_end; j_first += PASS) {
+      unsigned int end[4], before;
+      carry = scan_run_ends<BLOCK_THREADS>(r.lengths.words, lblk, j_first, (int)count, carry, end, before,
+                                           scan_tot + area * WARPS);
+      area ^= 1;
+      const int j0 = j_first + threadIdx.x * 4;
 #pragma unroll
-    for (int i = 0; i < C; ++i) {
-      const i64 run_start = lo_row + (i ? end[i - 1] : before), run_end = lo_row + end[i];
-      if (j0 + i < count && run_end > run_start && run_end > tile_start && run_start < tile_end) {
-        const int at = (int)((run_start > tile_start ? run_start : tile_start) - tile_start);
-        mark[at] = (unsigned short)(at + 1);
-        vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
-                                  : (i64)bp_unpack(r.values.words, vblk, j0 + i);
+      for (int i = 0; i < 4; ++i) {
+        const i64 run_start = lo_row + (i ? end[i - 1] : before), run_end = lo_row + end[i];
+        if (j0 + i < count && run_end > run_start && run_end > tile_start && run_start < tile_end) {
+          const int at = (int)((run_start > tile_start ? run_start : tile_start) - tile_start);
+          mark[at] = (unsigned short)(at + 1);
+          vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
+                                    : (i64)bp_unpack(r.values.words, vblk, j0 + i);
+        }
       }
     }
   }

@@ -80,14 +80,15 @@ struct DictColumn {
 };
 
 // One column's page in a page table (a paged kernel: one launch over many row groups), read in
-// place whatever the page's kind: `encoded` 0 means `data` is the value array, else it is the page's
-// encoded data section (decode.cuh), as in the dense fused kernels' page tables
-// (fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the page, whose
-// 1024-value block's directory entry (for, dict) is loaded once here, so load(row) of a row of that
-// block is one or two coalesced word loads and shifts in 32-bit arithmetic (the kind branches are
-// the same for every thread of a block, since a tile lies in one page). delta and rle pages are not
-// random-access: tiled() says so, and the generated kernel decodes their tile into registers with
-// load_tile (every thread of the block together) before its row loop; load() never reads them
+// place whatever the page's kind: `codec` 0 means `data` is the value array, else it is the codec id
+// (HETDB_CODEC_*) of the page's encoded data section (decode.cuh; the fused kernels' page tables
+// only say 0 or 1: fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the
+// page (< its rows), whose 1024-value block's directory entry (for, dict) is loaded once here (for a
+// for page together with the header: its place does not depend on it), so load(row) of a row of
+// that block is one or two coalesced word loads and shifts in 32-bit arithmetic (the kind branches
+// are the same for every thread of a block, since a tile lies in one page). delta and rle pages are
+// not random-access: tiled() says so, and the generated kernel decodes their tile into registers
+// with load_tile (every thread of the block together) before its row loop; load() never reads them
 // (page_table refuses such a page for an input that is not "paged_tile").
 #define PIPE_PAGE_PLAIN 0
 #define PIPE_PAGE_PACKED 1  // for
@@ -103,24 +104,25 @@ struct PageColumn {
   const i64* dict;         // dict: the dictionary's values
   BpBlock blk;             // the directory entry of the block holding row blk_first
   unsigned int blk_first;
-  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long enc, i64 first = 0)
+  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long codec, i64 first = 0)
       : data(ptr), page(), kind(PIPE_PAGE_PLAIN), stream(), dict(nullptr), blk(), blk_first(0u) {
-    if (enc == 0) return;
-    page = encoded_page(ptr);
-    if (page.codec == HETDB_CODEC_FOR) {
+    if (codec == 0) return;
+    blk_first = (unsigned int)first & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+    if (codec == HETDB_CODEC_FOR) {
       kind = PIPE_PAGE_PACKED;
+      blk = bp_block(BpStream{(const unsigned int*)(ptr + HETDB_CODEC_HEADER), nullptr}, first >> 10);
+      page = encoded_page(ptr);
       stream = bp_stream(page.body, page.n);
-    } else if (page.codec == HETDB_CODEC_DICT) {
+      return;
+    }
+    page = encoded_page(ptr);
+    if (codec == HETDB_CODEC_DICT) {
       kind = PIPE_PAGE_DICT;
       dict = (const i64*)page.body;
       stream = bp_stream(page.body + 8 * page.param, page.n);
-    } else {
-      kind = page.codec == HETDB_CODEC_CONST ? PIPE_PAGE_CONST : PIPE_PAGE_TILED;
-      return;
-    }
-    if (first < page.n) {
-      blk_first = (unsigned int)first & ~(unsigned int)(HETDB_BP_BLOCK - 1);
       blk = bp_block(stream, first >> 10);
+    } else {
+      kind = codec == HETDB_CODEC_CONST ? PIPE_PAGE_CONST : PIPE_PAGE_TILED;
     }
   }
   __device__ __forceinline__ bool tiled() const { return kind == PIPE_PAGE_TILED; }
