@@ -184,7 +184,8 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                 elif section is None:
                     paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
                 else:
-                    paging.append(f"  pl_pages[{at}] = (long long)c{j}_e{p}; pl_pages[{at + 2}] = 1;")
+                    # (the page table's flag of an encoded page is its codec id: the section's first byte)
+                    paging.append(f"  pl_pages[{at}] = (long long)c{j}_e{p}; pl_pages[{at + 2}] = {int(section[0])};")
                 paging.append(f"  pl_pages[{at + 1}] = " + (f"(long long)(v{j} + {firsts[p]});" if inp.nullable else "0;"))
         paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
         args = ["pl_pages", str(num), str(num_tiles)]
