@@ -19,10 +19,11 @@
 //   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch)
 // for/dict values unpack by random access: a block's directory entry is read once per tile, then a
 // value is one or two coalesced word loads, a funnel shift, a mask and an add, in 32-bit arithmetic
-// for types of up to 4 bytes. delta and rle tiles scan a block of deltas / run lengths in parallel:
-// each thread sums a chunk of consecutive values of one row of the lane layout serially, one warp
-// scan combines the chunks. An rle tile then marks each run's first row in the tile, and a max-scan
-// over the tile hands every row the value of the last run starting at or before it.
+// for types of up to 4 bytes. delta and rle tiles scan deltas / run lengths in parallel: each
+// thread sums a chunk of consecutive values serially, one warp scan and one pass over the warp
+// totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: passes of
+// run lengths stop past the tile). An rle tile then marks each run's first row in the tile, and a
+// max-scan over the tile hands every row the value of the last run starting at or before it.
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
