@@ -68,6 +68,8 @@ static inline unsigned __activemask() { abort(); }
 static inline int __ffs(unsigned) { abort(); }
 static inline int __popc(unsigned) { abort(); }
 static inline void __threadfence() {}
+static inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
+static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 template <typename T>
 static inline T __shfl_sync(unsigned, T, int) { abort(); }
 template <typename T>

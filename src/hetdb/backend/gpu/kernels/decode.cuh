@@ -441,27 +441,24 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
 // An rle page's tile. Per block of 1024 runs holding tile rows, passes of 4 * BLOCK_THREADS runs
 // (scan_run_ends) find the ends of its runs, until a pass ends past the tile or the runs that can
 // hold tile rows (at most tile_end - the block's first row: every run has a row) are done; each run
-// overlapping the tile marks its first row in the tile (mark[at] = at + 1, the tile's first row for
-// the run holding it) and stores its value there (vals[at]). A max-scan of the marks over the tile
-// (thread t: rows t*I .. t*I+I-1 serially, one warp scan, one pass over the warp totals) gives every
-// row the position of its run's value; each thread reads those of its rows, the block waits, writes
-// them back as the tile's values and waits again, and every thread takes its striped items. No
-// search per row, one value unpack per run. The marks are cleared at the start (their readers
-// finished before the second barrier after them, which a later call's scatter follows).
+// overlapping the tile sets the bit of its first row in the tile (the tile's first row for the run
+// holding it) in a bitmap of the tile's rows and stores its value there (vals). Then every row takes
+// the value at the last set bit at or before it: the bitmap word of 32 rows is the same for a whole
+// warp (striped rows), so most rows need one shared load, a mask and a count of leading zeros, and
+// rows of a run that started in an earlier word look back word by word. No search or scan per row,
+// one value unpack per run. Barriers: one per pass, one before the rows read, one at the end (the
+// next call clears the bitmap first).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
   constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, PASS = 4 * BLOCK_THREADS;
-  constexpr int WARPS = BLOCK_THREADS / 32;
-  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values (marks are 16-bit)");
+  constexpr int WARPS = BLOCK_THREADS / 32, WORDS = (TILE + 31) / 32;
+  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values");
   if (n <= 0) return;
   i64* vals = smem;
-  unsigned short* mark = (unsigned short*)(smem + TILE);
+  unsigned int* run_bits = (unsigned int*)(smem + TILE);             // WORDS words
   unsigned int* scan_tot = (unsigned int*)(smem + TILE + TILE / 4);  // 2 areas of WARPS
-  unsigned int* max_tot = scan_tot + 2 * WARPS;
-  const int t0 = threadIdx.x * ITEMS_PER_THREAD;
-#pragma unroll
-  for (int i = 0; i < ITEMS_PER_THREAD; ++i) mark[t0 + i] = 0;
+  for (int w = threadIdx.x; w < WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
   const RlePage r = rle_page(p);
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
   int area = 0;
@@ -484,7 +481,7 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
         const i64 run_start = lo_row + (i ? end[i - 1] : before), run_end = lo_row + end[i];
         if (j0 + i < count && run_end > run_start && run_end > tile_start && run_start < tile_end) {
           const int at = (int)((run_start > tile_start ? run_start : tile_start) - tile_start);
-          mark[at] = (unsigned short)(at + 1);
+          atomicOr(run_bits + (at >> 5), 1u << (at & 31));
           vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
                                     : (i64)bp_unpack(r.values.words, vblk, j0 + i);
         }
@@ -492,45 +489,16 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     }
   }
   __syncthreads();
-  int src[ITEMS_PER_THREAD];
-  int run = 0;
-#pragma unroll
-  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-    const int m = mark[t0 + i];
-    run = m > run ? m : run;
-    src[i] = run;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int incl = run;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-    if (lane >= d && y > incl) incl = y;
-  }
-  int before = __shfl_up_sync(0xFFFFFFFFu, incl, 1);
-  if (lane == 0) before = 0;
-  if (lane == 31) max_tot[warp] = incl;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) {
-    const int m = (int)max_tot[w];
-    if (w < warp && m > before) before = m;
-  }
-  i64 got[ITEMS_PER_THREAD];
-#pragma unroll
-  for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-    const int s = src[i] > before ? src[i] : before;  // >= 1 for every row: the tile's first row is marked
-    got[i] = t0 + i < n && s > 0 ? vals[s - 1] : 0;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int i = 0; i < ITEMS_PER_THREAD; ++i) vals[t0 + i] = got[i];
-  __syncthreads();
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-    const int idx = k * BLOCK_THREADS + threadIdx.x;
-    if (idx < n) items[k] = decoded_as<T>(vals[idx]);
+    const int idx = k * BLOCK_THREADS + threadIdx.x;  // (rows past n find a run too: row 0's bit is set)
+    int w = idx >> 5;
+    unsigned int m = run_bits[w] & (0xFFFFFFFFu >> (31 - (idx & 31)));
+    while (m == 0u && w > 0) m = run_bits[--w];
+    const int at = m == 0u ? 0 : (w << 5) + 31 - __clz((int)m);
+    if (idx < n) items[k] = decoded_as<T>(vals[at]);
   }
+  __syncthreads();
 }
 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
