@@ -22,8 +22,8 @@
 // for types of up to 4 bytes. delta and rle tiles scan deltas / run lengths in parallel: each
 // thread sums a chunk of consecutive values serially, one warp scan and one pass over the warp
 // totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: passes of
-// run lengths stop past the tile). An rle tile then marks each run's first row in the tile, and a
-// max-scan over the tile hands every row the value of the last run starting at or before it.
+// run lengths stop past the tile). An rle tile then sets each run's first row in a bitmap of the
+// tile's rows, and every row takes the value of the last run starting at or before it.
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
