@@ -206,18 +206,21 @@ HETDB_DECODE_HD i64 rle_block_of(const RlePage& r, i64 i) {
   return lo;
 }
 
-// Value at row i of an rle page by random access: O(runs in its block); tile loaders decode a block's
-// run ends once, cooperatively (load_tile_rle).
+// Value at row i of an rle page by random access: O(runs in its block) (each run length one word
+// load and shifts: the block's directory entries are read once); tile loaders decode a block's run
+// ends once, cooperatively (load_tile_rle).
 HETDB_DECODE_HD i64 rle_value(const RlePage& r, i64 i) {
-  i64 b = rle_block_of(r, i);
-  i64 first = b * HETDB_BP_BLOCK;
-  i64 last = first + HETDB_BP_BLOCK < r.runs ? first + HETDB_BP_BLOCK : r.runs;
-  u64 end = (u64)r.starts[b];
-  for (i64 k = first; k < last; ++k) {
-    end += (u64)bp_get(r.lengths, k);
-    if ((i64)end > i) return bp_get(r.values, k);
+  const i64 b = rle_block_of(r, i);
+  const i64 left = r.runs - b * HETDB_BP_BLOCK;
+  const int count = left < HETDB_BP_BLOCK ? (int)left : HETDB_BP_BLOCK;
+  const BpBlock lengths = bp_block(r.lengths, b);
+  i64 end = HETDB_LDG(r.starts + b);
+  int k = 0;
+  for (; k < count - 1; ++k) {
+    end += bp_unpack32(r.lengths.words, lengths, (unsigned int)k);  // (a length fits in 32 bits)
+    if (end > i) break;
   }
-  return bp_get(r.values, last - 1);
+  return (i64)bp_unpack(r.values.words, bp_block(r.values, b), k);
 }
 
 // Value i of a const, for, dict or rle page (delta pages need their block: use a tile loader).
