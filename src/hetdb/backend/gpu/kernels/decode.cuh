@@ -479,11 +479,12 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
                                            scan_tot + area * WARPS);
       area ^= 1;
       const int j0 = j_first + threadIdx.x * 4;
+      const i64 rel = lo_row - tile_start;  // the run block's first row from the tile's (>= -2^32)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const i64 run_start = lo_row + (i ? end[i - 1] : before), run_end = lo_row + end[i];
-        if (j0 + i < count && run_end > run_start && run_end > tile_start && run_start < tile_end) {
-          const int at = (int)((run_start > tile_start ? run_start : tile_start) - tile_start);
+        const i64 run_start = rel + (i ? end[i - 1] : before), run_end = rel + end[i];
+        if (j0 + i < count && run_end > run_start && run_end > 0 && run_start < n) {
+          const int at = run_start > 0 ? (int)run_start : 0;
           atomicOr(run_bits + (at >> 5), 1u << (at & 31));
           vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
                                     : (i64)bp_unpack(r.values.words, vblk, j0 + i);
