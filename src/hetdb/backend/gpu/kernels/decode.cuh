@@ -472,14 +472,14 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
     const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
+    const i64 rel = lo_row - tile_start;  // the run block's first row from the tile's (>= -2^32)
     unsigned int carry = 0;  // rows of the runs of earlier passes
-    for (int j_first = 0; j_first < count && lo_row + carry < tile_end; j_first += PASS) {
+    for (int j_first = 0; j_first < count && rel + carry < n; j_first += PASS) {
       unsigned int end[4], before;
       carry = scan_run_ends<BLOCK_THREADS>(r.lengths.words, lblk, j_first, (int)count, carry, end, before,
                                            scan_tot + area * WARPS);
       area ^= 1;
       const int j0 = j_first + threadIdx.x * 4;
-      const i64 rel = lo_row - tile_start;  // the run block's first row from the tile's (>= -2^32)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const i64 run_start = rel + (i ? end[i - 1] : before), run_end = rel + end[i];
