@@ -5,10 +5,13 @@
 // so the two differ only in the decode; and through the reader of the one codec every page has
 // (pipe::ForColumn / DictColumn, load_tile_delta / load_tile_rle: "typed", as the generated kernels
 // over one row group read a page whose codec they were compiled for). Prepended by the script:
-// pipeline.cuh (headers inlined), and SCAN_MIN_BLOCKS (the kernels' minimum resident blocks per SM
-// for __launch_bounds__: 0 leaves registers to the compiler).
+// pipeline.cuh (headers inlined), SCAN_MIN_BLOCKS (the kernels' minimum resident blocks per SM for
+// __launch_bounds__: 0 leaves registers to the compiler) and SCAN_ITEMS (items per thread: tiles of
+// 128 * SCAN_ITEMS rows, at most 1024).
 #define SCAN_BLOCK 128
+#ifndef SCAN_ITEMS
 #define SCAN_ITEMS 4
+#endif
 #define SCAN_TILE (SCAN_BLOCK * SCAN_ITEMS)
 
 __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigned long long* out) {
@@ -30,7 +33,7 @@ __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigne
 template <typename T, int MODE, int CODEC = 0>
 __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, const long long* __restrict__ enc,
                                            long long page_rows, long long n, T lo, T hi, unsigned long long* out) {
-  __shared__ i64 smem[HETDB_DECODE_SMEM_I64];
+  __shared__ i64 smem[HETDB_DECODE_SMEM_I64_TILE(SCAN_TILE)];
   const long long tiles_per_page = (page_rows + SCAN_TILE - 1) / SCAN_TILE;
   const long long pages = (n + page_rows - 1) / page_rows;
   const long long last_rows = n - (pages - 1) * page_rows;

@@ -2,7 +2,7 @@
 
 Usage (on a GPU machine, from the repository root):
     PYTHONPATH=src python scripts/gpu_decode_scan.py [--rows 120e6] [--page-rows 1048576] [--repeat 20]
-        [--only SUBSTRING] [--min-blocks N]
+        [--only SUBSTRING] [--min-blocks N] [--items N]
 
 Columns are shaped like SSB lineorder's (SF 20 has 120M rows; pages of about 1M rows as hetdb
 writes them). Each is encoded page by page on the CPU with the codec named, copied to the device
@@ -15,7 +15,10 @@ reader of the one codec ("typed": pipe::ForColumn/DictColumn, load_tile_delta/rl
 per-page kind of PageColumn), and the GB/s of decoding the pages whole (decode.cu, as on arrival
 when pages are not kept compressed). First, per kernel: registers and resident blocks per SM.
 --only keeps the columns whose name holds SUBSTRING; --min-blocks N compiles the kernels with
-__launch_bounds__(128, N) (the compiler then keeps registers low enough for N blocks per SM).
+__launch_bounds__(128, N) (the compiler then keeps registers low enough for N blocks per SM);
+--items N gives each thread N rows of a tile (tiles of 128 N rows; 4 as the compiled pipelines do,
+at most 8): more rows per tile spread each tile's dependent loads (page table, header, directory)
+over more values.
 """
 
 from __future__ import annotations
@@ -126,13 +129,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--only", default="", help="only the columns whose name holds this")
     ap.add_argument("--min-blocks", type=int, default=0, help="__launch_bounds__ minimum blocks per SM")
+    ap.add_argument("--items", type=int, default=4, choices=(1, 2, 4, 8), help="rows per thread and tile")
     args = ap.parse_args()
     n = int(args.rows)
-    source = (f"#define SCAN_MIN_BLOCKS {args.min_blocks}\n" + load_source("pipeline.cuh") + "\n"
+    source = (f"#define SCAN_MIN_BLOCKS {args.min_blocks}\n#define SCAN_ITEMS {args.items}\n"
+              + load_source("pipeline.cuh") + "\n"
               + Path(__file__).with_suffix(".cu").read_text())
     module = compile_source(source, "gpu_decode_scan.cu")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}  rows={n:,}  "
-          f"page rows={args.page_rows:,}  min blocks={args.min_blocks}")
+          f"page rows={args.page_rows:,}  min blocks={args.min_blocks}  items/thread={args.items}")
     kernel_report(module)
     print(f"{'column':<24} {'codec':<6} {'ratio':>6} {'plain ms':>9} {'enc ms':>8} {'plain GB/s':>11} "
           f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'typed/pl':>9} {'dec GB/s':>10}")
