@@ -29,7 +29,10 @@ __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigne
 // rows (the last one shorter); counts and sums the values in [lo, hi] into out[0], out[1].
 // MODE 0: plain value arrays; 1: encoded pages through pipe::PageColumn (as compiled paged pipelines
 // read them); 2: encoded pages, every tile decoded into registers first (load_tile_encoded); 3: the
-// reader of codec CODEC (every page has it)
+// reader of codec CODEC (every page has it); 4 (for pages, an experiment): each thread unpacks
+// SCAN_ITEMS consecutive rows of its lane of the block's lane layout sequentially (one word load per
+// 32 bits, a bit buffer and shifts: a warp's lanes are at the same bit positions, so loads stay
+// coalesced and the refill branch uniform) into shared memory, then reads its striped rows there.
 template <typename T, int MODE, int CODEC = 0>
 __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, const long long* __restrict__ enc,
                                            long long page_rows, long long n, T lo, T hi, unsigned long long* out) {
@@ -97,6 +100,45 @@ __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, c
           sum += (long long)tl[it];
         }
       }
+    } else if (MODE == 4) {
+      T* vals = (T*)smem;
+      const EncodedPage pg = encoded_page((const unsigned char*)ptrs[p]);
+      const BpStream st = bp_stream(pg.body, pg.n);
+      const BpBlock k = bp_block(st, first >> 10);
+      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      const int row0 = (int)((first & (HETDB_BP_BLOCK - 1)) >> 5) + warp * SCAN_ITEMS;  // of the lane layout
+      if (k.w == 0 || k.w > 32) {  // (a constant block, or one wider than a word: random access)
+#pragma unroll
+        for (int i = 0; i < SCAN_ITEMS; ++i)
+          vals[(warp * SCAN_ITEMS + i) * 32 + lane] = bp_value<T>(st.words, k, (unsigned int)((row0 + i) * 32 + lane));
+      } else {
+        const unsigned int pos0 = (unsigned int)row0 * (unsigned int)k.w;
+        const unsigned int* lw = st.words + k.off + lane + (pos0 >> 5) * 32;
+        u64 acc = HETDB_LDG(lw) >> (pos0 & 31);
+        int bits = 32 - (int)(pos0 & 31);
+#pragma unroll
+        for (int i = 0; i < SCAN_ITEMS; ++i) {
+          if (bits < k.w) {  // (the same for the whole warp)
+            lw += 32;
+            acc |= (u64)HETDB_LDG(lw) << bits;
+            bits += 32;
+          }
+          const unsigned int x = (unsigned int)acc & k.mask;
+          acc >>= k.w;
+          bits -= k.w;
+          vals[(warp * SCAN_ITEMS + i) * 32 + lane] = sizeof(T) <= 4 ? (T)((unsigned int)k.ref + x) : (T)(k.ref + x);
+        }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int it = 0; it < SCAN_ITEMS; ++it) {
+        const int idx = threadIdx.x + it * SCAN_BLOCK;
+        if (idx < num && vals[idx] >= lo && vals[idx] <= hi) {
+          cnt += 1;
+          sum += (long long)vals[idx];
+        }
+      }
+      __syncthreads();
     } else {
       const pipe::PageColumn<T> col{(const unsigned char*)ptrs[p], enc[p], first};
       T tl[SCAN_ITEMS];
@@ -134,6 +176,7 @@ SCAN_KERNEL(scan_for_i32, int, 3, HETDB_CODEC_FOR)
 SCAN_KERNEL(scan_dict_i32, int, 3, HETDB_CODEC_DICT)
 SCAN_KERNEL(scan_delta_i32, int, 3, HETDB_CODEC_DELTA)
 SCAN_KERNEL(scan_rle_i32, int, 3, HETDB_CODEC_RLE)
+SCAN_KERNEL(scan_lanes_i32, int, 4)
 SCAN_KERNEL(scan_plain_i64, long long, 0)
 SCAN_KERNEL(scan_paged_i64, long long, 1)
 SCAN_KERNEL(scan_eager_i64, long long, 2)
@@ -141,3 +184,4 @@ SCAN_KERNEL(scan_for_i64, long long, 3, HETDB_CODEC_FOR)
 SCAN_KERNEL(scan_dict_i64, long long, 3, HETDB_CODEC_DICT)
 SCAN_KERNEL(scan_delta_i64, long long, 3, HETDB_CODEC_DELTA)
 SCAN_KERNEL(scan_rle_i64, long long, 3, HETDB_CODEC_RLE)
+SCAN_KERNEL(scan_lanes_i64, long long, 4)
