@@ -2,6 +2,7 @@
 
 Usage (on a GPU machine, from the repository root):
     PYTHONPATH=src python scripts/gpu_decode_scan.py [--rows 120e6] [--page-rows 1048576] [--repeat 20]
+        [--only SUBSTRING] [--min-blocks N] [--items N]
 
 Columns are shaped like SSB lineorder's (SF 20 has 120M rows; pages of about 1M rows as hetdb
 writes them). Each is encoded page by page on the CPU with the codec named, copied to the device
@@ -9,8 +10,16 @@ once, and scanned by scripts/gpu_decode_scan.cu the way a compiled paged pipelin
 (pipe::PlainColumn vs pipe::PageColumn, tiles of 512 rows, a range filter and a sum per row).
 Both scans must give the same count and sum (checked). Prints per column the ratio, the plain and
 the encoded scan's best time (CUDA events), the plain-equivalent GB/s of each, encoded / plain, the
-same with every tile decoded into registers first (load_tile_encoded: "eager"), and the GB/s of
-decoding the pages whole (decode.cu, as on arrival when pages are not kept compressed).
+same with every tile decoded into registers first (load_tile_encoded: "eager") and through the
+reader of the one codec ("typed": pipe::ForColumn/DictColumn, load_tile_delta/rle, without the
+per-page kind of PageColumn), for for pages an experiment ("lanes": each thread unpacks consecutive
+rows of its lane sequentially into shared memory, then reads its striped rows), and the GB/s of decoding the pages whole (decode.cu, as on arrival
+when pages are not kept compressed). First, per kernel: registers and resident blocks per SM.
+--only keeps the columns whose name holds SUBSTRING; --min-blocks N compiles the kernels with
+__launch_bounds__(128, N) (the compiler then keeps registers low enough for N blocks per SM);
+--items N gives each thread N rows of a tile (tiles of 128 N rows; 4 as the compiled pipelines do,
+at most 8): more rows per tile spread each tile's dependent loads (page table, header, directory)
+over more values.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import numpy as np
 from hetdb.backend.gpu.codegen.runtime import compile_source
 from hetdb.backend.gpu.compile import launch, load_source
 from hetdb.backend.gpu.decode import decode_device
-from hetdb.codec.encodings import encode_as
+from hetdb.codec.encodings import CODEC_IDS, encode_as
 
 GRID = 132 * 16
 
@@ -72,9 +81,14 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
     stored = sum(int(p.nbytes) for p in enc_pages)
     out = cupy.zeros(2, dtype=cupy.uint64)
     tables = {}
-    for kind, pages, flag in (("plain", plain_pages, 0), ("paged", enc_pages, 1), ("eager", enc_pages, 1)):
+    codec_id = CODEC_IDS[codec]  # what page tables give pipe::PageColumn for an encoded page
+    kinds = [("plain", plain_pages, 0), ("paged", enc_pages, codec_id), ("eager", enc_pages, 1), ("typed", enc_pages, 1)]
+    if codec == "for":
+        kinds.append(("lanes", enc_pages, 1))
+    for kind, pages, flag in kinds:
+        fn = module.function(f"scan_{codec if kind == 'typed' else kind}_{suffix}")
         tables[kind] = (cupy.asarray(np.array([int(p.data.ptr) for p in pages], dtype=np.int64)),
-                        cupy.full(len(pages), flag, dtype=cupy.int64), module.function(f"scan_{kind}_{suffix}"))
+                        cupy.full(len(pages), flag, dtype=cupy.int64), fn)
 
     def scan(kind: str) -> None:
         ptrs, enc, fn = tables[kind]
@@ -89,11 +103,28 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
         assert got == expected, f"{name}: {kind} scan counted/summed {got}, expected {expected}"
     plain_ms, enc_ms = best_ms(lambda: scan("plain"), repeat), best_ms(lambda: scan("paged"), repeat)
     eager_ms = best_ms(lambda: scan("eager"), repeat)
+    typed_ms = best_ms(lambda: scan("typed"), repeat)
+    lanes = f"{best_ms(lambda: scan('lanes'), repeat) / plain_ms:>9.2f}" if "lanes" in tables else f"{'-':>9}"
     decode_ms = best_ms(lambda: [decode_device(p, codec, int(v.shape[0]), values.dtype)
                                  for p, v in zip(enc_pages, plain_pages)], repeat)
     print(f"{name:<24} {codec:<6} {values.nbytes / stored:>6.2f} {plain_ms:>9.3f} {enc_ms:>8.3f} "
           f"{values.nbytes / plain_ms / 1e6:>11.0f} {values.nbytes / enc_ms / 1e6:>9.0f} "
-          f"{enc_ms / plain_ms:>9.2f} {eager_ms / plain_ms:>9.2f} {values.nbytes / decode_ms / 1e6:>10.0f}", flush=True)
+          f"{enc_ms / plain_ms:>9.2f} {eager_ms / plain_ms:>9.2f} {typed_ms / plain_ms:>9.2f} {lanes} "
+          f"{values.nbytes / decode_ms / 1e6:>10.0f}", flush=True)
+
+
+def kernel_report(module) -> None:
+    """Registers, local memory and resident blocks per SM of each scan kernel."""
+    names = [f"scan_{k}_{s}" for s in ("i32", "i64")
+             for k in ("plain", "paged", "eager", "for", "dict", "delta", "rle", "lanes")]
+    for name in names:
+        fn = module.function(name)
+        try:
+            blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, 128, 0)
+        except Exception as e:  # (an older CuPy without the occupancy call)
+            blocks = f"? ({type(e).__name__})"
+        print(f"kernel {name:<16} registers {getattr(fn, 'num_regs', '?'):>4}  local bytes "
+              f"{getattr(fn, 'local_size_bytes', '?'):>4}  blocks/SM {blocks}")
 
 
 def main() -> None:
@@ -101,15 +132,23 @@ def main() -> None:
     ap.add_argument("--rows", type=float, default=120e6)
     ap.add_argument("--page-rows", type=int, default=1 << 20)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--only", default="", help="only the columns whose name holds this")
+    ap.add_argument("--min-blocks", type=int, default=0, help="__launch_bounds__ minimum blocks per SM")
+    ap.add_argument("--items", type=int, default=4, choices=(1, 2, 4, 8), help="rows per thread and tile")
     args = ap.parse_args()
     n = int(args.rows)
-    source = load_source("pipeline.cuh") + "\n" + Path(__file__).with_suffix(".cu").read_text()
+    source = (f"#define SCAN_MIN_BLOCKS {args.min_blocks}\n#define SCAN_ITEMS {args.items}\n"
+              + load_source("pipeline.cuh") + "\n"
+              + Path(__file__).with_suffix(".cu").read_text())
     module = compile_source(source, "gpu_decode_scan.cu")
     print(f"device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}  rows={n:,}  "
-          f"page rows={args.page_rows:,}")
+          f"page rows={args.page_rows:,}  min blocks={args.min_blocks}  items/thread={args.items}")
+    kernel_report(module)
     print(f"{'column':<24} {'codec':<6} {'ratio':>6} {'plain ms':>9} {'enc ms':>8} {'plain GB/s':>11} "
-          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'dec GB/s':>10}")
+          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'typed/pl':>9} {'lanes/pl':>9} {'dec GB/s':>10}")
     for name, (codec, values, rng_filter) in columns(n, np.random.default_rng(0)).items():
+        if args.only not in name:
+            continue
         measure(module, name, codec, values, rng_filter, args.page_rows, args.repeat)
 
 

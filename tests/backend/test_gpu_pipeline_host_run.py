@@ -57,6 +57,8 @@ inline long long atomicMin(long long* p, long long v) { long long o = *p; if (v 
 inline long long atomicMax(long long* p, long long v) { long long o = *p; if (v > o) *p = v; return o; }
 inline unsigned __activemask() { return 1u << (threadIdx.x & 31); }
 inline int __ffs(unsigned x) { return __builtin_ffs(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
+inline unsigned atomicOr(unsigned* p, unsigned v) { unsigned o = *p; *p = o | v; return o; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 template <class T> T __shfl_sync(unsigned, T v, int) { return v; }
 template <class T> T __shfl_up_sync(unsigned, T v, int) { return v; }
@@ -184,7 +186,8 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
                 elif section is None:
                     paging.append(f"  pl_pages[{at}] = (long long)(c{j} + {firsts[p]});")
                 else:
-                    paging.append(f"  pl_pages[{at}] = (long long)c{j}_e{p}; pl_pages[{at + 2}] = 1;")
+                    # (the page table's flag of an encoded page is its codec id: the section's first byte)
+                    paging.append(f"  pl_pages[{at}] = (long long)c{j}_e{p}; pl_pages[{at + 2}] = {int(section[0])};")
                 paging.append(f"  pl_pages[{at + 1}] = " + (f"(long long)(v{j} + {firsts[p]});" if inp.nullable else "0;"))
         paging.append(f"  pl_pages[{num}] = {num_tiles}LL;")
         args = ["pl_pages", str(num), str(num_tiles)]

@@ -27,6 +27,11 @@ def cases() -> dict[str, np.ndarray]:
         "runs": np.repeat(rng.integers(0, 1 << 40, 77), rng.integers(1, 300, 77)),
         # runs shorter and longer than the CPU decoder's blind 8-value stores, ending off a multiple of 8
         "short_runs": np.repeat(np.arange(1201, dtype=np.int32) * 3, rng.integers(1, 12, 1201)),
+        # blocks of 1024 runs covering very different rows (1024; a run of 20,000; short runs): the run
+        # block search's guess (rows spread evenly over the blocks) is off in both directions
+        "skewed_runs": np.repeat(np.arange(4100, dtype=np.int64) - 2000,
+                                 np.concatenate([np.ones(2000, np.int64), [20_000],
+                                                 rng.integers(1, 4, 2099)])),
         "random_i32": rng.integers(I32.min, I32.max, 1500, dtype=np.int32, endpoint=True),
         "random_i64": rng.integers(I64.min, I64.max, 1500, dtype=np.int64, endpoint=True),
         "small_range": rng.integers(0, 51, 10_000).astype(np.int32),

@@ -91,6 +91,43 @@ def test_streamed_string_pages_equal_the_host_reader(db_path, monkeypatch, nvcom
     assert notes == ([] if nvcomp == "on" else ["LZ4 string pages decoded on the host (HETDB_NVCOMP=0)"] * lz4_pages)
 
 
+def test_lz4_pages_delivered_together_decompress_in_one_call(db_path, monkeypatch) -> None:
+    """A delivery of row groups 1 and 2 (both lz4 comment pages) decompresses their chunks in one
+    nvCOMP call (strings_codec.decode_string_pages) and equals the host reader, NULLs included."""
+    from hetdb.backend.gpu import strings_codec
+
+    if strings_codec.nvcomp_module()[0] is None:
+        pytest.skip(f"nvCOMP unavailable: {strings_codec.nvcomp_module()[1]}")
+    calls: list[int] = []
+    real = strings_codec.decompress_sections
+
+    def counted(nvcomp, buf, items):
+        calls.append(len(items))
+        return real(nvcomp, buf, items)
+
+    monkeypatch.setattr(strings_codec, "decompress_sections", counted)
+    reader = Database.open(db_path).table("t")
+    assert _stream_and_compare_groups(reader, [1, 2]) == 2 * ROWS_PER_PAGE
+    assert calls == [2]
+
+
+def _stream_and_compare_groups(reader, groups: list[int]) -> int:
+    from hetdb.backend.gpu.memory import DeviceMemoryBudget
+    from hetdb.backend.gpu.stream import PageStreamer
+    from hetdb.column import Column
+
+    compared = 0
+    with PageStreamer(reader, ["comment"], groups, budget=DeviceMemoryBudget(1 << 30), batch_bytes=64 << 20) as s:
+        for rows, batch in s.batches():
+            assert list(rows) == groups  # one delivery
+            col = batch["comment"]
+            host = Column(col.dtype, validity=_host(col.validity), offsets=_host(col.offsets), chars=_host(col.chars))
+            want = pa.concat_arrays([reader.read("comment", rg).to_arrow() for rg in rows])
+            assert want.null_count > 0 and host.to_arrow().equals(want)
+            compared += len(want)
+    return compared
+
+
 def test_nvcomp_decodes_lz4_chunks_exactly(db_path) -> None:
     """nvCOMP's batched LZ4 against pyarrow's lz4_raw on every chunk of a page (no fallback)."""
     import cupy
@@ -187,5 +224,10 @@ def test_damaged_chunk_directory_is_corrupt_data_on_the_gpu(db_path, tmp_path) -
     reader = Database.open(copy).table("t")
     with pytest.raises(CorruptDataError, match="column 'comment' page 1: lz4-encoded strings are damaged"):
         with PageStreamer(reader, ["comment"], [1], budget=DeviceMemoryBudget(1 << 30)) as s:
+            for _ in s:
+                pass
+    # delivered with page 2 (the pages' chunks in one nvCOMP call): the same error names page 1
+    with pytest.raises(CorruptDataError, match="column 'comment' page 1: lz4-encoded strings are damaged"):
+        with PageStreamer(reader, ["comment"], [1, 2], budget=DeviceMemoryBudget(1 << 30), batch_bytes=64 << 20) as s:
             for _ in s:
                 pass

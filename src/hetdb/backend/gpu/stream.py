@@ -455,25 +455,13 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     def _decode(self, page: _Page, raw: Any, host: list[np.ndarray] | None = None) -> Column:
         """A device Column viewing ``raw`` (validity unpacked on the device); ``host`` the page's
         bytes in host memory (the runs ``raw`` was copied from), where string pages' headers are read."""
-        cp = self._cupy
         spec = self.reader.column(page.column)
         n = page.num_rows
 
         def section(name: str) -> Any:
-            s = page.sections.get(name)
-            if s is None:
-                return None
-            off, ln = s
-            if off + ln > raw.shape[0]:
-                raise CorruptDataError(f"table '{self.reader.name}' column '{page.column}' page "
-                                       f"{page.row_group}: section {name} lies outside the page")
-            return raw[off:off + ln]
+            return self._section(page, raw, name)
 
-        bits = section("validity")
-        validity = None
-        if bits is not None:
-            idx = cp.arange(n, dtype=cp.int64)
-            validity = ((bits[idx >> 3] >> (idx & 7).astype(cp.uint8)) & 1).astype(cp.bool_)
+        validity = self._validity(page, raw)
         if spec.dtype.kind == "string" and page.encoding == "plain" and page.codec != "plain":
             from hetdb.backend.gpu.strings_codec import decode_string_page
 
@@ -498,6 +486,26 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         if page.encoding == "dict":
             return Column(spec.dtype, data=data, validity=validity, dictionary=self._dictionary(page.column))
         return Column(spec.dtype, data=data, validity=validity)
+
+    def _section(self, page: _Page, raw: Any, name: str) -> Any:
+        """Section ``name`` of the page's device bytes ``raw`` (None when the page has none)."""
+        s = page.sections.get(name)
+        if s is None:
+            return None
+        off, ln = s
+        if off + ln > raw.shape[0]:
+            raise CorruptDataError(f"table '{self.reader.name}' column '{page.column}' page "
+                                   f"{page.row_group}: section {name} lies outside the page")
+        return raw[off:off + ln]
+
+    def _validity(self, page: _Page, raw: Any) -> Any:
+        """The page's validity unpacked on the device (one bool per row), None without NULLs."""
+        cp = self._cupy
+        bits = self._section(page, raw, "validity")
+        if bits is None:
+            return None
+        idx = cp.arange(page.num_rows, dtype=cp.int64)
+        return ((bits[idx >> 3] >> (idx & 7).astype(cp.uint8)) & 1).astype(cp.bool_)
 
     def _dictionary(self, column: str) -> Column:
         """The column's dictionary on the device: from the cache, else moved once for this scan."""

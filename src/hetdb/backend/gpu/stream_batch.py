@@ -403,11 +403,31 @@ class BatchedDelivery:
         return Column(spec.dtype, data=a["data"], validity=a.get("validity"), dictionary=dictionary)
 
     def _coded_column(self, pages: list[_Page], raws: list[Any]) -> Column:
-        """One string column of a delivery from pages in a string codec: each page decoded on its
-        own (``_decode_stored``), the pages' arrays then concatenated."""
-        from hetdb.backend.gpu.strings_codec import concat_strings
+        """One string column of a delivery from pages in a string codec, copied as stored into one
+        device buffer: LZ4 pages' characters all decompressed by one nvCOMP call
+        (``strings_codec.decode_string_pages``), else each page decoded on its own (``_decode``)
+        and the pages' arrays concatenated."""
+        from hetdb.backend.gpu.strings_codec import concat_strings, decode_string_pages
 
-        return concat_strings([self._decode_stored(p, got) for p, got in zip(pages, raws)])
+        cp = self._cupy
+        buf = cp.empty(sum(p.location.length for p in pages), dtype=cp.uint8)
+        parts, off = [], 0
+        for p, got in zip(pages, raws):
+            raw = buf[off:off + p.location.length]
+            parts.append((p, raw, self._copy_stored(p, got, raw)))
+            off += p.location.length
+        where = f"table '{self.reader.name}' column '{pages[0].column}' page"  # (as _decode names a page)
+        joined = decode_string_pages(buf, [(raw, p.sections, p.num_rows, p.codec, f"{where} {p.row_group}", runs)
+                                           for p, raw, runs in parts])
+        if joined is None:
+            return concat_strings([self._decode(p, raw, runs) for p, raw, runs in parts])
+        valid = [self._validity(p, raw) for p, raw, _ in parts]
+        validity = None
+        if any(v is not None for v in valid):
+            validity = cp.concatenate([cp.ones(p.num_rows, dtype=cp.bool_) if v is None else v
+                                       for v, (p, _, _) in zip(valid, parts)])
+        offsets, chars = joined
+        return Column(self.reader.column(pages[0].column).dtype, validity=validity, offsets=offsets, chars=chars)
 
     def _paged_coded(self, page: _Page, got: Any) -> Column:
         """A string-codec page of a paged delivery: a device-cache hit as cached, else decoded on
@@ -425,16 +445,19 @@ class BatchedDelivery:
     def _decode_stored(self, page: _Page, got: Any) -> Column:
         """A page in a string codec copied as stored (``got``: a ring slice or a pinned host-tier
         page) and decoded on the device (``_decode``: nvCOMP for LZ4 chunks)."""
+        raw = self._cupy.empty(page.location.length, dtype=self._cupy.uint8)
+        return self._decode(page, raw, self._copy_stored(page, got, raw))
+
+    def _copy_stored(self, page: _Page, got: Any, raw: Any) -> list[np.ndarray]:
+        """Queue the copy of the page's stored bytes (``got``) into device ``raw``; the host runs
+        they come from."""
         from hetdb.backend.gpu.stream_io import _copy_runs
 
-        raw = self._cupy.empty(page.location.length, dtype=self._cupy.uint8)
         if isinstance(got, np.ndarray):
             raw.set(got[:page.location.length], stream=self._copy_stream)
-            runs = [got]
-        else:
-            _copy_runs(raw, got.runs, page.location.length, self._copy_stream)
-            runs = got.runs
-        return self._decode(page, raw, runs)
+            return [got]
+        _copy_runs(raw, got.runs, page.location.length, self._copy_stream)
+        return got.runs
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats

@@ -4,6 +4,9 @@ A GPU scan copies such a page as stored (compressed) to the device, then: the of
 decoded by the integer decode kernel (decode.cu: the section's header names its encoding), and the
 chars of an ``lz4`` page are decompressed by nvCOMP's batched LZ4 decompressor (python package
 ``nvidia-nvcomp-cu13``), every chunk of the page in one call, straight into one device buffer.
+A delivery of several LZ4 pages of one column (``decode_string_pages``) decompresses the chunks of
+all of them in one call, into the column's one chars buffer (one nvCOMP launch and one stream wait
+per column instead of per page).
 
 Where nvCOMP is not importable (or ``HETDB_NVCOMP=0``, or it fails on a page) the chunks are
 decompressed on the host (pyarrow, as the CPU reader does) and copied to the device; each such
@@ -65,22 +68,9 @@ def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str,
         head = host_bytes(host, *sections["offsets"])  # (the whole section: its endpoints are read)
     else:
         head = offsets_section[:16].get()
-    try:
-        name = sc.offsets_codec(head)
-    except CodecError as e:
-        raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
-    if int(head[1]) != 8 or int(head[4:8].view(np.uint32)[0]) != n + 1:
-        raise CorruptDataError(f"{where}: the string offsets header does not match the page")
+    name = _offsets_codec(head, n, codec, where)
     if host is not None:
-        chars_host = host_bytes(host, *sections["chars"])
-        try:
-            ends = endpoints(head, name, n + 1)
-            table = sc.chunk_table(chars_host) if codec != sc.OFFSETS else None
-        except CodecError as e:
-            raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
-        size = chars_host.shape[0] if table is None else table[0]
-        if ends != (0, size):
-            raise CorruptDataError(f"{where}: string offsets do not match the character section")
+        table = _checked_chars(head, name, host_bytes(host, *sections["chars"]), n, codec, where)
         offsets = decode_device(offsets_section, name, n + 1, np.int64)
         return offsets, (chars_section if table is None else _decompress(chars_section, where, table))
     offsets = decode_device(offsets_section, name, n + 1, np.int64)
@@ -91,6 +81,71 @@ def decode_string_page(raw: Any, sections: dict, n: int, codec: str, where: str,
     if int(offsets[-1]) != int(chars.shape[0]) or int(offsets[0]) != 0:
         raise CorruptDataError(f"{where}: string offsets do not match the character section")
     return offsets, chars
+
+
+def _offsets_codec(head: np.ndarray, n: int, codec: str, where: str) -> str:
+    """The integer codec of a string page's offsets section (``head``: at least its header),
+    checked against the page's rows."""
+    try:
+        name = sc.offsets_codec(head)
+    except CodecError as e:
+        raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
+    if int(head[1]) != 8 or int(head[4:8].view(np.uint32)[0]) != n + 1:
+        raise CorruptDataError(f"{where}: the string offsets header does not match the page")
+    return name
+
+
+def _checked_chars(head: np.ndarray, name: str, chars_host: np.ndarray, n: int, codec: str,
+                   where: str) -> tuple | None:
+    """The LZ4 chunk table of a string page's chars (None for codec "offsets"), read from its host
+    bytes, after checking that the offsets (first and last, from ``head``) span the characters."""
+    try:
+        ends = endpoints(head, name, n + 1)
+        table = sc.chunk_table(chars_host) if codec != sc.OFFSETS else None
+    except CodecError as e:
+        raise CorruptDataError(f"{where}: {codec}-encoded strings are damaged: {e}") from None
+    size = chars_host.shape[0] if table is None else table[0]
+    if ends != (0, size):
+        raise CorruptDataError(f"{where}: string offsets do not match the character section")
+    return table
+
+
+def decode_string_pages(buf: Any, pages: list[tuple[Any, dict, int, str, str, list[np.ndarray]]]
+                        ) -> tuple[Any, Any] | None:
+    """(offsets int64[rows + 1], chars) on the device of one string column made of consecutive
+    ``lz4`` plain-string pages whose stored bytes lie in device buffer ``buf``: per page (raw: its
+    bytes, a view of ``buf``; sections; rows; codec; where; host: the host runs it was copied from).
+    Every page's header, offsets endpoints and chunk directory are checked on the host (damage is
+    CorruptDataError naming the page); the chunks of all pages decompress in one nvCOMP call
+    (``decompress_sections``) into one buffer, each page's characters starting 16-byte aligned: the
+    column's chars hold up to 15 unused bytes between pages, which no offset points into. None when
+    the pages cannot go that way (fewer than two, one not in lz4, nvCOMP missing or failing): the
+    caller decodes them one by one (``decode_string_page``), which says why in a fallback."""
+    import cupy
+
+    from hetdb.backend.gpu.decode import decode_device
+
+    if len(pages) < 2 or any(codec != sc.LZ4 for _, _, _, codec, _, _ in pages):
+        return None
+    nvcomp, _ = nvcomp_module()
+    if nvcomp is None:
+        return None
+    offsets, items = [], []
+    for raw, sections, n, codec, where, host in pages:
+        offsets_section = _section(raw, sections, "offsets", where)
+        _section(raw, sections, "chars", where)  # (checks that it lies inside the page)
+        head = host_bytes(host, *sections["offsets"])
+        name = _offsets_codec(head, n, codec, where)
+        table = _checked_chars(head, name, host_bytes(host, *sections["chars"]), n, codec, where)
+        offsets.append(decode_device(offsets_section, name, n + 1, np.int64))
+        items.append((int(raw.data.ptr) - int(buf.data.ptr) + sections["chars"][0], table))
+    try:
+        chars, firsts = decompress_sections(nvcomp, buf, items)
+    except Exception:  # noqa: BLE001 - nvCOMP refusing a page: page by page (the host decodes, names damage)
+        return None
+    joined = cupy.concatenate([o[:-1] + first for o, first in zip(offsets, firsts)]
+                              + [offsets[-1][-1:] + firsts[-1]])
+    return joined, chars
 
 
 def host_bytes(runs: list[np.ndarray], off: int, length: int) -> np.ndarray:

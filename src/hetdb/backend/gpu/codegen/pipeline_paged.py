@@ -10,7 +10,9 @@ over all rows; a selection starts with room for the rows earlier runs selected (
 exact size when more came out).
 
 Pages kept compressed in device memory (option ``gpu_compressed_cache``) are read in place: the page
-table marks each page's pointer as a value array or an encoded data section (the inputs of codec
+table marks each page's pointer as a value array (0) or an encoded data section (its codec id,
+codec.encodings.CODEC_IDS: pipe::PageColumn then knows the page's layout before its header arrives,
+so a for page's block directory load does not wait for the header) (the inputs of codec
 "paged"/"paged_tile", pipeline_gen.PAGED_CODECS), the kernel decodes the slice it reads, and the
 gather decodes the selected rows (pipeline.cuh ``pipe_paged_take``; a delta page, not random-access,
 is decoded whole for it, and that copy goes with the gather).
@@ -35,6 +37,7 @@ from hetdb.backend.gpu.codegen.pipeline_runtime import (
     Selected,
     run_select,
 )
+from hetdb.codec.encodings import CODEC_IDS
 from hetdb.column import Column
 from hetdb.errors import HetdbError
 
@@ -96,7 +99,7 @@ def page_table(pipeline: CompiledPipeline, pages: list[tuple[int, dict[str, Colu
                     raise ValueError(f"page of column {inp.cid} is a {page.codec} page the kernel does not read")
                 if page.n != rows:
                     raise ValueError(f"page of column {inp.cid} has {page.n} rows, not {rows}")
-                table[base], table[base + 2] = int(page.data.data.ptr), 1
+                table[base], table[base + 2] = int(page.data.data.ptr), CODEC_IDS[page.codec]
                 encoded += 1
                 continue
             if inp.dtype.kind == "string" and not inp.dictionary:  # offsets and UTF-8 bytes

@@ -11,7 +11,7 @@
 // desc per page: staging offset of its encoded data section, output offset, rows, value size (1, 4
 // or 8 bytes: BOOLEAN bytes, int32/DATE/dictionary codes, int64/DECIMAL/FLOAT64 bit patterns).
 extern "C" __global__ void decode_pages(unsigned char* base, const i64* desc) {
-  __shared__ i64 smem[HETDB_DECODE_SMEM_I64];
+  __shared__ i64 smem[HETDB_DECODE_SMEM_I64_TILE(BATCH_DECODE_THREADS * BATCH_DECODE_ITEMS)];
   const i64* d = desc + 4 * (i64)blockIdx.y;
   const unsigned char* data = base + d[0];
   unsigned char* out = base + d[1];

@@ -10,7 +10,7 @@
 
 template <typename T>
 __global__ void decode_page(const unsigned char* data, T* out, i64 n) {
-  __shared__ i64 smem[HETDB_DECODE_SMEM_I64];
+  __shared__ i64 smem[HETDB_DECODE_SMEM_I64_TILE(DECODE_THREADS * DECODE_ITEMS)];
   const i64 tile = DECODE_THREADS * DECODE_ITEMS;
   for (i64 start = (i64)blockIdx.x * tile; start < n; start += (i64)gridDim.x * tile) {
     i64 left = n - start;

@@ -13,11 +13,17 @@
 //   load_tile_encoded<BLOCK_THREADS, ITEMS_PER_THREAD>(page, tile_start, items, n, smem)
 //        Crystal-style striped tile load: items[k] = value tile_start + k*BLOCK_THREADS + threadIdx.x
 //        for k*BLOCK_THREADS + threadIdx.x < n. Every thread of the block must call it with the same
-//        tile (delta pages decode each 1024-value block, rle pages each block of 1024 run ends,
-//        cooperatively in `smem`, HETDB_DECODE_SMEM_I64 int64 slots).
+//        tile (delta and rle pages decode cooperatively in `smem`: HETDB_DECODE_SMEM_I64_TILE(tile)
+//        int64 slots, tile = BLOCK_THREADS * ITEMS_PER_THREAD <= 1024; HETDB_DECODE_SMEM_I64 is
+//        enough for tiles of up to 512 values, those of the generated kernels).
 //   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch)
-// Tile loaders read a block's directory once per tile; delta and rle blocks are prefix-summed in
-// parallel (warp shuffles per row of 32 values, one scan of the row totals).
+// for/dict values unpack by random access: a block's directory entry is read once per tile, then a
+// value is one or two coalesced word loads, a funnel shift, a mask and an add, in 32-bit arithmetic
+// for types of up to 4 bytes. delta and rle tiles scan deltas / run lengths in parallel: each
+// thread sums a chunk of consecutive values serially, one warp scan and one pass over the warp
+// totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: passes of
+// run lengths stop past the tile). An rle tile then sets each run's first row in a bitmap of the
+// tile's rows, and every row takes the value of the last run starting at or before it.
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
@@ -32,7 +38,17 @@
 #define HETDB_CODEC_DICT 5
 // Random-access helpers are host+device so a host program can check them against the CPU encoder.
 #define HETDB_DECODE_HD __host__ __device__ __forceinline__
-// shared memory of load_tile_encoded / load_tile_delta: one block of values + 32 chunk prefixes
+// Page bytes are read-only while a kernel runs: device code loads them through the read-only data
+// path (ld.global.nc, as for const __restrict__ arrays) instead of generic loads.
+#ifdef __CUDA_ARCH__
+#define HETDB_LDG(p) __ldg(p)
+#else
+#define HETDB_LDG(p) (*(p))
+#endif
+// Shared memory (int64 slots) of the delta/rle tile loaders for tiles of `tile` values: the tile's
+// decoded values, one 16-bit run-start mark per row (rle), per-warp scan totals.
+#define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + (tile) / 4 + 64)
+// Tiles of up to 512 values (the generated kernels'; codegen/runtime.py counts these 8448 bytes).
 #define HETDB_DECODE_SMEM_I64 (HETDB_BP_BLOCK + 32)
 
 struct BpStream {
@@ -75,9 +91,9 @@ struct BpBlock {
 
 HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
   const u64* d = (const u64*)(s.dir + 4 * b);
-  const u64 ow = d[1];  // word offset (low half), bit width (high half)
+  const u64 ow = HETDB_LDG(d + 1);  // word offset (low half), bit width (high half)
   BpBlock k;
-  k.ref = d[0];
+  k.ref = HETDB_LDG(d);
   k.off = (unsigned int)ow;
   k.w = (int)(ow >> 32);
   k.mask = k.w >= 32 ? 0xFFFFFFFFu : (1u << k.w) - 1u;
@@ -85,22 +101,37 @@ HETDB_DECODE_HD BpBlock bp_block(BpStream s, i64 b) {
 }
 
 // Value j (0..1023) of block k: lane j % 32 holds it at bit (j / 32) * w of its interleaved words
-// (so a warp reading 32 consecutive values reads 32 consecutive words), unpacked with shifts: for
-// widths up to 32 (nearly every block) one or two word loads, a funnel shift and a mask in 32-bit
-// arithmetic (the branch on w is the same for a whole block).
+// (so a warp reading 32 consecutive values reads 32 consecutive words). bp_packed32: the low 32 bits
+// of its packed bits (all of them for w <= 32): the word of row q = pos / 32 of lane j % 32 is
+// words[off + 32 q + j % 32] = words[off + ((pos & ~31) | (j & 31))], the next row's 32 words on; one
+// load, a second only where the value crosses a word (both skipped for w = 0: such a block owns no
+// words), a funnel shift and a mask, all in 32-bit arithmetic.
+HETDB_DECODE_HD unsigned int bp_packed32(const unsigned int* words, const BpBlock& k, unsigned int j) {
+  const unsigned int pos = (j >> 5) * (unsigned int)k.w;
+  const unsigned int at = k.off + ((pos & ~31u) | (j & 31u));
+  const unsigned int sh = pos & 31u;
+  const unsigned int lo = k.w != 0 ? HETDB_LDG(words + at) : 0u;
+  const unsigned int hi = sh + (unsigned int)k.w > 32u ? HETDB_LDG(words + at + 32) : 0u;
+  return (unsigned int)((((u64)hi << 32) | lo) >> sh) & k.mask;
+}
+
+// The low 32 bits of value j's int64 image (reference + packed, wrapping): the whole value of a
+// type of up to 4 bytes (INTEGER, DATE, string codes, BOOLEAN bytes), of any block width.
+HETDB_DECODE_HD unsigned int bp_unpack32(const unsigned int* words, const BpBlock& k, unsigned int j) {
+  return (unsigned int)k.ref + bp_packed32(words, k, j);
+}
+
+// Value j's int64 image: widths up to 32 (nearly every block) as bp_packed32 plus a 64-bit add;
+// wider blocks (int64 values only) load up to three words (the branch on w is the same for a block).
 HETDB_DECODE_HD u64 bp_unpack(const unsigned int* words, const BpBlock& k, int j) {
+  if (k.w <= 32) return k.ref + (u64)bp_packed32(words, k, (unsigned int)j);
   const unsigned int* lane = words + k.off + (j & 31);
   const int pos = (j >> 5) * k.w;
   const int q = pos >> 5, sh = pos & 31;
-  if (k.w <= 32) {
-    const unsigned int lo = k.w == 0 ? 0u : lane[q * 32];
-    const unsigned int hi = sh + k.w > 32 ? lane[(q + 1) * 32] : 0u;
-    return k.ref + (u64)((unsigned int)((((u64)hi << 32) | lo) >> sh) & k.mask);
-  }
-  u64 x = lane[q * 32];
-  if (sh + k.w > 32) x |= (u64)lane[(q + 1) * 32] << 32;
+  u64 x = HETDB_LDG(lane + q * 32);
+  if (sh + k.w > 32) x |= (u64)HETDB_LDG(lane + (q + 1) * 32) << 32;
   x >>= sh;
-  if (sh + k.w > 64) x |= (u64)lane[(q + 2) * 32] << (64 - sh);
+  if (sh + k.w > 64) x |= (u64)HETDB_LDG(lane + (q + 2) * 32) << (64 - sh);
   if (k.w < 64) x &= (1ULL << k.w) - 1ULL;
   return k.ref + x;
 }
@@ -111,9 +142,9 @@ HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
 
 HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
   EncodedPage p;
-  p.codec = data[0];
-  p.n = (i64)(*(const unsigned int*)(data + 4));
-  p.param = *(const i64*)(data + 8);
+  p.codec = HETDB_LDG(data);
+  p.n = (i64)HETDB_LDG((const unsigned int*)(data + 4));
+  p.param = HETDB_LDG((const i64*)(data + 8));
   p.body = data + HETDB_CODEC_HEADER;
   return p;
 }
@@ -124,11 +155,13 @@ struct RlePage {
   const i64* starts;
   BpStream lengths;
   i64 runs;
+  i64 rows;
 };
 
 HETDB_DECODE_HD RlePage rle_page(const EncodedPage& p) {
   RlePage r;
   r.runs = p.param;
+  r.rows = p.n;
   r.values = bp_stream(p.body, p.param);
   const unsigned char* q = p.body + bp_stream_bytes(p.body, p.param);
   r.starts = (const i64*)q;
@@ -136,28 +169,58 @@ HETDB_DECODE_HD RlePage rle_page(const EncodedPage& p) {
   return r;
 }
 
-// The block of runs holding row i: the last b with starts[b] <= i (binary search).
+// The block of runs holding row i: the last b with starts[b] <= i (starts[0] = 0). Runs of a page
+// are usually of similar lengths, so the search starts where i would lie if run blocks covered equal
+// rows and gallops from there (steps 1, 2, 4, ...) to a bracket, then halves it: about two
+// dependent loads where a binary search over every block needs log2(blocks).
 HETDB_DECODE_HD i64 rle_block_of(const RlePage& r, i64 i) {
-  i64 lo = 0, hi = bp_blocks(r.runs) - 1;
+  const i64 nb = bp_blocks(r.runs);
+  i64 g = r.rows > 0 ? i * nb / r.rows : 0;
+  g = g < 0 ? 0 : (g >= nb ? nb - 1 : g);
+  i64 lo, hi;  // the block is in [lo, hi], starts[lo] <= i
+  if (HETDB_LDG(r.starts + g) <= i) {
+    lo = g;
+    i64 step = 1;
+    while (lo + step < nb && HETDB_LDG(r.starts + lo + step) <= i) {
+      lo += step;
+      step <<= 1;
+    }
+    hi = lo + step < nb ? lo + step - 1 : nb - 1;
+  } else {
+    hi = g - 1;
+    i64 step = 1;
+    while (true) {
+      const i64 k = g - step > 0 ? g - step : 0;
+      if (HETDB_LDG(r.starts + k) <= i) {
+        lo = k;
+        break;
+      }
+      hi = k - 1;
+      step <<= 1;
+    }
+  }
   while (lo < hi) {
     i64 mid = (lo + hi + 1) >> 1;
-    if (r.starts[mid] <= i) lo = mid; else hi = mid - 1;
+    if (HETDB_LDG(r.starts + mid) <= i) lo = mid; else hi = mid - 1;
   }
   return lo;
 }
 
-// Value at row i of an rle page by random access: O(runs in its block); tile loaders decode a block's
-// run ends once, cooperatively (load_tile_rle).
+// Value at row i of an rle page by random access: O(runs in its block) (each run length one word
+// load and shifts: the block's directory entries are read once); tile loaders decode a block's run
+// ends once, cooperatively (load_tile_rle).
 HETDB_DECODE_HD i64 rle_value(const RlePage& r, i64 i) {
-  i64 b = rle_block_of(r, i);
-  i64 first = b * HETDB_BP_BLOCK;
-  i64 last = first + HETDB_BP_BLOCK < r.runs ? first + HETDB_BP_BLOCK : r.runs;
-  u64 end = (u64)r.starts[b];
-  for (i64 k = first; k < last; ++k) {
-    end += (u64)bp_get(r.lengths, k);
-    if ((i64)end > i) return bp_get(r.values, k);
+  const i64 b = rle_block_of(r, i);
+  const i64 left = r.runs - b * HETDB_BP_BLOCK;
+  const int count = left < HETDB_BP_BLOCK ? (int)left : HETDB_BP_BLOCK;
+  const BpBlock lengths = bp_block(r.lengths, b);
+  i64 end = HETDB_LDG(r.starts + b);
+  int k = 0;
+  for (; k < count - 1; ++k) {
+    end += bp_unpack32(r.lengths.words, lengths, (unsigned int)k);  // (a length fits in 32 bits)
+    if (end > i) break;
   }
-  return bp_get(r.values, last - 1);
+  return (i64)bp_unpack(r.values.words, bp_block(r.values, b), k);
 }
 
 // Value i of a const, for, dict or rle page (delta pages need their block: use a tile loader).
@@ -180,47 +243,56 @@ template <typename T> __device__ __forceinline__ T decoded_as(i64 v) { return (T
 template <> __device__ __forceinline__ double decoded_as<double>(i64 v) { return __longlong_as_double(v); }
 template <> __device__ __forceinline__ bool decoded_as<bool>(i64 v) { return v != 0; }
 
-// Cooperative prefix decode of the first `count` values of block b of a delta-coded stream into
-// smem[0..count): smem[j] = base + deltas[b*1024] + ... + deltas[b*1024 + j] (delta pages: values;
-// rle pages: run ends). The block is read as rows of 32 values: warp w unpacks rows w, w + W, ...
-// (one coalesced word per lane) and scans each row across its lanes with shuffles; warp 0 then scans
-// the row totals, and every value adds its row's prefix. Three barriers, no serial loop, no bank
-// conflicts. BLOCK_THREADS must be a multiple of 32; every thread of the block calls it.
-// U: u64 (delta values, wrapping 64-bit sums) or unsigned int (rle run ends relative to the run
-// block's first row: a page has fewer than 2^32 rows), whose shuffles and adds are half the work;
-// `smem` holds HETDB_DECODE_SMEM_I64 int64 slots, used as 1024 + 32 U.
-template <int BLOCK_THREADS, typename U>
-__device__ __forceinline__ void prefix_block_to_shared(U base, BpStream deltas, i64 b, int count, i64* smem) {
-  U* v = (U*)smem;
-  U* row_sum = v + HETDB_BP_BLOCK;
-  const BpBlock blk = bp_block(deltas, b);
+// Value j of block k as T: types of up to 4 bytes from the value's low 32 bits (32-bit arithmetic;
+// decoded_as of the int64 image keeps only those bits too), 8-byte types from the int64 image.
+template <typename T>
+__device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& k, unsigned int j) {
+  if (sizeof(T) <= 4) return decoded_as<T>((i64)(int)bp_unpack32(words, k, j));
+  return decoded_as<T>((i64)bp_unpack(words, k, (int)j));
+}
+
+// The run ends of one pass over an rle run block: values j_first .. j_first + 4*BLOCK_THREADS - 1 of
+// its lengths (block k of stream words; values at or past count count as 0), thread t holding the 4
+// consecutive values j_first + 4t .. (4 consecutive lanes of one row of the lane layout: 4 consecutive
+// words). Each thread sums its values serially; one warp scan (shuffles) and one pass over the warp
+// totals in `warp_tot` (BLOCK_THREADS / 32 slots of shared memory; one barrier: a caller alternates
+// two such areas between consecutive calls, and every thread of the block calls it) combine them.
+// v[i]: carry + the sum of the pass's values up to j_first + 4t + i; before: carry + the sum before
+// j_first + 4t (so value 4t+i is v[i] - (i ? v[i-1] : before)). Returns carry + the pass's sum. Run
+// ends relative to their run block's first row fit in 32 bits (a page has fewer than 2^32 rows).
+template <int BLOCK_THREADS>
+__device__ __forceinline__ unsigned int scan_run_ends(const unsigned int* words, const BpBlock& k, int j_first, int count,
+                                                      unsigned int carry, unsigned int (&v)[4], unsigned int& before,
+                                                      unsigned int* warp_tot) {
+  constexpr int WARPS = BLOCK_THREADS / 32;
+  static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS <= 512, "tile loaders: whole warps, at most 512 threads");
+  const int j0 = j_first + threadIdx.x * 4;
+  unsigned int acc = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (j0 + i < count) acc += bp_unpack32(words, k, (unsigned int)(j0 + i));
+    v[i] = acc;
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int rows = (count + 31) >> 5;
-  for (int r = warp; r < rows; r += BLOCK_THREADS / 32) {  // (the same trip count for a whole warp)
-    const int j = r * 32 + lane;
-    U x = j < count ? (U)bp_unpack(deltas.words, blk, j) : (U)0;
+  unsigned int incl = acc;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const U y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-      if (lane >= d) x += y;
-    }
-    v[j] = x;
-    if (lane == 31) row_sum[r] = x;
+  for (int d = 1; d < 32; d <<= 1) {
+    const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (lane >= d) incl += y;
   }
+  if (lane == 31) warp_tot[warp] = incl;
   __syncthreads();
-  if (warp == 0) {  // exclusive scan of the row totals, plus the base
-    const U t = lane < rows ? row_sum[lane] : (U)0;
-    U x = t;
+  before = carry + (incl - acc);
+  unsigned int total = carry;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const U y = __shfl_up_sync(0xFFFFFFFFu, x, d);
-      if (lane >= d) x += y;
-    }
-    row_sum[lane] = base + x - t;
+  for (int w = 0; w < WARPS; ++w) {
+    const unsigned int t = warp_tot[w];
+    if (w < warp) before += t;
+    total += t;
   }
-  __syncthreads();
-  for (int j = threadIdx.x; j < count; j += BLOCK_THREADS) v[j] += row_sum[j >> 5];
-  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v[i] += before;
+  return total;
 }
 
 // Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
@@ -229,19 +301,21 @@ __device__ __forceinline__ void prefix_block_to_shared(U base, BpStream deltas, 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_packed(BpStream s, const i64* dict, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
                                                  int n) {
-  i64 cur = -1;
-  BpBlock blk = {0ULL, 0u, 0, 0u};
+  if (n <= 0) return;
+  unsigned int first = (unsigned int)tile_start & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+  BpBlock blk = bp_block(s, tile_start >> 10);
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     const int idx = k * BLOCK_THREADS + threadIdx.x;
     if (idx < n) {
       const i64 row = tile_start + idx;
-      if ((row >> 10) != cur) {
-        cur = row >> 10;
-        blk = bp_block(s, cur);
+      unsigned int j = (unsigned int)row - first;
+      if (j >= HETDB_BP_BLOCK) {  // a row of a later block (rows of a page fit in 32 bits)
+        first = (unsigned int)row & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+        blk = bp_block(s, row >> 10);
+        j = (unsigned int)row - first;
       }
-      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
-      items[k] = decoded_as<T>(dict == nullptr ? (i64)x : dict[x]);
+      items[k] = dict == nullptr ? bp_value<T>(s.words, blk, j) : decoded_as<T>(HETDB_LDG(dict + bp_unpack32(s.words, blk, j)));
     }
   }
 }
@@ -273,83 +347,162 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   const bool dict = p.codec == HETDB_CODEC_DICT;
   const BpStream s = bp_stream(dict ? p.body + 8 * p.param : p.body, p.n);
   const i64* values = (const i64*)p.body;
-  i64 cur = -1;
+  unsigned int first = 0xFFFFFFFFu;  // no block loaded yet: every j is >= 1024
   BpBlock blk = {0ULL, 0u, 0, 0u};
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     if (flags[k]) {
       const i64 row = tile_start + k * BLOCK_THREADS + threadIdx.x;
-      if ((row >> 10) != cur) {
-        cur = row >> 10;
-        blk = bp_block(s, cur);
+      unsigned int j = (unsigned int)row - first;
+      if (j >= HETDB_BP_BLOCK || first == 0xFFFFFFFFu) {
+        first = (unsigned int)row & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+        blk = bp_block(s, row >> 10);
+        j = (unsigned int)row - first;
       }
-      const u64 x = bp_unpack(s.words, blk, (int)(row & (HETDB_BP_BLOCK - 1)));
-      items[k] = decoded_as<T>(dict ? values[x] : (i64)x);
+      items[k] = dict ? decoded_as<T>(HETDB_LDG(values + bp_unpack32(s.words, blk, j))) : bp_value<T>(s.words, blk, j);
     }
   }
 }
 
-// A delta page's tile: per block it touches, the values from the block's start to the tile's end
-// (or the block's end) are prefix-summed in shared memory.
+// A delta page's tile: per block it touches, the deltas from the block's start to the tile's first
+// row only sum (thread t adds values t*C .. t*C+C-1 of them, C = 1024 / BLOCK_THREADS), and the
+// tile's own deltas scan in chunks of ITEMS_PER_THREAD consecutive values per thread; one warp scan
+// of both (shuffles) and one pass over the warp totals (`tot`: two areas of 2 * warps slots, one
+// per block) give every value base + its prefix, stored in shared memory; then every thread takes
+// its striped items. Barriers: one per block, one before the items are read (the next call's writes
+// follow its first barrier, so none at the end).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                                 i64* smem) {
+  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, C = HETDB_BP_BLOCK / BLOCK_THREADS;
+  constexpr int WARPS = BLOCK_THREADS / 32;
+  static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 512,
+                "tile loaders: whole warps, at most 512 threads, dividing a block of 1024 values");
+  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most one block of values");
   if (n <= 0) return;
+  u64* vals = (u64*)smem;
+  u64* tot = (u64*)(smem + TILE + TILE / 4);
   const i64* bases = (const i64*)p.body;
   const BpStream deltas = bp_stream(p.body + 8 * bp_blocks(p.n), p.n);
   const i64 tile_end = tile_start + n;
   const i64 first = tile_start >> 10, last = (tile_end - 1) >> 10;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (i64 b = first; b <= last; ++b) {
     const i64 block_start = b * HETDB_BP_BLOCK;
-    const i64 block_end = block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end;
-    const int count = (int)(block_end - block_start);
-    prefix_block_to_shared<BLOCK_THREADS, u64>((u64)bases[b], deltas, b, count, smem);
+    const int lo = (int)((tile_start > block_start ? tile_start : block_start) - block_start);
+    const int hi = (int)((block_start + HETDB_BP_BLOCK < tile_end ? block_start + HETDB_BP_BLOCK : tile_end) - block_start);
+    const BpBlock k = bp_block(deltas, b);
+    u64 skip = 0;  // this thread's share of the deltas before the tile
+    const int ja = threadIdx.x * C;
 #pragma unroll
-    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      const int idx = k * BLOCK_THREADS + threadIdx.x;
-      const i64 row = tile_start + idx;
-      if (idx < n && row >= block_start && row < block_end) items[k] = decoded_as<T>(smem[row - block_start]);
+    for (int i = 0; i < C; ++i) {
+      if (ja + i < lo) skip += bp_unpack(deltas.words, k, ja + i);
+    }
+    u64 v[ITEMS_PER_THREAD];
+    u64 acc = 0;
+    const int jb = lo + threadIdx.x * ITEMS_PER_THREAD;
+#pragma unroll
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      if (jb + i < hi) acc += bp_unpack(deltas.words, k, jb + i);
+      v[i] = acc;
+    }
+    u64 skip_incl = skip, incl = acc;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const u64 y = __shfl_up_sync(0xFFFFFFFFu, skip_incl, d);
+      const u64 z = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (lane >= d) {
+        skip_incl += y;
+        incl += z;
+      }
+    }
+    u64* area = tot + (int)(b - first) * 2 * WARPS;
+    if (lane == 31) {
+      area[2 * warp] = skip_incl;
+      area[2 * warp + 1] = incl;
     }
     __syncthreads();
+    u64 before = (u64)HETDB_LDG(bases + b) + (incl - acc);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      before += area[2 * w];
+      if (w < warp) before += area[2 * w + 1];
+    }
+#pragma unroll
+    for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
+      if (jb + i < hi) vals[block_start + jb + i - tile_start] = before + v[i];
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+    const int idx = k * BLOCK_THREADS + threadIdx.x;
+    if (idx < n) items[k] = decoded_as<T>((i64)vals[idx]);
   }
 }
 
-// An rle page's tile: per block of 1024 runs that holds tile rows, the ends of the runs up to the
-// one holding the tile's last row (at most tile_end - block's first row of them: every run has a
-// row) are prefix-summed in shared memory; each row finds its run by binary search there.
+// An rle page's tile. Per block of 1024 runs holding tile rows, passes of 4 * BLOCK_THREADS runs
+// (scan_run_ends) find the ends of its runs, until a pass ends past the tile or the runs that can
+// hold tile rows (at most tile_end - the block's first row: every run has a row) are done; each run
+// overlapping the tile sets the bit of its first row in the tile (the tile's first row for the run
+// holding it) in a bitmap of the tile's rows and stores its value there (vals). Then every row takes
+// the value at the last set bit at or before it: the bitmap word of 32 rows is the same for a whole
+// warp (striped rows), so most rows need one shared load, a mask and a count of leading zeros, and
+// rows of a run that started in an earlier word look back word by word. No search or scan per row,
+// one value unpack per run. Barriers: one per pass, one before the rows read, one at the end (the
+// next call clears the bitmap first).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
+  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, PASS = 4 * BLOCK_THREADS;
+  constexpr int WARPS = BLOCK_THREADS / 32, WORDS = (TILE + 31) / 32;
+  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values");
   if (n <= 0) return;
+  i64* vals = smem;
+  unsigned int* run_bits = (unsigned int*)(smem + TILE);             // WORDS words
+  unsigned int* scan_tot = (unsigned int*)(smem + TILE + TILE / 4);  // 2 areas of WARPS
+  for (int w = threadIdx.x; w < WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
   const RlePage r = rle_page(p);
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
+  int area = 0;
   for (i64 b = rle_block_of(r, tile_start); b < blocks; ++b) {
-    const i64 lo_row = r.starts[b];
+    const i64 lo_row = HETDB_LDG(r.starts + b);
     if (lo_row >= tile_end) break;
     const i64 first = b * HETDB_BP_BLOCK;
     i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
     if (count > tile_end - lo_row) count = tile_end - lo_row;
-    // ends[k]: end of run first+k, relative to lo_row
-    prefix_block_to_shared<BLOCK_THREADS, unsigned int>(0u, r.lengths, b, (int)count, smem);
-    const unsigned int* ends = (const unsigned int*)smem;
-    const i64 hi_row = lo_row + ends[count - 1];
-    const BpBlock vblk = bp_block(r.values, b);
+    const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
+    const i64 rel = lo_row - tile_start;  // the run block's first row from the tile's (>= -2^32)
+    unsigned int carry = 0;  // rows of the runs of earlier passes
+    for (int j_first = 0; j_first < count && rel + carry < n; j_first += PASS) {
+      unsigned int end[4], before;
+      carry = scan_run_ends<BLOCK_THREADS>(r.lengths.words, lblk, j_first, (int)count, carry, end, before,
+                                           scan_tot + area * WARPS);
+      area ^= 1;
+      const int j0 = j_first + threadIdx.x * 4;
 #pragma unroll
-    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-      const int idx = k * BLOCK_THREADS + threadIdx.x;
-      const i64 row = tile_start + idx;
-      if (idx < n && row >= lo_row && row < hi_row) {
-        const unsigned int rel = (unsigned int)(row - lo_row);
-        int lo = 0, hi = (int)count - 1;
-        while (lo < hi) {
-          const int mid = (lo + hi) >> 1;
-          if (ends[mid] > rel) hi = mid; else lo = mid + 1;
+      for (int i = 0; i < 4; ++i) {
+        const i64 run_start = rel + (i ? end[i - 1] : before), run_end = rel + end[i];
+        if (j0 + i < count && run_end > run_start && run_end > 0 && run_start < n) {
+          const int at = run_start > 0 ? (int)run_start : 0;
+          atomicOr(run_bits + (at >> 5), 1u << (at & 31));
+          vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
+                                    : (i64)bp_unpack(r.values.words, vblk, j0 + i);
         }
-        items[k] = decoded_as<T>((i64)bp_unpack(r.values.words, vblk, lo));
       }
     }
-    __syncthreads();
   }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+    const int idx = k * BLOCK_THREADS + threadIdx.x;  // (rows past n find a run too: row 0's bit is set)
+    int w = idx >> 5;
+    unsigned int m = run_bits[w] & (0xFFFFFFFFu >> (31 - (idx & 31)));
+    while (m == 0u && w > 0) m = run_bits[--w];
+    const int at = m == 0u ? 0 : (w << 5) + 31 - __clz((int)m);
+    if (idx < n) items[k] = decoded_as<T>(vals[at]);
+  }
+  __syncthreads();
 }
 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>

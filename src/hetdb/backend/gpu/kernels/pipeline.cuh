@@ -34,24 +34,25 @@ struct ConstColumn {
 
 // for and dict columns are made per tile (`first`: the tile's first row) and load that row's block
 // directory entry once, so load(row) of a row of that block is one or two coalesced word loads and
-// shifts (a row of another block reads its own entry).
+// shifts in 32-bit arithmetic (bp_value; a row of another block reads its own entry). Rows of a page
+// fit in 32 bits, so the row's place in the block is one 32-bit subtraction and compare.
 template <typename T>
 struct ForColumn {
   BpStream values;
   BpBlock blk;
-  i64 blk_index;
-  __device__ __forceinline__ ForColumn(const unsigned char* data, i64 first) : blk(), blk_index(-1) {
+  unsigned int blk_first;  // first row of block blk
+  __device__ __forceinline__ ForColumn(const unsigned char* data, i64 first) : blk(), blk_first(0u) {
     const EncodedPage p = encoded_page(data);
     values = bp_stream(p.body, p.n);
     if (first < p.n) {
-      blk_index = first >> 10;
-      blk = bp_block(values, blk_index);
+      blk_first = (unsigned int)first & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+      blk = bp_block(values, first >> 10);
     }
   }
   __device__ __forceinline__ T load(i64 row) const {
-    const i64 b = row >> 10;
-    const BpBlock k = b == blk_index ? blk : bp_block(values, b);
-    return decoded_as<T>((i64)bp_unpack(values.words, k, (int)(row & (HETDB_BP_BLOCK - 1))));
+    unsigned int j = (unsigned int)row - blk_first;
+    if (j < HETDB_BP_BLOCK) return bp_value<T>(values.words, blk, j);
+    return bp_value<T>(values.words, bp_block(values, row >> 10), (unsigned int)row & (HETDB_BP_BLOCK - 1));
   }
 };
 
@@ -60,69 +61,82 @@ struct DictColumn {
   const i64* __restrict__ values;
   BpStream codes;
   BpBlock blk;
-  i64 blk_index;
-  __device__ __forceinline__ DictColumn(const unsigned char* data, i64 first) : blk(), blk_index(-1) {
+  unsigned int blk_first;
+  __device__ __forceinline__ DictColumn(const unsigned char* data, i64 first) : blk(), blk_first(0u) {
     const EncodedPage p = encoded_page(data);
     values = (const i64*)p.body;
     codes = bp_stream(p.body + 8 * p.param, p.n);
     if (first < p.n) {
-      blk_index = first >> 10;
-      blk = bp_block(codes, blk_index);
+      blk_first = (unsigned int)first & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+      blk = bp_block(codes, first >> 10);
     }
   }
   __device__ __forceinline__ T load(i64 row) const {
-    const i64 b = row >> 10;
-    const BpBlock k = b == blk_index ? blk : bp_block(codes, b);
-    return decoded_as<T>(values[bp_unpack(codes.words, k, (int)(row & (HETDB_BP_BLOCK - 1)))]);
+    unsigned int j = (unsigned int)row - blk_first;
+    if (j < HETDB_BP_BLOCK) return decoded_as<T>(HETDB_LDG(values + bp_unpack32(codes.words, blk, j)));
+    return decoded_as<T>(HETDB_LDG(values + bp_unpack32(codes.words, bp_block(codes, row >> 10),
+                                                       (unsigned int)row & (HETDB_BP_BLOCK - 1))));
   }
 };
 
 // One column's page in a page table (a paged kernel: one launch over many row groups), read in
-// place whatever the page's kind: `encoded` 0 means `data` is the value array, else it is the page's
-// encoded data section (decode.cuh), as in the dense fused kernels' page tables
-// (fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the page, whose
-// 1024-value block's directory entry (for, dict) is loaded once here, so load(row) of a row of that
-// block is one or two coalesced word loads and shifts (the codec branch is the same for every thread
-// of a block, since a tile lies in one page). delta and rle pages are not random-access: tiled() says
-// so, and the generated kernel decodes their tile into registers with load_tile (every thread of the
-// block together) before its row loop; load() never reads them (page_table refuses such a page for
-// an input that is not "paged_tile").
+// place whatever the page's kind: `codec` 0 means `data` is the value array, else it is the codec id
+// (HETDB_CODEC_*) of the page's encoded data section (decode.cuh; the fused kernels' page tables
+// only say 0 or 1: fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the
+// page (< its rows), whose 1024-value block's directory entry (for, dict) is loaded once here (for a
+// for page together with the header: its place does not depend on it), so load(row) of a row of
+// that block is one or two coalesced word loads and shifts in 32-bit arithmetic (the kind branches
+// are the same for every thread of a block, since a tile lies in one page). delta and rle pages are
+// not random-access: tiled() says so, and the generated kernel decodes their tile into registers
+// with load_tile (every thread of the block together) before its row loop; load() never reads them
+// (page_table refuses such a page for an input that is not "paged_tile").
+#define PIPE_PAGE_PLAIN 0
+#define PIPE_PAGE_PACKED 1  // for
+#define PIPE_PAGE_DICT 2
+#define PIPE_PAGE_CONST 3
+#define PIPE_PAGE_TILED 4   // delta, rle
 template <typename T>
 struct PageColumn {
   const unsigned char* __restrict__ data;
   EncodedPage page;
-  bool encoded;
-  BpStream stream;   // for: the values; dict: the codes
-  const i64* dict;   // dict: the dictionary's values
-  BpBlock blk;       // the directory entry of block blk_index
-  i64 blk_index;
-  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long enc, i64 first = 0)
-      : data(ptr), page(), encoded(enc != 0), stream(), dict(nullptr), blk(), blk_index(-1) {
-    if (!encoded) return;
-    page = encoded_page(ptr);
-    if (page.codec == HETDB_CODEC_FOR) {
+  int kind;
+  BpStream stream;         // for: the values; dict: the codes
+  const i64* dict;         // dict: the dictionary's values
+  BpBlock blk;             // the directory entry of the block holding row blk_first
+  unsigned int blk_first;
+  __device__ __forceinline__ PageColumn(const unsigned char* ptr, long long codec, i64 first = 0)
+      : data(ptr), page(), kind(PIPE_PAGE_PLAIN), stream(), dict(nullptr), blk(), blk_first(0u) {
+    if (codec == 0) return;
+    blk_first = (unsigned int)first & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+    if (codec == HETDB_CODEC_FOR) {
+      kind = PIPE_PAGE_PACKED;
+      blk = bp_block(BpStream{(const unsigned int*)(ptr + HETDB_CODEC_HEADER), nullptr}, first >> 10);
+      page = encoded_page(ptr);
       stream = bp_stream(page.body, page.n);
-    } else if (page.codec == HETDB_CODEC_DICT) {
-      dict = (const i64*)page.body;
-      stream = bp_stream(page.body + 8 * page.param, page.n);
-    } else {
       return;
     }
-    if (first < page.n) {
-      blk_index = first >> 10;
-      blk = bp_block(stream, blk_index);
+    page = encoded_page(ptr);
+    if (codec == HETDB_CODEC_DICT) {
+      kind = PIPE_PAGE_DICT;
+      dict = (const i64*)page.body;
+      stream = bp_stream(page.body + 8 * page.param, page.n);
+      blk = bp_block(stream, first >> 10);
+    } else {
+      kind = codec == HETDB_CODEC_CONST ? PIPE_PAGE_CONST : PIPE_PAGE_TILED;
     }
   }
-  __device__ __forceinline__ bool tiled() const {
-    return encoded && (page.codec == HETDB_CODEC_DELTA || page.codec == HETDB_CODEC_RLE);
-  }
+  __device__ __forceinline__ bool tiled() const { return kind == PIPE_PAGE_TILED; }
   __device__ __forceinline__ T load(i64 row) const {
-    if (!encoded) return ((const T*)data)[row];
-    if (page.codec == HETDB_CODEC_CONST) return decoded_as<T>(page.param);
-    const i64 b = row >> 10;
-    const BpBlock k = b == blk_index ? blk : bp_block(stream, b);
-    const u64 x = bp_unpack(stream.words, k, (int)(row & (HETDB_BP_BLOCK - 1)));
-    return decoded_as<T>(dict == nullptr ? (i64)x : dict[x]);
+    if (kind == PIPE_PAGE_PLAIN) return ((const T*)data)[row];
+    if (kind == PIPE_PAGE_CONST) return decoded_as<T>(page.param);
+    unsigned int j = (unsigned int)row - blk_first;
+    BpBlock k = blk;
+    if (j >= HETDB_BP_BLOCK) {
+      k = bp_block(stream, row >> 10);
+      j = (unsigned int)row & (HETDB_BP_BLOCK - 1);
+    }
+    if (kind == PIPE_PAGE_DICT) return decoded_as<T>(HETDB_LDG(dict + bp_unpack32(stream.words, k, j)));
+    return bp_value<T>(stream.words, k, j);
   }
   template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
   __device__ __forceinline__ void load_tile(i64 tile_start, T (&items)[ITEMS_PER_THREAD], int num, i64* smem) const {
