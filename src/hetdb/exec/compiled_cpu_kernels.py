@@ -36,6 +36,15 @@ _DIRECT_NO_FILTER = 1 << 14
 _SELECT_SHARE = (0.05, 0.95)
 
 
+# a probe whose table (direct entries or hash slots) takes at least this many bytes, more than a
+# core's L2 cache, is looked up a block of rows at a time with prefetches (codegen/probe_prefetch.py)
+PREFETCH_BYTES = 1 << 21
+
+
+def _probed_bytes(t: Any) -> int:
+    return int(t.direct.nbytes) if t.direct is not None else int(t.table.slots.nbytes)
+
+
 def pass_share(op: Any, side: Any) -> float:
     """The share of probe rows a probe is expected to let through: for a foreign key into a
     dimension, the share of the dimension's rows the build kept (1 when unknown)."""
@@ -135,7 +144,8 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
             stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, prefilter(t),
-                                _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1]))
+                                _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1],
+                                _probed_bytes(t) >= PREFETCH_BYTES))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:
