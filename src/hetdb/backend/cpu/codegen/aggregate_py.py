@@ -119,6 +119,8 @@ class AggregateEmitter:
                 raise ExprError(f"aggregate {op} is not compiled for the CPU")
             vals.append(None if arg is None else em.value(arg))
         keys = [em.value(k) for k in sink.keys]
+        if any(k.dtype.is_wide for k in keys):
+            raise ExprError("a HUGEINT / DECIMAL(>18) group key is not compiled for the CPU")
         self.key_signs = [-1] * len(keys)
         ni = 0
         for j, k in enumerate(keys):
@@ -175,6 +177,8 @@ class AggregateEmitter:
             kind = v.dtype.kind
             if kind == "string" and op != "count":
                 raise ExprError(f"{op} of a string is not compiled for the CPU")
+            if v.dtype.is_wide and op not in ("sum", "avg", "count"):
+                raise ExprError(f"{op} of {v.dtype} is not compiled for the CPU")
             em.emit(f"if {v.valid}:")
             opened = len(em.lines)
             em.indent += 1
