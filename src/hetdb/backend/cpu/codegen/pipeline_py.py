@@ -203,7 +203,10 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
         epilogue: list[str] = []
         if isinstance(self.spec.sink, Mark):
             slots, ni, nf = [], 0, 0
-            em.emit(f"marked[brow{self.inner_probes[-1]}] = True")
+            # read before written: every worker marks the same flags array, and a store to a line
+            # other cores hold takes it from them even when the flag is set already
+            em.emit(f"if not marked[brow{self.inner_probes[-1]}]:")
+            em.emit(f"    marked[brow{self.inner_probes[-1]}] = True")
             em.emit("ng += 1")
             state, room = "marked, ng", ""
         elif isinstance(self.spec.sink, Materialize):
