@@ -41,6 +41,14 @@ _SELECT_SHARE = (0.05, 0.95)
 PREFETCH_BYTES = 1 << 21
 
 
+_OBJECT = np.dtype(object)
+
+
+def _python_ints(col: Column) -> bool:
+    """A HUGEINT / DECIMAL(19..38) column whose values did not all fit in int64 (exec/wide.py)."""
+    return col.dtype.is_wide and getattr(col.data, "dtype", None) == _OBJECT
+
+
 def _probed_bytes(t: Any) -> int:
     return int(t.direct.nbytes) if t.direct is not None else int(t.table.slots.nbytes)
 
@@ -103,7 +111,8 @@ def verdict(ctx: ExecContext, src: Any, reader: Any, p: Any, rg: int) -> str:
 def kernel_for(p: Any, sink: Any, cols: dict[str, Column], runs: bool = False) -> Kernel | str:
     # a morsel's layout in a few booleans (the types of a table's columns do not change between its
     # pages): building the full signature per morsel cost tens of us of GIL-held Python
-    fast = (runs, *[(cols[c].validity is not None, cols[c].dictionary is not None) for c in p.kernel_cols])
+    fast = (runs, *[(cols[c].validity is not None, cols[c].dictionary is not None,
+                     getattr(cols[c].data, "dtype", None) == _OBJECT) for c in p.kernel_cols])
     hit = p.fast_kernels.get(fast)
     if hit is not None:
         return hit
@@ -119,6 +128,8 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
         col = cols[c]
         if col.dtype.kind == "string" and col.dictionary is None:
             return f"column {c} is a plain (not dictionary-encoded) string page"
+        if _python_ints(col):
+            return f"column {c} holds DECIMAL(38) / HUGEINT values past 64 bits"
         sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
     key = tuple(sig)
     hit = p.kernels.get(key)
@@ -135,6 +146,8 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
         else:
             op, side, pay = next(probes)
             t = side.table
+            if any(_python_ints(side.batch.columns[f.cid]) for f in pay):
+                return "a build column holds DECIMAL(38) / HUGEINT values past 64 bits"
             payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
                                   side.batch.columns[f.cid].dictionary is not None, f.cid in p.plan.row_keys)
                             for f in pay)

@@ -177,8 +177,6 @@ class AggregateEmitter:
             kind = v.dtype.kind
             if kind == "string" and op != "count":
                 raise ExprError(f"{op} of a string is not compiled for the CPU")
-            if v.dtype.is_wide and op not in ("sum", "avg", "count"):
-                raise ExprError(f"{op} of {v.dtype} is not compiled for the CPU")
             em.emit(f"if {v.valid}:")
             opened = len(em.lines)
             em.indent += 1

@@ -157,9 +157,10 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
             name, mask, row = f"p{p}_b{j}", f"p{p}_b{j}_m", f"brow{p}"
         else:
             return None
-        if c.dtype.is_wide:
-            # a previous pipeline's HUGEINT / DECIMAL(38) result may hold Python ints (object array)
+        if c.dtype.is_wide and c.dtype.kind != "decimal":
             raise ExprError(f"column {cid} of type {c.dtype} is not compiled for the CPU")
+        # (a DECIMAL(19..38) column, a previous pipeline's SUM, is read while it is held in int64:
+        # compiled_cpu_kernels refuses a morsel or build whose values are Python ints)
         if not c.rows and np.dtype(c.dtype.numpy_dtype).kind not in "biuf":
             # an INTERVAL's 16-byte container (complex128) or a LIST's objects: the loop reads values
             # as int64, float64 or bool only (the pipeline then runs operator at a time)
