@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb import types as T
 from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
     Aggregate,
@@ -122,15 +123,19 @@ def kernel_for(p: Any, sink: Any, cols: dict[str, Column], runs: bool = False) -
 
 def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) -> Kernel | str:
     sig: list[Any] = [runs]
+    plain = {c for c in p.base if c in p.plan.referenced and cols[c].dtype.kind == "string"
+             and cols[c].dictionary is None}
+    host = host_filters(p, sink, plain) if plain else {}
+    if host is None:
+        return f"column {sorted(plain)[0]} is a plain (not dictionary-encoded) string page"
     for c in p.base:
-        if c not in p.plan.referenced:
-            continue  # read only for the gather after the loop: any encoding will do
+        if c not in p.plan.referenced or c in plain:
+            continue  # read only for the gather after the loop (or by a host filter): any encoding will do
         col = cols[c]
-        if col.dtype.kind == "string" and col.dictionary is None:
-            return f"column {c} is a plain (not dictionary-encoded) string page"
         if _python_ints(col):
             return f"column {c} holds DECIMAL(38) / HUGEINT values past 64 bits"
         sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+    sig += [(cid, T.BOOL, False, False) for cid, _ in host.values()]
     key = tuple(sig)
     hit = p.kernels.get(key)
     if hit is not None:
@@ -138,8 +143,10 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
     inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig[1:])
     stages: list[Any] = []
     probes = iter(p.probes)
-    for kind, x in p.stages:
-        if kind == "filter":
+    for i, (kind, x) in enumerate(p.stages):
+        if kind == "filter" and i in host:
+            stages.append(("filter", ColumnRef(T.BOOL, host[i][0])))
+        elif kind == "filter":
             stages.append(("filter", x))
         elif kind == "project":
             stages.append(("project", tuple((f.cid, e) for f, e in x.exprs if f.cid in p.plan.produced)))
@@ -181,7 +188,35 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
                 _SPEC_KERNELS.clear()
             _SPEC_KERNELS[spec] = kernel
     p.kernels[key] = kernel
+    if host and not isinstance(kernel, str):
+        p.host[id(kernel)] = list(host.values())
     return kernel
+
+
+def host_filters(p: Any, sink: Any, plain: set[str]) -> dict[int, tuple[str, Expr]] | None:
+    """The leading filters (the scan's, before any probe) over plain-string columns ``plain``, by
+    stage: each is evaluated per morsel by the operators (their string kernels: LIKE over the
+    bytes) into a BOOL column the loop reads as ``__host<stage>``, so the rest of the pipeline
+    still runs compiled (TPC-H q13's orders aggregation behind NOT LIKE on o_comment ran operator at
+    a time). None when another part of the loop reads those columns."""
+    host: dict[int, tuple[str, Expr]] = {}
+    others: list[Expr] = []
+    leading = True
+    for i, (kind, x) in enumerate(p.stages):
+        if kind == "probe":
+            leading = False
+            others += list(x.left_keys) + ([x.residual] if x.residual is not None else [])
+        elif kind == "filter" and leading and x.columns() & plain:
+            host[i] = (f"__host{i}", x)
+        elif kind == "filter":
+            others.append(x)
+        else:
+            others += [e for _, e in x.exprs]
+    if not p.plan.materialize and p.marks is None:
+        others += [e for _, e in sink.keys] + [a.arg for _, a in sink.aggs if a.arg is not None]
+    if any(e.columns() & plain for e in others):
+        return None
+    return host
 
 
 # generated loops by spec: a query run again reuses its kernels (generating the source of one took
