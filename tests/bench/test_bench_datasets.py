@@ -39,6 +39,8 @@ def test_generate_reuse_and_load_into_duckdb(tmp_path):
     assert loaded.num_rows == info["tables"]["t"]["rows"] == stored.num_rows
     assert compare_tables(loaded, stored, ordered=False) is None
     assert seconds >= 0
+    # loaded on every core; the queries run on the threads asked for
+    assert con.execute("select current_setting('threads')").fetchone()[0] == 1
 
 
 def test_user_paths_are_never_deleted(tmp_path):

@@ -90,6 +90,7 @@ class _Plan:
     verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
     resident: ResidentPages | None = None        # the morsels' pages through the host page cache
     direct: tuple | None = None                  # group keys' ranges: see compiled_cpu_kernels.direct_ranges
+    host: dict[int, list] = field(default_factory=dict)  # per kernel (by id): its host filters (host_filters)
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -430,6 +431,10 @@ class _Worker:
                     if b.num_rows:
                         run.push(b, 0, lops, lsink)
                 continue
+            host = p.host.get(id(kernel))
+            if host:
+                with LocalTimer(self.stats, pipe.source.op_id):
+                    cols = _with_host_filters(ctx, cols, n, host)
             if p.marks is not None:
                 if not self._run_marks(kernel, cols, n):
                     p.fallback += 1
@@ -535,6 +540,15 @@ class _Worker:
         if count:
             sink.sink(ctx, _gather(ctx, p.plan, Batch(cols, n), sel), self.run.gsink, lsink)
         return True
+
+
+def _with_host_filters(ctx: ExecContext, cols: dict[str, Column], n: int, host: list) -> dict[str, Column]:
+    """The morsel's columns and, per host filter, the BOOL column of the rows it keeps."""
+    batch = Batch(cols, n)
+    out = dict(cols)
+    for cid, e in host:
+        out[cid] = Column(T.BOOL, data=np.ascontiguousarray(ctx.evaluator.predicate(e, batch), dtype=bool))
+    return out
 
 
 def _go(ctx: ExecContext, run: Any, p: _Plan, pool: Any, threads: int) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb import types as T
 from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
     Aggregate,
@@ -34,6 +35,23 @@ from hetdb.plan.exprutil import substitute
 _DIRECT_NO_FILTER = 1 << 14
 # the share of rows the first probe is expected to keep for the selection loop to test it (Probe.select)
 _SELECT_SHARE = (0.05, 0.95)
+
+
+# a probe whose table (direct entries or hash slots) takes at least this many bytes, more than a
+# core's L2 cache, is looked up a block of rows at a time with prefetches (codegen/probe_prefetch.py)
+PREFETCH_BYTES = 1 << 21
+
+
+_OBJECT = np.dtype(object)
+
+
+def _python_ints(col: Column) -> bool:
+    """A HUGEINT / DECIMAL(19..38) column whose values did not all fit in int64 (exec/wide.py)."""
+    return col.dtype.is_wide and getattr(col.data, "dtype", None) == _OBJECT
+
+
+def _probed_bytes(t: Any) -> int:
+    return int(t.direct.nbytes) if t.direct is not None else int(t.table.slots.nbytes)
 
 
 def pass_share(op: Any, side: Any) -> float:
@@ -94,7 +112,8 @@ def verdict(ctx: ExecContext, src: Any, reader: Any, p: Any, rg: int) -> str:
 def kernel_for(p: Any, sink: Any, cols: dict[str, Column], runs: bool = False) -> Kernel | str:
     # a morsel's layout in a few booleans (the types of a table's columns do not change between its
     # pages): building the full signature per morsel cost tens of us of GIL-held Python
-    fast = (runs, *[(cols[c].validity is not None, cols[c].dictionary is not None) for c in p.kernel_cols])
+    fast = (runs, *[(cols[c].validity is not None, cols[c].dictionary is not None,
+                     getattr(cols[c].data, "dtype", None) == _OBJECT) for c in p.kernel_cols])
     hit = p.fast_kernels.get(fast)
     if hit is not None:
         return hit
@@ -104,13 +123,19 @@ def kernel_for(p: Any, sink: Any, cols: dict[str, Column], runs: bool = False) -
 
 def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) -> Kernel | str:
     sig: list[Any] = [runs]
+    plain = {c for c in p.base if c in p.plan.referenced and cols[c].dtype.kind == "string"
+             and cols[c].dictionary is None}
+    host = host_filters(p, sink, plain) if plain else {}
+    if host is None:
+        return f"column {sorted(plain)[0]} is a plain (not dictionary-encoded) string page"
     for c in p.base:
-        if c not in p.plan.referenced:
-            continue  # read only for the gather after the loop: any encoding will do
+        if c not in p.plan.referenced or c in plain:
+            continue  # read only for the gather after the loop (or by a host filter): any encoding will do
         col = cols[c]
-        if col.dtype.kind == "string" and col.dictionary is None:
-            return f"column {c} is a plain (not dictionary-encoded) string page"
+        if _python_ints(col):
+            return f"column {c} holds DECIMAL(38) / HUGEINT values past 64 bits"
         sig.append((c, col.dtype, col.validity is not None, col.dictionary is not None))
+    sig += [(cid, T.BOOL, False, False) for cid, _ in host.values()]
     key = tuple(sig)
     hit = p.kernels.get(key)
     if hit is not None:
@@ -118,14 +143,18 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
     inputs = tuple(Input(c, t, nullable, d) for c, t, nullable, d in sig[1:])
     stages: list[Any] = []
     probes = iter(p.probes)
-    for kind, x in p.stages:
-        if kind == "filter":
+    for i, (kind, x) in enumerate(p.stages):
+        if kind == "filter" and i in host:
+            stages.append(("filter", ColumnRef(T.BOOL, host[i][0])))
+        elif kind == "filter":
             stages.append(("filter", x))
         elif kind == "project":
             stages.append(("project", tuple((f.cid, e) for f, e in x.exprs if f.cid in p.plan.produced)))
         else:
             op, side, pay = next(probes)
             t = side.table
+            if any(_python_ints(side.batch.columns[f.cid]) for f in pay):
+                return "a build column holds DECIMAL(38) / HUGEINT values past 64 bits"
             payload = tuple(Input(f.cid, f.dtype, side.batch.columns[f.cid].validity is not None,
                                   side.batch.columns[f.cid].dictionary is not None, f.cid in p.plan.row_keys)
                             for f in pay)
@@ -135,7 +164,8 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
             stages.append(Probe(kind, tuple(op.left_keys), "direct" if t.direct is not None else "hash",
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, prefilter(t),
-                                _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1]))
+                                _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1],
+                                _probed_bytes(t) >= PREFETCH_BYTES))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:
@@ -158,7 +188,35 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
                 _SPEC_KERNELS.clear()
             _SPEC_KERNELS[spec] = kernel
     p.kernels[key] = kernel
+    if host and not isinstance(kernel, str):
+        p.host[id(kernel)] = list(host.values())
     return kernel
+
+
+def host_filters(p: Any, sink: Any, plain: set[str]) -> dict[int, tuple[str, Expr]] | None:
+    """The leading filters (the scan's, before any probe) over plain-string columns ``plain``, by
+    stage: each is evaluated per morsel by the operators (their string kernels: LIKE over the
+    bytes) into a BOOL column the loop reads as ``__host<stage>``, so the rest of the pipeline
+    still runs compiled (TPC-H q13's orders aggregation behind NOT LIKE on o_comment ran operator at
+    a time). None when another part of the loop reads those columns."""
+    host: dict[int, tuple[str, Expr]] = {}
+    others: list[Expr] = []
+    leading = True
+    for i, (kind, x) in enumerate(p.stages):
+        if kind == "probe":
+            leading = False
+            others += list(x.left_keys) + ([x.residual] if x.residual is not None else [])
+        elif kind == "filter" and leading and x.columns() & plain:
+            host[i] = (f"__host{i}", x)
+        elif kind == "filter":
+            others.append(x)
+        else:
+            others += [e for _, e in x.exprs]
+    if not p.plan.materialize and p.marks is None:
+        others += [e for _, e in sink.keys] + [a.arg for _, a in sink.aggs if a.arg is not None]
+    if any(e.columns() & plain for e in others):
+        return None
+    return host
 
 
 # generated loops by spec: a query run again reuses its kernels (generating the source of one took

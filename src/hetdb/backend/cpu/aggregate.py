@@ -39,8 +39,8 @@ def _sum(values, gid, ng, valid, has_valid, nchunks, zero):
             cnt[c, g] += 1
     out = acc[0].copy()
     total = cnt[0].copy()
-    for c in range(1, nchunks):
-        for g in range(ng):
+    for g in prange(ng):  # (the chunks' rows combined per group, groups on every thread)
+        for c in range(1, nchunks):
             out[g] += acc[c, g]
             total[g] += cnt[c, g]
     return out, total > 0
@@ -58,8 +58,8 @@ def _count(gid, ng, valid, has_valid, nchunks):
                 continue
             cnt[c, gid[i]] += 1
     out = cnt[0].copy()
-    for c in range(1, nchunks):
-        for g in range(ng):
+    for g in prange(ng):
+        for c in range(1, nchunks):
             out[g] += cnt[c, g]
     return out
 
@@ -96,8 +96,8 @@ def _min_max(values, gid, ng, valid, has_valid, nchunks, want_max):
                 acc[c, g] = v
     out = acc[0].copy()
     ok = seen[0].copy()
-    for c in range(1, nchunks):
-        for g in range(ng):
+    for g in prange(ng):
+        for c in range(1, nchunks):
             if seen[c, g]:
                 if not ok[g]:
                     ok[g] = True
@@ -121,8 +121,8 @@ def _first_valid_row(gid, ng, valid, has_valid, nchunks):
             if first[c, g] == -1:
                 first[c, g] = i
     out = first[0].copy()
-    for c in range(1, nchunks):
-        for g in range(ng):
+    for g in prange(ng):
+        for c in range(1, nchunks):
             if out[g] == -1:
                 out[g] = first[c, g]
     return out

@@ -79,7 +79,7 @@ def _insert(keys, h, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _partition_rows(hashes, shift, part_shift, nparts, nchunks):
+def _partition_rows(hashes, shift, part_shift, nparts, nchunks, rows, sorted_hashes):
     """Row numbers grouped by range of their home slot (stable), their hashes in that order (the
     inserts read them sequentially: read through the row numbers, a cache miss per row took about
     40% of a 1.5M-row build on one core), and the range start offsets."""
@@ -97,24 +97,21 @@ def _partition_rows(hashes, shift, part_shift, nparts, nchunks):
             pos[c, p] = total
             total += hist[c, p]
     starts[nparts] = total
-    rows = np.empty(n, np.int64)
-    sorted_hashes = np.empty(n, np.uint64)
     for c in prange(nchunks):
         for i in range(c * n // nchunks, (c + 1) * n // nchunks):
             p = slot_of(hashes[i], shift) >> part_shift
             rows[pos[c, p]] = i
             sorted_hashes[pos[c, p]] = hashes[i]
             pos[c, p] += 1
-    return rows, sorted_hashes, starts
+    return starts
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                    key_rep, key_count, next_row, row_key):
-    """``hashes``: in the order of ``rows`` (see _partition_rows)."""
+                    key_rep, key_count, next_row, row_key, deferred):
+    """``hashes``: in the order of ``rows`` (see _partition_rows); ``deferred``: False per row."""
     nparts = starts.shape[0] - 1
     span = slots.shape[0] // nparts
-    deferred = np.zeros(rows.shape[0], np.bool_)
     next_ids = np.empty(nparts, np.int64)
     for p in prange(nparts):
         lo = starts[p]
@@ -150,12 +147,31 @@ def _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_co
                       key_rep, key_count, next_row, row_key, chain)
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _clear_slots(slots):
+    for s in prange(slots.shape[0]):
+        slots[s, 0] = 0
+        slots[s, 1] = -1
+
+
+def empty_slots(cap: int) -> np.ndarray:
+    """An empty slot array. Allocated by NumPy, which asks the kernel for huge pages for large
+    arrays (allocated by Numba, 8M slots took ~100 ms to fault in on the 2-core machine against
+    ~20 ms), and a large one written on every kernel thread (one thread's fill is the serial part
+    of a multi-million-row build)."""
+    slots = np.empty((cap, 2), np.int64)
+    if cap < _PARALLEL_BUILD_ROWS:
+        slots[:, 1] = -1
+    else:
+        _clear_slots(slots)
+    return slots
+
+
 def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -> HashTable:
     """Hash table over the rows of a key matrix (see module docstring)."""
     n = int(hashes.shape[0])
     cap, shift = table_capacity(n)
-    slots = np.empty((cap, 2), np.int64)
-    slots[:, 1] = -1
+    slots = empty_slots(cap)
     key_rep = np.empty(n, np.int64)
     key_count = np.zeros(n, np.int64)
     next_row = np.empty(n if chain else 0, np.int64)
@@ -172,9 +188,10 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -
         nparts = 1 << part_bits
         part_shift = int(np.log2(cap)) - part_bits
         # (one histogram row per chunk: 4 chunks per thread, not one per range)
-        rows, sorted_hashes, starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads))
+        rows, sorted_hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
+        starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads), rows, sorted_hashes)
         _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                        key_rep, key_count, next_row, row_key)
+                        key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_))
         return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts))
     return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
 
@@ -197,15 +214,12 @@ def _csr_serial(row_key, key_count):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _csr_ranges(row_key, key_count, rows, starts):
+def _csr_ranges(row_key, key_count, rows, starts, start, pos, order):
     """``_csr_serial`` per range of a parallel build, the ranges in parallel: range p's rows are
     rows[starts[p]:starts[p + 1]] (ascending) and its key ids lie in the same interval, so its keys'
     row runs start at starts[p] and fill that interval of ``order``."""
     n = key_count.shape[0]
-    start = np.empty(n + 1, np.int64)
     start[n] = n
-    pos = np.empty(n, np.int64)
-    order = np.empty(rows.shape[0], np.int64)
     for p in prange(starts.shape[0] - 1):
         lo = starts[p]
         hi = starts[p + 1]
@@ -226,7 +240,10 @@ def csr(table: HashTable) -> tuple[np.ndarray, np.ndarray]:
     """(start, order): the rows of key id k are order[start[k]:start[k] + key_count[k]], ascending."""
     if table.ranges is None:
         return _csr_serial(table.row_key, table.key_count)
-    return _csr_ranges(table.row_key, table.key_count, *table.ranges)
+    n = table.key_count.shape[0]
+    start, pos, order = np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(table.row_key.shape[0], np.int64)
+    _csr_ranges(table.row_key, table.key_count, *table.ranges, start, pos, order)
+    return start, order
 
 
 @njit(cache=True, nogil=True, parallel=True)

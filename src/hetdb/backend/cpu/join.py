@@ -94,11 +94,11 @@ def _direct_build(key, lo, size):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _direct_fill(key, lo, size):
-    """The direct table with each row's slot set to its row (on all kernel threads), and how many
-    rows do not find themselves there (another row has their key)."""
+def _direct_fill(key, lo, direct):
+    """``direct`` with each row's slot set to its row (on all kernel threads); how many rows do
+    not find themselves there (another row has their key)."""
     n = key.shape[0]
-    direct = np.empty(size, np.int32)
+    size = direct.shape[0]
     for c in prange(size):
         direct[c] = -1
     for i in prange(n):
@@ -107,14 +107,15 @@ def _direct_fill(key, lo, size):
     for i in prange(n):
         if direct[key[i] - lo] != i:
             clashes += 1
-    return direct, clashes
+    return clashes
 
 
 def _direct_build_unique(key: np.ndarray, lo: np.int64, size: int) -> tuple:
     """``_direct_build``'s arrays when every key is on one row (a dimension's primary key): key id =
     row, filled in parallel (the serial build was most of the single-threaded time of a 16-thread
     query's dimension builds, SSB q4.1's 320k parts at SF 10: 13 ms); Nones otherwise."""
-    direct, clashes = _direct_fill(key, lo, size)
+    direct = np.empty(size, np.int32)
+    clashes = _direct_fill(key, lo, direct)
     if clashes:
         return None, None, None, None, None
     n = key.shape[0]
@@ -190,12 +191,12 @@ def _probe_unique(table: CpuJoinTable, keys: list[np.ndarray], want_pairs: bool)
     return _hash_probe_unique(table.keys, t.slots, t.shift, t.key_rep, key_matrix(keys), want_pairs)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _pack_probe(km, mins, sizes, strides):
     """Probe keys packed like the build keys; -1 (matches nothing) where a key is out of range."""
     n = km.shape[1]
     out = np.empty(n, np.int64)
-    for i in range(n):
+    for i in prange(n):
         c = np.int64(0)
         for j in range(km.shape[0]):
             v = km[j, i] - mins[j]

@@ -134,12 +134,18 @@ def row_hash(keys: np.ndarray, i: int) -> np.uint64:
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def hash_rows(keys: np.ndarray) -> np.ndarray:
-    """uint64 composite hash per row of a key matrix (the documented splitmix64 chain)."""
-    n = keys.shape[1]
-    out = np.empty(n, np.uint64)
-    for i in prange(n):
+def _hash_rows_into(keys: np.ndarray, out: np.ndarray) -> None:
+    for i in prange(keys.shape[1]):
         out[i] = row_hash(keys, i)
+
+
+def hash_rows(keys: np.ndarray) -> np.ndarray:
+    """uint64 composite hash per row of a key matrix (the documented splitmix64 chain). Large
+    outputs of the CPU kernels are allocated by NumPy, which asks for huge pages where the kernel
+    only gives them on request (Numba's allocations faulted 128 MiB in ~3x slower on the 2-core
+    machine: 4 KiB pages)."""
+    out = np.empty(keys.shape[1], np.uint64)
+    _hash_rows_into(keys, out)
     return out
 
 

@@ -119,6 +119,8 @@ class AggregateEmitter:
                 raise ExprError(f"aggregate {op} is not compiled for the CPU")
             vals.append(None if arg is None else em.value(arg))
         keys = [em.value(k) for k in sink.keys]
+        if any(k.dtype.is_wide for k in keys):
+            raise ExprError("a HUGEINT / DECIMAL(>18) group key is not compiled for the CPU")
         self.key_signs = [-1] * len(keys)
         ni = 0
         for j, k in enumerate(keys):

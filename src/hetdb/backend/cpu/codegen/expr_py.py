@@ -8,7 +8,10 @@ dictionary strings int32 codes.
 
 Exactness: arithmetic is checked like exec/wide.py (a value past its type sets the function's error
 flag instead of wrapping; the executor then re-runs the pipeline operator at a time, which raises
-the same OutOfRangeError the operators always raise). Anything whose result could differ from the
+the same OutOfRangeError the operators always raise). DECIMAL(19..38) values computed in the loop
+(TPC-H q09's amount) are int64 with the overflow flag as their only bound: one past int64 sends the
+pipeline to the operators, which hold it exactly; a loaded column of such a type (a previous
+pipeline's SUM) may already be an object array and is not read (pipeline_py._load). Anything whose result could differ from the
 operators (string order, wide types, a division that may hit zero, a rounding rule not copied
 here) raises ExprError and the pipeline is not compiled.
 
@@ -150,8 +153,8 @@ class Emitter:
 
     # ---- translation --------------------------------------------------------------------------------
     def value(self, expr: Expr) -> Val:
-        if expr.dtype.is_wide:
-            raise ExprError(f"{expr} is {expr.dtype}: HUGEINT / DECIMAL(>18) is not compiled")
+        if expr.dtype.is_wide and expr.dtype.kind != "decimal":
+            raise ExprError(f"{expr} is {expr.dtype}: HUGEINT is not compiled")
         lut = self._as_lookup(expr)
         if lut is not None:
             return lut
@@ -222,8 +225,8 @@ class Emitter:
     def convert(self, val: Val, dst: DataType) -> Val:
         """``val`` as ``dst``, exactly as exec/expressions._convert (range checks set the error flag)."""
         src = val.dtype
-        if dst.is_wide or src.is_wide:
-            raise ExprError(f"{src} -> {dst}: HUGEINT / DECIMAL(>18) is not compiled")
+        if (dst.is_wide and dst.kind != "decimal") or (src.is_wide and src.kind != "decimal"):
+            raise ExprError(f"{src} -> {dst}: HUGEINT is not compiled")
         sk, dk = src.kind, dst.kind
         if src == dst:
             return val
@@ -242,8 +245,8 @@ class Emitter:
         if sk in ("int32", "int64", "bool", "decimal") and dk in ("int32", "int64", "decimal"):
             up = _scale(dst) - _scale(src)
             x = f"np.int64({val.value})"
-            lo, hi = bounds(dst)
-            slo, shi = bounds(src)
+            lo, hi = _range(dst)
+            slo, shi = _range(src)
             if up > 0:
                 f = 10 ** up
                 v = self.bind(x, val.valid, dst)
@@ -325,7 +328,7 @@ class Emitter:
         if "string" in (a.dtype.kind, b.dtype.kind):
             raise ExprError("a string comparison that is not over one dictionary column is not compiled")
         t = common_type(a.dtype, b.dtype)
-        if t.is_wide or t.kind not in _EXACT + ("float64",):
+        if (t.is_wide and t.kind != "decimal") or t.kind not in _EXACT + ("float64",):
             raise ExprError(f"comparison of {a.dtype} with {b.dtype} is not compiled")
         x, y = self.convert(a, t), self.convert(b, t)
         text = (_FLOAT_CMP[op].format(x=x.value, y=y.value) if t.kind == "float64"
@@ -362,7 +365,7 @@ class Emitter:
             raise ExprError(f"{op} yielding {rt} is not compiled")
         if rt.kind == "decimal" and op == "mul":
             sa, sb = _scale(a.dtype), _scale(b.dtype)
-            raw_t = T.DataType("decimal", 18, sa + sb)
+            raw_t = T.DataType("decimal", 38 if rt.is_wide else 18, sa + sb)
             r = self._checked("mul", f"np.int64({a.value})", f"np.int64({b.value})", raw_t, valid)
             return self.convert(r, rt)
         x, y = self.convert(a, rt), self.convert(b, rt)
@@ -371,7 +374,7 @@ class Emitter:
     def _checked(self, op: str, x: str, y: str, rt: DataType, valid: str) -> Val:
         r = self.fresh()
         self.emit(f"{r}, {r}_of = {op}_ovf({x}, {y})")
-        lo, hi = bounds(rt)
+        lo, hi = _range(rt)
         out_of_range = "" if (lo, hi) == (-(2**63), 2**63 - 1) else f" or {r} < {lo} or {r} > {hi}"
         self.error(f"({valid}) and ({r}_of{out_of_range})")
         if valid in ("True", "False"):
@@ -386,7 +389,7 @@ class Emitter:
             return self.bind(f"-{a.value}" if expr.op == "neg" else f"abs({a.value})", a.valid, rt)
         if rt.kind not in ("int32", "int64", "decimal"):
             raise ExprError(f"{expr.op} of {rt} is not compiled")
-        lo, _ = bounds(rt)
+        lo, _ = _range(rt)
         if rt.kind == "decimal":
             lo = -(2**63)  # symmetric range: no decimal negation overflows
         self.error(f"({a.valid}) and np.int64({a.value}) == {lo}")
@@ -409,6 +412,14 @@ class Emitter:
         self.emit(f"    {v} = {other.value}")
         self.emit(f"    {v}_ok = {other.valid}")
         return Val(v, f"{v}_ok", expr.dtype)
+
+
+def _range(t: DataType) -> tuple[int, int]:
+    """The values of an exact type the loop holds: its bounds, within int64. A DECIMAL(19..38) is
+    held while it fits in int64 (as the operators hold it until a value does not): past that the
+    overflow flag sends the pipeline to the operators, which go on in exact 128-bit values."""
+    lo, hi = bounds(t)
+    return max(lo, -(2**63)), min(hi, 2**63 - 1)
 
 
 def _and_valid(a: str, b: str) -> str:

@@ -34,6 +34,7 @@ from hetdb.backend.base import HASH_SEED
 from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.aggregate_py import AggregateEmitter, Slot, bits_of
 from hetdb.backend.cpu.codegen.expr_py import Emitter, ExprError, Lookup, Val
+from hetdb.backend.cpu.codegen.probe_prefetch import PrefetchEmitter
 from hetdb.plan.expr import Expr
 from hetdb.types import DataType
 
@@ -73,6 +74,9 @@ class Probe:
     # the first probe, with no filter before it, expected to let through a middling share of rows:
     # the selection loop tests its table (branch-free) before the body (see _Gen._probe_test)
     select: bool = False
+    # a build larger than the caches: looked up a block of rows at a time, with prefetches, before
+    # the loop's body (see probe_prefetch.py)
+    prefetch: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ class Kernel:
     params: list[Any] = field(default_factory=list)          # the literals' values (args "param")
 
 
-class _Gen(AggregateEmitter):
+class _Gen(AggregateEmitter, PrefetchEmitter):
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.inputs = {c.cid: (i, c) for i, c in enumerate(spec.inputs)}
@@ -139,6 +143,10 @@ class _Gen(AggregateEmitter):
         self.inner_probes: list[int] = []
         self.outer: set[int] = set()             # left join probes (a row without a match goes on)
         self.key_signs: list[int] = []
+        self.fetched: set[int] = set()           # probes whose key ids the lookup passes found
+
+    def _seed(self) -> int:
+        return _HASH_SEED
 
     def _load(self, cid: str) -> Val | None:
         if cid in self.inputs:
@@ -149,6 +157,10 @@ class _Gen(AggregateEmitter):
             name, mask, row = f"p{p}_b{j}", f"p{p}_b{j}_m", f"brow{p}"
         else:
             return None
+        if c.dtype.is_wide and c.dtype.kind != "decimal":
+            raise ExprError(f"column {cid} of type {c.dtype} is not compiled for the CPU")
+        # (a DECIMAL(19..38) column, a previous pipeline's SUM, is read while it is held in int64:
+        # compiled_cpu_kernels refuses a morsel or build whose values are Python ints)
         if not c.rows and np.dtype(c.dtype.numpy_dtype).kind not in "biuf":
             # an INTERVAL's 16-byte container (complex128) or a LIST's objects: the loop reads values
             # as int64, float64 or bool only (the pipeline then runs operator at a time)
@@ -171,6 +183,9 @@ class _Gen(AggregateEmitter):
         em = self.em
         stages = list(self.spec.stages)
         selected, taken = self._selection(stages)
+        passes = self._prefetch_passes(stages, taken)
+        if passes and not selected:
+            selected = ["            sel[k] = i", "            k += 1"]
         base = em.indent = 3 if selected else 2
         for k, st in enumerate(stages):
             if isinstance(st, Probe):
@@ -189,7 +204,10 @@ class _Gen(AggregateEmitter):
         epilogue: list[str] = []
         if isinstance(self.spec.sink, Mark):
             slots, ni, nf = [], 0, 0
-            em.emit(f"marked[brow{self.inner_probes[-1]}] = True")
+            # read before written: every worker marks the same flags array, and a store to a line
+            # other cores hold takes it from them even when the flag is set already
+            em.emit(f"if not marked[brow{self.inner_probes[-1]}]:")
+            em.emit(f"    marked[brow{self.inner_probes[-1]}] = True")
             em.emit("ng += 1")
             state, room = "marked, ng", ""
         elif isinstance(self.spec.sink, Materialize):
@@ -217,13 +235,15 @@ class _Gen(AggregateEmitter):
             # (an unpredictable branch per row costs more than the rest of a scan's filter), then
             # the rest of the pipeline over the selected rows
             loop = ("    sel = np.empty(_BLOCK, np.int64)\n"
-                    "    b = start\n"
+                    + "".join(f"    fk{p} = np.empty(_BLOCK, np.int64)\n" for p in sorted(self.fetched))
+                    + "    b = start\n"
                     "    while b < n:\n"
                     "        e = min(b + _BLOCK, n)\n"
                     "        k = 0\n"
                     "        for i in range(b, e):\n"
                     + "\n".join(selected) + "\n"
-                    "        for j in range(k):\n"
+                    + "".join(line + "\n" for line in passes)
+                    + "        for j in range(k):\n"
                     "            i = sel[j]\n"
                     f"{check}{body}\n"
                     "        b = e\n")
@@ -233,7 +253,7 @@ class _Gen(AggregateEmitter):
                "import numpy as np\n"
                "from numba import njit\n"
                "from hetdb.backend.cpu.codegen.runtime import (add_ovf, civil, f_eq, f_le, f_lt, fbits,\n"
-               "    mul_ovf, neg_zero, round_div, sub_ovf)\n"
+               "    mul_ovf, neg_zero, prefetch, round_div, sub_ovf)\n"
                "from hetdb.backend.cpu.join_filter import _bloom_mask as bloom_mask\n"
                "from hetdb.backend.cpu.keys import slot_of, splitmix64\n\n"
                f"_BLOCK = {_BLOCK}\n\n\n"
@@ -361,6 +381,15 @@ class _Gen(AggregateEmitter):
             raise ExprError(f"{st.kind} join is not compiled for the CPU")
         if st.kind == "left" and st.residual is not None:
             raise ExprError("a left join with a residual condition is not compiled for the CPU")
+        if p in self.fetched:
+            em.emit(f"f{p} = fk{p}[j]")  # looked up by the block's lookup pass (probe_prefetch.py)
+        else:
+            self._lookup(st, p)
+        self._after_lookup(st, p)
+
+    def _lookup(self, st: Probe, p: int) -> None:
+        """The statements that set ``f<p>`` to the build key id the row's keys find (-1: none)."""
+        em = self.em
         keys = [em.value(k) for k in st.keys]
         if any(k.dtype.kind == "string" for k in keys):
             raise ExprError("string join keys are not compiled for the CPU")
@@ -416,6 +445,9 @@ class _Gen(AggregateEmitter):
             em.emit("        break")
             em.emit(f"    {f}_s = ({f}_s + 1) & (p{p}_slots.shape[0] - 1)")
         em.indent -= 1 + (1 if st.packed else 0) + (1 if st.prefilter else 0)
+
+    def _after_lookup(self, st: Probe, p: int) -> None:
+        em, f = self.em, f"f{p}"
         if st.residual is not None and st.kind in ("semi", "anti"):
             self._exists(st, p)
             return

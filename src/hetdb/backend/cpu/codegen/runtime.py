@@ -5,7 +5,9 @@ per-worker group hash table with its growth."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from hetdb.backend.cpu.keys import CANONICAL_NAN_BITS, splitmix64
 
@@ -13,6 +15,29 @@ SEED = np.uint64(0x2545F4914F6CDD1D)
 I64_MIN = np.int64(-(2**63))
 I64_MAX = np.int64(2**63 - 1)
 _SQRT_MAX = np.int64(3037000499)  # floor(sqrt(2**63 - 1))
+
+
+# ---- memory ---------------------------------------------------------------------------------------------
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Ask for the cache line of ``arr``'s element at flat index ``idx`` (a C-contiguous array) to
+    be loaded for reading, without waiting for it: a probe loop issues these for a block of rows
+    before it reads them, so the rows' hash-table misses overlap instead of following one another."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p],
+                                              ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]))
+        # read (0), high locality (3), data cache (1)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, idx), codegen
 
 
 # ---- doubles in DuckDB's total order (NaN = NaN, NaN above everything, -0.0 = 0.0) ---------------------
