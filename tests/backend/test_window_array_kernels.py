@@ -134,7 +134,7 @@ def test_array_kernels_with_cupy_match_the_compiled_loops() -> None:
 def _permutation_cases():
     """(keys, descending) of random sort problems: narrow keys that pack into one code, keys whose
     ranges need several codes, one spanning every int64, bool flags, constant keys, a last key
-    already sorted, ties everywhere."""
+    already sorted, rows already in the keys' order (ASC and DESC: no sort needed), ties everywhere."""
     rng = np.random.default_rng(7)
     for n in (1, 2, 997, 5_003):
         narrow = rng.integers(0, 40, n)
@@ -147,6 +147,10 @@ def _permutation_cases():
         yield [flag, full, narrow], [True, False, True]
         yield [np.full(n, 5), narrow, np.arange(n)], [False, True, False]
         yield [narrow, np.arange(n)[::-1].copy()], [False, True]
+        inner = rng.integers(0, 9, n)
+        for inner_desc in (False, True):
+            rows = np.lexsort([-inner if inner_desc else inner, narrow])
+            yield [narrow[rows], inner[rows]], [False, inner_desc]
 
 
 def _check_permutations(xp, to_host) -> int:
@@ -164,7 +168,7 @@ def _check_permutations(xp, to_host) -> int:
 
 
 def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
-    assert _check_permutations(np, np.asarray) == 20
+    assert _check_permutations(np, np.asarray) == 28
 
 
 @pytest.mark.gpu
@@ -172,7 +176,7 @@ def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
 def test_sort_permutation_with_cupy() -> None:
     import cupy
 
-    assert _check_permutations(cupy, cupy.asnumpy) == 20
+    assert _check_permutations(cupy, cupy.asnumpy) == 28
 
 
 def test_compiled_boundaries_across_chunks() -> None:
