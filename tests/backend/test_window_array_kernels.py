@@ -171,6 +171,65 @@ def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
     assert _check_permutations(np, np.asarray) == 28
 
 
+def _segment_sort_numpy(code, heads, n):
+    """The reference of backend/gpu/window.sort_within_segments: each segment's rows by code, stable."""
+    seg = np.zeros(n, np.int64)
+    seg[heads[1:]] = 1
+    return np.lexsort([code, np.cumsum(seg)])
+
+
+def _grouped_cases():
+    """(keys, descending, n_part) where the rows are grouped by the PARTITION BY keys: partitions of
+    1..6 rows, one longer than the segment limit, ORDER BY keys ASC/DESC with ties and a NULL flag,
+    a second partition key; and rows not grouped (the radix sort path)."""
+    rng = np.random.default_rng(13)
+    for n in (1, 3, 1_000, 4_099):
+        sizes = rng.integers(1, 7, n)
+        part = np.repeat(np.arange(n), sizes)[:n]
+        price, flag = rng.integers(0, 50, n), rng.random(n) < 0.2
+        yield [part, price], [False, True], 1
+        yield [part, flag, price, rng.integers(0, 3, n)], [False, False, False, True], 1
+        yield [part // 3, part, price], [False, False, True], 2
+        long_part = part.copy()
+        long_part[: min(n, 20)] = 0  # one partition of 20 rows: past the limit of 8
+        yield [long_part, price], [False, False], 1
+        yield [rng.permutation(part), price], [False, False], 1
+
+
+def _check_grouped(A, xp, to_host) -> int:
+    checked = 0
+    for keys, desc, n_part in _grouped_cases():
+        n = keys[0].shape[0]
+        got = A.sort_permutation([xp.asarray(k) for k in keys], desc, n, n_part)
+        got = np.arange(n) if got is None else to_host(got)
+        images = [~k.astype(np.int64) if d else k.astype(np.int64) for k, d in zip(keys, desc)]
+        want = np.lexsort([np.arange(n), *reversed(images)])
+        assert np.array_equal(got, want), (n, desc, n_part)
+        checked += 1
+    return checked
+
+
+def test_sort_permutation_within_grouped_partitions() -> None:
+    calls = []
+
+    def segment_sort(code, heads, n):
+        calls.append(n)
+        return _segment_sort_numpy(code, heads, n)
+
+    assert _check_grouped(ArrayKernels(np, segment_sort, 8), np, np.asarray) == 20
+    assert len(calls) >= 6  # the grouped cases of 1,000 and 4,099 rows took the per-partition sort
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_sort_permutation_within_grouped_partitions_on_the_gpu() -> None:
+    import cupy
+
+    from hetdb.backend.gpu import window as GW
+
+    assert _check_grouped(ArrayKernels(cupy, GW.sort_within_segments, 8), cupy, cupy.asnumpy) == 20
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
 def test_sort_permutation_with_cupy() -> None:

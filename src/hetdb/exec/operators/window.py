@@ -124,7 +124,7 @@ def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: 
     radix sorts on the array path (``ArrayKernels.sort_permutation``)."""
     if kern is K:
         return _presorted_permutation(arrays, desc, n, n_part)
-    return kern.sort_permutation(arrays, desc, n)
+    return kern.sort_permutation(arrays, desc, n, n_part)
 
 
 def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
@@ -323,7 +323,7 @@ class WindowSink(Sink):
         if ctx.device is None:
             out = self._compute(host_kernels(), _HOST, batch, part, order, args)
         elif host_reason is None and all(c.op in ARRAY_OPS for _, c in self.funcs):
-            out = self._compute(ArrayKernels(ctx.backend.xp), ctx.backend, batch, part, order, args)
+            out = self._compute(_device_kernels(ctx.backend), ctx.backend, batch, part, order, args)
         else:
             ctx.note_fallback(host_reason or "window functions on the host")
             if not on_host:
@@ -396,6 +396,15 @@ def _host_evaluator():
 
         _host_eval.append(ExprEvaluator(_HOST))
     return _host_eval[0]
+
+
+def _device_kernels(backend) -> ArrayKernels:
+    """The array kernels on the GPU's arrays, partitions of grouped input sorted by backend/gpu/window."""
+    if backend.name != "gpu":
+        return ArrayKernels(backend.xp)
+    from hetdb.backend.gpu import window as GW
+
+    return ArrayKernels(backend.xp, GW.sort_within_segments, GW.MAX_SEGMENT_ROWS)
 
 
 def host_kernels():
