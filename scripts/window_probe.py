@@ -5,6 +5,7 @@ sort/bounds/function steps, summed over all threads that call them (on a GPU eac
 the device, so its time is its kernels' time).
 
     python3 scripts/window_probe.py DB [--device cpu|gpu] [--threads N] [--queries w3,w6] [--repeat 3] [--phases]
+                                       [--option cpu_compile=0 ...]
 """
 
 from __future__ import annotations
@@ -83,8 +84,12 @@ def main() -> None:
     ap.add_argument("--queries", default="w1,w2,w3,w4,w5,w6,w7")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--phases", action="store_true")
+    ap.add_argument("--option", action="append", default=[], help="a connection option, e.g. cpu_compile=0")
     a = ap.parse_args()
     options = {"threads": a.threads} if a.threads else {}
+    for kv in a.option:
+        key, value = kv.split("=", 1)
+        options[key] = int(value) if value.lstrip("-").isdigit() else value
     gpu = a.device == "gpu"
     if a.phases:
         _instrument(gpu)
@@ -104,7 +109,7 @@ def main() -> None:
                 if gpu:
                     cupy.cuda.runtime.deviceSynchronize()
                 times.append((time.perf_counter() - t) * 1000)
-            print(f"== {q} {a.device} threads={a.threads or 'default'}: "
+            print(f"== {q} {a.device} threads={a.threads or 'default'} {' '.join(a.option)}: "
                   + " ".join(f"{t:.1f}" for t in times) + f" ms (min {min(times):.1f})", flush=True)
             if a.phases:
                 rows = sorted(_spent.items(), key=lambda kv: -kv[1][0])
