@@ -58,8 +58,8 @@ def _instrument(gpu: bool) -> None:
             fn = getattr(mod, name)
             if name.startswith("__") or not callable(fn) or isinstance(fn, type):
                 continue
-            if getattr(fn, "__module__", None) != mod.__name__:
-                continue
+            if getattr(fn, "__module__", None) != mod.__name__ or hasattr(fn, "py_func"):
+                continue  # Numba kernels stay: other kernels call them (their Python callers are timed)
             setattr(mod, name, _timed(f"{label}.{name}", fn))
     for name in ("_permutation", "_starts", "_function", "_frame", "_pick", "_sort_arrays", "_key",
                  "take_batch", "take", "_morsels", "batch_to_host", "batch_to_device"):

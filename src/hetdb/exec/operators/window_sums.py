@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.cpu.window_passes import value_span
+from hetdb.backend.cpu import window_running as KR
+from hetdb.backend.cpu.window_passes import averages, value_span
+from hetdb.column import Column
 from hetdb.errors import GpuWideValueError
 from hetdb.exec.wide import is_object
 
@@ -47,6 +49,31 @@ def frame_int_sums(kern, xp, data: Any, valid: Any, fs: Any, fe: Any) -> Any:
     if xp is not np:
         raise GpuWideValueError("a window sum needs more than 64 bits")
     return _packed(np.array([(h << 32) + w for h, w in zip(high.tolist(), low.tolist())], dtype=object))
+
+
+def running_aggregate(call: Any, x: Column, part_start: np.ndarray) -> Column | None:
+    """sum/count/avg of integers or decimals over ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW on
+    the CPU (rows sorted, ``part_start`` flags), by one segmented scan; None where that does not apply
+    (another frame or type) or a running sum leaves int64."""
+    fr = call.frame
+    data = x.data
+    if call.op not in ("sum", "count", "avg") or fr.kind != "rows" or fr.start != "unbounded_preceding" \
+            or fr.end != "current" or data is None or x.dictionary is not None or data.dtype.kind not in "iu" \
+            or (data.dtype.kind == "u" and data.dtype.itemsize == 8):
+        return None
+    counts = call.op != "sum" or x.validity is not None
+    got = KR.running_sums(data, x.validity, part_start, counts)
+    if got is None:
+        return None
+    total, cnt = got
+    has = None if x.validity is None else cnt > 0  # a running frame holds its own row
+    if call.op == "count":
+        return Column(call.dtype, data=cnt.astype(call.dtype.numpy_dtype, copy=False))
+    if call.op == "sum":
+        return Column(call.dtype, data=total.astype(call.dtype.numpy_dtype, copy=False), validity=has)
+    scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    return Column(call.dtype, data=averages(total, cnt, scale).astype(call.dtype.numpy_dtype, copy=False),
+                  validity=has)
 
 
 def _packed(sums: np.ndarray) -> np.ndarray:
