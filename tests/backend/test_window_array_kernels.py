@@ -134,7 +134,8 @@ def test_array_kernels_with_cupy_match_the_compiled_loops() -> None:
 def _permutation_cases():
     """(keys, descending) of random sort problems: narrow keys that pack into one code, keys whose
     ranges need several codes, one spanning every int64, bool flags, constant keys, a last key
-    already sorted, rows already in the keys' order (ASC and DESC: no sort needed), ties everywhere."""
+    already sorted, rows already in the keys' order (ASC and DESC: no sort needed), a 32-bit code, ties
+    everywhere."""
     rng = np.random.default_rng(7)
     for n in (1, 2, 997, 5_003):
         narrow = rng.integers(0, 40, n)
@@ -147,6 +148,9 @@ def _permutation_cases():
         yield [flag, full, narrow], [True, False, True]
         yield [np.full(n, 5), narrow, np.arange(n)], [False, True, False]
         yield [narrow, np.arange(n)[::-1].copy()], [False, True]
+        bits32 = rng.integers(0, 2**32, n)
+        bits32[: min(n, 2)] = [2**32 - 1, 0][: min(n, 2)]  # a code of exactly 32 bits (unsigned sort)
+        yield [bits32], [False]
         inner = rng.integers(0, 9, n)
         for inner_desc in (False, True):
             rows = np.lexsort([-inner if inner_desc else inner, narrow])
@@ -168,7 +172,7 @@ def _check_permutations(xp, to_host) -> int:
 
 
 def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
-    assert _check_permutations(np, np.asarray) == 28
+    assert _check_permutations(np, np.asarray) == 32
 
 
 def _segment_sort_numpy(code, heads, n):
@@ -235,7 +239,7 @@ def test_sort_permutation_within_grouped_partitions_on_the_gpu() -> None:
 def test_sort_permutation_with_cupy() -> None:
     import cupy
 
-    assert _check_permutations(cupy, cupy.asnumpy) == 28
+    assert _check_permutations(cupy, cupy.asnumpy) == 32
 
 
 def test_compiled_boundaries_across_chunks() -> None:

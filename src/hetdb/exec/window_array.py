@@ -102,7 +102,7 @@ class ArrayKernels:
         they are in that order already. The keys are shifted by their minimum and packed into as few
         int64 codes as their ranges allow, each code one stable radix argsort from the least
         significant (one sort when they fit 63 bits together, instead of a comparison sort over every
-        key; int32 codes where they fit 31 bits: half the radix passes); a last key the input is
+        key; 32-bit codes where they fit: half the radix passes); a last key the input is
         sorted by already is left out (the stable sorts keep input order among its ties). Rows already
         grouped by small partitions are sorted partition by partition (``segment_sort``)."""
         xp = self.xp
@@ -130,7 +130,7 @@ class ArrayKernels:
         for chunk in chunks:
             code, bits = first if first is not None else _pack(xp, keys, spans, chunk, order)
             first = None
-            step = _argsort_stable(xp, code.astype(xp.int32) if bits <= 31 else code)
+            step = _argsort_stable(xp, code.astype(xp.uint32) if bits <= 32 else code)
             order = step if order is None else order[step]
         return order.astype(xp.int64, copy=False)
 
