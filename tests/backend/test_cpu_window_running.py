@@ -54,3 +54,21 @@ def test_running_sum_past_int64_returns_none() -> None:
     assert np.array_equal(got[0], _reference(big, np.ones(n, bool), part_start)[0])
     one = np.array([2**62, 2**62], np.int64)
     assert KR.running_sums(one, None, np.array([True, False]), False) is None
+
+
+def test_spread_last_gives_each_segment_its_last_value() -> None:
+    rng = np.random.default_rng(9)
+    checked = 0
+    for n, rate in [(0, 0.1), (1, 1.0), (2, 0.0), (700_001, 0.00001), (600_000, 0.0), (300_007, 1.0),
+                    (400_000, 0.3), (65_536 * 9 + 5, 0.000003)]:
+        seg_start = rng.random(n) < rate
+        if n:
+            seg_start[0] = True
+        values = rng.integers(-(10**12), 10**12, n)
+        seg = np.cumsum(seg_start) - 1
+        last = np.r_[np.flatnonzero(seg_start)[1:] - 1, n - 1] if n else np.zeros(0, np.int64)
+        want = values[last][seg] if n else values.copy()
+        got = KR.spread_last(values.copy(), seg_start)
+        assert np.array_equal(got, want), (n, rate)
+        checked += 1
+    assert checked == 8

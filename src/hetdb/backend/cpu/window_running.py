@@ -1,7 +1,9 @@
 """Running frames (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) of integer and decimal sums,
 counts and averages on the CPU: one chunked parallel segmented scan over the values and the partition
 start flags, where the general path builds two frame-bound arrays, a prefix sum and two gathers per
-row. The int64 sums are checked for overflow as they run: a running sum that may leave int64 returns
+row. Frames that end at the last row of a segment (the whole partition; RANGE ... CURRENT ROW: the
+last peer) take the running value of that row, spread back over the segment by a second chunked
+pass. The int64 sums are checked for overflow as they run: a running sum that may leave int64 returns
 None and the window takes the exact general path (operators/window_sums)."""
 
 from __future__ import annotations
@@ -96,3 +98,38 @@ def _running(x, valid, has_valid, part_start, chunks, out, cnt, counts):
                 if counts:
                     cnt[i] += count_carry[c]
     return not bad.any()
+
+
+def spread_last(values, seg_start):
+    """In place: every row of a segment (segments begin where ``seg_start`` is set) takes the value of
+    the segment's last row; returns ``values``."""
+    n = values.shape[0]
+    if n:
+        _spread_last(values, seg_start, _chunks(n))
+    return values
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _spread_last(values, seg_start, chunks):
+    # each chunk spreads backwards from its segment ends; the rows after a chunk's last segment end
+    # take the value at the first segment end in a later chunk
+    n = values.shape[0]
+    size = (n + chunks - 1) // chunks
+    first_end = np.full(chunks, -1, np.int64)
+    for c in prange(chunks):
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if i == n - 1 or seg_start[i + 1]:
+                first_end[c] = i
+                break
+    carry = np.zeros(chunks, np.int64)
+    ahead = values[n - 1]
+    for c in range(chunks - 1, -1, -1):
+        carry[c] = ahead  # the value of the segment open at the chunk's end
+        if first_end[c] >= 0:
+            ahead = values[first_end[c]]
+    for c in prange(chunks):
+        cur = carry[c]
+        for i in range(min(n, (c + 1) * size) - 1, c * size - 1, -1):
+            if i == n - 1 or seg_start[i + 1]:
+                cur = values[i]
+            values[i] = cur

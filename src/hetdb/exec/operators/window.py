@@ -468,8 +468,8 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
         return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
-    running = window_sums.running_aggregate(call, args[0], b.part_start) if kern is K and args else None
-    if running is not None:  # integer sum/count/avg over a running ROWS frame: one segmented scan
+    running = window_sums.running_aggregate(call, args[0], b) if kern is K and args else None
+    if running is not None:  # integer sum/count/avg from the partition start: one segmented scan
         return running
     ps, pe = b.ps, b.pe
     if op == "ntile":

@@ -51,22 +51,30 @@ def frame_int_sums(kern, xp, data: Any, valid: Any, fs: Any, fe: Any) -> Any:
     return _packed(np.array([(h << 32) + w for h, w in zip(high.tolist(), low.tolist())], dtype=object))
 
 
-def running_aggregate(call: Any, x: Column, part_start: np.ndarray) -> Column | None:
-    """sum/count/avg of integers or decimals over ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW on
-    the CPU (rows sorted, ``part_start`` flags), by one segmented scan; None where that does not apply
-    (another frame or type) or a running sum leaves int64."""
+def running_aggregate(call: Any, x: Column, bounds: Any) -> Column | None:
+    """sum/count/avg of integers or decimals on the CPU over a frame from the partition's first row to
+    the end of a segment: the current row (ROWS ... CURRENT ROW), its last peer (RANGE ... CURRENT
+    ROW) or the partition's last row (... UNBOUNDED FOLLOWING); by one segmented scan of the sorted
+    rows (``bounds``: the operator's _Bounds) and, unless the frame ends at the row, a pass spreading
+    each segment's last value over it. None where that does not apply (another frame or type) or a
+    running sum leaves int64."""
     fr = call.frame
     data = x.data
-    if call.op not in ("sum", "count", "avg") or fr.kind != "rows" or fr.start != "unbounded_preceding" \
-            or fr.end != "current" or data is None or x.dictionary is not None or data.dtype.kind not in "iu" \
-            or (data.dtype.kind == "u" and data.dtype.itemsize == 8):
+    if call.op not in ("sum", "count", "avg") or fr.start != "unbounded_preceding" \
+            or fr.end not in ("current", "unbounded_following") or data is None or x.dictionary is not None \
+            or data.dtype.kind not in "iu" or (data.dtype.kind == "u" and data.dtype.itemsize == 8):
         return None
     counts = call.op != "sum" or x.validity is not None
-    got = KR.running_sums(data, x.validity, part_start, counts)
+    got = KR.running_sums(data, x.validity, bounds.part_start, counts)
     if got is None:
         return None
     total, cnt = got
-    has = None if x.validity is None else cnt > 0  # a running frame holds its own row
+    if fr.end == "unbounded_following" or fr.kind == "range":
+        ends = bounds.part_start if fr.end == "unbounded_following" else bounds.peer_start
+        KR.spread_last(total, ends)
+        if counts:
+            KR.spread_last(cnt, ends)
+    has = None if x.validity is None else cnt > 0  # the frame holds the row itself
     if call.op == "count":
         return Column(call.dtype, data=cnt.astype(call.dtype.numpy_dtype, copy=False))
     if call.op == "sum":
