@@ -454,11 +454,11 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     n = b.part_start.shape[0]
     if op == "row_number":
         if kern is K:
-            return _int_column(xp, call.dtype, KP.offsets_plus_one(None, b.ps))
+            return _int_column(xp, call.dtype, KP.ranks(b.part_start, None))
         return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
     if op == "rank":
         if kern is K:
-            return _int_column(xp, call.dtype, KP.offsets_plus_one(b.gs, b.ps))
+            return _int_column(xp, call.dtype, KP.ranks(b.part_start, b.peer_start))
         return _int_column(xp, call.dtype, b.gs - b.ps + 1)
     if op == "dense_rank":
         dense = KP.dense_rank if kern is K else kern.dense_rank
