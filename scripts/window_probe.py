@@ -5,7 +5,7 @@ sort/bounds/function steps, summed over all threads that call them (on a GPU eac
 the device, so its time is its kernels' time).
 
     python3 scripts/window_probe.py DB [--device cpu|gpu] [--threads N] [--queries w3,w6] [--repeat 3] [--phases]
-                                       [--option cpu_compile=0 ...]
+                                       [--option cpu_compile=0 ...] [--no-hugepage]
 """
 
 from __future__ import annotations
@@ -76,6 +76,34 @@ def _instrument(gpu: bool) -> None:
                 setattr(ArrayKernels, name, _timed(f"AK.{name}", fn))
 
 
+def _show_huge_pages(off: bool) -> None:
+    """Print the kernel's transparent-huge-page settings; with ``off`` stop NumPy asking for them
+    (its large allocations are madvise(MADV_HUGEPAGE)d: with defrag=madvise a fault may compact)."""
+    for name in ("enabled", "defrag"):
+        path = Path("/sys/kernel/mm/transparent_hugepage") / name
+        print(f"THP {name}: {path.read_text().strip() if path.exists() else '?'}")
+    if off:
+        try:
+            from numpy._core import multiarray
+        except ImportError:
+            from numpy.core import multiarray
+        multiarray._set_madvise_hugepage(False)
+        print("NumPy madvise(MADV_HUGEPAGE): off")
+
+
+_VMSTAT = ("pgfault", "thp_fault_alloc", "thp_fault_fallback", "compact_stall", "compact_fail")
+
+
+def _vmstat() -> dict[str, int]:
+    """The kernel's page-fault and huge-page compaction counters (all processes)."""
+    try:
+        lines = Path("/proc/vmstat").read_text().split("\n")
+    except OSError:
+        return {}
+    pairs = (line.split() for line in lines if line)
+    return {k: int(v) for k, v in pairs if k in _VMSTAT}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("db")
@@ -85,7 +113,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--phases", action="store_true")
     ap.add_argument("--option", action="append", default=[], help="a connection option, e.g. cpu_compile=0")
+    ap.add_argument("--no-hugepage", action="store_true",
+                    help="NumPy does not madvise(MADV_HUGEPAGE) its large arrays (transparent huge pages)")
     a = ap.parse_args()
+    _show_huge_pages(a.no_hugepage)
     options = {"threads": a.threads} if a.threads else {}
     for kv in a.option:
         key, value = kv.split("=", 1)
@@ -98,6 +129,7 @@ def main() -> None:
             sql = (QUERIES / f"{q}.sql").read_text()
             con.sql(sql).arrow()  # warm-up: compiles, cache
             _spent.clear()
+            before = _vmstat()
             times = []
             for _ in range(a.repeat):
                 if gpu:
@@ -109,8 +141,10 @@ def main() -> None:
                 if gpu:
                     cupy.cuda.runtime.deviceSynchronize()
                 times.append((time.perf_counter() - t) * 1000)
+            after = _vmstat()
             print(f"== {q} {a.device} threads={a.threads or 'default'} {' '.join(a.option)}: "
                   + " ".join(f"{t:.1f}" for t in times) + f" ms (min {min(times):.1f})", flush=True)
+            print("   per run: " + ", ".join(f"{k} {(after[k] - before.get(k, 0)) / a.repeat:,.0f}" for k in after))
             if a.phases:
                 rows = sorted(_spent.items(), key=lambda kv: -kv[1][0])
                 for name, (s, c) in rows[:30]:
