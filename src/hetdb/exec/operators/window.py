@@ -3,9 +3,10 @@ computes every function of one window specification with segmented passes.
 
 On the CPU the sort and the passes are compiled (Numba) loops (``backend/cpu/window``). On a GPU the
 same operator runs the array-module kernels (``exec/window_array``) on CuPy arrays: the backend's
-stable sort, cumulative sums, vectorised binary searches and a sparse table; only the holistic
-aggregates over a window (quantile, variance, mode, string_agg, arg_max/arg_min) copy the input to
-the host, which EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
+stable sort (rows grouped by small partitions already: one thread per partition, backend/gpu/window),
+cumulative sums, vectorised binary searches and a sparse table; only the holistic aggregates over a
+window (quantile, variance, mode, string_agg, arg_max/arg_min) copy the input to the host, which
+EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
 the memory limit; past it, a window with PARTITION BY spills its rows into hash partitions and
 computes them one at a time (``operators/window_spill.py``). One window partition larger than the
 limit (or a window without PARTITION BY) fails on the CPU with a typed OutOfMemoryError naming the
