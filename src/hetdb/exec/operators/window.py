@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_near as KN
 from hetdb.backend.cpu import window_passes as KP
 from hetdb.backend.cpu import window_sort as KS
 from hetdb.backend.cpu import window_take as KT
@@ -469,25 +470,27 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
         return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
-    running = window_sums.running_aggregate(call, args[0], b) if kern is K and args else None
-    if running is not None:  # integer sum/count/avg from the partition start: one segmented scan
-        return running
-    ps, pe = b.ps, b.pe
+    if kern is K and args:  # integer sum/count/avg from the partition start or over a few rows
+        near = window_sums.running_aggregate(call, args[0], b) or window_sums.narrow_aggregate(call, args[0],
+                                                                                              b.part_start)
+        if near is not None:
+            return near
     if op == "ntile":
         buckets = call.args[0].value
         if buckets is None:
             return _int_column(xp, call.dtype, xp.zeros(n), xp.zeros(n, dtype=bool))
-        return _int_column(xp, call.dtype, kern.ntile(ps, pe, buckets))
+        return _int_column(xp, call.dtype, kern.ntile(b.ps, b.pe, buckets))
     if op in ("lag", "lead"):
-        shift = call.args[1].value
-        idx = kern.shifted(ps, pe, -shift if op == "lag" else shift)
+        shift = call.args[1].value if op == "lead" else -call.args[1].value
+        near = kern is K and abs(shift) <= KN.MAX_REACH
+        idx = KN.shifted(b.part_start, shift) if near else kern.shifted(b.ps, b.pe, shift)
         if len(args) < 3:
             return _pick(b, args[0], idx)
         return _shifted_or_default(b, args[0], args[2], idx)
     from hetdb.exec.operators import window_holistic as WH
 
     if op in WH.GROUP_STATS:
-        return WH.group_statistic(call, args, ps, pe)
+        return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
     if op == "first_value":
         return _pick(b, args[0], xp.where(fe > fs, fs, -1))
@@ -504,7 +507,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         # int64 order keys (NaN the largest, as in DuckDB): IEEE comparisons would leave a NaN
         # beside -inf in the CPU's monotonic deque (min over {NaN, -inf} was NaN)
         key = _order_key(kern, backend, _key(backend, x))
-        return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
+        return _pick(b, x, kern.frame_extreme(key, valid, b.ps, fs, fe, op == "max"))
     if kern is K:
         cnt, has = KP.frame_counts(x.validity, fs, fe)
     elif x.validity is None:  # every row counts: no prefix sum and two gathers
@@ -518,7 +521,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _int_column(xp, call.dtype, cnt)
     data = x.data
     if data.dtype.kind == "f":
-        total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
+        total = kern.frame_sum_float(data.astype(xp.float64), valid, b.ps, fs, fe)
     else:  # exact, widened as DuckDB's SUM (HUGEINT, DECIMAL(38, s))
         total = window_sums.frame_int_sums(kern, xp, data, valid, fs, fe)
     if op == "sum":

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.cpu import window_near as KN
 from hetdb.backend.cpu import window_running as KR
 from hetdb.backend.cpu.window_passes import averages, value_span
 from hetdb.column import Column
@@ -51,6 +52,13 @@ def frame_int_sums(kern, xp, data: Any, valid: Any, fs: Any, fe: Any) -> Any:
     return _packed(np.array([(h << 32) + w for h, w in zip(high.tolist(), low.tolist())], dtype=object))
 
 
+def _integers(call: Any, x: Column) -> bool:
+    """sum/count/avg of integer or decimal values the int64 kernels take."""
+    data = x.data
+    return call.op in ("sum", "count", "avg") and data is not None and x.dictionary is None \
+        and data.dtype.kind in "iu" and not (data.dtype.kind == "u" and data.dtype.itemsize == 8)
+
+
 def running_aggregate(call: Any, x: Column, bounds: Any) -> Column | None:
     """sum/count/avg of integers or decimals on the CPU over a frame from the partition's first row to
     the end of a segment: the current row (ROWS ... CURRENT ROW), its last peer (RANGE ... CURRENT
@@ -59,13 +67,10 @@ def running_aggregate(call: Any, x: Column, bounds: Any) -> Column | None:
     each segment's last value over it. None where that does not apply (another frame or type) or a
     running sum leaves int64."""
     fr = call.frame
-    data = x.data
-    if call.op not in ("sum", "count", "avg") or fr.start != "unbounded_preceding" \
-            or fr.end not in ("current", "unbounded_following") or data is None or x.dictionary is not None \
-            or data.dtype.kind not in "iu" or (data.dtype.kind == "u" and data.dtype.itemsize == 8):
+    if not _integers(call, x) or fr.start != "unbounded_preceding" or fr.end not in ("current", "unbounded_following"):
         return None
     counts = call.op != "sum" or x.validity is not None
-    got = KR.running_sums(data, x.validity, bounds.part_start, counts)
+    got = KR.running_sums(x.data, x.validity, bounds.part_start, counts)
     if got is None:
         return None
     total, cnt = got
@@ -74,7 +79,29 @@ def running_aggregate(call: Any, x: Column, bounds: Any) -> Column | None:
         KR.spread_last(total, ends)
         if counts:
             KR.spread_last(cnt, ends)
-    has = None if x.validity is None else cnt > 0  # the frame holds the row itself
+    return _result(call, x, total, cnt)
+
+
+def narrow_aggregate(call: Any, x: Column, part_start: np.ndarray) -> Column | None:
+    """sum/count/avg of integers or decimals on the CPU over a ROWS frame of at most MAX_REACH rows
+    around the row (n PRECEDING or CURRENT ROW .. CURRENT ROW or m FOLLOWING), each row summing its
+    neighbours within the partition; None where that does not apply or a sum leaves int64."""
+    fr = call.frame
+    if not _integers(call, x) or fr.kind != "rows" or fr.start not in ("preceding", "current") \
+            or fr.end not in ("current", "following"):
+        return None
+    before = int(fr.start_n) if fr.start == "preceding" else 0
+    after = int(fr.end_n) if fr.end == "following" else 0
+    if before < 0 or after < 0 or before + after > KN.MAX_REACH:
+        return None
+    counts = call.op != "sum" or x.validity is not None
+    got = KN.frame_sums(x.data, x.validity, part_start, before, after, counts)
+    return None if got is None else _result(call, x, *got)
+
+
+def _result(call: Any, x: Column, total: np.ndarray, cnt: np.ndarray) -> Column:
+    """The function's column from int64 frame sums and counts (frames that hold their own row)."""
+    has = None if x.validity is None else cnt > 0
     if call.op == "count":
         return Column(call.dtype, data=cnt.astype(call.dtype.numpy_dtype, copy=False))
     if call.op == "sum":
