@@ -46,14 +46,16 @@ def _instrument(gpu: bool) -> None:
     """Wrap the window's kernels and driver steps with timers (module attributes and the names the
     operator module imported)."""
     from hetdb.backend.cpu import window as K
+    from hetdb.backend.cpu import window_near as KN
     from hetdb.backend.cpu import window_passes as KP
+    from hetdb.backend.cpu import window_running as KR
     from hetdb.backend.cpu import window_sort as KS
     from hetdb.backend.cpu import window_take as KT
     from hetdb.exec.operators import window as W
     from hetdb.exec.operators import window_sums as WS
     from hetdb.exec.window_array import ArrayKernels
 
-    for mod, label in ((K, "K"), (KP, "KP"), (KS, "KS"), (KT, "KT"), (WS, "sums")):
+    for mod, label in ((K, "K"), (KN, "KN"), (KP, "KP"), (KR, "KR"), (KS, "KS"), (KT, "KT"), (WS, "sums")):
         for name in dir(mod):
             fn = getattr(mod, name)
             if name.startswith("__") or not callable(fn) or isinstance(fn, type):
