@@ -119,6 +119,11 @@ def main() -> None:
                     help="NumPy does not madvise(MADV_HUGEPAGE) its large arrays (transparent huge pages)")
     a = ap.parse_args()
     _show_huge_pages(a.no_hugepage)
+    import os
+
+    import numba
+
+    print(f"cpus {os.cpu_count()}, numba threads {numba.config.NUMBA_NUM_THREADS}")
     options = {"threads": a.threads} if a.threads else {}
     for kv in a.option:
         key, value = kv.split("=", 1)
@@ -152,6 +157,10 @@ def main() -> None:
                 for name, (s, c) in rows[:30]:
                     print(f"   {name:<36} {s * 1000 / a.repeat:9.1f} ms/run  calls/run {c / a.repeat:g}")
             print(con.explain(sql, analyze=True), flush=True)
+    try:
+        print(f"numba threading layer: {numba.threading_layer()}")
+    except ValueError:  # no parallel kernel ran
+        pass
 
 
 if __name__ == "__main__":
