@@ -52,6 +52,7 @@ def _instrument(gpu: bool) -> None:
     from hetdb.backend.cpu import window_sort as KS
     from hetdb.backend.cpu import window_take as KT
     from hetdb.exec.operators import window as W
+    from hetdb.exec.operators import window_functions as WF
     from hetdb.exec.operators import window_sums as WS
     from hetdb.exec.window_array import ArrayKernels
 
@@ -63,9 +64,11 @@ def _instrument(gpu: bool) -> None:
             if getattr(fn, "__module__", None) != mod.__name__ or hasattr(fn, "py_func"):
                 continue  # Numba kernels stay: other kernels call them (their Python callers are timed)
             setattr(mod, name, _timed(f"{label}.{name}", fn))
-    for name in ("_permutation", "_starts", "_function", "_frame", "_pick", "_sort_arrays", "_key",
-                 "take_batch", "take", "_morsels", "batch_to_host", "batch_to_device"):
+    for name in ("_permutation", "_starts", "_function", "_sort_arrays", "_key", "take_batch", "take", "_morsels",
+                 "batch_to_host", "batch_to_device"):
         setattr(W, name, _timed(f"W.{name}", getattr(W, name)))
+    for name in ("_frame", "_pick", "_shifted_or_default", "take"):
+        setattr(WF, name, _timed(f"WF.{name}", getattr(WF, name)))
     for name in ("compute_batch", "_compute", "_concat", "finalize", "sink"):
         setattr(W.WindowSink, name, _timed(f"WindowSink.{name}", getattr(W.WindowSink, name)))
     if gpu:
