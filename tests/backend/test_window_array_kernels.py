@@ -275,3 +275,40 @@ def test_compiled_integer_frame_sums_across_chunks() -> None:
         _same([K.frame_sum_int(x, valid, fs, fe)], [A.frame_sum_int(x, valid, fs, fe)])
         compared += 1
     assert compared == len(FRAMES)
+
+
+def _check_variance(xp, to_host) -> int:
+    """ArrayKernels.partition_variance against the CPU's two-pass loop: partitions of one row, all
+    NULL, one partition, many; sample and population."""
+    from hetdb.backend.cpu import window as K
+
+    rng = np.random.default_rng(17)
+    A = ArrayKernels(xp)
+    checked = 0
+    for n, rate in [(0, 0.5), (1, 1.0), (9, 1.0), (2_000, 0.05), (50_001, 0.0005), (3_000, 0.0)]:
+        part_start = rng.random(n) < rate
+        if n:
+            part_start[0] = True
+        x = rng.normal(1e3, 50.0, n)
+        valid = rng.random(n) < 0.8
+        ps, pe = K.run_bounds(part_start) if n else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        for ddof in (0, 1):
+            want, want_ok = K.partition_variance(x, valid, ps, pe, ddof)
+            got, ok = A.partition_variance(xp.asarray(x), xp.asarray(valid), xp.asarray(part_start), ddof)
+            got, ok = to_host(got), to_host(ok)
+            assert np.array_equal(ok, want_ok), (n, rate, ddof)
+            assert np.allclose(got[ok], want[ok], rtol=1e-9, atol=0.0), (n, rate, ddof)
+            checked += 1
+    return checked
+
+
+def test_partition_variance_matches_the_cpu_loop() -> None:
+    assert _check_variance(np, np.asarray) == 12
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_partition_variance_on_the_gpu() -> None:
+    import cupy
+
+    assert _check_variance(cupy, cupy.asnumpy) == 12

@@ -261,6 +261,25 @@ class ArrayKernels:
             fe = self._bound(e_code, 0, ps, pe, gs, ge, True)
         return fs, xp.maximum(fe, fs)
 
+    def partition_variance(self, x: Any, valid: Any, part_start: Any, ddof: int) -> tuple[Any, Any]:
+        """Per row: the variance of its partition's valid values (``ddof`` 1: sample, 0: population)
+        and whether the partition has more than ``ddof`` of them; two passes as the CPU's loop (the
+        mean, then the squared deviations from it), each a per-partition sum by ``bincount``."""
+        xp = self.xp
+        n = x.shape[0]
+        if n == 0:
+            return xp.zeros(0, dtype=xp.float64), xp.zeros(0, dtype=bool)
+        seg = xp.cumsum(part_start, dtype=xp.int64) - 1
+        parts = int(seg[-1]) + 1
+        cnt = xp.bincount(seg, weights=valid.astype(xp.float64), minlength=parts)
+        total = xp.bincount(seg, weights=xp.where(valid, x, 0.0), minlength=parts)
+        mean = total / xp.maximum(cnt, 1.0)
+        dev = xp.where(valid, x - mean[seg], 0.0)
+        m2 = xp.bincount(seg, weights=dev * dev, minlength=parts)
+        ok = cnt > ddof
+        var = xp.where(ok, m2 / xp.maximum(cnt - ddof, 1.0), 0.0)
+        return var[seg], ok[seg]
+
     def prefix_counts(self, valid: Any) -> Any:
         xp = self.xp
         return xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(valid, dtype=xp.int64)])

@@ -4,9 +4,9 @@ computes every function of one window specification with segmented passes.
 On the CPU the sort and the passes are compiled (Numba) loops (``backend/cpu/window``). On a GPU the
 same operator runs the array-module kernels (``exec/window_array``) on CuPy arrays: the backend's
 stable sort (rows grouped by small partitions already: one thread per partition, backend/gpu/window),
-cumulative sums, vectorised binary searches and a sparse table; only the holistic aggregates over a
-window (quantile, variance, mode, string_agg, arg_max/arg_min) copy the input to the host, which
-EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
+cumulative sums, vectorised binary searches, a sparse table and per-partition sums (variance,
+stddev); only the other holistic aggregates over a window (quantile, mode, string_agg,
+arg_max/arg_min, ...) copy the input to the host, which EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
 the memory limit; past it, a window with PARTITION BY spills its rows into hash partitions and
 computes them one at a time (``operators/window_spill.py``). One window partition larger than the
 limit (or a window without PARTITION BY) fails on the CPU with a typed OutOfMemoryError naming the
@@ -39,7 +39,7 @@ from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators import window_concat, window_spill
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
-from hetdb.exec.operators.window_functions import _Bounds, _function, _key, _order_key
+from hetdb.exec.operators.window_functions import VARIANCES, _Bounds, _function, _key, _order_key
 from hetdb.exec.window_array import ArrayKernels
 from hetdb.plan.expr import Field, SortKey
 from hetdb.plan.window import AGGREGATES, FRAME_VALUES, OFFSETS, RANKING, WindowCall
@@ -369,4 +369,4 @@ def host_kernels():
 
 
 # Functions the array path computes on the backend's arrays; the holistic aggregates run on the host.
-ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES
+ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES + VARIANCES

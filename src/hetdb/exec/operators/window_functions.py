@@ -63,6 +63,10 @@ def _order_key(kern, backend, key):
     return order_key(key, False) if kern is K else float_order_key(backend.xp, key)
 
 
+# Whole-partition statistics the array kernels compute (the other holistic aggregates run on the host).
+VARIANCES = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
+
+
 class _Bounds:
     """One window's sorted rows: kernels, backend, partition/peer flags and per-row partition and
     peer-group boundaries (ps/pe, gs/ge: start, end exclusive), each computed when first asked for
@@ -133,6 +137,11 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _shifted_or_default(b, args[0], args[2], idx)
     from hetdb.exec.operators import window_holistic as WH
 
+    if op in VARIANCES and kern is not K:  # the array kernels' per-partition sums (GPU: on the device)
+        x = args[0]
+        var, ok = kern.partition_variance(x.data.astype(xp.float64), _valid(xp, x), b.part_start,
+                                          1 if op.endswith("samp") else 0)
+        return _int_column(xp, call.dtype, xp.sqrt(var) if op.startswith("stddev") else var, ok)
     if op in WH.GROUP_STATS:
         return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
