@@ -16,12 +16,18 @@ def _frames(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("n", [1, 7, 300_001])
-def test_offsets_and_counts_match_numpy(n) -> None:
+def test_ranks_and_counts_match_numpy(n) -> None:
     rng = np.random.default_rng(n)
-    base = np.sort(rng.integers(0, n, n))
-    start = base + rng.integers(0, 3, n)
-    assert np.array_equal(KP.offsets_plus_one(None, base), np.arange(n) - base + 1)
-    assert np.array_equal(KP.offsets_plus_one(start, base), start - base + 1)
+    for part_rate in (0.00001, 0.3, 1.0):
+        part_start = rng.random(n) < part_rate
+        part_start[0] = True
+        peer_start = part_start | (rng.random(n) < 0.4)
+        rows = np.arange(n)
+        ps = np.maximum.accumulate(np.where(part_start, rows, 0))
+        gs = np.maximum.accumulate(np.where(peer_start, rows, 0))
+        assert np.array_equal(KP.ranks(part_start, None), rows - ps + 1)
+        assert np.array_equal(KP.ranks(part_start, peer_start), gs - ps + 1)
+    assert KP.ranks(np.zeros(0, bool), None).shape == (0,)
     fs, fe = _frames(n, rng)
     cnt, has = KP.frame_counts(None, fs, fe)
     assert np.array_equal(cnt, fe - fs) and np.array_equal(has, fe > fs)

@@ -134,7 +134,8 @@ def test_array_kernels_with_cupy_match_the_compiled_loops() -> None:
 def _permutation_cases():
     """(keys, descending) of random sort problems: narrow keys that pack into one code, keys whose
     ranges need several codes, one spanning every int64, bool flags, constant keys, a last key
-    already sorted, ties everywhere."""
+    already sorted, rows already in the keys' order (ASC and DESC: no sort needed), a 32-bit code, ties
+    everywhere."""
     rng = np.random.default_rng(7)
     for n in (1, 2, 997, 5_003):
         narrow = rng.integers(0, 40, n)
@@ -147,6 +148,13 @@ def _permutation_cases():
         yield [flag, full, narrow], [True, False, True]
         yield [np.full(n, 5), narrow, np.arange(n)], [False, True, False]
         yield [narrow, np.arange(n)[::-1].copy()], [False, True]
+        bits32 = rng.integers(0, 2**32, n)
+        bits32[: min(n, 2)] = [2**32 - 1, 0][: min(n, 2)]  # a code of exactly 32 bits (unsigned sort)
+        yield [bits32], [False]
+        inner = rng.integers(0, 9, n)
+        for inner_desc in (False, True):
+            rows = np.lexsort([-inner if inner_desc else inner, narrow])
+            yield [narrow[rows], inner[rows]], [False, inner_desc]
 
 
 def _check_permutations(xp, to_host) -> int:
@@ -164,7 +172,66 @@ def _check_permutations(xp, to_host) -> int:
 
 
 def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
-    assert _check_permutations(np, np.asarray) == 20
+    assert _check_permutations(np, np.asarray) == 32
+
+
+def _segment_sort_numpy(code, heads, n):
+    """The reference of backend/gpu/window.sort_within_segments: each segment's rows by code, stable."""
+    seg = np.zeros(n, np.int64)
+    seg[heads[1:]] = 1
+    return np.lexsort([code, np.cumsum(seg)])
+
+
+def _grouped_cases():
+    """(keys, descending, n_part) where the rows are grouped by the PARTITION BY keys: partitions of
+    1..6 rows, one longer than the segment limit, ORDER BY keys ASC/DESC with ties and a NULL flag,
+    a second partition key; and rows not grouped (the radix sort path)."""
+    rng = np.random.default_rng(13)
+    for n in (1, 3, 1_000, 4_099):
+        sizes = rng.integers(1, 7, n)
+        part = np.repeat(np.arange(n), sizes)[:n]
+        price, flag = rng.integers(0, 50, n), rng.random(n) < 0.2
+        yield [part, price], [False, True], 1
+        yield [part, flag, price, rng.integers(0, 3, n)], [False, False, False, True], 1
+        yield [part // 3, part, price], [False, False, True], 2
+        long_part = part.copy()
+        long_part[: min(n, 20)] = 0  # one partition of 20 rows: past the limit of 8
+        yield [long_part, price], [False, False], 1
+        yield [rng.permutation(part), price], [False, False], 1
+
+
+def _check_grouped(A, xp, to_host) -> int:
+    checked = 0
+    for keys, desc, n_part in _grouped_cases():
+        n = keys[0].shape[0]
+        got = A.sort_permutation([xp.asarray(k) for k in keys], desc, n, n_part)
+        got = np.arange(n) if got is None else to_host(got)
+        images = [~k.astype(np.int64) if d else k.astype(np.int64) for k, d in zip(keys, desc)]
+        want = np.lexsort([np.arange(n), *reversed(images)])
+        assert np.array_equal(got, want), (n, desc, n_part)
+        checked += 1
+    return checked
+
+
+def test_sort_permutation_within_grouped_partitions() -> None:
+    calls = []
+
+    def segment_sort(code, heads, n):
+        calls.append(n)
+        return _segment_sort_numpy(code, heads, n)
+
+    assert _check_grouped(ArrayKernels(np, segment_sort, 8), np, np.asarray) == 20
+    assert len(calls) >= 6  # the grouped cases of 1,000 and 4,099 rows took the per-partition sort
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_sort_permutation_within_grouped_partitions_on_the_gpu() -> None:
+    import cupy
+
+    from hetdb.backend.gpu import window as GW
+
+    assert _check_grouped(ArrayKernels(cupy, GW.sort_within_segments, 8), cupy, cupy.asnumpy) == 20
 
 
 @pytest.mark.gpu
@@ -172,7 +239,7 @@ def test_sort_permutation_packs_keys_into_radix_sorts() -> None:
 def test_sort_permutation_with_cupy() -> None:
     import cupy
 
-    assert _check_permutations(cupy, cupy.asnumpy) == 20
+    assert _check_permutations(cupy, cupy.asnumpy) == 32
 
 
 def test_compiled_boundaries_across_chunks() -> None:
@@ -208,3 +275,40 @@ def test_compiled_integer_frame_sums_across_chunks() -> None:
         _same([K.frame_sum_int(x, valid, fs, fe)], [A.frame_sum_int(x, valid, fs, fe)])
         compared += 1
     assert compared == len(FRAMES)
+
+
+def _check_variance(xp, to_host) -> int:
+    """ArrayKernels.partition_variance against the CPU's two-pass loop: partitions of one row, all
+    NULL, one partition, many; sample and population."""
+    from hetdb.backend.cpu import window as K
+
+    rng = np.random.default_rng(17)
+    A = ArrayKernels(xp)
+    checked = 0
+    for n, rate in [(0, 0.5), (1, 1.0), (9, 1.0), (2_000, 0.05), (50_001, 0.0005), (3_000, 0.0)]:
+        part_start = rng.random(n) < rate
+        if n:
+            part_start[0] = True
+        x = rng.normal(1e3, 50.0, n)
+        valid = rng.random(n) < 0.8
+        ps, pe = K.run_bounds(part_start) if n else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        for ddof in (0, 1):
+            want, want_ok = K.partition_variance(x, valid, ps, pe, ddof)
+            got, ok = A.partition_variance(xp.asarray(x), xp.asarray(valid), xp.asarray(part_start), ddof)
+            got, ok = to_host(got), to_host(ok)
+            assert np.array_equal(ok, want_ok), (n, rate, ddof)
+            assert np.allclose(got[ok], want[ok], rtol=1e-9, atol=0.0), (n, rate, ddof)
+            checked += 1
+    return checked
+
+
+def test_partition_variance_matches_the_cpu_loop() -> None:
+    assert _check_variance(np, np.asarray) == 12
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")
+def test_partition_variance_on_the_gpu() -> None:
+    import cupy
+
+    assert _check_variance(cupy, cupy.asnumpy) == 12

@@ -71,6 +71,9 @@ def test_gpu_runs_windows_on_the_device_and_holistic_ones_on_the_host(corpus_pat
         assert "row_number()" in line and "CPU fallback" not in line, text
         text = con.explain("SELECT id, stddev_samp(id) OVER (PARTITION BY g) FROM w", analyze=True)
         line = next(x for x in text.splitlines() if "Window partition=" in x)
+        assert "CPU fallback" not in line, text  # variance: per-partition sums on the device
+        text = con.explain("SELECT id, median(id) OVER (PARTITION BY g) FROM w", analyze=True)
+        line = next(x for x in text.splitlines() if "Window partition=" in x)
         assert "CPU fallback: window functions on the host" in line, text
 
 

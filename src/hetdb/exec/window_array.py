@@ -51,19 +51,60 @@ def _argsort_stable(xp: Any, code: Any) -> Any:
     return xp.argsort(code)
 
 
+def _chunks(spans: list[tuple[int, int]], keep: list[int]) -> list[list[int]]:
+    """The keys ``keep`` (most significant first) in groups that each pack into 63 bits, from the
+    least significant key."""
+    chunks: list[list[int]] = [[]]
+    bits = 0
+    for i in reversed(keep):
+        width = min(spans[i][1].bit_length(), 64)  # 64: the key itself (it may span every int64)
+        if chunks[-1] and bits + width > 63:
+            chunks.append([])
+            bits = 0
+        chunks[-1].insert(0, i)
+        bits += width
+    return chunks
+
+
+def _pack(xp: Any, keys: list[Any], spans: list[tuple[int, int]], chunk: list[int], order: Any) -> tuple[Any, int]:
+    """One int64 code per row ordering like the keys ``chunk`` (rows permuted by ``order`` if given),
+    and the number of bits it uses."""
+    code = None
+    bits = 0
+    for i in chunk:
+        lo, w = spans[i]
+        k = keys[i] if order is None else keys[i][order]
+        if w.bit_length() >= 63:
+            code, bits = k, 64
+        else:
+            shifted = k - lo
+            code = shifted if code is None else (code << w.bit_length()) | shifted
+            bits += w.bit_length()
+    return code, bits
+
+
+def _is_sorted(code: Any) -> bool:
+    return not bool((code[1:] < code[:-1]).any())
+
+
 class ArrayKernels:
     """The window kernels over the array module ``xp``."""
 
-    def __init__(self, xp: Any) -> None:
+    def __init__(self, xp: Any, segment_sort: Any = None, segment_rows: int = 64) -> None:
         self.xp = xp
+        # (code, partition heads, n) -> each partition's rows ordered by code (GPU: one thread each)
+        self.segment_sort = segment_sort
+        self.segment_rows = segment_rows
 
-    def sort_permutation(self, arrays: list[Any], desc: list[bool], n: int) -> Any | None:
+    def sort_permutation(self, arrays: list[Any], desc: list[bool], n: int, n_part: int = 0) -> Any | None:
         """Stable order of the rows by ``arrays`` (int64 or bool sort keys, the first the most
-        significant; ``desc`` reverses one), None where they are in that order already. The keys are
-        shifted by their minimum and packed into as few int64 codes as their ranges allow, each code
-        one stable radix argsort from the least significant (one sort when they fit 63 bits together,
-        instead of a comparison sort over every key); a last key the input is sorted by already is
-        left out (the stable sorts keep input order among its ties)."""
+        significant, the first ``n_part`` the PARTITION BY keys; ``desc`` reverses one), None where
+        they are in that order already. The keys are shifted by their minimum and packed into as few
+        int64 codes as their ranges allow, each code one stable radix argsort from the least
+        significant (one sort when they fit 63 bits together, instead of a comparison sort over every
+        key; 32-bit codes where they fit: half the radix passes); a last key the input is
+        sorted by already is left out (the stable sorts keep input order among its ties). Rows already
+        grouped by small partitions are sorted partition by partition (``segment_sort``)."""
         xp = self.xp
         if not arrays or n == 0:
             return None
@@ -75,25 +116,43 @@ class ArrayKernels:
             keep.pop()
         if not keep:
             return None
-        chunks: list[list[int]] = [[]]  # from the least significant key: each packs into 63 bits
-        bits = 0
-        for i in reversed(keep):
-            width = min(spans[i][1].bit_length(), 64)  # 64: the key itself (it may span every int64)
-            if chunks[-1] and bits + width > 63:
-                chunks.append([])
-                bits = 0
-            chunks[-1].insert(0, i)
-            bits += width
+        chunks = _chunks(spans, keep)
+        first = None
+        if len(chunks) == 1:
+            first = _pack(xp, keys, spans, chunks[0], None)
+            if _is_sorted(first[0]):
+                return None  # stored in this order already (lineitem by l_orderkey, l_linenumber)
+        if self.segment_sort is not None and 0 < n_part:
+            order = self._sort_within_partitions(keys, spans, keep, n_part, n)
+            if order is not None:
+                return order
         order = None
         for chunk in chunks:
-            code = xp.zeros(n, dtype=xp.int64)
-            for i in chunk:
-                lo, w = spans[i]
-                k = keys[i] if order is None else keys[i][order]
-                code = k if w.bit_length() >= 63 else (code << w.bit_length()) | (k - lo)
-            step = _argsort_stable(xp, code)
+            code, bits = first if first is not None else _pack(xp, keys, spans, chunk, order)
+            first = None
+            step = _argsort_stable(xp, code.astype(xp.uint32) if bits <= 32 else code)
             order = step if order is None else order[step]
         return order.astype(xp.int64, copy=False)
+
+    def _sort_within_partitions(self, keys: list[Any], spans: list[tuple[int, int]], keep: list[int],
+                                n_part: int, n: int) -> Any | None:
+        """The sort order where the rows are grouped by the PARTITION BY keys already and no partition
+        is longer than ``segment_rows``: each partition sorted on its own by the ORDER BY keys; None
+        where that does not apply (or the keys do not fit one code each)."""
+        xp = self.xp
+        part, rest = [i for i in keep if i < n_part], [i for i in keep if i >= n_part]
+        if not part or not rest or len(_chunks(spans, part)) > 1 or len(_chunks(spans, rest)) > 1:
+            return None
+        pcode, _ = _pack(xp, keys, spans, part, None)
+        if not _is_sorted(pcode):
+            return None
+        heads = xp.flatnonzero(pcode[1:] != pcode[:-1]) + 1
+        ends = xp.concatenate([heads, xp.full(1, n, dtype=heads.dtype)])
+        starts = xp.concatenate([xp.zeros(1, dtype=heads.dtype), heads])
+        if int((ends - starts).max()) > self.segment_rows:
+            return None
+        code, _ = _pack(xp, keys, spans, rest, None)
+        return self.segment_sort(code, starts.astype(xp.int64), n)
 
     def _rows(self, n: int) -> Any:
         return self.xp.arange(n, dtype=self.xp.int64)
@@ -201,6 +260,25 @@ class ArrayKernels:
         else:
             fe = self._bound(e_code, 0, ps, pe, gs, ge, True)
         return fs, xp.maximum(fe, fs)
+
+    def partition_variance(self, x: Any, valid: Any, part_start: Any, ddof: int) -> tuple[Any, Any]:
+        """Per row: the variance of its partition's valid values (``ddof`` 1: sample, 0: population)
+        and whether the partition has more than ``ddof`` of them; two passes as the CPU's loop (the
+        mean, then the squared deviations from it), each a per-partition sum by ``bincount``."""
+        xp = self.xp
+        n = x.shape[0]
+        if n == 0:
+            return xp.zeros(0, dtype=xp.float64), xp.zeros(0, dtype=bool)
+        seg = xp.cumsum(part_start, dtype=xp.int64) - 1
+        parts = int(seg[-1]) + 1
+        cnt = xp.bincount(seg, weights=valid.astype(xp.float64), minlength=parts)
+        total = xp.bincount(seg, weights=xp.where(valid, x, 0.0), minlength=parts)
+        mean = total / xp.maximum(cnt, 1.0)
+        dev = xp.where(valid, x - mean[seg], 0.0)
+        m2 = xp.bincount(seg, weights=dev * dev, minlength=parts)
+        ok = cnt > ddof
+        var = xp.where(ok, m2 / xp.maximum(cnt - ddof, 1.0), 0.0)
+        return var[seg], ok[seg]
 
     def prefix_counts(self, valid: Any) -> Any:
         xp = self.xp

@@ -1,8 +1,8 @@
 """Per-row passes of the window operator on the CPU, each one parallel Numba loop where NumPy would
-make one to four serial passes (and allocate their temporaries): row numbers and ranks from run
-starts, frame row counts, the value range and widest frame that decide whether an int64 prefix sum
-is exact, and averages from exact sums. On many cores the serial NumPy passes, not the sort, were
-what kept the window from scaling."""
+make one to four serial passes (and allocate their temporaries): row numbers and ranks from the
+partition and peer start flags, frame row counts, the value range and widest frame that decide
+whether an int64 prefix sum is exact, and averages from exact sums. On many cores the serial NumPy
+passes, not the sort, were what kept the window from scaling."""
 
 from __future__ import annotations
 
@@ -10,31 +10,6 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.keys import kernel_threads
-
-
-def offsets_plus_one(start, base):
-    """``start - base + 1`` per row (``start`` None: the row number): row_number and rank from the
-    rows where a row's partition (``base``) and peer group (``start``) begin. Outputs are allocated
-    by NumPy (huge pages), not inside the kernels (Numba's allocator faults every 4 KiB page in on
-    first touch: slower than the NumPy expression on one thread)."""
-    out = np.empty(base.shape[0], np.int64)
-    if start is None:
-        _row_numbers(base, out)
-    else:
-        _differences(start, base, out)
-    return out
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _row_numbers(base, out):
-    for i in prange(base.shape[0]):
-        out[i] = i - base[i] + 1
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _differences(start, base, out):
-    for i in prange(base.shape[0]):
-        out[i] = start[i] - base[i] + 1
 
 
 def _chunks(n: int) -> int:
@@ -171,3 +146,50 @@ def _dense_rank_chunks(part_start, peer_start, chunks, out):
             stop = first[c] if first[c] >= 0 else min(n, (c + 1) * size)
             for i in range(c * size, stop):
                 out[i] += carry[c]
+
+
+def ranks(part_start, peer_start):
+    """ROW_NUMBER (``peer_start`` None) or RANK per row straight from the flags of partition and peer
+    starts (``part_start[0]`` set; peer starts include partition starts): the row (or its peer group's
+    first row) minus its partition's first row, plus one. One chunked scan carries each chunk's last
+    starts into the next, where the general path builds the start and end arrays of both. Outputs
+    are allocated by NumPy (huge pages), not inside the kernels (Numba's allocator faults every 4 KiB
+    page in on first touch)."""
+    n = part_start.shape[0]
+    out = np.empty(n, np.int64)
+    if n:
+        rows = peer_start is None
+        _ranks(part_start, part_start if rows else peer_start, rows, _chunks(n), out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ranks(part_start, peer_start, rows, chunks, out):
+    n = part_start.shape[0]
+    size = (n + chunks - 1) // chunks
+    last_p = np.full(chunks, -1, np.int64)
+    last_g = np.full(chunks, -1, np.int64)
+    for c in prange(chunks):
+        lp = -1
+        lg = -1
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if part_start[i]:
+                lp = i
+            if peer_start[i]:
+                lg = i
+        last_p[c] = lp
+        last_g[c] = lg
+    p_in = np.zeros(chunks, np.int64)
+    g_in = np.zeros(chunks, np.int64)
+    for c in range(1, chunks):
+        p_in[c] = last_p[c - 1] if last_p[c - 1] >= 0 else p_in[c - 1]
+        g_in[c] = last_g[c - 1] if last_g[c - 1] >= 0 else g_in[c - 1]
+    for c in prange(chunks):
+        p = p_in[c]
+        g = g_in[c]
+        for i in range(c * size, min(n, (c + 1) * size)):
+            if part_start[i]:
+                p = i
+            if peer_start[i]:
+                g = i
+            out[i] = (i if rows else g) - p + 1

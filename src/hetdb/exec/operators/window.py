@@ -3,9 +3,10 @@ computes every function of one window specification with segmented passes.
 
 On the CPU the sort and the passes are compiled (Numba) loops (``backend/cpu/window``). On a GPU the
 same operator runs the array-module kernels (``exec/window_array``) on CuPy arrays: the backend's
-stable sort, cumulative sums, vectorised binary searches and a sparse table; only the holistic
-aggregates over a window (quantile, variance, mode, string_agg, arg_max/arg_min) copy the input to
-the host, which EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
+stable sort (rows grouped by small partitions already: one thread per partition, backend/gpu/window),
+cumulative sums, vectorised binary searches, a sparse table and per-partition sums (variance,
+stddev); only the other holistic aggregates over a window (quantile, mode, string_agg,
+arg_max/arg_min, ...) copy the input to the host, which EXPLAIN ANALYZE shows as a CPU fallback. The buffered input is a reservation against
 the memory limit; past it, a window with PARTITION BY spills its rows into hash partitions and
 computes them one at a time (``operators/window_spill.py``). One window partition larger than the
 limit (or a window without PARTITION BY) fails on the CPU with a typed OutOfMemoryError naming the
@@ -16,36 +17,30 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from hetdb.backend.cpu import window as K
-from hetdb.backend.cpu import window_passes as KP
 from hetdb.backend.cpu import window_sort as KS
-from hetdb.backend.cpu import window_take as KT
 from hetdb.backend.cpu.backend import CpuBackend
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfMemoryError
-from hetdb.exec import functions_interval as IV
 from hetdb.exec.columns import (
     batch_nbytes,
     concat_batches,
-    concat_columns,
     slice_batch,
     take,
     take_batch,
-    to_plain,
 )
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, column_to_host
 from hetdb.exec.memory import Reservation
-from hetdb.exec.operators import window_concat, window_spill, window_sums
+from hetdb.exec.operators import window_concat, window_spill
 from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
-from hetdb.exec.wide import is_object, sort_key
-from hetdb.exec.window_array import BOUND_CODES, ArrayKernels, float_order_key
+from hetdb.exec.operators.window_functions import VARIANCES, _Bounds, _function, _key, _order_key
+from hetdb.exec.window_array import ArrayKernels
 from hetdb.plan.expr import Field, SortKey
 from hetdb.plan.window import AGGREGATES, FRAME_VALUES, OFFSETS, RANKING, WindowCall
 
@@ -66,46 +61,6 @@ class _WindowState:
         self.host: Reservation | None = None
 
 
-def _valid(xp, col: Column):
-    return xp.ones(len(col), dtype=bool) if col.validity is None else col.validity
-
-
-def _key(backend, col: Column):
-    """Integer/float keys that order like the column (strings: byte-order codes)."""
-    xp = backend.xp
-    if col.dtype.kind == "string" and col.dictionary is not None and len(col.dictionary):
-        # byte-order ranks of the (small) dictionary, gathered by the codes: no string per row
-        d = col.dictionary
-        ranks, _, _ = backend.factorize_strings(d.offsets, d.chars)
-        codes = col.data.astype(xp.int64)
-        if col.validity is not None:
-            codes = xp.where(col.validity, codes, 0)
-        data = backend.gather(ranks.astype(xp.int64), codes)
-    elif col.dtype.kind == "string":
-        plain = to_plain(backend, col)
-        codes, _, _ = backend.factorize_strings(plain.offsets, plain.chars)
-        data = codes.astype(xp.int64)
-    elif col.dtype.kind == "interval":  # DuckDB's order: normalised microseconds (30-day months)
-        months, days, micros = IV.unpack(xp, col.data)
-        data = months * IV.US_MONTH + days * IV.US_DAY + micros
-    else:
-        data = col.data
-        if is_object(data):  # HUGEINT / DECIMAL(38) past 64 bits (host only): ranks ordered like the values
-            data = sort_key(xp, data if col.validity is None else np.where(col.validity, data, 0))
-        data = data.astype(xp.float64 if data.dtype.kind == "f" else xp.int64, copy=False)
-    if col.validity is not None:
-        data = xp.where(col.validity, data, xp.zeros(1, dtype=data.dtype))
-    return data
-
-
-def _order_key(kern, backend, key):
-    """``key`` as int64 in DuckDB's order (floats: NaN above +inf, -0.0 = 0.0), so that NaNs are
-    peers and one partition (NaN <> NaN in IEEE would start a new one at every NaN)."""
-    if key.dtype.kind != "f":
-        return key
-    return order_key(key, False) if kern is K else float_order_key(backend.xp, key)
-
-
 def _sort_arrays(kern, backend, cols: list[Column], desc: list[bool], nulls_first: list[bool]):
     xp = backend.xp
     arrays, d = [], []
@@ -124,7 +79,7 @@ def _permutation(kern, backend, arrays: list, desc: list[bool], n: int, n_part: 
     radix sorts on the array path (``ArrayKernels.sort_permutation``)."""
     if kern is K:
         return _presorted_permutation(arrays, desc, n, n_part)
-    return kern.sort_permutation(arrays, desc, n)
+    return kern.sort_permutation(arrays, desc, n, n_part)
 
 
 def _presorted_permutation(arrays: list[np.ndarray], desc: list[bool], n: int, n_part: int) -> np.ndarray | None:
@@ -323,7 +278,7 @@ class WindowSink(Sink):
         if ctx.device is None:
             out = self._compute(host_kernels(), _HOST, batch, part, order, args)
         elif host_reason is None and all(c.op in ARRAY_OPS for _, c in self.funcs):
-            out = self._compute(ArrayKernels(ctx.backend.xp), ctx.backend, batch, part, order, args)
+            out = self._compute(_device_kernels(ctx.backend), ctx.backend, batch, part, order, args)
         else:
             ctx.note_fallback(host_reason or "window functions on the host")
             if not on_host:
@@ -398,6 +353,15 @@ def _host_evaluator():
     return _host_eval[0]
 
 
+def _device_kernels(backend) -> ArrayKernels:
+    """The array kernels on the GPU's arrays, partitions of grouped input sorted by backend/gpu/window."""
+    if backend.name != "gpu":
+        return ArrayKernels(backend.xp)
+    from hetdb.backend.gpu import window as GW
+
+    return ArrayKernels(backend.xp, GW.sort_within_segments, GW.MAX_SEGMENT_ROWS)
+
+
 def host_kernels():
     """The window kernels of the CPU path: the compiled loops (tests run ``ArrayKernels(numpy)``,
     the GPU's algorithm, in their place)."""
@@ -405,179 +369,4 @@ def host_kernels():
 
 
 # Functions the array path computes on the backend's arrays; the holistic aggregates run on the host.
-ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES
-
-
-class _Bounds:
-    """One window's sorted rows: kernels, backend, partition/peer flags and per-row partition and
-    peer-group boundaries (ps/pe, gs/ge: start, end exclusive), each computed when first asked for
-    (large windows: every int64 array not made is memory not touched)."""
-
-    def __init__(self, kern: Any, backend: Any, part_start: Any, peers) -> None:
-        self.kern, self.backend, self.part_start, self._peers = kern, backend, part_start, peers
-
-    @cached_property
-    def peer_start(self) -> Any:
-        return self._peers()
-
-    @cached_property
-    def _partitions(self) -> tuple[Any, Any]:
-        return self.kern.run_bounds(self.part_start)
-
-    @cached_property
-    def _peer_groups(self) -> tuple[Any, Any]:
-        return self.kern.run_bounds(self.peer_start)
-
-    ps = property(lambda self: self._partitions[0])
-    pe = property(lambda self: self._partitions[1])
-    gs = property(lambda self: self._peer_groups[0])
-    ge = property(lambda self: self._peer_groups[1])
-
-
-def _int_column(xp, dtype, data, validity=None) -> Column:
-    return Column(dtype, data=xp.asarray(data, dtype=dtype.numpy_dtype), validity=validity)
-
-
-def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
-    op = call.op
-    kern, backend = b.kern, b.backend
-    xp = backend.xp
-    n = b.part_start.shape[0]
-    if op == "row_number":
-        if kern is K:
-            return _int_column(xp, call.dtype, KP.offsets_plus_one(None, b.ps))
-        return _int_column(xp, call.dtype, xp.arange(n, dtype=xp.int64) - b.ps + 1)
-    if op == "rank":
-        if kern is K:
-            return _int_column(xp, call.dtype, KP.offsets_plus_one(b.gs, b.ps))
-        return _int_column(xp, call.dtype, b.gs - b.ps + 1)
-    if op == "dense_rank":
-        dense = KP.dense_rank if kern is K else kern.dense_rank
-        return _int_column(xp, call.dtype, dense(b.part_start, b.peer_start))
-    if op == "percent_rank":
-        size = b.pe - b.ps
-        return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
-    if op == "cume_dist":
-        return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
-    ps, pe = b.ps, b.pe
-    if op == "ntile":
-        buckets = call.args[0].value
-        if buckets is None:
-            return _int_column(xp, call.dtype, xp.zeros(n), xp.zeros(n, dtype=bool))
-        return _int_column(xp, call.dtype, kern.ntile(ps, pe, buckets))
-    if op in ("lag", "lead"):
-        shift = call.args[1].value
-        idx = kern.shifted(ps, pe, -shift if op == "lag" else shift)
-        if len(args) < 3:
-            return _pick(b, args[0], idx)
-        return _shifted_or_default(b, args[0], args[2], idx)
-    from hetdb.exec.operators import window_holistic as WH
-
-    if op in WH.GROUP_STATS:
-        return WH.group_statistic(call, args, ps, pe)
-    fs, fe = _frame(b, call, order, order_keys)
-    if op == "first_value":
-        return _pick(b, args[0], xp.where(fe > fs, fs, -1))
-    if op == "last_value":
-        return _pick(b, args[0], xp.where(fe > fs, fe - 1, -1))
-    if op == "nth_value":
-        j = fs + (call.args[1].value - 1)
-        return _pick(b, args[0], xp.where(j < fe, j, -1))
-    if op == "count_star":
-        return _int_column(xp, call.dtype, fe - fs)
-    x = args[0]
-    valid = _valid(xp, x)
-    if op in ("min", "max"):
-        # int64 order keys (NaN the largest, as in DuckDB): IEEE comparisons would leave a NaN
-        # beside -inf in the CPU's monotonic deque (min over {NaN, -inf} was NaN)
-        key = _order_key(kern, backend, _key(backend, x))
-        return _pick(b, x, kern.frame_extreme(key, valid, ps, fs, fe, op == "max"))
-    if kern is K:
-        cnt, has = KP.frame_counts(x.validity, fs, fe)
-    elif x.validity is None:  # every row counts: no prefix sum and two gathers
-        cnt = fe - fs
-        has = cnt > 0
-    else:
-        counts = kern.prefix_counts(valid)
-        cnt = counts[fe] - counts[fs]
-        has = cnt > 0
-    if op == "count":
-        return _int_column(xp, call.dtype, cnt)
-    data = x.data
-    if data.dtype.kind == "f":
-        total = kern.frame_sum_float(data.astype(xp.float64), valid, ps, fs, fe)
-    else:  # exact, widened as DuckDB's SUM (HUGEINT, DECIMAL(38, s))
-        total = window_sums.frame_int_sums(kern, xp, data, valid, fs, fe)
-    if op == "sum":
-        if total.dtype == object:
-            return Column(call.dtype, data=total, validity=has)
-        return _int_column(xp, call.dtype, total, has)
-    scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
-    if kern is K and total.dtype != object:
-        return _int_column(xp, call.dtype, KP.averages(total, cnt, scale), has)
-    total = window_sums.as_float(xp, total)
-    return _int_column(xp, call.dtype, xp.where(has, total / scale / xp.maximum(cnt, 1), 0.0), has)
-
-
-def _compiled_take(b: _Bounds, *cols: Column) -> bool:
-    """The CPU's compiled gather applies: fixed-width host values, rows to take from."""
-    return b.kern is K and all(c.data is not None and c.dictionary is None and c.data.dtype != object
-                               and len(c) > 0 for c in cols)
-
-
-def _pick(b: _Bounds, x: Column, idx) -> Column:
-    """Rows ``idx`` of ``x``, NULL where ``idx`` is -1."""
-    if not _compiled_take(b, x):
-        return take(b.backend, x, idx, missing=True)
-    data, ok = KT.take_or(x.data, x.validity, idx)
-    return Column(x.dtype, data=data, validity=ok)
-
-
-def _shifted_or_default(b: _Bounds, x: Column, default: Column, idx) -> Column:
-    """Row ``idx`` of ``x``, or of ``default`` where ``idx`` is -1 (lag/lead with a default)."""
-    backend = b.backend
-    if _compiled_take(b, x, default) and len(default) == idx.shape[0]:
-        data, ok = KT.take_or(x.data, x.validity, idx, default.data.astype(x.data.dtype, copy=False),
-                              default.validity)
-        return Column(x.dtype, data=data, validity=ok)
-    xp = backend.xp
-    n = idx.shape[0]
-    if x.dtype.kind == "string" or x.dictionary is not None or default.dictionary is not None:
-        both = concat_columns(backend, [x, default])
-        return take(backend, both, xp.where(idx < 0, xp.arange(n, dtype=xp.int64) + n, idx))
-    miss = idx < 0
-    safe = xp.where(miss, 0, idx)
-    data = xp.where(miss, default.data, backend.gather(x.data, safe))
-    validity = None
-    if x.validity is not None or default.validity is not None:
-        validity = xp.where(miss, _valid(xp, default), backend.gather(_valid(xp, x), safe))
-    return Column(x.dtype, data=data.astype(x.data.dtype, copy=False), validity=validity)
-
-
-def _frame(b: _Bounds, call: WindowCall, order, order_keys):
-    kern, xp, ps, pe = b.kern, b.backend.xp, b.ps, b.pe
-    fr = call.frame
-    if fr.start == "unbounded_preceding" and fr.end == "unbounded_following":
-        return ps, pe  # ROWS or RANGE: the whole partition
-    s_code, e_code = BOUND_CODES[fr.start], BOUND_CODES[fr.end]
-    s_off = fr.start_n if fr.start_n is not None else 0
-    e_off = fr.end_n if fr.end_n is not None else 0
-    if fr.kind == "rows":
-        return kern.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
-    gs, ge = b.gs, b.ge
-    if fr.start_n is None and fr.end_n is None:  # RANGE by peers: the bounds are the boundaries
-        fs = {0: ps, 2: gs, 4: pe}[s_code]
-        return fs, xp.maximum({0: ps, 2: ge, 4: pe}[e_code], fs)
-    col = order[0] if order else None
-    if col is None:
-        w = xp.zeros(ps.shape[0], dtype=xp.int64)
-        valid = xp.ones(ps.shape[0], dtype=bool)
-        return kern.range_frame(ps, pe, gs, ge, w, valid, s_code, 0, e_code, 0)
-    w = _key(b.backend, col)
-    if order_keys[0].descending:
-        w = -w
-    if w.dtype.kind == "f":
-        s_off, e_off = float(s_off), float(e_off)
-    else:
-        s_off, e_off = int(s_off), int(e_off)
-    return kern.range_frame(ps, pe, gs, ge, w, _valid(xp, col), s_code, s_off, e_code, e_off)
+ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES + VARIANCES

@@ -14,6 +14,7 @@ from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Column
 from hetdb.exec.columns import take
 from hetdb.exec.operators import window as W
+from hetdb.exec.operators import window_functions as WF
 from hetdb.plan.window import WindowCall
 
 _HOST = W._HOST
@@ -27,27 +28,27 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     """Aggregates over the whole partition that need all its values (sql/holistic.py); host only."""
     op = call.op
     x = args[0]
-    valid = W._valid(np, x)
+    valid = WF._valid(np, x)
     if op in ("arg_max", "arg_min"):
-        both = valid & W._valid(np, args[1])
-        return take(_HOST, x, K.frame_extreme(W._key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
+        both = valid & WF._valid(np, args[1])
+        return take(_HOST, x, K.frame_extreme(WF._key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
                     missing=True)
     if op == "string_agg":
         return _string_agg(call, args, ps, pe)
     if op in ("array_agg", "array_agg_distinct"):
         return _array_agg(call, args, ps, pe)
     if op in ("mode", "entropy"):
-        key = W._key(_HOST, x)
+        key = WF._key(_HOST, x)
         if op == "entropy":  # NaNs one value, -0.0 = 0.0
             key = order_key(key, False) if key.dtype.kind == "f" else key
         order = W._sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
         if op == "entropy":
-            return W._int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
+            return WF._int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
     data = np.asarray(x.data, dtype=np.float64)
     if op in ("product", "fsum"):
         out, ok = (KS.partition_product if op == "product" else KS.partition_kahan_sum)(data, valid, ps, pe)
-        return W._int_column(np, call.dtype, out, ok)
+        return WF._int_column(np, call.dtype, out, ok)
     if op == "quantile_cont":
         n = ps.shape[0]
         order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
@@ -56,7 +57,7 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
         if op.startswith("stddev"):
             out = np.sqrt(out)
-    return W._int_column(np, call.dtype, out, ok)
+    return WF._int_column(np, call.dtype, out, ok)
 
 
 def _ordered_values(x: Column, flags: str, keys, ps) -> list:

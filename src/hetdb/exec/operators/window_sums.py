@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.cpu.window_passes import value_span
+from hetdb.backend.cpu import window_near as KN
+from hetdb.backend.cpu import window_running as KR
+from hetdb.backend.cpu.window_passes import averages, value_span
+from hetdb.column import Column
 from hetdb.errors import GpuWideValueError
 from hetdb.exec.wide import is_object
 
@@ -47,6 +50,65 @@ def frame_int_sums(kern, xp, data: Any, valid: Any, fs: Any, fe: Any) -> Any:
     if xp is not np:
         raise GpuWideValueError("a window sum needs more than 64 bits")
     return _packed(np.array([(h << 32) + w for h, w in zip(high.tolist(), low.tolist())], dtype=object))
+
+
+def _integers(call: Any, x: Column) -> bool:
+    """sum/count/avg of integer or decimal values the int64 kernels take."""
+    data = x.data
+    return call.op in ("sum", "count", "avg") and data is not None and x.dictionary is None \
+        and data.dtype.kind in "iu" and not (data.dtype.kind == "u" and data.dtype.itemsize == 8)
+
+
+def running_aggregate(call: Any, x: Column, bounds: Any) -> Column | None:
+    """sum/count/avg of integers or decimals on the CPU over a frame from the partition's first row to
+    the end of a segment: the current row (ROWS ... CURRENT ROW), its last peer (RANGE ... CURRENT
+    ROW) or the partition's last row (... UNBOUNDED FOLLOWING); by one segmented scan of the sorted
+    rows (``bounds``: the operator's _Bounds) and, unless the frame ends at the row, a pass spreading
+    each segment's last value over it. None where that does not apply (another frame or type) or a
+    running sum leaves int64."""
+    fr = call.frame
+    if not _integers(call, x) or fr.start != "unbounded_preceding" or fr.end not in ("current", "unbounded_following"):
+        return None
+    counts = call.op != "sum" or x.validity is not None
+    got = KR.running_sums(x.data, x.validity, bounds.part_start, counts)
+    if got is None:
+        return None
+    total, cnt = got
+    if fr.end == "unbounded_following" or fr.kind == "range":
+        ends = bounds.part_start if fr.end == "unbounded_following" else bounds.peer_start
+        KR.spread_last(total, ends)
+        if counts:
+            KR.spread_last(cnt, ends)
+    return _result(call, x, total, cnt)
+
+
+def narrow_aggregate(call: Any, x: Column, part_start: np.ndarray) -> Column | None:
+    """sum/count/avg of integers or decimals on the CPU over a ROWS frame of at most MAX_REACH rows
+    around the row (n PRECEDING or CURRENT ROW .. CURRENT ROW or m FOLLOWING), each row summing its
+    neighbours within the partition; None where that does not apply or a sum leaves int64."""
+    fr = call.frame
+    if not _integers(call, x) or fr.kind != "rows" or fr.start not in ("preceding", "current") \
+            or fr.end not in ("current", "following"):
+        return None
+    before = int(fr.start_n) if fr.start == "preceding" else 0
+    after = int(fr.end_n) if fr.end == "following" else 0
+    if before < 0 or after < 0 or before + after > KN.MAX_REACH:
+        return None
+    counts = call.op != "sum" or x.validity is not None
+    got = KN.frame_sums(x.data, x.validity, part_start, before, after, counts)
+    return None if got is None else _result(call, x, *got)
+
+
+def _result(call: Any, x: Column, total: np.ndarray, cnt: np.ndarray) -> Column:
+    """The function's column from int64 frame sums and counts (frames that hold their own row)."""
+    has = None if x.validity is None else cnt > 0
+    if call.op == "count":
+        return Column(call.dtype, data=cnt.astype(call.dtype.numpy_dtype, copy=False))
+    if call.op == "sum":
+        return Column(call.dtype, data=total.astype(call.dtype.numpy_dtype, copy=False), validity=has)
+    scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    return Column(call.dtype, data=averages(total, cnt, scale).astype(call.dtype.numpy_dtype, copy=False),
+                  validity=has)
 
 
 def _packed(sums: np.ndarray) -> np.ndarray:
