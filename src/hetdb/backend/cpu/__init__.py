@@ -9,6 +9,11 @@ import os
 # loads, i.e. at the first parallel kernel; a value the user set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+if os.environ.get("HETDB_HUGEPAGES") == "1":  # huge pages for Numba's large arrays (see hugepages.py)
+    from hetdb.backend.cpu import hugepages
+
+    hugepages.install()
+
 from hetdb.backend.cpu.backend import CpuBackend  # noqa: E402
 
 __all__ = ["CpuBackend"]
