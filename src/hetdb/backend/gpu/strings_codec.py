@@ -117,8 +117,9 @@ def decode_string_pages(buf: Any, pages: list[tuple[Any, dict, int, str, str, li
     bytes, a view of ``buf``; sections; rows; codec; where; host: the host runs it was copied from).
     Every page's header, offsets endpoints and chunk directory are checked on the host (damage is
     CorruptDataError naming the page); the chunks of all pages decompress in one nvCOMP call
-    (``decompress_sections``) into one buffer, each page's characters starting 16-byte aligned: the
-    column's chars hold up to 15 unused bytes between pages, which no offset points into. None when
+    (``decompress_sections``) into one buffer, each page's characters starting 16-byte aligned (as
+    nvCOMP's outputs need), then the pages' characters are moved together (one offsets array cannot
+    skip a gap: the end of a page's last string is the start of the next page's first). None when
     the pages cannot go that way (fewer than two, one not in lz4, nvCOMP missing or failing): the
     caller decodes them one by one (``decode_string_page``), which says why in a fallback."""
     import cupy
@@ -140,11 +141,14 @@ def decode_string_pages(buf: Any, pages: list[tuple[Any, dict, int, str, str, li
         offsets.append(decode_device(offsets_section, name, n + 1, np.int64))
         items.append((int(raw.data.ptr) - int(buf.data.ptr) + sections["chars"][0], table))
     try:
-        chars, firsts = decompress_sections(nvcomp, buf, items)
+        out, firsts = decompress_sections(nvcomp, buf, items)
     except Exception:  # noqa: BLE001 - nvCOMP refusing a page: page by page (the host decodes, names damage)
         return None
-    joined = cupy.concatenate([o[:-1] + first for o, first in zip(offsets, firsts)]
-                              + [offsets[-1][-1:] + firsts[-1]])
+    sizes = [table[0] for _, table in items]
+    bases = np.concatenate(([0], np.cumsum(sizes)))
+    chars = cupy.concatenate([out[first:first + size] for first, size in zip(firsts, sizes)])
+    joined = cupy.concatenate([o[:-1] + int(base) for o, base in zip(offsets, bases[:-1])]
+                              + [offsets[-1][-1:] + int(bases[-2])])
     return joined, chars
 
 
