@@ -107,7 +107,7 @@ def test_lz4_pages_delivered_together_decompress_in_one_call(db_path, monkeypatc
 
     monkeypatch.setattr(strings_codec, "decompress_sections", counted)
     reader = Database.open(db_path).table("t")
-    assert _stream_and_compare_groups(reader, [1, 2]) == 2 * ROWS_PER_PAGE
+    assert _stream_and_compare_groups(reader, [1, 2]) == ROWS - ROWS_PER_PAGE  # (row group 2 is partial)
     assert calls == [2]
 
 
