@@ -72,3 +72,27 @@ def duck_tables(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
     for name, table in tables.items():
         con.register(name, table)
     return con
+
+
+def compiled_answers(db_path: str, duck, queries: list[str], threads=(1, 3)):
+    """Each query on CPU connections with ``threads`` workers: its answer (nonempty) equal to DuckDB's
+    and to the operators' (``cpu_compile=False``); yields (threads, sql, EXPLAIN ANALYZE text) for the
+    caller's checks of how it ran."""
+    import sys
+    from pathlib import Path
+
+    import hetdb
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "differential"))
+    from diff_check import mismatch
+
+    for n in threads:
+        with hetdb.connect(db_path, device="cpu", threads=n) as con, \
+                hetdb.connect(db_path, device="cpu", threads=n, cpu_compile=False) as ops:
+            for sql in queries:
+                got = con.sql(sql).arrow()
+                assert got.num_rows > 0, sql
+                assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, \
+                    f"{sql}\n{con.explain(sql, analyze=True)}"
+                assert mismatch(got, ops.sql(sql).arrow(), ()) is None, sql
+                yield n, sql, con.explain(sql, analyze=True)

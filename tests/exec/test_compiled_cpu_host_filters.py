@@ -14,10 +14,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 
-from diff_check import mismatch  # noqa: E402
-from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
-
-import hetdb  # noqa: E402
+from exec_plan_helpers import compiled_answers, duck_tables, stored_tables  # noqa: E402
 
 _WORDS = ["special", "requests", "pending", "deposits", "quickly", "furious", "blithely", "ironic"]
 
@@ -59,20 +56,11 @@ def test_plain_string_scan_filters_in_compiled_loops(tmp_path) -> None:
     db = stored_tables(tmp_path / "db", tables, rows_per_page=8192)
     duck = duck_tables(tables)
     ran = 0
-    for threads in (1, 3):
-        with hetdb.connect(db.path, device="cpu", threads=threads) as con, \
-                hetdb.connect(db.path, device="cpu", threads=threads, cpu_compile=False) as ops:
-            for sql in COMPILED + OPERATORS:
-                got = con.sql(sql).arrow()
-                assert got.num_rows > 0, sql
-                assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, \
-                    f"{sql}\n{con.explain(sql, analyze=True)}"
-                assert mismatch(got, ops.sql(sql).arrow(), ()) is None, sql
-                plan = con.explain(sql, analyze=True)
-                if sql in OPERATORS:  # (the pages are plain: the other queries' loops read them)
-                    assert "plain (not dictionary-encoded) string page" in plan, plan
-                else:
-                    assert "plain (not dictionary-encoded)" not in plan, plan
-                    assert "compiled into one CPU loop (scan, filters, row selection" in plan, plan
-                ran += 1
+    for _threads, sql, plan in compiled_answers(db.path, duck, COMPILED + OPERATORS):
+        if sql in OPERATORS:  # (the pages are plain: the other queries' loops read them)
+            assert "plain (not dictionary-encoded) string page" in plan, plan
+        else:
+            assert "plain (not dictionary-encoded)" not in plan, plan
+            assert "compiled into one CPU loop (scan, filters, row selection" in plan, plan
+        ran += 1
     assert ran == 2 * (len(COMPILED) + len(OPERATORS))

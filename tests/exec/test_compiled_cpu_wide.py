@@ -13,10 +13,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 
-from diff_check import mismatch  # noqa: E402
-from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
-
-import hetdb  # noqa: E402
+from exec_plan_helpers import compiled_answers, duck_tables, stored_tables  # noqa: E402
 
 
 def _decimals(values: np.ndarray, scale: int, precision: int, mask=None) -> pa.Array:
@@ -68,23 +65,14 @@ def test_wide_decimal_expressions_in_compiled_loops(tmp_path) -> None:
     db = stored_tables(tmp_path / "db", tables, rows_per_page=4096)
     duck = duck_tables(tables)
     ran = 0
-    for threads in (1, 3):
-        with hetdb.connect(db.path, device="cpu", threads=threads) as con, \
-                hetdb.connect(db.path, device="cpu", threads=threads, cpu_compile=False) as ops:
-            for sql in COMPILED + FALLBACK + LOADED:
-                got = con.sql(sql).arrow()
-                assert got.num_rows > 0, sql
-                assert mismatch(got, duck.sql(sql).to_arrow_table(), ()) is None, \
-                    f"{sql}\n{con.explain(sql, analyze=True)}"
-                assert mismatch(got, ops.sql(sql).arrow(), ()) is None, sql
-                plan = con.explain(sql, analyze=True)
-                if sql in LOADED[:2]:
-                    assert plan.count("compiled into one CPU loop") >= 2, plan
-                elif sql in LOADED:
-                    assert "past 64 bits" in plan, plan
-                elif sql in COMPILED:
-                    assert "compiled into one CPU loop (scan, filters, hash probes and hash aggregation" in plan, plan
-                else:
-                    assert "a value left its type" in plan, plan
-                ran += 1
+    for _threads, sql, plan in compiled_answers(db.path, duck, COMPILED + FALLBACK + LOADED):
+        if sql in LOADED[:2]:
+            assert plan.count("compiled into one CPU loop") >= 2, plan
+        elif sql in LOADED:
+            assert "past 64 bits" in plan, plan
+        elif sql in COMPILED:
+            assert "compiled into one CPU loop (scan, filters, hash probes and hash aggregation" in plan, plan
+        else:
+            assert "a value left its type" in plan, plan
+        ran += 1
     assert ran == 2 * (len(COMPILED) + len(FALLBACK) + len(LOADED))
