@@ -144,7 +144,6 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._closed = False
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
-        self._outer: Any = None  # batches(): the generator handing out deliveries' Batches one by one
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
         # (copy event, pinned staging arrays its copies read: kept until they have run)
         self._staged: list[tuple[Any, list[np.ndarray]]] = []
@@ -206,9 +205,6 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
 
     def close(self) -> None:
         """Return every pin and reservation this scan holds; idempotent."""
-        outer = self._outer  # (batches(): holds the delivery it stopped at)
-        if outer is not None and outer.gi_frame is not None and not outer.gi_running:
-            outer.close()
         if self._gen is not None:
             self._gen.close()  # runs the generator's cleanup if it stopped at a yield
         self._release_scan()

@@ -88,12 +88,7 @@ class BatchedDelivery:
 
     def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
         """``deliveries`` one Batch at a time: ``(row groups, Batch)`` (a paged delivery's row
-        groups one by one; the arrays stay valid until the step after its last). ``close`` also
-        closes this generator: a caller that stops early and keeps it holds no delivery."""
-        self._outer = self._one_by_one()
-        return self._outer
-
-    def _one_by_one(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
+        groups one by one; the arrays stay valid until the step after its last)."""
         for rgs, parts in self.deliveries():
             if len(parts) == 1:
                 yield rgs, parts[0]
