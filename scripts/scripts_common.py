@@ -11,21 +11,10 @@ def dir_bytes(path: str) -> int:
 
 
 def parse_options(pairs: list[str]) -> dict:
-    """``name=value`` connection options; values that read as int/bool/None become those."""
-    out: dict = {}
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        low = value.lower()
-        if low in ("true", "false"):
-            out[name] = low == "true"
-        elif low == "none":
-            out[name] = None
-        else:
-            try:
-                out[name] = int(value)
-            except ValueError:
-                out[name] = value
-    return out
+    """``name=value`` connection options (``hetdb bench --set``'s parser: int/bool/None values)."""
+    from hetdb.bench.cli import parse_settings
+
+    return parse_settings(pairs)
 
 
 def add_suite_arguments(ap) -> None:

@@ -127,10 +127,10 @@ def main() -> None:
     import numba
 
     print(f"cpus {os.cpu_count()}, numba threads {numba.config.NUMBA_NUM_THREADS}")
+    from hetdb.bench.cli import parse_settings
+
     options = {"threads": a.threads} if a.threads else {}
-    for kv in a.option:
-        key, value = kv.split("=", 1)
-        options[key] = int(value) if value.lstrip("-").isdigit() else value
+    options.update(parse_settings(a.option))
     gpu = a.device == "gpu"
     if a.phases:
         _instrument(gpu)

@@ -80,8 +80,9 @@ def parse_modes(text: str) -> list[str]:
 
 
 def parse_settings(items: list[str]) -> dict[str, object]:
-    """``["gpu_coprocess=on", "batch_rows=4096"]`` -> connection options (integers and true/false
-    converted); HetdbError naming the known options for a name hetdb.connect does not take."""
+    """``["gpu_coprocess=on", "batch_rows=4096"]`` -> connection options (integers, true/false and
+    none converted); HetdbError naming the known options for a name hetdb.connect does not take.
+    (The measurement scripts' ``--option`` parses with this too.)"""
     from dataclasses import fields
 
     from hetdb.config import Options
@@ -100,6 +101,8 @@ def parse_settings(items: list[str]) -> dict[str, object]:
         value: object = text
         if low in ("true", "false"):
             value = low == "true"
+        elif low == "none":
+            value = None
         elif re.fullmatch(r"-?\d+", text):
             value = int(text)
         out[name] = value
