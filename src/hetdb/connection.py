@@ -88,12 +88,12 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
 
 def _check_route(options: Options, backend) -> None:
     """HetdbError when the ``route`` option forces a path this connection's device cannot take."""
-    from hetdb.cache.router import check_mode
+    from hetdb.cache.coscan import check_coprocess
+    from hetdb.cache.router import check_admission, check_mode
 
     check_mode(options.route, gpu=backend.name == "gpu")
-    from hetdb.cache.coscan import check_coprocess
-
     check_coprocess(options.gpu_coprocess)
+    check_admission(options.gpu_cache_admission)
 
 
 def _caller_scopes() -> list[dict]:

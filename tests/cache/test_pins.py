@@ -114,6 +114,12 @@ def test_forced_routes_on_the_cpu(con):
         con.set_option("route", "copy")
     with pytest.raises(HetdbError, match="unknown route"):
         hetdb.connect(con.path, device="cpu", route="fastest")
+    with pytest.raises(HetdbError, match="unknown gpu_cache_admission 'later'.*'reuse'.*'first'"):
+        hetdb.connect(con.path, device="cpu", gpu_cache_admission="later")
+    with pytest.raises(HetdbError, match="unknown gpu_cache_admission"):
+        con.sql("SET gpu_cache_admission = 'never'")
+    con.sql("SET gpu_cache_admission = 'FIRST'")  # accepted (case-insensitive) on any connection
+    assert con.options.gpu_cache_admission == "first"
     con.set_option("route", "cpu")  # a CPU connection always processes pages on the CPU
     con.sql("SELECT sum(v) FROM small").fetchall()
     text = con.explain("SELECT sum(v) FROM small", analyze=True)

@@ -40,6 +40,15 @@ from hetdb.cache.rates import Rates, shared_rates
 from hetdb.errors import HetdbError, UnsupportedError
 
 MODES = ("auto", "copy", "cpu", "disk")
+ADMISSION = ("reuse", "first")  # the connection option gpu_cache_admission
+
+
+def check_admission(value: str) -> str:
+    """``value`` if it is a gpu_cache_admission setting, else a HetdbError naming the accepted ones."""
+    if value not in ADMISSION:
+        raise HetdbError(f"unknown gpu_cache_admission {value!r}: use 'reuse' (fill the GPU cache on a "
+                         "scan's second run) or 'first' (on its first)")
+    return value
 
 
 class Route(StrEnum):

@@ -599,6 +599,10 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         from hetdb.cache.coscan import check_coprocess
 
         value = check_coprocess(str(value).lower())
+    elif key == "gpu_cache_admission":
+        from hetdb.cache.router import check_admission
+
+        value = check_admission(str(value).lower())
     elif key == "gpu_compressed_cache" and not isinstance(value, bool) and str(value).lower() == "auto":
         value = "auto"
     elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache"):

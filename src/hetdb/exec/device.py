@@ -126,6 +126,8 @@ class DeviceResources:
         self._decoded_db_bytes: tuple[tuple, int] | None = None  # keep_compressed's memo
         self._table_names: tuple[tuple, list[str]] | None = None  # (tables dir identity, names)
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
+        # (table, version) -> columns a fused GPU scan read (gpu_cache_admission='reuse', scan_device.first_scan)
+        self.scanned_columns: dict[tuple[str, int], set[str]] = {}
         self.host_tier_bytes = 0
 
     def keep_compressed(self, option: Any, db: Any) -> bool:
