@@ -31,6 +31,7 @@ runs a planned pipeline.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -466,11 +467,30 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     return DenseProbe(j.left_key, tuple(payload)), table, provided
 
 
+# reader (one table version) -> {columns: why a swapped fact scan cannot run fused, or None}
+_PAGE_CHECKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _check_pages(reader: Any, names: list[str]) -> None:
-    """A swapped fact scan has no operator-at-a-time fallback: every page must suit the kernel."""
+    """A swapped fact scan has no operator-at-a-time fallback: every page must suit the kernel.
+    Decided once per table version and columns (a fresh connection's plan does not walk the pages
+    again)."""
+    key = frozenset(names)
+    try:
+        memo = _PAGE_CHECKS.setdefault(reader, {})
+    except TypeError:  # a reader without weak references: not remembered
+        memo = {}
+    if key not in memo:
+        memo[key] = _page_refusal(reader, names)
+    if memo[key] is not None:
+        raise _NotFused(memo[key])
+
+
+def _page_refusal(reader: Any, names: list[str]) -> str | None:
     for name in names:
         for rg in range(reader.num_row_groups):
             if reader.zone_map(name, rg).null_count:
-                raise _NotFused(f"column {name} has NULLs (swapped joins run fused only)")
+                return f"column {name} has NULLs (swapped joins run fused only)"
             if reader.dictionary(name) is not None and reader.page_encoding(name, rg) != "dict":
-                raise _NotFused(f"column {name} has plain-string pages (swapped joins run fused only)")
+                return f"column {name} has plain-string pages (swapped joins run fused only)"
+    return None
