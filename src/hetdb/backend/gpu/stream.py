@@ -267,17 +267,30 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         slot = slot_index % self.depth
         reader, compressed, columns = self.reader, self.compressed, self.columns
         rgs = []
+        pages = []
         for i in positions:
             rg_id = self.row_groups[i]
             rg = _RowGroup(i, slot)
             for column in columns:
                 info = page_info(reader, column, rg_id, compressed)
-                page = _Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
-                             info.num_rows, codec=info.codec, host_key=info.host_key,
-                             device_bytes=info.device_bytes)
-                page.route = self.router.route_with(self, page, info.location.length)
-                rg.pages.append(page)
+                rg.pages.append(_Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
+                                      info.num_rows, codec=info.codec, host_key=info.host_key,
+                                      device_bytes=info.device_bytes))
+            pages.extend(rg.pages)
             rgs.append(rg)
+        router = self.router
+        hosts = None
+        if not router.use_device_tier and self.host_cache is not None and router.use_host_tier:
+            # no device tier to ask first: every page's host-tier look-up at once (the steady state
+            # of a scan streamed out of the host tier), page by page only when one is missing
+            hosts = self.host_cache.lookup_many([self._host_key(p) for p in pages], [p.location for p in pages])
+        if hosts is not None:
+            for page, host in zip(pages, hosts):
+                page.host = host
+                page.route = router.host_path(page.location.length)
+        else:
+            for page in pages:
+                page.route = router.route_with(self, page, page.location.length)
         ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
                 if rg.pages[c].route is Route.DISK_DIRECT]
         if ring:
