@@ -477,3 +477,47 @@ def test_a_wide_scanned_group_key_is_refused_before_any_dense_table(tmp_path, em
         if d % 2 == 1:
             expect[k] = expect.get(k, 0) + v
     assert dict(zip(got["k"].to_pylist(), got["s"].to_pylist())) == expect and len(expect) > 1000
+
+
+def test_a_wide_key_domain_within_twice_the_rows_fuses_densely(tmp_path, emulated_fusion, monkeypatch):
+    """TPC-H q18's shape (group lineitem by l_orderkey): a scanned key whose zone-map domain is past
+    the small dense limit but at most DENSE_ROWS_FACTOR slots per scanned row aggregates densely
+    (accumulators reserved against the device budget, released after the kernel); a domain past
+    that stays refused. Answers match a plain-Python sum either way."""
+    import pyarrow as pa
+
+    from hetdb.storage import ColumnSpec, Database
+
+    monkeypatch.setattr(G, "MAX_FUSED_GROUPS", 1000)
+    rows = 6000
+    rng = np.random.default_rng(11)
+    db = Database.open(str(tmp_path / "db"), create=True)
+    tables = {}
+    for name, span in (("narrow", 9000), ("wide", 40000)):  # 1.5 and 6.7 slots per row
+        keys = np.sort(rng.integers(0, span, rows))
+        keys[[0, -1]] = [0, span - 1]
+        tab = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(rng.integers(-9, 9, rows), pa.int64())})
+        tables[name] = tab
+        with db.create_table(name, [ColumnSpec("k", T.INT64), ColumnSpec("v", T.INT64)], rows_per_page=1000) as w:
+            w.append_arrow(tab)
+    with hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False) as con:
+        for name, fused in (("narrow", True), ("wide", False)):
+            sql = f"select k, sum(v) as s, count(*) as n from {name} group by k"
+            text = con.explain(sql, analyze=True)
+            res = con.sql(sql)
+            got = res.arrow()
+            agg = next(line for line in text.splitlines() if "HashAggregate" in line)
+            if fused:
+                assert "fused into one generated kernel" in agg and "9000 dense groups" in text, text
+            else:
+                assert "exceeds the fused limit" in agg, text
+            tab = tables[name]
+            expect: dict[int, list[int]] = {}
+            for k, v in zip(tab["k"].to_pylist(), tab["v"].to_pylist()):
+                e = expect.setdefault(k, [0, 0])
+                e[0] += v
+                e[1] += 1
+            assert {k: [s, n] for k, s, n in zip(got["k"].to_pylist(), got["s"].to_pylist(),
+                                                got["n"].to_pylist())} == expect
+            assert len(expect) > 1000
+            assert con._get_engine().memory.used == 0

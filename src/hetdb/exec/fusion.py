@@ -286,7 +286,15 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
             raise _NotFused(f"column {cid} is a plain (not dictionary-encoded) string")
     if chain is not None:
         _check_pages(reader, [name_of[c] for c, _ in inputs])
-    scan_domains = _scan_key_domains(reader, name_of, keys, group_cids, joins)
+    from hetdb.backend.gpu.codegen.groups import (
+        MAX_FUSED_GROUPS,
+        combined_groups,
+        dense_limit,
+        domain_refusal,
+    )
+
+    limit = dense_limit(getattr(reader, "num_rows", None))
+    scan_domains = _scan_key_domains(reader, name_of, keys, group_cids, joins, limit)
 
     from hetdb.backend.gpu.codegen import DenseProbe
 
@@ -315,7 +323,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         tables.append(table)
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
 
-    from hetdb.backend.gpu.codegen.groups import KeyDomain, domain_refusal, zone_map_domain
+    from hetdb.backend.gpu.codegen.groups import KeyDomain, zone_map_domain
 
     group_exprs, group_keys = [], []
     for (_, e), cid in zip(keys, group_cids):
@@ -337,7 +345,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         else:
             raise _NotFused(f"group key {e} is not available to the kernel")
         group_keys.append(GroupKey(domain, e.dtype, dictionary))
-    refusal = domain_refusal([k.domain for k in group_keys])
+    refusal = domain_refusal([k.domain for k in group_keys], limit)
     if refusal is not None:
         raise _NotFused(refusal)
 
@@ -354,11 +362,25 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         fp = compile_fused_pipeline(spec)
     except (UnsupportedError, ExprError) as e:
         raise _NotFused(str(e)) from None
+    groups = combined_groups(k.domain for k in group_keys)
+    if groups > MAX_FUSED_GROUPS:
+        # a wide domain's accumulators (one int64 per group and accumulator) must leave most of
+        # what operators may use free; run_fused reserves them
+        need = state_bytes(fp, groups)
+        free = ctx.memory.limit - ctx.memory.used
+        if need * 4 > free:
+            raise _NotFused(f"{groups} dense groups need {need:,} bytes of accumulators, more than a "
+                            f"quarter of the {free:,} bytes operators may still use")
     return FusionPlan(fp, tables, slots, group_keys, src, chain)
 
 
+def state_bytes(fp: Any, groups: int) -> int:
+    """Device bytes of a fused aggregation's accumulators over ``groups`` dense groups."""
+    return 8 * max(groups, 1) * len(getattr(getattr(fp, "kernel", None), "accumulators", ()) or (0, 0))
+
+
 def _scan_key_domains(reader: Any, name_of: dict[str, str], keys: list, group_cids: list[str],
-                      joins: list[_Join]) -> dict[str, Any]:
+                      joins: list[_Join], limit: int) -> dict[str, Any]:
     """The domains of group keys that are scanned integer columns (zone maps), checked against the
     fused limit before any dense join table is built: a pipeline grouping by a wide key (TPC-H
     q11's ps_partkey) is refused without building (and syncing for) its joins' tables on every run.
@@ -379,7 +401,7 @@ def _scan_key_domains(reader: Any, name_of: dict[str, str], keys: list, group_ci
             return {}  # (refused later, with that reason)
         domains.append(domain)
         ints[cid] = domain
-    refusal = domain_refusal(domains)
+    refusal = domain_refusal(domains, limit)
     if refusal is not None:
         raise _NotFused(refusal)
     return ints
