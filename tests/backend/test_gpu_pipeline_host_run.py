@@ -553,3 +553,36 @@ def test_string_join_key_probes_by_the_builds_ids(tmp_path):
                 r[1] += ww
                 r[2] += 1
     assert got == dict(want) and len(want) == 4
+
+
+@pytest.mark.parametrize("n", [0, 3, 2100])
+def test_aggregate_without_group_by_folds_in_registers(n, tmp_path):
+    """No GROUP BY: each thread folds its rows' states in registers and the group is updated after
+    the tile loop (pipeline_gen._keyless_flush; here one thread at a time, each updating the group);
+    sums, counts, min and max (integers and doubles) over a filter and a non-unique probe, as one
+    batch and as pages; no rows at all leave no group."""
+    rng = random.Random(n)
+    fk = [None if rng.random() < 0.1 else rng.randint(0, 30) for _ in range(n)]
+    v = [None if rng.random() < 0.1 else rng.randint(-10**6, 10**6) for _ in range(n)]
+    x = [rng.uniform(-50, 50) for _ in range(n)]
+    bk = [rng.randint(0, 40) for _ in range(50)]
+    spec = PipelineSpec((Input("fk", T.INT64), Input("v", T.INT64), Input("x", T.FLOAT64, False)),
+                        (FilterStage(Call(T.BOOL, "gt", (col("x", T.FLOAT64), Literal(T.FLOAT64, -20.0)))),
+                         ProbeStage("inner", (col("fk"),), (T.INT64,), ())),
+                        AggregateSink((), (("count_star", None), ("sum", col("v")), ("min", col("v")),
+                                           ("max", col("x", T.FLOAT64)))))
+    build = [(join_table([(b,) for b in bk]), [])]
+    got = run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path)
+    if n > 1000:
+        assert run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path, pages=(600, 7, n - 607)) == got
+    rows = [(a, val, xx) for a, val, xx in zip(fk, v, x) for b in bk if a is not None and a == b and xx > -20.0]
+    if not rows:
+        assert got == []
+        return
+    assert len(got) == 1 and got[0][0] == ()
+    count, vsum, vcnt, vmin, vmin_cnt, xmax, xmax_cnt = got[0][1]
+    vals = [val for _, val, _ in rows if val is not None]
+    assert (count, vsum, vcnt, vmin, vmin_cnt) == (len(rows), sum(vals), len(vals), min(vals), len(vals))
+    best = max(xx for _, _, xx in rows)
+    assert xmax_cnt == len(rows)
+    assert xmax == (lambda b: b if b >= 0 else b ^ 0x7FFFFFFFFFFFFFFF)(struct.unpack("<q", struct.pack("<d", best))[0])

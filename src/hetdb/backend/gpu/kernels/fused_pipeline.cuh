@@ -108,31 +108,45 @@ struct AccSumI64 {
   __device__ static i64 identity() { return 0; }
   __device__ static void add(i64* slot, i64 v) { atomicAdd((u64*)slot, (u64)v); }
   __device__ static void merge(i64* slot, i64 v) { add(slot, v); }
+  __device__ static i64 combine(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+  __device__ static void fold(i64& s, i64 v) { s = combine(s, v); }
 };
 struct AccSumF64 {
   __device__ static i64 identity() { return 0; }
   __device__ static void add(i64* slot, double v) { atomicAdd((double*)slot, v); }
   __device__ static void merge(i64* slot, i64 v) { atomicAdd((double*)slot, __longlong_as_double(v)); }
+  __device__ static i64 combine(i64 a, i64 b) {
+    return __double_as_longlong(__longlong_as_double(a) + __longlong_as_double(b));
+  }
+  __device__ static void fold(i64& s, double v) { s = __double_as_longlong(__longlong_as_double(s) + v); }
 };
 struct AccMinI64 {
   __device__ static i64 identity() { return HETDB_I64_MAX; }
   __device__ static void add(i64* slot, i64 v) { atomicMin(slot, v); }
   __device__ static void merge(i64* slot, i64 v) { add(slot, v); }
+  __device__ static i64 combine(i64 a, i64 b) { return b < a ? b : a; }
+  __device__ static void fold(i64& s, i64 v) { s = combine(s, v); }
 };
 struct AccMaxI64 {
   __device__ static i64 identity() { return HETDB_I64_MIN; }
   __device__ static void add(i64* slot, i64 v) { atomicMax(slot, v); }
   __device__ static void merge(i64* slot, i64 v) { add(slot, v); }
+  __device__ static i64 combine(i64 a, i64 b) { return b > a ? b : a; }
+  __device__ static void fold(i64& s, i64 v) { s = combine(s, v); }
 };
 struct AccMinF64 {
   __device__ static i64 identity() { return HETDB_I64_MAX; }
   __device__ static void add(i64* slot, double v) { atomicMin(slot, order_bits(v)); }
   __device__ static void merge(i64* slot, i64 v) { atomicMin(slot, v); }
+  __device__ static i64 combine(i64 a, i64 b) { return b < a ? b : a; }
+  __device__ static void fold(i64& s, double v) { s = combine(s, order_bits(v)); }
 };
 struct AccMaxF64 {
   __device__ static i64 identity() { return HETDB_I64_MIN; }
   __device__ static void add(i64* slot, double v) { atomicMax(slot, order_bits(v)); }
   __device__ static void merge(i64* slot, i64 v) { atomicMax(slot, v); }
+  __device__ static i64 combine(i64 a, i64 b) { return b > a ? b : a; }
+  __device__ static void fold(i64& s, double v) { s = combine(s, order_bits(v)); }
 };
 
 // Shared-memory pre-aggregation: a block's accumulators for every group live in shared memory, and
