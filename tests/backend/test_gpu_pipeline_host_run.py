@@ -7,6 +7,7 @@ leaves in its hash table are compared with a NumPy/Python reference: non-unique 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import shutil
@@ -573,6 +574,9 @@ def test_aggregate_without_group_by_folds_in_registers(n, tmp_path):
                                            ("max", col("x", T.FLOAT64)))))
     build = [(join_table([(b,) for b in bk]), [])]
     got = run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path)
+    per_row = dataclasses.replace(spec, sink=dataclasses.replace(spec.sink, fold=False))  # (keyless_fold off)
+    assert "kl0" not in generate_pipeline(per_row).body and "kl0" in generate_pipeline(spec).body
+    assert run_kernel(per_row, {"fk": fk, "v": v, "x": x}, build, tmp_path) == got
     if n > 1000:
         assert run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path, pages=(600, 7, n - 607)) == got
     rows = [(a, val, xx) for a, val, xx in zip(fk, v, x) for b in bk if a is not None and a == b and xx > -20.0]

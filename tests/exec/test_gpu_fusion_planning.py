@@ -521,3 +521,8 @@ def test_a_wide_key_domain_within_twice_the_rows_fuses_densely(tmp_path, emulate
                                                 got["n"].to_pylist())} == expect
             assert len(expect) > 1000
             assert con._get_engine().memory.used == 0
+        from hetdb.exec import compiled_features
+
+        monkeypatch.setattr(compiled_features, "disabled", {"wide_dense_groups"})
+        text = con.explain("select k, sum(v) as s from narrow group by k", analyze=True)
+        assert "exceeds the fused limit of 1000" in text, text

@@ -26,6 +26,8 @@ FEATURES = {
     "paged": "one launch over every cached page of a hot scan (page tables)",
     "string_join_keys": "string join keys (a dictionary code looks up the build's id of its string)",
     "grow_tables": "kept aggregation tables growing instead of handing out partial states",
+    "keyless_fold": "aggregations without GROUP BY folding rows in registers (one group update per block)",
+    "wide_dense_groups": "fused dense aggregation over key domains past 2^20 groups (up to 2 per scanned row)",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}

@@ -38,7 +38,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
-from hetdb.exec.compiled_features import expr_refusal
+from hetdb.exec.compiled_features import expr_refusal, off
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -293,7 +293,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         domain_refusal,
     )
 
-    limit = dense_limit(getattr(reader, "num_rows", None))
+    limit = dense_limit(None if off("wide_dense_groups") else getattr(reader, "num_rows", None))
     scan_domains = _scan_key_domains(reader, name_of, keys, group_cids, joins, limit)
 
     from hetdb.backend.gpu.codegen import DenseProbe

@@ -336,9 +336,9 @@ class _Gen:
         if len(sink.keys) > MAX_KEYS:
             raise ExprError(f"{len(sink.keys)} group keys are more than {MAX_KEYS}")
         nk = len(sink.keys)
-        if nk:
+        if nk or not sink.fold:
             em.emit("// aggregate: find or insert the group")
-            em.emit(f"i64 kb[{nk}];")
+            em.emit(f"i64 kb[{max(nk, 1)}];")
             em.emit("i64 nb = 0;")
             em.emit("u64 h = HETDB_HASH_SEED;")
         else:
@@ -379,7 +379,7 @@ class _Gen:
         accs: list[Accumulator] = []
         # without GROUP BY every row updates the one group: its states fold in registers (kl{a}),
         # one group update per warp after the tile loop (finish), not contended atomics per row
-        self.keyless = nk == 0
+        self.keyless = nk == 0 and sink.fold
         if self.keyless:
             em.emit("pl_any = true;")
         else:

@@ -72,6 +72,9 @@ class AggregateSink:
 
     keys: tuple[Expr, ...]
     aggs: tuple[tuple[str, Expr | None], ...]
+    # without keys: each thread folds its rows' states in registers, one group update per block
+    # (pipeline_gen._keyless_flush); False updates the group per row (exec/compiled_features keyless_fold)
+    fold: bool = True
 
 
 @dataclass(frozen=True)
