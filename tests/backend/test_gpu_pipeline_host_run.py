@@ -62,6 +62,7 @@ inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 inline unsigned atomicOr(unsigned* p, unsigned v) { unsigned o = *p; *p = o | v; return o; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 template <class T> T __shfl_sync(unsigned, T v, int) { return v; }
+inline unsigned __match_any_sync(unsigned, unsigned long long) { return 1u << (threadIdx.x & 31); }
 template <class T> T __shfl_up_sync(unsigned, T v, int) { return v; }
 inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 inline long long __double_as_longlong(double v) { long long d; std::memcpy(&d, &v, 8); return d; }
@@ -574,7 +575,7 @@ def test_aggregate_without_group_by_folds_in_registers(n, tmp_path):
                                            ("max", col("x", T.FLOAT64)))))
     build = [(join_table([(b,) for b in bk]), [])]
     got = run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path)
-    per_row = dataclasses.replace(spec, sink=dataclasses.replace(spec.sink, fold=False))  # (keyless_fold off)
+    per_row = dataclasses.replace(spec, sink=dataclasses.replace(spec.sink, fold=False))  # (group_fold off)
     assert "kl0" not in generate_pipeline(per_row).body and "kl0" in generate_pipeline(spec).body
     assert run_kernel(per_row, {"fk": fk, "v": v, "x": x}, build, tmp_path) == got
     if n > 1000:

@@ -322,7 +322,7 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
             sink = AggregateSink(keys + tuple(a.arg for _, a in plan.sink.aggs), ())
         else:
             sink = AggregateSink(keys, tuple((a.op, a.arg) for _, a in plan.sink.aggs),
-                                 fold=off("keyless_fold") is None)
+                                 fold=off("group_fold") is None)
     spec = PipelineSpec(inputs, tuple(stages), sink)
     try:
         compiled: Any = CompiledPipeline(spec)

@@ -26,7 +26,8 @@ FEATURES = {
     "paged": "one launch over every cached page of a hot scan (page tables)",
     "string_join_keys": "string join keys (a dictionary code looks up the build's id of its string)",
     "grow_tables": "kept aggregation tables growing instead of handing out partial states",
-    "keyless_fold": "aggregations without GROUP BY folding rows in registers (one group update per block)",
+    "group_fold": "aggregation states folded before the group's atomics (without GROUP BY in registers, "
+                  "one update per block; with keys across the lanes of a warp in the same group)",
     "wide_dense_groups": "fused dense aggregation over key domains past 2^20 groups (up to 2 per scanned row)",
 }
 

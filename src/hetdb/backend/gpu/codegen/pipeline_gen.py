@@ -388,11 +388,16 @@ class _Gen:
                     "g_used, g_max, g_overflow);")
             em.emit("if (g < 0) continue;")
 
+        updates: list[tuple[int, str, str, str]] = []  # (accumulator, struct, value, condition)
+
         def acc(j: int, part: str, struct: str, kind: str, value: str, cond: str) -> None:
             a = len(accs)
             accs.append(Accumulator(j, part, struct, kind))
-            stmt = f"{struct}::fold(kl{a}, {value});" if self.keyless else f"{struct}::add(acc{a} + g, {value});"
-            em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+            if self.keyless:
+                stmt = f"{struct}::fold(kl{a}, {value});"
+                em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+            else:
+                updates.append((a, struct, value, cond))
 
         for j, (op, arg) in enumerate(sink.aggs):
             if op not in AGG_OPS:
@@ -427,7 +432,36 @@ class _Gen:
                 else:
                     acc(j, "val", f"fused::Acc{name}I64", "i64", f"(long long){v.value}", v.valid)
             acc(j, "cnt", "fused::AccSumI64", "i64", "1LL", v.valid)
+        if updates:
+            self._group_updates(updates, sink.fold)
         return accs, keys
+
+    def _group_updates(self, updates: list[tuple[int, str, str, str]], warp: bool) -> None:
+        """The accumulator updates of a row in group slot ``g``; with ``warp`` the lanes of a warp in
+        the same slot combine theirs first (pipeline.cuh group_merge), a lane alone in its slot
+        updates it directly."""
+        em = self.em
+
+        def direct() -> None:
+            for a, struct, value, cond in updates:
+                stmt = f"{struct}::add(acc{a} + g, {value});"
+                em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+
+        if not warp:
+            direct()
+            return
+        em.emit("const unsigned wg_peers = pipe::match_group(g);")
+        em.open("if (wg_peers == (1u << (threadIdx.x & 31))) {")
+        direct()
+        em.close()
+        em.open("else {")
+        for a, struct, value, cond in updates:
+            em.emit(f"i64 wg{a} = {struct}::identity();")
+            stmt = f"{struct}::fold(wg{a}, {value});"
+            em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+        for a, struct, _, _ in updates:
+            em.emit(f"pipe::group_merge<{struct}>(wg_peers, wg{a}, acc{a} + g);")
+        em.close()
 
     # ---- assembly ---------------------------------------------------------------------------------
     def finish(self, accs: list[Accumulator], keys: list[GroupKeyOut]) -> PipelineKernel:

@@ -72,8 +72,9 @@ class AggregateSink:
 
     keys: tuple[Expr, ...]
     aggs: tuple[tuple[str, Expr | None], ...]
-    # without keys: each thread folds its rows' states in registers, one group update per block
-    # (pipeline_gen._keyless_flush); False updates the group per row (exec/compiled_features keyless_fold)
+    # states folded before the atomics: without keys each thread's in registers, one group update per
+    # block (pipeline_gen._keyless_flush); with keys the lanes of a warp in one group combine theirs
+    # (pipeline.cuh group_merge). False: every row updates its group (exec/compiled_features group_fold)
     fold: bool = True
 
 
