@@ -22,6 +22,8 @@ from hetdb.plan.expr import SortKey
 
 # At most this many rows are ordered on the host (a top-N's limit, a small ORDER BY)
 SMALL_ORDER_ROWS = 4096
+# A string key's byte buffer up to this size is copied whole (no wait for its last offset first)
+MAX_CHARS_COPIED = 1 << 20
 
 
 def host_order(ctx: Any, keys: tuple[SortKey, ...], batch: Any, k: int | None = None) -> np.ndarray | None:
@@ -33,32 +35,57 @@ def host_order(ctx: Any, keys: tuple[SortKey, ...], batch: Any, k: int | None = 
         return None
     from hetdb.backend.cpu import sort as cpu_sort
 
-    arrays: list[np.ndarray] = []
-    desc: list[bool] = []
+    # every key's device arrays first, then one copy to the host for all of them (one wait for the
+    # device instead of one per array)
+    parts: list[tuple[SortKey, Any, list[Any]]] = []
     for key in keys:
         col = ctx.evaluator.evaluate(key.expr, batch)
         if col.dtype.is_wide:
             return None
-        valid = None if col.validity is None else np.asarray(be.to_host(col.validity), dtype=bool)
-        if valid is not None:
-            arrays.append(valid if key.nulls_first else ~valid)
-            desc.append(False)
         if col.dtype.kind == "string":
-            data = _string_ranks(be, col)
+            col = to_plain(be, col)
+            chars = col.chars
+            if int(chars.nbytes) > MAX_CHARS_COPIED:  # (a slice of a large column: copy its rows' bytes only)
+                chars = chars[:int(col.offsets[-1])]
+            arrays = [col.offsets, chars]
         else:
-            data = np.asarray(be.to_host(col.data))
-            if data.ndim != 1:
+            if col.data.ndim != 1:
                 return None
-            data = sort_key(np, data)
+            arrays = [col.data]
+        parts.append((key, col, arrays + ([] if col.validity is None else [col.validity])))
+    host = iter(_to_host(be, [a for _, _, arrays in parts for a in arrays]))
+    sort_arrays: list[np.ndarray] = []
+    desc: list[bool] = []
+    for key, col, arrays in parts:
+        got = [next(host) for _ in arrays]
+        valid = got[-1].astype(bool) if col.validity is not None else None
+        if valid is not None:
+            sort_arrays.append(valid if key.nulls_first else ~valid)
+            desc.append(False)
+        data = _string_ranks(got[0], got[1]) if col.dtype.kind == "string" else sort_key(np, got[0])
         if data.dtype == bool:
             data = data.astype(np.int32)
         if valid is not None:  # (values under NULL are arbitrary: all NULLs equal)
             data = np.where(valid, data, np.zeros(1, dtype=data.dtype))
-        arrays.append(data)
+        sort_arrays.append(data)
         desc.append(key.descending)
     if k is None:
-        return cpu_sort.sort_indices(arrays, desc)
-    return cpu_sort.topk_indices(arrays, desc, k)
+        return cpu_sort.sort_indices(sort_arrays, desc)
+    return cpu_sort.topk_indices(sort_arrays, desc, k)
+
+
+def _to_host(be: Any, arrays: list[Any]) -> list[np.ndarray]:
+    """``arrays`` (1-D, on the device) copied to the host with one transfer."""
+    xp = be.xp
+    flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
+    raw = be.to_host(xp.concatenate([a.view(xp.uint8) for a in flat])) if flat else np.zeros(0, np.uint8)
+    raw = np.asarray(raw)
+    out, at = [], 0
+    for a in flat:
+        size = int(a.nbytes)
+        out.append(raw[at:at + size].view(np.dtype(a.dtype.str)))
+        at += size
+    return out
 
 
 def is_prefix_order(perm: np.ndarray) -> bool:
@@ -66,12 +93,9 @@ def is_prefix_order(perm: np.ndarray) -> bool:
     return bool(np.array_equal(perm, np.arange(perm.shape[0], dtype=perm.dtype)))
 
 
-def _string_ranks(be: Any, col: Any) -> np.ndarray:
-    """Dense ranks of a small string column's values in byte-wise order (equal strings, equal ranks)."""
-    plain = to_plain(be, col)
-    offsets = np.asarray(be.to_host(plain.offsets), dtype=np.int64)
-    end = int(offsets[-1]) if offsets.shape[0] else 0
-    chars = np.asarray(be.to_host(plain.chars[:end])).tobytes() if end else b""
-    values = [chars[offsets[i]:offsets[i + 1]] for i in range(offsets.shape[0] - 1)]
+def _string_ranks(offsets: np.ndarray, chars: np.ndarray) -> np.ndarray:
+    """Dense ranks of strings (host offsets and bytes) in byte-wise order (equal strings, equal ranks)."""
+    data = chars.tobytes()
+    values = [data[offsets[i]:offsets[i + 1]] for i in range(offsets.shape[0] - 1)]
     rank = {v: r for r, v in enumerate(sorted(set(values)))}
     return np.fromiter((rank[v] for v in values), dtype=np.int64, count=len(values))
