@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.exec.columns import to_plain
+from hetdb.exec.hostutil import arrays_to_host
 from hetdb.exec.wide import sort_key
 from hetdb.plan.expr import SortKey
 
@@ -53,7 +54,7 @@ def host_order(ctx: Any, keys: tuple[SortKey, ...], batch: Any, k: int | None = 
                 return None
             arrays = [col.data]
         parts.append((key, col, arrays + ([] if col.validity is None else [col.validity])))
-    host = iter(_to_host(be, [a for _, _, arrays in parts for a in arrays]))
+    host = iter(arrays_to_host(be, [a for _, _, arrays in parts for a in arrays]))
     sort_arrays: list[np.ndarray] = []
     desc: list[bool] = []
     for key, col, arrays in parts:
@@ -72,20 +73,6 @@ def host_order(ctx: Any, keys: tuple[SortKey, ...], batch: Any, k: int | None = 
     if k is None:
         return cpu_sort.sort_indices(sort_arrays, desc)
     return cpu_sort.topk_indices(sort_arrays, desc, k)
-
-
-def _to_host(be: Any, arrays: list[Any]) -> list[np.ndarray]:
-    """``arrays`` (1-D, on the device) copied to the host with one transfer."""
-    xp = be.xp
-    flat = [xp.ascontiguousarray(a).reshape(-1) for a in arrays]
-    raw = be.to_host(xp.concatenate([a.view(xp.uint8) for a in flat])) if flat else np.zeros(0, np.uint8)
-    raw = np.asarray(raw)
-    out, at = [], 0
-    for a in flat:
-        size = int(a.nbytes)
-        out.append(raw[at:at + size].view(np.dtype(a.dtype.str)))
-        at += size
-    return out
 
 
 def is_prefix_order(perm: np.ndarray) -> bool:
