@@ -68,6 +68,8 @@ QUERIES = [
     "from fact f join dm on f.a = dm.a group by 1",
     "select f.a as g, count(v) as n, sum(v) as s, min(c) as lo from fact f join dm on f.a = dm.a "
     "where f.x > -100 group by 1",
+    "select f.a % 3 as g, case when v > 0 then 1 end as g2, count(*) as n, sum(c) as sc "
+    "from fact f join dm on f.a = dm.a group by 1, 2",
 ]
 
 
@@ -75,9 +77,11 @@ def _same(got: pa.Table, ref: pa.Table, sql: str) -> None:
     keyed = "g" in ref.column_names
     assert got.num_rows == ref.num_rows and (ref.num_rows > 1 if keyed else ref.num_rows == 1), sql
 
-    def rows(t: pa.Table) -> list[tuple]:  # (by group key, the NULL group first)
+    keys = [i for i, c in enumerate(ref.column_names) if c.startswith("g")]
+
+    def rows(t: pa.Table) -> list[tuple]:  # (by group keys, NULL first)
         return sorted(zip(*(t[c].to_pylist() for c in ref.column_names)),
-                      key=lambda r: (r[0] is not None, r[0] or 0) if keyed else 0)
+                      key=lambda r: tuple((r[i] is not None, r[i] or 0) for i in keys))
 
     for c, (gs, rs) in enumerate(zip(zip(*rows(got)), zip(*rows(ref)))):
         for g, r in zip(gs, rs):
