@@ -17,6 +17,8 @@ from hetdb.column import Batch, Column
 from hetdb.types import INT128, DataType
 
 _active = threading.local()
+# Device arrays of at most this many bytes in all move to the host packed into one transfer
+PACKED_TRANSFER_BYTES = 64 << 20
 
 
 def activate(ctx: Any) -> None:
@@ -58,7 +60,9 @@ def arrays_to_host(backend, arrays: list[Any]) -> list[np.ndarray]:
     one wait for the device instead of one per array. Host arrays among them stay as they are."""
     xp = backend.xp
     dev = [a for a in arrays if type(a) is not np.ndarray]
-    if len(dev) <= 1:
+    if len(dev) <= 1 or sum(int(a.nbytes) for a in dev) > PACKED_TRANSFER_BYTES:
+        # (a large result: packing it would hold a second copy in device memory; the copies' waits
+        # are then a small part of its time anyway)
         return [a if type(a) is np.ndarray else np.asarray(backend.to_host(a)) for a in arrays]
     flat = [xp.ascontiguousarray(a).reshape(-1) for a in dev]
     raw = np.asarray(backend.to_host(xp.concatenate([a.view(xp.uint8) for a in flat])))
