@@ -354,7 +354,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
 
     # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
-                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache)
+                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
+                             fold=off("group_fold") is None)
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)

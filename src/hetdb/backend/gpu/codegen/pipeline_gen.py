@@ -438,7 +438,7 @@ class _Gen:
 
     def _group_updates(self, updates: list[tuple[int, str, str, str]], warp: bool) -> None:
         """The accumulator updates of a row in group slot ``g``; with ``warp`` the lanes of a warp in
-        the same slot combine theirs first (pipeline.cuh group_merge), a lane alone in its slot
+        the same slot combine theirs first (fused_pipeline.cuh group_merge), a lane alone in its slot
         updates it directly."""
         em = self.em
 
@@ -450,7 +450,7 @@ class _Gen:
         if not warp:
             direct()
             return
-        em.emit("const unsigned wg_peers = pipe::match_group(g);")
+        em.emit("const unsigned wg_peers = fused::match_group(g);")
         em.open("if (wg_peers == (1u << (threadIdx.x & 31))) {")
         direct()
         em.close()
@@ -460,7 +460,7 @@ class _Gen:
             stmt = f"{struct}::fold(wg{a}, {value});"
             em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
         for a, struct, _, _ in updates:
-            em.emit(f"pipe::group_merge<{struct}>(wg_peers, wg{a}, acc{a} + g);")
+            em.emit(f"fused::group_merge<{struct}>(wg_peers, wg{a}, acc{a} + g);")
         em.close()
 
     # ---- assembly ---------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class AggregateSink:
     aggs: tuple[tuple[str, Expr | None], ...]
     # states folded before the atomics: without keys each thread's in registers, one group update per
     # block (pipeline_gen._keyless_flush); with keys the lanes of a warp in one group combine theirs
-    # (pipeline.cuh group_merge). False: every row updates its group (exec/compiled_features group_fold)
+    # (fused_pipeline.cuh group_merge). False: every row updates its group (exec/compiled_features group_fold)
     fold: bool = True
 
 

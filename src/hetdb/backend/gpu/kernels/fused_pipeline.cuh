@@ -164,4 +164,20 @@ __device__ __forceinline__ void SharedFlush(const i64* smem, i64* out, i64 num_g
   }
 }
 
+// Warp aggregation of an accumulator update: the lanes calling together whose rows fall into the
+// same group slot (`peers`, from match_group) combine their states (Acc::fold images) with shuffles
+// and the lowest of them updates the slot once: a few groups over many rows (TPC-H q01's 4, q07's 4,
+// q13's 40) cost one atomic per group and warp instead of one per row (generated pipelines of
+// pipeline_gen.py with a hash table's slots, dense fused kernels of generate.py with shared or
+// global accumulators).
+__device__ __forceinline__ unsigned match_group(i64 slot) {
+  return __match_any_sync(__activemask(), (unsigned long long)slot);
+}
+template <typename Acc>
+__device__ __forceinline__ void group_merge(unsigned peers, i64 state, i64* __restrict__ slot) {
+  i64 total = Acc::identity();
+  for (unsigned r = peers; r; r &= r - 1) total = Acc::combine(total, __shfl_sync(peers, state, __ffs(r) - 1));
+  if ((peers & ((1u << (threadIdx.x & 31)) - 1u)) == 0) Acc::merge(slot, total);
+}
+
 }  // namespace fused

@@ -240,20 +240,6 @@ __device__ __forceinline__ i64 civil_part(i64 days, int part) {
   return yoe + era * 400 + (m <= 2 ? 1 : 0);
 }
 
-// Warp aggregation of a hash-aggregation update: the lanes calling together whose rows fall into the
-// same group slot (`peers`, from match_group) combine their states (Acc::fold images) with shuffles
-// and the lowest of them updates the slot once: a few groups over many rows (TPC-H q07's 4, q13's 40)
-// cost one atomic per group and warp instead of one per row.
-__device__ __forceinline__ unsigned match_group(i64 slot) {
-  return __match_any_sync(__activemask(), (unsigned long long)slot);
-}
-template <typename Acc>
-__device__ __forceinline__ void group_merge(unsigned peers, i64 state, i64* __restrict__ slot) {
-  i64 total = Acc::identity();
-  for (unsigned r = peers; r; r &= r - 1) total = Acc::combine(total, __shfl_sync(peers, state, __ffs(r) - 1));
-  if ((peers & ((1u << (threadIdx.x & 31)) - 1u)) == 0) Acc::merge(slot, total);
-}
-
 // Output position of the calling thread among the threads of its warp that call it together:
 // one atomicAdd per warp (warp-aggregated), positions in lane order.
 __device__ __forceinline__ unsigned long long claim(unsigned long long* __restrict__ counter) {
