@@ -297,8 +297,9 @@ def by_key(groups) -> dict:
 SUM_COUNT = (("count_star", None), ("sum", col("v")))
 
 
+@pytest.mark.parametrize("share", [False, True])
 @pytest.mark.parametrize("case", ["random", "skewed", "empty_build", "empty_probe"])
-def test_inner_probe_non_unique_with_nulls(case, tmp_path):
+def test_inner_probe_non_unique_with_nulls(case, share, tmp_path):
     rng = random.Random(hash(case) & 0xFFFF)
     n = 0 if case == "empty_probe" else 1500
     fk = [None if rng.random() < 0.1 else rng.randint(0, 60) for _ in range(n)]
@@ -312,7 +313,7 @@ def test_inner_probe_non_unique_with_nulls(case, tmp_path):
     g = [rng.randint(0, 4) for _ in bk]  # build payload used as group key
     spec = PipelineSpec((Input("fk", T.INT64), Input("v", T.INT64)),
                         (ProbeStage("inner", (col("fk"),), (T.INT64,), (Input("g", T.INT64, False),)),),
-                        AggregateSink((col("g"),), SUM_COUNT))
+                        AggregateSink((col("g"),), SUM_COUNT, share=share))
     if case == "skewed":
         fk = [7 if i % 3 == 0 else x for i, x in enumerate(fk)]
     got = by_key(run_kernel(spec, {"fk": fk, "v": v}, [(join_table([(x,) for x in bk]), [g])], tmp_path))

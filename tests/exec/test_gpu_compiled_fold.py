@@ -5,7 +5,8 @@ lane updates the group (pipeline.cuh group_merge). Against DuckDB over many bloc
 sums (BIGINT, DECIMAL, DOUBLE), counts, min/max of integers and doubles (NaN, -0.0), avg, behind
 filters and a non-unique join (so the pipeline is compiled, not dense-fused), a filter no row passes,
 few groups (every warp full of one group), many groups, NULL group keys; the same answers with the
-fold switched off (group_fold: every row updates its group)."""
+fold switched off (group_fold: every row updates its group), and with the experiment slot_share (the
+lanes of a warp with equal keys looking their slot up once)."""
 
 from __future__ import annotations
 
@@ -92,11 +93,12 @@ def _same(got: pa.Table, ref: pa.Table, sql: str) -> None:
                 assert g == r, (sql, ref.column_names[c], g, r)
 
 
-@pytest.mark.parametrize("fold", [True, False])
-def test_folded_aggregations_match_duckdb(db_path, tables, fold, monkeypatch) -> None:
+@pytest.mark.parametrize("fold,share", [(True, False), (False, False), (True, True)])
+def test_folded_aggregations_match_duckdb(db_path, tables, fold, share, monkeypatch) -> None:
     from hetdb.exec import compiled_features
 
     monkeypatch.setattr(compiled_features, "disabled", set() if fold else {"group_fold"})
+    monkeypatch.setattr(compiled_features, "enabled", {"slot_share"} if share else set())
     duck = duckdb.connect()
     for name, tab in tables.items():
         duck.register(name, tab)

@@ -33,6 +33,20 @@ FEATURES = {
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
 
+# Extensions that are off unless named in ``HETDB_GPU_COMPILE_ON`` (comma-separated), or in
+# ``enabled`` at run time: measured against the default before they become one.
+EXPERIMENTS = {
+    "slot_share": "lanes of a warp with equal group keys looking their hash-table slot up once",
+}
+enabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_ON", "").split(",") if n.strip()}
+
+
+def on(name: str) -> bool:
+    """Whether experiment ``name`` is switched on."""
+    if name not in EXPERIMENTS:
+        raise KeyError(name)
+    return name in enabled
+
 
 def off(name: str) -> str | None:
     """Why extension ``name`` is not used (None when it is on)."""

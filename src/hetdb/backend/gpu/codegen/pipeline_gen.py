@@ -384,8 +384,22 @@ class _Gen:
             em.emit("pl_any = true;")
         else:
             em.emit("h = pipe::hash_step(h, nb);")
-            em.emit(f"const i64 g = pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, "
-                    "g_used, g_max, g_overflow);")
+            look = (f"pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, g_used, g_max, "
+                    "g_overflow)")
+            if nk and sink.share:
+                # the lanes of a warp with the row's key (same hash, then the same key bits as the
+                # lowest of them) take that lane's slot: one table look-up per key and warp
+                em.emit("const unsigned gs_peers = __match_any_sync(__activemask(), (unsigned long long)h);")
+                em.emit("const int gs_lead = __ffs(gs_peers) - 1;")
+                em.emit("bool gs_same = __shfl_sync(gs_peers, nb, gs_lead) == nb;")
+                for k in range(nk):
+                    em.emit(f"gs_same = (__shfl_sync(gs_peers, kb[{k}], gs_lead) == kb[{k}]) && gs_same;")
+                em.emit("i64 g = -1;")
+                em.emit(f"if (!gs_same || (int)(threadIdx.x & 31) == gs_lead) g = {look};")
+                em.emit("const i64 gs_g = __shfl_sync(gs_peers, g, gs_lead);")
+                em.emit("if (gs_same) g = gs_g;")
+            else:
+                em.emit(f"const i64 g = {look};")
             em.emit("if (g < 0) continue;")
 
         updates: list[tuple[int, str, str, str]] = []  # (accumulator, struct, value, condition)

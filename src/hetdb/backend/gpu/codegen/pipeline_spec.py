@@ -76,6 +76,9 @@ class AggregateSink:
     # block (pipeline_gen._keyless_flush); with keys the lanes of a warp in one group combine theirs
     # (fused_pipeline.cuh group_merge). False: every row updates its group (exec/compiled_features group_fold)
     fold: bool = True
+    # the lanes of a warp with equal keys look their slot up once (an experiment: exec/compiled_features
+    # EXPERIMENTS slot_share)
+    share: bool = False
 
 
 @dataclass(frozen=True)
