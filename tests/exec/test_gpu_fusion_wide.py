@@ -3,7 +3,8 @@ integer key whose zone-map domain is past the small dense limit but within DENSE
 per row (TPC-H q18's l_orderkey, q11's ps_partkey) runs as the fused kernel with global atomics into
 one slot per possible group. The small limit is lowered here so that a small table has a "wide"
 domain; answers against DuckDB, with a dense probe (q11's shape), decimal sums (the float shadow
-sum of the overflow check), min/max/avg, and no device memory or reservation left behind."""
+sum of the overflow check), min/max/avg, group keys of a joined row looked up per group (TPC-H q03's
+o_orderdate/o_shippriority), and no device memory left behind."""
 
 from __future__ import annotations
 
@@ -35,7 +36,11 @@ def tables():
         "q": pa.array(rng.integers(1, 50, ROWS), pa.int64()),
     })
     dim = pa.table({"d": pa.array(np.arange(40), pa.int32()), "keep": pa.array(np.arange(40) % 3, pa.int32())})
-    return {"f": fact, "dm": dim}
+    ok = np.unique(keys)  # one row per key (TPC-H q03's orders for lineitem)
+    orders = pa.table({"ok": pa.array(ok, pa.int64()), "od": pa.array(rng.integers(9000, 9400, ok.shape[0]), pa.int32()),
+                       "op": pa.array([None if i % 29 == 0 else f"{i % 5}-P" for i in range(ok.shape[0])],
+                                      pa.string())})
+    return {"f": fact, "dm": dim, "o": orders}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +49,7 @@ def db_path(tmp_path_factory, tables):
 
     path = str(tmp_path_factory.mktemp("wide-dense") / "db")
     db = Database.open(path, create=True)
-    types = {pa.int64(): T.INT64, pa.int32(): T.INT32, pa.decimal128(12, 2): T.decimal(12, 2)}
+    types = {pa.int64(): T.INT64, pa.int32(): T.INT32, pa.decimal128(12, 2): T.decimal(12, 2), pa.string(): T.STRING}
     for name, tab in tables.items():
         specs = [ColumnSpec(c, types[tab[c].type]) for c in tab.column_names]
         with db.create_table(name, specs, rows_per_page=4096) as w:
@@ -56,6 +61,8 @@ QUERIES = [
     "select k, sum(v) as s, count(*) as n, min(q) as lo, max(q) as hi from f group by k",
     "select k, sum(v * q) as s from f, dm where f.d = dm.d and dm.keep = 1 group by k",
     "select k, avg(q) as a from f where q > 10 group by k having sum(q) > 60",
+    # q03's shape: the joined row's columns are looked up per group (exec/fusion.DependentKey)
+    "select k, od, op, sum(v) as s, count(*) as n from f, o where k = ok and od < 9300 group by k, od, op",
 ]
 
 

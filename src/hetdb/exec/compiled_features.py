@@ -28,6 +28,8 @@ FEATURES = {
     "grow_tables": "kept aggregation tables growing instead of handing out partial states",
     "group_fold": "aggregation states folded before the group's atomics (without GROUP BY in registers, "
                   "one update per block; with keys across the lanes of a warp in the same group)",
+    "dependent_keys": "dense fused group keys that are build columns of a join on another group key "
+                      "(looked up per group instead of grouped by)",
     "wide_dense_groups": "fused dense aggregation over key domains past 2^20 groups (up to 2 per scanned row)",
 }
 

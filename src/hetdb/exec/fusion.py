@@ -86,6 +86,21 @@ class FusionPlan:
     scan: TableScan | None = None            # the scanned (fact) table
     chain: list | None = None                # swapped joins: deferred pipelines, fact side first
     deferred: bool = False                   # this pipeline runs inside its consumer's kernel
+    # per aggregation key: its kernel key (an index into group_keys), or a DependentKey the groups
+    # look up in a join's build rows; None: the aggregation's keys are group_keys in order
+    key_sources: list | None = None
+
+
+@dataclass
+class DependentKey:
+    """A group key that is a build column of a dense join whose probe key is another group key (TPC-H
+    q03's o_orderdate, o_shippriority of the orders row l_orderkey finds): a function of that key, so
+    the kernel does not group by it; each group's value is the build column at the build row its
+    probe key finds."""
+
+    table: int          # index of the join's DenseJoinTable in FusionPlan.tables
+    probe_key: int      # the kernel key (index into group_keys) holding the probe key
+    column: Column      # the build column (by build row)
 
 
 # ---- planning ---------------------------------------------------------------------------------------
@@ -259,7 +274,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         types.update({f.cid: f.dtype for f in j.fields})
     group_cids = []
     aggs, slots = _aggregates(sink, alias)
-    keys = [(f, substitute(e, alias)) for f, e in sink.keys]
+    all_keys = [(f, substitute(e, alias)) for f, e in sink.keys]
+    dependent = {} if off("dependent_keys") else _dependent_keys(all_keys, joins)
+    keys = [(f, e) for f, e in all_keys if not (isinstance(e, ColumnRef) and e.cid in dependent)]
     for _, e in keys:
         if not isinstance(e, ColumnRef):
             raise _NotFused(f"group key {e} is not a column (dense domains need columns)")
@@ -317,9 +334,11 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
 
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
+    join_table: list[int] = []  # per join, the index of its table in ``tables``
     for j in joins:
         probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups)
         probes.append(probe)
+        join_table.append(len(tables))
         tables.append(table)
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
 
@@ -372,7 +391,36 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         if need * 4 > free:
             raise _NotFused(f"{groups} dense groups need {need:,} bytes of accumulators, more than a "
                             f"quarter of the {free:,} bytes operators may still use")
-    return FusionPlan(fp, tables, slots, group_keys, src, chain)
+    sources = None
+    if dependent:
+        sources = []
+        for _, e in all_keys:
+            if isinstance(e, ColumnRef) and e.cid in dependent:
+                ji, probe_cid = dependent[e.cid]
+                sources.append(DependentKey(join_table[ji], group_cids.index(probe_cid),
+                                            joins[ji].batch.columns[e.cid]))
+            else:
+                sources.append(group_cids.index(e.cid))
+    return FusionPlan(fp, tables, slots, group_keys, src, chain, key_sources=sources)
+
+
+def _dependent_keys(keys: list[tuple[Field, Expr]], joins: list[_Join]) -> dict[str, tuple[int, str]]:
+    """Group keys that are build columns of a join whose probe key is itself a (kept) group key:
+    cid -> (join index, the probe key's cid). Joins here are dense, so their build keys are unique
+    and a build column is a function of the probe key."""
+    cids = {e.cid for _, e in keys if isinstance(e, ColumnRef)}
+    out: dict[str, tuple[int, str]] = {}
+    for _, e in keys:
+        if not isinstance(e, ColumnRef):
+            continue
+        for ji, j in enumerate(joins):
+            probe = j.left_key
+            if isinstance(probe, ColumnRef) and probe.cid in cids and probe.cid != e.cid \
+                    and any(f.cid == e.cid for f in j.fields):
+                out[e.cid] = (ji, probe.cid)
+                break
+    # (a probe key that is a dependent key itself stays a kernel key: no chains of look-ups)
+    return {cid: dep for cid, dep in out.items() if dep[1] not in out}
 
 
 def state_bytes(fp: Any, groups: int) -> int:

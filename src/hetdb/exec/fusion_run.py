@@ -234,12 +234,28 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
     xp = ctx.backend.xp
     n = result.num_groups
     cols: dict[str, Column] = {}
+    kernel_keys: list[Column] = []
     for i, key in enumerate(plan.group_keys):
         values = key.domain.decode(xp, result.keys[i])
         if key.dtype.kind == "string":
-            cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
+            kernel_keys.append(Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary))
         else:
-            cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
+            kernel_keys.append(Column(key.dtype, data=values.astype(key.dtype.numpy_dtype)))
+    if plan.key_sources is None:
+        cols.update({_g(i): c for i, c in enumerate(kernel_keys)})
+    else:
+        from hetdb.exec.columns import take
+        from hetdb.exec.fusion import DependentKey
+
+        for i, src in enumerate(plan.key_sources):
+            if not isinstance(src, DependentKey):
+                cols[_g(i)] = kernel_keys[src]
+                continue
+            # the build row each group's probe key finds (every group's key found one: inner join)
+            t = plan.tables[src.table]
+            probe = kernel_keys[src.probe_key].data.astype(xp.int64)
+            rows = t.rows[probe - t.lo].astype(xp.int64)
+            cols[_g(i)] = take(ctx.backend, src.column, rows)
     fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
     for j, part, k in plan.slots:
         a = sink.aggs[j][1]
