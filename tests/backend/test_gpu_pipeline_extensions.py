@@ -203,6 +203,12 @@ def test_features_switch_off_by_name(monkeypatch):
         assert compiled_features.off(name) is None
     with pytest.raises(KeyError):
         compiled_features.off("no_such_feature")
+    monkeypatch.setattr(compiled_features, "enabled", set())
+    assert not any(compiled_features.on(name) for name in compiled_features.EXPERIMENTS)
+    monkeypatch.setattr(compiled_features, "enabled", {"slot_share"})
+    assert compiled_features.on("slot_share")
+    with pytest.raises(KeyError):
+        compiled_features.on("no_such_experiment")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

@@ -7,6 +7,7 @@ leaves in its hash table are compared with a NumPy/Python reference: non-unique 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import shutil
@@ -61,6 +62,7 @@ inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 inline unsigned atomicOr(unsigned* p, unsigned v) { unsigned o = *p; *p = o | v; return o; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 template <class T> T __shfl_sync(unsigned, T v, int) { return v; }
+inline unsigned __match_any_sync(unsigned, unsigned long long) { return 1u << (threadIdx.x & 31); }
 template <class T> T __shfl_up_sync(unsigned, T v, int) { return v; }
 inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 inline long long __double_as_longlong(double v) { long long d; std::memcpy(&d, &v, 8); return d; }
@@ -295,8 +297,9 @@ def by_key(groups) -> dict:
 SUM_COUNT = (("count_star", None), ("sum", col("v")))
 
 
+@pytest.mark.parametrize("share", [False, True])
 @pytest.mark.parametrize("case", ["random", "skewed", "empty_build", "empty_probe"])
-def test_inner_probe_non_unique_with_nulls(case, tmp_path):
+def test_inner_probe_non_unique_with_nulls(case, share, tmp_path):
     rng = random.Random(hash(case) & 0xFFFF)
     n = 0 if case == "empty_probe" else 1500
     fk = [None if rng.random() < 0.1 else rng.randint(0, 60) for _ in range(n)]
@@ -310,7 +313,7 @@ def test_inner_probe_non_unique_with_nulls(case, tmp_path):
     g = [rng.randint(0, 4) for _ in bk]  # build payload used as group key
     spec = PipelineSpec((Input("fk", T.INT64), Input("v", T.INT64)),
                         (ProbeStage("inner", (col("fk"),), (T.INT64,), (Input("g", T.INT64, False),)),),
-                        AggregateSink((col("g"),), SUM_COUNT))
+                        AggregateSink((col("g"),), SUM_COUNT, share=share))
     if case == "skewed":
         fk = [7 if i % 3 == 0 else x for i, x in enumerate(fk)]
     got = by_key(run_kernel(spec, {"fk": fk, "v": v}, [(join_table([(x,) for x in bk]), [g])], tmp_path))
@@ -553,3 +556,39 @@ def test_string_join_key_probes_by_the_builds_ids(tmp_path):
                 r[1] += ww
                 r[2] += 1
     assert got == dict(want) and len(want) == 4
+
+
+@pytest.mark.parametrize("n", [0, 3, 2100])
+def test_aggregate_without_group_by_folds_in_registers(n, tmp_path):
+    """No GROUP BY: each thread folds its rows' states in registers and the group is updated after
+    the tile loop (pipeline_gen._keyless_flush; here one thread at a time, each updating the group);
+    sums, counts, min and max (integers and doubles) over a filter and a non-unique probe, as one
+    batch and as pages; no rows at all leave no group."""
+    rng = random.Random(n)
+    fk = [None if rng.random() < 0.1 else rng.randint(0, 30) for _ in range(n)]
+    v = [None if rng.random() < 0.1 else rng.randint(-10**6, 10**6) for _ in range(n)]
+    x = [rng.uniform(-50, 50) for _ in range(n)]
+    bk = [rng.randint(0, 40) for _ in range(50)]
+    spec = PipelineSpec((Input("fk", T.INT64), Input("v", T.INT64), Input("x", T.FLOAT64, False)),
+                        (FilterStage(Call(T.BOOL, "gt", (col("x", T.FLOAT64), Literal(T.FLOAT64, -20.0)))),
+                         ProbeStage("inner", (col("fk"),), (T.INT64,), ())),
+                        AggregateSink((), (("count_star", None), ("sum", col("v")), ("min", col("v")),
+                                           ("max", col("x", T.FLOAT64)))))
+    build = [(join_table([(b,) for b in bk]), [])]
+    got = run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path)
+    per_row = dataclasses.replace(spec, sink=dataclasses.replace(spec.sink, fold=False))  # (group_fold off)
+    assert "kl0" not in generate_pipeline(per_row).body and "kl0" in generate_pipeline(spec).body
+    assert run_kernel(per_row, {"fk": fk, "v": v, "x": x}, build, tmp_path) == got
+    if n > 1000:
+        assert run_kernel(spec, {"fk": fk, "v": v, "x": x}, build, tmp_path, pages=(600, 7, n - 607)) == got
+    rows = [(a, val, xx) for a, val, xx in zip(fk, v, x) for b in bk if a is not None and a == b and xx > -20.0]
+    if not rows:
+        assert got == []
+        return
+    assert len(got) == 1 and got[0][0] == ()
+    count, vsum, vcnt, vmin, vmin_cnt, xmax, xmax_cnt = got[0][1]
+    vals = [val for _, val, _ in rows if val is not None]
+    assert (count, vsum, vcnt, vmin, vmin_cnt) == (len(rows), sum(vals), len(vals), min(vals), len(vals))
+    best = max(xx for _, _, xx in rows)
+    assert xmax_cnt == len(rows)
+    assert xmax == (lambda b: b if b >= 0 else b ^ 0x7FFFFFFFFFFFFFFF)(struct.unpack("<q", struct.pack("<d", best))[0])

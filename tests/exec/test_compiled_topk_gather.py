@@ -54,10 +54,27 @@ def _run(ctx: ExecContext, plan, b: Batch, sel: Selected, narrowed: bool, paged:
     return out
 
 
+class _NumpyProxy:
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+class _DeviceLike(CpuBackend):
+    """The CPU backend seen as a device backend (``xp`` is not NumPy): small candidate sets are then
+    ordered on the host and handed to the sink in rank order (operators/sort_small.py)."""
+
+    xp = _NumpyProxy()
+
+    def to_host(self, array):
+        return np.asarray(array)
+
+
+@pytest.mark.parametrize("device", [False, True])
 @pytest.mark.parametrize("desc,nulls_first", [(True, False), (False, True)])
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("limit,offset", [(10, 0), (25, 5), (1, 0), (N, 0)])
-def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged, desc, nulls_first) -> None:
+def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged, desc, nulls_first,
+                                     device) -> None:
     rng = np.random.default_rng(limit + offset)
     b = _batch(rng)
     fields = (Field("v", "v", T.INT64), Field("s", "s", T.STRING), Field("p", "p", T.STRING),
@@ -80,8 +97,15 @@ def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged
     ref_ctx = ExecContext(None, CpuBackend(), Options(), MemoryManager(None), str(tmp_path))
     want = _run(ref_ctx, plan, b, sel, narrowed=False)
     monkeypatch.setattr(compiled_rows, "gather", spy)
-    ctx = ExecContext(None, CpuBackend(), Options(), MemoryManager(None), str(tmp_path))
+    from hetdb.exec.operators import sort as sort_mod
+
+    takes: list[int] = []
+    real_take = sort_mod.take_batch
+    monkeypatch.setattr(sort_mod, "take_batch", lambda *a, **k: takes.append(1) or real_take(*a, **k))
+    ctx = ExecContext(None, _DeviceLike() if device else CpuBackend(), Options(), MemoryManager(None), str(tmp_path))
     got = _run(ctx, plan, b, sel, narrowed=True, paged=paged)
+    if device:  # the rows came in rank order: the sink's order is theirs, nothing gathered again
+        assert takes == []
     assert got.num_rows == want.num_rows == min(limit, len(rows) - offset) > 0
     for c in ("v", "s", "p", "id"):
         assert _values(got.columns[c]) == _values(want.columns[c]), c
@@ -94,8 +118,11 @@ def test_topn_ranks_before_gathering(tmp_path, monkeypatch, limit, offset, paged
         image = np.where(valid, -v if desc else v, null)  # smaller is better
         candidates = int((image <= np.sort(image)[limit + offset - 1]).sum())
         assert limit + offset <= candidates < len(rows)
-        middle = [(candidates, ("s", "v"))] if candidates > limit + offset else []
+        # (on a device the candidates' keys are gathered and ranked even when they are k or fewer)
+        middle = [(candidates, ("s", "v"))] if candidates > limit + offset or device else []
         assert gathered == [(len(rows), ("v",)), *middle, (limit + offset, ("id", "p", "s", "v"))]
+    elif device:
+        assert gathered == [(len(rows), ("s", "v")), (len(rows), ("id", "p", "s", "v"))]
     else:
         assert gathered == [(len(rows), ("id", "p", "s", "v"))]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
-from hetdb.exec.compiled_features import expr_refusal, off
+from hetdb.exec.compiled_features import expr_refusal, off, on
 from hetdb.exec.compiled_paged import run_paged
 from hetdb.exec.compiled_rows import consume_rows, dictionary_lookups, selects_rows, topk_first
 from hetdb.exec.compiled_rows import gather as _gather  # noqa: F401 (exec/compiled_cpu.py imports it from here)
@@ -321,7 +321,8 @@ def _kernel(ctx: ExecContext, plan: CompiledPlan, batch: Batch) -> tuple[Any, li
         if plan.sink.raw_mode:  # distinct (keys, arguments) tuples
             sink = AggregateSink(keys + tuple(a.arg for _, a in plan.sink.aggs), ())
         else:
-            sink = AggregateSink(keys, tuple((a.op, a.arg) for _, a in plan.sink.aggs))
+            sink = AggregateSink(keys, tuple((a.op, a.arg) for _, a in plan.sink.aggs),
+                                 fold=off("group_fold") is None, share=on("slot_share"))
     spec = PipelineSpec(inputs, tuple(stages), sink)
     try:
         compiled: Any = CompiledPipeline(spec)

@@ -26,9 +26,28 @@ FEATURES = {
     "paged": "one launch over every cached page of a hot scan (page tables)",
     "string_join_keys": "string join keys (a dictionary code looks up the build's id of its string)",
     "grow_tables": "kept aggregation tables growing instead of handing out partial states",
+    "group_fold": "aggregation states folded before the group's atomics (without GROUP BY in registers, "
+                  "one update per block; with keys across the lanes of a warp in the same group)",
+    "dependent_keys": "dense fused group keys that are build columns of a join on another group key "
+                      "(looked up per group instead of grouped by)",
+    "wide_dense_groups": "fused dense aggregation over key domains past 2^20 groups (up to 2 per scanned row)",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
+
+# Extensions that are off unless named in ``HETDB_GPU_COMPILE_ON`` (comma-separated), or in
+# ``enabled`` at run time: measured against the default before they become one.
+EXPERIMENTS = {
+    "slot_share": "lanes of a warp with equal group keys looking their hash-table slot up once",
+}
+enabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_ON", "").split(",") if n.strip()}
+
+
+def on(name: str) -> bool:
+    """Whether experiment ``name`` is switched on."""
+    if name not in EXPERIMENTS:
+        raise KeyError(name)
+    return name in enabled
 
 
 def off(name: str) -> str | None:

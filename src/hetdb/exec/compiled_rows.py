@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.exec.operators.base import ExecContext, Timer
@@ -143,18 +145,33 @@ def topk_first(plan: Any) -> bool:
 def _best_selected(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe_column: Any) -> Any:
     from hetdb.backend.gpu.codegen.pipeline_runtime import Selected
     from hetdb.exec.operators.sort import sort_keys
+    from hetdb.exec.operators.sort_small import SMALL_ORDER_ROWS, host_order
 
     sink = plan.sink
     k = sink.limit + sink.offset
     n = int(sel.rows.shape[0])
-    if n <= k:
-        return sel
-    sel = _leading_key_candidates(ctx, plan, b, sel, probe_column, k)
-    if int(sel.rows.shape[0]) <= k:
-        ctx.add(sink.op_id, rows_in=n - int(sel.rows.shape[0]))
+    if n > k:
+        sel = _leading_key_candidates(ctx, plan, b, sel, probe_column, k)
+    m = int(sel.rows.shape[0])
+    on_host = m <= SMALL_ORDER_ROWS and ctx.backend.xp is not np  # (a device batch ordered on the host)
+    if m <= k and not on_host:
+        ctx.add(sink.op_id, rows_in=n - m)
         return sel
     cids = sorted(set().union(*(set(key.expr.columns()) for key in sink.keys)))
     keys = gather(ctx, plan, b, sel, probe_column, cids)
+    if on_host:
+        # the best rows in rank order: gathered so, they stand in the order the sink's ranking
+        # (stable: ties by position) gives them, and the sink gathers nothing again (sort_small)
+        with Timer(ctx, sink.op_id):
+            best = host_order(ctx, sink.keys, keys, min(k, m))
+        if best is not None:
+            ctx.add(sink.op_id, rows_in=n - int(best.shape[0]))
+            best = ctx.backend.xp.asarray(best)
+            return Selected(sel.rows[best], {i: r[best] for i, r in sel.build_rows.items()},
+                            {i: mk[best] for i, mk in sel.marks.items()})
+        if m <= k:
+            ctx.add(sink.op_id, rows_in=n - m)
+            return sel
     with Timer(ctx, sink.op_id):
         arrays, desc = sort_keys(ctx, sink.keys, keys)
         # the best rows in their selected order: the sink ranks them again, ties by position as before

@@ -18,13 +18,12 @@ from typing import Any
 import pyarrow as pa
 
 from hetdb.cache.fused_state import FusedStateStore
-from hetdb.column import Batch
 from hetdb.deepstack import DEEP_SQL_CHARS, run_guarded
 from hetdb.errors import GpuWideValueError, HetdbError
 from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
-from hetdb.exec.hostutil import _map_arrays, batch_to_device, to_arrow_table
+from hetdb.exec.hostutil import batch_to_device, batch_to_host, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import ResultSource, UnionSource
@@ -479,8 +478,7 @@ class QueryEngine:
         for pid in inputs:
             if pid not in on_host:
                 cache: dict = {}  # one host copy per device dictionary
-                ctx.results[pid] = [Batch({k: _map_arrays(c, self.backend.to_host, cache)
-                                           for k, c in b.columns.items()}, b.num_rows)
+                ctx.results[pid] = [batch_to_host(self.backend, b, cache)
                                     for b in (loaded(self.backend, r) for r in ctx.results[pid])]
                 on_host.add(pid)
         ctx.stat(pipe.sink.op_id).fused = (f"on the host: {rows:,} rows in (a small result is placed "

@@ -39,7 +39,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
-from hetdb.exec.compiled_features import expr_refusal
+from hetdb.exec.compiled_features import expr_refusal, off
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -87,6 +87,21 @@ class FusionPlan:
     scan: TableScan | None = None            # the scanned (fact) table
     chain: list | None = None                # swapped joins: deferred pipelines, fact side first
     deferred: bool = False                   # this pipeline runs inside its consumer's kernel
+    # per aggregation key: its kernel key (an index into group_keys), or a DependentKey the groups
+    # look up in a join's build rows; None: the aggregation's keys are group_keys in order
+    key_sources: list | None = None
+
+
+@dataclass
+class DependentKey:
+    """A group key that is a build column of a dense join whose probe key is another group key (TPC-H
+    q03's o_orderdate, o_shippriority of the orders row l_orderkey finds): a function of that key, so
+    the kernel does not group by it; each group's value is the build column at the build row its
+    probe key finds."""
+
+    table: int          # index of the join's DenseJoinTable in FusionPlan.tables
+    probe_key: int      # the kernel key (index into group_keys) holding the probe key
+    column: Column      # the build column (by build row)
 
 
 # ---- planning ---------------------------------------------------------------------------------------
@@ -260,7 +275,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         types.update({f.cid: f.dtype for f in j.fields})
     group_cids = []
     aggs, slots = _aggregates(sink, alias)
-    keys = [(f, substitute(e, alias)) for f, e in sink.keys]
+    all_keys = [(f, substitute(e, alias)) for f, e in sink.keys]
+    dependent = {} if off("dependent_keys") else _dependent_keys(all_keys, joins)
+    keys = [(f, e) for f, e in all_keys if not (isinstance(e, ColumnRef) and e.cid in dependent)]
     for _, e in keys:
         if not isinstance(e, ColumnRef):
             raise _NotFused(f"group key {e} is not a column (dense domains need columns)")
@@ -287,7 +304,15 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
             raise _NotFused(f"column {cid} is a plain (not dictionary-encoded) string")
     if chain is not None:
         _check_pages(reader, [name_of[c] for c, _ in inputs])
-    scan_domains = _scan_key_domains(reader, name_of, keys, group_cids, joins)
+    from hetdb.backend.gpu.codegen.groups import (
+        MAX_FUSED_GROUPS,
+        combined_groups,
+        dense_limit,
+        domain_refusal,
+    )
+
+    limit = dense_limit(None if off("wide_dense_groups") else getattr(reader, "num_rows", None))
+    scan_domains = _scan_key_domains(reader, name_of, keys, group_cids, joins, limit)
 
     from hetdb.backend.gpu.codegen import DenseProbe
 
@@ -310,13 +335,15 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
 
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
+    join_table: list[int] = []  # per join, the index of its table in ``tables``
     for j in joins:
         probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups)
         probes.append(probe)
+        join_table.append(len(tables))
         tables.append(table)
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
 
-    from hetdb.backend.gpu.codegen.groups import KeyDomain, domain_refusal, zone_map_domain
+    from hetdb.backend.gpu.codegen.groups import KeyDomain, zone_map_domain
 
     group_exprs, group_keys = [], []
     for (_, e), cid in zip(keys, group_cids):
@@ -338,7 +365,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         else:
             raise _NotFused(f"group key {e} is not available to the kernel")
         group_keys.append(GroupKey(domain, e.dtype, dictionary))
-    refusal = domain_refusal([k.domain for k in group_keys])
+    refusal = domain_refusal([k.domain for k in group_keys], limit)
     if refusal is not None:
         raise _NotFused(refusal)
 
@@ -347,7 +374,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
 
     # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
-                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache)
+                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
+                             fold=off("group_fold") is None)
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
@@ -355,11 +383,54 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         fp = compile_fused_pipeline(spec)
     except (UnsupportedError, ExprError) as e:
         raise _NotFused(str(e)) from None
-    return FusionPlan(fp, tables, slots, group_keys, src, chain)
+    groups = combined_groups(k.domain for k in group_keys)
+    if groups > MAX_FUSED_GROUPS:
+        # a wide domain's accumulators (one int64 per group and accumulator) must leave most of
+        # what operators may use free; run_fused reserves them
+        need = state_bytes(fp, groups)
+        free = ctx.memory.limit - ctx.memory.used
+        if need * 4 > free:
+            raise _NotFused(f"{groups} dense groups need {need:,} bytes of accumulators, more than a "
+                            f"quarter of the {free:,} bytes operators may still use")
+    sources = None
+    if dependent:
+        sources = []
+        for _, e in all_keys:
+            if isinstance(e, ColumnRef) and e.cid in dependent:
+                ji, probe_cid = dependent[e.cid]
+                sources.append(DependentKey(join_table[ji], group_cids.index(probe_cid),
+                                            joins[ji].batch.columns[e.cid]))
+            else:
+                sources.append(group_cids.index(e.cid))
+    return FusionPlan(fp, tables, slots, group_keys, src, chain, key_sources=sources)
+
+
+def _dependent_keys(keys: list[tuple[Field, Expr]], joins: list[_Join]) -> dict[str, tuple[int, str]]:
+    """Group keys that are build columns of a join whose probe key is itself a (kept) group key:
+    cid -> (join index, the probe key's cid). Joins here are dense, so their build keys are unique
+    and a build column is a function of the probe key."""
+    cids = {e.cid for _, e in keys if isinstance(e, ColumnRef)}
+    out: dict[str, tuple[int, str]] = {}
+    for _, e in keys:
+        if not isinstance(e, ColumnRef):
+            continue
+        for ji, j in enumerate(joins):
+            probe = j.left_key
+            if isinstance(probe, ColumnRef) and probe.cid in cids and probe.cid != e.cid \
+                    and any(f.cid == e.cid for f in j.fields):
+                out[e.cid] = (ji, probe.cid)
+                break
+    # (a probe key that is a dependent key itself stays a kernel key: no chains of look-ups)
+    return {cid: dep for cid, dep in out.items() if dep[1] not in out}
+
+
+def state_bytes(fp: Any, groups: int) -> int:
+    """Device bytes of a fused aggregation's accumulators over ``groups`` dense groups."""
+    return 8 * max(groups, 1) * len(getattr(getattr(fp, "kernel", None), "accumulators", ()) or (0, 0))
 
 
 def _scan_key_domains(reader: Any, name_of: dict[str, str], keys: list, group_cids: list[str],
-                      joins: list[_Join]) -> dict[str, Any]:
+                      joins: list[_Join], limit: int) -> dict[str, Any]:
     """The domains of group keys that are scanned integer columns (zone maps), checked against the
     fused limit before any dense join table is built: a pipeline grouping by a wide key (TPC-H
     q11's ps_partkey) is refused without building (and syncing for) its joins' tables on every run.
@@ -380,7 +451,7 @@ def _scan_key_domains(reader: Any, name_of: dict[str, str], keys: list, group_ci
             return {}  # (refused later, with that reason)
         domains.append(domain)
         ints[cid] = domain
-    refusal = domain_refusal(domains)
+    refusal = domain_refusal(domains, limit)
     if refusal is not None:
         raise _NotFused(refusal)
     return ints

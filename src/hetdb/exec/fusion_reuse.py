@@ -120,6 +120,9 @@ def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
         arrays += [t.rows, *t.payload]
     for k in plan.group_keys:
         arrays += [a for a in (k.domain.values, k.dictionary) if a is not None]
+    for src in plan.key_sources or ():
+        if not isinstance(src, int):  # (a DependentKey's build column)
+            arrays.append(src.column)
     swapped = frozenset(p.pid for p in plan.chain) if plan.chain is not None else frozenset()
     if pipe is not reuse.key.pipelines[pipe.pid]:
         return  # (the streamed variant's own result pipeline: no later run has it)

@@ -26,6 +26,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     sink = pipe.sink
     src = plan.scan
     fp = plan.pipeline
+    held = _reserve_state(ctx, plan)
     state = fp.new_state([(k.domain.lo, k.domain.hi) for k in plan.group_keys])
     if plan.chain is None:
         gsrc, morsels = run.gsrc, run.morsels
@@ -112,6 +113,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     if unfused:
         why = "; ".join(sorted(compiler.refusals))
         ctx.stat(sink.op_id).fused += f" ({unfused} batches the fused kernel could not take ran operator at a time: {why})"
+    state = None
+    if held is not None:
+        held.close()  # (the accumulators go with ``state``; the groups' arrays are the partial state's)
     if result.num_groups:
         part = _partial_state(ctx, sink, plan, result)
         g = run.gsink
@@ -121,6 +125,22 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
+
+
+def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:
+    """The device memory of a wide dense domain's accumulators (fusion._plan checked that they fit),
+    reserved while the kernel fills them; None for the small domains (a few MiB at most)."""
+    from hetdb.backend.gpu.codegen.groups import MAX_FUSED_GROUPS, combined_groups
+    from hetdb.exec.fusion import state_bytes
+    from hetdb.exec.memory import Reservation
+
+    groups = combined_groups(k.domain for k in plan.group_keys)
+    if groups <= MAX_FUSED_GROUPS:
+        return None
+    held = Reservation(ctx.memory)
+    ctx.cleanup.append(held.close)
+    held.force_grow(state_bytes(plan.pipeline, groups))
+    return held
 
 
 def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) -> Any:
@@ -214,12 +234,28 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
     xp = ctx.backend.xp
     n = result.num_groups
     cols: dict[str, Column] = {}
+    kernel_keys: list[Column] = []
     for i, key in enumerate(plan.group_keys):
         values = key.domain.decode(xp, result.keys[i])
         if key.dtype.kind == "string":
-            cols[_g(i)] = Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary)
+            kernel_keys.append(Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary))
         else:
-            cols[_g(i)] = Column(key.dtype, data=values.astype(key.dtype.numpy_dtype))
+            kernel_keys.append(Column(key.dtype, data=values.astype(key.dtype.numpy_dtype)))
+    if plan.key_sources is None:
+        cols.update({_g(i): c for i, c in enumerate(kernel_keys)})
+    else:
+        from hetdb.exec.columns import take
+        from hetdb.exec.fusion import DependentKey
+
+        for i, src in enumerate(plan.key_sources):
+            if not isinstance(src, DependentKey):
+                cols[_g(i)] = kernel_keys[src]
+                continue
+            # the build row each group's probe key finds (every group's key found one: inner join)
+            t = plan.tables[src.table]
+            probe = kernel_keys[src.probe_key].data.astype(xp.int64)
+            rows = t.rows[probe - t.lo].astype(xp.int64)
+            cols[_g(i)] = take(ctx.backend, src.column, rows)
     fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
     for j, part, k in plan.slots:
         a = sink.aggs[j][1]

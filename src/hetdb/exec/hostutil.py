@@ -17,6 +17,8 @@ from hetdb.column import Batch, Column
 from hetdb.types import INT128, DataType
 
 _active = threading.local()
+# Device arrays of at most this many bytes in all move to the host packed into one transfer
+PACKED_TRANSFER_BYTES = 64 << 20
 
 
 def activate(ctx: Any) -> None:
@@ -53,6 +55,46 @@ def _map_arrays(col: Column, fn, dict_cache: dict | None) -> Column:
                   chars=None if col.chars is None else fn(col.chars))
 
 
+def arrays_to_host(backend, arrays: list[Any]) -> list[np.ndarray]:
+    """Device ``arrays`` on the host, copied in one transfer (their bytes packed on the device first):
+    one wait for the device instead of one per array. Host arrays among them stay as they are."""
+    xp = backend.xp
+    dev = [a for a in arrays if type(a) is not np.ndarray]
+    if len(dev) <= 1 or sum(int(a.nbytes) for a in dev) > PACKED_TRANSFER_BYTES:
+        # (a large result: packing it would hold a second copy in device memory; the copies' waits
+        # are then a small part of its time anyway)
+        return [a if type(a) is np.ndarray else np.asarray(backend.to_host(a)) for a in arrays]
+    flat = [xp.ascontiguousarray(a).reshape(-1) for a in dev]
+    raw = np.asarray(backend.to_host(xp.concatenate([a.view(xp.uint8) for a in flat])))
+    moved, at = [], 0
+    for a, f in zip(dev, flat):
+        size = int(f.nbytes)
+        moved.append(raw[at:at + size].view(np.dtype(f.dtype.str)).reshape(a.shape))
+        at += size
+    it = iter(moved)
+    return [a if type(a) is np.ndarray else next(it) for a in arrays]
+
+
+def batch_to_host(backend, batch: Batch, dict_cache: dict | None = None) -> Batch:
+    """``batch``'s columns (on the device) on the host with one transfer (``arrays_to_host``); a
+    dictionary in ``dict_cache`` (device dictionary id -> host copy) is not copied again."""
+    if backend.name == "cpu":
+        return batch
+    found: dict[int, Any] = {}
+
+    def collect(a: Any) -> Any:
+        found.setdefault(id(a), a)
+        return a
+
+    for c in batch.columns.values():
+        _map_arrays(c, collect, None if c.dictionary is None or dict_cache is None
+                    or id(c.dictionary) not in dict_cache else dict_cache)
+    keys = list(found)
+    host = dict(zip(keys, arrays_to_host(backend, [found[k] for k in keys])))
+    return Batch({k: _map_arrays(c, lambda a: host[id(a)], dict_cache) for k, c in batch.columns.items()},
+                 batch.num_rows)
+
+
 def column_to_device(backend, col: Column, dict_cache: dict | None = None) -> Column:
     """Copy a host Column to the backend's device; the same host dictionary maps to the same device
     dictionary object (via ``dict_cache``) so dictionary identity survives the move."""
@@ -77,10 +119,6 @@ def column_to_host(backend, col: Column) -> Column:
     if backend.name == "cpu":
         return col
     return _map_arrays(col, backend.to_host, None)
-
-
-def batch_to_host(backend, batch: Batch) -> Batch:
-    return Batch({k: column_to_host(backend, c) for k, c in batch.columns.items()}, batch.num_rows)
 
 
 def batch_to_device(backend, batch: Batch, dict_cache: dict | None = None) -> Batch:

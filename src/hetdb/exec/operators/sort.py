@@ -121,9 +121,11 @@ class SortSink(Sink):
             if not batches:
                 return []
             batch = concat_batches(ctx.backend, batches, [f.cid for f in self.fields])
-            arrays, desc = sort_keys(ctx, self.keys, batch)
-            perm = ctx.backend.sort_indices(arrays, desc)
-            out = take_batch(ctx.backend, batch, perm)
+            out = _small_sorted(ctx, self.keys, batch, None)
+            if out is None:
+                arrays, desc = sort_keys(ctx, self.keys, batch)
+                perm = ctx.backend.sort_indices(arrays, desc)
+                out = take_batch(ctx.backend, batch, perm)
             ctx.add(self.op_id, rows_out=out.num_rows)
             return [out]
 
@@ -173,9 +175,25 @@ class TopNSink(Sink):
             if not g.batches:
                 return []
             batch = concat_batches(ctx.backend, g.batches, [f.cid for f in self.fields])
-            arrays, desc = sort_keys(ctx, self.keys, batch)
             k = min(self.limit + self.offset, batch.num_rows)
-            best = take_batch(ctx.backend, batch, ctx.backend.topk_indices(arrays, desc, k))
+            best = _small_sorted(ctx, self.keys, batch, k)
+            if best is None:
+                arrays, desc = sort_keys(ctx, self.keys, batch)
+                best = take_batch(ctx.backend, batch, ctx.backend.topk_indices(arrays, desc, k))
             out = slice_batch(ctx.backend, best, self.offset, self.offset + self.limit)
             ctx.add(self.op_id, rows_out=out.num_rows)
             return [out] if out.num_rows else []
+
+
+def _small_sorted(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch, k: int | None) -> Batch | None:
+    """``batch`` (a small one on the GPU) in key order, its first ``k`` rows when given, ordered on
+    the host (operators/sort_small.py) and gathered only when not already in order; None when the
+    batch is not one for that."""
+    from hetdb.exec.operators.sort_small import host_order, is_prefix_order
+
+    perm = host_order(ctx, keys, batch, k)
+    if perm is None:
+        return None
+    if is_prefix_order(perm):
+        return batch if perm.shape[0] == batch.num_rows else slice_batch(ctx.backend, batch, 0, int(perm.shape[0]))
+    return take_batch(ctx.backend, batch, ctx.backend.xp.asarray(perm))

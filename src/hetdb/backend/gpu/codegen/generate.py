@@ -173,8 +173,17 @@ class _Generator:
             body += [f"const long long k{k} = (long long)({code.text}) - g{k}_lo;",
                      f"if (k{k} < 0 || k{k} >= g{k}_size) {{ atomicAdd(domain_errors, 1ULL); continue; }}",
                      f"g += k{k} * g{k}_stride;"]
-        for a, acc in enumerate(accs):
-            body.append(f"{acc.acc}::add(tgt{a} + g, {acc.value});")
+        if spec.fold:  # (fused_pipeline.cuh group_merge: one update per group and warp)
+            body += ["const unsigned wg_peers = fused::match_group(g);",
+                     "if (wg_peers == (1u << (threadIdx.x & 31))) {",
+                     *[f"  {acc.acc}::add(tgt{a} + g, {acc.value});" for a, acc in enumerate(accs)],
+                     "} else {",
+                     *[f"  i64 wg{a} = {acc.acc}::identity(); {acc.acc}::fold(wg{a}, {acc.value});"
+                       for a, acc in enumerate(accs)],
+                     *[f"  fused::group_merge<{acc.acc}>(wg_peers, wg{a}, tgt{a} + g);" for a, acc in enumerate(accs)],
+                     "}"]
+        else:
+            body += [f"{acc.acc}::add(tgt{a} + g, {acc.value});" for a, acc in enumerate(accs)]
         self.emit("// aggregate")
         self.per_item(body)
         return tuple(accs)

@@ -149,6 +149,7 @@ class _Gen:
         plain = {i.cid: (k, i.nullable) for k, i in enumerate(spec.inputs) if _plain_string(i)}
         self.em = Emitter(self._load, frozenset(dict_cids), plain, _NAME)
         self.marks: dict[int, Val] = {}
+        self.keyless = False  # an aggregation without GROUP BY (aggregate)
 
     # ---- loads ------------------------------------------------------------------------------------
     def _load(self, cid: str) -> Val | None:
@@ -334,11 +335,14 @@ class _Gen:
         em, sink = self.em, self.spec.sink
         if len(sink.keys) > MAX_KEYS:
             raise ExprError(f"{len(sink.keys)} group keys are more than {MAX_KEYS}")
-        em.emit("// aggregate: find or insert the group")
         nk = len(sink.keys)
-        em.emit(f"i64 kb[{max(nk, 1)}];")
-        em.emit("i64 nb = 0;")
-        em.emit("u64 h = HETDB_HASH_SEED;")
+        if nk or not sink.fold:
+            em.emit("// aggregate: find or insert the group")
+            em.emit(f"i64 kb[{max(nk, 1)}];")
+            em.emit("i64 nb = 0;")
+            em.emit("u64 h = HETDB_HASH_SEED;")
+        else:
+            em.emit("// aggregate: the one group's states in registers")
         keys = []
         for k, e in enumerate(sink.keys):
             e = self.sub(e)
@@ -372,17 +376,42 @@ class _Gen:
                 em.emit(f"if (!({v.valid})) nb |= {1 << k}LL;")
             em.emit(f"h = pipe::hash_step(h, kb[{k}]);")
             keys.append(GroupKeyOut(e.dtype if expr is None else expr.dtype, dict_cid, expr=expr))
-        em.emit("h = pipe::hash_step(h, nb);")
-        em.emit(f"const i64 g = pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, "
-                "g_used, g_max, g_overflow);")
-        em.emit("if (g < 0) continue;")
         accs: list[Accumulator] = []
+        # without GROUP BY every row updates the one group: its states fold in registers (kl{a}),
+        # one group update per warp after the tile loop (finish), not contended atomics per row
+        self.keyless = nk == 0 and sink.fold
+        if self.keyless:
+            em.emit("pl_any = true;")
+        else:
+            em.emit("h = pipe::hash_step(h, nb);")
+            look = (f"pipe::group_slot<{max(nk, 1)}>(g_state, g_keys, g_mask, {nk}, kb, nb, h, g_used, g_max, "
+                    "g_overflow)")
+            if nk and sink.share:
+                # the lanes of a warp with the row's key (same hash, then the same key bits as the
+                # lowest of them) take that lane's slot: one table look-up per key and warp
+                em.emit("const unsigned gs_peers = __match_any_sync(__activemask(), (unsigned long long)h);")
+                em.emit("const int gs_lead = __ffs(gs_peers) - 1;")
+                em.emit("bool gs_same = __shfl_sync(gs_peers, nb, gs_lead) == nb;")
+                for k in range(nk):
+                    em.emit(f"gs_same = (__shfl_sync(gs_peers, kb[{k}], gs_lead) == kb[{k}]) && gs_same;")
+                em.emit("i64 g = -1;")
+                em.emit(f"if (!gs_same || (int)(threadIdx.x & 31) == gs_lead) g = {look};")
+                em.emit("const i64 gs_g = __shfl_sync(gs_peers, g, gs_lead);")
+                em.emit("if (gs_same) g = gs_g;")
+            else:
+                em.emit(f"const i64 g = {look};")
+            em.emit("if (g < 0) continue;")
+
+        updates: list[tuple[int, str, str, str]] = []  # (accumulator, struct, value, condition)
 
         def acc(j: int, part: str, struct: str, kind: str, value: str, cond: str) -> None:
             a = len(accs)
             accs.append(Accumulator(j, part, struct, kind))
-            stmt = f"{struct}::add(acc{a} + g, {value});"
-            em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+            if self.keyless:
+                stmt = f"{struct}::fold(kl{a}, {value});"
+                em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+            else:
+                updates.append((a, struct, value, cond))
 
         for j, (op, arg) in enumerate(sink.aggs):
             if op not in AGG_OPS:
@@ -417,7 +446,36 @@ class _Gen:
                 else:
                     acc(j, "val", f"fused::Acc{name}I64", "i64", f"(long long){v.value}", v.valid)
             acc(j, "cnt", "fused::AccSumI64", "i64", "1LL", v.valid)
+        if updates:
+            self._group_updates(updates, sink.fold)
         return accs, keys
+
+    def _group_updates(self, updates: list[tuple[int, str, str, str]], warp: bool) -> None:
+        """The accumulator updates of a row in group slot ``g``; with ``warp`` the lanes of a warp in
+        the same slot combine theirs first (fused_pipeline.cuh group_merge), a lane alone in its slot
+        updates it directly."""
+        em = self.em
+
+        def direct() -> None:
+            for a, struct, value, cond in updates:
+                stmt = f"{struct}::add(acc{a} + g, {value});"
+                em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+
+        if not warp:
+            direct()
+            return
+        em.emit("const unsigned wg_peers = fused::match_group(g);")
+        em.open("if (wg_peers == (1u << (threadIdx.x & 31))) {")
+        direct()
+        em.close()
+        em.open("else {")
+        for a, struct, value, cond in updates:
+            em.emit(f"i64 wg{a} = {struct}::identity();")
+            stmt = f"{struct}::fold(wg{a}, {value});"
+            em.emit(stmt if cond == "true" else f"if ({cond}) {stmt}")
+        for a, struct, _, _ in updates:
+            em.emit(f"fused::group_merge<{struct}>(wg_peers, wg{a}, acc{a} + g);")
+        em.close()
 
     # ---- assembly ---------------------------------------------------------------------------------
     def finish(self, accs: list[Accumulator], keys: list[GroupKeyOut]) -> PipelineKernel:
@@ -504,6 +562,10 @@ class _Gen:
         out += [f"  const EncodedPage pg{k} = encoded_page(col{k});" for k, _ in tiled]
         if tiled or any(inp.codec == "paged_tile" for inp in spec.inputs):
             out.append("  __shared__ i64 pl_smem[HETDB_DECODE_SMEM_I64];")
+        keyless = self.keyless
+        if keyless:
+            out.append("  bool pl_any = false;")
+            out += [f"  i64 kl{a} = {x.acc}::identity();" for a, x in enumerate(accs)]
         out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
         if not self.paged:
             out += [f"    const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}, t * PL_TILE}};"
@@ -555,11 +617,51 @@ class _Gen:
         while em.indent > 3:
             em.close()
             out.append(em.lines[-1])
-        out += ["    }", "  }", "}"]
+        out += ["    }", "  }"]
+        if keyless:
+            out += _keyless_flush(accs)
+        out.append("}")
         body = "\n".join(out) + "\n"
         name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
                               tuple(payloads), rows_out, marks_out)
+
+
+def _keyless_flush(accs: list[Accumulator]) -> list[str]:
+    """After the tile loop of an aggregation without GROUP BY: the threads' register states (kl{a})
+    combined across the warp (shuffles: every thread of the block leaves the tile loop) and the
+    block (shared memory), then one group update per block. Compiled as host C++ (tests'
+    sequential run of a kernel, one thread at a time) every thread updates the group itself."""
+    nw = PL_BLOCK // 32
+    na = max(len(accs), 1)
+    update = ["i64 kb[1] = {0};",
+              "const u64 h = pipe::hash_step(HETDB_HASH_SEED, 0);  // (no key bits, nb = 0)",
+              "const i64 g = pipe::group_slot<1>(g_state, g_keys, g_mask, 0, kb, 0, h, g_used, g_max, g_overflow);",
+              "if (g >= 0) {", *[f"  {x.acc}::merge(acc{a} + g, kl{a});" for a, x in enumerate(accs)], "}"]
+    out = ["#if defined(__CUDACC__) || defined(__CUDACC_RTC__)",
+           f"  __shared__ i64 kl_smem[{nw * na}];", f"  __shared__ int kl_any[{nw}];",
+           "  const bool kl_some = __any_sync(0xffffffffu, pl_any);",
+           "  for (int off = 16; off > 0; off >>= 1) {",
+           *[f"    kl{a} = {x.acc}::combine(kl{a}, __shfl_xor_sync(0xffffffffu, kl{a}, off));"
+             for a, x in enumerate(accs)],
+           "  }",
+           "  if ((threadIdx.x & 31) == 0) {",
+           "    kl_any[threadIdx.x >> 5] = kl_some ? 1 : 0;",
+           *[f"    kl_smem[{a * nw} + (threadIdx.x >> 5)] = kl{a};" for a in range(len(accs))],
+           "  }",
+           "  __syncthreads();",
+           "  if (threadIdx.x == 0) {",
+           "    bool any = false;",
+           f"    for (int w = 0; w < {nw}; ++w) any = any || kl_any[w] != 0;",
+           f"    for (int w = 1; w < {nw}; ++w) {{",
+           *[f"      kl{a} = {x.acc}::combine(kl{a}, kl_smem[{a * nw} + w]);" for a, x in enumerate(accs)],
+           "    }",
+           "    if (any) {", *[f"      {line}" for line in update], "    }",
+           "  }",
+           "#else",
+           "  if (pl_any) {", *[f"    {line}" for line in update], "  }",
+           "#endif"]
+    return out
 
 
 def _plain_string(inp: Input) -> bool:

@@ -158,8 +158,11 @@ def aggregate_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[
             raise HetdbError(f"a compiled aggregation has more than {int(MAX_SLOTS * LOAD)} groups in one "
                              "launch; use a smaller batch_rows")
         slots = min(MAX_SLOTS, slots * 4)
-    _learn(pipeline, "slots", slots)
     groups = pipeline.groups(t)
+    # the next launch's table: room for twice the groups found (a few groups over many rows need
+    # neither the first guess's slots, one per 64 rows, nor their fill)
+    _learn(pipeline, "slots", min(slots, 1 << max(MIN_SLOTS.bit_length() - 1,
+                                                   int(2 * groups.num_groups / LOAD).bit_length())))
     reservation.shrink(nbytes)  # (the groups are copies: the table goes with this call)
     return groups
 

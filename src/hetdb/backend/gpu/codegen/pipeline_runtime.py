@@ -251,10 +251,13 @@ class CompiledPipeline:
         g = int(occupied.shape[0])
         kmat = table.keys.reshape(nk + 1, table.slots)[:, occupied]
         out_keys = []
+        # (one read back for the usual case of no NULL key at all, not one per key)
+        nulls = nk > 1 and bool((kmat[nk] != 0).any())
         for k, key in enumerate(self.kernel.group_keys):
             valid = ((kmat[nk] >> k) & 1) == 0
             bits = kmat[k] if key.build_rows_of is not None else _decode_bits(cupy, kmat[k], key.dtype)
-            out_keys.append((bits, None if bool(valid.all()) else valid))
+            some_null = (nulls or nk == 1) and not bool(valid.all())
+            out_keys.append((bits, valid if some_null else None))
         values = []
         for a, arr in zip(self.kernel.accumulators, table.accs):
             v = arr[occupied]

@@ -23,7 +23,7 @@ from hetdb.column import Column
 from hetdb.errors import UnsupportedError
 
 DENSE_MAX_SLOTS = 1 << 27     # 512 MiB of int32 row slots: beyond this a hash join is the better build
-MAX_GROUPS = 1 << 24
+MAX_GROUPS = 1 << 26  # (codegen/groups.py MAX_WIDE_GROUPS)
 SHARED_BYTES = 48 * 1024      # static limit for dynamic shared memory without an opt-in attribute
 DECODE_SMEM_BYTES = (1024 + 32) * 8  # static shared memory of an encoded spec (HETDB_DECODE_SMEM_I64)
 I64_MAX = np.iinfo(np.int64).max

@@ -59,6 +59,9 @@ class FusedPipelineSpec:
     # pages of the inputs may be kept compressed in device memory (option gpu_compressed_cache): the
     # kernel then reads a per-page codec flag from the page table and decodes encoded pages in place
     encoded: bool = False
+    # the lanes of a warp whose rows fall into one group combine their states before the
+    # accumulator's atomic (fused_pipeline.cuh group_merge; exec/compiled_features group_fold)
+    fold: bool = True
 
     def describe(self) -> str:
         """Canonical text of the spec (deterministic: same spec, same text, in every process)."""
@@ -72,6 +75,8 @@ class FusedPipelineSpec:
         parts.append(f"output {self.output}")
         if self.encoded:
             parts.append("pages may be compressed")
+        if not self.fold:
+            parts.append("accumulators updated per row")
         return "\n".join(parts)
 
     def unfusable_reason(self) -> str | None:
