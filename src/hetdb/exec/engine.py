@@ -170,7 +170,10 @@ class QueryEngine:
             from hetdb.plan.optimizer import optimize
         except ImportError:  # the optimizer is optional for correctness: run the bound plan as it is
             return plan
-        out = optimize(plan, self.db, self.options)
+        options = self.options
+        if options.device == "auto":  # (passes that differ per device see the one that runs)
+            options = dataclasses.replace(options, device="gpu" if self.device is not None else "cpu")
+        out = optimize(plan, self.db, options)
         return out if isinstance(out, L.Output) else L.Output(out, plan.fields)
 
     def physical_plan(self, plan: L.Output) -> PhysicalPlan:

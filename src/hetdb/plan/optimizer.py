@@ -10,6 +10,7 @@ from hetdb.plan.cardinality import Estimator
 from hetdb.plan.logical import Node
 from hetdb.plan.passes import (
     build_side,
+    bushy_joins,
     constant_folding,
     count_pushdown,
     join_order,
@@ -43,6 +44,7 @@ PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (projection_pruning.NAME, projection_pruning.run),
     (semi_join_pushdown.NAME, semi_join_pushdown.run),
     (join_order.NAME, join_order.run),
+    (bushy_joins.NAME, bushy_joins.run),
     (build_side.NAME, build_side.run),
     (count_pushdown.NAME, count_pushdown.run),
     (semi_join_reduction.NAME, semi_join_reduction.run),
