@@ -21,6 +21,7 @@ from hetdb.plan.passes import (
     semi_build_side,
     semi_join_pushdown,
     semi_join_reduction,
+    single_join_pushdown,
 )
 from hetdb.plan.validate import validate
 
@@ -43,6 +44,7 @@ PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (predicate_pushdown.NAME, predicate_pushdown.run),
     (projection_pruning.NAME, projection_pruning.run),
     (semi_join_pushdown.NAME, semi_join_pushdown.run),
+    (single_join_pushdown.NAME, single_join_pushdown.run),
     (join_order.NAME, join_order.run),
     (bushy_joins.NAME, bushy_joins.run),
     (build_side.NAME, build_side.run),
