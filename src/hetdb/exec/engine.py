@@ -143,6 +143,10 @@ class QueryEngine:
             self.device = DeviceResources(options.gpu_memory_limit)
         # CPU: pages stay decoded in host memory between queries (a quarter of the host budget)
         self.host_cache = DecodedPageCache(self.memory.limit // 4) if backend.name == "cpu" else None
+        if backend.name == "cpu":  # (freed arrays stay in the process: backend/cpu/heap.py)
+            from hetdb.backend.cpu.heap import keep_freed_memory
+
+            keep_freed_memory()
         self.threads = max(1, int(options.threads or 1))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
             if self.threads > 1 else None
