@@ -118,6 +118,16 @@ def _concat_plain_strings(parts: list):
     return Column(parts[0].dtype, None, validity, None, np.concatenate(offs), np.concatenate(chars))
 
 
+def _ascending(data) -> bool:
+    """Whether a sample column's values (integers, dates, dictionary codes) never decrease."""
+    import numpy as np
+
+    a = np.asarray(data)
+    if a.dtype.kind not in "iu" or a.shape[0] < 2:
+        return False
+    return bool((a[1:] >= a[:-1]).all())
+
+
 class Estimator:
     """Row-count and distinct-count estimates over one plan (results cached per node)."""
 
@@ -168,7 +178,13 @@ class Estimator:
                 except Exception:  # noqa: BLE001
                     d, f1, f2 = n / 2, 0.0, 1.0
                 full = d
-                if n < total and d >= 0.9 * n:
+                if n < total and d < 0.9 * n and d > 1 and col.data is not None and _ascending(data):
+                    # a sorted column (a table's clustering key: ps_partkey, l_orderkey) repeats each
+                    # value in a run, so the head of the table holds few of its values: they go on
+                    # past the sample at the same rate (partsupp's 10k first rows hold 2,500 of 2M
+                    # part keys; unscaled, joins on it looked 800x less selective, TPC-H q09)
+                    full = total * d / n
+                elif n < total and d >= 0.9 * n:
                     # Nearly unique in the sample. A key has no repeats at all: scale to the table.
                     # A foreign key into a smaller table (l_suppkey: 100K values over 60M rows)
                     # repeats a little even in a small sample; Chao's estimator d + f1^2 / 2f2 then
