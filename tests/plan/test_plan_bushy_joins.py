@@ -50,3 +50,31 @@ def test_gpu_plans_and_stars_keep_the_chain(tpch_db, ssb_db):
         assert format_plan(on) == format_plan(_plan(ssb_db, "ssb", name, device="cpu", disabled_passes=off)), name
         compared += 1
     assert compared == 13
+
+
+def test_q09_part_joins_partsupp_through_the_equal_keys(tpch_db):
+    """No condition of q09 names p_partkey = ps_partkey (both equal l_partkey): the class of equal
+    columns lets the greedy order join part and partsupp before lineitem, and no join repeats a
+    key that its inputs' joins imply."""
+    from hetdb.plan.cardinality import Estimator
+    from hetdb.plan.passes import bushy_joins, join_order
+
+    from hetdb.plan.optimizer import PASSES, PassContext
+
+    path = next(p for p in query_files("tpch") if p.endswith("q09.sql"))
+    chain = bind(open(path).read(), tpch_db)
+    ctx = PassContext(tpch_db, Options(device="cpu"))
+    for name, fn in PASSES:  # the plan bushy_joins sees: join_order's chain
+        chain = fn(chain, ctx)
+        if name == "join_order":
+            break
+    region = next(j for j in _nodes(chain) if isinstance(j, Join))
+    leaves, preds = [], []
+    join_order._flatten(region, leaves, preds)
+    assert not any({"p_partkey", "ps_partkey"} <= {c.split("#")[0] for c in p.columns()} for p in preds)
+    tree = bushy_joins._greedy_operator_order(leaves, preds, Estimator(tpch_db))
+    joins = [j for j in _nodes(tree) if isinstance(j, Join)]
+    assert any({"part", "partsupp"} <= _tables(j) and "lineitem" not in _tables(j) for j in joins), format_plan(tree)
+    for j in joins:
+        pairs = [(str(a), str(b)) for a, b in zip(j.left_keys, j.right_keys)]
+        assert len(pairs) == len(set(pairs)) and len(pairs) <= 2, pairs
