@@ -57,9 +57,8 @@ def test_q09_part_joins_partsupp_through_the_equal_keys(tpch_db):
     columns lets the greedy order join part and partsupp before lineitem, and no join repeats a
     key that its inputs' joins imply."""
     from hetdb.plan.cardinality import Estimator
-    from hetdb.plan.passes import bushy_joins, join_order
-
     from hetdb.plan.optimizer import PASSES, PassContext
+    from hetdb.plan.passes import bushy_joins, join_order
 
     path = next(p for p in query_files("tpch") if p.endswith("q09.sql"))
     chain = bind(open(path).read(), tpch_db)

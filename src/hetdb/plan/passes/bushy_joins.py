@@ -7,7 +7,9 @@ two nations (120k of 1.5M at SF 10) join after lineitem and orders, so 1.45M lin
 materialized into a hash build and 1.45M joined rows into a second one. Here every relation starts
 as its own tree and the two connected trees whose join makes the fewest estimated rows join first
 (greedy operator ordering, Fegaras 1998): customer joins its nation, orders joins that, and the
-lineitem pipeline probes the orders build. The bushy tree replaces the chain only when the sum of
+lineitem pipeline probes the orders build. Columns equal through the conditions form classes, so
+two trees join on a pair no condition names (q09's part and partsupp, both equal to l_partkey)
+and a join keeps no key its inputs' joins imply. The bushy tree replaces the chain only when the sum of
 its joins' estimated rows is lower (a chain, as a star's is, stays join_order's).
 
 GPU plans keep join_order's chains (the fused GPU pipelines are tuned on them).
