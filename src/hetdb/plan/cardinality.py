@@ -158,8 +158,11 @@ def _ascending(data) -> bool:
 class Estimator:
     """Row-count and distinct-count estimates over one plan (results cached per node)."""
 
-    def __init__(self, db) -> None:
+    def __init__(self, db, refined: bool = True) -> None:
         self.db = db
+        # distinct counts of sorted sample columns scaled to the table and integer columns' capped
+        # by their zone maps' span (False: as before both; GPU plans, tuned on those estimates)
+        self.refined = refined
         # Keyed by id(); the node is kept alive beside its estimate so an id is never reused.
         self._rows: dict[int, tuple[Node, float]] = {}
         self._origin: dict[str, tuple[Scan, str]] = {}
@@ -205,7 +208,8 @@ class Estimator:
                 except Exception:  # noqa: BLE001
                     d, f1, f2 = n / 2, 0.0, 1.0
                 full = d
-                if n < total and d < 0.9 * n and d > 1 and col.data is not None and _ascending(data):
+                if self.refined and n < total and d < 0.9 * n and d > 1 and col.data is not None \
+                        and _ascending(data):
                     # a sorted column (a table's clustering key: ps_partkey, l_orderkey) repeats each
                     # value in a run, so the head of the table holds few of its values: they go on
                     # past the sample at the same rate (partsupp's 10k first rows hold 2,500 of 2M
@@ -220,7 +224,7 @@ class Estimator:
                     full = total * d / n
                     if f2 > 0:
                         full = min(full, d + f1 * (f1 - 1) / (2 * (f2 + 1)))
-                span = _value_span(self.db, scan, cid)
+                span = _value_span(self.db, scan, cid) if self.refined else None
                 if span is not None:
                     # an integer column takes at most max - min + 1 values: a foreign key nearly
                     # unique in the sample (partsupp's ps_suppkey: 10k values in 10k rows) was

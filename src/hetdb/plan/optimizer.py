@@ -35,7 +35,8 @@ class PassContext:
 
     def estimator(self) -> Estimator:
         # Fresh per pass: estimates are cached by node identity, and passes build new nodes.
-        return Estimator(self.db)
+        # (GPU plans keep the distinct counts their fused pipelines were tuned on: see Estimator)
+        return Estimator(self.db, refined=getattr(self.options, "device", "cpu") != "gpu")
 
 
 PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
