@@ -208,6 +208,10 @@ def test_sorted_group_key_is_grouped_by_key_runs(tmp_path) -> None:
                "SELECT k, sum(q) FROM fact WHERE x > 0.2 GROUP BY k HAVING sum(q) > 20",
                "SELECT f.k, sum(f.q * d.w), count(*) FROM fact f JOIN dim d ON f.k = d.k WHERE d.w > 2 GROUP BY f.k"]
     queries += [q.replace("FROM fact", "FROM fs") for q in queries]
+    # the in-order table's groups stay one batch per page run (never concatenated): final values
+    # per batch (avg) and the batches read by the next pipeline
+    queries += ["SELECT k, avg(q), count(*) FROM fs GROUP BY k",
+                "SELECT count(*), sum(s), min(k) FROM (SELECT k, sum(q) AS s FROM fs GROUP BY k) t WHERE s > 0"]
     for options in ({}, {"threads": 3}):
         with hetdb.connect(str(tmp_path / "db"), device="cpu", **options) as con, \
                 hetdb.connect(str(tmp_path / "db"), device="cpu", cpu_compile=False, **options) as ops:

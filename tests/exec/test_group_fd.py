@@ -73,3 +73,25 @@ def test_group_by_key_and_its_strings_matches_duckdb(tmp_path, threads, monkeypa
             assert got.num_rows == want.num_rows > 1000
             assert got.to_pylist() == want.to_pylist()
     assert True in verdicts and False in verdicts  # both ways were taken
+
+
+@pytest.mark.parametrize("broken_row", [None, 0, 40_000, 99_999])
+def test_follows_groups_on_several_kernel_threads(broken_row) -> None:
+    """The host check over chunks of rows on several kernel threads (from _PARALLEL_ROWS rows): a
+    row that breaks the dependency is found in any chunk, the first and the last included."""
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    n, groups = 100_000, 3_000
+    rng = np.random.default_rng(3)
+    gid = rng.integers(0, groups, n)
+    gid[:groups] = np.arange(groups)  # each group's first row among the first rows
+    first = np.arange(groups, dtype=np.int64)
+    values = [f"v{g}" if g % 11 else None for g in gid]
+    if broken_row is not None:
+        values[broken_row] = "broken"
+    before = kernel_threads()
+    set_kernel_threads(2)
+    try:
+        assert follows_groups(np, _strings(values), gid.astype(np.int64), first) is (broken_row is None)
+    finally:
+        set_kernel_threads(before)

@@ -142,6 +142,10 @@ class QueryEngine:
             self.device = DeviceResources(options.gpu_memory_limit)
         # CPU: pages stay decoded in host memory between queries (a quarter of the host budget)
         self.host_cache = DecodedPageCache(self.memory.limit // 4) if backend.name == "cpu" else None
+        if backend.name == "cpu":  # (freed arrays stay in the process: backend/cpu/heap.py)
+            from hetdb.backend.cpu.heap import keep_freed_memory
+
+            keep_freed_memory()
         self.threads = max(1, int(options.threads or 1))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
             if self.threads > 1 else None
@@ -169,7 +173,10 @@ class QueryEngine:
             from hetdb.plan.optimizer import optimize
         except ImportError:  # the optimizer is optional for correctness: run the bound plan as it is
             return plan
-        out = optimize(plan, self.db, self.options)
+        options = self.options
+        if options.device == "auto":  # (passes that differ per device see the one that runs)
+            options = dataclasses.replace(options, device="gpu" if self.device is not None else "cpu")
+        out = optimize(plan, self.db, options)
         return out if isinstance(out, L.Output) else L.Output(out, plan.fields)
 
     def physical_plan(self, plan: L.Output) -> PhysicalPlan:

@@ -10,6 +10,7 @@ from hetdb.plan.cardinality import Estimator
 from hetdb.plan.logical import Node
 from hetdb.plan.passes import (
     build_side,
+    bushy_joins,
     constant_folding,
     count_pushdown,
     join_order,
@@ -20,6 +21,7 @@ from hetdb.plan.passes import (
     semi_build_side,
     semi_join_pushdown,
     semi_join_reduction,
+    single_join_pushdown,
 )
 from hetdb.plan.validate import validate
 
@@ -33,7 +35,8 @@ class PassContext:
 
     def estimator(self) -> Estimator:
         # Fresh per pass: estimates are cached by node identity, and passes build new nodes.
-        return Estimator(self.db)
+        # (GPU plans keep the distinct counts their fused pipelines were tuned on: see Estimator)
+        return Estimator(self.db, refined=getattr(self.options, "device", "cpu") != "gpu")
 
 
 PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
@@ -42,7 +45,9 @@ PASSES: list[tuple[str, Callable[[Node, PassContext], Node]]] = [
     (predicate_pushdown.NAME, predicate_pushdown.run),
     (projection_pruning.NAME, projection_pruning.run),
     (semi_join_pushdown.NAME, semi_join_pushdown.run),
+    (single_join_pushdown.NAME, single_join_pushdown.run),
     (join_order.NAME, join_order.run),
+    (bushy_joins.NAME, bushy_joins.run),
     (build_side.NAME, build_side.run),
     (count_pushdown.NAME, count_pushdown.run),
     (semi_join_reduction.NAME, semi_join_reduction.run),
