@@ -122,8 +122,10 @@ def _trunc_days(xp, part: str, days):
         return days_from_civil(xp, y, m, one)
     if part == "quarter":
         return days_from_civil(xp, y, (m - 1) // 3 * 3 + 1, one)
-    year = {"year": y, "decade": xp.floor_divide(y, 10) * 10, "century": (y - 1) // 100 * 100 + 1,
-            "millennium": (y - 1) // 1000 * 1000 + 1}[part]
+    # DuckDB truncates to the year divisible by 10/100/1000 (2024 -> 2000; not 2001, the first year of
+    # the century as EXTRACT counts it)
+    year = {"year": y, "decade": xp.floor_divide(y, 10) * 10, "century": xp.floor_divide(y, 100) * 100,
+            "millennium": xp.floor_divide(y, 1000) * 1000}[part]
     return days_from_civil(xp, year, one, one)
 
 

@@ -167,7 +167,7 @@ def _try_cast(ev, expr: Call, batch: Batch) -> Column:
 FUNCTIONS = {
     "ltrim": _trim("left"), "rtrim": _trim("right"), "trim_chars": _trim("both"),
     "ltrim_chars": _trim("left"), "rtrim_chars": _trim("right"),
-    "replace": python_function(lambda s, a, b: s.replace(a, b), pa.string()),
+    "replace": python_function(lambda s, a, b: s.replace(a, b) if a else s, pa.string()),  # DuckDB: "" matches nothing
     "split_part": python_function(_split_part, pa.string()),
     "regexp_matches": python_function(lambda s, p: _regex(p).search(s) is not None, pa.bool_()),
     "regexp_replace": python_function(_regexp_replace, pa.string()),

@@ -332,6 +332,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             if t != T.STRING:
                 raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
             return IV.to_text(x)
+        if to.this.value.upper() in TY.NARROW_TYPES:
+            return TY.narrow_cast(x, to.this.value, t, soft=False)
         return TY.cast_to(x, t)
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))

@@ -83,6 +83,15 @@ def _temporal(e: Expr, what: str) -> Expr:
     return e
 
 
+def _regex_options(b, node: exp.Expression, fname: str, arg: str, allow_global: bool = False) -> tuple[Expr, bool]:
+    """The pattern of a regexp function with its options argument ``arg`` applied (sql/regex_options)."""
+    from hetdb.sql.regex_options import apply_options
+
+    opts = node.args.get(arg)
+    return apply_options(_string(b(node.expression), fname), b(opts) if opts is not None else None, fname,
+                         allow_global)
+
+
 def _const_string(e: Expr, what: str) -> str:
     if not (isinstance(e, Literal) and isinstance(e.value, str)):
         raise UnsupportedError(f"{what} that is not a constant string")
@@ -277,20 +286,18 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
             return Call(T.BOOL, f"{op}_rows", (text, pat))
         return Call(T.BOOL, op, (text, pat))
     if isinstance(node, exp.RegexpLike):
-        return Call(T.BOOL, "regexp_matches", (_string(b(node.this), "regexp_matches"),
-                                               _string(b(node.expression), "regexp_matches")))
+        pat, _ = _regex_options(b, node, "regexp_matches", "flag")
+        return Call(T.BOOL, "regexp_matches", (_string(b(node.this), "regexp_matches"), pat))
     if isinstance(node, exp.RegexpReplace):
-        mods = node.args.get("modifiers")
-        flags = _const_string(b(mods), "regexp_replace options") if mods is not None else ""
-        if set(flags) - {"g"}:
-            raise UnsupportedError(f"regexp_replace options '{flags}' (supported: 'g')")
+        pat, every = _regex_options(b, node, "regexp_replace", "modifiers", allow_global=True)
         return Call(T.STRING, "regexp_replace", (
-            _string(b(node.this), "regexp_replace"), _string(b(node.expression), "regexp_replace"),
-            _string(b(node.args["replacement"]), "regexp_replace"), Literal(T.BOOL, "g" in flags)))
+            _string(b(node.this), "regexp_replace"), pat,
+            _string(b(node.args["replacement"]), "regexp_replace"), Literal(T.BOOL, every)))
     if isinstance(node, exp.RegexpExtract):
         g = node.args.get("group")
+        pat, _ = _regex_options(b, node, "regexp_extract", "parameters")
         return Call(T.STRING, "regexp_extract", (
-            _string(b(node.this), "regexp_extract"), _string(b(node.expression), "regexp_extract"),
+            _string(b(node.this), "regexp_extract"), pat,
             _integer(b(g), "regexp_extract") if g is not None else Literal(T.INT64, 0)))
     if isinstance(node, exp.Pad):
         op = "lpad" if node.args.get("is_left") else "rpad"
@@ -335,6 +342,8 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
         t = TY.sql_type(to.this.value, params)
         x = b(node.this)
+        if to.this.value.upper() in TY.NARROW_TYPES:
+            return TY.narrow_cast(x, to.this.value, t, soft=True)
         if isinstance(x, Literal):
             try:
                 folded = TY.cast_to(x, t)
