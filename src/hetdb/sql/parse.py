@@ -60,6 +60,11 @@ def parse(sql: str) -> exp.Expression:
         err = e.errors[0] if e.errors else {}
         desc = err.get("description") or str(e)
         text = err.get("highlight") or None
+        if re.match(r"Required keyword: '\w+' missing for <class", desc) and err.get("line"):
+            # sqlglot names its node class (TimestampTrunc); the user wrote date_trunc(...)
+            name = _open_call(sql, err["line"], err.get("col") or 1)
+            if name:
+                desc = f"{name}() is missing an argument"
         raise SqlError(f"syntax error: {desc}", err.get("line"), err.get("col"), text) from None
     except TokenError:
         off = _unterminated_quote(sql)
@@ -83,6 +88,23 @@ def parse(sql: str) -> exp.Expression:
         raise SqlError(f"syntax error: cannot read statement starting with {tree.name!r}", 1, 1,
                        sql.strip().split()[0])
     return tree
+
+
+def _open_call(sql: str, line: int, col: int) -> str | None:
+    """The name of the innermost function call still open at (line, col) of ``sql``."""
+    lines = sql.split("\n")
+    offset = sum(len(x) + 1 for x in lines[:line - 1]) + col - 1
+    depth = 0
+    text = _without_strings(sql[:offset])
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                m = re.search(r"(\w+)\s*$", text[:i])
+                return m.group(1) if m else None
+            depth -= 1
+    return None
 
 
 def _keep_written_names(tree: exp.Expression, sql: str) -> None:
