@@ -15,7 +15,8 @@ the outcome per probe and configuration:
                                                              [--section window] [-v] [--out FILE.md]
 
 Configurations: cpu, cpu-tiny (256 KB host budget, 7-row batches), gpu, gpu-tiny (1 MB GPU budget);
-the default is cpu, plus gpu where a GPU is visible. ``-v`` prints each non-agreeing probe's detail.
+the default is cpu, plus gpu where a GPU is visible. Each probe's outcome is printed as it comes
+(``-v``: with the detail of each that does not agree), then the table and the totals.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ def run_config(config: str, probes: list[P], answers: dict, verbose: bool) -> di
                 for stmt in probe.reset:
                     con.execute(stmt)
             results[probe.name] = outcome
-            if verbose and outcome[0] != "agree":
-                print(f"[{config}] {outcome[0]:8} {probe.section}/{probe.name}\n    {outcome[1][:600]}", flush=True)
+            detail = f"\n    {outcome[1][:600]}" if verbose and outcome[0] != "agree" else ""
+            print(f"[{config}] {outcome[0]:8} {probe.section}/{probe.name}{detail}", flush=True)
     return results
 
 
