@@ -32,7 +32,7 @@ _SUPPORTED: tuple[type, ...] = (
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, exp.Pivot, exp.UnpivotColumns, *LL.NODES, *LM.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
+    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, exp.Pivot, exp.UnpivotColumns, *LL.NODES, *LM.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping, exp.GroupingId,
 )
 
 # Friendly names for constructs users write often.

@@ -118,7 +118,7 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         return BA.bind_bit_agg(node, ctx)
     if isinstance(node, HL.REWRITTEN):
         return bind_expr(HL.rewrite(node), ctx)
-    if isinstance(node, exp.Grouping):
+    if isinstance(node, exp.Grouping | exp.GroupingId):  # grouping_id(...) is DuckDB's alias
         from hetdb.sql.grouping import bind_grouping
 
         return bind_grouping(node, ctx)

@@ -19,7 +19,7 @@ def _hits(item: exp.Expression, aliases: dict[str, exp.Expression], scope) -> li
                 scope.resolve(None, n.name)
             except Exception:  # noqa: BLE001 - not a column: the alias
                 hits.append(n)
-        elif not isinstance(n, (exp.Subquery, exp.Select, exp.Exists, exp.Grouping)):
+        elif not isinstance(n, (exp.Subquery, exp.Select, exp.Exists, exp.Grouping, exp.GroupingId)):
             stack.extend(n.iter_expressions())
     return hits
 

@@ -147,14 +147,15 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return _string_agg(node)
     if isinstance(node, exp.Log) and function_name(node) in ("log2", "log10"):
         return f"{function_name(node)}({n(node.expression)})"
-    if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns"):
+    if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns",
+                                                                      "make_timestamp"):
         return f"{function_name(node)}({n(node.this)})"  # sqlglot adds the scale as an argument
     if isinstance(node, exp.WithinGroup) and isinstance(node.expression, exp.Order):
         fn = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc"}.get(type(node.this))
         keys = [order_key(o) for o in node.expression.expressions]
         if fn is not None:
             return f"{fn}({n(node.this.this)} ORDER BY {', '.join(keys)})"
-    if isinstance(node, exp.Grouping):
+    if isinstance(node, exp.Grouping | exp.GroupingId):  # DuckDB prints grouping_id() as GROUPING()
         return f"GROUPING({', '.join(n(x) for x in node.expressions)})"
     if isinstance(node, (exp.Subquery, exp.Exists, exp.Star)):
         return node.sql(dialect="duckdb")

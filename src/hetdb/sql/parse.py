@@ -117,7 +117,8 @@ def _keep_written_names(tree: exp.Expression, sql: str) -> None:
             node.meta["written"] = sql[node.meta["start"]:node.meta["end"] + 1]
         elif isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal) and node.args.get("unit"):
             value, unit = re.escape(node.this.name), re.escape(node.args["unit"].name)
-            m = re.search(rf"interval\s*('\s*{value}\s*{unit}\s*')", sql, re.IGNORECASE)
+            # the whole quoted text: sqlglot drops a clock part after the unit ('2 days -01:00:00')
+            m = re.search(rf"interval\s*('\s*{value}\s*{unit}(?:\s+[-+]?\d+:[^']*)?\s*')", sql, re.IGNORECASE)
             if m:
                 node.this.meta["written"] = m.group(1)
     _keep_written_orders(tree, sql)
