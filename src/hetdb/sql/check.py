@@ -26,7 +26,7 @@ _SUPPORTED: tuple[type, ...] = (
     exp.Star, exp.Alias, exp.Subquery, exp.Paren, exp.Literal, exp.Null, exp.Boolean, exp.Cast,
     exp.DataType, exp.DataTypeParam, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg,
     exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.And, exp.Or, exp.Not, exp.Is, exp.Between,
-    exp.In, exp.Like, exp.ILike, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Substring,
+    exp.In, exp.Like, exp.ILike, exp.Escape, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Substring,
     exp.Extract, exp.Var, exp.Year, exp.Month, exp.Day, exp.Interval, exp.Sum, exp.Count, exp.Avg,
     exp.Min, exp.Max, exp.Distinct, exp.Exists, exp.Abs, exp.Upper, exp.Lower, exp.Length,
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,

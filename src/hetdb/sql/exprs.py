@@ -399,6 +399,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return in_list(b(node.this), [b(x) for x in node.expressions])
     if isinstance(node, exp.Subquery | exp.Exists):
         return ctx.binder.subquery_expr(node, ctx)
+    if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.ILike):
+        from hetdb.sql.rewrites import like_escape
+
+        like = node.this
+        return like_escape(b(like.this), b(like.expression), b(node.expression), isinstance(like, exp.ILike),
+                           bool(like.args.get("negate")))
     if isinstance(node, exp.Like | exp.ILike):
         s, pat = b(node.this), b(node.expression)
         if s.dtype.kind != "string" and not TY.is_null_literal(s):

@@ -86,6 +86,11 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return "NULL"
     if isinstance(node, exp.Boolean):
         return "true" if node.this else "false"
+    if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.ILike):
+        like = node.this
+        fn = "ilike_escape" if isinstance(like, exp.ILike) else "like_escape"
+        text = f"{fn}({n(like.this)}, {n(like.expression)}, {n(node.expression)})"
+        return f"(NOT {text})" if like.args.get("negate") else text
     like = node.this if isinstance(node, exp.Not) else node
     if isinstance(like, exp.Like | exp.ILike) and (like is not node or like.args.get("negate")):
         op = "!~~" if isinstance(like, exp.Like) else "!~~*"

@@ -484,7 +484,8 @@ def partition_quantile(xs, valid, ps, pe, q):
             pos = q * (c - 1)
             lo = int(np.floor(pos))
             hi = int(np.ceil(pos))
-            v = xs[s + lo] + (xs[s + hi] - xs[s + lo]) * (pos - lo)
+            d = pos - lo  # DuckDB's interpolation lo * (1 - d) + hi * d (not lo + (hi - lo) * d)
+            v = xs[s + lo] if lo == hi else xs[s + lo] * (1.0 - d) + xs[s + hi] * d
             for j in range(s, e):
                 out[j] = v
                 ok[j] = True

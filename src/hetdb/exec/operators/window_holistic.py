@@ -21,7 +21,7 @@ _HOST = W._HOST
 
 
 GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-               "string_agg", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
+               "string_agg", "string_agg_distinct", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
 
 
 def group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -33,7 +33,7 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         both = valid & WF._valid(np, args[1])
         return take(_HOST, x, K.frame_extreme(WF._key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
                     missing=True)
-    if op == "string_agg":
+    if op in ("string_agg", "string_agg_distinct"):
         return _string_agg(call, args, ps, pe)
     if op in ("array_agg", "array_agg_distinct"):
         return _array_agg(call, args, ps, pe)
@@ -91,6 +91,8 @@ def _string_agg(call: WindowCall, args, ps, pe) -> Column:
     while start < n:
         end = int(pe[start])
         parts = [v for v in values[start:end] if v is not None]
+        if call.op == "string_agg_distinct":  # the first of each value in the ORDER BY
+            parts = list(dict.fromkeys(parts))
         joined = sep.join(parts) if parts else None
         out[start:end] = [joined] * (end - start)
         start = end
