@@ -21,7 +21,7 @@ _HOST = W._HOST
 
 
 GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-               "string_agg", "string_agg_distinct", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
+               "string_agg", "string_agg_distinct", "count_distinct", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
 
 
 def group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -37,13 +37,15 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         return _string_agg(call, args, ps, pe)
     if op in ("array_agg", "array_agg_distinct"):
         return _array_agg(call, args, ps, pe)
-    if op in ("mode", "entropy"):
+    if op in ("mode", "entropy", "count_distinct"):
         key = WF._key(_HOST, x)
-        if op == "entropy":  # NaNs one value, -0.0 = 0.0
+        if op != "mode":  # NaNs one value, -0.0 = 0.0
             key = order_key(key, False) if key.dtype.kind == "f" else key
         order = W._sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
         if op == "entropy":
             return WF._int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
+        if op == "count_distinct":
+            return Column(call.dtype, data=_count_distinct(key[order], valid[order], ps, pe))
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
     data = np.asarray(x.data, dtype=np.float64)
     if op in ("product", "fsum"):
@@ -58,6 +60,18 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         if op.startswith("stddev"):
             out = np.sqrt(out)
     return WF._int_column(np, call.dtype, out, ok)
+
+
+def _count_distinct(keys: np.ndarray, valid: np.ndarray, ps: np.ndarray, pe: np.ndarray) -> np.ndarray:
+    """Per row: the distinct valid keys of its partition; ``keys``/``valid`` are in each partition's
+    sorted order, valid ones first (a partition's rows stay in its [ps, pe) positions)."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    pos = np.arange(n)
+    new = valid & ((pos == ps) | np.concatenate(([True], keys[1:] != keys[:-1])))
+    before = np.concatenate(([0], np.cumsum(new, dtype=np.int64)))  # new values before each position
+    return before[pe] - before[ps]
 
 
 def _ordered_values(x: Column, flags: str, keys, ps) -> list:
