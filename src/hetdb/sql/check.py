@@ -96,6 +96,8 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and (FX.handles(node) or LF.handles(node)) or isinstance(node, exp.IgnoreNulls) and FL.handles(node):
             continue
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.parent, exp.Window):
+            continue  # lag/lead/first/last/nth_value(... IGNORE NULLS) OVER (sql/window.py)
         if not isinstance(node, _SUPPORTED):
             if not _inside(node, refused):  # the parts of a refused construct are not named again
                 add(_describe(node, sql))

@@ -134,6 +134,8 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return _window(node)
     if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):  # sqlglot's any_value
         return n(node.this)
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.parent, exp.Window):  # lag(x, 1 IGNORE NULLS)
+        return n(node.this)[:-1] + " IGNORE NULLS)"
     if isinstance(node, exp.Coalesce):
         return f"COALESCE({', '.join(n(x) for x in [node.this, *node.expressions])})"
     if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):

@@ -106,9 +106,8 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     if node.args.get("alias") is not None or node.args.get("first") is not None:
         raise UnsupportedError("named windows (OVER w / WINDOW clause)")
     func = node.this
+    ignore_nulls = isinstance(func, exp.IgnoreNulls)
     if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
-        if isinstance(func, exp.IgnoreNulls):
-            raise UnsupportedError("IGNORE NULLS in window functions")
         func = func.this
     if contains_window(func):
         raise SqlError("window functions cannot be nested")
@@ -125,6 +124,11 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
                   for o in (order_node.expressions if order_node is not None else []))
     call = _call(func, order, node.args.get("spec"), bind)
+    if ignore_nulls:
+        if call.op not in ("lag", "lead", "first_value", "last_value", "nth_value"):
+            raise UnsupportedError(f"IGNORE NULLS with {call.op} (lag, lead, first_value, last_value and "
+                                   "nth_value take it)")
+        call = WindowCall(call.dtype, call.op + "_ignore_nulls", call.args, call.frame)
     ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
     return TY.cast_to(ref, T.BOOL) if to_bool else ref
 
