@@ -125,6 +125,9 @@ def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
         q = 0.5
         if isinstance(node, exp.PercentileCont):
             q = _quantile(b(node.expression), name)
+        if x.dtype.kind == "decimal" and x.dtype.precision <= T.MAX_DECIMAL_PRECISION:
+            # DuckDB: a DECIMAL of the argument's type (the interpolation truncated toward zero)
+            return WindowCall(x.dtype, "quantile_cont", (x, Literal(T.FLOAT64, q)), WHOLE_PARTITION)
         return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q)), WHOLE_PARTITION)
     if isinstance(node, exp.Mode):
         if x.dtype.kind == "bool" or TY.is_null_literal(x):

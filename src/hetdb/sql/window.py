@@ -177,8 +177,12 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
     from hetdb.sql import holistic as HL
 
     if isinstance(func, HL.HOLISTIC):
+        if order and isinstance(func, exp.Median | exp.PercentileCont) and not isinstance(func.this, exp.Distinct):
+            call = HL.statistic_call(func, name, bind)  # median/quantile_cont over the frame (host)
+            return WindowCall(call.dtype, call.op, call.args, frame)
         if order:
-            raise UnsupportedError(f"{name} OVER a window with ORDER BY (only whole partitions)")
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY (median and quantile_cont take frames; "
+                                   "the other holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):

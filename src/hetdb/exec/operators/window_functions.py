@@ -20,7 +20,7 @@ from hetdb.exec.columns import concat_columns, take, to_plain
 from hetdb.exec.operators import window_sums
 from hetdb.exec.wide import is_object, sort_key
 from hetdb.exec.window_array import BOUND_CODES, float_order_key
-from hetdb.plan.window import WindowCall
+from hetdb.plan.window import WHOLE_PARTITION, WindowCall
 
 
 def _valid(xp, col: Column):
@@ -145,9 +145,11 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         var, ok = kern.partition_variance(x.data.astype(xp.float64), _valid(xp, x), b.part_start,
                                           1 if op.endswith("samp") else 0)
         return _int_column(xp, call.dtype, xp.sqrt(var) if op.startswith("stddev") else var, ok)
-    if op in WH.GROUP_STATS:
+    if op in WH.GROUP_STATS and call.frame == WHOLE_PARTITION:
         return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
+    if op == "quantile_cont":  # median/quantile_cont over a frame with ORDER BY (host)
+        return WH.frame_quantile(call, args[0], fs, fe)
     if op.endswith("_value_ignore_nulls"):
         return _pick(b, args[0], _valid_in_frame(b, args[0], fs, fe, op, call))
     if op == "first_value":

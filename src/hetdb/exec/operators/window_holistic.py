@@ -54,11 +54,20 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     if op == "quantile_cont":
         n = ps.shape[0]
         order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value),
+                                       call.dtype.kind == "decimal")
     else:
         out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
         if op.startswith("stddev"):
             out = np.sqrt(out)
+    return WF._int_column(np, call.dtype, out, ok)
+
+
+def frame_quantile(call: WindowCall, x: Column, fs, fe) -> Column:
+    """median/quantile_cont over each row's frame [fs, fe) (host)."""
+    data = np.asarray(x.data, dtype=np.float64)
+    out, ok = KS.frame_quantile(data, WF._valid(np, x), np.asarray(fs, np.int64), np.asarray(fe, np.int64),
+                                float(call.args[1].value), call.dtype.kind == "decimal")
     return WF._int_column(np, call.dtype, out, ok)
 
 
