@@ -127,6 +127,8 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         buckets = call.args[0].value
         if buckets is None:
             return _int_column(xp, call.dtype, xp.zeros(n), xp.zeros(n, dtype=bool))
+        if kern is K:  # from the partition flags: no per-row partition bounds to build and read
+            return _int_column(xp, call.dtype, KP.ntile_runs(b.part_start, buckets))
         return _int_column(xp, call.dtype, kern.ntile(b.ps, b.pe, buckets))
     if op in ("lag_ignore_nulls", "lead_ignore_nulls"):
         idx = _valid_neighbour(b, args[0], call.args[1].value, op == "lead_ignore_nulls")
