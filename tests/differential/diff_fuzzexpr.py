@@ -9,7 +9,8 @@
 - timestamps and dates: date_trunc, + INTERVAL, DATE + days, casts between them, EXTRACT (epoch,
   hour, day of week), datediff;
 - text functions with NULL arguments: concat() skips them, concat_ws() skips them (a row of NULL parts
-  is ''), || is NULL.
+  is ''), || is NULL;
+- (``diff_fuzzfuncs``) issue 14's string, regular-expression, date/time and math functions.
 
 Every draw that decides the shape uses ``gen.r`` and every constant ``gen.v`` (see diff_fuzzgen).
 """
@@ -54,6 +55,12 @@ _NUMERIC_CASTS = [("BIGINT", BIG), ("INTEGER", INT), ("DOUBLE", DBL), ("DECIMAL(
 def more_expr(gen: FuzzGen, scope: Scope, base: E, table: str, col: Col, depth: int) -> E | None:
     """One of the forms above over ``base`` (a column reference of ``col``), or None."""
     k = base.kind
+    if gen.chance(0.5):  # issue 14's functions (diff_fuzzfuncs)
+        from diff_fuzzfuncs import surface_expr
+
+        e = surface_expr(gen, scope, base, depth)
+        if e is not None:
+            return e
     form = gen.r.randrange(4)
     if k in (INT, BIG, DEC, DBL):
         if form == 0:

@@ -430,7 +430,11 @@ class FuzzGen:
         alias, table = scope.tables[0]
         if any(c.name == "id" for c in TABLES[table]) and self.chance(0.5):
             return self.ordered_window_item(scope, f"{over}, {alias}.id{self.pick(['', ' DESC'])}")
-        form = self.r.randrange(5)
+        form = self.r.randrange(6)
+        if form == 5:  # bool_and/bool_or, count(DISTINCT), median/quantiles (diff_fuzzfuncs)
+            from diff_fuzzfuncs import surface_window_item
+
+            return surface_window_item(self, scope, part)
         if form == 0:
             return E(f"count(*) OVER (PARTITION BY {part.sql})", INT)
         if form == 1:

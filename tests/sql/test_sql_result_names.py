@@ -46,6 +46,17 @@ QUERIES = [
     "list_filter([k], lambda v, i: i > 1 AND v = 1), flatten([[k]]), list_concat([k], [2]) FROM w",
     "SELECT TIME '01:02:03', make_time(k % 24, 2, 3.5), extract(hour FROM TIME '01:02:03'), "
     "second(TIME '01:02:03'), d + TIME '01:00:00' FROM w",
+    # written ASC / NULLS FIRST|LAST, count() OVER, frames with INTERVAL offsets, FILTER ... OVER
+    "SELECT row_number() OVER (ORDER BY k ASC), rank() OVER (ORDER BY k NULLS LAST, id DESC NULLS FIRST), "
+    "count(*) OVER (PARTITION BY g), count(*) FILTER (WHERE k > 1) OVER (), "
+    "sum(k) OVER (ORDER BY d RANGE BETWEEN INTERVAL 3 DAY PRECEDING AND CURRENT ROW), "
+    "sum(k) OVER (ORDER BY id ROWS 2 PRECEDING), string_agg(s, ',' ORDER BY id ASC) OVER (PARTITION BY g) FROM w",
+    "SELECT CASE WHEN k > 0 THEN 1 END, CASE k WHEN 1 THEN 'a' ELSE 'b' END, CASE WHEN k > 1 THEN 1 WHEN k < 0 "
+    "THEN -1 ELSE 0 END, x ** 2, x ^ 2, pow(x, 2), today() = d, "
+    "regexp_extract(s, 'p'), regexp_extract_all(s, 'p'), TRY_CAST(x AS REAL), "
+    "CAST(d AS TIMESTAMP) AT TIME ZONE 'UTC' FROM w",
+    "SELECT listagg(s, '|' ORDER BY id), string_agg(s ORDER BY s DESC NULLS FIRST), "
+    "percentile_cont(0.5) WITHIN GROUP (ORDER BY x ASC) FROM w",
 ]
 
 

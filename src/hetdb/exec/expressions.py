@@ -526,8 +526,33 @@ def _check_zero(ev: ExprEvaluator, y: Any, validity: Any, expr: Call) -> None:
     if active is not None and active.shape == zero.shape:
         zero = ev.xp.logical_and(zero, active)
     if bool(zero.any()):
-        raise HetdbError(f"Invalid Input Error: Division by zero in expression {expr} (DuckDB raises this "
-                         "error too)")
+        raise HetdbError(f"Invalid Input Error: Division by zero in expression {user_text(expr)} (DuckDB "
+                         "raises this error too)")
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "intdiv": "//"}
+
+
+def user_text(e: Expr) -> str:
+    """An expression as the user wrote it, near enough for a message: operators infix, columns by
+    name, decimals with their scale, implicit casts left out."""
+    from decimal import Decimal
+
+    if isinstance(e, ColumnRef):
+        return e.cid.split("#")[0]
+    if isinstance(e, Literal):
+        if e.value is None:
+            return "NULL"
+        if e.dtype.kind == "decimal" and isinstance(e.value, int):
+            return str(Decimal(e.value).scaleb(-e.dtype.scale))
+        return repr(e.value) if isinstance(e.value, str) else str(e.value)
+    if isinstance(e, Cast) and e.arg is not None:
+        return user_text(e.arg)
+    if isinstance(e, Call) and e.op in _INFIX and len(e.args) == 2:
+        return f"({user_text(e.args[0])} {_INFIX[e.op]} {user_text(e.args[1])})"
+    if isinstance(e, Call):
+        return f"{e.op}({', '.join(user_text(a) for a in e.args)})"
+    return str(e)
 
 
 _BASIC = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,

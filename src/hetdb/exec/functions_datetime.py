@@ -44,7 +44,8 @@ US_DAY = 24 * US_HOUR
 _UNIT_US = {"day": US_DAY, "hour": US_HOUR, "minute": US_MINUTE, "second": US_SECOND,
             "millisecond": 1000, "microsecond": 1, "week": 7 * US_DAY}
 DATE_PARTS = ("year", "month", "day", "quarter", "dow", "isodow", "doy", "week", "isoyear", "hour",
-              "minute", "second", "millisecond", "microsecond", "epoch", "decade", "century", "millennium")
+              "minute", "second", "millisecond", "microsecond", "epoch", "decade", "century", "millennium",
+              "yearweek", "era")
 TRUNC_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day", "hour",
                "minute", "second", "millisecond", "microsecond")
 DIFF_PARTS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
@@ -95,13 +96,15 @@ def _part(xp, part: str, col: Column, zone: str | None = None):
         return (days + 4) % 7
     if part == "isodow":
         return (days + 3) % 7 + 1
-    if part in ("week", "isoyear"):
+    if part in ("week", "isoyear", "yearweek"):
         iy, wk = _iso(xp, days)
-        return wk if part == "week" else iy
+        return {"week": wk, "isoyear": iy, "yearweek": iy * 100 + wk}[part]
     y, m, d = civil_from_days(xp, days)
     if part == "doy":
         one = xp.ones_like(y)
         return days - days_from_civil(xp, y, one, one) + 1
+    if part == "era":  # DuckDB: 1 for AD, 0 for BC (year 0 = 1 BC)
+        return (y > 0).astype(xp.int64)
     return {"year": y, "month": m, "day": d, "quarter": (m - 1) // 3 + 1, "decade": xp.floor_divide(y, 10),
             "century": xp.where(y > 0, (y - 1) // 100 + 1, -((-y) // 100) - 1),
             "millennium": xp.where(y > 0, (y - 1) // 1000 + 1, -((-y) // 1000) - 1)}[part]
@@ -122,8 +125,10 @@ def _trunc_days(xp, part: str, days):
         return days_from_civil(xp, y, m, one)
     if part == "quarter":
         return days_from_civil(xp, y, (m - 1) // 3 * 3 + 1, one)
-    year = {"year": y, "decade": xp.floor_divide(y, 10) * 10, "century": (y - 1) // 100 * 100 + 1,
-            "millennium": (y - 1) // 1000 * 1000 + 1}[part]
+    # DuckDB truncates to the year divisible by 10/100/1000 (2024 -> 2000; not 2001, the first year of
+    # the century as EXTRACT counts it)
+    year = {"year": y, "decade": xp.floor_divide(y, 10) * 10, "century": xp.floor_divide(y, 100) * 100,
+            "millennium": xp.floor_divide(y, 1000) * 1000}[part]
     return days_from_civil(xp, year, one, one)
 
 
@@ -248,6 +253,8 @@ def _from_epoch(ev, expr: Call, batch: Batch) -> Column:
     col = ev.evaluate(expr.args[0], batch)
     if expr.op == "epoch_ms":
         data = col.data.astype(xp.int64) * 1000
+    elif expr.op == "epoch_us_to_timestamp":  # make_timestamp(microseconds)
+        data = col.data.astype(xp.int64)
     else:
         data = xp.round(col.data.astype(xp.float64) * US_SECOND).astype(xp.int64)
     return Column(T.TIMESTAMP, data=data, validity=col.validity)
@@ -353,12 +360,22 @@ def _strptime(s: str, fmt: str) -> dt.datetime:
         raise HetdbError(f"strptime: could not parse {s!r} with format {fmt!r}: {e}") from None
 
 
+def _try_strptime(s: str, fmt: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(s, fmt)
+    except ValueError:
+        return None
+
+
 FUNCTIONS = {
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff, "date_sub": _date_sub,
     "date_minus_date": _date_minus_date, "make_date": _make_date, "make_timestamp": _make_date,
-    "epoch_ms": _from_epoch, "to_timestamp": _from_epoch, "epoch": _epoch, "add_interval": _add_interval,
+    "epoch_ms": _from_epoch, "epoch_us_to_timestamp": _from_epoch, "to_timestamp": _from_epoch, "epoch": _epoch,
+    "add_interval": _add_interval,
     "add_interval_n": _add_interval_n,
     "strftime": python_function(_strftime, pa.string()), "tz_cast": _tz_cast,
     "strptime": python_function(_strptime, pa.timestamp("us")),
     "strptime_tz": python_function(_strptime, pa.timestamp("us", tz="UTC")),
+    "try_strptime": python_function(_try_strptime, pa.timestamp("us")),
+    "try_strptime_tz": python_function(_try_strptime, pa.timestamp("us", tz="UTC")),
 }

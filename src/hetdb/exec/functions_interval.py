@@ -11,6 +11,7 @@ Ops (sql/interval.py binds them):
   interval_make(months, days, micros)     three INT64 columns -> INTERVAL (to_days, to_hours, ...)
   interval_add / interval_sub (a, b)      component-wise, as DuckDB
   interval_mul(iv, n)                     each component times the integer n
+  interval_scale(iv, f, divide)           iv * f or iv / f for a DOUBLE f (PostgreSQL's cascade)
   interval_neg(iv)
   timestamp_diff(a, b)                    TIMESTAMP - TIMESTAMP: days and microseconds, both with
                                           the sign of the difference (DuckDB's normalisation)
@@ -85,6 +86,45 @@ def _mul(ev, expr: Call, batch: Batch) -> Column:
     nc = ev.evaluate(expr.args[1], batch)
     n = nc.data.astype(xp.int64)
     return Column(T.INTERVAL, data=pack(xp, m * n, d * n, u * n), validity=and_valid(xp, a.validity, nc.validity))
+
+
+def _scale(ev, expr: Call, batch: Batch) -> Column:
+    """INTERVAL * or / a DOUBLE as PostgreSQL's interval_mul/interval_div (DuckDB's): each field
+    scaled and truncated, the fractional months cascading into days (30 a month) and the fractional
+    days into microseconds, the cascaded fractions rounded to whole microseconds."""
+    from hetdb.errors import HetdbError
+
+    xp = ev.xp
+    a, (m, d, u) = _interval(ev, expr.args[0], batch)
+    fc = ev.evaluate(expr.args[1], batch)
+    f = fc.data.astype(xp.float64)
+    valid = and_valid(xp, a.validity, fc.validity)
+    if expr.args[2].value:  # divide
+        zero = f == 0 if valid is None else (f == 0) & valid
+        if bool(zero.any()):
+            raise HetdbError("Invalid Input Error: Division by zero in an INTERVAL division (DuckDB raises "
+                             "this error too)")
+        f = xp.where(f == 0, 1.0, f)
+
+        def op(x):
+            return x.astype(xp.float64) / f
+    else:
+        def op(x):
+            return x.astype(xp.float64) * f
+
+    def tsround(x):
+        return xp.rint(x * 1e6) / 1e6
+
+    mf, df = op(m), op(d)
+    mi, di = xp.trunc(mf), xp.trunc(df)
+    month_days = tsround((mf - mi) * 30.0)
+    sec = tsround((df - di + month_days - xp.trunc(month_days)) * 86400.0)
+    carry = xp.where(xp.abs(sec) >= 86400.0, xp.trunc(sec / 86400.0), 0.0)
+    di = di + carry + xp.trunc(month_days)
+    sec = sec - carry * 86400.0
+    micros = xp.rint(op(u) + sec * 1e6)
+    return Column(T.INTERVAL, data=pack(xp, mi.astype(xp.int64), di.astype(xp.int64), micros.astype(xp.int64)),
+                  validity=valid)
 
 
 def _neg(ev, expr: Call, batch: Batch) -> Column:
@@ -241,6 +281,7 @@ def _text(ev, expr: Call, batch: Batch) -> Column:
 FUNCTIONS = {
     "interval_text": _text,
     "interval_make": _make, "interval_add": _add_sub, "interval_sub": _add_sub, "interval_mul": _mul,
+    "interval_scale": _scale,
     "interval_neg": _neg, "timestamp_diff": _timestamp_diff, "timestamp_add_interval": _timestamp_add,
     "interval_key": _key, "interval_part": _part, "interval_field": _field, "age": _age,
 }

@@ -120,6 +120,7 @@ def _to_base(n: int, radix: int, min_length: int = 0) -> str:
 FUNCTIONS = {
     "unicode": python_function(lambda s: ord(s[0]) if s else -1, pa.int32()),
     "bit_length": python_function(lambda s: 8 * len(s.encode()), pa.int64()),
+    "strlen": python_function(lambda s: len(s.encode()), pa.int64()),
     "to_base": python_function(_to_base, pa.string()),
     **{op: _unary for op in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "degrees", "radians")},
     "atan2": _atan2, "trunc": _trunc, "even": _even, "gcd": _gcd_lcm, "lcm": _gcd_lcm,

@@ -20,6 +20,7 @@ from hetdb.exec.functions_hash import FUNCTIONS as HASH_FUNCTIONS
 from hetdb.exec.functions_host import python_function
 from hetdb.exec.functions_interval import FUNCTIONS as INTERVAL_FUNCTIONS
 from hetdb.exec.functions_math import FUNCTIONS as MATH_FUNCTIONS
+from hetdb.exec.functions_narrow import FUNCTIONS as NARROW_FUNCTIONS
 from hetdb.plan.expr import Call
 
 _DAY_US = 86_400_000_000
@@ -264,4 +265,5 @@ FUNCTIONS = {
     **INTERVAL_FUNCTIONS,
     **HASH_FUNCTIONS,
     **MATH_FUNCTIONS,
+    **NARROW_FUNCTIONS,
 }

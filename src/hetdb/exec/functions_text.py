@@ -164,10 +164,28 @@ def _try_cast(ev, expr: Call, batch: Batch) -> Column:
     return from_arrow(ev, pc.take(pa.array(out, type=expr.dtype.to_arrow()), enc.indices), expr)
 
 
+def _string_slice(s: str, a: int, b: int) -> str:
+    """DuckDB's s[a:b]: 1-based and inclusive, negative positions count from the end, 0 as 1 for a
+    start and as an empty end."""
+    n = len(s)
+    a = n + a + 1 if a < 0 else a
+    b = n + b + 1 if b < 0 else b
+    a, b = max(a, 1), min(b, n)
+    return s[a - 1:b] if b >= a else ""
+
+
+def _string_index(s: str, i: int) -> str:
+    """DuckDB's s[i]: the i-th character (negative from the end), '' outside the string or for 0."""
+    k = i - 1 if i > 0 else len(s) + i if i < 0 else -1
+    return s[k] if 0 <= k < len(s) else ""
+
+
 FUNCTIONS = {
+    "string_slice": python_function(_string_slice, pa.string()),
+    "string_index": python_function(_string_index, pa.string()),
     "ltrim": _trim("left"), "rtrim": _trim("right"), "trim_chars": _trim("both"),
     "ltrim_chars": _trim("left"), "rtrim_chars": _trim("right"),
-    "replace": python_function(lambda s, a, b: s.replace(a, b), pa.string()),
+    "replace": python_function(lambda s, a, b: s.replace(a, b) if a else s, pa.string()),  # DuckDB: "" matches nothing
     "split_part": python_function(_split_part, pa.string()),
     "regexp_matches": python_function(lambda s, p: _regex(p).search(s) is not None, pa.bool_()),
     "regexp_replace": python_function(_regexp_replace, pa.string()),

@@ -92,6 +92,13 @@ def _list_value(ev, expr: Call, batch: Batch) -> Column:
     return list_column(expr.dtype, rows)
 
 
+def _quantile_list(ev, expr: Call, batch: Batch) -> Column:
+    """list_value of the quantiles, NULL where the first is NULL (no value to take quantiles of)."""
+    cols = _args(ev, expr, batch)
+    rows = [None if r[0] is None else list(r) for r in zip(*cols)]
+    return list_column(expr.dtype, rows)
+
+
 def _split(s: str | None, sep: str | None) -> list | None:
     if s is None:
         return None
@@ -415,7 +422,7 @@ def _paused(fn):
 
 
 FUNCTIONS = {
-    "list_value": _list_value,
+    "list_value": _list_value, "quantile_list": _quantile_list,
     "string_split": _string_split,
     "list_len": _unary(len),
     "list_extract": _unary(_extract),

@@ -23,8 +23,10 @@ from hetdb.plan.expr import Expr, Field, SortKey
 from hetdb.plan.logical import Node, OneInput
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
-OFFSETS = ("lag", "lead")
-FRAME_VALUES = ("first_value", "last_value", "nth_value")
+# *_ignore_nulls: IGNORE NULLS (the rows whose argument is NULL are skipped)
+OFFSETS = ("lag", "lead", "lag_ignore_nulls", "lead_ignore_nulls")
+FRAME_VALUES = ("first_value", "last_value", "nth_value", "first_value_ignore_nulls", "last_value_ignore_nulls",
+                "nth_value_ignore_nulls")
 AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
 
 

@@ -26,6 +26,7 @@ from hetdb.sql.first_last import NODES as FL_NODES
 from hetdb.sql.grouping import grouping_plan, grouping_sets
 from hetdb.sql.holistic import HOLISTIC, REWRITTEN
 from hetdb.sql.holistic_stats import STATS
+from hetdb.sql.lateral_alias import with_lateral_aliases
 from hetdb.sql.names import name_of
 from hetdb.sql.sample import sample
 from hetdb.sql.scope import Rel, Scope
@@ -335,6 +336,7 @@ class Binder:
     def _bind_select(self, sel: exp.Select, outer: Scope | None) -> BoundQuery:  # noqa: C901
         scope = Scope([], parent=outer)
         items, join_preds = self._bind_from(sel, scope)
+        sel = with_lateral_aliases(sel, scope, _output_name)
         local = set().union(*(it.cids for it in items))
 
         # WHERE: plain conjuncts place joins; subquery conjuncts become joins on the holder.

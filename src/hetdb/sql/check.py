@@ -26,13 +26,13 @@ _SUPPORTED: tuple[type, ...] = (
     exp.Star, exp.Alias, exp.Subquery, exp.Paren, exp.Literal, exp.Null, exp.Boolean, exp.Cast,
     exp.DataType, exp.DataTypeParam, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.Neg,
     exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.And, exp.Or, exp.Not, exp.Is, exp.Between,
-    exp.In, exp.Like, exp.ILike, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Substring,
+    exp.In, exp.Like, exp.ILike, exp.Escape, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Substring,
     exp.Extract, exp.Var, exp.Year, exp.Month, exp.Day, exp.Interval, exp.Sum, exp.Count, exp.Avg,
     exp.Min, exp.Max, exp.Distinct, exp.Exists, exp.Abs, exp.Upper, exp.Lower, exp.Length,
     exp.DPipe, exp.Concat, exp.Sqrt, exp.Ln, exp.Exp, exp.Pow, exp.Round, exp.Floor, exp.Ceil,
     exp.Greatest, exp.Least, exp.Union, exp.Intersect, exp.Except, exp.Values, exp.Tuple,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.Filter, exp.Window, exp.WindowSpec, exp.Qualify, exp.RespectNulls,
-    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, exp.Pivot, exp.UnpivotColumns, *LL.NODES, *LM.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping,
+    exp.Explode, exp.Unnest, exp.Slice, exp.TimeFromParts, exp.TableSample, exp.Lambda, exp.Columns, exp.Pivot, exp.UnpivotColumns, *LL.NODES, *LM.NODES, *LF.NODES, *WINDOW_FUNCS, *FX.NODES, *HOLISTIC, *STATS, *REWRITTEN, *FL.NODES, *BIT_AGGS, exp.TryCast, exp.Rollup, exp.Cube, exp.GroupingSets, exp.Grouping, exp.GroupingId,
 )
 
 # Friendly names for constructs users write often.
@@ -96,6 +96,8 @@ def unsupported_constructs(tree: exp.Expression, sql: str = "") -> list[str]:
     for node in tree.walk():
         if isinstance(node, exp.Anonymous) and (FX.handles(node) or LF.handles(node)) or isinstance(node, exp.IgnoreNulls) and FL.handles(node):
             continue
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.parent, exp.Window):
+            continue  # lag/lead/first/last/nth_value(... IGNORE NULLS) OVER (sql/window.py)
         if not isinstance(node, _SUPPORTED):
             if not _inside(node, refused):  # the parts of a refused construct are not named again
                 add(_describe(node, sql))

@@ -118,7 +118,7 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         return BA.bind_bit_agg(node, ctx)
     if isinstance(node, HL.REWRITTEN):
         return bind_expr(HL.rewrite(node), ctx)
-    if isinstance(node, exp.Grouping):
+    if isinstance(node, exp.Grouping | exp.GroupingId):  # grouping_id(...) is DuckDB's alias
         from hetdb.sql.grouping import bind_grouping
 
         return bind_grouping(node, ctx)
@@ -332,6 +332,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             if t != T.STRING:
                 raise UnsupportedError(f"CAST of an INTERVAL to {t} (to VARCHAR is supported)")
             return IV.to_text(x)
+        if to.this.value.upper() in TY.NARROW_TYPES:
+            return TY.narrow_cast(x, to.this.value, t, soft=False)
         return TY.cast_to(x, t)
     if type(node) in _CMP:
         return compare(_CMP[type(node)], b(node.this), b(node.expression))
@@ -397,6 +399,12 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return in_list(b(node.this), [b(x) for x in node.expressions])
     if isinstance(node, exp.Subquery | exp.Exists):
         return ctx.binder.subquery_expr(node, ctx)
+    if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.ILike):
+        from hetdb.sql.rewrites import like_escape
+
+        like = node.this
+        return like_escape(b(like.this), b(like.expression), b(node.expression), isinstance(like, exp.ILike),
+                           bool(like.args.get("negate")))
     if isinstance(node, exp.Like | exp.ILike):
         s, pat = b(node.this), b(node.expression)
         if s.dtype.kind != "string" and not TY.is_null_literal(s):

@@ -36,7 +36,7 @@ _PART_NODES = {exp.Quarter: "quarter", exp.DayOfWeek: "dow", exp.DayOfYear: "doy
                exp.Hour: "hour", exp.Minute: "minute", exp.Second: "second", exp.DayOfMonth: "day",
                exp.DayOfWeekIso: "isodow"}
 ANONYMOUS = ("printf", "date_part", "datepart", "date_sub", "now", "log2", "ltrim", "rtrim", "timezone",
-             "get_current_timestamp", "transaction_timestamp", "age", "datesub", *IV.TO_UNITS)
+             "get_current_timestamp", "transaction_timestamp", "age", "datesub", "try_strptime", *IV.TO_UNITS)
 NODES: tuple[type, ...] = (
     exp.Trim, exp.Replace, exp.SplitPart, exp.StartsWith, exp.Contains, exp.RegexpLike,
     exp.RegexpReplace, exp.RegexpExtract, exp.Pad, exp.Left, exp.Right, exp.Reverse, exp.Repeat,
@@ -81,6 +81,15 @@ def _temporal(e: Expr, what: str) -> Expr:
     if e.dtype.kind not in ("date", "timestamp"):
         raise SqlError(f"{what} needs a DATE or TIMESTAMP, got {e.dtype}")
     return e
+
+
+def _regex_options(b, node: exp.Expression, fname: str, arg: str, allow_global: bool = False) -> tuple[Expr, bool]:
+    """The pattern of a regexp function with its options argument ``arg`` applied (sql/regex_options)."""
+    from hetdb.sql.regex_options import apply_options
+
+    opts = node.args.get(arg)
+    return apply_options(_string(b(node.expression), fname), b(opts) if opts is not None else None, fname,
+                         allow_global)
 
 
 def _const_string(e: Expr, what: str) -> str:
@@ -158,10 +167,19 @@ def interval_parts(node: exp.Interval) -> tuple[int, int, int]:
     text = node.this.name if node.this is not None else ""
     unit = node.args.get("unit")
     spec = f"{text} {unit.name}" if unit is not None else text
-    pairs = re.findall(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)", spec)
-    if not pairs or re.sub(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)", "", spec).strip():
-        raise SqlError(f"cannot read INTERVAL '{spec.strip()}' (write e.g. INTERVAL '2 hours 30 minutes')")
+    written = node.this.meta.get("written", "") if node.this is not None else ""
+    if unit is not None and written.startswith("'") and unit.name.lower() in written.lower():
+        spec = written.strip("'")  # sql/parse.py kept the whole literal
     months = days = micros = 0
+    clock = re.search(r"([-+]?)(\d+):(\d{1,2})(?::(\d{1,2}(?:\.\d*)?))?", spec)
+    if clock:  # '04:05:06.5' (hours:minutes[:seconds]) as in '1 day 04:05:06.5'
+        sign = -1 if clock.group(1) == "-" else 1
+        h, m, sec = int(clock.group(2)), int(clock.group(3)), float(clock.group(4) or 0)
+        micros += sign * (h * 3600 * 10**6 + m * 60 * 10**6 + round(sec * 10**6))
+        spec = spec[:clock.start()] + spec[clock.end():]
+    pairs = re.findall(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)", spec)
+    if (not pairs and not clock) or re.sub(r"(-?\d+(?:\.\d+)?)\s*([A-Za-z]+)", "", spec).strip():
+        raise SqlError(f"cannot read INTERVAL '{spec.strip()}' (write e.g. INTERVAL '2 hours 30 minutes')")
     for num, u in pairs:
         name = _part_name(u)
         if name in ("year", "month", "quarter", "decade", "century", "millennium", "week", "day"):
@@ -277,20 +295,18 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
             return Call(T.BOOL, f"{op}_rows", (text, pat))
         return Call(T.BOOL, op, (text, pat))
     if isinstance(node, exp.RegexpLike):
-        return Call(T.BOOL, "regexp_matches", (_string(b(node.this), "regexp_matches"),
-                                               _string(b(node.expression), "regexp_matches")))
+        pat, _ = _regex_options(b, node, "regexp_matches", "flag")
+        return Call(T.BOOL, "regexp_matches", (_string(b(node.this), "regexp_matches"), pat))
     if isinstance(node, exp.RegexpReplace):
-        mods = node.args.get("modifiers")
-        flags = _const_string(b(mods), "regexp_replace options") if mods is not None else ""
-        if set(flags) - {"g"}:
-            raise UnsupportedError(f"regexp_replace options '{flags}' (supported: 'g')")
+        pat, every = _regex_options(b, node, "regexp_replace", "modifiers", allow_global=True)
         return Call(T.STRING, "regexp_replace", (
-            _string(b(node.this), "regexp_replace"), _string(b(node.expression), "regexp_replace"),
-            _string(b(node.args["replacement"]), "regexp_replace"), Literal(T.BOOL, "g" in flags)))
+            _string(b(node.this), "regexp_replace"), pat,
+            _string(b(node.args["replacement"]), "regexp_replace"), Literal(T.BOOL, every)))
     if isinstance(node, exp.RegexpExtract):
         g = node.args.get("group")
+        pat, _ = _regex_options(b, node, "regexp_extract", "parameters")
         return Call(T.STRING, "regexp_extract", (
-            _string(b(node.this), "regexp_extract"), _string(b(node.expression), "regexp_extract"),
+            _string(b(node.this), "regexp_extract"), pat,
             _integer(b(g), "regexp_extract") if g is not None else Literal(T.INT64, 0)))
     if isinstance(node, exp.Pad):
         op = "lpad" if node.args.get("is_left") else "rpad"
@@ -335,6 +351,8 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
         t = TY.sql_type(to.this.value, params)
         x = b(node.this)
+        if to.this.value.upper() in TY.NARROW_TYPES:
+            return TY.narrow_cast(x, to.this.value, t, soft=True)
         if isinstance(x, Literal):
             try:
                 folded = TY.cast_to(x, t)
@@ -360,10 +378,7 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         x = _temporal(b(node.this), "strftime")
         return Call(T.STRING, "strftime", (x, _string(b(node.args["format"]), "strftime"), *_zone_of(x)))
     if isinstance(node, exp.StrToTime):
-        fmt = _string(b(node.args["format"]), "strptime")
-        zoned = isinstance(fmt, Literal) and isinstance(fmt.value, str) and ("%z" in fmt.value or "%Z" in fmt.value)
-        return Call(T.TIMESTAMPTZ if zoned else T.TIMESTAMP, "strptime_tz" if zoned else "strptime",
-                    (_string(b(node.this), "strptime"), fmt))
+        return _strptime(b(node.this), b(node.args["format"]), "strptime")
     if isinstance(node, exp.DateFromParts):
         return Call(T.DATE, "make_date", tuple(_integer(b(node.args[k]), "make_date")
                                                 for k in ("year", "month", "day")))
@@ -375,6 +390,8 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
         x = b(node.this)
         if scale is None:
             return Call(T.TIMESTAMPTZ, "to_timestamp", (_number(x, "to_timestamp"),))
+        if str(scale.name) == "6" and x.dtype.kind not in ("date", "timestamp"):  # make_timestamp(µs)
+            return Call(T.TIMESTAMP, "epoch_us_to_timestamp", (_integer(x, "make_timestamp"),))
         if str(scale.name) != "3":
             raise UnsupportedError(f"{node.sql(dialect='duckdb')}")
         if x.dtype.kind in ("date", "timestamp"):  # epoch_ms(timestamp): milliseconds since the epoch
@@ -417,7 +434,18 @@ def _diff(op: str, part: str, a: Expr, b: Expr) -> Expr:
     return Call(T.INT64, op, (Literal(T.STRING, p), a, b, *_zone_of(a, b)))
 
 
+def _strptime(text: Expr, fmt: Expr, name: str) -> Expr:
+    """strptime / try_strptime (NULL where the text does not parse); a format with %z/%Z gives a
+    TIMESTAMPTZ."""
+    fmt = _string(fmt, name)
+    zoned = isinstance(fmt, Literal) and isinstance(fmt.value, str) and ("%z" in fmt.value or "%Z" in fmt.value)
+    op = name + ("_tz" if zoned else "")
+    return Call(T.TIMESTAMPTZ if zoned else T.TIMESTAMP, op, (_string(text, name), fmt))
+
+
 def _anonymous(name: str, args: list[Expr]) -> Expr:
+    if name == "try_strptime" and len(args) == 2:
+        return _strptime(args[0], args[1], "try_strptime")
     if name == "printf":
         if not args:
             raise SqlError("printf needs a format string")

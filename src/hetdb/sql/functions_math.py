@@ -8,7 +8,7 @@ exec/functions_math.py:
   gcd(a, b) lcm(a, b)                                   -> BIGINT
   ends_with(s, p) / suffix(s, p)                        -> BOOLEAN (p a constant string)
   epoch_ns(x)                                           -> BIGINT nanoseconds
-  unicode(s) (INTEGER, -1 for '') bit_length(s) (BIGINT) to_base(n, radix[, min_length]) (VARCHAR)
+  unicode(s) (INTEGER, -1 for '') bit_length(s) strlen(s) (bytes; BIGINT) to_base(n, radix[, min_length]) (VARCHAR)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _UNARY = {exp.Sin: "sin", exp.Cos: "cos", exp.Tan: "tan", exp.Cot: "cot", exp.As
           exp.Atan: "atan", exp.Degrees: "degrees", exp.Radians: "radians"}
 NODES: tuple[type, ...] = (*_UNARY, exp.Atan2, exp.Trunc, exp.IsNan, exp.IsInf, exp.EndsWith, exp.Unicode,
                            exp.BitLength)
-ANONYMOUS = ("isfinite", "gcd", "lcm", "even", "suffix", "epoch_ns", "to_base")
+ANONYMOUS = ("isfinite", "gcd", "lcm", "even", "suffix", "epoch_ns", "to_base", "strlen")
 
 
 def handles(node: exp.Expression) -> bool:
@@ -106,6 +106,10 @@ def _anonymous(name: str, args: list[Expr]) -> Expr:
         return Call(T.INT64, name, tuple(TY.cast_to(a, T.INT64) for a in args))
     if name == "even" and len(args) == 1:
         return Call(T.FLOAT64, "even", (_double(args[0], "even"),))
+    if name == "strlen" and len(args) == 1:  # bytes of the UTF-8 text (length() counts characters)
+        from hetdb.sql.functions_ext import _string
+
+        return Call(T.INT64, "strlen", (_string(args[0], "strlen"),))
     if name == "suffix" and len(args) == 2:
         return _ends_with(*args)
     if name == "to_base" and len(args) in (2, 3):

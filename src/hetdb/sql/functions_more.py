@@ -72,7 +72,12 @@ def bind_more(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr
     if isinstance(node, exp.Glob):
         return Call(T.BOOL, "glob", (_str(b(node.this), "GLOB"), _str(b(node.expression), "GLOB")))
     if isinstance(node, exp.SimilarTo | exp.RegexpFullMatch):
-        e = Call(T.BOOL, "regexp_full_match", (_str(b(node.this), "SIMILAR TO"), _str(b(node.expression), "SIMILAR TO")))
+        from hetdb.sql.regex_options import apply_options
+
+        what = "SIMILAR TO" if isinstance(node, exp.SimilarTo) else "regexp_full_match"
+        opts = node.args.get("options") if isinstance(node, exp.RegexpFullMatch) else None
+        pat, _ = apply_options(_str(b(node.expression), what), b(opts) if opts is not None else None, what)
+        e = Call(T.BOOL, "regexp_full_match", (_str(b(node.this), what), pat))
         return Call(T.BOOL, "not", (e,)) if node.args.get("negate") else e
     if isinstance(node, exp.LastDay):
         return Call(T.DATE, "last_day", (_date(b(node.this), "last_day"),))

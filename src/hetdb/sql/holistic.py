@@ -51,20 +51,31 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
 
     agg = ctx.agg
     name = function_name(node)
-    if isinstance(node.this, exp.Distinct) and not isinstance(node, exp.ArrayAgg):  # (sql/lists.py)
+    if isinstance(node.this, exp.Distinct) and not isinstance(node, exp.ArrayAgg | exp.GroupConcat):  # (sql/lists.py)
         raise UnsupportedError(f"{name}(DISTINCT ...)")
     inner = ExprContext(agg.pre_scope, ctx.binder, f"the argument of {name}")
 
     def b(n: exp.Expression) -> Expr:
         return bind_expr(n, inner)
 
+    if isinstance(node, exp.PercentileCont | exp.PercentileDisc) and isinstance(node.expression, exp.Array):
+        # quantile_cont(x, [q1, q2]): the LIST of each quantile
+        from hetdb.sql.list_funcs import quantile_list
+
+        parts = []
+        for q in node.expression.expressions:
+            one = node.copy()
+            one.set("expression", q.copy())
+            parts.append(bind_holistic(one, ctx))
+        return quantile_list(parts)
     temporal = None
-    if isinstance(node, exp.Median):
+    if isinstance(node, exp.Median | exp.PercentileCont):
         x = b(node.this)
         if x.dtype.kind in ("date", "timestamp"):  # DuckDB: the interpolated instant (TIMESTAMP[TZ])
             temporal = T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP
             micros = TY.cast_to(Call(T.INT64, "epoch_units", (x, Literal(T.INT64, 1))), T.FLOAT64)
-            call = WindowCall(T.FLOAT64, "quantile_cont", (micros, Literal(T.FLOAT64, 0.5)), WHOLE_PARTITION)
+            q = 0.5 if isinstance(node, exp.Median) else _quantile(b(node.expression), name)
+            call = WindowCall(T.FLOAT64, "quantile_cont", (micros, Literal(T.FLOAT64, q)), WHOLE_PARTITION)
     if isinstance(node, exp.ArrayAgg):
         from hetdb.sql.lists import array_agg_call
 
@@ -91,6 +102,15 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
     return ref if temporal is None else Call(temporal, "timestamp_from_micros", (ref,))
 
 
+def _quantile(qe: Expr, name: str) -> float:
+    if not (isinstance(qe, Literal) and qe.dtype.is_numeric and qe.value is not None):
+        raise UnsupportedError(f"{name} with a quantile that is not a constant number")
+    q = float(TY.cast_to(qe, T.FLOAT64).value)
+    if not 0 <= q <= 1:
+        raise SqlError(f"{name}: the quantile must be between 0 and 1, got {q}")
+    return q
+
+
 def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
     x = b(node.this)
     if type(node) in HA.OPS:
@@ -104,12 +124,10 @@ def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
     if isinstance(node, exp.Median | exp.PercentileCont):
         q = 0.5
         if isinstance(node, exp.PercentileCont):
-            qe = b(node.expression)
-            if not (isinstance(qe, Literal) and qe.dtype.is_numeric and qe.value is not None):
-                raise UnsupportedError(f"{name} with a quantile that is not a constant number")
-            q = float(TY.cast_to(qe, T.FLOAT64).value)
-            if not 0 <= q <= 1:
-                raise SqlError(f"{name}: the quantile must be between 0 and 1, got {q}")
+            q = _quantile(b(node.expression), name)
+        if x.dtype.kind == "decimal" and x.dtype.precision <= T.MAX_DECIMAL_PRECISION:
+            # DuckDB: a DECIMAL of the argument's type (the interpolation truncated toward zero)
+            return WindowCall(x.dtype, "quantile_cont", (x, Literal(T.FLOAT64, q)), WHOLE_PARTITION)
         return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q)), WHOLE_PARTITION)
     if isinstance(node, exp.Mode):
         if x.dtype.kind == "bool" or TY.is_null_literal(x):
@@ -140,12 +158,19 @@ def order_keys(arg: exp.Expression, b) -> tuple[exp.Expression, list[Expr], str]
 def string_agg_call(node: exp.GroupConcat, b) -> WindowCall:
     """string_agg(x[, sep] [ORDER BY ...]): args (x, sep, key flags, *keys); flags holds 'd'/'a' and
     'f'/'l' (NULLS FIRST/LAST) per ORDER BY key."""
+    distinct = isinstance(node.this, exp.Distinct) or (isinstance(node.this, exp.Order)
+                                                        and isinstance(node.this.this, exp.Distinct))
     arg, keys, flags = order_keys(node.this, b)
     if isinstance(arg, exp.Distinct):
-        raise UnsupportedError("string_agg(DISTINCT ...)")
+        if len(arg.expressions) != 1:
+            raise UnsupportedError("string_agg(DISTINCT ...) of several expressions")
+        arg = arg.expressions[0]
+        if any(k != b(arg) for k in keys):
+            raise SqlError("In a DISTINCT aggregate, ORDER BY expressions must appear in the argument list")
     x = TY.cast_to(b(arg), T.STRING)
     sep = node.args.get("separator")
     sep_e = b(sep) if sep is not None else Literal(T.STRING, ",")
     if not (isinstance(sep_e, Literal) and isinstance(sep_e.value, str)):
         raise UnsupportedError("string_agg with a separator that is not a constant string")
-    return WindowCall(T.STRING, "string_agg", (x, sep_e, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)
+    op = "string_agg_distinct" if distinct else "string_agg"
+    return WindowCall(T.STRING, op, (x, sep_e, Literal(T.STRING, flags), *keys), WHOLE_PARTITION)

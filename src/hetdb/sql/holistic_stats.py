@@ -90,7 +90,17 @@ def bind_stat(node: exp.Expression, ctx, name: str) -> Expr:
                              exp.If(this=exp.Not(this=c.copy()), true=exp.Literal.number(0))])
         return bind_expr(exp.Sum(this=flag), ctx)
     if isinstance(node, exp.PercentileDisc | exp.Quantile):  # DuckDB's quantile() is quantile_disc()
-        q = node.args.get("quantile") if isinstance(node, exp.Quantile) else node.expression
+        key = "quantile" if isinstance(node, exp.Quantile) else "expression"
+        q = node.args.get(key)
+        if isinstance(q, exp.Array):  # quantile_disc(x, [q1, q2]): the LIST of each quantile
+            from hetdb.sql.list_funcs import quantile_list
+
+            parts = []
+            for one_q in q.expressions:
+                one = node.copy()
+                one.set(key, one_q.copy())
+                parts.append(bind_stat(one, ctx, name))
+            return quantile_list(parts)
         return _quantile_disc(ctx, name, b(node.this), b(q))
     if isinstance(node, exp.Kurtosis | exp.Skewness):
         return _moments(ctx, isinstance(node, exp.Kurtosis), _number(b(node.this), name))

@@ -104,9 +104,15 @@ def arith(op: str, a: Expr, b: Expr) -> Expr:
         return Call(T.INTERVAL, f"interval_{op}", (a, b))
     if op == "mul" and ia != ib:
         iv, n = (a, b) if ia else (b, a)
-        if not n.dtype.is_integer:
-            raise UnsupportedError(f"INTERVAL * {n.dtype} (multiply an INTERVAL by an integer)")
-        return Call(T.INTERVAL, "interval_mul", (iv, TY.cast_to(n, T.INT64)))
+        if n.dtype.is_integer:
+            return Call(T.INTERVAL, "interval_mul", (iv, TY.cast_to(n, T.INT64)))
+        if not n.dtype.is_numeric:
+            raise SqlError(f"INTERVAL * {n.dtype}: multiply an INTERVAL by a number")
+        return Call(T.INTERVAL, "interval_scale", (iv, TY.cast_to(n, T.FLOAT64), Literal(T.BOOL, False)))
+    if op == "div" and ia and not ib:
+        if not b.dtype.is_numeric:
+            raise SqlError(f"INTERVAL / {b.dtype}: divide an INTERVAL by a number")
+        return Call(T.INTERVAL, "interval_scale", (a, TY.cast_to(b, T.FLOAT64), Literal(T.BOOL, True)))
     if op in ("add", "sub") and ib and a.dtype.kind in ("date", "timestamp"):
         return add_to(a, b, 1 if op == "add" else -1)
     if op == "add" and ia and b.dtype.kind in ("date", "timestamp"):

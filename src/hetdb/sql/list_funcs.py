@@ -22,7 +22,7 @@ from hetdb.sql import typing as TY
 
 # ops exec/lists.py evaluates (sql/lists.py lets these, and only these, read LIST values)
 LIST_OPS = frozenset({
-    "list_value", "string_split", "list_len", "list_extract", "list_contains", "list_position",
+    "list_value", "quantile_list", "string_split", "list_len", "list_extract", "list_contains", "list_position",
     "list_sort", "list_distinct", "array_to_string", "list_to_text", "list_sum", "list_min", "list_max",
     "list_avg", "list_count", "list_reverse", "list_cast", "list_slice", "list_transform", "list_filter",
     "list_concat", "list_flatten", "list_range", "regexp_split", "regexp_extract_all", "list_unique",
@@ -168,6 +168,28 @@ def _args(node: exp.Expression) -> list[exp.Expression]:
     return [a for a in (node.this, node.args.get("expression")) if a is not None]
 
 
+def quantile_list(parts: list[Expr]) -> Expr:
+    """quantile_cont/quantile_disc(x, [q1, ...]): the LIST of the quantiles, NULL (not a list of
+    NULLs) where x has no value."""
+    lst = list_value(parts)
+    return Call(lst.dtype, "quantile_list", lst.args)
+
+
+def _int_bound(e: Expr) -> Expr:
+    if not (e.dtype.is_integer or TY.is_null_literal(e)):
+        raise SqlError(f"a string subscript needs an integer, got {e.dtype}")
+    return TY.cast_to(e, T.INT64)
+
+
+def _string_subscript(base: Expr, sub: exp.Expression, b) -> Expr:
+    """``s[i]`` / ``s[a:b]`` on a VARCHAR (exec/functions_text.py: 1-based, negative from the end)."""
+    if isinstance(sub, exp.Slice):
+        lo, hi = sub.this, sub.args.get("expression")
+        return Call(T.STRING, "string_slice", (base, _int_bound(b(lo)) if lo is not None else Literal(T.INT64, 1),
+                                               _int_bound(b(hi)) if hi is not None else Literal(T.INT64, _END)))
+    return Call(T.STRING, "string_index", (base, _int_bound(b(sub))))
+
+
 def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx) -> Expr:  # noqa: C901 - one dispatch
     if LL.handles(node) or LM.handles(node):
         from hetdb.sql.names import function_name
@@ -180,9 +202,12 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx) -> Expr
                                           and node.expressions[0].args.get("step") is not None):
             raise UnsupportedError(f"the subscript {node.sql(dialect='duckdb')!r} (l[i] and l[a:b] are supported)")
         base = b(node.this)
-        if not is_list(base):
-            raise UnsupportedError(f"indexing a {base.dtype} value with [...] (LIST values can be indexed)")
         sub = node.expressions[0]
+        if base.dtype.kind == "string":  # DuckDB: s[i] is the i-th character, s[a:b] a substring
+            return _string_subscript(base, sub, b)
+        if not is_list(base):
+            raise UnsupportedError(f"indexing a {base.dtype} value with [...] (LIST and VARCHAR values can be "
+                                   "indexed)")
         if isinstance(sub, exp.Slice):
             lo, hi = sub.this, sub.args.get("expression")
             return _slice(base, b(lo) if lo is not None else Literal(T.INT64, 1),
@@ -191,7 +216,11 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], ctx) -> Expr
     if isinstance(node, exp.ArraySlice):
         if node.args.get("step") is not None or node.args.get("end") is None:
             raise UnsupportedError("array_slice() with a step or without an end")
-        return _slice(b(node.this), b(node.args["start"]), b(node.args["end"]), "array_slice")
+        base = b(node.this)
+        if base.dtype.kind == "string":
+            return Call(T.STRING, "string_slice", (base, _int_bound(b(node.args["start"])),
+                                                   _int_bound(b(node.args["end"]))))
+        return _slice(base, b(node.args["start"]), b(node.args["end"]), "array_slice")
     if isinstance(node, exp.Split):
         s, sep = _string(b(node.this), "string_split"), _string(b(node.expression), "string_split")
         return Call(T.list_of(T.STRING), "string_split", (s, sep))

@@ -63,15 +63,22 @@ def bind(node: exp.Expression, b: Callable[[exp.Expression], Expr], name: str) -
         exclusive = bool(node.args.get("is_end_exclusive"))
         return Call(T.list_of(T.INT64), "list_range", (*args, Literal(T.BOOL, exclusive)))
     if isinstance(node, exp.RegexpSplit) or name == "regexp_split_to_array":
-        s, pat = (node.this, node.expression) if isinstance(node, exp.RegexpSplit) else node.expressions[:2]
-        return Call(T.list_of(T.STRING), "regexp_split", (_text(b(s), name), _const_pattern(b(pat), name)))
+        from hetdb.sql.regex_options import apply_options
+
+        s, pat, opts = ((node.this, node.expression, node.args.get("limit")) if isinstance(node, exp.RegexpSplit)
+                        else (*node.expressions[:2], (node.expressions[2:] or [None])[0]))
+        pattern, _ = apply_options(_const_pattern(b(pat), name), b(opts) if opts is not None else None, name)
+        return Call(T.list_of(T.STRING), "regexp_split", (_text(b(s), name), pattern))
     if isinstance(node, exp.RegexpExtractAll):
         group = node.args.get("group")
         g = b(group) if group is not None else Literal(T.INT64, 0)
         if not (isinstance(g, Literal) and isinstance(g.value, int) and g.value >= 0):
             raise UnsupportedError(f"{name} with a group that is not a constant non-negative integer")
-        return Call(T.list_of(T.STRING), "regexp_extract_all",
-                    (_text(b(node.this), name), _const_pattern(b(node.expression), name), Literal(T.INT64, g.value)))
+        from hetdb.sql.regex_options import apply_options
+
+        opts = node.args.get("parameters")
+        pat, _ = apply_options(_const_pattern(b(node.expression), name), b(opts) if opts is not None else None, name)
+        return Call(T.list_of(T.STRING), "regexp_extract_all", (_text(b(node.this), name), pat, Literal(T.INT64, g.value)))
     args = [b(a) for a in (node.expressions if isinstance(node, exp.Anonymous) else (node.this, node.expression))]
     if name == "list_unique":
         if len(args) != 1:

@@ -5,6 +5,8 @@ rendering of what the user wrote."""
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 _BINARY = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.IntDiv: "//", exp.Mod: "%",
@@ -84,6 +86,11 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return "NULL"
     if isinstance(node, exp.Boolean):
         return "true" if node.this else "false"
+    if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.ILike):
+        like = node.this
+        fn = "ilike_escape" if isinstance(like, exp.ILike) else "like_escape"
+        text = f"{fn}({n(like.this)}, {n(like.expression)}, {n(node.expression)})"
+        return f"(NOT {text})" if like.args.get("negate") else text
     like = node.this if isinstance(node, exp.Not) else node
     if isinstance(like, exp.Like | exp.ILike) and (like is not node or like.args.get("negate")):
         op = "!~~" if isinstance(like, exp.Like) else "!~~*"
@@ -110,8 +117,14 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return f"({n(node.this)} BETWEEN {n(node.args['low'])} AND {n(node.args['high'])})"
     if isinstance(node, exp.In) and node.expressions:
         return f"({n(node.this)} IN ({', '.join(n(x) for x in node.expressions)}))"
-    if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
+    if _is_count_star(node):
         return "count_star()"
+    if isinstance(node, exp.Pow) and "operator" in node.meta:
+        return f"({n(node.this)} {node.meta['operator']} {n(node.expression)})"
+    if isinstance(node, exp.AtTimeZone):
+        return f"timezone({n(node.args['zone'])}, {n(node.this)})"
+    if isinstance(node, exp.Case):
+        return _case(node)
     if isinstance(node, exp.Distinct):
         return "DISTINCT " + ", ".join(n(x) for x in node.expressions)
     if isinstance(node, exp.Filter):
@@ -121,6 +134,8 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
         return _window(node)
     if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):  # sqlglot's any_value
         return n(node.this)
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.parent, exp.Window):  # lag(x, 1 IGNORE NULLS)
+        return n(node.this)[:-1] + " IGNORE NULLS)"
     if isinstance(node, exp.Coalesce):
         return f"COALESCE({', '.join(n(x) for x in [node.this, *node.expressions])})"
     if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
@@ -128,21 +143,28 @@ def name_of(node: exp.Expression) -> str:  # noqa: C901 - one case per construct
     if isinstance(node, exp.Interval):
         return _interval(node)
     if isinstance(node, exp.CurrentDate | exp.CurrentTimestamp) and not node.args:
+        if node.meta.get("written", "").lower().startswith("today"):
+            return "today()"
         return "current_date" if isinstance(node, exp.CurrentDate) else "current_timestamp"
+    if isinstance(node, exp.RegexpExtract | exp.RegexpExtractAll):
+        # sqlglot adds the default group 0 (a literal without a position); DuckDB prints what was written
+        args = [a for a in _args(node) if not (a is node.args.get("group") and "start" not in a.meta)]
+        return f"{function_name(node)}({', '.join(n(a) for a in args)})"
     if isinstance(node, exp.GroupConcat):
         return _string_agg(node)
     if isinstance(node, exp.Log) and function_name(node) in ("log2", "log10"):
         return f"{function_name(node)}({n(node.expression)})"
-    if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns"):
+    if isinstance(node, exp.UnixToTime) and function_name(node) in ("epoch_ms", "epoch_us", "epoch_ns",
+                                                                      "make_timestamp"):
         return f"{function_name(node)}({n(node.this)})"  # sqlglot adds the scale as an argument
     if isinstance(node, exp.WithinGroup) and isinstance(node.expression, exp.Order):
         fn = {exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc"}.get(type(node.this))
-        keys = [n(o.this) + (" DESC" if o.args.get("desc") else "") for o in node.expression.expressions]
+        keys = [order_key(o) for o in node.expression.expressions]
         if fn is not None:
             return f"{fn}({n(node.this.this)} ORDER BY {', '.join(keys)})"
-    if isinstance(node, exp.Grouping):
+    if isinstance(node, exp.Grouping | exp.GroupingId):  # DuckDB prints grouping_id() as GROUPING()
         return f"GROUPING({', '.join(n(x) for x in node.expressions)})"
-    if isinstance(node, (exp.Case, exp.Subquery, exp.Exists, exp.Star)):
+    if isinstance(node, (exp.Subquery, exp.Exists, exp.Star)):
         return node.sql(dialect="duckdb")
     if isinstance(node, exp.Extract):
         part = node.this.name.lower()
@@ -191,7 +213,7 @@ def _list_name(node: exp.Expression) -> str:
 def _cast(node: exp.Cast) -> str:
     kind = "TRY_CAST" if isinstance(node, exp.TryCast) else "CAST"
     to = node.to.sql(dialect="duckdb")
-    to = {"INT": "INTEGER", "TEXT": "VARCHAR"}.get(to, to)
+    to = {"INT": "INTEGER", "TEXT": "VARCHAR", "REAL": "FLOAT"}.get(to, to)
     return f"{kind}({name_of(node.this)} AS {to})"
 
 
@@ -216,10 +238,12 @@ def _interval(node: exp.Interval) -> str:
 def _string_agg(node: exp.GroupConcat) -> str:
     arg, order = node.this, ""
     if isinstance(arg, exp.Order):
-        keys = [name_of(o.this) + (" DESC" if o.args.get("desc") else "") for o in arg.expressions]
+        keys = [order_key(o) for o in arg.expressions]
         order, arg = " ORDER BY " + ", ".join(keys), arg.this
     sep = node.args.get("separator")
-    return f"string_agg({name_of(arg)}{', ' + name_of(sep) if sep is not None else ''}{order})"
+    written = re.match(r"\s*(\w+)", node.meta.get("written", ""))
+    fn = written.group(1).lower() if written else "string_agg"
+    return f"{fn}({name_of(arg)}{', ' + name_of(sep) if sep is not None else ''}{order})"
 
 
 def _window(node: exp.Window) -> str:
@@ -229,14 +253,55 @@ def _window(node: exp.Window) -> str:
         parts.append("PARTITION BY " + ", ".join(name_of(p) for p in node.args["partition_by"]))
     order = node.args.get("order")
     if order is not None:
-        keys = []
-        for o in order.expressions:
-            k = name_of(o.this) + (" DESC" if o.args.get("desc") else "")
-            if o.args.get("nulls_first") and not o.args.get("desc"):
-                k += " NULLS FIRST"
-            keys.append(k)
-        parts.append("ORDER BY " + ", ".join(keys))
+        parts.append("ORDER BY " + ", ".join(order_key(o) for o in order.expressions))
     spec = node.args.get("spec")
     if spec is not None:
-        parts.append(spec.sql(dialect="duckdb").upper())
-    return f"{name_of(func)} OVER ({' '.join(parts)})"
+        parts.append(_frame(spec))
+    inner = func.this if isinstance(func, exp.Filter) else func
+    text = "count()" if _is_count_star(inner) else name_of(inner)
+    if isinstance(func, exp.Filter):  # DuckDB: count() FILTER (WHERE ...) OVER (...)
+        where = func.expression.this if isinstance(func.expression, exp.Where) else func.expression
+        text += f" FILTER (WHERE {name_of(where)})"
+    return f"{text} OVER ({' '.join(parts)})"
+
+
+def _is_count_star(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star))
+
+
+def order_key(o: exp.Ordered) -> str:
+    """An ORDER BY key as DuckDB prints it: the direction and NULLS order only where written."""
+    written = o.meta.get("written_order")
+    if written is None:  # not recorded (sql/parse.py): what the flags say
+        written = ("DESC" if o.args.get("desc") else "") + (
+            " NULLS FIRST" if o.args.get("nulls_first") and not o.args.get("desc") else "")
+    return f"{name_of(o.this)} {written.strip()}".rstrip()
+
+
+def _frame(spec: exp.WindowSpec) -> str:
+    """ROWS/RANGE/GROUPS BETWEEN ... AND ... (DuckDB prints RANGE over the whole partition as ROWS)."""
+    kind = str(spec.args.get("kind") or "").upper()
+
+    def bound(value, side) -> str:
+        if isinstance(value, str):
+            return value.upper() + (f" {str(side).upper()}" if value.upper() == "UNBOUNDED" else "")
+        return f"{name_of(value)} {str(side).upper()}"
+    start = bound(spec.args.get("start"), spec.args.get("start_side"))
+    end_value = spec.args.get("end")
+    end = bound(end_value, spec.args.get("end_side")) if end_value is not None else "CURRENT ROW"
+    if kind == "RANGE" and start == "UNBOUNDED PRECEDING" and end == "UNBOUNDED FOLLOWING":
+        kind = "ROWS"
+    text = f"{kind} BETWEEN {start} AND {end}"
+    exclude = spec.args.get("exclude")
+    return text + (f" EXCLUDE {str(exclude).upper()}" if exclude else "")
+
+
+def _case(node: exp.Case) -> str:
+    """``CASE  WHEN ((v > 0)) THEN (1) ELSE NULL END``: each condition and result in parentheses."""
+    base = node.this
+    whens = []
+    for w in node.args.get("ifs") or []:
+        cond = f"({name_of(base)} = {name_of(w.this)})" if base is not None else name_of(w.this)
+        whens.append(f" WHEN ({cond}) THEN ({name_of(w.args['true'])})")
+    default = node.args.get("default")
+    return f"CASE {''.join(whens)} ELSE {name_of(default) if default is not None else 'NULL'} END"

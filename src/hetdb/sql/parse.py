@@ -60,6 +60,11 @@ def parse(sql: str) -> exp.Expression:
         err = e.errors[0] if e.errors else {}
         desc = err.get("description") or str(e)
         text = err.get("highlight") or None
+        if re.match(r"Required keyword: '\w+' missing for <class", desc) and err.get("line"):
+            # sqlglot names its node class (TimestampTrunc); the user wrote date_trunc(...)
+            name = _open_call(sql, err["line"], err.get("col") or 1)
+            if name:
+                desc = f"{name}() is missing an argument"
         raise SqlError(f"syntax error: {desc}", err.get("line"), err.get("col"), text) from None
     except TokenError:
         off = _unterminated_quote(sql)
@@ -85,6 +90,23 @@ def parse(sql: str) -> exp.Expression:
     return tree
 
 
+def _open_call(sql: str, line: int, col: int) -> str | None:
+    """The name of the innermost function call still open at (line, col) of ``sql``."""
+    lines = sql.split("\n")
+    offset = sum(len(x) + 1 for x in lines[:line - 1]) + col - 1
+    depth = 0
+    text = _without_strings(sql[:offset])
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            if depth == 0:
+                m = re.search(r"(\w+)\s*$", text[:i])
+                return m.group(1) if m else None
+            depth -= 1
+    return None
+
+
 def _keep_written_names(tree: exp.Expression, sql: str) -> None:
     """Record each function's name as the user spelled it (``meta['written']``): sqlglot reads several
     spellings into one node (variance and var_samp, log2 and log(2, x)); result column names and
@@ -95,9 +117,16 @@ def _keep_written_names(tree: exp.Expression, sql: str) -> None:
             node.meta["written"] = sql[node.meta["start"]:node.meta["end"] + 1]
         elif isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal) and node.args.get("unit"):
             value, unit = re.escape(node.this.name), re.escape(node.args["unit"].name)
-            m = re.search(rf"interval\s*('\s*{value}\s*{unit}\s*')", sql, re.IGNORECASE)
+            # the whole quoted text: sqlglot drops a clock part after the unit ('2 days -01:00:00')
+            m = re.search(rf"interval\s*('\s*{value}\s*{unit}(?:\s+[-+]?\d+:[^']*)?\s*')", sql, re.IGNORECASE)
             if m:
                 node.this.meta["written"] = m.group(1)
+    _keep_written_orders(tree, sql)
+    pows = [n for n in tree.walk(bfs=False) if isinstance(n, exp.Pow) and "start" not in n.meta]
+    ops = re.findall(r"\*\*|\^", _without_strings(sql))
+    if pows and len(pows) == len(ops):  # x ** y and x ^ y (DuckDB names them so; pow(x, y) as written)
+        for node, op in zip(pows, ops):
+            node.meta["operator"] = op
     for cls, pattern in _UNPOSITIONED:
         # sqlglot keeps no position for these: the spellings in text order, matched to the nodes in
         # the tree's (text) order when both count the same
@@ -108,7 +137,49 @@ def _keep_written_names(tree: exp.Expression, sql: str) -> None:
                 node.meta["written"] = name
 
 
-_UNPOSITIONED = ((exp.ArgMax, r"\b(arg_max|argmax|max_by)\s*\("), (exp.ArgMin, r"\b(arg_min|argmin|min_by)\s*\("))
+def _keep_written_orders(tree: exp.Expression, sql: str) -> None:
+    """Record on each ORDER BY key (``exp.Ordered``) the direction and NULLS order the user wrote
+    (``meta['written_order']``, e.g. ``"ASC NULLS FIRST"`` or ``""``): DuckDB's names print exactly
+    those. sqlglot keeps no position for keys: the keys in token order, matched to the nodes in tree
+    order when both count the same."""
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except Exception:  # noqa: BLE001 - names only; the parse itself succeeded
+        return
+    keys: list[str] = []
+    open_lists: list[tuple[int, list[str]]] = []  # (paren depth of an ORDER BY list, words of its key)
+    depth = 0
+    for i, tok in enumerate(tokens):
+        kind = tok.token_type.name
+        if kind == "ORDER_BY":
+            open_lists.append((depth, []))
+            continue
+        if kind == "L_PAREN":
+            depth += 1
+        elif kind == "R_PAREN":
+            depth -= 1
+        if not open_lists:
+            continue
+        at, words = open_lists[-1]
+        if (kind == "R_PAREN" and depth < at) or (kind == "COMMA" and depth == at):
+            keys.append(" ".join(words))
+            words.clear()
+            if kind == "R_PAREN":
+                open_lists.pop()
+        elif depth == at and kind in ("ASC", "DESC"):
+            words.append(kind)
+        elif depth == at and tok.text.upper() == "NULLS" and i + 1 < len(tokens):
+            words.append("NULLS " + tokens[i + 1].text.upper())
+    while open_lists:
+        keys.append(" ".join(open_lists.pop()[1]))
+    nodes = [n for n in tree.walk(bfs=False) if isinstance(n, exp.Ordered)]
+    if len(nodes) == len(keys):
+        for node, key in zip(nodes, keys):
+            node.meta["written_order"] = key
+
+
+_UNPOSITIONED = ((exp.ArgMax, r"\b(arg_max|argmax|max_by)\s*\("), (exp.ArgMin, r"\b(arg_min|argmin|min_by)\s*\("),
+                 (exp.GroupConcat, r"\b(string_agg|listagg|group_concat)\s*\("))
 
 
 def _without_strings(sql: str) -> str:

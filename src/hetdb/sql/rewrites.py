@@ -58,3 +58,39 @@ def distinct_on(new_cid, plan: Node, on: list[Expr], order: list[tuple[Expr, boo
     keys = tuple(SortKey(e, desc, nf) for e, desc, nf in order)
     plan = Window(plan, tuple(on), keys, ((rn, WindowCall(T.INT64, "row_number", (), WHOLE_PARTITION)),))
     return Filter(plan, Call(T.BOOL, "eq", (ColumnRef(T.INT64, rn.cid, False), Literal(T.INT64, 1))))
+
+
+def like_escape(s: Expr, pattern: Expr, escape: Expr, ilike: bool, negate: bool) -> Expr:
+    """``s [NOT] [I]LIKE pattern ESCAPE c``: a pattern whose escapes touch no wildcard stays a LIKE
+    (the device kernels); one with an escaped % or _ becomes a full regular-expression match."""
+    import re
+
+    from hetdb.errors import SqlError
+
+    if not all(isinstance(e, Literal) and (e.value is None or isinstance(e.value, str)) for e in (pattern, escape)):
+        raise UnsupportedError("LIKE ... ESCAPE with a pattern or escape that is not a constant string")
+    if pattern.value is None or escape.value is None:
+        return Literal(T.BOOL, None)
+    esc, text = escape.value, pattern.value
+    if len(esc) > 1:
+        raise SqlError("Invalid escape string. Escape string must be empty or one character.")
+    plain, regex, i = [], [], 0
+    while i < len(text):
+        c = text[i]
+        if esc and c == esc:
+            if i + 1 == len(text):
+                raise SqlError("Like pattern must not end with escape character!")
+            nxt = text[i + 1]
+            plain.append(None if nxt in "%_" else nxt)  # None: an escaped wildcard, no plain LIKE
+            regex.append(re.escape(nxt))
+            i += 2
+            continue
+        plain.append(c)
+        regex.append({"%": ".*", "_": "."}.get(c, re.escape(c)))
+        i += 1
+    if None not in plain:
+        e = Call(T.BOOL, "ilike" if ilike else "like", (s, Literal(T.STRING, "".join(plain))))
+    else:
+        flags = "(?s" + ("i" if ilike else "") + ")"
+        e = Call(T.BOOL, "regexp_full_match", (s, Literal(T.STRING, flags + "".join(regex))))
+    return Call(T.BOOL, "not", (e,)) if negate else e

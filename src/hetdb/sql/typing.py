@@ -335,6 +335,8 @@ def tz_cast(e: Expr, to: DataType, zone: str | None = None) -> Expr:
 
 _CAST_NAMES = {
     "INT": T.INT32, "INTEGER": T.INT32, "SMALLINT": T.INT32, "TINYINT": T.INT32, "INT4": T.INT32,
+    "INT1": T.INT32, "INT2": T.INT32, "SHORT": T.INT32, "UTINYINT": T.INT32, "USMALLINT": T.INT32,
+    "UINTEGER": T.INT64, "UINT": T.INT64, "FLOAT4": T.FLOAT64,
     "BIGINT": T.INT64, "INT8": T.INT64, "LONG": T.INT64, "HUGEINT": T.INT128, "INT128": T.INT128,
     "DOUBLE": T.FLOAT64, "FLOAT": T.FLOAT64, "REAL": T.FLOAT64, "DOUBLE PRECISION": T.FLOAT64,
     "DATE": T.DATE, "BOOLEAN": T.BOOL, "BOOL": T.BOOL, "TIMESTAMP": T.TIMESTAMP,
@@ -342,6 +344,34 @@ _CAST_NAMES = {
     "TIMESTAMP WITH TIME ZONE": T.TIMESTAMPTZ, "TIME": T.TIME,
     "VARCHAR": T.STRING, "TEXT": T.STRING, "STRING": T.STRING, "CHAR": T.STRING, "NVARCHAR": T.STRING,
 }
+
+
+# Types hetdb stores wider, with the range a CAST to them checks (DuckDB's internal name in messages);
+# FLOAT has no integer range: its values round to float32 (exec/functions_narrow.py).
+NARROW_TYPES = {
+    "TINYINT": (-(2**7), 2**7 - 1, "INT8"), "INT1": (-(2**7), 2**7 - 1, "INT8"),
+    "SMALLINT": (-(2**15), 2**15 - 1, "INT16"), "INT2": (-(2**15), 2**15 - 1, "INT16"),
+    "SHORT": (-(2**15), 2**15 - 1, "INT16"), "UTINYINT": (0, 2**8 - 1, "UINT8"),
+    "USMALLINT": (0, 2**16 - 1, "UINT16"), "UINTEGER": (0, 2**32 - 1, "UINT32"), "UINT": (0, 2**32 - 1, "UINT32"),
+    "FLOAT": (None, None, "FLOAT"), "REAL": (None, None, "FLOAT"), "FLOAT4": (None, None, "FLOAT"),
+}
+
+
+def narrow_cast(x: Expr, name: str, to: DataType, soft: bool) -> Expr:
+    """CAST (``soft``: TRY_CAST) of ``x`` to the narrow SQL type ``name`` that hetdb holds as ``to``:
+    DuckDB's range check (a Conversion Error, or NULL for TRY_CAST) before the widening cast."""
+    from hetdb.plan.expr import Call
+
+    lo, hi, dst = NARROW_TYPES[name.upper()]
+    if x.dtype.kind in ("string", "bool"):
+        wide = T.FLOAT64 if lo is None else T.INT64
+        x = Call(wide, "try_cast", (x,)) if soft else cast_to(x, wide)
+    if not x.dtype.is_numeric or is_null_literal(x):
+        return cast_to(x, to)
+    checked = Call(T.FLOAT64 if lo is None else x.dtype, "narrow_check", (x, Literal(T.INT64, lo), Literal(T.INT64, hi),
+                                            Literal(T.STRING, duck_name(x.dtype)), Literal(T.STRING, dst),
+                                            Literal(T.BOOL, soft)))
+    return cast_to(checked, to)
 
 
 def sql_type(name: str, params: list[int]) -> DataType:

@@ -106,9 +106,8 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     if node.args.get("alias") is not None or node.args.get("first") is not None:
         raise UnsupportedError("named windows (OVER w / WINDOW clause)")
     func = node.this
+    ignore_nulls = isinstance(func, exp.IgnoreNulls)
     if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
-        if isinstance(func, exp.IgnoreNulls):
-            raise UnsupportedError("IGNORE NULLS in window functions")
         func = func.this
     if contains_window(func):
         raise SqlError("window functions cannot be nested")
@@ -116,12 +115,22 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
         from hetdb.sql.rewrites import filter_as_case
 
         func = filter_as_case(func)
+    to_bool = isinstance(func, exp.LogicalAnd | exp.LogicalOr)
+    if to_bool:  # bool_and/bool_or OVER (...): min/max of the condition as 0/1 (NULLs ignored alike)
+        flag = exp.Cast(this=func.this.copy(), to=exp.DataType.build("INT"))
+        func = exp.Min(this=flag) if isinstance(func, exp.LogicalAnd) else exp.Max(this=flag)
     partition = tuple(bind(p) for p in node.args.get("partition_by") or [])
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
                   for o in (order_node.expressions if order_node is not None else []))
     call = _call(func, order, node.args.get("spec"), bind)
-    return state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
+    if ignore_nulls:
+        if call.op not in ("lag", "lead", "first_value", "last_value", "nth_value"):
+            raise UnsupportedError(f"IGNORE NULLS with {call.op} (lag, lead, first_value, last_value and "
+                                   "nth_value take it)")
+        call = WindowCall(call.dtype, call.op + "_ignore_nulls", call.args, call.frame)
+    ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
+    return TY.cast_to(ref, T.BOOL) if to_bool else ref
 
 
 def _const_int(e: Expr, what: str, minimum: int) -> int | None:
@@ -168,8 +177,12 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
     from hetdb.sql import holistic as HL
 
     if isinstance(func, HL.HOLISTIC):
+        if order and isinstance(func, exp.Median | exp.PercentileCont) and not isinstance(func.this, exp.Distinct):
+            call = HL.statistic_call(func, name, bind)  # median/quantile_cont over the frame (host)
+            return WindowCall(call.dtype, call.op, call.args, frame)
         if order:
-            raise UnsupportedError(f"{name} OVER a window with ORDER BY (only whole partitions)")
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY (median and quantile_cont take frames; "
+                                   "the other holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):
@@ -186,7 +199,10 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
     op = _AGGS[type(func)]
     arg = func.this
     if isinstance(arg, exp.Distinct):
-        raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window")
+        if op != "count" or frame != WHOLE_PARTITION or len(arg.expressions) != 1:
+            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count(DISTINCT x) OVER a whole "
+                                   "partition is supported)")
+        return WindowCall(T.INT64, "count_distinct", (bind(arg.expressions[0]),), WHOLE_PARTITION)
     if isinstance(func, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         return WindowCall(T.INT64, "count_star", (), frame)
     x = bind(arg)
@@ -245,11 +261,19 @@ def _bound(value, side, kind: str, order: tuple[SortKey, ...]) -> tuple[str, obj
         raise SqlError("a RANGE frame with an offset needs exactly one ORDER BY expression")
     key_t = order[0].expr.dtype
     if isinstance(value, exp.Interval):
-        from hetdb.sql.exprs import _interval
+        from hetdb.sql.functions_ext import interval_parts
 
-        months, days = _interval(value)
-        if months or key_t.kind != "date":
-            raise UnsupportedError("a RANGE frame INTERVAL offset other than whole days over a DATE")
+        months, days, micros = interval_parts(value)
+        # the key's microseconds; over a TIMESTAMPTZ a day is a calendar day in the session's zone
+        # (DuckDB's ICU arithmetic), not 24 hours: only hours and smaller there
+        if key_t.kind == "timestamp" and not months and not (key_t.tz and days):
+            if days * 86_400_000_000 + micros < 0:
+                raise SqlError("a RANGE frame offset must be a non-negative constant")
+            return side, days * 86_400_000_000 + micros
+        if months or micros or key_t.kind != "date":
+            raise UnsupportedError("a RANGE frame INTERVAL offset with months, or other than whole days over a "
+                                   "DATE (days, hours ... microseconds over a TIMESTAMP, hours ... over a "
+                                   "TIMESTAMPTZ are supported)")
         return side, days
     if not (isinstance(value, exp.Literal) and not value.is_string):
         raise UnsupportedError("a RANGE frame offset that is not a constant number")

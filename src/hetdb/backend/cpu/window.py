@@ -467,9 +467,11 @@ def partition_variance(x, valid, ps, pe, ddof):
 
 
 @njit(cache=True)
-def partition_quantile(xs, valid, ps, pe, q):
+def partition_quantile(xs, valid, ps, pe, q, decimal=False):
     """Per row: the interpolated ``q`` quantile of its partition, whose valid values come first and
-    ascending in ``xs``."""
+    ascending in ``xs``. ``decimal``: xs are unscaled DECIMAL values and the quantile is DuckDB's
+    lo + (hi - lo) * d of them truncated toward zero (its last digit can differ from DuckDB's where
+    the double product lands next to a whole number)."""
     n = xs.shape[0]
     out = np.zeros(n, np.float64)
     ok = np.zeros(n, np.bool_)
@@ -484,7 +486,13 @@ def partition_quantile(xs, valid, ps, pe, q):
             pos = q * (c - 1)
             lo = int(np.floor(pos))
             hi = int(np.ceil(pos))
-            v = xs[s + lo] + (xs[s + hi] - xs[s + lo]) * (pos - lo)
+            d = pos - lo  # DuckDB's interpolation of doubles lo * (1 - d) + hi * d
+            if lo == hi:
+                v = xs[s + lo]
+            elif decimal:
+                v = np.trunc(xs[s + lo] + (xs[s + hi] - xs[s + lo]) * d)
+            else:
+                v = xs[s + lo] * (1.0 - d) + xs[s + hi] * d
             for j in range(s, e):
                 out[j] = v
                 ok[j] = True

@@ -193,3 +193,45 @@ def _ranks(part_start, peer_start, rows, chunks, out):
             if peer_start[i]:
                 g = i
             out[i] = (i if rows else g) - p + 1
+
+
+def ntile_runs(part_start, buckets):
+    """NTILE(buckets) straight from the partition-start flags (the first (rows mod buckets) tiles get
+    one row more), without per-row partition bounds: the partitions' starts are found once and each
+    chunk of rows walks them (a window without PARTITION BY is one run over every row)."""
+    n = part_start.shape[0]
+    starts = np.flatnonzero(part_start).astype(np.int64)
+    if starts.shape[0] == 0 or starts[0] != 0:
+        starts = np.concatenate((np.zeros(1, np.int64), starts))
+    out = np.empty(n, np.int64)
+    _ntile_runs(starts, n, buckets, _chunks(n), out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _ntile_runs(starts, n, buckets, chunks, out):
+    size = (n + chunks - 1) // chunks
+    m = starts.shape[0]
+    for c in prange(chunks):
+        a = c * size
+        b = min(n, a + size)
+        if a >= b:
+            continue
+        p = np.searchsorted(starts, a, side="right") - 1  # the partition holding row a
+        while a < b:
+            s = starts[p]
+            e = starts[p + 1] if p + 1 < m else n
+            total = e - s
+            t = buckets if buckets < total else total
+            tile = total // t
+            large = total - t * tile
+            small_end = large * (tile + 1)
+            stop = e if e < b else b
+            for i in range(a, stop):
+                r = i - s
+                if r < small_end:
+                    out[i] = 1 + r // (tile + 1)
+                else:
+                    out[i] = 1 + large + (r - small_end) // tile
+            a = stop
+            p += 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -91,3 +91,39 @@ def partition_entropy(order, key, valid, ps, pe):
             out[t] = h
         i = e
     return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def frame_quantile(xs, valid, fs, fe, q, decimal):
+    """Per row: the interpolated ``q`` quantile (DuckDB's lo * (1 - d) + hi * d, NaN the largest) of the
+    valid values of its frame ``[fs, fe)``; ok False where the frame holds none. ``decimal``: unscaled
+    DECIMAL values, lo + (hi - lo) * d truncated toward zero (as DuckDB's generic interpolation)."""
+    n = xs.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    for i in prange(n):
+        s = fs[i]
+        e = fe[i]
+        if e <= s:
+            continue
+        buf = np.empty(e - s, np.float64)
+        c = 0
+        for j in range(s, e):
+            if valid[j]:
+                buf[c] = xs[j]
+                c += 1
+        if c == 0:
+            continue
+        v = np.sort(buf[:c])
+        pos = q * (c - 1)
+        lo = int(math.floor(pos))
+        hi = int(math.ceil(pos))
+        d = pos - lo
+        if lo == hi:
+            out[i] = v[lo]
+        elif decimal:
+            out[i] = np.trunc(v[lo] + (v[hi] - v[lo]) * d)
+        else:
+            out[i] = v[lo] * (1.0 - d) + v[hi] * d
+        ok[i] = True
+    return out, ok

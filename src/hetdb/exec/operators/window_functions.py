@@ -20,7 +20,7 @@ from hetdb.exec.columns import concat_columns, take, to_plain
 from hetdb.exec.operators import window_sums
 from hetdb.exec.wide import is_object, sort_key
 from hetdb.exec.window_array import BOUND_CODES, float_order_key
-from hetdb.plan.window import WindowCall
+from hetdb.plan.window import WHOLE_PARTITION, WindowCall
 
 
 def _valid(xp, col: Column):
@@ -127,7 +127,12 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         buckets = call.args[0].value
         if buckets is None:
             return _int_column(xp, call.dtype, xp.zeros(n), xp.zeros(n, dtype=bool))
+        if kern is K:  # from the partition flags: no per-row partition bounds to build and read
+            return _int_column(xp, call.dtype, KP.ntile_runs(b.part_start, buckets))
         return _int_column(xp, call.dtype, kern.ntile(b.ps, b.pe, buckets))
+    if op in ("lag_ignore_nulls", "lead_ignore_nulls"):
+        idx = _valid_neighbour(b, args[0], call.args[1].value, op == "lead_ignore_nulls")
+        return _pick(b, args[0], idx) if len(args) < 3 else _shifted_or_default(b, args[0], args[2], idx)
     if op in ("lag", "lead"):
         shift = call.args[1].value if op == "lead" else -call.args[1].value
         near = kern is K and abs(shift) <= KN.MAX_REACH
@@ -142,9 +147,13 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         var, ok = kern.partition_variance(x.data.astype(xp.float64), _valid(xp, x), b.part_start,
                                           1 if op.endswith("samp") else 0)
         return _int_column(xp, call.dtype, xp.sqrt(var) if op.startswith("stddev") else var, ok)
-    if op in WH.GROUP_STATS:
+    if op in WH.GROUP_STATS and call.frame == WHOLE_PARTITION:
         return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
+    if op == "quantile_cont":  # median/quantile_cont over a frame with ORDER BY (host)
+        return WH.frame_quantile(call, args[0], fs, fe)
+    if op.endswith("_value_ignore_nulls"):
+        return _pick(b, args[0], _valid_in_frame(b, args[0], fs, fe, op, call))
     if op == "first_value":
         return _pick(b, args[0], xp.where(fe > fs, fs, -1))
     if op == "last_value":
@@ -192,6 +201,45 @@ def _compiled_take(b: _Bounds, *cols: Column) -> bool:
     """The CPU's compiled gather applies: fixed-width host values, rows to take from."""
     return b.kern is K and all(c.data is not None and c.dictionary is None and c.data.dtype != object
                                and len(c) > 0 for c in cols)
+
+
+def _valid_positions(xp, x: Column):
+    """(positions of the rows where ``x`` is not NULL, count of such rows before each position 0..n)."""
+    valid = _valid(xp, x)
+    before = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(valid, dtype=xp.int64)])
+    return xp.flatnonzero(valid), before
+
+
+def _at(xp, pos, k, ok):
+    """pos[k] where ``ok``, else -1."""
+    if pos.shape[0] == 0:
+        return xp.full(k.shape[0], -1, dtype=xp.int64)
+    return xp.where(ok, pos[xp.clip(k, 0, pos.shape[0] - 1)], -1)
+
+
+def _valid_in_frame(b: _Bounds, x: Column, fs, fe, op: str, call: WindowCall):
+    """first/last/nth_value IGNORE NULLS: the row of the frame's first/last/n-th non-NULL value, or -1."""
+    xp = b.backend.xp
+    pos, before = _valid_positions(xp, x)
+    lo, hi = before[fs], before[fe]  # the frame's valid rows are pos[lo:hi]
+    k = lo if op.startswith("first") else hi - 1 if op.startswith("last") else lo + (call.args[1].value - 1)
+    return _at(xp, pos, k, (k >= lo) & (k < hi))
+
+
+def _valid_neighbour(b: _Bounds, x: Column, offset: int, lead: bool):
+    """lag/lead IGNORE NULLS: the row of the ``offset``-th non-NULL value before (after) each row in its
+    partition, or -1; offset 0 is the row itself."""
+    xp = b.backend.xp
+    n = b.ps.shape[0]
+    if offset == 0:
+        return xp.arange(n, dtype=xp.int64)
+    pos, before = _valid_positions(xp, x)
+    i = xp.arange(n, dtype=xp.int64)
+    if lead:
+        k = before[i + 1] + offset - 1
+        return _at(xp, pos, k, k < before[b.pe])
+    k = before[i] - offset
+    return _at(xp, pos, k, k >= before[b.ps])
 
 
 def _pick(b: _Bounds, x: Column, idx) -> Column:

@@ -21,7 +21,7 @@ _HOST = W._HOST
 
 
 GROUP_STATS = ("quantile_cont", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "arg_max", "arg_min",
-               "string_agg", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
+               "string_agg", "string_agg_distinct", "count_distinct", "mode", "product", "fsum", "entropy", "array_agg", "array_agg_distinct")
 
 
 def group_statistic(call: WindowCall, args, ps, pe) -> Column:
@@ -33,17 +33,19 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         both = valid & WF._valid(np, args[1])
         return take(_HOST, x, K.frame_extreme(WF._key(_HOST, args[1]), both, ps, ps, pe, op == "arg_max"),
                     missing=True)
-    if op == "string_agg":
+    if op in ("string_agg", "string_agg_distinct"):
         return _string_agg(call, args, ps, pe)
     if op in ("array_agg", "array_agg_distinct"):
         return _array_agg(call, args, ps, pe)
-    if op in ("mode", "entropy"):
+    if op in ("mode", "entropy", "count_distinct"):
         key = WF._key(_HOST, x)
-        if op == "entropy":  # NaNs one value, -0.0 = 0.0
+        if op != "mode":  # NaNs one value, -0.0 = 0.0
             key = order_key(key, False) if key.dtype.kind == "f" else key
         order = W._sort_permutation([ps, np.logical_not(valid), key], [False, False, False], ps.shape[0])
         if op == "entropy":
             return WF._int_column(np, call.dtype, KS.partition_entropy(order, key, valid, ps, pe))
+        if op == "count_distinct":
+            return Column(call.dtype, data=_count_distinct(key[order], valid[order], ps, pe))
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
     data = np.asarray(x.data, dtype=np.float64)
     if op in ("product", "fsum"):
@@ -52,12 +54,33 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     if op == "quantile_cont":
         n = ps.shape[0]
         order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value),
+                                       call.dtype.kind == "decimal")
     else:
         out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
         if op.startswith("stddev"):
             out = np.sqrt(out)
     return WF._int_column(np, call.dtype, out, ok)
+
+
+def frame_quantile(call: WindowCall, x: Column, fs, fe) -> Column:
+    """median/quantile_cont over each row's frame [fs, fe) (host)."""
+    data = np.asarray(x.data, dtype=np.float64)
+    out, ok = KS.frame_quantile(data, WF._valid(np, x), np.asarray(fs, np.int64), np.asarray(fe, np.int64),
+                                float(call.args[1].value), call.dtype.kind == "decimal")
+    return WF._int_column(np, call.dtype, out, ok)
+
+
+def _count_distinct(keys: np.ndarray, valid: np.ndarray, ps: np.ndarray, pe: np.ndarray) -> np.ndarray:
+    """Per row: the distinct valid keys of its partition; ``keys``/``valid`` are in each partition's
+    sorted order, valid ones first (a partition's rows stay in its [ps, pe) positions)."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    pos = np.arange(n)
+    new = valid & ((pos == ps) | np.concatenate(([True], keys[1:] != keys[:-1])))
+    before = np.concatenate(([0], np.cumsum(new, dtype=np.int64)))  # new values before each position
+    return before[pe] - before[ps]
 
 
 def _ordered_values(x: Column, flags: str, keys, ps) -> list:
@@ -91,6 +114,8 @@ def _string_agg(call: WindowCall, args, ps, pe) -> Column:
     while start < n:
         end = int(pe[start])
         parts = [v for v in values[start:end] if v is not None]
+        if call.op == "string_agg_distinct":  # the first of each value in the ORDER BY
+            parts = list(dict.fromkeys(parts))
         joined = sep.join(parts) if parts else None
         out[start:end] = [joined] * (end - start)
         start = end
