@@ -143,9 +143,10 @@ class FuzzRunner:
         gen = case_generator(seed, index, self.samples, self.allow)
         return draw_oracle(gen) if gen.chance(ORACLE_SHARE) else gen.query()
 
-    def run_case(self, seed: int, index: int, stats: FuzzStats) -> None:
+    def run_case(self, seed: int, index: int, stats: FuzzStats, case: Query | Oracle | None = None) -> None:
+        """Run case ``index`` (``case``: that case already drawn, e.g. once for several configurations)."""
         stats.cases += 1
-        case = self.draw(seed, index)
+        case = case if case is not None else self.draw(seed, index)
         where = f"{self.label} seed={seed} case={index}"
         query = case.base if isinstance(case, Oracle) else case
         outcome = self.differential(where, query, stats)
