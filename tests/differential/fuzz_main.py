@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 import traceback
@@ -153,8 +154,12 @@ class Scheduler:
                     running.clear()
                     pool.shutdown(wait=False, cancel_futures=True)
                     pool = self._pool()
-        finally:
+        finally:  # also on SIGTERM (a `timeout`): no worker outlives the run
+            workers = list(getattr(pool, "_processes", {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
+            for process in workers:
+                if process.is_alive():
+                    process.terminate()
 
     def _late(self) -> bool:
         return self.deadline is not None and time.time() >= self.deadline - 5
@@ -192,6 +197,10 @@ class Scheduler:
         result = {"device": device, "start": start, "done": 0, "seconds": 0.0, "pid": 0, "stats": {},
                   "failures": [{"config": "*", "device": device, "case": start, "text": text}]}
         self._done(result)
+
+
+def _stop(signum, frame) -> None:
+    raise SystemExit(f"fuzz: stopped by signal {signum}; the tasks finished so far are recorded")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "all" and "gpu" not in devices:
         print("fuzz: no GPU visible to CuPy: the GPU configurations are left out", flush=True)
     print(f"fuzz: known issues left out: {sorted(set(KNOWN_ISSUES) - allowed_from_env())}", flush=True)
+    signal.signal(signal.SIGTERM, _stop)
     t0 = time.time()
     scheduler = Scheduler(campaign, configs, tasks, jobs, gpu_jobs, deadline)
     scheduler.run()
