@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     fresh = not (Path(args.dir) / "campaign.json").exists()
     seed = args.seed if args.seed is not None or not fresh else time.time_ns() % 10**9
     campaign = Campaign.open(args.dir, seed, args.queries if args.queries or not fresh else 100_000)
-    first, last = args.cases[0], min(campaign.queries, args.cases[1] or campaign.queries)
+    last = campaign.queries if args.cases[1] is None else min(campaign.queries, args.cases[1])
+    first = args.cases[0]
     configs = {d: tuple(configurations(d, args.config)) for d in devices}
     configs = {d: c for d, c in configs.items() if c}
     tasks = {d: plan_tasks(first, last, args.shard, campaign.done(d)) for d in configs}
@@ -257,9 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop)
     t0 = time.time()
     scheduler = Scheduler(campaign, configs, tasks, jobs, gpu_jobs, deadline)
-    scheduler.run()
-    print(f"fuzz: this run: {time.time() - t0:.0f} s, {scheduler.failures} failures", flush=True)
-    print(campaign.summary(), flush=True)
+    try:
+        scheduler.run()
+    finally:  # stopped or not: what this run did and where the campaign stands
+        print(f"fuzz: this run: {time.time() - t0:.0f} s, {scheduler.failures} failures", flush=True)
+        print(campaign.summary(), flush=True)
     return 1 if scheduler.failures else 0
 
 
