@@ -89,19 +89,25 @@ class Campaign:
                     raise SystemExit(f"fuzz: {path} is a campaign with {name}={known[name]}, not {given} "
                                      "(another --dir starts another campaign)")
             campaign = cls(path, known["seed"], known["queries"])
-            results = path / "results.jsonl"
-            if results.exists():
-                for line in results.read_text().splitlines():
-                    try:
-                        campaign.results.append(json.loads(line))
-                    except json.JSONDecodeError:  # a line cut by a kill: its task runs again
-                        pass
+            if (path / "results.jsonl").exists():
+                campaign.add_results(path / "results.jsonl")
             return campaign
         if seed is None or queries is None:
             raise SystemExit("fuzz: a new campaign needs a seed and a size")
         path.mkdir(parents=True, exist_ok=True)
         meta.write_text(json.dumps({"seed": seed, "queries": queries}) + "\n")
         return cls(path, seed, queries)
+
+    def add_results(self, path: Path) -> None:
+        """The finished tasks of a results.jsonl (this campaign's, or another run's of the same campaign)."""
+        for line in path.read_text().splitlines():
+            try:
+                result = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a kill: its task runs again
+                continue
+            if result.get("seed", self.seed) != self.seed:
+                raise SystemExit(f"fuzz: {path} holds cases of seed {result['seed']}, not {self.seed}")
+            self.results.append(result)
 
     def done(self, device: str) -> list[tuple[int, int]]:
         return merge_ranges([(r["start"], r["start"] + r["done"]) for r in self.results if r["device"] == device])

@@ -4,7 +4,7 @@
         [--device cpu|gpu|all] [--jobs J] [--gpu-jobs K] [--seconds S] [--cases A:B] [--shard I/N]
         [--config NAME ...]
     python tests/differential/fuzz_main.py --seed N --case I [--device D] [--config NAME ...]   (replay)
-    python tests/differential/fuzz_main.py --dir D --summary
+    python tests/differential/fuzz_main.py --dir D --summary [--merge RESULTS.jsonl ...]
 
 (environment defaults: FUZZ_DIR, FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS, FUZZ_SECONDS, FUZZ_CASES,
 FUZZ_SHARD; HETDB_FUZZ_ALLOW/DENY as in the tests)
@@ -101,8 +101,9 @@ class Scheduler:
     pool broken by a dying worker is made again (its tasks once more, then recorded as crashes)."""
 
     def __init__(self, campaign: Campaign, configs: dict[str, tuple[Config, ...]], tasks: dict[str, list],
-                 jobs: int, gpu_jobs: int, deadline: float | None):
+                 jobs: int, gpu_jobs: int, deadline: float | None, task=run_task):
         self.campaign, self.configs, self.jobs, self.gpu_jobs = campaign, configs, jobs, gpu_jobs
+        self.task = task
         self.queues = {d: deque((start, count, 0) for start, count in t) for d, t in tasks.items()}
         self.deadline = deadline
         self.failures = 0
@@ -130,7 +131,7 @@ class Scheduler:
                     if picked is None:
                         break
                     device, (start, count, tries) = picked
-                    future = pool.submit(run_task, self.configs[device], self.campaign.seed, start, count,
+                    future = pool.submit(self.task, self.configs[device], self.campaign.seed, start, count,
                                          self.deadline)
                     running[future] = (device, (start, count, tries))
                 if not running:
@@ -182,8 +183,7 @@ class Scheduler:
         if self.harness_errors[device] >= 3:  # it fails on every task: stop the device's tasks
             print(f"fuzz: {device}: three tasks failed in the harness; no more {device} tasks", flush=True)
             self.queues[device].clear()
-        self._done({"device": device, "start": start, "done": 0, "seconds": 0.0, "pid": 0, "stats": {},
-                    "failures": [{"config": "*", "device": device, "case": start, "text": text}]})
+        self._failed(device, start, text)
 
     def _crashed(self, device: str, task: tuple) -> None:
         start, count, tries = task
@@ -194,9 +194,12 @@ class Scheduler:
                 f"died (a crash, or killed for memory) while running them twice; replay: {self.script} "
                 f"--dir /tmp/fuzz-replay --seed {self.campaign.seed} --queries {self.campaign.queries} "
                 f"--cases {start}:{start + count} --device {device}")
-        result = {"device": device, "start": start, "done": 0, "seconds": 0.0, "pid": 0, "stats": {},
-                  "failures": [{"config": "*", "device": device, "case": start, "text": text}]}
-        self._done(result)
+        self._failed(device, start, text)
+
+    def _failed(self, device: str, start: int, text: str) -> None:
+        """A task that did not finish: recorded with no case done (it runs again when resumed)."""
+        self._done({"device": device, "seed": self.campaign.seed, "start": start, "done": 0, "seconds": 0.0,
+                    "pid": 0, "stats": {}, "failures": [{"config": "*", "device": device, "case": start, "text": text}]})
 
 
 def _stop(signum, frame) -> None:
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", action="append", help="only these configurations (by name)")
     ap.add_argument("--case", type=int, default=None, help="replay one case (needs --seed)")
     ap.add_argument("--summary", action="store_true", help="print the campaign's summary and exit")
+    ap.add_argument("--merge", nargs="+", default=[], help="with --summary: results.jsonl files of other "
+                    "runs of the same campaign (other machines' case ranges) counted in")
     args = ap.parse_args(argv)
     devices = devices_of(args.device)
     known = {n for d in ("cpu", "gpu") for n, _ in configurations_of(d)}
@@ -232,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--case needs --seed")
         return replay(args.seed, args.case, devices, args.config)
     if args.summary:
-        print(Campaign.open(args.dir, None, None).summary())
+        campaign = Campaign.open(args.dir, None, None)
+        for path in args.merge:
+            campaign.add_results(Path(path))
+        print(campaign.summary())
         return 0
     fresh = not (Path(args.dir) / "campaign.json").exists()
     seed = args.seed if args.seed is not None or not fresh else time.time_ns() % 10**9

@@ -115,6 +115,6 @@ def run_task(configs: tuple[Config, ...], seed: int, start: int, count: int,
     if harness is None:
         harness = _HARNESSES[key] = Harness(list(configs))
     result = harness.run(seed, start, count, deadline)
-    result.update(device=configs[0].device, start=start, seconds=time.time() - t0, pid=os.getpid())
+    result.update(device=configs[0].device, seed=seed, start=start, seconds=time.time() - t0, pid=os.getpid())
     return result
 

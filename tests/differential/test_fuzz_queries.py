@@ -210,6 +210,32 @@ def test_campaign_tasks_split_resume_and_shard(tmp_path) -> None:
         parse_shard("5/5")
 
 
+def _dies_on_cases_from_100(configs, seed: int, start: int, count: int, deadline=None) -> dict:
+    """A campaign task (fuzz_worker.run_task's signature) whose process dies on the block at case 100."""
+    if start == 100:
+        os._exit(3)
+    return {"device": "cpu", "seed": seed, "start": start, "done": count, "seconds": 0.0, "pid": os.getpid(),
+            "stats": {}, "failures": []}
+
+
+def test_campaign_records_a_worker_process_that_dies(tmp_path) -> None:
+    """A task whose process dies (a segfault, an OOM kill) runs once more, then is recorded as a
+    failure with its replay command, and the other tasks go on."""
+    from fuzz_campaign import Campaign
+    from fuzz_main import Scheduler
+    from fuzz_worker import configurations
+
+    campaign = Campaign.open(tmp_path / "c", 7, 1000)
+    tasks = {"cpu": [(0, 100), (100, 100), (200, 100)]}
+    scheduler = Scheduler(campaign, {"cpu": tuple(configurations("cpu", ["default"]))}, tasks, 1, 0, None,
+                          task=_dies_on_cases_from_100)
+    scheduler.run()
+    assert campaign.done("cpu") == [(0, 100), (200, 300)]
+    assert scheduler.failures == 1
+    text = (tmp_path / "c" / "failures.txt").read_text()
+    assert "cases 100..199: a worker process died" in text and "--cases 100:200" in text
+
+
 def test_campaign_runs_every_configuration_on_the_same_cases(fuzz_db, fuzz_samples) -> None:
     """A campaign process (fuzz_worker.Harness) runs each case under every configuration, DuckDB
     answering once, with the checks of the fuzz tests: a wrong answer under one configuration is
