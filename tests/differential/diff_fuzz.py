@@ -98,8 +98,9 @@ class FuzzRunner:
     """Runs fuzz cases on one hetdb connection (``run_hetdb``) against one DuckDB (``duck``)."""
 
     def __init__(self, label: str, run_hetdb: Callable[[str], pa.Table], duck, samples: dict,
-                 allow: frozenset[str] = frozenset(), reference_cache: dict | None = None):
+                 allow: frozenset[str] = frozenset(), reference_cache: dict | None = None, variant: str = ""):
         self.label = label
+        self.variant = variant  # whose values a case draws (case_generator); "" the plain stream
         self.run_hetdb = run_hetdb
         self.duck = duck
         self.samples = samples
@@ -140,13 +141,12 @@ class FuzzRunner:
         return stats
 
     def draw(self, seed: int, index: int) -> Query | Oracle:
-        gen = case_generator(seed, index, self.samples, self.allow)
+        gen = case_generator(seed, index, self.samples, self.allow, self.variant)
         return draw_oracle(gen) if gen.chance(ORACLE_SHARE) else gen.query()
 
-    def run_case(self, seed: int, index: int, stats: FuzzStats, case: Query | Oracle | None = None) -> None:
-        """Run case ``index`` (``case``: that case already drawn, e.g. once for several configurations)."""
+    def run_case(self, seed: int, index: int, stats: FuzzStats) -> None:
         stats.cases += 1
-        case = case if case is not None else self.draw(seed, index)
+        case = self.draw(seed, index)
         where = f"{self.label} seed={seed} case={index}"
         query = case.base if isinstance(case, Oracle) else case
         outcome = self.differential(where, query, stats)

@@ -2,11 +2,13 @@
 
 A process builds the fuzz databases (``diff_fuzzdata``; the plain-page copy only when a configuration
 reads it), loads one DuckDB and opens one hetdb connection per configuration of its device, then runs
-task after task with them. A case is drawn once, DuckDB answers each of its statements once, and it
-runs under every configuration in turn: the compiled CPU loops (and GPU kernels) of its shape are
-compiled by the first configuration that needs them and found in the process's kernel cache by the
-others, which is what makes a campaign cheap (a fresh shape's compile is most of a case's time).
-Every check of ``diff_fuzz.FuzzRunner`` runs unchanged under every configuration.
+task after task with them. Case ``i`` runs under every configuration in turn, each configuration with
+values of its own (``variant``: the CPU's default configuration draws the plain stream of the fuzz
+tests, every other its own) in the case's one shape: the compiled CPU loops (and GPU kernels) of the
+shape take literals as parameters, so they are compiled by the first configuration and found in the
+process's kernel cache by the others, which is what makes a campaign cheap (a fresh shape's compile
+is most of a case's time), while each configuration still answers queries no other one ran. Every
+check of ``diff_fuzz.FuzzRunner`` runs unchanged under every configuration.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class Config:
     def label(self) -> str:
         return f"{self.device} {self.name}"
 
+    @property
+    def variant(self) -> str:
+        """Whose values this configuration's cases draw (``diff_fuzzgen.case_generator``)."""
+        return "" if (self.device, self.name) == ("cpu", "default") else self.label
+
 
 def configurations(device: str, names: list[str] | None = None) -> list[Config]:
     """The configurations of ``device`` (cpu | gpu), all or those named."""
@@ -58,7 +65,7 @@ class Harness:
         self.duck, _, _ = load_duckdb(paths["auto"])
         self.duck.execute("SET threads TO 1")  # one process per core: DuckDB's answers do not need more
         samples = sample_values(self.duck)
-        self.reference: dict = {}  # DuckDB's answers, shared by the configurations, cleared per case
+        self.reference: dict = {}  # DuckDB's answers (by SQL text), cleared per case
         allow = allowed_from_env()
         self.runners: list[tuple[Config, FuzzRunner]] = []
         self.connections = []
@@ -67,7 +74,7 @@ class Harness:
             con = hetdb.connect(paths[compression], device=c.device, **options)
             self.connections.append(con)
             self.runners.append((c, FuzzRunner(c.label, _answer(con), self.duck, samples, allow,
-                                               self.reference)))
+                                               self.reference, c.variant)))
 
     def run(self, seed: int, start: int, count: int, deadline: float | None = None) -> dict:
         """Cases ``start ..`` (up to ``count``, stopping between cases once ``deadline`` has passed)
@@ -79,12 +86,11 @@ class Harness:
         for index in range(start, start + count):
             if deadline is not None and time.time() >= deadline:
                 break
-            case = self.runners[0][1].draw(seed, index)
             for config, runner in self.runners:
                 mine = stats[config.label]
                 before, t0 = len(mine.failures), time.perf_counter()
                 try:
-                    runner.run_case(seed, index, mine, case)
+                    runner.run_case(seed, index, mine)
                 except Exception as e:  # the harness itself failed: report the case, go on
                     tb = "".join(traceback.format_exception(e)[-4:])
                     mine.failures.append(f"--- {config.label} seed={seed} case={index}: harness error "

@@ -112,6 +112,10 @@ def test_fuzz_harness_detects_wrong_answers(fuzz_db, fuzz_samples) -> None:
     assert good.compared >= 60 and good.oracle_checks > 0
 
 
+def _text(case) -> str:
+    return "\n".join([case.base.sql, *case.parts]) if isinstance(case, Oracle) else case.sql
+
+
 def _shape(sql: str) -> str:
     """``sql`` with every literal (string, date, number, LIMIT/OFFSET count) as ``?``."""
     sql = re.sub(r"'(?:[^']|'')*'", "?", sql)
@@ -237,9 +241,10 @@ def test_campaign_records_a_worker_process_that_dies(tmp_path) -> None:
 
 
 def test_campaign_runs_every_configuration_on_the_same_cases(fuzz_db, fuzz_samples) -> None:
-    """A campaign process (fuzz_worker.Harness) runs each case under every configuration, DuckDB
-    answering once, with the checks of the fuzz tests: a wrong answer under one configuration is
-    reported for that configuration and case."""
+    """A campaign process (fuzz_worker.Harness) runs each case under every configuration, each with
+    values of its own in the case's shape (the default configuration those of the fuzz tests), with
+    the checks of the fuzz tests: a wrong answer under one configuration is reported for that
+    configuration and case."""
     from fuzz_worker import Harness, configurations
 
     configs = configurations("cpu", ["default", "cpu_compile=False"])
@@ -248,7 +253,12 @@ def test_campaign_runs_every_configuration_on_the_same_cases(fuzz_db, fuzz_sampl
     assert result["done"] == 12 and not result["failures"], result["failures"][:1]
     counts = [result["stats"][c.label] for c in configs]
     assert all(s["cases"] == 12 and s["differential"] + s["oracle_queries"] >= 12 for s in counts)
-    assert counts[0]["differential"] == counts[1]["differential"]
+    default, other = (runner for _, runner in harness.runners)
+    texts = [(default.draw(SEED, i), other.draw(SEED, i)) for i in range(12)]
+    plain = FuzzRunner("plain", None, fuzz_db.duck, fuzz_samples)
+    assert all(_shape(_text(a)) == _shape(_text(b)) for a, b in texts)
+    assert sum(_text(a) != _text(b) for a, b in texts) >= 6
+    assert all(_text(a) == _text(plain.draw(SEED, i)) for i, (a, _) in enumerate(texts))
     runner = harness.runners[1][1]
     right = runner.run_hetdb
     runner.run_hetdb = lambda sql: right(sql).slice(1)  # drops a row of every answer
