@@ -9,6 +9,7 @@ known-issue shapes (``diff_fuzzgen.KNOWN_ISSUES``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -212,6 +213,23 @@ def test_campaign_tasks_split_resume_and_shard(tmp_path) -> None:
     assert parse_shard("2/5") == (2, 5) and parse_cases("100:") == (100, None)
     with pytest.raises(Exception, match="I must be"):
         parse_shard("5/5")
+
+
+def test_make_fuzz_runs_and_resumes_a_small_campaign(tmp_path, capsys) -> None:
+    """fuzz_main end to end: a worker process runs the cases under the chosen configurations, the
+    summary counts them per configuration, and the same command with more cases runs only the new ones."""
+    from fuzz_main import main
+
+    args = ["--dir", str(tmp_path / "c"), "--seed", "5", "--queries", "1000", "--config", "default",
+            "--config", "cpu_compile=False", "--jobs", "1"]
+    assert main([*args, "--cases", "0:4"]) == 0
+    assert main([*args, "--cases", "0:6"]) == 0
+    lines = (tmp_path / "c" / "results.jsonl").read_text().splitlines()
+    assert [(r["start"], r["done"]) for r in map(json.loads, lines)] == [(0, 4), (4, 2)]
+    summary = (tmp_path / "c" / "summary.txt").read_text()
+    assert "cpu: 6 of 1000 cases done under each configuration (0..5)" in summary
+    assert "[cpu default] 6 cases" in summary and "[cpu cpu_compile=False] 6 cases" in summary
+    assert "failures: 0" in summary and "cases 4..5 under 2 configurations" in capsys.readouterr().out
 
 
 def _dies_on_cases_from_100(configs, seed: int, start: int, count: int, deadline=None) -> dict:
