@@ -168,10 +168,14 @@ class Scheduler:
     def _done(self, result: dict) -> None:
         self.campaign.record(result, self.replay)
         self.failures += len(result["failures"])
-        done = self.campaign.done(result["device"])
-        print(f"fuzz: {result['device']} cases {result['start']}..{result['start'] + result['done'] - 1} under "
-              f"{len(result['stats'])} configurations in {result['seconds']:.0f} s (pid {result['pid']}), "
-              f"{len(result['failures'])} failures; {sum(b - a for a, b in done)} cases done", flush=True)
+        done = sum(b - a for a, b in self.campaign.done(result["device"]))
+        if result["done"]:
+            print(f"fuzz: {result['device']} cases {result['start']}..{result['start'] + result['done'] - 1} under "
+                  f"{len(result['stats'])} configurations in {result['seconds']:.0f} s (pid {result['pid']}), "
+                  f"{len(result['failures'])} failures; {done} cases done", flush=True)
+        else:
+            print(f"fuzz: {result['device']} task at case {result['start']} did not finish; {done} cases done",
+                  flush=True)
         for fail in result["failures"]:
             print(f"fuzz: FAILED {fail['text'].splitlines()[0]}", flush=True)
 
