@@ -48,11 +48,16 @@ test: $(STAMP) cuda-check lint
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -x -m "not slow" tests
 
-# Long seeded fuzz campaign (random queries vs DuckDB + TLP/NoREC) over every executor configuration:
-# FUZZ_QUERIES cases per configuration (default 100000), FUZZ_SEED (default: time), FUZZ_DEVICE=cpu|gpu,
-# FUZZ_JOBS parallel processes, FUZZ_SHARD=I/N (this run takes every N-th task: N runs share one campaign).
+# The fuzz campaign (random queries vs DuckDB + TLP/NoREC, tests/differential/fuzz_main.py): every case
+# under every executor configuration, FUZZ_QUERIES cases each (default 100000), on the CPU and, where CuPy
+# sees a GPU, on the GPU (FUZZ_DEVICE=cpu|gpu|all), in FUZZ_JOBS processes (default: one per core).
+# Resumable: the campaign lives in FUZZ_DIR (default build/fuzz; run again to go on), summary.txt counts
+# the cases per configuration, failures.txt holds every mismatch with its replay command.
+# FUZZ_SECONDS stops cleanly after that long; FUZZ_SEED, FUZZ_CASES=A:B, FUZZ_SHARD=I/N split a campaign.
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+FUZZ_DEVICE ?= all
 fuzz: $(STAMP)
-	$(PY) tests/differential/fuzz_main.py
+	FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_DEVICE=$(FUZZ_DEVICE) $(PY) tests/differential/fuzz_main.py
 
 gpu-check:
 	bash scripts/gpu-check.sh

@@ -98,8 +98,9 @@ class FuzzRunner:
     """Runs fuzz cases on one hetdb connection (``run_hetdb``) against one DuckDB (``duck``)."""
 
     def __init__(self, label: str, run_hetdb: Callable[[str], pa.Table], duck, samples: dict,
-                 allow: frozenset[str] = frozenset(), reference_cache: dict | None = None):
+                 allow: frozenset[str] = frozenset(), reference_cache: dict | None = None, variant: str = ""):
         self.label = label
+        self.variant = variant  # whose values a case draws (case_generator); "" the plain stream
         self.run_hetdb = run_hetdb
         self.duck = duck
         self.samples = samples
@@ -140,7 +141,7 @@ class FuzzRunner:
         return stats
 
     def draw(self, seed: int, index: int) -> Query | Oracle:
-        gen = case_generator(seed, index, self.samples, self.allow)
+        gen = case_generator(seed, index, self.samples, self.allow, self.variant)
         return draw_oracle(gen) if gen.chance(ORACLE_SHARE) else gen.query()
 
     def run_case(self, seed: int, index: int, stats: FuzzStats) -> None:

@@ -29,6 +29,22 @@ FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
 ]
 
 
+# the GPU runs every configuration above (as the fuzz tests do with device=gpu) and two of its own:
+# deliveries of one row group each within a tiny GPU memory budget, and pages kept compressed on the GPU
+TINY_GPU = "24MB"
+GPU_FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
+    *FUZZ_CONFIGURATIONS,
+    (f"gpu_batch_bytes=0 gpu_memory_limit={TINY_GPU}", {"gpu_batch_bytes": 0, "gpu_memory_limit": TINY_GPU}),
+    (f"gpu_compressed_cache=True gpu_memory_limit={TINY_GPU}",
+     {"gpu_compressed_cache": True, "gpu_batch_bytes": 256 << 10, "gpu_memory_limit": TINY_GPU}),
+]
+
+
+def configurations_of(device: str) -> list[tuple[str, dict]]:
+    """The configurations a campaign runs on ``device`` (cpu | gpu)."""
+    return GPU_FUZZ_CONFIGURATIONS if device == "gpu" else FUZZ_CONFIGURATIONS
+
+
 def split_options(options: dict) -> tuple[str, dict]:
     """(page compression of the fuzz tables, hetdb.connect options) of one configuration."""
     rest = dict(options)

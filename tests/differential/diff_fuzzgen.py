@@ -88,10 +88,12 @@ def case_seed(seed: int, index: int) -> int:
     return seed * 1_000_003 + index
 
 
-def case_generator(seed: int, index: int, samples: dict, allow: frozenset[str] = frozenset()) -> FuzzGen:
-    """The generator of case ``index``: the shape of its family, values of its own."""
-    return FuzzGen(random.Random(case_seed(seed, index // FAMILY)), samples, allow,
-                   values=random.Random(f"values {case_seed(seed, index)}"))
+def case_generator(seed: int, index: int, samples: dict, allow: frozenset[str] = frozenset(),
+                   variant: str = "") -> FuzzGen:
+    """The generator of case ``index``: the shape of its family, values of its own (and of ``variant``:
+    a campaign's configurations each draw their own values for a case's shape)."""
+    values = f"values {case_seed(seed, index)}" + (f" {variant}" if variant else "")
+    return FuzzGen(random.Random(case_seed(seed, index // FAMILY)), samples, allow, values=random.Random(values))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ known-issue shapes (``diff_fuzzgen.KNOWN_ISSUES``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -112,6 +113,10 @@ def test_fuzz_harness_detects_wrong_answers(fuzz_db, fuzz_samples) -> None:
     assert good.compared >= 60 and good.oracle_checks > 0
 
 
+def _text(case) -> str:
+    return "\n".join([case.base.sql, *case.parts]) if isinstance(case, Oracle) else case.sql
+
+
 def _shape(sql: str) -> str:
     """``sql`` with every literal (string, date, number, LIMIT/OFFSET count) as ``?``."""
     sql = re.sub(r"'(?:[^']|'')*'", "?", sql)
@@ -170,22 +175,114 @@ def test_compression_off_configuration_reads_plain_pages(fuzz_db, fuzz_db_plain)
     assert len(codecs(fuzz_db.path) - {"plain"}) >= 2
 
 
-def test_campaign_shards_split_the_cases() -> None:
-    """``fuzz_main --shard I/N``: N runs of one campaign run every case of every configuration once."""
-    from fuzz_main import campaign_tasks, parse_shard
+def test_campaign_tasks_split_resume_and_shard(tmp_path) -> None:
+    """``make fuzz`` (fuzz_main): shards of a campaign cover each case once; a resumed campaign runs
+    only the cases its finished tasks left; a run cut short records the cases it finished."""
+    from fuzz_campaign import TASK_CASES, Campaign, merge_ranges, plan_tasks
+    from fuzz_main import parse_cases, parse_shard
 
-    def cases(tasks) -> list[tuple[str, int]]:
-        return [(name, i) for name, _, _, start, count, _, _ in tasks for i in range(start, start + count)]
+    def cases(tasks) -> list[int]:
+        return [i for start, count in tasks for i in range(start, start + count)]
 
-    configs = FUZZ_CONFIGURATIONS[:3]
-    whole = cases(campaign_tasks(configs, 4500, 7, "cpu", False))
-    assert len(whole) == len(set(whole)) == 3 * 4500
-    parts = [cases(campaign_tasks(configs, 4500, 7, "cpu", False, shard=(i, 4))) for i in range(4)]
-    assert sorted(c for p in parts for c in p) == sorted(whole)
-    assert all(p for p in parts)
-    assert parse_shard("2/5") == (2, 5)
+    whole = cases(plan_tasks(0, 4550, (0, 1), []))
+    assert whole == list(range(4550))
+    parts = [cases(plan_tasks(0, 4550, (i, 4), [])) for i in range(4)]
+    assert sorted(c for p in parts for c in p) == whole and all(parts)
+    done = [(0, 130), (250, 260), (4000, 9000)]
+    left = cases(plan_tasks(0, 4550, (0, 1), done))
+    assert left == [i for i in whole if not (i < 130 or 250 <= i < 260 or i >= 4000)]
+    assert all(c <= TASK_CASES for _, c in plan_tasks(0, 4550, (0, 1), done))
+    assert cases(plan_tasks(120, 333, (0, 1), [])) == list(range(120, 333))
+    assert merge_ranges([(5, 9), (0, 3), (3, 4), (8, 12)]) == [(0, 4), (5, 12)]
+
+    campaign = Campaign.open(tmp_path / "c", 7, 1000)
+    stats = {"cases": 40, "differential": 40, "oracle_checks": 9, "oracle_queries": 30, "hetdb_queries": 70,
+             "errors_agreed": 1, "skipped": 0, "nonempty": 30, "failures": 1, "seconds": 2.0,
+             "by_oracle": {"norec": 9}}
+    fail = {"config": "default", "device": "cpu", "case": 17, "text": "--- cpu default seed=7 case=17: differs"}
+    campaign.record({"device": "cpu", "start": 0, "done": 40, "seconds": 2.5, "pid": 1,
+                     "stats": {"cpu default": stats}, "failures": [fail]}, "replay --case {case} --config '{config}'")
+    again = Campaign.open(tmp_path / "c", None, None)
+    assert (again.seed, again.queries, again.done("cpu")) == (7, 1000, [(0, 40)])
+    assert cases(plan_tasks(0, 100, (0, 1), again.done("cpu"))) == list(range(40, 100))
+    assert "replay --case 17 --config 'default'" in (tmp_path / "c" / "failures.txt").read_text()
+    summary = (tmp_path / "c" / "summary.txt").read_text()
+    assert "[cpu default] 40 cases, 70 answers checked" in summary and "failures: 1" in summary
+    with pytest.raises(SystemExit, match="seed=7"):
+        Campaign.open(tmp_path / "c", 8, None)
+    assert parse_shard("2/5") == (2, 5) and parse_cases("100:") == (100, None)
     with pytest.raises(Exception, match="I must be"):
         parse_shard("5/5")
+
+
+def test_make_fuzz_runs_and_resumes_a_small_campaign(tmp_path, capsys) -> None:
+    """fuzz_main end to end: a worker process runs the cases under the chosen configurations, the
+    summary counts them per configuration, and the same command with more cases runs only the new ones."""
+    from fuzz_main import main
+
+    args = ["--dir", str(tmp_path / "c"), "--seed", "5", "--queries", "1000", "--config", "default",
+            "--config", "cpu_compile=False", "--jobs", "1"]
+    assert main([*args, "--cases", "0:4"]) == 0
+    assert main([*args, "--cases", "0:6"]) == 0
+    lines = (tmp_path / "c" / "results.jsonl").read_text().splitlines()
+    assert [(r["start"], r["done"]) for r in map(json.loads, lines)] == [(0, 4), (4, 2)]
+    summary = (tmp_path / "c" / "summary.txt").read_text()
+    assert "cpu: 6 of 1000 cases done under each configuration (0..5)" in summary
+    assert "[cpu default] 6 cases" in summary and "[cpu cpu_compile=False] 6 cases" in summary
+    assert "failures: 0" in summary and "cases 4..5 under 2 configurations" in capsys.readouterr().out
+
+
+def _dies_on_cases_from_100(configs, seed: int, start: int, count: int, deadline=None) -> dict:
+    """A campaign task (fuzz_worker.run_task's signature) whose process dies on the block at case 100."""
+    if start == 100:
+        os._exit(3)
+    return {"device": "cpu", "seed": seed, "start": start, "done": count, "seconds": 0.0, "pid": os.getpid(),
+            "stats": {}, "failures": []}
+
+
+def test_campaign_records_a_worker_process_that_dies(tmp_path) -> None:
+    """A task whose process dies (a segfault, an OOM kill) runs once more, then is recorded as a
+    failure with its replay command, and the other tasks go on."""
+    from fuzz_campaign import Campaign
+    from fuzz_main import Scheduler
+    from fuzz_worker import configurations
+
+    campaign = Campaign.open(tmp_path / "c", 7, 1000)
+    tasks = {"cpu": [(0, 100), (100, 100), (200, 100)]}
+    scheduler = Scheduler(campaign, {"cpu": tuple(configurations("cpu", ["default"]))}, tasks, 1, 0, None,
+                          task=_dies_on_cases_from_100)
+    scheduler.run()
+    assert campaign.done("cpu") == [(0, 100), (200, 300)]
+    assert scheduler.failures == 1
+    text = (tmp_path / "c" / "failures.txt").read_text()
+    assert "cases 100..199: a worker process died" in text and "--cases 100:200" in text
+
+
+def test_campaign_runs_every_configuration_on_the_same_cases(fuzz_db, fuzz_samples) -> None:
+    """A campaign process (fuzz_worker.Harness) runs each case under every configuration, each with
+    values of its own in the case's shape (the default configuration those of the fuzz tests), with
+    the checks of the fuzz tests: a wrong answer under one configuration is reported for that
+    configuration and case."""
+    from fuzz_worker import Harness, configurations
+
+    configs = configurations("cpu", ["default", "cpu_compile=False"])
+    harness = Harness(configs)
+    result = harness.run(SEED, 0, 12)
+    assert result["done"] == 12 and not result["failures"], result["failures"][:1]
+    counts = [result["stats"][c.label] for c in configs]
+    assert all(s["cases"] == 12 and s["differential"] + s["oracle_queries"] >= 12 for s in counts)
+    default, other = (runner for _, runner in harness.runners)
+    texts = [(default.draw(SEED, i), other.draw(SEED, i)) for i in range(12)]
+    plain = FuzzRunner("plain", None, fuzz_db.duck, fuzz_samples)
+    assert all(_shape(_text(a)) == _shape(_text(b)) for a, b in texts)
+    assert sum(_text(a) != _text(b) for a, b in texts) >= 6
+    assert all(_text(a) == _text(plain.draw(SEED, i)) for i, (a, _) in enumerate(texts))
+    runner = harness.runners[1][1]
+    right = runner.run_hetdb
+    runner.run_hetdb = lambda sql: right(sql).slice(1)  # drops a row of every answer
+    result = harness.run(SEED, 0, 12)
+    assert result["failures"] and {f["config"] for f in result["failures"]} == {"cpu_compile=False"}
+    assert result["failures"][0]["text"].startswith("--- cpu cpu_compile=False seed=")
 
 
 def test_oracle_parts_combine_dates_past_python_range() -> None:

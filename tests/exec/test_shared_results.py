@@ -76,3 +76,23 @@ def test_a_subplan_bound_twice_runs_once_on_the_gpu(db, duck, options) -> None:
             assert text.count(SHARED) == shared or (options and text.count(SHARED) <= shared), f"{name}\n{text}"
             compared += 1
     assert compared == len(QUERIES)
+
+
+def test_a_pipeline_alone_of_its_kind_is_not_signed(db, duck, monkeypatch) -> None:
+    """A pipeline's signature text (~1 ms) is made only when a second pipeline of its kind (table
+    scanned, operator types) comes in the query: a query without two is answered without one, and
+    the first of a pair is signed when the second comes, so it is still shared."""
+    from hetdb.exec import shared_results
+
+    made: list[int] = []
+    real = shared_results._base
+    monkeypatch.setattr(shared_results, "_base", lambda pipe: made.append(pipe.pid) or real(pipe))
+    shared_results._bases.clear()
+    alone = "SELECT f.a, sum(f.c) AS s FROM fact f JOIN dim d ON f.a = d.a WHERE d.b = 'fig' GROUP BY f.a"
+    with hetdb.connect(db.path, device="cpu") as con:
+        got = con.sql(alone).arrow()
+        assert got.num_rows > 0 and mismatch(got, duck.sql(alone).to_arrow_table(), ()) is None
+        assert made == []
+        sql, shared = QUERIES["build_twice"]
+        assert con.explain(sql, analyze=True).count(SHARED) == shared == 1
+        assert len(made) >= 2

@@ -130,10 +130,45 @@ def _renamed(batch: Batch, rename: dict[str, str]) -> Batch:
     return Batch({rename.get(k, k): c for k, c in batch.columns.items()}, batch.num_rows)
 
 
+def _kind(pipe: Any) -> tuple | None:
+    """What two pipelines with equal signatures have in common, cheap to compare (the scanned table,
+    the operators' types), or None when the pipeline is not taken. A signature text costs ~1 ms; most
+    queries have no two pipelines of one kind, so a pipeline's text is made only once a second
+    pipeline of its kind comes (``_signed``)."""
+    src, sink = pipe.source, pipe.sink
+    if not isinstance(src, TableScan) or not isinstance(sink, (HashAggregate, HashBuild)):
+        return None
+    if any(not isinstance(op, (FilterOp, ProjectOp, HashProbe)) for op in pipe.ops):
+        return None
+    return (src.scan.table, type(sink), tuple(type(op) for op in pipe.ops))
+
+
+def _signed(ctx: ExecContext, pipe: Any, same: dict[int, int]) -> str | None:
+    """``pipe``'s signature, or None when it is not taken or is the first pipeline of its kind in
+    this query: that one waits unsigned, and when a second comes it is signed and remembered as it
+    would have been when it ran (the builds it names by pipeline ran before it, so ``same`` holds
+    for them what it held then)."""
+    kind = _kind(pipe)
+    if kind is None:
+        return None
+    waiting: dict[tuple, list[Any]] = ctx.__dict__.setdefault("_shared_kinds", {})
+    alone = [pipe]
+    earlier = waiting.setdefault(kind, alone)
+    if earlier is alone:
+        return None
+    seen: dict[str, Any] = ctx.__dict__.setdefault("_shared_results", {})
+    for first in earlier:
+        sig = signature(first, same)
+        if sig is not None and sig not in seen:
+            seen[sig] = first
+    earlier.clear()  # signed from now on: every later pipeline of the kind is signed as it comes
+    return signature(pipe, same)
+
+
 def remember_kept(ctx: ExecContext, pipe: Any) -> None:
     """``pipe`` did not run: its result was kept from an earlier run of the plan (exec/kept_builds.py)
     and is in ``ctx.results``; a later pipeline computing the same takes it as from a run."""
-    sig = signature(pipe, ctx.__dict__.setdefault("_shared_pids", {}))
+    sig = _signed(ctx, pipe, ctx.__dict__.setdefault("_shared_pids", {}))
     if sig is not None:
         ctx.__dict__.setdefault("_shared_results", {}).setdefault(sig, pipe)
 
@@ -142,7 +177,7 @@ def reuse(ctx: ExecContext, pipe: Any) -> bool:
     """Give ``pipe`` the result of an earlier pipeline of the query that computes the same (True),
     else remember it as one a later pipeline may reuse once it has run (False)."""
     same: dict[int, int] = ctx.__dict__.setdefault("_shared_pids", {})
-    sig = signature(pipe, same)
+    sig = _signed(ctx, pipe, same)
     if sig is None:
         return False
     seen: dict[str, Any] = ctx.__dict__.setdefault("_shared_results", {})
