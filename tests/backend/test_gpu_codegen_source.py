@@ -138,3 +138,16 @@ def test_probe_keyed_on_a_payload_loads_it_first():
     src = generate(spec).body
     assert src.index("q0_0[i] = p0_pay0[r0[i]]") < src.index("// probe 1: city")
     assert "(long long)(q0_0[i]) - p1_lo" in src
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_warp_folded_kernels_compile_with_nvcc(tmp_path):
+    """The experiment fused_fold (FusedPipelineSpec.fold): the SSB specs with their states combined
+    per warp and group before the atomics compile too."""
+    import dataclasses
+
+    specs = {name: dataclasses.replace(spec, fold=True) for name, spec in all_specs().items() if spec.group_keys}
+    bodies = [compile_fused_pipeline(spec) for spec in specs.values()]
+    assert specs and all("fused::group_merge" in p.kernel.body for p in bodies)
+    result = nvcc_check(bodies[0].source, tmp_path, "fold")
+    assert result.returncode == 0, result.stderr

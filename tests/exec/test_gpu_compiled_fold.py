@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="n
 
 ROWS = 300_000
 COMPILED = "compiled into one generated kernel"
+FUSED = "fused into one generated kernel"
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def test_folded_aggregations_match_duckdb(db_path, tables, fold, share, monkeypa
     duck = duckdb.connect()
     for name, tab in tables.items():
         duck.register(name, tab)
-    compared = 0
+    compared = compiled = 0
     with hetdb.connect(db_path, device="gpu") as con:
         for sql in QUERIES:
             for _ in range(2):
@@ -111,5 +112,8 @@ def test_folded_aggregations_match_duckdb(db_path, tables, fold, share, monkeypa
                 assert res.stats["gpu_leaked_bytes"] == 0
                 compared += 1
             agg = next(line for line in con.explain(sql, analyze=True).splitlines() if "HashAggregate" in line)
-            assert COMPILED in agg, agg
-    assert compared == 2 * len(QUERIES)
+            # (the optimizer may swap the join so that the dense fused kernel takes a query; the
+            # computed group keys keep the others compiled)
+            assert COMPILED in agg or FUSED in agg, agg
+            compiled += COMPILED in agg
+    assert compared == 2 * len(QUERIES) and compiled >= 3

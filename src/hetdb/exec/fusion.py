@@ -39,7 +39,7 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
-from hetdb.exec.compiled_features import expr_refusal, off
+from hetdb.exec.compiled_features import expr_refusal, off, on
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -375,7 +375,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
                              AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
-                             fold=off("group_fold") is None)
+                             fold=on("fused_fold"))
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
