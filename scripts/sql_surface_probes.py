@@ -287,6 +287,8 @@ FUNCS = [
     P("aggregate", "quantile_cont_disc", "SELECT p, quantile_cont(f, 0.9), quantile_disc(v, 0.5), quantile_cont(ts, 0.5) "
       "FROM w GROUP BY p"),
     P("aggregate", "quantile_list", "SELECT quantile_cont(v, [0.1, 0.5, 0.9]), quantile_disc(v, [0.25, 0.75]) FROM w"),
+    P("aggregate", "median_decimal", "SELECT p, median(CAST(f AS DECIMAL(8,2))), quantile_cont(CAST(v AS DECIMAL(6,1)), 0.5), "
+      "typeof(median(CAST(f AS DECIMAL(8,2)))) FROM w GROUP BY p"),
     P("aggregate", "stddev_var", "SELECT p, stddev(f), stddev_pop(f), stddev_samp(v), variance(v), var_samp(f), "
       "var_pop(v) FROM w GROUP BY p"),
     P("aggregate", "stddev_single_row", "SELECT stddev(v), var_samp(v), stddev_pop(v) FROM w WHERE id = 1"),

@@ -32,7 +32,7 @@ AGGREGATES = ("count_star", "count", "sum", "avg", "min", "max")
 
 @dataclass(frozen=True)
 class Frame:
-    kind: str = "range"                 # "rows" | "range"
+    kind: str = "range"                 # "rows" | "range" | "groups"
     start: str = "unbounded_preceding"
     end: str = "current"
     start_n: object = None              # offset of a "preceding"/"following" start (physical value)

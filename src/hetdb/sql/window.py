@@ -232,8 +232,8 @@ def _frame(spec, order: tuple[SortKey, ...]) -> Frame:
     if spec is None:
         return Frame() if order else WHOLE_PARTITION
     kind = str(spec.args.get("kind") or "").lower()
-    if kind not in ("rows", "range"):
-        raise UnsupportedError(f"{kind.upper()} window frames (ROWS and RANGE are supported)")
+    if kind not in ("rows", "range", "groups"):
+        raise UnsupportedError(f"{kind.upper()} window frames (ROWS, RANGE and GROUPS are supported)")
     if spec.args.get("exclude") is not None:
         raise UnsupportedError("EXCLUDE in window frames")
     start, start_n = _bound(spec.args.get("start"), spec.args.get("start_side"), kind, order)
@@ -253,9 +253,9 @@ def _bound(value, side, kind: str, order: tuple[SortKey, ...]) -> tuple[str, obj
         if v == "UNBOUNDED":
             return _SIDES[(v, side or "preceding")], None
         raise UnsupportedError(f"window frame bound {value}")
-    if kind == "rows":
+    if kind in ("rows", "groups"):
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
-            raise UnsupportedError("a ROWS frame offset that is not a constant non-negative integer")
+            raise UnsupportedError(f"a {kind.upper()} frame offset that is not a constant non-negative integer")
         return side, int(value.this)
     if len(order) != 1:
         raise SqlError("a RANGE frame with an offset needs exactly one ORDER BY expression")

@@ -319,7 +319,11 @@ class WindowSink(Sink):
             hit = permuted.get(id(c))
             return hit if hit is not None else take(backend, c, perm)
 
-        sorted_order = [sort_col(c) for c in order]
+        # the sorted ORDER BY columns only for RANGE frames with an offset (their one key's values):
+        # a ranking, ROWS or peer frame never reads them (w6's ntile: no 15M-row gather of o_orderkey)
+        ranged = any(c.frame.kind == "range" and (c.frame.start_n is not None or c.frame.end_n is not None)
+                     for _, c in self.funcs)
+        sorted_order = [sort_col(c) for c in order] if ranged else []
         cols = dict(out.columns)
         b = _Bounds(kern, backend, part_start, peer_start)
         for (f, call), a in zip(self.funcs, args):

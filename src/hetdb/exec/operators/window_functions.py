@@ -271,6 +271,32 @@ def _shifted_or_default(b: _Bounds, x: Column, default: Column, idx) -> Column:
     return Column(x.dtype, data=data.astype(x.data.dtype, copy=False), validity=validity)
 
 
+def _groups_frame(b: _Bounds, s_code: int, s_off: int, e_code: int, e_off: int):
+    """GROUPS frames: n peer groups before/after the row's group, within its partition (backend arrays)."""
+    xp = b.backend.xp
+    ps, pe, gs, ge = b.ps, b.pe, b.gs, b.ge
+    n = ps.shape[0]
+    gid = xp.cumsum(b.peer_start.astype(xp.int64)) - 1  # every row's peer group, counted over all rows
+    gstart = xp.flatnonzero(b.peer_start)
+    gend = xp.concatenate([gstart[1:], xp.full(1, n, dtype=gstart.dtype)])
+    first, last = gid[ps], gid[xp.maximum(pe - 1, 0)]
+    if s_code == 1:  # n PRECEDING
+        fs = gstart[xp.maximum(gid - s_off, first)]
+    elif s_code == 3:  # n FOLLOWING: past the partition's last group the frame is empty
+        g = gid + s_off
+        fs = xp.where(g > last, pe, gstart[xp.minimum(g, last)])
+    else:
+        fs = {0: ps, 2: gs, 4: pe}[s_code]
+    if e_code == 1:  # n PRECEDING: before the partition's first group the frame is empty
+        g = gid - e_off
+        fe = xp.where(g < first, ps, gend[xp.maximum(g, first)])
+    elif e_code == 3:
+        fe = gend[xp.minimum(gid + e_off, last)]
+    else:
+        fe = {0: ps, 2: ge, 4: pe}[e_code]
+    return fs, xp.maximum(fe, fs)
+
+
 def _frame(b: _Bounds, call: WindowCall, order, order_keys):
     kern, xp, ps, pe = b.kern, b.backend.xp, b.ps, b.pe
     fr = call.frame
@@ -282,9 +308,11 @@ def _frame(b: _Bounds, call: WindowCall, order, order_keys):
     if fr.kind == "rows":
         return kern.rows_frame(ps, pe, s_code, int(s_off), e_code, int(e_off))
     gs, ge = b.gs, b.ge
-    if fr.start_n is None and fr.end_n is None:  # RANGE by peers: the bounds are the boundaries
+    if fr.start_n is None and fr.end_n is None:  # RANGE/GROUPS by peers: the bounds are the boundaries
         fs = {0: ps, 2: gs, 4: pe}[s_code]
         return fs, xp.maximum({0: ps, 2: ge, 4: pe}[e_code], fs)
+    if fr.kind == "groups":
+        return _groups_frame(b, s_code, int(s_off), e_code, int(e_off))
     col = order[0] if order else None
     if col is None:
         w = xp.zeros(ps.shape[0], dtype=xp.int64)

@@ -74,7 +74,7 @@ def running_aggregate(call: Any, x: Column, bounds: Any) -> Column | None:
     if got is None:
         return None
     total, cnt = got
-    if fr.end == "unbounded_following" or fr.kind == "range":
+    if fr.end == "unbounded_following" or fr.kind in ("range", "groups"):
         ends = bounds.part_start if fr.end == "unbounded_following" else bounds.peer_start
         KR.spread_last(total, ends)
         if counts:
