@@ -58,10 +58,10 @@ _MAX_EXPANSION = 1 << 20
 _FIRST_ROWS = 1 << 14
 
 
-# A pipeline with an inner join's residual is compiled when its builds have at most this many rows
+# A pipeline with an inner join's residual is compiled when the residual's build has at most this many rows
 # (cache-sized: TPC-H q19's few thousand parts; operator at a time its lineitem pipeline kept ~3.5 of 16 cores busy,
 # 440 ms of workers for 1.54 s of thread CPU at SF 10, e58d70d, the rest waiting for the GIL).
-_RESIDUAL_BUILD_ROWS = 1 << 16
+_RESIDUAL_BUILD_ROWS = 1 << 18
 
 
 class _Redo(Exception):
@@ -189,12 +189,15 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
         if op.kind == "left" and (op.residual is not None or side.batch.num_rows == 0):
             return "a left join with a residual condition or no build rows is not compiled for the CPU"
         probes.append((op, side, pay))
-    if any(op.residual is not None and op.kind == "inner" for op, _, _ in probes) \
-            and max(side.batch.num_rows for _, side, _ in probes) > _RESIDUAL_BUILD_ROWS:
+    residual_rows = [side.batch.num_rows for op, side, _ in probes if op.residual is not None and op.kind == "inner"]
+    if residual_rows and max(residual_rows) > _RESIDUAL_BUILD_ROWS:
         # the loop reads a large build's rows through dependent cache misses (table slot, key rows,
         # payload), where the operators' gathers overlap them: TPC-H q07 at SF 10 on 16 threads took
-        # 334 ms with its orders pipeline compiled against 257 operator at a time (1.45M build rows)
-        return "an inner join with a residual condition, beside a large build, runs operator at a time"
+        # 334 ms with its orders pipeline compiled against 257 operator at a time (1.45M build rows).
+        # Only the residual's own build counts: with the bushy join order (CPU) q07's residual probes
+        # 120k customers beside the 1.46M-row lineitem build, and operator at a time its 15M-row
+        # orders pipeline held the GIL on 16 threads (552 ms at the checkpoint)
+        return "an inner join with a residual condition into a large build runs operator at a time"
     key_dicts = []
     for _, e in () if plan.materialize else sink.keys:
         if e.dtype.kind == "string":

@@ -155,6 +155,10 @@ def _ascending(data) -> bool:
     return bool((a[1:] >= a[:-1]).all())
 
 
+# False: the distinct counts as before (both refinements off; A/B runs, scripts/cpu_switches_ab.py)
+REFINE_NDV = True
+
+
 class Estimator:
     """Row-count and distinct-count estimates over one plan (results cached per node)."""
 
@@ -162,7 +166,7 @@ class Estimator:
         self.db = db
         # distinct counts of sorted sample columns scaled to the table and integer columns' capped
         # by their zone maps' span (False: as before both; GPU plans, tuned on those estimates)
-        self.refined = refined
+        self.refined = refined and REFINE_NDV
         # Keyed by id(); the node is kept alive beside its estimate so an id is never reused.
         self._rows: dict[int, tuple[Node, float]] = {}
         self._origin: dict[str, tuple[Scan, str]] = {}

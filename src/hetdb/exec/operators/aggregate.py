@@ -53,6 +53,10 @@ def _sum_type(t: T.DataType) -> T.DataType:
     return T.INT128
 
 
+# False: key-run partial states are concatenated into one batch first (A/B runs)
+RUN_PIECES = True
+
+
 class _AggState:
     def __init__(self, ctx: ExecContext, key_dtypes: list[T.DataType]) -> None:
         self.lock = threading.Lock()
@@ -355,7 +359,7 @@ class HashAggregate(Sink):
                 if not g.batches and g.parts is None and all(
                         a[0][1] <= b[0][0] for a, b in zip(runs, runs[1:])):
                     pieces = self._run_pieces(ctx, g, runs)
-                    if self.raw_mode:
+                    if self.raw_mode or not RUN_PIECES:
                         g.batches = [concat_batches(ctx.backend, pieces, list(self._state_dtypes()))]
                         pieces = None
                     g.groups_unique = True

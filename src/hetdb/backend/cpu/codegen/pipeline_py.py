@@ -405,7 +405,7 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
         # a row whose key is the last looked-up row's finds the same key id: hash probes on a
         # clustered column (lineitem's l_orderkey, ~4 rows per order) skip the hash, the Bloom
         # filter's and the table's misses (a bitmap filter or a direct table costs a read as it is)
-        memo = len(bits) == 1 and not st.packed and st.layout != "direct" and st.prefilter != "bitmap"
+        memo = KEY_MEMO and len(bits) == 1 and not st.packed and st.layout != "direct" and st.prefilter != "bitmap"
         if memo:
             self.memo.add(p)
             em.emit(f"if mh{p} and {bits[0]} == mk{p}:")
@@ -548,6 +548,8 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
 _HASH_SEED = int(HASH_SEED)
 # rows per block of the selection loop (its selection vector stays in the L1 cache)
 _BLOCK = 1024
+# False: probes keep no last key's lookup (A/B runs, scripts/cpu_switches_ab.py)
+KEY_MEMO = True
 _RUNTIME_HASH = hashlib.sha256(Path(runtime.__file__).read_bytes()).hexdigest()[:16]
 _CACHE: dict[str, Any] = {}
 _LOCK = threading.Lock()

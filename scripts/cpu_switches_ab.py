@@ -1,0 +1,89 @@
+"""A/B of the CPU engine's session-11 changes in one process: each query's best time with every
+change on, then with one change switched off (or, for the opt-in glibc thresholds, on) at a time.
+
+Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries; default a set)
+
+Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
+and three timed runs, the best printed in ms, then per configuration the geomean of its times
+against "all" (> 1: the change that configuration leaves out made those queries faster).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+
+import hetdb
+from hetdb.backend.cpu import heap, join_filter
+from hetdb.backend.cpu.codegen import pipeline_py
+from hetdb.bench.suites import load_queries
+from hetdb.exec import compiled_cpu, compiled_cpu_kernels
+from hetdb.exec.operators import aggregate
+from hetdb.plan import cardinality
+
+DEFAULT_QUERIES = ["q02", "q05", "q07", "q08", "q09", "q11", "q14", "q15", "q17", "q18", "q21"]
+
+
+def _setter(module, name: str, value) -> Callable[[], Callable[[], None]]:
+    def apply() -> Callable[[], None]:
+        old = getattr(module, name)
+        setattr(module, name, value)
+        compiled_cpu_kernels._SPEC_KERNELS.clear()  # (kernels generated under the other setting)
+        return lambda: (setattr(module, name, old), compiled_cpu_kernels._SPEC_KERNELS.clear())
+    return apply
+
+
+def _heap_on() -> Callable[[], None]:
+    heap.set_thresholds(heap.MMAP_THRESHOLD, heap.TRIM_THRESHOLD)
+    return lambda: heap.set_thresholds(heap.DEFAULT_THRESHOLD, heap.DEFAULT_THRESHOLD)
+
+
+# name -> (disabled optimizer passes, switch applied before the connections open)
+CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = {
+    "all": ([], None),
+    "no-bushy": (["bushy_joins"], None),
+    "no-single-pushdown": (["single_join_pushdown"], None),
+    "old-ndv": ([], _setter(cardinality, "REFINE_NDV", False)),
+    "no-run-pieces": ([], _setter(aggregate, "RUN_PIECES", False)),
+    "no-key-memo": ([], _setter(pipeline_py, "KEY_MEMO", False)),
+    "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
+    "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
+    "heap-on": ([], _heap_on),
+    "all-again": ([], None),  # (the first configuration again: order effects and noise)
+}
+
+
+def main() -> None:
+    db, threads = sys.argv[1], int(sys.argv[2])
+    names = sys.argv[3:] or DEFAULT_QUERIES
+    qs = {q.name: q for q in load_queries("tpch", None)}
+    times: dict[str, dict[str, float]] = {}
+    for config, (off, switch) in CONFIGS.items():
+        undo = switch() if switch is not None else None
+        try:
+            with hetdb.connect(db, device="cpu", threads=threads, disabled_passes=off) as con:
+                row = times.setdefault(config, {})
+                for n in names:
+                    sql = qs[n].sql
+                    con.sql(sql).arrow()
+                    best = math.inf
+                    for _ in range(3):
+                        t0 = time.perf_counter()
+                        con.sql(sql).arrow()
+                        best = min(best, time.perf_counter() - t0)
+                    row[n] = best * 1e3
+                print(f"{config:20s} " + " ".join(f"{n} {row[n]:7.1f}" for n in names), flush=True)
+        finally:
+            if undo is not None:
+                undo()
+    base = times["all"]
+    for config, row in times.items():
+        ratio = math.exp(sum(math.log(row[n] / base[n]) for n in names) / len(names))
+        worst = max(names, key=lambda n: row[n] / base[n])
+        print(f"{config:20s} geomean time vs all {ratio:5.2f}  (most: {worst} {row[worst] / base[worst]:.2f})")
+
+
+if __name__ == "__main__":
+    main()
