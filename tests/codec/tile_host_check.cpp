@@ -65,6 +65,7 @@ template <typename A, typename B>
 static inline A atomicMax(A*, B) { abort(); }
 static inline int atomicCAS(int*, int, int) { abort(); }
 static inline unsigned __activemask() { abort(); }
+static inline unsigned __match_any_sync(unsigned, unsigned long long) { abort(); }
 static inline int __ffs(unsigned) { abort(); }
 static inline int __popc(unsigned) { abort(); }
 static inline void __threadfence() {}

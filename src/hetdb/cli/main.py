@@ -115,6 +115,9 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-coprocess", choices=["off", "auto", "on"], default=None,
                    help="GPU: CPU workers take row groups of fused GPU scans too (auto: when the cost model "
                         "says they finish them first; on: always)")
+    p.add_argument("--gpu-cache-admission", choices=["reuse", "first"], default=None,
+                   help="GPU: when a scan's pages go into GPU memory: on the connection's second scan of "
+                        "those columns (reuse, default; the first streams them through) or its first")
     p.add_argument("--timezone", default=None, help="time zone of TIMESTAMPTZ values, e.g. Europe/Berlin")
     p.add_argument("--recursion-limit", type=int, default=None,
                    help="iterations a WITH RECURSIVE query may take (default 10000)")
@@ -129,7 +132,8 @@ def engine_options(args) -> dict:
     """Connection keyword arguments from the engine flags that were given."""
     opts: dict = {}
     for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
-                "spill_dir", "route", "timezone", "recursion_limit", "gpu_batch_bytes", "gpu_coprocess"):
+                "spill_dir", "route", "timezone", "recursion_limit", "gpu_batch_bytes", "gpu_coprocess",
+                "gpu_cache_admission"):
         v = getattr(args, key, None)
         if v is not None:
             opts[key] = v
