@@ -138,3 +138,23 @@ def _values(col: Column) -> list:
     else:
         out = col.data.tolist()
     return [None if col.validity is not None and not col.validity[i] else v for i, v in enumerate(out)]
+
+
+@pytest.mark.parametrize("device", [False, True])
+def test_limit_zero_selects_no_row(tmp_path, device) -> None:
+    """ORDER BY ... LIMIT 0 over a compiled row sink: no row, no error (the fuzz campaign's GPU case 254
+    of seed 20261125 crashed ranking the k-th best row of k = 0)."""
+    rng = np.random.default_rng(0)
+    b = _batch(rng)
+    fields = (Field("v", "v", T.INT64), Field("s", "s", T.STRING))
+    keys = (SortKey(ColumnRef(T.INT64, cid="v")), SortKey(ColumnRef(T.STRING, cid="s")))
+    sink = TopNSink(fields=fields, keys=keys, limit=0, offset=0, op_id=7)
+    plan = SimpleNamespace(sink=sink, outputs=["s", "v"], alias={}, stages=[])
+    sel = Selected(np.arange(20, dtype=np.int64), {}, {})
+    ctx = ExecContext(None, _DeviceLike() if device else CpuBackend(), Options(), MemoryManager(None), str(tmp_path))
+    g = sink.init_global(ctx)
+    local = sink.init_local(ctx, g)
+    compiled_rows.sink_selected(ctx, plan, b, sel, g, local)
+    sink.combine(ctx, g, local)
+    assert sum(out.num_rows for out in sink.finalize(ctx, g)) == 0
+    assert ctx.stats[7].rows_in == 20

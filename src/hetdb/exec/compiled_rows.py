@@ -150,6 +150,10 @@ def _best_selected(ctx: ExecContext, plan: Any, b: Batch | None, sel: Any, probe
     sink = plan.sink
     k = sink.limit + sink.offset
     n = int(sel.rows.shape[0])
+    if k <= 0:  # LIMIT 0: no row is among the best (the fuzz campaign's GPU case 254 crashed here)
+        none = sel.rows[:0]
+        ctx.add(sink.op_id, rows_in=n)
+        return Selected(none, {i: r[:0] for i, r in sel.build_rows.items()}, {i: m[:0] for i, m in sel.marks.items()})
     if n > k:
         sel = _leading_key_candidates(ctx, plan, b, sel, probe_column, k)
     m = int(sel.rows.shape[0])
