@@ -52,6 +52,10 @@ def test_probe_key_memo_matches_duckdb(tmp_path, monkeypatch) -> None:
         return out
 
     monkeypatch.setattr(pipeline_py._Gen, "generate", spy)
+    monkeypatch.setattr(pipeline_py, "KEY_MEMO", True)  # (off by default: see pipeline_py)
+    from hetdb.exec import compiled_cpu_kernels
+
+    compiled_cpu_kernels._SPEC_KERNELS.clear()  # loops generated without the memo are not reused
     ran = [n for n, _, _ in compiled_answers(str(tmp_path / "db"), duck, QUERIES)]
     assert len(ran) == 2 * len(QUERIES)
     assert sum(memos) > 0  # some loop kept its last key's lookup (the builds are hashed, not direct)

@@ -3,6 +3,7 @@ reaches it (TPC-H q07: customer with its nation); star joins and GPU plans keep 
 
 from __future__ import annotations
 
+import pytest
 from plan_query_files import query_files
 
 from hetdb.config import Options
@@ -26,6 +27,13 @@ def _tables(n: Node) -> set[str]:
 def _plan(db, suite: str, name: str, **options) -> Node:
     path = next(p for p in query_files(suite) if p.endswith(f"{name}.sql"))
     return optimize(bind(open(path).read(), db), db, Options(**options))
+
+
+@pytest.fixture(autouse=True)
+def bushy_on(monkeypatch):
+    from hetdb.plan.passes import bushy_joins
+
+    monkeypatch.setattr(bushy_joins, "ENABLED", True)  # (off by default: see the module)
 
 
 def test_q07_customer_joins_its_nation_before_orders(tpch_db):

@@ -197,7 +197,14 @@ def _relink(node: Node, leaves: list[Node]) -> Node:
     return go(node)
 
 
+# Off by default: on the H100's 16 cores (TPC-H SF 10, session 11, scripts/cpu_switches_ab.py in one
+# process) the plans with this pass were 11% slower in geomean than without (q02 120 vs 85 ms, q08 160
+# vs 99 ms; q09 427 vs 496 ms the other way), although at 1 thread on 2 cores it cut q07's CPU time
+# 1.54x and q05's 1.34x. True: CPU plans take the bushy order (tests, A/B runs).
+ENABLED = False
+
+
 def run(plan: Node, ctx) -> Node:
-    if getattr(ctx.options, "device", "cpu") == "gpu":
+    if not ENABLED or getattr(ctx.options, "device", "cpu") == "gpu":
         return plan
     return _rebuild(plan, ctx.estimator())

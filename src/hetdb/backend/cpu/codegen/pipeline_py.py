@@ -548,8 +548,10 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
 _HASH_SEED = int(HASH_SEED)
 # rows per block of the selection loop (its selection vector stays in the L1 cache)
 _BLOCK = 1024
-# False: probes keep no last key's lookup (A/B runs, scripts/cpu_switches_ab.py)
-KEY_MEMO = True
+# True: a probe keeps its last key's lookup for a repeated key. Off by default: on the H100's 16 cores
+# (TPC-H SF 10, session 11, scripts/cpu_switches_ab.py in one process) the loops without it were 16%
+# faster in geomean over the 11 queries measured (tests and A/B runs turn it on)
+KEY_MEMO = False
 _RUNTIME_HASH = hashlib.sha256(Path(runtime.__file__).read_bytes()).hexdigest()[:16]
 _CACHE: dict[str, Any] = {}
 _LOCK = threading.Lock()
