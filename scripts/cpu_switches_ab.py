@@ -1,11 +1,12 @@
 """A/B of the CPU engine's session-11 changes in one process: each query's best time with every
-change on, then with one change switched off (or, for the opt-in glibc thresholds, on) at a time.
+change at its default, then with one change switched the other way at a time (the opt-in ones, on:
+the glibc thresholds, the bushy join order, the probes' key memo; the others, off).
 
 Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries; default a set)
 
 Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
 and three timed runs, the best printed in ms, then per configuration the geomean of its times
-against "all" (> 1: the change that configuration leaves out made those queries faster).
+against "all" (> 1: that configuration's switch made those queries slower; < 1: faster).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels
 from hetdb.exec.operators import aggregate
 from hetdb.plan import cardinality
+from hetdb.plan.passes import bushy_joins
 
 DEFAULT_QUERIES = ["q02", "q05", "q07", "q08", "q09", "q11", "q14", "q15", "q17", "q18", "q21"]
 
@@ -43,11 +45,11 @@ def _heap_on() -> Callable[[], None]:
 # name -> (disabled optimizer passes, switch applied before the connections open)
 CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = {
     "all": ([], None),
-    "no-bushy": (["bushy_joins"], None),
+    "bushy-on": ([], _setter(bushy_joins, "ENABLED", True)),  # (off by default since session 11)
     "no-single-pushdown": (["single_join_pushdown"], None),
     "old-ndv": ([], _setter(cardinality, "REFINE_NDV", False)),
     "no-run-pieces": ([], _setter(aggregate, "RUN_PIECES", False)),
-    "no-key-memo": ([], _setter(pipeline_py, "KEY_MEMO", False)),
+    "key-memo-on": ([], _setter(pipeline_py, "KEY_MEMO", True)),  # (off by default since session 11)
     "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),
