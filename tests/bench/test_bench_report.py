@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 
 import pytest
@@ -79,6 +80,20 @@ def test_load_results_rejects_other_files(tmp_path):
         load_results(str(tmp_path / "x.json"))
     with pytest.raises(InputError, match="no benchmark results"):
         load_results(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json.gz").write_bytes(b"\x1f\x8b not gzip")
+    with pytest.raises(InputError, match="cannot read"):
+        load_results(str(tmp_path / "bad.json.gz"))
+
+
+def test_archived_results_are_read_gzipped(tmp_path):
+    import gzip
+    results = _results()
+    path = write_results(results, str(tmp_path))
+    with open(path, "rb") as f, gzip.open(path + ".gz", "wb") as g:
+        g.write(f.read())
+    os.remove(path)
+    assert load_results(str(tmp_path)) == results
+    assert load_results(path + ".gz") == results
 
 
 def test_compare_per_query_ratio(tmp_path, capsys):

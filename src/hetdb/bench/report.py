@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from typing import Any
@@ -25,15 +26,19 @@ def write_results(results: dict[str, Any], out_dir: str) -> str:
 
 
 def load_results(path: str) -> dict[str, Any]:
-    """Read a results.json (or the one inside a directory), checking it is one of ours."""
+    """Read a results.json (or the one inside a directory), checking it is one of ours.
+
+    Archived runs (docs/results) keep it gzipped as results.json.gz; either is read."""
     if os.path.isdir(path):
-        path = os.path.join(path, "results.json")
+        plain = os.path.join(path, "results.json")
+        path = plain if os.path.exists(plain) or not os.path.exists(plain + ".gz") else plain + ".gz"
     try:
-        with open(path) as f:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
             results = json.load(f)
     except FileNotFoundError:
         raise InputError(f"no benchmark results at {path}") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError) as e:
         raise InputError(f"cannot read benchmark results {path}: {e}") from None
     if not isinstance(results, dict) or results.get("format") != RESULTS_FORMAT:
         raise InputError(f"{path} is not a hetdb bench results.json (format {RESULTS_FORMAT})")
