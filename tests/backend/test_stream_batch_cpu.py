@@ -71,7 +71,7 @@ class _Device:
         pass
 
 
-def _host_run_delivery(plan, sources, dtypes, stream, staged=None):
+def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream=None):
     def fetch(ci, pi, off, n):
         out = np.empty(n, np.uint8)
         start = 0
@@ -502,3 +502,17 @@ def test_a_batch_of_string_codec_pages_alone(reader, fake_gpu):
             want = pa.concat_arrays([reader.read("s_plain", rg).to_arrow() for rg in rgs])
             assert batch.num_rows == len(want) and batch["s_plain"].to_arrow().equals(want)
     assert steps == [(1, 2, 3, 4)] and s.stats.rows == ROWS - RPP and b.used_bytes == 0
+
+
+def test_overlapped_deliveries_start_small_and_equal_the_reader(reader, fake_gpu):
+    # gpu_delivery_overlap: the first deliveries aim at 1/8, 1/4, 1/2 of the batch size (the decode
+    # launches' stream is the GPU's business: here the rows must be the same, in order)
+    b = DeviceMemoryBudget(1 << 30)
+    rgs = [1, 2, 3, 4] * 4
+    link = sum(reader.page_location(c, rg).length for c in COLUMNS for rg in [1, 2, 3, 4])
+    s, steps, compared = _scan(reader, b, batch_bytes=link, row_groups=rgs, router=PageRouter("disk"),
+                               overlap=True)
+    assert [r for step in steps for r in step] == rgs and compared == 4 * (ROWS - RPP) * len(COLUMNS)
+    assert len(steps[0]) < len(steps[2]) and b.used_bytes == 0
+    _, plain, _ = _scan(reader, b, batch_bytes=link, row_groups=rgs, router=PageRouter("disk"))
+    assert len(plain) < len(steps)

@@ -41,6 +41,15 @@ from hetdb.errors import HetdbError, UnsupportedError
 
 MODES = ("auto", "copy", "cpu", "disk")
 ADMISSION = ("reuse", "first")  # the connection option gpu_cache_admission
+ZERO_COPY = ("off", "on", "auto")  # the connection option gpu_zero_copy
+
+
+def check_zero_copy(value: str) -> str:
+    """``value`` if it is a gpu_zero_copy setting, else a HetdbError naming the accepted ones."""
+    if value not in ZERO_COPY:
+        raise HetdbError(f"unknown gpu_zero_copy {value!r}: use 'off', 'on' (selective scans read the rows "
+                         "they need of late columns in place from pinned host memory) or 'auto'")
+    return value
 
 
 def check_admission(value: str) -> str:

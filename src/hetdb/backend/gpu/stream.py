@@ -96,7 +96,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
-                 keep: bool = False, batch_bytes: int = 0, shared: Any = None) -> None:
+                 keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False) -> None:
         import cupy
 
         if depth < 1:
@@ -117,6 +117,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # batch_bytes > 0: batches() groups row groups into deliveries of about that many link bytes
         # (stream_batch.py); 0: one row group per step, page by page
         self.batch_bytes = max(0, int(batch_bytes))
+        # overlap (option gpu_delivery_overlap): smaller first deliveries, decode kernels on the
+        # consumer's stream (stream_batch.py)
+        self.overlap = overlap
         # a cache.coscan.SharedScan: CPU workers take row groups of this scan from its back; the
         # streamer claims each before scheduling it and stops where they began
         self.shared = shared

@@ -134,7 +134,8 @@ class BatchedDelivery:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
-        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device)
+        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device,
+                             ramp=3 if self.overlap else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
         # device memory the deliveries hold at most at once: the ``depth`` scheduled ahead and the
@@ -327,11 +328,16 @@ class BatchedDelivery:
                                                  f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
 
+        consumer = self._consumer or cp.cuda.get_current_stream()
+        # the decode kernels on the consumer's stream (gpu_delivery_overlap), unless something on the
+        # copy stream reads their outputs (a paged delivery's copies of admitted pages, coded strings)
+        on_consumer = self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)
         try:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
                 staged: list[np.ndarray] = []
-                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged)
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged,
+                                                   launch_stream=consumer if on_consumer else None)
                 arrays: list[Any] = [None] * len(self.columns)
                 for c, a in zip(planned, planned_arrays):
                     arrays[c] = a
@@ -349,6 +355,8 @@ class BatchedDelivery:
                 event.record(stream)
         except BaseException:
             stream.synchronize()
+            if on_consumer:
+                consumer.synchronize()  # (its decode launches may still read the buffer)
             self.budget.release(plan.nbytes + extra)
             self._transient_held -= plan.nbytes + extra
             raise
@@ -362,7 +370,7 @@ class BatchedDelivery:
         if staged:
             self._staged.append((event, staged))
         self._slot_events[rgs[0].slot] = event
-        (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
+        consumer.wait_event(event)
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += rows

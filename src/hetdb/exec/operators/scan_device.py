@@ -237,7 +237,8 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
                                   compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx, state),
-                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared)
+                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
+                                  overlap=getattr(ctx.options, "gpu_delivery_overlap", False))
     state.report = lambda counts: ctx.add_routes(op.op_id, counts)
     state.iterator = state.streamer.deliveries()
 
