@@ -352,6 +352,15 @@ def test_generated_ssb_kernels_compile_with_nvcc(ssb_db, emulated_fusion, tmp_pa
             con.sql(sql)
     sources = {p.real.kernel.name: p.real.source for p in emulated_fusion}
     assert len(sources) >= 10  # grouped and scalar shapes, lookups, swapped joins
+    # the same kernels reading pages kept compressed (fused::BlockLoadSelPage: per-codec loads, the
+    # random-access ones only for flagged rows); a few shapes, scalar and grouped
+    import dataclasses
+
+    from hetdb.backend.gpu.codegen.generate import generate
+
+    for p in emulated_fusion[:4]:
+        encoded = generate(dataclasses.replace(p.real.spec, encoded=True))
+        sources[encoded.name] = encoded.full_source()
     for name, source in sorted(sources.items()):
         result = nvcc_check(source, tmp_path, name)
         assert result.returncode == 0, f"{name}:\n{result.stderr}\n{source[-4000:]}"

@@ -67,6 +67,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
         co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
+    zero_copy_key = _choose_zero_copy(ctx, src, gsrc, fp) if morsels and plan.chain is None else None
     if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
         # the resident launch took the other row groups: the streamer delivers only these, in order
         gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
@@ -108,6 +109,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     with Timer(ctx, sink.op_id):
         result = fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
+    if zero_copy_key is not None and fused_rows:
+        from hetdb.cache.rates import shared_rates
+
+        shared_rates().observe_passing(zero_copy_key, fused_rows, int(result.counts.sum()) if result.num_groups else 0)
     if recompiled:
         ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
     if unfused:
@@ -125,6 +130,32 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
+
+
+def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> str | None:
+    """Under gpu_zero_copy, the late columns of a streamed scan (read by the kernel only for rows that
+    passed its filters and probes) that the router leaves in the pinned host tier for the kernel to
+    read in place (``gsrc.zero_copy``, before the streamer starts); returns the key under which the
+    pipeline's passing share is measured afterwards (None: the option is off or nothing applies)."""
+    mode = getattr(ctx.options, "gpu_zero_copy", "off")
+    spec = getattr(fp, "spec", None)
+    if mode == "off" or ctx.device is None or spec is None or getattr(gsrc, "iterator", True) is not None:
+        return None
+    if not spec.encoded or not (spec.filters or spec.probes):
+        return None  # the kernel reads decoded arrays, or nothing selects rows before any column
+    from hetdb.cache.rates import shared_rates
+    from hetdb.cache.router import zero_copy_columns
+
+    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
+    early: set[str] = set()
+    for e in [*spec.filters, *(p.key for p in spec.probes)]:
+        early |= e.columns()
+    early_names = {name_of[c] for c in early if c in name_of}
+    late = [name_of[cid] for cid, _ in spec.inputs
+            if cid not in early and cid in name_of and name_of[cid] not in early_names]
+    key = "zero-copy " + spec.describe()
+    gsrc.zero_copy = zero_copy_columns(mode, list(dict.fromkeys(late)), shared_rates().passing_share(key))
+    return key
 
 
 def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:

@@ -96,7 +96,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
-                 keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False) -> None:
+                 keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
+                 zero_copy: frozenset[str] = frozenset()) -> None:
         import cupy
 
         if depth < 1:
@@ -120,6 +121,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # overlap (option gpu_delivery_overlap): smaller first deliveries, decode kernels on the
         # consumer's stream (stream_batch.py)
         self.overlap = overlap
+        # columns a paged delivery leaves in the pinned host tier for the consumer's kernel to read
+        # in place (the router's zero_copy_columns; pages that allow it: stream_pages.zero_copy_address)
+        self.zero_copy = frozenset(zero_copy)
         # a cache.coscan.SharedScan: CPU workers take row groups of this scan from its back; the
         # streamer claims each before scheduling it and stops where they began
         self.shared = shared

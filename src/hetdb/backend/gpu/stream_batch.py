@@ -39,7 +39,14 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
-from hetdb.backend.gpu.stream_pages import _column_nbytes, _delivered, _Page, _RowGroup, keeps_compressed
+from hetdb.backend.gpu.stream_pages import (
+    _column_nbytes,
+    _delivered,
+    _Page,
+    _RowGroup,
+    keeps_compressed,
+    zero_copy_address,
+)
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
@@ -58,6 +65,7 @@ class _Unit:
     buffer: Any = None
     transient: int = 0
     kept: list = field(default_factory=list)  # keys of pages a paged delivery put in the cache (pinned)
+    in_place: list = field(default_factory=list)  # host-tier pages its kernel reads in place (pinned)
 
 
 def _string_plain(spec: Any, page: _Page) -> bool:
@@ -209,6 +217,9 @@ class BatchedDelivery:
         self._copy_stream.wait_event(done)
         unit.buffer = None
         unit.batches = []
+        if unit.in_place:  # unpinned once the consumer's kernels reading them in place have run
+            self._host_pins.append((done, unit.in_place))
+            unit.in_place = []
         for key in unit.kept:
             self.cache.unpin(key)
         unit.kept = []
@@ -281,8 +292,12 @@ class BatchedDelivery:
         planned = [c for c in range(len(self.columns)) if not coded[c]]
         sources: list[list[list[tuple[int, int]]]] = []
         raws: dict[int, list[Any]] = {}  # coded column -> per page: its bytes (ring slice or host-tier page)
+        # columns the consumer's kernel reads in place from the host tier (paged deliveries only:
+        # their pages stay encoded, and the kernel touches only the rows that reach it)
+        in_place = self.zero_copy if self.paged else frozenset()
         for c in range(len(self.columns)):
             col_sources = []
+            zero_copy = self.columns[c] in in_place and not coded[c]
             for rg in rgs:
                 p = rg.pages[c]
                 if p.cached:  # a device-cache hit (paged deliveries only): nothing moves
@@ -298,6 +313,10 @@ class BatchedDelivery:
                 if coded[c]:
                     raws.setdefault(c, []).append(p.host if p.host is not None else got)
                     continue
+                if zero_copy and not p.admitted and zero_copy_address(p) is not None:
+                    p.zero_copy, p.route = True, Route.HOST_ZERO_COPY
+                    col_sources.append([])  # nothing moves
+                    continue
                 runs = p.host.runs if p.host is not None else [got]
                 col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
             if not coded[c]:
@@ -309,7 +328,8 @@ class BatchedDelivery:
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
                     for c in planned]
-            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p), p.cached)
+            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p),
+                               p.cached or p.zero_copy)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
             return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
@@ -318,7 +338,9 @@ class BatchedDelivery:
         if paged and any(p.cached for rg in rgs for p in rg.pages):
             plan = make_plan()
         else:
-            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged), make_plan)
+            in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
+            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged, in_place_pages),
+                            make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation
@@ -361,7 +383,8 @@ class BatchedDelivery:
             self._transient_held -= plan.nbytes + extra
             raise
         self._count_batch(rgs)
-        hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None]
+        hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None and not p.zero_copy]
+        read_in_place = [p.host for rg in rgs for p in rg.pages if p.zero_copy]
         for rg in rgs:
             for p in rg.pages:
                 p.host = None
@@ -375,14 +398,20 @@ class BatchedDelivery:
         self.stats.row_groups += len(rgs)
         self.stats.rows += rows
         kept = [p.key for rg in rgs for p in rg.pages if p.cached]
-        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept)
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place)
 
     def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
         """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
         gets its own copy of its arrays (device to device, on the copy stream) that the cache keeps,
-        pinned until the step is done."""
+        pinned until the step is done; a page left in the host tier (``zero_copy``) is an encoded
+        column over its pinned bytes, which the kernel reads in place."""
         if page.cached:
             return _delivered(page.value)
+        if page.zero_copy:
+            from hetdb.backend.gpu.memory import host_view
+
+            data = host_view(zero_copy_address(page), int(page.sections["data"][1]), page.host)
+            return self._column(spec, page, {"encoded": data}, False)
         if not page.admitted:
             return self._column(spec, page, a, string)
         col = self._column(spec, page, {name: arr.copy() for name, arr in a.items()}, string)
@@ -473,6 +502,10 @@ class BatchedDelivery:
                     st.pages_cached += 1
                     st.bytes_cached += nbytes
                     self.routes.add(Route.GPU_RESIDENT, nbytes)
+                    continue
+                if p.route is Route.HOST_ZERO_COPY:  # served by the host tier, nothing copied
+                    st.pages_host += 1
+                    self.routes.add(Route.HOST_ZERO_COPY, loc.length)
                     continue
                 if p.route is Route.HOST_TO_GPU:
                     st.pages_host += 1
