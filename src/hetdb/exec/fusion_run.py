@@ -143,6 +143,10 @@ def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> s
         return None
     if not spec.encoded or not (spec.filters or spec.probes):
         return None  # the kernel reads decoded arrays, or nothing selects rows before any column
+    if not (getattr(gsrc, "pass_through", False) or getattr(ctx.options, "route", "auto") == "copy"):
+        # the scan may read and fill the device cache, whose entries are decoded unless
+        # gpu_compressed_cache says otherwise: only a scan that streams past it delivers pages as stored
+        return None
     from hetdb.cache.rates import shared_rates
     from hetdb.cache.router import zero_copy_columns
 

@@ -239,7 +239,8 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
-                                  compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx, state),
+                                  compressed=ctx.options.gpu_compressed_cache or bool(state.zero_copy),
+                                  router=scan_router(ctx, state),
                                   batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
                                   overlap=getattr(ctx.options, "gpu_delivery_overlap", False),
                                   zero_copy=state.zero_copy)
