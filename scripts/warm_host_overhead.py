@@ -14,6 +14,7 @@ one (SSB SF 1 x 20 ~ SF 20). Prints per run the ms, deliveries, pages, us per de
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import sys
 import time
@@ -37,12 +38,12 @@ def aligned(n: int) -> np.ndarray:
     return raw[start:start + n]
 
 
-def scan(reader, columns, row_groups, host, batch_bytes) -> tuple[float, int, int]:
+def scan(reader, columns, row_groups, host, batch_bytes, **kw) -> tuple[float, int, int]:
     host_only_cupy.copies[:] = [0, 0]
     t0 = time.perf_counter()
     deliveries = pages = 0
     with PageStreamer(reader, columns, row_groups, budget=DeviceMemoryBudget(1 << 40), host_cache=host,
-                      router=PageRouter("copy", gpu=True), compressed=True, batch_bytes=batch_bytes) as s:
+                      router=PageRouter("copy", gpu=True), batch_bytes=batch_bytes, **kw) as s:
         for rgs, _parts in s.deliveries():
             deliveries += 1
             pages += len(rgs) * len(columns)
@@ -58,16 +59,25 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--batch-bytes", type=int, default=64 << 20)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--decoded", action="store_true", help="pages decoded on arrival (default: kept as stored)")
+    ap.add_argument("--overlap", action="store_true", help="gpu_delivery_overlap's ramped deliveries")
+    ap.add_argument("--zero-copy", default="", help="columns left in the host tier (gpu_zero_copy)")
     args = ap.parse_args()
     con = hetdb.connect(args.db, device="cpu", create=False)
     reader = con.db.table(args.table)
     columns = args.columns.split(",")
     rgs = list(range(reader.num_row_groups)) * args.repeat_groups
     host = HostPageCache(4 << 30, allocate=aligned)
-    scan(reader, columns, list(range(reader.num_row_groups)), host, args.batch_bytes)  # load the host tier
+    from hetdb.backend.gpu import memory
+
+    memory.host_view = lambda address, nbytes, owner: np.ctypeslib.as_array(
+        (ctypes.c_uint8 * nbytes).from_address(address)).view(host_only_cupy.ndarray)
+    kw = dict(compressed=not args.decoded, overlap=args.overlap,
+              zero_copy=frozenset(c for c in args.zero_copy.split(",") if c))
+    scan(reader, columns, list(range(reader.num_row_groups)), host, args.batch_bytes, **kw)  # load the host tier
     times = []
     for _ in range(args.runs):
-        t, d, p = scan(reader, columns, rgs, host, args.batch_bytes)
+        t, d, p = scan(reader, columns, rgs, host, args.batch_bytes, **kw)
         times.append(t)
         print(f"run {t * 1e3:.2f} ms deliveries {d} pages {p} = {t / d * 1e6:.0f} us/delivery "
               f"{t / p * 1e6:.1f} us/page; copies {host_only_cupy.copies[0]} of {host_only_cupy.copies[1]:,} B",
@@ -79,7 +89,7 @@ def main() -> None:
 
         pr = cProfile.Profile()
         pr.enable()
-        scan(reader, columns, rgs, host, args.batch_bytes)
+        scan(reader, columns, rgs, host, args.batch_bytes, **kw)
         pr.disable()
         pstats.Stats(pr).sort_stats("tottime").print_stats(25)
 

@@ -372,13 +372,10 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, compile_fused_pipeline
     from hetdb.backend.gpu.codegen.expr_cuda import ExprError
 
-    # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them;
-    # with gpu_zero_copy a warm scan may hand it pages as stored, some left in pinned host memory
-    # (an encoded kernel reads decoded pages too: each page's entry says which it is)
-    encoded = ctx.device is not None and (bool(ctx.options.gpu_compressed_cache)
-                                          or getattr(ctx.options, "gpu_zero_copy", "off") != "off")
+    # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
-                             AGGREGATE, encoded=encoded, fold=on("fused_fold"))
+                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
+                             fold=on("fused_fold"))
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)

@@ -4,6 +4,7 @@ operator-at-a-time path; the kernel's groups join the aggregation's partial stat
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -67,7 +68,12 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
         co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
-    zero_copy_key = _choose_zero_copy(ctx, src, gsrc, fp) if morsels and plan.chain is None else None
+    zero_copy_key = None
+    if morsels and plan.chain is None:
+        fp, zero_copy_key = _choose_zero_copy(ctx, src, gsrc, fp)
+        if getattr(gsrc, "zero_copy", None):
+            ctx.stat(sink.op_id).fused += (" (read in place from pinned host memory: "
+                                           f"{', '.join(sorted(gsrc.zero_copy))})")
     if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
         # the resident launch took the other row groups: the streamer delivers only these, in order
         gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
@@ -132,21 +138,23 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.batches.append(part)
 
 
-def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> str | None:
+def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[Any, str | None]:
     """Under gpu_zero_copy, the late columns of a streamed scan (read by the kernel only for rows that
     passed its filters and probes) that the router leaves in the pinned host tier for the kernel to
-    read in place (``gsrc.zero_copy``, before the streamer starts); returns the key under which the
-    pipeline's passing share is measured afterwards (None: the option is off or nothing applies)."""
+    read in place (``gsrc.zero_copy``, before the streamer starts, which then delivers the scan's
+    pages as stored). Returns the pipeline to run (the kernel reading pages as stored when columns
+    stay behind and it did not already) and the key under which the pipeline's passing share is
+    measured afterwards (None: the option is off or nothing applies)."""
     mode = getattr(ctx.options, "gpu_zero_copy", "off")
     spec = getattr(fp, "spec", None)
     if mode == "off" or ctx.device is None or spec is None or getattr(gsrc, "iterator", True) is not None:
-        return None
-    if not spec.encoded or not (spec.filters or spec.probes):
-        return None  # the kernel reads decoded arrays, or nothing selects rows before any column
+        return fp, None
+    if not (spec.filters or spec.probes) or not hasattr(fp, "consume_pages"):
+        return fp, None  # nothing selects rows before any column is read
     if not (getattr(gsrc, "pass_through", False) or getattr(ctx.options, "route", "auto") == "copy"):
         # the scan may read and fill the device cache, whose entries are decoded unless
         # gpu_compressed_cache says otherwise: only a scan that streams past it delivers pages as stored
-        return None
+        return fp, None
     from hetdb.cache.rates import shared_rates
     from hetdb.cache.router import zero_copy_columns
 
@@ -157,9 +165,21 @@ def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> s
     early_names = {name_of[c] for c in early if c in name_of}
     late = [name_of[cid] for cid, _ in spec.inputs
             if cid not in early and cid in name_of and name_of[cid] not in early_names]
-    key = "zero-copy " + spec.describe()
-    gsrc.zero_copy = zero_copy_columns(mode, list(dict.fromkeys(late)), shared_rates().passing_share(key))
-    return key
+    key = "zero-copy " + dataclasses.replace(spec, encoded=False).describe()
+    passing = shared_rates().passing_share(key)
+    gsrc.zero_copy = zero_copy_columns(mode, list(dict.fromkeys(late)), passing)
+    if not spec.encoded and late and (gsrc.zero_copy or passing is None):
+        # the same pipeline reading pages as stored (and decoded ones: each page's entry says which);
+        # its accumulators are laid out alike, so the state made for ``fp`` serves it. Not measured
+        # yet: compiled now (a first run pays it), so a later run that reads in place does not
+        from hetdb.backend.gpu.codegen import compile_fused_pipeline
+
+        stored = compile_fused_pipeline(dataclasses.replace(spec, encoded=True))
+        if gsrc.zero_copy:
+            fp = stored
+        else:
+            stored.function()
+    return fp, key
 
 
 def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:
