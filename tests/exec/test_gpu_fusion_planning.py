@@ -610,3 +610,23 @@ def test_tpch_queries_through_the_fusion_planner_match_duckdb(tmp_path_factory, 
                 agg = next(line for line in text.splitlines() if "HashAggregate" in line)
                 assert "fused into one generated kernel" in agg, text
     assert compared == len(queries) == 21 and fused >= 4
+
+
+def test_late_inputs_are_the_columns_a_kernel_reads_after_its_filters_and_probes(ssb_db, emulated_fusion):
+    # what gpu_zero_copy may leave in the pinned host tier: SSB's measures (read for rows that
+    # passed every filter and probe), never a filter column or a probe key
+    from hetdb.exec.fusion_run import late_inputs
+
+    queries = load_queries("ssb")
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+        for name in ("q1.1", "q3.4", "q4.1"):
+            con.sql(queries[name])
+    specs = [p.real.spec for p in emulated_fusion]
+    lates = [sorted(late_inputs(s)) for s in specs]
+    assert len(specs) >= 3, lates
+    named = [" ".join(late) for late in lates]
+    assert any("extendedprice" in n and "discount" not in n and "quantity" not in n for n in named), named
+    assert any("revenue" in n and "supplycost" in n and "custkey" not in n for n in named), named
+    for s, late in zip(specs, lates):
+        early = set().union(*(f.columns() for f in s.filters), *(p.key.columns() for p in s.probes))
+        assert not early & set(late) and set(late) <= {c for c, _ in s.inputs}

@@ -138,6 +138,18 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.batches.append(part)
 
 
+def late_inputs(spec: Any) -> list[str]:
+    """The inputs (cids) a fused kernel reads only for rows that passed every filter on scanned
+    columns and every probe (generate.py loads a column where it is first needed): those neither a
+    filter nor a probe key reads; none when the kernel neither filters nor probes."""
+    if not (spec.filters or spec.probes):
+        return []
+    early: set[str] = set()
+    for e in [*spec.filters, *(p.key for p in spec.probes)]:
+        early |= e.columns()
+    return [cid for cid, _ in spec.inputs if cid not in early]
+
+
 def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[Any, str | None]:
     """Under gpu_zero_copy, the late columns of a streamed scan (read by the kernel only for rows that
     passed its filters and probes) that the router leaves in the pinned host tier for the kernel to
@@ -159,12 +171,9 @@ def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> t
     from hetdb.cache.router import zero_copy_columns
 
     name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
-    early: set[str] = set()
-    for e in [*spec.filters, *(p.key for p in spec.probes)]:
-        early |= e.columns()
-    early_names = {name_of[c] for c in early if c in name_of}
-    late = [name_of[cid] for cid, _ in spec.inputs
-            if cid not in early and cid in name_of and name_of[cid] not in early_names]
+    late_cids = late_inputs(spec)
+    early_names = {name_of[c] for c, _ in spec.inputs if c in name_of and c not in late_cids}
+    late = [name_of[c] for c in late_cids if c in name_of and name_of[c] not in early_names]
     key = "zero-copy " + dataclasses.replace(spec, encoded=False).describe()
     passing = shared_rates().passing_share(key)
     gsrc.zero_copy = zero_copy_columns(mode, list(dict.fromkeys(late)), passing)
