@@ -239,8 +239,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         """Feed the scan's end-to-end rates to the cost model: the disk's when most bytes came from
         storage, the host→GPU link's when most were copies out of the host tier."""
         st, rates = self.stats, shared_rates()
-        if st.seconds <= 0:
-            return
+        if st.seconds <= 0 or self.routes.pages.get(Route.HOST_ZERO_COPY.value):
+            return  # (pages read in place moved no bytes the link's rate could be judged by)
         if st.bytes_read > st.bytes_host:
             rates.observe_disk(st.bytes_read, st.seconds)
         elif st.bytes_host:
