@@ -317,8 +317,8 @@ class BatchedDelivery:
                     p.zero_copy, p.route = True, Route.HOST_ZERO_COPY
                     col_sources.append([])  # nothing moves
                     continue
-                runs = p.host.runs if p.host is not None else [got]
-                col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
+                col_sources.append(p.host.addresses() if p.host is not None
+                                   else [(int(got.ctypes.data), int(got.shape[0]))])
             if not coded[c]:
                 sources.append(col_sources)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
