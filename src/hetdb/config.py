@@ -60,6 +60,10 @@ class Options:
     # of the rows that reach the column, cache/router.py ``zero_copy_columns``). Needs pages kept
     # compressed for the kernel (gpu_compressed_cache on, or the scan streamed through).
     gpu_zero_copy: str = "off"
+    # Warm GPU scans that stream past the device cache deliver pages as stored, and the fused kernel
+    # decodes the rows it reads as it loads them (no decode kernels, no decoded copies; exec/
+    # fusion_stream.py). Off: such pages are decoded on arrival unless gpu_compressed_cache is on.
+    gpu_stream_encoded: bool = False
     # CPU+GPU co-processing of fused GPU pipelines (exec/coprocess.py): CPU workers run the pipeline
     # compiled for the CPU over row groups they take from the back of the scan while the GPU streams
     # the front. "off", "auto" (the router's cost model decides each steal), "on" (forced)

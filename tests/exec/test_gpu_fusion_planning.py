@@ -615,7 +615,7 @@ def test_tpch_queries_through_the_fusion_planner_match_duckdb(tmp_path_factory, 
 def test_late_inputs_are_the_columns_a_kernel_reads_after_its_filters_and_probes(ssb_db, emulated_fusion):
     # what gpu_zero_copy may leave in the pinned host tier: SSB's measures (read for rows that
     # passed every filter and probe), never a filter column or a probe key
-    from hetdb.exec.fusion_run import late_inputs
+    from hetdb.exec.fusion_stream import late_inputs
 
     queries = load_queries("ssb")
     with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:

@@ -43,15 +43,17 @@ def _host_pins() -> int:
     return 0 if tier is None else tier.pinned_bytes()
 
 
-@pytest.mark.parametrize("compressed,zero_copy,overlap", [(True, "on", True), (True, "on", False), ("auto", "on", True),
-                                                        (False, "off", True)],
-                         ids=["zero-copy", "zero-copy-no-overlap", "zero-copy-decoded-cache", "decoded-overlap"])
-def test_warm_ssb_equals_duckdb(ssb_db, compressed, zero_copy, overlap):
+@pytest.mark.parametrize("compressed,zero_copy,overlap,stored", [
+    (True, "on", True, False), (True, "on", False, False), ("auto", "on", True, False), (False, "off", True, False),
+    (False, "off", True, True)],
+    ids=["zero-copy", "zero-copy-no-overlap", "zero-copy-decoded-cache", "decoded-overlap", "stream-encoded"])
+def test_warm_ssb_equals_duckdb(ssb_db, compressed, zero_copy, overlap, stored):
     # zero-copy-decoded-cache: the device cache keeps decoded pages, the warm scans stream pages as
-    # stored all the same (encoded kernels); the last: the default warm path, pages decoded on
-    # arrival by kernels on the consumer's stream
+    # stored all the same (encoded kernels); decoded-overlap: the default warm path, pages decoded on
+    # arrival by kernels on the consumer's stream; stream-encoded: gpu_stream_encoded without zero-copy
     queries = load_queries("ssb")
-    opts = dict(gpu_compressed_cache=compressed, gpu_zero_copy=zero_copy, gpu_delivery_overlap=overlap)
+    opts = dict(gpu_compressed_cache=compressed, gpu_zero_copy=zero_copy, gpu_delivery_overlap=overlap,
+                gpu_stream_encoded=stored)
     with hetdb.connect(ssb_db.path, device="gpu", **opts) as con:  # loads the host tier
         for sql in queries.values():
             con.sql(sql).arrow()

@@ -120,6 +120,8 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                         "those columns (reuse, default; the first streams them through) or its first")
     p.add_argument("--no-gpu-delivery-overlap", action="store_true",
                    help="GPU: batched deliveries of one size, decoded on the copy stream (for A/B measurements)")
+    p.add_argument("--gpu-stream-encoded", action="store_true",
+                   help="GPU: warm scans streaming past the GPU cache deliver pages as stored; the kernel decodes them")
     p.add_argument("--gpu-zero-copy", choices=["off", "on", "auto"], default=None,
                    help="GPU: warm selective scans read the rows they need of late columns in place from "
                         "pinned host memory instead of copying whole pages (auto: when the router expects it to pay)")
@@ -148,6 +150,8 @@ def engine_options(args) -> dict:
         opts["disabled_passes"] = args.disable_pass
     if getattr(args, "no_reuse_fused_state", False):
         opts["reuse_fused_state"] = False
+    if getattr(args, "gpu_stream_encoded", False):
+        opts["gpu_stream_encoded"] = True
     if getattr(args, "no_gpu_delivery_overlap", False):
         opts["gpu_delivery_overlap"] = False
     if getattr(args, "no_cpu_compile", False):

@@ -4,7 +4,6 @@ operator-at-a-time path; the kernel's groups join the aggregation's partial stat
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from typing import Any
 
@@ -70,7 +69,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
     zero_copy_key = None
     if morsels and plan.chain is None:
-        fp, zero_copy_key = _choose_zero_copy(ctx, src, gsrc, fp)
+        from hetdb.exec.fusion_stream import stream_form
+
+        fp, zero_copy_key = stream_form(ctx, src, gsrc, fp)
         if getattr(gsrc, "zero_copy", None):
             ctx.stat(sink.op_id).fused += (" (read in place from pinned host memory: "
                                            f"{', '.join(sorted(gsrc.zero_copy))})")
@@ -136,59 +137,6 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
-
-
-def late_inputs(spec: Any) -> list[str]:
-    """The inputs (cids) a fused kernel reads only for rows that passed every filter on scanned
-    columns and every probe (generate.py loads a column where it is first needed): those neither a
-    filter nor a probe key reads; none when the kernel neither filters nor probes."""
-    if not (spec.filters or spec.probes):
-        return []
-    early: set[str] = set()
-    for e in [*spec.filters, *(p.key for p in spec.probes)]:
-        early |= e.columns()
-    return [cid for cid, _ in spec.inputs if cid not in early]
-
-
-def _choose_zero_copy(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[Any, str | None]:
-    """Under gpu_zero_copy, the late columns of a streamed scan (read by the kernel only for rows that
-    passed its filters and probes) that the router leaves in the pinned host tier for the kernel to
-    read in place (``gsrc.zero_copy``, before the streamer starts, which then delivers the scan's
-    pages as stored). Returns the pipeline to run (the kernel reading pages as stored when columns
-    stay behind and it did not already) and the key under which the pipeline's passing share is
-    measured afterwards (None: the option is off or nothing applies)."""
-    mode = getattr(ctx.options, "gpu_zero_copy", "off")
-    spec = getattr(fp, "spec", None)
-    if mode == "off" or ctx.device is None or spec is None or getattr(gsrc, "iterator", True) is not None:
-        return fp, None
-    if not (spec.filters or spec.probes) or not hasattr(fp, "consume_pages"):
-        return fp, None  # nothing selects rows before any column is read
-    if not (getattr(gsrc, "pass_through", False) or getattr(ctx.options, "route", "auto") == "copy"):
-        # the scan may read and fill the device cache, whose entries are decoded unless
-        # gpu_compressed_cache says otherwise: only a scan that streams past it delivers pages as stored
-        return fp, None
-    from hetdb.cache.rates import shared_rates
-    from hetdb.cache.router import zero_copy_columns
-
-    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
-    late_cids = late_inputs(spec)
-    early_names = {name_of[c] for c, _ in spec.inputs if c in name_of and c not in late_cids}
-    late = [name_of[c] for c in late_cids if c in name_of and name_of[c] not in early_names]
-    key = "zero-copy " + dataclasses.replace(spec, encoded=False).describe()
-    passing = shared_rates().passing_share(key)
-    gsrc.zero_copy = zero_copy_columns(mode, list(dict.fromkeys(late)), passing)
-    if not spec.encoded and late and (gsrc.zero_copy or passing is None):
-        # the same pipeline reading pages as stored (and decoded ones: each page's entry says which);
-        # its accumulators are laid out alike, so the state made for ``fp`` serves it. Not measured
-        # yet: compiled now (a first run pays it), so a later run that reads in place does not
-        from hetdb.backend.gpu.codegen import compile_fused_pipeline
-
-        stored = compile_fused_pipeline(dataclasses.replace(spec, encoded=True))
-        if gsrc.zero_copy:
-            fp = stored
-        else:
-            stored.function()
-    return fp, key
 
 
 def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:

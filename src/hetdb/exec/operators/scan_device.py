@@ -57,6 +57,7 @@ class DeviceScanState:
         # columns the fused kernel reads in place from the pinned host tier (cache/router.py
         # zero_copy_columns, chosen by exec/fusion_run.py before the streamer starts)
         self.zero_copy: frozenset[str] = frozenset()
+        self.stream_encoded = False  # deliver pages as stored (exec/fusion_stream.py)
 
     def close(self) -> None:
         if self.streamer is not None:
@@ -239,7 +240,7 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
-                                  compressed=ctx.options.gpu_compressed_cache or bool(state.zero_copy),
+                                  compressed=ctx.options.gpu_compressed_cache or state.stream_encoded,
                                   router=scan_router(ctx, state),
                                   batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
                                   overlap=getattr(ctx.options, "gpu_delivery_overlap", False),
