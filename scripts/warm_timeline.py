@@ -91,7 +91,8 @@ class Timeline:
             e0.record(stream)
             out = orig_delivery(plan, sources, dtypes, stream, staged)
             e1.record(stream)
-            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t))
+            names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
+            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names))
             return out
 
         def consume(fp, state, batches, tables):
@@ -128,6 +129,18 @@ class Timeline:
         def ms(a, b) -> float:
             return cupy.cuda.get_elapsed_time(a, b)
 
+        # the fact scan: the column set that moved the most bytes (the dimensions' scans come first)
+        by_cols: dict = {}
+        for c in self.copies:
+            by_cols[c[4]] = by_cols.get(c[4], 0) + c[2]
+        fact = max(by_cols, key=by_cols.get)
+        dims = [c for c in self.copies if c[4] != fact]
+        dim_line = ""
+        if dims:
+            dim_line = (f"dims: {len(dims)} deliveries {sum(c[2] for c in dims):,} B ending at "
+                        f"{max(ms(anchor, c[1]) for c in dims):.2f} ms | ")
+        self.copies = [c for c in self.copies if c[4] == fact]
+
         starts = [ms(anchor, c[0]) for c in self.copies]
         ends = [ms(anchor, c[1]) for c in self.copies]
         kends = [ms(anchor, k[1]) for k in self.kernels] or [ends[-1]]
@@ -139,7 +152,7 @@ class Timeline:
         host_gaps = [(self.copies[i + 1][3] - self.copies[i][3]) * 1e3 for i in range(len(self.copies) - 1)]
         gpu_copy = [e - s for s, e in zip(starts, ends)]
         gbs = nbytes / (window / 1e3) / 1e9 if window > 0 else 0.0
-        return (f"deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
+        return (f"{dim_line}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
