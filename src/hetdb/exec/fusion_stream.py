@@ -73,10 +73,14 @@ def stream_form(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[A
         # before a measurement it is compiled now (a first run pays that), so the run that reads in
         # place does not
         from hetdb.backend.gpu.codegen import compile_fused_pipeline
+        from hetdb.errors import HetdbError
 
-        as_stored = compile_fused_pipeline(dataclasses.replace(spec, encoded=True))
+        try:
+            as_stored = compile_fused_pipeline(dataclasses.replace(spec, encoded=True))
+            as_stored.function()
+        except HetdbError:  # (UnsupportedError, or NVRTC refusing it): pages come decoded, all copied
+            gsrc.zero_copy, gsrc.stream_encoded = frozenset(), False
+            return fp, key
         if gsrc.stream_encoded:
             fp = as_stored
-        else:
-            as_stored.function()
     return fp, key
