@@ -566,3 +566,28 @@ def test_a_batch_step_reads_in_place_columns_from_the_tier_it_pinned(reader, fak
         assert entry is not None and entry.pins >= 1  # pinned while the step may read it
         assert page.data.ctypes.data == entry.runs[0].ctypes.data + reader.page_sections(col, rgs[0])["data"][0]
     assert host.pinned_bytes() == 0
+
+
+def test_overlapped_scans_stopped_early_or_under_a_tight_budget_return_everything(reader, fake_gpu):
+    # with overlap the next delivery is made before the consumer gets this one (when the budget has
+    # room for three); an early stop then holds two, and a budget of one delivery still streams
+    host = _tier()
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in range(1, 5))
+    b = DeviceMemoryBudget(1 << 30)
+    s = gpu_stream.PageStreamer(reader, COLUMNS, budget=b, host_cache=host, batch_bytes=one + 1,
+                                row_groups=[1, 2, 3, 4] * 2, overlap=True)
+    it = s.batches()
+    next(it)
+    assert s.routes.deliveries == 2 and b.used_bytes > 0  # one ahead
+    s.close()
+    assert b.used_bytes == 0 and host.pinned_bytes() == 0
+    most = 0
+    for rg in [1, 2, 3, 4]:
+        probe = DeviceMemoryBudget(1 << 30)
+        _scan(reader, probe, batch_bytes=1, row_groups=[rg], router=PageRouter("disk"))
+        most = max(most, probe.peak_bytes)
+    tight = DeviceMemoryBudget(most + 1)  # room for one delivery at a time: none ahead
+    _, steps, compared = _scan(reader, tight, batch_bytes=1, row_groups=[1, 2, 3, 4], router=PageRouter("disk"),
+                               overlap=True)
+    assert steps == [(1,), (2,), (3,), (4,)] and compared == (ROWS - RPP) * len(COLUMNS)
+    assert tight.used_bytes == 0

@@ -179,23 +179,29 @@ class BatchedDelivery:
         try:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
-            while pending:
-                self._held = current  # retired early if the group's delivery needs its memory
-                try:
-                    queue.extend(self._deliver_group(pending[0]))
-                finally:
-                    if self._held is None:
-                        current = None
-                    self._held = None
-                pending.pop(0)
-                schedule_next()
-                while queue:
-                    unit = queue.pop(0)
-                    if current is not None:
-                        self._retire_unit(current)
-                    current = unit
-                    self.stats.seconds = time.perf_counter() - self._started
-                    yield unit.row_groups, unit.batches
+            ahead = self._deliver_ahead()
+            while pending or queue:
+                # the next delivery's copies are queued before the consumer gets this one (``ahead``)
+                while pending and len(queue) <= ahead:
+                    if queue and not self._room_ahead():
+                        break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
+                    self._held = current  # retired early if the group's delivery needs its memory
+                    try:
+                        queue.extend(self._deliver_group(pending[0]))
+                    finally:
+                        if self._held is None:
+                            current = None
+                        self._held = None
+                    pending.pop(0)
+                    schedule_next()
+                if not queue:
+                    break
+                unit = queue.pop(0)
+                if current is not None:
+                    self._retire_unit(current)
+                current = unit
+                self.stats.seconds = time.perf_counter() - self._started
+                yield unit.row_groups, unit.batches
             if current is not None:
                 self._retire_unit(current)
                 current = None
@@ -206,6 +212,23 @@ class BatchedDelivery:
                 for rg in rgs:
                     self._abandon(rg)
             self._release_scan()
+
+    def _deliver_ahead(self) -> int:
+        """Deliveries queued beyond the one the consumer works on: with ``overlap`` one, when the
+        budget has room for three at once (the copy stream then has the next delivery's copies
+        queued while the host prepares the one after, whatever the host's hiccups); else none."""
+        if not self.overlap:
+            return 0
+        limit = getattr(self.budget, "limit_bytes", None)
+        per = self._ring_need // (self.depth + 1)
+        if limit and 3 * per > limit - self.budget.used_bytes:
+            return 0
+        return 1
+
+    def _room_ahead(self) -> bool:
+        """Whether the budget still has room for another delivery beside those held."""
+        limit = getattr(self.budget, "limit_bytes", None)
+        return not limit or limit - self.budget.used_bytes >= self._ring_need // (self.depth + 1)
 
     def _retire_unit(self, unit: _Unit) -> None:
         if unit.rg is not None:
