@@ -49,9 +49,10 @@ class Options:
     # 0: row group by row group, page by page (backend/gpu/stream_batch.py)
     gpu_batch_bytes: int = 64 << 20
     # Batched GPU deliveries overlap better: the first three aim at 1/8, 1/4 and 1/2 of
-    # gpu_batch_bytes (the kernel starts after a short first copy instead of a full one), and their
-    # decode kernels run on the consumer's stream, so the copy stream moves the next delivery while
-    # this one is decoded and consumed. False: equal deliveries decoded on the copy stream (A/B).
+    # gpu_batch_bytes (the kernel starts after a short first copy instead of a full one), their
+    # decode kernels run on a stream of their own, so the copy stream moves the next delivery while
+    # this one is decoded and consumed, and a scan past the device cache queues the next delivery's
+    # copies before the consumer takes this one. False: as before (A/B).
     gpu_delivery_overlap: bool = True
     # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
     # reads only for rows that passed its filters and probes stay in pinned host memory, and the

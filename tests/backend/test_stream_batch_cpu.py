@@ -20,6 +20,7 @@ from hetdb import types as T
 from hetdb.backend.gpu import batch as gpu_batch
 from hetdb.backend.gpu import memory as gpu_memory
 from hetdb.backend.gpu import stream as gpu_stream
+from hetdb.backend.gpu import stream_batch as gpu_stream_batch
 from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
 from hetdb.backend.gpu.memory import DeviceMemoryBudget
 from hetdb.cache import HostPageCache
@@ -105,6 +106,7 @@ def fake_gpu(monkeypatch):
                                  get_current_stream=lambda: _Stream())
     monkeypatch.setitem(__import__("sys").modules, "cupy", types.SimpleNamespace(cuda=cuda, asarray=np.asarray))
     monkeypatch.setattr(gpu_stream, "copy_stream", lambda device_id: _Stream())
+    monkeypatch.setattr(gpu_stream_batch, "decode_stream", lambda device_id: _Stream())
     monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
     monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
     monkeypatch.setattr(gpu_stream.PageStreamer, "_coded_column", _host_coded_column)

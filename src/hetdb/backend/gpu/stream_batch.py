@@ -39,6 +39,7 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
+from hetdb.backend.gpu.stream_io import decode_stream
 from hetdb.backend.gpu.stream_pages import (
     _column_nbytes,
     _delivered,
@@ -66,6 +67,7 @@ class _Unit:
     transient: int = 0
     kept: list = field(default_factory=list)  # keys of pages a paged delivery put in the cache (pinned)
     in_place: list = field(default_factory=list)  # host-tier pages its kernel reads in place (pinned)
+    ready: list = field(default_factory=list)  # events the consumer's stream waits on before using it
 
 
 def _string_plain(spec: Any, page: _Page) -> bool:
@@ -200,6 +202,10 @@ class BatchedDelivery:
                 if current is not None:
                     self._retire_unit(current)
                 current = unit
+                if unit.ready:  # (waited on now, not when made: a delivery ahead must not hold up
+                    consumer = self._consumer or self._cupy.cuda.get_current_stream()  # this one's kernel)
+                    for event in unit.ready:
+                        consumer.wait_event(event)
                 self.stats.seconds = time.perf_counter() - self._started
                 yield unit.row_groups, unit.batches
             if current is not None:
@@ -217,8 +223,8 @@ class BatchedDelivery:
         """Deliveries queued beyond the one the consumer works on: with ``overlap`` one, when the
         budget has room for three at once (the copy stream then has the next delivery's copies
         queued while the host prepares the one after, whatever the host's hiccups); else none."""
-        if not self.overlap:
-            return 0
+        if not self.overlap or self.cache is not None:
+            return 0  # (a row group with cached pages goes page by page: its consumer waits at once)
         limit = getattr(self.budget, "limit_bytes", None)
         per = self._ring_need // (self.depth + 1)
         if limit and 3 * per > limit - self.budget.used_bytes:
@@ -373,16 +379,20 @@ class BatchedDelivery:
                                                  f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
 
-        consumer = self._consumer or cp.cuda.get_current_stream()
-        # the decode kernels on the consumer's stream (gpu_delivery_overlap), unless something on the
-        # copy stream reads their outputs (a paged delivery's copies of admitted pages, coded strings)
-        on_consumer = self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)
+        # the decode kernels on a stream of their own (gpu_delivery_overlap: the copy stream moves the
+        # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
+        # delivery's copies of admitted pages, coded strings)
+        apart = decode_stream(self._device_id) if (
+            self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)) else None
         try:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
                 staged: list[np.ndarray] = []
-                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged,
-                                                   launch_stream=consumer if on_consumer else None)
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart)
+                decoded = None
+                if apart is not None:
+                    decoded = cp.cuda.Event(disable_timing=True)
+                    decoded.record(apart)
                 arrays: list[Any] = [None] * len(self.columns)
                 for c, a in zip(planned, planned_arrays):
                     arrays[c] = a
@@ -400,8 +410,8 @@ class BatchedDelivery:
                 event.record(stream)
         except BaseException:
             stream.synchronize()
-            if on_consumer:
-                consumer.synchronize()  # (its decode launches may still read the buffer)
+            if apart is not None:
+                apart.synchronize()  # (its decode launches may still read the buffer)
             self.budget.release(plan.nbytes + extra)
             self._transient_held -= plan.nbytes + extra
             raise
@@ -416,12 +426,12 @@ class BatchedDelivery:
         if staged:
             self._staged.append((event, staged))
         self._slot_events[rgs[0].slot] = event
-        consumer.wait_event(event)
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += rows
         kept = [p.key for rg in rgs for p in rg.pages if p.cached]
-        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place)
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
+                     ready=[event] if decoded is None else [event, decoded])
 
     def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
         """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
