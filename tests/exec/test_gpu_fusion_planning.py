@@ -682,3 +682,4 @@ def test_stream_form_follows_the_options_the_scan_and_the_measured_share(ssb_db,
     assert g.zero_copy == late and got.spec.encoded
     rates.observe_passing(key, 1_000_000, 500_000)
     assert not form("auto")[2].zero_copy
+    rates.passing.pop(key, None)  # (the process's rates as they were)
