@@ -83,13 +83,13 @@ class Timeline:
         self.on = False
         orig_delivery, orig_consume = batch.run_delivery, fusion_run._consume_fused
 
-        def run_delivery(plan, sources, dtypes, stream, staged=None):
+        def run_delivery(plan, sources, dtypes, stream, staged=None, **kw):
             if not self.on:
-                return orig_delivery(plan, sources, dtypes, stream, staged)
+                return orig_delivery(plan, sources, dtypes, stream, staged, **kw)
             e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
             t = time.perf_counter()
             e0.record(stream)
-            out = orig_delivery(plan, sources, dtypes, stream, staged)
+            out = orig_delivery(plan, sources, dtypes, stream, staged, **kw)
             e1.record(stream)
             names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
             self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names))
