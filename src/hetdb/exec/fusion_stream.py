@@ -3,15 +3,17 @@ pinned host tier, none on the GPU, and ``scan_device.first_scan`` let it pass th
 
 Two choices, made before the streamer starts:
 
-* pages as stored (option ``gpu_stream_encoded``, or whenever columns stay in the host tier): each
-  delivery carries the pages' encoded bytes and the kernel decodes the rows it reads as it loads them
-  (the same pipeline compiled for pages as stored, ``spec.encoded``), instead of decode kernels
-  writing decoded copies first;
+* pages as stored (option ``gpu_stream_encoded``): each delivery carries the pages' encoded bytes
+  and the kernel decodes the rows it reads as it loads them (the same pipeline compiled for pages as
+  stored, ``spec.encoded``), instead of decode kernels writing decoded copies first (on the H100 the
+  in-kernel decode of every page was the slower of the two for hot SSB, s11);
 * columns read in place (option ``gpu_zero_copy``; HetCache's sub-page access): the *late* inputs
   of a selective kernel, read only for rows that passed every filter and probe, stay in the pinned
   host tier and the kernel reads those rows over the link. Which ones is the router's decision
   (``cache/router.py`` ``zero_copy_columns``: always with 'on'; with 'auto' once a run of the pipeline
-  measured how few rows reach them, ``Rates.passing``).
+  measured how few rows reach them, ``Rates.passing``). The other pages come decoded as usual (or as
+  stored with the option above), one Batch per row group; the kernel, compiled for pages as stored,
+  reads each page as its page-table entry says.
 
 A scan that may read or fill the device cache is left as it is: the cache's entries are decoded
 unless ``gpu_compressed_cache`` says otherwise, and every scan must find them in the form it expects.
@@ -66,8 +68,9 @@ def stream_form(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[A
         key = "zero-copy " + dataclasses.replace(spec, encoded=False).describe()
         passing = shared_rates().passing_share(key)
         gsrc.zero_copy = zero_copy_columns(mode, late, passing)
-    gsrc.stream_encoded = stored or bool(gsrc.zero_copy)
-    if not spec.encoded and (gsrc.stream_encoded or (mode == "auto" and late and passing is None)):
+    gsrc.stream_encoded = stored
+    read_stored = stored or bool(gsrc.zero_copy)
+    if not spec.encoded and (read_stored or (mode == "auto" and late and passing is None)):
         # the same pipeline reading pages as stored (and decoded ones: each page's entry says which);
         # its accumulators are laid out alike, so the state made for ``fp`` serves it. Under 'auto'
         # before a measurement it is compiled now (a first run pays that), so the run that reads in
@@ -81,6 +84,6 @@ def stream_form(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[A
         except HetdbError:  # (UnsupportedError, or NVRTC refusing it): pages come decoded, all copied
             gsrc.zero_copy, gsrc.stream_encoded = frozenset(), False
             return fp, key
-        if gsrc.stream_encoded:
+        if read_stored:
             fp = as_stored
     return fp, key

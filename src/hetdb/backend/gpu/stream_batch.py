@@ -112,14 +112,16 @@ class BatchedDelivery:
 
     @property
     def paged(self) -> bool:
-        """Batched deliveries hand out one Batch per row group, encoded pages kept as stored (the
-        consumer's kernel reads several through one page table)."""
-        return self.compressed
+        """Batched deliveries hand out one Batch per row group (the consumer's kernel reads several
+        through one page table): encoded pages kept as stored (``compressed``), or some pages left in
+        the host tier for the kernel to read in place (``zero_copy``; the others decoded)."""
+        return self.compressed or bool(self.zero_copy)
 
     # ---- planning --------------------------------------------------------------------------------
     def _rg_bounds(self, rg: int) -> tuple[int, int, int]:
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
         reader, columns, paged = self.reader, tuple(self.columns), self.paged
+        kept = paged and self.compressed
 
         def compute() -> tuple[int, int, int]:
             link = dev = padded = 0
@@ -135,10 +137,10 @@ class BatchedDelivery:
                     continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
                                       spec.dtype.kind == "string" and info.encoding == "plain",
-                                      paged and keeps_compressed(info.codec, info.sections))
+                                      kept and keeps_compressed(info.codec, info.sections))
             return link, dev, padded
 
-        return memoized(reader, ("batch bounds", columns, rg, paged), compute)
+        return memoized(reader, ("batch bounds", columns, rg, paged, kept), compute)
 
     def _plan_groups(self) -> list[list[int]]:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
@@ -360,7 +362,7 @@ class BatchedDelivery:
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p),
                                p.cached or p.zero_copy)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
-            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
+            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
         # device-cache hits in it is made each time: which pages those are changes from scan to scan)
@@ -368,8 +370,8 @@ class BatchedDelivery:
             plan = make_plan()
         else:
             in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
-            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged, in_place_pages),
-                            make_plan)
+            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged,
+                                     self.compressed, in_place_pages), make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation
