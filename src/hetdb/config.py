@@ -57,10 +57,10 @@ class Options:
     # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
     # reads only for rows that passed its filters and probes stay in pinned host memory, and the
     # kernel reads those rows in place over the link (zero-copy) instead of the whole pages being
-    # copied: "off", "on" (every such column of a random-access page), "auto" (the router's estimate
-    # of the rows that reach the column, cache/router.py ``zero_copy_columns``). Needs pages kept
-    # compressed for the kernel (gpu_compressed_cache on, or the scan streamed through).
-    gpu_zero_copy: str = "off"
+    # copied: "off", "on" (every such column of a random-access page), "auto" (default: once a run
+    # of the pipeline measured that at most 0.1% of the rows reach them, cache/router.py
+    # ``zero_copy_columns``). Only scans that stream past the device cache (exec/fusion_stream.py).
+    gpu_zero_copy: str = "auto"
     # Warm GPU scans that stream past the device cache deliver pages as stored, and the fused kernel
     # decodes the rows it reads as it loads them (no decode kernels, no decoded copies; exec/
     # fusion_stream.py). Off: such pages are decoded on arrival unless gpu_compressed_cache is on.

@@ -75,7 +75,7 @@ def test_warm_ssb_equals_duckdb(ssb_db, compressed, zero_copy, overlap, stored):
 
 def test_auto_reads_in_place_after_a_run_measured_a_selective_pipeline(ssb_db):
     sql = load_queries("ssb")["q3.4"]  # a handful of rows reach lo_revenue
-    opts = dict(gpu_compressed_cache=True, gpu_zero_copy="auto")
+    opts = dict(gpu_zero_copy="auto")  # (the default)
     runs = []
     for _ in range(3):
         with hetdb.connect(ssb_db.path, device="gpu", **opts) as con:
@@ -85,6 +85,6 @@ def test_auto_reads_in_place_after_a_run_measured_a_selective_pipeline(ssb_db):
     for got, _ in runs:
         assert compare_tables(got, want, ordered=False, float_rel_tol=1e-9) is None
     assert runs[-1][1] > 0  # measured by then: the late column stays in the host tier
-    with hetdb.connect(ssb_db.path, device="gpu", gpu_compressed_cache=True) as con:
-        assert _in_place_pages(con.sql(sql)) == 0  # off by default
+    with hetdb.connect(ssb_db.path, device="gpu", gpu_zero_copy="off") as con:
+        assert _in_place_pages(con.sql(sql)) == 0
     assert _host_pins() == 0

@@ -70,11 +70,10 @@ def stream_form(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[A
         gsrc.zero_copy = zero_copy_columns(mode, late, passing)
     gsrc.stream_encoded = stored
     read_stored = stored or bool(gsrc.zero_copy)
-    if not spec.encoded and (read_stored or (mode == "auto" and late and passing is None)):
+    if not spec.encoded and read_stored:
         # the same pipeline reading pages as stored (and decoded ones: each page's entry says which);
-        # its accumulators are laid out alike, so the state made for ``fp`` serves it. Under 'auto'
-        # before a measurement it is compiled now (a first run pays that), so the run that reads in
-        # place does not
+        # its accumulators are laid out alike, so the state made for ``fp`` serves it (compiled on
+        # the first run that needs it: most pipelines never do)
         from hetdb.backend.gpu.codegen import compile_fused_pipeline
         from hetdb.errors import HetdbError
 
@@ -84,6 +83,5 @@ def stream_form(ctx: ExecContext, src: TableScan, gsrc: Any, fp: Any) -> tuple[A
         except HetdbError:  # (UnsupportedError, or NVRTC refusing it): pages come decoded, all copied
             gsrc.zero_copy, gsrc.stream_encoded = frozenset(), False
             return fp, key
-        if read_stored:
-            fp = as_stored
+        fp = as_stored
     return fp, key
