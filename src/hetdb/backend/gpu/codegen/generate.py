@@ -237,14 +237,15 @@ class _Generator:
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]
         k_in = len(spec.inputs)
-        out += ["  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
+        out += ["  long long fp_page = -1;",
+                "  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
                 "    long long off = t * FP_TILE, rows = n, row_base = 0;"]
         ptr = {k: "unsigned char" if spec.encoded else ctype(dt) for k, (_, dt) in enumerate(spec.inputs)}
         out += [f"    const {ptr[k]}* __restrict__ in{k} = (const {ptr[k]}*)col{k};" for k in ptr]
         if spec.encoded:
             out += [f"    long long enc{k} = 0;" for k in ptr]
         out += ["    if (num_pages > 0) {",
-                "      const long long p = fused::FindPage(page_table, num_pages, t);",
+                "      const long long p = fp_page = fused::NextPage(page_table, num_pages, t, fp_page);",
                 "      off = (t - page_table[p]) * FP_TILE;",
                 "      row_base = page_table[num_pages + 1 + p];",
                 "      rows = page_table[2 * num_pages + 1 + p];"]
