@@ -160,6 +160,11 @@ class QueryEngine:
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
+        # host copies of device dictionaries small results take to the host tail: the same objects
+        # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
+        from hetdb.exec.dictionary_memo import DictionaryMemo
+
+        self.host_dictionaries = DictionaryMemo()
         if self.device is not None:
             self.tail_backend = _tail_backend()
 
@@ -484,7 +489,7 @@ class QueryEngine:
             return False
         for pid in inputs:
             if pid not in on_host:
-                cache: dict = {}  # one host copy per device dictionary
+                cache = self.host_dictionaries  # one host copy per device dictionary, while it lives
                 ctx.results[pid] = [batch_to_host(self.backend, b, cache)
                                     for b in (loaded(self.backend, r) for r in ctx.results[pid])]
                 on_host.add(pid)
