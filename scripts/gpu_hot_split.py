@@ -138,9 +138,12 @@ def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int) -> s
     rows = host[2 * num + 1:3 * num + 1]
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     out = []
-    for threads, items in ((128, 4), (128, 8), (128, 16), (256, 4), (256, 8), (512, 4)):
+    for threads, items, min_blocks in ((128, 4, 0), (128, 4, 12), (128, 4, 16), (128, 8, 0), (128, 8, 8),
+                                       (128, 16, 0), (256, 4, 0), (256, 4, 8), (256, 8, 0), (512, 4, 0)):
         tile = threads * items
         body = pipeline.kernel.body
+        if min_blocks:  # registers capped so that many blocks fit per SM
+            body = body.replace("__launch_bounds__(FP_BLOCK)", f"__launch_bounds__(FP_BLOCK, {min_blocks})")
         body = re.sub(r"#define FP_BLOCK \d+", f"#define FP_BLOCK {threads}", body)
         body = re.sub(r"#define FP_ITEMS \d+", f"#define FP_ITEMS {items}", body)
         body = re.sub(r"#define FP_TILE \d+", f"#define FP_TILE {tile}", body)
@@ -150,7 +153,7 @@ def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int) -> s
             mod = R.compile_source(load_source("fused_pipeline.cuh") + "\n" + body)
             vfn = mod.function(pipeline.kernel.name)
         except Exception as e:  # noqa: BLE001
-            out.append(f"{threads}x{items}: compile failed ({type(e).__name__})")
+            out.append(f"{threads}x{items}/{min_blocks}: compile failed ({type(e).__name__})")
             continue
         tiles = -(-rows // tile)
         table = host.copy()
@@ -167,8 +170,9 @@ def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int) -> s
             per_sm = 2048 // threads
         g = max(1, min(int(tiles.sum()), per_sm * sms)) if shared else min(int(tiles.sum()), 65536)
         ms = replay(probe, (vfn, g, threads, tuple(vargs), shared), g, times)
-        out.append(f"{threads}x{items} grid {g} ({per_sm}/SM, {getattr(vfn, 'num_regs', '?')} regs): {ms:.3f}")
-    return "    tile variants: " + "; ".join(out)
+        out.append(f"{threads}x{items}/{min_blocks} grid {g} ({per_sm}/SM, {getattr(vfn, 'num_regs', '?')} regs, "
+                   f"{getattr(vfn, 'local_size_bytes', '?')} B local): {ms:.3f}")
+    return "    tile variants (threads x items / min blocks per SM): " + "; ".join(out)
 
 
 def per_pipeline(con: Any, sql: str, runs: int) -> str:
