@@ -75,19 +75,3 @@ def test_a_host_dictionary_is_ranked_once_while_it_lives() -> None:
     gc.collect()
     assert len(SORT_RANKS) == before - 1
 
-
-def test_dictionary_memo_answers_an_id_only_for_its_object() -> None:
-    import gc
-
-    from hetdb.exec.dictionary_memo import DictionaryMemo
-
-    memo = DictionaryMemo()
-    a = _strings(["x"])
-    memo[id(a)] = (a, "copy of a")
-    assert id(a) in memo and memo[id(a)] == (a, "copy of a") and memo.get(a) == "copy of a"
-    other = _strings(["y"])
-    assert memo.get(other) is None and id(other) not in memo
-    key = id(a)
-    del a
-    gc.collect()
-    assert key not in memo and len(memo) == 0

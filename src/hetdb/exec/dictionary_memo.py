@@ -62,3 +62,5 @@ class DictionaryMemo:
 
 # host dictionary -> its strings' ranks (exec/operators/sort.py string_ranks)
 SORT_RANKS = DictionaryMemo()
+# host dictionary -> its strings as an Arrow string array (exec/hostutil.py to_arrow_table)
+ARROW_STRINGS = DictionaryMemo()
