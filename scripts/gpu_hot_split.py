@@ -120,7 +120,10 @@ def replay(probe: LaunchTimes, launch: tuple, grid: int, times: int) -> float:
     return cupy.cuda.get_elapsed_time(start, stop) / times
 
 
-def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int) -> str:
+VARIANTS = ((128, 4, 0), (128, 4, 16), (128, 8, 0), (128, 16, 0), (256, 4, 0), (256, 8, 0))
+
+
+def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int, variants: tuple = VARIANTS) -> str:
     """The fused kernel ``name`` regenerated at other block sizes and items per thread (its page table
     re-tiled), each launched with the last launch's other arguments: ms per launch."""
     import cupy
@@ -138,8 +141,7 @@ def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int) -> s
     rows = host[2 * num + 1:3 * num + 1]
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     out = []
-    for threads, items, min_blocks in ((128, 4, 0), (128, 4, 12), (128, 4, 16), (128, 8, 0), (128, 8, 8),
-                                       (128, 16, 0), (256, 4, 0), (256, 4, 8), (256, 8, 0), (512, 4, 0)):
+    for threads, items, min_blocks in variants:
         tile = threads * items
         body = pipeline.kernel.body
         if min_blocks:  # registers capped so that many blocks fit per SM
