@@ -9,12 +9,15 @@ aggregates: the spec exec/fusion.py makes for it) over random columns split into
 median of ``--repeat`` launches), the bytes of its input columns per second of it, its registers,
 and the host time of one ``new_state`` + ``consume_pages`` + ``finish`` (what the engine calls per
 run, the kernel included). For the shapes in ``--variants`` the kernel again at other block sizes, items per
-thread and register caps (gpu_hot_split.tile_variants) and at other grid sizes.
+thread and register caps (gpu_hot_split.tile_variants) and at other grid sizes. Every shape also
+with the columns eager_columns picks loaded at each tile's start (spec ``eager``, the experiment
+``fused_eager``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -27,6 +30,7 @@ from hetdb.backend.gpu.codegen import (
     FusedPipelineSpec,
     compile_fused_pipeline,
 )
+from hetdb.backend.gpu.codegen.generate import eager_columns
 from hetdb.backend.gpu.codegen.runtime import DenseJoinTable
 from hetdb.plan.expr import Call, ColumnRef, Literal
 
@@ -160,6 +164,13 @@ def main(argv: list[str] | None = None) -> int:
               f"grid {grid} x {block}, shared {shared} B, {split.occupancy(fn, block, shared)}; "
               f"new_state + consume_pages + finish {statistics.median(hosts[2:]) * 1e3:.3f} ms; "
               f"{result.num_groups} groups", flush=True)
+        eager = eager_columns(spec, [DIMS[d][1] for _, d in probes])
+        if eager:  # the same launch with the columns most rows need loaded at each tile's start
+            efp = compile_fused_pipeline(dataclasses.replace(spec, eager=eager))
+            elaunch = (efp.function(), *launch[1:])
+            ems = statistics.median(split.replay(probe, elaunch, grid, 1) for _ in range(args.repeat))
+            print(f"    loaded first {', '.join(eager)}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), "
+                  f"{split.occupancy(elaunch[0], block, shared)}", flush=True)
         if name in args.variants.split(","):
             grids = sorted({132, 264, 528, 1056, 1584, 2112, 4224, 65536} - {grid})
             print("    other grids: " + ", ".join(f"{g}: {split.replay(probe, launch, g, 5):.3f}" for g in grids),

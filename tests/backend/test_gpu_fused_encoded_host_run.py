@@ -29,12 +29,14 @@ def _bytes(name: str, buf: np.ndarray) -> str:
     return f"alignas(8) static const unsigned char {name}[] = {{{', '.join(str(int(b)) for b in buf)}}};"
 
 
-def test_fused_page_table_with_compressed_pages(tmp_path):
+@pytest.mark.parametrize("eager", [(), ("g", "v")], ids=["loaded-by-stage", "loaded-first"])
+def test_fused_page_table_with_compressed_pages(tmp_path, eager):
     rng = np.random.default_rng(3)
     g_ref, v_ref = ColumnRef(T.INT32, "g", False), ColumnRef(T.INT64, "v", False)
     spec = FusedPipelineSpec((("g", T.INT32), ("v", T.INT64)),
                              (Call(T.BOOL, "lt", (v_ref, Literal(T.INT64, 1 << 40))),), (), (g_ref,),
-                             (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, encoded=True)
+                             (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, encoded=True,
+                             eager=eager)
     k = generate(spec)
     layout = [("plain", "for"), ("for", "dict"), ("const", "plain"), ("dict", "const"), ("plain", "plain")]
     decl, fill, gs, vs = [], [], [], []

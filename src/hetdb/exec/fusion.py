@@ -376,6 +376,14 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
                              AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
                              fold=on("fused_fold"))
+    if on("fused_eager"):
+        from hetdb.backend.gpu.codegen.generate import FILTER_GUESS, eager_columns
+
+        # a dense join keeps its build rows' share of the key range; a dictionary lookup (every
+        # code a row) keeps an unknown share
+        hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
+                for t in tables]
+        spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)

@@ -129,6 +129,7 @@ class _Generator:
                   *(p.key for p in spec.probes)]:
             later_uses |= e.columns()  # a later probe may be keyed on a payload (dictionary lookups)
 
+        self.load(frozenset(spec.eager))  # (every row of the tile: the flags are still the tile's)
         self.filters(stage_filters.get(-1, []))
         for p, probe in enumerate(spec.probes):
             self.load(probe.key.columns())
@@ -264,6 +265,45 @@ class _Generator:
         body = "\n".join(out) + "\n"
         name = "fused_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return KernelSource(name, body.replace(_NAME_PLACEHOLDER, name), accs)
+
+
+# a column's sectors are mostly read anyway when this share of the tile's rows still needs it
+EAGER_MIN_ALIVE = 0.15
+FILTER_GUESS = 0.5  # the share of rows a filter keeps, not knowing better
+
+
+def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float = EAGER_MIN_ALIVE) -> tuple[str, ...]:
+    """The inputs of ``spec`` to load for every row at a tile's start (spec.eager): those that an
+    estimated ``threshold`` share of the rows or more still need when the generated code would load
+    them (the stages in the generator's order: scan filters, then per probe its key, the lookup, its
+    payload's filters; then group keys and aggregate arguments). ``hits``: per probe, the share of
+    probed rows it keeps (a dense table's build rows over its key range); a filter keeps FILTER_GUESS.
+    Loading a column whose rows are mostly still selected costs few extra sectors (8 four-byte
+    values share one), and its load no longer waits for the stages before it."""
+    provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
+    inputs = [cid for cid, _ in spec.inputs]
+    stage_filters: dict[int, list] = {}
+    for f in spec.filters:
+        stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
+    alive, first = 1.0, {}
+
+    def need(cols: frozenset[str]) -> None:
+        for cid in inputs:
+            if cid in cols and cid not in first:
+                first[cid] = alive
+
+    for f in stage_filters.get(-1, []):
+        need(f.columns())
+        alive *= FILTER_GUESS
+    for p, probe in enumerate(spec.probes):
+        need(probe.key.columns())
+        alive *= hits[p] if p < len(hits) else FILTER_GUESS
+        for f in stage_filters.get(p, []):
+            need(f.columns())
+            alive *= FILTER_GUESS
+    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+        need(e.columns())
+    return tuple(cid for cid in inputs if first.get(cid, 0.0) >= threshold)
 
 
 def _accumulator(op: str, arg: Code | None) -> Accumulator:
