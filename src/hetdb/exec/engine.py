@@ -83,6 +83,17 @@ def host_tail(physical: PhysicalPlan) -> set[int]:
     return tail
 
 
+def host_sinks(physical: PhysicalPlan, tail: set[int]) -> frozenset[int]:
+    """Pipelines outside ``tail`` whose every consumer is in it: a small result of theirs is taken to
+    the host anyway, so it may be made there (exec/fusion_run.py: a fused aggregation's groups)."""
+    consumers: dict[int, list[int]] = {p.pid: [] for p in physical.pipelines}
+    for p in physical.pipelines:
+        for d in p.deps:
+            consumers[d].append(p.pid)
+    return frozenset(pid for pid, cs in consumers.items()
+                     if cs and pid not in tail and all(c in tail for c in cs))
+
+
 def _tail_backend() -> Any:
     """The CPU backend with single-threaded kernels: waking a thread pool for a parallel kernel costs
     more than the whole work on a few thousand rows (measured: ~0.7 ms per sort with 16 threads)."""
@@ -404,6 +415,8 @@ class QueryEngine:
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
             tail = host_tail(physical) if self.tail_backend is not None else set()
+            if tail:
+                ctx.tail_backend, ctx.host_sinks = self.tail_backend, host_sinks(physical, tail)
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
@@ -479,6 +492,7 @@ class QueryEngine:
         """Whether ``pipe`` (of the host tail) runs on the host, its inputs moved to where it runs:
         it does when its inputs are small or already there."""
         inputs = _source_results(pipe)
+        on_host.update(pid for pid in inputs if pid in ctx.made_on_host)  # (nothing to move)
         rows = sum(b.num_rows for pid in inputs for b in ctx.results[pid])
         if rows > HOST_RESULT_ROWS and not all(pid in on_host for pid in inputs):
             for pid in inputs:  # a large input: back to the device with the others

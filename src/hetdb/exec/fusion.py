@@ -76,6 +76,7 @@ class GroupKey:
     domain: Any                  # codegen.groups.KeyDomain (kernel key range, rank -> value)
     dtype: DataType
     dictionary: Column | None    # dictionary strings: the dictionary the codes index
+    host: Any = None             # (domain, dictionary) with host arrays, made once (fusion_run._on_host)
 
 
 @dataclass

@@ -372,12 +372,21 @@ class FusedPipeline:
             self._registers = _registers(self.function())
         return _resident_blocks(shared_bytes, _device_id(), self._registers)
 
-    def finish(self, state: AggregateState) -> AggregateResult:
-        """Per-group results of the non-empty groups."""
+    @staticmethod
+    def finishes_on_host(state: AggregateState) -> bool:
+        """Whether ``finish`` finds the groups on the host (a small domain: its accumulators are
+        copied whole), so it can hand them over there (``finish(state, host=True)``)."""
+        return state.buffer is not None and int(state.buffer.nbytes) <= HOST_FINISH_BYTES
+
+    def finish(self, state: AggregateState, host: bool = False) -> AggregateResult:
+        """Per-group results of the non-empty groups; with ``host`` (only where ``finishes_on_host``)
+        as host arrays, for a result the host takes next (no copy back to the device)."""
         import cupy
 
-        if state.buffer is not None and int(state.buffer.nbytes) <= HOST_FINISH_BYTES:
-            return self._finish_on_host(state)
+        if self.finishes_on_host(state):
+            return self._finish_on_host(state, host)
+        if host:
+            raise ValueError("finish(host=True) of a domain too large to finish on the host")
         raise_if_overflowed(state.arith_err.get())
         if int(state.domain_errors[0]):
             raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
@@ -398,7 +407,7 @@ class FusedPipeline:
             values.append(v)
         return AggregateResult(keys, values, counts[groups])
 
-    def _finish_on_host(self, state: AggregateState) -> AggregateResult:
+    def _finish_on_host(self, state: AggregateState, host: bool = False) -> AggregateResult:
         """finish for a small domain: the error words and accumulators come to the host in one copy
         (the query's one wait for its kernel), the non-empty groups are found there, and their keys,
         values and counts go back in one copy: two transfers instead of a wait per error word and a
@@ -424,8 +433,10 @@ class FusedPipeline:
             elif spec.op in ("min", "max"):
                 v = v.astype(spec.arg.dtype.numpy_dtype)
             values.append(v)
-        dev = arrays_to_device([*keys, *values, counts[groups]])
-        return AggregateResult(dev[:len(keys)], dev[len(keys):-1], dev[-1])
+        out = [*keys, *values, counts[groups]]
+        if not host:
+            out = arrays_to_device(out)
+        return AggregateResult(out[:len(keys)], out[len(keys):-1], out[-1])
 
     def aggregate(self, columns: dict[str, Any], tables: list[DenseJoinTable],
                   domains: list[tuple[int, int]] | None = None) -> AggregateResult:
