@@ -144,8 +144,9 @@ def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int, vari
     for threads, items, min_blocks in variants:
         tile = threads * items
         body = pipeline.kernel.body
-        if min_blocks:  # registers capped so that many blocks fit per SM
-            body = body.replace("__launch_bounds__(FP_BLOCK)", f"__launch_bounds__(FP_BLOCK, {min_blocks})")
+        # registers capped so that many blocks fit per SM (0: no cap)
+        body = re.sub(r"__launch_bounds__\(FP_BLOCK(, \d+)?\)",
+                      f"__launch_bounds__(FP_BLOCK{f', {min_blocks}' if min_blocks else ''})", body)
         body = re.sub(r"#define FP_BLOCK \d+", f"#define FP_BLOCK {threads}", body)
         body = re.sub(r"#define FP_ITEMS \d+", f"#define FP_ITEMS {items}", body)
         body = re.sub(r"#define FP_TILE \d+", f"#define FP_TILE {tile}", body)

@@ -33,6 +33,8 @@ from hetdb.errors import UnsupportedError
 FP_BLOCK = 128
 FP_ITEMS = 4
 FP_TILE = FP_BLOCK * FP_ITEMS
+# blocks per SM the compiler must fit (registers capped to allow them; 0: no cap)
+FP_MIN_BLOCKS = 0
 HEADER = "fused_pipeline.cuh"
 # Page table (int64): [tile start per page + total tiles][first row per page][rows per page]
 # [pointer per page and input column, page-major]; encoded specs add [0 plain / 1 encoded per page
@@ -234,7 +236,7 @@ class _Generator:
             head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
         out = ["// fused pipeline"] + [f"// {line}" for line in spec.describe().splitlines()]
         out += [f"#define FP_BLOCK {FP_BLOCK}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {FP_TILE}",
-                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK) {_NAME_PLACEHOLDER}(',
+                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks()}) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]
         k_in = len(spec.inputs)
@@ -304,6 +306,10 @@ def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float =
     for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
         need(e.columns())
     return tuple(cid for cid in inputs if first.get(cid, 0.0) >= threshold)
+
+
+def _min_blocks() -> str:
+    return f", {FP_MIN_BLOCKS}" if FP_MIN_BLOCKS else ""
 
 
 def _accumulator(op: str, arg: Code | None) -> Accumulator:
