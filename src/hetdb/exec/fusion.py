@@ -544,7 +544,10 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
         table = dense_build(j.key.data, arrays, mask=j.key.validity)
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
-    return DenseProbe(j.left_key, tuple(payload)), table, provided
+    by_key = bool(payload) and on("fused_payload_by_key")
+    if by_key:
+        table.keyed_payload()  # (made now: the fused state stored for later runs holds them too)
+    return DenseProbe(j.left_key, tuple(payload), by_key), table, provided
 
 
 # reader (one table version) -> {columns: why a swapped fact scan cannot run fused, or None}

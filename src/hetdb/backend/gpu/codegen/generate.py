@@ -138,19 +138,34 @@ class _Generator:
             key = translate(probe.key, self.env)
             self.emit(f"// probe {p}: {_comment(probe.key)}")
             self.emit(f"int r{p}[FP_ITEMS];")
-            self.per_item([
-                f"r{p}[i] = -1;",
-                "if (flags[i]) {",
-                f"  const long long k = (long long)({key.text}) - p{p}_lo;",
-                f"  r{p}[i] = (k >= 0 && k < p{p}_size) ? p{p}_rows[k] : -1;",
-                f"  flags[i] = r{p}[i] >= 0;",
-                "}",
-            ])
-            for j, (cid, dtype) in enumerate(probe.payload):
-                if cid not in later_uses:
-                    continue
-                self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
-                self.per_item([f"if (flags[i]) q{p}_{j}[i] = p{p}_pay{j}[r{p}[i]];"])
+            used = [(j, cid, dtype) for j, (cid, dtype) in enumerate(probe.payload) if cid in later_uses]
+            if probe.by_key:  # the payload loads go out with the row look-up (indexed by key)
+                for j, _, dtype in used:
+                    self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
+                self.per_item([
+                    f"r{p}[i] = -1;",
+                    "if (flags[i]) {",
+                    f"  const long long k = (long long)({key.text}) - p{p}_lo;",
+                    f"  if (k >= 0 && k < p{p}_size) {{",
+                    f"    r{p}[i] = p{p}_rows[k];",
+                    *[f"    q{p}_{j}[i] = p{p}_pay{j}[k];" for j, _, _ in used],
+                    "  }",
+                    f"  flags[i] = r{p}[i] >= 0;",
+                    "}",
+                ])
+            else:
+                self.per_item([
+                    f"r{p}[i] = -1;",
+                    "if (flags[i]) {",
+                    f"  const long long k = (long long)({key.text}) - p{p}_lo;",
+                    f"  r{p}[i] = (k >= 0 && k < p{p}_size) ? p{p}_rows[k] : -1;",
+                    f"  flags[i] = r{p}[i] >= 0;",
+                    "}",
+                ])
+                for j, _, dtype in used:
+                    self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
+                    self.per_item([f"if (flags[i]) q{p}_{j}[i] = p{p}_pay{j}[r{p}[i]];"])
+            for j, cid, dtype in used:
                 self.env[cid] = Code(f"q{p}_{j}[i]", dtype)
             self.filters(stage_filters.get(p, []))
 

@@ -67,10 +67,27 @@ class DenseJoinTable:
     size: int
     payload: list[Any] = field(default_factory=list)
     num_rows: int = 0
+    payload_by_key: list[Any] = field(default_factory=list)  # keyed_payload's arrays, once made
 
     @property
     def nbytes(self) -> int:
         return int(self.rows.nbytes)
+
+    def keyed_payload(self) -> list[Any]:
+        """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
+        probes ``by_key``; made at the first call and kept with the table."""
+        if len(self.payload_by_key) != len(self.payload):
+            xp = _array_module(self.rows)
+            rows = self.rows[:self.size]
+            hit = rows >= 0
+            out = []
+            for p in self.payload:
+                a = xp.zeros(max(self.size, 1), dtype=p.dtype)
+                if self.size:
+                    a[:self.size][hit] = p[rows[hit]]
+                out.append(a)
+            self.payload_by_key = out
+        return self.payload_by_key
 
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
@@ -249,7 +266,7 @@ class FusedPipeline:
                 raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
                                  f"declares {len(probe.payload)}")
             args += [table.rows, np.int64(table.lo), np.int64(table.size)]
-            for arr, (cid, dtype) in zip(table.payload, probe.payload):
+            for arr, (cid, dtype) in zip(table.keyed_payload() if probe.by_key else table.payload, probe.payload):
                 if np.dtype(arr.dtype) != dtype.numpy_dtype:
                     raise ValueError(f"payload {cid} is {arr.dtype}, declared {dtype.numpy_dtype}")
                 args.append(arr)

@@ -33,6 +33,9 @@ class DenseProbe:
 
     key: Expr
     payload: tuple[tuple[str, DataType], ...] = ()
+    # payload arrays indexed by key (runtime.DenseJoinTable.keyed_payload) instead of by build row:
+    # a row's payload loads go out with its row look-up instead of after it
+    by_key: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,8 @@ class FusedPipelineSpec:
         parts = ["inputs " + ", ".join(f"{c}:{t}" for c, t in self.inputs),
                  "filters " + "; ".join(map(str, self.filters))]
         for p in self.probes:
-            parts.append(f"probe {p.key} -> " + ", ".join(f"{c}:{t}" for c, t in p.payload))
+            parts.append(f"probe {p.key} -> " + ", ".join(f"{c}:{t}" for c, t in p.payload)
+                         + (" (by key)" if p.by_key else ""))
         parts.append("group " + ", ".join(map(str, self.group_keys)))
         parts.append("aggs " + ", ".join(f"{a.op}({a.arg if a.arg is not None else '*'})"
                                          for a in self.aggregates))
