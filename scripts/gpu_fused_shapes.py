@@ -8,10 +8,11 @@ aggregates: the spec exec/fusion.py makes for it) over random columns split into
 ``--page-rows`` (one page table, as a hot scan of resident pages): the kernel's own time (CUDA events,
 median of ``--repeat`` launches), the bytes of its input columns per second of it, its registers,
 and the host time of one ``new_state`` + ``consume_pages`` + ``finish`` (what the engine calls per
-run, the kernel included). For the shapes in ``--variants`` the kernel again at other block sizes, items per
-thread and register caps (gpu_hot_split.tile_variants) and at other grid sizes. Every shape also
-with the columns eager_columns picks loaded at each tile's start (spec ``eager``, the experiment
-``fused_eager``).
+run, the kernel included). Every shape also with the columns eager_columns picks loaded at each
+tile's start (spec ``eager``: experiment ``fused_eager``), with its payloads read by key (DenseProbe
+``by_key``: experiment ``fused_payload_by_key``) and with both. For the shapes in ``--variants``
+the kernel again at other block sizes, items per
+thread and register caps (gpu_hot_split.tile_variants) and at other grid sizes.
 """
 
 from __future__ import annotations
@@ -165,12 +166,23 @@ def main(argv: list[str] | None = None) -> int:
               f"new_state + consume_pages + finish {statistics.median(hosts[2:]) * 1e3:.3f} ms; "
               f"{result.num_groups} groups", flush=True)
         eager = eager_columns(spec, [DIMS[d][1] for _, d in probes])
-        if eager:  # the same launch with the columns most rows need loaded at each tile's start
-            efp = compile_fused_pipeline(dataclasses.replace(spec, eager=eager))
-            elaunch = (efp.function(), *launch[1:])
-            ems = statistics.median(split.replay(probe, elaunch, grid, 1) for _ in range(args.repeat))
-            print(f"    loaded first {', '.join(eager)}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), "
-                  f"{split.occupancy(elaunch[0], block, shared)}", flush=True)
+        keyed = tuple(dataclasses.replace(p, by_key=bool(p.payload)) for p in spec.probes)
+        for label, other in (("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
+                             ("payload by key", dataclasses.replace(spec, probes=keyed)),
+                             ("both", dataclasses.replace(spec, eager=eager, probes=keyed))):
+            if other == spec:
+                continue
+            ofp = compile_fused_pipeline(other)
+            ostate = ofp.new_state(domains)
+            times = []
+            for _ in range(args.repeat + 1):
+                probe.active = True
+                ofp.consume_pages(ostate, pt, tables)
+                probe.active = False
+                times.append(probe.take()[0])
+            ems = statistics.median(times[1:])
+            print(f"    {label}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), "
+                  f"{split.occupancy(ofp.function(), block, shared)}", flush=True)
         if name in args.variants.split(","):
             grids = sorted({132, 264, 528, 1056, 1584, 2112, 4224, 65536} - {grid})
             print("    other grids: " + ", ".join(f"{g}: {split.replay(probe, launch, g, 5):.3f}" for g in grids),
