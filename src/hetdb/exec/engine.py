@@ -492,17 +492,19 @@ class QueryEngine:
         """Whether ``pipe`` (of the host tail) runs on the host, its inputs moved to where it runs:
         it does when its inputs are small or already there."""
         inputs = _source_results(pipe)
-        on_host.update(pid for pid in inputs if pid in ctx.made_on_host)  # (nothing to move)
+        # results there already: of host pipelines, and a fused aggregation's groups made there
+        here = on_host | (ctx.made_on_host & set(inputs))
         rows = sum(b.num_rows for pid in inputs for b in ctx.results[pid])
-        if rows > HOST_RESULT_ROWS and not all(pid in on_host for pid in inputs):
+        if rows > HOST_RESULT_ROWS and not all(pid in here for pid in inputs):
             for pid in inputs:  # a large input: back to the device with the others
-                if pid in on_host:
+                if pid in here:
                     ctx.results[pid] = [batch_to_device(self.backend, loaded(self.tail_backend, b), ctx.dict_cache)
                                         for b in ctx.results[pid]]
                     on_host.discard(pid)
+                    ctx.made_on_host.discard(pid)
             return False
         for pid in inputs:
-            if pid not in on_host:
+            if pid not in here:
                 cache = self.host_dictionaries  # one host copy per device dictionary, while it lives
                 ctx.results[pid] = [batch_to_host(self.backend, b, cache)
                                     for b in (loaded(self.backend, r) for r in ctx.results[pid])]
