@@ -43,7 +43,7 @@ SHIM = r"""
 #define __global__
 #define __forceinline__ inline
 #define __restrict__
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 struct Dim3 { unsigned x; };
 static Dim3 threadIdx, blockIdx, gridDim, blockDim;

@@ -60,6 +60,11 @@ class ExecContext:
         self.results: dict[int, Any] = {}   # pipeline id -> sink result
         self.dict_cache: dict = {}          # host dictionary -> device dictionary
         self.cleanup: list = []             # callables run when the query ends
+        # GPU: the backend of the host tail (small results), and the pipelines every consumer of
+        # which runs there: a fused aggregation among them hands its groups over on the host
+        self.tail_backend: Any = None
+        self.host_sinks: frozenset[int] = frozenset()
+        self.made_on_host: set[int] = set()  # of those, the pipelines whose result is host batches
         self._lock = threading.Lock()
         self._local = threading.local()
 

@@ -566,13 +566,15 @@ class _Gen:
         if keyless:
             out.append("  bool pl_any = false;")
             out += [f"  i64 kl{a} = {x.acc}::identity();" for a, x in enumerate(accs)]
+        if self.paged:
+            out.append("  long long pl_page = -1;")
         out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
         if not self.paged:
             out += [f"    const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}, t * PL_TILE}};"
                     for k, inp in enumerate(spec.inputs) if inp.codec in per_tile]
         if self.paged:  # this tile's page: its rows, first global row and column pointers
             width = PAGE_PTRS * len(spec.inputs)
-            out += ["    const long long pl_p = fused::FindPage(pl_pages, pl_num_pages, t);",
+            out += ["    const long long pl_p = pl_page = fused::NextPage(pl_pages, pl_num_pages, t, pl_page);",
                     "    const long long pl_first = (t - pl_pages[pl_p]) * PL_TILE;",
                     "    const long long pl_base = pl_pages[pl_num_pages + 1 + pl_p];",
                     "    const long long n = pl_pages[2 * pl_num_pages + 1 + pl_p];",
