@@ -48,6 +48,23 @@ class Options:
     # in batches of about this many link bytes (one allocation, one decode launch per column);
     # 0: row group by row group, page by page (backend/gpu/stream_batch.py)
     gpu_batch_bytes: int = 64 << 20
+    # Batched GPU deliveries overlap better: the first three aim at 1/8, 1/4 and 1/2 of
+    # gpu_batch_bytes (the kernel starts after a short first copy instead of a full one), their
+    # decode kernels run on a stream of their own, so the copy stream moves the next delivery while
+    # this one is decoded and consumed, and a scan past the device cache queues the next delivery's
+    # copies before the consumer takes this one. False: as before (A/B).
+    gpu_delivery_overlap: bool = True
+    # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
+    # reads only for rows that passed its filters and probes stay in pinned host memory, and the
+    # kernel reads those rows in place over the link (zero-copy) instead of the whole pages being
+    # copied: "off", "on" (every such column of a random-access page), "auto" (the router's estimate
+    # of the rows that reach the column, cache/router.py ``zero_copy_columns``). Needs pages kept
+    # compressed for the kernel (gpu_compressed_cache on, or the scan streamed through).
+    gpu_zero_copy: str = "off"
+    # Warm GPU scans that stream past the device cache deliver pages as stored, and the fused kernel
+    # decodes the rows it reads as it loads them (no decode kernels, no decoded copies; exec/
+    # fusion_stream.py). Off: such pages are decoded on arrival unless gpu_compressed_cache is on.
+    gpu_stream_encoded: bool = False
     # CPU+GPU co-processing of fused GPU pipelines (exec/coprocess.py): CPU workers run the pipeline
     # compiled for the CPU over row groups they take from the back of the scan while the GPU streams
     # the front. "off", "auto" (the router's cost model decides each steal), "on" (forced)

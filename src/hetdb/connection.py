@@ -89,11 +89,12 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
 def _check_route(options: Options, backend) -> None:
     """HetdbError when the ``route`` option forces a path this connection's device cannot take."""
     from hetdb.cache.coscan import check_coprocess
-    from hetdb.cache.router import check_admission, check_mode
+    from hetdb.cache.router import check_admission, check_mode, check_zero_copy
 
     check_mode(options.route, gpu=backend.name == "gpu")
     check_coprocess(options.gpu_coprocess)
     check_admission(options.gpu_cache_admission)
+    check_zero_copy(options.gpu_zero_copy)
 
 
 def _caller_scopes() -> list[dict]:

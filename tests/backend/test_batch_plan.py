@@ -37,6 +37,16 @@ def test_groups_close_at_the_link_target_and_respect_the_device_bound():
         plan_groups([1], [], 10, 10)
 
 
+def test_a_ramp_makes_the_first_groups_smaller_and_keeps_every_position_in_order():
+    # targets 80 >> 2 = 20, 80 >> 1 = 40, then 80
+    got = plan_groups([10] * 20, [1] * 20, 80, 1000, ramp=2)
+    assert got == [[0, 1], [2, 3, 4, 5], [6, 7, 8, 9, 10, 11, 12, 13], [14, 15, 16, 17, 18, 19]]
+    assert [i for g in got for i in g] == list(range(20))
+    # a ramp below one row group still moves one per group; no ramp is the plain grouping
+    assert plan_groups([10] * 4, [1] * 4, 8, 1000, ramp=5) == [[0], [1], [2], [3]]
+    assert plan_groups([10] * 7, [1] * 7, 30, 100, ramp=0) == plan_groups([10] * 7, [1] * 7, 30, 100)
+
+
 def test_source_pieces_split_a_section_across_runs_and_coalesce_merges_back_to_back_copies():
     assert source_pieces([100], 10, 20) == [(0, 10, 20)]
     assert source_pieces([64, 64, 64], 60, 70) == [(0, 60, 4), (1, 0, 64), (2, 0, 2)]

@@ -298,3 +298,18 @@ def test_compressed_deliveries_keep_encoded_pages_and_equal_the_host_reader(read
     assert b.used_bytes == 0
     if host is not None:
         assert host.pinned_bytes() == 0
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["decoded", "kept-encoded"])
+def test_overlapped_deliveries_equal_the_host_reader(reader, compressed):
+    # gpu_delivery_overlap: ramped group sizes, decode kernels on the consumer's stream (here the
+    # current stream: the comparison reads the arrays after them); every codec, NULLs, strings
+    host = tier()
+    batched(reader, host_cache=host, compressed=compressed, overlap=True)  # loads the tier
+    for _ in range(2):
+        stats, steps, compared, routes = batched(reader, host_cache=host, compressed=compressed, overlap=True,
+                                                 batch_bytes=per_group(reader, COLUMNS, 4))
+        assert compared == ROWS * len(COLUMNS)
+        assert [r for s in steps for r in s] == list(range(reader.num_row_groups))
+        assert stats.pages_host == len(COLUMNS) * reader.num_row_groups
+    assert host.pinned_bytes() == 0

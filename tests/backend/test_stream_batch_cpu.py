@@ -20,6 +20,7 @@ from hetdb import types as T
 from hetdb.backend.gpu import batch as gpu_batch
 from hetdb.backend.gpu import memory as gpu_memory
 from hetdb.backend.gpu import stream as gpu_stream
+from hetdb.backend.gpu import stream_batch as gpu_stream_batch
 from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
 from hetdb.backend.gpu.memory import DeviceMemoryBudget
 from hetdb.cache import HostPageCache
@@ -71,7 +72,7 @@ class _Device:
         pass
 
 
-def _host_run_delivery(plan, sources, dtypes, stream, staged=None):
+def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream=None):
     def fetch(ci, pi, off, n):
         out = np.empty(n, np.uint8)
         start = 0
@@ -105,6 +106,7 @@ def fake_gpu(monkeypatch):
                                  get_current_stream=lambda: _Stream())
     monkeypatch.setitem(__import__("sys").modules, "cupy", types.SimpleNamespace(cuda=cuda, asarray=np.asarray))
     monkeypatch.setattr(gpu_stream, "copy_stream", lambda device_id: _Stream())
+    monkeypatch.setattr(gpu_stream_batch, "decode_stream", lambda device_id: _Stream())
     monkeypatch.setattr(gpu_stream.PageStreamer, "_observe_rates", lambda self: None)
     monkeypatch.setattr(gpu_batch, "run_delivery", _host_run_delivery)
     monkeypatch.setattr(gpu_stream.PageStreamer, "_coded_column", _host_coded_column)
@@ -502,3 +504,92 @@ def test_a_batch_of_string_codec_pages_alone(reader, fake_gpu):
             want = pa.concat_arrays([reader.read("s_plain", rg).to_arrow() for rg in rgs])
             assert batch.num_rows == len(want) and batch["s_plain"].to_arrow().equals(want)
     assert steps == [(1, 2, 3, 4)] and s.stats.rows == ROWS - RPP and b.used_bytes == 0
+
+
+def test_overlapped_deliveries_start_small_and_equal_the_reader(reader, fake_gpu):
+    # gpu_delivery_overlap: the first deliveries aim at 1/8, 1/4, 1/2 of the batch size (the decode
+    # launches' stream is the GPU's business: here the rows must be the same, in order)
+    b = DeviceMemoryBudget(1 << 30)
+    rgs = [1, 2, 3, 4] * 4
+    link = sum(reader.page_location(c, rg).length for c in COLUMNS for rg in [1, 2, 3, 4])
+    s, steps, compared = _scan(reader, b, batch_bytes=link, row_groups=rgs, router=PageRouter("disk"),
+                               overlap=True)
+    assert [r for step in steps for r in step] == rgs and compared == 4 * (ROWS - RPP) * len(COLUMNS)
+    assert len(steps[0]) < len(steps[2]) and b.used_bytes == 0
+    _, plain, _ = _scan(reader, b, batch_bytes=link, row_groups=rgs, router=PageRouter("disk"))
+    assert len(plain) < len(steps)
+
+
+def test_zero_copy_columns_stay_in_the_host_tier_and_read_the_same(reader, fake_gpu, monkeypatch):
+    # gpu_zero_copy: a paged delivery leaves random-access pages of the chosen columns in the pinned
+    # host tier; the consumer gets encoded columns over those very bytes (here decoded by the CPU
+    # codec), pinned until the step after the one that read them, and nothing of them is copied
+    from hetdb.backend.gpu.stream_pages import RANDOM_ACCESS_CODECS
+
+    monkeypatch.setattr(gpu_memory, "host_view", lambda address, nbytes, owner:
+                        np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address)))
+    rgs = [1, 2, 3, 4]
+    chosen = [c for c in COLUMNS if all(reader.page_codec(c, rg) in RANDOM_ACCESS_CODECS
+                                        and "validity" not in reader.page_sections(c, rg) for rg in rgs)]
+    assert chosen  # the fixture has such columns
+    b = DeviceMemoryBudget(1 << 30)
+    host = _tier()
+    _scan(reader, b, batch_bytes=1 << 30, row_groups=rgs, host_cache=host, compressed=True)  # loads the tier
+    s, steps, compared = _scan(reader, b, batch_bytes=1 << 30, row_groups=rgs, host_cache=host, compressed=True,
+                               router=PageRouter("copy"), zero_copy=frozenset(chosen + ["c_rle"]))
+    assert [r for step in steps for r in step] == rgs and compared == (ROWS - RPP) * len(COLUMNS)
+    routes = s.route_counts()
+    # c_rle's rle pages are not random-access: copied (a page of it in another codec is not)
+    left = {(c, rg) for c in chosen + ["c_rle"] for rg in rgs if reader.page_codec(c, rg) in RANDOM_ACCESS_CODECS
+            and "validity" not in reader.page_sections(c, rg)}
+    assert len(left) > len(chosen) * len(rgs) - 1 and routes.pages["host_zero_copy"] == len(left)
+    moved = sum(reader.page_location(c, rg).length for c in COLUMNS for rg in rgs if (c, rg) not in left)
+    assert s.stats.bytes_host == moved and routes.bytes["host_zero_copy"] == sum(
+        reader.page_location(c, rg).length for c, rg in left)
+    assert b.used_bytes == 0 and host.pinned_bytes() == 0
+
+
+def test_a_batch_step_reads_in_place_columns_from_the_tier_it_pinned(reader, fake_gpu, monkeypatch):
+    from hetdb.backend.gpu.stream_pages import RANDOM_ACCESS_CODECS
+    from hetdb.cache.pages import page_info
+
+    monkeypatch.setattr(gpu_memory, "host_view", lambda address, nbytes, owner:
+                        np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address)))
+    col = next(c for c in COLUMNS if all(reader.page_codec(c, rg) in RANDOM_ACCESS_CODECS
+                                         and "validity" not in reader.page_sections(c, rg) for rg in range(5)))
+    host = _tier()
+    b = DeviceMemoryBudget(1 << 30)
+    _scan(reader, b, batch_bytes=1 << 30, row_groups=[1, 2], host_cache=host, compressed=True)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, host_cache=host, batch_bytes=1 << 30, row_groups=[1, 2],
+                                 compressed=True, router=PageRouter("copy"), zero_copy=frozenset([col])) as s:
+        rgs, batch = next(s.batches())
+        page = batch[col].device_page
+        entry = host.lookup(page_info(reader, col, rgs[0], True).host_key)
+        assert entry is not None and entry.pins >= 1  # pinned while the step may read it
+        assert page.data.ctypes.data == entry.runs[0].ctypes.data + reader.page_sections(col, rgs[0])["data"][0]
+    assert host.pinned_bytes() == 0
+
+
+def test_overlapped_scans_stopped_early_or_under_a_tight_budget_return_everything(reader, fake_gpu):
+    # with overlap the next delivery is made before the consumer gets this one (when the budget has
+    # room for three); an early stop then holds two, and a budget of one delivery still streams
+    host = _tier()
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in range(1, 5))
+    b = DeviceMemoryBudget(1 << 30)
+    s = gpu_stream.PageStreamer(reader, COLUMNS, budget=b, host_cache=host, batch_bytes=one + 1,
+                                row_groups=[1, 2, 3, 4] * 2, overlap=True)
+    it = s.batches()
+    next(it)
+    assert s.routes.deliveries == 2 and b.used_bytes > 0  # one ahead
+    s.close()
+    assert b.used_bytes == 0 and host.pinned_bytes() == 0
+    most = 0
+    for rg in [1, 2, 3, 4]:
+        probe = DeviceMemoryBudget(1 << 30)
+        _scan(reader, probe, batch_bytes=1, row_groups=[rg], router=PageRouter("disk"))
+        most = max(most, probe.peak_bytes)
+    tight = DeviceMemoryBudget(most + 1)  # room for one delivery at a time: none ahead
+    _, steps, compared = _scan(reader, tight, batch_bytes=1, row_groups=[1, 2, 3, 4], router=PageRouter("disk"),
+                               overlap=True)
+    assert steps == [(1,), (2,), (3,), (4,)] and compared == (ROWS - RPP) * len(COLUMNS)
+    assert tight.used_bytes == 0

@@ -119,3 +119,41 @@ def test_route_counts_add_merge_and_format():
     assert a.deliveries == 3 and a.as_dict()["deliveries"] == 3
     assert a.format().startswith("gpu_resident 2 pages/100 B, host_to_gpu 8 pages/10 B, disk_direct 2 pages/75 B "
                                  "in 3 deliveries; cache admitted=1")
+
+
+def test_zero_copy_columns_follow_the_option_and_the_measured_passing_share():
+    from hetdb.cache.router import ZERO_COPY_MAX_PASSING, check_zero_copy, zero_copy_columns
+
+    late = ["lo_revenue", "lo_supplycost"]
+    assert zero_copy_columns("off", late, 0.0) == frozenset()
+    assert zero_copy_columns("on", late, None) == frozenset(late)
+    # auto: only once a run measured that few enough rows reach the late columns
+    assert zero_copy_columns("auto", late, None) == frozenset()
+    assert zero_copy_columns("auto", late, ZERO_COPY_MAX_PASSING) == frozenset(late)
+    assert zero_copy_columns("auto", late, 10 * ZERO_COPY_MAX_PASSING) == frozenset()
+    assert zero_copy_columns("on", [], None) == frozenset()
+    assert check_zero_copy("auto") == "auto"
+    with pytest.raises(HetdbError, match="unknown gpu_zero_copy 'always'"):
+        check_zero_copy("always")
+
+
+def test_rates_remember_the_last_passing_share_per_pipeline():
+    r = Rates()
+    assert r.passing_share("p") is None
+    r.observe_passing("p", 1000, 3)
+    r.observe_passing("q", 0, 0)  # nothing scanned: nothing learnt
+    assert r.passing_share("p") == 0.003 and r.passing_share("q") is None
+    r.observe_passing("p", 1000, 500)
+    assert r.passing_share("p") == 0.5
+
+
+def test_a_connection_refuses_an_unknown_zero_copy_setting(tmp_path):
+    import hetdb
+
+    with pytest.raises(HetdbError, match="unknown gpu_zero_copy"):
+        hetdb.connect(str(tmp_path / "db"), device="cpu", gpu_zero_copy="sometimes")
+    with hetdb.connect(str(tmp_path / "db2"), device="cpu") as con:
+        con.sql("SET gpu_zero_copy = 'auto'")
+        assert con.options.gpu_zero_copy == "auto"
+        with pytest.raises(HetdbError, match="unknown gpu_zero_copy"):
+            con.sql("SET gpu_zero_copy = 'x'")

@@ -136,7 +136,8 @@ def test_every_connection_option_has_a_flag() -> None:
          "--no-zone-maps", "--spill-dir", "/tmp/s", "--disable-pass", "x", "--no-reuse-fused-state",
          "--no-cpu-compile", "--gpu-compressed-cache", "--timezone", "Europe/Berlin",
          "--recursion-limit", "5", "--route", "disk", "--gpu-batch-bytes", "32MB", "--gpu-coprocess", "auto",
-         "--gpu-cache-admission", "first"])
+         "--gpu-cache-admission", "first", "--no-gpu-delivery-overlap", "--gpu-zero-copy", "auto",
+         "--gpu-stream-encoded"])
     given = set(engine_options(args)) | {"device"}
     fields = {f.name for f in dataclasses.fields(Options)}
     assert fields - given <= {"progress"}  # progress: the CLI's own line (--no-progress)

@@ -29,14 +29,17 @@ FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
 ]
 
 
-# the GPU runs every configuration above (as the fuzz tests do with device=gpu) and two of its own:
-# deliveries of one row group each within a tiny GPU memory budget, and pages kept compressed on the GPU
+# the GPU runs every configuration above (as the fuzz tests do with device=gpu) and three of its own:
+# deliveries of one row group each within a tiny GPU memory budget, pages kept compressed on the GPU,
+# and warm scans that stream pages as stored and read late columns in place
 TINY_GPU = "24MB"
 GPU_FUZZ_CONFIGURATIONS: list[tuple[str, dict]] = [
     *FUZZ_CONFIGURATIONS,
     (f"gpu_batch_bytes=0 gpu_memory_limit={TINY_GPU}", {"gpu_batch_bytes": 0, "gpu_memory_limit": TINY_GPU}),
     (f"gpu_compressed_cache=True gpu_memory_limit={TINY_GPU}",
      {"gpu_compressed_cache": True, "gpu_batch_bytes": 256 << 10, "gpu_memory_limit": TINY_GPU}),
+    # warm scans past the device cache: pages as stored, late columns read in place from the host tier
+    ("gpu_zero_copy=on gpu_stream_encoded=True", {"gpu_zero_copy": "on", "gpu_stream_encoded": True}),
 ]
 
 

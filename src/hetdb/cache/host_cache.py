@@ -76,6 +76,14 @@ class HostPage:
     pins: int = 0
     ready: bool = False  # verified and visible to lookups (False while it is being loaded)
     kept: bool = False   # a user's pin (``keep``): never evicted until ``unkeep``
+    _addresses: list[tuple[int, int]] | None = field(default=None, repr=False)
+
+    def addresses(self) -> list[tuple[int, int]]:
+        """(address, bytes) of each run, computed once (a warm scan asks for every page it copies)."""
+        got = self._addresses
+        if got is None or len(got) != len(self.runs):
+            got = self._addresses = [(int(r.ctypes.data), int(r.shape[0])) for r in self.runs]
+        return got
 
     def matches(self, location: Any) -> bool:
         """Whether this entry holds the page at ``location`` (same checksum and sizes)."""

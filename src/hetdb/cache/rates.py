@@ -74,7 +74,24 @@ class Rates:
     disk: LinkRate = field(default_factory=lambda: LinkRate(*DEFAULT_DISK))
     cpu: dict[str, WorkRate] = field(default_factory=dict)  # pipeline kind -> CPU pages/s (one worker)
     gpu: dict[str, WorkRate] = field(default_factory=dict)  # pipeline kind -> GPU pages/s
+    # fused pipeline (its spec's text) -> share of scanned rows that passed its filters and probes,
+    # as last measured (the router's zero-copy decision, cache/router.py ``zero_copy_columns``)
+    passing: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def observe_passing(self, pipeline: str, rows_in: int, rows_out: int) -> None:
+        """A fused pipeline let ``rows_out`` of ``rows_in`` scanned rows through its filters and probes."""
+        if rows_in <= 0:
+            return
+        with self._lock:
+            if len(self.passing) >= 4096 and pipeline not in self.passing:
+                self.passing.pop(next(iter(self.passing)))
+            self.passing[pipeline] = rows_out / rows_in
+
+    def passing_share(self, pipeline: str) -> float | None:
+        """The share last observed for ``pipeline`` (None: never run in this process)."""
+        with self._lock:
+            return self.passing.get(pipeline)
 
     def cpu_rate(self, pipeline: str) -> WorkRate:
         with self._lock:

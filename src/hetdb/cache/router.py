@@ -13,6 +13,9 @@ scans, the CPU table scan) ask it per page and carry out what it says. The paths
     DISK_TO_HOST  read from disk into the host tier (which admitted it), then as HOST_TO_GPU / HOST_CPU
     DISK_DIRECT   read from disk straight into the copy ring (GPU) or a transient buffer (CPU): no tier
                   keeps it (the tier refused it, or the route is forced)
+    HOST_ZERO_COPY the pinned host tier holds it and the GPU kernel reads, in place over the link, only
+                  the rows that passed its filters and probes (a selective pipeline's late columns:
+                  ``zero_copy_columns``; HetCache's sub-page access)
 
 The cost model compares, for a host-resident page, the time until it would be done on each
 processor: the work already queued there plus its own time (GPU: the link copy at the measured
@@ -41,6 +44,15 @@ from hetdb.errors import HetdbError, UnsupportedError
 
 MODES = ("auto", "copy", "cpu", "disk")
 ADMISSION = ("reuse", "first")  # the connection option gpu_cache_admission
+ZERO_COPY = ("off", "on", "auto")  # the connection option gpu_zero_copy
+
+
+def check_zero_copy(value: str) -> str:
+    """``value`` if it is a gpu_zero_copy setting, else a HetdbError naming the accepted ones."""
+    if value not in ZERO_COPY:
+        raise HetdbError(f"unknown gpu_zero_copy {value!r}: use 'off', 'on' (selective scans read the rows "
+                         "they need of late columns in place from pinned host memory) or 'auto'")
+    return value
 
 
 def check_admission(value: str) -> str:
@@ -57,6 +69,25 @@ class Route(StrEnum):
     HOST_CPU = "host_cpu"
     DISK_TO_HOST = "disk_to_host"
     DISK_DIRECT = "disk_direct"
+    HOST_ZERO_COPY = "host_zero_copy"
+
+
+# gpu_zero_copy='auto': a late column is read in place when at most this share of the scanned rows
+# reaches it. A row read over the link costs a 32-byte sector or two (plus the request) where a copy
+# moves the page's ~2-4 bytes per row at the link's full rate: below ~0.5% the sectors are the
+# smaller cost; the margin covers the request rate, which limits small reads before bytes do.
+ZERO_COPY_MAX_PASSING = 0.002
+
+
+def zero_copy_columns(mode: str, late: list[str], passing: float | None) -> frozenset[str]:
+    """The late columns (read by a fused kernel only for rows that passed its filters and probes) a
+    warm scan leaves in the pinned host tier for the kernel to read in place: every one with
+    gpu_zero_copy 'on'; with 'auto' every one when the share of rows reaching them, as last
+    measured for the pipeline (``passing``; None: not yet), is at most ZERO_COPY_MAX_PASSING;
+    none with 'off'."""
+    if mode == "on" or (mode == "auto" and passing is not None and passing <= ZERO_COPY_MAX_PASSING):
+        return frozenset(late)
+    return frozenset()
 
 
 def check_mode(mode: str, gpu: bool, cpu_workers: bool = False) -> str:

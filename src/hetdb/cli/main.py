@@ -118,6 +118,13 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-cache-admission", choices=["reuse", "first"], default=None,
                    help="GPU: when a scan's pages go into GPU memory: on the connection's second scan of "
                         "those columns (reuse, default; the first streams them through) or its first")
+    p.add_argument("--no-gpu-delivery-overlap", action="store_true",
+                   help="GPU: batched deliveries of one size, decoded on the copy stream (for A/B measurements)")
+    p.add_argument("--gpu-stream-encoded", action="store_true",
+                   help="GPU: warm scans streaming past the GPU cache deliver pages as stored; the kernel decodes them")
+    p.add_argument("--gpu-zero-copy", choices=["off", "on", "auto"], default=None,
+                   help="GPU: warm selective scans read the rows they need of late columns in place from "
+                        "pinned host memory instead of copying whole pages (auto: when the router expects it to pay)")
     p.add_argument("--timezone", default=None, help="time zone of TIMESTAMPTZ values, e.g. Europe/Berlin")
     p.add_argument("--recursion-limit", type=int, default=None,
                    help="iterations a WITH RECURSIVE query may take (default 10000)")
@@ -133,7 +140,7 @@ def engine_options(args) -> dict:
     opts: dict = {}
     for key in ("gpu_memory_limit", "host_memory_limit", "host_cache_limit", "threads", "batch_rows",
                 "spill_dir", "route", "timezone", "recursion_limit", "gpu_batch_bytes", "gpu_coprocess",
-                "gpu_cache_admission"):
+                "gpu_cache_admission", "gpu_zero_copy"):
         v = getattr(args, key, None)
         if v is not None:
             opts[key] = v
@@ -143,6 +150,10 @@ def engine_options(args) -> dict:
         opts["disabled_passes"] = args.disable_pass
     if getattr(args, "no_reuse_fused_state", False):
         opts["reuse_fused_state"] = False
+    if getattr(args, "gpu_stream_encoded", False):
+        opts["gpu_stream_encoded"] = True
+    if getattr(args, "no_gpu_delivery_overlap", False):
+        opts["gpu_delivery_overlap"] = False
     if getattr(args, "no_cpu_compile", False):
         opts["cpu_compile"] = False
     if getattr(args, "gpu_compressed_cache", False):

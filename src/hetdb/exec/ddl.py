@@ -603,9 +603,14 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         from hetdb.cache.router import check_admission
 
         value = check_admission(str(value).lower())
+    elif key == "gpu_zero_copy":
+        from hetdb.cache.router import check_zero_copy
+
+        value = check_zero_copy(str(value).lower())
     elif key == "gpu_compressed_cache" and not isinstance(value, bool) and str(value).lower() == "auto":
         value = "auto"
-    elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache"):
+    elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache", "gpu_delivery_overlap",
+                 "gpu_stream_encoded"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":
         value = os.fspath(value)

@@ -69,6 +69,14 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
             ctx.stat(sink.op_id).fused += f" (not co-processed: {why})"
+    zero_copy_key = None
+    if morsels and plan.chain is None:
+        from hetdb.exec.fusion_stream import stream_form
+
+        fp, zero_copy_key = stream_form(ctx, src, gsrc, fp)
+        if getattr(gsrc, "zero_copy", None):
+            ctx.stat(sink.op_id).fused += (" (read in place from pinned host memory: "
+                                           f"{', '.join(sorted(gsrc.zero_copy))})")
     if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
         # the resident launch took the other row groups: the streamer delivers only these, in order
         gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
@@ -111,6 +119,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     with Timer(ctx, sink.op_id):
         result = fp.finish(state, host=True) if host is not None else fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
+    if zero_copy_key is not None and fused_rows:
+        from hetdb.cache.rates import shared_rates
+
+        shared_rates().observe_passing(zero_copy_key, fused_rows, int(result.counts.sum()) if result.num_groups else 0)
     if recompiled:
         ctx.stat(sink.op_id).fused += f" ({recompiled} batches with NULLs ran as compiled hash-aggregation kernels)"
     if unfused:

@@ -30,7 +30,7 @@ def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) 
 
 def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
                  dtypes: Sequence[np.dtype | None], stream: Any,
-                 staged: list[np.ndarray] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+                 staged: list[np.ndarray] | None = None, launch_stream: Any = None) -> tuple[Any, list[dict[str, Any]]]:
     """Queue ``plan`` on ``stream`` (the current stream too: the caller enters it). ``sources[c][p]``:
     the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
     the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
@@ -38,7 +38,9 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     offsets, chars, encoded; only those it has) — for a paged plan per column a list of those, one
     per page. At most three launches, whatever the columns. ``staged``: where the pinned copy of
     the plan's descriptor goes (the caller keeps it until the copies have run); None: it is copied
-    from pageable memory, which the driver may stage by waiting for the stream's earlier work."""
+    from pageable memory, which the driver may stage by waiting for the stream's earlier work.
+    ``launch_stream``: the kernels go there, after an event of the copies (the consumer's stream:
+    the copy stream then moves the next delivery while this one is decoded); None: on ``stream``."""
     import cupy
 
     rt = cupy.cuda.runtime
@@ -66,12 +68,17 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
         rt.memcpyAsync(base + dst, src, n, _H2D, stream.ptr)
     if plan.decode or plan.unpack or plan.rebase:
         module = get_module("batch_decode.cu")
-        if plan.decode:
-            _launch(module.function("decode_pages"), plan.decode, _TILE, base)
-        if plan.unpack:
-            _launch(module.function("unpack_validity"), plan.unpack, _THREADS, base)
-        if plan.rebase:
-            _launch(module.function("rebase_offsets"), plan.rebase, _THREADS, base, extra=1)
+        if launch_stream is not None:
+            copied = cupy.cuda.Event(disable_timing=True)
+            copied.record(stream)
+            launch_stream.wait_event(copied)
+        with launch_stream if launch_stream is not None else stream:
+            if plan.decode:
+                _launch(module.function("decode_pages"), plan.decode, _TILE, base)
+            if plan.unpack:
+                _launch(module.function("unpack_validity"), plan.unpack, _THREADS, base)
+            if plan.rebase:
+                _launch(module.function("rebase_offsets"), plan.rebase, _THREADS, base, extra=1)
     if plan.pages:
         return buf, [[_arrays(buf, cplan, dtype) for cplan in col] for col, dtype in zip(plan.pages, dtypes)]
     return buf, [_arrays(buf, cplan, dtype) for cplan, dtype in zip(plan.columns, dtypes)]

@@ -109,18 +109,21 @@ def _up(n: int) -> int:
 
 
 def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_link: int,
-                max_device: int, max_group: int = MAX_GROUP) -> list[list[int]]:
+                max_device: int, max_group: int = MAX_GROUP, ramp: int = 0) -> list[list[int]]:
     """Consecutive positions grouped into deliveries: a group closes once it holds ``target_link``
     link bytes or ``max_group`` row groups, or when the next row group would take it past
     ``max_device`` device bytes. Every group holds at least one row group (one larger than
-    ``max_device`` goes alone)."""
+    ``max_device`` goes alone). ``ramp``: the first ``ramp`` groups aim at ``target_link`` halved
+    that many times, then one time fewer, ... (the GPU waits for the first delivery's copies with
+    nothing to overlap them, so a small first one starts the kernel early)."""
     if len(link_bytes) != len(device_bytes):
         raise ValueError("link_bytes and device_bytes differ in length")
     groups: list[list[int]] = []
     group: list[int] = []
     link = dev = 0
     for i, (lb, db) in enumerate(zip(link_bytes, device_bytes)):
-        if group and (link >= target_link or dev + db > max_device or len(group) >= max_group):
+        target = target_link >> max(0, ramp - len(groups))
+        if group and (link >= target or dev + db > max_device or len(group) >= max_group):
             groups.append(group)
             group, link, dev = [], 0, 0
         group.append(i)

@@ -57,6 +57,17 @@ def pinned_empty(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> np.ndar
     return pinned_pool().empty(shape, dtype)
 
 
+def host_view(address: int, nbytes: int, owner: Any) -> Any:
+    """A uint8 CuPy array over ``nbytes`` of pinned host memory at ``address``, for kernels that read
+    it in place over the link (zero-copy): with unified addressing, CUDA maps page-locked host memory
+    into every device's address space at the same address. ``owner`` keeps the memory alive; the
+    caller keeps it pinned (not evicted, not reused) until the kernels reading it have run."""
+    import cupy
+
+    mem = cupy.cuda.UnownedMemory(int(address), int(nbytes), owner, cupy.cuda.Device().id)
+    return cupy.ndarray((int(nbytes),), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(mem, 0))
+
+
 def new_stream(non_blocking: bool = True) -> Any:
     """A CUDA stream that does not synchronise with the legacy default stream."""
     import cupy

@@ -96,7 +96,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
-                 keep: bool = False, batch_bytes: int = 0, shared: Any = None) -> None:
+                 keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
+                 zero_copy: frozenset[str] = frozenset()) -> None:
         import cupy
 
         if depth < 1:
@@ -117,6 +118,12 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # batch_bytes > 0: batches() groups row groups into deliveries of about that many link bytes
         # (stream_batch.py); 0: one row group per step, page by page
         self.batch_bytes = max(0, int(batch_bytes))
+        # overlap (option gpu_delivery_overlap): smaller first deliveries, decode kernels on the
+        # consumer's stream (stream_batch.py)
+        self.overlap = overlap
+        # columns a paged delivery leaves in the pinned host tier for the consumer's kernel to read
+        # in place (the router's zero_copy_columns; pages that allow it: stream_pages.zero_copy_address)
+        self.zero_copy = frozenset(zero_copy)
         # a cache.coscan.SharedScan: CPU workers take row groups of this scan from its back; the
         # streamer claims each before scheduling it and stops where they began
         self.shared = shared
@@ -232,8 +239,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         """Feed the scan's end-to-end rates to the cost model: the disk's when most bytes came from
         storage, the host→GPU link's when most were copies out of the host tier."""
         st, rates = self.stats, shared_rates()
-        if st.seconds <= 0:
-            return
+        if st.seconds <= 0 or self.routes.pages.get(Route.HOST_ZERO_COPY.value):
+            return  # (pages read in place moved no bytes the link's rate could be judged by)
         if st.bytes_read > st.bytes_host:
             rates.observe_disk(st.bytes_read, st.seconds)
         elif st.bytes_host:

@@ -39,7 +39,15 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
-from hetdb.backend.gpu.stream_pages import _column_nbytes, _delivered, _Page, _RowGroup, keeps_compressed
+from hetdb.backend.gpu.stream_io import decode_stream
+from hetdb.backend.gpu.stream_pages import (
+    _column_nbytes,
+    _delivered,
+    _Page,
+    _RowGroup,
+    keeps_compressed,
+    zero_copy_address,
+)
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
@@ -58,6 +66,8 @@ class _Unit:
     buffer: Any = None
     transient: int = 0
     kept: list = field(default_factory=list)  # keys of pages a paged delivery put in the cache (pinned)
+    in_place: list = field(default_factory=list)  # host-tier pages its kernel reads in place (pinned)
+    ready: list = field(default_factory=list)  # events the consumer's stream waits on before using it
 
 
 def _string_plain(spec: Any, page: _Page) -> bool:
@@ -134,7 +144,8 @@ class BatchedDelivery:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
-        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device)
+        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device,
+                             ramp=3 if self.overlap else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
         # device memory the deliveries hold at most at once: the ``depth`` scheduled ahead and the
@@ -170,23 +181,33 @@ class BatchedDelivery:
         try:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
-            while pending:
-                self._held = current  # retired early if the group's delivery needs its memory
-                try:
-                    queue.extend(self._deliver_group(pending[0]))
-                finally:
-                    if self._held is None:
-                        current = None
-                    self._held = None
-                pending.pop(0)
-                schedule_next()
-                while queue:
-                    unit = queue.pop(0)
-                    if current is not None:
-                        self._retire_unit(current)
-                    current = unit
-                    self.stats.seconds = time.perf_counter() - self._started
-                    yield unit.row_groups, unit.batches
+            ahead = self._deliver_ahead()
+            while pending or queue:
+                # the next delivery's copies are queued before the consumer gets this one (``ahead``)
+                while pending and len(queue) <= ahead:
+                    if queue and not self._room_ahead():
+                        break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
+                    self._held = current  # retired early if the group's delivery needs its memory
+                    try:
+                        queue.extend(self._deliver_group(pending[0]))
+                    finally:
+                        if self._held is None:
+                            current = None
+                        self._held = None
+                    pending.pop(0)
+                    schedule_next()
+                if not queue:
+                    break
+                unit = queue.pop(0)
+                if current is not None:
+                    self._retire_unit(current)
+                current = unit
+                if unit.ready:  # (waited on now, not when made: a delivery ahead must not hold up
+                    consumer = self._consumer or self._cupy.cuda.get_current_stream()  # this one's kernel)
+                    for event in unit.ready:
+                        consumer.wait_event(event)
+                self.stats.seconds = time.perf_counter() - self._started
+                yield unit.row_groups, unit.batches
             if current is not None:
                 self._retire_unit(current)
                 current = None
@@ -198,6 +219,23 @@ class BatchedDelivery:
                     self._abandon(rg)
             self._release_scan()
 
+    def _deliver_ahead(self) -> int:
+        """Deliveries queued beyond the one the consumer works on: with ``overlap`` one, when the
+        budget has room for three at once (the copy stream then has the next delivery's copies
+        queued while the host prepares the one after, whatever the host's hiccups); else none."""
+        if not self.overlap or self.cache is not None:
+            return 0  # (a row group with cached pages goes page by page: its consumer waits at once)
+        limit = getattr(self.budget, "limit_bytes", None)
+        per = self._ring_need // (self.depth + 1)
+        if limit and 3 * per > limit - self.budget.used_bytes:
+            return 0
+        return 1
+
+    def _room_ahead(self) -> bool:
+        """Whether the budget still has room for another delivery beside those held."""
+        limit = getattr(self.budget, "limit_bytes", None)
+        return not limit or limit - self.budget.used_bytes >= self._ring_need // (self.depth + 1)
+
     def _retire_unit(self, unit: _Unit) -> None:
         if unit.rg is not None:
             self._retire(unit.rg)
@@ -208,6 +246,9 @@ class BatchedDelivery:
         self._copy_stream.wait_event(done)
         unit.buffer = None
         unit.batches = []
+        if unit.in_place:  # unpinned once the consumer's kernels reading them in place have run
+            self._host_pins.append((done, unit.in_place))
+            unit.in_place = []
         for key in unit.kept:
             self.cache.unpin(key)
         unit.kept = []
@@ -280,8 +321,12 @@ class BatchedDelivery:
         planned = [c for c in range(len(self.columns)) if not coded[c]]
         sources: list[list[list[tuple[int, int]]]] = []
         raws: dict[int, list[Any]] = {}  # coded column -> per page: its bytes (ring slice or host-tier page)
+        # columns the consumer's kernel reads in place from the host tier (paged deliveries only:
+        # their pages stay encoded, and the kernel touches only the rows that reach it)
+        in_place = self.zero_copy if self.paged else frozenset()
         for c in range(len(self.columns)):
             col_sources = []
+            zero_copy = self.columns[c] in in_place and not coded[c]
             for rg in rgs:
                 p = rg.pages[c]
                 if p.cached:  # a device-cache hit (paged deliveries only): nothing moves
@@ -297,8 +342,12 @@ class BatchedDelivery:
                 if coded[c]:
                     raws.setdefault(c, []).append(p.host if p.host is not None else got)
                     continue
-                runs = p.host.runs if p.host is not None else [got]
-                col_sources.append([(int(r.ctypes.data), int(r.shape[0])) for r in runs])
+                if zero_copy and not p.admitted and zero_copy_address(p) is not None:
+                    p.zero_copy, p.route = True, Route.HOST_ZERO_COPY
+                    col_sources.append([])  # nothing moves
+                    continue
+                col_sources.append(p.host.addresses() if p.host is not None
+                                   else [(int(got.ctypes.data), int(got.shape[0]))])
             if not coded[c]:
                 sources.append(col_sources)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
@@ -308,7 +357,8 @@ class BatchedDelivery:
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
                     for c in planned]
-            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p), p.cached)
+            pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p),
+                               p.cached or p.zero_copy)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
             return plan_delivery(lite, pages, paged=paged, keep_encoded=paged)
 
@@ -317,7 +367,9 @@ class BatchedDelivery:
         if paged and any(p.cached for rg in rgs for p in rg.pages):
             plan = make_plan()
         else:
-            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged), make_plan)
+            in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
+            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged, in_place_pages),
+                            make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation
@@ -327,11 +379,20 @@ class BatchedDelivery:
                                                  f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
 
+        # the decode kernels on a stream of their own (gpu_delivery_overlap: the copy stream moves the
+        # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
+        # delivery's copies of admitted pages, coded strings)
+        apart = decode_stream(self._device_id) if (
+            self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)) else None
         try:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
                 staged: list[np.ndarray] = []
-                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged)
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart)
+                decoded = None
+                if apart is not None:
+                    decoded = cp.cuda.Event(disable_timing=True)
+                    decoded.record(apart)
                 arrays: list[Any] = [None] * len(self.columns)
                 for c, a in zip(planned, planned_arrays):
                     arrays[c] = a
@@ -349,11 +410,14 @@ class BatchedDelivery:
                 event.record(stream)
         except BaseException:
             stream.synchronize()
+            if apart is not None:
+                apart.synchronize()  # (its decode launches may still read the buffer)
             self.budget.release(plan.nbytes + extra)
             self._transient_held -= plan.nbytes + extra
             raise
         self._count_batch(rgs)
-        hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None]
+        hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None and not p.zero_copy]
+        read_in_place = [p.host for rg in rgs for p in rg.pages if p.zero_copy]
         for rg in rgs:
             for p in rg.pages:
                 p.host = None
@@ -362,19 +426,25 @@ class BatchedDelivery:
         if staged:
             self._staged.append((event, staged))
         self._slot_events[rgs[0].slot] = event
-        (self._consumer or cp.cuda.get_current_stream()).wait_event(event)
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += rows
         kept = [p.key for rg in rgs for p in rg.pages if p.cached]
-        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept)
+        return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
+                     ready=[event] if decoded is None else [event, decoded])
 
     def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
         """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
         gets its own copy of its arrays (device to device, on the copy stream) that the cache keeps,
-        pinned until the step is done."""
+        pinned until the step is done; a page left in the host tier (``zero_copy``) is an encoded
+        column over its pinned bytes, which the kernel reads in place."""
         if page.cached:
             return _delivered(page.value)
+        if page.zero_copy:
+            from hetdb.backend.gpu.memory import host_view
+
+            data = host_view(zero_copy_address(page), int(page.sections["data"][1]), page.host)
+            return self._column(spec, page, {"encoded": data}, False)
         if not page.admitted:
             return self._column(spec, page, a, string)
         col = self._column(spec, page, {name: arr.copy() for name, arr in a.items()}, string)
@@ -465,6 +535,10 @@ class BatchedDelivery:
                     st.pages_cached += 1
                     st.bytes_cached += nbytes
                     self.routes.add(Route.GPU_RESIDENT, nbytes)
+                    continue
+                if p.route is Route.HOST_ZERO_COPY:  # served by the host tier, nothing copied
+                    st.pages_host += 1
+                    self.routes.add(Route.HOST_ZERO_COPY, loc.length)
                     continue
                 if p.route is Route.HOST_TO_GPU:
                     st.pages_host += 1

@@ -37,6 +37,25 @@ def copy_stream(device_id: int) -> Any:
         return stream
 
 
+_decode_streams: dict[int, Any] = {}
+
+
+def decode_stream(device_id: int) -> Any:
+    """The process's stream for a batched delivery's decode kernels on a device (option
+    gpu_delivery_overlap: apart from the copy stream, which then moves the next delivery meanwhile,
+    and from the consumer's, which waits on a delivery only when it takes it)."""
+    with _copy_streams_lock:
+        stream = _decode_streams.get(device_id)
+        if stream is None:
+            import cupy
+
+            from hetdb.backend.gpu.memory import new_stream
+
+            with cupy.cuda.Device(device_id):
+                stream = _decode_streams[device_id] = new_stream()
+        return stream
+
+
 def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> None:
     """Queue async copies of the first ``length`` bytes of the pinned ``runs`` into device ``raw``."""
     import cupy

@@ -69,6 +69,30 @@ class _Page:
     host_key: PageKey | None = None      # its key in the host tier (default: made from the reader)
     device_bytes: int | None = None      # device bytes once delivered (default: computed)
     admitted: bool | None = None         # a batched delivery's cache verdict, reserved, not yet used
+    zero_copy: bool = False              # left in the host tier: the kernel reads its rows in place
+
+
+# codecs a kernel reads by random access, touching only the rows it needs (decode.cuh): the pages a
+# scan may leave in pinned host memory for the kernel to read in place (gpu_zero_copy)
+RANDOM_ACCESS_CODECS = ("for", "dict", "const")
+
+
+def zero_copy_address(page: _Page) -> int | None:
+    """The host address of the page's data section when a kernel may read it in place: a host-tier
+    page (pinned) in a random-access codec, without NULLs, whose data section lies in one run,
+    8-byte aligned; else None."""
+    host = page.host
+    if host is None or page.codec not in RANDOM_ACCESS_CODECS or "validity" in page.sections \
+            or "offsets" in page.sections or not host.runs:
+        return None
+    data = page.sections.get("data")
+    if data is None:
+        return None
+    off, ln = int(data[0]), int(data[1])
+    run = host.runs[0]
+    if off % 16 or off + ln > int(run.shape[0]):
+        return None
+    return int(run.ctypes.data) + off
 
 
 @dataclass

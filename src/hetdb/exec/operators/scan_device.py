@@ -54,6 +54,10 @@ class DeviceScanState:
         self.covered: set[int] = set()  # row groups delivered within an earlier morsel's batch
         self.resident_bytes = 0  # device-cache bytes a fused kernel read without streaming
         self.pass_through = False  # stream without reading or filling the device cache (resident_or_warm)
+        # columns the fused kernel reads in place from the pinned host tier (cache/router.py
+        # zero_copy_columns, chosen by exec/fusion_run.py before the streamer starts)
+        self.zero_copy: frozenset[str] = frozenset()
+        self.stream_encoded = False  # deliver pages as stored (exec/fusion_stream.py)
 
     def close(self) -> None:
         if self.streamer is not None:
@@ -236,8 +240,11 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
     columns = list(dict.fromkeys(op.scan.column_names))
     state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
                                   cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
-                                  compressed=ctx.options.gpu_compressed_cache, router=scan_router(ctx, state),
-                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared)
+                                  compressed=ctx.options.gpu_compressed_cache or state.stream_encoded,
+                                  router=scan_router(ctx, state),
+                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
+                                  overlap=getattr(ctx.options, "gpu_delivery_overlap", False),
+                                  zero_copy=state.zero_copy)
     state.report = lambda counts: ctx.add_routes(op.op_id, counts)
     state.iterator = state.streamer.deliveries()
 

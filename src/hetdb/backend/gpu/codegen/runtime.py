@@ -19,6 +19,7 @@ from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
 from hetdb.backend.gpu.codegen.generate import FP_BLOCK, FP_TILE, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
+from hetdb.codec.encodings import CODEC_IDS
 from hetdb.column import Column
 from hetdb.errors import UnsupportedError
 
@@ -296,7 +297,9 @@ class FusedPipeline:
                         raise UnsupportedError(f"page of column {cid} has {page.n} rows, not {rows}")
                     keep.append(page.data)
                     table[3 * num + 1 + p * len(cids) + k] = int(page.data.data.ptr)
-                    table[3 * num + 1 + num * len(cids) + p * len(cids) + k] = 1
+                    # the codec id (nonzero): random-access pages are then touched only for
+                    # flagged rows, even their header (fused_pipeline.cuh BlockLoadSelPage)
+                    table[3 * num + 1 + num * len(cids) + p * len(cids) + k] = CODEC_IDS[page.codec]
                     continue
                 arr = col.data if isinstance(col, Column) else col
                 if int(arr.shape[0]) != rows or not arr.flags.c_contiguous:

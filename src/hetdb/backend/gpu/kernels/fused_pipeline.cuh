@@ -49,11 +49,13 @@ __device__ __forceinline__ void BlockLoadSel(const T* __restrict__ in, T (&items
 }
 
 // BlockLoadSel over one page of a column that may be compressed: `encoded` 0 means `page` is the
-// value array, else it is the page's encoded data section (decode.cuh) and items off + k of the
-// tile decode in registers: const/for/dict by random access of the flagged items only, delta/rle
-// a whole tile of `num` items cooperatively through `smem` (HETDB_DECODE_SMEM_I64 slots). `page`
-// and `encoded` are the same for every thread of the block (one tile lies in one page), so the
-// codec branch is uniform and the loaders' barriers are reached by every thread.
+// value array, else it is the codec id (HETDB_CODEC_*) of the page's encoded data section
+// (decode.cuh) and items off + k of the tile decode in registers: const/for/dict by random access of
+// the flagged items only (a thread with none reads nothing, not even the header: a page read in
+// place from pinned host memory, option gpu_zero_copy, costs a trip over the link per touch),
+// delta/rle a whole tile of `num` items cooperatively through `smem` (HETDB_DECODE_SMEM_I64 slots).
+// `page` and `encoded` are the same for every thread of the block (one tile lies in one page), so
+// the codec branch is uniform and the loaders' barriers are reached by every thread.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict__ page, long long encoded,
                                                  long long off, T (&items)[ITEMS_PER_THREAD],
@@ -61,6 +63,12 @@ __device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict
   if (!encoded) {
     BlockLoadSel<BLOCK_THREADS, ITEMS_PER_THREAD>((const T*)page + off, items, flags);
     return;
+  }
+  if (encoded != HETDB_CODEC_DELTA && encoded != HETDB_CODEC_RLE) {
+    bool any = false;
+#pragma unroll
+    for (int k = 0; k < ITEMS_PER_THREAD; ++k) any = any || flags[k];
+    if (!any) return;
   }
   const EncodedPage p = encoded_page(page);
   if (p.codec == HETDB_CODEC_DELTA) {

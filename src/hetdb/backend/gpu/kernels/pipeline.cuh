@@ -82,7 +82,7 @@ struct DictColumn {
 // One column's page in a page table (a paged kernel: one launch over many row groups), read in
 // place whatever the page's kind: `codec` 0 means `data` is the value array, else it is the codec id
 // (HETDB_CODEC_*) of the page's encoded data section (decode.cuh; the fused kernels' page tables
-// only say 0 or 1: fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the
+// say the same: fused::BlockLoadSelPage). Made per tile: `first` is the tile's first row in the
 // page (< its rows), whose 1024-value block's directory entry (for, dict) is loaded once here (for a
 // for page together with the header: its place does not depend on it), so load(row) of a row of
 // that block is one or two coalesced word loads and shifts in 32-bit arithmetic (the kind branches

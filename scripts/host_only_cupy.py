@@ -1,0 +1,153 @@
+"""A stand-in ``cupy`` module for measuring the host side of the GPU data path on a machine without a GPU.
+
+``install()`` puts a module named ``cupy`` into ``sys.modules`` whose arrays are NumPy arrays (with a
+``.data.ptr``), whose streams and events do nothing and report work done, and whose host->device
+copies are byte copies into those arrays (so a delivery's layout can be checked against the pages).
+It lets ``PageStreamer`` and the delivery planner run their Python on the CPU, to time the work a
+warm scan does per delivery and per page. It is a measuring aid only: nothing in ``src/`` or
+``tests/`` uses it, and it says nothing about GPU time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import types
+
+import numpy as np
+
+
+class _Ptr:
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+class ndarray(np.ndarray):
+    """A NumPy array that answers ``.data.ptr`` like a CuPy array."""
+
+    @property
+    def data(self):  # type: ignore[override]
+        return _Ptr(int(self.ctypes.data))
+
+    def get(self, stream=None):
+        return np.asarray(self)
+
+    def set(self, host, stream=None):
+        self.view(np.ndarray)[...] = np.asarray(host).reshape(self.shape).view(self.dtype)
+
+
+def _empty(shape, dtype=np.uint8, order="C"):
+    return np.empty(shape, dtype=dtype).view(ndarray)
+
+
+def _zeros(shape, dtype=np.float64):
+    return np.zeros(shape, dtype=dtype).view(ndarray)
+
+
+def _asarray(a, dtype=None):
+    return np.ascontiguousarray(a, dtype=dtype).view(ndarray)
+
+
+class Stream:
+    _current: Stream | None = None
+
+    def __init__(self, non_blocking: bool = False, null: bool = False) -> None:
+        self.ptr = 0
+        self._prev: list = []
+
+    def __enter__(self):
+        self._prev.append(Stream._current)
+        Stream._current = self
+        return self
+
+    def __exit__(self, *exc):
+        Stream._current = self._prev.pop()
+
+    def wait_event(self, event) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+    def record(self, event=None):
+        return event or Event()
+
+
+_null = Stream(null=True)
+
+
+class Event:
+    def __init__(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False) -> None:
+        self.done = True
+
+    def record(self, stream=None) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
+class Device:
+    def __init__(self, device_id: int | None = None) -> None:
+        self.id = 0 if device_id is None else device_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def synchronize(self) -> None:
+        pass
+
+
+def _get_current_stream():
+    return Stream._current or _null
+
+
+class _PinnedPool:
+    def malloc(self, n: int):
+        return bytearray(n)
+
+    def n_free_blocks(self) -> int:
+        return 0
+
+
+COPY_BYTES = True  # False: copies are counted, not made (to time the Python alone)
+copies = [0, 0]    # memcpyAsync calls, bytes
+
+
+def _memcpy_async(dst: int, src: int, n: int, kind: int, stream: int) -> None:
+    copies[0] += 1
+    copies[1] += n
+    if COPY_BYTES:
+        ctypes.memmove(dst, src, n)
+
+
+def install() -> types.ModuleType:
+    """Make ``import cupy`` give the stand-in (idempotent)."""
+    got = sys.modules.get("cupy")
+    if got is not None and getattr(got, "HOST_ONLY", False):
+        return got
+    cupy = types.ModuleType("cupy")
+    cupy.HOST_ONLY = True
+    cupy.ndarray = ndarray
+    cupy.empty = _empty
+    cupy.zeros = _zeros
+    cupy.asarray = _asarray
+    for name in ("uint8", "int8", "int16", "int32", "int64", "uint32", "uint64", "float32", "float64", "bool_"):
+        setattr(cupy, name, getattr(np, name))
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.Stream, cuda.Event, cuda.Device = Stream, Event, Device
+    cuda.get_current_stream = _get_current_stream
+    cuda.PinnedMemoryPool = _PinnedPool
+    runtime = types.ModuleType("cupy.cuda.runtime")
+    runtime.memcpyAsync = _memcpy_async
+    cuda.runtime = runtime
+    cupy.cuda = cuda
+    sys.modules["cupy"] = cupy
+    sys.modules["cupy.cuda"] = cuda
+    sys.modules["cupy.cuda.runtime"] = runtime
+    return cupy

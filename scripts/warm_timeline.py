@@ -1,0 +1,227 @@
+"""Where a warm GPU scan's time goes: link ceiling, bytes moved, copy and kernel busy time per query.
+
+    PYTHONPATH=src python scripts/warm_timeline.py DB [--suite ssb] [--queries q1.1,q3.4]
+        [--runs 3] [--variant NAME:k=v,k=v ...] [--deliveries]
+
+A warm run is a fresh connection whose pages are in the process's pinned host tier and nowhere on
+the GPU (as ``hetdb bench --mode warm``). First the link's ceilings are measured on this machine:
+one 256 MiB pinned host->device copy, and the same bytes as 1.25 MiB copies (the size of an SSB
+page) queued back to back. Then per query and variant (interleaved, same process, so A/B is fair):
+one untimed run (loads the host tier, compiles), ``--runs`` timed runs (median exec ms, host->device
+bytes, GB/s of exec time), and one instrumented run: CUDA events around every delivery's queued
+copies (on the copy stream) and every fused-kernel consumption (on the consumer stream), giving
+
+    first   ms from the query's start to the first copy starting on the GPU
+    window  ms from the first copy's start to the last kernel's end (the scan itself)
+    copy    ms the copy stream was busy, and GB/s while busy (the DMA's own rate)
+    idle    ms the copy stream sat idle inside the window (the link unused)
+    kern    ms of kernel intervals (each from its copies being done to its end)
+    host    ms of Python per delivery between consecutive deliveries' copy submissions (median),
+            against the GPU's copy ms per delivery (median): host > copy means the host is the bound
+    link%   scan bytes / window against the measured ceiling
+
+Variants are connection options (``hetdb bench --set`` syntax), e.g.
+``--variant base: --variant ahead:gpu_deliver_ahead=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from scripts_common import parse_options
+
+import hetdb
+from hetdb.bench.suites import load_queries
+
+
+def link_ceiling() -> tuple[float, float]:
+    """(GB/s of one 256 MiB pinned copy, GB/s of the same bytes as 1.25 MiB copies), best of 5."""
+    import cupy
+
+    from hetdb.backend.gpu.memory import new_stream, pinned_empty
+
+    n = 256 << 20
+    host = pinned_empty(n, "uint8")
+    host[:] = 1
+    dev = cupy.empty(n, dtype=cupy.uint8)
+    stream = new_stream()
+    rt = cupy.cuda.runtime
+    piece = 1_310_720
+    out = []
+    for chunked in (False, True):
+        best = 0.0
+        for _ in range(5):
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            e0.record(stream)
+            if chunked:
+                for off in range(0, n, piece):
+                    rt.memcpyAsync(dev.data.ptr + off, host.ctypes.data + off, min(piece, n - off), 1, stream.ptr)
+            else:
+                rt.memcpyAsync(dev.data.ptr, host.ctypes.data, n, 1, stream.ptr)
+            e1.record(stream)
+            e1.synchronize()
+            best = max(best, n / (cupy.cuda.get_elapsed_time(e0, e1) / 1e3) / 1e9)
+        out.append(best)
+    return out[0], out[1]
+
+
+class Timeline:
+    """CUDA events around deliveries (copy stream) and fused consumptions (consumer stream)."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        from hetdb.backend.gpu import batch
+        from hetdb.exec import fusion_run
+
+        self.cupy = cupy
+        self.copies: list[tuple] = []   # (event start, event end, bytes, host t submit)
+        self.kernels: list[tuple] = []  # (event start, event end)
+        self.on = False
+        orig_delivery, orig_consume = batch.run_delivery, fusion_run._consume_fused
+
+        def run_delivery(plan, sources, dtypes, stream, staged=None):
+            if not self.on:
+                return orig_delivery(plan, sources, dtypes, stream, staged)
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            t = time.perf_counter()
+            e0.record(stream)
+            out = orig_delivery(plan, sources, dtypes, stream, staged)
+            e1.record(stream)
+            names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
+            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names))
+            return out
+
+        def consume(fp, state, batches, tables):
+            if not self.on:
+                return orig_consume(fp, state, batches, tables)
+            s = cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            e0.record(s)
+            orig_consume(fp, state, batches, tables)
+            e1.record(s)
+            self.kernels.append((e0, e1))
+
+        batch.run_delivery = run_delivery
+        fusion_run._consume_fused = consume
+
+    def run(self, con, sql: str, ceiling: float) -> str:
+        from hetdb.backend.gpu.stream import copy_stream
+
+        cupy = self.cupy
+        self.copies, self.kernels = [], []
+        cupy.cuda.Device().synchronize()
+        anchor = cupy.cuda.Event()
+        anchor.record(copy_stream(cupy.cuda.Device().id))
+        self.on = True
+        try:
+            r = con.sql(sql)
+            r.arrow()
+        finally:
+            self.on = False
+        cupy.cuda.Device().synchronize()
+        if not self.copies:
+            return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)"
+
+        def ms(a, b) -> float:
+            return cupy.cuda.get_elapsed_time(a, b)
+
+        # the fact scan: the column set that moved the most bytes (the dimensions' scans come first)
+        by_cols: dict = {}
+        for c in self.copies:
+            by_cols[c[4]] = by_cols.get(c[4], 0) + c[2]
+        fact = max(by_cols, key=by_cols.get)
+        dims = [c for c in self.copies if c[4] != fact]
+        dim_line = ""
+        if dims:
+            dim_line = (f"dims: {len(dims)} deliveries {sum(c[2] for c in dims):,} B ending at "
+                        f"{max(ms(anchor, c[1]) for c in dims):.2f} ms | ")
+        self.copies = [c for c in self.copies if c[4] == fact]
+
+        starts = [ms(anchor, c[0]) for c in self.copies]
+        ends = [ms(anchor, c[1]) for c in self.copies]
+        kends = [ms(anchor, k[1]) for k in self.kernels] or [ends[-1]]
+        kern = sum(ms(k[0], k[1]) for k in self.kernels)
+        nbytes = sum(c[2] for c in self.copies)
+        copy_busy = sum(e - s for s, e in zip(starts, ends))
+        window = max(max(kends), ends[-1]) - starts[0]
+        idle = sum(max(0.0, starts[i + 1] - ends[i]) for i in range(len(starts) - 1))
+        host_gaps = [(self.copies[i + 1][3] - self.copies[i][3]) * 1e3 for i in range(len(self.copies) - 1)]
+        gpu_copy = [e - s for s, e in zip(starts, ends)]
+        gbs = nbytes / (window / 1e3) / 1e9 if window > 0 else 0.0
+        return (f"{dim_line}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
+                f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
+                f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
+                f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
+                f"link {100 * gbs / ceiling:.0f}%")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("db")
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--queries", default=None)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sample", type=int, default=0,
+                    help="N more warm runs of each query and variant under a wall-clock stack sampler "
+                         "(gpu_hot_probe.Sampler, every 0.5 ms): where the host's time goes")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base')")
+    args = ap.parse_args()
+    variants = []
+    for v in args.variant or ["base:"]:
+        name, _, opts = v.partition(":")
+        variants.append((name, parse_options([o for o in opts.split(",") if o])))
+    whole, chunked = link_ceiling()
+    print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
+    tl = Timeline()
+    qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
+    for q in qs:
+        for name, opts in variants:
+            con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+            con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
+            con.close()
+            execs, h2d = [], 0
+            for _ in range(args.runs):
+                con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+                r = con.sql(q.sql)
+                r.arrow()
+                st = dict(r.stats or {})
+                con.close()
+                execs.append(st.get("exec_seconds", 0.0))
+                h2d = st.get("bytes_host_to_device", 0)
+            ex = statistics.median(execs)
+            con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+            try:
+                line = tl.run(con, q.sql, whole)
+            except Exception as e:  # noqa: BLE001 - a probe reports and goes on
+                line = f"timeline failed: {type(e).__name__}: {e}"
+            con.close()
+            sampled = ""
+            if args.sample:
+                import threading
+
+                from gpu_hot_probe import Sampler
+
+                sampler = Sampler(0.0005)
+                sampler.target = threading.get_ident()
+                wall = 0.0
+                for _ in range(args.sample):
+                    con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+                    t = time.perf_counter()
+                    sampler.active = True
+                    con.sql(q.sql).arrow()
+                    sampler.active = False
+                    wall += time.perf_counter() - t
+                    con.close()
+                sampler._stop = True
+                sampled = "\n" + sampler.report(args.sample, wall, top=18)
+            print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
+                  f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
