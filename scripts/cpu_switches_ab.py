@@ -3,6 +3,7 @@ change at its default, then with one change switched the other way at a time (th
 the glibc thresholds, the bushy join order, the probes' key memo; the others, off).
 
 Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries; default a set)
+       AB_CONFIGS=all,one-merge,all-again python scripts/cpu_switches_ab.py ...   (only those configurations)
 
 Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
 and three timed runs, the best printed in ms, then per configuration the geomean of its times
@@ -12,6 +13,7 @@ against "all" (> 1: that configuration's switch made those queries slower; < 1: 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -21,7 +23,7 @@ from hetdb.backend.cpu import heap, join_filter
 from hetdb.backend.cpu.codegen import pipeline_py
 from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels
-from hetdb.exec.operators import aggregate
+from hetdb.exec.operators import aggregate, aggregate_parallel
 from hetdb.plan import cardinality
 from hetdb.plan.passes import bushy_joins
 
@@ -53,6 +55,7 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),
+    "one-merge": ([], _setter(aggregate_parallel, "ENABLED", False)),  # (session 12: partitioned final merge)
     "all-again": ([], None),  # (the first configuration again: order effects and noise)
 }
 
@@ -60,9 +63,11 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
 def main() -> None:
     db, threads = sys.argv[1], int(sys.argv[2])
     names = sys.argv[3:] or DEFAULT_QUERIES
+    wanted = [c for c in os.environ.get("AB_CONFIGS", "").split(",") if c]
+    configs = {c: CONFIGS[c] for c in wanted} if wanted else CONFIGS
     qs = {q.name: q for q in load_queries("tpch", None)}
     times: dict[str, dict[str, float]] = {}
-    for config, (off, switch) in CONFIGS.items():
+    for config, (off, switch) in configs.items():
         undo = switch() if switch is not None else None
         try:
             with hetdb.connect(db, device="cpu", threads=threads, disabled_passes=off) as con:
