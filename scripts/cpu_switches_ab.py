@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 import hetdb
-from hetdb.backend.cpu import heap, join_filter
+from hetdb.backend.cpu import heap, join, join_filter
 from hetdb.backend.cpu.codegen import pipeline_py
 from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels
@@ -56,6 +56,7 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),
     "one-merge": ([], _setter(aggregate_parallel, "ENABLED", False)),  # (session 12: partitioned final merge)
+    "one-pass-direct": ([], _setter(join, "DIRECT_PARALLEL_ROWS", 1 << 62)),  # (session 12: direct builds by ranges)
     "all-again": ([], None),  # (the first configuration again: order effects and noise)
 }
 
