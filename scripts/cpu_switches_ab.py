@@ -39,6 +39,15 @@ def _setter(module, name: str, value) -> Callable[[], Callable[[], None]]:
     return apply
 
 
+def _hugepages_on() -> Callable[[], None]:
+    """backend/cpu/hugepages.py's hook for Numba's large arrays (HETDB_HUGEPAGES=1); it cannot be taken
+    out again: the configurations after this one keep it."""
+    from hetdb.backend.cpu import hugepages
+
+    print(f"hugepages hook installed: {hugepages.install()}", flush=True)
+    return lambda: None
+
+
 def _heap_on() -> Callable[[], None]:
     heap.set_thresholds(heap.MMAP_THRESHOLD, heap.TRIM_THRESHOLD)
     return lambda: heap.set_thresholds(heap.DEFAULT_THRESHOLD, heap.DEFAULT_THRESHOLD)
@@ -58,6 +67,7 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "one-merge": ([], _setter(aggregate_parallel, "ENABLED", False)),  # (session 12: partitioned final merge)
     "one-pass-direct": ([], _setter(join, "DIRECT_PARALLEL_ROWS", 1 << 62)),  # (session 12: direct builds by ranges)
     "all-again": ([], None),  # (the first configuration again: order effects and noise)
+    "hugepages-on": ([], _hugepages_on),  # (stays installed: list it last)
 }
 
 
