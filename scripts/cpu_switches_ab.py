@@ -93,6 +93,12 @@ def main() -> None:
                         best = min(best, time.perf_counter() - t0)
                     row[n] = best * 1e3
                 print(f"{config:20s} " + " ".join(f"{n} {row[n]:7.1f}" for n in names), flush=True)
+                if config == next(iter(configs)):
+                    import numba
+
+                    print(f"(numba threading layer {numba.threading_layer()}, OMP_WAIT_POLICY="
+                          f"{os.environ.get('OMP_WAIT_POLICY')}, GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')})",
+                          flush=True)
         finally:
             if undo is not None:
                 undo()
