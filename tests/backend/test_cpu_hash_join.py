@@ -244,3 +244,29 @@ def test_direct_build_by_slot_ranges(kind, n, span, monkeypatch):
         assert check_join(build, probe, kind) > 0
     finally:
         set_kernel_threads(before)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: NumPy's fill")
+def test_key_matrix_filled_on_kernel_threads_equals_numpy(monkeypatch):
+    """key_matrix's parallel fill (large inputs, several kernel threads) gives NumPy's key bits:
+    int32 widened, uint64 wrapped, bool as 0/1, floats canonical."""
+    from hetdb.backend.cpu import keys
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    rng = np.random.default_rng(5)
+    n = 5003
+    cols = [rng.integers(-2**31, 2**31 - 1, n).astype(np.int32),
+            np.array([2**64 - 1, 2**63, 7] * (n // 3) + [1] * (n % 3), np.uint64),
+            rng.random(n) < 0.5, rng.integers(-9, 9, n), np.where(rng.random(n) < 0.1, -0.0, rng.normal(size=n))]
+    before = kernel_threads()
+    set_kernel_threads(max(2, before))
+    try:
+        for combo in ([0], [2], [0, 3], [1, 2, 4], [3, 0, 1]):
+            ks = [cols[i] for i in combo]
+            monkeypatch.setattr(keys, "PARALLEL_MATRIX_ROWS", 1 << 62)
+            want = keys.key_matrix(ks)
+            monkeypatch.setattr(keys, "PARALLEL_MATRIX_ROWS", 16)
+            got = keys.key_matrix(ks)
+            assert got.dtype == np.int64 and got.flags.c_contiguous and np.array_equal(got, want), combo
+    finally:
+        set_kernel_threads(before)
