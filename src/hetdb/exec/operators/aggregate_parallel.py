@@ -121,7 +121,9 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
     if ranged:
         lo = min(int(k[0].min()) for k in keys)
         span = max(int(k[0].max()) for k in keys) - lo + 1
-        ranged = span < (1 << 55)  # (v - lo) * nparts stays in int64
+        # (v - lo) * nparts stays in int64; a narrow range (the high half of a HUGEINT key, a flag)
+        # would leave most partitions empty: hashed then
+        ranged = 4 * nparts <= span < (1 << 55)
 
     def split(k: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         be.set_kernel_threads(1)
