@@ -404,6 +404,8 @@ class QueryEngine:
         # GPU pipelines run with one worker: kernels of one device serialise anyway, and the page
         # streamer delivers row groups in order
         threads = 1 if device is not None else self.threads
+        if device is None:
+            ctx.pool, ctx.threads = self._pool, threads
         snapshot = device.snapshot() if device is not None else None
         leaked = 0
         reusing = reuse

@@ -70,6 +70,10 @@ class ExecContext:
 
     # called with the index by set_morsel while a streamed result's pipeline runs (exec/stream.py)
     on_morsel: Any = None
+    # the connection's worker pool and thread count (CPU), for operators' own parallel phases after
+    # a pipeline's workers (a final aggregation merge)
+    pool: Any = None
+    threads: int = 1
 
     def set_morsel(self, index: int) -> None:
         """Called by the driver before a morsel's batches are pushed (orders collected results)."""
