@@ -177,12 +177,14 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
     from hetdb.sql import holistic as HL
 
     if isinstance(func, HL.HOLISTIC):
-        if order and isinstance(func, exp.Median | exp.PercentileCont) and not isinstance(func.this, exp.Distinct):
-            call = HL.statistic_call(func, name, bind)  # median/quantile_cont over the frame (host)
+        framed = frame != WHOLE_PARTITION
+        if framed and isinstance(func, exp.Median | exp.PercentileCont | exp.Mode) \
+                and not isinstance(func.this, exp.Distinct):
+            call = HL.statistic_call(func, name, bind)  # median/quantile_cont/mode over the frame (host)
             return WindowCall(call.dtype, call.op, call.args, frame)
-        if order:
-            raise UnsupportedError(f"{name} OVER a window with ORDER BY (median and quantile_cont take frames; "
-                                   "the other holistic aggregates only whole partitions)")
+        if framed:
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont "
+                                   "and mode take frames; the other holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):
@@ -225,6 +227,7 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
     return WindowCall(rt, "sum", (x,), frame)
 
 
+_EXCLUDES = {"": None, "NO OTHERS": None, "CURRENT ROW": "current_row", "GROUP": "group", "TIES": "ties"}
 _SIDES = {("UNBOUNDED", "preceding"): "unbounded_preceding", ("UNBOUNDED", "following"): "unbounded_following"}
 
 
@@ -234,14 +237,15 @@ def _frame(spec, order: tuple[SortKey, ...]) -> Frame:
     kind = str(spec.args.get("kind") or "").lower()
     if kind not in ("rows", "range", "groups"):
         raise UnsupportedError(f"{kind.upper()} window frames (ROWS, RANGE and GROUPS are supported)")
-    if spec.args.get("exclude") is not None:
-        raise UnsupportedError("EXCLUDE in window frames")
+    exclude = str(spec.args["exclude"].name if spec.args.get("exclude") is not None else "").upper()
+    if exclude not in _EXCLUDES:
+        raise UnsupportedError(f"EXCLUDE {exclude} in a window frame")
     start, start_n = _bound(spec.args.get("start"), spec.args.get("start_side"), kind, order)
     end, end_n = _bound(spec.args.get("end") or "CURRENT ROW", spec.args.get("end_side"), kind, order)
     rank = ["unbounded_preceding", "preceding", "current", "following", "unbounded_following"]
     if start == "unbounded_following" or end == "unbounded_preceding" or rank.index(start) > rank.index(end):
         raise SqlError("window frame start cannot come after its end")
-    return Frame(kind, start, end, start_n, end_n)
+    return Frame(kind, start, end, start_n, end_n, _EXCLUDES[exclude])
 
 
 def _bound(value, side, kind: str, order: tuple[SortKey, ...]) -> tuple[str, object]:

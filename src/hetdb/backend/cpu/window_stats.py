@@ -10,6 +10,40 @@ import math
 import numpy as np
 from numba import njit, prange
 
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into two 26-bit halves
+
+
+@njit(cache=True)
+def fma(a, b, c):
+    """a * b + c rounded once, as a fused multiply-add (the compiled C++ of DuckDB contracts its
+    interpolation into one): the product's rounding error by Dekker's two-product, added back after
+    the two-sum of the rounded product and ``c``."""
+    p = a * b
+    if not (math.isfinite(p) and math.isfinite(c)) or abs(a) > 1e300 or abs(b) > 1e300:
+        return p + c
+    t = _SPLIT * a
+    ah = t - (t - a)
+    al = a - ah
+    t = _SPLIT * b
+    bh = t - (t - b)
+    bl = b - bh
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    z = s - p
+    low = (p - (s - z)) + (c - z)
+    return s + (low + err)
+
+
+@njit(cache=True)
+def interpolate(lo, hi, d, decimal):
+    """DuckDB's quantile interpolation between sorted neighbours ``lo`` and ``hi`` at fraction ``d``:
+    doubles lo * (1 - d) + hi * d, unscaled DECIMALs lo + (hi - lo) * d truncated toward zero, each
+    as its compiled code computes it (one fused multiply-add: the last bit, and for a DECIMAL next
+    to a whole number its last digit, follow it)."""
+    if decimal:
+        return np.trunc(fma(hi - lo, d, lo))
+    return fma(lo, 1.0 - d, hi * d)
+
 
 @njit(cache=True)
 def partition_product(x, valid, ps, pe):
@@ -94,21 +128,26 @@ def partition_entropy(order, key, valid, ps, pe):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def frame_quantile(xs, valid, fs, fe, q, decimal):
+def frame_quantile(xs, valid, ls, le, rs, re, tie, q, decimal):
     """Per row: the interpolated ``q`` quantile (DuckDB's lo * (1 - d) + hi * d, NaN the largest) of the
-    valid values of its frame ``[fs, fe)``; ok False where the frame holds none. ``decimal``: unscaled
-    DECIMAL values, lo + (hi - lo) * d truncated toward zero (as DuckDB's generic interpolation)."""
+    valid values of its frame, the rows ``[ls, le)``, the row itself where ``tie`` and ``[rs, re)``
+    (window_exclude's runs); ok False where the frame holds none. ``decimal``: unscaled DECIMAL
+    values (``interpolate``)."""
     n = xs.shape[0]
     out = np.zeros(n, np.float64)
     ok = np.zeros(n, np.bool_)
     for i in prange(n):
-        s = fs[i]
-        e = fe[i]
-        if e <= s:
-            continue
-        buf = np.empty(e - s, np.float64)
+        width = max(le[i] - ls[i], 0) + max(re[i] - rs[i], 0) + 1
+        buf = np.empty(width, np.float64)
         c = 0
-        for j in range(s, e):
+        for j in range(ls[i], le[i]):
+            if valid[j]:
+                buf[c] = xs[j]
+                c += 1
+        if tie[i] and valid[i]:
+            buf[c] = xs[i]
+            c += 1
+        for j in range(rs[i], re[i]):
             if valid[j]:
                 buf[c] = xs[j]
                 c += 1
@@ -119,11 +158,67 @@ def frame_quantile(xs, valid, fs, fe, q, decimal):
         lo = int(math.floor(pos))
         hi = int(math.ceil(pos))
         d = pos - lo
-        if lo == hi:
-            out[i] = v[lo]
-        elif decimal:
-            out[i] = np.trunc(v[lo] + (v[hi] - v[lo]) * d)
-        else:
-            out[i] = v[lo] * (1.0 - d) + v[hi] * d
+        out[i] = v[lo] if lo == hi else interpolate(v[lo], v[hi], d, decimal)
         ok[i] = True
     return out, ok
+
+
+@njit(cache=True)
+def _move(codes, valid, counts, hist, j, step):
+    """Count row ``j``'s value in (step 1) or out of (step -1) the window; ``hist[c]``: values counted c times."""
+    if valid[j]:
+        c = codes[j]
+        hist[counts[c]] -= 1
+        counts[c] += step
+        hist[counts[c]] += 1
+
+
+@njit(cache=True)
+def frame_mode(codes, valid, ls, le, rs, re, tie):
+    """Per row: a row holding the most frequent valid value of its frame (the runs of frame_quantile),
+    ties to the value met first in the frame's order, -1 for none. The counts follow the frame's hull
+    ``[ls, re)`` as it slides; the rows between the runs leave the counts while one row is answered."""
+    n = codes.shape[0]
+    out = np.full(n, -1, np.int64)
+    counts = np.zeros(codes.max() + 1 if n else 1, np.int64)
+    hist = np.zeros(n + 2, np.int64)
+    hist[0] = counts.shape[0]
+    a = 0
+    b = 0
+    top = 0
+    for i in range(n):
+        s = ls[i]
+        e = max(re[i], s)
+        if s < a or e < b or s >= b:  # not a slide forward: empty the window, then fill it anew
+            for j in range(a, b):
+                _move(codes, valid, counts, hist, j, -1)
+            a = s
+            b = s
+            top = 0
+        for j in range(a, s):
+            _move(codes, valid, counts, hist, j, -1)
+        for j in range(b, e):
+            _move(codes, valid, counts, hist, j, 1)
+            if valid[j] and counts[codes[j]] > top:
+                top = counts[codes[j]]
+        a = s
+        b = e
+        while top > 0 and hist[top] == 0:
+            top -= 1
+        lo = min(max(le[i], s), e)
+        hi = max(min(rs[i], e), lo)
+        for j in range(lo, hi):  # the excluded rows between the runs
+            if not (tie[i] and j == i):
+                _move(codes, valid, counts, hist, j, -1)
+        best = top
+        while best > 0 and hist[best] == 0:
+            best -= 1
+        if best > 0:
+            for j in range(s, e):
+                if (j < lo or j >= hi or (tie[i] and j == i)) and valid[j] and counts[codes[j]] == best:
+                    out[i] = j
+                    break
+        for j in range(lo, hi):
+            if not (tie[i] and j == i):
+                _move(codes, valid, counts, hist, j, 1)
+    return out

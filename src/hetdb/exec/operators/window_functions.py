@@ -118,7 +118,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
         return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
-    if kern is K and args:  # integer sum/count/avg from the partition start or over a few rows
+    if kern is K and args and call.frame.exclude is None:  # integer sum/count/avg from the partition start or over a few rows
         near = window_sums.running_aggregate(call, args[0], b) or window_sums.narrow_aggregate(call, args[0],
                                                                                               b.part_start)
         if near is not None:
@@ -150,8 +150,14 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     if op in WH.GROUP_STATS and call.frame == WHOLE_PARTITION:
         return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
-    if op == "quantile_cont":  # median/quantile_cont over a frame with ORDER BY (host)
-        return WH.frame_quantile(call, args[0], fs, fe)
+    if call.frame.exclude is not None:
+        from hetdb.exec.operators import window_exclude as WX
+
+        return WX.function(b, call, args, fs, fe)
+    if op in ("quantile_cont", "mode"):  # median/quantile_cont/mode over a frame (host)
+        from hetdb.exec.operators.window_exclude import whole_runs
+
+        return (WH.frame_quantile if op == "quantile_cont" else WH.frame_mode)(call, args[0], whole_runs(fs, fe))
     if op.endswith("_value_ignore_nulls"):
         return _pick(b, args[0], _valid_in_frame(b, args[0], fs, fe, op, call))
     if op == "first_value":

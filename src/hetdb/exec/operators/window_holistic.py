@@ -63,12 +63,24 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     return WF._int_column(np, call.dtype, out, ok)
 
 
-def frame_quantile(call: WindowCall, x: Column, fs, fe) -> Column:
-    """median/quantile_cont over each row's frame [fs, fe) (host)."""
+def frame_quantile(call: WindowCall, x: Column, runs: tuple) -> Column:
+    """median/quantile_cont over each row's frame, the runs ``(ls, le, rs, re, tie)`` of
+    window_exclude (host)."""
     data = np.asarray(x.data, dtype=np.float64)
-    out, ok = KS.frame_quantile(data, WF._valid(np, x), np.asarray(fs, np.int64), np.asarray(fe, np.int64),
-                                float(call.args[1].value), call.dtype.kind == "decimal")
+    out, ok = KS.frame_quantile(data, WF._valid(np, x), *runs, float(call.args[1].value),
+                                call.dtype.kind == "decimal")
     return WF._int_column(np, call.dtype, out, ok)
+
+
+def frame_mode(call: WindowCall, x: Column, runs: tuple) -> Column:
+    """mode over each row's frame (the runs of window_exclude): the most frequent valid value, ties
+    to the one met first in the frame (DuckDB's), NULL for none (host)."""
+    key = WF._key(_HOST, x)
+    if key.dtype.kind == "f":
+        key = order_key(key, False)  # NaNs one value, -0.0 = 0.0
+    _, codes = np.unique(key, return_inverse=True)
+    idx = KS.frame_mode(codes.astype(np.int64).reshape(-1), WF._valid(np, x), *runs)
+    return take(_HOST, x, idx, missing=True)
 
 
 def _count_distinct(keys: np.ndarray, valid: np.ndarray, ps: np.ndarray, pe: np.ndarray) -> np.ndarray:
