@@ -58,8 +58,7 @@ def handles(node: exp.Expression) -> bool:
 
 
 def _string(e: Expr, what: str) -> Expr:
-    if TY.is_null_literal(e):
-        return Literal(T.STRING, None)
+    e = TY.null_as_string(e)
     if e.dtype.kind != "string":
         raise SqlError(f"{what} needs a string, got {e.dtype}")
     return e
@@ -143,7 +142,7 @@ def at_time_zone(x: Expr, zone: Expr) -> Expr:
 
 
 def _type_name(e: Expr) -> str:
-    if TY.is_null_literal(e):
+    if TY.is_null_literal(e) or e.dtype == T.NULL:
         return '"NULL"'
     return str(e.dtype)  # DataType prints DuckDB's type names (HUGEINT, DECIMAL(p,s), VARCHAR, ...)
 

@@ -216,7 +216,7 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
             raise UnsupportedError(f"{op} of BOOLEAN values OVER a window")
         return WindowCall(t, op, (x,), frame)
     if TY.is_null_literal(x):
-        x, t = Literal(T.FLOAT64, None), T.FLOAT64
+        x, t = Literal(T.INT32, None), T.INT32  # DuckDB: sum(NULL) is a HUGEINT, avg(NULL) a DOUBLE
     if not t.is_numeric:
         raise SqlError(f"{op.upper()} needs a number, got {t}")
     if op == "avg":
