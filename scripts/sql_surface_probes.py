@@ -280,7 +280,7 @@ DATES += [
     P("dates", "strptime_tz_offset", "SELECT strptime('2024-03-10 02:30:00 +0100', '%Y-%m-%d %H:%M:%S %z'), "
       "typeof(strptime('2024-03-10 02:30:00 +0100', '%Y-%m-%d %H:%M:%S %z'))", setup=TZ, reset=UTC),
     P("dates", "strftime_more", "SELECT id, strftime(ts, '%c'), strftime(ts, '%x %X'), strftime(d, '%d/%m/%Y'), "
-      "strftime(ts, '%H%M%S%g'), strftime(ts, '%n') FROM w WHERE id < 6"),
+      "strftime(ts, '%H%M%S%g'), strftime(ts, '%n %T %-j %z') FROM w WHERE id < 6"),
     P("dates", "make_timestamp_edges", "SELECT make_timestamp(2024, 2, 29, 0, 0, 0), make_timestamp(1969, 12, 31, 23, "
       "59, 59.999999), make_timestamp(0), make_timestamp(-1), make_date(2024, 13 - 1, 31), "
       "make_timestamp(NULL, 1, 1, 0, 0, 0)"),
@@ -439,7 +439,7 @@ FUNCS += [
       "printf('%+d %5.1f %e', v, f, f), printf('%%|%c', 65 + id) FROM w WHERE v IS NOT NULL AND s IS NOT NULL "
       "AND f IS NOT NULL"),
     P("string", "md5_hash_types", "SELECT id, md5(CAST(id AS VARCHAR)), hash(f), hash(d), hash(ts), hash(s, id), "
-      "md5_number(s) FROM w"),
+      "md5(NULL), hash(NULL) FROM w"),
 ]
 NAMES_EXTRA = [
     P("names", "bare_null_type", "SELECT NULL, NULL AS n, coalesce(NULL, NULL), CASE WHEN id > 0 THEN NULL END, "

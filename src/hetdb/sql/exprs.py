@@ -128,7 +128,8 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         from hetdb.sql.rewrites import filter_as_case
 
         return bind_expr(filter_as_case(node), ctx)
-    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window, exp.Explode)) or isinstance(node, exp.Star):
+    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window, exp.Explode, exp.Grouping, exp.GroupingId)) \
+            or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:

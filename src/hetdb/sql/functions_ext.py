@@ -426,7 +426,9 @@ def _number(e: Expr, what: str) -> Expr:
 def _diff(op: str, part: str, a: Expr, b: Expr) -> Expr:
     from hetdb.exec.functions_datetime import DIFF_PARTS
 
-    p = _part(part, DIFF_PARTS, op)
+    name = _part_name(part)  # DuckDB counts dow/isodow/doy in days, yearweek in weeks, epoch in seconds
+    p = _part({"dow": "day", "isodow": "day", "doy": "day", "yearweek": "week", "epoch": "second"}.get(name, name),
+              DIFF_PARTS, op)
     a, b = _temporal(a, op), _temporal(b, op)
     if a.dtype.tz or b.dtype.tz:
         a, b = TY.cast_to(a, T.TIMESTAMPTZ), TY.cast_to(b, T.TIMESTAMPTZ)
