@@ -117,6 +117,15 @@ WINDOWS = [
       "min(d) OVER (PARTITION BY p), max(ts) OVER (PARTITION BY p), count(*) OVER () FROM w"),
     P("window", "agg_stats_over", "SELECT id, stddev_samp(f) OVER (PARTITION BY p), var_pop(f) OVER (PARTITION BY p), "
       "bool_and(v > 0) OVER (PARTITION BY p), bool_or(v > 3) OVER (PARTITION BY p) FROM w"),
+    P("window", "agg_stats_frames", f"SELECT id, stddev_samp(f) OVER ({PO} ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), "
+      f"var_pop(v) OVER ({PO}), stddev_pop(v) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 "
+      "FOLLOWING EXCLUDE GROUP) FROM w"),
+    P("window", "exclude_group_ties", "SELECT id, sum(v) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN UNBOUNDED "
+      "PRECEDING AND CURRENT ROW EXCLUDE GROUP), count(*) OVER (PARTITION BY p ORDER BY o GROUPS BETWEEN 1 PRECEDING "
+      "AND 1 FOLLOWING EXCLUDE TIES), max(s) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN CURRENT ROW AND UNBOUNDED "
+      "FOLLOWING EXCLUDE TIES), median(f) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING "
+      "EXCLUDE GROUP), mode(o) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE "
+      "CURRENT ROW) FROM w"),
     P("window", "agg_holistic_over", "SELECT id, median(f) OVER (PARTITION BY p), quantile_cont(v, 0.25) OVER "
       "(PARTITION BY p), mode(o) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM w"),
     P("window", "agg_arg_string_over", "SELECT id, arg_max(id, v) OVER (PARTITION BY p), "

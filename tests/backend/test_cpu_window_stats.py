@@ -1,5 +1,6 @@
 """The window operator's host loops for frames (backend/cpu/window_stats): the fused multiply-add of
-the quantile interpolation against exact rationals, frame_mode and frame_quantile over the runs of
+the quantile interpolation against exact rationals, frame_mode, frame_quantile and frame_variance
+(narrow frames directly, wide ones by prefix sums) over the runs of
 window_exclude (a frame less an excluded stretch, the row itself kept for TIES) against Python
 references on random inputs, sizes not multiples of anything, empty input."""
 
@@ -33,15 +34,16 @@ def _runs(rng, n, exclude):
         part_start[0] = True
     peer_start = part_start | (rng.random(n) < 0.4)
     ps, pe, gs, ge = K.boundaries(part_start, peer_start)
-    fs, fe = K.rows_frame(ps, pe, 1, int(rng.integers(0, 6)), 3, int(rng.integers(0, 6)))
+    reach = 6 if n < 2000 else 90  # wide frames: frame_variance's prefix sums
+    fs, fe = K.rows_frame(ps, pe, 1, int(rng.integers(0, reach)), 3, int(rng.integers(0, reach)))
     rows = np.arange(n, dtype=np.int64)
     if exclude is None:
-        return fs, fe, fe, fe, np.zeros(n, bool)
+        return fs, fe, fe, fe, np.zeros(n, bool), ps
     xs, xe = (rows, rows + 1) if exclude == "current_row" else (gs, ge)
     le = np.minimum(fe, np.maximum(fs, xs))
     rs = np.maximum(fs, np.minimum(fe, xe))
     tie = (fs <= rows) & (rows < fe) if exclude == "ties" else np.zeros(n, bool)
-    return fs, le, rs, fe, tie
+    return fs, le, rs, fe, tie, ps
 
 
 def _members(i, ls, le, rs, re, tie):
@@ -49,17 +51,21 @@ def _members(i, ls, le, rs, re, tie):
 
 
 @pytest.mark.parametrize("exclude", [None, "current_row", "group", "ties"])
-@pytest.mark.parametrize("n", [0, 1, 997])
+@pytest.mark.parametrize("n", [0, 1, 997, 3000])
 def test_frame_mode_and_quantile_follow_their_references(exclude, n) -> None:
     rng = np.random.default_rng(n + 7)
     codes = rng.integers(0, 5, n).astype(np.int64)
     valid = rng.random(n) < 0.85
     xs = rng.normal(size=n).round(2)
-    ls, le, rs, re, tie = _runs(rng, n, exclude)
+    ls, le, rs, re, tie, ps = _runs(rng, n, exclude)
     mode = KS.frame_mode(codes, valid, ls, le, rs, re, tie)
     q, ok = KS.frame_quantile(xs, valid, ls, le, rs, re, tie, 0.3, False)
+    var, var_ok = KS.frame_variance(xs, valid, ls, le, rs, re, tie, ps, 1)
     for i in range(n):
         rows = [j for j in _members(i, ls, le, rs, re, tie) if valid[j]]
+        assert var_ok[i] == (len(rows) > 1)
+        if len(rows) > 1:
+            assert var[i] == pytest.approx(np.var([xs[j] for j in rows], ddof=1), rel=1e-9, abs=1e-12)
         if not rows:
             assert mode[i] == -1 and not ok[i]
             continue

@@ -178,13 +178,14 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
 
     if isinstance(func, HL.HOLISTIC):
         framed = frame != WHOLE_PARTITION
-        if framed and isinstance(func, exp.Median | exp.PercentileCont | exp.Mode) \
+        if framed and (isinstance(func, exp.Median | exp.PercentileCont | exp.Mode) or type(func) in HL.STATS_OPS) \
                 and not isinstance(func.this, exp.Distinct):
-            call = HL.statistic_call(func, name, bind)  # median/quantile_cont/mode over the frame (host)
+            call = HL.statistic_call(func, name, bind)  # over the frame: host loops (window_holistic)
             return WindowCall(call.dtype, call.op, call.args, frame)
         if framed:
-            raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont "
-                                   "and mode take frames; the other holistic aggregates only whole partitions)")
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont, mode, "
+                                   "stddev and variance take frames; the other holistic aggregates only whole "
+                                   "partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):

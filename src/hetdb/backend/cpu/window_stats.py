@@ -163,6 +163,70 @@ def frame_quantile(xs, valid, ls, le, rs, re, tie, q, decimal):
     return out, ok
 
 
+_DIRECT_WIDTH = 64  # frames up to this wide: two passes over their rows; wider: prefix sums
+
+
+@njit(cache=True)
+def frame_variance(xs, valid, ls, le, rs, re, tie, ps, ddof):
+    """Per row: the variance (``ddof`` 1: sample, 0: population) of the valid values of its frame (the
+    runs of frame_quantile); ok False where fewer than ddof + 1. Narrow frames: mean, then squared
+    deviations; wide ones: prefix sums of the values less their partition's first one (so that
+    running frames cost one pass, and the shift keeps the sums' cancellation small)."""
+    n = xs.shape[0]
+    out = np.zeros(n, np.float64)
+    ok = np.zeros(n, np.bool_)
+    s1 = np.zeros(n + 1, np.float64)
+    s2 = np.zeros(n + 1, np.float64)
+    cnt = np.zeros(n + 1, np.int64)
+    shift = 0.0
+    for i in range(n):
+        if i == ps[i]:
+            shift = 0.0
+            for j in range(i, n):
+                if ps[j] != i:
+                    break
+                if valid[j]:
+                    shift = xs[j]
+                    break
+        d = xs[i] - shift if valid[i] else 0.0
+        s1[i + 1] = s1[i] + d
+        s2[i + 1] = s2[i] + d * d
+        cnt[i + 1] = cnt[i] + (1 if valid[i] else 0)
+    for i in range(n):
+        a, b, c, e = ls[i], le[i], rs[i], re[i]
+        own = tie[i] and valid[i]
+        m = cnt[b] - cnt[a] + cnt[e] - cnt[c] + (1 if own else 0)
+        if m <= ddof:
+            continue
+        if (b - a) + (e - c) <= _DIRECT_WIDTH:
+            total = xs[i] if own else 0.0
+            for j in range(a, b):
+                if valid[j]:
+                    total += xs[j]
+            for j in range(c, e):
+                if valid[j]:
+                    total += xs[j]
+            mean = total / m
+            m2 = (xs[i] - mean) ** 2 if own else 0.0
+            for j in range(a, b):
+                if valid[j]:
+                    m2 += (xs[j] - mean) ** 2
+            for j in range(c, e):
+                if valid[j]:
+                    m2 += (xs[j] - mean) ** 2
+        else:  # the shift cancels out of the deviations
+            t1 = s1[b] - s1[a] + s1[e] - s1[c]
+            t2 = s2[b] - s2[a] + s2[e] - s2[c]
+            if own:
+                di = s1[i + 1] - s1[i]
+                t1 += di
+                t2 += di * di
+            m2 = max(t2 - t1 * t1 / m, 0.0)
+        out[i] = m2 / (m - ddof)
+        ok[i] = True
+    return out, ok
+
+
 @njit(cache=True)
 def _move(codes, valid, counts, hist, j, step):
     """Count row ``j``'s value in (step 1) or out of (step -1) the window; ``hist[c]``: values counted c times."""

@@ -15,6 +15,9 @@ from hetdb.column import Column
 from hetdb.exec.operators import window_sums
 from hetdb.plan.window import WindowCall
 
+# aggregates over frames computed by host loops (window_holistic.frame_host)
+FRAMED_HOST = ("quantile_cont", "mode", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+
 
 class Runs:
     """The rows of each row's frame once its exclusion is taken out (arrays over the sorted rows)."""
@@ -45,10 +48,10 @@ def function(b: Any, call: WindowCall, args: list[Column], fs: Any, fe: Any) -> 
     op = call.op
     kern, xp = b.kern, b.backend.xp
     r = Runs(b, call.frame.exclude, fs, fe)
-    if op in ("quantile_cont", "mode"):
+    if op in FRAMED_HOST:
         from hetdb.exec.operators import window_holistic as WH
 
-        return (WH.frame_quantile if op == "quantile_cont" else WH.frame_mode)(call, args[0], r.host())
+        return WH.frame_host(call, args[0], r.host(), _host(b.ps))
     if op.endswith("_value") or op.endswith("_value_ignore_nulls"):
         return WF._pick(b, args[0], _nth(b, r, call, args[0]))
     if op == "count_star":

@@ -17,6 +17,7 @@ from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Column
 from hetdb.exec import functions_interval as IV
 from hetdb.exec.columns import concat_columns, take, to_plain
+from hetdb.exec.operators import window_exclude as WX
 from hetdb.exec.operators import window_sums
 from hetdb.exec.wide import is_object, sort_key
 from hetdb.exec.window_array import BOUND_CODES, float_order_key
@@ -142,7 +143,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _shifted_or_default(b, args[0], args[2], idx)
     from hetdb.exec.operators import window_holistic as WH
 
-    if op in VARIANCES and kern is not K:  # the array kernels' per-partition sums (GPU: on the device)
+    if op in VARIANCES and kern is not K and call.frame == WHOLE_PARTITION:  # per-partition sums (GPU: on the device)
         x = args[0]
         var, ok = kern.partition_variance(x.data.astype(xp.float64), _valid(xp, x), b.part_start,
                                           1 if op.endswith("samp") else 0)
@@ -151,13 +152,9 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
     if call.frame.exclude is not None:
-        from hetdb.exec.operators import window_exclude as WX
-
         return WX.function(b, call, args, fs, fe)
-    if op in ("quantile_cont", "mode"):  # median/quantile_cont/mode over a frame (host)
-        from hetdb.exec.operators.window_exclude import whole_runs
-
-        return (WH.frame_quantile if op == "quantile_cont" else WH.frame_mode)(call, args[0], whole_runs(fs, fe))
+    if op in WX.FRAMED_HOST:  # median/quantile_cont/mode/variances over a frame (host)
+        return WH.frame_host(call, args[0], WX.whole_runs(fs, fe), b.ps)
     if op.endswith("_value_ignore_nulls"):
         return _pick(b, args[0], _valid_in_frame(b, args[0], fs, fe, op, call))
     if op == "first_value":

@@ -72,6 +72,22 @@ def frame_quantile(call: WindowCall, x: Column, runs: tuple) -> Column:
     return WF._int_column(np, call.dtype, out, ok)
 
 
+def frame_variance(call: WindowCall, x: Column, runs: tuple, ps) -> Column:
+    """var_samp/var_pop/stddev_samp/stddev_pop over each row's frame (the runs of window_exclude; host)."""
+    out, ok = KS.frame_variance(np.asarray(x.data, dtype=np.float64), WF._valid(np, x), *runs,
+                                np.asarray(ps, np.int64), 1 if call.op.endswith("samp") else 0)
+    return WF._int_column(np, call.dtype, np.sqrt(out) if call.op.startswith("stddev") else out, ok)
+
+
+def frame_host(call: WindowCall, x: Column, runs: tuple, ps) -> Column:
+    """The holistic aggregates that take frames (median/quantile_cont, mode, variances), on the host."""
+    if call.op == "quantile_cont":
+        return frame_quantile(call, x, runs)
+    if call.op == "mode":
+        return frame_mode(call, x, runs)
+    return frame_variance(call, x, runs, ps)
+
+
 def frame_mode(call: WindowCall, x: Column, runs: tuple) -> Column:
     """mode over each row's frame (the runs of window_exclude): the most frequent valid value, ties
     to the one met first in the frame (DuckDB's), NULL for none (host)."""
