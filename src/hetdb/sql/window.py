@@ -109,16 +109,23 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     ignore_nulls = isinstance(func, exp.IgnoreNulls)
     if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
         func = func.this
+    if isinstance(func, exp.AnyValue):  # any_value OVER: the frame's first non-NULL value (DuckDB)
+        func, ignore_nulls = exp.FirstValue(this=func.this.copy()), True
     if contains_window(func):
         raise SqlError("window functions cannot be nested")
     if isinstance(func, exp.Filter):
         from hetdb.sql.rewrites import filter_as_case
 
         func = filter_as_case(func)
-    to_bool = isinstance(func, exp.LogicalAnd | exp.LogicalOr)
-    if to_bool:  # bool_and/bool_or OVER (...): min/max of the condition as 0/1 (NULLs ignored alike)
+    if isinstance(func, exp.CountIf):  # DuckDB's count_if(c) is sum(CAST(c AS INTEGER)): a HUGEINT, NULL for none
+        func = exp.Sum(this=exp.Cast(this=func.this.copy(), to=exp.DataType.build("INT")))
+    if isinstance(func, exp.ApproxDistinct):  # exact, as hetdb's approx_count_distinct aggregate
+        func = exp.Count(this=exp.Distinct(expressions=[func.this.copy()]))
+    to_bool = isinstance(func, exp.LogicalAnd | exp.LogicalOr) or (
+        isinstance(func, exp.Min | exp.Max) and _is_bool(func.this, bind))
+    if to_bool:  # bool_and/bool_or (min/max of BOOLEANs) OVER (...): min/max of the condition as 0/1
         flag = exp.Cast(this=func.this.copy(), to=exp.DataType.build("INT"))
-        func = exp.Min(this=flag) if isinstance(func, exp.LogicalAnd) else exp.Max(this=flag)
+        func = exp.Min(this=flag) if isinstance(func, exp.LogicalAnd | exp.Min) else exp.Max(this=flag)
     partition = tuple(bind(p) for p in node.args.get("partition_by") or [])
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
@@ -131,6 +138,10 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
         call = WindowCall(call.dtype, call.op + "_ignore_nulls", call.args, call.frame)
     ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
     return TY.cast_to(ref, T.BOOL) if to_bool else ref
+
+
+def _is_bool(arg: exp.Expression | None, bind) -> bool:
+    return arg is not None and not isinstance(arg, exp.Distinct | exp.Star) and bind(arg).dtype.kind == "bool"
 
 
 def _const_int(e: Expr, what: str, minimum: int) -> int | None:
@@ -178,14 +189,17 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
 
     if isinstance(func, HL.HOLISTIC):
         framed = frame != WHOLE_PARTITION
-        if framed and (isinstance(func, exp.Median | exp.PercentileCont | exp.Mode) or type(func) in HL.STATS_OPS) \
-                and not isinstance(func.this, exp.Distinct):
+        if framed and (isinstance(func, exp.Median | exp.PercentileCont | exp.Mode | exp.ArgMax | exp.ArgMin)
+                       or type(func) in HL.STATS_OPS) and not isinstance(func.this, exp.Distinct):
             call = HL.statistic_call(func, name, bind)  # over the frame: host loops (window_holistic)
+            return WindowCall(call.dtype, call.op, call.args, frame)
+        if framed and isinstance(func, exp.GroupConcat):
+            call = HL.string_agg_call(func, bind)
             return WindowCall(call.dtype, call.op, call.args, frame)
         if framed:
             raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont, mode, "
-                                   "stddev and variance take frames; the other holistic aggregates only whole "
-                                   "partitions)")
+                                   "stddev, variance, arg_max/arg_min and string_agg take frames; the other "
+                                   "holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):
@@ -202,10 +216,9 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
     op = _AGGS[type(func)]
     arg = func.this
     if isinstance(arg, exp.Distinct):
-        if op != "count" or frame != WHOLE_PARTITION or len(arg.expressions) != 1:
-            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count(DISTINCT x) OVER a whole "
-                                   "partition is supported)")
-        return WindowCall(T.INT64, "count_distinct", (bind(arg.expressions[0]),), WHOLE_PARTITION)
+        if op != "count" or len(arg.expressions) != 1:
+            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count(DISTINCT x) is supported)")
+        return WindowCall(T.INT64, "count_distinct", (bind(arg.expressions[0]),), frame)
     if isinstance(func, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         return WindowCall(T.INT64, "count_star", (), frame)
     x = bind(arg)

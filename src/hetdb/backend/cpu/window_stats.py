@@ -286,3 +286,40 @@ def frame_mode(codes, valid, ls, le, rs, re, tie):
             if not (tie[i] and j == i):
                 _move(codes, valid, counts, hist, j, 1)
     return out
+
+
+@njit(cache=True)
+def frame_distinct(codes, valid, ls, le, rs, re, tie):
+    """Per row: how many distinct valid codes its frame holds (the runs of frame_quantile), by counts
+    that follow the frame's hull as frame_mode's do."""
+    n = codes.shape[0]
+    out = np.zeros(n, np.int64)
+    counts = np.zeros(codes.max() + 1 if n else 1, np.int64)
+    hist = np.zeros(n + 2, np.int64)
+    hist[0] = counts.shape[0]
+    a = 0
+    b = 0
+    for i in range(n):
+        s = ls[i]
+        e = max(re[i], s)
+        if s < a or e < b or s >= b:
+            for j in range(a, b):
+                _move(codes, valid, counts, hist, j, -1)
+            a = s
+            b = s
+        for j in range(a, s):
+            _move(codes, valid, counts, hist, j, -1)
+        for j in range(b, e):
+            _move(codes, valid, counts, hist, j, 1)
+        a = s
+        b = e
+        lo = min(max(le[i], s), e)
+        hi = max(min(rs[i], e), lo)
+        for j in range(lo, hi):
+            if not (tie[i] and j == i):
+                _move(codes, valid, counts, hist, j, -1)
+        out[i] = counts.shape[0] - hist[0]
+        for j in range(lo, hi):
+            if not (tie[i] and j == i):
+                _move(codes, valid, counts, hist, j, 1)
+    return out

@@ -16,7 +16,8 @@ from hetdb.exec.operators import window_sums
 from hetdb.plan.window import WindowCall
 
 # aggregates over frames computed by host loops (window_holistic.frame_host)
-FRAMED_HOST = ("quantile_cont", "mode", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+FRAMED_HOST = ("quantile_cont", "mode", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "arg_max", "arg_min",
+               "count_distinct", "string_agg", "string_agg_distinct")
 
 
 class Runs:
@@ -51,7 +52,7 @@ def function(b: Any, call: WindowCall, args: list[Column], fs: Any, fe: Any) -> 
     if op in FRAMED_HOST:
         from hetdb.exec.operators import window_holistic as WH
 
-        return WH.frame_host(call, args[0], r.host(), _host(b.ps))
+        return WH.frame_host(call, args, r.host(), _host(b.ps))
     if op.endswith("_value") or op.endswith("_value_ignore_nulls"):
         return WF._pick(b, args[0], _nth(b, r, call, args[0]))
     if op == "count_star":
@@ -63,7 +64,7 @@ def function(b: Any, call: WindowCall, args: list[Column], fs: Any, fe: Any) -> 
         key = WF._order_key(kern, b.backend, WF._key(b.backend, x))
         best = xp.where(tie, r.rows, -1)
         for s, e in ((r.ls, r.le), (r.rs, r.re)):
-            best = _better(xp, key, best, kern.frame_extreme(key, valid, b.ps, s, e, op == "max"), op == "max")
+            best = better(xp, key, best, kern.frame_extreme(key, valid, b.ps, s, e, op == "max"), op == "max")
         return WF._pick(b, x, best)
     counts = kern.prefix_counts(valid) if kern is not WF.K else _prefix(valid)
     cnt = counts[r.le] - counts[r.ls] + counts[r.re] - counts[r.rs] + tie
@@ -92,7 +93,7 @@ def _prefix(valid: np.ndarray) -> np.ndarray:
     return np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(valid, dtype=np.int64)])
 
 
-def _better(xp, key, a, b, is_max: bool):
+def better(xp, key, a, b, is_max: bool):
     """Per row the better of two candidate rows (-1: none) by ``key``."""
     ka, kb = key[xp.maximum(a, 0)], key[xp.maximum(b, 0)]
     wins = (kb > ka) if is_max else (kb < ka)

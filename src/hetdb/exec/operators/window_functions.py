@@ -154,7 +154,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     if call.frame.exclude is not None:
         return WX.function(b, call, args, fs, fe)
     if op in WX.FRAMED_HOST:  # median/quantile_cont/mode/variances over a frame (host)
-        return WH.frame_host(call, args[0], WX.whole_runs(fs, fe), b.ps)
+        return WH.frame_host(call, args, WX.whole_runs(fs, fe), b.ps)
     if op.endswith("_value_ignore_nulls"):
         return _pick(b, args[0], _valid_in_frame(b, args[0], fs, fe, op, call))
     if op == "first_value":

@@ -79,13 +79,71 @@ def frame_variance(call: WindowCall, x: Column, runs: tuple, ps) -> Column:
     return WF._int_column(np, call.dtype, np.sqrt(out) if call.op.startswith("stddev") else out, ok)
 
 
-def frame_host(call: WindowCall, x: Column, runs: tuple, ps) -> Column:
-    """The holistic aggregates that take frames (median/quantile_cont, mode, variances), on the host."""
-    if call.op == "quantile_cont":
+def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """The holistic aggregates that take frames (median/quantile_cont, mode, variances, arg_max/arg_min,
+    count(DISTINCT), string_agg) over the runs ``(ls, le, rs, re, tie)`` of window_exclude, on the host."""
+    op, x = call.op, args[0]
+    ps = np.asarray(ps, np.int64)
+    if op == "quantile_cont":
         return frame_quantile(call, x, runs)
-    if call.op == "mode":
+    if op == "mode":
         return frame_mode(call, x, runs)
+    if op in ("arg_max", "arg_min"):
+        return take(_HOST, x, _frame_arg(call, args, runs, ps), missing=True)
+    if op == "count_distinct":
+        return Column(call.dtype, data=KS.frame_distinct(_codes(x), WF._valid(np, x), *runs))
+    if op in ("string_agg", "string_agg_distinct"):
+        return _frame_string_agg(call, args, runs, ps)
     return frame_variance(call, x, runs, ps)
+
+
+def _codes(x: Column) -> np.ndarray:
+    """Dense codes of ``x``'s values (NaNs one value, -0.0 = 0.0)."""
+    key = WF._key(_HOST, x)
+    if key.dtype.kind == "f":
+        key = order_key(key, False)
+    return np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def _frame_arg(call: WindowCall, args: list[Column], runs: tuple, ps) -> np.ndarray:
+    """The row of the frame's largest (smallest) ``by`` where both arguments are valid, ties to the
+    first in the frame (DuckDB's); -1 for none."""
+    from hetdb.exec.operators.window_exclude import better
+
+    ls, le, rs, re, tie = runs
+    key = WF._order_key(K, _HOST, WF._key(_HOST, args[1]))
+    both = WF._valid(np, args[0]) & WF._valid(np, args[1])
+    is_max = call.op == "arg_max"
+    best = K.frame_extreme(key, both, ps, ls, le, is_max)
+    best = better(np, key, best, np.where(tie & both, np.arange(ls.shape[0]), -1), is_max)
+    return better(np, key, best, K.frame_extreme(key, both, ps, rs, re, is_max), is_max)
+
+
+def _frame_string_agg(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """string_agg over each row's frame: its non-NULL strings in frame order, or in the aggregate's
+    own ORDER BY (its keys ranked within the partition), DISTINCT keeping the first of each."""
+    ls, le, rs, re, tie = runs
+    n = ls.shape[0]
+    values = args[0].to_arrow().to_pylist()
+    sep = call.args[1].value
+    rank = None
+    if len(args) > 3:  # ORDER BY keys: each row's position in its partition's key order
+        flags = call.args[2].value
+        k_arrays, k_desc = W._sort_arrays(K, _HOST, args[3:], [f == "d" for f in flags[0::2]],
+                                          [f == "f" for f in flags[1::2]])
+        order = W._sort_permutation([ps, *k_arrays], [False, *k_desc], n)
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+    out: list[str | None] = [None] * n
+    for i in range(n):
+        rows = [*range(ls[i], le[i]), *([i] if tie[i] else []), *range(rs[i], re[i])]
+        if rank is not None:
+            rows.sort(key=rank.__getitem__)
+        parts = [values[j] for j in rows if values[j] is not None]
+        if call.op == "string_agg_distinct":
+            parts = list(dict.fromkeys(parts))
+        out[i] = sep.join(parts) if parts else None
+    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
 
 
 def frame_mode(call: WindowCall, x: Column, runs: tuple) -> Column:
