@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
-from hetdb.plan.expr import ColumnRef, Expr, Field, Literal, SortKey
+from hetdb.plan.expr import Call, ColumnRef, Expr, Field, Literal, SortKey
 from hetdb.plan.logical import Node
 from hetdb.plan.window import WHOLE_PARTITION, Frame, Window, WindowCall
 from hetdb.sql import typing as TY
@@ -130,6 +130,11 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
                   for o in (order_node.expressions if order_node is not None else []))
+    temporal = _temporal_quantile(func, bind)
+    if temporal is not None:  # median/quantile_cont of DATE/TIMESTAMP: of the microseconds, an instant again
+        call = _call(temporal[0], order, node.args.get("spec"), bind)
+        ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
+        return Call(temporal[1], "timestamp_from_micros", (ref,))
     call = _call(func, order, node.args.get("spec"), bind)
     if ignore_nulls:
         if call.op not in ("lag", "lead", "first_value", "last_value", "nth_value"):
@@ -138,6 +143,21 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
         call = WindowCall(call.dtype, call.op + "_ignore_nulls", call.args, call.frame)
     ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
     return TY.cast_to(ref, T.BOOL) if to_bool else ref
+
+
+def _temporal_quantile(func: exp.Expression, bind) -> tuple[exp.Expression, T.DataType] | None:
+    """median/quantile_cont of DATE/TIMESTAMP values: the same call of their microseconds (a DOUBLE
+    quantile, rounded back to an instant as DuckDB), and the instant's type; None for other calls."""
+    if not isinstance(func, exp.Median | exp.PercentileCont) or isinstance(func.this, exp.Distinct):
+        return None
+    x = bind(func.this)
+    if x.dtype.kind not in ("date", "timestamp"):
+        return None
+    micros = exp.Anonymous(this="epoch_us", expressions=[exp.Cast(this=func.this.copy(), to=exp.DataType.build(
+        "TIMESTAMPTZ" if x.dtype.tz else "TIMESTAMP"))])
+    other = func.copy()
+    other.set("this", micros)
+    return other, (T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP)
 
 
 def _is_bool(arg: exp.Expression | None, bind) -> bool:
@@ -209,6 +229,13 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
 
             return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
+    if isinstance(func, exp.PercentileDisc | exp.Quantile) and not isinstance(func.expression, exp.Array) \
+            and not isinstance(func.this, exp.Distinct):
+        x = bind(func.this)
+        q = HL._quantile(bind(func.expression), name)
+        if TY.is_null_literal(x) or x.dtype.kind in ("bool", "interval", "list"):
+            raise UnsupportedError(f"{name} of {x.dtype} values OVER a window")
+        return WindowCall(x.dtype, "quantile_disc", (x, Literal(T.FLOAT64, q)), frame)  # host (window_holistic)
     raise UnsupportedError(f"{name} as a window function")
 
 

@@ -323,3 +323,38 @@ def frame_distinct(codes, valid, ls, le, rs, re, tie):
             if not (tie[i] and j == i):
                 _move(codes, valid, counts, hist, j, 1)
     return out
+
+
+@njit(cache=True)
+def frame_quantile_disc(key, valid, ls, le, rs, re, tie, q):
+    """Per row: a row holding DuckDB's discrete ``q`` quantile of its frame's valid keys (the runs of
+    frame_quantile): the sorted values' 0-based position max(0, ceil(n * q) - 1); -1 for none. A row
+    whose runs equal the previous row's (whole partitions, peers) takes its answer."""
+    n = key.shape[0]
+    out = np.full(n, -1, np.int64)
+    for i in range(n):
+        if i > 0 and ls[i] == ls[i - 1] and le[i] == le[i - 1] and rs[i] == rs[i - 1] and re[i] == re[i - 1] \
+                and not tie[i] and not tie[i - 1]:
+            out[i] = out[i - 1]
+            continue
+        width = max(le[i] - ls[i], 0) + max(re[i] - rs[i], 0) + 1
+        rows = np.empty(width, np.int64)
+        c = 0
+        for j in range(ls[i], le[i]):
+            if valid[j]:
+                rows[c] = j
+                c += 1
+        if tie[i] and valid[i]:
+            rows[c] = i
+            c += 1
+        for j in range(rs[i], re[i]):
+            if valid[j]:
+                rows[c] = j
+                c += 1
+        if c == 0:
+            continue
+        members = rows[:c]
+        order = np.argsort(key[members], kind="mergesort")
+        pos = max(0, int(math.ceil(c * q)) - 1)
+        out[i] = members[order[pos]]
+    return out

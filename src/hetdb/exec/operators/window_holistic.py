@@ -80,8 +80,8 @@ def frame_variance(call: WindowCall, x: Column, runs: tuple, ps) -> Column:
 
 
 def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
-    """The holistic aggregates that take frames (median/quantile_cont, mode, variances, arg_max/arg_min,
-    count(DISTINCT), string_agg) over the runs ``(ls, le, rs, re, tie)`` of window_exclude, on the host."""
+    """The holistic aggregates that take frames (median/quantile_cont, quantile_disc, mode, variances,
+    arg_max/arg_min, count(DISTINCT), string_agg) over the runs ``(ls, le, rs, re, tie)`` of window_exclude, on the host."""
     op, x = call.op, args[0]
     ps = np.asarray(ps, np.int64)
     if op == "quantile_cont":
@@ -90,6 +90,14 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
         return frame_mode(call, x, runs)
     if op in ("arg_max", "arg_min"):
         return take(_HOST, x, _frame_arg(call, args, runs, ps), missing=True)
+    if op == "quantile_disc":
+        key = WF._order_key(K, _HOST, WF._key(_HOST, x))
+        return take(_HOST, x, KS.frame_quantile_disc(key, WF._valid(np, x), *runs, float(call.args[1].value)),
+                    missing=True)
+    if op == "quantile_disc":
+        key = WF._order_key(K, _HOST, WF._key(_HOST, x))
+        return take(_HOST, x, KS.frame_quantile_disc(key, WF._valid(np, x), *runs, float(call.args[1].value)),
+                    missing=True)
     if op == "count_distinct":
         return Column(call.dtype, data=KS.frame_distinct(_codes(x), WF._valid(np, x), *runs))
     if op in ("string_agg", "string_agg_distinct"):
