@@ -126,6 +126,13 @@ WINDOWS = [
       "FOLLOWING EXCLUDE TIES), median(f) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING "
       "EXCLUDE GROUP), mode(o) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE "
       "CURRENT ROW) FROM w"),
+    P("window", "agg_issue_aggregates_frames", f"SELECT id, string_agg(s, '|') OVER ({PO} ROWS BETWEEN 2 PRECEDING "
+      f"AND CURRENT ROW), arg_max(s, id) OVER ({PO} ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), arg_min(id, f) OVER "
+      f"({PO}), approx_count_distinct(o) OVER ({PO}), median(d) OVER ({PO} ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), "
+      f"bool_or(v > 3) OVER ({PO} ROWS 2 PRECEDING) FROM w"),
+    P("window", "agg_more_over_windows", f"SELECT id, quantile_disc(v, 0.4) OVER ({PO}), count_if(v > 0) OVER ({PO}), "
+      f"any_value(s) OVER ({PO} ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING), bit_or(v + 4) OVER (PARTITION BY p), "
+      f"max(v > 0) OVER ({PO}), count(DISTINCT s) OVER ({PO} ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) FROM w"),
     P("window", "agg_holistic_over", "SELECT id, median(f) OVER (PARTITION BY p), quantile_cont(v, 0.25) OVER "
       "(PARTITION BY p), mode(o) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM w"),
     P("window", "agg_arg_string_over", "SELECT id, arg_max(id, v) OVER (PARTITION BY p), "

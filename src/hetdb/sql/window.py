@@ -210,7 +210,8 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
     if isinstance(func, HL.HOLISTIC):
         framed = frame != WHOLE_PARTITION
         if framed and (isinstance(func, exp.Median | exp.PercentileCont | exp.Mode | exp.ArgMax | exp.ArgMin)
-                       or type(func) in HL.STATS_OPS) and not isinstance(func.this, exp.Distinct):
+                       or type(func) in HL.STATS_OPS or HL.FRAMED_HOST_AGGS.get(type(func))) \
+                and not isinstance(func.this, exp.Distinct):
             call = HL.statistic_call(func, name, bind)  # over the frame: host loops (window_holistic)
             return WindowCall(call.dtype, call.op, call.args, frame)
         if framed and isinstance(func, exp.GroupConcat):
@@ -218,8 +219,8 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
             return WindowCall(call.dtype, call.op, call.args, frame)
         if framed:
             raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont, mode, "
-                                   "stddev, variance, arg_max/arg_min and string_agg take frames; the other "
-                                   "holistic aggregates only whole partitions)")
+                                   "stddev, variance, arg_max/arg_min, string_agg, product and fsum take frames; "
+                                   "the other holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
         if isinstance(func, exp.GroupConcat):
@@ -229,6 +230,15 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
 
             return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
+    from hetdb.sql import bit_aggs as BA
+
+    if type(func) in BA.NODES and not isinstance(func.this, exp.Distinct):  # bit_and/or/xor: host loop
+        x = bind(func.this)
+        x = Literal(T.INT32, None) if TY.is_null_literal(x) else x
+        if x.dtype.kind not in ("int32", "int64"):
+            raise SqlError(f"{name} needs an INTEGER or BIGINT, got {x.dtype}")
+        return WindowCall(x.dtype, {"min": "bit_and", "max": "bit_or", "sum": "bit_xor"}[BA.NODES[type(func)]],
+                          (x,), frame)
     if isinstance(func, exp.PercentileDisc | exp.Quantile) and not isinstance(func.expression, exp.Array) \
             and not isinstance(func.this, exp.Distinct):
         x = bind(func.this)

@@ -358,3 +358,59 @@ def frame_quantile_disc(key, valid, ls, le, rs, re, tie, q):
         pos = max(0, int(math.ceil(c * q)) - 1)
         out[i] = members[order[pos]]
     return out
+
+
+# frame_reduce's operations
+PRODUCT, KAHAN_SUM, BIT_AND, BIT_OR, BIT_XOR = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def _reduce(op, acc, err, v, fv):
+    """One value into the running (acc, err): product and Kahan sum of ``fv``, bit ops of ``v``."""
+    if op == PRODUCT:
+        return acc * fv, err, 0
+    if op == KAHAN_SUM:
+        diff = fv - err
+        nxt = acc + diff
+        return nxt, (nxt - acc) - diff, 0
+    return acc, err, v
+
+
+@njit(cache=True)
+def frame_reduce(op, ints, floats, valid, ls, le, rs, re, tie):
+    """Per row: product / Kahan sum (``floats``) or bit_and / bit_or / bit_xor (``ints``) of the valid
+    values of its frame (the runs of frame_quantile), in frame order; ok False for none. A row whose
+    runs equal the previous row's takes its answer (whole partitions cost one pass)."""
+    n = valid.shape[0]
+    fout = np.zeros(n, np.float64)
+    iout = np.zeros(n, np.int64)
+    ok = np.zeros(n, np.bool_)
+    for i in range(n):
+        if i > 0 and ls[i] == ls[i - 1] and le[i] == le[i - 1] and rs[i] == rs[i - 1] and re[i] == re[i - 1] \
+                and not tie[i] and not tie[i - 1]:
+            fout[i], iout[i], ok[i] = fout[i - 1], iout[i - 1], ok[i - 1]
+            continue
+        acc = 1.0 if op == PRODUCT else 0.0
+        err = 0.0
+        bits = np.int64(-1) if op == BIT_AND else np.int64(0)
+        seen = False
+        for part in range(3):
+            lo, hi = (ls[i], le[i]) if part == 0 else ((i, i + 1) if part == 1 else (rs[i], re[i]))
+            if part == 1 and not tie[i]:
+                continue
+            for j in range(lo, hi):
+                if not valid[j]:
+                    continue
+                seen = True
+                if op == BIT_AND:
+                    bits &= ints[j]
+                elif op == BIT_OR:
+                    bits |= ints[j]
+                elif op == BIT_XOR:
+                    bits ^= ints[j]
+                else:
+                    acc, err, _ = _reduce(op, acc, err, 0, floats[j])
+        fout[i] = acc
+        iout[i] = bits
+        ok[i] = seen
+    return fout, iout, ok

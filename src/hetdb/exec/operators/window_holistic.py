@@ -90,6 +90,13 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
         return frame_mode(call, x, runs)
     if op in ("arg_max", "arg_min"):
         return take(_HOST, x, _frame_arg(call, args, runs, ps), missing=True)
+    if op in _REDUCE:
+        valid = WF._valid(np, x)
+        data = np.asarray(x.data)
+        fout, iout, ok = KS.frame_reduce(_REDUCE[op], data.astype(np.int64), data.astype(np.float64), valid, *runs)
+        if op.startswith("bit_"):
+            return Column(call.dtype, data=iout.astype(call.dtype.numpy_dtype), validity=ok)
+        return WF._int_column(np, call.dtype, fout, ok)
     if op == "quantile_disc":
         key = WF._order_key(K, _HOST, WF._key(_HOST, x))
         return take(_HOST, x, KS.frame_quantile_disc(key, WF._valid(np, x), *runs, float(call.args[1].value)),
@@ -103,6 +110,10 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
     if op in ("string_agg", "string_agg_distinct"):
         return _frame_string_agg(call, args, runs, ps)
     return frame_variance(call, x, runs, ps)
+
+
+_REDUCE = {"product": KS.PRODUCT, "fsum": KS.KAHAN_SUM, "bit_and": KS.BIT_AND, "bit_or": KS.BIT_OR,
+           "bit_xor": KS.BIT_XOR}
 
 
 def _codes(x: Column) -> np.ndarray:
