@@ -214,12 +214,19 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
                 and not isinstance(func.this, exp.Distinct):
             call = HL.statistic_call(func, name, bind)  # over the frame: host loops (window_holistic)
             return WindowCall(call.dtype, call.op, call.args, frame)
-        if framed and isinstance(func, exp.GroupConcat):
-            call = HL.string_agg_call(func, bind)
+        if framed and isinstance(func, exp.GroupConcat | exp.ArrayAgg):
+            if isinstance(func, exp.GroupConcat):
+                call = HL.string_agg_call(func, bind)
+            else:
+                from hetdb.sql.lists import array_agg_call
+
+                call = array_agg_call(func, name, bind)
+            if call.op.endswith("_distinct"):  # DuckDB's element order over frames is its hash table's
+                raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window with ORDER BY or a frame")
             return WindowCall(call.dtype, call.op, call.args, frame)
         if framed:
             raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont, mode, "
-                                   "stddev, variance, arg_max/arg_min, string_agg, product and fsum take frames; "
+                                   "stddev, variance, arg_max/arg_min, string_agg, array_agg, product and fsum take frames; "
                                    "the other holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")

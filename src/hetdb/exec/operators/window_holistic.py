@@ -107,8 +107,10 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
                     missing=True)
     if op == "count_distinct":
         return Column(call.dtype, data=KS.frame_distinct(_codes(x), WF._valid(np, x), *runs))
-    if op in ("string_agg", "string_agg_distinct"):
+    if op == "string_agg":
         return _frame_string_agg(call, args, runs, ps)
+    if op == "array_agg":
+        return _frame_array_agg(call, args, runs, ps)
     return frame_variance(call, x, runs, ps)
 
 
@@ -138,31 +140,45 @@ def _frame_arg(call: WindowCall, args: list[Column], runs: tuple, ps) -> np.ndar
     return better(np, key, best, K.frame_extreme(key, both, ps, rs, re, is_max), is_max)
 
 
-def _frame_string_agg(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
-    """string_agg over each row's frame: its non-NULL strings in frame order, or in the aggregate's
-    own ORDER BY (its keys ranked within the partition), DISTINCT keeping the first of each."""
+def _frame_members(runs: tuple, flags: str, keys: list[Column], ps):
+    """Each row's frame rows (the runs of window_exclude) in frame order, or in an aggregate's own
+    ORDER BY ``keys`` (``flags``: 'd'/'a' and 'f'/'l' per key; ranked within the partition)."""
     ls, le, rs, re, tie = runs
     n = ls.shape[0]
-    values = args[0].to_arrow().to_pylist()
-    sep = call.args[1].value
     rank = None
-    if len(args) > 3:  # ORDER BY keys: each row's position in its partition's key order
-        flags = call.args[2].value
-        k_arrays, k_desc = W._sort_arrays(K, _HOST, args[3:], [f == "d" for f in flags[0::2]],
+    if keys:
+        k_arrays, k_desc = W._sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]],
                                           [f == "f" for f in flags[1::2]])
         order = W._sort_permutation([ps, *k_arrays], [False, *k_desc], n)
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n)
-    out: list[str | None] = [None] * n
     for i in range(n):
         rows = [*range(ls[i], le[i]), *([i] if tie[i] else []), *range(rs[i], re[i])]
         if rank is not None:
             rows.sort(key=rank.__getitem__)
+        yield rows
+
+
+def _frame_string_agg(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """string_agg over each row's frame: its non-NULL strings in frame order, or in the aggregate's
+    own ORDER BY."""
+    values = args[0].to_arrow().to_pylist()
+    sep = call.args[1].value
+    out: list[str | None] = []
+    for rows in _frame_members(runs, call.args[2].value, args[3:], ps):
         parts = [values[j] for j in rows if values[j] is not None]
-        if call.op == "string_agg_distinct":
-            parts = list(dict.fromkeys(parts))
-        out[i] = sep.join(parts) if parts else None
+        out.append(sep.join(parts) if parts else None)
     return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
+
+
+def _frame_array_agg(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """array_agg/list over each row's frame: its values, NULLs included, in frame order or the
+    aggregate's ORDER BY; NULL for an empty frame."""
+    values = args[0].to_arrow().to_pylist()
+    out = np.empty(runs[0].shape[0], dtype=object)
+    for i, rows in enumerate(_frame_members(runs, call.args[1].value, args[2:], ps)):
+        out[i] = [values[j] for j in rows] if rows else None
+    return Column(call.dtype, data=out)
 
 
 def frame_mode(call: WindowCall, x: Column, runs: tuple) -> Column:
