@@ -260,9 +260,20 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
     op = _AGGS[type(func)]
     arg = func.this
     if isinstance(arg, exp.Distinct):
-        if op != "count" or len(arg.expressions) != 1:
-            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count(DISTINCT x) is supported)")
-        return WindowCall(T.INT64, "count_distinct", (bind(arg.expressions[0]),), frame)
+        if op not in ("count", "sum", "avg") or len(arg.expressions) != 1:
+            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count, sum and avg take DISTINCT)")
+        x = bind(arg.expressions[0])
+        if op == "count":
+            return WindowCall(T.INT64, "count_distinct", (x,), frame)
+        if TY.is_null_literal(x):
+            x = Literal(T.INT32, None)
+        if not x.dtype.is_numeric or x.dtype.is_wide:
+            raise UnsupportedError(f"{op}(DISTINCT ...) of {x.dtype} values OVER a window")
+        if op == "avg":
+            return WindowCall(T.FLOAT64, "avg_distinct", (x,), frame)
+        rt = T.FLOAT64 if x.dtype.kind == "float64" else T.INT128 if x.dtype.is_integer else \
+            T.wide_decimal(T.MAX_WIDE_PRECISION, x.dtype.scale)
+        return WindowCall(rt, "sum_distinct", (x,), frame)
     if isinstance(func, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         return WindowCall(T.INT64, "count_star", (), frame)
     x = bind(arg)

@@ -414,3 +414,71 @@ def frame_reduce(op, ints, floats, valid, ls, le, rs, re, tie):
         iout[i] = bits
         ok[i] = seen
     return fout, iout, ok
+
+
+@njit(cache=True)
+def _distinct_move(codes, valid, counts, values, j, step, acc):
+    """Count row ``j``'s code in/out; a code's first (last) row adds (takes away) its value: acc[0] is
+    the integer sum, acc[1] the float sum and acc[2] its Neumaier compensation, acc[3] the count."""
+    if valid[j]:
+        c = codes[j]
+        if (step > 0 and counts[c] == 0) or (step < 0 and counts[c] == 1):
+            v = values[c] * step
+            t = acc[1] + v
+            acc[2] += (acc[1] - t) + v if abs(acc[1]) >= abs(v) else (v - t) + acc[1]
+            acc[1] = t
+            acc[3] += step
+        counts[c] += step
+
+
+@njit(cache=True)
+def frame_distinct_sum(codes, values, ivalues, valid, ls, le, rs, re, tie):
+    """Per row: the sum of the distinct valid values of its frame (the runs of frame_quantile) as an
+    exact int64 sum of ``ivalues`` and a compensated float sum of ``values`` (one value per code),
+    and how many there are; the counts follow the frame's hull as frame_mode's do."""
+    n = codes.shape[0]
+    isum = np.zeros(n, np.int64)
+    fsum = np.zeros(n, np.float64)
+    cnt = np.zeros(n, np.int64)
+    k = codes.max() + 1 if n else 1
+    counts = np.zeros(k, np.int64)
+    acc = np.zeros(4, np.float64)
+    itotal = np.int64(0)
+    a = 0
+    b = 0
+    for i in range(n):
+        s = ls[i]
+        e = max(re[i], s)
+        if s < a or e < b or s >= b:
+            counts[:] = 0
+            acc[:] = 0.0
+            itotal = np.int64(0)
+            a = s
+            b = s
+        for j in range(a, s):
+            if valid[j] and counts[codes[j]] == 1:
+                itotal -= ivalues[codes[j]]
+            _distinct_move(codes, valid, counts, values, j, -1, acc)
+        for j in range(b, e):
+            if valid[j] and counts[codes[j]] == 0:
+                itotal += ivalues[codes[j]]
+            _distinct_move(codes, valid, counts, values, j, 1, acc)
+        a = s
+        b = e
+        lo = min(max(le[i], s), e)
+        hi = max(min(rs[i], e), lo)
+        own = itotal
+        saved = acc.copy()
+        for j in range(lo, hi):
+            if not (tie[i] and j == i):
+                if valid[j] and counts[codes[j]] == 1:
+                    own -= ivalues[codes[j]]
+                _distinct_move(codes, valid, counts, values, j, -1, acc)
+        isum[i] = own
+        fsum[i] = acc[1] + acc[2]
+        cnt[i] = np.int64(acc[3])
+        for j in range(lo, hi):
+            if not (tie[i] and j == i):
+                _distinct_move(codes, valid, counts, values, j, 1, acc)
+        acc[:] = saved
+    return isum, fsum, cnt

@@ -18,7 +18,7 @@ from hetdb.plan.window import WindowCall
 # aggregates over frames computed by host loops (window_holistic.frame_host)
 FRAMED_HOST = ("quantile_cont", "mode", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "arg_max", "arg_min",
                "count_distinct", "string_agg", "quantile_disc", "product", "fsum", "bit_and",
-               "bit_or", "bit_xor", "array_agg")
+               "bit_or", "bit_xor", "array_agg", "sum_distinct", "avg_distinct")
 
 
 class Runs:

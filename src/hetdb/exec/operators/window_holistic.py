@@ -97,6 +97,8 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
         if op.startswith("bit_"):
             return Column(call.dtype, data=iout.astype(call.dtype.numpy_dtype), validity=ok)
         return WF._int_column(np, call.dtype, fout, ok)
+    if op in ("sum_distinct", "avg_distinct"):
+        return _distinct_sum(call, x, runs)
     if op == "quantile_disc":
         key = WF._order_key(K, _HOST, WF._key(_HOST, x))
         return take(_HOST, x, KS.frame_quantile_disc(key, WF._valid(np, x), *runs, float(call.args[1].value)),
@@ -116,6 +118,25 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
 
 _REDUCE = {"product": KS.PRODUCT, "fsum": KS.KAHAN_SUM, "bit_and": KS.BIT_AND, "bit_or": KS.BIT_OR,
            "bit_xor": KS.BIT_XOR}
+
+
+def _distinct_sum(call: WindowCall, x: Column, runs: tuple) -> Column:
+    """sum/avg(DISTINCT x) over each row's frame: exact for integers and DECIMALs (unscaled), a
+    compensated sum for doubles; NULL where the frame holds no value."""
+    codes = _codes(x)
+    data = np.asarray(x.data)
+    first = np.zeros(int(codes.max()) + 1 if codes.shape[0] else 1, np.int64)
+    first[codes[::-1]] = np.arange(codes.shape[0])[::-1]  # a row of each code
+    values = data[first] if data.shape[0] else np.zeros(1, data.dtype)
+    isum, fsum, cnt = KS.frame_distinct_sum(codes, values.astype(np.float64), values.astype(np.int64),
+                                            WF._valid(np, x), *runs)
+    has = cnt > 0
+    floating = data.dtype.kind == "f"
+    if call.op == "sum_distinct":
+        return WF._int_column(np, call.dtype, fsum if floating else isum, has)
+    scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    total = fsum if floating else isum.astype(np.float64)
+    return WF._int_column(np, call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
 
 
 def _codes(x: Column) -> np.ndarray:
