@@ -68,12 +68,13 @@ def optimize(plan: Node, db, options=None) -> Node:
                          f"passes are: {', '.join(PASS_NAMES)}")
     ctx = PassContext(db, options)
     schema = plan.schema
+    checked: dict = {}  # nodes validated after an earlier pass (most passes change few nodes)
     for name, fn in PASSES:
         if name in disabled:
             continue
         new = fn(plan, ctx)
         if new.schema != schema:
             raise HetdbError(f"internal error: optimizer pass {name} changed the output schema")
-        validate(new, f"optimizer pass {name}")
+        validate(new, f"optimizer pass {name}", checked)
         plan = new
     return plan
