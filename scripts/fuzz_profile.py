@@ -59,10 +59,10 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=40)
     args = ap.parse_args()
 
-    import numba.core.dispatcher as D
-
     import diff_fuzz
+    import numba.core.dispatcher as D
     from fuzz_worker import Harness, configurations
+
     from hetdb.exec import engine as E
 
     _wrap(D.Dispatcher, "compile", "numba compile")
