@@ -57,6 +57,8 @@ def main() -> None:
     ap.add_argument("--start", type=int, default=100000)  # (past the campaign's cases)
     ap.add_argument("--config", action="append")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="stop each phase between cases after this long (a GPU's compiles are slow)")
     args = ap.parse_args()
 
     import diff_fuzz
@@ -91,15 +93,16 @@ def main() -> None:
     h = Harness(configs)
     print(f"harness: {len(configs)} configurations {[c.name for c in configs]} in {time.perf_counter() - t0:.1f} s")
     t0, c0 = time.perf_counter(), time.process_time()
-    h.run(args.seed, args.start, args.warm)
-    print(f"warm-up: {args.warm} cases in {time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU")
+    deadline = (lambda: None) if args.seconds is None else (lambda: time.time() + args.seconds)
+    h.run(args.seed, args.start, args.warm, deadline())
+    print(f"warm-up: up to {args.warm} cases in {time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU")
     for k in ACC:
         ACC[k] = 0.0
     compiled.clear()
     prof = cProfile.Profile()
     t0, c0 = time.perf_counter(), time.thread_time()
     prof.enable()
-    r = h.run(args.seed, args.start + args.warm, args.cases)
+    r = h.run(args.seed, args.start + args.warm, args.cases, deadline())
     prof.disable()
     wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
     runs = r["done"] * len(configs)
