@@ -63,12 +63,13 @@ def main() -> None:
 
     import diff_fuzz
     import numba.core.dispatcher as D
+
+    compiled: dict[str, list] = {}  # what compiled in the profiled cases: name -> [count, wall s]
     from fuzz_worker import Harness, configurations
 
     from hetdb.exec import engine as E
 
     _wrap(D.Dispatcher, "compile", "numba compile")
-    compiled: dict[str, list] = {}
     orig_compile = D.Dispatcher.compile
 
     def named(self, sig):
@@ -88,6 +89,18 @@ def main() -> None:
         from hetdb.backend.gpu import compile as C
 
         _wrap(C, "_compile_cubin", "nvrtc compile")
+        inner = C._compile_cubin
+
+        def counted(nvrtc, source, filename, *a, **k):
+            t = time.perf_counter()
+            try:
+                return inner(nvrtc, source, filename, *a, **k)
+            finally:
+                entry = compiled.setdefault(f"NVRTC {filename}", [0, 0.0])
+                entry[0] += 1
+                entry[1] += time.perf_counter() - t
+
+        C._compile_cubin = counted
     configs = configurations(args.device, args.config)
     t0 = time.perf_counter()
     h = Harness(configs)
@@ -113,7 +126,7 @@ def main() -> None:
     print(f"per 100 cases x {len(configs)} configurations, CPU s: total {cpu * scale:.1f}", parts,
           f"rest {(cpu - sum(ACC.values())) * scale:.1f}")
     top = sorted(compiled.items(), key=lambda kv: -kv[1][1])[:25]
-    print("Numba compiles in the profiled cases (function: count, wall s, nested included):")
+    print("compiles in the profiled cases (Numba function or NVRTC file: count, wall s, nested included):")
     for name, (count, secs) in top:
         print(f"  {name}: {count}, {secs:.2f}")
     for sort in ("tottime", "cumulative"):
