@@ -1,6 +1,7 @@
 """Where a CPU query's wall time goes between parallel and serial phases, per pipeline.
 
-Usage: python scripts/cpu_phases.py DB SUITE THREADS [QUERY ...]
+Usage: python scripts/cpu_phases.py DB SUITE THREADS[,THREADS...] [QUERY ...]   (several thread counts: one
+connection each, in that order, in one process)
 
 Each query runs once to warm up, then three times (medians are printed). Per pipeline: its wall
 time, the wall of its worker phase (first worker start to last worker end: the part that runs on
@@ -113,13 +114,18 @@ def _wrap_pipeline() -> None:
 
 
 def main() -> None:
-    db, suite, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    db, suite = sys.argv[1], sys.argv[2]
     names = set(sys.argv[4:])
     _wrap_work(pipeline._Run)
     _wrap_work(compiled_cpu._Worker)
     _wrap_compile()
     _wrap_pipeline()
-    con = hetdb.connect(db, device="cpu", threads=threads)
+    for threads in [int(t) for t in sys.argv[3].split(",")]:
+        with hetdb.connect(db, device="cpu", threads=threads) as con:
+            _measure(con, suite, threads, names)
+
+
+def _measure(con, suite: str, threads: int, names: set[str]) -> None:
     totals = collections.defaultdict(float)
     for q in load_queries(suite):
         if names and q.name not in names:
@@ -139,7 +145,8 @@ def main() -> None:
         kern = sum(p["kernel"] for p in pipes)
         wcpu = sum(p["cpu"] for p in pipes)
         print(f"{q.name}: threads={threads} wall {wall * 1e3:.1f} ms cpu {cpu * 1e3:.1f} ms | workers "
-              f"{workers * 1e3:.1f} ms (thread cpu {wcpu * 1e3:.1f}, in compiled loops {kern * 1e3:.1f}) | "
+              f"{workers * 1e3:.1f} ms (thread cpu {wcpu * 1e3:.1f}, in compiled loops {kern * 1e3:.1f}, "
+              f"busy workers {wcpu / workers if workers else 0.0:.1f} of {threads}) | "
               f"serial {serial * 1e3:.1f} ms (outside pipelines {(wall - in_pipes) * 1e3:.1f}) | "
               f"16-thread estimate {(serial + workers * threads / 16) * 1e3:.1f} ms")
         for p in pipes:

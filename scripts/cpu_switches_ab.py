@@ -3,6 +3,7 @@ change at its default, then with one change switched the other way at a time (th
 the glibc thresholds, the bushy join order, the probes' key memo; the others, off).
 
 Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries; default a set)
+       AB_CONFIGS=all,one-merge,all-again python scripts/cpu_switches_ab.py ...   (only those configurations)
 
 Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
 and three timed runs, the best printed in ms, then per configuration the geomean of its times
@@ -12,16 +13,17 @@ against "all" (> 1: that configuration's switch made those queries slower; < 1: 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
 
 import hetdb
-from hetdb.backend.cpu import heap, join_filter
+from hetdb.backend.cpu import heap, join, join_filter
 from hetdb.backend.cpu.codegen import pipeline_py
 from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels
-from hetdb.exec.operators import aggregate
+from hetdb.exec.operators import aggregate, aggregate_parallel
 from hetdb.plan import cardinality
 from hetdb.plan.passes import bushy_joins
 
@@ -35,6 +37,15 @@ def _setter(module, name: str, value) -> Callable[[], Callable[[], None]]:
         compiled_cpu_kernels._SPEC_KERNELS.clear()  # (kernels generated under the other setting)
         return lambda: (setattr(module, name, old), compiled_cpu_kernels._SPEC_KERNELS.clear())
     return apply
+
+
+def _hugepages_on() -> Callable[[], None]:
+    """backend/cpu/hugepages.py's hook for Numba's large arrays (HETDB_HUGEPAGES=1); it cannot be taken
+    out again: the configurations after this one keep it."""
+    from hetdb.backend.cpu import hugepages
+
+    print(f"hugepages hook installed: {hugepages.install()}", flush=True)
+    return lambda: None
 
 
 def _heap_on() -> Callable[[], None]:
@@ -53,16 +64,21 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),
+    "one-merge": ([], _setter(aggregate_parallel, "ENABLED", False)),  # (session 12: partitioned final merge)
+    "one-pass-direct": ([], _setter(join, "DIRECT_PARALLEL_ROWS", 1 << 62)),  # (session 12: direct builds by ranges)
     "all-again": ([], None),  # (the first configuration again: order effects and noise)
+    "hugepages-on": ([], _hugepages_on),  # (stays installed: list it last)
 }
 
 
 def main() -> None:
     db, threads = sys.argv[1], int(sys.argv[2])
     names = sys.argv[3:] or DEFAULT_QUERIES
+    wanted = [c for c in os.environ.get("AB_CONFIGS", "").split(",") if c]
+    configs = {c: CONFIGS[c] for c in wanted} if wanted else CONFIGS
     qs = {q.name: q for q in load_queries("tpch", None)}
     times: dict[str, dict[str, float]] = {}
-    for config, (off, switch) in CONFIGS.items():
+    for config, (off, switch) in configs.items():
         undo = switch() if switch is not None else None
         try:
             with hetdb.connect(db, device="cpu", threads=threads, disabled_passes=off) as con:
@@ -77,6 +93,12 @@ def main() -> None:
                         best = min(best, time.perf_counter() - t0)
                     row[n] = best * 1e3
                 print(f"{config:20s} " + " ".join(f"{n} {row[n]:7.1f}" for n in names), flush=True)
+                if config == next(iter(configs)):
+                    import numba
+
+                    print(f"(numba threading layer {numba.threading_layer()}, OMP_WAIT_POLICY="
+                          f"{os.environ.get('OMP_WAIT_POLICY')}, GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')})",
+                          flush=True)
         finally:
             if undo is not None:
                 undo()

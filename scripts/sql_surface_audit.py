@@ -10,6 +10,8 @@ the outcome per probe and configuration:
   refused  hetdb refuses the statement (UnsupportedError / SqlError)
   misnamed hetdb refuses it naming a function the user did not write (sqlglot's name, not the user's)
   error    hetdb fails otherwise (an internal error is always a finding)
+  oom      hetdb stops with a typed OutOfMemoryError naming the budget (cpu-tiny's 256 KB host budget
+           under a window partition of 100,000 rows: a window partition is computed in host memory)
 
     PYTHONPATH=$PWD/src python scripts/sql_surface_audit.py [--configs cpu,gpu,gpu-tiny] [-k NAME]
                                                              [--section window] [-v] [--out FILE.md]
@@ -36,7 +38,7 @@ from sql_surface_probes import PROBES, SETUP, P  # noqa: E402
 
 import hetdb  # noqa: E402
 from hetdb.bench.compare import compare_tables  # noqa: E402
-from hetdb.errors import HetdbError, SqlError, UnsupportedError  # noqa: E402
+from hetdb.errors import HetdbError, OutOfMemoryError, SqlError, UnsupportedError  # noqa: E402
 
 CONFIGS = {
     "cpu": {"device": "cpu"},
@@ -44,7 +46,7 @@ CONFIGS = {
     "gpu": {"device": "gpu"},
     "gpu-tiny": {"device": "gpu", "gpu_memory_limit": "1MB"},
 }
-OUTCOMES = ("agree", "names", "types", "differ", "refused", "misnamed", "error")
+OUTCOMES = ("agree", "names", "types", "differ", "refused", "misnamed", "error", "oom")
 
 
 def _misnamed(message: str, sql: str) -> list[str]:
@@ -109,6 +111,8 @@ def _check_query(con, probe: P, want: pa.Table, want_rows) -> tuple[str, str]:
     except (UnsupportedError, SqlError) as e:
         wrong = _misnamed(str(e), probe.sql)
         return ("misnamed" if wrong else "refused"), f"{type(e).__name__}: {e}" + (f" (names {wrong})" if wrong else "")
+    except OutOfMemoryError as e:
+        return "oom", f"{type(e).__name__}: {e}"
     except HetdbError as e:
         return "error", f"{type(e).__name__}: {e}"
     except Exception as e:  # noqa: BLE001 - an internal error is a finding of the probe

@@ -60,6 +60,9 @@ SETUP = [
     "INSERT INTO tzt VALUES (1, TIMESTAMP '2024-03-10 06:30:00'), (2, TIMESTAMP '2024-03-10 07:30:00'), "
     "(3, TIMESTAMP '2024-11-03 05:30:00'), (4, TIMESTAMP '2024-11-03 06:30:00'), "
     "(5, TIMESTAMP '2024-03-31 00:30:00'), (6, TIMESTAMP '2024-03-31 01:30:00'), (7, NULL)",
+    # 300,000 rows in 3 partitions: window partitions far past the tiny configurations' budgets
+    "CREATE TABLE big AS SELECT CAST(range AS INTEGER) AS id, CAST(range % 3 AS INTEGER) AS p, "
+    "CAST(range * 7919 % 1000 AS INTEGER) AS v, CAST(range * 31 % 997 AS DOUBLE) / 8 AS f FROM range(300000)",
 ]
 
 PO = "PARTITION BY p ORDER BY id"
@@ -114,6 +117,22 @@ WINDOWS = [
       "min(d) OVER (PARTITION BY p), max(ts) OVER (PARTITION BY p), count(*) OVER () FROM w"),
     P("window", "agg_stats_over", "SELECT id, stddev_samp(f) OVER (PARTITION BY p), var_pop(f) OVER (PARTITION BY p), "
       "bool_and(v > 0) OVER (PARTITION BY p), bool_or(v > 3) OVER (PARTITION BY p) FROM w"),
+    P("window", "agg_stats_frames", f"SELECT id, stddev_samp(f) OVER ({PO} ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), "
+      f"var_pop(v) OVER ({PO}), stddev_pop(v) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 "
+      "FOLLOWING EXCLUDE GROUP) FROM w"),
+    P("window", "exclude_group_ties", "SELECT id, sum(v) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN UNBOUNDED "
+      "PRECEDING AND CURRENT ROW EXCLUDE GROUP), count(*) OVER (PARTITION BY p ORDER BY o GROUPS BETWEEN 1 PRECEDING "
+      "AND 1 FOLLOWING EXCLUDE TIES), max(s) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN CURRENT ROW AND UNBOUNDED "
+      "FOLLOWING EXCLUDE TIES), median(f) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING "
+      "EXCLUDE GROUP), mode(o) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE "
+      "CURRENT ROW) FROM w"),
+    P("window", "agg_issue_aggregates_frames", f"SELECT id, string_agg(s, '|') OVER ({PO} ROWS BETWEEN 2 PRECEDING "
+      f"AND CURRENT ROW), arg_max(s, id) OVER ({PO} ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), arg_min(id, f) OVER "
+      f"({PO}), approx_count_distinct(o) OVER ({PO}), median(d) OVER ({PO} ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), "
+      f"bool_or(v > 3) OVER ({PO} ROWS 2 PRECEDING) FROM w"),
+    P("window", "agg_more_over_windows", f"SELECT id, quantile_disc(v, 0.4) OVER ({PO}), count_if(v > 0) OVER ({PO}), "
+      f"any_value(s) OVER ({PO} ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING), bit_or(v + 4) OVER (PARTITION BY p), "
+      f"max(v > 0) OVER ({PO}), count(DISTINCT s) OVER ({PO} ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) FROM w"),
     P("window", "agg_holistic_over", "SELECT id, median(f) OVER (PARTITION BY p), quantile_cont(v, 0.25) OVER "
       "(PARTITION BY p), mode(o) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM w"),
     P("window", "agg_arg_string_over", "SELECT id, arg_max(id, v) OVER (PARTITION BY p), "
@@ -136,6 +155,28 @@ WINDOWS = [
     P("window", "qualify_alias", "SELECT id, rank() OVER (PARTITION BY p ORDER BY o) AS r FROM w QUALIFY r = 1"),
     P("window", "qualify_with_where_group", "SELECT p, count(*) AS c FROM w WHERE v IS NOT NULL GROUP BY p "
       "QUALIFY rank() OVER (ORDER BY count(*) DESC) <= 2"),
+]
+
+# 1b. windows whose partitions hold 100,000 rows each: under cpu-tiny (256 KB host budget, 7-row
+# batches) and gpu-tiny (1 MB GPU budget) they spill or run on the host; answers aggregated to compare
+BIG = [
+    P("window_spill", "big_ranks_running", "SELECT p, count(*), sum(rn), max(rk), sum(rs) FROM (SELECT p, "
+      "row_number() OVER (PARTITION BY p ORDER BY v, id) AS rn, rank() OVER (PARTITION BY p ORDER BY v) AS rk, "
+      "sum(v) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS rs FROM big) GROUP BY p"),
+    P("window_spill", "big_lag_lead_ntile", "SELECT q, count(*), sum(d), min(f), max(f), sum(nx) FROM (SELECT f, "
+      "v - lag(v) OVER (ORDER BY id) AS d, lead(v, 2, 0) OVER (PARTITION BY p ORDER BY id) AS nx, "
+      "ntile(4) OVER (ORDER BY f, id) AS q FROM big) GROUP BY q"),
+    P("window_spill", "big_qualify_top3", "SELECT p, id, v FROM big QUALIFY row_number() OVER (PARTITION BY p "
+      "ORDER BY v DESC, id) <= 3"),
+    P("window_spill", "big_frames_exclude", "SELECT p, sum(a), sum(m), sum(fv), count(mo) FROM (SELECT p, "
+      "avg(f) OVER (PARTITION BY p ORDER BY v RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS a, "
+      "median(v) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING EXCLUDE CURRENT ROW) "
+      "AS m, first_value(v) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 1 FOLLOWING AND 5 FOLLOWING) AS fv, "
+      "mode(v) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS mo FROM big) "
+      "GROUP BY p"),
+    P("window_spill", "big_whole_partition", "SELECT p, max(c), min(mx), sum(cd) FROM (SELECT p, "
+      "count(*) OVER (PARTITION BY p) AS c, max(f) OVER (PARTITION BY p) AS mx, "
+      "count(DISTINCT v) OVER (PARTITION BY p) AS cd FROM big) GROUP BY p"),
 ]
 
 # 2. set operations and grouping
@@ -223,6 +264,45 @@ DATES = [
       "-INTERVAL 1 MONTH, INTERVAL '1 year 2 months 3 days 04:05:06.5'"),
     P("dates", "time_type", "SELECT TIME '12:34:56' + INTERVAL 2 HOUR, CAST(ts AS TIME), extract(minute FROM "
       "TIME '12:34:56') FROM w WHERE id < 4"),
+]
+# issue 14's named edges beyond the first pass: DST in the connection's zone (arithmetic, grouping,
+# differences), more date_diff/date_sub parts, strptime/strftime specifiers, make_timestamp,
+# epoch_ms both ways
+DATES += [
+    P("dates", "timestamptz_dst_arith_zone", "SELECT id, ts::TIMESTAMPTZ + INTERVAL 1 DAY - ts::TIMESTAMPTZ, "
+      "date_diff('hour', ts::TIMESTAMPTZ, ts::TIMESTAMPTZ + INTERVAL 1 DAY), "
+      "date_trunc('day', ts::TIMESTAMPTZ) + INTERVAL 12 HOUR, ts::TIMESTAMPTZ < TIMESTAMPTZ '2024-03-10 03:30:00-04' "
+      "FROM tzt", setup=TZ, reset=UTC),
+    P("dates", "timestamptz_group_by_local_day", "SELECT date_trunc('day', ts::TIMESTAMPTZ) AS dd, count(*), "
+      "min(ts::TIMESTAMPTZ) FROM tzt GROUP BY dd", setup=TZ, reset=UTC),
+    P("dates", "timestamptz_literal_zone_names", "SELECT TIMESTAMPTZ '2024-03-10 02:30:00 America/New_York', "
+      "TIMESTAMPTZ '2024-11-03 01:30:00 America/New_York', TIMESTAMPTZ '2024-07-01 12:00:00+02', "
+      "CAST(TIMESTAMPTZ '2024-03-31 02:30:00 Europe/Berlin' AS VARCHAR)", setup=TZ, reset=UTC),
+    P("dates", "timestamptz_extract_epoch_dst", "SELECT id, epoch(ts::TIMESTAMPTZ), extract(epoch FROM ts::TIMESTAMPTZ), "
+      "epoch_ms(ts::TIMESTAMPTZ), extract(dow FROM ts::TIMESTAMPTZ) FROM tzt", setup=TZ, reset=UTC),
+    P("dates", "date_diff_more_parts", "SELECT id, date_diff('microsecond', ts, TIMESTAMP '2024-03-11 00:00'), "
+      "date_diff('decade', d, DATE '2041-01-01'), date_diff('century', d, DATE '2200-01-01'), "
+      "date_diff('millennium', d, DATE '3001-01-01'), date_diff('isoyear', d, DATE '2026-01-05'), "
+      "date_diff('dow', d, DATE '2024-03-31'), date_diff('doy', d, DATE '2024-03-31') FROM w"),
+    P("dates", "date_sub_more_parts", "SELECT id, date_sub('quarter', d, DATE '2024-09-30'), "
+      "date_sub('minute', ts, TIMESTAMP '2024-03-11 05:00'), date_sub('second', ts, TIMESTAMP '2024-03-11 05:00'), "
+      "date_sub('millisecond', ts, TIMESTAMP '2024-03-11 05:00'), date_sub('decade', d, DATE '2044-02-29') FROM w"),
+    P("dates", "date_diff_negative_and_null", "SELECT date_diff('month', DATE '2024-03-31', DATE '2024-01-31'), "
+      "date_sub('month', DATE '2024-03-31', DATE '2024-02-29'), date_diff('day', NULL, DATE '2024-01-01'), "
+      "date_diff('year', TIMESTAMP '2024-12-31 23:59', TIMESTAMP '2025-01-01 00:00')"),
+    P("dates", "strptime_more_formats", "SELECT strptime('2024-060', '%Y-%j'), strptime('Thursday 29 February 2024', "
+      "'%A %d %B %Y'), strptime('24-2-9 7:05:09', '%y-%-m-%-d %-H:%M:%S'), strptime('2024-02-29T10:11:12.5', "
+      "'%Y-%m-%dT%H:%M:%S.%f'), strptime('12/31/99 11 PM', '%m/%d/%y %I %p')"),
+    P("dates", "strptime_tz_offset", "SELECT strptime('2024-03-10 02:30:00 +0100', '%Y-%m-%d %H:%M:%S %z'), "
+      "typeof(strptime('2024-03-10 02:30:00 +0100', '%Y-%m-%d %H:%M:%S %z'))", setup=TZ, reset=UTC),
+    P("dates", "strftime_more", "SELECT id, strftime(ts, '%c'), strftime(ts, '%x %X'), strftime(d, '%d/%m/%Y'), "
+      "strftime(ts, '%H%M%S%g'), strftime(ts, '%n %T %-j %z') FROM w WHERE id < 6"),
+    P("dates", "make_timestamp_edges", "SELECT make_timestamp(2024, 2, 29, 0, 0, 0), make_timestamp(1969, 12, 31, 23, "
+      "59, 59.999999), make_timestamp(0), make_timestamp(-1), make_date(2024, 13 - 1, 31), "
+      "make_timestamp(NULL, 1, 1, 0, 0, 0)"),
+    P("dates", "epoch_ms_both_ways", "SELECT epoch_ms(-1), epoch_ms(0), epoch_ms(1709251199999), "
+      "epoch_ms(TIMESTAMP '1969-12-31 23:59:59.999'), epoch_ms(DATE '2024-02-29'), to_timestamp(-1.5), "
+      "epoch_us(TIMESTAMP '2024-02-29 12:00:00.123456')"),
 ]
 for _part in PARTS:
     _arg = "d" if _part in ("isoyear", "yearweek", "decade", "century", "millennium", "era", "week", "doy") else "ts"
@@ -366,6 +446,33 @@ FUNCS = [
       "CAST(1.5 AS VARCHAR), CAST(TRUE AS INTEGER), CAST('true' AS BOOLEAN), CAST(DATE '2024-01-01' AS VARCHAR)"),
 ]
 
+FUNCS += [
+    P("aggregate", "approx_count_distinct_grouped", "SELECT p, approx_count_distinct(o), approx_count_distinct(d), "
+      "approx_count_distinct(ts) FROM w GROUP BY p"),
+    P("string", "format_more", "SELECT id, format('{:>8}|{:<6}|{:^7}', s, p, v), format('{:,}', id * 123456), "
+      "format('{:05d}', v), format('{1}-{0}', s, id) FROM w WHERE v IS NOT NULL AND s IS NOT NULL"),
+    P("string", "printf_more", "SELECT id, printf('%-6s|%6s', s, s), printf('%x %X %o', id * 255, id * 255, id), "
+      "printf('%+d %5.1f %e', v, f, f), printf('%%|%c', 65 + id) FROM w WHERE v IS NOT NULL AND s IS NOT NULL "
+      "AND f IS NOT NULL"),
+    P("string", "md5_hash_types", "SELECT id, md5(CAST(id AS VARCHAR)), hash(f), hash(d), hash(ts), hash(s, id), "
+      "md5(NULL), hash(NULL) FROM w"),
+]
+NAMES_EXTRA = [
+    P("names", "bare_null_type", "SELECT NULL, NULL AS n, coalesce(NULL, NULL), CASE WHEN id > 0 THEN NULL END, "
+      "typeof(NULL) FROM w WHERE id < 3"),
+    P("names", "bare_null_through_subquery", "SELECT x, y FROM (SELECT NULL AS x, id AS y FROM w) WHERE y < 4 "
+      "UNION ALL SELECT NULL, 100"),
+]
+
+SETOPS += [
+    P("setops", "union_by_name_types", "SELECT k, s FROM a UNION ALL BY NAME SELECT CAST(k AS BIGINT) AS k, NULL AS s, "
+      "1.5 AS extra FROM b"),
+    P("setops", "grouping_in_having_order", "SELECT p, o, grouping(p, o) AS g, count(*) FROM w GROUP BY CUBE (p, o) "
+      "HAVING grouping(o) = 1 ORDER BY g, p NULLS FIRST", ordered=True),
+    P("setops", "recursive_limit_setting", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+      "SELECT count(*) FROM r", error="recursion"),
+]
+
 # 5. names and messages
 NAMES = [
     P("names", "names_aggregates", "SELECT count(*), count(v), sum(v), avg(f + 1), max(upper(s)) FROM w"),
@@ -395,12 +502,13 @@ MESSAGES = [
     P("messages", "decimal_modulo_by_zero", "SELECT 5.0 % 0", error="5.0 % 0"),
     P("messages", "window_in_where", "SELECT id FROM w WHERE row_number() OVER () > 1", error="WHERE"),
     P("messages", "ntile_bad_arg", "SELECT ntile(0) OVER (ORDER BY id) FROM w", error="ntile"),
-    P("messages", "cast_failure_names_value", "SELECT CAST(s AS INTEGER) FROM w", error="apple"),
+    P("messages", "cast_failure_names_value", "SELECT CAST(s AS INTEGER) FROM w WHERE s = 'apple' OR s = '42'",
+      error="apple"),
     P("messages", "strptime_failure", "SELECT strptime('2024-13-01', '%Y-%m-%d')", error="2024-13-01"),
     P("messages", "set_op_arity", "SELECT k, s FROM a UNION SELECT k FROM b", error="UNION"),
     P("messages", "syntax_error_position", "SELECT id FROM w WHERE v = = 3", error="line 1"),
 ]
 
-SECTIONS = {"window": WINDOWS, "setops": SETOPS, "dates": DATES, "functions": FUNCS, "names": NAMES,
+SECTIONS = {"window": WINDOWS, "window_spill": BIG, "setops": SETOPS, "dates": DATES, "functions": FUNCS, "names": NAMES + NAMES_EXTRA,
             "messages": MESSAGES}
 PROBES = [p for probes in SECTIONS.values() for p in probes]

@@ -132,6 +132,8 @@ class Column:
                 pa.py_buffer(np.ascontiguousarray(self.chars, dtype=np.uint8)), valid_buf,
                 null_count=-1 if mask is not None else 0)
             return arr.cast(pa.string())
+        if self.dtype == T.NULL:
+            return pa.nulls(len(self))
         data = np.asarray(self.data)
         if kind == "interval":
             return _interval_to_arrow(data, mask)

@@ -75,6 +75,8 @@ class DataType:
             return pa.list_(pa.field("l", self.elem.to_arrow()))  # DuckDB's field name
         if self == UBIGINT:
             return pa.uint64()
+        if self == NULL:
+            return pa.null()
         if self.kind == "decimal":
             return pa.decimal128(self.precision, self.scale)
         if self.tz:
@@ -122,6 +124,10 @@ INT128 = DataType("int128")
 UBIGINT = DataType("int128", precision=64)  # hash(): exact 64-bit unsigned values in HUGEINT's layout
 INTERVAL = DataType("interval")
 TIME = DataType("time")
+# A bare NULL's type (DuckDB's "NULL"): INTEGER data, every value NULL; an Arrow null column in results,
+# INTEGER where stored (its name is INTEGER). Computing with it gives the concrete types; passing it
+# through (CASE, coalesce, min/max, subqueries, GROUP BY keys) keeps it, as in DuckDB.
+NULL = DataType("int32", precision=-1)
 
 MAX_DECIMAL_PRECISION = 18
 MAX_WIDE_PRECISION = 38
@@ -130,8 +136,8 @@ INT128_MIN = -(2**127)
 
 
 def list_of(elem: DataType) -> DataType:
-    """LIST of ``elem`` (a query value; never stored)."""
-    return DataType("list", elem=elem)
+    """LIST of ``elem`` (a query value; never stored); a list of bare NULLs holds INTEGERs."""
+    return DataType("list", elem=INT32 if elem == NULL else elem)
 
 
 def wide_decimal(precision: int, scale: int) -> DataType:
@@ -171,6 +177,8 @@ def from_arrow(t: pa.DataType, where: str = "") -> DataType:
     """Map an Arrow type (as found in real Parquet/CSV/IPC files) to a hetdb type."""
     if pa.types.is_dictionary(t):
         return from_arrow(t.value_type, where)
+    if pa.types.is_null(t):  # a column of bare NULLs (CREATE TABLE AS SELECT NULL): INTEGER, as DuckDB
+        return INT32
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) \
             or pa.types.is_uint8(t) or pa.types.is_uint16(t):
         return INT32

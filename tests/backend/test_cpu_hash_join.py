@@ -6,6 +6,7 @@ import math
 import struct
 import zlib
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -215,3 +216,57 @@ def test_gather_and_nonzero():
     assert np.array_equal(B.gather(vals, big), vals[big])
     assert B.gather(vals, np.array([-1, 0])).shape == (2,)
     assert B.gather(np.zeros(0, np.int32), np.array([-1, -1])).shape == (2,)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: the one-pass build")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n, span", [(5003, 20011), (4099, 300), (3001, 3001)])
+def test_direct_build_by_slot_ranges(kind, n, span, monkeypatch):
+    """A direct table of repeated keys built by slot ranges on several kernel threads (join_direct.py)
+    gives the one-pass build's answers; the table really was direct and built that way."""
+    from hetdb.backend.cpu import join as cpu_join
+    from hetdb.backend.cpu import join_direct
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    built = []
+    real = join_direct.direct_build_parallel
+    monkeypatch.setattr(cpu_join, "DIRECT_PARALLEL_ROWS", 16)
+    monkeypatch.setattr(cpu_join, "direct_build_parallel", lambda *a: built.append(1) or real(*a))
+    monkeypatch.setattr(join_direct, "_RANGE_SLOTS", 64)  # many ranges on small inputs
+    rng = np.random.default_rng(n + span)
+    build = [(rng.integers(0, span, n) - 77).astype(np.int64)]
+    probe = [(rng.integers(-5, span + 5, 2 * n) - 77).astype(np.int64)]
+    before = kernel_threads()
+    set_kernel_threads(max(2, before))
+    try:
+        table = B.join_build(build)
+        assert table.direct is not None and built
+        assert check_join(build, probe, kind) > 0
+    finally:
+        set_kernel_threads(before)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: NumPy's fill")
+def test_key_matrix_filled_on_kernel_threads_equals_numpy(monkeypatch):
+    """key_matrix's parallel fill (large inputs, several kernel threads) gives NumPy's key bits:
+    int32 widened, uint64 wrapped, bool as 0/1, floats canonical."""
+    from hetdb.backend.cpu import keys
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    rng = np.random.default_rng(5)
+    n = 5003
+    cols = [rng.integers(-2**31, 2**31 - 1, n).astype(np.int32),
+            np.array([2**64 - 1, 2**63, 7] * (n // 3) + [1] * (n % 3), np.uint64),
+            rng.random(n) < 0.5, rng.integers(-9, 9, n), np.where(rng.random(n) < 0.1, -0.0, rng.normal(size=n))]
+    before = kernel_threads()
+    set_kernel_threads(max(2, before))
+    try:
+        for combo in ([0], [2], [0, 3], [1, 2, 4], [3, 0, 1]):
+            ks = [cols[i] for i in combo]
+            monkeypatch.setattr(keys, "PARALLEL_MATRIX_ROWS", 1 << 62)
+            want = keys.key_matrix(ks)
+            monkeypatch.setattr(keys, "PARALLEL_MATRIX_ROWS", 16)
+            got = keys.key_matrix(ks)
+            assert got.dtype == np.int64 and got.flags.c_contiguous and np.array_equal(got, want), combo
+    finally:
+        set_kernel_threads(before)

@@ -151,3 +151,27 @@ def test_warp_folded_kernels_compile_with_nvcc(tmp_path):
     assert specs and all("fused::group_merge" in p.kernel.body for p in bodies)
     result = nvcc_check(bodies[0].source, tmp_path, "fold")
     assert result.returncode == 0, result.stderr
+
+
+def test_columns_most_rows_need_are_loaded_first():
+    """spec.eager: eager_columns picks the inputs an estimated 15% of the rows or more still need when
+    the generator would load them (filters keep half, a probe its hit share); the kernel then loads
+    them for the whole tile before its first filter, and is another kernel than the staged one."""
+    import dataclasses
+
+    from hetdb.backend.gpu.codegen.generate import eager_columns
+
+    q11, q41 = SPECS["q1.1"], SPECS["q4.1"]
+    # discount (every row), quantity (after two filters: 1/4); orderdate after three (1/8): staged
+    assert eager_columns(q11, [1 / 7]) == ("lo_quantity", "lo_discount")
+    # suppkey (every row), custkey (1/5 of rows after the supplier probe); the rest after 1/25
+    assert eager_columns(q41, [0.2, 0.2, 0.4, 1.0]) == ("lo_custkey", "lo_suppkey")
+    assert eager_columns(q41, [1.0, 1.0, 1.0, 1.0]) == tuple(c for c, _ in q41.inputs)
+    eager = dataclasses.replace(q41, eager=("lo_custkey", "lo_suppkey"))
+    body = generate(eager).body
+    first_probe = body.index("// probe 0")
+    for k in (0, 1):  # lo_custkey, lo_suppkey: both loads before the first probe
+        assert body.index(f"BlockLoadSel<FP_BLOCK, FP_ITEMS>(in{k} + off") < first_probe
+    assert body.index("BlockLoadSel<FP_BLOCK, FP_ITEMS>(in2 + off") > first_probe  # lo_partkey: staged
+    assert generate(eager).name != generate(q41).name
+    assert dataclasses.replace(q41, eager=("nope",)).unfusable_reason() == "a column loaded first is not an input"

@@ -29,12 +29,14 @@ def _bytes(name: str, buf: np.ndarray) -> str:
     return f"alignas(8) static const unsigned char {name}[] = {{{', '.join(str(int(b)) for b in buf)}}};"
 
 
-def test_fused_page_table_with_compressed_pages(tmp_path):
+@pytest.mark.parametrize("eager", [(), ("g", "v")], ids=["loaded-by-stage", "loaded-first"])
+def test_fused_page_table_with_compressed_pages(tmp_path, eager):
     rng = np.random.default_rng(3)
     g_ref, v_ref = ColumnRef(T.INT32, "g", False), ColumnRef(T.INT64, "v", False)
     spec = FusedPipelineSpec((("g", T.INT32), ("v", T.INT64)),
                              (Call(T.BOOL, "lt", (v_ref, Literal(T.INT64, 1 << 40))),), (), (g_ref,),
-                             (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, encoded=True)
+                             (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, encoded=True,
+                             eager=eager)
     k = generate(spec)
     layout = [("plain", "for"), ("for", "dict"), ("const", "plain"), ("dict", "const"), ("plain", "plain")]
     decl, fill, gs, vs = [], [], [], []
@@ -67,8 +69,11 @@ def test_fused_page_table_with_compressed_pages(tmp_path):
     nacc = len(k.accumulators)
     main = [f"#define NP {len(layout)}", "static long long pt[3 * NP + 1 + NP * 4];",
             *[f"static long long acc{a}[7];" for a in range(nacc)],
-            "static unsigned long long domain_errors[1], arith_err[4];", "int main() {", *fill,
-            f"  gridDim.x = {tiles};", "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
+            "static unsigned long long domain_errors[1], arith_err[4];",
+            "#include <cstdlib>", "int main(int argc, char** argv) {", *fill,
+            # the grid from the command line: blocks looping over several tiles, pages left behind
+            f"  gridDim.x = argc > 1 ? std::atoi(argv[1]) : {tiles};",
+            "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
             f"    for (unsigned t = 0; t < {FP_BLOCK}; ++t) {{", "      threadIdx.x = t;",
             f"      {k.name}(nullptr, nullptr, 0, pt, NP, {tiles}, 0, 7, 1, 7, 0, "
             + ", ".join(f"acc{a}" for a in range(nacc)) + ", domain_errors, arith_err);",
@@ -85,12 +90,13 @@ def test_fused_page_table_with_compressed_pages(tmp_path):
     build = subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-o", str(exe), str(path)], capture_output=True,
                            text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-3000:]
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout[-2000:]
     g, v = np.concatenate(gs), np.concatenate(vs)
     keep = v < (1 << 40)
-    got = {int(line.split()[0]): [int(x) for x in line.split()[1:]] for line in out.stdout.splitlines()}
-    assert len(got) == 7
-    for key in range(7):
-        sel = keep & (g == key)
-        assert got[key] == [int(sel.sum()), int(v[sel].sum()), int(sel.sum())], key
+    for grid in (tiles, 1, 2, 5, 13, 25):  # a tile per block, then grid-stride loops (fused::NextPage)
+        out = subprocess.run([str(exe), str(grid)], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout[-2000:]
+        got = {int(line.split()[0]): [int(x) for x in line.split()[1:]] for line in out.stdout.splitlines()}
+        assert len(got) == 7
+        for key in range(7):
+            sel = keep & (g == key)
+            assert got[key] == [int(sel.sum()), int(v[sel].sum()), int(sel.sum())], (grid, key)

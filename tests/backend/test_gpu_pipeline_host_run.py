@@ -43,7 +43,7 @@ SHIM = r"""
 #define __global__
 #define __forceinline__ inline
 #define __restrict__
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 struct Dim3 { unsigned x; };
 static Dim3 threadIdx, blockIdx, gridDim, blockDim;
@@ -111,10 +111,20 @@ def join_table(keys: list[tuple]) -> dict:
             "rows": slot_rows, "vidx": valid_idx, "nonempty": bool(keys), "has_null": len(valid_idx) < len(keys)}
 
 
+def _double(v) -> str:
+    """A C++ double literal; ("bits", b) is the double whose bit pattern is ``b`` (a NaN's payload)."""
+    if isinstance(v, tuple):
+        return f"__longlong_as_double({v[1]}LL)"
+    v = float(v)
+    if v != v:
+        return "__builtin_nan(\"\")"
+    return repr(v) if abs(v) != float("inf") else ("__builtin_inf()" if v > 0 else "-__builtin_inf()")
+
+
 def _arr(name: str, ctype: str, values) -> str:
     values = list(values) or [0]
     if ctype == "double":
-        body = ", ".join(repr(float(v)) for v in values)
+        body = ", ".join(_double(v) for v in values)
     elif ctype == "unsigned long long":
         body = ", ".join(f"{int(v)}ULL" for v in values)
     else:
@@ -125,7 +135,7 @@ def _arr(name: str, ctype: str, values) -> str:
 def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[dict, list[list]]], tmp_path,
                slots: int = 4096, encoded: dict[str, np.ndarray] | None = None,
                grow_to: int = 0, pages: tuple[int, ...] = (),
-               luts: list | None = None) -> list[tuple[tuple, list[int]]]:
+               luts: list | None = None, row0: int = 0) -> list[tuple[tuple, list[int]]]:
     """Run ``spec`` over ``columns`` (input cid -> values, None = NULL) with ``builds`` ((table, payload
     value lists) per probe); returns (group key values, accumulator i64 values) per occupied slot.
     ``encoded``: cid -> the encoded data section the kernel reads instead (Input.codec not plain);
@@ -226,6 +236,8 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
         decl.append(f"static const long long acc{a}_init = {init.get(acc.acc, '0LL')};")
         args.append(f"acc{a}")
     args += ["errors", "arith_err"]
+    if any(a.part.startswith("zero_sign") for a in k.accumulators):
+        args.append(f"{row0}LL")  # pl_row0
     main = ["int main() {", *paging]
     main += [f"  for (int s = 0; s < {slots}; ++s) acc{a}[s] = acc{a}_init;" for a in range(len(k.accumulators))]
     main += [f"  gridDim.x = {max(1, num_tiles)};",

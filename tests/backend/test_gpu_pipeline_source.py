@@ -162,7 +162,7 @@ def test_paged_kernels_read_a_page_table():
     k = generate_pipeline(specs()["materialize"], paged=True)
     body = k.body
     assert "const long long* __restrict__ pl_pages" in body and "col0" not in body
-    assert "fused::FindPage(pl_pages, pl_num_pages, t)" in body
+    assert "fused::NextPage(pl_pages, pl_num_pages, t, pl_page)" in body
     assert "const long long row = pl_first + threadIdx.x" in body and "out_rows[o] = pl_base + row;" in body
     assert k.name != generate_pipeline(specs()["materialize"]).name
     # a per-batch codec is not read by a paged kernel, nor a paged one by a per-batch kernel

@@ -68,3 +68,48 @@ def test_device_accounting_sees_an_entrys_arrays() -> None:
     arrays = list(_arrays(e))
     assert len(arrays) == 4  # rows, its view, the dictionary's offsets and chars
     assert any(a is e.arrays[0] for a in arrays)
+
+
+def test_taking_a_stored_state_leaves_the_pages_pending_accesses_pending() -> None:
+    """A hot query takes its plan's stored state (``get``, pinned) after the previous query counted
+    an access of every page it read lazily (``touch_many``): taking it applies none of them (they
+    cost a policy record each, per query), yet the entry's own access still counts (lazily too)."""
+    from hetdb.cache.base import PAGE, PageKey
+
+    cache = DevicePageCache(DeviceMemoryBudget(1 << 24), share=0.5)
+    store = FusedStateStore(cache)
+    plan = _Plan()
+    store.put(_entry(plan))
+    pages = [PageKey("t", 1, "c", rg, PAGE) for rg in range(50)]
+    for k in pages:
+        cache.put(k, np.zeros(10, np.uint8), 10)
+    cache.touch_many(pages, 500, None)
+    applied = []
+    real = cache.policy.record
+    cache.policy.record = lambda key, *a, **k: applied.append(key) or real(key, *a, **k)
+    got, pin = store.get(plan, 3)
+    assert applied == []  # nothing applied now
+    store.release(pin)
+    cache.policy.reuse_distance(pages[0])  # a decision applies what is pending, the entry's access included
+    assert len(applied) == len(pages) + 1 and ("fused-state", id(plan), 3) in applied
+    assert cache.stats.hits >= 1
+
+
+def test_kept_bytes_follow_keep_unkeep_and_eviction() -> None:
+    from hetdb.cache.base import PAGE, PageKey
+
+    cache = DevicePageCache(DeviceMemoryBudget(1 << 20), share=0.5)
+    a, b = PageKey("t", 1, "c", 0, PAGE), PageKey("t", 1, "c", 1, PAGE)
+    cache.put(a, np.zeros(100, np.uint8), 100)
+    cache.put(b, np.zeros(300, np.uint8), 300)
+    assert cache.kept_bytes() == 0
+    cache.keep(a)
+    cache.keep(a)  # (twice: counted once)
+    cache.keep(b)
+    assert cache.kept_bytes() == 400
+    cache.unkeep(b)
+    assert cache.kept_bytes() == 100
+    cache.clear()  # kept entries stay
+    assert cache.kept_bytes() == 100 and a in cache and b not in cache
+    cache.unkeep(a)
+    assert cache.kept_bytes() == 0 and cache.evict(1 << 20) == 100

@@ -455,8 +455,8 @@ class FuzzGen:
 
     def ordered_window_item(self, scope: Scope, over: str) -> E | None:
         """A window function over a total order (``over`` ends with a unique key, no parenthesis):
-        row_number/ntile, lag/lead with offsets, first/last/nth_value and aggregates over ROWS frames
-        (n PRECEDING/FOLLOWING, the partition's edges)."""
+        row_number/ntile, lag/lead with offsets, first/last/nth_value and aggregates (mode too) over ROWS
+        frames (n PRECEDING/FOLLOWING, the partition's edges), a quarter of them with an EXCLUDE."""
         form = self.r.randrange(4)
         if form == 0:
             if self.chance(0.5):
@@ -472,14 +472,16 @@ class FuzzGen:
                            f"CURRENT ROW AND {b} FOLLOWING", f"UNBOUNDED PRECEDING AND {b} FOLLOWING",
                            f"{a} PRECEDING AND UNBOUNDED FOLLOWING", f"{a + b + 1} PRECEDING AND {a} PRECEDING",
                            f"{b} FOLLOWING AND {a + b + 1} FOLLOWING"])
+        if self.chance(0.25):  # over a total order GROUP is the row itself and TIES excludes nothing
+            frame += " EXCLUDE " + self.pick(["CURRENT ROW", "GROUP", "TIES", "NO OTHERS"])
         if form == 2:
             f = self.pick(["first_value", "last_value", f"nth_value|{self.v.randint(1, 3)}"])
             call = f"{x.sql}" if "|" not in f else f"{x.sql}, {f.split('|')[1]}"
             return E(f"{f.split('|')[0]}({call}) {over} ROWS BETWEEN {frame})", x.kind, x.tags)
         if x.kind in (STR, DATE):
-            op = self.pick(["min", "max", "count"])
+            op = self.pick(["min", "max", "count", "mode"])
         else:
-            op = self.pick(["min", "max", "count", "sum"] + (["avg"] if "big" not in x.tags else []))
+            op = self.pick(["min", "max", "count", "sum", "mode"] + (["avg"] if "big" not in x.tags else []))
         kind = INT if op == "count" else DBL if op == "avg" else x.kind
         return E(f"{op}({x.sql}) {over} ROWS BETWEEN {frame})", kind, x.tags)
 

@@ -55,6 +55,7 @@ class EmulatedPipeline:
         self.real, self.spec, self.kernel = real, real.spec, real.kernel
         self.evaluator = ExprEvaluator(CpuBackend())
         self.consumed = 0
+        self.host_finishes = 0  # finish(host=True): groups handed to the host tail (fusion_run._host_finish)
 
     def batch_unfusable_reason(self, columns):
         return self.real.batch_unfusable_reason(columns)
@@ -98,7 +99,11 @@ class EmulatedPipeline:
             acc.append((gid, vals))
         self.consumed += 1
 
-    def finish(self, state):
+    def finishes_on_host(self, state):
+        return state.num_groups <= 1 << 16
+
+    def finish(self, state, host=False):
+        self.host_finishes += bool(host)
         ng = state.num_groups
         counts = np.zeros(ng, dtype=np.int64)
         for gid, v in state.accs[0]:
@@ -197,6 +202,27 @@ def test_every_ssb_query_fuses_and_matches_duckdb(ssb_db, emulated_fusion):
     assert nonempty >= 8  # at this scale a few city-level queries select nothing
     assert swapped > 0  # at this scale the optimizer builds on the fact side for some queries
     assert sum(p.consumed for p in emulated_fusion) > 0
+
+
+def test_groups_handed_over_on_the_host_tail_match_duckdb(ssb_db, emulated_fusion):
+    """With a host tail (a GPU connection's): each fused aggregation whose consumers all run on the
+    host finishes there (fusion_run._host_finish: its partial state and final values made on the
+    host, taken by the tail as they are), and every SSB query still matches DuckDB, run after run."""
+    from reference_backend import ReferenceBackend
+
+    queries = load_queries("ssb")
+    compared = 0
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+        con._get_engine().tail_backend = ReferenceBackend()
+        for name, sql in queries.items():
+            for _ in range(2):  # the second run reuses the fused plan (and its host copies)
+                got = con.sql(sql)
+                diff = mismatch(got.arrow(), ssb_db.reference(sql), SSB_ORDERING[name])
+                assert diff is None, f"{name}: {diff}"
+                assert got.stats["host_pipelines"] > 0
+            compared += 1
+    assert compared == 13
+    assert sum(p.host_finishes for p in emulated_fusion) >= 20  # (a query whose kernel saw no rows may not)
 
 
 def test_string_filters_and_scan_group_keys_fuse(ssb_db, emulated_fusion):

@@ -49,3 +49,29 @@ def test_a_dictionary_larger_than_the_column_and_plain_strings() -> None:
     plain = _strings(["b", "a", "c", "a"])
     r = np.asarray(string_ranks(be, plain))
     assert r[1] == r[3] and r[1] < r[0] < r[2]
+
+
+def test_a_host_dictionary_is_ranked_once_while_it_lives() -> None:
+    """A dictionary larger than the rows sorted is ranked whole once and its ranks kept
+    (dictionary_memo.SORT_RANKS) until it is collected; the rows still order like their strings."""
+    import gc
+
+    from hetdb.exec.dictionary_memo import SORT_RANKS
+
+    be = CpuBackend()
+    words = [f"w{(i * 37) % 1000:03d}" for i in range(1000)]
+    d = _strings(words)
+    calls = []
+    real = be.factorize_strings
+    be.factorize_strings = lambda o, c: calls.append(len(o) - 1) or real(o, c)
+    for codes in ([5, 999, 0, 5], [17, 3]):
+        col = Column(T.STRING, data=np.array(codes, np.int32), dictionary=d)
+        ranks = np.asarray(string_ranks(be, col))
+        assert [words[c] for c in np.array(codes)[np.argsort(ranks, kind="stable")]] == sorted(words[c] for c in codes)
+    assert calls == [1000]  # the dictionary once, no row's string gathered
+    assert SORT_RANKS.get(d) is not None
+    before = len(SORT_RANKS)
+    del d, col
+    gc.collect()
+    assert len(SORT_RANKS) == before - 1
+

@@ -101,7 +101,7 @@ class FusedStateStore:
         got = self.device_cache.peek_many([key])
         if got is None or got[0].physical is not physical:
             return None
-        self.device_cache.get(key, pin=True)  # marks it recently used; pinned until release
+        self.device_cache.hold(key)  # marks it recently used (lazily); pinned until release
         self.hits += 1
         return got[0], (key,)
 

@@ -42,6 +42,11 @@ EXPERIMENTS = {
     # (measured at 988b3ce: TPC-H q01 20.5 -> 33.0 ms with it on: its 4 groups' shared-memory atomics
     # cost less than combining ~19 accumulators across the warp lane by lane)
     "fused_fold": "dense fused kernels combining a warp's states per group before the accumulator's atomic",
+    # (scripts/gpu_fused_shapes.py measures it on SSB's shapes)
+    "fused_eager": "dense fused kernels loading the columns most rows still need at a tile's start "
+                   "(codegen/generate.py eager_columns) instead of each after the stage before it",
+    "fused_payload_by_key": "dense fused kernels reading a join's payload by key, with the row look-up, "
+                            "instead of by build row after it",
 }
 enabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_ON", "").split(",") if n.strip()}
 

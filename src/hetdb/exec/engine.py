@@ -83,6 +83,17 @@ def host_tail(physical: PhysicalPlan) -> set[int]:
     return tail
 
 
+def host_sinks(physical: PhysicalPlan, tail: set[int]) -> frozenset[int]:
+    """Pipelines outside ``tail`` whose every consumer is in it: a small result of theirs is taken to
+    the host anyway, so it may be made there (exec/fusion_run.py: a fused aggregation's groups)."""
+    consumers: dict[int, list[int]] = {p.pid: [] for p in physical.pipelines}
+    for p in physical.pipelines:
+        for d in p.deps:
+            consumers[d].append(p.pid)
+    return frozenset(pid for pid, cs in consumers.items()
+                     if cs and pid not in tail and all(c in tail for c in cs))
+
+
 def _tail_backend() -> Any:
     """The CPU backend with single-threaded kernels: waking a thread pool for a parallel kernel costs
     more than the whole work on a few thousand rows (measured: ~0.7 ms per sort with 16 threads)."""
@@ -160,6 +171,11 @@ class QueryEngine:
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
+        # host copies of device dictionaries small results take to the host tail: the same objects
+        # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
+        from hetdb.exec.dictionary_memo import DictionaryMemo
+
+        self.host_dictionaries = DictionaryMemo()
         if self.device is not None:
             self.tail_backend = _tail_backend()
 
@@ -388,6 +404,8 @@ class QueryEngine:
         # GPU pipelines run with one worker: kernels of one device serialise anyway, and the page
         # streamer delivers row groups in order
         threads = 1 if device is not None else self.threads
+        if device is None:
+            ctx.pool, ctx.threads = self._pool, threads
         snapshot = device.snapshot() if device is not None else None
         leaked = 0
         reusing = reuse
@@ -399,6 +417,8 @@ class QueryEngine:
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
             tail = host_tail(physical) if self.tail_backend is not None else set()
+            if tail:
+                ctx.tail_backend, ctx.host_sinks = self.tail_backend, host_sinks(physical, tail)
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
@@ -474,17 +494,20 @@ class QueryEngine:
         """Whether ``pipe`` (of the host tail) runs on the host, its inputs moved to where it runs:
         it does when its inputs are small or already there."""
         inputs = _source_results(pipe)
+        # results there already: of host pipelines, and a fused aggregation's groups made there
+        here = on_host | (ctx.made_on_host & set(inputs))
         rows = sum(b.num_rows for pid in inputs for b in ctx.results[pid])
-        if rows > HOST_RESULT_ROWS and not all(pid in on_host for pid in inputs):
+        if rows > HOST_RESULT_ROWS and not all(pid in here for pid in inputs):
             for pid in inputs:  # a large input: back to the device with the others
-                if pid in on_host:
+                if pid in here:
                     ctx.results[pid] = [batch_to_device(self.backend, loaded(self.tail_backend, b), ctx.dict_cache)
                                         for b in ctx.results[pid]]
                     on_host.discard(pid)
+                    ctx.made_on_host.discard(pid)
             return False
         for pid in inputs:
-            if pid not in on_host:
-                cache: dict = {}  # one host copy per device dictionary
+            if pid not in here:
+                cache = self.host_dictionaries  # one host copy per device dictionary, while it lives
                 ctx.results[pid] = [batch_to_host(self.backend, b, cache)
                                     for b in (loaded(self.backend, r) for r in ctx.results[pid])]
                 on_host.add(pid)

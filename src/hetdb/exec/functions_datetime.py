@@ -21,7 +21,6 @@ absolute time.
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,6 +28,7 @@ import pyarrow.compute as pc
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError
+from hetdb.exec import time_formats as TF
 from hetdb.exec import timezones as Z
 from hetdb.exec.columns import and_valid
 from hetdb.exec.expr_functions import civil_from_days, days_from_civil
@@ -48,8 +48,9 @@ DATE_PARTS = ("year", "month", "day", "quarter", "dow", "isodow", "doy", "week",
               "yearweek", "era")
 TRUNC_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day", "hour",
                "minute", "second", "millisecond", "microsecond")
-DIFF_PARTS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond",
-              "microsecond")
+DIFF_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day", "hour", "minute",
+              "second", "millisecond", "microsecond", "isoyear")
+_YEARS = {"decade": 10, "century": 100, "millennium": 1000}
 
 
 def _micros(xp, col: Column):
@@ -173,7 +174,12 @@ def _date_diff(ev, expr: Call, batch: Batch) -> Column:
     ua, ub = _diff_micros(xp, part, a, b, zone)
     if part == "hour" and zone is not None:  # DuckDB: hours between the wall-clock-truncated instants
         ua, ub = (Z.to_utc(xp, xp.floor_divide(Z.to_local(xp, u, zone), US_HOUR) * US_HOUR, zone) for u in (ua, ub))
-    if part in ("year", "quarter", "month"):
+    if part == "isoyear":
+        data = _iso(xp, _split(xp, ub)[0])[0] - _iso(xp, _split(xp, ua)[0])[0]
+    elif part in _YEARS:  # DuckDB: year / 10 (100, 1000) of each side, divided toward zero
+        ya, yb = (xp.floor_divide(_months(xp, u)[0], 12) for u in (ua, ub))
+        data = xp.trunc(yb / _YEARS[part]) - xp.trunc(ya / _YEARS[part])
+    elif part in ("year", "quarter", "month"):
         ma, _, _ = _months(xp, ua)
         mb, _, _ = _months(xp, ub)
         if part == "month":
@@ -203,7 +209,7 @@ def _date_sub(ev, expr: Call, batch: Batch) -> Column:
     part = expr.args[0].value
     a, b = ev.evaluate(expr.args[1], batch), ev.evaluate(expr.args[2], batch)
     ua, ub = _diff_micros(xp, part, a, b, _zone(expr, 3))
-    if part in ("year", "quarter", "month"):
+    if part in ("year", "quarter", "month", "isoyear") or part in _YEARS:
         ma, da, ta = _months(xp, ua)
         mb, db, tb = _months(xp, ub)
         n = mb - ma
@@ -211,7 +217,7 @@ def _date_sub(ev, expr: Call, batch: Batch) -> Column:
         later = ((db > da) & ~_month_end(xp, ua)) | ((db == da) & (tb > ta))
         earlier = ((db < da) & ~_month_end(xp, ub)) | ((db == da) & (tb < ta))
         n = n - ((n > 0) & earlier) + ((n < 0) & later)
-        div = {"month": 1, "quarter": 3, "year": 12}[part]
+        div = {"month": 1, "quarter": 3, "year": 12, "isoyear": 12}.get(part) or 12 * _YEARS[part]
         data = xp.trunc(n / div).astype(xp.int64)
     else:
         unit = _UNIT_US[part]
@@ -315,9 +321,7 @@ def _strftime(value, fmt: str, zone: str | None = None) -> str:
         value = value.astimezone(Z.zone(zone))
         offset = value.utcoffset() // dt.timedelta(microseconds=1)
         fmt = fmt.replace("%Z", zone).replace("%z", Z.offset_text(offset))
-    # %Y as DuckDB writes it: at least four digits (the C library writes year 1 as "1")
-    fmt = re.sub(r"%[%Y]", lambda m: "%%" if m.group() == "%%" else f"{value.year:04d}", fmt)
-    return value.strftime(fmt)
+    return TF.strftime(value, fmt)
 
 
 def _tz_cast(ev, expr: Call, batch: Batch) -> Column:
@@ -355,14 +359,14 @@ def _tz_text(ev, expr: Call, batch: Batch, zone: str) -> Column:
 
 def _strptime(s: str, fmt: str) -> dt.datetime:
     try:
-        return dt.datetime.strptime(s, fmt)
+        return dt.datetime.strptime(*TF.week_day(s, TF.strptime_format(fmt)))
     except ValueError as e:
         raise HetdbError(f"strptime: could not parse {s!r} with format {fmt!r}: {e}") from None
 
 
 def _try_strptime(s: str, fmt: str) -> dt.datetime | None:
     try:
-        return dt.datetime.strptime(s, fmt)
+        return dt.datetime.strptime(*TF.week_day(s, TF.strptime_format(fmt)))
     except ValueError:
         return None
 

@@ -76,6 +76,7 @@ class GroupKey:
     domain: Any                  # codegen.groups.KeyDomain (kernel key range, rank -> value)
     dtype: DataType
     dictionary: Column | None    # dictionary strings: the dictionary the codes index
+    host: Any = None             # (domain, dictionary) with host arrays, made once (fusion_run._on_host)
 
 
 @dataclass
@@ -376,6 +377,14 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
                              AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
                              fold=on("fused_fold"))
+    if on("fused_eager"):
+        from hetdb.backend.gpu.codegen.generate import FILTER_GUESS, eager_columns
+
+        # a dense join keeps its build rows' share of the key range; a dictionary lookup (every
+        # code a row) keeps an unknown share
+        hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
+                for t in tables]
+        spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
@@ -535,7 +544,10 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
         table = dense_build(j.key.data, arrays, mask=j.key.validity)
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
-    return DenseProbe(j.left_key, tuple(payload)), table, provided
+    by_key = bool(payload) and on("fused_payload_by_key")
+    if by_key:
+        table.keyed_payload()  # (made now: the fused state stored for later runs holds them too)
+    return DenseProbe(j.left_key, tuple(payload), by_key), table, provided
 
 
 # reader (one table version) -> {columns: why a swapped fact scan cannot run fused, or None}

@@ -18,11 +18,13 @@ from hetdb.exec.operators.scan import TableScan, conjunction
 from hetdb.exec.wide import wide_sum
 
 
-def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
+def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecContext | None:
     """Drive ``pipe`` through the fused kernel; batches it cannot take go through the operators of
-    ``run`` (the pipeline driver). The kernel's groups join the aggregation's partial states."""
+    ``run`` (the pipeline driver). The kernel's groups join the aggregation's partial states; when
+    they are handed over on the host (``_host_finish``), returns the host context the aggregation
+    then finishes in (else None)."""
     if plan.deferred:
-        return  # the consumer's kernel scans this pipeline's table
+        return None  # the consumer's kernel scans this pipeline's table
     sink = pipe.sink
     src = plan.scan
     fp = plan.pipeline
@@ -113,8 +115,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
+    host = _host_finish(ctx, pipe, plan, run.gsink, fp, state)
     with Timer(ctx, sink.op_id):
-        result = fp.finish(state)
+        result = fp.finish(state, host=True) if host is not None else fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
     if zero_copy_key is not None and fused_rows:
         from hetdb.cache.rates import shared_rates
@@ -128,6 +131,13 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
     state = None
     if held is not None:
         held.close()  # (the accumulators go with ``state``; the groups' arrays are the partial state's)
+    if host is not None:
+        if result.num_groups:
+            with Timer(ctx, sink.op_id):
+                run.gsink.batches.append(_partial_state(host, sink, plan, result, on_host=True))
+                run.gsink.groups_unique = True  # the kernel's groups alone: each once, nothing to merge
+        ctx.made_on_host.add(pipe.pid)  # (its consumers on the host take the result as it is)
+        return host
     if result.num_groups:
         part = _partial_state(ctx, sink, plan, result)
         g = run.gsink
@@ -137,6 +147,27 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> None:
             g.reservation.force_grow(sum(int(c.data.nbytes) for c in part.columns.values()))
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
+    return None
+
+
+def _host_finish(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any) -> ExecContext | None:
+    """A context on the host tail's backend when the kernel's groups can be handed over there: every
+    consumer of the pipeline runs on the host (``ctx.host_sinks``), the domain is small enough for
+    ``finish`` to find the groups on the host, nothing else reached the aggregation (no batch ran
+    operator at a time, nothing spilled) and every group key decodes there (no key looked up in a
+    join's build rows). The groups then go from the one copy of the accumulators straight into the
+    aggregation's partial state and final values on the host: no copy back to the device, no small
+    kernels, no copy to the host again for the consumer (a hot SSB query's tail)."""
+    if pipe.pid not in ctx.host_sinks or ctx.tail_backend is None or g.batches or g.parts is not None:
+        return None
+    if not hasattr(fp, "finishes_on_host") or not fp.finishes_on_host(state):
+        return None
+    if plan.key_sources is not None and not all(isinstance(s, int) for s in plan.key_sources):
+        return None
+    host = ExecContext(ctx.db, ctx.tail_backend, ctx.options, ctx.host_memory, ctx.spill_dir,
+                       device=None, host_memory=ctx.host_memory)
+    host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
+    return host
 
 
 def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:
@@ -241,16 +272,19 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     return (0 if table is None else table.num_rows), rest
 
 
-def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any) -> Batch:
-    """The kernel's non-empty groups as a partial-state batch of the aggregation (see HashAggregate)."""
+def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any,
+                   on_host: bool = False) -> Batch:
+    """The kernel's non-empty groups as a partial-state batch of the aggregation (see HashAggregate);
+    ``on_host``: ``result`` holds host arrays and ``ctx`` is a host context (see _host_finish)."""
     xp = ctx.backend.xp
     n = result.num_groups
     cols: dict[str, Column] = {}
     kernel_keys: list[Column] = []
     for i, key in enumerate(plan.group_keys):
-        values = key.domain.decode(xp, result.keys[i])
+        domain, dictionary = _on_host(key) if on_host else (key.domain, key.dictionary)
+        values = domain.decode(xp, result.keys[i])
         if key.dtype.kind == "string":
-            kernel_keys.append(Column(key.dtype, data=values.astype(xp.int32), dictionary=key.dictionary))
+            kernel_keys.append(Column(key.dtype, data=values.astype(xp.int32), dictionary=dictionary))
         else:
             kernel_keys.append(Column(key.dtype, data=values.astype(key.dtype.numpy_dtype)))
     if plan.key_sources is None:
@@ -287,3 +321,24 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
             cols[_s(j, part)] = Column(a.arg.dtype, data=v.astype(a.arg.dtype.numpy_dtype),
                                        validity=xp.ones(n, dtype=bool))
     return Batch(cols, n)
+
+
+def _on_host(key: Any) -> tuple[Any, Column | None]:
+    """A group key's domain and dictionary with host arrays, copied once per fused plan (a reused
+    plan hands the same dictionary object to every run: its sort ranks and Arrow strings are made
+    once, exec/dictionary_memo.py)."""
+    got = getattr(key, "host", None)
+    if got is None:
+        import dataclasses
+
+        from hetdb.exec.hostutil import _map_arrays
+
+        def to_host(a: Any) -> Any:
+            return a.get() if hasattr(a, "get") else a
+
+        domain = key.domain
+        if domain.values is not None:
+            domain = dataclasses.replace(domain, values=to_host(domain.values))
+        dictionary = None if key.dictionary is None else _map_arrays(key.dictionary, to_host, None)
+        got = key.host = (domain, dictionary)
+    return got

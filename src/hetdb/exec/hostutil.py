@@ -177,11 +177,32 @@ def to_arrow_table(backend, batch: Batch | None, fields, time_zone: str = "UTC")
     host = batch_to_host(backend, batch)
     arrays = []
     for f, want in zip(fields, schema):
-        arr = host.columns[f.cid].to_arrow()
+        col = host.columns[f.cid]
+        arr = _dictionary_strings_to_arrow(col) if col.dictionary is not None and want.type == pa.string() \
+            else col.to_arrow()
         if arr.type != want.type:
             arr = arr.cast(want.type)
         arrays.append(arr)
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _dictionary_strings_to_arrow(col: Column) -> pa.Array:
+    """A host dictionary-coded string column as Arrow strings: its rows taken from the dictionary's
+    Arrow strings, which are made once per dictionary while it lives (a hot query's result has the
+    same dictionaries every run: exec/dictionary_memo.py)."""
+    from hetdb.exec.dictionary_memo import ARROW_STRINGS
+
+    values = ARROW_STRINGS.get(col.dictionary)
+    if values is None:
+        values = col.dictionary.to_arrow()
+        if values.type != pa.string():
+            values = values.cast(pa.string())
+        ARROW_STRINGS.put(col.dictionary, values)
+    mask = None if col.validity is None else ~np.asarray(col.validity, dtype=bool)
+    codes = pa.Array.from_buffers(pa.int32(), len(col), [
+        None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little")),
+        pa.py_buffer(np.ascontiguousarray(col.data, dtype=np.int32))], null_count=-1 if mask is not None else 0)
+    return values.take(codes)
 
 
 def arrow_string_transform(backend, col: Column, fn) -> Column:

@@ -132,8 +132,9 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
         if why:
             ctx.stat(pipe.sink.op_id).fused = why if fused is not None else f"operator at a time: {why}"
         if fused is not None:
-            run_fused(ctx, pipe, fused, run)
-            ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
+            # (the context of the host tail when the kernel's groups were handed over there)
+            finishing = run_fused(ctx, pipe, fused, run) or ctx
+            ctx.results[pipe.pid] = pipe.sink.finalize(finishing, run.gsink)
             if not fused.deferred:  # (a deferred build's result is empty: its consumer's kernel scans it)
                 keep_build(ctx, pipe)
             return

@@ -39,7 +39,15 @@ class Expr:
         return ()
 
     def columns(self) -> frozenset[str]:
-        """cids this expression reads (a lambda's parameters are its own, not read from a plan)."""
+        """cids this expression reads (a lambda's parameters are its own, not read from a plan).
+        Kept on the (immutable) expression after the first call: planning asks it of the same
+        expressions many times (pushdown, pruning, validation after every pass)."""
+        cols = self.__dict__.get("_columns")
+        if cols is None:
+            cols = self.__dict__["_columns"] = self._find_columns()
+        return cols
+
+    def _find_columns(self) -> frozenset[str]:
         out: set[str] = set()
         bound: set[str] = set()
         stack: list[Expr] = [self]

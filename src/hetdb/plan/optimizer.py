@@ -26,11 +26,30 @@ from hetdb.plan.passes import (
 from hetdb.plan.validate import validate
 
 
+class PlanningTables:
+    """The database as one optimization sees it: each table's reader is looked up once (a lookup
+    reads the table's CURRENT file and stats its version), so every pass and estimate plans against
+    the same committed version; everything else is the database's own."""
+
+    def __init__(self, db) -> None:
+        self._db = db
+        self._readers: dict[str, object] = {}
+
+    def table(self, name: str):
+        reader = self._readers.get(name)
+        if reader is None:
+            reader = self._readers[name] = self._db.table(name)
+        return reader
+
+    def __getattr__(self, name: str):
+        return getattr(self._db, name)
+
+
 class PassContext:
     """What passes may use: the database (statistics, samples) and the connection's options."""
 
     def __init__(self, db, options) -> None:
-        self.db = db
+        self.db = PlanningTables(db) if db is not None else None
         self.options = options
 
     def estimator(self) -> Estimator:
@@ -68,12 +87,13 @@ def optimize(plan: Node, db, options=None) -> Node:
                          f"passes are: {', '.join(PASS_NAMES)}")
     ctx = PassContext(db, options)
     schema = plan.schema
+    checked: dict = {}  # nodes validated after an earlier pass (most passes change few nodes)
     for name, fn in PASSES:
         if name in disabled:
             continue
         new = fn(plan, ctx)
         if new.schema != schema:
             raise HetdbError(f"internal error: optimizer pass {name} changed the output schema")
-        validate(new, f"optimizer pass {name}")
+        validate(new, f"optimizer pass {name}", checked)
         plan = new
     return plan

@@ -39,10 +39,25 @@ def _need(node: Node) -> set[str]:
     return out
 
 
-def validate(node: Node, where: str = "plan") -> None:
-    """Raise HetdbError naming ``where`` if the plan is malformed."""
+def validate(node: Node, where: str = "plan", checked: dict[int, Node] | None = None) -> None:
+    """Raise HetdbError naming ``where`` if the plan is malformed. ``checked``: nodes already found
+    well-formed (by id; the dict keeps them alive so ids stay unique); plan nodes are immutable and a
+    node's check reads only its subtree, so a subtree an earlier pass left unchanged is not checked
+    again (the optimizer validates after every pass)."""
+    if checked is not None:
+        if checked.get(id(node)) is node:
+            return
+        for k in node.inputs():
+            validate(k, where, checked)
+        _check(node, where)
+        checked[id(node)] = node
+        return
     for k in node.inputs():
         validate(k, where)
+    _check(node, where)
+
+
+def _check(node: Node, where: str) -> None:
     schema = [f.cid for f in node.schema]
     if len(schema) != len(set(schema)):
         raise HetdbError(f"internal error after {where}: duplicate columns in {node.label()}")

@@ -12,7 +12,8 @@ its input rows (in partition/order order). Functions:
 Frames (``Frame``): ROWS or RANGE, each bound one of ``unbounded_preceding``, ``preceding`` (with
 ``start_n``/``end_n``, a physical offset), ``current``, ``following``, ``unbounded_following``. The
 default frame is RANGE UNBOUNDED PRECEDING .. CURRENT ROW with an ORDER BY and the whole partition
-without one, as in SQL.
+without one, as in SQL. ``exclude`` takes the row (CURRENT ROW), its peer group (GROUP) or its peers
+but itself (TIES) out of the frame (exec/operators/window_exclude.py).
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ class Frame:
     end: str = "current"
     start_n: object = None              # offset of a "preceding"/"following" start (physical value)
     end_n: object = None
+    # EXCLUDE: None (NO OTHERS), "current_row", "group" (the row's peers) or "ties" (its peers but itself)
+    exclude: str | None = None
 
     def __str__(self) -> str:
         def bound(side: str, n: object) -> str:
             if side in ("preceding", "following"):
                 return f"{n} {side.upper()}"
             return side.replace("_", " ").upper().replace("CURRENT", "CURRENT ROW")
-        return f"{self.kind.upper()} BETWEEN {bound(self.start, self.start_n)} AND {bound(self.end, self.end_n)}"
+        text = f"{self.kind.upper()} BETWEEN {bound(self.start, self.start_n)} AND {bound(self.end, self.end_n)}"
+        return text + (f" EXCLUDE {self.exclude.replace('_', ' ').upper()}" if self.exclude else "")
 
 
 WHOLE_PARTITION = Frame("rows", "unbounded_preceding", "unbounded_following")

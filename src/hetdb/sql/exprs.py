@@ -128,7 +128,8 @@ def _agg_hook(node: exp.Expression, ctx: ExprContext) -> Expr | None:
         from hetdb.sql.rewrites import filter_as_case
 
         return bind_expr(filter_as_case(node), ctx)
-    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window, exp.Explode)) or isinstance(node, exp.Star):
+    if _has(node, _ALL_AGGS + (exp.Subquery, exp.Exists, exp.Window, exp.Explode, exp.Grouping, exp.GroupingId)) \
+            or isinstance(node, exp.Star):
         return None
     plain = _bind(node, ExprContext(agg.pre_scope, ctx.binder, ctx.clause))
     for kexpr, f in agg.keys:
@@ -314,7 +315,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
             return Literal(T.STRING, node.this)
         return TY.number_literal(node.this)
     if isinstance(node, exp.Null):
-        return Literal(T.INT32, None)
+        return Literal(T.NULL, None)
     if isinstance(node, exp.Boolean):
         return Literal(T.BOOL, bool(node.this))
     if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.INTERVAL:
@@ -406,8 +407,8 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return like_escape(b(like.this), b(like.expression), b(node.expression), isinstance(like, exp.ILike),
                            bool(like.args.get("negate")))
     if isinstance(node, exp.Like | exp.ILike):
-        s, pat = b(node.this), b(node.expression)
-        if s.dtype.kind != "string" and not TY.is_null_literal(s):
+        s, pat = TY.null_as_string(b(node.this)), b(node.expression)
+        if s.dtype.kind != "string":
             raise SqlError(f"LIKE needs a string, got {s.dtype}")
         if not (isinstance(pat, Literal) and (pat.value is None or isinstance(pat.value, str))):
             raise UnsupportedError("LIKE with a pattern that is not a constant string")
@@ -432,7 +433,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         # compared in the common type; the result keeps the first argument's type (DuckDB)
         return Call(t if TY.is_null_literal(x) else x.dtype, "nullif", (TY.cast_to(x, t), TY.cast_to(y, t)))
     if isinstance(node, exp.Substring):
-        s = b(node.this)
+        s = TY.null_as_string(b(node.this))
         if s.dtype.kind != "string":
             raise SqlError(f"SUBSTRING needs a string, got {s.dtype}")
         if node.args.get("start") is None:
@@ -449,7 +450,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, MATH_NODES):
         return bind_math(node, b)
     if isinstance(node, exp.Upper | exp.Lower):
-        x = b(node.this)
+        x = TY.null_as_string(b(node.this))
         if x.dtype.kind != "string":
             raise SqlError(f"{type(node).__name__.upper()} needs a string, got {x.dtype}")
         return Call(T.STRING, type(node).__name__.lower(), (x,))
@@ -457,6 +458,7 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         x = b(node.this)
         if LF.is_list(x):
             return LF.length(x)
+        x = TY.null_as_string(x)
         if x.dtype.kind != "string":
             raise SqlError(f"LENGTH needs a string, got {x.dtype}")
         return Call(T.INT64, "length", (x,))
@@ -499,6 +501,8 @@ def _negate(x: Expr) -> Expr:
         return IV.negate(x)
     if not x.dtype.is_numeric:
         raise SqlError(f"cannot negate {x.dtype}")
+    if x.dtype == T.NULL:  # DuckDB: -NULL is a BIGINT
+        return TY.cast_to(x, T.INT64)
     if isinstance(x, Literal):
         return replace(x, value=None if x.value is None else -x.value)
     return Call(x.dtype, "neg", (x,))

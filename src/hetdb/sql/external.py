@@ -172,7 +172,7 @@ def resolve_from(binder, node: exp.Table, name: str, alias: str):
         key = session.registered[low]
         return external_scan(X.lookup_source(key), key, alias, binder.new_cid)
     db = binder.db
-    if any(t.lower() == low for t in db.tables()):
+    if db.has_table(low) or any(t.lower() == low for t in db.tables()):
         return None
     if quoted and _looks_like_file(name):
         src = X.FileSource([name])

@@ -27,11 +27,14 @@ def item_of(plan: Node) -> Item:
 
 def table_scan(db, name: str, alias: str, new_cid) -> tuple[Scan, Rel]:
     """Scan of every column of stored table ``name`` (projection pruning trims it later)."""
-    names = list(db.tables())
     key = name.lower()
-    match = [n for n in names if n.lower() == key]
-    if not match:
-        raise CatalogError(f"unknown table '{name}'" + suggest(key, [n.lower() for n in names]))
+    if db.has_table(key):  # the usual spelling: no listing of every table (a stat each) per FROM
+        match = [key]
+    else:
+        names = list(db.tables())
+        match = [n for n in names if n.lower() == key]
+        if not match:
+            raise CatalogError(f"unknown table '{name}'" + suggest(key, [n.lower() for n in names]))
     reader = db.table(match[0])
     fields, cols = [], []
     for spec in reader.schema:

@@ -58,8 +58,7 @@ def handles(node: exp.Expression) -> bool:
 
 
 def _string(e: Expr, what: str) -> Expr:
-    if TY.is_null_literal(e):
-        return Literal(T.STRING, None)
+    e = TY.null_as_string(e)
     if e.dtype.kind != "string":
         raise SqlError(f"{what} needs a string, got {e.dtype}")
     return e
@@ -143,7 +142,7 @@ def at_time_zone(x: Expr, zone: Expr) -> Expr:
 
 
 def _type_name(e: Expr) -> str:
-    if TY.is_null_literal(e):
+    if TY.is_null_literal(e) or e.dtype == T.NULL:
         return '"NULL"'
     return str(e.dtype)  # DataType prints DuckDB's type names (HUGEINT, DECIMAL(p,s), VARCHAR, ...)
 
@@ -427,7 +426,9 @@ def _number(e: Expr, what: str) -> Expr:
 def _diff(op: str, part: str, a: Expr, b: Expr) -> Expr:
     from hetdb.exec.functions_datetime import DIFF_PARTS
 
-    p = _part(part, DIFF_PARTS, op)
+    name = _part_name(part)  # DuckDB counts dow/isodow/doy in days, yearweek in weeks, epoch in seconds
+    p = _part({"dow": "day", "isodow": "day", "doy": "day", "yearweek": "week", "epoch": "second"}.get(name, name),
+              DIFF_PARTS, op)
     a, b = _temporal(a, op), _temporal(b, op)
     if a.dtype.tz or b.dtype.tz:
         a, b = TY.cast_to(a, T.TIMESTAMPTZ), TY.cast_to(b, T.TIMESTAMPTZ)

@@ -45,8 +45,7 @@ def _int(e: Expr, what: str) -> Expr:
 
 
 def _str(e: Expr, what: str) -> Expr:
-    if TY.is_null_literal(e):
-        return Literal(T.STRING, None)
+    e = TY.null_as_string(e)
     if e.dtype.kind != "string":
         raise SqlError(f"{what} needs a string, got {e.dtype}")
     return e

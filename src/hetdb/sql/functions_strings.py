@@ -27,8 +27,7 @@ def handles(node: exp.Expression) -> bool:
 
 
 def _str(e: Expr, what: str) -> Expr:
-    if TY.is_null_literal(e):
-        return Literal(T.STRING, None)
+    e = TY.null_as_string(e)
     if e.dtype.kind != "string":
         raise SqlError(f"{what} needs a string (VARCHAR), got {e.dtype}")
     return e

@@ -20,6 +20,8 @@ from hetdb.sql import typing as TY
 
 _STATS = {exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
           exp.Variance: "var_samp", exp.VariancePop: "var_pop"}
+STATS_OPS = tuple(_STATS)  # stddev/variance: their window calls take frames
+FRAMED_HOST_AGGS = {HA.Product: True, HA.Fsum: True}  # product/fsum over frames too (not entropy)
 HOLISTIC = (exp.Median, exp.PercentileCont, exp.ArgMax, exp.ArgMin, exp.GroupConcat, exp.Mode, *_STATS,
             *HA.NODES, exp.ArrayAgg)
 REWRITTEN = (exp.LogicalAnd, exp.LogicalOr, exp.ApproxDistinct)

@@ -259,6 +259,8 @@ def _window(node: exp.Window) -> str:
         parts.append(_frame(spec))
     inner = func.this if isinstance(func, exp.Filter) else func
     text = "count()" if _is_count_star(inner) else name_of(inner)
+    if text.startswith('"'):  # DuckDB quotes a keyword function (``"mode"(x)``) but not OVER a window
+        text = text[1:].replace('"', "", 1)
     if isinstance(func, exp.Filter):  # DuckDB: count() FILTER (WHERE ...) OVER (...)
         where = func.expression.this if isinstance(func.expression, exp.Where) else func.expression
         text += f" FILTER (WHERE {name_of(where)})"

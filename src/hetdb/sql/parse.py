@@ -83,7 +83,7 @@ def parse(sql: str) -> exp.Expression:
     if "->" in _without_strings(sql) and any(isinstance(n, exp.Lambda) for n in tree.walk()):
         raise SqlError("lambda arrows (x -> ...) are deprecated and refused by DuckDB 2.0: write "
                        "lambda x: ...")
-    _keep_written_names(tree, sql)
+    _keep_written_names(tree, sql, tokens)
     if isinstance(tree, exp.Command):
         raise SqlError(f"syntax error: cannot read statement starting with {tree.name!r}", 1, 1,
                        sql.strip().split()[0])
@@ -107,12 +107,16 @@ def _open_call(sql: str, line: int, col: int) -> str | None:
     return None
 
 
-def _keep_written_names(tree: exp.Expression, sql: str) -> None:
+def _keep_written_names(tree: exp.Expression, sql: str, tokens: list) -> None:
     """Record each function's name as the user spelled it (``meta['written']``): sqlglot reads several
     spellings into one node (variance and var_samp, log2 and log(2, x)); result column names and
     refusals use the user's (sql/names.py). Literals keep their text too (INTERVAL '2 hours' becomes
-    INTERVAL '2' HOURS)."""
-    for node in tree.walk():
+    INTERVAL '2' HOURS). ``tokens``: the parse's tokens of ``sql``. One walk of the tree (in text
+    order) collects every kind of node recorded here."""
+    pows: list[exp.Expression] = []
+    ordered: list[exp.Expression] = []
+    unpositioned: dict[type, list[exp.Expression]] = {cls: [] for cls, _ in _UNPOSITIONED}
+    for node in tree.walk(bfs=False):
         if isinstance(node, exp.Func | exp.Literal) and "start" in node.meta:
             node.meta["written"] = sql[node.meta["start"]:node.meta["end"] + 1]
         elif isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal) and node.args.get("unit"):
@@ -121,30 +125,38 @@ def _keep_written_names(tree: exp.Expression, sql: str) -> None:
             m = re.search(rf"interval\s*('\s*{value}\s*{unit}(?:\s+[-+]?\d+:[^']*)?\s*')", sql, re.IGNORECASE)
             if m:
                 node.this.meta["written"] = m.group(1)
-    _keep_written_orders(tree, sql)
-    pows = [n for n in tree.walk(bfs=False) if isinstance(n, exp.Pow) and "start" not in n.meta]
-    ops = re.findall(r"\*\*|\^", _without_strings(sql))
+        if isinstance(node, exp.Pow) and "start" not in node.meta:
+            pows.append(node)
+        elif isinstance(node, exp.Ordered):
+            ordered.append(node)
+        elif type(node) in unpositioned:
+            unpositioned[type(node)].append(node)
+    _keep_written_orders(ordered, tokens)
+    if not pows and not any(unpositioned.values()):
+        return
+    text = _without_strings(sql)
+    ops = re.findall(r"\*\*|\^", text)
     if pows and len(pows) == len(ops):  # x ** y and x ^ y (DuckDB names them so; pow(x, y) as written)
         for node, op in zip(pows, ops):
             node.meta["operator"] = op
     for cls, pattern in _UNPOSITIONED:
         # sqlglot keeps no position for these: the spellings in text order, matched to the nodes in
         # the tree's (text) order when both count the same
-        nodes = [n for n in tree.walk(bfs=False) if type(n) is cls]
-        names = re.findall(pattern, _without_strings(sql), re.IGNORECASE)
-        if nodes and len(names) == len(nodes):
+        nodes = unpositioned[cls]
+        if not nodes:
+            continue
+        names = re.findall(pattern, text, re.IGNORECASE)
+        if len(names) == len(nodes):
             for node, name in zip(nodes, names):
                 node.meta["written"] = name
 
 
-def _keep_written_orders(tree: exp.Expression, sql: str) -> None:
-    """Record on each ORDER BY key (``exp.Ordered``) the direction and NULLS order the user wrote
-    (``meta['written_order']``, e.g. ``"ASC NULLS FIRST"`` or ``""``): DuckDB's names print exactly
-    those. sqlglot keeps no position for keys: the keys in token order, matched to the nodes in tree
-    order when both count the same."""
-    try:
-        tokens = _DIALECT.tokenize(sql)
-    except Exception:  # noqa: BLE001 - names only; the parse itself succeeded
+def _keep_written_orders(nodes: list[exp.Expression], tokens: list) -> None:
+    """Record on each ORDER BY key (``exp.Ordered``, ``nodes`` in tree order) the direction and NULLS
+    order the user wrote (``meta['written_order']``, e.g. ``"ASC NULLS FIRST"`` or ``""``): DuckDB's
+    names print exactly those. sqlglot keeps no position for keys: the keys in token order, matched
+    to the nodes in tree order when both count the same."""
+    if not nodes:
         return
     keys: list[str] = []
     open_lists: list[tuple[int, list[str]]] = []  # (paren depth of an ORDER BY list, words of its key)
@@ -172,7 +184,6 @@ def _keep_written_orders(tree: exp.Expression, sql: str) -> None:
             words.append("NULLS " + tokens[i + 1].text.upper())
     while open_lists:
         keys.append(" ".join(open_lists.pop()[1]))
-    nodes = [n for n in tree.walk(bfs=False) if isinstance(n, exp.Ordered)]
     if len(nodes) == len(keys):
         for node, key in zip(nodes, keys):
             node.meta["written_order"] = key

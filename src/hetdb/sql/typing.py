@@ -29,6 +29,14 @@ def is_null_literal(e: Expr) -> bool:
     return isinstance(e, Literal) and e.value is None
 
 
+def null_as_string(e: Expr) -> Expr:
+    """A NULL (literal, or of the NULL type) where a string is expected: a NULL VARCHAR (DuckDB binds
+    upper(NULL), NULL LIKE 'a%' ... as VARCHAR); any other expression unchanged."""
+    if is_null_literal(e):
+        return Literal(T.STRING, None)
+    return cast_to(e, T.STRING) if e.dtype == T.NULL else e
+
+
 def int_literal_type(v: int) -> DataType:
     if -(2**31) <= v < 2**31:
         return T.INT32
@@ -55,9 +63,9 @@ def _dec(p: int, s: int, cap: int = T.MAX_WIDE_PRECISION) -> DataType:
 def common_type(a: Expr, b: Expr, what: str = "") -> DataType:
     """The type both sides of a comparison / CASE / COALESCE are cast to."""
     ta, tb = a.dtype, b.dtype
-    if is_null_literal(a):
+    if is_null_literal(a) or ta == T.NULL:  # a NULL adapts to the other side (NULL with NULL stays NULL)
         return tb
-    if is_null_literal(b):
+    if is_null_literal(b) or tb == T.NULL:
         return ta
     if ta == tb:
         return ta
@@ -91,7 +99,7 @@ def common_of(exprs: list[Expr], what: str) -> DataType:
     """Common type of several expressions (CASE branches, COALESCE args, IN items); NULLs adapt."""
     rep: Expr | None = None
     for e in exprs:
-        if is_null_literal(e):
+        if is_null_literal(e) or e.dtype == T.NULL:
             continue
         if rep is None:
             rep = e
@@ -100,7 +108,7 @@ def common_of(exprs: list[Expr], what: str) -> DataType:
         if rep.dtype != t:
             # A typed stand-in: later operands combine with the type, not with a literal's value.
             rep = e if e.dtype == t and not isinstance(e, Literal) else ColumnRef(t, "")
-    return rep.dtype if rep is not None else T.INT32
+    return rep.dtype if rep is not None else T.NULL
 
 
 def _stays_ubigint(a: Expr, b: Expr) -> bool:

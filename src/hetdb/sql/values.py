@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import ColumnRef, Field, Literal
 from hetdb.plan.logical import Values
@@ -40,8 +39,6 @@ def bind_values(binder, node: exp.Values):
     for j in range(width):
         col = [r[j] for r in bound]
         t = TY.common_of(col, "VALUES")
-        if all(TY.is_null_literal(c) for c in col):
-            t = T.INT32
         cast = [TY.cast_to(c, t) for c in col]
         name = names[j] if j < len(names) else f"col{j}"
         fields.append(Field(binder.new_cid(name), name, t, any(c.value is None for c in cast)))

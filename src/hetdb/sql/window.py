@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
-from hetdb.plan.expr import ColumnRef, Expr, Field, Literal, SortKey
+from hetdb.plan.expr import Call, ColumnRef, Expr, Field, Literal, SortKey
 from hetdb.plan.logical import Node
 from hetdb.plan.window import WHOLE_PARTITION, Frame, Window, WindowCall
 from hetdb.sql import typing as TY
@@ -109,20 +109,32 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     ignore_nulls = isinstance(func, exp.IgnoreNulls)
     if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
         func = func.this
+    if isinstance(func, exp.AnyValue):  # any_value OVER: the frame's first non-NULL value (DuckDB)
+        func, ignore_nulls = exp.FirstValue(this=func.this.copy()), True
     if contains_window(func):
         raise SqlError("window functions cannot be nested")
     if isinstance(func, exp.Filter):
         from hetdb.sql.rewrites import filter_as_case
 
         func = filter_as_case(func)
-    to_bool = isinstance(func, exp.LogicalAnd | exp.LogicalOr)
-    if to_bool:  # bool_and/bool_or OVER (...): min/max of the condition as 0/1 (NULLs ignored alike)
+    if isinstance(func, exp.CountIf):  # DuckDB's count_if(c) is sum(CAST(c AS INTEGER)): a HUGEINT, NULL for none
+        func = exp.Sum(this=exp.Cast(this=func.this.copy(), to=exp.DataType.build("INT")))
+    if isinstance(func, exp.ApproxDistinct):  # exact, as hetdb's approx_count_distinct aggregate
+        func = exp.Count(this=exp.Distinct(expressions=[func.this.copy()]))
+    to_bool = isinstance(func, exp.LogicalAnd | exp.LogicalOr) or (
+        isinstance(func, exp.Min | exp.Max) and _is_bool(func.this, bind))
+    if to_bool:  # bool_and/bool_or (min/max of BOOLEANs) OVER (...): min/max of the condition as 0/1
         flag = exp.Cast(this=func.this.copy(), to=exp.DataType.build("INT"))
-        func = exp.Min(this=flag) if isinstance(func, exp.LogicalAnd) else exp.Max(this=flag)
+        func = exp.Min(this=flag) if isinstance(func, exp.LogicalAnd | exp.Min) else exp.Max(this=flag)
     partition = tuple(bind(p) for p in node.args.get("partition_by") or [])
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
                   for o in (order_node.expressions if order_node is not None else []))
+    temporal = _temporal_quantile(func, bind)
+    if temporal is not None:  # median/quantile_cont of DATE/TIMESTAMP: of the microseconds, an instant again
+        call = _call(temporal[0], order, node.args.get("spec"), bind)
+        ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
+        return Call(temporal[1], "timestamp_from_micros", (ref,))
     call = _call(func, order, node.args.get("spec"), bind)
     if ignore_nulls:
         if call.op not in ("lag", "lead", "first_value", "last_value", "nth_value"):
@@ -131,6 +143,25 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
         call = WindowCall(call.dtype, call.op + "_ignore_nulls", call.args, call.frame)
     ref = state.add(partition, order, call, node.sql(dialect="duckdb"), ctx.binder.new_cid)
     return TY.cast_to(ref, T.BOOL) if to_bool else ref
+
+
+def _temporal_quantile(func: exp.Expression, bind) -> tuple[exp.Expression, T.DataType] | None:
+    """median/quantile_cont of DATE/TIMESTAMP values: the same call of their microseconds (a DOUBLE
+    quantile, rounded back to an instant as DuckDB), and the instant's type; None for other calls."""
+    if not isinstance(func, exp.Median | exp.PercentileCont) or isinstance(func.this, exp.Distinct):
+        return None
+    x = bind(func.this)
+    if x.dtype.kind not in ("date", "timestamp"):
+        return None
+    micros = exp.Anonymous(this="epoch_us", expressions=[exp.Cast(this=func.this.copy(), to=exp.DataType.build(
+        "TIMESTAMPTZ" if x.dtype.tz else "TIMESTAMP"))])
+    other = func.copy()
+    other.set("this", micros)
+    return other, (T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP)
+
+
+def _is_bool(arg: exp.Expression | None, bind) -> bool:
+    return arg is not None and not isinstance(arg, exp.Distinct | exp.Star) and bind(arg).dtype.kind == "bool"
 
 
 def _const_int(e: Expr, what: str, minimum: int) -> int | None:
@@ -177,11 +208,25 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
     from hetdb.sql import holistic as HL
 
     if isinstance(func, HL.HOLISTIC):
-        if order and isinstance(func, exp.Median | exp.PercentileCont) and not isinstance(func.this, exp.Distinct):
-            call = HL.statistic_call(func, name, bind)  # median/quantile_cont over the frame (host)
+        framed = frame != WHOLE_PARTITION
+        if framed and (isinstance(func, exp.Median | exp.PercentileCont | exp.Mode | exp.ArgMax | exp.ArgMin)
+                       or type(func) in HL.STATS_OPS or HL.FRAMED_HOST_AGGS.get(type(func))) \
+                and not isinstance(func.this, exp.Distinct):
+            call = HL.statistic_call(func, name, bind)  # over the frame: host loops (window_holistic)
             return WindowCall(call.dtype, call.op, call.args, frame)
-        if order:
-            raise UnsupportedError(f"{name} OVER a window with ORDER BY (median and quantile_cont take frames; "
+        if framed and isinstance(func, exp.GroupConcat | exp.ArrayAgg):
+            if isinstance(func, exp.GroupConcat):
+                call = HL.string_agg_call(func, bind)
+            else:
+                from hetdb.sql.lists import array_agg_call
+
+                call = array_agg_call(func, name, bind)
+            if call.op.endswith("_distinct"):  # DuckDB's element order over frames is its hash table's
+                raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window with ORDER BY or a frame")
+            return WindowCall(call.dtype, call.op, call.args, frame)
+        if framed:
+            raise UnsupportedError(f"{name} OVER a window with ORDER BY or a frame (median, quantile_cont, mode, "
+                                   "stddev, variance, arg_max/arg_min, string_agg, array_agg, product and fsum take frames; "
                                    "the other holistic aggregates only whole partitions)")
         if isinstance(func.this, exp.Distinct):
             raise UnsupportedError(f"{name}(DISTINCT ...) OVER a window")
@@ -192,6 +237,22 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
 
             return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
+    from hetdb.sql import bit_aggs as BA
+
+    if type(func) in BA.NODES and not isinstance(func.this, exp.Distinct):  # bit_and/or/xor: host loop
+        x = bind(func.this)
+        x = Literal(T.INT32, None) if TY.is_null_literal(x) else x
+        if x.dtype.kind not in ("int32", "int64"):
+            raise SqlError(f"{name} needs an INTEGER or BIGINT, got {x.dtype}")
+        return WindowCall(x.dtype, {"min": "bit_and", "max": "bit_or", "sum": "bit_xor"}[BA.NODES[type(func)]],
+                          (x,), frame)
+    if isinstance(func, exp.PercentileDisc | exp.Quantile) and not isinstance(func.expression, exp.Array) \
+            and not isinstance(func.this, exp.Distinct):
+        x = bind(func.this)
+        q = HL._quantile(bind(func.expression), name)
+        if TY.is_null_literal(x) or x.dtype.kind in ("bool", "interval", "list"):
+            raise UnsupportedError(f"{name} of {x.dtype} values OVER a window")
+        return WindowCall(x.dtype, "quantile_disc", (x, Literal(T.FLOAT64, q)), frame)  # host (window_holistic)
     raise UnsupportedError(f"{name} as a window function")
 
 
@@ -199,10 +260,20 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
     op = _AGGS[type(func)]
     arg = func.this
     if isinstance(arg, exp.Distinct):
-        if op != "count" or frame != WHOLE_PARTITION or len(arg.expressions) != 1:
-            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count(DISTINCT x) OVER a whole "
-                                   "partition is supported)")
-        return WindowCall(T.INT64, "count_distinct", (bind(arg.expressions[0]),), WHOLE_PARTITION)
+        if op not in ("count", "sum", "avg") or len(arg.expressions) != 1:
+            raise UnsupportedError(f"{op}(DISTINCT ...) OVER a window (count, sum and avg take DISTINCT)")
+        x = bind(arg.expressions[0])
+        if op == "count":
+            return WindowCall(T.INT64, "count_distinct", (x,), frame)
+        if TY.is_null_literal(x):
+            x = Literal(T.INT32, None)
+        if not x.dtype.is_numeric or x.dtype.is_wide:
+            raise UnsupportedError(f"{op}(DISTINCT ...) of {x.dtype} values OVER a window")
+        if op == "avg":
+            return WindowCall(T.FLOAT64, "avg_distinct", (x,), frame)
+        rt = T.FLOAT64 if x.dtype.kind == "float64" else T.INT128 if x.dtype.is_integer else \
+            T.wide_decimal(T.MAX_WIDE_PRECISION, x.dtype.scale)
+        return WindowCall(rt, "sum_distinct", (x,), frame)
     if isinstance(func, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         return WindowCall(T.INT64, "count_star", (), frame)
     x = bind(arg)
@@ -214,7 +285,7 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
             raise UnsupportedError(f"{op} of BOOLEAN values OVER a window")
         return WindowCall(t, op, (x,), frame)
     if TY.is_null_literal(x):
-        x, t = Literal(T.FLOAT64, None), T.FLOAT64
+        x, t = Literal(T.INT32, None), T.INT32  # DuckDB: sum(NULL) is a HUGEINT, avg(NULL) a DOUBLE
     if not t.is_numeric:
         raise SqlError(f"{op.upper()} needs a number, got {t}")
     if op == "avg":
@@ -225,6 +296,7 @@ def _aggregate(func: exp.Expression, frame: Frame, bind) -> WindowCall:
     return WindowCall(rt, "sum", (x,), frame)
 
 
+_EXCLUDES = {"": None, "NO OTHERS": None, "CURRENT ROW": "current_row", "GROUP": "group", "TIES": "ties"}
 _SIDES = {("UNBOUNDED", "preceding"): "unbounded_preceding", ("UNBOUNDED", "following"): "unbounded_following"}
 
 
@@ -234,14 +306,15 @@ def _frame(spec, order: tuple[SortKey, ...]) -> Frame:
     kind = str(spec.args.get("kind") or "").lower()
     if kind not in ("rows", "range", "groups"):
         raise UnsupportedError(f"{kind.upper()} window frames (ROWS, RANGE and GROUPS are supported)")
-    if spec.args.get("exclude") is not None:
-        raise UnsupportedError("EXCLUDE in window frames")
+    exclude = str(spec.args["exclude"].name if spec.args.get("exclude") is not None else "").upper()
+    if exclude not in _EXCLUDES:
+        raise UnsupportedError(f"EXCLUDE {exclude} in a window frame")
     start, start_n = _bound(spec.args.get("start"), spec.args.get("start_side"), kind, order)
     end, end_n = _bound(spec.args.get("end") or "CURRENT ROW", spec.args.get("end_side"), kind, order)
     rank = ["unbounded_preceding", "preceding", "current", "following", "unbounded_following"]
     if start == "unbounded_following" or end == "unbounded_preceding" or rank.index(start) > rank.index(end):
         raise SqlError("window frame start cannot come after its end")
-    return Frame(kind, start, end, start_n, end_n)
+    return Frame(kind, start, end, start_n, end_n, _EXCLUDES[exclude])
 
 
 def _bound(value, side, kind: str, order: tuple[SortKey, ...]) -> tuple[str, object]:

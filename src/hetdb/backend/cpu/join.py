@@ -16,8 +16,18 @@ from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.hashtable import HashTable, build, csr, lookup
+from hetdb.backend.cpu.join_direct import PARALLEL_ROWS as DIRECT_PARALLEL_ROWS
+from hetdb.backend.cpu.join_direct import direct_build_parallel
 from hetdb.backend.cpu.join_filter import KeyFilter, filter_of, might_match
-from hetdb.backend.cpu.keys import hash_rows, key_bits, key_matrix, row_hash, same_key, slot_of
+from hetdb.backend.cpu.keys import (
+    hash_rows,
+    kernel_threads,
+    key_bits,
+    key_matrix,
+    row_hash,
+    same_key,
+    slot_of,
+)
 from hetdb.errors import UnsupportedError
 
 # Direct indexing pays while the key range is about the build size (or cache-sized).
@@ -242,7 +252,11 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
         size = hi - lo + 1
         if size <= max(_DIRECT_MIN_RANGE, min(8 * n, _DIRECT_MAX_RANGE)):
             direct, rep, count, nxt, row_key = _direct_build_unique(km[0], np.int64(lo), size)
-            if direct is None:  # a key on several rows: chains, built in one pass
+            if direct is None and n >= DIRECT_PARALLEL_ROWS and kernel_threads() > 1:  # repeated keys: by slot ranges
+                direct, table = direct_build_parallel(km[0], np.int64(lo), size)
+                return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,
+                                                 unique=_all_unique(table.key_count, n)))
+            if direct is None:  # (few rows) chains, built in one pass
                 direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
             return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.keys import kernel_threads
+from hetdb.backend.cpu.window_stats import interpolate
 
 
 def _out(n):
@@ -469,9 +470,7 @@ def partition_variance(x, valid, ps, pe, ddof):
 @njit(cache=True)
 def partition_quantile(xs, valid, ps, pe, q, decimal=False):
     """Per row: the interpolated ``q`` quantile of its partition, whose valid values come first and
-    ascending in ``xs``. ``decimal``: xs are unscaled DECIMAL values and the quantile is DuckDB's
-    lo + (hi - lo) * d of them truncated toward zero (its last digit can differ from DuckDB's where
-    the double product lands next to a whole number)."""
+    ascending in ``xs``; ``decimal``: xs are unscaled DECIMAL values (window_stats.interpolate)."""
     n = xs.shape[0]
     out = np.zeros(n, np.float64)
     ok = np.zeros(n, np.bool_)
@@ -486,13 +485,8 @@ def partition_quantile(xs, valid, ps, pe, q, decimal=False):
             pos = q * (c - 1)
             lo = int(np.floor(pos))
             hi = int(np.ceil(pos))
-            d = pos - lo  # DuckDB's interpolation of doubles lo * (1 - d) + hi * d
-            if lo == hi:
-                v = xs[s + lo]
-            elif decimal:
-                v = np.trunc(xs[s + lo] + (xs[s + hi] - xs[s + lo]) * d)
-            else:
-                v = xs[s + lo] * (1.0 - d) + xs[s + hi] * d
+            d = pos - lo
+            v = xs[s + lo] if lo == hi else interpolate(xs[s + lo], xs[s + hi], d, decimal)
             for j in range(s, e):
                 out[j] = v
                 ok[j] = True

@@ -151,6 +151,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._closed = False
         self._started = 0.0
         self._gen: Iterator[tuple[int, Batch]] | None = None
+        self._wrappers: list[Iterator] = []  # generators around _gen handed out (stream_batch._wrapper)
         self._host_pins: list[tuple[Any, list[HostPage]]] = []  # (copy event, pages it copies from)
         # (copy event, pinned staging arrays its copies read: kept until they have run)
         self._staged: list[tuple[Any, list[np.ndarray]]] = []
@@ -211,7 +212,11 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             self._release_scan()
 
     def close(self) -> None:
-        """Return every pin and reservation this scan holds; idempotent."""
+        """Return every pin, reservation and device buffer this scan holds; idempotent. The
+        iterators handed out end here (outermost first), so none of their suspended frames keeps
+        the last step's arrays alive."""
+        while self._wrappers:
+            self._wrappers.pop().close()
         if self._gen is not None:
             self._gen.close()  # runs the generator's cleanup if it stopped at a yield
         self._release_scan()

@@ -92,13 +92,23 @@ class BatchedDelivery:
             raise RuntimeError("a PageStreamer streams once; make a new one for another scan")
         if not self.batching:
             self._gen = self._iterate()
-            return (((rg,), [batch]) for rg, batch in self._gen)
+            return self._wrapper(((rg,), [batch]) for rg, batch in self._gen)
         self._gen = self._iterate_batches()
         return self._gen
 
     def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
         """``deliveries`` one Batch at a time: ``(row groups, Batch)`` (a paged delivery's row
         groups one by one; the arrays stay valid until the step after its last)."""
+        return self._wrapper(self._batches())
+
+    def _wrapper(self, gen: Iterator) -> Iterator:
+        """``gen``, closed by ``close``: a generator wrapping the streamer's own one holds the last
+        step's Batches in its suspended frame (its loop variables), and with them the delivery's
+        device buffer, however the streamer retires it (the early-stop leak of one delivery)."""
+        self._wrappers.append(gen)
+        return gen
+
+    def _batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
         for rgs, parts in self.deliveries():
             if len(parts) == 1:
                 yield rgs, parts[0]

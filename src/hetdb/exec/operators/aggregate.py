@@ -21,6 +21,7 @@ from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for, wide_key_parts
 from hetdb.exec.memory import Reservation, release_free_heap
+from hetdb.exec.operators.aggregate_parallel import parallel_final
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
 from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
@@ -383,7 +384,7 @@ class HashAggregate(Sink):
                         g.batches = []
                         self._start_spilling(ctx, g, local)
             if pieces is None and g.parts is None:
-                out = [self._final(ctx, g, g.batches)]
+                out = parallel_final(self, ctx, g, g.batches) or [self._final(ctx, g, g.batches)]
                 g.reservation.shrink(work)
             elif pieces is None:
                 from hetdb.exec.operators.aggregate_spill import finish_partitions

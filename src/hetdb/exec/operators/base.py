@@ -60,11 +60,20 @@ class ExecContext:
         self.results: dict[int, Any] = {}   # pipeline id -> sink result
         self.dict_cache: dict = {}          # host dictionary -> device dictionary
         self.cleanup: list = []             # callables run when the query ends
+        # GPU: the backend of the host tail (small results), and the pipelines every consumer of
+        # which runs there: a fused aggregation among them hands its groups over on the host
+        self.tail_backend: Any = None
+        self.host_sinks: frozenset[int] = frozenset()
+        self.made_on_host: set[int] = set()  # of those, the pipelines whose result is host batches
         self._lock = threading.Lock()
         self._local = threading.local()
 
     # called with the index by set_morsel while a streamed result's pipeline runs (exec/stream.py)
     on_morsel: Any = None
+    # the connection's worker pool and thread count (CPU), for operators' own parallel phases after
+    # a pipeline's workers (a final aggregation merge)
+    pool: Any = None
+    threads: int = 1
 
     def set_morsel(self, index: int) -> None:
         """Called by the driver before a morsel's batches are pushed (orders collected results)."""

@@ -22,6 +22,8 @@ from hetdb.plan.expr import Field, SortKey
 
 # A sort of at most this many rows runs whatever the limit (the least it needs to make progress).
 MIN_ROWS = 1 << 10
+# host dictionaries up to this many strings are ranked whole, once, whatever the rows sorted
+RANKED_DICTIONARY_ENTRIES = 1 << 16
 
 
 def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tuple[list[Any], list[bool]]:
@@ -49,17 +51,28 @@ def sort_keys(ctx: ExecContext, keys: tuple[SortKey, ...], batch: Batch) -> tupl
 
 def string_ranks(be: Any, col: Any) -> Any:
     """Codes of a string column that order like its strings (equal strings, equal codes). A column of
-    dictionary codes whose dictionary has no more entries than it has rows is ranked through the
-    dictionary (its strings factorized once, each row's code mapped) instead of gathering and
-    factorizing every row's string: TPC-H q16's 27,840 rows by p_brand (25 strings), p_type (150)."""
+    dictionary codes is ranked through its dictionary (its strings factorized once, each row's code
+    mapped) instead of gathering and factorizing every row's string when the dictionary has no more
+    entries than the column has rows (TPC-H q16's 27,840 rows by p_brand (25 strings), p_type (150)),
+    or when it is a host dictionary of at most RANKED_DICTIONARY_ENTRIES: its ranks are then kept
+    while it lives (dictionary_memo.SORT_RANKS), so the small sorted results of repeated queries (a
+    hot SSB query's 280 rows by p_brand1, 1,000 strings) rank each row by one look-up."""
     d = col.dictionary
-    if d is not None and col.data is not None and 0 < len(d) <= len(col):
-        plain = to_plain(be, d)
-        ranks, _, _ = be.factorize_strings(plain.offsets, plain.chars)
-        codes = col.data
-        if col.validity is not None:  # (a NULL row's code may be anything)
-            codes = be.xp.where(col.validity, codes, be.xp.zeros(1, dtype=codes.dtype))
-        return ranks[codes]
+    if d is not None and col.data is not None and 0 < len(d):
+        from hetdb.exec.dictionary_memo import SORT_RANKS
+
+        memo = be.name == "cpu"  # (host arrays only: a device copy would outlive its query)
+        ranks = SORT_RANKS.get(d) if memo else None
+        if ranks is None and (len(d) <= len(col) or (memo and len(d) <= RANKED_DICTIONARY_ENTRIES)):
+            plain = to_plain(be, d)
+            ranks, _, _ = be.factorize_strings(plain.offsets, plain.chars)
+            if memo:
+                SORT_RANKS.put(d, ranks)
+        if ranks is not None:
+            codes = col.data
+            if col.validity is not None:  # (a NULL row's code may be anything)
+                codes = be.xp.where(col.validity, codes, be.xp.zeros(1, dtype=codes.dtype))
+            return ranks[codes]
     plain = to_plain(be, col)
     codes, _, _ = be.factorize_strings(plain.offsets, plain.chars)
     return codes

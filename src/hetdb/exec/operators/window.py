@@ -42,7 +42,7 @@ from hetdb.exec.operators.base import ExecContext, Sink, Timer, in_morsel_order
 from hetdb.exec.operators.window_functions import VARIANCES, _Bounds, _function, _key, _order_key
 from hetdb.exec.window_array import ArrayKernels
 from hetdb.plan.expr import Field, SortKey
-from hetdb.plan.window import AGGREGATES, FRAME_VALUES, OFFSETS, RANKING, WindowCall
+from hetdb.plan.window import AGGREGATES, FRAME_VALUES, OFFSETS, RANKING, WHOLE_PARTITION, WindowCall
 
 _HOST = CpuBackend()
 
@@ -277,7 +277,7 @@ class WindowSink(Sink):
         args = [[ev.evaluate(a, batch) for a in c.args] for _, c in self.funcs]
         if ctx.device is None:
             out = self._compute(host_kernels(), _HOST, batch, part, order, args)
-        elif host_reason is None and all(c.op in ARRAY_OPS for _, c in self.funcs):
+        elif host_reason is None and all(_on_device(c) for _, c in self.funcs):
             out = self._compute(_device_kernels(ctx.backend), ctx.backend, batch, part, order, args)
         else:
             ctx.note_fallback(host_reason or "window functions on the host")
@@ -374,3 +374,8 @@ def host_kernels():
 
 # Functions the array path computes on the backend's arrays; the holistic aggregates run on the host.
 ARRAY_OPS = RANKING + OFFSETS + FRAME_VALUES + AGGREGATES + VARIANCES
+
+
+def _on_device(call) -> bool:
+    """The array path computes ``call`` (variances: over whole partitions; over frames on the host)."""
+    return call.op in ARRAY_OPS and (call.op not in VARIANCES or call.frame == WHOLE_PARTITION)

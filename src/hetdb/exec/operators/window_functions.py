@@ -17,6 +17,7 @@ from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Column
 from hetdb.exec import functions_interval as IV
 from hetdb.exec.columns import concat_columns, take, to_plain
+from hetdb.exec.operators import window_exclude as WX
 from hetdb.exec.operators import window_sums
 from hetdb.exec.wide import is_object, sort_key
 from hetdb.exec.window_array import BOUND_CODES, float_order_key
@@ -118,7 +119,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _int_column(xp, call.dtype, xp.where(size > 1, (b.gs - b.ps) / xp.maximum(size - 1, 1), 0.0))
     if op == "cume_dist":
         return _int_column(xp, call.dtype, (b.ge - b.ps) / (b.pe - b.ps))
-    if kern is K and args:  # integer sum/count/avg from the partition start or over a few rows
+    if kern is K and args and call.frame.exclude is None:  # integer sum/count/avg from the partition start or over a few rows
         near = window_sums.running_aggregate(call, args[0], b) or window_sums.narrow_aggregate(call, args[0],
                                                                                               b.part_start)
         if near is not None:
@@ -142,7 +143,7 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
         return _shifted_or_default(b, args[0], args[2], idx)
     from hetdb.exec.operators import window_holistic as WH
 
-    if op in VARIANCES and kern is not K:  # the array kernels' per-partition sums (GPU: on the device)
+    if op in VARIANCES and kern is not K and call.frame == WHOLE_PARTITION:  # per-partition sums (GPU: on the device)
         x = args[0]
         var, ok = kern.partition_variance(x.data.astype(xp.float64), _valid(xp, x), b.part_start,
                                           1 if op.endswith("samp") else 0)
@@ -150,8 +151,10 @@ def _function(b: _Bounds, call: WindowCall, args, order, order_keys) -> Column:
     if op in WH.GROUP_STATS and call.frame == WHOLE_PARTITION:
         return WH.group_statistic(call, args, b.ps, b.pe)
     fs, fe = _frame(b, call, order, order_keys)
-    if op == "quantile_cont":  # median/quantile_cont over a frame with ORDER BY (host)
-        return WH.frame_quantile(call, args[0], fs, fe)
+    if call.frame.exclude is not None:
+        return WX.function(b, call, args, fs, fe)
+    if op in WX.FRAMED_HOST:  # median/quantile_cont/mode/variances over a frame (host)
+        return WH.frame_host(call, args, WX.whole_runs(fs, fe), b.ps)
     if op.endswith("_value_ignore_nulls"):
         return _pick(b, args[0], _valid_in_frame(b, args[0], fs, fe, op, call))
     if op == "first_value":

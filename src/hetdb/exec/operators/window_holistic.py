@@ -63,12 +63,154 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     return WF._int_column(np, call.dtype, out, ok)
 
 
-def frame_quantile(call: WindowCall, x: Column, fs, fe) -> Column:
-    """median/quantile_cont over each row's frame [fs, fe) (host)."""
+def frame_quantile(call: WindowCall, x: Column, runs: tuple) -> Column:
+    """median/quantile_cont over each row's frame, the runs ``(ls, le, rs, re, tie)`` of
+    window_exclude (host)."""
     data = np.asarray(x.data, dtype=np.float64)
-    out, ok = KS.frame_quantile(data, WF._valid(np, x), np.asarray(fs, np.int64), np.asarray(fe, np.int64),
-                                float(call.args[1].value), call.dtype.kind == "decimal")
+    out, ok = KS.frame_quantile(data, WF._valid(np, x), *runs, float(call.args[1].value),
+                                call.dtype.kind == "decimal")
     return WF._int_column(np, call.dtype, out, ok)
+
+
+def frame_variance(call: WindowCall, x: Column, runs: tuple, ps) -> Column:
+    """var_samp/var_pop/stddev_samp/stddev_pop over each row's frame (the runs of window_exclude; host)."""
+    out, ok = KS.frame_variance(np.asarray(x.data, dtype=np.float64), WF._valid(np, x), *runs,
+                                np.asarray(ps, np.int64), 1 if call.op.endswith("samp") else 0)
+    return WF._int_column(np, call.dtype, np.sqrt(out) if call.op.startswith("stddev") else out, ok)
+
+
+def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """The holistic aggregates that take frames (median/quantile_cont, quantile_disc, mode, variances,
+    arg_max/arg_min, count(DISTINCT), string_agg) over the runs ``(ls, le, rs, re, tie)`` of window_exclude, on the host."""
+    op, x = call.op, args[0]
+    ps = np.asarray(ps, np.int64)
+    if op == "quantile_cont":
+        return frame_quantile(call, x, runs)
+    if op == "mode":
+        return frame_mode(call, x, runs)
+    if op in ("arg_max", "arg_min"):
+        return take(_HOST, x, _frame_arg(call, args, runs, ps), missing=True)
+    if op in _REDUCE:
+        valid = WF._valid(np, x)
+        data = np.asarray(x.data)
+        fout, iout, ok = KS.frame_reduce(_REDUCE[op], data.astype(np.int64), data.astype(np.float64), valid, *runs)
+        if op.startswith("bit_"):
+            return Column(call.dtype, data=iout.astype(call.dtype.numpy_dtype), validity=ok)
+        return WF._int_column(np, call.dtype, fout, ok)
+    if op in ("sum_distinct", "avg_distinct"):
+        return _distinct_sum(call, x, runs)
+    if op == "quantile_disc":
+        key = WF._order_key(K, _HOST, WF._key(_HOST, x))
+        return take(_HOST, x, KS.frame_quantile_disc(key, WF._valid(np, x), *runs, float(call.args[1].value)),
+                    missing=True)
+    if op == "quantile_disc":
+        key = WF._order_key(K, _HOST, WF._key(_HOST, x))
+        return take(_HOST, x, KS.frame_quantile_disc(key, WF._valid(np, x), *runs, float(call.args[1].value)),
+                    missing=True)
+    if op == "count_distinct":
+        return Column(call.dtype, data=KS.frame_distinct(_codes(x), WF._valid(np, x), *runs))
+    if op == "string_agg":
+        return _frame_string_agg(call, args, runs, ps)
+    if op == "array_agg":
+        return _frame_array_agg(call, args, runs, ps)
+    return frame_variance(call, x, runs, ps)
+
+
+_REDUCE = {"product": KS.PRODUCT, "fsum": KS.KAHAN_SUM, "bit_and": KS.BIT_AND, "bit_or": KS.BIT_OR,
+           "bit_xor": KS.BIT_XOR}
+
+
+def _distinct_sum(call: WindowCall, x: Column, runs: tuple) -> Column:
+    """sum/avg(DISTINCT x) over each row's frame: exact for integers and DECIMALs (unscaled), a
+    compensated sum for doubles; NULL where the frame holds no value."""
+    codes = _codes(x)
+    data = np.asarray(x.data)
+    first = np.zeros(int(codes.max()) + 1 if codes.shape[0] else 1, np.int64)
+    first[codes[::-1]] = np.arange(codes.shape[0])[::-1]  # a row of each code
+    values = data[first] if data.shape[0] else np.zeros(1, data.dtype)
+    isum, fsum, cnt = KS.frame_distinct_sum(codes, values.astype(np.float64), values.astype(np.int64),
+                                            WF._valid(np, x), *runs)
+    has = cnt > 0
+    floating = data.dtype.kind == "f"
+    if call.op == "sum_distinct":
+        return WF._int_column(np, call.dtype, fsum if floating else isum, has)
+    scale = 10.0 ** x.dtype.scale if x.dtype.kind == "decimal" else 1.0
+    total = fsum if floating else isum.astype(np.float64)
+    return WF._int_column(np, call.dtype, np.where(has, total / scale / np.maximum(cnt, 1), 0.0), has)
+
+
+def _codes(x: Column) -> np.ndarray:
+    """Dense codes of ``x``'s values (NaNs one value, -0.0 = 0.0)."""
+    key = WF._key(_HOST, x)
+    if key.dtype.kind == "f":
+        key = order_key(key, False)
+    return np.unique(key, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def _frame_arg(call: WindowCall, args: list[Column], runs: tuple, ps) -> np.ndarray:
+    """The row of the frame's largest (smallest) ``by`` where both arguments are valid, ties to the
+    first in the frame (DuckDB's); -1 for none."""
+    from hetdb.exec.operators.window_exclude import better
+
+    ls, le, rs, re, tie = runs
+    key = WF._order_key(K, _HOST, WF._key(_HOST, args[1]))
+    both = WF._valid(np, args[0]) & WF._valid(np, args[1])
+    is_max = call.op == "arg_max"
+    best = K.frame_extreme(key, both, ps, ls, le, is_max)
+    best = better(np, key, best, np.where(tie & both, np.arange(ls.shape[0]), -1), is_max)
+    return better(np, key, best, K.frame_extreme(key, both, ps, rs, re, is_max), is_max)
+
+
+def _frame_members(runs: tuple, flags: str, keys: list[Column], ps):
+    """Each row's frame rows (the runs of window_exclude) in frame order, or in an aggregate's own
+    ORDER BY ``keys`` (``flags``: 'd'/'a' and 'f'/'l' per key; ranked within the partition)."""
+    ls, le, rs, re, tie = runs
+    n = ls.shape[0]
+    rank = None
+    if keys:
+        k_arrays, k_desc = W._sort_arrays(K, _HOST, keys, [f == "d" for f in flags[0::2]],
+                                          [f == "f" for f in flags[1::2]])
+        order = W._sort_permutation([ps, *k_arrays], [False, *k_desc], n)
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+    for i in range(n):
+        rows = [*range(ls[i], le[i]), *([i] if tie[i] else []), *range(rs[i], re[i])]
+        if rank is not None:
+            rows.sort(key=rank.__getitem__)
+        yield rows
+
+
+def _frame_string_agg(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """string_agg over each row's frame: its non-NULL strings in frame order, or in the aggregate's
+    own ORDER BY."""
+    values = args[0].to_arrow().to_pylist()
+    sep = call.args[1].value
+    out: list[str | None] = []
+    for rows in _frame_members(runs, call.args[2].value, args[3:], ps):
+        parts = [values[j] for j in rows if values[j] is not None]
+        out.append(sep.join(parts) if parts else None)
+    return Column.from_arrow(pa.array(out, type=pa.string()), call.dtype)
+
+
+def _frame_array_agg(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
+    """array_agg/list over each row's frame: its values, NULLs included, in frame order or the
+    aggregate's ORDER BY; NULL for an empty frame."""
+    values = args[0].to_arrow().to_pylist()
+    out = np.empty(runs[0].shape[0], dtype=object)
+    for i, rows in enumerate(_frame_members(runs, call.args[1].value, args[2:], ps)):
+        out[i] = [values[j] for j in rows] if rows else None
+    return Column(call.dtype, data=out)
+
+
+def frame_mode(call: WindowCall, x: Column, runs: tuple) -> Column:
+    """mode over each row's frame (the runs of window_exclude): the most frequent valid value, ties
+    to the one met first in the frame (DuckDB's), NULL for none (host)."""
+    key = WF._key(_HOST, x)
+    if key.dtype.kind == "f":
+        key = order_key(key, False)  # NaNs one value, -0.0 = 0.0
+    _, codes = np.unique(key, return_inverse=True)
+    idx = KS.frame_mode(codes.astype(np.int64).reshape(-1), WF._valid(np, x), *runs)
+    return take(_HOST, x, idx, missing=True)
 
 
 def _count_distinct(keys: np.ndarray, valid: np.ndarray, ps: np.ndarray, pe: np.ndarray) -> np.ndarray:

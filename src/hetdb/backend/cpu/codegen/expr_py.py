@@ -289,6 +289,11 @@ class Emitter:
             return self._arith(expr)
         if op in ("neg", "abs"):
             return self._neg_abs(expr)
+        if op == "date_minus_date":  # DATE - DATE: days, as exec/functions_datetime
+            a, b = self.value(expr.args[0]), self.value(expr.args[1])
+            if a.dtype.kind != "date" or b.dtype.kind != "date":
+                raise ExprError(f"{op} of {a.dtype} and {b.dtype} is not compiled")
+            return self.bind(f"np.int64({a.value}) - np.int64({b.value})", _and_valid(a.valid, b.valid), expr.dtype)
         if op in _EXTRACT:
             a = self.value(expr.args[0])
             days = a.value if a.dtype.kind == "date" else f"(np.int64({a.value}) // 86400000000)"

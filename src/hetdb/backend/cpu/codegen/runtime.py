@@ -150,12 +150,34 @@ def _rehash(slots, gk, gv, ng):
         slots[s] = g + 1
 
 
+# tables of at least this many cells are zeroed by a Numba loop that holds no GIL: NumPy's zeros memset
+# recycled heap memory with the GIL held, and pipeline workers make these tables as they go (a key-run
+# table per morsel, each doubling of a group table): on 16 threads their memsets ran one at a time
+_NOGIL_ZERO_CELLS = 1 << 15
+
+
+@njit(cache=True, nogil=True)
+def _fill_zero(a):
+    for i in range(a.shape[0]):
+        a[i] = 0
+
+
+def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """``np.zeros(shape, dtype)`` (int64, float64 or bool), zeroed without the GIL when large."""
+    if int(np.prod(shape)) < _NOGIL_ZERO_CELLS:
+        return np.zeros(shape, dtype)
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    _fill_zero(flat.view(np.uint8) if out.dtype == np.bool_ else flat.view(np.int64))
+    return out
+
+
 def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64) -> tuple:
     """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups."""
     cap = max(64, 1 << (int(capacity) - 1).bit_length())
-    return (np.zeros(2 * cap, np.int64), np.zeros((num_keys, cap), np.int64),
-            np.zeros((num_keys, cap), np.bool_), np.zeros((num_int, cap), np.int64),
-            np.zeros((num_float, cap), np.float64), 0)
+    return (zeros((2 * cap,), np.int64), zeros((num_keys, cap), np.int64),
+            zeros((num_keys, cap), np.bool_), zeros((num_int, cap), np.int64),
+            zeros((num_float, cap), np.float64), 0)
 
 
 def reserve(state: tuple, groups: int, rehash: bool = True) -> tuple:

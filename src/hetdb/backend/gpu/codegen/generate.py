@@ -33,6 +33,8 @@ from hetdb.errors import UnsupportedError
 FP_BLOCK = 128
 FP_ITEMS = 4
 FP_TILE = FP_BLOCK * FP_ITEMS
+# blocks per SM the compiler must fit (registers capped to allow them; 0: no cap)
+FP_MIN_BLOCKS = 0
 HEADER = "fused_pipeline.cuh"
 # Page table (int64): [tile start per page + total tiles][first row per page][rows per page]
 # [pointer per page and input column, page-major]; encoded specs add [0 plain / 1 encoded per page
@@ -129,25 +131,41 @@ class _Generator:
                   *(p.key for p in spec.probes)]:
             later_uses |= e.columns()  # a later probe may be keyed on a payload (dictionary lookups)
 
+        self.load(frozenset(spec.eager))  # (every row of the tile: the flags are still the tile's)
         self.filters(stage_filters.get(-1, []))
         for p, probe in enumerate(spec.probes):
             self.load(probe.key.columns())
             key = translate(probe.key, self.env)
             self.emit(f"// probe {p}: {_comment(probe.key)}")
             self.emit(f"int r{p}[FP_ITEMS];")
-            self.per_item([
-                f"r{p}[i] = -1;",
-                "if (flags[i]) {",
-                f"  const long long k = (long long)({key.text}) - p{p}_lo;",
-                f"  r{p}[i] = (k >= 0 && k < p{p}_size) ? p{p}_rows[k] : -1;",
-                f"  flags[i] = r{p}[i] >= 0;",
-                "}",
-            ])
-            for j, (cid, dtype) in enumerate(probe.payload):
-                if cid not in later_uses:
-                    continue
-                self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
-                self.per_item([f"if (flags[i]) q{p}_{j}[i] = p{p}_pay{j}[r{p}[i]];"])
+            used = [(j, cid, dtype) for j, (cid, dtype) in enumerate(probe.payload) if cid in later_uses]
+            if probe.by_key:  # the payload loads go out with the row look-up (indexed by key)
+                for j, _, dtype in used:
+                    self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
+                self.per_item([
+                    f"r{p}[i] = -1;",
+                    "if (flags[i]) {",
+                    f"  const long long k = (long long)({key.text}) - p{p}_lo;",
+                    f"  if (k >= 0 && k < p{p}_size) {{",
+                    f"    r{p}[i] = p{p}_rows[k];",
+                    *[f"    q{p}_{j}[i] = p{p}_pay{j}[k];" for j, _, _ in used],
+                    "  }",
+                    f"  flags[i] = r{p}[i] >= 0;",
+                    "}",
+                ])
+            else:
+                self.per_item([
+                    f"r{p}[i] = -1;",
+                    "if (flags[i]) {",
+                    f"  const long long k = (long long)({key.text}) - p{p}_lo;",
+                    f"  r{p}[i] = (k >= 0 && k < p{p}_size) ? p{p}_rows[k] : -1;",
+                    f"  flags[i] = r{p}[i] >= 0;",
+                    "}",
+                ])
+                for j, _, dtype in used:
+                    self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
+                    self.per_item([f"if (flags[i]) q{p}_{j}[i] = p{p}_pay{j}[r{p}[i]];"])
+            for j, cid, dtype in used:
                 self.env[cid] = Code(f"q{p}_{j}[i]", dtype)
             self.filters(stage_filters.get(p, []))
 
@@ -233,18 +251,19 @@ class _Generator:
             head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
         out = ["// fused pipeline"] + [f"// {line}" for line in spec.describe().splitlines()]
         out += [f"#define FP_BLOCK {FP_BLOCK}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {FP_TILE}",
-                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK) {_NAME_PLACEHOLDER}(',
+                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks()}) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]
         k_in = len(spec.inputs)
-        out += ["  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
+        out += ["  long long fp_page = -1;",
+                "  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
                 "    long long off = t * FP_TILE, rows = n, row_base = 0;"]
         ptr = {k: "unsigned char" if spec.encoded else ctype(dt) for k, (_, dt) in enumerate(spec.inputs)}
         out += [f"    const {ptr[k]}* __restrict__ in{k} = (const {ptr[k]}*)col{k};" for k in ptr]
         if spec.encoded:
             out += [f"    long long enc{k} = 0;" for k in ptr]
         out += ["    if (num_pages > 0) {",
-                "      const long long p = fused::FindPage(page_table, num_pages, t);",
+                "      const long long p = fp_page = fused::NextPage(page_table, num_pages, t, fp_page);",
                 "      off = (t - page_table[p]) * FP_TILE;",
                 "      row_base = page_table[num_pages + 1 + p];",
                 "      rows = page_table[2 * num_pages + 1 + p];"]
@@ -263,6 +282,49 @@ class _Generator:
         body = "\n".join(out) + "\n"
         name = "fused_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return KernelSource(name, body.replace(_NAME_PLACEHOLDER, name), accs)
+
+
+# a column's sectors are mostly read anyway when this share of the tile's rows still needs it
+EAGER_MIN_ALIVE = 0.15
+FILTER_GUESS = 0.5  # the share of rows a filter keeps, not knowing better
+
+
+def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float = EAGER_MIN_ALIVE) -> tuple[str, ...]:
+    """The inputs of ``spec`` to load for every row at a tile's start (spec.eager): those that an
+    estimated ``threshold`` share of the rows or more still need when the generated code would load
+    them (the stages in the generator's order: scan filters, then per probe its key, the lookup, its
+    payload's filters; then group keys and aggregate arguments). ``hits``: per probe, the share of
+    probed rows it keeps (a dense table's build rows over its key range); a filter keeps FILTER_GUESS.
+    Loading a column whose rows are mostly still selected costs few extra sectors (8 four-byte
+    values share one), and its load no longer waits for the stages before it."""
+    provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
+    inputs = [cid for cid, _ in spec.inputs]
+    stage_filters: dict[int, list] = {}
+    for f in spec.filters:
+        stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
+    alive, first = 1.0, {}
+
+    def need(cols: frozenset[str]) -> None:
+        for cid in inputs:
+            if cid in cols and cid not in first:
+                first[cid] = alive
+
+    for f in stage_filters.get(-1, []):
+        need(f.columns())
+        alive *= FILTER_GUESS
+    for p, probe in enumerate(spec.probes):
+        need(probe.key.columns())
+        alive *= hits[p] if p < len(hits) else FILTER_GUESS
+        for f in stage_filters.get(p, []):
+            need(f.columns())
+            alive *= FILTER_GUESS
+    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+        need(e.columns())
+    return tuple(cid for cid in inputs if first.get(cid, 0.0) >= threshold)
+
+
+def _min_blocks() -> str:
+    return f", {FP_MIN_BLOCKS}" if FP_MIN_BLOCKS else ""
 
 
 def _accumulator(op: str, arg: Code | None) -> Accumulator:

@@ -20,6 +20,7 @@ The kernel name is ``pipe_`` + a hash of the generated text; compile.py's cache 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 
@@ -150,6 +151,7 @@ class _Gen:
         self.em = Emitter(self._load, frozenset(dict_cids), plain, _NAME)
         self.marks: dict[int, Val] = {}
         self.keyless = False  # an aggregation without GROUP BY (aggregate)
+        self.zero_signs: list[int] = []  # DOUBLE group keys with a zero-sign accumulator (aggregate)
 
     # ---- loads ------------------------------------------------------------------------------------
     def _load(self, cid: str) -> Val | None:
@@ -368,6 +370,16 @@ class _Gen:
             elif e.dtype.kind not in _KEY_KINDS:
                 raise ExprError(f"group key {e} of type {e.dtype} is not compiled")
             v = em.value(e)
+            if e.dtype.kind == "float64":
+                # the {-0.0, 0.0} group shows its first row's sign as DuckDB does (key_bits makes
+                # both 0): the smallest (row << 1 | sign) of the group's zero keys, a hidden
+                # accumulator that the runtime reads back (pipeline_runtime.Groups)
+                pos = "(pl_row0 + pl_base + row)" if self.paged else "(pl_row0 + row)"
+                em.emit(f"const double kf{k} = ({v.valid}) ? (double){v.value} : 0.0;")
+                em.emit(f"const i64 kz{k} = (({v.valid}) && kf{k} == 0.0) ? "
+                        f"(({pos} << 1) | (__double_as_longlong(kf{k}) < 0 ? 1LL : 0LL)) : HETDB_I64_MAX;")
+                v = dataclasses.replace(v, value=f"kf{k}")
+                self.zero_signs.append(k)
             bits = f"key_bits(({ctype(e.dtype)}){v.value})"
             if v.valid == "true":
                 em.emit(f"kb[{k}] = {bits};")
@@ -446,6 +458,8 @@ class _Gen:
                 else:
                     acc(j, "val", f"fused::Acc{name}I64", "i64", f"(long long){v.value}", v.valid)
             acc(j, "cnt", "fused::AccSumI64", "i64", "1LL", v.valid)
+        for k in self.zero_signs:
+            acc(-1, f"zero_sign{k}", "fused::AccMinI64", "i64", f"kz{k}", f"kz{k} != HETDB_I64_MAX")
         if updates:
             self._group_updates(updates, sink.fold)
         return accs, keys
@@ -548,6 +562,8 @@ class _Gen:
         params += [f"i64* __restrict__ acc{a}" for a in range(len(accs))]
         params.append("unsigned long long* __restrict__ errors")
         params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
+        if self.zero_signs:
+            params.append("long long pl_row0")  # rows of the earlier launches into the same table
         out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
         out += em.globals
         out += [f"#define PL_BLOCK {PL_BLOCK}", f"#define PL_ITEMS {PL_ITEMS}", f"#define PL_TILE {PL_TILE}",
@@ -566,13 +582,15 @@ class _Gen:
         if keyless:
             out.append("  bool pl_any = false;")
             out += [f"  i64 kl{a} = {x.acc}::identity();" for a, x in enumerate(accs)]
+        if self.paged:
+            out.append("  long long pl_page = -1;")
         out.append("  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {")
         if not self.paged:
             out += [f"    const pipe::{_COLUMN_OF[inp.codec]}<{ctype(inp.dtype)}> in{k}{{col{k}, t * PL_TILE}};"
                     for k, inp in enumerate(spec.inputs) if inp.codec in per_tile]
         if self.paged:  # this tile's page: its rows, first global row and column pointers
             width = PAGE_PTRS * len(spec.inputs)
-            out += ["    const long long pl_p = fused::FindPage(pl_pages, pl_num_pages, t);",
+            out += ["    const long long pl_p = pl_page = fused::NextPage(pl_pages, pl_num_pages, t, pl_page);",
                     "    const long long pl_first = (t - pl_pages[pl_p]) * PL_TILE;",
                     "    const long long pl_base = pl_pages[pl_num_pages + 1 + pl_p];",
                     "    const long long n = pl_pages[2 * pl_num_pages + 1 + pl_p];",

@@ -77,6 +77,8 @@ class CompiledPipeline:
         self._module: Any = None
         self._probe_args: tuple[list, list[Any]] | None = None  # (the probes list, its arguments)
         self.slots_hint = MIN_SLOTS
+        # the hidden accumulators of DOUBLE keys' first signs (pipeline_gen: part "zero_sign<k>")
+        self.zero_signs = any(a.part.startswith("zero_sign") for a in self.kernel.accumulators)
 
     @property
     def source(self) -> str:
@@ -220,16 +222,20 @@ class CompiledPipeline:
             arr.fill(_IDENTITY[a.acc])
         table.bound = 0
 
-    def launch_into(self, table: GroupTable, base: list[Any], n: int, tiles: int | None = None) -> None:
+    def launch_into(self, table: GroupTable, base: list[Any], n: int, tiles: int | None = None,
+                    row0: int = 0) -> None:
         """Aggregate ``n`` rows (``base``: the ``_args`` of a batch, or of a page table with its
-        ``tiles``) into ``table``; no sync."""
+        ``tiles``) into ``table``; no sync. ``row0``: the rows of the earlier launches into
+        ``table`` (a DOUBLE key's {-0.0, 0.0} group keeps the sign of its first row)."""
         from hetdb.backend.gpu.compile import launch
 
         tiles = -(-n // PL_TILE) if tiles is None else tiles
         if tiles:
+            tail = (np.int64(row0),) if self.zero_signs else ()
             launch(self.function(), min(tiles, 65536), PL_BLOCK,
                    (*base, table.state, table.keys, np.uint64(table.slots - 1), table.used,
-                    np.uint64(int(table.slots * LOAD)), table.overflow, *table.accs, table.errors, table.arith_err))
+                    np.uint64(int(table.slots * LOAD)), table.overflow, *table.accs, table.errors, table.arith_err,
+                    *tail))
 
     def check(self, table: GroupTable) -> bool:
         """Raise what the launches into ``table`` reported (overflowing arithmetic, a scalar subquery
@@ -261,6 +267,10 @@ class CompiledPipeline:
         values = []
         for a, arr in zip(self.kernel.accumulators, table.accs):
             v = arr[occupied]
+            if a.part.startswith("zero_sign"):
+                k = int(a.part[len("zero_sign"):])
+                first_negative = (v != I64_MAX) & ((v & 1) == 1)
+                out_keys[k] = (cupy.where(first_negative, -0.0, out_keys[k][0]), out_keys[k][1])
             if a.kind == "f64":
                 v = v.view(cupy.float64)
             elif a.kind == "order_f64":
@@ -301,6 +311,7 @@ class GroupAccumulator:
         self.pipeline, self.table, self.expand = pipeline, table, expand
         self.reservation = reservation
         self.launches = 0
+        self.rows = 0  # rows added so far (their positions order the first rows of groups)
         self.grown = 0  # times the table grew
 
     @staticmethod
@@ -318,9 +329,10 @@ class GroupAccumulator:
             if not self.room(need):
                 raise ValueError(f"a batch of {n} rows needs more than the table's {self.table.slots} slots")
         t = self.table
-        self.pipeline.launch_into(t, self.pipeline._args(columns, n, lookups, probes), n)
+        self.pipeline.launch_into(t, self.pipeline._args(columns, n, lookups, probes), n, row0=self.rows)
         t.bound += need
         self.launches += 1
+        self.rows += n
         return out
 
     def room(self, need: int) -> bool:

@@ -25,6 +25,7 @@ from hetdb.errors import UnsupportedError
 
 DENSE_MAX_SLOTS = 1 << 27     # 512 MiB of int32 row slots: beyond this a hash join is the better build
 MAX_GROUPS = 1 << 26  # (codegen/groups.py MAX_WIDE_GROUPS)
+HOST_FINISH_BYTES = 1 << 20  # accumulators finish() reads back whole, to find the non-empty groups on the host
 SHARED_BYTES = 48 * 1024      # static limit for dynamic shared memory without an opt-in attribute
 DECODE_SMEM_BYTES = (1024 + 32) * 8  # static shared memory of an encoded spec (HETDB_DECODE_SMEM_I64)
 I64_MAX = np.iinfo(np.int64).max
@@ -67,10 +68,27 @@ class DenseJoinTable:
     size: int
     payload: list[Any] = field(default_factory=list)
     num_rows: int = 0
+    payload_by_key: list[Any] = field(default_factory=list)  # keyed_payload's arrays, once made
 
     @property
     def nbytes(self) -> int:
         return int(self.rows.nbytes)
+
+    def keyed_payload(self) -> list[Any]:
+        """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
+        probes ``by_key``; made at the first call and kept with the table."""
+        if len(self.payload_by_key) != len(self.payload):
+            xp = _array_module(self.rows)
+            rows = self.rows[:self.size]
+            hit = rows >= 0
+            out = []
+            for p in self.payload:
+                a = xp.zeros(max(self.size, 1), dtype=p.dtype)
+                if self.size:
+                    a[:self.size][hit] = p[rows[hit]]
+                out.append(a)
+            self.payload_by_key = out
+        return self.payload_by_key
 
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
@@ -181,6 +199,7 @@ class AggregateState:
     domain_errors: Any
     arith_err: Any = None          # codegen/checked.py: the first overflowing operands, if any
     page_tables: list[Any] = field(default_factory=list)  # device copies of launched page tables
+    buffer: Any = None             # [domain errors, arith_err, accumulator 0, 1, ...] (int64), one array
 
 
 # ---- pipelines ------------------------------------------------------------------------------------
@@ -191,6 +210,7 @@ class FusedPipeline:
         self.spec = spec
         self.kernel = kernel
         self._function: Any = None
+        self._registers: int | None = None  # per thread, once loaded (the launch's occupancy)
 
     @property
     def source(self) -> str:
@@ -247,7 +267,7 @@ class FusedPipeline:
                 raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
                                  f"declares {len(probe.payload)}")
             args += [table.rows, np.int64(table.lo), np.int64(table.size)]
-            for arr, (cid, dtype) in zip(table.payload, probe.payload):
+            for arr, (cid, dtype) in zip(table.keyed_payload() if probe.by_key else table.payload, probe.payload):
                 if np.dtype(arr.dtype) != dtype.numpy_dtype:
                     raise ValueError(f"payload {cid} is {arr.dtype}, declared {dtype.numpy_dtype}")
                 args.append(arr)
@@ -324,10 +344,18 @@ class FusedPipeline:
             raise UnsupportedError(f"{num_groups} dense groups exceed the fused limit of {MAX_GROUPS}")
         strides = [int(np.prod(sizes[k + 1:], dtype=object)) if k + 1 < len(sizes) else 1
                    for k in range(len(sizes))]
-        accs = [cupy.full(max(num_groups, 1), _IDENTITY[a.acc], dtype=cupy.int64)
-                for a in self.kernel.accumulators]
-        return AggregateState(domains, sizes, strides, num_groups, accs, cupy.zeros(1, dtype=cupy.uint64),
-                              cupy.zeros(ERR_WORDS, dtype=cupy.uint64))
+        # one buffer: the error words, then every accumulator, so finish reads them all in one copy
+        g = max(num_groups, 1)
+        head = 1 + ERR_WORDS
+        buf = cupy.zeros(head + len(self.kernel.accumulators) * g, dtype=cupy.int64)
+        accs = []
+        for k, a in enumerate(self.kernel.accumulators):
+            acc = buf[head + k * g:head + (k + 1) * g]
+            if _IDENTITY[a.acc]:
+                acc.fill(_IDENTITY[a.acc])
+            accs.append(acc)
+        words = buf[:head].view(cupy.uint64)
+        return AggregateState(domains, sizes, strides, num_groups, accs, words[:1], words[1:], buffer=buf)
 
     def consume(self, state: AggregateState, columns: dict[str, Any], tables: list[DenseJoinTable]) -> None:
         """Add one batch's rows to ``state`` (asynchronously, on the current stream)."""
@@ -355,13 +383,30 @@ class FusedPipeline:
                  state.domain_errors, state.arith_err]
         # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
         # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
-        blocks = min(tiles, _resident_blocks(shared + static, _device_id()) if use_shared else 65536)
+        blocks = min(tiles, self._resident(shared + static) if use_shared else 65536)
         launch(self.function(), max(1, blocks), FP_BLOCK, tuple(args), shared_mem=shared if use_shared else 0)
 
-    def finish(self, state: AggregateState) -> AggregateResult:
-        """Per-group results of the non-empty groups."""
+    def _resident(self, shared_bytes: int) -> int:
+        """Blocks of this kernel the device runs at once with ``shared_bytes`` of shared memory each."""
+        if self._registers is None:
+            self._registers = _registers(self.function())
+        return _resident_blocks(shared_bytes, _device_id(), self._registers)
+
+    @staticmethod
+    def finishes_on_host(state: AggregateState) -> bool:
+        """Whether ``finish`` finds the groups on the host (a small domain: its accumulators are
+        copied whole), so it can hand them over there (``finish(state, host=True)``)."""
+        return state.buffer is not None and int(state.buffer.nbytes) <= HOST_FINISH_BYTES
+
+    def finish(self, state: AggregateState, host: bool = False) -> AggregateResult:
+        """Per-group results of the non-empty groups; with ``host`` (only where ``finishes_on_host``)
+        as host arrays, for a result the host takes next (no copy back to the device)."""
         import cupy
 
+        if self.finishes_on_host(state):
+            return self._finish_on_host(state, host)
+        if host:
+            raise ValueError("finish(host=True) of a domain too large to finish on the host")
         raise_if_overflowed(state.arith_err.get())
         if int(state.domain_errors[0]):
             raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
@@ -381,6 +426,37 @@ class FusedPipeline:
                 v = v.astype(spec.arg.dtype.numpy_dtype)
             values.append(v)
         return AggregateResult(keys, values, counts[groups])
+
+    def _finish_on_host(self, state: AggregateState, host: bool = False) -> AggregateResult:
+        """finish for a small domain: the error words and accumulators come to the host in one copy
+        (the query's one wait for its kernel), the non-empty groups are found there, and their keys,
+        values and counts go back in one copy: two transfers instead of a wait per error word and a
+        dozen small kernels, with a wait for the number of groups among them."""
+        host = state.buffer.get()
+        head = 1 + ERR_WORDS
+        words = host[:head].view(np.uint64)
+        raise_if_overflowed(words[1:])
+        if int(words[0]):
+            raise ValueError(f"{int(words[0])} rows had a group key outside its domain {state.domains}")
+        accs = host[head:].reshape(len(self.kernel.accumulators), max(state.num_groups, 1))[:, :state.num_groups]
+        counts = accs[0]
+        groups = np.flatnonzero(counts > 0)
+        keys = [(groups // stride) % size + lo
+                for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)]
+        values = []
+        for acc, spec, arr in zip(self.kernel.accumulators[1:], self.spec.aggregates, accs[1:]):
+            v = arr[groups]
+            if acc.kind == "f64":
+                v = v.view(np.float64)
+            elif acc.kind == "order_f64":
+                v = np.where(v >= 0, v, v ^ I64_MAX).view(np.float64)
+            elif spec.op in ("min", "max"):
+                v = v.astype(spec.arg.dtype.numpy_dtype)
+            values.append(v)
+        out = [*keys, *values, counts[groups]]
+        if not host:
+            out = arrays_to_device(out)
+        return AggregateResult(out[:len(keys)], out[len(keys):-1], out[-1])
 
     def aggregate(self, columns: dict[str, Any], tables: list[DenseJoinTable],
                   domains: list[tuple[int, int]] | None = None) -> AggregateResult:
@@ -436,16 +512,43 @@ def compile_fused_pipeline(spec: FusedPipelineSpec) -> FusedPipeline:
     return pipeline
 
 
+def arrays_to_device(arrays: list[Any]) -> list[Any]:
+    """Host arrays on the device with one copy: views of one device buffer, each at an 8-byte
+    aligned offset, with its dtype and length."""
+    import cupy
+
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    offsets, total = [], 0
+    for a in arrays:
+        offsets.append(total)
+        total += -(-int(a.nbytes) // 8) * 8
+    host = np.zeros(max(total, 8), dtype=np.uint8)
+    for a, off in zip(arrays, offsets):
+        host[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
+    dev = cupy.asarray(host)
+    return [dev[off:off + a.nbytes].view(a.dtype) for a, off in zip(arrays, offsets)]
+
+
 def _device_id() -> int:
     import cupy
 
     return int(cupy.cuda.Device().id)
 
 
+def _registers(fn: Any) -> int:
+    """Registers per thread of a loaded kernel (0 when this CuPy cannot say)."""
+    try:
+        return int(fn.num_regs)
+    except Exception:  # noqa: BLE001 - an older CuPy: the occupancy estimate leaves registers out
+        return 0
+
+
 @functools.lru_cache(maxsize=64)
-def _resident_blocks(shared_bytes: int, device_id: int) -> int:
-    """Blocks of FP_BLOCK threads using ``shared_bytes`` of shared memory that device ``device_id``
-    runs at once."""
+def _resident_blocks(shared_bytes: int, device_id: int, registers: int = 0) -> int:
+    """Blocks of FP_BLOCK threads using ``shared_bytes`` of shared memory and ``registers`` per thread
+    that device ``device_id`` runs at once: a grid-stride launch of more blocks than that runs them
+    in waves, the last one leaving SMs idle (a kernel of 72 registers fits 7 blocks of 128 threads
+    per SM, not the 16 the thread limit allows)."""
     import cupy
 
     attrs = cupy.cuda.Device(device_id).attributes
@@ -453,4 +556,9 @@ def _resident_blocks(shared_bytes: int, device_id: int) -> int:
     per_sm_threads = int(attrs.get("MaxThreadsPerMultiProcessor", 2048)) // FP_BLOCK
     smem = int(attrs.get("MaxSharedMemoryPerMultiprocessor", 228 * 1024)) - 1024
     per_sm = max(1, min(per_sm_threads, smem // max(shared_bytes + 1024, 1)))
+    if registers > 0:
+        # registers are allocated per warp in units of 256
+        per_warp = -(-registers * 32 // 256) * 256
+        regs_sm = int(attrs.get("MaxRegistersPerMultiprocessor", 65536))
+        per_sm = max(1, min(per_sm, regs_sm // (per_warp * (FP_BLOCK // 32))))
     return sms * per_sm

@@ -33,6 +33,9 @@ class DenseProbe:
 
     key: Expr
     payload: tuple[tuple[str, DataType], ...] = ()
+    # payload arrays indexed by key (runtime.DenseJoinTable.keyed_payload) instead of by build row:
+    # a row's payload loads go out with its row look-up instead of after it
+    by_key: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,18 @@ class FusedPipelineSpec:
     # accumulator's atomic (fused_pipeline.cuh group_merge; the experiment exec/compiled_features
     # fused_fold: slower than shared-memory atomics for TPC-H q01's 4 groups)
     fold: bool = False
+    # inputs loaded for every row of a tile at its start, before any filter or probe (their loads
+    # issue together instead of each after the stage before it has cleared flags): the columns most
+    # rows still need, for which skipping the memory sectors of rows filtered out saves little
+    eager: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """Canonical text of the spec (deterministic: same spec, same text, in every process)."""
         parts = ["inputs " + ", ".join(f"{c}:{t}" for c, t in self.inputs),
                  "filters " + "; ".join(map(str, self.filters))]
         for p in self.probes:
-            parts.append(f"probe {p.key} -> " + ", ".join(f"{c}:{t}" for c, t in p.payload))
+            parts.append(f"probe {p.key} -> " + ", ".join(f"{c}:{t}" for c, t in p.payload)
+                         + (" (by key)" if p.by_key else ""))
         parts.append("group " + ", ".join(map(str, self.group_keys)))
         parts.append("aggs " + ", ".join(f"{a.op}({a.arg if a.arg is not None else '*'})"
                                          for a in self.aggregates))
@@ -78,6 +86,8 @@ class FusedPipelineSpec:
             parts.append("pages may be compressed")
         if self.fold:
             parts.append("states folded per warp")
+        if self.eager:
+            parts.append("loaded first " + ", ".join(self.eager))
         return "\n".join(parts)
 
     def unfusable_reason(self) -> str | None:
@@ -93,6 +103,8 @@ class FusedPipelineSpec:
         available = {c: t for c, t in self.inputs}
         if len(available) != len(self.inputs):
             return "duplicate input column"
+        if any(c not in available for c in self.eager):
+            return "a column loaded first is not an input"
         try:
             for p in self.probes:
                 if not check_expr(p.key, available).is_integer_like:

@@ -21,6 +21,22 @@ __device__ __forceinline__ long long FindPage(const long long* __restrict__ tile
   return lo;
 }
 
+// FindPage for the next tile of a grid-stride loop: from the page `p` of the block's previous tile
+// (-1 before the first) a few steps forward, since tiles only grow; a binary search when that is not
+// enough (a grid of many blocks strides over several pages). One dependent load per tile instead of
+// the binary search's chain of them before the tile's first column load.
+__device__ __forceinline__ long long NextPage(const long long* __restrict__ tile_start, long long num_pages,
+                                              long long t, long long p) {
+  if (p >= 0) {
+#pragma unroll 1
+    for (int step = 0; step < 4; ++step) {
+      if (p + 1 >= num_pages || tile_start[p + 1] > t) return p;
+      ++p;
+    }
+  }
+  return FindPage(tile_start, num_pages, t);
+}
+
 // items[i] = in[row] only for flagged items: rows already filtered out are never read, so a column
 // used after a selective predicate costs only the memory sectors that still hold selected rows.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>

@@ -1,0 +1,312 @@
+"""Where a hot GPU query's milliseconds go: the device's kernels against the host between them.
+
+    PYTHONPATH=src python scripts/gpu_hot_split.py DB [--suite ssb] [--queries q1.1,q2.1] [--runs 5]
+        [--warmup 2] [--replays 20] [--profile q1.1,q2.1] [--variants q1.1] [--option k=v]
+
+One connection; per query, after the first run (data into the device cache, kernel compiles) and
+``--warmup`` untimed runs, ``--runs`` timed runs, each with: its wall time, the query thread's CPU
+time, the device time of every kernel launched through ``backend/gpu/compile.launch`` (CUDA events
+around each launch: the generated and the .cu kernels, not CuPy's own element-wise kernels), the
+number of those launches and the engine's exec/plan times. Then the query's largest generated dense
+kernel (``fused_*``) is replayed alone ``--replays`` times with the arguments of its last launch:
+its own time, the device-cache bytes the query read per second of it, its registers and the blocks
+per SM the occupancy API allows, and the same launch at other grid sizes (the kernels loop
+grid-stride, so any grid computes the same); for the queries in ``--variants``, that kernel
+regenerated at other block sizes and items per thread (its page table re-tiled). For the queries in ``--profile``: the median time per
+top-level pipeline with the device synchronised after each (host work and its kernels together),
+a cProfile of 3 runs (calls per run, top functions by own time) and EXPLAIN ANALYZE.
+
+The last lines are a table: per query wall, kernels, replayed kernel and "host" = wall - kernels
+(what no kernel of ours accounts for: Python, CuPy's small kernels, copies and waits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import io
+import pstats
+import re
+import statistics
+import sys
+import time
+from typing import Any
+
+from scripts_common import parse_options
+
+import hetdb
+from hetdb.bench.suites import load_queries
+
+
+class LaunchTimes:
+    """CUDA events around every launch of ``backend/gpu/compile.launch`` (patched wherever a module
+    imported it by name); ``names`` maps functions to kernel names (CompiledModule.function)."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        from hetdb.backend.gpu import compile as C
+
+        self.cupy = cupy
+        self.names: dict[int, str] = {}
+        self.pending: list[tuple[str, Any, Any]] = []
+        self.last: dict[str, tuple] = {}  # kernel name -> (fn, grid, block, args, shared) of its last launch
+        self.active = False
+        real_launch, real_function = C.launch, C.CompiledModule.function
+        probe = self
+
+        def function(module: Any, name: str) -> Any:
+            fn = real_function(module, name)
+            probe.names[id(fn)] = name
+            return fn
+
+        def launch(fn: Any, grid: int, block: int, args: tuple, shared_mem: int = 0) -> None:
+            if not probe.active:
+                return real_launch(fn, grid, block, args, shared_mem)
+            name = probe.names.get(id(fn), "?")
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            real_launch(fn, grid, block, args, shared_mem)
+            stop.record()
+            probe.pending.append((name, start, stop))
+            probe.last[name] = (fn, grid, block, args, shared_mem)
+
+        C.CompiledModule.function = function
+        C.launch = launch
+        for mod in list(sys.modules.values()):
+            if getattr(mod, "__name__", "").startswith("hetdb.") and getattr(mod, "launch", None) is real_launch:
+                mod.launch = launch
+
+    def take(self) -> tuple[float, int, dict[str, float]]:
+        """(kernel ms, launches, ms by kernel name) since the last take (waits for the device)."""
+        self.cupy.cuda.get_current_stream().synchronize()
+        by: dict[str, float] = collections.Counter()
+        for name, start, stop in self.pending:
+            stop.synchronize()
+            by[name] += self.cupy.cuda.get_elapsed_time(start, stop)
+        n = len(self.pending)
+        self.pending.clear()
+        return sum(by.values()), n, dict(by)
+
+
+def occupancy(fn: Any, block: int, shared: int) -> str:
+    """Registers, local bytes and blocks per SM of ``fn`` (what this CuPy exposes of them)."""
+    out = []
+    for attr in ("num_regs", "local_size_bytes", "shared_size_bytes"):
+        v = getattr(fn, attr, None)
+        if v is not None:
+            out.append(f"{attr}={v}")
+    try:
+        from cupy_backends.cuda.api import driver
+
+        out.append(f"blocks/SM={driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, shared)}")
+    except Exception as e:  # noqa: BLE001 - a probe reports what it cannot measure
+        out.append(f"blocks/SM ? ({type(e).__name__})")
+    return " ".join(out)
+
+
+def replay(probe: LaunchTimes, launch: tuple, grid: int, times: int) -> float:
+    """ms per launch of ``launch`` (fn, grid, block, args, shared) at ``grid``, ``times`` launches."""
+    cupy = probe.cupy
+    fn, _, block, args, shared = launch
+    fn((grid,), (block,), args, shared_mem=shared)  # (one untimed: caches, clocks)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    for _ in range(times):
+        fn((grid,), (block,), args, shared_mem=shared)
+    stop.record()
+    stop.synchronize()
+    return cupy.cuda.get_elapsed_time(start, stop) / times
+
+
+VARIANTS = ((128, 4, 0), (128, 4, 16), (128, 8, 0), (128, 16, 0), (256, 4, 0), (256, 8, 0))
+
+
+def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int, variants: tuple = VARIANTS) -> str:
+    """The fused kernel ``name`` regenerated at other block sizes and items per thread (its page table
+    re-tiled), each launched with the last launch's other arguments: ms per launch."""
+    import cupy
+    import numpy as np
+
+    from hetdb.backend.gpu.codegen import runtime as R
+
+    pipeline = next((p for p in R._PIPELINES.values() if p.kernel.name == name), None)
+    if pipeline is None:
+        return "    (kernel not found among the compiled pipelines)"
+    fn, grid, block, args, shared = launch
+    k = len(pipeline.spec.inputs)
+    table_arg, num = args[k + 1], int(args[k + 2])
+    host = cupy.asnumpy(table_arg)
+    rows = host[2 * num + 1:3 * num + 1]
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out = []
+    for threads, items, min_blocks in variants:
+        tile = threads * items
+        body = pipeline.kernel.body
+        # registers capped so that many blocks fit per SM (0: no cap)
+        body = re.sub(r"__launch_bounds__\(FP_BLOCK(, \d+)?\)",
+                      f"__launch_bounds__(FP_BLOCK{f', {min_blocks}' if min_blocks else ''})", body)
+        body = re.sub(r"#define FP_BLOCK \d+", f"#define FP_BLOCK {threads}", body)
+        body = re.sub(r"#define FP_ITEMS \d+", f"#define FP_ITEMS {items}", body)
+        body = re.sub(r"#define FP_TILE \d+", f"#define FP_TILE {tile}", body)
+        try:
+            from hetdb.backend.gpu.compile import load_source
+
+            mod = R.compile_source(load_source("fused_pipeline.cuh") + "\n" + body)
+            vfn = mod.function(pipeline.kernel.name)
+        except Exception as e:  # noqa: BLE001
+            out.append(f"{threads}x{items}/{min_blocks}: compile failed ({type(e).__name__})")
+            continue
+        tiles = -(-rows // tile)
+        table = host.copy()
+        table[:num] = np.concatenate([[0], np.cumsum(tiles)[:-1]]) if num else []
+        table[num] = int(tiles.sum())
+        dev = cupy.asarray(table)
+        vargs = list(args)
+        vargs[k + 1], vargs[k + 3] = dev, np.int64(int(tiles.sum()))
+        try:
+            from cupy_backends.cuda.api import driver
+
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(vfn.ptr, threads, shared)
+        except Exception:  # noqa: BLE001
+            per_sm = 2048 // threads
+        g = max(1, min(int(tiles.sum()), per_sm * sms)) if shared else min(int(tiles.sum()), 65536)
+        ms = replay(probe, (vfn, g, threads, tuple(vargs), shared), g, times)
+        out.append(f"{threads}x{items}/{min_blocks} grid {g} ({per_sm}/SM, {getattr(vfn, 'num_regs', '?')} regs, "
+                   f"{getattr(vfn, 'local_size_bytes', '?')} B local): {ms:.3f}")
+    return "    tile variants (threads x items / min blocks per SM): " + "; ".join(out)
+
+
+def per_pipeline(con: Any, sql: str, runs: int) -> str:
+    """Median ms per top-level pipeline, the device synchronised before and after each."""
+    import cupy
+
+    import hetdb.exec.engine as engine_mod
+
+    real = engine_mod.run_pipeline
+    times: dict[int, list[float]] = collections.defaultdict(list)
+    what: dict[int, str] = {}
+
+    def timed(ctx, pipe, *a, **k):
+        cupy.cuda.get_current_stream().synchronize()
+        t = time.perf_counter()
+        try:
+            return real(ctx, pipe, *a, **k)
+        finally:
+            cupy.cuda.get_current_stream().synchronize()
+            times[pipe.pid].append(time.perf_counter() - t)
+            st = ctx.stats.get(pipe.sink.op_id)
+            what[pipe.pid] = f"{pipe.sink.describe()[:50]} | {(getattr(st, 'fused', '') or '')[:100]}"
+
+    engine_mod.run_pipeline = timed
+    walls = []
+    try:
+        for _ in range(runs):
+            t = time.perf_counter()
+            con.sql(sql).arrow()
+            walls.append(time.perf_counter() - t)
+    finally:
+        engine_mod.run_pipeline = real
+    wall = statistics.median(walls) * 1e3
+    lines = [f"  per pipeline (synchronised), median of {runs} runs of {wall:.2f} ms:"]
+    total = 0.0
+    for pid in sorted(times):
+        ms = statistics.median(times[pid]) * 1e3
+        total += ms
+        lines.append(f"    p{pid:<3} {ms:6.2f} ms  {what[pid]}")
+    lines.append(f"    in no pipeline: {wall - total:.2f} ms")
+    return "\n".join(lines)
+
+
+def profiled(con: Any, sql: str, runs: int, top: int) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(runs):
+        con.sql(sql).arrow()
+    prof.disable()
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out)
+    st.sort_stats("tottime").print_stats(top)
+    calls = sum(v[1] for v in st.stats.values()) / runs
+    text = "\n".join(line for line in out.getvalue().splitlines() if line.strip())
+    return f"  cProfile of {runs} runs: {calls:,.0f} Python calls per run\n{text}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("db")
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--queries", default="")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--replays", type=int, default=20)
+    ap.add_argument("--profile", default="", help="queries to profile (per pipeline, cProfile, EXPLAIN ANALYZE)")
+    ap.add_argument("--variants", default="", help="queries whose fused kernel is also regenerated at other "
+                    "block sizes and items per thread (a compile each)")
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--option", action="append", default=[], help="connection option name=value")
+    args = ap.parse_args(argv)
+    queries = load_queries(args.suite, [q for q in args.queries.split(",") if q] or None)
+    profile = {q for q in args.profile.split(",") if q}
+    variants = {q for q in args.variants.split(",") if q}
+    probe = LaunchTimes()
+    rows = []
+    with hetdb.connect(args.db, device="gpu", **parse_options(args.option)) as con:
+        for q in queries:
+            t = time.perf_counter()
+            con.sql(q.sql).arrow()
+            print(f"{q.name}: first run {(time.perf_counter() - t) * 1e3:.1f} ms", flush=True)
+            for _ in range(args.warmup):
+                con.sql(q.sql).arrow()
+            walls, kernels = [], []
+            probe.active = True
+            probe.take()
+            for i in range(args.runs):
+                t, tc = time.perf_counter(), time.thread_time()
+                res = con.sql(q.sql)
+                res.arrow()
+                wall, cpu = time.perf_counter() - t, time.thread_time() - tc
+                kms, n, by = probe.take()
+                walls.append(wall * 1e3)
+                kernels.append(kms)
+                st = getattr(res, "stats", None) or {}
+                top = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:4])
+                print(f"  run {i}: wall {wall * 1e3:6.2f} ms  cpu {cpu * 1e3:6.2f}  exec "
+                      f"{st.get('exec_seconds', 0) * 1e3:6.2f}  plan {st.get('plan_seconds', 0) * 1e3:5.2f}  "
+                      f"kernels {kms:6.3f} ms in {n} launches ({top})  modes {st.get('gpu_pipelines')}", flush=True)
+            probe.active = False
+            resident = (st.get("routes") or {}).get("bytes", {}).get("gpu_resident", 0) if isinstance(
+                st.get("routes"), dict) else 0
+            fused = {k: v for k, v in probe.last.items() if k.startswith("fused_")}
+            own = None
+            if fused:
+                name = max(fused, key=lambda k: by.get(k, 0.0))
+                launch = fused[name]
+                fn, grid, block, _, shared = launch
+                own = replay(probe, launch, grid, args.replays)
+                rate = f"{resident / own / 1e6:.0f} GB/s of {resident / 1e6:.0f} MB resident" if resident else ""
+                print(f"  {name} alone: {own:.3f} ms at grid {grid} x {block} (shared {shared} B) {rate}; "
+                      f"{occupancy(fn, block, shared)}", flush=True)
+                variants = sorted({132, 264, 528, 1056, 2112, 4224, 8448, 65536} - {grid})
+                print("    other grids: " + ", ".join(f"{g}: {replay(probe, launch, g, max(3, args.replays // 4)):.3f}"
+                                                      for g in variants), flush=True)
+                if q.name in variants:
+                    print(tile_variants(probe, name, launch, max(3, args.replays // 4)), flush=True)
+            probe.last.clear()
+            wall_med, k_med = statistics.median(walls), statistics.median(kernels)
+            rows.append((q.name, wall_med, k_med, own))
+            if q.name in profile:
+                print(per_pipeline(con, q.sql, 3), flush=True)
+                print(profiled(con, q.sql, 3, args.top), flush=True)
+                text = con.explain(q.sql, analyze=True)
+                print("\n".join(line for line in text.splitlines()
+                                if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
+    print("query    wall ms  kernels ms  fused alone ms  host ms (wall - kernels)")
+    for name, w, k, own in rows:
+        print(f"{name:6} {w:9.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The window operator's host loops for frames (backend/cpu/window_stats): the fused multiply-add of
+the quantile interpolation against exact rationals, frame_mode, frame_quantile and frame_variance
+(narrow frames directly, wide ones by prefix sums) over the runs of
+window_exclude (a frame less an excluded stretch, the row itself kept for TIES) against Python
+references on random inputs, sizes not multiples of anything, empty input."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_stats as KS
+
+
+def test_fma_rounds_once() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(20_000):
+        a, b, c = rng.uniform(-1e6, 1e6), rng.random(), float(rng.integers(-50, 50))
+        exact = float(Fraction(a) * Fraction(b) + Fraction(c))
+        assert KS.fma(a, b, c) == exact
+    assert math.isnan(KS.fma(np.inf, 0.0, 1.0)) and KS.fma(2.0, 3.0, np.inf) == np.inf
+
+
+def _runs(rng, n, exclude):
+    """Random ROWS frames (n preceding .. m following) per partition with an exclusion of the row
+    (current_row), its run of equal keys (group) or that run but the row (ties)."""
+    part_start = rng.random(n) < 0.05
+    if n:
+        part_start[0] = True
+    peer_start = part_start | (rng.random(n) < 0.4)
+    ps, pe, gs, ge = K.boundaries(part_start, peer_start)
+    reach = 6 if n < 2000 else 90  # wide frames: frame_variance's prefix sums
+    fs, fe = K.rows_frame(ps, pe, 1, int(rng.integers(0, reach)), 3, int(rng.integers(0, reach)))
+    rows = np.arange(n, dtype=np.int64)
+    if exclude is None:
+        return fs, fe, fe, fe, np.zeros(n, bool), ps
+    xs, xe = (rows, rows + 1) if exclude == "current_row" else (gs, ge)
+    le = np.minimum(fe, np.maximum(fs, xs))
+    rs = np.maximum(fs, np.minimum(fe, xe))
+    tie = (fs <= rows) & (rows < fe) if exclude == "ties" else np.zeros(n, bool)
+    return fs, le, rs, fe, tie, ps
+
+
+def _members(i, ls, le, rs, re, tie):
+    return list(range(ls[i], le[i])) + ([i] if tie[i] else []) + list(range(rs[i], re[i]))
+
+
+@pytest.mark.parametrize("exclude", [None, "current_row", "group", "ties"])
+@pytest.mark.parametrize("n", [0, 1, 997, 3000])
+def test_frame_mode_and_quantile_follow_their_references(exclude, n) -> None:
+    rng = np.random.default_rng(n + 7)
+    codes = rng.integers(0, 5, n).astype(np.int64)
+    valid = rng.random(n) < 0.85
+    xs = rng.normal(size=n).round(2)
+    ls, le, rs, re, tie, ps = _runs(rng, n, exclude)
+    mode = KS.frame_mode(codes, valid, ls, le, rs, re, tie)
+    q, ok = KS.frame_quantile(xs, valid, ls, le, rs, re, tie, 0.3, False)
+    var, var_ok = KS.frame_variance(xs, valid, ls, le, rs, re, tie, ps, 1)
+    for i in range(n):
+        rows = [j for j in _members(i, ls, le, rs, re, tie) if valid[j]]
+        assert var_ok[i] == (len(rows) > 1)
+        if len(rows) > 1:
+            assert var[i] == pytest.approx(np.var([xs[j] for j in rows], ddof=1), rel=1e-9, abs=1e-12)
+        if not rows:
+            assert mode[i] == -1 and not ok[i]
+            continue
+        counts = Counter(codes[j] for j in rows)
+        top = max(counts.values())
+        assert mode[i] == next(j for j in rows if counts[codes[j]] == top)  # ties: the first met
+        v = sorted(xs[j] for j in rows)
+        pos = 0.3 * (len(v) - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        assert ok[i] and q[i] == pytest.approx(v[lo] + (v[hi] - v[lo]) * (pos - lo), rel=1e-12, abs=1e-12)
