@@ -256,6 +256,9 @@ class BatchedDelivery:
         done = cp.cuda.Event(disable_timing=True)
         done.record(self._consumer or cp.cuda.get_current_stream())
         self._copy_stream.wait_event(done)
+        for event in unit.ready:  # (a unit made ahead and never taken: its decode kernels may still run)
+            self._copy_stream.wait_event(event)
+        unit.ready = []
         unit.buffer = None
         unit.batches = []
         if unit.in_place:  # unpinned once the consumer's kernels reading them in place have run
