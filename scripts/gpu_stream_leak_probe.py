@@ -34,12 +34,13 @@ def describe(obj, holder) -> str:
         return f"frame {holder.f_code.co_qualname}:{holder.f_lineno}"
     if kind == "cell":
         return "cell"
-    for name in dir(type(holder)):
-        try:
-            if getattr(holder, name, None) is obj:
-                return f"{kind}.{name}"
-        except Exception:  # noqa: BLE001
-            pass
+    for cls in type(holder).__mro__:  # slots only: a property could compute (decode) on access
+        for name in getattr(cls, "__slots__", ()):
+            try:
+                if object.__getattribute__(holder, name) is obj:
+                    return f"{kind}.{name}"
+            except Exception:  # noqa: BLE001
+                pass
     d = getattr(holder, "__dict__", None)
     if isinstance(d, dict):
         for k, v in d.items():
