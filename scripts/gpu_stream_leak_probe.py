@@ -52,7 +52,9 @@ def describe(obj, holder) -> str:
 def chains(obj, depth: int, seen: set, skip: set, indent: str = "    ") -> None:
     if depth == 0:
         return
-    for ref in gc.get_referrers(obj):
+    refs = gc.get_referrers(obj)
+    skip.add(id(refs))  # (this list refers to every referrer: not one of the holders)
+    for ref in refs:
         if id(ref) in skip or id(ref) in seen:
             continue
         if type(ref).__name__ == "frame" and ref.f_code.co_name in ("chains", "live", "main", "probe"):
@@ -96,11 +98,14 @@ def probe(mode: str, reader) -> None:
     print(f"   after close (streamer and iterator alive): {pool.used_bytes() - used} bytes over the baseline")
     objs = sorted(live(before), key=lambda o: -getattr(o, "nbytes", getattr(getattr(o, "mem", None), "size", 0)))
     skip = {id(objs)}
+    if not objs:
+        print("   no device array or memory pointer alive that was not there before (a holder outside Python?)")
     for o in objs[:4]:
         size = getattr(o, "nbytes", None)
         print(f"   live {type(o).__name__} {getattr(o, 'shape', '')} {getattr(o, 'dtype', '')} {size} bytes")
         chains(o, 5, set(), skip)
-    del objs, o
+        del o
+    del objs
     del it
     gc.collect()
     print(f"   after del it: {pool.used_bytes() - used} bytes")
