@@ -100,12 +100,14 @@ def probe(mode: str, reader) -> None:
     skip = {id(objs)}
     if not objs:
         print("   no device array or memory pointer alive that was not there before (a holder outside Python?)")
-    for o in objs[:4]:
+    top = objs[:4]
+    skip.add(id(top))
+    for o in top:
         size = getattr(o, "nbytes", None)
         print(f"   live {type(o).__name__} {getattr(o, 'shape', '')} {getattr(o, 'dtype', '')} {size} bytes")
         chains(o, 5, set(), skip)
         del o
-    del objs
+    del objs, top
     del it
     gc.collect()
     print(f"   after del it: {pool.used_bytes() - used} bytes")
