@@ -294,6 +294,15 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         from hetdb.sql.window import bind_window
 
         return bind_window(node, ctx, b)
+    # columns and literals first: most nodes are, and no function family below takes either
+    if isinstance(node, exp.Column):
+        if isinstance(node.this, exp.Star):
+            raise SqlError(f"'{node.sql(dialect='duckdb')}' is only allowed in the SELECT list")
+        return ctx.scope.resolve(node.table or None, node.name)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return Literal(T.STRING, node.this)
+        return TY.number_literal(node.this)
     if FX.handles(node):
         return FX.bind_ext(node, b)
     if LF.handles(node):
@@ -306,14 +315,6 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
         return ctx.unnest.add(node, b)
     if isinstance(node, exp.Alias):
         return b(node.this)
-    if isinstance(node, exp.Column):
-        if isinstance(node.this, exp.Star):
-            raise SqlError(f"'{node.sql(dialect='duckdb')}' is only allowed in the SELECT list")
-        return ctx.scope.resolve(node.table or None, node.name)
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return Literal(T.STRING, node.this)
-        return TY.number_literal(node.this)
     if isinstance(node, exp.Null):
         return Literal(T.NULL, None)
     if isinstance(node, exp.Boolean):
