@@ -238,6 +238,16 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
             return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
     from hetdb.sql import bit_aggs as BA
+    from hetdb.sql import holistic_stats as HS
+
+    if isinstance(func, (*HS.PAIRED, exp.Kurtosis, exp.Skewness)) and not isinstance(func.this, exp.Distinct):
+        args = [func.this] + ([func.expression] if isinstance(func, HS.PAIRED) else [])
+        bound = [Literal(T.FLOAT64, None) if TY.is_null_literal(a) else a for a in (bind(e) for e in args)]
+        if any(not a.dtype.is_numeric for a in bound):
+            raise SqlError(f"{name} needs numbers")
+        op = name.lower()
+        return WindowCall(T.INT64 if op == "regr_count" else T.FLOAT64, op,
+                          tuple(TY.cast_to(a, T.FLOAT64) for a in bound), frame)  # host (window_moments)
 
     if type(func) in BA.NODES and not isinstance(func.this, exp.Distinct):  # bit_and/or/xor: host loop
         x = bind(func.this)
