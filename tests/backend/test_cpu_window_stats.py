@@ -110,3 +110,32 @@ def test_frame_distinct_disc_and_reductions_follow_their_references(exclude, n) 
             acc |= int(values[j])
         assert bits[i] == acc
         assert prod[i] == pytest.approx(math.prod(values[j] / 4 for j in rows), rel=1e-12)
+
+
+@pytest.mark.parametrize("exclude", [None, "current_row", "ties"])
+@pytest.mark.parametrize("n", [0, 1, 500])
+def test_frame_moments_follow_numpy(exclude, n) -> None:
+    from hetdb.backend.cpu import window_moments as KM
+
+    rng = np.random.default_rng(n + 3)
+    y, x = rng.normal(size=n), rng.normal(size=n) * 3 + 1
+    both = rng.random(n) < 0.85
+    ls, le, rs, re, tie, _ = _runs(rng, n, exclude)
+    got = {op: KM.frame_moments(KM.OPS.index(op), y, x, both, ls, le, rs, re, tie)
+           for op in ("skewness", "covar_samp", "corr", "regr_slope", "regr_count")}
+    for i in range(n):
+        rows = [j for j in _members(i, ls, le, rs, re, tie) if both[j]]
+        assert got["regr_count"][0][i] == len(rows)
+        yy, xx = y[rows], x[rows]
+        c = len(rows)
+        if c <= 2:
+            assert not got["skewness"][1][i]
+        else:
+            d = yy - yy.mean()
+            want = math.sqrt(c * (c - 1)) / (c - 2) * (d ** 3).mean() / (d ** 2).mean() ** 1.5
+            assert got["skewness"][0][i] == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert got["covar_samp"][1][i] == (c >= 2)
+        if c >= 2:
+            assert got["covar_samp"][0][i] == pytest.approx(np.cov(xx, yy)[0, 1], rel=1e-9, abs=1e-12)
+            assert got["corr"][0][i] == pytest.approx(np.corrcoef(xx, yy)[0, 1], rel=1e-9, abs=1e-12)
+            assert got["regr_slope"][0][i] == pytest.approx(np.polyfit(xx, yy, 1)[0], rel=1e-7, abs=1e-9)
