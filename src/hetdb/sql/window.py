@@ -130,6 +130,17 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
                   for o in (order_node.expressions if order_node is not None else []))
+    if isinstance(func, exp.PercentileCont | exp.PercentileDisc | exp.Quantile) \
+            and isinstance(func.expression, exp.Array) and not ignore_nulls:
+        # quantile_cont/quantile_disc(x, [q1, ...]) OVER w: the LIST of each quantile's window call
+        from hetdb.sql.list_funcs import quantile_list
+
+        parts = []
+        for q in func.expression.expressions:
+            one = node.copy()
+            one.this.set("expression", q.copy())
+            parts.append(bind_window(one, ctx, bind))
+        return quantile_list(parts)
     temporal = _temporal_quantile(func, bind)
     if temporal is not None:  # median/quantile_cont of DATE/TIMESTAMP: of the microseconds, an instant again
         call = _call(temporal[0], order, node.args.get("spec"), bind)
