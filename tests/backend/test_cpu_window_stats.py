@@ -76,3 +76,66 @@ def test_frame_mode_and_quantile_follow_their_references(exclude, n) -> None:
         pos = 0.3 * (len(v) - 1)
         lo, hi = math.floor(pos), math.ceil(pos)
         assert ok[i] and q[i] == pytest.approx(v[lo] + (v[hi] - v[lo]) * (pos - lo), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("exclude", [None, "current_row", "group", "ties"])
+@pytest.mark.parametrize("n", [0, 1, 801, 3000])
+def test_frame_distinct_disc_and_reductions_follow_their_references(exclude, n) -> None:
+    rng = np.random.default_rng(n + 11)
+    codes = rng.integers(0, 7, n).astype(np.int64)
+    values = (codes * 3 - 5).astype(np.int64)  # one value per code
+    valid = rng.random(n) < 0.8
+    key = rng.integers(-20, 20, n).astype(np.int64)
+    ls, le, rs, re, tie, _ = _runs(rng, n, exclude)
+    distinct = KS.frame_distinct(codes, valid, ls, le, rs, re, tie)
+    disc = KS.frame_quantile_disc(key, valid, ls, le, rs, re, tie, 0.3)
+    per_code = np.zeros(7, np.int64)
+    per_code[codes] = values
+    isum, fsum, cnt = KS.frame_distinct_sum(codes, per_code.astype(np.float64), per_code, valid, ls, le, rs, re, tie)
+    _, bits, ok_bits = KS.frame_reduce(KS.BIT_OR, values, values.astype(np.float64), valid, ls, le, rs, re, tie)
+    prod, _, ok_prod = KS.frame_reduce(KS.PRODUCT, values, values.astype(np.float64) / 4, valid, ls, le, rs, re, tie)
+    for i in range(n):
+        rows = [j for j in _members(i, ls, le, rs, re, tie) if valid[j]]
+        seen = sorted({int(codes[j]) for j in rows})
+        assert distinct[i] == len(seen) == cnt[i]
+        assert isum[i] == sum(int(per_code[c]) for c in seen) and fsum[i] == pytest.approx(float(isum[i]))
+        assert ok_bits[i] == ok_prod[i] == bool(rows)
+        if not rows:
+            assert disc[i] == -1
+            continue
+        ordered = sorted(rows, key=lambda j: key[j])
+        assert key[disc[i]] == key[ordered[max(0, math.ceil(len(rows) * 0.3) - 1)]]
+        acc = 0
+        for j in rows:
+            acc |= int(values[j])
+        assert bits[i] == acc
+        assert prod[i] == pytest.approx(math.prod(values[j] / 4 for j in rows), rel=1e-12)
+
+
+@pytest.mark.parametrize("exclude", [None, "current_row", "ties"])
+@pytest.mark.parametrize("n", [0, 1, 500])
+def test_frame_moments_follow_numpy(exclude, n) -> None:
+    from hetdb.backend.cpu import window_moments as KM
+
+    rng = np.random.default_rng(n + 3)
+    y, x = rng.normal(size=n), rng.normal(size=n) * 3 + 1
+    both = rng.random(n) < 0.85
+    ls, le, rs, re, tie, _ = _runs(rng, n, exclude)
+    got = {op: KM.frame_moments(KM.OPS.index(op), y, x, both, ls, le, rs, re, tie)
+           for op in ("skewness", "covar_samp", "corr", "regr_slope", "regr_count")}
+    for i in range(n):
+        rows = [j for j in _members(i, ls, le, rs, re, tie) if both[j]]
+        assert got["regr_count"][0][i] == len(rows)
+        yy, xx = y[rows], x[rows]
+        c = len(rows)
+        if c <= 2:
+            assert not got["skewness"][1][i]
+        else:
+            d = yy - yy.mean()
+            want = math.sqrt(c * (c - 1)) / (c - 2) * (d ** 3).mean() / (d ** 2).mean() ** 1.5
+            assert got["skewness"][0][i] == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert got["covar_samp"][1][i] == (c >= 2)
+        if c >= 2:
+            assert got["covar_samp"][0][i] == pytest.approx(np.cov(xx, yy)[0, 1], rel=1e-9, abs=1e-12)
+            assert got["corr"][0][i] == pytest.approx(np.corrcoef(xx, yy)[0, 1], rel=1e-9, abs=1e-12)
+            assert got["regr_slope"][0][i] == pytest.approx(np.polyfit(xx, yy, 1)[0], rel=1e-7, abs=1e-9)

@@ -455,8 +455,9 @@ class FuzzGen:
 
     def ordered_window_item(self, scope: Scope, over: str) -> E | None:
         """A window function over a total order (``over`` ends with a unique key, no parenthesis):
-        row_number/ntile, lag/lead with offsets, first/last/nth_value and aggregates (mode too) over ROWS
-        frames (n PRECEDING/FOLLOWING, the partition's edges), a quarter of them with an EXCLUDE."""
+        row_number/ntile, lag/lead with offsets, first/last/nth_value and aggregates (mode, count(DISTINCT),
+        quantile_disc too) over ROWS frames (n PRECEDING/FOLLOWING, the partition's edges), a quarter of
+        them with an EXCLUDE."""
         form = self.r.randrange(4)
         if form == 0:
             if self.chance(0.5):
@@ -479,11 +480,14 @@ class FuzzGen:
             call = f"{x.sql}" if "|" not in f else f"{x.sql}, {f.split('|')[1]}"
             return E(f"{f.split('|')[0]}({call}) {over} ROWS BETWEEN {frame})", x.kind, x.tags)
         if x.kind in (STR, DATE):
-            op = self.pick(["min", "max", "count", "mode"])
+            op = self.pick(["min", "max", "count", "mode", "count_distinct", "quantile_disc"])
         else:
-            op = self.pick(["min", "max", "count", "sum", "mode"] + (["avg"] if "big" not in x.tags else []))
-        kind = INT if op == "count" else DBL if op == "avg" else x.kind
-        return E(f"{op}({x.sql}) {over} ROWS BETWEEN {frame})", kind, x.tags)
+            op = self.pick(["min", "max", "count", "sum", "mode", "count_distinct", "quantile_disc"]
+                           + (["avg"] if "big" not in x.tags else []))
+        kind = INT if op in ("count", "count_distinct") else DBL if op == "avg" else x.kind
+        call = {"count_distinct": f"count(DISTINCT {x.sql})", "quantile_disc": f"quantile_disc({x.sql}, 0.3)"}.get(
+            op, f"{op}({x.sql})")
+        return E(f"{call} {over} ROWS BETWEEN {frame})", kind, x.tags)
 
     def select(self) -> tuple[str, list[E], Scope]:
         scope, from_sql = self.from_clause()

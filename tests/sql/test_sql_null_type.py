@@ -26,6 +26,9 @@ QUERIES = [
     "SELECT * FROM (VALUES (NULL, NULL)) t(x, y)",
     "SELECT * FROM (VALUES (NULL), (1)) t(x)",
     "SELECT upper(NULL), length(NULL), substring(NULL, 1, 2), NULL LIKE 'a%', lower(x) FROM (SELECT NULL AS x)",
+    "SELECT NULL + 2.5, NULL * 2.5, 2.5 * NULL, NULL % 2.5, NULL || 'a', 'a' || NULL, concat(NULL, 'a'), abs(NULL), "
+    "round(NULL), NULL + 1, CAST(NULL AS INTEGER) * 2.5, x * 2.5, x || 'a' FROM (SELECT NULL AS x)",
+    "SELECT 7.5 // 2, 7.5 // 2.5, -7.5 // 2, 7 // 2.5, CAST(7.5 AS DECIMAL(10,2)) // 2, NULL // 2.5, 7 // 2, -7 // 2",
 ]
 
 

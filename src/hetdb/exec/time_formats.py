@@ -1,6 +1,6 @@
 """DuckDB's strftime/strptime format specifiers on Python's datetime: ``%g`` (milliseconds), ``%n``
 (nanoseconds), ``%z`` of a TIMESTAMP (``+00``), ``%c``/``%x``/``%X`` (ISO date and time, not the
-C locale's), ``%Y`` with at least four digits; a specifier DuckDB does not know is an error, as there
+C locale's), ``%Y`` and ``%G`` with at least four digits; a specifier DuckDB does not know is an error, as there
 (``%e``, ``%F``, ``%s`` ... would otherwise print what the C library makes of them)."""
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ def strftime(value: dt.datetime, fmt: str) -> str:
             return "%%"
         if c == "Y":
             return f"{value.year:04d}"
+        if c == "G":  # the ISO year, at least four digits as %Y
+            return f"{value.isocalendar()[0]:04d}"
         if c == "g":
             return f"{value.microsecond // 1000:03d}"
         if c == "n":

@@ -65,7 +65,8 @@ class WindowCall(Expr):
         return self.args
 
     def __str__(self) -> str:
-        f = f" {self.frame}" if self.op in FRAME_VALUES + AGGREGATES else ""
+        framed = self.op in FRAME_VALUES + AGGREGATES or self.frame != WHOLE_PARTITION  # holistic ones over frames too
+        f = f" {self.frame}" if framed else ""
         return f"{self.op}({', '.join(map(str, self.args))}){f}"
 
 

@@ -272,6 +272,9 @@ def _date_plus_interval(d: Expr, months: int, days: int) -> Expr:
 
 
 def arith(op: str, a: Expr, b: Expr) -> Expr:
+    if op in ("add", "sub", "mul", "mod") and T.NULL in (a.dtype, b.dtype) \
+            and "decimal" in (a.dtype.kind, b.dtype.kind):  # DuckDB: a bare NULL with a DECIMAL stays NULL
+        return Literal(T.NULL, None)
     ta, tb, tr = TY.arith_type(op, a, b)
     a2, b2 = TY.cast_to(a, ta), TY.cast_to(b, tb)
     if isinstance(a2, Literal) and isinstance(b2, Literal) and op in ("add", "sub", "mul") \
@@ -466,7 +469,10 @@ def _bind(node: exp.Expression, ctx: ExprContext) -> Expr:  # noqa: C901 - one d
     if isinstance(node, exp.DPipe | exp.Concat):
         parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else node.expressions
         op = "concat" if isinstance(node, exp.DPipe) else "concat_skip"  # concat() skips NULLs
-        return Call(T.STRING, op, tuple(TY.cast_to(b(p), T.STRING) for p in parts))
+        bound = [b(p) for p in parts]
+        if op == "concat" and any(e.dtype == T.NULL for e in bound):  # DuckDB: x || NULL has the NULL type
+            return Literal(T.NULL, None)
+        return Call(T.STRING, op, tuple(TY.cast_to(e, T.STRING) for e in bound))
     if isinstance(node, exp.Interval):
         months, days, micros, count = FX._interval_value(node, b)
         return IV.constant(months, days, micros) if count is None else IV.scaled(months, days, micros, b(count))

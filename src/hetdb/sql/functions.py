@@ -42,6 +42,8 @@ def bind_math(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr
     if isinstance(node, exp.Pow):
         x, y = _number(b(node.this), "POWER"), _number(b(node.expression), "POWER")
         return Call(T.FLOAT64, "power", (TY.cast_to(x, T.FLOAT64), TY.cast_to(y, T.FLOAT64)))
+    if isinstance(node, exp.Abs | exp.Round) and b(node.this).dtype == T.NULL:  # DuckDB: abs/round(NULL) BIGINT
+        return Literal(T.INT64, None)
     if isinstance(node, exp.Abs):
         x = _number(b(node.this), "ABS")
         return Call(x.dtype, "abs", (x,))

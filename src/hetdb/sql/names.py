@@ -294,8 +294,8 @@ def _frame(spec: exp.WindowSpec) -> str:
     if kind == "RANGE" and start == "UNBOUNDED PRECEDING" and end == "UNBOUNDED FOLLOWING":
         kind = "ROWS"
     text = f"{kind} BETWEEN {start} AND {end}"
-    exclude = spec.args.get("exclude")
-    return text + (f" EXCLUDE {str(exclude).upper()}" if exclude else "")
+    exclude = str(spec.args.get("exclude") or "").upper()
+    return text + (f" EXCLUDE {exclude}" if exclude and exclude != "NO OTHERS" else "")  # DuckDB omits NO OTHERS
 
 
 def _case(node: exp.Case) -> str:

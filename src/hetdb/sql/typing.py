@@ -122,9 +122,11 @@ def _stays_ubigint(a: Expr, b: Expr) -> bool:
 def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]:
     """(type to cast a to, type to cast b to, result type) for add/sub/mul/div/intdiv/mod."""
     ta, tb = a.dtype, b.dtype
-    if is_null_literal(a):
+    # a bare NULL takes the other side's type; a typed one (CAST(NULL AS INTEGER)) keeps its own
+    bare_a, bare_b = ta == T.NULL, tb == T.NULL
+    if bare_a:
         ta = tb
-    if is_null_literal(b):
+    if bare_b:
         tb = ta
     if not (ta.is_numeric and tb.is_numeric):
         raise SqlError(f"operator {op} needs numbers, got {ta} and {tb}")
@@ -138,10 +140,10 @@ def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]
         kinds = (ta.kind, tb.kind)
         w = T.INT128 if "int128" in kinds else T.INT64 if "int64" in kinds else T.INT32
         return w, w, w
-    if op == "intdiv":
-        raise UnsupportedError("integer division (//) of decimals is not supported; CAST to an integer")
-    da = as_decimal_type(a) if not is_null_literal(a) else as_decimal_type(b)
-    db = as_decimal_type(b) if not is_null_literal(b) else da
+    if op == "intdiv":  # DuckDB: // of DECIMALs divides their DOUBLEs (7.5 // 2 is 3.75)
+        return T.FLOAT64, T.FLOAT64, T.FLOAT64
+    da = as_decimal_type(a) if not bare_a else as_decimal_type(b)
+    db = as_decimal_type(b) if not bare_b else da
     if op == "mul":
         narrow = max(da.precision, db.precision) <= MAXP
         return da, db, _dec(da.precision + db.precision, da.scale + db.scale, MAXP if narrow else T.MAX_WIDE_PRECISION)

@@ -130,6 +130,17 @@ def bind_window(node: exp.Window, ctx, bind) -> Expr:
     order_node = node.args.get("order")
     order = tuple(SortKey(bind(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first")))
                   for o in (order_node.expressions if order_node is not None else []))
+    if isinstance(func, exp.PercentileCont | exp.PercentileDisc | exp.Quantile) \
+            and isinstance(func.expression, exp.Array) and not ignore_nulls:
+        # quantile_cont/quantile_disc(x, [q1, ...]) OVER w: the LIST of each quantile's window call
+        from hetdb.sql.list_funcs import quantile_list
+
+        parts = []
+        for q in func.expression.expressions:
+            one = node.copy()
+            one.this.set("expression", q.copy())
+            parts.append(bind_window(one, ctx, bind))
+        return quantile_list(parts)
     temporal = _temporal_quantile(func, bind)
     if temporal is not None:  # median/quantile_cont of DATE/TIMESTAMP: of the microseconds, an instant again
         call = _call(temporal[0], order, node.args.get("spec"), bind)
@@ -238,6 +249,16 @@ def _call(func: exp.Expression, order: tuple[SortKey, ...], spec, bind) -> Windo
             return array_agg_call(func, name, bind)
         return HL.statistic_call(func, name, bind)
     from hetdb.sql import bit_aggs as BA
+    from hetdb.sql import holistic_stats as HS
+
+    if isinstance(func, (*HS.PAIRED, exp.Kurtosis, exp.Skewness)) and not isinstance(func.this, exp.Distinct):
+        args = [func.this] + ([func.expression] if isinstance(func, HS.PAIRED) else [])
+        bound = [Literal(T.FLOAT64, None) if TY.is_null_literal(a) else a for a in (bind(e) for e in args)]
+        if any(not a.dtype.is_numeric for a in bound):
+            raise SqlError(f"{name} needs numbers")
+        op = name.lower()
+        return WindowCall(T.INT64 if op == "regr_count" else T.FLOAT64, op,
+                          tuple(TY.cast_to(a, T.FLOAT64) for a in bound), frame)  # host (window_moments)
 
     if type(func) in BA.NODES and not isinstance(func.this, exp.Distinct):  # bit_and/or/xor: host loop
         x = bind(func.this)

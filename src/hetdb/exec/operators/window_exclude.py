@@ -18,7 +18,9 @@ from hetdb.plan.window import WindowCall
 # aggregates over frames computed by host loops (window_holistic.frame_host)
 FRAMED_HOST = ("quantile_cont", "mode", "var_samp", "var_pop", "stddev_samp", "stddev_pop", "arg_max", "arg_min",
                "count_distinct", "string_agg", "quantile_disc", "product", "fsum", "bit_and",
-               "bit_or", "bit_xor", "array_agg", "sum_distinct", "avg_distinct")
+               "bit_or", "bit_xor", "array_agg", "sum_distinct", "avg_distinct", "skewness", "kurtosis", "covar_pop",
+               "covar_samp", "corr", "regr_slope", "regr_intercept", "regr_r2", "regr_count", "regr_avgx",
+               "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy")
 
 
 class Runs:

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from hetdb.backend.cpu import window as K
+from hetdb.backend.cpu import window_moments as KM
 from hetdb.backend.cpu import window_stats as KS
 from hetdb.backend.cpu.sort import order_key
 from hetdb.column import Column
@@ -97,6 +98,13 @@ def frame_host(call: WindowCall, args: list[Column], runs: tuple, ps) -> Column:
         if op.startswith("bit_"):
             return Column(call.dtype, data=iout.astype(call.dtype.numpy_dtype), validity=ok)
         return WF._int_column(np, call.dtype, fout, ok)
+    if op in KM.OPS:
+        y = args[0]
+        xcol = args[1] if len(args) > 1 else y
+        both = WF._valid(np, y) & WF._valid(np, xcol)
+        out, ok = KM.frame_moments(KM.OPS.index(op), np.asarray(y.data, np.float64), np.asarray(xcol.data, np.float64),
+                                   both, *runs)
+        return WF._int_column(np, call.dtype, out, ok)
     if op in ("sum_distinct", "avg_distinct"):
         return _distinct_sum(call, x, runs)
     if op == "quantile_disc":
