@@ -77,3 +77,33 @@ def test_small_aggregation_states_finalize_on_one_kernel_thread(tmp_path, monkey
         seen.clear()
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
         assert seen == [2], seen
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: nothing to choose")
+def test_lone_worker_over_small_source_runs_kernels_on_one_thread(tmp_path, monkeypatch) -> None:
+    """A pipeline whose source has few rows runs on one worker (the calling thread) whose kernels use
+    one thread too: waking the connection's kernel threads costs more than such work."""
+    from hetdb.exec import pipeline
+
+    rng = np.random.default_rng(9)
+    n = 5000
+    tables = {"t": pa.table({"g": pa.array(rng.integers(0, 50, n), pa.int64()),
+                             "v": pa.array(rng.integers(-9, 99, n), pa.int64())})}
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=1 << 14)  # one morsel
+    seen: list[int] = []
+    run_kernel = compiled_cpu._Worker._run_kernel
+
+    def spy(self, *args, **kwargs):
+        seen.append(kernel_threads())
+        return run_kernel(self, *args, **kwargs)
+
+    monkeypatch.setattr(compiled_cpu._Worker, "_run_kernel", spy)
+    sql = "SELECT g, sum(v) FROM t GROUP BY g"
+    want = duck_tables(tables).sql(sql).to_arrow_table()
+    with hetdb.connect(db.path, device="cpu", threads=2) as con:
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        assert seen and set(seen) == {1}, seen
+        monkeypatch.setattr(pipeline, "SMALL_SINK_ROWS", 1)
+        seen.clear()
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        assert seen and set(seen) == {2}, seen

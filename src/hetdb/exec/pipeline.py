@@ -11,6 +11,7 @@ from typing import Any
 from hetdb.column import Batch
 from hetdb.exec.kept_builds import keep_build
 from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.basic import ResultSource
 from hetdb.exec.operators.join import BuildSide
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.physical import Pipeline
@@ -32,14 +33,30 @@ class _Run:
         self._lock = threading.Lock()
         self.stop = False
         self.parallel = False  # several workers: each runs its kernels single-threaded
+        self._small: bool | None = None
+
+    def _small_source(self) -> bool:
+        """The source holds fewer than SMALL_SINK_ROWS rows (a lone worker's kernels then run on
+        one thread: see SMALL_SINK_ROWS); False when that is not known cheaply."""
+        if self._small is None:
+            src, rows = self.pipe.source, None
+            if isinstance(src, TableScan) and self.ctx.device is None:
+                rows = sum(self.gsrc.row_group_rows(m) if isinstance(m, int) else m[2] - m[1]
+                           for _, m in self.morsels)
+            elif isinstance(src, ResultSource):
+                rows = sum(m[2] - m[1] for _, m in self.morsels)
+            self._small = rows is not None and rows < SMALL_SINK_ROWS
+        return self._small
 
     def kernel_threads(self) -> None:
         """Threads the calling thread's kernels may use: one in a worker among several (morsels are
-        the one level of parallelism: a parallel kernel inside each worker oversubscribes the cores),
-        else the connection's ``threads`` (a lone worker, and what operators do at the end)."""
+        the one level of parallelism: a parallel kernel inside each worker oversubscribes the cores)
+        and for a small source, else the connection's ``threads`` (a lone worker over many rows, and
+        what operators do at the end)."""
         set_threads = getattr(self.ctx.backend, "set_kernel_threads", None)
         if set_threads is not None:
-            set_threads(1 if self.parallel else int(getattr(self.ctx.options, "threads", 0) or 0) or None)
+            one = self.parallel or (self.ctx.device is None and self._small_source())
+            set_threads(1 if one else int(getattr(self.ctx.options, "threads", 0) or 0) or None)
 
     def next_morsel(self) -> tuple[int, Any] | None:
         with self._lock:
