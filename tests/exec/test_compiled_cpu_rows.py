@@ -102,8 +102,8 @@ def test_result_sources_compiled_and_cut_into_morsels(tmp_path, monkeypatch) -> 
     cuts = []
     pieces = basic.ResultSource._pieces
 
-    def spy(self, ctx, b):
-        out = pieces(self, ctx, b)
+    def spy(self, ctx, b, share=None):
+        out = pieces(self, ctx, b, share)
         cuts.append(len(out))
         return out
 

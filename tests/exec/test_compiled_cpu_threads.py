@@ -45,3 +45,65 @@ def test_compiled_workers_run_kernels_on_one_thread(tmp_path, monkeypatch) -> No
     workers = {t: k for t, k in seen.items() if t != threading.main_thread().ident}
     assert workers, seen
     assert set(workers.values()) == {1}, seen
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: nothing to choose")
+def test_small_aggregation_states_finalize_on_one_kernel_thread(tmp_path, monkeypatch) -> None:
+    """An aggregation whose workers reduced many rows to few partial states merges them with
+    single-threaded kernels (pipeline.SMALL_SINK_ROWS counts its held states, not its input rows);
+    with the threshold lowered the merge runs on the connection's threads."""
+    from hetdb.exec import pipeline
+    from hetdb.exec.operators.aggregate import HashAggregate
+
+    rng = np.random.default_rng(4)
+    n = 300_000
+    tables = {"t": pa.table({"g": pa.array(rng.integers(0, 50, n), pa.int64()),
+                             "v": pa.array(rng.integers(-9, 99, n), pa.int64())})}
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=1 << 14)
+    seen: list[int] = []
+    finalize = HashAggregate.finalize
+
+    def spy(self, ctx, g):
+        seen.append(kernel_threads())
+        return finalize(self, ctx, g)
+
+    monkeypatch.setattr(HashAggregate, "finalize", spy)
+    sql = "SELECT g, sum(v), count(*) FROM t GROUP BY g"
+    want = duck_tables(tables).sql(sql).to_arrow_table()
+    with hetdb.connect(db.path, device="cpu", threads=2) as con:
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        assert seen == [1], seen
+        monkeypatch.setattr(pipeline, "SMALL_SINK_ROWS", 1)
+        seen.clear()
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        assert seen == [2], seen
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: nothing to choose")
+def test_lone_worker_over_small_source_runs_kernels_on_one_thread(tmp_path, monkeypatch) -> None:
+    """A pipeline whose source has few rows runs on one worker (the calling thread) whose kernels use
+    one thread too: waking the connection's kernel threads costs more than such work."""
+    from hetdb.exec import pipeline
+
+    rng = np.random.default_rng(9)
+    n = 5000
+    tables = {"t": pa.table({"g": pa.array(rng.integers(0, 50, n), pa.int64()),
+                             "v": pa.array(rng.integers(-9, 99, n), pa.int64())})}
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=1 << 14)  # one morsel
+    seen: list[int] = []
+    run_kernel = compiled_cpu._Worker._run_kernel
+
+    def spy(self, *args, **kwargs):
+        seen.append(kernel_threads())
+        return run_kernel(self, *args, **kwargs)
+
+    monkeypatch.setattr(compiled_cpu._Worker, "_run_kernel", spy)
+    sql = "SELECT g, sum(v) FROM t GROUP BY g"
+    want = duck_tables(tables).sql(sql).to_arrow_table()
+    with hetdb.connect(db.path, device="cpu", threads=2) as con:
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        assert seen and set(seen) == {1}, seen
+        monkeypatch.setattr(pipeline, "SMALL_SINK_ROWS", 1)
+        seen.clear()
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        assert seen and set(seen) == {2}, seen

@@ -11,12 +11,15 @@ from typing import Any
 from hetdb.column import Batch
 from hetdb.exec.kept_builds import keep_build
 from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.basic import ResultSource
 from hetdb.exec.operators.join import BuildSide
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.physical import Pipeline
 
-# a sink that took fewer rows finishes with single-threaded kernels (see _Run.flush)
-SMALL_SINK_ROWS = 1 << 15
+# a sink that holds fewer rows finishes with single-threaded kernels (see _Run.flush): a parallel kernel
+# wakes the connection's sleeping kernel threads, ~0.7 ms each time with 16 of them on the H100 (measured
+# on its sorts), about what one thread takes to hash-build 10-20k rows; a build or merge makes ~10 calls
+SMALL_SINK_ROWS = 1 << 17
 
 
 class _Run:
@@ -30,14 +33,30 @@ class _Run:
         self._lock = threading.Lock()
         self.stop = False
         self.parallel = False  # several workers: each runs its kernels single-threaded
+        self._small: bool | None = None
+
+    def _small_source(self) -> bool:
+        """The source holds fewer than SMALL_SINK_ROWS rows (a lone worker's kernels then run on
+        one thread: see SMALL_SINK_ROWS); False when that is not known cheaply."""
+        if self._small is None:
+            src, rows = self.pipe.source, None
+            if isinstance(src, TableScan) and self.ctx.device is None:
+                rows = sum(self.gsrc.row_group_rows(m) if isinstance(m, int) else m[2] - m[1]
+                           for _, m in self.morsels)
+            elif isinstance(src, ResultSource):
+                rows = sum(m[2] - m[1] for _, m in self.morsels)
+            self._small = rows is not None and rows < SMALL_SINK_ROWS
+        return self._small
 
     def kernel_threads(self) -> None:
         """Threads the calling thread's kernels may use: one in a worker among several (morsels are
-        the one level of parallelism: a parallel kernel inside each worker oversubscribes the cores),
-        else the connection's ``threads`` (a lone worker, and what operators do at the end)."""
+        the one level of parallelism: a parallel kernel inside each worker oversubscribes the cores)
+        and for a small source, else the connection's ``threads`` (a lone worker over many rows, and
+        what operators do at the end)."""
         set_threads = getattr(self.ctx.backend, "set_kernel_threads", None)
         if set_threads is not None:
-            set_threads(1 if self.parallel else int(getattr(self.ctx.options, "threads", 0) or 0) or None)
+            one = self.parallel or (self.ctx.device is None and self._small_source())
+            set_threads(1 if one else int(getattr(self.ctx.options, "threads", 0) or 0) or None)
 
     def next_morsel(self) -> tuple[int, Any] | None:
         with self._lock:
@@ -81,6 +100,14 @@ class _Run:
             raise
         pipe.sink.combine(ctx, self.gsink, lsink)
 
+    def _sink_rows(self) -> int:
+        """Rows the sink's finalize works on: an aggregation's partial states (its input rows
+        were reduced by the workers already: TPC-H q02's 8M partsupp rows to 16 x ~4.7k groups),
+        else the rows it took."""
+        held = getattr(self.pipe.sink, "held_rows", None)
+        rows = held(self.gsink) if held is not None else None
+        return rows if rows is not None else self.ctx.stat(self.pipe.sink.op_id).rows_in
+
     def flush(self) -> None:
         """Push what operators emit at the end (unmatched build rows, spilled partitions). The
         kernels from here on (these and the sink's finalize: a hash table's build, an aggregation's
@@ -92,7 +119,7 @@ class _Run:
         self.parallel = False
         self.kernel_threads()
         set_threads = getattr(ctx.backend, "set_kernel_threads", None)
-        if set_threads is not None and ctx.device is None and ctx.stat(pipe.sink.op_id).rows_in < SMALL_SINK_ROWS:
+        if set_threads is not None and ctx.device is None and self._sink_rows() < SMALL_SINK_ROWS:
             set_threads(1)
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
         lsink = pipe.sink.init_local(ctx, self.gsink)

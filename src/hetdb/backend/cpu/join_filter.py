@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from hetdb.backend.cpu.groupby import int_ranges
-from hetdb.backend.cpu.keys import hash_rows, key_matrix
+from hetdb.backend.cpu.keys import hash_rows, kernel_threads, key_matrix, set_kernel_threads
 
 # A bitmap may use up to this many bits per build row (or this floor: 8 Mbit = 1 MiB is cheap).
 # (128, not 64: TPC-H q21's and q04's builds keyed by l_orderkey, ~700k of 60M keys at SF 10, got a
@@ -114,8 +114,23 @@ def filter_of(table) -> KeyFilter:
         with _lock:
             f = getattr(table, "key_filter", None)
             if f is None:
-                f = table.key_filter = build_filter(table.keys)
+                f = table.key_filter = _build_filter_sized(table.keys)
     return f
+
+
+# a filter over fewer build keys is built on one kernel thread (waking 16 sleeping ones costs more)
+SMALL_FILTER_KEYS = 1 << 17
+
+
+def _build_filter_sized(keys: np.ndarray) -> KeyFilter:
+    threads = kernel_threads()
+    if threads == 1 or keys.shape[1] >= SMALL_FILTER_KEYS:
+        return build_filter(keys)
+    set_kernel_threads(1)
+    try:
+        return build_filter(keys)
+    finally:
+        set_kernel_threads(threads)
 
 
 def might_match(f: KeyFilter, keys: list[np.ndarray]) -> np.ndarray:

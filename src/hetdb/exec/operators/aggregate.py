@@ -343,6 +343,12 @@ class HashAggregate(Sink):
             with g.lock:
                 spill_partitioned(ctx, b, part, g.parts)
 
+    def held_rows(self, g: _AggState) -> int | None:
+        """Partial-state (or raw) rows the finalize merges; None when spilled (partitions on disk)."""
+        if g.parts is not None:
+            return None
+        return sum(b.num_rows for b in g.batches) + sum(b.num_rows for _, b in g.runs)
+
     def combine(self, ctx: ExecContext, g: _AggState, l: _AggLocal) -> None:  # noqa: E741
         with g.lock:  # decided under the lock: spilling may begin in another worker meanwhile
             if g.parts is None:

@@ -27,8 +27,9 @@ from hetdb.exec.columns import concat_batches, take_batch
 
 # a final merge of fewer state rows keeps the one merge (its kernels' thread pool is cheaper)
 PARALLEL_MERGE_ROWS = 1 << 18
-# partitions per worker thread (several: their sizes vary, the pool balances them)
-PARTS_PER_THREAD = 4
+# partitions per worker thread (two: their sizes vary, the pool balances them; each costs a gather per
+# batch and column and a merge's calls, Python that holds the GIL)
+PARTS_PER_THREAD = 2
 PART_ROWS = 1 << 16
 _POOL_PREFIX = "hetdb-worker"
 # False: every final merge is the one merge (A/B runs)

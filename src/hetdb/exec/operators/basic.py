@@ -100,8 +100,11 @@ class ValuesSource(Source):
         return [Batch(cols, len(self.rows))]
 
 
-# result batches of at least twice this many rows are cut into several morsels (ResultSource._pieces)
-RESULT_MORSEL_ROWS = 1 << 15
+# result batches of at least twice this many rows are cut into several morsels (ResultSource._pieces): a
+# morsel's Python and its GIL hand-overs cost the same whatever its rows, and with 16 workers taking turns
+# at the GIL small morsels ran slower than one thread (TPC-H q11's 304k groups cut in 9 morsels of 34k
+# rows, operator at a time: ~180 ms of worker time at 16 threads on the H100, 4 ms on one thread)
+RESULT_MORSEL_ROWS = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -122,23 +125,29 @@ class ResultSource(Source):
     def morsels(self, ctx: ExecContext, g: Any) -> list:
         out = []
         step = ctx.batch_rows
-        for i, b in enumerate(ctx.results[self.pipeline_id]):
+        batches = ctx.results[self.pipeline_id]
+        # the worker threads shared among the batches: a result of many batches (an aggregation's
+        # key-run pieces, TPC-H q18's 116 at SF 10) is a morsel per batch already, not 4 each
+        threads = int(getattr(ctx.options, "threads", 1) or 1)
+        share = -(-threads // max(1, sum(1 for b in batches if b.num_rows)))
+        for i, b in enumerate(batches):
             if not step or b.num_rows <= step:
-                out.extend((i, lo, hi) for lo, hi in self._pieces(ctx, b))
+                out.extend((i, lo, hi) for lo, hi in self._pieces(ctx, b, share))
             else:
                 out.extend((i, s, s + step) for s in range(0, b.num_rows, step))
         return out
 
-    def _pieces(self, ctx: ExecContext, b: Any) -> list[tuple[int, int]]:
-        """Row ranges of one result batch: a large one in memory is cut into a range per worker
-        thread on the CPU (an aggregation's result is one batch: TPC-H q18's 15M groups at SF 10
-        were filtered by one worker while 15 waited), unless the order of its rows matters."""
+    def _pieces(self, ctx: ExecContext, b: Any, share: int | None = None) -> list[tuple[int, int]]:
+        """Row ranges of one result batch: a large one in memory is cut into up to ``share`` ranges
+        (default: one per worker thread) on the CPU (an aggregation's result is one batch: TPC-H
+        q18's 15M groups at SF 10 were filtered by one worker while 15 waited), unless the order of
+        its rows matters."""
         n = b.num_rows
         threads = int(getattr(ctx.options, "threads", 1) or 1)
         if self.ordered or ctx.device is not None or threads < 2 or not isinstance(b, Batch) \
                 or n < 2 * RESULT_MORSEL_ROWS:
             return [(0, n)]
-        parts = min(threads, n // RESULT_MORSEL_ROWS)
+        parts = min(share or threads, n // RESULT_MORSEL_ROWS)
         return [(n * k // parts, n * (k + 1) // parts) for k in range(parts)]
 
     def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:
