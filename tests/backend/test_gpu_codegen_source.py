@@ -154,9 +154,10 @@ def test_warp_folded_kernels_compile_with_nvcc(tmp_path):
 
 
 def test_columns_most_rows_need_are_loaded_first():
-    """spec.eager: eager_columns picks the inputs an estimated 15% of the rows or more still need when
-    the generator would load them (filters keep half, a probe its hit share); the kernel then loads
-    them for the whole tile before its first filter, and is another kernel than the staged one."""
+    """spec.eager: eager_columns picks the inputs of which 75% of the memory sectors or more would be read
+    anyway when the generator loads them (the rows selected then: filters keep half, a probe its hit
+    share); the kernel then loads them for the whole tile before its first filter, and is another
+    kernel than the staged one."""
     import dataclasses
 
     from hetdb.backend.gpu.codegen.generate import eager_columns
@@ -175,3 +176,8 @@ def test_columns_most_rows_need_are_loaded_first():
     assert body.index("BlockLoadSel<FP_BLOCK, FP_ITEMS>(in2 + off") > first_probe  # lo_partkey: staged
     assert generate(eager).name != generate(q41).name
     assert dataclasses.replace(q41, eager=("nope",)).unfusable_reason() == "a column loaded first is not an input"
+    # after two filters (1/4 of the rows): 4-byte values fill 90% of their sectors, 8-byte ones 68%
+    two = FusedPipelineSpec(inputs=(("a", T.INT32), ("n", T.INT32), ("w", T.INT64)),
+                            filters=(call("ge", T.BOOL, col("a"), lit(1)), call("le", T.BOOL, col("a"), lit(9))),
+                            aggregates=(AggregateSpec("sum", col("n")), AggregateSpec("sum", col("w", T.INT64))))
+    assert eager_columns(two, []) == ("a", "n")

@@ -31,6 +31,9 @@ FEATURES = {
     "dependent_keys": "dense fused group keys that are build columns of a join on another group key "
                       "(looked up per group instead of grouped by)",
     "wide_dense_groups": "fused dense aggregation over key domains past 2^20 groups (up to 2 per scanned row)",
+    # (on by default without an H100 A/B yet: the checkpoint's scripts/gpu_fused_shapes.py run was lost)
+    "fused_eager": "dense fused kernels loading the columns most rows still need at a tile's start "
+                   "(codegen/generate.py eager_columns) instead of each after the stage before it",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
@@ -42,9 +45,6 @@ EXPERIMENTS = {
     # (measured at 988b3ce: TPC-H q01 20.5 -> 33.0 ms with it on: its 4 groups' shared-memory atomics
     # cost less than combining ~19 accumulators across the warp lane by lane)
     "fused_fold": "dense fused kernels combining a warp's states per group before the accumulator's atomic",
-    # (scripts/gpu_fused_shapes.py measures it on SSB's shapes)
-    "fused_eager": "dense fused kernels loading the columns most rows still need at a tile's start "
-                   "(codegen/generate.py eager_columns) instead of each after the stage before it",
     "fused_payload_by_key": "dense fused kernels reading a join's payload by key, with the row look-up, "
                             "instead of by build row after it",
 }

@@ -377,7 +377,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
                              AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
                              fold=on("fused_fold"))
-    if on("fused_eager"):
+    if not off("fused_eager"):
         from hetdb.backend.gpu.codegen.generate import FILTER_GUESS, eager_columns
 
         # a dense join keeps its build rows' share of the key range; a dictionary lookup (every

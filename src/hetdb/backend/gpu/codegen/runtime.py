@@ -401,12 +401,12 @@ class FusedPipeline:
     def finish(self, state: AggregateState, host: bool = False) -> AggregateResult:
         """Per-group results of the non-empty groups; with ``host`` (only where ``finishes_on_host``)
         as host arrays, for a result the host takes next (no copy back to the device)."""
-        import cupy
-
         if self.finishes_on_host(state):
             return self._finish_on_host(state, host)
         if host:
             raise ValueError("finish(host=True) of a domain too large to finish on the host")
+        import cupy
+
         raise_if_overflowed(state.arith_err.get())
         if int(state.domain_errors[0]):
             raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
@@ -432,13 +432,13 @@ class FusedPipeline:
         (the query's one wait for its kernel), the non-empty groups are found there, and their keys,
         values and counts go back in one copy: two transfers instead of a wait per error word and a
         dozen small kernels, with a wait for the number of groups among them."""
-        host = state.buffer.get()
+        buf = state.buffer.get()
         head = 1 + ERR_WORDS
-        words = host[:head].view(np.uint64)
+        words = buf[:head].view(np.uint64)
         raise_if_overflowed(words[1:])
         if int(words[0]):
             raise ValueError(f"{int(words[0])} rows had a group key outside its domain {state.domains}")
-        accs = host[head:].reshape(len(self.kernel.accumulators), max(state.num_groups, 1))[:, :state.num_groups]
+        accs = buf[head:].reshape(len(self.kernel.accumulators), max(state.num_groups, 1))[:, :state.num_groups]
         counts = accs[0]
         groups = np.flatnonzero(counts > 0)
         keys = [(groups // stride) % size + lo
