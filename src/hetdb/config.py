@@ -60,7 +60,7 @@ class Options:
     # copied: "off", "on" (every such column of a random-access page), "auto" (default: once a run
     # of the pipeline measured that at most 0.1% of the rows reach them, cache/router.py
     # ``zero_copy_columns``). Only scans that stream past the device cache (exec/fusion_stream.py).
-    gpu_zero_copy: str = "auto"
+    gpu_zero_copy: str = "off"
     # Warm GPU scans that stream past the device cache deliver pages as stored, and the fused kernel
     # decodes the rows it reads as it loads them (no decode kernels, no decoded copies; exec/
     # fusion_stream.py). Off: such pages are decoded on arrival unless gpu_compressed_cache is on.

@@ -77,7 +77,7 @@ def test_warm_ssb_equals_duckdb(ssb_db, compressed, zero_copy, overlap, stored):
                    "on the third fresh connection (the measured share of rows does not reach the router yet)")
 def test_auto_reads_in_place_after_a_run_measured_a_selective_pipeline(ssb_db):
     sql = load_queries("ssb")["q3.4"]  # a handful of rows reach lo_revenue
-    opts = dict(gpu_zero_copy="auto")  # (the default)
+    opts = dict(gpu_zero_copy="auto")
     runs = []
     for _ in range(3):
         with hetdb.connect(ssb_db.path, device="gpu", **opts) as con:
