@@ -412,20 +412,26 @@ class FusedPipeline:
             raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
                              f"{state.domains}")
         counts = state.accumulators[0][:state.num_groups]
-        groups = cupy.flatnonzero(counts > 0)
+        keys, values, counts = self._non_empty_groups(state, counts, state.accumulators[1:], cupy)
+        return AggregateResult(keys, values, counts)
+
+    def _non_empty_groups(self, state: AggregateState, counts, accs, xp) -> tuple[list, list, Any]:
+        """The keys, final values and counts of the groups with rows, from the dense slot counts and
+        accumulators (``xp``: cupy on the device, numpy after finish's one copy to the host)."""
+        groups = xp.flatnonzero(counts > 0)
         keys = [(groups // stride) % size + lo
                 for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)]
         values = []
-        for acc, spec, arr in zip(self.kernel.accumulators[1:], self.spec.aggregates, state.accumulators[1:]):
+        for acc, spec, arr in zip(self.kernel.accumulators[1:], self.spec.aggregates, accs):
             v = arr[groups]
             if acc.kind == "f64":
-                v = v.view(cupy.float64)
+                v = v.view(xp.float64)
             elif acc.kind == "order_f64":
-                v = cupy.where(v >= 0, v, v ^ I64_MAX).view(cupy.float64)
+                v = xp.where(v >= 0, v, v ^ I64_MAX).view(xp.float64)
             elif spec.op in ("min", "max"):
                 v = v.astype(spec.arg.dtype.numpy_dtype)
             values.append(v)
-        return AggregateResult(keys, values, counts[groups])
+        return keys, values, counts[groups]
 
     def _finish_on_host(self, state: AggregateState, host: bool = False) -> AggregateResult:
         """finish for a small domain: the error words and accumulators come to the host in one copy
@@ -439,21 +445,8 @@ class FusedPipeline:
         if int(words[0]):
             raise ValueError(f"{int(words[0])} rows had a group key outside its domain {state.domains}")
         accs = buf[head:].reshape(len(self.kernel.accumulators), max(state.num_groups, 1))[:, :state.num_groups]
-        counts = accs[0]
-        groups = np.flatnonzero(counts > 0)
-        keys = [(groups // stride) % size + lo
-                for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)]
-        values = []
-        for acc, spec, arr in zip(self.kernel.accumulators[1:], self.spec.aggregates, accs[1:]):
-            v = arr[groups]
-            if acc.kind == "f64":
-                v = v.view(np.float64)
-            elif acc.kind == "order_f64":
-                v = np.where(v >= 0, v, v ^ I64_MAX).view(np.float64)
-            elif spec.op in ("min", "max"):
-                v = v.astype(spec.arg.dtype.numpy_dtype)
-            values.append(v)
-        out = [*keys, *values, counts[groups]]
+        keys, values, counts = self._non_empty_groups(state, accs[0], accs[1:], np)
+        out = [*keys, *values, counts]
         if not host:
             out = arrays_to_device(out)
         return AggregateResult(out[:len(keys)], out[len(keys):-1], out[-1])
