@@ -39,7 +39,18 @@ def _run_both_suites(label, ssb_small, tpch_small, hetdb_runner, expected_answer
     return ssb, tpch
 
 
-@pytest.mark.parametrize("label,options", CONFIGURATIONS, ids=[c[0] for c in CONFIGURATIONS])
+# Configurations that take minutes on 2 cores (joins without build-side choice build the larger side;
+# every pass off joins in the written order): `make test-all` / -m slow runs them.
+SLOW_CONFIGURATIONS = {"without build_side", "all passes off"}
+
+
+def _configuration_params():
+    return [pytest.param(label, options, id=label,
+                         marks=[pytest.mark.slow] if label in SLOW_CONFIGURATIONS else [])
+            for label, options in CONFIGURATIONS]
+
+
+@pytest.mark.parametrize("label,options", _configuration_params())
 def test_suites_under_configuration(label, options, ssb_small, tpch_small, hetdb_runner,
                                     expected_answers) -> None:
     ssb, tpch = _run_both_suites(label, ssb_small, tpch_small, hetdb_runner, expected_answers, options)
