@@ -66,12 +66,15 @@ class RecursiveSource(Source):
     def _run(self, ctx: ExecContext, plan: Any, working: list[Batch] | None) -> Batch | None:
         """Run ``plan``'s pipelines; its rows as ``fields``. They run in a copy of the query's context
         with results of their own (their pipeline ids restart at 0, and per-context state of the GPU
-        pipeline compiler, such as deferred hash builds, must not meet the outer plan's); operator
-        statistics and clean-up stay shared."""
+        pipeline compiler, such as deferred hash builds, or the pipelines the outer plan hands over on
+        the host, must not meet the outer plan's); operator statistics and clean-up stay shared."""
         from hetdb.exec.pipeline import run_pipeline
 
         sub = copy.copy(ctx)
         sub.results = dict(ctx.results)
+        # the outer plan's host tail names ITS pipeline ids: none of them is one of these pipelines
+        # (a fused aggregation of the anchor finishing on the host left host arrays for the GPU)
+        sub.host_sinks, sub.made_on_host = frozenset(), set()
         if working is not None:
             sub.results[_working_key(self.key)] = working
         for pipe in plan.pipelines:
