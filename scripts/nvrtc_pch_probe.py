@@ -33,7 +33,9 @@ QUERIES = [
 
 def compile_once(nvrtc, source: str, filename: str, options: list[str], headers: dict[str, str]) -> tuple[float, str]:
     """Seconds of one NVRTC compile (nan when it failed) and NVRTC's log (or the error)."""
-    prog = nvrtc.createProgram(source, filename, list(headers.values()), list(headers))
+    # (CuPy's createProgram takes the headers' sources and names as bytes)
+    prog = nvrtc.createProgram(source, filename, [h.encode() for h in headers.values()],
+                               [n.encode() for n in headers])
     t = time.perf_counter()
     try:
         nvrtc.compileProgram(prog, options)
