@@ -125,6 +125,8 @@ def main() -> None:
     parts = {k: round(v * scale, 2) for k, v in ACC.items()}
     print(f"per 100 cases x {len(configs)} configurations, CPU s: total {cpu * scale:.1f}", parts,
           f"rest {(cpu - sum(ACC.values())) * scale:.1f}")
+    print("seconds per case by configuration (wall, compiles included):",
+          {label: round(st["seconds"] / max(1, st["cases"]), 3) for label, st in r["stats"].items()})
     top = sorted(compiled.items(), key=lambda kv: -kv[1][1])[:25]
     print("compiles in the profiled cases (Numba function or NVRTC file: count, wall s, nested included):")
     for name, (count, secs) in top:

@@ -4,8 +4,9 @@
 ``.data.ptr``), whose streams and events do nothing and report work done, and whose host->device
 copies are byte copies into those arrays (so a delivery's layout can be checked against the pages).
 It lets ``PageStreamer`` and the delivery planner run their Python on the CPU, to time the work a
-warm scan does per delivery and per page. It is a measuring aid only: nothing in ``src/`` or
-``tests/`` uses it, and it says nothing about GPU time.
+warm scan does per delivery and per page, and lets ``tests/backend/stream_early_stop_host.py``
+check which host objects a stopped scan leaves alive. Nothing in ``src/`` uses it, and it says
+nothing about GPU time.
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ def _zeros(shape, dtype=np.float64):
 
 def _asarray(a, dtype=None):
     return np.ascontiguousarray(a, dtype=dtype).view(ndarray)
+
+
+def _arange(*args, dtype=None):
+    return np.arange(*args, dtype=dtype).view(ndarray)
+
+
+def _ones(shape, dtype=np.float64):
+    return np.ones(shape, dtype=dtype).view(ndarray)
+
+
+def _concatenate(arrays):
+    return np.concatenate([np.asarray(a) for a in arrays]).view(ndarray)
 
 
 class Stream:
@@ -137,6 +150,9 @@ def install() -> types.ModuleType:
     cupy.empty = _empty
     cupy.zeros = _zeros
     cupy.asarray = _asarray
+    cupy.arange = _arange
+    cupy.ones = _ones
+    cupy.concatenate = _concatenate
     for name in ("uint8", "int8", "int16", "int32", "int64", "uint32", "uint64", "float32", "float64", "bool_"):
         setattr(cupy, name, getattr(np, name))
     cuda = types.ModuleType("cupy.cuda")

@@ -71,6 +71,11 @@ class Column:
         validity = None
         if arr.null_count:
             validity = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        if pa.types.is_null(arr.type) and dtype.kind not in ("string", "list"):
+            # an Arrow null column (a bare NULL's result, e.g. one read back from a spill file): no
+            # value to fill its nulls with in its own type
+            n = len(arr)
+            return Column(dtype, data=np.zeros(n, dtype=dtype.numpy_dtype), validity=np.zeros(n, dtype=bool))
         if dtype.kind == "list":  # one Python list of the elements' Python values per row
             data = np.empty(len(arr), dtype=object)
             for i, v in enumerate(arr.to_pylist()):

@@ -28,6 +28,8 @@ TASK_CASES = 100
 WORKER_CASES = 2000
 COUNTS = ("cases", "differential", "oracle_checks", "oracle_queries", "hetdb_queries", "errors_agreed",
           "skipped", "nonempty", "failures")
+# where the time went (fuzz_worker.CompileClock; absent in older results)
+TIMES = ("nvrtc_compiles", "nvrtc_seconds", "numba_compiles", "numba_seconds")
 
 
 def merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -75,28 +77,32 @@ class Campaign:
     seed: int
     queries: int
     results: list[dict] = field(default_factory=list)
+    values: str = "configuration"  # whose values a case draws (fuzz_worker.VALUES)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, seed: int | None, queries: int | None) -> Campaign:
+    def open(cls, path: str | os.PathLike, seed: int | None, queries: int | None,
+             values: str | None = None) -> Campaign:
         """The campaign at ``path``, created when new (``seed`` and ``queries`` required then); an
-        existing one keeps its seed and size (given ones must match)."""
+        existing one keeps its seed, size and values (given ones must match)."""
         path = Path(path)
         meta = path / "campaign.json"
         if meta.exists():
             known = json.loads(meta.read_text())
-            for name, given in (("seed", seed), ("queries", queries)):
+            known.setdefault("values", "configuration")  # (campaigns from before the choice)
+            for name, given in (("seed", seed), ("queries", queries), ("values", values)):
                 if given is not None and given != known[name]:
                     raise SystemExit(f"fuzz: {path} is a campaign with {name}={known[name]}, not {given} "
                                      "(another --dir starts another campaign)")
-            campaign = cls(path, known["seed"], known["queries"])
+            campaign = cls(path, known["seed"], known["queries"], values=known["values"])
             if (path / "results.jsonl").exists():
                 campaign.add_results(path / "results.jsonl")
             return campaign
         if seed is None or queries is None:
             raise SystemExit("fuzz: a new campaign needs a seed and a size")
         path.mkdir(parents=True, exist_ok=True)
-        meta.write_text(json.dumps({"seed": seed, "queries": queries}) + "\n")
-        return cls(path, seed, queries)
+        values = values or "configuration"
+        meta.write_text(json.dumps({"seed": seed, "queries": queries, "values": values}) + "\n")
+        return cls(path, seed, queries, values=values)
 
     def add_results(self, path: Path) -> None:
         """The finished tasks of a results.jsonl (this campaign's, or another run's of the same campaign)."""
@@ -127,16 +133,19 @@ class Campaign:
 
     def totals(self) -> dict[str, dict[str, float]]:
         """Per configuration label: the COUNTS summed over every task, and its seconds."""
-        out: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys((*COUNTS, "seconds"), 0))
+        out: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys((*COUNTS, "seconds", *TIMES), 0))
         for r in self.results:
             for label, s in r["stats"].items():
                 mine = out[label]
                 for k in (*COUNTS, "seconds"):
                     mine[k] += s[k]
+                for k in TIMES:
+                    mine[k] += s.get(k, 0)
         return dict(out)
 
     def summary(self) -> str:
-        lines = [f"fuzz campaign {self.path}: seed={self.seed}, {self.queries} cases per configuration"]
+        lines = [f"fuzz campaign {self.path}: seed={self.seed}, {self.queries} cases per configuration"
+                 + (", one set of values per device" if self.values == "device" else "")]
         for device in sorted({r["device"] for r in self.results}):
             done = self.done(device)
             cases = sum(b - a for a, b in done)
@@ -146,6 +155,12 @@ class Campaign:
             lines.append(f"{device}: {cases} of {self.queries} cases done under each configuration ({ranges}); "
                          f"{runs} case runs in {seconds:.0f} s of worker time = {runs / max(seconds, 1e-9):.1f} "
                          "case runs per worker-second")
+            mine = [r for r in self.results if r["device"] == device]
+            if any("harness_seconds" in r for r in mine):
+                t = {k: sum(s.get(k, 0) for r in mine for s in r["stats"].values()) for k in TIMES}
+                lines.append(f"{device}: of that, building harnesses {sum(r.get('harness_seconds', 0) for r in mine):.0f} s, "
+                             f"NVRTC {t['nvrtc_compiles']:.0f} compiles in {t['nvrtc_seconds']:.0f} s, "
+                             f"Numba {t['numba_compiles']:.0f} compiles in {t['numba_seconds']:.0f} s (where measured)")
         failures = 0
         for label, t in sorted(self.totals().items()):
             failures += int(t["failures"])
@@ -153,7 +168,10 @@ class Campaign:
                          f"answers checked ({int(t['differential'])} vs DuckDB, {int(t['nonempty'])} non-empty, "
                          f"{int(t['errors_agreed'])} agreed errors; {int(t['oracle_queries'])} in "
                          f"{int(t['oracle_checks'])} TLP/NoREC checks), {int(t['skipped'])} skipped, "
-                         f"{int(t['failures'])} failures, {t['seconds']:.0f} s")
+                         f"{int(t['failures'])} failures, {t['seconds']:.0f} s"
+                         + (f" (NVRTC {int(t['nvrtc_compiles'])} in {t['nvrtc_seconds']:.0f} s, Numba "
+                            f"{int(t['numba_compiles'])} in {t['numba_seconds']:.0f} s)"
+                            if t["nvrtc_compiles"] or t["numba_compiles"] else ""))
         lines.append(f"failures: {failures}" + (f" (reports and replay commands: {self.path / 'failures.txt'})"
                                                 if failures else ""))
         return "\n".join(lines)

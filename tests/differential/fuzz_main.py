@@ -2,12 +2,12 @@
 
     python tests/differential/fuzz_main.py [--dir build/fuzz] [--queries 100000] [--seed N]
         [--device cpu|gpu|all] [--jobs J] [--gpu-jobs K] [--seconds S] [--cases A:B] [--shard I/N]
-        [--config NAME ...]
-    python tests/differential/fuzz_main.py --seed N --case I [--device D] [--config NAME ...]   (replay)
+        [--config NAME ...] [--values configuration|device]
+    python tests/differential/fuzz_main.py --seed N --case I [--device D] [--config NAME ...] [--values V]   (replay)
     python tests/differential/fuzz_main.py --dir D --summary [--merge RESULTS.jsonl ...]
 
 (environment defaults: FUZZ_DIR, FUZZ_QUERIES, FUZZ_SEED, FUZZ_DEVICE, FUZZ_JOBS, FUZZ_SECONDS, FUZZ_CASES,
-FUZZ_SHARD; HETDB_FUZZ_ALLOW/DENY as in the tests)
+FUZZ_SHARD, FUZZ_VALUES; HETDB_FUZZ_ALLOW/DENY as in the tests)
 
 A campaign (``fuzz_campaign``) runs cases 0 .. queries-1, each under every configuration of its device
 (``diff_fuzzconfig``: 8 on the CPU; on the GPU those 8 and two of its own), so each configuration
@@ -18,7 +18,11 @@ records every finished task, so running the same command again resumes; ``--seco
 cleanly (no new task, running ones stop between cases); ``--cases A:B`` and ``--shard I/N`` take a part
 of the campaign (several machines or runs share one campaign, each case once). Every mismatch or
 crash goes to ``failures.txt`` with its replay command; ``summary.txt`` counts cases and answers checked
-per configuration. Exits 1 when a failure was found.
+per configuration, with the NVRTC and Numba compiles and the harness builds that took the workers'
+time. ``--values device`` (a new campaign's choice, kept in campaign.json): every configuration of a
+device draws the same values for a case (default ``configuration``: each its own; the GPU compiles
+literals into its kernels, so there each configuration's own values cost it the case's compiles).
+Exits 1 when a failure was found.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diff_fuzzconfig import configurations_of  # noqa: E402
 from diff_fuzzgen import KNOWN_ISSUES, allowed_from_env  # noqa: E402
 from fuzz_campaign import TASK_CASES, WORKER_CASES, Campaign, plan_tasks  # noqa: E402
-from fuzz_worker import Config, Harness, configurations, run_task  # noqa: E402
+from fuzz_worker import VALUES, Config, Harness, configurations, run_task  # noqa: E402
 
 HERE = Path(__file__).resolve()
 
@@ -81,11 +85,12 @@ def devices_of(device: str) -> list[str]:
     return [device]
 
 
-def replay(seed: int, case: int, devices: list[str], names: list[str] | None) -> int:
+def replay(seed: int, case: int, devices: list[str], names: list[str] | None,
+           values: str = "configuration") -> int:
     """Run one case under the chosen configurations in this process; print every failure in full."""
     failures = 0
     for device in devices:
-        configs = configurations(device, names)
+        configs = configurations(device, names, values)
         result = Harness(configs).run(seed, case, 1)
         for label, s in result["stats"].items():
             print(f"fuzz: [{label}] case {case}: {s['cases']} case, {s['differential']} vs DuckDB, "
@@ -109,7 +114,8 @@ class Scheduler:
         self.failures = 0
         self.harness_errors: dict[str, int] = {}
         self.script = f"python {HERE.relative_to(Path.cwd()) if HERE.is_relative_to(Path.cwd()) else HERE}"
-        self.replay = f"{self.script} --seed {campaign.seed} --case {{case}} --device {{device}} --config '{{config}}'"
+        self.replay = (f"{self.script} --seed {campaign.seed} --case {{case}} --device {{device}} --config '{{config}}'"
+                       + (f" --values {campaign.values}" if campaign.values != "configuration" else ""))
 
     def _pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.jobs, mp_context=get_context("spawn"),
@@ -231,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--summary", action="store_true", help="print the campaign's summary and exit")
     ap.add_argument("--merge", nargs="+", default=[], help="with --summary: results.jsonl files of other "
                     "runs of the same campaign (other machines' case ranges) counted in")
+    ap.add_argument("--values", choices=VALUES, default=env("FUZZ_VALUES"),
+                    help="whose values a case draws: each configuration its own (a new campaign's default) or "
+                    "one set per device")
     args = ap.parse_args(argv)
     devices = devices_of(args.device)
     known = {n for d in ("cpu", "gpu") for n, _ in configurations_of(d)}
@@ -239,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.case is not None:
         if args.seed is None:
             ap.error("--case needs --seed")
-        return replay(args.seed, args.case, devices, args.config)
+        return replay(args.seed, args.case, devices, args.config, args.values or "configuration")
     if args.summary:
         campaign = Campaign.open(args.dir, None, None)
         for path in args.merge:
@@ -248,10 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     fresh = not (Path(args.dir) / "campaign.json").exists()
     seed = args.seed if args.seed is not None or not fresh else time.time_ns() % 10**9
-    campaign = Campaign.open(args.dir, seed, args.queries if args.queries or not fresh else 100_000)
+    campaign = Campaign.open(args.dir, seed, args.queries if args.queries or not fresh else 100_000, args.values)
     last = campaign.queries if args.cases[1] is None else min(campaign.queries, args.cases[1])
     first = args.cases[0]
-    configs = {d: tuple(configurations(d, args.config)) for d in devices}
+    configs = {d: tuple(configurations(d, args.config, campaign.values)) for d in devices}
     configs = {d: c for d, c in configs.items() if c}
     tasks = {d: plan_tasks(first, last, args.shard, campaign.done(d)) for d in configs}
     jobs = max(1, args.jobs)
@@ -259,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.time() + args.seconds if args.seconds else None
     print(f"fuzz: campaign {campaign.path} seed={campaign.seed} cases {first}..{last - 1} of {campaign.queries} "
           f"shard={args.shard[0]}/{args.shard[1]} jobs={jobs} (gpu {gpu_jobs}) "
-          f"seconds={args.seconds or 'unlimited'}", flush=True)
+          f"seconds={args.seconds or 'unlimited'} values={campaign.values}", flush=True)
     for d, cs in configs.items():
         left = sum(c for _, c in tasks[d])
         print(f"fuzz: {d}: {len(cs)} configurations {[c.name for c in cs]}; {left} cases left in "

@@ -8,13 +8,18 @@ tests, every other its own) in the case's one shape: the compiled CPU loops (and
 shape take literals as parameters, so they are compiled by the first configuration and found in the
 process's kernel cache by the others, which is what makes a campaign cheap (a fresh shape's compile
 is most of a case's time), while each configuration still answers queries no other one ran. Every
-check of ``diff_fuzz.FuzzRunner`` runs unchanged under every configuration.
+check of ``diff_fuzz.FuzzRunner`` runs unchanged under every configuration. A campaign with
+``values="device"`` has every configuration of a device draw the same values (``VALUES``: the GPU
+compiles literals into its kernels). ``CompileClock`` counts each configuration's NVRTC and Numba
+compiles (results.jsonl: ``nvrtc_compiles``, ``nvrtc_seconds``, ``numba_*`` per configuration; the
+harness's build time per task as ``harness_seconds``).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -27,6 +32,12 @@ from diff_fuzzgen import allowed_from_env, sample_values
 
 import hetdb
 
+# whose values a case draws: each configuration its own ("configuration"), or one set for every
+# configuration of a device ("device"). On the GPU, literals are compiled into the generated kernels,
+# so values of its own cost each configuration an NVRTC compile of every kernel of the case; with one
+# set per device the first configuration compiles and the others find the kernels in the cache.
+VALUES = ("configuration", "device")
+
 
 @dataclass(frozen=True)
 class Config:
@@ -35,6 +46,7 @@ class Config:
     device: str
     name: str
     options: tuple  # sorted (key, value) pairs: hashable, picklable
+    values: str = "configuration"  # see VALUES
 
     @property
     def label(self) -> str:
@@ -43,19 +55,78 @@ class Config:
     @property
     def variant(self) -> str:
         """Whose values this configuration's cases draw (``diff_fuzzgen.case_generator``)."""
+        if self.values == "device":
+            return "" if self.device == "cpu" else self.device
         return "" if (self.device, self.name) == ("cpu", "default") else self.label
 
 
-def configurations(device: str, names: list[str] | None = None) -> list[Config]:
+def configurations(device: str, names: list[str] | None = None, values: str = "configuration") -> list[Config]:
     """The configurations of ``device`` (cpu | gpu), all or those named."""
-    return [Config(device, name, tuple(sorted(options.items())))
+    if values not in VALUES:
+        raise ValueError(f"values {values!r}: expected one of {VALUES}")
+    return [Config(device, name, tuple(sorted(options.items())), values)
             for name, options in configurations_of(device) if not names or name in names]
+
+
+class CompileClock:
+    """Counts and wall seconds of NVRTC compiles and Numba compiles in this process, by the
+    configuration whose case is running (``label``): where a fuzz case's time goes."""
+
+    _shared: CompileClock | None = None
+
+    def __init__(self) -> None:
+        self.label = ""
+        self.by_label: dict[str, dict[str, list]] = {}
+        self._local = threading.local()
+
+    @classmethod
+    def shared(cls) -> CompileClock:
+        """The process's clock (installed once: every harness of the process reads it)."""
+        if cls._shared is None:
+            cls._shared = cls()
+            cls._shared.install()
+        return cls._shared
+
+    def install(self) -> None:
+        import numba.core.dispatcher as dispatcher
+
+        from hetdb.backend.gpu import compile as gpu_compile
+
+        self._wrap(gpu_compile, "_compile_cubin", "nvrtc")
+        self._wrap(dispatcher.Dispatcher, "compile", "numba")
+
+    def _wrap(self, owner, name: str, kind: str) -> None:
+        inner = getattr(owner, name)
+        clock = self
+
+        def timed(*args, **kwargs):
+            if getattr(clock._local, kind, False):  # (nested: counted by the outermost)
+                return inner(*args, **kwargs)
+            setattr(clock._local, kind, True)
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                setattr(clock._local, kind, False)
+                got = clock.by_label.setdefault(clock.label, {}).setdefault(kind, [0, 0.0])
+                got[0] += 1
+                got[1] += time.perf_counter() - t0
+
+        setattr(owner, name, timed)
+
+    def take(self, label: str) -> dict[str, float]:
+        """The compiles counted for ``label`` since the last take, as FuzzStats-like extra counts."""
+        got = self.by_label.pop(label, {})
+        return {f"{kind}_{what}": got.get(kind, [0, 0.0])[i] for kind in ("nvrtc", "numba")
+                for i, what in ((0, "compiles"), (1, "seconds"))}
 
 
 class Harness:
     """The databases, DuckDB and one hetdb connection per configuration of one process."""
 
     def __init__(self, configs: list[Config]):
+        t0 = time.perf_counter()
+        self.clock = CompileClock.shared()
         self._tmp = tempfile.TemporaryDirectory(prefix="hetdb-fuzz-")
         wanted = {split_options(dict(c.options))[0] for c in configs}
         paths = {}
@@ -75,6 +146,7 @@ class Harness:
             self.connections.append(con)
             self.runners.append((c, FuzzRunner(c.label, _answer(con), self.duck, samples, allow,
                                                self.reference, c.variant)))
+        self.seconds = time.perf_counter() - t0  # (building it: databases, DuckDB, connections)
 
     def run(self, seed: int, start: int, count: int, deadline: float | None = None) -> dict:
         """Cases ``start ..`` (up to ``count``, stopping between cases once ``deadline`` has passed)
@@ -89,6 +161,7 @@ class Harness:
             for config, runner in self.runners:
                 mine = stats[config.label]
                 before, t0 = len(mine.failures), time.perf_counter()
+                self.clock.label = config.label
                 try:
                     runner.run_case(seed, index, mine)
                 except Exception as e:  # the harness itself failed: report the case, go on
@@ -100,9 +173,10 @@ class Harness:
                              for text in mine.failures[before:]]
             self.reference.clear()
             done += 1
+        self.clock.label = ""
         return {"done": done, "failures": failures,
                 "stats": {label: {k: v for k, v in asdict(s).items() if k != "failures"}
-                          | {"failures": len(s.failures)} for label, s in stats.items()}}
+                          | {"failures": len(s.failures)} | self.clock.take(label) for label, s in stats.items()}}
 
 
 def _answer(con):
@@ -116,11 +190,14 @@ def run_task(configs: tuple[Config, ...], seed: int, start: int, count: int,
              deadline: float | None = None) -> dict:
     """One task of a campaign in this process (its harness built on the first task and kept)."""
     t0 = time.time()
-    key = tuple(c.label for c in configs)
+    key = tuple((c.label, c.values) for c in configs)
     harness = _HARNESSES.get(key)
+    built = 0.0
     if harness is None:
         harness = _HARNESSES[key] = Harness(list(configs))
+        built = harness.seconds
     result = harness.run(seed, start, count, deadline)
-    result.update(device=configs[0].device, seed=seed, start=start, seconds=time.time() - t0, pid=os.getpid())
+    result.update(device=configs[0].device, seed=seed, start=start, seconds=time.time() - t0, pid=os.getpid(),
+                  harness_seconds=built)
     return result
 

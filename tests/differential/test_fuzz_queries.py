@@ -285,6 +285,41 @@ def test_campaign_runs_every_configuration_on_the_same_cases(fuzz_db, fuzz_sampl
     assert result["failures"][0]["text"].startswith("--- cpu cpu_compile=False seed=")
 
 
+def test_campaign_with_one_set_of_values_per_device_and_its_compile_clock(tmp_path) -> None:
+    """``--values device``: every configuration of a device draws the same values for a case (the GPU
+    compiles literals into its kernels: its configurations then share the kernels), kept in the
+    campaign's identity and in its replay commands; each task records its configurations' NVRTC and
+    Numba compiles and the harness's build time."""
+    from fuzz_campaign import Campaign
+    from fuzz_main import Scheduler
+    from fuzz_worker import Harness, configurations
+
+    gpu = configurations("gpu", values="device")
+    assert len(gpu) == 11 and {c.variant for c in gpu} == {"gpu"}
+    assert len({c.variant for c in configurations("gpu")}) == 11  # (the default: each its own)
+    configs = configurations("cpu", ["default", "cpu_compile=False"], values="device")
+    harness = Harness(configs)
+    assert harness.seconds > 0
+    result = harness.run(SEED, 0, 4)
+    assert result["done"] == 4 and not result["failures"], result["failures"][:1]
+    default, other = (runner for _, runner in harness.runners)
+    assert all(_text(default.draw(SEED, i)) == _text(other.draw(SEED, i)) for i in range(4))
+    for c in configs:
+        s = result["stats"][c.label]
+        assert s["nvrtc_compiles"] == 0 and s["numba_compiles"] >= 0 and s["numba_seconds"] >= 0
+    campaign = Campaign.open(tmp_path / "c", 7, 1000, "device")
+    assert Campaign.open(tmp_path / "c", None, None).values == "device"
+    with pytest.raises(SystemExit, match="values=device"):
+        Campaign.open(tmp_path / "c", None, None, "configuration")
+    assert Campaign.open(tmp_path / "old", 7, 1000).values == "configuration"
+    scheduler = Scheduler(campaign, {"cpu": tuple(configs)}, {"cpu": []}, 1, 0, None)
+    assert scheduler.replay.endswith("--values device")
+    result.update(device="cpu", seed=7, start=0, seconds=1.0, pid=1, harness_seconds=0.5)
+    campaign.record(result, scheduler.replay)
+    summary = (tmp_path / "c" / "summary.txt").read_text()
+    assert "one set of values per device" in summary and "cpu: of that, building harnesses" in summary
+
+
 def test_oracle_parts_combine_dates_past_python_range() -> None:
     """DuckDB's dates go past year 9999 (DATE '9999-12-31' + 30), Python's do not: the partitions of
     an oracle combine such dates as their day numbers (this killed a campaign with OverflowError)."""

@@ -7,7 +7,7 @@ import pytest
 from diff_check import TOTAL, run_differential
 from diff_fuzz import use_reference_without_statistics_propagation
 
-from hetdb.errors import UnsupportedError
+from hetdb.errors import HetdbError, SqlError, UnsupportedError
 
 WIDE_FLOAT_FRAMES = [
     "SELECT id, sum(f) OVER (PARTITION BY b ORDER BY id ROWS BETWEEN 1 PRECEDING AND UNBOUNDED FOLLOWING), "
@@ -101,6 +101,14 @@ CASES: list[tuple[str, object, dict, int]] = [
     # (found probing the generator's DATE + n form; years past 9999 were already right)
     ("SELECT id, CAST(d - 400 AS VARCHAR), (d - 400) || 'x', CAST(d + 30 AS VARCHAR), "
      "CAST(CAST(d AS TIMESTAMP) - INTERVAL 800 DAY AS VARCHAR) FROM fa", None, {}, 1),
+    # regexp_extract of a group the pattern lacks raised "group 1 does not exist" where a row matched;
+    # DuckDB extracts '' (campaign seed 20261125, cases 11248-11251)
+    ("SELECT DISTINCT sl, regexp_extract(sl, '[0-9]+', 1), regexp_extract(sl, '([a-z])([0-9])', 3) FROM fa",
+     None, {}, 1),
+    # a bare NULL's column (sl || NULL) read back from a spill file: Arrow's null column could not be
+    # filled with 0 (ArrowInvalid, 13 of 40 runs; campaign seed 20261125, case 12178)
+    ("SELECT t1.i, (t1.sl || NULL) AS c1, lower(t1.s) FROM fc t0 RIGHT JOIN fa t1 ON t0.s = t1.s", None,
+     {"host_memory_limit": "16KB", "threads": 4}, 4),
 ]
 
 # (SQL, error type): refusals that must name the construct
@@ -179,3 +187,28 @@ WIDE_KEY_OVER_EMPTY_JOIN = (
 def test_wide_decimal_subquery_key_over_empty_join(fuzz_db, hetdb_runner) -> None:
     assert fuzz_db.reference(WIDE_KEY_OVER_EMPTY_JOIN).num_rows == 0
     assert hetdb_runner(fuzz_db.path)(WIDE_KEY_OVER_EMPTY_JOIN).num_rows == 0
+
+
+# found by the issue-15 campaign (seed 20261125, case 19290, threads=4 batch_rows=16): a regexp_replace
+# rewrite naming a group its pattern lacks crashed with Python's re.error under LIMIT 0, where DuckDB
+# evaluates nothing and answers no rows; elsewhere both engines raise
+BAD_REWRITE = "SELECT regexp_replace(s, '[aeiou]', '\\2\\1', 'g') AS c0 FROM fc"
+
+
+def test_limit_zero_evaluates_nothing_and_a_bad_rewrite_is_a_typed_error(fuzz_db, hetdb_runner) -> None:
+    run = hetdb_runner(fuzz_db.path, threads=4, batch_rows=16)
+    for tail in (" ORDER BY 1 NULLS FIRST LIMIT 0 OFFSET 8", " LIMIT 0"):
+        assert fuzz_db.reference(BAD_REWRITE + tail).num_rows == 0
+        got = run(BAD_REWRITE + tail)
+        assert got.num_rows == 0 and got.schema.names == ["c0"]
+    with pytest.raises(Exception, match="(?i)invalid replacement string"):
+        fuzz_db.reference(BAD_REWRITE)
+    with pytest.raises(HetdbError, match="Invalid replacement string for regexp_replace"):
+        run(BAD_REWRITE)
+    # the group index of regexp_extract is checked when the query is bound, as DuckDB does
+    for group in (10, -1):
+        sql = f"SELECT regexp_extract(s, '[0-9]+', {group}) FROM fc WHERE false"
+        with pytest.raises(Exception, match="(?i)group index must be between 0 and 9"):
+            fuzz_db.reference(sql)
+        with pytest.raises(SqlError, match="group index must be between 0 and 9"):
+            run(sql)

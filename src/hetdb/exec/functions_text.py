@@ -59,15 +59,18 @@ def _regex(p: str) -> re.Pattern:
 
 def _regexp_replace(s: str, p: str, r: str, every: bool) -> str:
     repl = re.sub(r"\\(\d)", r"\\g<\1>", r)
-    return _regex(p).sub(repl, s, count=0 if every else 1)
+    pattern = _regex(p)
+    try:
+        return pattern.sub(repl, s, count=0 if every else 1)
+    except re.error as e:  # e.g. \2 with fewer groups: DuckDB refuses the rewrite string too
+        raise HetdbError(f"Invalid replacement string for regexp_replace: {r!r} with {p!r} "
+                         f"({pattern.groups} parenthesized subexpressions): {e}") from None
 
 
 def _regexp_extract(s: str, p: str, group: int) -> str:
     m = _regex(p).search(s)
-    if m is None:
-        return ""
-    if group > (m.re.groups or 0):
-        raise HetdbError(f"regexp_extract: group {group} does not exist in {p!r}")
+    if m is None or group > (m.re.groups or 0):
+        return ""  # (a group the pattern lacks extracts '' in DuckDB; the binder refuses one past 9)
     return m.group(group) or ""
 
 

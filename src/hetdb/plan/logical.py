@@ -175,6 +175,15 @@ class Limit(SameSchema):
         return f"Limit {self.limit} offset {self.offset}"
 
 
+def limited(input: Node, limit: int | None, offset: int = 0) -> Node:
+    """``input`` under LIMIT/OFFSET. LIMIT 0 is no rows at all: a Values of ``input``'s schema, so
+    nothing under it runs (DuckDB evaluates nothing there either: an expression that would fail on
+    a row, e.g. a regexp_replace rewrite naming a group its pattern lacks, fails on none)."""
+    if limit == 0:
+        return Values(input.schema, ())
+    return Limit(input, limit, offset)
+
+
 @dataclass(frozen=True)
 class TopN(SameSchema):
     """Sort + Limit fused by the optimizer (limit pushdown into top-k)."""

@@ -15,7 +15,7 @@ from sqlglot import exp
 from hetdb.errors import CatalogError, SqlError, UnsupportedError
 from hetdb.plan.expr import AggCall, ColumnRef, Expr, Field, SortKey
 from hetdb.plan.exprutil import and_all, conjuncts, eq_sides, factor_or, substitute
-from hetdb.plan.logical import Aggregate, Filter, Limit, Node, Output, Project, Sort, Values
+from hetdb.plan.logical import Aggregate, Filter, Node, Output, Project, Sort, Values, limited
 from hetdb.plan.window import Window
 from hetdb.sql import fromclause as FC
 from hetdb.sql import interval as IV
@@ -492,7 +492,7 @@ class Binder(KeyBinding):
         if limit is not None or offset:
             if corr_keys or corr_residual:
                 raise UnsupportedError("LIMIT/OFFSET in a correlated subquery")
-            plan = Limit(plan, limit, offset or 0)
+            plan = limited(plan, limit, offset or 0)
         return BoundQuery(plan, visible, exprs, list(agg_state.aggs) if agg_state else [],
                           corr_keys, corr_residual, grouped, limit is not None or bool(offset))
 

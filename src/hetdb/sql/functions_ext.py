@@ -304,9 +304,11 @@ def bind_ext(node: exp.Expression, b: Callable[[exp.Expression], Expr]) -> Expr:
     if isinstance(node, exp.RegexpExtract):
         g = node.args.get("group")
         pat, _ = _regex_options(b, node, "regexp_extract", "parameters")
-        return Call(T.STRING, "regexp_extract", (
-            _string(b(node.this), "regexp_extract"), pat,
-            _integer(b(g), "regexp_extract") if g is not None else Literal(T.INT64, 0)))
+        group = _integer(b(g), "regexp_extract") if g is not None else Literal(T.INT64, 0)
+        # DuckDB: a constant group in 0..9 (RE2's), checked when the query is bound
+        if isinstance(group, Literal) and group.value is not None and not 0 <= group.value <= 9:
+            raise SqlError("regexp_extract: group index must be between 0 and 9")
+        return Call(T.STRING, "regexp_extract", (_string(b(node.this), "regexp_extract"), pat, group))
     if isinstance(node, exp.Pad):
         op = "lpad" if node.args.get("is_left") else "rpad"
         fill = node.args.get("fill_pattern")

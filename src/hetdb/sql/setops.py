@@ -16,7 +16,7 @@ from sqlglot import exp
 from hetdb import types as T
 from hetdb.errors import SqlError, UnsupportedError
 from hetdb.plan.expr import Call, ColumnRef, Expr, Field, Literal, SortKey
-from hetdb.plan.logical import Aggregate, Join, Limit, Node, Project, Sort, Union
+from hetdb.plan.logical import Aggregate, Join, Node, Project, Sort, Union, limited
 from hetdb.plan.window import WHOLE_PARTITION, Window, WindowCall
 from hetdb.sql import typing as TY
 from hetdb.sql.exprs import ExprContext, bind_expr
@@ -156,5 +156,5 @@ def bind_union(binder, node: exp.SetOperation, outer: Scope | None):
     limit = _int_clause(node.args.get("limit"), "LIMIT")
     offset = _int_clause(node.args.get("offset"), "OFFSET")
     if limit is not None or offset:
-        plan = Limit(plan, limit, offset or 0)
+        plan = limited(plan, limit, offset or 0)
     return BoundQuery(plan, fields, [_ref(f) for f in fields], limited=limit is not None or bool(offset))

@@ -63,6 +63,7 @@ from hetdb.backend.gpu.stream_pages import (
     keeps_compressed,
     page_codec,
     page_layout,
+    release_batches,
 )
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
@@ -207,16 +208,20 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 self._retire(current)
                 current = None
         finally:
+            if current is not None:  # stopped early: the step the consumer was on ends here
+                release_batches([batch])
             for rg in ([current] if current is not None else []) + pending:
                 self._abandon(rg)
             self._release_scan()
 
     def close(self) -> None:
         """Return every pin, reservation and device buffer this scan holds; idempotent. The
-        iterators handed out end here (outermost first), so none of their suspended frames keeps
-        the last step's arrays alive."""
-        while self._wrappers:
-            self._wrappers.pop().close()
+        iterators handed out end here (outermost first), and the Batches of the step the consumer
+        was on are emptied (``release_batches``), so nothing that still references them — a
+        consumer's suspended generator — keeps the delivery's device memory alive."""
+        wrappers, self._wrappers = self._wrappers, []
+        for gen in wrappers:
+            gen.close()
         if self._gen is not None:
             self._gen.close()  # runs the generator's cleanup if it stopped at a yield
         self._release_scan()

@@ -46,6 +46,7 @@ from hetdb.backend.gpu.stream_pages import (
     _Page,
     _RowGroup,
     keeps_compressed,
+    release_batches,
     zero_copy_address,
 )
 from hetdb.cache.pages import memoized, page_info
@@ -92,7 +93,7 @@ class BatchedDelivery:
             raise RuntimeError("a PageStreamer streams once; make a new one for another scan")
         if not self.batching:
             self._gen = self._iterate()
-            return self._wrapper(((rg,), [batch]) for rg, batch in self._gen)
+            return self._wrapper(self._row_groups_as_deliveries(self._gen))
         self._gen = self._iterate_batches()
         return self._gen
 
@@ -102,19 +103,31 @@ class BatchedDelivery:
         return self._wrapper(self._batches())
 
     def _wrapper(self, gen: Iterator) -> Iterator:
-        """``gen``, closed by ``close``: a generator wrapping the streamer's own one holds the last
-        step's Batches in its suspended frame (its loop variables), and with them the delivery's
-        device buffer, however the streamer retires it (the early-stop leak of one delivery)."""
+        """``gen``, closed by ``close``. A wrapper's yield lies inside ``try``/``finally`` (which closes
+        what it wraps): CPython 3.12.3 (the H100's; python/cpython gh-118272, fixed in 3.12.4) closes a
+        generator suspended at a yield outside any ``try`` without clearing its frame, whose loop
+        variables — the last step's Batches — kept the delivery's device buffer (the early-stop leak)."""
         self._wrappers.append(gen)
         return gen
 
+    def _row_groups_as_deliveries(self, gen: Iterator[tuple[int, Batch]]) -> Iterator[tuple[tuple[int, ...], list[Batch]]]:
+        try:
+            for rg, batch in gen:
+                yield (rg,), [batch]
+        finally:
+            gen.close()
+
     def _batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
-        for rgs, parts in self.deliveries():
-            if len(parts) == 1:
-                yield rgs, parts[0]
-            else:
-                for rg, part in zip(rgs, parts):
-                    yield (rg,), part
+        steps = self.deliveries()
+        try:
+            for rgs, parts in steps:
+                if len(parts) == 1:
+                    yield rgs, parts[0]
+                else:
+                    for rg, part in zip(rgs, parts):
+                        yield (rg,), part
+        finally:
+            steps.close()
 
     @property
     def batching(self) -> bool:
@@ -224,7 +237,8 @@ class BatchedDelivery:
                 self._retire_unit(current)
                 current = None
         finally:
-            for unit in ([current] if current is not None else []) + queue:
+            for unit in ([current] if current is not None else []) + queue:  # (stopped early)
+                release_batches(unit.batches)
                 self._retire_unit(unit)
             for rgs in pending:
                 for rg in rgs:

@@ -13,7 +13,7 @@ import numpy as np
 from hetdb.cache.base import PageKey
 from hetdb.cache.host_cache import HostPage
 from hetdb.cache.router import Route
-from hetdb.column import Column
+from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError
 from hetdb.storage.format import PageLocation
 
@@ -151,6 +151,16 @@ def _delivered(col: Column) -> Column:
     what a consumer decodes from it is not kept in the cache."""
     fresh = getattr(col, "fresh", None)
     return col if fresh is None else fresh()
+
+
+def release_batches(batches: list[Batch]) -> None:
+    """End delivered Batches when a scan stops early: each drops its columns (the device arrays
+    viewing the delivery's buffer), so whoever still references the Batch objects — a consumer's
+    suspended frame, a wrapper of the iterator — no longer keeps that memory alive. The consumer
+    was told the arrays are valid until the next step or ``close``; its own Batches built from
+    these columns are its own."""
+    for batch in batches:
+        batch.columns = {}
 
 
 def _column_nbytes(col: Column) -> int:
