@@ -4,6 +4,9 @@ the glibc thresholds, the bushy join order, the probes' key memo; the others, of
 
 Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries; default a set)
        AB_CONFIGS=all,one-merge,all-again python scripts/cpu_switches_ab.py ...   (only those configurations)
+       AB_CONFIGS=all,small_sink_rows=32k+small_source_rows=0 ...   (a configuration may be thresholds of
+       backend/cpu/tuning.py, name=value joined by '+', the values as HETDB_CPU_TUNE takes them)
+AB_REPEAT (default 3) timed runs per query.
 
 Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
 and three timed runs, the best printed in ms, then per configuration the geomean of its times
@@ -19,11 +22,11 @@ import time
 from collections.abc import Callable
 
 import hetdb
-from hetdb.backend.cpu import heap, join, join_filter
+from hetdb.backend.cpu import heap, join_filter, tuning
 from hetdb.backend.cpu.codegen import pipeline_py
 from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels
-from hetdb.exec.operators import aggregate, aggregate_parallel
+from hetdb.exec.operators import aggregate
 from hetdb.plan import cardinality
 from hetdb.plan.passes import bushy_joins
 
@@ -37,6 +40,23 @@ def _setter(module, name: str, value) -> Callable[[], Callable[[], None]]:
         compiled_cpu_kernels._SPEC_KERNELS.clear()  # (kernels generated under the other setting)
         return lambda: (setattr(module, name, old), compiled_cpu_kernels._SPEC_KERNELS.clear())
     return apply
+
+
+def _tuned(spec: str) -> Callable[[], Callable[[], None]]:
+    """Thresholds of backend/cpu/tuning.py (``name=value+name=value``) for one configuration."""
+    changes = tuning.parse(spec.replace("+", ","))
+
+    def apply() -> Callable[[], None]:
+        old = dict(tuning.values)
+        tuning.values.update(changes)
+        return lambda: tuning.values.update(old)
+    return apply
+
+
+# every session-12 threshold at its session-11 value (backend/cpu/tuning.py names them)
+S11 = ("parallel_merge_rows=off+direct_parallel_rows=off+parallel_matrix_rows=off+nogil_zero_cells=off"
+       "+result_morsel_rows=32k+result_share_threads=0+small_sink_rows=32k+small_source_rows=0"
+       "+small_filter_keys=0")
 
 
 def _hugepages_on() -> Callable[[], None]:
@@ -64,8 +84,9 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),
-    "one-merge": ([], _setter(aggregate_parallel, "ENABLED", False)),  # (session 12: partitioned final merge)
-    "one-pass-direct": ([], _setter(join, "DIRECT_PARALLEL_ROWS", 1 << 62)),  # (session 12: direct builds by ranges)
+    "one-merge": ([], _tuned("parallel_merge_rows=off")),  # (session 12: partitioned final merge)
+    "one-pass-direct": ([], _tuned("direct_parallel_rows=off")),  # (session 12: direct builds by ranges)
+    "s11-thresholds": ([], _tuned(S11)),  # (every session-12 threshold as before it)
     "all-again": ([], None),  # (the first configuration again: order effects and noise)
     "hugepages-on": ([], _hugepages_on),  # (stays installed: list it last)
 }
@@ -75,7 +96,8 @@ def main() -> None:
     db, threads = sys.argv[1], int(sys.argv[2])
     names = sys.argv[3:] or DEFAULT_QUERIES
     wanted = [c for c in os.environ.get("AB_CONFIGS", "").split(",") if c]
-    configs = {c: CONFIGS[c] for c in wanted} if wanted else CONFIGS
+    configs = {c: CONFIGS[c] if c in CONFIGS else ([], _tuned(c)) for c in wanted} if wanted else CONFIGS
+    repeat = int(os.environ.get("AB_REPEAT", "3"))
     qs = {q.name: q for q in load_queries("tpch", None)}
     times: dict[str, dict[str, float]] = {}
     for config, (off, switch) in configs.items():
@@ -87,7 +109,7 @@ def main() -> None:
                     sql = qs[n].sql
                     con.sql(sql).arrow()
                     best = math.inf
-                    for _ in range(3):
+                    for _ in range(repeat):
                         t0 = time.perf_counter()
                         con.sql(sql).arrow()
                         best = min(best, time.perf_counter() - t0)

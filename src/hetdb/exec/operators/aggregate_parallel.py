@@ -22,18 +22,15 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
 from hetdb.exec.columns import concat_batches, take_batch
 
-# a final merge of fewer state rows keeps the one merge (its kernels' thread pool is cheaper)
-PARALLEL_MERGE_ROWS = 1 << 18
-# partitions per worker thread (two: their sizes vary, the pool balances them; each costs a gather per
-# batch and column and a merge's calls, Python that holds the GIL)
-PARTS_PER_THREAD = 2
-PART_ROWS = 1 << 16
+# (backend/cpu/tuning.py) parallel_merge_rows: a final merge of fewer state rows keeps the one merge
+# (its kernels' thread pool is cheaper); merge_parts_per_thread: partitions per worker thread (two: their
+# sizes vary, the pool balances them; each costs a gather per batch and column and a merge's calls,
+# Python that holds the GIL); merge_part_rows: rows behind each partition beyond one per thread
 _POOL_PREFIX = "hetdb-worker"
-# False: every final merge is the one merge (A/B runs)
-ENABLED = True
 
 
 @njit(cache=True, nogil=True)
@@ -92,12 +89,12 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
     partition at a time on the connection's workers; None when the one merge is the way (a GPU or
     single-threaded connection, few rows, raw rows, no non-string group key)."""
     pool, threads = getattr(ctx, "pool", None), int(getattr(ctx, "threads", 1) or 1)
-    if not ENABLED or pool is None or threads < 2 or ctx.device is not None or op.raw_mode or not op.keys:
+    if pool is None or threads < 2 or ctx.device is not None or op.raw_mode or not op.keys:
         return None
     if threading.current_thread().name.startswith(_POOL_PREFIX):
         return None  # (a task of the pool waiting for the pool's other tasks could wait forever)
     batches = [b for b in batches if b.num_rows]
-    if len(batches) < 2 or sum(b.num_rows for b in batches) < PARALLEL_MERGE_ROWS:
+    if len(batches) < 2 or sum(b.num_rows for b in batches) < tuning.get("parallel_merge_rows"):
         return None
     hashed = [i for i, (_, e) in enumerate(op.keys) if e.dtype.kind != "string"]
     if not hashed:
@@ -107,7 +104,7 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
     be = ctx.backend
     rows = sum(b.num_rows for b in batches)
     # a partition's fixed cost (a gather per batch and column, a merge's calls) wants rows behind it
-    nparts = max(threads, min(threads * PARTS_PER_THREAD, rows // PART_ROWS))
+    nparts = max(threads, min(threads * tuning.get("merge_parts_per_thread"), rows // tuning.get("merge_part_rows")))
     names = list(op._state_dtypes())
     encoders = [g.encoders[i] for i in hashed]
 

@@ -9,6 +9,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from hetdb.backend.cpu import tuning
 from hetdb.backend.cpu.keys import CANONICAL_NAN_BITS, splitmix64
 
 SEED = np.uint64(0x2545F4914F6CDD1D)
@@ -153,7 +154,7 @@ def _rehash(slots, gk, gv, ng):
 # tables of at least this many cells are zeroed by a Numba loop that holds no GIL: NumPy's zeros memset
 # recycled heap memory with the GIL held, and pipeline workers make these tables as they go (a key-run
 # table per morsel, each doubling of a group table): on 16 threads their memsets ran one at a time
-_NOGIL_ZERO_CELLS = 1 << 15
+# (backend/cpu/tuning.py: nogil_zero_cells)
 
 
 @njit(cache=True, nogil=True)
@@ -164,7 +165,7 @@ def _fill_zero(a):
 
 def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     """``np.zeros(shape, dtype)`` (int64, float64 or bool), zeroed without the GIL when large."""
-    if int(np.prod(shape)) < _NOGIL_ZERO_CELLS:
+    if int(np.prod(shape)) < tuning.get("nogil_zero_cells"):
         return np.zeros(shape, dtype)
     out = np.empty(shape, dtype)
     flat = out.reshape(-1)
