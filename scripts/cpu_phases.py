@@ -152,7 +152,8 @@ def _measure(con, suite: str, threads: int, names: set[str]) -> None:
         for p in pipes:
             w = p["end"] - p["start"] if "start" in p else 0.0
             print(f"    {p['wall'] * 1e3:7.1f} ms  workers {w * 1e3:7.1f}  after/before {(p['wall'] - w) * 1e3:6.1f}  "
-                  f"loops {p['kernel'] * 1e3:6.1f}  {p['label']}  [{p['fused'][:70]}]")
+                  f"cpu {p['cpu'] * 1e3:6.1f} loops {p['kernel'] * 1e3:6.1f} busy {p['cpu'] / w if w else 0.0:4.1f}  "
+                  f"{p['label']}  [{p['fused'][:70]}]")
         totals["wall"] += wall
         totals["serial"] += serial
         totals["workers"] += workers

@@ -6,7 +6,9 @@ Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries
        AB_CONFIGS=all,one-merge,all-again python scripts/cpu_switches_ab.py ...   (only those configurations)
        AB_CONFIGS=all,small_sink_rows=32k+small_source_rows=0 ...   (a configuration may be thresholds of
        backend/cpu/tuning.py, name=value joined by '+', the values as HETDB_CPU_TUNE takes them)
-AB_REPEAT (default 3) timed runs per query.
+AB_REPEAT (default 3) timed runs per query; AB_ROUNDS (default 1) passes over the configurations, in turn
+(best per query over them: drift of a shared machine spreads over every configuration), no new round once
+AB_SECONDS have passed.
 
 Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
 and three timed runs, the best printed in ms, then per configuration the geomean of its times
@@ -92,43 +94,63 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
 }
 
 
+def _run_config(db: str, threads: int, off: list[str], names: list[str], qs: dict, repeat: int) -> dict[str, float]:
+    """Each query's best of ``repeat`` timed runs (ms) after one warm-up, on a fresh connection."""
+    row: dict[str, float] = {}
+    with hetdb.connect(db, device="cpu", threads=threads, disabled_passes=off) as con:
+        for n in names:
+            sql = qs[n].sql
+            con.sql(sql).arrow()
+            best = math.inf
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                con.sql(sql).arrow()
+                best = min(best, time.perf_counter() - t0)
+            row[n] = best * 1e3
+    return row
+
+
 def main() -> None:
     db, threads = sys.argv[1], int(sys.argv[2])
     names = sys.argv[3:] or DEFAULT_QUERIES
     wanted = [c for c in os.environ.get("AB_CONFIGS", "").split(",") if c]
     configs = {c: CONFIGS[c] if c in CONFIGS else ([], _tuned(c)) for c in wanted} if wanted else CONFIGS
     repeat = int(os.environ.get("AB_REPEAT", "3"))
+    rounds = int(os.environ.get("AB_ROUNDS", "1"))
+    deadline = time.monotonic() + float(os.environ.get("AB_SECONDS", "inf"))
     qs = {q.name: q for q in load_queries("tpch", None)}
     times: dict[str, dict[str, float]] = {}
-    for config, (off, switch) in configs.items():
-        undo = switch() if switch is not None else None
-        try:
-            with hetdb.connect(db, device="cpu", threads=threads, disabled_passes=off) as con:
-                row = times.setdefault(config, {})
-                for n in names:
-                    sql = qs[n].sql
-                    con.sql(sql).arrow()
-                    best = math.inf
-                    for _ in range(repeat):
-                        t0 = time.perf_counter()
-                        con.sql(sql).arrow()
-                        best = min(best, time.perf_counter() - t0)
-                    row[n] = best * 1e3
-                print(f"{config:20s} " + " ".join(f"{n} {row[n]:7.1f}" for n in names), flush=True)
-                if config == next(iter(configs)):
-                    import numba
+    for r in range(rounds):
+        if r and time.monotonic() > deadline:
+            print(f"(AB_SECONDS reached: {r} rounds)", flush=True)
+            break
+        for config, (off, switch) in configs.items():
+            undo = switch() if switch is not None else None
+            try:
+                row = _run_config(db, threads, off, names, qs, repeat)
+            finally:
+                if undo is not None:
+                    undo()
+            best = times.setdefault(config, {})
+            for n, t in row.items():
+                best[n] = min(best.get(n, math.inf), t)
+            print(f"{config:20s} " + " ".join(f"{n} {row[n]:7.1f}" for n in names), flush=True)
+            if not r and config == next(iter(configs)):
+                import numba
 
-                    print(f"(numba threading layer {numba.threading_layer()}, OMP_WAIT_POLICY="
-                          f"{os.environ.get('OMP_WAIT_POLICY')}, GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')})",
-                          flush=True)
-        finally:
-            if undo is not None:
-                undo()
-    base = times["all"]
+                print(f"(numba threading layer {numba.threading_layer()}, OMP_WAIT_POLICY="
+                      f"{os.environ.get('OMP_WAIT_POLICY')}, GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')})",
+                      flush=True)
+    if rounds > 1:
+        print("best over the rounds:")
+        for config, row in times.items():
+            print(f"{config:20s} " + " ".join(f"{n} {row[n]:7.1f}" for n in names))
+    first = "all" if "all" in times else next(iter(times))
+    base = times[first]
     for config, row in times.items():
         ratio = math.exp(sum(math.log(row[n] / base[n]) for n in names) / len(names))
         worst = max(names, key=lambda n: row[n] / base[n])
-        print(f"{config:20s} geomean time vs all {ratio:5.2f}  (most: {worst} {row[worst] / base[worst]:.2f})")
+        print(f"{config:20s} geomean time vs {first} {ratio:5.2f}  (most: {worst} {row[worst] / base[worst]:.2f})")
 
 
 if __name__ == "__main__":
