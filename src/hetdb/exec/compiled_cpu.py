@@ -469,7 +469,10 @@ class _Worker:
             direct = p.direct is not None and not runs
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
-                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs,
+                # (a key-run table: room for every run, and the loop's check before a row for its
+                # expansion beyond the last group)
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float,
+                                             runs + p.expansion if runs else 0,
                                              int(np.prod(p.direct[1])) if direct else 0)
             args = arguments(ctx, p, kernel, cols)
             start = 0

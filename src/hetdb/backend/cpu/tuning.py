@@ -21,6 +21,8 @@ KNOBS: dict[str, tuple[int, str]] = {
     "parallel_merge_rows": (1 << 18, "partial-state rows from which an aggregation's final merge is "
                                      "partitioned over the worker pool (exec/operators/aggregate_parallel.py; "
                                      "before session 12: off)"),
+    "merge_small_domain": (1 << 18, "an aggregation with one integer group key whose values span fewer than "
+                                    "this many keeps the one final merge (dense numbering, cache-sized)"),
     "merge_parts_per_thread": (2, "partitions per worker thread of the partitioned final merge"),
     "merge_part_rows": (1 << 16, "state rows per partition of the partitioned final merge beyond one per thread"),
     "direct_parallel_rows": (1 << 17, "build rows from which a direct-indexed join table with repeated "

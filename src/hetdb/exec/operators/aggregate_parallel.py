@@ -122,6 +122,11 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
         # (v - lo) * nparts stays in int64; a narrow range (the high half of a HUGEINT key, a flag)
         # would leave most partitions empty: hashed then
         ranged = 4 * nparts <= span < (1 << 55)
+        if ranged and len(op.keys) == 1 and span < tuning.get("merge_small_domain"):
+            # at most `span` groups: the one merge numbers them densely in a cache-sized table, faster
+            # than the partitions' gathers and calls (TPC-H q15 at SF 10: 1.2M state rows of 100k
+            # suppliers, 13 ms one merge against 28 partitioned on the 2-core machine at 16 threads)
+            return None
 
     def split(k: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         be.set_kernel_threads(1)
@@ -140,4 +145,24 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
             return None
         return op._outputs(ctx, op._merge(ctx, g, concat_batches(be, pieces, names)))
 
-    return [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
+    outs = [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
+    return _coalesced(pool, be, outs)
+
+
+def _coalesced(pool: Any, be: Any, outs: list[Batch]) -> list[Batch]:
+    """The partitions' results, consecutive ones concatenated into batches of about a result morsel
+    (``result_morsel_rows``) or more: every batch is a morsel of the next pipeline at least, and
+    its Python and GIL hand-overs cost the same whatever its rows (TPC-H q15's 100k groups came as
+    17 batches of 6k rows, read twice: 34 morsels)."""
+    least = tuning.get("result_morsel_rows")
+    groups: list[list[Batch]] = [[]]
+    rows = 0
+    for b in outs:
+        if rows >= least:
+            groups.append([])
+            rows = 0
+        groups[-1].append(b)
+        rows += b.num_rows
+    if len(groups) == len(outs):
+        return outs
+    return _run_all(pool, lambda bs: concat_batches(be, bs), [g for g in groups if g])

@@ -173,10 +173,12 @@ def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     return out
 
 
-def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64) -> tuple:
-    """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups."""
-    cap = max(64, 1 << (int(capacity) - 1).bit_length())
-    return (zeros((2 * cap,), np.int64), zeros((num_keys, cap), np.int64),
+def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64, slots: bool = True) -> tuple:
+    """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups; ``slots=False``: a
+    one-slot placeholder (a table over key runs or direct slots hashes nothing, so its capacity need
+    not be a power of two: a key-run table is made for its morsel's runs exactly)."""
+    cap = max(64, 1 << (int(capacity) - 1).bit_length()) if slots else max(64, int(capacity))
+    return (zeros((2 * cap,), np.int64) if slots else np.zeros(1, np.int64), zeros((num_keys, cap), np.int64),
             zeros((num_keys, cap), np.bool_), zeros((num_int, cap), np.int64),
             zeros((num_float, cap), np.float64), 0)
 
@@ -187,7 +189,7 @@ def reserve(state: tuple, groups: int, rehash: bool = True) -> tuple:
     slots, gk, gv, ia, fa, ng = state
     if groups <= gk.shape[1]:
         return state
-    out = new_state(gk.shape[0], ia.shape[0], fa.shape[0], groups)
+    out = new_state(gk.shape[0], ia.shape[0], fa.shape[0], groups, slots=rehash)
     out[1][:, :ng] = gk[:, :ng]
     out[2][:, :ng] = gv[:, :ng]
     out[3][:, :ng] = ia[:, :ng]
