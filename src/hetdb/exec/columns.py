@@ -158,6 +158,34 @@ def concat_batches(backend, batches: list[Batch], names: list[str] | None = None
     return Batch(cols, sum(b.num_rows for b in batches))
 
 
+def coalesce_batches(backend, batches: list[Batch], least: int) -> list[Batch]:
+    """``batches`` in order, runs of consecutive ones under ``least`` rows concatenated into batches
+    of about ``least`` rows (one of ``least`` or more stays as it is, uncopied): a result read by the
+    next pipeline is a morsel per batch at least, and a morsel's fixed costs want rows behind it."""
+    out: list[Batch] = []
+    run: list[Batch] = []
+    rows = 0
+
+    def close() -> None:
+        nonlocal rows
+        if run:
+            out.append(concat_batches(backend, run) if len(run) > 1 else run[0])
+            run.clear()
+            rows = 0
+
+    for b in batches:
+        if b.num_rows >= least:
+            close()
+            out.append(b)
+            continue
+        run.append(b)
+        rows += b.num_rows
+        if rows >= least:
+            close()
+    close()
+    return out
+
+
 def take_batch(backend, batch: Batch, idx: Any, missing: bool = False) -> Batch:
     return Batch({k: take(backend, c, idx, missing) for k, c in batch.columns.items()}, int(idx.shape[0]))
 

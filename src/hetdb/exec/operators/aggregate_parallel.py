@@ -24,7 +24,7 @@ from numba import njit
 
 from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
-from hetdb.exec.columns import concat_batches, take_batch
+from hetdb.exec.columns import coalesce_batches, concat_batches, take_batch
 
 # (backend/cpu/tuning.py) parallel_merge_rows: a final merge of fewer state rows keeps the one merge
 # (its kernels' thread pool is cheaper); merge_parts_per_thread: partitions per worker thread (two: their
@@ -146,23 +146,5 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
         return op._outputs(ctx, op._merge(ctx, g, concat_batches(be, pieces, names)))
 
     outs = [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
-    return _coalesced(pool, be, outs)
-
-
-def _coalesced(pool: Any, be: Any, outs: list[Batch]) -> list[Batch]:
-    """The partitions' results, consecutive ones concatenated into batches of about a result morsel
-    (``result_morsel_rows``) or more: every batch is a morsel of the next pipeline at least, and
-    its Python and GIL hand-overs cost the same whatever its rows (TPC-H q15's 100k groups came as
-    17 batches of 6k rows, read twice: 34 morsels)."""
-    least = tuning.get("result_morsel_rows")
-    groups: list[list[Batch]] = [[]]
-    rows = 0
-    for b in outs:
-        if rows >= least:
-            groups.append([])
-            rows = 0
-        groups[-1].append(b)
-        rows += b.num_rows
-    if len(groups) == len(outs):
-        return outs
-    return _run_all(pool, lambda bs: concat_batches(be, bs), [g for g in groups if g])
+    # (TPC-H q15's 100k groups came as 17 batches of 6k rows, read twice: 34 morsels)
+    return coalesce_batches(be, outs, tuning.get("result_morsel_rows"))
