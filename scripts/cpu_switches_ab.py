@@ -7,8 +7,8 @@ Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries
        AB_CONFIGS=all,small_sink_rows=32k+small_source_rows=0 ...   (a configuration may be thresholds of
        backend/cpu/tuning.py, name=value joined by '+', the values as HETDB_CPU_TUNE takes them)
 AB_REPEAT (default 3) timed runs per query; AB_ROUNDS (default 1) passes over the configurations, in turn
-(best per query over them: drift of a shared machine spreads over every configuration), no new round once
-AB_SECONDS have passed.
+(best per query over them: drift of a shared machine spreads over every configuration), no new round or
+configuration after the first round once AB_SECONDS have passed.
 
 Each configuration gets fresh connections (plans are cached per connection); per query one warm-up
 and three timed runs, the best printed in ms, then per configuration the geomean of its times
@@ -125,6 +125,8 @@ def main() -> None:
             print(f"(AB_SECONDS reached: {r} rounds)", flush=True)
             break
         for config, (off, switch) in configs.items():
+            if r and time.monotonic() > deadline:
+                break
             undo = switch() if switch is not None else None
             try:
                 row = _run_config(db, threads, off, names, qs, repeat)
