@@ -147,4 +147,4 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
 
     outs = [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
     # (TPC-H q15's 100k groups came as 17 batches of 6k rows, read twice: 34 morsels)
-    return coalesce_batches(be, outs, tuning.get("result_morsel_rows"))
+    return coalesce_batches(be, outs, tuning.get("result_morsel_rows"), lambda fn, xs: _run_all(pool, fn, xs))
