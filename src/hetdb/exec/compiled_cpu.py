@@ -33,12 +33,16 @@ from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
 from hetdb.exec.compiled_cpu_kernels import (
+    MAX_EXPRESSION_NODES,
     arguments,
     direct_ranges,
+    expression_nodes,
     kernel_for,
     morsel_runs,
     pass_share,
     prefilter,
+    run_groups,
+    scan_range_of,
     verdict,
 )
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
@@ -62,19 +66,6 @@ _FIRST_ROWS = 1 << 14
 # (cache-sized: TPC-H q19's few thousand parts; operator at a time its lineitem pipeline kept ~3.5 of 16 cores busy,
 # 440 ms of workers for 1.54 s of thread CPU at SF 10, e58d70d, the rest waiting for the GIL).
 _RESIDUAL_BUILD_ROWS = 1 << 18
-
-
-def _run_groups(p: _Plan, runs: int) -> int:
-    """Groups a morsel's key-run table is made for (0: not over key runs): every run, or after the
-    first morsel the most groups per run a morsel kept (a filter or probe before the aggregation
-    drops most runs: TPC-H q11's 16 tables of ~125k runs kept ~20k groups each at SF 10, and the
-    whole table is zeroed when made), with a quarter more room; the table grows when short. Plus the
-    loop's room for one row's expansion beyond the last group."""
-    if not runs:
-        return 0
-    if p.run_morsels:
-        runs = min(runs, int(runs * p.run_fill * 1.25) + 64)
-    return runs + p.expansion
 
 
 class _Redo(Exception):
@@ -121,33 +112,6 @@ def _string_source(plan: CompiledPlan, e: Expr) -> str | None:
     return None
 
 
-# A pipeline whose expressions have more nodes is not compiled: Numba's compile time and memory grow
-# steeply with one function's size (an 800-term AND chain took minutes and ~19 GB).
-MAX_EXPRESSION_NODES = 400
-
-
-def _expression_nodes(plan: CompiledPlan, sink: Any) -> int:
-    """Expression nodes the generated loop would evaluate (filters, projections, probe residuals
-    and keys, group keys and aggregate arguments)."""
-    roots: list[Any] = []
-    for kind, x in plan.stages:
-        if kind == "filter":
-            roots.append(x)
-        elif kind == "project":
-            roots.extend(e for _, e in x.exprs)
-        else:
-            roots.extend(x.left_keys)
-    if sink is not None:
-        roots.extend(e for _, e in sink.keys)
-        roots.extend(a.arg for _, a in sink.aggs if a.arg is not None)
-    count, stack = 0, roots
-    while stack:
-        e = stack.pop()
-        count += 1
-        stack.extend(e.children())
-    return count
-
-
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     src, sink = pipe.source, pipe.sink
     rows_sink = selects_rows(ctx, pipe)
@@ -171,7 +135,7 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
         plan, why = plan_compiled(ctx, pipe)
         if plan is None:
             return why
-    size = _expression_nodes(plan, None if plan.materialize else sink)
+    size = expression_nodes(plan, None if plan.materialize else sink)
     if size > MAX_EXPRESSION_NODES:
         return f"its expressions have {size} nodes (more than {MAX_EXPRESSION_NODES} take Numba too long to compile)"
     needed = set(plan.referenced - plan.produced)
@@ -234,7 +198,7 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks,
                  run_key=_run_key(plan, sink, names) if grouped else None,
                  kernel_cols=[c for c in base if c in plan.referenced],
-                 direct=direct_ranges(plan, sink, probes) if grouped else None)
+                 direct=direct_ranges(plan, sink, probes, scan_range_of(ctx, src, names)) if grouped else None)
 
 
 def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None:
@@ -484,7 +448,7 @@ class _Worker:
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
                 self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float,
-                                             _run_groups(p, runs), int(np.prod(p.direct[1])) if direct else 0)
+                                             run_groups(p, runs), int(np.prod(p.direct[1])) if direct else 0)
             args = arguments(ctx, p, kernel, cols)
             start = 0
             while True:

@@ -32,6 +32,10 @@ KNOBS: dict[str, tuple[int, str]] = {
                                       "(backend/cpu/keys.py; before session 12: off)"),
     "nogil_zero_cells": (1 << 15, "cells from which a compiled group table is zeroed without the GIL "
                                   "(codegen/runtime.py; before session 12: off)"),
+    "direct_scan_slots": (1 << 17, "an aggregation whose one key is a scanned integer column spanning at most "
+                                   "this many values (zone maps) finds its groups by direct slots, not a hash "
+                                   "table (exec/compiled_cpu_kernels.py; TPC-H q15's 100k suppliers at SF 10: "
+                                   "1 MiB per worker; before session 13: 0, never)"),
     "result_morsel_rows": (1 << 17, "rows per morsel at least when a previous result is cut among the "
                                     "workers (exec/operators/basic.py; before session 12: 32k)"),
     "result_share_threads": (1, "1: a result of several batches shares the worker threads among them; "
