@@ -250,7 +250,7 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
     if ranges is not None:
         lo, hi = ranges[0]
         size = hi - lo + 1
-        if size <= max(_DIRECT_MIN_RANGE, min(8 * n, _DIRECT_MAX_RANGE)):
+        if size <= max(_DIRECT_MIN_RANGE, min(tuning.get("direct_range_per_row") * n, _DIRECT_MAX_RANGE)):
             direct, rep, count, nxt, row_key = _direct_build_unique(km[0], np.int64(lo), size)
             if direct is None and n >= tuning.get("direct_parallel_rows") and kernel_threads() > 1:  # repeated keys: by slot ranges
                 direct, table = direct_build_parallel(km[0], np.int64(lo), size)

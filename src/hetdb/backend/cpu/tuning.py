@@ -25,6 +25,9 @@ KNOBS: dict[str, tuple[int, str]] = {
                                     "this many keeps the one final merge (dense numbering, cache-sized)"),
     "merge_parts_per_thread": (2, "partitions per worker thread of the partitioned final merge"),
     "merge_part_rows": (1 << 16, "state rows per partition of the partitioned final merge beyond one per thread"),
+    "direct_range_per_row": (8, "a one-integer-key join build gets a direct-indexed table (a slot per key "
+                                "value) when its keys span at most this many values per build row "
+                                "(backend/cpu/join.py)"),
     "direct_parallel_rows": (1 << 17, "build rows from which a direct-indexed join table with repeated "
                                       "keys is built by slot ranges on every kernel thread "
                                       "(backend/cpu/join_direct.py; before session 12: off)"),
