@@ -110,6 +110,11 @@ def _run_config(db: str, threads: int, off: list[str], names: list[str], qs: dic
     return row
 
 
+# configurations whose switch cannot be taken back (glibc's dynamic thresholds, the huge-page hook): the
+# rounds end with the one they are in
+STICKY = {"heap-on", "hugepages-on"}
+
+
 def main() -> None:
     db, threads = sys.argv[1], int(sys.argv[2])
     names = sys.argv[3:] or DEFAULT_QUERIES
@@ -123,6 +128,9 @@ def main() -> None:
     for r in range(rounds):
         if r and time.monotonic() > deadline:
             print(f"(AB_SECONDS reached: {r} rounds)", flush=True)
+            break
+        if r and any(c in STICKY for c in times):
+            print(f"({', '.join(c for c in times if c in STICKY)} stays set: {r} rounds)", flush=True)
             break
         for config, (off, switch) in configs.items():
             if r and time.monotonic() > deadline:
