@@ -372,9 +372,16 @@ def run_groups(p: Any, runs: int) -> int:
 
 
 def scan_range_of(ctx: Any, src: Any, names: dict[str, str]) -> Any:
-    """The zone maps' (min, max) of a scanned column by cid (None: unknown), for a table scan."""
+    """The zone maps' (min, max) of a scanned column by cid (None: unknown, or direct slots of that
+    range in every worker would take more than an eighth of ``host_memory_limit``: they are held
+    whatever the limit), for a table scan."""
     from hetdb.exec.operators.scan import TableScan
 
     if not isinstance(src, TableScan) or not ctx.options.zone_maps:
         return None
-    return lambda cid: scan_key_range(ctx.db.table(src.scan.table), names[cid]) if cid in names else None
+    room = ctx.memory.limit // (8 * 8 * max(1, int(getattr(ctx.options, "threads", 1) or 1)))
+
+    def bounds(cid: str) -> tuple[int, int] | None:
+        got = scan_key_range(ctx.db.table(src.scan.table), names[cid]) if cid in names else None
+        return got if got is not None and got[1] - got[0] + 2 <= room else None
+    return bounds
