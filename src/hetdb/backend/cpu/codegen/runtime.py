@@ -176,10 +176,12 @@ def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
 def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64, slots: bool = True) -> tuple:
     """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups; ``slots=False``: a
     one-slot placeholder (a table over key runs or direct slots hashes nothing, so its capacity need
-    not be a power of two: a key-run table is made for its morsel's runs exactly)."""
+    not be a power of two: a key-run table is made for its morsel's runs exactly). The key bits and
+    validity are not zeroed: the loops write a group's keys when they make it and nothing reads past
+    the groups made (only slots and accumulators must start at zero)."""
     cap = max(64, 1 << (int(capacity) - 1).bit_length()) if slots else max(64, int(capacity))
-    return (zeros((2 * cap,), np.int64) if slots else np.zeros(1, np.int64), zeros((num_keys, cap), np.int64),
-            zeros((num_keys, cap), np.bool_), zeros((num_int, cap), np.int64),
+    return (zeros((2 * cap,), np.int64) if slots else np.zeros(1, np.int64), np.empty((num_keys, cap), np.int64),
+            np.empty((num_keys, cap), np.bool_), zeros((num_int, cap), np.int64),
             zeros((num_float, cap), np.float64), 0)
 
 
