@@ -16,6 +16,7 @@ perfectly; the ``gil`` share of the workers is what several workers cannot run a
 from __future__ import annotations
 
 import collections
+import resource
 import sys
 import threading
 import time
@@ -134,17 +135,20 @@ def _measure(con, suite: str, threads: int, names: set[str]) -> None:
         runs = []
         for _ in range(3):
             PROBE.pipes = []
-            t0, c0 = time.perf_counter(), time.process_time()
+            t0, c0, r0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
             con.sql(q.sql).arrow()
-            runs.append((time.perf_counter() - t0, time.process_time() - c0, PROBE.pipes))
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            runs.append((time.perf_counter() - t0, time.process_time() - c0, PROBE.pipes,
+                         r1.ru_stime - r0.ru_stime, r1.ru_minflt - r0.ru_minflt, r1.ru_nivcsw - r0.ru_nivcsw))
         runs.sort(key=lambda r: r[0])
-        wall, cpu, pipes = runs[1]
+        wall, cpu, pipes, sys_s, faults, preempted = runs[1]
         workers = sum(p["end"] - p["start"] for p in pipes if "start" in p)
         in_pipes = sum(p["wall"] for p in pipes)
         serial = wall - workers
         kern = sum(p["kernel"] for p in pipes)
         wcpu = sum(p["cpu"] for p in pipes)
-        print(f"{q.name}: threads={threads} wall {wall * 1e3:.1f} ms cpu {cpu * 1e3:.1f} ms | workers "
+        print(f"{q.name}: threads={threads} wall {wall * 1e3:.1f} ms cpu {cpu * 1e3:.1f} ms (system "
+              f"{sys_s * 1e3:.1f} ms, {faults} minor faults, {preempted} preemptions) | workers "
               f"{workers * 1e3:.1f} ms (thread cpu {wcpu * 1e3:.1f}, in compiled loops {kern * 1e3:.1f}, "
               f"busy workers {wcpu / workers if workers else 0.0:.1f} of {threads}) | "
               f"serial {serial * 1e3:.1f} ms (outside pipelines {(wall - in_pipes) * 1e3:.1f}) | "
@@ -152,7 +156,8 @@ def _measure(con, suite: str, threads: int, names: set[str]) -> None:
         for p in pipes:
             w = p["end"] - p["start"] if "start" in p else 0.0
             print(f"    {p['wall'] * 1e3:7.1f} ms  workers {w * 1e3:7.1f}  after/before {(p['wall'] - w) * 1e3:6.1f}  "
-                  f"loops {p['kernel'] * 1e3:6.1f}  {p['label']}  [{p['fused'][:70]}]")
+                  f"cpu {p['cpu'] * 1e3:6.1f} loops {p['kernel'] * 1e3:6.1f} busy {p['cpu'] / w if w else 0.0:4.1f}  "
+                  f"{p['label']}  [{p['fused'][:70]}]")
         totals["wall"] += wall
         totals["serial"] += serial
         totals["workers"] += workers

@@ -225,12 +225,12 @@ def test_direct_build_by_slot_ranges(kind, n, span, monkeypatch):
     """A direct table of repeated keys built by slot ranges on several kernel threads (join_direct.py)
     gives the one-pass build's answers; the table really was direct and built that way."""
     from hetdb.backend.cpu import join as cpu_join
-    from hetdb.backend.cpu import join_direct
+    from hetdb.backend.cpu import join_direct, tuning
     from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
 
     built = []
     real = join_direct.direct_build_parallel
-    monkeypatch.setattr(cpu_join, "DIRECT_PARALLEL_ROWS", 16)
+    monkeypatch.setitem(tuning.values, "direct_parallel_rows", 16)
     monkeypatch.setattr(cpu_join, "direct_build_parallel", lambda *a: built.append(1) or real(*a))
     monkeypatch.setattr(join_direct, "_RANGE_SLOTS", 64)  # many ranges on small inputs
     rng = np.random.default_rng(n + span)
@@ -250,7 +250,7 @@ def test_direct_build_by_slot_ranges(kind, n, span, monkeypatch):
 def test_key_matrix_filled_on_kernel_threads_equals_numpy(monkeypatch):
     """key_matrix's parallel fill (large inputs, several kernel threads) gives NumPy's key bits:
     int32 widened, uint64 wrapped, bool as 0/1, floats canonical."""
-    from hetdb.backend.cpu import keys
+    from hetdb.backend.cpu import keys, tuning
     from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
 
     rng = np.random.default_rng(5)
@@ -263,9 +263,9 @@ def test_key_matrix_filled_on_kernel_threads_equals_numpy(monkeypatch):
     try:
         for combo in ([0], [2], [0, 3], [1, 2, 4], [3, 0, 1]):
             ks = [cols[i] for i in combo]
-            monkeypatch.setattr(keys, "PARALLEL_MATRIX_ROWS", 1 << 62)
+            monkeypatch.setitem(tuning.values, "parallel_matrix_rows", tuning.OFF)
             want = keys.key_matrix(ks)
-            monkeypatch.setattr(keys, "PARALLEL_MATRIX_ROWS", 16)
+            monkeypatch.setitem(tuning.values, "parallel_matrix_rows", 16)
             got = keys.key_matrix(ks)
             assert got.dtype == np.int64 and got.flags.c_contiguous and np.array_equal(got, want), combo
     finally:

@@ -21,6 +21,19 @@ def test_zeros_equal_numpy(shape, dtype) -> None:
 
 
 def test_new_state_tables_are_empty() -> None:
+    """Slots and accumulators start at zero (the key bits and validity are written per group made)."""
     slots, gk, gv, ia, fa, ng = runtime.new_state(2, 3, 1, 100_000)
-    assert ng == 0 and slots.shape == (262_144,) and gk.shape == (2, 131_072)
-    assert not (slots.any() or gk.any() or gv.any() or ia.any() or fa.any())
+    assert ng == 0 and slots.shape == (262_144,) and gk.shape == gv.shape == (2, 131_072)
+    assert not (slots.any() or ia.any() or fa.any())
+
+
+def test_key_run_tables_have_no_slots_and_their_exact_capacity() -> None:
+    """A table over key runs (or direct slots) hashes nothing: a one-slot placeholder, the capacity
+    asked for (not rounded up to a power of two), and growing it keeps no slots either."""
+    slots, gk, gv, ia, fa, ng = runtime.new_state(1, 2, 1, 100_001, slots=False)
+    assert slots.shape == (1,) and gk.shape == gv.shape == (1, 100_001) and ia.shape == (2, 100_001)
+    assert not (slots.any() or ia.any() or fa.any())
+    gk[0, :5], ia[1, :5] = np.arange(5), 7
+    grown = runtime.reserve((slots, gk, gv, ia, fa, 5), 150_000, rehash=False)
+    assert grown[0].shape == (1,) and grown[1].shape == (1, 150_000) and grown[5] == 5
+    assert np.array_equal(grown[1][0, :5], np.arange(5)) and grown[3][1, :6].tolist() == [7] * 5 + [0]

@@ -17,6 +17,7 @@ from diff_check import mismatch  # noqa: E402
 from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
 
 import hetdb  # noqa: E402
+from hetdb.backend.cpu import tuning  # noqa: E402
 from hetdb.exec.operators import aggregate_parallel  # noqa: E402
 
 QUERIES = [
@@ -57,7 +58,10 @@ def test_partitioned_final_merge_agrees_with_duckdb(tmp_path, monkeypatch, compi
             calls.append(len(out))
         return out
 
-    monkeypatch.setattr(aggregate_parallel, "PARALLEL_MERGE_ROWS", 16)
+    monkeypatch.setitem(tuning.values, "parallel_merge_rows", 16)
+    monkeypatch.setitem(tuning.values, "merge_small_domain", 0)
+    # partitions' results of fewer rows are concatenated (3 partitions of ~20k groups: 2 batches)
+    monkeypatch.setitem(tuning.values, "result_morsel_rows", 30_000)
     monkeypatch.setattr("hetdb.exec.operators.aggregate.parallel_final", spy)
     with hetdb.connect(db.path, device="cpu", threads=3, cpu_compile=compile_cpu) as con:
         for sql in QUERIES:
@@ -66,12 +70,13 @@ def test_partitioned_final_merge_agrees_with_duckdb(tmp_path, monkeypatch, compi
             assert got.num_rows == want.num_rows > 50, sql
             assert mismatch(got, want, ()) is None, sql
     assert len(calls) >= len(QUERIES) - 1, calls  # every query but the strings-only one partitioned
+    assert min(calls) < 3, calls
 
 
 def test_one_merge_when_switched_off_or_single_threaded(tmp_path, monkeypatch) -> None:
     tables = _tables(20_000)
     db = stored_tables(tmp_path / "db", tables, rows_per_page=4096)
-    monkeypatch.setattr(aggregate_parallel, "PARALLEL_MERGE_ROWS", 16)
+    monkeypatch.setitem(tuning.values, "parallel_merge_rows", 16)
     calls: list[int] = []
     final = aggregate_parallel.parallel_final
     monkeypatch.setattr("hetdb.exec.operators.aggregate.parallel_final",
@@ -80,7 +85,16 @@ def test_one_merge_when_switched_off_or_single_threaded(tmp_path, monkeypatch) -
     want = duck_tables(tables).sql(sql).to_arrow_table()
     with hetdb.connect(db.path, device="cpu", threads=1) as con:
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
-    monkeypatch.setattr(aggregate_parallel, "ENABLED", False)
+    # one integer key spanning fewer values than merge_small_domain (k: 65k): the one merge
+    declined: list[int] = []
+    monkeypatch.setattr("hetdb.exec.operators.aggregate.parallel_final",
+                        lambda *a, **k: declined.append(final(*a, **k) is None) or None)
+    with hetdb.connect(db.path, device="cpu", threads=3) as con:
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+    assert declined == [True], declined
+    monkeypatch.setattr("hetdb.exec.operators.aggregate.parallel_final",
+                        lambda *a, **k: calls.append(1) or final(*a, **k))
+    monkeypatch.setitem(tuning.values, "parallel_merge_rows", tuning.OFF)
     with hetdb.connect(db.path, device="cpu", threads=3) as con:
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
     assert calls  # asked, and declined both times (the answers above are the one merge's)

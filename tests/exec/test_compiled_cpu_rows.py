@@ -94,6 +94,7 @@ RESULT_QUERIES = [
 def test_result_sources_compiled_and_cut_into_morsels(tmp_path, monkeypatch) -> None:
     """A previous pipeline's result (an aggregation's one batch) read by a compiled loop, cut into a
     morsel per thread (the cut lowered to 50 rows here) or read whole."""
+    from hetdb.backend.cpu import tuning
     from hetdb.exec.operators import basic
 
     tables = _tables()
@@ -108,7 +109,7 @@ def test_result_sources_compiled_and_cut_into_morsels(tmp_path, monkeypatch) -> 
         return out
 
     monkeypatch.setattr(basic.ResultSource, "_pieces", spy)
-    monkeypatch.setattr(basic, "RESULT_MORSEL_ROWS", 50)
+    monkeypatch.setitem(tuning.values, "result_morsel_rows", 50)
     compared = 0
     for threads in (1, 3):
         with hetdb.connect(db.path, device="cpu", threads=threads) as con, \

@@ -19,6 +19,7 @@ from diff_check import mismatch  # noqa: E402
 from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
 
 import hetdb  # noqa: E402
+from hetdb.backend.cpu import tuning  # noqa: E402
 from hetdb.backend.cpu.keys import kernel_threads  # noqa: E402
 from hetdb.exec import compiled_cpu  # noqa: E402
 
@@ -50,9 +51,8 @@ def test_compiled_workers_run_kernels_on_one_thread(tmp_path, monkeypatch) -> No
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: nothing to choose")
 def test_small_aggregation_states_finalize_on_one_kernel_thread(tmp_path, monkeypatch) -> None:
     """An aggregation whose workers reduced many rows to few partial states merges them with
-    single-threaded kernels (pipeline.SMALL_SINK_ROWS counts its held states, not its input rows);
+    single-threaded kernels (tuning small_sink_rows counts its held states, not its input rows);
     with the threshold lowered the merge runs on the connection's threads."""
-    from hetdb.exec import pipeline
     from hetdb.exec.operators.aggregate import HashAggregate
 
     rng = np.random.default_rng(4)
@@ -73,7 +73,7 @@ def test_small_aggregation_states_finalize_on_one_kernel_thread(tmp_path, monkey
     with hetdb.connect(db.path, device="cpu", threads=2) as con:
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
         assert seen == [1], seen
-        monkeypatch.setattr(pipeline, "SMALL_SINK_ROWS", 1)
+        monkeypatch.setitem(tuning.values, "small_sink_rows", 1)
         seen.clear()
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
         assert seen == [2], seen
@@ -83,7 +83,6 @@ def test_small_aggregation_states_finalize_on_one_kernel_thread(tmp_path, monkey
 def test_lone_worker_over_small_source_runs_kernels_on_one_thread(tmp_path, monkeypatch) -> None:
     """A pipeline whose source has few rows runs on one worker (the calling thread) whose kernels use
     one thread too: waking the connection's kernel threads costs more than such work."""
-    from hetdb.exec import pipeline
 
     rng = np.random.default_rng(9)
     n = 5000
@@ -103,7 +102,7 @@ def test_lone_worker_over_small_source_runs_kernels_on_one_thread(tmp_path, monk
     with hetdb.connect(db.path, device="cpu", threads=2) as con:
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
         assert seen and set(seen) == {1}, seen
-        monkeypatch.setattr(pipeline, "SMALL_SINK_ROWS", 1)
+        monkeypatch.setitem(tuning.values, "small_source_rows", 1)
         seen.clear()
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
         assert seen and set(seen) == {2}, seen

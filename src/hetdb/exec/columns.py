@@ -158,6 +158,37 @@ def concat_batches(backend, batches: list[Batch], names: list[str] | None = None
     return Batch(cols, sum(b.num_rows for b in batches))
 
 
+def coalesce_batches(backend, batches: list[Batch], least: int, map_all: Any = None) -> list[Batch]:
+    """``batches`` in order, runs of consecutive ones under ``least`` rows concatenated into batches
+    of about ``least`` rows (one of ``least`` or more stays as it is, uncopied): a result read by the
+    next pipeline is a morsel per batch at least, and a morsel's fixed costs want rows behind it.
+    ``map_all(fn, items)``: how the concatenations run (default one after another)."""
+    groups: list[list[Batch]] = []
+    run: list[Batch] = []
+    rows = 0
+
+    def close() -> None:
+        nonlocal run, rows
+        if run:
+            groups.append(run)
+            run, rows = [], 0
+
+    for b in batches:
+        if b.num_rows >= least:
+            close()
+            groups.append([b])
+            continue
+        run.append(b)
+        rows += b.num_rows
+        if rows >= least:
+            close()
+    close()
+    if len(groups) == len(batches):
+        return list(batches)
+    concat = lambda g: concat_batches(backend, g) if len(g) > 1 else g[0]  # noqa: E731
+    return list(map_all(concat, groups)) if map_all is not None else [concat(g) for g in groups]
+
+
 def take_batch(backend, batch: Batch, idx: Any, missing: bool = False) -> Batch:
     return Batch({k: take(backend, c, idx, missing) for k, c in batch.columns.items()}, int(idx.shape[0]))
 

@@ -33,12 +33,16 @@ from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
 from hetdb.exec.compiled_cpu_args import BoundArgs
 from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
 from hetdb.exec.compiled_cpu_kernels import (
+    MAX_EXPRESSION_NODES,
     arguments,
     direct_ranges,
+    expression_nodes,
     kernel_for,
     morsel_runs,
     pass_share,
     prefilter,
+    run_groups,
+    scan_range_of,
     verdict,
 )
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
@@ -85,6 +89,7 @@ class _Plan:
     marks: int | None = None                     # index in pipe.ops of the probe the loop marks for
     run_key: str | None = None                   # the scan column that is the one (integer) group key
     run_morsels: int = 0                         # morsels grouped by key runs (no hash table)
+    run_fill: float = 1.0                        # most groups per key run a morsel kept so far (filters)
     kernel_cols: list[str] = field(default_factory=list)  # the scan columns the loop itself reads
     fast_kernels: dict[tuple, Any] = field(default_factory=dict)  # see compiled_cpu_kernels.kernel_for
     verdicts: tuple | None = None                # see compiled_cpu_kernels.verdict
@@ -105,33 +110,6 @@ def _string_source(plan: CompiledPlan, e: Expr) -> str | None:
             return e.cid
         e = nxt
     return None
-
-
-# A pipeline whose expressions have more nodes is not compiled: Numba's compile time and memory grow
-# steeply with one function's size (an 800-term AND chain took minutes and ~19 GB).
-MAX_EXPRESSION_NODES = 400
-
-
-def _expression_nodes(plan: CompiledPlan, sink: Any) -> int:
-    """Expression nodes the generated loop would evaluate (filters, projections, probe residuals
-    and keys, group keys and aggregate arguments)."""
-    roots: list[Any] = []
-    for kind, x in plan.stages:
-        if kind == "filter":
-            roots.append(x)
-        elif kind == "project":
-            roots.extend(e for _, e in x.exprs)
-        else:
-            roots.extend(x.left_keys)
-    if sink is not None:
-        roots.extend(e for _, e in sink.keys)
-        roots.extend(a.arg for _, a in sink.aggs if a.arg is not None)
-    count, stack = 0, roots
-    while stack:
-        e = stack.pop()
-        count += 1
-        stack.extend(e.children())
-    return count
 
 
 def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
@@ -157,7 +135,7 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
         plan, why = plan_compiled(ctx, pipe)
         if plan is None:
             return why
-    size = _expression_nodes(plan, None if plan.materialize else sink)
+    size = expression_nodes(plan, None if plan.materialize else sink)
     if size > MAX_EXPRESSION_NODES:
         return f"its expressions have {size} nodes (more than {MAX_EXPRESSION_NODES} take Numba too long to compile)"
     needed = set(plan.referenced - plan.produced)
@@ -220,7 +198,7 @@ def _prepare(ctx: ExecContext, pipe: Any) -> _Plan | str:
     return _Plan(plan, base, names, probes, key_dicts, expansion=expansion, stages=stages, marks=marks,
                  run_key=_run_key(plan, sink, names) if grouped else None,
                  kernel_cols=[c for c in base if c in plan.referenced],
-                 direct=direct_ranges(plan, sink, probes) if grouped else None)
+                 direct=direct_ranges(plan, sink, probes, scan_range_of(ctx, src, names)) if grouped else None)
 
 
 def _run_key(plan: CompiledPlan, sink: Any, names: dict[str, str]) -> str | None:
@@ -469,8 +447,8 @@ class _Worker:
             direct = p.direct is not None and not runs
             if self.state is None:
                 self.kernel, self.runs = kernel, runs > 0
-                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, runs,
-                                             int(np.prod(p.direct[1])) if direct else 0)
+                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float,
+                                             run_groups(p, runs), int(np.prod(p.direct[1])) if direct else 0)
             args = arguments(ctx, p, kernel, cols)
             start = 0
             while True:
@@ -495,6 +473,8 @@ class _Worker:
             p.compiled += 1
             if runs:
                 p.run_morsels += 1
+                if p.run_morsels == 1 or self.state[5] > runs * p.run_fill:
+                    p.run_fill = self.state[5] / runs  # (workers race here: any of their values will do)
                 self.flush(lsink)
 
     def _run_marks(self, kernel: Kernel, cols: dict[str, Column], n: int) -> bool:

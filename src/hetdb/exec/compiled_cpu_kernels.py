@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import types as T
+from hetdb.backend.cpu import tuning
 from hetdb.backend.cpu.codegen.expr_py import ExprError
 from hetdb.backend.cpu.codegen.pipeline_py import (
     Aggregate,
@@ -237,16 +238,46 @@ def _residual(p: Any, op: Any) -> Expr | None:
 
 # direct group slots (Aggregate.direct) up to this many (int64 slots: 256 KiB per worker)
 DIRECT_GROUP_SLOTS = 1 << 15
+# (backend/cpu/tuning.py direct_scan_slots: up to that many when the only key is a scanned integer column
+# whose range the zone maps give)
 
 
-def direct_ranges(plan: Any, sink: Any, probes: list) -> tuple[np.ndarray, np.ndarray] | None:
+def scan_key_range(reader: Any, column: str) -> tuple[int, int] | None:
+    """(min, max) of a stored integer column over every row group's zone map; None when a zone map
+    has no integer bounds (a page of only NULLs has none and adds nothing)."""
+    lo = hi = None
+    for rg in range(reader.num_row_groups):
+        z = reader.zone_map(column, rg)
+        if z.min is None or z.max is None:
+            if z.null_count < z.num_rows:
+                return None
+            continue
+        if not isinstance(z.min, int) or not isinstance(z.max, int):
+            return None
+        lo = z.min if lo is None else min(lo, z.min)
+        hi = z.max if hi is None else max(hi, z.max)
+    return None if lo is None else (lo, hi)
+
+
+def direct_ranges(plan: Any, sink: Any, probes: list,
+                  scan_range: Any = None) -> tuple[np.ndarray, np.ndarray] | None:
     """(lowest value, values + 1 for NULL) per group key when every key is a column of a join
     build the loop reads (its range known: integers' min/max, a dictionary's codes, the build's
-    row numbers for plain strings) and the ranges' product is at most DIRECT_GROUP_SLOTS; else
-    None (the group table hashes)."""
+    row numbers for plain strings) and the ranges' product is at most DIRECT_GROUP_SLOTS, or the one
+    key is a scanned integer column whose range ``scan_range(cid)`` knows (zone maps) spanning at most
+    ``direct_scan_slots`` (tuning); else None (the group table hashes)."""
     if not sink.keys:
         return None
     payload = {f.cid: side for _, side, pay in probes for f in pay}
+    if len(sink.keys) == 1 and scan_range is not None:
+        e = sink.keys[0][1]
+        while isinstance(e, ColumnRef) and e.cid in plan.alias:
+            e = plan.alias[e.cid]
+        if isinstance(e, ColumnRef) and e.cid not in payload and e.cid not in plan.produced \
+                and e.dtype.kind in ("int32", "int64", "date"):
+            bounds = scan_range(e.cid)
+            if bounds is not None and bounds[1] - bounds[0] + 2 <= tuning.get("direct_scan_slots"):
+                return np.array([bounds[0]], np.int64), np.array([bounds[1] - bounds[0] + 2], np.int64)
     lows, sizes, total = [], [], 1
     for _, e in sink.keys:
         while isinstance(e, ColumnRef) and e.cid in plan.alias:
@@ -298,3 +329,59 @@ def arguments(ctx: ExecContext, p: Any, kernel: Kernel, cols: dict[str, Column])
     if bound is None or bound.kernel is not kernel:
         bound = p.bound[id(kernel)] = BoundArgs(ctx, p.probes, kernel, p.direct)
     return bound.bind(cols)
+
+
+# A pipeline whose expressions have more nodes is not compiled: Numba's compile time and memory grow
+# steeply with one function's size (an 800-term AND chain took minutes and ~19 GB).
+MAX_EXPRESSION_NODES = 400
+
+
+def expression_nodes(plan: Any, sink: Any) -> int:
+    """Expression nodes the generated loop would evaluate (filters, projections, probe residuals
+    and keys, group keys and aggregate arguments)."""
+    roots: list[Any] = []
+    for kind, x in plan.stages:
+        if kind == "filter":
+            roots.append(x)
+        elif kind == "project":
+            roots.extend(e for _, e in x.exprs)
+        else:
+            roots.extend(x.left_keys)
+    if sink is not None:
+        roots.extend(e for _, e in sink.keys)
+        roots.extend(a.arg for _, a in sink.aggs if a.arg is not None)
+    count, stack = 0, roots
+    while stack:
+        e = stack.pop()
+        count += 1
+        stack.extend(e.children())
+    return count
+
+
+def run_groups(p: Any, runs: int) -> int:
+    """Groups a morsel's key-run table is made for (0: not over key runs): every run, or after the
+    first morsel the most groups per run a morsel kept (a filter or probe before the aggregation
+    drops most runs: TPC-H q11's 16 tables of ~125k runs kept ~20k groups each at SF 10, and the
+    whole table is zeroed when made), with a quarter more room; the table grows when short. Plus the
+    loop's room for one row's expansion beyond the last group."""
+    if not runs:
+        return 0
+    if p.run_morsels:
+        runs = min(runs, int(runs * p.run_fill * 1.25) + 64)
+    return runs + p.expansion
+
+
+def scan_range_of(ctx: Any, src: Any, names: dict[str, str]) -> Any:
+    """The zone maps' (min, max) of a scanned column by cid (None: unknown, or direct slots of that
+    range in every worker would take more than an eighth of ``host_memory_limit``: they are held
+    whatever the limit), for a table scan."""
+    from hetdb.exec.operators.scan import TableScan
+
+    if not isinstance(src, TableScan) or not ctx.options.zone_maps:
+        return None
+    room = ctx.memory.limit // (8 * 8 * max(1, int(getattr(ctx.options, "threads", 1) or 1)))
+
+    def bounds(cid: str) -> tuple[int, int] | None:
+        got = scan_key_range(ctx.db.table(src.scan.table), names[cid]) if cid in names else None
+        return got if got is not None and got[1] - got[0] + 2 <= room else None
+    return bounds

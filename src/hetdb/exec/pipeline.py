@@ -8,6 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
 from hetdb.exec.kept_builds import keep_build
 from hetdb.exec.operators.base import ExecContext
@@ -19,7 +20,7 @@ from hetdb.exec.physical import Pipeline
 # a sink that holds fewer rows finishes with single-threaded kernels (see _Run.flush): a parallel kernel
 # wakes the connection's sleeping kernel threads, ~0.7 ms each time with 16 of them on the H100 (measured
 # on its sorts), about what one thread takes to hash-build 10-20k rows; a build or merge makes ~10 calls
-SMALL_SINK_ROWS = 1 << 17
+# (backend/cpu/tuning.py: small_sink_rows, small_source_rows)
 
 
 class _Run:
@@ -36,8 +37,8 @@ class _Run:
         self._small: bool | None = None
 
     def _small_source(self) -> bool:
-        """The source holds fewer than SMALL_SINK_ROWS rows (a lone worker's kernels then run on
-        one thread: see SMALL_SINK_ROWS); False when that is not known cheaply."""
+        """The source holds fewer than ``small_source_rows`` rows (a lone worker's kernels then run on
+        one thread: see ``small_sink_rows``); False when that is not known cheaply."""
         if self._small is None:
             src, rows = self.pipe.source, None
             if isinstance(src, TableScan) and self.ctx.device is None:
@@ -45,7 +46,7 @@ class _Run:
                            for _, m in self.morsels)
             elif isinstance(src, ResultSource):
                 rows = sum(m[2] - m[1] for _, m in self.morsels)
-            self._small = rows is not None and rows < SMALL_SINK_ROWS
+            self._small = rows is not None and rows < tuning.get("small_source_rows")
         return self._small
 
     def kernel_threads(self) -> None:
@@ -119,7 +120,7 @@ class _Run:
         self.parallel = False
         self.kernel_threads()
         set_threads = getattr(ctx.backend, "set_kernel_threads", None)
-        if set_threads is not None and ctx.device is None and self._sink_rows() < SMALL_SINK_ROWS:
+        if set_threads is not None and ctx.device is None and self._sink_rows() < tuning.get("small_sink_rows"):
             set_threads(1)
         lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, self.gops)]
         lsink = pipe.sink.init_local(ctx, self.gsink)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from hetdb.backend.cpu import tuning
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.hashtable import HashTable, build, csr, lookup
-from hetdb.backend.cpu.join_direct import PARALLEL_ROWS as DIRECT_PARALLEL_ROWS
 from hetdb.backend.cpu.join_direct import direct_build_parallel
 from hetdb.backend.cpu.join_filter import KeyFilter, filter_of, might_match
 from hetdb.backend.cpu.keys import (
@@ -250,9 +250,9 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
     if ranges is not None:
         lo, hi = ranges[0]
         size = hi - lo + 1
-        if size <= max(_DIRECT_MIN_RANGE, min(8 * n, _DIRECT_MAX_RANGE)):
+        if size <= max(_DIRECT_MIN_RANGE, min(tuning.get("direct_range_per_row") * n, _DIRECT_MAX_RANGE)):
             direct, rep, count, nxt, row_key = _direct_build_unique(km[0], np.int64(lo), size)
-            if direct is None and n >= DIRECT_PARALLEL_ROWS and kernel_threads() > 1:  # repeated keys: by slot ranges
+            if direct is None and n >= tuning.get("direct_parallel_rows") and kernel_threads() > 1:  # repeated keys: by slot ranges
                 direct, table = direct_build_parallel(km[0], np.int64(lo), size)
                 return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,
                                                  unique=_all_unique(table.key_count, n)))

@@ -20,8 +20,6 @@ from numba import njit, prange
 from hetdb.backend.cpu.hashtable import HashTable
 from hetdb.backend.cpu.keys import kernel_threads
 
-# builds of fewer rows stay with the one-pass build
-PARALLEL_ROWS = 1 << 17
 _RANGE_SLOTS = 1 << 16  # slots of one range at most (int32: 256 KiB, in a core's L2 cache)
 _MAX_RANGES = 1 << 12
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from hetdb.backend.cpu import tuning
 from hetdb.backend.cpu.groupby import int_ranges
 from hetdb.backend.cpu.keys import hash_rows, kernel_threads, key_matrix, set_kernel_threads
 
@@ -119,12 +120,12 @@ def filter_of(table) -> KeyFilter:
 
 
 # a filter over fewer build keys is built on one kernel thread (waking 16 sleeping ones costs more)
-SMALL_FILTER_KEYS = 1 << 17
+# (backend/cpu/tuning.py: small_filter_keys)
 
 
 def _build_filter_sized(keys: np.ndarray) -> KeyFilter:
     threads = kernel_threads()
-    if threads == 1 or keys.shape[1] >= SMALL_FILTER_KEYS:
+    if threads == 1 or keys.shape[1] >= tuning.get("small_filter_keys"):
         return build_filter(keys)
     set_kernel_threads(1)
     try:

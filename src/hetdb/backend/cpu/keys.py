@@ -16,6 +16,7 @@ from numba import njit, prange
 from numba.np.ufunc import parallel as _numba_parallel
 
 from hetdb.backend.base import HASH_SEED
+from hetdb.backend.cpu import tuning
 from hetdb.errors import UnsupportedError
 
 CANONICAL_NAN_BITS = np.int64(0x7FF8000000000000)
@@ -104,7 +105,7 @@ def key_bits(column: np.ndarray) -> np.ndarray:
 # key matrices of at least this many rows are filled on every kernel thread (a hash build's or merge's
 # keys after the workers: NumPy's conversions and copies ran on one thread, TPC-H q09's two-key build of
 # 3.3M rows at SF 10 ~25 ms of one core per matrix)
-PARALLEL_MATRIX_ROWS = 1 << 20
+# (backend/cpu/tuning.py: parallel_matrix_rows)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -125,7 +126,7 @@ def key_matrix(keys: list[np.ndarray]) -> np.ndarray:
     for k in keys:
         if np.asarray(k).shape[0] != n:
             raise ValueError("key columns have different lengths")
-    parallel = n >= PARALLEL_MATRIX_ROWS and kernel_threads() > 1
+    parallel = n >= tuning.get("parallel_matrix_rows") and kernel_threads() > 1
     if len(keys) == 1:
         a = np.ascontiguousarray(keys[0])
         if not parallel or a.dtype == np.int64 or a.dtype.kind not in "iub":

@@ -14,8 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from hetdb import types as T
+from hetdb.backend.cpu import tuning
 from hetdb.column import Batch, Column
-from hetdb.exec.columns import batch_nbytes, concat_batches, full_column, slice_batch, take, to_plain
+from hetdb.exec.columns import (
+    batch_nbytes,
+    coalesce_batches,
+    concat_batches,
+    full_column,
+    slice_batch,
+    take,
+    to_plain,
+)
 from hetdb.exec.expressions import _convert
 from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
@@ -377,6 +386,10 @@ class HashAggregate(Sink):
                 # with no copy of the states into one batch (TPC-H q18's 15M orders at SF 10: ~300 ms
                 # of one thread) and a batch per piece for the next pipeline's morsels
                 out = [self._outputs(ctx, b) for b in pieces if b.num_rows] or [self._empty_result(ctx)]
+                # small pieces (and the one-group carries between them) together: TPC-H q11's 304k
+                # groups at SF 10 came as 16 pieces of 20k and 16 of one row, 32 morsels that the next
+                # pipeline's 16 workers took in turns at the GIL (550 ms of worker time on the H100)
+                out = coalesce_batches(ctx.backend, out, tuning.get("result_morsel_rows"))
             elif g.parts is None and self.keys and len(g.batches) > 1:
                 # the final merge concatenates the states and hashes them: reserve that first, and
                 # finish partition by partition when it does not fit

@@ -22,18 +22,15 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
-from hetdb.exec.columns import concat_batches, take_batch
+from hetdb.exec.columns import coalesce_batches, concat_batches, take_batch
 
-# a final merge of fewer state rows keeps the one merge (its kernels' thread pool is cheaper)
-PARALLEL_MERGE_ROWS = 1 << 18
-# partitions per worker thread (two: their sizes vary, the pool balances them; each costs a gather per
-# batch and column and a merge's calls, Python that holds the GIL)
-PARTS_PER_THREAD = 2
-PART_ROWS = 1 << 16
+# (backend/cpu/tuning.py) parallel_merge_rows: a final merge of fewer state rows keeps the one merge
+# (its kernels' thread pool is cheaper); merge_parts_per_thread: partitions per worker thread (two: their
+# sizes vary, the pool balances them; each costs a gather per batch and column and a merge's calls,
+# Python that holds the GIL); merge_part_rows: rows behind each partition beyond one per thread
 _POOL_PREFIX = "hetdb-worker"
-# False: every final merge is the one merge (A/B runs)
-ENABLED = True
 
 
 @njit(cache=True, nogil=True)
@@ -92,12 +89,12 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
     partition at a time on the connection's workers; None when the one merge is the way (a GPU or
     single-threaded connection, few rows, raw rows, no non-string group key)."""
     pool, threads = getattr(ctx, "pool", None), int(getattr(ctx, "threads", 1) or 1)
-    if not ENABLED or pool is None or threads < 2 or ctx.device is not None or op.raw_mode or not op.keys:
+    if pool is None or threads < 2 or ctx.device is not None or op.raw_mode or not op.keys:
         return None
     if threading.current_thread().name.startswith(_POOL_PREFIX):
         return None  # (a task of the pool waiting for the pool's other tasks could wait forever)
     batches = [b for b in batches if b.num_rows]
-    if len(batches) < 2 or sum(b.num_rows for b in batches) < PARALLEL_MERGE_ROWS:
+    if len(batches) < 2 or sum(b.num_rows for b in batches) < tuning.get("parallel_merge_rows"):
         return None
     hashed = [i for i, (_, e) in enumerate(op.keys) if e.dtype.kind != "string"]
     if not hashed:
@@ -107,7 +104,7 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
     be = ctx.backend
     rows = sum(b.num_rows for b in batches)
     # a partition's fixed cost (a gather per batch and column, a merge's calls) wants rows behind it
-    nparts = max(threads, min(threads * PARTS_PER_THREAD, rows // PART_ROWS))
+    nparts = max(threads, min(threads * tuning.get("merge_parts_per_thread"), rows // tuning.get("merge_part_rows")))
     names = list(op._state_dtypes())
     encoders = [g.encoders[i] for i in hashed]
 
@@ -125,6 +122,11 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
         # (v - lo) * nparts stays in int64; a narrow range (the high half of a HUGEINT key, a flag)
         # would leave most partitions empty: hashed then
         ranged = 4 * nparts <= span < (1 << 55)
+        if ranged and len(op.keys) == 1 and span < tuning.get("merge_small_domain"):
+            # at most `span` groups: the one merge numbers them densely in a cache-sized table, faster
+            # than the partitions' gathers and calls (TPC-H q15 at SF 10: 1.2M state rows of 100k
+            # suppliers, 13 ms one merge against 28 partitioned on the 2-core machine at 16 threads)
+            return None
 
     def split(k: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         be.set_kernel_threads(1)
@@ -143,4 +145,6 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
             return None
         return op._outputs(ctx, op._merge(ctx, g, concat_batches(be, pieces, names)))
 
-    return [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
+    outs = [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
+    # (TPC-H q15's 100k groups came as 17 batches of 6k rows, read twice: 34 morsels)
+    return coalesce_batches(be, outs, tuning.get("result_morsel_rows"), lambda fn, xs: _run_all(pool, fn, xs))

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
 from hetdb.exec.columns import filter_batch, slice_batch
 from hetdb.exec.hostutil import column_from_pylist
@@ -103,8 +104,8 @@ class ValuesSource(Source):
 # result batches of at least twice this many rows are cut into several morsels (ResultSource._pieces): a
 # morsel's Python and its GIL hand-overs cost the same whatever its rows, and with 16 workers taking turns
 # at the GIL small morsels ran slower than one thread (TPC-H q11's 304k groups cut in 9 morsels of 34k
-# rows, operator at a time: ~180 ms of worker time at 16 threads on the H100, 4 ms on one thread)
-RESULT_MORSEL_ROWS = 1 << 17
+# rows, operator at a time: ~180 ms of worker time at 16 threads on the H100, 4 ms on one thread);
+# backend/cpu/tuning.py: result_morsel_rows, result_share_threads
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,8 @@ class ResultSource(Source):
         # the worker threads shared among the batches: a result of many batches (an aggregation's
         # key-run pieces, TPC-H q18's 116 at SF 10) is a morsel per batch already, not 4 each
         threads = int(getattr(ctx.options, "threads", 1) or 1)
-        share = -(-threads // max(1, sum(1 for b in batches if b.num_rows)))
+        share = -(-threads // max(1, sum(1 for b in batches if b.num_rows))) \
+            if tuning.get("result_share_threads") else threads
         for i, b in enumerate(batches):
             if not step or b.num_rows <= step:
                 out.extend((i, lo, hi) for lo, hi in self._pieces(ctx, b, share))
@@ -144,10 +146,11 @@ class ResultSource(Source):
         its rows matters."""
         n = b.num_rows
         threads = int(getattr(ctx.options, "threads", 1) or 1)
+        least = tuning.get("result_morsel_rows")
         if self.ordered or ctx.device is not None or threads < 2 or not isinstance(b, Batch) \
-                or n < 2 * RESULT_MORSEL_ROWS:
+                or n < 2 * least:
             return [(0, n)]
-        parts = min(share or threads, n // RESULT_MORSEL_ROWS)
+        parts = min(share or threads, n // least)
         return [(n * k // parts, n * (k + 1) // parts) for k in range(parts)]
 
     def read(self, ctx: ExecContext, morsel: Any, g: Any) -> list[Batch]:

@@ -9,6 +9,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from hetdb.backend.cpu import tuning
 from hetdb.backend.cpu.keys import CANONICAL_NAN_BITS, splitmix64
 
 SEED = np.uint64(0x2545F4914F6CDD1D)
@@ -153,7 +154,7 @@ def _rehash(slots, gk, gv, ng):
 # tables of at least this many cells are zeroed by a Numba loop that holds no GIL: NumPy's zeros memset
 # recycled heap memory with the GIL held, and pipeline workers make these tables as they go (a key-run
 # table per morsel, each doubling of a group table): on 16 threads their memsets ran one at a time
-_NOGIL_ZERO_CELLS = 1 << 15
+# (backend/cpu/tuning.py: nogil_zero_cells)
 
 
 @njit(cache=True, nogil=True)
@@ -164,7 +165,7 @@ def _fill_zero(a):
 
 def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     """``np.zeros(shape, dtype)`` (int64, float64 or bool), zeroed without the GIL when large."""
-    if int(np.prod(shape)) < _NOGIL_ZERO_CELLS:
+    if int(np.prod(shape)) < tuning.get("nogil_zero_cells"):
         return np.zeros(shape, dtype)
     out = np.empty(shape, dtype)
     flat = out.reshape(-1)
@@ -172,11 +173,15 @@ def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     return out
 
 
-def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64) -> tuple:
-    """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups."""
-    cap = max(64, 1 << (int(capacity) - 1).bit_length())
-    return (zeros((2 * cap,), np.int64), zeros((num_keys, cap), np.int64),
-            zeros((num_keys, cap), np.bool_), zeros((num_int, cap), np.int64),
+def new_state(num_keys: int, num_int: int, num_float: int, capacity: int = 64, slots: bool = True) -> tuple:
+    """(slots, gk, gv, ia, fa, ng) of an empty group table for ``capacity`` groups; ``slots=False``: a
+    one-slot placeholder (a table over key runs or direct slots hashes nothing, so its capacity need
+    not be a power of two: a key-run table is made for its morsel's runs exactly). The key bits and
+    validity are not zeroed: the loops write a group's keys when they make it and nothing reads past
+    the groups made (only slots and accumulators must start at zero)."""
+    cap = max(64, 1 << (int(capacity) - 1).bit_length()) if slots else max(64, int(capacity))
+    return (zeros((2 * cap,), np.int64) if slots else np.zeros(1, np.int64), np.empty((num_keys, cap), np.int64),
+            np.empty((num_keys, cap), np.bool_), zeros((num_int, cap), np.int64),
             zeros((num_float, cap), np.float64), 0)
 
 
@@ -186,7 +191,7 @@ def reserve(state: tuple, groups: int, rehash: bool = True) -> tuple:
     slots, gk, gv, ia, fa, ng = state
     if groups <= gk.shape[1]:
         return state
-    out = new_state(gk.shape[0], ia.shape[0], fa.shape[0], groups)
+    out = new_state(gk.shape[0], ia.shape[0], fa.shape[0], groups, slots=rehash)
     out[1][:, :ng] = gk[:, :ng]
     out[2][:, :ng] = gv[:, :ng]
     out[3][:, :ng] = ia[:, :ng]
