@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python scripts/gpu_hot_probe.py DB [--suite tpch] [--queries q02,q11,q22,q10,q18]
         [--runs 10] [--warmup 2] [--device gpu] [--connections 2] [--sample-ms 0.5] [--cprofile 3]
-        [--option k=v]
+        [--pause-ms 500] [--option k=v]
 
 Per connection of one process (the first one loads the data cold, as the bench's hot mode does) and
 per query: ``--warmup`` untimed runs (kernel compiles stay out of the profile), then every run's wall
@@ -257,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--sample-ms", type=float, default=0.5)
     ap.add_argument("--streamed", action="store_true", help="run through con.execute().fetchall() as well")
+    ap.add_argument("--pause-ms", type=float, default=0.0,
+                    help="sleep this long (untimed) before each timed run: the device and the cores idle "
+                         "between runs, as between queries of a bench while DuckDB runs")
     args = ap.parse_args(argv)
     qs = {q.name: q.sql for q in load_queries(args.suite)}
     names = args.queries.split(",")
@@ -289,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             walls = []
             sampler.reset()
             for i in range(args.runs):
+                if args.pause_ms:
+                    time.sleep(args.pause_ms / 1e3)
                 sampler.active = True
                 t, tc = time.perf_counter(), time.thread_time()
                 res = con.sql(qs[n])
