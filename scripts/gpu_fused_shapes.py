@@ -1,7 +1,7 @@
 """The dense fused kernels of SSB's query shapes on synthetic data of SSB SF 20's size, without a data set.
 
     PYTHONPATH=src python scripts/gpu_fused_shapes.py [--rows 120e6] [--page-rows 1048576] [--repeat 10]
-        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants]
+        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants] [--tiles 128x4,256x4]
 
 Per shape (filters, dense probes with the selectivities and payloads of the SSB query, group keys,
 aggregates: the spec exec/fusion.py makes for it) over random columns split into pages of
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", action="store_true", help="the cycle's parts: new_state, consume_pages (host), the "
                     "wait for the kernel, finish; the kernel's time by events inside the cycle")
     ap.add_argument("--no-variants", action="store_true", help="skip the eager / payload-by-key variants")
+    ap.add_argument("--tiles", default="", help="the tile variants of --variants (gpu_hot_split.py --tiles)")
     args = ap.parse_args(argv)
     n = int(args.rows)
     rng = cupy.random.default_rng(7)
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             grids = sorted({132, 264, 528, 1056, 1584, 2112, 4224, 65536} - {grid})
             print("    other grids: " + ", ".join(f"{g}: {split.replay(probe, launch, g, 5):.3f}" for g in grids),
                   flush=True)
-            print(split.tile_variants(probe, fp.kernel.name, launch, 5), flush=True)
+            print(split.tile_variants(probe, fp.kernel.name, launch, 5, split.parse_tiles(args.tiles)), flush=True)
         probe.last.clear()
         del pages, pt
     return 0
