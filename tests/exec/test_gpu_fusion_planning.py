@@ -232,9 +232,29 @@ def test_generated_ssb_kernels_compile_with_nvcc(ssb_db, emulated_fusion, tmp_pa
     for p in emulated_fusion[:4]:
         encoded = generate(dataclasses.replace(p.real.spec, encoded=True))
         sources[encoded.name] = encoded.full_source()
+        wide = generate(dataclasses.replace(p.real.spec, block=256))  # (experiment fused_block256)
+        sources[wide.name] = wide.full_source()
     for name, source in sorted(sources.items()):
         result = nvcc_check(source, tmp_path, name)
         assert result.returncode == 0, f"{name}:\n{result.stderr}\n{source[-4000:]}"
+
+
+def test_block256_experiment_plans_kernels_of_256_threads(ssb_db, emulated_fusion, monkeypatch):
+    """With the experiment fused_block256 on, the planner's specs ask for 256 threads per block
+    (the kernel's tile is 256 x 4 rows; runtime.FusedPipeline launches and tiles page tables by it)."""
+    from hetdb.exec import compiled_features
+
+    monkeypatch.setattr(compiled_features, "enabled", compiled_features.enabled | {"fused_block256"})
+    queries = load_queries("ssb")
+    with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+        for name in ("q1.1", "q2.1", "q4.1"):
+            got = con.sql(queries[name]).arrow()
+            assert mismatch(got, ssb_db.reference(queries[name]), SSB_ORDERING[name]) is None, name
+    specs = [p.real.spec for p in emulated_fusion]
+    assert specs and all(s.block == 256 for s in specs)
+    assert all("#define FP_BLOCK 256" in p.real.kernel.body and "#define FP_TILE 1024" in p.real.kernel.body
+               for p in emulated_fusion)
+    assert {p.real.block for p in emulated_fusion} == {256} and {p.real.tile for p in emulated_fusion} == {1024}
 
 
 def test_tpch_queries_through_the_fusion_planner_match_duckdb(tmp_path_factory, emulated_fusion):
