@@ -172,7 +172,7 @@ class Database:
                     return reader
             except OSError:
                 pass
-            del self._fresh[name]
+            self._fresh.pop(name, None)  # (another thread may have dropped it already)
         if not self.has_table(name):
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
         current = os.path.join(self._table_dir(name), CURRENT)
