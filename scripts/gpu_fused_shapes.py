@@ -1,7 +1,7 @@
 """The dense fused kernels of SSB's query shapes on synthetic data of SSB SF 20's size, without a data set.
 
     PYTHONPATH=src python scripts/gpu_fused_shapes.py [--rows 120e6] [--page-rows 1048576] [--repeat 10]
-        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants] [--tiles 128x4,256x4]
+        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants | --eager-only] [--tiles 128x4,256x4]
 
 Per shape (filters, dense probes with the selectivities and payloads of the SSB query, group keys,
 aggregates: the spec exec/fusion.py makes for it) over random columns split into pages of
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", action="store_true", help="the cycle's parts: new_state, consume_pages (host), the "
                     "wait for the kernel, finish; the kernel's time by events inside the cycle")
     ap.add_argument("--no-variants", action="store_true", help="skip the eager / payload-by-key variants")
+    ap.add_argument("--eager-only", action="store_true", help="of those, only the eager one (loaded first)")
     ap.add_argument("--tiles", default="", help="the tile variants of --variants (gpu_hot_split.py --tiles)")
     args = ap.parse_args(argv)
     n = int(args.rows)
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, other in (("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
                              ("payload by key", dataclasses.replace(spec, probes=keyed)),
                              ("both", dataclasses.replace(spec, eager=eager, probes=keyed))):
-            if other == spec or args.no_variants:
+            if other == spec or args.no_variants or (args.eager_only and not label.startswith("loaded first")):
                 continue
             ofp = compile_fused_pipeline(other)
             ostate = ofp.new_state(domains)
