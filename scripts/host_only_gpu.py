@@ -354,15 +354,11 @@ def _no_compile() -> None:
     from hetdb.backend.gpu import compile as C
     from hetdb.backend.gpu.codegen import runtime as R
 
-    class Module:
-        def __init__(self) -> None:
-            self.cache_path = None
+    def module(*a, **k):
+        return C.CompiledModule(RawModule(), {}, None)
 
-        def function(self, name: str) -> _Function:
-            return _Function(name)
-
-    C.get_module = lambda filename, name_expressions=(), *a, **k: Module()
-    R.compile_source = lambda source, filename="fused.cu": Module()
+    C.get_module = lambda filename, name_expressions=(), *a, **k: module()
+    R.compile_source = lambda source, filename="fused.cu": module()
     for mod in list(sys.modules.values()):
         if getattr(mod, "__name__", "").startswith("hetdb.") and getattr(mod, "get_module", None) is not None \
                 and mod is not C and getattr(mod.get_module, "__module__", "") == C.__name__:
