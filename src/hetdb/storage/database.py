@@ -303,6 +303,7 @@ class Database:
             grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
             shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
             os.rename(self._table_dir(name), grave)
+            versions.note_catalog_change()
             fsync_dir(self._tables_dir)
         finally:
             lock.release()
