@@ -216,11 +216,33 @@ def arrow_string_transform(backend, col: Column, fn) -> Column:
     return column_to_device(backend, res)
 
 
+# spill directories made by this process and not yet removed (a query's directory is removed at its
+# end only when something made it: most queries spill nothing, and a removal costs file-system calls)
+_SPILL_DIRS: set[str] = set()
+_SPILL_DIRS_LOCK = threading.Lock()
+
+
+def make_spill_dir(directory: str) -> None:
+    """Create a query's spill directory (idempotent), noting it for ``spill_made``."""
+    os.makedirs(directory, exist_ok=True)
+    with _SPILL_DIRS_LOCK:
+        _SPILL_DIRS.add(directory)
+
+
+def spill_made(directory: str) -> bool:
+    """Whether ``make_spill_dir`` made ``directory`` (forgotten from then on: the caller removes it)."""
+    with _SPILL_DIRS_LOCK:
+        if directory in _SPILL_DIRS:
+            _SPILL_DIRS.discard(directory)
+            return True
+        return False
+
+
 class SpillFile:
     """One Arrow IPC stream file on disk holding batches of one partition."""
 
     def __init__(self, directory: str, dtypes: dict[str, DataType]):
-        os.makedirs(directory, exist_ok=True)
+        make_spill_dir(directory)
         self.path = os.path.join(directory, f"spill-{uuid.uuid4().hex}.arrow")
         self.dtypes = dtypes
         self._writer = None
