@@ -172,6 +172,7 @@ class QueryEngine:
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
         self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
+        self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
         from hetdb.exec.dictionary_memo import DictionaryMemo
@@ -416,9 +417,9 @@ class QueryEngine:
                 from hetdb.exec.fusion_reuse import prepare_reuse
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
-            tail = host_tail(physical) if self.tail_backend is not None else set()
+            tail, sinks = self._tail_of(physical) if self.tail_backend is not None else (frozenset(), frozenset())
             if tail:
-                ctx.tail_backend, ctx.host_sinks = self.tail_backend, host_sinks(physical, tail)
+                ctx.tail_backend, ctx.host_sinks = self.tail_backend, sinks
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
@@ -499,6 +500,17 @@ class QueryEngine:
                 "gpu_pipelines": pipeline_modes(physical, ops),
             })
         return table, stats, physical
+
+    def _tail_of(self, physical: PhysicalPlan) -> tuple[frozenset[int], frozenset[int]]:
+        """(host_tail, host_sinks) of ``physical``, once per plan object (a cached plan runs many times)."""
+        hit = self._tail_memo.get(id(physical))
+        if hit is None or hit[0] is not physical:
+            tail = frozenset(host_tail(physical))
+            hit = (physical, tail, host_sinks(physical, tail) if tail else frozenset())
+            if len(self._tail_memo) >= PLAN_CACHE_ENTRIES:
+                self._tail_memo.clear()
+            self._tail_memo[id(physical)] = hit
+        return hit[1], hit[2]
 
     def _options_with(self, compressed: bool) -> Any:
         """The connection's options with ``gpu_compressed_cache`` decided (one object per answer:

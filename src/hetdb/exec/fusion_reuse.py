@@ -27,6 +27,7 @@ class _Reuse:
         self.pins: list = []
         self.skipped: set[int] = set()
         self.kept: dict[int, Any] = {}      # pid -> BuildSide kept by an earlier run (exec/kept_builds.py)
+        self.closures: dict[int, set[int]] = {}  # pid -> the pipelines it depends on, transitively
 
 
 _REUSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -165,7 +166,10 @@ def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
     reuse = _REUSE.get(ctx)
     if reuse is None or pipe.pid not in reuse.presets:
         return []
-    return sorted(_closure(reuse.physical, pipe.deps) & reuse.skipped)
+    closure = reuse.closures.get(pipe.pid)
+    if closure is None:
+        closure = reuse.closures[pipe.pid] = _closure(reuse.physical, pipe.deps)
+    return sorted(closure & reuse.skipped)
 
 
 def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:

@@ -173,13 +173,17 @@ def _host_finish(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any,
 def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:
     """The device memory of a wide dense domain's accumulators (fusion._plan checked that they fit),
     reserved while the kernel fills them; None for the small domains (a few MiB at most)."""
-    from hetdb.backend.gpu.codegen.groups import MAX_FUSED_GROUPS, combined_groups
-    from hetdb.exec.fusion import state_bytes
-    from hetdb.exec.memory import Reservation
+    groups = plan.__dict__.get("_groups")  # (a reused plan: computed at its first run)
+    if groups is None:
+        from hetdb.backend.gpu.codegen.groups import combined_groups
 
-    groups = combined_groups(k.domain for k in plan.group_keys)
+        groups = plan.__dict__["_groups"] = combined_groups(k.domain for k in plan.group_keys)
+    from hetdb.backend.gpu.codegen.groups import MAX_FUSED_GROUPS
+
     if groups <= MAX_FUSED_GROUPS:
         return None
+    from hetdb.exec.fusion import state_bytes
+    from hetdb.exec.memory import Reservation
     held = Reservation(ctx.memory)
     ctx.cleanup.append(held.close)
     held.force_grow(state_bytes(plan.pipeline, groups))

@@ -213,6 +213,7 @@ class FusedPipeline:
         self.tile = spec.block * FP_ITEMS    # rows per tile
         self._function: Any = None
         self._registers: int | None = None  # per thread, once loaded (the launch's occupancy)
+        self._shapes: dict[tuple, tuple] = {}  # new_state's domains -> (sizes, groups, strides)
 
     @property
     def source(self) -> str:
@@ -340,12 +341,20 @@ class FusedPipeline:
         domains = list(domains or [])
         if len(domains) != len(self.spec.group_keys):
             raise ValueError(f"{len(self.spec.group_keys)} group keys need as many domains, got {len(domains)}")
-        sizes = [max(0, hi - lo + 1) for lo, hi in domains]
-        num_groups = int(np.prod(sizes, dtype=object)) if sizes else 1
-        if num_groups > MAX_GROUPS:
-            raise UnsupportedError(f"{num_groups} dense groups exceed the fused limit of {MAX_GROUPS}")
-        strides = [int(np.prod(sizes[k + 1:], dtype=object)) if k + 1 < len(sizes) else 1
-                   for k in range(len(sizes))]
+        key = tuple((int(lo), int(hi)) for lo, hi in domains)
+        shape = self._shapes.get(key)  # (the same domains every run of a reused plan)
+        if shape is None:
+            sizes = [max(0, hi - lo + 1) for lo, hi in domains]
+            num_groups = int(np.prod(sizes, dtype=object)) if sizes else 1
+            if num_groups > MAX_GROUPS:
+                raise UnsupportedError(f"{num_groups} dense groups exceed the fused limit of {MAX_GROUPS}")
+            strides = [int(np.prod(sizes[k + 1:], dtype=object)) if k + 1 < len(sizes) else 1
+                       for k in range(len(sizes))]
+            if len(self._shapes) >= 64:
+                self._shapes.clear()
+            shape = self._shapes[key] = (sizes, num_groups, strides)
+        sizes, num_groups, strides = shape
+        sizes, strides = list(sizes), list(strides)
         # one buffer: the error words, then every accumulator, so finish reads them all in one copy
         g = max(num_groups, 1)
         head = 1 + ERR_WORDS
