@@ -27,7 +27,6 @@ class _Reuse:
         self.pins: list = []
         self.skipped: set[int] = set()
         self.kept: dict[int, Any] = {}      # pid -> BuildSide kept by an earlier run (exec/kept_builds.py)
-        self.closures: dict[int, set[int]] = {}  # pid -> the pipelines it depends on, transitively
 
 
 _REUSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -130,6 +129,19 @@ def _closure(physical: Any, deps: list[int]) -> set[int]:
     return out
 
 
+_CLOSURES: dict[tuple[int, int], tuple[Any, frozenset[int]]] = {}  # (id(physical), pid) -> (physical, closure)
+
+
+def _input_closure(physical: Any, pid: int) -> frozenset[int]:
+    """The pipelines pipeline ``pid`` of ``physical`` depends on, transitively (once per plan)."""
+    hit = _CLOSURES.get((id(physical), pid))
+    if hit is None or hit[0] is not physical:
+        if len(_CLOSURES) >= 4096:
+            _CLOSURES.clear()
+        hit = _CLOSURES[(id(physical), pid)] = (physical, frozenset(_closure(physical, physical.pipelines[pid].deps)))
+    return hit[1]
+
+
 def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
     """Store a fused pipeline's plan for later runs of the same physical plan when it is
     self-contained: every page of its fact table runs fused (see prepare_reuse)."""
@@ -166,10 +178,7 @@ def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
     reuse = _REUSE.get(ctx)
     if reuse is None or pipe.pid not in reuse.presets:
         return []
-    closure = reuse.closures.get(pipe.pid)
-    if closure is None:
-        closure = reuse.closures[pipe.pid] = _closure(reuse.physical, pipe.deps)
-    return sorted(closure & reuse.skipped)
+    return sorted(_input_closure(reuse.physical, pipe.pid) & reuse.skipped)
 
 
 def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:

@@ -161,9 +161,26 @@ def host_scalar(backend, x: Any) -> Any:
 SQL_TYPE_KEY = b"hetdb.type"
 
 
+_SCHEMAS: dict[tuple, tuple] = {}  # (id(fields), time zone) -> (fields, schema): a cached plan's result schema
+
+
 def result_schema(fields, time_zone: str = "UTC") -> pa.Schema:
     """The Arrow schema of a result with ``fields`` (names may repeat); TIMESTAMPTZ columns are
-    timestamps in the session's ``time_zone`` (as DuckDB)."""
+    timestamps in the session's ``time_zone`` (as DuckDB). Made once per fields object (a cached
+    plan's every run asks with the same one)."""
+    key = (id(fields), time_zone)
+    hit = _SCHEMAS.get(key)
+    if hit is not None and hit[0] is fields:
+        return hit[1]
+    schema = _result_schema(fields, time_zone)
+    if isinstance(fields, tuple):  # (an immutable plan's fields; a list may change under its id)
+        if len(_SCHEMAS) >= 512:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = (fields, schema)
+    return schema
+
+
+def _result_schema(fields, time_zone: str) -> pa.Schema:
     return pa.schema([pa.field(f.name, pa.timestamp("us", tz=time_zone) if f.dtype.tz else f.dtype.to_arrow(),
                                metadata={SQL_TYPE_KEY: b"HUGEINT"} if f.dtype == INT128 else None)
                       for f in fields])
