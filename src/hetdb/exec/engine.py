@@ -427,8 +427,8 @@ class QueryEngine:
                 if pipe.pid in skipped:
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
-                    if host_ctx is None:
-                        host_ctx = self._host_context(ctx, spill_dir)
+                    if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
+                        host_ctx = ctx.__dict__.get("host_context") or self._host_context(ctx, spill_dir)
                     run_pipeline(host_ctx, pipe, None, 1)
                     on_host.add(pipe.pid)
                     continue

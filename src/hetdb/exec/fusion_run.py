@@ -37,7 +37,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         morsels = list(enumerate(src.morsels(ctx, gsrc)))
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
-    pred = conjunction(src.scan.filters)
+    pred: Any = False  # the scan's filters as one predicate, made at the first batch that needs it
     fused_rows = unfused = recompiled = 0
     inputs_ready = False
     from hetdb.exec.compiled import BatchCompiler
@@ -99,6 +99,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
                 recompiled += 1
                 continue
             unfused += 1
+            if pred is False:
+                pred = conjunction(src.scan.filters)
             if pred is not None:
                 from hetdb.exec.columns import filter_batch
 
@@ -164,9 +166,12 @@ def _host_finish(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any,
         return None
     if plan.key_sources is not None and not all(isinstance(s, int) for s in plan.key_sources):
         return None
-    host = ExecContext(ctx.db, ctx.tail_backend, ctx.options, ctx.host_memory, ctx.spill_dir,
-                       device=None, host_memory=ctx.host_memory)
-    host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
+    host = ctx.__dict__.get("host_context")  # (one per query: the engine's host tail runs in it too)
+    if host is None:
+        host = ExecContext(ctx.db, ctx.tail_backend, ctx.options, ctx.host_memory, ctx.spill_dir,
+                           device=None, host_memory=ctx.host_memory)
+        host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
+        ctx.host_context = host
     return host
 
 
