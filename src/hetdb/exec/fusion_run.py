@@ -247,9 +247,13 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     fp = plan.pipeline
     if not row_groups or ctx.device is None or not hasattr(fp, "consume_pages"):
         return None
-    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
-    cids = [cid for cid, _ in fp.spec.inputs]
-    names = list(dict.fromkeys(name_of[c] for c in cids))
+    memo = plan.__dict__.get("_resident_names")  # (a reused plan: made at its first run)
+    if memo is None or memo[0] is not src or memo[1] is not fp:
+        name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
+        cids = [cid for cid, _ in fp.spec.inputs]
+        memo = plan.__dict__["_resident_names"] = (src, fp, name_of, cids, list(dict.fromkeys(name_of[c] for c in cids)),
+                                                   tuple((c, name_of[c]) for c in cids))
+    _, _, name_of, cids, names, columns = memo
     forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
     with Timer(ctx, src.op_id):
         got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
@@ -258,7 +262,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     resident, fill = got
     try:
         cache = ctx.device.cache
-        tkey = ("page-table", resident.derived_key, fp.kernel.name, tuple((c, name_of[c]) for c in cids))
+        tkey = ("page-table", resident.derived_key, fp.kernel.name, columns)
         hit = cache.derived(tkey)
         if hit is None:
             pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]
