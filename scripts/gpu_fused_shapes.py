@@ -1,14 +1,15 @@
 """The dense fused kernels of SSB's query shapes on synthetic data of SSB SF 20's size, without a data set.
 
     PYTHONPATH=src python scripts/gpu_fused_shapes.py [--rows 120e6] [--page-rows 1048576] [--repeat 10]
-        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1]
+        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants | --eager-only] [--tiles 128x4,256x4]
 
 Per shape (filters, dense probes with the selectivities and payloads of the SSB query, group keys,
 aggregates: the spec exec/fusion.py makes for it) over random columns split into pages of
 ``--page-rows`` (one page table, as a hot scan of resident pages): the kernel's own time (CUDA events,
 median of ``--repeat`` launches), the bytes of its input columns per second of it, its registers,
 and the host time of one ``new_state`` + ``consume_pages`` + ``finish`` (what the engine calls per
-run, the kernel included). Every shape also with the columns eager_columns picks loaded at each
+run, the kernel included; with ``--split`` its parts, and the kernel's time by events inside the
+cycle next to its time replayed alone). Every shape also with the columns eager_columns picks loaded at each
 tile's start (spec ``eager``: experiment ``fused_eager``), with its payloads read by key (DenseProbe
 ``by_key``: experiment ``fused_payload_by_key``) and with both. For the shapes in ``--variants``
 the kernel again at other block sizes, items per
@@ -103,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--shapes", default="q1.1,q2.1,q3.1,q4.1")
     ap.add_argument("--variants", default="", help="shapes whose kernel is also run at other grids and tile shapes")
+    ap.add_argument("--split", action="store_true", help="the cycle's parts: new_state, consume_pages (host), the "
+                    "wait for the kernel, finish; the kernel's time by events inside the cycle")
+    ap.add_argument("--no-variants", action="store_true", help="skip the eager / payload-by-key variants")
+    ap.add_argument("--eager-only", action="store_true", help="of those, only the eager one (loaded first)")
+    ap.add_argument("--tiles", default="", help="the tile variants of --variants (gpu_hot_split.py --tiles)")
     args = ap.parse_args(argv)
     n = int(args.rows)
     rng = cupy.random.default_rng(7)
@@ -148,16 +154,30 @@ def main(argv: list[str] | None = None) -> int:
             domains.append((0, DIMS[dim][2] - 1))
         nbytes = sum(int(a.nbytes) for a in arrays.values())
         hosts = []
+        parts: list[tuple[float, float, float, float]] = []  # new_state, consume_pages, wait, finish
+        stream = cupy.cuda.get_current_stream()
         for _ in range(args.repeat + 2):
-            cupy.cuda.get_current_stream().synchronize()
+            stream.synchronize()
             probe.active = True
             t = time.perf_counter()
             state = fp.new_state(domains)
+            t1 = time.perf_counter()
             fp.consume_pages(state, pt, tables)
-            result = fp.finish(state)
-            hosts.append(time.perf_counter() - t)
+            t2 = time.perf_counter()
+            if args.split:
+                stream.synchronize()  # (the kernel's end: what finish would wait for)
+            t3 = time.perf_counter()
+            result = fp.finish(state, host=fp.finishes_on_host(state))  # (as a hot query's host tail)
+            t4 = time.perf_counter()
+            hosts.append(t4 - t)
+            parts.append((t1 - t, t2 - t1, t3 - t2, t4 - t3))
             probe.active = False
         kms, launches, _ = probe.take()
+        if args.split:
+            med = [statistics.median(p[i] for p in parts[2:]) * 1e3 for i in range(4)]
+            print(f"{name}: in the cycle: new_state {med[0]:.3f} ms, consume_pages {med[1]:.3f} (host), wait for "
+                  f"the kernel {med[2]:.3f}, finish {med[3]:.3f}; kernel by events {kms / len(parts):.3f} ms per "
+                  f"cycle ({launches} launches)", flush=True)
         launch = probe.last[fp.kernel.name]
         own = statistics.median(split.replay(probe, launch, launch[1], 1) for _ in range(args.repeat))
         fn, grid, block, _, shared = launch
@@ -170,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, other in (("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
                              ("payload by key", dataclasses.replace(spec, probes=keyed)),
                              ("both", dataclasses.replace(spec, eager=eager, probes=keyed))):
-            if other == spec:
+            if other == spec or args.no_variants or (args.eager_only and not label.startswith("loaded first")):
                 continue
             ofp = compile_fused_pipeline(other)
             ostate = ofp.new_state(domains)
@@ -187,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             grids = sorted({132, 264, 528, 1056, 1584, 2112, 4224, 65536} - {grid})
             print("    other grids: " + ", ".join(f"{g}: {split.replay(probe, launch, g, 5):.3f}" for g in grids),
                   flush=True)
-            print(split.tile_variants(probe, fp.kernel.name, launch, 5), flush=True)
+            print(split.tile_variants(probe, fp.kernel.name, launch, 5, split.parse_tiles(args.tiles)), flush=True)
         probe.last.clear()
         del pages, pt
     return 0

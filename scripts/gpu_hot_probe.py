@@ -1,7 +1,8 @@
 """Where a hot query's wall time goes: per-run timings and a low-overhead sampling profile.
 
-    PYTHONPATH=src python scripts/gpu_hot_probe.py DB [--queries q02,q11,q22,q10,q18] [--runs 10]
-        [--warmup 2] [--device gpu] [--connections 2] [--sample-ms 0.5] [--cprofile 3] [--option k=v]
+    PYTHONPATH=src python scripts/gpu_hot_probe.py DB [--suite tpch] [--queries q02,q11,q22,q10,q18]
+        [--runs 10] [--warmup 2] [--device gpu] [--connections 2] [--sample-ms 0.5] [--cprofile 3]
+        [--pause-ms 500] [--option k=v]
 
 Per connection of one process (the first one loads the data cold, as the bench's hot mode does) and
 per query: ``--warmup`` untimed runs (kernel compiles stay out of the profile), then every run's wall
@@ -243,6 +244,7 @@ def per_pipeline(con, sql: str, runs: int, sync: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("db")
+    ap.add_argument("--suite", default="tpch", help="the bench suite the queries are from (tpch, ssb)")
     ap.add_argument("--queries", default="q02,q11,q22,q10,q18")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs after the first (compiles)")
@@ -255,19 +257,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--sample-ms", type=float, default=0.5)
     ap.add_argument("--streamed", action="store_true", help="run through con.execute().fetchall() as well")
+    ap.add_argument("--pause-ms", type=float, default=0.0,
+                    help="sleep this long (untimed) before each timed run: the device and the cores idle "
+                         "between runs, as between queries of a bench while DuckDB runs")
     args = ap.parse_args(argv)
-    qs = {q.name: q.sql for q in load_queries("tpch")}
+    qs = {q.name: q.sql for q in load_queries(args.suite)}
     names = args.queries.split(",")
     watch = GcWatch()
     sampler = Sampler(args.sample_ms / 1e3)
     sampler.target = threading.main_thread().ident
-    timed = None
+    from hetdb.exec.engine import QueryEngine
+    from hetdb.storage.database import Database
+
+    targets: list[tuple[object, str]] = [(QueryEngine, "planned"), (Database, "table")]
     if args.device == "gpu":
         from hetdb.backend.gpu import compile as gpu_compile
         from hetdb.exec.device import DeviceResources
 
-        timed = Timed([(DeviceResources, "snapshot"), (DeviceResources, "leaked_bytes"),
-                       (DeviceResources, "keep_compressed"), (gpu_compile, "_compile_cubin")])
+        targets += [(DeviceResources, "snapshot"), (DeviceResources, "leaked_bytes"),
+                    (DeviceResources, "keep_compressed"), (gpu_compile, "_compile_cubin")]
+    timed = Timed(targets)
     for c in range(args.connections):
         con = hetdb.connect(args.db, device=args.device, **parse_options(args.option))
         for n in names:
@@ -283,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             walls = []
             sampler.reset()
             for i in range(args.runs):
+                if args.pause_ms:
+                    time.sleep(args.pause_ms / 1e3)
                 sampler.active = True
                 t, tc = time.perf_counter(), time.thread_time()
                 res = con.sql(qs[n])

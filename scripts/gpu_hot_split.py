@@ -1,7 +1,8 @@
 """Where a hot GPU query's milliseconds go: the device's kernels against the host between them.
 
     PYTHONPATH=src python scripts/gpu_hot_split.py DB [--suite ssb] [--queries q1.1,q2.1] [--runs 5]
-        [--warmup 2] [--replays 20] [--profile q1.1,q2.1] [--variants q1.1] [--option k=v]
+        [--warmup 2] [--replays 20] [--profile q1.1,q2.1] [--variants q1.1] [--tiles 128x4,256x4]
+        [--option k=v]
 
 One connection; per query, after the first run (data into the device cache, kernel compiles) and
 ``--warmup`` untimed runs, ``--runs`` timed runs, each with: its wall time, the query thread's CPU
@@ -121,6 +122,18 @@ def replay(probe: LaunchTimes, launch: tuple, grid: int, times: int) -> float:
 
 
 VARIANTS = ((128, 4, 0), (128, 4, 16), (128, 8, 0), (128, 16, 0), (256, 4, 0), (256, 8, 0))
+
+
+def parse_tiles(text: str) -> tuple:
+    """``--tiles`` "128x4,256x4/8": (threads, items per thread, min blocks per SM) per variant."""
+    if not text:
+        return VARIANTS
+    out = []
+    for part in text.split(","):
+        shape, _, min_blocks = part.partition("/")
+        threads, items = shape.split("x")
+        out.append((int(threads), int(items), int(min_blocks or 0)))
+    return tuple(out)
 
 
 def tile_variants(probe: LaunchTimes, name: str, launch: tuple, times: int, variants: tuple = VARIANTS) -> str:
@@ -244,12 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="", help="queries to profile (per pipeline, cProfile, EXPLAIN ANALYZE)")
     ap.add_argument("--variants", default="", help="queries whose fused kernel is also regenerated at other "
                     "block sizes and items per thread (a compile each)")
+    ap.add_argument("--tiles", default="", help="the tile variants of --variants: threads x items[/min blocks per "
+                    "SM], comma-separated (default: " + ",".join(f"{a}x{b}/{c}" for a, b, c in VARIANTS) + ")")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--option", action="append", default=[], help="connection option name=value")
     args = ap.parse_args(argv)
     queries = load_queries(args.suite, [q for q in args.queries.split(",") if q] or None)
     profile = {q for q in args.profile.split(",") if q}
     variants = {q for q in args.variants.split(",") if q}
+    tiles = parse_tiles(args.tiles)
     probe = LaunchTimes()
     rows = []
     with hetdb.connect(args.db, device="gpu", **parse_options(args.option)) as con:
@@ -288,11 +304,11 @@ def main(argv: list[str] | None = None) -> int:
                 rate = f"{resident / own / 1e6:.0f} GB/s of {resident / 1e6:.0f} MB resident" if resident else ""
                 print(f"  {name} alone: {own:.3f} ms at grid {grid} x {block} (shared {shared} B) {rate}; "
                       f"{occupancy(fn, block, shared)}", flush=True)
-                variants = sorted({132, 264, 528, 1056, 2112, 4224, 8448, 65536} - {grid})
+                grids = sorted({132, 264, 528, 1056, 2112, 4224, 8448, 65536} - {grid})
                 print("    other grids: " + ", ".join(f"{g}: {replay(probe, launch, g, max(3, args.replays // 4)):.3f}"
-                                                      for g in variants), flush=True)
+                                                      for g in grids), flush=True)
                 if q.name in variants:
-                    print(tile_variants(probe, name, launch, max(3, args.replays // 4)), flush=True)
+                    print(tile_variants(probe, name, launch, max(3, args.replays // 4), tiles), flush=True)
             probe.last.clear()
             wall_med, k_med = statistics.median(walls), statistics.median(kernels)
             rows.append((q.name, wall_med, k_med, own))

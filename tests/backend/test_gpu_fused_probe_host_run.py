@@ -15,7 +15,7 @@ from test_gpu_pipeline_host_run import SHIM
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen import AGGREGATE, DenseProbe, FusedPipelineSpec, dense_build, generate
-from hetdb.backend.gpu.codegen.generate import FP_BLOCK, FP_TILE
+from hetdb.backend.gpu.codegen.generate import FP_ITEMS
 from hetdb.backend.gpu.codegen.spec import AggregateSpec
 from hetdb.backend.gpu.compile import load_source
 from hetdb.plan.expr import Call, ColumnRef, Literal
@@ -27,16 +27,20 @@ def _array(name: str, ctype: str, values) -> str:
     return f"static {ctype} {name}[] = {{{', '.join(str(int(x)) for x in values) or '0'}}};"
 
 
-@pytest.mark.parametrize("by_key", [False, True], ids=["by-row", "by-key"])
-@pytest.mark.parametrize("eager", [(), ("k", "v")], ids=["staged", "loaded-first"])
-def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager):
+@pytest.mark.parametrize("by_key,eager,block", [
+    (False, (), 128), (True, (), 128), (False, ("k", "v"), 128), (True, ("k", "v"), 128),
+    (False, ("k", "v"), 256),  # (experiment fused_block256: a tile of 256 x 4 rows)
+], ids=["by-row-staged", "by-key-staged", "by-row-loaded-first", "by-key-loaded-first", "block256"])
+def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager, block):
     rng = np.random.default_rng(11)
     k_ref, v_ref, y_ref = ColumnRef(T.INT32, "k", False), ColumnRef(T.INT32, "v", False), ColumnRef(T.INT32, "y", False)
     spec = FusedPipelineSpec((("k", T.INT32), ("v", T.INT32)),
                              (Call(T.BOOL, "lt", (v_ref, Literal(T.INT32, 900))), Call(T.BOOL, "gt", (y_ref, Literal(T.INT32, 0)))),
                              (DenseProbe(k_ref, (("y", T.INT32),), by_key),), (y_ref,),
-                             (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, eager=eager)
+                             (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, eager=eager,
+                             block=block)
     kernel = generate(spec)
+    assert f"#define FP_BLOCK {block}" in kernel.body and f"#define FP_TILE {block * FP_ITEMS}" in kernel.body
     # the build: 300 keys from 100 with gaps, a payload y in 0..4 per build row
     bkeys = rng.choice(np.arange(100, 500), 300, replace=False).astype(np.int32)
     ys = rng.integers(0, 5, 300).astype(np.int32)
@@ -51,7 +55,7 @@ def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager):
         fill += [f"  pt[{p}] = {tiles};", f"  pt[NP + 1 + {p}] = {row};", f"  pt[2 * NP + 1 + {p}] = {len(k)};",
                  f"  pt[3 * NP + 1 + {p} * 2 + 0] = (long long)(const void*)k{p};",
                  f"  pt[3 * NP + 1 + {p} * 2 + 1] = (long long)(const void*)v{p};"]
-        tiles += -(-len(k) // FP_TILE)
+        tiles += -(-len(k) // (block * FP_ITEMS))
         row += len(k)
     fill.append(f"  pt[NP] = {tiles};")
     nacc = len(kernel.accumulators)
@@ -60,7 +64,7 @@ def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager):
             "static unsigned long long domain_errors[1], arith_err[4];",
             "#include <cstdlib>", "int main(int argc, char** argv) {", *fill,
             "  gridDim.x = std::atoi(argv[1]);", "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
-            f"    for (unsigned t = 0; t < {FP_BLOCK}; ++t) {{", "      threadIdx.x = t;",
+            f"    for (unsigned t = 0; t < {block}; ++t) {{", "      threadIdx.x = t;",
             f"      {kernel.name}(nullptr, nullptr, 0, pt, NP, {tiles}, rows, {table.lo}, {table.size}, pay, "
             "0, 5, 1, 5, 0, " + ", ".join(f"acc{a}" for a in range(nacc)) + ", domain_errors, arith_err);",
             "    }", "  }",

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from hetdb import types as T
-from hetdb.backend.gpu.codegen.pipeline_gen import PAGE_PTRS, PL_BLOCK, PL_TILE, generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_kernel import PAGE_PTRS, PL_BLOCK, PL_TILE
 from hetdb.backend.gpu.codegen.pipeline_spec import (
     AggregateSink,
     FilterStage,
@@ -573,7 +574,7 @@ def test_string_join_key_probes_by_the_builds_ids(tmp_path):
 @pytest.mark.parametrize("n", [0, 3, 2100])
 def test_aggregate_without_group_by_folds_in_registers(n, tmp_path):
     """No GROUP BY: each thread folds its rows' states in registers and the group is updated after
-    the tile loop (pipeline_gen._keyless_flush; here one thread at a time, each updating the group);
+    the tile loop (pipeline_gen_assembly._keyless_flush; here one thread at a time, each updating the group);
     sums, counts, min and max (integers and doubles) over a filter and a non-unique probe, as one
     batch and as pages; no rows at all leave no group."""
     rng = random.Random(n)

@@ -14,6 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from exec_plan_helpers import check, col, duck_tables, output, run, scan, stored_tables  # noqa: E402,F401
+
+# (the fused-pipeline planning tests' emulated kernels: test_gpu_fusion_*.py)
+from fusion_emulation import emulated_fusion, ssb_db  # noqa: E402,F401
 from reference_backend import ReferenceBackend  # noqa: E402
 
 N_FACT = 3000

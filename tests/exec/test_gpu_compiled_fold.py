@@ -1,5 +1,5 @@
 """Aggregation states folded before the group's atomics on the GPU: without GROUP BY each thread
-folds its rows in registers and one update per block follows (codegen/pipeline_gen._keyless_flush);
+folds its rows in registers and one update per block follows (codegen/pipeline_gen_assembly._keyless_flush);
 with keys the lanes of a warp whose rows share a group combine their states with shuffles and one
 lane updates the group (pipeline.cuh group_merge). Against DuckDB over many blocks of NULL-rich rows:
 sums (BIGINT, DECIMAL, DOUBLE), counts, min/max of integers and doubles (NaN, -0.0), avg, behind

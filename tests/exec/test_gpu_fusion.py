@@ -67,6 +67,27 @@ def test_every_ssb_query_fuses_on_the_gpu(ssb_db) -> None:
     assert reused == 13
 
 
+def test_block256_kernels_answer_as_duckdb(ssb_db, monkeypatch) -> None:
+    """The experiment fused_block256 (256 threads per block, tiles of 1024 rows): one SSB query of
+    each flight, run twice (the second from the kept state over the device-resident pages), equal to
+    DuckDB, nothing left on the device."""
+    from hetdb.exec import compiled_features
+
+    monkeypatch.setattr(compiled_features, "enabled", compiled_features.enabled | {"fused_block256"})
+    queries = load_queries("ssb")
+    with hetdb.connect(ssb_db.path, device="gpu") as con:
+        for name in ("q1.1", "q2.1", "q3.4", "q4.1"):
+            for _ in range(2):
+                got = con.sql(queries[name])
+                assert mismatch(got.arrow(), ssb_db.reference(queries[name]), SSB_ORDERING[name]) is None, name
+                assert got.stats["gpu_leaked_bytes"] == 0
+            assert FUSED in _aggregate_line(con.explain(queries[name], analyze=True)), name
+        assert con._get_engine().device.memory.used == 0
+    from hetdb.backend.gpu.codegen import runtime
+
+    assert any(p.block == 256 for p in runtime._PIPELINES.values())
+
+
 def test_tpch_group_bys_fuse_on_the_gpu(tpch_db) -> None:
     # q21's EXISTS / NOT EXISTS with a "different supplier" condition plan as semi/anti joins with a
     # residual (not as a join and a count): not fused (only unique-key inner joins are), but the

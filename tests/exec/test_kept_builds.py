@@ -18,7 +18,6 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 from diff_check import mismatch  # noqa: E402
 from diff_data import build_tpch, dataset  # noqa: E402
 from diff_queries import TPCH_ORDERING, TPCH_TOLERANCE, load_queries  # noqa: E402
-from test_gpu_fusion_planning import emulated_fusion  # noqa: E402,F401 (a fixture)
 
 import hetdb  # noqa: E402
 from hetdb import types as T  # noqa: E402

@@ -90,3 +90,39 @@ def test_compressed_cache_decision_memo_follows_commits(tmp_path, monkeypatch) -
     db.drop_table("u")
     _write(db, "w", list(range(30)))
     assert keep() is True and res._decoded_db_bytes[1] == 24 + 240
+
+
+def test_compressed_cache_decision_takes_other_processes_changes_after_a_moment(tmp_path, monkeypatch) -> None:
+    """keep_compressed takes the catalog's stamp (a stat per table) again at once after a change by
+    this process, and after KEEP_COMPRESSED_TTL_S for a change it cannot know of (another process:
+    here a commit whose epoch bump is hidden), not on every query."""
+    import types
+
+    from hetdb.exec import device as device_mod
+    from hetdb.exec.device import DeviceResources
+    from hetdb.storage import versions
+
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _write(db, "t", [1, 2, 3])
+    res = types.SimpleNamespace(cache=types.SimpleNamespace(capacity_bytes=100, kept_bytes=lambda: 0),
+                                _decoded_db_bytes=None)
+    clock = [1000.0]
+    monkeypatch.setattr(device_mod.time, "monotonic", lambda: clock[0])
+    stamps: list[int] = []
+    real_stamp = device_mod.catalog_stamp
+    monkeypatch.setattr(device_mod, "catalog_stamp", lambda *a: stamps.append(1) or real_stamp(*a))
+
+    def keep() -> bool:
+        return DeviceResources.keep_compressed(res, "auto", db)
+
+    assert keep() is False and len(stamps) == 1
+    assert keep() is False and len(stamps) == 1  # within the moment: no stat
+    epoch = versions.catalog_epoch()
+    monkeypatch.setattr(versions, "catalog_epoch", lambda: epoch)  # (as another process's commit)
+    _write(db, "u", list(range(20)))
+    assert keep() is False and len(stamps) == 1  # not seen yet
+    clock[0] += device_mod.KEEP_COMPRESSED_TTL_S
+    assert keep() is True and len(stamps) == 2  # seen after the moment
+    monkeypatch.setattr(versions, "catalog_epoch", lambda: epoch + 1)  # this process drops a table
+    db.drop_table("u")
+    assert keep() is False and len(stamps) == 3

@@ -142,3 +142,21 @@ def test_empty_table(db: Database) -> None:
     out = r.arrow()
     assert out.num_rows == 0 and out.schema.names == ["x", "s"]
     assert out.schema.field("s").type == pa.string()
+
+
+def test_table_sees_commits_and_drops_of_another_database_object(db: Database) -> None:
+    """table() answers from two stats while CURRENT and the manifest are the files it read last; a
+    commit (a new CURRENT), a drop and a re-create through another Database object of the same
+    directory (as another process would) are each seen by the next call."""
+    _write(db, "t", pa.table({"a": [1, 2]}))
+    first = db.table("t")
+    assert db.table("t") is first and first.num_rows == 2
+    other = Database.open(db.path)
+    _write(other, "t", pa.table({"a": [1, 2, 3]}), replace=True)
+    second = db.table("t")
+    assert second is not first and second.version == first.version + 1 and second.num_rows == 3
+    other.drop_table("t")
+    with pytest.raises(CatalogError, match="unknown table"):
+        db.table("t")
+    _write(other, "t", pa.table({"a": [7]}))
+    assert db.table("t").num_rows == 1

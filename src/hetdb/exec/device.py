@@ -14,6 +14,7 @@ refusals make joins and aggregations partition and spill, here into pinned host 
 from __future__ import annotations
 
 import gc
+import time
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,8 @@ from hetdb.types import DataType
 OPERATOR_SHARE = 0.5
 CACHE_SHARE = 0.5
 DEFAULT_LIMIT_FRACTION = 0.8
+# keep_compressed takes the catalog's stamp again after this long (other processes' commits)
+KEEP_COMPRESSED_TTL_S = 1.0
 
 
 def _budget_class():
@@ -124,6 +127,7 @@ class DeviceResources:
         self.luts = LookupTables()  # compiled kernels' dictionary lookups, kept between queries
         self._cache_bytes_at: tuple[Any, int] = (None, 0)  # ((cache mutations, luts version), bytes) memo
         self._decoded_db_bytes: tuple[tuple, int] | None = None  # keep_compressed's memo
+        self._keep_checked: tuple[tuple, float] | None = None  # ((catalog epoch, db path), when its stamp was taken)
         self._table_names: tuple[tuple, list[str]] | None = None  # (tables dir identity, names)
         self.host_tier_pages = 0   # pages this connection's scans copied out of the host tier
         # (table, version) -> columns a fused GPU scan read (gpu_cache_admission='reuse', scan_device.first_scan)
@@ -139,9 +143,20 @@ class DeviceResources:
         if isinstance(option, bool):
             return option
         from hetdb.cache.pages import column_device_bytes
+        from hetdb.storage.versions import catalog_epoch
 
-        stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
+        # The stamp costs a stat per table (tens of microseconds each on the H100 machine's file
+        # system, every query): it is taken again when this process changed the catalog, or after
+        # KEEP_COMPRESSED_TTL_S for other processes' changes (the answer is a placement choice:
+        # a moment's lag costs at most cache misses, never a wrong result).
+        now = time.monotonic()
         got = self._decoded_db_bytes
+        checked = getattr(self, "_keep_checked", None)
+        if got is not None and checked is not None and checked[0] == (catalog_epoch(), getattr(db, "path", None)) \
+                and now - checked[1] < KEEP_COMPRESSED_TTL_S:
+            return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
+        self._keep_checked = ((catalog_epoch(), getattr(db, "path", None)), now)
+        stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
         if stamp is None or got is None or got[0] != stamp:
             readers = [db.table(name) for name in db.tables()]
             total = sum(column_device_bytes(r, c, False) for r in readers for c in (s.name for s in r.schema))

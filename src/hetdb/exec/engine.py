@@ -23,7 +23,7 @@ from hetdb.errors import GpuWideValueError, HetdbError
 from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
-from hetdb.exec.hostutil import batch_to_device, batch_to_host, to_arrow_table
+from hetdb.exec.hostutil import batch_to_device, batch_to_host, spill_made, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import ResultSource, UnionSource
@@ -171,6 +171,8 @@ class QueryEngine:
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
+        self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
+        self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
         from hetdb.exec.dictionary_memo import DictionaryMemo
@@ -394,8 +396,7 @@ class QueryEngine:
         options = self.options
         db = QuerySnapshot(self.db, readers)
         if device is not None and not isinstance(options.gpu_compressed_cache, bool):
-            options = dataclasses.replace(options, gpu_compressed_cache=device.keep_compressed(
-                options.gpu_compressed_cache, db))
+            options = self._options_with(device.keep_compressed(options.gpu_compressed_cache, db))
         ctx = ExecContext(db, self.backend, options, memory, spill_dir, device=device,
                           host_memory=self.memory)
         ctx.host_cache = self.host_cache
@@ -416,9 +417,9 @@ class QueryEngine:
                 from hetdb.exec.fusion_reuse import prepare_reuse
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
-            tail = host_tail(physical) if self.tail_backend is not None else set()
+            tail, sinks = self._tail_of(physical) if self.tail_backend is not None else (frozenset(), frozenset())
             if tail:
-                ctx.tail_backend, ctx.host_sinks = self.tail_backend, host_sinks(physical, tail)
+                ctx.tail_backend, ctx.host_sinks = self.tail_backend, sinks
             host_ctx = None
             for i, pipe in enumerate(physical.pipelines):
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
@@ -426,8 +427,8 @@ class QueryEngine:
                 if pipe.pid in skipped:
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
-                    if host_ctx is None:
-                        host_ctx = self._host_context(ctx, spill_dir)
+                    if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
+                        host_ctx = ctx.__dict__.get("host_context") or self._host_context(ctx, spill_dir)
                     run_pipeline(host_ctx, pipe, None, 1)
                     on_host.add(pipe.pid)
                     continue
@@ -450,7 +451,8 @@ class QueryEngine:
                 from hetdb.exec.fusion_reuse import release_reuse
 
                 release_reuse(ctx)
-            shutil.rmtree(spill_dir, ignore_errors=True)
+            if spill_made(spill_dir):  # (nothing on disk unless an operator spilled there)
+                shutil.rmtree(spill_dir, ignore_errors=True)
             if device is not None:
                 ctx.evaluator = None
                 ctx.dict_cache.clear()
@@ -458,17 +460,26 @@ class QueryEngine:
         peak = self.memory.peak
         self.memory._peak = max(peak_before, peak)
         ops = ctx.stats
+        exec_seconds = time.perf_counter() - t0
+        bytes_read = pages_read = pages_skipped = h2d = spilled = cached = 0
+        for s in ops.values():  # (one pass: a hot GPU query is a few milliseconds of Python)
+            bytes_read += s.bytes_read
+            pages_read += s.pages_read
+            pages_skipped += s.pages_skipped
+            h2d += s.bytes_host_to_device
+            spilled += s.spilled_partitions
+            cached += s.pages_cached
         stats = {
             "plan_seconds": 0.0,
-            "exec_seconds": time.perf_counter() - t0,
+            "exec_seconds": exec_seconds,
             "rows": table.num_rows,
-            "bytes_read": sum(s.bytes_read for s in ops.values()),
-            "pages_read": sum(s.pages_read for s in ops.values()),
-            "pages_skipped": sum(s.pages_skipped for s in ops.values()),
+            "bytes_read": bytes_read,
+            "pages_read": pages_read,
+            "pages_skipped": pages_skipped,
             "peak_host_bytes": peak,
-            "bytes_host_to_device": sum(s.bytes_host_to_device for s in ops.values()),
+            "bytes_host_to_device": h2d,
             "peak_gpu_bytes": None,
-            "spilled_partitions": sum(s.spilled_partitions for s in ops.values()),
+            "spilled_partitions": spilled,
             "host_pipelines": len(on_host),
             "routes": scan_routes(ops).as_dict(),
             "operators": ops,
@@ -480,7 +491,7 @@ class QueryEngine:
                     fallbacks[what] = fallbacks.get(what, 0) + n
             stats.update({
                 "peak_gpu_bytes": device.budget.peak_bytes,
-                "pages_cached": sum(s.pages_cached for s in ops.values()),
+                "pages_cached": cached,
                 "gpu_cache_bytes": device.cache.used_bytes,
                 "gpu_leaked_bytes": leaked,
                 "gpu_reserved_after": device.memory.used,
@@ -489,6 +500,27 @@ class QueryEngine:
                 "gpu_pipelines": pipeline_modes(physical, ops),
             })
         return table, stats, physical
+
+    def _tail_of(self, physical: PhysicalPlan) -> tuple[frozenset[int], frozenset[int]]:
+        """(host_tail, host_sinks) of ``physical``, once per plan object (a cached plan runs many times)."""
+        hit = self._tail_memo.get(id(physical))
+        if hit is None or hit[0] is not physical:
+            tail = frozenset(host_tail(physical))
+            hit = (physical, tail, host_sinks(physical, tail) if tail else frozenset())
+            if len(self._tail_memo) >= PLAN_CACHE_ENTRIES:
+                self._tail_memo.clear()
+            self._tail_memo[id(physical)] = hit
+        return hit[1], hit[2]
+
+    def _options_with(self, compressed: bool) -> Any:
+        """The connection's options with ``gpu_compressed_cache`` decided (one object per answer:
+        dataclasses.replace of every option, per query, cost a hot query tens of microseconds)."""
+        memo = self._resolved_options
+        key = (id(self.options), compressed)
+        got = memo.get(key)
+        if got is None or got[0] is not self.options:
+            got = memo[key] = (self.options, dataclasses.replace(self.options, gpu_compressed_cache=compressed))
+        return got[1]
 
     def _place_on_host(self, ctx: ExecContext, pipe: Any, on_host: set[int]) -> bool:
         """Whether ``pipe`` (of the host tail) runs on the host, its inputs moved to where it runs:

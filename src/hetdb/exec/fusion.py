@@ -376,7 +376,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
                              AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
-                             fold=on("fused_fold"))
+                             fold=on("fused_fold"), block=256 if on("fused_block256") else 128)
     if not off("fused_eager"):
         from hetdb.backend.gpu.codegen.generate import FILTER_GUESS, eager_columns
 

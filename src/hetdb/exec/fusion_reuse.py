@@ -50,33 +50,64 @@ def prepare_reuse(ctx: ExecContext, store: Any, physical: Any, key: Any = None) 
             if got is not None:
                 reuse.presets[p.pid] = got[0]
                 reuse.pins.append(got[1])
-    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT, take_kept
+    from hetdb.exec.kept_builds import take_kept
 
     reuse.kept = take_kept(ctx, reuse)
     if not reuse.presets and not reuse.kept:
         return set()
-    running = {physical.result_pipeline}
-    for p in reversed(physical.pipelines):  # consumers come after what they depend on
-        if p.pid in running and p.pid not in reuse.presets and p.pid not in reuse.kept:
-            running.update(p.deps)
-    reuse.skipped = {p.pid for p in physical.pipelines} - running
+    skipped, notes = _skips(physical, reuse)
+    reuse.skipped = set(skipped)
     from hetdb.exec.shared_results import remember_kept
 
     for pid, side in sorted(reuse.kept.items()):
         ctx.results[pid] = side
-        ctx.stat(physical.pipelines[pid].sink.op_id).fused = KEPT
-        reuse.skipped.add(pid)
         remember_kept(ctx, physical.pipelines[pid])  # a copy of its subplan takes it, as from a run
+    for op_id, note in notes:
+        ctx.stat(op_id).fused = note
+    return reuse.skipped
+
+
+# id(physical) -> (physical, {(preset pids, kept pids, their entries' inputs): (skipped, notes)}): what
+# a run of the plan with those stored pipelines skips and says, the same for every hot run
+_SKIPS: dict[int, tuple[Any, dict]] = {}
+_SKIPS_ENTRIES = 256
+
+
+def _skips(physical: Any, reuse: _Reuse) -> tuple[frozenset[int], tuple[tuple[int, str], ...]]:
+    """(pipelines nothing needs, (sink op id, EXPLAIN note) per pipeline skipped) for ``reuse``'s
+    stored pipelines (its fused presets and kept builds)."""
+    key = (tuple(sorted((pid, e.inputs, e.swapped) for pid, e in reuse.presets.items())),
+           tuple(sorted(reuse.kept)))
+    hit = _SKIPS.get(id(physical))
+    if hit is not None and hit[0] is physical and key in hit[1]:
+        return hit[1][key]
+    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT
+
+    running = {physical.result_pipeline}
+    for p in reversed(physical.pipelines):  # consumers come after what they depend on
+        if p.pid in running and p.pid not in reuse.presets and p.pid not in reuse.kept:
+            running.update(p.deps)
+    skipped = {p.pid for p in physical.pipelines} - running
+    notes: dict[int, str] = {}  # pid -> note (later writers as in the order of a run's notes)
+    for pid in sorted(reuse.kept):
+        notes[pid] = KEPT
+        skipped.add(pid)
     for pid, entry in reuse.presets.items():
-        for q in sorted(entry.inputs & reuse.skipped):
+        for q in sorted(entry.inputs & skipped):
             what = ("runs inside" if q in entry.swapped else "not run: its result is built into") + \
                 f" pipeline {pid}'s fused kernel"
-            ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{what} ({REUSED})"
+            notes[q] = f"{what} ({REUSED})"
     for pid in reuse.kept:
-        for q in sorted(_closure(physical, physical.pipelines[pid].deps) & reuse.skipped):
-            if not ctx.stat(physical.pipelines[q].sink.op_id).fused:
-                ctx.stat(physical.pipelines[q].sink.op_id).fused = f"{KEPT_INPUT} {pid}'s kept build)"
-    return reuse.skipped
+        for q in sorted(_closure(physical, physical.pipelines[pid].deps) & skipped):
+            if not notes.get(q):
+                notes[q] = f"{KEPT_INPUT} {pid}'s kept build)"
+    out = (frozenset(skipped), tuple((physical.pipelines[q].sink.op_id, n) for q, n in notes.items()))
+    if hit is None or hit[0] is not physical:
+        if len(_SKIPS) >= _SKIPS_ENTRIES:
+            _SKIPS.pop(next(iter(_SKIPS)))
+        hit = _SKIPS[id(physical)] = (physical, {})
+    hit[1][key] = out
+    return out
 
 
 def release_reuse(ctx: ExecContext) -> None:
@@ -96,6 +127,19 @@ def _closure(physical: Any, deps: list[int]) -> set[int]:
             out.add(pid)
             stack.extend(physical.pipelines[pid].deps)
     return out
+
+
+_CLOSURES: dict[tuple[int, int], tuple[Any, frozenset[int]]] = {}  # (id(physical), pid) -> (physical, closure)
+
+
+def _input_closure(physical: Any, pid: int) -> frozenset[int]:
+    """The pipelines pipeline ``pid`` of ``physical`` depends on, transitively (once per plan)."""
+    hit = _CLOSURES.get((id(physical), pid))
+    if hit is None or hit[0] is not physical:
+        if len(_CLOSURES) >= 4096:
+            _CLOSURES.clear()
+        hit = _CLOSURES[(id(physical), pid)] = (physical, frozenset(_closure(physical, physical.pipelines[pid].deps)))
+    return hit[1]
 
 
 def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
@@ -134,7 +178,7 @@ def _skipped_inputs(ctx: ExecContext, pipe: Any) -> list[int]:
     reuse = _REUSE.get(ctx)
     if reuse is None or pipe.pid not in reuse.presets:
         return []
-    return sorted(_closure(reuse.physical, pipe.deps) & reuse.skipped)
+    return sorted(_input_closure(reuse.physical, pipe.pid) & reuse.skipped)
 
 
 def _run_skipped_inputs(ctx: ExecContext, pipe: Any) -> None:

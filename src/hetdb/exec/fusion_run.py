@@ -37,7 +37,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         morsels = list(enumerate(src.morsels(ctx, gsrc)))
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
-    pred = conjunction(src.scan.filters)
+    pred: Any = False  # the scan's filters as one predicate, made at the first batch that needs it
     fused_rows = unfused = recompiled = 0
     inputs_ready = False
     from hetdb.exec.compiled import BatchCompiler
@@ -99,6 +99,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
                 recompiled += 1
                 continue
             unfused += 1
+            if pred is False:
+                pred = conjunction(src.scan.filters)
             if pred is not None:
                 from hetdb.exec.columns import filter_batch
 
@@ -164,22 +166,29 @@ def _host_finish(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any,
         return None
     if plan.key_sources is not None and not all(isinstance(s, int) for s in plan.key_sources):
         return None
-    host = ExecContext(ctx.db, ctx.tail_backend, ctx.options, ctx.host_memory, ctx.spill_dir,
-                       device=None, host_memory=ctx.host_memory)
-    host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
+    host = ctx.__dict__.get("host_context")  # (one per query: the engine's host tail runs in it too)
+    if host is None:
+        host = ExecContext(ctx.db, ctx.tail_backend, ctx.options, ctx.host_memory, ctx.spill_dir,
+                           device=None, host_memory=ctx.host_memory)
+        host.stats, host.results, host.cleanup = ctx.stats, ctx.results, ctx.cleanup
+        ctx.host_context = host
     return host
 
 
 def _reserve_state(ctx: ExecContext, plan: FusionPlan) -> Any:
     """The device memory of a wide dense domain's accumulators (fusion._plan checked that they fit),
     reserved while the kernel fills them; None for the small domains (a few MiB at most)."""
-    from hetdb.backend.gpu.codegen.groups import MAX_FUSED_GROUPS, combined_groups
-    from hetdb.exec.fusion import state_bytes
-    from hetdb.exec.memory import Reservation
+    groups = plan.__dict__.get("_groups")  # (a reused plan: computed at its first run)
+    if groups is None:
+        from hetdb.backend.gpu.codegen.groups import combined_groups
 
-    groups = combined_groups(k.domain for k in plan.group_keys)
+        groups = plan.__dict__["_groups"] = combined_groups(k.domain for k in plan.group_keys)
+    from hetdb.backend.gpu.codegen.groups import MAX_FUSED_GROUPS
+
     if groups <= MAX_FUSED_GROUPS:
         return None
+    from hetdb.exec.fusion import state_bytes
+    from hetdb.exec.memory import Reservation
     held = Reservation(ctx.memory)
     ctx.cleanup.append(held.close)
     held.force_grow(state_bytes(plan.pipeline, groups))
@@ -238,9 +247,13 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     fp = plan.pipeline
     if not row_groups or ctx.device is None or not hasattr(fp, "consume_pages"):
         return None
-    name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
-    cids = [cid for cid, _ in fp.spec.inputs]
-    names = list(dict.fromkeys(name_of[c] for c in cids))
+    memo = plan.__dict__.get("_resident_names")  # (a reused plan: made at its first run)
+    if memo is None or memo[0] is not src or memo[1] is not fp:
+        name_of = dict(zip((f.cid for f in src.scan.fields), src.scan.column_names))
+        cids = [cid for cid, _ in fp.spec.inputs]
+        memo = plan.__dict__["_resident_names"] = (src, fp, name_of, cids, list(dict.fromkeys(name_of[c] for c in cids)),
+                                                   tuple((c, name_of[c]) for c in cids))
+    _, _, name_of, cids, names, columns = memo
     forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
     with Timer(ctx, src.op_id):
         got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
@@ -249,7 +262,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     resident, fill = got
     try:
         cache = ctx.device.cache
-        tkey = ("page-table", resident.derived_key, fp.kernel.name, tuple((c, name_of[c]) for c in cids))
+        tkey = ("page-table", resident.derived_key, fp.kernel.name, columns)
         hit = cache.derived(tkey)
         if hit is None:
             pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]

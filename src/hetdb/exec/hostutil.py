@@ -161,9 +161,26 @@ def host_scalar(backend, x: Any) -> Any:
 SQL_TYPE_KEY = b"hetdb.type"
 
 
+_SCHEMAS: dict[tuple, tuple] = {}  # (id(fields), time zone) -> (fields, schema): a cached plan's result schema
+
+
 def result_schema(fields, time_zone: str = "UTC") -> pa.Schema:
     """The Arrow schema of a result with ``fields`` (names may repeat); TIMESTAMPTZ columns are
-    timestamps in the session's ``time_zone`` (as DuckDB)."""
+    timestamps in the session's ``time_zone`` (as DuckDB). Made once per fields object (a cached
+    plan's every run asks with the same one)."""
+    key = (id(fields), time_zone)
+    hit = _SCHEMAS.get(key)
+    if hit is not None and hit[0] is fields:
+        return hit[1]
+    schema = _result_schema(fields, time_zone)
+    if isinstance(fields, tuple):  # (an immutable plan's fields; a list may change under its id)
+        if len(_SCHEMAS) >= 512:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = (fields, schema)
+    return schema
+
+
+def _result_schema(fields, time_zone: str) -> pa.Schema:
     return pa.schema([pa.field(f.name, pa.timestamp("us", tz=time_zone) if f.dtype.tz else f.dtype.to_arrow(),
                                metadata={SQL_TYPE_KEY: b"HUGEINT"} if f.dtype == INT128 else None)
                       for f in fields])
@@ -216,11 +233,33 @@ def arrow_string_transform(backend, col: Column, fn) -> Column:
     return column_to_device(backend, res)
 
 
+# spill directories made by this process and not yet removed (a query's directory is removed at its
+# end only when something made it: most queries spill nothing, and a removal costs file-system calls)
+_SPILL_DIRS: set[str] = set()
+_SPILL_DIRS_LOCK = threading.Lock()
+
+
+def make_spill_dir(directory: str) -> None:
+    """Create a query's spill directory (idempotent), noting it for ``spill_made``."""
+    os.makedirs(directory, exist_ok=True)
+    with _SPILL_DIRS_LOCK:
+        _SPILL_DIRS.add(directory)
+
+
+def spill_made(directory: str) -> bool:
+    """Whether ``make_spill_dir`` made ``directory`` (forgotten from then on: the caller removes it)."""
+    with _SPILL_DIRS_LOCK:
+        if directory in _SPILL_DIRS:
+            _SPILL_DIRS.discard(directory)
+            return True
+        return False
+
+
 class SpillFile:
     """One Arrow IPC stream file on disk holding batches of one partition."""
 
     def __init__(self, directory: str, dtypes: dict[str, DataType]):
-        os.makedirs(directory, exist_ok=True)
+        make_spill_dir(directory)
         self.path = os.path.join(directory, f"spill-{uuid.uuid4().hex}.arrow")
         self.dtypes = dtypes
         self._writer = None

@@ -220,7 +220,9 @@ class _StreamState:
                 p.items.extend(table.to_batches())
                 self.pending_bytes += table.nbytes
                 return
-            os.makedirs(self.ctx.spill_dir, exist_ok=True)
+            from hetdb.exec.hostutil import make_spill_dir
+
+            make_spill_dir(self.ctx.spill_dir)
             path = os.path.join(self.ctx.spill_dir, f"stream-{uuid.uuid4().hex[:12]}.arrows")
             with pa.ipc.new_stream(path, table.schema) as w:
                 w.write_table(table)

@@ -69,6 +69,12 @@ def _share_reader(vdir: str, identity: tuple, reader: TableReader) -> None:
             _READERS.popitem(last=False)
 
 
+def _file_identity(path: str) -> tuple[int, int, int, int, int]:
+    """What changes when a file is replaced or rewritten: device, inode, size, mtime and ctime."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 class Database:
     """A hetdb database directory. Cheap to open; every ``table()`` call reads the latest commit."""
 
@@ -78,6 +84,9 @@ class Database:
         # Readers are immutable snapshots, so one per committed version is reused: queries look a
         # table up many times (binding, estimates, scans) and a manifest parse costs milliseconds.
         self._readers: dict[str, tuple[tuple[int, int, int, int], TableReader]] = {}
+        # name -> (CURRENT path, its identity, manifest path, its identity, reader): Database.table's
+        # check that the committed version is still the one read last
+        self._fresh: dict[str, tuple] = {}
         self.format_version = FORMAT_VERSION
 
     @staticmethod
@@ -152,9 +161,37 @@ class Database:
 
     def table(self, name: str) -> TableReader:
         """A snapshot reader of the table's committed version."""
+        fresh = self._fresh.get(name) if isinstance(name, str) else None
+        if fresh is not None:
+            # CURRENT is replaced by a rename at every commit (a new file), a drop removes it: while
+            # it and the manifest it named are the files seen last time, the version is the same.
+            # Two stats instead of reading CURRENT (a hot query's plan-cache check, per table).
+            current, current_id, manifest, manifest_id, reader = fresh
+            try:
+                if _file_identity(current) == current_id and _file_identity(manifest) == manifest_id:
+                    return reader
+            except OSError:
+                pass
+            self._fresh.pop(name, None)  # (another thread may have dropped it already)
         if not self.has_table(name):
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
+        current = os.path.join(self._table_dir(name), CURRENT)
+        try:
+            current_id = _file_identity(current)  # (before CURRENT is read: a commit in between is seen next time)
+        except OSError:
+            current_id = None
         version, vdir, identity = self._committed(name)
+        reader = self._reader(name, version, vdir, identity)
+        try:
+            manifest = os.path.join(vdir, MANIFEST)
+            manifest_id = _file_identity(manifest)
+        except OSError:
+            manifest_id = None
+        if current_id is not None and manifest_id is not None:
+            self._fresh[name] = (current, current_id, manifest, manifest_id, reader)
+        return reader
+
+    def _reader(self, name: str, version: int, vdir: str, identity: tuple | None) -> TableReader:
         cached = self._readers.get(name)
         if identity is not None and cached is not None and cached[0] == identity:
             return cached[1]
@@ -266,6 +303,7 @@ class Database:
             grave = os.path.join(self._tables_dir, f".dropped-{name}-{os.getpid()}")
             shutil.rmtree(grave, ignore_errors=True)  # left by a drop that crashed half-way
             os.rename(self._table_dir(name), grave)
+            versions.note_catalog_change()
             fsync_dir(self._tables_dir)
         finally:
             lock.release()

@@ -20,6 +20,19 @@ _CURRENT_TMP_RE = re.compile(r"^CURRENT\.tmp-(\d+)$")
 # tmp directories being written by live writers of this process (never cleaned up under them)
 ACTIVE_TMP_DIRS: set[str] = set()
 
+# bumped by every commit and drop this process makes (catalog_epoch): a memo of the catalog's state
+# that may lag other processes' changes for a moment (exec/device.keep_compressed) never lags its own
+_EPOCH = [0]
+
+
+def catalog_epoch() -> int:
+    """A number that changes whenever this process commits or drops a table."""
+    return _EPOCH[0]
+
+
+def note_catalog_change() -> None:
+    _EPOCH[0] += 1
+
 
 def read_current(table_dir: str, table: str) -> int | None:
     """The committed version of the table in ``table_dir``; None when nothing was ever committed."""

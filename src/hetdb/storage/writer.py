@@ -377,6 +377,7 @@ class TableWriter:
         write_file_durably(tmp, encode_current(self.version))
         _kill_point("before_current_rename")
         os.replace(tmp, os.path.join(self._table_dir, CURRENT))
+        versions.note_catalog_change()
         fsync_dir(self._table_dir)
 
     def _write_dictionary(self, i: int, d: DictionaryBuilder) -> dict:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.gpu.codegen.pipeline_gen import PAGE_PTRS, PAGED_CODECS, PL_TILE, TILE_CODECS
+from hetdb.backend.gpu.codegen.pipeline_kernel import PAGE_PTRS, PAGED_CODECS, PL_TILE, TILE_CODECS
 from hetdb.backend.gpu.codegen.pipeline_runtime import (
     LOAD,
     MAX_SLOTS,
@@ -179,7 +179,7 @@ def select_pages(pipeline: CompiledPipeline, table: PageTable, lookups: list[tup
 
 def mark_pages(run: MarkRun, table: PageTable, lookups: list[tuple], probes: list[ProbeInput]) -> None:
     """Every row of ``table`` through a kernel marking build rows, in one launch (errors: run.finish)."""
-    from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK
+    from hetdb.backend.gpu.codegen.pipeline_kernel import PL_BLOCK
     from hetdb.backend.gpu.compile import launch
 
     p = run.pipeline

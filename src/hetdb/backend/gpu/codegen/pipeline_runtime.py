@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
-from hetdb.backend.gpu.codegen.pipeline_gen import PL_BLOCK, PL_TILE, PipelineKernel, generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline
+from hetdb.backend.gpu.codegen.pipeline_kernel import PL_BLOCK, PL_TILE, PipelineKernel
 from hetdb.backend.gpu.codegen.pipeline_spec import PipelineSpec, ProbeStage
 from hetdb.backend.gpu.codegen.runtime import I64_MAX, I64_MIN, compile_source
 from hetdb.column import Column

@@ -73,7 +73,7 @@ class AggregateSink:
     keys: tuple[Expr, ...]
     aggs: tuple[tuple[str, Expr | None], ...]
     # states folded before the atomics: without keys each thread's in registers, one group update per
-    # block (pipeline_gen._keyless_flush); with keys the lanes of a warp in one group combine theirs
+    # block (pipeline_gen_assembly._keyless_flush); with keys the lanes of a warp in one group combine theirs
     # (fused_pipeline.cuh group_merge). False: every row updates its group (exec/compiled_features group_fold)
     fold: bool = True
     # the lanes of a warp with equal keys look their slot up once (an experiment: exec/compiled_features

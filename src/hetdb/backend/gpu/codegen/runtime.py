@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
-from hetdb.backend.gpu.codegen.generate import FP_BLOCK, FP_TILE, KernelSource, generate
+from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
 from hetdb.codec.encodings import CODEC_IDS
@@ -209,8 +209,11 @@ class FusedPipeline:
     def __init__(self, spec: FusedPipelineSpec, kernel: KernelSource) -> None:
         self.spec = spec
         self.kernel = kernel
+        self.block = spec.block              # threads per block
+        self.tile = spec.block * FP_ITEMS    # rows per tile
         self._function: Any = None
         self._registers: int | None = None  # per thread, once loaded (the launch's occupancy)
+        self._shapes: dict[tuple, tuple] = {}  # new_state's domains -> (sizes, groups, strides)
 
     @property
     def source(self) -> str:
@@ -255,8 +258,8 @@ class FusedPipeline:
         n = int(arrays[0].shape[0]) if arrays else 0
         if any(int(a.shape[0]) != n for a in arrays):
             raise ValueError("input columns differ in length")
-        # a flat batch: no page table (a null pointer), one tile per FP_TILE rows
-        args: list[Any] = [*arrays, np.int64(n), np.uint64(0), np.int64(0), np.int64(-(-n // FP_TILE))]
+        # a flat batch: no page table (a null pointer), one tile per self.tile rows
+        args: list[Any] = [*arrays, np.int64(n), np.uint64(0), np.int64(0), np.int64(-(-n // self.tile))]
         return self._probe_args(args, tables), n
 
     def _probe_args(self, args: list[Any], tables: list[DenseJoinTable]) -> list[Any]:
@@ -306,7 +309,7 @@ class FusedPipeline:
                     raise UnsupportedError(f"page of column {cid} is not a contiguous array of {rows} rows")
                 keep.append(arr)
                 table[3 * num + 1 + p * len(cids) + k] = int(arr.data.ptr)
-            tile += -(-rows // FP_TILE)
+            tile += -(-rows // self.tile)
             row += rows
         table[num] = tile
         return PageTable(table, num, tile, row, keep)
@@ -338,12 +341,20 @@ class FusedPipeline:
         domains = list(domains or [])
         if len(domains) != len(self.spec.group_keys):
             raise ValueError(f"{len(self.spec.group_keys)} group keys need as many domains, got {len(domains)}")
-        sizes = [max(0, hi - lo + 1) for lo, hi in domains]
-        num_groups = int(np.prod(sizes, dtype=object)) if sizes else 1
-        if num_groups > MAX_GROUPS:
-            raise UnsupportedError(f"{num_groups} dense groups exceed the fused limit of {MAX_GROUPS}")
-        strides = [int(np.prod(sizes[k + 1:], dtype=object)) if k + 1 < len(sizes) else 1
-                   for k in range(len(sizes))]
+        key = tuple((int(lo), int(hi)) for lo, hi in domains)
+        shape = self._shapes.get(key)  # (the same domains every run of a reused plan)
+        if shape is None:
+            sizes = [max(0, hi - lo + 1) for lo, hi in domains]
+            num_groups = int(np.prod(sizes, dtype=object)) if sizes else 1
+            if num_groups > MAX_GROUPS:
+                raise UnsupportedError(f"{num_groups} dense groups exceed the fused limit of {MAX_GROUPS}")
+            strides = [int(np.prod(sizes[k + 1:], dtype=object)) if k + 1 < len(sizes) else 1
+                       for k in range(len(sizes))]
+            if len(self._shapes) >= 64:
+                self._shapes.clear()
+            shape = self._shapes[key] = (sizes, num_groups, strides)
+        sizes, num_groups, strides = shape
+        sizes, strides = list(sizes), list(strides)
         # one buffer: the error words, then every accumulator, so finish reads them all in one copy
         g = max(num_groups, 1)
         head = 1 + ERR_WORDS
@@ -369,7 +380,7 @@ class FusedPipeline:
         args, n = self._args(columns, tables)
         if n == 0 or state.num_groups == 0:
             return
-        self._launch_aggregate(state, args, -(-n // FP_TILE))
+        self._launch_aggregate(state, args, -(-n // self.tile))
 
     def _launch_aggregate(self, state: AggregateState, args: list[Any], tiles: int) -> None:
         from hetdb.backend.gpu.compile import launch
@@ -384,13 +395,13 @@ class FusedPipeline:
         # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
         # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
         blocks = min(tiles, self._resident(shared + static) if use_shared else 65536)
-        launch(self.function(), max(1, blocks), FP_BLOCK, tuple(args), shared_mem=shared if use_shared else 0)
+        launch(self.function(), max(1, blocks), self.block, tuple(args), shared_mem=shared if use_shared else 0)
 
     def _resident(self, shared_bytes: int) -> int:
         """Blocks of this kernel the device runs at once with ``shared_bytes`` of shared memory each."""
         if self._registers is None:
             self._registers = _registers(self.function())
-        return _resident_blocks(shared_bytes, _device_id(), self._registers)
+        return _resident_blocks(shared_bytes, _device_id(), self._registers, self.block)
 
     @staticmethod
     def finishes_on_host(state: AggregateState) -> bool:
@@ -473,7 +484,7 @@ class FusedPipeline:
         count = cupy.zeros(1, dtype=cupy.uint64)
         arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         if n:
-            launch(self.function(), min(-(-n // FP_TILE), 65536), FP_BLOCK,
+            launch(self.function(), min(-(-n // self.tile), 65536), self.block,
                    (*args, out_rows, *out_build, count, arith_err))
         raise_if_overflowed(arith_err.get())
         total = int(count[0])
@@ -537,8 +548,8 @@ def _registers(fn: Any) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _resident_blocks(shared_bytes: int, device_id: int, registers: int = 0) -> int:
-    """Blocks of FP_BLOCK threads using ``shared_bytes`` of shared memory and ``registers`` per thread
+def _resident_blocks(shared_bytes: int, device_id: int, registers: int = 0, block: int = 128) -> int:
+    """Blocks of ``block`` threads using ``shared_bytes`` of shared memory and ``registers`` per thread
     that device ``device_id`` runs at once: a grid-stride launch of more blocks than that runs them
     in waves, the last one leaving SMs idle (a kernel of 72 registers fits 7 blocks of 128 threads
     per SM, not the 16 the thread limit allows)."""
@@ -546,12 +557,12 @@ def _resident_blocks(shared_bytes: int, device_id: int, registers: int = 0) -> i
 
     attrs = cupy.cuda.Device(device_id).attributes
     sms = int(attrs.get("MultiProcessorCount", 132))
-    per_sm_threads = int(attrs.get("MaxThreadsPerMultiProcessor", 2048)) // FP_BLOCK
+    per_sm_threads = int(attrs.get("MaxThreadsPerMultiProcessor", 2048)) // block
     smem = int(attrs.get("MaxSharedMemoryPerMultiprocessor", 228 * 1024)) - 1024
     per_sm = max(1, min(per_sm_threads, smem // max(shared_bytes + 1024, 1)))
     if registers > 0:
         # registers are allocated per warp in units of 256
         per_warp = -(-registers * 32 // 256) * 256
         regs_sm = int(attrs.get("MaxRegistersPerMultiprocessor", 65536))
-        per_sm = max(1, min(per_sm, regs_sm // (per_warp * (FP_BLOCK // 32))))
+        per_sm = max(1, min(per_sm, regs_sm // (per_warp * (block // 32))))
     return sms * per_sm
