@@ -75,13 +75,35 @@ class Timeline:
         import cupy
 
         from hetdb.backend.gpu import batch
-        from hetdb.exec import fusion_run
+        from hetdb.exec import early_scan, engine, fusion_run
 
         self.cupy = cupy
         self.copies: list[tuple] = []   # (event start, event end, bytes, host t submit)
         self.kernels: list[tuple] = []  # (event start, event end)
+        self.phases: list[tuple] = []   # (what, host t start, host t end): pipelines, the early scan's start
         self.on = False
         orig_delivery, orig_consume = batch.run_delivery, fusion_run._consume_fused
+        orig_pipeline, orig_early = engine.run_pipeline, early_scan.start_early_scans
+
+        def run_pipeline(ctx, pipe, pool, threads):
+            if not self.on:
+                return orig_pipeline(ctx, pipe, pool, threads)
+            t = time.perf_counter()
+            try:
+                return orig_pipeline(ctx, pipe, pool, threads)
+            finally:
+                src = getattr(getattr(pipe.source, "scan", None), "table", None) or type(pipe.source).__name__
+                self.phases.append((f"p{pipe.pid}:{src}", t, time.perf_counter()))
+
+        def start_early(ctx, physical, skipped=frozenset()):
+            if not self.on:
+                return orig_early(ctx, physical, skipped)
+            t = time.perf_counter()
+            try:
+                return orig_early(ctx, physical, skipped)
+            finally:
+                held = sum(e.primed_bytes for e in ctx.early_scans.values())
+                self.phases.append((f"early({held >> 20} MiB)", t, time.perf_counter()))
 
         def run_delivery(plan, sources, dtypes, stream, staged=None, **kw):
             if not self.on:
@@ -107,24 +129,30 @@ class Timeline:
 
         batch.run_delivery = run_delivery
         fusion_run._consume_fused = consume
+        engine.run_pipeline = run_pipeline
+        early_scan.start_early_scans = start_early
 
     def run(self, con, sql: str, ceiling: float) -> str:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels = [], []
+        self.copies, self.kernels, self.phases = [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
         self.on = True
+        t0 = time.perf_counter()
         try:
             r = con.sql(sql)
             r.arrow()
         finally:
             self.on = False
+            t_end = time.perf_counter()
         cupy.cuda.Device().synchronize()
+        host = " ".join(f"{w} {(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}" for w, a, b in sorted(self.phases, key=lambda p: p[1]))
+        host = f" | host ms: {host} end {(t_end - t0) * 1e3:.1f}"
         if not self.copies:
-            return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)"
+            return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 
         def ms(a, b) -> float:
             return cupy.cuda.get_elapsed_time(a, b)
@@ -156,7 +184,7 @@ class Timeline:
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
-                f"link {100 * gbs / ceiling:.0f}%")
+                f"link {100 * gbs / ceiling:.0f}%{host}")
 
 
 def main() -> None:

@@ -54,6 +54,11 @@ class Options:
     # this one is decoded and consumed, and a scan past the device cache queues the next delivery's
     # copies before the consumer takes this one. False: as before (A/B).
     gpu_delivery_overlap: bool = True
+    # A GPU query whose largest table streams past the device cache (a warm scan out of the pinned
+    # host tier) starts that scan's first deliveries when it starts, on streams of their own, while
+    # the pipelines before it (dimension scans and builds) run (exec/early_scan.py). False: the
+    # scan starts when its pipeline does (A/B).
+    gpu_early_scan: bool = True
     # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
     # reads only for rows that passed its filters and probes stay in pinned host memory, and the
     # kernel reads those rows in place over the link (zero-copy) instead of the whole pages being

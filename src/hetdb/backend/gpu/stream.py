@@ -90,6 +90,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     the placement policy (a user's pin loading a table; False pages are still transient when the
     budget refuses them). ``shared``: the scan's ``cache.coscan.SharedScan`` when CPU workers take
     row groups of it too (co-processing): the streamer delivers only those it claims first.
+    ``streams``: (copy, decode) streams to use instead of the process's (``prime``).
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
@@ -97,7 +98,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
                  keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
-                 zero_copy: frozenset[str] = frozenset()) -> None:
+                 zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None) -> None:
         import cupy
 
         if depth < 1:
@@ -140,7 +141,10 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self.stats = StreamStats()
         self._cupy = cupy
         self._device_id = cupy.cuda.Device().id
-        self._copy_stream = copy_stream(self._device_id)
+        # ``streams``: (copy, decode) streams of the scan's own (stream_io.early_streams: a scan started
+        # early queues its deliveries there, apart from the other scans' on the process's streams)
+        self._copy_stream = copy_stream(self._device_id) if streams is None else streams[0]
+        self._decode_on = None if streams is None else streams[1]
         self._consumer = consumer_stream
         self._pool = ThreadPoolExecutor(max_workers=max(1, io_workers), thread_name_prefix="hetdb-stream")
         self._slots: list[np.ndarray | None] = [None] * depth
@@ -159,6 +163,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._transient_held = 0  # stream_batch: budget bytes its deliveries hold now
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
+        self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
 
     # ---- public ----------------------------------------------------------------------------------
     def __enter__(self) -> PageStreamer:

@@ -96,6 +96,30 @@ class BatchedDelivery:
         self._gen = self._iterate_batches()
         return self._gen
 
+    def prime(self, nbytes: int) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
+        """Start ``deliveries()`` before a consumer asks: queue the copies (and decode launches) of
+        the first deliveries while they hold at most ``nbytes`` of the budget together (at least
+        one, if the budget has room for it) and return the iterator, which hands them out first;
+        nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
+        nothing is queued). The deliveries are not ramped (``overlap``'s short first ones): the
+        consumer comes later, when they have been copied."""
+        if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
+            return None
+        self._prime_bytes = int(nbytes)
+        gen = self.deliveries()
+        try:
+            got = next(gen)
+        finally:
+            self._prime_bytes = 0
+        if got is not None:  # (the generator yields None once primed, before any delivery)
+            raise AssertionError("a primed streamer handed out a delivery")
+        return gen
+
+    @property
+    def held_bytes(self) -> int:
+        """Budget bytes the scan's deliveries hold now (queued or with the consumer)."""
+        return self._transient_held
+
     def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
         """``deliveries`` one Batch at a time: ``(row groups, Batch)`` (a paged delivery's row
         groups one by one; the arrays stay valid until the step after its last)."""
@@ -157,7 +181,7 @@ class BatchedDelivery:
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
         groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device,
-                             ramp=3 if self.overlap else 0)
+                             ramp=3 if self.overlap and not self._prime_bytes else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
         # device memory the deliveries hold at most at once: the ``depth`` scheduled ahead and the
@@ -190,24 +214,35 @@ class BatchedDelivery:
                 pending.append(self._schedule_group(next_group, positions))
             next_group += 1
 
+        def deliver_next() -> None:
+            nonlocal current
+            self._held = current  # retired early if the group's delivery needs its memory
+            try:
+                queue.extend(self._deliver_group(pending[0]))
+            finally:
+                if self._held is None:
+                    current = None
+                self._held = None
+            pending.pop(0)
+            schedule_next()
+
         try:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
+            if self._prime_bytes:
+                # primed (``prime``): deliveries queued before any consumer asks, within the bytes
+                # given and the budget's room; the caller's first ``next`` gets None
+                per = self._ring_need // (self.depth + 1)  # (a delivery's most)
+                while pending and self._room_ahead() and (not queue or self._transient_held + per <= self._prime_bytes):
+                    deliver_next()
+                yield None
             ahead = self._deliver_ahead()
             while pending or queue:
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
                 while pending and len(queue) <= ahead:
                     if queue and not self._room_ahead():
                         break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
-                    self._held = current  # retired early if the group's delivery needs its memory
-                    try:
-                        queue.extend(self._deliver_group(pending[0]))
-                    finally:
-                        if self._held is None:
-                            current = None
-                        self._held = None
-                    pending.pop(0)
-                    schedule_next()
+                    deliver_next()
                 if not queue:
                     break
                 unit = queue.pop(0)
@@ -397,7 +432,7 @@ class BatchedDelivery:
         # the decode kernels on a stream of their own (gpu_delivery_overlap: the copy stream moves the
         # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
         # delivery's copies of admitted pages, coded strings)
-        apart = decode_stream(self._device_id) if (
+        apart = (self._decode_on or decode_stream(self._device_id)) if (
             self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)) else None
         try:
             with stream:

@@ -56,6 +56,26 @@ def decode_stream(device_id: int) -> Any:
         return stream
 
 
+_early_streams: dict[int, tuple[Any, Any]] = {}
+
+
+def early_streams(device_id: int) -> tuple[Any, Any]:
+    """The process's (copy, decode) streams of a device for a scan started before the pipelines that
+    precede it (exec/early_scan.py): its deliveries are queued ahead while those pipelines move
+    their own pages on the copy stream and decode them on the decode stream, which would otherwise
+    wait behind the whole queue (both streams are FIFO)."""
+    with _copy_streams_lock:
+        got = _early_streams.get(device_id)
+        if got is None:
+            import cupy
+
+            from hetdb.backend.gpu.memory import new_stream
+
+            with cupy.cuda.Device(device_id):
+                got = _early_streams[device_id] = (new_stream(), new_stream())
+        return got
+
+
 def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> None:
     """Queue async copies of the first ``length`` bytes of the pinned ``runs`` into device ``raw``."""
     import cupy
