@@ -280,10 +280,13 @@ class HostPageCache(PageCache):
                 page.pins += 1
             return page
 
-    def lookup_many(self, keys: list[PageKey], locations: list[Any]) -> list[HostPage] | None:
+    def lookup_many(self, keys: list[PageKey], locations: list[Any], stable: bool = False) -> list[HostPage] | None:
         """Every entry of ``keys`` (each matching its PageLocation), each pinned once, under one lock;
         None, pinning nothing and counting nothing, when any of them is missing or stale (the caller
-        then routes page by page). Saves a scan the per-page lookups of the steady state."""
+        then routes page by page). Saves a scan the per-page lookups of the steady state.
+        ``stable``: ``keys`` is the same list object every time these pages are asked for together
+        (a scan's memoized group), so their accesses are recorded lazily, as one group
+        (``BenefitPolicy.touch_group``), instead of page by page."""
         with self._lock:
             entries = self._entries
             got: list[HostPage] = []
@@ -292,10 +295,15 @@ class HostPageCache(PageCache):
                 if page is None or not page.matches(loc):
                     return None
                 got.append(page)
+            if stable:
+                self.policy.touch_group(keys)
+            nbytes = 0
             for page in got:
-                self.policy.record(page.key)
+                if not stable:
+                    self.policy.record(page.key)
                 page.pins += 1
-                self._stats.hit_bytes += page.length
+                nbytes += page.length
+            self._stats.hit_bytes += nbytes
             self._stats.hits += len(got)
             return got
 
@@ -367,6 +375,17 @@ class HostPageCache(PageCache):
             page.pins -= 1
             if not page.pins and self._entries.get(page.key) is not page:
                 self._free(page)  # an unlisted page (stale or dropped) dies with its last reader
+
+    def unpin_pages(self, pages: list[HostPage]) -> None:
+        """``unpin_page`` of each of ``pages`` (a delivery's, once its copies completed) under one lock."""
+        with self._lock:
+            entries = self._entries
+            for page in pages:
+                if page.pins <= 0:
+                    raise ValueError(f"unpin of {page.key} which is not pinned")
+                page.pins -= 1
+                if not page.pins and entries.get(page.key) is not page:
+                    self._free(page)
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:

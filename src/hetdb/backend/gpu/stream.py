@@ -66,7 +66,7 @@ from hetdb.backend.gpu.stream_pages import (
 )
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
-from hetdb.cache.pages import page_info, scan_device_bytes
+from hetdb.cache.pages import memoized, page_info, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
@@ -164,6 +164,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
         self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
+        self._string_columns: list | None = None  # stream_batch._same_strings: (index, spec) of string columns
 
     # ---- public ----------------------------------------------------------------------------------
     def __enter__(self) -> PageStreamer:
@@ -283,13 +284,18 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         depth``: their pages read into it lie column by column (a column's pages back to back)."""
         slot = slot_index % self.depth
         reader, compressed, columns = self.reader, self.compressed, self.columns
+        ids = tuple(self.row_groups[i] for i in positions)
+        # the pages' facts in order, with their host-tier keys and locations: once per table version
+        infos, host_keys, locations = memoized(reader, ("group pages", tuple(columns), ids, compressed),
+                                               lambda: _group_pages(reader, columns, ids, compressed))
         rgs = []
         pages = []
-        for i in positions:
-            rg_id = self.row_groups[i]
+        k = 0
+        for i, rg_id in zip(positions, ids):
             rg = _RowGroup(i, slot)
             for column in columns:
-                info = page_info(reader, column, rg_id, compressed)
+                info = infos[k]
+                k += 1
                 rg.pages.append(_Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
                                       info.num_rows, codec=info.codec, host_key=info.host_key,
                                       device_bytes=info.device_bytes))
@@ -300,7 +306,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         if not router.use_device_tier and self.host_cache is not None and router.use_host_tier:
             # no device tier to ask first: every page's host-tier look-up at once (the steady state
             # of a scan streamed out of the host tier), page by page only when one is missing
-            hosts = self.host_cache.lookup_many([self._host_key(p) for p in pages], [p.location for p in pages])
+            hosts = self.host_cache.lookup_many(host_keys, locations, stable=True)
         if hosts is not None:
             for page, host in zip(pages, hosts):
                 page.host = host
@@ -467,8 +473,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             if wait:
                 event.synchronize()
             self._host_pins.pop(0)
-            for hp in pages:
-                self.host_cache.unpin_page(hp)
+            self.host_cache.unpin_pages(pages)
 
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
@@ -600,3 +605,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._retire(rg)
 
 
+def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compressed: bool) -> tuple:
+    """(PageInfo, host-tier key, location) lists of the pages of row groups ``ids``, row group by
+    row group, each in ``columns`` order (``_schedule_group``'s order)."""
+    infos = [page_info(reader, column, rg, compressed) for rg in ids for column in columns]
+    return infos, [i.host_key for i in infos], [i.location for i in infos]

@@ -354,10 +354,12 @@ class BatchedDelivery:
 
     def _same_strings(self, a: _RowGroup, b: _RowGroup) -> bool:
         """Whether every string column has dictionary pages in both row groups or plain in both."""
-        for c, name in enumerate(self.columns):
-            spec = self.reader.column(name)
-            if spec.dtype.kind == "string" and (
-                    _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c])
+        strings = self._string_columns
+        if strings is None:
+            strings = self._string_columns = [(c, self.reader.column(name)) for c, name in enumerate(self.columns)
+                                              if self.reader.column(name).dtype.kind == "string"]
+        for c, spec in strings:
+            if (_string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c])
                     or _string_coded(spec, a.pages[c]) != _string_coded(spec, b.pages[c])):
                 return False
         return True
@@ -577,9 +579,15 @@ class BatchedDelivery:
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats
         by_route: dict[Route, list[int]] = {}
+        host_to_gpu = Route.HOST_TO_GPU
+        host_pages = host_bytes = 0  # (the warm steady state: every page a host-tier hit)
         for rg in rgs:
             for p in rg.pages:
                 loc = p.location
+                if p.route is host_to_gpu:
+                    host_pages += 1
+                    host_bytes += loc.length
+                    continue
                 if p.route is Route.GPU_RESIDENT:  # a paged delivery's device-cache hit
                     nbytes = _column_nbytes(p.value)
                     st.pages_cached += 1
@@ -601,6 +609,13 @@ class BatchedDelivery:
                 got = by_route.setdefault(p.route, [0, 0])
                 got[0] += 1
                 got[1] += loc.length
+        if host_pages:
+            st.pages_host += host_pages
+            st.bytes_host += host_bytes
+            st.bytes_h2d += host_bytes
+            got = by_route.setdefault(host_to_gpu, [0, 0])
+            got[0] += host_pages
+            got[1] += host_bytes
         for route, (pages, nbytes) in by_route.items():
             self.routes.add(route, nbytes, pages=pages)
 
