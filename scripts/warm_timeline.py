@@ -20,6 +20,10 @@ copies (on the copy stream) and every fused-kernel consumption (on the consumer 
             against the GPU's copy ms per delivery (median): host > copy means the host is the bound
     link%   scan bytes / window against the measured ceiling
 
+and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
+fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the operators' own timers
+(op id: ms), and the early scans started / taken over.
+
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``.
 """
@@ -151,6 +155,13 @@ class Timeline:
         cupy.cuda.Device().synchronize()
         host = " ".join(f"{w} {(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}" for w, a, b in sorted(self.phases, key=lambda p: p[1]))
         host = f" | host ms: {host} end {(t_end - t0) * 1e3:.1f}"
+        ops = (r.stats or {}).get("operators") or {}
+        timed = [(k, getattr(v, "seconds", 0.0)) for k, v in ops.items() if getattr(v, "seconds", 0.0) >= 5e-5]
+        if timed:  # the operators' own timers (scans: the streamer's host work; sinks: kernels, builds)
+            host += " | op ms: " + " ".join(f"{k}:{sec * 1e3:.2f}" for k, sec in timed)
+        early = (r.stats or {}).get("early_scans")
+        if early and early.get("started"):
+            host += f" | early scans {early}"
         if not self.copies:
             return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 
