@@ -35,7 +35,10 @@ from hetdb.cache.policy import BenefitPolicy
 from hetdb.cache.rates import Rates, shared_rates
 from hetdb.io import ALIGN
 
-DEFAULT_BLOCK_BYTES = 1 << 20
+# 64 KiB blocks: a page's last block wastes less than 64 KiB, and the pages a scan loads one after
+# another lie back to back (gaps under a block), so a delivery copies a column's neighbouring pages
+# together (backend/gpu/batch.py); with 1 MiB blocks SSB's ~1.2 MB pages took 2 MiB each
+DEFAULT_BLOCK_BYTES = 64 << 10
 DEFAULT_CHUNK_BYTES = 256 << 20
 DEFAULT_RAM_FRACTION = 0.5
 
@@ -76,6 +79,9 @@ class HostPage:
     pins: int = 0
     ready: bool = False  # verified and visible to lookups (False while it is being loaded)
     kept: bool = False   # a user's pin (``keep``): never evicted until ``unkeep``
+    # the chunk of the pool each run lies in (one allocation each): a copy may span two pages'
+    # runs only inside one chunk (backend/gpu/batch.py merges a column's neighbouring pages)
+    run_chunks: list[int] = field(default_factory=list, repr=False)
     _addresses: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     def addresses(self) -> list[tuple[int, int]]:
@@ -135,8 +141,9 @@ class _Pool:
                 hi = mid - 1
         return lo, (block - self.starts[lo]) * self.block_bytes
 
-    def runs(self, ids: list[int], nbytes: int) -> list[np.ndarray]:
-        """Contiguous views over ``ids`` (adjacent blocks of one chunk merged) covering ``nbytes``."""
+    def runs(self, ids: list[int], nbytes: int, chunks: list[int] | None = None) -> list[np.ndarray]:
+        """Contiguous views over ``ids`` (adjacent blocks of one chunk merged) covering ``nbytes``;
+        ``chunks``: gets the chunk index of each run."""
         out: list[np.ndarray] = []
         left = nbytes
         i = 0
@@ -148,6 +155,8 @@ class _Pool:
                 j += 1
             n = min(left, (j - i) * self.block_bytes)
             out.append(self.chunks[chunk][off:off + n])
+            if chunks is not None:
+                chunks.append(chunk)
             left -= n
             i = j
         return out
@@ -334,8 +343,10 @@ class HostPageCache(PageCache):
                 return None
             ids = self._pool.take(n)
             self._assigned += n
-            return HostPage(key, int(length), int(padded_length), int(checksum), ids,
-                            self._pool.runs(ids, padded_length), pins=1)
+            chunks: list[int] = []
+            runs = self._pool.runs(ids, padded_length, chunks)
+            return HostPage(key, int(length), int(padded_length), int(checksum), ids, runs, pins=1,
+                            run_chunks=chunks)
 
     def commit(self, page: HostPage) -> HostPage:
         """Make a loaded, verified page visible; returns the entry to read from (pinned once for the

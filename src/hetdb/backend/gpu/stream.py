@@ -312,8 +312,13 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 page.host = host
                 page.route = router.host_path(page.location.length)
         else:
-            for page in pages:
-                page.route = router.route_with(self, page, page.location.length)
+            # column by column: the pages loaded into the host tier now take its blocks in this order,
+            # so a column's pages of neighbouring row groups lie back to back there (a later delivery
+            # copies them as one: batch_plan's ``mirror``)
+            for c in range(len(columns)):
+                for rg in rgs:
+                    page = rg.pages[c]
+                    page.route = router.route_with(self, page, page.location.length)
         ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
                 if rg.pages[c].route is Route.DISK_DIRECT]
         if ring:

@@ -156,6 +156,7 @@ class BatchedDelivery:
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
         reader, columns, paged = self.reader, tuple(self.columns), self.paged
         kept = paged and self.compressed
+        mirror = self.host_cache.block_bytes if self.host_cache is not None else 0
 
         def compute() -> tuple[int, int, int]:
             link = dev = padded = 0
@@ -163,7 +164,7 @@ class BatchedDelivery:
                 info = page_info(reader, c, rg, False)
                 spec = reader.column(c)
                 loc = info.location
-                page = PageSpec(loc.length, info.num_rows, info.codec, info.sections)
+                page = PageSpec(loc.length, info.num_rows, info.codec, info.sections, padded=loc.padded_length)
                 link += loc.length
                 padded += loc.padded_length
                 if spec.dtype.kind == "string" and info.encoding == "plain" and info.codec != "plain":
@@ -171,10 +172,10 @@ class BatchedDelivery:
                     continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
                                       spec.dtype.kind == "string" and info.encoding == "plain",
-                                      kept and keeps_compressed(info.codec, info.sections))
+                                      kept and keeps_compressed(info.codec, info.sections), mirror)
             return link, dev, padded
 
-        return memoized(reader, ("batch bounds", columns, rg, paged, kept), compute)
+        return memoized(reader, ("batch bounds", columns, rg, paged, kept, mirror), compute)
 
     def _plan_groups(self) -> list[list[int]]:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
@@ -376,8 +377,10 @@ class BatchedDelivery:
         # columns the consumer's kernel reads in place from the host tier (paged deliveries only:
         # their pages stay encoded, and the kernel touches only the rows that reach it)
         in_place = self.zero_copy if self.paged else frozenset()
+        regions: list[list[Any]] = []  # per planned column and page: the host-tier chunk of each run
         for c in range(len(self.columns)):
             col_sources = []
+            col_regions: list[Any] = []
             zero_copy = self.columns[c] in in_place and not coded[c]
             for rg in rgs:
                 p = rg.pages[c]
@@ -386,6 +389,7 @@ class BatchedDelivery:
                         raws.setdefault(c, []).append(None)
                     else:
                         col_sources.append([])
+                        col_regions.append(None)
                     continue
                 got = p.future.result() if p.future is not None else None
                 p.future = None
@@ -397,22 +401,32 @@ class BatchedDelivery:
                 if zero_copy and not p.admitted and zero_copy_address(p) is not None:
                     p.zero_copy, p.route = True, Route.HOST_ZERO_COPY
                     col_sources.append([])  # nothing moves
+                    col_regions.append(None)
                     continue
-                col_sources.append(p.host.addresses() if p.host is not None
-                                   else [(int(got.ctypes.data), int(got.shape[0]))])
+                if p.host is not None:
+                    col_sources.append(p.host.addresses())
+                    chunks = p.host.run_chunks
+                    col_regions.append(chunks if len(chunks) == len(p.host.runs) else None)
+                else:
+                    col_sources.append([(int(got.ctypes.data), int(got.shape[0]))])
+                    col_regions.append(None)
             if not coded[c]:
                 sources.append(col_sources)
+                regions.append(col_regions)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
         rows = sum(rg.pages[0].num_rows for rg in rgs)
         paged = self.paged
+        # pages staged as far apart as they lie in the host tier (its blocks), so that a column's
+        # neighbouring pages there go as one copy
+        mirror = self.host_cache.block_bytes if self.host_cache is not None else 0
 
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
                     for c in planned]
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p),
-                               p.cached or p.zero_copy)
+                               p.cached or p.zero_copy, p.location.padded_length)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
-            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed)
+            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed, mirror=mirror)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
         # device-cache hits in it is made each time: which pages those are changes from scan to scan)
@@ -421,7 +435,7 @@ class BatchedDelivery:
         else:
             in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
             plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged,
-                                     self.compressed, in_place_pages), make_plan)
+                                     self.compressed, in_place_pages, mirror), make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation
@@ -440,7 +454,8 @@ class BatchedDelivery:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
                 staged: list[np.ndarray] = []
-                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart)
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart,
+                                                   regions=regions)
                 decoded = None
                 if apart is not None:
                     decoded = cp.cuda.Event(disable_timing=True)
