@@ -59,6 +59,10 @@ class Options:
     # the pipelines before it (dimension scans and builds) run (exec/early_scan.py). False: the
     # scan starts when its pipeline does (A/B).
     gpu_early_scan: bool = True
+    # Batched GPU deliveries copy a column's pages that lie back to back in the pinned host tier as
+    # one copy (the bytes between them, under one 64 KiB block, copied along: backend/gpu/batch_plan.py
+    # ``mirror``). False: one copy per page (A/B).
+    gpu_copy_neighbours: bool = True
     # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
     # reads only for rows that passed its filters and probes stay in pinned host memory, and the
     # kernel reads those rows in place over the link (zero-copy) instead of the whole pages being

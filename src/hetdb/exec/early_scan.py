@@ -137,7 +137,7 @@ def _same(early: EarlyScan, args: tuple, kwargs: dict) -> bool:
     for name in ("budget", "cache", "host_cache", "shared"):
         if k.get(name) is not kwargs.get(name):
             return False
-    for name in ("compressed", "batch_bytes", "overlap", "zero_copy"):
+    for name in ("compressed", "batch_bytes", "overlap", "zero_copy", "neighbours"):
         if k.get(name) != kwargs.get(name):
             return False
     r1, r2 = k.get("router"), kwargs.get("router")

@@ -90,7 +90,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     the placement policy (a user's pin loading a table; False pages are still transient when the
     budget refuses them). ``shared``: the scan's ``cache.coscan.SharedScan`` when CPU workers take
     row groups of it too (co-processing): the streamer delivers only those it claims first.
-    ``streams``: (copy, decode) streams to use instead of the process's (``prime``).
+    ``streams``: (copy, decode) streams to use instead of the process's (``prime``). ``neighbours``
+    (option gpu_copy_neighbours): batched deliveries copy a column's pages lying back to back in
+    the host tier as one copy.
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
@@ -98,7 +100,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
                  keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
-                 zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None) -> None:
+                 zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None,
+                 neighbours: bool = True) -> None:
         import cupy
 
         if depth < 1:
@@ -164,6 +167,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
         self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
+        # a column's pages lying back to back in the host tier go as one copy (stream_batch: ``mirror``)
+        self.neighbours = neighbours
         self._string_columns: list | None = None  # stream_batch._same_strings: (index, spec) of string columns
 
     # ---- public ----------------------------------------------------------------------------------

@@ -156,7 +156,7 @@ class BatchedDelivery:
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
         reader, columns, paged = self.reader, tuple(self.columns), self.paged
         kept = paged and self.compressed
-        mirror = self.host_cache.block_bytes if self.host_cache is not None else 0
+        mirror = self._mirror()
 
         def compute() -> tuple[int, int, int]:
             link = dev = padded = 0
@@ -189,6 +189,11 @@ class BatchedDelivery:
         # consumer's (what the cache leaves free when it admits a page: ``_admission_headroom``)
         self._ring_need = (self.depth + 1) * max((sum(bounds[i][1] for i in g) for g in groups), default=0)
         return groups
+
+    def _mirror(self) -> int:
+        """The host tier's block bytes when deliveries stage pages as they lie there (``neighbours``),
+        else 0 (batch_plan.plan_delivery's ``mirror``)."""
+        return self.host_cache.block_bytes if self.host_cache is not None and self.neighbours else 0
 
     def _admission_headroom(self) -> int:
         """Budget bytes the scan's next deliveries still need beside what it holds now."""
@@ -418,7 +423,7 @@ class BatchedDelivery:
         paged = self.paged
         # pages staged as far apart as they lie in the host tier (its blocks), so that a column's
         # neighbouring pages there go as one copy
-        mirror = self.host_cache.block_bytes if self.host_cache is not None else 0
+        mirror = self._mirror()
 
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])

@@ -256,7 +256,8 @@ def streamer_args(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups:
         budget=ctx.device.budget, cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
         compressed=ctx.options.gpu_compressed_cache or state.stream_encoded, router=scan_router(ctx, state),
         batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
-        overlap=getattr(ctx.options, "gpu_delivery_overlap", False), zero_copy=state.zero_copy)
+        overlap=getattr(ctx.options, "gpu_delivery_overlap", False), zero_copy=state.zero_copy,
+        neighbours=getattr(ctx.options, "gpu_copy_neighbours", True))
 
 
 def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int], shared: Any = None) -> None:
