@@ -12,10 +12,12 @@ up to a quarter of the free device budget; the fact pipeline later takes the str
 (``take_early``: same table version, columns, row groups and options, else it is closed and the
 pipeline makes its own), and its consumer waits on each delivery only when it takes it.
 
-Started only where the fact scan will stream past the device cache, with the default warm path:
-the connection's first scan of those columns (``scan_device.first_scan``'s pass-through), batched
-deliveries, no co-processing, no zero-copy, pages not streamed as stored, route 'auto'. Option
-``gpu_early_scan`` (default on) switches it off for A/B measurements.
+Started only where the fact scan will stream past the device cache out of the pinned host tier, with
+the default warm path: the connection's first scan of those columns (``scan_device.first_scan``'s
+pass-through), its first and last row groups' pages in the host tier (a cold scan would make the
+dimension pipelines wait for the disk), batched deliveries, no co-processing, no zero-copy, pages
+not streamed as stored, route 'auto'. Option ``gpu_early_scan`` (default on) switches it off for
+A/B measurements.
 """
 
 from __future__ import annotations
@@ -85,9 +87,12 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     if not verdicts:
         return
     cache = ctx.device.cache
-    first = min(verdicts)
+    first, last = min(verdicts), max(verdicts)
     if any(page_info(reader, name, first).key in cache for name in names):
         return  # (pages kept on the GPU, e.g. a user's pin: the scan reads them there)
+    host = ctx.device.host_tier(ctx.options)
+    if host is None or not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
+        return  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
     state = DeviceScanState(reader)
     state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
     args, kwargs = streamer_args(op, ctx, state, sorted(verdicts))
