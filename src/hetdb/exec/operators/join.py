@@ -11,6 +11,7 @@ pairs of partitions are joined one after the other when the probe input is exhau
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -167,6 +168,39 @@ class BuildSide:
         return self.row_index
 
 
+def hash_table(backend: Any, batch: Batch, keys: int, encoders: list,
+               reservation: Reservation | None = None) -> tuple[Any, Any]:
+    """(hash table, valid row index or None) over the build rows' ``keys`` key columns whose keys
+    have no NULL. ``reservation``: the build's, which reserved HASH_BYTES_PER_ROW a row with the
+    rows; it grows by what the table took past that (None: accounted elsewhere)."""
+    table, valid_idx = None, None
+    keycols = [batch.columns[_key_name(i)] for i in range(keys)]
+    arrays, valid = key_arrays(backend, keycols, encoders)
+    if valid is not None:
+        valid_idx = backend.nonzero(valid)
+        arrays = [backend.gather(a, valid_idx) for a in arrays]
+    rows = int(arrays[0].shape[0])
+    if rows:
+        table = backend.join_build(arrays)
+        extra = int(getattr(table, "nbytes", HASH_BYTES_PER_ROW * rows)) - HASH_BYTES_PER_ROW * rows
+        if extra > 0 and reservation is not None:
+            reservation.force_grow(extra)
+    return table, valid_idx
+
+
+def unmade_copy(side: BuildSide, backend: Any, keys: int) -> BuildSide | None:
+    """A copy of ``side`` (kept for later queries) whose hash table is made when a probe first asks,
+    with no reservation to grow (the keeper accounts for it), when ``side``'s has not been made
+    yet; else None."""
+    lazy = side.hash_table
+    if not isinstance(lazy, _LazyTable) or lazy.made is not None:
+        return None
+    import dataclasses
+
+    make = functools.partial(hash_table, backend, side.batch, keys, side.encoders)
+    return dataclasses.replace(side, hash_table=_LazyTable(make))
+
+
 class _LazyTable:
     """A hash table to build when a probe first needs it: ``make()`` -> (table, valid_idx)."""
 
@@ -274,23 +308,7 @@ class HashBuild(Sink):
                 batch.columns[_key_name(i)] = full_column(ctx.backend, None, k.dtype, 0)
         if not (self.keys and batch.num_rows):
             return BuildSide(batch, None, None, encoders, has_null_key, nonempty)
-
-        def make() -> tuple[Any, Any]:
-            table, valid_idx = None, None
-            keycols = [batch.columns[_key_name(i)] for i in range(len(self.keys))]
-            arrays, valid = key_arrays(ctx.backend, keycols, encoders)
-            if valid is not None:
-                valid_idx = ctx.backend.nonzero(valid)
-                arrays = [ctx.backend.gather(a, valid_idx) for a in arrays]
-            rows = int(arrays[0].shape[0])
-            if rows:
-                table = ctx.backend.join_build(arrays)
-                # HASH_BYTES_PER_ROW a row was reserved with the rows; account what the table took past that
-                extra = int(getattr(table, "nbytes", HASH_BYTES_PER_ROW * rows)) - HASH_BYTES_PER_ROW * rows
-                if extra > 0:
-                    reservation.force_grow(extra)
-            return table, valid_idx
-
+        make = functools.partial(hash_table, ctx.backend, batch, len(self.keys), encoders, reservation)
         if ctx.device is not None:
             return BuildSide(batch, _LazyTable(make), None, encoders, has_null_key, nonempty)
         return BuildSide(batch, *make(), encoders, has_null_key, nonempty)
