@@ -62,7 +62,8 @@ def _streamer(reader, host, budget, **kw):
     from hetdb.backend.gpu.stream_io import early_streams
 
     per = sum(reader.page_location(c, 1).length for c in COLUMNS)
-    return PageStreamer(reader, COLUMNS, budget=budget, host_cache=host, batch_bytes=2 * per + 1, overlap=True,
+    # primed deliveries aim at PRIMED_BATCHES x batch_bytes: two row groups each here
+    return PageStreamer(reader, COLUMNS, budget=budget, host_cache=host, batch_bytes=per // 2 + 1, overlap=True,
                         streams=early_streams(cupy.cuda.Device().id), **kw)
 
 
@@ -79,6 +80,8 @@ def test_primed_deliveries_equal_the_host_reader(reader, prime):
     with _streamer(reader, host, b) as s:
         it = s.prime(prime)
         assert it is not None and s.held_bytes > 0
+        primed = s.routes.deliveries
+        assert primed == 1 if prime == 1 else primed > 1
         for rgs, parts in it:
             (batch,) = parts
             seen.extend(rgs)

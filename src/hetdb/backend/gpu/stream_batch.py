@@ -53,6 +53,7 @@ from hetdb.cache.router import Route
 from hetdb.column import Batch, Column
 
 DEFAULT_BATCH_BYTES = 64 << 20
+PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_bytes``
 
 
 @dataclass
@@ -101,8 +102,8 @@ class BatchedDelivery:
         the first deliveries while they hold at most ``nbytes`` of the budget together (at least
         one, if the budget has room for it) and return the iterator, which hands them out first;
         nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
-        nothing is queued). The deliveries are not ramped (``overlap``'s short first ones): the
-        consumer comes later, when they have been copied."""
+        nothing is queued). The deliveries are not ramped (``overlap``'s short first ones) and aim at
+        PRIMED_BATCHES times ``batch_bytes``: the consumer comes later, when they have been copied."""
         if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
             return None
         self._prime_bytes = int(nbytes)
@@ -181,7 +182,10 @@ class BatchedDelivery:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
-        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device,
+        # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
+        # steps of host work each), not ramped
+        target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
+        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device,
                              ramp=3 if self.overlap and not self._prime_bytes else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
