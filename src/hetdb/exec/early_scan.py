@@ -28,8 +28,10 @@ from typing import Any
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.scan import TableScan
 
-# an early scan's queued deliveries hold at most this share of the free device budget
+# an early scan's queued deliveries hold at most this share of the free device budget, and at most
+# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies)
 EARLY_BUDGET_SHARE = 0.25
+EARLY_MAX_BYTES = 8 << 30
 
 
 @dataclass
@@ -58,7 +60,19 @@ def pick_early_scan(pipelines: list, rows_of: Any) -> int | None:
     table = dict(scans)[best].scan.table
     if best == 0 or any(i != best and (src.scan.table == table or rows[i] >= rows[best]) for i, src in scans):
         return None
-    return best
+    return best if _streams_whole(pipelines[best]) else None
+
+
+def _streams_whole(pipe: Any) -> bool:
+    """Whether the pipeline is of the shape the GPU runs fused or compiled (filters, projections and
+    probes into an aggregation or a build), whose scan takes an early streamer over; an operator at
+    a time would make its own."""
+    from hetdb.exec.operators.aggregate import HashAggregate
+    from hetdb.exec.operators.basic import FilterOp, ProjectOp
+    from hetdb.exec.operators.join import HashBuild, HashProbe
+
+    return isinstance(pipe.sink, (HashAggregate, HashBuild)) and all(
+        isinstance(op, (FilterOp, ProjectOp, HashProbe)) for op in pipe.ops)
 
 
 def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = frozenset()) -> None:
@@ -97,7 +111,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
     args, kwargs = streamer_args(op, ctx, state, sorted(verdicts))
     budget = ctx.device.budget
-    room = int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE)
+    room = min(EARLY_MAX_BYTES, int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE))
     if room <= 0:
         return
     import cupy
