@@ -99,24 +99,25 @@ def _linked_pieces(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple
     ``coalesce_linked``: the last piece of a linked copy has its run's region as ``tail``, the first
     piece of the copy after it its run's region as ``head``."""
     pieces: list[tuple[int, int, int, Any, Any]] = []
+    append = pieces.append
     linked = plan.linked
     follows = False  # the previous copy is linked to this one
     for i, (ci, pi, off, n, dst) in enumerate(plan.copies):
         runs = sources[ci][pi]
         where = regions[ci][pi]
-        if len(runs) == 1 or off + n <= runs[0][1]:
-            parts = [(0, runs[0][0] + off, n)]
-        else:
-            parts = []
-            for ri, roff, k in source_pieces([ln for _, ln in runs], off, n):
-                parts.append((ri, runs[ri][0] + roff, k))
-        for j, (ri, src, k) in enumerate(parts):
+        link = i in linked
+        if len(runs) == 1 or off + n <= runs[0][1]:  # (the page in one run: the usual case)
+            region = where[0] if where is not None else None
+            append((runs[0][0] + off, dst, n, region if link else None, region if follows else None))
+            follows = link
+            continue
+        parts = source_pieces([ln for _, ln in runs], off, n)
+        for j, (ri, roff, k) in enumerate(parts):
             region = where[ri] if where is not None else None
-            head = region if follows and j == 0 else None
-            tail = region if i in linked and j == len(parts) - 1 else None
-            pieces.append((src, dst, k, tail, head))
+            append((runs[ri][0] + roff, dst, k, region if link and j == len(parts) - 1 else None,
+                    region if follows and j == 0 else None))
             dst += k
-        follows = i in linked
+        follows = link
     return pieces
 
 
