@@ -198,6 +198,28 @@ class Timeline:
                 f"link {100 * gbs / ceiling:.0f}%{host}")
 
 
+def profiled(db: str, sql: str, opts: dict, runs: int, top: int = 40) -> str:
+    """``runs`` warm runs (fresh connections) under cProfile: the functions with the most own time
+    and the most calls, per run."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    for _ in range(runs):
+        con = hetdb.connect(db, device="gpu", create=False, **opts)
+        prof.enable()
+        con.sql(sql).arrow()
+        prof.disable()
+        con.close()
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out)
+    st.sort_stats("tottime").print_stats(top)
+    st.sort_stats("cumulative").print_stats(top)
+    lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
+    return f"  cProfile over {runs} runs (divide by {runs} for one):\n" + "\n".join("  " + ln for ln in lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("db")
@@ -207,6 +229,9 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=0,
                     help="N more warm runs of each query and variant under a wall-clock stack sampler "
                          "(gpu_hot_probe.Sampler, every 0.5 ms): where the host's time goes")
+    ap.add_argument("--cprofile", type=int, default=0,
+                    help="N more warm runs of each query (first variant) under cProfile: calls and "
+                         "host time by function (what syncs and launches a query makes)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base')")
     args = ap.parse_args()
@@ -258,6 +283,8 @@ def main() -> None:
                     con.close()
                 sampler._stop = True
                 sampled = "\n" + sampler.report(args.sample, wall, top=18)
+            if args.cprofile and name == variants[0][0]:
+                sampled += "\n" + profiled(args.db, q.sql, opts, args.cprofile)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
 
