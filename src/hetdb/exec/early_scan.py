@@ -31,7 +31,7 @@ from hetdb.exec.operators.scan import TableScan
 # an early scan's queued deliveries hold at most this share of the free device budget, and at most
 # EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies)
 EARLY_BUDGET_SHARE = 0.25
-EARLY_MAX_BYTES = 8 << 30
+EARLY_MAX_BYTES = 4 << 30
 
 
 @dataclass
