@@ -8,7 +8,8 @@ fact scan then took 18 ms), and the link sat idle all that time. So when a query
 its largest table is started too: its streamer (exactly the one the fact pipeline would make, on a
 copy and decode stream of its own, ``stream_io.early_streams``, so the dimension scans' copies and
 decode kernels do not queue behind it) queues its first deliveries at once (``PageStreamer.prime``),
-up to a quarter of the free device budget; the fact pipeline later takes the streamer over
+up to a quarter of the free device budget and EARLY_MAX_BYTES; the fact pipeline later takes the
+streamer over
 (``take_early``: same table version, columns, row groups and options, else it is closed and the
 pipeline makes its own), and its consumer waits on each delivery only when it takes it.
 
@@ -16,8 +17,8 @@ Started only where the fact scan will stream past the device cache out of the pi
 the default warm path: the connection's first scan of those columns (``scan_device.first_scan``'s
 pass-through), its first and last row groups' pages in the host tier (a cold scan would make the
 dimension pipelines wait for the disk), batched deliveries, no co-processing, no zero-copy, pages
-not streamed as stored, route 'auto'. Option ``gpu_early_scan`` (default on) switches it off for
-A/B measurements.
+not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
+(``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 """
 
 from __future__ import annotations
