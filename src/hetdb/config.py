@@ -63,6 +63,11 @@ class Options:
     # one copy (the bytes between them, under one 64 KiB block, copied along: backend/gpu/batch_plan.py
     # ``mirror``). False: one copy per page (A/B).
     gpu_copy_neighbours: bool = True
+    # Fused and compiled GPU pipelines make what they derive from small dimension builds on the host:
+    # dense join tables of up to 64Ki build rows, compacted group keys of up to 64Ki values, string
+    # dictionary lookups over up to 64Ki strings (one copy out, NumPy / the CPU backend, one copy
+    # in) instead of with many small device launches and waits. False: on the device (A/B).
+    gpu_host_small_builds: bool = True
     # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
     # reads only for rows that passed its filters and probes stay in pinned host memory, and the
     # kernel reads those rows in place over the link (zero-copy) instead of the whole pages being

@@ -92,13 +92,15 @@ def zone_map_domain(zone_maps: Iterable[Any]) -> KeyDomain | None:
 HOST_COMPACT_ROWS = 1 << 16
 
 
-def compact(xp: Any, values: Any) -> tuple[KeyDomain, Any]:
+def compact(xp: Any, values: Any, host_rows: int = -1) -> tuple[KeyDomain, Any]:
     """Ranks of ``values`` among their distinct values: (domain whose ``values`` decodes a rank,
-    int32 rank per element)."""
+    int32 rank per element); device values of integers, at most ``host_rows`` of them (default
+    HOST_COMPACT_ROWS), are ranked on the host."""
     n = int(values.shape[0])
     if n == 0:
         return KeyDomain(0, -1, values[:0]), xp.zeros(0, dtype=xp.int32)
-    if n <= HOST_COMPACT_ROWS and hasattr(values, "get") and values.dtype.kind in "iu":
+    if n <= (HOST_COMPACT_ROWS if host_rows < 0 else host_rows) and hasattr(values, "get") \
+            and values.dtype.kind in "iu":
         from hetdb.backend.gpu.codegen.runtime import arrays_to_device
 
         uniq, inverse = compact_host(values.get())

@@ -103,13 +103,14 @@ class DenseJoinTable:
 
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
-                max_slots: int = DENSE_MAX_SLOTS) -> DenseJoinTable:
+                max_slots: int = DENSE_MAX_SLOTS, host_rows: int = -1) -> DenseJoinTable:
     """Build over the rows of ``keys`` (int32/int64 array: CuPy, or NumPy for host-side planning
     tests) where ``mask`` (build-side filter). UnsupportedError when the key range exceeds
     ``max_slots`` or a selected key repeats (the executor then uses the hash join). Two waits for
     the device: the key range (with the row count) and the uniqueness verdict. A build side of at
-    most HOST_BUILD_ROWS rows (a dimension's filtered rows) is built on the host instead: one copy of
-    its keys (and mask) out, NumPy, one copy of the table in (``_host_build``)."""
+    most ``host_rows`` rows (default HOST_BUILD_ROWS; a dimension's filtered rows) is built on the
+    host instead: one copy of its keys (and mask) out, NumPy, one copy of the table in
+    (``_host_build``)."""
     xp = _array_module(keys)
     keys = xp.asarray(keys)
     if keys.dtype.kind not in "iu":
@@ -118,7 +119,7 @@ def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = 
     n = int(keys.shape[0])
     if n >= 1 << 31:
         raise UnsupportedError("dense join build side has more than 2**31 rows")
-    if xp is not np and 0 < n <= HOST_BUILD_ROWS:
+    if xp is not np and 0 < n <= (HOST_BUILD_ROWS if host_rows < 0 else host_rows):
         got = _host_build(_host(keys), None if mask is None else _host(mask), max_slots)
         if got is not None:
             table, hits = got
