@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hetdb.backend.gpu.codegen.dense_tables import DENSE_MAX_SLOTS, DenseJoinTable, _host_build, dense_build
 from hetdb.backend.gpu.codegen.groups import compact, compact_host
-from hetdb.backend.gpu.codegen.runtime import DENSE_MAX_SLOTS, DenseJoinTable, _host_build, dense_build
 from hetdb.errors import UnsupportedError
 
 

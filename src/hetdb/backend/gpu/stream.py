@@ -338,52 +338,6 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 p.future = self._pool.submit(self._read_page, p, dest, wait_for)
         return rgs
 
-    # the router's probes (PageRouter.route_with)
-    def on_gpu(self, page: _Page) -> bool:
-        return self._probe_device(page)
-
-    def in_host(self, page: _Page) -> bool:
-        return self._probe_host(page)
-
-    def load_host(self, page: _Page) -> bool:
-        return self._start_host_load(page)
-
-    def _probe_device(self, page: _Page) -> bool:
-        """Router probe: a device-cache hit, pinned."""
-        if self.cache is None:
-            return False
-        hit = self.cache.get(page.key, pin=True)
-        if hit is None:
-            return False
-        page.value, page.cached = hit, True
-        return True
-
-    def _host_key(self, page: _Page) -> PageKey:
-        # The host tier is process-wide: a table *path* (version directory) names the page, not the
-        # table name, which another database may share.
-        if page.host_key is not None:
-            return page.host_key
-        return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
-
-    def _probe_host(self, page: _Page) -> bool:
-        """Router probe: a host-tier hit, pinned."""
-        if self.host_cache is None:
-            return False
-        page.host = self.host_cache.lookup(self._host_key(page), page.location, pin=True)
-        return page.host is not None
-
-    def _start_host_load(self, page: _Page) -> bool:
-        """Router probe: blocks for the page in the host tier (if it admits it) and its load started."""
-        if self.host_cache is None:
-            return False
-        loc = page.location
-        blocks = self.host_cache.acquire(self._host_key(page), loc.length, loc.padded_length, loc.checksum)
-        if blocks is None:
-            return False
-        page.loading = True
-        page.future = self._pool.submit(self._load_host, page, blocks)
-        return True
-
     # ---- delivery --------------------------------------------------------------------------------
     def _deliver(self, rg: _RowGroup) -> Batch:
         cp = self._cupy
