@@ -20,6 +20,10 @@ copies (on the copy stream) and every fused-kernel consumption (on the consumer 
             against the GPU's copy ms per delivery (median): host > copy means the host is the bound
     link%   scan bytes / window against the measured ceiling
 
+and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
+fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the operators' own timers
+(op id: ms), and the early scans started / taken over.
+
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``.
 """
@@ -75,13 +79,35 @@ class Timeline:
         import cupy
 
         from hetdb.backend.gpu import batch
-        from hetdb.exec import fusion_run
+        from hetdb.exec import early_scan, engine, fusion_run
 
         self.cupy = cupy
         self.copies: list[tuple] = []   # (event start, event end, bytes, host t submit)
         self.kernels: list[tuple] = []  # (event start, event end)
+        self.phases: list[tuple] = []   # (what, host t start, host t end): pipelines, the early scan's start
         self.on = False
         orig_delivery, orig_consume = batch.run_delivery, fusion_run._consume_fused
+        orig_pipeline, orig_early = engine.run_pipeline, early_scan.start_early_scans
+
+        def run_pipeline(ctx, pipe, pool, threads):
+            if not self.on:
+                return orig_pipeline(ctx, pipe, pool, threads)
+            t = time.perf_counter()
+            try:
+                return orig_pipeline(ctx, pipe, pool, threads)
+            finally:
+                src = getattr(getattr(pipe.source, "scan", None), "table", None) or type(pipe.source).__name__
+                self.phases.append((f"p{pipe.pid}:{src}", t, time.perf_counter()))
+
+        def start_early(ctx, physical, skipped=frozenset()):
+            if not self.on:
+                return orig_early(ctx, physical, skipped)
+            t = time.perf_counter()
+            try:
+                return orig_early(ctx, physical, skipped)
+            finally:
+                held = sum(e.primed_bytes for e in ctx.early_scans.values())
+                self.phases.append((f"early({held >> 20} MiB)", t, time.perf_counter()))
 
         def run_delivery(plan, sources, dtypes, stream, staged=None, **kw):
             if not self.on:
@@ -107,24 +133,37 @@ class Timeline:
 
         batch.run_delivery = run_delivery
         fusion_run._consume_fused = consume
+        engine.run_pipeline = run_pipeline
+        early_scan.start_early_scans = start_early
 
     def run(self, con, sql: str, ceiling: float) -> str:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels = [], []
+        self.copies, self.kernels, self.phases = [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
         self.on = True
+        t0 = time.perf_counter()
         try:
             r = con.sql(sql)
             r.arrow()
         finally:
             self.on = False
+            t_end = time.perf_counter()
         cupy.cuda.Device().synchronize()
+        host = " ".join(f"{w} {(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}" for w, a, b in sorted(self.phases, key=lambda p: p[1]))
+        host = f" | host ms: {host} end {(t_end - t0) * 1e3:.1f}"
+        ops = (r.stats or {}).get("operators") or {}
+        timed = [(k, getattr(v, "seconds", 0.0)) for k, v in ops.items() if getattr(v, "seconds", 0.0) >= 5e-5]
+        if timed:  # the operators' own timers (scans: the streamer's host work; sinks: kernels, builds)
+            host += " | op ms: " + " ".join(f"{k}:{sec * 1e3:.2f}" for k, sec in timed)
+        early = (r.stats or {}).get("early_scans")
+        if early and early.get("started"):
+            host += f" | early scans {early}"
         if not self.copies:
-            return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)"
+            return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 
         def ms(a, b) -> float:
             return cupy.cuda.get_elapsed_time(a, b)
@@ -156,7 +195,29 @@ class Timeline:
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
-                f"link {100 * gbs / ceiling:.0f}%")
+                f"link {100 * gbs / ceiling:.0f}%{host}")
+
+
+def profiled(db: str, sql: str, opts: dict, runs: int, top: int = 40) -> str:
+    """``runs`` warm runs (fresh connections) under cProfile: the functions with the most own time
+    and the most calls, per run."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    for _ in range(runs):
+        con = hetdb.connect(db, device="gpu", create=False, **opts)
+        prof.enable()
+        con.sql(sql).arrow()
+        prof.disable()
+        con.close()
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out)
+    st.sort_stats("tottime").print_stats(top)
+    st.sort_stats("cumulative").print_stats(top)
+    lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
+    return f"  cProfile over {runs} runs (divide by {runs} for one):\n" + "\n".join("  " + ln for ln in lines)
 
 
 def main() -> None:
@@ -168,6 +229,9 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=0,
                     help="N more warm runs of each query and variant under a wall-clock stack sampler "
                          "(gpu_hot_probe.Sampler, every 0.5 ms): where the host's time goes")
+    ap.add_argument("--cprofile", type=int, default=0,
+                    help="N more warm runs of each query (first variant) under cProfile: calls and "
+                         "host time by function (what syncs and launches a query makes)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base')")
     args = ap.parse_args()
@@ -219,6 +283,8 @@ def main() -> None:
                     con.close()
                 sampler._stop = True
                 sampled = "\n" + sampler.report(args.sample, wall, top=18)
+            if args.cprofile and name == variants[0][0]:
+                sampled += "\n" + profiled(args.db, q.sql, opts, args.cprofile)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
 

@@ -54,6 +54,20 @@ class Options:
     # this one is decoded and consumed, and a scan past the device cache queues the next delivery's
     # copies before the consumer takes this one. False: as before (A/B).
     gpu_delivery_overlap: bool = True
+    # A GPU query whose largest table streams past the device cache (a warm scan out of the pinned
+    # host tier) starts that scan's first deliveries when it starts, on streams of their own, while
+    # the pipelines before it (dimension scans and builds) run (exec/early_scan.py). False: the
+    # scan starts when its pipeline does (A/B).
+    gpu_early_scan: bool = True
+    # Batched GPU deliveries copy a column's pages that lie back to back in the pinned host tier as
+    # one copy (the bytes between them, under one 64 KiB block, copied along: backend/gpu/batch_plan.py
+    # ``mirror``). False: one copy per page (A/B).
+    gpu_copy_neighbours: bool = True
+    # Fused and compiled GPU pipelines make what they derive from small dimension builds on the host:
+    # dense join tables of up to 64Ki build rows, compacted group keys of up to 64Ki values, string
+    # dictionary lookups over up to 64Ki strings (one copy out, NumPy / the CPU backend, one copy
+    # in) instead of with many small device launches and waits. False: on the device (A/B).
+    gpu_host_small_builds: bool = True
     # Warm GPU scans (pages in the pinned host tier) of selective fused pipelines: columns the kernel
     # reads only for rows that passed its filters and probes stay in pinned host memory, and the
     # kernel reads those rows in place over the link (zero-copy) instead of the whole pages being

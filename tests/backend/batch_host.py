@@ -4,6 +4,8 @@ buffer, then what each kernel of kernels/batch_decode.cu does, descriptor by des
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from hetdb import codec
@@ -13,13 +15,18 @@ _NAMES = {v: k for k, v in CODEC_IDS.items()}
 _BY_SIZE = {1: np.uint8, 4: np.int32, 8: np.int64}  # decode_pages writes int64 images at the value size
 
 
-def run_plan_on_host(plan, fetch, dtypes):
+def run_plan_on_host(plan, fetch, dtypes, copies=None):
     """``fetch(column, page, offset, nbytes)``: those bytes of a page. Returns the buffer and, per
     column, its arrays by name (data, validity, offsets, chars, encoded) as views of the buffer; for a paged
-    plan per column a list of those, one per page."""
+    plan per column a list of those, one per page. ``copies``: (host address, buffer offset, bytes)
+    to carry out instead of the plan's copies through ``fetch`` (what run_delivery queues)."""
     buf = np.zeros(max(plan.nbytes, 1), np.uint8)
     buf[:plan.desc.nbytes] = plan.desc.view(np.uint8)
-    for ci, pi, off, n, dst in plan.copies:
+    if copies is not None:
+        for src, dst, n in copies:
+            assert 0 <= dst and dst + n <= plan.nbytes
+            ctypes.memmove(buf.ctypes.data + dst, src, n)
+    for ci, pi, off, n, dst in plan.copies if copies is None else ():
         buf[dst:dst + n] = fetch(ci, pi, off, n)
     desc = plan.desc
     if plan.decode:

@@ -72,7 +72,7 @@ class _Device:
         pass
 
 
-def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream=None):
+def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream=None, regions=None):
     def fetch(ci, pi, off, n):
         out = np.empty(n, np.uint8)
         start = 0
@@ -84,7 +84,14 @@ def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream
             start += ln
         return out
 
-    return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes])
+    # the copies run_delivery queues: a column's neighbouring host-tier pages as one (plan.linked)
+    copies = None
+    if regions is not None and plan.linked:
+        from hetdb.backend.gpu.batch import _linked_pieces
+        from hetdb.backend.gpu.batch_plan import coalesce_linked
+
+        copies = coalesce_linked(_linked_pieces(plan, sources, regions))
+    return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes], copies)
 
 
 def _host_decode_stored(self, page, got):

@@ -348,3 +348,36 @@ def test_lookup_many_pins_all_or_nothing():
     assert cache.lookup_many([key(0), key(1)], [locs[0], locs[0]]) is None  # key(1) has other bytes
     assert cache.pinned_bytes() == 0 and cache.stats.hits == 3
     assert cache.keys()[-1] == key(2)
+
+
+def test_lookup_many_of_a_stable_group_records_its_accesses_lazily():
+    # a scan's memoized group (the same list every time) is recorded lazily, as one group
+    # (BenefitPolicy.touch_group, applied at the next decision): the same hits and pins, and every
+    # page has a reuse distance as after page-by-page records (amortised over the group's accesses)
+    eager, lazy = tier(limit_blocks=16), tier(limit_blocks=16)
+    datas = [payload(5000, s) for s in range(3)]
+    keys = [key(i) for i in range(3)]
+    for cache in (eager, lazy):
+        for k, d in zip(keys, datas):
+            load(cache, k, d)
+    locs = [loc_of(d) for d in datas]
+    for _ in range(3):
+        for cache, stable in ((eager, False), (lazy, True)):
+            got = cache.lookup_many(keys, locs, stable=stable)
+            assert got is not None and all(p.pins == 1 for p in got)
+            cache.unpin_pages(got)
+    assert lazy.stats.hits == eager.stats.hits == 9 and lazy.pinned_bytes() == 0
+    assert all(0 < lazy.policy.reuse_distance(k) <= eager.policy.reuse_distance(k) < float("inf") for k in keys)
+
+
+def test_unpin_pages_frees_an_unlisted_page_with_its_last_pin():
+    cache = tier(8)
+    old, new = payload(BLOCK, 1), payload(BLOCK, 2)
+    reader = load(cache, key(0), old, pin=True)
+    mine = load(cache, key(0), new, pin=True)
+    cache.unpin_pages([mine])  # unlisted: freed at its last unpin
+    assert cache.held_bytes == BLOCK
+    cache.unpin_pages([reader])  # listed: stays
+    assert cache.held_bytes == BLOCK and cache.pinned_bytes() == 0 and cache.get(key(0)) is reader
+    with pytest.raises(ValueError, match="not pinned"):
+        cache.unpin_pages([reader])

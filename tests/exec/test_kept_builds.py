@@ -159,3 +159,36 @@ def test_a_kept_build_is_shared_by_its_copy(db, duck, kept_on_cpu) -> None:
             assert text.count(SHARED) == shared, f"{name}\n{text}"
             kept += KEPT in text
     assert kept >= 2, kept  # build_twice, build_other_filter keep their dimension builds
+
+
+def test_a_kept_side_whose_hash_table_no_probe_made_makes_it_on_demand() -> None:
+    # keep_build keeps a GPU build whose hash table no probe asked for (fused kernels probe dense
+    # tables) without making it: a copy whose table is made when a later run's probe asks, equal
+    # to the one the build would have made; a side whose table was made is kept as it is
+    import numpy as np
+
+    from hetdb.backend.cpu import CpuBackend
+    from hetdb.column import Batch, Column
+    from hetdb.exec.operators.join import BuildSide, _LazyTable, hash_table, unmade_copy
+
+    backend = CpuBackend()
+    keys = np.array([7, 3, 11, 5], np.int64)
+    batch = Batch({"__key0": Column(T.INT64, data=keys), "v": Column(T.INT64, data=keys * 10)}, 4)
+    made = []
+
+    def make():
+        made.append(1)
+        return hash_table(backend, batch, 1, [None])
+
+    side = BuildSide(batch, _LazyTable(make), None, [None], False, True)
+    copy = unmade_copy(side, backend, 1)
+    assert copy is not None and copy.batch is side.batch and not made
+    assert isinstance(copy.hash_table, _LazyTable)
+    table = copy.table  # made on demand, without the original's reservation
+    assert table is not None and not made
+    eager, _ = hash_table(backend, batch, 1, [None])
+    probe = [np.array([5, 6, 7], np.int64)]
+    assert [a.tolist() for a in backend.join_probe(table, probe, "inner")] == \
+        [a.tolist() for a in backend.join_probe(eager, probe, "inner")]
+    side.table  # noqa: B018 - a probe made the original's
+    assert made == [1] and unmade_copy(side, backend, 1) is None

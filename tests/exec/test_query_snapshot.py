@@ -126,3 +126,28 @@ def test_compressed_cache_decision_takes_other_processes_changes_after_a_moment(
     monkeypatch.setattr(versions, "catalog_epoch", lambda: epoch + 1)  # this process drops a table
     db.drop_table("u")
     assert keep() is False and len(stamps) == 3
+
+
+def test_a_fresh_connection_takes_the_compressed_cache_decision_memo_of_the_process(tmp_path, monkeypatch) -> None:
+    """A second DeviceResources (a fresh connection) on the same database state finds the decoded
+    bytes another one computed: no table is read again; a commit reads them again."""
+    import types
+
+    from hetdb.exec.device import DeviceResources
+
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _write(db, "t", [1, 2, 3])
+
+    def fresh():
+        return types.SimpleNamespace(cache=types.SimpleNamespace(capacity_bytes=100, kept_bytes=lambda: 0),
+                                     _decoded_db_bytes=None)
+
+    calls: list[str] = []
+    real = Database.table
+    monkeypatch.setattr(Database, "table", lambda self, name: calls.append(name) or real(self, name))
+    first, second = fresh(), fresh()
+    assert DeviceResources.keep_compressed(first, "auto", db) is False and calls == ["t"]
+    assert DeviceResources.keep_compressed(second, "auto", db) is False and calls == ["t"]
+    assert second._decoded_db_bytes == first._decoded_db_bytes
+    _write(db, "u", list(range(20)))
+    assert DeviceResources.keep_compressed(fresh(), "auto", db) is True and sorted(calls) == ["t", "t", "u"]

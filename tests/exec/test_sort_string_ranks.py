@@ -75,3 +75,20 @@ def test_a_host_dictionary_is_ranked_once_while_it_lives() -> None:
     gc.collect()
     assert len(SORT_RANKS) == before - 1
 
+
+
+def test_a_new_dictionary_of_the_same_strings_takes_the_ranks_made_for_another() -> None:
+    """A fresh connection copies its device dictionaries to the host anew (new objects): the ranks
+    an earlier copy of the same strings got are found by content (dictionary_memo.ContentMemo), not
+    made again; other strings are ranked for themselves."""
+    be = CpuBackend()
+    words = [f"v{(i * 53) % 700:03d}" for i in range(700)]
+    calls = []
+    real = be.factorize_strings
+    be.factorize_strings = lambda o, c: calls.append(len(o) - 1) or real(o, c)
+    for d in (_strings(words), _strings(list(words)), _strings(words[::-1])):
+        col = Column(T.STRING, data=np.array([3, 600, 42], np.int32), dictionary=d)
+        ranks = np.asarray(string_ranks(be, col))
+        strings = [d.to_arrow()[c].as_py() for c in (3, 600, 42)]
+        assert [strings[i] for i in np.argsort(ranks, kind="stable")] == sorted(strings)
+    assert calls == [700, 700]  # the first and the reversed dictionary; the copy took the first's

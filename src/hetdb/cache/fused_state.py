@@ -42,6 +42,7 @@ class FusedState:
     inputs: frozenset[int] = frozenset()
     swapped: frozenset[int] = frozenset()  # of ``inputs``: deferred pipelines of a swapped-join chain
     arrays: list[Any] = field(default_factory=list, repr=False)
+    extra_bytes: int = 0  # device bytes it may come to hold beyond ``arrays`` (a hash table made on demand)
 
     def device_arrays(self) -> list[Any]:
         """Arrays (or Columns) this entry keeps alive (for the device-memory accounting)."""
@@ -60,7 +61,7 @@ class FusedState:
                 while hasattr(getattr(root, "base", None), "nbytes"):
                     root = root.base
                 seen[id(root)] = int(root.nbytes)
-        return sum(seen.values())
+        return sum(seen.values()) + self.extra_bytes
 
 
 def _leaves(a: Any):

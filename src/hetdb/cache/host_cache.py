@@ -35,7 +35,10 @@ from hetdb.cache.policy import BenefitPolicy
 from hetdb.cache.rates import Rates, shared_rates
 from hetdb.io import ALIGN
 
-DEFAULT_BLOCK_BYTES = 1 << 20
+# 64 KiB blocks: a page's last block wastes less than 64 KiB, and the pages a scan loads one after
+# another lie back to back (gaps under a block), so a delivery copies a column's neighbouring pages
+# together (backend/gpu/batch.py); with 1 MiB blocks SSB's ~1.2 MB pages took 2 MiB each
+DEFAULT_BLOCK_BYTES = 64 << 10
 DEFAULT_CHUNK_BYTES = 256 << 20
 DEFAULT_RAM_FRACTION = 0.5
 
@@ -76,6 +79,9 @@ class HostPage:
     pins: int = 0
     ready: bool = False  # verified and visible to lookups (False while it is being loaded)
     kept: bool = False   # a user's pin (``keep``): never evicted until ``unkeep``
+    # the chunk of the pool each run lies in (one allocation each): a copy may span two pages'
+    # runs only inside one chunk (backend/gpu/batch.py merges a column's neighbouring pages)
+    run_chunks: list[int] = field(default_factory=list, repr=False)
     _addresses: list[tuple[int, int]] | None = field(default=None, repr=False)
 
     def addresses(self) -> list[tuple[int, int]]:
@@ -135,8 +141,9 @@ class _Pool:
                 hi = mid - 1
         return lo, (block - self.starts[lo]) * self.block_bytes
 
-    def runs(self, ids: list[int], nbytes: int) -> list[np.ndarray]:
-        """Contiguous views over ``ids`` (adjacent blocks of one chunk merged) covering ``nbytes``."""
+    def runs(self, ids: list[int], nbytes: int, chunks: list[int] | None = None) -> list[np.ndarray]:
+        """Contiguous views over ``ids`` (adjacent blocks of one chunk merged) covering ``nbytes``;
+        ``chunks``: gets the chunk index of each run."""
         out: list[np.ndarray] = []
         left = nbytes
         i = 0
@@ -148,6 +155,8 @@ class _Pool:
                 j += 1
             n = min(left, (j - i) * self.block_bytes)
             out.append(self.chunks[chunk][off:off + n])
+            if chunks is not None:
+                chunks.append(chunk)
             left -= n
             i = j
         return out
@@ -280,10 +289,13 @@ class HostPageCache(PageCache):
                 page.pins += 1
             return page
 
-    def lookup_many(self, keys: list[PageKey], locations: list[Any]) -> list[HostPage] | None:
+    def lookup_many(self, keys: list[PageKey], locations: list[Any], stable: bool = False) -> list[HostPage] | None:
         """Every entry of ``keys`` (each matching its PageLocation), each pinned once, under one lock;
         None, pinning nothing and counting nothing, when any of them is missing or stale (the caller
-        then routes page by page). Saves a scan the per-page lookups of the steady state."""
+        then routes page by page). Saves a scan the per-page lookups of the steady state.
+        ``stable``: ``keys`` is the same list object every time these pages are asked for together
+        (a scan's memoized group), so their accesses are recorded lazily, as one group
+        (``BenefitPolicy.touch_group``), instead of page by page."""
         with self._lock:
             entries = self._entries
             got: list[HostPage] = []
@@ -292,10 +304,15 @@ class HostPageCache(PageCache):
                 if page is None or not page.matches(loc):
                     return None
                 got.append(page)
+            if stable:
+                self.policy.touch_group(keys)
+            nbytes = 0
             for page in got:
-                self.policy.record(page.key)
+                if not stable:
+                    self.policy.record(page.key)
                 page.pins += 1
-                self._stats.hit_bytes += page.length
+                nbytes += page.length
+            self._stats.hit_bytes += nbytes
             self._stats.hits += len(got)
             return got
 
@@ -326,8 +343,10 @@ class HostPageCache(PageCache):
                 return None
             ids = self._pool.take(n)
             self._assigned += n
-            return HostPage(key, int(length), int(padded_length), int(checksum), ids,
-                            self._pool.runs(ids, padded_length), pins=1)
+            chunks: list[int] = []
+            runs = self._pool.runs(ids, padded_length, chunks)
+            return HostPage(key, int(length), int(padded_length), int(checksum), ids, runs, pins=1,
+                            run_chunks=chunks)
 
     def commit(self, page: HostPage) -> HostPage:
         """Make a loaded, verified page visible; returns the entry to read from (pinned once for the
@@ -367,6 +386,17 @@ class HostPageCache(PageCache):
             page.pins -= 1
             if not page.pins and self._entries.get(page.key) is not page:
                 self._free(page)  # an unlisted page (stale or dropped) dies with its last reader
+
+    def unpin_pages(self, pages: list[HostPage]) -> None:
+        """``unpin_page`` of each of ``pages`` (a delivery's, once its copies completed) under one lock."""
+        with self._lock:
+            entries = self._entries
+            for page in pages:
+                if page.pins <= 0:
+                    raise ValueError(f"unpin of {page.key} which is not pinned")
+                page.pins -= 1
+                if not page.pins and entries.get(page.key) is not page:
+                    self._free(page)
 
     def unpin(self, key: PageKey) -> None:
         with self._lock:

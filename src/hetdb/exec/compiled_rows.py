@@ -66,6 +66,15 @@ def dictionary_lookups(ctx: ExecContext, plan: Any, kernel: Any, dicts: dict[str
             got = kept.get(lk.expr, d)
             if got is not None:
                 hit = plan.luts[key] = (d, *got)
+        if (hit is None or hit[0] is not d) and xp is not np \
+                and getattr(ctx.options, "gpu_host_small_builds", True):
+            from hetdb.exec.host_lookups import device_lookup
+
+            got = device_lookup(lk.expr, lk.cid, d)  # (a small dictionary: evaluated on the host)
+            if got is not None:
+                hit = plan.luts[key] = (d, *got)
+                if kept is not None:
+                    kept.put(lk.expr, d, *got)
         if hit is None or hit[0] is not d:
             n = len(d)
             codes = Column(T.STRING, data=xp.arange(max(n, 1), dtype=xp.int32)[:n], dictionary=d)

@@ -103,6 +103,11 @@ class DeviceMemoryManager(MemoryManager):
                 "are free; raise gpu_memory_limit or run on the CPU (device='cpu')")
 
 
+# (database path, catalog_stamp) -> decoded bytes of every table: keep_compressed's memo, shared by
+# the connections of the process
+_DECODED_DB_BYTES: dict[tuple, int] = {}
+
+
 class DeviceResources:
     """Device memory of one connection: budget, page cache, operator accounting, H2D counters."""
 
@@ -158,10 +163,20 @@ class DeviceResources:
         self._keep_checked = ((catalog_epoch(), getattr(db, "path", None)), now)
         stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
         if stamp is None or got is None or got[0] != stamp:
-            readers = [db.table(name) for name in db.tables()]
-            total = sum(column_device_bytes(r, c, False) for r in readers for c in (s.name for s in r.schema))
-            key = stamp if stamp is not None else tuple((r.name, r.version) for r in readers)
-            got = self._decoded_db_bytes = (key, total)
+            # (a fresh connection finds the total another connection of the process computed for the
+            # same database state: it would look every table up again)
+            shared = _DECODED_DB_BYTES.get((getattr(db, "path", None), stamp)) if stamp is not None else None
+            if shared is not None:
+                got = self._decoded_db_bytes = (stamp, shared)
+            else:
+                readers = [db.table(name) for name in db.tables()]
+                total = sum(column_device_bytes(r, c, False) for r in readers for c in (s.name for s in r.schema))
+                key = stamp if stamp is not None else tuple((r.name, r.version) for r in readers)
+                got = self._decoded_db_bytes = (key, total)
+                if stamp is not None:
+                    if len(_DECODED_DB_BYTES) >= 64:
+                        _DECODED_DB_BYTES.clear()
+                    _DECODED_DB_BYTES[(getattr(db, "path", None), stamp)] = total
         return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
 
     def host_tier(self, options: Any) -> Any:

@@ -60,7 +60,76 @@ class DictionaryMemo:
         self[id(source)] = (source, value)
 
 
+class ContentMemo:
+    """Values derived from a small host dictionary, keyed by its strings (a digest of its offsets and
+    characters), so that a fresh connection, whose query copies its device dictionaries to the host
+    anew (new objects: ``DictionaryMemo`` misses), finds what an earlier connection derived from the
+    same strings. At most MAX_ENTRIES, of dictionaries of at most MAX_BYTES characters."""
+
+    MAX_ENTRIES = 256
+    MAX_BYTES = 1 << 20
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def key(cls, source: Any) -> tuple | None:
+        offsets, chars = getattr(source, "offsets", None), getattr(source, "chars", None)
+        if offsets is None or chars is None or getattr(source, "dictionary", None) is not None \
+                or getattr(source, "validity", None) is not None or hasattr(chars, "get"):
+            return None  # (host strings only, without NULLs)
+        if int(chars.nbytes) > cls.MAX_BYTES:
+            return None
+        import hashlib
+
+        import numpy as np
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.ascontiguousarray(offsets).view(np.uint8))
+        h.update(np.ascontiguousarray(chars).view(np.uint8))
+        return (str(getattr(source, "dtype", "")), int(offsets.shape[0]), h.digest())
+
+    def get(self, source: Any) -> Any:
+        key = self.key(source)
+        return None if key is None else self._entries.get(key)
+
+    def put(self, source: Any, value: Any) -> None:
+        key = self.key(source)
+        if key is None:
+            return
+        with self._lock:
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = value
+
+
+class DictionaryDerived:
+    """``DictionaryMemo`` by object, then ``ContentMemo`` by strings: what a dictionary's strings
+    alone decide (its sort ranks, its Arrow strings), made once per process and set of strings."""
+
+    def __init__(self) -> None:
+        self.by_object = DictionaryMemo()
+        self.by_content = ContentMemo()
+
+    def get(self, source: Any) -> Any:
+        got = self.by_object.get(source)
+        if got is None:
+            got = self.by_content.get(source)
+            if got is not None:
+                self.by_object.put(source, got)
+        return got
+
+    def put(self, source: Any, value: Any) -> None:
+        self.by_object.put(source, value)
+        self.by_content.put(source, value)
+
+    def __len__(self) -> int:
+        """Entries held for live dictionary objects."""
+        return len(self.by_object)
+
+
 # host dictionary -> its strings' ranks (exec/operators/sort.py string_ranks)
-SORT_RANKS = DictionaryMemo()
+SORT_RANKS = DictionaryDerived()
 # host dictionary -> its strings as an Arrow string array (exec/hostutil.py to_arrow_table)
-ARROW_STRINGS = DictionaryMemo()
+ARROW_STRINGS = DictionaryDerived()

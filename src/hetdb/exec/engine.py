@@ -417,6 +417,10 @@ class QueryEngine:
                 from hetdb.exec.fusion_reuse import prepare_reuse
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
+            if device is not None:
+                from hetdb.exec.early_scan import start_early_scans
+
+                start_early_scans(ctx, physical, skipped)
             tail, sinks = self._tail_of(physical) if self.tail_backend is not None else (frozenset(), frozenset())
             if tail:
                 ctx.tail_backend, ctx.host_sinks = self.tail_backend, sinks
@@ -498,6 +502,11 @@ class QueryEngine:
                 "gpu_over_budget_bytes": device.memory.peak_over,
                 "cpu_fallbacks": fallbacks,
                 "gpu_pipelines": pipeline_modes(physical, ops),
+                # scans started before their pipeline (exec/early_scan.py): how many, how many their
+                # pipeline took over, the budget bytes their first deliveries held when queued
+                "early_scans": {"started": len(ctx.early_scans),
+                                "taken": sum(1 for e in ctx.early_scans.values() if e.adopted),
+                                "primed_bytes": sum(e.primed_bytes for e in ctx.early_scans.values())},
             })
         return table, stats, physical
 

@@ -535,19 +535,24 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
             arrays.append(col.data)
             provided.add(f.cid)
         if f.cid in group_cids:
-            domain, ranks = compact(xp, col.data)
+            domain, ranks = compact(xp, col.data, host_rows=-1 if _host_small(ctx) else 0)
             kcid = f"{f.cid}@rank"
             payload.append((kcid, T.INT32))
             arrays.append(ranks)
             groups[f.cid] = (kcid, domain, col.dictionary)
     try:
-        table = dense_build(j.key.data, arrays, mask=j.key.validity)
+        table = dense_build(j.key.data, arrays, mask=j.key.validity, host_rows=-1 if _host_small(ctx) else 0)
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
     by_key = bool(payload) and on("fused_payload_by_key")
     if by_key:
         table.keyed_payload()  # (made now: the fused state stored for later runs holds them too)
     return DenseProbe(j.left_key, tuple(payload), by_key), table, provided
+
+
+def _host_small(ctx: ExecContext) -> bool:
+    """Option gpu_host_small_builds: dense tables and compacted keys of small builds made on the host."""
+    return bool(getattr(ctx.options, "gpu_host_small_builds", True))
 
 
 # reader (one table version) -> {columns: why a swapped fact scan cannot run fused, or None}

@@ -21,7 +21,7 @@ from typing import Any
 from hetdb.exec.fusion_reuse import _REUSE, _closure
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import BuildSide, HashBuild, HashProbe
+from hetdb.exec.operators.join import HASH_BYTES_PER_ROW, BuildSide, HashBuild, HashProbe, unmade_copy
 from hetdb.exec.operators.scan import TableScan
 
 KEEP_MAX_ROWS = 1 << 20
@@ -103,15 +103,25 @@ def keep_build(ctx: ExecContext, pipe: Any) -> None:
     if not isinstance(side, BuildSide) or side.partitions is not None or side.num_rows > KEEP_MAX_ROWS:
         return
     xp = ctx.backend.xp
-    arrays: list = list(side.batch.columns.values())
-    table = side.table  # (made now when no probe made it yet: the entry's bytes include it)
-    if table is not None:
-        arrays += [v for v in getattr(table, "__dict__", {}).values() if isinstance(v, xp.ndarray)]
-    if side.valid_idx is not None:
-        arrays.append(side.valid_idx)
     if not all(isinstance(a, xp.ndarray) for c in side.batch.columns.values() for a in c.held_arrays()):
         return  # (a small result a host pipeline took to the host)
+    arrays: list = list(side.batch.columns.values())
+    extra = 0
+    # no probe needed the hash table yet (fused kernels probe dense tables of their own): it is not
+    # made now either (a fresh connection's warm query would build it for nothing); the kept side
+    # makes it if a later run's probe asks, counted at the rate the rows were reserved with
+    unmade = unmade_copy(side, ctx.backend, len(pipe.sink.keys))
+    if unmade is not None:
+        side = unmade
+        extra = HASH_BYTES_PER_ROW * side.num_rows
+    else:
+        table = side.table
+        if table is not None:
+            arrays += [v for v in getattr(table, "__dict__", {}).values() if isinstance(v, xp.ndarray)]
+        if side.valid_idx is not None:
+            arrays.append(side.valid_idx)
     from hetdb.cache.fused_state import FusedState
 
     reuse.store.put(FusedState(reuse.key, pipe.pid, side, KEPT,
-                               frozenset(_closure(reuse.physical, pipe.deps)), frozenset(), arrays))
+                               frozenset(_closure(reuse.physical, pipe.deps)), frozenset(), arrays,
+                               extra_bytes=extra))

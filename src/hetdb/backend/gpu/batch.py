@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hetdb.backend.gpu.batch_plan import DeliveryPlan, Launch, coalesce, source_pieces
+from hetdb.backend.gpu.batch_plan import DeliveryPlan, Launch, coalesce, coalesce_linked, source_pieces
 from hetdb.backend.gpu.compile import check_launches_enabled, get_module, synchronize
 from hetdb.backend.gpu.memory import pinned_empty
 
@@ -30,7 +30,8 @@ def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) 
 
 def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
                  dtypes: Sequence[np.dtype | None], stream: Any,
-                 staged: list[np.ndarray] | None = None, launch_stream: Any = None) -> tuple[Any, list[dict[str, Any]]]:
+                 staged: list[np.ndarray] | None = None, launch_stream: Any = None,
+                 regions: Sequence[Sequence[Sequence[Any] | None]] | None = None) -> tuple[Any, list[dict[str, Any]]]:
     """Queue ``plan`` on ``stream`` (the current stream too: the caller enters it). ``sources[c][p]``:
     the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
     the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
@@ -40,7 +41,10 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     the plan's descriptor goes (the caller keeps it until the copies have run); None: it is copied
     from pageable memory, which the driver may stage by waiting for the stream's earlier work.
     ``launch_stream``: the kernels go there, after an event of the copies (the consumer's stream:
-    the copy stream then moves the next delivery while this one is decoded); None: on ``stream``."""
+    the copy stream then moves the next delivery while this one is decoded); None: on ``stream``.
+    ``regions[c][p]``: per run of ``sources[c][p]`` the host memory region (allocation) it lies in,
+    or None: the copies of the plan's linked pages (``DeliveryPlan.linked``) that lie in one region
+    as far apart as the plan put them go as one copy."""
     import cupy
 
     rt = cupy.cuda.runtime
@@ -55,16 +59,21 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
             desc = pinned
         # (pageable source: the call returns once the bytes are staged, so ``desc`` may go afterwards)
         rt.memcpyAsync(base, desc.ctypes.data, desc.nbytes, _H2D, stream.ptr)
-    pieces: list[tuple[int, int, int]] = []
-    for ci, pi, off, n, dst in plan.copies:
-        runs = sources[ci][pi]
-        if len(runs) == 1 or off + n <= runs[0][1]:
-            pieces.append((runs[0][0] + off, dst, n))
-            continue
-        for ri, roff, k in source_pieces([ln for _, ln in runs], off, n):
-            pieces.append((runs[ri][0] + roff, dst, k))
-            dst += k
-    for src, dst, n in coalesce(pieces):
+    linked = plan.linked if regions is not None else ()
+    if not linked:
+        pieces: list[tuple[int, int, int]] = []
+        for ci, pi, off, n, dst in plan.copies:
+            runs = sources[ci][pi]
+            if len(runs) == 1 or off + n <= runs[0][1]:
+                pieces.append((runs[0][0] + off, dst, n))
+                continue
+            for ri, roff, k in source_pieces([ln for _, ln in runs], off, n):
+                pieces.append((runs[ri][0] + roff, dst, k))
+                dst += k
+        copies = coalesce(pieces)
+    else:
+        copies = coalesce_linked(_linked_pieces(plan, sources, regions))
+    for src, dst, n in copies:
         rt.memcpyAsync(base + dst, src, n, _H2D, stream.ptr)
     if plan.decode or plan.unpack or plan.rebase:
         module = get_module("batch_decode.cu")
@@ -82,6 +91,34 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     if plan.pages:
         return buf, [[_arrays(buf, cplan, dtype) for cplan in col] for col, dtype in zip(plan.pages, dtypes)]
     return buf, [_arrays(buf, cplan, dtype) for cplan, dtype in zip(plan.columns, dtypes)]
+
+
+def _linked_pieces(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
+                   regions: Sequence[Sequence[Sequence[Any] | None]]) -> list[tuple[int, int, int, Any, Any]]:
+    """The plan's copies as (source address, buffer offset, bytes, tail, head) pieces for
+    ``coalesce_linked``: the last piece of a linked copy has its run's region as ``tail``, the first
+    piece of the copy after it its run's region as ``head``."""
+    pieces: list[tuple[int, int, int, Any, Any]] = []
+    append = pieces.append
+    linked = plan.linked
+    follows = False  # the previous copy is linked to this one
+    for i, (ci, pi, off, n, dst) in enumerate(plan.copies):
+        runs = sources[ci][pi]
+        where = regions[ci][pi]
+        link = i in linked
+        if len(runs) == 1 or off + n <= runs[0][1]:  # (the page in one run: the usual case)
+            region = where[0] if where is not None else None
+            append((runs[0][0] + off, dst, n, region if link else None, region if follows else None))
+            follows = link
+            continue
+        parts = source_pieces([ln for _, ln in runs], off, n)
+        for j, (ri, roff, k) in enumerate(parts):
+            region = where[ri] if where is not None else None
+            append((runs[ri][0] + roff, dst, k, region if link and j == len(parts) - 1 else None,
+                    region if follows and j == 0 else None))
+            dst += k
+        follows = link
+    return pieces
 
 
 def _arrays(buf: Any, cplan: Any, dtype: np.dtype | None) -> dict[str, Any]:

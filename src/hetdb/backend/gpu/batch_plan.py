@@ -53,6 +53,7 @@ class PageSpec:
     sections: dict
     where: str = "page"
     absent: bool = False  # paged plans: the consumer has the page already (device cache): nothing moves
+    padded: int = 0       # its bytes on disk and in the host tier (length rounded up to 4 KiB; 0: so)
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,18 @@ class DeliveryPlan:
     unpack: Launch | None = None
     rebase: Launch | None = None
     pages: list[list[ColumnPlan]] = field(default_factory=list)  # paged: [column][row group]
+    # copy indices i whose copy i + 1 lies as far after it in the buffer as the next page lies after
+    # this one in the host tier, when the two pages are neighbours there (``plan_delivery``'s mirror):
+    # the two may go as one copy, the bytes between them included
+    linked: frozenset[int] = frozenset()
 
 
 def _up(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
+
+
+def _padded(page: PageSpec) -> int:
+    return page.padded or -(-page.length // 4096) * 4096
 
 
 def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_link: int,
@@ -134,9 +143,11 @@ def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_l
     return groups
 
 
-def delivery_bound(page: PageSpec, itemsize: int, string: bool, keep_encoded: bool = False) -> int:
+def delivery_bound(page: PageSpec, itemsize: int, string: bool, keep_encoded: bool = False,
+                   mirror: int = 0) -> int:
     """An upper bound of the buffer bytes a page takes in a delivery (for ``plan_groups``);
-    ``keep_encoded``: its encoded data section stays encoded (``plan_delivery``)."""
+    ``keep_encoded``: its encoded data section stays encoded; ``mirror``: staged as far apart as
+    pages lie in a host tier of such blocks (``plan_delivery``)."""
     n = page.num_rows
     kept = keep_encoded and not string and page.codec != "plain"
     out = (n + 1) * 8 if string else 0 if kept else n * itemsize
@@ -144,6 +155,9 @@ def delivery_bound(page: PageSpec, itemsize: int, string: bool, keep_encoded: bo
     for name, (_, ln) in page.sections.items():
         if kept and name == "data":
             out += ln + ALIGN
+        elif name == "data" and page.codec != "plain" and mirror:
+            # the page's blocks in the tier, and the next page's header before its data
+            staged += -(-_padded(page) // mirror) * mirror + page.length + ALIGN
         elif name == "validity" or name == "offsets" or (name == "data" and page.codec != "plain"):
             staged += ln + ALIGN
         elif name == "chars":
@@ -162,7 +176,7 @@ def _section(page: PageSpec, name: str) -> tuple[int, int] | None:
 
 
 def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[PageSpec]], *,
-                  paged: bool = False, keep_encoded: bool = False) -> DeliveryPlan:
+                  paged: bool = False, keep_encoded: bool = False, mirror: int = 0) -> DeliveryPlan:
     """The layout of one delivery (see the module docstring). ``pages[c][r]``: page of column ``c``
     in the delivery's ``r``-th row group; every column has the same rows per row group.
 
@@ -170,7 +184,13 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     group for the consumer) instead of one array per column spanning the row groups (``columns``).
     ``keep_encoded`` (paged only; option ``gpu_compressed_cache``): encoded data sections of
     fixed-width pages are copied as stored into the page's ``encoded`` region, nothing decodes them
-    (the consumer's kernel reads them in place)."""
+    (the consumer's kernel reads them in place).
+
+    ``mirror`` (the host tier's block bytes; 0: off): a column's encoded data sections to decode are
+    staged as far apart as their pages lie in the host tier when each page follows the previous one
+    there (a page takes its padded bytes rounded up to whole blocks), so the copies of neighbouring
+    pages may go as one (``DeliveryPlan.linked``): the staging area grows by less than a block and
+    a page header per page."""
     if len(pages) != len(columns):
         raise ValueError("one list of pages per column")
     if keep_encoded and not paged:
@@ -231,13 +251,18 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     decode_rows: list[list] = []   # [src (stage), dst (out), rows, value size]
     unpack_rows: list[list] = []   # [src (stage) or -1, dst (out), rows]
     rebase_rows: list[list] = []   # [src (stage), dst (out), rows, chars base, last page]
+    linked: set[int] = set()
     for (ci, pis), (_, regions) in zip(units, outputs):
         col = columns[ci]
         char_base = row0 = 0
+        # (copy index, staging offset, data offset, page bytes in the host tier, page) of the unit's
+        # last staged data section
+        last = None
         for k, pi in enumerate(pis):
             p = pages[ci][pi]
             n = p.num_rows
             if p.absent:
+                last = None
                 continue
             if "validity" in regions:
                 bits = _section(p, "validity")
@@ -282,9 +307,19 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
                 if col.itemsize not in DECODE_ITEMSIZES:
                     raise CorruptDataError(f"{p.where}: codec {p.codec} on {col.itemsize}-byte values")
                 if n:
-                    pending_copies.append((ci, pi, data[0], data[1], "stage", stage_cursor))
-                    decode_rows.append([stage_cursor, dst, n, col.itemsize])
-                    stage_cursor += _up(max(data[1], 1))
+                    at = stage_cursor
+                    if mirror and last is not None and last[0] == len(pending_copies) - 1 and last[4] == pi - 1 \
+                            and (data[0] - last[2]) % ALIGN == 0:
+                        # where this page's data lies after the previous page's in the host tier
+                        mirrored = last[1] + last[3] - last[2] + data[0]
+                        if mirrored >= stage_cursor:
+                            at = mirrored
+                            linked.add(last[0])
+                    pending_copies.append((ci, pi, data[0], data[1], "stage", at))
+                    decode_rows.append([at, dst, n, col.itemsize])
+                    stage_cursor = at + _up(max(data[1], 1))
+                    if mirror:
+                        last = (len(pending_copies) - 1, at, data[0], -(-_padded(p) // mirror) * mirror, pi)
             row0 += n
 
     words = len(decode_rows) * DECODE_DESC + len(unpack_rows) * UNPACK_DESC + len(rebase_rows) * REBASE_DESC
@@ -319,7 +354,8 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     else:
         per_page = []
     return DeliveryPlan(stage_base + stage_cursor, np.asarray(desc, dtype=np.int64), copies, plans, rows,
-                        launches.get("decode"), launches.get("unpack"), launches.get("rebase"), per_page)
+                        launches.get("decode"), launches.get("unpack"), launches.get("rebase"), per_page,
+                        frozenset(linked))
 
 
 def source_pieces(run_lengths: Sequence[int], offset: int, nbytes: int) -> list[tuple[int, int, int]]:
@@ -338,6 +374,36 @@ def source_pieces(run_lengths: Sequence[int], offset: int, nbytes: int) -> list[
     if sum(n for _, _, n in out) != nbytes:
         raise ValueError(f"bytes {offset}..{end} lie outside the page's runs ({sum(run_lengths)} bytes)")
     return out
+
+
+# the most bytes between two linked copies that are copied along to make them one
+MAX_LINK_GAP = 1 << 20
+
+
+def coalesce_linked(pieces: Sequence[tuple[int, int, int, object, object]]) -> list[tuple[int, int, int]]:
+    """``coalesce`` of (source address, destination offset, bytes, tail, head) pieces where, besides,
+    a piece whose ``tail`` is not None joins the next one whose ``head`` equals it (the same host
+    memory region: one allocation) when the next lies as far after it in the source as in the
+    destination and the gap between them is under MAX_LINK_GAP: the gap's bytes are copied along
+    (the plan keeps that stretch of the destination free: ``DeliveryPlan.linked``)."""
+    out: list[list] = []
+    for src, dst, n, tail, head in pieces:
+        if n <= 0:
+            continue
+        if out:
+            last = out[-1]
+            end = last[0] + last[2]
+            if end == src and last[1] + last[2] == dst:
+                last[2] += n
+                last[3] = tail
+                continue
+            if last[3] is not None and last[3] == head and src - last[0] == dst - last[1] \
+                    and 0 <= src - end <= MAX_LINK_GAP:
+                last[2] = src + n - last[0]
+                last[3] = tail
+                continue
+        out.append([src, dst, n, tail])
+    return [(c[0], c[1], c[2]) for c in out]
 
 
 def coalesce(copies: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

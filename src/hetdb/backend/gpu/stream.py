@@ -67,7 +67,7 @@ from hetdb.backend.gpu.stream_pages import (
 )
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
-from hetdb.cache.pages import page_info, scan_device_bytes
+from hetdb.cache.pages import memoized, page_info, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
 from hetdb.column import Batch, Column
@@ -91,6 +91,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     the placement policy (a user's pin loading a table; False pages are still transient when the
     budget refuses them). ``shared``: the scan's ``cache.coscan.SharedScan`` when CPU workers take
     row groups of it too (co-processing): the streamer delivers only those it claims first.
+    ``streams``: (copy, decode) streams to use instead of the process's (``prime``). ``neighbours``
+    (option gpu_copy_neighbours): batched deliveries copy a column's pages lying back to back in
+    the host tier as one copy.
     """
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
@@ -98,7 +101,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
                  keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
-                 zero_copy: frozenset[str] = frozenset()) -> None:
+                 zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None,
+                 neighbours: bool = True) -> None:
         import cupy
 
         if depth < 1:
@@ -141,7 +145,10 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self.stats = StreamStats()
         self._cupy = cupy
         self._device_id = cupy.cuda.Device().id
-        self._copy_stream = copy_stream(self._device_id)
+        # ``streams``: (copy, decode) streams of the scan's own (stream_io.early_streams: a scan started
+        # early queues its deliveries there, apart from the other scans' on the process's streams)
+        self._copy_stream = copy_stream(self._device_id) if streams is None else streams[0]
+        self._decode_on = None if streams is None else streams[1]
         self._consumer = consumer_stream
         self._pool = ThreadPoolExecutor(max_workers=max(1, io_workers), thread_name_prefix="hetdb-stream")
         self._slots: list[np.ndarray | None] = [None] * depth
@@ -160,6 +167,10 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._transient_held = 0  # stream_batch: budget bytes its deliveries hold now
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
+        self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
+        # a column's pages lying back to back in the host tier go as one copy (stream_batch: ``mirror``)
+        self.neighbours = neighbours
+        self._string_columns: list | None = None  # stream_batch._same_strings: (index, spec) of string columns
 
     # ---- public ----------------------------------------------------------------------------------
     def __enter__(self) -> PageStreamer:
@@ -283,13 +294,18 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         depth``: their pages read into it lie column by column (a column's pages back to back)."""
         slot = slot_index % self.depth
         reader, compressed, columns = self.reader, self.compressed, self.columns
+        ids = tuple(self.row_groups[i] for i in positions)
+        # the pages' facts in order, with their host-tier keys and locations: once per table version
+        infos, host_keys, locations = memoized(reader, ("group pages", tuple(columns), ids, compressed),
+                                               lambda: _group_pages(reader, columns, ids, compressed))
         rgs = []
         pages = []
-        for i in positions:
-            rg_id = self.row_groups[i]
+        k = 0
+        for i, rg_id in zip(positions, ids):
             rg = _RowGroup(i, slot)
             for column in columns:
-                info = page_info(reader, column, rg_id, compressed)
+                info = infos[k]
+                k += 1
                 rg.pages.append(_Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
                                       info.num_rows, codec=info.codec, host_key=info.host_key,
                                       device_bytes=info.device_bytes))
@@ -300,14 +316,19 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         if not router.use_device_tier and self.host_cache is not None and router.use_host_tier:
             # no device tier to ask first: every page's host-tier look-up at once (the steady state
             # of a scan streamed out of the host tier), page by page only when one is missing
-            hosts = self.host_cache.lookup_many([self._host_key(p) for p in pages], [p.location for p in pages])
+            hosts = self.host_cache.lookup_many(host_keys, locations, stable=True)
         if hosts is not None:
             for page, host in zip(pages, hosts):
                 page.host = host
                 page.route = router.host_path(page.location.length)
         else:
-            for page in pages:
-                page.route = router.route_with(self, page, page.location.length)
+            # column by column: the pages loaded into the host tier now take its blocks in this order,
+            # so a column's pages of neighbouring row groups lie back to back there (a later delivery
+            # copies them as one: batch_plan's ``mirror``)
+            for c in range(len(columns)):
+                for rg in rgs:
+                    page = rg.pages[c]
+                    page.route = router.route_with(self, page, page.location.length)
         ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
                 if rg.pages[c].route is Route.DISK_DIRECT]
         if ring:
@@ -321,52 +342,6 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 dest = buf[p.slot_offset:p.slot_offset + p.location.padded_length]
                 p.future = self._pool.submit(self._read_page, p, dest, wait_for)
         return rgs
-
-    # the router's probes (PageRouter.route_with)
-    def on_gpu(self, page: _Page) -> bool:
-        return self._probe_device(page)
-
-    def in_host(self, page: _Page) -> bool:
-        return self._probe_host(page)
-
-    def load_host(self, page: _Page) -> bool:
-        return self._start_host_load(page)
-
-    def _probe_device(self, page: _Page) -> bool:
-        """Router probe: a device-cache hit, pinned."""
-        if self.cache is None:
-            return False
-        hit = self.cache.get(page.key, pin=True)
-        if hit is None:
-            return False
-        page.value, page.cached = hit, True
-        return True
-
-    def _host_key(self, page: _Page) -> PageKey:
-        # The host tier is process-wide: a table *path* (version directory) names the page, not the
-        # table name, which another database may share.
-        if page.host_key is not None:
-            return page.host_key
-        return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
-
-    def _probe_host(self, page: _Page) -> bool:
-        """Router probe: a host-tier hit, pinned."""
-        if self.host_cache is None:
-            return False
-        page.host = self.host_cache.lookup(self._host_key(page), page.location, pin=True)
-        return page.host is not None
-
-    def _start_host_load(self, page: _Page) -> bool:
-        """Router probe: blocks for the page in the host tier (if it admits it) and its load started."""
-        if self.host_cache is None:
-            return False
-        loc = page.location
-        blocks = self.host_cache.acquire(self._host_key(page), loc.length, loc.padded_length, loc.checksum)
-        if blocks is None:
-            return False
-        page.loading = True
-        page.future = self._pool.submit(self._load_host, page, blocks)
-        return True
 
     # ---- delivery --------------------------------------------------------------------------------
     def _deliver(self, rg: _RowGroup) -> Batch:
@@ -467,8 +442,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             if wait:
                 event.synchronize()
             self._host_pins.pop(0)
-            for hp in pages:
-                self.host_cache.unpin_page(hp)
+            self.host_cache.unpin_pages(pages)
 
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
@@ -600,3 +574,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._retire(rg)
 
 
+def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compressed: bool) -> tuple:
+    """(PageInfo, host-tier key, location) lists of the pages of row groups ``ids``, row group by
+    row group, each in ``columns`` order (``_schedule_group``'s order)."""
+    infos = [page_info(reader, column, rg, compressed) for rg in ids for column in columns]
+    return infos, [i.host_key for i in infos], [i.location for i in infos]

@@ -39,10 +39,10 @@ from hetdb.backend.gpu.batch_plan import (
     plan_delivery,
     plan_groups,
 )
+from hetdb.backend.gpu.stream_columns import DeliveryColumns
 from hetdb.backend.gpu.stream_io import decode_stream
 from hetdb.backend.gpu.stream_pages import (
     _column_nbytes,
-    _delivered,
     _Page,
     _RowGroup,
     keeps_compressed,
@@ -51,9 +51,10 @@ from hetdb.backend.gpu.stream_pages import (
 )
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
-from hetdb.column import Batch, Column
+from hetdb.column import Batch
 
 DEFAULT_BATCH_BYTES = 64 << 20
+PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_bytes``
 
 
 @dataclass
@@ -81,7 +82,7 @@ def _string_coded(spec: Any, page: _Page) -> bool:
     return _string_plain(spec, page) and page.codec != "plain"
 
 
-class BatchedDelivery:
+class BatchedDelivery(DeliveryColumns):
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
 
     def deliveries(self) -> Iterator[tuple[tuple[int, ...], list[Batch]]]:
@@ -96,6 +97,30 @@ class BatchedDelivery:
             return self._wrapper(self._row_groups_as_deliveries(self._gen))
         self._gen = self._iterate_batches()
         return self._gen
+
+    def prime(self, nbytes: int) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
+        """Start ``deliveries()`` before a consumer asks: queue the copies (and decode launches) of
+        the first deliveries while they hold at most ``nbytes`` of the budget together (at least
+        one, if the budget has room for it) and return the iterator, which hands them out first;
+        nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
+        nothing is queued). The deliveries are not ramped (``overlap``'s short first ones) and aim at
+        PRIMED_BATCHES times ``batch_bytes``: the consumer comes later, when they have been copied."""
+        if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
+            return None
+        self._prime_bytes = int(nbytes)
+        gen = self.deliveries()
+        try:
+            got = next(gen)
+        finally:
+            self._prime_bytes = 0
+        if got is not None:  # (the generator yields None once primed, before any delivery)
+            raise AssertionError("a primed streamer handed out a delivery")
+        return gen
+
+    @property
+    def held_bytes(self) -> int:
+        """Budget bytes the scan's deliveries hold now (queued or with the consumer)."""
+        return self._transient_held
 
     def batches(self) -> Iterator[tuple[tuple[int, ...], Batch]]:
         """``deliveries`` one Batch at a time: ``(row groups, Batch)`` (a paged delivery's row
@@ -145,6 +170,7 @@ class BatchedDelivery:
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
         reader, columns, paged = self.reader, tuple(self.columns), self.paged
         kept = paged and self.compressed
+        mirror = self._mirror()
 
         def compute() -> tuple[int, int, int]:
             link = dev = padded = 0
@@ -152,7 +178,7 @@ class BatchedDelivery:
                 info = page_info(reader, c, rg, False)
                 spec = reader.column(c)
                 loc = info.location
-                page = PageSpec(loc.length, info.num_rows, info.codec, info.sections)
+                page = PageSpec(loc.length, info.num_rows, info.codec, info.sections, padded=loc.padded_length)
                 link += loc.length
                 padded += loc.padded_length
                 if spec.dtype.kind == "string" and info.encoding == "plain" and info.codec != "plain":
@@ -160,23 +186,31 @@ class BatchedDelivery:
                     continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
                                       spec.dtype.kind == "string" and info.encoding == "plain",
-                                      kept and keeps_compressed(info.codec, info.sections))
+                                      kept and keeps_compressed(info.codec, info.sections), mirror)
             return link, dev, padded
 
-        return memoized(reader, ("batch bounds", columns, rg, paged, kept), compute)
+        return memoized(reader, ("batch bounds", columns, rg, paged, kept, mirror), compute)
 
     def _plan_groups(self) -> list[list[int]]:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
-        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], self.batch_bytes, max_device,
-                             ramp=3 if self.overlap else 0)
+        # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
+        # steps of host work each), not ramped
+        target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
+        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device,
+                             ramp=3 if self.overlap and not self._prime_bytes else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
         # device memory the deliveries hold at most at once: the ``depth`` scheduled ahead and the
         # consumer's (what the cache leaves free when it admits a page: ``_admission_headroom``)
         self._ring_need = (self.depth + 1) * max((sum(bounds[i][1] for i in g) for g in groups), default=0)
         return groups
+
+    def _mirror(self) -> int:
+        """The host tier's block bytes when deliveries stage pages as they lie there (``neighbours``),
+        else 0 (batch_plan.plan_delivery's ``mirror``)."""
+        return self.host_cache.block_bytes if self.host_cache is not None and self.neighbours else 0
 
     def _admission_headroom(self) -> int:
         """Budget bytes the scan's next deliveries still need beside what it holds now."""
@@ -203,24 +237,35 @@ class BatchedDelivery:
                 pending.append(self._schedule_group(next_group, positions))
             next_group += 1
 
+        def deliver_next() -> None:
+            nonlocal current
+            self._held = current  # retired early if the group's delivery needs its memory
+            try:
+                queue.extend(self._deliver_group(pending[0]))
+            finally:
+                if self._held is None:
+                    current = None
+                self._held = None
+            pending.pop(0)
+            schedule_next()
+
         try:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
+            if self._prime_bytes:
+                # primed (``prime``): deliveries queued before any consumer asks, within the bytes
+                # given and the budget's room; the caller's first ``next`` gets None
+                per = self._ring_need // (self.depth + 1)  # (a delivery's most)
+                while pending and self._room_ahead() and (not queue or self._transient_held + per <= self._prime_bytes):
+                    deliver_next()
+                yield None
             ahead = self._deliver_ahead()
             while pending or queue:
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
                 while pending and len(queue) <= ahead:
                     if queue and not self._room_ahead():
                         break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
-                    self._held = current  # retired early if the group's delivery needs its memory
-                    try:
-                        queue.extend(self._deliver_group(pending[0]))
-                    finally:
-                        if self._held is None:
-                            current = None
-                        self._held = None
-                    pending.pop(0)
-                    schedule_next()
+                    deliver_next()
                 if not queue:
                     break
                 unit = queue.pop(0)
@@ -333,10 +378,12 @@ class BatchedDelivery:
 
     def _same_strings(self, a: _RowGroup, b: _RowGroup) -> bool:
         """Whether every string column has dictionary pages in both row groups or plain in both."""
-        for c, name in enumerate(self.columns):
-            spec = self.reader.column(name)
-            if spec.dtype.kind == "string" and (
-                    _string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c])
+        strings = self._string_columns
+        if strings is None:
+            strings = self._string_columns = [(c, self.reader.column(name)) for c, name in enumerate(self.columns)
+                                              if self.reader.column(name).dtype.kind == "string"]
+        for c, spec in strings:
+            if (_string_plain(spec, a.pages[c]) != _string_plain(spec, b.pages[c])
                     or _string_coded(spec, a.pages[c]) != _string_coded(spec, b.pages[c])):
                 return False
         return True
@@ -353,8 +400,10 @@ class BatchedDelivery:
         # columns the consumer's kernel reads in place from the host tier (paged deliveries only:
         # their pages stay encoded, and the kernel touches only the rows that reach it)
         in_place = self.zero_copy if self.paged else frozenset()
+        regions: list[list[Any]] = []  # per planned column and page: the host-tier chunk of each run
         for c in range(len(self.columns)):
             col_sources = []
+            col_regions: list[Any] = []
             zero_copy = self.columns[c] in in_place and not coded[c]
             for rg in rgs:
                 p = rg.pages[c]
@@ -363,6 +412,7 @@ class BatchedDelivery:
                         raws.setdefault(c, []).append(None)
                     else:
                         col_sources.append([])
+                        col_regions.append(None)
                     continue
                 got = p.future.result() if p.future is not None else None
                 p.future = None
@@ -374,22 +424,32 @@ class BatchedDelivery:
                 if zero_copy and not p.admitted and zero_copy_address(p) is not None:
                     p.zero_copy, p.route = True, Route.HOST_ZERO_COPY
                     col_sources.append([])  # nothing moves
+                    col_regions.append(None)
                     continue
-                col_sources.append(p.host.addresses() if p.host is not None
-                                   else [(int(got.ctypes.data), int(got.shape[0]))])
+                if p.host is not None:
+                    col_sources.append(p.host.addresses())
+                    chunks = p.host.run_chunks
+                    col_regions.append(chunks if len(chunks) == len(p.host.runs) else None)
+                else:
+                    col_sources.append([(int(got.ctypes.data), int(got.shape[0]))])
+                    col_regions.append(None)
             if not coded[c]:
                 sources.append(col_sources)
+                regions.append(col_regions)
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
         rows = sum(rg.pages[0].num_rows for rg in rgs)
         paged = self.paged
+        # pages staged as far apart as they lie in the host tier (its blocks), so that a column's
+        # neighbouring pages there go as one copy
+        mirror = self._mirror()
 
         def make_plan() -> DeliveryPlan:
             lite = [ColumnSpecLite(self.columns[c], np.dtype(specs[c].dtype.numpy_dtype).itemsize, strings[c])
                     for c in planned]
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p),
-                               p.cached or p.zero_copy)
+                               p.cached or p.zero_copy, p.location.padded_length)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
-            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed)
+            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed, mirror=mirror)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
         # device-cache hits in it is made each time: which pages those are changes from scan to scan)
@@ -398,7 +458,7 @@ class BatchedDelivery:
         else:
             in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
             plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged,
-                                     self.compressed, in_place_pages), make_plan)
+                                     self.compressed, in_place_pages, mirror), make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation
@@ -411,13 +471,14 @@ class BatchedDelivery:
         # the decode kernels on a stream of their own (gpu_delivery_overlap: the copy stream moves the
         # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
         # delivery's copies of admitted pages, coded strings)
-        apart = decode_stream(self._device_id) if (
+        apart = (self._decode_on or decode_stream(self._device_id)) if (
             self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)) else None
         try:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
                 staged: list[np.ndarray] = []
-                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart)
+                buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart,
+                                                   regions=regions)
                 decoded = None
                 if apart is not None:
                     decoded = cp.cuda.Event(disable_timing=True)
@@ -462,103 +523,18 @@ class BatchedDelivery:
         return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
                      ready=[event] if decoded is None else [event, decoded])
 
-    def _paged_column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
-        """``_column`` of a paged delivery: a device-cache hit as cached; a page the cache admitted
-        gets its own copy of its arrays (device to device, on the copy stream) that the cache keeps,
-        pinned until the step is done; a page left in the host tier (``zero_copy``) is an encoded
-        column over its pinned bytes, which the kernel reads in place."""
-        if page.cached:
-            return _delivered(page.value)
-        if page.zero_copy:
-            from hetdb.backend.gpu.memory import host_view
-
-            data = host_view(zero_copy_address(page), int(page.sections["data"][1]), page.host)
-            return self._column(spec, page, {"encoded": data}, False)
-        if not page.admitted:
-            return self._column(spec, page, a, string)
-        col = self._column(spec, page, {name: arr.copy() for name, arr in a.items()}, string)
-        self.cache.put(page.key, col, page.device_bytes, pin=True, reserved=True,
-                       link_bytes=page.location.length, first_reuse=self._first_reuse())
-        page.cached, page.admitted = True, None
-        return _delivered(col)
-
-    def _column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
-        """A delivered Column over its arrays in the delivery's buffer: plain strings (offsets +
-        chars), a page kept encoded (an EncodedColumn the kernel decodes in place), or values
-        (dictionary codes with the column's device dictionary)."""
-        if string:
-            return Column(spec.dtype, validity=a.get("validity"), offsets=a["offsets"], chars=a["chars"])
-        dictionary = self._dictionary(page.column) if page.encoding == "dict" else None
-        if "encoded" in a:
-            from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
-
-            dpage = DevicePage(a["encoded"], page.codec, page.num_rows, np.dtype(spec.dtype.numpy_dtype))
-            return EncodedColumn(spec.dtype, validity=a.get("validity"), dictionary=dictionary, device_page=dpage)
-        return Column(spec.dtype, data=a["data"], validity=a.get("validity"), dictionary=dictionary)
-
-    def _coded_column(self, pages: list[_Page], raws: list[Any]) -> Column:
-        """One string column of a delivery from pages in a string codec, copied as stored into one
-        device buffer: LZ4 pages' characters all decompressed by one nvCOMP call
-        (``strings_codec.decode_string_pages``), else each page decoded on its own (``_decode``)
-        and the pages' arrays concatenated."""
-        from hetdb.backend.gpu.strings_codec import concat_strings, decode_string_pages
-
-        cp = self._cupy
-        buf = cp.empty(sum(p.location.length for p in pages), dtype=cp.uint8)
-        parts, off = [], 0
-        for p, got in zip(pages, raws):
-            raw = buf[off:off + p.location.length]
-            parts.append((p, raw, self._copy_stored(p, got, raw)))
-            off += p.location.length
-        where = f"table '{self.reader.name}' column '{pages[0].column}' page"  # (as _decode names a page)
-        joined = decode_string_pages(buf, [(raw, p.sections, p.num_rows, p.codec, f"{where} {p.row_group}", runs)
-                                           for p, raw, runs in parts])
-        if joined is None:
-            return concat_strings([self._decode(p, raw, runs) for p, raw, runs in parts])
-        valid = [self._validity(p, raw) for p, raw, _ in parts]
-        validity = None
-        if any(v is not None for v in valid):
-            validity = cp.concatenate([cp.ones(p.num_rows, dtype=cp.bool_) if v is None else v
-                                       for v, (p, _, _) in zip(valid, parts)])
-        offsets, chars = joined
-        return Column(self.reader.column(pages[0].column).dtype, validity=validity, offsets=offsets, chars=chars)
-
-    def _paged_coded(self, page: _Page, got: Any) -> Column:
-        """A string-codec page of a paged delivery: a device-cache hit as cached, else decoded on
-        its own (``_decode_stored``); the cache keeps it when it admitted it."""
-        if page.cached:
-            return _delivered(page.value)
-        col = self._decode_stored(page, got)
-        if not page.admitted:
-            return col
-        self.cache.put(page.key, col, page.device_bytes, pin=True, reserved=True,
-                       link_bytes=page.location.length, first_reuse=self._first_reuse())
-        page.cached, page.admitted = True, None
-        return _delivered(col)
-
-    def _decode_stored(self, page: _Page, got: Any) -> Column:
-        """A page in a string codec copied as stored (``got``: a ring slice or a pinned host-tier
-        page) and decoded on the device (``_decode``: nvCOMP for LZ4 chunks)."""
-        raw = self._cupy.empty(page.location.length, dtype=self._cupy.uint8)
-        return self._decode(page, raw, self._copy_stored(page, got, raw))
-
-    def _copy_stored(self, page: _Page, got: Any, raw: Any) -> list[np.ndarray]:
-        """Queue the copy of the page's stored bytes (``got``) into device ``raw``; the host runs
-        they come from."""
-        from hetdb.backend.gpu.stream_io import _copy_runs
-
-        if isinstance(got, np.ndarray):
-            raw.set(got[:page.location.length], stream=self._copy_stream)
-            return [got]
-        _copy_runs(raw, got.runs, page.location.length, self._copy_stream)
-        return got.runs
-
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats
         by_route: dict[Route, list[int]] = {}
+        host_to_gpu = Route.HOST_TO_GPU
+        host_pages = host_bytes = 0  # (the warm steady state: every page a host-tier hit)
         for rg in rgs:
             for p in rg.pages:
                 loc = p.location
+                if p.route is host_to_gpu:
+                    host_pages += 1
+                    host_bytes += loc.length
+                    continue
                 if p.route is Route.GPU_RESIDENT:  # a paged delivery's device-cache hit
                     nbytes = _column_nbytes(p.value)
                     st.pages_cached += 1
@@ -580,6 +556,13 @@ class BatchedDelivery:
                 got = by_route.setdefault(p.route, [0, 0])
                 got[0] += 1
                 got[1] += loc.length
+        if host_pages:
+            st.pages_host += host_pages
+            st.bytes_host += host_bytes
+            st.bytes_h2d += host_bytes
+            got = by_route.setdefault(host_to_gpu, [0, 0])
+            got[0] += host_pages
+            got[1] += host_bytes
         for route, (pages, nbytes) in by_route.items():
             self.routes.add(route, nbytes, pages=pages)
 

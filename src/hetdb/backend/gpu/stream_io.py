@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.gpu.stream_pages import _Page
+from hetdb.cache.base import PageKey
 from hetdb.cache.host_cache import HostPage
 from hetdb.cache.pages import row_group_padded_bytes
 from hetdb.errors import CorruptDataError
@@ -56,6 +57,26 @@ def decode_stream(device_id: int) -> Any:
         return stream
 
 
+_early_streams: dict[int, tuple[Any, Any]] = {}
+
+
+def early_streams(device_id: int) -> tuple[Any, Any]:
+    """The process's (copy, decode) streams of a device for a scan started before the pipelines that
+    precede it (exec/early_scan.py): its deliveries are queued ahead while those pipelines move
+    their own pages on the copy stream and decode them on the decode stream, which would otherwise
+    wait behind the whole queue (both streams are FIFO)."""
+    with _copy_streams_lock:
+        got = _early_streams.get(device_id)
+        if got is None:
+            import cupy
+
+            from hetdb.backend.gpu.memory import new_stream
+
+            with cupy.cuda.Device(device_id):
+                got = _early_streams[device_id] = (new_stream(), new_stream())
+        return got
+
+
 def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> None:
     """Queue async copies of the first ``length`` bytes of the pinned ``runs`` into device ``raw``."""
     import cupy
@@ -85,7 +106,55 @@ def _read_buffered(path: str, offset: int, dest: np.ndarray) -> None:
 
 
 class PageReads:
-    """The I/O side of ``PageStreamer`` (mixed into ``stream.py``): ring slots, reads, CRC checks."""
+    """The I/O side of ``PageStreamer`` (mixed into ``stream.py``): the router's probes of the tiers,
+    ring slots, reads, CRC checks."""
+
+    # the router's probes (PageRouter.route_with)
+    def on_gpu(self, page: _Page) -> bool:
+        return self._probe_device(page)
+
+    def in_host(self, page: _Page) -> bool:
+        return self._probe_host(page)
+
+    def load_host(self, page: _Page) -> bool:
+        return self._start_host_load(page)
+
+    def _probe_device(self, page: _Page) -> bool:
+        """Router probe: a device-cache hit, pinned."""
+        if self.cache is None:
+            return False
+        hit = self.cache.get(page.key, pin=True)
+        if hit is None:
+            return False
+        page.value, page.cached = hit, True
+        return True
+
+    def _host_key(self, page: _Page) -> PageKey:
+        # The host tier is process-wide: a table *path* (version directory) names the page, not the
+        # table name, which another database may share.
+        if page.host_key is not None:
+            return page.host_key
+        return PageKey(self.reader.path, self.reader.version, page.column, page.row_group)
+
+    def _probe_host(self, page: _Page) -> bool:
+        """Router probe: a host-tier hit, pinned."""
+        if self.host_cache is None:
+            return False
+        page.host = self.host_cache.lookup(self._host_key(page), page.location, pin=True)
+        return page.host is not None
+
+    def _start_host_load(self, page: _Page) -> bool:
+        """Router probe: blocks for the page in the host tier (if it admits it) and its load started."""
+        if self.host_cache is None:
+            return False
+        loc = page.location
+        blocks = self.host_cache.acquire(self._host_key(page), loc.length, loc.padded_length, loc.checksum)
+        if blocks is None:
+            return False
+        page.loading = True
+        page.future = self._pool.submit(self._load_host, page, blocks)
+        return True
+
 
     def _slot(self, slot: int, nbytes: int) -> np.ndarray:
         from hetdb.backend.gpu.memory import pinned_empty

@@ -60,6 +60,7 @@ class ExecContext:
         self.results: dict[int, Any] = {}   # pipeline id -> sink result
         self.dict_cache: dict = {}          # host dictionary -> device dictionary
         self.cleanup: list = []             # callables run when the query ends
+        self.early_scans: dict = {}         # GPU: scan op id -> a scan started early (exec/early_scan.py)
         # GPU: the backend of the host tail (small results), and the pipelines every consumer of
         # which runs there: a fused aggregation among them hands its groups over on the host
         self.tail_backend: Any = None

@@ -11,6 +11,7 @@ pairs of partitions are joined one after the other when the probe input is exhau
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for, key_arrays
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext, Operator, Sink, Timer
+from hetdb.exec.operators.join_tables import _LazyTable, hash_table, unmade_copy  # noqa: F401
 from hetdb.plan.expr import Expr, Field
 
 NUM_PARTITIONS = 16
@@ -167,15 +169,6 @@ class BuildSide:
         return self.row_index
 
 
-class _LazyTable:
-    """A hash table to build when a probe first needs it: ``make()`` -> (table, valid_idx)."""
-
-    def __init__(self, make: Any) -> None:
-        self.make = make
-        self.made: tuple[Any, Any] | None = None
-        self.lock = threading.Lock()
-
-
 class _BuildState:
     def __init__(self, ctx: ExecContext, encoders: list) -> None:
         self.lock = threading.Lock()
@@ -274,23 +267,7 @@ class HashBuild(Sink):
                 batch.columns[_key_name(i)] = full_column(ctx.backend, None, k.dtype, 0)
         if not (self.keys and batch.num_rows):
             return BuildSide(batch, None, None, encoders, has_null_key, nonempty)
-
-        def make() -> tuple[Any, Any]:
-            table, valid_idx = None, None
-            keycols = [batch.columns[_key_name(i)] for i in range(len(self.keys))]
-            arrays, valid = key_arrays(ctx.backend, keycols, encoders)
-            if valid is not None:
-                valid_idx = ctx.backend.nonzero(valid)
-                arrays = [ctx.backend.gather(a, valid_idx) for a in arrays]
-            rows = int(arrays[0].shape[0])
-            if rows:
-                table = ctx.backend.join_build(arrays)
-                # HASH_BYTES_PER_ROW a row was reserved with the rows; account what the table took past that
-                extra = int(getattr(table, "nbytes", HASH_BYTES_PER_ROW * rows)) - HASH_BYTES_PER_ROW * rows
-                if extra > 0:
-                    reservation.force_grow(extra)
-            return table, valid_idx
-
+        make = functools.partial(hash_table, ctx.backend, batch, len(self.keys), encoders, reservation)
         if ctx.device is not None:
             return BuildSide(batch, _LazyTable(make), None, encoders, has_null_key, nonempty)
         return BuildSide(batch, *make(), encoders, has_null_key, nonempty)

@@ -75,20 +75,22 @@ class DeviceScanState:
 _VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def plan_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState) -> list[int]:
-    """The row groups to stream: those zone maps cannot rule out (pruned pages are never read)."""
+def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str], int]:
+    """(zone-map verdict per row group not skipped, row groups skipped) of ``op`` over ``reader``'s
+    table version, computed once per (version, pushed filters, columns, zone maps on); the dict is
+    shared: copy it to change it."""
     scan = op.scan
     key = (scan.filters, tuple(f.cid for f in scan.fields), scan.column_names, bool(ctx.options.zone_maps))
     try:
-        per_reader = _VERDICTS.setdefault(state.reader, {})
+        per_reader = _VERDICTS.setdefault(reader, {})
         got = per_reader.get(key)
     except TypeError:  # an unhashable literal among the filters (or a reader without weak references)
         per_reader, got = None, None
     if got is None:
         verdicts: dict[int, str] = {}
         skipped = 0
-        for rg in range(state.reader.num_row_groups):
-            v = op.verdict(ctx, state.reader, rg)
+        for rg in range(reader.num_row_groups):
+            v = op.verdict(ctx, reader, rg)
             if v == "skip":
                 skipped += 1
             else:
@@ -96,10 +98,15 @@ def plan_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState) -> list[
         got = (verdicts, skipped)
         if per_reader is not None:
             per_reader[key] = got
-    verdicts, skipped = got
+    return got
+
+
+def plan_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState) -> list[int]:
+    """The row groups to stream: those zone maps cannot rule out (pruned pages are never read)."""
+    verdicts, skipped = scan_verdicts(op, ctx, state.reader)
     state.verdicts = dict(verdicts)
     if skipped:
-        ctx.add(op.op_id, pages_skipped=skipped * len(scan.fields))
+        ctx.add(op.op_id, pages_skipped=skipped * len(op.scan.fields))
     return list(verdicts)
 
 
@@ -175,19 +182,25 @@ def first_scan(ctx: ExecContext, state: DeviceScanState, names: list[str]) -> bo
     """Whether this is the connection's first scan of these columns of this table version under
     gpu_cache_admission='reuse' (remembered: the next one is not), and the whole scan would fit in
     the device cache (one that does not streams into it by benefit as before)."""
+    return _first_scan(ctx, state.reader, names, remember=True)
+
+
+def _first_scan(ctx: ExecContext, reader: Any, names: list[str], remember: bool) -> bool:
+    """``first_scan``; ``remember=False``: asks without marking the columns scanned (an early
+    scan's guess of what the scan will do, exec/early_scan.py)."""
     if getattr(ctx.options, "gpu_cache_admission", "reuse") != "reuse":
         return False
     if not scan_router(ctx).use_device_tier or ctx.device.host_tier(ctx.options) is None:
         return False
-    reader = state.reader
     seen = getattr(ctx.device, "scanned_columns", None)
     if seen is None:
         return False
     key = (reader.name, reader.version)
-    got = seen.setdefault(key, set())
+    got = seen.get(key, set())
     if got.issuperset(names):
         return False
-    got.update(names)
+    if remember:
+        seen.setdefault(key, set()).update(names)
     from hetdb.cache.pages import scan_device_bytes
 
     cache = ctx.device.cache
@@ -234,18 +247,30 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     return streamer
 
 
+def streamer_args(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
+                  shared: Any = None) -> tuple[tuple, dict[str, Any]]:
+    """The ``PageStreamer`` arguments of ``op``'s scan in the state ``state`` is in (positional,
+    keyword): what ``_start`` makes, and what an early scan must have made to be taken over."""
+    columns = list(dict.fromkeys(op.scan.column_names))
+    return (state.reader, columns, list(row_groups)), dict(
+        budget=ctx.device.budget, cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
+        compressed=ctx.options.gpu_compressed_cache or state.stream_encoded, router=scan_router(ctx, state),
+        batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
+        overlap=getattr(ctx.options, "gpu_delivery_overlap", False), zero_copy=state.zero_copy,
+        neighbours=getattr(ctx.options, "gpu_copy_neighbours", True))
+
+
 def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int], shared: Any = None) -> None:
     from hetdb.backend.gpu.stream import PageStreamer
+    from hetdb.exec.early_scan import take_early
 
-    columns = list(dict.fromkeys(op.scan.column_names))
-    state.streamer = PageStreamer(state.reader, columns, row_groups, budget=ctx.device.budget,
-                                  cache=ctx.device.cache, host_cache=ctx.device.host_tier(ctx.options),
-                                  compressed=ctx.options.gpu_compressed_cache or state.stream_encoded,
-                                  router=scan_router(ctx, state),
-                                  batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
-                                  overlap=getattr(ctx.options, "gpu_delivery_overlap", False),
-                                  zero_copy=state.zero_copy)
+    args, kwargs = streamer_args(op, ctx, state, row_groups, shared)
     state.report = lambda counts: ctx.add_routes(op.op_id, counts)
+    early = take_early(ctx, op, args, kwargs)  # (started before the pipelines ahead of this one)
+    if early is not None:
+        state.streamer, state.iterator = early
+        return
+    state.streamer = PageStreamer(*args, **kwargs)
     state.iterator = state.streamer.deliveries()
 
 

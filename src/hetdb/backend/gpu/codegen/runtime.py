@@ -1,5 +1,6 @@
-"""Running fused pipelines: dense-key build tables, NVRTC compilation of generated source (cached on
-disk by a hash of the source), launches, and turning accumulators back into per-group results.
+"""Running fused pipelines: NVRTC compilation of generated source (cached on disk by a hash of the
+source), launches, and turning accumulators back into per-group results (dense-key build tables:
+dense_tables.py).
 
 Aggregation state lives across batches, so a pipeline can consume a table row group by row group as
 PageStreamer delivers it (``new_state`` / ``consume`` / ``finish``).
@@ -16,6 +17,16 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
+from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime's names for them)
+    DENSE_MAX_SLOTS,
+    I64_MAX,
+    I64_MIN,
+    DenseJoinTable,
+    _array_module,
+    _host,
+    dense_build,
+    domain_of,
+)
 from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
@@ -23,13 +34,10 @@ from hetdb.codec.encodings import CODEC_IDS
 from hetdb.column import Column
 from hetdb.errors import UnsupportedError
 
-DENSE_MAX_SLOTS = 1 << 27     # 512 MiB of int32 row slots: beyond this a hash join is the better build
 MAX_GROUPS = 1 << 26  # (codegen/groups.py MAX_WIDE_GROUPS)
 HOST_FINISH_BYTES = 1 << 20  # accumulators finish() reads back whole, to find the non-empty groups on the host
 SHARED_BYTES = 48 * 1024      # static limit for dynamic shared memory without an opt-in attribute
 DECODE_SMEM_BYTES = (1024 + 32) * 8  # static shared memory of an encoded spec (HETDB_DECODE_SMEM_I64)
-I64_MAX = np.iinfo(np.int64).max
-I64_MIN = np.iinfo(np.int64).min
 _IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I64_MAX,
              "fused::AccMaxI64": I64_MIN, "fused::AccMinF64": I64_MAX, "fused::AccMaxF64": I64_MIN}
 
@@ -55,103 +63,6 @@ def compile_source(source: str, filename: str = "fused.cu") -> Any:
     C._write_atomically(cubin_path, cubin)
     C._write_atomically(cubin_path.with_suffix(".json"), json.dumps({}).encode())
     return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
-
-
-# ---- dense-key build tables -----------------------------------------------------------------------
-@dataclass
-class DenseJoinTable:
-    """Build side of a dense-key join: ``rows[key - lo]`` is the build row holding ``key`` or -1.
-    ``payload`` arrays are indexed by build row (the original build columns)."""
-
-    rows: Any
-    lo: int
-    size: int
-    payload: list[Any] = field(default_factory=list)
-    num_rows: int = 0
-    payload_by_key: list[Any] = field(default_factory=list)  # keyed_payload's arrays, once made
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.rows.nbytes)
-
-    def keyed_payload(self) -> list[Any]:
-        """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
-        probes ``by_key``; made at the first call and kept with the table."""
-        if len(self.payload_by_key) != len(self.payload):
-            xp = _array_module(self.rows)
-            rows = self.rows[:self.size]
-            hit = rows >= 0
-            out = []
-            for p in self.payload:
-                a = xp.zeros(max(self.size, 1), dtype=p.dtype)
-                if self.size:
-                    a[:self.size][hit] = p[rows[hit]]
-                out.append(a)
-            self.payload_by_key = out
-        return self.payload_by_key
-
-
-def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
-                max_slots: int = DENSE_MAX_SLOTS) -> DenseJoinTable:
-    """Build over the rows of ``keys`` (int32/int64 array: CuPy, or NumPy for host-side planning
-    tests) where ``mask`` (build-side filter). UnsupportedError when the key range exceeds
-    ``max_slots`` or a selected key repeats (the executor then uses the hash join). Two waits for
-    the device: the key range (with the row count) and the uniqueness verdict."""
-    xp = _array_module(keys)
-    keys = xp.asarray(keys)
-    if keys.dtype.kind not in "iu":
-        raise UnsupportedError(f"dense join keys must be integers, got {keys.dtype}")
-    payload = [xp.ascontiguousarray(p) for p in (payload or [])]
-    n = int(keys.shape[0])
-    if n >= 1 << 31:
-        raise UnsupportedError("dense join build side has more than 2**31 rows")
-    k = keys.astype(xp.int64)
-    if n and mask is not None:
-        mask = xp.asarray(mask, dtype=bool)
-        lo_hi = xp.stack([xp.where(mask, k, I64_MAX).min(), xp.where(mask, k, I64_MIN).max(),
-                          mask.sum(dtype=xp.int64)])
-    elif n:
-        lo_hi = xp.stack([k.min(), k.max(), xp.asarray(n, dtype=xp.int64)])
-    else:
-        return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
-    lo, hi, count = (int(v) for v in _host(lo_hi))
-    if count == 0:
-        return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
-    size = hi - lo + 1
-    if size > max_slots:
-        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
-    # rows left out by the mask write to one extra slot past the table, so no compaction is needed
-    target = k - lo
-    if mask is not None:
-        target = xp.where(mask, target, size)
-    rows = xp.full(size + 1, -1, dtype=xp.int32)
-    idx = xp.arange(n, dtype=xp.int32)
-    rows[target] = idx
-    lost = rows[target] != idx  # a key that repeats: only one of its rows won the slot
-    if mask is not None:
-        lost &= mask
-    if bool(lost.any()):
-        raise UnsupportedError("dense join build keys are not unique")
-    return DenseJoinTable(rows[:size], lo, size, payload, count)
-
-
-def _host(a: Any) -> Any:
-    return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
-def _array_module(a: Any) -> Any:
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-
-    return cupy
-
-
-def domain_of(values: Any) -> tuple[int, int]:
-    """(min, max) of an integer device array: a dense group-key domain (empty -> (0, 0))."""
-    if values.shape[0] == 0:
-        return 0, 0
-    return int(values.min()), int(values.max())
 
 
 # ---- results --------------------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""Dense-key build tables of fused pipelines: ``rows[key - lo]`` is the build row holding ``key``
+(``dense_build``: on the device, or, for a small build side, on the host), with the payload columns a
+probe carries (by build row, or by key: ``keyed_payload``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hetdb.errors import UnsupportedError
+
+DENSE_MAX_SLOTS = 1 << 27     # 512 MiB of int32 row slots: beyond this a hash join is the better build
+I64_MAX = np.iinfo(np.int64).max
+I64_MIN = np.iinfo(np.int64).min
+
+
+@dataclass
+class DenseJoinTable:
+    """Build side of a dense-key join: ``rows[key - lo]`` is the build row holding ``key`` or -1.
+    ``payload`` arrays are indexed by build row (the original build columns)."""
+
+    rows: Any
+    lo: int
+    size: int
+    payload: list[Any] = field(default_factory=list)
+    num_rows: int = 0
+    payload_by_key: list[Any] = field(default_factory=list)  # keyed_payload's arrays, once made
+    # (slot, build row) index arrays of the slots that hold a row, when the table was built on the
+    # host (``dense_build`` of a small build side): keyed_payload then needs no mask on the device
+    hits: tuple[Any, Any] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes)
+
+    def keyed_payload(self) -> list[Any]:
+        """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
+        probes ``by_key``; made at the first call and kept with the table."""
+        if len(self.payload_by_key) != len(self.payload):
+            xp = _array_module(self.rows)
+            out = []
+            if self.hits is not None:  # (index arrays: scatters that need no wait for the device)
+                slots, src = self.hits
+                for p in self.payload:
+                    a = xp.zeros(max(self.size, 1), dtype=p.dtype)
+                    a[slots] = p[src]
+                    out.append(a)
+                self.payload_by_key = out
+                return out
+            rows = self.rows[:self.size]
+            hit = rows >= 0
+            for p in self.payload:
+                a = xp.zeros(max(self.size, 1), dtype=p.dtype)
+                if self.size:
+                    a[:self.size][hit] = p[rows[hit]]
+                out.append(a)
+            self.payload_by_key = out
+        return self.payload_by_key
+
+
+def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
+                max_slots: int = DENSE_MAX_SLOTS, host_rows: int = -1) -> DenseJoinTable:
+    """Build over the rows of ``keys`` (int32/int64 array: CuPy, or NumPy for host-side planning
+    tests) where ``mask`` (build-side filter). UnsupportedError when the key range exceeds
+    ``max_slots`` or a selected key repeats (the executor then uses the hash join). Two waits for
+    the device: the key range (with the row count) and the uniqueness verdict. A build side of at
+    most ``host_rows`` rows (default HOST_BUILD_ROWS; a dimension's filtered rows) is built on the
+    host instead: one copy of its keys (and mask) out, NumPy, one copy of the table in
+    (``_host_build``)."""
+    xp = _array_module(keys)
+    keys = xp.asarray(keys)
+    if keys.dtype.kind not in "iu":
+        raise UnsupportedError(f"dense join keys must be integers, got {keys.dtype}")
+    payload = [xp.ascontiguousarray(p) for p in (payload or [])]
+    n = int(keys.shape[0])
+    if n >= 1 << 31:
+        raise UnsupportedError("dense join build side has more than 2**31 rows")
+    if xp is not np and 0 < n <= (HOST_BUILD_ROWS if host_rows < 0 else host_rows):
+        got = _host_build(_host(keys), None if mask is None else _host(mask), max_slots)
+        if got is not None:
+            table, hits = got
+            rows, slots, src = _to_device([table.rows, *hits])
+            return DenseJoinTable(rows, table.lo, table.size, payload, table.num_rows, hits=(slots, src))
+    k = keys.astype(xp.int64)
+    if n and mask is not None:
+        mask = xp.asarray(mask, dtype=bool)
+        lo_hi = xp.stack([xp.where(mask, k, I64_MAX).min(), xp.where(mask, k, I64_MIN).max(),
+                          mask.sum(dtype=xp.int64)])
+    elif n:
+        lo_hi = xp.stack([k.min(), k.max(), xp.asarray(n, dtype=xp.int64)])
+    else:
+        return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
+    lo, hi, count = (int(v) for v in _host(lo_hi))
+    if count == 0:
+        return DenseJoinTable(xp.full(1, -1, dtype=xp.int32), 0, 0, payload, 0)
+    size = hi - lo + 1
+    if size > max_slots:
+        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
+    # rows left out by the mask write to one extra slot past the table, so no compaction is needed
+    target = k - lo
+    if mask is not None:
+        target = xp.where(mask, target, size)
+    rows = xp.full(size + 1, -1, dtype=xp.int32)
+    idx = xp.arange(n, dtype=xp.int32)
+    rows[target] = idx
+    lost = rows[target] != idx  # a key that repeats: only one of its rows won the slot
+    if mask is not None:
+        lost &= mask
+    if bool(lost.any()):
+        raise UnsupportedError("dense join build keys are not unique")
+    return DenseJoinTable(rows[:size], lo, size, payload, count)
+
+
+def _host(a: Any) -> Any:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+# dense_build builds a side of at most this many rows on the host when its key range has at most
+# HOST_BUILD_SLOTS slots: a device build costs ~10 launches and two waits whatever its size (SSB's
+# dimension builds on the H100 at SF 2: ~0.9 ms each, most of the fused pipeline's planning)
+HOST_BUILD_ROWS = 1 << 16
+HOST_BUILD_SLOTS = 1 << 20
+
+
+def _host_build(keys: np.ndarray, mask: np.ndarray | None,
+                max_slots: int) -> tuple[DenseJoinTable, tuple[np.ndarray, np.ndarray]] | None:
+    """``dense_build`` over host arrays, with the (slot, build row) pairs of its filled slots; None
+    when the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
+    k = keys.astype(np.int64)
+    sel = np.arange(k.shape[0], dtype=np.int64) if mask is None else np.flatnonzero(np.asarray(mask, dtype=bool))
+    if sel.shape[0] == 0:
+        return DenseJoinTable(np.full(1, -1, dtype=np.int32), 0, 0, [], 0), (np.zeros(0, np.int64),) * 2
+    ks = k[sel]
+    lo, hi = int(ks.min()), int(ks.max())
+    size = hi - lo + 1
+    if size > max_slots:
+        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
+    if size > HOST_BUILD_SLOTS:
+        return None
+    slots = ks - lo
+    rows = np.full(size, -1, dtype=np.int32)
+    rows[slots] = sel.astype(np.int32)
+    if (rows[slots] != sel).any():  # a key that repeats: only one of its rows won the slot
+        raise UnsupportedError("dense join build keys are not unique")
+    return DenseJoinTable(rows, lo, size, [], int(sel.shape[0])), (slots, sel)
+
+
+def _to_device(arrays: list[np.ndarray]) -> list[Any]:
+    from hetdb.backend.gpu.codegen.runtime import arrays_to_device
+
+    return arrays_to_device(arrays)
+
+
+def _array_module(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def domain_of(values: Any) -> tuple[int, int]:
+    """(min, max) of an integer device array: a dense group-key domain (empty -> (0, 0))."""
+    if values.shape[0] == 0:
+        return 0, 0
+    return int(values.min()), int(values.max())

@@ -1,0 +1,174 @@
+"""Starting a warm GPU query's fact scan before the pipelines that build its joins.
+
+A star query on the GPU runs its dimension pipelines first (scan, filter, hash build), then the fact
+pipeline, whose scan streams the fact table's pages out of the pinned host tier. On a fresh
+connection the dimension pipelines take milliseconds of host work and small copies (SSB SF 20 on
+the H100 at 8b53d0c: the fact scan's first copy began 6.5 ms into q1.1 and 18 ms into q3.4, whose
+fact scan then took 18 ms), and the link sat idle all that time. So when a query starts, the scan of
+its largest table is started too: its streamer (exactly the one the fact pipeline would make, on a
+copy and decode stream of its own, ``stream_io.early_streams``, so the dimension scans' copies and
+decode kernels do not queue behind it) queues its first deliveries at once (``PageStreamer.prime``),
+up to a quarter of the free device budget and EARLY_MAX_BYTES; the fact pipeline later takes the
+streamer over
+(``take_early``: same table version, columns, row groups and options, else it is closed and the
+pipeline makes its own), and its consumer waits on each delivery only when it takes it.
+
+Started only where the fact scan will stream past the device cache out of the pinned host tier, with
+the default warm path: the connection's first scan of those columns (``scan_device.first_scan``'s
+pass-through), its first and last row groups' pages in the host tier (a cold scan would make the
+dimension pipelines wait for the disk), batched deliveries, no co-processing, no zero-copy, pages
+not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
+(``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.scan import TableScan
+
+# an early scan's queued deliveries hold at most this share of the free device budget, and at most
+# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies)
+EARLY_BUDGET_SHARE = 0.25
+EARLY_MAX_BYTES = 4 << 30
+
+
+@dataclass
+class EarlyScan:
+    """A scan started early: the streamer, its primed iterator and the arguments it was made with."""
+
+    op_id: int
+    streamer: Any
+    iterator: Any
+    args: tuple
+    kwargs: dict
+    primed_bytes: int
+    taken: bool = False    # taken over by its pipeline, or closed
+    adopted: bool = False  # taken over by its pipeline
+
+
+def pick_early_scan(pipelines: list, rows_of: Any) -> int | None:
+    """The index of the pipeline whose table scan starts early: the only scan of the largest stored
+    table, larger than every other table scanned, with another pipeline before it; else None.
+    ``rows_of(table name)``: the table's rows."""
+    scans = [(i, p.source) for i, p in enumerate(pipelines) if isinstance(p.source, TableScan)]
+    if len(scans) < 2:
+        return None
+    rows = {i: int(rows_of(src.scan.table)) for i, src in scans}
+    best = max(rows, key=lambda i: rows[i])
+    table = dict(scans)[best].scan.table
+    if best == 0 or any(i != best and (src.scan.table == table or rows[i] >= rows[best]) for i, src in scans):
+        return None
+    return best if _streams_whole(pipelines[best]) else None
+
+
+def _streams_whole(pipe: Any) -> bool:
+    """Whether the pipeline is of the shape the GPU runs fused or compiled (filters, projections and
+    probes into an aggregation or a build), whose scan takes an early streamer over; an operator at
+    a time would make its own."""
+    from hetdb.exec.operators.aggregate import HashAggregate
+    from hetdb.exec.operators.basic import FilterOp, ProjectOp
+    from hetdb.exec.operators.join import HashBuild, HashProbe
+
+    return isinstance(pipe.sink, (HashAggregate, HashBuild)) and all(
+        isinstance(op, (FilterOp, ProjectOp, HashProbe)) for op in pipe.ops)
+
+
+def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = frozenset()) -> None:
+    """Start the fact scan of ``physical`` early where it pays (see the module docstring); what it
+    started is in ``ctx.early_scans`` and is closed with the query. ``skipped``: pipelines this run
+    does not run (kept from an earlier run)."""
+    opts = ctx.options
+    if ctx.device is None or not getattr(opts, "gpu_early_scan", False):
+        return
+    if getattr(opts, "gpu_batch_bytes", 0) <= 0 or getattr(opts, "gpu_coprocess", "off") != "off" \
+            or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "gpu_stream_encoded", False) \
+            or getattr(opts, "route", "auto") != "auto":
+        return
+    index = pick_early_scan(physical.pipelines, lambda t: ctx.db.table(t).num_rows)
+    if index is None or physical.pipelines[index].pid in skipped:
+        return
+    op = physical.pipelines[index].source
+    from hetdb.cache.pages import page_info
+    from hetdb.exec.operators.scan_device import DeviceScanState, _first_scan, scan_verdicts, streamer_args
+
+    reader = ctx.db.table(op.scan.table)
+    names = list(dict.fromkeys(op.scan.column_names))
+    if not names or not _first_scan(ctx, reader, names, remember=False):
+        return  # (the scan will read or fill the device cache: it does not stream past it)
+    verdicts, _ = scan_verdicts(op, ctx, reader)
+    if not verdicts:
+        return
+    cache = ctx.device.cache
+    first, last = min(verdicts), max(verdicts)
+    if any(page_info(reader, name, first).key in cache for name in names):
+        return  # (pages kept on the GPU, e.g. a user's pin: the scan reads them there)
+    host = ctx.device.host_tier(ctx.options)
+    if host is None or not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
+        return  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
+    state = DeviceScanState(reader)
+    state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
+    args, kwargs = streamer_args(op, ctx, state, sorted(verdicts))
+    budget = ctx.device.budget
+    room = min(EARLY_MAX_BYTES, int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE))
+    if room <= 0:
+        return
+    import cupy
+
+    from hetdb.backend.gpu.stream import PageStreamer
+    from hetdb.backend.gpu.stream_io import early_streams
+
+    streamer = PageStreamer(*args, **kwargs, streams=early_streams(cupy.cuda.Device().id))
+    early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0)
+    ctx.early_scans[op.op_id] = early
+    ctx.cleanup.append(lambda: _close(ctx, early))
+    from hetdb.exec.device import is_device_oom
+
+    try:
+        early.iterator = streamer.prime(room)
+    except Exception as e:
+        if not is_device_oom(e):
+            raise
+        _close(ctx, early)  # (the budget had no room after all: the pipeline streams as usual)
+        return
+    early.primed_bytes = streamer.held_bytes
+
+
+def take_early(ctx: ExecContext, op: Any, args: tuple, kwargs: dict) -> tuple[Any, Any] | None:
+    """(streamer, iterator) of the early scan of ``op`` when it was made with ``args``/``kwargs``
+    (the scan as it starts now: same reader, columns, row groups and options); an early scan that
+    does not match is closed (its deliveries are given back) and None returned."""
+    early = getattr(ctx, "early_scans", {}).get(op.op_id)
+    if early is None or early.taken:
+        return None
+    if early.iterator is not None and _same(early, args, kwargs):
+        early.taken = early.adopted = True
+        return early.streamer, early.iterator
+    _close(ctx, early)
+    return None
+
+
+def _same(early: EarlyScan, args: tuple, kwargs: dict) -> bool:
+    a, k = early.args, early.kwargs
+    if a[0] is not args[0] or list(a[1]) != list(args[1]) or list(a[2]) != list(args[2]):
+        return False
+    for name in ("budget", "cache", "host_cache", "shared"):
+        if k.get(name) is not kwargs.get(name):
+            return False
+    for name in ("compressed", "batch_bytes", "overlap", "zero_copy", "neighbours"):
+        if k.get(name) != kwargs.get(name):
+            return False
+    r1, r2 = k.get("router"), kwargs.get("router")
+    return getattr(r1, "mode", None) == getattr(r2, "mode", None) and \
+        getattr(r1, "gpu", None) == getattr(r2, "gpu", None)
+
+
+def _close(ctx: ExecContext, early: EarlyScan) -> None:
+    """Close an early scan no pipeline took (idempotent); what it moved counts on its operator."""
+    if early.taken:
+        return
+    early.taken = True
+    early.streamer.close()
+    ctx.add_routes(early.op_id, early.streamer.route_counts())

@@ -1,0 +1,49 @@
+"""Which scan a query starts early (exec/early_scan.py ``pick_early_scan``), on the real plans of
+SSB's 13 queries: the fact table's scan, never the first pipeline; no early scan where there is no
+larger table to start or nothing runs before it. Runs without a GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
+
+from diff_data import build_ssb, dataset  # noqa: E402
+from diff_queries import load_queries  # noqa: E402
+
+import hetdb  # noqa: E402
+from hetdb.exec.early_scan import pick_early_scan  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ssb_db(tmp_path_factory):
+    return dataset(tmp_path_factory.mktemp("early-scan"), "ssb-0.01", lambda p: build_ssb(p, 0.01, 4096))
+
+
+def test_the_fact_scan_starts_early_in_every_ssb_query(ssb_db):
+    queries = load_queries("ssb")
+    picked = 0
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        engine = con._get_engine()
+        for name, sql in queries.items():
+            pipes = engine.planned(sql)[0].physical.pipelines
+            i = pick_early_scan(pipes, lambda t: engine.db.table(t).num_rows)
+            assert i is not None and i > 0, name
+            assert pipes[i].source.scan.table == "lineorder", name
+            picked += 1
+    assert picked == 13
+
+
+def test_no_early_scan_without_a_larger_table_or_a_pipeline_before_it(ssb_db):
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        engine = con._get_engine()
+        rows = lambda t: engine.db.table(t).num_rows  # noqa: E731
+        for sql in ("SELECT sum(lo_revenue) FROM lineorder",
+                    "SELECT count(*) FROM lineorder a, lineorder b WHERE a.lo_orderkey = b.lo_orderkey "
+                    "AND a.lo_linenumber = b.lo_linenumber AND a.lo_quantity < 2",
+                    "SELECT c_region, count(*) FROM customer GROUP BY c_region"):
+            pipes = engine.planned(sql)[0].physical.pipelines
+            assert pick_early_scan(pipes, rows) is None, sql

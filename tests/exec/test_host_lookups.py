@@ -1,0 +1,49 @@
+"""Dictionary lookups of small dictionaries evaluated on the host (exec/host_lookups.py), without a
+GPU: the table over a dictionary's strings equals the same expression evaluated over the strings
+themselves (another path of the evaluator), for predicates and a value; a string-valued expression
+and a dictionary past the bound are left to the device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hetdb import types as T
+from hetdb.column import Batch, Column
+from hetdb.exec import host_lookups
+from hetdb.exec.host_lookups import _host_evaluator, lookup_on_host
+from hetdb.plan.expr import Call, ColumnRef, Literal
+
+CITIES = ["UNITED KI1", "UNITED KI5", "PERU     0", "CHINA    3", "UNITED ST7", ""]  # (a dictionary holds no NULL)
+
+
+def _strings(values) -> Column:
+    return Column.from_arrow(pa.array(values, pa.string()), T.STRING)
+
+
+@pytest.mark.parametrize("expr", [
+    Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "UNITED KI1"))),
+    Call(T.BOOL, "or", (Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "UNITED KI1"))),
+                        Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "UNITED KI5"))))),
+    Call(T.BOOL, "like", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "UNITED%"))),
+    Call(T.INT64, "length", (ColumnRef(T.STRING, "c"),)),
+], ids=["eq", "or", "like", "length"])
+def test_a_lookup_over_the_dictionary_equals_the_expression_over_its_strings(expr):
+    dictionary = _strings(CITIES)
+    got = lookup_on_host(expr, "c", dictionary)
+    assert got is not None
+    values, valid = got
+    ev = _host_evaluator()
+    want = ev.cast(ev.evaluate(expr, Batch({"c": dictionary}, len(CITIES))), expr.dtype)
+    want_valid = np.ones(len(CITIES), bool) if want.validity is None else want.validity
+    np.testing.assert_array_equal(valid[:len(CITIES)], want_valid)
+    np.testing.assert_array_equal(values[:len(CITIES)][want_valid], np.asarray(want.data)[want_valid])
+
+
+def test_string_values_and_large_dictionaries_stay_on_the_device(monkeypatch):
+    upper = Call(T.STRING, "upper", (ColumnRef(T.STRING, "c"),))
+    assert lookup_on_host(upper, "c", _strings(CITIES)) is None
+    monkeypatch.setattr(host_lookups, "HOST_LOOKUP_VALUES", 3)
+    eq = Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "x")))
+    assert lookup_on_host(eq, "c", _strings(CITIES)) is None
