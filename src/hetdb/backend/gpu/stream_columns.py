@@ -57,15 +57,18 @@ class DeliveryColumns:
         device buffer: LZ4 pages' characters all decompressed by one nvCOMP call
         (``strings_codec.decode_string_pages``), else each page decoded on its own (``_decode``)
         and the pages' arrays concatenated."""
+        from hetdb.backend.gpu.batch_plan import ALIGN
         from hetdb.backend.gpu.strings_codec import concat_strings, decode_string_pages
 
         cp = self._cupy
-        buf = cp.empty(sum(p.location.length for p in pages), dtype=cp.uint8)
-        parts, off = [], 0
-        for p, got in zip(pages, raws):
+        # each page's bytes start ALIGN-aligned: its sections are read as 4- and 8-byte words (a
+        # page after one of odd length was misaligned: CUDA_ERROR_MISALIGNED_ADDRESS on the H100)
+        starts = np.cumsum([0] + [-(-p.location.length // ALIGN) * ALIGN for p in pages])
+        buf = cp.empty(max(int(starts[-1]), 1), dtype=cp.uint8)
+        parts = []
+        for p, got, off in zip(pages, raws, starts.tolist()):
             raw = buf[off:off + p.location.length]
             parts.append((p, raw, self._copy_stored(p, got, raw)))
-            off += p.location.length
         where = f"table '{self.reader.name}' column '{pages[0].column}' page"  # (as _decode names a page)
         joined = decode_string_pages(buf, [(raw, p.sections, p.num_rows, p.codec, f"{where} {p.row_group}", runs)
                                            for p, raw, runs in parts])
