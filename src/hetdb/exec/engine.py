@@ -260,6 +260,9 @@ class QueryEngine:
 
     def _current(self, entry: CachedPlan) -> bool:
         try:
+            is_current = getattr(self.db, "is_current", None)  # (one stat per table: Database.is_current)
+            if is_current is not None:
+                return all(is_current(name, reader) for name, reader in entry.readers)
             # db.table returns the same reader object while the committed version is unchanged
             return all(self.db.table(name) is reader for name, reader in entry.readers)
         except HetdbError:  # a table was dropped: plan again, which reports it
