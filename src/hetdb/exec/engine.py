@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 import shutil
 import tempfile
@@ -37,6 +38,8 @@ from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
 
 PLAN_CACHE_ENTRIES = 256
+_SPILL_TOKEN = uuid.uuid4().hex[:12]  # spill directory names: this process's token and a count
+_SPILL_COUNTER = itertools.count()
 # A pipeline that only reads earlier results (sort, top-n, projections of an aggregate, the final
 # collect) runs on the host when they hold at most this many rows: a few hundred rows are copied to
 # the host faster than the GPU launches the kernels sorting them (a placement, not a fallback).
@@ -172,6 +175,7 @@ class QueryEngine:
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
         self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
+        self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
@@ -391,9 +395,11 @@ class QueryEngine:
             from hetdb.exec.stream import streaming_plan
 
             physical = streaming_plan(physical, stream, plan.fields)
-        spill_root = self.options.spill_dir or os.path.join(
-            getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
-        spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
+        if self._spill_root is None or self._spill_root[0] is not self.options:  # (SET temp_directory)
+            self._spill_root = (self.options, self.options.spill_dir or os.path.join(
+                getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill"))
+        # (a name per query: a random token per process, its id and a count; no random bytes per query)
+        spill_dir = f"{self._spill_root[1]}{os.sep}q-{_SPILL_TOKEN}-{os.getpid()}-{next(_SPILL_COUNTER)}"
         device = self.device
         memory = device.memory if device is not None else self.memory
         options = self.options
