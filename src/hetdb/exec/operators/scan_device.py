@@ -93,14 +93,15 @@ def plan_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState) -> list[
                 skipped += 1
             else:
                 verdicts[rg] = v
-        got = (verdicts, skipped)
+        got = (verdicts, skipped, list(verdicts))
         if per_reader is not None:
             per_reader[key] = got
-    verdicts, skipped = got
-    state.verdicts = dict(verdicts)
+    verdicts, skipped, row_groups = got
+    # (shared with every run of the scan: readers replace state.verdicts, never change it in place)
+    state.verdicts = verdicts
     if skipped:
         ctx.add(op.op_id, pages_skipped=skipped * len(scan.fields))
-    return list(verdicts)
+    return row_groups
 
 
 @dataclass
