@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 import types
+import weakref
 
 import numpy as np
 
@@ -46,6 +47,10 @@ class _Ptr:
 
 class ndarray(np.ndarray):
     """A NumPy array that answers like a CuPy array (``.data.ptr``, ``get``, ``set``)."""
+
+    def __array_finalize__(self, obj) -> None:
+        if self.base is None:  # (new memory: astype, arithmetic, copies; a view's owner is counted)
+            _track(self)
 
     @property
     def data(self):  # type: ignore[override]
@@ -68,8 +73,30 @@ class ndarray(np.ndarray):
         return Device(0)
 
 
+LIVE = [0]  # bytes of the stand-in "device" arrays alive (the memory pool's used_bytes)
+_OWNED: dict[int, object] = {}
+
+
+def _track(a: np.ndarray) -> None:
+    """Count the memory ``a`` views as device memory until its owner is freed."""
+    owner = a
+    while isinstance(owner, np.ndarray) and isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if not isinstance(owner, np.ndarray) or owner.base is not None or id(owner) in _OWNED:
+        return
+    n, key = int(owner.nbytes), id(owner)
+    LIVE[0] += n
+
+    def gone() -> None:
+        LIVE[0] -= n
+        _OWNED.pop(key, None)
+
+    _OWNED[key] = weakref.finalize(owner, gone)
+
+
 def _wrap(x):
     if isinstance(x, np.ndarray) and not isinstance(x, ndarray):
+        _track(x)
         return x.view(ndarray)
     if isinstance(x, tuple):
         return tuple(_wrap(v) for v in x)
@@ -174,7 +201,9 @@ class _MemoryPool:
         self.limit = 0
 
     def used_bytes(self) -> int:
-        return 0
+        return LIVE[0] if self.device else 0
+
+    device = False
 
     def total_bytes(self) -> int:
         return 0
@@ -255,12 +284,18 @@ def _memcpy_async(dst: int, src: int, n: int, kind: int, stream: int = 0) -> Non
 
 def _asarray(a, dtype=None, order=None, blocking=False):
     _count("cupy.asarray" if isinstance(a, ndarray) else "cupy.asarray (host -> device)")
-    return np.ascontiguousarray(a, dtype=dtype).view(ndarray)
+    if not isinstance(a, ndarray):  # (a host array: a new device copy)
+        a = np.array(a, dtype=dtype, order="C", copy=True)
+    out = np.ascontiguousarray(a, dtype=dtype)
+    _track(out)
+    return out.view(ndarray)
 
 
 def _empty(shape, dtype=float, order="C"):
     _count("cupy.empty")
-    return np.empty(shape, dtype=dtype, order=order).view(ndarray)
+    out = np.empty(shape, dtype=dtype, order=order)
+    _track(out)
+    return out.view(ndarray)
 
 
 def _asnumpy(a, stream=None, order="C", out=None, blocking=True):
@@ -293,6 +328,7 @@ def install() -> types.ModuleType:
     cupy.ascontiguousarray = _asarray
     cupy.RawModule, cupy.RawKernel = RawModule, RawKernel
     pool, pinned = _MemoryPool(), _MemoryPool()
+    pool.device = True
     cupy.get_default_memory_pool = lambda: pool
     cupy.get_default_pinned_memory_pool = lambda: pinned
     cupy.get_array_module = lambda *a: cupy

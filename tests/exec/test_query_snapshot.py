@@ -48,17 +48,24 @@ def test_hot_query_looks_tables_up_only_for_the_plan_cache(tmp_path, monkeypatch
     _write(db, "u", [2, 3, 4])
     sql = "select count(*) as n, sum(t.k) as s from t join u on t.k = u.k"
     calls: list[str] = []
-    real = Database.table
+    checks: list[str] = []
+    real, real_check = Database.table, Database.is_current
 
     def counting(self, name):
         calls.append(name)
         return real(self, name)
 
+    def counting_check(self, name, reader):
+        checks.append(name)
+        return real_check(self, name, reader)
+
     with hetdb.connect(path, device="cpu") as con:
         assert con.sql(sql).fetchall() == [(2, 5)]
         monkeypatch.setattr(Database, "table", counting)
+        monkeypatch.setattr(Database, "is_current", counting_check)
         assert con.sql(sql).fetchall() == [(2, 5)]
-        assert sorted(calls) == ["t", "u"]  # the plan cache's check; the run itself asks nothing
+        # the plan cache's check (one stat of each table's CURRENT); the run itself asks nothing
+        assert sorted(checks) == ["t", "u"] and calls == []
         _write(db, "u", [1, 2, 3, 4], replace=True)
         assert con.sql(sql).fetchall() == [(3, 6)]  # a new commit: planned and read again
 
@@ -151,3 +158,22 @@ def test_a_fresh_connection_takes_the_compressed_cache_decision_memo_of_the_proc
     assert second._decoded_db_bytes == first._decoded_db_bytes
     _write(db, "u", list(range(20)))
     assert DeviceResources.keep_compressed(fresh(), "auto", db) is True and sorted(calls) == ["t", "t", "u"]
+
+
+def test_is_current_follows_commits_and_drops(tmp_path) -> None:
+    """Database.is_current (the plan cache's per-table check): True while CURRENT is the file the
+    reader came with; a commit by another Database object of the directory, a drop and a re-create
+    each make it False."""
+    db = Database.open(str(tmp_path / "db"), create=True)
+    _write(db, "t", [1, 2, 3])
+    r = db.table("t")
+    assert db.is_current("t", r) and db.is_current("t", r)
+    other = Database.open(db.path)
+    _write(other, "t", [4], replace=True)
+    assert not db.is_current("t", r)
+    r2 = db.table("t")
+    assert db.is_current("t", r2) and r2.num_rows == 1
+    other.drop_table("t")
+    assert not db.is_current("t", r2)
+    _write(other, "t", [5, 6])
+    assert not db.is_current("t", r2) and db.table("t").num_rows == 2

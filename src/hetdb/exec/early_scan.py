@@ -98,7 +98,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     names = list(dict.fromkeys(op.scan.column_names))
     if not names or not _first_scan(ctx, reader, names, remember=False):
         return  # (the scan will read or fill the device cache: it does not stream past it)
-    verdicts, _ = scan_verdicts(op, ctx, reader)
+    verdicts, _, _ = scan_verdicts(op, ctx, reader)
     if not verdicts:
         return
     cache = ctx.device.cache

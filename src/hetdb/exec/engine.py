@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 import shutil
 import tempfile
@@ -23,11 +24,10 @@ from hetdb.errors import GpuWideValueError, HetdbError
 from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
+from hetdb.exec.host_tail import _source_results, _tail_backend, host_sinks, host_tail
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, spill_made, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.basic import ResultSource, UnionSource
-from hetdb.exec.operators.join import HashBuild, HashProbe
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
@@ -37,6 +37,8 @@ from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
 
 PLAN_CACHE_ENTRIES = 256
+_SPILL_TOKEN = uuid.uuid4().hex[:12]  # spill directory names: this process's token and a count
+_SPILL_COUNTER = itertools.count()
 # A pipeline that only reads earlier results (sort, top-n, projections of an aggregate, the final
 # collect) runs on the host when they hold at most this many rows: a few hundred rows are copied to
 # the host faster than the GPU launches the kernels sorting them (a placement, not a fallback).
@@ -65,50 +67,6 @@ def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
         else:
             modes["operator_at_a_time"] += 1
     return modes
-
-
-def host_tail(physical: PhysicalPlan) -> set[int]:
-    """Pipelines that may run on the host: they read only earlier pipelines' results (no table scan,
-    no probe into a device hash table) and feed only pipelines of the same kind."""
-    consumers: dict[int, list[int]] = {p.pid: [] for p in physical.pipelines}
-    for p in physical.pipelines:
-        for d in p.deps:
-            consumers[d].append(p.pid)
-    tail: set[int] = set()
-    for p in reversed(physical.pipelines):
-        if isinstance(p.source, (ResultSource, UnionSource)) and not isinstance(p.sink, HashBuild) \
-                and not any(isinstance(op, HashProbe) for op in p.ops) \
-                and all(c in tail for c in consumers[p.pid]):
-            tail.add(p.pid)
-    return tail
-
-
-def host_sinks(physical: PhysicalPlan, tail: set[int]) -> frozenset[int]:
-    """Pipelines outside ``tail`` whose every consumer is in it: a small result of theirs is taken to
-    the host anyway, so it may be made there (exec/fusion_run.py: a fused aggregation's groups)."""
-    consumers: dict[int, list[int]] = {p.pid: [] for p in physical.pipelines}
-    for p in physical.pipelines:
-        for d in p.deps:
-            consumers[d].append(p.pid)
-    return frozenset(pid for pid, cs in consumers.items()
-                     if cs and pid not in tail and all(c in tail for c in cs))
-
-
-def _tail_backend() -> Any:
-    """The CPU backend with single-threaded kernels: waking a thread pool for a parallel kernel costs
-    more than the whole work on a few thousand rows (measured: ~0.7 ms per sort with 16 threads)."""
-    from hetdb.backend.cpu import CpuBackend
-
-    class TailBackend(CpuBackend):
-        def set_kernel_threads(self, n: int | None) -> None:
-            super().set_kernel_threads(1)
-
-    return TailBackend()
-
-
-def _source_results(pipe: Any) -> list[int]:
-    src = pipe.source
-    return [src.pipeline_id] if isinstance(src, ResultSource) else list(src.pipeline_ids)
 
 
 @dataclass(frozen=True)
@@ -172,6 +130,7 @@ class QueryEngine:
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
         self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
         self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
+        self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
@@ -260,6 +219,9 @@ class QueryEngine:
 
     def _current(self, entry: CachedPlan) -> bool:
         try:
+            is_current = getattr(self.db, "is_current", None)  # (one stat per table: Database.is_current)
+            if is_current is not None:
+                return all(is_current(name, reader) for name, reader in entry.readers)
             # db.table returns the same reader object while the committed version is unchanged
             return all(self.db.table(name) is reader for name, reader in entry.readers)
         except HetdbError:  # a table was dropped: plan again, which reports it
@@ -388,9 +350,11 @@ class QueryEngine:
             from hetdb.exec.stream import streaming_plan
 
             physical = streaming_plan(physical, stream, plan.fields)
-        spill_root = self.options.spill_dir or os.path.join(
-            getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill")
-        spill_dir = os.path.join(spill_root, f"q-{uuid.uuid4().hex[:12]}")
+        if self._spill_root is None or self._spill_root[0] is not self.options:  # (SET temp_directory)
+            self._spill_root = (self.options, self.options.spill_dir or os.path.join(
+                getattr(self.db, "path", None) or tempfile.gettempdir(), ".spill"))
+        # (a name per query: a random token per process, its id and a count; no random bytes per query)
+        spill_dir = f"{self._spill_root[1]}{os.sep}q-{_SPILL_TOKEN}-{os.getpid()}-{next(_SPILL_COUNTER)}"
         device = self.device
         memory = device.memory if device is not None else self.memory
         options = self.options

@@ -33,8 +33,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     if plan.chain is None:
         gsrc, morsels = run.gsrc, run.morsels
     else:
+        from hetdb.exec.pipeline import enumerated
+
         gsrc = src.init_global(ctx)
-        morsels = list(enumerate(src.morsels(ctx, gsrc)))
+        morsels = enumerated(src.morsels(ctx, gsrc))
     lops = [op.init_local(ctx, g) for op, g in zip(pipe.ops, run.gops)]
     lsink = sink.init_local(ctx, run.gsink)
     pred: Any = False  # the scan's filters as one predicate, made at the first batch that needs it
@@ -44,11 +46,11 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     from hetdb.exec.compiled_paged import compiled_over_pages
 
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
-    hot = _run_resident(ctx, src, gsrc, [rg for _, rg in morsels], plan, state, sink.op_id)
+    hot = _run_resident(ctx, src, gsrc, _row_groups(morsels), plan, state, sink.op_id)
     if hot is not None:
         fused_rows, rest = hot
         left = set(rest)
-        morsels = [m for m in morsels if m[1] in left]
+        morsels = [m for m in morsels if m[1] in left] if rest else []
         if not rest:
             ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
         else:
@@ -150,6 +152,23 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
             g.groups_unique = not g.batches  # the kernel's groups alone: each once, nothing to merge
             g.batches.append(part)
     return None
+
+
+_ROW_GROUPS: dict[int, tuple[list, tuple]] = {}  # id(morsel pairs) -> (the pairs, their row groups)
+
+
+def _row_groups(morsels: list) -> tuple[int, ...]:
+    """The row groups of ``morsels`` ((index, row group) pairs), the same tuple for the same pairs
+    list (a hot scan's: pipeline.enumerated)."""
+    hit = _ROW_GROUPS.get(id(morsels))
+    if hit is not None and hit[0] is morsels and len(hit[1]) == len(morsels):
+        return hit[1]
+    rgs = tuple(rg for _, rg in morsels)
+    if len(rgs) >= 16:
+        if len(_ROW_GROUPS) >= 256:
+            _ROW_GROUPS.clear()
+        _ROW_GROUPS[id(morsels)] = (morsels, rgs)
+    return rgs
 
 
 def _host_finish(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any) -> ExecContext | None:

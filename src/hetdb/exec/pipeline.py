@@ -23,13 +23,32 @@ from hetdb.exec.physical import Pipeline
 # (backend/cpu/tuning.py: small_sink_rows, small_source_rows)
 
 
+# id(morsel list) -> (that list, its (index, morsel) pairs): a hot scan's morsels are one list object
+# (operators/scan_device.plan_device_scan), whose pairs every run would otherwise make again
+_ENUMERATED: dict[int, tuple[list, list]] = {}
+
+
+def enumerated(morsels: list) -> list:
+    """``list(enumerate(morsels))``, the same list object for the same (unchanged) morsel list; the
+    callers read it only."""
+    hit = _ENUMERATED.get(id(morsels))
+    if hit is not None and hit[0] is morsels and len(hit[1]) == len(morsels):
+        return hit[1]
+    pairs = list(enumerate(morsels))
+    if isinstance(morsels, list) and len(morsels) >= 16:  # (small lists: as cheap to make again)
+        if len(_ENUMERATED) >= 256:
+            _ENUMERATED.clear()
+        _ENUMERATED[id(morsels)] = (morsels, pairs)
+    return pairs
+
+
 class _Run:
     def __init__(self, ctx: ExecContext, pipe: Pipeline):
         self.ctx, self.pipe = ctx, pipe
         self.gsrc = pipe.source.init_global(ctx)
         self.gops = [op.init_global(ctx) for op in pipe.ops]
         self.gsink = pipe.sink.init_global(ctx)
-        self.morsels = list(enumerate(pipe.source.morsels(ctx, self.gsrc)))
+        self.morsels = enumerated(pipe.source.morsels(ctx, self.gsrc))
         self._next = 0
         self._lock = threading.Lock()
         self.stop = False

@@ -191,6 +191,22 @@ class Database:
             self._fresh[name] = (current, current_id, manifest, manifest_id, reader)
         return reader
 
+    def is_current(self, name: str, reader: TableReader) -> bool:
+        """Whether ``reader`` (from ``table(name)``) still reads the committed version: one stat of
+        CURRENT, which every commit replaces and a drop removes (a plan cache's check, per table of
+        every query; ``table`` also checks the manifest's file for a reader to be handed out)."""
+        fresh = self._fresh.get(name) if isinstance(name, str) else None
+        if fresh is not None and fresh[4] is reader:
+            try:
+                if _file_identity(fresh[0]) == fresh[1]:
+                    return True
+            except OSError:
+                pass
+        try:
+            return self.table(name) is reader
+        except CatalogError:
+            return False
+
     def _reader(self, name: str, version: int, vdir: str, identity: tuple | None) -> TableReader:
         cached = self._readers.get(name)
         if identity is not None and cached is not None and cached[0] == identity:

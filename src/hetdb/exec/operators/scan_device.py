@@ -71,14 +71,14 @@ class DeviceScanState:
             self.iterator = None
 
 
-# reader (one committed table version) -> {(filters, columns, zone maps on): (verdicts, row groups skipped)}
+# reader (one committed table version) -> {(filters, columns, zone maps on): (verdicts, skipped, row groups)}
 _VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str], int]:
-    """(zone-map verdict per row group not skipped, row groups skipped) of ``op`` over ``reader``'s
-    table version, computed once per (version, pushed filters, columns, zone maps on); the dict is
-    shared: copy it to change it."""
+def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str], int, list[int]]:
+    """(zone-map verdict per row group not skipped, row groups skipped, the row groups not skipped)
+    of ``op`` over ``reader``'s table version, computed once per (version, pushed filters, columns,
+    zone maps on); the dict and list are shared: copy them to change them."""
     scan = op.scan
     key = (scan.filters, tuple(f.cid for f in scan.fields), scan.column_names, bool(ctx.options.zone_maps))
     try:
@@ -95,7 +95,7 @@ def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str
                 skipped += 1
             else:
                 verdicts[rg] = v
-        got = (verdicts, skipped)
+        got = (verdicts, skipped, list(verdicts))
         if per_reader is not None:
             per_reader[key] = got
     return got
@@ -103,11 +103,12 @@ def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str
 
 def plan_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState) -> list[int]:
     """The row groups to stream: those zone maps cannot rule out (pruned pages are never read)."""
-    verdicts, skipped = scan_verdicts(op, ctx, state.reader)
-    state.verdicts = dict(verdicts)
+    verdicts, skipped, row_groups = scan_verdicts(op, ctx, state.reader)
+    # (shared with every run of the scan: readers replace state.verdicts, never change it in place)
+    state.verdicts = verdicts
     if skipped:
         ctx.add(op.op_id, pages_skipped=skipped * len(op.scan.fields))
-    return list(verdicts)
+    return row_groups
 
 
 @dataclass
