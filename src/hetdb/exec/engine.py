@@ -67,6 +67,11 @@ def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
     return modes
 
 
+# id(plan) -> (plan, _host_only(plan)): a plan from the process-wide plan cache (exec/plan_cache.py) is
+# the same object on every connection, so a fresh connection does not walk its expressions again
+_HOST_ONLY: dict[int, tuple[L.Output, str]] = {}
+
+
 def host_tail(physical: PhysicalPlan) -> set[int]:
     """Pipelines that may run on the host: they read only earlier pipelines' results (no table scan,
     no probe into a device hash table) and feed only pipelines of the same kind."""
@@ -170,7 +175,6 @@ class QueryEngine:
         self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
-        self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
         from hetdb.exec.dictionary_memo import DictionaryMemo
@@ -368,12 +372,12 @@ class QueryEngine:
     def _host_only(self, plan: L.Output) -> str:
         """_host_only(plan), once per plan object (a cached plan runs many times; the walk over
         every expression of the plan costs a hot query a good part of a millisecond)."""
-        hit = self._host_only_memo.get(id(plan))
+        hit = _HOST_ONLY.get(id(plan))
         if hit is None or hit[0] is not plan:
             hit = (plan, _host_only(plan))
-            if len(self._host_only_memo) >= PLAN_CACHE_ENTRIES:
-                self._host_only_memo.clear()
-            self._host_only_memo[id(plan)] = hit
+            if len(_HOST_ONLY) >= PLAN_CACHE_ENTRIES:
+                _HOST_ONLY.clear()
+            _HOST_ONLY[id(plan)] = hit
         return hit[1]
 
     def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None,
