@@ -47,3 +47,33 @@ def test_no_early_scan_without_a_larger_table_or_a_pipeline_before_it(ssb_db):
                     "SELECT c_region, count(*) FROM customer GROUP BY c_region"):
             pipes = engine.planned(sql)[0].physical.pipelines
             assert pick_early_scan(pipes, rows) is None, sql
+
+
+def test_a_scan_takes_an_early_streamer_made_with_its_arguments_only() -> None:
+    """take_early's check (exec/early_scan._same): the same reader, columns, row groups, tiers and
+    options; the early scan's 'copy' route serves a scan routed 'auto' (an operator-at-a-time
+    pipeline's: it asks no first_scan), not the other way round."""
+    from types import SimpleNamespace as NS
+
+    from hetdb.exec.early_scan import EarlyScan, _same
+
+    reader, budget, cache, host = object(), object(), object(), object()
+
+    def kwargs(mode="copy", **kw):
+        base = dict(budget=budget, cache=cache, host_cache=host, shared=None, compressed=False,
+                    batch_bytes=64 << 20, overlap=True, zero_copy=frozenset(), neighbours=True,
+                    router=NS(mode=mode, gpu=True))
+        base.update(kw)
+        return base
+
+    args = (reader, ["a", "b"], [0, 1, 2])
+    early = EarlyScan(7, None, None, args, kwargs(), 0)
+    assert _same(early, (reader, ["a", "b"], [0, 1, 2]), kwargs())
+    assert _same(early, args, kwargs("auto"))
+    assert not _same(EarlyScan(7, None, None, args, kwargs("auto"), 0), args, kwargs("copy"))
+    assert not _same(early, (object(), ["a", "b"], [0, 1, 2]), kwargs())
+    assert not _same(early, (reader, ["a"], [0, 1, 2]), kwargs())
+    assert not _same(early, (reader, ["a", "b"], [0, 2]), kwargs())
+    assert not _same(early, args, kwargs(compressed=True))
+    assert not _same(early, args, kwargs(shared=object()))
+    assert not _same(early, args, kwargs(cache=object()))

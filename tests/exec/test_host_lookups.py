@@ -47,3 +47,20 @@ def test_string_values_and_large_dictionaries_stay_on_the_device(monkeypatch):
     monkeypatch.setattr(host_lookups, "HOST_LOOKUP_VALUES", 3)
     eq = Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "x")))
     assert lookup_on_host(eq, "c", _strings(CITIES)) is None
+
+
+def test_a_scans_device_dictionary_is_read_from_the_host_strings_it_was_moved_from():
+    from hetdb.exec.host_lookups import host_dictionary
+
+    host = _strings(CITIES)
+
+    class _Device:  # a device array: reading it back would be a copy (and a wait)
+        def __init__(self, a):
+            self.a, self.shape = a, a.shape
+
+        def get(self):
+            raise AssertionError("copied back")
+
+    moved = Column(T.STRING, offsets=_Device(host.offsets), chars=_Device(host.chars))
+    moved.host_source = host  # (as the streamer's _dictionary sets it)
+    assert host_dictionary(moved) is host

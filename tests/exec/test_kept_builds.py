@@ -192,3 +192,38 @@ def test_a_kept_side_whose_hash_table_no_probe_made_makes_it_on_demand() -> None
         [a.tolist() for a in backend.join_probe(eager, probe, "inner")]
     side.table  # noqa: B018 - a probe made the original's
     assert made == [1] and unmade_copy(side, backend, 1) is None
+
+
+def test_a_kept_sides_hash_table_made_later_counts_with_its_entry() -> None:
+    # the after-query leak check counts an entry's arrays (FusedState.device_arrays): a kept side's
+    # hash table made by a later run's probe must be among them, and the cache told so (mutations)
+    import numpy as np
+
+    from hetdb.backend.cpu import CpuBackend
+    from hetdb.cache.device_cache import DevicePageCache
+    from hetdb.cache.fused_state import FusedState
+    from hetdb.column import Batch, Column
+    from hetdb.exec.operators.join import BuildSide, _LazyTable, hash_table, unmade_copy
+
+    class Budget:
+        limit_bytes, used_bytes = 1 << 30, 0
+
+        def try_reserve(self, n):
+            return True
+
+        def release(self, n):
+            pass
+
+    backend = CpuBackend()
+    keys = np.array([4, 8, 15, 16, 23, 42], np.int64)
+    batch = Batch({"__key0": Column(T.INT64, data=keys)}, 6)
+    side = BuildSide(batch, _LazyTable(lambda: hash_table(backend, batch, 1, [None])), None, [None], False, True)
+    cache = DevicePageCache(Budget())
+    before = cache.mutations
+    kept = unmade_copy(side, backend, 1, on_made=cache.arrays_changed)
+    entry = FusedState(None, 0, kept, "kept", arrays=[batch.columns["__key0"]], extra_bytes=96 * 6)
+    assert len(entry.device_arrays()) == 1 and cache.mutations == before
+    assert kept.table is not None  # a later run's probe makes it
+    assert cache.mutations == before + 1
+    made = entry.device_arrays()[1:]
+    assert made and all(hasattr(a, "shape") for a in made)

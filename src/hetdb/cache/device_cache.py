@@ -143,6 +143,12 @@ class DevicePageCache(PageCache):
         with self._lock:
             self._derived[key] = (self.generation, value)
 
+    def arrays_changed(self) -> None:
+        """An entry's device arrays grew with no entry coming or going (a kept build made its hash
+        table on demand): ``mutations`` moves, so whoever memoizes on it looks again."""
+        with self._lock:
+            self.mutations += 1
+
     def _removed(self) -> None:
         self.generation += 1
         self.mutations += 1

@@ -45,8 +45,13 @@ class FusedState:
     extra_bytes: int = 0  # device bytes it may come to hold beyond ``arrays`` (a hash table made on demand)
 
     def device_arrays(self) -> list[Any]:
-        """Arrays (or Columns) this entry keeps alive (for the device-memory accounting)."""
-        return list(self.arrays)
+        """Arrays (or Columns) this entry keeps alive (for the device-memory accounting), with those
+        its plan made since it was stored (a kept build's hash table made on demand)."""
+        out = list(self.arrays)
+        made = getattr(self.plan, "table_arrays", None) if self.extra_bytes else None
+        if callable(made):
+            out += made()
+        return out
 
     @property
     def nbytes(self) -> int:

@@ -161,8 +161,14 @@ def _same(early: EarlyScan, args: tuple, kwargs: dict) -> bool:
         if k.get(name) != kwargs.get(name):
             return False
     r1, r2 = k.get("router"), kwargs.get("router")
-    return getattr(r1, "mode", None) == getattr(r2, "mode", None) and \
-        getattr(r1, "gpu", None) == getattr(r2, "gpu", None)
+    if getattr(r1, "gpu", None) != getattr(r2, "gpu", None):
+        return False
+    # the early scan streams past the device cache ('copy': the connection's first scan of these
+    # columns, as first_scan's pass-through); a scan started without that decision (a pipeline run
+    # operator at a time asks no first_scan) routes 'auto', and takes the same deliveries: it only
+    # would have offered their pages to the device cache, which a first scan does not fill
+    m1, m2 = getattr(r1, "mode", None), getattr(r2, "mode", None)
+    return m1 == m2 or (m1 == "copy" and m2 == "auto")
 
 
 def _close(ctx: ExecContext, early: EarlyScan) -> None:

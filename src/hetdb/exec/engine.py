@@ -69,6 +69,11 @@ def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
     return modes
 
 
+# id(plan) -> (plan, _host_only(plan)): a plan from the process-wide plan cache (exec/plan_cache.py) is
+# the same object on every connection, so a fresh connection does not walk its expressions again
+_HOST_ONLY: dict[int, tuple[L.Output, str]] = {}
+
+
 @dataclass(frozen=True)
 class CachedPlan:
     """A planned query: the optimized logical plan, its physical plan (immutable operator
@@ -128,7 +133,6 @@ class QueryEngine:
         self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
-        self._host_only_memo: dict[int, tuple[L.Output, str]] = {}  # id(plan) -> (plan, _host_only)
         self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
         self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
@@ -332,12 +336,12 @@ class QueryEngine:
     def _host_only(self, plan: L.Output) -> str:
         """_host_only(plan), once per plan object (a cached plan runs many times; the walk over
         every expression of the plan costs a hot query a good part of a millisecond)."""
-        hit = self._host_only_memo.get(id(plan))
+        hit = _HOST_ONLY.get(id(plan))
         if hit is None or hit[0] is not plan:
             hit = (plan, _host_only(plan))
-            if len(self._host_only_memo) >= PLAN_CACHE_ENTRIES:
-                self._host_only_memo.clear()
-            self._host_only_memo[id(plan)] = hit
+            if len(_HOST_ONLY) >= PLAN_CACHE_ENTRIES:
+                _HOST_ONLY.clear()
+            _HOST_ONLY[id(plan)] = hit
         return hit[1]
 
     def _run(self, plan: L.Output, physical: PhysicalPlan | None, reuse: bool = False, stream: Any = None,

@@ -41,9 +41,13 @@ def _host(a: Any) -> Any:
 
 
 def host_dictionary(d: Column) -> Column | None:
-    """``d`` (a device dictionary: offsets + chars) as a host Column, or None when it is not one."""
+    """``d`` (a device dictionary: offsets + chars) as a host Column: the host strings a scan moved
+    it from (``host_source``, set by the streamer), else copied back; None when it is not one."""
     if d.offsets is None or d.chars is None or d.dictionary is not None:
         return None
+    source = getattr(d, "host_source", None)
+    if source is not None and len(source) == len(d):
+        return source
     return Column(d.dtype, offsets=_host(d.offsets), chars=_host(d.chars), validity=_host(d.validity))
 
 

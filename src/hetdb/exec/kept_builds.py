@@ -90,6 +90,13 @@ def take_kept(ctx: ExecContext, reuse: Any) -> dict[int, BuildSide]:
     return out
 
 
+def _accounting_change(ctx: ExecContext) -> Any:
+    """What tells the device cache an entry's arrays grew (a kept build made its hash table on
+    demand): the after-query leak check then counts them (exec/device.py cache_device_bytes)."""
+    cache = getattr(ctx.device, "cache", None)
+    return getattr(cache, "arrays_changed", None)
+
+
 def keep_build(ctx: ExecContext, pipe: Any) -> None:
     """After ``pipe`` ran: keep its build for later runs of the plan when it qualifies."""
     reuse = _REUSE.get(ctx)
@@ -110,7 +117,7 @@ def keep_build(ctx: ExecContext, pipe: Any) -> None:
     # no probe needed the hash table yet (fused kernels probe dense tables of their own): it is not
     # made now either (a fresh connection's warm query would build it for nothing); the kept side
     # makes it if a later run's probe asks, counted at the rate the rows were reserved with
-    unmade = unmade_copy(side, ctx.backend, len(pipe.sink.keys))
+    unmade = unmade_copy(side, ctx.backend, len(pipe.sink.keys), on_made=_accounting_change(ctx))
     if unmade is not None:
         side = unmade
         extra = HASH_BYTES_PER_ROW * side.num_rows

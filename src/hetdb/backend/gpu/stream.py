@@ -529,6 +529,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 self._dict_transient += nbytes
             cp = self._cupy
             d = Column(host.dtype, offsets=cp.asarray(host.offsets), chars=cp.asarray(host.chars))
+            d.host_source = host  # (the host strings it came from: exec/host_lookups.py reads them)
             self.stats.bytes_h2d += nbytes
             if cached:
                 self.cache.put(key, d, nbytes, pin=True, reserved=True)

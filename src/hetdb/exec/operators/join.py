@@ -163,6 +163,13 @@ class BuildSide:
         self._resolve()
         return self.hash_table
 
+    def table_arrays(self) -> list[Any]:
+        """The hash table's arrays (and valid-row index) once made, else none: what a kept build
+        holds beyond its rows (cache/fused_state.py)."""
+        from hetdb.exec.operators.join_tables import made_arrays
+
+        return made_arrays(self)
+
     @property
     def valid_idx(self) -> Any:
         self._resolve()

@@ -37,17 +37,37 @@ def hash_table(backend: Any, batch: Batch, keys: int, encoders: list,
     return table, valid_idx
 
 
-def unmade_copy(side: BuildSide, backend: Any, keys: int) -> BuildSide | None:
+def unmade_copy(side: BuildSide, backend: Any, keys: int, on_made: Any = None) -> BuildSide | None:
     """A copy of ``side`` (kept for later queries) whose hash table is made when a probe first asks,
     with no reservation to grow (the keeper accounts for it), when ``side``'s has not been made
-    yet; else None."""
+    yet; else None. ``on_made()`` is called once it has been made."""
     lazy = side.hash_table
     if not isinstance(lazy, _LazyTable) or lazy.made is not None:
         return None
     import dataclasses
 
     make = functools.partial(hash_table, backend, side.batch, keys, side.encoders)
+    if on_made is not None:
+        inner = make
+
+        def make() -> tuple[Any, Any]:
+            got = inner()
+            on_made()
+            return got
     return dataclasses.replace(side, hash_table=_LazyTable(make))
+
+
+def made_arrays(side: BuildSide) -> list[Any]:
+    """The arrays of ``side``'s hash table (and its valid-row index) once made, else none."""
+    table, idx = side.hash_table, side.row_index
+    if isinstance(table, _LazyTable):
+        if table.made is None:
+            return []
+        table, idx = table.made
+    out = [v for v in getattr(table, "__dict__", {}).values() if hasattr(v, "data") and hasattr(v, "shape")]
+    if idx is not None:
+        out.append(idx)
+    return out
 
 
 class _LazyTable:
