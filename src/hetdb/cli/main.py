@@ -120,6 +120,12 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                         "those columns (reuse, default; the first streams them through) or its first")
     p.add_argument("--no-gpu-delivery-overlap", action="store_true",
                    help="GPU: batched deliveries of one size, decoded on the copy stream (for A/B measurements)")
+    p.add_argument("--no-gpu-early-scan", action="store_true",
+                   help="GPU: warm queries do not start their largest table's scan before the dimension pipelines")
+    p.add_argument("--no-gpu-copy-neighbours", action="store_true",
+                   help="GPU: one copy per page, not one per run of neighbouring pages in the host tier (A/B)")
+    p.add_argument("--no-gpu-host-small-builds", action="store_true",
+                   help="GPU: small dense join tables, group keys and dictionary lookups made on the device (A/B)")
     p.add_argument("--gpu-stream-encoded", action="store_true",
                    help="GPU: warm scans streaming past the GPU cache deliver pages as stored; the kernel decodes them")
     p.add_argument("--gpu-zero-copy", choices=["off", "on", "auto"], default=None,
@@ -148,14 +154,12 @@ def engine_options(args) -> dict:
         opts["zone_maps"] = False
     if getattr(args, "disable_pass", None):
         opts["disabled_passes"] = args.disable_pass
-    if getattr(args, "no_reuse_fused_state", False):
-        opts["reuse_fused_state"] = False
+    for key in ("reuse_fused_state", "gpu_delivery_overlap", "cpu_compile", "gpu_early_scan",
+                "gpu_copy_neighbours", "gpu_host_small_builds"):  # the --no-... switches
+        if getattr(args, f"no_{key}", False):
+            opts[key] = False
     if getattr(args, "gpu_stream_encoded", False):
         opts["gpu_stream_encoded"] = True
-    if getattr(args, "no_gpu_delivery_overlap", False):
-        opts["gpu_delivery_overlap"] = False
-    if getattr(args, "no_cpu_compile", False):
-        opts["cpu_compile"] = False
     if getattr(args, "gpu_compressed_cache", False):
         opts["gpu_compressed_cache"] = True
     if getattr(args, "no_gpu_compressed_cache", False):
