@@ -78,8 +78,24 @@ def _paged_spec(spec: Any, pages: list[tuple[int, dict[str, Column]]]) -> Any:
 
 
 def _take_strings(ctx: ExecContext, table: Any, cid: str, rows: Any) -> Column:
-    """Plain-string column ``cid`` at ``rows`` (global rows, ascending: select_pages orders them), page
-    by page (a gather of offsets and bytes per page with rows selected, then one concatenation)."""
+    """Plain-string column ``cid`` at ``rows`` (global rows), page by page (a gather of offsets and
+    bytes per page with rows selected, then one concatenation). Rows in another order than
+    ascending (a top-N's best rows in rank order, compiled_rows._best_selected) are gathered
+    ascending and put back in their order."""
+    from hetdb.exec.columns import take
+
+    be = ctx.backend
+    xp = be.xp
+    n = int(rows.shape[0])
+    if n > 1 and not bool(be.to_host(xp.all(rows[1:] >= rows[:-1]))):
+        order = xp.argsort(rows)
+        back = xp.empty_like(order)
+        back[order] = xp.arange(n, dtype=order.dtype)
+        return take(be, _take_ascending(ctx, table, cid, rows[order]), back)
+    return _take_ascending(ctx, table, cid, rows)
+
+
+def _take_ascending(ctx: ExecContext, table: Any, cid: str, rows: Any) -> Column:
     from hetdb.exec.columns import concat_columns, take
 
     be = ctx.backend
