@@ -137,7 +137,7 @@ def test_every_connection_option_has_a_flag() -> None:
          "--no-cpu-compile", "--gpu-compressed-cache", "--timezone", "Europe/Berlin",
          "--recursion-limit", "5", "--route", "disk", "--gpu-batch-bytes", "32MB", "--gpu-coprocess", "auto",
          "--gpu-cache-admission", "first", "--no-gpu-delivery-overlap", "--gpu-zero-copy", "auto",
-         "--gpu-stream-encoded"])
+         "--gpu-stream-encoded", "--no-gpu-early-scan", "--no-gpu-copy-neighbours", "--no-gpu-host-small-builds"])
     given = set(engine_options(args)) | {"device"}
     fields = {f.name for f in dataclasses.fields(Options)}
     assert fields - given <= {"progress"}  # progress: the CLI's own line (--no-progress)

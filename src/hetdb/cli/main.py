@@ -120,6 +120,12 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                         "those columns (reuse, default; the first streams them through) or its first")
     p.add_argument("--no-gpu-delivery-overlap", action="store_true",
                    help="GPU: batched deliveries of one size, decoded on the copy stream (for A/B measurements)")
+    p.add_argument("--no-gpu-early-scan", action="store_true",
+                   help="GPU: a warm query's fact scan starts with its pipeline, not with the query (A/B)")
+    p.add_argument("--no-gpu-copy-neighbours", action="store_true",
+                   help="GPU: one host-to-device copy per page, not one per run of neighbouring pages (A/B)")
+    p.add_argument("--no-gpu-host-small-builds", action="store_true",
+                   help="GPU: small builds' dense tables, group ranks and dictionary lookups on the device (A/B)")
     p.add_argument("--gpu-stream-encoded", action="store_true",
                    help="GPU: warm scans streaming past the GPU cache deliver pages as stored; the kernel decodes them")
     p.add_argument("--gpu-zero-copy", choices=["off", "on", "auto"], default=None,
@@ -154,6 +160,9 @@ def engine_options(args) -> dict:
         opts["gpu_stream_encoded"] = True
     if getattr(args, "no_gpu_delivery_overlap", False):
         opts["gpu_delivery_overlap"] = False
+    for flag in ("gpu_early_scan", "gpu_copy_neighbours", "gpu_host_small_builds"):
+        if getattr(args, f"no_{flag}", False):
+            opts[flag] = False
     if getattr(args, "no_cpu_compile", False):
         opts["cpu_compile"] = False
     if getattr(args, "gpu_compressed_cache", False):
