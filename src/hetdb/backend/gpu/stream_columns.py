@@ -57,13 +57,13 @@ class DeliveryColumns:
         device buffer: LZ4 pages' characters all decompressed by one nvCOMP call
         (``strings_codec.decode_string_pages``), else each page decoded on its own (``_decode``)
         and the pages' arrays concatenated."""
-        from hetdb.backend.gpu.batch_plan import ALIGN
+        from hetdb.backend.gpu.batch_plan import _up
         from hetdb.backend.gpu.strings_codec import concat_strings, decode_string_pages
 
         cp = self._cupy
-        # each page's bytes start ALIGN-aligned: its sections are read as 4- and 8-byte words (a
-        # page after one of odd length was misaligned: CUDA_ERROR_MISALIGNED_ADDRESS on the H100)
-        starts = np.cumsum([0] + [-(-p.location.length // ALIGN) * ALIGN for p in pages])
+        # each page's bytes start 256-byte aligned (batch_plan's ALIGN): its sections are read as 4- and
+        # 8-byte words (a page after one of odd length was misaligned: CUDA_ERROR_MISALIGNED_ADDRESS)
+        starts = np.cumsum([0] + [_up(p.location.length) for p in pages])
         buf = cp.empty(max(int(starts[-1]), 1), dtype=cp.uint8)
         parts = []
         for p, got, off in zip(pages, raws, starts.tolist()):
