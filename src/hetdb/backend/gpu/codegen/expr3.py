@@ -259,10 +259,10 @@ class Emitter:
             else:
                 raise ExprError(f"{op} of {a.dtype} is not compiled")
             return self.temp(expr.dtype, f"({ctype(expr.dtype)})pipe::civil_part({days}, {_EXTRACT[op]})", a.valid)
-        args = [self.value(a) for a in expr.args]
-        # literals stay literals (expr_cuda checks e.g. that a divisor is a non-zero literal)
-        refs = tuple(a if isinstance(a, Literal) and a.value is not None else self._ref(v)
-                     for a, v in zip(expr.args, args))
+        # literals stay literals (expr_cuda checks e.g. that a divisor is a non-zero literal), rendered
+        # once, by translate (a literal's text may be a kernel parameter of its own)
+        args = [Val("", "true", a.dtype) if _is_value(a) else self.value(a) for a in expr.args]
+        refs = tuple(a if _is_value(a) else self._ref(v) for a, v in zip(expr.args, args))
         return self._strict(dataclasses.replace(expr, args=refs), args)
 
     def _kleene(self, op: str, args: list[Val]) -> Val:
@@ -338,6 +338,11 @@ class Emitter:
             value = f"({test} ? {v.value} : {value})"
             valid = f"({test} ? ({vv}) : ({valid}))"
         return self.temp(t, value, valid)
+
+
+def _is_value(e: Expr) -> bool:
+    """A literal that is not NULL."""
+    return isinstance(e, Literal) and e.value is not None
 
 
 def _both(a: str, b: str) -> str:

@@ -56,10 +56,12 @@ def compile_source(source: str, filename: str = "fused.cu") -> Any:
     key = C.cache_key(source, C.DEFAULT_OPTIONS, (), cc, tuple(nvrtc.getVersion()))
     cubin_path = C.cache_dir() / f"{Path(filename).stem}-{key[:32]}.cubin"
     if cubin_path.is_file():
+        C.count("disk")
         return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
     try:
         cubin, _ = C._compile_cubin(nvrtc, source, filename, C.DEFAULT_OPTIONS, (), cc)
     except (AttributeError, RuntimeError):
+        C.count("nvrtc")
         return C.CompiledModule(cupy.RawModule(code=source, options=C.DEFAULT_OPTIONS), {}, None)
     C._write_atomically(cubin_path, cubin)
     C._write_atomically(cubin_path.with_suffix(".json"), json.dumps({}).encode())
