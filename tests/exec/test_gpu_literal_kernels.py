@@ -27,31 +27,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "backend"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
 
 from diff_check import mismatch  # noqa: E402
 from diff_queries import SSB_ORDERING, load_queries  # noqa: E402
 from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
+from gpu_literal_kernels import variant  # noqa: E402
 
 import hetdb  # noqa: E402
 from hetdb.backend.gpu import gpu_available  # noqa: E402
-
-# per SSB query: (literal in the suite's text, its replacement)
-SSB_VARIANTS = {
-    "q1.1": [("1993", "1995"), ("between 1 and 3", "between 2 and 4"), ("< 25", "< 30")],
-    "q1.2": [("199401", "199502"), ("between 4 and 6", "between 3 and 5"), ("between 26 and 35", "between 20 and 30")],
-    "q1.3": [("= 6", "= 9"), ("1994", "1995"), ("between 5 and 7", "between 4 and 6"),
-             ("between 36 and 40", "between 30 and 40")],
-    "q2.1": [("'MFGR#12'", "'MFGR#13'"), ("'AMERICA'", "'ASIA'")],
-    "q2.2": [("'MFGR#2221'", "'MFGR#2231'"), ("'MFGR#2228'", "'MFGR#2238'"), ("'ASIA'", "'EUROPE'")],
-    "q2.3": [("'MFGR#2239'", "'MFGR#2221'"), ("'EUROPE'", "'AMERICA'")],
-    "q3.1": [("'ASIA'", "'EUROPE'"), ("1992", "1993"), ("1997", "1996")],
-    "q3.2": [("'UNITED STATES'", "'CHINA'"), ("1992", "1993"), ("1997", "1998")],
-    "q3.3": [("'UNITED KI1'", "'UNITED KI2'"), ("'UNITED KI5'", "'UNITED KI3'"), ("1992", "1994")],
-    "q3.4": [("'UNITED KI1'", "'UNITED KI2'"), ("'UNITED KI5'", "'UNITED KI3'"), ("'Dec1997'", "'Jan1996'")],
-    "q4.1": [("'AMERICA'", "'EUROPE'"), ("'MFGR#1'", "'MFGR#3'")],
-    "q4.2": [("1997", "1995"), ("1998", "1996"), ("'MFGR#2'", "'MFGR#4'")],
-    "q4.3": [("1997", "1992"), ("'MFGR#14'", "'MFGR#22'"), ("'UNITED STATES'", "'CHINA'")],
-}
 
 # the queries whose plans at SF 0.01 differ between the two sets (more than their literals)
 DATA_DEPENDENT_PLANS = {"q2.3", "q3.2", "q3.3", "q3.4", "q4.3"}
@@ -102,14 +86,8 @@ def mixed_db(tmp_path_factory):
 
 
 def ssb_pairs() -> dict[str, tuple[str, str]]:
-    out = {}
-    for name, sql in load_queries("ssb").items():
-        other = sql
-        for old, new in SSB_VARIANTS[name]:
-            assert old in other, (name, old)
-            other = other.replace(old, new)
-        out[name] = (sql, other)
-    return out
+    """Each SSB query with the suite's literals and with scripts/gpu_literal_kernels.py's others."""
+    return {name: (sql, variant(name, sql)) for name, sql in load_queries("ssb").items()}
 
 
 def mixed_pairs() -> dict[str, tuple[str, str]]:
