@@ -95,9 +95,15 @@ def literal_params() -> Iterator[list[LiteralParam]]:
         _COLLECTED.reset(token)
 
 
+# literal parameters of one kernel at most (8 bytes each: with the other parameters under the 4 KiB
+# that every CUDA version passes to a kernel);
+# the literals past them stay in the source (a long IN list's tail)
+MAX_LITERAL_PARAMS = 256
+
+
 def _param(c: str, value: object, text: str) -> str:
     params = _COLLECTED.get()
-    if params is None:
+    if params is None or len(params) >= MAX_LITERAL_PARAMS:
         return text
     name = f"lit_{len(params)}"
     params.append(LiteralParam(name, c, value, text))
