@@ -96,8 +96,8 @@ def literal_params() -> Iterator[list[LiteralParam]]:
 
 
 # literal parameters of one kernel at most (8 bytes each: with the other parameters under the 4 KiB
-# that every CUDA version passes to a kernel);
-# the literals past them stay in the source (a long IN list's tail)
+# that every CUDA version passes to a kernel); the literals past them stay in the source (a long IN
+# list's tail)
 MAX_LITERAL_PARAMS = 256
 
 
