@@ -58,6 +58,7 @@ class LaunchTimes:
         self.cupy = cupy
         self.names: dict[int, str] = {}
         self.pending: list[tuple[str, Any, Any]] = []
+        self.calls: list[tuple[float, Any, Any]] = []  # (host time of the launch call, its start, stop events)
         self.last: dict[str, tuple] = {}  # kernel name -> (fn, grid, block, args, shared) of its last launch
         self.active = False
         real_launch, real_function = C.launch, C.CompiledModule.function
@@ -72,11 +73,13 @@ class LaunchTimes:
             if not probe.active:
                 return real_launch(fn, grid, block, args, shared_mem)
             name = probe.names.get(id(fn), "?")
+            t_call = time.perf_counter()
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
             real_launch(fn, grid, block, args, shared_mem)
             stop.record()
             probe.pending.append((name, start, stop))
+            probe.calls.append((t_call, start, stop))
             probe.last[name] = (fn, grid, block, args, shared_mem)
 
         C.CompiledModule.function = function
@@ -84,6 +87,25 @@ class LaunchTimes:
         for mod in list(sys.modules.values()):
             if getattr(mod, "__name__", "").startswith("hetdb.") and getattr(mod, "launch", None) is real_launch:
                 mod.launch = launch
+
+    def begin(self) -> tuple[float, Any]:
+        """A query's start: (host time, an event recorded on the idle stream at that time)."""
+        self.calls.clear()
+        ev = self.cupy.cuda.Event()
+        ev.record()
+        return time.perf_counter(), ev
+
+    def split(self, begun: tuple[float, Any], end: float) -> tuple[float, float]:
+        """(ms of host before the first launch, ms from the last kernel's end to ``end``) of the query
+        started at ``begun`` (the device's clock aligned with the host's by the start event)."""
+        if not self.calls:
+            return float("nan"), float("nan")
+        t0, ev = begun
+        first_call = self.calls[0][0]
+        last_stop = self.calls[-1][2]
+        last_stop.synchronize()
+        device_end = self.cupy.cuda.get_elapsed_time(ev, last_stop)  # ms after the start event
+        return (first_call - t0) * 1e3, (end - t0) * 1e3 - device_end
 
     def take(self) -> tuple[float, int, dict[str, float]]:
         """(kernel ms, launches, ms by kernel name) since the last take (waits for the device)."""
@@ -247,6 +269,7 @@ def profiled(con: Any, sql: str, runs: int, top: int) -> str:
     out = io.StringIO()
     st = pstats.Stats(prof, stream=out)
     st.sort_stats("tottime").print_stats(top)
+    st.sort_stats("cumtime").print_stats(r"hetdb", top)  # (the phases: hetdb's functions by cumulative time)
     calls = sum(v[1] for v in st.stats.values()) / runs
     text = "\n".join(line for line in out.getvalue().splitlines() if line.strip())
     return f"  cProfile of {runs} runs: {calls:,.0f} Python calls per run\n{text}"
@@ -266,11 +289,17 @@ def measure(con: Any, probe: LaunchTimes, label: str, sql: str, args: Any, varia
     probe.take()
     by: dict[str, float] = {}
     st: dict = {}
+    pre, post = [], []
     for i in range(args.runs):
-        t, tc = time.perf_counter(), time.thread_time()
+        begun = probe.begin()
+        t, tc = begun[0], time.thread_time()
         res = con.sql(sql)
         res.arrow()
-        wall, cpu = time.perf_counter() - t, time.thread_time() - tc
+        end = time.perf_counter()
+        wall, cpu = end - t, time.thread_time() - tc
+        before, after = probe.split(begun, end)
+        pre.append(before)
+        post.append(after)
         kms, n, by = probe.take()
         walls.append(wall * 1e3)
         kernels.append(kms)
@@ -278,8 +307,11 @@ def measure(con: Any, probe: LaunchTimes, label: str, sql: str, args: Any, varia
         top = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:4])
         print(f"  run {i}: wall {wall * 1e3:6.2f} ms  cpu {cpu * 1e3:6.2f}  exec "
               f"{st.get('exec_seconds', 0) * 1e3:6.2f}  plan {st.get('plan_seconds', 0) * 1e3:5.2f}  "
-              f"kernels {kms:6.3f} ms in {n} launches ({top})  modes {st.get('gpu_pipelines')}", flush=True)
+              f"kernels {kms:6.3f} ms in {n} launches ({top})  host before the first launch {before:.3f} ms, "
+              f"after the last kernel's end {after:.3f} ms  modes {st.get('gpu_pipelines')}", flush=True)
     probe.active = False
+    print(f"  median host before the first launch {statistics.median(pre):.3f} ms, after the last kernel "
+          f"{statistics.median(post):.3f} ms", flush=True)
     resident = (st.get("routes") or {}).get("bytes", {}).get("gpu_resident", 0) if isinstance(
         st.get("routes"), dict) else 0
     fused = {k: v for k, v in probe.last.items() if k.startswith("fused_")}
