@@ -132,6 +132,13 @@ class PageTable:
     num_tiles: int
     num_rows: int
     keep: list[Any] = field(default_factory=list, repr=False)
+    # (device copy, CUDA event after its copy) from the first launch on: a table kept between runs
+    # (fusion_run keeps it with the device cache's entries) is copied to the device once, not per launch
+    device: Any = field(default=None, repr=False)
+
+    def device_arrays(self) -> list[Any]:
+        """The device memory this table holds (its device copy), for the device cache's accounting."""
+        return [] if self.device is None else [self.device[0]]
 
 
 @dataclass
@@ -273,12 +280,21 @@ class FusedPipeline:
 
         if pages.num_tiles == 0 or state.num_groups == 0:
             return
-        # through pinned memory: a copy from pageable memory may wait for the stream's earlier work
-        # (the delivery's copies), which would keep the host from queueing the next one meanwhile
-        staged = pinned_empty(pages.host.shape, pages.host.dtype)
-        staged[...] = pages.host
-        table = to_device_async(staged, cupy.cuda.get_current_stream())
-        state.page_tables.append((table, staged))  # both live until the launch has run
+        stream = cupy.cuda.get_current_stream()
+        if pages.device is None:
+            # through pinned memory: a copy from pageable memory may wait for the stream's earlier work
+            # (the delivery's copies), which would keep the host from queueing the next one meanwhile
+            staged = pinned_empty(pages.host.shape, pages.host.dtype)
+            staged[...] = pages.host
+            table = to_device_async(staged, stream)
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(stream)
+            pages.device = (table, done)
+            state.page_tables.append((table, staged))  # both live until the launch has run
+        else:
+            table, done = pages.device
+            stream.wait_event(done)  # (its copy may have gone out on another stream)
+            state.page_tables.append((table, None))
         args: list[Any] = [np.uint64(0)] * len(self.spec.inputs)
         args += [np.int64(0), table, np.int64(pages.num_pages), np.int64(pages.num_tiles)]
         self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
