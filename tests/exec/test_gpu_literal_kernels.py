@@ -33,6 +33,7 @@ from diff_check import mismatch  # noqa: E402
 from diff_queries import SSB_ORDERING, load_queries  # noqa: E402
 from exec_plan_helpers import duck_tables, stored_tables  # noqa: E402
 from gpu_literal_kernels import variant  # noqa: E402
+from test_gpu_pipeline_suites import _AsGpu, _fake_batches  # noqa: E402
 
 import hetdb  # noqa: E402
 from hetdb.backend.gpu import gpu_available  # noqa: E402
@@ -94,25 +95,10 @@ def mixed_pairs() -> dict[str, tuple[str, str]]:
     return {name: (text.format(*a), text.format(*b)) for name, (text, a, b) in MIXED.items()}
 
 
-class _AsGpu:
-    """A CPU run's context as the GPU's pipeline compiler sees it (it plans GPU kernels only)."""
-
-    device = True
-
-    def __init__(self, ctx) -> None:
-        self._ctx = ctx
-
-    def __getattr__(self, name: str):
-        return getattr(self._ctx, name)
-
-
 def _batches(ctx, pipe) -> list:
     """test_gpu_pipeline_suites._fake_batches, and the same with every dictionary string column's page
     plain (a column's later pages are plain once its strings are mostly distinct: storage/dictionary.py)."""
-    import dataclasses
-
     import numpy as np
-    from test_gpu_pipeline_suites import _fake_batches
 
     from hetdb.column import Batch, Column
 
@@ -122,7 +108,7 @@ def _batches(ctx, pipe) -> list:
         if strings:
             cols = {c: Column(col.dtype, offsets=np.zeros(b.num_rows + 1, np.int64), chars=np.zeros(0, np.uint8),
                               validity=col.validity) if c in strings else col for c, col in b.columns.items()}
-            out.append(dataclasses.replace(b, columns=cols) if dataclasses.is_dataclass(b) else Batch(cols, b.num_rows))
+            out.append(Batch(cols, b.num_rows))
     return out
 
 
