@@ -15,7 +15,9 @@ per SM the occupancy API allows, and the same launch at other grid sizes (the ke
 grid-stride, so any grid computes the same); for the queries in ``--variants``, that kernel
 regenerated at other block sizes and items per thread (its page table re-tiled). For the queries in ``--profile``: the median time per
 top-level pipeline with the device synchronised after each (host work and its kernels together),
-a cProfile of 3 runs (calls per run, top functions by own time) and EXPLAIN ANALYZE.
+a cProfile of 3 runs (calls per run, top functions by own and cumulative time), a sampling profile of
+100 runs (scripts/gpu_hot_probe.py's sampler: ms per run by innermost line and by function on the
+stack) and EXPLAIN ANALYZE.
 
 ``--experiment NAME`` measures each query again with that GPU compiler experiment on
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
@@ -275,6 +277,26 @@ def profiled(con: Any, sql: str, runs: int, top: int) -> str:
     return f"  cProfile of {runs} runs: {calls:,.0f} Python calls per run\n{text}"
 
 
+def sampled(con: Any, sql: str, runs: int, top: int) -> str:
+    """``runs`` hot runs under scripts/gpu_hot_probe.py's sampling profiler (the query thread's stack
+    every 0.25 ms: wall time by innermost line and by function on the stack, without cProfile's
+    per-call overhead)."""
+    import threading
+
+    from gpu_hot_probe import Sampler
+
+    sampler = Sampler(0.00025)
+    sampler.target = threading.main_thread().ident
+    sampler.active = True
+    t = time.perf_counter()
+    for _ in range(runs):
+        con.sql(sql).arrow()
+    wall = time.perf_counter() - t
+    sampler.active = False
+    sampler._stop = True
+    return sampler.report(runs, wall, top)
+
+
 def measure(con: Any, probe: LaunchTimes, label: str, sql: str, args: Any, variants: bool,
             tiles: tuple) -> tuple[float, float, float | None]:
     """First run, ``--warmup`` runs, then ``--runs`` timed ones (a line each), and the largest fused
@@ -418,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                 if q.name in profile and not mode:
                     print(per_pipeline(con, q.sql, 3), flush=True)
                     print(profiled(con, q.sql, 3, args.top), flush=True)
+                    print(sampled(con, q.sql, 100, args.top), flush=True)
                     text = con.explain(q.sql, analyze=True)
                     print("\n".join(line for line in text.splitlines()
                                     if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
