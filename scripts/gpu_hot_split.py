@@ -445,10 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                     print("\n".join(line for line in text.splitlines()
                                     if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
         _switch(args.experiment, False)
-    print("query    wall ms  kernels ms  fused alone ms  host ms (wall - kernels)"
+    print(f"{'query':22} wall ms  kernels ms  fused alone ms  host ms (wall - kernels)"
           + ("  | other literals: modules, wall ms, kernels ms" if args.literals else ""))
     for name, w, k, own, extra in rows:
-        print(f"{name:6} {w:9.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}{extra}")
+        print(f"{name:22} {w:7.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}{extra}")
     return 0
 
 
