@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python scripts/gpu_hot_split.py DB [--suite ssb] [--queries q1.1,q2.1] [--runs 5]
         [--warmup 2] [--replays 20] [--profile q1.1,q2.1] [--variants q1.1] [--tiles 128x4,256x4]
-        [--option k=v]
+        [--option k=v] [--experiment fused_block256] [--literals]
 
 One connection; per query, after the first run (data into the device cache, kernel compiles) and
 ``--warmup`` untimed runs, ``--runs`` timed runs, each with: its wall time, the query thread's CPU
@@ -15,7 +15,15 @@ per SM the occupancy API allows, and the same launch at other grid sizes (the ke
 grid-stride, so any grid computes the same); for the queries in ``--variants``, that kernel
 regenerated at other block sizes and items per thread (its page table re-tiled). For the queries in ``--profile``: the median time per
 top-level pipeline with the device synchronised after each (host work and its kernels together),
-a cProfile of 3 runs (calls per run, top functions by own time) and EXPLAIN ANALYZE.
+a cProfile of 3 runs (calls per run, top functions by own and cumulative time), a sampling profile of
+100 runs (scripts/gpu_hot_probe.py's sampler: ms per run by innermost line and by function on the
+stack) and EXPLAIN ANALYZE.
+
+``--experiment NAME`` measures each query again with that GPU compiler experiment on
+(exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
+gets a comment, so it is planned and fused anew). ``--literals`` (SSB) runs each query also with
+scripts/gpu_literal_kernels.py's other literal values: the CUDA modules that loaded (none when the
+kernels are shared), then its hot wall and kernel times.
 
 The last lines are a table: per query wall, kernels, replayed kernel and "host" = wall - kernels
 (what no kernel of ours accounts for: Python, CuPy's small kernels, copies and waits).
@@ -52,6 +60,7 @@ class LaunchTimes:
         self.cupy = cupy
         self.names: dict[int, str] = {}
         self.pending: list[tuple[str, Any, Any]] = []
+        self.calls: list[tuple[float, Any, Any]] = []  # (host time of the launch call, its start, stop events)
         self.last: dict[str, tuple] = {}  # kernel name -> (fn, grid, block, args, shared) of its last launch
         self.active = False
         real_launch, real_function = C.launch, C.CompiledModule.function
@@ -66,11 +75,13 @@ class LaunchTimes:
             if not probe.active:
                 return real_launch(fn, grid, block, args, shared_mem)
             name = probe.names.get(id(fn), "?")
+            t_call = time.perf_counter()
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
             real_launch(fn, grid, block, args, shared_mem)
             stop.record()
             probe.pending.append((name, start, stop))
+            probe.calls.append((t_call, start, stop))
             probe.last[name] = (fn, grid, block, args, shared_mem)
 
         C.CompiledModule.function = function
@@ -78,6 +89,25 @@ class LaunchTimes:
         for mod in list(sys.modules.values()):
             if getattr(mod, "__name__", "").startswith("hetdb.") and getattr(mod, "launch", None) is real_launch:
                 mod.launch = launch
+
+    def begin(self) -> tuple[float, Any]:
+        """A query's start: (host time, an event recorded on the idle stream at that time)."""
+        self.calls.clear()
+        ev = self.cupy.cuda.Event()
+        ev.record()
+        return time.perf_counter(), ev
+
+    def split(self, begun: tuple[float, Any], end: float) -> tuple[float, float]:
+        """(ms of host before the first launch, ms from the last kernel's end to ``end``) of the query
+        started at ``begun`` (the device's clock aligned with the host's by the start event)."""
+        if not self.calls:
+            return float("nan"), float("nan")
+        t0, ev = begun
+        first_call = self.calls[0][0]
+        last_stop = self.calls[-1][2]
+        last_stop.synchronize()
+        device_end = self.cupy.cuda.get_elapsed_time(ev, last_stop)  # ms after the start event
+        return (first_call - t0) * 1e3, (end - t0) * 1e3 - device_end
 
     def take(self) -> tuple[float, int, dict[str, float]]:
         """(kernel ms, launches, ms by kernel name) since the last take (waits for the device)."""
@@ -241,9 +271,129 @@ def profiled(con: Any, sql: str, runs: int, top: int) -> str:
     out = io.StringIO()
     st = pstats.Stats(prof, stream=out)
     st.sort_stats("tottime").print_stats(top)
+    st.sort_stats("cumtime").print_stats(r"hetdb", top)  # (the phases: hetdb's functions by cumulative time)
     calls = sum(v[1] for v in st.stats.values()) / runs
     text = "\n".join(line for line in out.getvalue().splitlines() if line.strip())
     return f"  cProfile of {runs} runs: {calls:,.0f} Python calls per run\n{text}"
+
+
+def sampled(con: Any, sql: str, runs: int, top: int) -> str:
+    """``runs`` hot runs under scripts/gpu_hot_probe.py's sampling profiler (the query thread's stack
+    every 0.25 ms: wall time by innermost line and by function on the stack, without cProfile's
+    per-call overhead)."""
+    import threading
+
+    from gpu_hot_probe import Sampler
+
+    sampler = Sampler(0.00025)
+    sampler.target = threading.main_thread().ident
+    sampler.active = True
+    t = time.perf_counter()
+    for _ in range(runs):
+        con.sql(sql).arrow()
+    wall = time.perf_counter() - t
+    sampler.active = False
+    sampler._stop = True
+    return sampler.report(runs, wall, top)
+
+
+def measure(con: Any, probe: LaunchTimes, label: str, sql: str, args: Any, variants: bool,
+            tiles: tuple) -> tuple[float, float, float | None]:
+    """First run, ``--warmup`` runs, then ``--runs`` timed ones (a line each), and the largest fused
+    kernel replayed alone: (median wall ms, median kernels ms, replayed ms or None)."""
+    t = time.perf_counter()
+    con.sql(sql).arrow()
+    print(f"{label}: first run {(time.perf_counter() - t) * 1e3:.1f} ms", flush=True)
+    for _ in range(args.warmup):
+        con.sql(sql).arrow()
+    walls, kernels = [], []
+    probe.active = True
+    probe.take()
+    by: dict[str, float] = {}
+    st: dict = {}
+    pre, post = [], []
+    for i in range(args.runs):
+        begun = probe.begin()
+        t, tc = begun[0], time.thread_time()
+        res = con.sql(sql)
+        res.arrow()
+        end = time.perf_counter()
+        wall, cpu = end - t, time.thread_time() - tc
+        before, after = probe.split(begun, end)
+        pre.append(before)
+        post.append(after)
+        kms, n, by = probe.take()
+        walls.append(wall * 1e3)
+        kernels.append(kms)
+        st = getattr(res, "stats", None) or {}
+        top = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:4])
+        print(f"  run {i}: wall {wall * 1e3:6.2f} ms  cpu {cpu * 1e3:6.2f}  exec "
+              f"{st.get('exec_seconds', 0) * 1e3:6.2f}  plan {st.get('plan_seconds', 0) * 1e3:5.2f}  "
+              f"kernels {kms:6.3f} ms in {n} launches ({top})  host before the first launch {before:.3f} ms, "
+              f"after the last kernel's end {after:.3f} ms  modes {st.get('gpu_pipelines')}", flush=True)
+    probe.active = False
+    print(f"  median host before the first launch {statistics.median(pre):.3f} ms, after the last kernel "
+          f"{statistics.median(post):.3f} ms", flush=True)
+    resident = (st.get("routes") or {}).get("bytes", {}).get("gpu_resident", 0) if isinstance(
+        st.get("routes"), dict) else 0
+    fused = {k: v for k, v in probe.last.items() if k.startswith("fused_")}
+    own = None
+    if fused:
+        name = max(fused, key=lambda k: by.get(k, 0.0))
+        launch = fused[name]
+        fn, grid, block, _, shared = launch
+        own = replay(probe, launch, grid, args.replays)
+        rate = f"{resident / own / 1e6:.0f} GB/s of {resident / 1e6:.0f} MB resident" if resident else ""
+        print(f"  {name} alone: {own:.3f} ms at grid {grid} x {block} (shared {shared} B) {rate}; "
+              f"{occupancy(fn, block, shared)}", flush=True)
+        grids = sorted({132, 264, 528, 1056, 2112, 4224, 8448, 65536} - {grid})
+        print("    other grids: " + ", ".join(f"{g}: {replay(probe, launch, g, max(3, args.replays // 4)):.3f}"
+                                              for g in grids), flush=True)
+        if variants:
+            print(tile_variants(probe, name, launch, max(3, args.replays // 4), tiles), flush=True)
+    probe.last.clear()
+    return statistics.median(walls), statistics.median(kernels), own
+
+
+def literal_runs(con: Any, probe: LaunchTimes, name: str, sql: str, args: Any) -> str:
+    """The query with other literal values (scripts/gpu_literal_kernels.py): its first run and the CUDA
+    modules it loaded (compiled or from the disk cache: none when its kernels are the first set's),
+    then ``--runs`` hot runs; the table's columns."""
+    from hetdb.backend.gpu.compile import compile_counts
+
+    before = sum(compile_counts().values())
+    t = time.perf_counter()
+    con.sql(sql).arrow()
+    first = (time.perf_counter() - t) * 1e3
+    modules = sum(compile_counts().values()) - before
+    for _ in range(args.warmup):
+        con.sql(sql).arrow()
+    probe.active = True
+    probe.take()
+    walls, kernels = [], []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        con.sql(sql).arrow()
+        walls.append((time.perf_counter() - t) * 1e3)
+        kernels.append(probe.take()[0])
+    probe.active = False
+    probe.last.clear()
+    wall, kms = statistics.median(walls), statistics.median(kernels)
+    print(f"  other literals: first run {first:.1f} ms, {modules} modules loaded; hot wall {wall:.2f} ms, "
+          f"kernels {kms:.3f} ms", flush=True)
+    return f"  | {modules:3d} {wall:9.2f} {kms:10.3f}"
+
+
+def _switch(experiment: str, on: bool) -> None:
+    """Switch the GPU compiler's experiment (exec/compiled_features.EXPERIMENTS) on or off."""
+    if not experiment:
+        return
+    from hetdb.exec import compiled_features
+
+    if on:
+        compiled_features.enabled.add(experiment)
+    else:
+        compiled_features.enabled.discard(experiment)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
                     "SM], comma-separated (default: " + ",".join(f"{a}x{b}/{c}" for a, b, c in VARIANTS) + ")")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--option", action="append", default=[], help="connection option name=value")
+    ap.add_argument("--experiment", default="", help="a GPU compiler experiment (exec/compiled_features): each query "
+                    "measured again with it on, right after the default (same process)")
+    ap.add_argument("--literals", action="store_true", help="SSB: each query also with other literal values "
+                    "(scripts/gpu_literal_kernels.py): modules it loads, hot times")
     args = ap.parse_args(argv)
     queries = load_queries(args.suite, [q for q in args.queries.split(",") if q] or None)
     profile = {q for q in args.profile.split(",") if q}
@@ -268,59 +422,33 @@ def main(argv: list[str] | None = None) -> int:
     tiles = parse_tiles(args.tiles)
     probe = LaunchTimes()
     rows = []
+    modes = [""] + ([args.experiment] if args.experiment else [])
     with hetdb.connect(args.db, device="gpu", **parse_options(args.option)) as con:
         for q in queries:
-            t = time.perf_counter()
-            con.sql(q.sql).arrow()
-            print(f"{q.name}: first run {(time.perf_counter() - t) * 1e3:.1f} ms", flush=True)
-            for _ in range(args.warmup):
-                con.sql(q.sql).arrow()
-            walls, kernels = [], []
-            probe.active = True
-            probe.take()
-            for i in range(args.runs):
-                t, tc = time.perf_counter(), time.thread_time()
-                res = con.sql(q.sql)
-                res.arrow()
-                wall, cpu = time.perf_counter() - t, time.thread_time() - tc
-                kms, n, by = probe.take()
-                walls.append(wall * 1e3)
-                kernels.append(kms)
-                st = getattr(res, "stats", None) or {}
-                top = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:4])
-                print(f"  run {i}: wall {wall * 1e3:6.2f} ms  cpu {cpu * 1e3:6.2f}  exec "
-                      f"{st.get('exec_seconds', 0) * 1e3:6.2f}  plan {st.get('plan_seconds', 0) * 1e3:5.2f}  "
-                      f"kernels {kms:6.3f} ms in {n} launches ({top})  modes {st.get('gpu_pipelines')}", flush=True)
-            probe.active = False
-            resident = (st.get("routes") or {}).get("bytes", {}).get("gpu_resident", 0) if isinstance(
-                st.get("routes"), dict) else 0
-            fused = {k: v for k, v in probe.last.items() if k.startswith("fused_")}
-            own = None
-            if fused:
-                name = max(fused, key=lambda k: by.get(k, 0.0))
-                launch = fused[name]
-                fn, grid, block, _, shared = launch
-                own = replay(probe, launch, grid, args.replays)
-                rate = f"{resident / own / 1e6:.0f} GB/s of {resident / 1e6:.0f} MB resident" if resident else ""
-                print(f"  {name} alone: {own:.3f} ms at grid {grid} x {block} (shared {shared} B) {rate}; "
-                      f"{occupancy(fn, block, shared)}", flush=True)
-                grids = sorted({132, 264, 528, 1056, 2112, 4224, 8448, 65536} - {grid})
-                print("    other grids: " + ", ".join(f"{g}: {replay(probe, launch, g, max(3, args.replays // 4)):.3f}"
-                                                      for g in grids), flush=True)
-                if q.name in variants:
-                    print(tile_variants(probe, name, launch, max(3, args.replays // 4), tiles), flush=True)
-            probe.last.clear()
-            wall_med, k_med = statistics.median(walls), statistics.median(kernels)
-            rows.append((q.name, wall_med, k_med, own))
-            if q.name in profile:
-                print(per_pipeline(con, q.sql, 3), flush=True)
-                print(profiled(con, q.sql, 3, args.top), flush=True)
-                text = con.explain(q.sql, analyze=True)
-                print("\n".join(line for line in text.splitlines()
-                                if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
-    print("query    wall ms  kernels ms  fused alone ms  host ms (wall - kernels)")
-    for name, w, k, own in rows:
-        print(f"{name:6} {w:9.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}")
+            for mode in modes:
+                _switch(args.experiment, mode == args.experiment)
+                label = q.name + (f" +{mode}" if mode else "")
+                # (a text of its own: a plan of its own, not the default's cached plan and fused state)
+                sql = f"/* {mode} */ {q.sql}" if mode else q.sql
+                wall_med, k_med, own = measure(con, probe, label, sql, args, q.name in variants and not mode, tiles)
+                extra = ""
+                if args.literals and not mode:
+                    from gpu_literal_kernels import variant
+
+                    extra = literal_runs(con, probe, q.name, variant(q.name, q.sql), args)
+                rows.append((label, wall_med, k_med, own, extra))
+                if q.name in profile and not mode:
+                    print(per_pipeline(con, q.sql, 3), flush=True)
+                    print(profiled(con, q.sql, 3, args.top), flush=True)
+                    print(sampled(con, q.sql, 100, args.top), flush=True)
+                    text = con.explain(q.sql, analyze=True)
+                    print("\n".join(line for line in text.splitlines()
+                                    if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
+        _switch(args.experiment, False)
+    print(f"{'query':22} wall ms  kernels ms  fused alone ms  host ms (wall - kernels)"
+          + ("  | other literals: modules, wall ms, kernels ms" if args.literals else ""))
+    for name, w, k, own, extra in rows:
+        print(f"{name:22} {w:7.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}{extra}")
     return 0
 
 

@@ -108,8 +108,12 @@ def test_literals_translate_exactly():
         filters=(call("ne", T.BOOL, col("b", T.INT64), Literal(T.INT64, -(1 << 63))),
                  call("lt", T.BOOL, i64(col("b", T.INT64)), Literal(T.INT64, (1 << 63) - 1))),
         aggregates=(AggregateSpec("count_star"),))
-    src = generate(spec).body
-    assert "(-9223372036854775807LL - 1LL)" in src and "(9223372036854775807LL)" in src
+    kernel = generate(spec)
+    # the values are kernel arguments (their exact C++ texts serve host-compiled harnesses)
+    assert [(lit.ctype, lit.value, lit.text) for lit in kernel.literals] == [
+        ("long long", -(1 << 63), "(-9223372036854775807LL - 1LL)"),
+        ("long long", (1 << 63) - 1, "(9223372036854775807LL)")]
+    assert "const long long lit_0" in kernel.body and "9223372036854775807" not in kernel.body
     with pytest.raises(UnsupportedError):
         generate(FusedPipelineSpec(inputs=(("a", T.INT32),),
                                    filters=(call("eq", T.BOOL, col("a"), lit(1 << 40)),),
@@ -181,3 +185,17 @@ def test_columns_most_rows_need_are_loaded_first():
                             filters=(call("ge", T.BOOL, col("a"), lit(1)), call("le", T.BOOL, col("a"), lit(9))),
                             aggregates=(AggregateSpec("sum", col("n")), AggregateSpec("sum", col("w", T.INT64))))
     assert eager_columns(two, []) == ("a", "n")
+
+
+def test_literal_parameters_are_capped():
+    """A long IN list passes its first MAX_LITERAL_PARAMS items as kernel parameters and keeps the rest
+    in the source (a launch's parameters are limited in size)."""
+    from hetdb.backend.gpu.codegen.expr_cuda import MAX_LITERAL_PARAMS
+
+    items = tuple(Literal(T.INT64, v) for v in range(MAX_LITERAL_PARAMS + 3))
+    spec = FusedPipelineSpec(inputs=(("b", T.INT64),),
+                             filters=(call("in_list", T.BOOL, col("b", T.INT64), *items),),
+                             aggregates=(AggregateSpec("count_star"),))
+    kernel = generate(spec)
+    assert len(kernel.literals) == MAX_LITERAL_PARAMS
+    assert f"lit_{MAX_LITERAL_PARAMS - 1}" in kernel.body and f"({MAX_LITERAL_PARAMS + 2}LL)" in kernel.body

@@ -76,7 +76,8 @@ def test_fused_page_table_with_compressed_pages(tmp_path, eager):
             "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
             f"    for (unsigned t = 0; t < {FP_BLOCK}; ++t) {{", "      threadIdx.x = t;",
             f"      {k.name}(nullptr, nullptr, 0, pt, NP, {tiles}, 0, 7, 1, 7, 0, "
-            + ", ".join(f"acc{a}" for a in range(nacc)) + ", domain_errors, arith_err);",
+            + ", ".join(f"acc{a}" for a in range(nacc)) + ", domain_errors, arith_err"
+            + "".join(f", {lit.text}" for lit in k.literals) + ");",
             "    }", "  }",
             '  if (domain_errors[0] || arith_err[0]) { std::printf("FAIL\\n"); return 1; }',
             "  for (int g = 0; g < 7; ++g) std::printf(\"%d " + " ".join(["%lld"] * nacc) + "\\n\", g, "

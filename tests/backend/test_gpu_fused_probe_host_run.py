@@ -66,7 +66,8 @@ def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager, block):
             "  gridDim.x = std::atoi(argv[1]);", "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
             f"    for (unsigned t = 0; t < {block}; ++t) {{", "      threadIdx.x = t;",
             f"      {kernel.name}(nullptr, nullptr, 0, pt, NP, {tiles}, rows, {table.lo}, {table.size}, pay, "
-            "0, 5, 1, 5, 0, " + ", ".join(f"acc{a}" for a in range(nacc)) + ", domain_errors, arith_err);",
+            "0, 5, 1, 5, 0, " + ", ".join(f"acc{a}" for a in range(nacc)) + ", domain_errors, arith_err"
+            + "".join(f", {lit.text}" for lit in kernel.literals) + ");",
             "    }", "  }",
             '  if (domain_errors[0] || arith_err[0]) { std::printf("FAIL\\n"); return 1; }',
             "  for (int g = 0; g < 5; ++g) std::printf(\"%d " + " ".join(["%lld"] * nacc) + "\\n\", g, "

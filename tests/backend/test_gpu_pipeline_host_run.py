@@ -239,6 +239,7 @@ def run_kernel(spec: PipelineSpec, columns: dict[str, list], builds: list[tuple[
     args += ["errors", "arith_err"]
     if any(a.part.startswith("zero_sign") for a in k.accumulators):
         args.append(f"{row0}LL")  # pl_row0
+    args += [lit.text for lit in k.literals]  # (the literals' values: the kernel's last parameters)
     main = ["int main() {", *paging]
     main += [f"  for (int s = 0; s < {slots}; ++s) acc{a}[s] = acc{a}_init;" for a in range(len(k.accumulators))]
     main += [f"  gridDim.x = {max(1, num_tiles)};",

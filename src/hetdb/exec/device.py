@@ -205,6 +205,11 @@ class DeviceResources:
         seen: dict[int, int] = {}
         with cache._lock:  # read-only walk; the cache exposes no iterator over values
             values = [e.value for e in cache._entries.values()]
+            # what is derived from them (set_derived) and holds device memory of its own: a fused
+            # kernel's page table keeps its device copy (codegen/runtime.PageTable)
+            derived = [v for _, v in getattr(cache, "_derived", {}).values()]
+        for v in derived:
+            values += [x for x in (v if isinstance(v, tuple) else (v,)) if hasattr(x, "device_arrays")]
         values += list(self.luts.arrays())
         if stamp is not None:
             stamp = (mutations, self.luts.version)  # (after arrays(): it drops dead dictionaries' tables)

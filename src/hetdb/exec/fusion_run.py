@@ -295,8 +295,11 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
             cache.set_derived(tkey, hit)
         table, rest = hit
         if table is not None and table.num_tiles:
+            fresh = table.device is None
             with Timer(ctx, sink_id):
                 fp.consume_pages(state, table, plan.tables)
+            if fresh and table.device is not None:
+                cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
     finally:
         resident.release()
         if fill is not None:

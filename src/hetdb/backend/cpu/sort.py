@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from hetdb.backend.cpu.groupby import int_ranges
+from hetdb.backend.cpu.groupby import SMALL_ROWS, int_ranges
 from hetdb.backend.cpu.keys import kernel_threads
 
 _SIGN = np.int64(-0x8000000000000000)
@@ -129,7 +129,11 @@ def _packed_order(okeys: list[np.ndarray], rows: np.ndarray) -> np.ndarray | Non
         strides[j] = acc
         acc *= sizes[j]
     mins = np.array([lo for lo, _ in ranges], np.int64)
-    packed = sort_int64(_pack(np.stack(okeys), mins, strides, np.int64(idx_bits), rows))
+    if n < SMALL_ROWS:  # (a parallel Numba region costs more than these few NumPy passes)
+        codes = ((np.stack([k[rows] for k in okeys]) - mins[:, None]) * strides[:, None]).sum(axis=0)
+        packed = np.sort((codes << np.int64(idx_bits)) | np.arange(n, dtype=np.int64))
+    else:
+        packed = sort_int64(_pack(np.stack(okeys), mins, strides, np.int64(idx_bits), rows))
     return packed & np.int64((1 << idx_bits) - 1)
 
 

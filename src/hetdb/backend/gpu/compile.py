@@ -24,6 +24,9 @@ from hetdb.compiling import compiling
 from hetdb.errors import HetdbError
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
+# modules this process compiled with NVRTC ("nvrtc") and loaded from the disk cache ("disk"), for
+# probes and tests (compile_counts)
+_COUNTS = {"nvrtc": 0, "disk": 0}
 DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
@@ -43,6 +46,16 @@ def load_source(filename: str) -> str:
         return _INCLUDE.sub(lambda m: expand(m.group(1)), text)
 
     return expand(filename)
+
+
+def compile_counts() -> dict[str, int]:
+    """How many CUDA modules this process has compiled with NVRTC ("nvrtc") and loaded from the
+    disk cache ("disk") so far (generated kernels and .cu files alike)."""
+    return dict(_COUNTS)
+
+
+def count(kind: str) -> None:
+    _COUNTS[kind] += 1
 
 
 def cache_dir() -> Path:
@@ -98,12 +111,14 @@ def get_module(filename: str, name_expressions: tuple[str, ...] = (),
     names_path = cubin_path.with_suffix(".json")
     if cubin_path.is_file() and names_path.is_file():
         lowered = json.loads(names_path.read_text())
+        count("disk")
         return CompiledModule(cupy.RawModule(path=str(cubin_path)), lowered, cubin_path)
     try:
         cubin, lowered = _compile_cubin(nvrtc, source, filename, options, name_expressions, cc)
     except (AttributeError, RuntimeError):
         # This CuPy lacks the NVRTC entry points used above (or cannot emit a cubin): compile through
         # RawModule, which keeps its own cache (keyed by source, options, arch and versions).
+        count("nvrtc")
         module = cupy.RawModule(code=source, options=options, name_expressions=name_expressions)
         return CompiledModule(module, {}, None)
     _write_atomically(cubin_path, cubin)
@@ -113,6 +128,7 @@ def get_module(filename: str, name_expressions: tuple[str, ...] = (),
 
 def _compile_cubin(nvrtc: Any, source: str, filename: str, options: tuple[str, ...],
                    name_expressions: tuple[str, ...], cc: str) -> tuple[bytes, dict[str, str]]:
+    count("nvrtc")
     prog = nvrtc.createProgram(source, filename, [], [])
     try:
         add_name = getattr(nvrtc, "addNameExpression", None) or nvrtc.addAddNameExpression

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hetdb import types as T
-from hetdb.backend.gpu.codegen.expr_cuda import Code, ExprError, ctype, literal, translate
+from hetdb.backend.gpu.codegen.expr_cuda import Code, ExprError, ctype, literal, pattern_param, translate
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
 
@@ -190,12 +190,15 @@ class Emitter:
                 raise ExprError(f"{expr.op} with a wildcard character is not compiled")
             text = {"starts_with": text + "%", "ends_with": "%" + text, "contains": "%" + text + "%"}[expr.op]
         data = text.encode("utf-8")
-        name = f"{self.prefix}_pat{len(self.globals)}"
-        body = ", ".join(str(b) for b in data) or "0"
-        self.globals.append(f"__device__ const unsigned char {name}[{max(1, len(data))}] = {{{body}}};")
+        param = pattern_param(data)  # (a kernel parameter: the pattern is not part of the source)
+        if param is None:
+            name, size = f"{self.prefix}_pat{len(self.globals)}", str(len(data))
+            body = ", ".join(str(b) for b in data) or "0"
+            self.globals.append(f"__device__ const unsigned char {name}[{max(1, len(data))}] = {{{body}}};")
+        else:
+            name, size = param
         k, nullable = self.plain[expr.args[0].cid]
-        value = (f"pipe::like_bytes(chr{k} + off{k}[row], off{k}[row + 1] - off{k}[row], {name}, "
-                 f"{len(data)})")
+        value = f"pipe::like_bytes(chr{k} + off{k}[row], off{k}[row + 1] - off{k}[row], {name}, {size})"
         if expr.op == "not_like":
             value = f"!{value}"
         return self.temp(T.BOOL, value, f"pipe::is_valid(val{k}, row)" if nullable else "true")
@@ -256,10 +259,10 @@ class Emitter:
             else:
                 raise ExprError(f"{op} of {a.dtype} is not compiled")
             return self.temp(expr.dtype, f"({ctype(expr.dtype)})pipe::civil_part({days}, {_EXTRACT[op]})", a.valid)
-        args = [self.value(a) for a in expr.args]
-        # literals stay literals (expr_cuda checks e.g. that a divisor is a non-zero literal)
-        refs = tuple(a if isinstance(a, Literal) and a.value is not None else self._ref(v)
-                     for a, v in zip(expr.args, args))
+        # literals stay literals (expr_cuda checks e.g. that a divisor is a non-zero literal), rendered
+        # once, by translate (a literal's text may be a kernel parameter of its own)
+        args = [Val("", "true", a.dtype) if _is_value(a) else self.value(a) for a in expr.args]
+        refs = tuple(a if _is_value(a) else self._ref(v) for a, v in zip(expr.args, args))
         return self._strict(dataclasses.replace(expr, args=refs), args)
 
     def _kleene(self, op: str, args: list[Val]) -> Val:
@@ -335,6 +338,11 @@ class Emitter:
             value = f"({test} ? {v.value} : {value})"
             valid = f"({test} ? ({vv}) : ({valid}))"
         return self.temp(t, value, valid)
+
+
+def _is_value(e: Expr) -> bool:
+    """A literal that is not NULL."""
+    return isinstance(e, Literal) and e.value is not None
 
 
 def _both(a: str, b: str) -> str:

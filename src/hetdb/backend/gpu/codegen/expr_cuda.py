@@ -13,17 +13,32 @@ the query on the CPU, exactly as when an operator-at-a-time GPU kernel meets suc
 is C's truncating remainder (DuckDB's; a double ``%`` is ``fmod``); a divisor that is not a literal is
 checked for zero where the row reaches the expression (common.cuh ``checked_mod``: DuckDB's division
 by zero error). A CASE branch's arithmetic counts its errors only on the rows that take the branch.
+
+Literal values are kernel *parameters* while a generator collects them (``literal_params``): the
+source then names ``lit_<i>`` where the value was, the kernel declares one parameter per literal
+occurrence and every launch passes the values, so queries that differ only in literal values
+generate the same text and share one compiled kernel. What decides the code's shape stays in the
+text: types (a decimal's scale, int32 against int64), NULL (validity "false"), booleans, the number
+of IN-list items, and the value checks that refuse to compile (a zero or NULL divisor, a literal
+that does not fit its type) — a spec refused for one value and compiled for another has different
+source only in the second case, as before.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import struct
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.checked import checked_text, is_checked
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
+from hetdb.plan.exprutil import transform
 from hetdb.types import DataType
 
 CTYPES = {"int32": "int", "date": "int", "string": "int", "bool": "bool", "int64": "long long",
@@ -47,6 +62,77 @@ class Code:
     @property
     def is_integer_like(self) -> bool:
         return self.dtype.kind in INTEGER_LIKE
+
+
+@dataclass(frozen=True)
+class LiteralParam:
+    """A literal passed to a generated kernel as its parameter ``name`` of C++ type ``ctype``:
+    ``value`` an int or float (a LIKE pattern: its UTF-8 bytes, passed as a device array), ``text``
+    the same value as a C++ expression (for host-compiled test harnesses)."""
+
+    name: str
+    ctype: str
+    value: object
+    text: str
+
+    def declaration(self) -> str:
+        return f"const {self.ctype} {self.name}"
+
+
+_COLLECTED: ContextVar[list[LiteralParam] | None] = ContextVar("hetdb_literal_params", default=None)
+
+
+@contextlib.contextmanager
+def literal_params() -> Iterator[list[LiteralParam]]:
+    """While the block runs, ``literal`` (and ``pattern_param``) turn values into kernel parameters,
+    appended to the yielded list in the order the source uses them (one per occurrence: which
+    literals are equal is a value, not part of the kernel's shape)."""
+    params: list[LiteralParam] = []
+    token = _COLLECTED.set(params)
+    try:
+        yield params
+    finally:
+        _COLLECTED.reset(token)
+
+
+# literal parameters of one kernel at most (8 bytes each: with the other parameters under the 4 KiB
+# that every CUDA version passes to a kernel); the literals past them stay in the source (a long IN
+# list's tail)
+MAX_LITERAL_PARAMS = 256
+
+
+def _param(c: str, value: object, text: str) -> str:
+    params = _COLLECTED.get()
+    if params is None or len(params) >= MAX_LITERAL_PARAMS:
+        return text
+    name = f"lit_{len(params)}"
+    params.append(LiteralParam(name, c, value, text))
+    return name
+
+
+def pattern_param(data: bytes) -> tuple[str, str] | None:
+    """(pointer, length) parameter names of a LIKE pattern's bytes, or None when no generator
+    collects literals (the caller then puts the bytes in the source)."""
+    if _COLLECTED.get() is None:
+        return None
+    text = '(const unsigned char*)"' + "".join(f"\\{b:03o}" for b in data) + '"'
+    ptr = _param("unsigned char* __restrict__", data, text)
+    return ptr, _param("int", len(data), f"({len(data)})")
+
+
+def masked(obj: Any) -> Any:
+    """``obj`` (an expression, or a spec: dataclasses and tuples of them) with every literal that
+    becomes a kernel parameter shown as ``?``: the generated source's comments describe the
+    pipeline without its literal values, so they do not make two kernels' texts differ."""
+    if isinstance(obj, Expr):
+        return transform(obj, lambda e: ColumnRef(e.dtype, "?", False) if isinstance(e, Literal)
+                         and e.value is not None and e.dtype.kind != "bool" else None)
+    if isinstance(obj, tuple):
+        return tuple(masked(o) for o in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and not isinstance(obj, DataType):
+        return dataclasses.replace(obj, **{f.name: masked(getattr(obj, f.name))
+                                           for f in dataclasses.fields(obj) if f.init})
+    return obj
 
 
 def ctype(dtype: DataType) -> str:
@@ -93,14 +179,15 @@ def literal(value: object, dtype: DataType) -> str:
     if kind == "float64":
         v = float(value)
         if math.isfinite(v):
-            return f"({v!r})"
+            return _param("double", v, f"({v!r})")
         bits = struct.unpack("<q", struct.pack("<d", v))[0]
-        return f"__longlong_as_double({_int_literal(bits, 'long long')})"
+        return _param("double", v, f"__longlong_as_double({_int_literal(bits, 'long long')})")
     if kind == "string" and not isinstance(value, int):
         raise ExprError(f"string literal {value!r} is not fused (compare dictionary codes instead)")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ExprError(f"literal {value!r} of type {dtype} is not fused")
-    return _int_literal(value, ctype(dtype))
+    c = ctype(dtype)
+    return _param(c, value, _int_literal(value, c))
 
 
 def _int_literal(v: int, c: str) -> str:

@@ -28,7 +28,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from hetdb import types as T
-from hetdb.backend.gpu.codegen.expr_cuda import Code, ExprError, convert, ctype, translate
+from hetdb.backend.gpu.codegen.expr_cuda import (
+    Code,
+    ExprError,
+    LiteralParam,
+    convert,
+    ctype,
+    literal_params,
+    masked,
+    translate,
+)
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
 from hetdb.errors import UnsupportedError
 
@@ -59,12 +68,24 @@ class KernelSource:
     name: str
     body: str                        # the generated kernel (without the header)
     accumulators: tuple[Accumulator, ...]  # accumulator 0 counts rows per group (non-empty groups)
+    # the literals' values, passed after every other argument (expr_cuda.literal_params)
+    literals: tuple[LiteralParam, ...] = ()
 
     def full_source(self) -> str:
-        """Header (with its includes inlined) + kernel: what NVRTC compiles."""
-        from hetdb.backend.gpu.compile import load_source
+        """Header (with its includes inlined) + kernel: what NVRTC compiles. Made once per kernel text
+        (the specs of queries differing only in literal values share it), so the module cache's
+        look-up hashes one string object (whose hash Python keeps)."""
+        text = _SOURCES.get(self.name)
+        if text is None:
+            from hetdb.backend.gpu.compile import load_source
 
-        return load_source(HEADER) + "\n" + self.body
+            if len(_SOURCES) >= 1024:
+                _SOURCES.pop(next(iter(_SOURCES)))
+            text = _SOURCES[self.name] = load_source(HEADER) + "\n" + self.body
+        return text
+
+
+_SOURCES: dict[str, str] = {}  # kernel name (a hash of its text) -> full source
 
 
 def generate(spec: FusedPipelineSpec) -> KernelSource:
@@ -73,14 +94,16 @@ def generate(spec: FusedPipelineSpec) -> KernelSource:
     if reason is not None:
         raise UnsupportedError(f"pipeline is not fusable: {reason}")
     try:
-        return _Generator(spec).run()
+        with literal_params() as literals:
+            return _Generator(spec, literals).run()
     except ExprError as e:
         raise UnsupportedError(f"pipeline is not fusable: {e}") from None
 
 
 class _Generator:
-    def __init__(self, spec: FusedPipelineSpec) -> None:
+    def __init__(self, spec: FusedPipelineSpec, literals: list[LiteralParam]) -> None:
         self.spec = spec
+        self.literals = literals  # filled while the stages translate their expressions
         self.lines: list[str] = []
         self.env: dict[str, Code] = {}
         self.input_index = {cid: k for k, (cid, _) in enumerate(spec.inputs)}
@@ -114,7 +137,7 @@ class _Generator:
         for f in exprs:
             self.load(f.columns())
             code = translate(f, self.env)
-            self.emit(f"// filter: {_comment(f)}")
+            self.emit(f"// filter: {_comment(masked(f))}")
             self.per_item([f"flags[i] = flags[i] && ({code.text});"])
 
     # ---- stages ----------------------------------------------------------------------------------
@@ -138,7 +161,7 @@ class _Generator:
         for p, probe in enumerate(spec.probes):
             self.load(probe.key.columns())
             key = translate(probe.key, self.env)
-            self.emit(f"// probe {p}: {_comment(probe.key)}")
+            self.emit(f"// probe {p}: {_comment(masked(probe.key))}")
             self.emit(f"int r{p}[FP_ITEMS];")
             used = [(j, cid, dtype) for j, (cid, dtype) in enumerate(probe.payload) if cid in later_uses]
             if probe.by_key:  # the payload loads go out with the row look-up (indexed by key)
@@ -249,9 +272,10 @@ class _Generator:
             params += [f"int* __restrict__ out_build{p}" for p in range(len(spec.probes))]
             params.append("unsigned long long* __restrict__ out_count")
         params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
+        params += [lit.declaration() for lit in self.literals]
         if spec.encoded:
             head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
-        out = ["// fused pipeline"] + [f"// {line}" for line in spec.describe().splitlines()]
+        out = ["// fused pipeline"] + [f"// {line}" for line in masked(spec).describe().splitlines()]
         out += [f"#define FP_BLOCK {spec.block}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {spec.block * FP_ITEMS}",
                 f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks()}) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
@@ -283,7 +307,7 @@ class _Generator:
         out.append("}")
         body = "\n".join(out) + "\n"
         name = "fused_" + hashlib.sha256(body.encode()).hexdigest()[:16]
-        return KernelSource(name, body.replace(_NAME_PLACEHOLDER, name), accs)
+        return KernelSource(name, body.replace(_NAME_PLACEHOLDER, name), accs, tuple(self.literals))
 
 
 # a column is loaded first when at least this share of its 32-byte sectors would be read anyway

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.expr3 import Emitter, ExprError, Val
-from hetdb.backend.gpu.codegen.expr_cuda import ctype
+from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam, ctype, literal_params, masked
 from hetdb.backend.gpu.codegen.pipeline_gen_aggregate import AggregateGen
 from hetdb.backend.gpu.codegen.pipeline_gen_assembly import AssemblyGen
 from hetdb.backend.gpu.codegen.pipeline_kernel import (
@@ -65,14 +65,16 @@ def generate_pipeline(spec: PipelineSpec, paged: bool = False) -> PipelineKernel
     third entry per page, 1 where the pointer is the page's encoded data section (0: a value array);
     a plain-string input's entries are its offsets (int64), validity and bytes."""
     try:
-        return _Gen(spec, paged).run()
+        with literal_params() as literals:
+            return _Gen(spec, paged, literals).run()
     except ExprError as e:
         raise UnsupportedError(f"pipeline is not compiled: {e}") from None
 
 
 class _Gen(AggregateGen, AssemblyGen):
-    def __init__(self, spec: PipelineSpec, paged: bool = False) -> None:
+    def __init__(self, spec: PipelineSpec, paged: bool = False, literals: list[LiteralParam] | None = None) -> None:
         self.paged = paged
+        self.literals = [] if literals is None else literals  # filled as the stages emit their code
         for i in spec.inputs:
             if (i.codec in PAGED_CODECS) != paged and i.codec != "plain":
                 raise ExprError(f"input {i.cid} in codec {i.codec!r} is read only by "
@@ -168,7 +170,7 @@ class _Gen(AggregateGen, AssemblyGen):
             return
         if len(s.keys) > MAX_KEYS or len(s.keys) != len(s.key_types):
             raise ExprError(f"join with {len(s.keys)} keys is not compiled")
-        em.emit(f"// probe {p}: {s.kind} join on {_comment(', '.join(map(str, s.keys)))}")
+        em.emit(f"// probe {p}: {s.kind} join on {_comment(', '.join(map(str, masked(s.keys))))}")
         em.emit(f"i64 pb{p}[{len(s.keys)}];")
         em.emit(f"bool pn{p} = false;")
         em.emit(f"u64 ph{p} = HETDB_HASH_SEED;")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from hetdb.backend.gpu.codegen.expr_cuda import ctype
+from hetdb.backend.gpu.codegen.expr_cuda import ctype, masked
 from hetdb.backend.gpu.codegen.pipeline_kernel import (
     _COLUMN_OF,
     _NAME,
@@ -103,7 +103,8 @@ class AssemblyGen:
         params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
         if self.zero_signs:
             params.append("long long pl_row0")  # rows of the earlier launches into the same table
-        out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in spec.describe().splitlines()]
+        params += [lit.declaration() for lit in self.literals]  # (expr_cuda.literal_params)
+        out = ["// compiled pipeline"] + [f"// {_comment(line)}" for line in masked(spec).describe().splitlines()]
         out += em.globals
         out += [f"#define PL_BLOCK {PL_BLOCK}", f"#define PL_ITEMS {PL_ITEMS}", f"#define PL_TILE {PL_TILE}",
                 f'extern "C" __global__ void __launch_bounds__(PL_BLOCK) {_NAME}(',
@@ -181,7 +182,7 @@ class AssemblyGen:
         body = "\n".join(out) + "\n"
         name = "pipe_" + hashlib.sha256(body.encode()).hexdigest()[:16]
         return PipelineKernel(name, body.replace(_NAME, name), tuple(em.lookups), tuple(accs), tuple(keys),
-                              tuple(payloads), rows_out, marks_out)
+                              tuple(payloads), rows_out, marks_out, tuple(self.literals))
 
 
 def _keyless_flush(accs: list[Accumulator]) -> list[str]:

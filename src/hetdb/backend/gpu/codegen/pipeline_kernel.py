@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.expr3 import Lookup
+from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
 from hetdb.backend.gpu.codegen.pipeline_spec import Input
 
 PL_BLOCK = 128
@@ -66,6 +67,8 @@ class PipelineKernel:
     probe_payloads: tuple[tuple[Input, ...], ...]   # per probe, the payload columns passed in order
     row_outputs: tuple[int, ...] = ()    # materialize: stage indexes whose build row is written
     mark_outputs: tuple[int, ...] = ()   # materialize: stage indexes whose mark is written
+    # the literals' values, passed after every other argument (expr_cuda.literal_params)
+    literals: tuple[LiteralParam, ...] = ()
 
     def full_source(self) -> str:
         """pipeline.cuh (headers inlined) and the kernel: made once per kernel, so the module cache's

@@ -185,7 +185,7 @@ def mark_pages(run: MarkRun, table: PageTable, lookups: list[tuple], probes: lis
     p = run.pipeline
     if table.num_tiles:
         launch(p.function(), min(table.num_tiles, 65536), PL_BLOCK,
-               (*_args(p, table, lookups, probes), run.marked, run.errors, run.arith_err))
+               (*_args(p, table, lookups, probes), run.marked, run.errors, run.arith_err, *p.literal_args()))
 
 
 def paged_take(pipeline: CompiledPipeline, table: PageTable, cid: str, rows: Any) -> Column:

@@ -13,7 +13,7 @@ from hetdb.backend.gpu.codegen.checked import ERR_WORDS, raise_if_overflowed
 from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline
 from hetdb.backend.gpu.codegen.pipeline_kernel import PL_BLOCK, PL_TILE, PipelineKernel
 from hetdb.backend.gpu.codegen.pipeline_spec import PipelineSpec, ProbeStage
-from hetdb.backend.gpu.codegen.runtime import I64_MAX, I64_MIN, compile_source
+from hetdb.backend.gpu.codegen.runtime import I64_MAX, I64_MIN, compile_source, literal_values
 from hetdb.column import Column
 from hetdb.errors import HetdbError
 
@@ -77,6 +77,7 @@ class CompiledPipeline:
         self._function: Any = None
         self._module: Any = None
         self._probe_args: tuple[list, list[Any]] | None = None  # (the probes list, its arguments)
+        self._literals: tuple | None = None  # the literals' launch arguments, made at the first launch
         self.slots_hint = MIN_SLOTS
         # the hidden accumulators of DOUBLE keys' first signs (pipeline_gen: part "zero_sign<k>")
         self.zero_signs = any(a.part.startswith("zero_sign") for a in self.kernel.accumulators)
@@ -90,6 +91,12 @@ class CompiledPipeline:
             self._module = compile_source(self.source, "pipeline.cu")
             self._function = self._module.function(self.kernel.name)
         return self._function
+
+    def literal_args(self) -> tuple:
+        """The launch arguments of this spec's literal values (the kernel's last parameters)."""
+        if self._literals is None:
+            self._literals = literal_values(self.kernel.literals)
+        return self._literals
 
     def regroup(self, old: GroupTable, new: GroupTable) -> None:
         """Insert every group of ``old`` into the empty, larger ``new`` (pipeline.cuh pipe_regroup);
@@ -236,7 +243,7 @@ class CompiledPipeline:
             launch(self.function(), min(tiles, 65536), PL_BLOCK,
                    (*base, table.state, table.keys, np.uint64(table.slots - 1), table.used,
                     np.uint64(int(table.slots * LOAD)), table.overflow, *table.accs, table.errors, table.arith_err,
-                    *tail))
+                    *tail, *self.literal_args()))
 
     def check(self, table: GroupTable) -> bool:
         """Raise what the launches into ``table`` reported (overflowing arithmetic, a scalar subquery
@@ -423,7 +430,7 @@ def run_select(pipeline: CompiledPipeline, base: list[Any], n: int, tiles: int, 
         if tiles:
             launch(pipeline.function(), min(tiles, 65536), PL_BLOCK,
                    (*base, rows, np.uint64(cap), words[0:1], *brows.values(), *marks.values(), words[1:2],
-                    words[2:]))
+                    words[2:], *pipeline.literal_args()))
         host = words.get()
         raise_if_overflowed(host[2:])
         if int(host[1]):
@@ -471,7 +478,8 @@ class MarkRun:
         tiles = -(-n // PL_TILE)
         if tiles:
             launch(self.pipeline.function(), min(tiles, 65536), PL_BLOCK,
-                   (*self.pipeline._args(columns, n, lookups, probes), self.marked, self.errors, self.arith_err))
+                   (*self.pipeline._args(columns, n, lookups, probes), self.marked, self.errors, self.arith_err,
+                    *self.pipeline.literal_args()))
 
     def finish(self) -> None:
         """Raise what the launches reported (overflowing arithmetic, a scalar subquery with several rows)."""

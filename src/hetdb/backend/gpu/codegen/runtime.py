@@ -27,6 +27,7 @@ from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime'
     dense_build,
     domain_of,
 )
+from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
 from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
@@ -55,14 +56,47 @@ def compile_source(source: str, filename: str = "fused.cu") -> Any:
     key = C.cache_key(source, C.DEFAULT_OPTIONS, (), cc, tuple(nvrtc.getVersion()))
     cubin_path = C.cache_dir() / f"{Path(filename).stem}-{key[:32]}.cubin"
     if cubin_path.is_file():
+        C.count("disk")
         return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
     try:
         cubin, _ = C._compile_cubin(nvrtc, source, filename, C.DEFAULT_OPTIONS, (), cc)
     except (AttributeError, RuntimeError):
+        C.count("nvrtc")
         return C.CompiledModule(cupy.RawModule(code=source, options=C.DEFAULT_OPTIONS), {}, None)
     C._write_atomically(cubin_path, cubin)
     C._write_atomically(cubin_path.with_suffix(".json"), json.dumps({}).encode())
     return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
+
+
+_PATTERNS: dict[bytes, Any] = {}  # LIKE pattern bytes -> device array (a kernel argument)
+_PATTERN_ENTRIES = 256
+
+
+def literal_values(literals: tuple[LiteralParam, ...]) -> tuple:
+    """Launch arguments of a kernel's literal parameters (expr_cuda.literal_params): numbers as
+    NumPy scalars of the parameter's C++ type, a LIKE pattern's bytes as a device array (kept per
+    pattern: one copy to the device per distinct pattern, not per launch)."""
+    import cupy
+
+    out: list[Any] = []
+    for lit in literals:
+        if isinstance(lit.value, bytes):
+            arr = _PATTERNS.get(lit.value)
+            if arr is None:
+                if len(_PATTERNS) >= _PATTERN_ENTRIES:
+                    _PATTERNS.pop(next(iter(_PATTERNS)))
+                host = np.frombuffer(lit.value or b"\0", dtype=np.uint8)
+                arr = _PATTERNS[lit.value] = cupy.asarray(host)
+            out.append(arr)
+        elif lit.ctype == "double":
+            out.append(np.float64(lit.value))
+        elif lit.ctype == "int":
+            out.append(np.int32(lit.value))
+        elif lit.ctype == "long long":
+            out.append(np.int64(lit.value))
+        else:
+            raise ValueError(f"literal parameter {lit.name} of C++ type {lit.ctype!r} has no launch argument")
+    return tuple(out)
 
 
 # ---- results --------------------------------------------------------------------------------------
@@ -98,6 +132,13 @@ class PageTable:
     num_tiles: int
     num_rows: int
     keep: list[Any] = field(default_factory=list, repr=False)
+    # (device copy, CUDA event after its copy) from the first launch on: a table kept between runs
+    # (fusion_run keeps it with the device cache's entries) is copied to the device once, not per launch
+    device: Any = field(default=None, repr=False)
+
+    def device_arrays(self) -> list[Any]:
+        """The device memory this table holds (its device copy), for the device cache's accounting."""
+        return [] if self.device is None else [self.device[0]]
 
 
 @dataclass
@@ -125,10 +166,17 @@ class FusedPipeline:
         self._function: Any = None
         self._registers: int | None = None  # per thread, once loaded (the launch's occupancy)
         self._shapes: dict[tuple, tuple] = {}  # new_state's domains -> (sizes, groups, strides)
+        self._literals: tuple | None = None  # the literals' launch arguments, made at the first launch
 
     @property
     def source(self) -> str:
         return self.kernel.full_source()
+
+    def literal_args(self) -> tuple:
+        """The launch arguments of this spec's literal values (the kernel's last parameters)."""
+        if self._literals is None:
+            self._literals = literal_values(self.kernel.literals)
+        return self._literals
 
     def function(self) -> Any:
         # kept: a pipeline launches once per row group, and the lookup hashes the whole source
@@ -232,12 +280,21 @@ class FusedPipeline:
 
         if pages.num_tiles == 0 or state.num_groups == 0:
             return
-        # through pinned memory: a copy from pageable memory may wait for the stream's earlier work
-        # (the delivery's copies), which would keep the host from queueing the next one meanwhile
-        staged = pinned_empty(pages.host.shape, pages.host.dtype)
-        staged[...] = pages.host
-        table = to_device_async(staged, cupy.cuda.get_current_stream())
-        state.page_tables.append((table, staged))  # both live until the launch has run
+        stream = cupy.cuda.get_current_stream()
+        if pages.device is None:
+            # through pinned memory: a copy from pageable memory may wait for the stream's earlier work
+            # (the delivery's copies), which would keep the host from queueing the next one meanwhile
+            staged = pinned_empty(pages.host.shape, pages.host.dtype)
+            staged[...] = pages.host
+            table = to_device_async(staged, stream)
+            done = cupy.cuda.Event(disable_timing=True)
+            done.record(stream)
+            pages.device = (table, done)
+            state.page_tables.append((table, staged))  # both live until the launch has run
+        else:
+            table, done = pages.device
+            stream.wait_event(done)  # (its copy may have gone out on another stream)
+            state.page_tables.append((table, None))
         args: list[Any] = [np.uint64(0)] * len(self.spec.inputs)
         args += [np.int64(0), table, np.int64(pages.num_pages), np.int64(pages.num_tiles)]
         self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
@@ -302,7 +359,7 @@ class FusedPipeline:
         static = DECODE_SMEM_BYTES if self.spec.encoded else 0
         use_shared = shared + static <= SHARED_BYTES
         args += [np.int64(state.num_groups), np.int32(1 if use_shared else 0), *state.accumulators,
-                 state.domain_errors, state.arith_err]
+                 state.domain_errors, state.arith_err, *self.literal_args()]
         # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
         # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
         blocks = min(tiles, self._resident(shared + static) if use_shared else 65536)
@@ -396,7 +453,7 @@ class FusedPipeline:
         arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         if n:
             launch(self.function(), min(-(-n // self.tile), 65536), self.block,
-                   (*args, out_rows, *out_build, count, arith_err))
+                   (*args, out_rows, *out_build, count, arith_err, *self.literal_args()))
         raise_if_overflowed(arith_err.get())
         total = int(count[0])
         rows = out_rows[:total]
