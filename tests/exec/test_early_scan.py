@@ -77,3 +77,40 @@ def test_a_scan_takes_an_early_streamer_made_with_its_arguments_only() -> None:
     assert not _same(early, args, kwargs(compressed=True))
     assert not _same(early, args, kwargs(shared=object()))
     assert not _same(early, args, kwargs(cache=object()))
+
+
+def test_first_scan_passes_through_only_columns_new_and_absent_from_the_device_cache(ssb_db) -> None:
+    """scan_device._first_scan (gpu_cache_admission='reuse'), as cache/replay.py replays it: the
+    connection's first scan of a table's columns that fits in the device cache passes through; a
+    scan of the same columns again does not; nor does a first scan of columns the cache holds a
+    page of (it fills, copying only what is missing, instead of copying every page again). Real
+    reader, real DevicePageCache and budget; no GPU."""
+    from types import SimpleNamespace as NS
+
+    from hetdb.backend.gpu.memory import DeviceMemoryBudget
+    from hetdb.cache import DevicePageCache, PageKey
+    from hetdb.exec.operators.scan_device import _first_scan
+
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        reader = con._get_engine().db.table("lineorder")
+    rgs = list(range(reader.num_row_groups))
+    cache = DevicePageCache(DeviceMemoryBudget(1 << 30), share=0.5)
+    device = NS(cache=cache, scanned_columns={}, host_tier=lambda options: object())
+    options = NS(gpu_cache_admission="reuse", route="auto", gpu_compressed_cache=False)
+    ctx = NS(options=options, device=device)
+
+    def first(names, remember=True):
+        return _first_scan(ctx, reader, names, rgs, remember=remember)
+
+    assert first(["lo_orderdate", "lo_revenue"], remember=False)  # (an early scan's question)
+    assert first(["lo_orderdate", "lo_revenue"])
+    assert not first(["lo_orderdate", "lo_revenue"])  # the second scan fills
+    assert not first(["lo_revenue"])
+    assert first(["lo_revenue", "lo_discount"])  # a new column, nothing cached: passes through
+    assert cache.put(PageKey(reader.name, reader.version, "lo_quantity", rgs[-1]), object(), 1024)
+    assert not first(["lo_quantity", "lo_tax"])  # a page of it is on the GPU already
+    assert not _first_scan(NS(options=NS(gpu_cache_admission="first", route="auto", gpu_compressed_cache=False),
+                              device=device), reader, ["lo_shipmode"], rgs, remember=True)
+    small = NS(cache=DevicePageCache(DeviceMemoryBudget(1 << 16), share=0.5), scanned_columns={},
+               host_tier=lambda options: object())
+    assert not _first_scan(NS(options=options, device=small), reader, ["lo_orderdate"], rgs, remember=True)

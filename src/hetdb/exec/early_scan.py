@@ -96,15 +96,12 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
 
     reader = ctx.db.table(op.scan.table)
     names = list(dict.fromkeys(op.scan.column_names))
-    if not names or not _first_scan(ctx, reader, names, remember=False):
-        return  # (the scan will read or fill the device cache: it does not stream past it)
-    verdicts, _, _ = scan_verdicts(op, ctx, reader)
-    if not verdicts:
+    if not names:
         return
-    cache = ctx.device.cache
+    verdicts, _, _ = scan_verdicts(op, ctx, reader)
+    if not verdicts or not _first_scan(ctx, reader, names, sorted(verdicts), remember=False):
+        return  # (the scan will read or fill the device cache: it does not stream past it)
     first, last = min(verdicts), max(verdicts)
-    if any(page_info(reader, name, first).key in cache for name in names):
-        return  # (pages kept on the GPU, e.g. a user's pin: the scan reads them there)
     host = ctx.device.host_tier(ctx.options)
     if host is None or not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
         return  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
