@@ -114,3 +114,27 @@ def test_first_scan_passes_through_only_columns_new_and_absent_from_the_device_c
     small = NS(cache=DevicePageCache(DeviceMemoryBudget(1 << 16), share=0.5), scanned_columns={},
                host_tier=lambda options: object())
     assert not _first_scan(NS(options=options, device=small), reader, ["lo_orderdate"], rgs, remember=True)
+
+
+def test_the_dimension_scans_start_before_the_fact_scan_in_every_ssb_query(ssb_db):
+    """early_dimensions: every pipeline before SSB's fact pipeline scans a dimension table once and
+    starts early (gpu_early_dims); none after it, and none whose table another pipeline scans too."""
+    from hetdb.exec.early_scan import early_dimensions
+
+    queries = load_queries("ssb")
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        engine = con._get_engine()
+        rows = lambda t: engine.db.table(t).num_rows  # noqa: E731
+        for name, sql in queries.items():
+            pipes = engine.planned(sql)[0].physical.pipelines
+            i = pick_early_scan(pipes, rows)
+            dims = early_dimensions(pipes, i)
+            tables = [p.source.scan.table for p in dims]
+            assert tables and "lineorder" not in tables and len(set(tables)) == len(tables), name
+            assert len(dims) == sum(1 for p in pipes[:i] if hasattr(p.source, "scan")), name
+            assert early_dimensions(pipes, i, {p.pid for p in dims}) == [], name  # (kept: not run)
+        sql = ("SELECT d1.d_year, count(*) FROM lineorder, date d1, date d2 WHERE lo_orderdate = d1.d_datekey "
+               "AND lo_commitdate = d2.d_datekey AND d1.d_year = 1993 AND d2.d_year = 1994 GROUP BY d1.d_year")
+        pipes = engine.planned(sql)[0].physical.pipelines
+        i = pick_early_scan(pipes, rows)
+        assert i is not None and early_dimensions(pipes, i) == []
