@@ -243,6 +243,7 @@ def main() -> None:
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
+    medians: dict[str, list[float]] = {name: [] for name, _ in variants}
     for q in qs:
         for name, opts in variants:
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
@@ -258,6 +259,7 @@ def main() -> None:
                 execs.append(st.get("exec_seconds", 0.0))
                 h2d = st.get("bytes_host_to_device", 0)
             ex = statistics.median(execs)
+            medians[name].append(ex)
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             try:
                 line = tl.run(con, q.sql, whole)
@@ -287,6 +289,22 @@ def main() -> None:
                 sampled += "\n" + profiled(args.db, q.sql, opts, args.cprofile)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
+    print(summary(medians), flush=True)
+
+
+def summary(medians: dict[str, list[float]]) -> str:
+    """Per variant: the geomean of the queries' median exec ms, and its ratio to the first variant's."""
+    import math
+
+    out = []
+    base = None
+    for name, xs in medians.items():
+        if not xs or min(xs) <= 0:
+            continue
+        g = math.exp(sum(math.log(x) for x in xs) / len(xs)) * 1e3
+        base = base or g
+        out.append(f"{name} {g:.2f} ms ({g / base:.3f}x)")
+    return "geomean exec over the queries (same process, interleaved): " + ", ".join(out)
 
 
 if __name__ == "__main__":

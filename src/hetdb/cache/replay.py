@@ -229,6 +229,7 @@ class ReplayResult:
     decisions: list[tuple[int, int, int]]  # per query run: pages admitted, evicted, bypassed
     cache: DevicePageCache
     seconds: float = 0.0  # wall time of the replay (the cache's bookkeeping, mostly)
+    short_bytes: int = 0  # transient bytes the budget had no room for even after evicting (not held)
 
     @property
     def total_link_bytes(self) -> int:
@@ -329,6 +330,7 @@ class _ScanReplay:
         self.budget = cache.budget
         self.link = 0
         self.hits = 0
+        self.short = 0  # bytes of pages no budget room was found for (``_transient``)
         self._positions: dict[PageKey, int] = {}
         self._group: list[PageKey] | None = None
         self._through = False
@@ -451,18 +453,23 @@ class _ScanReplay:
                                                    first_reuse=self._first_reuse):
                 entry[1] = True
             else:
-                self._transient(p.held)
-                entry[2] = p.held
+                entry[2] = self._transient(p.held)
             self.link += p.link
             self._dictionary(p.key.column)  # decoding the page needs its column's dictionary
             if entry[1]:
                 cache.put(p.key, _Value(p.held), p.held, pin=True, reserved=True, link_bytes=p.link,
                           first_reuse=self._first_reuse)
 
-    def _transient(self, nbytes: int) -> None:
+    def _transient(self, nbytes: int) -> int:
+        """Hold ``nbytes`` for a page the cache does not keep (evicting cached pages when the budget
+        is short); the bytes held: 0 when even that does not make room (the GPU would fail over or
+        wait for its consumer: counted in ``short``, nothing held)."""
         if not self.budget.try_reserve(nbytes):
             self.cache.evict(nbytes)
-            self.budget.reserve(nbytes, "replayed page")
+            if not self.budget.try_reserve(nbytes):
+                self.short += nbytes
+                return 0
+        return nbytes
 
     def _retire(self, rg: list[list]) -> None:
         for p, cached, transient in rg:
@@ -487,8 +494,7 @@ class _ScanReplay:
             cache.put(d.key, _Value(d.held), d.held, pin=True, reserved=True)
             self._dict_pins.append(d.key)
             return
-        self._transient(d.held)
-        self._dict_transient += d.held
+        self._dict_transient += self._transient(d.held)
 
 
 def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", depth: int = DEPTH,
@@ -508,7 +514,7 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
     make = make_cache or DevicePageCache
     cache = make(budget, share=share, policy=_policy(policy, clock))
     links, hits, decisions = [], [], []
-    position = 0
+    position = short = 0
     t0 = time.perf_counter()
     for q in queries:
         st = cache.stats
@@ -523,6 +529,7 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
             position = r.run(position)
             link += r.link
             hit += r.hits
+            short += r.short
         if working:
             budget.release(working)
         links.append(link)
@@ -531,7 +538,7 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
         decisions.append(tuple(a - b for a, b in zip((st.admitted, st.evictions, st.bypassed), before)))
         if cache.reserved_bytes or budget.used_bytes != cache.used_bytes:
             raise AssertionError(f"replay of {q.name} left reservations behind")
-    return ReplayResult(policy, int(limit_bytes), links, hits, decisions, cache, time.perf_counter() - t0)
+    return ReplayResult(policy, int(limit_bytes), links, hits, decisions, cache, time.perf_counter() - t0, short)
 
 
 def _reserve_working(cache: DevicePageCache, budget: Any, nbytes: int, share: int) -> int:

@@ -166,6 +166,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
         self._transient_held = 0  # stream_batch: budget bytes its deliveries hold now
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
+        self._group_need = 0      # stream_batch: what one delivery holds at most
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
         self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
         # a column's pages lying back to back in the host tier go as one copy (stream_batch: ``mirror``)
