@@ -465,7 +465,7 @@ class _ScanReplay:
         is short); the bytes held: 0 when even that does not make room (the GPU would fail over or
         wait for its consumer: counted in ``short``, nothing held)."""
         if not self.budget.try_reserve(nbytes):
-            self.cache.evict(nbytes)
+            self.cache.make_room(nbytes)
             if not self.budget.try_reserve(nbytes):
                 self.short += nbytes
                 return 0
@@ -549,7 +549,7 @@ def _reserve_working(cache: DevicePageCache, budget: Any, nbytes: int, share: in
         return 0
     if budget.try_reserve(nbytes):
         return nbytes
-    cache.evict(nbytes)
+    cache.make_room(nbytes)
     return nbytes if budget.try_reserve(nbytes) else 0
 
 

@@ -76,7 +76,7 @@ class DeviceMemoryManager(MemoryManager):
         if self.budget.try_reserve(nbytes):
             return True
         if self.cache is not None:
-            self.cache.evict(nbytes)
+            self.cache.make_room(nbytes)
         return self.budget.try_reserve(nbytes)
 
     def _force(self, nbytes: int) -> None:

@@ -445,10 +445,15 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             self._host_pins.pop(0)
             self.host_cache.unpin_pages(pages)
 
+    def _evict_short(self, nbytes: int) -> None:
+        """Evict cached pages worth what the budget lacks to grant ``nbytes`` (not all ``nbytes``:
+        pages evicted beyond that were copied again by the next run)."""
+        if self._device_tier is not None:
+            self._device_tier.evict(max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes))
+
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
-            if self._device_tier is not None:
-                self._device_tier.evict(nbytes)
+            self._evict_short(nbytes)
             self.budget.reserve(nbytes, f"streaming page {page.row_group} of column '{page.column}' "
                                         f"of table '{self.reader.name}'")
         page.transient_bytes = nbytes
@@ -524,8 +529,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             cached = self.cache is not None and self.cache.reserve(nbytes)
             if not cached:
                 if not self.budget.try_reserve(nbytes):
-                    if self._device_tier is not None:
-                        self._device_tier.evict(nbytes)
+                    self._evict_short(nbytes)
                     self.budget.reserve(nbytes, f"dictionary of column '{column}' of table '{self.reader.name}'")
                 self._dict_transient += nbytes
             cp = self._cupy

@@ -580,8 +580,7 @@ class BatchedDelivery(DeliveryColumns):
         if self.budget.try_reserve(nbytes):
             return
         if self._device_tier is not None:
-            # only what the budget lacks (cached pages beyond that stay)
-            self._device_tier.evict(max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes))
+            self._evict_short(nbytes)  # (only what the budget lacks: cached pages beyond that stay)
             if self.budget.try_reserve(nbytes):
                 return
         held, self._held = self._held, None
