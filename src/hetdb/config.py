@@ -42,7 +42,9 @@ class Options:
     # (default) on the second scan of those columns in this connection: the first streams them
     # through without keeping them (compressed deliveries, decoded in the kernel: a one-off scan
     # pays no per-page decode into the cache), the second fills the cache from the host tier and
-    # later ones are hot; "first": filled on the first scan (cache/router.py ADMISSION).
+    # later ones are hot (a first scan of columns the cache already holds a page of fills at once:
+    # passing through would copy those again); "first": filled on the first scan (cache/router.py
+    # ADMISSION).
     gpu_cache_admission: str = "reuse"
     # GPU scans of pages the device cache does not keep: consecutive row groups are delivered together
     # in batches of about this many link bytes (one allocation, one decode launch per column);
