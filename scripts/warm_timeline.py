@@ -244,6 +244,14 @@ def main() -> None:
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
     medians: dict[str, list[float]] = {name: [] for name, _ in variants}
+
+    def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
+        print(summary(medians), flush=True)
+        sys.exit(124)
+
+    import signal
+
+    signal.signal(signal.SIGTERM, cut)
     for q in qs:
         for name, opts in variants:
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
@@ -298,13 +306,16 @@ def summary(medians: dict[str, list[float]]) -> str:
 
     out = []
     base = None
+    done = min((len(xs) for xs in medians.values()), default=0)  # (queries every variant ran)
     for name, xs in medians.items():
+        xs = xs[:done]
         if not xs or min(xs) <= 0:
             continue
         g = math.exp(sum(math.log(x) for x in xs) / len(xs)) * 1e3
         base = base or g
         out.append(f"{name} {g:.2f} ms ({g / base:.3f}x)")
-    return "geomean exec over the queries (same process, interleaved): " + ", ".join(out)
+    return (f"geomean exec over the {done} queries every variant ran (same process, interleaved): "
+            + ", ".join(out))
 
 
 if __name__ == "__main__":
