@@ -448,8 +448,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     def _evict_short(self, nbytes: int) -> None:
         """Evict cached pages worth what the budget lacks to grant ``nbytes`` (not all ``nbytes``:
         pages evicted beyond that were copied again by the next run)."""
-        if self._device_tier is not None:
-            self._device_tier.evict(max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes))
+        short = self.budget.used_bytes + nbytes - self.budget.limit_bytes
+        if self._device_tier is not None and short > 0:
+            self._device_tier.evict(short)
 
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
