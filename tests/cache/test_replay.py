@@ -16,11 +16,25 @@ from hetdb.backend.gpu.stream import device_page_bytes, page_codec, page_layout
 from hetdb.bench.suites import load_queries
 from hetdb.cache import DevicePageCache, PageKey
 from hetdb.cache.policy import BenefitPolicy
-from hetdb.cache.replay import PageRef, QueryRef, ScanRef, replay
+from hetdb.cache.replay import CACHE_SHARE, PageRef, QueryRef, ScanRef
+from hetdb.cache.replay import replay as _replay
 from hetdb.cache.trace import data_bytes, query_trace, scale, ssb_factors, suite_trace, table_rows
 from hetdb.errors import HetdbError
 
 MIB = 1 << 20
+
+
+def replay(*args, **kwargs):
+    """``cache.replay.replay`` with the cache holding half of the budget: the synthetic traces here
+    are sized for that (a budget of 2 x N MiB holds N one-MiB pages)."""
+    kwargs.setdefault("share", 0.5)
+    return _replay(*args, **kwargs)
+
+
+def test_the_replayed_cache_share_is_the_gpu_connections():
+    from hetdb.exec.device import CACHE_SHARE as GPU_SHARE
+
+    assert CACHE_SHARE == GPU_SHARE
 
 
 @pytest.fixture(scope="module")
@@ -295,9 +309,13 @@ def test_a_first_scan_of_columns_partly_cached_fills_instead_of_passing_through(
     assert replay([a, c, c, c], 64 * MIB).link_bytes == [6 * MIB, 6 * MIB, 6 * MIB, 0]
 
 
-def test_a_first_scan_larger_than_the_cache_streams_by_benefit_under_reuse():
-    """A scan that does not fit in the cache is never passed through: it streams into the cache by
-    benefit at its first run, under either admission."""
-    queries = [QueryRef("q", [_scan("t", ["c"], 40)])] * 4
+def test_a_first_scan_larger_than_the_cache_passes_through_under_reuse():
+    """A scan that does not fit in the cache passes through at its first run too (nothing admitted
+    for a connection that may not read it again), and streams into the cache by benefit from its
+    second on: it keeps the part that fits one run later than under 'first'."""
+    queries = [QueryRef("q", [_scan("t", ["c"], 40)])] * 5
     limit = 2 * 10 * MIB
-    assert replay(queries, limit).link_bytes == replay(queries, limit, admission="first").link_bytes
+    reuse, first = replay(queries, limit), replay(queries, limit, admission="first")
+    assert reuse.decisions[0] == (0, 0, 0) and first.decisions[0][0] > 0
+    assert reuse.link_bytes[0] == first.link_bytes[0] == 40 * MIB // 2
+    assert reuse.link_bytes[1:] == first.link_bytes[:-1]

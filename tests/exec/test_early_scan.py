@@ -81,8 +81,8 @@ def test_a_scan_takes_an_early_streamer_made_with_its_arguments_only() -> None:
 
 def test_first_scan_passes_through_only_columns_new_and_absent_from_the_device_cache(ssb_db) -> None:
     """scan_device._first_scan (gpu_cache_admission='reuse'), as cache/replay.py replays it: the
-    connection's first scan of a table's columns that fits in the device cache passes through; a
-    scan of the same columns again does not; nor does a first scan of columns the cache holds a
+    connection's first scan of a table's columns passes through, whether it fits in the device cache
+    or not; a scan of the same columns again does not; nor does a first scan of columns the cache holds a
     page of (it fills, copying only what is missing, instead of copying every page again). Real
     reader, real DevicePageCache and budget; no GPU."""
     from types import SimpleNamespace as NS
@@ -111,9 +111,10 @@ def test_first_scan_passes_through_only_columns_new_and_absent_from_the_device_c
     assert not first(["lo_quantity", "lo_tax"])  # a page of it is on the GPU already
     assert not _first_scan(NS(options=NS(gpu_cache_admission="first", route="auto", gpu_compressed_cache=False),
                               device=device), reader, ["lo_shipmode"], rgs, remember=True)
+    # a scan larger than the cache passes through too (it used to stream into the cache by benefit)
     small = NS(cache=DevicePageCache(DeviceMemoryBudget(1 << 16), share=0.5), scanned_columns={},
                host_tier=lambda options: object())
-    assert not _first_scan(NS(options=options, device=small), reader, ["lo_orderdate"], rgs, remember=True)
+    assert _first_scan(NS(options=options, device=small), reader, ["lo_orderdate"], rgs, remember=True)
 
 
 def test_the_dimension_scans_start_before_the_fact_scan_in_every_ssb_query(ssb_db):

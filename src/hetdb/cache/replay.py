@@ -9,9 +9,9 @@ page holds on the device and the bytes it moves over the link. ``replay`` drives
 
     resident  every page of the scan cached: ``peek_many`` then ``touch_many`` (one launch, no copy)
     through   gpu_cache_admission='reuse' (the default; ``scan_device.first_scan``): the connection's
-              first scan of these columns, none of its pages cached, that fits in the cache streams
-              past it (route 'copy': every page copied and held transiently, the cache neither asked
-              nor filled), so its second run fills the cache and the third is resident
+              first scan of these columns, none of its pages cached, streams past the cache (route
+              'copy': every page copied and held transiently, the cache neither asked nor filled),
+              so a query that fits fills the cache at its second run and is resident at its third
     fill      warm path (all pages are in the pinned host tier in hot and warm runs) when the scan
               fits in the cache: ``reserve`` each missing page judged by the policy, ``record_access``,
               ``put``; a refusal stops the fill and the scan streams
@@ -49,7 +49,7 @@ from hetdb.cache.device_cache import DevicePageCache
 from hetdb.cache.policy import BenefitPolicy
 
 DEPTH = 3          # row groups a PageStreamer schedules ahead (its default)
-CACHE_SHARE = 0.5  # the device cache's share of gpu_memory_limit (exec/device.py)
+CACHE_SHARE = 0.8  # the device cache's share of gpu_memory_limit (exec/device.py)
 OPERATOR_SHARE = 0.5  # the operators' share of gpu_memory_limit (exec/device.py)
 
 
@@ -70,9 +70,6 @@ class ScanRef:
     table: str
     row_groups: list[list[PageRef]]
     dictionaries: list[PageRef] = field(default_factory=list)
-    # the scan's device-cache bound (``cache.pages.scan_device_bytes``: every row group of its columns,
-    # dictionaries and validity; what ``first_scan`` compares with the cache); 0: its pages' bytes
-    bound: int = 0
 
     def pages(self) -> list[PageRef]:
         return [p for rg in self.row_groups for p in rg]
@@ -381,8 +378,8 @@ class _ScanReplay:
 
     def _first_scan(self, pages: list[PageRef]) -> bool:
         """``scan_device.first_scan``: under gpu_cache_admission='reuse', the connection's first scan
-        of these columns, none of its pages cached, that fits in the cache passes through (streamed
-        as route 'copy': the device cache neither read nor filled)."""
+        of these columns, none of its pages cached, passes through (streamed as route 'copy': the
+        device cache neither read nor filled)."""
         if self.seen is None:
             return False
         table, version, names = self.scan.columns()
@@ -391,10 +388,7 @@ class _ScanReplay:
             return False
         got.update(names)
         cache = self.cache
-        if len(cache) and any(p.key in cache for p in pages):
-            return False
-        bound = self.scan.bound or sum(p.held for p in pages) + sum(d.held for d in self.scan.dictionaries)
-        return bound <= cache.capacity_bytes - cache.pinned_bytes()
+        return not (len(cache) and any(p.key in cache for p in pages))
 
     def _fill(self, pages: list[PageRef]) -> bool:
         cache = self.cache

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from hetdb.cache.base import PageKey
-from hetdb.cache.pages import page_info, scan_device_bytes
+from hetdb.cache.pages import page_info
 from hetdb.cache.replay import PageRef, QueryRef, ScanRef
 
 
@@ -57,7 +57,7 @@ def query_trace(con: Any, name: str, sql: str, compressed: bool | None = None) -
             if d is not None:
                 nbytes = int(d.offsets.nbytes + d.chars.nbytes)
                 dicts.append(PageRef(PageKey.dictionary(reader.name, reader.version, c), nbytes, nbytes))
-        scans.append(ScanRef(reader.name, rgs, dicts, scan_device_bytes(reader, columns, compressed)))
+        scans.append(ScanRef(reader.name, rgs, dicts))
     return QueryRef(name, scans)
 
 
