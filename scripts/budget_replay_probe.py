@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
     ap.add_argument("--limit-fraction", type=float, default=0.1)
     ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--warm", type=int, default=0,
+                    help="then N warm runs of each query and variant (a fresh connection each: pages in "
+                         "the pinned host tier, none on the GPU): median exec ms and MB moved")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base')")
     args = ap.parse_args(argv)
@@ -76,10 +79,29 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r[4] / MB:13.1f}  {r[5]:>8d}/{r[6]}/{r[7]:<12d} {r[8] / MB:8.1f}")
         hot = [r[2] for r in rows if r[1] > 0]
         geo = math.exp(statistics.fmean(math.log(x) for x in hot)) * 1e3 if hot and min(hot) > 0 else 0.0
+        if args.warm:
+            print(warm(args.db, queries, limit, options, args.warm))
         print(f"total: measured {sum(r[3] for r in rows) / MB:,.1f} MB, replayed {predicted.total_link_bytes / MB:,.1f} "
               f"(no room for {getattr(predicted, 'short_bytes', 0) / MB:,.1f}), "
               f"oracle {floor.total_link_bytes / MB:,.1f}; geomean exec of runs after the first {geo:.2f} ms", flush=True)
     return 0
+
+
+def warm(db: str, queries: list[tuple[str, str]], limit: int, options: dict, runs: int) -> str:
+    """Per query: the median exec ms and MB moved of ``runs`` runs, each on a fresh connection."""
+    out, times = [], []
+    for qname, sql in queries:
+        execs, moved = [], 0
+        for _ in range(runs):
+            with hetdb.connect(db, device="gpu", create=False, gpu_memory_limit=limit, **options) as con:
+                res = con.sql(sql)
+                res.fetchall()
+                execs.append(res.stats["exec_seconds"])
+                moved = int(res.stats["bytes_host_to_device"])
+        times.append(statistics.median(execs))
+        out.append(f"{qname} {times[-1] * 1e3:.1f} ms {moved / MB:.1f} MB")
+    geo = math.exp(statistics.fmean(math.log(x) for x in times)) * 1e3 if min(times) > 0 else 0.0
+    return f"warm (fresh connection per run, median of {runs}): " + ", ".join(out) + f"; geomean {geo:.2f} ms"
 
 
 if __name__ == "__main__":
