@@ -9,7 +9,8 @@ its replay holds device memory the replay does not see (deliveries, decoded copi
     PYTHONPATH=src:scripts python scripts/budget_replay_probe.py DB [--queries q1.1,q2.1,q3.1,q4.1]
         [--limit-fraction 0.1] [--runs 4] [--variant NAME:k=v,k=v ...]
 
-The limit is a share of the database's bytes on disk (as ``scripts/gpu-bench.sh ssb-gpu-limit``).
+The limit is a share of the database's bytes on disk (as ``scripts/gpu-bench.sh ssb-gpu-limit``), or
+``--limit-bytes``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default="ssb")
     ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
     ap.add_argument("--limit-fraction", type=float, default=0.1)
+    ap.add_argument("--limit-bytes", type=int, default=None, help="the limit in bytes (instead of a fraction)")
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--warm", type=int, default=0,
                     help="then N warm runs of each query and variant (a fresh connection each: pages in "
@@ -45,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     from hetdb.cache.trace import suite_trace
 
     queries = [(q.name, q.sql) for q in load_queries(args.suite, args.queries.split(","))]
-    limit = int(dir_bytes(args.db) * args.limit_fraction)
-    print(f"gpu_memory_limit {limit / MB:,.1f} MB = {args.limit_fraction:.0%} of {args.db}'s bytes on disk; "
+    data = dir_bytes(args.db)
+    limit = args.limit_bytes or int(data * args.limit_fraction)
+    print(f"gpu_memory_limit {limit / MB:,.1f} MB = {limit / data:.1%} of {args.db}'s bytes on disk; "
           f"{args.runs} runs of each query in a row on one connection", flush=True)
     for spec in args.variant or ["base:"]:
         name, _, opts = spec.partition(":")
