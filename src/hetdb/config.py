@@ -38,13 +38,13 @@ class Options:
     # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
     # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
     route: str = "auto"
-    # When a fused GPU scan's pages (all of them fitting in the device cache) go into it: "reuse"
-    # (default) on the second scan of those columns in this connection: the first streams them
-    # through without keeping them (compressed deliveries, decoded in the kernel: a one-off scan
-    # pays no per-page decode into the cache), the second fills the cache from the host tier and
-    # later ones are hot (a first scan of columns the cache already holds a page of fills at once:
-    # passing through would copy those again); "first": filled on the first scan (cache/router.py
-    # ADMISSION).
+    # When a fused GPU scan's pages go into the device cache: "reuse" (default) from the second scan
+    # of those columns in this connection: the first streams them through without keeping them
+    # (compressed deliveries, decoded in the kernel: a one-off scan pays no per-page decode or copy
+    # into the cache), the second fills the cache from the host tier (or, when the scan does not fit,
+    # streams into it by benefit) and later ones are hot (a first scan of columns the cache already
+    # holds a page of does not pass through: it would copy those again); "first": from the first
+    # scan (cache/router.py ADMISSION).
     gpu_cache_admission: str = "reuse"
     # GPU scans of pages the device cache does not keep: consecutive row groups are delivered together
     # in batches of about this many link bytes (one allocation, one decode launch per column);
