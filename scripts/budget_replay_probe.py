@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append((qname, run, st["exec_seconds"], int(st["bytes_host_to_device"]),
                                  int(device.memory.peak), routes.get("admitted", 0), routes.get("evicted", 0),
                                  routes.get("bypassed", 0), int(st.get("gpu_cache_bytes") or 0)))
+                    # (as it goes: a run cut by a timeout still shows what it measured)
+                    print(f"  {name} {qname} run {run}: {rows[-1][2] * 1e3:.1f} ms, {rows[-1][3] / MB:.1f} MB moved",
+                          flush=True)
         with hetdb.connect(args.db, device="cpu", create=False) as cpu:
             trace = {q.name: q for q in suite_trace(cpu, queries, compressed)}
         runs = [replace(trace[r[0]], working=r[4]) for r in rows]
