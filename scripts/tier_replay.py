@@ -2,7 +2,7 @@
 (no GPU needed): link bytes per query.
 
     PYTHONPATH=src python scripts/tier_replay.py DB [--sf-from 1 --sf-to 20] [--runs 2]
-        [--fractions 0.1,0.25,0.5] [--compressed 0|1] [--order bench|suite]
+        [--fractions 0.1,0.25,0.5] [--compressed 0|1] [--order bench|suite] [--admission reuse|first]
 
 DB: an SSB database (``hetdb generate ssb --sf 1 DB``). ``--sf-to`` scales the traced page sizes
 to that scale factor from the manifest (cache/trace.py). The budget is a fraction of the data's
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="pages kept compressed on the GPU (default: gpu_compressed_cache's default, on)")
     ap.add_argument("--order", choices=("bench", "suite"), default="bench")
     ap.add_argument("--per-query", action="store_true", help="a table of link MiB per query")
+    ap.add_argument("--admission", default="reuse", choices=("reuse", "first"),
+                    help="gpu_cache_admission replayed (default: the connection's default, reuse)")
     args = ap.parse_args(argv)
 
     con = hetdb.connect(args.db, device="cpu")
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     policies = args.policies.split(",")
     for fraction in (float(f) for f in args.fractions.split(",")):
         limit = int(data * fraction)
-        results = {p: replay(runs, limit, p) for p in policies}
+        results = {p: replay(runs, limit, p, admission=args.admission) for p in policies}
         print(f"\n## gpu_memory_limit {fraction:.0%} of the data = {limit / 2**20:,.1f} MiB "
               f"(cache {limit / 2 / 2**20:,.1f} MiB)")
         print("policy   total link MiB   of LRU   resident pages at the end   replay s")

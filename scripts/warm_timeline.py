@@ -31,6 +31,7 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -243,6 +244,16 @@ def main() -> None:
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
+    medians: dict[str, list[float]] = {name: [] for name, _ in variants}
+
+    def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
+        print(summary(medians), flush=True)
+        sys.stdout.flush()
+        os._exit(124)  # (no interpreter teardown: streams, pools and CUDA state are left to the OS)
+
+    import signal
+
+    signal.signal(signal.SIGTERM, cut)
     for q in qs:
         for name, opts in variants:
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
@@ -258,6 +269,7 @@ def main() -> None:
                 execs.append(st.get("exec_seconds", 0.0))
                 h2d = st.get("bytes_host_to_device", 0)
             ex = statistics.median(execs)
+            medians[name].append(ex)
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             try:
                 line = tl.run(con, q.sql, whole)
@@ -287,6 +299,25 @@ def main() -> None:
                 sampled += "\n" + profiled(args.db, q.sql, opts, args.cprofile)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
+    print(summary(medians), flush=True)
+
+
+def summary(medians: dict[str, list[float]]) -> str:
+    """Per variant: the geomean of the queries' median exec ms, and its ratio to the first variant's."""
+    import math
+
+    out = []
+    base = None
+    done = min((len(xs) for xs in medians.values()), default=0)  # (queries every variant ran)
+    for name, xs in medians.items():
+        xs = xs[:done]
+        if not xs or min(xs) <= 0:
+            continue
+        g = math.exp(sum(math.log(x) for x in xs) / len(xs)) * 1e3
+        base = base or g
+        out.append(f"{name} {g:.2f} ms ({g / base:.3f}x)")
+    return (f"geomean exec over the {done} queries every variant ran (same process, interleaved): "
+            + ", ".join(out))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def held(con) -> dict:
 def test_gpu_pin_survives_scans_that_evict_everything_else(db_path):
     big_sql = "SELECT sum(c0), sum(c1), sum(c2), sum(c3) FROM big"
     hot_sql = "SELECT sum(k * v) FROM hot"
-    with hetdb.connect(db_path, device="gpu", gpu_memory_limit="64MB") as con:  # cache share: 32 MB
+    with hetdb.connect(db_path, device="gpu", gpu_memory_limit="64MB") as con:  # cache share: 51 MB
         got = con.pin("hot", tier="gpu")
         assert got["pages"] >= 2 and got["bytes"] >= 2 * (ROWS // 4) * 8
         pinned = held(con)[("gpu", "hot", "k")]["pinned_bytes"]
@@ -57,7 +57,7 @@ def test_gpu_pin_survives_scans_that_evict_everything_else(db_path):
         res = con.sql(hot_sql)
         assert res.fetchall() == cpu_answer(db_path, hot_sql) and res.stats["gpu_leaked_bytes"] == 0
         with pytest.raises(PinError, match="gpu_memory_limit"):
-            con.pin("big", tier="gpu")  # 64 MB into what is left of a 32 MB share
+            con.pin("big", tier="gpu")  # 64 MB into what is left of a 51 MB share
         assert all(r["pinned_pages"] == 0 for k, r in held(con).items() if k[1] == "big")
         assert con.unpin("hot", tier="gpu") == got["pages"]
         assert con._get_engine().device.cache.kept_bytes() == 0

@@ -603,3 +603,39 @@ def test_overlapped_scans_stopped_early_or_under_a_tight_budget_return_everythin
                                overlap=True)
     assert steps == [(1,), (2,), (3,), (4,)] and compared == (ROWS - RPP) * len(COLUMNS)
     assert tight.used_bytes == 0
+
+
+def test_a_scan_under_a_tight_budget_admits_what_its_deliveries_leave_free(reader, fake_gpu):
+    """Paged deliveries (pages kept as stored, as under a tight budget by default). A streaming scan asks the device cache to keep free what its deliveries hold at most at once:
+    the consumer's and the one being made next to it (scheduled groups hold host memory only), not
+    one per scheduled group too. With deliveries of a quarter of the budget each, that left nothing
+    to admit (every hot run copied every page again); now the later scans find every page cached."""
+    from hetdb.cache import DevicePageCache
+
+    compressed = True
+
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=DeviceMemoryBudget(1 << 30), batch_bytes=1 << 30,
+                                 compressed=compressed) as probe:
+        whole = sum(b[1] for b in (probe._rg_bounds(rg) for rg in probe.row_groups))
+    limit = 2 * whole  # deliveries of at most a quarter of it: about half the scan each
+    budget = DeviceMemoryBudget(limit)
+    cache = DevicePageCache(budget, share=0.5)
+    hits = []
+    for _ in range(3):
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=budget, batch_bytes=1 << 30, cache=cache,
+                                     router=PageRouter("auto"), compressed=compressed, overlap=True) as s:
+            for rgs, parts in s.deliveries():
+                for rg, part in zip(rgs, parts if len(parts) == len(rgs) else [None] * len(rgs)):
+                    if part is not None:
+                        want = reader.read_batch(COLUMNS, rg)
+                        assert all(part[c].to_arrow().equals(want[c].to_arrow()) for c in COLUMNS), rg
+            groups = len(s._plan_groups())
+            assert groups >= 2 and s._group_need <= limit // 4 + max(b[1] for b in map(s._rg_bounds, s.row_groups))
+            assert s._ring_need == 2 * s._group_need  # (a cache in play: no delivery made ahead)
+        hits.append((s.stats.pages_cached, s.stats.pages_read))
+        assert budget.used_bytes == cache.used_bytes > 0
+    # the scan's pages fit in the cache beside two deliveries: the first scan admits every one and
+    # the next ones copy nothing (with room kept for four deliveries, 13 of the 40 pages were copied
+    # again on every scan)
+    pages = reader.num_row_groups * len(COLUMNS)
+    assert hits == [(0, pages), (pages, 0), (pages, 0)]

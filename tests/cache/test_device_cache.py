@@ -197,3 +197,21 @@ def test_admission_leaves_the_headroom_a_scan_needs_for_its_next_copies():
     assert budget.used_bytes == 100
     cache.release(100)
     assert budget.used_bytes == 0
+
+
+def test_make_room_evicts_only_what_the_budget_lacks():
+    """Transient work (a streamed page, operator state) asking for room evicts cached pages worth
+    the budget's shortfall, lowest benefit first, not all it asks for."""
+    budget = DeviceMemoryBudget(1000)
+    cache = DevicePageCache(budget, capacity_bytes=800)
+    for rg in range(8):
+        assert fetch(cache, key(rg))
+    for rg in range(4, 8):
+        cache.get(key(rg))  # read again: worth more than pages 0-3
+    assert budget.try_reserve(150)  # other work: 950 of 1000 used
+    assert cache.make_room(40) == 0 and len(cache) == 8  # 990: it fits
+    assert cache.make_room(250) == 200  # 1200 - 1000: two pages, not three
+    assert budget.try_reserve(250)
+    assert len(cache) == 6 and all(key(rg) in cache for rg in range(4, 8))
+    budget.release(400)
+    assert budget.used_bytes == cache.used_bytes == 600

@@ -16,10 +16,25 @@ from hetdb.backend.gpu.stream import device_page_bytes, page_codec, page_layout
 from hetdb.bench.suites import load_queries
 from hetdb.cache import DevicePageCache, PageKey
 from hetdb.cache.policy import BenefitPolicy
-from hetdb.cache.replay import PageRef, QueryRef, ScanRef, replay
+from hetdb.cache.replay import CACHE_SHARE, PageRef, QueryRef, ScanRef
+from hetdb.cache.replay import replay as _replay
 from hetdb.cache.trace import data_bytes, query_trace, scale, ssb_factors, suite_trace, table_rows
+from hetdb.errors import HetdbError
 
 MIB = 1 << 20
+
+
+def replay(*args, **kwargs):
+    """``cache.replay.replay`` with the cache holding half of the budget: the synthetic traces here
+    are sized for that (a budget of 2 x N MiB holds N one-MiB pages)."""
+    kwargs.setdefault("share", 0.5)
+    return _replay(*args, **kwargs)
+
+
+def test_the_replayed_cache_share_is_the_gpu_connections():
+    from hetdb.exec.device import CACHE_SHARE as GPU_SHARE
+
+    assert CACHE_SHARE == GPU_SHARE
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +78,9 @@ def _hot_and_scans(rounds: int = 8) -> list[QueryRef]:
 def test_a_scan_larger_than_the_tier_does_not_evict_the_hot_set():
     queries = _hot_and_scans()
     limit = 2 * 12 * MIB  # the cache holds 12 pages: the hot set (8) and a little more
-    benefit = replay(queries, limit, "benefit")
-    lru = replay(queries, limit, "lru")
+    # (admission 'first': the policy judges the hot query's first read; 'reuse' is tested below)
+    benefit = replay(queries, limit, "benefit", admission="first")
+    lru = replay(queries, limit, "lru", admission="first")
     hot = {PageKey("dim", 1, c, rg) for c in "ab" for rg in range(4)}
     assert hot <= set(benefit.cache.keys())
     # after its first run the hot query moves nothing: every one of its pages is resident
@@ -82,15 +98,16 @@ def test_working_memory_evicts_cached_pages_as_the_gpu_does():
     fit beside the cache, so they evict cached pages and the next runs move more; working memory
     past the operators' 32 MiB share is not reserved (counted over the limit), as on the GPU."""
     q = QueryRef("q", [_scan("dim", ["a"], 4), _scan("fact", ["x", "y", "z"], 12)])
-    plain = replay([q] * 3, 64 * MIB)
-    heavy = replay([QueryRef("q", q.scans, working=30 * MIB)] * 3, 64 * MIB)
+    plain = replay([q] * 3, 64 * MIB, admission="first")
+    heavy = replay([QueryRef("q", q.scans, working=30 * MIB)] * 3, 64 * MIB, admission="first")
     assert heavy.link_bytes[0] == plain.link_bytes[0] == 20 * MIB
     assert heavy.link_bytes[1] > plain.link_bytes[1] > 0 and heavy.link_bytes[2] > plain.link_bytes[2]
     assert heavy.cache.budget.used_bytes == heavy.cache.used_bytes  # released at the query's end
-    assert replay([QueryRef("q", q.scans, working=33 * MIB)] * 3, 64 * MIB).link_bytes == plain.link_bytes
+    assert replay([QueryRef("q", q.scans, working=33 * MIB)] * 3, 64 * MIB,
+                  admission="first").link_bytes == plain.link_bytes
     # a scan that fits beside the working memory is not affected by it
     small = QueryRef("q", [_scan("dim", ["a"], 4), _scan("fact", ["x", "y", "z"], 8)], working=30 * MIB)
-    assert replay([small] * 3, 64 * MIB).link_bytes == [14 * MIB, 0, 0]
+    assert replay([small] * 3, 64 * MIB, admission="first").link_bytes == [14 * MIB, 0, 0]
 
 
 def test_a_repeated_scan_larger_than_the_tier_keeps_the_part_that_fits():
@@ -253,9 +270,52 @@ def test_a_new_query_that_fits_gets_in_at_its_first_run():
     b = QueryRef("b", [_scan("tb", ["c"], 10)])
     queries = [a] * 3 + [b] * 3
     limit = 2 * 12 * MIB
-    benefit = replay(queries, limit, "benefit")
-    lru = replay(queries, limit, "lru")
+    benefit = replay(queries, limit, "benefit", admission="first")
+    lru = replay(queries, limit, "lru", admission="first")
     assert lru.link_bytes == [10 * MIB // 2, 0, 0, 10 * MIB // 2, 0, 0]
     assert benefit.link_bytes == lru.link_bytes
     assert {k.table for k in benefit.cache.keys()} >= {"tb"}
     assert sum(k.table == "tb" for k in benefit.cache.keys()) == 10
+
+
+# ---- gpu_cache_admission ------------------------------------------------------------------------------
+def test_reuse_admission_passes_a_first_scan_through_and_fills_at_the_second():
+    """'reuse' (the connection's default): the first scan of a table's columns that fits in the cache
+    streams past it (route 'copy': nothing read from it, nothing admitted), the second fills it, the
+    third is resident; 'first' admits at the first run."""
+    q = QueryRef("q", [_scan("dim", ["a"], 4), _scan("fact", ["x", "y"], 6)])
+    link = (4 + 12) * MIB // 2
+    reuse = replay([q] * 3, 64 * MIB)
+    assert reuse.link_bytes == [link, link, 0]
+    assert reuse.decisions[0] == (0, 0, 0) and reuse.decisions[1][0] == 16
+    assert reuse.hit_pages == [0, 16, 16]  # (a fill's kernel then reads every page resident)
+    assert replay([q] * 3, 64 * MIB, admission="first").link_bytes == [link, 0, 0]
+    with pytest.raises(HetdbError, match="gpu_cache_admission"):
+        replay([q], 64 * MIB, admission="second")
+
+
+def test_a_first_scan_of_columns_partly_cached_fills_instead_of_passing_through():
+    """A query over columns another query's scan put in the cache (SSB q4.1 after q2.1: four of its
+    six lineorder columns) copies only the pages missing at its first run: passing through would
+    copy the cached ones again."""
+    a = QueryRef("a", [_scan("fact", ["x", "y"], 6)])
+    b = QueryRef("b", [_scan("fact", ["x", "y", "z"], 6)])
+    result = replay([a, a, b, b], 64 * MIB)
+    assert result.link_bytes == [6 * MIB, 6 * MIB, 3 * MIB, 0]
+    assert result.decisions[2][0] == 6  # the fill admitted z's pages
+    # columns seen before but never admitted (the scan passed through) do not count: c passes
+    # through, fills at its second run, and is resident at its third
+    c = QueryRef("c", [_scan("fact", ["y", "z"], 6)])
+    assert replay([a, c, c, c], 64 * MIB).link_bytes == [6 * MIB, 6 * MIB, 6 * MIB, 0]
+
+
+def test_a_first_scan_larger_than_the_cache_passes_through_under_reuse():
+    """A scan that does not fit in the cache passes through at its first run too (nothing admitted
+    for a connection that may not read it again), and streams into the cache by benefit from its
+    second on: it keeps the part that fits one run later than under 'first'."""
+    queries = [QueryRef("q", [_scan("t", ["c"], 40)])] * 5
+    limit = 2 * 10 * MIB
+    reuse, first = replay(queries, limit), replay(queries, limit, admission="first")
+    assert reuse.decisions[0] == (0, 0, 0) and first.decisions[0][0] > 0
+    assert reuse.link_bytes[0] == first.link_bytes[0] == 40 * MIB // 2
+    assert reuse.link_bytes[1:] == first.link_bytes[:-1]

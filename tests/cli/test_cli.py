@@ -137,7 +137,7 @@ def test_every_connection_option_has_a_flag() -> None:
          "--no-cpu-compile", "--gpu-compressed-cache", "--timezone", "Europe/Berlin",
          "--recursion-limit", "5", "--route", "disk", "--gpu-batch-bytes", "32MB", "--gpu-coprocess", "auto",
          "--gpu-cache-admission", "first", "--no-gpu-delivery-overlap", "--gpu-zero-copy", "auto",
-             "--no-gpu-early-scan", "--no-gpu-copy-neighbours", "--no-gpu-host-small-builds",
+         "--no-gpu-early-scan", "--no-gpu-early-dims", "--no-gpu-copy-neighbours", "--no-gpu-host-small-builds",
          "--gpu-stream-encoded"])
     given = set(engine_options(args)) | {"device"}
     fields = {f.name for f in dataclasses.fields(Options)}

@@ -77,3 +77,65 @@ def test_a_scan_takes_an_early_streamer_made_with_its_arguments_only() -> None:
     assert not _same(early, args, kwargs(compressed=True))
     assert not _same(early, args, kwargs(shared=object()))
     assert not _same(early, args, kwargs(cache=object()))
+
+
+def test_first_scan_passes_through_only_columns_new_and_absent_from_the_device_cache(ssb_db) -> None:
+    """scan_device._first_scan (gpu_cache_admission='reuse'), as cache/replay.py replays it: the
+    connection's first scan of a table's columns passes through, whether it fits in the device cache
+    or not; a scan of the same columns again does not; nor does a first scan of columns the cache holds a
+    page of (it fills, copying only what is missing, instead of copying every page again). Real
+    reader, real DevicePageCache and budget; no GPU."""
+    from types import SimpleNamespace as NS
+
+    from hetdb.backend.gpu.memory import DeviceMemoryBudget
+    from hetdb.cache import DevicePageCache, PageKey
+    from hetdb.exec.operators.scan_device import _first_scan
+
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        reader = con._get_engine().db.table("lineorder")
+    rgs = list(range(reader.num_row_groups))
+    cache = DevicePageCache(DeviceMemoryBudget(1 << 30), share=0.5)
+    device = NS(cache=cache, scanned_columns={}, host_tier=lambda options: object())
+    options = NS(gpu_cache_admission="reuse", route="auto", gpu_compressed_cache=False)
+    ctx = NS(options=options, device=device)
+
+    def first(names, remember=True):
+        return _first_scan(ctx, reader, names, rgs, remember=remember)
+
+    assert first(["lo_orderdate", "lo_revenue"], remember=False)  # (an early scan's question)
+    assert first(["lo_orderdate", "lo_revenue"])
+    assert not first(["lo_orderdate", "lo_revenue"])  # the second scan fills
+    assert not first(["lo_revenue"])
+    assert first(["lo_revenue", "lo_discount"])  # a new column, nothing cached: passes through
+    assert cache.put(PageKey(reader.name, reader.version, "lo_quantity", rgs[-1]), object(), 1024)
+    assert not first(["lo_quantity", "lo_tax"])  # a page of it is on the GPU already
+    assert not _first_scan(NS(options=NS(gpu_cache_admission="first", route="auto", gpu_compressed_cache=False),
+                              device=device), reader, ["lo_shipmode"], rgs, remember=True)
+    # a scan larger than the cache passes through too (it used to stream into the cache by benefit)
+    small = NS(cache=DevicePageCache(DeviceMemoryBudget(1 << 16), share=0.5), scanned_columns={},
+               host_tier=lambda options: object())
+    assert _first_scan(NS(options=options, device=small), reader, ["lo_orderdate"], rgs, remember=True)
+
+
+def test_the_dimension_scans_start_before_the_fact_scan_in_every_ssb_query(ssb_db):
+    """early_dimensions: every pipeline before SSB's fact pipeline scans a dimension table once and
+    starts early (gpu_early_dims); none after it, and none whose table another pipeline scans too."""
+    from hetdb.exec.early_scan import early_dimensions
+
+    queries = load_queries("ssb")
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        engine = con._get_engine()
+        rows = lambda t: engine.db.table(t).num_rows  # noqa: E731
+        for name, sql in queries.items():
+            pipes = engine.planned(sql)[0].physical.pipelines
+            i = pick_early_scan(pipes, rows)
+            dims = early_dimensions(pipes, i)
+            tables = [p.source.scan.table for p in dims]
+            assert tables and "lineorder" not in tables and len(set(tables)) == len(tables), name
+            assert len(dims) == sum(1 for p in pipes[:i] if hasattr(p.source, "scan")), name
+            assert early_dimensions(pipes, i, {p.pid for p in dims}) == [], name  # (kept: not run)
+        sql = ("SELECT d1.d_year, count(*) FROM lineorder, date d1, date d2 WHERE lo_orderdate = d1.d_datekey "
+               "AND lo_commitdate = d2.d_datekey AND d1.d_year = 1993 AND d2.d_year = 1994 GROUP BY d1.d_year")
+        pipes = engine.planned(sql)[0].physical.pipelines
+        i = pick_early_scan(pipes, rows)
+        assert i is not None and early_dimensions(pipes, i) == []

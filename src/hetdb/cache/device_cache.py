@@ -353,6 +353,15 @@ class DevicePageCache(PageCache):
         with self._lock:
             return self._evict(nbytes)
 
+    def make_room(self, nbytes: int) -> int:
+        """Evict what the budget lacks to grant ``nbytes`` of other work (a transient page, operator
+        state), lowest benefit first, and nothing more: evicting all ``nbytes`` whenever the budget
+        was short by any amount threw out pages the next run then copied again. Returns the bytes
+        freed."""
+        with self._lock:
+            short = self.budget.used_bytes + int(nbytes) - self.budget.limit_bytes
+            return self._evict(short) if short > 0 else 0
+
     def _evict(self, nbytes: int) -> int:
         """Evict lowest-benefit evictable entries until ``nbytes`` are freed (all of them if they
         hold less); returns the bytes freed."""

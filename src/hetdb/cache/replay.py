@@ -8,6 +8,10 @@ page holds on the device and the bytes it moves over the link. ``replay`` drives
 (``backend/gpu/stream.py`` and ``exec/fusion_run.py``'s resident path): the same calls in the same order,
 
     resident  every page of the scan cached: ``peek_many`` then ``touch_many`` (one launch, no copy)
+    through   gpu_cache_admission='reuse' (the default; ``scan_device.first_scan``): the connection's
+              first scan of these columns, none of its pages cached, streams past the cache (route
+              'copy': every page copied and held transiently, the cache neither asked nor filled),
+              so a query that fits fills the cache at its second run and is resident at its third
     fill      warm path (all pages are in the pinned host tier in hot and warm runs) when the scan
               fits in the cache: ``reserve`` each missing page judged by the policy, ``record_access``,
               ``put``; a refusal stops the fill and the scan streams
@@ -45,7 +49,7 @@ from hetdb.cache.device_cache import DevicePageCache
 from hetdb.cache.policy import BenefitPolicy
 
 DEPTH = 3          # row groups a PageStreamer schedules ahead (its default)
-CACHE_SHARE = 0.5  # the device cache's share of gpu_memory_limit (exec/device.py)
+CACHE_SHARE = 0.8  # the device cache's share of gpu_memory_limit (exec/device.py)
 OPERATOR_SHARE = 0.5  # the operators' share of gpu_memory_limit (exec/device.py)
 
 
@@ -69,6 +73,12 @@ class ScanRef:
 
     def pages(self) -> list[PageRef]:
         return [p for rg in self.row_groups for p in rg]
+
+    def columns(self) -> tuple[str, int, frozenset[str]]:
+        """(table, version, columns) of the scan's pages."""
+        pages = self.row_groups[0] if self.row_groups else self.dictionaries
+        version = pages[0].key.version if pages else 0
+        return self.table, version, frozenset(p.key.column for p in pages)
 
 
 @dataclass
@@ -216,6 +226,7 @@ class ReplayResult:
     decisions: list[tuple[int, int, int]]  # per query run: pages admitted, evicted, bypassed
     cache: DevicePageCache
     seconds: float = 0.0  # wall time of the replay (the cache's bookkeeping, mostly)
+    short_bytes: int = 0  # transient bytes the budget had no room for even after evicting (not held)
 
     @property
     def total_link_bytes(self) -> int:
@@ -307,13 +318,19 @@ POLICIES = ("benefit", "lru", "belady", "oracle")
 class _ScanReplay:
     """One scan through the cache, in the order PageStreamer and the fused resident path call it."""
 
-    def __init__(self, cache: DevicePageCache, clock: _Clock, scan: ScanRef, depth: int) -> None:
+    def __init__(self, cache: DevicePageCache, clock: _Clock, scan: ScanRef, depth: int,
+                 seen: dict | None = None) -> None:
         self.cache, self.clock, self.scan, self.depth = cache, clock, scan, depth
+        # gpu_cache_admission='reuse': (table, version) -> columns scanned on the connection
+        # (``DeviceResources.scanned_columns``); None: 'first'
+        self.seen = seen
         self.budget = cache.budget
         self.link = 0
         self.hits = 0
+        self.short = 0  # bytes of pages no budget room was found for (``_transient``)
         self._positions: dict[PageKey, int] = {}
         self._group: list[PageKey] | None = None
+        self._through = False
 
     def run(self, start: int) -> int:
         """Replay the scan whose first page access is trace position ``start``; returns the position
@@ -333,8 +350,11 @@ class _ScanReplay:
         self._dict_pins: list[PageKey] = []
         self._dict_transient = 0
         try:
-            if not (self._resident(pages) or self._fill(pages)):
-                self._stream()
+            if not self._resident(pages):
+                if self._first_scan(pages):
+                    self._stream(through=True)
+                elif not self._fill(pages):
+                    self._stream()
         finally:
             for key in self._dict_pins:
                 self.cache.unpin(key)
@@ -356,6 +376,20 @@ class _ScanReplay:
         self.hits += len(pages)
         return True
 
+    def _first_scan(self, pages: list[PageRef]) -> bool:
+        """``scan_device.first_scan``: under gpu_cache_admission='reuse', the connection's first scan
+        of these columns, none of its pages cached, passes through (streamed as route 'copy': the
+        device cache neither read nor filled)."""
+        if self.seen is None:
+            return False
+        table, version, names = self.scan.columns()
+        got = self.seen.setdefault((table, version), set())
+        if got.issuperset(names):
+            return False
+        got.update(names)
+        cache = self.cache
+        return not (len(cache) and any(p.key in cache for p in pages))
+
     def _fill(self, pages: list[PageRef]) -> bool:
         cache = self.cache
         if sum(p.held for p in pages) > cache.capacity_bytes - cache.pinned_bytes():
@@ -373,7 +407,10 @@ class _ScanReplay:
         return self._resident(pages)
 
     # PageStreamer (backend/gpu/stream.py): schedule / deliver / retire with ``depth`` ahead
-    def _stream(self) -> None:
+    def _stream(self, through: bool = False) -> None:
+        """``through``: route 'copy' (a first scan passing through): every page is copied and held
+        transiently, the device cache is neither asked nor filled (it still gives memory back)."""
+        self._through = through
         rgs = self.scan.row_groups
         pending = [self._schedule(rgs[i]) for i in range(min(self.depth, len(rgs)))]
         nxt = len(pending)
@@ -394,7 +431,7 @@ class _ScanReplay:
         out = []
         for p in pages:
             self._at(p.key)
-            hit = self.cache.get(p.key, pin=True) is not None
+            hit = not self._through and self.cache.get(p.key, pin=True) is not None
             self.hits += hit
             out.append([p, hit, 0])  # page, cached (pinned), transient bytes
         return out
@@ -406,21 +443,27 @@ class _ScanReplay:
             if cached:
                 continue
             self._at(p.key)
-            if cache.reserve(p.held, key=p.key, link_bytes=p.link, first_reuse=self._first_reuse):
+            if not self._through and cache.reserve(p.held, key=p.key, link_bytes=p.link,
+                                                   first_reuse=self._first_reuse):
                 entry[1] = True
             else:
-                self._transient(p.held)
-                entry[2] = p.held
+                entry[2] = self._transient(p.held)
             self.link += p.link
             self._dictionary(p.key.column)  # decoding the page needs its column's dictionary
             if entry[1]:
                 cache.put(p.key, _Value(p.held), p.held, pin=True, reserved=True, link_bytes=p.link,
                           first_reuse=self._first_reuse)
 
-    def _transient(self, nbytes: int) -> None:
+    def _transient(self, nbytes: int) -> int:
+        """Hold ``nbytes`` for a page the cache does not keep (evicting cached pages when the budget
+        is short); the bytes held: 0 when even that does not make room (the GPU would fail over or
+        wait for its consumer: counted in ``short``, nothing held)."""
         if not self.budget.try_reserve(nbytes):
-            self.cache.evict(nbytes)
-            self.budget.reserve(nbytes, "replayed page")
+            self.cache.make_room(nbytes)
+            if not self.budget.try_reserve(nbytes):
+                self.short += nbytes
+                return 0
+        return nbytes
 
     def _retire(self, rg: list[list]) -> None:
         for p, cached, transient in rg:
@@ -437,23 +480,27 @@ class _ScanReplay:
             return
         cache = self.cache
         self._at(d.key)
-        if cache.get(d.key, pin=True) is not None:
+        if not self._through and cache.get(d.key, pin=True) is not None:
             self._dict_pins.append(d.key)
             return
         self.link += d.link
-        if cache.reserve(d.held):
+        if not self._through and cache.reserve(d.held):
             cache.put(d.key, _Value(d.held), d.held, pin=True, reserved=True)
             self._dict_pins.append(d.key)
             return
-        self._transient(d.held)
-        self._dict_transient += d.held
+        self._dict_transient += self._transient(d.held)
 
 
 def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", depth: int = DEPTH,
-           share: float = CACHE_SHARE, make_cache: Callable[..., DevicePageCache] | None = None
-           ) -> ReplayResult:
+           share: float = CACHE_SHARE, make_cache: Callable[..., DevicePageCache] | None = None,
+           admission: str = "reuse") -> ReplayResult:
     """Replay ``queries`` (each run once, in order, on one connection: the GPU tier persists) under
-    ``gpu_memory_limit`` = ``limit_bytes``, the cache holding ``share`` of it."""
+    ``gpu_memory_limit`` = ``limit_bytes``, the cache holding ``share`` of it, with the connection
+    option ``gpu_cache_admission`` = ``admission``."""
+    from hetdb.cache.router import check_admission
+
+    check_admission(admission)
+    seen: dict | None = {} if admission == "reuse" else None
     from hetdb.backend.gpu.memory import DeviceMemoryBudget
 
     clock = _Clock(queries)
@@ -461,7 +508,7 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
     make = make_cache or DevicePageCache
     cache = make(budget, share=share, policy=_policy(policy, clock))
     links, hits, decisions = [], [], []
-    position = 0
+    position = short = 0
     t0 = time.perf_counter()
     for q in queries:
         st = cache.stats
@@ -472,10 +519,11 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
         for i, scan in enumerate(q.scans):
             if i == largest:
                 working = _reserve_working(cache, budget, q.working, int(limit_bytes * OPERATOR_SHARE))
-            r = _ScanReplay(cache, clock, scan, depth)
+            r = _ScanReplay(cache, clock, scan, depth, seen)
             position = r.run(position)
             link += r.link
             hit += r.hits
+            short += r.short
         if working:
             budget.release(working)
         links.append(link)
@@ -484,7 +532,7 @@ def replay(queries: list[QueryRef], limit_bytes: int, policy: str = "benefit", d
         decisions.append(tuple(a - b for a, b in zip((st.admitted, st.evictions, st.bypassed), before)))
         if cache.reserved_bytes or budget.used_bytes != cache.used_bytes:
             raise AssertionError(f"replay of {q.name} left reservations behind")
-    return ReplayResult(policy, int(limit_bytes), links, hits, decisions, cache, time.perf_counter() - t0)
+    return ReplayResult(policy, int(limit_bytes), links, hits, decisions, cache, time.perf_counter() - t0, short)
 
 
 def _reserve_working(cache: DevicePageCache, budget: Any, nbytes: int, share: int) -> int:
@@ -495,7 +543,7 @@ def _reserve_working(cache: DevicePageCache, budget: Any, nbytes: int, share: in
         return 0
     if budget.try_reserve(nbytes):
         return nbytes
-    cache.evict(nbytes)
+    cache.make_room(nbytes)
     return nbytes if budget.try_reserve(nbytes) else 0
 
 

@@ -122,6 +122,8 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="GPU: batched deliveries of one size, decoded on the copy stream (for A/B measurements)")
     p.add_argument("--no-gpu-early-scan", action="store_true",
                    help="GPU: warm queries do not start their largest table's scan before the dimension pipelines")
+    p.add_argument("--no-gpu-early-dims", action="store_true",
+                   help="GPU: with the early fact scan, the dimension scans do not start before it (A/B)")
     p.add_argument("--no-gpu-copy-neighbours", action="store_true",
                    help="GPU: one copy per page, not one per run of neighbouring pages in the host tier (A/B)")
     p.add_argument("--no-gpu-host-small-builds", action="store_true",
@@ -155,7 +157,7 @@ def engine_options(args) -> dict:
     if getattr(args, "disable_pass", None):
         opts["disabled_passes"] = args.disable_pass
     for key in ("reuse_fused_state", "gpu_delivery_overlap", "cpu_compile", "gpu_early_scan",
-                "gpu_copy_neighbours", "gpu_host_small_builds"):  # the --no-... switches
+                "gpu_early_dims", "gpu_copy_neighbours", "gpu_host_small_builds"):  # the --no-... switches
         if getattr(args, f"no_{key}", False):
             opts[key] = False
     if getattr(args, "gpu_stream_encoded", False):

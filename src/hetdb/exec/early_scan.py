@@ -19,6 +19,15 @@ pass-through), its first and last row groups' pages in the host tier (a cold sca
 dimension pipelines wait for the disk), batched deliveries, no co-processing, no zero-copy, pages
 not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
 (``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
+
+Its primed copies fill the link for milliseconds, and the dimension scans' small copies, issued later
+by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date delivery ended at
+15.7 ms instead of 1.7 ms, and each query's first dimension pipeline took 10-19 ms instead of 1-3).
+So the dimension pipelines' scans that will stream past the device cache too (``early_dimensions``:
+before the fact pipeline, the only scan of their table) start first, on the process's streams as
+their pipelines would, each primed whole (they are small), and their pipelines take them over the
+same way; then the fact scan is primed. Option ``gpu_early_dims`` (default on) switches that part
+off for A/B measurements.
 """
 
 from __future__ import annotations
@@ -77,9 +86,11 @@ def _streams_whole(pipe: Any) -> bool:
 
 
 def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = frozenset()) -> None:
-    """Start the fact scan of ``physical`` early where it pays (see the module docstring); what it
-    started is in ``ctx.early_scans`` and is closed with the query. ``skipped``: pipelines this run
-    does not run (kept from an earlier run)."""
+    """Start the fact scan of ``physical`` early where it pays (see the module docstring), and before
+    it (option ``gpu_early_dims``) the scans of the dimension pipelines that run before it, so their
+    small copies are queued on the link ahead of the fact's; what it started is in
+    ``ctx.early_scans`` and is closed with the query. ``skipped``: pipelines this run does not run
+    (kept from an earlier run)."""
     opts = ctx.options
     if ctx.device is None or not getattr(opts, "gpu_early_scan", False):
         return
@@ -87,40 +98,74 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
             or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "gpu_stream_encoded", False) \
             or getattr(opts, "route", "auto") != "auto":
         return
-    index = pick_early_scan(physical.pipelines, lambda t: ctx.db.table(t).num_rows)
-    if index is None or physical.pipelines[index].pid in skipped:
+    pipelines = physical.pipelines
+    index = pick_early_scan(pipelines, lambda t: ctx.db.table(t).num_rows)
+    if index is None or pipelines[index].pid in skipped:
         return
-    op = physical.pipelines[index].source
+    fact = _streams_past(ctx, pipelines[index].source)
+    if fact is None:
+        return
+    if getattr(opts, "gpu_early_dims", True):
+        for pipe in early_dimensions(pipelines, index, skipped):
+            got = _streams_past(ctx, pipe.source)
+            if got is not None and not _start(ctx, pipe.source, got, None):
+                return  # (the budget had no room: neither does the fact scan)
+    import cupy
+
+    from hetdb.backend.gpu.stream_io import early_streams
+
+    _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id))
+
+
+def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:
+    """The pipelines before the fact pipeline ``index`` whose table scan starts early with it: of
+    the fused or compiled shape, run this time, and the only scan of their table in the plan (a
+    second scan of the same columns fills the device cache instead of taking a streamer over)."""
+    tables: dict[str, int] = {}
+    for p in pipelines:
+        if isinstance(p.source, TableScan):
+            tables[p.source.scan.table] = tables.get(p.source.scan.table, 0) + 1
+    return [p for p in pipelines[:index] if isinstance(p.source, TableScan) and p.pid not in skipped
+            and tables[p.source.scan.table] == 1 and _streams_whole(p)]
+
+
+def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
+    """The row groups of ``op``'s scan when it will stream past the device cache out of the pinned
+    host tier (the connection's first scan of its columns, none cached: ``first_scan``'s
+    pass-through; its first and last row groups' pages in the host tier); else None."""
     from hetdb.cache.pages import page_info
-    from hetdb.exec.operators.scan_device import DeviceScanState, _first_scan, scan_verdicts, streamer_args
+    from hetdb.exec.operators.scan_device import _first_scan, scan_verdicts
 
     reader = ctx.db.table(op.scan.table)
     names = list(dict.fromkeys(op.scan.column_names))
-    if not names or not _first_scan(ctx, reader, names, remember=False):
-        return  # (the scan will read or fill the device cache: it does not stream past it)
+    if not names:
+        return None
     verdicts, _, _ = scan_verdicts(op, ctx, reader)
-    if not verdicts:
-        return
-    cache = ctx.device.cache
-    first, last = min(verdicts), max(verdicts)
-    if any(page_info(reader, name, first).key in cache for name in names):
-        return  # (pages kept on the GPU, e.g. a user's pin: the scan reads them there)
+    row_groups = sorted(verdicts)
+    if not row_groups or not _first_scan(ctx, reader, names, row_groups, remember=False):
+        return None  # (the scan will read or fill the device cache: it does not stream past it)
     host = ctx.device.host_tier(ctx.options)
+    first, last = row_groups[0], row_groups[-1]
     if host is None or not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
-        return  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
-    state = DeviceScanState(reader)
+        return None  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
+    return row_groups
+
+
+def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any) -> bool:
+    """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
+    the process's) and queue its first deliveries; False when the budget has no room."""
+    from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
+
+    state = DeviceScanState(ctx.db.table(op.scan.table))
     state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
-    args, kwargs = streamer_args(op, ctx, state, sorted(verdicts))
+    args, kwargs = streamer_args(op, ctx, state, row_groups)
     budget = ctx.device.budget
     room = min(EARLY_MAX_BYTES, int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE))
     if room <= 0:
-        return
-    import cupy
-
+        return False
     from hetdb.backend.gpu.stream import PageStreamer
-    from hetdb.backend.gpu.stream_io import early_streams
 
-    streamer = PageStreamer(*args, **kwargs, streams=early_streams(cupy.cuda.Device().id))
+    streamer = PageStreamer(*args, **kwargs, streams=streams)
     early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0)
     ctx.early_scans[op.op_id] = early
     ctx.cleanup.append(lambda: _close(ctx, early))
@@ -132,8 +177,9 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
         if not is_device_oom(e):
             raise
         _close(ctx, early)  # (the budget had no room after all: the pipeline streams as usual)
-        return
+        return False
     early.primed_bytes = streamer.held_bytes
+    return True
 
 
 def take_early(ctx: ExecContext, op: Any, args: tuple, kwargs: dict) -> tuple[Any, Any] | None:

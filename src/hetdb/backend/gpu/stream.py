@@ -166,6 +166,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._slot_bytes: int | None = None  # computed when a ring slot is first needed (see _slot)
         self._transient_held = 0  # stream_batch: budget bytes its deliveries hold now
         self._ring_need = 0       # stream_batch: what they hold at most at once (``_plan_groups``)
+        self._group_need = 0      # stream_batch: what one delivery holds at most
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
         self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
         # a column's pages lying back to back in the host tier go as one copy (stream_batch: ``mirror``)
@@ -444,10 +445,16 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             self._host_pins.pop(0)
             self.host_cache.unpin_pages(pages)
 
+    def _evict_short(self, nbytes: int) -> None:
+        """Evict cached pages worth what the budget lacks to grant ``nbytes`` (not all ``nbytes``:
+        pages evicted beyond that were copied again by the next run)."""
+        short = self.budget.used_bytes + nbytes - self.budget.limit_bytes
+        if self._device_tier is not None and short > 0:
+            self._device_tier.evict(short)
+
     def _reserve_transient(self, nbytes: int, page: _Page) -> None:
         if not self.budget.try_reserve(nbytes):
-            if self._device_tier is not None:
-                self._device_tier.evict(nbytes)
+            self._evict_short(nbytes)
             self.budget.reserve(nbytes, f"streaming page {page.row_group} of column '{page.column}' "
                                         f"of table '{self.reader.name}'")
         page.transient_bytes = nbytes
@@ -523,8 +530,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             cached = self.cache is not None and self.cache.reserve(nbytes)
             if not cached:
                 if not self.budget.try_reserve(nbytes):
-                    if self._device_tier is not None:
-                        self._device_tier.evict(nbytes)
+                    self._evict_short(nbytes)
                     self.budget.reserve(nbytes, f"dictionary of column '{column}' of table '{self.reader.name}'")
                 self._dict_transient += nbytes
             cp = self._cupy

@@ -202,9 +202,15 @@ class BatchedDelivery(DeliveryColumns):
                              ramp=3 if self.overlap and not self._prime_bytes else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
-        # device memory the deliveries hold at most at once: the ``depth`` scheduled ahead and the
-        # consumer's (what the cache leaves free when it admits a page: ``_admission_headroom``)
-        self._ring_need = (self.depth + 1) * max((sum(bounds[i][1] for i in g) for g in groups), default=0)
+        # device memory the deliveries hold at most at once (what the cache leaves free when it
+        # admits a page: ``_admission_headroom``): the consumer's, the one being made next to it and,
+        # delivering ahead, one more (``_iterate_batches``; scheduled groups hold host memory only),
+        # and never more than the scan has. It was ``depth + 1`` deliveries: under a 10% budget
+        # (deliveries of a quarter of it each) that was the whole budget, so a streaming scan
+        # admitted no page at all and every hot run copied every page again.
+        self._group_need = max((sum(bounds[i][1] for i in g) for g in groups), default=0)
+        held = 2 + (1 if self.overlap and self.cache is None else 0)  # (``_deliver_ahead``'s condition)
+        self._ring_need = min(len(groups), held) * self._group_need
         return groups
 
     def _mirror(self) -> int:
@@ -255,7 +261,7 @@ class BatchedDelivery(DeliveryColumns):
             if self._prime_bytes:
                 # primed (``prime``): deliveries queued before any consumer asks, within the bytes
                 # given and the budget's room; the caller's first ``next`` gets None
-                per = self._ring_need // (self.depth + 1)  # (a delivery's most)
+                per = self._group_need  # (a delivery's most)
                 while pending and self._room_ahead() and (not queue or self._transient_held + per <= self._prime_bytes):
                     deliver_next()
                 yield None
@@ -297,7 +303,7 @@ class BatchedDelivery(DeliveryColumns):
         if not self.overlap or self.cache is not None:
             return 0  # (a row group with cached pages goes page by page: its consumer waits at once)
         limit = getattr(self.budget, "limit_bytes", None)
-        per = self._ring_need // (self.depth + 1)
+        per = self._group_need
         if limit and 3 * per > limit - self.budget.used_bytes:
             return 0
         return 1
@@ -305,7 +311,7 @@ class BatchedDelivery(DeliveryColumns):
     def _room_ahead(self) -> bool:
         """Whether the budget still has room for another delivery beside those held."""
         limit = getattr(self.budget, "limit_bytes", None)
-        return not limit or limit - self.budget.used_bytes >= self._ring_need // (self.depth + 1)
+        return not limit or limit - self.budget.used_bytes >= self._group_need
 
     def _retire_unit(self, unit: _Unit) -> None:
         if unit.rg is not None:
@@ -574,8 +580,7 @@ class BatchedDelivery(DeliveryColumns):
         if self.budget.try_reserve(nbytes):
             return
         if self._device_tier is not None:
-            # only what the budget lacks (cached pages beyond that stay)
-            self._device_tier.evict(max(1, self.budget.used_bytes + nbytes - self.budget.limit_bytes))
+            self._evict_short(nbytes)  # (only what the budget lacks: cached pages beyond that stay)
             if self.budget.try_reserve(nbytes):
                 return
         held, self._held = self._held, None

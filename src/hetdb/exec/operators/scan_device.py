@@ -179,16 +179,28 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
     return got
 
 
-def first_scan(ctx: ExecContext, state: DeviceScanState, names: list[str]) -> bool:
+def first_scan(ctx: ExecContext, state: DeviceScanState, names: list[str], row_groups: list[int]) -> bool:
     """Whether this is the connection's first scan of these columns of this table version under
-    gpu_cache_admission='reuse' (remembered: the next one is not), and the whole scan would fit in
-    the device cache (one that does not streams into it by benefit as before)."""
-    return _first_scan(ctx, state.reader, names, remember=True)
+    gpu_cache_admission='reuse' (remembered: the next one is not) and none of the pages of
+    ``row_groups`` it reads is in the device cache: it passes through (compressed deliveries out of
+    the pinned host tier, nothing admitted), whether or not it fits in the cache. Until session 14
+    only a scan that fit did; one that did not streamed into the cache by benefit on its first run,
+    admitting pages into the free room one by one (a copy on the device and a put per page) for a
+    connection that may never read them again: SSB SF 20 warm at a 10% budget on the H100, q1.1
+    45.3 ms and q4.1 90.5 ms against 18.5 and 47.6 ms passing through with the whole budget."""
+    return _first_scan(ctx, state.reader, names, row_groups, remember=True)
 
 
-def _first_scan(ctx: ExecContext, reader: Any, names: list[str], remember: bool) -> bool:
+def _first_scan(ctx: ExecContext, reader: Any, names: list[str], row_groups: list[int],
+                remember: bool) -> bool:
     """``first_scan``; ``remember=False``: asks without marking the columns scanned (an early
-    scan's guess of what the scan will do, exec/early_scan.py)."""
+    scan's guess of what the scan will do, exec/early_scan.py).
+
+    A scan that passes through reads no page from the device cache: one whose columns are partly
+    there already (another query's scan of the same table filled them: SSB q4.1 after q2.1 shares
+    four of its six lineorder columns) would copy those again, so it fills instead, copying only
+    the pages missing (H100, SSB SF 1 at 320 MiB: q4.1's first run moved 58.5 MB passing through
+    where 14.8 MB were missing). The same rule is replayed by cache/replay.py."""
     if getattr(ctx.options, "gpu_cache_admission", "reuse") != "reuse":
         return False
     if not scan_router(ctx).use_device_tier or ctx.device.host_tier(ctx.options) is None:
@@ -202,11 +214,16 @@ def _first_scan(ctx: ExecContext, reader: Any, names: list[str], remember: bool)
         return False
     if remember:
         seen.setdefault(key, set()).update(names)
-    from hetdb.cache.pages import scan_device_bytes
+    return not any_cached(ctx.device.cache, reader, names, row_groups)
 
-    cache = ctx.device.cache
-    return scan_device_bytes(reader, names, ctx.options.gpu_compressed_cache) \
-        <= cache.capacity_bytes - cache.pinned_bytes()
+
+def any_cached(cache: Any, reader: Any, names: list[str], row_groups: list[int]) -> bool:
+    """Whether the device cache holds a page of ``names`` in ``row_groups`` (stops at the first)."""
+    if not len(cache):
+        return False
+    from hetdb.cache.base import PageKey
+
+    return any(PageKey(reader.name, reader.version, name, rg) in cache for name in names for rg in row_groups)
 
 
 def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
@@ -354,7 +371,7 @@ def resident_or_warm(op: Any, ctx: ExecContext, state: DeviceScanState, row_grou
     vs 24.6 ms, q4.1 40.0 vs 71.1 ms). The second scan fills, the later ones are hot."""
     fill = None
     resident = resident_pages(op, ctx, state, row_groups, names)
-    if resident is None and warm and first_scan(ctx, state, names):
+    if resident is None and warm and first_scan(ctx, state, names, row_groups):
         state.pass_through = True
         return None
     if resident is None and warm:
