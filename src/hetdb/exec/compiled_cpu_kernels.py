@@ -55,6 +55,17 @@ def _probed_bytes(t: Any) -> int:
     return int(t.direct.nbytes) if t.direct is not None else int(t.table.slots.nbytes)
 
 
+def clustered(op: Any, side: Any, pay: Any) -> bool:
+    """Whether a probe reads its payload from copies in the join table's key order (codegen/probe_py):
+    an inner (or marking) probe of a build whose keys repeat, large enough that its payload does not
+    stay in the caches, with a payload column the loop reads as a value (backend/cpu/tuning.py:
+    cluster_payload_rows)."""
+    t = side.table
+    if op.kind not in ("inner", *MARK_KINDS) or t is None or t.unique or t.order is None:
+        return False
+    return t.num_rows >= tuning.get("cluster_payload_rows") and bool(pay)
+
+
 def pass_share(op: Any, side: Any) -> float:
     """The share of probe rows a probe is expected to let through: for a foreign key into a
     dimension, the share of the dimension's rows the build kept (1 when unknown)."""
@@ -166,7 +177,7 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, prefilter(t),
                                 _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1],
-                                _probed_bytes(t) >= PREFETCH_BYTES))
+                                _probed_bytes(t) >= PREFETCH_BYTES, clustered(op, side, pay)))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:

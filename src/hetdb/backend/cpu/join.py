@@ -60,6 +60,8 @@ class CpuJoinTable:
     key_filter: KeyFilter | None = None
     # Largest row count of one key (-1: not computed yet; see ``join_max_matches``).
     max_matches: int = -1
+    # Build columns copied in CSR order, by cid (codegen/probe_py.clustered_payload), made on first use.
+    clustered: dict | None = None
 
     @property
     def num_keys(self) -> int:
