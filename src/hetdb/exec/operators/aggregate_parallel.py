@@ -11,8 +11,8 @@ connection's worker pool), then every partition is merged on its own (one task p
 with single-threaded kernels): a group's rows all land in one partition, so the partitions' results
 are the groups, each once. The hash reads the non-string keys only (equal keys have equal non-string
 parts; string keys would need a shared encoder, which the workers must not share); aggregations
-whose keys are all strings keep the one merge. The states are laid end to end once and every column
-gathered once in partition order, so a partition is a slice. Plain-string keys that follow the other
+whose keys are all strings keep the one merge. The states are laid end to end once and each partition
+gathers its rows from them (a gather per column, not per batch and column). Plain-string keys that follow the other
 keys (a key and the columns describing it) are not gathered at all: each partition checks them in
 place and takes its groups' strings only.
 """
@@ -27,7 +27,7 @@ from numba import njit
 
 from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
-from hetdb.exec.columns import coalesce_batches, concat_batches, slice_batch, take
+from hetdb.exec.columns import coalesce_batches, concat_batches, take, take_batch
 
 # (backend/cpu/tuning.py) parallel_merge_rows: a final merge of fewer state rows keeps the one merge
 # (its kernels' thread pool is cheaper); merge_parts_per_thread: partitions per worker thread (two: their
@@ -139,14 +139,13 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
 
     cuts = _run_all(pool, split, keys)
     keys = []
-    # the states end to end (copies on every kernel thread), then rows grouped by partition: one
-    # gather per column instead of one per partition, batch and column (Python that holds the GIL)
+    # the states end to end (copies on every kernel thread); a partition gathers its rows from them:
+    # one gather per column instead of one per batch and column (Python that holds the GIL)
     state = concat_batches(be, batches, names)
     order, starts = _global_order(cuts, [b.num_rows for b in batches], nparts)
     outs = _merge_following(op, ctx, g, state, order, starts)
     if outs is None:
-        moved = _gathered(be, state, names, order)
-        outs = _run_all(pool, lambda p: _merge_part(op, ctx, g, moved, starts, p), list(range(nparts)))
+        outs = _run_all(pool, lambda p: _merge_part(op, ctx, g, state, order, starts, p), list(range(nparts)))
     outs = [b for b in outs if b is not None]
     # (TPC-H q15's 100k groups came as 17 batches of 6k rows, read twice: 34 morsels)
     return coalesce_batches(be, outs, tuning.get("result_morsel_rows"), lambda fn, xs: _run_all(pool, fn, xs))
@@ -180,17 +179,14 @@ def _global_order(cuts: list, sizes: list[int], nparts: int) -> tuple[np.ndarray
     return _combine(orders, order_starts, cut_starts, bases, np.int64(nparts))
 
 
-def _gathered(be: Any, state: Batch, names: list[str], order: np.ndarray) -> Batch:
-    return Batch({n: take(be, state.columns[n], order) for n in names}, int(order.shape[0]))
-
-
-def _merge_part(op: Any, ctx: Any, g: Any, moved: Batch, starts: np.ndarray, p: int) -> Batch | None:
+def _merge_part(op: Any, ctx: Any, g: Any, state: Batch, order: np.ndarray, starts: np.ndarray,
+                p: int) -> Batch | None:
     be = ctx.backend
     be.set_kernel_threads(1)
     lo, hi = int(starts[p]), int(starts[p + 1])
     if hi == lo:
         return None
-    return op._outputs(ctx, op._merge(ctx, g, slice_batch(be, moved, lo, hi)))
+    return op._outputs(ctx, op._merge(ctx, g, take_batch(be, state, order[lo:hi])))
 
 
 class _NotFollowing(Exception):
@@ -216,8 +212,7 @@ def _merge_following(op: Any, ctx: Any, g: Any, state: Batch, order: np.ndarray,
     if not strings:
         return None
     be = ctx.backend
-    names = [n for n in state.columns if n not in {_g(i) for i in strings}]
-    moved = _gathered(be, state, names, order)
+    moved = Batch({n: c for n, c in state.columns.items() if n not in {_g(i) for i in strings}}, state.num_rows)
     others = [i for i in range(len(op.keys)) if i not in strings]
     encoders = [g.encoders[i] for i in others]
 
@@ -226,7 +221,8 @@ def _merge_following(op: Any, ctx: Any, g: Any, state: Batch, order: np.ndarray,
         lo, hi = int(starts[p]), int(starts[p + 1])
         if hi == lo:
             return None
-        part, rows = slice_batch(be, moved, lo, hi), order[lo:hi]
+        rows = order[lo:hi]
+        part = take_batch(be, moved, rows)
         keycols = [part.columns[_g(i)] for i in others]
         gid, ng, first = be.group_ids(op._key_arrays(ctx, g, keycols, hi - lo, local=True, encoders=encoders))
         if not all(follows_groups_at(c, rows, gid, first) for c in strings.values()):
