@@ -63,6 +63,7 @@ def test_clustered_payload_matches_duckdb(tmp_path, monkeypatch, prefetch_bytes:
     monkeypatch.setattr("hetdb.exec.compiled_cpu.clustered_payload", spy)
     monkeypatch.setattr("hetdb.exec.compiled_cpu_args.clustered_payload", spy)
     monkeypatch.setitem(tuning.values, "cluster_payload_rows", 0)
+    monkeypatch.setattr(probe_py, "_IN_ORDER_SHARE", 1.1)  # (copies for builds in key order too)
     monkeypatch.setattr(compiled_cpu_kernels, "PREFETCH_BYTES", prefetch_bytes)
     compiled_cpu_kernels._SPEC_KERNELS.clear()
     ran = 0
@@ -78,3 +79,18 @@ def test_clustered_payload_matches_duckdb(tmp_path, monkeypatch, prefetch_bytes:
         compiled_cpu_kernels._SPEC_KERNELS.clear()
     assert ran == len(QUERIES + MORE)
     assert {"w", "wn", "note"} <= {cid.split("#")[0] for cid in made}, sorted(set(made))
+
+
+def test_scattered_tells_builds_in_key_order() -> None:
+    class T:
+        scattered = None
+
+        def __init__(self, order):
+            self.order = np.asarray(order, np.int64)
+
+    rng = np.random.default_rng(3)
+    assert not probe_py.scattered(T(np.arange(10_000)))
+    blocks = np.concatenate([np.arange(i * 1000, (i + 1) * 1000) for i in rng.permutation(10)])
+    assert not probe_py.scattered(T(blocks))          # a few sorted runs (workers' batches)
+    assert probe_py.scattered(T(rng.permutation(10_000)))
+    assert not probe_py.scattered(T([7]))

@@ -24,6 +24,7 @@ from hetdb.backend.cpu.codegen.pipeline_py import (
     Spec,
     compile_spec,
 )
+from hetdb.backend.cpu.codegen.probe_py import scattered
 from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Column
 from hetdb.exec.compiled_cpu_args import BoundArgs
@@ -58,12 +59,12 @@ def _probed_bytes(t: Any) -> int:
 def clustered(op: Any, side: Any, pay: Any) -> bool:
     """Whether a probe reads its payload from copies in the join table's key order (codegen/probe_py):
     an inner (or marking) probe of a build whose keys repeat, large enough that its payload does not
-    stay in the caches, with a payload column the loop reads as a value (backend/cpu/tuning.py:
-    cluster_payload_rows)."""
+    stay in the caches (backend/cpu/tuning.py: cluster_payload_rows), with a payload, and whose rows
+    are not in key order already."""
     t = side.table
     if op.kind not in ("inner", *MARK_KINDS) or t is None or t.unique or t.order is None:
         return False
-    return t.num_rows >= tuning.get("cluster_payload_rows") and bool(pay)
+    return t.num_rows >= tuning.get("cluster_payload_rows") and bool(pay) and scattered(t)
 
 
 def pass_share(op: Any, side: Any) -> float:

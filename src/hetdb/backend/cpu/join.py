@@ -62,6 +62,8 @@ class CpuJoinTable:
     max_matches: int = -1
     # Build columns copied in CSR order, by cid (codegen/probe_py.clustered_payload), made on first use.
     clustered: dict | None = None
+    # Whether the CSR order is far from the build rows' order (codegen/probe_py.scattered; None: not known).
+    scattered: bool | None = None
 
     @property
     def num_keys(self) -> int:

@@ -17,8 +17,32 @@ import threading
 from typing import Any
 
 import numpy as np
+from numba import njit, prange
 
 _LOCK = threading.Lock()
+# a table whose CSR order already runs through consecutive build rows this often is read in order as
+# it is (a build from a scan sorted by its key, as lineitem by l_orderkey): no copies
+_IN_ORDER_SHARE = 0.5
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _runs(order, nchunks):
+    n = order.shape[0]
+    counts = np.zeros(nchunks, np.int64)
+    for c in prange(nchunks):
+        for i in range(max(1, c * n // nchunks), (c + 1) * n // nchunks):
+            counts[c] += order[i] == order[i - 1] + 1
+    return counts.sum()
+
+
+def scattered(t: Any) -> bool:
+    """Whether the join table's CSR order is far from its build rows' order (decided once per table:
+    copies in key order then pay; see clustered_payload)."""
+    got = getattr(t, "scattered", None)
+    if got is None:
+        n = int(t.order.shape[0])
+        got = t.scattered = n > 1 and int(_runs(t.order, np.int64(64))) < _IN_ORDER_SHARE * (n - 1)
+    return got
 
 
 def clustered_payload(side: Any, cid: str) -> tuple[np.ndarray | None, np.ndarray | None]:
