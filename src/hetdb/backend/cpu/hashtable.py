@@ -40,9 +40,10 @@ class HashTable:
     key_count: np.ndarray  # per key id: rows with that key (0 = unused id)
     next_row: np.ndarray   # per row: next row with the same key in ascending order, -1 at the end
     row_key: np.ndarray    # per row: key id
-    # the parallel build's ranges: row numbers grouped by range (ascending within one) and where
-    # each range starts; range p's key ids lie in [starts[p], starts[p + 1]) (see csr)
-    ranges: tuple[np.ndarray, np.ndarray] | None = None
+    # the parallel build's ranges: row numbers grouped by range (ascending within one), where each
+    # range starts and the key id of each row in that order; range p's key ids lie in
+    # [starts[p], starts[p + 1]) (see csr)
+    ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -108,8 +109,10 @@ def _partition_rows(hashes, shift, part_shift, nparts, nchunks, rows, sorted_has
 
 @njit(cache=True, nogil=True, parallel=True)
 def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                    key_rep, key_count, next_row, row_key, deferred):
-    """``hashes``: in the order of ``rows`` (see _partition_rows); ``deferred``: False per row."""
+                    key_rep, key_count, next_row, row_key, deferred, jkey):
+    """``hashes``: in the order of ``rows`` (see _partition_rows); ``deferred``: False per row;
+    ``jkey``: set to the key id of each row in the order of ``rows`` (the CSR layout then reads it
+    in order, not ``row_key`` at random rows)."""
     nparts = starts.shape[0] - 1
     span = slots.shape[0] // nparts
     next_ids = np.empty(nparts, np.int64)
@@ -125,6 +128,7 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
                 deferred[j] = True
             else:
                 nid = r
+                jkey[j] = row_key[rows[j]]
         next_ids[p] = nid
     for p in range(nparts):
         lo = starts[p]
@@ -135,6 +139,7 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
             if deferred[j]:
                 nid = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
                               key_rep, key_count, next_row, row_key, chain)
+                jkey[j] = row_key[rows[j]]
 
 
 @njit(cache=True, nogil=True)
@@ -190,9 +195,10 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -
         # (one histogram row per chunk: 4 chunks per thread, not one per range)
         rows, sorted_hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
         starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads), rows, sorted_hashes)
+        jkey = np.empty(n, np.int64)
         _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                        key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_))
-        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts))
+                        key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_), jkey)
+        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts, jkey))
     return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
 
 
@@ -214,10 +220,10 @@ def _csr_serial(row_key, key_count):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _csr_ranges(row_key, key_count, rows, starts, start, pos, order):
+def _csr_ranges(key_count, rows, starts, jkey, start, pos, order):
     """``_csr_serial`` per range of a parallel build, the ranges in parallel: range p's rows are
-    rows[starts[p]:starts[p + 1]] (ascending) and its key ids lie in the same interval, so its keys'
-    row runs start at starts[p] and fill that interval of ``order``."""
+    rows[starts[p]:starts[p + 1]] (ascending, their key ids in ``jkey``) and its key ids lie in the
+    same interval, so its keys' row runs start at starts[p] and fill that interval of ``order``."""
     n = key_count.shape[0]
     start[n] = n
     for p in prange(starts.shape[0] - 1):
@@ -229,9 +235,8 @@ def _csr_ranges(row_key, key_count, rows, starts, start, pos, order):
             pos[k] = total
             total += key_count[k]
         for j in range(lo, hi):
-            i = rows[j]
-            k = row_key[i]
-            order[pos[k]] = i
+            k = jkey[j]
+            order[pos[k]] = rows[j]
             pos[k] += 1
     return start, order
 
@@ -242,7 +247,7 @@ def csr(table: HashTable) -> tuple[np.ndarray, np.ndarray]:
         return _csr_serial(table.row_key, table.key_count)
     n = table.key_count.shape[0]
     start, pos, order = np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(table.row_key.shape[0], np.int64)
-    _csr_ranges(table.row_key, table.key_count, *table.ranges, start, pos, order)
+    _csr_ranges(table.key_count, *table.ranges, start, pos, order)
     return start, order
 
 
