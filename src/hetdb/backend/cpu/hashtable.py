@@ -49,8 +49,8 @@ class HashTable:
 @njit(cache=True, nogil=True, inline="always")
 def _insert(keys, h, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
             key_rep, key_count, next_row, row_key, chain):
-    """Insert row i (hash ``h``); returns the id counter after it, or -1 when the probe left
-    [lo_slot, hi_slot)."""
+    """Insert row i (hash ``h``); returns (the id counter after it, the row's key id), or (-1, -1)
+    when the probe left [lo_slot, hi_slot). ``row_key`` empty: not written (see build)."""
     hb = np.int64(h)
     s = slot_of(h, shift)
     mask = slots.shape[0] - 1
@@ -61,22 +61,24 @@ def _insert(keys, h, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
             slots[s, 1] = next_id
             key_rep[next_id] = i
             key_count[next_id] = 1
-            row_key[i] = next_id
+            if row_key.shape[0]:
+                row_key[i] = next_id
             if chain:
                 next_row[i] = -1
-            return next_id + 1
+            return next_id + 1, next_id
         if slots[s, 0] == hb and same_key(keys, key_rep[k], keys, i):
             if chain:
                 next_row[i] = key_rep[k]
                 key_rep[k] = i
             key_count[k] += 1
-            row_key[i] = k
-            return next_id
+            if row_key.shape[0]:
+                row_key[i] = k
+            return next_id, k
         s += 1
         if wrap:
             s &= mask
         elif s >= hi_slot:
-            return -1
+            return -1, -1
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -122,13 +124,13 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
         nid = lo
         for t in range(hi - lo):
             j = hi - 1 - t if descending else lo + t
-            r = _insert(keys, hashes[j], slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
-                        key_rep, key_count, next_row, row_key, chain)
+            r, k = _insert(keys, hashes[j], slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
+                           key_rep, key_count, next_row, row_key, chain)
             if r < 0:
                 deferred[j] = True
             else:
                 nid = r
-                jkey[j] = row_key[rows[j]]
+                jkey[j] = k
         next_ids[p] = nid
     for p in range(nparts):
         lo = starts[p]
@@ -137,9 +139,8 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
         for t in range(hi - lo):
             j = hi - 1 - t if descending else lo + t
             if deferred[j]:
-                nid = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
-                              key_rep, key_count, next_row, row_key, chain)
-                jkey[j] = row_key[rows[j]]
+                nid, jkey[j] = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
+                                       key_rep, key_count, next_row, row_key, chain)
 
 
 @njit(cache=True, nogil=True)
@@ -148,8 +149,8 @@ def _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_co
     nid = 0
     for t in range(n):
         i = n - 1 - t if descending else t
-        nid = _insert(keys, hashes[i], slots, shift, 0, 0, True, i, nid,
-                      key_rep, key_count, next_row, row_key, chain)
+        nid, _ = _insert(keys, hashes[i], slots, shift, 0, 0, True, i, nid,
+                         key_rep, key_count, next_row, row_key, chain)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -172,17 +173,21 @@ def empty_slots(cap: int) -> np.ndarray:
     return slots
 
 
-def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -> HashTable:
-    """Hash table over the rows of a key matrix (see module docstring)."""
+def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool,
+          row_keys: bool = True) -> HashTable:
+    """Hash table over the rows of a key matrix (see module docstring). ``row_keys`` False: a
+    parallel build leaves ``row_key`` empty (a random write per build row that a join's CSR layout
+    does without: it reads the key ids in range order; joins.py fills it when an operator asks)."""
     n = int(hashes.shape[0])
     cap, shift = table_capacity(n)
     slots = empty_slots(cap)
     key_rep = np.empty(n, np.int64)
     key_count = np.zeros(n, np.int64)
     next_row = np.empty(n if chain else 0, np.int64)
-    row_key = np.empty(n, np.int64)
+    parallel = n >= _PARALLEL_BUILD_ROWS
+    row_key = np.empty(n if row_keys or not parallel else 0, np.int64)
     threads = kernel_threads()
-    if n < _PARALLEL_BUILD_ROWS:
+    if not parallel:
         _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key)
     else:
         # at least 4 ranges per thread, and ranges of at most 2^14 slots (256 KiB: in the L2 cache),
@@ -246,7 +251,7 @@ def csr(table: HashTable) -> tuple[np.ndarray, np.ndarray]:
     if table.ranges is None:
         return _csr_serial(table.row_key, table.key_count)
     n = table.key_count.shape[0]
-    start, pos, order = np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(table.row_key.shape[0], np.int64)
+    start, pos, order = np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(table.ranges[0].shape[0], np.int64)
     _csr_ranges(table.key_count, *table.ranges, start, pos, order)
     return start, order
 
