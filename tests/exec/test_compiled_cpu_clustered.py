@@ -60,7 +60,6 @@ def test_clustered_payload_matches_duckdb(tmp_path, monkeypatch, prefetch_bytes:
         return inner(side, cid)
 
     monkeypatch.setattr(probe_py, "clustered_payload", spy)
-    monkeypatch.setattr("hetdb.exec.compiled_cpu.clustered_payload", spy)
     monkeypatch.setattr("hetdb.exec.compiled_cpu_args.clustered_payload", spy)
     monkeypatch.setitem(tuning.values, "cluster_payload_rows", 0)
     monkeypatch.setattr(probe_py, "_IN_ORDER_SHARE", 1.1)  # (copies for builds in key order too)
@@ -94,3 +93,27 @@ def test_scattered_tells_builds_in_key_order() -> None:
     assert not probe_py.scattered(T(blocks))          # a few sorted runs (workers' batches)
     assert probe_py.scattered(T(rng.permutation(10_000)))
     assert not probe_py.scattered(T([7]))
+
+
+def test_no_copies_when_the_reservation_is_refused(tmp_path, monkeypatch) -> None:
+    """Copies the memory budget refuses are not made: the probes read the build rows in place."""
+    from hetdb.exec.memory import Reservation
+
+    tables = _more_tables()
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=4096)
+    made: list[str] = []
+    inner = probe_py.clustered_payload
+    monkeypatch.setattr(probe_py, "clustered_payload", lambda side, cid: made.append(cid) or inner(side, cid))
+    monkeypatch.setattr("hetdb.exec.compiled_cpu_args.clustered_payload", probe_py.clustered_payload)
+    monkeypatch.setattr(Reservation, "try_grow", lambda self, nbytes: False)
+    monkeypatch.setitem(tuning.values, "cluster_payload_rows", 0)
+    monkeypatch.setattr(probe_py, "_IN_ORDER_SHARE", 1.1)
+    compiled_cpu_kernels._SPEC_KERNELS.clear()
+    sql = MORE[0]
+    try:
+        with hetdb.connect(db.path, device="cpu", threads=2) as con:
+            got = con.sql(sql).arrow()
+    finally:
+        compiled_cpu_kernels._SPEC_KERNELS.clear()
+    assert got.num_rows > 0 and mismatch(got, duck_tables(tables).sql(sql).to_arrow_table(), ()) is None
+    assert made == []

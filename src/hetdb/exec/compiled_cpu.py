@@ -27,7 +27,6 @@ from hetdb import types as T
 from hetdb.backend.cpu.codegen.pipeline_py import (
     Kernel,
 )
-from hetdb.backend.cpu.codegen.probe_py import clustered_payload
 from hetdb.column import Batch, Column
 from hetdb.exec.columns import slice_column, take
 from hetdb.exec.compiled import CompiledPlan, _gather, plan_compiled
@@ -37,6 +36,7 @@ from hetdb.exec.compiled_cpu_kernels import (
     MAX_EXPRESSION_NODES,
     arguments,
     clustered,
+    copy_in_key_order,
     direct_ranges,
     expression_nodes,
     kernel_for,
@@ -565,8 +565,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         # start (else the first worker builds it on one thread while the others wait for it)
         prefilter(side.table)
         if clustered(op, side, pay):  # (so are the build columns copied in key order)
-            for f in pay:
-                clustered_payload(side, f.cid)
+            copy_in_key_order(ctx, side, pay)
     try:
         _go(ctx, run, p, pool, threads)
     except _Redo:

@@ -67,6 +67,27 @@ def clustered(op: Any, side: Any, pay: Any) -> bool:
     return t.num_rows >= tuning.get("cluster_payload_rows") and bool(pay) and scattered(t)
 
 
+def copy_in_key_order(ctx: ExecContext, side: Any, pay: Any) -> None:
+    """The payload copies of a clustered probe (probe_py.clustered_payload), made before the workers
+    on every kernel thread and reserved for the query; when the reservation is refused the table is
+    marked as not worth copying and its probes read the build rows where they are."""
+    from hetdb.backend.cpu.codegen.probe_py import clustered_payload
+    from hetdb.exec.columns import column_nbytes
+    from hetdb.exec.memory import Reservation
+
+    t = side.table
+    made = t.clustered or {}
+    need = sum(column_nbytes(side.batch.columns[f.cid]) for f in pay if f.cid not in made)
+    if need:
+        res = Reservation(ctx.memory)
+        if not res.try_grow(need):
+            t.scattered = False
+            return
+        ctx.cleanup.append(res.close)
+    for f in pay:
+        clustered_payload(side, f.cid)
+
+
 def pass_share(op: Any, side: Any) -> float:
     """The share of probe rows a probe is expected to let through: for a foreign key into a
     dimension, the share of the dimension's rows the build kept (1 when unknown)."""
