@@ -83,6 +83,7 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "old-ndv": ([], _setter(cardinality, "REFINE_NDV", False)),
     "no-run-pieces": ([], _setter(aggregate, "RUN_PIECES", False)),
     "key-memo-on": ([], _setter(pipeline_py, "KEY_MEMO", True)),  # (off by default since session 11)
+    "no-cluster": ([], _tuned("cluster_payload_rows=off")),  # (session 14: payload in key order)
     "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),

@@ -270,3 +270,21 @@ def test_key_matrix_filled_on_kernel_threads_equals_numpy(monkeypatch):
             assert got.dtype == np.int64 and got.flags.c_contiguous and np.array_equal(got, want), combo
     finally:
         set_kernel_threads(before)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("repeats", [True, False])
+def test_parallel_build_without_row_keys(kind, repeats, monkeypatch):
+    """A hash build by ranges (every build here: threshold 16 rows) leaves the rows' key ids out
+    (hashtable.build ``row_keys``); the CSR layout reads them in range order and the operators'
+    build_matched gets them made from the layout (unique keys too)."""
+    from hetdb.backend.cpu import hashtable
+
+    monkeypatch.setattr(hashtable, "_PARALLEL_BUILD_ROWS", 16)
+    rng = np.random.default_rng(31 + repeats)
+    n = 20_011
+    build = [rng.integers(0, 3000 if repeats else 10**12, n).astype(np.int64) * 7_919]
+    probe = [np.concatenate([build[0][rng.integers(0, n, 9000)], rng.integers(0, 10**12, 3000) * 7_919])]
+    table = B.join_build(build)
+    assert table.direct is None and table.table.row_key.shape[0] == 0 and table.unique != repeats
+    assert check_join(build, probe, kind) > 0

@@ -26,6 +26,7 @@ QUERIES = [
     "SELECT f, k % 50 AS m, count(*), min(k) FROM t GROUP BY f, m",
     "SELECT kn, sum(v), max(s) FROM t WHERE v > -50 GROUP BY kn",
     "SELECT d, k % 7 AS m, sum(f), count(*) FROM t GROUP BY d, m",
+    "SELECT k, name, note, sum(v), count(*) FROM t GROUP BY k, name, note",  # strings that follow k
     "SELECT s, count(*) FROM t GROUP BY s",  # string keys only: the one merge
 ]
 
@@ -41,6 +42,9 @@ def _tables(rows: int) -> dict[str, pa.Table]:
         "f": pa.array(rng.integers(-40, 40, rows) / 4, pa.float64()),  # exact sums in any order
         "s": pa.array([f"s{x % 311}" for x in rng.integers(0, 10**6, rows)], pa.string()),
         "d": pa.array(rng.integers(18000, 18400, rows).astype("datetime64[D]"), pa.date32()),
+        # fixed by k (a key and the columns describing it), NULL for some k
+        "name": pa.array([f"customer#{x:09d}" for x in k], pa.string()),
+        "note": pa.array([None if x % 17 == 0 else "n" * (x % 23) + str(x) for x in k], pa.string()),
     })}
 
 
@@ -98,3 +102,27 @@ def test_one_merge_when_switched_off_or_single_threaded(tmp_path, monkeypatch) -
     with hetdb.connect(db.path, device="cpu", threads=3) as con:
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
     assert calls  # asked, and declined both times (the answers above are the one merge's)
+
+
+@pytest.mark.parametrize("compile_cpu", [True, False])
+def test_plain_string_keys_stay_in_place_when_they_follow(tmp_path, monkeypatch, compile_cpu: bool) -> None:
+    """Plain-string keys fixed by the other keys are merged without moving them into the partitions;
+    a string key that does not follow (s beside k) is merged the other way, with the same answers."""
+    tables = _tables(40_000)
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=4096)
+    duck = duck_tables(tables)
+    following: list[bool] = []
+    inner = aggregate_parallel._merge_following
+    monkeypatch.setattr(aggregate_parallel, "_merge_following",
+                        lambda *a, **k: (lambda out: following.append(out is not None) or out)(inner(*a, **k)))
+    monkeypatch.setitem(tuning.values, "parallel_merge_rows", 16)
+    monkeypatch.setitem(tuning.values, "merge_small_domain", 0)
+    sqls = ["SELECT k, name, note, sum(v), count(*) FROM t GROUP BY k, name, note",
+            "SELECT name, k, max(note), min(v) FROM t WHERE v > 0 GROUP BY name, k",
+            "SELECT k, s, sum(v) FROM t GROUP BY k, s"]
+    with hetdb.connect(db.path, device="cpu", threads=4, cpu_compile=compile_cpu) as con:
+        for sql in sqls:
+            got, want = con.sql(sql).arrow(), duck.sql(sql).to_arrow_table()
+            assert got.num_rows == want.num_rows > 50, sql
+            assert mismatch(got, want, ()) is None, sql
+    assert following == [True, True, False], following

@@ -9,7 +9,7 @@ import pytest
 import hetdb
 from hetdb import types as T
 from hetdb.column import Column
-from hetdb.exec.group_fd import follows_groups
+from hetdb.exec.group_fd import follows_groups, follows_groups_at
 
 
 def _strings(values: list[str | None]) -> Column:
@@ -32,6 +32,23 @@ def test_follows_groups(values, expected) -> None:
     gid = np.array([0, 1, 0, 1, 0], dtype=np.int64)
     first = np.array([0, 1], dtype=np.int64)
     assert follows_groups(np, _strings(values), gid, first) is expected
+
+
+@pytest.mark.parametrize("values,expected", [
+    (["ab", "x", "ab", "x", "ab"], True),
+    (["ab", "x", "ac", "x", "ab"], False),
+    (["ab", "x", "abc", "x", "ab"], False),
+    ([None, "x", None, "x", None], True),
+    ([None, "x", "", "x", None], False),
+])
+def test_follows_groups_at_rows_elsewhere(values, expected) -> None:
+    """The same verdicts when the rows' strings are rows ``rows`` of a larger column."""
+    col = _strings(["pad"] + values[::-1] + ["pad"])
+    rows = np.array([5 - i for i in range(5)], dtype=np.int64)
+    gid = np.array([0, 1, 0, 1, 0], dtype=np.int64)
+    first = np.array([0, 1], dtype=np.int64)
+    assert follows_groups_at(col, rows, gid, first) is expected
+    assert follows_groups_at(col, rows[:0], gid[:0], first[:0])
 
 
 def test_follows_groups_in_chunks(monkeypatch) -> None:

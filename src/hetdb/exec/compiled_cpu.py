@@ -35,6 +35,8 @@ from hetdb.exec.compiled_cpu_budget import TableBudget, flush_table
 from hetdb.exec.compiled_cpu_kernels import (
     MAX_EXPRESSION_NODES,
     arguments,
+    clustered,
+    copy_in_key_order,
     direct_ranges,
     expression_nodes,
     kernel_for,
@@ -558,10 +560,12 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         return run
     if isinstance(pipe.source, TableScan):
         p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
-    for _, side, _ in p.probes:
+    for op, side, pay in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)
         prefilter(side.table)
+        if clustered(op, side, pay):  # (so are the build columns copied in key order)
+            copy_in_key_order(ctx, side, pay)
     try:
         _go(ctx, run, p, pool, threads)
     except _Redo:

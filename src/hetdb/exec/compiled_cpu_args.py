@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import types as T
+from hetdb.backend.cpu.codegen.probe_py import clustered_payload
 from hetdb.column import Batch, Column
 
 
@@ -45,6 +46,9 @@ class BoundArgs:
                 self.values[pos] = direct[0] if a[2] == "lo" else direct[1]
             elif what == "probe":
                 self.values[pos] = probe_arg(probes[a[2]][1], a[3])
+            elif what == "cpayload":  # a build column copied in the table's key order
+                data, validity = clustered_payload(probes[a[2]][1], a[3])
+                self.values[pos] = data if a[4] == "data" else validity
             else:
                 col = probes[a[2]][1].batch.columns[a[3]]
                 self.values[pos] = col.data if a[4] == "data" else col.validity

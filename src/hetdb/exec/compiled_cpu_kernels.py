@@ -24,6 +24,7 @@ from hetdb.backend.cpu.codegen.pipeline_py import (
     Spec,
     compile_spec,
 )
+from hetdb.backend.cpu.codegen.probe_py import scattered
 from hetdb.backend.cpu.groupby import key_runs
 from hetdb.column import Column
 from hetdb.exec.compiled_cpu_args import BoundArgs
@@ -53,6 +54,38 @@ def _python_ints(col: Column) -> bool:
 
 def _probed_bytes(t: Any) -> int:
     return int(t.direct.nbytes) if t.direct is not None else int(t.table.slots.nbytes)
+
+
+def clustered(op: Any, side: Any, pay: Any) -> bool:
+    """Whether a probe reads its payload from copies in the join table's key order (codegen/probe_py):
+    an inner (or marking) probe of a build whose keys repeat, large enough that its payload does not
+    stay in the caches (backend/cpu/tuning.py: cluster_payload_rows), with a payload, and whose rows
+    are not in key order already."""
+    t = side.table
+    if op.kind not in ("inner", *MARK_KINDS) or t is None or t.unique or t.order is None:
+        return False
+    return t.num_rows >= tuning.get("cluster_payload_rows") and bool(pay) and scattered(t)
+
+
+def copy_in_key_order(ctx: ExecContext, side: Any, pay: Any) -> None:
+    """The payload copies of a clustered probe (probe_py.clustered_payload), made before the workers
+    on every kernel thread and reserved for the query; when the reservation is refused the table is
+    marked as not worth copying and its probes read the build rows where they are."""
+    from hetdb.backend.cpu.codegen.probe_py import clustered_payload
+    from hetdb.exec.columns import column_nbytes
+    from hetdb.exec.memory import Reservation
+
+    t = side.table
+    made = t.clustered or {}
+    need = sum(column_nbytes(side.batch.columns[f.cid]) for f in pay if f.cid not in made)
+    if need:
+        res = Reservation(ctx.memory)
+        if not res.try_grow(need):
+            t.scattered = False
+            return
+        ctx.cleanup.append(res.close)
+    for f in pay:
+        clustered_payload(side, f.cid)
 
 
 def pass_share(op: Any, side: Any) -> float:
@@ -166,7 +199,7 @@ def _signature_kernel(p: Any, sink: Any, cols: dict[str, Column], runs: bool) ->
                                 t.num_keys if t.pack is None else 1, t.pack is not None, bool(t.unique),
                                 side.valid_idx is not None, payload, prefilter(t),
                                 _residual(p, op), first and _SELECT_SHARE[0] <= pass_share(op, side) <= _SELECT_SHARE[1],
-                                _probed_bytes(t) >= PREFETCH_BYTES))
+                                _probed_bytes(t) >= PREFETCH_BYTES, clustered(op, side, pay)))
     if p.marks is not None:
         out: Any = Mark()
     elif p.plan.materialize:

@@ -111,3 +111,36 @@ def _follows_rows(offsets, chars, valid, nullable, gid, first, lo, hi):
             if chars[a + j] != chars[b + j]:
                 return False
     return True
+
+
+def follows_groups_at(col: Column, rows: np.ndarray, gid: np.ndarray, first: np.ndarray) -> bool:
+    """follows_groups for rows whose strings stay in ``col`` (host): row i's string is ``col``'s row
+    ``rows[i]``. The partitioned final merge (exec/operators/aggregate_parallel.py) checks its
+    partitions' rows this way without gathering their strings."""
+    if gid.shape[0] == 0:
+        return True
+    valid = col.validity if col.validity is not None else np.ones(0, np.bool_)
+    return bool(_follows_at(np.ascontiguousarray(col.offsets, dtype=np.int64), col.chars, valid,
+                            col.validity is not None, np.ascontiguousarray(rows, dtype=np.int64), gid, first))
+
+
+@njit(cache=True, nogil=True)
+def _follows_at(offsets, chars, valid, nullable, rows, gid, first):
+    for i in range(gid.shape[0]):
+        f = first[gid[i]]
+        if f == i:
+            continue
+        a_row, b_row = rows[i], rows[f]
+        if nullable:
+            if valid[a_row] != valid[b_row]:
+                return False
+            if not valid[a_row]:
+                continue
+        a, b = offsets[a_row], offsets[b_row]
+        length = offsets[a_row + 1] - a
+        if offsets[b_row + 1] - b != length:
+            return False
+        for j in range(length):
+            if chars[a + j] != chars[b + j]:
+                return False
+    return True

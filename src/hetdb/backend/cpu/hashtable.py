@@ -40,16 +40,17 @@ class HashTable:
     key_count: np.ndarray  # per key id: rows with that key (0 = unused id)
     next_row: np.ndarray   # per row: next row with the same key in ascending order, -1 at the end
     row_key: np.ndarray    # per row: key id
-    # the parallel build's ranges: row numbers grouped by range (ascending within one) and where
-    # each range starts; range p's key ids lie in [starts[p], starts[p + 1]) (see csr)
-    ranges: tuple[np.ndarray, np.ndarray] | None = None
+    # the parallel build's ranges: row numbers grouped by range (ascending within one), where each
+    # range starts and the key id of each row in that order; range p's key ids lie in
+    # [starts[p], starts[p + 1]) (see csr)
+    ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _insert(keys, h, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
             key_rep, key_count, next_row, row_key, chain):
-    """Insert row i (hash ``h``); returns the id counter after it, or -1 when the probe left
-    [lo_slot, hi_slot)."""
+    """Insert row i (hash ``h``); returns (the id counter after it, the row's key id), or (-1, -1)
+    when the probe left [lo_slot, hi_slot). ``row_key`` empty: not written (see build)."""
     hb = np.int64(h)
     s = slot_of(h, shift)
     mask = slots.shape[0] - 1
@@ -60,22 +61,24 @@ def _insert(keys, h, slots, shift, lo_slot, hi_slot, wrap, i, next_id,
             slots[s, 1] = next_id
             key_rep[next_id] = i
             key_count[next_id] = 1
-            row_key[i] = next_id
+            if row_key.shape[0]:
+                row_key[i] = next_id
             if chain:
                 next_row[i] = -1
-            return next_id + 1
+            return next_id + 1, next_id
         if slots[s, 0] == hb and same_key(keys, key_rep[k], keys, i):
             if chain:
                 next_row[i] = key_rep[k]
                 key_rep[k] = i
             key_count[k] += 1
-            row_key[i] = k
-            return next_id
+            if row_key.shape[0]:
+                row_key[i] = k
+            return next_id, k
         s += 1
         if wrap:
             s &= mask
         elif s >= hi_slot:
-            return -1
+            return -1, -1
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -108,8 +111,10 @@ def _partition_rows(hashes, shift, part_shift, nparts, nchunks, rows, sorted_has
 
 @njit(cache=True, nogil=True, parallel=True)
 def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                    key_rep, key_count, next_row, row_key, deferred):
-    """``hashes``: in the order of ``rows`` (see _partition_rows); ``deferred``: False per row."""
+                    key_rep, key_count, next_row, row_key, deferred, jkey):
+    """``hashes``: in the order of ``rows`` (see _partition_rows); ``deferred``: False per row;
+    ``jkey``: set to the key id of each row in the order of ``rows`` (the CSR layout then reads it
+    in order, not ``row_key`` at random rows)."""
     nparts = starts.shape[0] - 1
     span = slots.shape[0] // nparts
     next_ids = np.empty(nparts, np.int64)
@@ -119,12 +124,13 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
         nid = lo
         for t in range(hi - lo):
             j = hi - 1 - t if descending else lo + t
-            r = _insert(keys, hashes[j], slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
-                        key_rep, key_count, next_row, row_key, chain)
+            r, k = _insert(keys, hashes[j], slots, shift, p * span, (p + 1) * span, False, rows[j], nid,
+                           key_rep, key_count, next_row, row_key, chain)
             if r < 0:
                 deferred[j] = True
             else:
                 nid = r
+                jkey[j] = k
         next_ids[p] = nid
     for p in range(nparts):
         lo = starts[p]
@@ -133,8 +139,8 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
         for t in range(hi - lo):
             j = hi - 1 - t if descending else lo + t
             if deferred[j]:
-                nid = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
-                              key_rep, key_count, next_row, row_key, chain)
+                nid, jkey[j] = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
+                                       key_rep, key_count, next_row, row_key, chain)
 
 
 @njit(cache=True, nogil=True)
@@ -143,8 +149,8 @@ def _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_co
     nid = 0
     for t in range(n):
         i = n - 1 - t if descending else t
-        nid = _insert(keys, hashes[i], slots, shift, 0, 0, True, i, nid,
-                      key_rep, key_count, next_row, row_key, chain)
+        nid, _ = _insert(keys, hashes[i], slots, shift, 0, 0, True, i, nid,
+                         key_rep, key_count, next_row, row_key, chain)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -167,17 +173,21 @@ def empty_slots(cap: int) -> np.ndarray:
     return slots
 
 
-def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -> HashTable:
-    """Hash table over the rows of a key matrix (see module docstring)."""
+def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool,
+          row_keys: bool = True) -> HashTable:
+    """Hash table over the rows of a key matrix (see module docstring). ``row_keys`` False: a
+    parallel build leaves ``row_key`` empty (a random write per build row that a join's CSR layout
+    does without: it reads the key ids in range order; joins.py fills it when an operator asks)."""
     n = int(hashes.shape[0])
     cap, shift = table_capacity(n)
     slots = empty_slots(cap)
     key_rep = np.empty(n, np.int64)
     key_count = np.zeros(n, np.int64)
     next_row = np.empty(n if chain else 0, np.int64)
-    row_key = np.empty(n, np.int64)
+    parallel = n >= _PARALLEL_BUILD_ROWS
+    row_key = np.empty(n if row_keys or not parallel else 0, np.int64)
     threads = kernel_threads()
-    if n < _PARALLEL_BUILD_ROWS:
+    if not parallel:
         _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key)
     else:
         # at least 4 ranges per thread, and ranges of at most 2^14 slots (256 KiB: in the L2 cache),
@@ -190,9 +200,10 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool) -
         # (one histogram row per chunk: 4 chunks per thread, not one per range)
         rows, sorted_hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
         starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads), rows, sorted_hashes)
+        jkey = np.empty(n, np.int64)
         _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                        key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_))
-        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts))
+                        key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_), jkey)
+        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts, jkey))
     return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
 
 
@@ -214,10 +225,10 @@ def _csr_serial(row_key, key_count):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _csr_ranges(row_key, key_count, rows, starts, start, pos, order):
+def _csr_ranges(key_count, rows, starts, jkey, start, pos, order):
     """``_csr_serial`` per range of a parallel build, the ranges in parallel: range p's rows are
-    rows[starts[p]:starts[p + 1]] (ascending) and its key ids lie in the same interval, so its keys'
-    row runs start at starts[p] and fill that interval of ``order``."""
+    rows[starts[p]:starts[p + 1]] (ascending, their key ids in ``jkey``) and its key ids lie in the
+    same interval, so its keys' row runs start at starts[p] and fill that interval of ``order``."""
     n = key_count.shape[0]
     start[n] = n
     for p in prange(starts.shape[0] - 1):
@@ -229,9 +240,8 @@ def _csr_ranges(row_key, key_count, rows, starts, start, pos, order):
             pos[k] = total
             total += key_count[k]
         for j in range(lo, hi):
-            i = rows[j]
-            k = row_key[i]
-            order[pos[k]] = i
+            k = jkey[j]
+            order[pos[k]] = rows[j]
             pos[k] += 1
     return start, order
 
@@ -241,8 +251,8 @@ def csr(table: HashTable) -> tuple[np.ndarray, np.ndarray]:
     if table.ranges is None:
         return _csr_serial(table.row_key, table.key_count)
     n = table.key_count.shape[0]
-    start, pos, order = np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(table.row_key.shape[0], np.int64)
-    _csr_ranges(table.row_key, table.key_count, *table.ranges, start, pos, order)
+    start, pos, order = np.empty(n + 1, np.int64), np.empty(n, np.int64), np.empty(table.ranges[0].shape[0], np.int64)
+    _csr_ranges(table.key_count, *table.ranges, start, pos, order)
     return start, order
 
 

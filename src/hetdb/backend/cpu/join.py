@@ -60,6 +60,10 @@ class CpuJoinTable:
     key_filter: KeyFilter | None = None
     # Largest row count of one key (-1: not computed yet; see ``join_max_matches``).
     max_matches: int = -1
+    # Build columns copied in CSR order, by cid (codegen/probe_py.clustered_payload), made on first use.
+    clustered: dict | None = None
+    # Whether the CSR order is far from the build rows' order (codegen/probe_py.scattered; None: not known).
+    scattered: bool | None = None
 
     @property
     def num_keys(self) -> int:
@@ -263,7 +267,7 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
                                              unique=_all_unique(count, n)))
     # ascending, no chain: a key's first row is its lowest, and keys with several rows get the CSR
     # layout (a chain through the rows cost a random write per row that nothing read)
-    table = build(km, hash_rows(km), descending=False, chain=False)
+    table = build(km, hash_rows(km), descending=False, chain=False, row_keys=False)
     return _with_layout(CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n)))
 
 
@@ -302,6 +306,30 @@ def _expand_csr(match, key_count, start, order, left):
             pidx[pos + j] = i
             bidx[pos + j] = order[s + j]
     return pidx, bidx
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _fill_row_keys(key_rep, key_count, start, order, out):
+    for k in prange(key_count.shape[0]):
+        if start.shape[0] == 0:  # unique keys: one row each
+            if key_count[k]:
+                out[key_rep[k]] = k
+        else:
+            for m in range(start[k], start[k] + key_count[k]):
+                out[order[m]] = k
+
+
+def _row_keys(table: CpuJoinTable) -> np.ndarray:
+    """Each build row's key id: made from the layout when the build left it out (hashtable.build's
+    ``row_keys``), then kept."""
+    t = table.table
+    if t.row_key.shape[0] != table.num_rows:
+        out = np.empty(table.num_rows, np.int64)
+        empty = np.empty(0, np.int64)
+        _fill_row_keys(t.key_rep, t.key_count, empty if table.start is None else table.start,
+                       empty if table.order is None else table.order, out)
+        t.row_key = out
+    return t.row_key
 
 
 def _with_layout(table: CpuJoinTable) -> CpuJoinTable:
@@ -381,7 +409,7 @@ def join_probe(table: CpuJoinTable, keys: list[np.ndarray], kind: str):
         return np.flatnonzero(match >= 0).astype(np.int64, copy=False)
     if kind == "anti":
         return np.flatnonzero(match < 0).astype(np.int64, copy=False)
-    return _build_matched(match, t.row_key, t.key_rep.shape[0])
+    return _build_matched(match, _row_keys(table), t.key_rep.shape[0])
 
 
 def join_max_matches(table: CpuJoinTable) -> int:

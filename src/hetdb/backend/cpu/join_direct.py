@@ -53,7 +53,7 @@ def _group_rows(key, lo, width, nparts, nchunks, rows, direct):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key):
+def _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key, jkey):
     for p in prange(starts.shape[0] - 1):
         nid = starts[p]
         for j in range(starts[p], starts[p + 1]):
@@ -65,10 +65,12 @@ def _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key):
                 key_rep[nid] = i
                 key_count[nid] = 1
                 row_key[i] = nid
+                jkey[j] = nid
                 nid += 1
             else:
                 key_count[k] += 1
                 row_key[i] = k
+                jkey[j] = k
 
 
 def direct_build_parallel(key: np.ndarray, lo: np.int64, size: int) -> tuple[np.ndarray, HashTable]:
@@ -85,7 +87,8 @@ def direct_build_parallel(key: np.ndarray, lo: np.int64, size: int) -> tuple[np.
     key_rep = np.empty(n, np.int64)
     key_count = np.zeros(n, np.int64)
     row_key = np.empty(n, np.int64)
-    _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key)
+    jkey = np.empty(n, np.int64)
+    _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key, jkey)
     table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), key_rep, key_count, np.empty(0, np.int64),
-                      row_key, (rows, starts))
+                      row_key, (rows, starts, jkey))
     return direct, table

@@ -28,6 +28,10 @@ KNOBS: dict[str, tuple[int, str]] = {
     "direct_range_per_row": (8, "a one-integer-key join build gets a direct-indexed table (a slot per key "
                                 "value) when its keys span at most this many values per build row "
                                 "(backend/cpu/join.py)"),
+    "cluster_payload_rows": (1 << 16, "build rows from which a compiled loop's probe of repeated keys reads "
+                                      "the build columns from copies in the join table's key order, the "
+                                      "matches of a key side by side (codegen/probe_py.py; before session 14: "
+                                      "off)"),
     "direct_parallel_rows": (1 << 17, "build rows from which a direct-indexed join table with repeated "
                                       "keys is built by slot ranges on every kernel thread "
                                       "(backend/cpu/join_direct.py; before session 12: off)"),

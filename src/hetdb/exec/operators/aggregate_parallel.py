@@ -11,7 +11,10 @@ connection's worker pool), then every partition is merged on its own (one task p
 with single-threaded kernels): a group's rows all land in one partition, so the partitions' results
 are the groups, each once. The hash reads the non-string keys only (equal keys have equal non-string
 parts; string keys would need a shared encoder, which the workers must not share); aggregations
-whose keys are all strings keep the one merge.
+whose keys are all strings keep the one merge. The states are laid end to end once and each partition
+gathers its rows from them (a gather per column, not per batch and column). Plain-string keys that follow the other
+keys (a key and the columns describing it) are not gathered at all: each partition checks them in
+place and takes its groups' strings only.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from numba import njit
 
 from hetdb.backend.cpu import tuning
 from hetdb.column import Batch
-from hetdb.exec.columns import coalesce_batches, concat_batches, take_batch
+from hetdb.exec.columns import coalesce_batches, concat_batches, take, take_batch
 
 # (backend/cpu/tuning.py) parallel_merge_rows: a final merge of fewer state rows keeps the one merge
 # (its kernels' thread pool is cheaper); merge_parts_per_thread: partitions per worker thread (two: their
-# sizes vary, the pool balances them; each costs a gather per batch and column and a merge's calls,
-# Python that holds the GIL); merge_part_rows: rows behind each partition beyond one per thread
+# sizes vary, the pool balances them; each costs a merge's calls, Python that holds the GIL);
+# merge_part_rows: rows behind each partition beyond one per thread
 _POOL_PREFIX = "hetdb-worker"
 
 
@@ -136,15 +139,102 @@ def parallel_final(op: Any, ctx: Any, g: Any, batches: list[Batch]) -> list[Batc
 
     cuts = _run_all(pool, split, keys)
     keys = []
+    # the states end to end (copies on every kernel thread); a partition gathers its rows from them:
+    # one gather per column instead of one per batch and column (Python that holds the GIL)
+    state = concat_batches(be, batches, names)
+    order, starts = _global_order(cuts, [b.num_rows for b in batches], nparts)
+    outs = _merge_following(op, ctx, g, state, order, starts)
+    if outs is None:
+        outs = _run_all(pool, lambda p: _merge_part(op, ctx, g, state, order, starts, p), list(range(nparts)))
+    outs = [b for b in outs if b is not None]
+    # (TPC-H q15's 100k groups came as 17 batches of 6k rows, read twice: 34 morsels)
+    return coalesce_batches(be, outs, tuning.get("result_morsel_rows"), lambda fn, xs: _run_all(pool, fn, xs))
+
+
+@njit(cache=True, nogil=True)
+def _combine(orders, order_starts, cut_starts, bases, nparts):
+    """One order over the states end to end, rows of partition p together at [starts[p], starts[p+1]):
+    batch k's order is orders[order_starts[k]:order_starts[k+1]] with partition starts cut_starts[k]."""
+    nb = bases.shape[0]
+    out = np.empty(orders.shape[0], np.int64)
+    starts = np.zeros(nparts + 1, np.int64)
+    at = 0
+    for p in range(nparts):
+        starts[p] = at
+        for k in range(nb):
+            lo = order_starts[k] + cut_starts[k, p]
+            hi = order_starts[k] + cut_starts[k, p + 1]
+            for j in range(lo, hi):
+                out[at] = orders[j] + bases[k]
+                at += 1
+    starts[nparts] = at
+    return out, starts
+
+
+def _global_order(cuts: list, sizes: list[int], nparts: int) -> tuple[np.ndarray, np.ndarray]:
+    orders = np.concatenate([o for o, _ in cuts])
+    order_starts = np.cumsum([0] + [int(o.shape[0]) for o, _ in cuts]).astype(np.int64)
+    cut_starts = np.stack([st for _, st in cuts]).astype(np.int64)
+    bases = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+    return _combine(orders, order_starts, cut_starts, bases, np.int64(nparts))
+
+
+def _merge_part(op: Any, ctx: Any, g: Any, state: Batch, order: np.ndarray, starts: np.ndarray,
+                p: int) -> Batch | None:
+    be = ctx.backend
+    be.set_kernel_threads(1)
+    lo, hi = int(starts[p]), int(starts[p + 1])
+    if hi == lo:
+        return None
+    return op._outputs(ctx, op._merge(ctx, g, take_batch(be, state, order[lo:hi])))
+
+
+class _NotFollowing(Exception):
+    """A plain-string group key did not follow the other keys in some partition."""
+
+
+def _merge_following(op: Any, ctx: Any, g: Any, state: Batch, order: np.ndarray,
+                     starts: np.ndarray) -> list[Batch | None] | None:
+    """The partitions' merge when the group keys include plain strings, without moving the strings:
+    each partition groups its rows by the other keys and checks that every string key follows them
+    (exec/group_fd.py: a key and the columns describing it, TPC-H q10's c_custkey, c_name, c_address,
+    c_comment), then takes the strings of its groups only. None (nothing merged) when there is no
+    plain-string key or one does not follow the others.
+
+    Gathering every state row's strings into its partition (then the groups' strings again) copied
+    most of the states' bytes twice: at SF 10 on 16 threads q10's partitioned merge lost to the one
+    merge (365/418 vs 274 ms a query); at SF 2 with 16 threads on 2 cores the partitions' gathers took
+    as much CPU time as the merges themselves."""
+    from hetdb.exec.group_fd import follows_groups_at, plain_string
+    from hetdb.exec.operators.aggregate import _g
+
+    strings = {i: state.columns[_g(i)] for i in range(len(op.keys)) if plain_string(state.columns[_g(i)])}
+    if not strings:
+        return None
+    be = ctx.backend
+    moved = Batch({n: c for n, c in state.columns.items() if n not in {_g(i) for i in strings}}, state.num_rows)
+    others = [i for i in range(len(op.keys)) if i not in strings]
+    encoders = [g.encoders[i] for i in others]
 
     def merge(p: int) -> Batch | None:
         be.set_kernel_threads(1)
-        pieces = [take_batch(be, b, order[starts[p]:starts[p + 1]])
-                  for b, (order, starts) in zip(batches, cuts) if starts[p + 1] > starts[p]]
-        if not pieces:
+        lo, hi = int(starts[p]), int(starts[p + 1])
+        if hi == lo:
             return None
-        return op._outputs(ctx, op._merge(ctx, g, concat_batches(be, pieces, names)))
+        rows = order[lo:hi]
+        part = take_batch(be, moved, rows)
+        keycols = [part.columns[_g(i)] for i in others]
+        gid, ng, first = be.group_ids(op._key_arrays(ctx, g, keycols, hi - lo, local=True, encoders=encoders))
+        if not all(follows_groups_at(c, rows, gid, first) for c in strings.values()):
+            raise _NotFollowing
+        reps = rows[first]
+        cols = {_g(i): take(be, strings[i], reps) if i in strings else take(be, part.columns[_g(i)], first)
+                for i in range(len(op.keys))}
+        for j, (_, a) in enumerate(op.aggs):
+            cols.update(op._merge_states(ctx, j, a, part, gid, ng))
+        return op._outputs(ctx, Batch(cols, ng))
 
-    outs = [b for b in _run_all(pool, merge, list(range(nparts))) if b is not None]
-    # (TPC-H q15's 100k groups came as 17 batches of 6k rows, read twice: 34 morsels)
-    return coalesce_batches(be, outs, tuning.get("result_morsel_rows"), lambda fn, xs: _run_all(pool, fn, xs))
+    try:
+        return _run_all(ctx.pool, merge, list(range(len(starts) - 1)))
+    except _NotFollowing:
+        return None

@@ -65,6 +65,8 @@ def made_arrays(side: BuildSide) -> list[Any]:
             return []
         table, idx = table.made
     out = [v for v in getattr(table, "__dict__", {}).values() if hasattr(v, "data") and hasattr(v, "shape")]
+    for pair in (getattr(table, "clustered", None) or {}).values():  # (payload copies in key order)
+        out += [a for a in pair if a is not None]
     if idx is not None:
         out.append(idx)
     return out

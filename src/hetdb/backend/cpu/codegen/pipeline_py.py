@@ -35,6 +35,7 @@ from hetdb.backend.cpu.codegen import runtime
 from hetdb.backend.cpu.codegen.aggregate_py import AggregateEmitter, Slot, bits_of
 from hetdb.backend.cpu.codegen.expr_py import Emitter, ExprError, Lookup, Val
 from hetdb.backend.cpu.codegen.probe_prefetch import PrefetchEmitter
+from hetdb.backend.cpu.codegen.probe_py import ProbeEmitter
 from hetdb.plan.expr import Expr
 from hetdb.types import DataType
 
@@ -77,6 +78,9 @@ class Probe:
     # a build larger than the caches: looked up a block of rows at a time, with prefetches, before
     # the loop's body (see probe_prefetch.py)
     prefetch: bool = False
+    # a non-unique inner probe whose payload is read from copies in the table's key order, at the
+    # key's CSR positions (see probe_py.py)
+    clustered: bool = False
 
 
 @dataclass(frozen=True)
@@ -128,11 +132,12 @@ class Kernel:
     params: list[Any] = field(default_factory=list)          # the literals' values (args "param")
 
 
-class _Gen(AggregateEmitter, PrefetchEmitter):
+class _Gen(AggregateEmitter, PrefetchEmitter, ProbeEmitter):
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.inputs = {c.cid: (i, c) for i, c in enumerate(spec.inputs)}
         self.payload: dict[str, tuple[int, int, Input]] = {}
+        self.payload_row: dict[int, str] = {}  # clustered probes: their payload's index (probe_py)
         self.args: list[tuple] = []
         dict_cids = {c.cid for c in spec.inputs if c.dictionary}
         for s in spec.stages:
@@ -155,7 +160,7 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
             name, mask, row, p = f"c{i}", f"c{i}_m", "i", None
         elif cid in self.payload:
             p, j, c = self.payload[cid]
-            name, mask, row = f"p{p}_b{j}", f"p{p}_b{j}_m", f"brow{p}"
+            name, mask, row = f"p{p}_b{j}", f"p{p}_b{j}_m", self.payload_row.get(p, f"brow{p}")
         else:
             return None
         if c.dtype.is_wide and c.dtype.kind != "decimal":
@@ -176,8 +181,8 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
             return self.em.bind(f"np.int64({safe})" if c.rows else f"{conv}({name}[{safe}])", valid, c.dtype)
         kind = c.dtype.kind
         conv = "np.float64" if kind == "float64" else ("bool" if kind == "bool" else "np.int64")
-        if c.rows:
-            return self.em.bind(f"np.int64({row})", f"{mask}[{row}]" if c.nullable else "True", c.dtype)
+        if c.rows:  # (the build row's number even when the payload is read at CSR positions)
+            return self.em.bind(f"np.int64(brow{p})", f"{mask}[{row}]" if c.nullable else "True", c.dtype)
         return self.em.bind(f"{conv}({name}[{row}])", f"{mask}[{row}]" if c.nullable else "True", c.dtype)
 
     def generate(self) -> tuple[str, list[tuple], list[Slot], int, int]:
@@ -369,11 +374,12 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
                 fields.append("vidx")
             fields += {"bitmap": ["fbits", "flo", "fsize"], "bloom": ["fbits", "fshift"], "": []}[st.prefilter]
             args += [(f"p{p}_{f}", "probe", p, f) for f in fields]
+            kind = "cpayload" if st.clustered else "payload"
             for j, c in enumerate(st.payload):
                 if not c.rows:
-                    args.append((f"p{p}_b{j}", "payload", p, c.cid, "data"))
+                    args.append((f"p{p}_b{j}", kind, p, c.cid, "data"))
                 if c.nullable:
-                    args.append((f"p{p}_b{j}_m", "payload", p, c.cid, "validity"))
+                    args.append((f"p{p}_b{j}_m", kind, p, c.cid, "validity"))
             p += 1
         return args
 
@@ -464,85 +470,6 @@ class _Gen(AggregateEmitter, PrefetchEmitter):
             em.emit(f"mf{p} = {f}")
             em.indent -= 1
         em.indent -= 1
-
-    def _after_lookup(self, st: Probe, p: int) -> None:
-        em, f = self.em, f"f{p}"
-        if st.residual is not None and st.kind in ("semi", "anti"):
-            self._exists(st, p)
-            return
-        if st.kind == "anti":
-            em.emit(f"if {f} >= 0:")
-            em.emit("    continue")
-            return
-        if st.kind == "left":
-            self._outer(st, p)
-            return
-        em.emit(f"if {f} < 0:")
-        em.emit("    continue")
-        if st.kind == "semi":
-            return
-        self.inner_probes.append(p)
-        if st.unique:
-            em.emit(f"brow{p} = p{p}_rep[{f}]")
-        else:
-            em.emit(f"for m{p} in range(p{p}_start[{f}], p{p}_start[{f} + 1]):")
-            em.indent += 1
-            em.emit(f"brow{p} = p{p}_order[m{p}]")
-        if st.mapped:
-            em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
-        for j, c in enumerate(st.payload):
-            self.payload[c.cid] = (p, j, c)
-        if st.residual is not None:
-            r = em.value(st.residual)
-            em.emit(f"if not (({r.valid}) and {r.value}):")
-            em.emit("    continue")
-
-    def _outer(self, st: Probe, p: int) -> None:
-        """A left join: each match, or one row with build row -1 (its payload NULL) without one."""
-        em, f = self.em, f"f{p}"
-        self.inner_probes.append(p)
-        self.outer.add(p)
-        if st.unique:
-            em.emit(f"brow{p} = p{p}_rep[{f}] if {f} >= 0 else np.int64(-1)")
-        else:
-            em.emit(f"for m{p} in range(p{p}_start[{f}] if {f} >= 0 else 0, p{p}_start[{f} + 1] if {f} >= 0 else 1):")
-            em.indent += 1
-            em.emit(f"brow{p} = p{p}_order[m{p}] if {f} >= 0 else np.int64(-1)")
-        if st.mapped:
-            em.emit(f"if brow{p} >= 0:")
-            em.emit(f"    brow{p} = p{p}_vidx[brow{p}]")
-        for j, c in enumerate(st.payload):
-            self.payload[c.cid] = (p, j, c)
-
-    def _exists(self, st: Probe, p: int) -> None:
-        """A semi / anti join with a residual: the key's build rows are tried until one meets it
-        (values computed in that loop are forgotten after it)."""
-        em, f = self.em, f"f{p}"
-        em.emit(f"hit{p} = False")
-        em.emit(f"if {f} >= 0:")
-        em.indent += 1
-        if st.unique:
-            em.emit(f"for m{p} in range({f}, {f} + 1):")
-            em.emit(f"    brow{p} = p{p}_rep[m{p}]")
-        else:
-            em.emit(f"for m{p} in range(p{p}_start[{f}], p{p}_start[{f} + 1]):")
-            em.emit(f"    brow{p} = p{p}_order[m{p}]")
-        em.indent += 1
-        if st.mapped:
-            em.emit(f"brow{p} = p{p}_vidx[brow{p}]")
-        saved = dict(em.env), dict(em.pending), dict(em.made)
-        for j, c in enumerate(st.payload):
-            self.payload[c.cid] = (p, j, c)
-        r = em.value(st.residual)
-        em.emit(f"if ({r.valid}) and {r.value}:")
-        em.emit(f"    hit{p} = True")
-        em.emit("    break")
-        em.env, em.pending, em.made = saved
-        for c in st.payload:
-            self.payload.pop(c.cid)
-        em.indent -= 2
-        em.emit(f"if {'not ' if st.kind == 'semi' else ''}hit{p}:")
-        em.emit("    continue")
 
 
 _HASH_SEED = int(HASH_SEED)

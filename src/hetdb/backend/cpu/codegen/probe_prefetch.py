@@ -141,6 +141,10 @@ class PrefetchEmitter:
             if not cols:
                 em.emit(f"    prefetch(p{p}_order, pr{p})")
                 return
+            if st.clustered:  # the payload copies are in CSR order (probe_py.py)
+                for c in cols:
+                    em.emit(f"    prefetch({c}, pr{p})")
+                return
             em.emit(f"    pr{p} = p{p}_order[pr{p}]")
         if st.mapped:
             em.emit(f"    pr{p} = p{p}_vidx[pr{p}]")
