@@ -32,7 +32,7 @@ from hetdb.exec.keys import encoders_for, wide_key_parts
 from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.aggregate_parallel import parallel_final
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
-from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.operators.spill_partition import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
 from hetdb.exec.wide import group_sum, is_object, key_value, sort_key
 from hetdb.plan.expr import AggCall, Expr, Field
