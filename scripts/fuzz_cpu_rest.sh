@@ -6,7 +6,7 @@
 # with any other run of the campaign:
 #   python tests/differential/fuzz_main.py --dir A --summary --merge B/results.jsonl
 #
-#   JOBS=16 SECONDS_LIMIT=45 CASES=60000:80000 NAME=ckpt bash scripts/fuzz_cpu_rest.sh
+#   JOBS=16 SECONDS_LIMIT=45 CASES=72000:80000 NAME=ckpt bash scripts/fuzz_cpu_rest.sh
 #
 # Run from the repository root with hetdb (src/) and DuckDB importable (PYTHONPATH); PYTHON picks
 # the interpreter (default python3). Exit status: 0 no failure, 1 a case failed, 124 the time limit's
@@ -14,7 +14,7 @@
 set -u
 JOBS=${JOBS:-$(nproc)}
 SECONDS_LIMIT=${SECONDS_LIMIT:-60}
-CASES=${CASES:-60000:80000}
+CASES=${CASES:-72000:80000}
 NAME=${NAME:-run}
 PYTHON=${PYTHON:-python3}
 DIR=${OUT:?set OUT to the folder for results}/rel10/$NAME-fuzz-cpu
