@@ -5,8 +5,9 @@
 copies are byte copies into those arrays (so a delivery's layout can be checked against the pages).
 It lets ``PageStreamer`` and the delivery planner run their Python on the CPU, to time the work a
 warm scan does per delivery and per page, and lets ``tests/backend/stream_early_stop_host.py``
-check which host objects a stopped scan leaves alive. Nothing in ``src/`` uses it, and it says
-nothing about GPU time.
+check which host objects a stopped scan leaves alive. ``scripts/host_only_gpu.py`` (the whole GPU
+engine's host work) builds on its streams, events and devices. Nothing in ``src/`` uses it, and it
+says nothing about GPU time.
 """
 
 from __future__ import annotations
@@ -63,10 +64,19 @@ def _concatenate(arrays):
     return np.concatenate([np.asarray(a) for a in arrays]).view(ndarray)
 
 
+CALLS: dict[str, int] = {}  # stream/event waits and records by name (host_only_gpu.py counts more)
+
+
+def _count(name: str) -> None:
+    CALLS[name] = CALLS.get(name, 0) + 1
+
+
 class Stream:
+    """A stream whose work is always done; ``with stream:`` makes it the current one."""
+
     _current: Stream | None = None
 
-    def __init__(self, non_blocking: bool = False, null: bool = False) -> None:
+    def __init__(self, non_blocking: bool = False, null: bool = False, ptr: int = 0) -> None:
         self.ptr = 0
         self._prev: list = []
 
@@ -78,14 +88,22 @@ class Stream:
     def __exit__(self, *exc):
         Stream._current = self._prev.pop()
 
+    def use(self):
+        Stream._current = self
+        return self
+
     def wait_event(self, event) -> None:
         pass
 
     def synchronize(self) -> None:
-        pass
+        _count("Stream.synchronize")
 
     def record(self, event=None):
         return event or Event()
+
+    @property
+    def done(self) -> bool:
+        return True
 
 
 _null = Stream(null=True)
@@ -94,12 +112,13 @@ _null = Stream(null=True)
 class Event:
     def __init__(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False) -> None:
         self.done = True
+        self.ptr = 0
 
     def record(self, stream=None) -> None:
-        pass
+        _count("Event.record")
 
     def synchronize(self) -> None:
-        pass
+        _count("Event.synchronize")
 
 
 class Device:
@@ -112,11 +131,14 @@ class Device:
     def __exit__(self, *exc):
         return None
 
+    def use(self):
+        return self
+
     def synchronize(self) -> None:
         pass
 
 
-def _get_current_stream():
+def _get_current_stream(device=None):
     return Stream._current or _null
 
 

@@ -22,6 +22,7 @@ import argparse
 import cProfile
 import ctypes
 import io
+import os
 import pstats
 import statistics
 import sys
@@ -31,18 +32,10 @@ import weakref
 
 import numpy as np
 
-CALLS: dict[str, int] = {}  # CuPy-level calls (module functions, array transfers, syncs) by name
-
-
-def _count(name: str) -> None:
-    CALLS[name] = CALLS.get(name, 0) + 1
-
-
-class _Ptr:
-    __slots__ = ("ptr",)
-
-    def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the stand-in's streams, events and CuPy-level call counts (CALLS) are host_only_cupy's
+from host_only_cupy import CALLS, Event, Stream, _count, _Ptr  # noqa: E402
+from host_only_cupy import Device as _Device  # noqa: E402
 
 
 class ndarray(np.ndarray):
@@ -119,52 +112,7 @@ def _numpy_function(name: str):
     return call
 
 
-class Stream:
-    _current = None
-
-    def __init__(self, non_blocking: bool = False, null: bool = False, ptr: int = 0) -> None:
-        self.ptr = 0
-        self._prev: list = []
-
-    def __enter__(self):
-        self._prev.append(Stream._current)
-        Stream._current = self
-        return self
-
-    def __exit__(self, *exc):
-        Stream._current = self._prev.pop()
-
-    def use(self):
-        Stream._current = self
-        return self
-
-    def wait_event(self, event) -> None:
-        pass
-
-    def synchronize(self) -> None:
-        _count("Stream.synchronize")
-
-    def record(self, event=None):
-        return event or Event()
-
-    @property
-    def done(self) -> bool:
-        return True
-
-
 _NULL = Stream(null=True)
-
-
-class Event:
-    def __init__(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False) -> None:
-        self.done = True
-        self.ptr = 0
-
-    def record(self, stream=None) -> None:
-        _count("Event.record")
-
-    def synchronize(self) -> None:
-        _count("Event.synchronize")
 
 
 _ATTRIBUTES = {"MultiProcessorCount": 132, "MaxThreadsPerMultiProcessor": 2048,
@@ -173,23 +121,13 @@ _ATTRIBUTES = {"MultiProcessorCount": 132, "MaxThreadsPerMultiProcessor": 2048,
                "L2CacheSize": 50 * 1024 * 1024, "ComputeCapabilityMajor": 9, "ComputeCapabilityMinor": 0}
 
 
-class Device:
+class Device(_Device):
+    """host_only_cupy's device with an H100's attributes and memory."""
+
     def __init__(self, device_id: int | None = None) -> None:
-        self.id = 0 if device_id is None else int(device_id)
+        super().__init__(None if device_id is None else int(device_id))
         self.attributes = dict(_ATTRIBUTES)
         self.compute_capability = "90"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def use(self):
-        return self
-
-    def synchronize(self) -> None:
-        pass
 
     @property
     def mem_info(self):

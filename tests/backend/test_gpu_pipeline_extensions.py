@@ -243,7 +243,8 @@ def test_switched_off_keyless_join_is_a_refusal_naming_the_switch(monkeypatch):
     from hetdb.exec.compiled import plan_compiled
     from hetdb.exec.operators.aggregate import HashAggregate
     from hetdb.exec.operators.base import OpStats
-    from hetdb.exec.operators.join import HashBuild, HashProbe
+    from hetdb.exec.operators.join import HashProbe
+    from hetdb.exec.operators.join_build import HashBuild
 
     stats: dict[int, OpStats] = {}
     side = NS(partitions=None, num_rows=1, batch=NS(columns={}))

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 from diff_check import TOTAL, run_differential
-from diff_fuzz import use_reference_without_statistics_propagation
+from diff_fuzz import (
+    Answer,
+    FuzzRunner,
+    reference_in_written_order,
+    use_reference_without_statistics_propagation,
+)
+from diff_fuzzconfig import FUZZ_CONFIGURATIONS
+from diff_fuzzgen import Query
 
 from hetdb.errors import HetdbError, SqlError, UnsupportedError
 
@@ -212,3 +219,43 @@ def test_limit_zero_evaluates_nothing_and_a_bad_rewrite_is_a_typed_error(fuzz_db
             fuzz_db.reference(sql)
         with pytest.raises(SqlError, match="group index must be between 0 and 9"):
             run(sql)
+
+
+# found by this campaign (seed 20261125, cases 52552-52555, all passes off; not a hetdb bug): DuckDB
+# pushes the filter below the joins and casts fa's inf to DECIMAL although fe is empty, so no joined
+# row exists to filter; hetdb with its passes off filters the joins' output (no row, no cast) and
+# counts 0, which is DuckDB's answer too when it filters where the query writes it. SQL leaves the
+# order to the engine (hetdb with its pushdown on raises as DuckDB does); the harness now asks DuckDB
+# again in written order before calling a run-time error against an answer a mismatch.
+PUSHED_CAST = ("SELECT count(*) FROM fe t0 INNER JOIN fa t1 ON t0.f = t1.f JOIN fe t2 ON t0.s = t2.s "
+               "WHERE (CAST(t1.f AS DECIMAL(18,2)) >= 2)")
+
+
+def test_error_of_a_filter_the_reference_moved_below_an_empty_join(fuzz_db, hetdb_runner) -> None:
+    assert fuzz_db.reference("SELECT count(*) FROM fe").column(0).to_pylist() == [0]
+    use_reference_without_statistics_propagation(fuzz_db.duck)
+    with pytest.raises(Exception, match="Could not cast value inf"):
+        fuzz_db.reference(PUSHED_CAST)
+    written = reference_in_written_order(fuzz_db.duck, PUSHED_CAST)
+    assert written.error is None and written.table.column(0).to_pylist() == [0]
+    with pytest.raises(HetdbError, match="Could not cast value inf"):  # pushdown on: fa's rows are cast
+        hetdb_runner(fuzz_db.path)(PUSHED_CAST)
+    passes_off = dict(FUZZ_CONFIGURATIONS)["all passes off"]
+    got = hetdb_runner(fuzz_db.path, **passes_off)(PUSHED_CAST)
+    assert got.column(0).to_pylist() == [0]
+    runner = FuzzRunner("all passes off", lambda sql: got, fuzz_db.duck, {})
+    truth = Answer(error=_raised(fuzz_db, PUSHED_CAST))
+    assert runner.judge("case 52552", Query(PUSHED_CAST), Answer(got), truth) is None
+    # a wrong count is still a failure, and so is an answer where DuckDB raises in written order too
+    wrong = got.set_column(0, got.schema.field(0), [[1]])
+    assert "error mismatch" in runner.judge("case 52552", Query(PUSHED_CAST), Answer(wrong), truth)
+    bad = "SELECT count(*) FROM fa WHERE CAST(f AS DECIMAL(18,2)) >= 2"
+    assert "error mismatch" in runner.judge("bad", Query(bad), Answer(got), Answer(error=_raised(fuzz_db, bad)))
+
+
+def _raised(fuzz_db, sql: str) -> Exception:
+    try:
+        fuzz_db.reference(sql)
+    except Exception as e:
+        return e
+    raise AssertionError(f"DuckDB answered {sql}")

@@ -12,7 +12,8 @@ from hetdb.exec.compiled_features import expr_refusal
 from hetdb.exec.compiled_rows import selects_rows
 from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild
 from hetdb.exec.operators.sort import SortSink, TopNSink
 from hetdb.plan.expr import Call, Cast, ColumnRef, Literal
 

@@ -169,7 +169,8 @@ def test_a_kept_side_whose_hash_table_no_probe_made_makes_it_on_demand() -> None
 
     from hetdb.backend.cpu import CpuBackend
     from hetdb.column import Batch, Column
-    from hetdb.exec.operators.join import BuildSide, _LazyTable, hash_table, unmade_copy
+    from hetdb.exec.operators.join_build import BuildSide
+    from hetdb.exec.operators.join_tables import _LazyTable, hash_table, unmade_copy
 
     backend = CpuBackend()
     keys = np.array([7, 3, 11, 5], np.int64)
@@ -203,7 +204,8 @@ def test_a_kept_sides_hash_table_made_later_counts_with_its_entry() -> None:
     from hetdb.cache.device_cache import DevicePageCache
     from hetdb.cache.fused_state import FusedState
     from hetdb.column import Batch, Column
-    from hetdb.exec.operators.join import BuildSide, _LazyTable, hash_table, unmade_copy
+    from hetdb.exec.operators.join_build import BuildSide
+    from hetdb.exec.operators.join_tables import _LazyTable, hash_table, unmade_copy
 
     class Budget:
         limit_bytes, used_bytes = 1 << 30, 0

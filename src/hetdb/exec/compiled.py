@@ -28,7 +28,8 @@ from hetdb.exec.compiled_tables import KeptTables, expansion, partial_state
 from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild
 from hetdb.exec.operators.scan import TableScan, conjunction
 from hetdb.plan.expr import Cast, ColumnRef, Expr
 from hetdb.plan.exprutil import conjuncts, substitute

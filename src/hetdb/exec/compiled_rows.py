@@ -13,7 +13,8 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.exec.operators.base import ExecContext, Timer
 from hetdb.exec.operators.basic import FilterOp
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.operators.sort import SortSink, TopNSink
 

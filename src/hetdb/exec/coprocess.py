@@ -42,7 +42,8 @@ from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import BuildSide, HashProbe, _key_name
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import BuildSide, key_name
 from hetdb.exec.pipeline import _Run
 from hetdb.storage.pages import decode_page, unpack_validity
 
@@ -89,7 +90,7 @@ def host_build_side(cctx: ExecContext, side: BuildSide, keys: int) -> BuildSide:
 
     be = cctx.backend
     batch = _to_host(side.batch)
-    keycols = [batch.columns[_key_name(i)] for i in range(keys)]
+    keycols = [batch.columns[key_name(i)] for i in range(keys)]
     encoders = encoders_for(be, [c.dtype for c in keycols])
     table = valid_idx = None
     if keys and batch.num_rows:

@@ -79,7 +79,8 @@ def _streams_whole(pipe: Any) -> bool:
     a time would make its own."""
     from hetdb.exec.operators.aggregate import HashAggregate
     from hetdb.exec.operators.basic import FilterOp, ProjectOp
-    from hetdb.exec.operators.join import HashBuild, HashProbe
+    from hetdb.exec.operators.join import HashProbe
+    from hetdb.exec.operators.join_build import HashBuild
 
     return isinstance(pipe.sink, (HashAggregate, HashBuild)) and all(
         isinstance(op, (FilterOp, ProjectOp, HashProbe)) for op in pipe.ops)

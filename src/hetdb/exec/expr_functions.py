@@ -17,7 +17,8 @@ from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import and_valid
-from hetdb.exec.expressions import ExprEvaluator, _convert, _round_div, quiet
+from hetdb.exec.conversions import convert, quiet, round_div
+from hetdb.exec.expressions import ExprEvaluator
 from hetdb.exec.hostutil import arrow_string_transform, column_to_device, column_to_host, note_host_step
 from hetdb.plan.expr import Call, Literal
 from hetdb.types import DataType
@@ -52,21 +53,21 @@ def _round(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     if c.dtype.kind == "decimal" and rt.kind == "decimal" and digits < 0:
         # round to 10**-digits (half away from zero); the result has scale 0
         step = 10 ** (c.dtype.scale - digits)
-        q = _round_div(xp, c.data.astype(xp.int64), step) * (10 ** -digits)
-        return Column(rt, data=_convert(xp, q, DataType("decimal", 18, 0), rt), validity=c.validity)
+        q = round_div(xp, c.data.astype(xp.int64), step) * (10 ** -digits)
+        return Column(rt, data=convert(xp, q, DataType("decimal", 18, 0), rt), validity=c.validity)
     if c.dtype.kind == "decimal" and rt.kind == "decimal":
         # rescale to ``digits`` (half away from zero), then to the declared result scale
         mid = DataType("decimal", 18, max(0, min(digits, c.dtype.scale)))
-        return Column(rt, data=_convert(xp, _convert(xp, c.data, c.dtype, mid), mid, rt), validity=c.validity)
+        return Column(rt, data=convert(xp, convert(xp, c.data, c.dtype, mid), mid, rt), validity=c.validity)
     if c.dtype.is_integer and digits >= 0:
-        return Column(rt, data=_convert(xp, c.data, c.dtype, rt), validity=c.validity)
+        return Column(rt, data=convert(xp, c.data, c.dtype, rt), validity=c.validity)
     x = ev.numeric(c, T.FLOAT64)
     f = 10.0 ** digits
     with quiet(xp):
         data = xp.sign(x) * xp.floor(xp.abs(x) * f + 0.5) / f
         # a value too large to scale has no digits to round away (DuckDB returns it unchanged)
         data = xp.where(xp.isfinite(data) | ~xp.isfinite(x), data, x)
-    return Column(rt, data=_convert(xp, data, T.FLOAT64, rt), validity=c.validity)
+    return Column(rt, data=convert(xp, data, T.FLOAT64, rt), validity=c.validity)
 
 
 def _floor_ceil(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
@@ -76,11 +77,11 @@ def _floor_ceil(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:
     if c.dtype.kind == "decimal":
         p = 10 ** c.dtype.scale
         q = xp.floor_divide(c.data, p) if expr.op == "floor" else -xp.floor_divide(-c.data, p)
-        return Column(rt, data=_convert(xp, q, T.INT64, rt), validity=c.validity)
+        return Column(rt, data=convert(xp, q, T.INT64, rt), validity=c.validity)
     if c.dtype.is_integer:
-        return Column(rt, data=_convert(xp, c.data, c.dtype, rt), validity=c.validity)
+        return Column(rt, data=convert(xp, c.data, c.dtype, rt), validity=c.validity)
     data = xp.floor(ev.numeric(c, T.FLOAT64)) if expr.op == "floor" else xp.ceil(ev.numeric(c, T.FLOAT64))
-    return Column(rt, data=_convert(xp, data, T.FLOAT64, rt), validity=c.validity)
+    return Column(rt, data=convert(xp, data, T.FLOAT64, rt), validity=c.validity)
 
 
 def _sign(ev: ExprEvaluator, expr: Call, batch: Batch) -> Column:

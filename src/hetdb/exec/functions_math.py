@@ -8,7 +8,7 @@ import pyarrow as pa
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfRangeError
 from hetdb.exec.columns import and_valid
-from hetdb.exec.expressions import quiet
+from hetdb.exec.conversions import quiet
 from hetdb.exec.functions_host import python_function
 from hetdb.plan.expr import Call
 

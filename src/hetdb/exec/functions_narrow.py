@@ -9,7 +9,7 @@ import numpy as np
 
 from hetdb.column import Batch, Column
 from hetdb.errors import OutOfRangeError
-from hetdb.exec.expressions import quiet
+from hetdb.exec.conversions import quiet
 from hetdb.exec.hostutil import column_to_host
 from hetdb.plan.expr import Call
 

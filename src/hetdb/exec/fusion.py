@@ -54,7 +54,8 @@ from hetdb.exec.fusion_swaps import (
 from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import HashBuild, HashProbe, _key_name
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild, key_name
 from hetdb.exec.operators.scan import TableScan
 from hetdb.plan.expr import Cast, ColumnRef, Expr, Field
 from hetdb.plan.exprutil import conjuncts, substitute
@@ -200,7 +201,7 @@ def _join_of_probe(ctx: ExecContext, op: HashProbe, alias: dict[str, Expr]) -> _
     side = ctx.results[op.build_pipeline]
     if side.partitions is not None:
         raise _NotFused("the join's build side was partitioned (spilled)")
-    return _Join(substitute(op.left_keys[0], alias), side.batch.columns[_key_name(0)], side.batch,
+    return _Join(substitute(op.left_keys[0], alias), side.batch.columns[key_name(0)], side.batch,
                  op.right_fields)
 
 

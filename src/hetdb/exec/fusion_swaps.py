@@ -11,7 +11,8 @@ from typing import Any
 from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild
 from hetdb.exec.operators.scan import TableScan
 
 _INT_KEYS = ("int32", "int64", "date")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from hetdb.exec.operators.basic import ResultSource, UnionSource
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild
 from hetdb.exec.physical import PhysicalPlan
 
 

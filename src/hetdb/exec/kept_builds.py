@@ -21,7 +21,9 @@ from typing import Any
 from hetdb.exec.fusion_reuse import _REUSE, _closure
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import HASH_BYTES_PER_ROW, BuildSide, HashBuild, HashProbe, unmade_copy
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HASH_BYTES_PER_ROW, BuildSide, HashBuild
+from hetdb.exec.operators.join_tables import unmade_copy
 from hetdb.exec.operators.scan import TableScan
 
 KEEP_MAX_ROWS = 1 << 20

@@ -19,7 +19,8 @@ from hetdb.exec.operators.basic import (
     UnionSource,
     ValuesSource,
 )
-from hetdb.exec.operators.join import HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import HashBuild
 from hetdb.exec.operators.recursive import RecursiveSource, WorkingSource
 from hetdb.exec.operators.sample import SampleSource
 from hetdb.exec.operators.scan import TableScan

@@ -13,7 +13,7 @@ from hetdb.column import Batch
 from hetdb.exec.kept_builds import keep_build
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import ResultSource
-from hetdb.exec.operators.join import BuildSide
+from hetdb.exec.operators.join_build import BuildSide
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.physical import Pipeline
 

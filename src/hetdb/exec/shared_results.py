@@ -24,7 +24,8 @@ from hetdb.column import Batch
 from hetdb.exec.operators.aggregate import HashAggregate
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.basic import FilterOp, ProjectOp
-from hetdb.exec.operators.join import BuildSide, HashBuild, HashProbe
+from hetdb.exec.operators.join import HashProbe
+from hetdb.exec.operators.join_build import BuildSide, HashBuild
 from hetdb.exec.operators.scan import TableScan
 
 _CID = re.compile(r"""cid=('[^']*'|"[^"]*")""")

@@ -25,14 +25,14 @@ from hetdb.exec.columns import (
     take,
     to_plain,
 )
-from hetdb.exec.expressions import _convert
+from hetdb.exec.conversions import convert
 from hetdb.exec.group_fd import follows_groups, plain_string
 from hetdb.exec.hostutil import SpillFile
 from hetdb.exec.keys import encoders_for, wide_key_parts
 from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.aggregate_parallel import parallel_final
 from hetdb.exec.operators.base import ExecContext, Sink, Timer
-from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.operators.spill_partition import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold
 from hetdb.exec.wide import group_sum, is_object, key_value, sort_key
 from hetdb.plan.expr import AggCall, Expr, Field
@@ -204,7 +204,7 @@ class HashAggregate(Sink):
         out = {}
         if a.op in ("sum", "avg"):
             st = _sum_type(a.arg.dtype)
-            data = arg.data if arg.dtype == st else _convert(be.xp, arg.data, arg.dtype, st)
+            data = arg.data if arg.dtype == st else convert(be.xp, arg.data, arg.dtype, st)
             out[_s(j, "sum")] = self._sum_column(ctx, st, data, gid, ng, arg.validity)
         if a.op in ("count", "avg"):
             res, _ = be.aggregate("count", arg.data if arg.data is not None else None, gid, ng, arg.validity)
@@ -467,16 +467,16 @@ class HashAggregate(Sink):
         for j, (f, a) in enumerate(self.aggs):
             if a.op == "sum":
                 s = merged.columns[_s(j, "sum")]
-                cols[f.cid] = Column(f.dtype, data=_convert(xp, s.data, s.dtype, f.dtype), validity=s.validity)
+                cols[f.cid] = Column(f.dtype, data=convert(xp, s.data, s.dtype, f.dtype), validity=s.validity)
             elif a.op in ("count", "count_star"):
                 c = merged.columns[_s(j, "cnt")]
                 cols[f.cid] = Column(f.dtype, data=c.data.astype(f.dtype.numpy_dtype))
             elif a.op == "avg":
                 s, c = merged.columns[_s(j, "sum")], merged.columns[_s(j, "cnt")]
-                total = _convert(xp, s.data, s.dtype, T.FLOAT64)
+                total = convert(xp, s.data, s.dtype, T.FLOAT64)
                 cnt = c.data
                 data = total / xp.where(cnt == 0, 1, cnt)
-                cols[f.cid] = Column(f.dtype, data=_convert(xp, data, T.FLOAT64, f.dtype), validity=cnt > 0)
+                cols[f.cid] = Column(f.dtype, data=convert(xp, data, T.FLOAT64, f.dtype), validity=cnt > 0)
             else:
                 cols[f.cid] = ctx.evaluator.cast(merged.columns[_s(j, "val")], f.dtype)
         return Batch(cols, merged.num_rows)

@@ -25,7 +25,7 @@ from hetdb.exec.keys import encoders_for
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.aggregate import _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.operators.spill_partition import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.wide import key_value
 
 SLICE_ROWS = 1 << 14

@@ -17,7 +17,7 @@ from hetdb.exec.memory import Reservation, release_free_heap
 from hetdb.exec.operators.aggregate import _g
 from hetdb.exec.operators.aggregate_distinct_spill import one_key_raw
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
+from hetdb.exec.operators.spill_partition import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import hold, spill_slices
 
 SLICE_ROWS = 1 << 16

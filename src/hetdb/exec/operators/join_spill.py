@@ -44,7 +44,7 @@ def join_partitions(op: Any, ctx: ExecContext, side: Any, g: Any) -> Iterator[Ba
 def build_chunks(op: Any, ctx: ExecContext, build_file: Any, reservation: Reservation) -> Iterator[list[Batch]]:
     """The partition's build rows as lists of batches, each reserved (with its hash table's bytes)
     before it is read further; the caller releases a chunk before taking the next."""
-    from hetdb.exec.operators.join import HASH_BYTES_PER_ROW
+    from hetdb.exec.operators.join_build import HASH_BYTES_PER_ROW
 
     per_row = HASH_BYTES_PER_ROW if op.build.keys else 0
     chunk: list[Batch] = []

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hetdb.column import Batch
     from hetdb.exec.memory import Reservation
-    from hetdb.exec.operators.join import BuildSide
+    from hetdb.exec.operators.join_build import BuildSide
 
 
 def hash_table(backend: Any, batch: Batch, keys: int, encoders: list,
@@ -20,10 +20,10 @@ def hash_table(backend: Any, batch: Batch, keys: int, encoders: list,
     have no NULL. ``reservation``: the build's, which reserved HASH_BYTES_PER_ROW a row with the
     rows; it grows by what the table took past that (None: accounted elsewhere)."""
     from hetdb.exec.keys import key_arrays
-    from hetdb.exec.operators.join import HASH_BYTES_PER_ROW, _key_name
+    from hetdb.exec.operators.join_build import HASH_BYTES_PER_ROW, key_name
 
     table, valid_idx = None, None
-    keycols = [batch.columns[_key_name(i)] for i in range(keys)]
+    keycols = [batch.columns[key_name(i)] for i in range(keys)]
     arrays, valid = key_arrays(backend, keycols, encoders)
     if valid is not None:
         valid_idx = backend.nonzero(valid)

@@ -26,8 +26,8 @@ from hetdb.exec.columns import take_batch
 from hetdb.exec.keys import StringKeyEncoder, wide_key_parts
 from hetdb.exec.memory import Reservation
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.operators.sort_spill import TIE_COLUMNS, with_ties
+from hetdb.exec.operators.spill_partition import NUM_PARTITIONS, partition_ids, spill_partitioned
 from hetdb.exec.results import spill_slices
 from hetdb.exec.wide import key_value
 

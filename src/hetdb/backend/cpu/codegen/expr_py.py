@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hetdb import types as T
-from hetdb.exec.expressions import common_type
+from hetdb.exec.conversions import common_type
 from hetdb.exec.wide import bounds
 from hetdb.plan.expr import Call, Case, Cast, ColumnRef, Expr, Literal
 from hetdb.types import DataType
@@ -223,7 +223,7 @@ class Emitter:
         return f"k{len(self.params) - 1}"
 
     def convert(self, val: Val, dst: DataType) -> Val:
-        """``val`` as ``dst``, exactly as exec/expressions._convert (range checks set the error flag)."""
+        """``val`` as ``dst``, exactly as exec/conversions.convert (range checks set the error flag)."""
         src = val.dtype
         if (dst.is_wide and dst.kind != "decimal") or (src.is_wide and src.kind != "decimal"):
             raise ExprError(f"{src} -> {dst}: HUGEINT is not compiled")

@@ -59,7 +59,7 @@ def raise_if_overflowed(words: Any) -> None:
     if not flag:
         return
     a, b = _signed(a), _signed(b)
-    if code == DIV_ZERO:  # (the CPU's words, exec/expressions._check_zero)
+    if code == DIV_ZERO:  # (the CPU's words, exec/expr_arith._check_zero)
         raise HetdbError("Invalid Input Error: Division by zero in a % expression (DuckDB raises this error too)")
     op, kind = OPS[code % 8], _KINDS[code // 8]
     if kind == "wide":
