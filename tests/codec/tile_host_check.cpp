@@ -73,6 +73,25 @@ static inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_re
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 template <typename T>
 static inline T __shfl_sync(unsigned, T, int) { abort(); }
+static inline unsigned __ballot_sync(unsigned, bool pred) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  warp_slots[w][l] = pred ? 1 : 0;
+  warp_barriers[w]->arrive_and_wait();
+  unsigned m = 0;
+  for (int k = 0; k < 32; ++k) m |= warp_slots[w][k] ? 1u << k : 0u;
+  warp_barriers[w]->arrive_and_wait();
+  return m;
+}
+static std::atomic<int> block_count{0};
+static inline int __syncthreads_count(bool pred) {
+  if (pred) block_count++;
+  block_barrier->arrive_and_wait();
+  const int c = block_count;
+  block_barrier->arrive_and_wait();
+  if (threadIdx.x == 0) block_count = 0;
+  block_barrier->arrive_and_wait();
+  return c;
+}
 template <typename T>
 static inline T __shfl_up_sync(unsigned, T x, int d) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;

@@ -46,8 +46,9 @@
 #define HETDB_LDG(p) (*(p))
 #endif
 // Shared memory (int64 slots) of the delta/rle tile loaders for tiles of `tile` values: the tile's
-// decoded values, one 16-bit run-start mark per row (rle), per-warp scan totals.
-#define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + (tile) / 4 + 64)
+// decoded values, per-warp scan totals; rle: one run-start bit per row and a run block's run ends
+// (RleTileSmem; the larger need).
+#define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + ((tile) + 63) / 64 + 536)
 // Tiles of up to 512 values (the generated kernels'; codegen/runtime.py counts these 8448 bytes).
 #define HETDB_DECODE_SMEM_I64 (HETDB_BP_BLOCK + 32)
 
@@ -251,50 +252,6 @@ __device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& 
   return decoded_as<T>((i64)bp_unpack(words, k, (int)j));
 }
 
-// The run ends of one pass over an rle run block: values j_first .. j_first + 4*BLOCK_THREADS - 1 of
-// its lengths (block k of stream words; values at or past count count as 0), thread t holding the 4
-// consecutive values j_first + 4t .. (4 consecutive lanes of one row of the lane layout: 4 consecutive
-// words). Each thread sums its values serially; one warp scan (shuffles) and one pass over the warp
-// totals in `warp_tot` (BLOCK_THREADS / 32 slots of shared memory; one barrier: a caller alternates
-// two such areas between consecutive calls, and every thread of the block calls it) combine them.
-// v[i]: carry + the sum of the pass's values up to j_first + 4t + i; before: carry + the sum before
-// j_first + 4t (so value 4t+i is v[i] - (i ? v[i-1] : before)). Returns carry + the pass's sum. Run
-// ends relative to their run block's first row fit in 32 bits (a page has fewer than 2^32 rows).
-template <int BLOCK_THREADS>
-__device__ __forceinline__ unsigned int scan_run_ends(const unsigned int* words, const BpBlock& k, int j_first, int count,
-                                                      unsigned int carry, unsigned int (&v)[4], unsigned int& before,
-                                                      unsigned int* warp_tot) {
-  constexpr int WARPS = BLOCK_THREADS / 32;
-  static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS <= 512, "tile loaders: whole warps, at most 512 threads");
-  const int j0 = j_first + threadIdx.x * 4;
-  unsigned int acc = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (j0 + i < count) acc += bp_unpack32(words, k, (unsigned int)(j0 + i));
-    v[i] = acc;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  unsigned int incl = acc;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-    if (lane >= d) incl += y;
-  }
-  if (lane == 31) warp_tot[warp] = incl;
-  __syncthreads();
-  before = carry + (incl - acc);
-  unsigned int total = carry;
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) {
-    const unsigned int t = warp_tot[w];
-    if (w < warp) before += t;
-    total += t;
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) v[i] += before;
-  return total;
-}
-
 // Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
 // blocks), then per value one or two coalesced word loads and shifts.
 // FOR values (dict == nullptr) or dictionary codes (values dict[code]) of a tile.
@@ -441,58 +398,156 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
   }
 }
 
-// An rle page's tile. Per block of 1024 runs holding tile rows, passes of 4 * BLOCK_THREADS runs
-// (scan_run_ends) find the ends of its runs, until a pass ends past the tile or the runs that can
-// hold tile rows (at most tile_end - the block's first row: every run has a row) are done; each run
-// overlapping the tile sets the bit of its first row in the tile (the tile's first row for the run
-// holding it) in a bitmap of the tile's rows and stores its value there (vals). Then every row takes
+// The run block holding row i, found by one warp without a barrier: lane k loads starts[g0 + k] of a
+// window of 32 around rle_block_of's guess and a ballot gives the last start at or before i (one
+// round of loads; rle_block_of's gallop where the block lies outside the window). Every lane of
+// the warp must call it (it returns the same block to all).
+__device__ __forceinline__ i64 rle_block_of_warp(const RlePage& r, i64 i) {
+  const i64 nb = bp_blocks(r.runs);
+  i64 g0 = (r.rows > 0 ? i * nb / r.rows : 0) - 15;
+  g0 = g0 > nb - 32 ? nb - 32 : g0;
+  g0 = g0 < 0 ? 0 : g0;
+  const i64 k = g0 + (threadIdx.x & 31);
+  const unsigned int m = __ballot_sync(0xFFFFFFFFu, k < nb && HETDB_LDG(r.starts + k) <= i);
+  // starts ascend from starts[0] = 0: the set lanes are a prefix of the window
+  if ((m & 1u) != 0u && (m != 0xFFFFFFFFu || g0 + 32 >= nb)) return g0 + 31 - __clz((int)m);
+  return rle_block_of(r, i);
+}
+
+// Shared memory of load_tile_rle (TILE values, in int64 slots): the tile's run values (the first half
+// for types of up to 4 bytes, as 32-bit values; the whole area, TILE slots, as load_tile_delta's
+// values, so that neither loader's first writes, before its first barrier, reach the other's values),
+// one run-start bit per row, the run ends of a run block (1024 32-bit slots, one pad slot per 32 so
+// that both the lane-ordered writes and each thread's RPT consecutive reads hit distinct banks:
+// ends_slot), the warps' scan totals and row bases (at most 8 warps each).
+template <int TILE>
+struct RleTileSmem {
+  static constexpr int VALS = TILE;
+  static constexpr int WORDS = (TILE + 31) / 32;
+  static constexpr int ENDS_AT = VALS + (WORDS + 1) / 2;
+  static constexpr int TOT_AT = ENDS_AT + (HETDB_BP_BLOCK + HETDB_BP_BLOCK / 32) / 2;
+};
+__device__ __forceinline__ int ends_slot(int j) { return j + (j >> 5); }
+
+// An rle page's tile. Per run block holding tile rows (one, or two where the tile straddles one's
+// end): (1) the run lengths that can hold tile rows (at most tile_end - the block's first row: every
+// run has a row) unpack lane by lane, each thread RPT = 1024 / BLOCK_THREADS consecutive rows of its
+// lane's bit stream (a bit buffer, one coalesced word load per 32 bits: the warp's lanes are at the
+// same bit positions) into a run-ordered array in shared memory; (2) thread t scans runs RPT t ..
+// RPT t + RPT - 1 serially, one warp scan and the warp totals make them run ends (from the block's
+// first row), written back in place; the barrier that publishes them counts the threads whose runs
+// all end at or before the tile (__syncthreads_count), which locates the tile's first run; (3) the
+// runs overlapping the tile, one per thread (consecutive runs: coalesced value loads), set the bit of
+// their first row in a bitmap of the tile's rows and store their value there. Then every row takes
 // the value at the last set bit at or before it: the bitmap word of 32 rows is the same for a whole
-// warp (striped rows), so most rows need one shared load, a mask and a count of leading zeros, and
-// rows of a run that started in an earlier word look back word by word. No search or scan per row,
-// one value unpack per run. Barriers: one per pass, one before the rows read, one at the end (the
-// next call clears the bitmap first).
+// warp (striped rows), so most rows need one shared load, a mask and a count of leading zeros. No
+// search or scan per row, one value unpack per run. Barriers: three per run block, none at the end
+// (the next call's shared writes, but for the run lengths, follow its first barrier).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
-  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, PASS = 4 * BLOCK_THREADS;
-  constexpr int WARPS = BLOCK_THREADS / 32, WORDS = (TILE + 31) / 32;
+  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, RPT = HETDB_BP_BLOCK / BLOCK_THREADS;
+  constexpr int WARPS = BLOCK_THREADS / 32;
+  using L = RleTileSmem<TILE>;
+  static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 256,
+                "rle tiles: whole warps, at most 256 threads (HETDB_DECODE_SMEM_I64_TILE), dividing 1024");
   static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values");
   if (n <= 0) return;
-  i64* vals = smem;
-  unsigned int* run_bits = (unsigned int*)(smem + TILE);             // WORDS words
-  unsigned int* scan_tot = (unsigned int*)(smem + TILE + TILE / 4);  // 2 areas of WARPS
-  for (int w = threadIdx.x; w < WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
+  unsigned int* vals32 = (unsigned int*)smem;
+  i64* vals64 = smem;
+  unsigned int* run_bits = (unsigned int*)(smem + L::VALS);
+  unsigned int* ends = (unsigned int*)(smem + L::ENDS_AT);
+  unsigned int* warp_tot = (unsigned int*)(smem + L::TOT_AT);
+  unsigned int* warp_base = warp_tot + WARPS;
   const RlePage r = rle_page(p);
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
-  int area = 0;
-  for (i64 b = rle_block_of(r, tile_start); b < blocks; ++b) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  bool first_block = true;
+  for (i64 b = rle_block_of_warp(r, tile_start); b < blocks; ++b) {
     const i64 lo_row = HETDB_LDG(r.starts + b);
     if (lo_row >= tile_end) break;
-    const i64 first = b * HETDB_BP_BLOCK;
-    i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
-    if (count > tile_end - lo_row) count = tile_end - lo_row;
+    i64 left = r.runs - b * HETDB_BP_BLOCK;
+    left = left < HETDB_BP_BLOCK ? left : HETDB_BP_BLOCK;
+    const int count = (int)(left < tile_end - lo_row ? left : tile_end - lo_row);
     const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
-    const i64 rel = lo_row - tile_start;  // the run block's first row from the tile's (>= -2^32)
-    unsigned int carry = 0;  // rows of the runs of earlier passes
-    for (int j_first = 0; j_first < count && rel + carry < n; j_first += PASS) {
-      unsigned int end[4], before;
-      carry = scan_run_ends<BLOCK_THREADS>(r.lengths.words, lblk, j_first, (int)count, carry, end, before,
-                                           scan_tot + area * WARPS);
-      area ^= 1;
-      const int j0 = j_first + threadIdx.x * 4;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const i64 run_start = rel + (i ? end[i - 1] : before), run_end = rel + end[i];
-        if (j0 + i < count && run_end > run_start && run_end > 0 && run_start < n) {
-          const int at = run_start > 0 ? (int)run_start : 0;
-          atomicOr(run_bits + (at >> 5), 1u << (at & 31));
-          vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
-                                    : (i64)bp_unpack(r.values.words, vblk, j0 + i);
+    // (1) lengths of rows q0 .. q0 + RPT - 1 of this lane (run j = 32 q + lane), 0 past count
+    const int q0 = warp * RPT;
+    if (q0 * 32 < count && lblk.w != 0) {
+      const unsigned int pos0 = (unsigned int)q0 * (unsigned int)lblk.w;
+      const unsigned int* lw = r.lengths.words + lblk.off + lane + (pos0 >> 5) * 32;
+      u64 acc = HETDB_LDG(lw) >> (pos0 & 31);
+      int bits = 32 - (int)(pos0 & 31);
+#pragma unroll 1  // (unrolled: 8 more registers in a scan kernel)
+      for (int i = 0; i < RPT; ++i) {
+        if (bits < lblk.w) {  // (the same for the whole warp)
+          lw += 32;
+          acc |= (u64)HETDB_LDG(lw) << bits;
+          bits += 32;
         }
+        const int j = (q0 + i) * 32 + lane;
+        ends[ends_slot(j)] = j < count ? (unsigned int)lblk.ref + ((unsigned int)acc & lblk.mask) : 0u;
+        acc >>= lblk.w;
+        bits -= lblk.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < RPT; ++i) {
+        const int j = (q0 + i) * 32 + lane;
+        ends[ends_slot(j)] = j < count ? (unsigned int)lblk.ref : 0u;
       }
     }
+    __syncthreads();
+    if (first_block) {  // (after a barrier: the previous call's rows have read the bitmap)
+      for (int w = threadIdx.x; w < L::WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
+      first_block = false;
+    }
+    // (2) run ends from the warp's first run (they fit in 32 bits: a page has fewer than 2^32 rows),
+    // and per warp the rows of the run block's earlier warps (warp_base)
+    unsigned int e[RPT];
+    unsigned int acc = 0;
+#pragma unroll
+    for (int i = 0; i < RPT; ++i) {
+      acc += ends[ends_slot(threadIdx.x * RPT + i)];
+      e[i] = acc;
+    }
+    unsigned int incl = acc;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (lane >= d) incl += y;
+    }
+#pragma unroll
+    for (int i = 0; i < RPT; ++i) ends[ends_slot(threadIdx.x * RPT + i)] = e[i] + (incl - acc);
+    if (lane == 31) warp_tot[warp] = incl;
+    __syncthreads();
+    unsigned int wb = 0;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      if (w < warp) wb += warp_tot[w];
+    }
+    if (lane == 0) warp_base[warp] = wb;
+    // the tile's first row from the block's (0 from the second block on); the runs ending at or
+    // before it are a prefix: whole threads' (counted by the barrier), then part of one thread's
+    const unsigned int s0 = tile_start > lo_row ? (unsigned int)(tile_start - lo_row) : 0u;
+    const int whole = __syncthreads_count(wb + incl <= s0);
+    int j = whole * RPT;
+    const unsigned int base = warp_base[whole >> 5];
+    while (j < count - 1 && ends[ends_slot(j)] + base <= s0) ++j;  // (< RPT steps, the same for every thread)
+    // (3) runs j, j + 1, ... up to the one holding the tile's last row: one per thread
+    const i64 rel = lo_row - tile_start;  // the block's first row from the tile's
+    for (j += threadIdx.x; j < count; j += BLOCK_THREADS) {
+      const i64 start = rel + (j > 0 ? ends[ends_slot(j - 1)] + warp_base[(j - 1) / (32 * RPT)] : 0u);
+      if (start >= n) break;
+      const int at = start > 0 ? (int)start : 0;
+      atomicOr(run_bits + (at >> 5), 1u << (at & 31));
+      if (sizeof(T) <= 4) {
+        vals32[at] = bp_unpack32(r.values.words, vblk, (unsigned int)j);
+      } else {
+        vals64[at] = (i64)bp_unpack(r.values.words, vblk, j);
+      }
+    }
+    __syncthreads();
   }
-  __syncthreads();
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     const int idx = k * BLOCK_THREADS + threadIdx.x;  // (rows past n find a run too: row 0's bit is set)
@@ -500,9 +555,8 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     unsigned int m = run_bits[w] & (0xFFFFFFFFu >> (31 - (idx & 31)));
     while (m == 0u && w > 0) m = run_bits[--w];
     const int at = m == 0u ? 0 : (w << 5) + 31 - __clz((int)m);
-    if (idx < n) items[k] = decoded_as<T>(vals[at]);
+    if (idx < n) items[k] = sizeof(T) <= 4 ? decoded_as<T>((i64)(int)vals32[at]) : decoded_as<T>(vals64[at]);
   }
-  __syncthreads();
 }
 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
