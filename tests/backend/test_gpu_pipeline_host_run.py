@@ -49,6 +49,7 @@ SHIM = r"""
 struct Dim3 { unsigned x; };
 static Dim3 threadIdx, blockIdx, gridDim, blockDim;
 inline void __syncthreads() {}
+inline void __syncwarp() {}
 inline void __threadfence() {}
 template <class T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 inline int atomicCAS(int* p, int c, int v) { int o = *p; if (o == c) *p = v; return o; }

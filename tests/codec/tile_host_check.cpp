@@ -36,6 +36,7 @@ static unsigned long long warp_slots[64][32];
 static std::atomic<long long> sel_errors{0};
 
 static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+static inline void __syncwarp() { warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
 static inline double __longlong_as_double(long long v) {
   double d;
   std::memcpy(&d, &v, 8);

@@ -441,8 +441,9 @@ __device__ __forceinline__ int ends_slot(int j) { return j + (j >> 5); }
 // their first row in a bitmap of the tile's rows and store their value there. Then every row takes
 // the value at the last set bit at or before it: the bitmap word of 32 rows is the same for a whole
 // warp (striped rows), so most rows need one shared load, a mask and a count of leading zeros. No
-// search or scan per row, one value unpack per run. Barriers: three per run block, none at the end
-// (the next call's shared writes, but for the run lengths, follow its first barrier).
+// search or scan per row, one value unpack per run. Barriers: three per run block (a warp reads back
+// only the lengths it unpacked), none at the end (the next call's shared writes, but for the run
+// lengths, follow its first barrier).
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
@@ -470,9 +471,11 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     left = left < HETDB_BP_BLOCK ? left : HETDB_BP_BLOCK;
     const int count = (int)(left < tile_end - lo_row ? left : tile_end - lo_row);
     const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
-    // (1) lengths of rows q0 .. q0 + RPT - 1 of this lane (run j = 32 q + lane), 0 past count
+    // (1) lengths of rows q0 .. q0 + RPT - 1 of this lane (run j = 32 q + lane), 0 past count; a
+    // warp whose runs all lie past count skips (1) and (2)
     const int q0 = warp * RPT;
-    if (q0 * 32 < count && lblk.w != 0) {
+    const bool some = q0 * 32 < count;
+    if (some && lblk.w != 0) {
       const unsigned int pos0 = (unsigned int)q0 * (unsigned int)lblk.w;
       const unsigned int* lw = r.lengths.words + lblk.off + lane + (pos0 >> 5) * 32;
       u64 acc = HETDB_LDG(lw) >> (pos0 & 31);
@@ -489,37 +492,40 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
         acc >>= lblk.w;
         bits -= lblk.w;
       }
-    } else {
+    } else if (some) {
 #pragma unroll
       for (int i = 0; i < RPT; ++i) {
         const int j = (q0 + i) * 32 + lane;
         ends[ends_slot(j)] = j < count ? (unsigned int)lblk.ref : 0u;
       }
     }
+    // (2) run ends from the warp's first run (they fit in 32 bits: a page has fewer than 2^32 rows),
+    // and per warp the rows of the run block's earlier warps (warp_base). A warp reads back the runs
+    // it wrote in (1) (runs 32 RPT warp .. 32 RPT warp + 32 RPT - 1 both ways): no block barrier.
+    __syncwarp();
+    unsigned int acc = 0, incl = 0;
+    if (some) {
+      unsigned int e[RPT];
+#pragma unroll
+      for (int i = 0; i < RPT; ++i) {
+        acc += ends[ends_slot(threadIdx.x * RPT + i)];
+        e[i] = acc;
+      }
+      incl = acc;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+        if (lane >= d) incl += y;
+      }
+#pragma unroll
+      for (int i = 0; i < RPT; ++i) ends[ends_slot(threadIdx.x * RPT + i)] = e[i] + (incl - acc);
+    }
+    if (lane == 31) warp_tot[warp] = incl;
     __syncthreads();
     if (first_block) {  // (after a barrier: the previous call's rows have read the bitmap)
       for (int w = threadIdx.x; w < L::WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
       first_block = false;
     }
-    // (2) run ends from the warp's first run (they fit in 32 bits: a page has fewer than 2^32 rows),
-    // and per warp the rows of the run block's earlier warps (warp_base)
-    unsigned int e[RPT];
-    unsigned int acc = 0;
-#pragma unroll
-    for (int i = 0; i < RPT; ++i) {
-      acc += ends[ends_slot(threadIdx.x * RPT + i)];
-      e[i] = acc;
-    }
-    unsigned int incl = acc;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-      if (lane >= d) incl += y;
-    }
-#pragma unroll
-    for (int i = 0; i < RPT; ++i) ends[ends_slot(threadIdx.x * RPT + i)] = e[i] + (incl - acc);
-    if (lane == 31) warp_tot[warp] = incl;
-    __syncthreads();
     unsigned int wb = 0;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) {
