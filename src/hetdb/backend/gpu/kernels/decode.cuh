@@ -170,14 +170,20 @@ HETDB_DECODE_HD RlePage rle_page(const EncodedPage& p) {
   return r;
 }
 
+// Where row i of an rle page would lie if its run blocks covered equal rows (rle_block_of's start).
+HETDB_DECODE_HD i64 rle_block_guess(const RlePage& r, i64 i) {
+  const i64 nb = bp_blocks(r.runs);
+  const i64 g = r.rows > 0 ? i * nb / r.rows : 0;
+  return g < 0 ? 0 : (g >= nb ? nb - 1 : g);
+}
+
 // The block of runs holding row i: the last b with starts[b] <= i (starts[0] = 0). Runs of a page
 // are usually of similar lengths, so the search starts where i would lie if run blocks covered equal
 // rows and gallops from there (steps 1, 2, 4, ...) to a bracket, then halves it: about two
 // dependent loads where a binary search over every block needs log2(blocks).
 HETDB_DECODE_HD i64 rle_block_of(const RlePage& r, i64 i) {
   const i64 nb = bp_blocks(r.runs);
-  i64 g = r.rows > 0 ? i * nb / r.rows : 0;
-  g = g < 0 ? 0 : (g >= nb ? nb - 1 : g);
+  const i64 g = rle_block_guess(r, i);
   i64 lo, hi;  // the block is in [lo, hi], starts[lo] <= i
   if (HETDB_LDG(r.starts + g) <= i) {
     lo = g;
@@ -399,12 +405,12 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
 }
 
 // The run block holding row i, found by one warp without a barrier: lane k loads starts[g0 + k] of a
-// window of 32 around rle_block_of's guess and a ballot gives the last start at or before i (one
-// round of loads; rle_block_of's gallop where the block lies outside the window). Every lane of
-// the warp must call it (it returns the same block to all).
-__device__ __forceinline__ i64 rle_block_of_warp(const RlePage& r, i64 i) {
+// window of 32 around the guess g and a ballot gives the last start at or before i (one round of
+// loads; rle_block_of's gallop where the block lies outside the window). Every lane of the warp must
+// call it (it returns the same block to all).
+__device__ __forceinline__ i64 rle_block_of_warp(const RlePage& r, i64 i, i64 g) {
   const i64 nb = bp_blocks(r.runs);
-  i64 g0 = (r.rows > 0 ? i * nb / r.rows : 0) - 15;
+  i64 g0 = g - 15;
   g0 = g0 > nb - 32 ? nb - 32 : g0;
   g0 = g0 < 0 ? 0 : g0;
   const i64 k = g0 + (threadIdx.x & 31);
@@ -464,13 +470,16 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   bool first_block = true;
-  for (i64 b = rle_block_of_warp(r, tile_start); b < blocks; ++b) {
+  // the guessed run block's directory entries load together with the search (its usual answer)
+  const i64 g = rle_block_guess(r, tile_start);
+  const BpBlock lg = bp_block(r.lengths, g), vg = bp_block(r.values, g);
+  for (i64 b = rle_block_of_warp(r, tile_start, g); b < blocks; ++b) {
     const i64 lo_row = HETDB_LDG(r.starts + b);
     if (lo_row >= tile_end) break;
     i64 left = r.runs - b * HETDB_BP_BLOCK;
     left = left < HETDB_BP_BLOCK ? left : HETDB_BP_BLOCK;
     const int count = (int)(left < tile_end - lo_row ? left : tile_end - lo_row);
-    const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
+    const BpBlock lblk = b == g ? lg : bp_block(r.lengths, b), vblk = b == g ? vg : bp_block(r.values, b);
     // (1) lengths of rows q0 .. q0 + RPT - 1 of this lane (run j = 32 q + lane), 0 past count; a
     // warp whose runs all lie past count skips (1) and (2)
     const int q0 = warp * RPT;
