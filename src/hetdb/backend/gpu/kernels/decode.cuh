@@ -459,6 +459,7 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
   static_assert(BLOCK_THREADS % 32 == 0 && HETDB_BP_BLOCK % BLOCK_THREADS == 0 && BLOCK_THREADS <= 256,
                 "rle tiles: whole warps, at most 256 threads (HETDB_DECODE_SMEM_I64_TILE), dividing 1024");
   static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values");
+  static_assert(L::TOT_AT + WARPS <= HETDB_DECODE_SMEM_I64_TILE(TILE), "shared layout within HETDB_DECODE_SMEM_I64_TILE");
   if (n <= 0) return;
   unsigned int* vals32 = (unsigned int*)smem;
   i64* vals64 = smem;
