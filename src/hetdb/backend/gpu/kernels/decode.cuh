@@ -21,9 +21,11 @@
 // value is one or two coalesced word loads, a funnel shift, a mask and an add, in 32-bit arithmetic
 // for types of up to 4 bytes. delta and rle tiles scan deltas / run lengths in parallel: each
 // thread sums a chunk of consecutive values serially, one warp scan and one pass over the warp
-// totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: passes of
-// run lengths stop past the tile). An rle tile then sets each run's first row in a bitmap of the
-// tile's rows, and every row takes the value of the last run starting at or before it.
+// totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: the run
+// block is found by one warp ballot over 32 run starts, its run lengths up to the tile's reach are
+// unpacked lane by lane with a bit buffer and scanned once, a barrier count locates the tile's first
+// run). An rle tile then sets each run's first row in a bitmap of the tile's rows (one run per
+// thread), and every row takes the value of the last run starting at or before it.
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
