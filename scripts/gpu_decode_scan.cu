@@ -234,6 +234,8 @@ __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, c
         load_tile_delta<SCAN_BLOCK, SCAN_ITEMS>(encoded_page(data), first, tl, num, smem);
       } else if (CODEC == HETDB_CODEC_RLE) {
         load_tile_rle<SCAN_BLOCK, SCAN_ITEMS>(encoded_page(data), first, tl, num, smem);
+      } else if (CODEC == 100 + HETDB_CODEC_RLE) {  // (the run lengths' unpack loop unrolled)
+        load_tile_rle<SCAN_BLOCK, SCAN_ITEMS, T, HETDB_BP_BLOCK / SCAN_BLOCK>(encoded_page(data), first, tl, num, smem);
       } else {  // (-HETDB_CODEC_RLE: the previous rle loader)
         load_tile_rle_passes<SCAN_BLOCK, SCAN_ITEMS>(encoded_page(data), first, tl, num, smem);
       }
@@ -344,6 +346,7 @@ SCAN_KERNEL(scan_dict_i32, int, 3, HETDB_CODEC_DICT)
 SCAN_KERNEL(scan_delta_i32, int, 3, HETDB_CODEC_DELTA)
 SCAN_KERNEL(scan_rle_i32, int, 3, HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_prev_i32, int, 3, -HETDB_CODEC_RLE)
+SCAN_KERNEL(scan_unrl_i32, int, 3, 100 + HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_lanes_i32, int, 4)
 SCAN_KERNEL(scan_walk_i32, int, 5)
 SCAN_KERNEL(scan_plain_i64, long long, 0)
@@ -354,5 +357,6 @@ SCAN_KERNEL(scan_dict_i64, long long, 3, HETDB_CODEC_DICT)
 SCAN_KERNEL(scan_delta_i64, long long, 3, HETDB_CODEC_DELTA)
 SCAN_KERNEL(scan_rle_i64, long long, 3, HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_prev_i64, long long, 3, -HETDB_CODEC_RLE)
+SCAN_KERNEL(scan_unrl_i64, long long, 3, 100 + HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_lanes_i64, long long, 4)
 SCAN_KERNEL(scan_walk_i64, long long, 5)

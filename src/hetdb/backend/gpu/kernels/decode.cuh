@@ -452,7 +452,8 @@ __device__ __forceinline__ int ends_slot(int j) { return j + (j >> 5); }
 // search or scan per row, one value unpack per run. Barriers: three per run block (a warp reads back
 // only the lengths it unpacked), none at the end (the next call's shared writes, but for the run
 // lengths, follow its first barrier).
-template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+// LENGTH_UNROLL: rows of run lengths unpacked per iteration of (1) (1: the fewest registers).
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T, int LENGTH_UNROLL = 1>
 __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
                                               i64* smem) {
   constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, RPT = HETDB_BP_BLOCK / BLOCK_THREADS;
@@ -492,7 +493,7 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
       const unsigned int* lw = r.lengths.words + lblk.off + lane + (pos0 >> 5) * 32;
       u64 acc = HETDB_LDG(lw) >> (pos0 & 31);
       int bits = 32 - (int)(pos0 & 31);
-#pragma unroll 1  // (unrolled: 8 more registers in a scan kernel)
+#pragma unroll LENGTH_UNROLL
       for (int i = 0; i < RPT; ++i) {
         if (bits < lblk.w) {  // (the same for the whole warp)
           lw += 32;
