@@ -125,49 +125,6 @@ __device__ __forceinline__ void load_tile_rle_passes(const EncodedPage& p, i64 t
 }
 
 
-// MODE 5 (for pages, an experiment: "walk"): no shared memory, no barrier: thread t's items are rows
-// q0, q0 + S, ... (S = SCAN_BLOCK / 32) of its lane in the block's lane layout, so it walks its lane's
-// bit stream from the first to the last with a bit buffer (one coalesced word load per 32 bits, a
-// shift past the S - 1 rows of the other warps between two items); blocks with S * w > 32, or a tile
-// over two blocks, unpack per item (bp_value).
-template <typename T>
-__device__ __forceinline__ void load_tile_for_walk(const unsigned char* data, long long first, T (&tl)[SCAN_ITEMS]) {
-  constexpr int S = SCAN_BLOCK / 32;
-  const EncodedPage pg = encoded_page(data);
-  const BpStream st = bp_stream(pg.body, pg.n);
-  const BpBlock k = bp_block(st, first >> 10);
-  const unsigned int j0 = (unsigned int)(first & (HETDB_BP_BLOCK - 1)) + threadIdx.x;
-  if (sizeof(T) <= 4 && k.w * S <= 32 && (first & (HETDB_BP_BLOCK - 1)) + SCAN_TILE <= HETDB_BP_BLOCK) {
-    const unsigned int pos0 = (j0 >> 5) * (unsigned int)k.w;
-    const unsigned int* lw = st.words + k.off + (j0 & 31) + (pos0 >> 5) * 32;
-    u64 acc = k.w != 0 ? HETDB_LDG(lw) >> (pos0 & 31) : 0ULL;
-    int bits = 32 - (int)(pos0 & 31);
-    const int skip = (S - 1) * k.w;
-#pragma unroll
-    for (int it = 0; it < SCAN_ITEMS; ++it) {
-      const int need = it > 0 ? skip + k.w : k.w;
-      if (bits < need) {  // (the same for the whole warp)
-        lw += 32;
-        acc |= (u64)HETDB_LDG(lw) << bits;
-        bits += 32;
-      }
-      if (it > 0) {
-        acc >>= skip;
-        bits -= skip;
-      }
-      tl[it] = (T)((unsigned int)k.ref + ((unsigned int)acc & k.mask));
-      acc >>= k.w;
-      bits -= k.w;
-    }
-    return;
-  }
-#pragma unroll
-  for (int it = 0; it < SCAN_ITEMS; ++it) {
-    const i64 row = first + threadIdx.x + it * SCAN_BLOCK;
-    tl[it] = bp_value<T>(st.words, bp_block(st, row >> 10), (unsigned int)(row & (HETDB_BP_BLOCK - 1)));
-  }
-}
-
 __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigned long long* out) {
   for (int d = 16; d > 0; d >>= 1) {
     cnt += __shfl_down_sync(0xFFFFFFFFu, cnt, d);
@@ -183,7 +140,8 @@ __device__ __forceinline__ void scan_flush(long long cnt, long long sum, unsigne
 // rows (the last one shorter); counts and sums the values in [lo, hi] into out[0], out[1].
 // MODE 0: plain value arrays; 1: encoded pages through pipe::PageColumn (as compiled paged pipelines
 // read them); 2: encoded pages, every tile decoded into registers first (load_tile_encoded); 3: the
-// reader of codec CODEC (every page has it); 4 (for pages, an experiment): each thread unpacks
+// reader of codec CODEC (every page has it); 5: for/dict pages through load_tile_sel (as the fused
+// kernels read them, every row flagged); 4 (for pages, an experiment): each thread unpacks
 // SCAN_ITEMS consecutive rows of its lane of the block's lane layout sequentially (one word load per
 // 32 bits, a bit buffer and shifts: a warp's lanes are at the same bit positions, so loads stay
 // coalesced and the refill branch uniform) into shared memory, then reads its striped rows there.
@@ -258,9 +216,12 @@ __device__ __forceinline__ void scan_pages(const long long* __restrict__ ptrs, c
           sum += (long long)tl[it];
         }
       }
-    } else if (MODE == 5) {
+    } else if (MODE == 5) {  // load_tile_sel (the fused kernels' for/dict reader), every row flagged
       T tl[SCAN_ITEMS];
-      load_tile_for_walk<T>((const unsigned char*)ptrs[p], first, tl);
+      int flags[SCAN_ITEMS];
+#pragma unroll
+      for (int it = 0; it < SCAN_ITEMS; ++it) flags[it] = threadIdx.x + it * SCAN_BLOCK < num;
+      load_tile_sel<SCAN_BLOCK, SCAN_ITEMS>(encoded_page((const unsigned char*)ptrs[p]), first, tl, flags);
 #pragma unroll
       for (int it = 0; it < SCAN_ITEMS; ++it) {
         const int idx = threadIdx.x + it * SCAN_BLOCK;
@@ -348,7 +309,7 @@ SCAN_KERNEL(scan_rle_i32, int, 3, HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_prev_i32, int, 3, -HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_unrl_i32, int, 3, 100 + HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_lanes_i32, int, 4)
-SCAN_KERNEL(scan_walk_i32, int, 5)
+SCAN_KERNEL(scan_sel_i32, int, 5)
 SCAN_KERNEL(scan_plain_i64, long long, 0)
 SCAN_KERNEL(scan_paged_i64, long long, 1)
 SCAN_KERNEL(scan_eager_i64, long long, 2)
@@ -359,4 +320,4 @@ SCAN_KERNEL(scan_rle_i64, long long, 3, HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_prev_i64, long long, 3, -HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_unrl_i64, long long, 3, 100 + HETDB_CODEC_RLE)
 SCAN_KERNEL(scan_lanes_i64, long long, 4)
-SCAN_KERNEL(scan_walk_i64, long long, 5)
+SCAN_KERNEL(scan_sel_i64, long long, 5)

@@ -15,8 +15,9 @@ reader of the one codec ("typed": pipe::ForColumn/DictColumn, load_tile_delta/rl
 per-page kind of PageColumn), for rle pages the rle tile loader with its run-length unpack loop unrolled ("unrl") and the one
 before session 14 ("prev": passes
 of run lengths from the run block's first run; scripts/gpu_decode_scan.cu), for for pages an experiment ("lanes": each thread unpacks consecutive
-rows of its lane sequentially into shared memory, then reads its striped rows; "walk": each thread
-walks its lane's bit stream over its own striped rows, no shared memory), and the GB/s of decoding the pages whole (decode.cu, as on arrival
+rows of its lane sequentially into shared memory, then reads its striped rows), for for and dict
+pages load_tile_sel ("sel": the fused kernels' reader, every row flagged; blocks narrow enough walk
+each thread's lane bit stream over its striped rows), and the GB/s of decoding the pages whole (decode.cu, as on arrival
 when pages are not kept compressed). First, per kernel: registers and resident blocks per SM.
 --only keeps the columns whose name holds SUBSTRING (or one of several, comma-separated); --min-blocks N compiles the kernels with
 __launch_bounds__(128, N) (the compiler then keeps registers low enough for N blocks per SM);
@@ -88,7 +89,9 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
     codec_id = CODEC_IDS[codec]  # what page tables give pipe::PageColumn for an encoded page
     kinds = [("plain", plain_pages, 0), ("paged", enc_pages, codec_id), ("eager", enc_pages, 1), ("typed", enc_pages, 1)]
     if codec == "for":
-        kinds += [("lanes", enc_pages, 1), ("walk", enc_pages, 1)]
+        kinds.append(("lanes", enc_pages, 1))
+    if codec in ("for", "dict"):
+        kinds.append(("sel", enc_pages, 1))
     if codec == "rle":
         kinds += [("unrl", enc_pages, 1), ("prev", enc_pages, 1)]
     for kind, pages, flag in kinds:
@@ -121,13 +124,13 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
 
     plain_ms = best_ms(lambda: scan("plain"), repeat)
     enc_ms = best_ms(lambda: scan("paged"), repeat)
-    eager, typed, lanes, walk, unrl, prev = (ratio("eager", 9), ratio("typed", 9), ratio("lanes", 9),
-                                             ratio("walk", 8), ratio("unrl", 8), ratio("prev", 8))
+    eager, typed, lanes, sel, unrl, prev = (ratio("eager", 9), ratio("typed", 9), ratio("lanes", 9),
+                                             ratio("sel", 8), ratio("unrl", 8), ratio("prev", 8))
     decode_ms = best_ms(lambda: [decode_device(p, codec, int(v.shape[0]), values.dtype)
                                  for p, v in zip(enc_pages, plain_pages)], repeat)
     print(f"{name:<24} {codec:<6} {values.nbytes / stored:>6.2f} {plain_ms:>9.3f} {enc_ms:>8.3f} "
           f"{values.nbytes / plain_ms / 1e6:>11.0f} {values.nbytes / enc_ms / 1e6:>9.0f} "
-          f"{enc_ms / plain_ms:>9.2f}{'!' if 'paged' in wrong else ' '}{eager} {typed} {lanes} {walk} {unrl} {prev} "
+          f"{enc_ms / plain_ms:>9.2f}{'!' if 'paged' in wrong else ' '}{eager} {typed} {lanes} {sel} {unrl} {prev} "
           f"{values.nbytes / decode_ms / 1e6:>10.0f}", flush=True)
     return not wrong
 
@@ -135,7 +138,7 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
 def kernel_report(module) -> None:
     """Registers, local memory and resident blocks per SM of each scan kernel."""
     names = [f"scan_{k}_{s}" for s in ("i32", "i64")
-             for k in ("plain", "paged", "eager", "for", "dict", "delta", "rle", "unrl", "prev", "lanes", "walk")]
+             for k in ("plain", "paged", "eager", "for", "dict", "delta", "rle", "unrl", "prev", "lanes", "sel")]
     for name in names:
         fn = module.function(name)
         try:
@@ -166,7 +169,7 @@ def main() -> None:
           f"page rows={args.page_rows:,}  min blocks={args.min_blocks}  items/thread={args.items}")
     kernel_report(module)
     print(f"{'column':<24} {'codec':<6} {'ratio':>6} {'plain ms':>9} {'enc ms':>8} {'plain GB/s':>11} "
-          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'typed/pl':>9} {'lanes/pl':>9} {'walk/pl':>8} {'unrl/pl':>8} {'prev/pl':>8} {'dec GB/s':>10}")
+          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'typed/pl':>9} {'lanes/pl':>9} {'sel/pl':>8} {'unrl/pl':>8} {'prev/pl':>8} {'dec GB/s':>10}")
     right = True
     for name, (codec, values, rng_filter) in columns(n, np.random.default_rng(0)).items():
         if not any(part in name for part in args.only.split(",")):

@@ -296,8 +296,45 @@ __device__ __forceinline__ void load_tile_dict(const EncodedPage& p, i64 tile_st
                                                     items, n);
 }
 
+// The packed bits (w <= 32 / (BLOCK_THREADS / 32)) of a thread's striped items of a tile lying in
+// block k (tile_start's place in the block + the tile <= 1024): item it is row q0 + S it of the
+// thread's lane (S = BLOCK_THREADS / 32), so the thread walks its lane's bit stream with a bit buffer
+// (a coalesced word load per 32 bits: a warp's lanes are at the same bit positions, so the refill
+// branch is the same for the whole warp), shifting past the S - 1 rows of the other warps between
+// two items: a shift, a mask and a refill test per item instead of a random access's address
+// arithmetic and one or two loads (w = 0: no loads).
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
+__device__ __forceinline__ void bp_walk_tile(const unsigned int* words, const BpBlock& k, i64 tile_start,
+                                             unsigned int (&x)[ITEMS_PER_THREAD]) {
+  constexpr int S = BLOCK_THREADS / 32;
+  const unsigned int j0 = ((unsigned int)tile_start & (HETDB_BP_BLOCK - 1)) + threadIdx.x;
+  const unsigned int pos0 = (j0 >> 5) * (unsigned int)k.w;
+  const unsigned int* lw = words + k.off + (j0 & 31) + (pos0 >> 5) * 32;
+  u64 acc = k.w != 0 ? HETDB_LDG(lw) >> (pos0 & 31) : 0ULL;
+  int bits = 32 - (int)(pos0 & 31);
+  const int skip = (S - 1) * k.w;
+#pragma unroll
+  for (int it = 0; it < ITEMS_PER_THREAD; ++it) {
+    if (bits < (it > 0 ? skip + k.w : k.w)) {  // (skip + w <= 32: one word is enough)
+      lw += 32;
+      acc |= (u64)HETDB_LDG(lw) << bits;
+      bits += 32;
+    }
+    if (it > 0) {
+      acc >>= skip;
+      bits -= skip;
+    }
+    x[it] = (unsigned int)acc & k.mask;
+    acc >>= k.w;
+    bits -= k.w;
+  }
+}
+
 // A tile of a const, for or dict page for the flagged items only (rows an earlier filter dropped
-// are not read): what the dense fused kernels load (fused::BlockLoadSelPage).
+// are not read): what the dense fused kernels load (fused::BlockLoadSelPage). Types of up to 4
+// bytes in a tile lying in one block of width w <= 32 / (BLOCK_THREADS / 32) (SSB's quantities,
+// discounts, dictionary codes of dates at 128 threads) walk the thread's lane (bp_walk_tile) and
+// look up the dictionary for the flagged items; the rest unpack each flagged item by random access.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
                                               const int (&flags)[ITEMS_PER_THREAD]) {
@@ -314,6 +351,22 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   const i64* values = (const i64*)p.body;
   unsigned int first = 0xFFFFFFFFu;  // no block loaded yet: every j is >= 1024
   BpBlock blk = {0ULL, 0u, 0, 0u};
+  if (sizeof(T) <= 4 && ((unsigned int)tile_start & (HETDB_BP_BLOCK - 1)) + BLOCK_THREADS * ITEMS_PER_THREAD <= HETDB_BP_BLOCK) {
+    first = (unsigned int)tile_start & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+    blk = bp_block(s, tile_start >> 10);
+    if (blk.w * (BLOCK_THREADS / 32) <= 32) {
+      unsigned int x[ITEMS_PER_THREAD];
+      bp_walk_tile<BLOCK_THREADS, ITEMS_PER_THREAD>(s.words, blk, tile_start, x);
+#pragma unroll
+      for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+        if (flags[k]) {
+          const unsigned int v = (unsigned int)blk.ref + x[k];  // (a code, or the value's low 32 bits)
+          items[k] = dict ? decoded_as<T>(HETDB_LDG(values + v)) : decoded_as<T>((i64)(int)v);
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     if (flags[k]) {
