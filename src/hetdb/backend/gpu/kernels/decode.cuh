@@ -351,10 +351,10 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   const i64* values = (const i64*)p.body;
   unsigned int first = 0xFFFFFFFFu;  // no block loaded yet: every j is >= 1024
   BpBlock blk = {0ULL, 0u, 0, 0u};
-  if (sizeof(T) <= 4 && ((unsigned int)tile_start & (HETDB_BP_BLOCK - 1)) + BLOCK_THREADS * ITEMS_PER_THREAD <= HETDB_BP_BLOCK) {
-    first = (unsigned int)tile_start & ~(unsigned int)(HETDB_BP_BLOCK - 1);
+  const unsigned int in_block = (unsigned int)tile_start & (HETDB_BP_BLOCK - 1);
+  if (in_block + BLOCK_THREADS * ITEMS_PER_THREAD <= HETDB_BP_BLOCK) {  // (the tile lies in one block)
     blk = bp_block(s, tile_start >> 10);
-    if (blk.w * (BLOCK_THREADS / 32) <= 32) {
+    if (sizeof(T) <= 4 && blk.w * (BLOCK_THREADS / 32) <= 32) {
       unsigned int x[ITEMS_PER_THREAD];
       bp_walk_tile<BLOCK_THREADS, ITEMS_PER_THREAD>(s.words, blk, tile_start, x);
 #pragma unroll
@@ -366,6 +366,14 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
       }
       return;
     }
+#pragma unroll
+    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+      if (flags[k]) {
+        const unsigned int j = in_block + k * BLOCK_THREADS + threadIdx.x;
+        items[k] = dict ? decoded_as<T>(HETDB_LDG(values + bp_unpack32(s.words, blk, j))) : bp_value<T>(s.words, blk, j);
+      }
+    }
+    return;
   }
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
@@ -523,6 +531,10 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
   unsigned int* ends = (unsigned int*)(smem + L::ENDS_AT);
   unsigned int* warp_tot = (unsigned int*)(smem + L::TOT_AT);
   unsigned int* warp_base = warp_tot + WARPS;
+  // values of the window of runs (0): past the tile's 32-bit values, in the half of the values area
+  // that types of up to 4 bytes leave free
+  constexpr int WINDOW = sizeof(T) <= 4 && TILE >= 512 ? TILE / 2 : 0;
+  unsigned int* win_vals = vals32 + TILE;
   const RlePage r = rle_page(p);
   const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -537,21 +549,42 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     left = left < HETDB_BP_BLOCK ? left : HETDB_BP_BLOCK;
     const int count = (int)(left < tile_end - lo_row ? left : tile_end - lo_row);
     const BpBlock lblk = b == g ? lg : bp_block(r.lengths, b), vblk = b == g ? vg : bp_block(r.values, b);
+    // (0) types of up to 4 bytes, first run block: the values of a window of WINDOW runs from where
+    // the tile's first run would lie if the block's runs were of equal length (less a margin) load
+    // now, together with the run lengths (step 3 then finds most values in shared memory)
+    unsigned int win[WINDOW / BLOCK_THREADS > 0 ? WINDOW / BLOCK_THREADS : 1];
+    int w0 = 0;
+    if (WINDOW > 0 && first_block) {
+      const i64 next = b + 1 < blocks ? HETDB_LDG(r.starts + b + 1) : r.rows;
+      const i64 s0 = tile_start - lo_row;  // (>= 0 in the first block)
+      const i64 est = next > lo_row ? s0 * left / (next - lo_row) : 0;
+      w0 = (int)(est - WINDOW / 8 > 0 ? est - WINDOW / 8 : 0) & ~31;
+#pragma unroll
+      for (int i = 0; i < WINDOW / BLOCK_THREADS; ++i) {
+        const int j = w0 + i * BLOCK_THREADS + (int)threadIdx.x;
+        win[i] = j < left ? bp_unpack32(r.values.words, vblk, (unsigned int)j) : 0u;
+      }
+    }
     // (1) lengths of rows q0 .. q0 + RPT - 1 of this lane (run j = 32 q + lane), 0 past count; a
-    // warp whose runs all lie past count skips (1) and (2)
+    // warp whose runs all lie past count skips (1) and (2). The word after the first loads with it
+    // (the next refill's; a refill then loads the one after: no load waited for in the loop where
+    // RPT rows of lengths span at most two words).
     const int q0 = warp * RPT;
     const bool some = q0 * 32 < count;
     if (some && lblk.w != 0) {
       const unsigned int pos0 = (unsigned int)q0 * (unsigned int)lblk.w;
-      const unsigned int* lw = r.lengths.words + lblk.off + lane + (pos0 >> 5) * 32;
-      u64 acc = HETDB_LDG(lw) >> (pos0 & 31);
+      const unsigned int* lw = r.lengths.words + lblk.off + lane;
+      int kw = (int)(pos0 >> 5);  // the lane's word row holding the next bits
+      u64 acc = HETDB_LDG(lw + kw * 32) >> (pos0 & 31);
+      unsigned int nxt = kw + 1 < lblk.w ? HETDB_LDG(lw + (kw + 1) * 32) : 0u;
       int bits = 32 - (int)(pos0 & 31);
 #pragma unroll LENGTH_UNROLL
       for (int i = 0; i < RPT; ++i) {
         if (bits < lblk.w) {  // (the same for the whole warp)
-          lw += 32;
-          acc |= (u64)HETDB_LDG(lw) << bits;
+          acc |= (u64)nxt << bits;
           bits += 32;
+          ++kw;
+          nxt = kw + 1 < lblk.w ? HETDB_LDG(lw + (kw + 1) * 32) : 0u;
         }
         const int j = (q0 + i) * 32 + lane;
         ends[ends_slot(j)] = j < count ? (unsigned int)lblk.ref + ((unsigned int)acc & lblk.mask) : 0u;
@@ -588,9 +621,10 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
     }
     if (lane == 31) warp_tot[warp] = incl;
     __syncthreads();
-    if (first_block) {  // (after a barrier: the previous call's rows have read the bitmap)
+    if (first_block) {  // (after a barrier: the previous call's rows have read the bitmap and values)
       for (int w = threadIdx.x; w < L::WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
-      first_block = false;
+#pragma unroll
+      for (int i = 0; i < WINDOW / BLOCK_THREADS; ++i) win_vals[i * BLOCK_THREADS + threadIdx.x] = win[i];
     }
     unsigned int wb = 0;
 #pragma unroll
@@ -613,12 +647,14 @@ __device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_sta
       const int at = start > 0 ? (int)start : 0;
       atomicOr(run_bits + (at >> 5), 1u << (at & 31));
       if (sizeof(T) <= 4) {
-        vals32[at] = bp_unpack32(r.values.words, vblk, (unsigned int)j);
+        vals32[at] = first_block && (unsigned int)(j - w0) < (unsigned int)WINDOW ? win_vals[j - w0]
+                                                                                : bp_unpack32(r.values.words, vblk, (unsigned int)j);
       } else {
         vals64[at] = (i64)bp_unpack(r.values.words, vblk, j);
       }
     }
     __syncthreads();
+    first_block = false;
   }
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
