@@ -79,8 +79,8 @@ HETDB_DECODE_HD BpStream bp_stream(const unsigned char* p, i64 n) {
 HETDB_DECODE_HD i64 bp_stream_bytes(const unsigned char* p, i64 n) {
   i64 nb = bp_blocks(n);
   if (nb == 0) return 0;
-  const unsigned int* last = (const unsigned int*)p + 4 * (nb - 1);
-  return 16 * nb + 4 * ((i64)last[2] + 32 * (i64)last[3]);
+  const u64 ow = HETDB_LDG((const u64*)(p + 16 * (nb - 1)) + 1);  // the last block's word offset, width
+  return 16 * nb + 4 * ((i64)(unsigned int)ow + 32 * (i64)(ow >> 32));
 }
 
 // One block's directory entry: its reference, the word offset of its packed words and its bit width
