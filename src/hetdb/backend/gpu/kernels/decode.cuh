@@ -145,8 +145,9 @@ HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
 
 HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
   EncodedPage p;
-  p.codec = HETDB_LDG(data);
-  p.n = (i64)HETDB_LDG((const unsigned int*)(data + 4));
+  const u64 head = HETDB_LDG((const u64*)data);  // codec id (byte 0), n (bytes 4-7), little-endian
+  p.codec = (int)(head & 0xFFu);
+  p.n = (i64)(head >> 32);
   p.param = HETDB_LDG((const i64*)(data + 8));
   p.body = data + HETDB_CODEC_HEADER;
   return p;
