@@ -16,7 +16,8 @@
 //        tile (delta and rle pages decode cooperatively in `smem`: HETDB_DECODE_SMEM_I64_TILE(tile)
 //        int64 slots, tile = BLOCK_THREADS * ITEMS_PER_THREAD <= 1024; HETDB_DECODE_SMEM_I64 is
 //        enough for tiles of up to 512 values, those of the generated kernels).
-//   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch)
+//   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch;
+//                                                       load_tile_rle is in rle_tile.cuh, included here)
 // for/dict values unpack by random access: a block's directory entry is read once per tile, then a
 // value is one or two coalesced word loads, a funnel shift, a mask and an add, in 32-bit arithmetic
 // for types of up to 4 bytes. delta and rle tiles scan deltas / run lengths in parallel: each
