@@ -12,10 +12,14 @@ Both scans must give the same count and sum (checked). Prints per column the rat
 the encoded scan's best time (CUDA events), the plain-equivalent GB/s of each, encoded / plain, the
 same with every tile decoded into registers first (load_tile_encoded: "eager") and through the
 reader of the one codec ("typed": pipe::ForColumn/DictColumn, load_tile_delta/rle, without the
-per-page kind of PageColumn), for for pages an experiment ("lanes": each thread unpacks consecutive
-rows of its lane sequentially into shared memory, then reads its striped rows), and the GB/s of decoding the pages whole (decode.cu, as on arrival
+per-page kind of PageColumn), for rle pages the rle tile loader with its run-length unpack loop unrolled ("unrl") and the one
+before session 14 ("prev": passes
+of run lengths from the run block's first run; scripts/gpu_decode_scan.cu), for for pages an experiment ("lanes": each thread unpacks consecutive
+rows of its lane sequentially into shared memory, then reads its striped rows), for for and dict
+pages load_tile_sel ("sel": the fused kernels' reader, every row flagged; blocks narrow enough walk
+each thread's lane bit stream over its striped rows), and the GB/s of decoding the pages whole (decode.cu, as on arrival
 when pages are not kept compressed). First, per kernel: registers and resident blocks per SM.
---only keeps the columns whose name holds SUBSTRING; --min-blocks N compiles the kernels with
+--only keeps the columns whose name holds SUBSTRING (or one of several, comma-separated); --min-blocks N compiles the kernels with
 __launch_bounds__(128, N) (the compiler then keeps registers low enough for N blocks per SM);
 --items N gives each thread N rows of a tile (tiles of 128 N rows; 4 as the compiled pipelines do,
 at most 8): more rows per tile spread each tile's dependent loads (page table, header, directory)
@@ -69,7 +73,8 @@ def best_ms(fn, reps: int) -> float:
 
 
 def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple[int, int], page_rows: int,
-            repeat: int) -> None:
+            repeat: int) -> bool:
+    """Prints the column's line; False where a scan's count or sum differs from the plain scan's."""
     n, (lo, hi) = values.shape[0], rng_filter
     suffix = "i64" if values.dtype == np.int64 else "i32"
     ctype = np.int64 if suffix == "i64" else np.int32
@@ -85,6 +90,10 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
     kinds = [("plain", plain_pages, 0), ("paged", enc_pages, codec_id), ("eager", enc_pages, 1), ("typed", enc_pages, 1)]
     if codec == "for":
         kinds.append(("lanes", enc_pages, 1))
+    if codec in ("for", "dict"):
+        kinds.append(("sel", enc_pages, 1))
+    if codec == "rle":
+        kinds += [("unrl", enc_pages, 1), ("prev", enc_pages, 1)]
     for kind, pages, flag in kinds:
         fn = module.function(f"scan_{codec if kind == 'typed' else kind}_{suffix}")
         tables[kind] = (cupy.asarray(np.array([int(p.data.ptr) for p in pages], dtype=np.int64)),
@@ -97,32 +106,47 @@ def measure(module, name: str, codec: str, values: np.ndarray, rng_filter: tuple
 
     sel = values[(values >= lo) & (values <= hi)]
     expected = [int(sel.shape[0]), int(sel.astype(np.int64).sum()) % (1 << 64)]
+    wrong = []
     for kind in tables:
         scan(kind)
         got = cupy.asnumpy(out).tolist()
-        assert got == expected, f"{name}: {kind} scan counted/summed {got}, expected {expected}"
-    plain_ms, enc_ms = best_ms(lambda: scan("plain"), repeat), best_ms(lambda: scan("paged"), repeat)
-    eager_ms = best_ms(lambda: scan("eager"), repeat)
-    typed_ms = best_ms(lambda: scan("typed"), repeat)
-    lanes = f"{best_ms(lambda: scan('lanes'), repeat) / plain_ms:>9.2f}" if "lanes" in tables else f"{'-':>9}"
+        if got != expected:
+            print(f"WRONG {name}: {kind} scan counted/summed {got}, expected {expected}", flush=True)
+            wrong.append(kind)
+    assert "plain" not in wrong, f"{name}: the plain scan is wrong"
+
+    def ratio(kind: str, width: int) -> str:
+        if kind not in tables:
+            return f"{'-':>{width}}"
+        if kind in wrong:
+            return f"{'WRONG':>{width}}"
+        return f"{best_ms(lambda: scan(kind), repeat) / plain_ms:>{width}.2f}"
+
+    plain_ms = best_ms(lambda: scan("plain"), repeat)
+    enc_ms = best_ms(lambda: scan("paged"), repeat)
+    eager, typed, lanes, sel, unrl, prev = (ratio("eager", 9), ratio("typed", 9), ratio("lanes", 9),
+                                             ratio("sel", 8), ratio("unrl", 8), ratio("prev", 8))
     decode_ms = best_ms(lambda: [decode_device(p, codec, int(v.shape[0]), values.dtype)
                                  for p, v in zip(enc_pages, plain_pages)], repeat)
     print(f"{name:<24} {codec:<6} {values.nbytes / stored:>6.2f} {plain_ms:>9.3f} {enc_ms:>8.3f} "
           f"{values.nbytes / plain_ms / 1e6:>11.0f} {values.nbytes / enc_ms / 1e6:>9.0f} "
-          f"{enc_ms / plain_ms:>9.2f} {eager_ms / plain_ms:>9.2f} {typed_ms / plain_ms:>9.2f} {lanes} "
+          f"{enc_ms / plain_ms:>9.2f}{'!' if 'paged' in wrong else ' '}{eager} {typed} {lanes} {sel} {unrl} {prev} "
           f"{values.nbytes / decode_ms / 1e6:>10.0f}", flush=True)
+    return not wrong
 
 
 def kernel_report(module) -> None:
     """Registers, local memory and resident blocks per SM of each scan kernel."""
     names = [f"scan_{k}_{s}" for s in ("i32", "i64")
-             for k in ("plain", "paged", "eager", "for", "dict", "delta", "rle", "lanes")]
+             for k in ("plain", "paged", "eager", "for", "dict", "delta", "rle", "unrl", "prev", "lanes", "sel")]
     for name in names:
         fn = module.function(name)
         try:
             blocks = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, 128, 0)
-        except Exception as e:  # (an older CuPy without the occupancy call)
-            blocks = f"? ({type(e).__name__})"
+        except AttributeError:  # (CuPy without the occupancy call: 64K registers, 64 warps per SM)
+            regs = int(getattr(fn, "num_regs", 0))
+            warp_regs = -(-regs * 32 // 256) * 256
+            blocks = f"{min(16, 65536 // max(4 * warp_regs, 1))} (by registers)"
         print(f"kernel {name:<16} registers {getattr(fn, 'num_regs', '?'):>4}  local bytes "
               f"{getattr(fn, 'local_size_bytes', '?'):>4}  blocks/SM {blocks}")
 
@@ -132,7 +156,7 @@ def main() -> None:
     ap.add_argument("--rows", type=float, default=120e6)
     ap.add_argument("--page-rows", type=int, default=1 << 20)
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--only", default="", help="only the columns whose name holds this")
+    ap.add_argument("--only", default="", help="only the columns whose name holds this (or one of these, comma-separated)")
     ap.add_argument("--min-blocks", type=int, default=0, help="__launch_bounds__ minimum blocks per SM")
     ap.add_argument("--items", type=int, default=4, choices=(1, 2, 4, 8), help="rows per thread and tile")
     args = ap.parse_args()
@@ -145,11 +169,14 @@ def main() -> None:
           f"page rows={args.page_rows:,}  min blocks={args.min_blocks}  items/thread={args.items}")
     kernel_report(module)
     print(f"{'column':<24} {'codec':<6} {'ratio':>6} {'plain ms':>9} {'enc ms':>8} {'plain GB/s':>11} "
-          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'typed/pl':>9} {'lanes/pl':>9} {'dec GB/s':>10}")
+          f"{'enc GB/s':>9} {'enc/plain':>9} {'eager/pl':>9} {'typed/pl':>9} {'lanes/pl':>9} {'sel/pl':>8} {'unrl/pl':>8} {'prev/pl':>8} {'dec GB/s':>10}")
+    right = True
     for name, (codec, values, rng_filter) in columns(n, np.random.default_rng(0)).items():
-        if args.only not in name:
+        if not any(part in name for part in args.only.split(",")):
             continue
-        measure(module, name, codec, values, rng_filter, args.page_rows, args.repeat)
+        right = measure(module, name, codec, values, rng_filter, args.page_rows, args.repeat) and right
+    if not right:
+        raise SystemExit("a scan's count or sum differed from the plain scan's (WRONG above; '!': the paged scan)")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ SHIM = r"""
 struct Dim3 { unsigned x; };
 static Dim3 threadIdx, blockIdx, gridDim, blockDim;
 inline void __syncthreads() {}
+inline void __syncwarp() {}
 inline void __threadfence() {}
 template <class T> T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 inline int atomicCAS(int* p, int c, int v) { int o = *p; if (o == c) *p = v; return o; }
@@ -65,6 +66,8 @@ inline int __popc(unsigned x) { return __builtin_popcount(x); }
 template <class T> T __shfl_sync(unsigned, T v, int) { return v; }
 inline unsigned __match_any_sync(unsigned, unsigned long long) { return 1u << (threadIdx.x & 31); }
 template <class T> T __shfl_up_sync(unsigned, T v, int) { return v; }
+inline unsigned __ballot_sync(unsigned, bool p) { return p ? 1u << (threadIdx.x & 31) : 0u; }
+inline int __syncthreads_count(bool p) { return p ? 1 : 0; }
 inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 inline long long __double_as_longlong(double v) { long long d; std::memcpy(&d, &v, 8); return d; }
 inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }

@@ -32,6 +32,11 @@ def cases() -> dict[str, np.ndarray]:
         "skewed_runs": np.repeat(np.arange(4100, dtype=np.int64) - 2000,
                                  np.concatenate([np.ones(2000, np.int64), [20_000],
                                                  rng.integers(1, 4, 2099)])),
+        # 40 run blocks after a first run of 40,000 rows: rows of the early blocks lie far before
+        # where rows spread evenly would put them, outside the GPU tile loaders' window of 32 run
+        # blocks around that guess (they fall back to the gallop)
+        "long_first_run": np.repeat(np.arange(40_001, dtype=np.int32),
+                                    np.concatenate([[40_000], np.ones(40_000, np.int64)])),
         "random_i32": rng.integers(I32.min, I32.max, 1500, dtype=np.int32, endpoint=True),
         "random_i64": rng.integers(I64.min, I64.max, 1500, dtype=np.int64, endpoint=True),
         "small_range": rng.integers(0, 51, 10_000).astype(np.int32),

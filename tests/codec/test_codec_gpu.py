@@ -89,6 +89,56 @@ def test_tile_loader_matches_cpu(kernel_cache, name: str, enc: str) -> None:
     assert np.array_equal(cupy.asnumpy(out), expected), f"{enc} on {name}"
 
 
+# 128 x 4 tiles of int32 values (the generated kernels' tiles and the rle loader's 32-bit value path).
+_TILE_KERNEL_I32 = r"""
+extern "C" __global__ void tile_decode_i32(const unsigned char* data, int* out, long long n) {
+  __shared__ long long smem[HETDB_DECODE_SMEM_I64];
+  const int BT = 128, IPT = 4;
+  for (long long start = (long long)blockIdx.x * BT * IPT; start < n; start += (long long)gridDim.x * BT * IPT) {
+    long long left = n - start;
+    int count = left < BT * IPT ? (int)left : BT * IPT;
+    int items[IPT];
+    load_tile_encoded<BT, IPT>(data, start, items, count, smem);
+    for (int k = 0; k < IPT; ++k) {
+      int idx = k * BT + threadIdx.x;
+      if (idx < count) out[start + idx] = items[k];
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("shape", ["ssb_orderdate", "long_runs_then_short"])
+def test_rle_tiles_of_a_full_size_page(kernel_cache, shape: str) -> None:
+    """Pages of 2^20 rows as hetdb writes them: hundreds of run blocks (the run block search's window
+    of 32 around its guess, and its fallback where runs are skewed), tiles of 384 values (straddling
+    run blocks), 512 (int32) and the whole-page decode's 1024, against the values encoded."""
+    import cupy
+
+    from hetdb.backend.gpu.codegen.runtime import compile_source
+    from hetdb.backend.gpu.compile import launch, load_source
+    from hetdb.backend.gpu.decode import decode_device
+
+    rng = np.random.default_rng(14)
+    n = 1 << 20
+    if shape == "ssb_orderdate":
+        lengths = rng.integers(1, 8, n // 3)
+    else:  # a quarter of the rows in 40 long runs, then runs of 1 or 2 rows
+        lengths = np.concatenate([np.full(40, n // 160), rng.integers(1, 3, n)])
+    values = np.repeat((19920101 + rng.integers(0, 2406, lengths.shape[0])).astype(np.int32), lengths)[:n]
+    buf = cupy.asarray(encode_as(values, "rle"))
+    whole = decode_device(buf, "rle", n, values.dtype)
+    assert np.array_equal(cupy.asnumpy(whole), values)
+    source = load_source("decode.cuh") + _TILE_KERNEL + _TILE_KERNEL_I32
+    module = compile_source(source, "tile_decode_rle.cu")
+    out64 = cupy.full(n, 0x5A5A, dtype=cupy.int64)
+    launch(module.function("tile_decode_i64"), 264, 128, (buf, out64, np.int64(n)))
+    assert np.array_equal(cupy.asnumpy(out64), values.astype(np.int64))
+    out32 = cupy.full(n, 0x5A5A, dtype=cupy.int32)
+    launch(module.function("tile_decode_i32"), 264, 128, (buf, out32, np.int64(n)))
+    assert np.array_equal(cupy.asnumpy(out32), values)
+
+
 def test_empty_page_decodes_to_nothing(kernel_cache) -> None:
     import cupy
 

@@ -28,8 +28,9 @@ def checker(tmp_path_factory) -> str:
 
 
 # (threads, items): tiles of 384 values straddle the 1024-value blocks; 512 is the compiled
-# pipelines' tile (two per block); the GPU tests run the whole-page decoder's 1024
-@pytest.mark.parametrize("shape", [(128, 3), (128, 4)])
+# pipelines' tile (two per block); 256 x 4 the whole-page decoder's and fused_block256's 1024 (rle: 4
+# run lengths per thread; for/dict: the lane walk of blocks of width <= 4)
+@pytest.mark.parametrize("shape", [(128, 3), (128, 4), pytest.param((256, 4), marks=pytest.mark.slow)])
 def test_tile_loaders_match_cpu_encoder(checker, tmp_path, shape) -> None:
     every = {**cases(), "widths_0_64": width_blocks(1, 333), "widths_0_64_full": width_blocks(2, 0)}
     args, expected = case_files(tmp_path, every)

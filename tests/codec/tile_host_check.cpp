@@ -36,6 +36,7 @@ static unsigned long long warp_slots[64][32];
 static std::atomic<long long> sel_errors{0};
 
 static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+static inline void __syncwarp() { warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
 static inline double __longlong_as_double(long long v) {
   double d;
   std::memcpy(&d, &v, 8);
@@ -73,6 +74,25 @@ static inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_re
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }
 template <typename T>
 static inline T __shfl_sync(unsigned, T, int) { abort(); }
+static inline unsigned __ballot_sync(unsigned, bool pred) {
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  warp_slots[w][l] = pred ? 1 : 0;
+  warp_barriers[w]->arrive_and_wait();
+  unsigned m = 0;
+  for (int k = 0; k < 32; ++k) m |= warp_slots[w][k] ? 1u << k : 0u;
+  warp_barriers[w]->arrive_and_wait();
+  return m;
+}
+static std::atomic<int> block_count{0};
+static inline int __syncthreads_count(bool pred) {
+  if (pred) block_count++;
+  block_barrier->arrive_and_wait();
+  const int c = block_count;
+  block_barrier->arrive_and_wait();
+  if (threadIdx.x == 0) block_count = 0;
+  block_barrier->arrive_and_wait();
+  return c;
+}
 template <typename T>
 static inline T __shfl_up_sync(unsigned, T x, int d) {
   const int w = threadIdx.x / 32, l = threadIdx.x % 32;

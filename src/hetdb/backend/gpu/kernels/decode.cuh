@@ -16,14 +16,17 @@
 //        tile (delta and rle pages decode cooperatively in `smem`: HETDB_DECODE_SMEM_I64_TILE(tile)
 //        int64 slots, tile = BLOCK_THREADS * ITEMS_PER_THREAD <= 1024; HETDB_DECODE_SMEM_I64 is
 //        enough for tiles of up to 512 values, those of the generated kernels).
-//   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch)
+//   load_tile_for / load_tile_dict / load_tile_delta / load_tile_rle   the same for a known codec (no switch;
+//                                                       load_tile_rle is in rle_tile.cuh, included here)
 // for/dict values unpack by random access: a block's directory entry is read once per tile, then a
 // value is one or two coalesced word loads, a funnel shift, a mask and an add, in 32-bit arithmetic
 // for types of up to 4 bytes. delta and rle tiles scan deltas / run lengths in parallel: each
 // thread sums a chunk of consecutive values serially, one warp scan and one pass over the warp
-// totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: passes of
-// run lengths stop past the tile). An rle tile then sets each run's first row in a bitmap of the
-// tile's rows, and every row takes the value of the last run starting at or before it.
+// totals combine the chunks (delta: the deltas of the block before the tile only sum; rle: the run
+// block is found by one warp ballot over 32 run starts, its run lengths up to the tile's reach are
+// unpacked lane by lane with a bit buffer and scanned once, a barrier count locates the tile's first
+// run). An rle tile then sets each run's first row in a bitmap of the tile's rows (one run per
+// thread), and every row takes the value of the last run starting at or before it.
 // A warp whose threads read consecutive values of a block reads 32 consecutive words of the packed
 // stream (the lane-interleaved layout), so every load is one coalesced 128-byte transaction.
 #pragma once
@@ -46,8 +49,9 @@
 #define HETDB_LDG(p) (*(p))
 #endif
 // Shared memory (int64 slots) of the delta/rle tile loaders for tiles of `tile` values: the tile's
-// decoded values, one 16-bit run-start mark per row (rle), per-warp scan totals.
-#define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + (tile) / 4 + 64)
+// decoded values, per-warp scan totals; rle: one run-start bit per row and a run block's run ends
+// (RleTileSmem; the larger need).
+#define HETDB_DECODE_SMEM_I64_TILE(tile) ((tile) + ((tile) + 63) / 64 + 536)
 // Tiles of up to 512 values (the generated kernels'; codegen/runtime.py counts these 8448 bytes).
 #define HETDB_DECODE_SMEM_I64 (HETDB_BP_BLOCK + 32)
 
@@ -76,8 +80,8 @@ HETDB_DECODE_HD BpStream bp_stream(const unsigned char* p, i64 n) {
 HETDB_DECODE_HD i64 bp_stream_bytes(const unsigned char* p, i64 n) {
   i64 nb = bp_blocks(n);
   if (nb == 0) return 0;
-  const unsigned int* last = (const unsigned int*)p + 4 * (nb - 1);
-  return 16 * nb + 4 * ((i64)last[2] + 32 * (i64)last[3]);
+  const u64 ow = HETDB_LDG((const u64*)(p + 16 * (nb - 1)) + 1);  // the last block's word offset, width
+  return 16 * nb + 4 * ((i64)(unsigned int)ow + 32 * (i64)(ow >> 32));
 }
 
 // One block's directory entry: its reference, the word offset of its packed words and its bit width
@@ -142,8 +146,9 @@ HETDB_DECODE_HD i64 bp_get(BpStream s, i64 i) {
 
 HETDB_DECODE_HD EncodedPage encoded_page(const unsigned char* data) {
   EncodedPage p;
-  p.codec = HETDB_LDG(data);
-  p.n = (i64)HETDB_LDG((const unsigned int*)(data + 4));
+  const u64 head = HETDB_LDG((const u64*)data);  // codec id (byte 0), n (bytes 4-7), little-endian
+  p.codec = (int)(head & 0xFFu);
+  p.n = (i64)(head >> 32);
   p.param = HETDB_LDG((const i64*)(data + 8));
   p.body = data + HETDB_CODEC_HEADER;
   return p;
@@ -169,14 +174,20 @@ HETDB_DECODE_HD RlePage rle_page(const EncodedPage& p) {
   return r;
 }
 
+// Where row i of an rle page would lie if its run blocks covered equal rows (rle_block_of's start).
+HETDB_DECODE_HD i64 rle_block_guess(const RlePage& r, i64 i) {
+  const i64 nb = bp_blocks(r.runs);
+  const i64 g = r.rows > 0 ? i * nb / r.rows : 0;
+  return g < 0 ? 0 : (g >= nb ? nb - 1 : g);
+}
+
 // The block of runs holding row i: the last b with starts[b] <= i (starts[0] = 0). Runs of a page
 // are usually of similar lengths, so the search starts where i would lie if run blocks covered equal
 // rows and gallops from there (steps 1, 2, 4, ...) to a bracket, then halves it: about two
 // dependent loads where a binary search over every block needs log2(blocks).
 HETDB_DECODE_HD i64 rle_block_of(const RlePage& r, i64 i) {
   const i64 nb = bp_blocks(r.runs);
-  i64 g = r.rows > 0 ? i * nb / r.rows : 0;
-  g = g < 0 ? 0 : (g >= nb ? nb - 1 : g);
+  const i64 g = rle_block_guess(r, i);
   i64 lo, hi;  // the block is in [lo, hi], starts[lo] <= i
   if (HETDB_LDG(r.starts + g) <= i) {
     lo = g;
@@ -251,50 +262,6 @@ __device__ __forceinline__ T bp_value(const unsigned int* words, const BpBlock& 
   return decoded_as<T>((i64)bp_unpack(words, k, (int)j));
 }
 
-// The run ends of one pass over an rle run block: values j_first .. j_first + 4*BLOCK_THREADS - 1 of
-// its lengths (block k of stream words; values at or past count count as 0), thread t holding the 4
-// consecutive values j_first + 4t .. (4 consecutive lanes of one row of the lane layout: 4 consecutive
-// words). Each thread sums its values serially; one warp scan (shuffles) and one pass over the warp
-// totals in `warp_tot` (BLOCK_THREADS / 32 slots of shared memory; one barrier: a caller alternates
-// two such areas between consecutive calls, and every thread of the block calls it) combine them.
-// v[i]: carry + the sum of the pass's values up to j_first + 4t + i; before: carry + the sum before
-// j_first + 4t (so value 4t+i is v[i] - (i ? v[i-1] : before)). Returns carry + the pass's sum. Run
-// ends relative to their run block's first row fit in 32 bits (a page has fewer than 2^32 rows).
-template <int BLOCK_THREADS>
-__device__ __forceinline__ unsigned int scan_run_ends(const unsigned int* words, const BpBlock& k, int j_first, int count,
-                                                      unsigned int carry, unsigned int (&v)[4], unsigned int& before,
-                                                      unsigned int* warp_tot) {
-  constexpr int WARPS = BLOCK_THREADS / 32;
-  static_assert(BLOCK_THREADS % 32 == 0 && BLOCK_THREADS <= 512, "tile loaders: whole warps, at most 512 threads");
-  const int j0 = j_first + threadIdx.x * 4;
-  unsigned int acc = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (j0 + i < count) acc += bp_unpack32(words, k, (unsigned int)(j0 + i));
-    v[i] = acc;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  unsigned int incl = acc;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const unsigned int y = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-    if (lane >= d) incl += y;
-  }
-  if (lane == 31) warp_tot[warp] = incl;
-  __syncthreads();
-  before = carry + (incl - acc);
-  unsigned int total = carry;
-#pragma unroll
-  for (int w = 0; w < WARPS; ++w) {
-    const unsigned int t = warp_tot[w];
-    if (w < warp) before += t;
-    total += t;
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) v[i] += before;
-  return total;
-}
-
 // Tile loaders: one directory load per block the tile touches (a tile of a page lies in one or two
 // blocks), then per value one or two coalesced word loads and shifts.
 // FOR values (dict == nullptr) or dictionary codes (values dict[code]) of a tile.
@@ -331,8 +298,45 @@ __device__ __forceinline__ void load_tile_dict(const EncodedPage& p, i64 tile_st
                                                     items, n);
 }
 
+// The packed bits (w <= 32 / (BLOCK_THREADS / 32)) of a thread's striped items of a tile lying in
+// block k (tile_start's place in the block + the tile <= 1024): item it is row q0 + S it of the
+// thread's lane (S = BLOCK_THREADS / 32), so the thread walks its lane's bit stream with a bit buffer
+// (a coalesced word load per 32 bits: a warp's lanes are at the same bit positions, so the refill
+// branch is the same for the whole warp), shifting past the S - 1 rows of the other warps between
+// two items: a shift, a mask and a refill test per item instead of a random access's address
+// arithmetic and one or two loads (w = 0: no loads).
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD>
+__device__ __forceinline__ void bp_walk_tile(const unsigned int* words, const BpBlock& k, i64 tile_start,
+                                             unsigned int (&x)[ITEMS_PER_THREAD]) {
+  constexpr int S = BLOCK_THREADS / 32;
+  const unsigned int j0 = ((unsigned int)tile_start & (HETDB_BP_BLOCK - 1)) + threadIdx.x;
+  const unsigned int pos0 = (j0 >> 5) * (unsigned int)k.w;
+  const unsigned int* lw = words + k.off + (j0 & 31) + (pos0 >> 5) * 32;
+  u64 acc = k.w != 0 ? HETDB_LDG(lw) >> (pos0 & 31) : 0ULL;
+  int bits = 32 - (int)(pos0 & 31);
+  const int skip = (S - 1) * k.w;
+#pragma unroll
+  for (int it = 0; it < ITEMS_PER_THREAD; ++it) {
+    if (bits < (it > 0 ? skip + k.w : k.w)) {  // (skip + w <= 32: one word is enough)
+      lw += 32;
+      acc |= (u64)HETDB_LDG(lw) << bits;
+      bits += 32;
+    }
+    if (it > 0) {
+      acc >>= skip;
+      bits -= skip;
+    }
+    x[it] = (unsigned int)acc & k.mask;
+    acc >>= k.w;
+    bits -= k.w;
+  }
+}
+
 // A tile of a const, for or dict page for the flagged items only (rows an earlier filter dropped
-// are not read): what the dense fused kernels load (fused::BlockLoadSelPage).
+// are not read): what the dense fused kernels load (fused::BlockLoadSelPage). Types of up to 4
+// bytes in a tile lying in one block of width w <= 32 / (BLOCK_THREADS / 32) (SSB's quantities,
+// discounts, dictionary codes of dates at 128 threads) walk the thread's lane (bp_walk_tile) and
+// look up the dictionary for the flagged items; the rest unpack each flagged item by random access.
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
                                               const int (&flags)[ITEMS_PER_THREAD]) {
@@ -349,6 +353,30 @@ __device__ __forceinline__ void load_tile_sel(const EncodedPage& p, i64 tile_sta
   const i64* values = (const i64*)p.body;
   unsigned int first = 0xFFFFFFFFu;  // no block loaded yet: every j is >= 1024
   BpBlock blk = {0ULL, 0u, 0, 0u};
+  const unsigned int in_block = (unsigned int)tile_start & (HETDB_BP_BLOCK - 1);
+  if (in_block + BLOCK_THREADS * ITEMS_PER_THREAD <= HETDB_BP_BLOCK) {  // (the tile lies in one block)
+    blk = bp_block(s, tile_start >> 10);
+    if (sizeof(T) <= 4 && blk.w * (BLOCK_THREADS / 32) <= 32) {
+      unsigned int x[ITEMS_PER_THREAD];
+      bp_walk_tile<BLOCK_THREADS, ITEMS_PER_THREAD>(s.words, blk, tile_start, x);
+#pragma unroll
+      for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+        if (flags[k]) {
+          const unsigned int v = (unsigned int)blk.ref + x[k];  // (a code, or the value's low 32 bits)
+          items[k] = dict ? decoded_as<T>(HETDB_LDG(values + v)) : decoded_as<T>((i64)(int)v);
+        }
+      }
+      return;
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
+      if (flags[k]) {
+        const unsigned int j = in_block + k * BLOCK_THREADS + threadIdx.x;
+        items[k] = dict ? decoded_as<T>(HETDB_LDG(values + bp_unpack32(s.words, blk, j))) : bp_value<T>(s.words, blk, j);
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
     if (flags[k]) {
@@ -441,69 +469,7 @@ __device__ __forceinline__ void load_tile_delta(const EncodedPage& p, i64 tile_s
   }
 }
 
-// An rle page's tile. Per block of 1024 runs holding tile rows, passes of 4 * BLOCK_THREADS runs
-// (scan_run_ends) find the ends of its runs, until a pass ends past the tile or the runs that can
-// hold tile rows (at most tile_end - the block's first row: every run has a row) are done; each run
-// overlapping the tile sets the bit of its first row in the tile (the tile's first row for the run
-// holding it) in a bitmap of the tile's rows and stores its value there (vals). Then every row takes
-// the value at the last set bit at or before it: the bitmap word of 32 rows is the same for a whole
-// warp (striped rows), so most rows need one shared load, a mask and a count of leading zeros, and
-// rows of a run that started in an earlier word look back word by word. No search or scan per row,
-// one value unpack per run. Barriers: one per pass, one before the rows read, one at the end (the
-// next call clears the bitmap first).
-template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
-__device__ __forceinline__ void load_tile_rle(const EncodedPage& p, i64 tile_start, T (&items)[ITEMS_PER_THREAD], int n,
-                                              i64* smem) {
-  constexpr int TILE = BLOCK_THREADS * ITEMS_PER_THREAD, PASS = 4 * BLOCK_THREADS;
-  constexpr int WARPS = BLOCK_THREADS / 32, WORDS = (TILE + 31) / 32;
-  static_assert(TILE <= HETDB_BP_BLOCK, "tiles of at most 1024 values");
-  if (n <= 0) return;
-  i64* vals = smem;
-  unsigned int* run_bits = (unsigned int*)(smem + TILE);             // WORDS words
-  unsigned int* scan_tot = (unsigned int*)(smem + TILE + TILE / 4);  // 2 areas of WARPS
-  for (int w = threadIdx.x; w < WORDS; w += BLOCK_THREADS) run_bits[w] = 0u;
-  const RlePage r = rle_page(p);
-  const i64 blocks = bp_blocks(r.runs), tile_end = tile_start + n;
-  int area = 0;
-  for (i64 b = rle_block_of(r, tile_start); b < blocks; ++b) {
-    const i64 lo_row = HETDB_LDG(r.starts + b);
-    if (lo_row >= tile_end) break;
-    const i64 first = b * HETDB_BP_BLOCK;
-    i64 count = r.runs - first < HETDB_BP_BLOCK ? r.runs - first : HETDB_BP_BLOCK;
-    if (count > tile_end - lo_row) count = tile_end - lo_row;
-    const BpBlock lblk = bp_block(r.lengths, b), vblk = bp_block(r.values, b);
-    const i64 rel = lo_row - tile_start;  // the run block's first row from the tile's (>= -2^32)
-    unsigned int carry = 0;  // rows of the runs of earlier passes
-    for (int j_first = 0; j_first < count && rel + carry < n; j_first += PASS) {
-      unsigned int end[4], before;
-      carry = scan_run_ends<BLOCK_THREADS>(r.lengths.words, lblk, j_first, (int)count, carry, end, before,
-                                           scan_tot + area * WARPS);
-      area ^= 1;
-      const int j0 = j_first + threadIdx.x * 4;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const i64 run_start = rel + (i ? end[i - 1] : before), run_end = rel + end[i];
-        if (j0 + i < count && run_end > run_start && run_end > 0 && run_start < n) {
-          const int at = run_start > 0 ? (int)run_start : 0;
-          atomicOr(run_bits + (at >> 5), 1u << (at & 31));
-          vals[at] = sizeof(T) <= 4 ? (i64)bp_unpack32(r.values.words, vblk, (unsigned int)(j0 + i))
-                                    : (i64)bp_unpack(r.values.words, vblk, j0 + i);
-        }
-      }
-    }
-  }
-  __syncthreads();
-#pragma unroll
-  for (int k = 0; k < ITEMS_PER_THREAD; ++k) {
-    const int idx = k * BLOCK_THREADS + threadIdx.x;  // (rows past n find a run too: row 0's bit is set)
-    int w = idx >> 5;
-    unsigned int m = run_bits[w] & (0xFFFFFFFFu >> (31 - (idx & 31)));
-    while (m == 0u && w > 0) m = run_bits[--w];
-    const int at = m == 0u ? 0 : (w << 5) + 31 - __clz((int)m);
-    if (idx < n) items[k] = decoded_as<T>(vals[at]);
-  }
-  __syncthreads();
-}
+#include "rle_tile.cuh"
 
 template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
 __device__ __forceinline__ void load_tile_encoded(const unsigned char* data, i64 tile_start, T (&items)[ITEMS_PER_THREAD],
