@@ -48,6 +48,23 @@ def load_source(filename: str) -> str:
     return expand(filename)
 
 
+
+_KERNEL_SOURCES: dict[tuple[str, str], str] = {}  # (header, kernel name: a hash of its text) -> full source
+
+
+def kernel_source(header: str, name: str, body: str) -> str:
+    """``kernels/<header>`` (includes inlined) and a generated kernel's ``body``: what NVRTC compiles.
+    Made once per kernel (the specs of queries differing only in literal values share it), so the
+    module cache's look-up hashes one string object (whose hash Python keeps)."""
+    key = (header, name)
+    text = _KERNEL_SOURCES.get(key)
+    if text is None:
+        if len(_KERNEL_SOURCES) >= 2048:
+            _KERNEL_SOURCES.pop(next(iter(_KERNEL_SOURCES)))
+        text = _KERNEL_SOURCES[key] = load_source(header) + "\n" + body
+    return text
+
+
 def compile_counts() -> dict[str, int]:
     """How many CUDA modules this process has compiled with NVRTC ("nvrtc") and loaded from the
     disk cache ("disk") so far (generated kernels and .cu files alike)."""

@@ -72,20 +72,11 @@ class KernelSource:
     literals: tuple[LiteralParam, ...] = ()
 
     def full_source(self) -> str:
-        """Header (with its includes inlined) + kernel: what NVRTC compiles. Made once per kernel text
-        (the specs of queries differing only in literal values share it), so the module cache's
-        look-up hashes one string object (whose hash Python keeps)."""
-        text = _SOURCES.get(self.name)
-        if text is None:
-            from hetdb.backend.gpu.compile import load_source
+        """Header (with its includes inlined) + kernel: what NVRTC compiles (made once per kernel text)."""
+        from hetdb.backend.gpu.compile import kernel_source
 
-            if len(_SOURCES) >= 1024:
-                _SOURCES.pop(next(iter(_SOURCES)))
-            text = _SOURCES[self.name] = load_source(HEADER) + "\n" + self.body
-        return text
+        return kernel_source(HEADER, self.name, self.body)
 
-
-_SOURCES: dict[str, str] = {}  # kernel name (a hash of its text) -> full source
 
 
 def generate(spec: FusedPipelineSpec) -> KernelSource:

@@ -17,7 +17,6 @@ PL_TILE = PL_BLOCK * PL_ITEMS
 HEADER = "pipeline.cuh"
 MAX_KEYS = 16
 _NAME = "@KERNEL_NAME@"
-_SOURCES: dict[str, str] = {}  # kernel name (a hash of its text) -> full source
 _KEY_KINDS = ("int32", "int64", "date", "decimal", "timestamp", "float64", "bool")
 _ORDERED = ("int32", "int64", "date", "decimal", "timestamp", "float64")
 # codec -> the pipe:: column reading it by random access; TILE_CODECS decode a tile up front
@@ -71,16 +70,10 @@ class PipelineKernel:
     literals: tuple[LiteralParam, ...] = ()
 
     def full_source(self) -> str:
-        """pipeline.cuh (headers inlined) and the kernel: made once per kernel, so the module cache's
-        look-up hashes one string object (whose hash Python keeps)."""
-        text = _SOURCES.get(self.name)
-        if text is None:
-            from hetdb.backend.gpu.compile import load_source
+        """pipeline.cuh (headers inlined) and the kernel: what NVRTC compiles (made once per kernel)."""
+        from hetdb.backend.gpu.compile import kernel_source
 
-            if len(_SOURCES) >= 1024:
-                _SOURCES.pop(next(iter(_SOURCES)))
-            text = _SOURCES[self.name] = load_source(HEADER) + "\n" + self.body
-        return text
+        return kernel_source(HEADER, self.name, self.body)
 
 
 def _plain_string(inp: Input) -> bool:
