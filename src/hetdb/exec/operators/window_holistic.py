@@ -48,15 +48,14 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         if op == "count_distinct":
             return Column(call.dtype, data=_count_distinct(key[order], valid[order], ps, pe))
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
+    if op == "quantile_cont":
+        data = _quantile_input(call, x)
+        order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], ps.shape[0])
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+        return WF._int_column(np, call.dtype, out, ok)
     data = np.asarray(x.data, dtype=np.float64)
     if op in ("product", "fsum"):
         out, ok = (KS.partition_product if op == "product" else KS.partition_kahan_sum)(data, valid, ps, pe)
-        return WF._int_column(np, call.dtype, out, ok)
-    if op == "quantile_cont":
-        n = ps.shape[0]
-        order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value),
-                                       call.dtype.kind == "decimal")
     else:
         out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
         if op.startswith("stddev"):
@@ -64,12 +63,18 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     return WF._int_column(np, call.dtype, out, ok)
 
 
+def _quantile_input(call: WindowCall, x: Column) -> np.ndarray:
+    """quantile_cont's values: a DECIMAL's unscaled int64 as they are (picked and interpolated
+    exactly, as DuckDB: read as doubles, values past 2^53 lost digits), anything else as doubles."""
+    if call.dtype.kind == "decimal":
+        return np.asarray(x.data, dtype=np.int64)
+    return np.asarray(x.data, dtype=np.float64)
+
+
 def frame_quantile(call: WindowCall, x: Column, runs: tuple) -> Column:
     """median/quantile_cont over each row's frame, the runs ``(ls, le, rs, re, tie)`` of
     window_exclude (host)."""
-    data = np.asarray(x.data, dtype=np.float64)
-    out, ok = KS.frame_quantile(data, WF._valid(np, x), *runs, float(call.args[1].value),
-                                call.dtype.kind == "decimal")
+    out, ok = KS.frame_quantile(_quantile_input(call, x), WF._valid(np, x), *runs, float(call.args[1].value))
     return WF._int_column(np, call.dtype, out, ok)
 
 
