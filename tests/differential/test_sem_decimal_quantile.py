@@ -3,7 +3,8 @@ keeps the DECIMAL's unscaled integer, picks a value exactly where the position i
 interpolates lo + (hi - lo) * d from the exact difference. hetdb read the values as doubles first,
 so values past 2^53 unscaled (|x| > ~9e11 at scale 4) lost their last digits. GROUP BY, whole
 partitions and frames (also with EXCLUDE), wide values near DECIMAL(18)'s limit, NULLs, groups of
-every size from 1 to 9 (whole and fractional positions), equal neighbours."""
+every size from 1 to 9 (whole and fractional positions), equal neighbours; DECIMAL(19..38) values
+(wide arithmetic) keep their type (hetdb answered a DOUBLE)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ QUERIES = [
     "SELECT i, quantile_cont(dw, 0.25) OVER (PARTITION BY g), median(dz) OVER (PARTITION BY g) FROM t",
     "SELECT i, quantile_cont(dw, 0.5) OVER (PARTITION BY g ORDER BY i ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), "
     "quantile_cont(dz, 0.25) OVER (ORDER BY i ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) FROM t",
+    # DECIMAL(19..38) (wide arithmetic): DuckDB interpolates lo + trunc(double(hi - lo) * d) exactly
+    "SELECT g, quantile_cont(CAST(dw AS DECIMAL(38, 4)) * dw, 0.3), median(CAST(dz AS DECIMAL(30, 0)) * ds) "
+    "FROM t GROUP BY g",
+    "SELECT i, quantile_cont(CAST(dw AS DECIMAL(38, 4)) * dz, 0.7) OVER (PARTITION BY g ORDER BY i ROWS "
+    "BETWEEN 2 PRECEDING AND CURRENT ROW), median(CAST(ds AS DECIMAL(20, 2)) * ds) OVER (PARTITION BY g) FROM t",
     "SELECT i, median(dw) OVER (PARTITION BY g ORDER BY i ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING "
     "EXCLUDE CURRENT ROW), quantile_cont(ds, 0.6) OVER (ORDER BY g RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
 ]

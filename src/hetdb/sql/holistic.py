@@ -127,7 +127,7 @@ def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
         q = 0.5
         if isinstance(node, exp.PercentileCont):
             q = _quantile(b(node.expression), name)
-        if x.dtype.kind == "decimal" and x.dtype.precision <= T.MAX_DECIMAL_PRECISION:
+        if x.dtype.kind == "decimal":
             # DuckDB: a DECIMAL of the argument's type (the interpolation truncated toward zero)
             return WindowCall(x.dtype, "quantile_cont", (x, Literal(T.FLOAT64, q)), WHOLE_PARTITION)
         return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q)), WHOLE_PARTITION)
