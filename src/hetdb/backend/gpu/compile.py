@@ -143,6 +143,33 @@ def get_module(filename: str, name_expressions: tuple[str, ...] = (),
     return CompiledModule(cupy.RawModule(path=str(cubin_path)), lowered, cubin_path)
 
 
+def static_modules() -> list[tuple[str, tuple[str, ...]]]:
+    """Every ``kernels/*.cu`` module hetdb loads, as ``get_module``'s (filename, name expressions):
+    what a fresh kernel cache compiles (``warm_static_module``); test_gpu_compile_cache checks that
+    the list names every ``get_module`` call of the package."""
+    from hetdb.backend.gpu.aggregate import AGG_NAMES
+    from hetdb.backend.gpu.decode import DECODE_NAMES
+    from hetdb.backend.gpu.hashing import HASH_NAMES
+
+    return [("hash.cu", HASH_NAMES), ("aggregate.cu", AGG_NAMES), ("decode.cu", DECODE_NAMES),
+            ("hash_table.cu", ()), ("string_keys.cu", ()), ("window.cu", ()), ("batch_decode.cu", ()),
+            ("strings.cu", ()), ("shuffle_encode.cu", ())]
+
+
+def warm_static_module(index: int) -> tuple[str, float, str]:
+    """Compile ``static_modules()[index]`` into the disk cache unless it is there: (filename,
+    seconds, "nvrtc" or "disk"). Several processes each warming one module fill a fresh cache in the
+    time of the slowest module, where processes starting together would each compile all of them
+    (the fuzz campaign's workers: fuzz_main)."""
+    import time
+
+    filename, names = static_modules()[index]
+    before = _COUNTS["nvrtc"]
+    t0 = time.perf_counter()
+    get_module(filename, names)
+    return filename, time.perf_counter() - t0, "nvrtc" if _COUNTS["nvrtc"] > before else "disk"
+
+
 def _compile_cubin(nvrtc: Any, source: str, filename: str, options: tuple[str, ...],
                    name_expressions: tuple[str, ...], cc: str) -> tuple[bytes, dict[str, str]]:
     count("nvrtc")
