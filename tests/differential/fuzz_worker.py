@@ -217,9 +217,11 @@ def run_task(configs: tuple[Config, ...], seed: int, start: int, count: int,
     # What the process keeps (the harness, then each task's caches) out of later collections: the GPU
     # engine collects after a query that leaves device memory allocated, and a full collection walks
     # every tracked object; frozen after a collection, they are skipped (on the GPU stand-in of
-    # scripts/host_only_gpu.py, 16 cases under 11 configurations took 13-15 s unfrozen, 1.2-2.5 s frozen)
-    gc.collect()
-    gc.freeze()
+    # scripts/host_only_gpu.py, 16 cases under 11 configurations took 13-15 s unfrozen, 1.2-2.5 s frozen).
+    # FUZZ_FREEZE=0 leaves it out (to measure what it saves)
+    if os.environ.get("FUZZ_FREEZE", "1") != "0":
+        gc.collect()
+        gc.freeze()
     result = harness.run(seed, start, count, deadline)
     result.update(device=configs[0].device, seed=seed, start=start, seconds=time.time() - t0, pid=os.getpid(),
                   harness_seconds=built)
