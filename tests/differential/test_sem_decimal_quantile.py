@@ -4,7 +4,8 @@ interpolates lo + (hi - lo) * d from the exact difference. hetdb read the values
 so values past 2^53 unscaled (|x| > ~9e11 at scale 4) lost their last digits. GROUP BY, whole
 partitions and frames (also with EXCLUDE), wide values near DECIMAL(18)'s limit, NULLs, groups of
 every size from 1 to 9 (whole and fractional positions), equal neighbours; DECIMAL(19..38) values
-(wide arithmetic) keep their type (hetdb answered a DOUBLE)."""
+(wide arithmetic) keep their type (hetdb answered a DOUBLE); percentile_cont WITHIN GROUP (ORDER BY x
+DESC) interpolates from the largest value as DuckDB does."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ QUERIES = [
     "SELECT g, quantile_cont(dw, 0.0), quantile_cont(dw, 1.0), quantile_cont(dz, 0.3), quantile_cont(dz, 0.9) "
     "FROM t GROUP BY g",
     "SELECT quantile_cont(dw, 0.37), median(dz), quantile_cont(ds, 0.01) FROM t",
+    # WITHIN GROUP (ORDER BY x DESC): DuckDB interpolates from the largest value (1 - q ascending
+    # differs in the last digits)
+    "SELECT g, percentile_cont(0.3) WITHIN GROUP (ORDER BY dw DESC), percentile_cont(0.7) WITHIN GROUP "
+    "(ORDER BY dz), percentile_cont(0.45) WITHIN GROUP (ORDER BY ds DESC) FROM t GROUP BY g",
+    "SELECT g, percentile_cont(0.3) WITHIN GROUP (ORDER BY CAST(dz AS DECIMAL(38, 0)) * ds DESC), "
+    "percentile_cont(0.8) WITHIN GROUP (ORDER BY i DESC) FROM t GROUP BY g",
     "SELECT i, quantile_cont(dw, 0.25) OVER (PARTITION BY g), median(dz) OVER (PARTITION BY g) FROM t",
     "SELECT i, quantile_cont(dw, 0.5) OVER (PARTITION BY g ORDER BY i ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), "
     "quantile_cont(dz, 0.25) OVER (ORDER BY i ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) FROM t",

@@ -468,10 +468,10 @@ def partition_variance(x, valid, ps, pe, ddof):
 
 
 @njit(cache=True)
-def partition_quantile(xs, valid, ps, pe, q):
+def partition_quantile(xs, valid, ps, pe, q, desc=False):
     """Per row: the interpolated ``q`` quantile (window_stats.interpolate) of its partition, whose
     valid values come first and ascending in ``xs``: doubles, or unscaled DECIMAL values (int64, and
-    so is the result)."""
+    so is the result). ``desc``: of the values in descending order (positions from the largest)."""
     n = xs.shape[0]
     out = np.zeros_like(xs)
     ok = np.zeros(n, np.bool_)
@@ -486,7 +486,10 @@ def partition_quantile(xs, valid, ps, pe, q):
             pos = q * (c - 1)
             lo = int(np.floor(pos))
             hi = int(np.ceil(pos))
-            v = xs[s + lo] if lo == hi else interpolate(xs[s + lo], xs[s + hi], pos - lo)
+            d = pos - lo
+            if desc:
+                lo, hi = c - 1 - lo, c - 1 - hi
+            v = xs[s + lo] if lo == hi else interpolate(xs[s + lo], xs[s + hi], d)
             for j in range(s, e):
                 out[j] = v
                 ok[j] = True

@@ -144,11 +144,11 @@ def partition_entropy(order, key, valid, ps, pe):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def frame_quantile(xs, valid, ls, le, rs, re, tie, q):
+def frame_quantile(xs, valid, ls, le, rs, re, tie, q, desc=False):
     """Per row: the interpolated ``q`` quantile (``interpolate``; NaN the largest) of the valid values
     of its frame, the rows ``[ls, le)``, the row itself where ``tie`` and ``[rs, re)``
     (window_exclude's runs); ok False where the frame holds none. ``xs``: doubles, or unscaled
-    DECIMAL values (int64, and so is the result)."""
+    DECIMAL values (int64, and so is the result). ``desc``: of the values in descending order."""
     n = xs.shape[0]
     out = np.zeros_like(xs)
     ok = np.zeros(n, np.bool_)
@@ -173,7 +173,10 @@ def frame_quantile(xs, valid, ls, le, rs, re, tie, q):
         pos = q * (c - 1)
         lo = int(math.floor(pos))
         hi = int(math.ceil(pos))
-        out[i] = v[lo] if lo == hi else interpolate(v[lo], v[hi], pos - lo)
+        d = pos - lo
+        if desc:
+            lo, hi = c - 1 - lo, c - 1 - hi
+        out[i] = v[lo] if lo == hi else interpolate(v[lo], v[hi], d)
         ok[i] = True
     return out, ok
 

@@ -56,7 +56,8 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     if op == "quantile_cont":
         data = _quantile_input(call, x)
         order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], ps.shape[0])
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value))
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value),
+                                       _descending(call))
         return WF._int_column(np, call.dtype, out, ok)
     data = np.asarray(x.data, dtype=np.float64)
     if op in ("product", "fsum"):
@@ -66,6 +67,11 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         if op.startswith("stddev"):
             out = np.sqrt(out)
     return WF._int_column(np, call.dtype, out, ok)
+
+
+def _descending(call: WindowCall) -> bool:
+    """quantile_cont of WITHIN GROUP (ORDER BY x DESC): a third argument, TRUE (sql/holistic.py)."""
+    return len(call.args) > 2 and bool(call.args[2].value)
 
 
 def _quantile_input(call: WindowCall, x: Column) -> np.ndarray:
@@ -97,7 +103,8 @@ def _wide_quantile(call: WindowCall, x: Column, frames: list[tuple]) -> Column:
     for i, frame in enumerate(frames):
         if frame not in done:
             spans = [frame] if len(frame) == 2 else [frame[:2], (frame[2], frame[2] + 1), frame[3:]]
-            v = sorted(int(data[j]) for s, e in spans if s >= 0 for j in range(s, e) if valid[j])
+            v = sorted((int(data[j]) for s, e in spans if s >= 0 for j in range(s, e) if valid[j]),
+                       reverse=_descending(call))
             pos = q * (len(v) - 1)
             lo, hi = math.floor(pos), math.ceil(pos)
             done[frame] = None if not v else v[lo] if lo == hi else _wide_interpolate(v[lo], v[hi], pos - lo)
@@ -112,7 +119,8 @@ def frame_quantile(call: WindowCall, x: Column, runs: tuple) -> Column:
     if call.dtype.is_wide:
         ls, le, rs, re, tie = (a.tolist() for a in runs)
         return _wide_quantile(call, x, [(ls[i], le[i], i if tie[i] else -1, rs[i], re[i]) for i in range(len(ls))])
-    out, ok = KS.frame_quantile(_quantile_input(call, x), WF._valid(np, x), *runs, float(call.args[1].value))
+    out, ok = KS.frame_quantile(_quantile_input(call, x), WF._valid(np, x), *runs, float(call.args[1].value),
+                                _descending(call))
     return WF._int_column(np, call.dtype, out, ok)
 
 
