@@ -179,8 +179,8 @@ def get_module(filename: str, name_expressions: tuple[str, ...] = (),
 
 def static_modules() -> list[tuple[str, tuple[str, ...]]]:
     """Every ``kernels/*.cu`` module hetdb loads, as ``get_module``'s (filename, name expressions):
-    what a fresh kernel cache compiles (``warm_static_module``); tests/backend/test_gpu_kernel_compile.py checks that
-    the list names every ``get_module`` call of the package."""
+    what a fresh kernel cache compiles (``warm_static_module``). tests/backend/test_gpu_kernel_compile.py
+    checks that the list names every ``get_module`` call of the package."""
     from hetdb.backend.gpu.aggregate import AGG_NAMES
     from hetdb.backend.gpu.decode import DECODE_NAMES
     from hetdb.backend.gpu.hashing import HASH_NAMES
