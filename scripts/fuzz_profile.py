@@ -7,7 +7,8 @@ One process (fuzz_worker.Harness: the fuzz databases, DuckDB, a connection per c
 ``--warm`` cases first (kernels compiled, plans cached), then ``--cases`` more under cProfile. Prints
 per 100 cases x configurations the CPU seconds of: Numba compiles, NVRTC compiles (cache misses that
 reach the compiler), hetdb planning (QueryEngine.planned: parse, bind, optimize, physical plan),
-DuckDB's answers, and the rest (hetdb executing, the harness); then cProfile's top functions by own
+DuckDB's answers, garbage collections (what the process holds is frozen after the warm-up, as the
+campaign's workers do), and the rest (hetdb executing, the harness); then cProfile's top functions by own
 time and by cumulative time. Thread CPU time of the main thread (the engine's worker threads are not
 counted: run with threads=1 configurations to see all of it).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import pstats
 import sys
@@ -56,6 +58,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20261125)
     ap.add_argument("--start", type=int, default=100000)  # (past the campaign's cases)
     ap.add_argument("--config", action="append")
+    ap.add_argument("--values", default="device", help="whose values a case draws (fuzz_worker.VALUES)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--seconds", type=float, default=None,
                     help="stop each phase between cases after this long (a GPU's compiles are slow)")
@@ -101,7 +104,17 @@ def main() -> None:
                 entry[1] += time.perf_counter() - t
 
         C._compile_cubin = counted
-    configs = configurations(args.device, args.config)
+    ACC["gc"] = 0.0
+    started: list[float] = []
+
+    def collections(phase: str, info: dict) -> None:
+        if phase == "start":
+            started.append(time.thread_time())
+        elif started:
+            ACC["gc"] += time.thread_time() - started.pop()
+
+    gc.callbacks.append(collections)
+    configs = configurations(args.device, args.config, args.values)
     t0 = time.perf_counter()
     h = Harness(configs)
     print(f"harness: {len(configs)} configurations {[c.name for c in configs]} in {time.perf_counter() - t0:.1f} s")
@@ -109,6 +122,8 @@ def main() -> None:
     deadline = (lambda: None) if args.seconds is None else (lambda: time.time() + args.seconds)
     h.run(args.seed, args.start, args.warm, deadline())
     print(f"warm-up: up to {args.warm} cases in {time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} s CPU")
+    gc.collect()
+    gc.freeze()  # as fuzz_worker.run_task does before each task
     for k in ACC:
         ACC[k] = 0.0
     compiled.clear()

@@ -6,7 +6,9 @@ in a fresh subprocess
     PYTHONPATH=src python scripts/memory_bench.py --db /tmp/membench --limits 256MB 1GB none
     PYTHONPATH=src python scripts/memory_bench.py --db /tmp/membench --queries groupby_20M_keys --option cpu_compile=false
 
-Prints one line per (query, limit): seconds, peak RSS, accounted peak, spilled partitions, rows.
+Prints the baseline (peak RSS of a child whose query keeps nothing: interpreter, libraries, compiled
+loops), then one line per (query, limit): seconds, peak RSS (and over the baseline), accounted peak,
+spilled partitions, rows.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ SKEW_ROWS = 2_000_000
 SKEW_KEYS = 200_000
 HOT_ROWS = 10_000
 
+BASELINE = "SELECT count(*) FROM s1 WHERE k = -1"  # a query over a small table that keeps no row
 QUERIES = {
     "groupby_20M_keys": "SELECT count(*), sum(s) FROM (SELECT k, sum(v) AS s FROM g20 GROUP BY k)",
     "join_20Mx20M": "SELECT count(*), sum(a.v + b.v) FROM j1 a JOIN j2 b ON a.k = b.k",
@@ -113,20 +116,31 @@ def main() -> None:
         options[name] = json.loads(value)
     make_db(args.db)
     env = dict(os.environ)
+
+    def child(limit: str, sql: str) -> tuple[dict | None, str]:
+        proc = subprocess.run([sys.executable, "-c", CHILD, args.db, limit, sql, json.dumps(options)],
+                              capture_output=True, text=True, env=env)
+        line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+        if proc.returncode or not line:
+            return None, f"FAILED rc={proc.returncode}: {proc.stderr[-500:]}"
+        return json.loads(line[0][len("RESULT "):]), ""
+
+    # what a child holds before any query data: the interpreter, hetdb, NumPy/pyarrow, Numba's compiled
+    # loops (the limit bounds the engine's memory, not the process's code)
+    base, err = child("none", BASELINE)
+    base_rss = base["rss"] if base else 0
+    print(f"{'baseline (' + BASELINE + ')':22s}              peak RSS={base_rss / 2**20:7.0f} MiB {err}", flush=True)
     for q in args.queries:
         sql = QUERIES[q]
         for limit in args.limits:
-            proc = subprocess.run([sys.executable, "-c", CHILD, args.db, limit, sql, json.dumps(options)], capture_output=True,
-                                  text=True, env=env)
-            line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
-            if proc.returncode or not line:
-                print(f"{q:22s} limit={limit:6s} FAILED rc={proc.returncode}: {proc.stderr[-500:]}", flush=True)
+            r, err = child(limit, sql)
+            if r is None:
+                print(f"{q:22s} limit={limit:6s} {err}", flush=True)
                 continue
-            r = json.loads(line[0][len("RESULT "):])
             what = f"error: {r['error'][:120]}" if "error" in r else \
                 f"accounted peak={r['peak'] / 2**20:.1f} MiB spilled={r['spilled']} rows={r['rows']}"
-            print(f"{q:22s} limit={limit:6s} {r['seconds']:7.1f} s  peak RSS={r['rss'] / 2**20:7.0f} MiB  {what}",
-                  flush=True)
+            print(f"{q:22s} limit={limit:6s} {r['seconds']:7.1f} s  peak RSS={r['rss'] / 2**20:7.0f} MiB "
+                  f"(baseline + {(r['rss'] - base_rss) / 2**20:.0f})  {what}", flush=True)
         print(f"{q:22s} duckdb       {duckdb_seconds(args.db, sql):7.1f} s", flush=True)
 
 

@@ -1,5 +1,5 @@
 """kernels/batch_decode.cu *run* without a GPU: the kernels compiled with g++ under the sequential CUDA
-shim of test_gpu_pipeline_host_run (one thread at a time), over a delivery buffer laid out by
+shim of pipeline_host.py (one thread at a time), over a delivery buffer laid out by
 batch_plan.plan_delivery from real pages of several row groups: decode_pages on const/for/dict pages
 of 1-, 4- and 8-byte values (FLOAT64 bit patterns, BOOLEAN bytes) next to plain pages, unpack_validity
 on pages with and without NULLs, rebase_offsets on plain strings; the columns read back from the
@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_gpu_pipeline_host_run import SHIM
+from pipeline_host import SHIM
 
 from hetdb import types as T
 from hetdb.backend.gpu.batch_plan import ColumnSpecLite, PageSpec, plan_delivery

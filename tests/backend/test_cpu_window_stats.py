@@ -59,7 +59,7 @@ def test_frame_mode_and_quantile_follow_their_references(exclude, n) -> None:
     xs = rng.normal(size=n).round(2)
     ls, le, rs, re, tie, ps = _runs(rng, n, exclude)
     mode = KS.frame_mode(codes, valid, ls, le, rs, re, tie)
-    q, ok = KS.frame_quantile(xs, valid, ls, le, rs, re, tie, 0.3, False)
+    q, ok = KS.frame_quantile(xs, valid, ls, le, rs, re, tie, 0.3)
     var, var_ok = KS.frame_variance(xs, valid, ls, le, rs, re, tie, ps, 1)
     for i in range(n):
         rows = [j for j in _members(i, ls, le, rs, re, tie) if valid[j]]

@@ -1,5 +1,5 @@
 """Generated pipeline kernels reading compressed pages in place, *run* without a GPU (the host harness
-of test_gpu_pipeline_host_run: g++, one thread at a time): const, for and dict pages (random access,
+of pipeline_host.py: g++, one thread at a time): const, for and dict pages (random access,
 pipe::ConstColumn/ForColumn/DictColumn) over blocks of every interesting bit width (0..64), negative
 references and a partial last block, against the values the CPU encoder was given; and overflow-
 checked arithmetic recording the operands the host turns into the CPU's error. (delta/rle pages
@@ -13,7 +13,7 @@ import shutil
 
 import numpy as np
 import pytest
-from test_gpu_pipeline_host_run import run_kernel
+from pipeline_host import run_kernel
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.pipeline_spec import AggregateSink, FilterStage, Input, PipelineSpec

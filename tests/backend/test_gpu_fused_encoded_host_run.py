@@ -1,7 +1,7 @@
 """A dense fused kernel over a page table that mixes plain pages with pages kept compressed (spec
 ``encoded``: per-page codec flags, fused::BlockLoadSelPage), *run* without a GPU: the generated text
 plus fused_pipeline.cuh compiled with g++ under the sequential CUDA shim of
-test_gpu_pipeline_host_run (global-atomic aggregation: use_shared 0), against NumPy. Random-access
+pipeline_host.py's shim (global-atomic aggregation: use_shared 0), against NumPy. Random-access
 codecs only (const, for, dict): delta/rle tiles decode cooperatively, which the gpu-marked
 tests/codec/test_gpu_compressed_kernels.py covers."""
 
@@ -12,7 +12,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_gpu_pipeline_host_run import SHIM
+from pipeline_host import SHIM
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, generate

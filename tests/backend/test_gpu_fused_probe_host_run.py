@@ -1,5 +1,5 @@
 """A dense fused kernel with a payload probe over a page table, *run* without a GPU (the generated
-text plus fused_pipeline.cuh under test_gpu_pipeline_host_run's sequential CUDA shim, global-atomic
+text plus fused_pipeline.cuh under pipeline_host.py's sequential CUDA shim, global-atomic
 aggregation), against NumPy: the payload read by build row (as planned by default) and by key
 (DenseProbe.by_key, runtime.DenseJoinTable.keyed_payload), with the scanned columns loaded by stage
 and first (spec.eager), at several grids (blocks looping over tiles and pages)."""
@@ -11,7 +11,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_gpu_pipeline_host_run import SHIM
+from pipeline_host import SHIM
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen import AGGREGATE, DenseProbe, FusedPipelineSpec, dense_build, generate

@@ -1,7 +1,7 @@
 """A compiled GPU aggregation's DOUBLE group keys as DuckDB groups them: -0.0 and 0.0 are one group,
 every NaN (whatever its payload) is one group, and the {-0.0, 0.0} group shows the sign of its first
 row (DuckDB shows the first value it saw). Run without a GPU: the generated kernel compiled as host
-C++ (test_gpu_pipeline_host_run's shim, one thread at a time in an order that is not row order), as
+C++ (pipeline_host.py's shim, one thread at a time in an order that is not row order), as
 one batch, as pages, after the table grew, and as a later launch into the same table (pl_row0)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import random
 import struct
 
 import pytest
-from test_gpu_pipeline_host_run import by_key, col, run_kernel
+from pipeline_host import by_key, col, run_kernel
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen.pipeline_gen import generate_pipeline

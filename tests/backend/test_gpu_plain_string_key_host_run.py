@@ -1,5 +1,5 @@
 """A plain-string probe key in a generated pipeline kernel *run* without a GPU (the g++ harness of
-test_gpu_pipeline_host_run.py): each row's string is hashed and looked up in the join build's table of
+pipeline_host.py): each row's string is hashed and looked up in the join build's table of
 strings (string_hash.cuh string_key_id over the tables backend/gpu/string_keys.py builds, here with
 string_keys.cu built as a host library), per batch and paged. Strings the build lacks and NULL probe
 keys match nothing; non-unique build keys expand; empty strings and multi-byte code points match."""
@@ -10,7 +10,7 @@ import random
 from collections import defaultdict
 
 import numpy as np
-from test_gpu_pipeline_host_run import by_key, col, join_table, run_kernel
+from pipeline_host import by_key, col, join_table, run_kernel
 from test_gpu_string_keys_host_run import HostKernels, build_library
 
 from hetdb import types as T

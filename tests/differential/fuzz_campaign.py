@@ -29,7 +29,7 @@ WORKER_CASES = 2000
 COUNTS = ("cases", "differential", "oracle_checks", "oracle_queries", "hetdb_queries", "errors_agreed",
           "skipped", "nonempty", "failures")
 # where the time went (fuzz_worker.CompileClock; absent in older results)
-TIMES = ("nvrtc_compiles", "nvrtc_seconds", "numba_compiles", "numba_seconds")
+TIMES = ("nvrtc_compiles", "nvrtc_seconds", "numba_compiles", "numba_seconds", "gc_collections", "gc_seconds")
 
 
 def merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -160,7 +160,8 @@ class Campaign:
                 t = {k: sum(s.get(k, 0) for r in mine for s in r["stats"].values()) for k in TIMES}
                 lines.append(f"{device}: of that, building harnesses {sum(r.get('harness_seconds', 0) for r in mine):.0f} s, "
                              f"NVRTC {t['nvrtc_compiles']:.0f} compiles in {t['nvrtc_seconds']:.0f} s, "
-                             f"Numba {t['numba_compiles']:.0f} compiles in {t['numba_seconds']:.0f} s (where measured)")
+                             f"Numba {t['numba_compiles']:.0f} compiles in {t['numba_seconds']:.0f} s, "
+                             f"garbage collections {t['gc_collections']:.0f} in {t['gc_seconds']:.0f} s (where measured)")
         failures = 0
         for label, t in sorted(self.totals().items()):
             failures += int(t["failures"])
@@ -170,8 +171,8 @@ class Campaign:
                          f"{int(t['oracle_checks'])} TLP/NoREC checks), {int(t['skipped'])} skipped, "
                          f"{int(t['failures'])} failures, {t['seconds']:.0f} s"
                          + (f" (NVRTC {int(t['nvrtc_compiles'])} in {t['nvrtc_seconds']:.0f} s, Numba "
-                            f"{int(t['numba_compiles'])} in {t['numba_seconds']:.0f} s)"
-                            if t["nvrtc_compiles"] or t["numba_compiles"] else ""))
+                            f"{int(t['numba_compiles'])} in {t['numba_seconds']:.0f} s, gc {t['gc_seconds']:.0f} s)"
+                            if t["nvrtc_compiles"] or t["numba_compiles"] or t["gc_seconds"] else ""))
         lines.append(f"failures: {failures}" + (f" (reports and replay commands: {self.path / 'failures.txt'})"
                                                 if failures else ""))
         return "\n".join(lines)

@@ -13,7 +13,8 @@ A campaign (``fuzz_campaign``) runs cases 0 .. queries-1, each under every confi
 (``diff_fuzzconfig``: 8 on the CPU; on the GPU those 8 and two of its own), so each configuration
 answers ``--queries`` cases. ``--device all`` runs the CPU's and, where CuPy sees a GPU, the GPU's.
 Tasks of TASK_CASES cases run in ``--jobs`` processes (at most ``--gpu-jobs`` of them on the GPU), each
-process keeping its databases and connections for WORKER_CASES cases (``fuzz_worker``). The directory
+process keeping its databases and connections for WORKER_CASES cases (``fuzz_worker``); a GPU campaign
+first fills the kernel cache with hetdb's .cu modules in parallel (``warm_kernel_cache``). The directory
 records every finished task, so running the same command again resumes; ``--seconds`` stops the run
 cleanly (no new task, running ones stop between cases); ``--cases A:B`` and ``--shard I/N`` take a part
 of the campaign (several machines or runs share one campaign, each case once). Every mismatch or
@@ -83,6 +84,25 @@ def devices_of(device: str) -> list[str]:
     if device not in ("cpu", "gpu"):
         raise SystemExit(f"fuzz: --device {device!r}: expected cpu, gpu or all")
     return [device]
+
+
+def warm_kernel_cache(jobs: int) -> None:
+    """Fill the GPU kernel cache with hetdb's .cu modules before the workers start, one module per
+    process (compile.warm_static_module): workers starting together on a fresh machine would each
+    compile every module they need (16 processes compiling the same ~9 modules one after another);
+    warmed, they load them from disk. Printed: each module's seconds and whether it compiled."""
+    from hetdb.backend.gpu.compile import static_modules, warm_static_module
+
+    t0 = time.time()
+    count = len(static_modules())
+    try:
+        with ProcessPoolExecutor(max_workers=max(1, min(jobs, count)), mp_context=get_context("spawn")) as pool:
+            done = list(pool.map(warm_static_module, range(count)))
+    except Exception as e:  # the workers compile what they need themselves
+        print(f"fuzz: warming the gpu kernel cache failed ({type(e).__name__}: {e}); the workers compile", flush=True)
+        return
+    print(f"fuzz: gpu kernel cache warmed in {time.time() - t0:.1f} s: "
+          + ", ".join(f"{name} {secs:.1f} s ({how})" for name, secs, how in done), flush=True)
 
 
 def replay(seed: int, case: int, devices: list[str], names: list[str] | None,
@@ -278,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fuzz: known issues left out: {sorted(set(KNOWN_ISSUES) - allowed_from_env())}", flush=True)
     signal.signal(signal.SIGTERM, _stop)
     t0 = time.time()
+    if "gpu" in configs and any(c for _, c in tasks["gpu"]):
+        warm_kernel_cache(jobs)
     scheduler = Scheduler(campaign, configs, tasks, jobs, gpu_jobs, deadline)
     try:
         scheduler.run()

@@ -77,6 +77,8 @@ def bind_holistic(node: exp.Expression, ctx) -> Expr:
             temporal = T.TIMESTAMPTZ if x.dtype.tz else T.TIMESTAMP
             micros = TY.cast_to(Call(T.INT64, "epoch_units", (x, Literal(T.INT64, 1))), T.FLOAT64)
             q = 0.5 if isinstance(node, exp.Median) else _quantile(b(node.expression), name)
+            if node.meta.get("desc"):  # (rounded to microseconds: 1 - q ascending is the same instant)
+                q = 1.0 - q
             call = WindowCall(T.FLOAT64, "quantile_cont", (micros, Literal(T.FLOAT64, q)), WHOLE_PARTITION)
     if isinstance(node, exp.ArrayAgg):
         from hetdb.sql.lists import array_agg_call
@@ -127,10 +129,14 @@ def statistic_call(node: exp.Expression, name: str, b) -> WindowCall:
         q = 0.5
         if isinstance(node, exp.PercentileCont):
             q = _quantile(b(node.expression), name)
-        if x.dtype.kind == "decimal" and x.dtype.precision <= T.MAX_DECIMAL_PRECISION:
+        # WITHIN GROUP (ORDER BY x DESC): positions counted from the largest value and interpolated
+        # from it, as DuckDB does (1 - q ascending differs in the interpolation's last bits)
+        desc = (Literal(T.BOOL, True),) if node.meta.get("desc") else ()
+        if x.dtype.kind == "decimal":
             # DuckDB: a DECIMAL of the argument's type (the interpolation truncated toward zero)
-            return WindowCall(x.dtype, "quantile_cont", (x, Literal(T.FLOAT64, q)), WHOLE_PARTITION)
-        return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q)), WHOLE_PARTITION)
+            return WindowCall(x.dtype, "quantile_cont", (x, Literal(T.FLOAT64, q), *desc), WHOLE_PARTITION)
+        return WindowCall(T.FLOAT64, "quantile_cont", (_numeric(x, name), Literal(T.FLOAT64, q), *desc),
+                          WHOLE_PARTITION)
     if isinstance(node, exp.Mode):
         if x.dtype.kind == "bool" or TY.is_null_literal(x):
             raise UnsupportedError(f"{name} of BOOLEAN or NULL values")

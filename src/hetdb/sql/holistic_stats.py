@@ -175,8 +175,7 @@ def _moments(ctx, kurtosis: bool, x: Expr) -> Expr:
 
 def _within_group(ctx, node: exp.WithinGroup, b) -> Expr:
     """percentile_cont(q) / percentile_disc(q) WITHIN GROUP (ORDER BY x [DESC]) (SQL standard):
-    quantile_cont(x, q) (1 - q for DESC: the interpolation is symmetric), quantile_disc(x, q) over x
-    in the ORDER BY's direction."""
+    quantile_cont(x, q) and quantile_disc(x, q) over x in the ORDER BY's direction."""
     from hetdb.sql.exprs import bind_expr
 
     func, order = node.this, node.expression
@@ -187,10 +186,10 @@ def _within_group(ctx, node: exp.WithinGroup, b) -> Expr:
     desc = bool(keys[0].args.get("desc"))
     if isinstance(func, exp.PercentileDisc):
         return _quantile_disc(ctx, "percentile_disc", b(keys[0].this), b(func.this), desc)
-    q = func.this
-    if desc:
-        q = exp.Sub(this=exp.Literal.number(1), expression=exp.Paren(this=q.copy()))
-    return bind_expr(exp.PercentileCont(this=keys[0].this.copy(), expression=q), ctx)
+    node = exp.PercentileCont(this=keys[0].this.copy(), expression=func.this.copy())
+    if desc:  # the values in descending order (holistic.statistic_call: DuckDB interpolates from the top)
+        node.meta["desc"] = True
+    return bind_expr(node, ctx)
 
 
 def _quantile_disc(ctx, name: str, x: Expr, q_e: Expr, desc: bool = False) -> Expr:

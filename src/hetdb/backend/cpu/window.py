@@ -468,11 +468,12 @@ def partition_variance(x, valid, ps, pe, ddof):
 
 
 @njit(cache=True)
-def partition_quantile(xs, valid, ps, pe, q, decimal=False):
-    """Per row: the interpolated ``q`` quantile of its partition, whose valid values come first and
-    ascending in ``xs``; ``decimal``: xs are unscaled DECIMAL values (window_stats.interpolate)."""
+def partition_quantile(xs, valid, ps, pe, q, desc=False):
+    """Per row: the interpolated ``q`` quantile (window_stats.interpolate) of its partition, whose
+    valid values come first and ascending in ``xs``: doubles, or unscaled DECIMAL values (int64, and
+    so is the result). ``desc``: of the values in descending order (positions from the largest)."""
     n = xs.shape[0]
-    out = np.zeros(n, np.float64)
+    out = np.zeros_like(xs)
     ok = np.zeros(n, np.bool_)
     i = 0
     while i < n:
@@ -486,7 +487,9 @@ def partition_quantile(xs, valid, ps, pe, q, decimal=False):
             lo = int(np.floor(pos))
             hi = int(np.ceil(pos))
             d = pos - lo
-            v = xs[s + lo] if lo == hi else interpolate(xs[s + lo], xs[s + hi], d, decimal)
+            if desc:
+                lo, hi = c - 1 - lo, c - 1 - hi
+            v = xs[s + lo] if lo == hi else interpolate(xs[s + lo], xs[s + hi], d)
             for j in range(s, e):
                 out[j] = v
                 ok[j] = True

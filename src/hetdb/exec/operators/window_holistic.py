@@ -5,6 +5,8 @@ loops of ``backend/cpu/window`` and ``backend/cpu/window_stats``."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 
@@ -16,6 +18,7 @@ from hetdb.column import Column
 from hetdb.exec.columns import take
 from hetdb.exec.operators import window as W
 from hetdb.exec.operators import window_functions as WF
+from hetdb.exec.wide import narrow
 from hetdb.plan.window import WindowCall
 
 _HOST = W._HOST
@@ -48,15 +51,17 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
         if op == "count_distinct":
             return Column(call.dtype, data=_count_distinct(key[order], valid[order], ps, pe))
         return take(_HOST, x, K.partition_mode(order, key, valid, ps, pe), missing=True)
+    if op == "quantile_cont" and call.dtype.is_wide:
+        return _wide_quantile(call, x, list(zip(ps.tolist(), pe.tolist())))
+    if op == "quantile_cont":
+        data = _quantile_input(call, x)
+        order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], ps.shape[0])
+        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value),
+                                       _descending(call))
+        return WF._int_column(np, call.dtype, out, ok)
     data = np.asarray(x.data, dtype=np.float64)
     if op in ("product", "fsum"):
         out, ok = (KS.partition_product if op == "product" else KS.partition_kahan_sum)(data, valid, ps, pe)
-        return WF._int_column(np, call.dtype, out, ok)
-    if op == "quantile_cont":
-        n = ps.shape[0]
-        order = W._sort_permutation([ps, np.logical_not(valid), data], [False, False, False], n)
-        out, ok = K.partition_quantile(data[order], valid[order], ps, pe, float(call.args[1].value),
-                                       call.dtype.kind == "decimal")
     else:
         out, ok = K.partition_variance(data, valid, ps, pe, 1 if op.endswith("samp") else 0)
         if op.startswith("stddev"):
@@ -64,12 +69,58 @@ def group_statistic(call: WindowCall, args, ps, pe) -> Column:
     return WF._int_column(np, call.dtype, out, ok)
 
 
+def _descending(call: WindowCall) -> bool:
+    """quantile_cont of WITHIN GROUP (ORDER BY x DESC): a third argument, TRUE (sql/holistic.py)."""
+    return len(call.args) > 2 and bool(call.args[2].value)
+
+
+def _quantile_input(call: WindowCall, x: Column) -> np.ndarray:
+    """quantile_cont's values: a DECIMAL's unscaled int64 as they are (picked and interpolated
+    exactly, as DuckDB: read as doubles, values past 2^53 lost digits), anything else as doubles."""
+    if call.dtype.kind == "decimal":
+        return np.asarray(x.data, dtype=np.int64)
+    return np.asarray(x.data, dtype=np.float64)
+
+
+def _wide_interpolate(lo: int, hi: int, d: float) -> int:
+    """DuckDB's interpolation of HUGEINT-backed DECIMALs (19..38 digits): lo + trunc(double(hi - lo) * d)
+    exactly; where hi - lo leaves 128 bits, the doubles' formula of the narrow ones."""
+    delta = hi - lo
+    if -(2**127) <= delta < 2**127:
+        return lo + math.trunc(float(delta) * d)
+    return KS.interpolate(lo, hi, d)
+
+
+def _wide_quantile(call: WindowCall, x: Column, frames: list[tuple]) -> Column:
+    """quantile_cont of a DECIMAL(19..38) (int64 or Python-int values) per row over its frame, in
+    Python integers: ``frames[row]`` is its partition ``(start, end)`` or its runs ``(ls, le, row or
+    -1, rs, re)``; equal frames are computed once. A rare type (results of wide arithmetic and sums)."""
+    data, valid = x.data, WF._valid(np, x)
+    q = float(call.args[1].value)
+    out = np.zeros(len(frames), dtype=object)
+    ok = np.zeros(len(frames), dtype=bool)
+    done: dict[tuple, int | None] = {}
+    for i, frame in enumerate(frames):
+        if frame not in done:
+            spans = [frame] if len(frame) == 2 else [frame[:2], (frame[2], frame[2] + 1), frame[3:]]
+            v = sorted((int(data[j]) for s, e in spans if s >= 0 for j in range(s, e) if valid[j]),
+                       reverse=_descending(call))
+            pos = q * (len(v) - 1)
+            lo, hi = math.floor(pos), math.ceil(pos)
+            done[frame] = None if not v else v[lo] if lo == hi else _wide_interpolate(v[lo], v[hi], pos - lo)
+        if done[frame] is not None:
+            out[i], ok[i] = done[frame], True
+    return Column(call.dtype, data=narrow(out), validity=ok)
+
+
 def frame_quantile(call: WindowCall, x: Column, runs: tuple) -> Column:
     """median/quantile_cont over each row's frame, the runs ``(ls, le, rs, re, tie)`` of
     window_exclude (host)."""
-    data = np.asarray(x.data, dtype=np.float64)
-    out, ok = KS.frame_quantile(data, WF._valid(np, x), *runs, float(call.args[1].value),
-                                call.dtype.kind == "decimal")
+    if call.dtype.is_wide:
+        ls, le, rs, re, tie = (a.tolist() for a in runs)
+        return _wide_quantile(call, x, [(ls[i], le[i], i if tie[i] else -1, rs[i], re[i]) for i in range(len(ls))])
+    out, ok = KS.frame_quantile(_quantile_input(call, x), WF._valid(np, x), *runs, float(call.args[1].value),
+                                _descending(call))
     return WF._int_column(np, call.dtype, out, ok)
 
 

@@ -59,13 +59,39 @@ def compile_source(source: str, filename: str = "fused.cu") -> Any:
         C.count("disk")
         return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
     try:
-        cubin, _ = C._compile_cubin(nvrtc, source, filename, C.DEFAULT_OPTIONS, (), cc)
+        cubin = _compile_with_pch(nvrtc, source, filename, cc)
+        if cubin is None:
+            cubin, _ = C._compile_cubin(nvrtc, source, filename, C.DEFAULT_OPTIONS, (), cc)
     except (AttributeError, RuntimeError):
         C.count("nvrtc")
         return C.CompiledModule(cupy.RawModule(code=source, options=C.DEFAULT_OPTIONS), {}, None)
     C._write_atomically(cubin_path, cubin)
     C._write_atomically(cubin_path.with_suffix(".json"), json.dumps({}).encode())
     return C.CompiledModule(cupy.RawModule(path=str(cubin_path)), {}, cubin_path)
+
+
+_PCH_REFUSED: list[str] = []  # why NVRTC refused the PCH compile, once (then the inlined text only)
+PCH_COMPILES = [0]  # generated kernels this process compiled with the precompiled header
+
+
+def _compile_with_pch(nvrtc: Any, source: str, filename: str, cc: str) -> bytes | None:
+    """The cubin of ``source`` compiled with NVRTC's automatic precompiled header (compile.pch_program),
+    or None when that is off, not for this source, or NVRTC refused it once in this process (the
+    caller compiles the inlined text)."""
+    from hetdb.backend.gpu import compile as C
+    from hetdb.errors import HetdbError
+
+    program = None if _PCH_REFUSED else C.pch_program(source)
+    if program is None:
+        return None
+    text, options = program
+    try:
+        cubin = C._compile_cubin(nvrtc, text, filename, (*C.DEFAULT_OPTIONS, *options), (), cc)[0]
+        PCH_COMPILES[0] += 1
+        return cubin
+    except HetdbError as e:
+        _PCH_REFUSED.append(str(e)[:300])
+        return None
 
 
 _PATTERNS: dict[bytes, Any] = {}  # LIKE pattern bytes -> device array (a kernel argument)
