@@ -20,6 +20,7 @@ from diff_suite import run_suite
 from hetdb.cache import HostPageCache
 from hetdb.exec import compiled_cpu
 from hetdb.exec.operators.aggregate import HashAggregate
+from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.pipeline import _Run
 
@@ -72,6 +73,9 @@ def coprocessed(monkeypatch):
             return original(ctx, pipe, run, pool, threads)
         reader = run.gsrc
         row_groups = [rg for rg in range(reader.num_row_groups) if src.verdict(ctx, reader, rg) != "skip"]
+        front_plan = compiled_cpu._prepare(ctx, pipe)  # (the GPU's part: a compiled CPU worker)
+        if isinstance(front_plan, str):
+            return original(ctx, pipe, run, pool, threads)
         ctx.device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
         try:
             co, why = plan_coprocess(ctx, pipe, reader, run, row_groups)
@@ -79,9 +83,11 @@ def coprocessed(monkeypatch):
                 log.append(why)
                 ctx.device = None
                 return original(ctx, pipe, run, pool, threads)
-            co.start()
-            front = _FrontRun(co.cctx, pipe, co.shared)
-            compiled_cpu._Worker(co.cctx, pipe, front, co.plan).work()
+            co.start()  # (its workers set the CPU side up when the first of them takes a morsel)
+            fctx = ExecContext(ctx.db, ctx.backend, ctx.options, ctx.host_memory, ctx.spill_dir)
+            fctx.stats, fctx._lock, fctx.cleanup, fctx.results = ctx.stats, ctx._lock, ctx.cleanup, ctx.results
+            front = _FrontRun(fctx, pipe, co.shared)
+            compiled_cpu._Worker(fctx, pipe, front, front_plan).work()
             lsink = pipe.sink.init_local(ctx, run.gsink)
             co.finish(lsink)
             for part in front.gsink.batches + [b for _, b in front.gsink.runs]:

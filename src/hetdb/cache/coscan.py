@@ -9,9 +9,9 @@ rates measured during this scan: a CPU worker takes a run of row groups only whe
 them before the GPU would have worked through what is left before them, so the CPU never holds the
 query up at its end. The CPU's time per row group is what this scan's CPU workers took (wall time of
 their runs, so contention between them and with the GPU's feeder thread is in it); until one run is
-done, a single probe run of one row group is in flight, taken only when the prior estimate (the
-pipeline's rate measured by earlier scans, or the default) with a margin fits, and the other workers
-wait for its time. The GPU's time per row group is its progress through this scan (claims over
+done, the CPU's time is the pipeline's rate measured by earlier co-processed scans (``cpu_prior``);
+when there is none, a single probe run of one row group is in flight, taken only when the default
+estimate with a margin fits, and the other workers wait for its time. The GPU's time per row group is its progress through this scan (claims over
 time) once it has some, else the slower of its pages over the host→GPU link and the GPU scans'
 measured pages/s. A row group whose pages the GPU already holds (the device tier has them all) is
 never taken: it costs the GPU no copy.
@@ -27,14 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from hetdb.cache.comodel import PROBE_MARGIN
 from hetdb.cache.router import PageRouter
 from hetdb.errors import HetdbError
 
 MODES = ("auto", "on")
 OPTION_VALUES = ("off", "auto", "on")  # the connection option gpu_coprocess
-# the probe run is taken only when the prior estimate of its CPU time, times this, fits before the
-# GPU would be done (a prior from other scans or the default may be far off)
-PROBE_MARGIN = 2.0
 
 
 def check_coprocess(value: str) -> str:
@@ -53,7 +51,7 @@ class SharedScan:
 
     def __init__(self, row_groups: list[int], link_bytes: list[int], pages: int, router: PageRouter,
                  mode: str = "auto", resident: Callable[[int], bool] | None = None,
-                 gpu_pipeline: str = "scan") -> None:
+                 gpu_pipeline: str = "scan", cpu_prior: float | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown co-processing mode {mode!r}")
         if len(link_bytes) != len(row_groups):
@@ -78,6 +76,9 @@ class SharedScan:
         self._gpu_first: tuple[float, int] | None = None  # (time, row groups claimed) at the first claim
         self.gpu_rg_seconds: float | None = None  # measured in this scan: the GPU's progress
         self.stopped = False               # nothing more for the CPU: waiting workers leave
+        # one worker's time per row group measured by earlier scans of the pipeline (None: probe)
+        self.cpu_prior = cpu_prior
+        self.setup_seconds: float | None = None  # the CPU side's set-up, once done (EXPLAIN ANALYZE)
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
@@ -124,7 +125,8 @@ class SharedScan:
                     return []  # the GPU holds it, and (scanned in order) likely what precedes it
                 if self.mode == "on":  # at most half of what is left: the GPU's side takes some too
                     return self._claim(min(max(1, most), max(1, (self._hi - self._lo) // 2)))
-                if self.cpu_rg_seconds is None:
+                per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
+                if per is None:
                     if self._probing:
                         self._cond.wait()  # the probe's time decides; then decide again
                         continue
@@ -134,9 +136,25 @@ class SharedScan:
                     self._probing = True
                     return self._claim(1)
                 k = min(max(1, most), self._hi - self._lo)
-                while k and self.cpu_rg_seconds * k >= self._gpu_left(i - k + 1):
+                while k and per * k >= self._gpu_left(i - k + 1):
                     k -= 1
                 return self._claim(k) if k else []
+
+    def would_steal(self) -> bool:
+        """Whether a CPU worker's ``steal_run`` would claim a row group now, or wait for the probe's
+        time (nothing is claimed): a worker sets the CPU side up only then."""
+        with self._cond:
+            if self.stopped or self._hi <= self._lo:
+                return False
+            i = self._hi - 1
+            if self.resident is not None and self.resident(self.row_groups[i]):
+                return False
+            if self.mode == "on":
+                return True
+            per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
+            if per is None:
+                return self._probing or self.router.cpu_seconds() * self.pages * PROBE_MARGIN < self._gpu_left(i)
+            return per < self._gpu_left(i)
 
     def _claim(self, k: int) -> list[int]:
         got = [self.row_groups[self._hi - 1 - j] for j in range(k)]

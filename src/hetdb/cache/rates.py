@@ -64,6 +64,9 @@ DEFAULT_H2D = (50e9, 10e-6)     # pinned host -> GPU: 53 GB/s measured on the H1
 DEFAULT_DISK = (3e9, 100e-6)    # O_DIRECT reads of 4 MiB pages from NVMe
 DEFAULT_CPU_PAGES_PER_S = 400.0   # a CPU worker decoding and filtering a 1M-row page: ~2.5 ms
 DEFAULT_GPU_PAGES_PER_S = 20000.0  # a GPU kernel over a resident page: ~50 us
+# the CPU side of a co-processed scan before its first morsel (host copies and hash tables of the
+# join builds, the loop's plan; S14 SSB SF 1 on the H100: 1-5 ms)
+DEFAULT_SETUP_S = 3e-3
 
 
 @dataclass
@@ -77,6 +80,8 @@ class Rates:
     # fused pipeline (its spec's text) -> share of scanned rows that passed its filters and probes,
     # as last measured (the router's zero-copy decision, cache/router.py ``zero_copy_columns``)
     passing: dict[str, float] = field(default_factory=dict)
+    # pipeline kind -> the CPU side's set-up of a co-processed scan, as last measured (seconds)
+    setup: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def observe_passing(self, pipeline: str, rows_in: int, rows_out: int) -> None:
@@ -92,6 +97,18 @@ class Rates:
         """The share last observed for ``pipeline`` (None: never run in this process)."""
         with self._lock:
             return self.passing.get(pipeline)
+
+    def observe_setup(self, pipeline: str, seconds: float) -> None:
+        """The CPU side of a co-processed scan of ``pipeline`` took ``seconds`` to set up."""
+        with self._lock:
+            if len(self.setup) >= 4096 and pipeline not in self.setup:
+                self.setup.pop(next(iter(self.setup)))
+            self.setup[pipeline] = seconds
+
+    def setup_seconds(self, pipeline: str, default: float = DEFAULT_SETUP_S) -> float:
+        """The last measured set-up of ``pipeline``'s CPU side, else ``default``."""
+        with self._lock:
+            return self.setup.get(pipeline, default)
 
     def cpu_rate(self, pipeline: str) -> WorkRate:
         with self._lock:
