@@ -178,3 +178,24 @@ def test_the_connection_option_is_checked_at_connect_and_set():
         assert con.options.gpu_coprocess == "auto"
         with pytest.raises(HetdbError, match="use one of off, auto, on"):
             con.sql("SET gpu_coprocess = 'maybe'")
+
+
+def test_would_steal_claims_nothing_and_agrees_with_steal():
+    fast = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
+    assert fast.would_steal() and fast.cpu_taken == [] and fast.remaining() == 30
+    assert fast.steal_run(1) == [29]
+    assert fast.would_steal()  # (the probe is out: a worker would wait for its time)
+    slow = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto")
+    assert not slow.would_steal() and slow.steal() is None
+    held = SharedScan(list(range(4)), [1] * 4, 1, _router(), "on", resident=lambda rg: rg == 3)
+    assert not held.would_steal()
+
+
+def test_a_rate_measured_by_earlier_scans_skips_the_probe():
+    # 9.9 ms a row group measured before; the GPU 2 ms: workers steal runs at once, none waits
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto", cpu_prior=0.0099)
+    assert s.steal_run(8) == [29, 28, 27, 26, 25]  # 5 x 9.9 ms < 2 ms x 25 row groups before them
+    assert s.steal_run(8) == [24, 23, 22, 21]
+    assert not s._probing and s.cpu_rg_seconds is None
+    s.observe_cpu(2, 0.040)  # this scan's own time replaces the prior
+    assert s.cpu_rg_seconds == pytest.approx(0.020)

@@ -25,6 +25,7 @@ from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.pipeline import _Run
 
 FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
+DESCRIBED: list[str] = []  # CoProcess.describe() of each co-processed pipeline run by ``coprocessed``
 
 
 class _FrontRun(_Run):
@@ -65,6 +66,7 @@ def coprocessed(monkeypatch):
     from hetdb.exec.coprocess import plan_coprocess
 
     tier, log = _tier(), []
+    DESCRIBED.clear()
     original = compiled_cpu.run_compiled_cpu
 
     def run(ctx, pipe, run, pool, threads):
@@ -94,6 +96,7 @@ def coprocessed(monkeypatch):
                 pipe.sink.add_partial(ctx, part, run.gsink, lsink)
             pipe.sink.combine(ctx, run.gsink, lsink)
             log.append((list(co.shared.gpu_taken), list(co.shared.cpu_taken)))
+            DESCRIBED.append(co.describe())
         finally:
             ctx.device = None
         ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
@@ -171,6 +174,37 @@ def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_
         assert len(con.sql(sql).fetchall()) == 1
     assert log and all(isinstance(e, str) and e.startswith("the GPU's estimated") for e in log), log
     assert all(r.observations == 0 for r in rates.cpu.values())  # no CPU worker ran
+
+
+def test_auto_sets_nothing_up_unless_a_worker_takes_a_morsel_and_a_cached_plan_reuses_it(
+        coprocessed, ssb_small, monkeypatch):
+    """The CPU side (host copies of the builds, the loop's plan, the worker threads) is made only
+    when the cost model expects a gain and a worker is about to take a morsel, and once per cached
+    plan: the plan's next runs reuse it (EXPLAIN ANALYZE says so)."""
+    import hetdb
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+    from hetdb.exec import coprocess
+
+    made, pools = [], []
+    new_setup, worker_pool = coprocess.new_setup, coprocess.worker_pool
+    monkeypatch.setattr(coprocess, "new_setup", lambda *a: made.append(a[2].pid) or new_setup(*a))
+    monkeypatch.setattr(coprocess, "worker_pool", lambda n: pools.append(n) or worker_pool(n))
+    rates = Rates()  # the default rates: the GPU finishes the small scan before a CPU row group
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    _tier_, log = coprocessed
+    sql = "  " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3, gpu_coprocess="auto") as con:
+        want = con.sql(sql).fetchall()
+        assert log and all(isinstance(e, str) for e in log), log
+        assert not made and not pools
+        con.sql("SET gpu_coprocess = 'on'")
+        for _ in range(3):  # (the same cached plan each time)
+            assert con.sql(sql).fetchall() == want
+    assert made and len(made) == len(set(made)), made  # one set-up per pipeline
+    assert pools
+    runs = [d for d in DESCRIBED if "set-up" in d]
+    assert runs and "(reused)" not in runs[0] and all("(reused)" in d for d in runs[1:]), DESCRIBED
 
 
 def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed, tmp_path, monkeypatch):

@@ -277,9 +277,7 @@ class CoProcess:
         if setup.refused:
             return setup.refused
         cctx.results.update(setup.host)
-        plan = setup.plan
-        plan.compiled = plan.fallback = plan.run_morsels = 0
-        plan.refusals = {}
+        plan = setup.plan  # (its counts go on: morsels the loop took or refused tell the runs' length)
         self.cctx, self.plan = cctx, plan
         self.crun = _StealingRun(cctx, pipe, self.shared, plan, setup.most, self._done_here)
         self.crun.parallel = self.workers > 1
@@ -352,6 +350,7 @@ class CoProcess:
     def finish(self, lsink: Any) -> None:
         """Wait for the workers; their partial states join the GPU aggregation (through ``lsink``,
         the GPU side's local sink state, combined by the caller)."""
+        from hetdb.exec.columns import concat_batches
         from hetdb.exec.compiled_cpu import _Redo
         from hetdb.exec.hostutil import batch_to_device
 
@@ -371,8 +370,10 @@ class CoProcess:
         if cg.parts is not None:
             raise HetdbError("CPU+GPU co-processing: the CPU workers' partial aggregates spilled to disk; "
                              "run with gpu_coprocess='off' or a larger host_memory_limit")
-        parts = cg.batches + [b for _, b in cg.runs]
+        parts = [p for p in cg.batches + [b for _, b in cg.runs] if p.num_rows]
         cg.batches, cg.runs = [], []
+        if len(parts) > 1 and not any(c.dictionary is not None for p in parts for c in p.columns.values()):
+            parts = [concat_batches(self.cctx.backend, parts)]  # (one copy to the GPU, one merge there)
         for part in parts:
             if part.num_rows:
                 sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache),

@@ -16,8 +16,8 @@ pipeline makes its own), and its consumer waits on each delivery only when it ta
 Started only where the fact scan will stream past the device cache out of the pinned host tier, with
 the default warm path: the connection's first scan of those columns (``scan_device.first_scan``'s
 pass-through), its first and last row groups' pages in the host tier (a cold scan would make the
-dimension pipelines wait for the disk), batched deliveries, no co-processing (with ``gpu_coprocess`` "auto", when the cost model expects
-no gain from it: exec/coprocess.coprocess_expected), no zero-copy, pages
+dimension pipelines wait for the disk), batched deliveries, no co-processing (with ``gpu_coprocess`` "auto", the fact scan when the cost
+model expects no gain from it: exec/coprocess.coprocess_expected), no zero-copy, pages
 not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
 (``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 
@@ -107,16 +107,16 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     fact = _streams_past(ctx, pipelines[index].source)
     if fact is None:
         return
-    if getattr(opts, "gpu_coprocess", "off") == "auto":
-        from hetdb.exec.coprocess import coprocess_expected
-
-        if coprocess_expected(ctx, pipelines[index], fact):
-            return  # (CPU workers take row groups of that scan: its streamer claims them as it goes)
     if getattr(opts, "gpu_early_dims", True):
         for pipe in early_dimensions(pipelines, index, skipped):
             got = _streams_past(ctx, pipe.source)
             if got is not None and not _start(ctx, pipe.source, got, None):
                 return  # (the budget had no room: neither does the fact scan)
+    if getattr(opts, "gpu_coprocess", "off") == "auto":
+        from hetdb.exec.coprocess import coprocess_expected
+
+        if coprocess_expected(ctx, pipelines[index], fact):
+            return  # (CPU workers take row groups of that scan: its streamer claims them as it goes)
     import cupy
 
     from hetdb.backend.gpu.stream_io import early_streams

@@ -1,0 +1,144 @@
+"""GPU-only vs CPU-only vs CPU+GPU co-processing on warm scans, in one process (issue 9's table).
+
+    PYTHONPATH=src python scripts/coprocess_warm_table.py DB [--suite ssb] [--queries q1.1,q1.2,q1.3]
+        [--repeat 5] [--threads N] [--modes gpu,cpu,cpu-hot,auto,on] [--budget-s 80] [--json OUT.json]
+
+Per query and mode, after one warm-up run, the median of ``--repeat`` timed runs (the query only, not
+the connect), each on a fresh connection as ``hetdb bench --mode warm`` does: the GPU's page cache is
+empty, the process-wide pinned host tier and the OS page cache keep the data.
+
+    gpu      device="gpu", gpu_coprocess="off" (GPU only: every page over the link)
+    cpu      device="cpu" (CPU only, the same threads: pages from the OS page cache, decoded)
+    cpu-hot  device="cpu" on one connection for every run (its decoded host page cache: the CPU's best)
+    auto     device="gpu", gpu_coprocess="auto" (the cost model decides; cache/comodel.py)
+    on       device="gpu", gpu_coprocess="on" (every steal succeeds: the test mode)
+
+Answers are compared with the first mode's. After the timed runs of "auto" and "on", one EXPLAIN
+ANALYZE on a fresh connection gives the co-processing line (row groups each side took, the CPU's and
+GPU's time per row group, the set-up) or why it did not co-process. Rates measured by earlier runs
+carry over (process-wide, as in a long-lived process). The last lines: per query the best of the
+GPU-only and CPU-only times, auto against it, and the geometric means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import hetdb  # noqa: E402
+from hetdb.bench.suites import load_queries  # noqa: E402
+
+MODES = {
+    "gpu": ("gpu", {"gpu_coprocess": "off"}),
+    "cpu": ("cpu", {}),
+    "cpu-hot": ("cpu", {}),
+    "auto": ("gpu", {"gpu_coprocess": "auto"}),
+    "on": ("gpu", {"gpu_coprocess": "on"}),
+}
+
+
+def _notes(plan: str) -> list[str]:
+    return sorted({m.group(0) for m in re.finditer(r"\((?:CPU\+GPU co-processing|not co-processed)[^)]*\)", plan)})
+
+
+def _run(con, sql: str) -> tuple[float, list]:
+    t0 = time.perf_counter()
+    rows = con.sql(sql).fetchall()
+    return time.perf_counter() - t0, rows
+
+
+def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
+    """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
+    device, options = MODES[mode]
+    options = {**options, "threads": threads}
+    walls = []
+    if mode == "cpu-hot":
+        with hetdb.connect(db, device=device, **options) as con:
+            _, rows = _run(con, sql)
+            for _ in range(repeat):
+                walls.append(_run(con, sql)[0])
+        return walls, rows, []
+    for i in range(repeat + 1):
+        with hetdb.connect(db, device=device, **options) as con:
+            wall, got = _run(con, sql)
+        if i == 0:
+            rows = got
+        else:
+            walls.append(wall)
+    notes = []
+    if mode in ("auto", "on"):
+        with hetdb.connect(db, device=device, **options) as con:
+            notes = _notes(con.explain(sql, analyze=True))
+    return walls, rows, notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("db")
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--queries", default="q1.1,q1.2,q1.3")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--modes", default="gpu,cpu,cpu-hot,auto,on")
+    ap.add_argument("--budget-s", type=float, default=0.0, help="start no further query after this many seconds")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
+    queries = load_queries(args.suite, args.queries.split(","))
+    print(f"db={args.db} threads={args.threads} repeat={args.repeat} modes={','.join(modes)}", flush=True)
+    began = time.perf_counter()
+    table: dict[str, dict[str, float]] = {}
+    report: dict = {"db": args.db, "threads": args.threads, "repeat": args.repeat, "runs": {}}
+    for q in queries:
+        if args.budget_s and time.perf_counter() - began > args.budget_s:
+            print(f"{q.name}: skipped (past --budget-s {args.budget_s:g})", flush=True)
+            continue
+        answer = None
+        for mode in modes:
+            walls, rows, notes = measure(args.db, q.sql, mode, args.repeat, args.threads)
+            rows = sorted(rows, key=repr)
+            answer = rows if answer is None else answer
+            ms = statistics.median(walls) * 1e3
+            table.setdefault(q.name, {})[mode] = ms
+            same = rows == answer
+            report["runs"][f"{q.name} {mode}"] = {"median_ms": ms, "walls_ms": [w * 1e3 for w in walls],
+                                                  "same_answer": same, "notes": notes}
+            print(f"{q.name} {mode:7s} {ms:8.2f} ms (runs {', '.join(f'{w * 1e3:.1f}' for w in walls)})"
+                  f"{'' if same else ' ANSWER DIFFERS'} {' '.join(notes)}", flush=True)
+    singles = [m for m in ("gpu", "cpu", "cpu-hot") if m in modes]
+    print("\nquery  " + " ".join(f"{m:>9s}" for m in modes) + "  best-single  auto/best  fastest")
+    ratios = []
+    for name, got in table.items():
+        best = min((got[m], m) for m in singles) if singles else (math.nan, "-")
+        fastest = min(got, key=got.get)
+        ratio = got["auto"] / best[0] if "auto" in got and singles else math.nan
+        if ratio == ratio:
+            ratios.append(ratio)
+        print(f"{name:6s} " + " ".join(f"{got.get(m, math.nan):9.2f}" for m in modes)
+              + f"  {best[0]:8.2f} {best[1]:>3s} {ratio:9.3f}  {fastest}")
+    if table:
+        geo = {m: math.exp(statistics.fmean(math.log(t[m]) for t in table.values())) for m in modes}
+        print("geomean " + " ".join(f"{geo[m]:9.2f}" for m in modes)
+              + (f"  auto/best-single geomean {math.exp(statistics.fmean(math.log(r) for r in ratios)):.3f}"
+                 if ratios else ""))
+        report["geomean_ms"] = geo
+    report["table_ms"] = table
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

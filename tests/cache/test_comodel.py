@@ -1,0 +1,55 @@
+"""The co-processing cost model (cache/comodel.py): the race of the GPU (from the front) and CPU
+workers (from the back) played out by hand on small cases, the set-up counted against the GPU, and
+the decision: a measured rate must save enough, an unmeasured one is probed only when the probe fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from hetdb.cache.comodel import MIN_GAIN_S, decide, estimate
+
+
+def test_workers_take_from_the_back_only_what_they_finish_before_the_gpu_gets_there():
+    # GPU 1 ms a row group over 10; two workers at 4 ms: each takes one (done at 4 ms, before the
+    # GPU starts row groups 9 and 8), neither a second (done at 8 ms, after the GPU starts row group 7)
+    est = estimate([1e-3] * 10, 4e-3, 2)
+    assert est.cpu_row_groups == 2
+    assert est.gpu_s == pytest.approx(10e-3) and est.co_s == pytest.approx(8e-3)
+    assert est.gain_s == pytest.approx(2e-3)
+
+
+def test_set_up_delays_the_gpu_and_can_eat_the_gain():
+    est = estimate([1e-3] * 10, 4e-3, 2, setup_s=3e-3)
+    assert est.cpu_row_groups == 2 and est.co_s == pytest.approx(11e-3) and est.gain_s < 0
+    d = decide([1e-3] * 10, 4e-3, True, 2, 3e-3)
+    assert not d.go and "would save" in d.why
+    assert decide([1e-3] * 10, 4e-3, True, 2, 0.0).go
+
+
+def test_a_long_scan_approaches_the_combined_rate():
+    # GPU 10 row groups/ms, ten CPU workers at 1 ms each: 10 row groups/ms too; together 1000
+    # row groups in about 50 ms
+    est = estimate([0.1e-3] * 1000, 1e-3, 10)
+    assert est.gpu_s == pytest.approx(0.1)
+    assert est.co_s == pytest.approx(0.05, rel=0.03)
+    assert 480 <= est.cpu_row_groups <= 520
+
+
+def test_no_gain_worth_having_means_off():
+    # a CPU worker slower than the whole scan takes nothing
+    d = decide([1e-3] * 10, 20e-3, True, 15, 0.0)
+    assert not d.go and d.est.cpu_row_groups == 0 and "no CPU worker finishes" in d.why
+    # one row group of 100 saves 1% of the GPU's time: below MIN_GAIN_SHARE
+    d = decide([1e-3] * 100, 98.5e-3, True, 1, 0.0)
+    assert d.est.cpu_row_groups == 1 and 0 < d.est.gain_s < 0.05 * d.est.gpu_s and not d.go
+    # and a tiny scan's gain stays under MIN_GAIN_S even when it is a large share
+    d = decide([0.1e-3] * 4, 0.15e-3, True, 4, 0.0)
+    assert d.est.gain_s < MIN_GAIN_S and not d.go
+
+
+def test_without_a_measured_rate_only_a_probe_that_fits_is_taken():
+    d = decide([1e-3] * 10, 4e-3, False, 15, 0.0)  # 2 x 4 ms ends before the GPU reaches row group 9
+    assert d.go and d.probe and d.est.cpu_row_groups == 1
+    d = decide([1e-3] * 10, 5e-3, False, 15, 0.0)
+    assert not d.go and d.probe and d.why.startswith("the GPU's estimated")
+    assert not decide([], 1e-3, True, 4, 0.0).go
