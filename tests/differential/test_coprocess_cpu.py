@@ -91,8 +91,7 @@ def coprocessed(monkeypatch):
             front = _FrontRun(fctx, pipe, co.shared)
             compiled_cpu._Worker(fctx, pipe, front, front_plan).work()
             lsink = pipe.sink.init_local(ctx, run.gsink)
-            co.finish(lsink)
-            for part in front.gsink.batches + [b for _, b in front.gsink.runs]:
+            for part in co.finish() + front.gsink.batches + [b for _, b in front.gsink.runs]:
                 pipe.sink.add_partial(ctx, part, run.gsink, lsink)
             pipe.sink.combine(ctx, run.gsink, lsink)
             log.append((list(co.shared.gpu_taken), list(co.shared.cpu_taken)))

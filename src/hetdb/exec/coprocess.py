@@ -43,7 +43,7 @@ from hetdb.cache.comodel import decide
 from hetdb.cache.coscan import SharedScan, check_coprocess
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import PageRouter, Route, RouteCounts
-from hetdb.column import Column
+from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
 from hetdb.exec.coprocess_setup import builds_done, keep_setup, link_bytes, new_setup, setup_of, worker_pool
@@ -347,12 +347,11 @@ class CoProcess:
                 errors.append(e)
         return errors
 
-    def finish(self, lsink: Any) -> None:
-        """Wait for the workers; their partial states join the GPU aggregation (through ``lsink``,
-        the GPU side's local sink state, combined by the caller)."""
+    def finish(self) -> list[Batch]:
+        """Wait for the workers; returns their partial states (host batches: the caller adds them to
+        the aggregation, on the host when its kernel's groups go there, else ``to_device``)."""
         from hetdb.exec.columns import concat_batches
         from hetdb.exec.compiled_cpu import _Redo
-        from hetdb.exec.hostutil import batch_to_device
 
         self.shared.stop()  # the GPU is done: a worker waiting for a decision leaves
         errors = self._join()
@@ -364,21 +363,29 @@ class CoProcess:
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
         if self.crun is None:
-            return  # no worker took a morsel: nothing was set up
-        crun, cg, sink = self.crun, self.crun.gsink, self.pipe.sink
+            return []  # no worker took a morsel: nothing was set up
+        crun, cg = self.crun, self.crun.gsink
         crun.flush()
         if cg.parts is not None:
+            cg.reservation.close()
             raise HetdbError("CPU+GPU co-processing: the CPU workers' partial aggregates spilled to disk; "
                              "run with gpu_coprocess='off' or a larger host_memory_limit")
         parts = [p for p in cg.batches + [b for _, b in cg.runs] if p.num_rows]
         cg.batches, cg.runs = [], []
-        if len(parts) > 1 and not any(c.dictionary is not None for p in parts for c in p.columns.values()):
-            parts = [concat_batches(self.cctx.backend, parts)]  # (one copy to the GPU, one merge there)
-        for part in parts:
-            if part.num_rows:
-                sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache),
-                                 self.run.gsink, lsink)
         cg.reservation.close()
+        if len(parts) > 1 and not any(c.dictionary is not None for p in parts for c in p.columns.values()):
+            parts = [concat_batches(self.cctx.backend, parts)]  # (one batch: one copy, one merge)
+        return parts
+
+    def to_device(self, parts: list[Batch], gsink: Any) -> None:
+        """The CPU workers' partial states into the GPU aggregation's global state ``gsink``."""
+        from hetdb.exec.hostutil import batch_to_device
+
+        sink = self.pipe.sink
+        lsink = sink.init_local(self.ctx, gsink)
+        for part in parts:
+            sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache), gsink, lsink)
+        sink.combine(self.ctx, gsink, lsink)
 
     def abort(self) -> None:
         """The GPU side failed: stop the workers (their errors are dropped: the GPU's is raised)."""
