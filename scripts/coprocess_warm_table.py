@@ -12,6 +12,7 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
     cpu-hot  device="cpu" on one connection for every run (its decoded host page cache: the CPU's best)
     auto     device="gpu", gpu_coprocess="auto" (the cost model decides; cache/comodel.py)
     on       device="gpu", gpu_coprocess="on" (every steal succeeds: the test mode)
+    MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
 
 Answers are compared with the first mode's. After the timed runs of "auto" and "on", one EXPLAIN
 ANALYZE on a fresh connection gives the co-processing line (row groups each side took, the CPU's and
@@ -57,6 +58,8 @@ def _run(con, sql: str) -> tuple[float, list]:
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
+    mode, _, n = mode.partition("@")
+    threads = int(n) if n else threads
     device, options = MODES[mode]
     options = {**options, "threads": threads}
     walls = []
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m.partition("@")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
     queries = load_queries(args.suite, args.queries.split(","))
@@ -121,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = []
     for name, got in table.items():
         best = min((got[m], m) for m in singles) if singles else (math.nan, "-")
-        fastest = min(got, key=got.get)
+        fastest = min(got, key=lambda m: got[m])
         ratio = got["auto"] / best[0] if "auto" in got and singles else math.nan
         if ratio == ratio:
             ratios.append(ratio)

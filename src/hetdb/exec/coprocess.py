@@ -101,6 +101,7 @@ class _CoWorker(_Worker):
         self.started = 0.0
         self.taken = 0
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
+        self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
         # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
         # by every scan: tens of MiB per worker)
         self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
@@ -109,6 +110,7 @@ class _CoWorker(_Worker):
         co = self.co
         co._done_with(self)
         started = time.perf_counter()  # the scan's CPU rate counts reading and decoding too
+        self.started_cpu = time.thread_time()
         src, reader = self.pipe.source, self.run.gsrc
         rgs = (morsel,) if isinstance(morsel, int) else tuple(morsel)
         rows = [reader.row_group_rows(rg) for rg in rgs]
@@ -122,6 +124,7 @@ class _CoWorker(_Worker):
         co.ctx.add_routes(src.op_id, counts)
         co.ctx.add(src.op_id, rows_in=n, rows_out=n)
         self.started, self.taken = started, len(rgs)
+        self.read_s = time.perf_counter() - started
         return cols, n
 
     def _buffer(self, key: str, dtype: Any, n: int) -> np.ndarray:
@@ -225,6 +228,7 @@ class CoProcess:
         self.setup_reused = False
         self._gpu: tuple | None = None    # (device id, event after the builds) for the host copies
         self._futures: list = []
+        self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
 
     def start(self) -> None:
         """Queue the workers on the process's co-processing threads (each sets up nothing and leaves
@@ -291,7 +295,14 @@ class CoProcess:
     def _done_with(self, worker: Any) -> None:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
-            self.shared.observe_cpu(worker.taken, time.perf_counter() - worker.started, worker.warmup)
+            wall = time.perf_counter() - worker.started
+            self.shared.observe_cpu(worker.taken, wall, worker.warmup)
+            with self._setup_lock:
+                # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
+                self.spent[0] += worker.taken
+                self.spent[1] += wall
+                self.spent[2] += time.thread_time() - worker.started_cpu
+                self.spent[3] += worker.read_s
             worker.started, worker.warmup = 0.0, False
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
@@ -409,6 +420,10 @@ class CoProcess:
             setup = f"; set-up {s.setup_seconds * 1e3:.2f} ms{' (reused)' if self.setup_reused else ''}"
             if self.refused:
                 setup += f", refused: {self.refused}"
+        rgs, wall, cpu, read = self.spent
+        if rgs:
+            setup += (f"; CPU workers per row group: {wall / rgs * 1e3:.2f} ms wall, {cpu / rgs * 1e3:.2f} ms "
+                      f"thread CPU, {read / rgs * 1e3:.2f} ms reading and decoding")
         return (f" (CPU+GPU co-processing: {len(s.cpu_taken)} row groups on {self.workers} CPU workers, "
                 f"{len(s.gpu_taken)} on the GPU{rates}{setup})")
 
