@@ -12,7 +12,8 @@ and hash tables of the join builds, the CPU loop's plan; measured, and near zero
 runs again). The set-up runs on a worker thread but holds the interpreter lock the GPU's feeder
 needs, so it counts against the GPU's time.
 
-``decide`` says whether to co-process: with a measured CPU rate, when the race saves at least
+``decide`` says whether to co-process: with a measured CPU rate (MEASURED_MARGIN times slower), when
+the race saves at least
 MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time (below that the run-to-run noise of a warm scan
 decides, and the CPU side's threads and interpreter-lock traffic are not worth it); with no measured
 rate yet, when one probe row group at the prior estimate (the default rate, PROBE_MARGIN times
@@ -30,6 +31,9 @@ PROBE_MARGIN = 2.0
 # co-processing with a measured rate must save at least this much, and this share of the GPU's time
 MIN_GAIN_S = 0.5e-3
 MIN_GAIN_SHARE = 0.05
+# a CPU rate measured by earlier scans is taken as this many times slower: those scans' workers may
+# have met less contention (a run that ends after the GPU is done holds the query up)
+MEASURED_MARGIN = 1.25
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
         return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
                                        f"{est.cpu_rg_s * 1e3:.1f} ms for one row group on a CPU worker "
                                        f"(prior rate, x{PROBE_MARGIN:g})", est)
-    est = estimate(gpu_rg_s, cpu_rg_s, workers, setup_s)
+    est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, workers, setup_s)
     if est.gain_s >= max(MIN_GAIN_S, MIN_GAIN_SHARE * est.gpu_s):
         return CoDecision(True, False, "", est)
     if not est.cpu_row_groups:

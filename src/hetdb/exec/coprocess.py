@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import codec
-from hetdb.cache.comodel import decide
+from hetdb.cache.comodel import MEASURED_MARGIN, decide
 from hetdb.cache.coscan import SharedScan, check_coprocess
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import PageRouter, Route, RouteCounts
@@ -90,9 +90,10 @@ class _StealingRun(_Run):
 
 class _CoWorker(_Worker):
     """A compiled CPU worker of a co-processed scan: its morsels are stolen runs of row groups, its
-    pages come from the pinned host tier and stay pinned while its loop reads them (a run of one row
-    group: plain pages are views of the tier's memory; longer runs are decoded into the worker's run
-    buffers)."""
+    pages come from the pinned host tier and stay pinned while its loop reads them: decoded into the
+    worker's run buffers (kept by its thread across scans), or, where runs are of one row group
+    (pages a run cannot take), plain pages as views of the tier's memory and the others decoded
+    into fresh arrays."""
 
     def __init__(self, co: CoProcess) -> None:
         super().__init__(co.cctx, co.pipe, co.crun, co.plan)
@@ -117,7 +118,7 @@ class _CoWorker(_Worker):
         n = sum(rows)
         tier = co.ctx.device.host_tier(co.ctx.options)
         counts = RouteCounts()
-        if len(rgs) == 1:
+        if len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
         else:
             cols = {c: self._run_column(reader, self.p.names[c], rgs, rows, tier, counts) for c in self.p.base}
@@ -475,7 +476,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     key = pipeline_key(reader, pipe, names)
     router = PageRouter("auto", gpu=True, pipeline=key)
     rate = router.rates.cpu_rate(key)
-    prior = router.cpu_seconds() * len(names) if rate.observations else None
+    prior = router.cpu_seconds() * len(names) * MEASURED_MARGIN if rate.observations else None
     shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router,
                         "on" if mode == "on" else "auto", resident, cpu_prior=prior)
     if mode == "auto":
