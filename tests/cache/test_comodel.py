@@ -54,3 +54,29 @@ def test_without_a_measured_rate_only_a_probe_that_fits_is_taken():
     d = decide([1e-3] * 10, 5e-3, False, 15, 0.0)
     assert not d.go and d.probe and d.why.startswith("the GPU's estimated")
     assert not decide([], 1e-3, True, 4, 0.0).go
+
+
+def test_a_gpu_slowed_by_the_cpu_workers_can_turn_co_processing_off():
+    # alone the GPU takes 10 ms for 20 row groups; four workers at 4 ms (5 ms with the margin) take
+    # the last four and the whole takes 8 ms. A GPU 3x slower beside them makes the race longer;
+    # 9x slower, it loses to the GPU alone whatever the workers take
+    gpu = [0.5e-3] * 20
+    fine = decide(gpu, 4e-3, True, 4, 0.0)
+    assert fine.go and fine.est.co_s < fine.est.gpu_s
+    est = estimate(gpu, 4e-3, 4, 0.0, slowdown=3.0)
+    assert est.cpu_row_groups > 0 and est.co_s > estimate(gpu, 4e-3, 4).co_s
+    slowed = decide(gpu, 4e-3, True, 4, 0.0, slowdown=9.0)
+    assert not slowed.go and "9.00x slower" in slowed.why
+
+
+def test_the_slowdown_is_a_running_mean_per_pipeline():
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    assert rates.gpu_slowdown("p") == 1.0
+    rates.observe_slowdown("p", 3.0)
+    assert rates.gpu_slowdown("p") == pytest.approx(3.0)
+    rates.observe_slowdown("p", 1.0)
+    assert rates.gpu_slowdown("p") == pytest.approx(2.5)
+    rates.observe_slowdown("p", float("nan"))  # (ignored)
+    assert rates.gpu_slowdown("p") == pytest.approx(2.5) and rates.gpu_slowdown("q") == 1.0

@@ -138,11 +138,12 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
     group, its measured time (well under the front's) lets the workers go on stealing runs (the
     probe's worker included: it reports its time before it steals again), answers unchanged."""
     import hetdb
+    from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
 
     rates = Rates()  # nothing measured; a GPU prior as slow as the front side is
-    rates.gpu_rate("scan").pages_per_s = 50.0
+    monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 50.0)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     monkeypatch.setattr(_FrontRun, "delay", 0.02)
     _tier_, log = coprocessed

@@ -4,20 +4,25 @@ than the GPU alone, from measured rates (``cache/rates.py``).
 A co-processed scan (``cache/coscan.SharedScan``) is a race: the GPU works through the row groups from
 the front, each CPU worker claims the back-most one left when it is free, and only when it would be
 done with it before the GPU reaches it (``steal_run``). ``estimate`` plays that race out with the
-rates the decision has: the GPU's time per row group (the link copy of its stored bytes at the
-measured host→GPU rate, or the pipeline's measured GPU pages/s, whichever is slower), one CPU
-worker's time per row group (the pipeline's CPU pages/s as measured by earlier co-processed scans),
-the number of CPU workers and the set-up the CPU side needs before its first morsel (host copies
-and hash tables of the join builds, the CPU loop's plan; measured, and near zero when a cached plan
-runs again). The set-up runs on a worker thread but holds the interpreter lock the GPU's feeder
-needs, so it counts against the GPU's time.
+rates the decision has:
 
-``decide`` says whether to co-process: with a measured CPU rate (MEASURED_MARGIN times slower), when
-the race saves at least
-MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time (below that the run-to-run noise of a warm scan
-decides, and the CPU side's threads and interpreter-lock traffic are not worth it); with no measured
-rate yet, when one probe row group at the prior estimate (the default rate, PROBE_MARGIN times
-slower) would be done before the GPU is: the probe's time then becomes the pipeline's rate.
+- the GPU's time per row group alone: for a pipeline whose scans ran on the GPU alone before (with
+  gpu_coprocess "auto"), its measured time (exec/coprocess.observe_gpu_scan); else the link copy of
+  its stored bytes at the measured host→GPU rate or the GPU scans' pages/s, whichever is slower;
+- how much slower the GPU gets through its part while CPU workers run (its feeder is one Python
+  thread: it shares the interpreter lock and the cores with them), measured by earlier co-processed
+  scans of the pipeline;
+- one CPU worker's time per row group (the pipeline's CPU pages/s measured by those scans);
+- the number of CPU workers and the set-up the CPU side needs before its first morsel (host copies
+  and hash tables of the join builds, the CPU loop's plan; measured, near zero when a cached plan runs
+  again). The set-up runs on a worker thread but holds the interpreter lock the GPU's feeder needs,
+  so it counts against the GPU's time.
+
+``decide`` says whether to co-process: with a measured CPU rate (taken MEASURED_MARGIN times slower),
+when the race saves at least MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time alone (below that the
+run-to-run noise of a warm scan decides, and the CPU side's threads are not worth it); with no
+measured rate yet, when one probe row group at the prior estimate (the default rate, PROBE_MARGIN
+times slower) would be done before the GPU is: the probe's time then becomes the pipeline's rate.
 """
 
 from __future__ import annotations
@@ -51,15 +56,15 @@ class CoEstimate:
         return self.gpu_s - self.co_s
 
 
-def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: float = 0.0) -> CoEstimate:
-    """The race over row groups whose GPU times are ``gpu_rg_s`` (in scan order): CPU workers (all
-    free once the set-up is done) claim from the back while a claim ends before the GPU reaches
-    that row group."""
-    starts = [0.0]  # starts[i]: when the GPU reaches position i (the set-up delays it)
+def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: float = 0.0,
+             slowdown: float = 1.0) -> CoEstimate:
+    """The race over row groups whose GPU times (alone) are ``gpu_rg_s`` (in scan order): CPU workers
+    (all free once the set-up is done) claim from the back while a claim ends before the GPU,
+    ``slowdown`` times slower next to them, reaches that row group."""
+    gpu_s = sum(gpu_rg_s)
+    starts = [setup_s]  # starts[i]: when the GPU reaches position i (the set-up delays it)
     for s in gpu_rg_s:
-        starts.append(starts[-1] + s)
-    gpu_s = starts[-1]
-    starts = [setup_s + t for t in starts]
+        starts.append(starts[-1] + s * slowdown)
     hi = len(gpu_rg_s)
     free = [setup_s] * max(0, workers)
     heapq.heapify(free)
@@ -88,17 +93,19 @@ class CoDecision:
     est: CoEstimate
 
 
-def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float) -> CoDecision:
+def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float,
+           slowdown: float = 1.0) -> CoDecision:
     """Co-process or not (see the module docstring). ``cpu_rg_s``: one CPU worker's time per row
-    group (``measured``: by earlier co-processed scans of the pipeline, else the prior)."""
+    group (``measured``: by earlier co-processed scans of the pipeline, else the prior);
+    ``slowdown``: the GPU's, next to CPU workers, as measured by those scans."""
     if not measured:
-        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s)
+        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown)
         if est.cpu_row_groups:
             return CoDecision(True, True, "", est)
         return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
                                        f"{est.cpu_rg_s * 1e3:.1f} ms for one row group on a CPU worker "
                                        f"(prior rate, x{PROBE_MARGIN:g})", est)
-    est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, workers, setup_s)
+    est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, workers, setup_s, slowdown)
     if est.gain_s >= max(MIN_GAIN_S, MIN_GAIN_SHARE * est.gpu_s):
         return CoDecision(True, False, "", est)
     if not est.cpu_row_groups:
@@ -106,5 +113,6 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
                f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
     else:
         why = (f"{workers} CPU workers would save {est.gain_s * 1e3:.2f} ms of the GPU's estimated "
-               f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms)")
+               f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms, the GPU {slowdown:.2f}x "
+               f"slower next to them, a CPU row group {est.cpu_rg_s * 1e3:.2f} ms)")
     return CoDecision(False, False, why, est)

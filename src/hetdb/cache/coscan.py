@@ -51,7 +51,7 @@ class SharedScan:
 
     def __init__(self, row_groups: list[int], link_bytes: list[int], pages: int, router: PageRouter,
                  mode: str = "auto", resident: Callable[[int], bool] | None = None,
-                 gpu_pipeline: str = "scan", cpu_prior: float | None = None) -> None:
+                 gpu_pipeline: str = "scan", cpu_prior: float | None = None, gpu_slowdown: float = 1.0) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown co-processing mode {mode!r}")
         if len(link_bytes) != len(row_groups):
@@ -64,6 +64,7 @@ class SharedScan:
         self.resident = resident
         # the GPU's pages/s end to end: what GPU scans observe (scan_device.DeviceScanState.close)
         self.gpu_pipeline = gpu_pipeline
+        self.gpu_slowdown = gpu_slowdown  # the GPU next to CPU workers, as earlier scans measured it
         self._lo = 0                       # the next position the GPU takes
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._cond = threading.Condition()
@@ -163,10 +164,15 @@ class SharedScan:
         return got
 
     def gpu_row_group_seconds(self, i: int) -> float:
-        """The GPU's time for position ``i``: its measured progress in this scan, else the slower of
-        the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
+        """The GPU's time for position ``i``: its measured progress in this scan, else its time alone
+        times the slowdown earlier scans measured."""
         if self.gpu_rg_seconds is not None:
             return self.gpu_rg_seconds
+        return self.gpu_alone_seconds(i) * self.gpu_slowdown
+
+    def gpu_alone_seconds(self, i: int) -> float:
+        """The GPU's time for position ``i`` with no CPU worker beside it, as the rates say: the
+        slower of the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
         rates = self.router.rates
         return max(rates.h2d.seconds(self.link_bytes[i]), self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1))
 

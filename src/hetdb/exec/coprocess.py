@@ -477,14 +477,16 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     router = PageRouter("auto", gpu=True, pipeline=key)
     rate = router.rates.cpu_rate(key)
     prior = router.cpu_seconds() * len(names) * MEASURED_MARGIN if rate.observations else None
+    slowdown = router.rates.gpu_slowdown(key)
     shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router,
-                        "on" if mode == "on" else "auto", resident, cpu_prior=prior)
+                        "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
+                        gpu_slowdown=slowdown)
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
-        gpu = [shared.gpu_row_group_seconds(i) for i in range(len(row_groups))]
+        gpu = [shared.gpu_alone_seconds(i) for i in range(len(row_groups))]
         d = decide(gpu, router.cpu_seconds() * len(names), prior is not None, cpu_workers(ctx),
-                   router.rates.setup_seconds(key))
+                   router.rates.setup_seconds(key), slowdown)
         if not d.go:
             return None, "", d.why
     return shared, key, ""
@@ -510,6 +512,26 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
         if _skipped_inputs(ctx, pipe):
             _run_skipped_inputs(ctx, pipe)  # a repeated plan skipped the builds the CPU loops probe
     return CoProcess(ctx, pipe, run, shared, reader, cpu_workers(ctx), key), ""
+
+
+def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, seconds: float,
+                     co: CoProcess | None) -> None:
+    """The fused pipeline's scan of ``row_groups`` took ``seconds`` (gpu_coprocess "auto"): alone
+    (``co`` None), the GPU's rate for the pipeline; co-processed, how much slower the GPU got
+    through its part than that rate says (cache/comodel.py)."""
+    if row_groups <= 0 or seconds <= 0:
+        return
+    names = list(dict.fromkeys(pipe.source.scan.column_names))
+    key = pipeline_key(reader, pipe, names) if co is None else co.key
+    rates = PageRouter("auto", gpu=True, pipeline=key).rates
+    if co is None:
+        rates.gpu_rate(key).observe(row_groups * len(names), seconds)
+        return
+    s = co.shared
+    if s.cpu_taken and s.gpu_rg_seconds is not None:
+        # (against the time alone the model uses: it corrects the model's own error too)
+        alone = sum(s.gpu_alone_seconds(i) for i in range(len(s.row_groups))) / len(s.row_groups)
+        rates.observe_slowdown(key, min(20.0, max(0.25, s.gpu_rg_seconds / alone)))
 
 
 def coprocess_expected(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> bool:

@@ -5,6 +5,7 @@ operator-at-a-time path; the kernel's groups join the aggregation's partial stat
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from hetdb import types as T
@@ -82,6 +83,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
         # the resident launch took the other row groups: the streamer delivers only these, in order
         gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
+    timed = morsels and plan.chain is None and getattr(ctx.options, "gpu_coprocess", "off") == "auto"
+    scan_began = time.perf_counter()
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
         fusable = []
         for b in batches:
@@ -112,6 +115,11 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         if fusable:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
+    if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
+        from hetdb.exec.coprocess import observe_gpu_scan
+
+        observe_gpu_scan(ctx, pipe, getattr(gsrc, "reader", gsrc), len(morsels) - (len(co.shared.cpu_taken) if co else 0),
+                         time.perf_counter() - scan_began, co)
     cpu_parts: list[Batch] = []  # the CPU workers' partial states (co-processing), on the host
     if co is not None:
         cpu_parts = co.finish()
