@@ -199,3 +199,17 @@ def test_a_rate_measured_by_earlier_scans_skips_the_probe():
     assert not s._probing and s.cpu_rg_seconds is None
     s.observe_cpu(2, 0.040)  # this scan's own time replaces the prior
     assert s.cpu_rg_seconds == pytest.approx(0.020)
+
+
+def test_claimed_but_undelivered_row_groups_still_count_as_the_gpus_work():
+    # a streamer that claimed 20 of 30 row groups ahead (an early scan's primed deliveries) has
+    # not worked through them: a CPU worker at 9.9 ms a row group (GPU 2 ms) still steals a run
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto", cpu_prior=0.0099)
+    assert s.take_front(list(range(20))) == list(range(20))
+    s.restart_clock()  # (the burst of claims says nothing of the GPU's rate)
+    assert s.gpu_rg_seconds is None
+    assert s.steal_run(8) == [29, 28, 27, 26, 25]  # 5 x 9.9 ms < 25 row groups of 2 ms before them
+    s.delivered(18)  # 18 delivered: 6 row groups (12 ms) before position 24 leave time for one more
+    assert s.steal_run(8) == [24]
+    s.delivered(10)  # (never past what the GPU claimed)
+    assert s._done == 20 and s.steal_run(8) == []

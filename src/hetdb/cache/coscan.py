@@ -66,6 +66,9 @@ class SharedScan:
         self.gpu_pipeline = gpu_pipeline
         self.gpu_slowdown = gpu_slowdown  # the GPU next to CPU workers, as earlier scans measured it
         self._lo = 0                       # the next position the GPU takes
+        self._done = 0                     # positions the GPU's consumer has had delivered (``delivered``)
+        self._by_deliveries = False        # the GPU's rate follows its deliveries, not its claims
+        self.expected_cpu = 0              # row groups the cost model expected the CPU to take
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._cond = threading.Condition()
         self.gpu_taken: list[int] = []
@@ -92,16 +95,37 @@ class SharedScan:
                 got.append(i)
                 self._lo += 1
             self.gpu_taken.extend(self.row_groups[i] for i in got)
-            now = time.perf_counter()
-            if self._gpu_first is None:
-                self._gpu_first = (now, len(self.gpu_taken))
-            elif len(self.gpu_taken) > self._gpu_first[1] and now > self._gpu_first[0]:
-                # claims run ahead of the kernels by the streamer's depth: the first claim's row
-                # groups are not counted, the ones since took the time since
-                self.gpu_rg_seconds = (now - self._gpu_first[0]) / (len(self.gpu_taken) - self._gpu_first[1])
+            if not self._by_deliveries:
+                self._progress(len(self.gpu_taken))
             if self._lo >= self._hi:
                 self._cond.notify_all()
             return got
+
+    def _progress(self, count: int) -> None:
+        """The GPU's rate from its progress (``count`` row groups claimed, or delivered) over time:
+        the first step's row groups are not counted (claims run ahead of the kernels by the
+        streamer's depth), the ones since took the time since."""
+        now = time.perf_counter()
+        if self._gpu_first is None:
+            self._gpu_first = (now, count)
+        elif count > self._gpu_first[1] and now > self._gpu_first[0]:
+            self.gpu_rg_seconds = (now - self._gpu_first[0]) / (count - self._gpu_first[1])
+
+    def delivered(self, count: int) -> None:
+        """The GPU's consumer took a delivery of ``count`` row groups (in scan order): what it has
+        claimed but not yet had delivered is still ahead of it (``_gpu_left``), and its rate
+        follows its deliveries from now on."""
+        with self._cond:
+            if not self._by_deliveries:
+                self._by_deliveries, self._gpu_first = True, None
+            self._done = min(self._lo, self._done + count)
+            self._progress(self._done)
+
+    def restart_clock(self) -> None:
+        """Forget the GPU's rate measured so far (claims of an early scan's primed deliveries came
+        in a burst, long before its consumer)."""
+        with self._cond:
+            self._gpu_first, self.gpu_rg_seconds = None, None
 
     def remaining(self) -> int:
         with self._cond:
@@ -177,8 +201,9 @@ class SharedScan:
         return max(rates.h2d.seconds(self.link_bytes[i]), self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1))
 
     def _gpu_left(self, i: int) -> float:
-        """The GPU's time for every unclaimed position before ``i``."""
-        return sum(self.gpu_row_group_seconds(j) for j in range(self._lo, i))
+        """The GPU's time for every position before ``i`` it has not had delivered yet (claimed
+        ahead, or unclaimed)."""
+        return sum(self.gpu_row_group_seconds(j) for j in range(self._done, i))
 
     def gpu_seconds_left(self) -> float:
         with self._cond:

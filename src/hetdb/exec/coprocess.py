@@ -489,6 +489,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
                    router.rates.setup_seconds(key), slowdown)
         if not d.go:
             return None, "", d.why
+        shared.expected_cpu = d.est.cpu_row_groups
     return shared, key, ""
 
 
@@ -501,11 +502,19 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
     if mode == "off" or ctx.device is None or not row_groups:
         return None, ""
     early = getattr(ctx, "early_scans", {}).get(pipe.source.op_id)
+    pre = ctx.__dict__.get("co_early", {}).pop(pipe.source.op_id, None)
     if early is not None and early.iterator is not None and not early.taken:
-        return None, "its scan started early (the cost model expected no gain when the query began)"
-    shared, key, why = shared_scan(ctx, pipe, reader, row_groups, mode)
-    if shared is None:
-        return None, why
+        if pre is None:
+            return None, "its scan started early (the cost model expected no gain when the query began)"
+        if pre[0].row_groups != list(row_groups):
+            pre = None  # (the early scan is not taken over: exec/early_scan.take_early closes it)
+    if pre is not None:
+        shared, key = pre
+        shared.restart_clock()
+    else:
+        shared, key, why = shared_scan(ctx, pipe, reader, row_groups, mode)
+        if shared is None:
+            return None, why
     if setup_of(pipe, reader) is None:
         from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
 
@@ -534,15 +543,19 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
         rates.observe_slowdown(key, min(20.0, max(0.25, s.gpu_rg_seconds / alone)))
 
 
-def coprocess_expected(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> bool:
-    """Whether ``plan_coprocess`` would co-process ``pipe``'s scan of ``row_groups`` as the query
-    starts (its early scan is then not started: exec/early_scan.py)."""
-    mode = getattr(ctx.options, "gpu_coprocess", "off")
-    if mode == "off" or ctx.device is None or not row_groups:
-        return False
-    if mode == "on":
-        return True
+def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tuple[SharedScan | None, int | None]:
+    """(the shared scan, the bytes its early streamer may prime) when ``plan_coprocess`` is expected
+    to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess "auto"), else (None, None). The
+    early scan (exec/early_scan.py) is then this shared scan's GPU side, priming at most the stored
+    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over."""
+    if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
+        return None, None
     reader = ctx.db.table(pipe.source.scan.table)
-    return shared_scan(ctx, pipe, reader, row_groups, mode)[0] is not None
+    shared, key, _ = shared_scan(ctx, pipe, reader, row_groups, "auto")
+    if shared is None:
+        return None, None
+    ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key)
+    gpu_share = max(1, len(row_groups) - shared.expected_cpu)
+    return shared, sum(shared.link_bytes[:gpu_share])
 
 
