@@ -230,6 +230,7 @@ class CoProcess:
         self._gpu: tuple | None = None    # (device id, event after the builds) for the host copies
         self._futures: list = []
         self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
+        self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
 
     def start(self) -> None:
         """Queue the workers on the process's co-processing threads (each sets up nothing and leaves
@@ -366,7 +367,9 @@ class CoProcess:
         from hetdb.exec.compiled_cpu import _Redo
 
         self.shared.stop()  # the GPU is done: a worker waiting for a decision leaves
+        t0 = time.perf_counter()
         errors = self._join()
+        self.end_wait_s = time.perf_counter() - t0
         if errors:
             if self.crun is not None:
                 self.crun.gsink.reservation.close()
@@ -426,7 +429,8 @@ class CoProcess:
             setup += (f"; CPU workers per row group: {wall / rgs * 1e3:.2f} ms wall, {cpu / rgs * 1e3:.2f} ms "
                       f"thread CPU, {read / rgs * 1e3:.2f} ms reading and decoding")
         return (f" (CPU+GPU co-processing: {len(s.cpu_taken)} row groups on {self.workers} CPU workers, "
-                f"{len(s.gpu_taken)} on the GPU{rates}{setup})")
+                f"{len(s.gpu_taken)} on the GPU{rates}{setup}; the GPU waited {self.end_wait_s * 1e3:.2f} ms "
+                "for the CPU workers at the end)")
 
 
 def _load(tier: Any, key: Any, loc: Any, where: str) -> Any:
