@@ -10,7 +10,7 @@ or, for pages the tier lacks, from disk.
 
 The GPU's feeder is one Python thread: every moment a CPU worker holds the GIL delays the GPU's
 copies and launches. So a worker's morsel is a run of consecutive row groups (up to ``RUN_BYTES``
-decoded): its pages are looked up under one lock, each decoded by a Numba ``nogil`` decoder straight
+decoded, exec/coprocess_setup.py): its pages are looked up under one lock, each decoded by a Numba ``nogil`` decoder straight
 into the worker's reused run buffers (plain pages: one copy, which NumPy makes without the GIL), and
 one loop call goes over the whole run; the Python between those calls is per page a look-up and a
 call, per run the loop's arguments.
