@@ -56,27 +56,32 @@ def test_without_a_measured_rate_only_a_probe_that_fits_is_taken():
     assert not decide([], 1e-3, True, 4, 0.0).go
 
 
-def test_a_gpu_slowed_by_the_cpu_workers_can_turn_co_processing_off():
+def test_a_gpu_slowed_by_the_cpu_workers_can_turn_co_processing_off_or_take_fewer_workers():
     # alone the GPU takes 10 ms for 20 row groups; four workers at 4 ms (5 ms with the margin) take
     # the last four and the whole takes 8 ms. A GPU 3x slower beside them makes the race longer;
     # 9x slower, it loses to the GPU alone whatever the workers take
     gpu = [0.5e-3] * 20
     fine = decide(gpu, 4e-3, True, 4, 0.0)
-    assert fine.go and fine.est.co_s < fine.est.gpu_s
+    assert fine.go and fine.workers == 4 and fine.est.co_s < fine.est.gpu_s
     est = estimate(gpu, 4e-3, 4, 0.0, slowdown=3.0)
     assert est.cpu_row_groups > 0 and est.co_s > estimate(gpu, 4e-3, 4).co_s
-    slowed = decide(gpu, 4e-3, True, 4, 0.0, slowdown=9.0)
+    slowed = decide(gpu, 4e-3, True, 4, 0.0, lambda w: 9.0)
     assert not slowed.go and "9.00x slower" in slowed.why
+    # a GPU slowed far more by 16 workers than by 8: 8 win more (a CPU row group 10 ms, 100 of
+    # them at 1 ms on the GPU alone: 16 workers 76 ms, 8 workers 72 ms, 4 workers 83.6 ms)
+    slow = {16: 4.0, 8: 1.2, 4: 1.1, 2: 1.05, 1: 1.0}
+    d = decide([1e-3] * 100, 10e-3, True, 16, 0.0, slow.get)
+    assert d.go and d.workers == 8 and d.est.co_s == pytest.approx(72e-3)
 
 
-def test_the_slowdown_is_a_running_mean_per_pipeline():
+def test_the_slowdown_is_a_running_mean_per_pipeline_and_worker():
     from hetdb.cache.rates import Rates
 
     rates = Rates()
-    assert rates.gpu_slowdown("p") == 1.0
-    rates.observe_slowdown("p", 3.0)
-    assert rates.gpu_slowdown("p") == pytest.approx(3.0)
-    rates.observe_slowdown("p", 1.0)
-    assert rates.gpu_slowdown("p") == pytest.approx(2.5)
-    rates.observe_slowdown("p", float("nan"))  # (ignored)
-    assert rates.gpu_slowdown("p") == pytest.approx(2.5) and rates.gpu_slowdown("q") == 1.0
+    assert rates.gpu_slowdown("p", 8) == 1.0
+    rates.observe_slowdown("p", 3.0, 4)  # 0.5 per worker
+    assert rates.gpu_slowdown("p", 4) == pytest.approx(3.0) and rates.gpu_slowdown("p", 2) == pytest.approx(2.0)
+    rates.observe_slowdown("p", 1.0, 4)  # (0.75 x 0.5 + 0.25 x 0)
+    assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5)
+    rates.observe_slowdown("p", float("nan"), 4)  # (ignored)
+    assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5) and rates.gpu_slowdown("q", 4) == 1.0

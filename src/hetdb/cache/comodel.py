@@ -11,15 +11,15 @@ rates the decision has:
   its stored bytes at the measured host→GPU rate or the GPU scans' pages/s, whichever is slower;
 - how much slower the GPU gets through its part while CPU workers run (its feeder is one Python
   thread: it shares the interpreter lock and the cores with them), measured by earlier co-processed
-  scans of the pipeline;
+  scans of the pipeline and taken to grow with the number of workers;
 - one CPU worker's time per row group (the pipeline's CPU pages/s measured by those scans);
 - the number of CPU workers and the set-up the CPU side needs before its first morsel (host copies
   and hash tables of the join builds, the CPU loop's plan; measured, near zero when a cached plan runs
   again). The set-up runs on a worker thread but holds the interpreter lock the GPU's feeder needs,
   so it counts against the GPU's time.
 
-``decide`` says whether to co-process: with a measured CPU rate (taken MEASURED_MARGIN times slower),
-when the race saves at least MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time alone (below that the
+``decide`` says whether to co-process, and with how many workers: with a measured CPU rate (taken
+MEASURED_MARGIN times slower), the worker count whose race is shortest, when it saves at least MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time alone (below that the
 run-to-run noise of a warm scan decides, and the CPU side's threads are not worth it); with no
 measured rate yet, when one probe row group at the prior estimate (the default rate, PROBE_MARGIN
 times slower) would be done before the GPU is: the probe's time then becomes the pipeline's rate.
@@ -28,6 +28,7 @@ times slower) would be done before the GPU is: the probe's time then becomes the
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # a probe run at the prior (unmeasured) CPU estimate is taken only when this many times its
@@ -84,35 +85,48 @@ def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: floa
 
 @dataclass(frozen=True)
 class CoDecision:
-    """``go``: co-process; ``probe``: on the prior estimate (one worker measures the rate first);
-    ``why``: the reason not to (empty when ``go``); ``est``: the race as estimated."""
+    """``go``: co-process, with ``workers`` CPU workers; ``probe``: on the prior estimate (one worker
+    measures the rate first); ``why``: the reason not to (empty when ``go``); ``est``: the race as
+    estimated."""
 
     go: bool
     probe: bool
     why: str
     est: CoEstimate
+    workers: int = 0
 
 
 def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float,
-           slowdown: float = 1.0) -> CoDecision:
-    """Co-process or not (see the module docstring). ``cpu_rg_s``: one CPU worker's time per row
-    group (``measured``: by earlier co-processed scans of the pipeline, else the prior);
-    ``slowdown``: the GPU's, next to CPU workers, as measured by those scans."""
+           slowdown: Callable[[int], float] = lambda w: 1.0) -> CoDecision:
+    """Co-process or not, and with how many of at most ``workers`` CPU workers (see the module
+    docstring). ``cpu_rg_s``: one CPU worker's time per row group (``measured``: by earlier
+    co-processed scans of the pipeline, else the prior); ``slowdown(w)``: the GPU's with ``w``
+    workers beside it, as measured by those scans. With a measured rate the worker counts tried
+    are ``workers``, its half, quarter, ...: fewer workers slow the GPU less."""
     if not measured:
-        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown)
+        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers))
         if est.cpu_row_groups:
-            return CoDecision(True, True, "", est)
+            return CoDecision(True, True, "", est, workers)
         return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
                                        f"{est.cpu_rg_s * 1e3:.1f} ms for one row group on a CPU worker "
-                                       f"(prior rate, x{PROBE_MARGIN:g})", est)
-    est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, workers, setup_s, slowdown)
+                                       f"(prior rate, x{PROBE_MARGIN:g})", est, workers)
+    best: tuple[CoEstimate, int] | None = None
+    w = max(1, workers)
+    while True:
+        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w))
+        if best is None or est.gain_s > best[0].gain_s:
+            best = (est, w)
+        if w == 1:
+            break
+        w //= 2
+    est, w = best
     if est.gain_s >= max(MIN_GAIN_S, MIN_GAIN_SHARE * est.gpu_s):
-        return CoDecision(True, False, "", est)
+        return CoDecision(True, False, "", est, w)
     if not est.cpu_row_groups:
         why = (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
                f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
     else:
-        why = (f"{workers} CPU workers would save {est.gain_s * 1e3:.2f} ms of the GPU's estimated "
-               f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms, the GPU {slowdown:.2f}x "
+        why = (f"{w} CPU workers would save {est.gain_s * 1e3:.2f} ms of the GPU's estimated "
+               f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms, the GPU {slowdown(w):.2f}x "
                f"slower next to them, a CPU row group {est.cpu_rg_s * 1e3:.2f} ms)")
-    return CoDecision(False, False, why, est)
+    return CoDecision(False, False, why, est, w)

@@ -69,6 +69,7 @@ class SharedScan:
         self._done = 0                     # positions the GPU's consumer has had delivered (``delivered``)
         self._by_deliveries = False        # the GPU's rate follows its deliveries, not its claims
         self.expected_cpu = 0              # row groups the cost model expected the CPU to take
+        self.workers = 1                   # CPU workers taking part (the cost model's choice in "auto")
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._cond = threading.Condition()
         self.gpu_taken: list[int] = []

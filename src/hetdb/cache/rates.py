@@ -82,8 +82,9 @@ class Rates:
     passing: dict[str, float] = field(default_factory=dict)
     # pipeline kind -> the CPU side's set-up of a co-processed scan, as last measured (seconds)
     setup: dict[str, float] = field(default_factory=dict)
-    # pipeline kind -> how many times slower the GPU got through a co-processed scan than alone (its
-    # feeder thread shares the interpreter lock and the cores with the CPU workers); a running mean
+    # pipeline kind -> how much slower the GPU got through a co-processed scan than alone, per CPU
+    # worker beside it (its feeder thread shares the interpreter lock and the cores with them):
+    # slowdown = 1 + this x workers; a running mean
     slowdown: dict[str, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -113,20 +114,23 @@ class Rates:
         with self._lock:
             return self.setup.get(pipeline, default)
 
-    def observe_slowdown(self, pipeline: str, factor: float) -> None:
-        """The GPU's time per row group in a co-processed scan of ``pipeline`` over its time alone."""
-        if not factor > 0:
+    def observe_slowdown(self, pipeline: str, factor: float, workers: int) -> None:
+        """The GPU's time per row group in a co-processed scan of ``pipeline`` with ``workers`` CPU
+        workers beside it was ``factor`` times its time alone."""
+        if not factor > 0 or workers <= 0:
             return
+        per = max(0.0, factor - 1.0) / workers
         with self._lock:
             if len(self.slowdown) >= 4096 and pipeline not in self.slowdown:
                 self.slowdown.pop(next(iter(self.slowdown)))
             old = self.slowdown.get(pipeline)
-            self.slowdown[pipeline] = factor if old is None else (1 - EWMA_WEIGHT) * old + EWMA_WEIGHT * factor
+            self.slowdown[pipeline] = per if old is None else (1 - EWMA_WEIGHT) * old + EWMA_WEIGHT * per
 
-    def gpu_slowdown(self, pipeline: str) -> float:
-        """The GPU's slowdown next to CPU workers as measured for ``pipeline`` (1.0: never measured)."""
+    def gpu_slowdown(self, pipeline: str, workers: int) -> float:
+        """The GPU's slowdown with ``workers`` CPU workers beside it, as measured for ``pipeline``
+        (1.0: never measured)."""
         with self._lock:
-            return self.slowdown.get(pipeline, 1.0)
+            return 1.0 + self.slowdown.get(pipeline, 0.0) * max(0, workers)
 
     def cpu_rate(self, pipeline: str) -> WorkRate:
         with self._lock:

@@ -481,19 +481,21 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     router = PageRouter("auto", gpu=True, pipeline=key)
     rate = router.rates.cpu_rate(key)
     prior = router.cpu_seconds() * len(names) * MEASURED_MARGIN if rate.observations else None
-    slowdown = router.rates.gpu_slowdown(key)
+    workers = cpu_workers(ctx)
     shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router,
                         "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
-                        gpu_slowdown=slowdown)
+                        gpu_slowdown=router.rates.gpu_slowdown(key, workers))
+    shared.workers = workers
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
         gpu = [shared.gpu_alone_seconds(i) for i in range(len(row_groups))]
-        d = decide(gpu, router.cpu_seconds() * len(names), prior is not None, cpu_workers(ctx),
-                   router.rates.setup_seconds(key), slowdown)
+        d = decide(gpu, router.cpu_seconds() * len(names), prior is not None, workers,
+                   router.rates.setup_seconds(key), lambda w: router.rates.gpu_slowdown(key, w))
         if not d.go:
             return None, "", d.why
-        shared.expected_cpu = d.est.cpu_row_groups
+        shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
+        shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
     return shared, key, ""
 
 
@@ -524,7 +526,7 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
 
         if _skipped_inputs(ctx, pipe):
             _run_skipped_inputs(ctx, pipe)  # a repeated plan skipped the builds the CPU loops probe
-    return CoProcess(ctx, pipe, run, shared, reader, cpu_workers(ctx), key), ""
+    return CoProcess(ctx, pipe, run, shared, reader, shared.workers, key), ""
 
 
 def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, seconds: float,
@@ -542,9 +544,8 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
         return
     s = co.shared
     if s.cpu_taken and s.gpu_rg_seconds is not None:
-        # (against the time alone the model uses: it corrects the model's own error too)
         alone = sum(s.gpu_alone_seconds(i) for i in range(len(s.row_groups))) / len(s.row_groups)
-        rates.observe_slowdown(key, min(20.0, max(0.25, s.gpu_rg_seconds / alone)))
+        rates.observe_slowdown(key, min(20.0, s.gpu_rg_seconds / alone), co.workers)
 
 
 def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tuple[SharedScan | None, int | None]:
