@@ -230,6 +230,7 @@ class CoProcess:
         self._gpu: tuple | None = None    # (device id, event after the builds) for the host copies
         self._futures: list = []
         self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
+        self._spent_lock = threading.Lock()
         self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
 
     def start(self) -> None:
@@ -277,7 +278,8 @@ class CoProcess:
         cctx.stats, cctx._lock, cctx.cleanup = ctx.stats, ctx._lock, ctx.cleanup
         if setup is None:
             setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)
-            keep_setup(pipe, self.reader, setup)
+            if setup.plan is not None or setup.compiler_refused:
+                keep_setup(pipe, self.reader, setup)  # (a build not at hand this time may be next time)
         else:
             self.setup_reused = True
         if setup.refused:
@@ -299,7 +301,7 @@ class CoProcess:
         if worker.started:
             wall = time.perf_counter() - worker.started
             self.shared.observe_cpu(worker.taken, wall, worker.warmup)
-            with self._setup_lock:
+            with self._spent_lock:
                 # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
                 self.spent[0] += worker.taken
                 self.spent[1] += wall

@@ -67,6 +67,7 @@ class CoSetup:
     plan: Any = None
     most: int = 1
     refused: str = ""
+    compiler_refused: bool = False  # (the CPU pipeline compiler's refusal holds for every run of the plan)
 
 
 _SETUP_KEY = "_coprocess_setup"
@@ -105,8 +106,10 @@ def new_setup(ctx: ExecContext, cctx: ExecContext, pipe: Any, reader: Any, row_g
     plan = _prepare(cctx, pipe)
     if isinstance(plan, str):
         setup.refused = plan or "the CPU pipeline compiler does not take this pipeline"
+        setup.compiler_refused = True
     elif plan.marks is not None or plan.plan.materialize:
         setup.refused = "only aggregating pipelines are co-processed"
+        setup.compiler_refused = True
     else:
         setup.plan = plan
         setup.most = run_length(reader, list(dict.fromkeys(plan.names[c] for c in plan.base)), row_groups)
