@@ -160,13 +160,16 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
 
 
 def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_small, monkeypatch):
-    """With the default rates (a GPU page in 50 us, a CPU page in 2.5 ms) the whole small scan is
-    done on the GPU before one CPU row group would be: auto co-processes nothing and says why."""
+    """With a GPU page in 50 us (the default) and a CPU page of 1,000 rows in 2.5 ms (the default
+    rate is a 1M-row page's: made 1000x slower) the whole small scan is done on the GPU before one
+    CPU row group would be: auto co-processes nothing and says why."""
     import hetdb
+    from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
 
     rates = Rates()
+    monkeypatch.setattr(rates_module, "DEFAULT_CPU_PAGES_PER_S", 0.4)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     _tier_, log = coprocessed
     sql = load_queries("ssb")["q1.1"]
@@ -182,6 +185,7 @@ def test_auto_sets_nothing_up_unless_a_worker_takes_a_morsel_and_a_cached_plan_r
     when the cost model expects a gain and a worker is about to take a morsel, and once per cached
     plan: the plan's next runs reuse it (EXPLAIN ANALYZE says so)."""
     import hetdb
+    from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
     from hetdb.exec import coprocess
@@ -190,7 +194,8 @@ def test_auto_sets_nothing_up_unless_a_worker_takes_a_morsel_and_a_cached_plan_r
     new_setup, worker_pool = coprocess.new_setup, coprocess.worker_pool
     monkeypatch.setattr(coprocess, "new_setup", lambda *a: made.append(a[2].pid) or new_setup(*a))
     monkeypatch.setattr(coprocess, "worker_pool", lambda n: pools.append(n) or worker_pool(n))
-    rates = Rates()  # the default rates: the GPU finishes the small scan before a CPU row group
+    rates = Rates()  # the GPU finishes the small scan before a CPU row group (2.5 ms a 1,000-row page)
+    monkeypatch.setattr(rates_module, "DEFAULT_CPU_PAGES_PER_S", 0.4)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     _tier_, log = coprocessed
     sql = "  " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)

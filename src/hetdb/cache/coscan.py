@@ -51,7 +51,8 @@ class SharedScan:
 
     def __init__(self, row_groups: list[int], link_bytes: list[int], pages: int, router: PageRouter,
                  mode: str = "auto", resident: Callable[[int], bool] | None = None,
-                 gpu_pipeline: str = "scan", cpu_prior: float | None = None, gpu_slowdown: float = 1.0) -> None:
+                 gpu_pipeline: str = "scan", cpu_prior: float | None = None, gpu_slowdown: float = 1.0,
+                 default_scale: float = 1.0) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown co-processing mode {mode!r}")
         if len(link_bytes) != len(row_groups):
@@ -83,6 +84,8 @@ class SharedScan:
         self.stopped = False               # nothing more for the CPU: waiting workers leave
         # one worker's time per row group measured by earlier scans of the pipeline (None: probe)
         self.cpu_prior = cpu_prior
+        # the default CPU rate (per page) scaled to these pages (it is a 1M-row page's)
+        self.default_scale = default_scale
         self.setup_seconds: float | None = None  # the CPU side's set-up, once done (EXPLAIN ANALYZE)
 
     def take_front(self, positions: list[int]) -> list[int]:
@@ -156,7 +159,7 @@ class SharedScan:
                     if self._probing:
                         self._cond.wait()  # the probe's time decides; then decide again
                         continue
-                    prior = self.router.cpu_seconds() * self.pages * PROBE_MARGIN
+                    prior = self.router.cpu_seconds() * self.default_scale * self.pages * PROBE_MARGIN
                     if prior >= self._gpu_left(i):
                         return []
                     self._probing = True
@@ -179,7 +182,8 @@ class SharedScan:
                 return True
             per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
             if per is None:
-                return self._probing or self.router.cpu_seconds() * self.pages * PROBE_MARGIN < self._gpu_left(i)
+                prior = self.router.cpu_seconds() * self.default_scale * self.pages * PROBE_MARGIN
+                return self._probing or prior < self._gpu_left(i)
             return per < self._gpu_left(i)
 
     def _claim(self, k: int) -> list[int]:

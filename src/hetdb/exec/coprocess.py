@@ -53,6 +53,8 @@ from hetdb.exec.pipeline import _Run
 from hetdb.storage.pages import decode_page, unpack_validity
 
 _THREAD_BUFFERS = threading.local()
+# the rows of a page the default CPU rate is for (cache/rates.py DEFAULT_CPU_PAGES_PER_S)
+DEFAULT_PAGE_ROWS = 1 << 20
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -451,10 +453,11 @@ def _load(tier: Any, key: Any, loc: Any, where: str) -> Any:
 
 
 def pipeline_key(reader: Any, pipe: Any, names: list[str]) -> str:
-    """The key of the pipeline's measured CPU rate and set-up: the loops of different pipelines differ
-    in cost by far more than their pages do."""
+    """The key of the pipeline's measured rates and set-up: the loops of different pipelines differ
+    in cost by far more than their pages do (and pages by their rows)."""
     probes = sum(isinstance(op, HashProbe) for op in pipe.ops)
-    return f"coprocess:{reader.name}:{','.join(names)}:{probes}:{len(getattr(pipe.sink, 'aggs', ()))}"
+    return (f"coprocess:{reader.name}:{getattr(reader, 'rows_per_page', 0)}:{','.join(names)}:{probes}:"
+            f"{len(getattr(pipe.sink, 'aggs', ()))}")
 
 
 def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int], mode: str
@@ -484,15 +487,16 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     rate = router.rates.cpu_rate(key)
     prior = router.cpu_seconds() * len(names) * MEASURED_MARGIN if rate.observations else None
     workers = cpu_workers(ctx)
+    scale = max(1, int(getattr(reader, "rows_per_page", 0) or DEFAULT_PAGE_ROWS)) / DEFAULT_PAGE_ROWS
     shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router,
                         "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
-                        gpu_slowdown=router.rates.gpu_slowdown(key, workers))
+                        gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
     shared.workers = workers
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
         gpu = [shared.gpu_alone_seconds(i) for i in range(len(row_groups))]
-        d = decide(gpu, router.cpu_seconds() * len(names), prior is not None, workers,
+        d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    router.rates.setup_seconds(key), lambda w: router.rates.gpu_slowdown(key, w))
         if not d.go:
             return None, "", d.why
