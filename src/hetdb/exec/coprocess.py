@@ -516,10 +516,12 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
     early = getattr(ctx, "early_scans", {}).get(pipe.source.op_id)
     pre = ctx.__dict__.get("co_early", {}).pop(pipe.source.op_id, None)
     if early is not None and early.iterator is not None and not early.taken:
-        if pre is None:
-            return None, "its scan started early (the cost model expected no gain when the query began)"
+        if pre is None or isinstance(pre, str):  # (the model's reason when the query began)
+            return None, pre or "its scan started early"
         if pre[0].row_groups != list(row_groups):
             pre = None  # (the early scan is not taken over: exec/early_scan.take_early closes it)
+    if isinstance(pre, str):
+        pre = None
     if pre is not None:
         shared, key = pre
         shared.restart_clock()
@@ -562,10 +564,10 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
     reader = ctx.db.table(pipe.source.scan.table)
-    shared, key, _ = shared_scan(ctx, pipe, reader, row_groups, "auto")
+    shared, key, why = shared_scan(ctx, pipe, reader, row_groups, "auto")
+    ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key) if shared is not None else why
     if shared is None:
         return None, None
-    ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key)
     gpu_share = max(1, len(row_groups) - shared.expected_cpu)
     return shared, sum(shared.link_bytes[:gpu_share])
 

@@ -16,10 +16,10 @@ pipeline makes its own), and its consumer waits on each delivery only when it ta
 Started only where the fact scan will stream past the device cache out of the pinned host tier, with
 the default warm path: the connection's first scan of those columns (``scan_device.first_scan``'s
 pass-through), its first and last row groups' pages in the host tier (a cold scan would make the
-dimension pipelines wait for the disk), batched deliveries, co-processing off or "auto" (where the cost model expects a gain, the early fact
-scan is the shared scan CPU workers later take row groups of from the back, and it primes at most
-the GPU's expected share: exec/coprocess.early_shared_scan), no zero-copy, pages
-not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
+dimension pipelines wait for the disk), batched deliveries, co-processing off or "auto" (where the
+cost model expects a gain, the early fact scan is the shared scan CPU workers later take row groups
+of from the back, and it primes at most the GPU's expected share: exec/coprocess.early_shared_scan),
+no zero-copy, pages not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
 (``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 
 Its primed copies fill the link for milliseconds, and the dimension scans' small copies, issued later
