@@ -50,6 +50,30 @@ def _notes(plan: str) -> list[str]:
     return sorted({m.group(0) for m in re.finditer(r"\((?:CPU\+GPU co-processing|not co-processed)[^)]*\)", plan)})
 
 
+def _rates() -> dict[str, dict[str, float]]:
+    """What the cost model has measured per co-processed pipeline (cache/rates.py): one CPU
+    worker's and the GPU's ms per page, the GPU's slowdown per CPU worker, the last set-up (ms)."""
+    from hetdb.cache.rates import shared_rates
+
+    r = shared_rates()
+    keys = sorted({k for k in [*r.cpu, *r.gpu, *r.slowdown, *r.setup] if k.startswith("coprocess:")})
+    out = {}
+    for k in keys:
+        got: dict[str, float] = {}
+        if k in r.cpu:
+            got["cpu_ms_per_page"] = 1e3 / r.cpu[k].pages_per_s
+            got["cpu_observations"] = r.cpu[k].observations
+        if k in r.gpu:
+            got["gpu_ms_per_page"] = 1e3 / r.gpu[k].pages_per_s
+            got["gpu_observations"] = r.gpu[k].observations
+        if k in r.slowdown:
+            got["gpu_slowdown_per_worker"] = r.slowdown[k]
+        if k in r.setup:
+            got["setup_ms"] = r.setup[k] * 1e3
+        out[k] = got
+    return out
+
+
 def _run(con, sql: str) -> tuple[float, list]:
     t0 = time.perf_counter()
     rows = con.sql(sql).fetchall()
@@ -137,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                  if ratios else ""))
         report["geomean_ms"] = geo
     report["table_ms"] = table
+    report["rates"] = _rates()
+    for key, got in report["rates"].items():
+        print(f"rates {key}: " + ", ".join(f"{k} {v:.4g}" for k, v in got.items()))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
