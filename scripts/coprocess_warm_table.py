@@ -13,6 +13,8 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
     auto     device="gpu", gpu_coprocess="auto" (the cost model decides; cache/comodel.py)
     on       device="gpu", gpu_coprocess="on" (every steal succeeds: the test mode)
     MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
+    MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
+             the GPU's feeder thread wait for the GIL behind the CPU workers?)
 
 Answers are compared with the first mode's. After the timed runs of "auto" and "on", one EXPLAIN
 ANALYZE on a fresh connection gives the co-processing line (row groups each side took, the CPU's and
@@ -82,6 +84,13 @@ def _run(con, sql: str) -> tuple[float, list]:
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
+    if mode.endswith("-si"):
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.0005)
+        try:
+            return measure(db, sql, mode[:-3], repeat, threads)
+        finally:
+            sys.setswitchinterval(interval)
     mode, _, n = mode.partition("@")
     threads = int(n) if n else threads
     device, options = MODES[mode]
@@ -119,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m.partition("@")[0] not in MODES]
+    unknown = [m for m in modes if m.removesuffix("-si").partition("@")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
     queries = load_queries(args.suite, args.queries.split(","))
