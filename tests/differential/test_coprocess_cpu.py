@@ -63,7 +63,7 @@ def _tier() -> HostPageCache:
 def coprocessed(monkeypatch):
     """Fact-table aggregations of CPU connections run co-processed; yields the tier and a log of
     (row groups taken from the front, row groups stolen from the back) per pipeline."""
-    from hetdb.exec.coprocess import plan_coprocess
+    from hetdb.exec.coprocess import observe_gpu_scan, plan_coprocess
 
     tier, log = _tier(), []
     DESCRIBED.clear()
@@ -84,7 +84,11 @@ def coprocessed(monkeypatch):
             if co is None:
                 log.append(why)
                 ctx.device = None
-                return original(ctx, pipe, run, pool, threads)
+                began = time.perf_counter()
+                got = original(ctx, pipe, run, pool, threads)
+                if getattr(ctx.options, "gpu_coprocess", "off") == "auto":  # (as exec/fusion_run.py does)
+                    observe_gpu_scan(ctx, pipe, reader, len(row_groups), time.perf_counter() - began, None)
+                return got
             co.start()  # (its workers set the CPU side up when the first of them takes a morsel)
             fctx = ExecContext(ctx.db, ctx.backend, ctx.options, ctx.host_memory, ctx.spill_dir)
             fctx.stats, fctx._lock, fctx.cleanup, fctx.results = ctx.stats, ctx._lock, ctx.cleanup, ctx.results
@@ -151,6 +155,8 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
     with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
         want = con.sql(sql).fetchall()
         con.sql("SET gpu_coprocess = 'auto'")
+        assert con.sql(sql).fetchall() == want  # (the front side alone first: its time is measured)
+        assert log and "not measured yet" in log[-1], log
         got = con.sql(sql).fetchall()
     assert got == want and len(got) == 1
     done = [e for e in log if isinstance(e, tuple)]

@@ -500,6 +500,10 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
                    router.rates.setup_seconds(key), lambda w: router.rates.gpu_slowdown(key, w))
         if not d.go:
             return None, "", d.why
+        if not router.rates.gpu_rate(key).observations:
+            # (the race needs the GPU's own time: the model's prior for it may be far off, and a
+            # GPU slowed beside the CPU workers is measured against it)
+            return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
         shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
         shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
     return shared, key, ""
