@@ -14,9 +14,9 @@ rates the decision has:
   scans of the pipeline and taken to grow with the number of workers;
 - one CPU worker's time per row group (the pipeline's CPU pages/s measured by those scans);
 - the number of CPU workers and the set-up the CPU side needs before its first morsel (host copies
-  and hash tables of the join builds, the CPU loop's plan; measured, near zero when a cached plan runs
-  again). The set-up runs on a worker thread but holds the interpreter lock the GPU's feeder needs,
-  so it counts against the GPU's time.
+  and hash tables of the join builds, the CPU loop's plan; near zero when a cached plan runs again)
+  plus the GPU side's wait for the workers at the end, as last measured. The set-up runs on a worker
+  thread but holds the interpreter lock the GPU's feeder needs, so it counts against the GPU's time.
 
 ``decide`` says whether to co-process, and with how many workers: with a measured CPU rate (taken
 MEASURED_MARGIN times slower), the worker count whose race is shortest, when it saves at least MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time alone (below that the

@@ -80,7 +80,8 @@ class Rates:
     # fused pipeline (its spec's text) -> share of scanned rows that passed its filters and probes,
     # as last measured (the router's zero-copy decision, cache/router.py ``zero_copy_columns``)
     passing: dict[str, float] = field(default_factory=dict)
-    # pipeline kind -> the CPU side's set-up of a co-processed scan, as last measured (seconds)
+    # pipeline kind -> the CPU side's set-up of a co-processed scan plus the GPU side's wait for its
+    # workers at the end, as last measured (seconds)
     setup: dict[str, float] = field(default_factory=dict)
     # pipeline kind -> how much slower the GPU got through a co-processed scan than alone, per CPU
     # worker beside it (its feeder thread shares the interpreter lock and the cores with them):

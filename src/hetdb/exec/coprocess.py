@@ -374,6 +374,9 @@ class CoProcess:
         t0 = time.perf_counter()
         errors = self._join()
         self.end_wait_s = time.perf_counter() - t0
+        if self.shared.setup_seconds is not None:
+            # the cost model's fixed cost of co-processing the pipeline: the set-up and this wait
+            self.shared.router.rates.observe_setup(self.key, self.shared.setup_seconds + self.end_wait_s)
         if errors:
             if self.crun is not None:
                 self.crun.gsink.reservation.close()
