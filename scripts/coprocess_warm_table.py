@@ -76,10 +76,18 @@ def _rates() -> dict[str, dict[str, float]]:
     return out
 
 
-def _run(con, sql: str) -> tuple[float, list]:
+def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
+    """(wall seconds, rows) of ``sql``; appends to ``runs`` what co-processing did in the run, short:
+    ``co 12/80`` (row groups on the CPU / on the GPU), ``gpu`` (not co-processed) or ``-``."""
     t0 = time.perf_counter()
-    rows = con.sql(sql).fetchall()
-    return time.perf_counter() - t0, rows
+    res = con.sql(sql)
+    rows = res.fetchall()
+    wall = time.perf_counter() - t0
+    if runs is not None:
+        fused = " ".join(getattr(o, "fused", "") for o in dict(res.stats or {}).get("operators", {}).values())
+        m = re.search(r"co-processing: (\d+) row groups on (\d+) CPU workers, (\d+) on the GPU", fused)
+        runs.append(f"co {m.group(1)}/{m.group(3)} w{m.group(2)}" if m else "gpu" if "not co-processed" in fused else "-")
+    return wall, rows
 
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
@@ -102,15 +110,17 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             for _ in range(repeat):
                 walls.append(_run(con, sql)[0])
         return walls, rows, []
+    runs: list[str] = []
     for i in range(repeat + 1):
         with hetdb.connect(db, device=device, **options) as con:
-            wall, got = _run(con, sql)
+            wall, got = _run(con, sql, runs)
         if i == 0:
             rows = got
         else:
             walls.append(wall)
     notes = []
     if mode in ("auto", "on"):
+        notes.append("[" + "; ".join(runs) + "]")  # (the warm-up run first)
         with hetdb.connect(db, device=device, **options) as con:
             notes = _notes(con.explain(sql, analyze=True))
     return walls, rows, notes
