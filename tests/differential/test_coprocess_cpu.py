@@ -63,7 +63,7 @@ def _tier() -> HostPageCache:
 def coprocessed(monkeypatch):
     """Fact-table aggregations of CPU connections run co-processed; yields the tier and a log of
     (row groups taken from the front, row groups stolen from the back) per pipeline."""
-    from hetdb.exec.coprocess import observe_gpu_scan, plan_coprocess
+    from hetdb.exec.coprocess_plan import observe_gpu_scan, plan_coprocess
 
     tier, log = _tier(), []
     DESCRIBED.clear()

@@ -5,6 +5,7 @@ row groups; and the process's co-processing threads (started once)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -196,3 +197,31 @@ def run_length(reader: Any, names: list[str], row_groups: list[int]) -> int:
         width += dtype.itemsize + (1 if spec.nullable else 0)
     rows = max(1, reader.rows_per_page)
     return max(1, RUN_BYTES // max(1, width * rows))
+
+
+# the interpreter's switch interval while CPU workers run beside the GPU's feeder thread (None: leave
+# it): a thread that wants the GIL waits up to this long for a holder that does not release it
+SWITCH_INTERVAL_S: float | None = None
+_switch = {"users": 0, "before": None}
+
+
+def enter_switch_interval() -> None:
+    """Shorten the switch interval for a co-processed scan (refcounted: concurrent scans share it)."""
+    if SWITCH_INTERVAL_S is None:
+        return
+    with _POOL_LOCK:
+        if _switch["users"] == 0:
+            _switch["before"] = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+        _switch["users"] += 1
+
+
+def exit_switch_interval() -> None:
+    if SWITCH_INTERVAL_S is None:
+        return
+    with _POOL_LOCK:
+        if _switch["users"] <= 0:
+            return
+        _switch["users"] -= 1
+        if _switch["users"] == 0 and _switch["before"] is not None:
+            sys.setswitchinterval(_switch["before"])

@@ -115,7 +115,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
                 return  # (the budget had no room: neither does the fact scan)
     shared = cap = None
     if getattr(opts, "gpu_coprocess", "off") == "auto":
-        from hetdb.exec.coprocess import early_shared_scan
+        from hetdb.exec.coprocess_plan import early_shared_scan
 
         # CPU workers will take row groups of the fact scan from its back: the streamer claims
         # the row groups it primes (at most the GPU's expected share)

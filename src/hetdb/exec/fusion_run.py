@@ -67,7 +67,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
     co = None
     if morsels and plan.chain is None:
-        from hetdb.exec.coprocess import plan_coprocess
+        from hetdb.exec.coprocess_plan import plan_coprocess
 
         co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
@@ -116,7 +116,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
     if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
-        from hetdb.exec.coprocess import observe_gpu_scan
+        from hetdb.exec.coprocess_plan import observe_gpu_scan
 
         observe_gpu_scan(ctx, pipe, getattr(gsrc, "reader", gsrc), len(morsels) - (len(co.shared.cpu_taken) if co else 0),
                          time.perf_counter() - scan_began, co)
