@@ -26,7 +26,8 @@ so the aggregation merges them as it merges any partial states. EXPLAIN ANALYZE 
 route on the scan and the row groups each side took on the aggregation.
 
 ``gpu_coprocess``: "off" (default), "auto" (the cost model, cache/comodel.py, decides from measured
-rates whether to co-process the scan at all; then the shared scan decides per steal), "on" (every
+rates whether to co-process the scan at all and with how many workers, exec/coprocess_plan.py; then
+the shared scan decides per steal), "on" (every
 steal succeeds: tests force it so that each pipeline mixes CPU and GPU work).
 """
 
@@ -58,7 +59,8 @@ from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.pipeline import _Run
 from hetdb.storage.pages import decode_page, unpack_validity
 
-_THREAD_BUFFERS = threading.local()
+_THREAD_BUFFERS = threading.local()  # each pool thread's run buffers, kept across scans
+
 
 class _StealingRun(_Run):
     """The CPU side's pipeline run: its morsels are row groups stolen from the shared scan, one at a
