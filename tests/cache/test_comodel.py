@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hetdb.cache.comodel import MEASURED_MARGIN, MIN_GAIN_S, decide, estimate
+from hetdb.cache.comodel import MEASURED_MARGIN, MIN_GAIN_S, PROBE_MARGIN, decide, estimate
 
 
 def test_workers_take_from_the_back_only_what_they_finish_before_the_gpu_gets_there():
@@ -49,9 +49,10 @@ def test_no_gain_worth_having_means_off():
 
 
 def test_without_a_measured_rate_only_a_probe_that_fits_is_taken():
-    d = decide([1e-3] * 10, 4e-3, False, 15, 0.0)  # 2 x 4 ms ends before the GPU reaches row group 9
+    # the prior estimate times PROBE_MARGIN must end before the GPU reaches the last row group
+    d = decide([1e-3] * 10, 8e-3 / PROBE_MARGIN, False, 15, 0.0)
     assert d.go and d.probe and d.est.cpu_row_groups == 1
-    d = decide([1e-3] * 10, 5e-3, False, 15, 0.0)
+    d = decide([1e-3] * 10, 10e-3 / PROBE_MARGIN, False, 15, 0.0)
     assert not d.go and d.probe and d.why.startswith("the GPU's estimated")
     assert not decide([], 1e-3, True, 4, 0.0).go
 

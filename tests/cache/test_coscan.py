@@ -80,7 +80,7 @@ def _blocked_steal(s: SharedScan, most: int = 1) -> tuple[threading.Thread, list
 
 def test_auto_probes_then_steals_what_the_measured_cpu_finishes_before_the_gpu():
     # a row group: 2 pages; GPU max(link 1 MB at 1 GB/s = 1 ms, 2 pages at 1 ms) = 2 ms. The prior
-    # CPU estimate (2 pages at 90/s = 22.2 ms, twice that as the probe's margin) lets one probe
+    # CPU estimate (2 pages at 90/s = 22.2 ms, times PROBE_MARGIN) lets one probe
     # run out; the others wait for its time
     s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
     assert s.steal_run(4) == [29]

@@ -21,8 +21,9 @@ rates the decision has:
 ``decide`` says whether to co-process, and with how many workers: with a measured CPU rate (taken
 MEASURED_MARGIN times slower), the worker count whose race is shortest, when it saves at least MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time alone (below that the
 run-to-run noise of a warm scan decides, and the CPU side's threads are not worth it); with no
-measured rate yet, when one probe row group at the prior estimate (the default rate, PROBE_MARGIN
-times slower) would be done before the GPU is: the probe's time then becomes the pipeline's rate.
+measured rate yet, when one probe row group at the prior estimate (the default rate scaled to the
+pages' rows, times PROBE_MARGIN) would be done before the GPU is: the probe's time then becomes the
+pipeline's rate.
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # a probe run at the prior (unmeasured) CPU estimate is taken only when this many times its
-# estimate fits before the GPU would be done (a default rate may be far off)
-PROBE_MARGIN = 2.0
+# estimate fits before the GPU would be done. 1: the probe is exploration, once per pipeline and
+# process (the GPU waits at most for the probe's overrun); with 2, SSB q1.x at SF 20 (a row group of
+# four 1M-row pages: 10 ms at the default rate, the GPU's scan 12-19 ms) never probed, so never
+# learned the CPU's real rate
+PROBE_MARGIN = 1.0
 # co-processing with a measured rate must save at least this much, and this share of the GPU's time
 MIN_GAIN_S = 0.5e-3
 MIN_GAIN_SHARE = 0.05

@@ -80,9 +80,10 @@ class Rates:
     # fused pipeline (its spec's text) -> share of scanned rows that passed its filters and probes,
     # as last measured (the router's zero-copy decision, cache/router.py ``zero_copy_columns``)
     passing: dict[str, float] = field(default_factory=dict)
-    # pipeline kind -> the CPU side's set-up of a co-processed scan plus the GPU side's wait for its
-    # workers at the end, as last measured (seconds)
+    # pipeline kind -> the CPU side's set-up of a co-processed scan (made, not reused), and the GPU
+    # side's wait for its workers' last runs at the end, as last measured (seconds)
     setup: dict[str, float] = field(default_factory=dict)
+    end_wait: dict[str, float] = field(default_factory=dict)
     # pipeline kind -> how much slower the GPU got through a co-processed scan than alone, per CPU
     # worker beside it (its feeder thread shares the interpreter lock and the cores with them):
     # slowdown = 1 + this x workers; a running mean
@@ -114,6 +115,18 @@ class Rates:
         """The last measured set-up of ``pipeline``'s CPU side, else ``default``."""
         with self._lock:
             return self.setup.get(pipeline, default)
+
+    def observe_end_wait(self, pipeline: str, seconds: float) -> None:
+        """The GPU side of a co-processed scan of ``pipeline`` waited ``seconds`` for the CPU
+        workers' last runs once its own part was done."""
+        with self._lock:
+            if len(self.end_wait) >= 4096 and pipeline not in self.end_wait:
+                self.end_wait.pop(next(iter(self.end_wait)))
+            self.end_wait[pipeline] = seconds
+
+    def end_wait_seconds(self, pipeline: str) -> float:
+        with self._lock:
+            return self.end_wait.get(pipeline, 0.0)
 
     def observe_slowdown(self, pipeline: str, factor: float, workers: int) -> None:
         """The GPU's time per row group in a co-processed scan of ``pipeline`` with ``workers`` CPU

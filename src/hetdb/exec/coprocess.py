@@ -246,6 +246,10 @@ class CoProcess:
         self._switched = True
         self._futures = [pool.submit(self._work) for _ in range(self.workers)]
 
+    def set_up_now(self) -> None:
+        """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts."""
+        self._set_up()
+
     def _work(self) -> None:
         if not self.shared.would_steal() or not self._set_up():
             return
@@ -266,7 +270,8 @@ class CoProcess:
                 raise
             seconds = time.perf_counter() - t0
             self.shared.setup_seconds = seconds
-            self.shared.router.rates.observe_setup(self.key, seconds)
+            if not self.setup_reused:  # (a reused set-up costs next to nothing: the model counts none)
+                self.shared.router.rates.observe_setup(self.key, seconds)
             self._ready = not why
             if why:
                 self.refused = why
@@ -380,9 +385,8 @@ class CoProcess:
         t0 = time.perf_counter()
         errors = self._join()
         self.end_wait_s = time.perf_counter() - t0
-        if self.shared.setup_seconds is not None:
-            # the cost model's fixed cost of co-processing the pipeline: the set-up and this wait
-            self.shared.router.rates.observe_setup(self.key, self.shared.setup_seconds + self.end_wait_s)
+        if self.shared.cpu_taken:  # (else it waited for a set-up, which the model counts apart)
+            self.shared.router.rates.observe_end_wait(self.key, self.end_wait_s)
         if errors:
             if self.crun is not None:
                 self.crun.gsink.reservation.close()
