@@ -216,7 +216,8 @@ class SharedScan:
 
     def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False) -> None:
         """A CPU worker's wall time for a run of ``row_groups`` it took: this scan's CPU time per row
-        group follows it (a running mean), and so does the router's CPU rate of the pipeline.
+        group follows it (a running mean), and so does the router's CPU rate of the pipeline (in
+        "auto" only).
         ``warmup``: the run compiled the loop; its time is not a rate (the next steal probes again)."""
         if row_groups <= 0:
             return
@@ -233,7 +234,8 @@ class SharedScan:
             self._cpu_done = done
             self._probing = False
             self._cond.notify_all()
-        self.router.observe_cpu(row_groups * self.pages, seconds)
+        if self.mode == "auto":  # (forced runs, every worker stealing at once, teach "auto" nothing)
+            self.router.observe_cpu(row_groups * self.pages, seconds)
 
     def stop(self) -> None:
         """No more row groups for the CPU (the GPU side failed or finished): waiting workers leave."""
