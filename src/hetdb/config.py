@@ -88,7 +88,8 @@ class Options:
     gpu_stream_encoded: bool = False
     # CPU+GPU co-processing of fused GPU pipelines (exec/coprocess.py): CPU workers run the pipeline
     # compiled for the CPU over row groups they take from the back of the scan while the GPU streams
-    # the front. "off", "auto" (the router's cost model decides each steal), "on" (forced)
+    # the front. "off", "auto" (the cost model, cache/comodel.py, decides whether and with how many
+    # workers; the shared scan each steal), "on" (forced)
     gpu_coprocess: str = "off"
 
 

@@ -80,7 +80,7 @@ def _blocked_steal(s: SharedScan, most: int = 1) -> tuple[threading.Thread, list
 
 def test_auto_probes_then_steals_what_the_measured_cpu_finishes_before_the_gpu():
     # a row group: 2 pages; GPU max(link 1 MB at 1 GB/s = 1 ms, 2 pages at 1 ms) = 2 ms. The prior
-    # CPU estimate (2 pages at 90/s = 22.2 ms, twice that as the probe's margin) lets one probe
+    # CPU estimate (2 pages at 90/s = 22.2 ms, times PROBE_MARGIN) lets one probe
     # run out; the others wait for its time
     s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
     assert s.steal_run(4) == [29]
@@ -178,3 +178,38 @@ def test_the_connection_option_is_checked_at_connect_and_set():
         assert con.options.gpu_coprocess == "auto"
         with pytest.raises(HetdbError, match="use one of off, auto, on"):
             con.sql("SET gpu_coprocess = 'maybe'")
+
+
+def test_would_steal_claims_nothing_and_agrees_with_steal():
+    fast = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=90.0), "auto")
+    assert fast.would_steal() and fast.cpu_taken == [] and fast.remaining() == 30
+    assert fast.steal_run(1) == [29]
+    assert fast.would_steal()  # (the probe is out: a worker would wait for its time)
+    slow = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto")
+    assert not slow.would_steal() and slow.steal() is None
+    held = SharedScan(list(range(4)), [1] * 4, 1, _router(), "on", resident=lambda rg: rg == 3)
+    assert not held.would_steal()
+
+
+def test_a_rate_measured_by_earlier_scans_skips_the_probe():
+    # 9.9 ms a row group measured before; the GPU 2 ms: workers steal runs at once, none waits
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto", cpu_prior=0.0099)
+    assert s.steal_run(8) == [29, 28, 27, 26, 25]  # 5 x 9.9 ms < 2 ms x 25 row groups before them
+    assert s.steal_run(8) == [24, 23, 22, 21]
+    assert not s._probing and s.cpu_rg_seconds is None
+    s.observe_cpu(2, 0.040)  # this scan's own time replaces the prior
+    assert s.cpu_rg_seconds == pytest.approx(0.020)
+
+
+def test_claimed_but_undelivered_row_groups_still_count_as_the_gpus_work():
+    # a streamer that claimed 20 of 30 row groups ahead (an early scan's primed deliveries) has
+    # not worked through them: a CPU worker at 9.9 ms a row group (GPU 2 ms) still steals a run
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(cpu_pages_per_s=1.0), "auto", cpu_prior=0.0099)
+    assert s.take_front(list(range(20))) == list(range(20))
+    s.restart_clock()  # (the burst of claims says nothing of the GPU's rate)
+    assert s.gpu_rg_seconds is None
+    assert s.steal_run(8) == [29, 28, 27, 26, 25]  # 5 x 9.9 ms < 25 row groups of 2 ms before them
+    s.delivered(18)  # 18 delivered: 6 row groups (12 ms) before position 24 leave time for one more
+    assert s.steal_run(8) == [24]
+    s.delivered(10)  # (never past what the GPU claimed)
+    assert s._done == 20 and s.steal_run(8) == []

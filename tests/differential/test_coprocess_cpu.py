@@ -20,10 +20,12 @@ from diff_suite import run_suite
 from hetdb.cache import HostPageCache
 from hetdb.exec import compiled_cpu
 from hetdb.exec.operators.aggregate import HashAggregate
+from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.scan import TableScan
 from hetdb.exec.pipeline import _Run
 
 FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
+DESCRIBED: list[str] = []  # CoProcess.describe() of each co-processed pipeline run by ``coprocessed``
 
 
 class _FrontRun(_Run):
@@ -61,9 +63,10 @@ def _tier() -> HostPageCache:
 def coprocessed(monkeypatch):
     """Fact-table aggregations of CPU connections run co-processed; yields the tier and a log of
     (row groups taken from the front, row groups stolen from the back) per pipeline."""
-    from hetdb.exec.coprocess import plan_coprocess
+    from hetdb.exec.coprocess_plan import observe_gpu_scan, plan_coprocess
 
     tier, log = _tier(), []
+    DESCRIBED.clear()
     original = compiled_cpu.run_compiled_cpu
 
     def run(ctx, pipe, run, pool, threads):
@@ -72,22 +75,31 @@ def coprocessed(monkeypatch):
             return original(ctx, pipe, run, pool, threads)
         reader = run.gsrc
         row_groups = [rg for rg in range(reader.num_row_groups) if src.verdict(ctx, reader, rg) != "skip"]
+        front_plan = compiled_cpu._prepare(ctx, pipe)  # (the GPU's part: a compiled CPU worker)
+        if isinstance(front_plan, str):
+            return original(ctx, pipe, run, pool, threads)
         ctx.device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
         try:
             co, why = plan_coprocess(ctx, pipe, reader, run, row_groups)
             if co is None:
                 log.append(why)
                 ctx.device = None
-                return original(ctx, pipe, run, pool, threads)
-            co.start()
-            front = _FrontRun(co.cctx, pipe, co.shared)
-            compiled_cpu._Worker(co.cctx, pipe, front, co.plan).work()
+                began = time.perf_counter()
+                got = original(ctx, pipe, run, pool, threads)
+                if getattr(ctx.options, "gpu_coprocess", "off") == "auto":  # (as exec/fusion_run.py does)
+                    observe_gpu_scan(ctx, pipe, reader, len(row_groups), time.perf_counter() - began, None)
+                return got
+            co.start()  # (its workers set the CPU side up when the first of them takes a morsel)
+            fctx = ExecContext(ctx.db, ctx.backend, ctx.options, ctx.host_memory, ctx.spill_dir)
+            fctx.stats, fctx._lock, fctx.cleanup, fctx.results = ctx.stats, ctx._lock, ctx.cleanup, ctx.results
+            front = _FrontRun(fctx, pipe, co.shared)
+            compiled_cpu._Worker(fctx, pipe, front, front_plan).work()
             lsink = pipe.sink.init_local(ctx, run.gsink)
-            co.finish(lsink)
-            for part in front.gsink.batches + [b for _, b in front.gsink.runs]:
+            for part in co.finish() + front.gsink.batches + [b for _, b in front.gsink.runs]:
                 pipe.sink.add_partial(ctx, part, run.gsink, lsink)
             pipe.sink.combine(ctx, run.gsink, lsink)
             log.append((list(co.shared.gpu_taken), list(co.shared.cpu_taken)))
+            DESCRIBED.append(co.describe())
         finally:
             ctx.device = None
         ctx.results[pipe.pid] = pipe.sink.finalize(ctx, run.gsink)
@@ -130,11 +142,12 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
     group, its measured time (well under the front's) lets the workers go on stealing runs (the
     probe's worker included: it reports its time before it steals again), answers unchanged."""
     import hetdb
+    from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
 
     rates = Rates()  # nothing measured; a GPU prior as slow as the front side is
-    rates.gpu_rate("scan").pages_per_s = 50.0
+    monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 50.0)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     monkeypatch.setattr(_FrontRun, "delay", 0.02)
     _tier_, log = coprocessed
@@ -142,6 +155,8 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
     with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
         want = con.sql(sql).fetchall()
         con.sql("SET gpu_coprocess = 'auto'")
+        assert con.sql(sql).fetchall() == want  # (the front side alone first: its time is measured)
+        assert log and "not measured yet" in log[-1], log
         got = con.sql(sql).fetchall()
     assert got == want and len(got) == 1
     done = [e for e in log if isinstance(e, tuple)]
@@ -151,13 +166,16 @@ def test_auto_probes_then_keeps_stealing_while_the_measured_cpu_wins(coprocessed
 
 
 def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_small, monkeypatch):
-    """With the default rates (a GPU page in 50 us, a CPU page in 2.5 ms) the whole small scan is
-    done on the GPU before one CPU row group would be: auto co-processes nothing and says why."""
+    """With a GPU page in 50 us (the default) and a CPU page of 1,000 rows in 2.5 ms (the default
+    rate is a 1M-row page's: made 1000x slower) the whole small scan is done on the GPU before one
+    CPU row group would be: auto co-processes nothing and says why."""
     import hetdb
+    from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
 
     rates = Rates()
+    monkeypatch.setattr(rates_module, "DEFAULT_CPU_PAGES_PER_S", 0.4)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     _tier_, log = coprocessed
     sql = load_queries("ssb")["q1.1"]
@@ -165,6 +183,39 @@ def test_auto_starts_no_worker_when_the_gpu_would_finish_first(coprocessed, ssb_
         assert len(con.sql(sql).fetchall()) == 1
     assert log and all(isinstance(e, str) and e.startswith("the GPU's estimated") for e in log), log
     assert all(r.observations == 0 for r in rates.cpu.values())  # no CPU worker ran
+
+
+def test_auto_sets_nothing_up_unless_a_worker_takes_a_morsel_and_a_cached_plan_reuses_it(
+        coprocessed, ssb_small, monkeypatch):
+    """The CPU side (host copies of the builds, the loop's plan, the worker threads) is made only
+    when the cost model expects a gain and a worker is about to take a morsel, and once per cached
+    plan: the plan's next runs reuse it (EXPLAIN ANALYZE says so)."""
+    import hetdb
+    from hetdb.cache import rates as rates_module
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+    from hetdb.exec import coprocess
+
+    made, pools = [], []
+    new_setup, worker_pool = coprocess.new_setup, coprocess.worker_pool
+    monkeypatch.setattr(coprocess, "new_setup", lambda *a: made.append(a[2].pid) or new_setup(*a))
+    monkeypatch.setattr(coprocess, "worker_pool", lambda n: pools.append(n) or worker_pool(n))
+    rates = Rates()  # the GPU finishes the small scan before a CPU row group (2.5 ms a 1,000-row page)
+    monkeypatch.setattr(rates_module, "DEFAULT_CPU_PAGES_PER_S", 0.4)
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    _tier_, log = coprocessed
+    sql = "  " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3, gpu_coprocess="auto") as con:
+        want = con.sql(sql).fetchall()
+        assert log and all(isinstance(e, str) for e in log), log
+        assert not made and not pools
+        con.sql("SET gpu_coprocess = 'on'")
+        for _ in range(3):  # (the same cached plan each time)
+            assert con.sql(sql).fetchall() == want
+    assert made and len(made) == len(set(made)), made  # one set-up per pipeline
+    assert pools
+    runs = [d for d in DESCRIBED if "set-up" in d]
+    assert runs and "(reused)" not in runs[0] and all("(reused)" in d for d in runs[1:]), DESCRIBED
 
 
 def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed, tmp_path, monkeypatch):

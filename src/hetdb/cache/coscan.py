@@ -9,9 +9,9 @@ rates measured during this scan: a CPU worker takes a run of row groups only whe
 them before the GPU would have worked through what is left before them, so the CPU never holds the
 query up at its end. The CPU's time per row group is what this scan's CPU workers took (wall time of
 their runs, so contention between them and with the GPU's feeder thread is in it); until one run is
-done, a single probe run of one row group is in flight, taken only when the prior estimate (the
-pipeline's rate measured by earlier scans, or the default) with a margin fits, and the other workers
-wait for its time. The GPU's time per row group is its progress through this scan (claims over
+done, the CPU's time is the pipeline's rate measured by earlier co-processed scans (``cpu_prior``);
+when there is none, a single probe run of one row group is in flight, taken only when the default
+estimate with a margin fits, and the other workers wait for its time. The GPU's time per row group is its progress through this scan (claims over
 time) once it has some, else the slower of its pages over the host→GPU link and the GPU scans'
 measured pages/s. A row group whose pages the GPU already holds (the device tier has them all) is
 never taken: it costs the GPU no copy.
@@ -27,14 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from hetdb.cache.comodel import PROBE_MARGIN
 from hetdb.cache.router import PageRouter
 from hetdb.errors import HetdbError
 
 MODES = ("auto", "on")
 OPTION_VALUES = ("off", "auto", "on")  # the connection option gpu_coprocess
-# the probe run is taken only when the prior estimate of its CPU time, times this, fits before the
-# GPU would be done (a prior from other scans or the default may be far off)
-PROBE_MARGIN = 2.0
 
 
 def check_coprocess(value: str) -> str:
@@ -53,7 +51,8 @@ class SharedScan:
 
     def __init__(self, row_groups: list[int], link_bytes: list[int], pages: int, router: PageRouter,
                  mode: str = "auto", resident: Callable[[int], bool] | None = None,
-                 gpu_pipeline: str = "scan") -> None:
+                 gpu_pipeline: str = "scan", cpu_prior: float | None = None, gpu_slowdown: float = 1.0,
+                 default_scale: float = 1.0) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown co-processing mode {mode!r}")
         if len(link_bytes) != len(row_groups):
@@ -66,7 +65,12 @@ class SharedScan:
         self.resident = resident
         # the GPU's pages/s end to end: what GPU scans observe (scan_device.DeviceScanState.close)
         self.gpu_pipeline = gpu_pipeline
+        self.gpu_slowdown = gpu_slowdown  # the GPU next to CPU workers, as earlier scans measured it
         self._lo = 0                       # the next position the GPU takes
+        self._done = 0                     # positions the GPU's consumer has had delivered (``delivered``)
+        self._by_deliveries = False        # the GPU's rate follows its deliveries, not its claims
+        self.expected_cpu = 0              # row groups the cost model expected the CPU to take
+        self.workers = 1                   # CPU workers taking part (the cost model's choice in "auto")
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._cond = threading.Condition()
         self.gpu_taken: list[int] = []
@@ -78,6 +82,11 @@ class SharedScan:
         self._gpu_first: tuple[float, int] | None = None  # (time, row groups claimed) at the first claim
         self.gpu_rg_seconds: float | None = None  # measured in this scan: the GPU's progress
         self.stopped = False               # nothing more for the CPU: waiting workers leave
+        # one worker's time per row group measured by earlier scans of the pipeline (None: probe)
+        self.cpu_prior = cpu_prior
+        # the default CPU rate (per page) scaled to these pages (it is a 1M-row page's)
+        self.default_scale = default_scale
+        self.setup_seconds: float | None = None  # the CPU side's set-up, once done (EXPLAIN ANALYZE)
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
@@ -90,16 +99,37 @@ class SharedScan:
                 got.append(i)
                 self._lo += 1
             self.gpu_taken.extend(self.row_groups[i] for i in got)
-            now = time.perf_counter()
-            if self._gpu_first is None:
-                self._gpu_first = (now, len(self.gpu_taken))
-            elif len(self.gpu_taken) > self._gpu_first[1] and now > self._gpu_first[0]:
-                # claims run ahead of the kernels by the streamer's depth: the first claim's row
-                # groups are not counted, the ones since took the time since
-                self.gpu_rg_seconds = (now - self._gpu_first[0]) / (len(self.gpu_taken) - self._gpu_first[1])
+            if not self._by_deliveries:
+                self._progress(len(self.gpu_taken))
             if self._lo >= self._hi:
                 self._cond.notify_all()
             return got
+
+    def _progress(self, count: int) -> None:
+        """The GPU's rate from its progress (``count`` row groups claimed, or delivered) over time:
+        the first step's row groups are not counted (claims run ahead of the kernels by the
+        streamer's depth), the ones since took the time since."""
+        now = time.perf_counter()
+        if self._gpu_first is None:
+            self._gpu_first = (now, count)
+        elif count > self._gpu_first[1] and now > self._gpu_first[0]:
+            self.gpu_rg_seconds = (now - self._gpu_first[0]) / (count - self._gpu_first[1])
+
+    def delivered(self, count: int) -> None:
+        """The GPU's consumer took a delivery of ``count`` row groups (in scan order): what it has
+        claimed but not yet had delivered is still ahead of it (``_gpu_left``), and its rate
+        follows its deliveries from now on."""
+        with self._cond:
+            if not self._by_deliveries:
+                self._by_deliveries, self._gpu_first = True, None
+            self._done = min(self._lo, self._done + count)
+            self._progress(self._done)
+
+    def restart_clock(self) -> None:
+        """Forget the GPU's rate measured so far (claims of an early scan's primed deliveries came
+        in a burst, long before its consumer)."""
+        with self._cond:
+            self._gpu_first, self.gpu_rg_seconds = None, None
 
     def remaining(self) -> int:
         with self._cond:
@@ -124,19 +154,37 @@ class SharedScan:
                     return []  # the GPU holds it, and (scanned in order) likely what precedes it
                 if self.mode == "on":  # at most half of what is left: the GPU's side takes some too
                     return self._claim(min(max(1, most), max(1, (self._hi - self._lo) // 2)))
-                if self.cpu_rg_seconds is None:
+                per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
+                if per is None:
                     if self._probing:
                         self._cond.wait()  # the probe's time decides; then decide again
                         continue
-                    prior = self.router.cpu_seconds() * self.pages * PROBE_MARGIN
+                    prior = self.router.cpu_seconds() * self.default_scale * self.pages * PROBE_MARGIN
                     if prior >= self._gpu_left(i):
                         return []
                     self._probing = True
                     return self._claim(1)
                 k = min(max(1, most), self._hi - self._lo)
-                while k and self.cpu_rg_seconds * k >= self._gpu_left(i - k + 1):
+                while k and per * k >= self._gpu_left(i - k + 1):
                     k -= 1
                 return self._claim(k) if k else []
+
+    def would_steal(self) -> bool:
+        """Whether a CPU worker's ``steal_run`` would claim a row group now, or wait for the probe's
+        time (nothing is claimed): a worker sets the CPU side up only then."""
+        with self._cond:
+            if self.stopped or self._hi <= self._lo:
+                return False
+            i = self._hi - 1
+            if self.resident is not None and self.resident(self.row_groups[i]):
+                return False
+            if self.mode == "on":
+                return True
+            per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
+            if per is None:
+                prior = self.router.cpu_seconds() * self.default_scale * self.pages * PROBE_MARGIN
+                return self._probing or prior < self._gpu_left(i)
+            return per < self._gpu_left(i)
 
     def _claim(self, k: int) -> list[int]:
         got = [self.row_groups[self._hi - 1 - j] for j in range(k)]
@@ -145,16 +193,22 @@ class SharedScan:
         return got
 
     def gpu_row_group_seconds(self, i: int) -> float:
-        """The GPU's time for position ``i``: its measured progress in this scan, else the slower of
-        the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
+        """The GPU's time for position ``i``: its measured progress in this scan, else its time alone
+        times the slowdown earlier scans measured."""
         if self.gpu_rg_seconds is not None:
             return self.gpu_rg_seconds
+        return self.gpu_alone_seconds(i) * self.gpu_slowdown
+
+    def gpu_alone_seconds(self, i: int) -> float:
+        """The GPU's time for position ``i`` with no CPU worker beside it, as the rates say: the
+        slower of the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
         rates = self.router.rates
         return max(rates.h2d.seconds(self.link_bytes[i]), self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1))
 
     def _gpu_left(self, i: int) -> float:
-        """The GPU's time for every unclaimed position before ``i``."""
-        return sum(self.gpu_row_group_seconds(j) for j in range(self._lo, i))
+        """The GPU's time for every position before ``i`` it has not had delivered yet (claimed
+        ahead, or unclaimed)."""
+        return sum(self.gpu_row_group_seconds(j) for j in range(self._done, i))
 
     def gpu_seconds_left(self) -> float:
         with self._cond:
@@ -162,7 +216,8 @@ class SharedScan:
 
     def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False) -> None:
         """A CPU worker's wall time for a run of ``row_groups`` it took: this scan's CPU time per row
-        group follows it (a running mean), and so does the router's CPU rate of the pipeline.
+        group follows it (a running mean), and so does the router's CPU rate of the pipeline (in
+        "auto" only).
         ``warmup``: the run compiled the loop; its time is not a rate (the next steal probes again)."""
         if row_groups <= 0:
             return
@@ -179,7 +234,8 @@ class SharedScan:
             self._cpu_done = done
             self._probing = False
             self._cond.notify_all()
-        self.router.observe_cpu(row_groups * self.pages, seconds)
+        if self.mode == "auto":  # (forced runs, every worker stealing at once, teach "auto" nothing)
+            self.router.observe_cpu(row_groups * self.pages, seconds)
 
     def stop(self) -> None:
         """No more row groups for the CPU (the GPU side failed or finished): waiting workers leave."""

@@ -10,18 +10,24 @@ or, for pages the tier lacks, from disk.
 
 The GPU's feeder is one Python thread: every moment a CPU worker holds the GIL delays the GPU's
 copies and launches. So a worker's morsel is a run of consecutive row groups (up to ``RUN_BYTES``
-decoded): its pages are looked up under one lock, each decoded by a Numba ``nogil`` decoder straight
+decoded, exec/coprocess_setup.py): its pages are looked up under one lock, each decoded by a Numba ``nogil`` decoder straight
 into the worker's reused run buffers (plain pages: one copy, which NumPy makes without the GIL), and
 one loop call goes over the whole run; the Python between those calls is per page a look-up and a
 call, per run the loop's arguments.
 
-The join builds, made once on the GPU, are copied to the host and hashed there for the CPU loops
-(small dimension tables). Each CPU worker keeps its own group table; when the scan is done its
+Nothing of the CPU side is made before a worker is about to take its first morsel: then the join
+builds, made once on the GPU, are copied to the host and hashed there (small dimension tables) and
+the CPU loop is planned (exec/coprocess_setup.py), once per cached plan; the workers are the
+process's co-processing threads, started once, and their run buffers are kept per thread. So a
+scan the cost model keeps on the GPU costs the decision only. Each CPU worker keeps its own group
+table; when the scan is done its
 partial states move to the GPU and join the aggregation's partial states next to the fused kernel's,
 so the aggregation merges them as it merges any partial states. EXPLAIN ANALYZE shows the pages by
 route on the scan and the row groups each side took on the aggregation.
 
-``gpu_coprocess``: "off" (default), "auto" (the router's cost model decides per steal), "on" (every
+``gpu_coprocess``: "off" (default), "auto" (the cost model, cache/comodel.py, decides from measured
+rates whether to co-process the scan at all and with how many workers, exec/coprocess_plan.py; then
+the shared scan decides per steal), "on" (every
 steal succeeds: tests force it so that each pipeline mixes CPU and GPU work).
 """
 
@@ -29,31 +35,31 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from hetdb import codec
-from hetdb.cache.coscan import PROBE_MARGIN, SharedScan, check_coprocess
+from hetdb.cache.coscan import SharedScan
 from hetdb.cache.pages import page_info
-from hetdb.cache.router import PageRouter, Route, RouteCounts
+from hetdb.cache.router import Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
+from hetdb.exec.coprocess_setup import (
+    builds_done,
+    enter_switch_interval,
+    exit_switch_interval,
+    keep_setup,
+    new_setup,
+    setup_of,
+    worker_pool,
+)
 from hetdb.exec.operators.base import ExecContext
-from hetdb.exec.operators.join import HashProbe
-from hetdb.exec.operators.join_build import BuildSide, key_name
 from hetdb.exec.pipeline import _Run
 from hetdb.storage.pages import decode_page, unpack_validity
 
-# decoded bytes of one CPU worker's run of row groups (its reused buffers); a run is one loop call
-RUN_BYTES = 32 << 20
-
-
-def cpu_workers(ctx: ExecContext) -> int:
-    """CPU workers next to the thread driving the GPU."""
-    return max(1, int(getattr(ctx.options, "threads", 1) or 1) - 1)
+_THREAD_BUFFERS = threading.local()  # each pool thread's run buffers, kept across scans
 
 
 class _StealingRun(_Run):
@@ -84,45 +90,12 @@ class _StealingRun(_Run):
         return run[0], run
 
 
-def host_build_side(cctx: ExecContext, side: BuildSide, keys: int) -> BuildSide:
-    """A GPU join build copied to the host and hashed there (the CPU loops probe it)."""
-    from hetdb.exec.keys import encoders_for, key_arrays
-
-    be = cctx.backend
-    batch = _to_host(side.batch)
-    keycols = [batch.columns[key_name(i)] for i in range(keys)]
-    encoders = encoders_for(be, [c.dtype for c in keycols])
-    table = valid_idx = None
-    if keys and batch.num_rows:
-        arrays, valid = key_arrays(be, keycols, encoders)
-        if valid is not None:
-            valid_idx = be.nonzero(valid)
-            arrays = [be.gather(a, valid_idx) for a in arrays]
-        if int(arrays[0].shape[0]):
-            table = be.join_build(arrays)
-    return BuildSide(batch, table, valid_idx, encoders, side.has_null_key, side.nonempty,
-                     scanned_rows=side.scanned_rows)
-
-
-def _to_host(batch: Batch) -> Batch:
-    """A device Batch's columns as host arrays (dictionaries too)."""
-
-    def host(a: Any) -> Any:
-        return None if a is None else (a.get() if hasattr(a, "get") else np.asarray(a))
-
-    def col(c: Column) -> Column:
-        d = c.dictionary
-        return Column(c.dtype, data=host(c.data), validity=host(c.validity),
-                      dictionary=None if d is None else col(d), offsets=host(c.offsets), chars=host(c.chars))
-
-    return Batch({k: col(c) for k, c in batch.columns.items()}, batch.num_rows)
-
-
 class _CoWorker(_Worker):
     """A compiled CPU worker of a co-processed scan: its morsels are stolen runs of row groups, its
-    pages come from the pinned host tier and stay pinned while its loop reads them (a run of one row
-    group: plain pages are views of the tier's memory; longer runs are decoded into the worker's run
-    buffers)."""
+    pages come from the pinned host tier and stay pinned while its loop reads them: decoded into the
+    worker's run buffers (kept by its thread across scans), or, where runs are of one row group
+    (pages a run cannot take), plain pages as views of the tier's memory and the others decoded
+    into fresh arrays."""
 
     def __init__(self, co: CoProcess) -> None:
         super().__init__(co.cctx, co.pipe, co.crun, co.plan)
@@ -131,25 +104,30 @@ class _CoWorker(_Worker):
         self.started = 0.0
         self.taken = 0
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
-        self.buffers: dict[str, np.ndarray] = {}
+        self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
+        # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
+        # by every scan: tens of MiB per worker)
+        self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
 
     def _read(self, morsel: Any) -> tuple[dict[str, Column], int] | None:
         co = self.co
         co._done_with(self)
         started = time.perf_counter()  # the scan's CPU rate counts reading and decoding too
+        self.started_cpu = time.thread_time()
         src, reader = self.pipe.source, self.run.gsrc
         rgs = (morsel,) if isinstance(morsel, int) else tuple(morsel)
         rows = [reader.row_group_rows(rg) for rg in rgs]
         n = sum(rows)
         tier = co.ctx.device.host_tier(co.ctx.options)
         counts = RouteCounts()
-        if len(rgs) == 1:
+        if len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
         else:
             cols = {c: self._run_column(reader, self.p.names[c], rgs, rows, tier, counts) for c in self.p.base}
         co.ctx.add_routes(src.op_id, counts)
         co.ctx.add(src.op_id, rows_in=n, rows_out=n)
         self.started, self.taken = started, len(rgs)
+        self.read_s = time.perf_counter() - started
         return cols, n
 
     def _buffer(self, key: str, dtype: Any, n: int) -> np.ndarray:
@@ -231,21 +209,97 @@ def _section(raw: np.ndarray, sections: dict, name: str, where: str) -> np.ndarr
 class CoProcess:
     """The CPU side of one co-processed scan: ``start`` its workers, let the GPU stream the scan
     through ``shared``, then ``finish`` (waits for the workers and hands their partial states to the
-    GPU aggregation)."""
+    GPU aggregation).
 
-    def __init__(self, ctx: ExecContext, pipe: Any, run: Any, shared: SharedScan, cctx: ExecContext,
-                 plan: Any, workers: int, most: int = 1) -> None:
+    Nothing is set up until a worker is about to take its first morsel (``SharedScan.would_steal``):
+    then one worker copies the join builds to the host and hashes them, and plans the CPU loop, while
+    the others wait; a cached plan run again reuses what its first co-processed run set up
+    (``CoSetup``, kept on the pipeline: the same plan reads the same table versions, so its builds
+    hold the same rows). The set-up's time is in EXPLAIN ANALYZE and feeds the cost model."""
+
+    def __init__(self, ctx: ExecContext, pipe: Any, run: Any, shared: SharedScan, reader: Any,
+                 workers: int, key: str) -> None:
         self.ctx, self.pipe, self.run, self.shared = ctx, pipe, run, shared
-        self.cctx, self.plan, self.workers = cctx, plan, workers
+        self.reader, self.workers, self.key = reader, workers, key
         self._local = threading.local()  # the worker running on each thread
-        self.crun = _StealingRun(cctx, pipe, shared, plan, most, self._done_here)
-        self.crun.parallel = workers > 1
-        self._pool: ThreadPoolExecutor | None = None
+        self.cctx: ExecContext | None = None
+        self.plan: Any = None
+        self.crun: _StealingRun | None = None
+        self._setup_lock = threading.Lock()
+        self._ready: bool | None = None   # set up (True), refused (False), not yet (None)
+        self.refused = ""
+        self.setup_reused = False
+        self._gpu: tuple | None = None    # (device id, event after the builds) for the host copies
         self._futures: list = []
+        self._switched = False  # the interpreter's switch interval shortened (coprocess_setup.SWITCH_INTERVAL_S)
+        self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
+        self._spent_lock = threading.Lock()
+        self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
 
     def start(self) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="hetdb-coprocess")
-        self._futures = [self._pool.submit(_CoWorker(self).work) for _ in range(self.workers)]
+        """Queue the workers on the process's co-processing threads (each sets up nothing and leaves
+        when the CPU would take nothing)."""
+        if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":
+            self._gpu = builds_done()  # (the workers copy the builds: after everything queued so far)
+        pool = worker_pool(self.workers)
+        enter_switch_interval()
+        self._switched = True
+        self._futures = [pool.submit(self._work) for _ in range(self.workers)]
+
+    def set_up_now(self) -> None:
+        """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts."""
+        self._set_up()
+
+    def _work(self) -> None:
+        if not self.shared.would_steal() or not self._set_up():
+            return
+        _CoWorker(self).work()
+
+    def _set_up(self) -> bool:
+        """The CPU side's state, made by the first worker about to take a morsel (the others wait
+        for it); False when the CPU pipeline compiler refuses the pipeline (the CPU takes nothing)."""
+        with self._setup_lock:
+            if self._ready is not None:
+                return self._ready
+            t0 = time.perf_counter()
+            try:
+                why = self._make()
+            except BaseException:
+                self._ready = False
+                self.shared.stop()
+                raise
+            seconds = time.perf_counter() - t0
+            self.shared.setup_seconds = seconds
+            if not self.setup_reused:  # (a reused set-up costs next to nothing: the model counts none)
+                self.shared.router.rates.observe_setup(self.key, seconds)
+            self._ready = not why
+            if why:
+                self.refused = why
+                self.shared.stop()
+            return self._ready
+
+    def _make(self) -> str:
+        from hetdb.backend.cpu.backend import CpuBackend
+
+        ctx, pipe = self.ctx, self.pipe
+        setup = setup_of(pipe, self.reader)
+        backend = setup.backend if setup is not None else CpuBackend()
+        cctx = ExecContext(ctx.db, backend, ctx.options, ctx.host_memory, ctx.spill_dir)
+        cctx.stats, cctx._lock, cctx.cleanup = ctx.stats, ctx._lock, ctx.cleanup
+        if setup is None:
+            setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)
+            if setup.plan is not None or setup.compiler_refused:
+                keep_setup(pipe, self.reader, setup)  # (a build not at hand this time may be next time)
+        else:
+            self.setup_reused = True
+        if setup.refused:
+            return setup.refused
+        cctx.results.update(setup.host)
+        plan = setup.plan  # (its counts go on: morsels the loop took or refused tell the runs' length)
+        self.cctx, self.plan = cctx, plan
+        self.crun = _StealingRun(cctx, pipe, self.shared, plan, setup.most, self._done_here)
+        self.crun.parallel = self.workers > 1
+        return ""
 
     def _done_here(self) -> None:
         worker = getattr(self._local, "worker", None)
@@ -255,7 +309,14 @@ class CoProcess:
     def _done_with(self, worker: Any) -> None:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
-            self.shared.observe_cpu(worker.taken, time.perf_counter() - worker.started, worker.warmup)
+            wall = time.perf_counter() - worker.started
+            self.shared.observe_cpu(worker.taken, wall, worker.warmup)
+            with self._spent_lock:
+                # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
+                self.spent[0] += worker.taken
+                self.spent[1] += wall
+                self.spent[2] += time.thread_time() - worker.started_cpu
+                self.spent[3] += worker.read_s
             worker.started, worker.warmup = 0.0, False
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
@@ -302,48 +363,70 @@ class CoProcess:
         return decode_page(_raw(info, hp), spec.dtype, n, info.encoding, info.sections, dictionary,
                            f"table '{reader.name}' column '{name}' page {rg}", info.codec)
 
-    def finish(self, lsink: Any) -> None:
-        """Wait for the workers; their partial states join the GPU aggregation (through ``lsink``,
-        the GPU side's local sink state, combined by the caller)."""
-        from hetdb.exec.compiled_cpu import _Redo
-        from hetdb.exec.hostutil import batch_to_device
-
-        self.shared.stop()  # the GPU is done: a worker waiting for a decision leaves
+    def _join(self) -> list:
         errors = []
         for f in self._futures:
             try:
                 f.result()
-            except BaseException as e:  # noqa: BLE001 - the first is raised below, after every worker stopped
+            except BaseException as e:  # noqa: BLE001 - the first is raised by the caller, after every worker stopped
                 errors.append(e)
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        if self._switched:
+            self._switched = False
+            exit_switch_interval()
+        return errors
+
+    def finish(self) -> list[Batch]:
+        """Wait for the workers; returns their partial states (host batches: the caller adds them to
+        the aggregation, on the host when its kernel's groups go there, else ``to_device``)."""
+        from hetdb.exec.columns import concat_batches
+        from hetdb.exec.compiled_cpu import _Redo
+
+        self.shared.stop()  # the GPU is done: a worker waiting for a decision leaves
+        t0 = time.perf_counter()
+        errors = self._join()
+        self.end_wait_s = time.perf_counter() - t0
+        if self.shared.cpu_taken:  # (else it waited for a set-up, which the model counts apart)
+            self.shared.router.rates.observe_end_wait(self.key, self.end_wait_s)
         if errors:
+            if self.crun is not None:
+                self.crun.gsink.reservation.close()
             if isinstance(errors[0], _Redo):
                 raise OutOfRangeError("a value left its type in a CPU worker's compiled loop "
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
-        crun, cg, sink = self.crun, self.crun.gsink, self.pipe.sink
+        if self.crun is None:
+            return []  # no worker took a morsel: nothing was set up
+        crun, cg = self.crun, self.crun.gsink
         crun.flush()
         if cg.parts is not None:
+            cg.reservation.close()
             raise HetdbError("CPU+GPU co-processing: the CPU workers' partial aggregates spilled to disk; "
                              "run with gpu_coprocess='off' or a larger host_memory_limit")
-        parts = cg.batches + [b for _, b in cg.runs]
+        parts = [p for p in cg.batches + [b for _, b in cg.runs] if p.num_rows]
         cg.batches, cg.runs = [], []
-        for part in parts:
-            if part.num_rows:
-                sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache),
-                                 self.run.gsink, lsink)
         cg.reservation.close()
+        if len(parts) > 1 and not any(c.dictionary is not None for p in parts for c in p.columns.values()):
+            parts = [concat_batches(self.cctx.backend, parts)]  # (one batch: one copy, one merge)
+        return parts
+
+    def to_device(self, parts: list[Batch], gsink: Any) -> None:
+        """The CPU workers' partial states into the GPU aggregation's global state ``gsink``."""
+        from hetdb.exec.hostutil import batch_to_device
+
+        sink = self.pipe.sink
+        lsink = sink.init_local(self.ctx, gsink)
+        for part in parts:
+            sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache), gsink, lsink)
+        sink.combine(self.ctx, gsink, lsink)
 
     def abort(self) -> None:
         """The GPU side failed: stop the workers (their errors are dropped: the GPU's is raised)."""
-        self.crun.stop = True
+        if self.crun is not None:
+            self.crun.stop = True
         self.shared.stop()
-        for f in self._futures:
-            f.exception()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-        self.crun.gsink.reservation.close()
+        self._join()
+        if self.crun is not None:
+            self.crun.gsink.reservation.close()
 
     def describe(self) -> str:
         s = self.shared
@@ -352,8 +435,19 @@ class CoProcess:
             rates = f"; measured per row group: CPU worker {s.cpu_rg_seconds * 1e3:.2f} ms"
             if s.gpu_rg_seconds is not None:
                 rates += f", GPU {s.gpu_rg_seconds * 1e3:.2f} ms"
+        if s.setup_seconds is None:
+            setup = "; nothing set up: no worker took a morsel"
+        else:
+            setup = f"; set-up {s.setup_seconds * 1e3:.2f} ms{' (reused)' if self.setup_reused else ''}"
+            if self.refused:
+                setup += f", refused: {self.refused}"
+        rgs, wall, cpu, read = self.spent
+        if rgs:
+            setup += (f"; CPU workers per row group: {wall / rgs * 1e3:.2f} ms wall, {cpu / rgs * 1e3:.2f} ms "
+                      f"thread CPU, {read / rgs * 1e3:.2f} ms reading and decoding")
         return (f" (CPU+GPU co-processing: {len(s.cpu_taken)} row groups on {self.workers} CPU workers, "
-                f"{len(s.gpu_taken)} on the GPU{rates})")
+                f"{len(s.gpu_taken)} on the GPU{rates}{setup}; the GPU waited {self.end_wait_s * 1e3:.2f} ms "
+                "for the CPU workers at the end)")
 
 
 def _load(tier: Any, key: Any, loc: Any, where: str) -> Any:
@@ -369,88 +463,3 @@ def _load(tier: Any, key: Any, loc: Any, where: str) -> Any:
         tier.abort(blocks)
         raise
     return tier.commit(blocks)
-
-
-def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
-                   row_groups: list[int]) -> tuple[CoProcess | None, str]:
-    """A CoProcess for the fused pipeline ``pipe`` over ``row_groups`` of its scan (a table version's
-    ``reader``) when the option asks for it and the CPU compiler takes the pipeline, else (None, why
-    not; "" when off)."""
-    mode = check_coprocess(getattr(ctx.options, "gpu_coprocess", "off"))
-    if mode == "off" or ctx.device is None or not row_groups:
-        return None, ""
-    if ctx.device.host_tier(ctx.options) is None:
-        return None, "no pinned host tier (host_cache_limit=0)"
-    # the GPU's pages of a row group: every column of the scan (what it copies, and caches)
-    names = list(dict.fromkeys(pipe.source.scan.column_names))
-    link = [sum(page_info(reader, name, rg, False).location.length for name in names) for rg in row_groups]
-    cache = ctx.device.cache
-    compressed = bool(getattr(ctx.options, "gpu_compressed_cache", False))
-
-    from hetdb.exec.operators.scan_device import scan_router
-
-    use_cache = scan_router(ctx).use_device_tier  # (route 'copy': the GPU holds nothing for the scan)
-
-    def resident(rg: int) -> bool:
-        return use_cache and all(page_info(reader, name, rg, compressed).key in cache for name in names)
-
-    # the pipeline's CPU rate (a prior for the next scans' probe) under its own key: the loops of
-    # different pipelines differ in cost by far more than their pages do
-    probes = sum(isinstance(op, HashProbe) for op in pipe.ops)
-    key = f"coprocess:{reader.name}:{','.join(names)}:{probes}:{len(getattr(pipe.sink, 'aggs', ()))}"
-    router = PageRouter("auto", gpu=True, pipeline=key)
-    shared = SharedScan(row_groups, link, len(names), router, "on" if mode == "on" else "auto", resident)
-    if mode == "auto":
-        why = _loses(shared)  # before the builds are copied to the host and the loop is planned
-        if why:
-            return None, why
-    from hetdb.backend.cpu.backend import CpuBackend
-    from hetdb.exec.compiled_cpu import _prepare
-
-    cctx = ExecContext(ctx.db, CpuBackend(), ctx.options, ctx.host_memory, ctx.spill_dir)
-    cctx.stats, cctx._lock, cctx.cleanup = ctx.stats, ctx._lock, ctx.cleanup
-    from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
-
-    if _skipped_inputs(ctx, pipe):
-        _run_skipped_inputs(ctx, pipe)  # a repeated plan skipped the builds the CPU loops probe
-    for op in pipe.ops:
-        if isinstance(op, HashProbe):
-            side = ctx.results.get(op.build_pipeline)
-            if side is None or side.partitions is not None:
-                return None, "a join build is not at hand (built inside the fused kernel, or spilled)"
-            cctx.results[op.build_pipeline] = host_build_side(cctx, side, len(op.left_keys))
-    plan = _prepare(cctx, pipe)
-    if isinstance(plan, str):
-        return None, plan or "the CPU pipeline compiler does not take this pipeline"
-    if plan.marks is not None or plan.plan.materialize:
-        return None, "only aggregating pipelines are co-processed"
-    read = list(dict.fromkeys(plan.names[c] for c in plan.base))
-    return CoProcess(ctx, pipe, run, shared, cctx, plan, cpu_workers(ctx), _run_length(reader, read, row_groups)), ""
-
-
-def _loses(shared: SharedScan) -> str:
-    """Why co-processing would lose ("" when it may win): the GPU would be done with the whole scan
-    before one CPU worker finished one row group (the pipeline's measured CPU rate, else the
-    default, with the probe's margin); then no worker is started at all."""
-    cpu = shared.router.cpu_seconds() * shared.pages * PROBE_MARGIN
-    gpu = shared.gpu_seconds_left()
-    if cpu < gpu:
-        return ""
-    return (f"the GPU's estimated {gpu * 1e3:.1f} ms for the scan is less than "
-            f"{cpu * 1e3:.1f} ms for one row group on a CPU worker")
-
-
-def _run_length(reader: Any, names: list[str], row_groups: list[int]) -> int:
-    """Row groups in one CPU worker's run: as many as ``RUN_BYTES`` of decoded columns hold; one when
-    a string column has a page not dictionary-encoded (the loop refuses such a page, and the
-    operators then read that row group alone) or a column holds Python objects (wide decimals)."""
-    width = 0
-    for name in names:
-        spec = reader.column(name)
-        dtype = np.dtype(spec.dtype.numpy_dtype)
-        if dtype.kind == "O" or spec.dtype.kind == "list" or (spec.dtype.kind == "string" and any(
-                page_info(reader, name, rg, False).encoding != "dict" for rg in row_groups)):
-            return 1
-        width += dtype.itemsize + (1 if spec.nullable else 0)
-    rows = max(1, reader.rows_per_page)
-    return max(1, RUN_BYTES // max(1, width * rows))

@@ -16,8 +16,10 @@ pipeline makes its own), and its consumer waits on each delivery only when it ta
 Started only where the fact scan will stream past the device cache out of the pinned host tier, with
 the default warm path: the connection's first scan of those columns (``scan_device.first_scan``'s
 pass-through), its first and last row groups' pages in the host tier (a cold scan would make the
-dimension pipelines wait for the disk), batched deliveries, no co-processing, no zero-copy, pages
-not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
+dimension pipelines wait for the disk), batched deliveries, co-processing off or "auto" (where the
+cost model expects a gain, the early fact scan is the shared scan CPU workers later take row groups
+of from the back, and it primes at most the GPU's expected share: exec/coprocess.early_shared_scan),
+no zero-copy, pages not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
 (``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 
 Its primed copies fill the link for milliseconds, and the dimension scans' small copies, issued later
@@ -95,7 +97,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     opts = ctx.options
     if ctx.device is None or not getattr(opts, "gpu_early_scan", False):
         return
-    if getattr(opts, "gpu_batch_bytes", 0) <= 0 or getattr(opts, "gpu_coprocess", "off") != "off" \
+    if getattr(opts, "gpu_batch_bytes", 0) <= 0 or getattr(opts, "gpu_coprocess", "off") == "on" \
             or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "gpu_stream_encoded", False) \
             or getattr(opts, "route", "auto") != "auto":
         return
@@ -111,11 +113,18 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
             got = _streams_past(ctx, pipe.source)
             if got is not None and not _start(ctx, pipe.source, got, None):
                 return  # (the budget had no room: neither does the fact scan)
+    shared = cap = None
+    if getattr(opts, "gpu_coprocess", "off") == "auto":
+        from hetdb.exec.coprocess_plan import early_shared_scan
+
+        # CPU workers will take row groups of the fact scan from its back: the streamer claims
+        # the row groups it primes (at most the GPU's expected share)
+        shared, cap = early_shared_scan(ctx, pipelines[index], fact)
     import cupy
 
     from hetdb.backend.gpu.stream_io import early_streams
 
-    _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id))
+    _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id), shared, cap)
 
 
 def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:
@@ -152,16 +161,20 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
     return row_groups
 
 
-def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any) -> bool:
+def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
+           cap: int | None = None) -> bool:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
-    the process's) and queue its first deliveries; False when the budget has no room."""
+    the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
+    first deliveries, at most ``cap`` bytes of them; False when the budget has no room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
     state = DeviceScanState(ctx.db.table(op.scan.table))
     state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
-    args, kwargs = streamer_args(op, ctx, state, row_groups)
+    args, kwargs = streamer_args(op, ctx, state, row_groups, shared)
     budget = ctx.device.budget
     room = min(EARLY_MAX_BYTES, int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE))
+    if cap is not None:
+        room = min(room, cap)
     if room <= 0:
         return False
     from hetdb.backend.gpu.stream import PageStreamer

@@ -5,6 +5,7 @@ operator-at-a-time path; the kernel's groups join the aggregation's partial stat
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from hetdb import types as T
@@ -66,7 +67,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         ctx.stat(sink.op_id).fused += " (pages kept compressed are decoded in the kernel)"
     co = None
     if morsels and plan.chain is None:
-        from hetdb.exec.coprocess import plan_coprocess
+        from hetdb.exec.coprocess_plan import plan_coprocess
 
         co, why = plan_coprocess(ctx, pipe, getattr(gsrc, "reader", gsrc), run, [rg for _, rg in morsels])
         if why:
@@ -82,6 +83,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     if hot is not None and morsels and co is None and getattr(gsrc, "iterator", True) is None:
         # the resident launch took the other row groups: the streamer delivers only these, in order
         gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
+    timed = morsels and plan.chain is None and getattr(ctx.options, "gpu_coprocess", "off") == "auto"
+    scan_began = time.perf_counter()
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
         fusable = []
         for b in batches:
@@ -112,14 +115,25 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         if fusable:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
+    if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
+        from hetdb.exec.coprocess_plan import observe_gpu_scan
+
+        observe_gpu_scan(ctx, pipe, getattr(gsrc, "reader", gsrc), len(morsels) - (len(co.shared.cpu_taken) if co else 0),
+                         time.perf_counter() - scan_began, co)
+    cpu_parts: list[Batch] = []  # the CPU workers' partial states (co-processing), on the host
     if co is not None:
-        co.finish(lsink)
+        cpu_parts = co.finish()
         ctx.stat(sink.op_id).fused += co.describe()
     compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
     host = _host_finish(ctx, pipe, plan, run.gsink, fp, state)
+    if cpu_parts and (host is None or any(c.dictionary is not None for b in cpu_parts for c in b.columns.values())):
+        co.to_device(cpu_parts, run.gsink)  # (merged with the kernel's groups on the GPU)
+        cpu_parts = []
+        if host is not None:
+            host = None if run.gsink.batches else host
     with Timer(ctx, sink.op_id):
         result = fp.finish(state, host=True) if host is not None else fp.finish(state)
     ctx.add(sink.op_id, rows_in=fused_rows)
@@ -140,6 +154,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
             with Timer(ctx, sink.op_id):
                 run.gsink.batches.append(_partial_state(host, sink, plan, result, on_host=True))
                 run.gsink.groups_unique = True  # the kernel's groups alone: each once, nothing to merge
+        if cpu_parts:  # (the CPU workers' groups join the kernel's on the host: nothing goes to the GPU)
+            run.gsink.batches.extend(cpu_parts)
+            run.gsink.groups_unique = False
         ctx.made_on_host.add(pipe.pid)  # (its consumers on the host take the result as it is)
         return host
     if result.num_groups:

@@ -333,7 +333,8 @@ def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared
     delivery's Batches (pushed filters not applied: the fused kernel evaluates them)."""
     _start(op, ctx, state, list(shared.row_groups), shared)
     scan = op.scan
-    for _, parts in state.iterator:
+    for rgs, parts in state.iterator:
+        shared.delivered(len(rgs))
         _account(op, ctx, state)
         out = []
         for b in parts:

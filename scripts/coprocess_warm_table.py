@@ -1,0 +1,193 @@
+"""GPU-only vs CPU-only vs CPU+GPU co-processing on warm scans, in one process (issue 9's table).
+
+    PYTHONPATH=src python scripts/coprocess_warm_table.py DB [--suite ssb] [--queries q1.1,q1.2,q1.3]
+        [--repeat 5] [--threads N] [--modes gpu,cpu,cpu-hot,auto,on] [--budget-s 80] [--json OUT.json]
+
+Per query and mode, after one warm-up run, the median of ``--repeat`` timed runs (the query only, not
+the connect), each on a fresh connection as ``hetdb bench --mode warm`` does: the GPU's page cache is
+empty, the process-wide pinned host tier and the OS page cache keep the data.
+
+    gpu      device="gpu", gpu_coprocess="off" (GPU only: every page over the link)
+    cpu      device="cpu" (CPU only, the same threads: pages from the OS page cache, decoded)
+    cpu-hot  device="cpu" on one connection for every run (its decoded host page cache: the CPU's best)
+    auto     device="gpu", gpu_coprocess="auto" (the cost model decides; cache/comodel.py)
+    on       device="gpu", gpu_coprocess="on" (every steal succeeds: the test mode)
+    MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
+    MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
+             the GPU's feeder thread wait for the GIL behind the CPU workers?)
+
+Answers are compared with the first mode's. After the timed runs of "auto" and "on", one EXPLAIN
+ANALYZE on a fresh connection gives the co-processing line (row groups each side took, the CPU's and
+GPU's time per row group, the set-up) or why it did not co-process. Rates measured by earlier runs
+carry over (process-wide, as in a long-lived process). The last lines: per query the best of the
+GPU-only and CPU-only times, auto against it, and the geometric means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import hetdb  # noqa: E402
+from hetdb.bench.suites import load_queries  # noqa: E402
+
+MODES = {
+    "gpu": ("gpu", {"gpu_coprocess": "off"}),
+    "cpu": ("cpu", {}),
+    "cpu-hot": ("cpu", {}),
+    "auto": ("gpu", {"gpu_coprocess": "auto"}),
+    "on": ("gpu", {"gpu_coprocess": "on"}),
+}
+
+
+def _notes(plan: str) -> list[str]:
+    return sorted({m.group(0) for m in re.finditer(r"\((?:CPU\+GPU co-processing|not co-processed)[^)]*\)", plan)})
+
+
+def _rates() -> dict[str, dict[str, float]]:
+    """What the cost model has measured per co-processed pipeline (cache/rates.py): one CPU
+    worker's and the GPU's ms per page, the GPU's slowdown per CPU worker, the last set-up (ms)."""
+    from hetdb.cache.rates import shared_rates
+
+    r = shared_rates()
+    keys = sorted({k for k in [*r.cpu, *r.gpu, *r.slowdown, *r.setup] if k.startswith("coprocess:")})
+    out = {}
+    for k in keys:
+        got: dict[str, float] = {}
+        if k in r.cpu:
+            got["cpu_ms_per_page"] = 1e3 / r.cpu[k].pages_per_s
+            got["cpu_observations"] = r.cpu[k].observations
+        if k in r.gpu:
+            got["gpu_ms_per_page"] = 1e3 / r.gpu[k].pages_per_s
+            got["gpu_observations"] = r.gpu[k].observations
+        if k in r.slowdown:
+            got["gpu_slowdown_per_worker"] = r.slowdown[k]
+        if k in r.setup:
+            got["setup_ms"] = r.setup[k] * 1e3
+        out[k] = got
+    return out
+
+
+def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
+    """(wall seconds, rows) of ``sql``; appends to ``runs`` what co-processing did in the run, short:
+    ``co 12/80`` (row groups on the CPU / on the GPU), ``gpu`` (not co-processed) or ``-``."""
+    t0 = time.perf_counter()
+    res = con.sql(sql)
+    rows = res.fetchall()
+    wall = time.perf_counter() - t0
+    if runs is not None:
+        fused = " ".join(getattr(o, "fused", "") for o in dict(res.stats or {}).get("operators", {}).values())
+        m = re.search(r"co-processing: (\d+) row groups on (\d+) CPU workers, (\d+) on the GPU", fused)
+        runs.append(f"co {m.group(1)}/{m.group(3)} w{m.group(2)}" if m else "gpu" if "not co-processed" in fused else "-")
+    return wall, rows
+
+
+def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
+    """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
+    if mode.endswith("-si"):
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.0005)
+        try:
+            return measure(db, sql, mode[:-3], repeat, threads)
+        finally:
+            sys.setswitchinterval(interval)
+    mode, _, n = mode.partition("@")
+    threads = int(n) if n else threads
+    device, options = MODES[mode]
+    options = {**options, "threads": threads}
+    walls = []
+    if mode == "cpu-hot":
+        with hetdb.connect(db, device=device, **options) as con:
+            _, rows = _run(con, sql)
+            for _ in range(repeat):
+                walls.append(_run(con, sql)[0])
+        return walls, rows, []
+    runs: list[str] = []
+    for i in range(repeat + 1):
+        with hetdb.connect(db, device=device, **options) as con:
+            wall, got = _run(con, sql, runs)
+        if i == 0:
+            rows = got
+        else:
+            walls.append(wall)
+    notes = []
+    if mode in ("auto", "on"):
+        notes.append("[" + "; ".join(runs) + "]")  # (the warm-up run first)
+        with hetdb.connect(db, device=device, **options) as con:
+            notes = _notes(con.explain(sql, analyze=True))
+    return walls, rows, notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("db")
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--queries", default="q1.1,q1.2,q1.3")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--modes", default="gpu,cpu,cpu-hot,auto,on")
+    ap.add_argument("--budget-s", type=float, default=0.0, help="start no further query after this many seconds")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m.removesuffix("-si").partition("@")[0] not in MODES]
+    if unknown:
+        ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
+    queries = load_queries(args.suite, args.queries.split(","))
+    print(f"db={args.db} threads={args.threads} repeat={args.repeat} modes={','.join(modes)}", flush=True)
+    began = time.perf_counter()
+    table: dict[str, dict[str, float]] = {}
+    report: dict = {"db": args.db, "threads": args.threads, "repeat": args.repeat, "runs": {}}
+    for q in queries:
+        if args.budget_s and time.perf_counter() - began > args.budget_s:
+            print(f"{q.name}: skipped (past --budget-s {args.budget_s:g})", flush=True)
+            continue
+        answer = None
+        for mode in modes:
+            walls, rows, notes = measure(args.db, q.sql, mode, args.repeat, args.threads)
+            rows = sorted(rows, key=repr)
+            answer = rows if answer is None else answer
+            ms = statistics.median(walls) * 1e3
+            table.setdefault(q.name, {})[mode] = ms
+            same = rows == answer
+            report["runs"][f"{q.name} {mode}"] = {"median_ms": ms, "walls_ms": [w * 1e3 for w in walls],
+                                                  "same_answer": same, "notes": notes}
+            print(f"{q.name} {mode:7s} {ms:8.2f} ms (runs {', '.join(f'{w * 1e3:.1f}' for w in walls)})"
+                  f"{'' if same else ' ANSWER DIFFERS'} {' '.join(notes)}", flush=True)
+    singles = [m for m in ("gpu", "cpu", "cpu-hot") if m in modes]
+    print("\nquery  " + " ".join(f"{m:>9s}" for m in modes) + "  best-single  auto/best  fastest")
+    ratios = []
+    for name, got in table.items():
+        best = min((got[m], m) for m in singles) if singles else (math.nan, "-")
+        fastest = min(got, key=lambda m: got[m])
+        ratio = got["auto"] / best[0] if "auto" in got and singles else math.nan
+        if ratio == ratio:
+            ratios.append(ratio)
+        print(f"{name:6s} " + " ".join(f"{got.get(m, math.nan):9.2f}" for m in modes)
+              + f"  {best[0]:8.2f} {best[1]:>3s} {ratio:9.3f}  {fastest}")
+    if table:
+        geo = {m: math.exp(statistics.fmean(math.log(t[m]) for t in table.values())) for m in modes}
+        print("geomean " + " ".join(f"{geo[m]:9.2f}" for m in modes)
+              + (f"  auto/best-single geomean {math.exp(statistics.fmean(math.log(r) for r in ratios)):.3f}"
+                 if ratios else ""))
+        report["geomean_ms"] = geo
+    report["table_ms"] = table
+    report["rates"] = _rates()
+    for key, got in report["rates"].items():
+        print(f"rates {key}: " + ", ".join(f"{k} {v:.4g}" for k, v in got.items()))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The co-processing cost model: whether CPU workers taking row groups of a GPU scan finish it sooner
+than the GPU alone, from measured rates (``cache/rates.py``).
+
+A co-processed scan (``cache/coscan.SharedScan``) is a race: the GPU works through the row groups from
+the front, each CPU worker claims the back-most one left when it is free, and only when it would be
+done with it before the GPU reaches it (``steal_run``). ``estimate`` plays that race out with the
+rates the decision has:
+
+- the GPU's time per row group alone: for a pipeline whose scans ran on the GPU alone before (with
+  gpu_coprocess "auto"), its measured time (exec/coprocess.observe_gpu_scan); else the link copy of
+  its stored bytes at the measured host→GPU rate or the GPU scans' pages/s, whichever is slower;
+- how much slower the GPU gets through its part while CPU workers run (its feeder is one Python
+  thread: it shares the interpreter lock and the cores with them), measured by earlier co-processed
+  scans of the pipeline and taken to grow with the number of workers;
+- one CPU worker's time per row group (the pipeline's CPU pages/s measured by those scans);
+- the number of CPU workers and the set-up the CPU side needs before its first morsel (host copies
+  and hash tables of the join builds, the CPU loop's plan; near zero when a cached plan runs again)
+  plus the GPU side's wait for the workers at the end, as last measured. The set-up runs on a worker
+  thread but holds the interpreter lock the GPU's feeder needs, so it counts against the GPU's time.
+
+``decide`` says whether to co-process, and with how many workers: with a measured CPU rate (taken
+MEASURED_MARGIN times slower), the worker count whose race is shortest, when it saves at least MIN_GAIN_S and MIN_GAIN_SHARE of the GPU's time alone (below that the
+run-to-run noise of a warm scan decides, and the CPU side's threads are not worth it); with no
+measured rate yet, when one probe row group at the prior estimate (the default rate scaled to the
+pages' rows, times PROBE_MARGIN) would be done before the GPU is: the probe's time then becomes the
+pipeline's rate.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# a probe run at the prior (unmeasured) CPU estimate is taken only when this many times its
+# estimate fits before the GPU would be done. 1: the probe is exploration, once per pipeline and
+# process (the GPU waits at most for the probe's overrun); with 2, SSB q1.x at SF 20 (a row group of
+# four 1M-row pages: 10 ms at the default rate, the GPU's scan 12-19 ms) never probed, so never
+# learned the CPU's real rate
+PROBE_MARGIN = 1.0
+# co-processing with a measured rate must save at least this much, and this share of the GPU's time
+MIN_GAIN_S = 0.5e-3
+MIN_GAIN_SHARE = 0.05
+# a CPU rate measured by earlier scans is taken as this many times slower: those scans' workers may
+# have met less contention (a run that ends after the GPU is done holds the query up)
+MEASURED_MARGIN = 1.25
+
+
+@dataclass(frozen=True)
+class CoEstimate:
+    """The race of one scan as the model plays it."""
+
+    gpu_s: float           # the GPU alone over every row group
+    co_s: float            # the GPU and the CPU workers together, set-up included
+    cpu_row_groups: int    # row groups the CPU workers take
+    setup_s: float         # the CPU side's set-up (counted against the GPU)
+    cpu_rg_s: float        # one CPU worker's time per row group used
+
+    @property
+    def gain_s(self) -> float:
+        return self.gpu_s - self.co_s
+
+
+def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: float = 0.0,
+             slowdown: float = 1.0) -> CoEstimate:
+    """The race over row groups whose GPU times (alone) are ``gpu_rg_s`` (in scan order): CPU workers
+    (all free once the set-up is done) claim from the back while a claim ends before the GPU,
+    ``slowdown`` times slower next to them, reaches that row group."""
+    gpu_s = sum(gpu_rg_s)
+    starts = [setup_s]  # starts[i]: when the GPU reaches position i (the set-up delays it)
+    for s in gpu_rg_s:
+        starts.append(starts[-1] + s * slowdown)
+    hi = len(gpu_rg_s)
+    free = [setup_s] * max(0, workers)
+    heapq.heapify(free)
+    cpu_end = 0.0
+    while free and hi > 0 and cpu_rg_s > 0:
+        t = heapq.heappop(free)
+        done = t + cpu_rg_s
+        if done >= starts[hi - 1]:
+            continue  # this worker would hold the query up; so would every later claim (t only grows)
+        hi -= 1
+        cpu_end = max(cpu_end, done)
+        heapq.heappush(free, done)
+    taken = len(gpu_rg_s) - hi
+    co_s = max(starts[hi], cpu_end) if taken else gpu_s + setup_s
+    return CoEstimate(gpu_s, co_s, taken, setup_s, cpu_rg_s)
+
+
+@dataclass(frozen=True)
+class CoDecision:
+    """``go``: co-process, with ``workers`` CPU workers; ``probe``: on the prior estimate (one worker
+    measures the rate first); ``why``: the reason not to (empty when ``go``); ``est``: the race as
+    estimated."""
+
+    go: bool
+    probe: bool
+    why: str
+    est: CoEstimate
+    workers: int = 0
+
+
+def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float,
+           slowdown: Callable[[int], float] = lambda w: 1.0) -> CoDecision:
+    """Co-process or not, and with how many of at most ``workers`` CPU workers (see the module
+    docstring). ``cpu_rg_s``: one CPU worker's time per row group (``measured``: by earlier
+    co-processed scans of the pipeline, else the prior); ``slowdown(w)``: the GPU's with ``w``
+    workers beside it, as measured by those scans. With a measured rate the worker counts tried
+    are ``workers``, its half, quarter, ...: fewer workers slow the GPU less."""
+    if not measured:
+        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers))
+        if est.cpu_row_groups:
+            return CoDecision(True, True, "", est, workers)
+        return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
+                                       f"{est.cpu_rg_s * 1e3:.1f} ms for one row group on a CPU worker "
+                                       f"(prior rate, x{PROBE_MARGIN:g})", est, workers)
+    best: tuple[CoEstimate, int] | None = None
+    w = max(1, workers)
+    while True:
+        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w))
+        if best is None or est.gain_s > best[0].gain_s:
+            best = (est, w)
+        if w == 1:
+            break
+        w //= 2
+    est, w = best
+    if est.gain_s >= max(MIN_GAIN_S, MIN_GAIN_SHARE * est.gpu_s):
+        return CoDecision(True, False, "", est, w)
+    if not est.cpu_row_groups:
+        why = (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
+               f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
+    else:
+        why = (f"{w} CPU workers would save {est.gain_s * 1e3:.2f} ms of the GPU's estimated "
+               f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms, the GPU {slowdown(w):.2f}x "
+               f"slower next to them, a CPU row group {est.cpu_rg_s * 1e3:.2f} ms)")
+    return CoDecision(False, False, why, est, w)

@@ -1,0 +1,160 @@
+"""Planning a co-processed scan (exec/coprocess.py): the shared scan and, in "auto", the cost model's
+decision (cache/comodel.py) from the pipeline's measured rates, before anything of the CPU side is
+made; the early fact scan as the shared scan's GPU side (exec/early_scan.py); the GPU's rate alone and
+its slowdown beside CPU workers, measured after each scan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hetdb.cache.comodel import MEASURED_MARGIN, decide
+from hetdb.cache.coscan import SharedScan, check_coprocess
+from hetdb.cache.pages import page_info
+from hetdb.cache.router import PageRouter
+from hetdb.exec.coprocess import CoProcess
+from hetdb.exec.coprocess_setup import link_bytes, setup_of
+from hetdb.exec.operators.base import ExecContext
+from hetdb.exec.operators.join import HashProbe
+
+# the rows of a page the default CPU rate is for (cache/rates.py DEFAULT_CPU_PAGES_PER_S)
+DEFAULT_PAGE_ROWS = 1 << 20
+# the set-up the cost model counts when the cached plan keeps one (a context and a run: ~0.05 ms)
+REUSED_SETUP_S = 0.1e-3
+
+
+def cpu_workers(ctx: ExecContext) -> int:
+    """CPU workers next to the thread driving the GPU."""
+    return max(1, int(getattr(ctx.options, "threads", 1) or 1) - 1)
+
+
+def pipeline_key(reader: Any, pipe: Any, names: list[str]) -> str:
+    """The key of the pipeline's measured rates and set-up: the loops of different pipelines differ
+    in cost by far more than their pages do (and pages by their rows)."""
+    probes = sum(isinstance(op, HashProbe) for op in pipe.ops)
+    return (f"coprocess:{reader.name}:{getattr(reader, 'rows_per_page', 0)}:{','.join(names)}:{probes}:"
+            f"{len(getattr(pipe.sink, 'aggs', ()))}")
+
+
+def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int], mode: str
+                ) -> tuple[SharedScan | None, str, str]:
+    """(the scan CPU workers and the GPU would share, its pipeline key, "") when ``mode`` ("auto" or
+    "on") says to co-process ``pipe``'s scan of ``row_groups``; else (None, "", why not). In "auto"
+    the cost model decides (``cache/comodel.decide``) before anything is set up."""
+    if ctx.device.host_tier(ctx.options) is None:
+        return None, "", "no pinned host tier (host_cache_limit=0)"
+    # the GPU's pages of a row group: every column of the scan (what it copies, and caches)
+    names = list(dict.fromkeys(pipe.source.scan.column_names))
+    setup = setup_of(pipe, reader)
+    if setup is not None and setup.refused:
+        return None, "", setup.refused
+    cache = ctx.device.cache
+    compressed = bool(getattr(ctx.options, "gpu_compressed_cache", False))
+
+    from hetdb.exec.operators.scan_device import scan_router
+
+    use_cache = scan_router(ctx).use_device_tier  # (route 'copy': the GPU holds nothing for the scan)
+
+    def resident(rg: int) -> bool:
+        return use_cache and all(page_info(reader, name, rg, compressed).key in cache for name in names)
+
+    key = pipeline_key(reader, pipe, names)
+    router = PageRouter("auto", gpu=True, pipeline=key)
+    rate = router.rates.cpu_rate(key)
+    prior = router.cpu_seconds() * len(names) * MEASURED_MARGIN if rate.observations else None
+    workers = cpu_workers(ctx)
+    scale = max(1, int(getattr(reader, "rows_per_page", 0) or DEFAULT_PAGE_ROWS)) / DEFAULT_PAGE_ROWS
+    shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router,
+                        "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
+                        gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
+    shared.workers = workers
+    if mode == "auto":
+        if resident(row_groups[-1]):
+            return None, "", "the GPU holds the scan's last row group"
+        gpu = [shared.gpu_alone_seconds(i) for i in range(len(row_groups))]
+        d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
+                   (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
+                   + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w))
+        if not d.go:
+            return None, "", d.why
+        if not router.rates.gpu_rate(key).observations:
+            # (the race needs the GPU's own time: the model's prior for it may be far off, and a
+            # GPU slowed beside the CPU workers is measured against it)
+            return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
+        shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
+        shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
+    return shared, key, ""
+
+
+def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
+                   row_groups: list[int]) -> tuple[CoProcess | None, str]:
+    """A CoProcess for the fused pipeline ``pipe`` over ``row_groups`` of its scan (a table version's
+    ``reader``) when the option asks for it and (in "auto") the cost model expects a gain, else
+    (None, why not; "" when off). Nothing of the CPU side is set up here (see CoProcess)."""
+    mode = check_coprocess(getattr(ctx.options, "gpu_coprocess", "off"))
+    if mode == "off" or ctx.device is None or not row_groups:
+        return None, ""
+    early = getattr(ctx, "early_scans", {}).get(pipe.source.op_id)
+    pre = ctx.__dict__.get("co_early", {}).pop(pipe.source.op_id, None)
+    if early is not None and early.iterator is not None and not early.taken:
+        if pre is None or isinstance(pre, str):  # (the model's reason when the query began)
+            return None, pre or "its scan started early"
+        if pre[0].row_groups != list(row_groups):
+            pre = None  # (the early scan is not taken over: exec/early_scan.take_early closes it)
+    if isinstance(pre, str):
+        pre = None
+    if pre is not None:
+        shared, key = pre
+        shared.restart_clock()
+    else:
+        shared, key, why = shared_scan(ctx, pipe, reader, row_groups, mode)
+        if shared is None:
+            return None, why
+    if setup_of(pipe, reader) is None:
+        from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
+
+        if _skipped_inputs(ctx, pipe):
+            _run_skipped_inputs(ctx, pipe)  # a repeated plan skipped the builds the CPU loops probe
+    co = CoProcess(ctx, pipe, run, shared, reader, shared.workers, key)
+    if mode == "on":
+        # forced (tests): set up before the GPU streams, so that the CPU workers take part in every
+        # pipeline however fast the GPU is (lazily, a first set-up compiling CPU kernels let the
+        # GPU finish the scan alone)
+        co.set_up_now()
+    return co, ""
+
+
+def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, seconds: float,
+                     co: CoProcess | None) -> None:
+    """The fused pipeline's scan of ``row_groups`` took ``seconds`` (gpu_coprocess "auto"): alone
+    (``co`` None), the GPU's rate for the pipeline; co-processed, how much slower the GPU got
+    through its part than that rate says (cache/comodel.py)."""
+    if row_groups <= 0 or seconds <= 0:
+        return
+    names = list(dict.fromkeys(pipe.source.scan.column_names))
+    key = pipeline_key(reader, pipe, names) if co is None else co.key
+    rates = PageRouter("auto", gpu=True, pipeline=key).rates
+    if co is None:
+        rates.gpu_rate(key).observe(row_groups * len(names), seconds)
+        return
+    s = co.shared
+    if s.cpu_taken and s.gpu_rg_seconds is not None:
+        alone = sum(s.gpu_alone_seconds(i) for i in range(len(s.row_groups))) / len(s.row_groups)
+        rates.observe_slowdown(key, min(20.0, s.gpu_rg_seconds / alone), co.workers)
+
+
+def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tuple[SharedScan | None, int | None]:
+    """(the shared scan, the bytes its early streamer may prime) when ``plan_coprocess`` is expected
+    to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess "auto"), else (None, None). The
+    early scan (exec/early_scan.py) is then this shared scan's GPU side, priming at most the stored
+    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over."""
+    if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
+        return None, None
+    reader = ctx.db.table(pipe.source.scan.table)
+    shared, key, why = shared_scan(ctx, pipe, reader, row_groups, "auto")
+    ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key) if shared is not None else why
+    if shared is None:
+        return None, None
+    gpu_share = max(1, len(row_groups) - shared.expected_cpu)
+    return shared, sum(shared.link_bytes[:gpu_share])
+
+

@@ -1,0 +1,88 @@
+"""The co-processing cost model (cache/comodel.py): the race of the GPU (from the front) and CPU
+workers (from the back) played out by hand on small cases, the set-up counted against the GPU, and
+the decision: a measured rate must save enough, an unmeasured one is probed only when the probe fits."""
+
+from __future__ import annotations
+
+import pytest
+
+from hetdb.cache.comodel import MEASURED_MARGIN, MIN_GAIN_S, PROBE_MARGIN, decide, estimate
+
+
+def test_workers_take_from_the_back_only_what_they_finish_before_the_gpu_gets_there():
+    # GPU 1 ms a row group over 10; two workers at 4 ms: each takes one (done at 4 ms, before the
+    # GPU starts row groups 9 and 8), neither a second (done at 8 ms, after the GPU starts row group 7)
+    est = estimate([1e-3] * 10, 4e-3, 2)
+    assert est.cpu_row_groups == 2
+    assert est.gpu_s == pytest.approx(10e-3) and est.co_s == pytest.approx(8e-3)
+    assert est.gain_s == pytest.approx(2e-3)
+
+
+def test_set_up_delays_the_gpu_and_can_eat_the_gain():
+    est = estimate([1e-3] * 10, 4e-3, 2, setup_s=3e-3)
+    assert est.cpu_row_groups == 2 and est.co_s == pytest.approx(11e-3) and est.gain_s < 0
+    d = decide([1e-3] * 10, 4e-3 / MEASURED_MARGIN, True, 2, 3e-3)
+    assert not d.go and "would save" in d.why
+    assert decide([1e-3] * 10, 4e-3 / MEASURED_MARGIN, True, 2, 0.0).go
+
+
+def test_a_long_scan_approaches_the_combined_rate():
+    # GPU 10 row groups/ms, ten CPU workers at 1 ms each: 10 row groups/ms too; together 1000
+    # row groups in about 50 ms
+    est = estimate([0.1e-3] * 1000, 1e-3, 10)
+    assert est.gpu_s == pytest.approx(0.1)
+    assert est.co_s == pytest.approx(0.05, rel=0.03)
+    assert 480 <= est.cpu_row_groups <= 520
+
+
+def test_no_gain_worth_having_means_off():
+    # a CPU worker slower than the whole scan takes nothing
+    d = decide([1e-3] * 10, 20e-3, True, 15, 0.0)
+    assert not d.go and d.est.cpu_row_groups == 0 and "no CPU worker finishes" in d.why
+    # one row group of 100 saves 1% of the GPU's time: below MIN_GAIN_SHARE (a measured 78 ms is
+    # taken as 97.5 ms: MEASURED_MARGIN)
+    d = decide([1e-3] * 100, 78e-3, True, 1, 0.0)
+    assert d.est.cpu_row_groups == 1 and 0 < d.est.gain_s < 0.05 * d.est.gpu_s and not d.go
+    # and a tiny scan's gain stays under MIN_GAIN_S even when it is a large share
+    d = decide([0.1e-3] * 4, 0.15e-3, True, 4, 0.0)
+    assert d.est.gain_s < MIN_GAIN_S and not d.go
+
+
+def test_without_a_measured_rate_only_a_probe_that_fits_is_taken():
+    # the prior estimate times PROBE_MARGIN must end before the GPU reaches the last row group
+    d = decide([1e-3] * 10, 8e-3 / PROBE_MARGIN, False, 15, 0.0)
+    assert d.go and d.probe and d.est.cpu_row_groups == 1
+    d = decide([1e-3] * 10, 10e-3 / PROBE_MARGIN, False, 15, 0.0)
+    assert not d.go and d.probe and d.why.startswith("the GPU's estimated")
+    assert not decide([], 1e-3, True, 4, 0.0).go
+
+
+def test_a_gpu_slowed_by_the_cpu_workers_can_turn_co_processing_off_or_take_fewer_workers():
+    # alone the GPU takes 10 ms for 20 row groups; four workers at 4 ms (5 ms with the margin) take
+    # the last four and the whole takes 8 ms. A GPU 3x slower beside them makes the race longer;
+    # 9x slower, it loses to the GPU alone whatever the workers take
+    gpu = [0.5e-3] * 20
+    fine = decide(gpu, 4e-3, True, 4, 0.0)
+    assert fine.go and fine.workers == 4 and fine.est.co_s < fine.est.gpu_s
+    est = estimate(gpu, 4e-3, 4, 0.0, slowdown=3.0)
+    assert est.cpu_row_groups > 0 and est.co_s > estimate(gpu, 4e-3, 4).co_s
+    slowed = decide(gpu, 4e-3, True, 4, 0.0, lambda w: 9.0)
+    assert not slowed.go and "9.00x slower" in slowed.why
+    # a GPU slowed far more by 16 workers than by 8: 8 win more (a CPU row group 10 ms, 100 of
+    # them at 1 ms on the GPU alone: 16 workers 76 ms, 8 workers 72 ms, 4 workers 83.6 ms)
+    slow = {16: 4.0, 8: 1.2, 4: 1.1, 2: 1.05, 1: 1.0}
+    d = decide([1e-3] * 100, 10e-3, True, 16, 0.0, slow.get)
+    assert d.go and d.workers == 8 and d.est.co_s == pytest.approx(72e-3)
+
+
+def test_the_slowdown_is_a_running_mean_per_pipeline_and_worker():
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    assert rates.gpu_slowdown("p", 8) == 1.0
+    rates.observe_slowdown("p", 3.0, 4)  # 0.5 per worker
+    assert rates.gpu_slowdown("p", 4) == pytest.approx(3.0) and rates.gpu_slowdown("p", 2) == pytest.approx(2.0)
+    rates.observe_slowdown("p", 1.0, 4)  # (0.75 x 0.5 + 0.25 x 0)
+    assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5)
+    rates.observe_slowdown("p", float("nan"), 4)  # (ignored)
+    assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5) and rates.gpu_slowdown("q", 4) == 1.0
