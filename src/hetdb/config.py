@@ -35,6 +35,11 @@ class Options:
     # CPU); SSB SF 20 hot with everything in GPU memory, q1.1 16.5 vs 5.4 ms with it on (the kernels
     # decode every page on every run).
     gpu_compressed_cache: bool | str = "auto"
+    # Fused GPU kernels that read pages kept compressed are compiled for at least this many resident
+    # blocks of 128 threads per SM (__launch_bounds__: registers capped so they fit; in-kernel decode
+    # is latency-bound and gains from more warps), unless the cap spills more than 32 bytes per
+    # thread (then uncapped: codegen/runtime.py MAX_SPILL_BYTES). 0: no cap (A/B).
+    gpu_encoded_min_blocks: int = 8
     # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
     # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
     route: str = "auto"

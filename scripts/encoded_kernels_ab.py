@@ -1,0 +1,86 @@
+"""Hot GPU queries over pages kept compressed in device memory: fused-kernel variants A/B in one process.
+
+    PYTHONPATH=src python scripts/encoded_kernels_ab.py DB [--suite ssb] [--queries q1.1,...]
+        [--runs 5] [--limit BYTES] [--variant NAME:k=v,k=v ...]
+
+Each variant is one GPU connection (``--set``
+syntax options; ``page_variants=0`` in a variant's options switches off the per-page-encoding kernel
+variants, codegen/runtime.PAGE_VARIANTS, while that variant runs); the queries run hot, variants
+interleaved per query (one untimed run each, then ``--runs`` timed, median exec ms). Then every
+fused kernel compiled: its page encodings, registers, local (spill) bytes and whether the register
+cap (gpu_encoded_min_blocks) was kept. Default variants: the kernel for any encoding uncapped
+('old'), page variants uncapped ('var'), page variants capped at 8 blocks per SM ('var8'); every one
+with gpu_compressed_cache on (each page as stored, decoded in the kernel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+
+from scripts_common import parse_options
+
+import hetdb
+from hetdb.bench.suites import load_queries
+
+DEFAULT_VARIANTS = ["old:page_variants=0,gpu_encoded_min_blocks=0", "var:gpu_encoded_min_blocks=0",
+                    "var8:gpu_encoded_min_blocks=8"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("db")
+    ap.add_argument("--suite", default="ssb")
+    ap.add_argument("--queries", default="all")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--limit", type=int, default=8 << 30, help="gpu_memory_limit of each connection")
+    ap.add_argument("--variant", action="append", default=[])
+    args = ap.parse_args(argv)
+    from hetdb.backend.gpu.codegen import runtime
+
+    names = None if args.queries == "all" else args.queries.split(",")
+    queries = [(q.name, q.sql) for q in load_queries(args.suite, names)]
+    variants = []
+    for spec in args.variant or DEFAULT_VARIANTS:
+        name, _, opts = spec.partition(":")
+        pairs = [o for o in opts.split(",") if o]
+        pv = all(p != "page_variants=0" for p in pairs)
+        options = {"gpu_compressed_cache": True, **parse_options([p for p in pairs if not p.startswith("page_variants")])}
+        con = hetdb.connect(args.db, device="gpu", create=False, gpu_memory_limit=args.limit, **options)
+        variants.append((name, pv, con))
+    print(f"{len(queries)} queries x {len(variants)} variants, {args.runs} hot runs each (median exec ms)", flush=True)
+    times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    for qname, sql in queries:
+        line = []
+        for name, pv, con in variants:
+            runtime.PAGE_VARIANTS = pv
+            con.sql(sql).fetchall()
+            got = []
+            for _ in range(args.runs):
+                res = con.sql(sql)
+                res.fetchall()
+                got.append(res.stats["exec_seconds"] * 1e3)
+            times[name].append(statistics.median(got))
+            line.append(f"{name} {times[name][-1]:.3f}")
+        print(f"{qname}: " + "  ".join(line), flush=True)
+    runtime.PAGE_VARIANTS = True
+    for name, _, con in variants:
+        geo = math.exp(sum(map(math.log, times[name])) / len(times[name]))
+        print(f"geomean {name}: {geo:.3f} ms", flush=True)
+        con.close()
+    print("kernels (page encodings per input; registers, local bytes, capped):")
+    for fp in list(runtime._PIPELINES.values()):
+        for v in [fp, *fp._variants.values()]:
+            fn = v._function
+            if fn is None or not v.spec.encoded:
+                continue
+            print(f"  {v.kernel.name} {','.join(v.spec.input_codecs) or 'any'} min_blocks {v.spec.min_blocks}: "
+                  f"{getattr(fn, 'num_regs', '?')} regs, {getattr(fn, 'local_size_bytes', '?')} B local, "
+                  f"capped {v.capped}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
