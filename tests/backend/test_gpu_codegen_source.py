@@ -247,3 +247,16 @@ def test_page_variants_and_register_caps_compile_with_nvcc(tmp_path):
         pipeline = compile_fused_pipeline(dataclasses.replace(spec, input_codecs=codecs))
         result = nvcc_check(pipeline.source, tmp_path, f"variant{i}")
         assert result.returncode == 0, result.stderr
+
+
+def test_register_cap_option(tmp_path):
+    import hetdb
+    from hetdb.errors import HetdbError
+
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as con:
+        assert con.options.gpu_encoded_min_blocks == 8
+        con.sql("SET gpu_encoded_min_blocks = 12")
+        assert con.options.gpu_encoded_min_blocks == 12
+        for bad in ("17", "'x'"):
+            with pytest.raises(HetdbError, match="gpu_encoded_min_blocks"):
+                con.sql(f"SET gpu_encoded_min_blocks = {bad}")
