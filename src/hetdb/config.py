@@ -40,6 +40,12 @@ class Options:
     # is latency-bound and gains from more warps), unless the cap spills more than 32 bytes per
     # thread (then uncapped: codegen/runtime.py MAX_SPILL_BYTES). 0: no cap (A/B).
     gpu_encoded_min_blocks: int = 8
+    # With gpu_compressed_cache "auto" resolved to compressed: the device cache keeps decoded the
+    # columns whose in-kernel decode costs the most scan time per extra byte held, weighted by how
+    # often queries read them, within the room the compressed working set leaves (cache/placement.py;
+    # SSB SF 20 at a 50% budget: 1.7 GB referenced compressed in a 3.5 GB cache). False: every page
+    # compressed (A/B).
+    gpu_decoded_placement: bool = True
     # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
     # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
     route: str = "auto"
