@@ -145,3 +145,14 @@ def test_the_cache_evicts_entries_in_an_unwanted_form_only():
     assert keys[("a", 0)] not in cache and keys[("a", 1)] in cache and keys[("a", 2)] in cache
     assert all(keys[("b", rg)] in cache for rg in range(3))
     assert cache.generation > generation and budget.used_bytes == cache.used_bytes == 500
+
+
+def test_a_column_no_longer_read_gives_way_to_one_read_now():
+    """A new query shape's column takes the room of decoded columns the recent queries no longer
+    read (their loss is small against its gain), at its first run: SSB's phases q1 .. q4 as
+    ``hetdb bench`` runs them (warm-up + 3 runs per query)."""
+    forms = ssb_forms()
+    p = DecodedPlacement()
+    got = run(p, forms, int(3333 * MIB), ["q1"] * 12 + ["q2"] * 12 + ["q3"] * 16 + ["q4"])
+    assert {"lo_custkey", "lo_supplycost"} <= got[-1] and "lo_quantity" not in got[-1]
+    assert got[-1] >= frozenset(QUERIES["q4"])

@@ -15,9 +15,10 @@ taken greedily by benefit / cost until the room (the cache's capacity less kept 
 stored bytes of every column read recently, less a margin for what a query holds beside them) is
 spent (a knapsack's greedy by ratio: GreedyDual-Size's cost per byte, Cao & Irani 1997, applied to a
 column's form instead of its presence). ``weight`` counts the queries that read a column, decayed by
-``DECAY`` per query, so the working set of recent queries decides; a new choice replaces the current
-one only when it saves ``HYSTERESIS`` times its benefit (a mix of queries whose weights move a little
-with each one does not flip columns back and forth: each flip re-copies them).
+``DECAY`` per query, so the working set of recent queries decides; the current choice stays, with what
+else fits added, unless the best choice's columns that it lacks save ``HYSTERESIS`` times what the
+columns it would turn compressed save (a mix of queries whose weights move a little with each one
+does not flip columns back and forth: each flip copies them again).
 
 Pure Python and GPU-free: the device (exec/device.py) records each query's columns and asks for the
 set; scans then decode those columns' pages on arrival (backend/gpu/stream.py ``decoded``) and the
@@ -99,38 +100,42 @@ class DecodedPlacement:
     def benefit(self, form: ColumnForm) -> float:
         return self.weight(form.key) * form.decoded * form.cost
 
-    def best(self, forms: Iterable[ColumnForm], capacity: int) -> tuple[frozenset, float]:
+    def best(self, forms: Iterable[ColumnForm], capacity: int,
+             keep: frozenset = frozenset()) -> tuple[frozenset, float] | None:
         """(columns to keep decoded, their benefit) within ``capacity`` bytes of the cache: every
         column read lately (weight at least MIN_WEIGHT) takes its stored bytes, the rest of the
-        room (less MARGIN) goes to decoding, best benefit per extra byte first."""
+        room (less MARGIN) goes to decoding, the columns of ``keep`` first (None when they do not
+        fit), then the best benefit per extra byte."""
         live = [f for f in forms if self.weight(f.key) >= MIN_WEIGHT]
         room = int((capacity - sum(f.stored for f in live)) * (1.0 - MARGIN))
         chosen, total = [], 0.0
-        for f in sorted(live, key=lambda f: (-self.benefit(f) / max(1, f.extra), str(f.key))):
+        order = sorted(live, key=lambda f: (f.key not in keep, -self.benefit(f) / max(1, f.extra), str(f.key)))
+        for f in order:
             gain = self.benefit(f)
-            if gain <= 0.0:
+            if gain <= 0.0 and f.key not in keep:
                 continue
             if f.extra <= room:
                 room -= f.extra
                 chosen.append(f.key)
                 total += gain
+            elif f.key in keep:
+                return None
         return frozenset(chosen), total
 
     def choose(self, forms: list[ColumnForm], capacity: int) -> frozenset:
-        """The columns to keep decoded now: ``best``, unless the current choice (still fitting)
-        saves at least 1 / HYSTERESIS of what it would."""
-        want, gain = self.best(forms, capacity)
+        """The columns to keep decoded now: the current choice with what else fits added, unless
+        ``best`` differs from that by columns saving HYSTERESIS times what the columns it turns
+        compressed save (each flip copies those again: it must pay off)."""
+        want, _ = self.best(forms, capacity)
+        kept = self.best(forms, capacity, keep=frozenset(self.decoded) & {f.key for f in forms
+                                                                        if self.weight(f.key) >= MIN_WEIGHT})
+        if kept is not None:
+            by_key = {f.key: f for f in forms}
+            gained = sum(self.benefit(by_key[k]) for k in want - kept[0])
+            lost = sum(self.benefit(by_key[k]) for k in kept[0] - want)
+            if not gained > self.hysteresis * lost:
+                want = kept[0]
         if want != self.decoded:
-            current = self._current_benefit(forms, capacity)
-            if current is None or gain > self.hysteresis * current:
-                self.decoded = want
-                self.changes += 1
+            self.decoded = want
+            self.changes += 1
         return self.decoded
-
-    def _current_benefit(self, forms: list[ColumnForm], capacity: int) -> float | None:
-        """The benefit of the current choice, None when it no longer fits the room."""
-        live = [f for f in forms if self.weight(f.key) >= MIN_WEIGHT]
-        extra = sum(f.extra for f in forms if f.key in self.decoded)
-        if extra > (capacity - sum(f.stored for f in live)) * (1.0 - MARGIN):
-            return None
-        return sum(self.benefit(f) for f in forms if f.key in self.decoded)

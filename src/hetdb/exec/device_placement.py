@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hetdb.cache.base import PageKey
 from hetdb.cache.pages import column_device_bytes, memoized
 from hetdb.cache.placement import ColumnForm, DecodedPlacement, column_cost
 
@@ -94,6 +95,6 @@ def place_decoded(device: Any, db: Any, physical: Any) -> dict[str, frozenset[st
         device.placement_map = {name: frozenset(cols) for name, cols in by_table.items()}
         now = decoded - before
         if now:
-            cache.evict_matching(lambda key, value: (key.table, key.column) in now
+            cache.evict_matching(lambda key, value: isinstance(key, PageKey) and (key.table, key.column) in now
                                  and getattr(value, "device_page", None) is not None)
     return device.placement_map

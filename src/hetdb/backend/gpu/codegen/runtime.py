@@ -31,7 +31,7 @@ from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime'
 )
 from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
 from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
-from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_ANY, FusedPipelineSpec, page_class
+from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_ANY, PAGES_PLAIN, FusedPipelineSpec, page_class
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
 from hetdb.codec.encodings import CODEC_IDS
 from hetdb.column import Column
@@ -388,7 +388,14 @@ class FusedPipeline:
         args, n = self._args(columns, tables)
         if n == 0 or state.num_groups == 0:
             return
-        self._launch_aggregate(state, args, -(-n // self.tile))
+        self._flat()._launch_aggregate(state, args, -(-n // self.tile))
+
+    def _flat(self) -> FusedPipeline:
+        """The pipeline launched over a flat batch (value arrays only): the plain variant of a spec
+        that may read compressed pages (without its decoders' registers)."""
+        if not self.spec.encoded or not PAGE_VARIANTS:
+            return self
+        return self.variant((PAGES_PLAIN,) * len(self.spec.inputs))
 
     def _launch_aggregate(self, state: AggregateState, args: list[Any], tiles: int) -> None:
         from hetdb.backend.gpu.compile import launch
@@ -492,7 +499,7 @@ class FusedPipeline:
         count = cupy.zeros(1, dtype=cupy.uint64)
         arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         if n:
-            launch(self.function(), min(-(-n // self.tile), 65536), self.block,
+            launch(self._flat().function(), min(-(-n // self.tile), 65536), self.block,
                    (*args, out_rows, *out_build, count, arith_err, *self.literal_args()))
         raise_if_overflowed(arith_err.get())
         total = int(count[0])
