@@ -1,16 +1,17 @@
-"""Hot GPU queries over pages kept compressed in device memory: fused-kernel variants A/B in one process.
+"""Hot GPU queries under a memory budget that keeps pages compressed: kernel and placement variants
+A/B in one process.
 
     PYTHONPATH=src python scripts/encoded_kernels_ab.py DB [--suite ssb] [--queries q1.1,...]
-        [--runs 5] [--limit BYTES] [--variant NAME:k=v,k=v ...]
+        [--runs 3] [--limit BYTES] [--compressed auto|on] [--variant NAME:k=v,k=v ...]
 
-Each variant is one GPU connection (``--set``
-syntax options; ``page_variants=0`` in a variant's options switches off the per-page-encoding kernel
-variants, codegen/runtime.PAGE_VARIANTS, while that variant runs); the queries run hot, variants
-interleaved per query (one untimed run each, then ``--runs`` timed, median exec ms). Then every
-fused kernel compiled: its page encodings, registers, local (spill) bytes and whether the register
-cap (gpu_encoded_min_blocks) was kept. Default variants: the kernel for any encoding uncapped
-('old'), page variants uncapped ('var'), page variants capped at 8 blocks per SM ('var8'); every one
-with gpu_compressed_cache on (each page as stored, decoded in the kernel).
+Each variant is one GPU connection with ``gpu_memory_limit`` ``--limit`` and ``gpu_compressed_cache``
+``--compressed`` plus its own options (``hetdb bench --set`` syntax; ``gpu_memory_limit=none`` in a
+variant: no limit; ``page_variants=0``: the fused kernel for any page encoding, not the variant per
+page encodings, codegen/runtime.PAGE_VARIANTS, while that variant runs). The queries run hot,
+variants interleaved per query (one untimed run each, then ``--runs`` timed; median exec ms), with
+the geometric means at the end, each variant's columns kept decoded (cache/placement.py) and every
+fused kernel compiled over compressed pages: its page encodings, registers, local (spill) bytes and
+whether the register cap (gpu_encoded_min_blocks) was kept.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ from scripts_common import parse_options
 import hetdb
 from hetdb.bench.suites import load_queries
 
-DEFAULT_VARIANTS = ["old:page_variants=0,gpu_encoded_min_blocks=0", "var:gpu_encoded_min_blocks=0",
-                    "var8:gpu_encoded_min_blocks=8"]
+# main before: every page compressed, the kernel for any encoding, uncapped; this branch's parts
+DEFAULT_VARIANTS = ["old:page_variants=0,gpu_encoded_min_blocks=0,gpu_decoded_placement=false",
+                    "var:gpu_encoded_min_blocks=0,gpu_decoded_placement=false",
+                    "var8:gpu_decoded_placement=false", "place:gpu_encoded_min_blocks=0", "place8:",
+                    "unlimited:gpu_memory_limit=none"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("db")
     ap.add_argument("--suite", default="ssb")
     ap.add_argument("--queries", default="all")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--limit", type=int, default=8 << 30, help="gpu_memory_limit of each connection")
+    ap.add_argument("--compressed", default="auto", choices=["auto", "on"], help="gpu_compressed_cache")
     ap.add_argument("--variant", action="append", default=[])
     args = ap.parse_args(argv)
     from hetdb.backend.gpu.codegen import runtime
@@ -47,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         name, _, opts = spec.partition(":")
         pairs = [o for o in opts.split(",") if o]
         pv = all(p != "page_variants=0" for p in pairs)
-        options = {"gpu_compressed_cache": True, **parse_options([p for p in pairs if not p.startswith("page_variants")])}
-        con = hetdb.connect(args.db, device="gpu", create=False, gpu_memory_limit=args.limit, **options)
+        options = {"gpu_compressed_cache": True if args.compressed == "on" else "auto", "gpu_memory_limit": args.limit,
+                   **parse_options([p for p in pairs if not p.startswith("page_variants")])}
+        con = hetdb.connect(args.db, device="gpu", create=False, **options)
         variants.append((name, pv, con))
     print(f"{len(queries)} queries x {len(variants)} variants, {args.runs} hot runs each (median exec ms)", flush=True)
     times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
@@ -68,14 +74,18 @@ def main(argv: list[str] | None = None) -> int:
     runtime.PAGE_VARIANTS = True
     for name, _, con in variants:
         geo = math.exp(sum(map(math.log, times[name])) / len(times[name]))
-        print(f"geomean {name}: {geo:.3f} ms", flush=True)
+        device = con._get_engine().device
+        decoded = {t: sorted(c) for t, c in device.placement_map.items()}
+        print(f"geomean {name}: {geo:.3f} ms  (decoded: {decoded or '-'})", flush=True)
         con.close()
     print("kernels (page encodings per input; registers, local bytes, capped):")
+    seen = set()
     for fp in list(runtime._PIPELINES.values()):
         for v in [fp, *fp._variants.values()]:
             fn = v._function
-            if fn is None or not v.spec.encoded:
+            if fn is None or not v.spec.encoded or v.kernel.name in seen:
                 continue
+            seen.add(v.kernel.name)
             print(f"  {v.kernel.name} {','.join(v.spec.input_codecs) or 'any'} min_blocks {v.spec.min_blocks}: "
                   f"{getattr(fn, 'num_regs', '?')} regs, {getattr(fn, 'local_size_bytes', '?')} B local, "
                   f"capped {v.capped}")
