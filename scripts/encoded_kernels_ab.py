@@ -2,13 +2,14 @@
 A/B in one process.
 
     PYTHONPATH=src python scripts/encoded_kernels_ab.py DB [--suite ssb] [--queries q1.1,...]
-        [--runs 3] [--limit BYTES] [--compressed auto|on] [--variant NAME:k=v,k=v ...]
+        [--warmup 2] [--runs 3] [--limit BYTES] [--compressed auto|on] [--variant NAME:k=v,k=v ...]
 
 Each variant is one GPU connection with ``gpu_memory_limit`` ``--limit`` and ``gpu_compressed_cache``
 ``--compressed`` plus its own options (``hetdb bench --set`` syntax; ``gpu_memory_limit=none`` in a
 variant: no limit; ``page_variants=0``: the fused kernel for any page encoding, not the variant per
 page encodings, codegen/runtime.PAGE_VARIANTS, while that variant runs). The queries run hot,
-variants interleaved per query (one untimed run each, then ``--runs`` timed; median exec ms), with
+variants interleaved per query (``--warmup`` untimed runs each, then ``--runs`` timed; median exec ms
+and, when a timed run copied pages, the median MB copied host -> device), with
 the geometric means at the end, each variant's columns kept decoded (cache/placement.py) and every
 fused kernel compiled over compressed pages: its page encodings, registers, local (spill) bytes and
 whether the register cap (gpu_encoded_min_blocks) was kept.
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default="ssb")
     ap.add_argument("--queries", default="all")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed runs per query and variant (gpu_cache_admission "
+                    "'reuse': the first passes through, the second fills the cache)")
     ap.add_argument("--limit", type=int, default=8 << 30, help="gpu_memory_limit of each connection")
     ap.add_argument("--compressed", default="auto", choices=["auto", "on"], help="gpu_compressed_cache")
     ap.add_argument("--variant", action="append", default=[])
@@ -62,14 +65,17 @@ def main(argv: list[str] | None = None) -> int:
         line = []
         for name, pv, con in variants:
             runtime.PAGE_VARIANTS = pv
-            con.sql(sql).fetchall()
-            got = []
+            for _ in range(args.warmup):
+                con.sql(sql).fetchall()
+            got, moved = [], []
             for _ in range(args.runs):
                 res = con.sql(sql)
                 res.fetchall()
                 got.append(res.stats["exec_seconds"] * 1e3)
+                moved.append(int(res.stats.get("bytes_host_to_device") or 0))
             times[name].append(statistics.median(got))
-            line.append(f"{name} {times[name][-1]:.3f}")
+            line.append(f"{name} {times[name][-1]:.3f}" + (f" ({statistics.median(moved) / 1e6:.0f} MB)"
+                                                            if any(moved) else ""))
         print(f"{qname}: " + "  ".join(line), flush=True)
     runtime.PAGE_VARIANTS = True
     for name, _, con in variants:
