@@ -18,7 +18,6 @@ from hetdb.cache.base import PageKey
 from hetdb.cache.pages import column_device_bytes, memoized
 from hetdb.cache.placement import ColumnForm, DecodedPlacement, column_cost
 
-REVIEW_EVERY = 8  # queries between two reviews of a choice, unless one reads a column new to it
 _SCANS: dict[int, tuple[Any, tuple]] = {}  # id(physical plan) -> (plan, ((table, columns), ...))
 
 
@@ -68,11 +67,9 @@ def place_decoded(device: Any, db: Any, physical: Any) -> dict[str, frozenset[st
             form = column_form(reader, c)
             if form.extra and form.cost:
                 costly.append(form.key)
-    new = placement.record(keys)
-    if placement.decoded.issuperset(costly) or (not new and placement.queries % REVIEW_EVERY):
-        # every column it reads that decoding would speed up is decoded; or the choice was made a
-        # few queries ago and it reads no column that was not read then (weights move slowly)
-        return device.placement_map
+    placement.record(keys)
+    if placement.decoded.issuperset(costly):
+        return device.placement_map  # every column it reads that decoding would speed up is decoded
     forms = []
     for name, column in {k for k in placement.known() if placement.weight(k) > 0}:
         reader = readers.get(name)
