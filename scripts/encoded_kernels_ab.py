@@ -30,7 +30,7 @@ from hetdb.bench.suites import load_queries
 # main before: every page compressed, the kernel for any encoding, uncapped; this branch's parts
 DEFAULT_VARIANTS = ["old:page_variants=0,gpu_encoded_min_blocks=0,gpu_decoded_placement=false",
                     "var:gpu_encoded_min_blocks=0,gpu_decoded_placement=false",
-                    "var8:gpu_decoded_placement=false", "place:gpu_encoded_min_blocks=0", "place8:",
+                    "var8:gpu_decoded_placement=false", "place8:",
                     "unlimited:gpu_memory_limit=none"]
 
 
