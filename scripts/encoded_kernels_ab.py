@@ -21,6 +21,7 @@ import argparse
 import math
 import statistics
 import sys
+import time
 
 from scripts_common import parse_options
 
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=8 << 30, help="gpu_memory_limit of each connection")
     ap.add_argument("--compressed", default="auto", choices=["auto", "on"], help="gpu_compressed_cache")
     ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--stop-after", type=float, default=0.0,
+                    help="seconds: start no further query after them (the geomeans cover those done)")
     args = ap.parse_args(argv)
     from hetdb.backend.gpu.codegen import runtime
 
@@ -60,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         con = hetdb.connect(args.db, device="gpu", create=False, **options)
         variants.append((name, pv, con))
     print(f"{len(queries)} queries x {len(variants)} variants, {args.runs} hot runs each (median exec ms)", flush=True)
+    started = time.monotonic()
     times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     for qname, sql in queries:
+        if args.stop_after and time.monotonic() - started > args.stop_after:
+            print(f"stopped after {time.monotonic() - started:.0f} s (--stop-after)", flush=True)
+            break
         line = []
         for name, pv, con in variants:
             runtime.PAGE_VARIANTS = pv
@@ -79,10 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{qname}: " + "  ".join(line), flush=True)
     runtime.PAGE_VARIANTS = True
     for name, _, con in variants:
-        geo = math.exp(sum(map(math.log, times[name])) / len(times[name]))
+        geo = math.exp(sum(map(math.log, times[name])) / max(1, len(times[name])))
         device = con._get_engine().device
         decoded = {t: sorted(c) for t, c in device.placement_map.items()}
-        print(f"geomean {name}: {geo:.3f} ms  (decoded: {decoded or '-'})", flush=True)
+        print(f"geomean {name}: {geo:.3f} ms over {len(times[name])} queries  (decoded: {decoded or '-'})",
+              flush=True)
         con.close()
     print("kernels (page encodings per input; registers, local bytes, capped):")
     seen = set()
