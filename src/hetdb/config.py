@@ -37,8 +37,8 @@ class Options:
     gpu_compressed_cache: bool | str = "auto"
     # Fused GPU kernels that read pages kept compressed are compiled for at least this many resident
     # blocks of 128 threads per SM (__launch_bounds__: registers capped so they fit; in-kernel decode
-    # is latency-bound and gains from more warps), unless the cap spills more than 32 bytes per
-    # thread (then uncapped: codegen/runtime.py MAX_SPILL_BYTES). 0: no cap (A/B).
+    # is latency-bound and gains from more warps), unless they hold the delta/rle tile loaders or the
+    # cap spills more than 32 bytes per thread (codegen/runtime.py MAX_SPILL_BYTES). 0: no cap (A/B).
     gpu_encoded_min_blocks: int = 8
     # With gpu_compressed_cache "auto" resolved to compressed: the device cache keeps decoded the
     # columns whose in-kernel decode costs the most scan time per extra byte held, weighted by how

@@ -223,8 +223,12 @@ def test_kernels_for_compressed_pages_leave_out_decoders_their_pages_do_not_need
     assert mixed.count("HETDB_PAGES_RANDOM>(") == 1 and mixed.count("fp_decode);") == 1
     assert len({generate(dataclasses.replace(base, input_codecs=c)).name for c in bodies}) == len(bodies)
     assert "__launch_bounds__(FP_BLOCK)" in bodies[()]
-    assert "__launch_bounds__(FP_BLOCK, 8)" in generate(dataclasses.replace(base, min_blocks=8)).body
-    assert "__launch_bounds__(FP_BLOCK, 4)" in generate(dataclasses.replace(base, min_blocks=8, block=256)).body
+    random_access = dataclasses.replace(base, input_codecs=("random",) * n)
+    assert "__launch_bounds__(FP_BLOCK, 8)" in generate(dataclasses.replace(random_access, min_blocks=8)).body
+    assert "__launch_bounds__(FP_BLOCK, 4)" in generate(dataclasses.replace(random_access, min_blocks=8,
+                                                                            block=256)).body
+    # (a kernel with the tile decoders is not capped: it would spill)
+    assert "__launch_bounds__(FP_BLOCK)" in generate(dataclasses.replace(base, min_blocks=8)).body
     assert "blocks per SM" in dataclasses.replace(base, min_blocks=17).unfusable_reason()
     assert "do not match" in dataclasses.replace(base, input_codecs=("plain",)).unfusable_reason()
 

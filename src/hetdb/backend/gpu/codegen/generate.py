@@ -352,8 +352,10 @@ def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float =
 
 def _min_blocks(spec: FusedPipelineSpec) -> str:
     """The launch bound's second argument: ``spec.min_blocks`` blocks of 128 threads per SM, in
-    blocks of the spec's size (the same threads, so the same register cap)."""
-    blocks = spec.min_blocks * 128 // spec.block
+    blocks of the spec's size (the same threads, so the same register cap); none for a kernel
+    holding the delta/rle tile loaders (``decodes_tiles``: on sm_90 the SSB kernels need 120-128
+    registers with them and spill 112-240 bytes per thread under a cap of 8 blocks per SM)."""
+    blocks = 0 if spec.decodes_tiles else spec.min_blocks * 128 // spec.block
     return f", {blocks}" if blocks else ""
 
 

@@ -176,10 +176,11 @@ class FusedPipeline:
         self.block = spec.block              # threads per block
         self.tile = spec.block * FP_ITEMS    # rows per tile
         self._function: Any = None
-        # local bytes per thread of the capped compile (spec.min_blocks), None until compiled; when
-        # over MAX_SPILL_BYTES the uncapped kernel runs instead (``capped`` False)
+        # local bytes per thread of the capped compile (spec.min_blocks; generate.py leaves kernels
+        # with tile decoders uncapped), None until compiled; when over MAX_SPILL_BYTES the uncapped
+        # kernel runs instead (``capped`` False)
         self.spill_bytes: int | None = None
-        self.capped = bool(spec.min_blocks)
+        self.capped = bool(spec.min_blocks) and not spec.decodes_tiles
         self._registers: int | None = None  # per thread, once loaded (the launch's occupancy)
         self._shapes: dict[tuple, tuple] = {}  # new_state's domains -> (sizes, groups, strides)
         self._literals: tuple | None = None  # the literals' launch arguments, made at the first launch
@@ -199,7 +200,7 @@ class FusedPipeline:
         # kept: a pipeline launches once per row group, and the lookup hashes the whole source
         if self._function is None:
             fn = compile_source(self.source).function(self.kernel.name)
-            if self.spec.min_blocks:
+            if self.capped:
                 self.spill_bytes = _local_bytes(fn)
                 if self.spill_bytes > MAX_SPILL_BYTES:
                     # the register cap spilled too much: the same kernel without it (same arguments)
