@@ -10,6 +10,7 @@ variant: no limit; ``page_variants=0``: the fused kernel for any page encoding, 
 page encodings, codegen/runtime.PAGE_VARIANTS, while that variant runs). The queries run hot,
 variants interleaved per query (``--warmup`` untimed runs each, then ``--runs`` timed; median exec ms
 and, when a timed run copied pages, the median MB copied host -> device), with
+each variant's answer checked against the last variant's (unlimited by default: pages decoded),
 the geometric means at the end, each variant's columns kept decoded (cache/placement.py) and every
 fused kernel compiled over compressed pages: its page encodings, registers, local (spill) bytes and
 whether the register cap (gpu_encoded_min_blocks) was kept.
@@ -31,7 +32,7 @@ from hetdb.bench.suites import load_queries
 # main before: every page compressed, the kernel for any encoding, uncapped; this branch's parts
 DEFAULT_VARIANTS = ["old:page_variants=0,gpu_encoded_min_blocks=0,gpu_decoded_placement=false",
                     "var:gpu_encoded_min_blocks=0,gpu_decoded_placement=false",
-                    "var8:gpu_decoded_placement=false", "place8:",
+                    "var8:gpu_decoded_placement=false", "place8:gpu_decoded_placement=true",
                     "unlimited:gpu_memory_limit=none"]
 
 
@@ -65,11 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(queries)} queries x {len(variants)} variants, {args.runs} hot runs each (median exec ms)", flush=True)
     started = time.monotonic()
     times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    mismatches: list[str] = []
     for qname, sql in queries:
         if args.stop_after and time.monotonic() - started > args.stop_after:
             print(f"stopped after {time.monotonic() - started:.0f} s (--stop-after)", flush=True)
             break
         line = []
+        answers = {}
         for name, pv, con in variants:
             runtime.PAGE_VARIANTS = pv
             for _ in range(args.warmup):
@@ -77,14 +80,21 @@ def main(argv: list[str] | None = None) -> int:
             got, moved = [], []
             for _ in range(args.runs):
                 res = con.sql(sql)
-                res.fetchall()
+                rows = res.fetchall()
                 got.append(res.stats["exec_seconds"] * 1e3)
                 moved.append(int(res.stats.get("bytes_host_to_device") or 0))
+            answers[name] = sorted(map(repr, rows))
             times[name].append(statistics.median(got))
             line.append(f"{name} {times[name][-1]:.3f}" + (f" ({statistics.median(moved) / 1e6:.0f} MB)"
                                                             if any(moved) else ""))
-        print(f"{qname}: " + "  ".join(line), flush=True)
+        reference = variants[-1][0]  # (the last variant's answer: unlimited by default, pages decoded)
+        wrong = [name for name, rows in answers.items() if rows != answers[reference]]
+        if wrong:
+            mismatches.append(f"{qname}: {', '.join(wrong)}")
+        print(f"{qname}: " + "  ".join(line) + (f"  ANSWER DIFFERS from {reference}: {', '.join(wrong)}"
+                                                 if wrong else ""), flush=True)
     runtime.PAGE_VARIANTS = True
+    print(f"answers vs the last variant's: {'; '.join(mismatches) or 'all equal'}", flush=True)
     for name, _, con in variants:
         geo = math.exp(sum(map(math.log, times[name])) / max(1, len(times[name])))
         device = con._get_engine().device

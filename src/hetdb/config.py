@@ -43,9 +43,10 @@ class Options:
     # With gpu_compressed_cache "auto" resolved to compressed: the device cache keeps decoded the
     # columns whose in-kernel decode costs the most scan time per extra byte held, weighted by how
     # often queries read them, within the room the compressed working set leaves (cache/placement.py;
-    # SSB SF 20 at a 50% budget: 1.7 GB referenced compressed in a 3.5 GB cache). False: every page
-    # compressed (A/B).
-    gpu_decoded_placement: bool = True
+    # SSB SF 20 at a 50% budget: 1.7 GB referenced compressed in a 3.5 GB cache). Off by default
+    # until its GPU test passes: the s15 checkpoint's run of tests/exec/test_gpu_decoded_placement.py
+    # failed (cut by the step's timeout before saying why).
+    gpu_decoded_placement: bool = False
     # Page routing (cache/router.py): "auto", or one path forced for tests and measurements
     # ("copy": host tier -> GPU only, "cpu": host tier -> CPU workers, "disk": no cache tier).
     route: str = "auto"
