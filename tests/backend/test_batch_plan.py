@@ -133,10 +133,18 @@ def test_a_plan_rebuilds_every_column_of_several_row_groups():
     assert plan.nbytes <= bound + plan.desc.nbytes + ALIGN * 16
 
 
-@pytest.mark.parametrize("keep_encoded", [False, True])
-def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(keep_encoded):
+@pytest.mark.parametrize("keep_encoded,decoded", [(False, False), (True, False), (True, True)],
+                         ids=["decoded", "kept-encoded", "kept-encoded-but-one-column"])
+def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(keep_encoded, decoded):
+    """``decoded``: the first column's pages are decoded all the same (plan_delivery's ``decoded``: a
+    column the device cache keeps decoded, cache/placement.py)."""
     sizes, raws, specs, lite, dtypes, (ints, floats, flags, codes, strings, maybe) = _mixed_pages()
-    plan = plan_delivery(lite, specs, paged=True, keep_encoded=keep_encoded)
+    plan = plan_delivery(lite, specs, paged=True, keep_encoded=keep_encoded,
+                         decoded=frozenset({lite[0].name}) if decoded else frozenset())
+
+    def kept(c: int) -> bool:
+        return keep_encoded and not (decoded and c == 0)
+
     assert not plan.columns and len(plan.pages) == 6 and all(len(c) == len(sizes) for c in plan.pages)
     regions = [r for col in plan.pages for cp in col
                for r in (cp.data, cp.validity, cp.offsets, cp.chars, cp.encoded) if r is not None]
@@ -146,7 +154,10 @@ def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(ke
     encoded = sum(p.codec != "plain" for c in (0, 1, 2, 3, 5) for p in specs[c])
     assert encoded > 0
     # one launch of each kernel for the whole delivery; kept-encoded sections are never decoded
-    assert (plan.decode is None) if keep_encoded else (plan.decode.pages == encoded)
+    to_decode = sum(p.codec != "plain" for c in (0, 1, 2, 3, 5) if not kept(c) for p in specs[c])
+    assert (plan.decode is None) if not to_decode else (plan.decode.pages == to_decode)
+    assert to_decode == (0 if keep_encoded and not decoded else encoded if not keep_encoded else
+                         sum(p.codec != "plain" for p in specs[0]))
     # a page without NULLs gets no validity of its own (a column's other pages may have some)
     assert plan.unpack.pages == sum("validity" in p.sections for c in specs for p in c)
     assert plan.rebase.pages == len(sizes)
@@ -156,7 +167,7 @@ def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(ke
         for c, want in ((0, ints[r]), (1, floats[r]), (2, flags[r]), (3, codes[r][0]), (5, maybe[r].data)):
             got = out[c][r]
             spec = specs[c][r]
-            if keep_encoded and spec.codec != "plain":
+            if kept(c) and spec.codec != "plain":
                 assert "data" not in got
                 off, ln = spec.sections["data"]
                 np.testing.assert_array_equal(got["encoded"], raws[c][r][off:off + ln])  # as stored
@@ -177,7 +188,7 @@ def test_a_paged_plan_rebuilds_each_page_and_keeps_encoded_sections_as_stored(ke
         got = Column(T.STRING, offsets=s["offsets"], chars=s["chars"], validity=s.get("validity"))
         assert got.to_arrow().to_pylist() == strings[r].to_arrow().to_pylist()
     assert compared == 5 * len(sizes)
-    bound = sum(delivery_bound(specs[c][r], max(lite[c].itemsize, 1), lite[c].string, keep_encoded)
+    bound = sum(delivery_bound(specs[c][r], max(lite[c].itemsize, 1), lite[c].string, kept(c))
                 for c in range(6) for r in range(len(sizes)))
     assert plan.nbytes <= bound + plan.desc.nbytes + ALIGN * 32
     with pytest.raises(ValueError, match="paged"):

@@ -199,3 +199,68 @@ def test_literal_parameters_are_capped():
     kernel = generate(spec)
     assert len(kernel.literals) == MAX_LITERAL_PARAMS
     assert f"lit_{MAX_LITERAL_PARAMS - 1}" in kernel.body and f"({MAX_LITERAL_PARAMS + 2}LL)" in kernel.body
+
+
+def test_kernels_for_compressed_pages_leave_out_decoders_their_pages_do_not_need():
+    """The variants of an encoded spec per page encodings (input_codecs) and its register cap
+    (min_blocks): distinct kernels, the tile decoders and their shared buffer only where an input may
+    hold delta/rle pages, the launch bound in blocks of the spec's size."""
+    import dataclasses
+
+    base = dataclasses.replace(SPECS["q1.1"], encoded=True)
+    n = len(base.inputs)
+    bodies = {}
+    for codecs in [(), ("any",) * n, ("random",) * n, ("plain",) * n, ("plain", "random", "any", "plain")]:
+        spec = dataclasses.replace(base, input_codecs=codecs)
+        assert spec.unfusable_reason() is None
+        bodies[codecs] = generate(spec).body
+    assert bodies[()].count("BlockLoadSelPage<FP_BLOCK, FP_ITEMS>(") == n and "fp_decode[" in bodies[()]
+    random = bodies[("random",) * n]
+    assert random.count("HETDB_PAGES_RANDOM>(") == n and "fp_decode" not in random
+    plain = bodies[("plain",) * n]
+    assert "BlockLoadSelPage" not in plain and "fp_decode" not in plain
+    mixed = bodies[("plain", "random", "any", "plain")]
+    assert mixed.count("HETDB_PAGES_RANDOM>(") == 1 and mixed.count("fp_decode);") == 1
+    assert len({generate(dataclasses.replace(base, input_codecs=c)).name for c in bodies}) == len(bodies)
+    assert "__launch_bounds__(FP_BLOCK)" in bodies[()]
+    random_access = dataclasses.replace(base, input_codecs=("random",) * n)
+    assert "__launch_bounds__(FP_BLOCK, 8)" in generate(dataclasses.replace(random_access, min_blocks=8)).body
+    assert "__launch_bounds__(FP_BLOCK, 4)" in generate(dataclasses.replace(random_access, min_blocks=8,
+                                                                            block=256)).body
+    # (a kernel with the tile decoders is not capped: it would spill)
+    assert "__launch_bounds__(FP_BLOCK)" in generate(dataclasses.replace(base, min_blocks=8)).body
+    assert "blocks per SM" in dataclasses.replace(base, min_blocks=17).unfusable_reason()
+    assert "do not match" in dataclasses.replace(base, input_codecs=("plain",)).unfusable_reason()
+
+
+def test_page_classes():
+    from hetdb.backend.gpu.codegen.spec import page_class
+
+    assert page_class(set()) == page_class({"plain"}) == "plain"
+    assert page_class({"plain", "for", "dict", "const"}) == "random"
+    assert page_class({"for", "rle"}) == page_class({"delta"}) == "any"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_page_variants_and_register_caps_compile_with_nvcc(tmp_path):
+    import dataclasses
+
+    spec = dataclasses.replace(SPECS["q4.1"], encoded=True, min_blocks=8)
+    n = len(spec.inputs)
+    for i, codecs in enumerate([("random",) * n, ("plain",) * (n - 1) + ("any",)]):
+        pipeline = compile_fused_pipeline(dataclasses.replace(spec, input_codecs=codecs))
+        result = nvcc_check(pipeline.source, tmp_path, f"variant{i}")
+        assert result.returncode == 0, result.stderr
+
+
+def test_register_cap_option(tmp_path):
+    import hetdb
+    from hetdb.errors import HetdbError
+
+    with hetdb.connect(str(tmp_path / "db"), device="cpu") as con:
+        assert con.options.gpu_encoded_min_blocks == 8
+        con.sql("SET gpu_encoded_min_blocks = 12")
+        assert con.options.gpu_encoded_min_blocks == 12
+        for bad in ("17", "'x'"):
+            with pytest.raises(HetdbError, match="gpu_encoded_min_blocks"):
+                con.sql(f"SET gpu_encoded_min_blocks = {bad}")

@@ -30,15 +30,21 @@ def _bytes(name: str, buf: np.ndarray) -> str:
 
 
 @pytest.mark.parametrize("eager", [(), ("g", "v")], ids=["loaded-by-stage", "loaded-first"])
-def test_fused_page_table_with_compressed_pages(tmp_path, eager):
+@pytest.mark.parametrize("codecs", [(), ("random", "random"), ("plain", "plain")],
+                         ids=["any-codec", "random-access-variant", "plain-variant"])
+def test_fused_page_table_with_compressed_pages(tmp_path, eager, codecs):
+    """``codecs``: the kernel variant for the pages' encodings (FusedPipelineSpec.input_codecs; the
+    plain variant over value arrays only), which must read them as the kernel for any codec does."""
     rng = np.random.default_rng(3)
     g_ref, v_ref = ColumnRef(T.INT32, "g", False), ColumnRef(T.INT64, "v", False)
     spec = FusedPipelineSpec((("g", T.INT32), ("v", T.INT64)),
                              (Call(T.BOOL, "lt", (v_ref, Literal(T.INT64, 1 << 40))),), (), (g_ref,),
                              (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, encoded=True,
-                             eager=eager)
+                             eager=eager, input_codecs=codecs)
     k = generate(spec)
     layout = [("plain", "for"), ("for", "dict"), ("const", "plain"), ("dict", "const"), ("plain", "plain")]
+    if codecs == ("plain", "plain"):
+        layout = [("plain", "plain")] * len(layout)
     decl, fill, gs, vs = [], [], [], []
     for p, (gc, vc) in enumerate(layout):
         n = 700 + 1024 * p  # tiles straddle the encoding's 1024-value blocks; partial last blocks

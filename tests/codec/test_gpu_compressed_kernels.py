@@ -91,7 +91,15 @@ def test_generated_kernel_decodes_every_codec(codec):
     assert compared >= (1 if codec == "const" else 10)
 
 
-def test_fused_page_table_mixes_plain_and_every_codec():
+@pytest.mark.parametrize("min_blocks", [0, 8, 16])
+@pytest.mark.parametrize("codecs", [("plain",), ("plain", "for", "dict", "const"), ("plain", *CODEC_IDS, "for")],
+                         ids=["plain", "random-access", "any"])
+def test_fused_page_table_mixes_plain_and_every_codec(codecs, min_blocks):
+    """The page table's encodings pick the kernel variant reading them (codegen/runtime.py
+    FusedPipeline.variant), compiled under the register cap ``min_blocks`` (option
+    gpu_encoded_min_blocks; uncapped where the cap spills): every one adds up as NumPy does."""
+    import dataclasses
+
     import cupy
 
     from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, compile_fused_pipeline
@@ -101,10 +109,10 @@ def test_fused_page_table_mixes_plain_and_every_codec():
     rng = np.random.default_rng(7)
     spec = FusedPipelineSpec((("g", T.INT32), ("v", T.INT64)), (), (), (ColumnRef(T.INT32, "g", False),),
                              (AggregateSpec("sum", ColumnRef(T.INT64, "v", False)), AggregateSpec("count_star")),
-                             AGGREGATE, encoded=True)
+                             AGGREGATE, encoded=True, min_blocks=min_blocks)
     fp = compile_fused_pipeline(spec)
     pages, gs, vs = [], [], []
-    for i, codec in enumerate(["plain", *CODEC_IDS, "for", "plain"]):
+    for i, codec in enumerate([*codecs, "plain"]):
         n = 1024 * (1 + i % 3) + 17 * i
         g = rng.integers(0, 7, n).astype(np.int32)
         if codec == "const":
@@ -118,13 +126,21 @@ def test_fused_page_table_mixes_plain_and_every_codec():
         else:
             v = rng.integers(-(1 << 20), 1 << 20, n)
         v = v.astype(np.int64)
-        gcol = _encoded_column(g, "for") if i % 2 else Column(T.INT32, data=cupy.asarray(g))
+        gcol = _encoded_column(g, "for") if i % 2 and len(codecs) > 1 else Column(T.INT32, data=cupy.asarray(g))
         vcol = Column(T.INT64, data=cupy.asarray(v)) if codec == "plain" else _encoded_column(v, codec)
         pages.append((n, {"g": gcol, "v": vcol}))
         gs.append(g)
         vs.append(v)
     state = fp.new_state([(0, 6)])
-    fp.consume_pages(state, fp.page_table(pages), [])
+    table = fp.page_table(pages)
+    want = {1: ("plain", "plain"), 4: ("random", "random")}.get(len(codecs), ("random", "any"))
+    assert table.codecs == want
+    variant = fp.variant(table.codecs)
+    assert variant is not fp and variant.spec == dataclasses.replace(spec, input_codecs=want)
+    assert variant.spec.decodes_tiles == (want[1] == "any")
+    fp.consume_pages(state, table, [])
+    # (capped when asked, unless it holds the tile decoders; compiled uncapped if the cap spilled)
+    assert (variant.spill_bytes is not None) == (bool(min_blocks) and not variant.spec.decodes_tiles)
     result = fp.finish(state)
     g, v = np.concatenate(gs), np.concatenate(vs)
     keys = cupy.asnumpy(result.keys[0])

@@ -362,6 +362,13 @@ class DevicePageCache(PageCache):
             short = self.budget.used_bytes + int(nbytes) - self.budget.limit_bytes
             return self._evict(short) if short > 0 else 0
 
+    def evict_matching(self, match: Any) -> int:
+        """Evict every entry neither pinned nor kept for which ``match(key, value)`` is true (entries
+        held in a form no longer wanted: cache/placement.py); returns the bytes freed."""
+        with self._lock:
+            victims = [k for k, e in self._entries.items() if not e.pins and not e.kept and match(k, e.value)]
+            return sum(self._evict_entry(k) for k in victims)
+
     def _evict(self, nbytes: int) -> int:
         """Evict lowest-benefit evictable entries until ``nbytes`` are freed (all of them if they
         hold less); returns the bytes freed."""

@@ -91,11 +91,13 @@ def column_device_bytes(reader: Any, column: str, compressed: bool = False) -> i
     return got
 
 
-def scan_device_bytes(reader: Any, columns: list[str], compressed: bool = False) -> int:
+def scan_device_bytes(reader: Any, columns: list[str], compressed: bool = False,
+                      decoded: frozenset[str] = frozenset()) -> int:
     """An upper bound of the device bytes a scan of every row group of ``columns`` holds in the
-    device cache: each column's pages and dictionary, plus unpacked validity for nullable ones."""
-    return sum(column_device_bytes(reader, c, compressed) + (reader.num_rows if reader.column(c).nullable else 0)
-               for c in columns)
+    device cache: each column's pages and dictionary, plus unpacked validity for nullable ones
+    (``compressed``: pages as stored, except those of the columns in ``decoded``)."""
+    return sum(column_device_bytes(reader, c, compressed and c not in decoded)
+               + (reader.num_rows if reader.column(c).nullable else 0) for c in columns)
 
 
 def row_group_padded_bytes(reader: Any, columns: tuple[str, ...], rg: int) -> int:

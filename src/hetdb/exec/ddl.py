@@ -495,6 +495,15 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
             raise SqlError(f"SET {name}: expected a whole number, got {value!r}") from None
         if value < 1:
             raise SqlError(f"SET {name}: must be at least 1")
+    elif key == "gpu_encoded_min_blocks":
+        from hetdb.backend.gpu.codegen.spec import MAX_MIN_BLOCKS
+
+        try:
+            value = int(value)
+        except (TypeError, ValueError):
+            raise SqlError(f"SET {name}: expected a whole number, got {value!r}") from None
+        if not 0 <= value <= MAX_MIN_BLOCKS:
+            raise SqlError(f"SET {name}: must be 0 (no cap) to {MAX_MIN_BLOCKS}")
     elif key == "gpu_coprocess":
         from hetdb.cache.coscan import check_coprocess
 
@@ -511,7 +520,7 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         value = "auto"
     elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache", "gpu_delivery_overlap",
                  "gpu_stream_encoded", "gpu_early_scan", "gpu_early_dims", "gpu_copy_neighbours",
-                 "gpu_host_small_builds"):
+                 "gpu_host_small_builds", "gpu_decoded_placement"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":
         value = os.fspath(value)

@@ -143,6 +143,10 @@ class DeviceResources:
         # (table, version) -> columns a fused GPU scan read (gpu_cache_admission='reuse', scan_device.first_scan)
         self.scanned_columns: dict[tuple[str, int], set[str]] = {}
         self.host_tier_bytes = 0
+        # the columns kept decoded while pages stay compressed (exec/device_placement.py): the
+        # connection's cache.placement.DecodedPlacement and its choice per table
+        self.placement: Any = None
+        self.placement_map: dict[str, frozenset[str]] = {}
 
     def keep_compressed(self, option: Any, db: Any) -> bool:
         """The ``gpu_compressed_cache`` a query runs with: True/False as set; "auto": True only when

@@ -363,10 +363,17 @@ class QueryEngine:
         memory = device.memory if device is not None else self.memory
         options = self.options
         db = QuerySnapshot(self.db, readers)
+        decoded = None
         if device is not None and not isinstance(options.gpu_compressed_cache, bool):
             options = self._options_with(device.keep_compressed(options.gpu_compressed_cache, db))
+            if options.gpu_compressed_cache and options.gpu_decoded_placement:
+                from hetdb.exec.device_placement import place_decoded
+
+                decoded = place_decoded(device, db, physical)
         ctx = ExecContext(db, self.backend, options, memory, spill_dir, device=device,
                           host_memory=self.memory)
+        if decoded:
+            ctx.decoded_columns = decoded
         ctx.host_cache = self.host_cache
         peak_before = self.memory.peak
         self.memory._peak = self.memory.used

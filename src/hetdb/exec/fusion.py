@@ -374,10 +374,13 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     from hetdb.backend.gpu.codegen import AGGREGATE, FusedPipelineSpec, compile_fused_pipeline
     from hetdb.backend.gpu.codegen.expr_cuda import ExprError
 
-    # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes them
+    # with gpu_compressed_cache the fact pages stay compressed in device memory: the kernel decodes
+    # them, compiled for gpu_encoded_min_blocks resident blocks per SM
+    encoded = ctx.device is not None and bool(ctx.options.gpu_compressed_cache)
     spec = FusedPipelineSpec(inputs, tuple(filters), tuple(probes), tuple(group_exprs), tuple(aggs),
-                             AGGREGATE, encoded=ctx.device is not None and ctx.options.gpu_compressed_cache,
-                             fold=on("fused_fold"), block=256 if on("fused_block256") else 128)
+                             AGGREGATE, encoded=encoded, fold=on("fused_fold"),
+                             block=256 if on("fused_block256") else 128,
+                             min_blocks=int(getattr(ctx.options, "gpu_encoded_min_blocks", 0)) if encoded else 0)
     if not off("fused_eager"):
         from hetdb.backend.gpu.codegen.generate import FILTER_GUESS, eager_columns
 

@@ -176,7 +176,8 @@ def _section(page: PageSpec, name: str) -> tuple[int, int] | None:
 
 
 def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[PageSpec]], *,
-                  paged: bool = False, keep_encoded: bool = False, mirror: int = 0) -> DeliveryPlan:
+                  paged: bool = False, keep_encoded: bool = False, mirror: int = 0,
+                  decoded: frozenset[str] = frozenset()) -> DeliveryPlan:
     """The layout of one delivery (see the module docstring). ``pages[c][r]``: page of column ``c``
     in the delivery's ``r``-th row group; every column has the same rows per row group.
 
@@ -184,7 +185,7 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     group for the consumer) instead of one array per column spanning the row groups (``columns``).
     ``keep_encoded`` (paged only; option ``gpu_compressed_cache``): encoded data sections of
     fixed-width pages are copied as stored into the page's ``encoded`` region, nothing decodes them
-    (the consumer's kernel reads them in place).
+    (the consumer's kernel reads them in place), except those of the columns named in ``decoded``.
 
     ``mirror`` (the host tier's block bytes; 0: off): a column's encoded data sections to decode are
     staged as far apart as their pages lie in the host tier when each page follows the previous one
@@ -206,7 +207,7 @@ def plan_delivery(columns: Sequence[ColumnSpecLite], pages: Sequence[Sequence[Pa
     cursor = 0  # output regions (relative to the output area, which follows the descriptors)
 
     def kept(col: ColumnSpecLite, p: PageSpec) -> bool:
-        return keep_encoded and not col.string and p.codec != "plain"
+        return keep_encoded and not col.string and p.codec != "plain" and col.name not in decoded
 
     if not paged and any(p.absent for col_pages in pages for p in col_pages):
         raise ValueError("absent pages are left out only in a paged delivery")

@@ -93,8 +93,11 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     row groups of it too (co-processing): the streamer delivers only those it claims first.
     ``streams``: (copy, decode) streams to use instead of the process's (``prime``). ``neighbours``
     (option gpu_copy_neighbours): batched deliveries copy a column's pages lying back to back in
-    the host tier as one copy.
+    the host tier as one copy. ``decoded`` (with ``compressed``): columns whose encoded pages are
+    decoded on arrival all the same (the device cache keeps them decoded: cache/placement.py).
     """
+
+    decoded: frozenset[str] = frozenset()
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
@@ -102,7 +105,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
                  keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
                  zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None,
-                 neighbours: bool = True) -> None:
+                 neighbours: bool = True, decoded: frozenset[str] = frozenset()) -> None:
         import cupy
 
         if depth < 1:
@@ -142,6 +145,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # compressed=True (connection option gpu_compressed_cache): encoded pages stay encoded in
         # device memory as EncodedColumns (backend/gpu/encoded.py) that generated kernels read in place
         self.compressed = compressed
+        self.decoded = frozenset(decoded) if compressed else frozenset()
         self.stats = StreamStats()
         self._cupy = cupy
         self._device_id = cupy.cuda.Device().id
@@ -294,11 +298,11 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         """``_schedule`` for the row groups at ``positions``, sharing ring slot ``slot_index %
         depth``: their pages read into it lie column by column (a column's pages back to back)."""
         slot = slot_index % self.depth
-        reader, compressed, columns = self.reader, self.compressed, self.columns
+        reader, compressed, columns, decoded = self.reader, self.compressed, self.columns, self.decoded
         ids = tuple(self.row_groups[i] for i in positions)
         # the pages' facts in order, with their host-tier keys and locations: once per table version
-        infos, host_keys, locations = memoized(reader, ("group pages", tuple(columns), ids, compressed),
-                                               lambda: _group_pages(reader, columns, ids, compressed))
+        infos, host_keys, locations = memoized(reader, ("group pages", tuple(columns), ids, compressed, decoded),
+                                               lambda: _group_pages(reader, columns, ids, compressed, decoded))
         rgs = []
         pages = []
         k = 0
@@ -365,7 +369,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 nbytes = page.device_bytes
                 if nbytes is None:
                     nbytes = device_page_bytes(self.reader, page.column, page.row_group, page.location,
-                                               page.sections, page.num_rows, page.codec, self.compressed)
+                                               page.sections, page.num_rows, page.codec,
+                                               self.compressed and page.column not in self.decoded)
                 if page.admitted is not None:  # asked already for a batch (stream_batch.py)
                     page.cached, page.admitted = page.admitted, None
                 elif self.keep:
@@ -424,7 +429,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         nothing: a scan larger than the tier passes through)."""
         if self._first is False:
             cache = self.cache
-            fits = cache is not None and scan_device_bytes(self.reader, self.columns, self.compressed) \
+            fits = cache is not None and scan_device_bytes(self.reader, self.columns, self.compressed, self.decoded) \
                 <= cache.capacity_bytes - cache.kept_bytes()
             self._first = len(self.row_groups) * len(self.columns) if fits else None
         return self._first
@@ -480,7 +485,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             return Column(spec.dtype, validity=validity, offsets=offsets, chars=section("chars"))
         if page.codec == "plain":
             data = _view(section("data"), spec.dtype.numpy_dtype, n, page)
-        elif self.compressed and keeps_compressed(page.codec, page.sections):
+        elif self.compressed and page.column not in self.decoded and keeps_compressed(page.codec, page.sections):
             from hetdb.backend.gpu.encoded import DevicePage, EncodedColumn
 
             dpage = DevicePage(section("data"), page.codec, n, np.dtype(spec.dtype.numpy_dtype))
@@ -581,8 +586,9 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._retire(rg)
 
 
-def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compressed: bool) -> tuple:
+def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compressed: bool,
+                 decoded: frozenset[str] = frozenset()) -> tuple:
     """(PageInfo, host-tier key, location) lists of the pages of row groups ``ids``, row group by
     row group, each in ``columns`` order (``_schedule_group``'s order)."""
-    infos = [page_info(reader, column, rg, compressed) for rg in ids for column in columns]
+    infos = [page_info(reader, column, rg, compressed and column not in decoded) for rg in ids for column in columns]
     return infos, [i.host_key for i in infos], [i.location for i in infos]

@@ -170,6 +170,7 @@ class BatchedDelivery(DeliveryColumns):
         """(link bytes, device bytes bound in a delivery, padded bytes) of row group ``rg``."""
         reader, columns, paged = self.reader, tuple(self.columns), self.paged
         kept = paged and self.compressed
+        decoded = self.decoded
         mirror = self._mirror()
 
         def compute() -> tuple[int, int, int]:
@@ -186,10 +187,11 @@ class BatchedDelivery(DeliveryColumns):
                     continue
                 dev += delivery_bound(page, np.dtype(spec.dtype.numpy_dtype).itemsize,
                                       spec.dtype.kind == "string" and info.encoding == "plain",
-                                      kept and keeps_compressed(info.codec, info.sections), mirror)
+                                      kept and c not in decoded and keeps_compressed(info.codec, info.sections),
+                                      mirror)
             return link, dev, padded
 
-        return memoized(reader, ("batch bounds", columns, rg, paged, kept, mirror), compute)
+        return memoized(reader, ("batch bounds", columns, rg, paged, kept, decoded, mirror), compute)
 
     def _plan_groups(self) -> list[list[int]]:
         bounds = [self._rg_bounds(rg) for rg in self.row_groups]
@@ -455,7 +457,8 @@ class BatchedDelivery(DeliveryColumns):
             pages = [[PageSpec(p.location.length, p.num_rows, p.codec, p.sections, self._where(p),
                                p.cached or p.zero_copy, p.location.padded_length)
                       for p in (rg.pages[c] for rg in rgs)] for c in planned]
-            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed, mirror=mirror)
+            return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed, mirror=mirror,
+                                 decoded=self.decoded)
 
         # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
         # device-cache hits in it is made each time: which pages those are changes from scan to scan)
@@ -464,7 +467,7 @@ class BatchedDelivery(DeliveryColumns):
         else:
             in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
             plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged,
-                                     self.compressed, in_place_pages, mirror), make_plan)
+                                     self.compressed, self.decoded, in_place_pages, mirror), make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation

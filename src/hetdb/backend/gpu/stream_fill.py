@@ -34,7 +34,8 @@ class FillCache:
         # Filling is only worth it (and only safe from evicting its own pages) when the whole scan fits
         # in what the cache may hold next to its pinned entries: bounded from the manifest without a
         # walk over the pages (every page of the columns, unpacked validity for nullable ones).
-        if scan_device_bytes(reader, self.columns, self.compressed) > cache.capacity_bytes - cache.pinned_bytes():
+        if scan_device_bytes(reader, self.columns, self.compressed, self.decoded) \
+                > cache.capacity_bytes - cache.pinned_bytes():
             return False
         stream = self._copy_stream
         pages = [(c, rg) for rg in self.row_groups for c in self.columns]
@@ -56,7 +57,7 @@ class FillCache:
         cp, cache, reader = self._cupy, self.cache, self.reader
         todo = []
         for column, rg in pages:
-            info = page_info(reader, column, rg, self.compressed)
+            info = page_info(reader, column, rg, self.compressed and column not in self.decoded)
             if info.key not in cache:
                 todo.append(info)
         if not todo:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from hetdb.column import Batch
@@ -75,6 +77,9 @@ class ExecContext:
     # a pipeline's workers (a final aggregation merge)
     pool: Any = None
     threads: int = 1
+    # GPU, pages kept compressed: per table the columns the device cache keeps decoded all the same
+    # (exec/device_placement.py); their scans decode them on arrival
+    decoded_columns: Mapping[str, frozenset[str]] = MappingProxyType({})
 
     def set_morsel(self, index: int) -> None:
         """Called by the driver before a morsel's batches are pushed (orders collected results)."""

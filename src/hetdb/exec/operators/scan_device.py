@@ -241,14 +241,15 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     if host is None or not row_groups or not router.use_device_tier:
         return None
     cache = ctx.device.cache
-    if scan_device_bytes(state.reader, names, ctx.options.gpu_compressed_cache) \
+    decoded = decoded_columns(ctx, state.reader)
+    if scan_device_bytes(state.reader, names, ctx.options.gpu_compressed_cache, decoded) \
             > cache.capacity_bytes - cache.pinned_bytes():
         # the scan cannot fit in the cache (fill_cache would refuse it): no streamer is made and
         # closed for nothing (closing one waits for the copy stream, stalling the query)
         return None
     streamer = PageStreamer(state.reader, names, row_groups, budget=ctx.device.budget,
                             cache=ctx.device.cache, host_cache=host, router=router,
-                            compressed=ctx.options.gpu_compressed_cache)
+                            compressed=ctx.options.gpu_compressed_cache, decoded=decoded)
     try:
         filled = streamer.fill_cache()
     except BaseException:
@@ -275,7 +276,15 @@ def streamer_args(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups:
         compressed=ctx.options.gpu_compressed_cache or state.stream_encoded, router=scan_router(ctx, state),
         batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
         overlap=getattr(ctx.options, "gpu_delivery_overlap", False), zero_copy=state.zero_copy,
-        neighbours=getattr(ctx.options, "gpu_copy_neighbours", True))
+        neighbours=getattr(ctx.options, "gpu_copy_neighbours", True), decoded=decoded_columns(ctx, state.reader))
+
+
+def decoded_columns(ctx: ExecContext, reader: Any) -> frozenset[str]:
+    """The columns of ``reader``'s table whose pages the device cache keeps decoded though pages are
+    kept compressed (exec/device_placement.py); empty unless ``gpu_compressed_cache`` is on."""
+    if not ctx.options.gpu_compressed_cache:
+        return frozenset()
+    return ctx.decoded_columns.get(reader.name, frozenset())
 
 
 def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int], shared: Any = None) -> None:

@@ -38,14 +38,12 @@ from hetdb.backend.gpu.codegen.expr_cuda import (
     masked,
     translate,
 )
-from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
+from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_PLAIN, PAGES_RANDOM, FusedPipelineSpec
 from hetdb.errors import UnsupportedError
 
 FP_BLOCK = 128
 FP_ITEMS = 4
 FP_TILE = FP_BLOCK * FP_ITEMS
-# blocks per SM the compiler must fit (registers capped to allow them; 0: no cap)
-FP_MIN_BLOCKS = 0
 HEADER = "fused_pipeline.cuh"
 # Page table (int64): [tile start per page + total tiles][first row per page][rows per page]
 # [pointer per page and input column, page-major]; encoded specs add [0 plain / 1 encoded per page
@@ -117,7 +115,14 @@ class _Generator:
             if cid in cids and cid not in self.env:
                 k = self.input_index[cid]
                 self.emit(f"{ctype(dtype)} v{k}[FP_ITEMS];")
-                if self.spec.encoded:
+                kind = self.spec.input_class(k)
+                if self.spec.encoded and kind == PAGES_PLAIN:  # (page-table pointers are bytes)
+                    self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS>((const {ctype(dtype)}*)in{k} + off, v{k}, "
+                              "flags);")
+                elif kind == PAGES_RANDOM:
+                    self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS, HETDB_PAGES_RANDOM>(in{k}, enc{k}, off, "
+                              f"v{k}, flags, num, nullptr);")
+                elif self.spec.encoded:
                     self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS>(in{k}, enc{k}, off, v{k}, flags, num, "
                               "fp_decode);")
                 else:
@@ -264,11 +269,11 @@ class _Generator:
             params.append("unsigned long long* __restrict__ out_count")
         params.append("unsigned long long* __restrict__ arith_err")  # codegen/checked.py
         params += [lit.declaration() for lit in self.literals]
-        if spec.encoded:
+        if spec.decodes_tiles:
             head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
         out = ["// fused pipeline"] + [f"// {line}" for line in masked(spec).describe().splitlines()]
         out += [f"#define FP_BLOCK {spec.block}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {spec.block * FP_ITEMS}",
-                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks()}) {_NAME_PLACEHOLDER}(',
+                f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks(spec)}) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]
         k_in = len(spec.inputs)
@@ -345,8 +350,13 @@ def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float =
                  if 1.0 - (1.0 - first.get(cid, 0.0)) ** max(1, SECTOR_BYTES // width[cid]) >= threshold)
 
 
-def _min_blocks() -> str:
-    return f", {FP_MIN_BLOCKS}" if FP_MIN_BLOCKS else ""
+def _min_blocks(spec: FusedPipelineSpec) -> str:
+    """The launch bound's second argument: ``spec.min_blocks`` blocks of 128 threads per SM, in
+    blocks of the spec's size (the same threads, so the same register cap); none for a kernel
+    holding the delta/rle tile loaders (``decodes_tiles``: on sm_90 the SSB kernels need 120-128
+    registers with them and spill 112-240 bytes per thread under a cap of 8 blocks per SM)."""
+    blocks = 0 if spec.decodes_tiles else spec.min_blocks * 128 // spec.block
+    return f", {blocks}" if blocks else ""
 
 
 def _accumulator(op: str, arg: Code | None) -> Accumulator:

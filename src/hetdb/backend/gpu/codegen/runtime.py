@@ -8,8 +8,10 @@ PageStreamer delivers it (``new_state`` / ``consume`` / ``finish``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime'
 )
 from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
 from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
-from hetdb.backend.gpu.codegen.spec import AGGREGATE, FusedPipelineSpec
+from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_ANY, PAGES_PLAIN, FusedPipelineSpec, page_class
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
 from hetdb.codec.encodings import CODEC_IDS
 from hetdb.column import Column
@@ -39,6 +41,13 @@ MAX_GROUPS = 1 << 26  # (codegen/groups.py MAX_WIDE_GROUPS)
 HOST_FINISH_BYTES = 1 << 20  # accumulators finish() reads back whole, to find the non-empty groups on the host
 SHARED_BYTES = 48 * 1024      # static limit for dynamic shared memory without an opt-in attribute
 DECODE_SMEM_BYTES = (1024 + 32) * 8  # static shared memory of an encoded spec (HETDB_DECODE_SMEM_I64)
+# local-memory bytes per thread a register cap (spec.min_blocks) may cost: past them the kernel is
+# compiled without the cap (s14's decode-scan kernels at 12 blocks per SM spilled 8-32 bytes and
+# still ran 1.3-1.7x faster than uncapped)
+MAX_SPILL_BYTES = 32
+# launches over page tables use the kernel variant of their pages' encodings (FusedPipeline.variant);
+# HETDB_FUSED_PAGE_VARIANTS=0 (or False here, at run time): the spec's kernel for any encoding (A/B)
+PAGE_VARIANTS = os.environ.get("HETDB_FUSED_PAGE_VARIANTS", "1") not in ("0", "")
 _IDENTITY = {"fused::AccSumI64": 0, "fused::AccSumF64": 0, "fused::AccMinI64": I64_MAX,
              "fused::AccMaxI64": I64_MIN, "fused::AccMinF64": I64_MAX, "fused::AccMaxF64": I64_MIN}
 
@@ -161,6 +170,9 @@ class PageTable:
     # (device copy, CUDA event after its copy) from the first launch on: a table kept between runs
     # (fusion_run keeps it with the device cache's entries) is copied to the device once, not per launch
     device: Any = field(default=None, repr=False)
+    # per input, the encodings of its pages here (spec.PAGES_*; empty: a spec without ``encoded``):
+    # the kernel variant that reads them (FusedPipeline.variant)
+    codecs: tuple[str, ...] = ()
 
     def device_arrays(self) -> list[Any]:
         """The device memory this table holds (its device copy), for the device cache's accounting."""
@@ -190,9 +202,15 @@ class FusedPipeline:
         self.block = spec.block              # threads per block
         self.tile = spec.block * FP_ITEMS    # rows per tile
         self._function: Any = None
+        # local bytes per thread of the capped compile (spec.min_blocks; generate.py leaves kernels
+        # with tile decoders uncapped), None until compiled; when over MAX_SPILL_BYTES the uncapped
+        # kernel runs instead (``capped`` False)
+        self.spill_bytes: int | None = None
+        self.capped = bool(spec.min_blocks) and not spec.decodes_tiles
         self._registers: int | None = None  # per thread, once loaded (the launch's occupancy)
         self._shapes: dict[tuple, tuple] = {}  # new_state's domains -> (sizes, groups, strides)
         self._literals: tuple | None = None  # the literals' launch arguments, made at the first launch
+        self._variants: dict[tuple[str, ...], FusedPipeline] = {}  # page encodings -> kernel reading them
 
     @property
     def source(self) -> str:
@@ -207,8 +225,28 @@ class FusedPipeline:
     def function(self) -> Any:
         # kept: a pipeline launches once per row group, and the lookup hashes the whole source
         if self._function is None:
-            self._function = compile_source(self.source).function(self.kernel.name)
+            fn = compile_source(self.source).function(self.kernel.name)
+            if self.capped:
+                self.spill_bytes = _local_bytes(fn)
+                if self.spill_bytes > MAX_SPILL_BYTES:
+                    # the register cap spilled too much: the same kernel without it (same arguments)
+                    fn = compile_fused_pipeline(dataclasses.replace(self.spec, min_blocks=0)).function()
+                    self.capped = False
+            self._function = fn
         return self._function
+
+    def variant(self, codecs: tuple[str, ...]) -> FusedPipeline:
+        """The pipeline of this spec for pages in the encodings ``codecs`` (per input, spec.PAGES_*;
+        a page table's ``codecs``): the same arguments, accumulators and literals, without the
+        decoders no page needs (fewer registers, more resident blocks)."""
+        if all(c == PAGES_ANY for c in codecs):
+            codecs = ()  # (the spec's own kernel reads any encoding)
+        if not self.spec.encoded or codecs == self.spec.input_codecs:
+            return self
+        got = self._variants.get(codecs)
+        if got is None:
+            got = self._variants[codecs] = compile_fused_pipeline(dataclasses.replace(self.spec, input_codecs=codecs))
+        return got
 
     # ---- inputs ----------------------------------------------------------------------------------
     def batch_unfusable_reason(self, columns: dict[str, Any]) -> str | None:
@@ -271,6 +309,7 @@ class FusedPipeline:
         encoded = self.spec.encoded
         table = np.zeros(3 * num + 1 + num * len(cids) * (2 if encoded else 1), dtype=np.int64)
         keep: list[Any] = []
+        codecs: list[set[str]] = [set() for _ in cids]
         tile = row = 0
         for p, (rows, cols) in enumerate(pages):
             reason = self.batch_unfusable_reason(cols)
@@ -288,6 +327,7 @@ class FusedPipeline:
                     # the codec id (nonzero): random-access pages are then touched only for
                     # flagged rows, even their header (fused_pipeline.cuh BlockLoadSelPage)
                     table[3 * num + 1 + num * len(cids) + p * len(cids) + k] = CODEC_IDS[page.codec]
+                    codecs[k].add(page.codec)
                     continue
                 arr = col.data if isinstance(col, Column) else col
                 if int(arr.shape[0]) != rows or not arr.flags.c_contiguous:
@@ -297,7 +337,8 @@ class FusedPipeline:
             tile += -(-rows // self.tile)
             row += rows
         table[num] = tile
-        return PageTable(table, num, tile, row, keep)
+        return PageTable(table, num, tile, row, keep,
+                         codecs=tuple(page_class(c) for c in codecs) if encoded else ())
 
     def consume_pages(self, state: AggregateState, pages: PageTable, tables: list[DenseJoinTable]) -> None:
         """Add every row of a page table to ``state`` with one launch (asynchronously; the table's few
@@ -323,7 +364,7 @@ class FusedPipeline:
             state.page_tables.append((table, None))
         args: list[Any] = [np.uint64(0)] * len(self.spec.inputs)
         args += [np.int64(0), table, np.int64(pages.num_pages), np.int64(pages.num_tiles)]
-        self._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
+        self.variant(pages.codecs if PAGE_VARIANTS else ())._launch_aggregate(state, self._probe_args(args, tables), pages.num_tiles)
 
     # ---- aggregation -----------------------------------------------------------------------------
     def new_state(self, domains: list[tuple[int, int]] | None = None) -> AggregateState:
@@ -374,7 +415,14 @@ class FusedPipeline:
         args, n = self._args(columns, tables)
         if n == 0 or state.num_groups == 0:
             return
-        self._launch_aggregate(state, args, -(-n // self.tile))
+        self._flat()._launch_aggregate(state, args, -(-n // self.tile))
+
+    def _flat(self) -> FusedPipeline:
+        """The pipeline launched over a flat batch (value arrays only): the plain variant of a spec
+        that may read compressed pages (without its decoders' registers)."""
+        if not self.spec.encoded or not PAGE_VARIANTS:
+            return self
+        return self.variant((PAGES_PLAIN,) * len(self.spec.inputs))
 
     def _launch_aggregate(self, state: AggregateState, args: list[Any], tiles: int) -> None:
         from hetdb.backend.gpu.compile import launch
@@ -382,7 +430,7 @@ class FusedPipeline:
         for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides):
             args += [np.int64(lo), np.int64(size), np.int64(stride)]
         shared = len(state.accumulators) * state.num_groups * 8
-        static = DECODE_SMEM_BYTES if self.spec.encoded else 0
+        static = DECODE_SMEM_BYTES if self.spec.decodes_tiles else 0
         use_shared = shared + static <= SHARED_BYTES
         args += [np.int64(state.num_groups), np.int32(1 if use_shared else 0), *state.accumulators,
                  state.domain_errors, state.arith_err, *self.literal_args()]
@@ -478,7 +526,7 @@ class FusedPipeline:
         count = cupy.zeros(1, dtype=cupy.uint64)
         arith_err = cupy.zeros(ERR_WORDS, dtype=cupy.uint64)
         if n:
-            launch(self.function(), min(-(-n // self.tile), 65536), self.block,
+            launch(self._flat().function(), min(-(-n // self.tile), 65536), self.block,
                    (*args, out_rows, *out_build, count, arith_err, *self.literal_args()))
         raise_if_overflowed(arith_err.get())
         total = int(count[0])
@@ -531,6 +579,15 @@ def _device_id() -> int:
     import cupy
 
     return int(cupy.cuda.Device().id)
+
+
+def _local_bytes(fn: Any) -> int:
+    """Local memory (register spills, local arrays) per thread of a loaded kernel (0 when this CuPy
+    cannot say)."""
+    try:
+        return int(fn.local_size_bytes)
+    except Exception:  # noqa: BLE001 - an older CuPy: the cap is kept
+        return 0
 
 
 def _registers(fn: Any) -> int:

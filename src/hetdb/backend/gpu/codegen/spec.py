@@ -22,6 +22,22 @@ from hetdb.types import DataType
 
 AGGREGATE = "aggregate"
 SELECTION = "selection"
+# the most blocks of 128 threads an SM holds (2048 threads on sm_80 .. sm_90): min_blocks' bound
+MAX_MIN_BLOCKS = 16
+# the encodings the pages of a fused kernel's input may be in (FusedPipelineSpec.input_codecs)
+PAGES_PLAIN = "plain"    # value arrays only
+PAGES_RANDOM = "random"  # value arrays and pages read by random access (const, for, dict)
+PAGES_ANY = "any"        # delta and rle pages too (decoded a tile at a time through shared memory)
+PAGE_CLASSES = (PAGES_PLAIN, PAGES_RANDOM, PAGES_ANY)
+RANDOM_ACCESS = ("const", "for", "dict")
+
+
+def page_class(codecs: set[str] | frozenset[str]) -> str:
+    """The class of an input whose pages are kept in ``codecs`` ("plain" for value arrays)."""
+    encoded = set(codecs) - {"plain"}
+    if not encoded:
+        return PAGES_PLAIN
+    return PAGES_RANDOM if encoded <= set(RANDOM_ACCESS) else PAGES_ANY
 AGG_OPS = ("sum", "count", "count_star", "min", "max")
 
 
@@ -73,6 +89,27 @@ class FusedPipelineSpec:
     # threads per block (a tile is block * 4 rows); 128 unless the experiment fused_block256 asks for
     # 256 (s12, SSB q2.1's shape at SF 20: 0.998 against 1.247 ms)
     block: int = 128
+    # blocks of 128 threads per SM the compiler must fit (registers capped to allow them; 0: no cap):
+    # set for kernels that may read compressed pages (option gpu_encoded_min_blocks), whose decode
+    # loops are latency-bound and gain from more resident warps (s14, scripts/gpu_decode_scan.py on
+    # the H100: FOR 4.9x -> 2.8x and RLE 8.1x -> 6.3x a plain scan at 12 blocks per SM)
+    min_blocks: int = 0
+    # with ``encoded``, per input the encodings its pages may be in (PAGES_*; empty: every input any):
+    # a kernel is made for the pages it is given (runtime.FusedPipeline.variant), so one whose
+    # columns are all decoded or random-access leaves the delta/rle tile loaders out, and with them
+    # most of its registers (SSB q1.1 on sm_90: 120 registers with them, 40 without any decoder)
+    input_codecs: tuple[str, ...] = ()
+
+    def input_class(self, k: int) -> str:
+        """The encodings input ``k``'s pages may be in (PAGES_ANY, PAGES_RANDOM or PAGES_PLAIN)."""
+        if not self.encoded:
+            return PAGES_PLAIN
+        return self.input_codecs[k] if self.input_codecs else PAGES_ANY
+
+    @property
+    def decodes_tiles(self) -> bool:
+        """Whether the kernel may decode delta/rle tiles (it then holds their shared decode buffer)."""
+        return self.encoded and any(self.input_class(k) == PAGES_ANY for k in range(len(self.inputs)))
 
     def describe(self) -> str:
         """Canonical text of the spec (deterministic: same spec, same text, in every process)."""
@@ -93,6 +130,10 @@ class FusedPipelineSpec:
             parts.append("loaded first " + ", ".join(self.eager))
         if self.block != 128:
             parts.append(f"{self.block} threads per block")
+        if self.min_blocks:
+            parts.append(f"at least {self.min_blocks} blocks of 128 threads per SM")
+        if self.input_codecs:
+            parts.append("pages " + ", ".join(f"{c}:{k}" for (c, _), k in zip(self.inputs, self.input_codecs)))
         return "\n".join(parts)
 
     def unfusable_reason(self) -> str | None:
@@ -103,6 +144,11 @@ class FusedPipelineSpec:
             return f"unknown output kind {self.output!r}"
         if self.block not in (128, 256):
             return f"{self.block} threads per block (128 or 256)"
+        if self.input_codecs and (len(self.input_codecs) != len(self.inputs)
+                                  or not set(self.input_codecs) <= set(PAGE_CLASSES)):
+            return f"page encodings {self.input_codecs} do not match the {len(self.inputs)} inputs"
+        if not 0 <= self.min_blocks <= MAX_MIN_BLOCKS:
+            return f"{self.min_blocks} blocks per SM asked for (0 to {MAX_MIN_BLOCKS})"
         if self.output == SELECTION and (self.group_keys or self.aggregates):
             return "a selection pipeline has no group keys or aggregates"
         if self.output == AGGREGATE and not self.aggregates:

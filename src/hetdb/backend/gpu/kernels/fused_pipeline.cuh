@@ -56,7 +56,12 @@ __device__ __forceinline__ void BlockLoadSel(const T* __restrict__ in, T (&items
 // delta/rle a whole tile of `num` items cooperatively through `smem` (HETDB_DECODE_SMEM_I64 slots).
 // `page` and `encoded` are the same for every thread of the block (one tile lies in one page), so
 // the codec branch is uniform and the loaders' barriers are reached by every thread.
-template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+// CODECS: the encodings the column's pages may be in (codegen: FusedPipelineSpec.input_codecs):
+// HETDB_PAGES_ANY, or HETDB_PAGES_RANDOM (value arrays and const/for/dict pages: the delta/rle tile
+// loaders, which need ~90 registers, are left out of the kernel; `smem` may be null).
+#define HETDB_PAGES_ANY 0
+#define HETDB_PAGES_RANDOM 1
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, int CODECS = HETDB_PAGES_ANY, typename T>
 __device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict__ page, long long encoded,
                                                  long long off, T (&items)[ITEMS_PER_THREAD],
                                                  const int (&flags)[ITEMS_PER_THREAD], int num, i64* smem) {
@@ -64,16 +69,16 @@ __device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict
     BlockLoadSel<BLOCK_THREADS, ITEMS_PER_THREAD>((const T*)page + off, items, flags);
     return;
   }
-  if (encoded != HETDB_CODEC_DELTA && encoded != HETDB_CODEC_RLE) {
+  if (CODECS == HETDB_PAGES_RANDOM || (encoded != HETDB_CODEC_DELTA && encoded != HETDB_CODEC_RLE)) {
     bool any = false;
 #pragma unroll
     for (int k = 0; k < ITEMS_PER_THREAD; ++k) any = any || flags[k];
     if (!any) return;
   }
   const EncodedPage p = encoded_page(page);
-  if (p.codec == HETDB_CODEC_DELTA) {
+  if (CODECS == HETDB_PAGES_ANY && p.codec == HETDB_CODEC_DELTA) {
     load_tile_delta<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, num, smem);
-  } else if (p.codec == HETDB_CODEC_RLE) {
+  } else if (CODECS == HETDB_PAGES_ANY && p.codec == HETDB_CODEC_RLE) {
     load_tile_rle<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, num, smem);
   } else {
     load_tile_sel<BLOCK_THREADS, ITEMS_PER_THREAD>(p, off, items, flags);
