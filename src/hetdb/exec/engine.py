@@ -136,6 +136,7 @@ class QueryEngine:
         self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
         self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
+        self._hot: dict[int, Any] = {}  # id(physical) -> exec/hot_replay.HotRecord of its last full hot run
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
         from hetdb.exec.dictionary_memo import DictionaryMemo
@@ -233,6 +234,7 @@ class QueryEngine:
 
     def clear_plan_cache(self) -> None:
         self._plans.clear()
+        self._hot.clear()
 
     # ---- running ------------------------------------------------------------------------------------
     def execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
@@ -379,13 +381,21 @@ class QueryEngine:
         leaked = 0
         reusing = reuse
         on_host: set[int] = set()
+        hot = None  # the exec/hot_replay.HotRecord this run replays
+        replayed = 0  # fused pipelines it replayed
         try:
             skipped: set[int] = set()
             if reusing:
                 from hetdb.exec.fusion_reuse import prepare_reuse
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
-            if device is not None:
+                if device is not None and stream is None:
+                    from hetdb.exec import hot_replay
+
+                    hot = self._hot.get(id(reuse_key))
+                    if not hot_replay.usable(hot, reuse_key, options, device, skipped):
+                        hot = None
+            if device is not None and hot is None:  # (a replayed run's last full run started none)
                 from hetdb.exec.early_scan import start_early_scans
 
                 start_early_scans(ctx, physical, skipped)
@@ -397,6 +407,10 @@ class QueryEngine:
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
                              "ctx": ctx, "source": pipe.source}
                 if pipe.pid in skipped:
+                    continue
+                if hot is not None and pipe.pid in hot.steps \
+                        and hot_replay.replay_fused_step(ctx, pipe, hot.steps[pipe.pid]):
+                    replayed += 1
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
                     if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
@@ -410,6 +424,8 @@ class QueryEngine:
             batch = concat_batches(backend, batches) if batches else None
             table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
             batches = batch = None
+            if reusing and hot is None and device is not None and stream is None:
+                self._note_hot(ctx, reuse_key, options, skipped, on_host)
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below
             traceback.clear_frames(e.__traceback__)
@@ -453,6 +469,7 @@ class QueryEngine:
             "peak_gpu_bytes": None,
             "spilled_partitions": spilled,
             "host_pipelines": len(on_host),
+            "hot_replayed": replayed,  # fused pipelines run as their last full run's launch (exec/hot_replay.py)
             "routes": scan_routes(ops).as_dict(),
             "operators": ops,
         }
@@ -477,6 +494,19 @@ class QueryEngine:
                                 "primed_bytes": sum(e.primed_bytes for e in ctx.early_scans.values())},
             })
         return table, stats, physical
+
+    def _note_hot(self, ctx: ExecContext, physical: PhysicalPlan, options: Any, skipped: set[int],
+                  on_host: set[int]) -> None:
+        """Keep (or drop) the hot-replay record of ``physical`` after a full run (exec/hot_replay.py)."""
+        from hetdb.exec.hot_replay import RECORDS, make_record
+
+        record = make_record(ctx, physical, options, skipped, on_host)
+        if record is None:
+            self._hot.pop(id(physical), None)
+            return
+        if len(self._hot) >= RECORDS:
+            self._hot.pop(next(iter(self._hot)))
+        self._hot[id(physical)] = record
 
     def _tail_of(self, physical: PhysicalPlan) -> tuple[frozenset[int], frozenset[int]]:
         """(host_tail, host_sinks) of ``physical``, once per plan object (a cached plan runs many times)."""

@@ -119,9 +119,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
-    host = _host_finish(ctx, pipe, plan, run.gsink, fp, state)
-    with Timer(ctx, sink.op_id):
-        result = fp.finish(state, host=True) if host is not None else fp.finish(state)
+    host, result = finish_fused(ctx, pipe, plan, run.gsink, fp, state)
     ctx.add(sink.op_id, rows_in=fused_rows)
     if zero_copy_key is not None and fused_rows:
         from hetdb.cache.rates import shared_rates
@@ -135,16 +133,36 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     state = None
     if held is not None:
         held.close()  # (the accumulators go with ``state``; the groups' arrays are the partial state's)
+    if hot is not None and not rest and fused_rows == hot[0] and co is None and not recompiled and not unfused \
+            and held is None and host is not None and plan.chain is None and _skipped_inputs(ctx, pipe):
+        from hetdb.exec.hot_replay import note_fused_step
+
+        note_fused_step(ctx, pipe, plan)  # (a later run of the plan may replay this launch: exec/hot_replay.py)
+    return add_groups(ctx, pipe, plan, run.gsink, result, host)
+
+
+def finish_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any) -> tuple[Any, Any]:
+    """(host context or None, the kernel's groups) after the fused kernel over ``state`` was queued:
+    on the host when the groups can be handed over there (``_host_finish``), else on the device."""
+    host = _host_finish(ctx, pipe, plan, g, fp, state)
+    with Timer(ctx, pipe.sink.op_id):
+        result = fp.finish(state, host=True) if host is not None else fp.finish(state)
+    return host, result
+
+
+def add_groups(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, result: Any, host: Any) -> ExecContext | None:
+    """The kernel's non-empty groups (``result`` of ``finish_fused``) into the aggregation's global
+    state ``g``; returns the host context the aggregation then finishes in (None: on the device)."""
+    sink = pipe.sink
     if host is not None:
         if result.num_groups:
             with Timer(ctx, sink.op_id):
-                run.gsink.batches.append(_partial_state(host, sink, plan, result, on_host=True))
-                run.gsink.groups_unique = True  # the kernel's groups alone: each once, nothing to merge
+                g.batches.append(_partial_state(host, sink, plan, result, on_host=True))
+                g.groups_unique = True  # the kernel's groups alone: each once, nothing to merge
         ctx.made_on_host.add(pipe.pid)  # (its consumers on the host take the result as it is)
         return host
     if result.num_groups:
         part = _partial_state(ctx, sink, plan, result)
-        g = run.gsink
         if g.parts is not None:  # the aggregation spilled: the kernel's groups join its partitions
             sink._spill(ctx, g, [part])
         else:
@@ -279,6 +297,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     if got is None:
         return None
     resident, fill = got
+    hit = None
     try:
         cache = ctx.device.cache
         tkey = ("page-table", resident.derived_key, fp.kernel.name, columns)
@@ -304,6 +323,8 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         resident.release()
         if fill is not None:
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
+    if fill is None and hit is not None:  # (all resident, nothing filled: what a replay launches again)
+        ctx.__dict__.setdefault("_resident_launches", {})[sink_id] = (src.op_id, resident, tkey, hit)
     return (0 if table is None else table.num_rows), rest
 
 

@@ -1,0 +1,156 @@
+"""Hot replay: a run of a cached GPU plan that launches again what its last run launched, without
+walking the planner's and driver's objects again.
+
+A hot query on the GPU is one fused kernel per aggregation over pages the device cache holds, with
+its dimension tables kept from an earlier run of the same physical plan (exec/fusion_reuse.py), and a
+small host tail. The kernel and the tail take a millisecond or two; the driver around them (a
+pipeline's global and local states, the fusion planner's lookups, the resident-page check, the
+early-scan decision) cost as much host time again, for the same answers every run. A full run of a
+plan notes, per fused pipeline that ran as one launch over resident pages and handed its groups to
+the host, what that launch needs (``note_fused_step``); at its end the engine keeps a ``HotRecord``
+when every pipeline of the plan was skipped (kept from an earlier run), ran that way, or ran on the
+host. A later run of the same physical plan with the same ``stamp`` replays each such pipeline with
+``replay_fused_step``: new accumulators, the one launch, the groups to the host, the aggregation's
+finalize; everything else (stored state taken and pinned, host pipelines, result, statistics) runs
+as in a full run.
+
+The stamp says what the noted objects depend on: the physical plan object (the plan cache hands out
+a new one when a table it reads has a new version), the query's options object (``SET``/``RESET``
+make a new engine; ``gpu_compressed_cache`` 'auto' decided per query), the device cache's
+generation (bumped whenever an entry leaves: an evicted page or stored dense table, and every
+derived object the record holds, is dropped with it) and the budget's limit. The same physical
+plan and stamp mean the same pages, the same kept tables and the same literals (the plan cache is
+keyed by the SQL text), so a replay launches what a full run would launch; the kernel still runs
+and its groups are computed again every time (no result is cached).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb.exec.operators.base import ExecContext
+
+RECORDS = 256
+
+
+@dataclass
+class FusedStep:
+    """What replaying one fused pipeline needs: its plan (the stored FusionPlan), the resident pages
+    it reads (scan_device.ResidentPages) and their page table (kept with its device copy in the
+    device cache's derived objects), the group domains, the scan's route counts and the EXPLAIN note."""
+
+    plan: Any
+    scan_id: int
+    resident: Any
+    table_key: tuple
+    table_hit: tuple  # (PageTable, []) as the device cache's derived object holds it
+    domains: list
+    routes: Any
+    note: str
+    pages_skipped: int  # the scan's pages zone maps ruled out (counted when a full run plans the scan)
+
+
+@dataclass
+class HotRecord:
+    physical: Any
+    stamp: tuple
+    options: Any
+    skipped: frozenset
+    steps: dict  # pid -> FusedStep
+
+
+def stamp(ctx_options: Any, device: Any) -> tuple:
+    """What a record's objects depend on besides the physical plan and options objects (compared by
+    identity apart): the device cache's generation and capacity, the budget's limit."""
+    return (device.cache.generation, device.cache.capacity_bytes, device.budget.limit_bytes)
+
+
+def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
+    """During a full run: ``pipe`` ran fused as one launch over resident pages (nothing streamed, no
+    row through its operators, its groups handed to the host), with its plan taken from the store."""
+    from hetdb.exec.fusion_reuse import _REUSE
+
+    reuse = _REUSE.get(ctx)
+    launch = ctx.__dict__.get("_resident_launches", {}).get(pipe.sink.op_id)
+    if reuse is None or launch is None or pipe.pid not in reuse.presets or reuse.presets[pipe.pid].plan is not plan:
+        return
+    scan_id, resident, table_key, hit = launch
+    table, rest = hit
+    if table is None or rest:
+        return
+    from hetdb.cache.router import Route, RouteCounts
+
+    routes = RouteCounts()
+    routes.add(Route.GPU_RESIDENT, resident.nbytes, pages=len(resident.keys))
+    steps = ctx.__dict__.setdefault("_hot_steps", {})
+    steps[pipe.pid] = FusedStep(plan, scan_id, resident, table_key, hit,
+                                [(k.domain.lo, k.domain.hi) for k in plan.group_keys], routes,
+                                ctx.stat(pipe.sink.op_id).fused, int(ctx.stat(scan_id).pages_skipped))
+
+
+def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int], on_host: set[int]) -> HotRecord | None:
+    """After a full run of ``physical`` that ended well: the record a later run replays, when every
+    pipeline was skipped, ran as a noted fused step or ran on the host, nothing started early, and
+    what the steps noted is still what the device cache holds."""
+    steps = ctx.__dict__.get("_hot_steps")
+    if not steps or ctx.early_scans or ctx.device is None:
+        return None
+    pids = {p.pid for p in physical.pipelines}
+    if pids - set(skipped) - set(steps) - set(on_host) or set(steps) & set(on_host):
+        return None
+    cache = ctx.device.cache
+    for step in steps.values():
+        if cache.derived(step.resident.derived_key) is not step.resident or cache.derived(step.table_key) is not step.table_hit:
+            return None  # (an entry left the cache during the run: the noted objects are stale)
+    for s in ctx.stats.values():
+        if s.fallbacks:
+            return None
+    return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps))
+
+
+def usable(record: HotRecord | None, physical: Any, options: Any, device: Any, skipped: set[int]) -> bool:
+    """Whether ``record`` may replay a run of ``physical`` with ``options`` that skips ``skipped``."""
+    return record is not None and record.physical is physical and record.options is options \
+        and record.skipped == skipped and record.stamp == stamp(options, device)
+
+
+def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
+    """Run fused pipeline ``pipe`` as its noted step: the launch over the resident pages, the groups
+    to the host, the aggregation's finalize (as run_pipeline and run_fused would, without the driver).
+    False (nothing done) when the store handed this run another plan for it: the driver runs it."""
+    from hetdb.exec.fusion_reuse import _REUSE
+    from hetdb.exec.fusion_run import add_groups, finish_fused
+    from hetdb.exec.shared_results import reuse
+
+    preset = _REUSE[ctx].presets.get(pipe.pid)
+    if preset is None or preset.plan is not step.plan:
+        return False
+    if reuse(ctx, pipe):
+        return True
+    plan = step.plan
+    fp = plan.pipeline
+    cache = ctx.device.cache
+    resident = step.resident
+    resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
+    ctx.add(step.scan_id, rows_in=resident.num_rows, rows_out=resident.num_rows, pages_cached=len(resident.keys),
+            pages_skipped=step.pages_skipped)
+    ctx.add_routes(step.scan_id, step.routes)
+    sink = pipe.sink
+    ctx.stat(sink.op_id).fused = step.note
+    g = sink.init_global(ctx)
+    state = fp.new_state(step.domains)
+    table = step.table_hit[0]
+    fresh = table.device is None
+    try:
+        fp.consume_pages(state, table, plan.tables)
+    finally:
+        resident.release()
+    if fresh and table.device is not None:
+        cache.arrays_changed()  # (as run_fused: the kept page table now holds its device copy)
+    host, result = finish_fused(ctx, pipe, plan, g, fp, state)
+    ctx.add(sink.op_id, rows_in=table.num_rows)
+    state = None
+    finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
+    ctx.results[pipe.pid] = sink.finalize(finishing, g)
+    return True
