@@ -389,7 +389,7 @@ class QueryEngine:
                 from hetdb.exec.fusion_reuse import prepare_reuse
 
                 skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
-                if device is not None and stream is None:
+                if device is not None and stream is None and options.gpu_hot_replay:
                     from hetdb.exec import hot_replay
 
                     hot = self._hot.get(id(reuse_key))
@@ -424,7 +424,7 @@ class QueryEngine:
             batch = concat_batches(backend, batches) if batches else None
             table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
             batches = batch = None
-            if reusing and hot is None and device is not None and stream is None:
+            if reusing and hot is None and device is not None and stream is None and options.gpu_hot_replay:
                 self._note_hot(ctx, reuse_key, options, skipped, on_host)
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below
