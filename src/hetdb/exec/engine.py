@@ -386,15 +386,19 @@ class QueryEngine:
         try:
             skipped: set[int] = set()
             if reusing:
-                from hetdb.exec.fusion_reuse import prepare_reuse
-
-                skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
                 if device is not None and stream is None and options.gpu_hot_replay:
                     from hetdb.exec import hot_replay
 
                     hot = self._hot.get(id(reuse_key))
-                    if not hot_replay.usable(hot, reuse_key, options, device, skipped):
+                    if not hot_replay.usable(hot, reuse_key, options, device) \
+                            or not hot_replay.take_stored(ctx, self.fused_states, hot):
                         hot = None
+                if hot is not None:
+                    skipped = hot.skipped
+                else:
+                    from hetdb.exec.fusion_reuse import prepare_reuse
+
+                    skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
             if device is not None and hot is None:  # (a replayed run's last full run started none)
                 from hetdb.exec.early_scan import start_early_scans
 
@@ -486,7 +490,7 @@ class QueryEngine:
                 "gpu_reserved_after": device.memory.used,
                 "gpu_over_budget_bytes": device.memory.peak_over,
                 "cpu_fallbacks": fallbacks,
-                "gpu_pipelines": pipeline_modes(physical, ops),
+                "gpu_pipelines": dict(hot.modes) if hot is not None else pipeline_modes(physical, ops),
                 # scans started before their pipeline (exec/early_scan.py): how many, how many their
                 # pipeline took over, the budget bytes their first deliveries held when queued
                 "early_scans": {"started": len(ctx.early_scans),
@@ -500,7 +504,7 @@ class QueryEngine:
         """Keep (or drop) the hot-replay record of ``physical`` after a full run (exec/hot_replay.py)."""
         from hetdb.exec.hot_replay import RECORDS, make_record
 
-        record = make_record(ctx, physical, options, skipped, on_host)
+        record = make_record(ctx, physical, options, skipped, on_host, pipeline_modes(physical, ctx.stats))
         if record is None:
             self._hot.pop(id(physical), None)
             return

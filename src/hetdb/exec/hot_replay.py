@@ -58,6 +58,9 @@ class HotRecord:
     options: Any
     skipped: frozenset
     steps: dict  # pid -> FusedStep
+    stored: dict  # pid -> the plan (FusionPlan) or kept build (BuildSide) the run took from the store
+    kept: frozenset  # of ``stored``: the kept builds
+    modes: dict  # the run's gpu_pipelines statistics (engine.pipeline_modes)
 
 
 def stamp(ctx_options: Any, device: Any) -> tuple:
@@ -89,7 +92,8 @@ def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
                                 ctx.stat(pipe.sink.op_id).fused, int(ctx.stat(scan_id).pages_skipped))
 
 
-def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int], on_host: set[int]) -> HotRecord | None:
+def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int], on_host: set[int],
+                modes: dict) -> HotRecord | None:
     """After a full run of ``physical`` that ended well: the record a later run replays, when every
     pipeline was skipped, ran as a noted fused step or ran on the host, nothing started early, and
     what the steps noted is still what the device cache holds."""
@@ -106,13 +110,57 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
     for s in ctx.stats.values():
         if s.fallbacks:
             return None
-    return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps))
+    from hetdb.exec.fusion_reuse import _REUSE
+
+    reuse = _REUSE.get(ctx)
+    if reuse is None or reuse.physical is not physical or reuse.key is not physical:
+        return None
+    stored = {pid: e.plan for pid, e in reuse.presets.items()}
+    stored.update(reuse.kept)
+    return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps), stored,
+                     frozenset(reuse.kept), dict(modes))
 
 
-def usable(record: HotRecord | None, physical: Any, options: Any, device: Any, skipped: set[int]) -> bool:
-    """Whether ``record`` may replay a run of ``physical`` with ``options`` that skips ``skipped``."""
+def usable(record: HotRecord | None, physical: Any, options: Any, device: Any) -> bool:
+    """Whether ``record`` may replay a run of ``physical`` with ``options``."""
     return record is not None and record.physical is physical and record.options is options \
-        and record.skipped == skipped and record.stamp == stamp(options, device)
+        and record.stamp == stamp(options, device)
+
+
+def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
+    """fusion_reuse.prepare_reuse for a replay: take (and pin until the query ends) the stored
+    plans and kept builds the recorded run took, each the same object still; False (nothing taken)
+    when one is not, and the run prepares as a full one. The kept builds' results go into
+    ``ctx.results`` as prepare_reuse puts them; no later pipeline of a replay takes them as a shared
+    result (exec/shared_results.py shares a build with builds only, and a replay runs none)."""
+    from hetdb.exec.fusion_reuse import _REUSE, _Reuse, _skips
+
+    physical = record.physical
+    reuse = _Reuse(store, physical, physical)
+    for pid, plan in record.stored.items():
+        got = store.get(physical, pid)
+        if got is not None:
+            reuse.pins.append(got[1])
+        if got is None or got[0].plan is not plan:
+            for pin in reuse.pins:
+                store.release(pin)
+            return False
+        if pid in record.kept:
+            reuse.kept[pid] = plan
+        else:
+            reuse.presets[pid] = got[0]
+    skipped, notes = _skips(physical, reuse)
+    if skipped != record.skipped:
+        for pin in reuse.pins:
+            store.release(pin)
+        return False
+    reuse.skipped = set(skipped)
+    _REUSE[ctx] = reuse
+    for pid, side in reuse.kept.items():
+        ctx.results[pid] = side
+    for op_id, note in notes:
+        ctx.stat(op_id).fused = note
+    return True
 
 
 def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
