@@ -61,6 +61,7 @@ class HotRecord:
     stored: dict  # pid -> the plan (FusionPlan) or kept build (BuildSide) the run took from the store
     kept: frozenset  # of ``stored``: the kept builds
     modes: dict  # the run's gpu_pipelines statistics (engine.pipeline_modes)
+    keys: list  # the store's keys of ``stored``, in its order (one list object: cache/device_cache.hold_many)
 
 
 def stamp(ctx_options: Any, device: Any) -> tuple:
@@ -117,8 +118,9 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
         return None
     stored = {pid: e.plan for pid, e in reuse.presets.items()}
     stored.update(reuse.kept)
+    keys = [reuse.store.key_of(physical, pid) for pid in stored]
     return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps), stored,
-                     frozenset(reuse.kept), dict(modes))
+                     frozenset(reuse.kept), dict(modes), keys)
 
 
 def usable(record: HotRecord | None, physical: Any, options: Any, device: Any) -> bool:
@@ -136,23 +138,23 @@ def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
     from hetdb.exec.fusion_reuse import _REUSE, _Reuse, _skips
 
     physical = record.physical
+    got = store.hold_many(physical, record.keys) if record.keys else ([], ())
+    if got is None:
+        return False
+    entries, pin = got
     reuse = _Reuse(store, physical, physical)
-    for pid, plan in record.stored.items():
-        got = store.get(physical, pid)
-        if got is not None:
-            reuse.pins.append(got[1])
-        if got is None or got[0].plan is not plan:
-            for pin in reuse.pins:
-                store.release(pin)
+    reuse.pins.append(pin)
+    for (pid, plan), entry in zip(record.stored.items(), entries):
+        if entry.plan is not plan:
+            store.release(pin)
             return False
         if pid in record.kept:
             reuse.kept[pid] = plan
         else:
-            reuse.presets[pid] = got[0]
+            reuse.presets[pid] = entry
     skipped, notes = _skips(physical, reuse)
     if skipped != record.skipped:
-        for pin in reuse.pins:
-            store.release(pin)
+        store.release(pin)
         return False
     reuse.skipped = set(skipped)
     _REUSE[ctx] = reuse
