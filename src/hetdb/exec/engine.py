@@ -429,7 +429,7 @@ class QueryEngine:
             table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
             batches = batch = None
             if reusing and hot is None and device is not None and stream is None and options.gpu_hot_replay:
-                self._note_hot(ctx, reuse_key, options, skipped, on_host)
+                self._note_hot(ctx, reuse_key, options, skipped)
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below
             traceback.clear_frames(e.__traceback__)
@@ -490,7 +490,7 @@ class QueryEngine:
                 "gpu_reserved_after": device.memory.used,
                 "gpu_over_budget_bytes": device.memory.peak_over,
                 "cpu_fallbacks": fallbacks,
-                "gpu_pipelines": dict(hot.modes) if hot is not None else pipeline_modes(physical, ops),
+                "gpu_pipelines": pipeline_modes(physical, ops),
                 # scans started before their pipeline (exec/early_scan.py): how many, how many their
                 # pipeline took over, the budget bytes their first deliveries held when queued
                 "early_scans": {"started": len(ctx.early_scans),
@@ -499,12 +499,11 @@ class QueryEngine:
             })
         return table, stats, physical
 
-    def _note_hot(self, ctx: ExecContext, physical: PhysicalPlan, options: Any, skipped: set[int],
-                  on_host: set[int]) -> None:
+    def _note_hot(self, ctx: ExecContext, physical: PhysicalPlan, options: Any, skipped: set[int]) -> None:
         """Keep (or drop) the hot-replay record of ``physical`` after a full run (exec/hot_replay.py)."""
         from hetdb.exec.hot_replay import RECORDS, make_record
 
-        record = make_record(ctx, physical, options, skipped, on_host, pipeline_modes(physical, ctx.stats))
+        record = make_record(ctx, physical, options, skipped)
         if record is None:
             self._hot.pop(id(physical), None)
             return

@@ -14,6 +14,7 @@ from hetdb.exec.fusion import FusionPlan
 from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.join import HashProbe
 from hetdb.exec.operators.scan import TableScan, conjunction
 from hetdb.exec.wide import wide_sum
 
@@ -134,10 +135,13 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     if held is not None:
         held.close()  # (the accumulators go with ``state``; the groups' arrays are the partial state's)
     if hot is not None and not rest and fused_rows == hot[0] and co is None and not recompiled and not unfused \
-            and held is None and host is not None and plan.chain is None and _skipped_inputs(ctx, pipe):
+            and held is None and plan.chain is None \
+            and (_skipped_inputs(ctx, pipe) or not any(isinstance(op, HashProbe) for op in pipe.ops)):
         from hetdb.exec.hot_replay import note_fused_step
 
-        note_fused_step(ctx, pipe, plan)  # (a later run of the plan may replay this launch: exec/hot_replay.py)
+        # (a later run of the plan may replay this launch, without run.flush above: nothing ran through
+        # the operators, and no probe of a build that ran could emit build rows at the end)
+        note_fused_step(ctx, pipe, plan)  # exec/hot_replay.py
     return add_groups(ctx, pipe, plan, run.gsink, result, host)
 
 

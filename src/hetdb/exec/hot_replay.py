@@ -49,6 +49,7 @@ class FusedStep:
     routes: Any
     note: str
     pages_skipped: int  # the scan's pages zone maps ruled out (counted when a full run plans the scan)
+    shared: bool  # another pipeline of the plan is of its kind: it may share a result (exec/shared_results.py)
 
 
 @dataclass
@@ -60,7 +61,6 @@ class HotRecord:
     steps: dict  # pid -> FusedStep
     stored: dict  # pid -> the plan (FusionPlan) or kept build (BuildSide) the run took from the store
     kept: frozenset  # of ``stored``: the kept builds
-    modes: dict  # the run's gpu_pipelines statistics (engine.pipeline_modes)
     keys: list  # the store's keys of ``stored``, in its order (one list object: cache/device_cache.hold_many)
 
 
@@ -72,7 +72,8 @@ def stamp(ctx_options: Any, device: Any) -> tuple:
 
 def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
     """During a full run: ``pipe`` ran fused as one launch over resident pages (nothing streamed, no
-    row through its operators, its groups handed to the host), with its plan taken from the store."""
+    row through its operators, no flush of them needed, small accumulators), with its plan taken
+    from the store."""
     from hetdb.exec.fusion_reuse import _REUSE
 
     reuse = _REUSE.get(ctx)
@@ -84,25 +85,24 @@ def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
     if table is None or rest:
         return
     from hetdb.cache.router import Route, RouteCounts
+    from hetdb.exec.shared_results import _kind
 
+    kind = _kind(pipe)
+    shared = kind is not None and any(p is not pipe and _kind(p) == kind for p in reuse.physical.pipelines)
     routes = RouteCounts()
     routes.add(Route.GPU_RESIDENT, resident.nbytes, pages=len(resident.keys))
     steps = ctx.__dict__.setdefault("_hot_steps", {})
     steps[pipe.pid] = FusedStep(plan, scan_id, resident, table_key, hit,
                                 [(k.domain.lo, k.domain.hi) for k in plan.group_keys], routes,
-                                ctx.stat(pipe.sink.op_id).fused, int(ctx.stat(scan_id).pages_skipped))
+                                ctx.stat(pipe.sink.op_id).fused, int(ctx.stat(scan_id).pages_skipped), shared)
 
 
-def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int], on_host: set[int],
-                modes: dict) -> HotRecord | None:
-    """After a full run of ``physical`` that ended well: the record a later run replays, when every
-    pipeline was skipped, ran as a noted fused step or ran on the host, nothing started early, and
-    what the steps noted is still what the device cache holds."""
+def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]) -> HotRecord | None:
+    """After a full run of ``physical`` that ended well: the record a later run replays, when a fused
+    step was noted, nothing started early, and what the steps noted is still what the device cache
+    holds. (The plan's other pipelines run as in a full run: on the host tail, compiled, ...)"""
     steps = ctx.__dict__.get("_hot_steps")
     if not steps or ctx.early_scans or ctx.device is None:
-        return None
-    pids = {p.pid for p in physical.pipelines}
-    if pids - set(skipped) - set(steps) - set(on_host) or set(steps) & set(on_host):
         return None
     cache = ctx.device.cache
     for step in steps.values():
@@ -120,7 +120,7 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
     stored.update(reuse.kept)
     keys = [reuse.store.key_of(physical, pid) for pid in stored]
     return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps), stored,
-                     frozenset(reuse.kept), dict(modes), keys)
+                     frozenset(reuse.kept), keys)
 
 
 def usable(record: HotRecord | None, physical: Any, options: Any, device: Any) -> bool:
@@ -176,15 +176,18 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     preset = _REUSE[ctx].presets.get(pipe.pid)
     if preset is None or preset.plan is not step.plan:
         return False
-    if reuse(ctx, pipe):
+    if step.shared and reuse(ctx, pipe):
         return True
     plan = step.plan
     fp = plan.pipeline
     cache = ctx.device.cache
     resident = step.resident
     resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
-    ctx.add(step.scan_id, rows_in=resident.num_rows, rows_out=resident.num_rows, pages_cached=len(resident.keys),
-            pages_skipped=step.pages_skipped)
+    scan = ctx.stat(step.scan_id)  # (the query's one thread runs GPU pipelines: no other writer now)
+    scan.rows_in += resident.num_rows
+    scan.rows_out += resident.num_rows
+    scan.pages_cached += len(resident.keys)
+    scan.pages_skipped += step.pages_skipped
     ctx.add_routes(step.scan_id, step.routes)
     sink = pipe.sink
     ctx.stat(sink.op_id).fused = step.note
@@ -199,7 +202,7 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     if fresh and table.device is not None:
         cache.arrays_changed()  # (as run_fused: the kept page table now holds its device copy)
     host, result = finish_fused(ctx, pipe, plan, g, fp, state)
-    ctx.add(sink.op_id, rows_in=table.num_rows)
+    ctx.stat(sink.op_id).rows_in += table.num_rows
     state = None
     finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
     ctx.results[pipe.pid] = sink.finalize(finishing, g)
