@@ -168,7 +168,8 @@ def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
 def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     """Run fused pipeline ``pipe`` as its noted step: the launch over the resident pages, the groups
     to the host, the aggregation's finalize (as run_pipeline and run_fused would, without the driver).
-    False (nothing done) when the store handed this run another plan for it: the driver runs it."""
+    False (nothing done) when the store handed this run another plan for it or the pages it read are
+    no longer all in the device cache: the driver runs it."""
     from hetdb.exec.fusion_reuse import _REUSE
     from hetdb.exec.fusion_run import add_groups, finish_fused
     from hetdb.exec.shared_results import reuse
@@ -176,12 +177,16 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     preset = _REUSE[ctx].presets.get(pipe.pid)
     if preset is None or preset.plan is not step.plan:
         return False
+    cache = ctx.device.cache
+    resident = step.resident
+    # (a pipeline of this run that ran before, not replayed, may have evicted pages: derived objects
+    # go with any eviction)
+    if cache.derived(step.table_key) is not step.table_hit or cache.derived(resident.derived_key) is not resident:
+        return False
     if step.shared and reuse(ctx, pipe):
         return True
     plan = step.plan
     fp = plan.pipeline
-    cache = ctx.device.cache
-    resident = step.resident
     resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
     scan = ctx.stat(step.scan_id)  # (the query's one thread runs GPU pipelines: no other writer now)
     scan.rows_in += resident.num_rows
