@@ -48,7 +48,8 @@ class FusedStep:
     domains: list
     routes: Any
     note: str
-    pages_skipped: int  # the scan's pages zone maps ruled out (counted when a full run plans the scan)
+    pages_skipped: tuple  # (scan op id, pages zone maps ruled out) of the pipeline's source and of the
+    # kernel's scan (a swapped join's chain scans another table), counted when a full run plans the scans
     shared: bool  # another pipeline of the plan is of its kind: it may share a result (exec/shared_results.py)
 
 
@@ -94,7 +95,8 @@ def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
     steps = ctx.__dict__.setdefault("_hot_steps", {})
     steps[pipe.pid] = FusedStep(plan, scan_id, resident, table_key, hit,
                                 [(k.domain.lo, k.domain.hi) for k in plan.group_keys], routes,
-                                ctx.stat(pipe.sink.op_id).fused, int(ctx.stat(scan_id).pages_skipped), shared)
+                                ctx.stat(pipe.sink.op_id).fused,
+                                tuple((i, int(ctx.stat(i).pages_skipped)) for i in {scan_id, pipe.source.op_id}), shared)
 
 
 def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]) -> HotRecord | None:
@@ -192,7 +194,8 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     scan.rows_in += resident.num_rows
     scan.rows_out += resident.num_rows
     scan.pages_cached += len(resident.keys)
-    scan.pages_skipped += step.pages_skipped
+    for op_id, pages in step.pages_skipped:
+        ctx.stat(op_id).pages_skipped += pages
     ctx.add_routes(step.scan_id, step.routes)
     sink = pipe.sink
     ctx.stat(sink.op_id).fused = step.note
