@@ -5,8 +5,10 @@ line per run: the step, whether it replayed (stats 'hot_replayed') and the answe
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import weakref
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
@@ -41,7 +43,17 @@ def main(db: str) -> None:
         con.sql("SET gpu_batch_bytes = 8388608")
         for i in range(4):
             run(con, f"set{i}")
-        con._get_engine().device.cache.clear()  # (every page and kept table leaves the device cache)
+        # every page and kept table leaves the device cache: nothing of them stays alive for the
+        # replay record (its plans are weak references, its pages and page table keys)
+        engine = con._get_engine()
+        cache = engine.device.cache
+        (record,) = engine._hot.values()
+        (step,) = record.steps.values()
+        held = [weakref.ref(cache.derived(step.resident_key)), weakref.ref(cache.derived(step.table_key)[0]),
+                weakref.ref(step.plan())]
+        cache.clear()
+        gc.collect()
+        print(json.dumps({"step": "freed", "alive": sum(r() is not None for r in held)}), flush=True)
         for i in range(4):
             run(con, f"evicted{i}")
 

@@ -1,7 +1,7 @@
 """Hot replay (exec/hot_replay.py) without a GPU: a GPU connection on the CuPy stand-in (in a fresh
 interpreter: hot_replay_host.py) runs SSB q1.1 hot, so its fused launch is replayed, and a replay
 stops at each change its record depends on: an INSERT into lineorder (a new table version: a new
-physical plan), a SET (a new engine), an emptied device cache (its generation moved). The answers
+physical plan), a SET (a new engine), an emptied device cache (its generation moved; the record kept nothing of it alive). The answers
 are not DuckDB's (the stand-in's kernels do nothing; tests/exec/test_gpu_hot_replay.py compares
 them on a GPU) but a replayed run's must be the full run's."""
 
@@ -36,7 +36,8 @@ def test_hot_runs_replay_and_each_change_stops_the_replay(db_path):
     assert got.returncode == 0, got.stderr[-3000:]
     runs = [json.loads(line) for line in got.stdout.splitlines() if line.startswith("{")]
     by = {r["step"]: r for r in runs}
-    assert len(by) == 16, runs
+    assert len(by) == 17, runs
+    assert by["freed"]["alive"] == 0  # the record kept no evicted page, page table or stored plan alive
     for phase in ("hot", "insert", "set", "evicted"):
         steps = [by[f"{phase}{i}"] for i in range(4)]
         # the first run after the change runs the full path (a new plan, engine or cache state) ...

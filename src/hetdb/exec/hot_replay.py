@@ -17,15 +17,19 @@ as in a full run.
 The stamp says what the noted objects depend on: the physical plan object (the plan cache hands out
 a new one when a table it reads has a new version), the query's options object (``SET``/``RESET``
 make a new engine; ``gpu_compressed_cache`` 'auto' decided per query), the device cache's
-generation (bumped whenever an entry leaves: an evicted page or stored dense table, and every
-derived object the record holds, is dropped with it) and the budget's limit. The same physical
-plan and stamp mean the same pages, the same kept tables and the same literals (the plan cache is
-keyed by the SQL text), so a replay launches what a full run would launch; the kernel still runs
-and its groups are computed again every time (no result is cached).
+generation (bumped whenever an entry leaves: an evicted page or stored dense table) and the
+budget's limit. The same physical plan and stamp mean the same pages, the same kept tables and the
+same literals (the plan cache is keyed by the SQL text), so a replay launches what a full run would
+launch; the kernel still runs and its groups are computed again every time (no result is cached).
+A record holds no device memory: the stored plans by weak reference (the store's entries own them),
+the resident pages and page table by their keys among the device cache's derived objects, looked up
+again right before each replayed launch (a pipeline of the same run that was not replayed may have
+evicted pages since the run began).
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +41,15 @@ RECORDS = 256
 @dataclass
 class FusedStep:
     """What replaying one fused pipeline needs: its plan (the stored FusionPlan), the resident pages
-    it reads (scan_device.ResidentPages) and their page table (kept with its device copy in the
-    device cache's derived objects), the group domains, the scan's route counts and the EXPLAIN note."""
+    it reads (scan_device.ResidentPages) and their page table (kept with its device copy), both by
+    their keys among the device cache's derived objects (which go with any eviction), the group
+    domains, the scan's route counts and the EXPLAIN note. Nothing here holds device memory: the
+    plan is a weak reference (the store's entry owns it and its dense tables)."""
 
-    plan: Any
+    plan: Any  # weakref.ref to the stored FusionPlan
     scan_id: int
-    resident: Any
+    resident_key: tuple
     table_key: tuple
-    table_hit: tuple  # (PageTable, []) as the device cache's derived object holds it
     domains: list
     routes: Any
     note: str
@@ -60,7 +65,7 @@ class HotRecord:
     options: Any
     skipped: frozenset
     steps: dict  # pid -> FusedStep
-    stored: dict  # pid -> the plan (FusionPlan) or kept build (BuildSide) the run took from the store
+    stored: dict  # pid -> weakref.ref to the plan (FusionPlan) or kept build (BuildSide) the run took from the store
     kept: frozenset  # of ``stored``: the kept builds
     keys: list  # the store's keys of ``stored``, in its order (one list object: cache/device_cache.hold_many)
 
@@ -93,7 +98,7 @@ def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
     routes = RouteCounts()
     routes.add(Route.GPU_RESIDENT, resident.nbytes, pages=len(resident.keys))
     steps = ctx.__dict__.setdefault("_hot_steps", {})
-    steps[pipe.pid] = FusedStep(plan, scan_id, resident, table_key, hit,
+    steps[pipe.pid] = FusedStep(weakref.ref(plan), scan_id, resident.derived_key, table_key,
                                 [(k.domain.lo, k.domain.hi) for k in plan.group_keys], routes,
                                 ctx.stat(pipe.sink.op_id).fused,
                                 tuple((i, int(ctx.stat(i).pages_skipped)) for i in {scan_id, pipe.source.op_id}), shared)
@@ -108,8 +113,8 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
         return None
     cache = ctx.device.cache
     for step in steps.values():
-        if cache.derived(step.resident.derived_key) is not step.resident or cache.derived(step.table_key) is not step.table_hit:
-            return None  # (an entry left the cache during the run: the noted objects are stale)
+        if cache.derived(step.resident_key) is None or cache.derived(step.table_key) is None:
+            return None  # (an entry left the cache during the run)
     for s in ctx.stats.values():
         if s.fallbacks:
             return None
@@ -118,8 +123,8 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
     reuse = _REUSE.get(ctx)
     if reuse is None or reuse.physical is not physical or reuse.key is not physical:
         return None
-    stored = {pid: e.plan for pid, e in reuse.presets.items()}
-    stored.update(reuse.kept)
+    stored = {pid: weakref.ref(e.plan) for pid, e in reuse.presets.items()}
+    stored.update((pid, weakref.ref(side)) for pid, side in reuse.kept.items())
     keys = [reuse.store.key_of(physical, pid) for pid in stored]
     return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps), stored,
                      frozenset(reuse.kept), keys)
@@ -146,8 +151,9 @@ def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
     entries, pin = got
     reuse = _Reuse(store, physical, physical)
     reuse.pins.append(pin)
-    for (pid, plan), entry in zip(record.stored.items(), entries):
-        if entry.plan is not plan:
+    for (pid, ref), entry in zip(record.stored.items(), entries):
+        plan = ref()
+        if plan is None or entry.plan is not plan:
             store.release(pin)
             return False
         if pid in record.kept:
@@ -176,18 +182,18 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     from hetdb.exec.fusion_run import add_groups, finish_fused
     from hetdb.exec.shared_results import reuse
 
+    plan = step.plan()
     preset = _REUSE[ctx].presets.get(pipe.pid)
-    if preset is None or preset.plan is not step.plan:
+    if plan is None or preset is None or preset.plan is not plan:
         return False
     cache = ctx.device.cache
-    resident = step.resident
-    # (a pipeline of this run that ran before, not replayed, may have evicted pages: derived objects
-    # go with any eviction)
-    if cache.derived(step.table_key) is not step.table_hit or cache.derived(resident.derived_key) is not resident:
+    # the pages and page table as the cache holds them now (a pipeline of this run that ran before,
+    # not replayed, may have evicted pages: derived objects go with any eviction)
+    resident, hit = cache.derived(step.resident_key), cache.derived(step.table_key)
+    if resident is None or hit is None or hit[0] is None or hit[1]:
         return False
     if step.shared and reuse(ctx, pipe):
         return True
-    plan = step.plan
     fp = plan.pipeline
     resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
     scan = ctx.stat(step.scan_id)  # (the query's one thread runs GPU pipelines: no other writer now)
@@ -201,7 +207,7 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     ctx.stat(sink.op_id).fused = step.note
     g = sink.init_global(ctx)
     state = fp.new_state(step.domains)
-    table = step.table_hit[0]
+    table = hit[0]
     fresh = table.device is None
     try:
         fp.consume_pages(state, table, plan.tables)
