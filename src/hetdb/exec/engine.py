@@ -32,6 +32,7 @@ from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
 from hetdb.exec.route_stats import scan_routes
+from hetdb.exec.run_stats import query_stats
 from hetdb.exec.snapshot import QuerySnapshot
 from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
@@ -43,30 +44,6 @@ _SPILL_COUNTER = itertools.count()
 # collect) runs on the host when they hold at most this many rows: a few hundred rows are copied to
 # the host faster than the GPU launches the kernels sorting them (a placement, not a fallback).
 HOST_RESULT_ROWS = 1 << 16
-
-
-def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
-    """How the pipelines of a GPU query ran, from their sinks' notes: compiled by the pipeline
-    compiler, dense-fused, on the host, or operator at a time (not run: skipped, e.g. reused)."""
-    from hetdb.exec.compiled import COMPILED
-    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT
-
-    modes = {"compiled": 0, "dense_fused": 0, "host": 0, "operator_at_a_time": 0, "not_run": 0}
-    for p in physical.pipelines:
-        s = ops.get(p.sink.op_id)
-        note = s.fused if s is not None else ""
-        # (exec/shared_results.py: reused; exec/kept_builds.py: kept from an earlier run, or only needed there)
-        if s is None or note.startswith(("the result of pipeline", KEPT, KEPT_INPUT)):
-            modes["not_run"] += 1
-        elif note.startswith(COMPILED):
-            modes["compiled"] += 1
-        elif note.startswith(("fused into", "runs inside", "deferred", "not run")):
-            modes["dense_fused"] += 1
-        elif note.startswith("on the host"):
-            modes["host"] += 1
-        else:
-            modes["operator_at_a_time"] += 1
-    return modes
 
 
 # id(plan) -> (plan, _host_only(plan)): a plan from the process-wide plan cache (exec/plan_cache.py) is
@@ -451,52 +428,7 @@ class QueryEngine:
                 leaked = self.last_gpu_leak = device.leaked_bytes(snapshot)
         peak = self.memory.peak
         self.memory._peak = max(peak_before, peak)
-        ops = ctx.stats
-        exec_seconds = time.perf_counter() - t0
-        bytes_read = pages_read = pages_skipped = h2d = spilled = cached = 0
-        for s in ops.values():  # (one pass: a hot GPU query is a few milliseconds of Python)
-            bytes_read += s.bytes_read
-            pages_read += s.pages_read
-            pages_skipped += s.pages_skipped
-            h2d += s.bytes_host_to_device
-            spilled += s.spilled_partitions
-            cached += s.pages_cached
-        stats = {
-            "plan_seconds": 0.0,
-            "exec_seconds": exec_seconds,
-            "rows": table.num_rows,
-            "bytes_read": bytes_read,
-            "pages_read": pages_read,
-            "pages_skipped": pages_skipped,
-            "peak_host_bytes": peak,
-            "bytes_host_to_device": h2d,
-            "peak_gpu_bytes": None,
-            "spilled_partitions": spilled,
-            "host_pipelines": len(on_host),
-            "hot_replayed": replayed,  # fused pipelines run as their last full run's launch (exec/hot_replay.py)
-            "routes": scan_routes(ops).as_dict(),
-            "operators": ops,
-        }
-        if device is not None:
-            fallbacks: dict[str, int] = {}
-            for s in ops.values():
-                for what, n in s.fallbacks.items():
-                    fallbacks[what] = fallbacks.get(what, 0) + n
-            stats.update({
-                "peak_gpu_bytes": device.budget.peak_bytes,
-                "pages_cached": cached,
-                "gpu_cache_bytes": device.cache.used_bytes,
-                "gpu_leaked_bytes": leaked,
-                "gpu_reserved_after": device.memory.used,
-                "gpu_over_budget_bytes": device.memory.peak_over,
-                "cpu_fallbacks": fallbacks,
-                "gpu_pipelines": pipeline_modes(physical, ops),
-                # scans started before their pipeline (exec/early_scan.py): how many, how many their
-                # pipeline took over, the budget bytes their first deliveries held when queued
-                "early_scans": {"started": len(ctx.early_scans),
-                                "taken": sum(1 for e in ctx.early_scans.values() if e.adopted),
-                                "primed_bytes": sum(e.primed_bytes for e in ctx.early_scans.values())},
-            })
+        stats = query_stats(ctx, physical, table, time.perf_counter() - t0, peak, len(on_host), replayed, leaked)
         return table, stats, physical
 
     def _note_hot(self, ctx: ExecContext, physical: PhysicalPlan, options: Any, skipped: set[int]) -> None:
