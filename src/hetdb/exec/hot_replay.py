@@ -70,7 +70,7 @@ class HotRecord:
     keys: list  # the store's keys of ``stored``, in its order (one list object: cache/device_cache.hold_many)
 
 
-def stamp(ctx_options: Any, device: Any) -> tuple:
+def stamp(device: Any) -> tuple:
     """What a record's objects depend on besides the physical plan and options objects (compared by
     identity apart): the device cache's generation and capacity, the budget's limit."""
     return (device.cache.generation, device.cache.capacity_bytes, device.budget.limit_bytes)
@@ -126,14 +126,14 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
     stored = {pid: weakref.ref(e.plan) for pid, e in reuse.presets.items()}
     stored.update((pid, weakref.ref(side)) for pid, side in reuse.kept.items())
     keys = [reuse.store.key_of(physical, pid) for pid in stored]
-    return HotRecord(physical, stamp(options, ctx.device), options, frozenset(skipped), dict(steps), stored,
+    return HotRecord(physical, stamp(ctx.device), options, frozenset(skipped), dict(steps), stored,
                      frozenset(reuse.kept), keys)
 
 
 def usable(record: HotRecord | None, physical: Any, options: Any, device: Any) -> bool:
     """Whether ``record`` may replay a run of ``physical`` with ``options``."""
     return record is not None and record.physical is physical and record.options is options \
-        and record.stamp == stamp(options, device)
+        and record.stamp == stamp(device)
 
 
 def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
