@@ -195,6 +195,16 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     if step.shared and reuse(ctx, pipe):
         return True
     fp = plan.pipeline
+    state = fp.new_state(step.domains)
+    table = hit[0]
+    fresh = table.device is None
+    try:
+        fp.consume_pages(state, table, plan.tables)
+    finally:
+        resident.release()
+    # the host's bookkeeping while the kernel runs (finish waits for it)
+    if fresh and table.device is not None:
+        cache.arrays_changed()  # (as run_fused: the kept page table now holds its device copy)
     resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
     scan = ctx.stat(step.scan_id)  # (the query's one thread runs GPU pipelines: no other writer now)
     scan.rows_in += resident.num_rows
@@ -204,19 +214,11 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
         ctx.stat(op_id).pages_skipped += pages
     ctx.add_routes(step.scan_id, step.routes)
     sink = pipe.sink
-    ctx.stat(sink.op_id).fused = step.note
+    st = ctx.stat(sink.op_id)
+    st.fused = step.note
+    st.rows_in += table.num_rows
     g = sink.init_global(ctx)
-    state = fp.new_state(step.domains)
-    table = hit[0]
-    fresh = table.device is None
-    try:
-        fp.consume_pages(state, table, plan.tables)
-    finally:
-        resident.release()
-    if fresh and table.device is not None:
-        cache.arrays_changed()  # (as run_fused: the kept page table now holds its device copy)
     host, result = finish_fused(ctx, pipe, plan, g, fp, state)
-    ctx.stat(sink.op_id).rows_in += table.num_rows
     state = None
     finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
     ctx.results[pipe.pid] = sink.finalize(finishing, g)
