@@ -95,3 +95,20 @@ def test_is_current_without_a_stat_until_another_process_commits(tmp_path, monke
     subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {SRC!r}); from hetdb.storage import "
                     f"Database; Database.open({path!r}).drop_table('t')"], check=True)
     assert not db.is_current("t", fresh)
+
+
+def test_a_database_moved_aside_and_another_put_at_its_path(tmp_path, monkeypatch):
+    """No event comes from the table directories themselves: the directories above them are
+    watched for being moved."""
+    if not _watchable(tmp_path) or not WATCH.enabled:
+        pytest.skip("no inotify watch on this file system")
+    path, other = str(tmp_path / "db"), str(tmp_path / "other")
+    _table(path, [1, 2, 3])
+    _table(other, [4])
+    db = Database.open(path)
+    reader = db.table("t")
+    assert db.is_current("t", reader)
+    os.rename(path, str(tmp_path / "db.old"))
+    os.rename(other, path)
+    assert not db.is_current("t", reader)
+    assert db.table("t").num_rows == 1

@@ -29,9 +29,12 @@ import threading
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x2000, 0x4000, 0x8000
-IN_ONLYDIR = 0x01000000
+IN_ONLYDIR, IN_MASK_ADD = 0x01000000, 0x20000000
 MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
-        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD)
+# the directories above a watched one: moved or deleted, its path names another directory now
+ANCESTOR_MASK = IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD
+_GONE = IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 # statfs f_type of file systems whose changes, by any process of this machine, inotify reports
@@ -54,6 +57,8 @@ class DirectoryWatch:
         self._poller = None
         self._wd_of: dict[str, int] = {}   # directory -> watch descriptor
         self._path_of: dict[int, str] = {}
+        self._above: dict[str, int] = {}   # the directories above them -> watch descriptor
+        self._above_path: dict[int, str] = {}
         self._last: dict[int, int] = {}    # watch descriptor -> sequence number of its last event
         self._seq = 0                      # events read so far
         self._overflow = 0                 # sequence number of the last queue overflow (every watch changed)
@@ -67,6 +72,8 @@ class DirectoryWatch:
                 return None
             wd = self._wd_of.get(directory)
             if wd is None and (wd := self._add(directory)) is None:
+                return None
+            if not self._add_above(directory):
                 return None
             self._drain()
             return self._seq
@@ -99,7 +106,7 @@ class DirectoryWatch:
         if self._pid is not None:
             return self._fd is not None
         self._pid, self._fd = os.getpid(), None
-        self._wd_of, self._path_of, self._last = {}, {}, {}
+        self._wd_of, self._path_of, self._last, self._above, self._above_path = {}, {}, {}, {}, {}
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -123,6 +130,21 @@ class DirectoryWatch:
         self._seq += 1
         return wd
 
+    def _add_above(self, directory: str) -> bool:
+        """Watch every directory above ``directory`` for being moved or deleted (a database moved
+        aside and another put at its path: no event comes from the table directories themselves)."""
+        path = os.path.dirname(os.path.abspath(directory))
+        while path not in self._above:
+            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), ANCESTOR_MASK)
+            if wd < 0:
+                return False
+            self._above[path], self._above_path[wd] = wd, path
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+        return True
+
     def _drain(self) -> None:
         while self._poller.poll(0):
             try:
@@ -138,10 +160,18 @@ class DirectoryWatch:
                     self._overflow = self._seq
                     continue
                 self._last[wd] = self._seq
-                if mask & (IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF):
-                    path = self._path_of.pop(wd, None)  # (watched no more: the next token adds it again)
-                    if path is not None and self._wd_of.get(path) == wd:
-                        del self._wd_of[path]
+                if not mask & _GONE:
+                    continue
+                path = self._path_of.pop(wd, None)  # (watched no more: the next token adds it again)
+                if path is not None and self._wd_of.get(path) == wd:
+                    del self._wd_of[path]
+                above = self._above_path.pop(wd, None)
+                if above is not None:  # every path below it may name other directories now
+                    self._overflow = self._seq
+                    if self._above.get(above) == wd:
+                        del self._above[above]
+                if (path is not None or above is not None) and not mask & IN_IGNORED:
+                    self._libc.inotify_rm_watch(self._fd, wd)  # (a moved directory's watch goes with it)
 
 
 def _local_file_system(libc, path: str) -> bool:
