@@ -112,3 +112,11 @@ def test_a_database_moved_aside_and_another_put_at_its_path(tmp_path, monkeypatc
     os.rename(other, path)
     assert not db.is_current("t", reader)
     assert db.table("t").num_rows == 1
+
+
+def test_a_path_through_a_symbolic_link_is_not_watched(tmp_path):
+    if not _watchable(tmp_path):
+        pytest.skip("no inotify watch on this file system")
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    assert DirectoryWatch().token(str(tmp_path / "link")) is None

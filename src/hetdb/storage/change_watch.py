@@ -11,8 +11,11 @@ CURRENT as it was) knows that CURRENT is still the file it validated. Any event 
 says more than "maybe changed".
 
 Watched only where that holds: directories on local file systems (ext4, xfs, btrfs, tmpfs,
-overlayfs, zfs, f2fs; a network file system does not report other machines' changes), in the
-process that made the watch (a forked child makes its own). Elsewhere, or where inotify is missing
+overlayfs, zfs, f2fs; a network file system does not report other machines' changes) reached
+without a symbolic link (one pointed elsewhere sends no event), in the process that made the watch
+(a forked child makes its own); the directories above a watched one are watched for being moved or
+deleted (a database moved aside and another put at its path). A file system mounted over one of
+them is not noticed. Elsewhere, or where inotify is missing
 or out of watches, ``token`` answers None and the caller stats as before. ``HETDB_TABLE_WATCH=0``
 switches the watch off.
 """
@@ -120,6 +123,8 @@ class DirectoryWatch:
         return True
 
     def _add(self, directory: str) -> int | None:
+        if os.path.realpath(directory) != os.path.abspath(directory):
+            return None  # (a symbolic link on the way: pointed elsewhere, it sends no event we watch)
         if not _local_file_system(self._libc, directory):
             return None
         wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), MASK)
