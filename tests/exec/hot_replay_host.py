@@ -56,6 +56,9 @@ def main(db: str) -> None:
         print(json.dumps({"step": "freed", "alive": sum(r() is not None for r in held)}), flush=True)
         for i in range(4):
             run(con, f"evicted{i}")
+        con.sql("SET gpu_hot_replay = false")
+        for i in range(4):
+            run(con, f"off{i}")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,9 @@ def test_hot_runs_replay_and_each_change_stops_the_replay(db_path):
     assert got.returncode == 0, got.stderr[-3000:]
     runs = [json.loads(line) for line in got.stdout.splitlines() if line.startswith("{")]
     by = {r["step"]: r for r in runs}
-    assert len(by) == 17, runs
+    assert len(by) == 21, runs
+    assert all(by[f"off{i}"]["replayed"] == 0 for i in range(4))  # (SET gpu_hot_replay = false)
+    assert all(by[f"off{i}"]["rows"] == by["hot0"]["rows"] for i in range(4))
     assert by["freed"]["alive"] == 0  # the record kept no evicted page, page table or stored plan alive
     for phase in ("hot", "insert", "set", "evicted"):
         steps = [by[f"{phase}{i}"] for i in range(4)]
