@@ -38,7 +38,7 @@ def test_hot_runs_replay_and_each_change_stops_the_replay(db_path):
     by = {r["step"]: r for r in runs}
     assert len(by) == 21, runs
     assert all(by[f"off{i}"]["replayed"] == 0 for i in range(4))  # (SET gpu_hot_replay = false)
-    assert all(by[f"off{i}"]["rows"] == by["hot0"]["rows"] for i in range(4))
+    assert all(by[f"off{i}"]["rows"] == by["evicted0"]["rows"] for i in range(4))
     assert by["freed"]["alive"] == 0  # the record kept no evicted page, page table or stored plan alive
     for phase in ("hot", "insert", "set", "evicted"):
         steps = [by[f"{phase}{i}"] for i in range(4)]
