@@ -134,7 +134,8 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     state = None
     if held is not None:
         held.close()  # (the accumulators go with ``state``; the groups' arrays are the partial state's)
-    if hot is not None and not rest and fused_rows == hot[0] and co is None and not recompiled and not unfused \
+    if hot is not None and getattr(ctx.options, "gpu_hot_replay", False) and not rest and fused_rows == hot[0] \
+            and co is None and not recompiled and not unfused \
             and held is None \
             and (_skipped_inputs(ctx, pipe) or not any(isinstance(op, HashProbe) for op in pipe.ops)):
         from hetdb.exec.hot_replay import note_fused_step
