@@ -120,3 +120,17 @@ def test_a_path_through_a_symbolic_link_is_not_watched(tmp_path):
     (tmp_path / "real").mkdir()
     os.symlink(tmp_path / "real", tmp_path / "link")
     assert DirectoryWatch().token(str(tmp_path / "link")) is None
+
+
+def test_at_most_max_watches(tmp_path, monkeypatch):
+    if not _watchable(tmp_path):
+        pytest.skip("no inotify watch on this file system")
+    from hetdb.storage import change_watch
+
+    w = DirectoryWatch()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert w.token(str(tmp_path / "a")) is not None
+    monkeypatch.setattr(change_watch, "MAX_WATCHES", len(w._path_of) + len(w._above_path))
+    assert w.token(str(tmp_path / "b")) is None  # (the check stats instead)
+    assert w.token(str(tmp_path / "a")) is not None

@@ -38,6 +38,8 @@ MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | I
 # the directories above a watched one: moved or deleted, its path names another directory now
 ANCESTOR_MASK = IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_MASK_ADD
 _GONE = IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF
+# watches this process holds at most (the user's inotify watches are shared with every other program)
+MAX_WATCHES = 1024
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 
 # statfs f_type of file systems whose changes, by any process of this machine, inotify reports
@@ -125,7 +127,7 @@ class DirectoryWatch:
     def _add(self, directory: str) -> int | None:
         if os.path.realpath(directory) != os.path.abspath(directory):
             return None  # (a symbolic link on the way: pointed elsewhere, it sends no event we watch)
-        if not _local_file_system(self._libc, directory):
+        if not _local_file_system(self._libc, directory) or len(self._path_of) + len(self._above_path) >= MAX_WATCHES:
             return None
         wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), MASK)
         if wd < 0:
@@ -140,6 +142,8 @@ class DirectoryWatch:
         aside and another put at its path: no event comes from the table directories themselves)."""
         path = os.path.dirname(os.path.abspath(directory))
         while path not in self._above:
+            if len(self._path_of) + len(self._above_path) >= MAX_WATCHES:
+                return False
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), ANCESTOR_MASK)
             if wd < 0:
                 return False
