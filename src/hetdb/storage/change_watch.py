@@ -23,7 +23,6 @@ switches the watch off.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import select
 import struct
@@ -113,7 +112,7 @@ class DirectoryWatch:
         self._pid, self._fd = os.getpid(), None
         self._wd_of, self._path_of, self._last, self._above, self._above_path = {}, {}, {}, {}, {}
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc = ctypes.CDLL(None, use_errno=True)  # (the process's C library; find_library may run ldconfig)
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         except (OSError, AttributeError):
             return False
