@@ -6,13 +6,14 @@ its dimension tables kept from an earlier run of the same physical plan (exec/fu
 small host tail. The kernel and the tail take a millisecond or two; the driver around them (a
 pipeline's global and local states, the fusion planner's lookups, the resident-page check, the
 early-scan decision) cost as much host time again, for the same answers every run. A full run of a
-plan notes, per fused pipeline that ran as one launch over resident pages and handed its groups to
-the host, what that launch needs (``note_fused_step``); at its end the engine keeps a ``HotRecord``
-when every pipeline of the plan was skipped (kept from an earlier run), ran that way, or ran on the
-host. A later run of the same physical plan with the same ``stamp`` replays each such pipeline with
-``replay_fused_step``: new accumulators, the one launch, the groups to the host, the aggregation's
-finalize; everything else (stored state taken and pinned, host pipelines, result, statistics) runs
-as in a full run.
+plan notes, per fused pipeline that ran as one launch over resident pages with its plan taken from
+the store (nothing streamed, no row through its operators, small accumulators), what that launch
+needs (``note_fused_step``); at its end the engine keeps a ``HotRecord`` when it noted one and
+started no early scan. A later run of the same physical plan with the same ``stamp`` takes the
+stored plans and kept builds the record names at once (``take_stored``), skips the early-scan
+decision and replays each noted pipeline with ``replay_fused_step``: new accumulators, the one
+launch, the step's bookkeeping while the kernel runs, the finish, the aggregation's finalize.
+Everything else (the host tail, other pipelines, the result, statistics) runs as in a full run.
 
 The stamp says what the noted objects depend on: the physical plan object (the plan cache hands out
 a new one when a table it reads has a new version), the query's options object (``SET``/``RESET``
