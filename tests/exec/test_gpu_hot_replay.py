@@ -38,17 +38,18 @@ def _check(con, name: str, sql: str, want) -> int:
 def test_hot_replays_give_duckdbs_answers_with_both_literal_sets(ssb_db):
     queries = load_queries("ssb")
     replayed: dict[str, int] = {}
+    answered = 0  # queries with rows in either set (q3.3's cities find none at SF 0.01)
     with hetdb.connect(ssb_db.path, device="gpu") as con:
         for name, sql in queries.items():
             other = variant(name, sql)
             want_a, want_b = ssb_db.reference(sql), ssb_db.reference(other)
-            assert want_a.num_rows > 0 or want_b.num_rows > 0, name
+            answered += want_a.num_rows > 0 or want_b.num_rows > 0
             n = 0
             for text, want in [(sql, want_a)] * 4 + [(other, want_b)] * 4 + [(sql, want_a), (other, want_b)] * 3:
                 n += _check(con, name, text, want)
             replayed[name] = n
     print("fused launches replayed per query", replayed)
-    assert len(replayed) == 13
+    assert len(replayed) == 13 and answered >= 10, (answered, replayed)
     # q1.x: one fused aggregation over lineorder's resident pages, the date table kept
     assert all(replayed[q] > 0 for q in ("q1.1", "q1.2", "q1.3")), replayed
 

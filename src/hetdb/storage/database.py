@@ -10,7 +10,6 @@ from collections import OrderedDict
 
 from hetdb.errors import CatalogError, CorruptDataError
 from hetdb.storage import versions
-from hetdb.storage.change_watch import WATCH
 from hetdb.storage.format import (
     CURRENT,
     DB_MARKER,
@@ -85,9 +84,8 @@ class Database:
         # Readers are immutable snapshots, so one per committed version is reused: queries look a
         # table up many times (binding, estimates, scans) and a manifest parse costs milliseconds.
         self._readers: dict[str, tuple[tuple[int, int, int, int], TableReader]] = {}
-        # name -> (CURRENT path, its identity, manifest path, its identity, reader, table directory,
-        # its change_watch token when CURRENT was last found so): Database.table's check that the
-        # committed version is still the one read last, and is_current's
+        # name -> (CURRENT path, its identity, manifest path, its identity, reader): Database.table's
+        # check that the committed version is still the one read last
         self._fresh: dict[str, tuple] = {}
         self.format_version = FORMAT_VERSION
 
@@ -168,7 +166,7 @@ class Database:
             # CURRENT is replaced by a rename at every commit (a new file), a drop removes it: while
             # it and the manifest it named are the files seen last time, the version is the same.
             # Two stats instead of reading CURRENT (a hot query's plan-cache check, per table).
-            current, current_id, manifest, manifest_id, reader = fresh[:5]
+            current, current_id, manifest, manifest_id, reader = fresh
             try:
                 if _file_identity(current) == current_id and _file_identity(manifest) == manifest_id:
                     return reader
@@ -177,9 +175,7 @@ class Database:
             self._fresh.pop(name, None)  # (another thread may have dropped it already)
         if not self.has_table(name):
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
-        tdir = self._table_dir(name)
-        current = os.path.join(tdir, CURRENT)
-        token = WATCH.token(tdir)  # (before CURRENT is looked at: an event after it is seen next time)
+        current = os.path.join(self._table_dir(name), CURRENT)
         try:
             current_id = _file_identity(current)  # (before CURRENT is read: a commit in between is seen next time)
         except OSError:
@@ -192,23 +188,17 @@ class Database:
         except OSError:
             manifest_id = None
         if current_id is not None and manifest_id is not None:
-            self._fresh[name] = (current, current_id, manifest, manifest_id, reader, tdir, token)
+            self._fresh[name] = (current, current_id, manifest, manifest_id, reader)
         return reader
 
     def is_current(self, name: str, reader: TableReader) -> bool:
-        """Whether ``reader`` (from ``table(name)``) still reads the committed version: no change
-        notice from the table's directory since CURRENT was last found as it was
-        (storage/change_watch.py), else one stat of CURRENT, which every commit replaces and a drop
-        removes (a plan cache's check, per table of every query; ``table`` also checks the
-        manifest's file for a reader to be handed out)."""
+        """Whether ``reader`` (from ``table(name)``) still reads the committed version: one stat of
+        CURRENT, which every commit replaces and a drop removes (a plan cache's check, per table of
+        every query; ``table`` also checks the manifest's file for a reader to be handed out)."""
         fresh = self._fresh.get(name) if isinstance(name, str) else None
         if fresh is not None and fresh[4] is reader:
-            if WATCH.unchanged(fresh[5], fresh[6]):
-                return True
-            token = WATCH.token(fresh[5])  # (before the stat)
             try:
                 if _file_identity(fresh[0]) == fresh[1]:
-                    self._fresh[name] = (*fresh[:6], token)
                     return True
             except OSError:
                 pass
