@@ -21,7 +21,8 @@ stack) and EXPLAIN ANALYZE.
 
 ``--experiment NAME`` measures each query again with that GPU compiler experiment on
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
-gets a comment, so it is planned and fused anew). ``--literals`` (SSB) runs each query also with
+gets a comment, so it is planned and fused anew); ``--experiment no_hot_replay``: again without the
+hot replay (exec/hot_replay.py), every hot run through the pipeline driver. ``--literals`` (SSB) runs each query also with
 scripts/gpu_literal_kernels.py's other literal values: the CUDA modules that loaded (none when the
 kernels are shared), then its hot wall and kernel times.
 
@@ -384,9 +385,21 @@ def literal_runs(con: Any, probe: LaunchTimes, name: str, sql: str, args: Any) -
     return f"  | {modules:3d} {wall:9.2f} {kms:10.3f}"
 
 
+_USABLE: list = []  # exec/hot_replay.usable while ``no_hot_replay`` replaces it
+
+
 def _switch(experiment: str, on: bool) -> None:
-    """Switch the GPU compiler's experiment (exec/compiled_features.EXPERIMENTS) on or off."""
+    """Switch the GPU compiler's experiment (exec/compiled_features.EXPERIMENTS) on or off;
+    ``no_hot_replay``: hot runs go through the pipeline driver (exec/hot_replay.py never replays; the
+    option gpu_hot_replay=false would make a new engine, its device cache empty)."""
     if not experiment:
+        return
+    if experiment == "no_hot_replay":
+        from hetdb.exec import hot_replay
+
+        if not _USABLE:
+            _USABLE.append(hot_replay.usable)
+        hot_replay.usable = (lambda *a, **k: False) if on else _USABLE[0]
         return
     from hetdb.exec import compiled_features
 

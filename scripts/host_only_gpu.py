@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: median {statistics.median(walls) * 1e3:.3f} ms (min {min(walls) * 1e3:.3f}), plan "
                   f"{st.get('plan_seconds', 0) * 1e3:.3f} ms, exec {st.get('exec_seconds', 0) * 1e3:.3f} ms, "
                   f"{(_Function.launches - launches) / args.runs:.1f} launches per run, modes "
-                  f"{st.get('gpu_pipelines')}", flush=True)
+                  f"{st.get('gpu_pipelines')}, fused pipelines replayed {st.get('hot_replayed', 0)}", flush=True)
             print(f"  CuPy-level calls in one run ({sum(CALLS.values())}): "
                   + ", ".join(f"{k} x{v}" for k, v in ops), flush=True)
             prof = cProfile.Profile()

@@ -23,6 +23,10 @@ class Options:
     # A repeated plan may reuse the dense dimension tables its fused GPU kernel built last time
     # (derived data kept in the device cache, invalidated with the table versions).
     reuse_fused_state: bool = True
+    # With reuse_fused_state on the GPU: a hot run of a cached plan replays the fused launches its last
+    # full run made over resident pages, without the pipeline driver around them (exec/hot_replay.py).
+    # False: every run goes through the driver (A/B).
+    gpu_hot_replay: bool = True
     # CPU pipelines (scan -> filters/probes -> aggregation) run as one compiled Numba loop per morsel
     cpu_compile: bool = True
     timezone: str = "UTC"                # TIMESTAMPTZ display, casts and date parts (DuckDB's TimeZone)

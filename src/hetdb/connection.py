@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import dataclasses
 import inspect
@@ -297,6 +298,8 @@ class Connection(LastResult):
             return result
 
     def _progress(self):
+        if not self.progress:  # (the default: no generator context per statement)
+            return contextlib.nullcontext()
         from hetdb.cli.progress import engine_status, progress_line
 
         return progress_line(enabled=self.progress, status=engine_status(self), terminal_only=False)

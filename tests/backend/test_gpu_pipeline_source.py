@@ -226,8 +226,8 @@ def test_every_generated_kernel_compiles_with_nvcc(tmp_path):
 def test_pipeline_modes_count_how_each_pipeline_ran():
     from types import SimpleNamespace as NS
 
-    from hetdb.exec.engine import pipeline_modes
     from hetdb.exec.operators.base import OpStats
+    from hetdb.exec.run_stats import pipeline_modes
 
     notes = ["compiled into one generated kernel (hash probes and hash aggregation; 3 batches)",
              "fused into one generated kernel (6 dense groups)", "on the host: 4 rows in",

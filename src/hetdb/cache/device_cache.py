@@ -102,6 +102,22 @@ class DevicePageCache(PageCache):
             self._pin(key, entry)
             return entry.value
 
+    def hold_many(self, keys: list[Any]) -> list[Any] | None:
+        """``hold`` of every key of ``keys`` under one lock, their accesses one lazy group (pass the
+        same list object each time, as ``touch_many``): the values, or None (nothing pinned, no
+        access counted) when one is not cached."""
+        with self._lock:
+            entries = self._entries
+            got = [entries.get(key) for key in keys]
+            if any(e is None for e in got):
+                return None
+            self._stats.hits += len(got)
+            self._stats.hit_bytes += sum(e.nbytes for e in got)
+            self.policy.touch_group(keys)
+            for key, entry in zip(keys, got):
+                self._pin(key, entry)
+            return [e.value for e in got]
+
     def peek_many(self, keys: Iterable[PageKey]) -> list[Any] | None:
         """The values of ``keys`` when every one is cached, else None (no statistics, no access counted)."""
         with self._lock:

@@ -111,6 +111,21 @@ class FusedStateStore:
         self.hits += 1
         return got[0], (key,)
 
+    def hold_many(self, physical: Any, keys: list) -> tuple[list[FusedState], tuple] | None:
+        """``get`` of the entries of ``physical`` at ``keys`` (``key_of``'s, the same list object each
+        time: the device cache counts their accesses as one lazy group) at once: (entries, pin), or
+        None (nothing pinned) when one is not stored. On the GPU only."""
+        got = self.device_cache.hold_many(keys)
+        if got is None:
+            return None
+        if any(e.physical is not physical for e in got):
+            self.device_cache.unpin_many(keys)
+            return None
+        self.hits += len(got)
+        return got, tuple(keys)
+
+    key_of = _key
+
     def put(self, entry: FusedState) -> bool:
         """Keep ``entry`` (False when the device cache has no room for it: then it is dropped)."""
         key = self._key(entry.physical, entry.pid)
@@ -124,8 +139,8 @@ class FusedStateStore:
         return bool(self.device_cache.put(key, entry, entry.nbytes))
 
     def release(self, pin: tuple) -> None:
-        for key in pin:
-            self.device_cache.unpin(key)
+        if pin:
+            self.device_cache.unpin_many(pin)
 
     def __len__(self) -> int:
         if self.device_cache is None:

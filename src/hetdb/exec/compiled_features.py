@@ -72,6 +72,8 @@ def off(name: str) -> str | None:
 def expr_refusal(exprs: Iterable[Any]) -> str | None:
     """Why a kernel over ``exprs`` (expression IR trees, None allowed) is refused because an
     extension they need is switched off (``wide_decimal``, ``mod``); None when nothing is."""
+    if "mod" not in disabled and "wide_decimal" not in disabled:
+        return None  # (the default: no walk over every expression of every pipeline, every run)
     stack = [e for e in exprs if e is not None]
     while stack:
         e = stack.pop()

@@ -518,7 +518,7 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         value = check_zero_copy(str(value).lower())
     elif key == "gpu_compressed_cache" and not isinstance(value, bool) and str(value).lower() == "auto":
         value = "auto"
-    elif key in ("zone_maps", "reuse_fused_state", "gpu_compressed_cache", "gpu_delivery_overlap",
+    elif key in ("zone_maps", "reuse_fused_state", "gpu_hot_replay", "gpu_compressed_cache", "gpu_delivery_overlap",
                  "gpu_stream_encoded", "gpu_early_scan", "gpu_early_dims", "gpu_copy_neighbours",
                  "gpu_host_small_builds", "gpu_decoded_placement"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")

@@ -32,6 +32,7 @@ from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
 from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
 from hetdb.exec.route_stats import scan_routes
+from hetdb.exec.run_stats import query_stats
 from hetdb.exec.snapshot import QuerySnapshot
 from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
@@ -43,30 +44,6 @@ _SPILL_COUNTER = itertools.count()
 # collect) runs on the host when they hold at most this many rows: a few hundred rows are copied to
 # the host faster than the GPU launches the kernels sorting them (a placement, not a fallback).
 HOST_RESULT_ROWS = 1 << 16
-
-
-def pipeline_modes(physical: PhysicalPlan, ops: dict) -> dict[str, int]:
-    """How the pipelines of a GPU query ran, from their sinks' notes: compiled by the pipeline
-    compiler, dense-fused, on the host, or operator at a time (not run: skipped, e.g. reused)."""
-    from hetdb.exec.compiled import COMPILED
-    from hetdb.exec.kept_builds import KEPT, KEPT_INPUT
-
-    modes = {"compiled": 0, "dense_fused": 0, "host": 0, "operator_at_a_time": 0, "not_run": 0}
-    for p in physical.pipelines:
-        s = ops.get(p.sink.op_id)
-        note = s.fused if s is not None else ""
-        # (exec/shared_results.py: reused; exec/kept_builds.py: kept from an earlier run, or only needed there)
-        if s is None or note.startswith(("the result of pipeline", KEPT, KEPT_INPUT)):
-            modes["not_run"] += 1
-        elif note.startswith(COMPILED):
-            modes["compiled"] += 1
-        elif note.startswith(("fused into", "runs inside", "deferred", "not run")):
-            modes["dense_fused"] += 1
-        elif note.startswith("on the host"):
-            modes["host"] += 1
-        else:
-            modes["operator_at_a_time"] += 1
-    return modes
 
 
 # id(plan) -> (plan, _host_only(plan)): a plan from the process-wide plan cache (exec/plan_cache.py) is
@@ -136,6 +113,7 @@ class QueryEngine:
         self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
         self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
+        self._hot: dict[int, Any] = {}  # id(physical) -> exec/hot_replay.HotRecord of its last full hot run
         # host copies of device dictionaries small results take to the host tail: the same objects
         # every run of a plan (its sort ranks are then kept too: exec/dictionary_memo.py)
         from hetdb.exec.dictionary_memo import DictionaryMemo
@@ -233,6 +211,7 @@ class QueryEngine:
 
     def clear_plan_cache(self) -> None:
         self._plans.clear()
+        self._hot.clear()
 
     # ---- running ------------------------------------------------------------------------------------
     def execute(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
@@ -386,13 +365,25 @@ class QueryEngine:
         leaked = 0
         reusing = reuse
         on_host: set[int] = set()
+        hot = None  # the exec/hot_replay.HotRecord this run replays
+        replayed = 0  # fused pipelines it replayed
         try:
             skipped: set[int] = set()
             if reusing:
-                from hetdb.exec.fusion_reuse import prepare_reuse
+                if device is not None and stream is None and options.gpu_hot_replay:
+                    from hetdb.exec import hot_replay
 
-                skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
-            if device is not None:
+                    hot = self._hot.get(id(reuse_key))
+                    if not hot_replay.usable(hot, reuse_key, options, device) \
+                            or not hot_replay.take_stored(ctx, self.fused_states, hot):
+                        hot = None
+                if hot is not None:
+                    skipped = hot.skipped
+                else:
+                    from hetdb.exec.fusion_reuse import prepare_reuse
+
+                    skipped = prepare_reuse(ctx, self.fused_states, physical, reuse_key)
+            if device is not None and hot is None:  # (a replayed run's last full run started none)
                 from hetdb.exec.early_scan import start_early_scans
 
                 start_early_scans(ctx, physical, skipped)
@@ -404,6 +395,10 @@ class QueryEngine:
                 self.live = {"stage": "running", "pipeline": i + 1, "pipelines": len(physical.pipelines),
                              "ctx": ctx, "source": pipe.source}
                 if pipe.pid in skipped:
+                    continue
+                if hot is not None and pipe.pid in hot.steps \
+                        and hot_replay.replay_fused_step(ctx, pipe, hot.steps[pipe.pid]):
+                    replayed += 1
                     continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
                     if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
@@ -417,6 +412,8 @@ class QueryEngine:
             batch = concat_batches(backend, batches) if batches else None
             table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
             batches = batch = None
+            if reusing and hot is None and device is not None and stream is None and options.gpu_hot_replay:
+                self._note_hot(ctx, reuse_key, options, skipped)
         except BaseException as e:
             # frames of the traceback would keep device arrays alive past the leak check below
             traceback.clear_frames(e.__traceback__)
@@ -438,52 +435,20 @@ class QueryEngine:
                 leaked = self.last_gpu_leak = device.leaked_bytes(snapshot)
         peak = self.memory.peak
         self.memory._peak = max(peak_before, peak)
-        ops = ctx.stats
-        exec_seconds = time.perf_counter() - t0
-        bytes_read = pages_read = pages_skipped = h2d = spilled = cached = 0
-        for s in ops.values():  # (one pass: a hot GPU query is a few milliseconds of Python)
-            bytes_read += s.bytes_read
-            pages_read += s.pages_read
-            pages_skipped += s.pages_skipped
-            h2d += s.bytes_host_to_device
-            spilled += s.spilled_partitions
-            cached += s.pages_cached
-        stats = {
-            "plan_seconds": 0.0,
-            "exec_seconds": exec_seconds,
-            "rows": table.num_rows,
-            "bytes_read": bytes_read,
-            "pages_read": pages_read,
-            "pages_skipped": pages_skipped,
-            "peak_host_bytes": peak,
-            "bytes_host_to_device": h2d,
-            "peak_gpu_bytes": None,
-            "spilled_partitions": spilled,
-            "host_pipelines": len(on_host),
-            "routes": scan_routes(ops).as_dict(),
-            "operators": ops,
-        }
-        if device is not None:
-            fallbacks: dict[str, int] = {}
-            for s in ops.values():
-                for what, n in s.fallbacks.items():
-                    fallbacks[what] = fallbacks.get(what, 0) + n
-            stats.update({
-                "peak_gpu_bytes": device.budget.peak_bytes,
-                "pages_cached": cached,
-                "gpu_cache_bytes": device.cache.used_bytes,
-                "gpu_leaked_bytes": leaked,
-                "gpu_reserved_after": device.memory.used,
-                "gpu_over_budget_bytes": device.memory.peak_over,
-                "cpu_fallbacks": fallbacks,
-                "gpu_pipelines": pipeline_modes(physical, ops),
-                # scans started before their pipeline (exec/early_scan.py): how many, how many their
-                # pipeline took over, the budget bytes their first deliveries held when queued
-                "early_scans": {"started": len(ctx.early_scans),
-                                "taken": sum(1 for e in ctx.early_scans.values() if e.adopted),
-                                "primed_bytes": sum(e.primed_bytes for e in ctx.early_scans.values())},
-            })
+        stats = query_stats(ctx, physical, table, time.perf_counter() - t0, peak, len(on_host), replayed, leaked)
         return table, stats, physical
+
+    def _note_hot(self, ctx: ExecContext, physical: PhysicalPlan, options: Any, skipped: set[int]) -> None:
+        """Keep (or drop) the hot-replay record of ``physical`` after a full run (exec/hot_replay.py)."""
+        from hetdb.exec.hot_replay import RECORDS, make_record
+
+        record = make_record(ctx, physical, options, skipped)
+        if record is None:
+            self._hot.pop(id(physical), None)
+            return
+        if len(self._hot) >= RECORDS:
+            self._hot.pop(next(iter(self._hot)))
+        self._hot[id(physical)] = record
 
     def _tail_of(self, physical: PhysicalPlan) -> tuple[frozenset[int], frozenset[int]]:
         """(host_tail, host_sinks) of ``physical``, once per plan object (a cached plan runs many times)."""

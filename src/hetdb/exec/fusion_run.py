@@ -15,6 +15,7 @@ from hetdb.exec.fusion import FusionPlan
 from hetdb.exec.fusion_reuse import _run_skipped_inputs, _skipped_inputs
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext, Timer
+from hetdb.exec.operators.join import HashProbe
 from hetdb.exec.operators.scan import TableScan, conjunction
 from hetdb.exec.wide import wide_sum
 
@@ -149,19 +150,44 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     state = None
     if held is not None:
         held.close()  # (the accumulators go with ``state``; the groups' arrays are the partial state's)
+    if hot is not None and getattr(ctx.options, "gpu_hot_replay", False) and not rest and fused_rows == hot[0] \
+            and co is None and not recompiled and not unfused \
+            and held is None \
+            and (_skipped_inputs(ctx, pipe) or not any(isinstance(op, HashProbe) for op in pipe.ops)):
+        from hetdb.exec.hot_replay import note_fused_step
+
+        # (a later run of the plan may replay this launch, without run.flush above: nothing ran through
+        # the operators, and no probe of a build that ran could emit build rows at the end)
+        note_fused_step(ctx, pipe, plan)  # exec/hot_replay.py
+    return add_groups(ctx, pipe, plan, run.gsink, result, host, cpu_parts)
+
+
+def finish_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any) -> tuple[Any, Any]:
+    """(host context or None, the kernel's groups) after the fused kernel over ``state`` was queued:
+    on the host when the groups can be handed over there (``_host_finish``), else on the device."""
+    host = _host_finish(ctx, pipe, plan, g, fp, state)
+    with Timer(ctx, pipe.sink.op_id):
+        result = fp.finish(state, host=True) if host is not None else fp.finish(state)
+    return host, result
+
+
+def add_groups(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, result: Any, host: Any,
+               cpu_parts: list | tuple = ()) -> ExecContext | None:
+    """The kernel's non-empty groups (``result`` of ``finish_fused``) into the aggregation's global
+    state ``g``; returns the host context the aggregation then finishes in (None: on the device)."""
+    sink = pipe.sink
     if host is not None:
         if result.num_groups:
             with Timer(ctx, sink.op_id):
-                run.gsink.batches.append(_partial_state(host, sink, plan, result, on_host=True))
-                run.gsink.groups_unique = True  # the kernel's groups alone: each once, nothing to merge
+                g.batches.append(_partial_state(host, sink, plan, result, on_host=True))
+                g.groups_unique = True  # the kernel's groups alone: each once, nothing to merge
         if cpu_parts:  # (the CPU workers' groups join the kernel's on the host: nothing goes to the GPU)
-            run.gsink.batches.extend(cpu_parts)
-            run.gsink.groups_unique = False
+            g.batches.extend(cpu_parts)
+            g.groups_unique = False
         ctx.made_on_host.add(pipe.pid)  # (its consumers on the host take the result as it is)
         return host
     if result.num_groups:
         part = _partial_state(ctx, sink, plan, result)
-        g = run.gsink
         if g.parts is not None:  # the aggregation spilled: the kernel's groups join its partitions
             sink._spill(ctx, g, [part])
         else:
@@ -296,6 +322,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     if got is None:
         return None
     resident, fill = got
+    hit = None
     try:
         cache = ctx.device.cache
         tkey = ("page-table", resident.derived_key, fp.kernel.name, columns)
@@ -321,6 +348,8 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         resident.release()
         if fill is not None:
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
+    if fill is None and hit is not None:  # (all resident, nothing filled: what a replay launches again)
+        ctx.__dict__.setdefault("_resident_launches", {})[sink_id] = (src.op_id, resident, tkey, hit)
     return (0 if table is None else table.num_rows), rest
 
 

@@ -75,12 +75,23 @@ class DeviceScanState:
 _VERDICTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+# id(scan operator) -> (the operator, a weak reference to the reader, zone maps on, scan_verdicts' answer):
+# a cached plan's operators are the same objects every run, and the key below hashes every filter's
+# expression tree (~40 calls per scan and query)
+_BY_OP: dict[int, tuple] = {}
+_BY_OP_ENTRIES = 1024
+
+
 def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str], int, list[int]]:
     """(zone-map verdict per row group not skipped, row groups skipped, the row groups not skipped)
     of ``op`` over ``reader``'s table version, computed once per (version, pushed filters, columns,
     zone maps on); the dict and list are shared: copy them to change them."""
+    zone_maps = bool(ctx.options.zone_maps)
+    hit = _BY_OP.get(id(op))
+    if hit is not None and hit[0] is op and hit[1]() is reader and hit[2] == zone_maps:
+        return hit[3]
     scan = op.scan
-    key = (scan.filters, tuple(f.cid for f in scan.fields), scan.column_names, bool(ctx.options.zone_maps))
+    key = (scan.filters, tuple(f.cid for f in scan.fields), scan.column_names, zone_maps)
     try:
         per_reader = _VERDICTS.setdefault(reader, {})
         got = per_reader.get(key)
@@ -98,6 +109,10 @@ def scan_verdicts(op: Any, ctx: ExecContext, reader: Any) -> tuple[dict[int, str
         got = (verdicts, skipped, list(verdicts))
         if per_reader is not None:
             per_reader[key] = got
+    if per_reader is not None:
+        if len(_BY_OP) >= _BY_OP_ENTRIES:
+            _BY_OP.clear()
+        _BY_OP[id(op)] = (op, weakref.ref(reader), zone_maps, got)
     return got
 
 

@@ -1,0 +1,226 @@
+"""Hot replay: a run of a cached GPU plan that launches again what its last run launched, without
+walking the planner's and driver's objects again.
+
+A hot query on the GPU is one fused kernel per aggregation over pages the device cache holds, with
+its dimension tables kept from an earlier run of the same physical plan (exec/fusion_reuse.py), and a
+small host tail. The kernel and the tail take a millisecond or two; the driver around them (a
+pipeline's global and local states, the fusion planner's lookups, the resident-page check, the
+early-scan decision) cost as much host time again, for the same answers every run. A full run of a
+plan notes, per fused pipeline that ran as one launch over resident pages with its plan taken from
+the store (nothing streamed, no row through its operators, small accumulators), what that launch
+needs (``note_fused_step``); at its end the engine keeps a ``HotRecord`` when it noted one and
+started no early scan. A later run of the same physical plan with the same ``stamp`` takes the
+stored plans and kept builds the record names at once (``take_stored``), skips the early-scan
+decision and replays each noted pipeline with ``replay_fused_step``: new accumulators, the one
+launch, the step's bookkeeping while the kernel runs, the finish, the aggregation's finalize.
+Everything else (the host tail, other pipelines, the result, statistics) runs as in a full run.
+
+The stamp says what the noted objects depend on: the physical plan object (the plan cache hands out
+a new one when a table it reads has a new version), the query's options object (``SET``/``RESET``
+make a new engine; ``gpu_compressed_cache`` 'auto' decided per query), the device cache's
+generation (bumped whenever an entry leaves: an evicted page or stored dense table) and the
+budget's limit. The same physical plan and stamp mean the same pages, the same kept tables and the
+same literals (the plan cache is keyed by the SQL text), so a replay launches what a full run would
+launch; the kernel still runs and its groups are computed again every time (no result is cached).
+A record holds no device memory: the stored plans by weak reference (the store's entries own them),
+the resident pages and page table by their keys among the device cache's derived objects, looked up
+again right before each replayed launch (a pipeline of the same run that was not replayed may have
+evicted pages since the run began).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from hetdb.exec.operators.base import ExecContext
+
+RECORDS = 256
+
+
+@dataclass
+class FusedStep:
+    """What replaying one fused pipeline needs: its plan (the stored FusionPlan), the resident pages
+    it reads (scan_device.ResidentPages) and their page table (kept with its device copy), both by
+    their keys among the device cache's derived objects (which go with any eviction), the group
+    domains, the scan's route counts and the EXPLAIN note. Nothing here holds device memory: the
+    plan is a weak reference (the store's entry owns it and its dense tables)."""
+
+    plan: Any  # weakref.ref to the stored FusionPlan
+    scan_id: int
+    resident_key: tuple
+    table_key: tuple
+    domains: list
+    routes: Any
+    note: str
+    pages_skipped: tuple  # (scan op id, pages zone maps ruled out) of the pipeline's source and of the
+    # kernel's scan (a swapped join's chain scans another table), counted when a full run plans the scans
+    shared: bool  # another pipeline of the plan is of its kind: it may share a result (exec/shared_results.py)
+
+
+@dataclass
+class HotRecord:
+    physical: Any
+    stamp: tuple
+    options: Any
+    skipped: frozenset
+    steps: dict  # pid -> FusedStep
+    stored: dict  # pid -> weakref.ref to the plan (FusionPlan) or kept build (BuildSide) the run took from the store
+    kept: frozenset  # of ``stored``: the kept builds
+    keys: list  # the store's keys of ``stored``, in its order (one list object: cache/device_cache.hold_many)
+
+
+def stamp(device: Any) -> tuple:
+    """What a record's objects depend on besides the physical plan and options objects (compared by
+    identity apart): the device cache's generation and capacity, the budget's limit."""
+    return (device.cache.generation, device.cache.capacity_bytes, device.budget.limit_bytes)
+
+
+def note_fused_step(ctx: ExecContext, pipe: Any, plan: Any) -> None:
+    """During a full run: ``pipe`` ran fused as one launch over resident pages (nothing streamed, no
+    row through its operators, no flush of them needed, small accumulators), with its plan taken
+    from the store."""
+    from hetdb.exec.fusion_reuse import _REUSE
+
+    reuse = _REUSE.get(ctx)
+    launch = ctx.__dict__.get("_resident_launches", {}).get(pipe.sink.op_id)
+    if reuse is None or launch is None or pipe.pid not in reuse.presets or reuse.presets[pipe.pid].plan is not plan:
+        return
+    scan_id, resident, table_key, hit = launch
+    table, rest = hit
+    if table is None or rest:
+        return
+    from hetdb.cache.router import Route, RouteCounts
+    from hetdb.exec.shared_results import _kind
+
+    kind = _kind(pipe)
+    shared = kind is not None and any(p is not pipe and _kind(p) == kind for p in reuse.physical.pipelines)
+    routes = RouteCounts()
+    routes.add(Route.GPU_RESIDENT, resident.nbytes, pages=len(resident.keys))
+    steps = ctx.__dict__.setdefault("_hot_steps", {})
+    steps[pipe.pid] = FusedStep(weakref.ref(plan), scan_id, resident.derived_key, table_key,
+                                [(k.domain.lo, k.domain.hi) for k in plan.group_keys], routes,
+                                ctx.stat(pipe.sink.op_id).fused,
+                                tuple((i, int(ctx.stat(i).pages_skipped)) for i in {scan_id, pipe.source.op_id}), shared)
+
+
+def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]) -> HotRecord | None:
+    """After a full run of ``physical`` that ended well: the record a later run replays, when a fused
+    step was noted, nothing started early, and what the steps noted is still what the device cache
+    holds. (The plan's other pipelines run as in a full run: on the host tail, compiled, ...)"""
+    steps = ctx.__dict__.get("_hot_steps")
+    if not steps or ctx.early_scans or ctx.device is None:
+        return None
+    cache = ctx.device.cache
+    for step in steps.values():
+        if cache.derived(step.resident_key) is None or cache.derived(step.table_key) is None:
+            return None  # (an entry left the cache during the run)
+    for s in ctx.stats.values():
+        if s.fallbacks:
+            return None
+    from hetdb.exec.fusion_reuse import _REUSE
+
+    reuse = _REUSE.get(ctx)
+    if reuse is None or reuse.physical is not physical or reuse.key is not physical:
+        return None
+    stored = {pid: weakref.ref(e.plan) for pid, e in reuse.presets.items()}
+    stored.update((pid, weakref.ref(side)) for pid, side in reuse.kept.items())
+    keys = [reuse.store.key_of(physical, pid) for pid in stored]
+    return HotRecord(physical, stamp(ctx.device), options, frozenset(skipped), dict(steps), stored,
+                     frozenset(reuse.kept), keys)
+
+
+def usable(record: HotRecord | None, physical: Any, options: Any, device: Any) -> bool:
+    """Whether ``record`` may replay a run of ``physical`` with ``options``."""
+    return record is not None and record.physical is physical and record.options is options \
+        and record.stamp == stamp(device)
+
+
+def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
+    """fusion_reuse.prepare_reuse for a replay: take (and pin until the query ends) the stored
+    plans and kept builds the recorded run took, each the same object still; False (nothing taken)
+    when one is not, and the run prepares as a full one. The kept builds' results go into
+    ``ctx.results`` as prepare_reuse puts them; no later pipeline of a replay takes them as a shared
+    result (exec/shared_results.py shares a build with builds only, and a replay runs none)."""
+    from hetdb.exec.fusion_reuse import _REUSE, _Reuse, _skips
+
+    physical = record.physical
+    got = store.hold_many(physical, record.keys) if record.keys else ([], ())
+    if got is None:
+        return False
+    entries, pin = got
+    reuse = _Reuse(store, physical, physical)
+    reuse.pins.append(pin)
+    for (pid, ref), entry in zip(record.stored.items(), entries):
+        plan = ref()
+        if plan is None or entry.plan is not plan:
+            store.release(pin)
+            return False
+        if pid in record.kept:
+            reuse.kept[pid] = plan
+        else:
+            reuse.presets[pid] = entry
+    skipped, notes = _skips(physical, reuse)
+    if skipped != record.skipped:
+        store.release(pin)
+        return False
+    reuse.skipped = set(skipped)
+    _REUSE[ctx] = reuse
+    for pid, side in reuse.kept.items():
+        ctx.results[pid] = side
+    for op_id, note in notes:
+        ctx.stat(op_id).fused = note
+    return True
+
+
+def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
+    """Run fused pipeline ``pipe`` as its noted step: the launch over the resident pages, the groups
+    to the host, the aggregation's finalize (as run_pipeline and run_fused would, without the driver).
+    False (nothing done) when the store handed this run another plan for it or the pages it read are
+    no longer all in the device cache: the driver runs it."""
+    from hetdb.exec.fusion_reuse import _REUSE
+    from hetdb.exec.fusion_run import add_groups, finish_fused
+    from hetdb.exec.shared_results import reuse
+
+    plan = step.plan()
+    preset = _REUSE[ctx].presets.get(pipe.pid)
+    if plan is None or preset is None or preset.plan is not plan:
+        return False
+    cache = ctx.device.cache
+    # the pages and page table as the cache holds them now (a pipeline of this run that ran before,
+    # not replayed, may have evicted pages: derived objects go with any eviction)
+    resident, hit = cache.derived(step.resident_key), cache.derived(step.table_key)
+    if resident is None or hit is None or hit[0] is None or hit[1]:
+        return False
+    if step.shared and reuse(ctx, pipe):
+        return True
+    fp = plan.pipeline
+    state = fp.new_state(step.domains)
+    table = hit[0]
+    fresh = table.device is None
+    try:
+        fp.consume_pages(state, table, plan.tables)
+    finally:
+        resident.release()
+    # the host's bookkeeping while the kernel runs (finish waits for it)
+    if fresh and table.device is not None:
+        cache.arrays_changed()  # (as run_fused: the kept page table now holds its device copy)
+    resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
+    scan = ctx.stat(step.scan_id)  # (the query's one thread runs GPU pipelines: no other writer now)
+    scan.rows_in += resident.num_rows
+    scan.rows_out += resident.num_rows
+    scan.pages_cached += len(resident.keys)
+    for op_id, pages in step.pages_skipped:
+        ctx.stat(op_id).pages_skipped += pages
+    ctx.add_routes(step.scan_id, step.routes)
+    sink = pipe.sink
+    st = ctx.stat(sink.op_id)
+    st.fused = step.note
+    st.rows_in += table.num_rows
+    g = sink.init_global(ctx)
+    host, result = finish_fused(ctx, pipe, plan, g, fp, state)
+    state = None
+    finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
+    ctx.results[pipe.pid] = sink.finalize(finishing, g)
+    return True
