@@ -218,6 +218,23 @@ def test_gather_and_nonzero():
     assert B.gather(np.zeros(0, np.int32), np.array([-1, -1])).shape == (2,)
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread")
+def test_gather_on_several_kernel_threads_from_fewer_rows():
+    """With several kernel threads a gather of 64k+ rows runs the parallel kernel (bools, ints,
+    floats; -1 reads the last value, as NumPy's take)."""
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    rng = np.random.default_rng(5)
+    idx = rng.integers(-1, 7001, (1 << 16) + 3)
+    before = kernel_threads()
+    set_kernel_threads(2)
+    try:
+        for vals in (rng.standard_normal(7001), rng.integers(-9, 9, 7001).astype(np.int32), rng.random(7001) < 0.5):
+            assert np.array_equal(B.gather(vals, idx), np.take(vals, idx))
+    finally:
+        set_kernel_threads(before)
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: the one-pass build")
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("n, span", [(5003, 20011), (4099, 300), (3001, 3001)])

@@ -118,6 +118,7 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
     nparts = starts.shape[0] - 1
     span = slots.shape[0] // nparts
     next_ids = np.empty(nparts, np.int64)
+    ndeferred = np.zeros(nparts, np.int64)
     for p in prange(nparts):
         lo = starts[p]
         hi = starts[p + 1]
@@ -128,11 +129,15 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
                            key_rep, key_count, next_row, row_key, chain)
             if r < 0:
                 deferred[j] = True
+                ndeferred[p] += 1
             else:
                 nid = r
                 jkey[j] = k
         next_ids[p] = nid
+    # (one thread: only the ranges that deferred rows are walked again, not every row)
     for p in range(nparts):
+        if ndeferred[p] == 0:
+            continue
         lo = starts[p]
         hi = starts[p + 1]
         nid = next_ids[p]
