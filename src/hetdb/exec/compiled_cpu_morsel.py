@@ -99,6 +99,13 @@ class ResidentPages:
         return pages
 
 
+    def keys_of(self, rg: int) -> list[tuple] | None:
+        """The page cache keys of row group ``rg``'s pages (in ``names`` order) once a read of them
+        found them all cached, else None."""
+        got = None if self.groups is None else self.groups.get(rg)
+        return None if got is None else got[0]
+
+
 # per (table version directory, columns): row group -> (page cache keys, their stored bytes), kept
 # across queries (the same list objects each time: see DecodedPageCache.read_resident)
 _GROUPS: dict[tuple, dict[int, tuple[list[tuple], int]]] = {}
