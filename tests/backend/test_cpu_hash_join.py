@@ -258,6 +258,8 @@ def test_direct_build_by_slot_ranges(kind, n, span, monkeypatch):
     try:
         table = B.join_build(build)
         assert table.direct is not None and built
+        assert table.table.distinct == np.count_nonzero(table.table.key_count) == len(np.unique(build[0]))
+        assert table.unique == (len(np.unique(build[0])) == n)
         assert check_join(build, probe, kind) > 0
     finally:
         set_kernel_threads(before)
