@@ -14,8 +14,8 @@
 # SSB_SF/SSB_DB and TPCH_SF/TPCH_DB set other data (a dry run on small data elsewhere).
 set -u
 O=${OUT:?set OUT}/issue11
-SSB_SF=${SSB_SF:-20}; SSB_DB=${SSB_DB:-$B/ssb-sf20}
-TPCH_SF=${TPCH_SF:-10}; TPCH_DB=${TPCH_DB:-$B/tpch-sf10}
+SSB_SF=${SSB_SF:-20}; SSB_DB=${SSB_DB:-${B:-}/ssb-sf20}
+TPCH_SF=${TPCH_SF:-10}; TPCH_DB=${TPCH_DB:-${B:-}/tpch-sf10}
 mkdir -p "$O"
 PY=${PY:-python3}
 
