@@ -219,13 +219,17 @@ def test_gather_and_nonzero():
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread")
-def test_gather_on_several_kernel_threads_from_fewer_rows():
-    """With several kernel threads a gather of 64k+ rows runs the parallel kernel (bools, ints,
+def test_gather_on_several_kernel_threads_from_fewer_rows(monkeypatch):
+    """With several kernel threads a gather of 256k+ rows runs the parallel kernel (bools, ints,
     floats; -1 reads the last value, as NumPy's take)."""
+    from hetdb.backend.cpu import backend as cpu_backend
     from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
 
+    calls = []
+    kernel = cpu_backend._gather
+    monkeypatch.setattr(cpu_backend, "_gather", lambda *a: calls.append(1) or kernel(*a))
     rng = np.random.default_rng(5)
-    idx = rng.integers(-1, 7001, (1 << 16) + 3)
+    idx = rng.integers(-1, 7001, (1 << 18) + 3)
     before = kernel_threads()
     set_kernel_threads(2)
     try:
@@ -233,6 +237,7 @@ def test_gather_on_several_kernel_threads_from_fewer_rows():
             assert np.array_equal(B.gather(vals, idx), np.take(vals, idx))
     finally:
         set_kernel_threads(before)
+    assert len(calls) == 3
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: the one-pass build")

@@ -18,9 +18,10 @@ from hetdb.backend.cpu.keys import hash_rows, kernel_threads, key_matrix, set_ke
 
 # Below this many rows NumPy's single-threaded take beats starting the thread pool; with several kernel
 # threads (the operators' work after a pipeline's workers: a join's payload copies in key order, 650k rows
-# per column for TPC-H q09 at SF 2, took 12 ms of one thread with NumPy) from _PARALLEL_GATHER_ROWS_MT.
+# per column for TPC-H q09 at SF 2, took 12 ms of one thread with NumPy) from _PARALLEL_GATHER_ROWS_MT
+# (a take of that many random rows takes about what waking sleeping kernel threads may: ~1 ms)
 _PARALLEL_GATHER_ROWS = 1 << 20
-_PARALLEL_GATHER_ROWS_MT = 1 << 16
+_PARALLEL_GATHER_ROWS_MT = 1 << 18
 
 
 @njit(cache=True, nogil=True, parallel=True)
