@@ -97,3 +97,25 @@ def test_narrow_copies_counted_and_given_back() -> None:
     assert cache.used == 0
 
 
+
+
+def test_copies_made_in_the_run_that_reads_the_pages(db, monkeypatch) -> None:
+    """The first run (pages read from disk into the cache) makes the copies; the next one only reads
+    them (made in the second run, their cost fell on a timed run)."""
+    made: list[bool] = []
+    narrow = DecodedPageCache.narrow
+
+    def spy(self, key, dtype):
+        fresh = key not in self._narrow
+        got = narrow(self, key, dtype)
+        made.append(fresh and got is not None)
+        return got
+
+    monkeypatch.setattr(DecodedPageCache, "narrow", spy)
+    with tuning.override(narrow_scan_rows=0), hetdb.connect(db.path, device="cpu", threads=1) as con:
+        con.sql(QUERIES[0]).arrow()
+        first = list(made)
+        made.clear()
+        con.sql(QUERIES[0]).arrow()
+    assert first and all(first)
+    assert made and not any(made)

@@ -434,8 +434,8 @@ class _Worker:
                             run.push(b, 0, lops, lsink)
             else:
                 if p.narrow:  # (after the host filters: the operators read the page as it is)
-                    cols = narrowed(p, cols, p.resident.keys_of(morsel if isinstance(morsel, int) else morsel[0]),
-                                    None if isinstance(morsel, int) else morsel[1:])
+                    rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
+                    cols = narrowed(p, cols, p.resident.keys_of(run.gsrc, rg), rows)
                 self._run_kernel(kernel, cols, n, lsink, runs)
 
     def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:

@@ -192,8 +192,10 @@ class DecodedPageCache:
             return hit
         with self._lock:
             entry = self._entries.get(key)
-        if entry is None or entry[0].data is None:
-            return None
+            if entry is None or entry[0].data is None:
+                return None
+            if self.used + entry[0].data.shape[0] * np.dtype(dtype).itemsize > self.limit:
+                return None  # (no room: not made, asked again next time)
         data = entry[0].data
         info = np.iinfo(dtype)
         made = None
