@@ -1,7 +1,8 @@
 """Where a CPU query's wall time goes between parallel and serial phases, per pipeline.
 
-Usage: python scripts/cpu_phases.py DB SUITE THREADS[,THREADS...] [--profile N] [QUERY ...]   (several thread
-counts: one connection each, in that order, in one process)
+Usage: python scripts/cpu_phases.py DB SUITE THREADS[,THREADS...] [--profile N] [--configs C1,C2] [QUERY ...]
+(several thread counts: one connection each, in that order, in one process; ``--configs``: the same per
+configuration, ``all`` (the defaults) or thresholds of backend/cpu/tuning.py, name=value joined by '+')
 
 Each query runs once to warm up, then three times (medians are printed). Per pipeline: its wall
 time, the wall of its worker phase (first worker start to last worker end: the part that runs on
@@ -29,6 +30,7 @@ import threading
 import time
 
 import hetdb
+from hetdb.backend.cpu import tuning
 from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels, pipeline
 
@@ -167,14 +169,29 @@ def main() -> None:
         i = args.index("--profile")
         top = int(args[i + 1])
         del args[i:i + 2]
+    configs = ["all"]
+    if "--configs" in args:
+        i = args.index("--configs")
+        configs = args[i + 1].split(",")
+        del args[i:i + 2]
     names = set(args)
     _wrap_work(pipeline._Run)
     _wrap_work(compiled_cpu._Worker)
     _wrap_compile()
     _wrap_pipeline()
     for threads in [int(t) for t in sys.argv[3].split(",")]:
-        with hetdb.connect(db, device="cpu", threads=threads) as con:
-            _measure(con, suite, threads, names, top)
+        for config in configs:
+            # a configuration: thresholds of backend/cpu/tuning.py, name=value joined by '+' ("all": as they are)
+            old = dict(tuning.values)
+            if config != "all":
+                tuning.values.update(tuning.parse(config.replace("+", ",")))
+            if len(configs) > 1:
+                print(f"== configuration {config}", flush=True)
+            try:
+                with hetdb.connect(db, device="cpu", threads=threads) as con:
+                    _measure(con, suite, threads, names, top)
+            finally:
+                tuning.values.update(old)
 
 
 def _measure(con, suite: str, threads: int, names: set[str], top: int = 0) -> None:
