@@ -1,7 +1,8 @@
 """Where a CPU query's wall time goes between parallel and serial phases, per pipeline.
 
-Usage: python scripts/cpu_phases.py DB SUITE THREADS[,THREADS...] [QUERY ...]   (several thread counts: one
-connection each, in that order, in one process)
+Usage: python scripts/cpu_phases.py DB SUITE THREADS[,THREADS...] [--profile N] [--configs C1,C2] [QUERY ...]
+(several thread counts: one connection each, in that order, in one process; ``--configs``: the same per
+configuration, ``all`` (the defaults) or thresholds of backend/cpu/tuning.py, name=value joined by '+')
 
 Each query runs once to warm up, then three times (medians are printed). Per pipeline: its wall
 time, the wall of its worker phase (first worker start to last worker end: the part that runs on
@@ -11,17 +12,25 @@ worker phase (planning, building the hash table after the workers, the aggregati
 the result's conversion) is serial unless the operator itself runs kernels on several threads.
 At THREADS=1 ``serial`` + ``workers``/16 estimates the 16-thread time if the workers scaled
 perfectly; the ``gil`` share of the workers is what several workers cannot run at once.
+
+``--profile N``: the N functions that took the most time of the calling thread outside the worker
+phases (cProfile over the three measured runs, per run), each marked ``[parallel]`` when it is a Numba
+kernel with ``parallel=True`` (its time shrinks with the kernel threads; everything else in the list is
+one thread's work: the serial phases to parallelise).
 """
 
 from __future__ import annotations
 
 import collections
+import cProfile
+import pstats
 import resource
 import sys
 import threading
 import time
 
 import hetdb
+from hetdb.backend.cpu import tuning
 from hetdb.bench.suites import load_queries
 from hetdb.exec import compiled_cpu, compiled_cpu_kernels, pipeline
 
@@ -59,16 +68,24 @@ def _label(pipe) -> str:
     return f"{name}->{type(pipe.sink).__name__}"
 
 
+PROFILE: list[cProfile.Profile | None] = [None]  # the calling thread's profile of the serial phases
+
+
 def _wrap_work(cls) -> None:
     work = cls.work
 
     def timed(self) -> None:
         _local.kernel = 0.0
+        prof = PROFILE[0] if threading.current_thread() is threading.main_thread() else None
+        if prof is not None:
+            prof.disable()  # (one worker on the calling thread: its time is not serial)
         t0, c0 = time.perf_counter(), time.thread_time()
         try:
             work(self)
         finally:
             PROBE.worker(t0, time.perf_counter(), time.thread_time() - c0, _local.kernel)
+            if prof is not None:
+                prof.enable()
 
     cls.work = timed
 
@@ -114,29 +131,85 @@ def _wrap_pipeline() -> None:
     engine.run_pipeline = timed
 
 
+def _parallel_kernels() -> set[tuple[str, str]]:
+    """(file, name) of every loaded Numba kernel compiled with ``parallel=True``."""
+    from numba.core.registry import CPUDispatcher
+
+    out = set()
+    for mod in list(sys.modules.values()):
+        if not getattr(mod, "__name__", "").startswith("hetdb"):
+            continue
+        for v in list(vars(mod).values()):
+            if isinstance(v, CPUDispatcher) and v.targetoptions.get("parallel"):
+                out.add((v.py_func.__code__.co_filename, v.py_func.__name__))
+    return out
+
+
+def _print_profile(prof: cProfile.Profile, top: int, runs: int) -> None:
+    stats = pstats.Stats(prof).stats
+    par = _parallel_kernels()
+    rows = sorted(((tt, nc, f) for f, (_, nc, tt, _, _) in stats.items()), reverse=True)
+    skip = ("acquire", "wait", "result")  # waiting for the workers
+    shown = 0
+    for tt, nc, (file, line, name) in rows:
+        if any(name.endswith(w) or f"'{w}'" in name for w in skip):
+            continue
+        where = name if file == "~" else f"{file.split('/src/')[-1].split('site-packages/')[-1]}:{line}({name})"
+        print(f"        {tt / runs * 1e3:7.2f} ms {nc / runs:6.0f} calls  {'[parallel] ' if (file, name) in par else ''}{where}")
+        shown += 1
+        if shown >= top:
+            break
+
+
 def main() -> None:
     db, suite = sys.argv[1], sys.argv[2]
-    names = set(sys.argv[4:])
+    args = sys.argv[4:]
+    top = 0
+    if "--profile" in args:
+        i = args.index("--profile")
+        top = int(args[i + 1])
+        del args[i:i + 2]
+    configs = ["all"]
+    if "--configs" in args:
+        i = args.index("--configs")
+        configs = args[i + 1].split(",")
+        del args[i:i + 2]
+    names = set(args)
     _wrap_work(pipeline._Run)
     _wrap_work(compiled_cpu._Worker)
     _wrap_compile()
     _wrap_pipeline()
     for threads in [int(t) for t in sys.argv[3].split(",")]:
-        with hetdb.connect(db, device="cpu", threads=threads) as con:
-            _measure(con, suite, threads, names)
+        for config in configs:
+            # a configuration: thresholds of backend/cpu/tuning.py, name=value joined by '+' ("all": as they are)
+            old = dict(tuning.values)
+            if config != "all":
+                tuning.values.update(tuning.parse(config.replace("+", ",")))
+            if len(configs) > 1:
+                print(f"== configuration {config}", flush=True)
+            try:
+                with hetdb.connect(db, device="cpu", threads=threads) as con:
+                    _measure(con, suite, threads, names, top)
+            finally:
+                tuning.values.update(old)
 
 
-def _measure(con, suite: str, threads: int, names: set[str]) -> None:
+def _measure(con, suite: str, threads: int, names: set[str], top: int = 0) -> None:
     totals = collections.defaultdict(float)
     for q in load_queries(suite):
         if names and q.name not in names:
             continue
         con.sql(q.sql).arrow()
         runs = []
+        prof = PROFILE[0] = cProfile.Profile() if top else None
         for _ in range(3):
             PROBE.pipes = []
             t0, c0, r0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
+            if prof is not None:
+                prof.enable()
             con.sql(q.sql).arrow()
+            if prof is not None:
+                prof.disable()
             r1 = resource.getrusage(resource.RUSAGE_SELF)
             runs.append((time.perf_counter() - t0, time.process_time() - c0, PROBE.pipes,
                          r1.ru_stime - r0.ru_stime, r1.ru_minflt - r0.ru_minflt, r1.ru_nivcsw - r0.ru_nivcsw))
@@ -158,6 +231,10 @@ def _measure(con, suite: str, threads: int, names: set[str]) -> None:
             print(f"    {p['wall'] * 1e3:7.1f} ms  workers {w * 1e3:7.1f}  after/before {(p['wall'] - w) * 1e3:6.1f}  "
                   f"cpu {p['cpu'] * 1e3:6.1f} loops {p['kernel'] * 1e3:6.1f} busy {p['cpu'] / w if w else 0.0:4.1f}  "
                   f"{p['label']}  [{p['fused'][:70]}]")
+        if prof is not None:
+            PROFILE[0] = None
+            print(f"    calling thread outside the workers, per run (cProfile: adds its own overhead), top {top}:")
+            _print_profile(prof, top, 3)
         totals["wall"] += wall
         totals["serial"] += serial
         totals["workers"] += workers

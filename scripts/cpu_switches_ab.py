@@ -6,7 +6,7 @@ Usage: python scripts/cpu_switches_ab.py DB THREADS [QUERY ...]   (TPC-H queries
        AB_CONFIGS=all,one-merge,all-again python scripts/cpu_switches_ab.py ...   (only those configurations)
        AB_CONFIGS=all,small_sink_rows=32k+small_source_rows=0 ...   (a configuration may be thresholds of
        backend/cpu/tuning.py, name=value joined by '+', the values as HETDB_CPU_TUNE takes them)
-AB_REPEAT (default 3) timed runs per query; AB_ROUNDS (default 1) passes over the configurations, in turn
+AB_SUITE (default tpch; ssb: SSB queries, DB an SSB database) names the queries' suite; AB_REPEAT (default 3) timed runs per query; AB_ROUNDS (default 1) passes over the configurations, in turn
 (best per query over them: drift of a shared machine spreads over every configuration), no new round or
 configuration after the first round once AB_SECONDS have passed.
 
@@ -84,6 +84,7 @@ CONFIGS: dict[str, tuple[list[str], Callable[[], Callable[[], None]] | None]] = 
     "no-run-pieces": ([], _setter(aggregate, "RUN_PIECES", False)),
     "key-memo-on": ([], _setter(pipeline_py, "KEY_MEMO", True)),  # (off by default since session 11)
     "no-cluster": ([], _tuned("cluster_payload_rows=off")),  # (session 14: payload in key order)
+    "no-narrow": ([], _tuned("narrow_scan_rows=off")),  # (session 15: narrow copies of integer pages)
     "bitmap-64": ([], _setter(join_filter, "_BITMAP_BITS_PER_ROW", 64)),
     "residual-ops": ([], _setter(compiled_cpu, "_RESIDUAL_BUILD_ROWS", 0)),
     "heap-on": ([], _heap_on),
@@ -124,7 +125,7 @@ def main() -> None:
     repeat = int(os.environ.get("AB_REPEAT", "3"))
     rounds = int(os.environ.get("AB_ROUNDS", "1"))
     deadline = time.monotonic() + float(os.environ.get("AB_SECONDS", "inf"))
-    qs = {q.name: q for q in load_queries("tpch", None)}
+    qs = {q.name: q for q in load_queries(os.environ.get("AB_SUITE", "tpch"), None)}
     times: dict[str, dict[str, float]] = {}
     for r in range(rounds):
         if r and time.monotonic() > deadline:

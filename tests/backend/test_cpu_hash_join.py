@@ -218,6 +218,28 @@ def test_gather_and_nonzero():
     assert B.gather(np.zeros(0, np.int32), np.array([-1, -1])).shape == (2,)
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread")
+def test_gather_on_several_kernel_threads_from_fewer_rows(monkeypatch):
+    """With several kernel threads a gather of 256k+ rows runs the parallel kernel (bools, ints,
+    floats; -1 reads the last value, as NumPy's take)."""
+    from hetdb.backend.cpu import backend as cpu_backend
+    from hetdb.backend.cpu.keys import kernel_threads, set_kernel_threads
+
+    calls = []
+    kernel = cpu_backend._gather
+    monkeypatch.setattr(cpu_backend, "_gather", lambda *a: calls.append(1) or kernel(*a))
+    rng = np.random.default_rng(5)
+    idx = rng.integers(-1, 7001, (1 << 18) + 3)
+    before = kernel_threads()
+    set_kernel_threads(2)
+    try:
+        for vals in (rng.standard_normal(7001), rng.integers(-9, 9, 7001).astype(np.int32), rng.random(7001) < 0.5):
+            assert np.array_equal(B.gather(vals, idx), np.take(vals, idx))
+    finally:
+        set_kernel_threads(before)
+    assert len(calls) == 3
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: the one-pass build")
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("n, span", [(5003, 20011), (4099, 300), (3001, 3001)])
@@ -241,6 +263,8 @@ def test_direct_build_by_slot_ranges(kind, n, span, monkeypatch):
     try:
         table = B.join_build(build)
         assert table.direct is not None and built
+        assert table.table.distinct == np.count_nonzero(table.table.key_count) == len(np.unique(build[0]))
+        assert table.unique == (len(np.unique(build[0])) == n)
         assert check_join(build, probe, kind) > 0
     finally:
         set_kernel_threads(before)

@@ -42,3 +42,32 @@ def test_no_false_negatives(case):
         # exact for the bitmap; a Bloom filter at 16 bits per key lets a few percent through
         assert (hit & misses).sum() <= 0.1 * misses.sum() + 1
     assert filter_of(table) is filter_of(table)  # built once per table
+
+
+@pytest.mark.parametrize("span, ordered", [(20_000, True), (20_000, False), (1 << 40, False)])
+def test_filter_built_on_several_kernel_threads_equals_one_thread(span, ordered):
+    """Bitmaps (keys in order: a word's bits ORed together first; at random) and Bloom filters built
+    with atomic ORs on several kernel threads hold the same bits as the one-thread build."""
+    import numba
+
+    from hetdb.backend.cpu.join_filter import build_filter
+    from hetdb.backend.cpu.keys import kernel_threads, key_matrix, set_kernel_threads
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one Numba thread")
+    rng = np.random.default_rng(span % 97 + ordered)
+    keys = rng.integers(-500, span, 30_011)
+    if ordered:
+        keys = np.sort(keys)
+    km = key_matrix([keys])
+    before = kernel_threads()
+    try:
+        set_kernel_threads(1)
+        one = build_filter(km)
+        set_kernel_threads(2)
+        many = build_filter(km)
+    finally:
+        set_kernel_threads(before)
+    assert one.bitmap == many.bitmap == (span < 1 << 30)
+    assert (one.lo, one.size, one.shift) == (many.lo, many.size, many.shift)
+    assert np.array_equal(one.bits, many.bits) and one.bits.any()

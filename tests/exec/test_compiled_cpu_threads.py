@@ -106,3 +106,52 @@ def test_lone_worker_over_small_source_runs_kernels_on_one_thread(tmp_path, monk
         seen.clear()
         assert mismatch(con.sql(sql).arrow(), want, ()) is None
         assert seen and set(seen) == {2}, seen
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one Numba thread: nothing to choose")
+def test_rows_a_right_semi_join_emits_at_the_end_finalize_on_the_connections_threads(tmp_path, monkeypatch) -> None:
+    """A pipeline that marks build rows (right semi / anti join) hands its sink nothing until the workers
+    are done, then every marked build row: its end (the gathers, the next hash build) runs on the
+    connection's threads when the build is large, not on one because the sink had taken no row yet."""
+    from hetdb.backend.cpu import join as cpu_join
+
+    rng = np.random.default_rng(21)
+    n_outer, n_inner = 3000, 80_000  # (the inner side 50k+ rows and 4x the outer: semi_build_side hashes the outer)
+    tables = {"o": pa.table({"k": pa.array(np.arange(n_outer) * 3, pa.int64()),
+                             "x": pa.array(rng.integers(0, 5, n_outer), pa.int64())}),
+              "i": pa.table({"k": pa.array(rng.integers(0, 3 * n_outer, n_inner), pa.int64()),
+                             "x": pa.array(rng.integers(0, 5, n_inner), pa.int64())})}
+    db = stored_tables(tmp_path / "db", tables, rows_per_page=1 << 12)
+    sql = ("SELECT count(*), sum(c.x) FROM (SELECT o.k, o.x FROM o WHERE EXISTS "
+           "(SELECT 1 FROM i WHERE i.k = o.k AND i.x <> o.x)) c JOIN i ON i.k = c.k")
+    built: list[tuple[int, int]] = []
+    join_build = cpu_join.join_build
+
+    def spy(keys):
+        built.append((int(keys[0].shape[0]), kernel_threads()))
+        return join_build(keys)
+
+    monkeypatch.setattr(cpu_join, "join_build", spy)
+    from hetdb.exec.operators.join import HashProbe
+
+    emitted: list[int] = []
+    marked_build = HashProbe._marked_build
+    monkeypatch.setattr(HashProbe, "_marked_build",
+                        lambda self, *a: emitted.append(kernel_threads()) or marked_build(self, *a))
+    monkeypatch.setitem(tuning.values, "small_sink_rows", 1000)
+    monkeypatch.setitem(tuning.values, "small_source_rows", 1000)
+    want = duck_tables(tables).sql(sql).to_arrow_table()
+    with hetdb.connect(db.path, device="cpu", threads=2) as con:
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+        plan = con.explain(sql, analyze=True)
+    assert "right_semi" in plan, plan
+    marked = [t for rows, t in built if 1000 <= rows < n_outer]  # the build of the marked outer rows
+    assert marked and set(marked) == {2}, built
+    assert emitted == [2, 2]  # (the marked rows' gathers too; the query and its EXPLAIN ANALYZE)
+    monkeypatch.setitem(tuning.values, "small_sink_rows", 10_000)  # (now a small build: one thread)
+    built.clear()
+    emitted.clear()
+    with hetdb.connect(db.path, device="cpu", threads=2) as con:
+        assert mismatch(con.sql(sql).arrow(), want, ()) is None
+    assert {t for rows, t in built if 1000 <= rows < n_outer} == {1}, built
+    assert emitted == [1]

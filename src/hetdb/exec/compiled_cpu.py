@@ -49,6 +49,7 @@ from hetdb.exec.compiled_cpu_kernels import (
 )
 from hetdb.exec.compiled_cpu_marks import MARK_KINDS, mark_probe, marked_flags, plan_marks, residual_payload
 from hetdb.exec.compiled_cpu_morsel import LocalStats, LocalTimer, ResidentPages
+from hetdb.exec.compiled_cpu_narrow import narrow_dtypes, narrowed
 from hetdb.exec.compiled_rows import selects_rows
 from hetdb.exec.operators.aggregate import HashAggregate, _g, _s, _sum_type
 from hetdb.exec.operators.base import ExecContext
@@ -98,6 +99,7 @@ class _Plan:
     resident: ResidentPages | None = None        # the morsels' pages through the host page cache
     direct: tuple | None = None                  # group keys' ranges: see compiled_cpu_kernels.direct_ranges
     host: dict[int, list] = field(default_factory=dict)  # per kernel (by id): its host filters (host_filters)
+    narrow: dict[int, Any] = field(default_factory=dict)  # see compiled_cpu_narrow.narrow_dtypes
 
 
 def _refuse(ctx: ExecContext, pipe: Any, why: str) -> None:
@@ -431,6 +433,9 @@ class _Worker:
                         if b.num_rows:
                             run.push(b, 0, lops, lsink)
             else:
+                if p.narrow:  # (after the host filters: the operators read the page as it is)
+                    rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
+                    cols = narrowed(p, cols, p.resident.keys_of(run.gsrc, rg), rows)
                 self._run_kernel(kernel, cols, n, lsink, runs)
 
     def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
@@ -560,6 +565,7 @@ def run_compiled_cpu(ctx: ExecContext, pipe: Any, run: Any, pool: Any, threads: 
         return run
     if isinstance(pipe.source, TableScan):
         p.resident = ResidentPages(ctx, pipe.source, [p.names[c] for c in p.base])
+        p.narrow = narrow_dtypes(ctx, p, pipe.source)
     for op, side, pay in p.probes:
         # the probe's runtime filter is built here, on every kernel thread, before the workers
         # start (else the first worker builds it on one thread while the others wait for it)

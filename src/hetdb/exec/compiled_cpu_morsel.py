@@ -99,6 +99,16 @@ class ResidentPages:
         return pages
 
 
+    def keys_of(self, reader: Any, rg: int) -> list[tuple] | None:
+        """The page cache keys of row group ``rg``'s pages (in ``names`` order) in ``reader``'s table
+        (None: a reader without a path, e.g. rows received from an exchange)."""
+        got = None if self.groups is None or reader is not self.reader else self.groups.get(rg)
+        if got is not None:
+            return got[0]
+        path = getattr(reader, "path", None)
+        return None if path is None else [(path, name, rg) for name in self.names]
+
+
 # per (table version directory, columns): row group -> (page cache keys, their stored bytes), kept
 # across queries (the same list objects each time: see DecodedPageCache.read_resident)
 _GROUPS: dict[tuple, dict[int, tuple[list[tuple], int]]] = {}

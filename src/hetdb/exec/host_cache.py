@@ -60,6 +60,9 @@ class DecodedPageCache:
         # key -> the page's stored length, for the byte counts of a hit (asking the reader for the
         # page's location took about 40% of a hit's time: workers hold the GIL for it)
         self._lengths: dict[tuple, int] = {}
+        # key -> the page's integer values in a narrower dtype (None: they do not fit), for compiled
+        # CPU loops (exec/compiled_cpu_narrow.py); their bytes count in ``used`` and go with the page
+        self._narrow: dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
     def _get(self, key: tuple) -> Column | None:
@@ -107,7 +110,7 @@ class DecodedPageCache:
                     _, n, _ = self._entries.pop(victim)
                     self._lengths.pop(victim, None)
                     self.policy.remove(victim)
-                    self.used -= n
+                    self.used -= n + self._drop_narrow(victim)
                     self.evicted += 1
                 if counts is not None:
                     counts.evicted += len(victims)
@@ -178,6 +181,45 @@ class DecodedPageCache:
             self.hits += len(keys)
         return out
 
+    def narrow(self, key: tuple, dtype: Any) -> Any:
+        """The cached page ``key``'s values as ``dtype`` (a narrower integer type), made on first use
+        and kept with the page while the cache has room for them; None when the page is not cached,
+        its values do not fit ``dtype`` or the copy would not fit in the cache."""
+        import numpy as np
+
+        hit = self._narrow.get(key)
+        if hit is not None or key in self._narrow:
+            return hit
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0].data is None:
+                return None
+            if self.used + entry[0].data.shape[0] * np.dtype(dtype).itemsize > self.limit:
+                return None  # (no room: not made, asked again next time)
+        data = entry[0].data
+        info = np.iinfo(dtype)
+        made = None
+        if data.dtype.kind == "i" and data.shape[0]:
+            from hetdb.backend.cpu.groupby import int_ranges
+
+            lo, hi = int_ranges([data])[0]  # (on every kernel thread)
+            if info.min <= lo and hi <= info.max:
+                made = data.astype(dtype)
+        with self._lock:
+            if key not in self._entries or key in self._narrow:
+                return self._narrow.get(key)
+            if made is not None and self.used + made.nbytes > self.limit:
+                return None  # (no room: asked again next time)
+            self._narrow[key] = made
+            if made is not None:
+                self.used += made.nbytes
+        return made
+
+    def _drop_narrow(self, key: tuple) -> int:
+        """Forget the narrow copy of an evicted page (lock held); the bytes it held."""
+        made = self._narrow.pop(key, None)
+        return 0 if made is None else int(made.nbytes)
+
     def stored_length(self, reader: Any, column: str, rg: int) -> int:
         """The page's stored bytes, as ``read`` counts a hit's."""
         key = (reader.path, column, rg)
@@ -221,4 +263,4 @@ class DecodedPageCache:
                 _, n, _ = self._entries.pop(key)
                 self._lengths.pop(key, None)
                 self.policy.remove(key)
-                self.used -= n
+                self.used -= n + self._drop_narrow(key)

@@ -14,10 +14,14 @@ from hetdb.backend.cpu import join as _join
 from hetdb.backend.cpu import like as _like
 from hetdb.backend.cpu import sort as _sort
 from hetdb.backend.cpu import strings as _strings
-from hetdb.backend.cpu.keys import hash_rows, key_matrix, set_kernel_threads
+from hetdb.backend.cpu.keys import hash_rows, kernel_threads, key_matrix, set_kernel_threads
 
-# Below this many rows NumPy's single-threaded take beats starting the thread pool.
+# Below this many rows NumPy's single-threaded take beats starting the thread pool; with several kernel
+# threads (the operators' work after a pipeline's workers: a join's payload copies in key order, 650k rows
+# per column for TPC-H q09 at SF 2, took 12 ms of one thread with NumPy) from _PARALLEL_GATHER_ROWS_MT
+# (a take of that many random rows takes about what waking sleeping kernel threads may: ~1 ms)
 _PARALLEL_GATHER_ROWS = 1 << 20
+_PARALLEL_GATHER_ROWS_MT = 1 << 18
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -56,7 +60,9 @@ class CpuBackend:
         indices = np.asarray(indices, dtype=np.int64)
         if values.shape[0] == 0:
             return np.zeros(indices.shape[0], values.dtype)
-        if indices.shape[0] >= _PARALLEL_GATHER_ROWS and values.dtype.kind in "iufb":
+        n = indices.shape[0]
+        if values.dtype.kind in "iufb" and (n >= _PARALLEL_GATHER_ROWS or (
+                n >= _PARALLEL_GATHER_ROWS_MT and kernel_threads() > 1)):
             # the output allocated by NumPy (huge pages): Numba's allocator faults in every 4 KiB
             # page on first touch (measured 4x slower on 20M rows)
             out = np.empty(indices.shape[0], values.dtype)

@@ -69,10 +69,11 @@ SMALL_ROWS = 1 << 15
 
 def min_max(a: np.ndarray) -> tuple[int, int]:
     """(min, max) of a non-empty integer array, as int64 values."""
-    a = a.astype(np.int64, copy=False)
     if a.shape[0] < SMALL_ROWS:
         return int(a.min()), int(a.max())
-    mn, mx = _min_max(a)
+    if a.dtype.kind not in "iu" or a.dtype == np.uint64:
+        a = a.astype(np.int64, copy=False)
+    mn, mx = _min_max(a)  # (on narrower integers as they are: a conversion copied them on one thread)
     return int(mn), int(mx)
 
 

@@ -44,6 +44,7 @@ class HashTable:
     # range starts and the key id of each row in that order; range p's key ids lie in
     # [starts[p], starts[p + 1]) (see csr)
     ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    distinct: int = -1     # used key ids (distinct keys), -1: not counted
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -118,6 +119,7 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
     nparts = starts.shape[0] - 1
     span = slots.shape[0] // nparts
     next_ids = np.empty(nparts, np.int64)
+    ndeferred = np.zeros(nparts, np.int64)
     for p in prange(nparts):
         lo = starts[p]
         hi = starts[p + 1]
@@ -128,11 +130,15 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
                            key_rep, key_count, next_row, row_key, chain)
             if r < 0:
                 deferred[j] = True
+                ndeferred[p] += 1
             else:
                 nid = r
                 jkey[j] = k
         next_ids[p] = nid
+    # (one thread: only the ranges that deferred rows are walked again, not every row)
     for p in range(nparts):
+        if ndeferred[p] == 0:
+            continue
         lo = starts[p]
         hi = starts[p + 1]
         nid = next_ids[p]
@@ -141,6 +147,11 @@ def _build_parallel(keys, hashes, slots, shift, part_shift, rows, starts, descen
             if deferred[j]:
                 nid, jkey[j] = _insert(keys, hashes[j], slots, shift, 0, 0, True, rows[j], nid,
                                        key_rep, key_count, next_row, row_key, chain)
+        next_ids[p] = nid
+    distinct = 0
+    for p in range(nparts):
+        distinct += next_ids[p] - starts[p]
+    return distinct
 
 
 @njit(cache=True, nogil=True)
@@ -151,6 +162,7 @@ def _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_co
         i = n - 1 - t if descending else t
         nid, _ = _insert(keys, hashes[i], slots, shift, 0, 0, True, i, nid,
                          key_rep, key_count, next_row, row_key, chain)
+    return nid
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -188,7 +200,7 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool,
     row_key = np.empty(n if row_keys or not parallel else 0, np.int64)
     threads = kernel_threads()
     if not parallel:
-        _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key)
+        distinct = _build_serial(keys, hashes, slots, shift, descending, chain, key_rep, key_count, next_row, row_key)
     else:
         # at least 4 ranges per thread, and ranges of at most 2^14 slots (256 KiB: in the L2 cache),
         # on one thread too: inserting into a cache-sized range beat inserting over the whole table
@@ -201,10 +213,10 @@ def build(keys: np.ndarray, hashes: np.ndarray, descending: bool, chain: bool,
         rows, sorted_hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
         starts = _partition_rows(hashes, shift, part_shift, nparts, min(nparts, 4 * threads), rows, sorted_hashes)
         jkey = np.empty(n, np.int64)
-        _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
-                        key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_), jkey)
-        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts, jkey))
-    return HashTable(slots, shift, key_rep, key_count, next_row, row_key)
+        distinct = _build_parallel(keys, sorted_hashes, slots, shift, part_shift, rows, starts, descending, chain,
+                                   key_rep, key_count, next_row, row_key, np.zeros(n, np.bool_), jkey)
+        return HashTable(slots, shift, key_rep, key_count, next_row, row_key, (rows, starts, jkey), int(distinct))
+    return HashTable(slots, shift, key_rep, key_count, next_row, row_key, distinct=int(distinct))
 
 
 @njit(cache=True, nogil=True)

@@ -259,7 +259,7 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
             if direct is None and n >= tuning.get("direct_parallel_rows") and kernel_threads() > 1:  # repeated keys: by slot ranges
                 direct, table = direct_build_parallel(km[0], np.int64(lo), size)
                 return _with_layout(CpuJoinTable(km, table, n, direct, lo, pack=pack,
-                                                 unique=_all_unique(table.key_count, n)))
+                                                 unique=_all_unique(table.key_count, n, table.distinct)))
             if direct is None:  # (few rows) chains, built in one pass
                 direct, rep, count, nxt, row_key = _direct_build(km[0], np.int64(lo), size)
             table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), rep, count, nxt, row_key)
@@ -268,7 +268,7 @@ def join_build(keys: list[np.ndarray]) -> CpuJoinTable:
     # ascending, no chain: a key's first row is its lowest, and keys with several rows get the CSR
     # layout (a chain through the rows cost a random write per row that nothing read)
     table = build(km, hash_rows(km), descending=False, chain=False, row_keys=False)
-    return _with_layout(CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n)))
+    return _with_layout(CpuJoinTable(km, table, n, pack=pack, unique=_all_unique(table.key_count, n, table.distinct)))
 
 
 @njit(cache=True, nogil=True)
@@ -339,9 +339,9 @@ def _with_layout(table: CpuJoinTable) -> CpuJoinTable:
     return table
 
 
-def _all_unique(key_count: np.ndarray, n: int) -> bool:
-    """Every row has its own key: as many used key ids as rows."""
-    return int(np.count_nonzero(key_count)) == n
+def _all_unique(key_count: np.ndarray, n: int, distinct: int = -1) -> bool:
+    """Every row has its own key: as many used key ids (``distinct`` when the build counted them) as rows."""
+    return (distinct if distinct >= 0 else int(np.count_nonzero(key_count))) == n
 
 
 @njit(cache=True, nogil=True, parallel=True)

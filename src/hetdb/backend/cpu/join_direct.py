@@ -54,7 +54,10 @@ def _group_rows(key, lo, width, nparts, nchunks, rows, direct):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key, jkey):
-    for p in prange(starts.shape[0] - 1):
+    """Inserts range by range (see the module docstring); the number of distinct keys."""
+    nparts = starts.shape[0] - 1
+    used = np.zeros(nparts, np.int64)
+    for p in prange(nparts):
         nid = starts[p]
         for j in range(starts[p], starts[p + 1]):
             i = rows[j]
@@ -71,6 +74,8 @@ def _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key, j
                 key_count[k] += 1
                 row_key[i] = k
                 jkey[j] = k
+        used[p] = nid - starts[p]
+    return used.sum()
 
 
 def direct_build_parallel(key: np.ndarray, lo: np.int64, size: int) -> tuple[np.ndarray, HashTable]:
@@ -88,7 +93,7 @@ def direct_build_parallel(key: np.ndarray, lo: np.int64, size: int) -> tuple[np.
     key_count = np.zeros(n, np.int64)
     row_key = np.empty(n, np.int64)
     jkey = np.empty(n, np.int64)
-    _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key, jkey)
+    distinct = _insert_ranges(key, lo, rows, starts, direct, key_rep, key_count, row_key, jkey)
     table = HashTable(np.empty((0, 2), np.int64), np.uint64(0), key_rep, key_count, np.empty(0, np.int64),
-                      row_key, (rows, starts, jkey))
+                      row_key, (rows, starts, jkey), int(distinct))
     return direct, table

@@ -52,6 +52,9 @@ KNOBS: dict[str, tuple[int, str]] = {
                                  "before session 12: 32k of input rows)"),
     "small_source_rows": (1 << 17, "source rows under which a lone pipeline worker runs single-threaded "
                                    "kernels (exec/pipeline.py; before session 12: 0, never)"),
+    "narrow_scan_rows": (1 << 20, "table rows from which an aggregating compiled loop reads integer columns "
+                                  "whose zone maps fit a narrower type from narrow copies of the cached pages "
+                                  "(exec/compiled_cpu_narrow.py; before session 15: off)"),
     "small_filter_keys": (1 << 17, "build keys under which a runtime join filter is built on one kernel "
                                    "thread (backend/cpu/join_filter.py; before session 12: 0, never)"),
 }
