@@ -132,8 +132,8 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="GPU: hot runs of a cached plan go through the pipeline driver, not the replay of its launches (A/B)")
     p.add_argument("--gpu-encoded-min-blocks", type=int, default=None, metavar="N",
                    help="GPU: compile kernels over compressed pages for at least N blocks per SM (default 8; 0: no cap)")
-    p.add_argument("--gpu-decoded-placement", action="store_true",
-                   help="GPU: when pages stay compressed on the GPU, keep decoded the columns whose decode costs the most")
+    p.add_argument("--no-gpu-decoded-placement", action="store_true",
+                   help="GPU: pages kept compressed on the GPU stay compressed, none decoded by benefit (A/B)")
     p.add_argument("--gpu-stream-encoded", action="store_true",
                    help="GPU: warm scans streaming past the GPU cache deliver pages as stored; the kernel decodes them")
     p.add_argument("--gpu-zero-copy", choices=["off", "on", "auto"], default=None,
@@ -163,13 +163,12 @@ def engine_options(args) -> dict:
     if getattr(args, "disable_pass", None):
         opts["disabled_passes"] = args.disable_pass
     for key in ("reuse_fused_state", "gpu_delivery_overlap", "cpu_compile", "gpu_early_scan",
-                "gpu_early_dims", "gpu_copy_neighbours", "gpu_host_small_builds", "gpu_hot_replay"):  # --no-... switches
+                "gpu_early_dims", "gpu_copy_neighbours", "gpu_host_small_builds", "gpu_hot_replay",
+                "gpu_decoded_placement"):  # the --no-... switches
         if getattr(args, f"no_{key}", False):
             opts[key] = False
     if getattr(args, "gpu_stream_encoded", False):
         opts["gpu_stream_encoded"] = True
-    if getattr(args, "gpu_decoded_placement", False):
-        opts["gpu_decoded_placement"] = True
     if getattr(args, "gpu_compressed_cache", False):
         opts["gpu_compressed_cache"] = True
     if getattr(args, "no_gpu_compressed_cache", False):
