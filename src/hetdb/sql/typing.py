@@ -5,8 +5,8 @@ int32), ``/`` is DOUBLE, decimal + decimal -> DECIMAL(max integer digits + max s
 decimal * decimal -> DECIMAL(p1 + p2, s1 + s2) capped at 18 digits while both inputs have at most 18
 (as DuckDB: the product is computed in 64 bits and overflow raises), other precisions capped at 38
 (DECIMAL(18,2) + DECIMAL(18,2) is DECIMAL(19,2)); BIGINT takes 19 decimal digits, HUGEINT 38; an
-integer literal takes the fewest decimal digits it needs (and is HUGEINT past BIGINT's range);
-anything with a DOUBLE is DOUBLE.
+integer literal is INTEGER, BIGINT or HUGEINT by its value (10, 19 or 38 digits);
+anything with a DOUBLE is DOUBLE; a remainder of decimals takes no extra integer digit.
 """
 
 from __future__ import annotations
@@ -49,8 +49,14 @@ def as_decimal_type(e: Expr) -> DataType:
     if t.kind == "decimal":
         return t
     if isinstance(e, Literal) and isinstance(e.value, int) and t.is_integer:
-        return T.decimal(max(1, len(str(abs(e.value)))), 0)
-    return {"int32": T.decimal(10, 0), "int64": T.wide_decimal(19, 0)}.get(t.kind, T.wide_decimal(38, 0))
+        # DuckDB 2.0.1 types an integer literal INTEGER, BIGINT or HUGEINT by its value, and that type's
+        # digits are what it brings to a DECIMAL operation: DECIMAL(5,2) * 3 is DECIMAL(15,2),
+        # DECIMAL(5,2) + 3 and coalesce(DECIMAL(5,2), 3) are DECIMAL(13,2)/(12,2) (typeof(), checked)
+        v = e.value
+        return T.decimal(10, 0) if -2**31 <= v < 2**31 else T.wide_decimal(19, 0) if -2**63 <= v < 2**63 \
+            else T.wide_decimal(38, 0)
+    return {"int32": T.decimal(10, 0), "int64": T.wide_decimal(19, 0),
+            "uint64": T.wide_decimal(20, 0)}.get(t.kind, T.wide_decimal(38, 0))
 
 
 def _dec(p: int, s: int, cap: int = T.MAX_WIDE_PRECISION) -> DataType:
@@ -99,8 +105,10 @@ def common_of(exprs: list[Expr], what: str) -> DataType:
     """Common type of several expressions (CASE branches, COALESCE args, IN items); NULLs adapt."""
     rep: Expr | None = None
     for e in exprs:
-        if is_null_literal(e) or e.dtype == T.NULL:
+        if e.dtype == T.NULL:
             continue
+        if is_null_literal(e):  # a typed NULL (CAST(NULL AS DECIMAL(5,2))) brings its type, as in DuckDB
+            e = ColumnRef(e.dtype, "")
         if rep is None:
             rep = e
             continue
@@ -148,7 +156,9 @@ def arith_type(op: str, a: Expr, b: Expr) -> tuple[DataType, DataType, DataType]
         narrow = max(da.precision, db.precision) <= MAXP
         return da, db, _dec(da.precision + db.precision, da.scale + db.scale, MAXP if narrow else T.MAX_WIDE_PRECISION)
     s = max(da.scale, db.scale)
-    res = _dec(max(da.precision - da.scale, db.precision - db.scale) + s + 1, s)
+    # DuckDB: a remainder is no wider than its wider operand (DECIMAL(5,2) % DECIMAL(10,0) is
+    # DECIMAL(12,2)); a sum or difference takes one more integer digit
+    res = _dec(max(da.precision - da.scale, db.precision - db.scale) + s + (op != "mod"), s)
     return res, res, res
 
 
