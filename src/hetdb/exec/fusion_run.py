@@ -129,14 +129,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
-    host = _host_finish(ctx, pipe, plan, run.gsink, fp, state)
-    if cpu_parts and (host is None or any(c.dictionary is not None for b in cpu_parts for c in b.columns.values())):
-        co.to_device(cpu_parts, run.gsink)  # (merged with the kernel's groups on the GPU)
-        cpu_parts = []
-        if host is not None:
-            host = None if run.gsink.batches else host
-    with Timer(ctx, sink.op_id):
-        result = fp.finish(state, host=True) if host is not None else fp.finish(state)
+    host, result, cpu_parts = finish_fused(ctx, pipe, plan, run.gsink, fp, state, co, cpu_parts)
     ctx.add(sink.op_id, rows_in=fused_rows)
     if zero_copy_key is not None and fused_rows:
         from hetdb.cache.rates import shared_rates
@@ -162,13 +155,22 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     return add_groups(ctx, pipe, plan, run.gsink, result, host, cpu_parts)
 
 
-def finish_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any) -> tuple[Any, Any]:
-    """(host context or None, the kernel's groups) after the fused kernel over ``state`` was queued:
-    on the host when the groups can be handed over there (``_host_finish``), else on the device."""
+def finish_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any, co: Any = None,
+                 cpu_parts: list | None = None) -> tuple[Any, Any, list]:
+    """(host context or None, the kernel's groups, the CPU workers' partial states still to join them on
+    the host) after the fused kernel over ``state`` was queued: on the host when the groups can be
+    handed over there (``_host_finish``), else on the device; co-processed workers' partial states
+    (``cpu_parts`` of ``co``) go to the device where the groups stay there or need dictionaries."""
     host = _host_finish(ctx, pipe, plan, g, fp, state)
+    cpu_parts = cpu_parts or []
+    if cpu_parts and (host is None or any(c.dictionary is not None for b in cpu_parts for c in b.columns.values())):
+        co.to_device(cpu_parts, g)  # (merged with the kernel's groups on the GPU)
+        cpu_parts = []
+        if host is not None:
+            host = None if g.batches else host
     with Timer(ctx, pipe.sink.op_id):
         result = fp.finish(state, host=True) if host is not None else fp.finish(state)
-    return host, result
+    return host, result, cpu_parts
 
 
 def add_groups(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, result: Any, host: Any,

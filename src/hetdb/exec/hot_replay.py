@@ -219,7 +219,7 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     st.fused = step.note
     st.rows_in += table.num_rows
     g = sink.init_global(ctx)
-    host, result = finish_fused(ctx, pipe, plan, g, fp, state)
+    host, result, _ = finish_fused(ctx, pipe, plan, g, fp, state)
     state = None
     finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
     ctx.results[pipe.pid] = sink.finalize(finishing, g)
