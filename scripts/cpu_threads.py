@@ -19,13 +19,11 @@ import sys
 import time
 
 import duckdb
+from scripts_common import SUITE_TABLES, load_into_duckdb
 
 import hetdb
 from hetdb.bench.compare import compare_tables
 from hetdb.bench.suites import float_tolerances, load_queries, order_spec
-
-TABLES = {"ssb": ["lineorder", "date", "part", "supplier", "customer"],
-          "tpch": ["lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region"]}
 
 
 def _timed(run, repeat: int) -> tuple[float, object]:
@@ -41,7 +39,7 @@ def _timed(run, repeat: int) -> tuple[float, object]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("db")
-    ap.add_argument("suite", choices=sorted(TABLES))
+    ap.add_argument("suite", choices=sorted(SUITE_TABLES))
     ap.add_argument("--threads", default="16,4,1")
     ap.add_argument("--repeat", default="3")
     ap.add_argument("--queries", default="")
@@ -56,10 +54,7 @@ def main() -> None:
     duck = duckdb.connect()
     t0 = time.perf_counter()
     loader = hetdb.connect(a.db, device="cpu")
-    for t in TABLES[a.suite]:
-        duck.register("incoming", loader.sql(f'SELECT * FROM "{t}"').arrow())
-        duck.execute(f'CREATE TABLE "{t}" AS SELECT * FROM incoming')
-        duck.unregister("incoming")
+    load_into_duckdb(loader, duck, a.suite)
     loader.close()
     print(f"DuckDB {duckdb.__version__} loaded {a.suite} in {time.perf_counter() - t0:.1f} s", flush=True)
 

@@ -12,12 +12,10 @@ import sys
 import time
 
 import duckdb
+from scripts_common import load_into_duckdb
 
 import hetdb
 from hetdb.bench.suites import load_queries
-
-TABLES = {"ssb": ["lineorder", "date", "part", "supplier", "customer"],
-          "tpch": ["lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region"]}
 
 
 def _median(run) -> tuple[float, float]:
@@ -39,10 +37,7 @@ def main() -> None:
     con = hetdb.connect(db, device="cpu", threads=threads)
     duck = duckdb.connect()
     duck.execute(f"SET threads={threads}")
-    for t in TABLES[suite]:
-        duck.register("incoming", con.sql(f'SELECT * FROM "{t}"').arrow())
-        duck.execute(f'CREATE TABLE "{t}" AS SELECT * FROM incoming')
-        duck.unregister("incoming")
+    load_into_duckdb(con, duck, suite)
     walls, cpus = [], []
     for q in load_queries(suite):
         if names and q.name not in names:

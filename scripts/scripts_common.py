@@ -25,3 +25,15 @@ def add_suite_arguments(ap) -> None:
     ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
     ap.add_argument("--limit-fraction", type=float, default=0.1)
     ap.add_argument("--repeat", type=int, default=5)
+
+
+SUITE_TABLES = {"ssb": ["lineorder", "date", "part", "supplier", "customer"],
+                "tpch": ["lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region"]}
+
+
+def load_into_duckdb(con, duck, suite: str) -> None:
+    """Copy every table of ``suite`` from the hetdb connection ``con`` into the DuckDB connection ``duck``."""
+    for t in SUITE_TABLES[suite]:
+        duck.register("incoming", con.sql(f'SELECT * FROM "{t}"').arrow())
+        duck.execute(f'CREATE TABLE "{t}" AS SELECT * FROM incoming')
+        duck.unregister("incoming")
