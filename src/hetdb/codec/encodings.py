@@ -147,12 +147,27 @@ def _candidates(v: np.ndarray, itemsize: int, codecs: tuple[str, ...], force: bo
     if DICT in codecs and (force or _dict_may_win(v, widths)):
         uniq = np.unique(v)
         if uniq.shape[0] <= MAX_DICT_VALUES:
-            codes = np.searchsorted(uniq, v).astype(np.int64)
+            codes = _dict_codes(v, uniq)
             c_p = bitpack.block_params(codes)
             out[DICT] = (HEADER + 8 * int(uniq.shape[0]) + bitpack.stream_size(c_p[1]),
                          lambda: np.concatenate([_header(DICT, itemsize, n, int(uniq.shape[0])),
                                                  uniq.view(np.uint8), bitpack.pack(codes, *c_p)]))
     return out
+
+
+_LUT_SPAN = 1 << 22  # a value range up to this maps through a lookup table (4M int32 = 16 MB)
+
+
+def _dict_codes(v: np.ndarray, uniq: np.ndarray) -> np.ndarray:
+    """The position of each value of ``v`` (int64) in its sorted distinct values ``uniq`` (int64). A narrow
+    value range maps through a table indexed by value - lowest (O(n); a binary search of every value
+    was a quarter of a wide table's import); a wide one binary-searches."""
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    if hi - lo < _LUT_SPAN:  # every value of v lies in [lo, hi]: v - lo cannot overflow
+        lut = np.zeros(hi - lo + 1, np.int32)
+        lut[uniq - lo] = np.arange(uniq.shape[0], dtype=np.int32)
+        return lut[v - lo].astype(np.int64)
+    return np.searchsorted(uniq, v).astype(np.int64)
 
 
 def _dict_may_win(v: np.ndarray, widths: np.ndarray) -> bool:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +64,25 @@ def check_compression(compression: str) -> tuple[str, ...]:
 
 
 _kill_counts: dict[str, int] = {}
+
+
+PARALLEL_ENCODE_ROWS = 1 << 16  # a row group this long encodes its columns on the shared pool
+_POOL: list[ThreadPoolExecutor | None] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _encode_pool() -> ThreadPoolExecutor | None:
+    """The process's page-encoding threads (one per CPU up to 16; None on one CPU)."""
+    if not _POOL:
+        with _POOL_LOCK:
+            if not _POOL:
+                try:
+                    cpus = len(os.sched_getaffinity(0))
+                except AttributeError:  # not Linux
+                    cpus = os.cpu_count() or 1
+                _POOL.append(ThreadPoolExecutor(min(16, cpus), thread_name_prefix="hetdb-encode")
+                             if cpus > 1 else None)
+    return _POOL[0]
 
 
 def _kill_point(step: str) -> None:
@@ -277,14 +298,21 @@ class TableWriter:
         rest = table.slice(nrows)
         self._pending = rest.to_batches() if rest.num_rows else []  # zero-copy slices
         self._pending_rows = rest.num_rows
-        for i, spec in enumerate(self.schema):
-            arr = page.column(i).combine_chunks()
-            self._write_page(i, spec, arr)
+        arrays = [page.column(i).combine_chunks() for i in range(len(self.schema))]
+        pool = _encode_pool() if len(arrays) > 1 and nrows >= PARALLEL_ENCODE_ROWS else None
+        if pool is None:
+            encoded = [self._encode_page(i, spec, arrays[i]) for i, spec in enumerate(self.schema)]
+        else:  # the columns' pages encode side by side (NumPy and the codec kernels release the GIL)
+            encoded = list(pool.map(self._encode_page, range(len(arrays)), self.schema, arrays))
+        for i, (buf, meta) in enumerate(encoded):  # written in column order by this thread
+            self._store_page(i, buf, meta)
         self._rg_rows.append(nrows)
         self.rows_written += nrows
         _kill_point("after_page")
 
-    def _write_page(self, i: int, spec: ColumnSpec, arr: pa.Array) -> None:
+    def _encode_page(self, i: int, spec: ColumnSpec, arr: pa.Array) -> tuple[Any, dict]:
+        """Column ``i``'s page of ``arr``: its bytes and its manifest entry less the file position
+        (touches only column ``i``'s state: the columns of a row group encode in parallel)."""
         encoding = PLAIN
         strings = None
         if spec.dtype.kind == "string":
@@ -300,13 +328,14 @@ class TableWriter:
             col = Column.from_arrow(arr, spec.dtype)
         buf, sections, length, data_codec, decoded = encode_page(col, encoding, self._codecs)
         zone = compute_zone(col, strings)
-        self._files[i].write(memoryview(buf))
         # "decoded": bytes of the page with every section decoded (what a plain page of it would hold)
-        self._pages[i].append({"offset": self._offsets[i], "length": length, "padded": int(buf.shape[0]),
-                               "crc": checksum(memoryview(buf)[:length]), "enc": encoding,
-                               "codec": data_codec, "decoded": decoded,
-                               "sections": sections, "zone": zone})
-        self._offsets[i] += int(buf.shape[0])
+        return buf, {"length": length, "padded": int(buf.shape[0]), "crc": checksum(memoryview(buf)[:length]),
+                     "enc": encoding, "codec": data_codec, "decoded": decoded, "sections": sections, "zone": zone}
+
+    def _store_page(self, i: int, buf: Any, meta: dict) -> None:
+        self._files[i].write(memoryview(buf))
+        self._pages[i].append({"offset": self._offsets[i], **meta})
+        self._offsets[i] += meta["padded"]
 
     # ---- commit / abort ------------------------------------------------------------------------
     def commit(self) -> int:
