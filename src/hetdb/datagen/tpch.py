@@ -1,6 +1,7 @@
 """TPC-H data through ``tpchgen-cli`` (Parquet files in a temporary directory, then ingested).
 
-Table by table, so the temporary files never hold more than one table. Types come from the files:
+Table by table, the next table's files generated while the last one is imported, so the temporary
+files never hold more than two tables. Types come from the files:
 decimal(15,2) money, date32 dates, integers and strings.
 """
 
@@ -43,16 +44,22 @@ def find_tpchgen() -> str:
     return found
 
 
-def _generate_files(exe: str, table: str, sf: float, out_dir: Path, threads: int) -> list[str]:
+def _start_files(exe: str, table: str, sf: float, out_dir: Path, threads: int) -> subprocess.Popen:
+    """tpchgen-cli writing ``table``'s Parquet files into ``out_dir``, started (not waited for)."""
     parts = max(1, math.ceil(expected_rows(sf)[table] / _ROWS_PER_FILE))
     cmd = [exe, "parquet", "--scale-factor", repr(sf), "--output-dir", str(out_dir), "--tables", table,
            "--num-threads", str(threads), "--quiet"]
     if parts > 1:
         cmd += ["--parts", str(parts)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise HetdbError(f"tpchgen-cli failed for table {table} at SF {sf} (exit {done.returncode}): "
-                         f"{done.stderr.strip() or done.stdout.strip()}")
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish_files(proc: subprocess.Popen, table: str, sf: float, out_dir: Path) -> list[str]:
+    """Wait for ``_start_files``' process; the Parquet files it wrote."""
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise HetdbError(f"tpchgen-cli failed for table {table} at SF {sf} (exit {proc.returncode}): "
+                         f"{err.strip() or out.strip()}")
     files = sorted(str(p) for p in out_dir.rglob(f"{table}*.parquet"))
     if not files:
         raise HetdbError(f"tpchgen-cli wrote no Parquet file for table {table} in {out_dir}")
@@ -66,7 +73,7 @@ def generate(db: Any, sf: float, workers: int | None = None, progress: bool = Fa
 
     ``tmp_dir``: where the intermediate Parquet files of one table at a time go (default: a hidden
     folder inside the database directory, on the disk that has to hold the data anyway); it needs room
-    for lineitem (~0.25 GB per SF as Parquet). ``rows_per_page``: None for the store's default.
+    for lineitem and orders (~0.3 GB per SF as Parquet). ``rows_per_page``: None for the store's default.
     """
     if not sf > 0 or not math.isfinite(sf):
         raise InputError(f"TPC-H scale factor must be a positive number, got {sf!r}")
@@ -78,11 +85,34 @@ def generate(db: Any, sf: float, workers: int | None = None, progress: bool = Fa
     if rows_per_page is not None:
         page_args["rows_per_page"] = rows_per_page
     rows: dict[str, int] = {}
-    with Progress(progress) as bars:
-        bars.add("tpch", len(TABLES))
-        for table in TABLES:
-            with tempfile.TemporaryDirectory(prefix=f".hetdb-tpch-{table}-", dir=tmp_dir or db.path) as tmp:
-                files = _generate_files(exe, table, sf, Path(tmp), threads)
+    # the next table's files are generated while this one is imported (two tables' files on disk at most)
+    running: list[tuple[str, subprocess.Popen, str]] = []
+
+    def start(table: str) -> None:
+        tmp = tempfile.mkdtemp(prefix=f".hetdb-tpch-{table}-", dir=tmp_dir or db.path)
+        try:
+            running.append((table, _start_files(exe, table, sf, Path(tmp), threads), tmp))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    try:
+        with Progress(progress) as bars:
+            bars.add("tpch", len(TABLES))
+            start(TABLES[0])
+            for k, table in enumerate(TABLES):
+                _, proc, tmp = running[0]
+                files = _finish_files(proc, table, sf, Path(tmp))
+                if k + 1 < len(TABLES):
+                    start(TABLES[k + 1])
                 rows[table] = import_files(db, table, files, replace=True, **page_args).num_rows
-            bars.advance("tpch")
+                running.pop(0)
+                shutil.rmtree(tmp, ignore_errors=True)
+                bars.advance("tpch")
+    finally:
+        for _, proc, tmp in running:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+            shutil.rmtree(tmp, ignore_errors=True)
     return rows
