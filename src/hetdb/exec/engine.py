@@ -33,6 +33,7 @@ from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
 from hetdb.exec.route_stats import scan_routes
 from hetdb.exec.run_stats import query_stats
+from hetdb.exec.small_tail import run_small
 from hetdb.exec.snapshot import QuerySnapshot
 from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
@@ -403,7 +404,8 @@ class QueryEngine:
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
                     if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
                         host_ctx = ctx.__dict__.get("host_context") or self._host_context(ctx, spill_dir)
-                    run_pipeline(host_ctx, pipe, None, 1)
+                    if hot is None or not run_small(host_ctx, pipe):  # (exec/small_tail.py: a replay's tail)
+                        run_pipeline(host_ctx, pipe, None, 1)
                     on_host.add(pipe.pid)
                     continue
                 run_pipeline(ctx, pipe, self._pool, threads)
