@@ -37,6 +37,7 @@ from typing import Any
 from hetdb.exec.operators.base import ExecContext
 
 RECORDS = 256
+DIRECT = [True]  # (a replay's aggregation finished without its global state: off for A/B, scripts/gpu_hot_split.py)
 
 
 @dataclass
@@ -180,7 +181,7 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     False (nothing done) when the store handed this run another plan for it or the pages it read are
     no longer all in the device cache: the driver runs it."""
     from hetdb.exec.fusion_reuse import _REUSE
-    from hetdb.exec.fusion_run import add_groups, finish_fused
+    from hetdb.exec.fusion_run import _partial_state, add_groups, finish_fused
     from hetdb.exec.shared_results import reuse
 
     plan = step.plan()
@@ -218,9 +219,34 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     st = ctx.stat(sink.op_id)
     st.fused = step.note
     st.rows_in += table.num_rows
-    g = sink.init_global(ctx)
-    host, result, _ = finish_fused(ctx, pipe, plan, g, fp, state)
-    state = None
+    if DIRECT[0]:
+        host, result, _ = finish_fused(ctx, pipe, plan, _NO_STATES, fp, state)
+        state = None
+        if host is not None and result.num_groups and not sink.raw_mode:
+            # add_groups and HashAggregate.finalize of the kernel's groups alone (each group once,
+            # nothing to merge): their final values straight from the partial state, on the host,
+            # without the aggregation's global state (its reservation, its lock, its Timer)
+            part = _partial_state(host, sink, plan, result, on_host=True)
+            ctx.made_on_host.add(pipe.pid)  # (its consumers on the host take the result as it is)
+            out = sink._outputs(host, part)
+            ctx.add(sink.op_id, rows_out=out.num_rows)
+            ctx.results[pipe.pid] = [out]
+            return True
+        g = sink.init_global(ctx)
+    else:
+        g = sink.init_global(ctx)
+        host, result, _ = finish_fused(ctx, pipe, plan, g, fp, state)
+        state = None
     finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
     ctx.results[pipe.pid] = sink.finalize(finishing, g)
     return True
+
+
+class _NoStates:
+    """The global state of an aggregation no batch reached yet, as finish_fused asks it (``_host_finish``)."""
+
+    batches: list = []
+    parts = None
+
+
+_NO_STATES = _NoStates()
