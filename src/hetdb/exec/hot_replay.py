@@ -70,6 +70,7 @@ class HotRecord:
     stored: dict  # pid -> weakref.ref to the plan (FusionPlan) or kept build (BuildSide) the run took from the store
     kept: frozenset  # of ``stored``: the kept builds
     keys: list  # the store's keys of ``stored``, in its order (one list object: cache/device_cache.hold_many)
+    notes: tuple = ()  # fusion_reuse._skips's EXPLAIN notes of the recorded run's stored pipelines
 
 
 def stamp(device: Any) -> tuple:
@@ -128,8 +129,13 @@ def make_record(ctx: ExecContext, physical: Any, options: Any, skipped: set[int]
     stored = {pid: weakref.ref(e.plan) for pid, e in reuse.presets.items()}
     stored.update((pid, weakref.ref(side)) for pid, side in reuse.kept.items())
     keys = [reuse.store.key_of(physical, pid) for pid in stored]
+    from hetdb.exec.fusion_reuse import _skips
+
+    done, notes = _skips(physical, reuse)
+    if done != frozenset(skipped):
+        return None
     return HotRecord(physical, stamp(ctx.device), options, frozenset(skipped), dict(steps), stored,
-                     frozenset(reuse.kept), keys)
+                     frozenset(reuse.kept), keys, notes)
 
 
 def usable(record: HotRecord | None, physical: Any, options: Any, device: Any) -> bool:
@@ -144,7 +150,7 @@ def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
     when one is not, and the run prepares as a full one. The kept builds' results go into
     ``ctx.results`` as prepare_reuse puts them; no later pipeline of a replay takes them as a shared
     result (exec/shared_results.py shares a build with builds only, and a replay runs none)."""
-    from hetdb.exec.fusion_reuse import _REUSE, _Reuse, _skips
+    from hetdb.exec.fusion_reuse import _REUSE, _Reuse
 
     physical = record.physical
     got = store.hold_many(physical, record.keys) if record.keys else ([], ())
@@ -162,15 +168,13 @@ def take_stored(ctx: ExecContext, store: Any, record: HotRecord) -> bool:
             reuse.kept[pid] = plan
         else:
             reuse.presets[pid] = entry
-    skipped, notes = _skips(physical, reuse)
-    if skipped != record.skipped:
-        store.release(pin)
-        return False
-    reuse.skipped = set(skipped)
+    # (the same stored objects as the recorded run's, for the same pipelines: the same skipped
+    # pipelines and notes as fusion_reuse._skips found for them then)
+    reuse.skipped = set(record.skipped)
     _REUSE[ctx] = reuse
     for pid, side in reuse.kept.items():
         ctx.results[pid] = side
-    for op_id, note in notes:
+    for op_id, note in record.notes:
         ctx.stat(op_id).fused = note
     return True
 
