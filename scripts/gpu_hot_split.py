@@ -23,7 +23,8 @@ stack) and EXPLAIN ANALYZE.
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
 gets a comment, so it is planned and fused anew); ``--experiment no_hot_replay``: again without the
 hot replay (exec/hot_replay.py), every hot run through the pipeline driver; ``--experiment
-no_small_tail``: a replay's host-tail pipelines through the pipeline driver (exec/small_tail.py). ``--literals`` (SSB) runs each query also with
+no_direct_finish``: a replay's aggregation finalized through its global state and its host-tail
+pipelines through the pipeline driver (exec/hot_replay.DIRECT, exec/small_tail.py off). ``--literals`` (SSB) runs each query also with
 scripts/gpu_literal_kernels.py's other literal values: the CUDA modules that loaded (none when the
 kernels are shared), then its hot wall and kernel times.
 
@@ -451,10 +452,10 @@ def _switch(experiment: str, on: bool) -> None:
     option gpu_hot_replay=false would make a new engine, its device cache empty)."""
     if not experiment:
         return
-    if experiment == "no_small_tail":
-        from hetdb.exec import small_tail
+    if experiment == "no_direct_finish":
+        from hetdb.exec import hot_replay, small_tail
 
-        small_tail.ENABLED[0] = not on
+        small_tail.ENABLED[0] = hot_replay.DIRECT[0] = not on
         return
     if experiment == "no_hot_replay":
         from hetdb.exec import hot_replay
