@@ -23,8 +23,9 @@ stack) and EXPLAIN ANALYZE.
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
 gets a comment, so it is planned and fused anew); ``--experiment no_hot_replay``: again without the
 hot replay (exec/hot_replay.py), every hot run through the pipeline driver; ``--experiment
-no_direct_finish``: a replay's aggregation finalized through its global state and its host-tail
-pipelines through the pipeline driver (exec/hot_replay.DIRECT, exec/small_tail.py off). ``--literals`` (SSB) runs each query also with
+no_direct_finish``: a replay without its direct paths (exec/hot_replay.DIRECT, exec/small_tail.py
+off): a new accumulator state and the launch's arguments worked out every time (not the kept
+launch), the aggregation finalized through its global state, the host tail through the driver. ``--literals`` (SSB) runs each query also with
 scripts/gpu_literal_kernels.py's other literal values: the CUDA modules that loaded (none when the
 kernels are shared), then its hot wall and kernel times.
 

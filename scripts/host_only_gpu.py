@@ -210,21 +210,39 @@ LAUNCHED: list[float] = []  # perf_counter at each launch (the host split)
 
 
 def _fill_groups() -> None:
-    """Dense fused aggregations' launches make every group of their domain non-empty."""
+    """Dense fused aggregations' launches make every group of their domain non-empty (also a hot
+    replay's launch again of a kept launch: exec/hot_replay._relaunch)."""
+    from hetdb.backend.gpu import compile as C
     from hetdb.backend.gpu.codegen import runtime as R
 
-    real = R.FusedPipeline._launch_aggregate
+    real, real_launch = R.FusedPipeline._launch_aggregate, C.launch
+    filled: dict[int, tuple] = {}  # id(launch arguments) -> (pipeline, weak reference to the state)
 
-    def launch_aggregate(self, state, args, tiles):
-        real(self, state, args, tiles)
-        for k, (a, arr) in enumerate(zip(self.kernel.accumulators, state.accumulators)):
+    def fill(pipeline, state) -> None:
+        for k, (a, arr) in enumerate(zip(pipeline.kernel.accumulators, state.accumulators)):
             host = arr.view(np.ndarray)  # (the first accumulator counts a group's rows)
             if a.kind in ("f64", "order_f64"):
                 host.view(np.float64)[:] = 12345.0
             else:
                 host[:] = 7 if k == 0 else 12345
 
+    def launch_aggregate(self, state, args, tiles):
+        real(self, state, args, tiles)
+        if getattr(state, "launch", None) is not None:
+            if len(filled) > 256:
+                filled.clear()
+            filled[id(state.launch[3])] = (self, weakref.ref(state))  # (no reference: not a leak)
+        fill(self, state)
+
+    def launch(fn, grid, block, args, shared_mem=0):
+        real_launch(fn, grid, block, args, shared_mem)
+        hit = filled.get(id(args))
+        state = hit[1]() if hit is not None else None
+        if state is not None and state.launch is not None and state.launch[3] is args:
+            fill(hit[0], state)
+
     R.FusedPipeline._launch_aggregate = launch_aggregate
+    C.launch = launch
     from hetdb.backend.cpu import CpuBackend
     from hetdb.backend.gpu.backend import GpuBackend
 

@@ -31,6 +31,7 @@ evicted pages since the run began).
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,13 +202,24 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     if step.shared and reuse(ctx, pipe):
         return True
     fp = plan.pipeline
-    state = fp.new_state(step.domains)
     table = hit[0]
-    fresh = table.device is None
-    try:
-        fp.consume_pages(state, table, plan.tables)
-    finally:
-        resident.release()
+    kept = _kept_launch(cache, step, plan, table) if DIRECT[0] else None
+    fresh = False
+    if kept is not None:
+        state = kept.state
+        _relaunch(fp, state)
+    else:
+        state = fp.new_state(step.domains)
+        fresh = table.device is None
+        state.launch = None
+        try:
+            fp.consume_pages(state, table, plan.tables)
+        finally:
+            if not DIRECT[0]:
+                resident.release()
+    # (a replay reads the kernel's accumulators back, waiting for it, before anything of this
+    # connection can evict a page it reads: ``resident.release``'s ordering of the copy stream after
+    # the kernel is for evictions while a kernel may still run)
     # the host's bookkeeping while the kernel runs (finish waits for it)
     if fresh and table.device is not None:
         cache.arrays_changed()  # (as run_fused: the kept page table now holds its device copy)
@@ -225,6 +237,8 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     st.rows_in += table.num_rows
     if DIRECT[0]:
         host, result, _ = finish_fused(ctx, pipe, plan, _NO_STATES, fp, state)
+        if kept is None and state.launch is not None and fp.finishes_on_host(state):
+            _keep_launch(cache, step, plan, table, state)
         state = None
         if host is not None and result.num_groups and not sink.raw_mode:
             # add_groups and HashAggregate.finalize of the kernel's groups alone (each group once,
@@ -244,6 +258,61 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     finishing = add_groups(ctx, pipe, plan, g, result, host) or ctx
     ctx.results[pipe.pid] = sink.finalize(finishing, g)
     return True
+
+
+class _KeptLaunch:
+    """A replayed step's last launch and the accumulator state it filled (small: the state of a
+    domain ``finish`` reads back whole), kept among the device cache's derived objects (they go
+    with the first eviction, and the cache counts their device bytes) for the next replay of the
+    same step over the same page table: it zeroes the state and launches again with the same
+    arguments, instead of a new state (an allocation, a dozen array views) and the launch's
+    arguments worked out again (probes, literals, occupancy)."""
+
+    def __init__(self, step: FusedStep, plan: Any, table: Any, state: Any) -> None:
+        self.step, self.plan, self.table, self.state = weakref.ref(step), weakref.ref(plan), table, state
+
+    def device_arrays(self) -> list[Any]:
+        return [self.state.buffer]
+
+
+_KEPT: OrderedDict = OrderedDict()  # (id(cache), key) -> (weakref to the cache, key), oldest first
+KEPT_LAUNCHES = 32  # (at most this many states kept, of at most HOST_FINISH_BYTES each)
+
+
+def _kept_launch(cache: Any, step: FusedStep, plan: Any, table: Any) -> _KeptLaunch | None:
+    got = cache.derived(("hot-launch", id(step)))
+    if got is None or got.step() is not step or got.plan() is not plan or got.table is not table:
+        return None
+    return got
+
+
+def _keep_launch(cache: Any, step: FusedStep, plan: Any, table: Any, state: Any) -> None:
+    key = ("hot-launch", id(step))
+    state.page_tables.clear()  # (the staged host copy of a page table is done with: the kernel ran)
+    cache.set_derived(key, _KeptLaunch(step, plan, table, state))
+    cache.arrays_changed()  # (the cache's device bytes now count the state's)
+    _KEPT[(id(cache), key)] = (weakref.ref(cache), key)
+    _KEPT.move_to_end((id(cache), key))
+    while len(_KEPT) > KEPT_LAUNCHES:
+        ref, old = _KEPT.popitem(last=False)[1]
+        other = ref()
+        if other is not None:
+            other.set_derived(old, None)  # (dropped: the state's memory goes back to the pool)
+            other.arrays_changed()
+
+
+def _relaunch(fp: Any, state: Any) -> None:
+    """Zero ``state`` (its accumulators' identities where not 0) and launch its last launch again."""
+    from hetdb.backend.gpu.codegen.runtime import _IDENTITY
+    from hetdb.backend.gpu.compile import launch
+
+    buf = state.buffer
+    buf.data.memset_async(0, buf.nbytes)
+    for a, acc in zip(fp.kernel.accumulators, state.accumulators):
+        if _IDENTITY[a.acc]:
+            acc.fill(_IDENTITY[a.acc])
+    fn, grid, block, args, shared = state.launch
+    launch(fn, grid, block, args, shared_mem=shared)
 
 
 class _NoStates:

@@ -190,6 +190,7 @@ class AggregateState:
     arith_err: Any = None          # codegen/checked.py: the first overflowing operands, if any
     page_tables: list[Any] = field(default_factory=list)  # device copies of launched page tables
     buffer: Any = None             # [domain errors, arith_err, accumulator 0, 1, ...] (int64), one array
+    launch: Any = None             # (function, grid, block, arguments, shared bytes) of the last launch into it
 
 
 # ---- pipelines ------------------------------------------------------------------------------------
@@ -437,7 +438,9 @@ class FusedPipeline:
         # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
         # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
         blocks = min(tiles, self._resident(shared + static) if use_shared else 65536)
-        launch(self.function(), max(1, blocks), self.block, tuple(args), shared_mem=shared if use_shared else 0)
+        # (kept with the state: exec/hot_replay.py launches it again into the same state, zeroed)
+        call = state.launch = (self.function(), max(1, blocks), self.block, tuple(args), shared if use_shared else 0)
+        launch(*call[:4], shared_mem=call[4])
 
     def _resident(self, shared_bytes: int) -> int:
         """Blocks of this kernel the device runs at once with ``shared_bytes`` of shared memory each."""
