@@ -35,7 +35,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from hetdb.exec.operators.base import ExecContext
+from hetdb.column import Column
+from hetdb.exec.operators.base import ExecContext, Timer
 
 RECORDS = 256
 DIRECT = [True]  # (a replay's aggregation finished without its global state: off for A/B, scripts/gpu_hot_split.py)
@@ -186,7 +187,7 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     False (nothing done) when the store handed this run another plan for it or the pages it read are
     no longer all in the device cache: the driver runs it."""
     from hetdb.exec.fusion_reuse import _REUSE
-    from hetdb.exec.fusion_run import _partial_state, add_groups, finish_fused
+    from hetdb.exec.fusion_run import _host_finish, _partial_state, add_groups, finish_fused
     from hetdb.exec.shared_results import reuse
 
     plan = step.plan()
@@ -236,15 +237,25 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
     st.fused = step.note
     st.rows_in += table.num_rows
     if DIRECT[0]:
-        host, result, _ = finish_fused(ctx, pipe, plan, _NO_STATES, fp, state)
-        if kept is None and state.launch is not None and fp.finishes_on_host(state):
-            _keep_launch(cache, step, plan, table, state)
+        keys = None
+        if kept is not None and kept.keys is not None:
+            host = _host_finish(ctx, pipe, plan, _NO_STATES, fp, state)
+            if host is not None:
+                with Timer(ctx, sink.op_id):  # (finish_fused's, without the key values: kept.keys)
+                    result = fp.finish(state, host=True, keys=False)
+                groups = result.groups
+                keys = [Column(c.dtype, data=c.data[groups], validity=None if c.validity is None else
+                               c.validity[groups], dictionary=c.dictionary) for c in kept.keys]
+        if keys is None:
+            host, result, _ = finish_fused(ctx, pipe, plan, _NO_STATES, fp, state)
+        if kept is None and host is not None and state.launch is not None and fp.finishes_on_host(state):
+            _keep_launch(cache, step, plan, table, state, _domain_keys(host, plan, state))
         state = None
         if host is not None and result.num_groups and not sink.raw_mode:
             # add_groups and HashAggregate.finalize of the kernel's groups alone (each group once,
             # nothing to merge): their final values straight from the partial state, on the host,
             # without the aggregation's global state (its reservation, its lock, its Timer)
-            part = _partial_state(host, sink, plan, result, on_host=True)
+            part = _partial_state(host, sink, plan, result, on_host=True, key_columns=keys)
             ctx.made_on_host.add(pipe.pid)  # (its consumers on the host take the result as it is)
             out = sink._outputs(host, part)
             ctx.add(sink.op_id, rows_out=out.num_rows)
@@ -268,8 +279,11 @@ class _KeptLaunch:
     arguments, instead of a new state (an allocation, a dozen array views) and the launch's
     arguments worked out again (probes, literals, occupancy)."""
 
-    def __init__(self, step: FusedStep, plan: Any, table: Any, state: Any) -> None:
+    def __init__(self, step: FusedStep, plan: Any, table: Any, state: Any, keys: list | None) -> None:
         self.step, self.plan, self.table, self.state = weakref.ref(step), weakref.ref(plan), table, state
+        # the group keys' host columns for every group of the domain, in group order (a group's
+        # key values depend on its index only): a replay takes the non-empty groups' rows of them
+        self.keys = keys
 
     def device_arrays(self) -> list[Any]:
         return [self.state.buffer]
@@ -286,10 +300,10 @@ def _kept_launch(cache: Any, step: FusedStep, plan: Any, table: Any) -> _KeptLau
     return got
 
 
-def _keep_launch(cache: Any, step: FusedStep, plan: Any, table: Any, state: Any) -> None:
+def _keep_launch(cache: Any, step: FusedStep, plan: Any, table: Any, state: Any, keys: list | None) -> None:
     key = ("hot-launch", id(step))
     state.page_tables.clear()  # (the staged host copy of a page table is done with: the kernel ran)
-    cache.set_derived(key, _KeptLaunch(step, plan, table, state))
+    cache.set_derived(key, _KeptLaunch(step, plan, table, state, keys))
     cache.arrays_changed()  # (the cache's device bytes now count the state's)
     _KEPT[(id(cache), key)] = (weakref.ref(cache), key)
     _KEPT.move_to_end((id(cache), key))
@@ -299,6 +313,25 @@ def _keep_launch(cache: Any, step: FusedStep, plan: Any, table: Any, state: Any)
         if other is not None:
             other.set_derived(old, None)  # (dropped: the state's memory goes back to the pool)
             other.arrays_changed()
+
+
+def _domain_keys(host: ExecContext, plan: Any, state: Any) -> list | None:
+    """fusion_run.group_key_columns of every group of ``state``'s dense domain (None past
+    DOMAIN_KEY_GROUPS groups)."""
+    import numpy as np
+
+    from hetdb.backend.gpu.codegen.runtime import AggregateResult
+    from hetdb.exec.fusion_run import group_key_columns
+
+    if state.num_groups > DOMAIN_KEY_GROUPS or plan.key_sources is not None and \
+            not all(isinstance(s, int) for s in plan.key_sources):
+        return None
+    groups = np.arange(state.num_groups, dtype=np.int64)
+    ranks = [(groups // stride) % size + lo for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)]
+    return group_key_columns(host, plan, AggregateResult(ranks, [], groups), on_host=True)
+
+
+DOMAIN_KEY_GROUPS = 1 << 17  # (a kept state's domain: HOST_FINISH_BYTES of accumulators at most)
 
 
 def _relaunch(fp: Any, state: Any) -> None:
