@@ -526,12 +526,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, w, k, own, extra, _ in rows:
         print(f"{name:22} {w:7.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}{extra}")
     print("issue 10's aim: hot wall within 2x the device-memory floor + 0.2 ms")
-    met = 0
+    met = default = 0
     for name, w, _, _, _, resident in rows:
         verdict = floor_check(resident, w)
-        met += verdict.endswith("yes")
+        if " +" not in name:  # (the default mode's rows)
+            default += 1
+            met += verdict.endswith("yes")
         print(f"{name:22} {verdict}")
-    print(f"{met} of {len(rows)} within the aim")
+    print(f"{met} of {default} queries within the aim (default mode)")
     return 0
 
 
