@@ -30,6 +30,7 @@ evicted pages since the run began).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -291,6 +292,7 @@ class _KeptLaunch:
 
 _KEPT: OrderedDict = OrderedDict()  # (id(cache), key) -> (weakref to the cache, key), oldest first
 KEPT_LAUNCHES = 32  # (at most this many states kept, of at most HOST_FINISH_BYTES each)
+_KEPT_LOCK = threading.Lock()
 
 
 def _kept_launch(cache: Any, step: FusedStep, plan: Any, table: Any) -> _KeptLaunch | None:
@@ -305,10 +307,13 @@ def _keep_launch(cache: Any, step: FusedStep, plan: Any, table: Any, state: Any,
     state.page_tables.clear()  # (the staged host copy of a page table is done with: the kernel ran)
     cache.set_derived(key, _KeptLaunch(step, plan, table, state, keys))
     cache.arrays_changed()  # (the cache's device bytes now count the state's)
-    _KEPT[(id(cache), key)] = (weakref.ref(cache), key)
-    _KEPT.move_to_end((id(cache), key))
-    while len(_KEPT) > KEPT_LAUNCHES:
-        ref, old = _KEPT.popitem(last=False)[1]
+    dropped = []
+    with _KEPT_LOCK:  # (connections of several threads replay at once)
+        _KEPT[(id(cache), key)] = (weakref.ref(cache), key)
+        _KEPT.move_to_end((id(cache), key))
+        while len(_KEPT) > KEPT_LAUNCHES:
+            dropped.append(_KEPT.popitem(last=False)[1])
+    for ref, old in dropped:
         other = ref()
         if other is not None:
             other.set_derived(old, None)  # (dropped: the state's memory goes back to the pool)
