@@ -11,9 +11,14 @@ the store (nothing streamed, no row through its operators, small accumulators), 
 needs (``note_fused_step``); at its end the engine keeps a ``HotRecord`` when it noted one and
 started no early scan. A later run of the same physical plan with the same ``stamp`` takes the
 stored plans and kept builds the record names at once (``take_stored``), skips the early-scan
-decision and replays each noted pipeline with ``replay_fused_step``: new accumulators, the one
-launch, the step's bookkeeping while the kernel runs, the finish, the aggregation's finalize.
-Everything else (the host tail, other pipelines, the result, statistics) runs as in a full run.
+decision and replays each noted pipeline with ``replay_fused_step``: the one launch, the step's
+bookkeeping while the kernel runs, the finish, the aggregation's final values. Its first replay
+keeps the launch with the (small) accumulator state it filled and the group keys' columns of the
+whole domain (``_KeptLaunch``, among the device cache's derived objects); later replays zero that
+state and launch again with the same arguments, read back values and counts in one copy, take the
+non-empty groups' key rows and make the final values from the one partial state, with no global
+state of the aggregation. The host tail's pipelines run through exec/small_tail.py; other
+pipelines, the result and the statistics as in a full run.
 
 The stamp says what the noted objects depend on: the physical plan object (the plan cache hands out
 a new one when a table it reads has a new version), the query's options object (``SET``/``RESET``
@@ -25,7 +30,8 @@ launch; the kernel still runs and its groups are computed again every time (no r
 A record holds no device memory: the stored plans by weak reference (the store's entries own them),
 the resident pages and page table by their keys among the device cache's derived objects, looked up
 again right before each replayed launch (a pipeline of the same run that was not replayed may have
-evicted pages since the run began).
+evicted pages since the run began); a kept launch is such a derived object too (at most
+KEPT_LAUNCHES of them, each of at most runtime.HOST_FINISH_BYTES).
 """
 
 from __future__ import annotations
