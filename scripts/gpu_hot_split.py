@@ -19,7 +19,7 @@ a cProfile of 3 runs (calls per run, top functions by own and cumulative time), 
 100 runs (scripts/gpu_hot_probe.py's sampler: ms per run by innermost line and by function on the
 stack) and EXPLAIN ANALYZE.
 
-``--experiment NAME`` measures each query again with that GPU compiler experiment on
+``--experiment NAME[,NAME...]`` measures each query again with each GPU compiler experiment on
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
 gets a comment, so it is planned and fused anew); ``--experiment no_hot_replay``: again without the
 hot replay (exec/hot_replay.py), every hot run through the pipeline driver; ``--experiment
@@ -68,7 +68,11 @@ class LaunchTimes:
         self.names: dict[int, str] = {}
         self.pending: list[tuple[str, Any, Any]] = []
         self.calls: list[tuple[float, Any, Any]] = []  # (host time of the launch call, its start, stop events)
-        self.last: dict[str, tuple] = {}  # kernel name -> (fn, grid, block, args, shared) of its last launch
+        # kernel name -> (fn, grid, block, args, shared) of its last launch while ``record``: not during the
+        # timed runs (the arguments hold the launch's device arrays: the engine's leak check after a timed
+        # query would find them and collect garbage, tens of milliseconds)
+        self.last: dict[str, tuple] = {}
+        self.record = False
         self.active = False
         real_launch, real_function = C.launch, C.CompiledModule.function
         probe = self
@@ -89,7 +93,8 @@ class LaunchTimes:
             stop.record()
             probe.pending.append((name, start, stop))
             probe.calls.append((t_call, start, stop))
-            probe.last[name] = (fn, grid, block, args, shared_mem)
+            if probe.record:
+                probe.last[name] = (fn, grid, block, args, shared_mem)
 
         C.CompiledModule.function = function
         C.launch = launch
@@ -388,7 +393,13 @@ def measure(con: Any, probe: LaunchTimes, modes: list[tuple[str, str, Any]], arg
         for (_, _, switch), t in zip(modes, timed):
             switch()
             t.run(con, probe, i)
-    probe.active = False
+    # the launches the kernel replays below take: one more (untimed) run of each mode, recorded
+    probe.record = True
+    for _, sql, switch in modes:
+        switch()
+        con.sql(sql).arrow()
+    probe.take()
+    probe.record = probe.active = False
     out = []
     for t in timed:
         t.summary()
@@ -488,8 +499,8 @@ def main(argv: list[str] | None = None) -> int:
                     "SM], comma-separated (default: " + ",".join(f"{a}x{b}/{c}" for a, b, c in VARIANTS) + ")")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--option", action="append", default=[], help="connection option name=value")
-    ap.add_argument("--experiment", default="", help="a GPU compiler experiment (exec/compiled_features): each query "
-                    "measured again with it on, right after the default (same process)")
+    ap.add_argument("--experiment", default="", help="GPU compiler experiments (exec/compiled_features), comma-"
+                    "separated: each query measured with each of them on, run by run with the default (same process)")
     ap.add_argument("--literals", action="store_true", help="SSB: each query also with other literal values "
                     "(scripts/gpu_literal_kernels.py): modules it loads, hot times")
     args = ap.parse_args(argv)
@@ -499,12 +510,18 @@ def main(argv: list[str] | None = None) -> int:
     tiles = parse_tiles(args.tiles)
     probe = LaunchTimes()
     rows = []
-    modes = [""] + ([args.experiment] if args.experiment else [])
+    experiments = [e for e in args.experiment.split(",") if e]
+    modes = [""] + experiments
+
+    def switch(mode: str) -> None:
+        for e in experiments:
+            _switch(e, e == mode)
+
     with hetdb.connect(args.db, device="gpu", **parse_options(args.option)) as con:
         for q in queries:
             # (a text of its own per experiment: a plan of its own, not the default's cached plan and fused state)
             measured = measure(con, probe, [(q.name + (f" +{m}" if m else ""), f"/* {m} */ {q.sql}" if m else q.sql,
-                                             lambda m=m: _switch(args.experiment, m == args.experiment))
+                                             lambda m=m: switch(m))
                                             for m in modes], args, q.name in variants, tiles)
             for label, wall_med, k_med, own, resident in measured:
                 extra = ""
@@ -520,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
                 text = con.explain(q.sql, analyze=True)
                 print("\n".join(line for line in text.splitlines()
                                 if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
-        _switch(args.experiment, False)
+        switch("")
     print(f"{'query':22} wall ms  kernels ms  fused alone ms  host ms (wall - kernels)"
           + ("  | other literals: modules, wall ms, kernels ms" if args.literals else ""))
     for name, w, k, own, extra, _ in rows:
