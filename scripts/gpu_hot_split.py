@@ -23,9 +23,10 @@ stack) and EXPLAIN ANALYZE.
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
 gets a comment, so it is planned and fused anew); ``--experiment no_hot_replay``: again without the
 hot replay (exec/hot_replay.py), every hot run through the pipeline driver; ``--experiment
-no_direct_finish``: a replay without its direct paths (exec/hot_replay.DIRECT, exec/small_tail.py
-off): a new accumulator state and the launch's arguments worked out every time (not the kept
-launch), the aggregation finalized through its global state, the host tail through the driver. ``--literals`` (SSB) runs each query also with
+no_direct_finish``: a replay without its direct paths (exec/hot_replay.DIRECT and TAIL,
+exec/small_tail.py off): a new accumulator state and the launch's arguments worked out every time
+(not the kept launch), the aggregation finalized through its global state, the host tail through
+the driver (not its recipe, exec/hot_tail.py). ``--literals`` (SSB) runs each query also with
 scripts/gpu_literal_kernels.py's other literal values: the CUDA modules that loaded (none when the
 kernels are shared), then its hot wall and kernel times.
 
@@ -467,7 +468,7 @@ def _switch(experiment: str, on: bool) -> None:
     if experiment == "no_direct_finish":
         from hetdb.exec import hot_replay, small_tail
 
-        small_tail.ENABLED[0] = hot_replay.DIRECT[0] = not on
+        small_tail.ENABLED[0] = hot_replay.DIRECT[0] = hot_replay.TAIL[0] = not on
         return
     if experiment == "no_hot_replay":
         from hetdb.exec import hot_replay

@@ -46,6 +46,7 @@ from hetdb.column import Column
 from hetdb.exec.operators.base import ExecContext, Timer
 
 RECORDS = 256
+TAIL = [True]  # (a kept launch's result straight from its groups, exec/hot_tail.py: off for A/B)
 DIRECT = [True]  # (a replay's aggregation finished without its global state: off for A/B, scripts/gpu_hot_split.py)
 
 
@@ -267,6 +268,12 @@ def replay_fused_step(ctx: ExecContext, pipe: Any, step: FusedStep) -> bool:
             out = sink._outputs(host, part)
             ctx.add(sink.op_id, rows_out=out.num_rows)
             ctx.results[pipe.pid] = [out]
+            if keys is not None and TAIL[0]:  # (a kept launch's replay: its tail's recipe, exec/hot_tail.py)
+                if kept.tail is None:
+                    ctx.hot_check = (kept, pipe.pid, sink, host, out, result.groups)
+                elif kept.tail:
+                    ctx.hot_table = kept.tail.run(host, out, result.groups)
+                    ctx.hot_done = kept.tail.pids
             return True
         g = sink.init_global(ctx)
     else:
@@ -291,6 +298,7 @@ class _KeptLaunch:
         # the group keys' host columns for every group of the domain, in group order (a group's
         # key values depend on its index only): a replay takes the non-empty groups' rows of them
         self.keys = keys
+        self.tail: Any = None  # exec/hot_tail.TailRecipe; None: not made yet; False: none (check_tail)
 
     def device_arrays(self) -> list[Any]:
         return [self.state.buffer]
@@ -357,6 +365,31 @@ def _relaunch(fp: Any, state: Any) -> None:
             acc.fill(_IDENTITY[a.acc])
     fn, grid, block, args, shared = state.launch
     launch(fn, grid, block, args, shared_mem=shared)
+
+
+def check_tail(ctx: ExecContext, fields: Any, timezone: str, table: Any) -> None:
+    """After the host tail of a replay of a kept launch made the result ``table``: make the launch's
+    tail recipe (exec/hot_tail.py) and keep it when its table of the same groups is the same, else
+    never try again for that launch."""
+    pending = ctx.__dict__.pop("hot_check", None)
+    if pending is None:
+        return
+    from hetdb.exec import hot_tail
+    from hetdb.exec.fusion_reuse import _REUSE
+    from hetdb.exec.hostutil import result_schema
+
+    kept, pid, sink, host, out, groups = pending
+    kept.tail = False
+    chain = hot_tail.tail_chain(_REUSE[ctx].physical, pid)
+    if chain is None or kept.keys is None:
+        return
+    try:
+        recipe = hot_tail.make_recipe(host, sink, chain, kept.keys, fields, result_schema(fields, timezone))
+        same = recipe is not None and recipe.run(host, out, groups, count=False).equals(table)
+    except Exception:  # noqa: BLE001 - the result is made already; the recipe only saves its next ones time
+        return
+    if same:
+        kept.tail = recipe
 
 
 class _NoStates:
