@@ -221,10 +221,12 @@ def _fill_groups() -> None:
     def fill(pipeline, state) -> None:
         for k, (a, arr) in enumerate(zip(pipeline.kernel.accumulators, state.accumulators)):
             host = arr.view(np.ndarray)  # (the first accumulator counts a group's rows)
+            # (values that vary by group, with ties: an ORDER BY on an aggregate has work to do)
+            varied = (np.arange(host.shape[0], dtype=np.int64) * 7919) % 97 * 1000 + 5
             if a.kind in ("f64", "order_f64"):
-                host.view(np.float64)[:] = 12345.0
+                host.view(np.float64)[:] = varied
             else:
-                host[:] = 7 if k == 0 else 12345
+                host[:] = 7 if k == 0 else varied
 
     def launch_aggregate(self, state, args, tiles):
         real(self, state, args, tiles)

@@ -7,10 +7,11 @@ dense domain; what the tail does with them does not depend on the data: a group'
 the result, as Arrow arrays, and its place in the ORDER BY are its index's. ``TailRecipe`` keeps
 those for the whole domain — the key columns' Arrow arrays and each group's rank in the sort,
 made by the same projection, sort and conversion code as the tail's, over every group — so a
-replay's result is: the non-empty groups ordered by their ranks, the key columns taken from the
-kept arrays, the aggregate columns through the tail's casts and conversion. A recipe is used only
-after its table matched the tail's own for one replay (``check``); a tail of another shape (an
-expression in the projection, an ORDER BY on an aggregate, a LIMIT...) has none.
+replay's result is: the non-empty groups ordered by their ranks (an ORDER BY on aggregates too:
+one stable sort over the keys' kept sort arrays and the aggregates' own), the key columns taken
+from the kept arrays, the aggregate columns through the tail's casts and conversion. A recipe is
+used only after its table matched the tail's own for one replay (hot_replay.check_tail); a tail
+of another shape (an expression in the projection, a LIMIT...) has none.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ class TailRecipe:
     pipeline, then the collection, if separate), per result column the kept Arrow array of a key
     column or the aggregate column it converts, and the domain's sort ranks (None: no ORDER BY)."""
 
-    def __init__(self, chain: list, schema: pa.Schema, columns: list[tuple], ranks: Any) -> None:
-        self.chain, self.schema, self.columns, self.ranks = chain, schema, columns, ranks
+    def __init__(self, chain: list, schema: pa.Schema, columns: list[tuple], ranks: Any, order: list | None) -> None:
+        self.chain, self.schema, self.columns, self.ranks, self.order = chain, schema, columns, ranks, order
         self.pids = frozenset(p.pid for p in chain)
 
     def run(self, host: ExecContext, out: Batch, groups: Any, count: bool = True) -> pa.Table:
@@ -44,6 +45,9 @@ class TailRecipe:
         n = out.num_rows
         if self.ranks is not None:
             perm = np.argsort(self.ranks[groups], kind="stable")
+            rows = groups[perm]
+        elif self.order is not None:
+            perm = self._order(host, out, groups)
             rows = groups[perm]
         else:
             perm, rows = None, groups
@@ -67,6 +71,27 @@ class TailRecipe:
             host.add(p.sink.op_id, rows_in=n, rows_out=n)
             host.stat(p.sink.op_id).fused = host_note(n)
         return pa.Table.from_arrays(arrays, schema=self.schema)
+
+
+    def _order(self, host: ExecContext, out: Batch, groups: Any) -> Any:
+        """The ORDER BY's permutation of the groups when it reads aggregate columns too: the key
+        columns' sort arrays taken from the domain's, the aggregate columns' made as the sort makes
+        them (operators/sort.sort_keys), one stable sort over them all."""
+        from hetdb.exec.operators.sort import sort_keys
+
+        arrays, desc = [], []
+        for kind, what, key, casts in self.order:
+            if kind == "key":
+                arrays += [a[groups] for a in what]
+                desc += key
+                continue
+            col = out.columns[what]
+            for dtype in casts:
+                col = host.evaluator.cast(col, dtype)
+            got, d = sort_keys(host, (key,), Batch({key.expr.cid: col}, out.num_rows))
+            arrays += got
+            desc += d
+        return host.backend.sort_indices(arrays, desc)
 
 
 def _to_arrow(col: Column, want: pa.Field) -> pa.Array:
@@ -126,17 +151,27 @@ def make_recipe(host: ExecContext, sink: Any, chain: list, keys: list[Column], f
             source = {f.cid: (source[e.cid][0], [*source[e.cid][1], f.dtype]) for f, e in op.exprs}
             batch = Batch({f.cid: host.evaluator.cast(batch.columns[e.cid], f.dtype) for f, e in op.exprs
                            if e.cid in batch.columns}, n)
-    ranks = None
+    ranks = order = None
     sort = chain[0].sink if type(chain[0].sink) is SortSink else None
     if sort is not None:
         from hetdb.exec.operators.sort import sort_keys
 
-        if not all(k.expr.cid in batch.columns for k in sort.keys):
-            return None  # (an ORDER BY on an aggregate: the data's order)
-        arrays, desc = sort_keys(host, sort.keys, batch)
-        perm = host.backend.sort_indices(arrays, desc) if n else np.zeros(0, np.int64)
-        ranks = np.empty(n, np.int64)
-        ranks[perm] = np.arange(n, dtype=np.int64)
+        if all(k.expr.cid in batch.columns for k in sort.keys):  # (on group keys only: each group's rank)
+            arrays, desc = sort_keys(host, sort.keys, batch)
+            perm = host.backend.sort_indices(arrays, desc) if n else np.zeros(0, np.int64)
+            ranks = np.empty(n, np.int64)
+            ranks[perm] = np.arange(n, dtype=np.int64)
+        else:  # (on aggregates too: per key, the domain's sort arrays or how to make them)
+            order = []
+            for k in sort.keys:
+                if k.expr.cid in batch.columns:
+                    arrays, desc = sort_keys(host, (k,), batch)
+                    order.append(("key", arrays, desc, None))
+                elif k.expr.cid in source:
+                    agg_cid, casts = source[k.expr.cid]
+                    order.append(("value", agg_cid, k, casts))
+                else:
+                    return None
     columns = []
     for f, want in zip(fields, schema):
         if f.cid not in source:
@@ -146,4 +181,4 @@ def make_recipe(host: ExecContext, sink: Any, chain: list, keys: list[Column], f
             columns.append(("key", _to_arrow(batch.columns[f.cid], want), None, want))
         else:
             columns.append(("value", agg_cid, casts, want))
-    return TailRecipe(chain, schema, columns, ranks)
+    return TailRecipe(chain, schema, columns, ranks, order)
