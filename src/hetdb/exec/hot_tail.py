@@ -64,12 +64,13 @@ class TailRecipe:
                 col = Column(col.dtype, data=col.data[perm], validity=None if col.validity is None else col.validity[perm],
                              dictionary=col.dictionary)
             arrays.append(_to_arrow(col, want))
-        for p in self.chain if count else ():
-            host.add(p.source.op_id, rows_out=n)
-            for op in p.ops:
-                host.add(op.op_id, rows_in=n, rows_out=n)
-            host.add(p.sink.op_id, rows_in=n, rows_out=n)
-            host.stat(p.sink.op_id).fused = host_note(n)
+        for p in self.chain if count else ():  # (the replay's one thread writes the statistics)
+            host.stat(p.source.op_id).rows_out += n
+            for op in (*p.ops, p.sink):
+                st = host.stat(op.op_id)
+                st.rows_in += n
+                st.rows_out += n
+            st.fused = host_note(n)
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
