@@ -19,15 +19,22 @@ a cProfile of 3 runs (calls per run, top functions by own and cumulative time), 
 100 runs (scripts/gpu_hot_probe.py's sampler: ms per run by innermost line and by function on the
 stack) and EXPLAIN ANALYZE.
 
-``--experiment NAME`` measures each query again with that GPU compiler experiment on
+``--experiment NAME[,NAME...]`` measures each query again with each GPU compiler experiment on
 (exec/compiled_features.EXPERIMENTS), right after the default, in the same process (the query text
 gets a comment, so it is planned and fused anew); ``--experiment no_hot_replay``: again without the
-hot replay (exec/hot_replay.py), every hot run through the pipeline driver. ``--literals`` (SSB) runs each query also with
+hot replay (exec/hot_replay.py), every hot run through the pipeline driver; ``--experiment
+no_direct_finish``: a replay without its direct paths (exec/hot_replay.DIRECT and TAIL,
+exec/small_tail.py off): a new accumulator state and the launch's arguments worked out every time
+(not the kept launch), the aggregation finalized through its global state, the host tail through
+the driver (not its recipe, exec/hot_tail.py). ``--literals`` (SSB) runs each query also with
 scripts/gpu_literal_kernels.py's other literal values: the CUDA modules that loaded (none when the
 kernels are shared), then its hot wall and kernel times.
 
 The last lines are a table: per query wall, kernels, replayed kernel and "host" = wall - kernels
-(what no kernel of ours accounts for: Python, CuPy's small kernels, copies and waits).
+(what no kernel of ours accounts for: Python, CuPy's small kernels, copies and waits), then per query
+issue 10's check: its floor (the device-cache bytes it read / 2.52 TB/s), the limit 2 x floor +
+0.2 ms, and whether the median hot wall time is within it. With ``--experiment`` the modes' timed
+runs alternate run by run (the host's warming up over the runs weighs on each mode alike).
 """
 
 from __future__ import annotations
@@ -62,7 +69,11 @@ class LaunchTimes:
         self.names: dict[int, str] = {}
         self.pending: list[tuple[str, Any, Any]] = []
         self.calls: list[tuple[float, Any, Any]] = []  # (host time of the launch call, its start, stop events)
-        self.last: dict[str, tuple] = {}  # kernel name -> (fn, grid, block, args, shared) of its last launch
+        # kernel name -> (fn, grid, block, args, shared) of its last launch while ``record``: not during the
+        # timed runs (the arguments hold the launch's device arrays: the engine's leak check after a timed
+        # query would find them and collect garbage, tens of milliseconds)
+        self.last: dict[str, tuple] = {}
+        self.record = False
         self.active = False
         real_launch, real_function = C.launch, C.CompiledModule.function
         probe = self
@@ -83,7 +94,8 @@ class LaunchTimes:
             stop.record()
             probe.pending.append((name, start, stop))
             probe.calls.append((t_call, start, stop))
-            probe.last[name] = (fn, grid, block, args, shared_mem)
+            if probe.record:
+                probe.last[name] = (fn, grid, block, args, shared_mem)
 
         C.CompiledModule.function = function
         C.launch = launch
@@ -298,53 +310,112 @@ def sampled(con: Any, sql: str, runs: int, top: int) -> str:
     return sampler.report(runs, wall, top)
 
 
-def measure(con: Any, probe: LaunchTimes, label: str, sql: str, args: Any, variants: bool,
-            tiles: tuple) -> tuple[float, float, float | None]:
-    """First run, ``--warmup`` runs, then ``--runs`` timed ones (a line each), and the largest fused
-    kernel replayed alone: (median wall ms, median kernels ms, replayed ms or None)."""
-    t = time.perf_counter()
-    con.sql(sql).arrow()
-    print(f"{label}: first run {(time.perf_counter() - t) * 1e3:.1f} ms", flush=True)
-    for _ in range(args.warmup):
-        con.sql(sql).arrow()
-    walls, kernels = [], []
-    probe.active = True
-    probe.take()
-    by: dict[str, float] = {}
-    st: dict = {}
-    pre, post = [], []
-    for i in range(args.runs):
+FLOOR_BYTES_PER_S = 2.52e12  # the H100's device-memory read rate issue 10's floor is taken at
+
+
+def floor_check(resident: int, wall_ms: float) -> str:
+    """Issue 10's aim for a hot query: within 2x its device-memory floor (the device-cache bytes it
+    references read at FLOOR_BYTES_PER_S) plus 0.2 ms."""
+    if not resident:
+        return "floor ? (no resident bytes)"
+    floor = resident / FLOOR_BYTES_PER_S * 1e3
+    limit = 2 * floor + 0.2
+    return (f"floor {floor:.3f} ms ({resident / 1e6:.0f} MB / 2.52 TB/s), limit {limit:.3f} ms, wall {wall_ms:.3f} ms: "
+            f"{'yes' if wall_ms <= limit else 'no'}")
+
+
+class Timed:
+    """The timed runs of one query text (one mode): their lines' numbers, kept for the medians."""
+
+    def __init__(self, label: str, sql: str) -> None:
+        self.label, self.sql = label, sql
+        self.walls: list[float] = []
+        self.kernels: list[float] = []
+        self.pre: list[float] = []
+        self.post: list[float] = []
+        self.by: dict[str, float] = {}
+        self.st: dict = {}
+
+    def run(self, con: Any, probe: LaunchTimes, i: int) -> None:
         begun = probe.begin()
         t, tc = begun[0], time.thread_time()
-        res = con.sql(sql)
+        res = con.sql(self.sql)
         res.arrow()
         end = time.perf_counter()
         wall, cpu = end - t, time.thread_time() - tc
         before, after = probe.split(begun, end)
-        pre.append(before)
-        post.append(after)
-        kms, n, by = probe.take()
-        walls.append(wall * 1e3)
-        kernels.append(kms)
-        st = getattr(res, "stats", None) or {}
-        top = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(by.items(), key=lambda kv: -kv[1])[:4])
-        print(f"  run {i}: wall {wall * 1e3:6.2f} ms  cpu {cpu * 1e3:6.2f}  exec "
+        self.pre.append(before)
+        self.post.append(after)
+        kms, n, self.by = probe.take()
+        self.walls.append(wall * 1e3)
+        self.kernels.append(kms)
+        st = self.st = getattr(res, "stats", None) or {}
+        top = ", ".join(f"{k[:22]} {v:.3f}" for k, v in sorted(self.by.items(), key=lambda kv: -kv[1])[:4])
+        print(f"  {self.label} run {i}: wall {wall * 1e3:6.2f} ms  cpu {cpu * 1e3:6.2f}  exec "
               f"{st.get('exec_seconds', 0) * 1e3:6.2f}  plan {st.get('plan_seconds', 0) * 1e3:5.2f}  "
               f"kernels {kms:6.3f} ms in {n} launches ({top})  host before the first launch {before:.3f} ms, "
               f"after the last kernel's end {after:.3f} ms  modes {st.get('gpu_pipelines')}", flush=True)
-    probe.active = False
-    print(f"  median host before the first launch {statistics.median(pre):.3f} ms, after the last kernel "
-          f"{statistics.median(post):.3f} ms", flush=True)
-    resident = (st.get("routes") or {}).get("bytes", {}).get("gpu_resident", 0) if isinstance(
-        st.get("routes"), dict) else 0
-    fused = {k: v for k, v in probe.last.items() if k.startswith("fused_")}
+
+    def resident(self) -> int:
+        st = self.st
+        return (st.get("routes") or {}).get("bytes", {}).get("gpu_resident", 0) if isinstance(
+            st.get("routes"), dict) else 0
+
+    def summary(self) -> None:
+        print(f"  {self.label}: median host before the first launch {statistics.median(self.pre):.3f} ms, after the "
+              f"last kernel {statistics.median(self.post):.3f} ms; {floor_check(self.resident(), statistics.median(self.walls))}",
+              flush=True)
+
+
+def prepare(con: Any, label: str, sql: str, warmup: int) -> None:
+    """The first run (data into the device cache, kernels compile) and ``warmup`` untimed runs."""
+    t = time.perf_counter()
+    con.sql(sql).arrow()
+    print(f"{label}: first run {(time.perf_counter() - t) * 1e3:.1f} ms", flush=True)
+    for _ in range(warmup):
+        con.sql(sql).arrow()
+
+
+def measure(con: Any, probe: LaunchTimes, modes: list[tuple[str, str, Any]], args: Any, variants: bool,
+            tiles: tuple) -> list[tuple[str, float, float, float | None]]:
+    """Per mode ((label, query text, switch on), the default first): the first run and ``--warmup``
+    runs, then ``--runs`` timed rounds with one run of each mode per round (interleaved: the host's
+    warming up over the runs is the same for every mode; a line each), and the largest fused kernel
+    of the last mode run replayed alone after each mode's summary: per mode (label, median wall ms,
+    median kernels ms, replayed ms or None)."""
+    timed = []
+    for label, sql, switch in modes:
+        switch()
+        prepare(con, label, sql, args.warmup)
+        timed.append(Timed(label, sql))
+    probe.active = True
+    probe.take()
+    for i in range(args.runs):
+        for (_, _, switch), t in zip(modes, timed):
+            switch()
+            t.run(con, probe, i)
+    # the launches the kernel replays below take: one more (untimed) run of each mode, recorded
+    probe.record = True
+    for _, sql, switch in modes:
+        switch()
+        con.sql(sql).arrow()
+    probe.take()
+    probe.record = probe.active = False
+    out = []
+    for t in timed:
+        t.summary()
+        out.append((t.label, statistics.median(t.walls), statistics.median(t.kernels), t.resident()))
+    modes[0][2]()
     own = None
+    fused = {k: v for k, v in probe.last.items() if k.startswith("fused_")}
     if fused:
+        by = timed[-1].by
         name = max(fused, key=lambda k: by.get(k, 0.0))
         launch = fused[name]
         fn, grid, block, _, shared = launch
         own = replay(probe, launch, grid, args.replays)
-        rate = f"{resident / own / 1e6:.0f} GB/s of {resident / 1e6:.0f} MB resident" if resident else ""
+        resident = timed[0].resident()
+        rate = f"{resident / own / 1e6:.0f} GB/s of {resident / 1e6:.0f} MB resident" if resident and own else ""
         print(f"  {name} alone: {own:.3f} ms at grid {grid} x {block} (shared {shared} B) {rate}; "
               f"{occupancy(fn, block, shared)}", flush=True)
         grids = sorted({132, 264, 528, 1056, 2112, 4224, 8448, 65536} - {grid})
@@ -353,7 +424,7 @@ def measure(con: Any, probe: LaunchTimes, label: str, sql: str, args: Any, varia
         if variants:
             print(tile_variants(probe, name, launch, max(3, args.replays // 4), tiles), flush=True)
     probe.last.clear()
-    return statistics.median(walls), statistics.median(kernels), own
+    return [(label, w, k, own, resident) for label, w, k, resident in out]
 
 
 def literal_runs(con: Any, probe: LaunchTimes, name: str, sql: str, args: Any) -> str:
@@ -394,6 +465,11 @@ def _switch(experiment: str, on: bool) -> None:
     option gpu_hot_replay=false would make a new engine, its device cache empty)."""
     if not experiment:
         return
+    if experiment == "no_direct_finish":
+        from hetdb.exec import hot_replay, small_tail
+
+        small_tail.ENABLED[0] = hot_replay.DIRECT[0] = hot_replay.TAIL[0] = not on
+        return
     if experiment == "no_hot_replay":
         from hetdb.exec import hot_replay
 
@@ -424,8 +500,8 @@ def main(argv: list[str] | None = None) -> int:
                     "SM], comma-separated (default: " + ",".join(f"{a}x{b}/{c}" for a, b, c in VARIANTS) + ")")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--option", action="append", default=[], help="connection option name=value")
-    ap.add_argument("--experiment", default="", help="a GPU compiler experiment (exec/compiled_features): each query "
-                    "measured again with it on, right after the default (same process)")
+    ap.add_argument("--experiment", default="", help="GPU compiler experiments (exec/compiled_features), comma-"
+                    "separated: each query measured with each of them on, run by run with the default (same process)")
     ap.add_argument("--literals", action="store_true", help="SSB: each query also with other literal values "
                     "(scripts/gpu_literal_kernels.py): modules it loads, hot times")
     args = ap.parse_args(argv)
@@ -435,33 +511,47 @@ def main(argv: list[str] | None = None) -> int:
     tiles = parse_tiles(args.tiles)
     probe = LaunchTimes()
     rows = []
-    modes = [""] + ([args.experiment] if args.experiment else [])
+    experiments = [e for e in args.experiment.split(",") if e]
+    modes = [""] + experiments
+
+    def switch(mode: str) -> None:
+        for e in experiments:
+            _switch(e, e == mode)
+
     with hetdb.connect(args.db, device="gpu", **parse_options(args.option)) as con:
         for q in queries:
-            for mode in modes:
-                _switch(args.experiment, mode == args.experiment)
-                label = q.name + (f" +{mode}" if mode else "")
-                # (a text of its own: a plan of its own, not the default's cached plan and fused state)
-                sql = f"/* {mode} */ {q.sql}" if mode else q.sql
-                wall_med, k_med, own = measure(con, probe, label, sql, args, q.name in variants and not mode, tiles)
+            # (a text of its own per experiment: a plan of its own, not the default's cached plan and fused state)
+            measured = measure(con, probe, [(q.name + (f" +{m}" if m else ""), f"/* {m} */ {q.sql}" if m else q.sql,
+                                             lambda m=m: switch(m))
+                                            for m in modes], args, q.name in variants, tiles)
+            for label, wall_med, k_med, own, resident in measured:
                 extra = ""
-                if args.literals and not mode:
+                if args.literals and label == q.name:
                     from gpu_literal_kernels import variant
 
                     extra = literal_runs(con, probe, q.name, variant(q.name, q.sql), args)
-                rows.append((label, wall_med, k_med, own, extra))
-                if q.name in profile and not mode:
-                    print(per_pipeline(con, q.sql, 3), flush=True)
-                    print(profiled(con, q.sql, 3, args.top), flush=True)
-                    print(sampled(con, q.sql, 100, args.top), flush=True)
-                    text = con.explain(q.sql, analyze=True)
-                    print("\n".join(line for line in text.splitlines()
-                                    if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
-        _switch(args.experiment, False)
+                rows.append((label, wall_med, k_med, own, extra, resident))
+            if q.name in profile:
+                print(per_pipeline(con, q.sql, 3), flush=True)
+                print(profiled(con, q.sql, 3, args.top), flush=True)
+                print(sampled(con, q.sql, 100, args.top), flush=True)
+                text = con.explain(q.sql, analyze=True)
+                print("\n".join(line for line in text.splitlines()
+                                if "=>" in line or line.startswith(("Planning", "Total", "GPU"))), flush=True)
+        switch("")
     print(f"{'query':22} wall ms  kernels ms  fused alone ms  host ms (wall - kernels)"
           + ("  | other literals: modules, wall ms, kernels ms" if args.literals else ""))
-    for name, w, k, own, extra in rows:
+    for name, w, k, own, extra, _ in rows:
         print(f"{name:22} {w:7.2f} {k:11.3f} {own if own is not None else float('nan'):15.3f} {w - k:9.2f}{extra}")
+    print("issue 10's aim: hot wall within 2x the device-memory floor + 0.2 ms")
+    met = default = 0
+    for name, w, _, _, _, resident in rows:
+        verdict = floor_check(resident, w)
+        if " +" not in name:  # (the default mode's rows)
+            default += 1
+            met += verdict.endswith("yes")
+        print(f"{name:22} {verdict}")
+    print(f"{met} of {default} queries within the aim (default mode)")
     return 0
 
 

@@ -25,6 +25,10 @@ class _Ptr:
     def __init__(self, ptr: int) -> None:
         self.ptr = ptr
 
+    def memset_async(self, value: int, size: int, stream=None) -> None:
+        _count("MemoryPointer.memset_async")
+        ctypes.memset(self.ptr, value, size)
+
 
 class ndarray(np.ndarray):
     """A NumPy array that answers ``.data.ptr`` like a CuPy array."""

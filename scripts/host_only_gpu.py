@@ -4,7 +4,7 @@ plan cache, reuse of fused state, the device page cache, the pipeline driver, la
 host tail, the result) for real, for a profile of where a hot query's host milliseconds go.
 
     PYTHONPATH=src python scripts/host_only_gpu.py DB [--suite ssb] [--queries q1.1,q2.1] [--runs 50]
-        [--top 30] [--option k=v]
+        [--top 30] [--option k=v] [--groups]
 
 Use a database without compression (``hetdb generate ssb DB --sf 0.1 --compression none``): its pages
 reach the stand-in "device" as byte copies, so scans, filters and dimension builds see true values.
@@ -12,8 +12,16 @@ Generated and .cu kernels are not run (launches are counted): answers are wrong 
 finds no rows), and nothing here says anything about device time. A measuring aid only: nothing in
 ``src/`` or ``tests/`` uses it.
 
-Per query: the median wall time of ``--runs`` hot runs, Python calls per run, and a cProfile of them
-(top functions by own time and by cumulative time, hetdb's only).
+Per query: the median wall time of ``--runs`` hot runs, the host time before the first launch and
+after the last one (the stand-in's kernels take no time: what follows the launch is the finish, the
+host tail, the result and the statistics), Python calls per run, and a cProfile of them (top
+functions by own time and by cumulative time, hetdb's only).
+
+``--groups``: a dense fused aggregation's launch marks every group of its domain non-empty (stand-in
+counts and sums), so the finish, the host tail's sort and the Arrow result handle as many groups
+as on the GPU (SSB at a large scale factor: nearly every group of the filtered domains has rows);
+the dimension builds run operator at a time (HETDB_GPU_COMPILE_OFF=row_sinks: their filters in
+NumPy, so the domains are the real ones).
 """
 
 from __future__ import annotations
@@ -194,7 +202,58 @@ class _Function:
 
     def __call__(self, grid, block, args, shared_mem: int = 0, stream=None, **_):
         _Function.launches += 1
+        LAUNCHED.append(time.perf_counter())
         _count("kernel launch")
+
+
+LAUNCHED: list[float] = []  # perf_counter at each launch (the host split)
+
+
+def _fill_groups() -> None:
+    """Dense fused aggregations' launches make every group of their domain non-empty (also a hot
+    replay's launch again of a kept launch: exec/hot_replay._relaunch)."""
+    from hetdb.backend.gpu import compile as C
+    from hetdb.backend.gpu.codegen import runtime as R
+
+    real, real_launch = R.FusedPipeline._launch_aggregate, C.launch
+    filled: dict[int, tuple] = {}  # id(launch arguments) -> (pipeline, weak reference to the state)
+
+    def fill(pipeline, state) -> None:
+        for k, (a, arr) in enumerate(zip(pipeline.kernel.accumulators, state.accumulators)):
+            host = arr.view(np.ndarray)  # (the first accumulator counts a group's rows)
+            # (values that vary by group, with ties: an ORDER BY on an aggregate has work to do)
+            varied = (np.arange(host.shape[0], dtype=np.int64) * 7919) % 97 * 1000 + 5
+            if a.kind in ("f64", "order_f64"):
+                host.view(np.float64)[:] = varied
+            else:
+                host[:] = 7 if k == 0 else varied
+
+    def launch_aggregate(self, state, args, tiles):
+        real(self, state, args, tiles)
+        if getattr(state, "launch", None) is not None:
+            if len(filled) > 256:
+                filled.clear()
+            filled[id(state.launch[3])] = (self, weakref.ref(state))  # (no reference: not a leak)
+        fill(self, state)
+
+    def launch(fn, grid, block, args, shared_mem=0):
+        real_launch(fn, grid, block, args, shared_mem)
+        hit = filled.get(id(args))
+        state = hit[1]() if hit is not None else None
+        if state is not None and state.launch is not None and state.launch[3] is args:
+            fill(hit[0], state)
+
+    R.FusedPipeline._launch_aggregate = launch_aggregate
+    C.launch = launch
+    from hetdb.backend.cpu import CpuBackend
+    from hetdb.backend.gpu.backend import GpuBackend
+
+    cpu = CpuBackend()
+    def on_host(fn):
+        return lambda self, *a, **k: _wrap(fn(*(np.asarray(x) if isinstance(x, np.ndarray) else x for x in a), **k))
+
+    for name in ("compare_string_scalar", "like"):  # (the dimensions' string filters, in NumPy)
+        setattr(GpuBackend, name, on_host(getattr(cpu, name)))
 
 
 class RawModule:
@@ -348,7 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--option", action="append", default=[], help="connection option name=value")
+    ap.add_argument("--groups", action="store_true", help="fused aggregations fill their domains (see above)")
     args = ap.parse_args(argv)
+    if args.groups:
+        os.environ["HETDB_GPU_COMPILE_OFF"] = ",".join(
+            [*filter(None, os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",")), "row_sinks"])
     install()
     from scripts_common import parse_options
 
@@ -356,19 +419,26 @@ def main(argv: list[str] | None = None) -> int:
     from hetdb.bench.suites import load_queries
 
     _no_compile()
+    if args.groups:
+        _fill_groups()
     qs = {q.name: q.sql for q in load_queries(args.suite)}
     with hetdb.connect(args.db, device="gpu", **parse_options(args.option)) as con:
         for name in args.queries.split(","):
             sql = qs[name]
             for _ in range(1 + args.warmup):
                 con.sql(sql).arrow()
-            walls = []
+            walls, before, after = [], [], []
             launches = _Function.launches
             for _ in range(args.runs):
+                LAUNCHED.clear()
                 t = time.perf_counter()
                 res = con.sql(sql)
                 res.arrow()
-                walls.append(time.perf_counter() - t)
+                end = time.perf_counter()
+                walls.append(end - t)
+                if LAUNCHED:
+                    before.append(LAUNCHED[0] - t)
+                    after.append(end - LAUNCHED[-1])
             st = res.stats
             CALLS.clear()
             con.sql(sql).arrow()
@@ -376,7 +446,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: median {statistics.median(walls) * 1e3:.3f} ms (min {min(walls) * 1e3:.3f}), plan "
                   f"{st.get('plan_seconds', 0) * 1e3:.3f} ms, exec {st.get('exec_seconds', 0) * 1e3:.3f} ms, "
                   f"{(_Function.launches - launches) / args.runs:.1f} launches per run, modes "
-                  f"{st.get('gpu_pipelines')}, fused pipelines replayed {st.get('hot_replayed', 0)}", flush=True)
+                  f"{st.get('gpu_pipelines')}, fused pipelines replayed {st.get('hot_replayed', 0)}, {st.get('rows')} rows",
+                  flush=True)
+            if before:
+                print(f"  host before the first launch {statistics.median(before) * 1e3:.3f} ms, after the last "
+                      f"{statistics.median(after) * 1e3:.3f} ms (medians)", flush=True)
             print(f"  CuPy-level calls in one run ({sum(CALLS.values())}): "
                   + ", ".join(f"{k} x{v}" for k, v in ops), flush=True)
             prof = cProfile.Profile()

@@ -24,7 +24,7 @@ from hetdb.errors import GpuWideValueError, HetdbError
 from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
-from hetdb.exec.host_tail import _source_results, _tail_backend, host_sinks, host_tail
+from hetdb.exec.host_tail import _source_results, _tail_backend, host_note, host_sinks, host_tail
 from hetdb.exec.hostutil import batch_to_device, batch_to_host, spill_made, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
@@ -33,6 +33,7 @@ from hetdb.exec.pipeline import run_pipeline
 from hetdb.exec.results import loaded
 from hetdb.exec.route_stats import scan_routes
 from hetdb.exec.run_stats import query_stats
+from hetdb.exec.small_tail import run_small
 from hetdb.exec.snapshot import QuerySnapshot
 from hetdb.plan import logical as L
 from hetdb.plan.host_values import host_kind
@@ -400,18 +401,26 @@ class QueryEngine:
                         and hot_replay.replay_fused_step(ctx, pipe, hot.steps[pipe.pid]):
                     replayed += 1
                     continue
+                if hot is not None and pipe.pid in ctx.__dict__.get("hot_done", ()):
+                    on_host.add(pipe.pid)  # (a replay made the result: exec/hot_tail.py)
+                    continue
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
                     if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
                         host_ctx = ctx.__dict__.get("host_context") or self._host_context(ctx, spill_dir)
-                    run_pipeline(host_ctx, pipe, None, 1)
+                    if hot is None or not run_small(host_ctx, pipe):  # (exec/small_tail.py: a replay's tail)
+                        run_pipeline(host_ctx, pipe, None, 1)
                     on_host.add(pipe.pid)
                     continue
                 run_pipeline(ctx, pipe, self._pool, threads)
-            backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
-            batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
-            batch = concat_batches(backend, batches) if batches else None
-            table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
-            batches = batch = None
+            table = ctx.__dict__.get("hot_table")
+            if table is None:
+                backend = self.tail_backend if physical.result_pipeline in on_host else self.backend
+                batches = [loaded(backend, b) for b in ctx.results[physical.result_pipeline]]
+                batch = concat_batches(backend, batches) if batches else None
+                table = to_arrow_table(backend, batch, plan.fields, self.options.timezone)
+                batches = batch = None
+                if hot is not None:
+                    hot_replay.check_tail(ctx, plan.fields, self.options.timezone, table)
             if reusing and hot is None and device is not None and stream is None and options.gpu_hot_replay:
                 self._note_hot(ctx, reuse_key, options, skipped)
         except BaseException as e:
@@ -492,8 +501,7 @@ class QueryEngine:
                 ctx.results[pid] = [batch_to_host(self.backend, b, cache)
                                     for b in (loaded(self.backend, r) for r in ctx.results[pid])]
                 on_host.add(pid)
-        ctx.stat(pipe.sink.op_id).fused = (f"on the host: {rows:,} rows in (a small result is placed "
-                                           "there; not a fallback)")
+        ctx.stat(pipe.sink.op_id).fused = host_note(rows)
         return True
 
     def _host_context(self, ctx: ExecContext, spill_dir: str) -> ExecContext:

@@ -356,35 +356,15 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any,
-                   on_host: bool = False) -> Batch:
+                   on_host: bool = False, key_columns: list[Column] | None = None) -> Batch:
     """The kernel's non-empty groups as a partial-state batch of the aggregation (see HashAggregate);
-    ``on_host``: ``result`` holds host arrays and ``ctx`` is a host context (see _host_finish)."""
+    ``on_host``: ``result`` holds host arrays and ``ctx`` is a host context (see _host_finish).
+    ``key_columns``: the group keys' columns, given (exec/hot_replay.py takes them by the groups'
+    indices from ``group_key_columns`` of every group of the domain, made once)."""
     xp = ctx.backend.xp
     n = result.num_groups
-    cols: dict[str, Column] = {}
-    kernel_keys: list[Column] = []
-    for i, key in enumerate(plan.group_keys):
-        domain, dictionary = _on_host(key) if on_host else (key.domain, key.dictionary)
-        values = domain.decode(xp, result.keys[i])
-        if key.dtype.kind == "string":
-            kernel_keys.append(Column(key.dtype, data=values.astype(xp.int32), dictionary=dictionary))
-        else:
-            kernel_keys.append(Column(key.dtype, data=values.astype(key.dtype.numpy_dtype)))
-    if plan.key_sources is None:
-        cols.update({_g(i): c for i, c in enumerate(kernel_keys)})
-    else:
-        from hetdb.exec.columns import take
-        from hetdb.exec.fusion import DependentKey
-
-        for i, src in enumerate(plan.key_sources):
-            if not isinstance(src, DependentKey):
-                cols[_g(i)] = kernel_keys[src]
-                continue
-            # the build row each group's probe key finds (every group's key found one: inner join)
-            t = plan.tables[src.table]
-            probe = kernel_keys[src.probe_key].data.astype(xp.int64)
-            rows = t.rows[probe - t.lo].astype(xp.int64)
-            cols[_g(i)] = take(ctx.backend, src.column, rows)
+    keys = key_columns if key_columns is not None else group_key_columns(ctx, plan, result, on_host)
+    cols: dict[str, Column] = {_g(i): c for i, c in enumerate(keys)}
     fsums = {j: result.values[k] for j, part, k in plan.slots if part == "fsum"}
     for j, part, k in plan.slots:
         a = sink.aggs[j][1]
@@ -404,6 +384,36 @@ def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, resu
             cols[_s(j, part)] = Column(a.arg.dtype, data=v.astype(a.arg.dtype.numpy_dtype),
                                        validity=xp.ones(n, dtype=bool))
     return Batch(cols, n)
+
+
+def group_key_columns(ctx: ExecContext, plan: FusionPlan, result: Any, on_host: bool = False) -> list[Column]:
+    """The aggregation's group-key columns of the groups of ``result`` (their values decoded from the
+    kernel's dense key ranks; a dependent key looked up in its join's build rows)."""
+    xp = ctx.backend.xp
+    kernel_keys: list[Column] = []
+    for i, key in enumerate(plan.group_keys):
+        domain, dictionary = _on_host(key) if on_host else (key.domain, key.dictionary)
+        values = domain.decode(xp, result.keys[i])
+        if key.dtype.kind == "string":
+            kernel_keys.append(Column(key.dtype, data=values.astype(xp.int32), dictionary=dictionary))
+        else:
+            kernel_keys.append(Column(key.dtype, data=values.astype(key.dtype.numpy_dtype)))
+    if plan.key_sources is None:
+        return kernel_keys
+    from hetdb.exec.columns import take
+    from hetdb.exec.fusion import DependentKey
+
+    out = []
+    for src in plan.key_sources:
+        if not isinstance(src, DependentKey):
+            out.append(kernel_keys[src])
+            continue
+        # the build row each group's probe key finds (every group's key found one: inner join)
+        t = plan.tables[src.table]
+        probe = kernel_keys[src.probe_key].data.astype(xp.int64)
+        rows = t.rows[probe - t.lo].astype(xp.int64)
+        out.append(take(ctx.backend, src.column, rows))
+    return out
 
 
 def _on_host(key: Any) -> tuple[Any, Column | None]:

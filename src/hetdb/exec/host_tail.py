@@ -39,6 +39,11 @@ def host_sinks(physical: PhysicalPlan, tail: set[int]) -> frozenset[int]:
                      if cs and pid not in tail and all(c in tail for c in cs))
 
 
+def host_note(rows: int) -> str:
+    """The EXPLAIN note of a pipeline placed on the host with ``rows`` input rows."""
+    return f"on the host: {rows:,} rows in (a small result is placed there; not a fallback)"
+
+
 def _tail_backend() -> Any:
     """The CPU backend with single-threaded kernels: waking a thread pool for a parallel kernel costs
     more than the whole work on a few thousand rows (measured: ~0.7 ms per sort with 16 threads)."""

@@ -137,7 +137,14 @@ def _packed_order(okeys: list[np.ndarray], rows: np.ndarray) -> np.ndarray | Non
     return packed & np.int64((1 << idx_bits) - 1)
 
 
+# at most this many rows are ordered by np.lexsort straight away: packing the keys costs more (a hot
+# GPU query's 280 groups by two keys: 18 us packed, 3 us lexsort; both stable, the same order)
+LEXSORT_ROWS = 1 << 10
+
+
 def _sorted_positions(okeys: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    if rows.shape[0] <= LEXSORT_ROWS:
+        return np.lexsort([k[rows] for k in reversed(okeys)]).astype(np.int64, copy=False)
     order = _packed_order(okeys, rows)
     if order is not None:
         return order

@@ -143,6 +143,7 @@ class AggregateResult:
     keys: list[Any]
     values: list[Any]
     counts: Any
+    groups: Any = None  # (``finish`` on the host) the groups' indices in the dense domain, ascending
 
     @property
     def num_groups(self) -> int:
@@ -190,6 +191,7 @@ class AggregateState:
     arith_err: Any = None          # codegen/checked.py: the first overflowing operands, if any
     page_tables: list[Any] = field(default_factory=list)  # device copies of launched page tables
     buffer: Any = None             # [domain errors, arith_err, accumulator 0, 1, ...] (int64), one array
+    launch: Any = None             # (function, grid, block, arguments, shared bytes) of the last launch into it
 
 
 # ---- pipelines ------------------------------------------------------------------------------------
@@ -437,7 +439,9 @@ class FusedPipeline:
         # Shared-memory pre-aggregation flushes every group once per block: enough blocks to fill the
         # device (as many as fit per SM), not one per tile; global atomics go grid-stride as before.
         blocks = min(tiles, self._resident(shared + static) if use_shared else 65536)
-        launch(self.function(), max(1, blocks), self.block, tuple(args), shared_mem=shared if use_shared else 0)
+        # (kept with the state: exec/hot_replay.py launches it again into the same state, zeroed)
+        call = state.launch = (self.function(), max(1, blocks), self.block, tuple(args), shared if use_shared else 0)
+        launch(*call[:4], shared_mem=call[4])
 
     def _resident(self, shared_bytes: int) -> int:
         """Blocks of this kernel the device runs at once with ``shared_bytes`` of shared memory each."""
@@ -451,11 +455,13 @@ class FusedPipeline:
         copied whole), so it can hand them over there (``finish(state, host=True)``)."""
         return state.buffer is not None and int(state.buffer.nbytes) <= HOST_FINISH_BYTES
 
-    def finish(self, state: AggregateState, host: bool = False) -> AggregateResult:
+    def finish(self, state: AggregateState, host: bool = False, keys: bool = True) -> AggregateResult:
         """Per-group results of the non-empty groups; with ``host`` (only where ``finishes_on_host``)
-        as host arrays, for a result the host takes next (no copy back to the device)."""
+        as host arrays, for a result the host takes next (no copy back to the device), and without
+        ``keys`` (host only) no key values: the caller has them by the groups' indices
+        (``AggregateResult.groups``)."""
         if self.finishes_on_host(state):
-            return self._finish_on_host(state, host)
+            return self._finish_on_host(state, host, keys)
         if host:
             raise ValueError("finish(host=True) of a domain too large to finish on the host")
         import cupy
@@ -465,15 +471,17 @@ class FusedPipeline:
             raise ValueError(f"{int(state.domain_errors[0])} rows had a group key outside its domain "
                              f"{state.domains}")
         counts = state.accumulators[0][:state.num_groups]
-        keys, values, counts = self._non_empty_groups(state, counts, state.accumulators[1:], cupy)
+        keys, values, counts, _ = self._non_empty_groups(state, counts, state.accumulators[1:], cupy)
         return AggregateResult(keys, values, counts)
 
-    def _non_empty_groups(self, state: AggregateState, counts, accs, xp) -> tuple[list, list, Any]:
-        """The keys, final values and counts of the groups with rows, from the dense slot counts and
-        accumulators (``xp``: cupy on the device, numpy after finish's one copy to the host)."""
+    def _non_empty_groups(self, state: AggregateState, counts, accs, xp,
+                          keys: bool = True) -> tuple[list, list, Any, Any]:
+        """The keys (unless not ``keys``), final values, counts and indices of the groups with rows,
+        from the dense slot counts and accumulators (``xp``: cupy on the device, numpy after
+        finish's one copy to the host)."""
         groups = xp.flatnonzero(counts > 0)
         keys = [(groups // stride) % size + lo
-                for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)]
+                for (lo, _), size, stride in zip(state.domains, state.sizes, state.strides)] if keys else []
         values = []
         for acc, spec, arr in zip(self.kernel.accumulators[1:], self.spec.aggregates, accs):
             v = arr[groups]
@@ -484,9 +492,9 @@ class FusedPipeline:
             elif spec.op in ("min", "max"):
                 v = v.astype(spec.arg.dtype.numpy_dtype)
             values.append(v)
-        return keys, values, counts[groups]
+        return keys, values, counts[groups], groups
 
-    def _finish_on_host(self, state: AggregateState, host: bool = False) -> AggregateResult:
+    def _finish_on_host(self, state: AggregateState, host: bool = False, with_keys: bool = True) -> AggregateResult:
         """finish for a small domain: the error words and accumulators come to the host in one copy
         (the query's one wait for its kernel), the non-empty groups are found there, and their keys,
         values and counts go back in one copy: two transfers instead of a wait per error word and a
@@ -498,11 +506,12 @@ class FusedPipeline:
         if int(words[0]):
             raise ValueError(f"{int(words[0])} rows had a group key outside its domain {state.domains}")
         accs = buf[head:].reshape(len(self.kernel.accumulators), max(state.num_groups, 1))[:, :state.num_groups]
-        keys, values, counts = self._non_empty_groups(state, accs[0], accs[1:], np)
+        keys, values, counts, groups = self._non_empty_groups(state, accs[0], accs[1:], np, with_keys)
         out = [*keys, *values, counts]
         if not host:
             out = arrays_to_device(out)
-        return AggregateResult(out[:len(keys)], out[len(keys):-1], out[-1])
+            groups = None
+        return AggregateResult(out[:len(keys)], out[len(keys):-1], out[-1], groups)
 
     def aggregate(self, columns: dict[str, Any], tables: list[DenseJoinTable],
                   domains: list[tuple[int, int]] | None = None) -> AggregateResult:
