@@ -219,17 +219,23 @@ def test_auto_sets_nothing_up_unless_a_worker_takes_a_morsel_and_a_cached_plan_r
     assert runs and "(reused)" not in runs[0] and all("(reused)" in d for d in runs[1:]), DESCRIBED
 
 
-def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed, tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept_decoded", [False, True])
+def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(kept_decoded, coprocessed, tmp_path, monkeypatch):
     """A fact table of 2,048-row pages whose nullable columns have NULLs on some pages and none on
     others (a CPU worker's run mixes both), a dictionary-encoded string group key and compressed
-    integers: the CPU workers' runs of row groups (decoded into run buffers) give DuckDB's answers."""
+    integers: the CPU workers' runs of row groups (decoded into run buffers) give DuckDB's answers;
+    so do their row groups read from the pages they keep decoded (``kept_decoded``: the second time
+    round out of that cache, coprocess_setup.decoded_cache)."""
     import duckdb
     import pyarrow as pa
 
     import hetdb
     from hetdb import types as T
-    from hetdb.exec import coprocess
+    from hetdb.exec import coprocess, coprocess_setup
     from hetdb.storage import ColumnSpec, Database
+
+    if not kept_decoded:
+        monkeypatch.setattr(coprocess_setup, "DECODED_SHARE", 0.0)
 
     rng = np.random.default_rng(9)
     n = 61_440
@@ -257,10 +263,16 @@ def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed
                "FROM orders WHERE o_price > -5000 GROUP BY o_flag",
                "SELECT o_qty, count(*), sum(o_price) FROM orders WHERE o_qty IS NULL OR o_qty < 10 GROUP BY o_qty"]
     with hetdb.connect(str(tmp_path / "db"), device="cpu", threads=3, gpu_coprocess="on") as con:
-        for sql in queries:
-            got = sorted(con.sql(sql).fetchall(), key=repr)
-            want = sorted(duck.sql(sql).fetchall(), key=repr)
-            assert got == want and len(got) > 1, sql
-    _tier_, log = coprocessed
+        for _ in range(2 if kept_decoded else 1):
+            for sql in queries:
+                got = sorted(con.sql(sql).fetchall(), key=repr)
+                want = sorted(duck.sql(sql).fetchall(), key=repr)
+                assert got == want and len(got) > 1, sql
+    tier, log = coprocessed
     assert any(isinstance(e, tuple) and len(e[1]) > 1 for e in log), log
-    assert runs and max(runs) > 1  # row groups decoded into a run's buffers
+    if not kept_decoded:
+        assert runs and max(runs) > 1  # row groups decoded into a run's buffers
+        return
+    assert not runs
+    kept = coprocess_setup.decoded_cache(tier)
+    assert kept.used > 0 and kept.hits > 0  # pages decoded once, read again out of the cache

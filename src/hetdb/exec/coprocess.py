@@ -48,6 +48,7 @@ from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
 from hetdb.exec.coprocess_setup import (
     builds_done,
+    decoded_cache,
     enter_switch_interval,
     exit_switch_interval,
     keep_setup,
@@ -120,7 +121,12 @@ class _CoWorker(_Worker):
         n = sum(rows)
         tier = co.ctx.device.host_tier(co.ctx.options)
         counts = RouteCounts()
-        if len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
+        if len(rgs) == 1 and self.p.resident is not None and self.p.resident.cache is not None:  # (pages kept decoded: coprocess_setup.decoded_cache)
+            pages = self.p.resident.read(reader, rgs[0], True, self.stats)
+            if pages is None:
+                pages = [co._decoded(reader, self.p.names[c], rgs[0], n, tier, counts) for c in self.p.base]
+            cols = dict(zip(self.p.base, pages))
+        elif len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
         else:
             cols = {c: self._run_column(reader, self.p.names[c], rgs, rows, tier, counts) for c in self.p.base}
@@ -188,6 +194,17 @@ class _CoWorker(_Worker):
             raise
         finally:
             self.co._done_with(self)
+
+
+def _owned(col: Column) -> Column:
+    """``col`` with copies of its arrays that are views (of a page's bytes in the pinned host tier)."""
+    def own(a: Any) -> Any:
+        return a if a is None or a.flags.owndata else a.copy()
+
+    if all(a is None or a.flags.owndata for a in (col.data, col.validity, col.offsets, col.chars)):
+        return col
+    return Column(col.dtype, data=own(col.data), validity=own(col.validity), dictionary=col.dictionary,
+                  offsets=own(col.offsets), chars=own(col.chars))
 
 
 def _raw(info: Any, hp: Any) -> np.ndarray:
@@ -286,12 +303,16 @@ class CoProcess:
         backend = setup.backend if setup is not None else CpuBackend()
         cctx = ExecContext(ctx.db, backend, ctx.options, ctx.host_memory, ctx.spill_dir)
         cctx.stats, cctx._lock, cctx.cleanup = ctx.stats, ctx._lock, ctx.cleanup
+        cctx.host_cache = decoded_cache(ctx.device.host_tier(ctx.options))
         if setup is None:
             setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)
             if setup.plan is not None or setup.compiler_refused:
                 keep_setup(pipe, self.reader, setup)  # (a build not at hand this time may be next time)
         else:
             self.setup_reused = True
+            resident = getattr(setup.plan, "resident", None)
+            if resident is not None and resident.cache is not cctx.host_cache:
+                resident.cache = cctx.host_cache  # (the tier was cleared: its decoded pages with it)
         if setup.refused:
             return setup.refused
         cctx.results.update(setup.host)
@@ -362,6 +383,17 @@ class CoProcess:
         dictionary = reader.dictionary(name) if info.encoding == "dict" else None
         return decode_page(_raw(info, hp), spec.dtype, n, info.encoding, info.sections, dictionary,
                            f"table '{reader.name}' column '{name}' page {rg}", info.codec)
+
+    def _decoded(self, reader: Any, name: str, rg: int, n: int, tier: Any, counts: RouteCounts) -> Column:
+        """Column ``name`` of row group ``rg`` decoded out of the pinned host tier (``_page``) into
+        arrays of its own, kept decoded where the CPU workers' cache admits it."""
+        pins: list = []
+        try:
+            col = _owned(self._page(reader, name, rg, n, tier, pins, counts))
+        finally:
+            for hp in pins:
+                tier.unpin_page(hp)
+        return self.cctx.host_cache.admit(reader, name, rg, col)
 
     def _join(self) -> list:
         errors = []
