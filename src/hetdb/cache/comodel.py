@@ -29,6 +29,7 @@ pipeline's rate.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,9 +68,9 @@ def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: floa
     (all free once the set-up is done) claim from the back while a claim ends before the GPU,
     ``slowdown`` times slower next to them, reaches that row group."""
     gpu_s = sum(gpu_rg_s)
-    starts = [setup_s]  # starts[i]: when the GPU reaches position i (the set-up delays it)
-    for s in gpu_rg_s:
-        starts.append(starts[-1] + s * slowdown)
+    # starts[i]: when the GPU reaches position i (the set-up delays it)
+    starts = list(itertools.accumulate(gpu_rg_s if slowdown == 1.0 else [s * slowdown for s in gpu_rg_s],
+                                       initial=setup_s))
     hi = len(gpu_rg_s)
     free = [setup_s] * max(0, workers)
     heapq.heapify(free)
@@ -116,6 +117,11 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
                                        f"(prior rate, x{PROBE_MARGIN:g})", est, workers)
     best: tuple[CoEstimate, int] | None = None
     w = max(1, workers)
+    counts = [w >> k for k in range(w.bit_length())]
+    latest = sum(gpu_rg_s) * max(1.0, *(slowdown(c) for c in counts))
+    if setup_s + cpu_rg_s * MEASURED_MARGIN >= latest:  # (no worker count lets one row group fit)
+        est = CoEstimate(sum(gpu_rg_s), sum(gpu_rg_s) + setup_s, 0, setup_s, cpu_rg_s * MEASURED_MARGIN)
+        return CoDecision(False, False, _none_fits(est), est, w)
     while True:
         est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w))
         if best is None or est.gain_s > best[0].gain_s:
@@ -127,10 +133,14 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
     if est.gain_s >= max(MIN_GAIN_S, MIN_GAIN_SHARE * est.gpu_s):
         return CoDecision(True, False, "", est, w)
     if not est.cpu_row_groups:
-        why = (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
-               f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
+        why = _none_fits(est)
     else:
         why = (f"{w} CPU workers would save {est.gain_s * 1e3:.2f} ms of the GPU's estimated "
                f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms, the GPU {slowdown(w):.2f}x "
                f"slower next to them, a CPU row group {est.cpu_rg_s * 1e3:.2f} ms)")
     return CoDecision(False, False, why, est, w)
+
+
+def _none_fits(est: CoEstimate) -> str:
+    return (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
+            f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")

@@ -23,6 +23,7 @@ work).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -87,6 +88,8 @@ class SharedScan:
         # the default CPU rate (per page) scaled to these pages (it is a 1M-row page's)
         self.default_scale = default_scale
         self.setup_seconds: float | None = None  # the CPU side's set-up, once done (EXPLAIN ANALYZE)
+        self._alone: list[float] | None = None   # see gpu_alone_all
+        self._alone_prefix: list[float] = []
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
@@ -202,22 +205,43 @@ class SharedScan:
     def gpu_alone_seconds(self, i: int) -> float:
         """The GPU's time for position ``i`` with no CPU worker beside it, as the rates say: the
         slower of the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
-        rates = self.router.rates
-        return max(rates.h2d.seconds(self.link_bytes[i]), self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1))
+        return self.gpu_alone_all()[i]
+
+    def gpu_alone_all(self) -> list[float]:
+        """``gpu_alone_seconds`` of every position, as the rates said when first asked (kept: a
+        worker's steal asks for sums of them, under the lock and the interpreter's)."""
+        got = self._alone
+        if got is None:
+            rates = self.router.rates
+            h2d = rates.h2d
+            lat, bw = h2d.latency_s, h2d.bytes_per_s
+            kernel = self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1)
+            got = self._alone = [max(lat + b / bw, kernel) for b in self.link_bytes]
+            self._alone_prefix = list(itertools.accumulate(got, initial=0.0))
+        return got
 
     def _gpu_left(self, i: int) -> float:
         """The GPU's time for every position before ``i`` it has not had delivered yet (claimed
         ahead, or unclaimed)."""
-        return sum(self.gpu_row_group_seconds(j) for j in range(self._done, i))
+        if i <= self._done:
+            return 0.0
+        if self.gpu_rg_seconds is not None:
+            return (i - self._done) * self.gpu_rg_seconds
+        self.gpu_alone_all()
+        prefix = self._alone_prefix
+        return (prefix[i] - prefix[self._done]) * self.gpu_slowdown
 
     def gpu_seconds_left(self) -> float:
         with self._cond:
             return self._gpu_left(self._hi)
 
-    def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False) -> None:
+    def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False,
+                    later: float | None = None) -> None:
         """A CPU worker's wall time for a run of ``row_groups`` it took: this scan's CPU time per row
         group follows it (a running mean), and so does the router's CPU rate of the pipeline (in
-        "auto" only).
+        "auto" only), which takes ``later`` when given: the run's time without the decoding its
+        pages, kept decoded now, spare the next scans (a rate learnt from a first run's decoding
+        would keep the model from co-processing the scans that need none).
         ``warmup``: the run compiled the loop; its time is not a rate (the next steal probes again)."""
         if row_groups <= 0:
             return
@@ -235,7 +259,7 @@ class SharedScan:
             self._probing = False
             self._cond.notify_all()
         if self.mode == "auto":  # (forced runs, every worker stealing at once, teach "auto" nothing)
-            self.router.observe_cpu(row_groups * self.pages, seconds)
+            self.router.observe_cpu(row_groups * self.pages, seconds if later is None or later <= 0 else later)
 
     def stop(self) -> None:
         """No more row groups for the CPU (the GPU side failed or finished): waiting workers leave."""

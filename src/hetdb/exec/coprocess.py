@@ -106,6 +106,7 @@ class _CoWorker(_Worker):
         self.taken = 0
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
         self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
+        self.kept_s = 0.0  # the morsel's decoding into pages kept decoded (later runs read them)
         # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
         # by every scan: tens of MiB per worker)
         self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
@@ -124,7 +125,9 @@ class _CoWorker(_Worker):
         if len(rgs) == 1 and self.p.resident is not None and self.p.resident.cache is not None:  # (pages kept decoded: coprocess_setup.decoded_cache)
             pages = self.p.resident.read(reader, rgs[0], True, self.stats)
             if pages is None:
+                t0 = time.perf_counter()
                 pages = [co._decoded(reader, self.p.names[c], rgs[0], n, tier, counts) for c in self.p.base]
+                self.kept_s = time.perf_counter() - t0  # (what the pages kept decoded spare the next runs)
             cols = dict(zip(self.p.base, pages))
         elif len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
@@ -252,10 +255,18 @@ class CoProcess:
         self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
         self._spent_lock = threading.Lock()
         self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
+        self._started = False
+        self.finished = False  # ``finish`` or ``abort`` ran
 
     def start(self) -> None:
         """Queue the workers on the process's co-processing threads (each sets up nothing and leaves
-        when the CPU would take nothing)."""
+        when the CPU would take nothing; none is queued when the CPU would take nothing now: a
+        worker woken for nothing takes the interpreter lock from the GPU's feeder). Once."""
+        if self._started:
+            return
+        self._started = True
+        if not self.shared.would_steal():
+            return
         if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":
             self._gpu = builds_done()  # (the workers copy the builds: after everything queued so far)
         pool = worker_pool(self.workers)
@@ -331,14 +342,14 @@ class CoProcess:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
             wall = time.perf_counter() - worker.started
-            self.shared.observe_cpu(worker.taken, wall, worker.warmup)
+            self.shared.observe_cpu(worker.taken, wall, worker.warmup, wall - worker.kept_s)
             with self._spent_lock:
                 # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
                 self.spent[0] += worker.taken
                 self.spent[1] += wall
                 self.spent[2] += time.thread_time() - worker.started_cpu
                 self.spent[3] += worker.read_s
-            worker.started, worker.warmup = 0.0, False
+            worker.started, worker.warmup, worker.kept_s = 0.0, False, 0.0
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
             tier.unpin_page(hp)
@@ -413,6 +424,7 @@ class CoProcess:
         from hetdb.exec.columns import concat_batches
         from hetdb.exec.compiled_cpu import _Redo
 
+        self.finished = True
         self.shared.stop()  # the GPU is done: a worker waiting for a decision leaves
         t0 = time.perf_counter()
         errors = self._join()
@@ -451,8 +463,14 @@ class CoProcess:
             sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache), gsink, lsink)
         sink.combine(self.ctx, gsink, lsink)
 
+    def abort_unfinished(self) -> None:
+        """``abort`` unless ``finish`` or ``abort`` ran (a query's clean-up)."""
+        if not self.finished:
+            self.abort()
+
     def abort(self) -> None:
         """The GPU side failed: stop the workers (their errors are dropped: the GPU's is raised)."""
+        self.finished = True
         if self.crun is not None:
             self.crun.stop = True
         self.shared.stop()
