@@ -155,7 +155,9 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     """(the shared scan, the bytes its early streamer may prime) when ``plan_coprocess`` is expected
     to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess "auto"), else (None, None). The
     early scan (exec/early_scan.py) is then this shared scan's GPU side, priming at most the stored
-    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over."""
+    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over. Where the
+    cached plan's CPU side is set up already, its CPU workers are made here too, and started
+    (``start_early_workers``) once the early scan is primed."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
     reader = ctx.db.table(pipe.source.scan.table)
@@ -172,9 +174,16 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
         # at SF 20 on the H100: the fused pipeline's last ~10 of 19 ms)
         co = CoProcess(ctx, pipe, None, shared, reader, shared.workers, key)
         ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
-        co.start()
     ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key, co)
     gpu_share = max(1, len(row_groups) - shared.expected_cpu)
     return shared, sum(shared.link_bytes[:gpu_share])
 
 
+
+
+def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
+    """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan (once the early scan's
+    first deliveries are queued: a worker starting takes the interpreter lock for a while)."""
+    pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
+    if isinstance(pre, tuple) and pre[2] is not None:
+        pre[2].start()
