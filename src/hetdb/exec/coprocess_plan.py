@@ -186,4 +186,5 @@ def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
     first deliveries are queued: a worker starting takes the interpreter lock for a while)."""
     pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
     if isinstance(pre, tuple) and pre[2] is not None:
+        pre[0].restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
         pre[2].start()
