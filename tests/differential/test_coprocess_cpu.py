@@ -26,6 +26,7 @@ from hetdb.exec.pipeline import _Run
 
 FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
 DESCRIBED: list[str] = []  # CoProcess.describe() of each co-processed pipeline run by ``coprocessed``
+EARLY: list = []  # with an entry: "auto" pipelines start as a GPU query's early fact scan does (log of what started)
 
 
 class _FrontRun(_Run):
@@ -80,7 +81,19 @@ def coprocessed(monkeypatch):
             return original(ctx, pipe, run, pool, threads)
         ctx.device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
         try:
+            if EARLY and getattr(ctx.options, "gpu_coprocess", "off") == "auto":
+                # (as exec/early_scan.py at the query's start: the CPU workers of a plan whose CPU
+                # side is set up start now, and plan_coprocess takes them over)
+                from hetdb.exec.coprocess_plan import early_shared_scan, start_early_workers
+
+                shared, _cap = early_shared_scan(ctx, pipe, row_groups)
+                if shared is not None:
+                    pre = ctx.co_early[src.op_id]
+                    EARLY.append(pre[2])
+                    start_early_workers(ctx, pipe)
             co, why = plan_coprocess(ctx, pipe, reader, run, row_groups)
+            if EARLY and co is not None:
+                assert EARLY[-1] is None or co is EARLY[-1]
             if co is None:
                 log.append(why)
                 ctx.device = None
@@ -276,3 +289,35 @@ def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(kept_decode
     assert not runs
     kept = coprocess_setup.decoded_cache(tier)
     assert kept.used > 0 and kept.hits > 0  # pages decoded once, read again out of the cache
+
+
+def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ssb_small, monkeypatch):
+    """gpu_coprocess='auto' where the cached plan's CPU side is set up already: the CPU workers are
+    made and started when the query starts (exec/coprocess_plan.early_shared_scan and
+    start_early_workers, as exec/early_scan.py calls them) and the fused pipeline takes them over
+    (plan_coprocess); the answers stay DuckDB's (the same as without co-processing)."""
+    import hetdb
+    from hetdb.cache import rates as rates_module
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    monkeypatch.setattr(_FrontRun, "delay", 0.05)
+    EARLY.append("on")
+    _tier_, log = coprocessed
+    sql = "   " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)
+    try:
+        with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+            want = con.sql(sql).fetchall()
+            con.sql("SET gpu_coprocess = 'auto'")
+            got = [con.sql(sql).fetchall() for _ in range(4)]
+    finally:
+        started = EARLY[1:]
+        EARLY.clear()
+    assert all(g == want for g in got) and len(want) == 1
+    assert any(co is not None for co in started), (started, log)  # workers started early
+    early = [co for co in started if co is not None]
+    assert all(co.finished for co in early)
+    assert any(co.shared.cpu_taken for co in early), [co.describe() for co in early]
