@@ -99,13 +99,16 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
     early = getattr(ctx, "early_scans", {}).get(pipe.source.op_id)
     pre = ctx.__dict__.get("co_early", {}).pop(pipe.source.op_id, None)
     started = pre[2] if isinstance(pre, tuple) else None  # (CPU workers started with the early scan)
-    if early is not None and early.iterator is not None and not early.taken:
+    early_ok = early is not None and early.iterator is not None and not early.taken
+    if early_ok:
         if pre is None or isinstance(pre, str):  # (the model's reason when the query began)
             return None, pre or "its scan started early"
         if pre[0].row_groups != list(row_groups):
             pre = None  # (the early scan is not taken over: exec/early_scan.take_early closes it)
     if isinstance(pre, str):
         pre = None
+    if pre is not None and not early_ok and pre[0].gpu_taken:
+        pre = None  # (an early streamer claimed row groups of it and was closed: they would be lost)
     if started is not None and pre is None:
         started.abort()  # (its workers took row groups of a scan this one is not)
         started = None
