@@ -86,3 +86,23 @@ def test_the_slowdown_is_a_running_mean_per_pipeline_and_worker():
     assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5)
     rates.observe_slowdown("p", float("nan"), 4)  # (ignored)
     assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5) and rates.gpu_slowdown("q", 4) == 1.0
+
+
+def test_outcomes_stop_co_processing_that_did_not_pay_and_try_again_now_and_then():
+    from hetdb.cache.comodel import EXPLORE_EVERY, observe_outcome, outcome_refuses
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    assert outcome_refuses(rates, "p") == ""  # nothing measured
+    observe_outcome(rates, "p", False, 0.020)
+    observe_outcome(rates, "p", True, 1.5)  # (a first co-processed run compiling the CPU loop)
+    assert outcome_refuses(rates, "p") == ""  # one co-processed run says nothing yet
+    observe_outcome(rates, "p", True, 0.021)
+    why = outcome_refuses(rates, "p")
+    assert "21.0 ms" in why and "20.0 ms" in why  # (of two, the smaller: the compile does not count)
+    answers = [outcome_refuses(rates, "p") for _ in range(2 * EXPLORE_EVERY)]
+    assert sum(a == "" for a in answers) == 2  # a run that tries again every EXPLORE_EVERY-th
+    observe_outcome(rates, "p", True, 0.015)
+    observe_outcome(rates, "p", True, 0.016)  # co-processed runs now clearly faster
+    assert outcome_refuses(rates, "p") == ""
+    assert outcome_refuses(rates, "other") == ""

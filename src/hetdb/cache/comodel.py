@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -145,3 +146,71 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
 def _none_fits(est: CoEstimate) -> str:
     return (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
             f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
+
+
+# What co-processing did for a pipeline, end to end: each "auto" run's time from the query's start
+# (its early fact scan) to the end of the pipeline's scan, co-processed or on the GPU alone; the model
+# stops co-processing a pipeline whose co-processed runs were not OUTCOME_MARGIN times faster than
+# its runs alone (whatever the rates said: a feeder thread starved of the interpreter lock, a link
+# or memory shared, shows only there), and tries again every EXPLORE_EVERY-th run.
+OUTCOME_MARGIN = 0.97
+EXPLORE_EVERY = 16
+_KEPT = 3  # the last runs of each kind compared (their median; the smaller of two)
+
+
+@dataclass
+class Outcome:
+    alone: list[float]
+    co: list[float]
+    refused: int = 0  # runs the outcome kept on the GPU alone since the last co-processed one
+
+
+def _typical(times: list[float]) -> float:
+    s = sorted(times)
+    return s[(len(s) - 1) // 2]  # (the median of three; of two the smaller: a compile, a probe)
+
+
+def observe_outcome(rates: object, pipeline: str, coprocessed: bool, seconds: float) -> None:
+    """One "auto" run of ``pipeline`` took ``seconds`` from its query's start to its scan's end."""
+    if seconds <= 0:
+        return
+    store = _outcomes(rates)
+    with _OUTCOME_LOCK:
+        o = store.get(pipeline)
+        if o is None:
+            o = store[pipeline] = Outcome([], [])
+        kept = o.co if coprocessed else o.alone
+        kept.append(seconds)
+        del kept[:-_KEPT]
+        if coprocessed:
+            o.refused = 0
+
+
+def outcome_refuses(rates: object, pipeline: str) -> str:
+    """Why not to co-process ``pipeline`` by what its earlier "auto" runs took ("" when they do not
+    say so: fewer than two co-processed runs or none alone, co-processed ones faster, or a run that
+    tries again)."""
+    store = _outcomes(rates)
+    with _OUTCOME_LOCK:
+        o = store.get(pipeline)
+        if o is None or len(o.co) < 2 or not o.alone:
+            return ""
+        co, alone = _typical(o.co), _typical(o.alone)
+        if co < alone * OUTCOME_MARGIN:
+            return ""
+        o.refused += 1
+        if o.refused % EXPLORE_EVERY == 0:
+            return ""
+    return (f"its co-processed runs took {co * 1e3:.1f} ms to the end of its scan, on the GPU alone "
+            f"{alone * 1e3:.1f} ms")
+
+
+def _outcomes(rates: object) -> dict[str, Outcome]:
+    got = rates.__dict__.get("_co_outcomes")
+    if got is None:
+        with _OUTCOME_LOCK:
+            got = rates.__dict__.setdefault("_co_outcomes", {})
+    return got
+
+
+_OUTCOME_LOCK = threading.Lock()

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import codec
+from hetdb.cache.comodel import observe_outcome
 from hetdb.cache.coscan import SharedScan
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import Route, RouteCounts
@@ -438,6 +439,9 @@ class CoProcess:
                 raise OutOfRangeError("a value left its type in a CPU worker's compiled loop "
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
+        began = self.ctx.__dict__.get("co_began", {}).get(self.pipe.source.op_id)
+        if began is not None and self.shared.mode == "auto":  # (what co-processing did, end to end)
+            observe_outcome(self.shared.router.rates, self.key, True, time.perf_counter() - began)
         if self.crun is None:
             return []  # no worker took a morsel: nothing was set up
         crun, cg = self.crun, self.crun.gsink

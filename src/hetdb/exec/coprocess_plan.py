@@ -5,9 +5,10 @@ its slowdown beside CPU workers, measured after each scan."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from hetdb.cache.comodel import MEASURED_MARGIN, decide
+from hetdb.cache.comodel import MEASURED_MARGIN, decide, observe_outcome, outcome_refuses
 from hetdb.cache.coscan import SharedScan, check_coprocess
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import PageRouter
@@ -73,6 +74,9 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
+        why = outcome_refuses(router.rates, key)
+        if why:
+            return None, "", why
         gpu = shared.gpu_alone_all()
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
@@ -147,6 +151,9 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
     rates = PageRouter("auto", gpu=True, pipeline=key).rates
     if co is None:
         rates.gpu_rate(key).observe(row_groups * len(names), seconds)
+        began = ctx.__dict__.get("co_began", {}).get(pipe.source.op_id)
+        if began is not None:  # (the query's early fact scan began then: comodel.observe_outcome)
+            observe_outcome(rates, key, False, time.perf_counter() - began)
         return
     s = co.shared
     if s.cpu_taken and s.gpu_rg_seconds is not None:
@@ -163,6 +170,7 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     (``start_early_workers``) once the early scan is primed."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
+    ctx.__dict__.setdefault("co_began", {})[pipe.source.op_id] = time.perf_counter()
     reader = ctx.db.table(pipe.source.scan.table)
     shared, key, why = shared_scan(ctx, pipe, reader, row_groups, "auto")
     if shared is None:
