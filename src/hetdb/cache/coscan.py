@@ -72,6 +72,7 @@ class SharedScan:
         self._by_deliveries = False        # the GPU's rate follows its deliveries, not its claims
         self.expected_cpu = 0              # row groups the cost model expected the CPU to take
         self.workers = 1                   # CPU workers taking part (the cost model's choice in "auto")
+        self.probe = False                 # "auto" on the prior CPU rate: one probe row group measures it
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._cond = threading.Condition()
         self.gpu_taken: list[int] = []

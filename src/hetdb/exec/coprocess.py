@@ -440,7 +440,7 @@ class CoProcess:
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
         began = self.ctx.__dict__.get("co_began", {}).get(self.pipe.source.op_id)
-        if began is not None and self.shared.mode == "auto":  # (what co-processing did, end to end)
+        if began is not None and self.shared.mode == "auto" and not self.shared.probe:  # (what it did, end to end)
             observe_outcome(self.shared.router.rates, self.key, True, time.perf_counter() - began)
         if self.crun is None:
             return []  # no worker took a morsel: nothing was set up

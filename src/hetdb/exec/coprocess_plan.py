@@ -88,6 +88,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
             # GPU slowed beside the CPU workers is measured against it)
             return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
         shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
+        shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
         shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
     return shared, key, ""
 
