@@ -185,9 +185,13 @@ class _CoWorker(_Worker):
         return Column(spec.dtype, data=out, validity=validity, dictionary=dictionary)
 
     def _run_kernel(self, kernel: Any, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
-        # a Numba dispatcher without a signature compiles (or loads from the disk cache) on this call
-        self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
+        # a Numba dispatcher without a signature compiles (or loads from the disk cache) on this call;
+        # asked once per kernel (Dispatcher.signatures lists every signature's types: ~130 us of
+        # GIL-held Python a row group, the most of a worker's)
+        if not kernel.__dict__.get("_co_called"):
+            self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
         super()._run_kernel(kernel, cols, n, lsink, runs)
+        kernel.__dict__["_co_called"] = True
 
     def work(self) -> None:
         self.co._local.worker = self
