@@ -91,6 +91,10 @@ class SharedScan:
         self.setup_seconds: float | None = None  # the CPU side's set-up, once done (EXPLAIN ANALYZE)
         self._alone: list[float] | None = None   # see gpu_alone_all
         self._alone_prefix: list[float] = []
+        # when the GPU's copies began ahead of its consumer (an early scan's priming, at the query's
+        # start); None: they begin with it
+        self.began: float | None = None
+        self._ahead: float | None = None  # the copies' head start, fixed when the consumer began
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
@@ -134,6 +138,13 @@ class SharedScan:
         in a burst, long before its consumer)."""
         with self._cond:
             self._gpu_first, self.gpu_rg_seconds = None, None
+
+    def consumer_began(self) -> None:
+        """The GPU's consumer (the fused pipeline) takes over the early scan: the copies' head start
+        stops growing (from now on the GPU works through what it was delivered)."""
+        with self._cond:
+            if self.began is not None and self._ahead is None:
+                self._ahead = time.perf_counter() - self.began
 
     def remaining(self) -> int:
         with self._cond:
@@ -223,14 +234,17 @@ class SharedScan:
 
     def _gpu_left(self, i: int) -> float:
         """The GPU's time for every position before ``i`` it has not had delivered yet (claimed
-        ahead, or unclaimed)."""
+        ahead, or unclaimed); before its progress is measured, its time alone less the time since
+        its copies began ahead of its consumer (they run while the pipelines before it do)."""
         if i <= self._done:
             return 0.0
         if self.gpu_rg_seconds is not None:
             return (i - self._done) * self.gpu_rg_seconds
         self.gpu_alone_all()
         prefix = self._alone_prefix
-        return (prefix[i] - prefix[self._done]) * self.gpu_slowdown
+        ahead = self._ahead if self._ahead is not None else (
+            0.0 if self.began is None else time.perf_counter() - self.began)
+        return max(0.0, (prefix[i] - prefix[self._done]) * self.gpu_slowdown - ahead)
 
     def gpu_seconds_left(self) -> float:
         with self._cond:

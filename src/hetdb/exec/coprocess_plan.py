@@ -120,6 +120,7 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
     if pre is not None:
         shared, key = pre[0], pre[1]
         shared.restart_clock()
+        shared.consumer_began()
     else:
         shared, key, why = shared_scan(ctx, pipe, reader, row_groups, mode)
         if shared is None:
@@ -171,12 +172,13 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     (``start_early_workers``) once the early scan is primed."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
-    ctx.__dict__.setdefault("co_began", {})[pipe.source.op_id] = time.perf_counter()
+    began = ctx.__dict__.setdefault("co_began", {})[pipe.source.op_id] = time.perf_counter()
     reader = ctx.db.table(pipe.source.scan.table)
     shared, key, why = shared_scan(ctx, pipe, reader, row_groups, "auto")
     if shared is None:
         ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
         return None, None
+    shared.began = began  # (the early scan's copies begin now, long before the fact pipeline)
     co = None
     setup = setup_of(pipe, reader)
     if setup is not None and not setup.refused:
