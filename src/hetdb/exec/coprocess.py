@@ -15,7 +15,7 @@ lock, narrow copies of the integer columns, one loop call (SSB SF 5, one process
 engine's 2.35 ms a row group for q1.1, 5.43 vs 5.59 for q4.1; decoding each time they took 3.93 and
 11.4). The GPU's feeder is one Python thread: every moment a CPU worker holds the GIL delays the
 GPU's copies and launches, so the Python per row group is kept to a few look-ups and calls (~50 us).
-Where pages cannot be kept (no room, ``DECODED_SHARE`` 0) a morsel is a run of consecutive row
+Without that cache (``DECODED_SHARE`` 0) a morsel is a run of consecutive row
 groups (up to ``RUN_BYTES`` decoded): each page decoded by a Numba ``nogil`` decoder straight into
 the worker's reused run buffers, one loop call over the whole run.
 
