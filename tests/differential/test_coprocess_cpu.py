@@ -79,7 +79,7 @@ def coprocessed(monkeypatch):
         front_plan = compiled_cpu._prepare(ctx, pipe)  # (the GPU's part: a compiled CPU worker)
         if isinstance(front_plan, str):
             return original(ctx, pipe, run, pool, threads)
-        ctx.device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
+        ctx.device = device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
         try:
             if EARLY and getattr(ctx.options, "gpu_coprocess", "off") == "auto":
                 # (as exec/early_scan.py at the query's start: the CPU workers of a plan whose CPU
@@ -100,7 +100,11 @@ def coprocessed(monkeypatch):
                 began = time.perf_counter()
                 got = original(ctx, pipe, run, pool, threads)
                 if getattr(ctx.options, "gpu_coprocess", "off") == "auto":  # (as exec/fusion_run.py does)
-                    observe_gpu_scan(ctx, pipe, reader, len(row_groups), time.perf_counter() - began, None)
+                    ctx.device = device  # (a run measuring the GPU alone may set the CPU side up)
+                    try:
+                        observe_gpu_scan(ctx, pipe, reader, len(row_groups), time.perf_counter() - began, None)
+                    finally:
+                        ctx.device = None
                 return got
             co.start()  # (its workers set the CPU side up when the first of them takes a morsel)
             fctx = ExecContext(ctx.db, ctx.backend, ctx.options, ctx.host_memory, ctx.spill_dir)
@@ -320,4 +324,8 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
     assert any(co is not None for co in started), (started, log)  # workers started early
     early = [co for co in started if co is not None]
     assert all(co.finished for co in early)
+    # the run that measured the GPU alone set the CPU side up and compiled its loop
+    # (coprocess_plan.prepare_cpu_side): the next run's workers started early
+    assert started[0] is not None and all(co.setup_reused for co in early)
+    assert all(k.__dict__.get("_co_called") for k in early[0].plan.fast_kernels.values() if not isinstance(k, str))
     assert any(co.shared.cpu_taken for co in early), [co.describe() for co in early]

@@ -344,6 +344,39 @@ class CoProcess:
         self.crun.parallel = self.workers > 1
         return ""
 
+    def warm_loop(self) -> None:
+        """Compile (or load from Numba's cache) the CPU loop for the back-most row group's pages
+        (decoded and kept: a worker takes it first) over no rows, so that no worker compiles it
+        while it holds a row group the GPU would then wait for. Set up first (``_set_up``)."""
+        from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, run_groups
+        from hetdb.exec.compiled_cpu_narrow import narrowed
+
+        p, crun = self.plan, self.crun
+        if p is None or crun is None or p.resident is None or p.resident.cache is None or not self.shared.row_groups:
+            return
+        reader, rg = crun.gsrc, self.shared.row_groups[-1]
+        n = reader.row_group_rows(rg)
+        worker = _CoWorker(self)
+        pages = p.resident.read(reader, rg, False, worker.stats)
+        if pages is None:
+            tier = self.ctx.device.host_tier(self.ctx.options)
+            pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
+        cols = dict(zip(p.base, pages))
+        runs = morsel_runs(p, cols)
+        kernel = kernel_for(p, self.pipe.sink, cols, runs > 0)
+        if isinstance(kernel, str) or p.host.get(id(kernel)) or kernel.__dict__.get("_co_called"):
+            return
+        if p.narrow:
+            cols = narrowed(p, cols, p.resident.keys_of(reader, rg), None)
+        sink = self.pipe.sink
+        direct = int(np.prod(p.direct[1])) if p.direct is not None and not runs else 0
+        try:
+            state = worker.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, run_groups(p, runs), direct)
+            kernel.fn(0, 0, p.expansion, *arguments(self.cctx, p, kernel, cols), *state)
+        finally:
+            worker.budget.release()
+        kernel.__dict__["_co_called"] = True
+
     def _done_here(self) -> None:
         worker = getattr(self._local, "worker", None)
         if worker is not None:

@@ -13,7 +13,7 @@ from hetdb.cache.coscan import SharedScan, check_coprocess
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import PageRouter
 from hetdb.exec.coprocess import CoProcess
-from hetdb.exec.coprocess_setup import link_bytes, setup_of
+from hetdb.exec.coprocess_setup import CoSetup, keep_setup, link_bytes, setup_of
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import HashProbe
 
@@ -86,6 +86,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         if not router.rates.gpu_rate(key).observations:
             # (the race needs the GPU's own time: the model's prior for it may be far off, and a
             # GPU slowed beside the CPU workers is measured against it)
+            ctx.__dict__.setdefault("co_prepare", set()).add(pipe.source.op_id)  # (observe_gpu_scan)
             return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
         shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
         shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
@@ -156,6 +157,8 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
         began = ctx.__dict__.get("co_began", {}).get(pipe.source.op_id)
         if began is not None:  # (the query's early fact scan began then: comodel.observe_outcome)
             observe_outcome(rates, key, False, time.perf_counter() - began)
+        if pipe.source.op_id in ctx.__dict__.get("co_prepare", ()) and setup_of(pipe, reader) is None:
+            prepare_cpu_side(ctx, pipe, reader, key)
         return
     s = co.shared
     if s.cpu_taken and s.gpu_rg_seconds is not None:
@@ -202,3 +205,35 @@ def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
     if isinstance(pre, tuple) and pre[2] is not None:
         pre[0].restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
         pre[2].start()
+
+
+def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None:
+    """Set the CPU side of ``pipe`` up now, at the end of the run that measured the GPU alone because
+    the model would co-process it (its join builds are at hand): the next run of the cached plan
+    starts its workers with its early fact scan, and its probe row group runs a compiled loop
+    (``CoProcess.warm_loop``). Else the first co-processed run would set up and compile on a worker
+    during its fused pipeline, when a probe no longer fits before the GPU is done (its copies ran
+    ahead while the dimension pipelines did), and the rate would never be measured."""
+    if setup_of(pipe, reader) is not None or ctx.device is None:
+        return
+    verdicts = getattr(getattr(ctx, "early_scans", {}).get(pipe.source.op_id), "args", None)
+    row_groups = list(verdicts[2]) if verdicts is not None else list(range(reader.num_row_groups))
+    if not row_groups:
+        return
+    names = list(dict.fromkeys(pipe.source.scan.column_names))
+    router = PageRouter("auto", gpu=True, pipeline=key)
+    shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router, "on",
+                        gpu_pipeline=key)
+    co = CoProcess(ctx, pipe, None, shared, reader, 1, key)
+    from hetdb.exec.coprocess_setup import builds_done
+
+    if getattr(ctx.backend, "name", "") == "gpu":
+        co._gpu = builds_done()
+    try:
+        if co._set_up():
+            co.warm_loop()
+    except Exception as e:  # noqa: BLE001 - the query ran on the GPU alone; only its CPU side is refused
+        keep_setup(pipe, reader, CoSetup(None, refused=f"the CPU side's set-up failed: {e}", compiler_refused=True))
+    finally:
+        if co.crun is not None:
+            co.crun.gsink.reservation.close()
