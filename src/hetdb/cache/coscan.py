@@ -205,7 +205,23 @@ class SharedScan:
         got = [self.row_groups[self._hi - 1 - j] for j in range(k)]
         self._hi -= k
         self.cpu_taken.extend(got)
+        if self.mode == "on":
+            self._cond.notify_all()  # (``wait_for_cpu``)
         return got
+
+    def wait_for_cpu(self, timeout: float) -> bool:
+        """Forced on: wait (at most ``timeout`` seconds) until a CPU worker has claimed a row group,
+        or none is left for one; whether one did. The GPU's streamer claims a whole delivery's row
+        groups at once (with small pages, the whole scan), so without it the CPU workers of a
+        small scan got nothing."""
+        deadline = time.perf_counter() + timeout
+        with self._cond:
+            while not self.cpu_taken and not self.stopped and self._hi > self._lo:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return bool(self.cpu_taken)
 
     def gpu_row_group_seconds(self, i: int) -> float:
         """The GPU's time for position ``i``: its measured progress in this scan, else its time alone

@@ -210,6 +210,14 @@ class _CoWorker(_Worker):
             self.co._done_with(self)
 
 
+def _run_cleanup(fns: list) -> None:
+    try:
+        for fn in reversed(fns):
+            fn()
+    finally:
+        fns.clear()
+
+
 def _owned(col: Column) -> Column:
     """``col`` with copies of its arrays that are views (of a page's bytes in the pinned host tier)."""
     def own(a: Any) -> Any:
@@ -285,9 +293,10 @@ class CoProcess:
         self._switched = True
         self._futures = [pool.submit(self._work) for _ in range(self.workers)]
 
-    def set_up_now(self) -> None:
-        """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts."""
-        self._set_up()
+    def set_up_now(self) -> bool:
+        """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts; False
+        when refused."""
+        return self._set_up()
 
     def _work(self) -> None:
         if not self.shared.would_steal() or not self._set_up():
@@ -324,7 +333,12 @@ class CoProcess:
         setup = setup_of(pipe, self.reader)
         backend = setup.backend if setup is not None else CpuBackend()
         cctx = ExecContext(ctx.db, backend, ctx.options, ctx.host_memory, ctx.spill_dir)
-        cctx.stats, cctx._lock, cctx.cleanup = ctx.stats, ctx._lock, ctx.cleanup
+        cctx.stats, cctx._lock = ctx.stats, ctx._lock
+        # a clean-up list of its own, run and emptied with the query's: the set-up kept on the
+        # cached plan refers to this context (the loops' bound arguments), and through a shared
+        # list it kept the query's GPU context and what that still referred to (TPC-H q13 forced
+        # on: 512 bytes of device memory left allocated)
+        ctx.cleanup.append(lambda: (self.abort_unfinished(), _run_cleanup(cctx.cleanup)))
         cctx.host_cache = decoded_cache(ctx.device.host_tier(ctx.options))
         if setup is None:
             setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)

@@ -21,6 +21,8 @@ from hetdb.exec.operators.join import HashProbe
 DEFAULT_PAGE_ROWS = 1 << 20
 # the set-up the cost model counts when the cached plan keeps one (a context and a run: ~0.05 ms)
 REUSED_SETUP_S = 0.1e-3
+# forced on: how long the GPU's side waits for a CPU worker's first claim before it streams
+FORCED_CLAIM_WAIT_S = 2.0
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -134,11 +136,16 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
     if started is not None:
         return started, ""
     co = CoProcess(ctx, pipe, run, shared, reader, shared.workers, key)
+    ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its scan ends)
     if mode == "on":
         # forced (tests): set up before the GPU streams, so that the CPU workers take part in every
         # pipeline however fast the GPU is (lazily, a first set-up compiling CPU kernels let the
         # GPU finish the scan alone)
-        co.set_up_now()
+        if co.set_up_now():
+            # and the workers claim their first row groups before the GPU's streamer claims its first
+            # delivery's (with small pages, every row group of the scan)
+            co.start()
+            co.shared.wait_for_cpu(FORCED_CLAIM_WAIT_S)
     return co, ""
 
 
@@ -235,5 +242,6 @@ def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None
     except Exception as e:  # noqa: BLE001 - the query ran on the GPU alone; only its CPU side is refused
         keep_setup(pipe, reader, CoSetup(None, refused=f"the CPU side's set-up failed: {e}", compiler_refused=True))
     finally:
+        co.finished = True
         if co.crun is not None:
             co.crun.gsink.reservation.close()
