@@ -225,3 +225,19 @@ def test_the_gpu_time_left_counts_the_head_start_of_early_copies():
     s.consumer_began()  # the fused pipeline took the scan over: the head start stops growing
     time.sleep(0.01)
     assert s.gpu_seconds_left() == pytest.approx(0.050, abs=2e-3)
+
+
+def test_forced_on_waits_for_the_first_cpu_claim_unless_none_can_come():
+    import time
+
+    s = SharedScan(list(range(6)), [1] * 6, 1, _router(), "on")
+    t = threading.Timer(0.05, lambda: s.steal_run(1))
+    t.start()
+    t0 = time.perf_counter()
+    assert s.wait_for_cpu(5.0) and s.cpu_taken == [5]
+    assert time.perf_counter() - t0 < 2.0
+    held = SharedScan(list(range(6)), [1] * 6, 1, _router(), "on", resident=lambda rg: rg == 5)
+    t0 = time.perf_counter()
+    assert not held.wait_for_cpu(5.0)  # the GPU holds the back row group: no worker will claim
+    assert time.perf_counter() - t0 < 1.0
+    assert not SharedScan(list(range(6)), [1] * 6, 1, _router(), "on").wait_for_cpu(0.01)  # (timed out)

@@ -217,6 +217,8 @@ class SharedScan:
         deadline = time.perf_counter() + timeout
         with self._cond:
             while not self.cpu_taken and not self.stopped and self._hi > self._lo:
+                if self.resident is not None and self.resident(self.row_groups[self._hi - 1]):
+                    break  # (no worker takes a row group the GPU holds)
                 left = deadline - time.perf_counter()
                 if left <= 0:
                     break
