@@ -5,11 +5,10 @@ threads take ~6).
     PYTHONPATH=src python scripts/coprocess_cpu_rate.py DB [--queries q1.1,q2.1,q3.1,q4.1]
         [--threads 1] [--repeat 3]
 
-Per query, the fact table's aggregating pipeline (SSB lineorder) is timed three ways on a CPU
+Per query, the fact table's aggregating pipeline (SSB lineorder) is timed two ways on a CPU
 connection with ``--threads`` threads:
 
     engine-hot   the CPU engine's compiled pipeline over its decoded host page cache (cpu-hot)
-    engine-cold  the same with the page cache off (pages read and decoded per morsel)
     co           co-processing's CPU workers (exec/coprocess.py, mode "on") taking every row group
                  out of a host tier (plain NumPy memory standing in for the pinned tier) as they
                  would beside the GPU; nobody takes the front
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", default="q1.1,q2.1,q3.1,q4.1")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--modes", default="engine-hot,engine-cold,co")
+    ap.add_argument("--modes", default="engine-hot,co")
     ap.add_argument("--tier-bytes", type=int, default=2 << 30)
     args = ap.parse_args(argv)
     harness = Harness(_tier(args.tier_bytes))
@@ -114,8 +113,6 @@ def main(argv: list[str] | None = None) -> int:
         answer = None
         for mode in args.modes.split(","):
             options = {"threads": args.threads}
-            if mode == "engine-cold":
-                options["host_cache_limit"] = 0
             if mode == "co":
                 options["gpu_coprocess"] = "on"
             harness.mode = "co" if mode == "co" else "engine"
