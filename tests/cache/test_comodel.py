@@ -106,3 +106,13 @@ def test_outcomes_stop_co_processing_that_did_not_pay_and_try_again_now_and_then
     observe_outcome(rates, "p", True, 0.016)  # co-processed runs now clearly faster
     assert outcome_refuses(rates, "p") == ""
     assert outcome_refuses(rates, "other") == ""
+
+
+def test_workers_that_start_after_the_gpu_take_what_still_fits():
+    # SSB q1.1 at SF 20 on the H100: 115 row groups at ~0.1 ms of link each, a CPU row group ~7 ms;
+    # the workers start ~5 ms after the early scan's copies (its priming runs first)
+    gpu = [0.1e-3] * 115
+    assert decide(gpu, 7e-3, True, 14, 0.1e-3).go
+    late = decide(gpu, 7e-3, True, 14, 0.1e-3, cpu_start_s=5e-3)
+    assert not late.go and late.est.cpu_row_groups == 0
+    assert estimate(gpu, 7e-3, 14, 0.0, 1.0, 2e-3).cpu_row_groups < estimate(gpu, 7e-3, 14).cpu_row_groups

@@ -65,7 +65,7 @@ class CoEstimate:
 
 
 def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: float = 0.0,
-             slowdown: float = 1.0) -> CoEstimate:
+             slowdown: float = 1.0, cpu_start_s: float = 0.0) -> CoEstimate:
     """The race over row groups whose GPU times (alone) are ``gpu_rg_s`` (in scan order): CPU workers
     (all free once the set-up is done) claim from the back while a claim ends before the GPU,
     ``slowdown`` times slower next to them, reaches that row group."""
@@ -74,7 +74,7 @@ def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: floa
     starts = list(itertools.accumulate(gpu_rg_s if slowdown == 1.0 else [s * slowdown for s in gpu_rg_s],
                                        initial=setup_s))
     hi = len(gpu_rg_s)
-    free = [setup_s] * max(0, workers)
+    free = [setup_s + cpu_start_s] * max(0, workers)  # (the workers start after the GPU's copies did)
     heapq.heapify(free)
     cpu_end = 0.0
     while free and hi > 0 and cpu_rg_s > 0:
@@ -104,14 +104,14 @@ class CoDecision:
 
 
 def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float,
-           slowdown: Callable[[int], float] = lambda w: 1.0) -> CoDecision:
+           slowdown: Callable[[int], float] = lambda w: 1.0, cpu_start_s: float = 0.0) -> CoDecision:
     """Co-process or not, and with how many of at most ``workers`` CPU workers (see the module
     docstring). ``cpu_rg_s``: one CPU worker's time per row group (``measured``: by earlier
     co-processed scans of the pipeline, else the prior); ``slowdown(w)``: the GPU's with ``w``
     workers beside it, as measured by those scans. With a measured rate the worker counts tried
     are ``workers``, its half, quarter, ...: fewer workers slow the GPU less."""
     if not measured:
-        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers))
+        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers), cpu_start_s)
         if est.cpu_row_groups:
             return CoDecision(True, True, "", est, workers)
         return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
@@ -121,11 +121,11 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
     w = max(1, workers)
     counts = [w >> k for k in range(w.bit_length())]
     latest = sum(gpu_rg_s) * max(1.0, *(slowdown(c) for c in counts))
-    if setup_s + cpu_rg_s * MEASURED_MARGIN >= latest:  # (no worker count lets one row group fit)
+    if setup_s + cpu_start_s + cpu_rg_s * MEASURED_MARGIN >= latest:  # (no worker count lets one row group fit)
         est = CoEstimate(sum(gpu_rg_s), sum(gpu_rg_s) + setup_s, 0, setup_s, cpu_rg_s * MEASURED_MARGIN)
         return CoDecision(False, False, _none_fits(est), est, w)
     while True:
-        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w))
+        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w), cpu_start_s)
         if best is None or est.gain_s > best[0].gain_s:
             best = (est, w)
         if w == 1:
@@ -214,3 +214,20 @@ def _outcomes(rates: object) -> dict[str, Outcome]:
 
 
 _OUTCOME_LOCK = threading.Lock()
+
+
+def observe_start_delay(rates: object, pipeline: str, seconds: float) -> None:
+    """The CPU workers of an "auto" run of ``pipeline`` started ``seconds`` after its GPU side began
+    (the early scan's priming ran first): a running mean the race's set-up counts."""
+    store = rates.__dict__.get("_co_start_delay")
+    if store is None:
+        with _OUTCOME_LOCK:
+            store = rates.__dict__.setdefault("_co_start_delay", {})
+    with _OUTCOME_LOCK:
+        old = store.get(pipeline)
+        store[pipeline] = seconds if old is None else 0.75 * old + 0.25 * seconds
+
+
+def start_delay(rates: object, pipeline: str) -> float:
+    """``observe_start_delay``'s mean for ``pipeline`` (0 when never measured)."""
+    return rates.__dict__.get("_co_start_delay", {}).get(pipeline, 0.0)

@@ -497,7 +497,8 @@ class CoProcess:
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
         began = self.ctx.__dict__.get("co_began", {}).get(self.pipe.source.op_id)
-        if began is not None and self.shared.mode == "auto" and not self.shared.probe:  # (what it did, end to end)
+        # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
+        if began is not None and self.shared.mode == "auto" and (not self.shared.probe or not self.shared.cpu_taken):
             observe_outcome(self.shared.router.rates, self.key, True, time.perf_counter() - began)
         if self.crun is None:
             return []  # no worker took a morsel: nothing was set up

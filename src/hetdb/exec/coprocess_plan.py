@@ -8,7 +8,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hetdb.cache.comodel import MEASURED_MARGIN, decide, observe_outcome, outcome_refuses
+from hetdb.cache.comodel import (
+    MEASURED_MARGIN,
+    decide,
+    observe_outcome,
+    observe_start_delay,
+    outcome_refuses,
+    start_delay,
+)
 from hetdb.cache.coscan import SharedScan, check_coprocess
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import PageRouter
@@ -82,7 +89,8 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         gpu = shared.gpu_alone_all()
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
-                   + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w))
+                   + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w),
+                   start_delay(router.rates, key))
         if not d.go:
             return None, "", d.why
         if not router.rates.gpu_rate(key).observations:
@@ -189,15 +197,22 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
         ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
         return None, None
     shared.began = began  # (the early scan's copies begin now, long before the fact pipeline)
-    co = None
     setup = setup_of(pipe, reader)
-    if setup is not None and not setup.refused:
-        # the CPU side an earlier run of the cached plan set up (its join builds' host copies: the
-        # same table versions, the same rows) needs nothing of this run: its workers start now,
-        # beside the dimension pipelines, instead of when the fact pipeline begins (SSB q1.1 warm
-        # at SF 20 on the H100: the fused pipeline's last ~10 of 19 ms)
-        co = CoProcess(ctx, pipe, None, shared, reader, shared.workers, key)
-        ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
+    if setup is None:
+        # no CPU side yet: set up at the end of this run (prepare_cpu_side), which runs on the GPU
+        # alone: set up lazily during the fused pipeline, its workers would find that the GPU's
+        # copies ran ahead meanwhile and take nothing, and its priming would have stopped short of
+        # the CPU's expected share for nothing
+        ctx.__dict__.setdefault("co_prepare", set()).add(pipe.source.op_id)
+        why = "the CPU side is set up at the end of this run: the next one starts its workers with the scan"
+        ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
+        return None, None
+    # the CPU side an earlier run of the cached plan set up (its join builds' host copies: the same
+    # table versions, the same rows) needs nothing of this run: its workers start now, beside the
+    # dimension pipelines, instead of when the fact pipeline begins (SSB q1.1 warm at SF 20 on the
+    # H100: the fused pipeline's last ~10 of 19 ms)
+    co = CoProcess(ctx, pipe, None, shared, reader, shared.workers, key)
+    ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
     ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key, co)
     gpu_share = max(1, len(row_groups) - shared.expected_cpu)
     return shared, sum(shared.link_bytes[:gpu_share])
@@ -210,7 +225,10 @@ def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
     first deliveries are queued: a worker starting takes the interpreter lock for a while)."""
     pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
     if isinstance(pre, tuple) and pre[2] is not None:
-        pre[0].restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
+        shared = pre[0]
+        shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
+        if shared.began is not None:
+            observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
         pre[2].start()
 
 
