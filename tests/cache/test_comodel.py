@@ -115,4 +115,4 @@ def test_workers_that_start_after_the_gpu_take_what_still_fits():
     assert decide(gpu, 7e-3, True, 14, 0.1e-3).go
     late = decide(gpu, 7e-3, True, 14, 0.1e-3, cpu_start_s=5e-3)
     assert not late.go and late.est.cpu_row_groups == 0
-    assert estimate(gpu, 7e-3, 14, 0.0, 1.0, 2e-3).cpu_row_groups < estimate(gpu, 7e-3, 14).cpu_row_groups
+    assert estimate(gpu, 7e-3, 14, 0.0, 1.0, 4e-3).cpu_row_groups == 4 < estimate(gpu, 7e-3, 14).cpu_row_groups
