@@ -49,7 +49,8 @@ MODES = {
 
 
 def _notes(plan: str) -> list[str]:
-    return sorted({m.group(0) for m in re.finditer(r"\((?:CPU\+GPU co-processing|not co-processed)[^)]*\)", plan)})
+    return sorted({m.group(0) for m in re.finditer(
+        r"\((?:CPU\+GPU co-processing|not co-processed)(?:[^()]|\([^()]*\))*\)", plan)})
 
 
 def _rates() -> dict[str, dict[str, float]]:
@@ -120,9 +121,9 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             walls.append(wall)
     notes = []
     if mode in ("auto", "on"):
-        notes.append("[" + "; ".join(runs) + "]")  # (the warm-up run first)
         with hetdb.connect(db, device=device, **options) as con:
             notes = _notes(con.explain(sql, analyze=True))
+        notes.insert(0, "[" + "; ".join(runs) + "]")  # (what each run did, the warm-up run first)
     return walls, rows, notes
 
 

@@ -86,3 +86,33 @@ def test_the_slowdown_is_a_running_mean_per_pipeline_and_worker():
     assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5)
     rates.observe_slowdown("p", float("nan"), 4)  # (ignored)
     assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5) and rates.gpu_slowdown("q", 4) == 1.0
+
+
+def test_outcomes_stop_co_processing_that_did_not_pay_and_try_again_now_and_then():
+    from hetdb.cache.comodel import EXPLORE_EVERY, observe_outcome, outcome_refuses
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    assert outcome_refuses(rates, "p") == ""  # nothing measured
+    observe_outcome(rates, "p", False, 0.020)
+    observe_outcome(rates, "p", True, 1.5)  # (a first co-processed run compiling the CPU loop)
+    assert outcome_refuses(rates, "p") == ""  # one co-processed run says nothing yet
+    observe_outcome(rates, "p", True, 0.021)
+    why = outcome_refuses(rates, "p")
+    assert "21.0 ms" in why and "20.0 ms" in why  # (of two, the smaller: the compile does not count)
+    answers = [outcome_refuses(rates, "p") for _ in range(2 * EXPLORE_EVERY)]
+    assert sum(a == "" for a in answers) == 2  # a run that tries again every EXPLORE_EVERY-th
+    observe_outcome(rates, "p", True, 0.015)
+    observe_outcome(rates, "p", True, 0.016)  # co-processed runs now clearly faster
+    assert outcome_refuses(rates, "p") == ""
+    assert outcome_refuses(rates, "other") == ""
+
+
+def test_workers_that_start_after_the_gpu_take_what_still_fits():
+    # SSB q1.1 at SF 20 on the H100: 115 row groups at ~0.1 ms of link each, a CPU row group ~7 ms;
+    # the workers start ~5 ms after the early scan's copies (its priming runs first)
+    gpu = [0.1e-3] * 115
+    assert decide(gpu, 7e-3, True, 14, 0.1e-3).go
+    late = decide(gpu, 7e-3, True, 14, 0.1e-3, cpu_start_s=5e-3)
+    assert not late.go and late.est.cpu_row_groups == 0
+    assert estimate(gpu, 7e-3, 14, 0.0, 1.0, 4e-3).cpu_row_groups == 4 < estimate(gpu, 7e-3, 14).cpu_row_groups

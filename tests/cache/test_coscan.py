@@ -213,3 +213,31 @@ def test_claimed_but_undelivered_row_groups_still_count_as_the_gpus_work():
     assert s.steal_run(8) == [24]
     s.delivered(10)  # (never past what the GPU claimed)
     assert s._done == 20 and s.steal_run(8) == []
+
+
+def test_the_gpu_time_left_counts_the_head_start_of_early_copies():
+    import time
+
+    s = SharedScan(list(range(30)), [1_000_000] * 30, 2, _router(), "auto")
+    assert s.gpu_seconds_left() == pytest.approx(0.060)  # 30 row groups at 2 ms
+    s.began = time.perf_counter() - 0.010  # the early scan's copies began 10 ms ago
+    assert s.gpu_seconds_left() == pytest.approx(0.050, abs=2e-3)
+    s.consumer_began()  # the fused pipeline took the scan over: the head start stops growing
+    time.sleep(0.01)
+    assert s.gpu_seconds_left() == pytest.approx(0.050, abs=2e-3)
+
+
+def test_forced_on_waits_for_the_first_cpu_claim_unless_none_can_come():
+    import time
+
+    s = SharedScan(list(range(6)), [1] * 6, 1, _router(), "on")
+    t = threading.Timer(0.05, lambda: s.steal_run(1))
+    t.start()
+    t0 = time.perf_counter()
+    assert s.wait_for_cpu(5.0) and s.cpu_taken == [5]
+    assert time.perf_counter() - t0 < 2.0
+    held = SharedScan(list(range(6)), [1] * 6, 1, _router(), "on", resident=lambda rg: rg == 5)
+    t0 = time.perf_counter()
+    assert not held.wait_for_cpu(5.0)  # the GPU holds the back row group: no worker will claim
+    assert time.perf_counter() - t0 < 1.0
+    assert not SharedScan(list(range(6)), [1] * 6, 1, _router(), "on").wait_for_cpu(0.01)  # (timed out)

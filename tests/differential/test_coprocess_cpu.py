@@ -26,6 +26,7 @@ from hetdb.exec.pipeline import _Run
 
 FACTS = {"lineorder", "lineitem", "orders", "partsupp"}
 DESCRIBED: list[str] = []  # CoProcess.describe() of each co-processed pipeline run by ``coprocessed``
+EARLY: list = []  # with an entry: "auto" pipelines start as a GPU query's early fact scan does (log of what started)
 
 
 class _FrontRun(_Run):
@@ -78,16 +79,32 @@ def coprocessed(monkeypatch):
         front_plan = compiled_cpu._prepare(ctx, pipe)  # (the GPU's part: a compiled CPU worker)
         if isinstance(front_plan, str):
             return original(ctx, pipe, run, pool, threads)
-        ctx.device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
+        ctx.device = device = types.SimpleNamespace(host_tier=lambda options: tier, cache=_NoDeviceCache())
         try:
+            if EARLY and getattr(ctx.options, "gpu_coprocess", "off") == "auto":
+                # (as exec/early_scan.py at the query's start: the CPU workers of a plan whose CPU
+                # side is set up start now, and plan_coprocess takes them over)
+                from hetdb.exec.coprocess_plan import early_shared_scan, start_early_workers
+
+                shared, _cap = early_shared_scan(ctx, pipe, row_groups)
+                if shared is not None:
+                    pre = ctx.co_early[src.op_id]
+                    EARLY.append(pre[2])
+                    start_early_workers(ctx, pipe)
             co, why = plan_coprocess(ctx, pipe, reader, run, row_groups)
+            if EARLY and co is not None:
+                assert EARLY[-1] is None or co is EARLY[-1]
             if co is None:
                 log.append(why)
                 ctx.device = None
                 began = time.perf_counter()
                 got = original(ctx, pipe, run, pool, threads)
                 if getattr(ctx.options, "gpu_coprocess", "off") == "auto":  # (as exec/fusion_run.py does)
-                    observe_gpu_scan(ctx, pipe, reader, len(row_groups), time.perf_counter() - began, None)
+                    ctx.device = device  # (a run measuring the GPU alone may set the CPU side up)
+                    try:
+                        observe_gpu_scan(ctx, pipe, reader, len(row_groups), time.perf_counter() - began, None)
+                    finally:
+                        ctx.device = None
                 return got
             co.start()  # (its workers set the CPU side up when the first of them takes a morsel)
             fctx = ExecContext(ctx.db, ctx.backend, ctx.options, ctx.host_memory, ctx.spill_dir)
@@ -219,17 +236,23 @@ def test_auto_sets_nothing_up_unless_a_worker_takes_a_morsel_and_a_cached_plan_r
     assert runs and "(reused)" not in runs[0] and all("(reused)" in d for d in runs[1:]), DESCRIBED
 
 
-def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed, tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept_decoded", [False, True])
+def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(kept_decoded, coprocessed, tmp_path, monkeypatch):
     """A fact table of 2,048-row pages whose nullable columns have NULLs on some pages and none on
     others (a CPU worker's run mixes both), a dictionary-encoded string group key and compressed
-    integers: the CPU workers' runs of row groups (decoded into run buffers) give DuckDB's answers."""
+    integers: the CPU workers' runs of row groups (decoded into run buffers) give DuckDB's answers;
+    so do their row groups read from the pages they keep decoded (``kept_decoded``: the second time
+    round out of that cache, coprocess_setup.decoded_cache)."""
     import duckdb
     import pyarrow as pa
 
     import hetdb
     from hetdb import types as T
-    from hetdb.exec import coprocess
+    from hetdb.exec import coprocess, coprocess_setup
     from hetdb.storage import ColumnSpec, Database
+
+    if not kept_decoded:
+        monkeypatch.setattr(coprocess_setup, "DECODED_SHARE", 0.0)
 
     rng = np.random.default_rng(9)
     n = 61_440
@@ -257,10 +280,52 @@ def test_runs_of_row_groups_with_nulls_and_dictionaries_match_duckdb(coprocessed
                "FROM orders WHERE o_price > -5000 GROUP BY o_flag",
                "SELECT o_qty, count(*), sum(o_price) FROM orders WHERE o_qty IS NULL OR o_qty < 10 GROUP BY o_qty"]
     with hetdb.connect(str(tmp_path / "db"), device="cpu", threads=3, gpu_coprocess="on") as con:
-        for sql in queries:
-            got = sorted(con.sql(sql).fetchall(), key=repr)
-            want = sorted(duck.sql(sql).fetchall(), key=repr)
-            assert got == want and len(got) > 1, sql
-    _tier_, log = coprocessed
+        for _ in range(2 if kept_decoded else 1):
+            for sql in queries:
+                got = sorted(con.sql(sql).fetchall(), key=repr)
+                want = sorted(duck.sql(sql).fetchall(), key=repr)
+                assert got == want and len(got) > 1, sql
+    tier, log = coprocessed
     assert any(isinstance(e, tuple) and len(e[1]) > 1 for e in log), log
-    assert runs and max(runs) > 1  # row groups decoded into a run's buffers
+    if not kept_decoded:
+        assert runs and max(runs) > 1  # row groups decoded into a run's buffers
+        return
+    assert not runs
+    kept = coprocess_setup.decoded_cache(tier)
+    assert kept.used > 0 and kept.hits > 0  # pages decoded once, read again out of the cache
+
+
+def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ssb_small, monkeypatch):
+    """gpu_coprocess='auto' where the cached plan's CPU side is set up already: the CPU workers are
+    made and started when the query starts (exec/coprocess_plan.early_shared_scan and
+    start_early_workers, as exec/early_scan.py calls them) and the fused pipeline takes them over
+    (plan_coprocess); the answers stay DuckDB's (the same as without co-processing)."""
+    import hetdb
+    from hetdb.cache import rates as rates_module
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    monkeypatch.setattr(_FrontRun, "delay", 0.05)
+    EARLY.append("on")
+    _tier_, log = coprocessed
+    sql = "   " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)
+    try:
+        with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+            want = con.sql(sql).fetchall()
+            con.sql("SET gpu_coprocess = 'auto'")
+            got = [con.sql(sql).fetchall() for _ in range(4)]
+    finally:
+        started = EARLY[1:]
+        EARLY.clear()
+    assert all(g == want for g in got) and len(want) == 1
+    assert any(co is not None for co in started), (started, log)  # workers started early
+    early = [co for co in started if co is not None]
+    assert all(co.finished for co in early)
+    # the run that measured the GPU alone set the CPU side up and compiled its loop
+    # (coprocess_plan.prepare_cpu_side): the next run's workers started early
+    assert started[0] is not None and all(co.setup_reused for co in early)
+    assert all(k.__dict__.get("_co_called") for k in early[0].plan.fast_kernels.values() if not isinstance(k, str))
+    assert any(co.shared.cpu_taken for co in early), [co.describe() for co in early]

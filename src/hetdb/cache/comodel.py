@@ -29,15 +29,18 @@ pipeline's rate.
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 # a probe run at the prior (unmeasured) CPU estimate is taken only when this many times its
-# estimate fits before the GPU would be done. 1: the probe is exploration, once per pipeline and
-# process (the GPU waits at most for the probe's overrun); with 2, SSB q1.x at SF 20 (a row group of
-# four 1M-row pages: 10 ms at the default rate, the GPU's scan 12-19 ms) never probed, so never
-# learned the CPU's real rate
-PROBE_MARGIN = 1.0
+# estimate fits before the GPU would be done. Below 1: the probe is exploration, once per pipeline
+# and process (the GPU waits at most for the probe's overrun); with 2, and with 1, SSB q1.1 at SF 20
+# (a row group of four 1M-row pages: 10 ms at the default rate, the GPU's scan estimated at 8.9 ms)
+# never probed, so never learned the CPU's real rate (the H100's CPU engine: 5.7 ms a row group on
+# one thread, hot)
+PROBE_MARGIN = 0.7
 # co-processing with a measured rate must save at least this much, and this share of the GPU's time
 MIN_GAIN_S = 0.5e-3
 MIN_GAIN_SHARE = 0.05
@@ -62,16 +65,16 @@ class CoEstimate:
 
 
 def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: float = 0.0,
-             slowdown: float = 1.0) -> CoEstimate:
+             slowdown: float = 1.0, cpu_start_s: float = 0.0) -> CoEstimate:
     """The race over row groups whose GPU times (alone) are ``gpu_rg_s`` (in scan order): CPU workers
     (all free once the set-up is done) claim from the back while a claim ends before the GPU,
     ``slowdown`` times slower next to them, reaches that row group."""
     gpu_s = sum(gpu_rg_s)
-    starts = [setup_s]  # starts[i]: when the GPU reaches position i (the set-up delays it)
-    for s in gpu_rg_s:
-        starts.append(starts[-1] + s * slowdown)
+    # starts[i]: when the GPU reaches position i (the set-up delays it)
+    starts = list(itertools.accumulate(gpu_rg_s if slowdown == 1.0 else [s * slowdown for s in gpu_rg_s],
+                                       initial=setup_s))
     hi = len(gpu_rg_s)
-    free = [setup_s] * max(0, workers)
+    free = [setup_s + cpu_start_s] * max(0, workers)  # (the workers start after the GPU's copies did)
     heapq.heapify(free)
     cpu_end = 0.0
     while free and hi > 0 and cpu_rg_s > 0:
@@ -101,14 +104,14 @@ class CoDecision:
 
 
 def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float,
-           slowdown: Callable[[int], float] = lambda w: 1.0) -> CoDecision:
+           slowdown: Callable[[int], float] = lambda w: 1.0, cpu_start_s: float = 0.0) -> CoDecision:
     """Co-process or not, and with how many of at most ``workers`` CPU workers (see the module
     docstring). ``cpu_rg_s``: one CPU worker's time per row group (``measured``: by earlier
     co-processed scans of the pipeline, else the prior); ``slowdown(w)``: the GPU's with ``w``
     workers beside it, as measured by those scans. With a measured rate the worker counts tried
     are ``workers``, its half, quarter, ...: fewer workers slow the GPU less."""
     if not measured:
-        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers))
+        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers), cpu_start_s)
         if est.cpu_row_groups:
             return CoDecision(True, True, "", est, workers)
         return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
@@ -116,8 +119,13 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
                                        f"(prior rate, x{PROBE_MARGIN:g})", est, workers)
     best: tuple[CoEstimate, int] | None = None
     w = max(1, workers)
+    counts = [w >> k for k in range(w.bit_length())]
+    latest = sum(gpu_rg_s) * max(1.0, *(slowdown(c) for c in counts))
+    if setup_s + cpu_start_s + cpu_rg_s * MEASURED_MARGIN >= latest:  # (no worker count lets one row group fit)
+        est = CoEstimate(sum(gpu_rg_s), sum(gpu_rg_s) + setup_s, 0, setup_s, cpu_rg_s * MEASURED_MARGIN)
+        return CoDecision(False, False, _none_fits(est), est, w)
     while True:
-        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w))
+        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w), cpu_start_s)
         if best is None or est.gain_s > best[0].gain_s:
             best = (est, w)
         if w == 1:
@@ -127,10 +135,99 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
     if est.gain_s >= max(MIN_GAIN_S, MIN_GAIN_SHARE * est.gpu_s):
         return CoDecision(True, False, "", est, w)
     if not est.cpu_row_groups:
-        why = (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
-               f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
+        why = _none_fits(est)
     else:
         why = (f"{w} CPU workers would save {est.gain_s * 1e3:.2f} ms of the GPU's estimated "
                f"{est.gpu_s * 1e3:.1f} ms (set-up {est.setup_s * 1e3:.2f} ms, the GPU {slowdown(w):.2f}x "
                f"slower next to them, a CPU row group {est.cpu_rg_s * 1e3:.2f} ms)")
     return CoDecision(False, False, why, est, w)
+
+
+def _none_fits(est: CoEstimate) -> str:
+    return (f"no CPU worker finishes a row group ({est.cpu_rg_s * 1e3:.2f} ms measured) before the GPU "
+            f"would (estimated {est.gpu_s * 1e3:.1f} ms for the scan)")
+
+
+# What co-processing did for a pipeline, end to end: each "auto" run's time from the query's start
+# (its early fact scan) to the end of the pipeline's scan, co-processed or on the GPU alone; the model
+# stops co-processing a pipeline whose co-processed runs were not OUTCOME_MARGIN times faster than
+# its runs alone (whatever the rates said: a feeder thread starved of the interpreter lock, a link
+# or memory shared, shows only there), and tries again every EXPLORE_EVERY-th run.
+OUTCOME_MARGIN = 0.97
+EXPLORE_EVERY = 16
+_KEPT = 3  # the last runs of each kind compared (their median; the smaller of two)
+
+
+@dataclass
+class Outcome:
+    alone: list[float]
+    co: list[float]
+    refused: int = 0  # runs the outcome kept on the GPU alone since the last co-processed one
+
+
+def _typical(times: list[float]) -> float:
+    s = sorted(times)
+    return s[(len(s) - 1) // 2]  # (the median of three; of two the smaller: a compile, a probe)
+
+
+def observe_outcome(rates: object, pipeline: str, coprocessed: bool, seconds: float) -> None:
+    """One "auto" run of ``pipeline`` took ``seconds`` from its query's start to its scan's end."""
+    if seconds <= 0:
+        return
+    store = _outcomes(rates)
+    with _OUTCOME_LOCK:
+        o = store.get(pipeline)
+        if o is None:
+            o = store[pipeline] = Outcome([], [])
+        kept = o.co if coprocessed else o.alone
+        kept.append(seconds)
+        del kept[:-_KEPT]
+        if coprocessed:
+            o.refused = 0
+
+
+def outcome_refuses(rates: object, pipeline: str) -> str:
+    """Why not to co-process ``pipeline`` by what its earlier "auto" runs took ("" when they do not
+    say so: fewer than two co-processed runs or none alone, co-processed ones faster, or a run that
+    tries again)."""
+    store = _outcomes(rates)
+    with _OUTCOME_LOCK:
+        o = store.get(pipeline)
+        if o is None or len(o.co) < 2 or not o.alone:
+            return ""
+        co, alone = _typical(o.co), _typical(o.alone)
+        if co < alone * OUTCOME_MARGIN:
+            return ""
+        o.refused += 1
+        if o.refused % EXPLORE_EVERY == 0:
+            return ""
+    return (f"its co-processed runs took {co * 1e3:.1f} ms to the end of its scan, on the GPU alone "
+            f"{alone * 1e3:.1f} ms")
+
+
+def _outcomes(rates: object) -> dict[str, Outcome]:
+    got = rates.__dict__.get("_co_outcomes")
+    if got is None:
+        with _OUTCOME_LOCK:
+            got = rates.__dict__.setdefault("_co_outcomes", {})
+    return got
+
+
+_OUTCOME_LOCK = threading.Lock()
+
+
+def observe_start_delay(rates: object, pipeline: str, seconds: float) -> None:
+    """The CPU workers of an "auto" run of ``pipeline`` started ``seconds`` after its GPU side began
+    (the early scan's priming ran first): a running mean the race's set-up counts."""
+    store = rates.__dict__.get("_co_start_delay")
+    if store is None:
+        with _OUTCOME_LOCK:
+            store = rates.__dict__.setdefault("_co_start_delay", {})
+    with _OUTCOME_LOCK:
+        old = store.get(pipeline)
+        store[pipeline] = seconds if old is None else 0.75 * old + 0.25 * seconds
+
+
+def start_delay(rates: object, pipeline: str) -> float:
+    """``observe_start_delay``'s mean for ``pipeline`` (0 when never measured)."""
+    return rates.__dict__.get("_co_start_delay", {}).get(pipeline, 0.0)

@@ -23,6 +23,7 @@ work).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -71,6 +72,7 @@ class SharedScan:
         self._by_deliveries = False        # the GPU's rate follows its deliveries, not its claims
         self.expected_cpu = 0              # row groups the cost model expected the CPU to take
         self.workers = 1                   # CPU workers taking part (the cost model's choice in "auto")
+        self.probe = False                 # "auto" on the prior CPU rate: one probe row group measures it
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         self._cond = threading.Condition()
         self.gpu_taken: list[int] = []
@@ -87,6 +89,12 @@ class SharedScan:
         # the default CPU rate (per page) scaled to these pages (it is a 1M-row page's)
         self.default_scale = default_scale
         self.setup_seconds: float | None = None  # the CPU side's set-up, once done (EXPLAIN ANALYZE)
+        self._alone: list[float] | None = None   # see gpu_alone_all
+        self._alone_prefix: list[float] = []
+        # when the GPU's copies began ahead of its consumer (an early scan's priming, at the query's
+        # start); None: they begin with it
+        self.began: float | None = None
+        self._ahead: float | None = None  # the copies' head start, fixed when the consumer began
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
@@ -130,6 +138,13 @@ class SharedScan:
         in a burst, long before its consumer)."""
         with self._cond:
             self._gpu_first, self.gpu_rg_seconds = None, None
+
+    def consumer_began(self) -> None:
+        """The GPU's consumer (the fused pipeline) takes over the early scan: the copies' head start
+        stops growing (from now on the GPU works through what it was delivered)."""
+        with self._cond:
+            if self.began is not None and self._ahead is None:
+                self._ahead = time.perf_counter() - self.began
 
     def remaining(self) -> int:
         with self._cond:
@@ -190,7 +205,25 @@ class SharedScan:
         got = [self.row_groups[self._hi - 1 - j] for j in range(k)]
         self._hi -= k
         self.cpu_taken.extend(got)
+        if self.mode == "on":
+            self._cond.notify_all()  # (``wait_for_cpu``)
         return got
+
+    def wait_for_cpu(self, timeout: float) -> bool:
+        """Forced on: wait (at most ``timeout`` seconds) until a CPU worker has claimed a row group,
+        or none is left for one; whether one did. The GPU's streamer claims a whole delivery's row
+        groups at once (with small pages, the whole scan), so without it the CPU workers of a
+        small scan got nothing."""
+        deadline = time.perf_counter() + timeout
+        with self._cond:
+            while not self.cpu_taken and not self.stopped and self._hi > self._lo:
+                if self.resident is not None and self.resident(self.row_groups[self._hi - 1]):
+                    break  # (no worker takes a row group the GPU holds)
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return bool(self.cpu_taken)
 
     def gpu_row_group_seconds(self, i: int) -> float:
         """The GPU's time for position ``i``: its measured progress in this scan, else its time alone
@@ -202,22 +235,46 @@ class SharedScan:
     def gpu_alone_seconds(self, i: int) -> float:
         """The GPU's time for position ``i`` with no CPU worker beside it, as the rates say: the
         slower of the copy over the link and the pipeline's GPU rate (copies and kernels overlap)."""
-        rates = self.router.rates
-        return max(rates.h2d.seconds(self.link_bytes[i]), self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1))
+        return self.gpu_alone_all()[i]
+
+    def gpu_alone_all(self) -> list[float]:
+        """``gpu_alone_seconds`` of every position, as the rates said when first asked (kept: a
+        worker's steal asks for sums of them, under the lock and the interpreter's)."""
+        got = self._alone
+        if got is None:
+            rates = self.router.rates
+            h2d = rates.h2d
+            lat, bw = h2d.latency_s, h2d.bytes_per_s
+            kernel = self.pages * rates.gpu_rate(self.gpu_pipeline).seconds(1)
+            got = self._alone = [max(lat + b / bw, kernel) for b in self.link_bytes]
+            self._alone_prefix = list(itertools.accumulate(got, initial=0.0))
+        return got
 
     def _gpu_left(self, i: int) -> float:
         """The GPU's time for every position before ``i`` it has not had delivered yet (claimed
-        ahead, or unclaimed)."""
-        return sum(self.gpu_row_group_seconds(j) for j in range(self._done, i))
+        ahead, or unclaimed); before its progress is measured, its time alone less the time since
+        its copies began ahead of its consumer (they run while the pipelines before it do)."""
+        if i <= self._done:
+            return 0.0
+        if self.gpu_rg_seconds is not None:
+            return (i - self._done) * self.gpu_rg_seconds
+        self.gpu_alone_all()
+        prefix = self._alone_prefix
+        ahead = self._ahead if self._ahead is not None else (
+            0.0 if self.began is None else time.perf_counter() - self.began)
+        return max(0.0, (prefix[i] - prefix[self._done]) * self.gpu_slowdown - ahead)
 
     def gpu_seconds_left(self) -> float:
         with self._cond:
             return self._gpu_left(self._hi)
 
-    def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False) -> None:
+    def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False,
+                    later: float | None = None) -> None:
         """A CPU worker's wall time for a run of ``row_groups`` it took: this scan's CPU time per row
         group follows it (a running mean), and so does the router's CPU rate of the pipeline (in
-        "auto" only).
+        "auto" only), which takes ``later`` when given: the run's time without the decoding its
+        pages, kept decoded now, spare the next scans (a rate learnt from a first run's decoding
+        would keep the model from co-processing the scans that need none).
         ``warmup``: the run compiled the loop; its time is not a rate (the next steal probes again)."""
         if row_groups <= 0:
             return
@@ -235,7 +292,7 @@ class SharedScan:
             self._probing = False
             self._cond.notify_all()
         if self.mode == "auto":  # (forced runs, every worker stealing at once, teach "auto" nothing)
-            self.router.observe_cpu(row_groups * self.pages, seconds)
+            self.router.observe_cpu(row_groups * self.pages, seconds if later is None or later <= 0 else later)
 
     def stop(self) -> None:
         """No more row groups for the CPU (the GPU side failed or finished): waiting workers leave."""

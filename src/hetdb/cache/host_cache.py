@@ -578,6 +578,7 @@ def clear_shared_host_cache(release_memory: bool = False) -> None:
     cache = _shared
     if cache is None:
         return
+    cache.__dict__.pop("decoded_for_cpu", None)  # (pages co-processing's CPU workers decoded out of it)
     if release_memory:
         cache.release_memory()
     else:

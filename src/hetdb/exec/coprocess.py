@@ -8,18 +8,24 @@ rates measured in the scan, whether a CPU worker finishes a run before the GPU w
 reads its pages straight out of the pinned host tier (route ``host_cpu``: the GPU never copies them)
 or, for pages the tier lacks, from disk.
 
-The GPU's feeder is one Python thread: every moment a CPU worker holds the GIL delays the GPU's
-copies and launches. So a worker's morsel is a run of consecutive row groups (up to ``RUN_BYTES``
-decoded, exec/coprocess_setup.py): its pages are looked up under one lock, each decoded by a Numba ``nogil`` decoder straight
-into the worker's reused run buffers (plain pages: one copy, which NumPy makes without the GIL), and
-one loop call goes over the whole run; the Python between those calls is per page a look-up and a
-call, per run the loop's arguments.
+The pages a worker decodes out of the tier are kept decoded beside it (coprocess_setup.decoded_cache:
+the CPU's share is the back of the scan, the same row groups run after run), and a worker reads a
+row group whose pages are kept as the CPU engine's workers read a hot one: one look-up under one
+lock, narrow copies of the integer columns, one loop call (SSB SF 5, one process: 2.31 vs the
+engine's 2.35 ms a row group for q1.1, 5.43 vs 5.59 for q4.1; decoding each time they took 3.93 and
+11.4). The GPU's feeder is one Python thread: every moment a CPU worker holds the GIL delays the
+GPU's copies and launches, so the Python per row group is kept to a few look-ups and calls (~50 us).
+Without that cache (``DECODED_SHARE`` 0) a morsel is a run of consecutive row
+groups (up to ``RUN_BYTES`` decoded): each page decoded by a Numba ``nogil`` decoder straight into
+the worker's reused run buffers, one loop call over the whole run.
 
 Nothing of the CPU side is made before a worker is about to take its first morsel: then the join
 builds, made once on the GPU, are copied to the host and hashed there (small dimension tables) and
 the CPU loop is planned (exec/coprocess_setup.py), once per cached plan; the workers are the
 process's co-processing threads, started once, and their run buffers are kept per thread. So a
-scan the cost model keeps on the GPU costs the decision only. Each CPU worker keeps its own group
+scan the cost model keeps on the GPU costs the decision only. A cached plan run again in "auto"
+starts its workers with the query's early fact scan (coprocess_plan.early_shared_scan), beside the
+dimension pipelines. Each CPU worker keeps its own group
 table; when the scan is done its
 partial states move to the GPU and join the aggregation's partial states next to the fused kernel's,
 so the aggregation merges them as it merges any partial states. EXPLAIN ANALYZE shows the pages by
@@ -40,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import codec
+from hetdb.cache.comodel import observe_outcome
 from hetdb.cache.coscan import SharedScan
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import Route, RouteCounts
@@ -48,6 +55,7 @@ from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
 from hetdb.exec.coprocess_setup import (
     builds_done,
+    decoded_cache,
     enter_switch_interval,
     exit_switch_interval,
     keep_setup,
@@ -105,6 +113,7 @@ class _CoWorker(_Worker):
         self.taken = 0
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
         self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
+        self.kept_s = 0.0  # the morsel's decoding into pages kept decoded (later runs read them)
         # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
         # by every scan: tens of MiB per worker)
         self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
@@ -120,7 +129,14 @@ class _CoWorker(_Worker):
         n = sum(rows)
         tier = co.ctx.device.host_tier(co.ctx.options)
         counts = RouteCounts()
-        if len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
+        if len(rgs) == 1 and self.p.resident is not None and self.p.resident.cache is not None:  # (pages kept decoded: coprocess_setup.decoded_cache)
+            pages = self.p.resident.read(reader, rgs[0], True, self.stats)
+            if pages is None:
+                t0 = time.perf_counter()
+                pages = [co._decoded(reader, self.p.names[c], rgs[0], n, tier, counts) for c in self.p.base]
+                self.kept_s = time.perf_counter() - t0  # (what the pages kept decoded spare the next runs)
+            cols = dict(zip(self.p.base, pages))
+        elif len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
         else:
             cols = {c: self._run_column(reader, self.p.names[c], rgs, rows, tier, counts) for c in self.p.base}
@@ -175,9 +191,13 @@ class _CoWorker(_Worker):
         return Column(spec.dtype, data=out, validity=validity, dictionary=dictionary)
 
     def _run_kernel(self, kernel: Any, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
-        # a Numba dispatcher without a signature compiles (or loads from the disk cache) on this call
-        self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
+        # a Numba dispatcher without a signature compiles (or loads from the disk cache) on this call;
+        # asked once per kernel (Dispatcher.signatures lists every signature's types: ~130 us of
+        # GIL-held Python a row group, the most of a worker's)
+        if not kernel.__dict__.get("_co_called"):
+            self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
         super()._run_kernel(kernel, cols, n, lsink, runs)
+        kernel.__dict__["_co_called"] = True
 
     def work(self) -> None:
         self.co._local.worker = self
@@ -188,6 +208,25 @@ class _CoWorker(_Worker):
             raise
         finally:
             self.co._done_with(self)
+
+
+def _run_cleanup(fns: list) -> None:
+    try:
+        for fn in reversed(fns):
+            fn()
+    finally:
+        fns.clear()
+
+
+def _owned(col: Column) -> Column:
+    """``col`` with copies of its arrays that are views (of a page's bytes in the pinned host tier)."""
+    def own(a: Any) -> Any:
+        return a if a is None or a.flags.owndata else a.copy()
+
+    if all(a is None or a.flags.owndata for a in (col.data, col.validity, col.offsets, col.chars)):
+        return col
+    return Column(col.dtype, data=own(col.data), validity=own(col.validity), dictionary=col.dictionary,
+                  offsets=own(col.offsets), chars=own(col.chars))
 
 
 def _raw(info: Any, hp: Any) -> np.ndarray:
@@ -235,10 +274,18 @@ class CoProcess:
         self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
         self._spent_lock = threading.Lock()
         self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
+        self._started = False
+        self.finished = False  # ``finish`` or ``abort`` ran
 
     def start(self) -> None:
         """Queue the workers on the process's co-processing threads (each sets up nothing and leaves
-        when the CPU would take nothing)."""
+        when the CPU would take nothing; none is queued when the CPU would take nothing now: a
+        worker woken for nothing takes the interpreter lock from the GPU's feeder). Once."""
+        if self._started:
+            return
+        self._started = True
+        if not self.shared.would_steal():
+            return
         if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":
             self._gpu = builds_done()  # (the workers copy the builds: after everything queued so far)
         pool = worker_pool(self.workers)
@@ -246,9 +293,10 @@ class CoProcess:
         self._switched = True
         self._futures = [pool.submit(self._work) for _ in range(self.workers)]
 
-    def set_up_now(self) -> None:
-        """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts."""
-        self._set_up()
+    def set_up_now(self) -> bool:
+        """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts; False
+        when refused."""
+        return self._set_up()
 
     def _work(self) -> None:
         if not self.shared.would_steal() or not self._set_up():
@@ -285,13 +333,22 @@ class CoProcess:
         setup = setup_of(pipe, self.reader)
         backend = setup.backend if setup is not None else CpuBackend()
         cctx = ExecContext(ctx.db, backend, ctx.options, ctx.host_memory, ctx.spill_dir)
-        cctx.stats, cctx._lock, cctx.cleanup = ctx.stats, ctx._lock, ctx.cleanup
+        cctx.stats, cctx._lock = ctx.stats, ctx._lock
+        # a clean-up list of its own, run and emptied with the query's: the set-up kept on the
+        # cached plan refers to this context (the loops' bound arguments), and through a shared
+        # list it kept the query's GPU context and what that still referred to (TPC-H q13 forced
+        # on: 512 bytes of device memory left allocated)
+        ctx.cleanup.append(lambda: (self.abort_unfinished(), _run_cleanup(cctx.cleanup)))
+        cctx.host_cache = decoded_cache(ctx.device.host_tier(ctx.options))
         if setup is None:
             setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)
             if setup.plan is not None or setup.compiler_refused:
                 keep_setup(pipe, self.reader, setup)  # (a build not at hand this time may be next time)
         else:
             self.setup_reused = True
+            resident = getattr(setup.plan, "resident", None)
+            if resident is not None and resident.cache is not cctx.host_cache:
+                resident.cache = cctx.host_cache  # (the tier was cleared: its decoded pages with it)
         if setup.refused:
             return setup.refused
         cctx.results.update(setup.host)
@@ -300,6 +357,39 @@ class CoProcess:
         self.crun = _StealingRun(cctx, pipe, self.shared, plan, setup.most, self._done_here)
         self.crun.parallel = self.workers > 1
         return ""
+
+    def warm_loop(self) -> None:
+        """Compile (or load from Numba's cache) the CPU loop for the back-most row group's pages
+        (decoded and kept: a worker takes it first) over no rows, so that no worker compiles it
+        while it holds a row group the GPU would then wait for. Set up first (``_set_up``)."""
+        from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for, morsel_runs, run_groups
+        from hetdb.exec.compiled_cpu_narrow import narrowed
+
+        p, crun = self.plan, self.crun
+        if p is None or crun is None or p.resident is None or p.resident.cache is None or not self.shared.row_groups:
+            return
+        reader, rg = crun.gsrc, self.shared.row_groups[-1]
+        n = reader.row_group_rows(rg)
+        worker = _CoWorker(self)
+        pages = p.resident.read(reader, rg, False, worker.stats)
+        if pages is None:
+            tier = self.ctx.device.host_tier(self.ctx.options)
+            pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
+        cols = dict(zip(p.base, pages))
+        runs = morsel_runs(p, cols)
+        kernel = kernel_for(p, self.pipe.sink, cols, runs > 0)
+        if isinstance(kernel, str) or p.host.get(id(kernel)) or kernel.__dict__.get("_co_called"):
+            return
+        if p.narrow:
+            cols = narrowed(p, cols, p.resident.keys_of(reader, rg), None)
+        sink = self.pipe.sink
+        direct = int(np.prod(p.direct[1])) if p.direct is not None and not runs else 0
+        try:
+            state = worker.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, run_groups(p, runs), direct)
+            kernel.fn(0, 0, p.expansion, *arguments(self.cctx, p, kernel, cols), *state)
+        finally:
+            worker.budget.release()
+        kernel.__dict__["_co_called"] = True
 
     def _done_here(self) -> None:
         worker = getattr(self._local, "worker", None)
@@ -310,14 +400,14 @@ class CoProcess:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
             wall = time.perf_counter() - worker.started
-            self.shared.observe_cpu(worker.taken, wall, worker.warmup)
+            self.shared.observe_cpu(worker.taken, wall, worker.warmup, wall - worker.kept_s)
             with self._spent_lock:
                 # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
                 self.spent[0] += worker.taken
                 self.spent[1] += wall
                 self.spent[2] += time.thread_time() - worker.started_cpu
                 self.spent[3] += worker.read_s
-            worker.started, worker.warmup = 0.0, False
+            worker.started, worker.warmup, worker.kept_s = 0.0, False, 0.0
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
             tier.unpin_page(hp)
@@ -363,6 +453,17 @@ class CoProcess:
         return decode_page(_raw(info, hp), spec.dtype, n, info.encoding, info.sections, dictionary,
                            f"table '{reader.name}' column '{name}' page {rg}", info.codec)
 
+    def _decoded(self, reader: Any, name: str, rg: int, n: int, tier: Any, counts: RouteCounts) -> Column:
+        """Column ``name`` of row group ``rg`` decoded out of the pinned host tier (``_page``) into
+        arrays of its own, kept decoded where the CPU workers' cache admits it."""
+        pins: list = []
+        try:
+            col = _owned(self._page(reader, name, rg, n, tier, pins, counts))
+        finally:
+            for hp in pins:
+                tier.unpin_page(hp)
+        return self.cctx.host_cache.admit(reader, name, rg, col)
+
     def _join(self) -> list:
         errors = []
         for f in self._futures:
@@ -381,6 +482,7 @@ class CoProcess:
         from hetdb.exec.columns import concat_batches
         from hetdb.exec.compiled_cpu import _Redo
 
+        self.finished = True
         self.shared.stop()  # the GPU is done: a worker waiting for a decision leaves
         t0 = time.perf_counter()
         errors = self._join()
@@ -394,6 +496,10 @@ class CoProcess:
                 raise OutOfRangeError("a value left its type in a CPU worker's compiled loop "
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
+        began = self.ctx.__dict__.get("co_began", {}).get(self.pipe.source.op_id)
+        # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
+        if began is not None and self.shared.mode == "auto" and (not self.shared.probe or not self.shared.cpu_taken):
+            observe_outcome(self.shared.router.rates, self.key, True, time.perf_counter() - began)
         if self.crun is None:
             return []  # no worker took a morsel: nothing was set up
         crun, cg = self.crun, self.crun.gsink
@@ -419,8 +525,14 @@ class CoProcess:
             sink.add_partial(self.ctx, batch_to_device(self.ctx.backend, part, self.ctx.dict_cache), gsink, lsink)
         sink.combine(self.ctx, gsink, lsink)
 
+    def abort_unfinished(self) -> None:
+        """``abort`` unless ``finish`` or ``abort`` ran (a query's clean-up)."""
+        if not self.finished:
+            self.abort()
+
     def abort(self) -> None:
         """The GPU side failed: stop the workers (their errors are dropped: the GPU's is raised)."""
+        self.finished = True
         if self.crun is not None:
             self.crun.stop = True
         self.shared.stop()

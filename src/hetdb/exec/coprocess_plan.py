@@ -5,14 +5,22 @@ its slowdown beside CPU workers, measured after each scan."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from hetdb.cache.comodel import MEASURED_MARGIN, decide
+from hetdb.cache.comodel import (
+    MEASURED_MARGIN,
+    decide,
+    observe_outcome,
+    observe_start_delay,
+    outcome_refuses,
+    start_delay,
+)
 from hetdb.cache.coscan import SharedScan, check_coprocess
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import PageRouter
 from hetdb.exec.coprocess import CoProcess
-from hetdb.exec.coprocess_setup import link_bytes, setup_of
+from hetdb.exec.coprocess_setup import CoSetup, keep_setup, link_bytes, setup_of
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.join import HashProbe
 
@@ -20,11 +28,16 @@ from hetdb.exec.operators.join import HashProbe
 DEFAULT_PAGE_ROWS = 1 << 20
 # the set-up the cost model counts when the cached plan keeps one (a context and a run: ~0.05 ms)
 REUSED_SETUP_S = 0.1e-3
+# forced on: how long the GPU's side waits for a CPU worker's first claim before it streams
+FORCED_CLAIM_WAIT_S = 2.0
 
 
 def cpu_workers(ctx: ExecContext) -> int:
-    """CPU workers next to the thread driving the GPU."""
-    return max(1, int(getattr(ctx.options, "threads", 1) or 1) - 1)
+    """CPU workers next to the thread driving the GPU: on 8 or more threads two cores are left to it
+    (its Python feeds the copies and launches; the CUDA driver's and the streamer's threads run
+    beside it), on fewer one."""
+    threads = int(getattr(ctx.options, "threads", 1) or 1)
+    return max(1, threads - (2 if threads >= 8 else 1))
 
 
 def pipeline_key(reader: Any, pipe: Any, names: list[str]) -> str:
@@ -70,17 +83,23 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
-        gpu = [shared.gpu_alone_seconds(i) for i in range(len(row_groups))]
+        why = outcome_refuses(router.rates, key)
+        if why:
+            return None, "", why
+        gpu = shared.gpu_alone_all()
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
-                   + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w))
+                   + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w),
+                   start_delay(router.rates, key))
         if not d.go:
             return None, "", d.why
         if not router.rates.gpu_rate(key).observations:
             # (the race needs the GPU's own time: the model's prior for it may be far off, and a
             # GPU slowed beside the CPU workers is measured against it)
+            ctx.__dict__.setdefault("co_prepare", set()).add(pipe.source.op_id)  # (observe_gpu_scan)
             return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
         shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
+        shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
         shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
     return shared, key, ""
 
@@ -95,16 +114,24 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
         return None, ""
     early = getattr(ctx, "early_scans", {}).get(pipe.source.op_id)
     pre = ctx.__dict__.get("co_early", {}).pop(pipe.source.op_id, None)
-    if early is not None and early.iterator is not None and not early.taken:
+    started = pre[2] if isinstance(pre, tuple) else None  # (CPU workers started with the early scan)
+    early_ok = early is not None and early.iterator is not None and not early.taken
+    if early_ok:
         if pre is None or isinstance(pre, str):  # (the model's reason when the query began)
             return None, pre or "its scan started early"
         if pre[0].row_groups != list(row_groups):
             pre = None  # (the early scan is not taken over: exec/early_scan.take_early closes it)
     if isinstance(pre, str):
         pre = None
+    if pre is not None and not early_ok and pre[0].gpu_taken:
+        pre = None  # (an early streamer claimed row groups of it and was closed: they would be lost)
+    if started is not None and pre is None:
+        started.abort()  # (its workers took row groups of a scan this one is not)
+        started = None
     if pre is not None:
-        shared, key = pre
+        shared, key = pre[0], pre[1]
         shared.restart_clock()
+        shared.consumer_began()
     else:
         shared, key, why = shared_scan(ctx, pipe, reader, row_groups, mode)
         if shared is None:
@@ -114,12 +141,19 @@ def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
 
         if _skipped_inputs(ctx, pipe):
             _run_skipped_inputs(ctx, pipe)  # a repeated plan skipped the builds the CPU loops probe
+    if started is not None:
+        return started, ""
     co = CoProcess(ctx, pipe, run, shared, reader, shared.workers, key)
+    ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its scan ends)
     if mode == "on":
         # forced (tests): set up before the GPU streams, so that the CPU workers take part in every
         # pipeline however fast the GPU is (lazily, a first set-up compiling CPU kernels let the
         # GPU finish the scan alone)
-        co.set_up_now()
+        if co.set_up_now():
+            # and the workers claim their first row groups before the GPU's streamer claims its first
+            # delivery's (with small pages, every row group of the scan)
+            co.start()
+            co.shared.wait_for_cpu(FORCED_CLAIM_WAIT_S)
     return co, ""
 
 
@@ -135,10 +169,15 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
     rates = PageRouter("auto", gpu=True, pipeline=key).rates
     if co is None:
         rates.gpu_rate(key).observe(row_groups * len(names), seconds)
+        began = ctx.__dict__.get("co_began", {}).get(pipe.source.op_id)
+        if began is not None:  # (the query's early fact scan began then: comodel.observe_outcome)
+            observe_outcome(rates, key, False, time.perf_counter() - began)
+        if pipe.source.op_id in ctx.__dict__.get("co_prepare", ()) and setup_of(pipe, reader) is None:
+            prepare_cpu_side(ctx, pipe, reader, key)
         return
     s = co.shared
     if s.cpu_taken and s.gpu_rg_seconds is not None:
-        alone = sum(s.gpu_alone_seconds(i) for i in range(len(s.row_groups))) / len(s.row_groups)
+        alone = sum(s.gpu_alone_all()) / len(s.row_groups)
         rates.observe_slowdown(key, min(20.0, s.gpu_rg_seconds / alone), co.workers)
 
 
@@ -146,15 +185,81 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     """(the shared scan, the bytes its early streamer may prime) when ``plan_coprocess`` is expected
     to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess "auto"), else (None, None). The
     early scan (exec/early_scan.py) is then this shared scan's GPU side, priming at most the stored
-    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over."""
+    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over. Where the
+    cached plan's CPU side is set up already, its CPU workers are made here too, and started
+    (``start_early_workers``) once the early scan is primed."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
+    began = ctx.__dict__.setdefault("co_began", {})[pipe.source.op_id] = time.perf_counter()
     reader = ctx.db.table(pipe.source.scan.table)
     shared, key, why = shared_scan(ctx, pipe, reader, row_groups, "auto")
-    ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key) if shared is not None else why
     if shared is None:
+        ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
         return None, None
+    shared.began = began  # (the early scan's copies begin now, long before the fact pipeline)
+    setup = setup_of(pipe, reader)
+    if setup is None:
+        # no CPU side yet: set up at the end of this run (prepare_cpu_side), which runs on the GPU
+        # alone: set up lazily during the fused pipeline, its workers would find that the GPU's
+        # copies ran ahead meanwhile and take nothing, and its priming would have stopped short of
+        # the CPU's expected share for nothing
+        ctx.__dict__.setdefault("co_prepare", set()).add(pipe.source.op_id)
+        why = "the CPU side is set up at the end of this run: the next one starts its workers with the scan"
+        ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
+        return None, None
+    # the CPU side an earlier run of the cached plan set up (its join builds' host copies: the same
+    # table versions, the same rows) needs nothing of this run: its workers start now, beside the
+    # dimension pipelines, instead of when the fact pipeline begins (SSB q1.1 warm at SF 20 on the
+    # H100: the fused pipeline's last ~10 of 19 ms)
+    co = CoProcess(ctx, pipe, None, shared, reader, shared.workers, key)
+    ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
+    ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key, co)
     gpu_share = max(1, len(row_groups) - shared.expected_cpu)
     return shared, sum(shared.link_bytes[:gpu_share])
 
 
+
+
+def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
+    """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan (once the early scan's
+    first deliveries are queued: a worker starting takes the interpreter lock for a while)."""
+    pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
+    if isinstance(pre, tuple) and pre[2] is not None:
+        shared = pre[0]
+        shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
+        if shared.began is not None:
+            observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
+        pre[2].start()
+
+
+def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None:
+    """Set the CPU side of ``pipe`` up now, at the end of the run that measured the GPU alone because
+    the model would co-process it (its join builds are at hand): the next run of the cached plan
+    starts its workers with its early fact scan, and its probe row group runs a compiled loop
+    (``CoProcess.warm_loop``). Else the first co-processed run would set up and compile on a worker
+    during its fused pipeline, when a probe no longer fits before the GPU is done (its copies ran
+    ahead while the dimension pipelines did), and the rate would never be measured."""
+    if setup_of(pipe, reader) is not None or ctx.device is None:
+        return
+    verdicts = getattr(getattr(ctx, "early_scans", {}).get(pipe.source.op_id), "args", None)
+    row_groups = list(verdicts[2]) if verdicts is not None else list(range(reader.num_row_groups))
+    if not row_groups:
+        return
+    names = list(dict.fromkeys(pipe.source.scan.column_names))
+    router = PageRouter("auto", gpu=True, pipeline=key)
+    shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router, "on",
+                        gpu_pipeline=key)
+    co = CoProcess(ctx, pipe, None, shared, reader, 1, key)
+    from hetdb.exec.coprocess_setup import builds_done
+
+    if getattr(ctx.backend, "name", "") == "gpu":
+        co._gpu = builds_done()
+    try:
+        if co._set_up():
+            co.warm_loop()
+    except Exception as e:  # noqa: BLE001 - the query ran on the GPU alone; only its CPU side is refused
+        keep_setup(pipe, reader, CoSetup(None, refused=f"the CPU side's set-up failed: {e}", compiler_refused=True))
+    finally:
+        co.finished = True
+        if co.crun is not None:
+            co.crun.gsink.reservation.close()

@@ -21,6 +21,30 @@ from hetdb.exec.operators.join_build import BuildSide, key_name
 
 # decoded bytes of one CPU worker's run of row groups (its reused buffers); a run is one loop call
 RUN_BYTES = 32 << 20
+# the share of the pinned host tier's capacity the CPU workers may keep pages decoded in beside it
+# (``decoded_cache``; 0: none, every run decodes its pages out of the tier again)
+DECODED_SHARE = 0.25
+
+
+def decoded_cache(tier: Any) -> Any:
+    """The pages co-processing's CPU workers decoded out of the pinned host tier ``tier``, kept
+    decoded (exec/host_cache.DecodedPageCache, by benefit, within DECODED_SHARE of the tier): a
+    worker then reads a row group as the CPU engine's workers read a hot one (the cached pages, their
+    narrow copies; no decoding), where decoding its pages out of the tier took about as long as the
+    loop over them (SSB SF 5 q4.1, one worker: 5.4 of 11.4 ms a row group). The CPU's share of a
+    scan is its back, the same row groups run after run, so the pages it keeps are the ones it
+    reads. None without a tier; dropped with the tier's pages (cache.host_cache.clear_shared_host_cache)."""
+    if tier is None or DECODED_SHARE <= 0:
+        return None
+    got = tier.__dict__.get("decoded_for_cpu")
+    if got is None:
+        from hetdb.exec.host_cache import DecodedPageCache
+
+        with _POOL_LOCK:
+            got = tier.__dict__.get("decoded_for_cpu")
+            if got is None:
+                got = tier.__dict__["decoded_for_cpu"] = DecodedPageCache(int(tier.capacity_bytes * DECODED_SHARE))
+    return got
 
 
 def host_build_side(cctx: ExecContext, side: BuildSide, keys: int) -> BuildSide:
@@ -113,7 +137,23 @@ def new_setup(ctx: ExecContext, cctx: ExecContext, pipe: Any, reader: Any, row_g
         setup.compiler_refused = True
     else:
         setup.plan = plan
-        setup.most = run_length(reader, list(dict.fromkeys(plan.names[c] for c in plan.base)), row_groups)
+        names = list(dict.fromkeys(plan.names[c] for c in plan.base))
+        setup.most = run_length(reader, names, row_groups)
+        if getattr(cctx, "host_cache", None) is not None and row_width(reader, names, row_groups) is not None:
+            from hetdb.exec.compiled_cpu_morsel import ResidentPages
+            from hetdb.exec.compiled_cpu_narrow import narrow_dtypes
+
+            # pages kept decoded (``decoded_cache``): a row group a morsel, read as the CPU engine's
+            # workers read a hot one (no run buffers: a run would copy cached pages into them)
+            plan.resident = ResidentPages(cctx, pipe.source, [plan.names[c] for c in plan.base])
+            plan.narrow = narrow_dtypes(cctx, plan, pipe.source)
+            setup.most = 1
+        from hetdb.exec.compiled_cpu_kernels import clustered, copy_in_key_order, prefilter
+
+        for op, side, pay in plan.probes:  # (as the CPU engine makes them before its workers start)
+            prefilter(side.table)
+            if clustered(op, side, pay):
+                copy_in_key_order(cctx, side, pay)
     return setup
 
 
@@ -185,18 +225,27 @@ def link_bytes(reader: Any, names: list[str], row_groups: list[int]) -> list[int
 
 def run_length(reader: Any, names: list[str], row_groups: list[int]) -> int:
     """Row groups in one CPU worker's run: as many as ``RUN_BYTES`` of decoded columns hold; one when
-    a string column has a page not dictionary-encoded (the loop refuses such a page, and the
-    operators then read that row group alone) or a column holds Python objects (wide decimals)."""
+    a row group's pages are not all runnable (``row_width``)."""
+    width = row_width(reader, names, row_groups)
+    if width is None:
+        return 1
+    rows = max(1, reader.rows_per_page)
+    return max(1, RUN_BYTES // max(1, width * rows))
+
+
+def row_width(reader: Any, names: list[str], row_groups: list[int]) -> int | None:
+    """Decoded bytes of a row of ``names``; None when a string column has a page not
+    dictionary-encoded (the loop refuses such a page, and the operators then read that row group
+    alone) or a column holds Python objects (wide decimals)."""
     width = 0
     for name in names:
         spec = reader.column(name)
         dtype = np.dtype(spec.dtype.numpy_dtype)
         if dtype.kind == "O" or spec.dtype.kind == "list" or (spec.dtype.kind == "string" and any(
                 page_info(reader, name, rg, False).encoding != "dict" for rg in row_groups)):
-            return 1
+            return None
         width += dtype.itemsize + (1 if spec.nullable else 0)
-    rows = max(1, reader.rows_per_page)
-    return max(1, RUN_BYTES // max(1, width * rows))
+    return width
 
 
 # the interpreter's switch interval while CPU workers run beside the GPU's feeder thread (None: leave

@@ -125,6 +125,10 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     from hetdb.backend.gpu.stream_io import early_streams
 
     _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id), shared, cap)
+    if shared is not None:
+        from hetdb.exec.coprocess_plan import start_early_workers
+
+        start_early_workers(ctx, pipelines[index])  # (after the priming: its copies go first)
 
 
 def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:

@@ -165,6 +165,14 @@ class DecodedPageCache:
             counts.add(route, _stored_bytes(reader, column, rg, nbytes, padded=False))
         return col, route
 
+    def admit(self, reader: Any, column: str, rg: int, col: Column) -> Column:
+        """Keep ``col``, page ``rg`` of ``column`` decoded by the caller (its arrays its own), when the
+        policy admits it; returns the Column to use (another worker's when it won the race)."""
+        if not self.limit:
+            return col
+        nbytes = column_nbytes(col)
+        return self._put((reader.path, column, rg), col, nbytes, _stored_bytes(reader, column, rg, nbytes))[0]
+
     def read_resident(self, keys: list[tuple]) -> list[Column] | None:
         """The pages of ``keys`` (``(reader.path, column, rg)``) when every one is cached, one access
         each recorded (lazily: pass the same list object for the same pages), else None (read them
