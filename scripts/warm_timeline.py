@@ -119,7 +119,7 @@ class Timeline:
             out = orig_delivery(plan, sources, dtypes, stream, staged, **kw)
             e1.record(stream)
             names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
-            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names))
+            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names, plan.rows))
             return out
 
         def consume(fp, state, batches, tables):
@@ -127,17 +127,18 @@ class Timeline:
                 return orig_consume(fp, state, batches, tables)
             s = cupy.cuda.get_current_stream()
             e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            t = time.perf_counter()
             e0.record(s)
             orig_consume(fp, state, batches, tables)
             e1.record(s)
-            self.kernels.append((e0, e1))
+            self.kernels.append((e0, e1, t))
 
         batch.run_delivery = run_delivery
         fusion_run._consume_fused = consume
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
 
-    def run(self, con, sql: str, ceiling: float) -> str:
+    def run(self, con, sql: str, ceiling: float, deliveries: bool = False) -> str:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
@@ -192,11 +193,22 @@ class Timeline:
         host_gaps = [(self.copies[i + 1][3] - self.copies[i][3]) * 1e3 for i in range(len(self.copies) - 1)]
         gpu_copy = [e - s for s, e in zip(starts, ends)]
         gbs = nbytes / (window / 1e3) / 1e9 if window > 0 else 0.0
+        per = ""
+        if deliveries:  # one line per fact delivery: host submit, copy and kernel intervals (GPU ms)
+            lines = []
+            for i, c in enumerate(self.copies):
+                k = self.kernels[i] if i < len(self.kernels) and len(self.kernels) == len(self.copies) else None
+                kline = (f" kernel {ms(anchor, k[0]):.2f}-{ms(anchor, k[1]):.2f} (host {(k[2] - t0) * 1e3:.2f})"
+                        if k is not None else "")
+                lines.append(f"    d{i}: {c[5] / 1e6:.1f}M rows {c[2] / 1e6:.1f} MB submit {(c[3] - t0) * 1e3:.2f} "
+                             f"copy {starts[i]:.2f}-{ends[i]:.2f} ({c[2] / max(ends[i] - starts[i], 1e-9) / 1e6:.1f} GB/s)"
+                             + kline)
+            per = "\n" + "\n".join(lines)
         return (f"{dim_line}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
-                f"link {100 * gbs / ceiling:.0f}%{host}")
+                f"link {100 * gbs / ceiling:.0f}%{host}{per}")
 
 
 def profiled(db: str, sql: str, opts: dict, runs: int, top: int = 40) -> str:
@@ -234,17 +246,24 @@ def main() -> None:
                     help="N more warm runs of each query (first variant) under cProfile: calls and "
                          "host time by function (what syncs and launches a query makes)")
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base')")
+                    help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
+                         "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False)")
+    ap.add_argument("--deliveries", action="store_true",
+                    help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
+                         "GPU ms (from the query's start)")
     args = ap.parse_args()
     variants = []
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
-        variants.append((name, parse_options([o for o in opts.split(",") if o])))
+        items = [o for o in opts.split(",") if o]
+        uploads = "upload=0" not in items
+        variants.append((name, parse_options([o for o in items if not o.startswith("upload=")]), uploads))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
-    medians: dict[str, list[float]] = {name: [] for name, _ in variants}
+    medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    from hetdb.backend.gpu import upload
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
         print(summary(medians), flush=True)
@@ -255,7 +274,8 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, cut)
     for q in qs:
-        for name, opts in variants:
+        for name, opts, uploads in variants:
+            upload.enabled = uploads
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
@@ -272,7 +292,7 @@ def main() -> None:
             medians[name].append(ex)
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             try:
-                line = tl.run(con, q.sql, whole)
+                line = tl.run(con, q.sql, whole, args.deliveries)
             except Exception as e:  # noqa: BLE001 - a probe reports and goes on
                 line = f"timeline failed: {type(e).__name__}: {e}"
             con.close()
