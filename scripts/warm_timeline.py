@@ -247,7 +247,8 @@ def main() -> None:
                          "host time by function (what syncs and launches a query makes)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
-                         "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False)")
+                         "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False); factfirst=0: the dimension "
+                         "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False)")
     ap.add_argument("--deliveries", action="store_true",
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
@@ -256,14 +257,15 @@ def main() -> None:
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
-        uploads = "upload=0" not in items
-        variants.append((name, parse_options([o for o in items if not o.startswith("upload=")]), uploads))
+        switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items}
+        variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
     medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     from hetdb.backend.gpu import upload
+    from hetdb.exec import early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
         print(summary(medians), flush=True)
@@ -274,8 +276,9 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, cut)
     for q in qs:
-        for name, opts, uploads in variants:
-            upload.enabled = uploads
+        for name, opts, switches in variants:
+            upload.enabled = switches["upload"]
+            early_scan.FACT_FIRST = switches["factfirst"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()

@@ -26,10 +26,15 @@ Its primed copies fill the link for milliseconds, and the dimension scans' small
 by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date delivery ended at
 15.7 ms instead of 1.7 ms, and each query's first dimension pipeline took 10-19 ms instead of 1-3).
 So the dimension pipelines' scans that will stream past the device cache too (``early_dimensions``:
-before the fact pipeline, the only scan of their table) start first, on the process's streams as
+before the fact pipeline, the only scan of their table) start early too, on the process's streams as
 their pipelines would, each primed whole (they are small), and their pipelines take them over the
-same way; then the fact scan is primed. Option ``gpu_early_dims`` (default on) switches that part
-off for A/B measurements.
+same way: after the fact scan's first delivery (FACT_FIRST: the link moves it while the host makes
+the dimension scans; their copies wait behind that one delivery only) and before the rest of the
+fact's primed deliveries. Option ``gpu_early_dims`` (default on) switches that part off for A/B
+measurements.
+
+Small uploads the pipelines make while the fact's primed copies are queued (dense tables built on the
+host, page tables) do not queue behind them: backend/gpu/upload.py.
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ from hetdb.exec.operators.scan import TableScan
 # EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies)
 EARLY_BUDGET_SHARE = 0.25
 EARLY_MAX_BYTES = 4 << 30
+# The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
+# its primed deliveries after them: the link moves the fact's first copies while the host makes the
+# dimension scans (their small copies queue behind that one delivery only, which the link has moved
+# by the time their pipelines run, after the fact scan's priming). False: dimension scans first (A/B).
+FACT_FIRST = True
 
 
 @dataclass
@@ -56,6 +66,7 @@ class EarlyScan:
     args: tuple
     kwargs: dict
     primed_bytes: int
+    room: int = 0          # the budget bytes its primed deliveries may hold
     taken: bool = False    # taken over by its pipeline, or closed
     adopted: bool = False  # taken over by its pipeline
 
@@ -108,11 +119,10 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     fact = _streams_past(ctx, pipelines[index].source)
     if fact is None:
         return
+    dims = []
     if getattr(opts, "gpu_early_dims", True):
-        for pipe in early_dimensions(pipelines, index, skipped):
-            got = _streams_past(ctx, pipe.source)
-            if got is not None and not _start(ctx, pipe.source, got, None):
-                return  # (the budget had no room: neither does the fact scan)
+        dims = [(p, got) for p in early_dimensions(pipelines, index, skipped)
+                if (got := _streams_past(ctx, p.source)) is not None]
     shared = cap = None
     if getattr(opts, "gpu_coprocess", "off") == "auto":
         from hetdb.exec.coprocess_plan import early_shared_scan
@@ -124,7 +134,16 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
 
     from hetdb.backend.gpu.stream_io import early_streams
 
-    _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id), shared, cap)
+    first = FACT_FIRST and bool(dims)
+    early = _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id), shared, cap,
+                   first_only=first)
+    if early is None:
+        return  # (the budget had no room: nor for the dimension scans)
+    for pipe, got in dims:
+        if _start(ctx, pipe.source, got, None) is None:
+            return  # (the budget had no room: the fact scan primes nothing more either)
+    if first:
+        _prime_rest(ctx, early)
 
 
 def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:
@@ -162,10 +181,11 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
 
 
 def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
-           cap: int | None = None) -> bool:
+           cap: int | None = None, first_only: bool = False) -> EarlyScan | None:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
     the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
-    first deliveries, at most ``cap`` bytes of them; False when the budget has no room."""
+    first deliveries, at most ``cap`` bytes of them (``first_only``: its first delivery only, the
+    rest up to the same bound with ``_prime_rest``); None when the budget has no room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
     state = DeviceScanState(ctx.db.table(op.scan.table))
@@ -176,24 +196,38 @@ def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, share
     if cap is not None:
         room = min(room, cap)
     if room <= 0:
-        return False
+        return None
     from hetdb.backend.gpu.stream import PageStreamer
 
     streamer = PageStreamer(*args, **kwargs, streams=streams)
-    early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0)
+    early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0, room=room)
     ctx.early_scans[op.op_id] = early
     ctx.cleanup.append(lambda: _close(ctx, early))
     from hetdb.exec.device import is_device_oom
 
     try:
-        early.iterator = streamer.prime(room)
+        early.iterator = streamer.prime(1 if first_only else room)
     except Exception as e:
         if not is_device_oom(e):
             raise
         _close(ctx, early)  # (the budget had no room after all: the pipeline streams as usual)
-        return False
+        return None
     early.primed_bytes = streamer.held_bytes
-    return True
+    return early
+
+
+def _prime_rest(ctx: ExecContext, early: EarlyScan) -> None:
+    """Queue the rest of an early scan's first deliveries (``_start``'s bound), after its first."""
+    from hetdb.exec.device import is_device_oom
+
+    if early.iterator is None or early.taken:
+        return
+    try:
+        early.streamer.prime_more(early.room)
+    except Exception as e:
+        if not is_device_oom(e):
+            raise  # (no room for more: the pipeline takes what is primed and streams the rest)
+    early.primed_bytes = early.streamer.held_bytes
 
 
 def take_early(ctx: ExecContext, op: Any, args: tuple, kwargs: dict) -> tuple[Any, Any] | None:

@@ -117,6 +117,19 @@ class BatchedDelivery(DeliveryColumns):
             raise AssertionError("a primed streamer handed out a delivery")
         return gen
 
+    def prime_more(self, nbytes: int) -> None:
+        """Queue more deliveries of a primed scan (``prime``) before its consumer asks, while all of
+        them hold at most ``nbytes`` of the budget (none if the consumer took one already)."""
+        if self._gen is None or self._closed or nbytes <= 0 or self._consuming:
+            return
+        self._prime_bytes = int(nbytes)
+        try:
+            got = next(self._gen)
+        finally:
+            self._prime_bytes = 0
+        if got is not None:
+            raise AssertionError("a primed streamer handed out a delivery")
+
     @property
     def held_bytes(self) -> int:
         """Budget bytes the scan's deliveries hold now (queued or with the consumer)."""
@@ -260,13 +273,15 @@ class BatchedDelivery(DeliveryColumns):
         try:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
-            if self._prime_bytes:
-                # primed (``prime``): deliveries queued before any consumer asks, within the bytes
-                # given and the budget's room; the caller's first ``next`` gets None
+            while self._prime_bytes:
+                # primed (``prime``, ``prime_more``): deliveries queued before any consumer asks, within
+                # the bytes given and the budget's room; each such ``next`` gets None (the consumer's
+                # first ``next`` comes with no bytes given, and gets the first delivery)
                 per = self._group_need  # (a delivery's most)
                 while pending and self._room_ahead() and (not queue or self._transient_held + per <= self._prime_bytes):
                     deliver_next()
                 yield None
+            self._consuming = True
             ahead = self._deliver_ahead()
             while pending or queue:
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
