@@ -268,10 +268,13 @@ class BatchedDelivery(DeliveryColumns):
                     current = None
                 self._held = None
             pending.pop(0)
-            schedule_next()
+            while next_group < len(groups) and len(pending) < self.depth:
+                schedule_next()
 
         try:
-            while next_group < len(groups) and len(pending) < self.depth:
+            # a primed scan (out of the host tier: nothing to read ahead) schedules its first group
+            # alone, so its first copies start one group's host work earlier; the rest follow
+            while next_group < len(groups) and len(pending) < (1 if self._prime_bytes else self.depth):
                 schedule_next()
             while self._prime_bytes:
                 # primed (``prime``, ``prime_more``): deliveries queued before any consumer asks, within
