@@ -249,6 +249,9 @@ def main() -> None:
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
                          "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False)")
+    ap.add_argument("--vs-duckdb", action="store_true",
+                    help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
+                         "the queries name, loaded through a CPU connection")
     ap.add_argument("--deliveries", action="store_true",
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
@@ -275,7 +278,9 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, cut)
+    duck = load_duckdb(args.db, args.suite, qs) if args.vs_duckdb else None
     for q in qs:
+        expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
             upload.enabled = switches["upload"]
             early_scan.FACT_FIRST = switches["factfirst"]
@@ -286,7 +291,7 @@ def main() -> None:
             for _ in range(args.runs):
                 con = hetdb.connect(args.db, device="gpu", create=False, **opts)
                 r = con.sql(q.sql)
-                r.arrow()
+                got = r.arrow()
                 st = dict(r.stats or {})
                 con.close()
                 execs.append(st.get("exec_seconds", 0.0))
@@ -320,9 +325,46 @@ def main() -> None:
                 sampled = "\n" + sampler.report(args.sample, wall, top=18)
             if args.cprofile and name == variants[0][0]:
                 sampled += "\n" + profiled(args.db, q.sql, opts, args.cprofile)
+            answer = ""
+            if duck is not None:
+                answer = " " + check_answer(duck, q, got, expected)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
-                  f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
+                  f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec = {100 * h2d / max(ex, 1e-9) / 1e9 / whole:.0f}% "
+                  f"of the link{answer} | {line}{sampled}", flush=True)
     print(summary(medians), flush=True)
+
+
+def load_duckdb(db: str, suite: str, qs: list) -> object:
+    """A DuckDB connection holding each table of ``suite`` with the columns ``qs`` name (SSB/TPC-H
+    column names are unique to their tables), read through a CPU connection."""
+    import duckdb
+    from scripts_common import SUITE_TABLES
+
+    t0 = time.perf_counter()
+    text = " ".join(q.sql for q in qs).lower()
+    duck = duckdb.connect()
+    con = hetdb.connect(db, device="cpu", create=False)
+    for t in SUITE_TABLES[suite]:
+        if t not in text:
+            continue
+        cols = [c for c in con.sql(f'SELECT * FROM "{t}" LIMIT 0').arrow().column_names if c.lower() in text]
+        duck.register("incoming", con.sql(f'SELECT {", ".join(cols)} FROM "{t}"').arrow())
+        duck.execute(f'CREATE TABLE "{t}" AS SELECT * FROM incoming')
+        duck.unregister("incoming")
+    con.close()
+    print(f"DuckDB {duckdb.__version__}: the queries' columns loaded in {time.perf_counter() - t0:.1f} s", flush=True)
+    return duck
+
+
+def check_answer(duck: object, q: object, got: object, expected: object) -> str:
+    """'answer ok', or 'ANSWER DIFFERS: ...' against DuckDB's (the bench's comparison)."""
+    from hetdb.bench.compare import compare_tables
+    from hetdb.bench.suites import float_tolerances, order_spec
+
+    ordered, order_by = order_spec(q.sql)
+    bad = compare_tables(got, expected, ordered, float_rel_tol=float_tolerances(q.sql, expected.num_columns),
+                         order_by=order_by)
+    return "answer ok" if bad is None else f"ANSWER DIFFERS: {bad[:200]}"
 
 
 def summary(medians: dict[str, list[float]]) -> str:
