@@ -1,7 +1,7 @@
 """Where a warm GPU scan's time goes: link ceiling, bytes moved, copy and kernel busy time per query.
 
     PYTHONPATH=src python scripts/warm_timeline.py DB [--suite ssb] [--queries q1.1,q3.4]
-        [--runs 3] [--variant NAME:k=v,k=v ...] [--deliveries]
+        [--runs 3] [--variant NAME:k=v,k=v ...] [--deliveries] [--vs-duckdb]
 
 A warm run is a fresh connection whose pages are in the process's pinned host tier and nowhere on
 the GPU (as ``hetdb bench --mode warm``). First the link's ceilings are measured on this machine:
@@ -25,7 +25,11 @@ fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the oper
 (op id: ms), and the early scans started / taken over.
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
-``--variant base: --variant ahead:gpu_deliver_ahead=1``.
+``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
+(small uploads as copies: backend/gpu/upload.py), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
+``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones).
+``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
+copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 """
 
 from __future__ import annotations
@@ -248,7 +252,8 @@ def main() -> None:
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
                          "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False); factfirst=0: the dimension "
-                         "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False)")
+                         "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
+                         "hot runs on one connection (two untimed runs first) instead of warm ones")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
                          "the queries name, loaded through a CPU connection")
@@ -260,7 +265,8 @@ def main() -> None:
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
-        switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items}
+        switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
+                    "hot": "hot=1" in items}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
@@ -288,17 +294,22 @@ def main() -> None:
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
             execs, h2d = [], 0
+            hot = hetdb.connect(args.db, device="gpu", create=False, **opts) if switches["hot"] else None
+            if hot is not None:  # (hot: one connection; its cache filled as far as the budget lets it)
+                for _ in range(2):
+                    hot.sql(q.sql).arrow()
             for _ in range(args.runs):
-                con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+                con = hot or hetdb.connect(args.db, device="gpu", create=False, **opts)
                 r = con.sql(q.sql)
                 got = r.arrow()
                 st = dict(r.stats or {})
-                con.close()
+                if hot is None:
+                    con.close()
                 execs.append(st.get("exec_seconds", 0.0))
                 h2d = st.get("bytes_host_to_device", 0)
             ex = statistics.median(execs)
             medians[name].append(ex)
-            con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+            con = hot or hetdb.connect(args.db, device="gpu", create=False, **opts)
             try:
                 line = tl.run(con, q.sql, whole, args.deliveries)
             except Exception as e:  # noqa: BLE001 - a probe reports and goes on
