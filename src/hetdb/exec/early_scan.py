@@ -46,9 +46,11 @@ from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.scan import TableScan
 
 # an early scan's queued deliveries hold at most this share of the free device budget, and at most
-# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies)
+# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies). 8 GiB:
+# the whole fact scan of SSB SF 20's q4.x decoded (4 GiB left its last delivery to the consumer, which
+# asks for it after the dimension pipelines: H100, s14, the link idle 10 ms of q4.1's scan)
 EARLY_BUDGET_SHARE = 0.25
-EARLY_MAX_BYTES = 4 << 30
+EARLY_MAX_BYTES = 8 << 30
 # The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
 # its primed deliveries after them: the link moves the fact's first copies while the host makes the
 # dimension scans (their small copies queue behind that one delivery only, which the link has moved

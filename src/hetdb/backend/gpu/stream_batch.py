@@ -103,8 +103,10 @@ class BatchedDelivery(DeliveryColumns):
         the first deliveries while they hold at most ``nbytes`` of the budget together (at least
         one, if the budget has room for it) and return the iterator, which hands them out first;
         nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
-        nothing is queued). The deliveries are not ramped (``overlap``'s short first ones) and aim at
-        PRIMED_BATCHES times ``batch_bytes``: the consumer comes later, when they have been copied."""
+        nothing is queued). The deliveries aim at PRIMED_BATCHES times ``batch_bytes`` (the consumer
+        comes later, when they have been copied), ramped up to it with ``overlap`` (the first copies
+        start after one short delivery's host work, and each delivery's copies cover the host work
+        of the next, twice as large)."""
         if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
             return None
         self._prime_bytes = int(nbytes)
@@ -211,10 +213,10 @@ class BatchedDelivery(DeliveryColumns):
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
         # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
-        # steps of host work each), not ramped
+        # steps of host work each), ramped as the others (the link starts on a short first one)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
         groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device,
-                             ramp=3 if self.overlap and not self._prime_bytes else 0)
+                             ramp=3 if self.overlap else 0)
         # every ring slot holds the largest group (allocated once, never while a copy reads it)
         self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
         # device memory the deliveries hold at most at once (what the cache leaves free when it
