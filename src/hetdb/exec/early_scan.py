@@ -47,8 +47,8 @@ from hetdb.exec.operators.scan import TableScan
 
 # an early scan's queued deliveries hold at most this share of the free device budget, and at most
 # EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies). 8 GiB:
-# the whole fact scan of SSB SF 20's q4.x decoded (4 GiB left its last delivery to the consumer, which
-# asks for it after the dimension pipelines: H100, s14, the link idle 10 ms of q4.1's scan)
+# the whole fact scan of SSB SF 20's q4.x decoded (4 GiB left q4.1's last delivery to its consumer,
+# which asks for it only after the dimension pipelines and its own planning: H100, s14)
 EARLY_BUDGET_SHARE = 0.25
 EARLY_MAX_BYTES = 8 << 30
 # The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
