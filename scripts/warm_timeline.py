@@ -27,7 +27,8 @@ fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the oper
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
 (small uploads as copies: backend/gpu/upload.py), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
-``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones).
+``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
+``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 """
@@ -253,7 +254,8 @@ def main() -> None:
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
                          "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
-                         "hot runs on one connection (two untimed runs first) instead of warm ones")
+                         "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
+                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
                          "the queries name, loaded through a CPU connection")
@@ -266,14 +268,14 @@ def main() -> None:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
         switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
-                    "hot": "hot=1" in items}
+                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
     medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
-    from hetdb.backend.gpu import upload
+    from hetdb.backend.gpu import stream_batch, upload
     from hetdb.exec import early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
@@ -290,6 +292,7 @@ def main() -> None:
         for name, opts, switches in variants:
             upload.enabled = switches["upload"]
             early_scan.FACT_FIRST = switches["factfirst"]
+            stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
