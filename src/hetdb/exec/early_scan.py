@@ -228,7 +228,9 @@ def _prime_rest(ctx: ExecContext, early: EarlyScan) -> None:
         early.streamer.prime_more(early.room)
     except Exception as e:
         if not is_device_oom(e):
-            raise  # (no room for more: the pipeline takes what is primed and streams the rest)
+            raise
+        _close(ctx, early)  # (its deliveries ended with the error: the pipeline streams as usual)
+        return
     early.primed_bytes = early.streamer.held_bytes
 
 
