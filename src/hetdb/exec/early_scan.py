@@ -136,16 +136,20 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
 
     from hetdb.backend.gpu.stream_io import early_streams
 
-    first = FACT_FIRST and bool(dims)
-    early = _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id), shared, cap,
-                   first_only=first)
+    streams = early_streams(cupy.cuda.Device().id)
+    if not (FACT_FIRST and dims):
+        for pipe, got in dims:
+            if _start(ctx, pipe.source, got, None) is None:
+                return  # (the budget had no room: neither does the fact scan)
+        _start(ctx, pipelines[index].source, fact, streams, shared, cap)
+        return
+    early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True)
     if early is None:
         return  # (the budget had no room: nor for the dimension scans)
     for pipe, got in dims:
         if _start(ctx, pipe.source, got, None) is None:
             return  # (the budget had no room: the fact scan primes nothing more either)
-    if first:
-        _prime_rest(ctx, early)
+    _prime_rest(ctx, early)
 
 
 def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:
