@@ -36,6 +36,17 @@ def test_to_device_carries_every_array(monkeypatch, enabled) -> None:
         np.testing.assert_array_equal(cupy.asnumpy(d), a)
 
 
+@pytest.mark.parametrize("words", [1, 2, 3, 255, 256, 257, 513, 262_145])
+def test_the_kernel_moves_every_word_odd_counts_and_grid_strides_included(words) -> None:
+    import cupy
+
+    from hetdb.backend.gpu import upload
+
+    a = RNG.integers(-2**63, 2**63 - 1, words, dtype=np.int64)
+    (d,) = upload.to_device([a])
+    np.testing.assert_array_equal(cupy.asnumpy(d), a)
+
+
 def test_an_upload_larger_than_the_kernel_takes_is_a_copy(monkeypatch) -> None:
     import cupy
 

@@ -26,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
-UPLOAD_MAX = 16 << 20  # bytes uploaded by the kernel at most; larger uploads are copies
+# bytes uploaded by the kernel at most (a dense join table of HOST_BUILD_SLOTS slots and its index
+# arrays fit); larger uploads are copies: over an idle link the copy engine moves them faster than the
+# SMs' loads do
+UPLOAD_MAX = 8 << 20
 _THREADS = 256
 _MAX_BLOCKS = 1024
 
@@ -63,9 +66,9 @@ def to_device(arrays: list[Any]) -> list[Any]:
 
 
 def upload_pinned(staging: np.ndarray, stream: Any = None) -> Any:
-    """A device copy (uint8, same bytes) of ``staging``, an array in pinned host memory whose size is
-    a multiple of 8 bytes, queued on ``stream`` (None: the current stream): by the upload kernel while
-    ``enabled`` and at most UPLOAD_MAX bytes, else a copy. ``staging`` may be reused at once: the
+    """A device copy (uint8, same bytes) of ``staging``, an array in pinned host memory, queued on
+    ``stream`` (None: the current stream): by the upload kernel while ``enabled``, at most UPLOAD_MAX
+    bytes, a multiple of 8 bytes and 16-byte aligned (pinned pool blocks are), else a copy. ``staging`` may be reused at once: the
     kernel's reads are waited for before its memory goes back to the pool."""
     import cupy
 
@@ -75,7 +78,7 @@ def upload_pinned(staging: np.ndarray, stream: Any = None) -> Any:
         dev = cupy.empty(max(nbytes, 8), dtype=cupy.uint8)
         if nbytes == 0:
             return dev[:0]
-        if not enabled or nbytes > UPLOAD_MAX or nbytes % 8:
+        if not enabled or nbytes > UPLOAD_MAX or nbytes % 8 or staging.ctypes.data % 16 or dev.data.ptr % 16:
             dev[:nbytes].set(staging.reshape(-1).view(np.uint8), stream=stream)
             event = cupy.cuda.Event(disable_timing=True)
             event.record(stream)
@@ -84,7 +87,7 @@ def upload_pinned(staging: np.ndarray, stream: Any = None) -> Any:
 
             words = nbytes // 8
             fn = get_module("upload.cu").function("upload_words")
-            launch(fn, max(1, min(_MAX_BLOCKS, -(-words // _THREADS))), _THREADS,
+            launch(fn, max(1, min(_MAX_BLOCKS, -(-(words // 2) // _THREADS))), _THREADS,
                    (np.uint64(staging.ctypes.data), dev, np.int64(words)))
             event = cupy.cuda.Event(disable_timing=True)
             event.record(stream)
