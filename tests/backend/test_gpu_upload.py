@@ -36,7 +36,7 @@ def test_to_device_carries_every_array(monkeypatch, enabled) -> None:
         np.testing.assert_array_equal(cupy.asnumpy(d), a)
 
 
-@pytest.mark.parametrize("words", [1, 2, 3, 255, 256, 257, 513, 262_145])
+@pytest.mark.parametrize("words", [1, 2, 3, 255, 256, 257, 513, 600_001])
 def test_the_kernel_moves_every_word_odd_counts_and_grid_strides_included(words) -> None:
     import cupy
 
