@@ -310,6 +310,10 @@ def main() -> None:
                     con.close()
                 execs.append(st.get("exec_seconds", 0.0))
                 h2d = st.get("bytes_host_to_device", 0)
+                routes = st.get("routes") or {}
+                tier = (f" | device cache: {st.get('pages_cached', 0)} pages resident, admitted {routes.get('admitted', 0)} "
+                        f"evicted {routes.get('evicted', 0)} bypassed {routes.get('bypassed', 0)}, "
+                        f"{routes.get('deliveries', 0)} deliveries")
             ex = statistics.median(execs)
             medians[name].append(ex)
             con = hot or hetdb.connect(args.db, device="gpu", create=False, **opts)
@@ -344,7 +348,7 @@ def main() -> None:
                 answer = " " + check_answer(duck, q, got, expected)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec = {100 * h2d / max(ex, 1e-9) / 1e9 / whole:.0f}% "
-                  f"of the link{answer} | {line}{sampled}", flush=True)
+                  f"of the link{answer}{tier} | {line}{sampled}", flush=True)
     print(summary(medians), flush=True)
 
 
