@@ -121,10 +121,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     fact = _streams_past(ctx, pipelines[index].source)
     if fact is None:
         return
-    dims = []
-    if getattr(opts, "gpu_early_dims", True):
-        dims = [(p, got) for p in early_dimensions(pipelines, index, skipped)
-                if (got := _streams_past(ctx, p.source)) is not None]
+    dims = early_dimensions(pipelines, index, skipped) if getattr(opts, "gpu_early_dims", True) else []
     shared = cap = None
     if getattr(opts, "gpu_coprocess", "off") == "auto":
         from hetdb.exec.coprocess_plan import early_shared_scan
@@ -138,18 +135,25 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
 
     streams = early_streams(cupy.cuda.Device().id)
     if not (FACT_FIRST and dims):
-        for pipe, got in dims:
-            if _start(ctx, pipe.source, got, None) is None:
-                return  # (the budget had no room: neither does the fact scan)
+        if not _start_dimensions(ctx, dims):
+            return  # (the budget had no room: neither does the fact scan)
         _start(ctx, pipelines[index].source, fact, streams, shared, cap)
         return
     early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True)
     if early is None:
         return  # (the budget had no room: nor for the dimension scans)
-    for pipe, got in dims:
-        if _start(ctx, pipe.source, got, None) is None:
-            return  # (the budget had no room: the fact scan primes nothing more either)
-    _prime_rest(ctx, early)
+    if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
+        _prime_rest(ctx, early)
+
+
+def _start_dimensions(ctx: ExecContext, dims: list) -> bool:
+    """Start the scans of the dimension pipelines ``dims`` that stream past the device cache, each
+    primed whole; False when the budget had no room for one (the rest are not started)."""
+    for pipe in dims:
+        got = _streams_past(ctx, pipe.source)
+        if got is not None and _start(ctx, pipe.source, got, None) is None:
+            return False
+    return True
 
 
 def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:

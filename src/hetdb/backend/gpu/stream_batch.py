@@ -214,23 +214,33 @@ class BatchedDelivery(DeliveryColumns):
         return memoized(reader, ("batch bounds", columns, rg, paged, kept, decoded, mirror), compute)
 
     def _plan_groups(self) -> list[list[int]]:
-        bounds = [self._rg_bounds(rg) for rg in self.row_groups]
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
         # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
         # steps of host work each), ramped as the others (the link starts on a short first one)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
-        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device,
-                             ramp=3 if self.overlap else 0)
-        # every ring slot holds the largest group (allocated once, never while a copy reads it)
-        self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
+        ramp = 3 if self.overlap else 0
+
+        def compute() -> tuple[list[list[int]], int, int]:
+            bounds = [self._rg_bounds(rg) for rg in self.row_groups]
+            groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device, ramp=ramp)
+            # every ring slot holds the largest group (allocated once, never while a copy reads it);
+            # a delivery holds at most the largest group's device bytes
+            return (groups, max((sum(bounds[i][2] for i in g) for g in groups), default=0),
+                    max((sum(bounds[i][1] for i in g) for g in groups), default=0))
+
+        # the same scan (columns, row groups, form) of a table version groups alike every time
+        groups, self._slot_bytes, self._group_need = memoized(
+            self.reader, ("delivery groups", tuple(self.columns), tuple(self.row_groups), self.paged,
+                          self.paged and self.compressed, self.decoded, self._mirror(), target, max_device, ramp),
+            compute)
+        groups = list(groups)  # (a shared scan cuts its copy short: _iterate_batches)
         # device memory the deliveries hold at most at once (what the cache leaves free when it
         # admits a page: ``_admission_headroom``): the consumer's, the one being made next to it and,
         # delivering ahead, one more (``_iterate_batches``; scheduled groups hold host memory only),
         # and never more than the scan has. It was ``depth + 1`` deliveries: under a 10% budget
         # (deliveries of a quarter of it each) that was the whole budget, so a streaming scan
         # admitted no page at all and every hot run copied every page again.
-        self._group_need = max((sum(bounds[i][1] for i in g) for g in groups), default=0)
         # (a scan beside the cache delivers ahead only while the budget has room for it at once:
         # ``_deliver_ahead``; the cache's admissions keep room for two, as they did)
         held = 2 + (1 if self.overlap and self.cache is None else 0)
