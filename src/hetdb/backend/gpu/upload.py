@@ -6,9 +6,9 @@ SSB SF 20, exec/early_scan.py). A warm scan keeps many milliseconds of copies qu
 consumer (the early fact scan primes its deliveries while the dimension pipelines run; batched
 deliveries go one ahead), and the small uploads made meanwhile queue behind all of them: a dense join
 table or compacted group keys made on the host (codegen/dense_tables.py, groups.py), a paged
-delivery's page table. The fused kernel reading them then starts when the queue has drained (H100,
-SSB SF 20 warm, s14: q2.1's fact pipeline took 19.6 ms with the small dimension builds made on the host,
-12.5 ms with them made on the device, the only difference being those uploads).
+delivery's page table. What reads them then waits until the queue has drained (H100, SSB SF 20 warm,
+s14: q2.1's fact pipeline took 19.6 ms with the small dimension builds made on the host, 12.5 ms with
+them made on the device, which uploads nothing; q4.1's link sat idle 10 ms with them on the host).
 
 So uploads of at most UPLOAD_MAX bytes are made by the SMs instead: the arrays are staged together in
 pinned memory, and a kernel (kernels/upload.cu) on the current stream loads the staging in place over
