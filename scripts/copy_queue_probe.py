@@ -52,8 +52,10 @@ def main() -> None:
         cur().synchronize()
 
     def op_upload():
-        upload.to_device([small])
+        upload.to_device([small])  # (mode "on": the probe's queue is not a scan's, note_copies saw none)
         cur().synchronize()
+
+    upload.mode = "on"
 
     def op_pinned():
         rt.memcpyAsync(target.data.ptr, small_pinned.ctypes.data, small_pinned.nbytes, 1, other.ptr)

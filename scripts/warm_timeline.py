@@ -26,7 +26,7 @@ fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the oper
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
-(small uploads as copies: backend/gpu/upload.py), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
+(small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
 ``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
 ``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
@@ -252,7 +252,7 @@ def main() -> None:
                          "host time by function (what syncs and launches a query makes)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
-                         "upload=0: small uploads as copies (backend/gpu/upload.py enabled=False); factfirst=0: the dimension "
+                         "upload=0: small uploads as copies (backend/gpu/upload.py mode 'off'); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
                          "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED)")
@@ -290,7 +290,7 @@ def main() -> None:
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
-            upload.enabled = switches["upload"]
+            upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)

@@ -1,6 +1,7 @@
 """Small host->device uploads made by a kernel (backend/gpu/upload.py) carry the bytes exactly, alone and
 while a long queue of host->device copies is pending on another stream; larger uploads and the
-switched-off path are copies. Timings are not asserted (scripts/copy_queue_probe.py measures them)."""
+switched-off path are copies; "auto" takes the kernel only while noted copies are in flight. Timings are
+not asserted (scripts/copy_queue_probe.py measures them)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,21 @@ def _arrays() -> list[np.ndarray]:
             np.zeros(0, dtype=np.int32), RNG.random(7) < 0.5, RNG.random(3), np.arange(3, dtype=np.int8)]
 
 
-@pytest.mark.parametrize("enabled", [True, False])
-def test_to_device_carries_every_array(monkeypatch, enabled) -> None:
+@pytest.fixture(autouse=True)
+def by_kernel(monkeypatch):
+    """Uploads by the kernel whether or not a scan's copies are in flight (mode "on")."""
+    from hetdb.backend.gpu import upload
+
+    monkeypatch.setattr(upload, "mode", "on")
+
+
+@pytest.mark.parametrize("mode", ["on", "off", "auto"])
+def test_to_device_carries_every_array(monkeypatch, mode) -> None:
     import cupy
 
     from hetdb.backend.gpu import upload
 
-    monkeypatch.setattr(upload, "enabled", enabled)
+    monkeypatch.setattr(upload, "mode", mode)
     arrays = _arrays()
     got = upload.to_device(arrays)
     cupy.cuda.get_current_stream().synchronize()
@@ -83,6 +92,32 @@ def test_uploads_behind_a_queue_of_copies_on_another_stream() -> None:
         np.testing.assert_array_equal(cupy.asnumpy(d), a)
     other.synchronize()
     assert int(dev[-1]) == 3
+
+
+def test_auto_uploads_by_the_kernel_only_while_noted_copies_are_in_flight(monkeypatch) -> None:
+    import cupy
+
+    from hetdb.backend.gpu import upload
+    from hetdb.backend.gpu.memory import new_stream, pinned_empty
+
+    monkeypatch.setattr(upload, "mode", "auto")
+    monkeypatch.setattr(upload, "_queued", None)
+    assert not upload.by_kernel(1024)  # (no scan's copies noted)
+    n = 256 << 20
+    host = pinned_empty(n, np.uint8)
+    dev = cupy.empty(n, dtype=cupy.uint8)
+    s = new_stream()
+    cupy.cuda.runtime.memcpyAsync(dev.data.ptr, host.ctypes.data, n, 1, s.ptr)
+    done = cupy.cuda.Event(disable_timing=True)
+    done.record(s)
+    upload.note_copies(done)
+    busy = upload.by_kernel(1024)  # (256 MiB take ~5 ms: still in flight, as a rule)
+    assert not upload.by_kernel(upload.UPLOAD_MAX + 1)
+    a = np.arange(100, dtype=np.int32)
+    np.testing.assert_array_equal(cupy.asnumpy(upload.to_device([a])[0]), a)
+    done.synchronize()
+    assert not upload.by_kernel(1024)
+    print("by kernel while copies were in flight:", busy)
 
 
 def test_upload_pinned_and_the_backends_asarray() -> None:

@@ -27,7 +27,7 @@ class GpuBackend:
         if isinstance(host_array, np.ndarray) and host_array.dtype.kind in "biuf" and host_array.size:
             from hetdb.backend.gpu import upload
 
-            if upload.enabled and host_array.nbytes <= upload.UPLOAD_MAX:
+            if upload.by_kernel(host_array.nbytes):
                 # by the SMs, beside a scan's copies queued on the copy engine (backend/gpu/upload.py)
                 return upload.to_device([host_array])[0].reshape(host_array.shape)
         return self.xp.asarray(host_array)

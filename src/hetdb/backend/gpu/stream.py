@@ -65,6 +65,7 @@ from hetdb.backend.gpu.stream_pages import (
     page_layout,
     release_batches,
 )
+from hetdb.backend.gpu.upload import note_copies
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
 from hetdb.cache.pages import memoized, page_info, scan_device_bytes
@@ -419,6 +420,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 self.stats.bytes_h2d += page.location.length
             event = cp.cuda.Event(disable_timing=True)
             event.record(stream)
+            note_copies(event)  # (small uploads go beside these copies until they are done)
         hosts = [p.host for p in rg.pages if p.host is not None]
         for p in rg.pages:
             p.host = None

@@ -49,6 +49,7 @@ from hetdb.backend.gpu.stream_pages import (
     release_batches,
     zero_copy_address,
 )
+from hetdb.backend.gpu.upload import note_copies
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch
@@ -550,6 +551,7 @@ class BatchedDelivery(DeliveryColumns):
                                       for c, (name, spec) in enumerate(zip(self.columns, specs))}, rows)]
                 event = cp.cuda.Event(disable_timing=True)
                 event.record(stream)
+                note_copies(event)  # (small uploads go beside these copies until they are done)
         except BaseException:
             stream.synchronize()
             if apart is not None:

@@ -14,8 +14,10 @@ So uploads of at most UPLOAD_MAX bytes are made by the SMs instead: the arrays a
 pinned memory, and a kernel (kernels/upload.cu) on the current stream loads the staging in place over
 the link (pinned memory is mapped into the device's address space under unified addressing) and
 stores it in a device buffer. Its loads share the link with the copy engine's reads instead of
-queueing behind them. The staging is kept until an event after the kernel has passed. ``enabled``
-(process-wide, for A/B measurements) False: every upload is a copy as before.
+queueing behind them (H100: a 256 KiB upload behind 1 GiB of queued copies took 0.08 ms, as a copy
+19.4 ms; scripts/copy_queue_probe.py). The staging is kept until an event after the kernel has passed.
+Only while a scan's copies are in flight (``mode`` "auto": the streamer notes each delivery's copies,
+``note_copies``); otherwise uploads are copies as before.
 """
 
 from __future__ import annotations
@@ -33,10 +35,32 @@ UPLOAD_MAX = 8 << 20
 _THREADS = 256
 _MAX_BLOCKS = 1024
 
-enabled = True
+# "auto": by the kernel while host->device copies a scan queued are still in flight (``note_copies``),
+# else as copies (over an idle link the copy engine serves them at once, and the H100's SSB SF 1 warm
+# queries, whose copies are done within 2 ms, ran 0.4-0.9 ms slower with every upload a kernel);
+# "on": always the kernel; "off": always copies (A/B)
+mode = "auto"
 
 _inflight: deque = deque()  # (event after the upload kernel, its pinned staging)
 _lock = threading.Lock()
+_queued: Any = None  # the event after the latest host->device copies a scan queued (note_copies)
+
+
+def note_copies(event: Any) -> None:
+    """A scan queued host->device copies on the copy engine, done when ``event`` has passed (the copy
+    engine serves copies in the order they were queued: the latest one done, all are)."""
+    global _queued
+    _queued = event
+
+
+def by_kernel(nbytes: int) -> bool:
+    """Whether an upload of ``nbytes`` goes as the kernel (see ``mode``)."""
+    if mode == "off" or nbytes > UPLOAD_MAX:
+        return False
+    if mode == "on":
+        return True
+    queued = _queued
+    return queued is not None and not queued.done
 
 
 def to_device(arrays: list[Any]) -> list[Any]:
@@ -50,7 +74,7 @@ def to_device(arrays: list[Any]) -> list[Any]:
         offsets.append(total)
         total += -(-int(a.nbytes) // 8) * 8
     total = max(total, 8)
-    if enabled and total <= UPLOAD_MAX:
+    if by_kernel(total):
         from hetdb.backend.gpu.memory import pinned_empty
 
         staging = pinned_empty(total, np.uint8)
@@ -67,8 +91,8 @@ def to_device(arrays: list[Any]) -> list[Any]:
 
 def upload_pinned(staging: np.ndarray, stream: Any = None) -> Any:
     """A device copy (uint8, same bytes) of ``staging``, an array in pinned host memory, queued on
-    ``stream`` (None: the current stream): by the upload kernel while ``enabled``, at most UPLOAD_MAX
-    bytes, a multiple of 8 bytes and 16-byte aligned (pinned pool blocks are), else a copy. ``staging`` may be reused at once: the
+    ``stream`` (None: the current stream): by the upload kernel where ``by_kernel`` says so and it is a
+    multiple of 8 bytes and 16-byte aligned (pinned pool blocks are), else a copy. ``staging`` may be reused at once: the
     kernel's reads are waited for before its memory goes back to the pool."""
     import cupy
 
@@ -78,7 +102,7 @@ def upload_pinned(staging: np.ndarray, stream: Any = None) -> Any:
         dev = cupy.empty(max(nbytes, 8), dtype=cupy.uint8)
         if nbytes == 0:
             return dev[:0]
-        if not enabled or nbytes > UPLOAD_MAX or nbytes % 8 or staging.ctypes.data % 16 or dev.data.ptr % 16:
+        if not by_kernel(nbytes) or nbytes % 8 or staging.ctypes.data % 16 or dev.data.ptr % 16:
             dev[:nbytes].set(staging.reshape(-1).view(np.uint8), stream=stream)
             event = cupy.cuda.Event(disable_timing=True)
             event.record(stream)
