@@ -204,6 +204,9 @@ class _Function:
         _Function.launches += 1
         LAUNCHED.append(time.perf_counter())
         _count("kernel launch")
+        if self.name == "upload_words":  # (backend/gpu/upload.py: a copy the host-only path needs done)
+            src, dst, words = args
+            ctypes.memmove(int(dst.data.ptr), int(src), 8 * int(words))
 
 
 LAUNCHED: list[float] = []  # perf_counter at each launch (the host split)

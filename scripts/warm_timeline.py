@@ -1,7 +1,7 @@
 """Where a warm GPU scan's time goes: link ceiling, bytes moved, copy and kernel busy time per query.
 
     PYTHONPATH=src python scripts/warm_timeline.py DB [--suite ssb] [--queries q1.1,q3.4]
-        [--runs 3] [--variant NAME:k=v,k=v ...] [--deliveries]
+        [--runs 3] [--variant NAME:k=v,k=v ...] [--deliveries] [--vs-duckdb]
 
 A warm run is a fresh connection whose pages are in the process's pinned host tier and nowhere on
 the GPU (as ``hetdb bench --mode warm``). First the link's ceilings are measured on this machine:
@@ -25,7 +25,12 @@ fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the oper
 (op id: ms), and the early scans started / taken over.
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
-``--variant base: --variant ahead:gpu_deliver_ahead=1``.
+``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
+(small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
+``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
+``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
+``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
+copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 """
 
 from __future__ import annotations
@@ -119,7 +124,7 @@ class Timeline:
             out = orig_delivery(plan, sources, dtypes, stream, staged, **kw)
             e1.record(stream)
             names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
-            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names))
+            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names, plan.rows))
             return out
 
         def consume(fp, state, batches, tables):
@@ -127,17 +132,18 @@ class Timeline:
                 return orig_consume(fp, state, batches, tables)
             s = cupy.cuda.get_current_stream()
             e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            t = time.perf_counter()
             e0.record(s)
             orig_consume(fp, state, batches, tables)
             e1.record(s)
-            self.kernels.append((e0, e1))
+            self.kernels.append((e0, e1, t))
 
         batch.run_delivery = run_delivery
         fusion_run._consume_fused = consume
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
 
-    def run(self, con, sql: str, ceiling: float) -> str:
+    def run(self, con, sql: str, ceiling: float, deliveries: bool = False) -> str:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
@@ -192,11 +198,22 @@ class Timeline:
         host_gaps = [(self.copies[i + 1][3] - self.copies[i][3]) * 1e3 for i in range(len(self.copies) - 1)]
         gpu_copy = [e - s for s, e in zip(starts, ends)]
         gbs = nbytes / (window / 1e3) / 1e9 if window > 0 else 0.0
+        per = ""
+        if deliveries:  # one line per fact delivery: host submit, copy and kernel intervals (GPU ms)
+            lines = []
+            for i, c in enumerate(self.copies):
+                k = self.kernels[i] if i < len(self.kernels) and len(self.kernels) == len(self.copies) else None
+                kline = (f" kernel {ms(anchor, k[0]):.2f}-{ms(anchor, k[1]):.2f} (host {(k[2] - t0) * 1e3:.2f})"
+                        if k is not None else "")
+                lines.append(f"    d{i}: {c[5] / 1e6:.1f}M rows {c[2] / 1e6:.1f} MB submit {(c[3] - t0) * 1e3:.2f} "
+                             f"copy {starts[i]:.2f}-{ends[i]:.2f} ({c[2] / max(ends[i] - starts[i], 1e-9) / 1e6:.1f} GB/s)"
+                             + kline)
+            per = "\n" + "\n".join(lines)
         return (f"{dim_line}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
-                f"link {100 * gbs / ceiling:.0f}%{host}")
+                f"link {100 * gbs / ceiling:.0f}%{host}{per}")
 
 
 def profiled(db: str, sql: str, opts: dict, runs: int, top: int = 40) -> str:
@@ -234,17 +251,32 @@ def main() -> None:
                     help="N more warm runs of each query (first variant) under cProfile: calls and "
                          "host time by function (what syncs and launches a query makes)")
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base')")
+                    help="NAME:k=v,k=v connection options of one variant (repeatable; default one 'base'); "
+                         "upload=0: small uploads as copies (backend/gpu/upload.py mode 'off'); factfirst=0: the dimension "
+                         "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
+                         "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
+                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED)")
+    ap.add_argument("--vs-duckdb", action="store_true",
+                    help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
+                         "the queries name, loaded through a CPU connection")
+    ap.add_argument("--deliveries", action="store_true",
+                    help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
+                         "GPU ms (from the query's start)")
     args = ap.parse_args()
     variants = []
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
-        variants.append((name, parse_options([o for o in opts.split(",") if o])))
+        items = [o for o in opts.split(",") if o]
+        switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
+                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items}
+        variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
-    medians: dict[str, list[float]] = {name: [] for name, _ in variants}
+    medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    from hetdb.backend.gpu import stream_batch, upload
+    from hetdb.exec import early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
         print(summary(medians), flush=True)
@@ -254,25 +286,39 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, cut)
+    duck = load_duckdb(args.db, args.suite, qs) if args.vs_duckdb else None
     for q in qs:
-        for name, opts in variants:
+        expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
+        for name, opts, switches in variants:
+            upload.mode = "auto" if switches["upload"] else "off"
+            early_scan.FACT_FIRST = switches["factfirst"]
+            stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
             execs, h2d = [], 0
+            hot = hetdb.connect(args.db, device="gpu", create=False, **opts) if switches["hot"] else None
+            if hot is not None:  # (hot: one connection; its cache filled as far as the budget lets it)
+                for _ in range(2):
+                    hot.sql(q.sql).arrow()
             for _ in range(args.runs):
-                con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+                con = hot or hetdb.connect(args.db, device="gpu", create=False, **opts)
                 r = con.sql(q.sql)
-                r.arrow()
+                got = r.arrow()
                 st = dict(r.stats or {})
-                con.close()
+                if hot is None:
+                    con.close()
                 execs.append(st.get("exec_seconds", 0.0))
                 h2d = st.get("bytes_host_to_device", 0)
+                routes = st.get("routes") or {}
+                tier = (f" | device cache: {st.get('pages_cached', 0)} pages resident, admitted {routes.get('admitted', 0)} "
+                        f"evicted {routes.get('evicted', 0)} bypassed {routes.get('bypassed', 0)}, "
+                        f"{routes.get('deliveries', 0)} deliveries")
             ex = statistics.median(execs)
             medians[name].append(ex)
-            con = hetdb.connect(args.db, device="gpu", create=False, **opts)
+            con = hot or hetdb.connect(args.db, device="gpu", create=False, **opts)
             try:
-                line = tl.run(con, q.sql, whole)
+                line = tl.run(con, q.sql, whole, args.deliveries)
             except Exception as e:  # noqa: BLE001 - a probe reports and goes on
                 line = f"timeline failed: {type(e).__name__}: {e}"
             con.close()
@@ -297,9 +343,46 @@ def main() -> None:
                 sampled = "\n" + sampler.report(args.sample, wall, top=18)
             if args.cprofile and name == variants[0][0]:
                 sampled += "\n" + profiled(args.db, q.sql, opts, args.cprofile)
+            answer = ""
+            if duck is not None:
+                answer = " " + check_answer(duck, q, got, expected)
             print(f"{q.name} {name}: exec {ex * 1e3:.1f} ms (runs {' '.join(f'{e * 1e3:.1f}' for e in execs)}) "
-                  f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec | {line}{sampled}", flush=True)
+                  f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec = {100 * h2d / max(ex, 1e-9) / 1e9 / whole:.0f}% "
+                  f"of the link{answer}{tier} | {line}{sampled}", flush=True)
     print(summary(medians), flush=True)
+
+
+def load_duckdb(db: str, suite: str, qs: list) -> object:
+    """A DuckDB connection holding each table of ``suite`` with the columns ``qs`` name (SSB/TPC-H
+    column names are unique to their tables), read through a CPU connection."""
+    import duckdb
+    from scripts_common import SUITE_TABLES
+
+    t0 = time.perf_counter()
+    text = " ".join(q.sql for q in qs).lower()
+    duck = duckdb.connect()
+    con = hetdb.connect(db, device="cpu", create=False)
+    for t in SUITE_TABLES[suite]:
+        if t not in text:
+            continue
+        cols = [c for c in con.sql(f'SELECT * FROM "{t}" LIMIT 0').arrow().column_names if c.lower() in text]
+        duck.register("incoming", con.sql(f'SELECT {", ".join(cols)} FROM "{t}"').arrow())
+        duck.execute(f'CREATE TABLE "{t}" AS SELECT * FROM incoming')
+        duck.unregister("incoming")
+    con.close()
+    print(f"DuckDB {duckdb.__version__}: the queries' columns loaded in {time.perf_counter() - t0:.1f} s", flush=True)
+    return duck
+
+
+def check_answer(duck: object, q: object, got: object, expected: object) -> str:
+    """'answer ok', or 'ANSWER DIFFERS: ...' against DuckDB's (the bench's comparison)."""
+    from hetdb.bench.compare import compare_tables
+    from hetdb.bench.suites import float_tolerances, order_spec
+
+    ordered, order_by = order_spec(q.sql)
+    bad = compare_tables(got, expected, ordered, float_rel_tol=float_tolerances(q.sql, expected.num_columns),
+                         order_by=order_by)
+    return "answer ok" if bad is None else f"ANSWER DIFFERS: {bad[:200]}"
 
 
 def summary(medians: dict[str, list[float]]) -> str:

@@ -67,8 +67,8 @@ def _streamer(reader, host, budget, **kw):
                         streams=early_streams(cupy.cuda.Device().id), **kw)
 
 
-@pytest.mark.parametrize("prime", [1, 1 << 40], ids=["first", "all"])
-def test_primed_deliveries_equal_the_host_reader(reader, prime):
+@pytest.mark.parametrize("prime,more", [(1, 0), (1 << 40, 0), (1, 1 << 40)], ids=["first", "all", "first-then-rest"])
+def test_primed_deliveries_equal_the_host_reader(reader, prime, more):
     from hetdb.backend.gpu.memory import DeviceMemoryBudget
 
     host = HostPageCache(64 << 20, block_bytes=16 << 10, chunk_bytes=1 << 20)
@@ -82,6 +82,9 @@ def test_primed_deliveries_equal_the_host_reader(reader, prime):
         assert it is not None and s.held_bytes > 0
         primed = s.routes.deliveries
         assert primed == 1 if prime == 1 else primed > 1
+        if more:  # (exec/early_scan.py: the fact scan's first delivery, the dimension scans, its rest)
+            s.prime_more(more)
+            assert s.routes.deliveries > primed
         for rgs, parts in it:
             (batch,) = parts
             seen.extend(rgs)

@@ -262,6 +262,33 @@ def test_overlapped_scans_stopped_early_or_under_a_tight_budget_return_everythin
     assert tight.used_bytes == 0
 
 
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_paged_scan_beside_the_device_cache_delivers_one_ahead(reader, fake_gpu, monkeypatch, ahead):
+    """Pages kept as stored, a device cache in play that admits none of them (a working set larger
+    than the cache): the next delivery's copies are queued before the consumer takes this one
+    (stream_batch.AHEAD_PAGED; off: none ahead), and every row group still equals the reader's."""
+    from hetdb.backend.gpu import stream_batch
+
+    monkeypatch.setattr(stream_batch, "AHEAD_PAGED", ahead)
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in range(1, 5))
+    cache = _Keeps(set())
+    b = DeviceMemoryBudget(1 << 30)
+    compared = 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, host_cache=host_tier(), batch_bytes=one + 1,
+                                 row_groups=[1, 2, 3, 4], cache=cache, router=PageRouter("auto"),
+                                 compressed=True, overlap=True) as s:
+        made = []
+        for rgs, parts in s.deliveries():
+            made.append(s.routes.deliveries)
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                assert all(part[c].to_arrow().equals(want[c].to_arrow()) for c in COLUMNS), rg
+                compared += 1
+    assert compared == 4
+    assert made[0] == (2 if ahead else 1), made  # (at the consumer's first step)
+    assert b.used_bytes == 0 and not cache.entries
+
+
 def test_a_scan_under_a_tight_budget_admits_what_its_deliveries_leave_free(reader, fake_gpu):
     """Paged deliveries (pages kept as stored, as under a tight budget by default). A streaming scan asks the device cache to keep free what its deliveries hold at most at once:
     the consumer's and the one being made next to it (scheduled groups hold host memory only), not
@@ -288,7 +315,9 @@ def test_a_scan_under_a_tight_budget_admits_what_its_deliveries_leave_free(reade
                         assert all(part[c].to_arrow().equals(want[c].to_arrow()) for c in COLUMNS), rg
             groups = len(s._plan_groups())
             assert groups >= 2 and s._group_need <= limit // 4 + max(b[1] for b in map(s._rg_bounds, s.row_groups))
-            assert s._ring_need == 2 * s._group_need  # (a cache in play: no delivery made ahead)
+            # (a cache in play: its admissions keep room for two deliveries; one more goes ahead only
+            # while the budget has room for three at once)
+            assert s._ring_need == 2 * s._group_need
         hits.append((s.stats.pages_cached, s.stats.pages_read))
         assert budget.used_bytes == cache.used_bytes > 0
     # the scan's pages fit in the cache beside two deliveries: the first scan admits every one and

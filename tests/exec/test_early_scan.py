@@ -139,3 +139,43 @@ def test_the_dimension_scans_start_before_the_fact_scan_in_every_ssb_query(ssb_d
         pipes = engine.planned(sql)[0].physical.pipelines
         i = pick_early_scan(pipes, rows)
         assert i is not None and early_dimensions(pipes, i) == []
+
+
+@pytest.mark.parametrize("fact_first", [True, False])
+def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_db, monkeypatch, fact_first):
+    """start_early_scans on SSB q2.1's plan, with the streamers' start recorded instead of made: the fact
+    scan's first delivery (``first_only``), then each dimension scan that starts early, then the rest of
+    the fact's (``_prime_rest``); with FACT_FIRST off the dimension scans first, then the fact scan whole."""
+    import sys as _sys
+    from types import SimpleNamespace as NS
+
+    from hetdb.exec import early_scan
+
+    calls = []
+
+    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False):
+        calls.append((op.scan.table, "first" if first_only else "whole"))
+        return NS(iterator=object(), taken=False)
+
+    monkeypatch.setattr(early_scan, "FACT_FIRST", fact_first)
+    monkeypatch.setattr(early_scan, "_start", start)
+    monkeypatch.setattr(early_scan, "_streams_past", lambda ctx, op: [0])
+    monkeypatch.setattr(early_scan, "_prime_rest", lambda ctx, early: calls.append(("lineorder", "rest")))
+    monkeypatch.setitem(_sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(id=0))))
+    from hetdb.backend.gpu import stream_io
+
+    monkeypatch.setattr(stream_io, "early_streams", lambda device: None)
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        engine = con._get_engine()
+        physical = engine.planned(load_queries("ssb")["q2.1"])[0].physical
+        options = NS(gpu_early_scan=True, gpu_batch_bytes=1 << 26, gpu_coprocess="off", gpu_zero_copy="off",
+                     gpu_stream_encoded=False, route="auto", gpu_early_dims=True)
+        ctx = NS(device=object(), options=options, db=engine.db)
+        early_scan.start_early_scans(ctx, physical)
+        i = pick_early_scan(physical.pipelines, lambda t: engine.db.table(t).num_rows)
+        want = [p.source.scan.table for p in early_scan.early_dimensions(physical.pipelines, i)]
+    assert len(want) >= 2 and "lineorder" not in want
+    if fact_first:
+        assert calls == [("lineorder", "first"), *[(t, "whole") for t in want], ("lineorder", "rest")]
+    else:
+        assert calls == [*[(t, "whole") for t in want], ("lineorder", "whole")]

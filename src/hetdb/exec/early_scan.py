@@ -26,10 +26,15 @@ Its primed copies fill the link for milliseconds, and the dimension scans' small
 by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date delivery ended at
 15.7 ms instead of 1.7 ms, and each query's first dimension pipeline took 10-19 ms instead of 1-3).
 So the dimension pipelines' scans that will stream past the device cache too (``early_dimensions``:
-before the fact pipeline, the only scan of their table) start first, on the process's streams as
+before the fact pipeline, the only scan of their table) start early too, on the process's streams as
 their pipelines would, each primed whole (they are small), and their pipelines take them over the
-same way; then the fact scan is primed. Option ``gpu_early_dims`` (default on) switches that part
-off for A/B measurements.
+same way: after the fact scan's first delivery (FACT_FIRST: the link moves it while the host makes
+the dimension scans; their copies wait behind that one delivery only) and before the rest of the
+fact's primed deliveries. Option ``gpu_early_dims`` (default on) switches that part off for A/B
+measurements.
+
+Small uploads the pipelines make while the fact's primed copies are queued (dense tables built on the
+host, page tables) do not queue behind them: backend/gpu/upload.py.
 """
 
 from __future__ import annotations
@@ -41,9 +46,16 @@ from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.scan import TableScan
 
 # an early scan's queued deliveries hold at most this share of the free device budget, and at most
-# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies)
+# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies). 8 GiB:
+# the whole fact scan of SSB SF 20's q4.x decoded (4 GiB left q4.1's last delivery to its consumer,
+# which asks for it only after the dimension pipelines and its own planning: H100, s14)
 EARLY_BUDGET_SHARE = 0.25
-EARLY_MAX_BYTES = 4 << 30
+EARLY_MAX_BYTES = 8 << 30
+# The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
+# its primed deliveries after them: the link moves the fact's first copies while the host makes the
+# dimension scans (their small copies queue behind that one delivery only, which the link has moved
+# by the time their pipelines run, after the fact scan's priming). False: dimension scans first (A/B).
+FACT_FIRST = True
 
 
 @dataclass
@@ -56,6 +68,7 @@ class EarlyScan:
     args: tuple
     kwargs: dict
     primed_bytes: int
+    room: int = 0          # the budget bytes its primed deliveries may hold
     taken: bool = False    # taken over by its pipeline, or closed
     adopted: bool = False  # taken over by its pipeline
 
@@ -108,11 +121,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     fact = _streams_past(ctx, pipelines[index].source)
     if fact is None:
         return
-    if getattr(opts, "gpu_early_dims", True):
-        for pipe in early_dimensions(pipelines, index, skipped):
-            got = _streams_past(ctx, pipe.source)
-            if got is not None and not _start(ctx, pipe.source, got, None):
-                return  # (the budget had no room: neither does the fact scan)
+    dims = early_dimensions(pipelines, index, skipped) if getattr(opts, "gpu_early_dims", True) else []
     shared = cap = None
     if getattr(opts, "gpu_coprocess", "off") == "auto":
         from hetdb.exec.coprocess_plan import early_shared_scan
@@ -124,11 +133,31 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
 
     from hetdb.backend.gpu.stream_io import early_streams
 
-    _start(ctx, pipelines[index].source, fact, early_streams(cupy.cuda.Device().id), shared, cap)
+    streams = early_streams(cupy.cuda.Device().id)
+    if not (FACT_FIRST and dims):
+        if not _start_dimensions(ctx, dims):
+            return  # (the budget had no room: neither does the fact scan)
+        _start(ctx, pipelines[index].source, fact, streams, shared, cap)
+    else:
+        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True)
+        if early is None:
+            return  # (the budget had no room: nor for the dimension scans)
+        if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
+            _prime_rest(ctx, early)
     if shared is not None:
         from hetdb.exec.coprocess_plan import start_early_workers
 
         start_early_workers(ctx, pipelines[index])  # (after the priming: its copies go first)
+
+
+def _start_dimensions(ctx: ExecContext, dims: list) -> bool:
+    """Start the scans of the dimension pipelines ``dims`` that stream past the device cache, each
+    primed whole; False when the budget had no room for one (the rest are not started)."""
+    for pipe in dims:
+        got = _streams_past(ctx, pipe.source)
+        if got is not None and _start(ctx, pipe.source, got, None) is None:
+            return False
+    return True
 
 
 def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset()) -> list:
@@ -166,10 +195,11 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
 
 
 def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
-           cap: int | None = None) -> bool:
+           cap: int | None = None, first_only: bool = False) -> EarlyScan | None:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
     the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
-    first deliveries, at most ``cap`` bytes of them; False when the budget has no room."""
+    first deliveries, at most ``cap`` bytes of them (``first_only``: its first delivery only, the
+    rest up to the same bound with ``_prime_rest``); None when the budget has no room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
     state = DeviceScanState(ctx.db.table(op.scan.table))
@@ -180,24 +210,40 @@ def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, share
     if cap is not None:
         room = min(room, cap)
     if room <= 0:
-        return False
+        return None
     from hetdb.backend.gpu.stream import PageStreamer
 
     streamer = PageStreamer(*args, **kwargs, streams=streams)
-    early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0)
+    early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0, room=room)
     ctx.early_scans[op.op_id] = early
     ctx.cleanup.append(lambda: _close(ctx, early))
     from hetdb.exec.device import is_device_oom
 
     try:
-        early.iterator = streamer.prime(room)
+        early.iterator = streamer.prime(1 if first_only else room)
     except Exception as e:
         if not is_device_oom(e):
             raise
         _close(ctx, early)  # (the budget had no room after all: the pipeline streams as usual)
-        return False
+        return None
     early.primed_bytes = streamer.held_bytes
-    return True
+    return early
+
+
+def _prime_rest(ctx: ExecContext, early: EarlyScan) -> None:
+    """Queue the rest of an early scan's first deliveries (``_start``'s bound), after its first."""
+    from hetdb.exec.device import is_device_oom
+
+    if early.iterator is None or early.taken:
+        return
+    try:
+        early.streamer.prime_more(early.room)
+    except Exception as e:
+        if not is_device_oom(e):
+            raise
+        _close(ctx, early)  # (its deliveries ended with the error: the pipeline streams as usual)
+        return
+    early.primed_bytes = early.streamer.held_bytes
 
 
 def take_early(ctx: ExecContext, op: Any, args: tuple, kwargs: dict) -> tuple[Any, Any] | None:

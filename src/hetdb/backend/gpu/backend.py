@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hetdb.backend.gpu import aggregate as _agg
 from hetdb.backend.gpu import hashing as _hash
 from hetdb.backend.gpu import strings as _str
@@ -22,6 +24,12 @@ class GpuBackend:
 
     # ---- movement -------------------------------------------------------------------------------
     def asarray(self, host_array: Any) -> Any:
+        if isinstance(host_array, np.ndarray) and host_array.dtype.kind in "biuf" and host_array.size:
+            from hetdb.backend.gpu import upload
+
+            if upload.by_kernel(host_array.nbytes):
+                # by the SMs, beside a scan's copies queued on the copy engine (backend/gpu/upload.py)
+                return upload.to_device([host_array])[0].reshape(host_array.shape)
         return self.xp.asarray(host_array)
 
     def to_host(self, array: Any) -> Any:

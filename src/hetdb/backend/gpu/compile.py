@@ -187,7 +187,7 @@ def static_modules() -> list[tuple[str, tuple[str, ...]]]:
 
     return [("hash.cu", HASH_NAMES), ("aggregate.cu", AGG_NAMES), ("decode.cu", DECODE_NAMES),
             ("hash_table.cu", ()), ("string_keys.cu", ()), ("window.cu", ()), ("batch_decode.cu", ()),
-            ("strings.cu", ()), ("shuffle_encode.cu", ())]
+            ("strings.cu", ()), ("shuffle_encode.cu", ()), ("upload.cu", ())]
 
 
 def warm_static_module(index: int) -> tuple[str, float, str]:

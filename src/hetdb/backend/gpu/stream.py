@@ -65,6 +65,7 @@ from hetdb.backend.gpu.stream_pages import (
     page_layout,
     release_batches,
 )
+from hetdb.backend.gpu.upload import note_copies
 from hetdb.cache.base import PageCache, PageKey
 from hetdb.cache.host_cache import HostPage, HostPageCache
 from hetdb.cache.pages import memoized, page_info, scan_device_bytes
@@ -154,7 +155,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._copy_stream = copy_stream(self._device_id) if streams is None else streams[0]
         self._decode_on = None if streams is None else streams[1]
         self._consumer = consumer_stream
-        self._pool = ThreadPoolExecutor(max_workers=max(1, io_workers), thread_name_prefix="hetdb-stream")
+        self._io_workers = max(1, io_workers)
+        self._readers: ThreadPoolExecutor | None = None  # made at the first read (``_pool``): a warm scan reads nothing
         self._slots: list[np.ndarray | None] = [None] * depth
         self._slot_events: list[Any] = [None] * depth
         self._dictionaries: dict[str, Column] = {}
@@ -173,6 +175,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._group_need = 0      # stream_batch: what one delivery holds at most
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
         self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
+        self._consuming = False  # stream_batch: the consumer has asked for a delivery (priming is over)
         # a column's pages lying back to back in the host tier go as one copy (stream_batch: ``mirror``)
         self.neighbours = neighbours
         self._string_columns: list | None = None  # stream_batch._same_strings: (index, spec) of string columns
@@ -242,6 +245,13 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             self._gen.close()  # runs the generator's cleanup if it stopped at a yield
         self._release_scan()
 
+    @property
+    def _pool(self) -> ThreadPoolExecutor:
+        """The I/O threads reading pages from storage (made at the first read)."""
+        if self._readers is None:
+            self._readers = ThreadPoolExecutor(max_workers=self._io_workers, thread_name_prefix="hetdb-stream")
+        return self._readers
+
     def _tier_stats(self) -> tuple[int, int, int]:
         """(admitted, evicted, bypassed) of both tiers so far (a scan reports its deltas)."""
         out = [0, 0, 0]
@@ -276,7 +286,8 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         if self._closed:
             return
         self._closed = True
-        self._pool.shutdown(wait=True)
+        if self._readers is not None:
+            self._readers.shutdown(wait=True)
         self._copy_stream.synchronize()
         self._observe_rates()
         self._unpin_host(wait=True)
@@ -322,18 +333,19 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             # no device tier to ask first: every page's host-tier look-up at once (the steady state
             # of a scan streamed out of the host tier), page by page only when one is missing
             hosts = self.host_cache.lookup_many(host_keys, locations, stable=True)
-        if hosts is not None:
+        if hosts is not None:  # (every page a host-tier hit: nothing to read)
+            same = None if router.cpu_workers else router.host_path(0)  # (no CPU workers: one route for all)
             for page, host in zip(pages, hosts):
                 page.host = host
-                page.route = router.host_path(page.location.length)
-        else:
-            # column by column: the pages loaded into the host tier now take its blocks in this order,
-            # so a column's pages of neighbouring row groups lie back to back there (a later delivery
-            # copies them as one: batch_plan's ``mirror``)
-            for c in range(len(columns)):
-                for rg in rgs:
-                    page = rg.pages[c]
-                    page.route = router.route_with(self, page, page.location.length)
+                page.route = same if same is not None else router.host_path(page.location.length)
+            return rgs
+        # column by column: the pages loaded into the host tier now take its blocks in this order,
+        # so a column's pages of neighbouring row groups lie back to back there (a later delivery
+        # copies them as one: batch_plan's ``mirror``)
+        for c in range(len(columns)):
+            for rg in rgs:
+                page = rg.pages[c]
+                page.route = router.route_with(self, page, page.location.length)
         ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
                 if rg.pages[c].route is Route.DISK_DIRECT]
         if ring:
@@ -408,6 +420,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
                 self.stats.bytes_h2d += page.location.length
             event = cp.cuda.Event(disable_timing=True)
             event.record(stream)
+            note_copies(event)  # (small uploads go beside these copies until they are done)
         hosts = [p.host for p in rg.pages if p.host is not None]
         for p in rg.pages:
             p.host = None

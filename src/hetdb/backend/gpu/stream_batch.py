@@ -49,12 +49,18 @@ from hetdb.backend.gpu.stream_pages import (
     release_batches,
     zero_copy_address,
 )
+from hetdb.backend.gpu.upload import note_copies
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch
 
 DEFAULT_BATCH_BYTES = 64 << 20
 PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_bytes``
+# A paged scan beside the device cache (pages kept compressed, a budget too small for the working set:
+# SSB SF 20 hot at 10% copies 0.3-0.9 GB per run) delivers one ahead as a scan past the cache does:
+# the next delivery's copies are queued before the consumer takes this one, instead of after its kernel
+# is launched (the link then waited for the host's work of every step). False: not ahead (A/B).
+AHEAD_PAGED = True
 
 
 @dataclass
@@ -103,8 +109,10 @@ class BatchedDelivery(DeliveryColumns):
         the first deliveries while they hold at most ``nbytes`` of the budget together (at least
         one, if the budget has room for it) and return the iterator, which hands them out first;
         nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
-        nothing is queued). The deliveries are not ramped (``overlap``'s short first ones) and aim at
-        PRIMED_BATCHES times ``batch_bytes``: the consumer comes later, when they have been copied."""
+        nothing is queued). The deliveries aim at PRIMED_BATCHES times ``batch_bytes`` (the consumer
+        comes later, when they have been copied), ramped up to it with ``overlap`` (the first copies
+        start after one short delivery's host work, and each delivery's copies cover the host work
+        of the next, twice as large)."""
         if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
             return None
         self._prime_bytes = int(nbytes)
@@ -116,6 +124,19 @@ class BatchedDelivery(DeliveryColumns):
         if got is not None:  # (the generator yields None once primed, before any delivery)
             raise AssertionError("a primed streamer handed out a delivery")
         return gen
+
+    def prime_more(self, nbytes: int) -> None:
+        """Queue more deliveries of a primed scan (``prime``) before its consumer asks, while all of
+        them hold at most ``nbytes`` of the budget (none if the consumer took one already)."""
+        if self._gen is None or self._closed or nbytes <= 0 or self._consuming:
+            return
+        self._prime_bytes = int(nbytes)
+        try:
+            got = next(self._gen)
+        finally:
+            self._prime_bytes = 0
+        if got is not None:
+            raise AssertionError("a primed streamer handed out a delivery")
 
     @property
     def held_bytes(self) -> int:
@@ -194,24 +215,36 @@ class BatchedDelivery(DeliveryColumns):
         return memoized(reader, ("batch bounds", columns, rg, paged, kept, decoded, mirror), compute)
 
     def _plan_groups(self) -> list[list[int]]:
-        bounds = [self._rg_bounds(rg) for rg in self.row_groups]
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
         # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
-        # steps of host work each), not ramped
+        # steps of host work each), ramped as the others (the link starts on a short first one)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
-        groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device,
-                             ramp=3 if self.overlap and not self._prime_bytes else 0)
-        # every ring slot holds the largest group (allocated once, never while a copy reads it)
-        self._slot_bytes = max((sum(bounds[i][2] for i in g) for g in groups), default=0)
+        ramp = 3 if self.overlap else 0
+
+        def compute() -> tuple[list[list[int]], int, int]:
+            bounds = [self._rg_bounds(rg) for rg in self.row_groups]
+            groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device, ramp=ramp)
+            # every ring slot holds the largest group (allocated once, never while a copy reads it);
+            # a delivery holds at most the largest group's device bytes
+            return (groups, max((sum(bounds[i][2] for i in g) for g in groups), default=0),
+                    max((sum(bounds[i][1] for i in g) for g in groups), default=0))
+
+        # the same scan (columns, row groups, form) of a table version groups alike every time
+        groups, self._slot_bytes, self._group_need = memoized(
+            self.reader, ("delivery groups", tuple(self.columns), tuple(self.row_groups), self.paged,
+                          self.paged and self.compressed, self.decoded, self._mirror(), target, max_device, ramp),
+            compute)
+        groups = list(groups)  # (a shared scan cuts its copy short: _iterate_batches)
         # device memory the deliveries hold at most at once (what the cache leaves free when it
         # admits a page: ``_admission_headroom``): the consumer's, the one being made next to it and,
         # delivering ahead, one more (``_iterate_batches``; scheduled groups hold host memory only),
         # and never more than the scan has. It was ``depth + 1`` deliveries: under a 10% budget
         # (deliveries of a quarter of it each) that was the whole budget, so a streaming scan
         # admitted no page at all and every hot run copied every page again.
-        self._group_need = max((sum(bounds[i][1] for i in g) for g in groups), default=0)
-        held = 2 + (1 if self.overlap and self.cache is None else 0)  # (``_deliver_ahead``'s condition)
+        # (a scan beside the cache delivers ahead only while the budget has room for it at once:
+        # ``_deliver_ahead``; the cache's admissions keep room for two, as they did)
+        held = 2 + (1 if self.overlap and self.cache is None else 0)
         self._ring_need = min(len(groups), held) * self._group_need
         return groups
 
@@ -255,18 +288,23 @@ class BatchedDelivery(DeliveryColumns):
                     current = None
                 self._held = None
             pending.pop(0)
-            schedule_next()
-
-        try:
             while next_group < len(groups) and len(pending) < self.depth:
                 schedule_next()
-            if self._prime_bytes:
-                # primed (``prime``): deliveries queued before any consumer asks, within the bytes
-                # given and the budget's room; the caller's first ``next`` gets None
+
+        try:
+            # a primed scan (out of the host tier: nothing to read ahead) schedules its first group
+            # alone, so its first copies start one group's host work earlier; the rest follow
+            while next_group < len(groups) and len(pending) < (1 if self._prime_bytes else self.depth):
+                schedule_next()
+            while self._prime_bytes:
+                # primed (``prime``, ``prime_more``): deliveries queued before any consumer asks, within
+                # the bytes given and the budget's room; each such ``next`` gets None (the consumer's
+                # first ``next`` comes with no bytes given, and gets the first delivery)
                 per = self._group_need  # (a delivery's most)
                 while pending and self._room_ahead() and (not queue or self._transient_held + per <= self._prime_bytes):
                     deliver_next()
                 yield None
+            self._consuming = True
             ahead = self._deliver_ahead()
             while pending or queue:
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
@@ -302,13 +340,19 @@ class BatchedDelivery(DeliveryColumns):
         """Deliveries queued beyond the one the consumer works on: with ``overlap`` one, when the
         budget has room for three at once (the copy stream then has the next delivery's copies
         queued while the host prepares the one after, whatever the host's hiccups); else none."""
-        if not self.overlap or self.cache is not None:
-            return 0  # (a row group with cached pages goes page by page: its consumer waits at once)
+        if not self._ahead_ok():
+            return 0
         limit = getattr(self.budget, "limit_bytes", None)
         per = self._group_need
         if limit and 3 * per > limit - self.budget.used_bytes:
             return 0
         return 1
+
+    def _ahead_ok(self) -> bool:
+        """Whether ``overlap`` delivers ahead here: a scan past the device cache, or (AHEAD_PAGED) a
+        paged one beside it, whose row groups with cached pages ride in the batch; not a scan whose
+        row groups with cached pages go page by page (their consumer waits at once)."""
+        return self.overlap and (self.cache is None or (AHEAD_PAGED and self.paged))
 
     def _room_ahead(self) -> bool:
         """Whether the budget still has room for another delivery beside those held."""
@@ -507,6 +551,7 @@ class BatchedDelivery(DeliveryColumns):
                                       for c, (name, spec) in enumerate(zip(self.columns, specs))}, rows)]
                 event = cp.cuda.Event(disable_timing=True)
                 event.record(stream)
+                note_copies(event)  # (small uploads go beside these copies until they are done)
         except BaseException:
             stream.synchronize()
             if apart is not None:

@@ -32,7 +32,8 @@ from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime'
 from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
 from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_ANY, PAGES_PLAIN, FusedPipelineSpec, page_class
-from hetdb.backend.gpu.memory import pinned_empty, to_device_async
+from hetdb.backend.gpu.memory import pinned_empty
+from hetdb.backend.gpu.upload import upload_pinned
 from hetdb.codec.encodings import CODEC_IDS
 from hetdb.column import Column
 from hetdb.errors import UnsupportedError
@@ -355,7 +356,7 @@ class FusedPipeline:
             # (the delivery's copies), which would keep the host from queueing the next one meanwhile
             staged = pinned_empty(pages.host.shape, pages.host.dtype)
             staged[...] = pages.host
-            table = to_device_async(staged, stream)
+            table = upload_pinned(staged, stream).view(staged.dtype)  # (beside a scan's queued copies)
             done = cupy.cuda.Event(disable_timing=True)
             done.record(stream)
             pages.device = (table, done)
@@ -568,20 +569,12 @@ def compile_fused_pipeline(spec: FusedPipelineSpec) -> FusedPipeline:
 
 
 def arrays_to_device(arrays: list[Any]) -> list[Any]:
-    """Host arrays on the device with one copy: views of one device buffer, each at an 8-byte
-    aligned offset, with its dtype and length."""
-    import cupy
+    """Host arrays on the device with one upload: views of one device buffer, each at an 8-byte
+    aligned offset, with its dtype and length (backend/gpu/upload.py: made by a kernel reading pinned
+    staging, so it does not wait behind a scan's queued copies)."""
+    from hetdb.backend.gpu.upload import to_device
 
-    arrays = [np.ascontiguousarray(a) for a in arrays]
-    offsets, total = [], 0
-    for a in arrays:
-        offsets.append(total)
-        total += -(-int(a.nbytes) // 8) * 8
-    host = np.zeros(max(total, 8), dtype=np.uint8)
-    for a, off in zip(arrays, offsets):
-        host[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
-    dev = cupy.asarray(host)
-    return [dev[off:off + a.nbytes].view(a.dtype) for a, off in zip(arrays, offsets)]
+    return to_device(arrays)
 
 
 def _device_id() -> int:
