@@ -49,6 +49,9 @@ EXPERIMENTS = {
                             "instead of by build row after it",
     # (s12 at SF 20: SSB q2.1's shape 0.998 ms at 256 x 4 against 1.247 ms at 128 x 4; other shapes untried)
     "fused_block256": "dense fused kernels of 256 threads per block instead of 128",
+    "fused_probe_forms": "dense fused kernels probing membership bitmaps and 1-2 byte payload codes per key "
+                         "(codegen spec.DenseProbe.form), loading the columns left once few rows are "
+                         "(spec.batch_after) and reading the scanned columns with the streaming cache hint",
 }
 enabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_ON", "").split(",") if n.strip()}
 

@@ -332,8 +332,12 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         for c in lookups:
             (cid,) = c.columns()
             if cid in cids:
-                probes.append(DenseProbe(ColumnRef(types[cid], cid, nullable=False)))
-                tables.append(_lookup_table(ctx, c, cid, types[cid], dictionary_of(cid)))
+                table = _lookup_table(ctx, c, cid, types[cid], dictionary_of(cid))
+                form = _probe_form([], {})
+                if form != "rows":
+                    table.probe_arrays(form)
+                probes.append(DenseProbe(ColumnRef(types[cid], cid, nullable=False), form=form))
+                tables.append(table)
 
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
@@ -389,6 +393,11 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
                 for t in tables]
         spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
+        if on("fused_probe_forms"):
+            from hetdb.backend.gpu.codegen.generate import batch_point
+
+            spec = dataclasses.replace(spec, batch_after=batch_point(spec, hits), stream_loads=True,
+                                       prefetch=True)
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
@@ -549,9 +558,27 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
     by_key = bool(payload) and on("fused_payload_by_key")
-    if by_key:
-        table.keyed_payload()  # (made now: the fused state stored for later runs holds them too)
-    return DenseProbe(j.left_key, tuple(payload), by_key), table, provided
+    form = _probe_form(payload, groups)
+    if form != "rows":
+        table.probe_arrays(form)  # (made now: the fused state stored for later runs holds them too)
+    elif by_key:
+        table.keyed_payload()
+    return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
+
+
+def _probe_form(payload: list[tuple[str, DataType]], groups: dict) -> str:
+    """The array a dense probe of an aggregate pipeline reads (spec.DenseProbe.form), under the
+    experiment fused_probe_forms: a membership bitmap without payload, 1- or 2-byte codes when the
+    payload is one group key's ranks (0 .. domain size - 1), else the build rows."""
+    if not on("fused_probe_forms"):
+        return "rows"
+    if not payload:
+        return "bits"
+    ranks = {kcid: domain.size for kcid, domain, _ in groups.values()}
+    if len(payload) == 1 and payload[0][0] in ranks and payload[0][1].kind == "int32":
+        size = ranks[payload[0][0]]
+        return "code8" if size <= 1 << 7 else "code16" if size <= 1 << 15 else "rows"
+    return "rows"
 
 
 def _host_small(ctx: ExecContext) -> bool:

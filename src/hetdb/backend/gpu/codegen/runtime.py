@@ -292,6 +292,9 @@ class FusedPipeline:
             if len(table.payload) != len(probe.payload):
                 raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
                                  f"declares {len(probe.payload)}")
+            if probe.form != "rows":
+                args += [table.probe_arrays(probe.form), np.int64(table.lo), np.int64(table.size)]
+                continue
             args += [table.rows, np.int64(table.lo), np.int64(table.size)]
             for arr, (cid, dtype) in zip(table.keyed_payload() if probe.by_key else table.payload, probe.payload):
                 if np.dtype(arr.dtype) != dtype.numpy_dtype:
