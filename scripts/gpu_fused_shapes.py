@@ -1,7 +1,7 @@
 """The dense fused kernels of SSB's query shapes on synthetic data of SSB SF 20's size, without a data set.
 
     PYTHONPATH=src python scripts/gpu_fused_shapes.py [--rows 120e6] [--page-rows 1048576] [--repeat 10]
-        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants | --eager-only] [--tiles 128x4,256x4]
+        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants | --eager-only | --forms] [--tiles 128x4,256x4]
 
 Per shape (filters, dense probes with the selectivities and payloads of the SSB query, group keys,
 aggregates: the spec exec/fusion.py makes for it) over random columns split into pages of
@@ -90,6 +90,20 @@ def shapes() -> dict:
     return out
 
 
+def probe_form_variants(spec: FusedPipelineSpec, hits: list[float]) -> list[tuple[str, FusedPipelineSpec]]:
+    """``spec`` with the probe forms exec/fusion.py plans under experiment fused_probe_forms (bitmaps
+    without payload, int8 codes of the rank payloads), alone, with the rest loaded at once after
+    generate.batch_point and streaming loads, and with the next tile's eager columns prefetched too."""
+    from hetdb.backend.gpu.codegen.generate import batch_point
+
+    forms = dataclasses.replace(spec, probes=tuple(dataclasses.replace(p, form="code8" if p.payload else "bits")
+                                                   for p in spec.probes))
+    batched = dataclasses.replace(forms, batch_after=batch_point(forms, hits), stream_loads=True)
+    return [("forms", forms), ("forms, batched, streaming", batched),
+            ("forms, batched, prefetched", dataclasses.replace(batched, stream_loads=False, prefetch=True)),
+            ("forms, batched, streaming, prefetched (the experiment)", dataclasses.replace(batched, prefetch=True))]
+
+
 RANGES = {"lo_quantity": (1, 51), "lo_discount": (0, 11), "lo_extendedprice": (90_000, 10_000_000),
           "lo_revenue": (80_000, 10_000_000), "lo_supplycost": (50_000, 120_000)}
 KEYS = {"lo_orderdate": "date", "lo_suppkey": "supp", "lo_partkey": "part", "lo_custkey": "cust"}
@@ -109,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-variants", action="store_true", help="skip the eager / payload-by-key variants")
     ap.add_argument("--eager-only", action="store_true", help="of those, only the eager one (loaded first)")
     ap.add_argument("--tiles", default="", help="the tile variants of --variants (gpu_hot_split.py --tiles)")
+    ap.add_argument("--forms", action="store_true", help="each shape as planned by default (columns loaded first) "
+                    "against the probe forms of experiment fused_probe_forms, alone and with the rest loaded at once, "
+                    "streaming loads and the next tile prefetched (instead of the eager / payload-by-key variants)")
     args = ap.parse_args(argv)
     n = int(args.rows)
     rng = cupy.random.default_rng(7)
@@ -137,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}  rows {n:,}  "
           f"page rows {args.page_rows:,}", flush=True)
     for name, (spec, probes) in ((k, v) for k, v in shapes().items() if k in args.shapes.split(",")):
+        if args.forms:  # (the default plan's spec: the columns most rows need loaded first)
+            spec = dataclasses.replace(spec, eager=eager_columns(spec, [DIMS[d][1] for _, d in probes]))
         fp = compile_fused_pipeline(spec)
         tables = []
         for (_, dim), p in zip(probes, spec.probes):
@@ -187,10 +206,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{result.num_groups} groups", flush=True)
         eager = eager_columns(spec, [DIMS[d][1] for _, d in probes])
         keyed = tuple(dataclasses.replace(p, by_key=bool(p.payload)) for p in spec.probes)
-        for label, other in (("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
-                             ("payload by key", dataclasses.replace(spec, probes=keyed)),
-                             ("both", dataclasses.replace(spec, eager=eager, probes=keyed))):
-            if other == spec or args.no_variants or (args.eager_only and not label.startswith("loaded first")):
+        variants = [("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
+                    ("payload by key", dataclasses.replace(spec, probes=keyed)),
+                    ("both", dataclasses.replace(spec, eager=eager, probes=keyed))]
+        if args.forms:
+            variants = probe_form_variants(spec, [DIMS[d][1] for _, d in probes])
+        for label, other in variants:
+            if other == spec or (args.no_variants and not args.forms) or \
+                    (args.eager_only and not label.startswith("loaded first")):
                 continue
             ofp = compile_fused_pipeline(other)
             ostate = ofp.new_state(domains)
