@@ -84,18 +84,25 @@ def test_probe_forms(tmp_path, kw):
         tiles += -(-len(cols[0]) // (block * FP_ITEMS))
         row += len(cols[0])
     fill.append(f"  pt[NP] = {tiles};")
+    for k in range(4):  # the same rows as one flat batch (no page table)
+        decl.append(_array(f"flat{k}", "int", np.concatenate([p[k] for p in pages])))
+    flat_tiles = -(-row // (block * FP_ITEMS))
     nacc = len(kernel.accumulators)
     groups = 5 * 300
+
+    def call(cols: str, n: int, table: str, num_tiles: int) -> str:
+        return (f"{kernel.name}({cols}, {n}, {table}, {num_tiles}, "
+                f"bits, {ta.lo}, {ta.size}, code8, {tb.lo}, {tb.size}, code16, {tc.lo}, {tc.size}, "
+                f"0, 5, 300, 0, 300, 1, {groups}, 0, " + ", ".join(f"acc{a}" for a in range(nacc))
+                + ", domain_errors, arith_err" + "".join(f", {lit.text}" for lit in kernel.literals) + ");")
     main = [f"#define NP {len(pages)}", "static long long pt[3 * NP + 1 + NP * 4];",
             *[f"static long long acc{a}[{groups}];" for a in range(nacc)],
             "static unsigned long long domain_errors[1], arith_err[4];",
             "#include <cstdlib>", "int main(int argc, char** argv) {", *fill,
             "  gridDim.x = std::atoi(argv[1]);", "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
             f"    for (unsigned t = 0; t < {block}; ++t) {{", "      threadIdx.x = t;",
-            f"      {kernel.name}(nullptr, nullptr, nullptr, nullptr, 0, pt, NP, {tiles}, "
-            f"bits, {ta.lo}, {ta.size}, code8, {tb.lo}, {tb.size}, code16, {tc.lo}, {tc.size}, "
-            f"0, 5, 300, 0, 300, 1, {groups}, 0, " + ", ".join(f"acc{a}" for a in range(nacc))
-            + ", domain_errors, arith_err" + "".join(f", {lit.text}" for lit in kernel.literals) + ");",
+            "      if (argc > 2) " + call("flat0, flat1, flat2, flat3", row, "nullptr, 0", flat_tiles),
+            "      else " + call("nullptr, nullptr, nullptr, nullptr", 0, "pt, NP", tiles),
             "    }", "  }",
             '  if (domain_errors[0] || arith_err[0]) { std::printf("FAIL\\n"); return 1; }',
             f"  for (int g = 0; g < {groups}; ++g) if (acc0[g]) std::printf(\"%d " + " ".join(["%lld"] * nacc)
@@ -118,11 +125,12 @@ def test_probe_forms(tmp_path, kw):
     want = {int(k): [int((keep & (g == k)).sum()), int(v[keep & (g == k)].astype(np.int64).sum()),
                      int((keep & (g == k)).sum())] for k in np.unique(g[keep])}
     assert len(want) > 20
-    for grid in (tiles, 1, 3):
-        out = subprocess.run([str(exe), str(grid)], capture_output=True, text=True, timeout=120)
+    for grid, flat in ((tiles, False), (1, False), (3, False), (flat_tiles, True), (2, True)):
+        out = subprocess.run([str(exe), str(grid), *(["flat"] if flat else [])], capture_output=True, text=True,
+                             timeout=120)
         assert out.returncode == 0, out.stdout[-2000:]
         got = {int(line.split()[0]): [int(x) for x in line.split()[1:]] for line in out.stdout.splitlines()}
-        assert got == want, grid
+        assert got == want, (grid, flat)
 
 
 def test_probe_arrays_and_refusals():
