@@ -92,16 +92,20 @@ def shapes() -> dict:
 
 def probe_form_variants(spec: FusedPipelineSpec, hits: list[float]) -> list[tuple[str, FusedPipelineSpec]]:
     """``spec`` with the probe forms exec/fusion.py plans under experiment fused_probe_forms (bitmaps
-    without payload, int8 codes of the rank payloads), alone, with the rest loaded at once after
-    generate.batch_point and streaming loads, and with the next tile's eager columns prefetched too."""
+    without payload, int8 codes of the rank payloads) and the rest loaded at once after
+    generate.batch_point: with streaming loads, the next tile's eager columns prefetched, both (the
+    experiment), and the experiment at 8 rows per thread and at 256 threads per block."""
     from hetdb.backend.gpu.codegen.generate import batch_point
 
     forms = dataclasses.replace(spec, probes=tuple(dataclasses.replace(p, form="code8" if p.payload else "bits")
                                                    for p in spec.probes))
     batched = dataclasses.replace(forms, batch_after=batch_point(forms, hits), stream_loads=True)
-    return [("forms", forms), ("forms, batched, streaming", batched),
-            ("forms, batched, prefetched", dataclasses.replace(batched, stream_loads=False, prefetch=True)),
-            ("forms, batched, streaming, prefetched (the experiment)", dataclasses.replace(batched, prefetch=True))]
+    full = dataclasses.replace(batched, prefetch=True)
+    return [("forms, batched, streaming", batched),
+            ("forms, batched, prefetched", dataclasses.replace(full, stream_loads=False)),
+            ("forms, batched, streaming, prefetched (the experiment)", full),
+            ("forms (the experiment) at 8 rows per thread", dataclasses.replace(full, items=8)),
+            ("forms (the experiment) at 256 threads", dataclasses.replace(full, block=256))]
 
 
 RANGES = {"lo_quantity": (1, 51), "lo_discount": (0, 11), "lo_extendedprice": (90_000, 10_000_000),

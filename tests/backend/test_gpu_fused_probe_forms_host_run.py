@@ -17,7 +17,7 @@ from pipeline_host import SHIM
 
 from hetdb import types as T
 from hetdb.backend.gpu.codegen import AGGREGATE, DenseProbe, FusedPipelineSpec, dense_build, generate
-from hetdb.backend.gpu.codegen.generate import FP_ITEMS, batch_point
+from hetdb.backend.gpu.codegen.generate import batch_point
 from hetdb.backend.gpu.codegen.spec import AggregateSpec
 from hetdb.backend.gpu.compile import load_source
 from hetdb.plan.expr import Call, ColumnRef, Literal
@@ -52,13 +52,14 @@ def _spec(**kw) -> FusedPipelineSpec:
     {"eager": ("a", "b"), "prefetch": True},
     {"eager": ("a", "b"), "batch_after": 1, "stream_loads": True, "prefetch": True},
     {"eager": ("a", "b"), "batch_after": 1, "prefetch": True, "block": 256},
-], ids=["forms", "batched-streaming", "prefetched", "all", "all-block256"])
+    {"eager": ("a", "b"), "batch_after": 1, "stream_loads": True, "prefetch": True, "items": 8},
+], ids=["forms", "batched-streaming", "prefetched", "all", "all-block256", "all-8-items"])
 def test_probe_forms(tmp_path, kw):
     rng = np.random.default_rng(5)
     spec = _spec(**kw)
     assert spec.unfusable_reason() is None
     kernel = generate(spec)
-    block = spec.block
+    tile = spec.block * spec.items
     if kw.get("prefetch"):
         assert "nx0[i]" in kernel.body and "fused::NextPage(page_table, num_pages, nt, nx_page)" in kernel.body
     # three dimensions over key ranges with gaps; y in 0..4 (code8), z in 0..299 (code16)
@@ -70,7 +71,7 @@ def test_probe_forms(tmp_path, kw):
     ta, tb, tc = dense_build(da), dense_build(db, [ys]), dense_build(dc, [zs])
     bits, code8, code16 = ta.probe_arrays("bits"), tb.probe_arrays("code8"), tc.probe_arrays("code16")
     assert bits.dtype == np.uint32 and code8.dtype == np.int8 and code16.dtype == np.int16
-    sizes = [700, 1, 2 * block * FP_ITEMS + 5, block * FP_ITEMS + 1]
+    sizes = [700, 1, 2 * tile + 5, tile + 1]
     pages = [tuple(rng.integers(lo, hi, n).astype(np.int32) for lo, hi in ((50, 760), (-5, 410), (990, 1310), (0, 1000)))
              for n in sizes]
     decl = [_array("bits", "unsigned int", bits), _array("code8", "signed char", code8),
@@ -81,12 +82,12 @@ def test_probe_forms(tmp_path, kw):
         for k, c in enumerate(cols):
             decl.append(_array(f"c{p}_{k}", "int", c))
             fill.append(f"  pt[3 * NP + 1 + {p} * 4 + {k}] = (long long)(const void*)c{p}_{k};")
-        tiles += -(-len(cols[0]) // (block * FP_ITEMS))
+        tiles += -(-len(cols[0]) // (tile))
         row += len(cols[0])
     fill.append(f"  pt[NP] = {tiles};")
     for k in range(4):  # the same rows as one flat batch (no page table)
         decl.append(_array(f"flat{k}", "int", np.concatenate([p[k] for p in pages])))
-    flat_tiles = -(-row // (block * FP_ITEMS))
+    flat_tiles = -(-row // (tile))
     nacc = len(kernel.accumulators)
     groups = 5 * 300
 
@@ -100,7 +101,7 @@ def test_probe_forms(tmp_path, kw):
             "static unsigned long long domain_errors[1], arith_err[4];",
             "#include <cstdlib>", "int main(int argc, char** argv) {", *fill,
             "  gridDim.x = std::atoi(argv[1]);", "  for (unsigned b = 0; b < gridDim.x; ++b) {", "    blockIdx.x = b;",
-            f"    for (unsigned t = 0; t < {block}; ++t) {{", "      threadIdx.x = t;",
+            f"    for (unsigned t = 0; t < {spec.block}; ++t) {{", "      threadIdx.x = t;",
             "      if (argc > 2) " + call("flat0, flat1, flat2, flat3", row, "nullptr, 0", flat_tiles),
             "      else " + call("nullptr, nullptr, nullptr, nullptr", 0, "pt, NP", tiles),
             "    }", "  }",

@@ -348,7 +348,7 @@ class _Generator:
         if spec.decodes_tiles:
             head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
         out = ["// fused pipeline"] + [f"// {line}" for line in masked(spec).describe().splitlines()]
-        out += [f"#define FP_BLOCK {spec.block}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {spec.block * FP_ITEMS}",
+        out += [f"#define FP_BLOCK {spec.block}", f"#define FP_ITEMS {spec.items}", f"#define FP_TILE {spec.block * spec.items}",
                 f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks(spec)}) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]

@@ -30,7 +30,7 @@ from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime'
     domain_of,
 )
 from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
-from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
+from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate  # noqa: F401 (the runtime's name for it)
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_ANY, PAGES_PLAIN, FusedPipelineSpec, page_class
 from hetdb.backend.gpu.memory import pinned_empty, to_device_async
 from hetdb.codec.encodings import CODEC_IDS
@@ -200,7 +200,7 @@ class FusedPipeline:
         self.spec = spec
         self.kernel = kernel
         self.block = spec.block              # threads per block
-        self.tile = spec.block * FP_ITEMS    # rows per tile
+        self.tile = spec.block * spec.items  # rows per tile
         self._function: Any = None
         # local bytes per thread of the capped compile (spec.min_blocks; generate.py leaves kernels
         # with tile decoders uncapped), None until compiled; when over MAX_SPILL_BYTES the uncapped

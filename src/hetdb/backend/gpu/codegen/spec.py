@@ -120,6 +120,9 @@ class FusedPipelineSpec:
     # only where every eager column's pages are value arrays (the variants for other encodings
     # load as before)
     prefetch: bool = False
+    # rows per thread and tile (a tile is block * items rows, at most 1024: the delta/rle tile
+    # loaders' shared buffer): more rows in flight per load of a latency-bound kernel, more registers
+    items: int = 4
 
     def input_class(self, k: int) -> str:
         """The encodings input ``k``'s pages may be in (PAGES_ANY, PAGES_RANDOM or PAGES_PLAIN)."""
@@ -151,6 +154,8 @@ class FusedPipelineSpec:
             parts.append("loaded first " + ", ".join(self.eager))
         if self.block != 128:
             parts.append(f"{self.block} threads per block")
+        if self.items != 4:
+            parts.append(f"{self.items} rows per thread")
         if self.min_blocks:
             parts.append(f"at least {self.min_blocks} blocks of 128 threads per SM")
         if self.batch_after >= 0:
@@ -171,6 +176,8 @@ class FusedPipelineSpec:
             return f"unknown output kind {self.output!r}"
         if self.block not in (128, 256):
             return f"{self.block} threads per block (128 or 256)"
+        if self.items not in (2, 4, 8) or self.block * self.items > 1024:
+            return f"{self.items} rows per thread ({self.block} threads: 2, 4 or 8, at most 1024 per tile)"
         if self.input_codecs and (len(self.input_codecs) != len(self.inputs)
                                   or not set(self.input_codecs) <= set(PAGE_CLASSES)):
             return f"page encodings {self.input_codecs} do not match the {len(self.inputs)} inputs"
