@@ -157,8 +157,10 @@ def test_probe_arrays_and_refusals():
 
 
 def test_batch_point():
-    """The rest loads at once after the first probe leaving <= 30% of its columns' sectors: SSB
-    q2.1's shape after the part probe (1/5 x 1/25 of the rows), not after the supplier's (1/5)."""
+    """SSB q2.1's shape: lo_orderdate and lo_revenue load together after the part probe (1/5 x 1/25
+    of the rows left, in 2/3 of the warps: the date probe keeps them all, so lo_revenue's own round
+    trip would come for as many warps, and the batch reads no sector more); not when the date probe
+    drops most rows (lo_revenue's round trip then rare, its batched sectors not)."""
     spec = FusedPipelineSpec(
         (("lo_partkey", I32), ("lo_suppkey", I32), ("lo_orderdate", I32), ("lo_revenue", I32)), (),
         (DenseProbe(_ref("lo_suppkey")), DenseProbe(_ref("lo_partkey"), (("b", I32),)),
@@ -166,7 +168,9 @@ def test_batch_point():
         (_ref("d"), _ref("b")), (AggregateSpec("sum", _ref("lo_revenue")),), AGGREGATE,
         eager=("lo_partkey", "lo_suppkey"))
     assert batch_point(spec, [0.2, 0.04, 1.0]) == 1
-    assert batch_point(spec, [0.2, 0.9, 1.0]) == -1
+    assert batch_point(spec, [0.2, 0.9, 1.0]) == 1  # (after the supplier probe: as many round trips)
+    assert batch_point(spec, [0.2, 0.04, 0.001]) == -1
+    assert batch_point(dataclasses.replace(spec, eager=()), [1.0, 1.0, 1.0]) == 0
     body = generate(dataclasses.replace(spec, batch_after=1)).body
     probe2 = body.index("// probe 2")
     assert body.index("v2[FP_ITEMS];") < probe2 and body.index("v3[FP_ITEMS];") < probe2

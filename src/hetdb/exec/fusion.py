@@ -40,6 +40,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.compiled_features import expr_refusal, off, on
+from hetdb.exec.fusion_forms import probe_form, probe_shape
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -192,6 +193,7 @@ class _Join:
     key: Column
     batch: Batch
     fields: tuple[Field, ...]
+    share: float = -1.0  # the share of the dimension's rows the build kept (-1: unknown)
 
 
 def _join_of_probe(ctx: ExecContext, op: HashProbe, alias: dict[str, Expr]) -> _Join:
@@ -202,7 +204,7 @@ def _join_of_probe(ctx: ExecContext, op: HashProbe, alias: dict[str, Expr]) -> _
     if side.partitions is not None:
         raise _NotFused("the join's build side was partitioned (spilled)")
     return _Join(substitute(op.left_keys[0], alias), side.batch.columns[key_name(0)], side.batch,
-                 op.right_fields)
+                 op.right_fields, side.num_rows / side.scanned_rows if side.scanned_rows else -1.0)
 
 
 def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, Expr]) -> _Join:
@@ -230,7 +232,9 @@ def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, 
         (batch,) = proj.execute(ctx, batch, None, None)  # leading projections of the dimension rows
     k = op.left_keys[0]
     key = ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype)
-    return _Join(substitute(fact.sink.keys[0], alias), key, batch, op.left_fields)
+    total = int(getattr(ctx.db.table(src.scan.table), "num_rows", 0) or 0)
+    return _Join(substitute(fact.sink.keys[0], alias), key, batch, op.left_fields,
+                 batch.num_rows / total if total else -1.0)
 
 
 def _plan_checked(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
@@ -333,7 +337,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
             (cid,) = c.columns()
             if cid in cids:
                 table = _lookup_table(ctx, c, cid, types[cid], dictionary_of(cid))
-                form = _probe_form([], {})
+                form = probe_form([], {})
                 if form != "rows":
                     table.probe_arrays(form)
                 probes.append(DenseProbe(ColumnRef(types[cid], cid, nullable=False), form=form))
@@ -394,10 +398,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
                 for t in tables]
         spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
         if on("fused_probe_forms"):
-            from hetdb.backend.gpu.codegen.generate import batch_point
-
-            spec = dataclasses.replace(spec, batch_after=batch_point(spec, hits), stream_loads=True,
-                                       prefetch=True)
+            spec = probe_shape(spec, hits, {join_table[i]: j.share for i, j in enumerate(joins)})
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
@@ -558,27 +559,12 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
     by_key = bool(payload) and on("fused_payload_by_key")
-    form = _probe_form(payload, groups)
+    form = probe_form(payload, groups)
     if form != "rows":
         table.probe_arrays(form)  # (made now: the fused state stored for later runs holds them too)
     elif by_key:
         table.keyed_payload()
     return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
-
-
-def _probe_form(payload: list[tuple[str, DataType]], groups: dict) -> str:
-    """The array a dense probe of an aggregate pipeline reads (spec.DenseProbe.form), under the
-    experiment fused_probe_forms: a membership bitmap without payload, 1- or 2-byte codes when the
-    payload is one group key's ranks (0 .. domain size - 1), else the build rows."""
-    if not on("fused_probe_forms"):
-        return "rows"
-    if not payload:
-        return "bits"
-    ranks = {kcid: domain.size for kcid, domain, _ in groups.values()}
-    if len(payload) == 1 and payload[0][0] in ranks and payload[0][1].kind == "int32":
-        size = ranks[payload[0][0]]
-        return "code8" if size <= 1 << 7 else "code16" if size <= 1 << 15 else "rows"
-    return "rows"
 
 
 def _host_small(ctx: ExecContext) -> bool:

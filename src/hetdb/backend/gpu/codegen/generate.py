@@ -433,42 +433,65 @@ def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float =
                  if 1.0 - (1.0 - first.get(cid, 0.0)) ** max(1, SECTOR_BYTES // width[cid]) >= threshold)
 
 
-# the rest of a kernel's columns load at once (spec.batch_after) once at most this share of their
-# 32-byte sectors would be read for the rows still selected
-BATCH_MAX_SECTORS = 0.3
-
-
-def batch_point(spec: FusedPipelineSpec, hits: list[float], threshold: float = BATCH_MAX_SECTORS) -> int:
+def batch_point(spec: FusedPipelineSpec, hits: list[float]) -> int:
     """The probe of ``spec`` after which every input column the later stages read loads at once
-    (spec.batch_after), or -1: the first probe after which two or more such columns are left and
-    at most ``threshold`` of their sectors hold a row still selected (estimated as eager_columns
-    does, ``hits`` per probe the share of probed rows it keeps). Loaded together, their loads wait
-    for one round trip instead of one each, for a few sectors more (SSB q2.1: lo_orderdate and
-    lo_revenue after the supplier and part probes have left ~1/125 of the rows)."""
+    (spec.batch_after), or -1, by a cost model of a latency-bound kernel: loaded one stage at a time,
+    each stage that loads columns is one more round trip to memory for every warp with a row still
+    selected; loaded together after probe p, they cost one round trip but the sectors of the rows
+    the stages in between would have dropped. A warp's round trip counts as much as reading a
+    4-byte column whole (both about 1.5 ps per row on the H100 at SSB SF 20: ~1 us per trip, 1320
+    resident tiles of 512 rows; 2.7 TB/s). Selected shares are estimated as eager_columns does
+    (``hits`` per probe the share of probed rows it keeps, FILTER_GUESS per filter); the probe
+    with the largest saving wins, the later one on ties. SSB q2.1: lo_orderdate and lo_revenue
+    after the supplier and part probes (~1/125 of the rows left, in ~2/3 of the warps)."""
     provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
     inputs = {cid for cid, _ in spec.inputs}
+    width = {cid: max(1, np.dtype(dtype.numpy_dtype).itemsize) for cid, dtype in spec.inputs}
     stage_filters: dict[int, list] = {}
     for f in spec.filters:
         stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
-    loaded = set(spec.eager)
-    alive = FILTER_GUESS ** len(stage_filters.get(-1, []))
+    first: dict[str, int] = {}   # column -> the load point that needs it first
+    point_alive = [1.0]          # selected share at each load point (0: the eager loads)
+    alive = 1.0
+
+    def need(cols: frozenset[str]) -> None:
+        new = [c for c in sorted(cols & inputs) if c not in first and c not in spec.eager]
+        if new:
+            point_alive.append(alive)
+            for c in new:
+                first[c] = len(point_alive) - 1
+
     for f in stage_filters.get(-1, []):
-        loaded |= f.columns()
-    width = {cid: max(1, np.dtype(dtype.numpy_dtype).itemsize) for cid, dtype in spec.inputs}
+        need(f.columns())
+        alive *= FILTER_GUESS
+    after: list[tuple[float, int]] = []  # per probe: selected share and load points after its filters
     for p, probe in enumerate(spec.probes):
-        loaded |= probe.key.columns()
+        need(probe.key.columns())
         alive *= hits[p] if p < len(hits) else FILTER_GUESS
         for f in stage_filters.get(p, []):
-            loaded |= f.columns()
+            need(f.columns())
             alive *= FILTER_GUESS
-        rest: set[str] = set()
-        for e in [*(q.key for q in spec.probes[p + 1:]), *(f for s, fs in stage_filters.items() if s > p for f in fs),
-                  *spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
-            rest |= e.columns()
-        rest = (rest & inputs) - loaded
-        if len(rest) >= 2 and all(1.0 - (1.0 - alive) ** max(1, SECTOR_BYTES // width[c]) <= threshold for c in rest):
-            return p
-    return -1
+        after.append((alive, len(point_alive) - 1))
+    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+        need(e.columns())
+
+    def sectors(a: float, c: str) -> float:
+        return 1.0 - (1.0 - a) ** max(1, SECTOR_BYTES // width[c])
+
+    def warps(a: float) -> float:
+        return 1.0 - (1.0 - a) ** (32 * spec.items)
+
+    best, best_gain = -1, 1e-9
+    for p, (a, last) in enumerate(after):
+        rest = [c for c, point in first.items() if point > last]
+        if not rest:
+            continue
+        trips = sum(warps(point_alive[k]) for k in {first[c] for c in rest})
+        extra = sum((sectors(a, c) - sectors(point_alive[first[c]], c)) * width[c] / 4 for c in rest)
+        gain = trips - warps(a) - extra
+        if gain >= best_gain:
+            best, best_gain = p, gain
+    return best
 
 
 def _min_blocks(spec: FusedPipelineSpec) -> str:

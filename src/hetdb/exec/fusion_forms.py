@@ -1,0 +1,40 @@
+"""The shape of a dense fused kernel's probes under the experiment ``fused_probe_forms``
+(codegen/spec.py DenseProbe.form, FusedPipelineSpec.batch_after / prefetch / stream_loads): what each
+probe reads (a membership bitmap, 1-2 byte payload codes, or the build rows), after which probe the
+columns left load at once, the next tile's first columns prefetched, streaming loads."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hetdb.exec.compiled_features import on
+from hetdb.types import DataType
+
+
+def probe_form(payload: list[tuple[str, DataType]], groups: dict) -> str:
+    """The array a dense probe of an aggregate pipeline reads: a membership bitmap without payload,
+    1- or 2-byte codes when the payload is one group key's ranks (0 .. domain size - 1: ``groups``
+    maps a key cid to (rank cid, KeyDomain, dictionary)), else the build rows ("rows", also when
+    the experiment is off)."""
+    if not on("fused_probe_forms"):
+        return "rows"
+    if not payload:
+        return "bits"
+    ranks = {kcid: domain.size for kcid, domain, _ in groups.values()}
+    if len(payload) == 1 and payload[0][0] in ranks and payload[0][1].kind == "int32":
+        size = ranks[payload[0][0]]
+        return "code8" if size <= 1 << 7 else "code16" if size <= 1 << 15 else "rows"
+    return "rows"
+
+
+def probe_shape(spec: Any, hits: list[float], shares: dict[int, float]) -> Any:
+    """``spec`` with the columns left loaded at once after generate.batch_point's probe, the next
+    tile's eager columns prefetched and streaming loads. ``hits``: per probe the share of its key
+    range the build holds; ``shares``: per probe (index) the share of its dimension's rows the build
+    kept, where known: what a foreign-key probe lets through (a date dimension keyed by yyyymmdd
+    holds 4% of its key range but lets every row through)."""
+    from hetdb.backend.gpu.codegen.generate import batch_point
+
+    keep = [shares[i] if shares.get(i, -1.0) >= 0 else h for i, h in enumerate(hits)]
+    return dataclasses.replace(spec, batch_after=batch_point(spec, keep), stream_loads=True, prefetch=True)
