@@ -90,22 +90,34 @@ def shapes() -> dict:
     return out
 
 
-def probe_form_variants(spec: FusedPipelineSpec, hits: list[float]) -> list[tuple[str, FusedPipelineSpec]]:
-    """``spec`` with the probe forms exec/fusion.py plans under experiment fused_probe_forms (bitmaps
-    without payload, int8 codes of the rank payloads) and the rest loaded at once after
-    generate.batch_point: with streaming loads, the next tile's eager columns prefetched, both (the
-    experiment), and the experiment at 8 rows per thread and at 256 threads per block."""
+def probe_form_variants(spec: FusedPipelineSpec, probes: list[tuple[str, str]]) -> list[tuple[str, FusedPipelineSpec]]:
+    """``spec`` with the probe forms exec/fusion_forms.py plans under experiment fused_probe_forms
+    (bitmaps without payload, int8 codes of the rank payloads, behind the bitmap for a large table
+    of few keys) and the rest loaded at once after generate.batch_point: codes only with streaming
+    loads; the experiment (bitmaps first, streaming, the next tile's eager columns prefetched); it
+    with codes only; it at 8 rows per thread and at 256 threads per block."""
     from hetdb.backend.gpu.codegen.generate import batch_point
+    from hetdb.exec.fusion_forms import PREFILTER_BYTES, PREFILTER_MAX_HITS
 
-    forms = dataclasses.replace(spec, probes=tuple(dataclasses.replace(p, form="code8" if p.payload else "bits")
-                                                   for p in spec.probes))
-    batched = dataclasses.replace(forms, batch_after=batch_point(forms, hits), stream_loads=True)
-    full = dataclasses.replace(batched, prefetch=True)
-    return [("forms, batched, streaming", batched),
-            ("forms, batched, prefetched", dataclasses.replace(full, stream_loads=False)),
-            ("forms, batched, streaming, prefetched (the experiment)", full),
-            ("forms (the experiment) at 8 rows per thread", dataclasses.replace(full, items=8)),
-            ("forms (the experiment) at 256 threads", dataclasses.replace(full, block=256))]
+    hits = [DIMS[d][1] for _, d in probes]
+
+    def form(p, dim: str, first: bool) -> str:
+        if not p.payload:
+            return "bits"
+        size, share, _ = DIMS[dim]
+        return "bits_code8" if first and size > PREFILTER_BYTES and share <= PREFILTER_MAX_HITS else "code8"
+
+    def forms(first: bool) -> FusedPipelineSpec:
+        s = dataclasses.replace(spec, probes=tuple(dataclasses.replace(p, form=form(p, d, first))
+                                                   for p, (_, d) in zip(spec.probes, probes)))
+        return dataclasses.replace(s, batch_after=batch_point(s, hits), stream_loads=True)
+
+    full = dataclasses.replace(forms(True), prefetch=True)
+    return [("codes, batched, streaming", forms(False)),
+            ("bitmaps first, batched, streaming, prefetched (the experiment)", full),
+            ("the experiment with codes only", dataclasses.replace(forms(False), prefetch=True)),
+            ("the experiment at 8 rows per thread", dataclasses.replace(full, items=8)),
+            ("the experiment at 256 threads", dataclasses.replace(full, block=256))]
 
 
 RANGES = {"lo_quantity": (1, 51), "lo_discount": (0, 11), "lo_extendedprice": (90_000, 10_000_000),
@@ -214,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                     ("payload by key", dataclasses.replace(spec, probes=keyed)),
                     ("both", dataclasses.replace(spec, eager=eager, probes=keyed))]
         if args.forms:
-            variants = probe_form_variants(spec, [DIMS[d][1] for _, d in probes])
+            variants = probe_form_variants(spec, probes)
         for label, other in variants:
             if other == spec or (args.no_variants and not args.forms) or \
                     (args.eager_only and not label.startswith("loaded first")):

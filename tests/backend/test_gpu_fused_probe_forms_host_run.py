@@ -35,14 +35,14 @@ def _array(name: str, ctype: str, values) -> str:
     return f"static {ctype} {name}[] = {{{', '.join(str(int(x)) for x in values) or '0'}}};"
 
 
-def _spec(**kw) -> FusedPipelineSpec:
+def _spec(forms: tuple[str, str, str] = ("bits", "code8", "code16"), **kw) -> FusedPipelineSpec:
     """a -> bits probe, b -> code8 probe (payload y, filtered y > 0), c -> code16 probe (payload z);
     group by y, z; sum(v), count(*) where v < 900."""
     return FusedPipelineSpec(
         (("a", I32), ("b", I32), ("c", I32), ("v", I32)),
         (Call(T.BOOL, "lt", (_ref("v"), Literal(I32, 900))), Call(T.BOOL, "gt", (_ref("y"), Literal(I32, 0)))),
-        (DenseProbe(_ref("a"), (), form="bits"), DenseProbe(_ref("b"), (("y", I32),), form="code8"),
-         DenseProbe(_ref("c"), (("z", I32),), form="code16")),
+        (DenseProbe(_ref("a"), (), form=forms[0]), DenseProbe(_ref("b"), (("y", I32),), form=forms[1]),
+         DenseProbe(_ref("c"), (("z", I32),), form=forms[2])),
         (_ref("y"), _ref("z")), (AggregateSpec("sum", _ref("v")), AggregateSpec("count_star")), AGGREGATE, **kw)
 
 
@@ -53,7 +53,8 @@ def _spec(**kw) -> FusedPipelineSpec:
     {"eager": ("a", "b"), "batch_after": 1, "stream_loads": True, "prefetch": True},
     {"eager": ("a", "b"), "batch_after": 1, "prefetch": True, "block": 256},
     {"eager": ("a", "b"), "batch_after": 1, "stream_loads": True, "prefetch": True, "items": 8},
-], ids=["forms", "batched-streaming", "prefetched", "all", "all-block256", "all-8-items"])
+    {"eager": ("a", "b"), "batch_after": 1, "prefetch": True, "forms": ("bits", "bits_code8", "bits_code16")},
+], ids=["forms", "batched-streaming", "prefetched", "all", "all-block256", "all-8-items", "bitmaps-first"])
 def test_probe_forms(tmp_path, kw):
     rng = np.random.default_rng(5)
     spec = _spec(**kw)
@@ -75,7 +76,9 @@ def test_probe_forms(tmp_path, kw):
     pages = [tuple(rng.integers(lo, hi, n).astype(np.int32) for lo, hi in ((50, 760), (-5, 410), (990, 1310), (0, 1000)))
              for n in sizes]
     decl = [_array("bits", "unsigned int", bits), _array("code8", "signed char", code8),
-            _array("code16", "short", code16)]
+            _array("code16", "short", code16), _array("bits8", "unsigned int", tb.probe_arrays("bits")),
+            _array("bits16", "unsigned int", tc.probe_arrays("bits"))]
+    first = [f.startswith("bits_") for f in kw.get("forms", ("bits", "code8", "code16"))]
     fill, tiles, row = [], 0, 0
     for p, cols in enumerate(pages):
         fill += [f"  pt[{p}] = {tiles};", f"  pt[NP + 1 + {p}] = {row};", f"  pt[2 * NP + 1 + {p}] = {len(cols[0])};"]
@@ -93,7 +96,8 @@ def test_probe_forms(tmp_path, kw):
 
     def call(cols: str, n: int, table: str, num_tiles: int) -> str:
         return (f"{kernel.name}({cols}, {n}, {table}, {num_tiles}, "
-                f"bits, {ta.lo}, {ta.size}, code8, {tb.lo}, {tb.size}, code16, {tc.lo}, {tc.size}, "
+                f"bits, {ta.lo}, {ta.size}, {'bits8, ' if first[1] else ''}code8, {tb.lo}, {tb.size}, "
+                f"{'bits16, ' if first[2] else ''}code16, {tc.lo}, {tc.size}, "
                 f"0, 5, 300, 0, 300, 1, {groups}, 0, " + ", ".join(f"acc{a}" for a in range(nacc))
                 + ", domain_errors, arith_err" + "".join(f", {lit.text}" for lit in kernel.literals) + ");")
     main = [f"#define NP {len(pages)}", "static long long pt[3 * NP + 1 + NP * 4];",

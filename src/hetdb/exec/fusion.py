@@ -559,10 +559,10 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
     by_key = bool(payload) and on("fused_payload_by_key")
-    form = probe_form(payload, groups)
-    if form != "rows":
-        table.probe_arrays(form)  # (made now: the fused state stored for later runs holds them too)
-    elif by_key:
+    form = probe_form(payload, groups, table, j.share)
+    for f in form.split("_") if form != "rows" else ():
+        table.probe_arrays(f)  # (made now: the fused state stored for later runs holds them too)
+    if form == "rows" and by_key:
         table.keyed_payload()
     return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
 

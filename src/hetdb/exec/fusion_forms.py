@@ -11,11 +11,19 @@ from typing import Any
 from hetdb.exec.compiled_features import on
 from hetdb.types import DataType
 
+# codes of more bytes than this (past what L1 keeps of them) go behind the bitmap's look-up when the
+# build holds at most PREFILTER_MAX_HITS of the key range: most probed rows then end at the bitmap
+# (SSB SF 20: part 1 MB of codes, 1/25 of it joining in q2.1; customer 600 KB, 1/5 in q3.1)
+PREFILTER_BYTES = 64 << 10
+PREFILTER_MAX_HITS = 0.5
 
-def probe_form(payload: list[tuple[str, DataType]], groups: dict) -> str:
+
+def probe_form(payload: list[tuple[str, DataType]], groups: dict, table: Any = None, share: float = -1.0) -> str:
     """The array a dense probe of an aggregate pipeline reads: a membership bitmap without payload,
     1- or 2-byte codes when the payload is one group key's ranks (0 .. domain size - 1: ``groups``
-    maps a key cid to (rank cid, KeyDomain, dictionary)), else the build rows ("rows", also when
+    maps a key cid to (rank cid, KeyDomain, dictionary)), behind the bitmap when ``table`` (the
+    DenseJoinTable) has many codes and lets few probed rows through (``share`` of its dimension's
+    rows kept where known, else its share of the key range); else the build rows ("rows", also when
     the experiment is off)."""
     if not on("fused_probe_forms"):
         return "rows"
@@ -24,7 +32,12 @@ def probe_form(payload: list[tuple[str, DataType]], groups: dict) -> str:
     ranks = {kcid: domain.size for kcid, domain, _ in groups.values()}
     if len(payload) == 1 and payload[0][0] in ranks and payload[0][1].kind == "int32":
         size = ranks[payload[0][0]]
-        return "code8" if size <= 1 << 7 else "code16" if size <= 1 << 15 else "rows"
+        form = "code8" if size <= 1 << 7 else "code16" if size <= 1 << 15 else "rows"
+        if form != "rows" and table is not None and table.size * (1 if form == "code8" else 2) > PREFILTER_BYTES:
+            through = share if share >= 0 else table.num_rows / max(table.size, 1)
+            if through <= PREFILTER_MAX_HITS:
+                form = "bits_" + form
+        return form
     return "rows"
 
 

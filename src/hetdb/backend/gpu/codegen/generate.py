@@ -243,11 +243,15 @@ class _Generator:
 
     def packed_probe(self, p: int, probe, key: str) -> None:
         """A probe in form bits (membership only) or code8/code16 (its one payload per key, -1 where
-        no build row has it): one narrow load per row answers the look-up (spec.DenseProbe.form)."""
+        no build row has it): one narrow load per row answers the look-up (spec.DenseProbe.form);
+        bits_code8/16: the bitmap's look-up first, the code's for the rows it keeps."""
         if probe.form == "bits":
             self.per_item([f"if (flags[i]) flags[i] = fused::BitsHas(p{p}_bits, (long long)({key}) - p{p}_lo, "
                            f"p{p}_size);"])
             return
+        if probe.form.startswith("bits_"):  # (the bitmap first: the codes only for the rows it keeps)
+            self.per_item([f"if (flags[i]) flags[i] = fused::BitsHas(p{p}_bits, (long long)({key}) - p{p}_lo, "
+                           f"p{p}_size);"])
         (cid, dtype), = probe.payload
         self.emit(f"int q{p}_0[FP_ITEMS];")
         self.per_item([f"q{p}_0[i] = -1;",
@@ -316,8 +320,9 @@ class _Generator:
             if probe.form != "rows":  # (one array per key: DenseJoinTable.probe_arrays)
                 arr = {"bits": "const unsigned int* __restrict__ p{p}_bits",
                        "code8": "const signed char* __restrict__ p{p}_code",
-                       "code16": "const short* __restrict__ p{p}_code"}[probe.form]
-                params += [arr.format(p=p), f"long long p{p}_lo", f"long long p{p}_size"]
+                       "code16": "const short* __restrict__ p{p}_code"}
+                params += [arr[f].format(p=p) for f in probe.form.split("_")]
+                params += [f"long long p{p}_lo", f"long long p{p}_size"]
                 continue
             params += [f"const int* __restrict__ p{p}_rows", f"long long p{p}_lo", f"long long p{p}_size"]
             params += [f"const {ctype(t)}* __restrict__ p{p}_pay{j}" for j, (_, t) in enumerate(probe.payload)]

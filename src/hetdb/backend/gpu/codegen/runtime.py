@@ -293,7 +293,8 @@ class FusedPipeline:
                 raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
                                  f"declares {len(probe.payload)}")
             if probe.form != "rows":
-                args += [table.probe_arrays(probe.form), np.int64(table.lo), np.int64(table.size)]
+                args += [*(table.probe_arrays(f) for f in probe.form.split("_")), np.int64(table.lo),
+                         np.int64(table.size)]
                 continue
             args += [table.rows, np.int64(table.lo), np.int64(table.size)]
             for arr, (cid, dtype) in zip(table.keyed_payload() if probe.by_key else table.payload, probe.payload):

@@ -39,7 +39,7 @@ def page_class(codecs: set[str] | frozenset[str]) -> str:
         return PAGES_PLAIN
     return PAGES_RANDOM if encoded <= set(RANDOM_ACCESS) else PAGES_ANY
 AGG_OPS = ("sum", "count", "count_star", "min", "max")
-PROBE_FORMS = ("rows", "bits", "code8", "code16")
+PROBE_FORMS = ("rows", "bits", "code8", "code16", "bits_code8", "bits_code16")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,9 @@ class DenseProbe:
     # membership bitmap (one bit per key: no payload), 32x smaller than the rows, so a dimension's
     # table stays in L1; "code8" / "code16" the one payload, a non-negative integer below 2^7 / 2^15
     # (group-key ranks), per key in 1 or 2 bytes with -1 where no build row has the key: one
-    # narrow load answers both the membership and the payload (DenseJoinTable.probe_arrays)
+    # narrow load answers both the membership and the payload (DenseJoinTable.probe_arrays);
+    # "bits_code8" / "bits_code16" the bitmap first, then the codes for the rows it keeps: a code
+    # array too large for L1 (SSB SF 20's part: 1 MB) is read only for the few rows that join
     form: str = "rows"
 
 
@@ -201,7 +203,7 @@ class FusedPipelineSpec:
                 return f"a {p.form} probe has no build rows for a selection"
             if p.form == "bits" and p.payload:
                 return "a bits probe carries no payload"
-            if p.form.startswith("code") and (len(p.payload) != 1 or p.payload[0][1].kind != "int32"):
+            if "code" in p.form and (len(p.payload) != 1 or p.payload[0][1].kind != "int32"):
                 return f"a {p.form} probe carries one INTEGER payload"
         try:
             for p in self.probes:
