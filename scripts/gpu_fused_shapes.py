@@ -233,15 +233,17 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             ofp = compile_fused_pipeline(other)
             ostate = ofp.new_state(domains)
+            opt = pt if ofp.tile == fp.tile else ofp.page_table(pages)  # (tiles of other rows: re-tiled)
             times = []
             for _ in range(args.repeat + 1):
                 probe.active = True
-                ofp.consume_pages(ostate, pt, tables)
+                ofp.consume_pages(ostate, opt, tables)
                 probe.active = False
                 times.append(probe.take()[0])
             ems = statistics.median(times[1:])
-            print(f"    {label}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), "
-                  f"{split.occupancy(ofp.function(), block, shared)}", flush=True)
+            ogrid = probe.last[ofp.kernel.name][1] if ofp.kernel.name in probe.last else "?"
+            print(f"    {label}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), grid {ogrid} x {ofp.block}, "
+                  f"{split.occupancy(ofp.function(), ofp.block, shared)}", flush=True)
         if name in args.variants.split(","):
             grids = sorted({132, 264, 528, 1056, 1584, 2112, 4224, 65536} - {grid})
             print("    other grids: " + ", ".join(f"{g}: {split.replay(probe, launch, g, 5):.3f}" for g in grids),
