@@ -178,3 +178,30 @@ def test_batch_point():
     body = generate(dataclasses.replace(spec, batch_after=1)).body
     probe2 = body.index("// probe 2")
     assert body.index("v2[FP_ITEMS];") < probe2 and body.index("v3[FP_ITEMS];") < probe2
+
+
+def test_forms_name_the_kernel():
+    """Each shape is its own kernel (the name hashes the text; compile.py's cache keys the source)
+    and its own spec text."""
+    specs = [_spec(), _spec(("bits", "bits_code8", "code16")), _spec(eager=("a",), prefetch=True),
+             _spec(eager=("a",), prefetch=True, stream_loads=True), _spec(batch_after=0), _spec(items=8),
+             dataclasses.replace(_spec(), probes=tuple(dataclasses.replace(p, form="rows") for p in _spec().probes))]
+    assert len({generate(s).name for s in specs}) == len({s.describe() for s in specs}) == len(specs)
+    text = specs[3].describe()
+    assert "(bits)" in text and "(code8)" in text and "prefetched" in text and "streaming" in text
+    assert "__ldcs" not in generate(specs[0]).body and "BlockLoadSel<FP_BLOCK, FP_ITEMS, true>" in generate(specs[3]).body
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_forms_compile_with_nvcc(tmp_path):
+    """Every probe form, batched, prefetched and streaming, over value arrays and over pages of
+    each encoding class (the kernel variants runtime.FusedPipeline.variant makes): one source."""
+    from hetdb.backend.gpu.nvcc_check import nvcc_check
+
+    base = _spec(("bits", "bits_code8", "code16"), eager=("a", "b"), batch_after=1, stream_loads=True, prefetch=True)
+    specs = [base, *(dataclasses.replace(base, encoded=True, input_codecs=(c,) * 4) for c in ("plain", "random", "any"))]
+    kernels = [generate(s) for s in specs]
+    assert ["nx0[i]" in k.body for k in kernels] == [True, True, False, False]  # (eager pages encoded: none)
+    source = kernels[0].full_source() + "\n" + "\n".join(k.body for k in kernels[1:])
+    result = nvcc_check(source, tmp_path, "forms")
+    assert result.returncode == 0, result.stderr[-3000:]
