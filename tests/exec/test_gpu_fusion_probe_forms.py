@@ -1,8 +1,9 @@
-"""Dense fused kernels with the experiment fused_probe_forms (membership bitmaps and 1-2 byte payload
+"""Dense fused kernels with the feature fused_probe_forms (membership bitmaps and 1-2 byte payload
 codes per key, the rest of the columns loaded at once after a selective probe, the next tile's
 first columns prefetched, streaming loads) on the GPU: every SSB query and two dictionary-string
 filters (code lookups as bitmaps) equal to DuckDB, each run twice (the second from the kept state
-over the device-resident pages, compressed or not), nothing left on the device."""
+over the device-resident pages, compressed or not), nothing left on the device; and the probes as
+before it (experiment fused_probe_rows, its A/B)."""
 
 from __future__ import annotations
 
@@ -40,25 +41,29 @@ def ssb_db(tmp_path_factory):
                    lambda p: build_ssb(p, SF, ROWS_PER_PAGE))
 
 
-@pytest.mark.parametrize("compressed", ["auto", True, False], ids=["auto", "compressed-pages", "decoded-pages"])
-def test_probe_forms_answer_as_duckdb(ssb_db, monkeypatch, compressed) -> None:
+@pytest.mark.parametrize("compressed,rows", [("auto", False), (True, False), (False, False), ("auto", True)],
+                         ids=["auto", "compressed-pages", "decoded-pages", "rows-as-before"])
+def test_probe_forms_answer_as_duckdb(ssb_db, monkeypatch, compressed, rows) -> None:
     """Every query with the default cache (pages compressed, the hottest columns kept decoded: the
     kernel variants for plain and random-access pages), q2.1 and q4.1 with every page compressed or
-    none (then with every code array behind its bitmap)."""
+    none (then with every code array behind its bitmap), and as before the feature (fused_probe_rows)."""
     from hetdb.backend.gpu.codegen import runtime
     from hetdb.exec import compiled_features, fusion_forms
 
-    monkeypatch.setattr(compiled_features, "enabled", compiled_features.enabled | {"fused_probe_forms"})
+    monkeypatch.setattr(runtime, "_PIPELINES", {})  # (the kernels this test makes)
+    if rows:
+        monkeypatch.setattr(compiled_features, "enabled", compiled_features.enabled | {"fused_probe_rows"})
     if compressed is False:  # (codes behind the bitmaps however small: SF 0.01's tables are)
         monkeypatch.setattr(fusion_forms, "PREFILTER_BYTES", 0)
     queries = load_queries("ssb")
     compared = 0
     with hetdb.connect(ssb_db.path, device="gpu", gpu_compressed_cache=compressed) as con:
         todo = [*queries.items(), *((f"lookup{i}", s) for i, s in enumerate(LOOKUPS))]
-        if compressed != "auto":
+        if compressed != "auto" or rows:
             todo = [(n, s) for n, s in todo if n in ("q2.1", "q4.1")]
         for name, sql in todo:
             want = ssb_db.reference(sql)
+            sql = f"/* {compressed} {rows} */ {sql}"  # (a plan and fused state of its own)
             for _ in range(2):
                 got = con.sql(sql)
                 diff = mismatch(got.arrow(), want, SSB_ORDERING.get(name))
@@ -68,7 +73,11 @@ def test_probe_forms_answer_as_duckdb(ssb_db, monkeypatch, compressed) -> None:
             assert FUSED in next(line for line in text.splitlines() if "HashAggregate" in line), f"{name}:\n{text}"
             compared += 1
         assert con._get_engine().device.memory.used == 0
-    assert len(queries) == 13 and compared == (15 if compressed == "auto" else 2)
-    forms = {p.form for fp in runtime._PIPELINES.values() for p in fp.spec.probes}
+    assert len(queries) == 13 and compared == (15 if compressed == "auto" and not rows else 2)
+    made = [fp.spec for fp in runtime._PIPELINES.values()]
+    forms = {p.form for s in made for p in s.probes}
+    if rows:
+        assert forms == {"rows"} and not any(s.batch_after >= 0 or s.prefetch for s in made)
+        return
     assert {"bits", "code8"} <= forms and (compressed is not False or "bits_code8" in forms)
-    assert any(fp.spec.batch_after >= 0 and fp.spec.prefetch for fp in runtime._PIPELINES.values())
+    assert any(s.batch_after >= 0 and s.prefetch for s in made)

@@ -34,6 +34,9 @@ FEATURES = {
     # (on by default without an H100 A/B yet: the checkpoint's scripts/gpu_fused_shapes.py run was lost)
     "fused_eager": "dense fused kernels loading the columns most rows still need at a tile's start "
                    "(codegen/generate.py eager_columns) instead of each after the stage before it",
+    "fused_probe_forms": "dense fused kernels probing membership bitmaps and 1-2 byte payload codes per key "
+                         "(codegen spec.DenseProbe.form; exec/fusion_forms.py), the columns left loaded at "
+                         "once after a selective probe, the next tile's first columns prefetched, streaming loads",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
@@ -49,9 +52,9 @@ EXPERIMENTS = {
                             "instead of by build row after it",
     # (s12 at SF 20: SSB q2.1's shape 0.998 ms at 256 x 4 against 1.247 ms at 128 x 4; other shapes untried)
     "fused_block256": "dense fused kernels of 256 threads per block instead of 128",
-    "fused_probe_forms": "dense fused kernels probing membership bitmaps and 1-2 byte payload codes per key "
-                         "(codegen spec.DenseProbe.form), loading the columns left once few rows are "
-                         "(spec.batch_after) and reading the scanned columns with the streaming cache hint",
+    # (the A/B of the feature fused_probe_forms: scripts/gpu_hot_split.py --experiment fused_probe_rows)
+    "fused_probe_rows": "dense fused kernels probing int32 build rows and payload arrays, the columns loaded "
+                        "stage by stage, as before fused_probe_forms",
 }
 enabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_ON", "").split(",") if n.strip()}
 

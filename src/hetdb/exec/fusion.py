@@ -40,7 +40,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.compiled_features import expr_refusal, off, on
-from hetdb.exec.fusion_forms import probe_form, probe_shape
+from hetdb.exec.fusion_forms import forms_on, probe_form, probe_shape
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -397,7 +397,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
                 for t in tables]
         spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
-        if on("fused_probe_forms"):
+        if forms_on():
             spec = probe_shape(spec, hits, {join_table[i]: j.share for i, j in enumerate(joins)})
     reason = spec.unfusable_reason()
     if reason is not None:

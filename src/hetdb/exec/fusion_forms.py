@@ -1,4 +1,4 @@
-"""The shape of a dense fused kernel's probes under the experiment ``fused_probe_forms``
+"""The shape of a dense fused kernel's probes under the feature ``fused_probe_forms``
 (codegen/spec.py DenseProbe.form, FusedPipelineSpec.batch_after / prefetch / stream_loads): what each
 probe reads (a membership bitmap, 1-2 byte payload codes, or the build rows), after which probe the
 columns left load at once, the next tile's first columns prefetched, streaming loads."""
@@ -8,8 +8,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hetdb.exec.compiled_features import on
+from hetdb.exec.compiled_features import off, on
 from hetdb.types import DataType
+
+
+def forms_on() -> bool:
+    """Whether dense probes take their narrow forms: the feature fused_probe_forms, unless switched
+    off or the experiment fused_probe_rows (its A/B) is on."""
+    return off("fused_probe_forms") is None and not on("fused_probe_rows")
+
 
 # codes of more bytes than this (past what L1 keeps of them) go behind the bitmap's look-up when the
 # build holds at most PREFILTER_MAX_HITS of the key range: most probed rows then end at the bitmap
@@ -24,8 +31,8 @@ def probe_form(payload: list[tuple[str, DataType]], groups: dict, table: Any = N
     maps a key cid to (rank cid, KeyDomain, dictionary)), behind the bitmap when ``table`` (the
     DenseJoinTable) has many codes and lets few probed rows through (``share`` of its dimension's
     rows kept where known, else its share of the key range); else the build rows ("rows", also when
-    the experiment is off)."""
-    if not on("fused_probe_forms"):
+    the feature is off)."""
+    if not forms_on():
         return "rows"
     if not payload:
         return "bits"
