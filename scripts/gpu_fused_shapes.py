@@ -91,7 +91,7 @@ def shapes() -> dict:
 
 
 def probe_form_variants(spec: FusedPipelineSpec, probes: list[tuple[str, str]]) -> list[tuple[str, FusedPipelineSpec]]:
-    """``spec`` with the probe forms exec/fusion_forms.py plans under experiment fused_probe_forms
+    """``spec`` with the probe forms exec/fusion_forms.py plans by default (feature fused_probe_forms)
     (bitmaps without payload, int8 codes of the rank payloads, behind the bitmap for a large table
     of few keys) and the rest loaded at once after generate.batch_point: codes only with streaming
     loads; the experiment (bitmaps first, streaming, the next tile's eager columns prefetched); it
@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-variants", action="store_true", help="skip the eager / payload-by-key variants")
     ap.add_argument("--eager-only", action="store_true", help="of those, only the eager one (loaded first)")
     ap.add_argument("--tiles", default="", help="the tile variants of --variants (gpu_hot_split.py --tiles)")
-    ap.add_argument("--forms", action="store_true", help="each shape as planned by default (columns loaded first) "
-                    "against the probe forms of experiment fused_probe_forms, alone and with the rest loaded at once, "
-                    "streaming loads and the next tile prefetched (instead of the eager / payload-by-key variants)")
+    ap.add_argument("--forms", action="store_true", help="each shape as planned before the probe forms (the columns "
+                    "most rows need loaded first) against the variants of the feature fused_probe_forms (now the "
+                    "default: probe_form_variants), instead of the eager / payload-by-key variants")
     args = ap.parse_args(argv)
     n = int(args.rows)
     rng = cupy.random.default_rng(7)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}  rows {n:,}  "
           f"page rows {args.page_rows:,}", flush=True)
     for name, (spec, probes) in ((k, v) for k, v in shapes().items() if k in args.shapes.split(",")):
-        if args.forms:  # (the default plan's spec: the columns most rows need loaded first)
+        if args.forms:  # (the spec planned before the probe forms: the columns most rows need loaded first)
             spec = dataclasses.replace(spec, eager=eager_columns(spec, [DIMS[d][1] for _, d in probes]))
         fp = compile_fused_pipeline(spec)
         tables = []
