@@ -16,7 +16,14 @@ import pytest
 from pipeline_host import SHIM
 
 from hetdb import types as T
-from hetdb.backend.gpu.codegen import AGGREGATE, DenseProbe, FusedPipelineSpec, dense_build, generate
+from hetdb.backend.gpu.codegen import (
+    AGGREGATE,
+    DenseJoinTable,
+    DenseProbe,
+    FusedPipelineSpec,
+    dense_build,
+    generate,
+)
 from hetdb.backend.gpu.codegen.generate import batch_point
 from hetdb.backend.gpu.codegen.spec import AggregateSpec
 from hetdb.backend.gpu.compile import load_source
@@ -149,6 +156,10 @@ def test_probe_arrays_and_refusals():
     code = t.probe_arrays("code8")
     assert np.array_equal(code[keys - t.lo], pay) and (code[t.rows < 0] == -1).all()
     assert t.probe_arrays("code8") is code  # (kept with the table)
+    # a table built on the host carries its (slot, build row) pairs: the codes scatter through them
+    slots = np.flatnonzero(t.rows >= 0)
+    hosted = DenseJoinTable(t.rows, t.lo, t.size, [pay], t.num_rows, hits=(slots, t.rows[slots]))
+    assert np.array_equal(hosted.probe_arrays("code16"), t.probe_arrays("code16"))
     too_big = dense_build(keys, [pay + 200])
     with pytest.raises(ValueError, match="code8"):
         too_big.probe_arrays("code8")

@@ -80,11 +80,16 @@ class DenseJoinTable:
             if len(self.payload) != 1:
                 raise ValueError(f"a {form} probe reads one payload, the table has {len(self.payload)}")
             dtype, top = (xp.int8, 1 << 7) if form == "code8" else (xp.int16, 1 << 15)
-            values = self.keyed_payload()[0][:self.size]
-            if self.size and bool(((values < 0) | (values >= top)).any()):
+            values = self.payload[0]
+            if int(values.shape[0]) and bool(((values < 0) | (values >= top)).any()):
                 raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
             got = xp.full(max(self.size, 1), -1, dtype=dtype)
-            got[:self.size] = xp.where(hit, values, -1).astype(dtype)
+            if self.hits is not None:  # (index arrays of the host build)
+                slots, src = self.hits
+                got[slots] = values[src].astype(dtype)
+            elif self.size:
+                rows = self.rows[:self.size]
+                got[:self.size][hit] = values[rows[hit]].astype(dtype)
         else:
             raise ValueError(f"unknown probe form {form!r}")
         self.forms[form] = got
