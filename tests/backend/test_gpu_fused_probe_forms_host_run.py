@@ -155,7 +155,8 @@ def test_probe_arrays_and_refusals():
     assert np.array_equal((bits[k >> 5] >> (k & 31)) & 1, (t.rows >= 0).astype(np.uint32))
     code = t.probe_arrays("code8")
     assert np.array_equal(code[keys - t.lo], pay) and (code[t.rows < 0] == -1).all()
-    assert t.probe_arrays("code8") is code  # (kept with the table)
+    assert t.probe_arrays("code8") is code  # (kept with the table, and counted with what it holds)
+    assert any(a is code for a in t.held_arrays()) and any(a is bits for a in t.held_arrays())
     # a table built on the host carries its (slot, build row) pairs: the codes scatter through them
     slots = np.flatnonzero(t.rows >= 0)
     hosted = DenseJoinTable(t.rows, t.lo, t.size, [pay], t.num_rows, hits=(slots, t.rows[slots]))

@@ -1,7 +1,6 @@
 """Dense fused kernels with the feature fused_probe_forms (membership bitmaps and 1-2 byte payload
-codes per key, the rest of the columns loaded at once after a selective probe, the next tile's
-first columns prefetched, streaming loads) on the GPU: every SSB query and two dictionary-string
-filters (code lookups as bitmaps) equal to DuckDB, each run twice (the second from the kept state
+codes per key, the rest of the columns loaded at once after a selective probe, streaming loads) on
+the GPU: every SSB query and two dictionary-string filters (code lookups as bitmaps) equal to DuckDB, each run twice (the second from the kept state
 over the device-resident pages, compressed or not), nothing left on the device; and the probes as
 before it (experiment fused_probe_rows, its A/B)."""
 
@@ -46,14 +45,17 @@ def ssb_db(tmp_path_factory):
 def test_probe_forms_answer_as_duckdb(ssb_db, monkeypatch, compressed, rows) -> None:
     """Every query with the default cache (pages compressed, the hottest columns kept decoded: the
     kernel variants for plain and random-access pages), q2.1 and q4.1 with every page compressed or
-    none (then with every code array behind its bitmap), and as before the feature (fused_probe_rows)."""
+    none (then with the experiments fused_prefetch and fused_probe_bitmaps_first, every code array
+    behind its bitmap), and as before the feature (fused_probe_rows)."""
     from hetdb.backend.gpu.codegen import runtime
     from hetdb.exec import compiled_features, fusion_forms
 
     monkeypatch.setattr(runtime, "_PIPELINES", {})  # (the kernels this test makes)
     if rows:
         monkeypatch.setattr(compiled_features, "enabled", compiled_features.enabled | {"fused_probe_rows"})
-    if compressed is False:  # (codes behind the bitmaps however small: SF 0.01's tables are)
+    if compressed is False:  # (the experiments: prefetch, codes behind the bitmaps however small)
+        monkeypatch.setattr(compiled_features, "enabled",
+                            compiled_features.enabled | {"fused_prefetch", "fused_probe_bitmaps_first"})
         monkeypatch.setattr(fusion_forms, "PREFILTER_BYTES", 0)
     queries = load_queries("ssb")
     compared = 0
@@ -80,4 +82,5 @@ def test_probe_forms_answer_as_duckdb(ssb_db, monkeypatch, compressed, rows) -> 
         assert forms == {"rows"} and not any(s.batch_after >= 0 or s.prefetch for s in made)
         return
     assert {"bits", "code8"} <= forms and (compressed is not False or "bits_code8" in forms)
-    assert any(s.batch_after >= 0 and s.prefetch for s in made)
+    assert any(s.batch_after >= 0 and s.stream_loads for s in made)
+    assert any(s.prefetch for s in made) == (compressed is False)

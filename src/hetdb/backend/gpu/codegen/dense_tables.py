@@ -36,6 +36,11 @@ class DenseJoinTable:
     def nbytes(self) -> int:
         return int(self.rows.nbytes)
 
+    def held_arrays(self) -> list[Any]:
+        """Every array the table keeps (rows, payload, and those made from them at first use), for
+        the device-memory accounting of a kept table (exec/fusion_reuse.py)."""
+        return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values()]
+
     def keyed_payload(self) -> list[Any]:
         """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
         probes ``by_key``; made at the first call and kept with the table."""
