@@ -91,11 +91,11 @@ def shapes() -> dict:
 
 
 def probe_form_variants(spec: FusedPipelineSpec, probes: list[tuple[str, str]]) -> list[tuple[str, FusedPipelineSpec]]:
-    """``spec`` with the probe forms exec/fusion_forms.py plans by default (feature fused_probe_forms)
-    (bitmaps without payload, int8 codes of the rank payloads, behind the bitmap for a large table
-    of few keys) and the rest loaded at once after generate.batch_point: codes only with streaming
-    loads; the experiment (bitmaps first, streaming, the next tile's eager columns prefetched); it
-    with codes only; it at 8 rows per thread and at 256 threads per block."""
+    """``spec`` with the probe forms exec/fusion_forms.py plans (bitmaps without payload, int8 codes of
+    the rank payloads) and the rest loaded at once after generate.batch_point with streaming loads
+    (the default, feature fused_probe_forms); with the experiments fused_probe_bitmaps_first (large
+    codes behind their bitmap) and fused_prefetch (the next tile's eager columns prefetched); with
+    only the prefetch; both at 8 rows per thread and at 256 threads per block."""
     from hetdb.backend.gpu.codegen.generate import batch_point
     from hetdb.exec.fusion_forms import PREFILTER_BYTES, PREFILTER_MAX_HITS
 
@@ -113,11 +113,11 @@ def probe_form_variants(spec: FusedPipelineSpec, probes: list[tuple[str, str]]) 
         return dataclasses.replace(s, batch_after=batch_point(s, hits), stream_loads=True)
 
     full = dataclasses.replace(forms(True), prefetch=True)
-    return [("codes, batched, streaming", forms(False)),
-            ("bitmaps first, batched, streaming, prefetched (the experiment)", full),
-            ("the experiment with codes only", dataclasses.replace(forms(False), prefetch=True)),
-            ("the experiment at 8 rows per thread", dataclasses.replace(full, items=8)),
-            ("the experiment at 256 threads", dataclasses.replace(full, block=256))]
+    return [("codes, batched, streaming (the default)", forms(False)),
+            ("bitmaps first, batched, streaming, prefetched", full),
+            ("codes, batched, streaming, prefetched", dataclasses.replace(forms(False), prefetch=True)),
+            ("bitmaps first, ... prefetched at 8 rows per thread", dataclasses.replace(full, items=8)),
+            ("bitmaps first, ... prefetched at 256 threads", dataclasses.replace(full, block=256))]
 
 
 RANGES = {"lo_quantity": (1, 51), "lo_discount": (0, 11), "lo_extendedprice": (90_000, 10_000_000),
