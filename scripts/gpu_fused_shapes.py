@@ -1,7 +1,7 @@
 """The dense fused kernels of SSB's query shapes on synthetic data of SSB SF 20's size, without a data set.
 
     PYTHONPATH=src python scripts/gpu_fused_shapes.py [--rows 120e6] [--page-rows 1048576] [--repeat 10]
-        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants | --eager-only] [--tiles 128x4,256x4]
+        [--shapes q1.1,q2.1,q3.1,q4.1] [--variants q2.1] [--split] [--no-variants | --eager-only | --forms] [--tiles 128x4,256x4]
 
 Per shape (filters, dense probes with the selectivities and payloads of the SSB query, group keys,
 aggregates: the spec exec/fusion.py makes for it) over random columns split into pages of
@@ -90,6 +90,36 @@ def shapes() -> dict:
     return out
 
 
+def probe_form_variants(spec: FusedPipelineSpec, probes: list[tuple[str, str]]) -> list[tuple[str, FusedPipelineSpec]]:
+    """``spec`` with the probe forms exec/fusion_forms.py plans (bitmaps without payload, int8 codes of
+    the rank payloads) and the rest loaded at once after generate.batch_point with streaming loads
+    (the default, feature fused_probe_forms); with the experiments fused_probe_bitmaps_first (large
+    codes behind their bitmap) and fused_prefetch (the next tile's eager columns prefetched); with
+    only the prefetch; both at 8 rows per thread and at 256 threads per block."""
+    from hetdb.backend.gpu.codegen.generate import batch_point
+    from hetdb.exec.fusion_forms import PREFILTER_BYTES, PREFILTER_MAX_HITS
+
+    hits = [DIMS[d][1] for _, d in probes]
+
+    def form(p, dim: str, first: bool) -> str:
+        if not p.payload:
+            return "bits"
+        size, share, _ = DIMS[dim]
+        return "bits_code8" if first and size > PREFILTER_BYTES and share <= PREFILTER_MAX_HITS else "code8"
+
+    def forms(first: bool) -> FusedPipelineSpec:
+        s = dataclasses.replace(spec, probes=tuple(dataclasses.replace(p, form=form(p, d, first))
+                                                   for p, (_, d) in zip(spec.probes, probes)))
+        return dataclasses.replace(s, batch_after=batch_point(s, hits), stream_loads=True)
+
+    full = dataclasses.replace(forms(True), prefetch=True)
+    return [("codes, batched, streaming (the default)", forms(False)),
+            ("bitmaps first, batched, streaming, prefetched", full),
+            ("codes, batched, streaming, prefetched", dataclasses.replace(forms(False), prefetch=True)),
+            ("bitmaps first, ... prefetched at 8 rows per thread", dataclasses.replace(full, items=8)),
+            ("bitmaps first, ... prefetched at 256 threads", dataclasses.replace(full, block=256))]
+
+
 RANGES = {"lo_quantity": (1, 51), "lo_discount": (0, 11), "lo_extendedprice": (90_000, 10_000_000),
           "lo_revenue": (80_000, 10_000_000), "lo_supplycost": (50_000, 120_000)}
 KEYS = {"lo_orderdate": "date", "lo_suppkey": "supp", "lo_partkey": "part", "lo_custkey": "cust"}
@@ -109,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-variants", action="store_true", help="skip the eager / payload-by-key variants")
     ap.add_argument("--eager-only", action="store_true", help="of those, only the eager one (loaded first)")
     ap.add_argument("--tiles", default="", help="the tile variants of --variants (gpu_hot_split.py --tiles)")
+    ap.add_argument("--forms", action="store_true", help="each shape as planned before the probe forms (the columns "
+                    "most rows need loaded first) against the variants of the feature fused_probe_forms (now the "
+                    "default: probe_form_variants), instead of the eager / payload-by-key variants")
     args = ap.parse_args(argv)
     n = int(args.rows)
     rng = cupy.random.default_rng(7)
@@ -137,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device {cupy.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}  rows {n:,}  "
           f"page rows {args.page_rows:,}", flush=True)
     for name, (spec, probes) in ((k, v) for k, v in shapes().items() if k in args.shapes.split(",")):
+        if args.forms:  # (the spec planned before the probe forms: the columns most rows need loaded first)
+            spec = dataclasses.replace(spec, eager=eager_columns(spec, [DIMS[d][1] for _, d in probes]))
         fp = compile_fused_pipeline(spec)
         tables = []
         for (_, dim), p in zip(probes, spec.probes):
@@ -187,22 +222,28 @@ def main(argv: list[str] | None = None) -> int:
               f"{result.num_groups} groups", flush=True)
         eager = eager_columns(spec, [DIMS[d][1] for _, d in probes])
         keyed = tuple(dataclasses.replace(p, by_key=bool(p.payload)) for p in spec.probes)
-        for label, other in (("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
-                             ("payload by key", dataclasses.replace(spec, probes=keyed)),
-                             ("both", dataclasses.replace(spec, eager=eager, probes=keyed))):
-            if other == spec or args.no_variants or (args.eager_only and not label.startswith("loaded first")):
+        variants = [("loaded first " + ", ".join(eager), dataclasses.replace(spec, eager=eager)),
+                    ("payload by key", dataclasses.replace(spec, probes=keyed)),
+                    ("both", dataclasses.replace(spec, eager=eager, probes=keyed))]
+        if args.forms:
+            variants = probe_form_variants(spec, probes)
+        for label, other in variants:
+            if other == spec or (args.no_variants and not args.forms) or \
+                    (args.eager_only and not label.startswith("loaded first")):
                 continue
             ofp = compile_fused_pipeline(other)
             ostate = ofp.new_state(domains)
+            opt = pt if ofp.tile == fp.tile else ofp.page_table(pages)  # (tiles of other rows: re-tiled)
             times = []
             for _ in range(args.repeat + 1):
                 probe.active = True
-                ofp.consume_pages(ostate, pt, tables)
+                ofp.consume_pages(ostate, opt, tables)
                 probe.active = False
                 times.append(probe.take()[0])
             ems = statistics.median(times[1:])
-            print(f"    {label}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), "
-                  f"{split.occupancy(ofp.function(), block, shared)}", flush=True)
+            ogrid = probe.last[ofp.kernel.name][1] if ofp.kernel.name in probe.last else "?"
+            print(f"    {label}: {ems:.3f} ms ({nbytes / ems / 1e6:.0f} GB/s), grid {ogrid} x {ofp.block}, "
+                  f"{split.occupancy(ofp.function(), ofp.block, shared)}", flush=True)
         if name in args.variants.split(","):
             grids = sorted({132, 264, 528, 1056, 1584, 2112, 4224, 65536} - {grid})
             print("    other grids: " + ", ".join(f"{g}: {split.replay(probe, launch, g, 5):.3f}" for g in grids),

@@ -27,18 +27,22 @@ def _array(name: str, ctype: str, values) -> str:
     return f"static {ctype} {name}[] = {{{', '.join(str(int(x)) for x in values) or '0'}}};"
 
 
-@pytest.mark.parametrize("by_key,eager,block", [
-    (False, (), 128), (True, (), 128), (False, ("k", "v"), 128), (True, ("k", "v"), 128),
-    (False, ("k", "v"), 256),  # (experiment fused_block256: a tile of 256 x 4 rows)
-], ids=["by-row-staged", "by-key-staged", "by-row-loaded-first", "by-key-loaded-first", "block256"])
-def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager, block):
+@pytest.mark.parametrize("by_key,eager,block,shape", [
+    (False, (), 128, {}), (True, (), 128, {}), (False, ("k", "v"), 128, {}), (True, ("k", "v"), 128, {}),
+    (False, ("k", "v"), 256, {}),  # (experiment fused_block256: a tile of 256 x 4 rows)
+    # (the build rows probed with the next tile prefetched, streaming loads: fused_probe_forms'
+    # shape where a probe's payload is no group key's ranks)
+    (False, ("k",), 128, {"prefetch": True, "stream_loads": True, "batch_after": 0}),
+], ids=["by-row-staged", "by-key-staged", "by-row-loaded-first", "by-key-loaded-first", "block256",
+        "by-row-prefetched"])
+def test_payload_probe_by_row_and_by_key(tmp_path, by_key, eager, block, shape):
     rng = np.random.default_rng(11)
     k_ref, v_ref, y_ref = ColumnRef(T.INT32, "k", False), ColumnRef(T.INT32, "v", False), ColumnRef(T.INT32, "y", False)
     spec = FusedPipelineSpec((("k", T.INT32), ("v", T.INT32)),
                              (Call(T.BOOL, "lt", (v_ref, Literal(T.INT32, 900))), Call(T.BOOL, "gt", (y_ref, Literal(T.INT32, 0)))),
                              (DenseProbe(k_ref, (("y", T.INT32),), by_key),), (y_ref,),
                              (AggregateSpec("sum", v_ref), AggregateSpec("count_star")), AGGREGATE, eager=eager,
-                             block=block)
+                             block=block, **shape)
     kernel = generate(spec)
     assert f"#define FP_BLOCK {block}" in kernel.body and f"#define FP_TILE {block * FP_ITEMS}" in kernel.body
     # the build: 300 keys from 100 with gaps, a payload y in 0..4 per build row

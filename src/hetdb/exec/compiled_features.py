@@ -34,6 +34,11 @@ FEATURES = {
     # (on by default without an H100 A/B yet: the checkpoint's scripts/gpu_fused_shapes.py run was lost)
     "fused_eager": "dense fused kernels loading the columns most rows still need at a tile's start "
                    "(codegen/generate.py eager_columns) instead of each after the stage before it",
+    # (s16 checkpoint, H100, gpu_fused_shapes --forms at SSB SF 20's size: q2.1 1.156 -> 0.670 ms,
+    # q3.1 1.447 -> 0.857, q4.1 1.240 -> 1.007)
+    "fused_probe_forms": "dense fused kernels probing membership bitmaps and 1-2 byte payload codes per key "
+                         "(codegen spec.DenseProbe.form; exec/fusion_forms.py), the columns left loaded at "
+                         "once after a selective probe, streaming loads",
 }
 
 disabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_OFF", "").split(",") if n.strip()}
@@ -49,6 +54,16 @@ EXPERIMENTS = {
                             "instead of by build row after it",
     # (s12 at SF 20: SSB q2.1's shape 0.998 ms at 256 x 4 against 1.247 ms at 128 x 4; other shapes untried)
     "fused_block256": "dense fused kernels of 256 threads per block instead of 128",
+    # (s16 checkpoint, H100, gpu_fused_shapes --forms at SSB SF 20's size, codes + batch + streaming
+    # loads: q2.1 0.670 ms, q3.1 0.857, q4.1 1.007; with the next tile prefetched 0.768, 0.958, 1.081
+    # (55-64 registers: fewer blocks resident); bitmaps first on top of that 0.834, 1.083, 1.210)
+    "fused_prefetch": "dense fused kernels loading the next tile's eager columns while working on the "
+                      "current one (codegen spec.prefetch)",
+    "fused_probe_bitmaps_first": "dense fused probes of large code arrays with few keys joining reading "
+                                 "the key's bit in a bitmap before its code (DenseProbe.form bits_code8/16)",
+    # (the A/B of the feature fused_probe_forms: scripts/gpu_hot_split.py --experiment fused_probe_rows)
+    "fused_probe_rows": "dense fused kernels probing int32 build rows and payload arrays, the columns loaded "
+                        "stage by stage, as before fused_probe_forms",
 }
 enabled: set[str] = {n.strip() for n in os.environ.get("HETDB_GPU_COMPILE_ON", "").split(",") if n.strip()}
 

@@ -40,6 +40,7 @@ from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.compiled_features import expr_refusal, off, on
+from hetdb.exec.fusion_forms import forms_on, probe_form, probe_shape
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -192,6 +193,7 @@ class _Join:
     key: Column
     batch: Batch
     fields: tuple[Field, ...]
+    share: float = -1.0  # the share of the dimension's rows the build kept (-1: unknown)
 
 
 def _join_of_probe(ctx: ExecContext, op: HashProbe, alias: dict[str, Expr]) -> _Join:
@@ -202,7 +204,7 @@ def _join_of_probe(ctx: ExecContext, op: HashProbe, alias: dict[str, Expr]) -> _
     if side.partitions is not None:
         raise _NotFused("the join's build side was partitioned (spilled)")
     return _Join(substitute(op.left_keys[0], alias), side.batch.columns[key_name(0)], side.batch,
-                 op.right_fields)
+                 op.right_fields, side.num_rows / side.scanned_rows if side.scanned_rows else -1.0)
 
 
 def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, Expr]) -> _Join:
@@ -230,7 +232,9 @@ def _join_of_dimension(ctx: ExecContext, pipe: Any, fact: Any, alias: dict[str, 
         (batch,) = proj.execute(ctx, batch, None, None)  # leading projections of the dimension rows
     k = op.left_keys[0]
     key = ctx.evaluator.cast(ctx.evaluator.evaluate(k, batch), k.dtype)
-    return _Join(substitute(fact.sink.keys[0], alias), key, batch, op.left_fields)
+    total = int(getattr(ctx.db.table(src.scan.table), "num_rows", 0) or 0)
+    return _Join(substitute(fact.sink.keys[0], alias), key, batch, op.left_fields,
+                 batch.num_rows / total if total else -1.0)
 
 
 def _plan_checked(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
@@ -332,8 +336,12 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         for c in lookups:
             (cid,) = c.columns()
             if cid in cids:
-                probes.append(DenseProbe(ColumnRef(types[cid], cid, nullable=False)))
-                tables.append(_lookup_table(ctx, c, cid, types[cid], dictionary_of(cid)))
+                table = _lookup_table(ctx, c, cid, types[cid], dictionary_of(cid))
+                form = probe_form([], {})
+                if form != "rows":
+                    table.probe_arrays(form)
+                probes.append(DenseProbe(ColumnRef(types[cid], cid, nullable=False), form=form))
+                tables.append(table)
 
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
@@ -389,6 +397,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
                 for t in tables]
         spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
+        if forms_on():
+            spec = probe_shape(spec, hits, {join_table[i]: j.share for i, j in enumerate(joins)})
     reason = spec.unfusable_reason()
     if reason is not None:
         raise _NotFused(reason)
@@ -549,9 +559,12 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     except UnsupportedError as e:
         raise _NotFused(str(e)) from None
     by_key = bool(payload) and on("fused_payload_by_key")
-    if by_key:
-        table.keyed_payload()  # (made now: the fused state stored for later runs holds them too)
-    return DenseProbe(j.left_key, tuple(payload), by_key), table, provided
+    form = probe_form(payload, groups, table, j.share)
+    for f in form.split("_") if form != "rows" else ():
+        table.probe_arrays(f)  # (made now: the fused state stored for later runs holds them too)
+    if form == "rows" and by_key:
+        table.keyed_payload()
+    return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
 
 
 def _host_small(ctx: ExecContext) -> bool:

@@ -161,7 +161,7 @@ def _remember(ctx: ExecContext, pipe: Any, plan: FusionPlan, why: str) -> None:
 
     arrays: list = []
     for t in plan.tables:
-        arrays += [t.rows, *t.payload, *t.payload_by_key]
+        arrays += t.held_arrays()
     for k in plan.group_keys:
         arrays += [a for a in (k.domain.values, k.dictionary) if a is not None]
     for src in plan.key_sources or ():

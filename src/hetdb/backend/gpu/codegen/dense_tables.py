@@ -30,10 +30,16 @@ class DenseJoinTable:
     # (slot, build row) index arrays of the slots that hold a row, when the table was built on the
     # host (``dense_build`` of a small build side): keyed_payload then needs no mask on the device
     hits: tuple[Any, Any] | None = None
+    forms: dict[str, Any] = field(default_factory=dict)  # probe_arrays' arrays, once made
 
     @property
     def nbytes(self) -> int:
         return int(self.rows.nbytes)
+
+    def held_arrays(self) -> list[Any]:
+        """Every array the table keeps (rows, payload, and those made from them at first use), for
+        the device-memory accounting of a kept table (exec/fusion_reuse.py)."""
+        return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values()]
 
     def keyed_payload(self) -> list[Any]:
         """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
@@ -58,6 +64,41 @@ class DenseJoinTable:
                 out.append(a)
             self.payload_by_key = out
         return self.payload_by_key
+
+
+    def probe_arrays(self, form: str) -> Any:
+        """The one array a probe in ``form`` (spec.DenseProbe.form) reads, made at the first call and
+        kept with the table: "bits" a uint32 bitmap of the keys that have a build row (bit k % 32 of
+        word k / 32 for key lo + k); "code8" / "code16" the one payload per key as int8 / int16, -1
+        where no build row has the key (ValueError for a payload value outside 0 .. 2^7-1 / 2^15-1)."""
+        got = self.forms.get(form)
+        if got is not None:
+            return got
+        xp = _array_module(self.rows)
+        hit = self.rows[:self.size] >= 0
+        if form == "bits":
+            words = max(1, -(-self.size // 32))
+            padded = xp.zeros(words * 32, dtype=xp.uint32)
+            padded[:self.size] = hit
+            got = (padded.reshape(words, 32) << xp.arange(32, dtype=xp.uint32)).sum(axis=1, dtype=xp.uint32)
+        elif form in ("code8", "code16"):
+            if len(self.payload) != 1:
+                raise ValueError(f"a {form} probe reads one payload, the table has {len(self.payload)}")
+            dtype, top = (xp.int8, 1 << 7) if form == "code8" else (xp.int16, 1 << 15)
+            values = self.payload[0]
+            if int(values.shape[0]) and bool(((values < 0) | (values >= top)).any()):
+                raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+            got = xp.full(max(self.size, 1), -1, dtype=dtype)
+            if self.hits is not None:  # (index arrays of the host build)
+                slots, src = self.hits
+                got[slots] = values[src].astype(dtype)
+            elif self.size:
+                rows = self.rows[:self.size]
+                got[:self.size][hit] = values[rows[hit]].astype(dtype)
+        else:
+            raise ValueError(f"unknown probe form {form!r}")
+        self.forms[form] = got
+        return got
 
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,

@@ -97,6 +97,9 @@ class _Generator:
         self.env: dict[str, Code] = {}
         self.input_index = {cid: k for k, (cid, _) in enumerate(spec.inputs)}
         self.input_types = dict(spec.inputs)
+        # the eager columns come from the previous tile's prefetch (spec.prefetch)
+        self.prefetching = spec.prefetch and bool(spec.eager) and all(
+            spec.input_class(self.input_index[c]) == PAGES_PLAIN for c in spec.eager)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def emit(self, line: str, indent: int = 2) -> None:
@@ -116,17 +119,22 @@ class _Generator:
                 k = self.input_index[cid]
                 self.emit(f"{ctype(dtype)} v{k}[FP_ITEMS];")
                 kind = self.spec.input_class(k)
+                if self.prefetching and cid in self.spec.eager:
+                    self.per_item([f"v{k}[i] = nx{k}[i];"])
+                    self.env[cid] = Code(f"v{k}[i]", dtype)
+                    continue
+                stream = ", true" if self.spec.stream_loads else ""
                 if self.spec.encoded and kind == PAGES_PLAIN:  # (page-table pointers are bytes)
-                    self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS>((const {ctype(dtype)}*)in{k} + off, v{k}, "
-                              "flags);")
+                    self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS{stream}>((const {ctype(dtype)}*)in{k} + off, "
+                              f"v{k}, flags);")
                 elif kind == PAGES_RANDOM:
-                    self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS, HETDB_PAGES_RANDOM>(in{k}, enc{k}, off, "
-                              f"v{k}, flags, num, nullptr);")
+                    self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS, HETDB_PAGES_RANDOM{stream}>(in{k}, enc{k}, "
+                              f"off, v{k}, flags, num, nullptr);")
                 elif self.spec.encoded:
-                    self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS>(in{k}, enc{k}, off, v{k}, flags, num, "
-                              "fp_decode);")
+                    self.emit(f"fused::BlockLoadSelPage<FP_BLOCK, FP_ITEMS{', HETDB_PAGES_ANY' + stream if stream else ''}>"
+                              f"(in{k}, enc{k}, off, v{k}, flags, num, fp_decode);")
                 else:
-                    self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS>(in{k} + off, v{k}, flags);")
+                    self.emit(f"fused::BlockLoadSel<FP_BLOCK, FP_ITEMS{stream}>(in{k} + off, v{k}, flags);")
                 self.env[cid] = Code(f"v{k}[i]", dtype)
 
     def filters(self, exprs: list) -> None:
@@ -153,13 +161,19 @@ class _Generator:
             later_uses |= e.columns()  # a later probe may be keyed on a payload (dictionary lookups)
 
         self.load(frozenset(spec.eager))  # (every row of the tile: the flags are still the tile's)
+        self.eager_lines = len(self.lines)
         self.filters(stage_filters.get(-1, []))
         for p, probe in enumerate(spec.probes):
             self.load(probe.key.columns())
             key = translate(probe.key, self.env)
-            self.emit(f"// probe {p}: {_comment(masked(probe.key))}")
-            self.emit(f"int r{p}[FP_ITEMS];")
+            self.emit(f"// probe {p}: {_comment(masked(probe.key))}" + ("" if probe.form == "rows" else f" ({probe.form})"))
             used = [(j, cid, dtype) for j, (cid, dtype) in enumerate(probe.payload) if cid in later_uses]
+            if probe.form != "rows":
+                self.packed_probe(p, probe, key.text)
+                self.filters(stage_filters.get(p, []))
+                self.batch(p, stage_filters)
+                continue
+            self.emit(f"int r{p}[FP_ITEMS];")
             if probe.by_key:  # the payload loads go out with the row look-up (indexed by key)
                 for j, _, dtype in used:
                     self.emit(f"{ctype(dtype)} q{p}_{j}[FP_ITEMS];")
@@ -189,6 +203,7 @@ class _Generator:
             for j, cid, dtype in used:
                 self.env[cid] = Code(f"q{p}_{j}[i]", dtype)
             self.filters(stage_filters.get(p, []))
+            self.batch(p, stage_filters)
 
         accumulators: tuple[Accumulator, ...] = ()
         if spec.output == AGGREGATE:
@@ -196,6 +211,65 @@ class _Generator:
         else:
             self.select()
         return self.finish(accumulators)
+
+    def prefetch_lines(self, ptr: dict[int, str], tile: str, first: bool) -> list[str]:
+        """Code loading the eager columns of tile ``tile`` (every row in it) into ``nx{k}``, the
+        registers the next iteration's load() takes them from; ``first`` also declares them (before
+        the tile loop). The tile's page is looked up as the loop does (fused::NextPage from
+        ``nx_page``, the page of the block's previous prefetch)."""
+        spec = self.spec
+        ks = [self.input_index[c] for c in spec.eager]
+        k_in = len(spec.inputs)
+        lines = []
+        if first:
+            lines += [f"{ctype(self.input_types[spec.inputs[k][0]])} nx{k}[FP_ITEMS];" for k in ks]
+            lines.append("long long nx_page = -1;")
+        lines += ["{", f"  const long long nt = {tile};", "  if (nt < num_tiles) {",
+                  "    long long noff = nt * FP_TILE, nrows = n;"]
+        lines += [f"    const {ptr[k]}* __restrict__ nin{k} = (const {ptr[k]}*)col{k};" for k in ks]
+        lines += ["    if (num_pages > 0) {",
+                  "      const long long p = nx_page = fused::NextPage(page_table, num_pages, nt, nx_page);",
+                  "      noff = (nt - page_table[p]) * FP_TILE;",
+                  "      nrows = page_table[2 * num_pages + 1 + p];"]
+        lines += [f"      nin{k} = (const {ptr[k]}*)page_table[3 * num_pages + 1 + p * {k_in} + {k}];" for k in ks]
+        lines += ["    }", "    int nflags[FP_ITEMS];",
+                  "    tile::BlockInitFlags<FP_BLOCK, FP_ITEMS>(nullptr, nflags, tile::tile_size(nrows, noff, FP_TILE));"]
+        stream = ", true" if spec.stream_loads else ""
+        for k in ks:
+            t = ctype(self.input_types[spec.inputs[k][0]])
+            lines.append(f"    fused::BlockLoadSel<FP_BLOCK, FP_ITEMS{stream}>((const {t}*)nin{k} + noff, nx{k}, nflags);")
+        lines += ["  }", "}"]
+        return lines
+
+    def packed_probe(self, p: int, probe, key: str) -> None:
+        """A probe in form bits (membership only) or code8/code16 (its one payload per key, -1 where
+        no build row has it): one narrow load per row answers the look-up (spec.DenseProbe.form);
+        bits_code8/16: the bitmap's look-up first, the code's for the rows it keeps."""
+        if probe.form == "bits":
+            self.per_item([f"if (flags[i]) flags[i] = fused::BitsHas(p{p}_bits, (long long)({key}) - p{p}_lo, "
+                           f"p{p}_size);"])
+            return
+        if probe.form.startswith("bits_"):  # (the bitmap first: the codes only for the rows it keeps)
+            self.per_item([f"if (flags[i]) flags[i] = fused::BitsHas(p{p}_bits, (long long)({key}) - p{p}_lo, "
+                           f"p{p}_size);"])
+        (cid, dtype), = probe.payload
+        self.emit(f"int q{p}_0[FP_ITEMS];")
+        self.per_item([f"q{p}_0[i] = -1;",
+                       f"if (flags[i]) {{ q{p}_0[i] = fused::CodeOf(p{p}_code, (long long)({key}) - p{p}_lo, p{p}_size); "
+                       f"flags[i] = q{p}_0[i] >= 0; }}"])
+        self.env[cid] = Code(f"q{p}_0[i]", dtype)
+
+    def batch(self, p: int, stage_filters: dict[int, list]) -> None:
+        """After probe ``p``'s filters, when it is spec.batch_after: every input column a later stage
+        reads, loaded at once."""
+        spec = self.spec
+        if p != spec.batch_after:
+            return
+        rest: frozenset[str] = frozenset()
+        for e in [*(q.key for q in spec.probes[p + 1:]), *(f for s, fs in stage_filters.items() if s > p for f in fs),
+                  *spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+            rest |= e.columns()
+        self.load(rest & frozenset(self.input_index))
 
     def aggregate(self) -> tuple[Accumulator, ...]:
         spec = self.spec
@@ -243,6 +317,13 @@ class _Generator:
         params += ["long long n", "const long long* __restrict__ page_table", "long long num_pages",
                    "long long num_tiles"]
         for p, probe in enumerate(spec.probes):
+            if probe.form != "rows":  # (one array per key: DenseJoinTable.probe_arrays)
+                arr = {"bits": "const unsigned int* __restrict__ p{p}_bits",
+                       "code8": "const signed char* __restrict__ p{p}_code",
+                       "code16": "const short* __restrict__ p{p}_code"}
+                params += [arr[f].format(p=p) for f in probe.form.split("_")]
+                params += [f"long long p{p}_lo", f"long long p{p}_size"]
+                continue
             params += [f"const int* __restrict__ p{p}_rows", f"long long p{p}_lo", f"long long p{p}_size"]
             params += [f"const {ctype(t)}* __restrict__ p{p}_pay{j}" for j, (_, t) in enumerate(probe.payload)]
         head: list[str] = []
@@ -272,15 +353,17 @@ class _Generator:
         if spec.decodes_tiles:
             head.append("__shared__ long long fp_decode[HETDB_DECODE_SMEM_I64];")
         out = ["// fused pipeline"] + [f"// {line}" for line in masked(spec).describe().splitlines()]
-        out += [f"#define FP_BLOCK {spec.block}", f"#define FP_ITEMS {FP_ITEMS}", f"#define FP_TILE {spec.block * FP_ITEMS}",
+        out += [f"#define FP_BLOCK {spec.block}", f"#define FP_ITEMS {spec.items}", f"#define FP_TILE {spec.block * spec.items}",
                 f'extern "C" __global__ void __launch_bounds__(FP_BLOCK{_min_blocks(spec)}) {_NAME_PLACEHOLDER}(',
                 "    " + ",\n    ".join(params) + ") {"]
         out += ["  " + h for h in head]
         k_in = len(spec.inputs)
+        ptr = {k: "unsigned char" if spec.encoded else ctype(dt) for k, (_, dt) in enumerate(spec.inputs)}
+        if self.prefetching:
+            out += ["  " + line for line in self.prefetch_lines(ptr, "blockIdx.x", first=True)]
         out += ["  long long fp_page = -1;",
                 "  for (long long t = blockIdx.x; t < num_tiles; t += gridDim.x) {",
                 "    long long off = t * FP_TILE, rows = n, row_base = 0;"]
-        ptr = {k: "unsigned char" if spec.encoded else ctype(dt) for k, (_, dt) in enumerate(spec.inputs)}
         out += [f"    const {ptr[k]}* __restrict__ in{k} = (const {ptr[k]}*)col{k};" for k in ptr]
         if spec.encoded:
             out += [f"    long long enc{k} = 0;" for k in ptr]
@@ -297,7 +380,12 @@ class _Generator:
                 "    const int num = tile::tile_size(rows, off, FP_TILE);",
                 "    int flags[FP_ITEMS];",
                 "    tile::BlockInitFlags<FP_BLOCK, FP_ITEMS>(nullptr, flags, num);"]
-        out += ["  " + line for line in self.lines]
+        if self.prefetching:  # (the current tile's eager columns move out of nx first: load())
+            out += ["  " + line for line in self.lines[:self.eager_lines]]
+            out += ["    " + line for line in self.prefetch_lines(ptr, "t + gridDim.x", first=False)]
+            out += ["  " + line for line in self.lines[self.eager_lines:]]
+        else:
+            out += ["  " + line for line in self.lines]
         out.append("  }")
         out += ["  " + t for t in tail]
         out.append("}")
@@ -348,6 +436,67 @@ def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float =
     width = {cid: max(1, np.dtype(dtype.numpy_dtype).itemsize) for cid, dtype in spec.inputs}
     return tuple(cid for cid in inputs
                  if 1.0 - (1.0 - first.get(cid, 0.0)) ** max(1, SECTOR_BYTES // width[cid]) >= threshold)
+
+
+def batch_point(spec: FusedPipelineSpec, hits: list[float]) -> int:
+    """The probe of ``spec`` after which every input column the later stages read loads at once
+    (spec.batch_after), or -1, by a cost model of a latency-bound kernel: loaded one stage at a time,
+    each stage that loads columns is one more round trip to memory for every warp with a row still
+    selected; loaded together after probe p, they cost one round trip but the sectors of the rows
+    the stages in between would have dropped. A warp's round trip counts as much as reading a
+    4-byte column whole (both about 1.5 ps per row on the H100 at SSB SF 20: ~1 us per trip, 1320
+    resident tiles of 512 rows; 2.7 TB/s). Selected shares are estimated as eager_columns does
+    (``hits`` per probe the share of probed rows it keeps, FILTER_GUESS per filter); the probe
+    with the largest saving wins, the later one on ties. SSB q2.1: lo_orderdate and lo_revenue
+    after the supplier and part probes (~1/125 of the rows left, in ~2/3 of the warps)."""
+    provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
+    inputs = {cid for cid, _ in spec.inputs}
+    width = {cid: max(1, np.dtype(dtype.numpy_dtype).itemsize) for cid, dtype in spec.inputs}
+    stage_filters: dict[int, list] = {}
+    for f in spec.filters:
+        stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
+    first: dict[str, int] = {}   # column -> the load point that needs it first
+    point_alive = [1.0]          # selected share at each load point (0: the eager loads)
+    alive = 1.0
+
+    def need(cols: frozenset[str]) -> None:
+        new = [c for c in sorted(cols & inputs) if c not in first and c not in spec.eager]
+        if new:
+            point_alive.append(alive)
+            for c in new:
+                first[c] = len(point_alive) - 1
+
+    for f in stage_filters.get(-1, []):
+        need(f.columns())
+        alive *= FILTER_GUESS
+    after: list[tuple[float, int]] = []  # per probe: selected share and load points after its filters
+    for p, probe in enumerate(spec.probes):
+        need(probe.key.columns())
+        alive *= hits[p] if p < len(hits) else FILTER_GUESS
+        for f in stage_filters.get(p, []):
+            need(f.columns())
+            alive *= FILTER_GUESS
+        after.append((alive, len(point_alive) - 1))
+    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+        need(e.columns())
+
+    def sectors(a: float, c: str) -> float:
+        return 1.0 - (1.0 - a) ** max(1, SECTOR_BYTES // width[c])
+
+    def warps(a: float) -> float:
+        return 1.0 - (1.0 - a) ** (32 * spec.items)
+
+    best, best_gain = -1, 1e-9
+    for p, (a, last) in enumerate(after):
+        rest = [c for c, point in first.items() if point > last]
+        if not rest:
+            continue
+        trips = sum(warps(point_alive[k]) for k in {first[c] for c in rest})
+        extra = sum((sectors(a, c) - sectors(point_alive[first[c]], c)) * width[c] / 4 for c in rest)
+        gain = trips - warps(a) - extra
+        if gain >= best_gain:
+            best, best_gain = p, gain
+    return best
 
 
 def _min_blocks(spec: FusedPipelineSpec) -> str:

@@ -30,7 +30,7 @@ from hetdb.backend.gpu.codegen.dense_tables import (  # noqa: F401 (the runtime'
     domain_of,
 )
 from hetdb.backend.gpu.codegen.expr_cuda import LiteralParam
-from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate
+from hetdb.backend.gpu.codegen.generate import FP_ITEMS, KernelSource, generate  # noqa: F401 (the runtime's name for it)
 from hetdb.backend.gpu.codegen.spec import AGGREGATE, PAGES_ANY, PAGES_PLAIN, FusedPipelineSpec, page_class
 from hetdb.backend.gpu.memory import pinned_empty
 from hetdb.backend.gpu.upload import upload_pinned
@@ -203,7 +203,7 @@ class FusedPipeline:
         self.spec = spec
         self.kernel = kernel
         self.block = spec.block              # threads per block
-        self.tile = spec.block * FP_ITEMS    # rows per tile
+        self.tile = spec.block * spec.items  # rows per tile
         self._function: Any = None
         # local bytes per thread of the capped compile (spec.min_blocks; generate.py leaves kernels
         # with tile decoders uncapped), None until compiled; when over MAX_SPILL_BYTES the uncapped
@@ -295,6 +295,10 @@ class FusedPipeline:
             if len(table.payload) != len(probe.payload):
                 raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
                                  f"declares {len(probe.payload)}")
+            if probe.form != "rows":
+                args += [*(table.probe_arrays(f) for f in probe.form.split("_")), np.int64(table.lo),
+                         np.int64(table.size)]
+                continue
             args += [table.rows, np.int64(table.lo), np.int64(table.size)]
             for arr, (cid, dtype) in zip(table.keyed_payload() if probe.by_key else table.payload, probe.payload):
                 if np.dtype(arr.dtype) != dtype.numpy_dtype:

@@ -39,6 +39,7 @@ def page_class(codecs: set[str] | frozenset[str]) -> str:
         return PAGES_PLAIN
     return PAGES_RANDOM if encoded <= set(RANDOM_ACCESS) else PAGES_ANY
 AGG_OPS = ("sum", "count", "count_star", "min", "max")
+PROBE_FORMS = ("rows", "bits", "code8", "code16", "bits_code8", "bits_code16")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,15 @@ class DenseProbe:
     # payload arrays indexed by key (runtime.DenseJoinTable.keyed_payload) instead of by build row:
     # a row's payload loads go out with its row look-up instead of after it
     by_key: bool = False
+    # what the kernel reads for this probe (PROBE_FORMS; an aggregate pipeline's only: a selection
+    # writes build rows): "rows" the build row per key (and payloads by row or by key); "bits" a
+    # membership bitmap (one bit per key: no payload), 32x smaller than the rows, so a dimension's
+    # table stays in L1; "code8" / "code16" the one payload, a non-negative integer below 2^7 / 2^15
+    # (group-key ranks), per key in 1 or 2 bytes with -1 where no build row has the key: one
+    # narrow load answers both the membership and the payload (DenseJoinTable.probe_arrays);
+    # "bits_code8" / "bits_code16" the bitmap first, then the codes for the rows it keeps: a code
+    # array too large for L1 (SSB SF 20's part: 1 MB) is read only for the few rows that join
+    form: str = "rows"
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,22 @@ class FusedPipelineSpec:
     # columns are all decoded or random-access leaves the delta/rle tile loaders out, and with them
     # most of its registers (SSB q1.1 on sm_90: 120 registers with them, 40 without any decoder)
     input_codecs: tuple[str, ...] = ()
+    # the probe after whose filters every input column the later stages read loads at once
+    # (-1: each at its first use): once few rows are left, loading the rest together costs few
+    # sectors more and saves the dependent round trips of loading them one stage at a time
+    # (batch_point picks it from the probes' hit rates)
+    batch_after: int = -1
+    # scanned columns read with the streaming cache hint (ld.global.cs, evict first): the fact
+    # columns, read once, then leave L1 and L2 to the probes' dimension tables
+    stream_loads: bool = False
+    # the eager columns of a block's next tile load while it works on the current one (software
+    # pipelining: their round trip to memory overlaps the probes' instead of starting each tile);
+    # only where every eager column's pages are value arrays (the variants for other encodings
+    # load as before)
+    prefetch: bool = False
+    # rows per thread and tile (a tile is block * items rows, at most 1024: the delta/rle tile
+    # loaders' shared buffer): more rows in flight per load of a latency-bound kernel, more registers
+    items: int = 4
 
     def input_class(self, k: int) -> str:
         """The encodings input ``k``'s pages may be in (PAGES_ANY, PAGES_RANDOM or PAGES_PLAIN)."""
@@ -117,7 +143,7 @@ class FusedPipelineSpec:
                  "filters " + "; ".join(map(str, self.filters))]
         for p in self.probes:
             parts.append(f"probe {p.key} -> " + ", ".join(f"{c}:{t}" for c, t in p.payload)
-                         + (" (by key)" if p.by_key else ""))
+                         + (" (by key)" if p.by_key else "") + ("" if p.form == "rows" else f" ({p.form})"))
         parts.append("group " + ", ".join(map(str, self.group_keys)))
         parts.append("aggs " + ", ".join(f"{a.op}({a.arg if a.arg is not None else '*'})"
                                          for a in self.aggregates))
@@ -130,8 +156,16 @@ class FusedPipelineSpec:
             parts.append("loaded first " + ", ".join(self.eager))
         if self.block != 128:
             parts.append(f"{self.block} threads per block")
+        if self.items != 4:
+            parts.append(f"{self.items} rows per thread")
         if self.min_blocks:
             parts.append(f"at least {self.min_blocks} blocks of 128 threads per SM")
+        if self.batch_after >= 0:
+            parts.append(f"the rest loaded at once after probe {self.batch_after}")
+        if self.stream_loads:
+            parts.append("columns read streaming")
+        if self.prefetch:
+            parts.append("next tile's first columns prefetched")
         if self.input_codecs:
             parts.append("pages " + ", ".join(f"{c}:{k}" for (c, _), k in zip(self.inputs, self.input_codecs)))
         return "\n".join(parts)
@@ -144,6 +178,8 @@ class FusedPipelineSpec:
             return f"unknown output kind {self.output!r}"
         if self.block not in (128, 256):
             return f"{self.block} threads per block (128 or 256)"
+        if self.items not in (2, 4, 8) or self.block * self.items > 1024:
+            return f"{self.items} rows per thread ({self.block} threads: 2, 4 or 8, at most 1024 per tile)"
         if self.input_codecs and (len(self.input_codecs) != len(self.inputs)
                                   or not set(self.input_codecs) <= set(PAGE_CLASSES)):
             return f"page encodings {self.input_codecs} do not match the {len(self.inputs)} inputs"
@@ -158,6 +194,17 @@ class FusedPipelineSpec:
             return "duplicate input column"
         if any(c not in available for c in self.eager):
             return "a column loaded first is not an input"
+        if not -1 <= self.batch_after < max(len(self.probes), 1):
+            return f"batch_after {self.batch_after} is not a probe"
+        for p in self.probes:
+            if p.form not in PROBE_FORMS:
+                return f"probe form {p.form!r} is not one of {PROBE_FORMS}"
+            if p.form != "rows" and self.output != AGGREGATE:
+                return f"a {p.form} probe has no build rows for a selection"
+            if p.form == "bits" and p.payload:
+                return "a bits probe carries no payload"
+            if "code" in p.form and (len(p.payload) != 1 or p.payload[0][1].kind != "int32"):
+                return f"a {p.form} probe carries one INTEGER payload"
         try:
             for p in self.probes:
                 if not check_expr(p.key, available).is_integer_like:

@@ -37,15 +37,42 @@ __device__ __forceinline__ long long NextPage(const long long* __restrict__ tile
   return FindPage(tile_start, num_pages, t);
 }
 
+// A load with the streaming cache hint (ld.global.cs: evict first in L1 and L2) where the type has
+// one, for columns read once: the dimension tables the probes look up then keep their cache lines.
+template <typename T>
+__device__ __forceinline__ T ld_stream(const T* p) { return *p; }
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ int ld_stream(const int* p) { return __ldcs(p); }
+__device__ __forceinline__ unsigned int ld_stream(const unsigned int* p) { return __ldcs(p); }
+__device__ __forceinline__ long long ld_stream(const long long* p) { return __ldcs(p); }
+__device__ __forceinline__ double ld_stream(const double* p) { return __ldcs(p); }
+__device__ __forceinline__ short ld_stream(const short* p) { return __ldcs(p); }
+__device__ __forceinline__ signed char ld_stream(const signed char* p) { return __ldcs(p); }
+#endif
+
 // items[i] = in[row] only for flagged items: rows already filtered out are never read, so a column
 // used after a selective predicate costs only the memory sectors that still hold selected rows.
-template <int BLOCK_THREADS, int ITEMS_PER_THREAD, typename T>
+// STREAM: through ld_stream (FusedPipelineSpec.stream_loads).
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, bool STREAM = false, typename T>
 __device__ __forceinline__ void BlockLoadSel(const T* __restrict__ in, T (&items)[ITEMS_PER_THREAD],
                                              const int (&flags)[ITEMS_PER_THREAD]) {
 #pragma unroll
   for (int i = 0; i < ITEMS_PER_THREAD; ++i) {
-    if (flags[i]) items[i] = in[threadIdx.x + i * BLOCK_THREADS];
+    if (flags[i]) items[i] = STREAM ? ld_stream(in + threadIdx.x + i * BLOCK_THREADS) : in[threadIdx.x + i * BLOCK_THREADS];
   }
+}
+
+// Membership of `k` (a key minus the table's lo) in a dense table's bitmap of `size` keys
+// (DenseJoinTable.probe_arrays "bits": bit k % 32 of word k / 32), through the read-only path.
+__device__ __forceinline__ bool BitsHas(const unsigned int* __restrict__ bits, long long k, long long size) {
+  return k >= 0 && k < size && ((HETDB_LDG(bits + (k >> 5)) >> (unsigned)(k & 31)) & 1u);
+}
+
+// The code of `k` in a dense table's per-key codes ("code8" / "code16": the probe's payload, -1
+// where no build row has the key); -1 outside the table.
+template <typename C>
+__device__ __forceinline__ int CodeOf(const C* __restrict__ codes, long long k, long long size) {
+  return k >= 0 && k < size ? (int)HETDB_LDG(codes + k) : -1;
 }
 
 // BlockLoadSel over one page of a column that may be compressed: `encoded` 0 means `page` is the
@@ -61,12 +88,12 @@ __device__ __forceinline__ void BlockLoadSel(const T* __restrict__ in, T (&items
 // loaders, which need ~90 registers, are left out of the kernel; `smem` may be null).
 #define HETDB_PAGES_ANY 0
 #define HETDB_PAGES_RANDOM 1
-template <int BLOCK_THREADS, int ITEMS_PER_THREAD, int CODECS = HETDB_PAGES_ANY, typename T>
+template <int BLOCK_THREADS, int ITEMS_PER_THREAD, int CODECS = HETDB_PAGES_ANY, bool STREAM = false, typename T>
 __device__ __forceinline__ void BlockLoadSelPage(const unsigned char* __restrict__ page, long long encoded,
                                                  long long off, T (&items)[ITEMS_PER_THREAD],
                                                  const int (&flags)[ITEMS_PER_THREAD], int num, i64* smem) {
   if (!encoded) {
-    BlockLoadSel<BLOCK_THREADS, ITEMS_PER_THREAD>((const T*)page + off, items, flags);
+    BlockLoadSel<BLOCK_THREADS, ITEMS_PER_THREAD, STREAM>((const T*)page + off, items, flags);
     return;
   }
   if (CODECS == HETDB_PAGES_RANDOM || (encoded != HETDB_CODEC_DELTA && encoded != HETDB_CODEC_RLE)) {
