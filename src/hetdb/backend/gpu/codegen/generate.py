@@ -23,6 +23,7 @@ binary (compile.py's disk cache keys the full source, options, architecture and 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -400,6 +401,33 @@ SECTOR_BYTES = 32
 FILTER_GUESS = 0.5  # the share of rows a filter keeps, not knowing better
 
 
+def _stage_loads(spec: FusedPipelineSpec, hits: list[float], need: Callable[[frozenset[str], float], None],
+                 probe_done: Callable[[float], None] | None = None) -> None:
+    """Walk the stages of ``spec`` in the generator's order (scan filters, then per probe its key, the
+    lookup, its payload's filters, then group keys and aggregate arguments), calling ``need(columns,
+    alive)`` where a stage reads ``columns`` while an estimated ``alive`` share of the rows is still
+    selected (``hits`` per probe the share of probed rows it keeps; a filter keeps FILTER_GUESS), and
+    ``probe_done(alive)`` after each probe and its filters."""
+    provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
+    stage_filters: dict[int, list] = {}
+    for f in spec.filters:
+        stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
+    alive = 1.0
+    for f in stage_filters.get(-1, []):
+        need(f.columns(), alive)
+        alive *= FILTER_GUESS
+    for p, probe in enumerate(spec.probes):
+        need(probe.key.columns(), alive)
+        alive *= hits[p] if p < len(hits) else FILTER_GUESS
+        for f in stage_filters.get(p, []):
+            need(f.columns(), alive)
+            alive *= FILTER_GUESS
+        if probe_done is not None:
+            probe_done(alive)
+    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
+        need(e.columns(), alive)
+
+
 def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float = EAGER_MIN_SECTORS) -> tuple[str, ...]:
     """The inputs of ``spec`` to load for every row at a tile's start (spec.eager): those of which a
     ``threshold`` share of the memory sectors or more would be read anyway when the generated code
@@ -410,29 +438,15 @@ def eager_columns(spec: FusedPipelineSpec, hits: list[float], threshold: float =
     them is selected). Such a column costs few extra sectors loaded first, and its load no longer
     waits for the stages before it (SSB: lo_partkey after 1/5 of the rows pass the supplier probe,
     83% of its sectors read anyway; not TPC-H q06's 8-byte l_discount after two date filters)."""
-    provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
     inputs = [cid for cid, _ in spec.inputs]
-    stage_filters: dict[int, list] = {}
-    for f in spec.filters:
-        stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
-    alive, first = 1.0, {}
+    first: dict[str, float] = {}
 
-    def need(cols: frozenset[str]) -> None:
+    def need(cols: frozenset[str], alive: float) -> None:
         for cid in inputs:
             if cid in cols and cid not in first:
                 first[cid] = alive
 
-    for f in stage_filters.get(-1, []):
-        need(f.columns())
-        alive *= FILTER_GUESS
-    for p, probe in enumerate(spec.probes):
-        need(probe.key.columns())
-        alive *= hits[p] if p < len(hits) else FILTER_GUESS
-        for f in stage_filters.get(p, []):
-            need(f.columns())
-            alive *= FILTER_GUESS
-    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
-        need(e.columns())
+    _stage_loads(spec, hits, need)
     width = {cid: max(1, np.dtype(dtype.numpy_dtype).itemsize) for cid, dtype in spec.inputs}
     return tuple(cid for cid in inputs
                  if 1.0 - (1.0 - first.get(cid, 0.0)) ** max(1, SECTOR_BYTES // width[cid]) >= threshold)
@@ -449,36 +463,20 @@ def batch_point(spec: FusedPipelineSpec, hits: list[float]) -> int:
     (``hits`` per probe the share of probed rows it keeps, FILTER_GUESS per filter); the probe
     with the largest saving wins, the later one on ties. SSB q2.1: lo_orderdate and lo_revenue
     after the supplier and part probes (~1/125 of the rows left, in ~2/3 of the warps)."""
-    provided = {cid: p for p, probe in enumerate(spec.probes) for cid, _ in probe.payload}
     inputs = {cid for cid, _ in spec.inputs}
     width = {cid: max(1, np.dtype(dtype.numpy_dtype).itemsize) for cid, dtype in spec.inputs}
-    stage_filters: dict[int, list] = {}
-    for f in spec.filters:
-        stage_filters.setdefault(max((provided[c] for c in f.columns() if c in provided), default=-1), []).append(f)
     first: dict[str, int] = {}   # column -> the load point that needs it first
     point_alive = [1.0]          # selected share at each load point (0: the eager loads)
-    alive = 1.0
 
-    def need(cols: frozenset[str]) -> None:
+    def need(cols: frozenset[str], alive: float) -> None:
         new = [c for c in sorted(cols & inputs) if c not in first and c not in spec.eager]
         if new:
             point_alive.append(alive)
             for c in new:
                 first[c] = len(point_alive) - 1
 
-    for f in stage_filters.get(-1, []):
-        need(f.columns())
-        alive *= FILTER_GUESS
     after: list[tuple[float, int]] = []  # per probe: selected share and load points after its filters
-    for p, probe in enumerate(spec.probes):
-        need(probe.key.columns())
-        alive *= hits[p] if p < len(hits) else FILTER_GUESS
-        for f in stage_filters.get(p, []):
-            need(f.columns())
-            alive *= FILTER_GUESS
-        after.append((alive, len(point_alive) - 1))
-    for e in [*spec.group_keys, *(a.arg for a in spec.aggregates if a.arg is not None)]:
-        need(e.columns())
+    _stage_loads(spec, hits, need, lambda alive: after.append((alive, len(point_alive) - 1)))
 
     def sectors(a: float, c: str) -> float:
         return 1.0 - (1.0 - a) ** max(1, SECTOR_BYTES // width[c])
