@@ -104,8 +104,32 @@ def test_outcomes_stop_co_processing_that_did_not_pay_and_try_again_now_and_then
     assert sum(a == "" for a in answers) == 2  # a run that tries again every EXPLORE_EVERY-th
     observe_outcome(rates, "p", True, 0.015)
     observe_outcome(rates, "p", True, 0.016)  # co-processed runs now clearly faster
+    assert "a second run alone" in outcome_refuses(rates, "p")  # (than the one run alone so far)
+    observe_outcome(rates, "p", False, 0.020)
     assert outcome_refuses(rates, "p") == ""
     assert outcome_refuses(rates, "other") == ""
+
+
+def test_co_processing_faster_than_one_cold_run_alone_is_checked_against_a_second_run_alone():
+    from hetdb.cache.comodel import observe_outcome, outcome_refuses
+    from hetdb.cache.rates import Rates
+
+    # SSB q1.1 at SF 20 on the H100 (s16 final): the first "auto" run alone 40 ms (cold), then
+    # co-processed ~23-29 ms, while the GPU alone takes ~17 ms warm
+    rates = Rates()
+    observe_outcome(rates, "p", False, 0.040)
+    observe_outcome(rates, "p", True, 0.0229)
+    observe_outcome(rates, "p", True, 0.0288)
+    why = outcome_refuses(rates, "p")
+    assert "a second run alone" in why and "40.0 ms" in why
+    observe_outcome(rates, "p", False, 0.0167)
+    why = outcome_refuses(rates, "p")
+    assert "22.9 ms" in why and "16.7 ms" in why and "second" not in why  # stays on the GPU alone
+    # where co-processing is faster than the warm runs alone too, it goes on
+    faster = Rates()
+    for coprocessed, s in ((False, 0.040), (True, 0.012), (True, 0.013), (False, 0.017)):
+        observe_outcome(faster, "p", coprocessed, s)
+    assert outcome_refuses(faster, "p") == ""
 
 
 def test_workers_that_start_after_the_gpu_take_what_still_fits():
