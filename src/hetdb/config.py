@@ -9,6 +9,14 @@ from dataclasses import dataclass, field
 from hetdb.errors import HetdbError
 
 
+def usable_cpus() -> int:
+    """The number of CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class Options:
     device: str = "auto"                 # "auto" | "cpu" | "gpu" (resolved by the Connection)

@@ -9,7 +9,6 @@ number of chunks is ever in flight, so memory stays bounded at any scale factor.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.column import Batch
+from hetdb.config import usable_cpus
 from hetdb.types import DataType
 
 
@@ -44,12 +44,7 @@ def chunk_ranges(total: int, per_chunk: int) -> list[tuple[int, int]]:
 
 def resolve_workers(workers: int | None) -> int:
     """``workers`` or, when None, the number of CPUs this process may use."""
-    if workers is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not Linux
-            return max(1, os.cpu_count() or 1)
-    return max(1, int(workers))
+    return usable_cpus() if workers is None else max(1, int(workers))
 
 
 def ordered_map(fn: Callable[..., Any], tasks: Iterable[tuple], workers: int,

@@ -28,6 +28,7 @@ from hetdb import types as T
 from hetdb.codec import CODECS
 from hetdb.codec.strings import LZ4, OFFSETS
 from hetdb.column import Batch, Column
+from hetdb.config import usable_cpus
 from hetdb.errors import CatalogError, CorruptDataError, HetdbError, InputError
 from hetdb.storage import versions
 from hetdb.storage.dictionary import DictionaryBuilder
@@ -76,10 +77,7 @@ def _encode_pool() -> ThreadPoolExecutor | None:
     if not _POOL:
         with _POOL_LOCK:
             if not _POOL:
-                try:
-                    cpus = len(os.sched_getaffinity(0))
-                except AttributeError:  # not Linux
-                    cpus = os.cpu_count() or 1
+                cpus = usable_cpus()
                 _POOL.append(ThreadPoolExecutor(min(16, cpus), thread_name_prefix="hetdb-encode")
                              if cpus > 1 else None)
     return _POOL[0]
