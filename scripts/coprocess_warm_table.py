@@ -12,6 +12,9 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
     cpu-hot  device="cpu" on one connection for every run (its decoded host page cache: the CPU's best)
     auto     device="gpu", gpu_coprocess="auto" (the cost model decides; cache/comodel.py)
     on       device="gpu", gpu_coprocess="on" (every steal succeeds: the test mode)
+    split%K  device="gpu", gpu_coprocess="auto" with the split forced (coprocess_plan.FORCED_SPLIT):
+             the back K row groups reserved for the CPU workers from the query's start, the GPU's
+             early scan primes the rest; what the workers leave the GPU takes at its end
     MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
@@ -45,7 +48,33 @@ MODES = {
     "cpu-hot": ("cpu", {}),
     "auto": ("gpu", {"gpu_coprocess": "auto"}),
     "on": ("gpu", {"gpu_coprocess": "on"}),
+    "split": ("gpu", {"gpu_coprocess": "auto"}),
 }
+
+
+def _timeline(stats: dict) -> str:
+    """The co-processing timeline of a run (Result.stats['coprocess'], ms from the query's start),
+    short: the CPU workers' morsels (first start, last end, thread CPU / wall), the feeder's scan
+    loop (start, wall, its thread CPU), the GPU's wait at the end, the reserved back of the scan."""
+    out = []
+    for co in stats.get("coprocess") or []:
+        ms = co.get("morsels") or []
+        if not ms and not co.get("feeder"):
+            continue
+        line = f"cpu {co['cpu_row_groups']}/{co['gpu_row_groups']} w{co['workers']} res {co['reserved']}"
+        if ms:
+            wall = sum(b - a for a, b, _, _ in ms)
+            cpu = sum(c for _, _, _, c in ms)
+            line += (f" morsels {min(a for a, _, _, _ in ms):.1f}-{max(b for _, b, _, _ in ms):.1f} ms "
+                     f"({wall / max(1, sum(n for _, _, n, _ in ms)):.2f} ms/rg, cpu/wall {cpu / max(wall, 1e-9):.2f})")
+        f = co.get("feeder")
+        if f:
+            line += f" feeder {f['began_ms']:.1f}+{f['wall_ms']:.1f} (cpu {f['thread_cpu_ms']:.1f})"
+        if "gpu_end_ms" in co:
+            line += f" gpu_end {co['gpu_end_ms']:.1f}"
+        line += f" endwait {co['end_wait_ms']:.2f}"
+        out.append(line)
+    return "; ".join(out)
 
 
 def _notes(plan: str) -> list[str]:
@@ -88,6 +117,9 @@ def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
         fused = " ".join(getattr(o, "fused", "") for o in dict(res.stats or {}).get("operators", {}).values())
         m = re.search(r"co-processing: (\d+) row groups on (\d+) CPU workers, (\d+) on the GPU", fused)
         runs.append(f"co {m.group(1)}/{m.group(3)} w{m.group(2)}" if m else "gpu" if "not co-processed" in fused else "-")
+        tl = _timeline(dict(res.stats or {}))
+        if tl:
+            runs[-1] += f" <{tl}>"
     return wall, rows
 
 
@@ -102,6 +134,17 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             sys.setswitchinterval(interval)
     mode, _, n = mode.partition("@")
     threads = int(n) if n else threads
+    if "%" in mode:
+        from types import SimpleNamespace as NS
+
+        from hetdb.exec import coprocess_plan
+
+        mode, _, k = mode.partition("%")
+        coprocess_plan.FORCED_SPLIT = (coprocess_plan.cpu_workers(NS(options=NS(threads=threads))), int(k))
+        try:
+            return measure(db, sql, f"{mode}@{threads}", repeat, threads)
+        finally:
+            coprocess_plan.FORCED_SPLIT = None
     device, options = MODES[mode]
     options = {**options, "threads": threads}
     walls = []
@@ -120,7 +163,7 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
         else:
             walls.append(wall)
     notes = []
-    if mode in ("auto", "on"):
+    if mode in ("auto", "on", "split"):
         with hetdb.connect(db, device=device, **options) as con:
             notes = _notes(con.explain(sql, analyze=True))
         notes.insert(0, "[" + "; ".join(runs) + "]")  # (what each run did, the warm-up run first)
@@ -139,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m.removesuffix("-si").partition("@")[0] not in MODES]
+    unknown = [m for m in modes if m.removesuffix("-si").partition("@")[0].partition("%")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
     queries = load_queries(args.suite, args.queries.split(","))

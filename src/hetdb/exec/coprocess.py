@@ -46,7 +46,6 @@ from typing import Any
 import numpy as np
 
 from hetdb import codec
-from hetdb.cache.comodel import observe_outcome
 from hetdb.cache.coscan import SharedScan
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import Route, RouteCounts
@@ -274,6 +273,11 @@ class CoProcess:
         self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
         self._spent_lock = threading.Lock()
         self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
+        # the GPU's feeder thread over the fused pipeline's scan loop: (began, wall s, thread CPU s)
+        self.feeder: tuple[float, float, float] | None = None
+        # (perf_counter start, end, row groups, thread CPU s) of each CPU worker's morsel
+        self.intervals: list[tuple[float, float, int, float]] = []
+        ctx.__dict__.setdefault("coprocesses", []).append(self)  # (run_stats: the query's timeline)
         self._started = False
         self.finished = False  # ``finish`` or ``abort`` ran
 
@@ -399,14 +403,17 @@ class CoProcess:
     def _done_with(self, worker: Any) -> None:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
-            wall = time.perf_counter() - worker.started
+            now = time.perf_counter()
+            wall = now - worker.started
             self.shared.observe_cpu(worker.taken, wall, worker.warmup, wall - worker.kept_s)
+            cpu = time.thread_time() - worker.started_cpu
             with self._spent_lock:
                 # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
                 self.spent[0] += worker.taken
                 self.spent[1] += wall
-                self.spent[2] += time.thread_time() - worker.started_cpu
+                self.spent[2] += cpu
                 self.spent[3] += worker.read_s
+                self.intervals.append((worker.started, now, worker.taken, cpu))
             worker.started, worker.warmup, worker.kept_s = 0.0, False, 0.0
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
@@ -496,10 +503,6 @@ class CoProcess:
                 raise OutOfRangeError("a value left its type in a CPU worker's compiled loop "
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
-        began = self.ctx.__dict__.get("co_began", {}).get(self.pipe.source.op_id)
-        # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
-        if began is not None and self.shared.mode == "auto" and (not self.shared.probe or not self.shared.cpu_taken):
-            observe_outcome(self.shared.router.rates, self.key, True, time.perf_counter() - began)
         if self.crun is None:
             return []  # no worker took a morsel: nothing was set up
         crun, cg = self.crun, self.crun.gsink
@@ -539,6 +542,26 @@ class CoProcess:
         self._join()
         if self.crun is not None:
             self.crun.gsink.reservation.close()
+
+    def fed(self, began: float, thread_began: float) -> None:
+        """The GPU's feeder thread ended the fused pipeline's scan loop it began at ``began``
+        (perf_counter; ``thread_began``: its thread CPU time then): wall time well above its CPU
+        time is waiting (for the interpreter lock behind the CPU workers, or for the GPU)."""
+        self.feeder = (began, time.perf_counter() - began, time.thread_time() - thread_began)
+
+    def timeline(self, t0: float) -> dict:
+        """What the query's co-processing did, in ms from ``t0`` (its start): the CPU workers'
+        morsels (start, end, row groups, thread CPU), the feeder's scan loop, the split."""
+        s = self.shared
+        out = {"workers": self.workers, "cpu_row_groups": len(s.cpu_taken), "gpu_row_groups": len(s.gpu_taken),
+               "reserved": s.reserved, "end_wait_ms": self.end_wait_s * 1e3,
+               "morsels": [((a - t0) * 1e3, (b - t0) * 1e3, n, c * 1e3) for a, b, n, c in sorted(self.intervals)]}
+        if self.feeder is not None:
+            began, wall, cpu = self.feeder
+            out["feeder"] = {"began_ms": (began - t0) * 1e3, "wall_ms": wall * 1e3, "thread_cpu_ms": cpu * 1e3}
+        if s.gpu_end is not None:
+            out["gpu_end_ms"] = (s.gpu_end - t0) * 1e3
+        return out
 
     def describe(self) -> str:
         s = self.shared

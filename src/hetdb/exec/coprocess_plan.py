@@ -30,6 +30,9 @@ DEFAULT_PAGE_ROWS = 1 << 20
 REUSED_SETUP_S = 0.1e-3
 # forced on: how long the GPU's side waits for a CPU worker's first claim before it streams
 FORCED_CLAIM_WAIT_S = 2.0
+# (workers, row groups) for the CPU side of every "auto" scan instead of the cost model's choice: A/B
+# measurements of the split (scripts/coprocess_warm_table.py's MODE%K@N); None: the model decides
+FORCED_SPLIT: tuple[int, int] | None = None
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -80,6 +83,11 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
                         "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
                         gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
     shared.workers = workers
+    if mode == "auto" and FORCED_SPLIT is not None:
+        shared.workers, shared.expected_cpu = max(1, FORCED_SPLIT[0]), min(len(row_groups) - 1, FORCED_SPLIT[1])
+        if shared.expected_cpu <= 0 or resident(row_groups[-1]):
+            return None, "", "the forced split gives the CPU nothing"
+        return shared, key, ""
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
@@ -176,16 +184,23 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
             prepare_cpu_side(ctx, pipe, reader, key)
         return
     s = co.shared
+    if FORCED_SPLIT is not None:
+        return  # (an A/B measurement of a split teaches the model nothing)
+    began = ctx.__dict__.get("co_began", {}).get(pipe.source.op_id)
+    # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
+    if began is not None and s.mode == "auto" and (not s.probe or not s.cpu_taken):
+        observe_outcome(rates, key, True, time.perf_counter() - began)
     if s.cpu_taken and s.gpu_rg_seconds is not None:
         alone = sum(s.gpu_alone_all()) / len(s.row_groups)
         rates.observe_slowdown(key, min(20.0, s.gpu_rg_seconds / alone), co.workers)
 
 
 def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tuple[SharedScan | None, int | None]:
-    """(the shared scan, the bytes its early streamer may prime) when ``plan_coprocess`` is expected
-    to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess "auto"), else (None, None). The
-    early scan (exec/early_scan.py) is then this shared scan's GPU side, priming at most the stored
-    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over. Where the
+    """(the shared scan, the bytes its early streamer may prime: None, no bound of its own) when
+    ``plan_coprocess`` is expected to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess
+    "auto"), else (None, None). The early scan (exec/early_scan.py) is then this shared scan's GPU
+    side, priming the GPU's expected share (the rest is reserved for the CPU workers:
+    ``SharedScan.reserve``); ``plan_coprocess`` takes the shared scan over. Where the
     cached plan's CPU side is set up already, its CPU workers are made here too, and started
     (``start_early_workers``) once the early scan is primed."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
@@ -215,7 +230,14 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
     ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key, co)
     gpu_share = max(1, len(row_groups) - shared.expected_cpu)
-    return shared, sum(shared.link_bytes[:gpu_share])
+    # the back of the scan is the CPU workers' from the start: the GPU's streamer claims at the host's
+    # pace (its copies queue far ahead of the link), so a boundary left open went to the GPU before
+    # any worker came; the GPU primes its whole share as GPU-only primes the whole scan, and takes
+    # what the workers leave of theirs at its end (SharedScan.take_rest)
+    shared.gpu_alone_all()
+    end = None if FORCED_SPLIT is not None else began + shared._alone_prefix[gpu_share] * shared.gpu_slowdown
+    shared.reserve(len(row_groups) - gpu_share, end)
+    return shared, None  # (primed as far as GPU-only primes: its streamer stops at the reservation)
 
 
 

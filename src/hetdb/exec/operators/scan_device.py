@@ -357,15 +357,40 @@ def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared
     delivery's Batches (pushed filters not applied: the fused kernel evaluates them)."""
     _start(op, ctx, state, list(shared.row_groups), shared)
     scan = op.scan
-    for rgs, parts in state.iterator:
-        shared.delivered(len(rgs))
-        _account(op, ctx, state)
-        out = []
-        for b in parts:
-            out.append(Batch({f.cid: b.columns[name] for f, name in zip(scan.fields, scan.column_names)},
-                             b.num_rows))
-            ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
-        yield out
+    while True:
+        for rgs, parts in state.iterator:
+            shared.delivered(len(rgs))
+            _account(op, ctx, state)
+            out = []
+            for b in parts:
+                out.append(Batch({f.cid: b.columns[name] for f, name in zip(scan.fields, scan.column_names)},
+                                 b.num_rows))
+                ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
+            yield out
+        # the row groups reserved for the CPU workers that none of them claimed (SharedScan.reserve):
+        # the GPU's now, streamed on their own after its share
+        rest = shared.take_rest()
+        if not rest:
+            return
+        _restart(op, ctx, state, rest)
+
+
+def _restart(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int]) -> None:
+    """A new streamer over ``row_groups`` of the scan of ``state`` (its first one is done: its
+    statistics are added and it is closed as ``DeviceScanState.close`` closes it)."""
+    from hetdb.backend.gpu.stream import PageStreamer
+
+    _account(op, ctx, state)
+    old, report = state.streamer, state.report
+    state.streamer = None
+    if old is not None:
+        old.close()
+        if report is not None:
+            report(old.route_counts())
+    args, kwargs = streamer_args(op, ctx, state, row_groups, None)
+    state.streamer = PageStreamer(*args, **kwargs)
+    state.seen = (0,) * 6
+    state.iterator = state.streamer.deliveries()
 
 
 def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:
