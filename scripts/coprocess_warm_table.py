@@ -16,6 +16,8 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
              the back K row groups reserved for the CPU workers from the query's start, the GPU's
              early scan primes the rest; what the workers leave the GPU takes at its end
     MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
+    MODE-first  MODE with an "auto" query's CPU workers started once the early fact scan's first
+             delivery is queued, not all of them (coprocess_plan.WORKERS_AFTER "first")
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
 
@@ -62,6 +64,8 @@ def _timeline(stats: dict) -> str:
         if not ms and not co.get("feeder"):
             continue
         line = f"cpu {co['cpu_row_groups']}/{co['gpu_row_groups']} w{co['workers']} res {co['reserved']}"
+        if "started_ms" in co:
+            line += f" start {co['started_ms']:.1f}"
         if ms:
             wall = sum(b - a for a, b, _, _ in ms)
             cpu = sum(c for _, _, _, c in ms)
@@ -125,6 +129,14 @@ def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
+    if mode.endswith("-first"):
+        from hetdb.exec import coprocess_plan
+
+        coprocess_plan.WORKERS_AFTER = "first"
+        try:
+            return measure(db, sql, mode.removesuffix("-first"), repeat, threads)
+        finally:
+            coprocess_plan.WORKERS_AFTER = "primed"
     if mode.endswith("-si"):
         interval = sys.getswitchinterval()
         sys.setswitchinterval(0.0005)
@@ -182,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m.removesuffix("-si").partition("@")[0].partition("%")[0] not in MODES]
+    unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-si").partition("@")[0].partition("%")[0]
+               not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
     queries = load_queries(args.suite, args.queries.split(","))

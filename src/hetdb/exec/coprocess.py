@@ -279,6 +279,7 @@ class CoProcess:
         self.intervals: list[tuple[float, float, int, float]] = []
         ctx.__dict__.setdefault("coprocesses", []).append(self)  # (run_stats: the query's timeline)
         self._started = False
+        self.started_at: float | None = None  # (perf_counter) ``start`` queued the workers
         self.finished = False  # ``finish`` or ``abort`` ran
 
     def start(self) -> None:
@@ -288,6 +289,7 @@ class CoProcess:
         if self._started:
             return
         self._started = True
+        self.started_at = time.perf_counter()
         if not self.shared.would_steal():
             return
         if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":
@@ -296,6 +298,10 @@ class CoProcess:
         enter_switch_interval()
         self._switched = True
         self._futures = [pool.submit(self._work) for _ in range(self.workers)]
+
+    @property
+    def started(self) -> bool:
+        return self._started
 
     def set_up_now(self) -> bool:
         """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts; False
@@ -561,6 +567,8 @@ class CoProcess:
             out["feeder"] = {"began_ms": (began - t0) * 1e3, "wall_ms": wall * 1e3, "thread_cpu_ms": cpu * 1e3}
         if s.gpu_end is not None:
             out["gpu_end_ms"] = (s.gpu_end - t0) * 1e3
+        if self.started_at is not None:
+            out["started_ms"] = (self.started_at - t0) * 1e3
         return out
 
     def describe(self) -> str:

@@ -33,6 +33,11 @@ FORCED_CLAIM_WAIT_S = 2.0
 # (workers, row groups) for the CPU side of every "auto" scan instead of the cost model's choice: A/B
 # measurements of the split (scripts/coprocess_warm_table.py's MODE%K@N); None: the model decides
 FORCED_SPLIT: tuple[int, int] | None = None
+# when an "auto" query's CPU workers start (exec/early_scan.py): "primed", once the early fact scan's
+# deliveries are all queued (4.3 ms into SSB q1.1 at SF 20 on the H100: host work), or "first", once
+# its first delivery and the dimension scans' are (~1 ms: the link then has the first delivery to
+# move while the host queues the rest beside the workers' start)
+WORKERS_AFTER = "primed"
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -242,16 +247,22 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
 
 
 
-def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
-    """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan (once the early scan's
-    first deliveries are queued: a worker starting takes the interpreter lock for a while)."""
+def start_early_workers(ctx: ExecContext, pipe: Any, primed: bool = True) -> None:
+    """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan once the early scan's
+    first deliveries are queued (``primed``: all of them; else the fact scan's first and the
+    dimension scans', the rest still to queue), as WORKERS_AFTER says: a worker starting takes
+    the interpreter lock for a while."""
     pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
-    if isinstance(pre, tuple) and pre[2] is not None:
-        shared = pre[0]
+    if not isinstance(pre, tuple) or pre[2] is None:
+        return
+    shared = pre[0]
+    if primed:
         shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
-        if shared.began is not None:
-            observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
-        pre[2].start()
+    if (not primed and WORKERS_AFTER != "first") or pre[2].started:
+        return
+    if shared.began is not None:
+        observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
+    pre[2].start()
 
 
 def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None:
