@@ -131,6 +131,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
 
         # timed to the kernel's groups on the host (the feeder's loop ends when its last launch is
         # queued, long before the GPU is done; the CPU workers' side ends when they are)
+        if host is None and ctx.device is not None:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()  # (the groups stay on the device: done there)
         observe_gpu_scan(ctx, pipe, getattr(gsrc, "reader", gsrc), len(morsels) - (len(co.shared.cpu_taken) if co else 0),
                          time.perf_counter() - scan_began, co)
     if co is not None:
