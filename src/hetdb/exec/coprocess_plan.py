@@ -195,9 +195,14 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
     # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
     if began is not None and s.mode == "auto" and (not s.probe or not s.cpu_taken):
         observe_outcome(rates, key, True, time.perf_counter() - began)
-    if s.cpu_taken and s.gpu_rg_seconds is not None:
-        alone = sum(s.gpu_alone_all()) / len(s.row_groups)
-        rates.observe_slowdown(key, min(20.0, s.gpu_rg_seconds / alone), co.workers)
+    # the GPU's own time through its share (to its groups on the host, less its wait for the workers)
+    # against what its rate alone, timed the same way, says for that share
+    rate = rates.gpu_rate(key)
+    own = seconds - co.end_wait_s
+    if s.cpu_taken and rate.observations and own > 0:
+        alone = rate.seconds(row_groups * len(names))
+        if alone > 0:
+            rates.observe_slowdown(key, min(20.0, own / alone), co.workers)
 
 
 def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tuple[SharedScan | None, int | None]:
