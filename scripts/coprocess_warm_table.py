@@ -172,6 +172,9 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             wall, got = _run(con, sql, runs)
         if i == 0:
             rows = got
+            from hetdb.exec.coprocess_plan import wait_prepared
+
+            wait_prepared()  # (a CPU side the warm-up run set up on a thread of its own)
         else:
             walls.append(wall)
     notes = []

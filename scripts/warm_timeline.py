@@ -315,6 +315,7 @@ def main() -> None:
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
+            coprocess_plan.wait_prepared()  # (co-processing's CPU side, set up on a thread of its own)
             execs, h2d = [], 0
             hot = hetdb.connect(args.db, device="gpu", create=False, **opts) if switches["hot"] else None
             if hot is not None:  # (hot: one connection; its cache filled as far as the budget lets it)

@@ -307,11 +307,13 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
     """gpu_coprocess='auto' where the cached plan's CPU side is set up already: the CPU workers are
     made and started when the query starts (exec/coprocess_plan.early_shared_scan and
     start_early_workers, as exec/early_scan.py calls them) and the fused pipeline takes them over
-    (plan_coprocess); the answers stay DuckDB's (the same as without co-processing)."""
+    (plan_coprocess); the answers stay DuckDB's (the same as without co-processing). The set-up
+    runs on a thread of its own after the run that measured the GPU alone (prepare_cpu_side)."""
     import hetdb
     from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
+    from hetdb.exec.coprocess_plan import wait_prepared
 
     rates = Rates()
     monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
@@ -324,7 +326,9 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
         with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
             want = con.sql(sql).fetchall()
             con.sql("SET gpu_coprocess = 'auto'")
-            got = [con.sql(sql).fetchall() for _ in range(4)]
+            got = [con.sql(sql).fetchall()]  # (the GPU alone, measured; the CPU side set up at its end)
+            assert wait_prepared()  # (on a thread of its own: the next run starts its workers early)
+            got += [con.sql(sql).fetchall() for _ in range(3)]
     finally:
         started = EARLY[1:]
         EARLY.clear()
@@ -362,6 +366,7 @@ def test_a_split_reserved_at_the_start_gives_the_cpu_the_back_and_the_gpu_the_re
             want = con.sql(sql).fetchall()
             con.sql("SET gpu_coprocess = 'auto'")
             got = [con.sql(sql).fetchall()]  # (the GPU alone, measured; the CPU side set up at its end)
+            assert coprocess_plan.wait_prepared()  # (on a thread of its own)
             monkeypatch.setattr(coprocess_plan, "FORCED_SPLIT", (2, 3))
             got += [con.sql(sql).fetchall() for _ in range(2)]
     finally:

@@ -278,6 +278,11 @@ class CoProcess:
         # (perf_counter start, end, row groups, thread CPU s) of each CPU worker's morsel
         self.intervals: list[tuple[float, float, int, float]] = []
         ctx.__dict__.setdefault("coprocesses", []).append(self)  # (run_stats: the query's timeline)
+        # set up apart from the query (coprocess_plan.prepare_cpu_side in the background): the join
+        # builds' rows copied to the host already, the host tier given, a context of its own
+        self.copied: dict | None = None
+        self.tier: Any = None
+        self.detached = False
         self._started = False
         self.started_at: float | None = None  # (perf_counter) ``start`` queued the workers
         self.finished = False  # ``finish`` or ``abort`` ran
@@ -343,15 +348,16 @@ class CoProcess:
         setup = setup_of(pipe, self.reader)
         backend = setup.backend if setup is not None else CpuBackend()
         cctx = ExecContext(ctx.db, backend, ctx.options, ctx.host_memory, ctx.spill_dir)
-        cctx.stats, cctx._lock = ctx.stats, ctx._lock
-        # a clean-up list of its own, run and emptied with the query's: the set-up kept on the
-        # cached plan refers to this context (the loops' bound arguments), and through a shared
-        # list it kept the query's GPU context and what that still referred to (TPC-H q13 forced
-        # on: 512 bytes of device memory left allocated)
-        ctx.cleanup.append(lambda: (self.abort_unfinished(), _run_cleanup(cctx.cleanup)))
-        cctx.host_cache = decoded_cache(ctx.device.host_tier(ctx.options))
+        if not self.detached:  # (else statistics of its own: the query may be over)
+            cctx.stats, cctx._lock = ctx.stats, ctx._lock
+            # a clean-up list of its own, run and emptied with the query's: the set-up kept on the
+            # cached plan refers to this context (the loops' bound arguments), and through a shared
+            # list it kept the query's GPU context and what that still referred to (TPC-H q13 forced
+            # on: 512 bytes of device memory left allocated)
+            ctx.cleanup.append(lambda: (self.abort_unfinished(), _run_cleanup(cctx.cleanup)))
+        cctx.host_cache = decoded_cache(self.tier if self.tier is not None else ctx.device.host_tier(ctx.options))
         if setup is None:
-            setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)
+            setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu, self.copied)
             if setup.plan is not None or setup.compiler_refused:
                 keep_setup(pipe, self.reader, setup)  # (a build not at hand this time may be next time)
         else:
@@ -383,7 +389,7 @@ class CoProcess:
         worker = _CoWorker(self)
         pages = p.resident.read(reader, rg, False, worker.stats)
         if pages is None:
-            tier = self.ctx.device.host_tier(self.ctx.options)
+            tier = self.tier if self.tier is not None else self.ctx.device.host_tier(self.ctx.options)
             pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
         cols = dict(zip(p.base, pages))
         runs = morsel_runs(p, cols)
