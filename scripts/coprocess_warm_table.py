@@ -67,10 +67,13 @@ def _timeline(stats: dict) -> str:
         if "started_ms" in co:
             line += f" start {co['started_ms']:.1f}"
         if ms:
-            wall = sum(b - a for a, b, _, _ in ms)
-            cpu = sum(c for _, _, _, c in ms)
-            line += (f" morsels {min(a for a, _, _, _ in ms):.1f}-{max(b for _, b, _, _ in ms):.1f} ms "
-                     f"({wall / max(1, sum(n for _, _, n, _ in ms)):.2f} ms/rg, cpu/wall {cpu / max(wall, 1e-9):.2f})")
+            wall = sum(m[1] - m[0] for m in ms)
+            cpu = sum(m[3] for m in ms)
+            loop = sum(m[4] for m in ms)
+            rgs = max(1, sum(m[2] for m in ms))
+            line += (f" morsels {min(m[0] for m in ms):.1f}-{max(m[1] for m in ms):.1f} ms "
+                     f"({wall / rgs:.2f} ms/rg, loop {loop / rgs:.2f}, python {1e3 * max(0.0, cpu - loop) / rgs:.0f} us/rg, "
+                     f"cpu/wall {cpu / max(wall, 1e-9):.2f})")
         f = co.get("feeder")
         if f:
             line += f" feeder {f['began_ms']:.1f}+{f['wall_ms']:.1f} (cpu {f['thread_cpu_ms']:.1f})"

@@ -179,7 +179,7 @@ class Timeline:
             if deliveries:
                 for c in (r.stats or {}).get("coprocess") or []:
                     host += "\n    cpu morsels (start-end ms, row groups): " + " ".join(
-                        f"{a:.1f}-{b:.1f}({n})" for a, b, n, _ in c.get("morsels") or [])
+                        f"{m[0]:.1f}-{m[1]:.1f}({m[2]})" for m in c.get("morsels") or [])
         if not self.copies:
             return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 

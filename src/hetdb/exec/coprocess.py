@@ -113,6 +113,7 @@ class _CoWorker(_Worker):
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
         self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
         self.kept_s = 0.0  # the morsel's decoding into pages kept decoded (later runs read them)
+        self.loop_s = 0.0  # the morsel's time in its compiled loop (the rest: Python, mostly GIL-held)
         # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
         # by every scan: tens of MiB per worker)
         self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
@@ -195,7 +196,9 @@ class _CoWorker(_Worker):
         # GIL-held Python a row group, the most of a worker's)
         if not kernel.__dict__.get("_co_called"):
             self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
+        t0 = time.perf_counter()
         super()._run_kernel(kernel, cols, n, lsink, runs)
+        self.loop_s += time.perf_counter() - t0
         kernel.__dict__["_co_called"] = True
 
     def work(self) -> None:
@@ -276,7 +279,7 @@ class CoProcess:
         # the GPU's feeder thread over the fused pipeline's scan loop: (began, wall s, thread CPU s)
         self.feeder: tuple[float, float, float] | None = None
         # (perf_counter start, end, row groups, thread CPU s) of each CPU worker's morsel
-        self.intervals: list[tuple[float, float, int, float]] = []
+        self.intervals: list[tuple[float, float, int, float, float]] = []
         ctx.__dict__.setdefault("coprocesses", []).append(self)  # (run_stats: the query's timeline)
         # set up apart from the query (coprocess_plan.prepare_cpu_side in the background): the join
         # builds' rows copied to the host already, the host tier given, a context of its own
@@ -425,8 +428,9 @@ class CoProcess:
                 self.spent[1] += wall
                 self.spent[2] += cpu
                 self.spent[3] += worker.read_s
-                self.intervals.append((worker.started, now, worker.taken, cpu))
+                self.intervals.append((worker.started, now, worker.taken, cpu, worker.loop_s))
             worker.started, worker.warmup, worker.kept_s = 0.0, False, 0.0
+        worker.loop_s = 0.0
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
             tier.unpin_page(hp)
@@ -563,11 +567,14 @@ class CoProcess:
 
     def timeline(self, t0: float) -> dict:
         """What the query's co-processing did, in ms from ``t0`` (its start): the CPU workers'
-        morsels (start, end, row groups, thread CPU), the feeder's scan loop, the split."""
+        morsels (start, end, row groups, thread CPU, time in the compiled loop: the thread CPU
+        beyond it is the worker's Python, which holds the interpreter lock the GPU's feeder needs),
+        the feeder's scan loop, the split."""
         s = self.shared
         out = {"workers": self.workers, "cpu_row_groups": len(s.cpu_taken), "gpu_row_groups": len(s.gpu_taken),
                "reserved": s.reserved, "end_wait_ms": self.end_wait_s * 1e3,
-               "morsels": [((a - t0) * 1e3, (b - t0) * 1e3, n, c * 1e3) for a, b, n, c in sorted(self.intervals)]}
+               # (start ms, end ms, row groups, thread CPU ms, ms in the compiled loop)
+               "morsels": [((a - t0) * 1e3, (b - t0) * 1e3, n, c * 1e3, k * 1e3) for a, b, n, c, k in sorted(self.intervals)]}
         if self.feeder is not None:
             began, wall, cpu = self.feeder
             out["feeder"] = {"began_ms": (began - t0) * 1e3, "wall_ms": wall * 1e3, "thread_cpu_ms": cpu * 1e3}
