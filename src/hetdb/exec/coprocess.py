@@ -4,7 +4,8 @@ While the GPU consumes batches of a fact-table scan (the streamer takes row grou
 the scan), CPU worker threads run the same pipeline, compiled for the CPU (exec/compiled_cpu.py: one
 Numba ``nogil`` loop per morsel), over runs of row groups they take from the back
 (``cache/coscan.SharedScan``: work is stolen, not pre-split; it decides, from the CPU's and the GPU's
-rates measured in the scan, whether a CPU worker finishes a run before the GPU would). A CPU worker
+rates measured in the scan, whether a CPU worker finishes a run before the GPU would; a warm "auto"
+scan reserves its back for the workers from the query's start, coprocess_plan.early_shared_scan). A CPU worker
 reads its pages straight out of the pinned host tier (route ``host_cpu``: the GPU never copies them)
 or, for pages the tier lacks, from disk.
 
