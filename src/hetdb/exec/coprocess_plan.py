@@ -37,7 +37,8 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # when an "auto" query's CPU workers start (exec/early_scan.py): "primed", once the early fact scan's
 # deliveries are all queued (4.3 ms into SSB q1.1 at SF 20 on the H100: host work), or "first", once
 # its first delivery and the dimension scans' are (~1 ms: the link then has the first delivery to
-# move while the host queues the rest beside the workers' start)
+# move while the host queues the rest beside the workers' start), or "fact", when the fact pipeline
+# begins (after the dimension pipelines: their host work then meets no worker's Python)
 WORKERS_AFTER = "primed"
 
 
@@ -264,8 +265,8 @@ def start_early_workers(ctx: ExecContext, pipe: Any, primed: bool = True) -> Non
     shared = pre[0]
     if primed:
         shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
-    if (not primed and WORKERS_AFTER != "first") or pre[2].started:
-        return
+    if (not primed and WORKERS_AFTER != "first") or WORKERS_AFTER == "fact" or pre[2].started:
+        return  # ("fact": the fused pipeline starts them, exec/fusion_run._reads)
     if shared.began is not None:
         observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
     pre[2].start()
