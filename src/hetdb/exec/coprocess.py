@@ -114,7 +114,7 @@ class _CoWorker(_Worker):
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
         self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
         self.kept_s = 0.0  # the morsel's decoding into pages kept decoded (later runs read them)
-        self.loop_s = 0.0  # the morsel's time in its compiled loop (the rest: Python, mostly GIL-held)
+        self.loop_s = 0.0  # the morsel's thread CPU in its loop's call (the rest of it: Python, GIL-held)
         # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
         # by every scan: tens of MiB per worker)
         self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
@@ -197,9 +197,9 @@ class _CoWorker(_Worker):
         # GIL-held Python a row group, the most of a worker's)
         if not kernel.__dict__.get("_co_called"):
             self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         super()._run_kernel(kernel, cols, n, lsink, runs)
-        self.loop_s += time.perf_counter() - t0
+        self.loop_s += time.thread_time() - t0
         kernel.__dict__["_co_called"] = True
 
     def work(self) -> None:
@@ -568,13 +568,13 @@ class CoProcess:
 
     def timeline(self, t0: float) -> dict:
         """What the query's co-processing did, in ms from ``t0`` (its start): the CPU workers'
-        morsels (start, end, row groups, thread CPU, time in the compiled loop: the thread CPU
-        beyond it is the worker's Python, which holds the interpreter lock the GPU's feeder needs),
+        morsels (start, end, row groups, thread CPU, of it in the compiled loop's call: the rest is
+        the worker's Python around it, which holds the interpreter lock the GPU's feeder needs),
         the feeder's scan loop, the split."""
         s = self.shared
         out = {"workers": self.workers, "cpu_row_groups": len(s.cpu_taken), "gpu_row_groups": len(s.gpu_taken),
                "reserved": s.reserved, "end_wait_ms": self.end_wait_s * 1e3,
-               # (start ms, end ms, row groups, thread CPU ms, ms in the compiled loop)
+               # (start ms, end ms, row groups, thread CPU ms, of it in the compiled loop's call)
                "morsels": [((a - t0) * 1e3, (b - t0) * 1e3, n, c * 1e3, k * 1e3) for a, b, n, c, k in sorted(self.intervals)]}
         if self.feeder is not None:
             began, wall, cpu = self.feeder
