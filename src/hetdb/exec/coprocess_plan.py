@@ -11,6 +11,7 @@ from typing import Any
 
 from hetdb.cache.comodel import (
     MEASURED_MARGIN,
+    alone_seconds,
     decide,
     observe_outcome,
     observe_start_delay,
@@ -105,7 +106,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
                    + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w),
-                   start_delay(router.rates, key))
+                   start_delay(router.rates, key), gpu_fixed(router.rates, key, gpu))
         if not d.go:
             return None, "", d.why
         if not router.rates.gpu_rate(key).observations:
@@ -117,6 +118,14 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
         shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
     return shared, key, ""
+
+
+def gpu_fixed(rates: Any, key: str, gpu: list[float]) -> float:
+    """The GPU's time for the scan of ``key`` that no row group it leaves shortens: its runs alone,
+    end to end from the query's start (comodel.alone_seconds), less its row groups' times ``gpu``
+    (SSB q1.1 at SF 20 on the H100: ~16 ms, of which ~12 the link's; 0 when not measured)."""
+    alone = alone_seconds(rates, key)
+    return 0.0 if alone is None else max(0.0, alone - sum(gpu))
 
 
 def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
@@ -246,8 +255,9 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     # pace (its copies queue far ahead of the link), so a boundary left open went to the GPU before
     # any worker came; the GPU primes its whole share as GPU-only primes the whole scan, and takes
     # what the workers leave of theirs at its end (SharedScan.take_rest)
-    shared.gpu_alone_all()
-    end = None if FORCED_SPLIT is not None else began + shared._alone_prefix[gpu_share] * shared.gpu_slowdown
+    gpu = shared.gpu_alone_all()
+    end = None if FORCED_SPLIT is not None else (
+        began + gpu_fixed(shared.router.rates, key, gpu) + shared._alone_prefix[gpu_share] * shared.gpu_slowdown)
     shared.reserve(len(row_groups) - gpu_share, end)
     return shared, None  # (primed as far as GPU-only primes: its streamer stops at the reservation)
 
