@@ -18,7 +18,8 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
     MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
     MODE-first  MODE with an "auto" query's CPU workers started once the early fact scan's first
              delivery is queued, not all of them (coprocess_plan.WORKERS_AFTER "first"); MODE-fact:
-             when the fact pipeline begins ("fact")
+             when the fact pipeline begins ("fact"); MODE-queued: once the fused pipeline has queued the
+             GPU's share ("queued", the default); MODE-primed: once the early scan is primed
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
 
@@ -133,15 +134,15 @@ def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
-    for when in ("first", "fact"):
+    for when in ("first", "fact", "queued", "primed"):
         if mode.endswith(f"-{when}"):
             from hetdb.exec import coprocess_plan
 
-            coprocess_plan.WORKERS_AFTER = when
+            before, coprocess_plan.WORKERS_AFTER = coprocess_plan.WORKERS_AFTER, when
             try:
                 return measure(db, sql, mode.removesuffix(f"-{when}"), repeat, threads)
             finally:
-                coprocess_plan.WORKERS_AFTER = "primed"
+                coprocess_plan.WORKERS_AFTER = before
     if mode.endswith("-si"):
         interval = sys.getswitchinterval()
         sys.setswitchinterval(0.0005)
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-si")
+    unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed")
+               .removesuffix("-si")
                .partition("@")[0].partition("%")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")

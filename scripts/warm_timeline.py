@@ -30,7 +30,7 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
 ``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off), ``split=K`` (with gpu_coprocess=auto: the
 back K row groups of the fact scan reserved for the CPU workers, exec/coprocess_plan.FORCED_SPLIT), ``first=1`` (its workers start once the fact scan's first delivery is
-queued: coprocess_plan.WORKERS_AFTER "first").
+queued: coprocess_plan.WORKERS_AFTER "first"), ``after=fact|queued`` (WORKERS_AFTER).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 """
@@ -281,6 +281,8 @@ def main() -> None:
         switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
                     "first": "first=1" in items,
+                    "after": next((o.split("=")[1] for o in items if o.startswith("after=")),
+                                  "first" if "first=1" in items else "queued"),
                     "split": next((int(o.split("=")[1]) for o in items if o.startswith("split=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
@@ -308,7 +310,7 @@ def main() -> None:
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
-            coprocess_plan.WORKERS_AFTER = "first" if switches["first"] else "primed"
+            coprocess_plan.WORKERS_AFTER = switches["after"]
             coprocess_plan.FORCED_SPLIT = None if switches["split"] is None else (
                 coprocess_plan.cpu_workers(SimpleNamespace(options=SimpleNamespace(threads=opts.get("threads", os.cpu_count())))),
                 switches["split"])

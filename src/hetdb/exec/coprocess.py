@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import codec
+from hetdb.cache.comodel import observe_start_delay
 from hetdb.cache.coscan import SharedScan
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import Route, RouteCounts
@@ -299,6 +300,9 @@ class CoProcess:
             return
         self._started = True
         self.started_at = time.perf_counter()
+        if self.shared.began is not None and self.shared.mode == "auto":
+            # (the race's workers start this long after the GPU's copies began: comodel.start_delay)
+            observe_start_delay(self.shared.router.rates, self.key, self.started_at - self.shared.began)
         if not self.shared.would_steal():
             return
         if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":

@@ -14,7 +14,6 @@ from hetdb.cache.comodel import (
     alone_seconds,
     decide,
     observe_outcome,
-    observe_start_delay,
     outcome_refuses,
     start_delay,
 )
@@ -38,9 +37,20 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # when an "auto" query's CPU workers start (exec/early_scan.py): "primed", once the early fact scan's
 # deliveries are all queued (4.3 ms into SSB q1.1 at SF 20 on the H100: host work), or "first", once
 # its first delivery and the dimension scans' are (~1 ms: the link then has the first delivery to
-# move while the host queues the rest beside the workers' start), or "fact", when the fact pipeline
-# begins (after the dimension pipelines: their host work then meets no worker's Python)
-WORKERS_AFTER = "primed"
+# move while the host queues the rest beside the workers' start), "fact", when the fact pipeline
+# begins (after the dimension pipelines: their host work then meets no worker's Python), or "queued",
+# once the fused pipeline has queued the kernels of the GPU's share (the feeder then only waits for
+# the GPU; the H100, s17 01:13: with the workers running, the feeder's host work before its first
+# launch took 4.9 ms instead of 1.6, the dimension pipeline 2.3 instead of 1.0, so the GPU side
+# lost more than the 14 row groups the CPU took saved). Reserved scans only ("auto"; the others start
+# with the fused pipeline)
+WORKERS_AFTER = "queued"
+
+
+def workers_start_queued(co: Any) -> bool:
+    """Whether ``co``'s workers start once the GPU's share is queued (WORKERS_AFTER "queued", a
+    scan with a reserved back) rather than when the fused pipeline begins."""
+    return WORKERS_AFTER == "queued" and co.shared.reserved > 0 and not co.started
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -275,11 +285,9 @@ def start_early_workers(ctx: ExecContext, pipe: Any, primed: bool = True) -> Non
     shared = pre[0]
     if primed:
         shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
-    if (not primed and WORKERS_AFTER != "first") or WORKERS_AFTER == "fact" or pre[2].started:
-        return  # ("fact": the fused pipeline starts them, exec/fusion_run._reads)
-    if shared.began is not None:
-        observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
-    pre[2].start()
+    if (not primed and WORKERS_AFTER != "first") or WORKERS_AFTER in ("fact", "queued") or pre[2].started:
+        return  # ("fact", "queued": the fused pipeline starts them, exec/fusion_run._reads)
+    pre[2].start()  # (CoProcess.start counts the delay: comodel.observe_start_delay)
 
 
 def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None:

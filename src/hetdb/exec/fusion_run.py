@@ -281,10 +281,14 @@ def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) 
                 batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
             yield index, batches
         return
-    co.start()
+    from hetdb.exec.coprocess_plan import workers_start_queued
+
+    queued = workers_start_queued(co)  # (else now: the fused pipeline begins)
+    if not queued:
+        co.start()
     done = False
     try:
-        deliveries = shared_device_scan(src, ctx, gsrc, co.shared)
+        deliveries = shared_device_scan(src, ctx, gsrc, co.shared, co.start if queued else None)
         for index in itertools.count():
             ctx.set_morsel(index)
             with Timer(ctx, src.op_id):

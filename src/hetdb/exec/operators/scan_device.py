@@ -351,10 +351,12 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
     return out
 
 
-def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any) -> Iterator[list[Batch]]:
+def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any,
+                       queued: Any = None) -> Iterator[list[Batch]]:
     """The deliveries of a scan whose row groups CPU workers take too (``cache.coscan.SharedScan``,
     exec/coprocess.py): the streamer claims each row group before it schedules it; yields each
-    delivery's Batches (pushed filters not applied: the fused kernel evaluates them)."""
+    delivery's Batches (pushed filters not applied: the fused kernel evaluates them). ``queued``:
+    called once the consumer has had every delivery of the GPU's share (its kernels are queued)."""
     _start(op, ctx, state, list(shared.row_groups), shared)
     scan = op.scan
     while True:
@@ -367,6 +369,9 @@ def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared
                                  b.num_rows))
                 ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
             yield out
+        if queued is not None:
+            queued()  # (the CPU workers start: the feeder's host work for its share is done)
+            queued = None
         # the row groups reserved for the CPU workers that none of them claimed (SharedScan.reserve):
         # the GPU's now, streamed on their own after its share. Not before the link has moved that
         # share: the host hands the deliveries out far ahead of their copies (it queued q1.1's last
