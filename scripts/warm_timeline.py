@@ -282,7 +282,7 @@ def main() -> None:
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
                     "first": "first=1" in items,
                     "after": next((o.split("=")[1] for o in items if o.startswith("after=")),
-                                  "first" if "first=1" in items else "queued"),
+                                  "first" if "first=1" in items else "fact"),
                     "split": next((int(o.split("=")[1]) for o in items if o.startswith("split=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()

@@ -6,7 +6,7 @@ the back is reserved for the CPU workers, and the GPU takes what they leave once
 (``PageStreamer.wait_for_copies`` stands for the link's time here: it sleeps, without the interpreter
 lock, as a stream synchronization does). Prints one JSON line per timed run.
 
-    python tests/exec/coprocess_host.py DB MODE   (MODE: split | rest | primed)
+    python tests/exec/coprocess_host.py DB MODE   (MODE: split | rest | primed | queued)
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ db, mode = sys.argv[1], sys.argv[2]
 PageStreamer.wait_for_copies = lambda self: time.sleep(0.05)
 if mode == "rest":  # no worker claims a reserved row group: the GPU takes them all at its end
     SharedScan._fits_reserved = lambda self, per: False
-if mode == "primed":  # the workers start once the early scan is primed (else once the share is queued)
-    coprocess_plan.WORKERS_AFTER = "primed"
+if mode in ("primed", "queued"):  # when the workers start (else with the fact pipeline)
+    coprocess_plan.WORKERS_AFTER = mode
 coprocess_plan.FORCED_SPLIT = (2, 3)
 sql = load_queries("ssb", ["q1.1"])[0].sql
 for i in range(3):

@@ -45,9 +45,10 @@ def _runs(db_path: str, mode: str) -> list[dict]:
     return runs
 
 
-@pytest.mark.parametrize("mode", ["split", "primed"])
+@pytest.mark.parametrize("mode", ["split", "primed", "queued"])
 def test_the_workers_take_the_reserved_back_while_the_early_scan_streams_the_rest(db_path, mode):
-    # (the workers start once the GPU's share is queued, or once the early scan is primed)
+    # (the workers start with the fact pipeline, once the early scan is primed, or once the GPU's
+    # share is queued)
     for r in _runs(db_path, mode):
         assert r["early"]["started"] == 2 and r["early"]["taken"] == 2, r  # (fact and date scans)
         assert r["co"] == [{"reserved": 3, "cpu_row_groups": 3, "gpu_row_groups": 7, "workers": 2}], r

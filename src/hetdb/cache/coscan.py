@@ -141,6 +141,12 @@ class SharedScan:
             self.reserved = len(self.row_groups) - self._gpu_hi
             self.gpu_end = gpu_end
 
+    def share_delivered(self) -> bool:
+        """Whether the GPU's consumer has had every row group the GPU claimed, and the GPU may claim
+        no more before its end (its share stops at the reserved back, or where the CPU began)."""
+        with self._cond:
+            return self._lo >= min(self._hi, self._gpu_hi) and self._done >= self._lo
+
     def take_rest(self) -> list[int]:
         """The GPU is through its share: no more claims for the CPU workers; returns the row groups
         (in scan order) none of them claimed, now the GPU's."""

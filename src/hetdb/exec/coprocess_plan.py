@@ -40,16 +40,20 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # move while the host queues the rest beside the workers' start), "fact", when the fact pipeline
 # begins (after the dimension pipelines: their host work then meets no worker's Python), or "queued",
 # once the fused pipeline has queued the kernels of the GPU's share (the feeder then only waits for
-# the GPU; the H100, s17 01:13: with the workers running, the feeder's host work before its first
-# launch took 4.9 ms instead of 1.6, the dimension pipeline 2.3 instead of 1.0, so the GPU side
-# lost more than the 14 row groups the CPU took saved). Reserved scans only ("auto"; the others start
-# with the fused pipeline)
-WORKERS_AFTER = "queued"
+# the GPU). On the H100 (s17 checkpoints, SSB SF 20 q1.x, 14 of 115 row groups on 14 workers):
+# started early ("primed", "first") the workers stretched the feeder's host work (the dimension
+# pipeline 2.3 ms instead of 1.0, the fused pipeline's work before its first launch 4.9 instead of
+# 1.6) and the GPU side lost more than the CPU's row groups saved; "fact": 15.08 / 15.22 / 15.70 ms
+# against 15.37 / 15.52 / 15.27 on the GPU alone (the same process, after it); "queued", fired after
+# the streamer's end (which waits for the share's copies), started them at ~14 ms: too late (now it
+# fires at the share's last delivery; not measured yet). Reserved scans only ("auto"; the others
+# start with the fused pipeline)
+WORKERS_AFTER = "fact"
 
 
 def workers_start_queued(co: Any) -> bool:
     """Whether ``co``'s workers start once the GPU's share is queued (WORKERS_AFTER "queued", a
-    scan with a reserved back) rather than when the fused pipeline begins."""
+    scan with a reserved back) rather than when the fused pipeline begins (``exec/fusion_run._reads``)."""
     return WORKERS_AFTER == "queued" and co.shared.reserved > 0 and not co.started
 
 

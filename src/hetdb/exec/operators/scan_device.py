@@ -356,7 +356,8 @@ def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared
     """The deliveries of a scan whose row groups CPU workers take too (``cache.coscan.SharedScan``,
     exec/coprocess.py): the streamer claims each row group before it schedules it; yields each
     delivery's Batches (pushed filters not applied: the fused kernel evaluates them). ``queued``:
-    called once the consumer has had every delivery of the GPU's share (its kernels are queued)."""
+    called once the consumer has had every delivery of the GPU's share (its kernels are queued),
+    before the streamer's end waits for the share's copies."""
     _start(op, ctx, state, list(shared.row_groups), shared)
     scan = op.scan
     while True:
@@ -369,8 +370,13 @@ def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared
                                  b.num_rows))
                 ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
             yield out
+            if queued is not None and shared.share_delivered():
+                # the consumer has queued the kernel of the share's last delivery: the CPU workers
+                # start now (the streamer's end waits for its copies: the feeder's host work is done)
+                queued()
+                queued = None
         if queued is not None:
-            queued()  # (the CPU workers start: the feeder's host work for its share is done)
+            queued()
             queued = None
         # the row groups reserved for the CPU workers that none of them claimed (SharedScan.reserve):
         # the GPU's now, streamed on their own after its share. Not before the link has moved that
