@@ -236,8 +236,8 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
     "auto"), else (None, None). The early scan (exec/early_scan.py) is then this shared scan's GPU
     side, priming the GPU's expected share (the rest is reserved for the CPU workers:
     ``SharedScan.reserve``); ``plan_coprocess`` takes the shared scan over. Where the
-    cached plan's CPU side is set up already, its CPU workers are made here too, and started
-    (``start_early_workers``) once the early scan is primed."""
+    cached plan's CPU side is set up already, its CPU workers are made here too, and started as
+    WORKERS_AFTER says (``start_early_workers``, or exec/fusion_run._reads)."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
     began = ctx.__dict__.setdefault("co_began", {})[pipe.source.op_id] = time.perf_counter()
@@ -258,9 +258,8 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
         ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
         return None, None
     # the CPU side an earlier run of the cached plan set up (its join builds' host copies: the same
-    # table versions, the same rows) needs nothing of this run: its workers start now, beside the
-    # dimension pipelines, instead of when the fact pipeline begins (SSB q1.1 warm at SF 20 on the
-    # H100: the fused pipeline's last ~10 of 19 ms)
+    # table versions, the same rows) needs nothing of this run: its workers are made now, with the
+    # scan's reserved back, and start as WORKERS_AFTER says
     co = CoProcess(ctx, pipe, None, shared, reader, shared.workers, key)
     ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
     ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key, co)
