@@ -30,7 +30,7 @@ from hetdb.cache.coscan import SharedScan  # noqa: E402
 from hetdb.exec import coprocess_plan  # noqa: E402
 
 db, mode = sys.argv[1], sys.argv[2]
-PageStreamer.wait_for_copies = lambda self: time.sleep(0.05)
+PageStreamer.wait_for_copies = lambda self: time.sleep(0.25)  # (the link; long enough under load)
 if mode == "rest":  # no worker claims a reserved row group: the GPU takes them all at its end
     SharedScan._fits_reserved = lambda self, per: False
 if mode in ("primed", "queued"):  # when the workers start (else with the fact pipeline)
