@@ -12,7 +12,14 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
     cpu-hot  device="cpu" on one connection for every run (its decoded host page cache: the CPU's best)
     auto     device="gpu", gpu_coprocess="auto" (the cost model decides; cache/comodel.py)
     on       device="gpu", gpu_coprocess="on" (every steal succeeds: the test mode)
+    split%K  device="gpu", gpu_coprocess="auto" with the split forced (coprocess_plan.FORCED_SPLIT):
+             the back K row groups reserved for the CPU workers from the query's start, the GPU's
+             early scan primes the rest; what the workers leave the GPU takes at its end
     MODE@N   MODE with ``threads`` N instead of ``--threads`` (e.g. auto@8: 7 CPU workers)
+    MODE-first  MODE with an "auto" query's CPU workers started once the early fact scan's first
+             delivery is queued, not all of them (coprocess_plan.WORKERS_AFTER "first"); MODE-fact:
+             when the fact pipeline begins ("fact"); MODE-queued: once the fused pipeline has queued the
+             GPU's share ("queued"); MODE-primed: once the early scan is primed (the default: "fact")
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
 
@@ -45,7 +52,38 @@ MODES = {
     "cpu-hot": ("cpu", {}),
     "auto": ("gpu", {"gpu_coprocess": "auto"}),
     "on": ("gpu", {"gpu_coprocess": "on"}),
+    "split": ("gpu", {"gpu_coprocess": "auto"}),
 }
+
+
+def _timeline(stats: dict) -> str:
+    """The co-processing timeline of a run (Result.stats['coprocess'], ms from the query's start),
+    short: the CPU workers' morsels (first start, last end, thread CPU / wall), the feeder's scan
+    loop (start, wall, its thread CPU), the GPU's wait at the end, the reserved back of the scan."""
+    out = []
+    for co in stats.get("coprocess") or []:
+        ms = co.get("morsels") or []
+        if not ms and not co.get("feeder"):
+            continue
+        line = f"cpu {co['cpu_row_groups']}/{co['gpu_row_groups']} w{co['workers']} res {co['reserved']}"
+        if "started_ms" in co:
+            line += f" start {co['started_ms']:.1f}"
+        if ms:
+            wall = sum(m[1] - m[0] for m in ms)
+            cpu = sum(m[3] for m in ms)
+            loop = sum(m[4] for m in ms)
+            rgs = max(1, sum(m[2] for m in ms))
+            line += (f" morsels {min(m[0] for m in ms):.1f}-{max(m[1] for m in ms):.1f} ms "
+                     f"({wall / rgs:.2f} ms/rg, loop {loop / rgs:.2f}, python {1e3 * max(0.0, cpu - loop) / rgs:.0f} us/rg, "
+                     f"cpu/wall {cpu / max(wall, 1e-9):.2f})")
+        f = co.get("feeder")
+        if f:
+            line += f" feeder {f['began_ms']:.1f}+{f['wall_ms']:.1f} (cpu {f['thread_cpu_ms']:.1f})"
+        if "gpu_end_ms" in co:
+            line += f" gpu_end {co['gpu_end_ms']:.1f}"
+        line += f" endwait {co['end_wait_ms']:.2f}"
+        out.append(line)
+    return "; ".join(out)
 
 
 def _notes(plan: str) -> list[str]:
@@ -88,11 +126,23 @@ def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
         fused = " ".join(getattr(o, "fused", "") for o in dict(res.stats or {}).get("operators", {}).values())
         m = re.search(r"co-processing: (\d+) row groups on (\d+) CPU workers, (\d+) on the GPU", fused)
         runs.append(f"co {m.group(1)}/{m.group(3)} w{m.group(2)}" if m else "gpu" if "not co-processed" in fused else "-")
+        tl = _timeline(dict(res.stats or {}))
+        if tl:
+            runs[-1] += f" <{tl}>"
     return wall, rows
 
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
+    for when in ("first", "fact", "queued", "primed"):
+        if mode.endswith(f"-{when}"):
+            from hetdb.exec import coprocess_plan
+
+            before, coprocess_plan.WORKERS_AFTER = coprocess_plan.WORKERS_AFTER, when
+            try:
+                return measure(db, sql, mode.removesuffix(f"-{when}"), repeat, threads)
+            finally:
+                coprocess_plan.WORKERS_AFTER = before
     if mode.endswith("-si"):
         interval = sys.getswitchinterval()
         sys.setswitchinterval(0.0005)
@@ -102,6 +152,17 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             sys.setswitchinterval(interval)
     mode, _, n = mode.partition("@")
     threads = int(n) if n else threads
+    if "%" in mode:
+        from types import SimpleNamespace as NS
+
+        from hetdb.exec import coprocess_plan
+
+        mode, _, k = mode.partition("%")
+        coprocess_plan.FORCED_SPLIT = (coprocess_plan.cpu_workers(NS(options=NS(threads=threads))), int(k))
+        try:
+            return measure(db, sql, f"{mode}@{threads}", repeat, threads)
+        finally:
+            coprocess_plan.FORCED_SPLIT = None
     device, options = MODES[mode]
     options = {**options, "threads": threads}
     walls = []
@@ -117,10 +178,13 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             wall, got = _run(con, sql, runs)
         if i == 0:
             rows = got
+            from hetdb.exec.coprocess_plan import wait_prepared
+
+            wait_prepared()  # (a CPU side the warm-up run set up on a thread of its own)
         else:
             walls.append(wall)
     notes = []
-    if mode in ("auto", "on"):
+    if mode in ("auto", "on", "split"):
         with hetdb.connect(db, device=device, **options) as con:
             notes = _notes(con.explain(sql, analyze=True))
         notes.insert(0, "[" + "; ".join(runs) + "]")  # (what each run did, the warm-up run first)
@@ -139,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m.removesuffix("-si").partition("@")[0] not in MODES]
+    unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed")
+               .removesuffix("-si")
+               .partition("@")[0].partition("%")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
     queries = load_queries(args.suite, args.queries.split(","))
@@ -163,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                                                   "same_answer": same, "notes": notes}
             print(f"{q.name} {mode:7s} {ms:8.2f} ms (runs {', '.join(f'{w * 1e3:.1f}' for w in walls)})"
                   f"{'' if same else ' ANSWER DIFFERS'} {' '.join(notes)}", flush=True)
-    singles = [m for m in ("gpu", "cpu", "cpu-hot") if m in modes]
+    # (every run of a single device counts, e.g. gpu and gpu@16 before and after the others: a
+    # process's later runs of the same mode are faster, s17's checkpoint: q1.1 16.46 then 15.37 ms)
+    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith("-si")]
     print("\nquery  " + " ".join(f"{m:>9s}" for m in modes) + "  best-single  auto/best  fastest")
     ratios = []
     for name, got in table.items():

@@ -28,7 +28,9 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
 (small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
 ``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
-``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
+``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off), ``split=K`` (with gpu_coprocess=auto: the
+back K row groups of the fact scan reserved for the CPU workers, exec/coprocess_plan.FORCED_SPLIT), ``first=1`` (its workers start once the fact scan's first delivery is
+queued: coprocess_plan.WORKERS_AFTER "first"), ``after=fact|queued`` (WORKERS_AFTER).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 """
@@ -169,6 +171,15 @@ class Timeline:
         early = (r.stats or {}).get("early_scans")
         if early and early.get("started"):
             host += f" | early scans {early}"
+        from coprocess_warm_table import _timeline
+
+        co = _timeline(dict(r.stats or {}))
+        if co:  # co-processed: the CPU workers' morsels, the feeder's scan loop (ms from the query's start)
+            host += f" | co: {co}"
+            if deliveries:
+                for c in (r.stats or {}).get("coprocess") or []:
+                    host += "\n    cpu morsels (start-end ms, row groups): " + " ".join(
+                        f"{m[0]:.1f}-{m[1]:.1f}({m[2]})" for m in c.get("morsels") or [])
         if not self.copies:
             return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 
@@ -268,15 +279,21 @@ def main() -> None:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
         switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
-                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items}
+                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
+                    "first": "first=1" in items,
+                    "after": next((o.split("=")[1] for o in items if o.startswith("after=")),
+                                  "first" if "first=1" in items else "fact"),
+                    "split": next((int(o.split("=")[1]) for o in items if o.startswith("split=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
     medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
+    from types import SimpleNamespace
+
     from hetdb.backend.gpu import stream_batch, upload
-    from hetdb.exec import early_scan
+    from hetdb.exec import coprocess_plan, early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
         print(summary(medians), flush=True)
@@ -293,9 +310,14 @@ def main() -> None:
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
+            coprocess_plan.WORKERS_AFTER = switches["after"]
+            coprocess_plan.FORCED_SPLIT = None if switches["split"] is None else (
+                coprocess_plan.cpu_workers(SimpleNamespace(options=SimpleNamespace(threads=opts.get("threads", os.cpu_count())))),
+                switches["split"])
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
+            coprocess_plan.wait_prepared()  # (co-processing's CPU side, set up on a thread of its own)
             execs, h2d = [], 0
             hot = hetdb.connect(args.db, device="gpu", create=False, **opts) if switches["hot"] else None
             if hot is not None:  # (hot: one connection; its cache filled as far as the budget lets it)

@@ -140,3 +140,24 @@ def test_workers_that_start_after_the_gpu_take_what_still_fits():
     late = decide(gpu, 7e-3, True, 14, 0.1e-3, cpu_start_s=5e-3)
     assert not late.go and late.est.cpu_row_groups == 0
     assert estimate(gpu, 7e-3, 14, 0.0, 1.0, 4e-3).cpu_row_groups == 4 < estimate(gpu, 7e-3, 14).cpu_row_groups
+
+
+def test_the_gpus_fixed_time_is_the_cpu_workers_time_too():
+    # SSB q1.1 at SF 20 on the H100: 115 row groups at ~0.1 ms of link each, but ~16 ms end to end
+    # alone (the query's start before the first copy, the kernels and the finish after the last):
+    # workers starting 7 ms in with 4.9 ms a row group fit once that time counts
+    from hetdb.cache.comodel import alone_seconds, observe_outcome
+    from hetdb.cache.rates import Rates
+
+    gpu = [0.1e-3] * 115
+    bare = estimate(gpu, 4.9e-3, 14, 0.1e-3, 1.0, 7e-3)
+    fixed = estimate(gpu, 4.9e-3, 14, 0.1e-3, 1.0, 7e-3, gpu_fixed_s=4.5e-3)
+    assert bare.cpu_row_groups == 0 and fixed.cpu_row_groups == 14
+    assert fixed.gpu_s == pytest.approx(16e-3) and fixed.co_s < fixed.gpu_s
+    assert decide(gpu, 3.9e-3, True, 14, 0.1e-3, cpu_start_s=7e-3, gpu_fixed_s=4.5e-3).go
+    assert not decide(gpu, 3.9e-3, True, 14, 0.1e-3, cpu_start_s=7e-3).go
+    rates = Rates()
+    assert alone_seconds(rates, "p") is None
+    for s in (0.040, 0.016, 0.017):  # (the least: the first run alone was cold)
+        observe_outcome(rates, "p", False, s)
+    assert alone_seconds(rates, "p") == pytest.approx(0.016)

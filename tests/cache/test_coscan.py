@@ -241,3 +241,26 @@ def test_forced_on_waits_for_the_first_cpu_claim_unless_none_can_come():
     assert not held.wait_for_cpu(5.0)  # the GPU holds the back row group: no worker will claim
     assert time.perf_counter() - t0 < 1.0
     assert not SharedScan(list(range(6)), [1] * 6, 1, _router(), "on").wait_for_cpu(0.01)  # (timed out)
+
+
+def test_the_reserved_back_is_the_cpus_until_the_gpu_takes_what_is_left_at_its_end():
+    import time
+
+    s = SharedScan(list(range(10, 20)), [1_000_000] * 10, 2, _router(), "auto", cpu_prior=0.001)
+    s.reserve(4)  # the back 4 row groups: the CPU workers'
+    assert s.reserved == 4
+    # the GPU's streamer claims at the host's pace: a planned group reaching the reserve ends there
+    assert s.take_front([0, 1, 2, 3, 4, 5, 6, 7]) == [0, 1, 2, 3, 4, 5]
+    assert s.take_front([6]) == []
+    assert s.steal_run(3) == [19, 18, 17]  # reserved: claimed whatever the GPU's time left says
+    assert s.take_rest() == [16]  # the GPU's end: what no worker claimed is its now
+    assert s.steal_run(1) == [] and not s.would_steal()
+    assert sorted(s.gpu_taken + s.cpu_taken) == list(range(10, 20)) and not set(s.gpu_taken) & set(s.cpu_taken)
+    # a worker claims a reserved row group only when it would be done by the GPU's expected end
+    late = SharedScan(list(range(6)), [1] * 6, 1, _router(), "auto", cpu_prior=0.010)
+    late.reserve(3, time.perf_counter() + 0.025)
+    assert late.would_steal()
+    assert late.steal_run(3) == [5, 4]  # two of 10 ms fit in the 25 ms left, not three
+    late.gpu_end = time.perf_counter()
+    assert not late.would_steal() and late.steal_run(1) == []
+    assert late.take_front(list(range(6))) == [0, 1, 2] and late.take_rest() == [3]

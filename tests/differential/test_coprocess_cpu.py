@@ -38,12 +38,20 @@ class _FrontRun(_Run):
     def __init__(self, ctx, pipe, shared) -> None:
         super().__init__(ctx, pipe)
         self.shared = shared
+        self.rest: list[int] | None = None  # what the CPU workers left of the back reserved for them
 
     def next_morsel(self):
         if self.delay:
             time.sleep(self.delay)
-        got = self.shared.take_front([self.shared._lo])
-        return (got[0], self.shared.row_groups[got[0]]) if got else None
+        if self.rest is None:
+            got = self.shared.take_front([self.shared._lo])
+            if got:
+                return got[0], self.shared.row_groups[got[0]]
+            self.rest = self.shared.take_rest()  # (as scan_device.shared_device_scan at the GPU's end)
+        if not self.rest:
+            return None
+        rg = self.rest.pop(0)
+        return self.shared.row_groups.index(rg), rg
 
 
 class _NoDeviceCache:
@@ -299,11 +307,13 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
     """gpu_coprocess='auto' where the cached plan's CPU side is set up already: the CPU workers are
     made and started when the query starts (exec/coprocess_plan.early_shared_scan and
     start_early_workers, as exec/early_scan.py calls them) and the fused pipeline takes them over
-    (plan_coprocess); the answers stay DuckDB's (the same as without co-processing)."""
+    (plan_coprocess); the answers stay DuckDB's (the same as without co-processing). The set-up
+    runs on a thread of its own after the run that measured the GPU alone (prepare_cpu_side)."""
     import hetdb
     from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
+    from hetdb.exec.coprocess_plan import wait_prepared
 
     rates = Rates()
     monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
@@ -316,7 +326,9 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
         with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
             want = con.sql(sql).fetchall()
             con.sql("SET gpu_coprocess = 'auto'")
-            got = [con.sql(sql).fetchall() for _ in range(4)]
+            got = [con.sql(sql).fetchall()]  # (the GPU alone, measured; the CPU side set up at its end)
+            assert wait_prepared()  # (on a thread of its own: the next run starts its workers early)
+            got += [con.sql(sql).fetchall() for _ in range(3)]
     finally:
         started = EARLY[1:]
         EARLY.clear()
@@ -329,3 +341,43 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
     assert started[0] is not None and all(co.setup_reused for co in early)
     assert all(k.__dict__.get("_co_called") for k in early[0].plan.fast_kernels.values() if not isinstance(k, str))
     assert any(co.shared.cpu_taken for co in early), [co.describe() for co in early]
+
+
+def test_a_split_reserved_at_the_start_gives_the_cpu_the_back_and_the_gpu_the_rest(coprocessed, ssb_small, monkeypatch):
+    """gpu_coprocess='auto' with the split forced (coprocess_plan.FORCED_SPLIT: the back row groups
+    reserved for the CPU workers when the query starts, SharedScan.reserve): the workers take the
+    reserved back, the front side stops before it and takes what they left at its end; answers
+    stay DuckDB's (the same as without co-processing)."""
+    import hetdb
+    from hetdb.cache import rates as rates_module
+    from hetdb.cache import router
+    from hetdb.cache.rates import Rates
+    from hetdb.exec import coprocess_plan
+
+    rates = Rates()
+    monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    monkeypatch.setattr(_FrontRun, "delay", 0.02)
+    EARLY.append("on")
+    _tier_, log = coprocessed
+    sql = "    " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)
+    try:
+        with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+            want = con.sql(sql).fetchall()
+            con.sql("SET gpu_coprocess = 'auto'")
+            got = [con.sql(sql).fetchall()]  # (the GPU alone, measured; the CPU side set up at its end)
+            assert coprocess_plan.wait_prepared()  # (on a thread of its own)
+            monkeypatch.setattr(coprocess_plan, "FORCED_SPLIT", (2, 3))
+            got += [con.sql(sql).fetchall() for _ in range(2)]
+    finally:
+        started = EARLY[1:]
+        EARLY.clear()
+    assert all(g == want for g in got) and len(want) == 1
+    early = [co for co in started if co is not None]
+    assert len(early) == 2, (started, log)
+    for co in early:
+        s = co.shared
+        assert s.reserved == 3 and co.finished
+        # (no deadline: all of the back; more while the slow front leaves time for it)
+        assert set(s.row_groups[-3:]) <= set(s.cpu_taken), co.describe()
+        assert sorted(s.gpu_taken + s.cpu_taken) == s.row_groups and s.gpu_taken == s.row_groups[:len(s.gpu_taken)]

@@ -94,6 +94,7 @@ def test_auto_on_warm_scans_matches_duckdb_and_says_what_it_did(ssb_small, expec
     from hetdb.cache import router
     from hetdb.cache.host_cache import existing_shared_host_cache
     from hetdb.cache.rates import Rates
+    from hetdb.exec.coprocess_plan import wait_prepared
 
     rates = Rates()
     monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 200.0)
@@ -116,6 +117,7 @@ def test_auto_on_warm_scans_matches_duckdb_and_says_what_it_did(ssb_small, expec
         assert not report.failures, "\n\n".join(report.failures)
         assert report.compared == 13
         if attempt == 0:  # (the CPU rate not measured yet: a probe run where the model lets one fit)
+            assert wait_prepared()  # (the CPU sides set up on threads of their own after the runs alone)
             for sql in list(queries.values())[:4]:
                 with hetdb.connect(ssb_small.path, device="gpu", **options) as con:
                     notes += re.findall(r"\((?:CPU\+GPU co-processing|not co-processed)[^)]*\)",

@@ -65,14 +65,17 @@ class CoEstimate:
 
 
 def estimate(gpu_rg_s: list[float], cpu_rg_s: float, workers: int, setup_s: float = 0.0,
-             slowdown: float = 1.0, cpu_start_s: float = 0.0) -> CoEstimate:
+             slowdown: float = 1.0, cpu_start_s: float = 0.0, gpu_fixed_s: float = 0.0) -> CoEstimate:
     """The race over row groups whose GPU times (alone) are ``gpu_rg_s`` (in scan order): CPU workers
     (all free once the set-up is done) claim from the back while a claim ends before the GPU,
-    ``slowdown`` times slower next to them, reaches that row group."""
-    gpu_s = sum(gpu_rg_s)
+    ``slowdown`` times slower next to them, reaches that row group. ``gpu_fixed_s``: the GPU's time
+    for the scan that the row groups it leaves do not shorten (from the query's start to its first
+    copy, after its last: a warm run's end to end less ``gpu_rg_s``), which CPU workers starting
+    with the query have too."""
+    gpu_s = sum(gpu_rg_s) + gpu_fixed_s
     # starts[i]: when the GPU reaches position i (the set-up delays it)
     starts = list(itertools.accumulate(gpu_rg_s if slowdown == 1.0 else [s * slowdown for s in gpu_rg_s],
-                                       initial=setup_s))
+                                       initial=setup_s + gpu_fixed_s))
     hi = len(gpu_rg_s)
     free = [setup_s + cpu_start_s] * max(0, workers)  # (the workers start after the GPU's copies did)
     heapq.heapify(free)
@@ -104,14 +107,15 @@ class CoDecision:
 
 
 def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int, setup_s: float,
-           slowdown: Callable[[int], float] = lambda w: 1.0, cpu_start_s: float = 0.0) -> CoDecision:
+           slowdown: Callable[[int], float] = lambda w: 1.0, cpu_start_s: float = 0.0,
+           gpu_fixed_s: float = 0.0) -> CoDecision:
     """Co-process or not, and with how many of at most ``workers`` CPU workers (see the module
     docstring). ``cpu_rg_s``: one CPU worker's time per row group (``measured``: by earlier
     co-processed scans of the pipeline, else the prior); ``slowdown(w)``: the GPU's with ``w``
     workers beside it, as measured by those scans. With a measured rate the worker counts tried
     are ``workers``, its half, quarter, ...: fewer workers slow the GPU less."""
     if not measured:
-        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers), cpu_start_s)
+        est = estimate(gpu_rg_s, cpu_rg_s * PROBE_MARGIN, 1, setup_s, slowdown(workers), cpu_start_s, gpu_fixed_s)
         if est.cpu_row_groups:
             return CoDecision(True, True, "", est, workers)
         return CoDecision(False, True, f"the GPU's estimated {est.gpu_s * 1e3:.1f} ms for the scan is less than "
@@ -120,12 +124,13 @@ def decide(gpu_rg_s: list[float], cpu_rg_s: float, measured: bool, workers: int,
     best: tuple[CoEstimate, int] | None = None
     w = max(1, workers)
     counts = [w >> k for k in range(w.bit_length())]
-    latest = sum(gpu_rg_s) * max(1.0, *(slowdown(c) for c in counts))
+    latest = sum(gpu_rg_s) * max(1.0, *(slowdown(c) for c in counts)) + gpu_fixed_s
     if setup_s + cpu_start_s + cpu_rg_s * MEASURED_MARGIN >= latest:  # (no worker count lets one row group fit)
-        est = CoEstimate(sum(gpu_rg_s), sum(gpu_rg_s) + setup_s, 0, setup_s, cpu_rg_s * MEASURED_MARGIN)
+        alone = sum(gpu_rg_s) + gpu_fixed_s
+        est = CoEstimate(alone, alone + setup_s, 0, setup_s, cpu_rg_s * MEASURED_MARGIN)
         return CoDecision(False, False, _none_fits(est), est, w)
     while True:
-        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w), cpu_start_s)
+        est = estimate(gpu_rg_s, cpu_rg_s * MEASURED_MARGIN, w, setup_s, slowdown(w), cpu_start_s, gpu_fixed_s)
         if best is None or est.gain_s > best[0].gain_s:
             best = (est, w)
         if w == 1:
@@ -184,6 +189,15 @@ def observe_outcome(rates: object, pipeline: str, coprocessed: bool, seconds: fl
         del kept[:-_KEPT]
         if coprocessed:
             o.refused = 0
+
+
+def alone_seconds(rates: object, pipeline: str) -> float | None:
+    """What ``pipeline``'s "auto" runs on the GPU alone took from their query's start to their scan's
+    end (the least of the last ones: the first may have been cold), or None when none was measured."""
+    store = _outcomes(rates)
+    with _OUTCOME_LOCK:
+        o = store.get(pipeline)
+        return min(o.alone) if o is not None and o.alone else None
 
 
 def outcome_refuses(rates: object, pipeline: str) -> str:

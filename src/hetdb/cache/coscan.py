@@ -1,8 +1,14 @@
 """One scan shared by the GPU and CPU workers (CPU+GPU co-processing, "Pump Up the Volume").
 
 The GPU streamer takes row groups from the front of the scan, in its delivery batches; CPU workers
-take single row groups from the back. Nothing is split in advance: each side claims what it takes
-when it takes it, so neither waits for the other at the end (work is stolen, not pre-split).
+take single row groups from the back. Each side claims what it takes when it takes it, so neither
+waits for the other at the end (work is stolen, not pre-split) — except that a warm scan's GPU side
+claims at the host's pace, far ahead of its copies (SSB q1.1 at SF 20 on the H100: every delivery
+queued 4 ms into the query, the link busy until 13.5 ms), so a co-processed "auto" scan reserves
+the back the cost model gives the CPU workers (``reserve``) from the query's start: the GPU's
+streamer stops before it, a worker claims a reserved row group only when it would be done by the
+GPU's expected end, and what the workers leave the GPU takes once its share is copied
+(``take_rest``).
 
 Which row groups the CPU may take is the router's decision (``cache/router.py``), made per steal from
 rates measured during this scan: a CPU worker takes a run of row groups only when it would finish
@@ -74,6 +80,16 @@ class SharedScan:
         self.workers = 1                   # CPU workers taking part (the cost model's choice in "auto")
         self.probe = False                 # "auto" on the prior CPU rate: one probe row group measures it
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
+        # positions from here on are the CPU workers' (``reserve``): the GPU's streamer stops before
+        # them, and takes what the workers left of them only at its end (``take_rest``)
+        self._gpu_hi = len(self.row_groups)
+        # with a reservation: when the GPU is expected to be through its share (perf_counter); a
+        # worker claims a reserved row group only when it would finish it by then
+        self.gpu_end: float | None = None
+        self.reserved = 0  # row groups ``reserve`` reserved
+        # (perf_counter start, end, row groups, thread CPU s) of each CPU worker's morsel, when the
+        # query asks for its co-processing timeline (EXPLAIN ANALYZE, scripts)
+        self.intervals: list[tuple[float, float, int, float]] | None = None
         self._cond = threading.Condition()
         self.gpu_taken: list[int] = []
         self.cpu_taken: list[int] = []
@@ -101,8 +117,9 @@ class SharedScan:
         worker has taken (an empty list: the scan is done)."""
         with self._cond:
             got = []
+            end = min(self._hi, self._gpu_hi)
             for i in positions:
-                if i != self._lo or i >= self._hi:
+                if i != self._lo or i >= end:
                     break
                 got.append(i)
                 self._lo += 1
@@ -112,6 +129,34 @@ class SharedScan:
             if self._lo >= self._hi:
                 self._cond.notify_all()
             return got
+
+    def reserve(self, count: int, gpu_end: float | None = None) -> None:
+        """The back ``count`` row groups are the CPU workers': the GPU's streamer stops before them
+        (it claims at the host's pace, far ahead of its copies, so a boundary left open went to the
+        GPU before a worker came), and a worker claims one only when it would be done with it by
+        ``gpu_end`` (when the GPU is expected to be through its share); what they leave the GPU
+        takes at its end (``take_rest``)."""
+        with self._cond:
+            self._gpu_hi = max(self._lo, len(self.row_groups) - max(0, int(count)))
+            self.reserved = len(self.row_groups) - self._gpu_hi
+            self.gpu_end = gpu_end
+
+    def share_delivered(self) -> bool:
+        """Whether the GPU's consumer has had every row group the GPU claimed, and the GPU may claim
+        no more before its end (its share stops at the reserved back, or where the CPU began)."""
+        with self._cond:
+            return self._lo >= min(self._hi, self._gpu_hi) and self._done >= self._lo
+
+    def take_rest(self) -> list[int]:
+        """The GPU is through its share: no more claims for the CPU workers; returns the row groups
+        (in scan order) none of them claimed, now the GPU's."""
+        with self._cond:
+            self.stopped = True
+            got = list(range(self._lo, self._hi))
+            self._lo = self._gpu_hi = self._hi
+            self.gpu_taken.extend(self.row_groups[i] for i in got)
+            self._cond.notify_all()
+            return [self.row_groups[i] for i in got]
 
     def _progress(self, count: int) -> None:
         """The GPU's rate from its progress (``count`` row groups claimed, or delivered) over time:
@@ -170,6 +215,8 @@ class SharedScan:
                 if self.mode == "on":  # at most half of what is left: the GPU's side takes some too
                     return self._claim(min(max(1, most), max(1, (self._hi - self._lo) // 2)))
                 per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
+                if i >= self._gpu_hi:  # (reserved: the GPU does not claim it before its end)
+                    return self._claim_reserved(most, per)
                 if per is None:
                     if self._probing:
                         self._cond.wait()  # the probe's time decides; then decide again
@@ -196,10 +243,23 @@ class SharedScan:
             if self.mode == "on":
                 return True
             per = self.cpu_rg_seconds if self.cpu_rg_seconds is not None else self.cpu_prior
+            if i >= self._gpu_hi:
+                return self._fits_reserved(per)
             if per is None:
                 prior = self.router.cpu_seconds() * self.default_scale * self.pages * PROBE_MARGIN
                 return self._probing or prior < self._gpu_left(i)
             return per < self._gpu_left(i)
+
+    def _fits_reserved(self, per: float | None) -> bool:
+        return self.gpu_end is None or per is None or time.perf_counter() + per < self.gpu_end
+
+    def _claim_reserved(self, most: int, per: float | None) -> list[int]:
+        """A run of reserved row groups (``reserve``): as many of ``most`` as end by ``gpu_end``."""
+        k = min(max(1, most), self._hi - self._gpu_hi)
+        if self.gpu_end is not None and per is not None:
+            left = self.gpu_end - time.perf_counter()
+            k = min(k, int(left // per) if per > 0 else k)
+        return self._claim(k) if k > 0 else []
 
     def _claim(self, k: int) -> list[int]:
         got = [self.row_groups[self._hi - 1 - j] for j in range(k)]

@@ -4,7 +4,8 @@ While the GPU consumes batches of a fact-table scan (the streamer takes row grou
 the scan), CPU worker threads run the same pipeline, compiled for the CPU (exec/compiled_cpu.py: one
 Numba ``nogil`` loop per morsel), over runs of row groups they take from the back
 (``cache/coscan.SharedScan``: work is stolen, not pre-split; it decides, from the CPU's and the GPU's
-rates measured in the scan, whether a CPU worker finishes a run before the GPU would). A CPU worker
+rates measured in the scan, whether a CPU worker finishes a run before the GPU would; a warm "auto"
+scan reserves its back for the workers from the query's start, coprocess_plan.early_shared_scan). A CPU worker
 reads its pages straight out of the pinned host tier (route ``host_cpu``: the GPU never copies them)
 or, for pages the tier lacks, from disk.
 
@@ -24,8 +25,10 @@ builds, made once on the GPU, are copied to the host and hashed there (small dim
 the CPU loop is planned (exec/coprocess_setup.py), once per cached plan; the workers are the
 process's co-processing threads, started once, and their run buffers are kept per thread. So a
 scan the cost model keeps on the GPU costs the decision only. A cached plan run again in "auto"
-starts its workers with the query's early fact scan (coprocess_plan.early_shared_scan), beside the
-dimension pipelines. Each CPU worker keeps its own group
+makes its workers with the query's early fact scan (coprocess_plan.early_shared_scan: the back of
+the scan reserved for them, the GPU's early scan primes the rest) and starts them with the fact
+pipeline (coprocess_plan.WORKERS_AFTER: started beside the dimension pipelines they stretched the
+feeder's host work more than they saved). Each CPU worker keeps its own group
 table; when the scan is done its
 partial states move to the GPU and join the aggregation's partial states next to the fused kernel's,
 so the aggregation merges them as it merges any partial states. EXPLAIN ANALYZE shows the pages by
@@ -46,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from hetdb import codec
-from hetdb.cache.comodel import observe_outcome
+from hetdb.cache.comodel import observe_start_delay
 from hetdb.cache.coscan import SharedScan
 from hetdb.cache.pages import page_info
 from hetdb.cache.router import Route, RouteCounts
@@ -114,6 +117,7 @@ class _CoWorker(_Worker):
         self.warmup = False  # this morsel compiled the loop (its time says nothing of the rate)
         self.started_cpu = self.read_s = 0.0  # the morsel's thread CPU time at its start; its reading
         self.kept_s = 0.0  # the morsel's decoding into pages kept decoded (later runs read them)
+        self.loop_s = 0.0  # the morsel's thread CPU in its loop's call (the rest of it: Python, GIL-held)
         # run buffers: kept by the pool's thread across scans (fresh ones would be page-faulted in
         # by every scan: tens of MiB per worker)
         self.buffers: dict[str, np.ndarray] = _THREAD_BUFFERS.__dict__.setdefault("buffers", {})
@@ -196,7 +200,9 @@ class _CoWorker(_Worker):
         # GIL-held Python a row group, the most of a worker's)
         if not kernel.__dict__.get("_co_called"):
             self.warmup = self.warmup or not getattr(kernel.fn, "signatures", True)
+        t0 = time.thread_time()
         super()._run_kernel(kernel, cols, n, lsink, runs)
+        self.loop_s += time.thread_time() - t0
         kernel.__dict__["_co_called"] = True
 
     def work(self) -> None:
@@ -274,7 +280,18 @@ class CoProcess:
         self.spent = [0, 0.0, 0.0, 0.0]  # CPU workers: row groups, wall s, thread CPU s, reading s
         self._spent_lock = threading.Lock()
         self.end_wait_s = 0.0  # the GPU side's wait for the CPU workers once its part was done
+        # the GPU's feeder thread over the fused pipeline's scan loop: (began, wall s, thread CPU s)
+        self.feeder: tuple[float, float, float] | None = None
+        # (perf_counter start, end, row groups, thread CPU s) of each CPU worker's morsel
+        self.intervals: list[tuple[float, float, int, float, float]] = []
+        ctx.__dict__.setdefault("coprocesses", []).append(self)  # (run_stats: the query's timeline)
+        # set up apart from the query (coprocess_plan.prepare_cpu_side in the background): the join
+        # builds' rows copied to the host already, the host tier given, a context of its own
+        self.copied: dict | None = None
+        self.tier: Any = None
+        self.detached = False
         self._started = False
+        self.started_at: float | None = None  # (perf_counter) ``start`` queued the workers
         self.finished = False  # ``finish`` or ``abort`` ran
 
     def start(self) -> None:
@@ -284,6 +301,10 @@ class CoProcess:
         if self._started:
             return
         self._started = True
+        self.started_at = time.perf_counter()
+        if self.shared.began is not None and self.shared.mode == "auto":
+            # (the race's workers start this long after the GPU's copies began: comodel.start_delay)
+            observe_start_delay(self.shared.router.rates, self.key, self.started_at - self.shared.began)
         if not self.shared.would_steal():
             return
         if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":
@@ -292,6 +313,10 @@ class CoProcess:
         enter_switch_interval()
         self._switched = True
         self._futures = [pool.submit(self._work) for _ in range(self.workers)]
+
+    @property
+    def started(self) -> bool:
+        return self._started
 
     def set_up_now(self) -> bool:
         """The CPU side's set-up on the calling (the GPU's) thread, before the scan starts; False
@@ -333,15 +358,16 @@ class CoProcess:
         setup = setup_of(pipe, self.reader)
         backend = setup.backend if setup is not None else CpuBackend()
         cctx = ExecContext(ctx.db, backend, ctx.options, ctx.host_memory, ctx.spill_dir)
-        cctx.stats, cctx._lock = ctx.stats, ctx._lock
-        # a clean-up list of its own, run and emptied with the query's: the set-up kept on the
-        # cached plan refers to this context (the loops' bound arguments), and through a shared
-        # list it kept the query's GPU context and what that still referred to (TPC-H q13 forced
-        # on: 512 bytes of device memory left allocated)
-        ctx.cleanup.append(lambda: (self.abort_unfinished(), _run_cleanup(cctx.cleanup)))
-        cctx.host_cache = decoded_cache(ctx.device.host_tier(ctx.options))
+        if not self.detached:  # (else statistics of its own: the query may be over)
+            cctx.stats, cctx._lock = ctx.stats, ctx._lock
+            # a clean-up list of its own, run and emptied with the query's: the set-up kept on the
+            # cached plan refers to this context (the loops' bound arguments), and through a shared
+            # list it kept the query's GPU context and what that still referred to (TPC-H q13 forced
+            # on: 512 bytes of device memory left allocated)
+            ctx.cleanup.append(lambda: (self.abort_unfinished(), _run_cleanup(cctx.cleanup)))
+        cctx.host_cache = decoded_cache(self.tier if self.tier is not None else ctx.device.host_tier(ctx.options))
         if setup is None:
-            setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu)
+            setup = new_setup(ctx, cctx, pipe, self.reader, self.shared.row_groups, self._gpu, self.copied)
             if setup.plan is not None or setup.compiler_refused:
                 keep_setup(pipe, self.reader, setup)  # (a build not at hand this time may be next time)
         else:
@@ -373,7 +399,7 @@ class CoProcess:
         worker = _CoWorker(self)
         pages = p.resident.read(reader, rg, False, worker.stats)
         if pages is None:
-            tier = self.ctx.device.host_tier(self.ctx.options)
+            tier = self.tier if self.tier is not None else self.ctx.device.host_tier(self.ctx.options)
             pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
         cols = dict(zip(p.base, pages))
         runs = morsel_runs(p, cols)
@@ -399,15 +425,19 @@ class CoProcess:
     def _done_with(self, worker: Any) -> None:
         """A worker finished its morsel: return its page pins, feed its time to the shared scan."""
         if worker.started:
-            wall = time.perf_counter() - worker.started
+            now = time.perf_counter()
+            wall = now - worker.started
             self.shared.observe_cpu(worker.taken, wall, worker.warmup, wall - worker.kept_s)
+            cpu = time.thread_time() - worker.started_cpu
             with self._spent_lock:
                 # (wall time well above the thread's CPU time: waiting for the interpreter lock or a core)
                 self.spent[0] += worker.taken
                 self.spent[1] += wall
-                self.spent[2] += time.thread_time() - worker.started_cpu
+                self.spent[2] += cpu
                 self.spent[3] += worker.read_s
+                self.intervals.append((worker.started, now, worker.taken, cpu, worker.loop_s))
             worker.started, worker.warmup, worker.kept_s = 0.0, False, 0.0
+        worker.loop_s = 0.0
         tier = self.ctx.device.host_tier(self.ctx.options)
         for hp in worker.pins:
             tier.unpin_page(hp)
@@ -496,10 +526,6 @@ class CoProcess:
                 raise OutOfRangeError("a value left its type in a CPU worker's compiled loop "
                                       "(the operators raise the same; run with gpu_coprocess='off' to see where)")
             raise errors[0]
-        began = self.ctx.__dict__.get("co_began", {}).get(self.pipe.source.op_id)
-        # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
-        if began is not None and self.shared.mode == "auto" and (not self.shared.probe or not self.shared.cpu_taken):
-            observe_outcome(self.shared.router.rates, self.key, True, time.perf_counter() - began)
         if self.crun is None:
             return []  # no worker took a morsel: nothing was set up
         crun, cg = self.crun, self.crun.gsink
@@ -539,6 +565,31 @@ class CoProcess:
         self._join()
         if self.crun is not None:
             self.crun.gsink.reservation.close()
+
+    def fed(self, began: float, thread_began: float) -> None:
+        """The GPU's feeder thread ended the fused pipeline's scan loop it began at ``began``
+        (perf_counter; ``thread_began``: its thread CPU time then): wall time well above its CPU
+        time is waiting (for the interpreter lock behind the CPU workers, or for the GPU)."""
+        self.feeder = (began, time.perf_counter() - began, time.thread_time() - thread_began)
+
+    def timeline(self, t0: float) -> dict:
+        """What the query's co-processing did, in ms from ``t0`` (its start): the CPU workers'
+        morsels (start, end, row groups, thread CPU, of it in the compiled loop's call: the rest is
+        the worker's Python around it, which holds the interpreter lock the GPU's feeder needs),
+        the feeder's scan loop, the split."""
+        s = self.shared
+        out = {"workers": self.workers, "cpu_row_groups": len(s.cpu_taken), "gpu_row_groups": len(s.gpu_taken),
+               "reserved": s.reserved, "end_wait_ms": self.end_wait_s * 1e3,
+               # (start ms, end ms, row groups, thread CPU ms, of it in the compiled loop's call)
+               "morsels": [((a - t0) * 1e3, (b - t0) * 1e3, n, c * 1e3, k * 1e3) for a, b, n, c, k in sorted(self.intervals)]}
+        if self.feeder is not None:
+            began, wall, cpu = self.feeder
+            out["feeder"] = {"began_ms": (began - t0) * 1e3, "wall_ms": wall * 1e3, "thread_cpu_ms": cpu * 1e3}
+        if s.gpu_end is not None:
+            out["gpu_end_ms"] = (s.gpu_end - t0) * 1e3
+        if self.started_at is not None:
+            out["started_ms"] = (self.started_at - t0) * 1e3
+        return out
 
     def describe(self) -> str:
         s = self.shared

@@ -5,14 +5,15 @@ its slowdown beside CPU workers, measured after each scan."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from hetdb.cache.comodel import (
     MEASURED_MARGIN,
+    alone_seconds,
     decide,
     observe_outcome,
-    observe_start_delay,
     outcome_refuses,
     start_delay,
 )
@@ -30,6 +31,30 @@ DEFAULT_PAGE_ROWS = 1 << 20
 REUSED_SETUP_S = 0.1e-3
 # forced on: how long the GPU's side waits for a CPU worker's first claim before it streams
 FORCED_CLAIM_WAIT_S = 2.0
+# (workers, row groups) for the CPU side of every "auto" scan instead of the cost model's choice: A/B
+# measurements of the split (scripts/coprocess_warm_table.py's MODE%K@N); None: the model decides
+FORCED_SPLIT: tuple[int, int] | None = None
+# when an "auto" query's CPU workers start (exec/early_scan.py): "primed", once the early fact scan's
+# deliveries are all queued (4.3 ms into SSB q1.1 at SF 20 on the H100: host work), or "first", once
+# its first delivery and the dimension scans' are (~1 ms: the link then has the first delivery to
+# move while the host queues the rest beside the workers' start), "fact", when the fact pipeline
+# begins (after the dimension pipelines: their host work then meets no worker's Python), or "queued",
+# once the fused pipeline has queued the kernels of the GPU's share (the feeder then only waits for
+# the GPU). On the H100 (s17 checkpoints, SSB SF 20 q1.x, 14 of 115 row groups on 14 workers):
+# started early ("primed", "first") the workers stretched the feeder's host work (the dimension
+# pipeline 2.3 ms instead of 1.0, the fused pipeline's work before its first launch 4.9 instead of
+# 1.6) and the GPU side lost more than the CPU's row groups saved; "fact": 15.08 / 15.22 / 15.70 ms
+# against 15.37 / 15.52 / 15.27 on the GPU alone (the same process, after it); "queued", fired after
+# the streamer's end (which waits for the share's copies), started them at ~14 ms: too late (now it
+# fires at the share's last delivery; not measured yet). Reserved scans only ("auto"; the others
+# start with the fused pipeline)
+WORKERS_AFTER = "fact"
+
+
+def workers_start_queued(co: Any) -> bool:
+    """Whether ``co``'s workers start once the GPU's share is queued (WORKERS_AFTER "queued", a
+    scan with a reserved back) rather than when the fused pipeline begins (``exec/fusion_run._reads``)."""
+    return WORKERS_AFTER == "queued" and co.shared.reserved > 0 and not co.started
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -80,6 +105,11 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
                         "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
                         gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
     shared.workers = workers
+    if mode == "auto" and FORCED_SPLIT is not None:
+        shared.workers, shared.expected_cpu = max(1, FORCED_SPLIT[0]), min(len(row_groups) - 1, FORCED_SPLIT[1])
+        if shared.expected_cpu <= 0 or resident(row_groups[-1]):
+            return None, "", "the forced split gives the CPU nothing"
+        return shared, key, ""
     if mode == "auto":
         if resident(row_groups[-1]):
             return None, "", "the GPU holds the scan's last row group"
@@ -90,7 +120,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
                    + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w),
-                   start_delay(router.rates, key))
+                   start_delay(router.rates, key), gpu_fixed(router.rates, key, gpu))
         if not d.go:
             return None, "", d.why
         if not router.rates.gpu_rate(key).observations:
@@ -102,6 +132,14 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
         shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
     return shared, key, ""
+
+
+def gpu_fixed(rates: Any, key: str, gpu: list[float]) -> float:
+    """The GPU's time for the scan of ``key`` that no row group it leaves shortens: its runs alone,
+    end to end from the query's start (comodel.alone_seconds), less its row groups' times ``gpu``
+    (SSB q1.1 at SF 20 on the H100: ~16 ms, of which ~12 the link's; 0 when not measured)."""
+    alone = alone_seconds(rates, key)
+    return 0.0 if alone is None else max(0.0, alone - sum(gpu))
 
 
 def plan_coprocess(ctx: ExecContext, pipe: Any, reader: Any, run: Any,
@@ -176,18 +214,30 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
             prepare_cpu_side(ctx, pipe, reader, key)
         return
     s = co.shared
-    if s.cpu_taken and s.gpu_rg_seconds is not None:
-        alone = sum(s.gpu_alone_all()) / len(s.row_groups)
-        rates.observe_slowdown(key, min(20.0, s.gpu_rg_seconds / alone), co.workers)
+    if FORCED_SPLIT is not None:
+        return  # (an A/B measurement of a split teaches the model nothing)
+    began = ctx.__dict__.get("co_began", {}).get(pipe.source.op_id)
+    # (what it did, end to end; a probe run's only when the CPU took nothing: then it only cost)
+    if began is not None and s.mode == "auto" and (not s.probe or not s.cpu_taken):
+        observe_outcome(rates, key, True, time.perf_counter() - began)
+    # the GPU's own time through its share (to its groups on the host, less its wait for the workers)
+    # against what its rate alone, timed the same way, says for that share
+    rate = rates.gpu_rate(key)
+    own = seconds - co.end_wait_s
+    if s.cpu_taken and rate.observations and own > 0:
+        alone = rate.seconds(row_groups * len(names))
+        if alone > 0:
+            rates.observe_slowdown(key, min(20.0, own / alone), co.workers)
 
 
 def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tuple[SharedScan | None, int | None]:
-    """(the shared scan, the bytes its early streamer may prime) when ``plan_coprocess`` is expected
-    to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess "auto"), else (None, None). The
-    early scan (exec/early_scan.py) is then this shared scan's GPU side, priming at most the stored
-    bytes of the GPU's expected share; ``plan_coprocess`` takes the shared scan over. Where the
-    cached plan's CPU side is set up already, its CPU workers are made here too, and started
-    (``start_early_workers``) once the early scan is primed."""
+    """(the shared scan, the bytes its early streamer may prime: None, no bound of its own) when
+    ``plan_coprocess`` is expected to co-process ``pipe``'s scan of ``row_groups`` (gpu_coprocess
+    "auto"), else (None, None). The early scan (exec/early_scan.py) is then this shared scan's GPU
+    side, priming the GPU's expected share (the rest is reserved for the CPU workers:
+    ``SharedScan.reserve``); ``plan_coprocess`` takes the shared scan over. Where the
+    cached plan's CPU side is set up already, its CPU workers are made here too, and started as
+    WORKERS_AFTER says (``start_early_workers``, or exec/fusion_run._reads)."""
     if getattr(ctx.options, "gpu_coprocess", "off") != "auto" or ctx.device is None or not row_groups:
         return None, None
     began = ctx.__dict__.setdefault("co_began", {})[pipe.source.op_id] = time.perf_counter()
@@ -208,52 +258,108 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
         ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = why
         return None, None
     # the CPU side an earlier run of the cached plan set up (its join builds' host copies: the same
-    # table versions, the same rows) needs nothing of this run: its workers start now, beside the
-    # dimension pipelines, instead of when the fact pipeline begins (SSB q1.1 warm at SF 20 on the
-    # H100: the fused pipeline's last ~10 of 19 ms)
+    # table versions, the same rows) needs nothing of this run: its workers are made now, with the
+    # scan's reserved back, and start as WORKERS_AFTER says
     co = CoProcess(ctx, pipe, None, shared, reader, shared.workers, key)
     ctx.cleanup.append(co.abort_unfinished)  # (a query that fails before its fact pipeline)
     ctx.__dict__.setdefault("co_early", {})[pipe.source.op_id] = (shared, key, co)
     gpu_share = max(1, len(row_groups) - shared.expected_cpu)
-    return shared, sum(shared.link_bytes[:gpu_share])
+    # the back of the scan is the CPU workers' from the start: the GPU's streamer claims at the host's
+    # pace (its copies queue far ahead of the link), so a boundary left open went to the GPU before
+    # any worker came; the GPU primes its whole share as GPU-only primes the whole scan, and takes
+    # what the workers leave of theirs at its end (SharedScan.take_rest)
+    gpu = shared.gpu_alone_all()
+    end = None if FORCED_SPLIT is not None else (
+        began + gpu_fixed(shared.router.rates, key, gpu) + shared._alone_prefix[gpu_share] * shared.gpu_slowdown)
+    shared.reserve(len(row_groups) - gpu_share, end)
+    return shared, None  # (primed as far as GPU-only primes: its streamer stops at the reservation)
 
 
 
 
-def start_early_workers(ctx: ExecContext, pipe: Any) -> None:
-    """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan (once the early scan's
-    first deliveries are queued: a worker starting takes the interpreter lock for a while)."""
+def start_early_workers(ctx: ExecContext, pipe: Any, primed: bool = True) -> None:
+    """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan once the early scan's
+    first deliveries are queued (``primed``: all of them; else the fact scan's first and the
+    dimension scans', the rest still to queue), as WORKERS_AFTER says: a worker starting takes
+    the interpreter lock for a while."""
     pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
-    if isinstance(pre, tuple) and pre[2] is not None:
-        shared = pre[0]
+    if not isinstance(pre, tuple) or pre[2] is None:
+        return
+    shared = pre[0]
+    if primed:
         shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
-        if shared.began is not None:
-            observe_start_delay(shared.router.rates, pre[1], time.perf_counter() - shared.began)
-        pre[2].start()
+    if (not primed and WORKERS_AFTER != "first") or WORKERS_AFTER in ("fact", "queued") or pre[2].started:
+        return  # ("fact", "queued": the fused pipeline starts them, exec/fusion_run._reads)
+    pre[2].start()  # (CoProcess.start counts the delay: comodel.observe_start_delay)
 
 
 def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None:
-    """Set the CPU side of ``pipe`` up now, at the end of the run that measured the GPU alone because
+    """Set the CPU side of ``pipe`` up, at the end of the run that measured the GPU alone because
     the model would co-process it (its join builds are at hand): the next run of the cached plan
     starts its workers with its early fact scan, and its probe row group runs a compiled loop
     (``CoProcess.warm_loop``). Else the first co-processed run would set up and compile on a worker
     during its fused pipeline, when a probe no longer fits before the GPU is done (its copies ran
-    ahead while the dimension pipelines did), and the rate would never be measured."""
+    ahead while the dimension pipelines did), and the rate would never be measured.
+
+    The builds' rows are copied to the host now (they go with the query); hashing them, planning
+    and compiling the loop (2.2-5.6 s the first time in a process: Numba) run on a thread of their
+    own when PREPARE_IN_BACKGROUND (the query returns; the plan's runs stay on the GPU alone until
+    the set-up is kept: ``wait_prepared``)."""
     if setup_of(pipe, reader) is not None or ctx.device is None:
         return
     verdicts = getattr(getattr(ctx, "early_scans", {}).get(pipe.source.op_id), "args", None)
     row_groups = list(verdicts[2]) if verdicts is not None else list(range(reader.num_row_groups))
     if not row_groups:
         return
-    names = list(dict.fromkeys(pipe.source.scan.column_names))
-    router = PageRouter("auto", gpu=True, pipeline=key)
-    shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router, "on",
-                        gpu_pipeline=key)
-    co = CoProcess(ctx, pipe, None, shared, reader, 1, key)
-    from hetdb.exec.coprocess_setup import builds_done
+    with _PREPARING_LOCK:
+        if id(pipe) in _PREPARING:
+            return  # (being set up on its own thread)
+        _PREPARING[id(pipe)] = None
+    try:
+        names = list(dict.fromkeys(pipe.source.scan.column_names))
+        router = PageRouter("auto", gpu=True, pipeline=key)
+        shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router, "on",
+                            gpu_pipeline=key)
+        co = CoProcess(ctx, pipe, None, shared, reader, 1, key)
+        ctx.__dict__["coprocesses"].remove(co)  # (no timeline: it runs no morsel)
+        from hetdb.exec.coprocess_setup import builds_done, copy_builds
 
-    if getattr(ctx.backend, "name", "") == "gpu":
-        co._gpu = builds_done()
+        gpu = builds_done() if getattr(ctx.backend, "name", "") == "gpu" else None
+        copied = copy_builds(ctx, pipe, gpu)
+        if isinstance(copied, str):
+            _prepared(pipe)
+            return  # (a later run may have the builds at hand)
+        co.copied, co.tier, co.detached = copied, ctx.device.host_tier(ctx.options), True
+    except Exception as e:  # noqa: BLE001 - the query ran on the GPU alone; only its CPU side is refused
+        keep_setup(pipe, reader, CoSetup(None, refused=f"the CPU side's set-up failed: {e}", compiler_refused=True))
+        _prepared(pipe)
+        return
+    if not PREPARE_IN_BACKGROUND:
+        _set_up_apart(co, pipe, reader)
+        return
+    thread = threading.Thread(target=_set_up_apart, args=(co, pipe, reader), daemon=True,
+                              name="hetdb-coprocess-setup")
+    with _PREPARING_LOCK:
+        _PREPARING[id(pipe)] = thread
+    thread.start()
+
+
+# the CPU side's set-up after a run that measured the GPU alone on a thread of its own (False: in the
+# query, which then took 2.2-5.6 s more the first time: SSB SF 20 on the H100, s16)
+PREPARE_IN_BACKGROUND = True
+_PREPARING: dict[int, threading.Thread | None] = {}  # id(pipeline) -> its set-up's thread
+_PREPARING_LOCK = threading.Lock()
+
+
+def _prepared(pipe: Any) -> None:
+    with _PREPARING_LOCK:
+        _PREPARING.pop(id(pipe), None)
+
+
+def _set_up_apart(co: CoProcess, pipe: Any, reader: Any) -> None:
+    """``prepare_cpu_side``'s set-up and compile of ``co`` (detached from its query)."""
+    from hetdb.exec.coprocess import _run_cleanup
+
     try:
         if co._set_up():
             co.warm_loop()
@@ -261,5 +367,26 @@ def prepare_cpu_side(ctx: ExecContext, pipe: Any, reader: Any, key: str) -> None
         keep_setup(pipe, reader, CoSetup(None, refused=f"the CPU side's set-up failed: {e}", compiler_refused=True))
     finally:
         co.finished = True
-        if co.crun is not None:
-            co.crun.gsink.reservation.close()
+        try:
+            if co.crun is not None:
+                co.crun.gsink.reservation.close()
+            if co.cctx is not None:
+                _run_cleanup(co.cctx.cleanup)
+        finally:
+            _prepared(pipe)
+
+
+def wait_prepared(timeout: float = 120.0) -> bool:
+    """Wait for the CPU sides being set up in the background (``prepare_cpu_side``); whether all
+    were done in ``timeout`` seconds (scripts and tests that measure the runs after the first)."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        with _PREPARING_LOCK:
+            threads = [t for t in _PREPARING.values() if t is not None]
+        if not threads:
+            return True
+        for t in threads:
+            t.join(max(0.0, deadline - time.perf_counter()))
+        if time.perf_counter() >= deadline:
+            with _PREPARING_LOCK:
+                return not any(t is not None and t.is_alive() for t in _PREPARING.values())

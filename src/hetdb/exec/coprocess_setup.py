@@ -108,25 +108,40 @@ def keep_setup(pipe: Any, reader: Any, setup: CoSetup) -> None:
         pipe.__dict__[_SETUP_KEY] = (getattr(reader, "path", None), setup)
 
 
-def new_setup(ctx: ExecContext, cctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
-               gpu: tuple | None) -> CoSetup:
-    """The host copies of the GPU join builds the pipeline probes (copied on a stream of this
-    thread's own, after ``gpu``'s event: the builds are done) and the CPU loop's plan."""
-    from hetdb.exec.compiled_cpu import _prepare
-
-    setup = CoSetup(cctx.backend)
+def copy_builds(ctx: ExecContext, pipe: Any, gpu: tuple | None) -> dict[int, BuildSide] | str:
+    """The rows of the GPU join builds ``pipe`` probes copied to the host (on a stream of this
+    thread's own, after ``gpu``'s event: the builds are done), by build pipeline, not hashed yet
+    (``host_build_side`` hashes them); or why not."""
     sides = []
     for op in pipe.ops:
         if isinstance(op, HashProbe):
             side = ctx.results.get(op.build_pipeline)
             if side is None or side.partitions is not None:
-                setup.refused = "a join build is not at hand (built inside the fused kernel, or spilled)"
-                return setup
+                return "a join build is not at hand (built inside the fused kernel, or spilled)"
             sides.append((op, side))
+    out = {}
     if sides:
         with HostCopyStream(gpu):
             for op, side in sides:
-                setup.host[op.build_pipeline] = host_build_side(cctx, side, len(op.left_keys))
+                out[op.build_pipeline] = BuildSide(_to_host(side.batch), None, None, [], side.has_null_key,
+                                                   side.nonempty, scanned_rows=side.scanned_rows)
+    return out
+
+
+def new_setup(ctx: ExecContext, cctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
+               gpu: tuple | None, copied: dict[int, BuildSide] | None = None) -> CoSetup:
+    """The host copies of the GPU join builds the pipeline probes (``copy_builds``; ``copied``: made
+    already), hashed on the host, and the CPU loop's plan."""
+    from hetdb.exec.compiled_cpu import _prepare
+
+    setup = CoSetup(cctx.backend)
+    got = copy_builds(ctx, pipe, gpu) if copied is None else copied
+    if isinstance(got, str):
+        setup.refused = got
+        return setup
+    for op in pipe.ops:
+        if isinstance(op, HashProbe):
+            setup.host[op.build_pipeline] = host_build_side(cctx, got[op.build_pipeline], len(op.left_keys))
     cctx.results.update(setup.host)
     plan = _prepare(cctx, pipe)
     if isinstance(plan, str):

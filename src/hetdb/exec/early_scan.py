@@ -143,6 +143,10 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
         if early is None:
             return  # (the budget had no room: nor for the dimension scans)
         if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
+            if shared is not None:
+                from hetdb.exec.coprocess_plan import start_early_workers
+
+                start_early_workers(ctx, pipelines[index], primed=False)
             _prime_rest(ctx, early)
     if shared is not None:
         from hetdb.exec.coprocess_plan import start_early_workers

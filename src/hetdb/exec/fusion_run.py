@@ -85,7 +85,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         # the resident launch took the other row groups: the streamer delivers only these, in order
         gsrc.verdicts = {rg: v for rg, v in gsrc.verdicts.items() if rg in left}
     timed = morsels and plan.chain is None and getattr(ctx.options, "gpu_coprocess", "off") == "auto"
-    scan_began = time.perf_counter()
+    scan_began, feeder_cpu = time.perf_counter(), time.thread_time()
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
         fusable = []
         for b in batches:
@@ -116,20 +116,29 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         if fusable:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
-    if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
-        from hetdb.exec.coprocess_plan import observe_gpu_scan
-
-        observe_gpu_scan(ctx, pipe, getattr(gsrc, "reader", gsrc), len(morsels) - (len(co.shared.cpu_taken) if co else 0),
-                         time.perf_counter() - scan_began, co)
+    if co is not None:
+        co.fed(scan_began, feeder_cpu)
     cpu_parts: list[Batch] = []  # the CPU workers' partial states (co-processing), on the host
     if co is not None:
         cpu_parts = co.finish()
-        ctx.stat(sink.op_id).fused += co.describe()
     compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
     host, result, cpu_parts = finish_fused(ctx, pipe, plan, run.gsink, fp, state, co, cpu_parts)
+    if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
+        from hetdb.exec.coprocess_plan import observe_gpu_scan
+
+        # timed to the kernel's groups on the host (the feeder's loop ends when its last launch is
+        # queued, long before the GPU is done; the CPU workers' side ends when they are)
+        if host is None and ctx.device is not None:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()  # (the groups stay on the device: done there)
+        observe_gpu_scan(ctx, pipe, getattr(gsrc, "reader", gsrc), len(morsels) - (len(co.shared.cpu_taken) if co else 0),
+                         time.perf_counter() - scan_began, co)
+    if co is not None:
+        ctx.stat(sink.op_id).fused += co.describe()
     ctx.add(sink.op_id, rows_in=fused_rows)
     if zero_copy_key is not None and fused_rows:
         from hetdb.cache.rates import shared_rates
@@ -272,10 +281,14 @@ def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) 
                 batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
             yield index, batches
         return
-    co.start()
+    from hetdb.exec.coprocess_plan import workers_start_queued
+
+    queued = workers_start_queued(co)  # (else now: the fused pipeline begins)
+    if not queued:
+        co.start()
     done = False
     try:
-        deliveries = shared_device_scan(src, ctx, gsrc, co.shared)
+        deliveries = shared_device_scan(src, ctx, gsrc, co.shared, co.start if queued else None)
         for index in itertools.count():
             ctx.set_morsel(index)
             with Timer(ctx, src.op_id):

@@ -3,6 +3,7 @@ scans' pages by path, and on the GPU how each pipeline ran."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from hetdb.exec.operators.base import ExecContext
@@ -65,6 +66,10 @@ def query_stats(ctx: ExecContext, physical: Any, table: Any, exec_seconds: float
             "early_scans": {"started": len(early), "taken": sum(1 for e in early.values() if e.adopted),
                             "primed_bytes": sum(e.primed_bytes for e in early.values())},
         })
+        cos = ctx.__dict__.get("coprocesses")
+        if cos:  # co-processed scans (exec/coprocess.py): the CPU workers' morsels, ms from the query's start
+            began = time.perf_counter() - exec_seconds
+            stats["coprocess"] = [co.timeline(began) for co in cos]
     return QueryStats(stats, lambda: _totals(ops, physical, device is not None))
 
 

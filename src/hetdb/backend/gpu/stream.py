@@ -187,6 +187,11 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def wait_for_copies(self) -> None:
+        """Block the calling thread (not holding the interpreter lock) until the copies queued so
+        far have run: a co-processed scan's GPU side is through its share on the link."""
+        self._copy_stream.synchronize()
+
     def __iter__(self) -> Iterator[tuple[int, Batch]]:
         if self._gen is not None or self._closed:
             raise RuntimeError("a PageStreamer streams once; make a new one for another scan")

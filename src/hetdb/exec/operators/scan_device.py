@@ -351,21 +351,61 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
     return out
 
 
-def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any) -> Iterator[list[Batch]]:
+def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any,
+                       queued: Any = None) -> Iterator[list[Batch]]:
     """The deliveries of a scan whose row groups CPU workers take too (``cache.coscan.SharedScan``,
     exec/coprocess.py): the streamer claims each row group before it schedules it; yields each
-    delivery's Batches (pushed filters not applied: the fused kernel evaluates them)."""
+    delivery's Batches (pushed filters not applied: the fused kernel evaluates them). ``queued``:
+    called once the consumer has had every delivery of the GPU's share (its kernels are queued),
+    before the streamer's end waits for the share's copies."""
     _start(op, ctx, state, list(shared.row_groups), shared)
     scan = op.scan
-    for rgs, parts in state.iterator:
-        shared.delivered(len(rgs))
-        _account(op, ctx, state)
-        out = []
-        for b in parts:
-            out.append(Batch({f.cid: b.columns[name] for f, name in zip(scan.fields, scan.column_names)},
-                             b.num_rows))
-            ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
-        yield out
+    while True:
+        for rgs, parts in state.iterator:
+            shared.delivered(len(rgs))
+            _account(op, ctx, state)
+            out = []
+            for b in parts:
+                out.append(Batch({f.cid: b.columns[name] for f, name in zip(scan.fields, scan.column_names)},
+                                 b.num_rows))
+                ctx.add(op.op_id, rows_in=b.num_rows, rows_out=b.num_rows)
+            yield out
+            if queued is not None and shared.share_delivered():
+                # the consumer has queued the kernel of the share's last delivery: the CPU workers
+                # start now (the streamer's end waits for its copies: the feeder's host work is done)
+                queued()
+                queued = None
+        if queued is not None:
+            queued()
+            queued = None
+        # the row groups reserved for the CPU workers that none of them claimed (SharedScan.reserve):
+        # the GPU's now, streamed on their own after its share. Not before the link has moved that
+        # share: the host hands the deliveries out far ahead of their copies (it queued q1.1's last
+        # kernel at 8.5 ms of 16 on the H100), and workers claim until then
+        if shared.reserved and shared.remaining() and state.streamer is not None:
+            state.streamer.wait_for_copies()
+        rest = shared.take_rest()
+        if not rest:
+            return
+        _restart(op, ctx, state, rest)
+
+
+def _restart(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int]) -> None:
+    """A new streamer over ``row_groups`` of the scan of ``state`` (its first one is done: its
+    statistics are added and it is closed as ``DeviceScanState.close`` closes it)."""
+    from hetdb.backend.gpu.stream import PageStreamer
+
+    _account(op, ctx, state)
+    old, report = state.streamer, state.report
+    state.streamer = None
+    if old is not None:
+        old.close()
+        if report is not None:
+            report(old.route_counts())
+    args, kwargs = streamer_args(op, ctx, state, row_groups, None)
+    state.streamer = PageStreamer(*args, **kwargs)
+    state.seen = (0,) * 6
+    state.iterator = state.streamer.deliveries()
 
 
 def _account(op: Any, ctx: ExecContext, state: DeviceScanState) -> None:
