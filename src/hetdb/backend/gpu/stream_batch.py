@@ -61,6 +61,12 @@ PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_
 # the next delivery's copies are queued before the consumer takes this one, instead of after its kernel
 # is launched (the link then waited for the host's work of every step). False: not ahead (A/B).
 AHEAD_PAGED = True
+# A primed scan's last deliveries aim at half, a quarter, an eighth of its target (batch_plan.plan_groups
+# ``tail``): after the last copy only the last delivery's decode and kernel remain, and a primed
+# delivery of 4 x 64 MiB took 1.2-2.5 ms to decode after its copies (H100, SSB SF 20 warm, 4a9eb6f:
+# q4.1's last kernel ended 1.95 ms after its last copy). Primed scans only: their deliveries' host work
+# is done before the consumer asks, the extra ones cost the consumer nothing. 0: no tail (A/B).
+TAIL_RAMP = 3
 
 
 @dataclass
@@ -221,10 +227,12 @@ class BatchedDelivery(DeliveryColumns):
         # steps of host work each), ramped as the others (the link starts on a short first one)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
         ramp = 3 if self.overlap else 0
+        tail = TAIL_RAMP if self.overlap and self._prime_bytes else 0
 
         def compute() -> tuple[list[list[int]], int, int]:
             bounds = [self._rg_bounds(rg) for rg in self.row_groups]
-            groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device, ramp=ramp)
+            groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device, ramp=ramp,
+                                 tail=tail)
             # every ring slot holds the largest group (allocated once, never while a copy reads it);
             # a delivery holds at most the largest group's device bytes
             return (groups, max((sum(bounds[i][2] for i in g) for g in groups), default=0),
@@ -233,7 +241,7 @@ class BatchedDelivery(DeliveryColumns):
         # the same scan (columns, row groups, form) of a table version groups alike every time
         groups, self._slot_bytes, self._group_need = memoized(
             self.reader, ("delivery groups", tuple(self.columns), tuple(self.row_groups), self.paged,
-                          self.paged and self.compressed, self.decoded, self._mirror(), target, max_device, ramp),
+                          self.paged and self.compressed, self.decoded, self._mirror(), target, max_device, ramp, tail),
             compute)
         groups = list(groups)  # (a shared scan cuts its copy short: _iterate_batches)
         # device memory the deliveries hold at most at once (what the cache leaves free when it
