@@ -15,22 +15,27 @@ copies (on the copy stream) and every fused-kernel consumption (on the consumer 
     window  ms from the first copy's start to the last kernel's end (the scan itself)
     copy    ms the copy stream was busy, and GB/s while busy (the DMA's own rate)
     idle    ms the copy stream sat idle inside the window (the link unused)
-    kern    ms of kernel intervals (each from its copies being done to its end)
+    kern    ms of kernel intervals (each from its delivery being ready, copied and decoded, to its end)
     host    ms of Python per delivery between consecutive deliveries' copy submissions (median),
             against the GPU's copy ms per delivery (median): host > copy means the host is the bound
     link%   scan bytes / window against the measured ceiling
 
-and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
+before them, what follows the last copy: its decode kernels' end (``decoded``, when they run on a stream of
+their own), the last kernel's end and the query's (host clock, after ``arrow()``), in ms after the last
+copy's end; and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
 fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the operators' own timers
-(op id: ms), and the early scans started / taken over.
+(op id: ms), the early scans started / taken over, and what runs after the pipelines (``tail``: the
+result table, the scans' close, the leak check and its gc collections, the statistics: calls, ms, span).
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
-``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
-(small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
+``--variant base: --variant ahead:gpu_deliver_ahead=1``, and switches of this script: ``upload=0``
+(small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
 ``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
-``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
+``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off), ``tail=N`` (stream_batch.TAIL_RAMP: a primed
+scan's last N deliveries halve down; 0: as large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: a
+primed scan's first N deliveries ramp up from its target halved N times; 3: as before 1c5bd3f).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
-copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
+copy, decode end and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 """
 
 from __future__ import annotations
@@ -123,8 +128,14 @@ class Timeline:
             e0.record(stream)
             out = orig_delivery(plan, sources, dtypes, stream, staged, **kw)
             e1.record(stream)
+            # the decode kernels' end on their own stream (None: none launched, or on the copy stream)
+            apart = kw.get("launch_stream")
+            e2 = None
+            if apart is not None and (plan.decode or plan.unpack or plan.rebase):
+                e2 = cupy.cuda.Event()
+                e2.record(apart)
             names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
-            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names, plan.rows))
+            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names, plan.rows, e2))
             return out
 
         def consume(fp, state, batches, tables):
@@ -142,12 +153,44 @@ class Timeline:
         fusion_run._consume_fused = consume
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
+        self._time_tail()
+
+    def _time_tail(self) -> None:
+        """Host intervals of what runs after the pipelines (the result table, the scans' closing, the
+        leak check and its collections, the statistics) while ``on``: ``self.tail`` (name, start, end)."""
+        import gc
+
+        from hetdb.backend.gpu.stream import PageStreamer
+        from hetdb.exec import device, engine, fusion_reuse
+        from hetdb.exec.operators.scan_device import DeviceScanState
+
+        self.tail: list[tuple] = []
+
+        def timed(name, fn):
+            def wrapper(*a, **kw):
+                if not self.on:
+                    return fn(*a, **kw)
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **kw)
+                finally:
+                    self.tail.append((name, t, time.perf_counter()))
+            return wrapper
+
+        engine.to_arrow_table = timed("arrow", engine.to_arrow_table)
+        engine.query_stats = timed("stats", engine.query_stats)
+        fusion_reuse.release_reuse = timed("release_reuse", fusion_reuse.release_reuse)
+        device.DeviceResources.leaked_bytes = timed("leak_check", device.DeviceResources.leaked_bytes)
+        DeviceScanState.close = timed("scan_close", DeviceScanState.close)
+        PageStreamer._release_scan = timed("release_scan", PageStreamer._release_scan)
+        orig_gc = gc.collect
+        gc.collect = timed("gc", orig_gc)
 
     def run(self, con, sql: str, ceiling: float, deliveries: bool = False) -> str:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels, self.phases = [], [], []
+        self.copies, self.kernels, self.phases, self.tail = [], [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
@@ -162,6 +205,15 @@ class Timeline:
         cupy.cuda.Device().synchronize()
         host = " ".join(f"{w} {(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}" for w, a, b in sorted(self.phases, key=lambda p: p[1]))
         host = f" | host ms: {host} end {(t_end - t0) * 1e3:.1f}"
+        if self.tail:  # after the pipelines: per name calls, total ms, first start - last end (ms after con.sql)
+            per: dict[str, list] = {}
+            for name, a, b in self.tail:
+                got = per.setdefault(name, [0, 0.0, a, b])
+                got[0] += 1
+                got[1] += b - a
+                got[2], got[3] = min(got[2], a), max(got[3], b)
+            host += " | tail: " + " ".join(f"{n} x{c} {tot * 1e3:.2f}ms@{(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}"
+                                           for n, (c, tot, a, b) in sorted(per.items(), key=lambda kv: kv[1][2]))
         ops = (r.stats or {}).get("operators") or {}
         timed = [(k, getattr(v, "seconds", 0.0)) for k, v in ops.items() if getattr(v, "seconds", 0.0) >= 5e-5]
         if timed:  # the operators' own timers (scans: the streamer's host work; sinks: kernels, builds)
@@ -205,11 +257,18 @@ class Timeline:
                 k = self.kernels[i] if i < len(self.kernels) and len(self.kernels) == len(self.copies) else None
                 kline = (f" kernel {ms(anchor, k[0]):.2f}-{ms(anchor, k[1]):.2f} (host {(k[2] - t0) * 1e3:.2f})"
                         if k is not None else "")
+                if c[6] is not None:  # (the decode kernels' end on their stream; they wait for the copies)
+                    kline = f" decoded {ms(anchor, c[6]):.2f}" + kline
                 lines.append(f"    d{i}: {c[5] / 1e6:.1f}M rows {c[2] / 1e6:.1f} MB submit {(c[3] - t0) * 1e3:.2f} "
                              f"copy {starts[i]:.2f}-{ends[i]:.2f} ({c[2] / max(ends[i] - starts[i], 1e-9) / 1e6:.1f} GB/s)"
                              + kline)
             per = "\n" + "\n".join(lines)
-        return (f"{dim_line}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
+        # what follows the last copy on the GPU: its decode (when on a stream of its own) and the last kernel
+        last = self.copies[-1]
+        decoded = f"decoded +{ms(last[1], last[6]):.2f} " if last[6] is not None else ""
+        after = (f"after last copy: {decoded}kernel end +{max(kends) - ends[-1]:.2f} "
+                 f"query end +{(t_end - t0) * 1e3 - ends[-1]:.2f} (host clock) | ")
+        return (f"{dim_line}{after}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
@@ -255,7 +314,9 @@ def main() -> None:
                          "upload=0: small uploads as copies (backend/gpu/upload.py mode 'off'); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
-                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED)")
+                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); tail=N: a primed "
+                         "scan's last N deliveries halve down (stream_batch.TAIL_RAMP, 0: off); primedramp=N: its first N "
+                         "ramp up (stream_batch.PRIMED_RAMP)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
                          "the queries name, loaded through a CPU connection")
@@ -263,20 +324,27 @@ def main() -> None:
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
+    from hetdb.backend.gpu import stream_batch
+    from hetdb.exec import early_scan
+
+    defaults = {"tail": stream_batch.TAIL_RAMP, "primedramp": stream_batch.PRIMED_RAMP,
+                "factfirst": int(early_scan.FACT_FIRST)}
     variants = []
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
-        switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
-                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items}
+        given = dict(o.split("=", 1) for o in items if "=" in o)
+        switches = {"upload": "upload=0" not in items, "factfirst": int(given.get("factfirst", defaults["factfirst"])) != 0,
+                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
+                    "tail": int(given.get("tail", defaults["tail"])),
+                    "primedramp": int(given.get("primedramp", defaults["primedramp"]))}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
     medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
-    from hetdb.backend.gpu import stream_batch, upload
-    from hetdb.exec import early_scan
+    from hetdb.backend.gpu import upload
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
         print(summary(medians), flush=True)
@@ -293,6 +361,8 @@ def main() -> None:
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
+            stream_batch.TAIL_RAMP = switches["tail"]
+            stream_batch.PRIMED_RAMP = switches["primedramp"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()

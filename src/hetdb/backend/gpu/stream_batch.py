@@ -67,6 +67,12 @@ AHEAD_PAGED = True
 # q4.1's last kernel ended 1.95 ms after its last copy). Primed scans only: their deliveries' host work
 # is done before the consumer asks, the extra ones cost the consumer nothing. 0: no tail (A/B).
 TAIL_RAMP = 3
+# A primed scan's first deliveries ramp up from half its target (one step) instead of an eighth (three):
+# the consumer comes milliseconds later (after the pipelines before it), so a short first copy starts
+# nothing early; what the first delivery must do is keep the link busy while the host makes the dimension
+# scans and the rest of the primed deliveries (H100, SSB SF 20 warm, 4a9eb6f: the link sat idle 1.0-1.7
+# ms after a 34 MB first delivery until the second one's copies were queued). 3: as a scan that is not primed.
+PRIMED_RAMP = 1
 
 
 @dataclass
@@ -116,9 +122,8 @@ class BatchedDelivery(DeliveryColumns):
         one, if the budget has room for it) and return the iterator, which hands them out first;
         nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
         nothing is queued). The deliveries aim at PRIMED_BATCHES times ``batch_bytes`` (the consumer
-        comes later, when they have been copied), ramped up to it with ``overlap`` (the first copies
-        start after one short delivery's host work, and each delivery's copies cover the host work
-        of the next, twice as large)."""
+        comes later, when they have been copied), with ``overlap`` ramped up to it from half of it
+        (PRIMED_RAMP) and down at the end (TAIL_RAMP)."""
         if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
             return None
         self._prime_bytes = int(nbytes)
@@ -224,9 +229,9 @@ class BatchedDelivery(DeliveryColumns):
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
         # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
-        # steps of host work each), ramped as the others (the link starts on a short first one)
+        # steps of host work each), ramped up from half of that (PRIMED_RAMP) and down at the end (TAIL_RAMP)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
-        ramp = 3 if self.overlap else 0
+        ramp = (PRIMED_RAMP if self._prime_bytes else 3) if self.overlap else 0
         tail = TAIL_RAMP if self.overlap and self._prime_bytes else 0
 
         def compute() -> tuple[list[list[int]], int, int]:
