@@ -19,8 +19,10 @@ pass-through), its first and last row groups' pages in the host tier (a cold sca
 dimension pipelines wait for the disk), batched deliveries, co-processing off or "auto" (where the
 cost model expects a gain, the early fact scan is the shared scan CPU workers later take row groups
 of from the back, and it primes at most the GPU's expected share: exec/coprocess.early_shared_scan),
-no zero-copy, pages not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
-(``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
+no zero-copy, route 'auto', a pipeline of the shape that runs fused or compiled (``_streams_whole``). With
+``gpu_stream_encoded`` the fact scan of an aggregation (fused: exec/fusion_stream.py then has its pipeline read
+the pages as stored) is made delivering them as stored; a pipeline that does not take them so (it runs
+compiled, or its kernel for pages as stored does not compile) closes it and streams as usual. Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 
 Its primed copies fill the link for milliseconds, and the dimension scans' small copies, issued later
 by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date delivery ended at
@@ -111,8 +113,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     if ctx.device is None or not getattr(opts, "gpu_early_scan", False):
         return
     if getattr(opts, "gpu_batch_bytes", 0) <= 0 or getattr(opts, "gpu_coprocess", "off") == "on" \
-            or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "gpu_stream_encoded", False) \
-            or getattr(opts, "route", "auto") != "auto":
+            or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "route", "auto") != "auto":
         return
     pipelines = physical.pipelines
     index = pick_early_scan(pipelines, lambda t: ctx.db.table(t).num_rows)
@@ -134,12 +135,16 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     from hetdb.backend.gpu.stream_io import early_streams
 
     streams = early_streams(cupy.cuda.Device().id)
+    from hetdb.exec.operators.aggregate import HashAggregate
+
+    # (pages as stored: what fusion_stream.stream_form will ask of a fused aggregation's scan)
+    stored = bool(getattr(opts, "gpu_stream_encoded", False)) and isinstance(pipelines[index].sink, HashAggregate)
     if not (FACT_FIRST and dims):
         if not _start_dimensions(ctx, dims):
             return  # (the budget had no room: neither does the fact scan)
-        _start(ctx, pipelines[index].source, fact, streams, shared, cap)
+        _start(ctx, pipelines[index].source, fact, streams, shared, cap, stored=stored)
     else:
-        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True)
+        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True, stored=stored)
         if early is None:
             return  # (the budget had no room: nor for the dimension scans)
         if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
@@ -195,15 +200,18 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
 
 
 def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
-           cap: int | None = None, first_only: bool = False) -> EarlyScan | None:
+           cap: int | None = None, first_only: bool = False, stored: bool = False) -> EarlyScan | None:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
     the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
     first deliveries, at most ``cap`` bytes of them (``first_only``: its first delivery only, the
-    rest up to the same bound with ``_prime_rest``); None when the budget has no room."""
+    rest up to the same bound with ``_prime_rest``; ``stored``: pages delivered as stored, as
+    fusion_stream.stream_form has a fused pipeline's scan deliver them with gpu_stream_encoded); None
+    when the budget has no room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
     state = DeviceScanState(ctx.db.table(op.scan.table))
     state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
+    state.stream_encoded = stored
     args, kwargs = streamer_args(op, ctx, state, row_groups, shared)
     budget = ctx.device.budget
     room = min(EARLY_MAX_BYTES, int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE))
