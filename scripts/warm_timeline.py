@@ -154,6 +154,48 @@ class Timeline:
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
         self._time_tail()
+        self._time_uploads()
+
+    def _time_uploads(self) -> None:
+        """CUDA events around the small uploads made while ``on`` (backend/gpu/upload.py ``to_device``, a
+        page table's ``upload_pinned``): ``self.uploads`` (start, end, bytes, by kernel, host t)."""
+        import cupy
+
+        from hetdb.backend.gpu import upload
+        from hetdb.backend.gpu.codegen import runtime
+
+        self.uploads: list[tuple] = []
+        orig_to, orig_pinned = upload.to_device, runtime.upload_pinned
+
+        def to_device(arrays):
+            if not self.on:
+                return orig_to(arrays)
+            s = cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            nbytes = sum(int(getattr(a, "nbytes", 0)) for a in arrays)
+            kernel = upload.by_kernel(max(8, -(-nbytes // 8) * 8))
+            t = time.perf_counter()
+            e0.record(s)
+            out = orig_to(arrays)
+            e1.record(s)
+            self.uploads.append((e0, e1, nbytes, kernel, t))
+            return out
+
+        def upload_pinned(staging, stream=None):
+            if not self.on:
+                return orig_pinned(staging, stream)
+            s = stream or cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            kernel = upload.by_kernel(int(staging.nbytes))
+            t = time.perf_counter()
+            e0.record(s)
+            out = orig_pinned(staging, stream)
+            e1.record(s)
+            self.uploads.append((e0, e1, int(staging.nbytes), kernel, t))
+            return out
+
+        upload.to_device = to_device
+        runtime.upload_pinned = upload_pinned
 
     def _time_tail(self) -> None:
         """Host intervals of what runs after the pipelines (the result table, the scans' closing, the
@@ -190,7 +232,7 @@ class Timeline:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels, self.phases, self.tail = [], [], [], []
+        self.copies, self.kernels, self.phases, self.tail, self.uploads = [], [], [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
@@ -214,6 +256,16 @@ class Timeline:
                 got[2], got[3] = min(got[2], a), max(got[3], b)
             host += " | tail: " + " ".join(f"{n} x{c} {tot * 1e3:.2f}ms@{(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}"
                                            for n, (c, tot, a, b) in sorted(per.items(), key=lambda kv: kv[1][2]))
+        if self.uploads:  # the small uploads: count, by kernel, bytes; the slowest on the GPU (its stream's
+            # interval, queued work before it included) with its host time
+            def gpu_ms(u) -> float:
+                return cupy.cuda.get_elapsed_time(u[0], u[1])
+
+            slow = max(self.uploads, key=gpu_ms)
+            host += (f" | uploads: {len(self.uploads)} ({sum(1 for u in self.uploads if u[3])} by kernel) "
+                     f"{sum(u[2] for u in self.uploads):,} B, GPU ms sum {sum(gpu_ms(u) for u in self.uploads):.2f}, "
+                     f"slowest {slow[2]:,} B {gpu_ms(slow):.2f} ms at host {(slow[4] - t0) * 1e3:.1f}"
+                     f" ({'kernel' if slow[3] else 'copy'})")
         ops = (r.stats or {}).get("operators") or {}
         timed = [(k, getattr(v, "seconds", 0.0)) for k, v in ops.items() if getattr(v, "seconds", 0.0) >= 5e-5]
         if timed:  # the operators' own timers (scans: the streamer's host work; sinks: kernels, builds)
