@@ -28,14 +28,15 @@ fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the oper
 result table, the scans' close, the leak check and its gc collections, the statistics: calls, ms, span).
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
-``--variant base: --variant ahead:gpu_deliver_ahead=1``, and switches of this script: ``upload=0``
-(small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
+``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
+(small uploads as copies: backend/gpu/upload.py mode "off"), ``factfirst=0`` (exec/early_scan.py FACT_FIRST off),
 ``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
-``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off), ``tail=N`` (stream_batch.TAIL_RAMP: a primed
-scan's last N deliveries halve down; 0: as large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: a
-primed scan's first N deliveries ramp up from its target halved N times; 3: as before 1c5bd3f).
+``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
-copy, decode end and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
+copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
+Delivery sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
+large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
+times; 3: as before 1c5bd3f). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -232,10 +233,11 @@ class Timeline:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels, self.phases, self.tail, self.uploads = [], [], [], [], []
+        self.copies, self.kernels, self.phases = [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
+        self.tail, self.uploads = [], []
         self.on = True
         t0 = time.perf_counter()
         try:
@@ -366,9 +368,7 @@ def main() -> None:
                          "upload=0: small uploads as copies (backend/gpu/upload.py mode 'off'); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
-                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); tail=N: a primed "
-                         "scan's last N deliveries halve down (stream_batch.TAIL_RAMP, 0: off); primedramp=N: its first N "
-                         "ramp up (stream_batch.PRIMED_RAMP)")
+                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
                          "the queries name, loaded through a CPU connection")
@@ -376,27 +376,27 @@ def main() -> None:
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
-    from hetdb.backend.gpu import stream_batch
-    from hetdb.exec import early_scan
+    from hetdb.backend.gpu import stream_batch as batches
 
-    defaults = {"tail": stream_batch.TAIL_RAMP, "primedramp": stream_batch.PRIMED_RAMP,
-                "factfirst": int(early_scan.FACT_FIRST)}
+    # the delivery-size switches per variant (primed scans' ramps: stream_batch.TAIL_RAMP, PRIMED_RAMP)
+    ramps_default = {"tail": batches.TAIL_RAMP, "primedramp": batches.PRIMED_RAMP}
+    ramps: dict[str, dict] = {}
     variants = []
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
-        given = dict(o.split("=", 1) for o in items if "=" in o)
-        switches = {"upload": "upload=0" not in items, "factfirst": int(given.get("factfirst", defaults["factfirst"])) != 0,
-                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
-                    "tail": int(given.get("tail", defaults["tail"])),
-                    "primedramp": int(given.get("primedramp", defaults["primedramp"]))}
+        ramps[name] = {key: int(val) for key, _, val in (o.partition("=") for o in items) if key in ramps_default}
+        items = [o for o in items if o.partition("=")[0] not in ramps_default]
+        switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
+                    "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
     tl = Timeline()
     qs = load_queries(args.suite, args.queries.split(",") if args.queries else None)
     medians: dict[str, list[float]] = {name: [] for name, _, _ in variants}
-    from hetdb.backend.gpu import upload
+    from hetdb.backend.gpu import stream_batch, upload
+    from hetdb.exec import early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
         print(summary(medians), flush=True)
@@ -410,11 +410,11 @@ def main() -> None:
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
+            batches.TAIL_RAMP = ramps[name].get("tail", ramps_default["tail"])
+            batches.PRIMED_RAMP = ramps[name].get("primedramp", ramps_default["primedramp"])
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
-            stream_batch.TAIL_RAMP = switches["tail"]
-            stream_batch.PRIMED_RAMP = switches["primedramp"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
