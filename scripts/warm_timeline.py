@@ -24,8 +24,10 @@ before them, what follows the last copy: its decode kernels' end (``decoded``, w
 their own), the last kernel's end and the query's (host clock, after ``arrow()``), in ms after the last
 copy's end; and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
 fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the operators' own timers
-(op id: ms), the early scans started / taken over, and what runs after the pipelines (``tail``: the
-result table, the scans' close, the leak check and its gc collections, the statistics: calls, ms, span).
+(op id: ms), the early scans started / taken over, and host timers (``timed``: calls, ms, span in ms after
+``con.sql``) of what a fused pipeline does before its first launch (its plan, dense join tables,
+compacted keys) and of what runs after the pipelines (the result table, the scans' close, the leak
+check and its gc collections, the statistics).
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
@@ -220,6 +222,14 @@ class Timeline:
                     self.tail.append((name, t, time.perf_counter()))
             return wrapper
 
+        from hetdb.backend.gpu import codegen
+        from hetdb.backend.gpu.codegen import groups
+        from hetdb.exec import fusion
+
+        # (and before a fused pipeline's first launch: its plan, the dense join tables, the compacted keys)
+        fusion.plan_fusion = timed("plan_fusion", fusion.plan_fusion)
+        codegen.dense_build = timed("dense_build", codegen.dense_build)
+        groups.compact = timed("compact", groups.compact)
         engine.to_arrow_table = timed("arrow", engine.to_arrow_table)
         engine.query_stats = timed("stats", engine.query_stats)
         fusion_reuse.release_reuse = timed("release_reuse", fusion_reuse.release_reuse)
@@ -256,7 +266,7 @@ class Timeline:
                 got[0] += 1
                 got[1] += b - a
                 got[2], got[3] = min(got[2], a), max(got[3], b)
-            host += " | tail: " + " ".join(f"{n} x{c} {tot * 1e3:.2f}ms@{(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}"
+            host += " | timed: " + " ".join(f"{n} x{c} {tot * 1e3:.2f}ms@{(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}"
                                            for n, (c, tot, a, b) in sorted(per.items(), key=lambda kv: kv[1][2]))
         if self.uploads:  # the small uploads: count, by kernel, bytes; the slowest on the GPU (its stream's
             # interval, queued work before it included) with its host time
