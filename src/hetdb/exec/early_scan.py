@@ -19,10 +19,11 @@ pass-through), its first and last row groups' pages in the host tier (a cold sca
 dimension pipelines wait for the disk), batched deliveries, co-processing off or "auto" (where the
 cost model expects a gain, the early fact scan is the shared scan CPU workers later take row groups
 of from the back, and it primes at most the GPU's expected share: exec/coprocess.early_shared_scan),
-no zero-copy, route 'auto', a pipeline of the shape that runs fused or compiled (``_streams_whole``). With
-``gpu_stream_encoded`` the fact scan of an aggregation (fused: exec/fusion_stream.py then has its pipeline read
-the pages as stored) is made delivering them as stored; a pipeline that does not take them so (it runs
-compiled, or its kernel for pages as stored does not compile) closes it and streams as usual. Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
+no zero-copy, route 'auto', a pipeline of the shape that runs fused or compiled (``_streams_whole``).
+With ``gpu_stream_encoded`` the fact scan of an aggregation (fused: exec/fusion_stream.py then has its
+pipeline read the pages as stored) is made delivering them as stored; a pipeline that does not take
+them so (it runs compiled, or its kernel for pages as stored does not compile) closes it and streams as
+usual. Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 
 Its primed copies fill the link for milliseconds, and the dimension scans' small copies, issued later
 by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date delivery ended at
