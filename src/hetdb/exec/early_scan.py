@@ -229,7 +229,8 @@ def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, share
     from hetdb.exec.device import is_device_oom
 
     try:
-        early.iterator = streamer.prime(1 if first_only else room)
+        # (the fact scan, on streams of its own, ends on smaller deliveries: stream_batch.TAIL_RAMP)
+        early.iterator = streamer.prime(1 if first_only else room, tail=streams is not None)
     except Exception as e:
         if not is_device_oom(e):
             raise

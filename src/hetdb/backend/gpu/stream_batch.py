@@ -64,8 +64,9 @@ AHEAD_PAGED = True
 # A primed scan's last deliveries aim at half, a quarter, an eighth of its target (batch_plan.plan_groups
 # ``tail``): after the last copy only the last delivery's decode and kernel remain, and a primed
 # delivery of 4 x 64 MiB took 1.2-2.5 ms to decode after its copies (H100, SSB SF 20 warm, 4a9eb6f:
-# q4.1's last kernel ended 1.95 ms after its last copy). Primed scans only: their deliveries' host work
-# is done before the consumer asks, the extra ones cost the consumer nothing. 0: no tail (A/B).
+# q4.1's last kernel ended 1.95 ms after its last copy). Primed fact scans only (``prime``'s ``tail``):
+# their deliveries' host work is done before the consumer asks, the extra ones cost the consumer
+# nothing; a dimension scan's last copies are done long before its pipeline runs. 0: no tail (A/B).
 TAIL_RAMP = 3
 # A primed scan's first deliveries ramp up from half its target (one step) instead of an eighth (three):
 # the consumer comes milliseconds later (after the pipelines before it), so a short first copy starts
@@ -116,17 +117,19 @@ class BatchedDelivery(DeliveryColumns):
         self._gen = self._iterate_batches()
         return self._gen
 
-    def prime(self, nbytes: int) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
+    def prime(self, nbytes: int, tail: bool = True) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
         """Start ``deliveries()`` before a consumer asks: queue the copies (and decode launches) of
         the first deliveries while they hold at most ``nbytes`` of the budget together (at least
         one, if the budget has room for it) and return the iterator, which hands them out first;
         nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
         nothing is queued). The deliveries aim at PRIMED_BATCHES times ``batch_bytes`` (the consumer
         comes later, when they have been copied), with ``overlap`` ramped up to it from half of it
-        (PRIMED_RAMP) and down at the end (TAIL_RAMP)."""
+        (PRIMED_RAMP) and, with ``tail`` (its last copies end the query's link work: a fact scan's), down
+        at the end (TAIL_RAMP)."""
         if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
             return None
         self._prime_bytes = int(nbytes)
+        self._tail_ramp = TAIL_RAMP if tail else 0
         gen = self.deliveries()
         try:
             got = next(gen)
@@ -232,7 +235,7 @@ class BatchedDelivery(DeliveryColumns):
         # steps of host work each), ramped up from half of that (PRIMED_RAMP) and down at the end (TAIL_RAMP)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
         ramp = (PRIMED_RAMP if self._prime_bytes else 3) if self.overlap else 0
-        tail = TAIL_RAMP if self.overlap and self._prime_bytes else 0
+        tail = self._tail_ramp if self.overlap and self._prime_bytes else 0
 
         def compute() -> tuple[list[list[int]], int, int]:
             bounds = [self._rg_bounds(rg) for rg in self.row_groups]
