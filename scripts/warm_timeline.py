@@ -38,7 +38,8 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 Delivery sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
-times; 3: as before 1c5bd3f). A delivery line also has its decode kernels' end (``decoded``).
+times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
+pipeline's scan closed at the query's end). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -387,9 +388,13 @@ def main() -> None:
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
     from hetdb.backend.gpu import stream_batch as batches
+    from hetdb.exec.operators import scan_device
 
-    # the delivery-size switches per variant (primed scans' ramps: stream_batch.TAIL_RAMP, PRIMED_RAMP)
-    ramps_default = {"tail": batches.TAIL_RAMP, "primedramp": batches.PRIMED_RAMP}
+    # module switches per variant: primed scans' delivery sizes (stream_batch.TAIL_RAMP, PRIMED_RAMP), a
+    # fused pipeline's scan closed once consumed (scan_device.CLOSE_CONSUMED); as ints
+    knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
+             "closeconsumed": (scan_device, "CLOSE_CONSUMED")}
+    ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []
     for v in args.variant or ["base:"]:
@@ -420,8 +425,8 @@ def main() -> None:
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
-            batches.TAIL_RAMP = ramps[name].get("tail", ramps_default["tail"])
-            batches.PRIMED_RAMP = ramps[name].get("primedramp", ramps_default["primedramp"])
+            for key, (mod, attr) in knobs.items():
+                setattr(mod, attr, type(getattr(mod, attr))(ramps[name].get(key, ramps_default[key])))
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]

@@ -289,9 +289,12 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._closed = True
         if self._readers is not None:
             self._readers.shutdown(wait=True)
+        # host pages unpinned as their copies complete, before the stream is waited for (which waits for
+        # the consumer's last kernels too: a scan closed once its last delivery is consumed unpins them
+        # while the GPU works, exec/fusion_run.py)
+        self._unpin_host(wait=True)
         self._copy_stream.synchronize()
         self._observe_rates()
-        self._unpin_host(wait=True)
         for key in self._dict_pins:
             self.cache.unpin(key)
         self._dict_pins.clear()
