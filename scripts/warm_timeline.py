@@ -36,7 +36,9 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
-Delivery sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
+Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
+``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole); delivery
+sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
 times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
 pipeline's scan closed at the query's end). A delivery line also has its decode kernels' end (``decoded``).
@@ -388,12 +390,17 @@ def main() -> None:
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
     from hetdb.backend.gpu import stream_batch as batches
+    from hetdb.backend.gpu.codegen import dense_tables
+    from hetdb.exec import early_scan as early
     from hetdb.exec.operators import scan_device
 
-    # module switches per variant: primed scans' delivery sizes (stream_batch.TAIL_RAMP, PRIMED_RAMP), a
-    # fused pipeline's scan closed once consumed (scan_device.CLOSE_CONSUMED); as ints
+    # module switches per variant, as ints (absent: the module's default): primed scans' delivery sizes
+    # (stream_batch.TAIL_RAMP, PRIMED_RAMP), a fused pipeline's scan closed once consumed
+    # (scan_device.CLOSE_CONSUMED), the fact's first delivery before the dimension scans
+    # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE)
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
-             "closeconsumed": (scan_device, "CLOSE_CONSUMED")}
+             "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
+             "scatter": (dense_tables, "SCATTER_ON_DEVICE")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []
@@ -428,7 +435,7 @@ def main() -> None:
             for key, (mod, attr) in knobs.items():
                 setattr(mod, attr, type(getattr(mod, attr))(ramps[name].get(key, ramps_default[key])))
             upload.mode = "auto" if switches["upload"] else "off"
-            early_scan.FACT_FIRST = switches["factfirst"]
+            early_scan.FACT_FIRST = bool(ramps[name].get("factfirst", ramps_default["factfirst"]))
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
