@@ -37,7 +37,8 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
-``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole); delivery
+``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
+``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
 times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
@@ -397,10 +398,11 @@ def main() -> None:
     # module switches per variant, as ints (absent: the module's default): primed scans' delivery sizes
     # (stream_batch.TAIL_RAMP, PRIMED_RAMP), a fused pipeline's scan closed once consumed
     # (scan_device.CLOSE_CONSUMED), the fact's first delivery before the dimension scans
-    # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE)
+    # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE),
+    # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS)
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
-             "scatter": (dense_tables, "SCATTER_ON_DEVICE")}
+             "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

@@ -153,8 +153,9 @@ def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_
 
     calls = []
 
-    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False, stored=False):
+    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False, stored=False, tail=False):
         calls.append((op.scan.table, "first" if first_only else "whole"))
+        assert tail == (op.scan.table == "lineorder")  # (the fact scan ends on smaller deliveries)
         return NS(iterator=object(), taken=False)
 
     monkeypatch.setattr(early_scan, "FACT_FIRST", fact_first)
@@ -193,7 +194,7 @@ def test_with_stream_encoded_the_fact_scan_of_an_aggregation_starts_early_delive
 
     got = {}
 
-    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False, stored=False):
+    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False, stored=False, tail=False):
         got[op.scan.table] = stored
         return NS(iterator=object(), taken=False)
 

@@ -61,6 +61,11 @@ EARLY_MAX_BYTES = 8 << 30
 # left a dimension's delivery behind them now and then (q1.1: the date delivery's copy ended at 11.6 ms,
 # its pipeline waited 9 ms). s16's final had dimension scans first 0.5-1.5 ms faster on q1.1-q4.1 too.
 FACT_FIRST = False
+# The early dimension scans queue their copies and decode kernels on the fact scan's streams
+# (stream_io.early_streams) instead of the process's: with FACT_FIRST their copies then go right after
+# the fact's first delivery in one stream's order, which a copy engine serving several streams' queues
+# does not promise across streams (the date delivery above). False: the process's streams (A/B).
+DIMS_ON_FACT_STREAMS = False
 
 
 @dataclass
@@ -145,9 +150,10 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     if not (FACT_FIRST and dims):
         if not _start_dimensions(ctx, dims):
             return  # (the budget had no room: neither does the fact scan)
-        _start(ctx, pipelines[index].source, fact, streams, shared, cap, stored=stored)
+        _start(ctx, pipelines[index].source, fact, streams, shared, cap, stored=stored, tail=True)
     else:
-        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True, stored=stored)
+        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True, stored=stored,
+                       tail=True)
         if early is None:
             return  # (the budget had no room: nor for the dimension scans)
         if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
@@ -163,7 +169,7 @@ def _start_dimensions(ctx: ExecContext, dims: list) -> bool:
     primed whole; False when the budget had no room for one (the rest are not started)."""
     for pipe in dims:
         got = _streams_past(ctx, pipe.source)
-        if got is not None and _start(ctx, pipe.source, got, None) is None:
+        if got is not None and _start(ctx, pipe.source, got, _dimension_streams()) is None:
             return False
     return True
 
@@ -202,14 +208,28 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
     return row_groups
 
 
+def _dimension_streams() -> Any:
+    """The (copy, decode) streams of an early dimension scan: the fact scan's (DIMS_ON_FACT_STREAMS), else
+    None (the process's)."""
+    if not DIMS_ON_FACT_STREAMS:
+        return None
+    import cupy
+
+    from hetdb.backend.gpu.stream_io import early_streams
+
+    return early_streams(cupy.cuda.Device().id)
+
+
 def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
-           cap: int | None = None, first_only: bool = False, stored: bool = False) -> EarlyScan | None:
+           cap: int | None = None, first_only: bool = False, stored: bool = False,
+           tail: bool = False) -> EarlyScan | None:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
     the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
     first deliveries, at most ``cap`` bytes of them (``first_only``: its first delivery only, the
     rest up to the same bound with ``_prime_rest``; ``stored``: pages delivered as stored, as
-    fusion_stream.stream_form has a fused pipeline's scan deliver them with gpu_stream_encoded); None
-    when the budget has no room."""
+    fusion_stream.stream_form has a fused pipeline's scan deliver them with gpu_stream_encoded; ``tail``:
+    the fact scan's, its last deliveries smaller, stream_batch.TAIL_RAMP); None when the budget has no
+    room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
     state = DeviceScanState(ctx.db.table(op.scan.table))
@@ -231,8 +251,7 @@ def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, share
     from hetdb.exec.device import is_device_oom
 
     try:
-        # (the fact scan, on streams of its own, ends on smaller deliveries: stream_batch.TAIL_RAMP)
-        early.iterator = streamer.prime(1 if first_only else room, tail=streams is not None)
+        early.iterator = streamer.prime(1 if first_only else room, tail=tail)
     except Exception as e:
         if not is_device_oom(e):
             raise
