@@ -31,8 +31,9 @@ by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date 
 So the dimension pipelines' scans that will stream past the device cache too (``early_dimensions``:
 before the fact pipeline, the only scan of their table) start early too, on the process's streams as
 their pipelines would, each primed whole (they are small), and their pipelines take them over the
-same way: before the fact scan is primed (their copies then wait behind none of its), or with
-FACT_FIRST after its first delivery and before the rest of its primed deliveries. Option ``gpu_early_dims`` (default on) switches that part off for A/B
+same way: after the fact scan's first delivery (FACT_FIRST: the link moves it while the host makes
+the dimension scans; their copies, on the fact scan's stream, DIMS_ON_FACT_STREAMS, wait behind that
+one delivery only) and before the rest of the fact's primed deliveries. Option ``gpu_early_dims`` (default on) switches that part off for A/B
 measurements.
 
 Small uploads the pipelines make while the fact's primed copies are queued (dense tables built on the
@@ -53,19 +54,18 @@ from hetdb.exec.operators.scan import TableScan
 # which asks for it only after the dimension pipelines and its own planning: H100, s14)
 EARLY_BUDGET_SHARE = 0.25
 EARLY_MAX_BYTES = 8 << 30
-# True: the fact scan's first delivery is queued before the dimension scans are made and primed, the
-# rest of its primed deliveries after them (the link moves the fact's first copies while the host makes
-# the dimension scans). False (the default): the dimension scans first, then the fact scan. On the H100
-# (SSB SF 20 warm, s17 checkpoint, same process): dimension scans first ran q1.1 13.6 ms against 15.8,
-# q4.1 28.4 against 28.0-35 (3 runs 28.4 28.4 28.3), with the link idle 0.01 ms; the fact's copies first
-# left a dimension's delivery behind them now and then (q1.1: the date delivery's copy ended at 11.6 ms,
-# its pipeline waited 9 ms). s16's final had dimension scans first 0.5-1.5 ms faster on q1.1-q4.1 too.
-FACT_FIRST = False
+# The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
+# its primed deliveries after them: the link moves the fact's first copies while the host makes the
+# dimension scans. With the dimension scans' copies on the fact scan's stream (DIMS_ON_FACT_STREAMS) they
+# follow that first delivery in one stream's order. H100 (SSB SF 20 warm, s17 checkpoints): with them on
+# the process's streams a copy engine serving both queues now and then served a dimension's small copy
+# after several fact deliveries (q1.1: the date copy ended at 11.6 ms, its pipeline waited 9 ms); on the
+# fact's stream they ended at 3.6-3.7 ms in every query, the first fact copy at 0.75-0.82 ms (dimension
+# scans first: 1.0-2.9 ms). False: the dimension scans first (A/B).
+FACT_FIRST = True
 # The early dimension scans queue their copies and decode kernels on the fact scan's streams
-# (stream_io.early_streams) instead of the process's: with FACT_FIRST their copies then go right after
-# the fact's first delivery in one stream's order, which a copy engine serving several streams' queues
-# does not promise across streams (the date delivery above). False: the process's streams (A/B).
-DIMS_ON_FACT_STREAMS = False
+# (stream_io.early_streams) instead of the process's (see FACT_FIRST). False: the process's (A/B).
+DIMS_ON_FACT_STREAMS = True
 
 
 @dataclass

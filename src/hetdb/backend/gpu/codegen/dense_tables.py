@@ -39,7 +39,9 @@ class DenseJoinTable:
     def held_arrays(self) -> list[Any]:
         """Every array the table keeps (rows, payload, and those made from them at first use), for
         the device-memory accounting of a kept table (exec/fusion_reuse.py)."""
-        return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values()]
+        # (a host build's (slot, row) index arrays: an allocation of their own when the table was
+        # filled on the device, SCATTER_ON_DEVICE, else views of the one upload with ``rows``)
+        return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values(), *(self.hits or ())]
 
     def keyed_payload(self) -> list[Any]:
         """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
