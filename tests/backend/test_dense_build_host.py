@@ -61,7 +61,7 @@ def test_host_compaction_equals_unique(spread):
 
 
 def test_a_kept_table_accounts_for_its_host_builds_index_arrays():
-    """A table filled on the device from a host build's (slot, build row) pairs (SCATTER_ON_DEVICE) holds
+    """A table filled on the device from a host build's (slot, build row) pairs (SCATTER_ON_DEVICE on) holds
     them in an allocation of their own: held_arrays (the device-memory accounting of kept fused state,
     exec/fusion_reuse.py) names them, else the engine's leak check found them (H100: 512 bytes a query)."""
     keys = np.array([7, 3, 9], np.int64)

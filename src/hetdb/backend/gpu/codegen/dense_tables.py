@@ -173,12 +173,12 @@ def _host(a: Any) -> Any:
 # dimension builds on the H100 at SF 2: ~0.9 ms each, most of the fused pipeline's planning)
 HOST_BUILD_ROWS = 1 << 16
 HOST_BUILD_SLOTS = 1 << 20
-# A table built on the host goes to the device as its filled slots (slot, build row), scattered into a
-# table of -1 there (a fill and a scatter, no wait), not as the whole table: SSB SF 20's part table
-# (1M slots, 40k rows) was a 4.6 MB upload made by the upload kernel beside a warm scan's copies, which
-# took 2.0-2.4 ms of a busy link while the fact pipeline waited for it before its first launch (H100,
-# q2.1: the consumer's first launch came after most copies were done). False: the whole table (A/B).
-SCATTER_ON_DEVICE = True
+# True: a table built on the host goes to the device as its filled slots (slot, build row) only, scattered
+# into a table of -1 there (a fill and a scatter), not as the whole table (SSB SF 20's part table: 1M
+# slots, 40k rows, a 4.6 MB upload beside a warm scan's copies, 1.4-2.3 ms of a busy link). Off by
+# default: on the H100 (s17 checkpoint 3, SSB SF 20 warm, same process) the whole upload was faster
+# (geomean 20.74 against 21.46 ms; q2.1 21.8 against 23.5, q4.1 28.8 against 29.6).
+SCATTER_ON_DEVICE = False
 
 
 def _host_build(keys: np.ndarray, mask: np.ndarray | None,
