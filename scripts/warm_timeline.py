@@ -15,14 +15,19 @@ copies (on the copy stream) and every fused-kernel consumption (on the consumer 
     window  ms from the first copy's start to the last kernel's end (the scan itself)
     copy    ms the copy stream was busy, and GB/s while busy (the DMA's own rate)
     idle    ms the copy stream sat idle inside the window (the link unused)
-    kern    ms of kernel intervals (each from its copies being done to its end)
+    kern    ms of kernel intervals (each from its delivery being ready, copied and decoded, to its end)
     host    ms of Python per delivery between consecutive deliveries' copy submissions (median),
             against the GPU's copy ms per delivery (median): host > copy means the host is the bound
     link%   scan bytes / window against the measured ceiling
 
-and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
+before them, what follows the last copy: its decode kernels' end (``decoded``, when they run on a stream of
+their own), the last kernel's end and the query's (host clock, after ``arrow()``), in ms after the last
+copy's end; and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
 fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the operators' own timers
-(op id: ms), and the early scans started / taken over.
+(op id: ms), the early scans started / taken over, and host timers (``timed``: calls, ms, span in ms after
+``con.sql``) of what a fused pipeline does before its first launch (its plan, dense join tables,
+compacted keys) and of what runs after the pipelines (the result table, the scans' close, the leak
+check and its gc collections, the statistics).
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``--variant base: --variant ahead:gpu_deliver_ahead=1``, and three switches of this script: ``upload=0``
@@ -33,6 +38,13 @@ back K row groups of the fact scan reserved for the CPU workers, exec/coprocess_
 queued: coprocess_plan.WORKERS_AFTER "first"), ``after=fact|queued`` (WORKERS_AFTER).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
+Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
+``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
+``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams); delivery
+sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
+large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
+times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
+pipeline's scan closed at the query's end). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -125,8 +137,14 @@ class Timeline:
             e0.record(stream)
             out = orig_delivery(plan, sources, dtypes, stream, staged, **kw)
             e1.record(stream)
+            # the decode kernels' end on their own stream (None: none launched, or on the copy stream)
+            apart = kw.get("launch_stream")
+            e2 = None
+            if apart is not None and (plan.decode or plan.unpack or plan.rebase):
+                e2 = cupy.cuda.Event()
+                e2.record(apart)
             names = frozenset(cp.name for cp in plan.columns) | frozenset(col[0].name for col in plan.pages if col)
-            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names, plan.rows))
+            self.copies.append((e0, e1, sum(c[3] for c in plan.copies), t, names, plan.rows, e2))
             return out
 
         def consume(fp, state, batches, tables):
@@ -144,6 +162,88 @@ class Timeline:
         fusion_run._consume_fused = consume
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
+        self._time_tail()
+        self._time_uploads()
+
+    def _time_uploads(self) -> None:
+        """CUDA events around the small uploads made while ``on`` (backend/gpu/upload.py ``to_device``, a
+        page table's ``upload_pinned``): ``self.uploads`` (start, end, bytes, by kernel, host t)."""
+        import cupy
+
+        from hetdb.backend.gpu import upload
+        from hetdb.backend.gpu.codegen import runtime
+
+        self.uploads: list[tuple] = []
+        orig_to, orig_pinned = upload.to_device, runtime.upload_pinned
+
+        def to_device(arrays):
+            if not self.on:
+                return orig_to(arrays)
+            s = cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            nbytes = sum(int(getattr(a, "nbytes", 0)) for a in arrays)
+            kernel = upload.by_kernel(max(8, -(-nbytes // 8) * 8))
+            t = time.perf_counter()
+            e0.record(s)
+            out = orig_to(arrays)
+            e1.record(s)
+            self.uploads.append((e0, e1, nbytes, kernel, t))
+            return out
+
+        def upload_pinned(staging, stream=None):
+            if not self.on:
+                return orig_pinned(staging, stream)
+            s = stream or cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            kernel = upload.by_kernel(int(staging.nbytes))
+            t = time.perf_counter()
+            e0.record(s)
+            out = orig_pinned(staging, stream)
+            e1.record(s)
+            self.uploads.append((e0, e1, int(staging.nbytes), kernel, t))
+            return out
+
+        upload.to_device = to_device
+        runtime.upload_pinned = upload_pinned
+
+    def _time_tail(self) -> None:
+        """Host intervals of what runs after the pipelines (the result table, the scans' closing, the
+        leak check and its collections, the statistics) while ``on``: ``self.tail`` (name, start, end)."""
+        import gc
+
+        from hetdb.backend.gpu.stream import PageStreamer
+        from hetdb.exec import device, engine, fusion_reuse
+        from hetdb.exec.operators.scan_device import DeviceScanState
+
+        self.tail: list[tuple] = []
+
+        def timed(name, fn):
+            def wrapper(*a, **kw):
+                if not self.on:
+                    return fn(*a, **kw)
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **kw)
+                finally:
+                    self.tail.append((name, t, time.perf_counter()))
+            return wrapper
+
+        from hetdb.backend.gpu import codegen
+        from hetdb.backend.gpu.codegen import groups
+        from hetdb.exec import fusion
+
+        # (and before a fused pipeline's first launch: its plan, the dense join tables, the compacted keys)
+        fusion.plan_fusion = timed("plan_fusion", fusion.plan_fusion)
+        codegen.dense_build = timed("dense_build", codegen.dense_build)
+        groups.compact = timed("compact", groups.compact)
+        engine.to_arrow_table = timed("arrow", engine.to_arrow_table)
+        engine.query_stats = timed("stats", engine.query_stats)
+        fusion_reuse.release_reuse = timed("release_reuse", fusion_reuse.release_reuse)
+        device.DeviceResources.leaked_bytes = timed("leak_check", device.DeviceResources.leaked_bytes)
+        DeviceScanState.close = timed("scan_close", DeviceScanState.close)
+        PageStreamer._release_scan = timed("release_scan", PageStreamer._release_scan)
+        orig_gc = gc.collect
+        gc.collect = timed("gc", orig_gc)
 
     def run(self, con, sql: str, ceiling: float, deliveries: bool = False) -> str:
         from hetdb.backend.gpu.stream import copy_stream
@@ -153,6 +253,7 @@ class Timeline:
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
+        self.tail, self.uploads = [], []
         self.on = True
         t0 = time.perf_counter()
         try:
@@ -164,6 +265,25 @@ class Timeline:
         cupy.cuda.Device().synchronize()
         host = " ".join(f"{w} {(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}" for w, a, b in sorted(self.phases, key=lambda p: p[1]))
         host = f" | host ms: {host} end {(t_end - t0) * 1e3:.1f}"
+        if self.tail:  # after the pipelines: per name calls, total ms, first start - last end (ms after con.sql)
+            per: dict[str, list] = {}
+            for name, a, b in self.tail:
+                got = per.setdefault(name, [0, 0.0, a, b])
+                got[0] += 1
+                got[1] += b - a
+                got[2], got[3] = min(got[2], a), max(got[3], b)
+            host += " | timed: " + " ".join(f"{n} x{c} {tot * 1e3:.2f}ms@{(a - t0) * 1e3:.1f}-{(b - t0) * 1e3:.1f}"
+                                           for n, (c, tot, a, b) in sorted(per.items(), key=lambda kv: kv[1][2]))
+        if self.uploads:  # the small uploads: count, by kernel, bytes; the slowest on the GPU (its stream's
+            # interval, queued work before it included) with its host time
+            def gpu_ms(u) -> float:
+                return cupy.cuda.get_elapsed_time(u[0], u[1])
+
+            slow = max(self.uploads, key=gpu_ms)
+            host += (f" | uploads: {len(self.uploads)} ({sum(1 for u in self.uploads if u[3])} by kernel) "
+                     f"{sum(u[2] for u in self.uploads):,} B, GPU ms sum {sum(gpu_ms(u) for u in self.uploads):.2f}, "
+                     f"slowest {slow[2]:,} B {gpu_ms(slow):.2f} ms at host {(slow[4] - t0) * 1e3:.1f}"
+                     f" ({'kernel' if slow[3] else 'copy'})")
         ops = (r.stats or {}).get("operators") or {}
         timed = [(k, getattr(v, "seconds", 0.0)) for k, v in ops.items() if getattr(v, "seconds", 0.0) >= 5e-5]
         if timed:  # the operators' own timers (scans: the streamer's host work; sinks: kernels, builds)
@@ -216,11 +336,18 @@ class Timeline:
                 k = self.kernels[i] if i < len(self.kernels) and len(self.kernels) == len(self.copies) else None
                 kline = (f" kernel {ms(anchor, k[0]):.2f}-{ms(anchor, k[1]):.2f} (host {(k[2] - t0) * 1e3:.2f})"
                         if k is not None else "")
+                if c[6] is not None:  # (the decode kernels' end on their stream; they wait for the copies)
+                    kline = f" decoded {ms(anchor, c[6]):.2f}" + kline
                 lines.append(f"    d{i}: {c[5] / 1e6:.1f}M rows {c[2] / 1e6:.1f} MB submit {(c[3] - t0) * 1e3:.2f} "
                              f"copy {starts[i]:.2f}-{ends[i]:.2f} ({c[2] / max(ends[i] - starts[i], 1e-9) / 1e6:.1f} GB/s)"
                              + kline)
             per = "\n" + "\n".join(lines)
-        return (f"{dim_line}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
+        # what follows the last copy on the GPU: its decode (when on a stream of its own) and the last kernel
+        last = self.copies[-1]
+        decoded = f"decoded +{ms(last[1], last[6]):.2f} " if last[6] is not None else ""
+        after = (f"after last copy: {decoded}kernel end +{max(kends) - ends[-1]:.2f} "
+                 f"query end +{(t_end - t0) * 1e3 - ends[-1]:.2f} (host clock) | ")
+        return (f"{dim_line}{after}fact: deliveries {len(self.copies)} bytes {nbytes:,} first {starts[0]:.2f} window {window:.2f} "
                 f"copy {copy_busy:.2f} ({nbytes / max(copy_busy, 1e-9) / 1e6:.1f} GB/s) idle {idle:.2f} "
                 f"kern {kern:.2f} host/delivery {statistics.median(host_gaps) if host_gaps else 0:.2f} "
                 f"gpu-copy/delivery {statistics.median(gpu_copy):.2f} scan {gbs:.1f} GB/s "
@@ -274,10 +401,27 @@ def main() -> None:
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
+    from hetdb.backend.gpu import stream_batch as batches
+    from hetdb.backend.gpu.codegen import dense_tables
+    from hetdb.exec import early_scan as early
+    from hetdb.exec.operators import scan_device
+
+    # module switches per variant, as ints (absent: the module's default): primed scans' delivery sizes
+    # (stream_batch.TAIL_RAMP, PRIMED_RAMP), a fused pipeline's scan closed once consumed
+    # (scan_device.CLOSE_CONSUMED), the fact's first delivery before the dimension scans
+    # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE),
+    # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS)
+    knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
+             "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
+             "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS")}
+    ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
+    ramps: dict[str, dict] = {}
     variants = []
     for v in args.variant or ["base:"]:
         name, _, opts = v.partition(":")
         items = [o for o in opts.split(",") if o]
+        ramps[name] = {key: int(val) for key, _, val in (o.partition("=") for o in items) if key in ramps_default}
+        items = [o for o in items if o.partition("=")[0] not in ramps_default]
         switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
                     "first": "first=1" in items,
@@ -307,8 +451,10 @@ def main() -> None:
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
+            for key, (mod, attr) in knobs.items():
+                setattr(mod, attr, type(getattr(mod, attr))(ramps[name].get(key, ramps_default[key])))
             upload.mode = "auto" if switches["upload"] else "off"
-            early_scan.FACT_FIRST = switches["factfirst"]
+            early_scan.FACT_FIRST = bool(ramps[name].get("factfirst", ramps_default["factfirst"]))
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             coprocess_plan.WORKERS_AFTER = switches["after"]
             coprocess_plan.FORCED_SPLIT = None if switches["split"] is None else (

@@ -34,13 +34,13 @@ def aligned(n: int) -> np.ndarray:
     return raw[start:start + n]
 
 
-def run(reader, host, first: int, more: list[int]) -> dict:
+def run(reader, host, first: int, more: list[int], tail: bool = True) -> dict:
     per_group = sum(reader.page_location(c, 0).length for c in COLUMNS)
     budget = DeviceMemoryBudget(1 << 30)
     s = PageStreamer(reader, COLUMNS, budget=budget, host_cache=host, router=PageRouter("copy", gpu=True),
                      batch_bytes=per_group, overlap=True)
     queued = []
-    it = s.prime(first)
+    it = s.prime(first, tail=tail)
     queued.append(s.routes.deliveries)
     for nbytes in more:
         s.prime_more(nbytes)
@@ -66,6 +66,7 @@ def main() -> None:
             pass
     for first, more in ((1, [1 << 40, 1 << 40]), (1 << 40, []), (1, [])):
         print(json.dumps(run(reader, host, first, more)), flush=True)
+    print(json.dumps(run(reader, host, 1 << 40, [], tail=False)), flush=True)  # (a dimension scan's)
 
 
 if __name__ == "__main__":

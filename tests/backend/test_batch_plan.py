@@ -47,6 +47,27 @@ def test_a_ramp_makes_the_first_groups_smaller_and_keeps_every_position_in_order
     assert plan_groups([10] * 7, [1] * 7, 30, 100, ramp=0) == plan_groups([10] * 7, [1] * 7, 30, 100)
 
 
+def test_a_tail_makes_the_last_groups_halve_down_and_keeps_every_position_in_order():
+    # the last three aim at 80 >> 1, >> 2, >> 3 = 40, 20, 10; before them the ramp and full groups, the
+    # remainder (20, under half the tail's first group) joining the tail's first
+    got = plan_groups([10] * 40, [1] * 40, 80, 1000, ramp=3, tail=3)
+    sizes = [10 * len(g) for g in got]
+    assert sizes == [10, 20, 40, 80, 80, 80, 60, 20, 10]
+    assert [i for g in got for i in g] == list(range(40))
+    # the tail takes at most half of the bytes, and leaves the front at least one row group
+    assert plan_groups([10] * 4, [1] * 4, 1000, 1000, tail=3) == [[0, 1], [2, 3]]
+    assert plan_groups([10] * 2, [1] * 2, 80, 1000, tail=3) == [[0], [1]]
+    assert plan_groups([10], [1], 80, 1000, tail=3) == [[0]]
+    assert plan_groups([], [], 80, 1000, tail=3) == []
+    # the device bound and max_group hold in the tail too; a row group over the bound goes alone
+    got = plan_groups([10] * 20, [30] * 20, 80, 50, tail=2)
+    assert all(len(g) == 1 for g in got) and [i for g in got for i in g] == list(range(20))
+    got = plan_groups([5, 5, 5, 5, 40], [1, 1, 1, 1, 500], 80, 100, tail=2)
+    assert got[-1] == [4] and [i for g in got for i in g] == list(range(5))
+    assert all(len(g) <= 2 for g in plan_groups([1] * 30, [1] * 30, 64, 1000, max_group=2, tail=3))
+    assert plan_groups([10] * 7, [1] * 7, 30, 100, tail=0) == plan_groups([10] * 7, [1] * 7, 30, 100)
+
+
 def test_source_pieces_split_a_section_across_runs_and_coalesce_merges_back_to_back_copies():
     assert source_pieces([100], 10, 20) == [(0, 10, 20)]
     assert source_pieces([64, 64, 64], 60, 70) == [(0, 60, 4), (1, 0, 64), (2, 0, 2)]

@@ -58,3 +58,16 @@ def test_host_compaction_equals_unique(spread):
         domain, ranks = compact(np, values)  # (the array-module path, as on the device)
         np.testing.assert_array_equal(domain.values, uniq)
         np.testing.assert_array_equal(ranks, inverse)
+
+
+def test_a_kept_table_accounts_for_its_host_builds_index_arrays():
+    """A table filled on the device from a host build's (slot, build row) pairs (SCATTER_ON_DEVICE on) holds
+    them in an allocation of their own: held_arrays (the device-memory accounting of kept fused state,
+    exec/fusion_reuse.py) names them, else the engine's leak check found them (H100: 512 bytes a query)."""
+    keys = np.array([7, 3, 9], np.int64)
+    got, (slots, src) = _host_build(keys, None, DENSE_MAX_SLOTS)
+    table = DenseJoinTable(got.rows, got.lo, got.size, [keys * 2], got.num_rows, hits=(slots, src))
+    held = table.held_arrays()
+    assert any(a is slots for a in held) and any(a is src for a in held) and any(a is got.rows for a in held)
+    plain = dense_build(keys)
+    assert len(plain.held_arrays()) == 1  # (a device build: its rows only)

@@ -153,8 +153,9 @@ def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_
 
     calls = []
 
-    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False):
+    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False, stored=False, tail=False):
         calls.append((op.scan.table, "first" if first_only else "whole"))
+        assert tail == (op.scan.table == "lineorder")  # (the fact scan ends on smaller deliveries)
         return NS(iterator=object(), taken=False)
 
     monkeypatch.setattr(early_scan, "FACT_FIRST", fact_first)
@@ -179,3 +180,43 @@ def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_
         assert calls == [("lineorder", "first"), *[(t, "whole") for t in want], ("lineorder", "rest")]
     else:
         assert calls == [*[(t, "whole") for t in want], ("lineorder", "whole")]
+
+
+def test_with_stream_encoded_the_fact_scan_of_an_aggregation_starts_early_delivering_pages_as_stored(ssb_db, monkeypatch):
+    """start_early_scans under gpu_stream_encoded, on SSB's 13 plans with the streamers' start recorded: the
+    fact scan starts early, delivering pages as stored exactly where its pipeline is an aggregation (which
+    fusion_stream.stream_form has read them so); the dimension scans as usual."""
+    import sys as _sys
+    from types import SimpleNamespace as NS
+
+    from hetdb.exec import early_scan
+    from hetdb.exec.operators.aggregate import HashAggregate
+
+    got = {}
+
+    def start(ctx, op, row_groups, streams, shared=None, cap=None, first_only=False, stored=False, tail=False):
+        got[op.scan.table] = stored
+        return NS(iterator=object(), taken=False)
+
+    monkeypatch.setattr(early_scan, "_start", start)
+    monkeypatch.setattr(early_scan, "_streams_past", lambda ctx, op: [0])
+    monkeypatch.setattr(early_scan, "_prime_rest", lambda ctx, early: None)
+    monkeypatch.setitem(_sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(id=0))))
+    from hetdb.backend.gpu import stream_io
+
+    monkeypatch.setattr(stream_io, "early_streams", lambda device: None)
+    options = NS(gpu_early_scan=True, gpu_batch_bytes=1 << 26, gpu_coprocess="off", gpu_zero_copy="off",
+                 gpu_stream_encoded=True, route="auto", gpu_early_dims=True)
+    aggregations = 0
+    with hetdb.connect(ssb_db.path, create=False) as con:
+        engine = con._get_engine()
+        for name, sql in load_queries("ssb").items():
+            physical = engine.planned(sql)[0].physical
+            got.clear()
+            early_scan.start_early_scans(NS(device=object(), options=options, db=engine.db), physical)
+            i = pick_early_scan(physical.pipelines, lambda t: engine.db.table(t).num_rows)
+            aggregation = isinstance(physical.pipelines[i].sink, HashAggregate)
+            aggregations += aggregation
+            assert got.pop("lineorder") == aggregation, name
+            assert not any(got.values()), name
+    assert aggregations > 0

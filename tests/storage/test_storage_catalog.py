@@ -160,3 +160,31 @@ def test_table_sees_commits_and_drops_of_another_database_object(db: Database) -
         db.table("t")
     _write(other, "t", pa.table({"a": [7]}))
     assert db.table("t").num_rows == 1
+
+
+def test_another_database_object_checks_versions_by_stat_and_sees_every_commit_and_drop(db: Database,
+                                                                                     monkeypatch) -> None:
+    """A second Database object of the same path (a fresh connection's) takes the first's view of a table's
+    committed version while CURRENT and the manifest are the same files (no CURRENT read), and still sees
+    a commit, a replacement and a drop made through the first."""
+    from hetdb.storage import versions
+
+    _write(db, "t", pa.table({"a": [1, 2]}))
+    first = db.table("t")
+    other = Database.open(db.path)
+    reads = []
+    orig = versions.read_current
+    monkeypatch.setattr(versions, "read_current", lambda *a: reads.append(a) or orig(*a))
+    assert other.table("t") is first and other.table_identity("t") == db.table_identity("t")
+    assert reads == []
+    with db.append_table("t", 1) as w:
+        w.append_arrow(pa.table({"a": [3]}))
+    assert other.table("t").version == first.version + 1 and other.table("t").num_rows == 3
+    assert other.table_identity("t") == db.table_identity("t") != (first.version, 0, 0, 0)
+    v = _write(db, "t", pa.table({"a": [7]}), replace=True)
+    assert other.table("t").version == v and other.table("t").num_rows == 1
+    db.drop_table("t")
+    with pytest.raises(CatalogError, match="unknown table 't'"):
+        other.table("t")
+    with pytest.raises(CatalogError, match="unknown table 't'"):
+        other.table_identity("t")

@@ -19,8 +19,11 @@ pass-through), its first and last row groups' pages in the host tier (a cold sca
 dimension pipelines wait for the disk), batched deliveries, co-processing off or "auto" (where the
 cost model expects a gain, the early fact scan is the shared scan CPU workers later take row groups
 of from the back, and it primes at most the GPU's expected share: exec/coprocess.early_shared_scan),
-no zero-copy, pages not streamed as stored, route 'auto', a pipeline of the shape that runs fused or compiled
-(``_streams_whole``). Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
+no zero-copy, route 'auto', a pipeline of the shape that runs fused or compiled (``_streams_whole``).
+With ``gpu_stream_encoded`` the fact scan of an aggregation (fused: exec/fusion_stream.py then has its
+pipeline read the pages as stored) is made delivering them as stored; a pipeline that does not take
+them so (it runs compiled, or its kernel for pages as stored does not compile) closes it and streams as
+usual. Option ``gpu_early_scan`` (default on) switches it off for A/B measurements.
 
 Its primed copies fill the link for milliseconds, and the dimension scans' small copies, issued later
 by their pipelines, queued behind them (H100, SSB SF 20 at d6b8b72: q1.2's date delivery ended at
@@ -29,8 +32,8 @@ So the dimension pipelines' scans that will stream past the device cache too (``
 before the fact pipeline, the only scan of their table) start early too, on the process's streams as
 their pipelines would, each primed whole (they are small), and their pipelines take them over the
 same way: after the fact scan's first delivery (FACT_FIRST: the link moves it while the host makes
-the dimension scans; their copies wait behind that one delivery only) and before the rest of the
-fact's primed deliveries. Option ``gpu_early_dims`` (default on) switches that part off for A/B
+the dimension scans; their copies, on the fact scan's stream, DIMS_ON_FACT_STREAMS, wait behind that
+one delivery only) and before the rest of the fact's primed deliveries. Option ``gpu_early_dims`` (default on) switches that part off for A/B
 measurements.
 
 Small uploads the pipelines make while the fact's primed copies are queued (dense tables built on the
@@ -53,9 +56,16 @@ EARLY_BUDGET_SHARE = 0.25
 EARLY_MAX_BYTES = 8 << 30
 # The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
 # its primed deliveries after them: the link moves the fact's first copies while the host makes the
-# dimension scans (their small copies queue behind that one delivery only, which the link has moved
-# by the time their pipelines run, after the fact scan's priming). False: dimension scans first (A/B).
+# dimension scans. With the dimension scans' copies on the fact scan's stream (DIMS_ON_FACT_STREAMS) they
+# follow that first delivery in one stream's order. H100 (SSB SF 20 warm, s17 checkpoints): with them on
+# the process's streams a copy engine serving both queues now and then served a dimension's small copy
+# after several fact deliveries (q1.1: the date copy ended at 11.6 ms, its pipeline waited 9 ms); on the
+# fact's stream they ended at 3.6-3.7 ms in every query, the first fact copy at 0.75-0.82 ms (dimension
+# scans first: 1.0-2.9 ms). False: the dimension scans first (A/B).
 FACT_FIRST = True
+# The early dimension scans queue their copies and decode kernels on the fact scan's streams
+# (stream_io.early_streams) instead of the process's (see FACT_FIRST). False: the process's (A/B).
+DIMS_ON_FACT_STREAMS = True
 
 
 @dataclass
@@ -111,8 +121,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     if ctx.device is None or not getattr(opts, "gpu_early_scan", False):
         return
     if getattr(opts, "gpu_batch_bytes", 0) <= 0 or getattr(opts, "gpu_coprocess", "off") == "on" \
-            or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "gpu_stream_encoded", False) \
-            or getattr(opts, "route", "auto") != "auto":
+            or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "route", "auto") != "auto":
         return
     pipelines = physical.pipelines
     index = pick_early_scan(pipelines, lambda t: ctx.db.table(t).num_rows)
@@ -134,12 +143,17 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
     from hetdb.backend.gpu.stream_io import early_streams
 
     streams = early_streams(cupy.cuda.Device().id)
+    from hetdb.exec.operators.aggregate import HashAggregate
+
+    # (pages as stored: what fusion_stream.stream_form will ask of a fused aggregation's scan)
+    stored = bool(getattr(opts, "gpu_stream_encoded", False)) and isinstance(pipelines[index].sink, HashAggregate)
     if not (FACT_FIRST and dims):
         if not _start_dimensions(ctx, dims):
             return  # (the budget had no room: neither does the fact scan)
-        _start(ctx, pipelines[index].source, fact, streams, shared, cap)
+        _start(ctx, pipelines[index].source, fact, streams, shared, cap, stored=stored, tail=True)
     else:
-        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True)
+        early = _start(ctx, pipelines[index].source, fact, streams, shared, cap, first_only=True, stored=stored,
+                       tail=True)
         if early is None:
             return  # (the budget had no room: nor for the dimension scans)
         if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
@@ -159,7 +173,7 @@ def _start_dimensions(ctx: ExecContext, dims: list) -> bool:
     primed whole; False when the budget had no room for one (the rest are not started)."""
     for pipe in dims:
         got = _streams_past(ctx, pipe.source)
-        if got is not None and _start(ctx, pipe.source, got, None) is None:
+        if got is not None and _start(ctx, pipe.source, got, _dimension_streams()) is None:
             return False
     return True
 
@@ -198,16 +212,33 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
     return row_groups
 
 
+def _dimension_streams() -> Any:
+    """The (copy, decode) streams of an early dimension scan: the fact scan's (DIMS_ON_FACT_STREAMS), else
+    None (the process's)."""
+    if not DIMS_ON_FACT_STREAMS:
+        return None
+    import cupy
+
+    from hetdb.backend.gpu.stream_io import early_streams
+
+    return early_streams(cupy.cuda.Device().id)
+
+
 def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
-           cap: int | None = None, first_only: bool = False) -> EarlyScan | None:
+           cap: int | None = None, first_only: bool = False, stored: bool = False,
+           tail: bool = False) -> EarlyScan | None:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
     the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
     first deliveries, at most ``cap`` bytes of them (``first_only``: its first delivery only, the
-    rest up to the same bound with ``_prime_rest``); None when the budget has no room."""
+    rest up to the same bound with ``_prime_rest``; ``stored``: pages delivered as stored, as
+    fusion_stream.stream_form has a fused pipeline's scan deliver them with gpu_stream_encoded; ``tail``:
+    the fact scan's, its last deliveries smaller, stream_batch.TAIL_RAMP); None when the budget has no
+    room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
     state = DeviceScanState(ctx.db.table(op.scan.table))
     state.pass_through = True  # (what first_scan will decide when the pipeline's scan starts)
+    state.stream_encoded = stored
     args, kwargs = streamer_args(op, ctx, state, row_groups, shared)
     budget = ctx.device.budget
     room = min(EARLY_MAX_BYTES, int((budget.limit_bytes - budget.used_bytes) * EARLY_BUDGET_SHARE))
@@ -224,7 +255,7 @@ def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, share
     from hetdb.exec.device import is_device_oom
 
     try:
-        early.iterator = streamer.prime(1 if first_only else room)
+        early.iterator = streamer.prime(1 if first_only else room, tail=tail)
     except Exception as e:
         if not is_device_oom(e):
             raise

@@ -123,6 +123,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         cpu_parts = co.finish()
     compiler.finish()
     sink.combine(ctx, run.gsink, lsink)
+    if not unfused and not recompiled and co is None and plan.chain is None:
+        from hetdb.exec.operators.scan_device import close_consumed
+
+        close_consumed(gsrc)  # (its deliveries all went to the kernel: nothing here holds one)
     if unfused or not _skipped_inputs(ctx, pipe):
         run.flush()  # (operators of a fused pipeline emit nothing at the end unless rows went through them)
     host, result, cpu_parts = finish_fused(ctx, pipe, plan, run.gsink, fp, state, co, cpu_parts)

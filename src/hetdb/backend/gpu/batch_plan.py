@@ -118,19 +118,41 @@ def _padded(page: PageSpec) -> int:
 
 
 def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_link: int,
-                max_device: int, max_group: int = MAX_GROUP, ramp: int = 0) -> list[list[int]]:
+                max_device: int, max_group: int = MAX_GROUP, ramp: int = 0, tail: int = 0) -> list[list[int]]:
     """Consecutive positions grouped into deliveries: a group closes once it holds ``target_link``
     link bytes or ``max_group`` row groups, or when the next row group would take it past
     ``max_device`` device bytes. Every group holds at least one row group (one larger than
     ``max_device`` goes alone). ``ramp``: the first ``ramp`` groups aim at ``target_link`` halved
     that many times, then one time fewer, ... (the GPU waits for the first delivery's copies with
-    nothing to overlap them, so a small first one starts the kernel early)."""
+    nothing to overlap them, so a small first one starts the kernel early). ``tail``: the last
+    ``tail`` groups aim at ``target_link`` halved once, twice, ... ``tail`` times, the last the
+    smallest (what follows the last copy, that delivery's decode and kernel, is on the query's
+    path; each earlier one's is done while the next, half as large, is copied); the tail takes at
+    most half of the link bytes."""
     if len(link_bytes) != len(device_bytes):
         raise ValueError("link_bytes and device_bytes differ in length")
+    end = len(link_bytes)
+    back: list[list[int]] = []  # the tail's groups, the last one first
+    if tail > 0 and end > 1:
+        room = sum(link_bytes) // 2
+        for k in range(tail, 0, -1):
+            aim = target_link >> k
+            group: list[int] = []
+            link = dev = 0
+            while end > 1 and link < aim and len(group) < max_group and link_bytes[end - 1] <= room \
+                    and (not group or dev + device_bytes[end - 1] <= max_device):
+                end -= 1
+                group.append(end)
+                link += link_bytes[end]
+                dev += device_bytes[end]
+                room -= link_bytes[end]
+            if not group:
+                break
+            back.append(group[::-1])
     groups: list[list[int]] = []
-    group: list[int] = []
+    group = []
     link = dev = 0
-    for i, (lb, db) in enumerate(zip(link_bytes, device_bytes)):
+    for i, (lb, db) in enumerate(zip(link_bytes[:end], device_bytes[:end])):
         target = target_link >> max(0, ramp - len(groups))
         if group and (link >= target or dev + db > max_device or len(group) >= max_group):
             groups.append(group)
@@ -139,8 +161,13 @@ def plan_groups(link_bytes: Sequence[int], device_bytes: Sequence[int], target_l
         link += lb
         dev += db
     if group:
-        groups.append(group)
-    return groups
+        if back and group[0] > 0 and 2 * link <= sum(link_bytes[i] for i in back[-1]) \
+                and dev + sum(device_bytes[i] for i in back[-1]) <= max_device \
+                and len(group) + len(back[-1]) <= max_group:
+            back[-1] = group + back[-1]  # (a remainder under half the tail's first group goes with it)
+        else:
+            groups.append(group)
+    return groups + back[::-1]
 
 
 def delivery_bound(page: PageSpec, itemsize: int, string: bool, keep_encoded: bool = False,

@@ -175,6 +175,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._group_need = 0      # stream_batch: what one delivery holds at most
         self._first: int | None | bool = False  # see _first_reuse (False: not computed yet)
         self._prime_bytes = 0  # stream_batch.prime: while it runs, the bytes deliveries queued ahead may hold
+        self._tail_ramp = 0  # stream_batch.prime: a primed scan's last deliveries halve down (TAIL_RAMP)
         self._consuming = False  # stream_batch: the consumer has asked for a delivery (priming is over)
         # a column's pages lying back to back in the host tier go as one copy (stream_batch: ``mirror``)
         self.neighbours = neighbours
@@ -293,9 +294,12 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._closed = True
         if self._readers is not None:
             self._readers.shutdown(wait=True)
+        # host pages unpinned as their copies complete, before the stream is waited for (which waits for
+        # the consumer's last kernels too: a scan closed once its last delivery is consumed unpins them
+        # while the GPU works, exec/fusion_run.py)
+        self._unpin_host(wait=True)
         self._copy_stream.synchronize()
         self._observe_rates()
-        self._unpin_host(wait=True)
         for key in self._dict_pins:
             self.cache.unpin(key)
         self._dict_pins.clear()

@@ -61,6 +61,19 @@ PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_
 # the next delivery's copies are queued before the consumer takes this one, instead of after its kernel
 # is launched (the link then waited for the host's work of every step). False: not ahead (A/B).
 AHEAD_PAGED = True
+# A primed scan's last deliveries aim at half, a quarter, an eighth of its target (batch_plan.plan_groups
+# ``tail``): after the last copy only the last delivery's decode and kernel remain, and a primed
+# delivery of 4 x 64 MiB took 1.2-2.5 ms to decode after its copies (H100, SSB SF 20 warm, 4a9eb6f:
+# q4.1's last kernel ended 1.95 ms after its last copy). Primed fact scans only (``prime``'s ``tail``):
+# their deliveries' host work is done before the consumer asks, the extra ones cost the consumer
+# nothing; a dimension scan's last copies are done long before its pipeline runs. 0: no tail (A/B).
+TAIL_RAMP = 3
+# A primed scan's first deliveries ramp up from half its target (one step) instead of an eighth (three):
+# the consumer comes milliseconds later (after the pipelines before it), so a short first copy starts
+# nothing early; what the first delivery must do is keep the link busy while the host makes the dimension
+# scans and the rest of the primed deliveries (H100, SSB SF 20 warm, 4a9eb6f: the link sat idle 1.0-1.7
+# ms after a 34 MB first delivery until the second one's copies were queued). 3: as a scan that is not primed.
+PRIMED_RAMP = 1
 
 
 @dataclass
@@ -104,18 +117,19 @@ class BatchedDelivery(DeliveryColumns):
         self._gen = self._iterate_batches()
         return self._gen
 
-    def prime(self, nbytes: int) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
+    def prime(self, nbytes: int, tail: bool = True) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
         """Start ``deliveries()`` before a consumer asks: queue the copies (and decode launches) of
         the first deliveries while they hold at most ``nbytes`` of the budget together (at least
         one, if the budget has room for it) and return the iterator, which hands them out first;
         nothing waits here (``held_bytes``: what they hold). Batched deliveries only (else None and
         nothing is queued). The deliveries aim at PRIMED_BATCHES times ``batch_bytes`` (the consumer
-        comes later, when they have been copied), ramped up to it with ``overlap`` (the first copies
-        start after one short delivery's host work, and each delivery's copies cover the host work
-        of the next, twice as large)."""
+        comes later, when they have been copied), with ``overlap`` ramped up to it from half of it
+        (PRIMED_RAMP) and, with ``tail`` (its last copies end the query's link work: a fact scan's), down
+        at the end (TAIL_RAMP)."""
         if not self.batching or self._gen is not None or self._closed or nbytes <= 0:
             return None
         self._prime_bytes = int(nbytes)
+        self._tail_ramp = TAIL_RAMP if tail else 0
         gen = self.deliveries()
         try:
             got = next(gen)
@@ -218,13 +232,15 @@ class BatchedDelivery(DeliveryColumns):
         limit = getattr(self.budget, "limit_bytes", None)
         max_device = max(1, limit // 4) if limit else 1 << 62
         # a primed scan's deliveries are made before anything waits for them: larger ones (fewer
-        # steps of host work each), ramped as the others (the link starts on a short first one)
+        # steps of host work each), ramped up from half of that (PRIMED_RAMP) and down at the end (TAIL_RAMP)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
-        ramp = 3 if self.overlap else 0
+        ramp = (PRIMED_RAMP if self._prime_bytes else 3) if self.overlap else 0
+        tail = self._tail_ramp if self.overlap and self._prime_bytes else 0
 
         def compute() -> tuple[list[list[int]], int, int]:
             bounds = [self._rg_bounds(rg) for rg in self.row_groups]
-            groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device, ramp=ramp)
+            groups = plan_groups([b[0] for b in bounds], [b[1] for b in bounds], target, max_device, ramp=ramp,
+                                 tail=tail)
             # every ring slot holds the largest group (allocated once, never while a copy reads it);
             # a delivery holds at most the largest group's device bytes
             return (groups, max((sum(bounds[i][2] for i in g) for g in groups), default=0),
@@ -233,7 +249,7 @@ class BatchedDelivery(DeliveryColumns):
         # the same scan (columns, row groups, form) of a table version groups alike every time
         groups, self._slot_bytes, self._group_need = memoized(
             self.reader, ("delivery groups", tuple(self.columns), tuple(self.row_groups), self.paged,
-                          self.paged and self.compressed, self.decoded, self._mirror(), target, max_device, ramp),
+                          self.paged and self.compressed, self.decoded, self._mirror(), target, max_device, ramp, tail),
             compute)
         groups = list(groups)  # (a shared scan cuts its copy short: _iterate_batches)
         # device memory the deliveries hold at most at once (what the cache leaves free when it

@@ -39,7 +39,9 @@ class DenseJoinTable:
     def held_arrays(self) -> list[Any]:
         """Every array the table keeps (rows, payload, and those made from them at first use), for
         the device-memory accounting of a kept table (exec/fusion_reuse.py)."""
-        return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values()]
+        # (a host build's (slot, row) index arrays: an allocation of their own when the table was
+        # filled on the device, SCATTER_ON_DEVICE, else views of the one upload with ``rows``)
+        return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values(), *(self.hits or ())]
 
     def keyed_payload(self) -> list[Any]:
         """The payload arrays indexed by ``key - lo`` (a slot without a build row holds 0), for
@@ -122,7 +124,15 @@ def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = 
         got = _host_build(_host(keys), None if mask is None else _host(mask), max_slots)
         if got is not None:
             table, hits = got
-            rows, slots, src = _to_device([table.rows, *hits])
+            if not SCATTER_ON_DEVICE:
+                rows, slots, src = _to_device([table.rows, *hits])
+                return DenseJoinTable(rows, table.lo, table.size, payload, table.num_rows, hits=(slots, src))
+            # only the filled slots go up (int32: a table has at most HOST_BUILD_SLOTS slots, a side at
+            # most HOST_BUILD_ROWS rows); the table is filled on the device (SCATTER_ON_DEVICE)
+            slots, src = _to_device([hits[0].astype(np.int32), hits[1].astype(np.int32)])
+            rows = xp.full(int(table.rows.shape[0]), -1, dtype=xp.int32)
+            if int(slots.shape[0]):
+                rows[slots] = src
             return DenseJoinTable(rows, table.lo, table.size, payload, table.num_rows, hits=(slots, src))
     k = keys.astype(xp.int64)
     if n and mask is not None:
@@ -163,6 +173,12 @@ def _host(a: Any) -> Any:
 # dimension builds on the H100 at SF 2: ~0.9 ms each, most of the fused pipeline's planning)
 HOST_BUILD_ROWS = 1 << 16
 HOST_BUILD_SLOTS = 1 << 20
+# True: a table built on the host goes to the device as its filled slots (slot, build row) only, scattered
+# into a table of -1 there (a fill and a scatter), not as the whole table (SSB SF 20's part table: 1M
+# slots, 40k rows, a 4.6 MB upload beside a warm scan's copies, 1.4-2.3 ms of a busy link). Off by
+# default: on the H100 (s17 checkpoint 3, SSB SF 20 warm, same process) the whole upload was faster
+# (geomean 20.74 against 21.46 ms; q2.1 21.8 against 23.5, q4.1 28.8 against 29.6).
+SCATTER_ON_DEVICE = False
 
 
 def _host_build(keys: np.ndarray, mask: np.ndarray | None,
