@@ -50,16 +50,20 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
     hot = _run_resident(ctx, src, gsrc, _row_groups(morsels), plan, state, sink.op_id)
     if hot is not None:
-        fused_rows, rest = hot
+        fused_rows, rest, streamed = hot
         left = set(rest)
         morsels = [m for m in morsels if m[1] in left] if rest else []
         if not rest:
             ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
         else:
             if fused_rows:
-                ctx.stat(sink.op_id).fused += " (one launch over the cached pages it can take)"
+                ctx.stat(sink.op_id).fused += (f" (one launch over the cached pages it can take; {streamed} row "
+                                               "groups not cached streamed)" if streamed else
+                                               " (one launch over the cached pages it can take)")
             # the row groups with pages it cannot take (NULLs, plain strings): one compiled launch
-            what = None if plan.chain is not None else compiled_over_pages(ctx, pipe, src, gsrc, morsels, compiler)
+            # (not when some are not cached: compiled_over_pages would fill the cache with them)
+            what = None if plan.chain is not None or streamed else compiled_over_pages(ctx, pipe, src, gsrc, morsels,
+                                                                                        compiler)
             if what is not None:
                 inputs_ready, morsels = True, []
                 ctx.stat(sink.op_id).fused += (f" ({len(rest)} row groups with pages it cannot take: compiled "
@@ -300,11 +304,13 @@ def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> N
 
 
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
-                  state: Any, sink_id: int) -> tuple[int, list[int]] | None:
+                  state: Any, sink_id: int) -> tuple[int, list[int], int] | None:
     """When the device cache holds every page the kernel reads, run the kernel once over all of
-    them (a page table) and return (rows consumed, row groups left): the row groups with a page the
-    kernel cannot take (NULLs, plain strings), which the caller runs compiled; None when pages must
-    be streamed."""
+    them (a page table) and return (rows consumed, row groups left, 0): the row groups left are those
+    with a page the kernel cannot take (NULLs, plain strings), which the caller runs compiled. When
+    it holds only some row groups' pages (a scan larger than the cache: exec/resident_split.py), the
+    launch is over those, and the row groups left include the others, to stream (the third value:
+    how many). None when every page must be streamed."""
     from hetdb.errors import UnsupportedError
     from hetdb.exec.operators.scan_device import resident_or_warm
 
@@ -319,11 +325,19 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
                                                    tuple((c, name_of[c]) for c in cids))
     _, _, name_of, cids, names, columns = memo
     forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
+    split = None
     with Timer(ctx, src.op_id):
         got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
-    if got is None:
+        if got is None and not forced:
+            from hetdb.exec.resident_split import resident_split
+
+            split = resident_split(src, ctx, gsrc, list(row_groups), names)
+    if got is None and split is None:
         return None
-    resident, fill = got
+    if split is not None:
+        resident, fill, row_groups, streamed = split.resident, None, split.row_groups, split.rest
+    else:
+        (resident, fill), streamed = got, []
     hit = None
     try:
         cache = ctx.device.cache
@@ -347,12 +361,17 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
             if fresh and table.device is not None:
                 cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
     finally:
-        resident.release()
+        if split is not None:
+            from hetdb.exec.resident_split import guard_launch
+
+            guard_launch(ctx)  # (the streamed row groups' copies wait for it only if a page is evicted)
+        else:
+            resident.release()
         if fill is not None:
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
-    if fill is None and hit is not None:  # (all resident, nothing filled: what a replay launches again)
+    if fill is None and hit is not None and not streamed:  # (all resident, nothing filled: what a replay launches again)
         ctx.__dict__.setdefault("_resident_launches", {})[sink_id] = (src.op_id, resident, tkey, hit)
-    return (0 if table is None else table.num_rows), rest
+    return (0 if table is None else table.num_rows), sorted(rest + streamed) if streamed else rest, len(streamed)
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any,
