@@ -92,7 +92,9 @@ class Timeline:
         self.kernels: list[tuple] = []  # (event start, event end)
         self.phases: list[tuple] = []   # (what, host t start, host t end): pipelines, the early scan's start
         self.on = False
+        self.resident: list[tuple] = []  # (event start, event end, host t): launches over cached pages
         orig_delivery, orig_consume = batch.run_delivery, fusion_run._consume_fused
+        orig_resident = fusion_run._consume_resident
         orig_pipeline, orig_early = engine.run_pipeline, early_scan.start_early_scans
 
         def run_pipeline(ctx, pipe, pool, threads):
@@ -138,8 +140,20 @@ class Timeline:
             e1.record(s)
             self.kernels.append((e0, e1, t))
 
+        def resident(fp, state, table, tables):
+            if not self.on:
+                return orig_resident(fp, state, table, tables)
+            s = cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            t = time.perf_counter()
+            e0.record(s)
+            orig_resident(fp, state, table, tables)
+            e1.record(s)
+            self.resident.append((e0, e1, t, table.num_rows))
+
         batch.run_delivery = run_delivery
         fusion_run._consume_fused = consume
+        fusion_run._consume_resident = resident
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
 
@@ -147,7 +161,7 @@ class Timeline:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels, self.phases = [], [], []
+        self.copies, self.kernels, self.phases, self.resident = [], [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
@@ -169,6 +183,10 @@ class Timeline:
         early = (r.stats or {}).get("early_scans")
         if early and early.get("started"):
             host += f" | early scans {early}"
+        cached = "".join(f" | launch over cached pages: {x[3] / 1e6:.1f}M rows, kernel "
+                         f"{cupy.cuda.get_elapsed_time(anchor, x[0]):.2f}-{cupy.cuda.get_elapsed_time(anchor, x[1]):.2f} "
+                         f"(host {(x[2] - t0) * 1e3:.2f})" for x in self.resident)
+        host += cached
         if not self.copies:
             return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 

@@ -303,6 +303,12 @@ def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> N
         fp.consume(state, b.columns, tables)
 
 
+def _consume_resident(fp: Any, state: Any, table: Any, tables: list) -> None:
+    """The fused kernel's one launch over a scan's cached pages (a function of its own so that
+    scripts/warm_timeline.py can time it apart from the deliveries' launches)."""
+    fp.consume_pages(state, table, tables)
+
+
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
                   state: Any, sink_id: int) -> tuple[int, list[int], int] | None:
     """When the device cache holds every page the kernel reads, run the kernel once over all of
@@ -357,7 +363,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         if table is not None and table.num_tiles:
             fresh = table.device is None
             with Timer(ctx, sink_id):
-                fp.consume_pages(state, table, plan.tables)
+                _consume_resident(fp, state, table, plan.tables)
             if fresh and table.device is not None:
                 cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
     finally:
