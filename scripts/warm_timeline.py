@@ -273,8 +273,9 @@ def main() -> None:
                          "upload=0: small uploads as copies (backend/gpu/upload.py mode 'off'); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
-                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); "
-                         "earlyshare=X: an early fact scan primes up to X of the free device budget "
+                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); aligned=0: "
+                         "paged deliveries ask the device cache to admit page by page, not a row group's "
+                         "missing pages together (stream_batch.ALIGNED_ADMISSION); earlyshare=X: an early fact scan primes up to X of the free device budget "
                          "(early_scan.EARLY_BUDGET_SHARE)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
@@ -289,6 +290,7 @@ def main() -> None:
         items = [o for o in opts.split(",") if o]
         switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
+                    "aligned": "aligned=0" not in items,
                     "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
@@ -315,6 +317,7 @@ def main() -> None:
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
+            stream_batch.ALIGNED_ADMISSION = switches["aligned"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled

@@ -61,7 +61,10 @@ class _Keeps(Verdicts):
         self.pins[key] -= 1
 
 
-def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
+def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu, monkeypatch):
+    from hetdb.backend.gpu import stream_batch
+
+    monkeypatch.setattr(stream_batch, "ALIGNED_ADMISSION", False)  # (page by page: the cache picks pages)
     admit = {("c_delta", 2), ("s_dict", 3), ("c_nulls", 2)}
     cache = _Keeps(admit)
     b = DeviceMemoryBudget(1 << 30)
@@ -86,6 +89,26 @@ def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
         assert all(a is None or a.base is None for a in own)  # copies, not views of the delivery's buffer
     assert all(n == 0 for n in cache.pins.values())  # unpinned once the step was done
     assert b.used_bytes == 0
+
+
+def test_a_paged_delivery_asks_to_admit_a_row_groups_missing_pages_together(reader, fake_gpu):
+    # the cache's verdict on a row group is asked once, with the first missing page's key: row
+    # group 3 (verdict yes) is kept whole, the others not at all
+    cache = _Keeps({(COLUMNS[0], 3)})
+    b = DeviceMemoryBudget(1 << 30)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 cache=cache, router=PageRouter("auto"), compressed=True) as s:
+        compared = 0
+        for rgs, parts in s.deliveries():
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                for c in COLUMNS:
+                    assert part[c].to_arrow().equals(want[c].to_arrow()), (c, rg)
+                    compared += 1
+    assert compared == 4 * len(COLUMNS)
+    assert cache.asked == [(COLUMNS[0], rg) for rg in (1, 2, 3, 4)]
+    assert {(k.column, k.row_group) for k in cache.entries} == {(c, 3) for c in COLUMNS}
+    assert all(n == 0 for n in cache.pins.values()) and b.used_bytes == 0
 
 
 class _Holds(_Keeps):

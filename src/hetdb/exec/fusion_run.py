@@ -50,7 +50,7 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
     hot = _run_resident(ctx, src, gsrc, _row_groups(morsels), plan, state, sink.op_id)
     if hot is not None:
-        fused_rows, rest, streamed = hot
+        fused_rows, rest, streamed, launched = hot
         left = set(rest)
         morsels = [m for m in morsels if m[1] in left] if rest else []
         if not rest:
@@ -120,6 +120,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         if fusable:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
+    if hot is not None and launched is not None:  # (the launch over cached pages ran on a stream of its own)
+        import cupy
+
+        cupy.cuda.get_current_stream().wait_event(launched)
     if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
         from hetdb.exec.coprocess_plan import observe_gpu_scan
 
@@ -310,13 +314,14 @@ def _consume_resident(fp: Any, state: Any, table: Any, tables: list) -> None:
 
 
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
-                  state: Any, sink_id: int) -> tuple[int, list[int], int] | None:
+                  state: Any, sink_id: int) -> tuple[int, list[int], int, Any] | None:
     """When the device cache holds every page the kernel reads, run the kernel once over all of
-    them (a page table) and return (rows consumed, row groups left, 0): the row groups left are those
-    with a page the kernel cannot take (NULLs, plain strings), which the caller runs compiled. When
-    it holds only some row groups' pages (a scan larger than the cache: exec/resident_split.py), the
-    launch is over those, and the row groups left include the others, to stream (the third value:
-    how many). None when every page must be streamed."""
+    them (a page table) and return (rows consumed, row groups left, 0, None): the row groups left are
+    those with a page the kernel cannot take (NULLs, plain strings), which the caller runs compiled.
+    When it holds only some row groups' pages (a scan larger than the cache: exec/resident_split.py),
+    the launch is over those, on a stream of its own, and the row groups left include the others, to
+    stream (the third value: how many; the fourth: the launch's event, which the consumer's stream
+    must wait for before the state is read). None when every page must be streamed."""
     from hetdb.errors import UnsupportedError
     from hetdb.exec.operators.scan_device import resident_or_warm
 
@@ -344,7 +349,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         resident, fill, row_groups, streamed = split.resident, None, split.row_groups, split.rest
     else:
         (resident, fill), streamed = got, []
-    hit = None
+    hit = stream = launched = None
     try:
         cache = ctx.device.cache
         tkey = ("page-table", resident.derived_key, fp.kernel.name, columns)
@@ -363,21 +368,29 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         if table is not None and table.num_tiles:
             fresh = table.device is None
             with Timer(ctx, sink_id):
-                _consume_resident(fp, state, table, plan.tables)
+                if split is None:
+                    _consume_resident(fp, state, table, plan.tables)
+                else:
+                    from hetdb.exec.resident_split import launch_stream
+
+                    stream = launch_stream()  # (the streamed part's kernels do not queue behind it)
+                    with stream:
+                        _consume_resident(fp, state, table, plan.tables)
             if fresh and table.device is not None:
                 cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
     finally:
-        if split is not None:
+        if stream is not None:
             from hetdb.exec.resident_split import guard_launch
 
-            guard_launch(ctx)  # (the streamed row groups' copies wait for it only if a page is evicted)
-        else:
+            launched = guard_launch(ctx, stream)  # (the streamed copies wait for it only if a page is evicted)
+        elif split is None:
             resident.release()
         if fill is not None:
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
     if fill is None and hit is not None and not streamed:  # (all resident, nothing filled: what a replay launches again)
         ctx.__dict__.setdefault("_resident_launches", {})[sink_id] = (src.op_id, resident, tkey, hit)
-    return (0 if table is None else table.num_rows), sorted(rest + streamed) if streamed else rest, len(streamed)
+    return (0 if table is None else table.num_rows), sorted(rest + streamed) if streamed else rest, \
+        len(streamed), launched
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any,

@@ -11,11 +11,15 @@ launch through one page table (kept in the cache's derived objects while no page
 the whole-scan launch's is), and only the others are streamed; their copies, on the copy stream,
 overlap that launch.
 
-The resident launch reads pages the streamed part may evict (admitting its own pages, or making room
-for its deliveries). An evicted page's memory goes back to the copy stream that allocated it, so the
-copy stream must not reuse it before the launch has run: the first eviction makes the copy stream
-wait for the launch (``DevicePageCache.guard_evictions``); while nothing is evicted (the steady state
-of a hot query whose cached part stays) the copies do not wait for it.
+The resident launch runs on a stream of its own (``launch_stream``): on the consumer's stream, the
+kernels over the streamed deliveries would queue behind it, and so would the copy stream, which waits
+for the consumer's kernel over a delivery before it reuses the delivery's memory. The consumer's
+stream waits for it once the streamed part is queued, before the aggregation state is read. It reads pages the
+streamed part may evict (admitting its own pages, or making room for its deliveries). An evicted
+page's memory goes back to the copy stream that allocated it, so the copy stream must not reuse it
+before the launch has run: the first eviction makes the copy stream wait for the launch
+(``DevicePageCache.guard_evictions``); while nothing is evicted (the steady state of a hot query whose
+cached part stays) the copies do not wait for it.
 
 The connection option ``gpu_resident_split`` (default on) switches this off for A/B measurements.
 """
@@ -104,17 +108,48 @@ def resident_split(op: Any, ctx: ExecContext, state: Any, row_groups: list[int],
     return got
 
 
-def guard_launch(ctx: ExecContext) -> None:
-    """After the resident launch was queued on the current stream: the first page the device cache
-    evicts from now on makes the copy stream wait for the launch first (the guard is dropped with
-    the query, when the launch has long run)."""
+_STREAMS: dict[int, Any] = {}
+
+
+def launch_stream() -> Any:
+    """The stream the launch over cached pages runs on (one per device, made on first use), after
+    what the consumer's stream queued so far (the join tables it probes): apart from the consumer's
+    stream, whose kernels over the streamed deliveries must not queue behind it, since each
+    delivery's memory goes back to the copy stream only after the kernel that read it (the copy
+    stream then waits for the consumer's stream: behind this launch, the link would idle for it)."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    stream = _STREAMS.get(device)
+    if stream is None:
+        from hetdb.backend.gpu.memory import new_stream
+
+        stream = _STREAMS[device] = new_stream()
+    queued = cupy.cuda.Event(disable_timing=True)
+    queued.record(cupy.cuda.get_current_stream())
+    stream.wait_event(queued)
+    return stream
+
+
+def guard_launch(ctx: ExecContext, stream: Any) -> Any:
+    """After the resident launch was queued on ``stream``: the first page the device cache evicts from
+    now on makes the copy stream wait for the launch first (the guard is dropped with the query, when
+    the launch has long run). Returns the launch's event: the consumer's stream waits for it once the
+    streamed part is queued, before anything reads the aggregation state; a query that fails before
+    then waits for it at its end (before the state's memory can be used again)."""
     import cupy
 
     from hetdb.backend.gpu.stream import copy_stream
 
     done = cupy.cuda.Event(disable_timing=True)
-    done.record(cupy.cuda.get_current_stream())
-    stream = copy_stream(cupy.cuda.Device().id)
+    done.record(stream)
+    copy = copy_stream(cupy.cuda.Device().id)
     cache = ctx.device.cache
-    token = cache.guard_evictions(lambda: stream.wait_event(done))
-    ctx.cleanup.append(lambda: cache.unguard(token))
+    token = cache.guard_evictions(lambda: copy.wait_event(done))
+
+    def end() -> None:
+        cache.unguard(token)
+        done.synchronize()  # (long done, unless the query failed meanwhile)
+
+    ctx.cleanup.append(end)
+    return done
