@@ -55,6 +55,13 @@ from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch
 
+# A paged delivery asks the device cache to admit a row group's missing pages together (all or none),
+# so that what it keeps is whole row groups. False: page by page (A/B).
+ALIGNED_ADMISSION = True
+# ... and such a row group gets in only when worth this many times what it displaces: row groups of a
+# scan larger than the cache are worth alike, and swapping them run after run copies both again (a
+# working set no longer read ages: the next query's row groups still get in at its second run)
+ADMIT_MARGIN = 1.5
 DEFAULT_BATCH_BYTES = 64 << 20
 PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_bytes``
 # A paged scan beside the device cache (pages kept compressed, a budget too small for the working set:
@@ -62,9 +69,6 @@ PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_
 # the next delivery's copies are queued before the consumer takes this one, instead of after its kernel
 # is launched (the link then waited for the host's work of every step). False: not ahead (A/B).
 AHEAD_PAGED = True
-# A paged delivery asks the device cache to admit a row group's missing pages together (all or none),
-# so that what it keeps is whole row groups. False: page by page (A/B).
-ALIGNED_ADMISSION = True
 
 
 @dataclass
@@ -314,7 +318,14 @@ class BatchedDelivery(DeliveryColumns):
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
                 while pending and len(queue) <= ahead:
                     if queue and not self._room_ahead():
-                        break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
+                        if current is None:
+                            break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
+                        # the consumer is done with its step (it asked for the next): that memory
+                        # first (room for two deliveries, not three, keeps one ahead: _deliver_ahead)
+                        self._retire_unit(current)
+                        current = None
+                        if not self._room_ahead():
+                            break
                     deliver_next()
                 if not queue:
                     break
@@ -342,13 +353,18 @@ class BatchedDelivery(DeliveryColumns):
 
     def _deliver_ahead(self) -> int:
         """Deliveries queued beyond the one the consumer works on: with ``overlap`` one, when the
-        budget has room for three at once (the copy stream then has the next delivery's copies
-        queued while the host prepares the one after, whatever the host's hiccups); else none."""
+        budget has room for two at once (the copy stream then has the next delivery's copies queued
+        while the host prepares the one after, whatever the host's hiccups; a third is made after the
+        consumer's step is retired, ``_reserve_budget``); else none. It asked for room for three:
+        under a budget of 4 deliveries (deliveries of a quarter of it) with anything else held, or
+        beside a device cache that leaves room for two (the admissions' headroom), that was never,
+        and without a delivery ahead each delivery's copies wait for the kernel over the one before
+        (retiring a step makes the copy stream wait for its kernel)."""
         if not self._ahead_ok():
             return 0
         limit = getattr(self.budget, "limit_bytes", None)
         per = self._group_need
-        if limit and 3 * per > limit - self.budget.used_bytes:
+        if limit and 2 * per > limit - self.budget.used_bytes:
             return 0
         return 1
 
@@ -414,8 +430,10 @@ class BatchedDelivery(DeliveryColumns):
                     # would displace pay for, in bytes of the link's rate)
                     h2d = getattr(getattr(self.cache, "rates", None), "h2d", None)
                     trips = 0 if h2d is None else int((len(missing) - 1) * h2d.latency_s * h2d.bytes_per_s)
+                    # (and worth ADMIT_MARGIN times what it displaces)
                     ok = self.cache.reserve(sum(p.device_bytes for p in missing), key=missing[0].key,
-                                            link_bytes=sum(p.location.length for p in missing) + trips,
+                                            link_bytes=int((sum(p.location.length for p in missing) + trips)
+                                                           / ADMIT_MARGIN),
                                             first_reuse=first_reuse, headroom=headroom)
                     for p in missing:
                         p.admitted = ok
@@ -647,14 +665,14 @@ class BatchedDelivery(DeliveryColumns):
     def _reserve_budget(self, nbytes: int, what: str) -> None:
         if self.budget.try_reserve(nbytes):
             return
-        if self._device_tier is not None:
-            self._evict_short(nbytes)  # (only what the budget lacks: cached pages beyond that stay)
-            if self.budget.try_reserve(nbytes):
-                return
         held, self._held = self._held, None
         if held is not None:
-            # the step the consumer has finished with still holds its buffer: give it back first
-            # (under so tight a budget the next copies wait for the consumer's work on it,
-            # single-buffered, instead of the query failing over to the CPU)
+            # the step the consumer has finished with still holds its buffer: give it back first (the
+            # next copies then wait for the consumer's work on it), before cached pages (evicted,
+            # a hot scan under a budget would copy them again at its next run)
             self._retire_unit(held)
+            if self.budget.try_reserve(nbytes):
+                return
+        if self._device_tier is not None:
+            self._evict_short(nbytes)  # (only what the budget lacks: cached pages beyond that stay)
         self.budget.reserve(nbytes, what)
