@@ -69,7 +69,9 @@ def split_resident(cache: Any, reader: Any, names: list[str], row_groups: list[i
         held.append(rg)
     if not held:
         return ResidentSplit(None, [], list(row_groups), stamp)
-    dkey = ("resident", reader.name, reader.version, tuple(names), tuple(held))
+    # (its own kind of key: the page table made for it, on the launch's stream, is not the whole-scan
+    # path's, launched on the consumer's)
+    dkey = ("resident-part", reader.name, reader.version, tuple(names), tuple(held))
     resident = ResidentPages(keys, pages, sum(r for r, _ in pages), nbytes, dkey)
     return ResidentSplit(resident, held, rest, stamp)
 
