@@ -275,7 +275,8 @@ def main() -> None:
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
                          "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); aligned=0: "
                          "paged deliveries ask the device cache to admit page by page, not a row group's "
-                         "missing pages together (stream_batch.ALIGNED_ADMISSION); earlyshare=X: an early fact scan primes up to X of the free device budget "
+                         "missing pages together (stream_batch.ALIGNED_ADMISSION); splitramp=N: the streamed part of a resident split ramps "
+                         "its deliveries up in N steps (resident_split.STREAM_RAMP); earlyshare=X: an early fact scan primes up to X of the free device budget "
                          "(early_scan.EARLY_BUDGET_SHARE)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
@@ -291,6 +292,7 @@ def main() -> None:
         switches = {"upload": "upload=0" not in items, "factfirst": "factfirst=0" not in items,
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
                     "aligned": "aligned=0" not in items,
+                    "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
                     "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
@@ -311,6 +313,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, cut)
     duck = load_duckdb(args.db, args.suite, qs) if args.vs_duckdb else None
     default_share = early_scan.EARLY_BUDGET_SHARE
+    from hetdb.exec import resident_split
+
+    default_ramp = resident_split.STREAM_RAMP
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
@@ -318,6 +323,7 @@ def main() -> None:
             early_scan.FACT_FIRST = switches["factfirst"]
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             stream_batch.ALIGNED_ADMISSION = switches["aligned"]
+            resident_split.STREAM_RAMP = default_ramp if switches["splitramp"] < 0 else switches["splitramp"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled

@@ -110,6 +110,13 @@ def resident_split(op: Any, ctx: ExecContext, state: Any, row_groups: list[int],
     return got
 
 
+# Ramp steps of the streamed part's deliveries (backend/gpu/stream_batch.py ``ramp_steps``; None: as any
+# scan, 3). The launch over cached pages keeps all of the GPU for itself while it runs (its blocks loop
+# over every tile), so the deliveries' kernels run after it, and the copy stream may reuse a
+# delivery's memory only after its kernel: the link moved only the first deliveries meanwhile, and
+# ramped ones were short (H100 checkpoint, SSB SF 20 hot q3.1 at 10%: 50 MB queued, the link then idle
+# 2.4 ms until the launch had run).
+STREAM_RAMP: int | None = 0
 _STREAMS: dict[int, Any] = {}
 
 

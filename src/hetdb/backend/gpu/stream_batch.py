@@ -99,6 +99,12 @@ def _string_coded(spec: Any, page: _Page) -> bool:
 class BatchedDelivery(DeliveryColumns):
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
 
+    # the ramp's steps (plan_groups ``ramp``) when set; None: as ``overlap`` says. A scan whose cached
+    # row groups run as one launch beside it (exec/resident_split.py) takes none: short first
+    # deliveries start nothing early there, and each one's kernel must run before the copy stream may
+    # reuse its memory (behind the launch over cached pages, the link waited for it)
+    ramp_steps: int | None = None
+
     def deliveries(self) -> Iterator[tuple[tuple[int, ...], list[Batch]]]:
         """Iterate ``(row groups, Batches)``, one step per delivery: with batching on
         (``batch_bytes``) several consecutive row groups, as one Batch spanning them or — when pages
@@ -229,6 +235,8 @@ class BatchedDelivery(DeliveryColumns):
         # steps of host work each), ramped as the others (the link starts on a short first one)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
         ramp = 3 if self.overlap else 0
+        if self.ramp_steps is not None:
+            ramp = self.ramp_steps
 
         def compute() -> tuple[list[list[int]], int, int]:
             bounds = [self._rg_bounds(rg) for rg in self.row_groups]
