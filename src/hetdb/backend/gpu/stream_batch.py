@@ -321,9 +321,9 @@ class BatchedDelivery(DeliveryColumns):
                     deliver_next()
                 yield None
             self._consuming = True
-            ahead = self._deliver_ahead()
             while pending or queue:
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
+                ahead = self._deliver_ahead()
                 while pending and len(queue) <= ahead:
                     if queue and not self._room_ahead():
                         if current is None:
@@ -372,7 +372,9 @@ class BatchedDelivery(DeliveryColumns):
             return 0
         limit = getattr(self.budget, "limit_bytes", None)
         per = self._group_need
-        if limit and 2 * per > limit - self.budget.used_bytes:
+        # (asked at every step, of the budget apart from the scan's own deliveries: a primed scan's
+        # held all of its room when its consumer came, and was then never one ahead)
+        if limit and 2 * per > limit - (self.budget.used_bytes - self._transient_held):
             return 0
         return 1
 
