@@ -276,7 +276,8 @@ def main() -> None:
                          "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); aligned=0: "
                          "paged deliveries ask the device cache to admit page by page, not a row group's "
                          "missing pages together (stream_batch.ALIGNED_ADMISSION); splitramp=N: the streamed part of a resident split ramps "
-                         "its deliveries up in N steps (resident_split.STREAM_RAMP); earlyshare=X: an early fact scan primes up to X of the free device budget "
+                         "its deliveries up in N steps (resident_split.STREAM_RAMP); splitchunk=N: rows per launch over its cached "
+                         "row groups (resident_split.CHUNK_ROWS; 0: one launch on a stream of its own); earlyshare=X: an early fact scan primes up to X of the free device budget "
                          "(early_scan.EARLY_BUDGET_SHARE)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
@@ -293,6 +294,7 @@ def main() -> None:
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
                     "aligned": "aligned=0" not in items,
                     "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
+                    "splitchunk": next((int(o.split("=")[1]) for o in items if o.startswith("splitchunk=")), -1),
                     "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
@@ -315,7 +317,7 @@ def main() -> None:
     default_share = early_scan.EARLY_BUDGET_SHARE
     from hetdb.exec import resident_split
 
-    default_ramp = resident_split.STREAM_RAMP
+    default_ramp, default_chunk = resident_split.STREAM_RAMP, resident_split.CHUNK_ROWS
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
@@ -324,6 +326,7 @@ def main() -> None:
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
             stream_batch.ALIGNED_ADMISSION = switches["aligned"]
             resident_split.STREAM_RAMP = default_ramp if switches["splitramp"] < 0 else switches["splitramp"]
+            resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled

@@ -48,9 +48,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     from hetdb.exec.compiled_paged import compiled_over_pages
 
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
+    launches = None
     hot = _run_resident(ctx, src, gsrc, _row_groups(morsels), plan, state, sink.op_id)
     if hot is not None:
-        fused_rows, rest, streamed, launched = hot
+        fused_rows, rest, streamed, launches = hot
         left = set(rest)
         morsels = [m for m in morsels if m[1] in left] if rest else []
         if not rest:
@@ -120,10 +121,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         if fusable:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
-    if hot is not None and launched is not None:  # (the launch over cached pages ran on a stream of its own)
-        import cupy
-
-        cupy.cuda.get_current_stream().wait_event(launched)
+            if launches is not None:
+                launches.step()  # (the next launch over cached pages, after this delivery's kernel)
+    if launches is not None:
+        launches.finish()  # (the rest of the launches over cached pages; the state waits for them)
     if timed:  # (the cost model's GPU rate for this pipeline, and its slowdown when co-processed)
         from hetdb.exec.coprocess_plan import observe_gpu_scan
 
@@ -319,9 +320,10 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     them (a page table) and return (rows consumed, row groups left, 0, None): the row groups left are
     those with a page the kernel cannot take (NULLs, plain strings), which the caller runs compiled.
     When it holds only some row groups' pages (a scan larger than the cache: exec/resident_split.py),
-    the launch is over those, on a stream of its own, and the row groups left include the others, to
-    stream (the third value: how many; the fourth: the launch's event, which the consumer's stream
-    must wait for before the state is read). None when every page must be streamed."""
+    the launches are over those, and the row groups left include the others, to stream (the third
+    value: how many; the fourth: the launches still to make, ``resident_split.ResidentLaunch``: a
+    ``step`` after each delivery's kernel, ``finish`` after the last). None when every page must be
+    streamed."""
     from hetdb.errors import UnsupportedError
     from hetdb.exec.operators.scan_device import resident_or_warm
 
@@ -336,20 +338,22 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
                                                    tuple((c, name_of[c]) for c in cids))
     _, _, name_of, cids, names, columns = memo
     forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
-    split = None
     with Timer(ctx, src.op_id):
         got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
+        split = None
         if got is None and not forced:
             from hetdb.exec.resident_split import resident_split
 
             split = resident_split(src, ctx, gsrc, list(row_groups), names)
-    if got is None and split is None:
-        return None
     if split is not None:
-        resident, fill, row_groups, streamed = split.resident, None, split.row_groups, split.rest
-    else:
-        (resident, fill), streamed = got, []
-    hit = stream = launched = None
+        from hetdb.exec.resident_split import launch_split
+
+        rows, rest, launches = launch_split(ctx, fp, state, plan.tables, split, name_of, cids, columns, sink_id)
+        return rows, sorted(rest + split.rest), len(split.rest), launches
+    if got is None:
+        return None
+    resident, fill = got
+    hit = None
     try:
         cache = ctx.device.cache
         tkey = ("page-table", resident.derived_key, fp.kernel.name, columns)
@@ -368,29 +372,16 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         if table is not None and table.num_tiles:
             fresh = table.device is None
             with Timer(ctx, sink_id):
-                if split is None:
-                    _consume_resident(fp, state, table, plan.tables)
-                else:
-                    from hetdb.exec.resident_split import launch_stream
-
-                    stream = launch_stream()  # (the streamed part's kernels do not queue behind it)
-                    with stream:
-                        _consume_resident(fp, state, table, plan.tables)
+                _consume_resident(fp, state, table, plan.tables)
             if fresh and table.device is not None:
                 cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
     finally:
-        if stream is not None:
-            from hetdb.exec.resident_split import guard_launch
-
-            launched = guard_launch(ctx, stream)  # (the streamed copies wait for it only if a page is evicted)
-        elif split is None:
-            resident.release()
+        resident.release()
         if fill is not None:
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
-    if fill is None and hit is not None and not streamed:  # (all resident, nothing filled: what a replay launches again)
+    if fill is None and hit is not None:  # (all resident, nothing filled: what a replay launches again)
         ctx.__dict__.setdefault("_resident_launches", {})[sink_id] = (src.op_id, resident, tkey, hit)
-    return (0 if table is None else table.num_rows), sorted(rest + streamed) if streamed else rest, \
-        len(streamed), launched
+    return (0 if table is None else table.num_rows), rest, 0, None
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any,

@@ -11,15 +11,16 @@ launch through one page table (kept in the cache's derived objects while no page
 the whole-scan launch's is), and only the others are streamed; their copies, on the copy stream,
 overlap that launch.
 
-The resident launch runs on a stream of its own (``launch_stream``): on the consumer's stream, the
-kernels over the streamed deliveries would queue behind it, and so would the copy stream, which waits
-for the consumer's kernel over a delivery before it reuses the delivery's memory. The consumer's
-stream waits for it once the streamed part is queued, before the aggregation state is read. It reads pages the
-streamed part may evict (admitting its own pages, or making room for its deliveries). An evicted
-page's memory goes back to the copy stream that allocated it, so the copy stream must not reuse it
-before the launch has run: the first eviction makes the copy stream wait for the launch
-(``DevicePageCache.guard_evictions``); while nothing is evicted (the steady state of a hot query whose
-cached part stays) the copies do not wait for it.
+The cached row groups run as launches of about CHUNK_ROWS rows on the consumer's stream: one before
+the first delivery, one after each delivery's kernel, the rest after the last (``ResidentLaunch``).
+One launch over all of them held every SM while it ran, so the deliveries' kernels waited for it,
+and the copy stream with them (it reuses a delivery's memory only after the kernel that read it).
+The launches read pages the streamed part may evict (admitting its own pages, or making room for
+its deliveries); they stay referenced until the last launch is queued. An evicted page's memory goes
+back to the copy stream that allocated it, so the copy stream must not reuse it before the launches
+have run: after the last one, the first eviction makes the copy stream wait for them
+(``DevicePageCache.guard_evictions``), as does letting go of pages evicted meanwhile; while nothing
+is evicted (the steady state of a hot query whose cached part stays) the copies do not wait.
 
 The connection option ``gpu_resident_split`` (default on) switches this off for A/B measurements.
 """
@@ -111,21 +112,134 @@ def resident_split(op: Any, ctx: ExecContext, state: Any, row_groups: list[int],
 
 
 # Ramp steps of the streamed part's deliveries (backend/gpu/stream_batch.py ``ramp_steps``; None: as any
-# scan, 3). The launch over cached pages keeps all of the GPU for itself while it runs (its blocks loop
-# over every tile), so the deliveries' kernels run after it, and the copy stream may reuse a
-# delivery's memory only after its kernel: the link moved only the first deliveries meanwhile, and
-# ramped ones were short (H100 checkpoint, SSB SF 20 hot q3.1 at 10%: 50 MB queued, the link then idle
-# 2.4 ms until the launch had run).
+# scan, 3): the launches over cached pages keep the GPU busy meanwhile, and short first deliveries
+# only add host work (H100 checkpoint, SSB SF 20 hot q3.1 at 10%: the first three of 3, 15 and 34 MB).
 STREAM_RAMP: int | None = 0
+# Rows per launch over the cached row groups of a scan that streams the others: one launch now, one
+# after each delivery's kernel, the rest after the last. One launch over all of them held every SM
+# while it ran (its blocks loop over every tile): the deliveries' kernels ran after it, and the copy
+# stream, which reuses a delivery's memory only after its kernel, stopped with them (H100 checkpoint,
+# SSB SF 20 hot q3.1 at 10%: a 5.5 ms launch over 96.5M rows, the link idle 2.4 ms). 0: one launch on a
+# stream of its own (the deliveries' kernels queue behind its blocks all the same).
+CHUNK_ROWS = 16 << 20
 _STREAMS: dict[int, Any] = {}
 
 
-def launch_stream() -> Any:
-    """The stream the launch over cached pages runs on (one per device, made on first use), after
-    what the consumer's stream queued so far (the join tables it probes): apart from the consumer's
-    stream, whose kernels over the streamed deliveries must not queue behind it, since each
-    delivery's memory goes back to the copy stream only after the kernel that read it (the copy
-    stream then waits for the consumer's stream: behind this launch, the link would idle for it)."""
+def _chunks(pages: list, rows: int) -> list[list]:
+    """``pages`` ((rows, columns) per row group) in consecutive runs of about ``rows`` rows (all in
+    one when ``rows`` is 0)."""
+    if rows <= 0:
+        return [pages] if pages else []
+    out: list[list] = []
+    run: list = []
+    held = 0
+    for page in pages:
+        if run and held + page[0] > rows:
+            out.append(run)
+            run, held = [], 0
+        run.append(page)
+        held += page[0]
+    if run:
+        out.append(run)
+    return out
+
+
+def launch_split(ctx: ExecContext, fp: Any, state: Any, join_tables: list, split: ResidentSplit,
+                 name_of: dict, cids: list, columns: tuple, timer_id: int) -> tuple[int, list[int], Any]:
+    """Queue the first launch over ``split``'s cached row groups (page tables kept among the device
+    cache's derived objects while no page leaves it); (rows they hold, row groups with a page the
+    kernel cannot take, the ``ResidentLaunch`` to step and finish, or None when nothing runs)."""
+    from hetdb.errors import UnsupportedError
+
+    cache = ctx.device.cache
+    resident = split.resident
+    chunk = CHUNK_ROWS
+    tkey = ("page-table", resident.derived_key, fp.kernel.name, columns, chunk)
+    hit = cache.derived(tkey)
+    if hit is None:
+        pages = [(rows, {c: cols[name_of[c]] for c in cids}) for rows, cols in resident.pages]
+        bad = [i for i, (_, cols) in enumerate(pages) if fp.batch_unfusable_reason(cols) is not None]
+        skip = set(bad)
+        try:
+            tables = [fp.page_table(run) for run in _chunks([p for i, p in enumerate(pages) if i not in skip], chunk)]
+        except UnsupportedError:
+            tables, bad = [], list(range(len(pages)))  # (stream them row group by row group)
+        hit = ([t for t in tables if t.num_tiles], [split.row_groups[i] for i in bad])
+        cache.set_derived(tkey, hit)
+    tables, rest = hit
+    if not tables:
+        return 0, rest, None
+    launches = ResidentLaunch(ctx, fp, state, list(tables), join_tables, resident, timer_id, side=chunk <= 0)
+    launches.step()
+    return sum(t.num_rows for t in tables), rest, launches
+
+
+class ResidentLaunch:
+    """The launches over a split scan's cached row groups (see the module docstring): ``step`` queues
+    the next (after the last delivery's kernel, on the consumer's stream; or the only one, on a stream
+    of its own), ``finish`` the rest, and makes the consumer's stream wait for a launch on another
+    stream. The row groups' pages stay referenced until the last launch is queued; after it, a page
+    the cache evicts makes the copy stream (which gets its memory back) wait for the launches, and
+    so does letting go of pages evicted meanwhile."""
+
+    def __init__(self, ctx: ExecContext, fp: Any, state: Any, tables: list, join_tables: list, resident: Any,
+                 timer_id: int, side: bool) -> None:
+        self.ctx, self.fp, self.state, self.pending, self.join_tables = ctx, fp, state, tables, join_tables
+        self.resident, self.timer_id, self.side = resident, timer_id, side
+        self.generation = ctx.device.cache.generation
+        self.done: Any = None  # the event after the last launch
+
+    def step(self) -> None:
+        """Queue the next launch, if any."""
+        if not self.pending:
+            return
+        import cupy
+
+        from hetdb.exec import fusion_run
+        from hetdb.exec.operators.base import Timer
+
+        table = self.pending.pop(0)
+        fresh = table.device is None
+        stream = _launch_stream() if self.side else cupy.cuda.get_current_stream()
+        with Timer(self.ctx, self.timer_id), stream:
+            fusion_run._consume_resident(self.fp, self.state, table, self.join_tables)
+        cache = self.ctx.device.cache
+        if fresh and table.device is not None:
+            cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
+        if not self.pending:
+            self._last(stream)
+
+    def finish(self) -> None:
+        """Queue the launches left; the consumer's stream then reads the state after them."""
+        while self.pending:
+            self.step()
+        if self.side and self.done is not None:
+            import cupy
+
+            cupy.cuda.get_current_stream().wait_event(self.done)
+            self.side = False
+
+    def _last(self, stream: Any) -> None:
+        import cupy
+
+        from hetdb.backend.gpu.stream import copy_stream
+
+        done = self.done = cupy.cuda.Event(disable_timing=True)
+        done.record(stream)
+        copy = copy_stream(cupy.cuda.Device().id)
+        cache = self.ctx.device.cache
+        if cache.generation != self.generation:
+            copy.wait_event(done)  # (pages evicted meanwhile: their memory goes back as they are let go)
+        else:
+            token = cache.guard_evictions(lambda: copy.wait_event(done))
+            self.ctx.cleanup.append(lambda: cache.unguard(token))
+        self.ctx.cleanup.append(done.synchronize)  # (long done, unless the query failed meanwhile)
+        self.resident = None
+
+
+def _launch_stream() -> Any:
+    """The stream of a single launch over cached pages (CHUNK_ROWS 0; one per device, made on first
+    use), after what the consumer's stream queued so far (the join tables it probes)."""
     import cupy
 
     device = cupy.cuda.Device().id
@@ -138,27 +252,3 @@ def launch_stream() -> Any:
     queued.record(cupy.cuda.get_current_stream())
     stream.wait_event(queued)
     return stream
-
-
-def guard_launch(ctx: ExecContext, stream: Any) -> Any:
-    """After the resident launch was queued on ``stream``: the first page the device cache evicts from
-    now on makes the copy stream wait for the launch first (the guard is dropped with the query, when
-    the launch has long run). Returns the launch's event: the consumer's stream waits for it once the
-    streamed part is queued, before anything reads the aggregation state; a query that fails before
-    then waits for it at its end (before the state's memory can be used again)."""
-    import cupy
-
-    from hetdb.backend.gpu.stream import copy_stream
-
-    done = cupy.cuda.Event(disable_timing=True)
-    done.record(stream)
-    copy = copy_stream(cupy.cuda.Device().id)
-    cache = ctx.device.cache
-    token = cache.guard_evictions(lambda: copy.wait_event(done))
-
-    def end() -> None:
-        cache.unguard(token)
-        done.synchronize()  # (long done, unless the query failed meanwhile)
-
-    ctx.cleanup.append(end)
-    return done
