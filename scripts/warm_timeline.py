@@ -277,7 +277,8 @@ def main() -> None:
                          "paged deliveries ask the device cache to admit page by page, not a row group's "
                          "missing pages together (stream_batch.ALIGNED_ADMISSION); splitramp=N: the streamed part of a resident split ramps "
                          "its deliveries up in N steps (resident_split.STREAM_RAMP); splitchunk=N: rows per launch over its cached "
-                         "row groups (resident_split.CHUNK_ROWS; 0: one launch on a stream of its own); earlyshare=X: an early fact scan primes up to X of the free device budget "
+                         "row groups (resident_split.CHUNK_ROWS; 0: one launch); splitside=0: those launches on the consumer's "
+                         "stream, between the deliveries' kernels (resident_split.SIDE_STREAM); earlyshare=X: an early fact scan primes up to X of the free device budget "
                          "(early_scan.EARLY_BUDGET_SHARE)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
@@ -295,6 +296,7 @@ def main() -> None:
                     "aligned": "aligned=0" not in items,
                     "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
                     "splitchunk": next((int(o.split("=")[1]) for o in items if o.startswith("splitchunk=")), -1),
+                    "splitside": "splitside=0" not in items,
                     "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
@@ -327,6 +329,7 @@ def main() -> None:
             stream_batch.ALIGNED_ADMISSION = switches["aligned"]
             resident_split.STREAM_RAMP = default_ramp if switches["splitramp"] < 0 else switches["splitramp"]
             resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
+            resident_split.SIDE_STREAM = switches["splitside"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled

@@ -34,17 +34,19 @@ def ssb_db(tmp_path_factory):
     return dataset(tmp_path_factory.mktemp("gpu-resident-split"), "ssb-0.01", lambda p: build_ssb(p, 0.01, 4096))
 
 
-@pytest.mark.parametrize("split,chunk,names", [
-    (True, 4096, ["q1.1", "q2.1", "q3.1", "q4.1", "q4.3", "q1.1"]),  # a launch per row group, between deliveries
-    (True, 0, ["q3.1", "q4.1", "q3.1"]),  # one launch on a stream of its own
-    (False, None, ["q1.1", "q3.1", "q1.1"]),
-], ids=["split-chunks", "split-one", "streamed"])
-def test_hot_runs_under_a_small_budget_equal_duckdb(ssb_db, monkeypatch, split, chunk, names):
+@pytest.mark.parametrize("split,chunk,side,names", [
+    (True, 4096, True, ["q1.1", "q2.1", "q3.1", "q4.1", "q4.3", "q1.1"]),  # a launch per row group, between deliveries
+    (True, 4096, False, ["q3.1", "q4.1", "q3.1"]),  # the same on the consumer's stream
+    (True, 0, True, ["q3.1", "q4.1", "q3.1"]),  # one launch
+    (False, None, True, ["q1.1", "q3.1", "q1.1"]),
+], ids=["split-chunks", "split-chunks-consumer", "split-one", "streamed"])
+def test_hot_runs_under_a_small_budget_equal_duckdb(ssb_db, monkeypatch, split, chunk, side, names):
     """q1.1 again at the end: after the others took the cache."""
     from hetdb.exec import resident_split
 
     if chunk is not None:
         monkeypatch.setattr(resident_split, "CHUNK_ROWS", chunk)
+    monkeypatch.setattr(resident_split, "SIDE_STREAM", side)
     queries = load_queries("ssb")
     compared = splits = 0
     with hetdb.connect(ssb_db.path, device="gpu", gpu_memory_limit=LIMIT, gpu_resident_split=split) as con:

@@ -11,10 +11,13 @@ launch through one page table (kept in the cache's derived objects while no page
 the whole-scan launch's is), and only the others are streamed; their copies, on the copy stream,
 overlap that launch.
 
-The cached row groups run as launches of about CHUNK_ROWS rows on the consumer's stream: one before
-the first delivery, one after each delivery's kernel, the rest after the last (``ResidentLaunch``).
-One launch over all of them held every SM while it ran, so the deliveries' kernels waited for it,
-and the copy stream with them (it reuses a delivery's memory only after the kernel that read it).
+The cached row groups run as launches of about CHUNK_ROWS rows on a stream of their own: one before
+the first delivery, one after each delivery's kernel, the rest after the last (``ResidentLaunch``);
+the consumer's stream waits for them before the aggregation state is read. One launch over all of
+them held every SM while it ran (its blocks loop over every tile), so the deliveries' kernels waited
+for it, and the copy stream with them (it reuses a delivery's memory only after the kernel that read
+it); on the consumer's stream (SIDE_STREAM False) the copy stream would wait for each launch queued
+before a delivery's kernel.
 The launches read pages the streamed part may evict (admitting its own pages, or making room for
 its deliveries); they stay referenced until the last launch is queued. An evicted page's memory goes
 back to the copy stream that allocated it, so the copy stream must not reuse it before the launches
@@ -122,6 +125,10 @@ STREAM_RAMP: int | None = 0
 # SSB SF 20 hot q3.1 at 10%: a 5.5 ms launch over 96.5M rows, the link idle 2.4 ms). 0: one launch on a
 # stream of its own (the deliveries' kernels queue behind its blocks all the same).
 CHUNK_ROWS = 16 << 20
+# The launches run on a stream of their own (after the join tables the consumer's stream built): the
+# copy stream, which waits for the consumer's stream before it reuses a delivery's memory, then never
+# waits for them. False: on the consumer's stream, between the deliveries' kernels (A/B).
+SIDE_STREAM = True
 _STREAMS: dict[int, Any] = {}
 
 
@@ -169,18 +176,19 @@ def launch_split(ctx: ExecContext, fp: Any, state: Any, join_tables: list, split
     tables, rest = hit
     if not tables:
         return 0, rest, None
-    launches = ResidentLaunch(ctx, fp, state, list(tables), join_tables, resident, timer_id, side=chunk <= 0)
+    launches = ResidentLaunch(ctx, fp, state, list(tables), join_tables, resident, timer_id,
+                              side=SIDE_STREAM or chunk <= 0)
     launches.step()
     return sum(t.num_rows for t in tables), rest, launches
 
 
 class ResidentLaunch:
     """The launches over a split scan's cached row groups (see the module docstring): ``step`` queues
-    the next (after the last delivery's kernel, on the consumer's stream; or the only one, on a stream
-    of its own), ``finish`` the rest, and makes the consumer's stream wait for a launch on another
-    stream. The row groups' pages stay referenced until the last launch is queued; after it, a page
-    the cache evicts makes the copy stream (which gets its memory back) wait for the launches, and
-    so does letting go of pages evicted meanwhile."""
+    the next (on a stream of its own, or on the consumer's after the last delivery's kernel), ``finish``
+    the rest, and makes the consumer's stream wait for launches on another stream. The row groups'
+    pages stay referenced until the last launch is queued; after it, a page the cache evicts makes
+    the copy stream (which gets its memory back) wait for the launches, and so does letting go of
+    pages evicted meanwhile."""
 
     def __init__(self, ctx: ExecContext, fp: Any, state: Any, tables: list, join_tables: list, resident: Any,
                  timer_id: int, side: bool) -> None:
@@ -188,6 +196,7 @@ class ResidentLaunch:
         self.resident, self.timer_id, self.side = resident, timer_id, side
         self.generation = ctx.device.cache.generation
         self.done: Any = None  # the event after the last launch
+        self.stream: Any = None  # (side: the stream of the launches, after the consumer's work so far)
 
     def step(self) -> None:
         """Queue the next launch, if any."""
@@ -200,14 +209,21 @@ class ResidentLaunch:
 
         table = self.pending.pop(0)
         fresh = table.device is None
-        stream = _launch_stream() if self.side else cupy.cuda.get_current_stream()
+        if self.side:
+            stream = self.stream = self.stream or _launch_stream()
+        else:
+            stream = cupy.cuda.get_current_stream()
         with Timer(self.ctx, self.timer_id), stream:
             fusion_run._consume_resident(self.fp, self.state, table, self.join_tables)
+        if self.done is None:  # (a query failing before the state is read waits for them at its end)
+            self.ctx.cleanup.append(lambda: self.done.synchronize())
+        self.done = cupy.cuda.Event(disable_timing=True)
+        self.done.record(stream)
         cache = self.ctx.device.cache
         if fresh and table.device is not None:
             cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
         if not self.pending:
-            self._last(stream)
+            self._last()
 
     def finish(self) -> None:
         """Queue the launches left; the consumer's stream then reads the state after them."""
@@ -219,13 +235,12 @@ class ResidentLaunch:
             cupy.cuda.get_current_stream().wait_event(self.done)
             self.side = False
 
-    def _last(self, stream: Any) -> None:
+    def _last(self) -> None:
         import cupy
 
         from hetdb.backend.gpu.stream import copy_stream
 
-        done = self.done = cupy.cuda.Event(disable_timing=True)
-        done.record(stream)
+        done = self.done
         copy = copy_stream(cupy.cuda.Device().id)
         cache = self.ctx.device.cache
         if cache.generation != self.generation:
@@ -233,7 +248,6 @@ class ResidentLaunch:
         else:
             token = cache.guard_evictions(lambda: copy.wait_event(done))
             self.ctx.cleanup.append(lambda: cache.unguard(token))
-        self.ctx.cleanup.append(done.synchronize)  # (long done, unless the query failed meanwhile)
         self.resident = None
 
 
