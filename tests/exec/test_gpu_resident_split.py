@@ -35,11 +35,11 @@ def ssb_db(tmp_path_factory):
 
 
 @pytest.mark.parametrize("split,chunk,side,names", [
-    (True, 4096, True, ["q1.1", "q2.1", "q3.1", "q4.1", "q4.3", "q1.1"]),  # a launch per row group, between deliveries
-    (True, 4096, False, ["q3.1", "q4.1", "q3.1"]),  # the same on the consumer's stream
-    (True, 0, True, ["q3.1", "q4.1", "q3.1"]),  # one launch
+    (True, 0, True, ["q1.1", "q2.1", "q3.1", "q4.1", "q1.1"]),  # one launch (the default)
+    (True, 4096, True, ["q3.1", "q4.1", "q3.1"]),  # a launch per row group, between deliveries
+    (True, 4096, False, ["q3.1", "q1.1"]),  # the same on the consumer's stream
     (False, None, True, ["q1.1", "q3.1", "q1.1"]),
-], ids=["split-chunks", "split-chunks-consumer", "split-one", "streamed"])
+], ids=["split-one", "split-chunks", "split-chunks-consumer", "streamed"])
 def test_hot_runs_under_a_small_budget_equal_duckdb(ssb_db, monkeypatch, split, chunk, side, names):
     """q1.1 again at the end: after the others took the cache."""
     from hetdb.exec import resident_split

@@ -11,13 +11,14 @@ launch through one page table (kept in the cache's derived objects while no page
 the whole-scan launch's is), and only the others are streamed; their copies, on the copy stream,
 overlap that launch.
 
-The cached row groups run as launches of about CHUNK_ROWS rows on a stream of their own: one before
-the first delivery, one after each delivery's kernel, the rest after the last (``ResidentLaunch``);
-the consumer's stream waits for them before the aggregation state is read. One launch over all of
-them held every SM while it ran (its blocks loop over every tile), so the deliveries' kernels waited
-for it, and the copy stream with them (it reuses a delivery's memory only after the kernel that read
-it); on the consumer's stream (SIDE_STREAM False) the copy stream would wait for each launch queued
-before a delivery's kernel.
+The cached row groups run as one launch on a stream of its own (``ResidentLaunch``; with CHUNK_ROWS,
+as launches of about that many rows: one before the first delivery, one after each delivery's kernel,
+the rest after the last); the consumer's stream waits for them before the aggregation state is read.
+The launch holds every SM while it runs (its blocks loop over every tile), so the deliveries' kernels
+wait for it, and the copy stream with them (it reuses a delivery's memory only after the kernel that
+read it): the streamed part takes no ramp (STREAM_RAMP), so its first deliveries move much of it
+meanwhile. On the consumer's stream (SIDE_STREAM False) the copy stream would wait for each launch
+queued before a delivery's kernel.
 The launches read pages the streamed part may evict (admitting its own pages, or making room for
 its deliveries); they stay referenced until the last launch is queued. An evicted page's memory goes
 back to the copy stream that allocated it, so the copy stream must not reuse it before the launches
@@ -119,12 +120,10 @@ def resident_split(op: Any, ctx: ExecContext, state: Any, row_groups: list[int],
 # only add host work (H100 checkpoint, SSB SF 20 hot q3.1 at 10%: the first three of 3, 15 and 34 MB).
 STREAM_RAMP: int | None = 0
 # Rows per launch over the cached row groups of a scan that streams the others: one launch now, one
-# after each delivery's kernel, the rest after the last. One launch over all of them held every SM
-# while it ran (its blocks loop over every tile): the deliveries' kernels ran after it, and the copy
-# stream, which reuses a delivery's memory only after its kernel, stopped with them (H100 checkpoint,
-# SSB SF 20 hot q3.1 at 10%: a 5.5 ms launch over 96.5M rows, the link idle 2.4 ms). 0: one launch on a
-# stream of its own (the deliveries' kernels queue behind its blocks all the same).
-CHUNK_ROWS = 16 << 20
+# after each delivery's kernel, the rest after the last. 0 (the default): one launch over all of them,
+# on a stream of its own. H100 checkpoints (SSB SF 20 hot at 10%, q2.1/q3.1/q4.1 geomean): one launch
+# 14.47 ms, launches of 16M rows 16.99 (q3.1 11.2 against 15.4 ms), main's path 36.76.
+CHUNK_ROWS = 0
 # The launches run on a stream of their own (after the join tables the consumer's stream built): the
 # copy stream, which waits for the consumer's stream before it reuses a delivery's memory, then never
 # waits for them. False: on the consumer's stream, between the deliveries' kernels (A/B).
