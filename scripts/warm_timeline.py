@@ -106,7 +106,9 @@ class Timeline:
         self.kernels: list[tuple] = []  # (event start, event end)
         self.phases: list[tuple] = []   # (what, host t start, host t end): pipelines, the early scan's start
         self.on = False
+        self.resident: list[tuple] = []  # (event start, event end, host t): launches over cached pages
         orig_delivery, orig_consume = batch.run_delivery, fusion_run._consume_fused
+        orig_resident = fusion_run._consume_resident
         orig_pipeline, orig_early = engine.run_pipeline, early_scan.start_early_scans
 
         def run_pipeline(ctx, pipe, pool, threads):
@@ -158,8 +160,20 @@ class Timeline:
             e1.record(s)
             self.kernels.append((e0, e1, t))
 
+        def resident(fp, state, table, tables):
+            if not self.on:
+                return orig_resident(fp, state, table, tables)
+            s = cupy.cuda.get_current_stream()
+            e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+            t = time.perf_counter()
+            e0.record(s)
+            orig_resident(fp, state, table, tables)
+            e1.record(s)
+            self.resident.append((e0, e1, t, table.num_rows))
+
         batch.run_delivery = run_delivery
         fusion_run._consume_fused = consume
+        fusion_run._consume_resident = resident
         engine.run_pipeline = run_pipeline
         early_scan.start_early_scans = start_early
         self._time_tail()
@@ -249,7 +263,7 @@ class Timeline:
         from hetdb.backend.gpu.stream import copy_stream
 
         cupy = self.cupy
-        self.copies, self.kernels, self.phases = [], [], []
+        self.copies, self.kernels, self.phases, self.resident = [], [], [], []
         cupy.cuda.Device().synchronize()
         anchor = cupy.cuda.Event()
         anchor.record(copy_stream(cupy.cuda.Device().id))
@@ -300,6 +314,10 @@ class Timeline:
                 for c in (r.stats or {}).get("coprocess") or []:
                     host += "\n    cpu morsels (start-end ms, row groups): " + " ".join(
                         f"{m[0]:.1f}-{m[1]:.1f}({m[2]})" for m in c.get("morsels") or [])
+        cached = "".join(f" | launch over cached pages: {x[3] / 1e6:.1f}M rows, kernel "
+                         f"{cupy.cuda.get_elapsed_time(anchor, x[0]):.2f}-{cupy.cuda.get_elapsed_time(anchor, x[1]):.2f} "
+                         f"(host {(x[2] - t0) * 1e3:.2f})" for x in self.resident)
+        host += cached
         if not self.copies:
             return "no deliveries (nothing streamed: resident pages, or a path this probe does not see)" + host
 
@@ -393,7 +411,13 @@ def main() -> None:
                          "upload=0: small uploads as copies (backend/gpu/upload.py mode 'off'); factfirst=0: the dimension "
                          "scans primed before the fact scan's first delivery (exec/early_scan.py FACT_FIRST=False); hot=1: "
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
-                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED)")
+                         "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); aligned=0: "
+                         "paged deliveries ask the device cache to admit page by page, not a row group's "
+                         "missing pages together (stream_batch.ALIGNED_ADMISSION); splitramp=N: the streamed part of a resident split ramps "
+                         "its deliveries up in N steps (resident_split.STREAM_RAMP); splitchunk=N: rows per launch over its cached "
+                         "row groups (resident_split.CHUNK_ROWS; 0: one launch); splitside=0: those launches on the consumer's "
+                         "stream, between the deliveries' kernels (resident_split.SIDE_STREAM); earlyshare=X: an early fact scan primes up to X of the free device budget "
+                         "(early_scan.EARLY_BUDGET_SHARE)")
     ap.add_argument("--vs-duckdb", action="store_true",
                     help="check each variant's answer (its last timed run) against DuckDB's, on the tables' columns "
                          "the queries name, loaded through a CPU connection")
@@ -427,7 +451,12 @@ def main() -> None:
                     "first": "first=1" in items,
                     "after": next((o.split("=")[1] for o in items if o.startswith("after=")),
                                   "first" if "first=1" in items else "fact"),
-                    "split": next((int(o.split("=")[1]) for o in items if o.startswith("split=")), None)}
+                    "split": next((int(o.split("=")[1]) for o in items if o.startswith("split=")), None),
+                    "aligned": "aligned=0" not in items,
+                    "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
+                    "splitchunk": next((int(o.split("=")[1]) for o in items if o.startswith("splitchunk=")), -1),
+                    "splitside": "splitside=0" not in items,
+                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
@@ -448,6 +477,10 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, cut)
     duck = load_duckdb(args.db, args.suite, qs) if args.vs_duckdb else None
+    default_share = early_scan.EARLY_BUDGET_SHARE
+    from hetdb.exec import resident_split
+
+    default_ramp, default_chunk = resident_split.STREAM_RAMP, resident_split.CHUNK_ROWS
     for q in qs:
         expected = duck.sql(q.sql).to_arrow_table() if duck is not None else None
         for name, opts, switches in variants:
@@ -460,6 +493,11 @@ def main() -> None:
             coprocess_plan.FORCED_SPLIT = None if switches["split"] is None else (
                 coprocess_plan.cpu_workers(SimpleNamespace(options=SimpleNamespace(threads=opts.get("threads", os.cpu_count())))),
                 switches["split"])
+            stream_batch.ALIGNED_ADMISSION = switches["aligned"]
+            resident_split.STREAM_RAMP = default_ramp if switches["splitramp"] < 0 else switches["splitramp"]
+            resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
+            resident_split.SIDE_STREAM = switches["splitside"]
+            early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()

@@ -35,6 +35,11 @@ class Options:
     # full run made over resident pages, without the pipeline driver around them (exec/hot_replay.py).
     # False: every run goes through the driver (A/B).
     gpu_hot_replay: bool = True
+    # GPU scans larger than the device cache (a gpu_memory_limit below the scan's pages): the row groups
+    # whose pages the cache holds run as one fused launch, and only the others are streamed, their
+    # copies beside that launch (exec/resident_split.py). False: every row group streams, the cached
+    # ones riding along in the deliveries (A/B).
+    gpu_resident_split: bool = True
     # CPU pipelines (scan -> filters/probes -> aggregation) run as one compiled Numba loop per morsel
     cpu_compile: bool = True
     timezone: str = "UTC"                # TIMESTAMPTZ display, casts and date parts (DuckDB's TimeZone)

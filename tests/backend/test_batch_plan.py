@@ -260,3 +260,22 @@ def test_damaged_sections_are_refused():
     with pytest.raises(ValueError):
         plan_delivery([ColumnSpecLite("i", 4), ColumnSpecLite("j", 4)],
                       [[spec], [PageSpec(spec.length, 99, "plain", spec.sections)]])
+
+
+def test_cached_plan_is_made_once_per_reader_and_key() -> None:
+    from hetdb.backend.gpu.batch_plan import cached_plan
+
+    class Reader:  # (a table version: plans are kept while it lives)
+        pass
+
+    made = []
+
+    def make():
+        made.append(1)
+        return object()
+
+    r1, r2 = Reader(), Reader()
+    a = cached_plan(r1, ("k", (True, False)), make)
+    assert cached_plan(r1, ("k", (True, False)), make) is a and len(made) == 1
+    assert cached_plan(r1, ("k", (False, True)), make) is not a and len(made) == 2  # other pages absent
+    assert cached_plan(r2, ("k", (True, False)), make) is not a and len(made) == 3

@@ -61,7 +61,10 @@ class _Keeps(Verdicts):
         self.pins[key] -= 1
 
 
-def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
+def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu, monkeypatch):
+    from hetdb.backend.gpu import stream_batch
+
+    monkeypatch.setattr(stream_batch, "ALIGNED_ADMISSION", False)  # (page by page: the cache picks pages)
     admit = {("c_delta", 2), ("s_dict", 3), ("c_nulls", 2)}
     cache = _Keeps(admit)
     b = DeviceMemoryBudget(1 << 30)
@@ -86,6 +89,26 @@ def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu):
         assert all(a is None or a.base is None for a in own)  # copies, not views of the delivery's buffer
     assert all(n == 0 for n in cache.pins.values())  # unpinned once the step was done
     assert b.used_bytes == 0
+
+
+def test_a_paged_delivery_asks_to_admit_a_row_groups_missing_pages_together(reader, fake_gpu):
+    # the cache's verdict on a row group is asked once, with the first missing page's key: row
+    # group 3 (verdict yes) is kept whole, the others not at all
+    cache = _Keeps({(COLUMNS[0], 3)})
+    b = DeviceMemoryBudget(1 << 30)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                 cache=cache, router=PageRouter("auto"), compressed=True) as s:
+        compared = 0
+        for rgs, parts in s.deliveries():
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                for c in COLUMNS:
+                    assert part[c].to_arrow().equals(want[c].to_arrow()), (c, rg)
+                    compared += 1
+    assert compared == 4 * len(COLUMNS)
+    assert cache.asked == [(COLUMNS[0], rg) for rg in (1, 2, 3, 4)]
+    assert {(k.column, k.row_group) for k in cache.entries} == {(c, 3) for c in COLUMNS}
+    assert all(n == 0 for n in cache.pins.values()) and b.used_bytes == 0
 
 
 class _Holds(_Keeps):
@@ -289,6 +312,34 @@ def test_a_paged_scan_beside_the_device_cache_delivers_one_ahead(reader, fake_gp
     assert b.used_bytes == 0 and not cache.entries
 
 
+def test_one_delivery_goes_ahead_with_room_for_two(reader, fake_gpu):
+    """A budget with room for two deliveries, not three: the next delivery is still made before the
+    consumer takes this one (the step the consumer finished with is given back first), the budget
+    is never exceeded, and every row group equals the reader's."""
+    one = max(sum(reader.page_location(c, rg).length for c in COLUMNS) for rg in range(1, 5))
+    args = dict(host_cache=host_tier(), batch_bytes=one + 1, row_groups=[1, 2, 3, 4], router=PageRouter("auto"),
+                compressed=True, overlap=True)
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=DeviceMemoryBudget(1 << 30), cache=_Keeps(set()),
+                                 **args) as probe:
+        probe._plan_groups()
+        need = probe._group_need
+    budget = DeviceMemoryBudget(2 * need + need // 2)
+    cache = _Keeps(set())
+    compared = 0
+    with gpu_stream.PageStreamer(reader, COLUMNS, budget=budget, cache=cache, **args) as s:
+        made = []
+        for rgs, parts in s.deliveries():
+            made.append(s.routes.deliveries)
+            assert budget.used_bytes <= budget.limit_bytes
+            for rg, part in zip(rgs, parts):
+                want = reader.read_batch(COLUMNS, rg)
+                assert all(part[c].to_arrow().equals(want[c].to_arrow()) for c in COLUMNS), rg
+                compared += 1
+    assert compared == 4 and len(made) >= 3
+    assert all(m == i + 2 for i, m in enumerate(made[:-1])), made  # one made ahead at every step but the last
+    assert budget.used_bytes == 0 and not cache.entries
+
+
 def test_a_scan_under_a_tight_budget_admits_what_its_deliveries_leave_free(reader, fake_gpu):
     """Paged deliveries (pages kept as stored, as under a tight budget by default). A streaming scan asks the device cache to keep free what its deliveries hold at most at once:
     the consumer's and the one being made next to it (scheduled groups hold host memory only), not
@@ -315,8 +366,8 @@ def test_a_scan_under_a_tight_budget_admits_what_its_deliveries_leave_free(reade
                         assert all(part[c].to_arrow().equals(want[c].to_arrow()) for c in COLUMNS), rg
             groups = len(s._plan_groups())
             assert groups >= 2 and s._group_need <= limit // 4 + max(b[1] for b in map(s._rg_bounds, s.row_groups))
-            # (a cache in play: its admissions keep room for two deliveries; one more goes ahead only
-            # while the budget has room for three at once)
+            # (a cache in play: its admissions keep room for two deliveries, which is what one ahead
+            # takes: _deliver_ahead)
             assert s._ring_need == 2 * s._group_need
         hits.append((s.stats.pages_cached, s.stats.pages_read))
         assert budget.used_bytes == cache.used_bytes > 0

@@ -69,6 +69,8 @@ class DevicePageCache(PageCache):
         self._derived: dict[Any, Any] = {}
         self._kept_bytes = 0  # bytes of kept entries (asked for by every GPU query: keep_compressed)
         self._single: dict[Any, list] = {}  # key -> [key]: ``hold``'s lazy access, one list per key
+        self._guards: dict[int, Any] = {}  # token -> callable run before the next entry leaves
+        self._guard_tokens = 0
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get(self, key: PageKey, pin: bool = False) -> Any | None:
@@ -164,6 +166,26 @@ class DevicePageCache(PageCache):
         table on demand): ``mutations`` moves, so whoever memoizes on it looks again."""
         with self._lock:
             self.mutations += 1
+
+    def guard_evictions(self, fn: Any) -> int:
+        """Run ``fn()`` once, before the next entry leaves the cache (a kernel still reading cached
+        pages makes the stream that reuses their memory wait for it: exec/resident_split.py); returns
+        a token for ``unguard``."""
+        with self._lock:
+            self._guard_tokens += 1
+            self._guards[self._guard_tokens] = fn
+            return self._guard_tokens
+
+    def unguard(self, token: int) -> None:
+        """Drop a guard of ``guard_evictions`` that has not run (no-op when it has)."""
+        with self._lock:
+            self._guards.pop(token, None)
+
+    def _run_guards(self) -> None:
+        if self._guards:
+            guards, self._guards = self._guards, {}
+            for fn in guards.values():
+                fn()
 
     def _removed(self) -> None:
         self.generation += 1
@@ -394,6 +416,7 @@ class DevicePageCache(PageCache):
         return sum(self._evict_entry(v) for v in victims)
 
     def _evict_entry(self, key: Any) -> int:
+        self._run_guards()
         entry = self._entries.pop(key)
         if entry.kept:
             self._kept_bytes -= entry.nbytes
@@ -409,6 +432,7 @@ class DevicePageCache(PageCache):
     def clear(self) -> None:
         """Drop every entry that is neither pinned nor kept."""
         with self._lock:
+            self._run_guards()
             self._removed()
             for key in [k for k, e in self._entries.items() if not e.pins and not e.kept]:
                 entry = self._entries.pop(key)

@@ -27,6 +27,14 @@ from typing import Any
 from hetdb.column import Column
 
 HOST_ENTRIES = 64
+# What losing an entry costs, in host->GPU link bytes, for the device cache's placement (an entry's
+# worth is the link time one access saves, per byte held): its query rebuilds it, scanning and
+# filtering the dimension tables and building their join tables again (~1 ms a dimension on the H100,
+# s16: 64 MB at its 50 GB/s is a low bound). Judged by its own bytes (kilobytes to a few MB), it was the cheapest thing in the
+# cache: a hot query under a budget evicted its own fused state to admit a fact page, rebuilt it at
+# its next run and evicted pages to keep it again, run after run (CPU stand-in, SSB SF 0.01 at
+# 700 KB: q4.1 admitted ~33 and evicted ~35 entries every run).
+REBUILD_LINK_BYTES = 64 << 20
 
 
 @dataclass
@@ -136,7 +144,8 @@ class FusedStateStore:
             while len(self._host) > self.max_entries:
                 self._host.popitem(last=False)
             return True
-        return bool(self.device_cache.put(key, entry, entry.nbytes))
+        # (worth to the cache what rebuilding it costs, not what copying its bytes would)
+        return bool(self.device_cache.put(key, entry, entry.nbytes, link_bytes=max(entry.nbytes, REBUILD_LINK_BYTES)))
 
     def release(self, pin: tuple) -> None:
         if pin:

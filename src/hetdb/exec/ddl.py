@@ -520,7 +520,7 @@ def options_with(options, name: str, value: Any, defaults) -> Any:
         value = "auto"
     elif key in ("zone_maps", "reuse_fused_state", "gpu_hot_replay", "gpu_compressed_cache", "gpu_delivery_overlap",
                  "gpu_stream_encoded", "gpu_early_scan", "gpu_early_dims", "gpu_copy_neighbours",
-                 "gpu_host_small_builds", "gpu_decoded_placement"):
+                 "gpu_host_small_builds", "gpu_decoded_placement", "gpu_resident_split"):
         value = value if isinstance(value, bool) else str(value).lower() in ("true", "1", "on")
     elif key == "spill_dir":
         value = os.fspath(value)

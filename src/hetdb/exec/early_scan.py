@@ -8,7 +8,7 @@ fact scan then took 18 ms), and the link sat idle all that time. So when a query
 its largest table is started too: its streamer (exactly the one the fact pipeline would make, on a
 copy and decode stream of its own, ``stream_io.early_streams``, so the dimension scans' copies and
 decode kernels do not queue behind it) queues its first deliveries at once (``PageStreamer.prime``),
-up to a quarter of the free device budget and EARLY_MAX_BYTES; the fact pipeline later takes the
+up to EARLY_BUDGET_SHARE of the free device budget and EARLY_MAX_BYTES; the fact pipeline later takes the
 streamer over
 (``take_early``: same table version, columns, row groups and options, else it is closed and the
 pipeline makes its own), and its consumer waits on each delivery only when it takes it.
@@ -49,10 +49,12 @@ from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.operators.scan import TableScan
 
 # an early scan's queued deliveries hold at most this share of the free device budget, and at most
-# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies). 8 GiB:
+# EARLY_MAX_BYTES (one its pipeline does not take over is closed, which waits for its copies). 0.6 (0.25
+# until session 17): under a 10% budget of SSB SF 20 a quarter primed one 34 MB delivery, and the link
+# then idled through the dimension pipelines (H100 checkpoint, warm q3.1 25.1 ms against 29.1). 8 GiB:
 # the whole fact scan of SSB SF 20's q4.x decoded (4 GiB left q4.1's last delivery to its consumer,
 # which asks for it only after the dimension pipelines and its own planning: H100, s14)
-EARLY_BUDGET_SHARE = 0.25
+EARLY_BUDGET_SHARE = 0.6
 EARLY_MAX_BYTES = 8 << 30
 # The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
 # its primed deliveries after them: the link moves the fact's first copies while the host makes the

@@ -48,18 +48,23 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     from hetdb.exec.compiled_paged import compiled_over_pages
 
     compiler = BatchCompiler(ctx, pipe, run.gsink, lsink)
+    launches = None
     hot = _run_resident(ctx, src, gsrc, _row_groups(morsels), plan, state, sink.op_id)
     if hot is not None:
-        fused_rows, rest = hot
+        fused_rows, rest, streamed, launches = hot
         left = set(rest)
         morsels = [m for m in morsels if m[1] in left] if rest else []
         if not rest:
             ctx.stat(sink.op_id).fused += " (one launch over every cached page)"
         else:
             if fused_rows:
-                ctx.stat(sink.op_id).fused += " (one launch over the cached pages it can take)"
+                ctx.stat(sink.op_id).fused += (f" (one launch over the cached pages it can take; {streamed} row "
+                                               "groups not cached streamed)" if streamed else
+                                               " (one launch over the cached pages it can take)")
             # the row groups with pages it cannot take (NULLs, plain strings): one compiled launch
-            what = None if plan.chain is not None else compiled_over_pages(ctx, pipe, src, gsrc, morsels, compiler)
+            # (not when some are not cached: compiled_over_pages would fill the cache with them)
+            what = None if plan.chain is not None or streamed else compiled_over_pages(ctx, pipe, src, gsrc, morsels,
+                                                                                        compiler)
             if what is not None:
                 inputs_ready, morsels = True, []
                 ctx.stat(sink.op_id).fused += (f" ({len(rest)} row groups with pages it cannot take: compiled "
@@ -116,6 +121,10 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
         if fusable:
             with Timer(ctx, sink.op_id):
                 _consume_fused(fp, state, fusable, plan.tables)
+            if launches is not None:
+                launches.step()  # (the next launch over cached pages, after this delivery's kernel)
+    if launches is not None:
+        launches.finish()  # (the rest of the launches over cached pages; the state waits for them)
     if co is not None:
         co.fed(scan_began, feeder_cpu)
     cpu_parts: list[Batch] = []  # the CPU workers' partial states (co-processing), on the host
@@ -316,12 +325,22 @@ def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> N
         fp.consume(state, b.columns, tables)
 
 
+def _consume_resident(fp: Any, state: Any, table: Any, tables: list) -> None:
+    """The fused kernel's one launch over a scan's cached pages (a function of its own so that
+    scripts/warm_timeline.py can time it apart from the deliveries' launches)."""
+    fp.consume_pages(state, table, tables)
+
+
 def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[int], plan: FusionPlan,
-                  state: Any, sink_id: int) -> tuple[int, list[int]] | None:
+                  state: Any, sink_id: int) -> tuple[int, list[int], int, Any] | None:
     """When the device cache holds every page the kernel reads, run the kernel once over all of
-    them (a page table) and return (rows consumed, row groups left): the row groups with a page the
-    kernel cannot take (NULLs, plain strings), which the caller runs compiled; None when pages must
-    be streamed."""
+    them (a page table) and return (rows consumed, row groups left, 0, None): the row groups left are
+    those with a page the kernel cannot take (NULLs, plain strings), which the caller runs compiled.
+    When it holds only some row groups' pages (a scan larger than the cache: exec/resident_split.py),
+    the launches are over those, and the row groups left include the others, to stream (the third
+    value: how many; the fourth: the launches still to make, ``resident_split.ResidentLaunch``: a
+    ``step`` after each delivery's kernel, ``finish`` after the last). None when every page must be
+    streamed."""
     from hetdb.errors import UnsupportedError
     from hetdb.exec.operators.scan_device import resident_or_warm
 
@@ -338,6 +357,16 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
     forced = getattr(ctx.options, "gpu_coprocess", "off") == "on"  # (CPU workers take part: no warm fill)
     with Timer(ctx, src.op_id):
         got = resident_or_warm(src, ctx, gsrc, row_groups, names, warm=not forced)
+        split = None
+        if got is None and not forced:
+            from hetdb.exec.resident_split import resident_split
+
+            split = resident_split(src, ctx, gsrc, list(row_groups), names)
+    if split is not None:
+        from hetdb.exec.resident_split import launch_split
+
+        rows, rest, launches = launch_split(ctx, fp, state, plan.tables, split, name_of, cids, columns, sink_id)
+        return rows, sorted(rest + split.rest), len(split.rest), launches
     if got is None:
         return None
     resident, fill = got
@@ -360,7 +389,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
         if table is not None and table.num_tiles:
             fresh = table.device is None
             with Timer(ctx, sink_id):
-                fp.consume_pages(state, table, plan.tables)
+                _consume_resident(fp, state, table, plan.tables)
             if fresh and table.device is not None:
                 cache.arrays_changed()  # (the kept table now holds its device copy: the cache's bytes grew)
     finally:
@@ -369,7 +398,7 @@ def _run_resident(ctx: ExecContext, src: TableScan, gsrc: Any, row_groups: list[
             fill.close()  # the kernel is queued: waits for the copies, then unpins the host tier
     if fill is None and hit is not None:  # (all resident, nothing filled: what a replay launches again)
         ctx.__dict__.setdefault("_resident_launches", {})[sink_id] = (src.op_id, resident, tkey, hit)
-    return (0 if table is None else table.num_rows), rest
+    return (0 if table is None else table.num_rows), rest, 0, None
 
 
 def _partial_state(ctx: ExecContext, sink: HashAggregate, plan: FusionPlan, result: Any,

@@ -30,8 +30,10 @@ Section bounds and sizes are checked here, as the per-page path checks them (``C
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -446,3 +448,23 @@ def coalesce(copies: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int
         else:
             out.append([src, dst, n])
     return [tuple(c) for c in out]
+
+
+# (reader, plan key) -> delivery plan of row groups some of whose pages need not move (device-cache
+# hits, pages read in place): which ones changes with the cache, so these are kept apart from the
+# reader's memo (which lives as long as the reader) and dropped when there are too many
+_PLANS: dict[tuple, tuple[Any, DeliveryPlan]] = {}
+_PLAN_ENTRIES = 4096
+
+
+def cached_plan(reader: Any, what: tuple, make: Any) -> DeliveryPlan:
+    """``make()``'s plan for ``what`` of ``reader``'s table version, kept a while (see _PLANS)."""
+    key = (id(reader), what)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0]() is reader:
+        return hit[1]
+    plan = make()
+    if len(_PLANS) >= _PLAN_ENTRIES:
+        _PLANS.clear()
+    _PLANS[key] = (weakref.ref(reader), plan)
+    return plan

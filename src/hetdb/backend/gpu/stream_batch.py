@@ -35,6 +35,7 @@ from hetdb.backend.gpu.batch_plan import (
     ColumnSpecLite,
     DeliveryPlan,
     PageSpec,
+    cached_plan,
     delivery_bound,
     plan_delivery,
     plan_groups,
@@ -54,6 +55,13 @@ from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch
 
+# A paged delivery asks the device cache to admit a row group's missing pages together (all or none),
+# so that what it keeps is whole row groups. False: page by page (A/B).
+ALIGNED_ADMISSION = True
+# ... and such a row group gets in only when worth this many times what it displaces: row groups of a
+# scan larger than the cache are worth alike, and swapping them run after run copies both again (a
+# working set no longer read ages: the next query's row groups still get in at its second run)
+ADMIT_MARGIN = 1.5
 DEFAULT_BATCH_BYTES = 64 << 20
 PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_bytes``
 # A paged scan beside the device cache (pages kept compressed, a budget too small for the working set:
@@ -103,6 +111,12 @@ def _string_coded(spec: Any, page: _Page) -> bool:
 
 class BatchedDelivery(DeliveryColumns):
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
+
+    # the ramp's steps (plan_groups ``ramp``) when set; None: as ``overlap`` says. A scan whose cached
+    # row groups run as one launch beside it (exec/resident_split.py) takes none: short first
+    # deliveries start nothing early there, and each one's kernel must run before the copy stream may
+    # reuse its memory (behind the launch over cached pages, the link waited for it)
+    ramp_steps: int | None = None
 
     def deliveries(self) -> Iterator[tuple[tuple[int, ...], list[Batch]]]:
         """Iterate ``(row groups, Batches)``, one step per delivery: with batching on
@@ -235,6 +249,8 @@ class BatchedDelivery(DeliveryColumns):
         # steps of host work each), ramped up from half of that (PRIMED_RAMP) and down at the end (TAIL_RAMP)
         target = self.batch_bytes * (PRIMED_BATCHES if self._prime_bytes else 1)
         ramp = (PRIMED_RAMP if self._prime_bytes else 3) if self.overlap else 0
+        if self.ramp_steps is not None:
+            ramp = self.ramp_steps
         tail = self._tail_ramp if self.overlap and self._prime_bytes else 0
 
         def compute() -> tuple[list[list[int]], int, int]:
@@ -321,12 +337,19 @@ class BatchedDelivery(DeliveryColumns):
                     deliver_next()
                 yield None
             self._consuming = True
-            ahead = self._deliver_ahead()
             while pending or queue:
                 # the next delivery's copies are queued before the consumer gets this one (``ahead``)
+                ahead = self._deliver_ahead()
                 while pending and len(queue) <= ahead:
                     if queue and not self._room_ahead():
-                        break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
+                        if current is None:
+                            break  # (memory grew tight meanwhile: this delivery waits for the consumer's)
+                        # the consumer is done with its step (it asked for the next): that memory
+                        # first (room for two deliveries, not three, keeps one ahead: _deliver_ahead)
+                        self._retire_unit(current)
+                        current = None
+                        if not self._room_ahead():
+                            break
                     deliver_next()
                 if not queue:
                     break
@@ -354,13 +377,20 @@ class BatchedDelivery(DeliveryColumns):
 
     def _deliver_ahead(self) -> int:
         """Deliveries queued beyond the one the consumer works on: with ``overlap`` one, when the
-        budget has room for three at once (the copy stream then has the next delivery's copies
-        queued while the host prepares the one after, whatever the host's hiccups); else none."""
+        budget has room for two at once (the copy stream then has the next delivery's copies queued
+        while the host prepares the one after, whatever the host's hiccups; a third is made after the
+        consumer's step is retired, ``_reserve_budget``); else none. It asked for room for three:
+        under a budget of 4 deliveries (deliveries of a quarter of it) with anything else held, or
+        beside a device cache that leaves room for two (the admissions' headroom), that was never,
+        and without a delivery ahead each delivery's copies wait for the kernel over the one before
+        (retiring a step makes the copy stream wait for its kernel)."""
         if not self._ahead_ok():
             return 0
         limit = getattr(self.budget, "limit_bytes", None)
         per = self._group_need
-        if limit and 3 * per > limit - self.budget.used_bytes:
+        # (asked at every step, of the budget apart from the scan's own deliveries: a primed scan's
+        # held all of its room when its consumer came, and was then never one ahead)
+        if limit and 2 * per > limit - (self.budget.used_bytes - self._transient_held):
             return 0
         return 1
 
@@ -406,7 +436,6 @@ class BatchedDelivery(DeliveryColumns):
         consecutive others whose string columns agree on dictionary or plain pages goes as one
         batch. A paged delivery takes row groups with admitted pages too: it copies those pages
         out of its buffer into arrays of their own, which the cache keeps."""
-        pages = [p for rg in rgs for p in rg.pages]
         # (a paged delivery takes cached pages as they are: no row group of it is special)
         special = [not self.paged and any(p.cached for p in rg.pages) for rg in rgs]
         if self.cache is not None and not all(special):
@@ -414,8 +443,28 @@ class BatchedDelivery(DeliveryColumns):
             # order (asked when the group is delivered, so a group's pages see one access clock)
             first_reuse = self._first_reuse()
             headroom = self._admission_headroom()
-            for p in pages:
-                if not p.cached:
+            for rg in rgs:
+                missing = [p for p in rg.pages if not p.cached]
+                if ALIGNED_ADMISSION and self.paged and len(missing) > 1 \
+                        and all(p.device_bytes is not None for p in missing):
+                    # all of a row group's missing pages or none (judged as one, by its first page's
+                    # history): a row group the cache holds whole runs in the launch over cached
+                    # pages (exec/resident_split.py); pages admitted one by one as room came and went
+                    # left most row groups part cached (H100 s16, q3.1 hot at 10%: each of 13
+                    # deliveries copied 6-38 MB of ~90 MB)
+                    # (what re-fetching them saves: one link round trip per page, as many as it
+                    # would displace pay for, in bytes of the link's rate)
+                    h2d = getattr(getattr(self.cache, "rates", None), "h2d", None)
+                    trips = 0 if h2d is None else int((len(missing) - 1) * h2d.latency_s * h2d.bytes_per_s)
+                    # (and worth ADMIT_MARGIN times what it displaces)
+                    ok = self.cache.reserve(sum(p.device_bytes for p in missing), key=missing[0].key,
+                                            link_bytes=int((sum(p.location.length for p in missing) + trips)
+                                                           / ADMIT_MARGIN),
+                                            first_reuse=first_reuse, headroom=headroom)
+                    for p in missing:
+                        p.admitted = ok
+                    continue
+                for p in missing:
                     p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
                                                     first_reuse=first_reuse, headroom=headroom)
             if not self.paged:  # (a paged delivery keeps its own copies of admitted pages)
@@ -520,14 +569,13 @@ class BatchedDelivery(DeliveryColumns):
             return plan_delivery(lite, pages, paged=paged, keep_encoded=paged and self.compressed, mirror=mirror,
                                  decoded=self.decoded)
 
-        # a plan depends on the table version's manifest only: a repeated scan reuses it (one with
-        # device-cache hits in it is made each time: which pages those are changes from scan to scan)
-        if paged and any(p.cached for rg in rgs for p in rg.pages):
-            plan = make_plan()
-        else:
-            in_place_pages = tuple(p.zero_copy for rg in rgs for p in rg.pages) if in_place else ()
-            plan = memoized(reader, ("delivery plan", tuple(self.columns), ids, strings, coded, paged,
-                                     self.compressed, self.decoded, in_place_pages, mirror), make_plan)
+        # a plan depends on the table version's manifest and on which pages need not move (device-cache
+        # hits, pages read in place): a repeated scan reuses it (hot runs under a budget: the same
+        # pages cached run after run, exec/resident_split.py)
+        absent = tuple(p.cached or p.zero_copy for rg in rgs for p in rg.pages) if paged else ()
+        what = ("delivery plan", tuple(self.columns), ids, strings, coded, paged, self.compressed, self.decoded,
+                absent, mirror)
+        plan = memoized(reader, what, make_plan) if not any(absent) else cached_plan(reader, what, make_plan)
         first = ids[0]
         # coded string columns: each page's decoded arrays (a page the cache admitted is reserved
         # there), then, not paged, the column's concatenation
@@ -643,14 +691,14 @@ class BatchedDelivery(DeliveryColumns):
     def _reserve_budget(self, nbytes: int, what: str) -> None:
         if self.budget.try_reserve(nbytes):
             return
-        if self._device_tier is not None:
-            self._evict_short(nbytes)  # (only what the budget lacks: cached pages beyond that stay)
-            if self.budget.try_reserve(nbytes):
-                return
         held, self._held = self._held, None
         if held is not None:
-            # the step the consumer has finished with still holds its buffer: give it back first
-            # (under so tight a budget the next copies wait for the consumer's work on it,
-            # single-buffered, instead of the query failing over to the CPU)
+            # the step the consumer has finished with still holds its buffer: give it back first (the
+            # next copies then wait for the consumer's work on it), before cached pages (evicted,
+            # a hot scan under a budget would copy them again at its next run)
             self._retire_unit(held)
+            if self.budget.try_reserve(nbytes):
+                return
+        if self._device_tier is not None:
+            self._evict_short(nbytes)  # (only what the budget lacks: cached pages beyond that stay)
         self.budget.reserve(nbytes, what)

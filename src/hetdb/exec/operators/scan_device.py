@@ -327,6 +327,10 @@ def _start(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[i
         state.streamer, state.iterator = early
         return
     state.streamer = PageStreamer(*args, **kwargs)
+    if state.resident_bytes:  # (the rest of a scan whose cached row groups run as one launch beside it)
+        from hetdb.exec import resident_split
+
+        state.streamer.ramp_steps = resident_split.STREAM_RAMP
     state.iterator = state.streamer.deliveries()
 
 
