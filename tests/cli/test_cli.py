@@ -139,7 +139,7 @@ def test_every_connection_option_has_a_flag() -> None:
          "--gpu-cache-admission", "first", "--no-gpu-delivery-overlap", "--gpu-zero-copy", "auto",
          "--no-gpu-early-scan", "--no-gpu-early-dims", "--no-gpu-copy-neighbours", "--no-gpu-host-small-builds",
          "--gpu-stream-encoded", "--no-gpu-hot-replay", "--gpu-encoded-min-blocks", "4",
-         "--no-gpu-decoded-placement"])
+         "--no-gpu-decoded-placement", "--no-gpu-resident-split"])
     given = set(engine_options(args)) | {"device"}
     fields = {f.name for f in dataclasses.fields(Options)}
     assert fields - given <= {"progress"}  # progress: the CLI's own line (--no-progress)

@@ -134,6 +134,9 @@ def _add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="GPU: compile kernels over compressed pages for at least N blocks per SM (default 8; 0: no cap)")
     p.add_argument("--no-gpu-decoded-placement", action="store_true",
                    help="GPU: pages kept compressed on the GPU stay compressed, none decoded by benefit (A/B)")
+    p.add_argument("--no-gpu-resident-split", action="store_true",
+                   help="GPU: a scan larger than the GPU cache streams its cached row groups with the others "
+                        "instead of one launch over them (A/B)")
     p.add_argument("--gpu-stream-encoded", action="store_true",
                    help="GPU: warm scans streaming past the GPU cache deliver pages as stored; the kernel decodes them")
     p.add_argument("--gpu-zero-copy", choices=["off", "on", "auto"], default=None,
@@ -164,7 +167,7 @@ def engine_options(args) -> dict:
         opts["disabled_passes"] = args.disable_pass
     for key in ("reuse_fused_state", "gpu_delivery_overlap", "cpu_compile", "gpu_early_scan",
                 "gpu_early_dims", "gpu_copy_neighbours", "gpu_host_small_builds", "gpu_hot_replay",
-                "gpu_decoded_placement"):  # the --no-... switches
+                "gpu_decoded_placement", "gpu_resident_split"):  # the --no-... switches
         if getattr(args, f"no_{key}", False):
             opts[key] = False
     if getattr(args, "gpu_stream_encoded", False):
