@@ -103,15 +103,9 @@ def resident_split(op: Any, ctx: ExecContext, state: Any, row_groups: list[int],
         cache.set_derived(key, got)
     if got.resident is None or not got.rest:
         return None
-    resident = got.resident
-    resident.touched_at = cache.touch_many(resident.keys, resident.nbytes, resident.touched_at)
-    ctx.add(op.op_id, rows_in=resident.num_rows, rows_out=resident.num_rows, pages_cached=len(resident.keys))
-    from hetdb.cache.router import Route, RouteCounts
+    from hetdb.exec.operators.scan_device import note_resident
 
-    counts = RouteCounts()
-    counts.add(Route.GPU_RESIDENT, resident.nbytes, pages=len(resident.keys))
-    ctx.add_routes(op.op_id, counts)
-    state.resident_bytes = resident.nbytes
+    note_resident(op, ctx, state, got.resident)
     return got
 
 

@@ -197,6 +197,14 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
         pages = [(reader.row_group_rows(rg), {name: next(it) for name in names}) for rg in row_groups]
         got = ResidentPages(keys, pages, sum(r for r, _ in pages), sum(_column_nbytes(v) for v in values), dkey)
         cache.set_derived(dkey, got)
+    note_resident(op, ctx, state, got)
+    return got
+
+
+def note_resident(op: Any, ctx: ExecContext, state: DeviceScanState, got: ResidentPages) -> None:
+    """A scan reads the cached pages ``got``: marked used in the device cache (one touch for them all),
+    counted in the scan's statistics and routes (GPU-resident)."""
+    cache = ctx.device.cache
     got.touched_at = cache.touch_many(got.keys, got.nbytes, got.touched_at)
     ctx.add(op.op_id, rows_in=got.num_rows, rows_out=got.num_rows, pages_cached=len(got.keys))
     from hetdb.cache.router import Route, RouteCounts
@@ -205,7 +213,6 @@ def resident_pages(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups
     counts.add(Route.GPU_RESIDENT, got.nbytes, pages=len(got.keys))
     ctx.add_routes(op.op_id, counts)
     state.resident_bytes = got.nbytes
-    return got
 
 
 def first_scan(ctx: ExecContext, state: DeviceScanState, names: list[str], row_groups: list[int]) -> bool:
