@@ -413,7 +413,7 @@ def main() -> None:
                          "hot runs on one connection (two untimed runs first) instead of warm ones; aheadpaged=0: "
                          "paged scans beside the device cache deliver nothing ahead (stream_batch.AHEAD_PAGED); aligned=0: "
                          "paged deliveries ask the device cache to admit page by page, not a row group's "
-                         "missing pages together (stream_batch.ALIGNED_ADMISSION); splitramp=N: the streamed part of a resident split ramps "
+                         "missing pages together (cache/admission.ALIGNED_ADMISSION); splitramp=N: the streamed part of a resident split ramps "
                          "its deliveries up in N steps (resident_split.STREAM_RAMP); splitchunk=N: rows per launch over its cached "
                          "row groups (resident_split.CHUNK_ROWS; 0: one launch); splitside=0: those launches on the consumer's "
                          "stream, between the deliveries' kernels (resident_split.SIDE_STREAM); earlyshare=X: an early fact scan primes up to X of the free device budget "
@@ -466,6 +466,7 @@ def main() -> None:
     from types import SimpleNamespace
 
     from hetdb.backend.gpu import stream_batch, upload
+    from hetdb.cache import admission
     from hetdb.exec import coprocess_plan, early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
@@ -493,7 +494,7 @@ def main() -> None:
             coprocess_plan.FORCED_SPLIT = None if switches["split"] is None else (
                 coprocess_plan.cpu_workers(SimpleNamespace(options=SimpleNamespace(threads=opts.get("threads", os.cpu_count())))),
                 switches["split"])
-            stream_batch.ALIGNED_ADMISSION = switches["aligned"]
+            admission.ALIGNED_ADMISSION = switches["aligned"]
             resident_split.STREAM_RAMP = default_ramp if switches["splitramp"] < 0 else switches["splitramp"]
             resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
             resident_split.SIDE_STREAM = switches["splitside"]

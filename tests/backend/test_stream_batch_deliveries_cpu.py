@@ -62,9 +62,9 @@ class _Keeps(Verdicts):
 
 
 def test_a_paged_delivery_keeps_copies_of_admitted_pages(reader, fake_gpu, monkeypatch):
-    from hetdb.backend.gpu import stream_batch
+    from hetdb.cache import admission
 
-    monkeypatch.setattr(stream_batch, "ALIGNED_ADMISSION", False)  # (page by page: the cache picks pages)
+    monkeypatch.setattr(admission, "ALIGNED_ADMISSION", False)  # (page by page: the cache picks pages)
     admit = {("c_delta", 2), ("s_dict", 3), ("c_nulls", 2)}
     cache = _Keeps(admit)
     b = DeviceMemoryBudget(1 << 30)

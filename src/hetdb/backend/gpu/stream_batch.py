@@ -51,17 +51,11 @@ from hetdb.backend.gpu.stream_pages import (
     zero_copy_address,
 )
 from hetdb.backend.gpu.upload import note_copies
+from hetdb.cache.admission import admit_row_groups
 from hetdb.cache.pages import memoized, page_info
 from hetdb.cache.router import Route
 from hetdb.column import Batch
 
-# A paged delivery asks the device cache to admit a row group's missing pages together (all or none),
-# so that what it keeps is whole row groups. False: page by page (A/B).
-ALIGNED_ADMISSION = True
-# ... and such a row group gets in only when worth this many times what it displaces: row groups of a
-# scan larger than the cache are worth alike, and swapping them run after run copies both again (a
-# working set no longer read ages: the next query's row groups still get in at its second run)
-ADMIT_MARGIN = 1.5
 DEFAULT_BATCH_BYTES = 64 << 20
 PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_bytes``
 # A paged scan beside the device cache (pages kept compressed, a budget too small for the working set:
@@ -441,32 +435,7 @@ class BatchedDelivery(DeliveryColumns):
         if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
-            first_reuse = self._first_reuse()
-            headroom = self._admission_headroom()
-            for rg in rgs:
-                missing = [p for p in rg.pages if not p.cached]
-                if ALIGNED_ADMISSION and self.paged and len(missing) > 1 \
-                        and all(p.device_bytes is not None for p in missing):
-                    # all of a row group's missing pages or none (judged as one, by its first page's
-                    # history): a row group the cache holds whole runs in the launch over cached
-                    # pages (exec/resident_split.py); pages admitted one by one as room came and went
-                    # left most row groups part cached (H100 s16, q3.1 hot at 10%: each of 13
-                    # deliveries copied 6-38 MB of ~90 MB)
-                    # (what re-fetching them saves: one link round trip per page, as many as it
-                    # would displace pay for, in bytes of the link's rate)
-                    h2d = getattr(getattr(self.cache, "rates", None), "h2d", None)
-                    trips = 0 if h2d is None else int((len(missing) - 1) * h2d.latency_s * h2d.bytes_per_s)
-                    # (and worth ADMIT_MARGIN times what it displaces)
-                    ok = self.cache.reserve(sum(p.device_bytes for p in missing), key=missing[0].key,
-                                            link_bytes=int((sum(p.location.length for p in missing) + trips)
-                                                           / ADMIT_MARGIN),
-                                            first_reuse=first_reuse, headroom=headroom)
-                    for p in missing:
-                        p.admitted = ok
-                    continue
-                for p in missing:
-                    p.admitted = self.cache.reserve(p.device_bytes, key=p.key, link_bytes=p.location.length,
-                                                    first_reuse=first_reuse, headroom=headroom)
+            admit_row_groups(self.cache, rgs, self.paged, self._first_reuse(), self._admission_headroom())
             if not self.paged:  # (a paged delivery keeps its own copies of admitted pages)
                 special = [s or any(p.admitted for p in rg.pages) for s, rg in zip(special, rgs)]
         units: list[_Unit] = []
