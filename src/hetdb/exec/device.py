@@ -231,18 +231,26 @@ class DeviceResources:
         self._cache_bytes_at = (stamp, total)
         return total
 
+    def kept_device_bytes(self) -> int:
+        """Device bytes kept across queries: the page cache's (``cache_device_bytes``) and the
+        process's LIKE patterns kept for launches (backend/gpu/codegen/runtime.kept_pattern_bytes)."""
+        from hetdb.backend.gpu.codegen.runtime import kept_pattern_bytes
+
+        return self.cache_device_bytes() + kept_pattern_bytes()
+
     def snapshot(self) -> tuple[int, int]:
-        """(pool bytes in use, of which page cache) at the start of a query."""
+        """(pool bytes in use, of which kept across queries: ``kept_device_bytes``) at the start of a query."""
         self._cupy.cuda.get_current_stream().synchronize()
         self.budget.reset_peak()
         self.memory.reset_peak()
-        return int(self.pool.used_bytes()), self.cache_device_bytes()
+        return int(self.pool.used_bytes()), self.kept_device_bytes()
 
     def leaked_bytes(self, before: tuple[int, int]) -> int:
-        """Device bytes the query left allocated, beyond what the page cache now keeps."""
+        """Device bytes the query left allocated, beyond what is now kept across queries (the page
+        cache, the kept LIKE patterns: ``kept_device_bytes``)."""
         self._cupy.cuda.get_current_stream().synchronize()
         used0, cache0 = before
-        leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
+        leak = int(self.pool.used_bytes()) - used0 - (self.kept_device_bytes() - cache0)
         # Arrays kept alive only by reference cycles are not leaks: collect, the young generations
         # first: a full collection walks every object of the process, which grows with what the
         # process caches, and a query that made a cycle would pay it every time
@@ -250,7 +258,7 @@ class DeviceResources:
             if leak <= 0:
                 break
             gc.collect(generation)
-            leak = int(self.pool.used_bytes()) - used0 - (self.cache_device_bytes() - cache0)
+            leak = int(self.pool.used_bytes()) - used0 - (self.kept_device_bytes() - cache0)
         # Freed blocks stay in CuPy's pool for the next query (a page stream allocates one block per
         # page: cudaMalloc/cudaFree per page would cost a good part of the PCIe time). The pool gives
         # them back itself when an allocation would otherwise fail.
