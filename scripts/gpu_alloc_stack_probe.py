@@ -9,7 +9,10 @@ cache, the LIKE patterns kept for launches: DeviceResources.kept_device_bytes). 
 engine does not count as kept is what its leak check reports.
 
     python3 scripts/gpu_alloc_stack_probe.py --suite tpch --queries q13 --runs 2 \
-        --option gpu_coprocess=on --option gpu_batch_bytes=64MB --option threads=4
+        --option gpu_coprocess=on --option gpu_batch_bytes=67108864 --option threads=4
+
+``--suite orders``: tests/exec/like_orders.py's table and query (TPC-H q13's orders aggregation behind
+NOT LIKE; no tpchgen-cli needed), as query ``like``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "differential"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "exec"))
 
 from scripts_common import parse_options  # noqa: E402
 
@@ -80,7 +84,7 @@ def install() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default="tpch")
+    ap.add_argument("--suite", default="tpch", help="tpch, ssb or orders")
     ap.add_argument("--queries", default="q13")
     ap.add_argument("--sf", type=float, default=0.002)
     ap.add_argument("--rows-per-page", type=int, default=1000)
@@ -95,8 +99,14 @@ def main() -> None:
 
     opts = parse_options(args.option)
     path = os.path.join(tempfile.mkdtemp(), args.suite)
-    (build_tpch if args.suite == "tpch" else build_ssb)(path, args.sf, args.rows_per_page)
-    queries = load_queries(args.suite)
+    if args.suite == "orders":
+        from like_orders import SQL, build_orders
+
+        build_orders(path)
+        queries = {"like": SQL}
+    else:
+        (build_tpch if args.suite == "tpch" else build_ssb)(path, args.sf, args.rows_per_page)
+        queries = load_queries(args.suite)
     names = [q for q in args.queries.split(",") if q in queries]
     with hetdb.connect(path, device="gpu", **opts) as con:
         for run in range(args.runs):
