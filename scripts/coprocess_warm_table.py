@@ -22,6 +22,10 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
              GPU's share ("queued"); MODE-primed: once the early scan is primed (the default: "fact")
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
+    MODE-gil MODE with a thread that sleeps 100 us at a time during each timed run and measures how
+             late it runs again (the interpreter lock and a free core: what the GPU's feeder thread
+             meets after each call that releases the lock): its mean and p99 lateness in us, and
+             the share of the run a thread that wants the lock that often spends waiting for it
 
 Answers are compared with the first mode's. After the timed runs of "auto" and "on", one EXPLAIN
 ANALYZE on a fresh connection gives the co-processing line (row groups each side took, the CPU's and
@@ -115,6 +119,40 @@ def _rates() -> dict[str, dict[str, float]]:
     return out
 
 
+class GilLag:
+    """A thread that sleeps ``nap`` s at a time (releasing the interpreter lock) and records how late it
+    runs again: the wait for the lock and for a core a thread that wants the lock every ``nap`` s meets."""
+
+    def __init__(self, nap: float = 100e-6) -> None:
+        import threading
+
+        self.nap, self.lags, self._stop = nap, [], threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="gil-lag")
+
+    def _loop(self) -> None:
+        nap, lags, stop, clock, sleep = self.nap, self.lags, self._stop, time.perf_counter, time.sleep
+        while not stop.is_set():
+            t0 = clock()
+            sleep(nap)
+            lags.append(clock() - t0 - nap)
+
+    def __enter__(self) -> GilLag:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> str:
+        lags = sorted(self.lags)
+        if not lags:
+            return "gil-lag -"
+        late = sum(lags)
+        return (f"gil-lag mean {statistics.fmean(lags) * 1e6:.0f} us p99 {lags[int(0.99 * (len(lags) - 1))] * 1e6:.0f} "
+                f"max {lags[-1] * 1e6:.0f} waiting {late / (late + self.nap * len(lags)):.0%}")
+
+
 def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
     """(wall seconds, rows) of ``sql``; appends to ``runs`` what co-processing did in the run, short:
     ``co 12/80`` (row groups on the CPU / on the GPU), ``gpu`` (not co-processed) or ``-``."""
@@ -132,6 +170,9 @@ def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
     return wall, rows
 
 
+_GIL = [False]  # (MODE-gil: the timed runs with a GilLag beside them)
+
+
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
     for when in ("first", "fact", "queued", "primed"):
@@ -143,6 +184,13 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
                 return measure(db, sql, mode.removesuffix(f"-{when}"), repeat, threads)
             finally:
                 coprocess_plan.WORKERS_AFTER = before
+    if mode.endswith("-gil"):
+        before = _GIL[0]
+        _GIL[0] = True
+        try:
+            return measure(db, sql, mode[:-4], repeat, threads)
+        finally:
+            _GIL[0] = before
     if mode.endswith("-si"):
         interval = sys.getswitchinterval()
         sys.setswitchinterval(0.0005)
@@ -175,7 +223,12 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
     runs: list[str] = []
     for i in range(repeat + 1):
         with hetdb.connect(db, device=device, **options) as con:
-            wall, got = _run(con, sql, runs)
+            if i and _GIL[0]:
+                with GilLag() as lag:
+                    wall, got = _run(con, sql, runs)
+                runs[-1] += f" [{lag.summary()}]"
+            else:
+                wall, got = _run(con, sql, runs)
         if i == 0:
             rows = got
             from hetdb.exec.coprocess_plan import wait_prepared
@@ -188,6 +241,8 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
         with hetdb.connect(db, device=device, **options) as con:
             notes = _notes(con.explain(sql, analyze=True))
         notes.insert(0, "[" + "; ".join(runs) + "]")  # (what each run did, the warm-up run first)
+    elif _GIL[0]:
+        notes = ["[" + "; ".join(runs[1:]) + "]"]
     return walls, rows, notes
 
 
@@ -204,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
     unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed")
-               .removesuffix("-si")
+               .removesuffix("-si").removesuffix("-gil")
                .partition("@")[0].partition("%")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
@@ -231,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'' if same else ' ANSWER DIFFERS'} {' '.join(notes)}", flush=True)
     # (every run of a single device counts, e.g. gpu and gpu@16 before and after the others: a
     # process's later runs of the same mode are faster, s17's checkpoint: q1.1 16.46 then 15.37 ms)
-    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith("-si")]
+    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith(("-si", "-gil"))]
     print("\nquery  " + " ".join(f"{m:>9s}" for m in modes) + "  best-single  auto/best  fastest")
     ratios = []
     for name, got in table.items():
