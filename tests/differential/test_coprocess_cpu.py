@@ -381,3 +381,51 @@ def test_a_split_reserved_at_the_start_gives_the_cpu_the_back_and_the_gpu_the_re
         # (no deadline: all of the back; more while the slow front leaves time for it)
         assert set(s.row_groups[-3:]) <= set(s.cpu_taken), co.describe()
         assert sorted(s.gpu_taken + s.cpu_taken) == s.row_groups and s.gpu_taken == s.row_groups[:len(s.gpu_taken)]
+
+
+@pytest.mark.parametrize("slow_loop", [True, False])
+def test_auto_start_starts_workers_of_a_slow_loop_at_once_and_others_with_the_fact_pipeline(
+        slow_loop, coprocessed, ssb_small, monkeypatch):
+    """coprocess_plan.WORKERS_AFTER "auto": a pipeline whose CPU worker takes at least EARLY_START_RG_S
+    a row group (as measured) starts its workers with the early fact scan (start_early_workers: "first"),
+    one whose loop is quicker, or not measured yet, when the fact pipeline begins ("fact"); the start
+    delay the race counts is the one measured for that start; answers unchanged."""
+    import hetdb
+    from hetdb.cache import comodel, router
+    from hetdb.cache import rates as rates_module
+    from hetdb.cache.rates import Rates
+    from hetdb.exec import coprocess_plan
+
+    rates = Rates()
+    monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
+    monkeypatch.setattr(router, "shared_rates", lambda: rates)
+    monkeypatch.setattr(_FrontRun, "delay", 0.02)
+    monkeypatch.setattr(coprocess_plan, "WORKERS_AFTER", "auto")
+    monkeypatch.setattr(coprocess_plan, "EARLY_START_RG_S", 0.0 if slow_loop else 3600.0)
+    started = []
+    real_start = coprocess_plan.start_early_workers
+
+    def start(ctx, pipe, primed=True):
+        real_start(ctx, pipe, primed)
+        pre = ctx.co_early[pipe.source.op_id]
+        started.append((pre[0].start_after, pre[2].started))
+
+    monkeypatch.setattr(coprocess_plan, "start_early_workers", start)
+    EARLY.append("on")
+    sql = ("     " if slow_loop else "      ") + load_queries("ssb")["q1.1"]  # (plans no other test cached)
+    try:
+        with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+            want = con.sql(sql).fetchall()
+            con.sql("SET gpu_coprocess = 'auto'")
+            got = [con.sql(sql).fetchall()]  # (the GPU alone, measured; the CPU side set up at its end)
+            assert coprocess_plan.wait_prepared()
+            got += [con.sql(sql).fetchall() for _ in range(3)]
+    finally:
+        EARLY.clear()
+    assert all(g == want for g in got) and len(want) == 1
+    # (the first run with workers has no measured CPU rate yet: it starts them with the fact pipeline)
+    assert len(started) >= 2 and started[0] == ("fact", False), (started, coprocessed[1])
+    after = "first" if slow_loop else "fact"
+    assert all(s == (after, slow_loop) for s in started[1:]), started
+    delays = rates.__dict__.get("_co_start_delay", {})
+    assert any(k.endswith("@" + after) and comodel.start_delay(rates, k) > 0 for k in delays), delays

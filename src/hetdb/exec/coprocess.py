@@ -304,7 +304,8 @@ class CoProcess:
         self.started_at = time.perf_counter()
         if self.shared.began is not None and self.shared.mode == "auto":
             # (the race's workers start this long after the GPU's copies began: comodel.start_delay)
-            observe_start_delay(self.shared.router.rates, self.key, self.started_at - self.shared.began)
+            observe_start_delay(self.shared.router.rates, f"{self.key}@{self.shared.start_after}",
+                                self.started_at - self.shared.began)
         if not self.shared.would_steal():
             return
         if setup_of(self.pipe, self.reader) is None and getattr(self.ctx.backend, "name", "") == "gpu":

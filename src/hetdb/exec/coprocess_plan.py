@@ -48,13 +48,28 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # the streamer's end (which waits for the share's copies), started them at ~14 ms: too late (now it
 # fires at the share's last delivery; not measured yet). Reserved scans only ("auto"; the others
 # start with the fused pipeline)
+# "auto": "first" for a pipeline whose CPU worker takes at least EARLY_START_RG_S a row group (as
+# earlier scans measured it), else "fact": a worker holds the interpreter lock for about the same
+# Python per row group whatever its loop costs, so the share of the time 14 workers hold it beside the
+# dimension pipelines' host work falls with the loop's time (SSB q1.x: ~3 ms a row group on the
+# H100's 14 workers, ~90 us of it Python; q2.1-q4.1: 8.5-20 ms), while a scan whose workers start
+# with the fact pipeline (~19 ms into q4.1) has no time left for a row group of 20 ms
 WORKERS_AFTER = "fact"
+EARLY_START_RG_S = 8e-3
+
+
+def workers_after(cpu_rg_s: float | None) -> str:
+    """When an "auto" scan's CPU workers start (WORKERS_AFTER) for a pipeline whose CPU worker takes
+    ``cpu_rg_s`` a row group (None: not measured)."""
+    if WORKERS_AFTER != "auto":
+        return WORKERS_AFTER
+    return "first" if cpu_rg_s is not None and cpu_rg_s >= EARLY_START_RG_S else "fact"
 
 
 def workers_start_queued(co: Any) -> bool:
     """Whether ``co``'s workers start once the GPU's share is queued (WORKERS_AFTER "queued", a
     scan with a reserved back) rather than when the fused pipeline begins (``exec/fusion_run._reads``)."""
-    return WORKERS_AFTER == "queued" and co.shared.reserved > 0 and not co.started
+    return co.shared.start_after == "queued" and co.shared.reserved > 0 and not co.started
 
 
 def cpu_workers(ctx: ExecContext) -> int:
@@ -105,6 +120,8 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
                         "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
                         gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
     shared.workers = workers
+    # (when its workers start; the race counts the delay measured for that start: start_delay)
+    shared.start_after = workers_after(None if prior is None else prior / MEASURED_MARGIN)
     if mode == "auto" and FORCED_SPLIT is not None:
         shared.workers, shared.expected_cpu = max(1, FORCED_SPLIT[0]), min(len(row_groups) - 1, FORCED_SPLIT[1])
         if shared.expected_cpu <= 0 or resident(row_groups[-1]):
@@ -120,7 +137,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
                    + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w),
-                   start_delay(router.rates, key), gpu_fixed(router.rates, key, gpu))
+                   start_delay(router.rates, f"{key}@{shared.start_after}"), gpu_fixed(router.rates, key, gpu))
         if not d.go:
             return None, "", d.why
         if not router.rates.gpu_rate(key).observations:
@@ -280,15 +297,16 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
 def start_early_workers(ctx: ExecContext, pipe: Any, primed: bool = True) -> None:
     """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan once the early scan's
     first deliveries are queued (``primed``: all of them; else the fact scan's first and the
-    dimension scans', the rest still to queue), as WORKERS_AFTER says: a worker starting takes
-    the interpreter lock for a while."""
+    dimension scans', the rest still to queue), as the scan's ``start_after`` (``workers_after``)
+    says: a worker starting takes the interpreter lock for a while."""
     pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
     if not isinstance(pre, tuple) or pre[2] is None:
         return
     shared = pre[0]
     if primed:
         shared.restart_clock()  # (the priming claimed the GPU's row groups in a burst: no rate)
-    if (not primed and WORKERS_AFTER != "first") or WORKERS_AFTER in ("fact", "queued") or pre[2].started:
+    after = shared.start_after
+    if (not primed and after != "first") or after in ("fact", "queued") or pre[2].started:
         return  # ("fact", "queued": the fused pipeline starts them, exec/fusion_run._reads)
     pre[2].start()  # (CoProcess.start counts the delay: comodel.observe_start_delay)
 
