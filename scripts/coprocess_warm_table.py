@@ -19,8 +19,7 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
     MODE-first  MODE with an "auto" query's CPU workers started once the early fact scan's first
              delivery is queued, not all of them (coprocess_plan.WORKERS_AFTER "first"); MODE-fact:
              when the fact pipeline begins ("fact"); MODE-queued: once the fused pipeline has queued the
-             GPU's share ("queued"); MODE-primed: once the early scan is primed (the default: "fact");
-             MODE-auto: by the pipeline's CPU time per row group (coprocess_plan.workers_after)
+             GPU's share ("queued"); MODE-primed: once the early scan is primed (the default: "first")
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
     MODE-gil MODE with a thread that sleeps 100 us at a time during each timed run and measures how
@@ -176,7 +175,7 @@ _GIL = [False]  # (MODE-gil: the timed runs with a GilLag beside them)
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
     """(timed walls, the answer, the co-processing notes) of ``sql`` in ``mode``."""
-    for when in ("first", "fact", "queued", "primed", "auto"):
+    for when in ("first", "fact", "queued", "primed"):
         if mode.endswith(f"-{when}"):
             from hetdb.exec import coprocess_plan
 
@@ -259,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
-    unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed").removesuffix("-auto")
+    unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed")
                .removesuffix("-si").removesuffix("-gil")
                .partition("@")[0].partition("%")[0] not in MODES]
     if unknown:

@@ -35,7 +35,7 @@ Variants are connection options (``hetdb bench --set`` syntax), e.g.
 ``hot=1`` (hot runs on one connection, e.g. under a ``gpu_memory_limit``, instead of warm ones),
 ``aheadpaged=0`` (backend/gpu/stream_batch.py AHEAD_PAGED off), ``split=K`` (with gpu_coprocess=auto: the
 back K row groups of the fact scan reserved for the CPU workers, exec/coprocess_plan.FORCED_SPLIT), ``first=1`` (its workers start once the fact scan's first delivery is
-queued: coprocess_plan.WORKERS_AFTER "first"), ``after=fact|queued`` (WORKERS_AFTER).
+queued: coprocess_plan.WORKERS_AFTER "first"), ``after=fact|queued|first`` (WORKERS_AFTER; absent: its default).
 ``--deliveries`` adds one line per fact delivery of the instrumented run (rows, MB, host submit ms,
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
@@ -450,7 +450,7 @@ def main() -> None:
                     "hot": "hot=1" in items, "aheadpaged": "aheadpaged=0" not in items,
                     "first": "first=1" in items,
                     "after": next((o.split("=")[1] for o in items if o.startswith("after=")),
-                                  "first" if "first=1" in items else "fact"),
+                                  "first" if "first=1" in items else None),
                     "split": next((int(o.split("=")[1]) for o in items if o.startswith("split=")), None),
                     "aligned": "aligned=0" not in items,
                     "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
@@ -479,6 +479,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, cut)
     duck = load_duckdb(args.db, args.suite, qs) if args.vs_duckdb else None
     default_share = early_scan.EARLY_BUDGET_SHARE
+    default_after = coprocess_plan.WORKERS_AFTER
     from hetdb.exec import resident_split
 
     default_ramp, default_chunk = resident_split.STREAM_RAMP, resident_split.CHUNK_ROWS
@@ -490,7 +491,7 @@ def main() -> None:
             upload.mode = "auto" if switches["upload"] else "off"
             early_scan.FACT_FIRST = bool(ramps[name].get("factfirst", ramps_default["factfirst"]))
             stream_batch.AHEAD_PAGED = switches["aheadpaged"]
-            coprocess_plan.WORKERS_AFTER = switches["after"]
+            coprocess_plan.WORKERS_AFTER = switches["after"] or default_after
             coprocess_plan.FORCED_SPLIT = None if switches["split"] is None else (
                 coprocess_plan.cpu_workers(SimpleNamespace(options=SimpleNamespace(threads=opts.get("threads", os.cpu_count())))),
                 switches["split"])

@@ -383,13 +383,13 @@ def test_a_split_reserved_at_the_start_gives_the_cpu_the_back_and_the_gpu_the_re
         assert sorted(s.gpu_taken + s.cpu_taken) == s.row_groups and s.gpu_taken == s.row_groups[:len(s.gpu_taken)]
 
 
-@pytest.mark.parametrize("slow_loop", [True, False])
-def test_auto_start_starts_workers_of_a_slow_loop_at_once_and_others_with_the_fact_pipeline(
-        slow_loop, coprocessed, ssb_small, monkeypatch):
-    """coprocess_plan.WORKERS_AFTER "auto": a pipeline whose CPU worker takes at least EARLY_START_RG_S
-    a row group (as measured) starts its workers with the early fact scan (start_early_workers: "first"),
-    one whose loop is quicker, or not measured yet, when the fact pipeline begins ("fact"); the start
-    delay the race counts is the one measured for that start; answers unchanged."""
+@pytest.mark.parametrize("after", ["first", "fact"])
+def test_workers_start_as_workers_after_says_and_the_race_counts_that_start_delay(
+        after, coprocessed, ssb_small, monkeypatch):
+    """coprocess_plan.WORKERS_AFTER: "first" (the default) starts the CPU workers of an "auto" scan
+    whose CPU side is set up with the early fact scan (start_early_workers), "fact" when the fact
+    pipeline begins; the start delay the race counts is measured per start (comodel.start_delay of
+    ``key@after``); answers unchanged."""
     import hetdb
     from hetdb.cache import comodel, router
     from hetdb.cache import rates as rates_module
@@ -400,8 +400,7 @@ def test_auto_start_starts_workers_of_a_slow_loop_at_once_and_others_with_the_fa
     monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     monkeypatch.setattr(_FrontRun, "delay", 0.02)
-    monkeypatch.setattr(coprocess_plan, "WORKERS_AFTER", "auto")
-    monkeypatch.setattr(coprocess_plan, "EARLY_START_RG_S", 0.0 if slow_loop else 3600.0)
+    monkeypatch.setattr(coprocess_plan, "WORKERS_AFTER", after)
     started = []
     real_start = coprocess_plan.start_early_workers
 
@@ -412,7 +411,7 @@ def test_auto_start_starts_workers_of_a_slow_loop_at_once_and_others_with_the_fa
 
     monkeypatch.setattr(coprocess_plan, "start_early_workers", start)
     EARLY.append("on")
-    sql = ("     " if slow_loop else "      ") + load_queries("ssb")["q1.1"]  # (plans no other test cached)
+    sql = ("     " if after == "first" else "      ") + load_queries("ssb")["q1.1"]  # (plans no other test cached)
     try:
         with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
             want = con.sql(sql).fetchall()
@@ -423,9 +422,6 @@ def test_auto_start_starts_workers_of_a_slow_loop_at_once_and_others_with_the_fa
     finally:
         EARLY.clear()
     assert all(g == want for g in got) and len(want) == 1
-    # (the first run with workers has no measured CPU rate yet: it starts them with the fact pipeline)
-    assert len(started) >= 2 and started[0] == ("fact", False), (started, coprocessed[1])
-    after = "first" if slow_loop else "fact"
-    assert all(s == (after, slow_loop) for s in started[1:]), started
+    assert started and all(s == (after, after == "first") for s in started), (started, coprocessed[1])
     delays = rates.__dict__.get("_co_start_delay", {})
-    assert any(k.endswith("@" + after) and comodel.start_delay(rates, k) > 0 for k in delays), delays
+    assert delays and all(k.endswith("@" + after) and comodel.start_delay(rates, k) > 0 for k in delays), delays

@@ -78,8 +78,8 @@ class SharedScan:
         self._by_deliveries = False        # the GPU's rate follows its deliveries, not its claims
         self.expected_cpu = 0              # row groups the cost model expected the CPU to take
         self.workers = 1                   # CPU workers taking part (the cost model's choice in "auto")
-        # when an "auto" scan's workers start (exec/coprocess_plan.workers_after): "fact", "first", ...
-        self.start_after = "fact"
+        # when an "auto" scan's workers start (exec/coprocess_plan.WORKERS_AFTER): "first", "fact", ...
+        self.start_after = "first"
         self.probe = False                 # "auto" on the prior CPU rate: one probe row group measures it
         self._hi = len(self.row_groups)    # one past the last position the CPU may take
         # positions from here on are the CPU workers' (``reserve``): the GPU's streamer stops before

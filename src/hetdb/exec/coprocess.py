@@ -26,9 +26,9 @@ the CPU loop is planned (exec/coprocess_setup.py), once per cached plan; the wor
 process's co-processing threads, started once, and their run buffers are kept per thread. So a
 scan the cost model keeps on the GPU costs the decision only. A cached plan run again in "auto"
 makes its workers with the query's early fact scan (coprocess_plan.early_shared_scan: the back of
-the scan reserved for them, the GPU's early scan primes the rest) and starts them with the fact
-pipeline (coprocess_plan.WORKERS_AFTER: started beside the dimension pipelines they stretched the
-feeder's host work more than they saved). Each CPU worker keeps its own group
+the scan reserved for them, the GPU's early scan primes the rest) and starts them once the fact
+scan's first delivery is queued (coprocess_plan.WORKERS_AFTER: started with the fact pipeline, a
+worker's row group often cannot end before the GPU's). Each CPU worker keeps its own group
 table; when the scan is done its
 partial states move to the GPU and join the aggregation's partial states next to the fused kernel's,
 so the aggregation merges them as it merges any partial states. EXPLAIN ANALYZE shows the pages by

@@ -40,30 +40,16 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # move while the host queues the rest beside the workers' start), "fact", when the fact pipeline
 # begins (after the dimension pipelines: their host work then meets no worker's Python), or "queued",
 # once the fused pipeline has queued the kernels of the GPU's share (the feeder then only waits for
-# the GPU). On the H100 (s17 checkpoints, SSB SF 20 q1.x, 14 of 115 row groups on 14 workers):
-# started early ("primed", "first") the workers stretched the feeder's host work (the dimension
-# pipeline 2.3 ms instead of 1.0, the fused pipeline's work before its first launch 4.9 instead of
-# 1.6) and the GPU side lost more than the CPU's row groups saved; "fact": 15.08 / 15.22 / 15.70 ms
-# against 15.37 / 15.52 / 15.27 on the GPU alone (the same process, after it); "queued", fired after
-# the streamer's end (which waits for the share's copies), started them at ~14 ms: too late (now it
-# fires at the share's last delivery; not measured yet). Reserved scans only ("auto"; the others
-# start with the fused pipeline)
-# "auto": "first" for a pipeline whose CPU worker takes at least EARLY_START_RG_S a row group (as
-# earlier scans measured it), else "fact": a worker holds the interpreter lock for about the same
-# Python per row group whatever its loop costs, so the share of the time 14 workers hold it beside the
-# dimension pipelines' host work falls with the loop's time (SSB q1.x: ~3 ms a row group on the
-# H100's 14 workers, ~90 us of it Python; q2.1-q4.1: 8.5-20 ms), while a scan whose workers start
-# with the fact pipeline (~19 ms into q4.1) has no time left for a row group of 20 ms
-WORKERS_AFTER = "fact"
-EARLY_START_RG_S = 8e-3
-
-
-def workers_after(cpu_rg_s: float | None) -> str:
-    """When an "auto" scan's CPU workers start (WORKERS_AFTER) for a pipeline whose CPU worker takes
-    ``cpu_rg_s`` a row group (None: not measured)."""
-    if WORKERS_AFTER != "auto":
-        return WORKERS_AFTER
-    return "first" if cpu_rg_s is not None and cpu_rg_s >= EARLY_START_RG_S else "fact"
+# the GPU). Reserved scans only ("auto"; the others start with the fused pipeline). On the H100
+# (s18 checkpoint, SSB SF 20, forced splits, same process): "first" beat "fact" on every query
+# measured: q1.1 14 row groups on 14 workers 14.6 ms against 17.0 (the GPU alone 14.5; the workers
+# starting at 7.6 ms ended 2.2 ms after the GPU), 6 on 6 workers 13.3; q4.1 47.8 against 61 (a
+# worker's 21 ms row group started at ~19 ms cannot end before the GPU's ~27). Started early they
+# stretch the host's priming of the early scans (q1.1: 14 workers 3.9 -> 7.9 ms, 6 workers -> 5.0:
+# their start-up Python holds the interpreter lock), which the race's measured GPU slowdown per
+# worker count answers (comodel.decide tries fewer workers). (s17, with main's path of then: "fact"
+# 15.08 / 15.22 / 15.70 ms on q1.x against 15.37 / 15.52 / 15.27 alone.)
+WORKERS_AFTER = "first"
 
 
 def workers_start_queued(co: Any) -> bool:
@@ -121,7 +107,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
                         gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
     shared.workers = workers
     # (when its workers start; the race counts the delay measured for that start: start_delay)
-    shared.start_after = workers_after(None if prior is None else prior / MEASURED_MARGIN)
+    shared.start_after = WORKERS_AFTER
     if mode == "auto" and FORCED_SPLIT is not None:
         shared.workers, shared.expected_cpu = max(1, FORCED_SPLIT[0]), min(len(row_groups) - 1, FORCED_SPLIT[1])
         if shared.expected_cpu <= 0 or resident(row_groups[-1]):
@@ -297,8 +283,8 @@ def early_shared_scan(ctx: ExecContext, pipe: Any, row_groups: list[int]) -> tup
 def start_early_workers(ctx: ExecContext, pipe: Any, primed: bool = True) -> None:
     """Start the CPU workers ``early_shared_scan`` made for ``pipe``'s scan once the early scan's
     first deliveries are queued (``primed``: all of them; else the fact scan's first and the
-    dimension scans', the rest still to queue), as the scan's ``start_after`` (``workers_after``)
-    says: a worker starting takes the interpreter lock for a while."""
+    dimension scans', the rest still to queue), as the scan's ``start_after`` (WORKERS_AFTER when
+    it was made) says: a worker starting takes the interpreter lock for a while."""
     pre = ctx.__dict__.get("co_early", {}).get(pipe.source.op_id)
     if not isinstance(pre, tuple) or pre[2] is None:
         return
