@@ -144,8 +144,8 @@ class _CoWorker(_Worker):
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
         else:
             cols = {c: self._run_column(reader, self.p.names[c], rgs, rows, tier, counts) for c in self.p.base}
-        co.ctx.add_routes(src.op_id, counts)
-        co.ctx.add(src.op_id, rows_in=n, rows_out=n)
+        co.ctx.add_routes(src.op_id, counts)  # (nothing, and no lock, for pages kept decoded)
+        self.stats.add(src.op_id, rows_in=n, rows_out=n)  # (the query's when the worker ends: no lock a morsel)
         self.started, self.taken = started, len(rgs)
         self.read_s = time.perf_counter() - started
         return cols, n
@@ -439,10 +439,11 @@ class CoProcess:
                 self.intervals.append((worker.started, now, worker.taken, cpu, worker.loop_s))
             worker.started, worker.warmup, worker.kept_s = 0.0, False, 0.0
         worker.loop_s = 0.0
-        tier = self.ctx.device.host_tier(self.ctx.options)
-        for hp in worker.pins:
-            tier.unpin_page(hp)
-        worker.pins = []
+        if worker.pins:
+            tier = self.ctx.device.host_tier(self.ctx.options)
+            for hp in worker.pins:
+                tier.unpin_page(hp)
+            worker.pins = []
 
     def _host_page(self, info: Any, tier: Any, pins: list, counts: RouteCounts) -> Any:
         """The page's pinned host-tier entry (looked up, else loaded from disk into the tier), or
