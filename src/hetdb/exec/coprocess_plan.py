@@ -52,6 +52,22 @@ FORCED_SPLIT: tuple[int, int] | None = None
 WORKERS_AFTER = "first"
 
 
+# the GPU's slowdown per CPU worker beside it until co-processed scans of the pipeline measured one
+# (cache/rates.py gpu_slowdown; comodel.decide then weighs fewer workers): workers started with the
+# early scan hold the interpreter lock the host's priming and dimension pipelines need for their
+# start-up Python (H100, s18 checkpoint 1, SSB SF 20 q1.1 warm, the GPU's side of the split against
+# its share's time alone: 14 workers ~1.23x, 6 workers ~1.08x)
+PRIOR_SLOWDOWN_PER_WORKER = 0.015
+
+
+def gpu_slowdown(rates: Any, key: str, workers: int) -> float:
+    """The GPU's slowdown beside ``workers`` CPU workers in a co-processed scan of ``key``: measured,
+    else PRIOR_SLOWDOWN_PER_WORKER per worker."""
+    if key in rates.slowdown:
+        return rates.gpu_slowdown(key, workers)
+    return 1.0 + PRIOR_SLOWDOWN_PER_WORKER * max(0, workers)
+
+
 def workers_start_queued(co: Any) -> bool:
     """Whether ``co``'s workers start once the GPU's share is queued (WORKERS_AFTER "queued", a
     scan with a reserved back) rather than when the fused pipeline begins (``exec/fusion_run._reads``)."""
@@ -104,7 +120,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     scale = max(1, int(getattr(reader, "rows_per_page", 0) or DEFAULT_PAGE_ROWS)) / DEFAULT_PAGE_ROWS
     shared = SharedScan(row_groups, link_bytes(reader, names, row_groups), len(names), router,
                         "on" if mode == "on" else "auto", resident, gpu_pipeline=key, cpu_prior=prior,
-                        gpu_slowdown=router.rates.gpu_slowdown(key, workers), default_scale=scale)
+                        gpu_slowdown=gpu_slowdown(router.rates, key, workers), default_scale=scale)
     shared.workers = workers
     # (when its workers start; the race counts the delay measured for that start: start_delay)
     shared.start_after = WORKERS_AFTER
@@ -122,7 +138,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         gpu = shared.gpu_alone_all()
         d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
                    (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
-                   + router.rates.end_wait_seconds(key), lambda w: router.rates.gpu_slowdown(key, w),
+                   + router.rates.end_wait_seconds(key), lambda w: gpu_slowdown(router.rates, key, w),
                    start_delay(router.rates, f"{key}@{shared.start_after}"), gpu_fixed(router.rates, key, gpu))
         if not d.go:
             return None, "", d.why
@@ -133,7 +149,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
             return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
         shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
         shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
-        shared.gpu_slowdown = router.rates.gpu_slowdown(key, d.workers)
+        shared.gpu_slowdown = gpu_slowdown(router.rates, key, d.workers)
     return shared, key, ""
 
 
