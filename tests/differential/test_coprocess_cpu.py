@@ -425,3 +425,39 @@ def test_workers_start_as_workers_after_says_and_the_race_counts_that_start_dela
     assert started and all(s == (after, after == "first") for s in started), (started, coprocessed[1])
     delays = rates.__dict__.get("_co_start_delay", {})
     assert delays and all(k.endswith("@" + after) and comodel.start_delay(rates, k) > 0 for k in delays), delays
+
+
+def test_the_cpu_loop_probes_the_builds_that_keep_the_least_of_their_table_first_when_the_build_says_nothing(
+        coprocessed, ssb_small, monkeypatch):
+    """A GPU join build records no scanned rows (exec/pipeline.note_scanned_rows runs for CPU pipelines):
+    the CPU side's host copies take their table's rows (coprocess_setup.build_scan_rows), so its loop
+    probes the most selective builds first as the CPU engine does (on the H100, SSB q4.1 in the GPU
+    plan's order, the unfiltered date first: 22 ms a row group against 8.9), not in the plan's order;
+    answers as without co-processing. (Before, every share read 1: the plan's order.)"""
+    import hetdb
+    from hetdb.exec import coprocess, coprocess_setup, pipeline
+    from hetdb.exec.compiled_cpu_kernels import pass_share
+
+    monkeypatch.setattr(pipeline, "note_scanned_rows", lambda ctx, pipe: None)  # (as GPU builds: none)
+    setups = []
+    real = coprocess_setup.new_setup
+
+    def new_setup(*args, **kwargs):
+        setups.append(real(*args, **kwargs))
+        return setups[-1]
+
+    monkeypatch.setattr(coprocess, "new_setup", new_setup)
+    # (lineorder probes both builds at this scale: the CPU planner builds on the smaller side)
+    sql = ("select c_nation, count(*) as n, sum(lo_revenue) as revenue from lineorder, customer, supplier "
+           "where lo_custkey = c_custkey and lo_suppkey = s_suppkey and c_region = 'AMERICA' group by c_nation")
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3, gpu_coprocess="on") as con:
+        got = sorted(con.sql(sql).fetchall())
+    with hetdb.connect(ssb_small.path, device="cpu", threads=3) as con:
+        want = sorted(con.sql(" " + sql).fetchall())  # (a plan of its own: nothing of the run above reused)
+    assert got == want and want
+    plans = [s.plan for s in setups if s.plan is not None]
+    assert plans, ([s.refused for s in setups], coprocessed[1])
+    for p in plans:
+        shares = [pass_share(op, side) for op, side, _ in p.probes]
+        # customer: the build keeps one region of five; supplier: all of it
+        assert len(shares) == 2 and shares[0] < 0.5 and shares[1] == 1.0, shares

@@ -124,8 +124,29 @@ def copy_builds(ctx: ExecContext, pipe: Any, gpu: tuple | None) -> dict[int, Bui
         with HostCopyStream(gpu):
             for op, side in sides:
                 out[op.build_pipeline] = BuildSide(_to_host(side.batch), None, None, [], side.has_null_key,
-                                                   side.nonempty, scanned_rows=side.scanned_rows)
+                                                   side.nonempty,
+                                                   scanned_rows=side.scanned_rows or build_scan_rows(ctx, op))
     return out
+
+
+def build_scan_rows(ctx: ExecContext, op: HashProbe) -> int:
+    """Rows of the table ``op``'s build pipeline scans (0: not known), for a GPU build, which records
+    none (exec/pipeline.note_scanned_rows: CPU pipelines): the CPU loop probes first the builds that
+    keep the smallest share of their table (compiled_cpu._probe_order; a foreign key's fact rows
+    match that share of the whole table, whatever its scan pruned). Without it the loop probed in the
+    GPU plan's order (H100, SSB SF 20 q4.1: date, part, supplier, customer: 22 ms of loop a row group
+    beside the GPU; the CPU engine's order supplier, customer, part, date: 8.9 ms on one thread)."""
+    from hetdb.exec.operators.scan import TableScan
+
+    physical = getattr(ctx, "physical", None)
+    pipe = next((p for p in getattr(physical, "pipelines", ()) if p.pid == op.build_pipeline), None)
+    src = getattr(pipe, "source", None)
+    if not isinstance(src, TableScan):
+        return 0
+    try:
+        return int(ctx.db.table(src.scan.table).num_rows)
+    except Exception:  # noqa: BLE001 - only the probes' order depends on it
+        return 0
 
 
 def new_setup(ctx: ExecContext, cctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],

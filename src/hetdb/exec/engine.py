@@ -352,6 +352,7 @@ class QueryEngine:
                 decoded = place_decoded(device, db, physical)
         ctx = ExecContext(db, self.backend, options, memory, spill_dir, device=device,
                           host_memory=self.memory)
+        ctx.physical = physical  # (co-processing's CPU side reads its join builds' scans: coprocess_setup)
         if decoded:
             ctx.decoded_columns = decoded
         ctx.host_cache = self.host_cache

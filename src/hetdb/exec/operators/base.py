@@ -80,6 +80,8 @@ class ExecContext:
     # GPU, pages kept compressed: per table the columns the device cache keeps decoded all the same
     # (exec/device_placement.py); their scans decode them on arrival
     decoded_columns: Mapping[str, frozenset[str]] = MappingProxyType({})
+    # the query's physical plan (exec/engine.py; None in contexts of their own)
+    physical: Any = None
 
     def set_morsel(self, index: int) -> None:
         """Called by the driver before a morsel's batches are pushed (orders collected results)."""
