@@ -16,15 +16,16 @@ untimed cold run (compiles the kernels) and ``--runs`` instrumented cold runs, e
              ``tail``: ms from it to the query's end
     busy     ms with at least one read in flight (``idle``: without), the rate while busy, the mean
              reads in flight while busy, the mean read size and its syscall latency
-    pages    page reads of the GPU streamer (stream_io.PageReads._read_verified: read + CRC), their
-             count, median ms, and the share of a page's time spent outside ``preadv`` (CRC, Python)
+    spans    the GPU streamer's read tasks (stream_io.PageReads._read_span: a span of adjacent pages
+             read as one request, then each page's CRC), their count and pages, median ms, and the
+             share of their time spent outside ``preadv`` (CRC, Python, waiting for the lock)
     gaps     the disk's idle gaps over 1 ms, each with the host phases it overlaps
     host     phases: table opens (manifest loads), dictionary loads, pipelines (``p<id>:<table>``), the
              early scan's start, deliveries (first and last host submit of each scan's deliveries)
     bins     per ``--bins`` equal slices of the query: reads in flight (mean) and MB/s
 
 Variants: connection options (``hetdb bench --set`` syntax) and ``@module.ATTR=value`` switches set on
-the module before the variant's runs and restored after (e.g. ``@hetdb.io.coalesce.MAX_READ_BYTES=0``).
+the module before the variant's runs and restored after (e.g. ``@hetdb.io.spans.MAX_SPAN_BYTES=0``: page by page).
 The summary at the end has one line per query and variant (median over runs) and the geomean of
 each variant's share of the ceiling.
 """
@@ -57,7 +58,7 @@ class Reads:
 
         self.on = False
         self.reads: list[tuple] = []
-        self.pages: list[tuple] = []   # (start, end, bytes, table, column, preadv seconds inside)
+        self.pages: list[tuple] = []   # streamer's read tasks: (start, end, bytes, table, pages, preadv seconds inside)
         self.phases: list[tuple] = []  # (what, start, end)
         self.deliveries: list[tuple] = []  # (host t, table)
         orig_preadv = os.preadv
@@ -76,20 +77,20 @@ class Reads:
             return n
 
         os.preadv = preadv
-        orig_page = stream_io.PageReads._read_verified
+        orig_span = stream_io.PageReads._read_span
 
-        def read_verified(streamer, page, runs):
+        def read_span(streamer, items, wait_for):
             if not self.on:
-                return orig_page(streamer, page, runs)
+                return orig_span(streamer, items, wait_for)
             local.inside = 0.0
             t = time.perf_counter()
             try:
-                return orig_page(streamer, page, runs)
+                return orig_span(streamer, items, wait_for)
             finally:
-                self.pages.append((t, time.perf_counter(), page.location.padded_length, streamer.reader.name,
-                                   page.column, local.inside))
+                self.pages.append((t, time.perf_counter(), sum(p.location.padded_length for p, _, _ in items),
+                                   streamer.reader.name, len(items), local.inside))
 
-        stream_io.PageReads._read_verified = read_verified
+        stream_io.PageReads._read_span = read_span
         self._time_phases()
 
     def _time_phases(self) -> None:
@@ -185,13 +186,14 @@ def report(rd: Reads, t0: float, t_end: float, ceiling: float, bins: int) -> tup
         outside = sum((p[1] - p[0]) - p[5] for p in rd.pages) / max(1e-12, sum(p[1] - p[0] for p in rd.pages))
         by_table: dict[str, list] = {}
         for p in rd.pages:
-            got = by_table.setdefault(p[3], [0, 0, p[0], p[1]])
+            got = by_table.setdefault(p[3], [0, 0, 0, p[0], p[1]])
             got[0] += 1
-            got[1] += p[2]
-            got[2], got[3] = min(got[2], p[0]), max(got[3], p[1])
-        tables = " ".join(f"{t} {n} pages {b / 1e6:.1f} MB {ms(a):.1f}-{ms(e):.1f}" for t, (n, b, a, e)
-                          in sorted(by_table.items(), key=lambda kv: kv[1][2]))
-        lines.append(f"  pages: {len(rd.pages)}, median {statistics.median(page_ms):.2f} ms, "
+            got[1] += p[4]
+            got[2] += p[2]
+            got[3], got[4] = min(got[3], p[0]), max(got[4], p[1])
+        tables = " ".join(f"{t} {n} spans {k} pages {b / 1e6:.1f} MB {ms(a):.1f}-{ms(e):.1f}"
+                          for t, (n, k, b, a, e) in sorted(by_table.items(), key=lambda kv: kv[1][3]))
+        lines.append(f"  spans: {len(rd.pages)}, median {statistics.median(page_ms):.2f} ms, "
                      f"{100 * outside:.0f}% outside preadv (CRC, Python) | {tables}")
     big = [(a, b) for a, b in ([(t0, first)] + gaps + [(last, t_end)]) if b - a > 1e-3]
     if big:

@@ -1,21 +1,24 @@
 """Moving page bytes for the streamer: the I/O threads' reads into the ring or the host tier (with
-the CRC check), the process's copy stream per device, and host->device copies out of pinned runs."""
+the CRC check), the process's copy stream per device, and host->device copies out of pinned runs.
+
+The pages a scheduled group reads go to the I/O threads as spans (io/spans.py): a column's pages
+lying back to back in its file are one read, scattered into each page's host-tier blocks or ring
+slice, each page verified and published (or failed) on its own. The router's ``load_host`` probe
+only takes a page's blocks; ``submit_reads`` starts the group's reads once every page is routed."""
 
 from __future__ import annotations
 
-import os
 import threading
-import zlib
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from hetdb.backend.gpu.stream_pages import _Page
 from hetdb.cache.base import PageKey
-from hetdb.cache.host_cache import HostPage
 from hetdb.cache.pages import row_group_padded_bytes
 from hetdb.errors import CorruptDataError
-from hetdb.io import ALIGN, read_range
+from hetdb.io import ALIGN, SpanPage, adjacent_spans, read_span
 
 _H2D = 1  # cudaMemcpyHostToDevice
 
@@ -90,21 +93,6 @@ def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> No
         done += n
 
 
-def _read_buffered(path: str, offset: int, dest: np.ndarray) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        view, done = memoryview(dest), 0
-        while done < dest.shape[0]:
-            got = os.preadv(fd, [view[done:]], offset + done)
-            if got == 0:
-                raise CorruptDataError(f"file {path} is truncated at offset {offset + done}")
-            done += got
-    finally:
-        os.close(fd)
-
-
-
-
 class PageReads:
     """The I/O side of ``PageStreamer`` (mixed into ``stream.py``): the router's probes of the tiers,
     ring slots, reads, CRC checks."""
@@ -144,7 +132,8 @@ class PageReads:
         return page.host is not None
 
     def _start_host_load(self, page: _Page) -> bool:
-        """Router probe: blocks for the page in the host tier (if it admits it) and its load started."""
+        """Router probe: blocks for the page in the host tier (if it admits it); its read starts with
+        the group's others (``submit_reads``)."""
         if self.host_cache is None:
             return False
         loc = page.location
@@ -152,9 +141,73 @@ class PageReads:
         if blocks is None:
             return False
         page.loading = True
-        page.future = self._pool.submit(self._load_host, page, blocks)
+        page.future = Future()
+        self._to_read.append((page, blocks.runs, blocks))
         return True
 
+    def queue_ring_read(self, page: _Page, dest: np.ndarray) -> None:
+        """Read ``page`` into ``dest`` (its slice of a ring slot) with the group's others."""
+        page.future = Future()
+        self._to_read.append((page, [dest], None))
+
+    def submit_reads(self, wait_for: Any = None) -> None:
+        """Start the reads queued since the last call (``_start_host_load``, ``queue_ring_read``), a
+        span of adjacent pages per task; ``wait_for``: an event the ring reads wait for first (the
+        copies out of their slot). Each page's future gives its host-tier entry or its ring slice."""
+        items, self._to_read = self._to_read, []
+        if not items:
+            return
+        ranges = [(p.location.path, p.location.offset, p.location.padded_length) for p, _, _ in items]
+        for span in adjacent_spans(ranges):
+            part = [items[i] for i in span]
+            ring = part[0][2] is None
+            try:
+                self._pool.submit(self._read_span, part, wait_for if ring else None)
+            except BaseException as e:  # (a pool shut down under us: the pages fail, never hang)
+                self._fail_reads(part, e)
+
+    def drop_reads(self, error: BaseException) -> None:
+        """Fail the reads queued and not submitted (scheduling stopped half way)."""
+        items, self._to_read = self._to_read, []
+        self._fail_reads(items, error)
+
+    def _fail_reads(self, items: list, error: BaseException) -> None:
+        for page, _, blocks in items:
+            if blocks is not None:
+                self.host_cache.abort(blocks)
+            page.future.set_exception(error)
+
+    def _read_span(self, items: list, wait_for: Any) -> None:
+        """I/O thread: read a span of adjacent pages (into host-tier blocks, or ring slices after
+        ``wait_for``), verify each; publish each loaded page, resolve each page's future."""
+        try:
+            if wait_for is not None:
+                with self._cupy.cuda.Device(self._device_id):
+                    wait_for.synchronize()
+            pages = [SpanPage(p.location.offset, p.location.padded_length, p.location.length,
+                              p.location.checksum, runs) for p, runs, _ in items]
+            errors: list = read_span(items[0][0].location.path, pages, direct=self.direct)
+        except BaseException as e:  # noqa: BLE001 - every page of the span fails with it
+            errors = [e] * len(items)
+        for (page, runs, blocks), error in zip(items, errors):
+            if error is None:
+                try:
+                    page.future.set_result(runs[0] if blocks is None else self.host_cache.commit(blocks))
+                    continue
+                except BaseException as e:  # noqa: BLE001 - handed to the page's consumer
+                    error = e
+            if blocks is not None:
+                self.host_cache.abort(blocks)
+            page.future.set_exception(self._named(page, error))
+
+    def _named(self, page: _Page, error: BaseException) -> BaseException:
+        """``error`` of a page read, as the CorruptDataError naming the page where it is one."""
+        if isinstance(error, CorruptDataError):
+            return CorruptDataError(f"{self._where(page)}: {error}")
+        if isinstance(error, FileNotFoundError):
+            return CorruptDataError(f"{self._where(page)}: column file is missing (was this version removed "
+                                    "by a later commit? reopen the table)")
+        return error
 
     def _slot(self, slot: int, nbytes: int) -> np.ndarray:
         from hetdb.backend.gpu.memory import pinned_empty
@@ -175,49 +228,6 @@ class PageReads:
             self._slots[slot] = buf
         return buf
 
-    def _read_page(self, page: _Page, dest: np.ndarray, wait_for: Any) -> np.ndarray:
-        """I/O thread: wait until the slot's previous copies are done, read, verify the checksum."""
-        if wait_for is not None:
-            with self._cupy.cuda.Device(self._device_id):
-                wait_for.synchronize()
-        self._read_verified(page, [dest])
-        return dest
-
-    def _load_host(self, page: _Page, blocks: HostPage) -> HostPage:
-        """I/O thread: read a page into its host-tier blocks, verify it once, publish it."""
-        try:
-            self._read_verified(page, blocks.runs)
-        except BaseException:
-            self.host_cache.abort(blocks)
-            raise
-        return self.host_cache.commit(blocks)
-
     def _where(self, page: _Page) -> str:
         return (f"table '{self.reader.name}' column '{page.column}' file {page.location.path} "
                 f"page {page.row_group} (row group {page.row_group})")
-
-    def _read_verified(self, page: _Page, runs: list[np.ndarray]) -> None:
-        """Read the page's padded bytes into ``runs`` (in order) and check its CRC."""
-        loc = page.location
-        try:
-            done = 0
-            for run in runs:
-                if self.direct:
-                    read_range(loc.path, loc.offset + done, run.shape[0], out=run)
-                else:
-                    _read_buffered(loc.path, loc.offset + done, run)
-                done += run.shape[0]
-        except CorruptDataError as e:
-            raise CorruptDataError(f"{self._where(page)}: {e}") from None
-        except FileNotFoundError:
-            raise CorruptDataError(f"{self._where(page)}: column file is missing (was this version removed "
-                                   "by a later commit? reopen the table)") from None
-        crc, left = 0, loc.length
-        for run in runs:
-            if left <= 0:
-                break
-            n = min(left, run.shape[0])
-            crc = zlib.crc32(memoryview(run[:n]), crc)
-            left -= n
-        if crc & 0xFFFFFFFF != loc.checksum:
-            raise CorruptDataError(f"{self._where(page)}: checksum mismatch (data is damaged)")
