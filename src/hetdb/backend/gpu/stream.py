@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.gpu import stream_io
 from hetdb.backend.gpu.stream_batch import BatchedDelivery
 from hetdb.backend.gpu.stream_fill import FillCache
 from hetdb.backend.gpu.stream_io import PageReads, _copy_runs, copy_stream
@@ -102,7 +103,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
-                 depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
+                 depth: int = 3, io_workers: int | None = None, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
                  keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
                  zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None,
@@ -155,7 +156,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._copy_stream = copy_stream(self._device_id) if streams is None else streams[0]
         self._decode_on = None if streams is None else streams[1]
         self._consumer = consumer_stream
-        self._io_workers = max(1, io_workers)
+        self._io_workers = max(1, io_workers or stream_io.READ_THREADS)
         self._readers: ThreadPoolExecutor | None = None  # made at the first read (``_pool``): a warm scan reads nothing
         self._slots: list[np.ndarray | None] = [None] * depth
         self._to_read: list = []  # (page, runs, host-tier blocks or None) routed, read not started (stream_io)

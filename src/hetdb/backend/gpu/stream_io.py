@@ -21,6 +21,9 @@ from hetdb.errors import CorruptDataError
 from hetdb.io import ALIGN, SpanPage, adjacent_spans, read_span
 
 _H2D = 1  # cudaMemcpyHostToDevice
+# I/O threads of a streamer (``PageStreamer(io_workers=)`` unless given): each keeps one span read in
+# flight, then checks its pages' CRCs
+READ_THREADS = 8
 
 
 _copy_streams: dict[int, Any] = {}
