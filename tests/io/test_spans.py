@@ -106,3 +106,13 @@ def test_read_into_unaligned_buffers_reads_buffered(page_file) -> None:
     # past the end: the bytes there are
     tail = aligned_empty(2 * ALIGN)
     assert read_into(path, 8 * ALIGN, [tail], direct=False) == ALIGN
+
+
+def test_will_need_asks_quietly(page_file, tmp_path) -> None:
+    from hetdb.io import will_need
+
+    path, data = page_file
+    will_need(path)  # (asynchronous readahead into the page cache: the bytes read after are the same)
+    with open(path, "rb") as f:
+        assert f.read() == data
+    will_need(str(tmp_path / "missing.dict"))  # (nothing: the read that follows reports it)

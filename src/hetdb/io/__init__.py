@@ -8,9 +8,9 @@ file as one request (``adjacent_spans`` finds them), each page's CRC checked on 
 
 from __future__ import annotations
 
-from hetdb.io.direct import ALIGN, aligned_empty, read_into, read_range, read_verified
+from hetdb.io.direct import ALIGN, aligned_empty, read_into, read_range, read_verified, will_need
 from hetdb.io.pool import PageRange, read_pages, submit_pages
 from hetdb.io.spans import SpanPage, adjacent_spans, read_span
 
 __all__ = ["ALIGN", "aligned_empty", "read_into", "read_range", "read_verified", "read_pages", "PageRange",
-           "submit_pages", "SpanPage", "adjacent_spans", "read_span"]
+           "submit_pages", "SpanPage", "adjacent_spans", "read_span", "will_need"]

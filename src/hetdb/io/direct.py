@@ -142,3 +142,20 @@ def read_verified(path: str, offset: int, runs: list[np.ndarray], length: int, c
         left -= n
     if crc & 0xFFFFFFFF != checksum:
         raise CorruptDataError(f"{where}: checksum mismatch (data is damaged)")
+
+
+def will_need(path: str) -> None:
+    """Ask the kernel to start reading ``path`` into the page cache (asynchronous readahead) for a
+    buffered read of it soon; quietly nothing where that is not possible."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # (the read that follows reports a missing file)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -148,21 +148,6 @@ class BatchedDelivery(DeliveryColumns):
             raise AssertionError("a primed streamer handed out a delivery")
         return gen
 
-    def read_ahead(self) -> Iterator[tuple[tuple[int, ...], list[Batch]]] | None:
-        """``deliveries()`` with its first ``depth`` groups' reads started and nothing copied or held
-        on the device (a cold scan started with its query: exec/early_scan.py); batched only, else None."""
-        if not self.batching or self._gen is not None or self._closed:
-            return None
-        self._reading_ahead = True
-        gen = self.deliveries()
-        try:
-            got = next(gen)
-        finally:
-            self._reading_ahead = False
-        if got is not None:  # (the generator yields None once the reads are scheduled)
-            raise AssertionError("a streamer reading ahead handed out a delivery")
-        return gen
-
     def prime_more(self, nbytes: int) -> None:
         """Queue more deliveries of a primed scan (``prime``) before its consumer asks, while all of
         them hold at most ``nbytes`` of the budget (none if the consumer took one already)."""

@@ -9,6 +9,7 @@ only takes a page's blocks; ``submit_reads`` starts the group's reads once every
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -18,7 +19,7 @@ from hetdb.backend.gpu.stream_pages import _Page
 from hetdb.cache.base import PageKey
 from hetdb.cache.pages import row_group_padded_bytes
 from hetdb.errors import CorruptDataError
-from hetdb.io import ALIGN, SpanPage, adjacent_spans, read_span
+from hetdb.io import ALIGN, SpanPage, adjacent_spans, read_span, will_need
 
 _H2D = 1  # cudaMemcpyHostToDevice
 # I/O threads of a streamer (``PageStreamer(io_workers=)`` unless given): each keeps one span read in
@@ -97,8 +98,28 @@ def _copy_runs(raw: Any, runs: list[np.ndarray], length: int, stream: Any) -> No
 
 
 class PageReads:
-    """The I/O side of ``PageStreamer`` (mixed into ``stream.py``): the router's probes of the tiers,
-    ring slots, reads, CRC checks."""
+    """The I/O side of ``PageStreamer`` (mixed into ``stream.py``): reads started ahead of the
+    consumer, the router's probes of the tiers, ring slots, reads, CRC checks."""
+
+    def read_ahead(self) -> Iterator | None:
+        """``deliveries()`` with its first ``depth`` groups' reads started (its string columns'
+        dictionary files asked of the page cache) and nothing copied or held on the device (a cold
+        scan started with its query: exec/early_scan.py); batched only, else None."""
+        if not self.batching or self._gen is not None or self._closed:
+            return None
+        for c in self.columns:  # (string dictionaries are read whole, buffered, when first needed)
+            path = self.reader.dictionary_file(c) if self.reader.column(c).dtype.kind == "string" else None
+            if path is not None:
+                will_need(path)
+        self._reading_ahead = True
+        gen = self.deliveries()
+        try:
+            got = next(gen)
+        finally:
+            self._reading_ahead = False
+        if got is not None:  # (the generator yields None once the reads are scheduled)
+            raise AssertionError("a streamer reading ahead handed out a delivery")
+        return gen
 
     # the router's probes (PageRouter.route_with)
     def on_gpu(self, page: _Page) -> bool:
