@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from hetdb.io.direct import ALIGN, aligned_empty, read_into, read_range, read_verified, will_need
 from hetdb.io.pool import PageRange, read_pages, submit_pages
-from hetdb.io.spans import SpanPage, adjacent_spans, read_span
+from hetdb.io.spans import SpanPage, adjacent_spans, read_span, read_span_bytes, verify_span
 
 __all__ = ["ALIGN", "aligned_empty", "read_into", "read_range", "read_verified", "read_pages", "PageRange",
-           "submit_pages", "SpanPage", "adjacent_spans", "read_span", "will_need"]
+           "submit_pages", "SpanPage", "adjacent_spans", "read_span", "read_span_bytes",
+           "verify_span", "will_need"]

@@ -64,9 +64,17 @@ def read_span(path: str, pages: list[SpanPage], direct: bool = True) -> list[Exc
     """Read ``pages`` (adjacent in ``path``, in file order) with one request and verify each; per
     page None, or the CorruptDataError to raise for it (truncated file, checksum mismatch: the
     message names the file, not the page). A missing file or a failed read raises for all."""
-    buffers = [run for p in pages for run in p.runs]
+    return verify_span(path, pages, read_span_bytes(path, pages, direct))
+
+
+def read_span_bytes(path: str, pages: list[SpanPage], direct: bool = True) -> int:
+    """``read_span``'s read alone: the bytes read into the pages' runs (``verify_span`` checks them)."""
+    return read_into(path, pages[0].offset, [run for p in pages for run in p.runs], direct=direct)
+
+
+def verify_span(path: str, pages: list[SpanPage], got: int) -> list[Exception | None]:
+    """``read_span``'s checks of pages ``got`` bytes were read into (from the first page's offset)."""
     start = pages[0].offset
-    got = read_into(path, start, buffers, direct=direct)
     out: list[Exception | None] = []
     for p in pages:
         have = got - (p.offset - start)

@@ -19,12 +19,29 @@ from hetdb.backend.gpu.stream_pages import _Page
 from hetdb.cache.base import PageKey
 from hetdb.cache.pages import row_group_padded_bytes
 from hetdb.errors import CorruptDataError
-from hetdb.io import ALIGN, SpanPage, adjacent_spans, read_span, will_need
+from hetdb.io import ALIGN, SpanPage, adjacent_spans, read_span_bytes, verify_span, will_need
 
 _H2D = 1  # cudaMemcpyHostToDevice
 # I/O threads of a streamer (``PageStreamer(io_workers=)`` unless given): each keeps one span read in
 # flight, then checks its pages' CRCs
 READ_THREADS = 8
+# The CRC checks of a span's pages run on a process-wide pool of their own (CHECK_THREADS), so the I/O
+# thread starts its next read at once instead of after them (each thread keeps a read in flight all
+# the time, as the disk ceiling's readers do). False: the I/O thread checks them (A/B).
+CHECK_APART = False
+CHECK_THREADS = 8
+
+_checkers: list = []
+
+
+def _checker() -> Any:
+    """The process's pool checking spans' CRCs (made at first use)."""
+    with _copy_streams_lock:
+        if not _checkers:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _checkers.append(ThreadPoolExecutor(max_workers=CHECK_THREADS, thread_name_prefix="hetdb-check"))
+        return _checkers[0]
 
 
 _copy_streams: dict[int, Any] = {}
@@ -203,16 +220,33 @@ class PageReads:
 
     def _read_span(self, items: list, wait_for: Any) -> None:
         """I/O thread: read a span of adjacent pages (into host-tier blocks, or ring slices after
-        ``wait_for``), verify each; publish each loaded page, resolve each page's future."""
+        ``wait_for``); its checks follow here or on the checking pool (CHECK_APART)."""
         try:
             if wait_for is not None:
                 with self._cupy.cuda.Device(self._device_id):
                     wait_for.synchronize()
             pages = [SpanPage(p.location.offset, p.location.padded_length, p.location.length,
                               p.location.checksum, runs) for p, runs, _ in items]
-            errors: list = read_span(items[0][0].location.path, pages, direct=self.direct)
+            path = items[0][0].location.path
+            got = read_span_bytes(path, pages, direct=self.direct)
+        except BaseException as e:  # noqa: BLE001 - every page of the span fails with it
+            self._finish_span(items, [e] * len(items))
+            return
+        if CHECK_APART:
+            _checker().submit(self._check_span, items, pages, path, got)
+        else:
+            self._check_span(items, pages, path, got)
+
+    def _check_span(self, items: list, pages: list[SpanPage], path: str, got: int) -> None:
+        try:
+            errors: list = verify_span(path, pages, got)
         except BaseException as e:  # noqa: BLE001 - every page of the span fails with it
             errors = [e] * len(items)
+        self._finish_span(items, errors)
+
+    def _finish_span(self, items: list, errors: list) -> None:
+        """Publish each verified loaded page and resolve each page's future (its entry or ring slice,
+        or its error)."""
         for (page, runs, blocks), error in zip(items, errors):
             if error is None:
                 try:
