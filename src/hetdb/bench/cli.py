@@ -9,6 +9,7 @@ import re
 import shlex
 import sys
 
+from hetdb.bench.ceilings import DEFAULT_DISK_TEST_BYTES, MiB
 from hetdb.bench.suites import SUITES
 from hetdb.errors import HetdbError
 
@@ -54,8 +55,9 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
                                                "<device>-<time>)")
     p.add_argument("--db", default=None, help="database directory (default ~/.cache/hetdb/bench/<suite>-sf<N>)")
     p.add_argument("--queries", default=None, help="comma-separated subset, e.g. q1.1,q3.2")
-    p.add_argument("--disk-test-mb", type=int, default=256,
-                   help="size of the temporary file the disk ceiling is measured on (default 256)")
+    p.add_argument("--disk-test-mb", type=int, default=DEFAULT_DISK_TEST_BYTES // MiB,
+                   help=f"size of the temporary file the disk ceiling is measured on (default "
+                        f"{DEFAULT_DISK_TEST_BYTES // MiB})")
     p.add_argument("--workers", type=int, default=None, help="data generator processes (default: all cores)")
     p.add_argument("--threads", type=int, default=None,
                    help="worker threads of hetdb and of DuckDB alike (default: each engine's default)")
@@ -122,7 +124,6 @@ def run(args: argparse.Namespace) -> int:
         print(render_diff(diff_results(load_results(args.a), load_results(args.b)), args.a, args.b))
         return 0
 
-    from hetdb.bench.ceilings import MiB
     from hetdb.bench.datasets import require_duckdb
     from hetdb.bench.harness import BenchConfig, run_benchmark
 
