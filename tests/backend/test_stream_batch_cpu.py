@@ -219,3 +219,62 @@ def test_a_shared_scan_delivers_only_what_the_gpu_claims(reader, fake_gpu, compr
         assert sorted(delivered + stolen) == rgs and not set(delivered) & set(stolen)
         assert delivered == rgs[:len(delivered)] and len(delivered) >= 1
         assert shared.gpu_taken == delivered and b.used_bytes == 0
+
+
+@pytest.mark.parametrize("route", ["disk", "auto"])
+@pytest.mark.parametrize("span_bytes", [None, 0])
+def test_a_columns_adjacent_pages_are_read_as_one_span(reader, fake_gpu, monkeypatch, route, span_bytes):
+    from hetdb.io import spans
+
+    if span_bytes is not None:
+        monkeypatch.setattr(spans, "MAX_SPAN_BYTES", span_bytes)
+    tasks = []
+    real = gpu_stream.PageStreamer._read_span
+
+    def read_span(self, items, wait_for):
+        tasks.append([(p.column, p.row_group) for p, _, _ in items])
+        return real(self, items, wait_for)
+
+    monkeypatch.setattr(gpu_stream.PageStreamer, "_read_span", read_span)
+    b = DeviceMemoryBudget(1 << 30)
+    host = host_tier() if route == "auto" else None
+    s, steps, compared = scan(reader, b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4], host_cache=host,
+                              router=PageRouter(route))
+    assert steps == [(1, 2, 3, 4)] and compared == (ROWS - RPP) * len(COLUMNS)
+    assert sorted(p for t in tasks for p in t) == sorted((c, rg) for c in COLUMNS for rg in (1, 2, 3, 4))
+    if span_bytes == 0:  # page by page
+        assert len(tasks) == 4 * len(COLUMNS)
+    else:  # one group: a column's four pages lie back to back in its file, one read each
+        assert sorted(tasks) == sorted([(c, rg) for rg in (1, 2, 3, 4)] for c in COLUMNS)
+    assert b.used_bytes == 0 and (host is None or host.pinned_bytes() == 0)
+
+
+@pytest.mark.parametrize("route", ["disk", "auto"])
+def test_crc_checks_apart_from_the_reads_still_fail_the_damaged_page(reader, fake_gpu, monkeypatch, tmp_path, route):
+    import shutil
+
+    from hetdb.backend.gpu import stream_io
+    from hetdb.storage import TableReader
+
+    monkeypatch.setattr(stream_io, "CHECK_APART", True)
+    b = DeviceMemoryBudget(1 << 30)
+    host = host_tier() if route == "auto" else None
+    s, steps, compared = scan(reader, b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4], host_cache=host,
+                              router=PageRouter(route))
+    assert compared == (ROWS - RPP) * len(COLUMNS) and b.used_bytes == 0
+    copy = tmp_path / "v"
+    shutil.copytree(reader.path, copy)
+    damaged = TableReader(str(copy), reader.name, reader.version)
+    loc = damaged.page_location("c_delta", 2)
+    with open(loc.path, "r+b") as f:
+        f.seek(loc.offset + 3)
+        byte = f.read(1)
+        f.seek(loc.offset + 3)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    host = host_tier() if route == "auto" else None
+    with pytest.raises(CorruptDataError, match=r"column 'c_delta'.*page 2.*checksum"):
+        with gpu_stream.PageStreamer(damaged, COLUMNS, budget=b, host_cache=host, batch_bytes=1 << 30,
+                                     row_groups=[1, 2, 3, 4], router=PageRouter(route)) as s:
+            for _ in s.batches():
+                pass
+    assert b.used_bytes == 0 and (host is None or host.pinned_bytes() == 0)

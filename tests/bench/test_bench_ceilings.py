@@ -40,3 +40,11 @@ def test_drop_os_cache_reports_what_it_did(tmp_path):
     r = drop_os_cache([str(tmp_path)])
     assert r["method"]
     assert r["permitted"] or r["files_evicted"] == 1
+
+
+def test_the_disk_test_file_is_larger_when_a_cold_run_is_judged_by_it():
+    from hetdb.bench.ceilings import MiB, disk_test_bytes
+
+    assert disk_test_bytes(["hot", "cold"]) == 1024 * MiB
+    assert disk_test_bytes(["hot", "warm"]) == 256 * MiB
+    assert disk_test_bytes(["cold"], 16 * MiB) == 16 * MiB

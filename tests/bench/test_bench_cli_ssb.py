@@ -71,6 +71,12 @@ def test_bench_warm_and_cold_modes_reuse_the_data(tmp_path, ssb_db):
     assert "--set batch_rows=7 --set zone_maps=false" in results["command_line"]
     assert [r["mode"] for r in results["runs"]] == ["warm", "cold"]
     assert results["runs"][1]["ceiling"] == "disk read" and results["runs"][1]["cache_drop"]["method"]
+    # a cold run's disk bytes per second of end-to-end time, against the disk ceiling (a warm one: none)
+    assert all(q["disk_bytes_per_s"] is None for q in results["runs"][0]["queries"])
+    ceiling = results["runs"][1]["ceiling_bytes_per_s"]
+    for q in results["runs"][1]["queries"]:
+        assert q["disk_bytes_per_s"] == pytest.approx(q["hetdb"]["bytes_read"] / q["hetdb"]["median_s"])
+        assert q["disk_fraction"] == pytest.approx(q["disk_bytes_per_s"] / ceiling)
     for run in results["runs"]:
         assert [q["name"] for q in run["queries"]] == ["q1.1", "q4.3"]
         assert all(q["correct"] and q["duckdb"] is None and len(q["hetdb"]["seconds"]) == 2

@@ -131,3 +131,23 @@ def test_modes_and_jsonable():
         parse_modes("lukewarm")
     assert jsonable({"a": np.int64(3), "b": (np.float32(1.5), float("nan")), 4: {1, 2}}) == \
         {"a": 3, "b": [1.5, None], "4": [1, 2]}
+
+
+def test_a_cold_run_reports_disk_reads_per_second_against_the_disk_ceiling():
+    from hetdb.bench.harness import _one_line
+
+    results = _results()
+    run = results["runs"][0]
+    run.update(mode="cold", ceiling="disk read", ceiling_bytes_per_s=1e9)
+    for q in run["queries"]:
+        h = q["hetdb"]
+        if h:
+            q["disk_bytes_per_s"] = h["bytes_read"] / h["median_s"]
+            q["disk_fraction"] = q["disk_bytes_per_s"] / 1e9
+    text = render_markdown(results)
+    assert "against the disk ceiling (1.00 GB/s): geomean" in text
+    assert "| q1.1 | 9.5 MiB | 10.0 ms | 1.00 GB/s | 100% |" in text
+    assert "| q2.1 | 9.5 MiB | 500.0 ms | 20.0 MB/s | 2% |" in text
+    assert "disk 1.00 GB/s = 100%" in _one_line(run["queries"][0])
+    # not a cold run: no such table
+    assert "against the disk ceiling" not in render_markdown(_results())

@@ -381,3 +381,21 @@ def test_unpin_pages_frees_an_unlisted_page_with_its_last_pin():
     assert cache.held_bytes == BLOCK and cache.pinned_bytes() == 0 and cache.get(key(0)) is reader
     with pytest.raises(ValueError, match="not pinned"):
         cache.unpin_pages([reader])
+
+
+def test_after_clear_pages_take_blocks_in_address_order_again():
+    # pages committed out of order (as I/O threads finish) and cleared: the next pages, of other
+    # sizes, must still lie in one run each (else each page of the next cold scan is ~2 runs)
+    cache = HostPageCache(64 * BLOCK, block_bytes=BLOCK, chunk_bytes=64 * BLOCK, allocate=Allocations())
+    first = [cache.acquire(key(rg), 3 * BLOCK - 100, 3 * BLOCK, 0) for rg in range(12)]
+    for i in (5, 0, 11, 3, 8, 1, 10, 2, 7, 4, 9, 6):
+        page = first[i]
+        cache.commit(page)
+        cache.unpin_page(page)
+    cache.clear()
+    assert len(cache) == 0
+    second = [cache.acquire(key(rg, "b"), 5 * BLOCK, 5 * BLOCK, 0) for rg in range(12)]
+    assert all(len(p.runs) == 1 for p in second)
+    assert [p.blocks[0] for p in second] == [5 * i for i in range(12)]
+    for p in second:
+        cache.abort(p)

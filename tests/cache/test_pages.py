@@ -68,6 +68,7 @@ def test_streamer_schedules_pages_from_the_page_info(con, monkeypatch):
     s.router, s.compressed, s.depth, s.direct = PageRouter("disk", gpu=True), False, 2, True
     s.cache = s.host_cache = s._device_tier = None
     s._slots, s._slot_events, s._slot_bytes = [None, None], [None, None], None
+    s._to_read = []  # (pages routed whose reads start with their group's: stream_io.submit_reads)
     s._readers = ThreadPoolExecutor(2)  # (the I/O threads: PageStreamer._pool)
     try:
         for i in range(len(s.row_groups)):

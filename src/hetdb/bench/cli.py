@@ -9,6 +9,7 @@ import re
 import shlex
 import sys
 
+from hetdb.bench.ceilings import DEFAULT_DISK_TEST_BYTES, QUICK_DISK_TEST_BYTES, MiB, disk_test_bytes
 from hetdb.bench.suites import SUITES
 from hetdb.errors import HetdbError
 
@@ -54,8 +55,9 @@ def _suite_options(p: argparse.ArgumentParser) -> None:
                                                "<device>-<time>)")
     p.add_argument("--db", default=None, help="database directory (default ~/.cache/hetdb/bench/<suite>-sf<N>)")
     p.add_argument("--queries", default=None, help="comma-separated subset, e.g. q1.1,q3.2")
-    p.add_argument("--disk-test-mb", type=int, default=256,
-                   help="size of the temporary file the disk ceiling is measured on (default 256)")
+    p.add_argument("--disk-test-mb", type=int, default=None,
+                   help=f"size of the temporary file the disk ceiling is measured on (default "
+                        f"{DEFAULT_DISK_TEST_BYTES // MiB} with a cold run, else {QUICK_DISK_TEST_BYTES // MiB})")
     p.add_argument("--workers", type=int, default=None, help="data generator processes (default: all cores)")
     p.add_argument("--threads", type=int, default=None,
                    help="worker threads of hetdb and of DuckDB alike (default: each engine's default)")
@@ -122,12 +124,14 @@ def run(args: argparse.Namespace) -> int:
         print(render_diff(diff_results(load_results(args.a), load_results(args.b)), args.a, args.b))
         return 0
 
-    from hetdb.bench.ceilings import MiB
     from hetdb.bench.datasets import require_duckdb
     from hetdb.bench.harness import BenchConfig, run_benchmark
 
     require_duckdb()  # before generating data: every run is checked against DuckDB
 
+    # (resolved before the command line is spelled out: a run repeats with the same test file)
+    given = None if args.disk_test_mb is None else args.disk_test_mb * MiB
+    args.disk_test_mb = disk_test_bytes(parse_modes(args.mode), given) // MiB
     cfg = BenchConfig(
         suite=command, sf=args.sf, device=args.device, modes=parse_modes(args.mode), repeat=args.repeat,
         vs=args.vs, gpu_memory_limit=args.gpu_memory_limit, reuse_fused_state=not args.no_reuse,

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hetdb.bench import datasets, environment, report
-from hetdb.bench.ceilings import DEFAULT_DISK_TEST_BYTES, measure_ceilings, relevant_ceiling
+from hetdb.bench.ceilings import disk_test_bytes, measure_ceilings, relevant_ceiling
 from hetdb.bench.plots import write_plots
 from hetdb.bench.report import RESULTS_FORMAT
 from hetdb.bench.runner import HetdbSide, PreparedQuery, jsonable, run_mode
@@ -31,7 +31,7 @@ class BenchConfig:
     db: str | None = None
     out: str | None = None
     queries: list[str] | None = None
-    disk_test_bytes: int = DEFAULT_DISK_TEST_BYTES
+    disk_test_bytes: int | None = None  # None: 1 GiB with a cold run, else 256 MiB (bench/ceilings.py)
     workers: int | None = None
     threads: int | None = None
     route: str | None = None  # the route connection option (cache/router.py); None: automatic
@@ -68,7 +68,7 @@ def run_benchmark(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict[
         prepared.append(PreparedQuery(q, refs, datasets.column_bytes(db, refs)))
 
     say("measuring ceilings (disk read, host memory copy, GPU transfers)")
-    ceilings = measure_ceilings(db_path, cfg.disk_test_bytes, gpu=cfg.device != "cpu")
+    ceilings = measure_ceilings(db_path, disk_test_bytes(cfg.modes, cfg.disk_test_bytes), gpu=cfg.device != "cpu")
 
     say("loading the data into DuckDB (in memory, "
         + (f"{cfg.threads} threads)" if cfg.threads else "all cores)"))
@@ -136,6 +136,8 @@ def _one_line(q: dict[str, Any]) -> str:
     mark = {"ok": "ok", "wrong": "WRONG", "error": "ERROR"}[q["status"]]
     text = (f"  {q['name']:<6} {mark:<5} hetdb {report.fmt_seconds(h.get('median_s')):>9}  "
             f"DuckDB {report.fmt_seconds(d.get('median_s')):>9}  speed-up {report.fmt_ratio(q.get('speedup'))}")
+    if q.get("disk_fraction"):  # (a cold run: disk bytes per second of end-to-end time, of the disk ceiling)
+        text += f"  disk {report.fmt_rate(q['disk_bytes_per_s'])} = {q['disk_fraction'] * 100:.0f}%"
     if q["status"] != "ok":
         text += f"  ({q.get('check') or q.get('error')})"
     return text

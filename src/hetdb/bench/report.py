@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 from typing import Any
 
@@ -140,11 +141,31 @@ def _run_table(run: dict[str, Any]) -> list[str]:
                  fmt_bytes(q.get("referenced_bytes")), fmt_rate(q.get("throughput_bytes_per_s")),
                  "–" if frac is None else f"{frac * 100:.3g}%", _pipelines(h)]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += _disk_table(run)
     lines += _paths_table(run)
     problems = [q for q in run["queries"] if q["status"] != "ok"]
     if problems:
         lines += ["", "Problems:", ""]
         lines += [f"- {q['name']}: {q.get('check') or q.get('error')}" for q in problems]
+    return lines
+
+
+def _disk_table(run: dict[str, Any]) -> list[str]:
+    """A cold run: each query's disk reads per second of its end-to-end time against the disk ceiling."""
+    rows = [q for q in run["queries"] if q.get("disk_bytes_per_s")]
+    if not rows:
+        return []
+    shares = [q["disk_fraction"] for q in rows if q.get("disk_fraction")]
+    lines = ["", f"Disk read rate (bytes read from disk / end-to-end time) against the disk ceiling "
+                 f"({fmt_rate(run.get('ceiling_bytes_per_s'))})"
+             + (f": geomean {math.exp(sum(map(math.log, shares)) / len(shares)) * 100:.3g}%, lowest "
+                f"{min(shares) * 100:.3g}%" if shares else "") + ":",
+             "", "| query | disk read | hetdb | disk rate | of disk ceiling |", "|---|---:|---:|---:|---:|"]
+    for q in rows:
+        h = q.get("hetdb") or {}
+        frac = q.get("disk_fraction")
+        lines.append(f"| {q['name']} | {fmt_bytes(h.get('bytes_read'))} | {fmt_seconds(h.get('median_s'))} | "
+                     f"{fmt_rate(q['disk_bytes_per_s'])} | {'–' if frac is None else f'{frac * 100:.3g}%'} |")
     return lines
 
 

@@ -179,6 +179,11 @@ def run_query(pq: PreparedQuery, side: HetdbSide, duck: Any, *, repeat: int, tim
     entry["ceiling"] = label
     entry["fraction_of_ceiling"] = (entry["throughput_bytes_per_s"] / rate
                                     if rate and entry["throughput_bytes_per_s"] else None)
+    # a cold run: the bytes read from disk per second of end-to-end time, against the disk's ceiling
+    read = h.get("bytes_read")
+    disk = read / h["median_s"] if label == "disk read" and read and h["median_s"] > 0 else None
+    entry["disk_bytes_per_s"] = disk
+    entry["disk_fraction"] = disk / rate if disk and rate else None
     return entry
 
 

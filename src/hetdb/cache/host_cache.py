@@ -448,10 +448,14 @@ class HostPageCache(PageCache):
             return self._evict(self.blocks_for(nbytes) if nbytes > 0 else 0) * self.block_bytes
 
     def clear(self) -> None:
-        """Drop every page that is neither pinned nor kept."""
+        """Drop every page that is neither pinned nor kept. The free blocks are then handed out in
+        address order again, so the pages loaded next lie in few runs: blocks given back in the
+        order pages were committed (I/O threads finish out of order) split each page of the next
+        cold scan into ~2 runs (a 460-page scan of 1.0-2.2 MB pages, 64 KiB blocks)."""
         with self._lock:
             for key in [k for k, p in self._entries.items() if not p.pins and not p.kept]:
                 self._drop(key)
+            self._pool.free.sort(reverse=True)  # (a stack: the lowest block is taken first)
 
     def release_memory(self) -> bool:
         """Drop every unpinned entry and, when no block is in use, give the pool's memory back; True

@@ -38,6 +38,15 @@ measurements.
 
 Small uploads the pipelines make while the fact's primed copies are queued (dense tables built on the
 host, page tables) do not queue behind them: backend/gpu/upload.py.
+
+A cold query (the fact scan's first pages not in the host tier: the disk is in the path) starts its
+scans' reads instead (COLD_READ_AHEAD): the dimension scans' (each whole, submitted first, so the
+disk serves them before the fact's large reads and their pipelines do not wait behind those) and
+then the fact scan's first READ_AHEAD_DEPTH delivery groups (``PageStreamer.read_ahead``); nothing
+is copied or held on the device until the pipelines take the scans over as above. The disk then
+works while the dimension pipelines and the fact pipeline's set-up run: on main d6d702f (H100, SSB
+SF 20 cold) it sat idle 20-25 ms of q2.x-q4.x before the fact scan's first read (e.g. q2.1 10.9-23.8
+ms). Co-processing "off" only (a shared scan's claims are the co-processing planner's).
 """
 
 from __future__ import annotations
@@ -68,6 +77,13 @@ FACT_FIRST = True
 # The early dimension scans queue their copies and decode kernels on the fact scan's streams
 # (stream_io.early_streams) instead of the process's (see FACT_FIRST). False: the process's (A/B).
 DIMS_ON_FACT_STREAMS = True
+# Cold queries start their scans' reads with the query (see the module docstring). False: a cold
+# scan's reads start when its pipeline does (A/B).
+COLD_READ_AHEAD = True
+# Delivery groups of a cold fact scan read ahead (its streamer's ``depth``): with gpu_delivery_overlap
+# the first groups ramp up (1/8, 1/4, 1/2 of gpu_batch_bytes), so 3 groups held 56 MiB, ~28 ms of a
+# 2 GB/s disk, about the dimension pipelines' time; 4 hold 120 MiB.
+READ_AHEAD_DEPTH = 4
 
 
 @dataclass
@@ -131,6 +147,8 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
         return
     fact = _streams_past(ctx, pipelines[index].source)
     if fact is None:
+        if COLD_READ_AHEAD and getattr(opts, "gpu_coprocess", "off") == "off":
+            _read_ahead_cold(ctx, pipelines, index, skipped)
         return
     dims = early_dimensions(pipelines, index, skipped) if getattr(opts, "gpu_early_dims", True) else []
     shared = cap = None
@@ -192,10 +210,24 @@ def early_dimensions(pipelines: list, index: int, skipped: set[int] = frozenset(
             and tables[p.source.scan.table] == 1 and _streams_whole(p)]
 
 
-def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
+def _read_ahead_cold(ctx: ExecContext, pipelines: list, index: int, skipped: set[int]) -> None:
+    """Start the reads of a cold query's scans: the dimension pipelines' (whole), then the fact's."""
+    from hetdb.exec.operators.aggregate import HashAggregate
+
+    dims = early_dimensions(pipelines, index, skipped) if getattr(ctx.options, "gpu_early_dims", True) else []
+    stored = bool(getattr(ctx.options, "gpu_stream_encoded", False)) and isinstance(pipelines[index].sink,
+                                                                                   HashAggregate)
+    for pipe in dims + [pipelines[index]]:
+        rows = _streams_past(ctx, pipe.source, cold=True)
+        if rows is not None:
+            _start(ctx, pipe.source, rows, None, stored=stored and pipe is pipelines[index], reads_only=True)
+
+
+def _streams_past(ctx: ExecContext, op: Any, cold: bool = False) -> list[int] | None:
     """The row groups of ``op``'s scan when it will stream past the device cache out of the pinned
     host tier (the connection's first scan of its columns, none cached: ``first_scan``'s
-    pass-through; its first and last row groups' pages in the host tier); else None."""
+    pass-through; its first and last row groups' pages in the host tier); else None. ``cold``: the
+    same scan when its first row group's pages are not all in the host tier (it reads from disk)."""
     from hetdb.cache.pages import page_info
     from hetdb.exec.operators.scan_device import _first_scan, scan_verdicts
 
@@ -208,8 +240,13 @@ def _streams_past(ctx: ExecContext, op: Any) -> list[int] | None:
     if not row_groups or not _first_scan(ctx, reader, names, row_groups, remember=False):
         return None  # (the scan will read or fill the device cache: it does not stream past it)
     host = ctx.device.host_tier(ctx.options)
+    if host is None:
+        return None
+    if cold:
+        first = row_groups[0]
+        return None if all(page_info(reader, name, first).host_key in host for name in names) else row_groups
     first, last = row_groups[0], row_groups[-1]
-    if host is None or not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
+    if not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
         return None  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
     return row_groups
 
@@ -228,13 +265,14 @@ def _dimension_streams() -> Any:
 
 def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, shared: Any = None,
            cap: int | None = None, first_only: bool = False, stored: bool = False,
-           tail: bool = False) -> EarlyScan | None:
+           tail: bool = False, reads_only: bool = False) -> EarlyScan | None:
     """Make ``op``'s streamer as its pipeline would (``streams``: the copy and decode streams, None:
     the process's; ``shared``: the scan CPU workers share, cache/coscan.SharedScan) and queue its
     first deliveries, at most ``cap`` bytes of them (``first_only``: its first delivery only, the
     rest up to the same bound with ``_prime_rest``; ``stored``: pages delivered as stored, as
     fusion_stream.stream_form has a fused pipeline's scan deliver them with gpu_stream_encoded; ``tail``:
-    the fact scan's, its last deliveries smaller, stream_batch.TAIL_RAMP); None when the budget has no
+    the fact scan's, its last deliveries smaller, stream_batch.TAIL_RAMP; ``reads_only``: a cold scan's
+    first READ_AHEAD_DEPTH groups' reads started, nothing delivered); None when the budget has no
     room."""
     from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
 
@@ -250,14 +288,14 @@ def _start(ctx: ExecContext, op: Any, row_groups: list[int], streams: Any, share
         return None
     from hetdb.backend.gpu.stream import PageStreamer
 
-    streamer = PageStreamer(*args, **kwargs, streams=streams)
+    streamer = PageStreamer(*args, **kwargs, streams=streams, **({"depth": READ_AHEAD_DEPTH} if reads_only else {}))
     early = EarlyScan(op.op_id, streamer, None, args, kwargs, 0, room=room)
     ctx.early_scans[op.op_id] = early
     ctx.cleanup.append(lambda: _close(ctx, early))
     from hetdb.exec.device import is_device_oom
 
     try:
-        early.iterator = streamer.prime(1 if first_only else room, tail=tail)
+        early.iterator = streamer.read_ahead() if reads_only else streamer.prime(1 if first_only else room, tail=tail)
     except Exception as e:
         if not is_device_oom(e):
             raise

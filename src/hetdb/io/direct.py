@@ -47,28 +47,38 @@ def _is_aligned(arr: np.ndarray, offset: int, length: int) -> bool:
     return arr.ctypes.data % ALIGN == 0 and offset % ALIGN == 0 and length % ALIGN == 0
 
 
-def _pread_all(fd: int, out: np.ndarray, offset: int) -> int:
-    """Fill ``out`` from ``offset``; returns the bytes read (less than len(out) only at end of file)."""
-    view = memoryview(out)
-    done = 0
-    total = out.shape[0]
-    while done < total:
-        n = os.preadv(fd, [view[done:]], offset + done)
+# Linux's limit on the buffers of one preadv (IOV_MAX)
+MAX_IOV = 1024
+
+
+def _preadv_all(fd: int, buffers: list[np.ndarray], offset: int) -> int:
+    """Fill ``buffers`` (in order) from ``offset`` with as few ``preadv`` calls as the kernel allows
+    (one, for an O_DIRECT read: the device then has every request of it in flight at once); returns
+    the bytes read (less than their sum only at end of file)."""
+    views = [memoryview(b) for b in buffers if b.shape[0]]
+    done = i = 0
+    while i < len(views):
+        n = os.preadv(fd, views[i:i + MAX_IOV], offset + done)
         if n == 0:
             break
         done += n
+        while n > 0:
+            size = len(views[i])
+            if n < size:
+                views[i] = views[i][n:]
+                break
+            n -= size
+            i += 1
     return done
 
 
-def read_range(path: str, offset: int, length: int, out: Any | None = None,
-               alloc: Alloc | None = None) -> np.ndarray:
-    """Read bytes [offset, offset+length) of ``path`` into a uint8 array (``out``, else from ``alloc``,
-    else a fresh aligned array). Raises CorruptDataError naming the file if it ends early."""
-    if out is None:
-        out = alloc(length) if alloc is not None else aligned_empty(length)
-    buf = _as_uint8(out, length)
+def read_into(path: str, offset: int, buffers: list[np.ndarray], direct: bool = True) -> int:
+    """Read consecutive bytes of ``path`` from ``offset`` into ``buffers`` (contiguous uint8 arrays,
+    filled in order) as one request: O_DIRECT when ``direct`` and the offset and every buffer's
+    address and length are 4096-aligned (buffered where the file system refuses it). Returns the
+    bytes read: less than the buffers hold only where the file ends first."""
     got = -1
-    if _HAS_O_DIRECT and _is_aligned(buf, offset, length):
+    if direct and _HAS_O_DIRECT and offset % ALIGN == 0 and all(_is_aligned(b, 0, b.shape[0]) for b in buffers):
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
         except OSError as e:
@@ -76,7 +86,7 @@ def read_range(path: str, offset: int, length: int, out: Any | None = None,
                 raise
         else:
             try:
-                got = _pread_all(fd, buf, offset)
+                got = _preadv_all(fd, buffers, offset)
             except OSError as e:
                 if e.errno != errno.EINVAL:
                     raise
@@ -86,9 +96,20 @@ def read_range(path: str, offset: int, length: int, out: Any | None = None,
     if got < 0:
         fd = os.open(path, os.O_RDONLY)
         try:
-            got = _pread_all(fd, buf, offset)
+            got = _preadv_all(fd, buffers, offset)
         finally:
             os.close(fd)
+    return got
+
+
+def read_range(path: str, offset: int, length: int, out: Any | None = None,
+               alloc: Alloc | None = None) -> np.ndarray:
+    """Read bytes [offset, offset+length) of ``path`` into a uint8 array (``out``, else from ``alloc``,
+    else a fresh aligned array). Raises CorruptDataError naming the file if it ends early."""
+    if out is None:
+        out = alloc(length) if alloc is not None else aligned_empty(length)
+    buf = _as_uint8(out, length)
+    got = read_into(path, offset, [buf])
     if got < length:
         raise CorruptDataError(f"file {path} is truncated: needed {length} bytes at offset {offset}, "
                                f"found {got}")
@@ -121,3 +142,20 @@ def read_verified(path: str, offset: int, runs: list[np.ndarray], length: int, c
         left -= n
     if crc & 0xFFFFFFFF != checksum:
         raise CorruptDataError(f"{where}: checksum mismatch (data is damaged)")
+
+
+def will_need(path: str) -> None:
+    """Ask the kernel to start reading ``path`` into the page cache (asynchronous readahead) for a
+    buffered read of it soon; quietly nothing where that is not possible."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return  # (the read that follows reports a missing file)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

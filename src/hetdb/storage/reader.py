@@ -206,6 +206,12 @@ class TableReader:
         return decode_page(buf[:length], spec.dtype, self._rg_rows[rg], p["enc"], p["sections"],
                            dictionary, self._where(column, rg), p.get("codec", PLAIN))
 
+    def dictionary_file(self, column: str) -> str | None:
+        """The path of the column's dictionary file (None when it has none); nothing is read."""
+        self.column(column)
+        d = self._columns[column].get("dictionary")
+        return None if d is None else os.path.join(self.path, d["file"])
+
     def dictionary(self, column: str) -> Column | None:
         """The shared dictionary of a dict-encoded string column (cached: one object per reader)."""
         self.column(column)

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.gpu import stream_io
 from hetdb.backend.gpu.stream_batch import BatchedDelivery
 from hetdb.backend.gpu.stream_fill import FillCache
 from hetdb.backend.gpu.stream_io import PageReads, _copy_runs, copy_stream
@@ -102,7 +103,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
 
     def __init__(self, reader: Any, columns: list[str], row_groups: list[int] | None = None, *,
                  budget: Any, cache: PageCache | None = None, host_cache: HostPageCache | None = None,
-                 depth: int = 3, io_workers: int = 8, consumer_stream: Any = None,
+                 depth: int = 3, io_workers: int | None = None, consumer_stream: Any = None,
                  direct: bool = True, compressed: bool = False, router: PageRouter | None = None,
                  keep: bool = False, batch_bytes: int = 0, shared: Any = None, overlap: bool = False,
                  zero_copy: frozenset[str] = frozenset(), streams: tuple[Any, Any] | None = None,
@@ -155,9 +156,10 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         self._copy_stream = copy_stream(self._device_id) if streams is None else streams[0]
         self._decode_on = None if streams is None else streams[1]
         self._consumer = consumer_stream
-        self._io_workers = max(1, io_workers)
+        self._io_workers = max(1, io_workers or stream_io.READ_THREADS)
         self._readers: ThreadPoolExecutor | None = None  # made at the first read (``_pool``): a warm scan reads nothing
         self._slots: list[np.ndarray | None] = [None] * depth
+        self._to_read: list = []  # (page, runs, host-tier blocks or None) routed, read not started (stream_io)
         self._slot_events: list[Any] = [None] * depth
         self._dictionaries: dict[str, Column] = {}
         self._dict_pins: list[PageKey] = []
@@ -351,22 +353,28 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         # column by column: the pages loaded into the host tier now take its blocks in this order,
         # so a column's pages of neighbouring row groups lie back to back there (a later delivery
         # copies them as one: batch_plan's ``mirror``)
-        for c in range(len(columns)):
-            for rg in rgs:
-                page = rg.pages[c]
-                page.route = router.route_with(self, page, page.location.length)
-        ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
-                if rg.pages[c].route is Route.DISK_DIRECT]
-        if ring:
-            offset = 0
-            for p in ring:
-                p.slot_offset = offset
-                offset += p.location.padded_length
-            buf = self._slot(slot, offset)
-            wait_for = self._slot_events[slot]
-            for p in ring:
-                dest = buf[p.slot_offset:p.slot_offset + p.location.padded_length]
-                p.future = self._pool.submit(self._read_page, p, dest, wait_for)
+        try:
+            for c in range(len(columns)):
+                for rg in rgs:
+                    page = rg.pages[c]
+                    page.route = router.route_with(self, page, page.location.length)
+            # the host-tier loads first (their blocks are taken), then the ring's reads, which wait
+            # for the copies out of their slot
+            self.submit_reads()
+            ring = [rg.pages[c] for c in range(len(columns)) for rg in rgs
+                    if rg.pages[c].route is Route.DISK_DIRECT]
+            if ring:
+                offset = 0
+                for p in ring:
+                    p.slot_offset = offset
+                    offset += p.location.padded_length
+                buf = self._slot(slot, offset)
+                for p in ring:
+                    self.queue_ring_read(p, buf[p.slot_offset:p.slot_offset + p.location.padded_length])
+                self.submit_reads(self._slot_events[slot])
+        except BaseException as e:
+            self.drop_reads(e)  # (no page is left waiting for a read that never starts)
+            raise
         return rgs
 
     # ---- delivery --------------------------------------------------------------------------------

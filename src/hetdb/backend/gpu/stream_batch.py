@@ -106,6 +106,7 @@ def _string_coded(spec: Any, page: _Page) -> bool:
 class BatchedDelivery(DeliveryColumns):
     """The batched iteration of ``PageStreamer`` (see the module docstring)."""
 
+    _reading_ahead = False  # ``read_ahead`` is scheduling the first groups (no delivery is made)
     # the ramp's steps (plan_groups ``ramp``) when set; None: as ``overlap`` says. A scan whose cached
     # row groups run as one launch beside it (exec/resident_split.py) takes none: short first
     # deliveries start nothing early there, and each one's kernel must run before the copy stream may
@@ -322,6 +323,8 @@ class BatchedDelivery(DeliveryColumns):
             # alone, so its first copies start one group's host work earlier; the rest follow
             while next_group < len(groups) and len(pending) < (1 if self._prime_bytes else self.depth):
                 schedule_next()
+            if self._reading_ahead:
+                yield None  # (``read_ahead``: the reads run; the consumer's first ``next`` goes on here)
             while self._prime_bytes:
                 # primed (``prime``, ``prime_more``): deliveries queued before any consumer asks, within
                 # the bytes given and the budget's room; each such ``next`` gets None (the consumer's
