@@ -10,6 +10,8 @@ Prints, in order:
               costs beyond its bytes at the one-copy rate (us/copy); the same 1.25 MiB copies over two
               streams, and as one cuMemcpyBatchAsync (when the driver has it); 64 MiB of 1.25 MiB
               copies right after 0.3 s idle against the same again at once (does the link wake slowly?)
+    source    one copy / 4 MiB / 1.25 MiB copies out of the host tier's chunks, a fresh cudaHostAlloc
+              buffer (256 MiB, 1 GiB), THP memory registered with cudaHostRegister, write-combined memory
     numa      the NUMA node of the host tier's chunks; per node, one 256 MiB pinned buffer allocated by
               a thread on that node's CPUs and its copy rate
     per query (one untimed warm run, then one warm run with every host->device memcpyAsync recorded),
@@ -18,6 +20,7 @@ Prints, in order:
               deliveries (copies, sizes, GPU ms of the copy stream: events around each), then the same
               copies replayed on the idle GPU:
         asis      as issued, one stream
+        fresh     the same copy sizes out of a fresh cudaHostAlloc buffer (the source memory's part)
         two       as issued, alternating over two streams
         batch     each delivery's copies as one cuMemcpyBatchAsync
         kernel    as issued, while a memory-bound kernel runs on another stream
@@ -296,6 +299,76 @@ def numa() -> None:
         del buf
 
 
+# ---- source memory -------------------------------------------------------------------------------------
+
+def source_rates() -> None:
+    """One 256 MiB copy and 4 MiB / 1.25 MiB copies out of: the host tier's first chunks, a fresh
+    cudaHostAlloc buffer, 1 GiB of one (a larger working set), anonymous memory with transparent huge
+    pages registered (cudaHostRegister), write-combined pinned memory."""
+    import mmap
+
+    import cupy
+
+    from hetdb.backend.gpu.memory import new_stream, pinned_empty
+    from hetdb.cache.host_cache import existing_shared_host_cache
+
+    n = 256 << 20
+    dev = cupy.empty(1 << 30, dtype=cupy.uint8)
+    base = int(dev.data.ptr)
+    s = new_stream()
+
+    def rates(hp: int, size: int = n) -> str:
+        out = []
+        for piece in (size, 4 << 20, PIECE):
+            ms = min(timed_copies([[(base + o, hp + o, min(piece, size - o)) for o in range(0, size, piece)]], [s])
+                     for _ in range(3))
+            out.append(f"{size / ms / 1e6:.1f}")
+        return "/".join(out) + " GB/s (one/4M/1.25M)"
+
+    tier = existing_shared_host_cache()
+    for i, c in enumerate((tier._pool.chunks if tier is not None else [])[:3]):
+        m = min(n, int(c.shape[0]))
+        print(f"source: tier chunk {i} ({int(c.shape[0]) >> 20} MiB, first {m >> 20} MiB): {rates(int(c.ctypes.data), m)}",
+              flush=True)
+    fresh = pinned_empty(1 << 30, np.uint8)
+    fresh[:] = 1
+    print(f"source: fresh cudaHostAlloc 256 MiB: {rates(fresh.ctypes.data)}; 1 GiB: "
+          f"{rates(fresh.ctypes.data, 1 << 30)}", flush=True)
+    del fresh
+    try:
+        mm = mmap.mmap(-1, n + (2 << 20))
+        arr = np.frombuffer(mm, np.uint8)
+        start = (-arr.ctypes.data) % (2 << 20)
+        mm.madvise(mmap.MADV_HUGEPAGE, start, n)
+        view = arr[start:start + n]
+        view[:] = 1
+        hp = int(view.ctypes.data)
+        cupy.cuda.runtime.hostRegister(hp, n, 0)
+        try:
+            line = rates(hp)
+        finally:
+            cupy.cuda.runtime.hostUnregister(hp)
+        huge = "?"
+        try:
+            with open("/proc/self/smaps_rollup") as f:
+                huge = next((ln.split()[1] for ln in f if ln.startswith("AnonHugePages")), "?")
+        except OSError:
+            pass
+        print(f"source: mmap + THP + cudaHostRegister 256 MiB: {line} (AnonHugePages {huge} kB)", flush=True)
+        del view, arr
+        mm.close()
+    except Exception as e:  # noqa: BLE001 - a probe reports and goes on
+        print(f"source: THP registered failed: {type(e).__name__}: {e}", flush=True)
+    try:
+        wc = cupy.cuda.PinnedMemory(n, 4)  # cudaHostAllocWriteCombined
+        arr = np.frombuffer(cupy.cuda.PinnedMemoryPointer(wc, 0), dtype=np.uint8, count=n)
+        arr[:] = 1
+        print(f"source: write-combined cudaHostAlloc 256 MiB: {rates(arr.ctypes.data)}", flush=True)
+        del arr, wc
+    except Exception as e:  # noqa: BLE001
+        print(f"source: write-combined failed: {type(e).__name__}: {e}", flush=True)
+
+
 # ---- a query's warm copies -------------------------------------------------------------------------------
 
 class Recorder:
@@ -394,7 +467,7 @@ def describe(copies: list) -> str:
 def replay(groups: list[dict], tier) -> None:
     import cupy
 
-    from hetdb.backend.gpu.memory import new_stream
+    from hetdb.backend.gpu.memory import new_stream, pinned_empty
 
     big = [g for g in groups if g["copies"] and sum(n for _, _, n in g["copies"]) >= 1 << 20]
     if not big:
@@ -420,8 +493,20 @@ def replay(groups: list[dict], tier) -> None:
         return out
 
     asis = [rebased(g) for g in big]
+    # the same copy sizes out of a fresh cudaHostAlloc buffer (back to back, wrapping at 1 GiB)
+    fresh_buf = pinned_empty(1 << 30, np.uint8)
+    fresh_buf[:] = 1
+    fp, off, fresh = int(fresh_buf.ctypes.data), 0, []
+    for g in asis:
+        got = []
+        for d, _, n in g:
+            if off + n > 1 << 30:
+                off = 0
+            got.append((d, fp + off, n))
+            off += -(-n // 4096) * 4096
+        fresh.append(got)
     a, b, k = new_stream(), new_stream(), new_stream()
-    cases = [("asis", asis, [a], "memcpy"), ("two", asis, [a, b], "memcpy")]
+    cases = [("asis", asis, [a], "memcpy"), ("fresh", fresh, [a], "memcpy"), ("two", asis, [a, b], "memcpy")]
     if batch_copier() is not None:
         cases.append(("batch", asis, [a], "batch"))
     cases += [("linked", [packed(m) for m in linked], [a], "memcpy"),
@@ -524,6 +609,10 @@ def main() -> None:
             import traceback
 
             print(f"{q.name} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}", flush=True)
+    try:
+        source_rates()
+    except Exception as e:  # noqa: BLE001
+        print(f"source failed: {type(e).__name__}: {e}", flush=True)
     try:
         numa()
     except Exception as e:  # noqa: BLE001
