@@ -44,7 +44,9 @@ Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/ea
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
 times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
-pipeline's scan closed at the query's end). A delivery line also has its decode kernels' end (``decoded``).
+pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copystreams=N`` (over N copy
+streams, COPY_STREAMS), ``copysplit=BYTES`` (with N > 1, copies over BYTES cut in N pieces, SPLIT_BYTES),
+``copybatch=1`` (one cuMemcpyBatchAsync, BATCH_CALL). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -425,6 +427,7 @@ def main() -> None:
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
+    from hetdb.backend.gpu import copies as gpu_copies
     from hetdb.backend.gpu import stream_batch as batches
     from hetdb.backend.gpu.codegen import dense_tables
     from hetdb.exec import early_scan as early
@@ -437,7 +440,9 @@ def main() -> None:
     # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS)
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
-             "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS")}
+             "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
+             "copystreams": (gpu_copies, "COPY_STREAMS"), "copysplit": (gpu_copies, "SPLIT_BYTES"),
+             "copybatch": (gpu_copies, "BATCH_CALL")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []
