@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,9 +38,8 @@ def queue_copies(copies: Sequence[tuple[int, int, int]], base: int, stream: Any)
         return
     if BATCH_CALL and len(copies) > 1:
         fn = _batch_call()
-        if fn is not None:
-            fn([base + dst for _, dst, _ in copies], [src for src, _, _ in copies], [n for _, _, n in copies],
-               stream.ptr)
+        if fn is not None and fn([base + dst for _, dst, _ in copies], [src for src, _, _ in copies],
+                                 [n for _, _, n in copies], stream.ptr):
             return
     rt = cupy.cuda.runtime
     if COPY_STREAMS <= 1:
@@ -96,8 +96,8 @@ _batch: Any = None
 
 
 def _batch_call() -> Any:
-    """The driver's cuMemcpyBatchAsync as f(dsts, srcs, sizes, stream pointer), or None when the
-    driver lacks it (looked up once)."""
+    """The driver's cuMemcpyBatchAsync as f(dsts, srcs, sizes, stream pointer) -> queued, or None when
+    the driver lacks it (looked up once)."""
     global _batch
     if _batch is not None:
         return _batch or None
@@ -127,7 +127,7 @@ def _batch_call() -> Any:
 
     first = (ctypes.c_size_t * 1)(0)
 
-    def call(dsts: list[int], srcs: list[int], sizes: list[int], stream_ptr: int) -> None:
+    def call(dsts: list[int], srcs: list[int], sizes: list[int], stream_ptr: int) -> bool:
         # stream order (CU_MEMCPY_SRC_ACCESS_ORDER_STREAM), host (CU_MEM_LOCATION_TYPE_HOST) to the
         # current device (location hints matter only for managed memory)
         attrs = _Attributes(1, _Location(2, 0), _Location(1, cupy.cuda.Device().id), 0)
@@ -142,8 +142,12 @@ def _batch_call() -> Any:
             failed = ctypes.c_size_t(0)
             rc = fn(d, s, z, ctypes.c_size_t(n), ctypes.byref(attrs), first, ctypes.c_size_t(1),
                     ctypes.byref(failed), ctypes.c_void_p(stream_ptr))
-        if rc:
-            raise RuntimeError(f"cuMemcpyBatchAsync failed with CUresult {rc}")
+        if rc:  # (nothing was queued: the caller copies one by one; the A/B switch is off from now on)
+            global BATCH_CALL
+            BATCH_CALL = False
+            warnings.warn(f"cuMemcpyBatchAsync failed with CUresult {rc}: copies queued one by one", stacklevel=3)
+            return False
+        return True
 
     _batch = call
     return call
