@@ -1,7 +1,7 @@
 """Warm deliveries' host->device copies: how many, how large, where their host bytes lie, and how
 fast the DMA moves them as issued against fewer, larger copies of the same host bytes.
 
-    PYTHONPATH=src python scripts/warm_copy_probe.py DB [--suite ssb] [--queries q1.1,q4.1]
+    PYTHONPATH=src python scripts/warm_copy_probe.py DB [--suite ssb] [--queries q1.1,q4.1] [--only-copies]
 
 Prints, in order:
 
@@ -14,15 +14,17 @@ Prints, in order:
               buffer (256 MiB, 1 GiB), THP memory registered with cudaHostRegister, write-combined memory
     numa      the NUMA node of the host tier's chunks; per node, one 256 MiB pinned buffer allocated by
               a thread on that node's CPUs and its copy rate
-    per query (one untimed warm run, then one warm run with every host->device memcpyAsync recorded),
+    per query (one untimed warm run, then one warm run with every host->device memcpyAsync recorded: the
+              engine's batch call, backend/gpu/copies.py BATCH_CALL, is off for it; its order stays),
               the host tier's layout of the query's columns (per column: pages, and how many follow
               the previous row group's page in the tier, so a copy could span them), the in-query
               deliveries (copies, sizes, GPU ms of the copy stream: events around each), then the same
               copies replayed on the idle GPU:
-        asis      as issued, one stream
+        asis      as the plan orders them (column by column), one stream
+        sorted    in ascending host-address order (backend/gpu/copies.py SORTED, the default)
         fresh     the same copy sizes out of a fresh cudaHostAlloc buffer (the source memory's part)
         two       as issued, alternating over two streams
-        batch     each delivery's copies as one cuMemcpyBatchAsync
+        batch     each delivery's copies as one cuMemcpyBatchAsync; sbatch: sorted too (the engine's default)
         kernel    as issued, while a memory-bound kernel runs on another stream
         hostmem   as issued, while 4 host threads copy memory (the host's DRAM busy)
         linked    per delivery, copies sorted by host address and merged within one tier chunk where
@@ -86,57 +88,11 @@ def machine() -> None:
 
 # ---- copies -------------------------------------------------------------------------------------------
 
-_batch_fn = None
-
-
 def batch_copier():
-    """cuMemcpyBatchAsync through ctypes (None when the driver lacks it): f(dsts, srcs, sizes, stream_ptr) -> rc."""
-    global _batch_fn
-    if _batch_fn is not None:
-        return _batch_fn or None
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        _batch_fn = False
-        return None
-    fn, v2 = None, False
-    for name, is_v2 in (("cuMemcpyBatchAsync_v2", True), ("cuMemcpyBatchAsync", False)):
-        try:
-            fn, v2 = getattr(lib, name), is_v2
-            break
-        except AttributeError:
-            continue
-    if fn is None:
-        _batch_fn = False
-        return None
+    """The engine's cuMemcpyBatchAsync (backend/gpu/copies.py): f(dsts, srcs, sizes, stream) -> queued, or None."""
+    from hetdb.backend.gpu.copies import _batch_call
 
-    class Loc(ctypes.Structure):
-        _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
-
-    class Attr(ctypes.Structure):
-        _fields_ = [("srcAccessOrder", ctypes.c_int), ("srcLocHint", Loc), ("dstLocHint", Loc),
-                    ("flags", ctypes.c_uint)]
-
-    import cupy
-
-    attr = Attr(1, Loc(2, 0), Loc(1, cupy.cuda.Device().id), 0)  # stream order; host -> device
-    idx = (ctypes.c_size_t * 1)(0)
-
-    def run(dsts, srcs, sizes, stream_ptr) -> int:
-        n = len(dsts)
-        d = (ctypes.c_uint64 * n)(*dsts)
-        s = (ctypes.c_uint64 * n)(*srcs)
-        z = (ctypes.c_size_t * n)(*sizes)
-        if v2:
-            return fn(d, s, z, ctypes.c_size_t(n), ctypes.byref(attr), idx, ctypes.c_size_t(1),
-                      ctypes.c_void_p(stream_ptr))
-        fail = ctypes.c_size_t(0)
-        return fn(d, s, z, ctypes.c_size_t(n), ctypes.byref(attr), idx, ctypes.c_size_t(1), ctypes.byref(fail),
-                  ctypes.c_void_p(stream_ptr))
-
-    run.name = "cuMemcpyBatchAsync" + ("_v2" if v2 else "")
-    _batch_fn = run
-    return run
+    return _batch_call()
 
 
 def timed_copies(groups, streams, how="memcpy") -> float:
@@ -153,9 +109,8 @@ def timed_copies(groups, streams, how="memcpy") -> float:
     k = 0
     for group in groups:
         if how == "batch":
-            rc = batch_copier()([d for d, _, _ in group], [s for _, s, _ in group], [n for _, _, n in group], s0.ptr)
-            if rc:
-                raise RuntimeError(f"cuMemcpyBatchAsync returned {rc}")
+            if not batch_copier()([d for d, _, _ in group], [s for _, s, _ in group], [n for _, _, n in group], s0.ptr):
+                raise RuntimeError("cuMemcpyBatchAsync refused the copies")
             continue
         for d, s, n in group:
             rt.memcpyAsync(d, s, n, 1, streams[k % len(streams)].ptr)
@@ -201,7 +156,7 @@ def sweep() -> float:
     if batch_copier() is not None:
         try:
             ms = best([pieces(PIECE)], [a], "batch")
-            line += f"; as one {batch_copier().name} {n / ms / 1e6:.1f} GB/s"
+            line += f"; as one cuMemcpyBatchAsync {n / ms / 1e6:.1f} GB/s"
             ms = best([pieces(512 << 10)], [a], "batch")
             line += f" (512K pieces {n / ms / 1e6:.1f} GB/s)"
         except Exception as e:  # noqa: BLE001 - a probe reports and goes on
@@ -506,9 +461,11 @@ def replay(groups: list[dict], tier) -> None:
             off += -(-n // 4096) * 4096
         fresh.append(got)
     a, b, k = new_stream(), new_stream(), new_stream()
-    cases = [("asis", asis, [a], "memcpy"), ("fresh", fresh, [a], "memcpy"), ("two", asis, [a, b], "memcpy")]
+    ordered = [sorted(g, key=lambda c: c[1]) for g in asis]
+    cases = [("asis", asis, [a], "memcpy"), ("sorted", ordered, [a], "memcpy"), ("fresh", fresh, [a], "memcpy"),
+             ("two", asis, [a, b], "memcpy")]
     if batch_copier() is not None:
-        cases.append(("batch", asis, [a], "batch"))
+        cases += [("batch", asis, [a], "batch"), ("sbatch", ordered, [a], "batch")]
     cases += [("linked", [packed(m) for m in linked], [a], "memcpy"),
               ("span", [packed(m) for m in spans], [a], "memcpy")]
     for name, groups_, streams, how in cases:
@@ -553,6 +510,7 @@ def replay(groups: list[dict], tier) -> None:
 def probe_query(db: str, q, rec: Recorder) -> None:
     import cupy
 
+    from hetdb.backend.gpu import copies
     from hetdb.cache.host_cache import existing_shared_host_cache
 
     con = hetdb.connect(db, device="gpu", create=False)
@@ -562,11 +520,14 @@ def probe_query(db: str, q, rec: Recorder) -> None:
     cupy.cuda.Device().synchronize()
     rec.groups = []
     rec.on = True
+    # (the recorder sees cudaMemcpyAsync calls, in the plan's order: the replay sorts them itself)
+    batched, ordered, copies.BATCH_CALL, copies.SORTED = copies.BATCH_CALL, copies.SORTED, False, False
     t0 = time.perf_counter()
     try:
         con.sql(q.sql).arrow()
     finally:
         rec.on = False
+        copies.BATCH_CALL, copies.SORTED = batched, ordered
     wall = (time.perf_counter() - t0) * 1e3
     cupy.cuda.Device().synchronize()
     con.close()
@@ -594,9 +555,9 @@ def main() -> None:
     ap.add_argument("db")
     ap.add_argument("--suite", default="ssb")
     ap.add_argument("--queries", default="q1.1,q4.1")
-    ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--only-copies", action="store_true", help="no sweep, source and numa sections")
     args = ap.parse_args()
-    for step in (machine,) + (() if args.no_sweep else (sweep,)):
+    for step in (machine,) + (() if args.only_copies else (sweep,)):
         try:
             step()
         except Exception as e:  # noqa: BLE001 - a probe reports and goes on
@@ -609,6 +570,8 @@ def main() -> None:
             import traceback
 
             print(f"{q.name} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}", flush=True)
+    if args.only_copies:
+        return
     try:
         source_rates()
     except Exception as e:  # noqa: BLE001

@@ -44,11 +44,9 @@ Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/ea
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
 times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
-pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copystreams=N`` (over N copy
-streams, COPY_STREAMS), ``copysplit=BYTES`` (with N > 1, copies over BYTES cut in N pieces, SPLIT_BYTES),
-``copybatch=1`` (one cuMemcpyBatchAsync, BATCH_CALL); ``tiermem=0|1|2``: the pinned host tier's memory
-(cache/pinned.py KIND hostalloc|registered|node; a change empties the tier, the variant's untimed run
-reloads it). A delivery line also has its decode kernels' end (``decoded``).
+pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copysort=0`` (in the
+plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync each, not one cuMemcpyBatchAsync:
+BATCH_CALL). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -443,8 +441,7 @@ def main() -> None:
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
-             "copystreams": (gpu_copies, "COPY_STREAMS"), "copysplit": (gpu_copies, "SPLIT_BYTES"),
-             "copybatch": (gpu_copies, "BATCH_CALL")}
+             "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []
@@ -463,8 +460,7 @@ def main() -> None:
                     "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
                     "splitchunk": next((int(o.split("=")[1]) for o in items if o.startswith("splitchunk=")), -1),
                     "splitside": "splitside=0" not in items,
-                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None),
-                    "tiermem": next((int(o.split("=")[1]) for o in items if o.startswith("tiermem=")), 0)}
+                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
@@ -474,8 +470,7 @@ def main() -> None:
     from types import SimpleNamespace
 
     from hetdb.backend.gpu import stream_batch, upload
-    from hetdb.cache import admission, pinned
-    from hetdb.cache.host_cache import existing_shared_host_cache
+    from hetdb.cache import admission
     from hetdb.exec import coprocess_plan, early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
@@ -508,12 +503,6 @@ def main() -> None:
             resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
             resident_split.SIDE_STREAM = switches["splitside"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
-            kind = pinned.KINDS[switches["tiermem"]]
-            if kind != pinned.KIND:  # (the tier's memory made again of this kind: the next run reloads it)
-                pinned.KIND = kind
-                tier = existing_shared_host_cache()
-                if tier is not None and not tier.release_memory():
-                    print(f"tiermem: the host tier still holds pinned pages: old memory kept beside {kind}", flush=True)
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()

@@ -1,7 +1,7 @@
 """backend/gpu/copies.py without a GPU: a delivery's copies queued through a stand-in CuPy whose
-memcpyAsync copies host memory at once (ctypes.memmove), one stream and spread over several (large
-copies cut in pieces), land every byte where it belongs; the helper streams start after the copy
-stream's earlier work and the copy stream waits for them."""
+memcpyAsync copies host memory at once (ctypes.memmove) land every byte where it belongs, in ascending
+host-address order when SORTED, in the plan's order when not; with BATCH_CALL they go to the batch
+entry point as one call (sorted, at their device addresses), and one by one when it refuses them."""
 
 from __future__ import annotations
 
@@ -15,119 +15,86 @@ import pytest
 from hetdb.backend.gpu import copies
 
 
-class _Event:
-    def __init__(self, log, disable_timing=False) -> None:
-        self.log = log
-        self.stream = None
-
-    def record(self, stream) -> None:
-        self.stream = stream
-        self.log.append(("record", stream.name))
-
-
-class _Stream:
-    made = 0
-
-    def __init__(self, log, name=None) -> None:
-        _Stream.made += 1
-        self.log = log
-        self.name = name or f"helper{_Stream.made}"
-        self.ptr = 1000 + _Stream.made
-
-    def wait_event(self, event) -> None:
-        self.log.append(("wait", self.name, event.stream.name))
-
-
-def _fake_cupy(log: list) -> types.ModuleType:
-    streams: dict[int, str] = {}
-
-    def memcpy(dst, src, n, kind, stream_ptr):
-        assert kind == 1
-        log.append(("copy", streams.get(stream_ptr, "?"), n))
-        ctypes.memmove(dst, src, n)
-
-    def make_stream(non_blocking=True):
-        s = _Stream(log)
-        streams[s.ptr] = s.name
-        return s
-
-    fake = types.ModuleType("cupy")
-    fake.cuda = types.SimpleNamespace(
-        runtime=types.SimpleNamespace(memcpyAsync=memcpy),
-        Event=lambda disable_timing=False: _Event(log, disable_timing),
-        Stream=make_stream,
-        Device=lambda *a: types.SimpleNamespace(id=0))
-    fake._streams = streams
-    return fake
-
-
 @pytest.fixture
 def fake(monkeypatch):
     log: list = []
-    cupy = _fake_cupy(log)
+
+    def memcpy(dst, src, n, kind, stream_ptr):
+        assert kind == 1 and stream_ptr == 77
+        log.append((src, n))
+        ctypes.memmove(dst, src, n)
+
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(memcpyAsync=memcpy),
+                                      Device=lambda *a: types.SimpleNamespace(id=0))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setattr(copies, "_helpers", {})
-    primary = _Stream(log, "copy")
-    cupy._streams[primary.ptr] = "copy"
-    return log, primary
+    return log, types.SimpleNamespace(ptr=77)
 
 
 def _case(seed: int = 0):
     rng = np.random.default_rng(seed)
     host = rng.integers(0, 256, 4 << 20, dtype=np.uint8)
-    # (source offset, buffer offset, bytes): small, mid and one large copy, not in address order
-    spec = [(0, 0, 5000), (2 << 20, 8192, (1 << 20) + 123), (12288, (2 << 20), 300_000), (5000, 7000, 17)]
+    # (source offset, buffer offset, bytes), not in host-address order
+    spec = [(2 << 20, 8192, (1 << 20) + 123), (0, 0, 5000), (12288, 2 << 20, 300_000), (5000, 7000, 17)]
     expected = np.zeros(4 << 20, np.uint8)
     for s, d, n in spec:
         expected[d:d + n] = host[s:s + n]
-    return host, spec, expected
+    return host, [(host.ctypes.data + s, d, n) for s, d, n in spec], expected
 
 
-@pytest.mark.parametrize("streams,split", [(1, 0), (2, 0), (2, 256 << 10), (3, 100_000)])
-def test_copies_land_where_they_belong(fake, monkeypatch, streams, split):
-    log, primary = fake
-    monkeypatch.setattr(copies, "COPY_STREAMS", streams)
-    monkeypatch.setattr(copies, "SPLIT_BYTES", split)
+@pytest.mark.parametrize("ordered", [True, False])
+def test_copies_land_where_they_belong(fake, monkeypatch, ordered):
+    log, stream = fake
+    monkeypatch.setattr(copies, "SORTED", ordered)
     monkeypatch.setattr(copies, "BATCH_CALL", False)
-    host, spec, expected = _case()
+    host, todo, expected = _case()
     buf = np.zeros(4 << 20, np.uint8)
-    copies.queue_copies([(host.ctypes.data + s, d, n) for s, d, n in spec], buf.ctypes.data, primary)
+    copies.queue_copies(todo, buf.ctypes.data, stream)
     assert np.array_equal(buf, expected)
-    done = [e for e in log if e[0] == "copy"]
-    assert sum(e[2] for e in done) == sum(n for _, _, n in spec)
-    used = {e[1] for e in done}
-    if streams == 1:
-        assert used == {"copy"} and len(done) == len(spec)
-        return
-    assert len(used) == streams  # every stream took a share
-    if split:
-        assert len(done) > len(spec)  # the copies over SPLIT_BYTES were cut
-    helpers = used - {"copy"}
-    # each helper waits for the copy stream before its first copy; the copy stream waits for each after its last
-    for h in helpers:
-        first_copy = next(i for i, e in enumerate(log) if e[:2] == ("copy", h))
-        waited = next(i for i, e in enumerate(log) if e == ("wait", h, "copy"))
-        assert waited < first_copy
-        last_copy = max(i for i, e in enumerate(log) if e[:2] == ("copy", h))
-        joined = next(i for i, e in enumerate(log) if e == ("wait", "copy", h))
-        assert joined > last_copy
+    assert log == ([(s, n) for s, _, n in sorted(todo)] if ordered else [(s, n) for s, _, n in todo])
 
 
-def test_pieces_cover_each_copy_in_order(monkeypatch):
-    monkeypatch.setattr(copies, "SPLIT_BYTES", 1 << 20)
-    got = copies._pieces([(100, 0, 10), (1 << 30, 4096, (5 << 20) + 7)], 3)
-    assert got[0] == (100, 0, 10)
-    rest = got[1:]
-    assert len(rest) == 3
-    assert rest[0][0] == 1 << 30 and rest[0][1] == 4096
-    for (s0, d0, n0), (s1, d1, _) in zip(rest, rest[1:]):
-        assert s1 == s0 + n0 and d1 == d0 + n0 and n0 % 4096 == 0
-    assert sum(n for _, _, n in rest) == (5 << 20) + 7
-    assert copies._pieces([(1, 2, 3 << 20)], 1) == [(1, 2, 3 << 20)]
+@pytest.mark.parametrize("accepted", [True, False])
+def test_batch_call_gets_the_sorted_copies_or_falls_back(fake, monkeypatch, accepted):
+    log, stream = fake
+    calls = []
+
+    def batch(dsts, srcs, sizes, stream_ptr):
+        calls.append((list(dsts), list(srcs), list(sizes), stream_ptr))
+        if accepted:
+            for d, s, n in zip(dsts, srcs, sizes):
+                ctypes.memmove(d, s, n)
+        return accepted
+
+    monkeypatch.setattr(copies, "SORTED", True)
+    monkeypatch.setattr(copies, "BATCH_CALL", True)
+    monkeypatch.setattr(copies, "_batch", batch)
+    host, todo, expected = _case(1)
+    buf = np.zeros(4 << 20, np.uint8)
+    base = buf.ctypes.data
+    copies.queue_copies(todo, base, stream)
+    assert np.array_equal(buf, expected)
+    order = sorted(todo)
+    assert calls == [([base + d for _, d, _ in order], [s for s, _, _ in order], [n for _, _, n in order], 77)]
+    assert log == ([] if accepted else [(s, n) for s, _, n in order])
 
 
-def test_helper_streams_are_made_once_per_copy_stream(fake):
-    _, primary = fake
-    a = copies._helper_streams(primary, 2)
-    b = copies._helper_streams(primary, 1)
-    assert len(a) == 2 and b == a[:1]
+def test_one_copy_and_none(fake, monkeypatch):
+    log, stream = fake
+    monkeypatch.setattr(copies, "_batch", lambda *a: pytest.fail("one copy needs no batch"))
+    monkeypatch.setattr(copies, "BATCH_CALL", True)
+    copies.queue_copies([], 0, stream)
+    src = np.arange(100, dtype=np.uint8)
+    dst = np.zeros(100, np.uint8)
+    copies.queue_copies([(src.ctypes.data, 0, 100)], dst.ctypes.data, stream)
+    assert np.array_equal(src, dst) and len(log) == 1
+
+
+def test_without_a_driver_the_batch_call_is_none(monkeypatch):
+    def no_driver(name):
+        raise OSError(name)
+
+    monkeypatch.setattr(copies, "_batch", None)
+    monkeypatch.setattr(copies.ctypes, "CDLL", no_driver)
+    assert copies._batch_call() is None
+    assert copies._batch is False  # (looked up once)

@@ -47,11 +47,13 @@ Allocate = Callable[[int], np.ndarray]
 
 def pinned_allocate(nbytes: int) -> np.ndarray:
     """``nbytes`` of page-locked (CUDA pinned) host memory as a 4096-aligned uint8 array; the memory is
-    returned to the system when the array (and every view of it) is gone (how it is allocated:
-    cache/pinned.py)."""
-    from hetdb.cache.pinned import allocate
+    returned to the system when the array (and every view of it) is gone."""
+    import cupy
 
-    return allocate(nbytes)
+    mem = cupy.cuda.PinnedMemory(nbytes + ALIGN)
+    raw = np.frombuffer(cupy.cuda.PinnedMemoryPointer(mem, 0), dtype=np.uint8, count=nbytes + ALIGN)
+    start = (-raw.ctypes.data) % ALIGN
+    return raw[start:start + nbytes]
 
 
 def default_limit_bytes() -> int:
