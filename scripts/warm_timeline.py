@@ -46,7 +46,8 @@ large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ra
 times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
 pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copysort=0`` (in the
 plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync each, not one cuMemcpyBatchAsync:
-BATCH_CALL). A delivery line also has its decode kernels' end (``decoded``).
+BATCH_CALL); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
+variant's untimed run loads them again; cache/host_cache.py DEFAULT_BLOCK_BYTES otherwise). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -460,7 +461,8 @@ def main() -> None:
                     "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
                     "splitchunk": next((int(o.split("=")[1]) for o in items if o.startswith("splitchunk=")), -1),
                     "splitside": "splitside=0" not in items,
-                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
+                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None),
+                    "tierblock": next((int(o.split("=")[1]) for o in items if o.startswith("tierblock=")), 0)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
@@ -470,7 +472,7 @@ def main() -> None:
     from types import SimpleNamespace
 
     from hetdb.backend.gpu import stream_batch, upload
-    from hetdb.cache import admission
+    from hetdb.cache import admission, host_cache
     from hetdb.exec import coprocess_plan, early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
@@ -503,6 +505,7 @@ def main() -> None:
             resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
             resident_split.SIDE_STREAM = switches["splitside"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
+            use_tier_blocks(switches["tierblock"] << 10 or host_cache.DEFAULT_BLOCK_BYTES)
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
@@ -561,6 +564,20 @@ def main() -> None:
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec = {100 * h2d / max(ex, 1e-9) / 1e9 / whole:.0f}% "
                   f"of the link{answer}{tier} | {line}{sampled}", flush=True)
     print(summary(medians), flush=True)
+
+
+def use_tier_blocks(block_bytes: int) -> None:
+    """The process's pinned host tier made again with blocks of ``block_bytes`` when its blocks differ
+    (same limit; its pages are dropped: the variant's untimed run loads them again)."""
+    from hetdb.cache import host_cache
+
+    tier = host_cache.shared_host_cache()
+    if tier is None or tier.block_bytes == block_bytes:
+        return
+    if not tier.release_memory():
+        print(f"tierblock: the host tier holds pinned pages: blocks stay {tier.block_bytes}", flush=True)
+        return
+    host_cache._shared = host_cache.HostPageCache(tier.capacity_bytes, block_bytes=block_bytes)
 
 
 def load_duckdb(db: str, suite: str, qs: list) -> object:
