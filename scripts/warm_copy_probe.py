@@ -478,6 +478,14 @@ def replay(groups: list[dict], tier) -> None:
         count = sum(len(g) for g in groups_)
         print(f"  replay {name:7s}: {count} copies {moved / 1e6:.1f} MB moved ({100 * (moved - useful) / useful:+.1f}%) "
               f"{ms:.2f} ms = {useful / ms / 1e6:.1f} GB/s of the deliveries' bytes", flush=True)
+    # per delivery on its own (is a slow one slow in its sources or only in the query?)
+    per = []
+    for g, o in zip(asis, ordered):
+        nb = sum(n for _, _, n in g)
+        one = min(timed_copies([g], [a]) for _ in range(3))
+        srt = min(timed_copies([o], [a]) for _ in range(3))
+        per.append(f"{nb / 1e6:.0f}MB {nb / one / 1e6:.1f}/{nb / srt / 1e6:.1f}")
+    print("  replay per delivery (MB asis/sorted GB/s): " + "; ".join(per), flush=True)
     # as issued, with the GPU's memory busy (a copy kernel on another stream) and the host's DRAM busy
     x = cupy.empty(1 << 30, dtype=cupy.uint8)
     y = cupy.empty_like(x)
