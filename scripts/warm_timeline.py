@@ -46,7 +46,8 @@ large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ra
 times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
 pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copysort=0`` (in the
 plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync each, not one cuMemcpyBatchAsync:
-BATCH_CALL); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
+BATCH_CALL); ``firstdeliveries=N``: the fact scan's first N deliveries
+queued before the dimension scans (early_scan.FIRST_DELIVERIES); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
 variant's untimed run loads them again; cache/host_cache.py DEFAULT_BLOCK_BYTES otherwise). A delivery line also has its decode kernels' end (``decoded``).
 """
 
@@ -442,7 +443,8 @@ def main() -> None:
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
-             "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL")}
+             "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
+             "firstdeliveries": (early, "FIRST_DELIVERIES")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

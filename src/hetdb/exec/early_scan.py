@@ -68,6 +68,11 @@ FACT_FIRST = True
 # The early dimension scans queue their copies and decode kernels on the fact scan's streams
 # (stream_io.early_streams) instead of the process's (see FACT_FIRST). False: the process's (A/B).
 DIMS_ON_FACT_STREAMS = True
+# With FACT_FIRST: the fact scan's deliveries queued before the dimension scans are made (1: its first;
+# 2: its first two, so that a smaller first one, stream_batch.PRIMED_RAMP 2, starts the link sooner and
+# the second keeps it busy while the host makes the dimension scans). For A/B (warm_timeline switch
+# firstdeliveries=N).
+FIRST_DELIVERIES = 1
 
 
 @dataclass
@@ -158,6 +163,8 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
                        tail=True)
         if early is None:
             return  # (the budget had no room: nor for the dimension scans)
+        for _ in range(FIRST_DELIVERIES - 1):
+            _prime_next(ctx, early)
         if _start_dimensions(ctx, dims):  # (else the budget had no room: the fact primes nothing more either)
             if shared is not None:
                 from hetdb.exec.coprocess_plan import start_early_workers
@@ -281,6 +288,27 @@ def _prime_rest(ctx: ExecContext, early: EarlyScan) -> None:
         _close(ctx, early)  # (its deliveries ended with the error: the pipeline streams as usual)
         return
     early.primed_bytes = early.streamer.held_bytes
+
+
+def _prime_next(ctx: ExecContext, early: EarlyScan) -> None:
+    """Queue one more of an early scan's deliveries (within ``_start``'s bound): ``prime_more`` queues
+    deliveries while those held and the largest one fit the bytes given."""
+    streamer = early.streamer
+    if early.iterator is None or early.taken:
+        return
+    nbytes = min(early.room, streamer.held_bytes + streamer.delivery_bytes)
+    if nbytes <= streamer.held_bytes:
+        return
+    from hetdb.exec.device import is_device_oom
+
+    try:
+        streamer.prime_more(nbytes)
+    except Exception as e:
+        if not is_device_oom(e):
+            raise
+        _close(ctx, early)
+        return
+    early.primed_bytes = streamer.held_bytes
 
 
 def take_early(ctx: ExecContext, op: Any, args: tuple, kwargs: dict) -> tuple[Any, Any] | None:

@@ -161,6 +161,11 @@ class BatchedDelivery(DeliveryColumns):
             raise AssertionError("a primed streamer handed out a delivery")
 
     @property
+    def delivery_bytes(self) -> int:
+        """Budget bytes one of the scan's deliveries holds at most (known once it has started)."""
+        return self._group_need
+
+    @property
     def held_bytes(self) -> int:
         """Budget bytes the scan's deliveries hold now (queued or with the consumer)."""
         return self._transient_held
