@@ -205,6 +205,7 @@ def test_with_stream_encoded_the_fact_scan_of_an_aggregation_starts_early_delive
     monkeypatch.setattr(early_scan, "_start", start)
     monkeypatch.setattr(early_scan, "_streams_past", lambda ctx, op: [0])
     monkeypatch.setattr(early_scan, "_prime_rest", lambda ctx, early: None)
+    monkeypatch.setattr(early_scan, "_prime_next", lambda ctx, early: None)
     monkeypatch.setitem(_sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(id=0))))
     from hetdb.backend.gpu import stream_io
 

@@ -68,11 +68,15 @@ FACT_FIRST = True
 # The early dimension scans queue their copies and decode kernels on the fact scan's streams
 # (stream_io.early_streams) instead of the process's (see FACT_FIRST). False: the process's (A/B).
 DIMS_ON_FACT_STREAMS = True
-# With FACT_FIRST: the fact scan's deliveries queued before the dimension scans are made (1: its first;
-# 2: its first two, so that a smaller first one, stream_batch.PRIMED_RAMP 2, starts the link sooner and
-# the second keeps it busy while the host makes the dimension scans). For A/B (warm_timeline switch
-# firstdeliveries=N).
-FIRST_DELIVERIES = 1
+# With FACT_FIRST: the fact scan's deliveries queued before the dimension scans are made: its first two,
+# so that a smaller first one (stream_batch.PRIMED_RAMP 2: a quarter of the target) starts the link
+# sooner and the second (a half) keeps it busy while the host makes the dimension scans. H100 session 18
+# checkpoint 2 (SSB SF 20 warm, same process, 3 runs): q1.1 13.4, q2.1 21.0, q3.1 17.4, q4.1 26.9 ms
+# against 13.5, 23.1, 17.7, 27.8 with one (of half the target); the first copy 0.61-0.83 ms into the
+# query against 0.73-1.25, the fact's copies at 52.4-52.9 GB/s against 49.4-51.7 while the copy stream
+# was busy (less host work inside the first delivery). The dimension scans' copies end ~1.2 ms later
+# (4.8-4.9 ms). 1: its first only (A/B: warm_timeline switch firstdeliveries=N).
+FIRST_DELIVERIES = 2
 
 
 @dataclass
