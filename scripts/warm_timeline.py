@@ -43,8 +43,12 @@ Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/ea
 ``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
-times; 3: as before 1c5bd3f); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
-pipeline's scan closed at the query's end). A delivery line also has its decode kernels' end (``decoded``).
+times; 3: as before 1c5bd3f; 1: session 17's); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
+pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copysort=0`` (in the
+plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync each, not one cuMemcpyBatchAsync:
+BATCH_CALL); ``firstdeliveries=N``: the fact scan's first N deliveries
+queued before the dimension scans (early_scan.FIRST_DELIVERIES); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
+variant's untimed run loads them again; cache/host_cache.py DEFAULT_BLOCK_BYTES otherwise). A delivery line also has its decode kernels' end (``decoded``).
 """
 
 from __future__ import annotations
@@ -425,6 +429,7 @@ def main() -> None:
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
+    from hetdb.backend.gpu import copies as gpu_copies
     from hetdb.backend.gpu import stream_batch as batches
     from hetdb.backend.gpu.codegen import dense_tables
     from hetdb.exec import early_scan as early
@@ -437,7 +442,9 @@ def main() -> None:
     # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS)
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
-             "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS")}
+             "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
+             "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
+             "firstdeliveries": (early, "FIRST_DELIVERIES")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []
@@ -456,7 +463,8 @@ def main() -> None:
                     "splitramp": next((int(o.split("=")[1]) for o in items if o.startswith("splitramp=")), -1),
                     "splitchunk": next((int(o.split("=")[1]) for o in items if o.startswith("splitchunk=")), -1),
                     "splitside": "splitside=0" not in items,
-                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None)}
+                    "earlyshare": next((float(o.split("=")[1]) for o in items if o.startswith("earlyshare=")), None),
+                    "tierblock": next((int(o.split("=")[1]) for o in items if o.startswith("tierblock=")), 0)}
         variants.append((name, parse_options([o for o in items if o.split("=")[0] not in switches]), switches))
     whole, chunked = link_ceiling()
     print(f"link: pinned H2D {whole:.1f} GB/s one 256 MiB copy, {chunked:.1f} GB/s as 1.25 MiB copies", flush=True)
@@ -466,7 +474,7 @@ def main() -> None:
     from types import SimpleNamespace
 
     from hetdb.backend.gpu import stream_batch, upload
-    from hetdb.cache import admission
+    from hetdb.cache import admission, host_cache
     from hetdb.exec import coprocess_plan, early_scan
 
     def cut(*_: object) -> None:  # (``timeout`` cut the run: the summary of the queries done)
@@ -500,6 +508,7 @@ def main() -> None:
             resident_split.CHUNK_ROWS = default_chunk if switches["splitchunk"] < 0 else switches["splitchunk"]
             resident_split.SIDE_STREAM = switches["splitside"]
             early_scan.EARLY_BUDGET_SHARE = switches["earlyshare"] or default_share
+            use_tier_blocks(switches["tierblock"] << 10 or host_cache.DEFAULT_BLOCK_BYTES)
             con = hetdb.connect(args.db, device="gpu", create=False, **opts)
             con.sql(q.sql).arrow()  # host tier loaded, kernels compiled
             con.close()
@@ -558,6 +567,20 @@ def main() -> None:
                   f"h2d {h2d:,} = {h2d / max(ex, 1e-9) / 1e9:.1f} GB/s of exec = {100 * h2d / max(ex, 1e-9) / 1e9 / whole:.0f}% "
                   f"of the link{answer}{tier} | {line}{sampled}", flush=True)
     print(summary(medians), flush=True)
+
+
+def use_tier_blocks(block_bytes: int) -> None:
+    """The process's pinned host tier made again with blocks of ``block_bytes`` when its blocks differ
+    (same limit; its pages are dropped: the variant's untimed run loads them again)."""
+    from hetdb.cache import host_cache
+
+    tier = host_cache.shared_host_cache()
+    if tier is None or tier.block_bytes == block_bytes:
+        return
+    if not tier.release_memory():
+        print(f"tierblock: the host tier holds pinned pages: blocks stay {tier.block_bytes}", flush=True)
+        return
+    host_cache._shared = host_cache.HostPageCache(tier.capacity_bytes, block_bytes=block_bytes)
 
 
 def load_duckdb(db: str, suite: str, qs: list) -> object:

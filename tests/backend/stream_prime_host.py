@@ -43,7 +43,8 @@ def run(reader, host, first: int, more: list[int], tail: bool = True) -> dict:
     it = s.prime(first, tail=tail)
     queued.append(s.routes.deliveries)
     for nbytes in more:
-        s.prime_more(nbytes)
+        # (-1: one delivery more, as exec/early_scan._prime_next asks for it)
+        s.prime_more(nbytes if nbytes >= 0 else s.held_bytes + s.delivery_bytes)
         queued.append(s.routes.deliveries)
     got, exact = [], True
     for rgs, parts in it:
@@ -67,6 +68,7 @@ def main() -> None:
     for first, more in ((1, [1 << 40, 1 << 40]), (1 << 40, []), (1, [])):
         print(json.dumps(run(reader, host, first, more)), flush=True)
     print(json.dumps(run(reader, host, 1 << 40, [], tail=False)), flush=True)  # (a dimension scan's)
+    print(json.dumps(run(reader, host, 1, [-1, 1 << 40])), flush=True)  # (the first two, then the rest)
 
 
 if __name__ == "__main__":

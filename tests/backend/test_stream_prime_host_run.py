@@ -22,9 +22,9 @@ from hetdb.storage import ColumnSpec, Database
 
 HERE = Path(__file__).resolve().parent
 RPP = 4096
-# primed deliveries aim at 4 x batch_bytes (one row group's bytes here), ramped up to it (overlap) from half
-# of it (stream_batch.PRIMED_RAMP: 2 row groups, then 2 left) and down at the end (TAIL_RAMP: 2, 1, 1 row
-# groups; the tail takes at most half of the bytes)
+# primed deliveries aim at 4 x batch_bytes (one row group's bytes here), ramped up to it (overlap) from a
+# quarter of it (stream_batch.PRIMED_RAMP 2: 1 row group, then 2, then 3 left) and down at the end
+# (TAIL_RAMP: 2, 1, 1 row groups; the tail takes at most half of the bytes)
 GROUPS = 8
 
 
@@ -50,17 +50,19 @@ def test_prime_then_prime_more_queue_the_first_delivery_then_the_rest(db_path):
     got = subprocess.run([sys.executable, str(HERE / "stream_prime_host.py"), db_path],
                          capture_output=True, text=True, env=env, timeout=120)
     assert got.returncode == 0, got.stderr[-3000:]
-    first_then_rest, all_at_once, first_only, no_tail = [json.loads(ln) for ln in got.stdout.splitlines()
-                                                         if ln.startswith("{")]
-    everything = [[0, 1], [2, 3], [4, 5], [6], [7]]
+    first_then_rest, all_at_once, first_only, no_tail, first_two = [json.loads(ln) for ln in got.stdout.splitlines()
+                                                                    if ln.startswith("{")]
+    everything = [[0], [1, 2], [3, 4, 5], [6], [7]]
     # prime(1): one delivery; prime_more: the rest (five in all); a second prime_more: nothing left
     assert first_then_rest["queued"] == [1, 5, 5], first_then_rest
     assert all_at_once["queued"] == [5], all_at_once
     assert first_only["queued"] == [1], first_only
-    for run in (first_then_rest, all_at_once, first_only):
+    # one delivery more (its held bytes and the largest delivery's given: early_scan._prime_next), then the rest
+    assert first_two["queued"] == [1, 2, 5], first_two
+    for run in (first_then_rest, all_at_once, first_only, first_two):
         assert run["deliveries"] == everything, run
         assert run["total"] == 5 and run["exact"], run
-    # without the tail (a dimension scan's priming): 2 row groups, then 4, then the 2 left
-    assert no_tail["queued"] == [3] and no_tail["deliveries"] == [[0, 1], [2, 3, 4, 5], [6, 7]], no_tail
-    for run in (first_then_rest, all_at_once, first_only, no_tail):
+    # without the tail (a dimension scan's priming): 1 row group, then 2, then 4, then the one left
+    assert no_tail["queued"] == [4] and no_tail["deliveries"] == [[0], [1, 2], [3, 4, 5, 6], [7]], no_tail
+    for run in (first_then_rest, all_at_once, first_only, no_tail, first_two):
         assert run["exact"] and run["budget_used"] == 0 and run["host_pinned"] == 0, run

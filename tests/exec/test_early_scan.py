@@ -141,11 +141,12 @@ def test_the_dimension_scans_start_before_the_fact_scan_in_every_ssb_query(ssb_d
         assert i is not None and early_dimensions(pipes, i) == []
 
 
-@pytest.mark.parametrize("fact_first", [True, False])
-def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_db, monkeypatch, fact_first):
+@pytest.mark.parametrize("fact_first,first", [(True, 1), (True, 2), (False, 1)])
+def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_db, monkeypatch, fact_first, first):
     """start_early_scans on SSB q2.1's plan, with the streamers' start recorded instead of made: the fact
-    scan's first delivery (``first_only``), then each dimension scan that starts early, then the rest of
-    the fact's (``_prime_rest``); with FACT_FIRST off the dimension scans first, then the fact scan whole."""
+    scan's first delivery (``first_only``; FIRST_DELIVERIES 2: and one more, ``_prime_next``), then each
+    dimension scan that starts early, then the rest of the fact's (``_prime_rest``); with FACT_FIRST off
+    the dimension scans first, then the fact scan whole."""
     import sys as _sys
     from types import SimpleNamespace as NS
 
@@ -162,6 +163,8 @@ def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_
     monkeypatch.setattr(early_scan, "_start", start)
     monkeypatch.setattr(early_scan, "_streams_past", lambda ctx, op: [0])
     monkeypatch.setattr(early_scan, "_prime_rest", lambda ctx, early: calls.append(("lineorder", "rest")))
+    monkeypatch.setattr(early_scan, "_prime_next", lambda ctx, early: calls.append(("lineorder", "next")))
+    monkeypatch.setattr(early_scan, "FIRST_DELIVERIES", first)
     monkeypatch.setitem(_sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(id=0))))
     from hetdb.backend.gpu import stream_io
 
@@ -177,7 +180,8 @@ def test_the_fact_scans_first_delivery_is_queued_before_the_dimension_scans(ssb_
         want = [p.source.scan.table for p in early_scan.early_dimensions(physical.pipelines, i)]
     assert len(want) >= 2 and "lineorder" not in want
     if fact_first:
-        assert calls == [("lineorder", "first"), *[(t, "whole") for t in want], ("lineorder", "rest")]
+        assert calls == [("lineorder", "first"), *[("lineorder", "next")] * (first - 1), *[(t, "whole") for t in want],
+                         ("lineorder", "rest")]
     else:
         assert calls == [*[(t, "whole") for t in want], ("lineorder", "whole")]
 
@@ -201,6 +205,7 @@ def test_with_stream_encoded_the_fact_scan_of_an_aggregation_starts_early_delive
     monkeypatch.setattr(early_scan, "_start", start)
     monkeypatch.setattr(early_scan, "_streams_past", lambda ctx, op: [0])
     monkeypatch.setattr(early_scan, "_prime_rest", lambda ctx, early: None)
+    monkeypatch.setattr(early_scan, "_prime_next", lambda ctx, early: None)
     monkeypatch.setitem(_sys.modules, "cupy", NS(cuda=NS(Device=lambda: NS(id=0))))
     from hetdb.backend.gpu import stream_io
 

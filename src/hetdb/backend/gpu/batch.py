@@ -13,6 +13,7 @@ import numpy as np
 
 from hetdb.backend.gpu.batch_plan import DeliveryPlan, Launch, coalesce, coalesce_linked, source_pieces
 from hetdb.backend.gpu.compile import check_launches_enabled, get_module, synchronize
+from hetdb.backend.gpu.copies import queue_copies
 from hetdb.backend.gpu.memory import pinned_empty
 
 _H2D = 1  # cudaMemcpyHostToDevice
@@ -73,8 +74,7 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
         copies = coalesce(pieces)
     else:
         copies = coalesce_linked(_linked_pieces(plan, sources, regions))
-    for src, dst, n in copies:
-        rt.memcpyAsync(base + dst, src, n, _H2D, stream.ptr)
+    queue_copies(copies, base, stream)
     if plan.decode or plan.unpack or plan.rebase:
         module = get_module("batch_decode.cu")
         if launch_stream is not None:

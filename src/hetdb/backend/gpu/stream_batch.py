@@ -70,12 +70,16 @@ AHEAD_PAGED = True
 # their deliveries' host work is done before the consumer asks, the extra ones cost the consumer
 # nothing; a dimension scan's last copies are done long before its pipeline runs. 0: no tail (A/B).
 TAIL_RAMP = 3
-# A primed scan's first deliveries ramp up from half its target (one step) instead of an eighth (three):
-# the consumer comes milliseconds later (after the pipelines before it), so a short first copy starts
-# nothing early; what the first delivery must do is keep the link busy while the host makes the dimension
-# scans and the rest of the primed deliveries (H100, SSB SF 20 warm, 4a9eb6f: the link sat idle 1.0-1.7
-# ms after a 34 MB first delivery until the second one's copies were queued). 3: as a scan that is not primed.
-PRIMED_RAMP = 1
+# A primed scan's first deliveries ramp up from a quarter of its target (two steps) instead of an eighth
+# (three): the consumer comes milliseconds later (after the pipelines before it), so what the first
+# deliveries must do is start the link early and keep it busy while the host makes the dimension scans
+# and the rest of the primed deliveries (H100, SSB SF 20 warm, 4a9eb6f: the link sat idle 1.0-1.7 ms
+# after a 34 MB first delivery until the second one's copies were queued). With the fact scan's first
+# two deliveries queued before the dimension scans (exec/early_scan.FIRST_DELIVERIES 2), a quarter and a
+# half: the first copy comes after less host work (H100 session 18 checkpoint 2, with FIRST_DELIVERIES
+# 2 against half and one: q1.1/q2.1/q3.1/q4.1 13.4/21.0/17.4/26.9 ms against 13.5/23.1/17.7/27.8 for
+# main's, same process). 1: from half (session 17); 3: as a scan that is not primed.
+PRIMED_RAMP = 2
 
 
 @dataclass
@@ -160,6 +164,11 @@ class BatchedDelivery(DeliveryColumns):
             self._prime_bytes = 0
         if got is not None:
             raise AssertionError("a primed streamer handed out a delivery")
+
+    @property
+    def delivery_bytes(self) -> int:
+        """Budget bytes one of the scan's deliveries holds at most (known once it has started)."""
+        return self._group_need
 
     @property
     def held_bytes(self) -> int:
