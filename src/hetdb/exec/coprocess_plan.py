@@ -49,7 +49,10 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # their start-up Python holds the interpreter lock), which the race's measured GPU slowdown per
 # worker count answers (comodel.decide tries fewer workers). (s17, with main's path of then: "fact"
 # 15.08 / 15.22 / 15.70 ms on q1.x against 15.37 / 15.52 / 15.27 alone.)
-WORKERS_AFTER = "first"
+# H100 session 18 final (coprocess_warm_table, q1.1-q4.1, 5 runs, merged main b8bac5c4): with "first" as
+# the default, auto explored with 14 workers started early in its first co-processed runs (q2.1 77-271 ms
+# against 22 on the GPU alone; auto / best single 1.509): the default is "fact" again (co13: 1.015).
+WORKERS_AFTER = "fact"
 
 
 # the GPU's slowdown per CPU worker beside it until co-processed scans of the pipeline measured one
