@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from hetdb.cache.base import PageKey
-from hetdb.errors import CorruptDataError, HetdbError, OutOfMemoryError
+from hetdb.errors import HetdbError, OutOfMemoryError
 
 TIERS = ("gpu", "host")
 
@@ -225,7 +224,7 @@ def _device_nbytes(col: Any) -> int:
 
 
 def _pin_pinned_host(host: Any, reader: Any, names: list[str]) -> dict:
-    from hetdb.io import read_range
+    from hetdb.io import read_verified
 
     pages = [(c, rg, reader.page_location(c, rg)) for c in names for rg in range(reader.num_row_groups)]
     need = sum(host.blocks_for(loc.padded_length) for _, _, loc in pages) * host.block_bytes
@@ -244,15 +243,8 @@ def _pin_pinned_host(host: Any, reader: Any, names: list[str]) -> dict:
                     raise _too_big(what, need, host.capacity_bytes - host.kept_bytes(), host.capacity_bytes,
                                    "pages in use by running scans hold the rest; " + hint)
                 try:
-                    done, crc = 0, 0
-                    for run in blocks.runs:
-                        read_range(loc.path, loc.offset + done, run.shape[0], out=run)
-                        n = max(0, min(run.shape[0], loc.length - done))
-                        crc = zlib.crc32(memoryview(run[:n]), crc)
-                        done += run.shape[0]
-                    if crc & 0xFFFFFFFF != loc.checksum:
-                        raise CorruptDataError(f"table '{reader.name}' column '{c}' file {loc.path} page {rg}: "
-                                               "checksum mismatch (data is damaged)")
+                    read_verified(loc.path, loc.offset, blocks.runs, loc.length, loc.checksum,
+                                  f"table '{reader.name}' column '{c}' file {loc.path} page {rg}")
                 except BaseException:
                     host.abort(blocks)
                     raise

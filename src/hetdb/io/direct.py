@@ -116,23 +116,10 @@ def read_range(path: str, offset: int, length: int, out: Any | None = None,
     return buf
 
 
-def read_verified(path: str, offset: int, runs: list[np.ndarray], length: int, checksum: int,
-                  where: str) -> None:
-    """Read consecutive bytes of ``path`` from ``offset`` into ``runs`` (in order, each filled) and
-    check that the CRC-32 of the first ``length`` of them is ``checksum``; CorruptDataError naming
-    ``where`` otherwise (or when the file is missing or short)."""
+def runs_crc32(runs: list[np.ndarray], length: int) -> int:
+    """The CRC-32 of the first ``length`` bytes of ``runs`` (consecutive buffers, in order)."""
     import zlib
 
-    done = 0
-    try:
-        for run in runs:
-            read_range(path, offset + done, run.shape[0], out=run)
-            done += run.shape[0]
-    except CorruptDataError as e:
-        raise CorruptDataError(f"{where}: {e}") from None
-    except FileNotFoundError:
-        raise CorruptDataError(f"{where}: column file is missing (was this version removed by a later "
-                               "commit? reopen the table)") from None
     crc, left = 0, length
     for run in runs:
         if left <= 0:
@@ -140,7 +127,24 @@ def read_verified(path: str, offset: int, runs: list[np.ndarray], length: int, c
         n = min(left, run.shape[0])
         crc = zlib.crc32(memoryview(run[:n]), crc)
         left -= n
-    if crc & 0xFFFFFFFF != checksum:
+    return crc & 0xFFFFFFFF
+
+
+def read_verified(path: str, offset: int, runs: list[np.ndarray], length: int, checksum: int,
+                  where: str) -> None:
+    """Read consecutive bytes of ``path`` from ``offset`` into ``runs`` (in order, each filled; one
+    request) and check that the CRC-32 of the first ``length`` of them is ``checksum``;
+    CorruptDataError naming ``where`` otherwise (or when the file is missing or short)."""
+    need = sum(int(r.shape[0]) for r in runs)
+    try:
+        got = read_into(path, offset, runs)
+    except FileNotFoundError:
+        raise CorruptDataError(f"{where}: column file is missing (was this version removed by a later "
+                               "commit? reopen the table)") from None
+    if got < need:
+        raise CorruptDataError(f"{where}: file {path} is truncated: needed {need} bytes at offset {offset}, "
+                               f"found {got}")
+    if runs_crc32(runs, length) != checksum:
         raise CorruptDataError(f"{where}: checksum mismatch (data is damaged)")
 
 

@@ -11,14 +11,13 @@ its own error: a damaged page fails alone, named by the caller.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from hetdb.errors import CorruptDataError
-from hetdb.io.direct import read_into
+from hetdb.io.direct import read_into, runs_crc32
 
 # A span holds at most this many bytes (a page larger than that is a span of its own) and pages;
 # 0 bytes: every page read on its own (as before spans; for A/B measurements).
@@ -82,13 +81,6 @@ def verify_span(path: str, pages: list[SpanPage], got: int) -> list[Exception | 
             out.append(CorruptDataError(f"file {path} is truncated: needed {p.padded_length} bytes at offset "
                                         f"{p.offset}, found {max(0, have)}"))
             continue
-        crc, left = 0, p.length
-        for run in p.runs:
-            if left <= 0:
-                break
-            n = min(left, run.shape[0])
-            crc = zlib.crc32(memoryview(run[:n]), crc)
-            left -= n
-        out.append(None if crc & 0xFFFFFFFF == p.checksum
+        out.append(None if runs_crc32(p.runs, p.length) == p.checksum
                    else CorruptDataError("checksum mismatch (data is damaged)"))
     return out
