@@ -151,3 +151,29 @@ def test_a_cold_run_reports_disk_reads_per_second_against_the_disk_ceiling():
     assert "disk 1.00 GB/s = 100%" in _one_line(run["queries"][0])
     # not a cold run: no such table
     assert "against the disk ceiling" not in render_markdown(_results())
+
+
+def test_a_warm_gpu_run_reports_host_to_device_bytes_per_second_against_the_pinned_link():
+    from hetdb.bench.harness import _one_line
+    from hetdb.bench.runner import _link_share
+
+    results = _results()
+    run = results["runs"][0]
+    run.update(mode="warm", ceiling="H2D pinned", ceiling_bytes_per_s=50e9)
+    for q in run["queries"]:
+        h = q["hetdb"]
+        if h:
+            h["bytes_host_to_device"] = 400_000_000
+            q["link_bytes_per_s"], q["link_fraction"] = _link_share(400_000_000, h["median_s"], 50e9)
+    text = render_markdown(results)
+    assert "against the H2D pinned ceiling (50.00 GB/s): geomean" in text
+    assert "| q1.1 | 381.5 MiB | 10.0 ms | 40.00 GB/s | 80% |" in text
+    assert "link 40.00 GB/s = 80%" in _one_line(run["queries"][0])
+    assert "against the disk ceiling" not in text
+    assert _link_share(None, 1.0, 50e9) == (None, None) and _link_share(10, 0.0, 50e9) == (None, None)
+    assert _link_share(10, 1.0, None) == (10.0, None)
+    # the mode's summary: over the queries answered correctly (q1.1 80%, q1.2 40%)
+    from hetdb.bench.runner import summarize
+
+    s = summarize(run["queries"])
+    assert s["link_share_lowest"] == pytest.approx(0.4) and s["link_share_geomean"] == pytest.approx(0.32 ** 0.5)

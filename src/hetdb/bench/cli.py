@@ -146,7 +146,9 @@ def run(args: argparse.Namespace) -> int:
         ok = ok and s["correct"] == s["queries"]
         gm = s.get("geomean_speedup")
         _say(f"mode {r['mode']}: {s['correct']}/{s['queries']} correct"
-             + (f", geomean speed-up over DuckDB {gm:.2f}x" if gm else ""))
+             + (f", geomean speed-up over DuckDB {gm:.2f}x" if gm else "")
+             + (f"; link share geomean {s['link_share_geomean'] * 100:.1f}%, lowest {s['link_share_lowest'] * 100:.1f}%"
+                if s.get("link_share_geomean") else ""))
     _say(f"wrote {results['out_dir']}/results.json, report.md and plots")
     return 0 if ok else 1
 

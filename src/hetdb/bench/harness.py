@@ -136,8 +136,9 @@ def _one_line(q: dict[str, Any]) -> str:
     mark = {"ok": "ok", "wrong": "WRONG", "error": "ERROR"}[q["status"]]
     text = (f"  {q['name']:<6} {mark:<5} hetdb {report.fmt_seconds(h.get('median_s')):>9}  "
             f"DuckDB {report.fmt_seconds(d.get('median_s')):>9}  speed-up {report.fmt_ratio(q.get('speedup'))}")
-    if q.get("disk_fraction"):  # (a cold run: disk bytes per second of end-to-end time, of the disk ceiling)
-        text += f"  disk {report.fmt_rate(q['disk_bytes_per_s'])} = {q['disk_fraction'] * 100:.0f}%"
+    for key in ("disk", "link"):  # (cold: disk reads, warm on the GPU: host->device copies, per second of
+        if q.get(f"{key}_fraction"):  # end-to-end time, of the ceiling)
+            text += f"  {key} {report.fmt_rate(q[f'{key}_bytes_per_s'])} = {q[f'{key}_fraction'] * 100:.0f}%"
     if q["status"] != "ok":
         text += f"  ({q.get('check') or q.get('error')})"
     return text

@@ -141,7 +141,7 @@ def _run_table(run: dict[str, Any]) -> list[str]:
                  fmt_bytes(q.get("referenced_bytes")), fmt_rate(q.get("throughput_bytes_per_s")),
                  "–" if frac is None else f"{frac * 100:.3g}%", _pipelines(h)]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += _disk_table(run)
+    lines += _link_tables(run)
     lines += _paths_table(run)
     problems = [q for q in run["queries"] if q["status"] != "ok"]
     if problems:
@@ -150,22 +150,31 @@ def _run_table(run: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _disk_table(run: dict[str, Any]) -> list[str]:
-    """A cold run: each query's disk reads per second of its end-to-end time against the disk ceiling."""
-    rows = [q for q in run["queries"] if q.get("disk_bytes_per_s")]
-    if not rows:
-        return []
-    shares = [q["disk_fraction"] for q in rows if q.get("disk_fraction")]
-    lines = ["", f"Disk read rate (bytes read from disk / end-to-end time) against the disk ceiling "
-                 f"({fmt_rate(run.get('ceiling_bytes_per_s'))})"
-             + (f": geomean {math.exp(sum(map(math.log, shares)) / len(shares)) * 100:.3g}%, lowest "
-                f"{min(shares) * 100:.3g}%" if shares else "") + ":",
-             "", "| query | disk read | hetdb | disk rate | of disk ceiling |", "|---|---:|---:|---:|---:|"]
-    for q in rows:
-        h = q.get("hetdb") or {}
-        frac = q.get("disk_fraction")
-        lines.append(f"| {q['name']} | {fmt_bytes(h.get('bytes_read'))} | {fmt_seconds(h.get('median_s'))} | "
-                     f"{fmt_rate(q['disk_bytes_per_s'])} | {'–' if frac is None else f'{frac * 100:.3g}%'} |")
+# (key in a query's entry, the statistic of bytes moved, title, the link's name in the table)
+_LINKS = (("disk", "bytes_read", "Disk read rate (bytes read from disk / end-to-end time)", "disk"),
+          ("link", "bytes_host_to_device",
+           "Host->GPU link rate (bytes copied host->device / end-to-end time)", "H→D"))
+
+
+def _link_tables(run: dict[str, Any]) -> list[str]:
+    """A cold run: each query's disk reads per second of its end-to-end time against the disk ceiling;
+    a warm GPU run: its host->device copies against the pinned PCIe ceiling."""
+    lines: list[str] = []
+    for key, moved, title, name in _LINKS:
+        rows = [q for q in run["queries"] if q.get(f"{key}_bytes_per_s")]
+        if not rows:
+            continue
+        shares = [q[f"{key}_fraction"] for q in rows if q.get(f"{key}_fraction")]
+        ceiling = "disk ceiling" if key == "disk" else "H2D pinned ceiling"
+        lines += ["", f"{title} against the {ceiling} ({fmt_rate(run.get('ceiling_bytes_per_s'))})"
+                  + (f": geomean {math.exp(sum(map(math.log, shares)) / len(shares)) * 100:.3g}%, lowest "
+                     f"{min(shares) * 100:.3g}%" if shares else "") + ":",
+                  "", f"| query | {name} bytes | hetdb | {name} rate | of {ceiling} |", "|---|---:|---:|---:|---:|"]
+        for q in rows:
+            h = q.get("hetdb") or {}
+            frac = q.get(f"{key}_fraction")
+            lines.append(f"| {q['name']} | {fmt_bytes(h.get(moved))} | {fmt_seconds(h.get('median_s'))} | "
+                         f"{fmt_rate(q[f'{key}_bytes_per_s'])} | {'–' if frac is None else f'{frac * 100:.3g}%'} |")
     return lines
 
 

@@ -179,12 +179,22 @@ def run_query(pq: PreparedQuery, side: HetdbSide, duck: Any, *, repeat: int, tim
     entry["ceiling"] = label
     entry["fraction_of_ceiling"] = (entry["throughput_bytes_per_s"] / rate
                                     if rate and entry["throughput_bytes_per_s"] else None)
-    # a cold run: the bytes read from disk per second of end-to-end time, against the disk's ceiling
-    read = h.get("bytes_read")
-    disk = read / h["median_s"] if label == "disk read" and read and h["median_s"] > 0 else None
-    entry["disk_bytes_per_s"] = disk
-    entry["disk_fraction"] = disk / rate if disk and rate else None
+    # the link a mode's bytes had to cross, per second of end-to-end time, against its ceiling: a cold
+    # run's bytes read from disk (the disk), a warm GPU run's bytes copied host->device (pinned PCIe)
+    for key, ceiling_label, moved in (("disk", "disk read", "bytes_read"),
+                                      ("link", "H2D pinned", "bytes_host_to_device")):
+        entry[f"{key}_bytes_per_s"], entry[f"{key}_fraction"] = _link_share(
+            h.get(moved) if label == ceiling_label else None, h["median_s"], rate)
     return entry
+
+
+def _link_share(moved: int | None, seconds: float, ceiling: float | None) -> tuple[float | None, float | None]:
+    """(bytes per second of end-to-end time, its share of the ceiling) of ``moved`` bytes; (None,
+    None) when nothing moved or the time is unknown."""
+    if not moved or seconds <= 0:
+        return None, None
+    per_s = moved / seconds
+    return per_s, (per_s / ceiling if ceiling else None)
 
 
 def _numbers(stats: list[dict[str, Any]], key: str) -> list[float]:
@@ -201,9 +211,13 @@ def _number(value: Any) -> float | int | None:
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Counts by status and the geometric-mean speed-up over the queries answered correctly."""
+    """Counts by status, the geometric-mean speed-up over the queries answered correctly, and the
+    geometric-mean and lowest share of the link ceiling (cold: disk, warm on the GPU: host->device)."""
     speedups = [r["speedup"] for r in results if r["status"] == "ok" and r["speedup"]]
+    shares = [r.get("disk_fraction") or r.get("link_fraction") for r in results if r["status"] == "ok"]
+    shares = [x for x in shares if x]
     return {"queries": len(results),
+            "link_share_geomean": geomean(shares), "link_share_lowest": min(shares) if shares else None,
             "correct": sum(r["status"] == "ok" for r in results),
             "wrong": sum(r["status"] == "wrong" for r in results),
             "errors": sum(r["status"] == "error" for r in results),
