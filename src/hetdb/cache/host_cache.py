@@ -83,6 +83,19 @@ class HostPage:
     # runs only inside one chunk (backend/gpu/batch.py merges a column's neighbouring pages)
     run_chunks: list[int] = field(default_factory=list, repr=False)
     _addresses: list[tuple[int, int]] | None = field(default=None, repr=False)
+    # (checksum, length, padded_length): what ``matches`` compares, as one tuple (``lookup_many``
+    # compares a group's pages with their locations' ``page_ident`` in one list comparison)
+    ident: tuple[int, int, int] = field(init=False, repr=False)
+    # ``addresses()`` and the chunk of each run (None unless known for every run), computed with the
+    # page: what a batched delivery copies it from (backend/gpu/stream_batch.py reads them per page)
+    source: list[tuple[int, int]] = field(init=False, repr=False)
+    source_chunks: list[int] | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.ident = (self.checksum, self.length, self.padded_length)
+        self.source = self.addresses()
+        chunks = self.run_chunks
+        self.source_chunks = chunks if len(chunks) == len(self.runs) else None
 
     def addresses(self) -> list[tuple[int, int]]:
         """(address, bytes) of each run, computed once (a warm scan asks for every page it copies)."""
@@ -99,6 +112,12 @@ class HostPage:
     def tobytes(self) -> bytes:
         """The page's ``length`` bytes (a copy; for tests and tools, not for the data path)."""
         return b"".join(bytes(r) for r in self.runs)[:self.length]
+
+
+def page_ident(location: Any) -> tuple[int, int, int]:
+    """(checksum, length, padded_length) of a PageLocation: what ``HostPage.ident`` must equal for the
+    entry to hold that page."""
+    return (location.checksum, location.length, location.padded_length)
 
 
 @dataclass
@@ -289,27 +308,31 @@ class HostPageCache(PageCache):
                 page.pins += 1
             return page
 
-    def lookup_many(self, keys: list[PageKey], locations: list[Any], stable: bool = False) -> list[HostPage] | None:
+    def lookup_many(self, keys: list[PageKey], locations: list[Any], stable: bool = False,
+                    idents: list[tuple[int, int, int]] | None = None) -> list[HostPage] | None:
         """Every entry of ``keys`` (each matching its PageLocation), each pinned once, under one lock;
         None, pinning nothing and counting nothing, when any of them is missing or stale (the caller
         then routes page by page). Saves a scan the per-page lookups of the steady state.
         ``stable``: ``keys`` is the same list object every time these pages are asked for together
         (a scan's memoized group), so their accesses are recorded lazily, as one group
-        (``BenefitPolicy.touch_group``), instead of page by page."""
+        (``BenefitPolicy.touch_group``), instead of page by page. ``idents``: the locations'
+        ``page_ident``s (computed once with the group): the pages are checked against them in one
+        comparison."""
         with self._lock:
-            entries = self._entries
-            got: list[HostPage] = []
-            for key, loc in zip(keys, locations):
-                page = entries.get(key)
-                if page is None or not page.matches(loc):
-                    return None
-                got.append(page)
+            got = list(map(self._entries.get, keys))
+            if None in got:
+                return None
+            if idents is None:
+                idents = list(map(page_ident, locations))
+            if [page.ident for page in got] != idents:
+                return None
             if stable:
                 self.policy.touch_group(keys)
+            else:
+                for key in keys:
+                    self.policy.record(key)
             nbytes = 0
             for page in got:
-                if not stable:
-                    self.policy.record(page.key)
                 page.pins += 1
                 nbytes += page.length
             self._stats.hit_bytes += nbytes
@@ -390,12 +413,12 @@ class HostPageCache(PageCache):
     def unpin_pages(self, pages: list[HostPage]) -> None:
         """``unpin_page`` of each of ``pages`` (a delivery's, once its copies completed) under one lock."""
         with self._lock:
-            entries = self._entries
             for page in pages:
-                if page.pins <= 0:
+                n = page.pins
+                if n <= 0:
                     raise ValueError(f"unpin of {page.key} which is not pinned")
-                page.pins -= 1
-                if not page.pins and entries.get(page.key) is not page:
+                page.pins = n - 1
+                if n == 1 and not page.ready:  # (``ready``: listed among the entries)
                     self._free(page)
 
     def unpin(self, key: PageKey) -> None:

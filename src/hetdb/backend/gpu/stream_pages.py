@@ -100,6 +100,9 @@ class _RowGroup:
     index: int
     slot: int
     pages: list[_Page] = field(default_factory=list)
+    # the pages' host-tier entries (pinned, in ``pages`` order) when one look-up found them all
+    # (``PageStreamer._schedule_group``'s warm steady state), else None
+    hosts: list[HostPage] | None = None
 
 
 def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[int]]]:

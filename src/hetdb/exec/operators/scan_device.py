@@ -254,11 +254,16 @@ def _first_scan(ctx: ExecContext, reader: Any, names: list[str], row_groups: lis
 
 
 def any_cached(cache: Any, reader: Any, names: list[str], row_groups: list[int]) -> bool:
-    """Whether the device cache holds a page of ``names`` in ``row_groups`` (stops at the first)."""
+    """Whether the device cache holds a page of ``names`` in ``row_groups`` (stops at the first). A
+    column of which the cache holds no page costs no look-up (``columns_cached``): a warm scan on a
+    connection that caches only other tables' pages asks nothing page by page."""
     if not len(cache):
         return False
     from hetdb.cache.base import PageKey
 
+    held = cache.columns_cached(reader.name, reader.version) if hasattr(cache, "columns_cached") else None
+    if held is not None:
+        names = [name for name in names if name in held]
     return any(PageKey(reader.name, reader.version, name, rg) in cache for name in names for rg in row_groups)
 
 
