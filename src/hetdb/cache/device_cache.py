@@ -31,7 +31,6 @@ from hetdb.cache.base import PAGE, CacheStats, PageCache, PageKey
 from hetdb.cache.policy import BenefitPolicy
 from hetdb.cache.rates import Rates, shared_rates
 
-
 _NO_COLUMNS: dict[str, int] = {}
 
 

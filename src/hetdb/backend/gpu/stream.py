@@ -323,7 +323,7 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         reader, compressed, columns, decoded = self.reader, self.compressed, self.columns, self.decoded
         ids = tuple(self.row_groups[i] for i in positions)
         # the pages' facts in order, with their host-tier keys and locations: once per table version
-        infos, host_keys, locations, idents, protos = memoized(
+        infos, host_keys, locations, idents, protos, rows, links = memoized(
             reader, ("group pages", tuple(columns), ids, compressed, decoded),
             lambda: _group_pages(reader, columns, ids, compressed, decoded))
         router = self.router
@@ -333,20 +333,12 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             # of a scan streamed out of the host tier), page by page only when one is missing
             hosts = self.host_cache.lookup_many(host_keys, locations, stable=True, idents=idents)
         ncols = len(columns)
-        rgs = []
-        for r, i in enumerate(positions):
-            rg = _RowGroup(i, slot, [_Page(*proto) for proto in protos[r * ncols:(r + 1) * ncols]])
-            rgs.append(rg)
-        if hosts is not None:  # (every page a host-tier hit: nothing to read)
+        if hosts is not None:  # (every page a host-tier hit: nothing to read; their _Pages made when asked for)
             route = router.host_path(0)  # (no CPU workers, see __init__: one route for all)
-            k = 0
-            for rg in rgs:
-                rg.hosts = hosts[k:k + ncols]
-                for page, host in zip(rg.pages, rg.hosts):
-                    page.host = host
-                    page.route = route
-                k += ncols
-            return rgs
+            return [_RowGroup(i, slot, protos=protos[r * ncols:(r + 1) * ncols], hosts=hosts[r * ncols:(r + 1) * ncols],
+                              route=route, num_rows=rows[r], link_bytes=links[r]) for r, i in enumerate(positions)]
+        rgs = [_RowGroup(i, slot, [_Page(*proto) for proto in protos[r * ncols:(r + 1) * ncols]], num_rows=rows[r],
+                         link_bytes=links[r]) for r, i in enumerate(positions)]
         # column by column: the pages loaded into the host tier now take its blocks in this order,
         # so a column's pages of neighbouring row groups lie back to back there (a later delivery
         # copies them as one: batch_plan's ``mirror``)
@@ -617,9 +609,12 @@ def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compress
                  decoded: frozenset[str] = frozenset()) -> tuple:
     """(PageInfo, host-tier key, location, ``page_ident``, ``_Page`` argument tuple) lists of the
     pages of row groups ``ids``, row group by row group, each in ``columns`` order
-    (``_schedule_group``'s order)."""
+    (``_schedule_group``'s order), then each row group's rows and stored bytes."""
     infos = [page_info(reader, column, rg, compressed and column not in decoded) for rg in ids for column in columns]
     protos = [(i.key.column, i.key.row_group, i.key, i.location, i.encoding, i.sections, i.num_rows, None, 0, None,
                False, 0, None, False, i.codec, Route.DISK_DIRECT, i.host_key, i.device_bytes) for i in infos]
+    n = len(columns)
     return (infos, [i.host_key for i in infos], [i.location for i in infos],
-            [page_ident(i.location) for i in infos], protos)
+            [page_ident(i.location) for i in infos], protos,
+            [reader.row_group_rows(rg) for rg in ids],
+            [sum(i.location.length for i in infos[r * n:(r + 1) * n]) for r in range(len(ids))])

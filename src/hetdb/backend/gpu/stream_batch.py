@@ -547,7 +547,7 @@ class BatchedDelivery(DeliveryColumns):
                 sources.append([rg.hosts[c].source for rg in rgs])
                 regions.append([rg.hosts[c].source_chunks for rg in rgs])
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
-        rows = sum(rg.pages[0].num_rows for rg in rgs)
+        rows = sum(rg.num_rows for rg in rgs)
         paged = self.paged
         # pages staged as far apart as they lie in the host tier (its blocks), so that a column's
         # neighbouring pages there go as one copy
@@ -621,18 +621,14 @@ class BatchedDelivery(DeliveryColumns):
             self._count_warm(rgs)
             hosts = [h for rg in rgs for h in rg.hosts]
             for rg in rgs:
-                rg.hosts = None
-                for p in rg.pages:
-                    p.host = None
+                rg.hand_over_hosts()
             read_in_place, kept = [], []
         else:
             self._count_batch(rgs)
             hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None and not p.zero_copy]
             read_in_place = [p.host for rg in rgs for p in rg.pages if p.zero_copy]
             for rg in rgs:
-                rg.hosts = None
-                for p in rg.pages:
-                    p.host = None
+                rg.hand_over_hosts()
             kept = [p.key for rg in rgs for p in rg.pages if p.cached]
         if hosts:
             self._host_pins.append((event, hosts))
@@ -647,13 +643,13 @@ class BatchedDelivery(DeliveryColumns):
 
     def _count_warm(self, rgs: list[_RowGroup]) -> None:
         """``_count_batch`` of row groups whose pages are all host-tier hits of one route."""
-        route = rgs[0].pages[0].route  # (``_schedule_group`` gives such pages one route)
-        if route is not Route.HOST_TO_GPU:
+        route = rgs[0].route  # (``_schedule_group`` gives such pages one route)
+        if route is not Route.HOST_TO_GPU or any(rg.route is not route for rg in rgs):
             self._count_batch(rgs)
             return
         st = self.stats
         pages = len(rgs) * len(self.columns)
-        nbytes = sum(p.location.length for rg in rgs for p in rg.pages)
+        nbytes = sum(rg.link_bytes for rg in rgs)
         st.pages_host += pages
         st.bytes_host += nbytes
         st.bytes_h2d += nbytes
