@@ -20,6 +20,9 @@ _H2D = 1  # cudaMemcpyHostToDevice
 _THREADS = 256
 _TILE = 256 * 4      # BATCH_DECODE_THREADS * BATCH_DECODE_ITEMS
 _MAX_GRID_X = 4096   # blocks per page (kernels loop grid-stride past it)
+# A plan's last copies are kept with it and reused for the same sources (``_plan_copies``). False: made
+# again every delivery (A/B: warm_timeline switch keepcopies=0).
+KEEP_COPIES = True
 
 
 def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) -> None:
@@ -86,7 +89,7 @@ def _plan_copies(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     scan's deliveries copy the same host-tier pages run after run: one comparison, in C, instead of
     a step per copy)."""
     last = plan.last_copies
-    if last is not None and last[0] == sources and last[1] == regions:
+    if KEEP_COPIES and last is not None and last[0] == sources and last[1] == regions:
         return last[2]
     linked = plan.linked if regions is not None else ()
     if not linked:

@@ -80,6 +80,14 @@ __all__ = ["PageStreamer", "StreamStats", "copy_stream", "device_page_bytes", "k
 
 
 
+# A scheduled group whose pages one host-tier look-up found (a warm scan's steady state) is delivered
+# without a per-page object or step (stream_pages._RowGroup ``hosts``: the _Pages are made only when
+# something asks for them; stream_batch._deliver_batch's ``warm``). False: each page gets its _Page and
+# host-tier entry when scheduled, and the delivery reads them page by page (A/B: warm_timeline switch
+# warmgroups=0).
+WARM_GROUPS = True
+
+
 class PageStreamer(FillCache, PageReads, BatchedDelivery):
     """Iterate ``(row_group, Batch of device Columns)`` over ``row_groups`` of ``columns``.
 
@@ -333,12 +341,19 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
             # of a scan streamed out of the host tier), page by page only when one is missing
             hosts = self.host_cache.lookup_many(host_keys, locations, stable=True, idents=idents)
         ncols = len(columns)
-        if hosts is not None:  # (every page a host-tier hit: nothing to read; their _Pages made when asked for)
+        if hosts is not None and WARM_GROUPS:  # (every page a host-tier hit: their _Pages made when asked for)
             route = router.host_path(0)  # (no CPU workers, see __init__: one route for all)
             return [_RowGroup(i, slot, protos=protos[r * ncols:(r + 1) * ncols], hosts=hosts[r * ncols:(r + 1) * ncols],
                               route=route, num_rows=rows[r], link_bytes=links[r]) for r, i in enumerate(positions)]
         rgs = [_RowGroup(i, slot, [_Page(*proto) for proto in protos[r * ncols:(r + 1) * ncols]], num_rows=rows[r],
                          link_bytes=links[r]) for r, i in enumerate(positions)]
+        if hosts is not None:  # (WARM_GROUPS off: each page told its host-tier entry, as before)
+            route = router.host_path(0)
+            pages = [page for rg in rgs for page in rg.pages]
+            for page, host in zip(pages, hosts):
+                page.host = host
+                page.route = route
+            return rgs
         # column by column: the pages loaded into the host tier now take its blocks in this order,
         # so a column's pages of neighbouring row groups lie back to back there (a later delivery
         # copies them as one: batch_plan's ``mirror``)
