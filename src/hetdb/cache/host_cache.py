@@ -41,6 +41,8 @@ from hetdb.io import ALIGN
 DEFAULT_BLOCK_BYTES = 64 << 10
 DEFAULT_CHUNK_BYTES = 256 << 20
 DEFAULT_RAM_FRACTION = 0.5
+# stable groups whose last look-up ``lookup_many`` keeps (all dropped when there are more)
+MAX_GROUPS = 4096
 
 Allocate = Callable[[int], np.ndarray]
 
@@ -211,6 +213,9 @@ class HostPageCache(PageCache):
         self._entry_blocks = 0
         self._stats = CacheStats()
         self._lock = threading.RLock()
+        self._version = 0  # bumped whenever an entry comes or goes
+        # id(keys) -> (keys, idents, _version, entries): a stable group's last look-up (``lookup_many``)
+        self._groups: dict[int, tuple] = {}
         self.allocation_error: str | None = None  # why the pool stopped growing, if it did
 
     # ---- sizes -----------------------------------------------------------------------------------
@@ -317,24 +322,35 @@ class HostPageCache(PageCache):
         (a scan's memoized group), so their accesses are recorded lazily, as one group
         (``BenefitPolicy.touch_group``), instead of page by page. ``idents``: the locations'
         ``page_ident``s (computed once with the group): the pages are checked against them in one
-        comparison."""
+        comparison; a stable group asked again with no entry come or gone since is answered
+        without a look-up per page (the list returned is then the one returned before: read it,
+        never change it)."""
         with self._lock:
-            got = list(map(self._entries.get, keys))
-            if None in got:
-                return None
-            if idents is None:
-                idents = list(map(page_ident, locations))
-            if [page.ident for page in got] != idents:
-                return None
+            # a stable group found whole before, with no entry come or gone since: the same entries
+            memo = stable and idents is not None
+            last = self._groups.get(id(keys)) if memo else None
+            if last is not None and last[0] is keys and last[1] is idents and last[2] == self._version:
+                got, nbytes = last[3], last[4]
+            else:
+                got = list(map(self._entries.get, keys))
+                if None in got:
+                    return None
+                if idents is None:
+                    idents = list(map(page_ident, locations))
+                if [page.ident for page in got] != idents:
+                    return None
+                nbytes = sum(page.length for page in got)
+                if memo:
+                    if len(self._groups) >= MAX_GROUPS:
+                        self._groups.clear()
+                    self._groups[id(keys)] = (keys, idents, self._version, got, nbytes)
             if stable:
                 self.policy.touch_group(keys)
             else:
                 for key in keys:
                     self.policy.record(key)
-            nbytes = 0
             for page in got:
                 page.pins += 1
-                nbytes += page.length
             self._stats.hit_bytes += nbytes
             self._stats.hits += len(got)
             return got
@@ -388,6 +404,7 @@ class HostPageCache(PageCache):
                 self._drop(page.key)
             page.ready = True
             self._entries[page.key] = page
+            self._version += 1
             disk = self.rates.disk
             self.policy.insert(page.key, len(page.blocks) * self.block_bytes, disk.latency_s,
                                disk.transfer_seconds(page.padded_length))
@@ -557,6 +574,7 @@ class HostPageCache(PageCache):
         return blocks
 
     def _drop(self, key: PageKey) -> None:
+        self._version += 1
         self.policy.remove(key)
         page = self._entries.pop(key)
         self._entry_blocks -= len(page.blocks)
