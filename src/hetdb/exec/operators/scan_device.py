@@ -354,11 +354,11 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
     spanning them, or one per row group when pages stay compressed): the read of the first returns
     them, the reads of the others (the next morsels: one worker takes a GPU pipeline's morsels in
     order) return nothing."""
-    from hetdb.exec.operators.scan import conjunction, split_batches
-
-    if rg in state.covered:
+    if rg in state.covered:  # (first: most morsels of a batched scan end here)
         state.covered.discard(rg)
         return []
+    from hetdb.exec.operators.scan import conjunction, split_batches
+
     if state.iterator is None:
         _start(op, ctx, state, sorted(state.verdicts))
     got, parts = next(state.iterator)
