@@ -62,3 +62,15 @@ def test_warm_groups_and_kept_copies_deliver_what_the_page_by_page_path_does(db_
         for run in (first, r["primed"], r["stopped"], r["stopped_primed"]):
             assert run["budget_used"] == 0 and run["host_pinned"] == 0, run
         assert len(r["stopped"]["deliveries"]) == 1 and len(r["stopped_primed"]["deliveries"]) == 1, r
+
+
+def test_a_pages_argument_tuple_follows_the_fields_of_page():
+    # (stream._group_pages makes each _Page from a tuple in the order of _Page's fields)
+    import dataclasses
+
+    from hetdb.backend.gpu.stream_pages import _Page
+
+    names = [f.name for f in dataclasses.fields(_Page)]
+    assert names[:18] == ["column", "row_group", "key", "location", "encoding", "sections", "num_rows", "value",
+                          "slot_offset", "future", "cached", "transient_bytes", "host", "loading", "codec", "route",
+                          "host_key", "device_bytes"], names

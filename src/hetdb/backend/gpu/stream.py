@@ -626,6 +626,7 @@ def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compress
     pages of row groups ``ids``, row group by row group, each in ``columns`` order
     (``_schedule_group``'s order), then each row group's rows and stored bytes."""
     infos = [page_info(reader, column, rg, compressed and column not in decoded) for rg in ids for column in columns]
+    # (``_Page``'s fields in their order, through device_bytes: made with ``_Page(*proto)``)
     protos = [(i.key.column, i.key.row_group, i.key, i.location, i.encoding, i.sections, i.num_rows, None, 0, None,
                False, 0, None, False, i.codec, Route.DISK_DIRECT, i.host_key, i.device_bytes) for i in infos]
     n = len(columns)
