@@ -24,6 +24,9 @@ import numpy as np
 
 host_only_cupy.install()
 host_only_cupy.COPY_BYTES = False
+import host_only_gpu  # noqa: E402
+
+host_only_gpu._no_compile()  # (the batched decode kernels load as stand-ins: launches are counted, not run)
 
 import hetdb  # noqa: E402
 from hetdb.backend.gpu.memory import DeviceMemoryBudget  # noqa: E402

@@ -46,7 +46,9 @@ large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ra
 times; 3: as before 1c5bd3f; 1: session 17's); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
 pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/copies.py): ``copysort=0`` (in the
 plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync each, not one cuMemcpyBatchAsync:
-BATCH_CALL); ``firstdeliveries=N``: the fact scan's first N deliveries
+BATCH_CALL); ``warmgroups=0`` (backend/gpu/stream.py WARM_GROUPS off: a warm group's pages made and read one by
+one), ``keepcopies=0`` (backend/gpu/batch.py KEEP_COPIES off: a delivery's copies made again every time);
+``firstdeliveries=N``: the fact scan's first N deliveries
 queued before the dimension scans (early_scan.FIRST_DELIVERIES); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
 variant's untimed run loads them again; cache/host_cache.py DEFAULT_BLOCK_BYTES otherwise). A delivery line also has its decode kernels' end (``decoded``).
 """
@@ -429,7 +431,9 @@ def main() -> None:
                     help="one line per fact delivery of the instrumented run: host submit ms, copy and kernel "
                          "GPU ms (from the query's start)")
     args = ap.parse_args()
+    from hetdb.backend.gpu import batch as gpu_batch
     from hetdb.backend.gpu import copies as gpu_copies
+    from hetdb.backend.gpu import stream as gpu_stream
     from hetdb.backend.gpu import stream_batch as batches
     from hetdb.backend.gpu.codegen import dense_tables
     from hetdb.exec import early_scan as early
@@ -442,6 +446,7 @@ def main() -> None:
     # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS)
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
+             "warmgroups": (gpu_stream, "WARM_GROUPS"), "keepcopies": (gpu_batch, "KEEP_COPIES"),
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
              "firstdeliveries": (early, "FIRST_DELIVERIES")}

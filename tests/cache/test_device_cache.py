@@ -215,3 +215,28 @@ def test_make_room_evicts_only_what_the_budget_lacks():
     assert len(cache) == 6 and all(key(rg) in cache for rg in range(4, 8))
     budget.release(400)
     assert budget.used_bytes == cache.used_bytes == 600
+
+
+def test_columns_cached_counts_a_table_versions_pages_by_column():
+    # (scan_device.any_cached asks it first: a column of which no page is cached costs no look-up)
+    from hetdb.exec.operators.scan_device import any_cached
+
+    class Reader:
+        name, version = "t", 1
+
+    budget = DeviceMemoryBudget(10_000)
+    cache = DevicePageCache(budget, share=1.0)
+    assert cache.columns_cached("t", 1) == {} and not any_cached(cache, Reader(), ["a", "b"], [0, 1])
+    for k in (key(0), key(1), key(0, "b"), key(0, version=2)):
+        assert cache.put(k, page(100), 100)
+    assert cache.put(key(0), page(100), 100)  # (already cached: counted once)
+    assert cache.put(("fused state", "t", 1), page(100), 100)  # (not a page: not counted)
+    assert cache.put(PageKey.dictionary("t", 1, "c"), page(100), 100)  # (a dictionary: not a page)
+    assert cache.columns_cached("t", 1) == {"a": 2, "b": 1} and cache.columns_cached("t", 2) == {"a": 1}
+    assert any_cached(cache, Reader(), ["b"], [0]) and not any_cached(cache, Reader(), ["b", "c"], [1, 2])
+    cache.pin(key(0, "b"))
+    cache.clear()  # (the pinned page stays)
+    assert cache.columns_cached("t", 1) == {"b": 1} and cache.columns_cached("t", 2) == {}
+    cache.unpin(key(0, "b"))
+    assert cache.put(key(5), page(100), 100)
+    assert cache.evict(10_000) > 0 and cache.columns_cached("t", 1) == {} and len(cache) == 0

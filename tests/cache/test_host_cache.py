@@ -350,6 +350,52 @@ def test_lookup_many_pins_all_or_nothing():
     assert cache.keys()[-1] == key(2)
 
 
+def test_lookup_many_with_the_locations_idents_checks_them_all_at_once():
+    # (a scan's memoized group passes its locations' page_ident tuples: one comparison for the group)
+    from hetdb.cache.host_cache import page_ident
+
+    cache = tier(limit_blocks=16)
+    datas = [payload(5000, s) for s in range(3)]
+    for i, d in enumerate(datas):
+        load(cache, key(i), d)
+    locs = [loc_of(d) for d in datas]
+    idents = [page_ident(loc) for loc in locs]
+    got = cache.lookup_many([key(i) for i in range(3)], locs, idents=idents)
+    assert got is not None and [p.ident for p in got] == idents and all(p.pins == 1 for p in got)
+    cache.unpin_pages(got)
+    stale = idents[:2] + [page_ident(locs[0])]  # key(2) holds other bytes than those asked for
+    assert cache.lookup_many([key(i) for i in range(3)], locs, idents=stale) is None
+    assert cache.pinned_bytes() == 0 and cache.stats.hits == 3
+
+
+def test_lookup_many_of_a_stable_group_answers_again_only_while_no_entry_came_or_went():
+    # (a scan's memoized group: keys and idents the same list objects every time)
+    from hetdb.cache.host_cache import page_ident
+
+    cache = tier(limit_blocks=16)
+    datas = [payload(5000, s) for s in range(3)]
+    for i, d in enumerate(datas):
+        load(cache, key(i), d)
+    keys = [key(i) for i in range(3)]
+    locs = [loc_of(d) for d in datas]
+    idents = [page_ident(loc) for loc in locs]
+    first = cache.lookup_many(keys, locs, stable=True, idents=idents)
+    cache.unpin_pages(first)
+    again = cache.lookup_many(keys, locs, stable=True, idents=idents)
+    assert again is first and all(p.pins == 1 for p in again) and cache.stats.hits == 6
+    cache.unpin_pages(again)
+    cache.clear()  # (every page dropped: the group is not found, nothing pinned or counted)
+    assert cache.lookup_many(keys, locs, stable=True, idents=idents) is None
+    assert cache.pinned_bytes() == 0 and cache.stats.hits == 6
+    for i, d in enumerate(datas):  # (loaded again: new entries, found by their keys)
+        load(cache, key(i), d)
+    got = cache.lookup_many(keys, locs, stable=True, idents=idents)
+    assert got is not None and all(a is not b for a, b in zip(got, first)) and [p.tobytes() for p in got] == [
+        d.tobytes() for d in datas]
+    cache.unpin_pages(got)
+    assert cache.pinned_bytes() == 0
+
+
 def test_lookup_many_of_a_stable_group_records_its_accesses_lazily():
     # a scan's memoized group (the same list every time) is recorded lazily, as one group
     # (BenefitPolicy.touch_group, applied at the next decision): the same hits and pins, and every

@@ -31,6 +31,8 @@ from hetdb.cache.base import PAGE, CacheStats, PageCache, PageKey
 from hetdb.cache.policy import BenefitPolicy
 from hetdb.cache.rates import Rates, shared_rates
 
+_NO_COLUMNS: dict[str, int] = {}
+
 
 @dataclass
 class _Entry:
@@ -71,6 +73,10 @@ class DevicePageCache(PageCache):
         self._single: dict[Any, list] = {}  # key -> [key]: ``hold``'s lazy access, one list per key
         self._guards: dict[int, Any] = {}  # token -> callable run before the next entry leaves
         self._guard_tokens = 0
+        # (table, version) -> {column: pages of it cached}: ``columns_cached`` answers whether a scan
+        # finds any of its pages here without a look-up per page (a warm scan's first-scan test asked
+        # for each of its ~460 pages, twice, on a connection caching only dimension pages)
+        self._columns: dict[tuple[str, int], dict[str, int]] = {}
 
     # ---- lookups ---------------------------------------------------------------------------------
     def get(self, key: PageKey, pin: bool = False) -> Any | None:
@@ -199,6 +205,27 @@ class DevicePageCache(PageCache):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def columns_cached(self, table: str, version: int) -> dict[str, int]:
+        """{column: pages of it cached} of a table version's column pages (part PAGE) held now; an
+        empty dict when there are none. Read it, never change it."""
+        return self._columns.get((table, version), _NO_COLUMNS)
+
+    def _counted(self, key: Any, step: int) -> None:
+        """Keep ``_columns`` in step with an entry of ``key`` coming (``step`` 1) or going (-1)."""
+        if not isinstance(key, PageKey) or key.part != PAGE:
+            return
+        what = (key.table, key.version)
+        cols = self._columns.get(what)
+        if cols is None:
+            cols = self._columns[what] = {}
+        n = cols.get(key.column, 0) + step
+        if n > 0:
+            cols[key.column] = n
+        else:
+            cols.pop(key.column, None)
+            if not cols:
+                del self._columns[what]
+
     def keys(self) -> list[PageKey]:
         """Cached keys, in the order they were inserted."""
         with self._lock:
@@ -261,6 +288,7 @@ class DevicePageCache(PageCache):
                 self._stats.rejected += 1
                 return False
             entry = self._entries[key] = _Entry(value, int(nbytes))
+            self._counted(key, 1)
             link = self.rates.h2d
             self.policy.insert(key, nbytes, link.latency_s,
                                link.transfer_seconds(nbytes if link_bytes is None else link_bytes), first_reuse)
@@ -418,6 +446,7 @@ class DevicePageCache(PageCache):
     def _evict_entry(self, key: Any) -> int:
         self._run_guards()
         entry = self._entries.pop(key)
+        self._counted(key, -1)
         if entry.kept:
             self._kept_bytes -= entry.nbytes
         self._single.pop(key, None)
@@ -436,6 +465,7 @@ class DevicePageCache(PageCache):
             self._removed()
             for key in [k for k, e in self._entries.items() if not e.pins and not e.kept]:
                 entry = self._entries.pop(key)
+                self._counted(key, -1)
                 self._single.pop(key, None)
                 self.policy.remove(key)
                 self._used -= entry.nbytes

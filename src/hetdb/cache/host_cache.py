@@ -41,6 +41,8 @@ from hetdb.io import ALIGN
 DEFAULT_BLOCK_BYTES = 64 << 10
 DEFAULT_CHUNK_BYTES = 256 << 20
 DEFAULT_RAM_FRACTION = 0.5
+# stable groups whose last look-up ``lookup_many`` keeps (all dropped when there are more)
+MAX_GROUPS = 4096
 
 Allocate = Callable[[int], np.ndarray]
 
@@ -83,6 +85,19 @@ class HostPage:
     # runs only inside one chunk (backend/gpu/batch.py merges a column's neighbouring pages)
     run_chunks: list[int] = field(default_factory=list, repr=False)
     _addresses: list[tuple[int, int]] | None = field(default=None, repr=False)
+    # (checksum, length, padded_length): what ``matches`` compares, as one tuple (``lookup_many``
+    # compares a group's pages with their locations' ``page_ident`` in one list comparison)
+    ident: tuple[int, int, int] = field(init=False, repr=False)
+    # ``addresses()`` and the chunk of each run (None unless known for every run), computed with the
+    # page: what a batched delivery copies it from (backend/gpu/stream_batch.py reads them per page)
+    source: list[tuple[int, int]] = field(init=False, repr=False)
+    source_chunks: list[int] | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.ident = (self.checksum, self.length, self.padded_length)
+        self.source = self.addresses()
+        chunks = self.run_chunks
+        self.source_chunks = chunks if len(chunks) == len(self.runs) else None
 
     def addresses(self) -> list[tuple[int, int]]:
         """(address, bytes) of each run, computed once (a warm scan asks for every page it copies)."""
@@ -99,6 +114,12 @@ class HostPage:
     def tobytes(self) -> bytes:
         """The page's ``length`` bytes (a copy; for tests and tools, not for the data path)."""
         return b"".join(bytes(r) for r in self.runs)[:self.length]
+
+
+def page_ident(location: Any) -> tuple[int, int, int]:
+    """(checksum, length, padded_length) of a PageLocation: what ``HostPage.ident`` must equal for the
+    entry to hold that page."""
+    return (location.checksum, location.length, location.padded_length)
 
 
 @dataclass
@@ -192,6 +213,9 @@ class HostPageCache(PageCache):
         self._entry_blocks = 0
         self._stats = CacheStats()
         self._lock = threading.RLock()
+        self._version = 0  # bumped whenever an entry comes or goes
+        # id(keys) -> (keys, idents, _version, entries): a stable group's last look-up (``lookup_many``)
+        self._groups: dict[int, tuple] = {}
         self.allocation_error: str | None = None  # why the pool stopped growing, if it did
 
     # ---- sizes -----------------------------------------------------------------------------------
@@ -289,29 +313,44 @@ class HostPageCache(PageCache):
                 page.pins += 1
             return page
 
-    def lookup_many(self, keys: list[PageKey], locations: list[Any], stable: bool = False) -> list[HostPage] | None:
+    def lookup_many(self, keys: list[PageKey], locations: list[Any], stable: bool = False,
+                    idents: list[tuple[int, int, int]] | None = None) -> list[HostPage] | None:
         """Every entry of ``keys`` (each matching its PageLocation), each pinned once, under one lock;
         None, pinning nothing and counting nothing, when any of them is missing or stale (the caller
         then routes page by page). Saves a scan the per-page lookups of the steady state.
         ``stable``: ``keys`` is the same list object every time these pages are asked for together
         (a scan's memoized group), so their accesses are recorded lazily, as one group
-        (``BenefitPolicy.touch_group``), instead of page by page."""
+        (``BenefitPolicy.touch_group``), instead of page by page. ``idents``: the locations'
+        ``page_ident``s (computed once with the group): the pages are checked against them in one
+        comparison; a stable group asked again with no entry come or gone since is answered
+        without a look-up per page (the list returned is then the one returned before: read it,
+        never change it)."""
         with self._lock:
-            entries = self._entries
-            got: list[HostPage] = []
-            for key, loc in zip(keys, locations):
-                page = entries.get(key)
-                if page is None or not page.matches(loc):
+            # a stable group found whole before, with no entry come or gone since: the same entries
+            memo = stable and idents is not None
+            last = self._groups.get(id(keys)) if memo else None
+            if last is not None and last[0] is keys and last[1] is idents and last[2] == self._version:
+                got, nbytes = last[3], last[4]
+            else:
+                got = list(map(self._entries.get, keys))
+                if None in got:
                     return None
-                got.append(page)
+                if idents is None:
+                    idents = list(map(page_ident, locations))
+                if [page.ident for page in got] != idents:
+                    return None
+                nbytes = sum(page.length for page in got)
+                if memo:
+                    if len(self._groups) >= MAX_GROUPS:
+                        self._groups.clear()
+                    self._groups[id(keys)] = (keys, idents, self._version, got, nbytes)
             if stable:
                 self.policy.touch_group(keys)
-            nbytes = 0
+            else:
+                for key in keys:
+                    self.policy.record(key)
             for page in got:
-                if not stable:
-                    self.policy.record(page.key)
                 page.pins += 1
-                nbytes += page.length
             self._stats.hit_bytes += nbytes
             self._stats.hits += len(got)
             return got
@@ -365,6 +404,7 @@ class HostPageCache(PageCache):
                 self._drop(page.key)
             page.ready = True
             self._entries[page.key] = page
+            self._version += 1
             disk = self.rates.disk
             self.policy.insert(page.key, len(page.blocks) * self.block_bytes, disk.latency_s,
                                disk.transfer_seconds(page.padded_length))
@@ -390,12 +430,12 @@ class HostPageCache(PageCache):
     def unpin_pages(self, pages: list[HostPage]) -> None:
         """``unpin_page`` of each of ``pages`` (a delivery's, once its copies completed) under one lock."""
         with self._lock:
-            entries = self._entries
             for page in pages:
-                if page.pins <= 0:
+                n = page.pins
+                if n <= 0:
                     raise ValueError(f"unpin of {page.key} which is not pinned")
-                page.pins -= 1
-                if not page.pins and entries.get(page.key) is not page:
+                page.pins = n - 1
+                if n == 1 and not page.ready:  # (``ready``: listed among the entries)
                     self._free(page)
 
     def unpin(self, key: PageKey) -> None:
@@ -534,6 +574,7 @@ class HostPageCache(PageCache):
         return blocks
 
     def _drop(self, key: PageKey) -> None:
+        self._version += 1
         self.policy.remove(key)
         page = self._entries.pop(key)
         self._entry_blocks -= len(page.blocks)

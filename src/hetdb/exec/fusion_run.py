@@ -288,8 +288,13 @@ def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) 
     from hetdb.exec.operators.scan_device import read_device_scan, shared_device_scan
 
     if co is None:
+        covered = getattr(gsrc, "covered", ())
         for index, rg in morsels:
             ctx.set_morsel(index)
+            if rg in covered:  # (delivered with an earlier morsel's batch: nothing to read or time)
+                covered.discard(rg)
+                yield index, []
+                continue
             with Timer(ctx, src.op_id):
                 batches = read_device_scan(src, ctx, rg, gsrc, apply_filters=False)
             yield index, batches

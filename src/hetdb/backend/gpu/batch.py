@@ -20,6 +20,9 @@ _H2D = 1  # cudaMemcpyHostToDevice
 _THREADS = 256
 _TILE = 256 * 4      # BATCH_DECODE_THREADS * BATCH_DECODE_ITEMS
 _MAX_GRID_X = 4096   # blocks per page (kernels loop grid-stride past it)
+# A plan's last copies are kept with it and reused for the same sources (``_plan_copies``). False: made
+# again every delivery (A/B: warm_timeline switch keepcopies=0).
+KEEP_COPIES = True
 
 
 def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) -> None:
@@ -60,21 +63,7 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
             desc = pinned
         # (pageable source: the call returns once the bytes are staged, so ``desc`` may go afterwards)
         rt.memcpyAsync(base, desc.ctypes.data, desc.nbytes, _H2D, stream.ptr)
-    linked = plan.linked if regions is not None else ()
-    if not linked:
-        pieces: list[tuple[int, int, int]] = []
-        for ci, pi, off, n, dst in plan.copies:
-            runs = sources[ci][pi]
-            if len(runs) == 1 or off + n <= runs[0][1]:
-                pieces.append((runs[0][0] + off, dst, n))
-                continue
-            for ri, roff, k in source_pieces([ln for _, ln in runs], off, n):
-                pieces.append((runs[ri][0] + roff, dst, k))
-                dst += k
-        copies = coalesce(pieces)
-    else:
-        copies = coalesce_linked(_linked_pieces(plan, sources, regions))
-    queue_copies(copies, base, stream)
+    queue_copies(_plan_copies(plan, sources, regions), base, stream)
     if plan.decode or plan.unpack or plan.rebase:
         module = get_module("batch_decode.cu")
         if launch_stream is not None:
@@ -91,6 +80,33 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     if plan.pages:
         return buf, [[_arrays(buf, cplan, dtype) for cplan in col] for col, dtype in zip(plan.pages, dtypes)]
     return buf, [_arrays(buf, cplan, dtype) for cplan, dtype in zip(plan.columns, dtypes)]
+
+
+def _plan_copies(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
+                 regions: Sequence[Sequence[Sequence[Any] | None]] | None) -> list[tuple[int, int, int]]:
+    """The plan's copies from ``sources`` as (source address, buffer offset, bytes), coalesced; the
+    last answer is kept with the plan and given again for equal ``sources`` and ``regions`` (a warm
+    scan's deliveries copy the same host-tier pages run after run: one comparison, in C, instead of
+    a step per copy)."""
+    last = plan.last_copies
+    if KEEP_COPIES and last is not None and last[0] == sources and last[1] == regions:
+        return last[2]
+    linked = plan.linked if regions is not None else ()
+    if not linked:
+        pieces: list[tuple[int, int, int]] = []
+        for ci, pi, off, n, dst in plan.copies:
+            runs = sources[ci][pi]
+            if len(runs) == 1 or off + n <= runs[0][1]:
+                pieces.append((runs[0][0] + off, dst, n))
+                continue
+            for ri, roff, k in source_pieces([ln for _, ln in runs], off, n):
+                pieces.append((runs[ri][0] + roff, dst, k))
+                dst += k
+        copies = coalesce(pieces)
+    else:
+        copies = coalesce_linked(_linked_pieces(plan, sources, regions))
+    plan.last_copies = (sources, regions, copies)
+    return copies
 
 
 def _linked_pieces(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],

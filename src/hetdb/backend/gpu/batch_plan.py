@@ -109,6 +109,9 @@ class DeliveryPlan:
     # this one in the host tier, when the two pages are neighbours there (``plan_delivery``'s mirror):
     # the two may go as one copy, the bytes between them included
     linked: frozenset[int] = frozenset()
+    # (sources, regions, copies) of the last ``batch.run_delivery`` of this plan: the same sources (a
+    # warm scan copies the same host-tier pages run after run) give the same copies
+    last_copies: tuple | None = field(default=None, repr=False, compare=False)
 
 
 def _up(n: int) -> int:

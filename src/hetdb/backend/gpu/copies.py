@@ -86,11 +86,15 @@ def _batch_call() -> Any:
     import cupy
 
     first = (ctypes.c_size_t * 1)(0)
+    by_device: dict[int, Any] = {}  # device id -> its copies' attributes (made once: a call per delivery)
 
     def call(dsts: list[int], srcs: list[int], sizes: list[int], stream_ptr: int) -> bool:
         # stream order (CU_MEMCPY_SRC_ACCESS_ORDER_STREAM), host (CU_MEM_LOCATION_TYPE_HOST) to the
         # current device (location hints matter only for managed memory)
-        attrs = _Attributes(1, _Location(2, 0), _Location(1, cupy.cuda.Device().id), 0)
+        device = cupy.cuda.runtime.getDevice()
+        attrs = by_device.get(device)
+        if attrs is None:
+            attrs = by_device[device] = _Attributes(1, _Location(2, 0), _Location(1, device), 0)
         n = len(dsts)
         d = (ctypes.c_uint64 * n)(*dsts)
         s = (ctypes.c_uint64 * n)(*srcs)

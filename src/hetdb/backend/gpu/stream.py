@@ -68,7 +68,7 @@ from hetdb.backend.gpu.stream_pages import (
 )
 from hetdb.backend.gpu.upload import note_copies
 from hetdb.cache.base import PageCache, PageKey
-from hetdb.cache.host_cache import HostPage, HostPageCache
+from hetdb.cache.host_cache import HostPage, HostPageCache, page_ident
 from hetdb.cache.pages import memoized, page_info, scan_device_bytes
 from hetdb.cache.rates import shared_rates
 from hetdb.cache.router import PageRouter, Route, RouteCounts
@@ -78,6 +78,14 @@ from hetdb.errors import CorruptDataError
 __all__ = ["PageStreamer", "StreamStats", "copy_stream", "device_page_bytes", "keeps_compressed",
            "page_codec", "page_layout", "_column_nbytes", "_delivered"]
 
+
+
+# A scheduled group whose pages one host-tier look-up found (a warm scan's steady state) is delivered
+# without a per-page object or step (stream_pages._RowGroup ``hosts``: the _Pages are made only when
+# something asks for them; stream_batch._deliver_batch's ``warm``). False: each page gets its _Page and
+# host-tier entry when scheduled, and the delivery reads them page by page (A/B: warm_timeline switch
+# warmgroups=0).
+WARM_GROUPS = True
 
 
 class PageStreamer(FillCache, PageReads, BatchedDelivery):
@@ -323,32 +331,28 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
         reader, compressed, columns, decoded = self.reader, self.compressed, self.columns, self.decoded
         ids = tuple(self.row_groups[i] for i in positions)
         # the pages' facts in order, with their host-tier keys and locations: once per table version
-        infos, host_keys, locations = memoized(reader, ("group pages", tuple(columns), ids, compressed, decoded),
-                                               lambda: _group_pages(reader, columns, ids, compressed, decoded))
-        rgs = []
-        pages = []
-        k = 0
-        for i, rg_id in zip(positions, ids):
-            rg = _RowGroup(i, slot)
-            for column in columns:
-                info = infos[k]
-                k += 1
-                rg.pages.append(_Page(column, rg_id, info.key, info.location, info.encoding, info.sections,
-                                      info.num_rows, codec=info.codec, host_key=info.host_key,
-                                      device_bytes=info.device_bytes))
-            pages.extend(rg.pages)
-            rgs.append(rg)
+        infos, host_keys, locations, idents, protos, rows, links = memoized(
+            reader, ("group pages", tuple(columns), ids, compressed, decoded),
+            lambda: _group_pages(reader, columns, ids, compressed, decoded))
         router = self.router
         hosts = None
         if not router.use_device_tier and self.host_cache is not None and router.use_host_tier:
             # no device tier to ask first: every page's host-tier look-up at once (the steady state
             # of a scan streamed out of the host tier), page by page only when one is missing
-            hosts = self.host_cache.lookup_many(host_keys, locations, stable=True)
-        if hosts is not None:  # (every page a host-tier hit: nothing to read)
-            same = None if router.cpu_workers else router.host_path(0)  # (no CPU workers: one route for all)
+            hosts = self.host_cache.lookup_many(host_keys, locations, stable=True, idents=idents)
+        ncols = len(columns)
+        if hosts is not None and WARM_GROUPS:  # (every page a host-tier hit: their _Pages made when asked for)
+            route = router.host_path(0)  # (no CPU workers, see __init__: one route for all)
+            return [_RowGroup(i, slot, protos=protos[r * ncols:(r + 1) * ncols], hosts=hosts[r * ncols:(r + 1) * ncols],
+                              route=route, num_rows=rows[r], link_bytes=links[r]) for r, i in enumerate(positions)]
+        rgs = [_RowGroup(i, slot, [_Page(*proto) for proto in protos[r * ncols:(r + 1) * ncols]], num_rows=rows[r],
+                         link_bytes=links[r]) for r, i in enumerate(positions)]
+        if hosts is not None:  # (WARM_GROUPS off: each page told its host-tier entry, as before)
+            route = router.host_path(0)
+            pages = [page for rg in rgs for page in rg.pages]
             for page, host in zip(pages, hosts):
                 page.host = host
-                page.route = same if same is not None else router.host_path(page.location.length)
+                page.route = route
             return rgs
         # column by column: the pages loaded into the host tier now take its blocks in this order,
         # so a column's pages of neighbouring row groups lie back to back there (a later delivery
@@ -618,7 +622,15 @@ class PageStreamer(FillCache, PageReads, BatchedDelivery):
 
 def _group_pages(reader: Any, columns: list[str], ids: tuple[int, ...], compressed: bool,
                  decoded: frozenset[str] = frozenset()) -> tuple:
-    """(PageInfo, host-tier key, location) lists of the pages of row groups ``ids``, row group by
-    row group, each in ``columns`` order (``_schedule_group``'s order)."""
+    """(PageInfo, host-tier key, location, ``page_ident``, ``_Page`` argument tuple) lists of the
+    pages of row groups ``ids``, row group by row group, each in ``columns`` order
+    (``_schedule_group``'s order), then each row group's rows and stored bytes."""
     infos = [page_info(reader, column, rg, compressed and column not in decoded) for rg in ids for column in columns]
-    return infos, [i.host_key for i in infos], [i.location for i in infos]
+    # (``_Page``'s fields in their order, through device_bytes: made with ``_Page(*proto)``)
+    protos = [(i.key.column, i.key.row_group, i.key, i.location, i.encoding, i.sections, i.num_rows, None, 0, None,
+               False, 0, None, False, i.codec, Route.DISK_DIRECT, i.host_key, i.device_bytes) for i in infos]
+    n = len(columns)
+    return (infos, [i.host_key for i in infos], [i.location for i in infos],
+            [page_ident(i.location) for i in infos], protos,
+            [reader.row_group_rows(rg) for rg in ids],
+            [sum(i.location.length for i in infos[r * n:(r + 1) * n]) for r in range(len(ids))])

@@ -442,8 +442,12 @@ class BatchedDelivery(DeliveryColumns):
         consecutive others whose string columns agree on dictionary or plain pages goes as one
         batch. A paged delivery takes row groups with admitted pages too: it copies those pages
         out of its buffer into arrays of their own, which the cache keeps."""
-        # (a paged delivery takes cached pages as they are: no row group of it is special)
-        special = [not self.paged and any(p.cached for p in rg.pages) for rg in rgs]
+        # (a paged delivery takes cached pages as they are: no row group of it is special; without
+        # the device cache no page is cached or admitted)
+        if self.paged or self.cache is None:
+            special = [False] * len(rgs)
+        else:
+            special = [any(p.cached for p in rg.pages) for rg in rgs]
         if self.cache is not None and not all(special):
             # the cache's verdicts first: the admission the per-page path asks for each page, in page
             # order (asked when the group is delivered, so a group's pages see one access clock)
@@ -461,10 +465,11 @@ class BatchedDelivery(DeliveryColumns):
                 j = i + 1
                 while j < len(rgs) and not special[j] and self._same_strings(rgs[i], rgs[j]):
                     j += 1
-                for rg in rgs[i:j]:
-                    for p in rg.pages:
-                        if not p.admitted:
-                            p.admitted = None  # refused: nothing reserved in the cache
+                if self.cache is not None:
+                    for rg in rgs[i:j]:
+                        for p in rg.pages:
+                            if not p.admitted:
+                                p.admitted = None  # refused: nothing reserved in the cache
                 units.append(self._deliver_batch(rgs[i:j]))
                 i = j
         except BaseException:
@@ -499,7 +504,10 @@ class BatchedDelivery(DeliveryColumns):
         # their pages stay encoded, and the kernel touches only the rows that reach it)
         in_place = self.zero_copy if self.paged else frozenset()
         regions: list[list[Any]] = []  # per planned column and page: the host-tier chunk of each run
-        for c in range(len(self.columns)):
+        # the warm steady state: every page a host-tier hit of one look-up (``_RowGroup.hosts``: none
+        # cached, read or admitted), none decoded apart or read in place: no page needs a look
+        warm = not in_place and not any(coded) and all(rg.hosts is not None for rg in rgs)
+        for c in range(len(self.columns) if not warm else 0):
             col_sources = []
             col_regions: list[Any] = []
             zero_copy = self.columns[c] in in_place and not coded[c]
@@ -534,8 +542,12 @@ class BatchedDelivery(DeliveryColumns):
             if not coded[c]:
                 sources.append(col_sources)
                 regions.append(col_regions)
+        if warm:
+            for c in range(len(self.columns)):
+                sources.append([rg.hosts[c].source for rg in rgs])
+                regions.append([rg.hosts[c].source_chunks for rg in rgs])
         ids = tuple(self.row_groups[rg.index] for rg in rgs)
-        rows = sum(rg.pages[0].num_rows for rg in rgs)
+        rows = sum(rg.num_rows for rg in rgs)
         paged = self.paged
         # pages staged as far apart as they lie in the host tier (its blocks), so that a column's
         # neighbouring pages there go as one copy
@@ -570,7 +582,7 @@ class BatchedDelivery(DeliveryColumns):
         # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
         # delivery's copies of admitted pages, coded strings)
         apart = (self._decode_on or decode_stream(self._device_id)) if (
-            self.overlap and not raws and not any(p.admitted for rg in rgs for p in rg.pages)) else None
+            self.overlap and not raws and (warm or not any(p.admitted for rg in rgs for p in rg.pages))) else None
         try:
             with stream:
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
@@ -604,12 +616,20 @@ class BatchedDelivery(DeliveryColumns):
             self.budget.release(plan.nbytes + extra)
             self._transient_held -= plan.nbytes + extra
             raise
-        self._count_batch(rgs)
-        hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None and not p.zero_copy]
-        read_in_place = [p.host for rg in rgs for p in rg.pages if p.zero_copy]
-        for rg in rgs:
-            for p in rg.pages:
-                p.host = None
+        if warm:
+            # (the pins the look-up took, handed to the copies' event; no page holds one any more)
+            self._count_warm(rgs)
+            hosts = [h for rg in rgs for h in rg.hosts]
+            for rg in rgs:
+                rg.hand_over_hosts()
+            read_in_place, kept = [], []
+        else:
+            self._count_batch(rgs)
+            hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None and not p.zero_copy]
+            read_in_place = [p.host for rg in rgs for p in rg.pages if p.zero_copy]
+            for rg in rgs:
+                rg.hand_over_hosts()
+            kept = [p.key for rg in rgs for p in rg.pages if p.cached]
         if hosts:
             self._host_pins.append((event, hosts))
         if staged:
@@ -618,9 +638,22 @@ class BatchedDelivery(DeliveryColumns):
         self.routes.deliveries += 1
         self.stats.row_groups += len(rgs)
         self.stats.rows += rows
-        kept = [p.key for rg in rgs for p in rg.pages if p.cached]
         return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
                      ready=[event] if decoded is None else [event, decoded])
+
+    def _count_warm(self, rgs: list[_RowGroup]) -> None:
+        """``_count_batch`` of row groups whose pages are all host-tier hits of one route."""
+        route = rgs[0].route  # (``_schedule_group`` gives such pages one route)
+        if route is not Route.HOST_TO_GPU or any(rg.route is not route for rg in rgs):
+            self._count_batch(rgs)
+            return
+        st = self.stats
+        pages = len(rgs) * len(self.columns)
+        nbytes = sum(rg.link_bytes for rg in rgs)
+        st.pages_host += pages
+        st.bytes_host += nbytes
+        st.bytes_h2d += nbytes
+        self.routes.add(route, nbytes, pages=pages)
 
     def _count_batch(self, rgs: list[_RowGroup]) -> None:
         st = self.stats

@@ -5,7 +5,7 @@ the layout facts of a page as the manifest records them, and the Column shapes a
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,11 +95,46 @@ def zero_copy_address(page: _Page) -> int | None:
     return int(run.ctypes.data) + off
 
 
-@dataclass
 class _RowGroup:
-    index: int
-    slot: int
-    pages: list[_Page] = field(default_factory=list)
+    """A scheduled row group: its pages in the scan's column order, ``num_rows`` and ``link_bytes``
+    (its pages' stored bytes). A warm one (``hosts``: the pages' host-tier entries, pinned, when one
+    look-up found them all; ``route`` theirs) makes its ``_Page`` objects only when something asks
+    for ``pages``: a batched delivery of such row groups reads its sources from ``hosts`` and needs
+    no per-page object (``_Page`` arguments: ``protos``)."""
+
+    __slots__ = ("index", "slot", "_pages", "_protos", "hosts", "route", "num_rows", "link_bytes")
+
+    def __init__(self, index: int, slot: int, pages: list[_Page] | None = None, *, protos: list[tuple] | None = None,
+                 hosts: list[HostPage] | None = None, route: Route | None = None, num_rows: int = 0,
+                 link_bytes: int = 0) -> None:
+        self.index = index
+        self.slot = slot
+        self._pages = pages if pages is not None or protos is not None else []
+        self._protos = protos
+        self.hosts = hosts
+        self.route = route
+        self.num_rows = num_rows
+        self.link_bytes = link_bytes
+
+    @property
+    def pages(self) -> list[_Page]:
+        got = self._pages
+        if got is None:
+            got = self._pages = [_Page(*proto) for proto in self._protos]
+            if self.route is not None:
+                for page in got:
+                    page.route = self.route
+            if self.hosts is not None:
+                for page, host in zip(got, self.hosts):
+                    page.host = host
+        return got
+
+    def hand_over_hosts(self) -> None:
+        """The pins of ``hosts`` now belong to the delivery that copies from them: no page holds one."""
+        self.hosts = None
+        if self._pages:
+            for page in self._pages:
+                page.host = None
 
 
 def page_layout(reader: Any, column: str, rg: int) -> tuple[str, dict[str, list[int]]]:

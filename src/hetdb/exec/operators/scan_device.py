@@ -254,11 +254,16 @@ def _first_scan(ctx: ExecContext, reader: Any, names: list[str], row_groups: lis
 
 
 def any_cached(cache: Any, reader: Any, names: list[str], row_groups: list[int]) -> bool:
-    """Whether the device cache holds a page of ``names`` in ``row_groups`` (stops at the first)."""
+    """Whether the device cache holds a page of ``names`` in ``row_groups`` (stops at the first). A
+    column of which the cache holds no page costs no look-up (``columns_cached``): a warm scan on a
+    connection that caches only other tables' pages asks nothing page by page."""
     if not len(cache):
         return False
     from hetdb.cache.base import PageKey
 
+    held = cache.columns_cached(reader.name, reader.version) if hasattr(cache, "columns_cached") else None
+    if held is not None:
+        names = [name for name in names if name in held]
     return any(PageKey(reader.name, reader.version, name, rg) in cache for name in names for rg in row_groups)
 
 
@@ -349,11 +354,11 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
     spanning them, or one per row group when pages stay compressed): the read of the first returns
     them, the reads of the others (the next morsels: one worker takes a GPU pipeline's morsels in
     order) return nothing."""
-    from hetdb.exec.operators.scan import conjunction, split_batches
-
-    if rg in state.covered:
+    if rg in state.covered:  # (first: most morsels of a batched scan end here)
         state.covered.discard(rg)
         return []
+    from hetdb.exec.operators.scan import conjunction, split_batches
+
     if state.iterator is None:
         _start(op, ctx, state, sorted(state.verdicts))
     got, parts = next(state.iterator)
