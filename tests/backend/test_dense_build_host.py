@@ -71,3 +71,75 @@ def test_a_kept_table_accounts_for_its_host_builds_index_arrays():
     assert any(a is slots for a in held) and any(a is src for a in held) and any(a is got.rows for a in held)
     plain = dense_build(keys)
     assert len(plain.held_arrays()) == 1  # (a device build: its rows only)
+
+
+@pytest.mark.parametrize("n,masked", [(1, False), (7, True), (1000, False), (5000, True)])
+def test_host_planned_forms_equal_the_device_path(n, masked, monkeypatch):
+    """A table planned on the host (``host_planned``) has the probe forms, bounds and table the
+    array-module path makes, its rows, payload and hits only put on the "device" at their first
+    read (one upload)."""
+    from hetdb.backend.gpu.codegen import dense_tables
+
+    uploads = []
+    monkeypatch.setattr(dense_tables, "_to_device", lambda arrays: uploads.append(len(arrays)) or list(arrays))
+    rng = np.random.default_rng(n)
+    keys = (rng.permutation(3 * n) + 17)[:n].astype(np.int32)
+    mask = rng.random(n) < 0.6 if masked else None
+    ranks = rng.integers(0, 100, n).astype(np.int32)
+    extra = np.arange(3, dtype=np.int64)
+    for form, bound in (("bits", None), ("code8", 100), ("code16", None)):
+        payload = [] if form == "bits" else [ranks]
+        want = dense_build(keys, payload, mask=mask)
+        uploads.clear()
+        table, (up,) = dense_tables.host_planned(keys, mask, payload, lambda t: [(form, bound)], extra=[extra])
+        assert uploads == [2] and table.pending is not None and table.nbytes == 0
+        np.testing.assert_array_equal(up, extra)
+        np.testing.assert_array_equal(table.probe_arrays(form), want.probe_arrays(form))
+        assert uploads == [2] and table.held_arrays() == [table.forms[form]]
+        assert (table.lo, table.size, table.num_rows, table.payload_columns) == \
+            (want.lo, want.size, want.num_rows, len(payload))
+        np.testing.assert_array_equal(table.rows, want.rows)  # (the first read: one upload)
+        assert uploads == [2, 3 + len(payload)] and table.pending is None
+        np.testing.assert_array_equal(table.keyed_payload()[0] if payload else table.rows,
+                                      want.keyed_payload()[0] if payload else want.rows)
+
+
+def test_probe_forms_with_known_bounds():
+    """Compacted ranks need no range check (``bound``); a bound past the form is refused; forms of a
+    table built by the array-module path equal those of its rows."""
+    keys = np.array([40, 3, 17, 9], np.int64)
+    table = dense_build(keys, [np.array([0, 2, 1, 2], np.int32)])
+    got = table.probe_arrays("code8", bound=3)
+    want = np.full(table.size, -1, np.int8)
+    want[keys - table.lo] = [0, 2, 1, 2]
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="do not fit"):
+        dense_build(keys, [np.zeros(4, np.int32)]).probe_arrays("code8", bound=200)
+    bits = dense_build(keys, []).probe_arrays("bits")
+    assert [int(bits[(k - 3) // 32]) >> ((k - 3) % 32) & 1 for k in range(3, 41)] == [int(k in keys) for k in range(3, 41)]
+
+
+def test_a_narrow_probe_launch_leaves_a_host_planned_table_on_the_host(monkeypatch):
+    """The launch arguments of a probe in a narrow form are its forms: a host-planned table's rows
+    and payload are not uploaded for them; a "rows" probe uploads them once."""
+    from types import SimpleNamespace
+
+    from hetdb import types as T
+    from hetdb.backend.gpu.codegen import dense_tables
+    from hetdb.backend.gpu.codegen.runtime import FusedPipeline
+    from hetdb.backend.gpu.codegen.spec import DenseProbe
+    from hetdb.plan.expr import ColumnRef
+
+    uploads = []
+    monkeypatch.setattr(dense_tables, "_to_device", lambda arrays: uploads.append(len(arrays)) or list(arrays))
+    keys = np.array([4, 9, 7], np.int32)
+    ranks = np.array([1, 0, 1], np.int32)
+    key = ColumnRef(T.INT32, "k", False)
+    for form, want_uploads in (("code8", [1]), ("rows", [4])):
+        uploads.clear()
+        table, _ = dense_tables.host_planned(keys, None, [ranks], lambda t: [] if form == "rows" else [(form, 2)])
+        probe = DenseProbe(key, (("r@rank", T.INT32),), False, form)
+        args = FusedPipeline._probe_args(SimpleNamespace(spec=SimpleNamespace(probes=(probe,))), [], [table])
+        assert uploads == want_uploads
+        assert (table.pending is None) == (form == "rows")
+        assert args[-2:] == [np.int64(4), np.int64(6)] if form != "rows" else args[1:3] == [np.int64(4), np.int64(6)]

@@ -35,6 +35,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
@@ -532,18 +534,12 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     xp = ctx.backend.xp
     if j.key.dtype.kind not in _INT_KEYS or j.key.data is None:
         raise _NotFused(f"the join key {j.left_key} is not an integer")
+    if _host_small(ctx) and 0 < int(j.key.data.shape[0]) <= HOST_PLAN_ROWS:
+        got = _host_dense_probe(ctx, j, needed, group_cids, groups)
+        if got is not None:
+            return got
     payload, arrays, provided = [], [], set()
-    for f in j.fields:
-        if f.cid not in needed and f.cid not in group_cids:
-            continue
-        col = j.batch.columns[f.cid]
-        if col.validity is not None and not bool(col.validity.all()):
-            raise _NotFused(f"build column {f.cid} has NULLs")
-        if f.dtype.kind == "string":
-            if col.dictionary is None or col.data is None:
-                raise _NotFused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
-        elif f.dtype.kind not in _NUMERIC:
-            raise _NotFused(f"build column {f.cid} of type {f.dtype} is not fused")
+    for f, col in _build_columns(j, needed, group_cids):
         if f.cid in needed:
             payload.append((f.cid, f.dtype))
             arrays.append(col.data)
@@ -561,10 +557,101 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     by_key = bool(payload) and on("fused_payload_by_key")
     form = probe_form(payload, groups, table, j.share)
     for f in form.split("_") if form != "rows" else ():
-        table.probe_arrays(f)  # (made now: the fused state stored for later runs holds them too)
+        # (made now: the fused state stored for later runs holds them too)
+        table.probe_arrays(f, _rank_bound(payload, groups))
     if form == "rows" and by_key:
         table.keyed_payload()
     return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
+
+
+def _build_columns(j: _Join, needed: set[str], group_cids: set[str]) -> list[tuple[Field, Column]]:
+    """The build columns a dense probe carries (needed ones, group keys), checked for the kernel."""
+    out = []
+    for f in j.fields:
+        if f.cid not in needed and f.cid not in group_cids:
+            continue
+        col = j.batch.columns[f.cid]
+        if col.validity is not None and not bool(col.validity.all()):
+            raise _NotFused(f"build column {f.cid} has NULLs")
+        if f.dtype.kind == "string":
+            if col.dictionary is None or col.data is None:
+                raise _NotFused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
+        elif f.dtype.kind not in _NUMERIC:
+            raise _NotFused(f"build column {f.cid} of type {f.dtype} is not fused")
+        out.append((f, col))
+    return out
+
+
+def _rank_bound(payload: list[tuple[str, DataType]], groups: dict) -> int | None:
+    """The domain size of a probe's one payload column when it holds a group key's compacted ranks
+    (its values lie in 0 .. size - 1 by construction), else None."""
+    if len(payload) != 1:
+        return None
+    sizes = {kcid: domain.size for kcid, domain, _ in groups.values()}
+    return sizes.get(payload[0][0])
+
+
+# a dense join's build side of at most this many rows (a dimension's filtered rows) is planned on the
+# host: its key, mask and group-key columns come out with one copy (one wait), the keys are compacted,
+# the table built and its probe form made there, and what the kernel reads goes up with one upload;
+# on the device the same takes ~6 waits for the device and ~30 launches (compact's unique, the build's
+# range and uniqueness verdicts, the forms). 0: as before (dense_build's and compact's own limits)
+HOST_PLAN_ROWS = 1 << 18
+
+
+def _host_dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[str],
+                      groups: dict) -> tuple[Any, Any, set[str]] | None:
+    """``_dense_probe`` planned on the host (HOST_PLAN_ROWS); None when the key range is too wide
+    for a host build (the device builds it then)."""
+    from hetdb.backend.gpu.codegen import DenseProbe
+    from hetdb.backend.gpu.codegen.dense_tables import host_planned
+    from hetdb.backend.gpu.codegen.groups import KeyDomain, compact_host
+    from hetdb.exec.hostutil import arrays_to_host
+
+    cols = _build_columns(j, needed, group_cids)
+    if on("fused_payload_by_key") and cols:
+        return None  # (keyed payloads are made from device tables)
+    ranked = [(f, col) for f, col in cols if f.cid in group_cids]
+    if any(col.data.dtype.kind not in "iu" for _, col in ranked):
+        return None
+    mask = j.key.validity
+    out = arrays_to_host(ctx.backend, [j.key.data, *([] if mask is None else [mask]),
+                                       *(col.data for _, col in ranked)])
+    keys, mask_h = out[0], (None if mask is None else out[1])
+    host_vals = dict(zip((f.cid for f, _ in ranked), out[1 + (mask is not None):]))
+    payload, arrays, provided, made = [], [], set(), {}
+    for f, col in cols:
+        if f.cid in needed:
+            payload.append((f.cid, f.dtype))
+            arrays.append(col.data)
+            provided.add(f.cid)
+        if f.cid in group_cids:
+            uniq, inverse = compact_host(host_vals[f.cid]) if host_vals[f.cid].shape[0] else (
+                host_vals[f.cid][:0], np.zeros(0, dtype=np.int32))
+            kcid = f"{f.cid}@rank"
+            payload.append((kcid, T.INT32))
+            arrays.append(inverse)
+            made[f.cid] = (kcid, uniq, col.dictionary)
+    sized = {**groups, **{cid: (kcid, KeyDomain(0, int(uniq.shape[0]) - 1), d)
+                          for cid, (kcid, uniq, d) in made.items()}}
+    chosen: list[str] = []
+
+    def forms_of(table: Any) -> list[tuple[str, int | None]]:
+        chosen.append(probe_form(payload, sized, table, j.share))
+        return [] if chosen[0] == "rows" else [(f, _rank_bound(payload, sized)) for f in chosen[0].split("_")]
+
+    try:
+        got = host_planned(keys, mask_h, arrays, forms_of, extra=[uniq for _, uniq, _ in made.values()],
+                           to_device=list if ctx.backend.xp is np else None)
+    except UnsupportedError as e:
+        raise _NotFused(str(e)) from None
+    if got is None:
+        return None
+    table, uniqs = got
+    form = chosen[0]
+    for (cid, (kcid, _, dictionary)), uniq in zip(made.items(), uniqs):
+        groups[cid] = (kcid, KeyDomain(0, int(uniq.shape[0]) - 1, uniq), dictionary)
+    return DenseProbe(j.left_key, tuple(payload), False, form), table, provided
 
 
 def _host_small(ctx: ExecContext) -> bool:

@@ -5,6 +5,7 @@ probe carries (by build row, or by key: ``keyed_payload``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,16 +32,30 @@ class DenseJoinTable:
     # host (``dense_build`` of a small build side): keyed_payload then needs no mask on the device
     hits: tuple[Any, Any] | None = None
     forms: dict[str, Any] = field(default_factory=dict)  # probe_arrays' arrays, once made
+    # a table planned on the host (``host_planned``): its rows, payload and hits as host arrays, put
+    # on the device (one upload) at the first read of ``rows`` or ``payload``; a kernel probing a
+    # narrow form (``forms``, made with the table) never reads them
+    # (rows, payload, hits, the upload: ``_to_device``, or ``list`` where the "device" is the host)
+    pending: tuple[Any, list[Any], tuple[Any, Any], Callable[[list[Any]], list[Any]]] | None = None
 
     @property
     def nbytes(self) -> int:
+        if self.pending is not None:
+            return 0  # (nothing of it on the device yet but its forms)
         return int(self.rows.nbytes)
+
+    @property
+    def payload_columns(self) -> int:
+        """Number of payload columns (without putting a host-planned table's payload on the device)."""
+        return len(self.pending[1]) if self.pending is not None else len(self.payload)
 
     def held_arrays(self) -> list[Any]:
         """Every array the table keeps (rows, payload, and those made from them at first use), for
         the device-memory accounting of a kept table (exec/fusion_reuse.py)."""
         # (a host build's (slot, row) index arrays: an allocation of their own when the table was
         # filled on the device, SCATTER_ON_DEVICE, else views of the one upload with ``rows``)
+        if self.pending is not None:
+            return [*self.forms.values()]
         return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values(), *(self.hits or ())]
 
     def keyed_payload(self) -> list[Any]:
@@ -61,18 +76,21 @@ class DenseJoinTable:
             hit = rows >= 0
             for p in self.payload:
                 a = xp.zeros(max(self.size, 1), dtype=p.dtype)
-                if self.size:
-                    a[:self.size][hit] = p[rows[hit]]
+                if self.size and int(p.shape[0]):
+                    # (a gather under a mask, not a masked assignment, whose nonzero waits for the device)
+                    a[:self.size] = xp.where(hit, p[xp.maximum(rows, 0)], 0)
                 out.append(a)
             self.payload_by_key = out
         return self.payload_by_key
 
 
-    def probe_arrays(self, form: str) -> Any:
+    def probe_arrays(self, form: str, bound: int | None = None) -> Any:
         """The one array a probe in ``form`` (spec.DenseProbe.form) reads, made at the first call and
         kept with the table: "bits" a uint32 bitmap of the keys that have a build row (bit k % 32 of
         word k / 32 for key lo + k); "code8" / "code16" the one payload per key as int8 / int16, -1
-        where no build row has the key (ValueError for a payload value outside 0 .. 2^7-1 / 2^15-1)."""
+        where no build row has the key (ValueError for a payload value outside 0 .. 2^7-1 / 2^15-1).
+        ``bound``: the payload's values are known to lie in 0 .. bound - 1 (compacted ranks), so
+        they are not checked on the device (a wait)."""
         got = self.forms.get(form)
         if got is not None:
             return got
@@ -88,19 +106,111 @@ class DenseJoinTable:
                 raise ValueError(f"a {form} probe reads one payload, the table has {len(self.payload)}")
             dtype, top = (xp.int8, 1 << 7) if form == "code8" else (xp.int16, 1 << 15)
             values = self.payload[0]
-            if int(values.shape[0]) and bool(((values < 0) | (values >= top)).any()):
+            if bound is not None and bound > top:
+                raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+            if bound is None and int(values.shape[0]) and bool(((values < 0) | (values >= top)).any()):
                 raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
             got = xp.full(max(self.size, 1), -1, dtype=dtype)
             if self.hits is not None:  # (index arrays of the host build)
                 slots, src = self.hits
                 got[slots] = values[src].astype(dtype)
-            elif self.size:
+            elif self.size and int(values.shape[0]):
                 rows = self.rows[:self.size]
-                got[:self.size][hit] = values[rows[hit]].astype(dtype)
+                # (a gather under a mask, not a masked assignment, whose nonzero waits for the device)
+                got[:self.size] = xp.where(hit, values[xp.maximum(rows, 0)].astype(dtype), -1)
         else:
             raise ValueError(f"unknown probe form {form!r}")
         self.forms[form] = got
         return got
+
+
+def _rows(self: DenseJoinTable) -> Any:
+    if self.pending is not None:
+        self.upload_pending()
+    return self._rows
+
+
+def _set_rows(self: DenseJoinTable, rows: Any) -> None:
+    self._rows = rows
+
+
+def _payload(self: DenseJoinTable) -> list[Any]:
+    if self.pending is not None:
+        self.upload_pending()
+    return self._payload
+
+
+def _set_payload(self: DenseJoinTable, payload: list[Any]) -> None:
+    self._payload = payload
+
+
+def _upload_pending(self: DenseJoinTable) -> None:
+    """A host-planned table's rows, payload and hits on the device, with one upload."""
+    rows, payload, hits, to_device = self.pending
+    host = [i for i, p in enumerate(payload) if type(p) is np.ndarray]  # (others: device columns)
+    up = to_device([rows, *(payload[i] for i in host), *hits])
+    on_device = list(payload)
+    for i, a in zip(host, up[1:1 + len(host)]):
+        on_device[i] = a
+    self.pending = None
+    self._rows, self._payload, self.hits = up[0], on_device, (up[-2], up[-1])
+
+
+# (properties over the dataclass fields: a host-planned table's arrays go up at their first read)
+DenseJoinTable.rows = property(_rows, _set_rows)
+DenseJoinTable.payload = property(_payload, _set_payload)
+DenseJoinTable.upload_pending = _upload_pending
+
+
+def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
+                 forms_of: Callable[[DenseJoinTable], list[tuple[str, int | None]]],
+                 extra: list[np.ndarray] = (), max_slots: int = DENSE_MAX_SLOTS,
+                 to_device: Callable[[list[Any]], list[Any]] | None = None,
+                 ) -> tuple[DenseJoinTable, list[Any]] | None:
+    """``dense_build`` over host arrays (a dimension's filtered rows copied out once), with the probe
+    arrays ``forms_of(table)`` names ((form, bound) as ``probe_arrays`` takes them) made on the host
+    too (from ``payload``'s host arrays): the forms and ``extra`` host arrays go to the device with
+    one upload (returned: the device copies of ``extra``); the table's rows, payload (host arrays,
+    or device ones kept as they are) and hits stay on the host until something reads them
+    (``DenseJoinTable.pending``). ``to_device``: the upload (default one ``arrays_to_device``;
+    ``list`` where the "device" is the host). None when the key range has more than
+    HOST_BUILD_SLOTS slots; UnsupportedError as ``dense_build``."""
+    to_device = to_device or _to_device
+    got = _host_build(keys, mask, max_slots)
+    if got is None:
+        return None
+    table, (slots, src) = got
+    slots, src = slots.astype(np.int32), src.astype(np.int32)
+    made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
+    up = to_device([*made.values(), *extra]) if made or extra else []
+    out = DenseJoinTable(table.rows, table.lo, table.size, [], table.num_rows,
+                         forms=dict(zip(made, up[:len(made)])),
+                         pending=(table.rows, list(payload), (slots, src), to_device))
+    return out, up[len(made):]
+
+
+def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray,
+               form: str, bound: int | None) -> np.ndarray:
+    """``probe_arrays(form, bound)`` of a table built on the host, as a host array."""
+    size = table.size
+    if form == "bits":
+        words = max(1, -(-size // 32))
+        hit = np.zeros(words * 32, dtype=bool)
+        hit[slots] = True
+        return np.packbits(hit, bitorder="little").view("<u4").astype(np.uint32)
+    if form in ("code8", "code16"):
+        if len(payload) != 1:
+            raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
+        dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
+        values = payload[0]
+        if bound is not None and bound > top:
+            raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+        if values.shape[0] and bool(((values < 0) | (values >= top)).any()):
+            raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+        got = np.full(max(size, 1), -1, dtype=dtype)
+        got[slots] = values[src].astype(dtype)
+        return got
+    raise ValueError(f"unknown probe form {form!r}")
 
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,

@@ -131,6 +131,5 @@ def lookup_rows(xp: Any, mask: Any) -> Any:
     """Dense-table rows of a dictionary lookup: code c maps to itself where ``mask[c]``, else -1
     (a probe into it keeps exactly the rows whose code satisfies the predicate)."""
     n = int(mask.shape[0])
-    rows = xp.full(n, -1, dtype=xp.int32)
-    rows[mask] = xp.arange(n, dtype=xp.int32)[mask]
-    return rows
+    # (a select, not a masked assignment, whose nonzero waits for the device)
+    return xp.where(mask, xp.arange(n, dtype=xp.int32), xp.int32(-1)).astype(xp.int32)
