@@ -53,7 +53,7 @@ def main() -> int:
 
         def site(kind: str) -> None:
             frames = [f for f in traceback.extract_stack()[:-2] if "/hetdb/" in f.filename]
-            where = " < ".join(f"{f.filename.split('/hetdb/')[-1]}:{f.lineno}" for f in reversed(frames[-3:]))
+            where = " < ".join(f"{f.filename.split('/hetdb/')[-1]}:{f.lineno}" for f in reversed(frames[-5:]))
             sites[f"{kind} {where}"] = sites.get(f"{kind} {where}", 0) + 1
 
         plain_asarray, plain_get = cupy.asarray, H.ndarray.get

@@ -348,8 +348,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
     join_table: list[int] = []  # per join, the index of its table in ``tables``
-    for j in joins:
-        probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups)
+    copied = _host_copies(ctx, joins, needed, set(group_cids))
+    for j, host in zip(joins, copied):
+        probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups, host)
         probes.append(probe)
         join_table.append(len(tables))
         tables.append(table)
@@ -396,7 +397,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
 
         # a dense join keeps its build rows' share of the key range; a dictionary lookup (every
         # code a row) keeps an unknown share
-        hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
+        hits = [FILTER_GUESS if not t.payload_columns and t.num_rows == t.size else t.num_rows / max(t.size, 1)
                 for t in tables]
         spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
         if forms_on():
@@ -525,17 +526,18 @@ def _lookup_table(ctx: ExecContext, pred: Expr, cid: str, dtype: DataType, dicti
 
 
 def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[str],
-                 groups: dict) -> tuple[Any, Any, set[str]]:
+                 groups: dict, host: list | None = None) -> tuple[Any, Any, set[str]]:
     """(DenseProbe, DenseJoinTable, payload cids) of one join; group keys among the build columns
-    get a compacted rank payload (recorded in ``groups``)."""
+    get a compacted rank payload (recorded in ``groups``). ``host``: the join's build columns
+    copied to the host for planning there (``_host_copies``)."""
     from hetdb.backend.gpu.codegen import DenseProbe, dense_build
     from hetdb.backend.gpu.codegen.groups import compact
 
     xp = ctx.backend.xp
     if j.key.dtype.kind not in _INT_KEYS or j.key.data is None:
         raise _NotFused(f"the join key {j.left_key} is not an integer")
-    if _host_small(ctx) and 0 < int(j.key.data.shape[0]) <= HOST_PLAN_ROWS:
-        got = _host_dense_probe(ctx, j, needed, group_cids, groups)
+    if host is not None:
+        got = _host_dense_probe(ctx, j, needed, group_cids, groups, host)
         if got is not None:
             return got
     payload, arrays, provided = [], [], set()
@@ -599,26 +601,51 @@ def _rank_bound(payload: list[tuple[str, DataType]], groups: dict) -> int | None
 HOST_PLAN_ROWS = 1 << 18
 
 
+def _host_arrays(j: _Join, needed: set[str], group_cids: set[str]) -> tuple[list, list] | None:
+    """(the device arrays ``_host_dense_probe`` reads of join ``j``: its key, mask and group-key
+    columns; its build columns, ``_build_columns``), or None when it is not planned on the host."""
+    if j.key.dtype.kind not in _INT_KEYS or j.key.data is None or not 0 < int(j.key.data.shape[0]) <= HOST_PLAN_ROWS:
+        return None
+    try:
+        cols = _build_columns(j, needed, group_cids)
+    except _NotFused:
+        return None  # (refused in the join's turn)
+    if on("fused_payload_by_key") and cols:
+        return None  # (keyed payloads are made from device tables)
+    ranked = [col.data for f, col in cols if f.cid in group_cids]
+    if any(a.dtype.kind not in "iu" for a in ranked):
+        return None
+    return [j.key.data, *([] if j.key.validity is None else [j.key.validity]), *ranked], cols
+
+
+def _host_copies(ctx: ExecContext, joins: list[_Join], needed: set[str], group_cids: set[str]) -> list:
+    """Per join, (its arrays that ``_host_dense_probe`` reads, on the host; its build columns), or
+    None (planned on the device); every join's arrays copied out together: one wait for the device
+    for all the joins of a pipeline."""
+    wanted = [_host_arrays(j, needed, group_cids) if _host_small(ctx) else None for j in joins]
+    from hetdb.exec.hostutil import arrays_to_host
+
+    flat = arrays_to_host(ctx.backend, [a for w in wanted if w is not None for a in w[0]])
+    out, at = [], 0
+    for w in wanted:
+        out.append(None if w is None else (flat[at:at + len(w[0])], w[1]))
+        at += 0 if w is None else len(w[0])
+    return out
+
+
 def _host_dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[str],
-                      groups: dict) -> tuple[Any, Any, set[str]] | None:
-    """``_dense_probe`` planned on the host (HOST_PLAN_ROWS); None when the key range is too wide
-    for a host build (the device builds it then)."""
+                      groups: dict, host: tuple[list, list]) -> tuple[Any, Any, set[str]] | None:
+    """``_dense_probe`` planned on the host (HOST_PLAN_ROWS) from ``host`` (``_host_arrays``, copied);
+    None when the key range is too wide for a host build (the device builds it then)."""
     from hetdb.backend.gpu.codegen import DenseProbe
     from hetdb.backend.gpu.codegen.dense_tables import host_planned
     from hetdb.backend.gpu.codegen.groups import KeyDomain, compact_host
-    from hetdb.exec.hostutil import arrays_to_host
 
-    cols = _build_columns(j, needed, group_cids)
-    if on("fused_payload_by_key") and cols:
-        return None  # (keyed payloads are made from device tables)
+    copied, cols = host
     ranked = [(f, col) for f, col in cols if f.cid in group_cids]
-    if any(col.data.dtype.kind not in "iu" for _, col in ranked):
-        return None
     mask = j.key.validity
-    out = arrays_to_host(ctx.backend, [j.key.data, *([] if mask is None else [mask]),
-                                       *(col.data for _, col in ranked)])
-    keys, mask_h = out[0], (None if mask is None else out[1])
-    host_vals = dict(zip((f.cid for f, _ in ranked), out[1 + (mask is not None):]))
+    keys, mask_h = copied[0], (None if mask is None else copied[1])
+    host_vals = dict(zip((f.cid for f, _ in ranked), copied[1 + (mask is not None):]))
     payload, arrays, provided, made = [], [], set(), {}
     for f, col in cols:
         if f.cid in needed:
