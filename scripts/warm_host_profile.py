@@ -70,7 +70,7 @@ def main() -> int:
         cupy.asarray, H.ndarray.get = asarray, get
 
     for q in load_queries("ssb", args.queries.split(",")):
-        def run() -> None:
+        def run(q=q) -> None:
             con = hetdb.connect(args.db, device="gpu", create=False)
             con.sql(q.sql).arrow()
             con.close()

@@ -91,7 +91,7 @@ def test_host_planned_forms_equal_the_device_path(n, masked, monkeypatch):
         payload = [] if form == "bits" else [ranks]
         want = dense_build(keys, payload, mask=mask)
         uploads.clear()
-        table, (up,) = dense_tables.host_planned(keys, mask, payload, lambda t: [(form, bound)], extra=[extra])
+        table, (up,) = dense_tables.host_planned(keys, mask, payload, lambda t, f=form, b=bound: [(f, b)], extra=[extra])
         assert uploads == [2] and table.pending is not None and table.nbytes == 0
         np.testing.assert_array_equal(up, extra)
         np.testing.assert_array_equal(table.probe_arrays(form), want.probe_arrays(form))
@@ -137,7 +137,7 @@ def test_a_narrow_probe_launch_leaves_a_host_planned_table_on_the_host(monkeypat
     key = ColumnRef(T.INT32, "k", False)
     for form, want_uploads in (("code8", [1]), ("rows", [4])):
         uploads.clear()
-        table, _ = dense_tables.host_planned(keys, None, [ranks], lambda t: [] if form == "rows" else [(form, 2)])
+        table, _ = dense_tables.host_planned(keys, None, [ranks], lambda t, f=form: [] if f == "rows" else [(f, 2)])
         probe = DenseProbe(key, (("r@rank", T.INT32),), False, form)
         args = FusedPipeline._probe_args(SimpleNamespace(spec=SimpleNamespace(probes=(probe,))), [], [table])
         assert uploads == want_uploads

@@ -4,8 +4,8 @@ probe carries (by build row, or by key: ``keyed_payload``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np

@@ -1,0 +1,57 @@
+"""Fused plans on the GPU with their dimensions planned on the host (exec/fusion.py HOST_PLAN_ROWS)
+and without (every dense table, compaction and probe form made on the device: HOST_PLAN_ROWS=0 and
+gpu_host_small_builds off): every SSB query equal to DuckDB, fused, on fresh connections (warm: the
+process's host tier, nothing on the GPU) and again on the same one (the kept fused state), nothing
+left on the device."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "differential"))
+
+from diff_check import mismatch  # noqa: E402
+from diff_data import build_ssb, dataset  # noqa: E402
+from diff_queries import SSB_ORDERING, load_queries  # noqa: E402
+
+import hetdb  # noqa: E402
+from hetdb.backend.gpu import gpu_available  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU visible to CuPy")]
+
+SF = 0.01
+ROWS_PER_PAGE = 1 << 13
+FUSED = "fused into one generated kernel"
+
+
+@pytest.fixture(scope="module")
+def ssb_db(tmp_path_factory):
+    return dataset(tmp_path_factory.mktemp("gpu-host-plan-ssb"), f"ssb-{SF}-{ROWS_PER_PAGE}",
+                   lambda p: build_ssb(p, SF, ROWS_PER_PAGE))
+
+
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_every_ssb_query_answers_with_dimensions_planned_on_the_host_or_the_device(ssb_db, where, monkeypatch):
+    from hetdb.exec import fusion
+
+    opts = {}
+    if where == "device":
+        monkeypatch.setattr(fusion, "HOST_PLAN_ROWS", 0)
+        opts["gpu_host_small_builds"] = False
+    compared = 0
+    for name, sql in load_queries("ssb").items():
+        for fresh in range(2):  # (the second: a fresh connection whose pages are in the host tier)
+            with hetdb.connect(ssb_db.path, device="gpu", **opts) as con:
+                text = con.explain(sql, analyze=True)
+                line = next(ln for ln in text.splitlines() if "HashAggregate" in ln)
+                assert FUSED in line, f"{name}:\n{text}"
+                runs = [con.sql(sql)] + ([con.sql(sql)] if not fresh else [])  # (then the kept state)
+                for res in runs:
+                    diff = mismatch(res.arrow(), ssb_db.reference(sql), SSB_ORDERING[name])
+                    assert diff is None, f"{name} ({where}): {diff}\n{text}"
+                    assert res.stats["gpu_leaked_bytes"] == 0
+        compared += 1
+    assert compared == 13
