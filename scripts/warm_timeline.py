@@ -42,7 +42,7 @@ copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every var
 Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
 ``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
 ``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams),
-``planhost=N`` (exec/fusion.HOST_PLAN_ROWS: a fused plan's dense tables, compacted keys and probe forms of
+``planhost=N`` (exec/fusion_host.HOST_PLAN_ROWS: a fused plan's dense tables, compacted keys and probe forms of
 dimensions of at most N build rows made on the host; 0: by the earlier limits); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
@@ -261,7 +261,7 @@ class Timeline:
         from hetdb.exec import fusion_run
 
         # (dimensions planned on the host: their columns copied out together, each table, its forms)
-        fusion._host_copies = timed("host_copies", fusion._host_copies)
+        fusion.host_copies = timed("host_copies", fusion.host_copies)
         dense_tables.host_planned = timed("host_planned", dense_tables.host_planned)
         # (a fused scan's look for its pages in the device cache, before its first launch)
         fusion_run._run_resident = timed("resident", fusion_run._run_resident)
@@ -453,15 +453,15 @@ def main() -> None:
     # (scan_device.CLOSE_CONSUMED), the fact's first delivery before the dimension scans
     # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE),
     # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS), dimensions of
-    # at most this many build rows planned on the host (fusion.HOST_PLAN_ROWS; 0: as before session 19)
-    from hetdb.exec import fusion as fusion_plan
+    # at most this many build rows planned on the host (fusion_host.HOST_PLAN_ROWS; 0: as before session 19)
+    from hetdb.exec import fusion_host
     from hetdb.exec.operators import scan_device
 
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
-             "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_plan, "HOST_PLAN_ROWS")}
+             "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

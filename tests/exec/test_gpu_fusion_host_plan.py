@@ -1,5 +1,5 @@
 """Dense join tables, compacted group keys and probe forms of fused pipelines planned on the host
-(exec/fusion.py HOST_PLAN_ROWS: one copy of a dimension's key and group columns out, one upload of
+(exec/fusion_host.py HOST_PLAN_ROWS: one copy of a dimension's key and group columns out, one upload of
 what the kernel reads), planned and driven on the CPU with emulated kernels (fusion_emulation.py):
 every SSB query answers as DuckDB does, through the host path, with the same tables, forms and
 domains as the array-module path makes."""
@@ -47,7 +47,7 @@ def _shape(plan) -> list:
 
 def test_ssb_plans_on_the_host_as_on_the_device(ssb_db, emulated_fusion, monkeypatch):
     from hetdb.backend.gpu.codegen import dense_tables
-    from hetdb.exec import fusion
+    from hetdb.exec import fusion, fusion_host
 
     pending: list = []
     planned = _plans(monkeypatch, fusion, pending)
@@ -55,12 +55,12 @@ def test_ssb_plans_on_the_host_as_on_the_device(ssb_db, emulated_fusion, monkeyp
     real_host = dense_tables.host_planned
     monkeypatch.setattr(dense_tables, "host_planned", lambda *a, **k: host.append(1) or real_host(*a, **k))
     queries = load_queries("ssb")
-    compared, default = 0, fusion.HOST_PLAN_ROWS
+    compared, default = 0, fusion_host.HOST_PLAN_ROWS
     for name, sql in queries.items():
         before = len(host)
         shapes = []
         for limit in (default, 0):
-            monkeypatch.setattr(fusion, "HOST_PLAN_ROWS", limit)
+            monkeypatch.setattr(fusion_host, "HOST_PLAN_ROWS", limit)
             planned.clear()
             pending.clear()
             with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
@@ -73,3 +73,33 @@ def test_ssb_plans_on_the_host_as_on_the_device(ssb_db, emulated_fusion, monkeyp
         assert shapes[0] == shapes[1], name
         compared += bool(shapes[0]) and len(host) > before  # (a dimension of it planned on the host)
     assert compared == len(queries) == 13
+
+
+def test_host_products_of_every_join_go_up_with_one_upload(monkeypatch):
+    """The probe forms and compacted key values the host planned for a pipeline's joins go to the
+    device together (one upload), in place of the host arrays; device arrays stay as they are."""
+    from types import SimpleNamespace
+
+    from hetdb.backend.gpu.codegen import dense_tables
+    from hetdb.backend.gpu.codegen.dense_tables import DenseJoinTable
+    from hetdb.backend.gpu.codegen.groups import KeyDomain
+    from hetdb.exec import fusion_host
+
+    class Device(np.ndarray):  # (what the upload returns: not a host array)
+        pass
+
+    uploads = []
+    monkeypatch.setattr(dense_tables, "_to_device",
+                        lambda arrays: uploads.append(len(arrays)) or [a.copy().view(Device) for a in arrays])
+    on_device = np.zeros(3, np.int8).view(Device)
+    tables = [DenseJoinTable(None, 0, 3, forms={"code8": np.array([0, -1, 1], np.int8)}),
+              DenseJoinTable(None, 0, 3, forms={"bits": np.array([5], np.uint32), "code8": on_device})]
+    groups = {"a": ("a@rank", KeyDomain(0, 1, np.array([7, 9])), None),
+              "b": ("b@rank", KeyDomain(0, 0, np.array([4]).view(Device)), None)}
+    fusion_host.upload_host_products(SimpleNamespace(backend=SimpleNamespace(xp=object())), tables, groups)
+    assert uploads == [3]
+    assert all(type(a) is Device for t in tables for a in t.forms.values())
+    assert tables[1].forms["code8"] is on_device
+    assert tables[0].forms["code8"].tolist() == [0, -1, 1] and tables[1].forms["bits"].tolist() == [5]
+    assert type(groups["a"][1].values) is Device and groups["a"][1].values.tolist() == [7, 9]
+    assert groups["a"][1].hi == 1 and groups["b"][1].values.tolist() == [4]

@@ -1,4 +1,4 @@
-"""Fused plans on the GPU with their dimensions planned on the host (exec/fusion.py HOST_PLAN_ROWS)
+"""Fused plans on the GPU with their dimensions planned on the host (exec/fusion_host.py HOST_PLAN_ROWS)
 and without (every dense table, compaction and probe form made on the device: HOST_PLAN_ROWS=0 and
 gpu_host_small_builds off): every SSB query equal to DuckDB, fused, on fresh connections (warm: the
 process's host tier, nothing on the GPU) and again on the same one (the kept fused state), nothing
@@ -35,11 +35,11 @@ def ssb_db(tmp_path_factory):
 
 @pytest.mark.parametrize("where", ["host", "device"])
 def test_every_ssb_query_answers_with_dimensions_planned_on_the_host_or_the_device(ssb_db, where, monkeypatch):
-    from hetdb.exec import fusion
+    from hetdb.exec import fusion_host
 
     opts = {}
     if where == "device":
-        monkeypatch.setattr(fusion, "HOST_PLAN_ROWS", 0)
+        monkeypatch.setattr(fusion_host, "HOST_PLAN_ROWS", 0)
         opts["gpu_host_small_builds"] = False
     compared = 0
     for name, sql in load_queries("ssb").items():

@@ -35,14 +35,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from hetdb import types as T
 from hetdb.column import Batch, Column
 from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.compiled_features import expr_refusal, off, on
 from hetdb.exec.fusion_forms import forms_on, probe_form, probe_shape
+from hetdb.exec.fusion_host import host_copies, host_dense_probe, rank_bound, upload_host_products
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -348,13 +347,16 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
     join_table: list[int] = []  # per join, the index of its table in ``tables``
-    copied = _host_copies(ctx, joins, needed, set(group_cids))
+    copied = host_copies(ctx, joins, needed, set(group_cids))
     for j, host in zip(joins, copied):
         probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups, host)
         probes.append(probe)
         join_table.append(len(tables))
         tables.append(table)
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
+    if any(host is not None for host in copied):
+        upload_host_products(ctx, [tables[i] for i, host in zip(join_table, copied) if host is not None],
+                              groups)
 
     from hetdb.backend.gpu.codegen.groups import KeyDomain, zone_map_domain
 
@@ -529,7 +531,7 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
                  groups: dict, host: list | None = None) -> tuple[Any, Any, set[str]]:
     """(DenseProbe, DenseJoinTable, payload cids) of one join; group keys among the build columns
     get a compacted rank payload (recorded in ``groups``). ``host``: the join's build columns
-    copied to the host for planning there (``_host_copies``)."""
+    copied to the host for planning there (exec/fusion_host.py)."""
     from hetdb.backend.gpu.codegen import DenseProbe, dense_build
     from hetdb.backend.gpu.codegen.groups import compact
 
@@ -537,7 +539,7 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     if j.key.dtype.kind not in _INT_KEYS or j.key.data is None:
         raise _NotFused(f"the join key {j.left_key} is not an integer")
     if host is not None:
-        got = _host_dense_probe(ctx, j, needed, group_cids, groups, host)
+        got = host_dense_probe(ctx, j, needed, group_cids, groups, host)
         if got is not None:
             return got
     payload, arrays, provided = [], [], set()
@@ -560,7 +562,7 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     form = probe_form(payload, groups, table, j.share)
     for f in form.split("_") if form != "rows" else ():
         # (made now: the fused state stored for later runs holds them too)
-        table.probe_arrays(f, _rank_bound(payload, groups))
+        table.probe_arrays(f, rank_bound(payload, groups))
     if form == "rows" and by_key:
         table.keyed_payload()
     return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
@@ -582,103 +584,6 @@ def _build_columns(j: _Join, needed: set[str], group_cids: set[str]) -> list[tup
             raise _NotFused(f"build column {f.cid} of type {f.dtype} is not fused")
         out.append((f, col))
     return out
-
-
-def _rank_bound(payload: list[tuple[str, DataType]], groups: dict) -> int | None:
-    """The domain size of a probe's one payload column when it holds a group key's compacted ranks
-    (its values lie in 0 .. size - 1 by construction), else None."""
-    if len(payload) != 1:
-        return None
-    sizes = {kcid: domain.size for kcid, domain, _ in groups.values()}
-    return sizes.get(payload[0][0])
-
-
-# a dense join's build side of at most this many rows (a dimension's filtered rows) is planned on the
-# host: its key, mask and group-key columns come out with one copy (one wait), the keys are compacted,
-# the table built and its probe form made there, and what the kernel reads goes up with one upload;
-# on the device the same takes ~6 waits for the device and ~30 launches (compact's unique, the build's
-# range and uniqueness verdicts, the forms). 0: as before (dense_build's and compact's own limits)
-HOST_PLAN_ROWS = 1 << 18
-
-
-def _host_arrays(j: _Join, needed: set[str], group_cids: set[str]) -> tuple[list, list] | None:
-    """(the device arrays ``_host_dense_probe`` reads of join ``j``: its key, mask and group-key
-    columns; its build columns, ``_build_columns``), or None when it is not planned on the host."""
-    if j.key.dtype.kind not in _INT_KEYS or j.key.data is None or not 0 < int(j.key.data.shape[0]) <= HOST_PLAN_ROWS:
-        return None
-    try:
-        cols = _build_columns(j, needed, group_cids)
-    except _NotFused:
-        return None  # (refused in the join's turn)
-    if on("fused_payload_by_key") and cols:
-        return None  # (keyed payloads are made from device tables)
-    ranked = [col.data for f, col in cols if f.cid in group_cids]
-    if any(a.dtype.kind not in "iu" for a in ranked):
-        return None
-    return [j.key.data, *([] if j.key.validity is None else [j.key.validity]), *ranked], cols
-
-
-def _host_copies(ctx: ExecContext, joins: list[_Join], needed: set[str], group_cids: set[str]) -> list:
-    """Per join, (its arrays that ``_host_dense_probe`` reads, on the host; its build columns), or
-    None (planned on the device); every join's arrays copied out together: one wait for the device
-    for all the joins of a pipeline."""
-    wanted = [_host_arrays(j, needed, group_cids) if _host_small(ctx) else None for j in joins]
-    from hetdb.exec.hostutil import arrays_to_host
-
-    flat = arrays_to_host(ctx.backend, [a for w in wanted if w is not None for a in w[0]])
-    out, at = [], 0
-    for w in wanted:
-        out.append(None if w is None else (flat[at:at + len(w[0])], w[1]))
-        at += 0 if w is None else len(w[0])
-    return out
-
-
-def _host_dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[str],
-                      groups: dict, host: tuple[list, list]) -> tuple[Any, Any, set[str]] | None:
-    """``_dense_probe`` planned on the host (HOST_PLAN_ROWS) from ``host`` (``_host_arrays``, copied);
-    None when the key range is too wide for a host build (the device builds it then)."""
-    from hetdb.backend.gpu.codegen import DenseProbe
-    from hetdb.backend.gpu.codegen.dense_tables import host_planned
-    from hetdb.backend.gpu.codegen.groups import KeyDomain, compact_host
-
-    copied, cols = host
-    ranked = [(f, col) for f, col in cols if f.cid in group_cids]
-    mask = j.key.validity
-    keys, mask_h = copied[0], (None if mask is None else copied[1])
-    host_vals = dict(zip((f.cid for f, _ in ranked), copied[1 + (mask is not None):]))
-    payload, arrays, provided, made = [], [], set(), {}
-    for f, col in cols:
-        if f.cid in needed:
-            payload.append((f.cid, f.dtype))
-            arrays.append(col.data)
-            provided.add(f.cid)
-        if f.cid in group_cids:
-            uniq, inverse = compact_host(host_vals[f.cid]) if host_vals[f.cid].shape[0] else (
-                host_vals[f.cid][:0], np.zeros(0, dtype=np.int32))
-            kcid = f"{f.cid}@rank"
-            payload.append((kcid, T.INT32))
-            arrays.append(inverse)
-            made[f.cid] = (kcid, uniq, col.dictionary)
-    sized = {**groups, **{cid: (kcid, KeyDomain(0, int(uniq.shape[0]) - 1), d)
-                          for cid, (kcid, uniq, d) in made.items()}}
-    chosen: list[str] = []
-
-    def forms_of(table: Any) -> list[tuple[str, int | None]]:
-        chosen.append(probe_form(payload, sized, table, j.share))
-        return [] if chosen[0] == "rows" else [(f, _rank_bound(payload, sized)) for f in chosen[0].split("_")]
-
-    try:
-        got = host_planned(keys, mask_h, arrays, forms_of, extra=[uniq for _, uniq, _ in made.values()],
-                           to_device=list if ctx.backend.xp is np else None)
-    except UnsupportedError as e:
-        raise _NotFused(str(e)) from None
-    if got is None:
-        return None
-    table, uniqs = got
-    form = chosen[0]
-    for (cid, (kcid, _, dictionary)), uniq in zip(made.items(), uniqs):
-        groups[cid] = (kcid, KeyDomain(0, int(uniq.shape[0]) - 1, uniq), dictionary)
-    return DenseProbe(j.left_key, tuple(payload), False, form), table, provided
 
 
 def _host_small(ctx: ExecContext) -> bool:

@@ -166,6 +166,7 @@ def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
                  forms_of: Callable[[DenseJoinTable], list[tuple[str, int | None]]],
                  extra: list[np.ndarray] = (), max_slots: int = DENSE_MAX_SLOTS,
                  to_device: Callable[[list[Any]], list[Any]] | None = None,
+                 upload: Callable[[list[Any]], list[Any]] | None = None,
                  ) -> tuple[DenseJoinTable, list[Any]] | None:
     """``dense_build`` over host arrays (a dimension's filtered rows copied out once), with the probe
     arrays ``forms_of(table)`` names ((form, bound) as ``probe_arrays`` takes them) made on the host
@@ -173,16 +174,18 @@ def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
     one upload (returned: the device copies of ``extra``); the table's rows, payload (host arrays,
     or device ones kept as they are) and hits stay on the host until something reads them
     (``DenseJoinTable.pending``). ``to_device``: the upload (default one ``arrays_to_device``;
-    ``list`` where the "device" is the host). None when the key range has more than
-    HOST_BUILD_SLOTS slots; UnsupportedError as ``dense_build``."""
+    ``list`` where the "device" is the host); ``upload``: that of the forms and ``extra`` (default
+    ``to_device``; ``list``: the caller uploads them, with other tables', and sets ``forms``). None
+    when the key range has more than HOST_BUILD_SLOTS slots; UnsupportedError as ``dense_build``."""
     to_device = to_device or _to_device
+    upload = upload or to_device
     got = _host_build(keys, mask, max_slots)
     if got is None:
         return None
     table, (slots, src) = got
     slots, src = slots.astype(np.int32), src.astype(np.int32)
     made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
-    up = to_device([*made.values(), *extra]) if made or extra else []
+    up = upload([*made.values(), *extra]) if made or extra else []
     out = DenseJoinTable(table.rows, table.lo, table.size, [], table.num_rows,
                          forms=dict(zip(made, up[:len(made)])),
                          pending=(table.rows, list(payload), (slots, src), to_device))
