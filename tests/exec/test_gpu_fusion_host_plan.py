@@ -103,3 +103,28 @@ def test_host_products_of_every_join_go_up_with_one_upload(monkeypatch):
     assert tables[0].forms["code8"].tolist() == [0, -1, 1] and tables[1].forms["bits"].tolist() == [5]
     assert type(groups["a"][1].values) is Device and groups["a"][1].values.tolist() == [7, 9]
     assert groups["a"][1].hi == 1 and groups["b"][1].values.tolist() == [4]
+
+
+def test_the_finish_decodes_with_what_the_host_has():
+    """A group key whose values were planned on the host and whose dictionary a scan moved from the
+    table version's host strings is decoded on the host without copying either back."""
+    import pyarrow as pa
+
+    from hetdb import types as T
+    from hetdb.backend.gpu.codegen.groups import KeyDomain
+    from hetdb.column import Column
+    from hetdb.exec.fusion import GroupKey
+    from hetdb.exec.fusion_run import _on_host
+
+    class Device(np.ndarray):  # (a device array: reading it back would be a copy and a wait)
+        def get(self):
+            raise AssertionError("copied back")
+
+    host = Column.from_arrow(pa.array(["ASIA", "EUROPE", "AMERICA"], pa.string()), T.STRING)
+    moved = Column(T.STRING, offsets=np.asarray(host.offsets).view(Device), chars=np.asarray(host.chars).view(Device))
+    moved.host_source = host
+    values = np.array([0, 2], np.int32)
+    key = GroupKey(KeyDomain(0, 1, values.view(Device)), T.STRING, moved, host_values=values)
+    domain, dictionary = _on_host(key)
+    assert dictionary is host and domain.values is values and (domain.lo, domain.hi) == (0, 1)
+    assert _on_host(key) == (domain, dictionary)

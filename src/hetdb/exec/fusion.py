@@ -80,6 +80,7 @@ class GroupKey:
     dtype: DataType
     dictionary: Column | None    # dictionary strings: the dictionary the codes index
     host: Any = None             # (domain, dictionary) with host arrays, made once (fusion_run._on_host)
+    host_values: Any = None      # the domain's values as a host array, where the plan made them there
 
 
 @dataclass
@@ -330,7 +331,10 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         if cid not in scan_dicts:
             from hetdb.exec.hostutil import column_to_device
 
-            scan_dicts[cid] = column_to_device(ctx.backend, reader.dictionary(name_of[cid]), ctx.dict_cache)
+            host = reader.dictionary(name_of[cid])
+            scan_dicts[cid] = column_to_device(ctx.backend, host, ctx.dict_cache)
+            if scan_dicts[cid] is not host:
+                scan_dicts[cid].host_source = host  # (the finish decodes with it: fusion_run._on_host)
         return scan_dicts[cid]
 
     def add_lookups(cids: set[str], dictionary_of) -> None:
@@ -354,8 +358,9 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         join_table.append(len(tables))
         tables.append(table)
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
+    host_values: dict = {}  # group key cid -> its compacted values as planned on the host
     if any(host is not None for host in copied):
-        upload_host_products(ctx, [tables[i] for i, host in zip(join_table, copied) if host is not None],
+        host_values = upload_host_products(ctx, [tables[i] for i, host in zip(join_table, copied) if host is not None],
                               groups)
 
     from hetdb.backend.gpu.codegen.groups import KeyDomain, zone_map_domain
@@ -379,7 +384,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
                     raise _NotFused(f"group key {e} has no zone-map bounds")
         else:
             raise _NotFused(f"group key {e} is not available to the kernel")
-        group_keys.append(GroupKey(domain, e.dtype, dictionary))
+        group_keys.append(GroupKey(domain, e.dtype, dictionary, host_values=host_values.get(cid)))
     refusal = domain_refusal([k.domain for k in group_keys], limit)
     if refusal is not None:
         raise _NotFused(refusal)

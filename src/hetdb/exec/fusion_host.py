@@ -129,11 +129,12 @@ def host_dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: s
     return DenseProbe(j.left_key, tuple(payload), False, form), table, provided
 
 
-def upload_host_products(ctx: ExecContext, tables: list, groups: dict) -> None:
+def upload_host_products(ctx: ExecContext, tables: list, groups: dict) -> dict[str, np.ndarray]:
     """The probe forms of host-planned ``tables`` and the compacted values of group keys (in
-    ``groups``) still host arrays, on the device with one upload."""
+    ``groups``) still host arrays, on the device with one upload; returns those values' host arrays
+    (group key cid -> array: the finish decodes the groups with them, fusion_run._on_host)."""
     if ctx.backend.xp is np:
-        return  # (the "device" is the host)
+        return {}  # (the "device" is the host)
     from hetdb.backend.gpu.codegen.dense_tables import _to_device
     from hetdb.backend.gpu.codegen.groups import KeyDomain
 
@@ -142,6 +143,8 @@ def upload_host_products(ctx: ExecContext, tables: list, groups: dict) -> None:
     up = _to_device([*(t.forms[f] for t, f in slots), *(groups[cid][1].values for cid in keys)])
     for (t, f), a in zip(slots, up):
         t.forms[f] = a
+    host = {cid: groups[cid][1].values for cid in keys}
     for cid, a in zip(keys, up[len(slots):]):
         kcid, d, dictionary = groups[cid]
         groups[cid] = (kcid, KeyDomain(d.lo, d.hi, a), dictionary)
+    return host
