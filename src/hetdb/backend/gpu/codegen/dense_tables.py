@@ -183,7 +183,6 @@ def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
     if got is None:
         return None
     table, (slots, src) = got
-    slots, src = slots.astype(np.int32), src.astype(np.int32)
     made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
     up = upload([*made.values(), *extra]) if made or extra else []
     out = DenseJoinTable(table.rows, table.lo, table.size, [], table.num_rows,
@@ -208,10 +207,10 @@ def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarr
         values = payload[0]
         if bound is not None and bound > top:
             raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
-        if values.shape[0] and bool(((values < 0) | (values >= top)).any()):
+        if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
             raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
         got = np.full(max(size, 1), -1, dtype=dtype)
-        got[slots] = values[src].astype(dtype)
+        got[slots] = (values if src.shape[0] == values.shape[0] else values[src]).astype(dtype)
         return got
     raise ValueError(f"unknown probe form {form!r}")
 
@@ -296,25 +295,32 @@ SCATTER_ON_DEVICE = False
 
 def _host_build(keys: np.ndarray, mask: np.ndarray | None,
                 max_slots: int) -> tuple[DenseJoinTable, tuple[np.ndarray, np.ndarray]] | None:
-    """``dense_build`` over host arrays, with the (slot, build row) pairs of its filled slots; None
-    when the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
-    k = keys.astype(np.int64)
-    sel = np.arange(k.shape[0], dtype=np.int64) if mask is None else np.flatnonzero(np.asarray(mask, dtype=bool))
-    if sel.shape[0] == 0:
-        return DenseJoinTable(np.full(1, -1, dtype=np.int32), 0, 0, [], 0), (np.zeros(0, np.int64),) * 2
-    ks = k[sel]
+    """``dense_build`` over host arrays, with the (slot, build row) pairs of its filled slots (int32);
+    None when the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
+    if mask is None:
+        ks, sel = keys, None  # (every row: the rows are 0 .. n-1, no gather)
+    else:
+        sel = np.flatnonzero(np.asarray(mask, dtype=bool)).astype(np.int32)
+        ks = keys[sel]
+    n = int(ks.shape[0])
+    if n == 0:
+        return DenseJoinTable(np.full(1, -1, dtype=np.int32), 0, 0, [], 0), (np.zeros(0, np.int32),) * 2
     lo, hi = int(ks.min()), int(ks.max())
     size = hi - lo + 1
     if size > max_slots:
         raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
     if size > HOST_BUILD_SLOTS:
         return None
-    slots = ks - lo
+    # (32-bit keys subtract in place: the differences are below HOST_BUILD_SLOTS)
+    slots = (ks - ks.dtype.type(lo)).astype(np.int32) if ks.dtype.itemsize == 4 else \
+        (ks.astype(np.int64) - lo).astype(np.int32)
+    if sel is None:
+        sel = np.arange(n, dtype=np.int32)
     rows = np.full(size, -1, dtype=np.int32)
-    rows[slots] = sel.astype(np.int32)
-    if (rows[slots] != sel).any():  # a key that repeats: only one of its rows won the slot
+    rows[slots] = sel
+    if np.count_nonzero(rows >= 0) != n:  # a key that repeats: its rows share one slot
         raise UnsupportedError("dense join build keys are not unique")
-    return DenseJoinTable(rows, lo, size, [], int(sel.shape[0])), (slots, sel)
+    return DenseJoinTable(rows, lo, size, [], n), (slots, sel)
 
 
 def _to_device(arrays: list[np.ndarray]) -> list[Any]:
