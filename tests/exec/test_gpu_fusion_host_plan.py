@@ -128,3 +128,32 @@ def test_the_finish_decodes_with_what_the_host_has():
     domain, dictionary = _on_host(key)
     assert dictionary is host and domain.values is values and (domain.lo, domain.hi) == (0, 1)
     assert _on_host(key) == (domain, dictionary)
+
+
+def test_a_rows_probe_and_a_dependent_key_have_their_table_on_the_device_when_planned(ssb_db, emulated_fusion,
+                                                                                     monkeypatch):
+    """A probe that reads its build rows (a payload value summed) and a key looked up in a join's
+    build rows put the host-planned table's rows on the device while planning (a kept plan's device
+    accounting is made then); narrow-form probes leave theirs on the host."""
+    from hetdb.exec import fusion
+    from hetdb.exec.fusion import DependentKey
+
+    pending: list = []
+    planned = _plans(monkeypatch, fusion, pending)
+    rows_probe = ("select c_nation, d_year, sum(lo_revenue + c_custkey) as r from lineorder, customer, date "
+                  "where lo_custkey = c_custkey and lo_orderdate = d_datekey and c_region = 'ASIA' "
+                  "group by c_nation, d_year")
+    dependent = ("select lo_orderdate, d_year, sum(lo_revenue) as r from lineorder, date, supplier "
+                 "where lo_orderdate = d_datekey and lo_suppkey = s_suppkey and s_region = 'ASIA' "
+                 "and d_year = 1993 group by lo_orderdate, d_year")
+    for sql in (rows_probe, dependent):
+        planned.clear()
+        pending.clear()
+        with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+            got = con.sql(sql).arrow()
+        assert mismatch(got, ssb_db.reference(sql), None) is None and got.num_rows > 0
+        (plan,) = [p for p in planned if p is not None]
+        looked_up = {s.table for s in plan.key_sources or () if isinstance(s, DependentKey)}
+        on_device = [not t.forms or i in looked_up for i, t in enumerate(plan.tables)]
+        assert pending == [[not d for d in on_device]], sql
+        assert any(on_device) and not all(on_device), sql

@@ -431,6 +431,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         for _, e in all_keys:
             if isinstance(e, ColumnRef) and e.cid in dependent:
                 ji, probe_cid = dependent[e.cid]
+                if tables[join_table[ji]].pending is not None:
+                    tables[join_table[ji]].upload_pending()  # (the finish reads its rows)
                 sources.append(DependentKey(join_table[ji], group_cids.index(probe_cid),
                                             joins[ji].batch.columns[e.cid]))
             else:

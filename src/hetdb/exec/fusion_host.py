@@ -124,6 +124,10 @@ def host_dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: s
         return None
     table, uniqs = got
     form = chosen[0]
+    if form == "rows":
+        # (the kernel reads the rows and payload: on the device now, so a kept plan's accounting,
+        # made when it is stored, holds them)
+        table.upload_pending()
     for (cid, (kcid, _, dictionary)), uniq in zip(made.items(), uniqs):
         groups[cid] = (kcid, KeyDomain(0, int(uniq.shape[0]) - 1, uniq), dictionary)
     return DenseProbe(j.left_key, tuple(payload), False, form), table, provided
