@@ -55,3 +55,23 @@ def test_every_ssb_query_answers_with_dimensions_planned_on_the_host_or_the_devi
                     assert res.stats["gpu_leaked_bytes"] == 0
         compared += 1
     assert compared == 13
+
+
+def test_tables_read_by_rows_and_by_the_finish_leave_nothing_behind(ssb_db):
+    """A host-planned table probed by rows (a summed build column) or looked up at the finish (a
+    dependent group key): equal to DuckDB, fused, nothing leaked, twice on one connection."""
+    queries = [
+        "select c_nation, d_year, sum(lo_revenue + c_custkey) as r from lineorder, customer, date "
+        "where lo_custkey = c_custkey and lo_orderdate = d_datekey and c_region = 'ASIA' group by c_nation, d_year",
+        "select lo_orderdate, d_year, sum(lo_revenue) as r from lineorder, date, supplier "
+        "where lo_orderdate = d_datekey and lo_suppkey = s_suppkey and s_region = 'ASIA' and d_year = 1993 "
+        "group by lo_orderdate, d_year",
+    ]
+    for sql in queries:
+        with hetdb.connect(ssb_db.path, device="gpu") as con:
+            text = con.explain(sql, analyze=True)
+            assert FUSED in next(ln for ln in text.splitlines() if "HashAggregate" in ln), text
+            for _ in range(2):
+                res = con.sql(sql)
+                assert mismatch(res.arrow(), ssb_db.reference(sql), None) is None and res.arrow().num_rows > 0
+                assert res.stats["gpu_leaked_bytes"] == 0, text
