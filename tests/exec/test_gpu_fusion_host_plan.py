@@ -157,3 +157,23 @@ def test_a_rows_probe_and_a_dependent_key_have_their_table_on_the_device_when_pl
         on_device = [not t.forms or i in looked_up for i, t in enumerate(plan.tables)]
         assert pending == [[not d for d in on_device]], sql
         assert any(on_device) and not all(on_device), sql
+
+
+def test_a_sparse_group_key_past_the_host_sort_is_compacted_by_the_device_path(ssb_db, emulated_fusion,
+                                                                              monkeypatch):
+    """Group-key values too sparse for the presence table and too many for a host sort
+    (HOST_COMPACT_ROWS) leave the join to the device path; same answer."""
+    from hetdb.backend.gpu.codegen import dense_tables, groups
+
+    host = []
+    real_host = dense_tables.host_planned
+    monkeypatch.setattr(dense_tables, "host_planned", lambda *a, **k: host.append(1) or real_host(*a, **k))
+    sql = ("select d_datekey, sum(lo_revenue) as r from lineorder, date where lo_orderdate = d_datekey "
+           "group by d_datekey")
+    for limit, planned_on_host in ((groups.HOST_COMPACT_ROWS, 1), (10, 0)):
+        monkeypatch.setattr(groups, "HOST_COMPACT_ROWS", limit)
+        host.clear()
+        with hetdb.connect(ssb_db.path, device="cpu", cpu_compile=False) as con:
+            got = con.sql(sql).arrow()
+        assert mismatch(got, ssb_db.reference(sql), None) is None and got.num_rows > 300
+        assert len(host) == planned_on_host
