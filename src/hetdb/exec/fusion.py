@@ -360,8 +360,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
     host_values: dict = {}  # group key cid -> its compacted values as planned on the host
     if any(host is not None for host in copied):
-        host_values = upload_host_products(ctx, [tables[i] for i, host in zip(join_table, copied) if host is not None],
-                              groups)
+        planned = [tables[i] for i, host in zip(join_table, copied) if host is not None]
+        host_values = upload_host_products(ctx, planned, groups)
 
     from hetdb.backend.gpu.codegen.groups import KeyDomain, zone_map_domain
 

@@ -32,10 +32,9 @@ class DenseJoinTable:
     # host (``dense_build`` of a small build side): keyed_payload then needs no mask on the device
     hits: tuple[Any, Any] | None = None
     forms: dict[str, Any] = field(default_factory=dict)  # probe_arrays' arrays, once made
-    # a table planned on the host (``host_planned``): its rows, payload and hits as host arrays, put
-    # on the device (one upload) at the first read of ``rows`` or ``payload``; a kernel probing a
-    # narrow form (``forms``, made with the table) never reads them
-    # (rows, payload, hits, the upload: ``_to_device``, or ``list`` where the "device" is the host)
+    # a table planned on the host (``host_planned``): (rows, payload, hits, the upload), host arrays
+    # put on the device with one upload at the first read of ``rows`` or ``payload``; a kernel
+    # probing a narrow form (``forms``, made with the table) never reads them
     pending: tuple[Any, list[Any], tuple[Any, Any], Callable[[list[Any]], list[Any]]] | None = None
 
     @property
