@@ -91,3 +91,8 @@ def test_a_lookup_over_a_scans_host_dictionary_is_evaluated_once(monkeypatch):
     copied = Column(T.STRING, offsets=host.offsets, chars=host.chars)  # (no host_source: copied back)
     host_lookups.device_lookup(eq, "c", copied)
     assert len(calls) == 2
+    monkeypatch.setattr(host_lookups, "LOOKUP_MEMO_ENTRIES", 2)
+    for city in CITIES[:4]:  # (ever new constants: the oldest lookups go)
+        other = Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, city)))
+        host_lookups.device_lookup(other, "c", moved)
+    assert len(host.__dict__["_host_lookups"]) == 2

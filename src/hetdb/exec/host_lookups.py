@@ -23,6 +23,8 @@ from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError
 
 HOST_LOOKUP_VALUES = 1 << 16
+# lookups kept per host dictionary at most (a table of up to 9 bytes a string each)
+LOOKUP_MEMO_ENTRIES = 64
 
 _evaluator: Any = None
 
@@ -100,5 +102,8 @@ def _remembered(expr: Any, cid: str, hd: Column) -> tuple[np.ndarray, np.ndarray
             return memo[key]
     except TypeError:  # (an expression holding an unhashable literal: not kept)
         return lookup_on_host(expr, cid, hd)
-    got = memo[key] = lookup_on_host(expr, cid, hd)
+    got = lookup_on_host(expr, cid, hd)
+    while len(memo) >= LOOKUP_MEMO_ENTRIES:  # (the oldest go: queries with ever new constants)
+        memo.pop(next(iter(memo)), None)
+    memo[key] = got
     return got
