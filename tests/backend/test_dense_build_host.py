@@ -143,3 +143,32 @@ def test_a_narrow_probe_launch_leaves_a_host_planned_table_on_the_host(monkeypat
         assert uploads == want_uploads
         assert (table.pending is None) == (form == "rows")
         assert args[-2:] == [np.int64(4), np.int64(6)] if form != "rows" else args[1:3] == [np.int64(4), np.int64(6)]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.int16])
+@pytest.mark.parametrize("masked", [False, True])
+def test_host_build_loops_equal_the_numpy_scatters(dtype, masked, monkeypatch):
+    """The Numba loops of host builds and forms (codegen/dense_host.py) make the tables, hits, forms
+    and refusals the NumPy scatters make (``HOST_LOOPS`` off)."""
+    from hetdb.backend.gpu.codegen import dense_tables
+
+    rng = np.random.default_rng(int(masked) + np.dtype(dtype).itemsize)
+    n = 3000
+    keys = (rng.permutation(4 * n)[:n] + (0 if np.dtype(dtype).kind == "u" else -5000)).astype(dtype)
+    mask = rng.random(n) < 0.7 if masked else None
+    ranks = rng.integers(0, 100, n).astype(np.int32)
+    got = {}
+    for loops in (False, True):
+        monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
+        table, hits = _host_build(keys, mask, DENSE_MAX_SLOTS)
+        code = dense_tables._host_form(table, [ranks], hits[0], hits[1], "code8", 100)
+        got[loops] = (table.lo, table.size, table.num_rows, table.rows.tolist(), hits[0].tolist(),
+                      hits[1].tolist(), code.tolist())
+        repeated = keys.copy()
+        repeated[-1] = repeated[0]
+        if mask is not None:
+            mask2 = mask.copy()
+            mask2[[0, -1]] = True
+        with pytest.raises(UnsupportedError, match="not unique"):
+            _host_build(repeated, None if mask is None else mask2, DENSE_MAX_SLOTS)
+    assert got[True] == got[False]

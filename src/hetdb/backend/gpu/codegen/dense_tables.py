@@ -209,7 +209,13 @@ def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarr
         if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
             raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
         got = np.full(max(size, 1), -1, dtype=dtype)
-        got[slots] = (values if src.shape[0] == values.shape[0] else values[src]).astype(dtype)
+        every = src.shape[0] == values.shape[0]  # (every row selected: src is 0 .. n-1)
+        if HOST_LOOPS and values.dtype.kind == "i":
+            from hetdb.backend.gpu.codegen.dense_host import scatter_codes
+
+            scatter_codes(got, slots, src, values, every)
+        else:
+            got[slots] = (values if every else values[src]).astype(dtype)
         return got
     raise ValueError(f"unknown probe form {form!r}")
 
@@ -310,16 +316,30 @@ def _host_build(keys: np.ndarray, mask: np.ndarray | None,
         raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
     if size > HOST_BUILD_SLOTS:
         return None
-    # (32-bit keys subtract in place: the differences are below HOST_BUILD_SLOTS)
-    slots = (ks - ks.dtype.type(lo)).astype(np.int32) if ks.dtype.itemsize == 4 else \
-        (ks.astype(np.int64) - lo).astype(np.int32)
-    if sel is None:
-        sel = np.arange(n, dtype=np.int32)
     rows = np.full(size, -1, dtype=np.int32)
-    rows[slots] = sel
-    if np.count_nonzero(rows >= 0) != n:  # a key that repeats: its rows share one slot
+    if HOST_LOOPS:
+        from hetdb.backend.gpu.codegen.dense_host import fill_all_rows, fill_rows
+
+        slots = np.empty(n, dtype=np.int32)
+        keys = keys if keys.dtype.kind == "i" else keys.astype(np.int64)
+        unique = fill_all_rows(keys, lo, rows, slots) if sel is None else fill_rows(keys, sel, lo, rows, slots)
+        if sel is None:
+            sel = np.arange(n, dtype=np.int32)
+    else:
+        # (32-bit keys subtract in place: the differences are below HOST_BUILD_SLOTS)
+        slots = (ks - ks.dtype.type(lo)).astype(np.int32) if ks.dtype.itemsize == 4 else \
+            (ks.astype(np.int64) - lo).astype(np.int32)
+        if sel is None:
+            sel = np.arange(n, dtype=np.int32)
+        rows[slots] = sel
+        unique = np.count_nonzero(rows >= 0) == n  # (a key that repeats: its rows share one slot)
+    if not unique:
         raise UnsupportedError("dense join build keys are not unique")
     return DenseJoinTable(rows, lo, size, [], n), (slots, sel)
+
+
+# True: host builds and forms by Numba loops (codegen/dense_host.py), else NumPy scatters (A/B)
+HOST_LOOPS = True
 
 
 def _to_device(arrays: list[np.ndarray]) -> list[Any]:
