@@ -3,7 +3,7 @@ machine without a GPU, through the CuPy stand-in (scripts/host_only_gpu.py): per
 wall time, CuPy-level calls per run (device -> host waits, uploads), and a cProfile of hetdb's
 functions over the runs.
 
-    PYTHONPATH=src python scripts/warm_host_profile.py DB [--queries q2.1,q3.1,q4.1] [--runs 20]
+    PYTHONPATH=src python scripts/warm_host_standin.py DB [--queries q2.1,q3.1,q4.1] [--runs 20]
         [--rows] [--top 25]
 
 ``--rows``: the dimension pipelines run operator at a time (HETDB_GPU_COMPILE_OFF=row_sinks, NumPy
