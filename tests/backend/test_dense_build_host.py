@@ -161,9 +161,15 @@ def test_host_build_loops_equal_the_numpy_scatters(dtype, masked, monkeypatch):
     for loops in (False, True):
         monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
         table, hits = _host_build(keys, mask, DENSE_MAX_SLOTS)
-        code = dense_tables._host_form(table, [ranks], hits[0], hits[1], "code8", 100)
+        forms = []
+        for form in ("bits", "code8", "code16", "rows"):
+            planned, _ = dense_tables.host_planned(
+                keys, mask, [] if form == "bits" else [ranks],
+                lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
+            forms.append((sorted(planned.forms), [a.tolist() for a in planned.forms.values()],
+                          planned.rows.tolist(), [h.tolist() for h in planned.hits]))
         got[loops] = (table.lo, table.size, table.num_rows, table.rows.tolist(), hits[0].tolist(),
-                      hits[1].tolist(), code.tolist())
+                      hits[1].tolist(), forms)
         repeated = keys.copy()
         repeated[-1] = repeated[0]
         if mask is not None:
@@ -171,4 +177,25 @@ def test_host_build_loops_equal_the_numpy_scatters(dtype, masked, monkeypatch):
             mask2[[0, -1]] = True
         with pytest.raises(UnsupportedError, match="not unique"):
             _host_build(repeated, None if mask is None else mask2, DENSE_MAX_SLOTS)
+        for form in ("bits", "code8", "rows"):  # (found by the first form made, or the rows)
+            with pytest.raises(UnsupportedError, match="not unique"):
+                dense_tables.host_planned(repeated, None if mask is None else mask2,
+                                          [] if form == "bits" else [ranks],
+                                          lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
     assert got[True] == got[False]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16])
+def test_host_compaction_loops_equal_unique(dtype, monkeypatch):
+    from hetdb.backend.gpu.codegen import dense_tables
+
+    rng = np.random.default_rng(3)
+    for loops in (True, False):
+        monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
+        for n in (1, 7, 5000):
+            values = (rng.integers(0, 3 * n + 5, n) - 40).astype(dtype)
+            uniq, inverse = compact_host(values)
+            want_u, want_i = np.unique(values, return_inverse=True)
+            np.testing.assert_array_equal(uniq, want_u)
+            np.testing.assert_array_equal(inverse, want_i.reshape(-1))
+            assert inverse.dtype == np.int32 and uniq.dtype == values.dtype

@@ -146,6 +146,8 @@ def _set_payload(self: DenseJoinTable, payload: list[Any]) -> None:
 def _upload_pending(self: DenseJoinTable) -> None:
     """A host-planned table's rows, payload and hits on the device, with one upload."""
     rows, payload, hits, to_device = self.pending
+    if rows is None:  # (made only now: a narrow-form probe did not need them)
+        rows = _rows_of(self.size, *hits)
     host = [i for i, p in enumerate(payload) if type(p) is np.ndarray]  # (others: device columns)
     up = to_device([rows, *(payload[i] for i in host), *hits])
     on_device = list(payload)
@@ -172,22 +174,98 @@ def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
     too (from ``payload``'s host arrays): the forms and ``extra`` host arrays go to the device with
     one upload (returned: the device copies of ``extra``); the table's rows, payload (host arrays,
     or device ones kept as they are) and hits stay on the host until something reads them
-    (``DenseJoinTable.pending``). ``to_device``: the upload (default one ``arrays_to_device``;
-    ``list`` where the "device" is the host); ``upload``: that of the forms and ``extra`` (default
-    ``to_device``; ``list``: the caller uploads them, with other tables', and sets ``forms``). None
-    when the key range has more than HOST_BUILD_SLOTS slots; UnsupportedError as ``dense_build``."""
+    (``DenseJoinTable.pending``; with HOST_LOOPS the rows are not even made before). ``to_device``:
+    the upload (default one ``arrays_to_device``; ``list`` where the "device" is the host);
+    ``upload``: that of the forms and ``extra`` (default ``to_device``; ``list``: the caller uploads
+    them, with other tables', and sets ``forms``). None when the key range has more than
+    HOST_BUILD_SLOTS slots; UnsupportedError as ``dense_build``."""
     to_device = to_device or _to_device
     upload = upload or to_device
-    got = _host_build(keys, mask, max_slots)
+    got = _host_slots(keys, mask, max_slots)
     if got is None:
         return None
-    table, (slots, src) = got
-    made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
+    lo, size, slots, src = got
+    n = int(slots.shape[0])
+    rows = None
+    if HOST_LOOPS:
+        # the forms straight from the slots, a repeated key found by the first of them; the rows
+        # only where no form is read (made at the upload otherwise: ``_upload_pending``)
+        wanted = forms_of(DenseJoinTable(None, lo, size, [], n))
+        made, unique = {}, True
+        for form, bound in wanted:
+            made[form], ok = _loop_form(size, payload, slots, src, form, bound)
+            unique = unique and ok
+        if not wanted:
+            from hetdb.backend.gpu.codegen.dense_host import fill_rows
+
+            rows = np.full(max(size, 1), -1, dtype=np.int32)
+            unique = fill_rows(rows, slots, src)
+        if not unique:
+            raise UnsupportedError("dense join build keys are not unique")
+    else:
+        rows = _rows_of(size, slots, src)
+        if np.count_nonzero(rows >= 0) != n:  # (a key that repeats: its rows share one slot)
+            raise UnsupportedError("dense join build keys are not unique")
+        table = DenseJoinTable(rows, lo, size, [], n)
+        made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
     up = upload([*made.values(), *extra]) if made or extra else []
-    out = DenseJoinTable(table.rows, table.lo, table.size, [], table.num_rows,
-                         forms=dict(zip(made, up[:len(made)])),
-                         pending=(table.rows, list(payload), (slots, src), to_device))
+    out = DenseJoinTable(rows, lo, size, [], n, forms=dict(zip(made, up[:len(made)])),
+                         pending=(rows, list(payload), (slots, src), to_device))
     return out, up[len(made):]
+
+
+def _host_slots(keys: np.ndarray, mask: np.ndarray | None,
+                max_slots: int) -> tuple[int, int, np.ndarray, np.ndarray] | None:
+    """(lo, size, slot per selected row, its row) of a host build side, as int32 arrays; None when
+    the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
+    if mask is None:
+        ks, src = keys, None  # (every row: the rows are 0 .. n-1, no gather)
+    else:
+        src = np.flatnonzero(np.asarray(mask, dtype=bool)).astype(np.int32)
+        ks = keys[src]
+    n = int(ks.shape[0])
+    if n == 0:
+        return 0, 0, np.zeros(0, np.int32), np.zeros(0, np.int32)
+    lo, hi = int(ks.min()), int(ks.max())
+    size = hi - lo + 1
+    if size > max_slots:
+        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
+    if size > HOST_BUILD_SLOTS:
+        return None
+    # (32-bit keys subtract in place: the differences are below HOST_BUILD_SLOTS)
+    slots = (ks - ks.dtype.type(lo)).astype(np.int32) if ks.dtype.itemsize == 4 else \
+        (ks.astype(np.int64) - lo).astype(np.int32)
+    return lo, size, slots, np.arange(n, dtype=np.int32) if src is None else src
+
+
+def _rows_of(size: int, slots: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """The table's rows (-1 where no row is; one slot at least) from its (slot, row) pairs."""
+    rows = np.full(max(size, 1), -1, dtype=np.int32)
+    rows[slots] = src
+    return rows
+
+
+def _loop_form(size: int, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray, form: str,
+               bound: int | None) -> tuple[np.ndarray, bool]:
+    """(``probe_arrays(form, bound)`` of a host build as a host array, no key repeated), by the
+    loops of codegen/dense_host.py."""
+    from hetdb.backend.gpu.codegen.dense_host import fill_bits, fill_codes
+
+    if form == "bits":
+        words = np.zeros(max(1, -(-size // 32)), dtype=np.uint32)
+        return words, fill_bits(words, slots)
+    if form in ("code8", "code16"):
+        if len(payload) != 1:
+            raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
+        dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
+        values = payload[0]
+        if bound is not None and bound > top:
+            raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+        if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
+            raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+        got = np.full(max(size, 1), -1, dtype=dtype)
+        return got, fill_codes(got, slots, src, values.astype(dtype, copy=False), src.shape[0] == values.shape[0])
+    raise ValueError(f"unknown probe form {form!r}")
 
 
 def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray,
@@ -209,13 +287,7 @@ def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarr
         if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
             raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
         got = np.full(max(size, 1), -1, dtype=dtype)
-        every = src.shape[0] == values.shape[0]  # (every row selected: src is 0 .. n-1)
-        if HOST_LOOPS and values.dtype.kind == "i":
-            from hetdb.backend.gpu.codegen.dense_host import scatter_codes
-
-            scatter_codes(got, slots, src, values, every)
-        else:
-            got[slots] = (values if every else values[src]).astype(dtype)
+        got[slots] = (values if src.shape[0] == values.shape[0] else values[src]).astype(dtype)
         return got
     raise ValueError(f"unknown probe form {form!r}")
 
@@ -302,40 +374,22 @@ def _host_build(keys: np.ndarray, mask: np.ndarray | None,
                 max_slots: int) -> tuple[DenseJoinTable, tuple[np.ndarray, np.ndarray]] | None:
     """``dense_build`` over host arrays, with the (slot, build row) pairs of its filled slots (int32);
     None when the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
-    if mask is None:
-        ks, sel = keys, None  # (every row: the rows are 0 .. n-1, no gather)
-    else:
-        sel = np.flatnonzero(np.asarray(mask, dtype=bool)).astype(np.int32)
-        ks = keys[sel]
-    n = int(ks.shape[0])
-    if n == 0:
-        return DenseJoinTable(np.full(1, -1, dtype=np.int32), 0, 0, [], 0), (np.zeros(0, np.int32),) * 2
-    lo, hi = int(ks.min()), int(ks.max())
-    size = hi - lo + 1
-    if size > max_slots:
-        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
-    if size > HOST_BUILD_SLOTS:
+    got = _host_slots(keys, mask, max_slots)
+    if got is None:
         return None
-    rows = np.full(size, -1, dtype=np.int32)
+    lo, size, slots, src = got
+    n = int(slots.shape[0])
     if HOST_LOOPS:
-        from hetdb.backend.gpu.codegen.dense_host import fill_all_rows, fill_rows
+        from hetdb.backend.gpu.codegen.dense_host import fill_rows
 
-        slots = np.empty(n, dtype=np.int32)
-        keys = keys if keys.dtype.kind == "i" else keys.astype(np.int64)
-        unique = fill_all_rows(keys, lo, rows, slots) if sel is None else fill_rows(keys, sel, lo, rows, slots)
-        if sel is None:
-            sel = np.arange(n, dtype=np.int32)
+        rows = np.full(max(size, 1), -1, dtype=np.int32)
+        unique = fill_rows(rows, slots, src)
     else:
-        # (32-bit keys subtract in place: the differences are below HOST_BUILD_SLOTS)
-        slots = (ks - ks.dtype.type(lo)).astype(np.int32) if ks.dtype.itemsize == 4 else \
-            (ks.astype(np.int64) - lo).astype(np.int32)
-        if sel is None:
-            sel = np.arange(n, dtype=np.int32)
-        rows[slots] = sel
+        rows = _rows_of(size, slots, src)
         unique = np.count_nonzero(rows >= 0) == n  # (a key that repeats: its rows share one slot)
     if not unique:
         raise UnsupportedError("dense join build keys are not unique")
-    return DenseJoinTable(rows, lo, size, [], n), (slots, sel)
+    return DenseJoinTable(rows, lo, size, [], n), (slots, src)
 
 
 # True: host builds and forms by Numba loops (codegen/dense_host.py), else NumPy scatters (A/B)
