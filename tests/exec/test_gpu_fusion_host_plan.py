@@ -177,3 +177,35 @@ def test_a_sparse_group_key_past_the_host_sort_is_compacted_by_the_device_path(s
             got = con.sql(sql).arrow()
         assert mismatch(got, ssb_db.reference(sql), None) is None and got.num_rows > 300
         assert len(host) == planned_on_host
+
+
+def test_the_joins_columns_come_out_in_one_copy_aligned(monkeypatch):
+    """``_copy_out``: device arrays of several dtypes (a bool mask between int32 ones) packed widest
+    first into one pinned copy, each back with its values, dtype, shape and alignment; host arrays
+    untouched."""
+    from types import SimpleNamespace
+
+    from hetdb.backend.gpu import memory
+    from hetdb.exec import fusion_host
+
+    copies = []
+
+    class Device(np.ndarray):
+        def get(self, out=None):
+            copies.append(int(self.nbytes))
+            out[...] = np.asarray(self)
+            return out
+
+    xp = SimpleNamespace(uint8=np.uint8, ascontiguousarray=lambda a: a,
+                         concatenate=lambda parts: np.concatenate([np.asarray(p) for p in parts]).view(Device))
+    monkeypatch.setattr(memory, "pinned_empty", lambda n, dtype: np.empty(n, dtype))
+    rng = np.random.default_rng(2)
+    arrays = [rng.integers(0, 9, 7).astype(np.int32), rng.random(5) < 0.5, rng.integers(0, 9, 3).astype(np.int64),
+              np.arange(4, dtype=np.int16), rng.integers(0, 9, 6).astype(np.int32)]
+    dev = [a.view(Device) if i != 3 else a for i, a in enumerate(arrays)]
+    got = fusion_host._copy_out(SimpleNamespace(backend=SimpleNamespace(xp=xp)), dev)
+    assert copies == [7 * 4 + 5 + 3 * 8 + 6 * 4]
+    assert got[3] is dev[3]
+    for a, g in zip(arrays, got):
+        assert type(g) is np.ndarray and g.dtype == a.dtype and g.flags.aligned
+        np.testing.assert_array_equal(g, a)

@@ -68,13 +68,36 @@ def host_copies(ctx: ExecContext, joins: list[_Join], needed: set[str], group_ci
     from hetdb.exec.fusion import _host_small
 
     wanted = [_host_arrays(j, needed, group_cids) if _host_small(ctx) else None for j in joins]
-    from hetdb.exec.hostutil import arrays_to_host
-
-    flat = arrays_to_host(ctx.backend, [a for w in wanted if w is not None for a in w[0]])
+    flat = _copy_out(ctx, [a for w in wanted if w is not None for a in w[0]])
     out, at = [], 0
     for w in wanted:
         out.append(None if w is None else (flat[at:at + len(w[0])], w[1]))
         at += 0 if w is None else len(w[0])
+    return out
+
+
+def _copy_out(ctx: ExecContext, arrays: list) -> list:
+    """Device ``arrays`` on the host with one copy (one wait): packed on the device, the widest
+    elements first so that every array keeps its alignment, into pinned memory (a pageable copy
+    goes through the driver's staging at a few GB/s); host arrays stay as they are."""
+    from hetdb.exec.hostutil import arrays_to_host
+
+    xp = ctx.backend.xp
+    dev = [i for i, a in enumerate(arrays) if type(a) is not np.ndarray]
+    if xp is np or len(dev) <= 1:
+        return arrays_to_host(ctx.backend, arrays)
+    from hetdb.backend.gpu.memory import pinned_empty
+
+    order = sorted(dev, key=lambda i: -arrays[i].dtype.itemsize)
+    flat = [xp.ascontiguousarray(arrays[i]).reshape(-1) for i in order]
+    total = sum(int(f.nbytes) for f in flat)
+    host = pinned_empty(max(total, 8), np.uint8)[:total]
+    xp.concatenate([f.view(xp.uint8) for f in flat]).get(out=host)
+    out, at = list(arrays), 0
+    for i, f in zip(order, flat):
+        size = int(f.nbytes)
+        out[i] = host[at:at + size].view(np.dtype(f.dtype.str)).reshape(arrays[i].shape)
+        at += size
     return out
 
 
