@@ -25,8 +25,9 @@ their own), the last kernel's end and the query's (host clock, after ``arrow()``
 copy's end; and on the host: each pipeline's start-end in ms after ``con.sql`` (and the early start of the
 fact scan, exec/early_scan.py, with the MiB its first deliveries hold), the operators' own timers
 (op id: ms), the early scans started / taken over, and host timers (``timed``: calls, ms, span in ms after
-``con.sql``) of what a fused pipeline does before its first launch (its plan, dense join tables,
-compacted keys) and of what runs after the pipelines (the result table, the scans' close, the leak
+``con.sql``) of the compiled (dimension) pipelines, of what a fused pipeline does before its first launch
+(its plan, dense join tables, compacted keys, dimensions planned on the host, its look for resident
+pages) and of what runs after the pipelines (the result table, the scans' close, the leak
 check and its gc collections, the statistics).
 
 Variants are connection options (``hetdb bench --set`` syntax), e.g.
@@ -40,7 +41,10 @@ queued: coprocess_plan.WORKERS_AFTER "first"), ``after=fact|queued|first`` (WORK
 copy and kernel GPU ms from the query's start); ``--vs-duckdb`` checks every variant's answer.
 Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/early_scan.py FACT_FIRST),
 ``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
-``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams); delivery
+``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams),
+``planhost=N`` (exec/fusion_host.HOST_PLAN_ROWS: a fused plan's dense tables, compacted keys and probe forms of
+dimensions of at most N build rows made on the host; 0: by the earlier limits), ``planloops=0``
+(codegen/dense_tables.HOST_LOOPS off: host dense builds and forms by NumPy scatters, not Numba loops); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
 times; 3: as before 1c5bd3f; 1: session 17's); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
@@ -256,6 +260,17 @@ class Timeline:
         fusion.plan_fusion = timed("plan_fusion", fusion.plan_fusion)
         codegen.dense_build = timed("dense_build", codegen.dense_build)
         groups.compact = timed("compact", groups.compact)
+        from hetdb.backend.gpu.codegen import dense_tables
+        from hetdb.exec import fusion_run
+
+        # (dimensions planned on the host: their columns copied out together, each table, its forms)
+        fusion.host_copies = timed("host_copies", fusion.host_copies)
+        dense_tables.host_planned = timed("host_planned", dense_tables.host_planned)
+        # (a fused scan's look for its pages in the device cache, before its first launch)
+        fusion_run._run_resident = timed("resident", fusion_run._run_resident)
+        from hetdb.exec import compiled
+
+        compiled.run_compiled = timed("run_compiled", compiled.run_compiled)  # (the dimension pipelines)
         engine.to_arrow_table = timed("arrow", engine.to_arrow_table)
         engine.query_stats = timed("stats", engine.query_stats)
         fusion_reuse.release_reuse = timed("release_reuse", fusion_reuse.release_reuse)
@@ -437,19 +452,23 @@ def main() -> None:
     from hetdb.backend.gpu import stream_batch as batches
     from hetdb.backend.gpu.codegen import dense_tables
     from hetdb.exec import early_scan as early
-    from hetdb.exec.operators import scan_device
 
     # module switches per variant, as ints (absent: the module's default): primed scans' delivery sizes
     # (stream_batch.TAIL_RAMP, PRIMED_RAMP), a fused pipeline's scan closed once consumed
     # (scan_device.CLOSE_CONSUMED), the fact's first delivery before the dimension scans
     # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE),
-    # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS)
+    # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS), dimensions of
+    # at most this many build rows planned on the host (fusion_host.HOST_PLAN_ROWS; 0: as before session 19)
+    from hetdb.exec import fusion_host
+    from hetdb.exec.operators import scan_device
+
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
              "closeconsumed": (scan_device, "CLOSE_CONSUMED"), "factfirst": (early, "FACT_FIRST"),
              "warmgroups": (gpu_stream, "WARM_GROUPS"), "keepcopies": (gpu_batch, "KEEP_COPIES"),
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
-             "firstdeliveries": (early, "FIRST_DELIVERIES")}
+             "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS"),
+             "planloops": (dense_tables, "HOST_LOOPS")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

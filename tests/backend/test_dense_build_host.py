@@ -71,3 +71,131 @@ def test_a_kept_table_accounts_for_its_host_builds_index_arrays():
     assert any(a is slots for a in held) and any(a is src for a in held) and any(a is got.rows for a in held)
     plain = dense_build(keys)
     assert len(plain.held_arrays()) == 1  # (a device build: its rows only)
+
+
+@pytest.mark.parametrize("n,masked", [(1, False), (7, True), (1000, False), (5000, True)])
+def test_host_planned_forms_equal_the_device_path(n, masked, monkeypatch):
+    """A table planned on the host (``host_planned``) has the probe forms, bounds and table the
+    array-module path makes, its rows, payload and hits only put on the "device" at their first
+    read (one upload)."""
+    from hetdb.backend.gpu.codegen import dense_tables
+
+    uploads = []
+    monkeypatch.setattr(dense_tables, "_to_device", lambda arrays: uploads.append(len(arrays)) or list(arrays))
+    rng = np.random.default_rng(n)
+    keys = (rng.permutation(3 * n) + 17)[:n].astype(np.int32)
+    mask = rng.random(n) < 0.6 if masked else None
+    ranks = rng.integers(0, 100, n).astype(np.int32)
+    extra = np.arange(3, dtype=np.int64)
+    for form, bound in (("bits", None), ("code8", 100), ("code16", None)):
+        payload = [] if form == "bits" else [ranks]
+        want = dense_build(keys, payload, mask=mask)
+        uploads.clear()
+        table, (up,) = dense_tables.host_planned(keys, mask, payload, lambda t, f=form, b=bound: [(f, b)], extra=[extra])
+        assert uploads == [2] and table.pending is not None and table.nbytes == 0
+        np.testing.assert_array_equal(up, extra)
+        np.testing.assert_array_equal(table.probe_arrays(form), want.probe_arrays(form))
+        assert uploads == [2] and table.held_arrays() == [table.forms[form]]
+        assert (table.lo, table.size, table.num_rows, table.payload_columns) == \
+            (want.lo, want.size, want.num_rows, len(payload))
+        np.testing.assert_array_equal(table.rows, want.rows)  # (the first read: one upload)
+        assert uploads == [2, 3 + len(payload)] and table.pending is None
+        np.testing.assert_array_equal(table.keyed_payload()[0] if payload else table.rows,
+                                      want.keyed_payload()[0] if payload else want.rows)
+
+
+def test_probe_forms_with_known_bounds():
+    """Compacted ranks need no range check (``bound``); a bound past the form is refused; forms of a
+    table built by the array-module path equal those of its rows."""
+    keys = np.array([40, 3, 17, 9], np.int64)
+    table = dense_build(keys, [np.array([0, 2, 1, 2], np.int32)])
+    got = table.probe_arrays("code8", bound=3)
+    want = np.full(table.size, -1, np.int8)
+    want[keys - table.lo] = [0, 2, 1, 2]
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="do not fit"):
+        dense_build(keys, [np.zeros(4, np.int32)]).probe_arrays("code8", bound=200)
+    bits = dense_build(keys, []).probe_arrays("bits")
+    assert [int(bits[(k - 3) // 32]) >> ((k - 3) % 32) & 1 for k in range(3, 41)] == [int(k in keys) for k in range(3, 41)]
+
+
+def test_a_narrow_probe_launch_leaves_a_host_planned_table_on_the_host(monkeypatch):
+    """The launch arguments of a probe in a narrow form are its forms: a host-planned table's rows
+    and payload are not uploaded for them; a "rows" probe uploads them once."""
+    from types import SimpleNamespace
+
+    from hetdb import types as T
+    from hetdb.backend.gpu.codegen import dense_tables
+    from hetdb.backend.gpu.codegen.runtime import FusedPipeline
+    from hetdb.backend.gpu.codegen.spec import DenseProbe
+    from hetdb.plan.expr import ColumnRef
+
+    uploads = []
+    monkeypatch.setattr(dense_tables, "_to_device", lambda arrays: uploads.append(len(arrays)) or list(arrays))
+    keys = np.array([4, 9, 7], np.int32)
+    ranks = np.array([1, 0, 1], np.int32)
+    key = ColumnRef(T.INT32, "k", False)
+    for form, want_uploads in (("code8", [1]), ("rows", [4])):
+        uploads.clear()
+        table, _ = dense_tables.host_planned(keys, None, [ranks], lambda t, f=form: [] if f == "rows" else [(f, 2)])
+        probe = DenseProbe(key, (("r@rank", T.INT32),), False, form)
+        args = FusedPipeline._probe_args(SimpleNamespace(spec=SimpleNamespace(probes=(probe,))), [], [table])
+        assert uploads == want_uploads
+        assert (table.pending is None) == (form == "rows")
+        assert args[-2:] == [np.int64(4), np.int64(6)] if form != "rows" else args[1:3] == [np.int64(4), np.int64(6)]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.int16])
+@pytest.mark.parametrize("masked", [False, True])
+def test_host_build_loops_equal_the_numpy_scatters(dtype, masked, monkeypatch):
+    """The Numba loops of host builds and forms (codegen/dense_host.py) make the tables, hits, forms
+    and refusals the NumPy scatters make (``HOST_LOOPS`` off)."""
+    from hetdb.backend.gpu.codegen import dense_tables
+
+    rng = np.random.default_rng(int(masked) + np.dtype(dtype).itemsize)
+    n = 3000
+    keys = (rng.permutation(4 * n)[:n] + (0 if np.dtype(dtype).kind == "u" else -5000)).astype(dtype)
+    mask = rng.random(n) < 0.7 if masked else None
+    ranks = rng.integers(0, 100, n).astype(np.int32)
+    got = {}
+    for loops in (False, True):
+        monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
+        table, hits = _host_build(keys, mask, DENSE_MAX_SLOTS)
+        forms = []
+        for form in ("bits", "code8", "code16", "rows"):
+            planned, _ = dense_tables.host_planned(
+                keys, mask, [] if form == "bits" else [ranks],
+                lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
+            forms.append((sorted(planned.forms), [a.tolist() for a in planned.forms.values()],
+                          planned.rows.tolist(), [h.tolist() for h in planned.hits]))
+        got[loops] = (table.lo, table.size, table.num_rows, table.rows.tolist(), hits[0].tolist(),
+                      hits[1].tolist(), forms)
+        repeated = keys.copy()
+        repeated[-1] = repeated[0]
+        if mask is not None:
+            mask2 = mask.copy()
+            mask2[[0, -1]] = True
+        with pytest.raises(UnsupportedError, match="not unique"):
+            _host_build(repeated, None if mask is None else mask2, DENSE_MAX_SLOTS)
+        for form in ("bits", "code8", "rows"):  # (found by the first form made, or the rows)
+            with pytest.raises(UnsupportedError, match="not unique"):
+                dense_tables.host_planned(repeated, None if mask is None else mask2,
+                                          [] if form == "bits" else [ranks],
+                                          lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
+    assert got[True] == got[False]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16])
+def test_host_compaction_loops_equal_unique(dtype, monkeypatch):
+    from hetdb.backend.gpu.codegen import dense_tables
+
+    rng = np.random.default_rng(3)
+    for loops in (True, False):
+        monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
+        for n in (1, 7, 5000):
+            values = (rng.integers(0, 3 * n + 5, n) - 40).astype(dtype)
+            uniq, inverse = compact_host(values)
+            want_u, want_i = np.unique(values, return_inverse=True)
+            np.testing.assert_array_equal(uniq, want_u)
+            np.testing.assert_array_equal(inverse, want_i.reshape(-1))
+            assert inverse.dtype == np.int32 and uniq.dtype == values.dtype

@@ -64,3 +64,35 @@ def test_a_scans_device_dictionary_is_read_from_the_host_strings_it_was_moved_fr
     moved = Column(T.STRING, offsets=_Device(host.offsets), chars=_Device(host.chars))
     moved.host_source = host  # (as the streamer's _dictionary sets it)
     assert host_dictionary(moved) is host
+
+
+def test_a_lookup_over_a_scans_host_dictionary_is_evaluated_once(monkeypatch):
+    """A fresh connection's scan moves the same host dictionary (the table version's) again: its
+    lookups are kept with it, each connection gets its own device copy; a dictionary copied back
+    from the device is evaluated every time."""
+    from hetdb.backend.gpu.codegen import runtime
+
+    host = _strings(CITIES)
+    calls = []
+    real = host_lookups.lookup_on_host
+    monkeypatch.setattr(host_lookups, "lookup_on_host", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(runtime, "arrays_to_device", lambda arrays: [a.copy() for a in arrays])
+    eq = Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, "UNITED KI5")))
+    got = []
+    for _ in range(3):
+        moved = Column(T.STRING, offsets=host.offsets, chars=host.chars)
+        moved.host_source = host
+        got.append(host_lookups.device_lookup(eq, "c", moved))
+    assert len(calls) == 1
+    assert got[0][0] is not got[1][0]
+    for values, valid in got:
+        np.testing.assert_array_equal(values[:len(CITIES)], [c == "UNITED KI5" for c in CITIES])
+        assert valid[:len(CITIES)].all()
+    copied = Column(T.STRING, offsets=host.offsets, chars=host.chars)  # (no host_source: copied back)
+    host_lookups.device_lookup(eq, "c", copied)
+    assert len(calls) == 2
+    monkeypatch.setattr(host_lookups, "LOOKUP_MEMO_ENTRIES", 2)
+    for city in CITIES[:4]:  # (ever new constants: the oldest lookups go)
+        other = Call(T.BOOL, "eq", (ColumnRef(T.STRING, "c"), Literal(T.STRING, city)))
+        host_lookups.device_lookup(other, "c", moved)
+    assert len(host.__dict__["_host_lookups"]) == 2

@@ -41,6 +41,7 @@ from hetdb.errors import UnsupportedError
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.compiled_features import expr_refusal, off, on
 from hetdb.exec.fusion_forms import forms_on, probe_form, probe_shape
+from hetdb.exec.fusion_host import host_copies, host_dense_probe, rank_bound, upload_host_products
 from hetdb.exec.fusion_reuse import _REUSE, REUSED, _remember
 from hetdb.exec.fusion_swaps import (
     _INT_KEYS,
@@ -79,6 +80,7 @@ class GroupKey:
     dtype: DataType
     dictionary: Column | None    # dictionary strings: the dictionary the codes index
     host: Any = None             # (domain, dictionary) with host arrays, made once (fusion_run._on_host)
+    host_values: Any = None      # the domain's values as a host array, where the plan made them there
 
 
 @dataclass
@@ -329,7 +331,10 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         if cid not in scan_dicts:
             from hetdb.exec.hostutil import column_to_device
 
-            scan_dicts[cid] = column_to_device(ctx.backend, reader.dictionary(name_of[cid]), ctx.dict_cache)
+            host = reader.dictionary(name_of[cid])
+            scan_dicts[cid] = column_to_device(ctx.backend, host, ctx.dict_cache)
+            if scan_dicts[cid] is not host:
+                scan_dicts[cid].host_source = host  # (the finish decodes with it: fusion_run._on_host)
         return scan_dicts[cid]
 
     def add_lookups(cids: set[str], dictionary_of) -> None:
@@ -346,12 +351,17 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
     add_lookups({c for c, _ in inputs}, scan_dictionary)
     groups: dict[str, tuple[str, Any, Column | None]] = {}  # key cid -> (kernel cid, domain, dictionary)
     join_table: list[int] = []  # per join, the index of its table in ``tables``
-    for j in joins:
-        probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups)
+    copied = host_copies(ctx, joins, needed, set(group_cids))
+    for j, host in zip(joins, copied):
+        probe, table, provided = _dense_probe(ctx, j, needed, set(group_cids), groups, host)
         probes.append(probe)
         join_table.append(len(tables))
         tables.append(table)
         add_lookups(provided, lambda cid, j=j: j.batch.columns[cid].dictionary)
+    host_values: dict = {}  # group key cid -> its compacted values as planned on the host
+    if any(host is not None for host in copied):
+        planned = [tables[i] for i, host in zip(join_table, copied) if host is not None]
+        host_values = upload_host_products(ctx, planned, groups)
 
     from hetdb.backend.gpu.codegen.groups import KeyDomain, zone_map_domain
 
@@ -374,7 +384,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
                     raise _NotFused(f"group key {e} has no zone-map bounds")
         else:
             raise _NotFused(f"group key {e} is not available to the kernel")
-        group_keys.append(GroupKey(domain, e.dtype, dictionary))
+        group_keys.append(GroupKey(domain, e.dtype, dictionary, host_values=host_values.get(cid)))
     refusal = domain_refusal([k.domain for k in group_keys], limit)
     if refusal is not None:
         raise _NotFused(refusal)
@@ -394,7 +404,7 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
 
         # a dense join keeps its build rows' share of the key range; a dictionary lookup (every
         # code a row) keeps an unknown share
-        hits = [FILTER_GUESS if not t.payload and t.num_rows == t.size else t.num_rows / max(t.size, 1)
+        hits = [FILTER_GUESS if not t.payload_columns and t.num_rows == t.size else t.num_rows / max(t.size, 1)
                 for t in tables]
         spec = dataclasses.replace(spec, eager=eager_columns(spec, hits))
         if forms_on():
@@ -421,6 +431,8 @@ def _plan(ctx: ExecContext, pipe: Any, chain: list | None) -> FusionPlan:
         for _, e in all_keys:
             if isinstance(e, ColumnRef) and e.cid in dependent:
                 ji, probe_cid = dependent[e.cid]
+                if tables[join_table[ji]].pending is not None:
+                    tables[join_table[ji]].upload_pending()  # (the finish reads its rows)
                 sources.append(DependentKey(join_table[ji], group_cids.index(probe_cid),
                                             joins[ji].batch.columns[e.cid]))
             else:
@@ -523,27 +535,22 @@ def _lookup_table(ctx: ExecContext, pred: Expr, cid: str, dtype: DataType, dicti
 
 
 def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[str],
-                 groups: dict) -> tuple[Any, Any, set[str]]:
+                 groups: dict, host: list | None = None) -> tuple[Any, Any, set[str]]:
     """(DenseProbe, DenseJoinTable, payload cids) of one join; group keys among the build columns
-    get a compacted rank payload (recorded in ``groups``)."""
+    get a compacted rank payload (recorded in ``groups``). ``host``: the join's build columns
+    copied to the host for planning there (exec/fusion_host.py)."""
     from hetdb.backend.gpu.codegen import DenseProbe, dense_build
     from hetdb.backend.gpu.codegen.groups import compact
 
     xp = ctx.backend.xp
     if j.key.dtype.kind not in _INT_KEYS or j.key.data is None:
         raise _NotFused(f"the join key {j.left_key} is not an integer")
+    if host is not None:
+        got = host_dense_probe(ctx, j, needed, group_cids, groups, host)
+        if got is not None:
+            return got
     payload, arrays, provided = [], [], set()
-    for f in j.fields:
-        if f.cid not in needed and f.cid not in group_cids:
-            continue
-        col = j.batch.columns[f.cid]
-        if col.validity is not None and not bool(col.validity.all()):
-            raise _NotFused(f"build column {f.cid} has NULLs")
-        if f.dtype.kind == "string":
-            if col.dictionary is None or col.data is None:
-                raise _NotFused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
-        elif f.dtype.kind not in _NUMERIC:
-            raise _NotFused(f"build column {f.cid} of type {f.dtype} is not fused")
+    for f, col in _build_columns(j, needed, group_cids):
         if f.cid in needed:
             payload.append((f.cid, f.dtype))
             arrays.append(col.data)
@@ -561,10 +568,29 @@ def _dense_probe(ctx: ExecContext, j: _Join, needed: set[str], group_cids: set[s
     by_key = bool(payload) and on("fused_payload_by_key")
     form = probe_form(payload, groups, table, j.share)
     for f in form.split("_") if form != "rows" else ():
-        table.probe_arrays(f)  # (made now: the fused state stored for later runs holds them too)
+        # (made now: the fused state stored for later runs holds them too)
+        table.probe_arrays(f, rank_bound(payload, groups))
     if form == "rows" and by_key:
         table.keyed_payload()
     return DenseProbe(j.left_key, tuple(payload), by_key, form), table, provided
+
+
+def _build_columns(j: _Join, needed: set[str], group_cids: set[str]) -> list[tuple[Field, Column]]:
+    """The build columns a dense probe carries (needed ones, group keys), checked for the kernel."""
+    out = []
+    for f in j.fields:
+        if f.cid not in needed and f.cid not in group_cids:
+            continue
+        col = j.batch.columns[f.cid]
+        if col.validity is not None and not bool(col.validity.all()):
+            raise _NotFused(f"build column {f.cid} has NULLs")
+        if f.dtype.kind == "string":
+            if col.dictionary is None or col.data is None:
+                raise _NotFused(f"build column {f.cid} is a plain (not dictionary-encoded) string")
+        elif f.dtype.kind not in _NUMERIC:
+            raise _NotFused(f"build column {f.cid} of type {f.dtype} is not fused")
+        out.append((f, col))
+    return out
 
 
 def _host_small(ctx: ExecContext) -> bool:

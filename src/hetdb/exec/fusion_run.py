@@ -470,7 +470,9 @@ def group_key_columns(ctx: ExecContext, plan: FusionPlan, result: Any, on_host: 
 def _on_host(key: Any) -> tuple[Any, Column | None]:
     """A group key's domain and dictionary with host arrays, copied once per fused plan (a reused
     plan hands the same dictionary object to every run: its sort ranks and Arrow strings are made
-    once, exec/dictionary_memo.py)."""
+    once, exec/dictionary_memo.py). Not copied back where the host has them: the domain's values
+    planned on the host (``GroupKey.host_values``), a dictionary a scan moved from the table
+    version's host strings (``host_source``)."""
     got = getattr(key, "host", None)
     if got is None:
         import dataclasses
@@ -482,7 +484,13 @@ def _on_host(key: Any) -> tuple[Any, Column | None]:
 
         domain = key.domain
         if domain.values is not None:
-            domain = dataclasses.replace(domain, values=to_host(domain.values))
-        dictionary = None if key.dictionary is None else _map_arrays(key.dictionary, to_host, None)
+            values = getattr(key, "host_values", None)
+            domain = dataclasses.replace(domain, values=to_host(domain.values) if values is None else values)
+        dictionary = key.dictionary
+        source = getattr(dictionary, "host_source", None)
+        if source is not None and len(source) == len(dictionary):
+            dictionary = source
+        elif dictionary is not None:
+            dictionary = _map_arrays(dictionary, to_host, None)
         got = key.host = (domain, dictionary)
     return got

@@ -8,7 +8,8 @@ of 13.7), paid on every fresh connection (the kept tables, exec/lookup_tables.py
 connection). A dictionary of at most HOST_LOOKUP_VALUES strings is copied to the host instead, the
 expression evaluated there by the CPU backend (the same expression IR; both backends answer as
 DuckDB does), and the table copied back in one copy. Anything the host evaluation refuses falls back
-to the device.
+to the device. The host tables are kept with the table version's host dictionary (``_remembered``),
+so a fresh connection (a warm query) does not evaluate them again.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from hetdb.column import Batch, Column
 from hetdb.errors import HetdbError
 
 HOST_LOOKUP_VALUES = 1 << 16
+# lookups kept per host dictionary at most (a table of up to 9 bytes a string each)
+LOOKUP_MEMO_ENTRIES = 64
 
 _evaluator: Any = None
 
@@ -76,10 +79,31 @@ def device_lookup(expr: Any, cid: str, d: Column) -> tuple[Any, Any] | None:
     if not 0 < len(d) <= HOST_LOOKUP_VALUES:
         return None
     hd = host_dictionary(d)
-    got = None if hd is None else lookup_on_host(expr, cid, hd)
+    if hd is None:
+        return None
+    got = _remembered(expr, cid, hd) if hd is getattr(d, "host_source", None) else lookup_on_host(expr, cid, hd)
     if got is None:
         return None
     from hetdb.backend.gpu.codegen.runtime import arrays_to_device
 
     values, valid = arrays_to_device(list(got))
     return values, valid
+
+
+def _remembered(expr: Any, cid: str, hd: Column) -> tuple[np.ndarray, np.ndarray] | None:
+    """``lookup_on_host`` over a scan's host dictionary (``host_source``: the table version's own,
+    which every connection's scans share), kept with it: a fresh connection's kernels look up the
+    same string constants in the same dictionaries (a warm query's dimension filters) without
+    evaluating them again. Host arrays only; each connection puts its own copy on the device."""
+    memo = hd.__dict__.setdefault("_host_lookups", {})
+    try:
+        key = (expr, cid)
+        if key in memo:
+            return memo[key]
+    except TypeError:  # (an expression holding an unhashable literal: not kept)
+        return lookup_on_host(expr, cid, hd)
+    got = lookup_on_host(expr, cid, hd)
+    while len(memo) >= LOOKUP_MEMO_ENTRIES:  # (the oldest go: queries with ever new constants)
+        memo.pop(next(iter(memo)), None)
+    memo[key] = got
+    return got

@@ -4,6 +4,7 @@ probe carries (by build row, or by key: ``keyed_payload``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,16 +32,29 @@ class DenseJoinTable:
     # host (``dense_build`` of a small build side): keyed_payload then needs no mask on the device
     hits: tuple[Any, Any] | None = None
     forms: dict[str, Any] = field(default_factory=dict)  # probe_arrays' arrays, once made
+    # a table planned on the host (``host_planned``): (rows, payload, hits, the upload), host arrays
+    # put on the device with one upload at the first read of ``rows`` or ``payload``; a kernel
+    # probing a narrow form (``forms``, made with the table) never reads them
+    pending: tuple[Any, list[Any], tuple[Any, Any], Callable[[list[Any]], list[Any]]] | None = None
 
     @property
     def nbytes(self) -> int:
+        if self.pending is not None:
+            return 0  # (nothing of it on the device yet but its forms)
         return int(self.rows.nbytes)
+
+    @property
+    def payload_columns(self) -> int:
+        """Number of payload columns (without putting a host-planned table's payload on the device)."""
+        return len(self.pending[1]) if self.pending is not None else len(self.payload)
 
     def held_arrays(self) -> list[Any]:
         """Every array the table keeps (rows, payload, and those made from them at first use), for
         the device-memory accounting of a kept table (exec/fusion_reuse.py)."""
         # (a host build's (slot, row) index arrays: an allocation of their own when the table was
         # filled on the device, SCATTER_ON_DEVICE, else views of the one upload with ``rows``)
+        if self.pending is not None:
+            return [*self.forms.values()]
         return [self.rows, *self.payload, *self.payload_by_key, *self.forms.values(), *(self.hits or ())]
 
     def keyed_payload(self) -> list[Any]:
@@ -61,18 +75,21 @@ class DenseJoinTable:
             hit = rows >= 0
             for p in self.payload:
                 a = xp.zeros(max(self.size, 1), dtype=p.dtype)
-                if self.size:
-                    a[:self.size][hit] = p[rows[hit]]
+                if self.size and int(p.shape[0]):
+                    # (a gather under a mask, not a masked assignment, whose nonzero waits for the device)
+                    a[:self.size] = xp.where(hit, p[xp.maximum(rows, 0)], 0)
                 out.append(a)
             self.payload_by_key = out
         return self.payload_by_key
 
 
-    def probe_arrays(self, form: str) -> Any:
+    def probe_arrays(self, form: str, bound: int | None = None) -> Any:
         """The one array a probe in ``form`` (spec.DenseProbe.form) reads, made at the first call and
         kept with the table: "bits" a uint32 bitmap of the keys that have a build row (bit k % 32 of
         word k / 32 for key lo + k); "code8" / "code16" the one payload per key as int8 / int16, -1
-        where no build row has the key (ValueError for a payload value outside 0 .. 2^7-1 / 2^15-1)."""
+        where no build row has the key (ValueError for a payload value outside 0 .. 2^7-1 / 2^15-1).
+        ``bound``: the payload's values are known to lie in 0 .. bound - 1 (compacted ranks), so
+        they are not checked on the device (a wait)."""
         got = self.forms.get(form)
         if got is not None:
             return got
@@ -88,19 +105,191 @@ class DenseJoinTable:
                 raise ValueError(f"a {form} probe reads one payload, the table has {len(self.payload)}")
             dtype, top = (xp.int8, 1 << 7) if form == "code8" else (xp.int16, 1 << 15)
             values = self.payload[0]
-            if int(values.shape[0]) and bool(((values < 0) | (values >= top)).any()):
+            if bound is not None and bound > top:
+                raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+            if bound is None and int(values.shape[0]) and bool(((values < 0) | (values >= top)).any()):
                 raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
             got = xp.full(max(self.size, 1), -1, dtype=dtype)
             if self.hits is not None:  # (index arrays of the host build)
                 slots, src = self.hits
                 got[slots] = values[src].astype(dtype)
-            elif self.size:
+            elif self.size and int(values.shape[0]):
                 rows = self.rows[:self.size]
-                got[:self.size][hit] = values[rows[hit]].astype(dtype)
+                # (a gather under a mask, not a masked assignment, whose nonzero waits for the device)
+                got[:self.size] = xp.where(hit, values[xp.maximum(rows, 0)].astype(dtype), -1)
         else:
             raise ValueError(f"unknown probe form {form!r}")
         self.forms[form] = got
         return got
+
+
+def _rows(self: DenseJoinTable) -> Any:
+    if self.pending is not None:
+        self.upload_pending()
+    return self._rows
+
+
+def _set_rows(self: DenseJoinTable, rows: Any) -> None:
+    self._rows = rows
+
+
+def _payload(self: DenseJoinTable) -> list[Any]:
+    if self.pending is not None:
+        self.upload_pending()
+    return self._payload
+
+
+def _set_payload(self: DenseJoinTable, payload: list[Any]) -> None:
+    self._payload = payload
+
+
+def _upload_pending(self: DenseJoinTable) -> None:
+    """A host-planned table's rows, payload and hits on the device, with one upload."""
+    rows, payload, hits, to_device = self.pending
+    if rows is None:  # (made only now: a narrow-form probe did not need them)
+        rows = _rows_of(self.size, *hits)
+    host = [i for i, p in enumerate(payload) if type(p) is np.ndarray]  # (others: device columns)
+    up = to_device([rows, *(payload[i] for i in host), *hits])
+    on_device = list(payload)
+    for i, a in zip(host, up[1:1 + len(host)]):
+        on_device[i] = a
+    self.pending = None
+    self._rows, self._payload, self.hits = up[0], on_device, (up[-2], up[-1])
+
+
+# (properties over the dataclass fields: a host-planned table's arrays go up at their first read)
+DenseJoinTable.rows = property(_rows, _set_rows)
+DenseJoinTable.payload = property(_payload, _set_payload)
+DenseJoinTable.upload_pending = _upload_pending
+
+
+def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
+                 forms_of: Callable[[DenseJoinTable], list[tuple[str, int | None]]],
+                 extra: list[np.ndarray] = (), max_slots: int = DENSE_MAX_SLOTS,
+                 to_device: Callable[[list[Any]], list[Any]] | None = None,
+                 upload: Callable[[list[Any]], list[Any]] | None = None,
+                 ) -> tuple[DenseJoinTable, list[Any]] | None:
+    """``dense_build`` over host arrays (a dimension's filtered rows copied out once), with the probe
+    arrays ``forms_of(table)`` names ((form, bound) as ``probe_arrays`` takes them) made on the host
+    too (from ``payload``'s host arrays): the forms and ``extra`` host arrays go to the device with
+    one upload (returned: the device copies of ``extra``); the table's rows, payload (host arrays,
+    or device ones kept as they are) and hits stay on the host until something reads them
+    (``DenseJoinTable.pending``; with HOST_LOOPS the rows are not even made before). ``to_device``:
+    the upload (default one ``arrays_to_device``; ``list`` where the "device" is the host);
+    ``upload``: that of the forms and ``extra`` (default ``to_device``; ``list``: the caller uploads
+    them, with other tables', and sets ``forms``). None when the key range has more than
+    HOST_BUILD_SLOTS slots; UnsupportedError as ``dense_build``."""
+    to_device = to_device or _to_device
+    upload = upload or to_device
+    got = _host_slots(keys, mask, max_slots)
+    if got is None:
+        return None
+    lo, size, slots, src = got
+    n = int(slots.shape[0])
+    rows = None
+    if HOST_LOOPS:
+        # the forms straight from the slots, a repeated key found by the first of them; the rows
+        # only where no form is read (made at the upload otherwise: ``_upload_pending``)
+        wanted = forms_of(DenseJoinTable(None, lo, size, [], n))
+        made, unique = {}, True
+        for form, bound in wanted:
+            made[form], ok = _loop_form(size, payload, slots, src, form, bound)
+            unique = unique and ok
+        if not wanted:
+            from hetdb.backend.gpu.codegen.dense_host import fill_rows
+
+            rows = np.full(max(size, 1), -1, dtype=np.int32)
+            unique = fill_rows(rows, slots, src)
+        if not unique:
+            raise UnsupportedError("dense join build keys are not unique")
+    else:
+        rows = _rows_of(size, slots, src)
+        if np.count_nonzero(rows >= 0) != n:  # (a key that repeats: its rows share one slot)
+            raise UnsupportedError("dense join build keys are not unique")
+        table = DenseJoinTable(rows, lo, size, [], n)
+        made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
+    up = upload([*made.values(), *extra]) if made or extra else []
+    out = DenseJoinTable(rows, lo, size, [], n, forms=dict(zip(made, up[:len(made)])),
+                         pending=(rows, list(payload), (slots, src), to_device))
+    return out, up[len(made):]
+
+
+def _host_slots(keys: np.ndarray, mask: np.ndarray | None,
+                max_slots: int) -> tuple[int, int, np.ndarray, np.ndarray] | None:
+    """(lo, size, slot per selected row, its row) of a host build side, as int32 arrays; None when
+    the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
+    if mask is None:
+        ks, src = keys, None  # (every row: the rows are 0 .. n-1, no gather)
+    else:
+        src = np.flatnonzero(np.asarray(mask, dtype=bool)).astype(np.int32)
+        ks = keys[src]
+    n = int(ks.shape[0])
+    if n == 0:
+        return 0, 0, np.zeros(0, np.int32), np.zeros(0, np.int32)
+    lo, hi = int(ks.min()), int(ks.max())
+    size = hi - lo + 1
+    if size > max_slots:
+        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
+    if size > HOST_BUILD_SLOTS:
+        return None
+    # (32-bit keys subtract in place: the differences are below HOST_BUILD_SLOTS)
+    slots = (ks - ks.dtype.type(lo)).astype(np.int32) if ks.dtype.itemsize == 4 else \
+        (ks.astype(np.int64) - lo).astype(np.int32)
+    return lo, size, slots, np.arange(n, dtype=np.int32) if src is None else src
+
+
+def _rows_of(size: int, slots: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """The table's rows (-1 where no row is; one slot at least) from its (slot, row) pairs."""
+    rows = np.full(max(size, 1), -1, dtype=np.int32)
+    rows[slots] = src
+    return rows
+
+
+def _loop_form(size: int, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray, form: str,
+               bound: int | None) -> tuple[np.ndarray, bool]:
+    """(``probe_arrays(form, bound)`` of a host build as a host array, no key repeated), by the
+    loops of codegen/dense_host.py."""
+    from hetdb.backend.gpu.codegen.dense_host import fill_bits, fill_codes
+
+    if form == "bits":
+        words = np.zeros(max(1, -(-size // 32)), dtype=np.uint32)
+        return words, fill_bits(words, slots)
+    if form in ("code8", "code16"):
+        if len(payload) != 1:
+            raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
+        dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
+        values = payload[0]
+        if bound is not None and bound > top:
+            raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+        if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
+            raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+        got = np.full(max(size, 1), -1, dtype=dtype)
+        return got, fill_codes(got, slots, src, values.astype(dtype, copy=False), src.shape[0] == values.shape[0])
+    raise ValueError(f"unknown probe form {form!r}")
+
+
+def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray,
+               form: str, bound: int | None) -> np.ndarray:
+    """``probe_arrays(form, bound)`` of a table built on the host, as a host array."""
+    size = table.size
+    if form == "bits":
+        words = max(1, -(-size // 32))
+        hit = np.zeros(words * 32, dtype=bool)
+        hit[slots] = True
+        return np.packbits(hit, bitorder="little").view("<u4").astype(np.uint32)
+    if form in ("code8", "code16"):
+        if len(payload) != 1:
+            raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
+        dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
+        values = payload[0]
+        if bound is not None and bound > top:
+            raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+        if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
+            raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+        got = np.full(max(size, 1), -1, dtype=dtype)
+        got[slots] = (values if src.shape[0] == values.shape[0] else values[src]).astype(dtype)
+        return got
+    raise ValueError(f"unknown probe form {form!r}")
 
 
 def dense_build(keys: Any, payload: list[Any] | None = None, mask: Any | None = None,
@@ -183,25 +372,28 @@ SCATTER_ON_DEVICE = False
 
 def _host_build(keys: np.ndarray, mask: np.ndarray | None,
                 max_slots: int) -> tuple[DenseJoinTable, tuple[np.ndarray, np.ndarray]] | None:
-    """``dense_build`` over host arrays, with the (slot, build row) pairs of its filled slots; None
-    when the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
-    k = keys.astype(np.int64)
-    sel = np.arange(k.shape[0], dtype=np.int64) if mask is None else np.flatnonzero(np.asarray(mask, dtype=bool))
-    if sel.shape[0] == 0:
-        return DenseJoinTable(np.full(1, -1, dtype=np.int32), 0, 0, [], 0), (np.zeros(0, np.int64),) * 2
-    ks = k[sel]
-    lo, hi = int(ks.min()), int(ks.max())
-    size = hi - lo + 1
-    if size > max_slots:
-        raise UnsupportedError(f"dense join key range {lo}..{hi} is larger than {max_slots} slots")
-    if size > HOST_BUILD_SLOTS:
+    """``dense_build`` over host arrays, with the (slot, build row) pairs of its filled slots (int32);
+    None when the key range has more than HOST_BUILD_SLOTS slots (the device builds it then)."""
+    got = _host_slots(keys, mask, max_slots)
+    if got is None:
         return None
-    slots = ks - lo
-    rows = np.full(size, -1, dtype=np.int32)
-    rows[slots] = sel.astype(np.int32)
-    if (rows[slots] != sel).any():  # a key that repeats: only one of its rows won the slot
+    lo, size, slots, src = got
+    n = int(slots.shape[0])
+    if HOST_LOOPS:
+        from hetdb.backend.gpu.codegen.dense_host import fill_rows
+
+        rows = np.full(max(size, 1), -1, dtype=np.int32)
+        unique = fill_rows(rows, slots, src)
+    else:
+        rows = _rows_of(size, slots, src)
+        unique = np.count_nonzero(rows >= 0) == n  # (a key that repeats: its rows share one slot)
+    if not unique:
         raise UnsupportedError("dense join build keys are not unique")
-    return DenseJoinTable(rows, lo, size, [], int(sel.shape[0])), (slots, sel)
+    return DenseJoinTable(rows, lo, size, [], n), (slots, src)
+
+
+# True: host builds and forms by Numba loops (codegen/dense_host.py), else NumPy scatters (A/B)
+HOST_LOOPS = True
 
 
 def _to_device(arrays: list[np.ndarray]) -> list[Any]:

@@ -117,6 +117,15 @@ def compact_host(values: Any) -> tuple[Any, Any]:
     import numpy as np
 
     lo, hi = int(values.min()), int(values.max())
+    if hi - lo < 4 * values.shape[0] + 64 and values.dtype.kind == "i":
+        from hetdb.backend.gpu.codegen import dense_tables
+
+        if dense_tables.HOST_LOOPS:  # (one pass to mark, one to rank, one to look up: Numba)
+            from hetdb.backend.gpu.codegen.dense_host import rank_values
+
+            inverse = np.empty(values.shape[0], dtype=np.int32)
+            rank = rank_values(values, lo, hi - lo + 1, inverse)
+            return (np.flatnonzero(rank >= 0) + lo).astype(values.dtype), inverse
     if hi - lo < 4 * values.shape[0] + 64:
         shifted = (values - lo).astype(np.int64)
         present = np.zeros(hi - lo + 1, dtype=np.int32)
@@ -131,6 +140,5 @@ def lookup_rows(xp: Any, mask: Any) -> Any:
     """Dense-table rows of a dictionary lookup: code c maps to itself where ``mask[c]``, else -1
     (a probe into it keeps exactly the rows whose code satisfies the predicate)."""
     n = int(mask.shape[0])
-    rows = xp.full(n, -1, dtype=xp.int32)
-    rows[mask] = xp.arange(n, dtype=xp.int32)[mask]
-    return rows
+    # (a select, not a masked assignment, whose nonzero waits for the device)
+    return xp.where(mask, xp.arange(n, dtype=xp.int32), xp.int32(-1)).astype(xp.int32)

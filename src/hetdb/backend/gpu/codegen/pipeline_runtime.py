@@ -160,7 +160,7 @@ class CompiledPipeline:
         stages = [s for s in self.spec.stages if isinstance(s, ProbeStage)]
         if len(probes) != len(stages):
             raise ValueError(f"kernel has {len(stages)} probes, got {len(probes)} build sides")
-        empty = cupy.full(1, -1, dtype=cupy.int64)
+        empty = cupy.full(1, -1, dtype=cupy.int64) if stages else None  # (a launch: only for probes)
         for stage, pr in zip(stages, probes):
             t = pr.table
             if not stage.keys:  # every build row matches: the kernel reads only their number

@@ -315,8 +315,8 @@ class FusedPipeline:
         if len(tables) != len(self.spec.probes):
             raise ValueError(f"pipeline has {len(self.spec.probes)} probes, got {len(tables)} build tables")
         for probe, table in zip(self.spec.probes, tables):
-            if len(table.payload) != len(probe.payload):
-                raise ValueError(f"build table has {len(table.payload)} payload columns, the probe "
+            if table.payload_columns != len(probe.payload):
+                raise ValueError(f"build table has {table.payload_columns} payload columns, the probe "
                                  f"declares {len(probe.payload)}")
             if probe.form != "rows":
                 args += [*(table.probe_arrays(f) for f in probe.form.split("_")), np.int64(table.lo),
