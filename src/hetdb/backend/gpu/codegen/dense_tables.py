@@ -245,6 +245,21 @@ def _rows_of(size: int, slots: np.ndarray, src: np.ndarray) -> np.ndarray:
     return rows
 
 
+def _code_form(form: str, payload: list[np.ndarray], bound: int | None) -> tuple[Any, np.ndarray]:
+    """(dtype, the payload's values) of a "code8" / "code16" probe form of a host build; ValueError
+    when the table has not exactly one payload or a value (below ``bound`` when the caller knows
+    it, else checked here) does not fit the form's signed codes (-1 marks a missing key)."""
+    if len(payload) != 1:
+        raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
+    dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
+    values = payload[0]
+    if bound is not None and bound > top:
+        raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
+    if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
+        raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+    return dtype, values
+
+
 def _loop_form(size: int, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray, form: str,
                bound: int | None) -> tuple[np.ndarray, bool]:
     """(``probe_arrays(form, bound)`` of a host build as a host array, no key repeated), by the
@@ -255,14 +270,7 @@ def _loop_form(size: int, payload: list[np.ndarray], slots: np.ndarray, src: np.
         words = np.zeros(max(1, -(-size // 32)), dtype=np.uint32)
         return words, fill_bits(words, slots)
     if form in ("code8", "code16"):
-        if len(payload) != 1:
-            raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
-        dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
-        values = payload[0]
-        if bound is not None and bound > top:
-            raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
-        if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
-            raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+        dtype, values = _code_form(form, payload, bound)
         got = np.full(max(size, 1), -1, dtype=dtype)
         return got, fill_codes(got, slots, src, values.astype(dtype, copy=False), src.shape[0] == values.shape[0])
     raise ValueError(f"unknown probe form {form!r}")
@@ -278,14 +286,7 @@ def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarr
         hit[slots] = True
         return np.packbits(hit, bitorder="little").view("<u4").astype(np.uint32)
     if form in ("code8", "code16"):
-        if len(payload) != 1:
-            raise ValueError(f"a {form} probe reads one payload, the table has {len(payload)}")
-        dtype, top = (np.int8, 1 << 7) if form == "code8" else (np.int16, 1 << 15)
-        values = payload[0]
-        if bound is not None and bound > top:
-            raise ValueError(f"payload values up to {bound - 1} do not fit a {form} probe")
-        if bound is None and values.shape[0] and bool(((values < 0) | (values >= top)).any()):
-            raise ValueError(f"payload values outside 0..{top - 1} do not fit a {form} probe")
+        dtype, values = _code_form(form, payload, bound)
         got = np.full(max(size, 1), -1, dtype=dtype)
         got[slots] = (values if src.shape[0] == values.shape[0] else values[src]).astype(dtype)
         return got
