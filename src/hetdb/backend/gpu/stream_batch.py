@@ -43,9 +43,9 @@ from hetdb.backend.gpu.batch_plan import (
 from hetdb.backend.gpu.stream_columns import DeliveryColumns
 from hetdb.backend.gpu.stream_io import decode_stream
 from hetdb.backend.gpu.stream_pages import (
-    _column_nbytes,
     _Page,
     _RowGroup,
+    count_delivery,
     keeps_compressed,
     release_batches,
     zero_copy_address,
@@ -618,13 +618,13 @@ class BatchedDelivery(DeliveryColumns):
             raise
         if warm:
             # (the pins the look-up took, handed to the copies' event; no page holds one any more)
-            self._count_warm(rgs)
+            count_delivery(self.stats, self.routes, rgs, len(self.columns), warm=True)
             hosts = [h for rg in rgs for h in rg.hosts]
             for rg in rgs:
                 rg.hand_over_hosts()
             read_in_place, kept = [], []
         else:
-            self._count_batch(rgs)
+            count_delivery(self.stats, self.routes, rgs, len(self.columns), warm=False)
             hosts = [p.host for rg in rgs for p in rg.pages if p.host is not None and not p.zero_copy]
             read_in_place = [p.host for rg in rgs for p in rg.pages if p.zero_copy]
             for rg in rgs:
@@ -640,63 +640,6 @@ class BatchedDelivery(DeliveryColumns):
         self.stats.rows += rows
         return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
                      ready=[event] if decoded is None else [event, decoded])
-
-    def _count_warm(self, rgs: list[_RowGroup]) -> None:
-        """``_count_batch`` of row groups whose pages are all host-tier hits of one route."""
-        route = rgs[0].route  # (``_schedule_group`` gives such pages one route)
-        if route is not Route.HOST_TO_GPU or any(rg.route is not route for rg in rgs):
-            self._count_batch(rgs)
-            return
-        st = self.stats
-        pages = len(rgs) * len(self.columns)
-        nbytes = sum(rg.link_bytes for rg in rgs)
-        st.pages_host += pages
-        st.bytes_host += nbytes
-        st.bytes_h2d += nbytes
-        self.routes.add(route, nbytes, pages=pages)
-
-    def _count_batch(self, rgs: list[_RowGroup]) -> None:
-        st = self.stats
-        by_route: dict[Route, list[int]] = {}
-        host_to_gpu = Route.HOST_TO_GPU
-        host_pages = host_bytes = 0  # (the warm steady state: every page a host-tier hit)
-        for rg in rgs:
-            for p in rg.pages:
-                loc = p.location
-                if p.route is host_to_gpu:
-                    host_pages += 1
-                    host_bytes += loc.length
-                    continue
-                if p.route is Route.GPU_RESIDENT:  # a paged delivery's device-cache hit
-                    nbytes = _column_nbytes(p.value)
-                    st.pages_cached += 1
-                    st.bytes_cached += nbytes
-                    self.routes.add(Route.GPU_RESIDENT, nbytes)
-                    continue
-                if p.route is Route.HOST_ZERO_COPY:  # served by the host tier, nothing copied
-                    st.pages_host += 1
-                    self.routes.add(Route.HOST_ZERO_COPY, loc.length)
-                    continue
-                if p.route is Route.HOST_TO_GPU:
-                    st.pages_host += 1
-                    st.bytes_host += loc.length
-                else:
-                    st.pages_read += 1
-                    st.bytes_read += loc.padded_length
-                    st.pages_loaded += p.route is Route.DISK_TO_HOST
-                st.bytes_h2d += loc.length
-                got = by_route.setdefault(p.route, [0, 0])
-                got[0] += 1
-                got[1] += loc.length
-        if host_pages:
-            st.pages_host += host_pages
-            st.bytes_host += host_bytes
-            st.bytes_h2d += host_bytes
-            got = by_route.setdefault(host_to_gpu, [0, 0])
-            got[0] += host_pages
-            got[1] += host_bytes
-        for route, (pages, nbytes) in by_route.items():
-            self.routes.add(route, nbytes, pages=pages)
 
     def _reserve_bytes(self, nbytes: int, what: str) -> None:
         self._reserve_budget(nbytes, what)

@@ -200,3 +200,45 @@ def release_batches(batches: list[Batch]) -> None:
 
 def _column_nbytes(col: Column) -> int:
     return col.held_nbytes()  # an EncodedColumn: its page as cached, never a decoded copy
+
+
+def count_delivery(st: Any, routes: Any, rgs: list[_RowGroup], columns: int, warm: bool) -> None:
+    """A delivery's pages and bytes by route, into its scan's statistics ``st`` and ``routes``
+    (cache/router.RouteCounts). ``warm``: row groups whose pages were all host-tier hits of one
+    look-up; counted per row group (no page object is made) when they share one host->GPU route."""
+    route = rgs[0].route if warm else None  # (``_schedule_group`` gives such pages one route)
+    if route is Route.HOST_TO_GPU and all(rg.route is route for rg in rgs):
+        pages = len(rgs) * columns
+        nbytes = sum(rg.link_bytes for rg in rgs)
+        st.pages_host += pages
+        st.bytes_host += nbytes
+        st.bytes_h2d += nbytes
+        routes.add(route, nbytes, pages=pages)
+        return
+    by_route: dict[Route, list[int]] = {}
+    for rg in rgs:
+        for p in rg.pages:
+            loc = p.location
+            if p.route is Route.GPU_RESIDENT:  # a paged delivery's device-cache hit
+                nbytes = _column_nbytes(p.value)
+                st.pages_cached += 1
+                st.bytes_cached += nbytes
+                routes.add(Route.GPU_RESIDENT, nbytes)
+                continue
+            if p.route is Route.HOST_ZERO_COPY:  # served by the host tier, nothing copied
+                st.pages_host += 1
+                routes.add(Route.HOST_ZERO_COPY, loc.length)
+                continue
+            if p.route is Route.HOST_TO_GPU:  # (the warm steady state: a host-tier hit)
+                st.pages_host += 1
+                st.bytes_host += loc.length
+            else:
+                st.pages_read += 1
+                st.bytes_read += loc.padded_length
+                st.pages_loaded += p.route is Route.DISK_TO_HOST
+            st.bytes_h2d += loc.length
+            got = by_route.setdefault(p.route, [0, 0])
+            got[0] += 1
+            got[1] += loc.length
+    for route, (pages, nbytes) in by_route.items():
+        routes.add(route, nbytes, pages=pages)
