@@ -80,7 +80,7 @@ class Stream:
 
     _current: Stream | None = None
 
-    def __init__(self, non_blocking: bool = False, null: bool = False, ptr: int = 0) -> None:
+    def __init__(self, non_blocking: bool = False, null: bool = False, ptr: int = 0, priority: int | None = None) -> None:
         self.ptr = 0
         self._prev: list = []
 
@@ -187,6 +187,7 @@ def install() -> types.ModuleType:
     cuda.PinnedMemoryPool = _PinnedPool
     runtime = types.ModuleType("cupy.cuda.runtime")
     runtime.memcpyAsync = _memcpy_async
+    runtime.deviceGetStreamPriorityRange = lambda: (0, -5)  # (least, greatest), as an H100's
     cuda.runtime = runtime
     cupy.cuda = cuda
     sys.modules["cupy"] = cupy

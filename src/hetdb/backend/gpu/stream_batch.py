@@ -63,13 +63,15 @@ PRIMED_BATCHES = 4  # a primed scan's deliveries aim at this many times ``batch_
 # the next delivery's copies are queued before the consumer takes this one, instead of after its kernel
 # is launched (the link then waited for the host's work of every step). False: not ahead (A/B).
 AHEAD_PAGED = True
-# A primed scan's last deliveries aim at half, a quarter, an eighth of its target (batch_plan.plan_groups
+# A primed scan's last deliveries aim at half, a quarter, ... 1/32 of its target (batch_plan.plan_groups
 # ``tail``): after the last copy only the last delivery's decode and kernel remain, and a primed
 # delivery of 4 x 64 MiB took 1.2-2.5 ms to decode after its copies (H100, SSB SF 20 warm, 4a9eb6f:
 # q4.1's last kernel ended 1.95 ms after its last copy). Primed fact scans only (``prime``'s ``tail``):
 # their deliveries' host work is done before the consumer asks, the extra ones cost the consumer
 # nothing; a dimension scan's last copies are done long before its pipeline runs. 0: no tail (A/B).
-TAIL_RAMP = 3
+# 3 until session 20: its last delivery of an eighth (q1.1: 7.8M rows) still decoded 0.36 ms after its
+# copy; with 5 (H100, warm_timeline, same process): q1.1 13.2 -> 12.4 ms, q4.1 28.5 -> 26.8.
+TAIL_RAMP = 5
 # A primed scan's first deliveries ramp up from a quarter of its target (two steps) instead of an eighth
 # (three): the consumer comes milliseconds later (after the pipelines before it), so what the first
 # deliveries must do is start the link early and keep it busy while the host makes the dimension scans
