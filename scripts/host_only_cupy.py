@@ -187,7 +187,6 @@ def install() -> types.ModuleType:
     cuda.PinnedMemoryPool = _PinnedPool
     runtime = types.ModuleType("cupy.cuda.runtime")
     runtime.memcpyAsync = _memcpy_async
-    runtime.deviceGetStreamPriorityRange = lambda: (0, -5)  # (least, greatest), as an H100's
     cuda.runtime = runtime
     cupy.cuda = cuda
     sys.modules["cupy"] = cupy

@@ -377,7 +377,6 @@ def install() -> types.ModuleType:
     runtime.hostRegister = lambda *a: None
     runtime.hostUnregister = lambda *a: None
     runtime.streamSynchronize = lambda s: None
-    runtime.deviceGetStreamPriorityRange = lambda: (0, -5)  # (least, greatest), as an H100's
     cuda.runtime = runtime
     cupy.cuda = cuda
     for name, mod in (("cupy", cupy), ("cupy.cuda", cuda), ("cupy.cuda.runtime", runtime),

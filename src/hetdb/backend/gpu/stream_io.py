@@ -108,13 +108,26 @@ def query_stream(device_id: int) -> Any:
             import cupy
 
             with cupy.cuda.Device(device_id):
-                _least, greatest = cupy.cuda.runtime.deviceGetStreamPriorityRange()
-                try:
-                    stream = cupy.cuda.Stream(non_blocking=False, priority=greatest)
-                except TypeError:  # (a CuPy without ``priority``: the runtime's stream, wrapped)
-                    stream = cupy.cuda.ExternalStream(cupy.cuda.runtime.streamCreateWithPriority(0, greatest))
+                stream = _highest_priority_stream(cupy)
             _query_streams[device_id] = stream
-        return stream
+        return stream if stream is not False else None
+
+
+# a priority past the device's range: CUDA clamps it to the range's highest (H100: -5)
+_HIGHEST = -(1 << 16)
+
+
+def _highest_priority_stream(cupy: Any) -> Any:
+    """A blocking stream of the current device's highest priority, or False where this CuPy cannot
+    make one (the query's work then stays on the legacy default stream)."""
+    rt = cupy.cuda.runtime
+    priority = rt.deviceGetStreamPriorityRange()[1] if hasattr(rt, "deviceGetStreamPriorityRange") else _HIGHEST
+    try:
+        return cupy.cuda.Stream(non_blocking=False, priority=priority)
+    except TypeError:  # (a CuPy without ``priority``: the runtime's stream, wrapped)
+        if not hasattr(rt, "streamCreateWithPriority"):
+            return False
+        return cupy.cuda.ExternalStream(rt.streamCreateWithPriority(0, priority))
 
 
 _early_streams: dict[int, tuple[Any, Any]] = {}
