@@ -43,8 +43,7 @@ Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/ea
 ``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
 ``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams),
 ``planhost=N`` (exec/fusion_host.HOST_PLAN_ROWS: a fused plan's dense tables, compacted keys and probe forms of
-dimensions of at most N build rows made on the host; 0: by the earlier limits), ``planloops=0``
-(codegen/dense_tables.HOST_LOOPS off: host dense builds and forms by NumPy scatters, not Numba loops), ``qprio=0``
+dimensions of at most N build rows made on the host; 0: by the earlier limits), ``qprio=0``
 (backend/gpu/stream_io.QUERY_PRIORITY off: the query thread's GPU work on the legacy default stream); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
@@ -470,7 +469,7 @@ def main() -> None:
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
              "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS"),
-             "planloops": (dense_tables, "HOST_LOOPS"), "qprio": (stream_io, "QUERY_PRIORITY")}
+             "qprio": (stream_io, "QUERY_PRIORITY")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

@@ -145,11 +145,34 @@ def test_a_narrow_probe_launch_leaves_a_host_planned_table_on_the_host(monkeypat
         assert args[-2:] == [np.int64(4), np.int64(6)] if form != "rows" else args[1:3] == [np.int64(4), np.int64(6)]
 
 
+def _reference(keys, mask, ranks, form):
+    """What a host build of ``keys`` (where ``mask``) holds, by NumPy scatters written out here: (lo,
+    size, rows, slots, build rows) and the probe form ``form`` of payload ``ranks``."""
+    src = np.arange(keys.shape[0]) if mask is None else np.flatnonzero(mask)
+    ks = keys[src].astype(np.int64)
+    lo = int(ks.min())
+    size = int(ks.max()) - lo + 1
+    slots = ks - lo
+    rows = np.full(size, -1, dtype=np.int32)
+    rows[slots] = src
+    if form == "bits":
+        hit = np.zeros(-(-size // 32) * 32, dtype=bool)
+        hit[slots] = True
+        got = np.packbits(hit, bitorder="little").view("<u4").tolist()
+    elif form in ("code8", "code16"):
+        codes = np.full(size, -1, dtype=np.int64)
+        codes[slots] = ranks[src]
+        got = codes.tolist()
+    else:
+        got = None
+    return lo, size, rows.tolist(), slots.tolist(), src.tolist(), got
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.int16])
 @pytest.mark.parametrize("masked", [False, True])
-def test_host_build_loops_equal_the_numpy_scatters(dtype, masked, monkeypatch):
-    """The Numba loops of host builds and forms (codegen/dense_host.py) make the tables, hits, forms
-    and refusals the NumPy scatters make (``HOST_LOOPS`` off)."""
+def test_host_builds_and_forms_equal_numpy_scatters(dtype, masked):
+    """The Numba loops of host builds and forms (codegen/dense_host.py) make the tables, hits and
+    forms that NumPy scatters make, and refuse a repeated key."""
     from hetdb.backend.gpu.codegen import dense_tables
 
     rng = np.random.default_rng(int(masked) + np.dtype(dtype).itemsize)
@@ -157,43 +180,40 @@ def test_host_build_loops_equal_the_numpy_scatters(dtype, masked, monkeypatch):
     keys = (rng.permutation(4 * n)[:n] + (0 if np.dtype(dtype).kind == "u" else -5000)).astype(dtype)
     mask = rng.random(n) < 0.7 if masked else None
     ranks = rng.integers(0, 100, n).astype(np.int32)
-    got = {}
-    for loops in (False, True):
-        monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
-        table, hits = _host_build(keys, mask, DENSE_MAX_SLOTS)
-        forms = []
-        for form in ("bits", "code8", "code16", "rows"):
-            planned, _ = dense_tables.host_planned(
-                keys, mask, [] if form == "bits" else [ranks],
-                lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
-            forms.append((sorted(planned.forms), [a.tolist() for a in planned.forms.values()],
-                          planned.rows.tolist(), [h.tolist() for h in planned.hits]))
-        got[loops] = (table.lo, table.size, table.num_rows, table.rows.tolist(), hits[0].tolist(),
-                      hits[1].tolist(), forms)
-        repeated = keys.copy()
-        repeated[-1] = repeated[0]
-        if mask is not None:
-            mask2 = mask.copy()
-            mask2[[0, -1]] = True
+    table, hits = _host_build(keys, mask, DENSE_MAX_SLOTS)
+    lo, size, rows, slots, src, _ = _reference(keys, mask, ranks, "rows")
+    assert (table.lo, table.size, table.rows.tolist(), hits[0].tolist(), hits[1].tolist()) == \
+        (lo, size, rows, slots, src)
+    for form in ("bits", "code8", "code16", "rows"):
+        planned, _ = dense_tables.host_planned(
+            keys, mask, [] if form == "bits" else [ranks],
+            lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
+        *_, want = _reference(keys, mask, ranks, form)
+        assert sorted(planned.forms) == ([] if form == "rows" else [form])
+        if want is not None:
+            assert planned.forms[form].tolist() == want
+        assert planned.rows.tolist() == rows and [h.tolist() for h in planned.hits] == [slots, src]
+    repeated = keys.copy()
+    repeated[-1] = repeated[0]
+    if mask is not None:
+        mask2 = mask.copy()
+        mask2[[0, -1]] = True
+    with pytest.raises(UnsupportedError, match="not unique"):
+        _host_build(repeated, None if mask is None else mask2, DENSE_MAX_SLOTS)
+    for form in ("bits", "code8", "rows"):  # (found by the first form made, or the rows)
         with pytest.raises(UnsupportedError, match="not unique"):
-            _host_build(repeated, None if mask is None else mask2, DENSE_MAX_SLOTS)
-        for form in ("bits", "code8", "rows"):  # (found by the first form made, or the rows)
-            with pytest.raises(UnsupportedError, match="not unique"):
-                dense_tables.host_planned(repeated, None if mask is None else mask2,
-                                          [] if form == "bits" else [ranks],
-                                          lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
-    assert got[True] == got[False]
+            dense_tables.host_planned(repeated, None if mask is None else mask2,
+                                      [] if form == "bits" else [ranks],
+                                      lambda t, f=form: [] if f == "rows" else [(f, 100)], to_device=list)
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16])
-def test_host_compaction_loops_equal_unique(dtype, monkeypatch):
-    from hetdb.backend.gpu.codegen import dense_tables
-
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16, np.uint32, np.uint8])
+def test_host_compaction_equals_unique(dtype):
     rng = np.random.default_rng(3)
-    for loops in (True, False):
-        monkeypatch.setattr(dense_tables, "HOST_LOOPS", loops)
-        for n in (1, 7, 5000):
-            values = (rng.integers(0, 3 * n + 5, n) - 40).astype(dtype)
+    for n in (1, 7, 5000):
+        for spread in (3, 1000):  # (a presence table, then a sort)
+            values = (rng.integers(0, spread * n + 5, n) + (0 if np.dtype(dtype).kind == "u" else -40))
+            values = values.astype(dtype)
             uniq, inverse = compact_host(values)
             want_u, want_i = np.unique(values, return_inverse=True)
             np.testing.assert_array_equal(uniq, want_u)

@@ -174,7 +174,7 @@ def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
     too (from ``payload``'s host arrays): the forms and ``extra`` host arrays go to the device with
     one upload (returned: the device copies of ``extra``); the table's rows, payload (host arrays,
     or device ones kept as they are) and hits stay on the host until something reads them
-    (``DenseJoinTable.pending``; with HOST_LOOPS the rows are not even made before). ``to_device``:
+    (``DenseJoinTable.pending``; the rows are not even made before). ``to_device``:
     the upload (default one ``arrays_to_device``; ``list`` where the "device" is the host);
     ``upload``: that of the forms and ``extra`` (default ``to_device``; ``list``: the caller uploads
     them, with other tables', and sets ``forms``). None when the key range has more than
@@ -186,28 +186,22 @@ def host_planned(keys: np.ndarray, mask: np.ndarray | None, payload: list[Any],
         return None
     lo, size, slots, src = got
     n = int(slots.shape[0])
+    # the forms straight from the slots (Numba loops, codegen/dense_host.py), a repeated key found by
+    # the first of them; the rows only where no form is read (made at the upload otherwise:
+    # ``_upload_pending``)
     rows = None
-    if HOST_LOOPS:
-        # the forms straight from the slots, a repeated key found by the first of them; the rows
-        # only where no form is read (made at the upload otherwise: ``_upload_pending``)
-        wanted = forms_of(DenseJoinTable(None, lo, size, [], n))
-        made, unique = {}, True
-        for form, bound in wanted:
-            made[form], ok = _loop_form(size, payload, slots, src, form, bound)
-            unique = unique and ok
-        if not wanted:
-            from hetdb.backend.gpu.codegen.dense_host import fill_rows
+    wanted = forms_of(DenseJoinTable(None, lo, size, [], n))
+    made, unique = {}, True
+    for form, bound in wanted:
+        made[form], ok = _loop_form(size, payload, slots, src, form, bound)
+        unique = unique and ok
+    if not wanted:
+        from hetdb.backend.gpu.codegen.dense_host import fill_rows
 
-            rows = np.full(max(size, 1), -1, dtype=np.int32)
-            unique = fill_rows(rows, slots, src)
-        if not unique:
-            raise UnsupportedError("dense join build keys are not unique")
-    else:
-        rows = _rows_of(size, slots, src)
-        if np.count_nonzero(rows >= 0) != n:  # (a key that repeats: its rows share one slot)
-            raise UnsupportedError("dense join build keys are not unique")
-        table = DenseJoinTable(rows, lo, size, [], n)
-        made = {form: _host_form(table, payload, slots, src, form, bound) for form, bound in forms_of(table)}
+        rows = np.full(max(size, 1), -1, dtype=np.int32)
+        unique = fill_rows(rows, slots, src)
+    if not unique:
+        raise UnsupportedError("dense join build keys are not unique")
     up = upload([*made.values(), *extra]) if made or extra else []
     out = DenseJoinTable(rows, lo, size, [], n, forms=dict(zip(made, up[:len(made)])),
                          pending=(rows, list(payload), (slots, src), to_device))
@@ -273,23 +267,6 @@ def _loop_form(size: int, payload: list[np.ndarray], slots: np.ndarray, src: np.
         dtype, values = _code_form(form, payload, bound)
         got = np.full(max(size, 1), -1, dtype=dtype)
         return got, fill_codes(got, slots, src, values.astype(dtype, copy=False), src.shape[0] == values.shape[0])
-    raise ValueError(f"unknown probe form {form!r}")
-
-
-def _host_form(table: DenseJoinTable, payload: list[np.ndarray], slots: np.ndarray, src: np.ndarray,
-               form: str, bound: int | None) -> np.ndarray:
-    """``probe_arrays(form, bound)`` of a table built on the host, as a host array."""
-    size = table.size
-    if form == "bits":
-        words = max(1, -(-size // 32))
-        hit = np.zeros(words * 32, dtype=bool)
-        hit[slots] = True
-        return np.packbits(hit, bitorder="little").view("<u4").astype(np.uint32)
-    if form in ("code8", "code16"):
-        dtype, values = _code_form(form, payload, bound)
-        got = np.full(max(size, 1), -1, dtype=dtype)
-        got[slots] = (values if src.shape[0] == values.shape[0] else values[src]).astype(dtype)
-        return got
     raise ValueError(f"unknown probe form {form!r}")
 
 
@@ -380,21 +357,13 @@ def _host_build(keys: np.ndarray, mask: np.ndarray | None,
         return None
     lo, size, slots, src = got
     n = int(slots.shape[0])
-    if HOST_LOOPS:
-        from hetdb.backend.gpu.codegen.dense_host import fill_rows
+    from hetdb.backend.gpu.codegen.dense_host import fill_rows
 
-        rows = np.full(max(size, 1), -1, dtype=np.int32)
-        unique = fill_rows(rows, slots, src)
-    else:
-        rows = _rows_of(size, slots, src)
-        unique = np.count_nonzero(rows >= 0) == n  # (a key that repeats: its rows share one slot)
-    if not unique:
+    rows = np.full(max(size, 1), -1, dtype=np.int32)
+    if not fill_rows(rows, slots, src):  # (a key that repeats: its second row finds its slot filled)
         raise UnsupportedError("dense join build keys are not unique")
     return DenseJoinTable(rows, lo, size, [], n), (slots, src)
 
-
-# True: host builds and forms by Numba loops (codegen/dense_host.py), else NumPy scatters (A/B)
-HOST_LOOPS = True
 
 
 def _to_device(arrays: list[np.ndarray]) -> list[Any]:

@@ -117,21 +117,15 @@ def compact_host(values: Any) -> tuple[Any, Any]:
     import numpy as np
 
     lo, hi = int(values.min()), int(values.max())
-    if hi - lo < 4 * values.shape[0] + 64 and values.dtype.kind == "i":
-        from hetdb.backend.gpu.codegen import dense_tables
+    if hi - lo < 4 * values.shape[0] + 64 and hi < 1 << 63:
+        from hetdb.backend.gpu.codegen.dense_host import rank_values
 
-        if dense_tables.HOST_LOOPS:  # (one pass to mark, one to rank, one to look up: Numba)
-            from hetdb.backend.gpu.codegen.dense_host import rank_values
-
-            inverse = np.empty(values.shape[0], dtype=np.int32)
-            rank = rank_values(values, lo, hi - lo + 1, inverse)
-            return (np.flatnonzero(rank >= 0) + lo).astype(values.dtype), inverse
-    if hi - lo < 4 * values.shape[0] + 64:
-        shifted = (values - lo).astype(np.int64)
-        present = np.zeros(hi - lo + 1, dtype=np.int32)
-        present[shifted] = 1
-        rank = np.cumsum(present, dtype=np.int32) - 1
-        return (np.flatnonzero(present) + lo).astype(values.dtype), rank[shifted]
+        # (one pass to mark, one to rank, one to look up: Numba; unsigned values as int64, whose
+        # difference with ``lo`` stays an integer)
+        signed = values if values.dtype.kind == "i" else values.astype(np.int64)
+        inverse = np.empty(values.shape[0], dtype=np.int32)
+        rank = rank_values(signed, lo, hi - lo + 1, inverse)
+        return (np.flatnonzero(rank >= 0) + lo).astype(values.dtype), inverse
     uniq, inverse = np.unique(values, return_inverse=True)
     return uniq, inverse.reshape(-1).astype(np.int32)
 
