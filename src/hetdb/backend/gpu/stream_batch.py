@@ -70,7 +70,8 @@ AHEAD_PAGED = True
 # their deliveries' host work is done before the consumer asks, the extra ones cost the consumer
 # nothing; a dimension scan's last copies are done long before its pipeline runs. 0: no tail (A/B).
 # 3 until session 20: its last delivery of an eighth (q1.1: 7.8M rows) still decoded 0.36 ms after its
-# copy; with 5 (H100, warm_timeline, same process): q1.1 13.2 -> 12.4 ms, q4.1 28.5 -> 26.8.
+# copy, with 5 0.10 ms; H100, warm_timeline, same process, 7 runs, q1.1-q4.1: geomean 18.62 ms against
+# 18.86 (q3.1 17.0 / 17.3, q4.1 26.5 / 26.8; session 20 checkpoint, main 98eace8a).
 TAIL_RAMP = 5
 # A primed scan's first deliveries ramp up from a quarter of its target (two steps) instead of an eighth
 # (three): the consumer comes milliseconds later (after the pipelines before it), so what the first

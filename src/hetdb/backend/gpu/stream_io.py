@@ -84,14 +84,16 @@ def decode_stream(device_id: int) -> Any:
         return stream
 
 
-# The query thread's GPU work (dimension pipelines, the fused plan's copies out for its host
+# True: the query thread's GPU work (dimension pipelines, the fused plan's copies out for its host
 # planning, the fused kernels: the query's critical path) runs on a stream of the device's highest
 # priority (``query_stream``), so the early fact scan's decode kernels (queued a delivery ahead, on a
-# stream of the default, lowest, priority) fill the SMs around it instead of ahead of it. Before, on
-# the legacy default stream: H100, SSB SF 20 warm q3.1 (session 20), the fused plan's one copy out of
-# its dimension columns waited 2.5 ms behind the decode of a 43M-row fact delivery, and the fused
-# kernels began 0.8 ms after the last fact copy had ended. False: the legacy default stream (A/B).
-QUERY_PRIORITY = True
+# stream of the default, lowest, priority) fill the SMs around it instead of ahead of it. It does what
+# it says (H100, SSB SF 20 warm q3.1, session 20: the fused plan's copy out of its dimension columns
+# waited 0.3 ms instead of 2.3 behind the decode of a 43M-row fact delivery; the fused kernels ended
+# 0.13 ms after the last fact copy instead of 1.17) but the queries were not faster: warm_timeline, same
+# process, 7 runs, q1.1-q4.1 geomean 19.00 ms on against 18.62 off (q3.1 17.5 / 17.0, q4.1 27.0 / 26.5),
+# at a 10% budget hot 9.44 / 9.01. Off (the legacy default stream) until that is understood; A/B switch.
+QUERY_PRIORITY = False
 _query_streams: dict[int, Any] = {}
 
 
