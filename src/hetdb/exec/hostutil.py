@@ -26,6 +26,15 @@ def activate(ctx: Any) -> None:
     _active.ctx = ctx
 
 
+def deactivate(ctx: Any) -> None:
+    """Forget ``ctx`` (or the host context sharing its stats) as this thread's query once it has
+    ended: the thread-local would keep the query's context, and what it refers to, alive until the
+    thread's next query."""
+    active = getattr(_active, "ctx", None)
+    if active is ctx or (active is not None and active.stats is ctx.stats):  # (or its host tail's)
+        _active.ctx = None
+
+
 def note_host_step(backend, what: str) -> None:
     """Record that a step ran on the host while the backend is the GPU (a per-operator CPU fallback,
     shown by EXPLAIN ANALYZE). Nothing to record on the CPU."""
