@@ -415,7 +415,7 @@ class QueryEngine:
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
                     if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
                         host_ctx = ctx.__dict__.get("host_context") or self._host_context(ctx, spill_dir)
-                    if hot is None or not run_small(host_ctx, pipe):  # (exec/small_tail.py: a replay's tail)
+                    if not run_small(host_ctx, pipe, hot is None):  # (exec/small_tail.py)
                         run_pipeline(host_ctx, pipe, None, 1)
                     on_host.add(pipe.pid)
                     continue
