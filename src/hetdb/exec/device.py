@@ -14,7 +14,6 @@ refusals make joins and aggregations partition and spill, here into pinned host 
 from __future__ import annotations
 
 import contextlib
-
 import gc
 import time
 from typing import Any
