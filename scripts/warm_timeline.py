@@ -43,8 +43,10 @@ Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/ea
 ``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
 ``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams),
 ``planhost=N`` (exec/fusion_host.HOST_PLAN_ROWS: a fused plan's dense tables, compacted keys and probe forms of
-dimensions of at most N build rows made on the host; 0: by the earlier limits), ``qprio=0``
-(backend/gpu/stream_io.QUERY_PRIORITY off: the query thread's GPU work on the legacy default stream); delivery
+dimensions of at most N build rows made on the host; 0: by the earlier limits), ``qprio=1``
+(backend/gpu/stream_io.QUERY_PRIORITY on: the query thread's GPU work on a stream of the highest priority),
+``smalltail=0`` (exec/small_tail.WARM_DIRECT off: a run that is no replay sorts and collects its result
+through the pipeline driver); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
 large as the others), ``primedramp=N`` (stream_batch.PRIMED_RAMP: the first N ramp up from the target halved N
 times; 3: as before 1c5bd3f; 1: session 17's); ``closeconsumed=0`` (operators/scan_device.CLOSE_CONSUMED off: a fused
@@ -460,7 +462,7 @@ def main() -> None:
     # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE),
     # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS), dimensions of
     # at most this many build rows planned on the host (fusion_host.HOST_PLAN_ROWS; 0: as before session 19)
-    from hetdb.exec import fusion_host
+    from hetdb.exec import fusion_host, small_tail
     from hetdb.exec.operators import scan_device
 
     knobs = {"tail": (batches, "TAIL_RAMP"), "primedramp": (batches, "PRIMED_RAMP"),
@@ -469,7 +471,7 @@ def main() -> None:
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
              "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS"),
-             "qprio": (stream_io, "QUERY_PRIORITY")}
+             "qprio": (stream_io, "QUERY_PRIORITY"), "smalltail": (small_tail, "WARM_DIRECT")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

@@ -26,7 +26,7 @@ from hetdb.exec import plan_cache
 from hetdb.exec.columns import concat_batches
 from hetdb.exec.host_cache import DecodedPageCache
 from hetdb.exec.host_tail import _source_results, _tail_backend, host_note, host_sinks, host_tail
-from hetdb.exec.hostutil import batch_to_device, batch_to_host, spill_made, to_arrow_table
+from hetdb.exec.hostutil import batch_to_device, batch_to_host, deactivate, spill_made, to_arrow_table
 from hetdb.exec.memory import MemoryManager
 from hetdb.exec.operators.base import ExecContext
 from hetdb.exec.physical import PhysicalPlan, PhysicalPlanner
@@ -415,7 +415,7 @@ class QueryEngine:
                 if pipe.pid in tail and self._place_on_host(ctx, pipe, on_host):
                     if host_ctx is None:  # (the one a fused aggregation handed its groups over in, if any)
                         host_ctx = ctx.__dict__.get("host_context") or self._host_context(ctx, spill_dir)
-                    if hot is None or not run_small(host_ctx, pipe):  # (exec/small_tail.py: a replay's tail)
+                    if not run_small(host_ctx, pipe, hot is None):  # (exec/small_tail.py)
                         run_pipeline(host_ctx, pipe, None, 1)
                     on_host.add(pipe.pid)
                     continue
@@ -439,6 +439,11 @@ class QueryEngine:
             self.live = {}
             for fn in reversed(ctx.cleanup):
                 fn()
+            # the closers (and the host tail's context) refer to ctx: cycles that held the query's
+            # scans, streamers and their device blocks until a collection
+            ctx.cleanup.clear()
+            ctx.__dict__.pop("host_context", None)
+            deactivate(ctx)
             ctx.results.clear()
             if reusing:
                 from hetdb.exec.fusion_reuse import release_reuse

@@ -24,14 +24,22 @@ from hetdb.exec.operators.sort import SortSink, _small_sorted, sort_keys
 # a sort or collection of at most this many rows runs without its sink's states (``_direct``)
 DIRECT_ROWS = 1 << 12
 ENABLED = [True]  # (scripts/gpu_hot_split.py --experiment no_small_tail: the driver runs them, A/B)
+# a run that is no replay (a warm query on a fresh connection) runs its small sorts and collections
+# ``_direct`` too (0: the driver runs them; scripts/warm_timeline.py smalltail=0, A/B)
+WARM_DIRECT = 1
 
 
-def run_small(ctx: ExecContext, pipe: Any) -> bool:
+def run_small(ctx: ExecContext, pipe: Any, direct_only: bool = False) -> bool:
     """Run host pipeline ``pipe`` (its source an earlier pipeline's result of whole batches, each one
     morsel: at most ``ctx.batch_rows`` rows and too few to be cut for several workers) as the driver
-    would with one worker; False (nothing done) for any other pipeline."""
+    would with one worker; False (nothing done) for any other pipeline. ``direct_only``: only the
+    projections into a small sort or the result's collection (``_direct``), the tail of a query that
+    is no replay (the driver runs the others: they may compile, keep their builds)."""
     src = pipe.source
     if not ENABLED[0] or ctx.device is not None or type(src) is not ResultSource:
+        return False
+    if direct_only and (not WARM_DIRECT or type(pipe.sink) not in (SortSink, CollectSink)
+                        or any(type(op) is not ProjectOp for op in pipe.ops)):
         return False
     batches = ctx.results[src.pipeline_id]
     step, least = ctx.batch_rows, tuning.get("result_morsel_rows")
@@ -46,6 +54,8 @@ def run_small(ctx: ExecContext, pipe: Any) -> bool:
     sink, ops = pipe.sink, pipe.ops
     if _direct(ctx, pipe, batches):
         return True
+    if direct_only:
+        return False  # (the driver asks ``reuse`` again: the same answer)
     gsrc = src.init_global(ctx)
     gops = [op.init_global(ctx) for op in ops]
     gsink = sink.init_global(ctx)
