@@ -113,6 +113,9 @@ class DeviceMemoryManager(MemoryManager):
 # (database path, catalog_stamp) -> decoded bytes of every table: keep_compressed's memo, shared by
 # the connections of the process
 _DECODED_DB_BYTES: dict[tuple, int] = {}
+# database path -> (catalog epoch, when its stamp was taken, (stamp, decoded bytes)): the last stamp
+# a connection of the process took, which others take within KEEP_COMPRESSED_TTL_S as their own
+_KEEP_CHECKED: dict[str, tuple] = {}
 
 
 class DeviceResources:
@@ -176,10 +179,19 @@ class DeviceResources:
         now = time.monotonic()
         got = self._decoded_db_bytes
         checked = getattr(self, "_keep_checked", None)
-        if got is not None and checked is not None and checked[0] == (catalog_epoch(), getattr(db, "path", None)) \
-                and now - checked[1] < KEEP_COMPRESSED_TTL_S:
+        path = getattr(db, "path", None)
+        epoch = catalog_epoch()
+        if got is not None and checked is not None and checked[0] == (epoch, path) \
+                and 0 <= now - checked[1] < KEEP_COMPRESSED_TTL_S:
             return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
-        self._keep_checked = ((catalog_epoch(), getattr(db, "path", None)), now)
+        # a fresh connection takes the stamp another connection of the process took within the
+        # moment (a fresh connection per query paid catalog_stamp's stats at the head of every query)
+        shared = _KEEP_CHECKED.get(path) if isinstance(path, str) else None
+        if shared is not None and shared[0] == epoch and 0 <= now - shared[1] < KEEP_COMPRESSED_TTL_S:
+            self._keep_checked = ((epoch, path), shared[1])
+            got = self._decoded_db_bytes = shared[2]
+            return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
+        self._keep_checked = ((epoch, path), now)
         stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
         if stamp is None or got is None or got[0] != stamp:
             # (a fresh connection finds the total another connection of the process computed for the
@@ -196,6 +208,10 @@ class DeviceResources:
                     if len(_DECODED_DB_BYTES) >= 64:
                         _DECODED_DB_BYTES.clear()
                     _DECODED_DB_BYTES[(getattr(db, "path", None), stamp)] = total
+        if stamp is not None and isinstance(path, str):
+            if len(_KEEP_CHECKED) >= 64:
+                _KEEP_CHECKED.clear()
+            _KEEP_CHECKED[path] = (epoch, now, got)
         return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
 
     def host_tier(self, options: Any) -> Any:

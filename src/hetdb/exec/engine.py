@@ -156,11 +156,13 @@ class QueryEngine:
         from hetdb.sql import bind
 
         key = self._shared_key(sql)
-        shared = plan_cache.lookup(key, self.db) if key is not None else None
+        got: list = []
+        shared = plan_cache.lookup(key, self.db, got) if key is not None else None
         if shared is not None:
             # planned by another connection of this process against the same table versions
             try:
-                readers = tuple((n, self.db.table(n)) for n, _ in shared.tables)
+                readers = tuple(got) if len(got) == len(shared.tables) \
+                    else tuple((n, self.db.table(n)) for n, _ in shared.tables)
             except HetdbError:
                 readers = None
             if readers is not None:

@@ -171,6 +171,16 @@ class Database:
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
         return self._committed(name)[2]
 
+    def table_and_identity(self, name: str) -> tuple[TableReader, tuple[int, int, int, int] | None]:
+        """(``table(name)``, ``table_identity(name)``) with one freshness check (two stats) instead
+        of one per call: a shared plan's check and its readers, at the head of every query of a
+        fresh connection."""
+        fresh = self._seen(name)
+        if fresh is not None:
+            return fresh[4], fresh[5]
+        reader = self.table(name)  # (before the identity: a commit in between makes them differ, not match)
+        return reader, self.table_identity(name)
+
     def _seen(self, name: str) -> tuple | None:
         """``_fresh``'s entry of table ``name`` (this object's, else another Database object's of this
         process) while its CURRENT and manifest are the files seen then, else None. CURRENT is replaced
