@@ -40,7 +40,12 @@ DEFAULT_LIMIT_FRACTION = 0.8
 KEEP_COMPRESSED_TTL_S = 1.0
 
 
+_BUDGET_CLASS: list = []  # _budget_class's (a class statement per connection cost its first query ~8 us)
+
+
 def _budget_class():
+    if _BUDGET_CLASS:
+        return _BUDGET_CLASS[0]
     from hetdb.backend.gpu.memory import DeviceMemoryBudget
 
     class QueryBudget(DeviceMemoryBudget):
@@ -50,6 +55,7 @@ def _budget_class():
             with self._lock:
                 self._peak = self._used
 
+    _BUDGET_CLASS.append(QueryBudget)
     return QueryBudget
 
 

@@ -51,6 +51,9 @@ HOST_RESULT_ROWS = 1 << 16
 # id(plan) -> (plan, _host_only(plan)): a plan from the process-wide plan cache (exec/plan_cache.py) is
 # the same object on every connection, so a fresh connection does not walk its expressions again
 _HOST_ONLY: dict[int, tuple[L.Output, str]] = {}
+# (id(options), gpu_compressed_cache) -> (options, options with it decided): _options_with's memo, the
+# process's (connections with equal options share one Options object: connection._interned)
+_RESOLVED_OPTIONS: dict[tuple, tuple] = {}
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,6 @@ class QueryEngine:
         self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
-        self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
         self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
         self._hot: dict[int, Any] = {}  # id(physical) -> exec/hot_replay.HotRecord of its last full hot run
@@ -483,10 +485,12 @@ class QueryEngine:
     def _options_with(self, compressed: bool) -> Any:
         """The connection's options with ``gpu_compressed_cache`` decided (one object per answer:
         dataclasses.replace of every option, per query, cost a hot query tens of microseconds)."""
-        memo = self._resolved_options
+        memo = _RESOLVED_OPTIONS  # (the process's: a fresh connection per query would replace them every query)
         key = (id(self.options), compressed)
         got = memo.get(key)
         if got is None or got[0] is not self.options:
+            if len(memo) >= PLAN_CACHE_ENTRIES:
+                memo.clear()
             got = memo[key] = (self.options, dataclasses.replace(self.options, gpu_compressed_cache=compressed))
         return got[1]
 
