@@ -172,12 +172,19 @@ class Database:
         return self._committed(name)[2]
 
     def table_and_identity(self, name: str) -> tuple[TableReader, tuple[int, int, int, int] | None]:
-        """(``table(name)``, ``table_identity(name)``) with one freshness check (two stats) instead
-        of one per call: a shared plan's check and its readers, at the head of every query of a
-        fresh connection."""
-        fresh = self._seen(name)
-        if fresh is not None:
-            return fresh[4], fresh[5]
+        """(``table(name)``, ``table_identity(name)``): the process-wide plan cache's check of a shared
+        plan and the readers its run reads, at the head of every query of a fresh connection. One stat
+        of CURRENT while it is the file seen last, as ``is_current`` (the connection's plan cache's
+        check, whose readers its runs read too): every commit replaces it, a drop removes it."""
+        if isinstance(name, str):
+            fresh = self._fresh.get(name) or _FRESH.get(self._table_dir(name))
+            if fresh is not None:
+                try:
+                    if _file_identity(fresh[0]) == fresh[1]:
+                        self._fresh[name] = fresh
+                        return fresh[4], fresh[5]
+                except OSError:
+                    pass
         reader = self.table(name)  # (before the identity: a commit in between makes them differ, not match)
         return reader, self.table_identity(name)
 
