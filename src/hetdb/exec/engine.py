@@ -115,8 +115,9 @@ class QueryEngine:
 
             keep_freed_memory()
         self.threads = max(1, int(options.threads or 1))
+        # (none on the GPU: its pipelines run with one worker, the host tail's too)
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
-            if self.threads > 1 else None
+            if self.threads > 1 and self.device is None else None
         # SQL text -> CachedPlan. Options are fixed per connection, so the text and the committed
         # version of every table read (checked per lookup) decide the plan, cardinality samples included.
         self._plans: OrderedDict[str, CachedPlan] = OrderedDict()
