@@ -81,10 +81,31 @@ def _make_options(device: str, options: dict[str, Any]) -> Options:
 
         zone(str(options["timezone"]))  # an unknown zone fails here, naming it
     try:
-        return Options(device=device, **options)
+        made = Options(device=device, **options)
     except TypeError as e:
         known = ", ".join(f.name for f in dataclasses.fields(Options) if f.name != "device")
         raise HetdbError(f"unknown connection option: {e} (known: {known})") from None
+    return _interned(made)
+
+
+# (Options, repr) -> the one Options object of the process with those values: memos keyed by the
+# options object (the shared plan key's repr, the resolved gpu_compressed_cache) then hold across
+# connections, a fresh connection per query no longer building them at its first query's head
+# (the repr in the key keeps 1 and True apart, which compare equal)
+_OPTIONS: dict[tuple, Options] = {}
+
+
+def _interned(options: Options) -> Options:
+    try:
+        key = (options, repr(options))
+        got = _OPTIONS.get(key)
+    except TypeError:  # (an unhashable value)
+        return options
+    if got is None:
+        if len(_OPTIONS) >= 256:
+            _OPTIONS.clear()
+        got = _OPTIONS[key] = options
+    return got
 
 
 def _check_route(options: Options, backend) -> None:

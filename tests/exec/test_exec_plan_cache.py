@@ -67,3 +67,35 @@ def test_a_registered_object_shadows_a_shared_plan(tmp_path) -> None:
         assert b.sql(sql).arrow().to_pylist() == [{"n": 10}]
         b.unregister("t")
         assert b.sql(sql).arrow().to_pylist() == [{"n": 3}]
+
+
+def test_fresh_connections_see_commits_through_the_shared_plan(tmp_path) -> None:
+    """Fresh connections per query (the warm benchmark's way) take the shared plan and its readers
+    while the table is unchanged, and read every commit made meanwhile through another connection."""
+    path = str(tmp_path / "db")
+    _table(Database.open(path, create=True), [1, 2, 3])
+    sql = "select max(x) as m, count(*) as n from t"
+    for i, (write, values) in enumerate(((False, [1, 2, 3]), (False, [1, 2, 3]), (True, [10]), (False, [10]),
+                                         (True, [4, 5]), (False, [4, 5]))):
+        if write:
+            _table(Database.open(path), values)
+        with hetdb.connect(path, device="cpu") as con:
+            got = con.sql(sql)
+            assert got.arrow().to_pylist() == [{"m": max(values), "n": len(values)}]
+            assert got.stats["plan_cached"] is not (write or i == 0)
+    with hetdb.connect(path, device="cpu") as con:
+        con.sql("insert into t values (100)")
+    with hetdb.connect(path, device="cpu") as con:
+        assert con.sql(sql).arrow().to_pylist() == [{"m": 100, "n": 3}]
+
+
+def test_equal_options_are_one_object_per_process(tmp_path) -> None:
+    """Connections with equal options share one Options object (memos keyed by it hold across fresh
+    connections); 1 and True, equal in Python, stay apart."""
+    path = str(tmp_path / "db")
+    Database.open(path, create=True)
+    with hetdb.connect(path, device="cpu") as a, hetdb.connect(path, device="cpu") as b:
+        assert a.options is b.options
+    with hetdb.connect(path, device="cpu", zone_maps=False) as c, hetdb.connect(path, device="cpu", zone_maps=0) as d:
+        assert c.options == d.options and c.options is not d.options
+        assert d.options.zone_maps == 0 and d.options.zone_maps is not False

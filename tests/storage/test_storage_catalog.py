@@ -188,3 +188,30 @@ def test_another_database_object_checks_versions_by_stat_and_sees_every_commit_a
         other.table("t")
     with pytest.raises(CatalogError, match="unknown table 't'"):
         other.table_identity("t")
+
+
+def test_table_and_identity_is_one_stat_while_current_and_sees_commits_and_drops(db: Database,
+                                                                                  monkeypatch) -> None:
+    """Database.table_and_identity (a shared plan's check and readers): one stat of CURRENT while it is
+    the file seen last, by this or another Database object of the path; a commit, a replacement and a
+    drop through another object are seen."""
+    import hetdb.storage.database as dbmod
+
+    _write(db, "t", pa.table({"a": [1, 2]}))
+    first = db.table("t")
+    other = Database.open(db.path)
+    stats = []
+    orig = dbmod._file_identity
+    monkeypatch.setattr(dbmod, "_file_identity", lambda p: stats.append(p) or orig(p))
+    assert other.table_and_identity("t") == (first, db.table_identity("t"))
+    assert len(stats) == 1 + 2  # (its own check; table_identity's two)
+    with db.append_table("t", 1) as w:
+        w.append_arrow(pa.table({"a": [3]}))
+    reader, identity = other.table_and_identity("t")
+    assert reader.version == first.version + 1 and reader.num_rows == 3 and identity == db.table_identity("t")
+    _write(db, "t", pa.table({"a": [7]}), replace=True)
+    reader, identity = other.table_and_identity("t")
+    assert reader.num_rows == 1 and identity == db.table_identity("t")
+    db.drop_table("t")
+    with pytest.raises(CatalogError, match="unknown table 't'"):
+        other.table_and_identity("t")

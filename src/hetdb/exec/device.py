@@ -37,9 +37,20 @@ CACHE_SHARE = 0.8
 DEFAULT_LIMIT_FRACTION = 0.8
 # keep_compressed takes the catalog's stamp again after this long (other processes' commits)
 KEEP_COMPRESSED_TTL_S = 1.0
+# A GPU query first queues one copy of this many KiB on the early scans' copy stream (``wake_link``), as
+# its statement starts: an experiment (H100 SSB SF 20 warm, main 0b1c2281: the fact scan's first
+# delivery copied at 45-48 GB/s, the later ones at 50-54; does a link idle since the last query start
+# slower?). 0: off (the default; warm_timeline switch linkwake=KiB).
+LINK_WAKE_KIB = 0
+_WAKE: list = []  # (pinned host array, device array) of wake_link's copy, kept for the process
+
+
+_BUDGET_CLASS: list = []  # _budget_class's (a class statement per connection cost its first query ~8 us)
 
 
 def _budget_class():
+    if _BUDGET_CLASS:
+        return _BUDGET_CLASS[0]
     from hetdb.backend.gpu.memory import DeviceMemoryBudget
 
     class QueryBudget(DeviceMemoryBudget):
@@ -49,6 +60,7 @@ def _budget_class():
             with self._lock:
                 self._peak = self._used
 
+    _BUDGET_CLASS.append(QueryBudget)
     return QueryBudget
 
 
@@ -112,6 +124,9 @@ class DeviceMemoryManager(MemoryManager):
 # (database path, catalog_stamp) -> decoded bytes of every table: keep_compressed's memo, shared by
 # the connections of the process
 _DECODED_DB_BYTES: dict[tuple, int] = {}
+# database path -> (catalog epoch, when its stamp was taken, (stamp, decoded bytes)): the last stamp
+# a connection of the process took, which others take within KEEP_COMPRESSED_TTL_S as their own
+_KEEP_CHECKED: dict[str, tuple] = {}
 
 
 class DeviceResources:
@@ -157,6 +172,21 @@ class DeviceResources:
         stream = query_stream(self._cupy.cuda.Device().id)
         return contextlib.nullcontext() if stream is None else stream
 
+    def wake_link(self) -> None:
+        """Queue LINK_WAKE_KIB of host->device copy on the early scans' copy stream (see LINK_WAKE_KIB)."""
+        nbytes = LINK_WAKE_KIB << 10
+        if nbytes <= 0:
+            return
+        from hetdb.backend.gpu.memory import pinned_empty
+        from hetdb.backend.gpu.stream_io import early_streams
+
+        cupy = self._cupy
+        if not _WAKE or _WAKE[0].nbytes != nbytes:
+            _WAKE[:] = [pinned_empty(nbytes), cupy.empty(nbytes, dtype=cupy.uint8)]
+        host, dev = _WAKE
+        stream = early_streams(cupy.cuda.Device().id)[0]
+        cupy.cuda.runtime.memcpyAsync(int(dev.data.ptr), int(host.ctypes.data), nbytes, 1, stream.ptr)
+
     def keep_compressed(self, option: Any, db: Any) -> bool:
         """The ``gpu_compressed_cache`` a query runs with: True/False as set; "auto": True only when
         every table's pages, decoded, would not fit in the device cache beside its kept entries
@@ -175,10 +205,19 @@ class DeviceResources:
         now = time.monotonic()
         got = self._decoded_db_bytes
         checked = getattr(self, "_keep_checked", None)
-        if got is not None and checked is not None and checked[0] == (catalog_epoch(), getattr(db, "path", None)) \
-                and now - checked[1] < KEEP_COMPRESSED_TTL_S:
+        path = getattr(db, "path", None)
+        epoch = catalog_epoch()
+        if got is not None and checked is not None and checked[0] == (epoch, path) \
+                and 0 <= now - checked[1] < KEEP_COMPRESSED_TTL_S:
             return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
-        self._keep_checked = ((catalog_epoch(), getattr(db, "path", None)), now)
+        # a fresh connection takes the stamp another connection of the process took within the
+        # moment (a fresh connection per query paid catalog_stamp's stats at the head of every query)
+        shared = _KEEP_CHECKED.get(path) if isinstance(path, str) else None
+        if shared is not None and shared[0] == epoch and 0 <= now - shared[1] < KEEP_COMPRESSED_TTL_S:
+            self._keep_checked = ((epoch, path), shared[1])
+            got = self._decoded_db_bytes = shared[2]
+            return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
+        self._keep_checked = ((epoch, path), now)
         stamp, self._table_names = catalog_stamp(db, getattr(self, "_table_names", None))
         if stamp is None or got is None or got[0] != stamp:
             # (a fresh connection finds the total another connection of the process computed for the
@@ -195,6 +234,10 @@ class DeviceResources:
                     if len(_DECODED_DB_BYTES) >= 64:
                         _DECODED_DB_BYTES.clear()
                     _DECODED_DB_BYTES[(getattr(db, "path", None), stamp)] = total
+        if stamp is not None and isinstance(path, str):
+            if len(_KEEP_CHECKED) >= 64:
+                _KEEP_CHECKED.clear()
+            _KEEP_CHECKED[path] = (epoch, now, got)
         return got[1] > self.cache.capacity_bytes - self.cache.kept_bytes()
 
     def host_tier(self, options: Any) -> Any:

@@ -151,7 +151,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
             or getattr(opts, "gpu_zero_copy", "off") != "off" or getattr(opts, "route", "auto") != "auto":
         return
     pipelines = physical.pipelines
-    index = pick_early_scan(pipelines, lambda t: ctx.db.table(t).num_rows)
+    index = _early_index(ctx, physical)
     if index is None or pipelines[index].pid in skipped:
         return
     fact = _streams_past(ctx, pipelines[index].source)
@@ -164,7 +164,7 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
             # the cause is not pinned down)
             _read_ahead_cold(ctx, pipelines, index, skipped)
         return
-    dims = early_dimensions(pipelines, index, skipped) if getattr(opts, "gpu_early_dims", True) else []
+    dims = _early_dimensions(physical, index, skipped) if getattr(opts, "gpu_early_dims", True) else []
     shared = cap = None
     if getattr(opts, "gpu_coprocess", "off") == "auto":
         from hetdb.exec.coprocess_plan import early_shared_scan
@@ -202,6 +202,48 @@ def start_early_scans(ctx: ExecContext, physical: Any, skipped: set[int] = froze
         from hetdb.exec.coprocess_plan import start_early_workers
 
         start_early_workers(ctx, pipelines[index])  # (after the priming: its copies go first)
+
+
+# id(physical) -> (physical, table names, their readers, pick_early_scan's index): the pick of a plan
+# (from the plan cache: the same object every run) over the same table versions, made once (its walk
+# and imports cost a fresh connection's query ~25 us before its first copy)
+_PICKS: dict[int, tuple] = {}
+# (id(physical), fact index, skipped) -> (physical, early_dimensions' pipelines): the same per plan
+_DIMS: dict[tuple, tuple] = {}
+_MEMO_ENTRIES = 256
+
+
+def _early_index(ctx: ExecContext, physical: Any) -> int | None:
+    """``pick_early_scan`` of ``physical``'s pipelines over the tables ``ctx`` reads, once per plan
+    object and table versions (reader objects)."""
+    hit = _PICKS.get(id(physical))
+    if hit is not None and hit[0] is physical \
+            and all(ctx.db.table(name) is reader for name, reader in zip(hit[1], hit[2])):
+        return hit[3]
+    readers: dict[str, Any] = {}
+
+    def rows_of(name: str) -> int:
+        reader = readers.get(name)
+        if reader is None:
+            reader = readers[name] = ctx.db.table(name)
+        return reader.num_rows
+
+    index = pick_early_scan(physical.pipelines, rows_of)
+    if len(_PICKS) >= _MEMO_ENTRIES:
+        _PICKS.clear()
+    _PICKS[id(physical)] = (physical, tuple(readers), tuple(readers.values()), index)
+    return index
+
+
+def _early_dimensions(physical: Any, index: int, skipped: Any) -> list:
+    """``early_dimensions`` of ``physical``'s pipelines, once per plan object, fact index and skipped set."""
+    key = (id(physical), index, frozenset(skipped))
+    hit = _DIMS.get(key)
+    if hit is None or hit[0] is not physical:
+        if len(_DIMS) >= _MEMO_ENTRIES:
+            _DIMS.clear()
+        hit = _DIMS[key] = (physical, early_dimensions(physical.pipelines, index, skipped))
+    return hit[1]
 
 
 def _start_dimensions(ctx: ExecContext, dims: list) -> bool:
@@ -244,7 +286,7 @@ def _streams_past(ctx: ExecContext, op: Any, cold: bool = False) -> list[int] | 
     host tier (the connection's first scan of its columns, none cached: ``first_scan``'s
     pass-through; its first and last row groups' pages in the host tier); else None. ``cold``: the
     same scan when its first row group's pages are not all in the host tier (it reads from disk)."""
-    from hetdb.cache.pages import page_info
+    from hetdb.cache.pages import memoized, page_info
     from hetdb.exec.operators.scan_device import _first_scan, scan_verdicts
 
     reader = ctx.db.table(op.scan.table)
@@ -262,7 +304,10 @@ def _streams_past(ctx: ExecContext, op: Any, cold: bool = False) -> list[int] | 
         first = row_groups[0]
         return None if all(page_info(reader, name, first).host_key in host for name in names) else row_groups
     first, last = row_groups[0], row_groups[-1]
-    if not all(page_info(reader, name, rg).host_key in host for rg in (first, last) for name in names):
+    # (the host tier's keys of those pages, made once per table version, columns and row groups)
+    keys = memoized(reader, ("early scan host keys", tuple(names), first, last), lambda: tuple(
+        dict.fromkeys(page_info(reader, name, rg).host_key for rg in (first, last) for name in names)))
+    if not all(key in host for key in keys):
         return None  # (a cold scan: its first deliveries would wait for the disk before anything else runs)
     return row_groups
 

@@ -51,6 +51,21 @@ HOST_RESULT_ROWS = 1 << 16
 # id(plan) -> (plan, _host_only(plan)): a plan from the process-wide plan cache (exec/plan_cache.py) is
 # the same object on every connection, so a fresh connection does not walk its expressions again
 _HOST_ONLY: dict[int, tuple[L.Output, str]] = {}
+_TAIL_BACKENDS: list = []  # _shared_tail_backend's
+
+
+def _shared_tail_backend() -> Any:
+    """The process's tail backend (host_tail._tail_backend: a stateless CPU backend), made once: a
+    class statement and its instance per connection cost a fresh connection's first query ~30 us
+    before its first copy."""
+    if not _TAIL_BACKENDS:
+        _TAIL_BACKENDS.append(_tail_backend())
+    return _TAIL_BACKENDS[0]
+
+
+# (id(options), gpu_compressed_cache) -> (options, options with it decided): _options_with's memo, the
+# process's (connections with equal options share one Options object: connection._interned)
+_RESOLVED_OPTIONS: dict[tuple, tuple] = {}
 
 
 @dataclass(frozen=True)
@@ -100,8 +115,9 @@ class QueryEngine:
 
             keep_freed_memory()
         self.threads = max(1, int(options.threads or 1))
+        # (none on the GPU: its pipelines run with one worker, the host tail's too)
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="hetdb-worker") \
-            if self.threads > 1 else None
+            if self.threads > 1 and self.device is None else None
         # SQL text -> CachedPlan. Options are fixed per connection, so the text and the committed
         # version of every table read (checked per lookup) decide the plan, cardinality samples included.
         self._plans: OrderedDict[str, CachedPlan] = OrderedDict()
@@ -112,7 +128,6 @@ class QueryEngine:
         self.live: dict[str, Any] = {}
         self.tail_backend = None  # the backend small-result pipelines run on (set on the GPU)
         self._cpu_engine: QueryEngine | None = None  # GPU: runs what gpu_memory_limit cannot hold
-        self._resolved_options: dict[tuple, tuple] = {}  # _options_with's memo
         self._spill_root: tuple | None = None  # (options, where this connection's queries' spill directories go)
         self._tail_memo: dict[int, tuple] = {}  # id(physical) -> (physical, host tail, host sinks)
         self._hot: dict[int, Any] = {}  # id(physical) -> exec/hot_replay.HotRecord of its last full hot run
@@ -122,7 +137,7 @@ class QueryEngine:
 
         self.host_dictionaries = DictionaryMemo()
         if self.device is not None:
-            self.tail_backend = _tail_backend()
+            self.tail_backend = _shared_tail_backend()
 
     # ---- planning ---------------------------------------------------------------------------------
     def logical_plan(self, sql: str) -> L.Output:
@@ -156,11 +171,13 @@ class QueryEngine:
         from hetdb.sql import bind
 
         key = self._shared_key(sql)
-        shared = plan_cache.lookup(key, self.db) if key is not None else None
+        got: list = []
+        shared = plan_cache.lookup(key, self.db, got) if key is not None else None
         if shared is not None:
             # planned by another connection of this process against the same table versions
             try:
-                readers = tuple((n, self.db.table(n)) for n, _ in shared.tables)
+                readers = tuple(got) if len(got) == len(shared.tables) \
+                    else tuple((n, self.db.table(n)) for n, _ in shared.tables)
             except HetdbError:
                 readers = None
             if readers is not None:
@@ -261,6 +278,9 @@ class QueryEngine:
         run = functools.partial(self._run, stream=stream, readers=readers)
         if self.device is None:
             return run(plan, physical, reuse)
+        wake = getattr(self.device, "wake_link", None)  # (an experiment, off by default: exec/device.py)
+        if wake is not None:
+            wake()
         on_stream = getattr(self.device, "query_stream", None)  # (test doubles of a device have none)
         with on_stream() if on_stream is not None else contextlib.nullcontext():
             return self._run_on_device(run, plan, physical, reuse, stream)
@@ -486,10 +506,12 @@ class QueryEngine:
     def _options_with(self, compressed: bool) -> Any:
         """The connection's options with ``gpu_compressed_cache`` decided (one object per answer:
         dataclasses.replace of every option, per query, cost a hot query tens of microseconds)."""
-        memo = self._resolved_options
+        memo = _RESOLVED_OPTIONS  # (the process's: a fresh connection per query would replace them every query)
         key = (id(self.options), compressed)
         got = memo.get(key)
         if got is None or got[0] is not self.options:
+            if len(memo) >= PLAN_CACHE_ENTRIES:
+                memo.clear()
             got = memo[key] = (self.options, dataclasses.replace(self.options, gpu_compressed_cache=compressed))
         return got[1]
 

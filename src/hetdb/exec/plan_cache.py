@@ -34,6 +34,11 @@ class SharedPlan:
 
 _lock = threading.Lock()
 _plans: OrderedDict[tuple, SharedPlan] = OrderedDict()
+# plan_key's memos (a fresh connection per query paid realpath's syscalls and the options' repr,
+# tens of microseconds, at the head of every query): database path -> its realpath, and
+# id(options) -> (options, repr(options)) (Options is frozen: one object, one repr)
+_REALPATHS: dict[str, str] = {}
+_REPRS: dict[int, tuple[Any, str]] = {}
 
 
 def plan_key(db: Any, sql: str, options: Any, backend: str, registered: frozenset[str]) -> tuple | None:
@@ -47,19 +52,40 @@ def plan_key(db: Any, sql: str, options: Any, backend: str, registered: frozense
         views = (st.st_ino, st.st_size, st.st_mtime_ns)
     except OSError:
         views = None
-    return (os.path.realpath(path), sql, repr(options), backend, registered, views)
+    real = _REALPATHS.get(path)
+    if real is None:
+        real = os.path.realpath(path)
+        if os.path.isabs(path):  # (a relative path's depends on the working directory)
+            if len(_REALPATHS) >= ENTRIES:
+                _REALPATHS.clear()
+            _REALPATHS[path] = real
+    got = _REPRS.get(id(options))
+    if got is None or got[0] is not options:
+        if len(_REPRS) >= ENTRIES:
+            _REPRS.clear()
+        got = _REPRS[id(options)] = (options, repr(options))
+    return (real, sql, got[1], backend, registered, views)
 
 
-def lookup(key: tuple, db: Any) -> SharedPlan | None:
+def lookup(key: tuple, db: Any, readers: list | None = None) -> SharedPlan | None:
     """The shared plan of ``key`` while every table it reads is still at the version it was planned
-    against; a stale entry is dropped."""
+    against; a stale entry is dropped. ``readers``: a list that gets the (table name, TableReader)
+    pairs of a current entry, where the database hands them out with the identity
+    (``Database.table_and_identity``: one freshness check per table, not two)."""
     with _lock:
         entry = _plans.get(key)
         if entry is None:
             return None
         _plans.move_to_end(key)
+    both = getattr(db, "table_and_identity", None) if readers is not None else None
     try:
-        current = all(db.table_identity(name) == identity for name, identity in entry.tables)
+        if both is not None:
+            got = [(name, both(name)) for name, _ in entry.tables]
+            current = all(g[1] == identity for (_, g), (_, identity) in zip(got, entry.tables))
+            if current:
+                readers.extend((name, g[0]) for name, g in got)
+        else:
+            current = all(db.table_identity(name) == identity for name, identity in entry.tables)
     except Exception:  # a table was dropped or cannot be read: plan again, which reports it
         current = False
     if current:
@@ -82,3 +108,5 @@ def store(key: tuple, plan: Any, physical: Any, tables: tuple[tuple[str, Any], .
 def clear() -> None:
     with _lock:
         _plans.clear()
+        _REALPATHS.clear()
+        _REPRS.clear()

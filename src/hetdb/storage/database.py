@@ -171,6 +171,23 @@ class Database:
             raise CatalogError(f"unknown table '{name}'{did_you_mean(name, self.tables())}")
         return self._committed(name)[2]
 
+    def table_and_identity(self, name: str) -> tuple[TableReader, tuple[int, int, int, int] | None]:
+        """(``table(name)``, ``table_identity(name)``): the process-wide plan cache's check of a shared
+        plan and the readers its run reads, at the head of every query of a fresh connection. One stat
+        of CURRENT while it is the file seen last, as ``is_current`` (the connection's plan cache's
+        check, whose readers its runs read too): every commit replaces it, a drop removes it."""
+        if isinstance(name, str):
+            fresh = self._fresh.get(name) or _FRESH.get(self._table_dir(name))
+            if fresh is not None:
+                try:
+                    if _file_identity(fresh[0]) == fresh[1]:
+                        self._fresh[name] = fresh
+                        return fresh[4], fresh[5]
+                except OSError:
+                    pass
+        reader = self.table(name)  # (before the identity: a commit in between makes them differ, not match)
+        return reader, self.table_identity(name)
+
     def _seen(self, name: str) -> tuple | None:
         """``_fresh``'s entry of table ``name`` (this object's, else another Database object's of this
         process) while its CURRENT and manifest are the files seen then, else None. CURRENT is replaced
