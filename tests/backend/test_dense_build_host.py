@@ -208,7 +208,7 @@ def test_host_builds_and_forms_equal_numpy_scatters(dtype, masked):
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16, np.uint32, np.uint8])
-def test_host_compaction_equals_unique(dtype):
+def test_host_compaction_by_dtype_equals_unique(dtype):
     rng = np.random.default_rng(3)
     for n in (1, 7, 5000):
         for spread in (3, 1000):  # (a presence table, then a sort)
