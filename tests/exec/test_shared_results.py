@@ -43,6 +43,10 @@ QUERIES = {
 }
 
 
+# the subplans shared on the GPU where it shares fewer than the CPU
+GPU_SHARED = {"build_chain_twice": 1}
+
+
 def test_a_subplan_bound_twice_runs_once(db, duck) -> None:
     compared = 0
     with hetdb.connect(db.path, device="cpu") as con:
@@ -65,6 +69,8 @@ def test_a_subplan_bound_twice_runs_once_on_the_gpu(db, duck, options) -> None:
     compared = 0
     with hetdb.connect(db.path, device="gpu", **options) as con:
         for name, (sql, shared) in QUERIES.items():
+            # (on the GPU a chain's second link runs: exec/shared_results.reuse)
+            shared = GPU_SHARED.get(name, shared)
             for _ in range(2):  # cold, then hot (fused / compiled over cached pages)
                 res = con.sql(sql)
                 assert res.num_rows > 0, name
