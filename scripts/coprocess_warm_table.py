@@ -22,6 +22,9 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
              GPU's share ("queued"); MODE-primed: once the early scan is primed (the default: "first")
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
+    MODE-loadN  MODE with N threads beside each timed run that stream memory in one Numba nogil call
+             each (no interpreter lock held): what CPU workers that never return to Python would cost
+             the GPU's copies and feeder through memory bandwidth and cores; their GB/s is reported
     MODE-gil MODE with a thread that sleeps 100 us at a time during each timed run and measures how
              late it runs again (the interpreter lock and a free core: what the GPU's feeder thread
              meets after each call that releases the lock): its mean and p99 lateness in us, and
@@ -171,6 +174,67 @@ def _run(con, sql: str, runs: list[str] | None = None) -> tuple[float, list]:
 
 
 _GIL = [False]  # (MODE-gil: the timed runs with a GilLag beside them)
+_LOAD = [0]  # (MODE-loadN: the timed runs with N MemoryLoad threads beside them)
+
+
+def _burner():
+    if "burn" not in _BURN:
+        from numba import njit
+
+        @njit(nogil=True, cache=False)
+        def burn(a, stop):  # pragma: no cover - runs compiled
+            s = 0
+            passes = 0
+            while stop[0] == 0:
+                for j in range(a.shape[0]):
+                    s += a[j]
+                passes += 1
+            return passes, s
+
+        _BURN["burn"] = burn
+    return _BURN["burn"]
+
+
+_BURN: dict = {}
+
+
+class MemoryLoad:
+    """``n`` threads, each summing its own 64 MiB array over and over in one Numba ``nogil`` call
+    until told to stop: memory traffic and busy cores without the interpreter lock."""
+
+    def __init__(self, n: int) -> None:
+        import threading
+
+        import numpy as np
+
+        burn = _burner()
+        self.n, self.burn = n, burn
+        self.arrays = [np.ones(8 << 20, np.int64) for _ in range(n)]
+        self.stop = np.zeros(1, np.int64)
+        burn(self.arrays[0][:16], np.ones(1, np.int64))  # (compiled before any timed run)
+        self.passes = [0] * n
+        self.threads = [threading.Thread(target=self._one, args=(i,), daemon=True) for i in range(n)]
+        self.t0 = self.t1 = 0.0
+
+    def _one(self, i: int) -> None:
+        self.passes[i] = self.burn(self.arrays[i], self.stop)[0]
+
+    def __enter__(self) -> MemoryLoad:
+        self.t0 = time.perf_counter()
+        for t in self.threads:
+            t.start()
+        time.sleep(0.002)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop[0] = 1
+        for t in self.threads:
+            t.join()
+        self.t1 = time.perf_counter()
+
+    def summary(self) -> str:
+        gb = sum(self.passes) * self.arrays[0].nbytes / 1e9 if self.arrays else 0.0
+        return f"load {self.n} threads {gb / max(self.t1 - self.t0, 1e-9):.1f} GB/s"
 
 
 def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[list[float], list, list[str]]:
@@ -191,6 +255,14 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             return measure(db, sql, mode[:-4], repeat, threads)
         finally:
             _GIL[0] = before
+    m = re.search(r"-load(\d+)$", mode)
+    if m:
+        before = _LOAD[0]
+        _LOAD[0] = int(m.group(1))
+        try:
+            return measure(db, sql, mode[:m.start()], repeat, threads)
+        finally:
+            _LOAD[0] = before
     if mode.endswith("-si"):
         interval = sys.getswitchinterval()
         sys.setswitchinterval(0.0005)
@@ -223,7 +295,11 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
     runs: list[str] = []
     for i in range(repeat + 1):
         with hetdb.connect(db, device=device, **options) as con:
-            if i and _GIL[0]:
+            if i and _LOAD[0]:
+                with MemoryLoad(_LOAD[0]) as load:
+                    wall, got = _run(con, sql, runs)
+                runs[-1] += f" [{load.summary()}]"
+            elif i and _GIL[0]:
                 with GilLag() as lag:
                     wall, got = _run(con, sql, runs)
                 runs[-1] += f" [{lag.summary()}]"
@@ -241,7 +317,7 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
         with hetdb.connect(db, device=device, **options) as con:
             notes = _notes(con.explain(sql, analyze=True))
         notes.insert(0, "[" + "; ".join(runs) + "]")  # (what each run did, the warm-up run first)
-    elif _GIL[0]:
+    elif _GIL[0] or _LOAD[0]:
         notes = ["[" + "; ".join(runs[1:]) + "]"]
     return walls, rows, notes
 
@@ -259,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
     unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed")
-               .removesuffix("-si").removesuffix("-gil")
+               .removesuffix("-si").removesuffix("-gil").split("-load")[0]
                .partition("@")[0].partition("%")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
@@ -286,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'' if same else ' ANSWER DIFFERS'} {' '.join(notes)}", flush=True)
     # (every run of a single device counts, e.g. gpu and gpu@16 before and after the others: a
     # process's later runs of the same mode are faster, s17's checkpoint: q1.1 16.46 then 15.37 ms)
-    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith(("-si", "-gil"))]
+    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith(("-si", "-gil")) and "-load" not in m]
     print("\nquery  " + " ".join(f"{m:>9s}" for m in modes) + "  best-single  auto/best  fastest")
     ratios = []
     for name, got in table.items():

@@ -6,7 +6,7 @@ the back is reserved for the CPU workers, and the GPU takes what they leave once
 (``PageStreamer.wait_for_copies`` stands for the link's time here: it sleeps, without the interpreter
 lock, as a stream synchronization does). Prints one JSON line per timed run.
 
-    python tests/exec/coprocess_host.py DB MODE   (MODE: split | rest | primed | queued)
+    python tests/exec/coprocess_host.py DB MODE   (MODE: split | rest | primed | queued | python)
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ db, mode = sys.argv[1], sys.argv[2]
 PageStreamer.wait_for_copies = lambda self: time.sleep(0.25)  # (the link; long enough under load)
 if mode == "rest":  # no worker claims a reserved row group: the GPU takes them all at its end
     SharedScan._fits_reserved = lambda self, per: False
+if mode == "python":  # the workers' share one Python call per row group (coprocess_batch.BATCH off)
+    from hetdb.exec import coprocess_batch
+
+    coprocess_batch.BATCH = False
 if mode in ("primed", "queued"):  # when the workers start (else with the fact pipeline)
     coprocess_plan.WORKERS_AFTER = mode
 coprocess_plan.FORCED_SPLIT = (2, 3)
@@ -48,4 +52,5 @@ for i in range(3):
     co = [c for c in st.get("coprocess") or [] if c["reserved"]]
     print(json.dumps({"rows": [list(r) for r in rows], "early": st.get("early_scans"),
                       "co": [{k: c[k] for k in ("reserved", "cpu_row_groups", "gpu_row_groups", "workers")}
-                             for c in co]}), flush=True)
+                             for c in co],
+                      "compiled": [c.get("compiled_share") for c in co]}), flush=True)

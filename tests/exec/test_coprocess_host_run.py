@@ -55,6 +55,17 @@ def test_the_workers_take_the_reserved_back_while_the_early_scan_streams_the_res
         assert r["rows"][0][0] is not None and r["rows"][0][0] > 0, r  # (the CPU's share: real rows)
 
 
+def test_the_workers_share_in_compiled_calls_gives_the_python_paths_answer(db_path):
+    # the first timed run decodes the reserved pages (the compiled call hands each back to Python,
+    # which keeps them decoded); the second reads them in the workers' compiled calls
+    compiled, python = _runs(db_path, "split"), _runs(db_path, "python")
+    assert compiled[1]["compiled"] == [True], compiled
+    assert python[1]["compiled"] == [False], python
+    for r in compiled + python:
+        assert r["co"] == [{"reserved": 3, "cpu_row_groups": 3, "gpu_row_groups": 7, "workers": 2}], r
+    assert {str(r["rows"]) for r in compiled + python} == {str(python[0]["rows"])}
+
+
 def test_what_the_workers_leave_of_the_reserved_back_the_gpu_streams_at_its_end(db_path):
     for r in _runs(db_path, "rest"):
         assert r["co"] == [{"reserved": 3, "cpu_row_groups": 0, "gpu_row_groups": 10, "workers": 2}], r

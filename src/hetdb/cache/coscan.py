@@ -34,6 +34,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from hetdb.cache.comodel import PROBE_MARGIN
 from hetdb.cache.router import PageRouter
 from hetdb.errors import HetdbError
@@ -113,6 +115,9 @@ class SharedScan:
         # start); None: they begin with it
         self.began: float | None = None
         self._ahead: float | None = None  # the copies' head start, fixed when the consumer began
+        # once CPU workers claim in compiled code (``open_claims``): one past the last position the
+        # CPU may take, with CLAIMS_STOP set once they may take no more; it holds ``_hi`` from then on
+        self._word: np.ndarray | None = None
 
     def take_front(self, positions: list[int]) -> list[int]:
         """The GPU claims ``positions`` (consecutive, in order); returns the prefix of them no CPU
@@ -154,6 +159,8 @@ class SharedScan:
         (in scan order) none of them claimed, now the GPU's."""
         with self._cond:
             self.stopped = True
+            if self._word is not None:
+                self._hi = _claims().stop_claims(self._word)
             got = list(range(self._lo, self._hi))
             self._lo = self._gpu_hi = self._hi
             self.gpu_taken.extend(self.row_groups[i] for i in got)
@@ -195,7 +202,31 @@ class SharedScan:
 
     def remaining(self) -> int:
         with self._cond:
+            self._sync()
             return self._hi - self._lo
+
+    def open_claims(self) -> tuple[np.ndarray, int] | None:
+        """(the claim word, the first position the CPU may take) for CPU workers that claim reserved
+        row groups in compiled code without the interpreter lock (exec/coprocess_batch.py,
+        backend/cpu/claims.py: ``claim_one`` takes the back-most one, atomically against the GPU's ``take_rest``); None
+        when nothing is reserved for the CPU, or it may take no more."""
+        with self._cond:
+            self._sync()
+            if self.mode != "auto" or self.stopped or self._hi <= self._gpu_hi:
+                return None
+            if self._word is None:
+                self._word = np.array([self._hi], np.int64)
+            return self._word, self._gpu_hi
+
+    def batch_taken(self, positions: list[int]) -> None:
+        """Positions CPU workers claimed in compiled code (``open_claims``), now counted as theirs."""
+        with self._cond:
+            self.cpu_taken.extend(self.row_groups[i] for i in positions)
+            self._sync()
+
+    def _sync(self) -> None:
+        if self._word is not None:
+            self._hi = int(self._word[0]) & _CLAIMS_MASK
 
     def steal(self) -> int | None:
         """One row group for a CPU worker (``steal_run`` of at most one)."""
@@ -209,6 +240,7 @@ class SharedScan:
         for the probe run's time."""
         with self._cond:
             while True:
+                self._sync()
                 if self.stopped or self._hi <= self._lo:
                     return []
                 i = self._hi - 1
@@ -237,6 +269,7 @@ class SharedScan:
         """Whether a CPU worker's ``steal_run`` would claim a row group now, or wait for the probe's
         time (nothing is claimed): a worker sets the CPU side up only then."""
         with self._cond:
+            self._sync()
             if self.stopped or self._hi <= self._lo:
                 return False
             i = self._hi - 1
@@ -264,6 +297,12 @@ class SharedScan:
         return self._claim(k) if k > 0 else []
 
     def _claim(self, k: int) -> list[int]:
+        if self._word is not None:  # (workers in compiled code claim beside this one)
+            hi, k = _claims().claim_back(self._word, self._lo, k)
+            self._hi = hi - k
+            got = [self.row_groups[hi - 1 - j] for j in range(k)]
+            self.cpu_taken.extend(got)
+            return got
         got = [self.row_groups[self._hi - 1 - j] for j in range(k)]
         self._hi -= k
         self.cpu_taken.extend(got)
@@ -278,6 +317,7 @@ class SharedScan:
         small scan got nothing."""
         deadline = time.perf_counter() + timeout
         with self._cond:
+            self._sync()
             while not self.cpu_taken and not self.stopped and self._hi > self._lo:
                 if self.resident is not None and self.resident(self.row_groups[self._hi - 1]):
                     break  # (no worker takes a row group the GPU holds)
@@ -328,6 +368,7 @@ class SharedScan:
 
     def gpu_seconds_left(self) -> float:
         with self._cond:
+            self._sync()
             return self._gpu_left(self._hi)
 
     def observe_cpu(self, row_groups: int, seconds: float, warmup: bool = False,
@@ -360,4 +401,15 @@ class SharedScan:
         """No more row groups for the CPU (the GPU side failed or finished): waiting workers leave."""
         with self._cond:
             self.stopped = True
+            if self._word is not None:
+                self._hi = _claims().stop_claims(self._word)
             self._cond.notify_all()
+
+
+_CLAIMS_MASK = (1 << 40) - 1  # (backend/cpu/claims.CLAIMS_MASK: not imported with the module)
+
+
+def _claims():
+    from hetdb.backend.cpu import claims  # (Numba: imported once workers claim in compiled code)
+
+    return claims

@@ -394,49 +394,93 @@ class _Worker:
         sink.combine(ctx, run.gsink, lsink)
 
     def _morsels(self, lops: list, lsink: Any) -> None:
-        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
-        sink = pipe.sink
+        run = self.run
         while True:
             item = run.next_morsel()
             if item is None:
                 break
-            index, morsel = item
-            ctx.set_morsel(index)
+            self._morsel(*item, lops, lsink)
+
+    def _morsel(self, index: int, morsel: Any, lops: list, lsink: Any) -> None:
+        """One morsel (a row group, a run of them, or a slice of one) through the pipeline."""
+        ctx, pipe, run, p = self.ctx, self.pipe, self.run, self.p
+        sink = pipe.sink
+        ctx.set_morsel(index)
+        with LocalTimer(self.stats, pipe.source.op_id):
+            got = self._read(morsel)
+        if got is None:
+            return
+        cols, n = got
+        runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
+        kernel = kernel_for(p, sink, cols, runs > 0)
+        if isinstance(kernel, str):
+            p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+            p.fallback += 1
+            for b in pipe.source.read(ctx, morsel, run.gsrc):
+                if b.num_rows:
+                    run.push(b, 0, lops, lsink)
+            return
+        host = p.host.get(id(kernel))
+        if host:
             with LocalTimer(self.stats, pipe.source.op_id):
-                got = self._read(morsel)
-            if got is None:
-                continue
-            cols, n = got
-            runs = 0 if p.marks is not None or p.plan.materialize else morsel_runs(p, cols)
-            kernel = kernel_for(p, sink, cols, runs > 0)
-            if isinstance(kernel, str):
-                p.refusals[kernel] = p.refusals.get(kernel, 0) + 1
+                cols = _with_host_filters(ctx, cols, n, host)
+        if p.marks is not None:
+            if not self._run_marks(kernel, cols, n):
                 p.fallback += 1
                 for b in pipe.source.read(ctx, morsel, run.gsrc):
                     if b.num_rows:
                         run.push(b, 0, lops, lsink)
-                continue
-            host = p.host.get(id(kernel))
-            if host:
-                with LocalTimer(self.stats, pipe.source.op_id):
-                    cols = _with_host_filters(ctx, cols, n, host)
-            if p.marks is not None:
-                if not self._run_marks(kernel, cols, n):
-                    p.fallback += 1
-                    for b in pipe.source.read(ctx, morsel, run.gsrc):
-                        if b.num_rows:
-                            run.push(b, 0, lops, lsink)
-            elif p.plan.materialize:
-                if not self._run_rows(kernel, cols, n, lsink):
-                    p.fallback += 1
-                    for b in pipe.source.read(ctx, morsel, run.gsrc):
-                        if b.num_rows:
-                            run.push(b, 0, lops, lsink)
-            else:
-                if p.narrow:  # (after the host filters: the operators read the page as it is)
-                    rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
-                    cols = narrowed(p, cols, p.resident.keys_of(run.gsrc, rg), rows)
-                self._run_kernel(kernel, cols, n, lsink, runs)
+        elif p.plan.materialize:
+            if not self._run_rows(kernel, cols, n, lsink):
+                p.fallback += 1
+                for b in pipe.source.read(ctx, morsel, run.gsrc):
+                    if b.num_rows:
+                        run.push(b, 0, lops, lsink)
+        else:
+            if p.narrow:  # (after the host filters: the operators read the page as it is)
+                rg, rows = (morsel, None) if isinstance(morsel, int) else (morsel[0], morsel[1:])
+                cols = narrowed(p, cols, p.resident.keys_of(run.gsrc, rg), rows)
+            self._run_kernel(kernel, cols, n, lsink, runs)
+
+    def table_for(self, kernel: Kernel, key_dicts: dict[str, Any], runs: int, lsink: Any) -> None:
+        """The worker's group table ready for a morsel of ``kernel`` (the old one's groups go to the
+        sink when the layout or a key's dictionary changed, or the table was over key runs)."""
+        p, sink = self.p, self.pipe.sink
+        if runs and self.state is not None:
+            self.flush(lsink)
+        if self.state is not None and (kernel is not self.kernel or any(
+                self.dicts.get(c) is not d for c, d in key_dicts.items())):
+            self.flush(lsink)  # another layout or dictionary: the old groups go to the sink
+        self.dicts.update(key_dicts)
+        if self.state is None:
+            direct = p.direct is not None and not runs
+            self.kernel, self.runs = kernel, runs > 0
+            self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float,
+                                         run_groups(p, runs), int(np.prod(p.direct[1])) if direct else 0)
+
+    def loop(self, kernel: Kernel, args: list, start: int, n: int, lsink: Any, runs: int) -> None:
+        """Rows ``start`` to ``n`` of a morsel through the aggregating loop, the table grown (or its
+        groups handed to the sink) whenever it is full."""
+        p, sink = self.p, self.pipe.sink
+        direct = p.direct is not None and not runs
+        while True:
+            ng, err, start = kernel.fn(start, n, p.expansion, *args, *self.state)
+            self.state = (*self.state[:5], ng)
+            if err == 1:
+                raise _Redo()
+            if err == 0:
+                break
+            # the group table is full: double it and go on from the row that did not fit (or,
+            # when host_memory_limit refuses the bigger table, hand its groups to the sink and
+            # go on with a fresh one)
+            grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs and not direct)
+            if grown is None:
+                self.flush(lsink, trim=True)
+                grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, 0,
+                                        int(np.prod(p.direct[1])) if direct else 0)
+            elif direct:
+                grown = (self.state[0], *grown[1:])  # the direct slots stay (they number groups)
+            self.state = grown
 
     def _run_kernel(self, kernel: Kernel, cols: dict[str, Column], n: int, lsink: Any, runs: int) -> None:
         """One morsel through the aggregating loop. A loop over ``runs`` key runs (0: hashed) starts
@@ -444,38 +488,9 @@ class _Worker:
         the morsel."""
         ctx, p, sink = self.ctx, self.p, self.pipe.sink
         with LocalTimer(self.stats, sink.op_id):
-            if runs and self.state is not None:
-                self.flush(lsink)
-            key_dicts = {c: cols[c].dictionary for c in p.key_dicts if c is not None and c in cols}
-            if self.state is not None and (kernel is not self.kernel or any(
-                    self.dicts.get(c) is not d for c, d in key_dicts.items())):
-                self.flush(lsink)  # another layout or dictionary: the old groups go to the sink
-            self.dicts.update(key_dicts)
-            direct = p.direct is not None and not runs
-            if self.state is None:
-                self.kernel, self.runs = kernel, runs > 0
-                self.state = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float,
-                                             run_groups(p, runs), int(np.prod(p.direct[1])) if direct else 0)
-            args = arguments(ctx, p, kernel, cols)
-            start = 0
-            while True:
-                ng, err, start = kernel.fn(start, n, p.expansion, *args, *self.state)
-                self.state = (*self.state[:5], ng)
-                if err == 1:
-                    raise _Redo()
-                if err == 0:
-                    break
-                # the group table is full: double it and go on from the row that did not fit (or,
-                # when host_memory_limit refuses the bigger table, hand its groups to the sink and
-                # go on with a fresh one)
-                grown = self.budget.grow(self.state, 2 * (ng + p.expansion), not runs and not direct)
-                if grown is None:
-                    self.flush(lsink, trim=True)
-                    grown = self.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, 0,
-                                            int(np.prod(p.direct[1])) if direct else 0)
-                elif direct:
-                    grown = (self.state[0], *grown[1:])  # the direct slots stay (they number groups)
-                self.state = grown
+            self.table_for(kernel, {c: cols[c].dictionary for c in p.key_dicts if c is not None and c in cols},
+                           runs, lsink)
+            self.loop(kernel, arguments(ctx, p, kernel, cols), 0, n, lsink, runs)
             self.stats.add(sink.op_id, rows_in=n)
             p.compiled += 1
             if runs:

@@ -56,6 +56,9 @@ from hetdb.cache.router import Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
+from hetdb.exec.coprocess_batch import prepare as prepare_share
+from hetdb.exec.coprocess_batch import run_share
+from hetdb.exec.coprocess_batch import warm as warm_driver
 from hetdb.exec.coprocess_setup import (
     builds_done,
     decoded_cache,
@@ -205,6 +208,13 @@ class _CoWorker(_Worker):
         self.loop_s += time.thread_time() - t0
         kernel.__dict__["_co_called"] = True
 
+    def _morsels(self, lops: list, lsink: Any) -> None:
+        share = self.co.share()
+        if share is not None:  # (the reserved back in compiled calls: coprocess_batch.py)
+            run_share(self, share, lops, lsink)
+            return
+        super()._morsels(lops, lsink)
+
     def work(self) -> None:
         self.co._local.worker = self
         try:
@@ -293,6 +303,8 @@ class CoProcess:
         self._started = False
         self.started_at: float | None = None  # (perf_counter) ``start`` queued the workers
         self.finished = False  # ``finish`` or ``abort`` ran
+        self._share: Any = False  # the reserved back laid out for compiled calls (``share``): not yet
+        self.share_s = 0.0        # laying it out took (the first worker, holding the interpreter lock)
 
     def start(self) -> None:
         """Queue the workers on the process's co-processing threads (each sets up nothing and leaves
@@ -385,6 +397,17 @@ class CoProcess:
         self.crun.parallel = self.workers > 1
         return ""
 
+    def share(self) -> Any:
+        """The reserved back of the scan laid out for the workers' compiled calls
+        (coprocess_batch.Share; made once, by the first worker to ask), or None."""
+        if self._share is False:
+            with self._setup_lock:
+                if self._share is False:
+                    t0 = time.perf_counter()
+                    self._share = prepare_share(self)
+                    self.share_s = time.perf_counter() - t0
+        return self._share
+
     def warm_loop(self) -> None:
         """Compile (or load from Numba's cache) the CPU loop for the back-most row group's pages
         (decoded and kept: a worker takes it first) over no rows, so that no worker compiles it
@@ -405,7 +428,8 @@ class CoProcess:
         cols = dict(zip(p.base, pages))
         runs = morsel_runs(p, cols)
         kernel = kernel_for(p, self.pipe.sink, cols, runs > 0)
-        if isinstance(kernel, str) or p.host.get(id(kernel)) or kernel.__dict__.get("_co_called"):
+        if isinstance(kernel, str) or p.host.get(id(kernel)) or (
+                kernel.__dict__.get("_co_called") and (runs or kernel.__dict__.get("_co_driven"))):
             return
         if p.narrow:
             cols = narrowed(p, cols, p.resident.keys_of(reader, rg), None)
@@ -414,6 +438,9 @@ class CoProcess:
         try:
             state = worker.budget.new(len(sink.keys), kernel.num_int, kernel.num_float, run_groups(p, runs), direct)
             kernel.fn(0, 0, p.expansion, *arguments(self.cctx, p, kernel, cols), *state)
+            if not runs:
+                warm_driver(self, kernel, cols, state)
+                kernel.__dict__["_co_driven"] = True
         finally:
             worker.budget.release()
         kernel.__dict__["_co_called"] = True
@@ -591,6 +618,9 @@ class CoProcess:
             out["gpu_end_ms"] = (s.gpu_end - t0) * 1e3
         if self.started_at is not None:
             out["started_ms"] = (self.started_at - t0) * 1e3
+        if self._share is not False:
+            out["share_ms"] = self.share_s * 1e3  # (laying the reserved back out for compiled calls)
+            out["compiled_share"] = self._share is not None
         return out
 
     def describe(self) -> str:

@@ -489,37 +489,42 @@ def _cache_dir() -> Path:
     return Path(root) / "cpu"
 
 
-def _load_function(src: str) -> Any:
-    """``pipeline`` of ``src``, compiled once per source text (module file on disk when possible,
-    so Numba's cache keeps the machine code across processes)."""
+def _load_function(src: str, prefix: str = "hetdb_cpu_pipeline", entry: str = "pipeline",
+                   scope: dict[str, Any] | None = None, store: dict[str, Any] | None = None) -> Any:
+    """``entry`` of ``src``, compiled once per source text (module file on disk when possible,
+    so Numba's cache keeps the machine code across processes); ``scope``: names the source takes
+    as given, which forces the in-memory form (no disk cache); ``store``: where it is kept (else
+    with the pipelines, which ``compile_stats`` counts)."""
     key = hashlib.sha256(src.encode()).hexdigest()[:24]
+    store = _CACHE if store is None else store
     with _LOCK:
-        hit = _CACHE.get(key)
+        hit = store.get(key)
         if hit is not None:
             return hit
-        name = f"hetdb_cpu_pipeline_{key}"
+        name = f"{prefix}_{key}"
         module = None
-        try:
-            d = _cache_dir()
-            d.mkdir(parents=True, exist_ok=True)
-            path = d / f"{name}.py"
-            if not path.exists() or path.read_text() != src:
-                tmp = d / f".{name}.{os.getpid()}.tmp"
-                tmp.write_text(src)
-                os.replace(tmp, path)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        except OSError:
-            module = None
+        if scope is None:
+            try:
+                d = _cache_dir()
+                d.mkdir(parents=True, exist_ok=True)
+                path = d / f"{name}.py"
+                if not path.exists() or path.read_text() != src:
+                    tmp = d / f".{name}.{os.getpid()}.tmp"
+                    tmp.write_text(src)
+                    os.replace(tmp, path)
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+            except OSError:
+                module = None
         if module is None:  # no writable cache directory: compile in memory (no disk cache)
-            scope: dict[str, Any] = {}
+            scope = dict(scope or {})
             exec(compile(src.replace("cache=True", "cache=False"), name, "exec"), scope)  # noqa: S102
-            fn = scope["pipeline"]
+            fn = scope[entry]
         else:
-            fn = module.pipeline
-        _CACHE[key] = fn
+            fn = getattr(module, entry)
+        store[key] = fn
         return fn
 
 
