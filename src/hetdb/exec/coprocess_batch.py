@@ -163,7 +163,7 @@ def prepare(co: Any) -> Share | None:
             pages[k] = None
             continue
         ok = True
-        for j, (pos, cid, data) in enumerate(inputs):
+        for j, (_, cid, data) in enumerate(inputs):
             a = cols[cid].data if data else cols[cid].validity
             if (not isinstance(a, np.ndarray) or a.dtype != like[j].dtype or not a.flags.c_contiguous
                     or a.shape[0] < rows[k]):
