@@ -181,11 +181,13 @@ def _burner():
     if "burn" not in _BURN:
         from numba import njit
 
+        from hetdb.backend.cpu.atomics import atomic_load
+
         @njit(nogil=True, cache=False)
         def burn(a, stop):  # pragma: no cover - runs compiled
             s = 0
             passes = 0
-            while stop[0] == 0:
+            while atomic_load(stop, 0) == 0:  # (a plain read would be hoisted out of the loop)
                 for j in range(a.shape[0]):
                     s += a[j]
                 passes += 1
