@@ -86,6 +86,8 @@ def _timeline(stats: dict) -> str:
         f = co.get("feeder")
         if f:
             line += f" feeder {f['began_ms']:.1f}+{f['wall_ms']:.1f} (cpu {f['thread_cpu_ms']:.1f})"
+        if "compiled_share" in co:
+            line += f" compiled {'yes' if co['compiled_share'] else 'no'} ({co['share_ms']:.2f} ms)"
         if "gpu_end_ms" in co:
             line += f" gpu_end {co['gpu_end_ms']:.1f}"
         line += f" endwait {co['end_wait_ms']:.2f}"

@@ -6,7 +6,8 @@ the back is reserved for the CPU workers, and the GPU takes what they leave once
 (``PageStreamer.wait_for_copies`` stands for the link's time here: it sleeps, without the interpreter
 lock, as a stream synchronization does). Prints one JSON line per timed run.
 
-    python tests/exec/coprocess_host.py DB MODE   (MODE: split | rest | primed | queued | python)
+    python tests/exec/coprocess_host.py DB MODE   (MODE: split | rest | primed | queued | python, each
+    with -narrow: narrow copies of the integer pages, compiled_cpu_narrow.py)
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ db, mode = sys.argv[1], sys.argv[2]
 PageStreamer.wait_for_copies = lambda self: time.sleep(0.25)  # (the link; long enough under load)
 if mode == "rest":  # no worker claims a reserved row group: the GPU takes them all at its end
     SharedScan._fits_reserved = lambda self, per: False
+if mode.endswith("-narrow"):  # the loop reads narrow copies of the integer pages (a small table's too)
+    from hetdb.backend.cpu import tuning
+
+    tuning.override(narrow_scan_rows=1).__enter__()
+    mode = mode.removesuffix("-narrow")
 if mode == "python":  # the workers' share one Python call per row group (coprocess_batch.BATCH off)
     from hetdb.exec import coprocess_batch
 

@@ -218,6 +218,11 @@ class SharedScan:
                 self._word = np.array([self._hi], np.int64)
             return self._word, self._gpu_hi
 
+    def reserved_from(self) -> int:
+        """The first position of the back reserved for the CPU workers (``reserve``)."""
+        with self._cond:
+            return self._gpu_hi
+
     def batch_taken(self, positions: list[int]) -> None:
         """Positions CPU workers claimed in compiled code (``open_claims``), now counted as theirs."""
         with self._cond:

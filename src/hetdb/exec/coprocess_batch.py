@@ -16,8 +16,8 @@ pages are not kept decoded yet (the Python path decodes and keeps them: the next
 them), or when its group table is full.
 
 Taken only where the loop needs nothing per morsel from Python: an aggregating loop over the scan's
-own columns (no marks, no materialized rows, no key runs, no narrowed columns, no host filters),
-pages kept decoded with one layout. Anything else runs as before (exec/coprocess.py).
+own columns (no marks, no materialized rows, no key runs, no host filters), pages kept decoded (and
+their narrow copies, compiled_cpu_narrow.py, where the loop reads them) with one layout. Anything else runs as before (exec/coprocess.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from hetdb.backend.cpu.claims import claim_back, stop_claims
 from hetdb.exec.compiled_cpu_kernels import arguments, kernel_for
 from hetdb.exec.compiled_cpu_morsel import _HOST_CPU, LocalStats
+from hetdb.exec.compiled_cpu_narrow import narrowed
 
 # a worker's share of a reserved back in one compiled call (off: a Python call per row group)
 BATCH = True
@@ -113,7 +115,7 @@ class Share:
 def eligible(p: Any) -> bool:
     """Whether the CPU loop of plan ``p`` needs nothing from Python between morsels."""
     return (BATCH and p is not None and p.marks is None and not p.plan.materialize and p.run_key is None
-            and not p.narrow and p.resident is not None and p.resident.cache is not None)
+            and p.resident is not None and p.resident.cache is not None)
 
 
 def _layout(cols: dict, p: Any) -> tuple:
@@ -126,10 +128,7 @@ def prepare(co: Any) -> Share | None:
     p, crun, shared = co.plan, co.crun, co.shared
     if not eligible(p) or crun is None or not shared.reserved:
         return None
-    opened = shared.open_claims()
-    if opened is None:
-        return None
-    word, floor = opened
+    floor = shared.reserved_from()
     reader, sink = crun.gsrc, co.pipe.sink
     rgs = shared.row_groups[floor:]
     scratch = LocalStats()
@@ -141,6 +140,8 @@ def prepare(co: Any) -> Share | None:
     kernel = kernel_for(p, sink, cols0, False)
     if isinstance(kernel, str) or p.host.get(id(kernel)):
         return None
+    if p.narrow:  # (the loop reads the narrow copies kept beside the pages: compiled_cpu_narrow.py)
+        cols0 = narrowed(p, cols0, p.resident.keys_of(reader, rgs[first]), None)
     args = arguments(co.cctx, p, kernel, cols0)
     bound = p.bound[id(kernel)]
     inputs = [(pos, cid, data) for pos, cid, data in bound.inputs if isinstance(args[pos], np.ndarray)]
@@ -162,6 +163,9 @@ def prepare(co: Any) -> Share | None:
         if _layout(cols, p) != layout:
             pages[k] = None
             continue
+        if p.narrow:  # (a page without its narrow copy yet: the Python path makes it)
+            cols = narrowed(p, cols, p.resident.keys_of(reader, rg), None)
+            pages[k] = [cols[c] for c in p.base]
         ok = True
         for j, (_, cid, data) in enumerate(inputs):
             a = cols[cid].data if data else cols[cid].validity
@@ -177,6 +181,10 @@ def prepare(co: Any) -> Share | None:
         g = groups.get(rg)
         lengths[k] = g[1] if g is not None else 0
     drive = driver_for(kernel, args, [pos for pos, _, _ in inputs])
+    opened = shared.open_claims()  # (from here on every claim of the scan is an atomic one)
+    if opened is None or opened[1] != floor:
+        return None
+    word = opened[0]
     key_dicts = {c: cols0[c].dictionary for c in p.key_dicts if c is not None and c in cols0}
     per = shared.cpu_rg_seconds if shared.cpu_rg_seconds is not None else shared.cpu_prior
     return Share(kernel, drive, word, floor, rgs, args, key_dicts, pages, lengths, ready, addrs, rows,
@@ -196,6 +204,8 @@ def warm(co: Any, kernel: Any, cols: dict, state: tuple) -> None:
         return
     drive = driver_for(kernel, args, arrays)
     one = np.zeros(1, np.int64)
+    claim_back(one, 0, 1)  # (the scan's Python side claims and stops with these)
+    stop_claims(one)
     drive(np.zeros(1, np.int64), 0, np.zeros(1, np.int8), np.zeros((len(arrays), 1), np.int64), one,
           np.zeros(2, np.float64), 1, one.copy(), np.zeros((1, 2), np.float64), p.expansion, *args, *state)
 
