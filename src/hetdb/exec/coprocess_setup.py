@@ -237,8 +237,10 @@ _POOL_LOCK = threading.Lock()
 # machine wants it): the GPU's side of the query (its feeder thread, the copy and read threads) is
 # woken by events and locks many times a query, and with every core busy with a worker each wake-up
 # waited for the scheduler to take a core from one (SSB SF 20 q1.1 on the H100 with 14 workers and
-# their share in compiled calls: the fused pipeline's feeder began at 9-12 ms instead of ~3)
-IDLE_WORKERS = True
+# their share in compiled calls: the fused pipeline's feeder began at 9-12 ms instead of ~3). Off: on
+# the H100 (7c5407cf) it did not help (q1.1 19.2 ms against 16.6 at the normal policy) and runs of 4 s
+# appeared among ~50 ms ones (q4.1: a worker holding the interpreter lock left without a core)
+IDLE_WORKERS = False
 _THREAD = threading.local()
 
 
