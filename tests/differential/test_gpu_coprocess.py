@@ -126,3 +126,45 @@ def test_auto_on_warm_scans_matches_duckdb_and_says_what_it_did(ssb_small, expec
     assert notes and any("CPU+GPU co-processing" in n for n in notes), notes
     tier = existing_shared_host_cache()
     assert tier is None or tier.pinned_bytes() == 0
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_forced_splits_with_the_workers_share_in_compiled_calls_match_duckdb(ssb_small, expected_answers,
+                                                                            monkeypatch, narrow) -> None:
+    """gpu_coprocess='auto' with the split forced (the back of each fused pipeline's scan reserved
+    for 3 CPU workers from the query's start) on warm runs: once the reserved pages are kept decoded
+    (and, ``narrow``, their narrow copies made) the workers take them in one compiled call each
+    (exec/coprocess_batch.py); answers as DuckDB's, nothing left held."""
+    import contextlib
+
+    import hetdb
+    from hetdb.backend.cpu import tuning
+    from hetdb.cache.host_cache import existing_shared_host_cache
+    from hetdb.exec import coprocess_plan
+    from hetdb.exec.coprocess_plan import wait_prepared
+
+    monkeypatch.setattr(coprocess_plan, "FORCED_SPLIT", (3, 6))
+    queries = load_queries("ssb")
+    compiled = []
+
+    def warm(sql: str):
+        with hetdb.connect(ssb_small.path, device="gpu", gpu_coprocess="auto", threads=4) as con:
+            res = con.sql(sql)
+            stats = dict(res.stats or {})
+            assert stats.get("gpu_leaked_bytes", 0) == 0, sql[:80]
+            compiled.extend(c.get("compiled_share") for c in stats.get("coprocess") or [])
+            out = res.arrow()
+            assert con._get_engine().device.memory.used == 0
+            return out
+
+    with tuning.override(narrow_scan_rows=1) if narrow else contextlib.nullcontext():
+        for attempt in range(3):
+            report = run_suite(f"ssb [forced split, warm {attempt}]", ssb_small, queries, SSB_ORDERING, warm,
+                               None, expected=expected_answers.setdefault("ssb", {}))
+            assert not report.failures, "\n\n".join(report.failures)
+            assert report.compared == 13
+            if attempt == 0:
+                assert wait_prepared()
+    assert True in compiled, compiled
+    tier = existing_shared_host_cache()
+    assert tier is None or tier.pinned_bytes() == 0
