@@ -69,7 +69,8 @@ def test_a_subplan_bound_twice_runs_once_on_the_gpu(db, duck, options) -> None:
     compared = 0
     with hetdb.connect(db.path, device="gpu", **options) as con:
         for name, (sql, shared) in QUERIES.items():
-            # (on the GPU a chain's second link runs: exec/shared_results.reuse)
+            # (on the GPU the chain's second link takes nothing from its first copy: that one is a fact-side
+            # build deferred into its consumer's kernel, which leaves an empty stand-in: exec/pipeline.placeholders)
             shared = GPU_SHARED.get(name, shared)
             for _ in range(2):  # cold, then hot (fused / compiled over cached pages)
                 res = con.sql(sql)

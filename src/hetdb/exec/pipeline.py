@@ -182,9 +182,21 @@ def run_workers(pool: ThreadPoolExecutor, works: list) -> None:
         raise errors[0]
 
 
+def placeholders(ctx: ExecContext) -> set[int]:
+    """The query's pipelines whose entry in ``ctx.results`` stands in for a result not computed: a
+    fact-side build deferred into its consumer's fused kernel (exec/fusion_swaps.py), until it is
+    run after all (``_materialize``). No other pipeline may take such an entry as its own result
+    (exec/shared_results.reuse)."""
+    got = ctx.__dict__.get("_placeholder_results")
+    if got is None:
+        got = ctx.__dict__["_placeholder_results"] = set()
+    return got
+
+
 def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | None, threads: int) -> None:
     from hetdb.exec.shared_results import reuse
 
+    placeholders(ctx).discard(pipe.pid)  # (a deferred pipeline run after all: its result is real now)
     if reuse(ctx, pipe):
         return
     run = _Run(ctx, pipe)
@@ -200,7 +212,9 @@ def run_pipeline(ctx: ExecContext, pipe: Pipeline, pool: ThreadPoolExecutor | No
             # (the context of the host tail when the kernel's groups were handed over there)
             finishing = run_fused(ctx, pipe, fused, run) or ctx
             ctx.results[pipe.pid] = pipe.sink.finalize(finishing, run.gsink)
-            if not fused.deferred:  # (a deferred build's result is empty: its consumer's kernel scans it)
+            if fused.deferred:  # (a deferred build's result is empty: its consumer's kernel scans it)
+                placeholders(ctx).add(pipe.pid)
+            else:
                 keep_build(ctx, pipe)
             return
         from hetdb.exec.compiled import plan_compiled, run_compiled

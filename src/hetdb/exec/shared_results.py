@@ -8,8 +8,9 @@ the pipeline that computed it, so a chain of builds bound twice is shared link b
 Taken: pipelines of a table scan, filters, projections and hash probes into a hash aggregation or a
 hash build (TPC-H q11's nation and supplier builds, bound once for the query and once for its
 subquery), on the CPU and on the GPU (where the first one may have run fused or compiled: its result
-is the same either way; one it did not run, such as a dense fused pipeline deferred into another's
-kernel, leaves no result and nothing is shared). Two are the same when every field of their
+is the same either way; one it did not run, such as a fact-side build deferred into its consumer's
+fused kernel, leaves only an empty stand-in and nothing is shared from it: sharing one gave wrong
+answers on the GPU, session 20's build_chain_twice counted 0 rows against DuckDB's 546). Two are the same when every field of their
 operators is (the dataclasses' repr, operator ids left out), with column ids numbered in order of
 appearance.
 """
@@ -183,19 +184,15 @@ def reuse(ctx: ExecContext, pipe: Any) -> bool:
         return False
     seen: dict[str, Any] = ctx.__dict__.setdefault("_shared_results", {})
     first = seen.get(sig)
-    if first is None or first.pid not in ctx.results or first.pid == pipe.pid:
+    if (first is None or first.pid not in ctx.results or first.pid == pipe.pid
+            or first.pid in ctx.__dict__.get("_placeholder_results", ())):
+        # (no result yet, or only a deferred build's empty stand-in: exec/pipeline.placeholders)
         seen[sig] = pipe
         return False
     result = ctx.results[first.pid]
     if isinstance(result, BuildSide):
         if result.partitions is not None:
             return False  # a spilled (partitioned) build: this one runs
-        if ctx.device is not None and any(isinstance(op, HashProbe) and op.build_pipeline in same
-                                          for op in pipe.ops):
-            # a link of a chain whose earlier link was itself taken from another pipeline: on the GPU
-            # that gave wrong answers (H100, session 20: tests/exec/test_shared_results.py
-            # build_chain_twice counted 0 rows against DuckDB's 546; cause not found yet), so it runs
-            return False
         batches = [result.batch]
     elif all(isinstance(b, Batch) for b in result):
         batches = result
