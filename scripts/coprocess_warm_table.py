@@ -22,8 +22,6 @@ empty, the process-wide pinned host tier and the OS page cache keep the data.
              GPU's share ("queued"); MODE-primed: once the early scan is primed (the default: "first")
     MODE-si  MODE with the interpreter's switch interval at 0.5 ms instead of 5 ms while it runs (does
              the GPU's feeder thread wait for the GIL behind the CPU workers?)
-    MODE-busy, MODE-idle   MODE with the CPU workers at the normal scheduling policy or the idle one
-             (coprocess_setup.IDLE_WORKERS)
     MODE-rest   MODE with no reserved row group claimed by a worker: the GPU takes the reserved back
              at its end (what the split itself costs the GPU)
     MODE-loadN  MODE with N threads beside each timed run that stream memory in one Numba nogil call
@@ -263,14 +261,6 @@ def measure(db: str, sql: str, mode: str, repeat: int, threads: int) -> tuple[li
             return measure(db, sql, mode[:-4], repeat, threads)
         finally:
             _GIL[0] = before
-    if mode.endswith(("-busy", "-idle")):
-        from hetdb.exec import coprocess_setup
-
-        before, coprocess_setup.IDLE_WORKERS = coprocess_setup.IDLE_WORKERS, mode.endswith("-idle")
-        try:
-            return measure(db, sql, mode[:-5], repeat, threads)
-        finally:
-            coprocess_setup.IDLE_WORKERS = before
     if mode.endswith("-rest"):  # the split, but no worker claims: the GPU takes the back at its end
         from hetdb.cache.coscan import SharedScan
 
@@ -360,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     modes = args.modes.split(",")
     unknown = [m for m in modes if m.removesuffix("-first").removesuffix("-fact").removesuffix("-queued").removesuffix("-primed")
-               .removesuffix("-busy").removesuffix("-idle").removesuffix("-rest").removesuffix("-si").removesuffix("-gil").split("-load")[0]
+               .removesuffix("-rest").removesuffix("-si").removesuffix("-gil").split("-load")[0]
                .partition("@")[0].partition("%")[0] not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}: use {', '.join(MODES)}")
@@ -387,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'' if same else ' ANSWER DIFFERS'} {' '.join(notes)}", flush=True)
     # (every run of a single device counts, e.g. gpu and gpu@16 before and after the others: a
     # process's later runs of the same mode are faster, s17's checkpoint: q1.1 16.46 then 15.37 ms)
-    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith(("-si", "-gil", "-busy", "-idle", "-rest")) and "-load" not in m]
+    singles = [m for m in modes if m.partition("@")[0] in ("gpu", "cpu", "cpu-hot") and not m.endswith(("-si", "-gil", "-rest")) and "-load" not in m]
     print("\nquery  " + " ".join(f"{m:>9s}" for m in modes) + "  best-single  auto/best  fastest")
     ratios = []
     for name, got in table.items():

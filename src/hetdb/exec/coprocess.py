@@ -64,7 +64,6 @@ from hetdb.exec.coprocess_setup import (
     decoded_cache,
     enter_switch_interval,
     exit_switch_interval,
-    idle_thread,
     keep_setup,
     new_setup,
     setup_of,
@@ -338,7 +337,6 @@ class CoProcess:
         return self._set_up()
 
     def _work(self) -> None:
-        idle_thread()
         if not self.shared.would_steal() or not self._set_up():
             return
         _CoWorker(self).work()

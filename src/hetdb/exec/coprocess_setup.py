@@ -5,7 +5,6 @@ row groups; and the process's co-processing threads (started once)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -231,31 +230,6 @@ class HostCopyStream:
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-
-
-# CPU workers run at the scheduler's idle policy (SCHED_IDLE: a core only when no other thread of the
-# machine wants it): the GPU's side of the query (its feeder thread, the copy and read threads) is
-# woken by events and locks many times a query, and with every core busy with a worker each wake-up
-# waited for the scheduler to take a core from one (SSB SF 20 q1.1 on the H100 with 14 workers and
-# their share in compiled calls: the fused pipeline's feeder began at 9-12 ms instead of ~3). Off: on
-# the H100 (7c5407cf) it did not help (q1.1 19.2 ms against 16.6 at the normal policy) and runs of 4 s
-# appeared among ~50 ms ones (q4.1: a worker holding the interpreter lock left without a core)
-IDLE_WORKERS = False
-_THREAD = threading.local()
-
-
-def idle_thread(idle: bool | None = None) -> None:
-    """The calling thread at the idle scheduling policy (``IDLE_WORKERS``), or back at the normal
-    one; where the platform has no such policy, nothing."""
-    idle = IDLE_WORKERS if idle is None else idle
-    if getattr(_THREAD, "idle", False) == idle or not hasattr(os, "sched_setscheduler"):
-        return
-    try:
-        policy = os.SCHED_IDLE if idle else os.SCHED_OTHER
-        os.sched_setscheduler(0, policy, os.sched_param(0))
-        _THREAD.idle = idle
-    except (OSError, AttributeError):
-        _THREAD.idle = idle  # (not permitted here: the thread stays as it is; asked once)
 
 
 def worker_pool(workers: int) -> ThreadPoolExecutor:
