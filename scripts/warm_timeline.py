@@ -55,8 +55,7 @@ plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync
 BATCH_CALL); ``warmgroups=0`` (backend/gpu/stream.py WARM_GROUPS off: a warm group's pages made and read one by
 one), ``keepcopies=0`` (backend/gpu/batch.py KEEP_COPIES off: a delivery's copies made again every time);
 ``firstdeliveries=N``: the fact scan's first N deliveries
-queued before the dimension scans (early_scan.FIRST_DELIVERIES); ``linkwake=KiB``: a copy of that many KiB
-queued as the statement starts (exec/device.py LINK_WAKE_KIB; 0: off); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
+queued before the dimension scans (early_scan.FIRST_DELIVERIES); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
 variant's untimed run loads them again; cache/host_cache.py DEFAULT_BLOCK_BYTES otherwise). A delivery line also has its decode kernels' end (``decoded``).
 """
 
@@ -463,7 +462,6 @@ def main() -> None:
     # (early_scan.FACT_FIRST), host-built dense tables filled on the device (dense_tables.SCATTER_ON_DEVICE),
     # the early dimension scans on the fact's streams (early_scan.DIMS_ON_FACT_STREAMS), dimensions of
     # at most this many build rows planned on the host (fusion_host.HOST_PLAN_ROWS; 0: as before session 19)
-    from hetdb.exec import device as device_mod
     from hetdb.exec import fusion_host, small_tail
     from hetdb.exec.operators import scan_device
 
@@ -473,8 +471,7 @@ def main() -> None:
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
              "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS"),
-             "qprio": (stream_io, "QUERY_PRIORITY"), "smalltail": (small_tail, "WARM_DIRECT"),
-             "linkwake": (device_mod, "LINK_WAKE_KIB")}
+             "qprio": (stream_io, "QUERY_PRIORITY"), "smalltail": (small_tail, "WARM_DIRECT")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

@@ -37,14 +37,6 @@ CACHE_SHARE = 0.8
 DEFAULT_LIMIT_FRACTION = 0.8
 # keep_compressed takes the catalog's stamp again after this long (other processes' commits)
 KEEP_COMPRESSED_TTL_S = 1.0
-# A GPU query first queues one copy of this many KiB on the early scans' copy stream (``wake_link``), as
-# its statement starts: an experiment (H100 SSB SF 20 warm, main 0b1c2281: the fact scan's first
-# delivery copied at 45-48 GB/s, the later ones at 50-54; does a link idle since the last query start
-# slower?). 0: off (the default; warm_timeline switch linkwake=KiB).
-LINK_WAKE_KIB = 0
-_WAKE: list = []  # (pinned host array, device array) of wake_link's copy, kept for the process
-
-
 _BUDGET_CLASS: list = []  # _budget_class's (a class statement per connection cost its first query ~8 us)
 
 
@@ -171,21 +163,6 @@ class DeviceResources:
 
         stream = query_stream(self._cupy.cuda.Device().id)
         return contextlib.nullcontext() if stream is None else stream
-
-    def wake_link(self) -> None:
-        """Queue LINK_WAKE_KIB of host->device copy on the early scans' copy stream (see LINK_WAKE_KIB)."""
-        nbytes = LINK_WAKE_KIB << 10
-        if nbytes <= 0:
-            return
-        from hetdb.backend.gpu.memory import pinned_empty
-        from hetdb.backend.gpu.stream_io import early_streams
-
-        cupy = self._cupy
-        if not _WAKE or _WAKE[0].nbytes != nbytes:
-            _WAKE[:] = [pinned_empty(nbytes), cupy.empty(nbytes, dtype=cupy.uint8)]
-        host, dev = _WAKE
-        stream = early_streams(cupy.cuda.Device().id)[0]
-        cupy.cuda.runtime.memcpyAsync(int(dev.data.ptr), int(host.ctypes.data), nbytes, 1, stream.ptr)
 
     def keep_compressed(self, option: Any, db: Any) -> bool:
         """The ``gpu_compressed_cache`` a query runs with: True/False as set; "auto": True only when

@@ -278,9 +278,6 @@ class QueryEngine:
         run = functools.partial(self._run, stream=stream, readers=readers)
         if self.device is None:
             return run(plan, physical, reuse)
-        wake = getattr(self.device, "wake_link", None)  # (an experiment, off by default: exec/device.py)
-        if wake is not None:
-            wake()
         on_stream = getattr(self.device, "query_stream", None)  # (test doubles of a device have none)
         with on_stream() if on_stream is not None else contextlib.nullcontext():
             return self._run_on_device(run, plan, physical, reuse, stream)
