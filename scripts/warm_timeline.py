@@ -43,8 +43,7 @@ Module switches (ints; absent: the module's default): ``factfirst=0|1`` (exec/ea
 ``scatter=0`` (codegen/dense_tables.SCATTER_ON_DEVICE off: a host-built dense table uploaded whole),
 ``samestream=1`` (early_scan.DIMS_ON_FACT_STREAMS: the early dimension scans on the fact scan's streams),
 ``planhost=N`` (exec/fusion_host.HOST_PLAN_ROWS: a fused plan's dense tables, compacted keys and probe forms of
-dimensions of at most N build rows made on the host; 0: by the earlier limits), ``qprio=1``
-(backend/gpu/stream_io.QUERY_PRIORITY on: the query thread's GPU work on a stream of the highest priority),
+dimensions of at most N build rows made on the host; 0: by the earlier limits),
 ``smalltail=0`` (exec/small_tail.WARM_DIRECT off: a run that is no replay sorts and collects its result
 through the pipeline driver); delivery
 sizes of primed scans: ``tail=N`` (stream_batch.TAIL_RAMP: the last N deliveries halve down; 0: as
@@ -452,7 +451,6 @@ def main() -> None:
     from hetdb.backend.gpu import copies as gpu_copies
     from hetdb.backend.gpu import stream as gpu_stream
     from hetdb.backend.gpu import stream_batch as batches
-    from hetdb.backend.gpu import stream_io
     from hetdb.backend.gpu.codegen import dense_tables
     from hetdb.exec import early_scan as early
 
@@ -471,7 +469,7 @@ def main() -> None:
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
              "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS"),
-             "qprio": (stream_io, "QUERY_PRIORITY"), "smalltail": (small_tail, "WARM_DIRECT")}
+             "smalltail": (small_tail, "WARM_DIRECT")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

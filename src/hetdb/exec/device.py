@@ -13,7 +13,6 @@ refusals make joins and aggregations partition and spill, here into pinned host 
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import time
 from typing import Any
@@ -155,14 +154,6 @@ class DeviceResources:
         # connection's cache.placement.DecodedPlacement and its choice per table
         self.placement: Any = None
         self.placement_map: dict[str, frozenset[str]] = {}
-
-    def query_stream(self) -> Any:
-        """A context that makes the query thread's current stream the device's high-priority query
-        stream (backend/gpu/stream_io.query_stream; a null context when that is off)."""
-        from hetdb.backend.gpu.stream_io import query_stream
-
-        stream = query_stream(self._cupy.cuda.Device().id)
-        return contextlib.nullcontext() if stream is None else stream
 
     def keep_compressed(self, option: Any, db: Any) -> bool:
         """The ``gpu_compressed_cache`` a query runs with: True/False as set; "auto": True only when

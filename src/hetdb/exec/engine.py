@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import itertools
@@ -278,9 +277,7 @@ class QueryEngine:
         run = functools.partial(self._run, stream=stream, readers=readers)
         if self.device is None:
             return run(plan, physical, reuse)
-        on_stream = getattr(self.device, "query_stream", None)  # (test doubles of a device have none)
-        with on_stream() if on_stream is not None else contextlib.nullcontext():
-            return self._run_on_device(run, plan, physical, reuse, stream)
+        return self._run_on_device(run, plan, physical, reuse, stream)
 
     def _run_on_device(self, run: Any, plan: L.Output, physical: PhysicalPlan | None, reuse: bool,
                        stream: Any) -> tuple[pa.Table, dict[str, Any], PhysicalPlan]:

@@ -84,54 +84,6 @@ def decode_stream(device_id: int) -> Any:
         return stream
 
 
-# True: the query thread's GPU work (dimension pipelines, the fused plan's copies out for its host
-# planning, the fused kernels: the query's critical path) runs on a stream of the device's highest
-# priority (``query_stream``), so the early fact scan's decode kernels (queued a delivery ahead, on a
-# stream of the default, lowest, priority) fill the SMs around it instead of ahead of it. It does what
-# it says (H100, SSB SF 20 warm q3.1, session 20: the fused plan's copy out of its dimension columns
-# waited 0.3 ms instead of 2.3 behind the decode of a 43M-row fact delivery; the fused kernels ended
-# 0.13 ms after the last fact copy instead of 1.17) but the queries were not faster: warm_timeline, same
-# process, 7 runs, q1.1-q4.1 geomean 19.00 ms on against 18.62 off (q3.1 17.5 / 17.0, q4.1 27.0 / 26.5),
-# at a 10% budget hot 9.44 / 9.01. Off (the legacy default stream) until that is understood; A/B switch.
-QUERY_PRIORITY = False
-_query_streams: dict[int, Any] = {}
-
-
-def query_stream(device_id: int) -> Any:
-    """The process's stream for a query thread's GPU work on a device (QUERY_PRIORITY): of the
-    highest priority, and blocking (ordered with the legacy default stream, as the work of any thread
-    that runs on that stream is); one per device, shared by the threads that run queries, whose work
-    the legacy default stream serialised the same way. None when QUERY_PRIORITY is off."""
-    if not QUERY_PRIORITY:
-        return None
-    with _copy_streams_lock:
-        stream = _query_streams.get(device_id)
-        if stream is None:
-            import cupy
-
-            with cupy.cuda.Device(device_id):
-                stream = _highest_priority_stream(cupy)
-            _query_streams[device_id] = stream
-        return stream if stream is not False else None
-
-
-# a priority past the device's range: CUDA clamps it to the range's highest (H100: -5)
-_HIGHEST = -(1 << 16)
-
-
-def _highest_priority_stream(cupy: Any) -> Any:
-    """A blocking stream of the current device's highest priority, or False where this CuPy cannot
-    make one (the query's work then stays on the legacy default stream)."""
-    rt = cupy.cuda.runtime
-    priority = rt.deviceGetStreamPriorityRange()[1] if hasattr(rt, "deviceGetStreamPriorityRange") else _HIGHEST
-    try:
-        return cupy.cuda.Stream(non_blocking=False, priority=priority)
-    except TypeError:  # (a CuPy without ``priority``: the runtime's stream, wrapped)
-        if not hasattr(rt, "streamCreateWithPriority"):
-            return False
-        return cupy.cuda.ExternalStream(rt.streamCreateWithPriority(0, priority))
-
-
 _early_streams: dict[int, tuple[Any, Any]] = {}
 
 
