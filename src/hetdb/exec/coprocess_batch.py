@@ -227,6 +227,7 @@ def run_share(worker: Any, share: Share, lops: list, lsink: Any) -> None:
             break
         k = pos - floor
         if err == 3:  # its pages are not kept decoded yet: read, decoded and kept by the Python path
+            co.shared.batch_taken([int(pos)])  # (the CPU's; its time counted by ``_done_with``)
             worker._morsel(pos, share.row_groups[k], lops, lsink)
             co._done_with(worker)
             continue
