@@ -131,6 +131,8 @@ def prepare(co: Any) -> Share | None:
     floor = shared.reserved_from()
     reader, sink = crun.gsrc, co.pipe.sink
     rgs = shared.row_groups[floor:]
+    if shared.resident is not None and any(shared.resident(rg) for rg in rgs):
+        return None  # (the GPU holds some of them: the Python path's steals leave those to it)
     scratch = LocalStats()
     pages = [p.resident.read(reader, rg, False, scratch) for rg in rgs]
     first = next((i for i, got in enumerate(pages) if got is not None), None)
