@@ -62,8 +62,12 @@ from hetdb.exec.operators.scan import TableScan
 # until session 17): under a 10% budget of SSB SF 20 a quarter primed one 34 MB delivery, and the link
 # then idled through the dimension pipelines (H100 checkpoint, warm q3.1 25.1 ms against 29.1). 8 GiB:
 # the whole fact scan of SSB SF 20's q4.x decoded (4 GiB left q4.1's last delivery to its consumer,
-# which asks for it only after the dimension pipelines and its own planning: H100, s14)
-EARLY_BUDGET_SHARE = 0.6
+# which asks for it only after the dimension pipelines and its own planning: H100, s14). 0.9 since session
+# 21: under a budget a share of 0.6 stopped q4.1's priming early, and its later deliveries were queued only
+# as the consumer freed earlier ones (H100, SSB SF 20 warm, same process, q1.1/q3.1/q4.1 geomean at 10%,
+# 25%, 50% of the data: 24.64 / 23.09 / 21.72 ms against 26.17 / 24.96 / 22.69; q4.1 at 25% 26.8 against
+# 30.3, unlimited 26.5)
+EARLY_BUDGET_SHARE = 0.9
 EARLY_MAX_BYTES = 8 << 30
 # The fact scan's first delivery is queued before the dimension scans are made and primed, the rest of
 # its primed deliveries after them: the link moves the fact's first copies while the host makes the
