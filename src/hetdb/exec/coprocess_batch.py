@@ -122,6 +122,14 @@ def _layout(cols: dict, p: Any) -> tuple:
     return tuple((cols[c].validity is not None, cols[c].dictionary is not None) for c in p.kernel_cols)
 
 
+def _bound(co: Any, p: Any, kernel: Any, cols: dict) -> tuple[list[Any], list[tuple[int, str, bool]]]:
+    """``kernel``'s arguments for the morsel ``cols`` and its inputs the driver reads per row group
+    (position, column, data or validity): the array ones (an absent validity stays None)."""
+    args = arguments(co.cctx, p, kernel, cols)
+    return args, [(pos, cid, data) for pos, cid, data in p.bound[id(kernel)].inputs
+                  if isinstance(args[pos], np.ndarray)]
+
+
 def prepare(co: Any) -> Share | None:
     """The reserved back of ``co``'s scan laid out for compiled calls, or None (not eligible, nothing
     reserved, or none of its pages kept decoded yet)."""
@@ -144,9 +152,7 @@ def prepare(co: Any) -> Share | None:
         return None
     if p.narrow:  # (the loop reads the narrow copies kept beside the pages: compiled_cpu_narrow.py)
         cols0 = narrowed(p, cols0, p.resident.keys_of(reader, rgs[first]), None)
-    args = arguments(co.cctx, p, kernel, cols0)
-    bound = p.bound[id(kernel)]
-    inputs = [(pos, cid, data) for pos, cid, data in bound.inputs if isinstance(args[pos], np.ndarray)]
+    args, inputs = _bound(co, p, kernel, cols0)
     if not inputs:
         return None
     layout = _layout(cols0, p)
@@ -199,9 +205,8 @@ def warm(co: Any, kernel: Any, cols: dict, state: tuple) -> None:
     p = co.plan
     if not eligible(p):
         return
-    args = arguments(co.cctx, p, kernel, cols)
-    bound = p.bound[id(kernel)]
-    arrays = [pos for pos, _, _ in bound.inputs if isinstance(args[pos], np.ndarray)]
+    args, inputs = _bound(co, p, kernel, cols)
+    arrays = [pos for pos, _, _ in inputs]
     if not arrays:
         return
     drive = driver_for(kernel, args, arrays)
@@ -256,7 +261,7 @@ def _account(worker: Any, share: Share, wid: int) -> None:
     stats, src, sink = worker.stats, worker.pipe.source.op_id, worker.pipe.sink.op_id
     rows = int(share.rows[mine].sum())
     npages = len(p.base)
-    stats.add(src, rows_in=rows, rows_out=rows, pages_cached=npages * len(mine), seconds=0.0)
+    stats.add(src, rows_in=rows, rows_out=rows, pages_cached=npages * len(mine))
     stats.add_route(src, _HOST_CPU, sum(share.lengths[int(k)] for k in mine), npages * len(mine))
     stats.add(sink, rows_in=rows, seconds=total)
     p.compiled += len(mine)
