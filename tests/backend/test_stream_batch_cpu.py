@@ -17,6 +17,7 @@ from stream_batch_host import (
     host_tier,
     install_fake_gpu,
     scan,
+    wanted,
 )
 
 from hetdb.backend.gpu import stream as gpu_stream
@@ -186,6 +187,37 @@ def test_batches_hands_out_a_paged_delivery_row_group_by_row_group(reader, fake_
             assert batch.num_rows == reader.row_group_rows(rgs[0])
             assert batch["c_delta"].to_arrow().equals(reader.read_batch(["c_delta"], rgs[0])["c_delta"].to_arrow())
     assert steps == [(1,), (2,), (3,)] and s.route_counts().deliveries == 1 and b.used_bytes == 0
+
+
+@pytest.mark.parametrize("paged_decoded", [False, True])
+def test_a_compressed_scan_past_the_cache_with_every_column_decoded_is_one_batch(reader, fake_gpu, monkeypatch,
+                                                                                  paged_decoded):
+    """gpu_compressed_cache with every column kept decoded (exec/device_placement.py) and no device cache
+    in the route (a first scan passing through): no page stays encoded, so a delivery is one Batch of
+    decoded columns, as an uncompressed scan's (stream_batch.PAGED_DECODED off); with a column kept
+    encoded, or PAGED_DECODED on, one Batch per row group."""
+    from hetdb.backend.gpu import stream_batch
+
+    monkeypatch.setattr(stream_batch, "PAGED_DECODED", paged_decoded)
+    b = DeviceMemoryBudget(1 << 30)
+    for decoded in (frozenset(COLUMNS), frozenset(COLUMNS[1:])):
+        whole = not paged_decoded and decoded == frozenset(COLUMNS)
+        with gpu_stream.PageStreamer(reader, COLUMNS, budget=b, batch_bytes=1 << 30, row_groups=[1, 2, 3, 4],
+                                     router=PageRouter("disk"), compressed=True, decoded=decoded) as s:
+            assert s.paged is not whole
+            steps = []
+            for rgs, parts in s.deliveries():
+                steps.append(rgs)
+                assert len(parts) == (1 if whole else len(rgs))
+                spans = [rgs] if whole else [(rg,) for rg in rgs]
+                for span, part in zip(spans, parts):
+                    want = wanted(reader, span)
+                    for c in COLUMNS:
+                        col = part[c]
+                        assert isinstance(col, EncodedColumn) == (c not in decoded and reader.page_codec(c, span[0])
+                                                                  not in ("plain", "offsets", "lz4")), (c, span)
+                        assert col.to_arrow().equals(want[c]), (c, span)
+        assert steps == [(1, 2, 3, 4)] and b.used_bytes == 0
 
 
 @pytest.mark.parametrize("compressed", [False, True])

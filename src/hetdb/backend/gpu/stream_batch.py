@@ -73,6 +73,14 @@ AHEAD_PAGED = True
 # copy, with 5 0.10 ms; H100, warm_timeline, same process, 7 runs, q1.1-q4.1: geomean 18.62 ms against
 # 18.86 (q3.1 17.0 / 17.3, q4.1 26.5 / 26.8; session 20 checkpoint, main 98eace8a).
 TAIL_RAMP = 5
+# A scan past the device cache (a first scan passing through, route 'copy') under gpu_compressed_cache
+# whose columns are all kept decoded (exec/device_placement.py) delivers as one Batch, as an
+# uncompressed scan does: paged, it handed out a Batch per row group (a Column per page, a page
+# table per delivery) for pages decoded on arrival all the same, ~1 ms of host work more per
+# delivery (H100, SSB SF 20 warm at a 50% budget, main bd6a5185: q1.1's early scan took 11.9 ms to
+# queue its 8 deliveries against 2.5 unlimited, and its kernels ran after every copy was done: 18.8
+# ms against 12.4). True: paged all the same (A/B: warm_timeline switch pageddecoded=1).
+PAGED_DECODED = False
 # A primed scan's first deliveries ramp up from a quarter of its target (two steps) instead of an eighth
 # (three): the consumer comes milliseconds later (after the pipelines before it), so what the first
 # deliveries must do is start the link early and keep it busy while the host makes the dimension scans
@@ -218,8 +226,12 @@ class BatchedDelivery(DeliveryColumns):
     def paged(self) -> bool:
         """Batched deliveries hand out one Batch per row group (the consumer's kernel reads several
         through one page table): encoded pages kept as stored (``compressed``), or some pages left in
-        the host tier for the kernel to read in place (``zero_copy``; the others decoded)."""
-        return self.compressed or bool(self.zero_copy)
+        the host tier for the kernel to read in place (``zero_copy``; the others decoded). Not a scan
+        past the device cache whose every column is decoded on arrival (``decoded``): no page of it
+        stays encoded or rides in from the cache, so it goes as one Batch (PAGED_DECODED)."""
+        if self.zero_copy:
+            return True
+        return self.compressed and (PAGED_DECODED or self.cache is not None or not self.decoded.issuperset(self.columns))
 
     # ---- planning --------------------------------------------------------------------------------
     def _rg_bounds(self, rg: int) -> tuple[int, int, int]:
