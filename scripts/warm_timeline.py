@@ -53,6 +53,7 @@ pipeline's scan closed at the query's end); a delivery's copies (backend/gpu/cop
 plan's order, not by host address: SORTED), ``copybatch=0`` (one cudaMemcpyAsync each, not one cuMemcpyBatchAsync:
 BATCH_CALL); ``warmgroups=0`` (backend/gpu/stream.py WARM_GROUPS off: a warm group's pages made and read one by
 one), ``keepcopies=0`` (backend/gpu/batch.py KEEP_COPIES off: a delivery's copies made again every time);
+``lazypaged=0`` (stream_batch.LAZY_PAGED off: a warm paged delivery makes a Column per page at once);
 ``pageddecoded=1`` (stream_batch.PAGED_DECODED: a scan past the device cache with every column decoded on arrival
 delivers paged all the same); ``firstdeliveries=N``: the fact scan's first N deliveries
 queued before the dimension scans (early_scan.FIRST_DELIVERIES); ``tierblock=KiB``: the pinned host tier made with blocks of that size (a change drops its pages: the
@@ -470,7 +471,8 @@ def main() -> None:
              "scatter": (dense_tables, "SCATTER_ON_DEVICE"), "samestream": (early, "DIMS_ON_FACT_STREAMS"),
              "copysort": (gpu_copies, "SORTED"), "copybatch": (gpu_copies, "BATCH_CALL"),
              "firstdeliveries": (early, "FIRST_DELIVERIES"), "planhost": (fusion_host, "HOST_PLAN_ROWS"),
-             "smalltail": (small_tail, "WARM_DIRECT"), "pageddecoded": (batches, "PAGED_DECODED")}
+             "smalltail": (small_tail, "WARM_DIRECT"), "pageddecoded": (batches, "PAGED_DECODED"),
+             "lazypaged": (batches, "LAZY_PAGED")}
     ramps_default = {k: int(getattr(mod, attr)) for k, (mod, attr) in knobs.items()}
     ramps: dict[str, dict] = {}
     variants = []

@@ -68,7 +68,7 @@ class _Device:
         pass
 
 
-def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream=None, regions=None):
+def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream=None, regions=None, views=True):
     def fetch(ci, pi, off, n):
         out = np.empty(n, np.uint8)
         start = 0
@@ -87,7 +87,8 @@ def _host_run_delivery(plan, sources, dtypes, stream, staged=None, launch_stream
         from hetdb.backend.gpu.batch_plan import coalesce_linked
 
         copies = coalesce_linked(_linked_pieces(plan, sources, regions))
-    return run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes], copies)
+    buf, arrays = run_plan_on_host(plan, fetch, [np.uint8 if d is None else d for d in dtypes], copies)
+    return buf, (arrays if views else None)
 
 
 def _host_decode_stored(self, page, got):

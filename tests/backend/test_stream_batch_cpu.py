@@ -220,6 +220,54 @@ def test_a_compressed_scan_past_the_cache_with_every_column_decoded_is_one_batch
         assert steps == [(1, 2, 3, 4)] and b.used_bytes == 0
 
 
+@pytest.mark.parametrize("lazy", [True, False])
+def test_a_warm_paged_delivery_of_fixed_width_pages_makes_its_columns_only_when_asked(reader, fake_gpu, monkeypatch,
+                                                                                      lazy):
+    """A paged delivery in the warm steady state (every page a host-tier hit: a scan past the device
+    cache, route 'copy' as a first scan passing through) of fixed-width pages
+    without NULLs is a PagedParts (stream_batch.LAZY_PAGED): its layout gives every page's address in
+    the buffer (the values or the encoded section) and codec, equal to where the Columns made when
+    asked lie; the Batches equal the reader's row groups. Strings, NULLs, or LAZY_PAGED off: the
+    Columns come with the delivery."""
+    import numpy as np
+
+    from hetdb.backend.gpu import stream_batch
+    from hetdb.backend.gpu.paged_parts import PagedParts
+    from hetdb.codec.encodings import CODEC_IDS
+
+    monkeypatch.setattr(stream_batch, "LAZY_PAGED", lazy)
+    fixed = ["c_rle", "c_delta", "c_plain", "c_flag", "c_f64"]
+    b = DeviceMemoryBudget(1 << 30)
+    host = host_tier()
+    for attempt, columns in enumerate((fixed, fixed, fixed + ["c_nulls"])):
+        with gpu_stream.PageStreamer(reader, columns, budget=b, batch_bytes=1 << 30, row_groups=[0, 1, 2, 3, 4],
+                                     host_cache=host, router=PageRouter("copy"), compressed=True) as s:
+            for rgs, parts in s.deliveries():
+                lazy_now = lazy and attempt == 1  # (the first scan loads the tier: not the warm state)
+                assert isinstance(parts, PagedParts) == lazy_now and len(parts) == len(rgs) == 5
+                if lazy_now:
+                    layout = parts.layout
+                    assert list(layout.rows) == [reader.row_group_rows(rg) for rg in rgs]
+                    assert parts.num_rows == ROWS and parts._made is None
+                for r, (rg, part) in enumerate(zip(rgs, parts)):
+                    want = reader.read_batch(columns, rg)
+                    for c, name in enumerate(columns):
+                        col = part[name]
+                        assert col.to_arrow().equals(want[name].to_arrow()), (name, rg)
+                        if not lazy_now:
+                            continue
+                        page = getattr(col, "device_page", None)
+                        arr = page.data if page is not None else col.data
+                        assert parts.base + int(layout.offsets[c, r]) == arr.ctypes.data, (name, rg)
+                        assert int(layout.codec_ids[c, r]) == (CODEC_IDS[page.codec] if page is not None else 0)
+                        assert layout.dtypes[c] == np.dtype(arr.dtype if page is None else page.dtype)
+                if lazy_now:
+                    keyed = parts.keyed([(7, "c_delta"), (3, "c_rle")])
+                    assert keyed.index == {7: 1, 3: 0} and keyed.layout is parts.layout
+                    assert [list(x.columns) for x in keyed] == [[7, 3]] * 5
+    assert b.used_bytes == 0 and host.pinned_bytes() == 0
+
+
 @pytest.mark.parametrize("compressed", [False, True])
 def test_a_shared_scan_delivers_only_what_the_gpu_claims(reader, fake_gpu, compressed):
     """Co-processing: CPU workers steal row groups from the back of the scan (before and while it

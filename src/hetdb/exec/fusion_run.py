@@ -93,6 +93,9 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     scan_began, feeder_cpu = time.perf_counter(), time.thread_time()
     for index, batches in _reads(ctx, src, gsrc, morsels, co):
         fusable = []
+        if _layout_table(fp, batches) is not None:  # (a lazily handed-out paged delivery: backend/gpu/paged_parts.py)
+            fusable, batches = batches, ()
+            fused_rows += fusable.page_table.num_rows
         for b in batches:
             why = fp.batch_unfusable_reason(b.columns)
             if why is None:
@@ -320,9 +323,24 @@ def _reads(ctx: ExecContext, src: TableScan, gsrc: Any, morsels: list, co: Any) 
             co.abort()
 
 
+def _layout_table(fp: Any, batches: Any) -> Any:
+    """The page table of a paged delivery handed out lazily (``paged_parts.PagedParts``) made from its
+    layout (kept on it for ``_consume_fused``), or None: not such a delivery, or the kernel cannot read
+    it that way (its Batches are made then)."""
+    if getattr(batches, "layout", None) is None or not hasattr(fp, "layout_page_table"):
+        return None
+    if batches.page_table is None:
+        batches.page_table = fp.layout_page_table(batches)
+    return batches.page_table
+
+
 def _consume_fused(fp: Any, state: Any, batches: list[Batch], tables: list) -> None:
     """The fused kernel over ``batches`` (one delivery of the streamer): one launch through a page
     table when there are several (a paged delivery: one Batch per row group), else over the batch."""
+    table = _layout_table(fp, batches)
+    if table is not None:
+        fp.consume_pages(state, table, tables)
+        return
     if len(batches) > 1 and hasattr(fp, "consume_pages"):
         fp.consume_pages(state, fp.page_table([(b.num_rows, b.columns) for b in batches]), tables)
         return

@@ -35,7 +35,8 @@ def _launch(fn: Any, launch: Launch, per_block: int, base: int, extra: int = 0) 
 def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],
                  dtypes: Sequence[np.dtype | None], stream: Any,
                  staged: list[np.ndarray] | None = None, launch_stream: Any = None,
-                 regions: Sequence[Sequence[Sequence[Any] | None]] | None = None) -> tuple[Any, list[dict[str, Any]]]:
+                 regions: Sequence[Sequence[Sequence[Any] | None]] | None = None,
+                 views: bool = True) -> tuple[Any, list[dict[str, Any]] | None]:
     """Queue ``plan`` on ``stream`` (the current stream too: the caller enters it). ``sources[c][p]``:
     the pinned host (address, bytes) runs holding page ``p`` of column ``c`` in order; ``dtypes[c]``:
     the value dtype of a fixed-width column (None for plain strings). Returns the device buffer (keep
@@ -48,7 +49,8 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
     the copy stream then moves the next delivery while this one is decoded); None: on ``stream``.
     ``regions[c][p]``: per run of ``sources[c][p]`` the host memory region (allocation) it lies in,
     or None: the copies of the plan's linked pages (``DeliveryPlan.linked``) that lie in one region
-    as far apart as the plan put them go as one copy."""
+    as far apart as the plan put them go as one copy. ``views=False``: no arrays (None in their place):
+    the caller makes them later, if at all (``delivery_arrays``)."""
     import cupy
 
     rt = cupy.cuda.runtime
@@ -77,9 +79,15 @@ def run_delivery(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[i
                 _launch(module.function("unpack_validity"), plan.unpack, _THREADS, base)
             if plan.rebase:
                 _launch(module.function("rebase_offsets"), plan.rebase, _THREADS, base, extra=1)
+    return buf, (delivery_arrays(buf, plan, dtypes) if views else None)
+
+
+def delivery_arrays(buf: Any, plan: DeliveryPlan, dtypes: Sequence[np.dtype | None]) -> list:
+    """``run_delivery``'s arrays of ``plan`` in its buffer ``buf``: per column its arrays by name, for a
+    paged plan per column a list of those, one per page."""
     if plan.pages:
-        return buf, [[_arrays(buf, cplan, dtype) for cplan in col] for col, dtype in zip(plan.pages, dtypes)]
-    return buf, [_arrays(buf, cplan, dtype) for cplan, dtype in zip(plan.columns, dtypes)]
+        return [[_arrays(buf, cplan, dtype) for cplan in col] for col, dtype in zip(plan.pages, dtypes)]
+    return [_arrays(buf, cplan, dtype) for cplan, dtype in zip(plan.columns, dtypes)]
 
 
 def _plan_copies(plan: DeliveryPlan, sources: Sequence[Sequence[Sequence[tuple[int, int]]]],

@@ -81,6 +81,10 @@ TAIL_RAMP = 5
 # queue its 8 deliveries against 2.5 unlimited, and its kernels ran after every copy was done: 18.8
 # ms against 12.4). True: paged all the same (A/B: warm_timeline switch pageddecoded=1).
 PAGED_DECODED = False
+# A warm paged delivery of fixed-width pages without NULLs hands out its Batches lazily
+# (backend/gpu/paged_parts.py): a fused kernel reads its pages through the plan's layout, no Column
+# per page made. False: every page's Column made with the delivery (A/B: warm_timeline lazypaged=0).
+LAZY_PAGED = True
 # A primed scan's first deliveries ramp up from a quarter of its target (two steps) instead of an eighth
 # (three): the consumer comes milliseconds later (after the pipelines before it), so what the first
 # deliveries must do is start the link early and keep it busy while the host makes the dimension scans
@@ -593,6 +597,14 @@ class BatchedDelivery(DeliveryColumns):
                                                  f"of table '{reader.name}'")
         from hetdb.backend.gpu.batch import run_delivery
 
+        # a warm paged delivery of fixed-width pages without NULLs: its Columns made only when asked
+        # (paged_parts.py; a fused kernel reads its pages through the plan's layout)
+        layout = None
+        if paged and warm and not raws and not in_place and not any(strings) and LAZY_PAGED:
+            from hetdb.backend.gpu.paged_parts import paged_layout
+
+            layout = paged_layout(plan, rgs, [reader.row_group_rows(i) for i in ids],
+                                  [np.dtype(spec.dtype.numpy_dtype) for spec in specs])
         # the decode kernels on a stream of their own (gpu_delivery_overlap: the copy stream moves the
         # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
         # delivery's copies of admitted pages, coded strings)
@@ -603,15 +615,20 @@ class BatchedDelivery(DeliveryColumns):
                 dtypes = [None if strings[c] else np.dtype(specs[c].dtype.numpy_dtype) for c in planned]
                 staged: list[np.ndarray] = []
                 buf, planned_arrays = run_delivery(plan, sources, dtypes, stream, staged, launch_stream=apart,
-                                                   regions=regions)
+                                                   regions=regions, views=layout is None)
                 decoded = None
                 if apart is not None:
                     decoded = cp.cuda.Event(disable_timing=True)
                     decoded.record(apart)
                 arrays: list[Any] = [None] * len(self.columns)
-                for c, a in zip(planned, planned_arrays):
+                for c, a in zip(planned, planned_arrays or ()):
                     arrays[c] = a
-                if paged:
+                if layout is not None:
+                    from hetdb.backend.gpu.paged_parts import PagedParts
+
+                    batches = PagedParts(layout, buf, self._paged_maker(buf, plan, dtypes, specs, rgs, ids),
+                                         {name: c for c, name in enumerate(self.columns)})
+                elif paged:
                     batches = [Batch({name: self._paged_coded(rg.pages[c], raws[c][r]) if coded[c]
                                       else self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
                                       for c, (name, spec) in enumerate(zip(self.columns, specs))},
@@ -655,6 +672,22 @@ class BatchedDelivery(DeliveryColumns):
         self.stats.rows += rows
         return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
                      ready=[event] if decoded is None else [event, decoded])
+
+    def _paged_maker(self, buf: Any, plan: Any, dtypes: list, specs: list, rgs: list[_RowGroup],
+                     ids: tuple[int, ...]) -> Any:
+        """What makes a lazily handed-out paged delivery's Batches (``paged_parts.PagedParts``): a
+        Column per page over ``buf``, as a paged delivery's are made at once."""
+        from hetdb.backend.gpu.batch import delivery_arrays
+
+        rgs, reader, columns = list(rgs), self.reader, list(self.columns)
+
+        def make() -> list[Batch]:
+            arrays = delivery_arrays(buf, plan, dtypes)
+            return [Batch({name: self._paged_column(spec, rg.pages[c], arrays[c][r], False)
+                           for c, (name, spec) in enumerate(zip(columns, specs))}, reader.row_group_rows(ids[r]))
+                    for r, rg in enumerate(rgs)]
+
+        return make
 
     def _reserve_bytes(self, nbytes: int, what: str) -> None:
         self._reserve_budget(nbytes, what)

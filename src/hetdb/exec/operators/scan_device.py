@@ -368,6 +368,12 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
     _account(op, ctx, state)
     scan = op.scan
     pred = conjunction(scan.filters) if apply_filters else None
+    if pred is None and getattr(parts, "layout", None) is not None and (
+            not ctx.batch_rows or int(parts.layout.rows.max()) <= ctx.batch_rows):
+        # a paged delivery handed out lazily (backend/gpu/paged_parts.py): under the scan's column ids,
+        # its Batches made only if its consumer asks for them (a fused kernel reads its layout)
+        ctx.add(op.op_id, rows_in=parts.num_rows, rows_out=parts.num_rows)
+        return parts.keyed(_keys(scan)) if parts.num_rows else []
     # the row groups of each Batch: one each in a paged delivery, else all of them in the one
     spans = [(r,) for r in got] if len(parts) > 1 else [got]
     out: list[Batch] = []
@@ -379,6 +385,11 @@ def read_device_scan(op: Any, ctx: ExecContext, rg: int, state: DeviceScanState,
         if b.num_rows:
             out.extend(split_batches(ctx, b))
     return out
+
+
+def _keys(scan: Any) -> list[tuple[int, str]]:
+    """(column id, stored column name) of a scan's fields."""
+    return [(f.cid, name) for f, name in zip(scan.fields, scan.column_names)]
 
 
 def shared_device_scan(op: Any, ctx: ExecContext, state: DeviceScanState, shared: Any,

@@ -329,6 +329,31 @@ class FusedPipeline:
                 args.append(arr)
         return args
 
+    def layout_page_table(self, parts: Any) -> PageTable | None:
+        """``page_table`` of a paged delivery handed out as a ``paged_parts.PagedParts``, from its
+        layout (a template per layout and kernel, the buffer's address added: no Column per page);
+        None when its pages cannot run fused that way (an input missing, of another dtype, encoded
+        pages for a kernel that reads none): the caller takes its Batches."""
+        from hetdb.backend.gpu.paged_parts import layout_template
+
+        layout = parts.layout
+        columns = []
+        for cid, dtype in self.spec.inputs:
+            c = parts.index.get(cid)
+            if c is None or layout.dtypes[c] != dtype.numpy_dtype:
+                return None
+            columns.append(c)
+        key = (self.tile, bool(self.spec.encoded), tuple(columns))
+        got = layout.templates.get(key, False)
+        if got is False:
+            got = layout.templates[key] = layout_template(layout, tuple(columns), self.tile, bool(self.spec.encoded))
+        if got is None:
+            return None
+        template, pointers, num, tiles, rows, classes = got
+        table = template.copy()
+        table[pointers] += parts.base
+        return PageTable(table, num, tiles, rows, [parts.buffer], codecs=classes)
+
     def page_table(self, pages: list[tuple[int, dict[str, Any]]]) -> PageTable:
         """The page table of ``pages`` ((rows, {cid: device array or Column}) per row group), for
         ``consume_pages``; UnsupportedError when a page cannot run fused (NULLs, another dtype). It
