@@ -95,9 +95,10 @@ class PagedParts:
     ``base`` (the buffer's device address) and ``index`` (a column's key -> its layout row) let a
     page-table consumer read the pages without them. ``buffer`` keeps the delivery's memory."""
 
-    __slots__ = ("layout", "buffer", "base", "index", "num_rows", "page_table", "_make", "_made")
+    __slots__ = ("layout", "buffer", "base", "index", "num_rows", "page_table", "_make", "_made", "_count")
 
-    def __init__(self, layout: PagedLayout, buffer: Any, make: Callable[[], list], index: dict) -> None:
+    def __init__(self, layout: PagedLayout, buffer: Any, make: Callable[[], list], index: dict,
+                 nonempty: bool = False) -> None:
         self.layout = layout
         self.buffer = buffer
         # (a CuPy array's device address; a NumPy buffer's where the streamer's host stand-in runs)
@@ -108,6 +109,8 @@ class PagedParts:
         self.page_table: Any = None  # set by a consumer that read it through the layout
         self._make = make
         self._made: list | None = None
+        # how many Batches ``make`` makes: one per page, or (``nonempty``) per page with rows
+        self._count = int((layout.rows > 0).sum()) if nonempty else layout.num_pages
 
     def batches(self) -> list:
         if self._made is None:
@@ -115,7 +118,7 @@ class PagedParts:
         return self._made
 
     def __len__(self) -> int:
-        return self.layout.num_pages
+        return self._count
 
     def __iter__(self):
         return iter(self.batches())
@@ -134,7 +137,7 @@ class PagedParts:
             return [Batch({new: b.columns[old] for new, old in pairs}, b.num_rows)
                     for b in parent.batches() if b.num_rows]
 
-        return PagedParts(self.layout, self.buffer, make, {new: self.index[old] for new, old in pairs})
+        return PagedParts(self.layout, self.buffer, make, {new: self.index[old] for new, old in pairs}, nonempty=True)
 
 
 def layout_template(layout: PagedLayout, columns: tuple[int, ...], tile: int, encoded: bool) -> tuple | None:
