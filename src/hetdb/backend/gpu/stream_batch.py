@@ -584,7 +584,9 @@ class BatchedDelivery(DeliveryColumns):
         # a plan depends on the table version's manifest and on which pages need not move (device-cache
         # hits, pages read in place): a repeated scan reuses it (hot runs under a budget: the same
         # pages cached run after run, exec/resident_split.py)
-        absent = tuple(p.cached or p.zero_copy for rg in rgs for p in rg.pages) if paged else ()
+        # (the warm steady state: no page cached or read in place, and its _Pages are not made to ask)
+        absent = () if not paged else (False,) * (len(rgs) * len(self.columns)) if warm else tuple(
+            p.cached or p.zero_copy for rg in rgs for p in rg.pages)
         what = ("delivery plan", tuple(self.columns), ids, strings, coded, paged, self.compressed, self.decoded,
                 absent, mirror)
         plan = memoized(reader, what, make_plan) if not any(absent) else cached_plan(reader, what, make_plan)
