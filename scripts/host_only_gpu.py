@@ -382,6 +382,11 @@ def install() -> types.ModuleType:
     for name, mod in (("cupy", cupy), ("cupy.cuda", cuda), ("cupy.cuda.runtime", runtime),
                       ("cupy.cuda.memory", memory)):
         sys.modules[name] = mod
+    # a delivery's copies as the stand-in's memcpyAsync calls: on a machine with a CUDA driver,
+    # backend/gpu/copies.py would find its batch call and hand it the stand-in's host addresses
+    from hetdb.backend.gpu import copies
+
+    copies.BATCH_CALL = False
     return cupy
 
 
