@@ -47,14 +47,15 @@ class PagedLayout:
 _NONE = "none"  # a plan's memo: no layout
 
 
-def paged_layout(plan: Any, rgs: list[Any], rows: list[int], dtypes: list[np.dtype]) -> PagedLayout | None:
+def paged_layout(plan: Any, rgs: list[Any], reader: Any, ids: tuple[int, ...], specs: list[Any]) -> PagedLayout | None:
     """The layout of a paged delivery ``plan`` of row groups ``rgs`` (stream_batch._RowGroup: their
-    ``pages`` per column) of ``rows`` rows each, columns of value dtypes ``dtypes``, once per plan;
-    None when a page is not a fixed-width value array or encoded section without NULLs (the delivery
-    then makes its Columns at once)."""
+    ``pages`` per column; row groups ``ids`` of ``reader``, columns ``specs``), worked out once per
+    plan; None when a page is not a fixed-width value array or encoded section without NULLs (the
+    delivery then makes its Columns at once)."""
     got = getattr(plan, "_paged_layout", None)
     if got is None:
-        got = _layout(plan, rgs, rows, dtypes)
+        got = _layout(plan, rgs, [reader.row_group_rows(i) for i in ids],
+                      [np.dtype(spec.dtype.numpy_dtype) for spec in specs])
         plan._paged_layout = _NONE if got is None else got
     return None if got is _NONE else got
 

@@ -605,8 +605,7 @@ class BatchedDelivery(DeliveryColumns):
         if paged and warm and not raws and not in_place and not any(strings) and LAZY_PAGED:
             from hetdb.backend.gpu.paged_parts import paged_layout
 
-            layout = paged_layout(plan, rgs, [reader.row_group_rows(i) for i in ids],
-                                  [np.dtype(spec.dtype.numpy_dtype) for spec in specs])
+            layout = paged_layout(plan, rgs, reader, ids, specs)
         # the decode kernels on a stream of their own (gpu_delivery_overlap: the copy stream moves the
         # next delivery meanwhile), unless something on the copy stream reads their outputs (a paged
         # delivery's copies of admitted pages, coded strings)
@@ -626,16 +625,15 @@ class BatchedDelivery(DeliveryColumns):
                 for c, a in zip(planned, planned_arrays or ()):
                     arrays[c] = a
                 if layout is not None:
+                    from hetdb.backend.gpu.batch import delivery_arrays
                     from hetdb.backend.gpu.paged_parts import PagedParts
 
-                    batches = PagedParts(layout, buf, self._paged_maker(buf, plan, dtypes, specs, rgs, ids),
-                                         {name: c for c, name in enumerate(self.columns)})
+                    # (no coded columns: every column planned, in order)
+                    batches = PagedParts(layout, buf, lambda: self._paged_batches(
+                        rgs, ids, specs, delivery_arrays(buf, plan, dtypes), strings, coded, raws),
+                        {name: c for c, name in enumerate(self.columns)})
                 elif paged:
-                    batches = [Batch({name: self._paged_coded(rg.pages[c], raws[c][r]) if coded[c]
-                                      else self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
-                                      for c, (name, spec) in enumerate(zip(self.columns, specs))},
-                                     reader.row_group_rows(ids[r]))
-                               for r, rg in enumerate(rgs)]
+                    batches = self._paged_batches(rgs, ids, specs, arrays, strings, coded, raws)
                 else:
                     batches = [Batch({name: self._coded_column([rg.pages[c] for rg in rgs], raws[c]) if coded[c]
                                       else self._column(spec, rgs[0].pages[c], arrays[c], strings[c])
@@ -674,22 +672,6 @@ class BatchedDelivery(DeliveryColumns):
         self.stats.rows += rows
         return _Unit(ids, batches, buffer=buf, transient=plan.nbytes + extra, kept=kept, in_place=read_in_place,
                      ready=[event] if decoded is None else [event, decoded])
-
-    def _paged_maker(self, buf: Any, plan: Any, dtypes: list, specs: list, rgs: list[_RowGroup],
-                     ids: tuple[int, ...]) -> Any:
-        """What makes a lazily handed-out paged delivery's Batches (``paged_parts.PagedParts``): a
-        Column per page over ``buf``, as a paged delivery's are made at once."""
-        from hetdb.backend.gpu.batch import delivery_arrays
-
-        rgs, reader, columns = list(rgs), self.reader, list(self.columns)
-
-        def make() -> list[Batch]:
-            arrays = delivery_arrays(buf, plan, dtypes)
-            return [Batch({name: self._paged_column(spec, rg.pages[c], arrays[c][r], False)
-                           for c, (name, spec) in enumerate(zip(columns, specs))}, reader.row_group_rows(ids[r]))
-                    for r, rg in enumerate(rgs)]
-
-        return make
 
     def _reserve_bytes(self, nbytes: int, what: str) -> None:
         self._reserve_budget(nbytes, what)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hetdb.backend.gpu.stream_pages import _delivered, _Page, zero_copy_address
-from hetdb.column import Column
+from hetdb.column import Batch, Column
 
 
 class DeliveryColumns:
@@ -37,6 +37,17 @@ class DeliveryColumns:
                        link_bytes=page.location.length, first_reuse=self._first_reuse())
         page.cached, page.admitted = True, None
         return _delivered(col)
+
+    def _paged_batches(self, rgs: list[Any], ids: tuple[int, ...], specs: list[Any], arrays: list[Any],
+                       strings: tuple[bool, ...], coded: tuple[bool, ...], raws: dict[int, list[Any]]) -> list[Batch]:
+        """A paged delivery's Batches: one per row group ``rgs[r]`` (row group ``ids[r]``), a Column per
+        page (``_paged_column`` over ``arrays[c][r]``; a page in a string codec ``_paged_coded`` of
+        ``raws[c][r]``)."""
+        return [Batch({name: self._paged_coded(rg.pages[c], raws[c][r]) if coded[c]
+                       else self._paged_column(spec, rg.pages[c], arrays[c][r], strings[c])
+                       for c, (name, spec) in enumerate(zip(self.columns, specs))},
+                      self.reader.row_group_rows(ids[r]))
+                for r, rg in enumerate(rgs)]
 
     def _column(self, spec: Any, page: _Page, a: dict[str, Any], string: bool) -> Column:
         """A delivered Column over its arrays in the delivery's buffer: plain strings (offsets +
