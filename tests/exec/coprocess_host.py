@@ -47,7 +47,7 @@ if mode in ("primed", "queued"):  # when the workers start (else with the fact p
     coprocess_plan.WORKERS_AFTER = mode
 coprocess_plan.FORCED_SPLIT = (2, 3)
 sql = load_queries("ssb", ["q1.1"])[0].sql
-for i in range(3):
+for i in range(4):
     with hetdb.connect(db, device="gpu", gpu_coprocess="auto", threads=3) as con:
         res = con.sql(sql)
         rows = res.fetchall()
@@ -55,6 +55,8 @@ for i in range(3):
     if i == 0:  # (loads the host tier; the CPU side is set up after it, on a thread of its own)
         assert coprocess_plan.wait_prepared(60)
         continue
+    if i == 1:  # (the workers' first share compiles their page decoders where Numba's cache is cold:
+        continue  # longer than the stand-in link's wait, so the GPU would take the reserved back)
     co = [c for c in st.get("coprocess") or [] if c["reserved"]]
     print(json.dumps({"rows": [list(r) for r in rows], "early": st.get("early_scans"),
                       "co": [{k: c[k] for k in ("reserved", "cpu_row_groups", "gpu_row_groups", "workers")}

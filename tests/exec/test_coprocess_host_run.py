@@ -57,9 +57,9 @@ def test_the_workers_take_the_reserved_back_while_the_early_scan_streams_the_res
 
 @pytest.mark.parametrize("narrow", ["", "-narrow"])
 def test_the_workers_share_in_compiled_calls_gives_the_python_paths_answer(db_path, narrow):
-    # the first timed run decodes the reserved pages (the compiled call hands each back to Python,
-    # which keeps them decoded, and makes their narrow copies); the second reads them in the
-    # workers' compiled calls
+    # the untimed run before the timed ones decodes the reserved pages (the compiled call hands
+    # each back to Python, which keeps them decoded, and makes their narrow copies); the timed runs
+    # read them in the workers' compiled calls
     compiled, python = _runs(db_path, "split" + narrow), _runs(db_path, "python" + narrow)
     assert compiled[1]["compiled"] == [True], compiled
     assert python[1]["compiled"] == [False], python
