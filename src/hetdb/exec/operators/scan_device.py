@@ -307,6 +307,19 @@ def warm_fill(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: lis
     return streamer
 
 
+# A scan passing through (``state.pass_through``: nothing admitted to the device cache) with pages kept
+# compressed delivers them as stored, the fused kernel decoding them, even the columns the device cache
+# keeps decoded (exec/device_placement.py: that choice is for the pages the cache holds, read again and
+# again). Decoded on arrival, a warm scan's deliveries held ~3.5x the bytes (so an early scan under a
+# budget primed less of the scan, and its later copies waited for the consumer), each cost a decode
+# launch of host work, and their decode kernels held up the dimension pipelines' small kernels (H100,
+# SSB SF 20 warm, s23 b/: q3.3 at 25% 20.1 ms, its link idle 3.1 ms, against 16.4 at 10%, where the
+# placement kept nothing decoded). Same process, all 13 queries alternating, 4 rounds (s23 d/): geomean
+# 17.43 against 17.63 ms at 25%, 17.41 against 17.96 at 50%, 17.52 both at 10% (q3.1 16.8 against 15.9
+# at 25%: its kernels over stored pages cost more). False: those columns decoded on arrival (A/B).
+PASS_PAGED = True
+
+
 def streamer_args(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups: list[int],
                   shared: Any = None) -> tuple[tuple, dict[str, Any]]:
     """The ``PageStreamer`` arguments of ``op``'s scan in the state ``state`` is in (positional,
@@ -317,7 +330,8 @@ def streamer_args(op: Any, ctx: ExecContext, state: DeviceScanState, row_groups:
         compressed=ctx.options.gpu_compressed_cache or state.stream_encoded, router=scan_router(ctx, state),
         batch_bytes=getattr(ctx.options, "gpu_batch_bytes", 0), shared=shared,
         overlap=getattr(ctx.options, "gpu_delivery_overlap", False), zero_copy=state.zero_copy,
-        neighbours=getattr(ctx.options, "gpu_copy_neighbours", True), decoded=decoded_columns(ctx, state.reader))
+        neighbours=getattr(ctx.options, "gpu_copy_neighbours", True),
+        decoded=frozenset() if PASS_PAGED and state.pass_through else decoded_columns(ctx, state.reader))
 
 
 def decoded_columns(ctx: ExecContext, reader: Any) -> frozenset[str]:
