@@ -77,3 +77,28 @@ def test_no_room_beside_the_stored_pages_decodes_nothing(ssb):
     device = _device(1 << 10)
     assert place_decoded(device, engine.db, q41.physical) == {}
     assert device.placement.decoded == frozenset()
+
+
+@pytest.mark.parametrize("pass_paged", [True, False])
+def test_a_scan_passing_through_delivers_the_columns_kept_decoded_as_stored(monkeypatch, pass_paged):
+    # the placement's decoded columns are for the pages the device cache holds: a scan that passes
+    # through it (a warm first scan) delivers them as stored (scan_device.PASS_PAGED), one that reads
+    # or fills the cache decodes them on arrival
+    from hetdb.exec.operators import scan_device
+    from hetdb.exec.operators.scan_device import DeviceScanState, streamer_args
+
+    monkeypatch.setattr(scan_device, "PASS_PAGED", pass_paged)
+    reader = SimpleNamespace(name="lineorder")
+    device = SimpleNamespace(budget="budget", cache="cache", host_tier=lambda options: "tier")
+    options = SimpleNamespace(gpu_compressed_cache=True, gpu_batch_bytes=0, route="auto")
+    ctx = SimpleNamespace(device=device, options=options,
+                          decoded_columns={"lineorder": frozenset({"lo_revenue"})})
+    op = SimpleNamespace(scan=SimpleNamespace(column_names=["lo_orderdate", "lo_revenue"]))
+    for through in (True, False):
+        state = DeviceScanState(reader)
+        state.pass_through = through
+        args, kwargs = streamer_args(op, ctx, state, [0, 1])
+        assert args == (reader, ["lo_orderdate", "lo_revenue"], [0, 1])
+        want = frozenset() if through and pass_paged else frozenset({"lo_revenue"})
+        assert kwargs["decoded"] == want, (through, pass_paged)
+        assert kwargs["compressed"] is True
