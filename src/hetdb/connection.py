@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from hetdb.config import Options, parse_bytes
 from hetdb.errors import HetdbError
+from hetdb.gc_pause import no_full_collection
 from hetdb.result import Result
 
 __all__ = ["Connection", "Cursor", "Result", "TableHandle", "resolve_backend", "MEMORY"]
@@ -308,7 +309,7 @@ class Connection(LastResult):
             token = SX.SESSION.set(session)
             streamed = False
             try:
-                with self._progress():
+                with self._progress(), no_full_collection():
                     result, streamed = self._run_statements(stmts, session, stream, cursor)
             finally:
                 SX.SESSION.reset(token)
