@@ -49,6 +49,7 @@ def test_a_statement_runs_without_full_collections_and_puts_the_thresholds_back(
         finally:
             gc.callbacks.remove(watch)
     assert gc.get_threshold() == (700, 10, 10)
+    assert gc_pause._watch not in gc.callbacks
     assert inside and all(t == (700, 10, gc_pause._HELD) for t in inside), inside
     held = [g for g, t in seen if t[2] == gc_pause._HELD]
     assert held and max(held) < 2, seen  # young collections inside statements, no full pass
@@ -89,3 +90,18 @@ def test_automatic_collection_turned_off_by_the_user_stays_off(thresholds):
     with gc_pause.no_full_collection():
         assert gc.get_threshold() == (0, 10, 10)
     assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_a_statement_running_longer_than_the_hold_gets_full_passes_back(thresholds, monkeypatch):
+    # (a long statement's cycles that outlive the young collections, device arrays among them, must
+    # not wait for its end)
+    monkeypatch.setattr(gc_pause, "HOLD_SECONDS", 0.0)
+    gc.set_threshold(700, 10, 10)
+    with gc_pause.no_full_collection():
+        assert gc.get_threshold() == (700, 10, gc_pause._HELD)
+        junk = [[] for _ in range(5000)]  # (allocations enough for a young collection)
+        del junk
+        gc.collect(0)
+        assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc_pause._watch not in gc.callbacks
