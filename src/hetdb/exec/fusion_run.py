@@ -180,15 +180,30 @@ def run_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, run: Any) -> ExecCo
     return add_groups(ctx, pipe, plan, run.gsink, result, host, cpu_parts)
 
 
+def _plain_keys(backend: Any, batch: Batch) -> Batch:
+    """``batch`` (host arrays) with its dictionary string columns as plain strings."""
+    from hetdb.exec.columns import to_plain
+
+    if all(c.dictionary is None for c in batch.columns.values()):
+        return batch
+    return Batch({k: to_plain(backend, c) for k, c in batch.columns.items()}, batch.num_rows)
+
+
 def finish_fused(ctx: ExecContext, pipe: Any, plan: FusionPlan, g: Any, fp: Any, state: Any, co: Any = None,
                  cpu_parts: list | None = None) -> tuple[Any, Any, list]:
     """(host context or None, the kernel's groups, the CPU workers' partial states still to join them on
     the host) after the fused kernel over ``state`` was queued: on the host when the groups can be
     handed over there (``_host_finish``), else on the device; co-processed workers' partial states
-    (``cpu_parts`` of ``co``) go to the device where the groups stay there or need dictionaries."""
+    (``cpu_parts`` of ``co``) join them on the host (dictionary keys as plain strings) or go to the device
+    where the groups stay there."""
     host = _host_finish(ctx, pipe, plan, g, fp, state)
     cpu_parts = cpu_parts or []
-    if cpu_parts and (host is None or any(c.dictionary is not None for b in cpu_parts for c in b.columns.values())):
+    if cpu_parts and host is not None:
+        # (their dictionary keys as plain strings: the dictionaries are host copies of the builds', not
+        # the kernel's; a few hundred groups merge on the host in well under a millisecond, where moving
+        # them to the GPU and merging there took 10-20 ms of small kernels: SSB SF 20 q2.1-q4.1, s24)
+        cpu_parts = [_plain_keys(host.backend, b) for b in cpu_parts]
+    if cpu_parts and host is None:
         co.to_device(cpu_parts, g)  # (merged with the kernel's groups on the GPU)
         cpu_parts = []
         if host is not None:
