@@ -313,12 +313,22 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
     from hetdb.cache import rates as rates_module
     from hetdb.cache import router
     from hetdb.cache.rates import Rates
+    from hetdb.exec import coprocess_plan
+    from hetdb.exec.coprocess import CoProcess
     from hetdb.exec.coprocess_plan import wait_prepared
 
     rates = Rates()
     monkeypatch.setattr(rates_module, "DEFAULT_GPU_PAGES_PER_S", 20.0)
     monkeypatch.setattr(router, "shared_rates", lambda: rates)
     monkeypatch.setattr(_FrontRun, "delay", 0.05)
+    kept_back = []
+    keep = CoProcess.keep_decoded
+
+    def keep_decoded(self, row_groups):  # (the set-up's pre-decoding of the back: what it asked, what it kept)
+        kept_back.append((list(row_groups), keep(self, row_groups)))
+        return kept_back[-1][1]
+
+    monkeypatch.setattr(CoProcess, "keep_decoded", keep_decoded)
     EARLY.append("on")
     _tier_, log = coprocessed
     sql = "   " + load_queries("ssb")["q1.1"]  # (text of its own: a plan no other test cached)
@@ -341,6 +351,10 @@ def test_auto_workers_of_a_set_up_plan_start_with_the_early_scan(coprocessed, ss
     assert started[0] is not None and all(co.setup_reused for co in early)
     assert all(k.__dict__.get("_co_called") for k in early[0].plan.fast_kernels.values() if not isinstance(k, str))
     assert any(co.shared.cpu_taken for co in early), [co.describe() for co in early]
+    # and decoded the pages of the scan's back (the workers' share) for them to keep
+    rgs = early[0].shared.row_groups
+    assert len(kept_back) == 1 and kept_back[0][0] == rgs[::-1][:int(len(rgs) * coprocess_plan.PREDECODE_SHARE)]
+    assert kept_back[0][1] == len(kept_back[0][0]) > 0, kept_back
 
 
 def test_a_split_reserved_at_the_start_gives_the_cpu_the_back_and_the_gpu_the_rest(coprocessed, ssb_small, monkeypatch):

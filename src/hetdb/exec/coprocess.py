@@ -142,6 +142,7 @@ class _CoWorker(_Worker):
                 t0 = time.perf_counter()
                 pages = [co._decoded(reader, self.p.names[c], rgs[0], n, tier, counts) for c in self.p.base]
                 self.kept_s = time.perf_counter() - t0  # (what the pages kept decoded spare the next runs)
+                co.decoded_pages = True
             cols = dict(zip(self.p.base, pages))
         elif len(rgs) == 1 and self.run.most == 1:  # (pages a run cannot take: plain strings, wide decimals)
             cols = {c: co._page(reader, self.p.names[c], rgs[0], n, tier, self.pins, counts) for c in self.p.base}
@@ -298,6 +299,9 @@ class CoProcess:
         # set up apart from the query (coprocess_plan.prepare_cpu_side in the background): the join
         # builds' rows copied to the host already, the host tier given, a context of its own
         self.copied: dict | None = None
+        # a worker decoded pages out of the tier to keep them (the Python path, GIL-held per row group):
+        # the run's time says little of co-processing once they are kept (coprocess_plan.observe_gpu_scan)
+        self.decoded_pages = False
         self.tier: Any = None
         self.detached = False
         self._started = False
@@ -444,6 +448,33 @@ class CoProcess:
         finally:
             worker.budget.release()
         kernel.__dict__["_co_called"] = True
+
+    def keep_decoded(self, row_groups: list[int]) -> int:
+        """Decode and keep the pages (and their narrow copies, where the loop reads them) of
+        ``row_groups`` the way a worker's first morsel of each would, so that the co-processed runs
+        find them kept and take their share in compiled calls (coprocess_batch.py) from the first;
+        stops when the workers' cache admits no more. Set up first (``_set_up``). Returns how many
+        row groups' pages are kept."""
+        from hetdb.exec.compiled_cpu_narrow import narrowed
+
+        p, crun = self.plan, self.crun
+        if p is None or crun is None or p.resident is None or p.resident.cache is None:
+            return 0
+        reader = crun.gsrc
+        tier = self.tier if self.tier is not None else self.ctx.device.host_tier(self.ctx.options)
+        scratch = _CoWorker(self).stats
+        kept = 0
+        for rg in row_groups:
+            pages = p.resident.read(reader, rg, False, scratch)
+            if pages is None:
+                n = reader.row_group_rows(rg)
+                pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
+                if p.resident.read(reader, rg, False, scratch) is None:
+                    break  # (the cache is full: the rest would be decoded for nothing)
+            if p.narrow:
+                narrowed(p, dict(zip(p.base, pages)), p.resident.keys_of(reader, rg), None)
+            kept += 1
+        return kept
 
     def _done_here(self) -> None:
         worker = getattr(self._local, "worker", None)
