@@ -343,10 +343,17 @@ class _Gen(AggregateEmitter, PrefetchEmitter, ProbeEmitter):
             em.emit(f"{d}_in = ({d} >= 0) & ({d} < p0_direct.shape[0])")
             em.emit(f"{d}_f = p0_direct[{d} if {d}_in else 0]")
             return f"{valid}{d}_in & ({d}_f >= 0)"
-        em.emit(f"{d} = {bits_of(key)} - p0_flo")
-        em.emit(f"{d}_in = ({d} >= 0) & ({d} < p0_fsize)")
-        em.emit(f"{d}_w = p0_fbits[({d} if {d}_in else 0) >> 6]")
-        return f"{valid}{d}_in & ((({d}_w >> np.uint64({d} & 63)) & np.uint64(1)) != np.uint64(0))"
+        if not INT_BITMAP_TEST:
+            em.emit(f"{d} = {bits_of(key)} - p0_flo")
+            em.emit(f"{d}_in = ({d} >= 0) & ({d} < p0_fsize)")
+            em.emit(f"{d}_w = p0_fbits[({d} if {d}_in else 0) >> 6]")
+            return f"{valid}{d}_in & ((({d}_w >> np.uint64({d} & 63)) & np.uint64(1)) != np.uint64(0))"
+        em.emit(f"{d} = np.uint64({bits_of(key)} - p0_flo)")
+        em.emit(f"{d}_in = {d} < np.uint64(p0_fsize)")
+        em.emit(f"{d}_u = {d} if {d}_in else np.uint64(0)")
+        em.emit(f"{d}_t = np.int64((p0_fbits[{d}_u >> np.uint64(6)] >> ({d}_u & np.uint64(63))) & np.uint64(1)) "
+                f"& np.int64({d}_in)")
+        return f"{valid}{d}_t"
 
     def _arguments(self) -> list[tuple]:
         args: list[tuple] = []
@@ -487,6 +494,13 @@ _LOCK = threading.Lock()
 def _cache_dir() -> Path:
     root = os.environ.get("HETDB_KERNEL_CACHE", str(Path.home() / ".cache" / "hetdb" / "kernels"))
     return Path(root) / "cpu"
+
+
+# the selection loop's bitmap test of its first probe (``_probe_test``) in unsigned integer arithmetic:
+# a key below the bitmap's range wraps past its size, the bit is an int64 (no boolean compare). One
+# core of an AMD EPYC, a 10k-key bitmap in L1: 1.40 ms per 1M rows against 2.12 for the signed,
+# boolean form; with a filter beside it 1.87 against 2.48 (session 24). False: the signed form.
+INT_BITMAP_TEST = True
 
 
 def _load_function(src: str, prefix: str = "hetdb_cpu_pipeline", entry: str = "pipeline",
