@@ -56,6 +56,7 @@ from hetdb.cache.router import Route, RouteCounts
 from hetdb.column import Batch, Column
 from hetdb.errors import CorruptDataError, HetdbError, OutOfRangeError
 from hetdb.exec.compiled_cpu import _Worker
+from hetdb.exec.compiled_cpu_morsel import LocalStats
 from hetdb.exec.coprocess_batch import prepare as prepare_share
 from hetdb.exec.coprocess_batch import run_share
 from hetdb.exec.coprocess_batch import warm as warm_driver
@@ -423,13 +424,8 @@ class CoProcess:
         if p is None or crun is None or p.resident is None or p.resident.cache is None or not self.shared.row_groups:
             return
         reader, rg = crun.gsrc, self.shared.row_groups[-1]
-        n = reader.row_group_rows(rg)
         worker = _CoWorker(self)
-        pages = p.resident.read(reader, rg, False, worker.stats)
-        if pages is None:
-            tier = self.tier if self.tier is not None else self.ctx.device.host_tier(self.ctx.options)
-            pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
-        cols = dict(zip(p.base, pages))
+        cols = dict(zip(p.base, self._kept_pages(reader, rg, worker.stats)))
         runs = morsel_runs(p, cols)
         kernel = kernel_for(p, self.pipe.sink, cols, runs > 0)
         if isinstance(kernel, str) or p.host.get(id(kernel)) or (
@@ -460,21 +456,27 @@ class CoProcess:
         p, crun = self.plan, self.crun
         if p is None or crun is None or p.resident is None or p.resident.cache is None:
             return 0
-        reader = crun.gsrc
-        tier = self.tier if self.tier is not None else self.ctx.device.host_tier(self.ctx.options)
-        scratch = _CoWorker(self).stats
+        reader, scratch = crun.gsrc, LocalStats()
         kept = 0
         for rg in row_groups:
-            pages = p.resident.read(reader, rg, False, scratch)
-            if pages is None:
-                n = reader.row_group_rows(rg)
-                pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
-                if p.resident.read(reader, rg, False, scratch) is None:
-                    break  # (the cache is full: the rest would be decoded for nothing)
+            pages = self._kept_pages(reader, rg, scratch)
+            if p.resident.read(reader, rg, False, scratch) is None:
+                break  # (the cache is full: the rest would be decoded for nothing)
             if p.narrow:
                 narrowed(p, dict(zip(p.base, pages)), p.resident.keys_of(reader, rg), None)
             kept += 1
         return kept
+
+    def _kept_pages(self, reader: Any, rg: int, stats: Any) -> list[Column]:
+        """The pages of row group ``rg`` the CPU loop reads: kept decoded already, else decoded out
+        of the pinned host tier now and offered to the workers' cache (``_decoded``)."""
+        p = self.plan
+        pages = p.resident.read(reader, rg, False, stats)
+        if pages is None:
+            n = reader.row_group_rows(rg)
+            tier = self.tier if self.tier is not None else self.ctx.device.host_tier(self.ctx.options)
+            pages = [self._decoded(reader, p.names[c], rg, n, tier, RouteCounts()) for c in p.base]
+        return pages
 
     def _done_here(self) -> None:
         worker = getattr(self._local, "worker", None)

@@ -441,9 +441,10 @@ class _Gen(AggregateEmitter, PrefetchEmitter, ProbeEmitter):
             # test in a small, cache-resident array instead of a hash-table probe
             if st.prefilter == "bitmap" and INT_BITMAP_BODY:  # (one branch, on the bit: as _probe_test's)
                 em.emit(f"{f}_b = np.uint64({bits[0]} - p{p}_flo)")
-                em.emit(f"{f}_u = {f}_b if {f}_b < np.uint64(p{p}_fsize) else np.uint64(0)")
+                em.emit(f"{f}_in = {f}_b < np.uint64(p{p}_fsize)")
+                em.emit(f"{f}_u = {f}_b if {f}_in else np.uint64(0)")
                 em.emit(f"if (p{p}_fbits[{f}_u >> np.uint64(6)] >> ({f}_u & np.uint64(63))) & np.uint64(1) "
-                        f"& np.uint64({f}_b < np.uint64(p{p}_fsize)) != np.uint64(0):")
+                        f"& np.uint64({f}_in) != np.uint64(0):")
             elif st.prefilter == "bitmap":
                 em.emit(f"{f}_b = {bits[0]} - p{p}_flo")
                 em.emit(f"if {f}_b >= 0 and {f}_b < p{p}_fsize and "
