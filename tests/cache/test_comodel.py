@@ -88,18 +88,37 @@ def test_the_slowdown_is_a_running_mean_per_pipeline_and_worker():
     assert rates.gpu_slowdown("p", 4) == pytest.approx(2.5) and rates.gpu_slowdown("q", 4) == 1.0
 
 
+def _through_the_smaller_shares(rates, key, seconds):
+    """Co-processed runs of ``seconds`` at each smaller share of comodel.SPLIT_SCALES in turn (each
+    share's two runs not faster than alone step it down)."""
+    from hetdb.cache.comodel import SPLIT_SCALES, observe_outcome, outcome_refuses, split_scale
+
+    for i in range(1, len(SPLIT_SCALES)):
+        assert split_scale(rates, key) == SPLIT_SCALES[i]
+        observe_outcome(rates, key, True, seconds)
+        assert outcome_refuses(rates, key) == ""  # (one run at this share says nothing yet)
+        observe_outcome(rates, key, True, seconds)
+        if i + 1 < len(SPLIT_SCALES):
+            assert outcome_refuses(rates, key) == ""  # (the next share)
+
+
 def test_outcomes_stop_co_processing_that_did_not_pay_and_try_again_now_and_then():
-    from hetdb.cache.comodel import EXPLORE_EVERY, observe_outcome, outcome_refuses
+    from hetdb.cache.comodel import EXPLORE_EVERY, SPLIT_SCALES, observe_outcome, outcome_refuses, split_scale
     from hetdb.cache.rates import Rates
 
     rates = Rates()
     assert outcome_refuses(rates, "p") == ""  # nothing measured
+    assert split_scale(rates, "p") == SPLIT_SCALES[0] == 1.0
     observe_outcome(rates, "p", False, 0.020)
     observe_outcome(rates, "p", True, 1.5)  # (a first co-processed run compiling the CPU loop)
     assert outcome_refuses(rates, "p") == ""  # one co-processed run says nothing yet
     observe_outcome(rates, "p", True, 0.021)
+    # not faster with the model's share: a smaller one is tried, its runs compared afresh
+    assert outcome_refuses(rates, "p") == "" and split_scale(rates, "p") == SPLIT_SCALES[1] < 1.0
+    _through_the_smaller_shares(rates, "p", 0.0205)
     why = outcome_refuses(rates, "p")
-    assert "21.0 ms" in why and "20.0 ms" in why  # (of two, the smaller: the compile does not count)
+    assert "20.5 ms" in why and "20.0 ms" in why  # not faster with the smallest share either
+    assert split_scale(rates, "p") == SPLIT_SCALES[-1]
     answers = [outcome_refuses(rates, "p") for _ in range(2 * EXPLORE_EVERY)]
     assert sum(a == "" for a in answers) == 2  # a run that tries again every EXPLORE_EVERY-th
     observe_outcome(rates, "p", True, 0.015)
@@ -123,6 +142,8 @@ def test_co_processing_faster_than_one_cold_run_alone_is_checked_against_a_secon
     why = outcome_refuses(rates, "p")
     assert "a second run alone" in why and "40.0 ms" in why
     observe_outcome(rates, "p", False, 0.0167)
+    assert outcome_refuses(rates, "p") == ""  # (slower than the warm run alone: a smaller share next)
+    _through_the_smaller_shares(rates, "p", 0.0229)
     why = outcome_refuses(rates, "p")
     assert "22.9 ms" in why and "16.7 ms" in why and "second" not in why  # stays on the GPU alone
     # where co-processing is faster than the warm runs alone too, it goes on
@@ -161,3 +182,22 @@ def test_the_gpus_fixed_time_is_the_cpu_workers_time_too():
     for s in (0.040, 0.016, 0.017):  # (the least: the first run alone was cold)
         observe_outcome(rates, "p", False, s)
     assert alone_seconds(rates, "p") == pytest.approx(0.016)
+
+
+def test_a_smaller_share_that_pays_is_kept():
+    from hetdb.cache.comodel import SPLIT_SCALES, observe_outcome, outcome_refuses, split_scale
+    from hetdb.cache.rates import Rates
+
+    # SSB q1.2 at SF 50 on the H200 (s24 g/): the model's share no faster than alone (31.6 ms), a
+    # smaller one 27.3 ms
+    rates = Rates()
+    for s in (0.0316, 0.0317):
+        observe_outcome(rates, "q1.2", False, s)
+    observe_outcome(rates, "q1.2", True, 0.0339)
+    observe_outcome(rates, "q1.2", True, 0.0330)
+    assert outcome_refuses(rates, "q1.2") == "" and split_scale(rates, "q1.2") == SPLIT_SCALES[1]
+    for s in (0.0273, 0.0270, 0.0275, 0.0272):
+        observe_outcome(rates, "q1.2", True, s)
+        assert outcome_refuses(rates, "q1.2") == ""
+        assert split_scale(rates, "q1.2") == SPLIT_SCALES[1]  # (kept: faster than alone)
+    assert split_scale(rates, "q1.1") == 1.0  # (another pipeline's outcome is its own)

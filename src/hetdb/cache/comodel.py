@@ -156,11 +156,21 @@ def _none_fits(est: CoEstimate) -> str:
 # What co-processing did for a pipeline, end to end: each "auto" run's time from the query's start
 # (its early fact scan) to the end of the pipeline's scan, co-processed or on the GPU alone; the model
 # stops co-processing a pipeline whose co-processed runs were not OUTCOME_MARGIN times faster than
-# its runs alone (whatever the rates said: a feeder thread starved of the interpreter lock, a link
-# or memory shared, shows only there), and tries again every EXPLORE_EVERY-th run.
+# its runs alone with the smallest of the SPLIT_SCALES shares (whatever the rates said: a feeder
+# thread starved of the interpreter lock, a link or memory shared, shows only there), and tries
+# again every EXPLORE_EVERY-th run.
 OUTCOME_MARGIN = 0.97
 EXPLORE_EVERY = 16
 _KEPT = 3  # the last runs of each kind compared (their median; the smaller of two)
+# the share of the model's CPU row groups a co-processed run reserves, step by step: a pipeline whose
+# co-processed runs were not faster than its runs alone tries the next (smaller) share before the
+# outcome keeps it on the GPU alone. The model plays the race with the rates of runs whose GPU went
+# alone, and the GPU beside CPU workers loses more than its measured slowdown says (memory and cores
+# shared with the link's copies): SSB SF 50 on an H200, 14 workers started with the first delivery,
+# q1.2 with 48 row groups of 287 on the CPU 27.3 ms against 31.7 alone, with the model's 52-57 (and
+# 72) no faster than alone (q1.1: 31.6-32.5 ms against 31.3); q3.3 with its 154 row groups 47.5 ms
+# against 41.3, with 48 39.6.
+SPLIT_SCALES = (1.0, 0.5, 0.25)
 
 
 @dataclass
@@ -168,6 +178,7 @@ class Outcome:
     alone: list[float]
     co: list[float]
     refused: int = 0  # runs the outcome kept on the GPU alone since the last co-processed one
+    step: int = 0     # the SPLIT_SCALES share its co-processed runs now take
 
 
 def _typical(times: list[float]) -> float:
@@ -203,7 +214,8 @@ def alone_seconds(rates: object, pipeline: str) -> float | None:
 def outcome_refuses(rates: object, pipeline: str) -> str:
     """Why not to co-process ``pipeline`` by what its earlier "auto" runs took ("" when they do not
     say so: fewer than two co-processed runs or none alone, co-processed ones faster than two or more
-    runs alone, or a run that tries again)."""
+    runs alone, a smaller CPU share to try next (``SPLIT_SCALES``: the runs so far were not faster),
+    or a run that tries again)."""
     store = _outcomes(rates)
     with _OUTCOME_LOCK:
         o = store.get(pipeline)
@@ -218,11 +230,22 @@ def outcome_refuses(rates: object, pipeline: str) -> str:
             # measures the GPU alone once more before co-processing is taken as faster
             return (f"its co-processed runs took {co * 1e3:.1f} ms to the end of its scan, its one run on the "
                     f"GPU alone {alone * 1e3:.1f} ms: a second run alone first")
+        if o.step + 1 < len(SPLIT_SCALES):
+            o.step += 1  # (a smaller share next: its runs are compared afresh)
+            o.co.clear()
+            return ""
         o.refused += 1
         if o.refused % EXPLORE_EVERY == 0:
             return ""
     return (f"its co-processed runs took {co * 1e3:.1f} ms to the end of its scan, on the GPU alone "
-            f"{alone * 1e3:.1f} ms")
+            f"{alone * 1e3:.1f} ms (with {SPLIT_SCALES[-1]:g} of the model's share on the CPU)")
+
+
+def split_scale(rates: object, pipeline: str) -> float:
+    """The share of the model's CPU row groups ``pipeline``'s co-processed runs take now
+    (``SPLIT_SCALES``, stepped down by ``outcome_refuses``)."""
+    o = _outcomes(rates).get(pipeline)
+    return SPLIT_SCALES[o.step] if o is not None else SPLIT_SCALES[0]
 
 
 def _outcomes(rates: object) -> dict[str, Outcome]:

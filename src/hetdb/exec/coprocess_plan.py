@@ -5,6 +5,7 @@ its slowdown beside CPU workers, measured after each scan."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from hetdb.cache.comodel import (
     decide,
     observe_outcome,
     outcome_refuses,
+    split_scale,
     start_delay,
 )
 from hetdb.cache.coscan import SharedScan, check_coprocess
@@ -51,8 +53,12 @@ FORCED_SPLIT: tuple[int, int] | None = None
 # 15.08 / 15.22 / 15.70 ms on q1.x against 15.37 / 15.52 / 15.27 alone.)
 # H100 session 18 final (coprocess_warm_table, q1.1-q4.1, 5 runs, merged main b8bac5c4): with "first" as
 # the default, auto explored with 14 workers started early in its first co-processed runs (q2.1 77-271 ms
-# against 22 on the GPU alone; auto / best single 1.509): the default is "fact" again (co13: 1.015).
-WORKERS_AFTER = "fact"
+# against 22 on the GPU alone; auto / best single 1.509): the default was "fact" again (co13: 1.015).
+# Those first runs decoded the workers' pages on the Python path; since the background set-up keeps
+# them decoded (PREDECODE_SHARE) "first" is the default again: H200 session 24, SSB SF 50, forced
+# splits of 48 row groups on 14 workers: geomean of 7 queries 41.60 ms with "first", 45.44 with
+# "fact" (the GPU alone 40.53); "auto" 40.57 with "first", 41.01 with "fact" (40.34 / 40.37 alone).
+WORKERS_AFTER = "first"
 
 
 # the GPU's slowdown per CPU worker beside it until co-processed scans of the pipeline measured one
@@ -85,12 +91,39 @@ def cpu_workers(ctx: ExecContext) -> int:
     return max(1, threads - (2 if threads >= 8 else 1))
 
 
-def pipeline_key(reader: Any, pipe: Any, names: list[str]) -> str:
-    """The key of the pipeline's measured rates and set-up: the loops of different pipelines differ
-    in cost by far more than their pages do (and pages by their rows)."""
+def pipeline_key(reader: Any, pipe: Any, names: list[str], physical: Any = None) -> str:
+    """The key of the pipeline's measured rates, set-up and outcomes: the loops of different pipelines
+    differ in cost by far more than their pages do (and pages by their rows), and so do one shape's
+    queries with other constants (``plan_fingerprint``: SSB q1.1-q1.3 read the same columns through
+    one probe; at SF 50 on an H200 a split that gained 14% on q1.2 and q1.3 lost on q1.1, whose
+    outcome then kept the other two on the GPU alone)."""
     probes = sum(isinstance(op, HashProbe) for op in pipe.ops)
     return (f"coprocess:{reader.name}:{getattr(reader, 'rows_per_page', 0)}:{','.join(names)}:{probes}:"
-            f"{len(getattr(pipe.sink, 'aggs', ()))}")
+            f"{len(getattr(pipe.sink, 'aggs', ()))}:{plan_fingerprint(pipe, physical)}")
+
+
+def plan_fingerprint(pipe: Any, physical: Any = None) -> str:
+    """A short hash of what ``pipe`` and the pipelines it depends on (its join builds, in
+    ``physical``'s pipelines) do: their operators' descriptions, constants included. Kept on the
+    pipeline (a cached plan's runs ask again)."""
+    got = pipe.__dict__.get("_co_fingerprint")
+    if got is not None:
+        return got
+    by_pid = {p.pid: p for p in getattr(physical, "pipelines", ()) or ()}
+    seen: set[int] = set()
+    lines: list[str] = []
+    todo = [pipe]
+    while todo:
+        p = todo.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        lines.extend(op.describe() for op in p.operators())
+        todo.extend(by_pid[d] for d in getattr(p, "deps", ()) if d in by_pid)
+    got = hashlib.sha1("\n".join(lines).encode()).hexdigest()[:12]
+    if by_pid:
+        pipe.__dict__["_co_fingerprint"] = got
+    return got
 
 
 def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int], mode: str
@@ -115,7 +148,7 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
     def resident(rg: int) -> bool:
         return use_cache and all(page_info(reader, name, rg, compressed).key in cache for name in names)
 
-    key = pipeline_key(reader, pipe, names)
+    key = pipeline_key(reader, pipe, names, getattr(ctx, "physical", None))
     router = PageRouter("auto", gpu=True, pipeline=key)
     rate = router.rates.cpu_rate(key)
     prior = router.cpu_seconds() * len(names) * MEASURED_MARGIN if rate.observations else None
@@ -150,7 +183,9 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
             # GPU slowed beside the CPU workers is measured against it)
             ctx.__dict__.setdefault("co_prepare", set()).add(pipe.source.op_id)  # (observe_gpu_scan)
             return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
-        shared.expected_cpu, shared.workers = d.est.cpu_row_groups, d.workers
+        # (the outcome's share of the model's: comodel.SPLIT_SCALES; no more workers than row groups)
+        cpu = max(1, round(d.est.cpu_row_groups * split_scale(router.rates, key)))
+        shared.expected_cpu, shared.workers = cpu, max(1, min(d.workers, cpu))
         shared.probe = d.probe  # (a probe run's outcome says nothing of co-processing: comodel.observe_outcome)
         shared.gpu_slowdown = gpu_slowdown(router.rates, key, d.workers)
     return shared, key, ""
@@ -225,7 +260,7 @@ def observe_gpu_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: int, 
     if row_groups <= 0 or seconds <= 0:
         return
     names = list(dict.fromkeys(pipe.source.scan.column_names))
-    key = pipeline_key(reader, pipe, names) if co is None else co.key
+    key = pipeline_key(reader, pipe, names, getattr(ctx, "physical", None)) if co is None else co.key
     rates = PageRouter("auto", gpu=True, pipeline=key).rates
     if co is None:
         rates.gpu_rate(key).observe(row_groups * len(names), seconds)
