@@ -201,3 +201,17 @@ def test_a_smaller_share_that_pays_is_kept():
         assert outcome_refuses(rates, "q1.2") == ""
         assert split_scale(rates, "q1.2") == SPLIT_SCALES[1]  # (kept: faster than alone)
     assert split_scale(rates, "q1.1") == 1.0  # (another pipeline's outcome is its own)
+
+
+def test_a_rate_no_worker_fits_is_measured_again_ever_more_rarely():
+    from hetdb.cache.comodel import EXPLORE_EVERY, reprobe
+    from hetdb.cache.rates import Rates
+
+    rates = Rates()
+    again = [n for n in range(1, 64 * EXPLORE_EVERY + 1) if reprobe(rates, "p")]
+    assert again == [EXPLORE_EVERY, 4 * EXPLORE_EVERY, 16 * EXPLORE_EVERY, 64 * EXPLORE_EVERY]
+    assert not reprobe(rates, "q")  # (per pipeline)
+    rates.cpu_rate("p").observe(1, 0.3)
+    assert rates.cpu_rate("p").observations == 1
+    rates.forget_cpu("p")  # (the next scan probes it afresh: the default rate, no observation)
+    assert rates.cpu_rate("p").observations == 0

@@ -241,6 +241,24 @@ def outcome_refuses(rates: object, pipeline: str) -> str:
             f"{alone * 1e3:.1f} ms (with {SPLIT_SCALES[-1]:g} of the model's share on the CPU)")
 
 
+def reprobe(rates: object, pipeline: str) -> bool:
+    """The model kept ``pipeline`` on the GPU alone because no CPU worker fits a row group at its
+    measured rate: whether this run measures the rate again (the EXPLORE_EVERY-th such run, then
+    each time their count has grown four times over: a probe that was right costs the GPU's wait
+    for one slow row group each time). A rate
+    one probe measured stays otherwise (a running mean moves slowly), and a probe's row group may meet
+    what later ones do not (SSB q3.2 at SF 50 on an H200: its probe's loop 292 ms a row group, q3.1's
+    16 ms: the pipeline stayed on the GPU alone for good)."""
+    store = rates.__dict__.get("_co_rate_refused")
+    if store is None:
+        with _OUTCOME_LOCK:
+            store = rates.__dict__.setdefault("_co_rate_refused", {})
+    with _OUTCOME_LOCK:
+        n = store[pipeline] = store.get(pipeline, 0) + 1
+    times, left = divmod(n, EXPLORE_EVERY)
+    return not left and times & (times - 1) == 0 and (times.bit_length() - 1) % 2 == 0
+
+
 def split_scale(rates: object, pipeline: str) -> float:
     """The share of the model's CPU row groups ``pipeline``'s co-processed runs take now
     (``SPLIT_SCALES``, stepped down by ``outcome_refuses``)."""

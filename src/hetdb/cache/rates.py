@@ -150,6 +150,11 @@ class Rates:
         with self._lock:
             return self.cpu.setdefault(pipeline, WorkRate(DEFAULT_CPU_PAGES_PER_S))
 
+    def forget_cpu(self, pipeline: str) -> None:
+        """Drop the CPU rate measured for ``pipeline`` (the next co-processed scan probes it afresh)."""
+        with self._lock:
+            self.cpu.pop(pipeline, None)
+
     def gpu_rate(self, pipeline: str) -> WorkRate:
         with self._lock:
             return self.gpu.setdefault(pipeline, WorkRate(DEFAULT_GPU_PAGES_PER_S))

@@ -16,6 +16,7 @@ from hetdb.cache.comodel import (
     decide,
     observe_outcome,
     outcome_refuses,
+    reprobe,
     split_scale,
     start_delay,
 )
@@ -172,10 +173,18 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
         if why:
             return None, "", why
         gpu = shared.gpu_alone_all()
-        d = decide(gpu, router.cpu_seconds() * len(names) * (1.0 if prior is not None else scale), prior is not None, workers,
-                   (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
-                   + router.rates.end_wait_seconds(key), lambda w: gpu_slowdown(router.rates, key, w),
-                   start_delay(router.rates, f"{key}@{shared.start_after}"), gpu_fixed(router.rates, key, gpu))
+
+        def decided(measured: bool) -> Any:
+            return decide(gpu, router.cpu_seconds() * len(names) * (1.0 if measured else scale), measured, workers,
+                          (router.rates.setup_seconds(key) if setup_of(pipe, reader) is None else REUSED_SETUP_S)
+                          + router.rates.end_wait_seconds(key), lambda w: gpu_slowdown(router.rates, key, w),
+                          start_delay(router.rates, f"{key}@{shared.start_after}"), gpu_fixed(router.rates, key, gpu))
+
+        d = decided(prior is not None)
+        if not d.go and prior is not None and not d.est.cpu_row_groups and reprobe(router.rates, key):
+            router.rates.forget_cpu(key)  # (measured again: one probe row group at the default rate)
+            shared.cpu_prior = None
+            d = decided(False)
         if not d.go:
             return None, "", d.why
         if not router.rates.gpu_rate(key).observations:
