@@ -187,9 +187,13 @@ def shared_scan(ctx: ExecContext, pipe: Any, reader: Any, row_groups: list[int],
             d = decided(False)
         if not d.go:
             return None, "", d.why
-        if not router.rates.gpu_rate(key).observations:
+        timed = pipe.source.op_id in ctx.__dict__.get("co_began", {})  # (an early fact scan began it)
+        if not router.rates.gpu_rate(key).observations or (timed and alone_seconds(router.rates, key) is None):
             # (the race needs the GPU's own time: the model's prior for it may be far off, and a
-            # GPU slowed beside the CPU workers is measured against it)
+            # GPU slowed beside the CPU workers is measured against it; and where the run is timed
+            # from its early fact scan's start, the outcome needs a run alone timed so: a query's
+            # first run has no early scan, and with no run alone to compare with, co-processed runs
+            # went on however slow they were: SSB q2.1 at SF 50 on an H200, 76-87 ms against 51)
             ctx.__dict__.setdefault("co_prepare", set()).add(pipe.source.op_id)  # (observe_gpu_scan)
             return None, "", "the GPU's time alone for this pipeline is not measured yet: this run measures it"
         # (the outcome's share of the model's: comodel.SPLIT_SCALES; no more workers than row groups)
