@@ -245,14 +245,10 @@ def reprobe(rates: object, pipeline: str) -> bool:
     """The model kept ``pipeline`` on the GPU alone because no CPU worker fits a row group at its
     measured rate: whether this run measures the rate again (the EXPLORE_EVERY-th such run, then
     each time their count has grown four times over: a probe that was right costs the GPU's wait
-    for one slow row group each time). A rate
-    one probe measured stays otherwise (a running mean moves slowly), and a probe's row group may meet
-    what later ones do not (SSB q3.2 at SF 50 on an H200: its probe's loop 292 ms a row group, q3.1's
+    for one slow row group each time). A rate one probe measured stays otherwise (a running mean
+    moves slowly), and a probe's row group may meet what later ones do not (SSB q3.2 at SF 50 on an H200: its probe's loop 292 ms a row group, q3.1's
     16 ms: the pipeline stayed on the GPU alone for good)."""
-    store = rates.__dict__.get("_co_rate_refused")
-    if store is None:
-        with _OUTCOME_LOCK:
-            store = rates.__dict__.setdefault("_co_rate_refused", {})
+    store = _kept(rates, "_co_rate_refused")
     with _OUTCOME_LOCK:
         n = store[pipeline] = store.get(pipeline, 0) + 1
     times, left = divmod(n, EXPLORE_EVERY)
@@ -267,10 +263,15 @@ def split_scale(rates: object, pipeline: str) -> float:
 
 
 def _outcomes(rates: object) -> dict[str, Outcome]:
-    got = rates.__dict__.get("_co_outcomes")
+    return _kept(rates, "_co_outcomes")
+
+
+def _kept(rates: object, name: str) -> dict:
+    """The model's per-pipeline book ``name`` kept on the rates object (made on first use)."""
+    got = rates.__dict__.get(name)
     if got is None:
         with _OUTCOME_LOCK:
-            got = rates.__dict__.setdefault("_co_outcomes", {})
+            got = rates.__dict__.setdefault(name, {})
     return got
 
 
@@ -280,10 +281,7 @@ _OUTCOME_LOCK = threading.Lock()
 def observe_start_delay(rates: object, pipeline: str, seconds: float) -> None:
     """The CPU workers of an "auto" run of ``pipeline`` started ``seconds`` after its GPU side began
     (the early scan's priming ran first): a running mean the race's set-up counts."""
-    store = rates.__dict__.get("_co_start_delay")
-    if store is None:
-        with _OUTCOME_LOCK:
-            store = rates.__dict__.setdefault("_co_start_delay", {})
+    store = _kept(rates, "_co_start_delay")
     with _OUTCOME_LOCK:
         old = store.get(pipeline)
         store[pipeline] = seconds if old is None else 0.75 * old + 0.25 * seconds
